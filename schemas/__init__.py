@@ -1,0 +1,1 @@
+"""JSON Schemas toolscript owns, shipped inside the package."""

@@ -1,0 +1,1 @@
+"""Templates of the generated TypeScript, shipped inside the package."""

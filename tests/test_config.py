@@ -1,0 +1,201 @@
+"""Loading .toolscript.json: discovery, expansion, validation errors with positions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from toolscript.config import load_config
+from toolscript.errors import ConfigError, ServerNotFoundError
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / ".toolscript.json"
+    path.write_text(text)
+    return path
+
+
+def error_of(tmp_path: Path, text: str, environ: dict[str, str] | None = None) -> str:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ=environ or {})
+    assert info.value.exit_code == 2
+    return info.value.message
+
+
+def test_missing_default_file_means_zero_servers(tmp_path: Path) -> None:
+    config = load_config(None, cwd=tmp_path)
+    assert config.servers == ()
+    assert config.path is None
+
+
+def test_empty_object_means_zero_servers(tmp_path: Path) -> None:
+    assert load_config(write(tmp_path, "{}"), environ={}).servers == ()
+
+
+def test_missing_explicit_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(tmp_path / "nope.json")
+
+
+def test_default_file_found_in_cwd(tmp_path: Path) -> None:
+    write(tmp_path, '{"mcpServers": {"a": {"command": "x"}}}')
+    assert [s.name for s in load_config(None, cwd=tmp_path).servers] == ["a"]
+
+
+def test_type_inference(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        json.dumps(
+            {
+                "mcpServers": {
+                    "local": {"command": "srv", "args": ["--x"]},
+                    "remote": {"url": "https://example.com/mcp"},
+                    "events": {"type": "sse", "url": "http://127.0.0.1:1/sse"},
+                }
+            }
+        ),
+    )
+    servers = {s.name: s for s in load_config(path, environ={}).servers}
+    assert servers["local"].transport == "stdio"
+    assert servers["local"].args == ("--x",)
+    assert servers["remote"].transport == "http"
+    assert servers["events"].transport == "sse"
+
+
+def test_optional_fields_and_filters(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        json.dumps(
+            {
+                "mcpServers": {
+                    "s": {
+                        "command": "x",
+                        "cwd": "sub",
+                        "description": "d",
+                        "timeout": 5,
+                        "disabled": True,
+                        "includeTools": ["get_*"],
+                        "excludeTools": ["get_secret"],
+                    }
+                }
+            }
+        ),
+    )
+    server = load_config(path, environ={}).servers[0]
+    assert server.timeout == 5.0
+    assert server.disabled
+    assert server.cwd == (tmp_path / "sub").resolve()
+    assert server.allows_tool("get_time")
+    assert not server.allows_tool("get_secret")
+    assert not server.allows_tool("set_time")
+    assert load_config(path, environ={}).enabled_servers == ()
+
+
+def test_env_expansion_everywhere(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        json.dumps(
+            {
+                "mcpServers": {
+                    "s": {
+                        "command": "${BIN}",
+                        "args": ["--token=${TOKEN}", "${MISSING:-fallback}", "${EMPTY:-d}"],
+                        "env": {"KEY": "${SECRET}"},
+                    },
+                    "h": {
+                        "url": "https://${HOST:-example.com}/mcp",
+                        "headers": {"A": "B ${TOKEN}"},
+                    },
+                }
+            }
+        ),
+    )
+    config = load_config(
+        path, environ={"BIN": "srv", "TOKEN": "t0k", "SECRET": "hush", "EMPTY": ""}
+    )
+    stdio, http = config.servers
+    assert stdio.command == "srv"
+    assert stdio.args == ("--token=t0k", "fallback", "d")
+    assert dict(stdio.env) == {"KEY": "hush"}
+    assert http.url == "https://example.com/mcp"
+    assert dict(http.headers) == {"A": "B t0k"}
+    assert "hush" not in repr(config)
+    assert "B t0k" not in repr(config)
+
+
+def test_unset_variable_names_variable_path_and_line(tmp_path: Path) -> None:
+    text = '{\n  "mcpServers": {\n    "s": {\n      "command": "x",\n      "env": {"K": "${NOPE}"}\n    }\n  }\n}\n'
+    message = error_of(tmp_path, text)
+    assert "NOPE" in message
+    assert "mcpServers.s.env.K" in message
+    assert ":5:20:" in message
+
+
+def test_invalid_json_reports_line_and_column(tmp_path: Path) -> None:
+    message = error_of(tmp_path, '{\n  "mcpServers": {\n    "a": {"command": "x",}\n  }\n}\n')
+    assert "invalid JSON" in message
+    assert ":3:" in message
+
+
+def test_wrong_type(tmp_path: Path) -> None:
+    message = error_of(
+        tmp_path, '{\n  "mcpServers": {\n    "a": {"command": "x", "args": "no"}\n  }\n}'
+    )
+    assert ":3:35:" in message
+    assert "mcpServers.a.args" in message
+    assert "expected array, got string" in message
+
+
+def test_unknown_server_type(tmp_path: Path) -> None:
+    message = error_of(tmp_path, '{"mcpServers": {"a": {"type": "websocket", "url": "http://x"}}}')
+    assert ":1:31:" in message
+    assert "mcpServers.a.type" in message
+    assert '"stdio", "http", "sse"' in message
+
+
+def test_missing_command_for_stdio(tmp_path: Path) -> None:
+    message = error_of(tmp_path, '{"mcpServers": {\n  "a": {"type": "stdio"}\n}}')
+    assert ":2:8:" in message
+    assert "needs 'command'" in message
+
+
+def test_missing_url_for_http(tmp_path: Path) -> None:
+    assert "needs 'url'" in error_of(tmp_path, '{"mcpServers": {"a": {"type": "http"}}}')
+
+
+def test_neither_command_nor_url(tmp_path: Path) -> None:
+    message = error_of(tmp_path, '{"mcpServers": {"a": {"args": []}}}')
+    assert "either 'command'" in message
+    assert "mcpServers.a" in message
+
+
+def test_unknown_key_suggests_close_match(tmp_path: Path) -> None:
+    message = error_of(tmp_path, '{"mcpServers": {"a": {\n  "command": "x",\n  "arsg": []}}}')
+    assert ":3:3:" in message
+    assert "mcpServers.a.arsg" in message
+    assert "did you mean 'args'?" in message
+
+
+def test_unknown_top_level_key(tmp_path: Path) -> None:
+    message = error_of(tmp_path, '{"mcpServer": {}}')
+    assert "did you mean 'mcpServers'?" in message
+    assert ":1:2:" in message
+
+
+def test_every_error_is_reported(tmp_path: Path) -> None:
+    message = error_of(tmp_path, '{"mcpServers": {"a": {"type": "x", "command": 1}, "b": {}}}')
+    assert len(message.splitlines()) >= 3
+
+
+def test_server_name_with_double_underscore_is_refused(tmp_path: Path) -> None:
+    assert "invalid server name" in error_of(tmp_path, '{"mcpServers": {"a__b": {"command": "x"}}}')
+
+
+def test_server_lookup_suggests_names(tmp_path: Path) -> None:
+    path = write(tmp_path, '{"mcpServers": {"github": {"command": "x"}}}')
+    with pytest.raises(ServerNotFoundError) as info:
+        load_config(path, environ={}).server("githb")
+    assert info.value.suggestions == ["github"]

@@ -1,0 +1,5 @@
+"""``python -m toolscript``."""
+
+from toolscript.cli.main import main
+
+main()

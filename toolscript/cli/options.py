@@ -1,0 +1,21 @@
+"""Options shared by several commands."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+__all__ = ["ConfigOption", "JsonOption"]
+
+ConfigOption = Annotated[
+    str | None,
+    typer.Option(
+        "--config",
+        "-c",
+        envvar="TOOLSCRIPT_CONFIG",
+        help="Path of the config file [default: ./.toolscript.json].",
+        show_default=False,
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]

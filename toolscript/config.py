@@ -1,0 +1,294 @@
+"""Load ``.toolscript.json``: find it, parse it, expand ``${VAR}``, validate, freeze."""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal
+
+import jsonschema
+
+from toolscript.errors import ConfigError, ServerNotFoundError
+from toolscript.jsonpos import JsonPath, PositionedJson, format_path, parse_with_positions
+
+__all__ = [
+    "CONFIG_FILENAME",
+    "DEFAULT_TIMEOUT",
+    "Config",
+    "ServerConfig",
+    "config_schema",
+    "find_config_path",
+    "load_config",
+]
+
+CONFIG_FILENAME = ".toolscript.json"
+DEFAULT_TIMEOUT = 60.0
+Transport = Literal["stdio", "http", "sse"]
+
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def _empty_mapping() -> Mapping[str, str]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """One MCP server of the configuration, with variables expanded."""
+
+    name: str
+    transport: Transport
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=_empty_mapping, repr=False)
+    cwd: Path | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=_empty_mapping, repr=False)
+    description: str = ""
+    timeout: float = DEFAULT_TIMEOUT
+    disabled: bool = False
+    include_tools: tuple[str, ...] = ()
+    exclude_tools: tuple[str, ...] = ()
+
+    def allows_tool(self, tool_name: str) -> bool:
+        """Whether the include/exclude filters let ``tool_name`` through."""
+        if self.include_tools and not any(
+            fnmatch.fnmatchcase(tool_name, pattern) for pattern in self.include_tools
+        ):
+            return False
+        return not any(fnmatch.fnmatchcase(tool_name, pattern) for pattern in self.exclude_tools)
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Values that must never appear in logs, status or errors."""
+        return tuple(value for value in (*self.env.values(), *self.headers.values()) if value)
+
+    def summary(self) -> dict[str, Any]:
+        """A description safe to print: no env values, no header values."""
+        target = (
+            self.url if self.transport != "stdio" else " ".join([self.command or "", *self.args])
+        )
+        return {
+            "name": self.name,
+            "transport": self.transport,
+            "target": target,
+            "description": self.description,
+            "disabled": self.disabled,
+        }
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole configuration; ``path`` is None when no file exists."""
+
+    path: Path | None
+    project_dir: Path
+    servers: tuple[ServerConfig, ...] = ()
+
+    @property
+    def enabled_servers(self) -> tuple[ServerConfig, ...]:
+        return tuple(server for server in self.servers if not server.disabled)
+
+    def server(self, name: str) -> ServerConfig:
+        """The server called ``name``; raises ServerNotFoundError with close names."""
+        for server in self.servers:
+            if server.name == name:
+                return server
+        names = [server.name for server in self.servers]
+        raise ServerNotFoundError(
+            f"server not found: {name!r}"
+            + (f" (configured: {', '.join(names)})" if names else " (zero servers configured)"),
+            suggestions=difflib.get_close_matches(name, names, n=3, cutoff=0.5),
+        )
+
+
+def config_schema() -> dict[str, Any]:
+    """The JSON Schema of ``.toolscript.json`` shipped with the package."""
+    text = resources.files("toolscript.schemas").joinpath("toolscript.schema.json").read_text()
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def find_config_path(explicit: str | os.PathLike[str] | None, cwd: Path | None = None) -> Path:
+    """``--config`` / ``TOOLSCRIPT_CONFIG`` when given, else ``./.toolscript.json``."""
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    return (cwd or Path.cwd()).resolve() / CONFIG_FILENAME
+
+
+def load_config(
+    explicit: str | os.PathLike[str] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Config:
+    """Find, parse, expand and validate the configuration.
+
+    A missing default file means zero servers; a missing explicit file is an error.
+    """
+    path = find_config_path(explicit, cwd)
+    if not path.exists():
+        if explicit:
+            raise ConfigError(
+                f"{path}: config file not found",
+                hint="check --config / TOOLSCRIPT_CONFIG, or create the file",
+            )
+        return Config(path=None, project_dir=path.parent)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read config file: {exc}") from exc
+    return parse_config(text, path, os.environ if environ is None else environ)
+
+
+def parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
+    """Build a Config from the text of ``path``."""
+    if not text.strip():
+        return Config(path=path, project_dir=path.parent)
+    try:
+        doc = parse_with_positions(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}",
+            hint="fix the JSON syntax at that position",
+        ) from exc
+    _validate(doc, path)
+    expanded = _expand(doc.value, (), doc, path, environ)
+    servers = tuple(
+        _server(name, raw, path.parent) for name, raw in (expanded.get("mcpServers") or {}).items()
+    )
+    return Config(path=path, project_dir=path.parent, servers=servers)
+
+
+def _validate(doc: PositionedJson, path: Path) -> None:
+    validator = jsonschema.Draft202012Validator(config_schema())
+    errors = sorted(
+        validator.iter_errors(doc.value),
+        key=lambda error: doc.value_offsets.get(tuple(error.absolute_path), 0),
+    )
+    if not errors:
+        return
+    messages = [_describe(error, doc, path) for error in errors]
+    raise ConfigError(
+        "\n".join(messages) if len(messages) > 1 else messages[0],
+        hint=f"the schema is {_schema_location()}",
+    )
+
+
+def _describe(error: jsonschema.ValidationError, doc: PositionedJson, path: Path) -> str:
+    at: JsonPath = tuple(error.absolute_path)
+    on_key = False
+    validator = error.validator
+    if validator == "additionalProperties" and isinstance(error.instance, dict):
+        schema = error.schema if isinstance(error.schema, dict) else {}
+        allowed = list(schema.get("properties", {}))
+        extras = [key for key in error.instance if key not in allowed]
+        unknown = extras[0] if extras else "?"
+        at, on_key = (*at, unknown), True
+        close = difflib.get_close_matches(unknown, allowed, n=1, cutoff=0.6)
+        expected = f"unknown key {unknown!r}" + (
+            f" (did you mean {close[0]!r}?)" if close else f"; allowed keys: {', '.join(allowed)}"
+        )
+    elif validator == "required":
+        expected = f"missing required key: {error.message.split(' is a required')[0]}"
+        expected = _missing_message(at, error, expected)
+    elif validator == "anyOf" and "required" in json.dumps(error.validator_value):
+        expected = "a server needs either 'command' (stdio) or 'url' (http, sse)"
+    elif validator == "enum":
+        choices = ", ".join(json.dumps(choice) for choice in error.validator_value)  # type: ignore[union-attr]
+        expected = f"expected one of {choices}, got {json.dumps(error.instance)}"
+    elif validator == "type":
+        expected = f"expected {error.validator_value}, got {_json_type(error.instance)}"
+    elif validator == "pattern" and error.path and error.path[-1] == "url":
+        expected = f"expected an http:// or https:// URL, got {json.dumps(error.instance)}"
+    elif "propertyNames" in error.schema_path:
+        expected = f"invalid server name {json.dumps(error.instance)}: no '/' and no '__'"
+        at, on_key = (*at, str(error.instance)), True
+    else:
+        expected = error.message
+    line, col = doc.line_col(at, key=on_key)
+    return f"{path}:{line}:{col}: {format_path(at)}: {expected}"
+
+
+def _missing_message(at: JsonPath, error: jsonschema.ValidationError, default: str) -> str:
+    instance = error.instance if isinstance(error.instance, dict) else {}
+    kind = instance.get("type")
+    if kind == "stdio":
+        return "a stdio server needs 'command'"
+    if kind in ("http", "sse"):
+        return f"an {kind} server needs 'url'"
+    return default
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if value is None:
+        return "null"
+    return {dict: "object", list: "array", str: "string", int: "integer", float: "number"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _schema_location() -> str:
+    return 'schemas/toolscript.schema.json (use it as "$schema" for editor help)'
+
+
+def _expand(
+    value: Any, at: JsonPath, doc: PositionedJson, path: Path, environ: Mapping[str, str]
+) -> Any:
+    if isinstance(value, str):
+        return _expand_string(value, at, doc, path, environ)
+    if isinstance(value, dict):
+        return {key: _expand(item, (*at, key), doc, path, environ) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_expand(item, (*at, i), doc, path, environ) for i, item in enumerate(value)]
+    return value
+
+
+def _expand_string(
+    value: str, at: JsonPath, doc: PositionedJson, path: Path, environ: Mapping[str, str]
+) -> str:
+    def substitute(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        found = environ.get(name)
+        if found is None or (found == "" and default is not None):
+            if default is None:
+                line, col = doc.line_col(at)
+                raise ConfigError(
+                    f"{path}:{line}:{col}: {format_path(at)}: environment variable "
+                    f"{name} is not set",
+                    hint=f"export {name}=..., or write ${{{name}:-default}} in the config",
+                )
+            return default
+        return found
+
+    return _VARIABLE.sub(substitute, value)
+
+
+def _server(name: str, raw: Mapping[str, Any], base: Path) -> ServerConfig:
+    transport: Transport = raw.get("type") or ("stdio" if "command" in raw else "http")
+    cwd = raw.get("cwd")
+    return ServerConfig(
+        name=name,
+        transport=transport,
+        command=raw.get("command"),
+        args=tuple(raw.get("args", ())),
+        env=MappingProxyType(dict(raw.get("env", {}))),
+        cwd=(base / cwd).resolve() if cwd else None,
+        url=raw.get("url"),
+        headers=MappingProxyType(dict(raw.get("headers", {}))),
+        description=raw.get("description", ""),
+        timeout=float(raw.get("timeout", DEFAULT_TIMEOUT)),
+        disabled=bool(raw.get("disabled", False)),
+        include_tools=tuple(raw.get("includeTools", ())),
+        exclude_tools=tuple(raw.get("excludeTools", ())),
+    )

@@ -1,0 +1,186 @@
+"""The one error tree of toolscript.
+
+Every error toolscript raises on purpose derives from ``ToolscriptError``; the
+CLI turns it into a one-line message and ``exit_code``, the gateway into an
+HTTP response with ``status_code``::
+
+    ToolscriptError                     exit 1
+    ├── ConfigError                     exit 2   invalid or unreadable .toolscript.json
+    ├── UsageError                      exit 2   a wrong argument on the command line
+    ├── NotFoundError                   HTTP 404
+    │   ├── ServerNotFoundError                  no such server is configured
+    │   └── ToolNotFoundError                    no such tool on a server
+    ├── ArgumentValidationError         HTTP 400 tool arguments violate its inputSchema
+    ├── GatewayError                             talking to the gateway from the CLI
+    │   ├── GatewayUnreachableError              nothing answers at the gateway URL
+    │   └── GatewayResponseError                 the gateway answered with an error
+    ├── UpstreamError                   HTTP 502 talking to an MCP server
+    │   ├── ServerUnavailableError      HTTP 503 the server is not connected
+    │   ├── ToolTimeoutError            HTTP 504 the call took longer than its timeout
+    │   └── ToolCallError               HTTP 502 the tool answered with isError: true
+    └── ExecutionError                           running a toolscript in Deno
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "ArgumentValidationError",
+    "ConfigError",
+    "ExecutionError",
+    "GatewayError",
+    "GatewayResponseError",
+    "GatewayUnreachableError",
+    "NotFoundError",
+    "ServerNotFoundError",
+    "ServerUnavailableError",
+    "ToolCallError",
+    "ToolNotFoundError",
+    "ToolTimeoutError",
+    "ToolscriptError",
+    "UpstreamError",
+    "UsageError",
+]
+
+
+class ToolscriptError(Exception):
+    """Base of every error toolscript raises on purpose."""
+
+    exit_code = 1
+    status_code = 500
+    kind = "error"
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON body the gateway answers with for this error."""
+        body: dict[str, Any] = {"error": self.kind, "message": self.message}
+        if self.hint:
+            body["hint"] = self.hint
+        return body
+
+
+class ConfigError(ToolscriptError):
+    """The configuration file is unreadable, not JSON, or not valid."""
+
+    exit_code = 2
+    kind = "config_error"
+
+
+class UsageError(ToolscriptError):
+    """A command-line argument is wrong."""
+
+    exit_code = 2
+    status_code = 400
+    kind = "usage_error"
+
+
+class NotFoundError(ToolscriptError):
+    """Something named by the caller does not exist."""
+
+    status_code = 404
+    kind = "not_found"
+
+    def __init__(
+        self, message: str, *, suggestions: Sequence[str] = (), hint: str | None = None
+    ) -> None:
+        if suggestions and hint is None:
+            hint = "did you mean: " + ", ".join(suggestions) + "?"
+        super().__init__(message, hint=hint)
+        self.suggestions = list(suggestions)
+
+    def to_dict(self) -> dict[str, Any]:
+        body = super().to_dict()
+        body["suggestions"] = self.suggestions
+        return body
+
+
+class ServerNotFoundError(NotFoundError):
+    """No server of that name is configured."""
+
+    kind = "server_not_found"
+
+
+class ToolNotFoundError(NotFoundError):
+    """The server has no tool of that name."""
+
+    kind = "tool_not_found"
+
+
+class ArgumentValidationError(ToolscriptError):
+    """Tool arguments do not match the tool's inputSchema."""
+
+    status_code = 400
+    kind = "invalid_arguments"
+
+    def __init__(self, message: str, *, errors: Sequence[dict[str, str]]) -> None:
+        super().__init__(message)
+        self.errors = list(errors)
+
+    def to_dict(self) -> dict[str, Any]:
+        body = super().to_dict()
+        body["errors"] = self.errors
+        return body
+
+
+class GatewayError(ToolscriptError):
+    """The CLI could not get what it needed from the gateway."""
+
+
+class GatewayUnreachableError(GatewayError):
+    """Nothing answers at the gateway URL."""
+
+
+class GatewayResponseError(GatewayError):
+    """The gateway answered with an error body."""
+
+    def __init__(self, message: str, *, status_code: int, body: dict[str, Any]) -> None:
+        super().__init__(message, hint=body.get("hint"))
+        self.status_code = status_code
+        self.body = body
+
+
+class UpstreamError(ToolscriptError):
+    """Talking to an MCP server failed."""
+
+    status_code = 502
+    kind = "upstream_error"
+
+
+class ServerUnavailableError(UpstreamError):
+    """The server is not connected (failed to start, crashed, reconnecting)."""
+
+    status_code = 503
+    kind = "server_unavailable"
+
+
+class ToolTimeoutError(UpstreamError):
+    """The tool call took longer than the server's timeout."""
+
+    status_code = 504
+    kind = "timeout"
+
+
+class ToolCallError(UpstreamError):
+    """The tool ran and reported an error (``isError: true``)."""
+
+    status_code = 502
+    kind = "tool_error"
+
+    def __init__(self, message: str, *, content: list[dict[str, Any]]) -> None:
+        super().__init__(message)
+        self.content = content
+
+    def to_dict(self) -> dict[str, Any]:
+        body = super().to_dict()
+        body["content"] = self.content
+        return body
+
+
+class ExecutionError(ToolscriptError):
+    """A toolscript could not be run."""
