@@ -17,7 +17,7 @@ HTTP response with ``status_code``::
     ├── UpstreamError                   HTTP 502 talking to an MCP server
     │   ├── ServerUnavailableError      HTTP 503 the server is not connected
     │   ├── ToolTimeoutError            HTTP 504 the call took longer than its timeout
-    │   └── ToolCallError               HTTP 502 the tool answered with isError: true
+    │   └── ToolCallError               HTTP 422 the tool answered with isError: true
     └── ExecutionError                           running a toolscript in Deno
 """
 
@@ -169,7 +169,7 @@ class ToolTimeoutError(UpstreamError):
 class ToolCallError(UpstreamError):
     """The tool ran and reported an error (``isError: true``)."""
 
-    status_code = 502
+    status_code = 422
     kind = "tool_error"
 
     def __init__(self, message: str, *, content: list[dict[str, Any]]) -> None:

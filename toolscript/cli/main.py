@@ -17,9 +17,13 @@ HELP = """MCP code mode: call your MCP servers' tools from one short TypeScript 
 
 Examples:
 
+  toolscript gateway start &            # connect the servers in .toolscript.json
+
   toolscript list-servers
 
-  toolscript list-servers --json | jq -r '.[].name'
+  toolscript list-tools github --verbose
+
+  toolscript gateway status --json | jq .servers
 """
 
 app = typer.Typer(
@@ -62,9 +66,11 @@ def _root(
 
 
 def _register() -> None:
-    from toolscript.cli import servers
+    from toolscript.cli import gateway, servers, tools
 
     app.command("list-servers")(servers.list_servers)
+    app.command("list-tools")(tools.list_tools)
+    app.add_typer(gateway.app, name="gateway")
 
 
 _register()

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-__all__ = ["ConfigOption", "JsonOption"]
+__all__ = ["CacheDirOption", "ConfigOption", "JsonOption"]
 
 ConfigOption = Annotated[
     str | None,
@@ -19,3 +19,12 @@ ConfigOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+CacheDirOption = Annotated[
+    str | None,
+    typer.Option(
+        "--cache-dir",
+        envvar="TOOLSCRIPT_CACHE_DIR",
+        help="Where generated artifacts and gateway state go [default: .toolscript/ beside the config].",
+        show_default=False,
+    ),
+]

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
+from toolscript.cli.client import GatewayClient, find_gateway_url
 from toolscript.cli.options import ConfigOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
-from toolscript.config import load_config
+from toolscript.config import Config, load_config
+from toolscript.errors import GatewayError
 
 __all__ = ["list_servers"]
 
@@ -24,6 +27,11 @@ def list_servers(config: ConfigOption = None, as_json: JsonOption = False) -> No
     """
     loaded = load_config(config)
     servers = [server.summary() for server in loaded.servers]
+    live = _live_states(loaded)
+    for server in servers:
+        if server["name"] in live:
+            server["state"] = live[server["name"]]["state"]
+            server["tools"] = live[server["name"]]["tools"]
     if as_json:
         print_json(servers)
         return
@@ -32,13 +40,28 @@ def list_servers(config: ConfigOption = None, as_json: JsonOption = False) -> No
         sys.stderr.write(f"no servers configured (add them under mcpServers in {where})\n")
         return
     print_rows(
-        ["server", "transport", "description"],
+        ["server", "transport", "state", "tools", "description"]
+        if live
+        else ["server", "transport", "description"],
         [
             [
                 server["name"],
                 server["transport"] + (" (disabled)" if server["disabled"] else ""),
+                *([server.get("state", "unknown"), str(server.get("tools", ""))] if live else []),
                 server["description"],
             ]
             for server in servers
         ],
     )
+
+
+def _live_states(config: Config) -> dict[str, dict[str, Any]]:
+    """Per-server state from a running gateway; empty when none answers."""
+    url = find_gateway_url(config)
+    if not url:
+        return {}
+    try:
+        with GatewayClient(url, timeout=2) as client:
+            return {server["name"]: server for server in client.get_json("/servers")}
+    except GatewayError:
+        return {}

@@ -1,0 +1,161 @@
+"""Real processes for tests: gateways started through the CLI, MCP servers on free ports."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVERS = ROOT / "tests" / "servers"
+NODE_BIN = SERVERS / "node_modules" / ".bin"
+FIXTURE_SERVER = SERVERS / "fixture_server.py"
+
+
+def node_server(name: str) -> str:
+    path = NODE_BIN / name
+    if not path.exists():
+        raise RuntimeError(
+            f"{path} is missing: run the README's install command (npm ci --prefix tests/servers)"
+        )
+    return str(path)
+
+
+def python_bin(name: str) -> str:
+    path = Path(sys.executable).parent / name
+    if not path.exists():
+        raise RuntimeError(f"{path} is missing: run the README's install command")
+    return str(path)
+
+
+def fixture_server(**extra: Any) -> dict[str, Any]:
+    return {"command": sys.executable, "args": [str(FIXTURE_SERVER)], **extra}
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSCRIPT_")}
+    env.update(extra)
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_for_port(port: int, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on port {port} after {timeout} s")
+
+
+@contextmanager
+def background_server(
+    args: list[str], port: int, env: dict[str, str] | None = None
+) -> Iterator[None]:
+    """A network MCP server of the tests' own, stopped with its whole process tree."""
+    process = subprocess.Popen(
+        args,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_for_port(port)
+        yield
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+
+
+class GatewayProcess:
+    """``toolscript gateway start`` as a real process."""
+
+    def __init__(self, config: dict[str, Any], directory: Path, *args: str) -> None:
+        self.directory = directory
+        self.config_path = directory / ".toolscript.json"
+        self.config_path.write_text(json.dumps(config))
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "toolscript", "gateway", "start", *args],
+            cwd=directory,
+            env=clean_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.stderr_lines: list[str] = []
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline().strip()
+        if not line:
+            self.process.wait(10)
+            raise RuntimeError("gateway did not start:\n" + "".join(self.stderr_lines))
+        self.url = line
+        self.client = httpx.Client(base_url=self.url + "/", timeout=30)
+
+    def _drain_stderr(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.stderr_lines.append(line)
+
+    @property
+    def log(self) -> str:
+        return "".join(self.stderr_lines)
+
+    def call(self, tool: str, arguments: dict[str, Any] | None = None) -> httpx.Response:
+        return self.client.post(f"tools/{tool}", json=arguments or {})
+
+    def descendants(self) -> list[psutil.Process]:
+        return psutil.Process(self.process.pid).children(recursive=True)
+
+    def stop(self) -> list[psutil.Process]:
+        """SIGTERM, wait; returns the descendants that survived (should be none)."""
+        self.client.close()
+        if self.process.poll() is not None:
+            return []
+        children = self.descendants()
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
+        _, alive = psutil.wait_procs(children, timeout=5)
+        for leftover in alive:
+            leftover.kill()
+        return alive
+
+
+@contextmanager
+def running_gateway(
+    config: dict[str, Any], directory: Path, *args: str
+) -> Iterator[GatewayProcess]:
+    gateway = GatewayProcess(config, directory, *args)
+    try:
+        yield gateway
+    finally:
+        gateway.stop()

@@ -1,0 +1,76 @@
+"""The CLI's side of the gateway: find it, and ask it things over HTTP."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import httpx
+
+from toolscript.config import Config
+from toolscript.errors import GatewayResponseError, GatewayUnreachableError
+from toolscript.paths import cache_dir, read_gateway_state
+
+__all__ = ["GatewayClient", "find_gateway_url", "public_url"]
+
+URL_VARIABLE = "TOOLSCRIPT_GATEWAY_URL"
+_START_HINT = "check `toolscript gateway status`, or start one with `toolscript gateway start`"
+
+
+def find_gateway_url(config: Config) -> str | None:
+    """``TOOLSCRIPT_GATEWAY_URL``, else the running gateway recorded for this project."""
+    url = os.environ.get(URL_VARIABLE, "").strip()
+    if url:
+        return url.rstrip("/")
+    state = read_gateway_state(cache_dir(config))
+    return str(state["url"]).rstrip("/") if state else None
+
+
+def public_url(url: str) -> str:
+    """The URL with its secret token hidden, for messages."""
+    return re.sub(r"^(https?://[^/]+)/.+$", r"\1/<token>", url)
+
+
+class GatewayClient:
+    """JSON over HTTP to one gateway; failures become toolscript errors."""
+
+    def __init__(self, url: str | None, *, timeout: float = 30.0) -> None:
+        if not url:
+            raise GatewayUnreachableError(
+                f"no gateway is running for this project and {URL_VARIABLE} is not set",
+                hint="start one with `toolscript gateway start` (or let the Claude Code plugin do it)",
+            )
+        self.url = url.rstrip("/")
+        self._http = httpx.Client(timeout=timeout)
+
+    def __enter__(self) -> GatewayClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._http.close()
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = self._http.request(method, self.url + path, **kwargs)
+        except httpx.TransportError as exc:
+            raise GatewayUnreachableError(
+                f"the gateway at {public_url(self.url)} does not answer ({type(exc).__name__})",
+                hint=_START_HINT,
+            ) from exc
+        if response.status_code >= 400:
+            try:
+                body = response.json()
+            except ValueError:
+                body = {"message": response.text[:500]}
+            if not isinstance(body, dict):
+                body = {"message": str(body)}
+            raise GatewayResponseError(
+                str(body.get("message") or f"HTTP {response.status_code}"),
+                status_code=response.status_code,
+                body=body,
+            )
+        return response
+
+    def get_json(self, path: str, **params: Any) -> Any:
+        return self.request("GET", path, params=params or None).json()

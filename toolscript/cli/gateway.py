@@ -1,0 +1,113 @@
+"""``gateway start`` and ``gateway status``."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from toolscript.cli.client import GatewayClient, find_gateway_url, public_url
+from toolscript.cli.options import CacheDirOption, ConfigOption, JsonOption
+from toolscript.cli.output import print_json, print_rows
+from toolscript.config import load_config
+from toolscript.errors import GatewayError
+from toolscript.paths import cache_dir
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    help="Start the gateway or check on it.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+@app.command("start")
+def start(
+    port: Annotated[
+        int, typer.Option("--port", "-p", help="Port to listen on; 0 picks a free one.")
+    ] = 0,
+    host: Annotated[
+        str,
+        typer.Option("--host", help="Address to bind. Keep the loopback default unless needed."),
+    ] = "127.0.0.1",
+    connect_timeout: Annotated[
+        float, typer.Option("--connect-timeout", help="Seconds a server may take to connect.")
+    ] = 30.0,
+    config: ConfigOption = None,
+    cache: CacheDirOption = None,
+) -> None:
+    """Run the gateway until Ctrl+C or SIGTERM.
+
+    Connects every configured server, then prints the gateway URL (token
+    included) on stdout; logs go to stderr.
+
+    Examples:
+
+        toolscript gateway start
+
+        export TOOLSCRIPT_GATEWAY_URL=$(toolscript gateway start --port 3000 &)
+    """
+    from toolscript.gateway.runner import configure_logging, serve
+
+    loaded = load_config(config)
+    configure_logging()
+    serve(
+        loaded,
+        host=host,
+        port=port,
+        state_dir=cache_dir(loaded, cache),
+        connect_timeout=connect_timeout,
+    )
+
+
+@app.command("status")
+def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
+    """Say whether the gateway runs, where, and how each server is.
+
+    Finds the gateway from TOOLSCRIPT_GATEWAY_URL, else from the state file
+    of this project's gateway. Exit 0 when every server is connected, 3 when
+    the gateway runs but a server is not connected, 1 when no gateway runs.
+
+    Examples:
+
+        toolscript gateway status
+
+        toolscript gateway status --json | jq '.servers'
+    """
+    loaded = load_config(config)
+    url = find_gateway_url(loaded)
+    try:
+        with GatewayClient(url, timeout=5) as client:
+            health: dict[str, Any] = client.get_json("/health")
+    except GatewayError as exc:
+        if as_json:
+            print_json(
+                {"running": False, "url": public_url(url) if url else None, "error": exc.message}
+            )
+        else:
+            sys.stderr.write(f"gateway: not running ({exc.message})\n")
+            if exc.hint:
+                sys.stderr.write(f"hint: {exc.hint}\n")
+        raise typer.Exit(1) from None
+    healthy = health.get("status") == "ok"
+    if as_json:
+        print_json({"running": True, "url": url, **health})
+    else:
+        sys.stdout.write(f"gateway: running at {url} ({health.get('status')})\n")
+        search = health.get("search", {})
+        sys.stdout.write(
+            f"tools: {health.get('tools', 0)}; search: {search.get('mode', 'none')}"
+            + ("" if search.get("ready") else f" ({search.get('reason', 'not ready')})")
+            + "\n"
+        )
+        rows = []
+        for server in health.get("servers", {}).values():
+            detail = server.get("error") or ""
+            if server.get("stderr"):
+                detail += " | stderr: " + " / ".join(server["stderr"][-3:])
+            rows.append([server["name"], server["state"], str(server["tools"]), detail])
+        if rows:
+            print_rows(["server", "state", "tools", "error"], rows)
+    raise typer.Exit(0 if healthy else 3)

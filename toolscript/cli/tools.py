@@ -1,0 +1,51 @@
+"""``list-tools``: a server's tools, from the gateway."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from toolscript.cli.client import GatewayClient, find_gateway_url
+from toolscript.cli.options import ConfigOption, JsonOption
+from toolscript.cli.output import print_json, print_rows
+from toolscript.config import load_config
+
+__all__ = ["list_tools"]
+
+
+def list_tools(
+    server: Annotated[str, typer.Argument(help="Server name, as in list-servers.")],
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show each tool's description.")
+    ] = False,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List the tools of one server.
+
+    Examples:
+
+        toolscript list-tools github --verbose
+
+        toolscript list-tools github --json | jq -r '.[].name'
+    """
+    loaded = load_config(config)
+    loaded.server(server)  # a clear "server not found" even without a gateway
+    with GatewayClient(find_gateway_url(loaded)) as client:
+        tools: list[dict[str, Any]] = client.get_json(f"/servers/{server}/tools")
+    if as_json:
+        print_json(tools)
+        return
+    if verbose:
+        print_rows(
+            ["tool", "description"],
+            [[tool["name"], _first_line(tool.get("description", ""))] for tool in tools],
+        )
+    else:
+        for tool in tools:
+            typer.echo(tool["name"])
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""

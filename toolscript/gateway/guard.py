@@ -1,0 +1,86 @@
+"""ASGI guard in front of the gateway: a secret path prefix and a Host check.
+
+Any local process, or a web page through DNS rebinding, could otherwise drive
+the user's tools with the user's credentials. Every request must name the
+gateway's own address in ``Host`` and start with ``/<token>``; only ``/livez``
+answers without them (it says nothing but "alive").
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from typing import Any
+
+__all__ = ["LIVENESS_PATH", "TokenGuard"]
+
+LIVENESS_PATH = "/livez"
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[..., Awaitable[None]]
+
+
+class TokenGuard:
+    """Strips ``/<token>`` from the path of authorised requests, refuses the rest."""
+
+    def __init__(self, app: ASGIApp, token: str, allowed_hosts: Iterable[str]) -> None:
+        self.app = app
+        self._prefix = "/" + token
+        self._prefix_bytes = self._prefix.encode()
+        self._allowed_hosts = {host.lower().encode() for host in allowed_hosts}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        if path == LIVENESS_PATH:
+            await _answer(send, 200, {"alive": True})
+            return
+        host = next((value for key, value in scope["headers"] if key == b"host"), b"")
+        if host.lower() not in self._allowed_hosts:
+            await _answer(
+                send,
+                403,
+                {"error": "forbidden_host", "message": "this Host is not the gateway's address"},
+            )
+            return
+        prefix = self._prefix
+        given = path[: len(prefix)].encode("utf-8", "replace")
+        if not hmac.compare_digest(given, self._prefix_bytes) or (
+            len(path) > len(prefix) and path[len(prefix)] != "/"
+        ):
+            await _answer(
+                send,
+                401,
+                {
+                    "error": "unauthorized",
+                    "message": "missing or wrong gateway token",
+                    "hint": "use the whole TOOLSCRIPT_GATEWAY_URL, token included",
+                },
+            )
+            return
+        inner = dict(scope)
+        inner["path"] = path[len(prefix) :] or "/"
+        raw_path = scope.get("raw_path")
+        if raw_path:
+            inner["raw_path"] = raw_path[len(self._prefix_bytes) :] or b"/"
+        await self.app(inner, receive, send)
+
+
+async def _answer(send: Send, status: int, body: dict[str, Any]) -> None:
+    payload = json.dumps(body).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})

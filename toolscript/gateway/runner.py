@@ -1,0 +1,146 @@
+"""Run the gateway: bind, connect the servers, print the URL, serve until a signal."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import secrets
+import signal
+import socket
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+
+from toolscript.config import Config
+from toolscript.errors import UsageError
+from toolscript.paths import remove_gateway_state, write_gateway_state
+
+__all__ = ["gateway_url", "serve"]
+
+log = logging.getLogger("toolscript.gateway")
+
+
+def gateway_url(host: str, port: int, token: str) -> str:
+    """The one URL a script needs; the token is its path prefix."""
+    if host in ("0.0.0.0", ""):
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}/{token}"
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise UsageError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+            hint="choose another --port, or 0 for a free one",
+        ) from exc
+    sock.listen(512)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _allowed_hosts(host: str, port: int) -> set[str]:
+    names = {"127.0.0.1", "localhost", "[::1]", host if ":" not in host else f"[{host}]"}
+    return {f"{name}:{port}" for name in names}
+
+
+def configure_logging() -> None:
+    logging.basicConfig(
+        level=os.environ.get("TOOLSCRIPT_LOG_LEVEL", "INFO").upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+        force=True,
+    )
+    for noisy in ("mcp", "httpx", "httpx2", "httpcore", "uvicorn.access"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def serve(
+    config: Config,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    state_dir: Path | None = None,
+    connect_timeout: float = 30.0,
+    announce: Callable[[str], None] | None = None,
+) -> None:
+    """Serve until SIGINT/SIGTERM; ``announce`` gets the URL once every server has been tried."""
+    import uvicorn
+
+    from toolscript.gateway.app import build_app
+    from toolscript.gateway.core import Gateway
+    from toolscript.gateway.guard import TokenGuard
+
+    sock = _bind(host, port)
+    port = sock.getsockname()[1]
+    token = secrets.token_urlsafe(24)
+    url = gateway_url(host, port, token)
+    gateway = Gateway(config, connect_timeout=connect_timeout)
+    app = TokenGuard(build_app(gateway), token, _allowed_hosts(host, port))
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            # uvicorn would re-raise the signal after shutdown; we finish and exit 0 instead.
+            if self.should_exit and sig == signal.SIGINT:
+                self.force_exit = True
+            else:
+                self.should_exit = True
+
+    server = Server(
+        uvicorn.Config(
+            app,
+            log_level="warning",
+            lifespan="on",
+            access_log=False,
+            timeout_graceful_shutdown=5,
+            log_config=None,
+        )
+    )
+
+    async def main() -> None:
+        serving = asyncio.create_task(server.serve(sockets=[sock]))
+        while not server.started:
+            if serving.done():
+                await serving
+                return
+            await asyncio.sleep(0.01)
+        if state_dir is not None:
+            write_gateway_state(
+                state_dir,
+                {
+                    "url": url,
+                    "pid": os.getpid(),
+                    "host": host,
+                    "port": port,
+                    "config": str(config.path) if config.path else None,
+                    "started": time.time(),
+                },
+            )
+        log.info("listening on %s", gateway_url(host, port, "<token>"))
+        (announce or _print_url)(url)
+        try:
+            await serving
+        finally:
+            if state_dir is not None:
+                remove_gateway_state(state_dir, os.getpid())
+            log.info("stopped")
+
+    asyncio.run(main())
+    sock.close()
+
+
+def _print_url(url: str) -> None:
+    sys.stdout.write(url + "\n")
+    sys.stdout.flush()

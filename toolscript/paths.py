@@ -1,0 +1,73 @@
+"""Where toolscript keeps per-project state: the cache directory and the gateway state file."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from toolscript.config import Config
+
+__all__ = [
+    "STATE_FILENAME",
+    "cache_dir",
+    "read_gateway_state",
+    "remove_gateway_state",
+    "write_gateway_state",
+]
+
+STATE_FILENAME = "gateway.json"
+
+
+def cache_dir(config: Config, explicit: str | os.PathLike[str] | None = None) -> Path:
+    """``--cache-dir`` / ``TOOLSCRIPT_CACHE_DIR``, else ``.toolscript/`` beside the config file."""
+    chosen = explicit or os.environ.get("TOOLSCRIPT_CACHE_DIR")
+    if chosen:
+        return Path(chosen).expanduser().resolve()
+    return config.project_dir / ".toolscript"
+
+
+def write_gateway_state(directory: Path, state: dict[str, Any]) -> Path:
+    """Write the state file readable by the user only (it holds the secret URL)."""
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = directory / STATE_FILENAME
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        json.dump(state, handle, indent=2)
+    os.replace(partial, path)
+    return path
+
+
+def read_gateway_state(directory: Path) -> dict[str, Any] | None:
+    """The state of a gateway whose process is still alive, else None."""
+    path = directory / STATE_FILENAME
+    try:
+        state: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    pid = state.get("pid")
+    if not isinstance(pid, int) or not _alive(pid):
+        return None
+    return state
+
+
+def remove_gateway_state(directory: Path, pid: int) -> None:
+    """Remove the state file if it is still the one this process wrote."""
+    path = directory / STATE_FILENAME
+    try:
+        if json.loads(path.read_text()).get("pid") == pid:
+            path.unlink()
+    except (OSError, ValueError):
+        pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,312 @@
+"""One MCP server: a supervised connection, its tools, and tool calls over it."""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from enum import StrEnum
+from typing import IO, Any
+
+import anyio
+import mcp_types
+from anyio.streams.memory import MemoryObjectSendStream
+from mcp.client._transport import TransportStreams
+from mcp.client.session import ClientSession
+
+from toolscript.config import ServerConfig
+from toolscript.errors import ServerUnavailableError, ToolTimeoutError, UpstreamError
+from toolscript.redact import redact
+
+__all__ = ["ServerState", "UpstreamServer"]
+
+log = logging.getLogger("toolscript.upstream")
+
+STDERR_TAIL_LINES = 20
+MAX_BACKOFF = 60.0
+
+
+class ServerState(StrEnum):
+    CONNECTING = "connecting"
+    CONNECTED = "connected"
+    RECONNECTING = "reconnecting"
+    FAILED = "failed"
+    DISABLED = "disabled"
+    STOPPED = "stopped"
+
+
+ToolsChanged = Callable[["UpstreamServer"], Awaitable[None]]
+
+
+class UpstreamServer:
+    """Keeps one MCP server connected (with backoff) and forwards tool calls to it."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        connect_timeout: float = 30.0,
+        on_tools_changed: ToolsChanged | None = None,
+    ) -> None:
+        self.config = config
+        self.name = config.name
+        self.connect_timeout = connect_timeout
+        self.state = ServerState.DISABLED if config.disabled else ServerState.CONNECTING
+        self.error: str | None = None
+        self.stderr_tail: list[str] = []
+        self.tools: dict[str, dict[str, Any]] = {}
+        self.attempts = 0
+        self.connected_at: float | None = None
+        self._on_tools_changed = on_tools_changed
+        self._session: ClientSession | None = None
+        self._lost = anyio.Event()
+        self._retry_now = anyio.Event()
+        self._state_changed = anyio.Event()
+        self._stopping = False
+        self.first_attempt_done = anyio.Event()
+        self._stderr: IO[str] | None = None
+
+    # -- supervision ---------------------------------------------------------
+
+    async def run(self) -> None:
+        """Connect, stay connected, reconnect with backoff; returns after ``stop()``."""
+        if self.config.disabled:
+            self.first_attempt_done.set()
+            return
+        backoff = 1.0
+        while not self._stopping:
+            self.attempts += 1
+            try:
+                await self._connect_and_serve()
+                backoff = 1.0
+            except Exception as exc:
+                self._fail(exc)
+            finally:
+                self._session = None
+                self.first_attempt_done.set()
+            if self._stopping:
+                break
+            with anyio.move_on_after(backoff):
+                await self._retry_now.wait()
+            self._retry_now = anyio.Event()
+            backoff = min(backoff * 2, MAX_BACKOFF)
+            if self.state != ServerState.FAILED:
+                self._set_state(ServerState.RECONNECTING)
+        self._set_state(ServerState.STOPPED)
+
+    async def _connect_and_serve(self) -> None:
+        self._lost = anyio.Event()
+        async with AsyncExitStack() as stack:
+            read, write = await stack.enter_async_context(self._transport())
+            tasks = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(tasks.cancel_scope.cancel)
+            forward, received = anyio.create_memory_object_stream[Any](0)
+            tasks.start_soon(self._forward, read, forward)
+            session = await stack.enter_async_context(
+                ClientSession(received, write, message_handler=self._on_message)
+            )
+            with anyio.fail_after(self.connect_timeout):
+                await session.initialize()
+                tools = await self._list_tools(session)
+            self._session = session
+            self.tools = tools
+            self.error = None
+            self.connected_at = time.time()
+            self._set_state(ServerState.CONNECTED)
+            log.info("%s: connected, %d tools", self.name, len(tools))
+            self.first_attempt_done.set()
+            if self._on_tools_changed is not None:
+                await self._on_tools_changed(self)
+            await self._lost.wait()
+            self._session = None
+            if not self._stopping:
+                raise UpstreamError("connection lost (the server closed it or exited)")
+
+    async def _forward(self, read: Any, forward: MemoryObjectSendStream[Any]) -> None:
+        """Pass the transport's messages to the session, and notice when they stop."""
+        try:
+            async with forward:
+                async for message in read:
+                    await forward.send(message)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+            pass
+        finally:
+            self._lost.set()
+
+    @asynccontextmanager
+    async def _transport(self) -> AsyncIterator[TransportStreams]:
+        config = self.config
+        if config.transport == "stdio":
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            assert config.command is not None
+            if self._stderr is not None:
+                self._stderr.close()
+            self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - lives as long as the server process
+            params = StdioServerParameters(
+                command=config.command,
+                args=list(config.args),
+                env=dict(config.env) or None,
+                cwd=config.cwd,
+            )
+            async with stdio_client(params, errlog=self._stderr) as streams:
+                yield streams
+        elif config.transport == "http":
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            assert config.url is not None
+            async with (
+                create_mcp_http_client(headers=dict(config.headers)) as http,
+                streamable_http_client(config.url, http_client=http) as streams,
+            ):
+                yield streams
+        else:
+            from mcp.client.sse import sse_client
+
+            assert config.url is not None
+            async with sse_client(config.url, headers=dict(config.headers)) as streams:
+                yield streams
+
+    async def _list_tools(self, session: ClientSession) -> dict[str, dict[str, Any]]:
+        tools: dict[str, dict[str, Any]] = {}
+        cursor: str | None = None
+        while True:
+            params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            result = await session.list_tools(params=params)
+            for tool in result.tools:
+                if self.config.allows_tool(tool.name):
+                    tools[tool.name] = tool.model_dump(
+                        mode="json", by_alias=True, exclude_none=True
+                    )
+            cursor = result.next_cursor
+            if not cursor:
+                return tools
+
+    async def _on_message(self, message: Any) -> None:
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            session = self._session
+            if session is None:
+                return
+            try:
+                self.tools = await self._list_tools(session)
+            except Exception as exc:
+                log.warning("%s: re-listing tools failed: %s", self.name, self._redact(str(exc)))
+                return
+            log.info("%s: tools changed, now %d", self.name, len(self.tools))
+            if self._on_tools_changed is not None:
+                await self._on_tools_changed(self)
+        else:
+            await anyio.lowlevel.checkpoint()
+
+    def _fail(self, exc: BaseException) -> None:
+        self.stderr_tail = self._read_stderr_tail()
+        message = _describe(exc)
+        self.error = self._redact(message)
+        self.connected_at = None
+        if self._stopping:
+            return
+        was_connected = self.state == ServerState.CONNECTED
+        self._set_state(ServerState.RECONNECTING if was_connected else ServerState.FAILED)
+        tail = ("; stderr: " + " | ".join(self.stderr_tail[-3:])) if self.stderr_tail else ""
+        log.warning("%s: %s%s", self.name, self.error, self._redact(tail))
+
+    def _read_stderr_tail(self) -> list[str]:
+        if self._stderr is None:
+            return []
+        try:
+            self._stderr.flush()
+            self._stderr.seek(0)
+            lines = self._stderr.read()[-20_000:].splitlines()
+        except (OSError, ValueError):
+            return []
+        return [self._redact(line) for line in lines[-STDERR_TAIL_LINES:] if line.strip()]
+
+    def _set_state(self, state: ServerState) -> None:
+        self.state = state
+        self._state_changed.set()
+        self._state_changed = anyio.Event()
+
+    def _redact(self, text: str) -> str:
+        return redact(text, self.config.secrets)
+
+    async def stop(self) -> None:
+        """Ask ``run`` to close the session (and the server process) and return."""
+        self._stopping = True
+        self._lost.set()
+        self._retry_now.set()
+
+    # -- calls ---------------------------------------------------------------
+
+    async def _connected_session(self) -> ClientSession:
+        if self._session is not None:
+            return self._session
+        if self.state == ServerState.DISABLED:
+            raise ServerUnavailableError(f"server {self.name!r} is disabled in the config")
+        # Not connected: try again now rather than waiting out the backoff.
+        self._retry_now.set()
+        with anyio.move_on_after(min(self.connect_timeout, self.config.timeout)):
+            while self._session is None and not self._stopping:
+                changed = self._state_changed
+                await changed.wait()
+                if self.state == ServerState.FAILED and self._session is None:
+                    break
+        if self._session is None:
+            raise ServerUnavailableError(
+                f"server {self.name!r} is not connected ({self.state}): {self.error or 'unknown'}",
+                hint="see `toolscript gateway status` for its error and stderr",
+            )
+        return self._session
+
+    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        """Call ``tool``; raises ToolTimeoutError, ServerUnavailableError or UpstreamError."""
+        session = await self._connected_session()
+        try:
+            with anyio.fail_after(self.config.timeout):
+                result = await session.call_tool(tool, arguments)
+        except TimeoutError as exc:
+            raise ToolTimeoutError(
+                f"{self.name}__{tool} timed out after {self.config.timeout:g} s",
+                hint=f'raise "timeout" for server {self.name!r} in the config if it needs longer',
+            ) from exc
+        except Exception as exc:
+            if self._lost.is_set() or self._session is not session:
+                raise ServerUnavailableError(
+                    f"server {self.name!r} went away during {tool}: {self._redact(_describe(exc))}",
+                    hint="the next call reconnects it",
+                ) from exc
+            raise UpstreamError(
+                f"{self.name}__{tool} failed: {self._redact(_describe(exc))}"
+            ) from exc
+        if not isinstance(result, mcp_types.CallToolResult):
+            raise UpstreamError(
+                f"{self.name}__{tool}: unexpected result type {type(result).__name__}"
+            )
+        return result
+
+    def status(self) -> dict[str, Any]:
+        """State, error and tool count, safe to show (secrets redacted)."""
+        return {
+            "name": self.name,
+            "transport": self.config.transport,
+            "description": self.config.description,
+            "state": str(self.state),
+            "error": self.error,
+            "stderr": self.stderr_tail if self.state != ServerState.CONNECTED else [],
+            "tools": len(self.tools),
+            "attempts": self.attempts,
+        }
+
+
+def _describe(exc: BaseException) -> str:
+    """A one-line description of a connection failure, digging into exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, TimeoutError):
+        return "timed out while connecting"
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found: {exc.filename or exc}"
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if type(exc).__name__ not in text else text
