@@ -1,0 +1,139 @@
+"""Tool-call overhead of the gateway against a direct MCP session to the same server.
+
+Direct: the official `mcp` ClientSession over stdio to server-everything, `echo`.
+Gateway: a keep-alive Node HTTP client -> toolscript gateway -> the same server over stdio.
+Targets (issue 3): added p50 latency under 1 ms; gateway throughput >= 0.8x direct.
+
+    python bench/gateway_overhead.py [--calls 2000] [--seconds 5] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EVERYTHING = ROOT / "tests" / "servers" / "node_modules" / ".bin" / "mcp-server-everything"
+ARGUMENTS = {"message": "hello"}
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+async def direct(calls: int, concurrency: int, seconds: float) -> dict[str, float]:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=str(EVERYTHING))
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        for _ in range(50):
+            await session.call_tool("echo", ARGUMENTS)
+        latencies = []
+        for _ in range(calls):
+            start = time.perf_counter()
+            await session.call_tool("echo", ARGUMENTS)
+            latencies.append((time.perf_counter() - start) * 1000)
+        done = 0
+        deadline = time.monotonic() + seconds
+
+        async def worker() -> None:
+            nonlocal done
+            while time.monotonic() < deadline:
+                await session.call_tool("echo", ARGUMENTS)
+                done += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        elapsed = time.perf_counter() - started
+    return {
+        "p50": percentile(latencies, 0.5),
+        "p99": percentile(latencies, 0.99),
+        "throughput": done / elapsed,
+    }
+
+
+def through_gateway(calls: int, concurrency: int, seconds: float) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as directory:
+        config = Path(directory) / ".toolscript.json"
+        config.write_text(json.dumps({"mcpServers": {"everything": {"command": str(EVERYTHING)}}}))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSCRIPT_")}
+        env["TOOLSCRIPT_LOG_LEVEL"] = "WARNING"
+        gateway = subprocess.Popen(
+            [sys.executable, "-m", "toolscript", "gateway", "start"],
+            cwd=directory,
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert gateway.stdout is not None
+            url = gateway.stdout.readline().strip()
+            output = subprocess.run(
+                [
+                    "node",
+                    str(Path(__file__).with_name("http_load.mjs")),
+                    f"{url}/tools/everything__echo",
+                    json.dumps(ARGUMENTS),
+                    str(calls),
+                    str(concurrency),
+                    str(seconds),
+                ],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+        finally:
+            gateway.terminate()
+            gateway.wait(30)
+    result = json.loads(output)
+    latencies = result["latencies"]
+    return {
+        "p50": percentile(latencies, 0.5),
+        "p99": percentile(latencies, 0.99),
+        "throughput": result["throughput"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=2000, help="sequential calls per round")
+    parser.add_argument("--seconds", type=float, default=5, help="seconds of concurrent load")
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=3, help="rounds, side by side")
+    args = parser.parse_args()
+    runs: dict[str, list[dict[str, float]]] = {"direct": [], "gateway": []}
+    for round_number in range(args.rounds):
+        runs["direct"].append(asyncio.run(direct(args.calls, args.concurrency, args.seconds)))
+        runs["gateway"].append(through_gateway(args.calls, args.concurrency, args.seconds))
+        print(f"round {round_number + 1}/{args.rounds} done", file=sys.stderr)
+
+    def median(kind: str, key: str) -> float:
+        return statistics.median(run[key] for run in runs[kind])
+
+    print(f"{'':10}{'p50 ms':>10}{'p99 ms':>10}{'calls/s':>10}   (median of {args.rounds} rounds)")
+    for kind in ("direct", "gateway"):
+        print(
+            f"{kind:10}{median(kind, 'p50'):10.3f}{median(kind, 'p99'):10.3f}"
+            f"{median(kind, 'throughput'):10.0f}"
+        )
+    added = median("gateway", "p50") - median("direct", "p50")
+    ratio = median("gateway", "throughput") / median("direct", "throughput")
+    spread = [run["throughput"] for run in runs["gateway"]]
+    print(f"added p50 latency: {added:.3f} ms (target < 1 ms)")
+    print(f"throughput ratio gateway/direct: {ratio:.2f}x (target >= 0.8x)")
+    print(f"gateway throughput min/median/max: {min(spread):.0f}/{statistics.median(spread):.0f}/{max(spread):.0f}")
+
+
+if __name__ == "__main__":
+    main()
