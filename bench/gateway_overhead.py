@@ -132,7 +132,9 @@ def main() -> None:
     spread = [run["throughput"] for run in runs["gateway"]]
     print(f"added p50 latency: {added:.3f} ms (target < 1 ms)")
     print(f"throughput ratio gateway/direct: {ratio:.2f}x (target >= 0.8x)")
-    print(f"gateway throughput min/median/max: {min(spread):.0f}/{statistics.median(spread):.0f}/{max(spread):.0f}")
+    print(
+        f"gateway throughput min/median/max: {min(spread):.0f}/{statistics.median(spread):.0f}/{max(spread):.0f}"
+    )
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ Examples:
 
   toolscript list-tools github --verbose
 
+  toolscript get-types github create_issue
+
   toolscript gateway status --json | jq .servers
 """
 
@@ -66,10 +68,11 @@ def _root(
 
 
 def _register() -> None:
-    from toolscript.cli import gateway, servers, tools
+    from toolscript.cli import gateway, servers, tools, types
 
     app.command("list-servers")(servers.list_servers)
     app.command("list-tools")(tools.list_tools)
+    app.command("get-types")(types.get_types)
     app.add_typer(gateway.app, name="gateway")
 
 

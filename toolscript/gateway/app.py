@@ -4,6 +4,8 @@
 ``GET  /servers``                   every configured server with its state
 ``GET  /servers/{server}/tools``    a server's tools: name, description, schemas, annotations
 ``POST /tools/{server}__{tool}``    call a tool; JSON arguments in, result per ``results.py`` out
+``GET  /runtime/tools.ts``          the generated TypeScript client (``?server=&tool=`` narrow it)
+``GET  /types?server=&tool=``       declarations and usage examples (for get-types)
 ``GET  /schema``                    this API as OpenAPI
 
 Errors answer ``{"error": kind, "message": ..., "hint"?: ..., ...}`` with the
@@ -12,6 +14,7 @@ status of the ``toolscript.errors`` class that was raised.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import msgspec
@@ -19,6 +22,7 @@ from litestar import Litestar, Request, Response, get, post
 from litestar.openapi import OpenAPIConfig
 
 from toolscript import __version__
+from toolscript.codegen.module import render_declarations, render_module
 from toolscript.errors import ArgumentValidationError, ToolscriptError
 from toolscript.gateway.core import Gateway
 from toolscript.gateway.results import RESULT_HEADER
@@ -72,8 +76,47 @@ def build_app(gateway: Gateway) -> Litestar:
             content=msgspec.json.encode(value), media_type=_JSON, headers={RESULT_HEADER: shape}
         )
 
+    @get("/runtime/tools.ts", sync_to_thread=False)
+    def runtime_module(
+        request: Request[Any, Any, Any], server: str | None = None, tool: str | None = None
+    ) -> Response[bytes]:
+        """The generated TypeScript client; ``?server=`` and ``&tool=`` narrow it."""
+        if server is None and tool is None:
+            text = gateway.artifacts.module
+            etag = gateway.artifacts.module_hash
+        else:
+            text = render_module(gateway.fragments(server, tool))
+            etag = hashlib.sha256(text.encode()).hexdigest()[:16]
+        quoted = f'"{etag}"'
+        if request.headers.get("if-none-match") == quoted:
+            return Response(content=b"", status_code=304, headers={"ETag": quoted})
+        return Response(
+            content=text.encode(),
+            media_type="application/typescript; charset=utf-8",
+            headers={"ETag": quoted, "Cache-Control": "no-cache"},
+        )
+
+    @get("/types", sync_to_thread=False)
+    def types(server: str, tool: str | None = None) -> dict[str, Any]:
+        """Declarations and usage examples for get-types (and search's types output)."""
+        fragments = gateway.fragments(server, tool)
+        return {
+            "declarations": render_declarations(fragments),
+            "examples": [fragment.example for fragment in fragments],
+            "tools": [
+                {
+                    "server": f.server,
+                    "tool": f.tool,
+                    "namespace": f.namespace,
+                    "function": f.function,
+                }
+                for f in fragments
+            ],
+            "hash": gateway.artifacts.module_hash,
+        }
+
     return Litestar(
-        route_handlers=[health, servers, server_tools, call_tool],
+        route_handlers=[health, servers, server_tools, call_tool, runtime_module, types],
         exception_handlers={ToolscriptError: _error_response},
         lifespan=[lambda app: gateway.running()],
         openapi_config=OpenAPIConfig(title="toolscript gateway", version=__version__),

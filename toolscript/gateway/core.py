@@ -4,23 +4,31 @@ from __future__ import annotations
 
 import difflib
 import logging
+import tempfile
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import jsonschema
 from jsonschema.protocols import Validator
 
+from toolscript.codegen.module import ToolFragment
 from toolscript.config import Config
 from toolscript.errors import (
     ArgumentValidationError,
     ServerNotFoundError,
     ServerUnavailableError,
     ToolNotFoundError,
+    UsageError,
 )
 from toolscript.gateway.results import tool_result
+from toolscript.pipeline.artifacts import Artifacts, CacheLayout
+from toolscript.pipeline.sources import SnapshotSource
+from toolscript.pipeline.tasks import run_pipeline
 from toolscript.upstream.server import ServerState, UpstreamServer
 
 __all__ = ["Gateway", "split_tool_name"]
@@ -43,9 +51,16 @@ def split_tool_name(qualified: str) -> tuple[str, str]:
 class Gateway:
     """Owns the upstream servers for the gateway's lifetime."""
 
-    def __init__(self, config: Config, *, connect_timeout: float = 30.0) -> None:
+    def __init__(
+        self, config: Config, *, cache: Path | None = None, connect_timeout: float = 30.0
+    ) -> None:
         self.config = config
         self.started_at = time.time()
+        self.layout = CacheLayout(cache or Path(tempfile.mkdtemp(prefix="toolscript-cache-")))
+        self.artifacts = Artifacts()
+        self._ready = False
+        self._rebuild = anyio.Event()
+        self._rebuild_scope: anyio.CancelScope | None = None
         self.upstreams: dict[str, UpstreamServer] = {
             server.name: UpstreamServer(
                 server, connect_timeout=connect_timeout, on_tools_changed=self._tools_changed
@@ -67,6 +82,9 @@ class Gateway:
                 tasks.start_soon(upstream.run, name=f"upstream {upstream.name}")
             for upstream in self.upstreams.values():
                 await upstream.first_attempt_done.wait()
+            await self.rebuild_artifacts()
+            self._ready = True
+            tasks.start_soon(self._rebuild_when_tools_change, name="artifact rebuilds")
             log.info(
                 "ready: %d/%d servers connected, %d tools",
                 sum(u.state == ServerState.CONNECTED for u in self.upstreams.values()),
@@ -76,12 +94,43 @@ class Gateway:
             try:
                 yield self
             finally:
+                if self._rebuild_scope is not None:
+                    self._rebuild_scope.cancel()
                 for upstream in self.upstreams.values():
                     await upstream.stop()
 
     async def _tools_changed(self, upstream: UpstreamServer) -> None:
         for key in [key for key in self._validators if key[0] == upstream.name]:
             del self._validators[key]
+        if self._ready:
+            self._rebuild.set()
+
+    async def _rebuild_when_tools_change(self) -> None:
+        with anyio.CancelScope() as self._rebuild_scope:
+            while True:
+                await self._rebuild.wait()
+                await anyio.sleep(0.05)  # let a burst of changes settle into one rebuild
+                self._rebuild = anyio.Event()
+                await self.rebuild_artifacts()
+
+    async def rebuild_artifacts(self) -> None:
+        """Run the doit pipeline on a snapshot of the live tool lists; reload what it made."""
+        snapshot = SnapshotSource(
+            {
+                name: list(up.tools.values()) if up.state == ServerState.CONNECTED else None
+                for name, up in self.upstreams.items()
+            }
+        )
+        started = time.perf_counter()
+        result = await anyio.to_thread.run_sync(run_pipeline, self.config, self.layout, snapshot)
+        servers = [server.name for server in self.config.enabled_servers]
+        self.artifacts = await anyio.to_thread.run_sync(Artifacts.load, self.layout, servers)
+        log.info(
+            "artifacts: %d tasks ran in %.0f ms%s",
+            len(result.executed),
+            (time.perf_counter() - started) * 1000,
+            f", {len(result.failures)} failed" if result.failures else "",
+        )
 
     # -- lookup --------------------------------------------------------------
 
@@ -115,6 +164,25 @@ class Gateway:
             ],
             hint=None if names else f"server {server!r} has no tools",
         )
+
+    def fragments(self, server: str | None = None, tool: str | None = None) -> list[ToolFragment]:
+        """Generated fragments, optionally of one server and one tool (original or camelCase)."""
+        if server is None:
+            if tool is not None:
+                raise UsageError("a tool filter needs a server filter: ?server=NAME&tool=NAME")
+            return list(self.artifacts.fragments)
+        self.upstream(server)
+        selected = [f for f in self.artifacts.fragments if f.server == server]
+        if tool is None:
+            return selected
+        matching = [f for f in selected if tool in (f.tool, f.function)]
+        if not matching:
+            names = [f.tool for f in selected]
+            raise ToolNotFoundError(
+                f"tool not found: {server}{SEPARATOR}{tool}",
+                suggestions=difflib.get_close_matches(tool, names, n=3, cutoff=0.5),
+            )
+        return matching
 
     def all_tools(self) -> list[tuple[str, dict[str, Any]]]:
         return [(name, tool) for name, up in self.upstreams.items() for tool in up.tools.values()]
@@ -162,6 +230,7 @@ class Gateway:
         healthy = all(s["state"] == ServerState.CONNECTED for s in enabled)
         return {
             "status": "ok" if healthy else "degraded",
+            "types": {"hash": self.artifacts.module_hash, "warnings": self.artifacts.warnings},
             "uptime": round(time.time() - self.started_at, 3),
             "servers": servers,
             "tools": sum(s["tools"] for s in servers.values()),

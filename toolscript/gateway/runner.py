@@ -89,7 +89,7 @@ def serve(
     port = sock.getsockname()[1]
     token = secrets.token_urlsafe(24)
     url = gateway_url(host, port, token)
-    gateway = Gateway(config, connect_timeout=connect_timeout)
+    gateway = Gateway(config, cache=state_dir, connect_timeout=connect_timeout)
     app = TokenGuard(build_app(gateway), token, _allowed_hosts(host, port))
 
     class Server(uvicorn.Server):

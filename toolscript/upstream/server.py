@@ -20,7 +20,7 @@ from toolscript.config import ServerConfig
 from toolscript.errors import ServerUnavailableError, ToolTimeoutError, UpstreamError
 from toolscript.redact import redact
 
-__all__ = ["ServerState", "UpstreamServer"]
+__all__ = ["ServerState", "UpstreamServer", "fetch_tools_once"]
 
 log = logging.getLogger("toolscript.upstream")
 
@@ -310,3 +310,24 @@ def _describe(exc: BaseException) -> str:
         return f"command not found: {exc.filename or exc}"
     text = str(exc) or type(exc).__name__
     return f"{type(exc).__name__}: {text}" if type(exc).__name__ not in text else text
+
+
+async def fetch_tools_once(
+    servers: list[ServerConfig], *, connect_timeout: float = 30.0
+) -> dict[str, list[dict[str, Any]] | None]:
+    """Connect every server concurrently, list its tools, disconnect (None: it failed)."""
+    upstreams = [UpstreamServer(server, connect_timeout=connect_timeout) for server in servers]
+    async with anyio.create_task_group() as tasks:
+        for upstream in upstreams:
+            tasks.start_soon(upstream.run)
+        for upstream in upstreams:
+            await upstream.first_attempt_done.wait()
+        found = {
+            upstream.name: (
+                list(upstream.tools.values()) if upstream.state == ServerState.CONNECTED else None
+            )
+            for upstream in upstreams
+        }
+        for upstream in upstreams:
+            await upstream.stop()
+    return found

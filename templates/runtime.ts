@@ -1,0 +1,90 @@
+// ---- toolscript runtime: the result contract and how a call reaches the gateway ----
+
+/** A JSON value as the gateway returns it. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+/** A JSON object. */
+export type JsonObject = { [key: string]: JsonValue };
+
+/** An MCP content block (tool results that are not plain text or JSON). */
+export type ContentBlock =
+  | { type: "text"; text: string; annotations?: JsonObject }
+  | { type: "image"; data: string; mimeType: string; annotations?: JsonObject }
+  | { type: "audio"; data: string; mimeType: string; annotations?: JsonObject }
+  | {
+    type: "resource";
+    resource: { uri: string; mimeType?: string; text?: string; blob?: string };
+    annotations?: JsonObject;
+  }
+  | {
+    type: "resource_link";
+    uri: string;
+    name: string;
+    title?: string;
+    description?: string;
+    mimeType?: string;
+  };
+
+/**
+ * What a tool without an outputSchema returns: a JSON object or array when the
+ * tool answered with JSON text, the text itself otherwise, a list when it
+ * answered with several text blocks, the content blocks for images, audio and
+ * resources, or null for no content.
+ */
+export type ToolResult = string | JsonObject | JsonValue[] | ContentBlock[] | null;
+
+/** Thrown by every tool call that does not succeed. */
+export class ToolError extends Error {
+  /** The MCP name of the tool, `server__tool`. */
+  readonly tool: string;
+  /** HTTP status from the gateway (0 when the gateway could not be reached). */
+  readonly status: number;
+  /** `tool_error`, `invalid_arguments`, `timeout`, `server_unavailable`, `tool_not_found`, ... */
+  readonly kind: string;
+  /** The tool's content blocks, for `tool_error`. */
+  readonly content: ContentBlock[];
+  /** Everything the gateway said, for example `errors` of `invalid_arguments`. */
+  readonly details: JsonObject;
+
+  constructor(tool: string, message: string, status: number, details: JsonObject = {}) {
+    super(message.startsWith(`${tool}:`) ? message : `${tool}: ${message}`);
+    this.name = "ToolError";
+    this.tool = tool;
+    this.status = status;
+    this.kind = typeof details.error === "string" ? details.error : "error";
+    this.content = Array.isArray(details.content) ? (details.content as ContentBlock[]) : [];
+    this.details = details;
+  }
+}
+
+const TOOLS_URL = new URL("../tools/", import.meta.url);
+
+async function call<T>(tool: string, params: unknown): Promise<T> {
+  let response: Response;
+  try {
+    response = await fetch(new URL(tool, TOOLS_URL), {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(params ?? {}),
+    });
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new ToolError(tool, `the gateway could not be reached: ${reason}`, 0, { error: "transport" });
+  }
+  const text = await response.text();
+  let body: JsonValue;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    body = text;
+  }
+  if (!response.ok) {
+    const details: JsonObject = body !== null && typeof body === "object" && !Array.isArray(body)
+      ? body
+      : { message: String(body) };
+    const message = typeof details.message === "string" ? details.message : `HTTP ${response.status}`;
+    throw new ToolError(tool, message, response.status, details);
+  }
+  return body as T;
+}
+
+// ---- generated from the servers' tool schemas ----

@@ -1,0 +1,54 @@
+"""``get-types``: TypeScript declarations and a usage example, as Markdown."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from toolscript.cli.client import GatewayClient, find_gateway_url
+from toolscript.cli.options import ConfigOption, JsonOption
+from toolscript.cli.output import print_json
+from toolscript.config import load_config
+
+__all__ = ["get_types", "render_markdown"]
+
+
+def render_markdown(answer: dict[str, Any]) -> str:
+    """First block: the types; second: a clean-import example calling each tool."""
+    calls = []
+    for info, expression in zip(answer["tools"], answer["examples"], strict=True):
+        variable = f"{info['function'].lstrip('_') or 'tool'}Result"
+        calls.append(f"const {variable} = await {expression};\nconsole.log({variable});")
+    example = 'import { tools } from "toolscript";\n\n' + "\n\n".join(calls)
+    return f"```typescript\n{answer['declarations']}\n```\n\n```typescript\n{example}\n```\n"
+
+
+def get_types(
+    server: Annotated[str, typer.Argument(help="Server name, as in list-servers.")],
+    tool: Annotated[
+        str | None, typer.Argument(help="One tool (MCP name or camelCase); all when omitted.")
+    ] = None,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print TypeScript types and a usage example for a server's tools.
+
+    Markdown: the first code block holds the declarations (parameter and result
+    types, method signatures), the second a ready-to-run example.
+
+    Examples:
+
+        toolscript get-types time
+
+        toolscript get-types github create_issue
+    """
+    loaded = load_config(config)
+    loaded.server(server)
+    params = {"server": server} | ({"tool": tool} if tool else {})
+    with GatewayClient(find_gateway_url(loaded)) as client:
+        answer: dict[str, Any] = client.get_json("/types", **params)
+    if as_json:
+        print_json(answer)
+        return
+    typer.echo(render_markdown(answer), nl=False)

@@ -1,0 +1,270 @@
+"""Render the TypeScript client: per-tool fragments, then whole or filtered modules."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from toolscript.codegen.naming import to_pascal_case
+from toolscript.codegen.typescript import TypeContext, property_key, render_schema
+
+__all__ = [
+    "GENERATOR_VERSION",
+    "ToolFragment",
+    "example_arguments",
+    "render_declarations",
+    "render_module",
+    "render_tool",
+    "runtime_source",
+]
+
+GENERATOR_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class ToolFragment:
+    """Everything generated for one tool."""
+
+    server: str
+    tool: str  # the MCP name
+    namespace: str  # camelCase server
+    function: str  # camelCase tool
+    types: str  # Params/Result declarations (and $ref aliases)
+    signature: str  # the method's declaration, for get-types
+    method: str  # the method's implementation, for the client
+    example: str  # a call expression with plausible arguments
+
+    def to_dict(self) -> dict[str, str]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, str]) -> ToolFragment:
+        return cls(**data)
+
+
+def runtime_source() -> str:
+    """The fixed part of every module: ToolError, the result types, ``call``."""
+    return resources.files("toolscript.templates").joinpath("runtime.ts").read_text()
+
+
+def _annotation_line(tool: dict[str, Any]) -> str:
+    annotations = tool.get("annotations") or {}
+    flags = [
+        label
+        for key, label in (
+            ("readOnlyHint", "read-only"),
+            ("destructiveHint", "destructive"),
+            ("idempotentHint", "idempotent"),
+            ("openWorldHint", "open-world"),
+        )
+        if annotations.get(key) is True
+    ]
+    return ", ".join(flags)
+
+
+def _method_doc(server: str, tool: dict[str, Any], indent: str) -> str:
+    lines = (tool.get("description") or tool.get("title") or "").strip().splitlines()
+    flags = _annotation_line(tool)
+    if flags:
+        lines += ["", f"Hints: {flags}."]
+    lines.append(f"MCP tool: `{server}__{tool['name']}`")
+    body = "\n".join(f"{indent} * {line}".rstrip() for line in lines).replace("*/", "*\\/")
+    return f"{indent}/**\n{body}\n{indent} */\n"
+
+
+def _takes_no_arguments(schema: Any) -> bool:
+    if not isinstance(schema, dict):
+        return True
+    return not schema.get("required")
+
+
+def render_tool(
+    server: str, namespace: str, function: str, type_base: str, tool: dict[str, Any]
+) -> ToolFragment:
+    """Types, signature, implementation and example for one tool."""
+    input_schema = tool.get("inputSchema") or {"type": "object"}
+    output_schema = tool.get("outputSchema")
+    params_name, result_name = f"{type_base}Params", f"{type_base}Result"
+    qualified_name = f"{server}__{tool['name']}"
+    declarations: list[str] = []
+
+    reserved = {params_name, result_name}
+    input_context = TypeContext(prefix=type_base, root=input_schema, reserved=reserved)
+    params = render_schema(input_schema, input_context)
+    if params in ("unknown", "{ [key: string]: unknown }") and not input_schema.get("properties"):
+        params = (
+            "Record<string, never>" if input_schema.get("additionalProperties") is False else params
+        )
+    declarations.append(
+        f"/** Arguments of {qualified_name}. */\nexport type {params_name} = {params};"
+    )
+    declarations.extend(input_context.declarations)
+
+    if isinstance(output_schema, dict):
+        output_context = TypeContext(
+            prefix=f"{type_base}Result", root=output_schema, reserved=reserved
+        )
+        result = render_schema(output_schema, output_context)
+        declarations.append(
+            f"/** Result of {qualified_name} (its outputSchema). */\nexport type {result_name} = {result};"
+        )
+        declarations.extend(output_context.declarations)
+    else:
+        declarations.append(
+            f"/** Result of {qualified_name}: it declares no outputSchema. */\n"
+            f"export type {result_name} = ToolResult;"
+        )
+
+    optional = "?" if _takes_no_arguments(input_schema) else ""
+    header = f"{function}(params{optional}: {params_name}): Promise<{result_name}>"
+    qualified = json.dumps(qualified_name)
+    method = (
+        _method_doc(server, tool, "    ")
+        + f"    {header} {{\n      return call<{result_name}>({qualified}, params);\n    }},"
+    )
+    signature = _method_doc(server, tool, "    ") + f"    {header};"
+    arguments = example_arguments(input_schema)
+    rendered_arguments = ts_literal(arguments) if arguments else ""
+    example = f"tools.{namespace}.{function}({rendered_arguments})"
+    return ToolFragment(
+        server=server,
+        tool=tool["name"],
+        namespace=namespace,
+        function=function,
+        types="\n".join(declarations),
+        signature=signature,
+        method=method,
+        example=example,
+    )
+
+
+def _grouped(fragments: list[ToolFragment]) -> dict[str, list[ToolFragment]]:
+    groups: dict[str, list[ToolFragment]] = {}
+    for fragment in fragments:
+        groups.setdefault(fragment.namespace, []).append(fragment)
+    return groups
+
+
+def render_module(fragments: list[ToolFragment], *, header: str = "") -> str:
+    """A complete module for Deno: runtime, types, and ``export const tools``."""
+    parts = [
+        header or "// Generated by toolscript. Do not edit: it is rebuilt when tools change.",
+        runtime_source(),
+    ]
+    parts.extend(fragment.types for fragment in fragments)
+    if not fragments:
+        parts.append("export const tools = {};")
+    else:
+        body = []
+        for namespace, members in _grouped(fragments).items():
+            body.append(f"  {namespace}: {{\n" + "\n".join(m.method for m in members) + "\n  },")
+        parts.append("export const tools = {\n" + "\n".join(body) + "\n};")
+    return "\n\n".join(parts) + "\n"
+
+
+def render_declarations(fragments: list[ToolFragment]) -> str:
+    """Types and method signatures only (what ``get-types`` shows an agent)."""
+    parts = [fragment.types for fragment in fragments]
+    if any("= ToolResult;" in fragment.types for fragment in fragments):
+        parts.insert(
+            0,
+            "// ToolResult = string | JsonObject | JsonValue[] | ContentBlock[] | null: what a tool\n"
+            "// without an outputSchema returns. Every failed call throws ToolError (tool, kind, message).",
+        )
+    body = []
+    for namespace, members in _grouped(fragments).items():
+        body.append(f"  {namespace}: {{\n" + "\n".join(m.signature for m in members) + "\n  };")
+    parts.append("declare const tools: {\n" + "\n".join(body) + "\n};")
+    return "\n\n".join(parts)
+
+
+def ts_literal(value: Any, indent: str = "") -> str:
+    """A value as a TypeScript literal, keys unquoted where they are identifiers."""
+    inner = indent + "  "
+    if isinstance(value, dict) and value:
+        items = [f"{inner}{property_key(str(k))}: {ts_literal(v, inner)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + f",\n{indent}}}"
+    if isinstance(value, list) and value:
+        return "[" + ", ".join(ts_literal(item, indent) for item in value) + "]"
+    return json.dumps(value)
+
+
+def example_arguments(schema: Any, depth: int = 0) -> Any:
+    """Plausible arguments: every required property with a value its schema accepts."""
+    if not isinstance(schema, dict) or depth > 6:
+        return None
+    value = _example_value(schema, "", depth)
+    return value if isinstance(value, dict) else {}
+
+
+def _example_value(schema: Any, name: str, depth: int) -> Any:
+    if not isinstance(schema, dict):
+        return None
+    for key in ("const", "default"):
+        if key in schema:
+            return schema[key]
+    if isinstance(schema.get("examples"), list) and schema["examples"]:
+        return schema["examples"][0]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list) and schema[key]:
+            options = [o for o in schema[key] if isinstance(o, dict) and o.get("type") != "null"]
+            return _example_value(options[0] if options else schema[key][0], name, depth + 1)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object" or (kind is None and "properties" in schema):
+        properties = schema.get("properties") or {}
+        required = [r for r in schema.get("required") or [] if r in properties]
+        return {key: _example_value(properties[key], key, depth + 1) for key in required}
+    if kind == "array":
+        item = _example_value(schema.get("items"), name, depth + 1)
+        return [] if item is None else [item]
+    if kind in ("number", "integer"):
+        minimum = schema.get("minimum", schema.get("exclusiveMinimum"))
+        return minimum if isinstance(minimum, (int, float)) and not isinstance(minimum, bool) else 1
+    if kind == "boolean":
+        return True
+    if kind == "string":
+        return _example_string(schema, name)
+    if kind == "null":
+        return None
+    return None
+
+
+_FORMATS = {
+    "date-time": "2025-01-01T12:00:00Z",
+    "date": "2025-01-01",
+    "time": "12:00:00",
+    "email": "someone@example.com",
+    "uri": "https://example.com",
+    "url": "https://example.com",
+    "uuid": "00000000-0000-0000-0000-000000000000",
+}
+
+
+def _example_string(schema: dict[str, Any], name: str) -> str:
+    form = schema.get("format")
+    if isinstance(form, str) and form in _FORMATS:
+        return _FORMATS[form]
+    lowered = name.lower()
+    for hint, value in (
+        ("url", "https://example.com"),
+        ("uri", "https://example.com"),
+        ("path", "/path/to/file"),
+        ("email", "someone@example.com"),
+        ("timezone", "Europe/London"),
+        ("query", "search terms"),
+        ("id", "id-123"),
+        ("name", "example"),
+    ):
+        if hint in lowered:
+            return value
+    return f"<{name or 'value'}>"
+
+
+def type_base_name(namespace_pascal: str, tool: str) -> str:
+    return namespace_pascal + to_pascal_case(tool)

@@ -1,0 +1,75 @@
+"""Spec 001 naming rules: server and tool names to TypeScript identifiers.
+
+- camelCase for namespaces and functions: ``create_issue`` -> ``createIssue``,
+  ``get-user-profile`` -> ``getUserProfile``, ``github-api`` -> ``githubApi``;
+- PascalCase for types: ``GithubCreateIssueParams``;
+- runs of separators (``_ - . : /`` and spaces) collapse (``create__issue`` ->
+  ``createIssue``), characters
+  that are not letters, digits or underscores are removed, and a leading digit
+  gets an ``_`` prefix (``123test`` -> ``_123test``).
+
+Collisions after normalization (``create_issue`` and ``createIssue``) never
+overwrite each other: names are taken in sorted order of the original names, the
+first keeps the normalized name and each later one gets ``2``, ``3``, ... appended,
+with a warning.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+__all__ = ["NameMap", "assign_names", "to_camel_case", "to_pascal_case"]
+
+_SEPARATORS = re.compile(r"[-_\s.:/]+")
+_INVALID = re.compile(r"[^A-Za-z0-9_]")
+
+
+def _words(name: str) -> list[str]:
+    parts = [_INVALID.sub("", part) for part in _SEPARATORS.split(name)]
+    return [part.lower() if part.isupper() and len(part) > 1 else part for part in parts if part]
+
+
+def to_camel_case(name: str) -> str:
+    """``get-user_profile`` -> ``getUserProfile``; ``123test`` -> ``_123test``."""
+    words = _words(name)
+    if not words:
+        return "_"
+    first, rest = words[0], words[1:]
+    text = first[0].lower() + first[1:] + "".join(word[0].upper() + word[1:] for word in rest)
+    return "_" + text if text[0].isdigit() else text
+
+
+def to_pascal_case(name: str) -> str:
+    """``my-api_server`` -> ``MyApiServer``; ``123server`` -> ``_123server``."""
+    camel = to_camel_case(name)
+    return camel[0].upper() + camel[1:] if camel[0] != "_" else camel
+
+
+@dataclass
+class NameMap:
+    """Original names to unique identifiers, with the collisions that were resolved."""
+
+    names: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def assign_names(originals: Iterable[str], *, what: str = "name") -> NameMap:
+    """Unique camelCase identifiers for ``originals``, deterministic whatever their order."""
+    result = NameMap()
+    taken: dict[str, str] = {}
+    for original in sorted(set(originals)):
+        base = to_camel_case(original)
+        candidate, counter = base, 2
+        while candidate in taken:
+            candidate = f"{base}{counter}"
+            counter += 1
+        if candidate != base:
+            result.warnings.append(
+                f"{what} {original!r} normalizes to {base!r} like {taken[base]!r}; "
+                f"it is available as {candidate!r}"
+            )
+        taken[candidate] = original
+        result.names[original] = candidate
+    return result

@@ -1,0 +1,120 @@
+"""The on-disk layout of the cache directory, and reading what the pipeline wrote.
+
+::
+
+    <cache>/
+      .doit.db               doit's dependency database (sqlite3 backend)
+      servers/<server>.json  each server's tool list, filtered, canonical JSON
+      names/<server>.json    its namespace and tool identifiers
+      names.json             the whole name map, with collision warnings
+      types/<server>.ts      a standalone TypeScript module for that server
+      types/<server>.json    per-tool fragments (for filtered modules and get-types)
+      tools.ts               the whole TypeScript module served at /runtime/tools.ts
+      catalogue.db           servers and tools (content hash, names, schemas) for sqlite-utils
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolscript.codegen.module import ToolFragment
+
+__all__ = ["Artifacts", "CacheLayout", "canonical_json", "content_hash", "write_if_changed"]
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, stable formatting: equal content gives equal bytes."""
+    return json.dumps(value, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+
+def content_hash(value: Any) -> str:
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+
+
+def write_if_changed(path: Path, text: str) -> bool:
+    """Write ``text`` unless the file already holds it; True when written."""
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return False
+    except OSError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".tmp")
+    partial.write_text(text, encoding="utf-8")
+    partial.replace(path)
+    return True
+
+
+def file_slug(name: str) -> str:
+    """A file name for a server name (which may hold any character but ``/``)."""
+    slug = re.sub(r"[^A-Za-z0-9_-]", "_", name)
+    if slug != name:
+        slug += "-" + hashlib.sha256(name.encode()).hexdigest()[:8]
+    return slug
+
+
+@dataclass(frozen=True)
+class CacheLayout:
+    root: Path
+
+    @property
+    def dep_file(self) -> Path:
+        return self.root / ".doit.db"
+
+    def server_tools(self, server: str) -> Path:
+        return self.root / "servers" / f"{file_slug(server)}.json"
+
+    def server_names(self, server: str) -> Path:
+        return self.root / "names" / f"{file_slug(server)}.json"
+
+    @property
+    def names(self) -> Path:
+        return self.root / "names.json"
+
+    def server_module(self, server: str) -> Path:
+        return self.root / "types" / f"{file_slug(server)}.ts"
+
+    def server_fragments(self, server: str) -> Path:
+        return self.root / "types" / f"{file_slug(server)}.json"
+
+    @property
+    def module(self) -> Path:
+        return self.root / "tools.ts"
+
+    @property
+    def catalogue(self) -> Path:
+        return self.root / "catalogue.db"
+
+
+@dataclass
+class Artifacts:
+    """What the gateway serves: the whole module and every tool's fragment."""
+
+    module: str = "export const tools = {};\n"
+    module_hash: str = ""
+    fragments: list[ToolFragment] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, layout: CacheLayout, servers: list[str]) -> Artifacts:
+        module = layout.module.read_text(encoding="utf-8")
+        fragments: list[ToolFragment] = []
+        for server in servers:
+            path = layout.server_fragments(server)
+            if path.exists():
+                data = json.loads(path.read_text(encoding="utf-8"))
+                fragments.extend(ToolFragment.from_dict(item) for item in data)
+        warnings: list[str] = []
+        if layout.names.exists():
+            warnings = json.loads(layout.names.read_text(encoding="utf-8")).get("warnings", [])
+        return cls(
+            module=module,
+            module_hash=hashlib.sha256(module.encode()).hexdigest()[:16],
+            fragments=fragments,
+            warnings=warnings,
+        )

@@ -1,0 +1,31 @@
+"""doit tasks for a project: ``from toolscript.pipeline.dodo import *`` in a dodo.py, then ``doit``.
+
+Reads ``.toolscript.json`` from the working directory (or ``TOOLSCRIPT_CONFIG``),
+writes into ``.toolscript/`` beside it (or ``TOOLSCRIPT_CACHE_DIR``), and
+connects to the servers itself when a task needs their tools.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from toolscript.config import load_config
+from toolscript.paths import cache_dir
+from toolscript.pipeline.artifacts import CacheLayout
+from toolscript.pipeline.sources import ConnectingSource
+from toolscript.pipeline.tasks import build_tasks
+
+_config = load_config(os.environ.get("TOOLSCRIPT_CONFIG"))
+_namespace: dict[str, Any] = build_tasks(
+    _config, CacheLayout(cache_dir(_config)), ConnectingSource(_config)
+)
+
+task_fetch = _namespace["task_fetch"]
+task_names = _namespace["task_names"]
+task_types = _namespace["task_types"]
+task_module = _namespace["task_module"]
+task_catalogue = _namespace["task_catalogue"]
+DOIT_CONFIG = _namespace["DOIT_CONFIG"]
+
+__all__ = ["DOIT_CONFIG", "task_catalogue", "task_fetch", "task_module", "task_names", "task_types"]
