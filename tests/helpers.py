@@ -159,3 +159,29 @@ def running_gateway(
         yield gateway
     finally:
         gateway.stop()
+
+
+def deno_bin() -> str:
+    import deno
+
+    return str(deno.find_deno_bin())
+
+
+def deno_env(deno_dir: Path) -> dict[str, str]:
+    """A clean environment for Deno (no RUST_BACKTRACE, no host variables)."""
+    return {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(deno_dir),
+        "DENO_DIR": str(deno_dir),
+        "NO_COLOR": "1",
+    }
+
+
+def deno_check(files: list[Path], deno_dir: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [deno_bin(), "check", "--quiet", *map(str, files)],
+        env=deno_env(deno_dir),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )

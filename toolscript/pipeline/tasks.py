@@ -68,6 +68,7 @@ def build_tasks(config: Config, layout: CacheLayout, source: ToolSource) -> dict
     """A doit namespace (``task_*`` generators and ``DOIT_CONFIG``) for ``config``."""
     servers = list(config.enabled_servers)
     runtime = _runtime_template()
+    layout.root.mkdir(parents=True, exist_ok=True)  # doit opens its database there
     memo: dict[str, list[dict[str, Any]] | None] = {}
 
     def live(server: ServerConfig) -> list[dict[str, Any]] | None:
@@ -360,7 +361,6 @@ def run_pipeline(
         def complete_run(self) -> None:
             pass
 
-    layout.root.mkdir(parents=True, exist_ok=True)
     namespace = build_tasks(config, layout, source)
     namespace["DOIT_CONFIG"]["reporter"] = Recorder
     with _RUN_LOCK:
