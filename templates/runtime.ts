@@ -46,7 +46,7 @@ export class ToolError extends Error {
   readonly details: JsonObject;
 
   constructor(tool: string, message: string, status: number, details: JsonObject = {}) {
-    super(message.startsWith(`${tool}:`) ? message : `${tool}: ${message}`);
+    super(message.includes(tool) ? message : `${tool}: ${message}`);
     this.name = "ToolError";
     this.tool = tool;
     this.status = status;

@@ -1,10 +1,5 @@
 """toolscript: MCP code mode for AI agents."""
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("toolscript")
-except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
-    __version__ = "0.0.0"
+__version__ = "0.1.0"  # the single source: pyproject reads it (importlib.metadata costs 15 ms)
 
 __all__ = ["__version__"]

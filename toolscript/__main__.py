@@ -1,5 +1,5 @@
 """``python -m toolscript``."""
 
-from toolscript.cli.main import main
+from toolscript.cli.entry import main
 
 main()

@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal
-
-import jsonschema
+from typing import TYPE_CHECKING, Any, Literal
 
 from toolscript.errors import ConfigError, ServerNotFoundError
+
+if TYPE_CHECKING:
+    from jsonschema import ValidationError
 from toolscript.jsonpos import JsonPath, PositionedJson, format_path, parse_with_positions
 
 __all__ = [
@@ -169,6 +170,8 @@ def parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
 
 
 def _validate(doc: PositionedJson, path: Path) -> None:
+    import jsonschema  # lazily: 100 ms the exec path does not need
+
     validator = jsonschema.Draft202012Validator(config_schema())
     errors = sorted(
         validator.iter_errors(doc.value),
@@ -183,7 +186,7 @@ def _validate(doc: PositionedJson, path: Path) -> None:
     )
 
 
-def _describe(error: jsonschema.ValidationError, doc: PositionedJson, path: Path) -> str:
+def _describe(error: ValidationError, doc: PositionedJson, path: Path) -> str:
     at: JsonPath = tuple(error.absolute_path)
     on_key = False
     validator = error.validator
@@ -218,7 +221,7 @@ def _describe(error: jsonschema.ValidationError, doc: PositionedJson, path: Path
     return f"{path}:{line}:{col}: {format_path(at)}: {expected}"
 
 
-def _missing_message(at: JsonPath, error: jsonschema.ValidationError, default: str) -> str:
+def _missing_message(at: JsonPath, error: ValidationError, default: str) -> str:
     instance = error.instance if isinstance(error.instance, dict) else {}
     kind = instance.get("type")
     if kind == "stdio":

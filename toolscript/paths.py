@@ -12,8 +12,10 @@ from toolscript.config import Config
 __all__ = [
     "STATE_FILENAME",
     "cache_dir",
+    "project_cache_dir",
     "read_gateway_state",
     "remove_gateway_state",
+    "user_cache_dir",
     "write_gateway_state",
 ]
 
@@ -22,10 +24,24 @@ STATE_FILENAME = "gateway.json"
 
 def cache_dir(config: Config, explicit: str | os.PathLike[str] | None = None) -> Path:
     """``--cache-dir`` / ``TOOLSCRIPT_CACHE_DIR``, else ``.toolscript/`` beside the config file."""
+    return project_cache_dir(config.project_dir, explicit)
+
+
+def project_cache_dir(project_dir: Path, explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The cache directory of the project whose config lives in ``project_dir``."""
     chosen = explicit or os.environ.get("TOOLSCRIPT_CACHE_DIR")
     if chosen:
         return Path(chosen).expanduser().resolve()
-    return config.project_dir / ".toolscript"
+    return project_dir / ".toolscript"
+
+
+def user_cache_dir() -> Path:
+    """toolscript's own cache for Deno and prepared scripts (``TOOLSCRIPT_HOME`` overrides)."""
+    chosen = os.environ.get("TOOLSCRIPT_HOME")
+    if chosen:
+        return Path(chosen).expanduser().resolve()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "toolscript"
 
 
 def write_gateway_state(directory: Path, state: dict[str, Any]) -> Path:

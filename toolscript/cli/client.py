@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from toolscript.config import Config
 from toolscript.errors import GatewayResponseError, GatewayUnreachableError
 from toolscript.paths import cache_dir, read_gateway_state
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["GatewayClient", "find_gateway_url", "public_url"]
 
@@ -41,6 +42,8 @@ class GatewayClient:
                 f"no gateway is running for this project and {URL_VARIABLE} is not set",
                 hint="start one with `toolscript gateway start` (or let the Claude Code plugin do it)",
             )
+        import httpx  # lazily: the exec path does not need it
+
         self.url = url.rstrip("/")
         self._http = httpx.Client(timeout=timeout)
 
@@ -51,6 +54,8 @@ class GatewayClient:
         self._http.close()
 
     def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        import httpx
+
         try:
             response = self._http.request(method, self.url + path, **kwargs)
         except httpx.TransportError as exc:

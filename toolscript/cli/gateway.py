@@ -37,6 +37,9 @@ def start(
     ] = 30.0,
     config: ConfigOption = None,
     cache: CacheDirOption = None,
+    ephemeral: Annotated[
+        bool, typer.Option("--ephemeral", hidden=True, help="Write no state file (for exec).")
+    ] = False,
 ) -> None:
     """Run the gateway until Ctrl+C or SIGTERM.
 
@@ -57,7 +60,8 @@ def start(
         loaded,
         host=host,
         port=port,
-        state_dir=cache_dir(loaded, cache),
+        cache=cache_dir(loaded, cache),
+        write_state=not ephemeral,
         connect_timeout=connect_timeout,
     )
 

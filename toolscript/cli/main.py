@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from typing import Annotated
 
 import typer
 
 from toolscript import __version__
-from toolscript.errors import ToolscriptError
 
-__all__ = ["app", "main"]
+__all__ = ["app"]
 
 HELP = """MCP code mode: call your MCP servers' tools from one short TypeScript program.
 
@@ -24,6 +21,10 @@ Examples:
   toolscript list-tools github --verbose
 
   toolscript get-types github create_issue
+
+  toolscript exec 'import { tools } from "toolscript"; return await tools.github.listIssues({})'
+
+  toolscript script.ts                  # run a file
 
   toolscript gateway status --json | jq .servers
 """
@@ -68,28 +69,13 @@ def _root(
 
 
 def _register() -> None:
-    from toolscript.cli import gateway, servers, tools, types
+    from toolscript.cli import exec, gateway, servers, tools, types
 
     app.command("list-servers")(servers.list_servers)
     app.command("list-tools")(tools.list_tools)
     app.command("get-types")(types.get_types)
+    app.command("exec")(exec.exec_command)
     app.add_typer(gateway.app, name="gateway")
 
 
 _register()
-
-
-def main() -> None:
-    """Entry point: run the app and turn toolscript errors into a message and exit code."""
-    debug = "--debug" in sys.argv[1:] or os.environ.get("TOOLSCRIPT_DEBUG", "") not in ("", "0")
-    try:
-        app()
-    except ToolscriptError as exc:
-        if debug:
-            raise
-        sys.stderr.write(f"toolscript: error: {exc.message}\n")
-        if exc.hint:
-            sys.stderr.write(f"hint: {exc.hint}\n")
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        sys.exit(130)

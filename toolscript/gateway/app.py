@@ -5,6 +5,7 @@
 ``GET  /servers/{server}/tools``    a server's tools: name, description, schemas, annotations
 ``POST /tools/{server}__{tool}``    call a tool; JSON arguments in, result per ``results.py`` out
 ``GET  /runtime/tools.ts``          the generated TypeScript client (``?server=&tool=`` narrow it)
+``GET  /runtime/hash``              the module's content hash
 ``GET  /types?server=&tool=``       declarations and usage examples (for get-types)
 ``GET  /schema``                    this API as OpenAPI
 
@@ -96,6 +97,11 @@ def build_app(gateway: Gateway) -> Litestar:
             headers={"ETag": quoted, "Cache-Control": "no-cache"},
         )
 
+    @get("/runtime/hash", sync_to_thread=False)
+    def runtime_hash() -> dict[str, str]:
+        """The content hash of the whole module (what ``exec`` uses as ``_t``)."""
+        return {"hash": gateway.artifacts.module_hash}
+
     @get("/types", sync_to_thread=False)
     def types(server: str, tool: str | None = None) -> dict[str, Any]:
         """Declarations and usage examples for get-types (and search's types output)."""
@@ -116,7 +122,15 @@ def build_app(gateway: Gateway) -> Litestar:
         }
 
     return Litestar(
-        route_handlers=[health, servers, server_tools, call_tool, runtime_module, types],
+        route_handlers=[
+            health,
+            servers,
+            server_tools,
+            call_tool,
+            runtime_module,
+            runtime_hash,
+            types,
+        ],
         exception_handlers={ToolscriptError: _error_response},
         lifespan=[lambda app: gateway.running()],
         openapi_config=OpenAPIConfig(title="toolscript gateway", version=__version__),

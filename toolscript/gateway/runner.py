@@ -74,7 +74,8 @@ def serve(
     *,
     host: str = "127.0.0.1",
     port: int = 0,
-    state_dir: Path | None = None,
+    cache: Path | None = None,
+    write_state: bool = True,
     connect_timeout: float = 30.0,
     announce: Callable[[str], None] | None = None,
 ) -> None:
@@ -89,7 +90,8 @@ def serve(
     port = sock.getsockname()[1]
     token = secrets.token_urlsafe(24)
     url = gateway_url(host, port, token)
-    gateway = Gateway(config, cache=state_dir, connect_timeout=connect_timeout)
+    gateway = Gateway(config, cache=cache, connect_timeout=connect_timeout)
+    state_dir = cache if write_state else None
     app = TokenGuard(build_app(gateway), token, _allowed_hosts(host, port))
 
     class Server(uvicorn.Server):

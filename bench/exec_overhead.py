@@ -1,0 +1,119 @@
+"""What `toolscript exec` adds over bare `deno run`, measured side by side in one run.
+
+(a) hello world with --no-check; (b) a never-seen script that imports the client and
+calls one tool, with type checking. Targets (issue 5): (a) adds < 150 ms; (b) < 1.2x.
+
+    python bench/exec_overhead.py [--runs 11]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def timed(command: list[str], env: dict[str, str], cwd: Path) -> float:
+    started = time.perf_counter()
+    result = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True)
+    elapsed = time.perf_counter() - started
+    if result.returncode != 0:
+        raise SystemExit(f"failed: {command}\n{result.stderr}")
+    return elapsed * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=11)
+    args = parser.parse_args()
+    import deno
+
+    deno_bin = str(deno.find_deno_bin())
+    work = Path(tempfile.mkdtemp(prefix="toolscript-bench-"))
+    (work / ".toolscript.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "time": {"command": str(Path(sys.executable).parent / "mcp-server-time")}
+                }
+            }
+        )
+    )
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSCRIPT_")}
+    base_env["TOOLSCRIPT_HOME"] = str(work / "home")
+    base_env["TOOLSCRIPT_LOG_LEVEL"] = "WARNING"
+    gateway = subprocess.Popen(
+        [sys.executable, "-m", "toolscript", "gateway", "start"],
+        cwd=work,
+        env=base_env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert gateway.stdout is not None
+    url = gateway.stdout.readline().strip()
+    host = url.split("/")[2]
+    toolscript_env = {**base_env, "TOOLSCRIPT_GATEWAY_URL": url}
+    deno_env = {"DENO_DIR": str(work / "deno"), "NO_COLOR": "1", "TOOLSCRIPT_GATEWAY_URL": url}
+    toolscript = [sys.executable, "-m", "toolscript", "exec"]
+    hello = work / "hello.ts"
+    hello.write_text('console.log("hello");\n')
+    call = 'import { tools } from "MODULE";\nconst now = await tools.time.getCurrentTime({ timezone: "UTC" });\nconsole.log(now.timezone); // RUN\n'
+    results: dict[str, list[float]] = {
+        k: [] for k in ("a bare deno", "a toolscript", "b bare deno", "b toolscript")
+    }
+    try:
+        # warm both caches (the module download, the Deno binary) before measuring
+        timed([*toolscript, "--no-check", 'console.log("warm")'], toolscript_env, work)
+        timed([deno_bin, "run", "--no-check", str(hello)], deno_env, work)
+        for _ in range(args.runs):
+            results["a bare deno"].append(
+                timed([deno_bin, "run", "--no-check", str(hello)], deno_env, work)
+            )
+            results["a toolscript"].append(
+                timed([*toolscript, "--no-check", 'console.log("hello");'], toolscript_env, work)
+            )
+            unique = uuid.uuid4().hex
+            bare = work / f"bare-{unique}.ts"
+            bare.write_text(
+                call.replace("MODULE", f"{url}/runtime/tools.ts").replace("RUN", unique)
+            )
+            results["b bare deno"].append(
+                timed(
+                    [
+                        deno_bin,
+                        "run",
+                        "--check",
+                        f"--allow-import={host}",
+                        f"--allow-net={host}",
+                        str(bare),
+                    ],
+                    deno_env,
+                    work,
+                )
+            )
+            ours = call.replace("MODULE", "toolscript").replace("RUN", uuid.uuid4().hex)
+            results["b toolscript"].append(timed([*toolscript, ours], toolscript_env, work))
+    finally:
+        gateway.terminate()
+        gateway.wait(30)
+    print(f"exec overhead, {args.runs} runs each, interleaved (ms)")
+    print(f"{'case':16}{'min':>8}{'p50':>8}{'max':>8}")
+    for name, values in results.items():
+        print(f"{name:16}{min(values):8.0f}{statistics.median(values):8.0f}{max(values):8.0f}")
+    added = statistics.median(results["a toolscript"]) - statistics.median(results["a bare deno"])
+    ratio = statistics.median(results["b toolscript"]) / statistics.median(results["b bare deno"])
+    print(f"(a) toolscript adds {added:.0f} ms over bare deno (target < 150 ms)")
+    print(f"(b) toolscript / bare deno --check: {ratio:.2f}x (target < 1.2x)")
+
+
+if __name__ == "__main__":
+    main()

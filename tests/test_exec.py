@@ -1,0 +1,301 @@
+"""`toolscript exec` and `toolscript FILE.ts` against a real gateway with real MCP servers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from helpers import GatewayProcess, clean_env, fixture_server, python_bin, running_gateway
+
+
+@pytest.fixture(scope="session")
+def toolscript_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("toolscript-home")
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    config = {
+        "mcpServers": {"time": {"command": python_bin("mcp-server-time")}, "fx": fixture_server()}
+    }
+    with running_gateway(config, tmp_path_factory.mktemp("exec")) as started:
+        yield started
+
+
+def toolscript(
+    *args: str,
+    home: Path,
+    cwd: Path,
+    gateway: GatewayProcess | None = None,
+    stdin: str | None = None,
+    timeout: float = 120,
+    **env: str,
+) -> subprocess.CompletedProcess[str]:
+    variables = clean_env(TOOLSCRIPT_HOME=str(home), **env)
+    if gateway is not None:
+        variables["TOOLSCRIPT_GATEWAY_URL"] = gateway.url
+    return subprocess.run(
+        [sys.executable, "-m", "toolscript", *args],
+        cwd=cwd,
+        env=variables,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture
+def run(gateway: GatewayProcess, toolscript_home: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
+    def runner(code: str, *args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
+        return toolscript(
+            "exec", code, *args, home=toolscript_home, cwd=tmp_path, gateway=gateway, **kwargs
+        )  # type: ignore[arg-type]
+
+    return runner
+
+
+def test_console_log_and_error(run) -> None:  # type: ignore[no-untyped-def]
+    result = run('console.log("out"); console.error("err")')
+    assert result.returncode == 0
+    assert result.stdout == "out\n"
+    assert result.stderr == "err\n"
+
+
+def test_return_value_is_json_on_stdout(run) -> None:  # type: ignore[no-untyped-def]
+    result = run("return {count: 42}")
+    assert result.returncode == 0
+    assert json.loads(result.stdout)["count"] == 42
+    jq_like = subprocess.run(
+        [sys.executable, "-c", "import json,sys; print(json.load(sys.stdin)['count'])"],
+        input=result.stdout,
+        capture_output=True,
+        text=True,
+    )
+    assert jq_like.stdout == "42\n"
+
+
+def test_promise_return_and_top_level_await(run) -> None:  # type: ignore[no-untyped-def]
+    result = run(
+        "const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));\nawait wait(10);\nreturn Promise.resolve([1, 2]);"
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == [1, 2]
+
+
+def test_tools_via_clean_import(run) -> None:  # type: ignore[no-untyped-def]
+    code = """import { tools } from "toolscript";
+const a = await tools.fx.plainText({ text: "first" });
+const b = await tools.fx.jsonText({ count: 1 });
+const now = await tools.time.getCurrentTime({ timezone: "UTC" });
+console.log(a);
+return { b, tz: now.timezone };"""
+    result = run(code)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "first"
+    assert json.loads(lines[1]) == {"b": {"count": 1, "items": [0]}, "tz": "UTC"}
+
+
+def test_imports_and_exports_work(run) -> None:  # type: ignore[no-untyped-def]
+    code = 'import { tools, ToolError } from "toolscript";\nexport const answer = 41 + 1;\nexport function twice(n: number) { return n * 2; }\nconsole.log(twice(answer), typeof ToolError, typeof tools);'
+    result = run(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "84 function object\n"
+    with_return = run(code + "\nreturn answer;")
+    assert with_return.stdout.splitlines() == ["84 function object", "42"]
+
+
+def test_code_from_stdin(gateway: GatewayProcess, toolscript_home: Path, tmp_path: Path) -> None:
+    heredoc = 'import { tools } from "toolscript";\nconsole.log(await tools.fx.plainText({ text: "via stdin" }));\n'
+    result = toolscript(
+        "exec", "-", home=toolscript_home, cwd=tmp_path, gateway=gateway, stdin=heredoc
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "via stdin\n"
+
+
+def test_file_scripts_relative_and_absolute(
+    gateway: GatewayProcess, toolscript_home: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "scripts").mkdir()
+    script = tmp_path / "scripts" / "hello.ts"
+    script.write_text(
+        'import { tools } from "toolscript";\nreturn await tools.fx.plainText({ text: "from a file" });\n'
+    )
+    relative = toolscript("scripts/hello.ts", home=toolscript_home, cwd=tmp_path, gateway=gateway)
+    assert relative.returncode == 0, relative.stderr
+    assert json.loads(relative.stdout) == "from a file"
+    absolute = toolscript(str(script), home=toolscript_home, cwd=Path("/"), gateway=gateway)
+    assert json.loads(absolute.stdout) == "from a file"
+
+
+def test_missing_file(toolscript_home: Path, tmp_path: Path) -> None:
+    result = toolscript("nonexistent.ts", home=toolscript_home, cwd=tmp_path)
+    assert result.returncode == 2
+    assert "file not found: nonexistent.ts" in result.stderr
+
+
+def test_type_error_reported_before_running(run) -> None:  # type: ignore[no-untyped-def]
+    code = 'console.log("ran");\nimport { tools } from "toolscript";\nawait tools.time.getCurrentTime({ timezone: 42 });\nreturn 1;'
+    result = run(code)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert "TS2322" in result.stderr
+    assert "<inline>.ts:3:" in result.stderr
+    assert "\x1b[" not in result.stderr
+    unchecked = run('const n: number = "not a number";\nconsole.log(n);', "--no-check")
+    assert unchecked.returncode == 0
+    assert unchecked.stdout == "not a number\n"
+
+
+def test_syntax_error_runs_nothing(run) -> None:  # type: ignore[no-untyped-def]
+    result = run('console.log("ran");\nconst = ;')
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert "<inline>.ts:2" in result.stderr
+
+
+def test_runtime_error_has_stack_with_user_lines(run) -> None:  # type: ignore[no-untyped-def]
+    result = run(
+        'console.log("before");\n\nfunction explode() {\n  throw new Error("boom");\n}\nexplode();'
+    )
+    assert result.returncode == 1
+    assert result.stdout == "before\n"
+    assert "Error: boom" in result.stderr
+    assert "<inline>.ts:4:9" in result.stderr
+    assert ".cache" not in result.stderr and "scripts/" not in result.stderr
+
+
+def test_unhandled_rejection_fails(run) -> None:  # type: ignore[no-untyped-def]
+    result = run(
+        'Promise.reject(new Error("rejected"));\nawait new Promise((r) => setTimeout(r, 50));'
+    )
+    assert result.returncode == 1
+    assert "rejected" in result.stderr
+
+
+def test_tool_error_names_tool_and_message(run) -> None:  # type: ignore[no-untyped-def]
+    result = run(
+        'import { tools } from "toolscript";\nawait tools.fx.fail({ message: "disk full" });'
+    )
+    assert result.returncode == 1
+    assert "ToolError: fx__fail: Error executing tool fail" in result.stderr
+    assert "<inline>.ts:2:" in result.stderr
+    assert result.stderr.count(os.environ.get("NOPE", "token-not-shown")) == 0
+
+
+def test_sequential_calls_in_order(run) -> None:  # type: ignore[no-untyped-def]
+    code = 'import { tools } from "toolscript";\nconst out: string[] = [];\nfor (const t of ["a", "b", "c"]) out.push(await tools.fx.plainText({ text: t }) as string);\nreturn out;'
+    result = run(code)
+    assert json.loads(result.stdout) == ["a", "b", "c"]
+
+
+def test_output_is_streamed(gateway: GatewayProcess, toolscript_home: Path, tmp_path: Path) -> None:
+    code = 'console.log("first");\nawait new Promise((r) => setTimeout(r, 2000));\nconsole.log("second");'
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolscript", "exec", code],
+        cwd=tmp_path,
+        env=clean_env(TOOLSCRIPT_HOME=str(toolscript_home), TOOLSCRIPT_GATEWAY_URL=gateway.url),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    started = time.monotonic()
+    assert process.stdout.readline() == "first\n"
+    first_at = time.monotonic() - started
+    assert process.stdout.readline() == "second\n"
+    second_at = time.monotonic() - started
+    process.wait(30)
+    assert second_at - first_at > 1.5
+
+
+def test_cwd_is_the_invocation_directory(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert json.loads(run("return Deno.cwd()").stdout) == str(tmp_path)
+
+
+def test_only_the_gateway_url_is_visible(run, gateway: GatewayProcess) -> None:  # type: ignore[no-untyped-def]
+    result = run('return Deno.env.get("TOOLSCRIPT_GATEWAY_URL")', HOME_SECRET="x")
+    assert json.loads(result.stdout) == gateway.url
+    for attempt in ('Deno.env.get("HOME")', "Deno.env.toObject()", 'Deno.env.get("PATH")'):
+        denied = run(f"return {attempt}")
+        assert denied.returncode == 1
+        assert "NotCapable" in denied.stderr
+
+
+def test_gateway_url_set_but_dead(toolscript_home: Path, tmp_path: Path) -> None:
+    result = toolscript(
+        "exec",
+        "return 1",
+        home=toolscript_home,
+        cwd=tmp_path,
+        TOOLSCRIPT_GATEWAY_URL="http://127.0.0.1:9/nothing",
+    )
+    assert result.returncode == 1
+    assert "toolscript gateway status" in result.stderr
+
+
+def _ephemeral_gateways() -> list[psutil.Process]:
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        cmdline = process.info.get("cmdline") or []
+        if "--ephemeral" in cmdline:
+            found.append(process)
+    return found
+
+
+def test_ephemeral_gateway_with_no_config(toolscript_home: Path, tmp_path: Path) -> None:
+    result = toolscript(
+        "exec",
+        'import { tools } from "toolscript"; console.log(tools);',
+        home=toolscript_home,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "{}\n"
+    assert _ephemeral_gateways() == []
+
+
+def test_ephemeral_gateway_with_servers(toolscript_home: Path, tmp_path: Path) -> None:
+    (tmp_path / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}))
+    result = toolscript(
+        "exec",
+        'import { tools } from "toolscript"; return await tools.fx.plainText({ text: "ephemeral" });',
+        home=toolscript_home,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == "ephemeral"
+    assert _ephemeral_gateways() == []
+    assert not (tmp_path / ".toolscript" / "gateway.json").exists()
+
+
+def test_time_limit(run) -> None:  # type: ignore[no-untyped-def]
+    started = time.monotonic()
+    result = run("while (true) {}", "--timeout", "2")
+    assert result.returncode == 124
+    assert "longer than 2 s" in result.stderr
+    assert time.monotonic() - started < 30
+
+
+def test_memory_limit(run) -> None:  # type: ignore[no-untyped-def]
+    code = "const hoard: string[][] = [];\nwhile (true) hoard.push(new Array(100000).fill('x'.repeat(10)));"
+    result = run(code, "--memory", "64", "--no-check")
+    assert result.returncode == 125
+    assert "out of memory" in result.stderr
+
+
+def test_output_limit(run) -> None:  # type: ignore[no-untyped-def]
+    result = run(
+        'while (true) console.log("spam spam spam");', "--max-output", "10000", "--no-check"
+    )
+    assert result.returncode == 123
+    assert "more than 10000 bytes" in result.stderr
+    assert len(result.stdout) <= 10000

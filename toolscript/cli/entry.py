@@ -1,0 +1,46 @@
+"""The ``toolscript`` entry point: errors become a message and an exit code.
+
+``exec`` (and ``toolscript FILE.ts``) skip typer entirely; everything else goes
+through the typer app in ``toolscript.cli.main``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from toolscript.errors import ToolscriptError
+
+__all__ = ["main"]
+
+SCRIPT_SUFFIXES = (".ts", ".mts", ".tsx", ".js", ".mjs", ".jsx")
+
+
+def _script_arguments(argv: list[str]) -> list[str]:
+    """``toolscript path/to/script.ts ...`` means ``toolscript exec --file path/to/script.ts ...``."""
+    if argv and not argv[0].startswith("-") and argv[0].endswith(SCRIPT_SUFFIXES):
+        return ["exec", "--file", argv[0], *argv[1:]]
+    return argv
+
+
+def main() -> None:
+    """Entry point: run the app and turn toolscript errors into a message and exit code."""
+    debug = "--debug" in sys.argv[1:] or os.environ.get("TOOLSCRIPT_DEBUG", "") not in ("", "0")
+    arguments = _script_arguments(sys.argv[1:])
+    try:
+        if arguments[:1] == ["exec"] and not {"--help", "-h"} & set(arguments):
+            from toolscript.execution.command import fast_exec
+
+            sys.exit(fast_exec(arguments[1:]))
+        from toolscript.cli.main import app
+
+        app(args=arguments, prog_name="toolscript")
+    except ToolscriptError as exc:
+        if debug:
+            raise
+        sys.stderr.write(f"toolscript: error: {exc.message}\n")
+        if exc.hint:
+            sys.stderr.write(f"hint: {exc.hint}\n")
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,65 @@
+"""``exec``: run a toolscript (inline, from stdin, or a file) in the Deno sandbox."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from toolscript.cli.options import CacheDirOption, ConfigOption
+from toolscript.execution.command import (
+    DEFAULT_MAX_OUTPUT,
+    DEFAULT_MEMORY_MB,
+    DEFAULT_TIMEOUT,
+    run_exec,
+)
+
+__all__ = ["exec_command"]
+
+
+def exec_command(
+    code: Annotated[
+        str | None,
+        typer.Argument(help="TypeScript to run; '-' reads it from stdin.", show_default=False),
+    ] = None,
+    file: Annotated[
+        Path | None,
+        typer.Option("--file", "-f", help="Run this .ts file (same as `toolscript FILE`)."),
+    ] = None,
+    check: Annotated[
+        bool, typer.Option("--check/--no-check", help="Type-check before running.")
+    ] = True,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Stop the script after this many seconds (0: never).")
+    ] = DEFAULT_TIMEOUT,
+    memory: Annotated[
+        int, typer.Option("--memory", help="V8 heap limit in MB.")
+    ] = DEFAULT_MEMORY_MB,
+    max_output: Annotated[
+        int, typer.Option("--max-output", help="Stop the script once it printed this many bytes.")
+    ] = DEFAULT_MAX_OUTPUT,
+    config: ConfigOption = None,
+    cache: CacheDirOption = None,
+) -> None:
+    """Run TypeScript that calls your tools, in a sandbox that reaches only the gateway.
+
+    `import { tools } from "toolscript"` gives the typed client. A top-level
+    `return VALUE` prints VALUE as JSON. Type errors are reported before anything
+    runs. Exit codes: 0 success, 1 script error, 123 output limit, 124 time
+    limit, 125 memory limit.
+
+    Examples:
+
+        toolscript exec 'return {count: 42}' | jq .count
+
+        toolscript exec 'import { tools } from "toolscript"; return await tools.time.getCurrentTime({timezone: "UTC"})'
+
+        toolscript exec - <<'EOF'
+        import { tools } from "toolscript";
+        console.log(await tools.everything.echo({ message: "hi" }));
+        EOF
+
+        toolscript script.ts
+    """
+    raise typer.Exit(run_exec(code, file, check, timeout, memory, max_output, config, cache))

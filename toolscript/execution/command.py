@@ -1,0 +1,109 @@
+"""``exec`` without typer: parse, read the script, find a gateway, run it in the sandbox.
+
+Kept free of typer (which imports pydantic): the exec path starts 100 ms sooner.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from toolscript.errors import UsageError
+from toolscript.execution.sandbox import Script
+
+__all__ = ["DEFAULT_MAX_OUTPUT", "DEFAULT_MEMORY_MB", "DEFAULT_TIMEOUT", "fast_exec", "run_exec"]
+
+DEFAULT_TIMEOUT = 300.0
+DEFAULT_MEMORY_MB = 512
+DEFAULT_MAX_OUTPUT = 10 * 1024 * 1024
+
+
+def run_exec(
+    code: str | None,
+    file: Path | None,
+    check: bool,
+    timeout: float,
+    memory: int,
+    max_output: int,
+    config: str | None,
+    cache: str | None,
+) -> int:
+    """Read the script, find (or start) a gateway, run the script; the exit code."""
+    from toolscript.execution.locate import gateway_for_run
+    from toolscript.execution.sandbox import Limits, run_toolscript
+
+    script = _read_script(code, file)
+    limits = Limits(timeout=timeout, memory_mb=memory, max_output=max_output)
+    with gateway_for_run(config, cache) as (url, module_hash):
+        return run_toolscript(
+            script,
+            url,
+            module_hash,
+            check=check,
+            limits=limits,
+            cwd=Path.cwd(),
+            stdin_available=code != "-",
+        )
+
+
+def fast_exec(arguments: list[str]) -> int:
+    """``exec`` without typer (and the pydantic it imports): 100 ms less per run.
+
+    Parses the same options as ``exec_command``; ``--help`` goes through typer.
+    """
+    import argparse
+    import os
+
+    parser = argparse.ArgumentParser(prog="toolscript exec", add_help=False)
+    parser.add_argument("code", nargs="?")
+    parser.add_argument("--file", "-f", type=Path)
+    parser.add_argument("--check", dest="check", action="store_true", default=True)
+    parser.add_argument("--no-check", dest="check", action="store_false")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
+    parser.add_argument("--memory", type=int, default=DEFAULT_MEMORY_MB)
+    parser.add_argument("--max-output", type=int, default=DEFAULT_MAX_OUTPUT)
+    parser.add_argument("--config", "-c", default=os.environ.get("TOOLSCRIPT_CONFIG"))
+    parser.add_argument("--cache-dir", default=os.environ.get("TOOLSCRIPT_CACHE_DIR"))
+    parsed, unknown = parser.parse_known_args(arguments)
+    if unknown:
+        raise UsageError(f"unknown option for exec: {unknown[0]}", hint="toolscript exec --help")
+    return run_exec(
+        parsed.code,
+        parsed.file,
+        parsed.check,
+        parsed.timeout,
+        parsed.memory,
+        parsed.max_output,
+        parsed.config,
+        parsed.cache_dir,
+    )
+
+
+def _read_script(code: str | None, file: Path | None) -> Script:
+    if file is not None:
+        if code is not None:
+            raise UsageError("give either CODE or a file, not both")
+        try:
+            text = file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise UsageError(
+                f"file not found: {file}", hint="check the path (relative to the current directory)"
+            ) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read {file}: {exc}") from exc
+        return Script(code=text, display_name=str(file), file_name=_script_name(file))
+    if code is None:
+        raise UsageError(
+            "nothing to run: give CODE, '-' for stdin, or a .ts file", hint="toolscript exec --help"
+        )
+    if code == "-":
+        return Script(code=sys.stdin.read(), display_name="<stdin>.ts", file_name="stdin.ts")
+    return Script(code=code, display_name="<inline>.ts", file_name="inline.ts")
+
+
+def _script_name(path: Path) -> str:
+    return (
+        path.name
+        if path.suffix in (".ts", ".mts", ".tsx", ".js", ".mjs", ".jsx")
+        else path.name + ".ts"
+    )

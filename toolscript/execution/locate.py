@@ -1,0 +1,118 @@
+"""Find the gateway a toolscript should use (stdlib only: the exec path stays fast).
+
+``TOOLSCRIPT_GATEWAY_URL`` wins, and must answer. Otherwise the project's
+running gateway (its state file); otherwise an ephemeral gateway is started for
+the run and stopped after it.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import urlsplit
+
+from toolscript.config import find_config_path
+from toolscript.errors import ExecutionError, GatewayUnreachableError
+from toolscript.paths import project_cache_dir, read_gateway_state
+
+__all__ = ["gateway_for_run", "module_hash"]
+
+
+def module_hash(url: str, timeout: float = 5.0) -> str | None:
+    """The hash of the gateway's generated module, or None when nothing answers."""
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(
+        parts.hostname or "127.0.0.1", parts.port or 80, timeout=timeout
+    )
+    try:
+        connection.request("GET", parts.path.rstrip("/") + "/runtime/hash")
+        response = connection.getresponse()
+        body = response.read()
+    except OSError:
+        return None
+    finally:
+        connection.close()
+    if response.status != 200:
+        raise GatewayUnreachableError(
+            f"the gateway answered HTTP {response.status} ({body[:200].decode('utf-8', 'replace')})",
+            hint="check TOOLSCRIPT_GATEWAY_URL (token included) with `toolscript gateway status`",
+        )
+    return str(json.loads(body)["hash"])
+
+
+@contextmanager
+def gateway_for_run(config: str | None, cache: str | None) -> Iterator[tuple[str, str]]:
+    """``(url, module hash)`` of a gateway that stays up for the run."""
+    from_env = os.environ.get("TOOLSCRIPT_GATEWAY_URL", "").strip().rstrip("/")
+    if from_env:
+        found = module_hash(from_env)
+        if found is None:
+            raise GatewayUnreachableError(
+                f"TOOLSCRIPT_GATEWAY_URL is set but no gateway answers at {urlsplit(from_env).netloc}",
+                hint="check `toolscript gateway status`, or unset the variable to use an ephemeral gateway",
+            )
+        yield from_env, found
+        return
+    config_path = find_config_path(config)
+    state = read_gateway_state(project_cache_dir(config_path.parent, cache))
+    if state:
+        found = module_hash(state["url"])
+        if found is not None:
+            yield state["url"], found
+            return
+    with _ephemeral_gateway(config, cache) as url:
+        found = module_hash(url)
+        if found is None:
+            raise ExecutionError("the ephemeral gateway stopped answering")
+        yield url, found
+
+
+@contextmanager
+def _ephemeral_gateway(config: str | None, cache: str | None) -> Iterator[str]:
+    command = [sys.executable, "-m", "toolscript", "gateway", "start", "--port", "0", "--ephemeral"]
+    if config:
+        command += ["--config", config]
+    if cache:
+        command += ["--cache-dir", cache]
+    env = dict(os.environ)
+    env.setdefault("TOOLSCRIPT_LOG_LEVEL", "WARNING")
+    process = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None and process.stderr is not None
+    errors: list[str] = []
+    forward = threading.Thread(target=_forward_errors, args=(process.stderr, errors), daemon=True)
+    forward.start()
+    try:
+        url = process.stdout.readline().strip()
+        if not url:
+            process.wait(30)
+            forward.join(5)
+            detail = "".join(errors).strip().splitlines()
+            raise ExecutionError(
+                "no gateway is running and an ephemeral one could not start"
+                + (f": {detail[-1]}" if detail else ""),
+                hint="run `toolscript gateway start` to see why",
+            )
+        yield url
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _forward_errors(stream: object, errors: list[str]) -> None:
+    for line in stream:  # type: ignore[attr-defined]
+        errors.append(line)
+        sys.stderr.write(line)

@@ -1,0 +1,293 @@
+"""Run a toolscript in Deno with nothing but the gateway.
+
+The child gets a clean environment (only ``TOOLSCRIPT_GATEWAY_URL`` readable),
+network and imports limited to the gateway's host:port, no npm, no files, no
+subprocesses, no FFI. Deno loads local files named by literal import specifiers
+before any permission check; the import map closes that hole by sending every
+``file:`` URL except the script itself to a host the sandbox may not reach.
+Limits: wall-clock time, V8 heap, and captured output, each with its own exit code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+from urllib.parse import urlsplit
+
+from toolscript.errors import ExecutionError
+from toolscript.execution.source import prepare_source
+from toolscript.paths import user_cache_dir
+
+__all__ = [
+    "EXIT_MEMORY",
+    "EXIT_OUTPUT",
+    "EXIT_TIMEOUT",
+    "REFUSED_FILE_URL",
+    "Limits",
+    "Script",
+    "deno_binary",
+    "run_toolscript",
+]
+
+EXIT_OUTPUT = 123
+EXIT_TIMEOUT = 124
+EXIT_MEMORY = 125
+REFUSED_FILE_URL = "https://local-files-are-not-available-to-toolscripts.invalid/"
+_OOM_MARKERS = (b"out of memory", b"Reached heap limit", b"allocation failed")
+Rewrite = Callable[[bytes], bytes]
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout: float = 300.0  # seconds of wall-clock time; 0 means none
+    memory_mb: int = 512  # V8 heap
+    max_output: int = 10 * 1024 * 1024  # bytes of stdout + stderr
+
+
+@dataclass(frozen=True)
+class Script:
+    code: str
+    display_name: str  # what errors call it: "inline.ts", "<stdin>.ts" or the user's path
+    file_name: str = "inline.ts"
+
+
+def deno_binary() -> str:
+    """``TOOLSCRIPT_DENO``, else the binary of the ``deno`` package."""
+    chosen = os.environ.get("TOOLSCRIPT_DENO")
+    if chosen:
+        return chosen
+    try:
+        import deno
+    except ImportError as exc:
+        raise ExecutionError(
+            "the deno package is not installed", hint="pip install deno, or set TOOLSCRIPT_DENO"
+        ) from exc
+    return str(deno.find_deno_bin())
+
+
+def _write_script(script: Script) -> Path:
+    """A stable path per content, so Deno's type-check cache hits on re-runs."""
+    code = prepare_source(script.code)
+    digest = hashlib.sha256(code.encode()).hexdigest()[:24]
+    path = user_cache_dir() / "scripts" / digest / script.file_name
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        partial = path.with_name(path.name + f".{os.getpid()}.tmp")
+        partial.write_text(code, encoding="utf-8")
+        partial.replace(path)
+    return path
+
+
+def _command(
+    script_path: Path, gateway_url: str, import_map: Path, check: bool, limits: Limits
+) -> list[str]:
+    host = urlsplit(gateway_url).netloc
+    return [
+        deno_binary(),
+        "run",
+        "--quiet",
+        "--no-prompt",
+        "--no-config",
+        "--no-lock",
+        "--no-npm",
+        f"--allow-import={host}",
+        f"--allow-net={host}",
+        "--allow-env=TOOLSCRIPT_GATEWAY_URL",
+        f"--import-map={import_map}",
+        f"--v8-flags=--max-old-space-size={limits.memory_mb}",
+        "--check" if check else "--no-check",
+        str(script_path),
+    ]
+
+
+class _Pump(threading.Thread):
+    """Copies one stream of the child to ours as it arrives, counting bytes."""
+
+    def __init__(
+        self, source: IO[bytes], target: IO[bytes], budget: _Budget, rewrite: Rewrite | None
+    ) -> None:
+        super().__init__(daemon=True)
+        self.source, self.target, self.budget, self.rewrite = source, target, budget, rewrite
+        self.tail = b""
+
+    def run(self) -> None:
+        descriptor = self.source.fileno()
+        reader = (
+            iter(self.source.readline, b"")
+            if self.rewrite
+            else iter(lambda: os.read(descriptor, 65536), b"")
+        )
+        discard = False
+        for chunk in reader:
+            if self.rewrite:
+                chunk = self.rewrite(chunk)
+            self.tail = (self.tail + chunk)[-4096:]
+            if not self.budget.spend(len(chunk)):
+                return
+            if discard:
+                continue
+            try:
+                self.target.write(chunk)
+                self.target.flush()
+            except (BrokenPipeError, ValueError):
+                discard = (
+                    True  # our reader went away (`| head`): keep draining so the child never blocks
+                )
+
+
+class _Budget:
+    """Bytes of output left; spending past it kills the child."""
+
+    def __init__(self, limit: int, process: subprocess.Popen[bytes]) -> None:
+        self.left = limit
+        self.exhausted = threading.Event()
+        self._process = process
+        self._lock = threading.Lock()
+
+    def spend(self, size: int) -> bool:
+        with self._lock:
+            self.left -= size
+            if self.left < 0:
+                self.exhausted.set()
+                _kill(self._process)
+                return False
+            return True
+
+
+def _rewriter(script_path: Path, display_name: str, gateway_url: str) -> Rewrite:
+    """Error lines name the user's script and ``toolscript``, not cache paths and secret URLs."""
+    module = re.compile(re.escape(gateway_url) + r"/runtime/tools\.ts(?:\?_t=[\w-]+)?")
+    # Absolute, file:// and relative spellings of the prepared script's path.
+    script = re.compile(
+        r"(?:file://)?[^\s\"'()\[\]]*?"
+        + re.escape(f"/{script_path.parent.name}/{script_path.name}")
+    )
+    strip_colors = not sys.stderr.isatty()
+
+    def rewrite(line: bytes) -> bytes:
+        text = line.decode("utf-8", "replace")
+        if strip_colors:
+            text = _ANSI.sub("", text)
+        text = script.sub(lambda _: display_name, text)
+        return module.sub("toolscript", text).encode()
+
+    return rewrite
+
+
+def run_toolscript(
+    script: Script,
+    gateway_url: str,
+    module_hash: str,
+    *,
+    check: bool = True,
+    limits: Limits = Limits(),
+    cwd: Path | None = None,
+    stdin_available: bool = True,
+) -> int:
+    """Run ``script`` to completion, streaming its output; returns the exit code."""
+    script_path = _write_script(script)
+    deno_dir = user_cache_dir() / "deno"
+    import_map = {
+        "imports": {
+            "toolscript": f"{gateway_url}/runtime/tools.ts?_t={module_hash}",
+            "file:///": REFUSED_FILE_URL,
+            script_path.as_uri(): script_path.as_uri(),
+        }
+    }
+    with tempfile.NamedTemporaryFile(
+        "w", suffix=".json", prefix="toolscript-importmap-", delete=False
+    ) as handle:
+        json.dump(import_map, handle)
+    map_path = Path(handle.name)
+    env = {
+        "TOOLSCRIPT_GATEWAY_URL": gateway_url,
+        "DENO_DIR": str(deno_dir),
+        "DENO_NO_UPDATE_CHECK": "1",
+        "DENO_NO_PROMPT": "1",
+    }
+    if not sys.stderr.isatty():
+        env["NO_COLOR"] = "1"
+    try:
+        process = subprocess.Popen(
+            _command(script_path, gateway_url, map_path, check, limits),
+            cwd=cwd,
+            env=env,
+            stdin=None if stdin_available else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        map_path.unlink(missing_ok=True)
+        raise ExecutionError(f"cannot start deno: {exc}", hint="check TOOLSCRIPT_DENO") from exc
+    try:
+        return _supervise(process, script, script_path, gateway_url, limits)
+    finally:
+        map_path.unlink(missing_ok=True)
+
+
+def _supervise(
+    process: subprocess.Popen[bytes],
+    script: Script,
+    script_path: Path,
+    gateway_url: str,
+    limits: Limits,
+) -> int:
+    assert process.stdout is not None and process.stderr is not None
+    budget = _Budget(limits.max_output, process)
+    rewrite = _rewriter(script_path, script.display_name, gateway_url)
+    pumps = [
+        _Pump(process.stdout, sys.stdout.buffer, budget, None),
+        _Pump(process.stderr, sys.stderr.buffer, budget, rewrite),
+    ]
+    for pump in pumps:
+        pump.start()
+    timed_out = False
+    try:
+        process.wait(timeout=limits.timeout or None)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill(process)
+    process.wait()
+    for pump in pumps:
+        pump.join(5)
+    code = process.returncode
+    if timed_out:
+        _say(
+            f"the toolscript ran longer than {limits.timeout:g} s and was stopped (raise --timeout)"
+        )
+        return EXIT_TIMEOUT
+    if budget.exhausted.is_set():
+        _say(
+            f"the toolscript printed more than {limits.max_output} bytes and was stopped (raise --max-output)"
+        )
+        return EXIT_OUTPUT
+    if code in (133, -signal.SIGTRAP, 134, -signal.SIGABRT) or any(
+        marker in pumps[1].tail for marker in _OOM_MARKERS
+    ):
+        _say(f"the toolscript ran out of memory (limit {limits.memory_mb} MB, raise --memory)")
+        return EXIT_MEMORY
+    return code if code >= 0 else 128 - code
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(f"toolscript: error: {message}\n")
+    sys.stderr.flush()
