@@ -24,6 +24,7 @@ __all__ = [
     "CONFIG_FILENAME",
     "DEFAULT_TIMEOUT",
     "Config",
+    "SearchConfig",
     "ServerConfig",
     "config_schema",
     "find_config_path",
@@ -87,12 +88,25 @@ class ServerConfig:
 
 
 @dataclass(frozen=True)
+class SearchConfig:
+    """The ``search`` section: defaults for the gateway's --search-* options."""
+
+    alpha: float = 0.5
+    threshold: float = 0.35
+    model: str | None = None
+    device: str = "cpu"
+    cache: bool = True
+    semantic: bool = True
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole configuration; ``path`` is None when no file exists."""
 
     path: Path | None
     project_dir: Path
     servers: tuple[ServerConfig, ...] = ()
+    search: SearchConfig = field(default_factory=SearchConfig)
 
     @property
     def enabled_servers(self) -> tuple[ServerConfig, ...]:
@@ -166,7 +180,8 @@ def parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
     servers = tuple(
         _server(name, raw, path.parent) for name, raw in (expanded.get("mcpServers") or {}).items()
     )
-    return Config(path=path, project_dir=path.parent, servers=servers)
+    search = SearchConfig(**(expanded.get("search") or {}))
+    return Config(path=path, project_dir=path.parent, servers=servers, search=search)
 
 
 def _validate(doc: PositionedJson, path: Path) -> None:

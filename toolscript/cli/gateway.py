@@ -11,7 +11,7 @@ from toolscript.cli.client import GatewayClient, find_gateway_url, public_url
 from toolscript.cli.options import CacheDirOption, ConfigOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
 from toolscript.config import load_config
-from toolscript.errors import GatewayError
+from toolscript.errors import GatewayError, UsageError
 from toolscript.paths import cache_dir
 
 __all__ = ["app"]
@@ -37,6 +37,39 @@ def start(
     ] = 30.0,
     config: ConfigOption = None,
     cache: CacheDirOption = None,
+    search_alpha: Annotated[
+        float | None,
+        typer.Option(
+            "--search-alpha",
+            help="Semantic weight in search (0-1) [config: search.alpha, 0.7].",
+            show_default=False,
+        ),
+    ] = None,
+    search_threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--search-threshold",
+            help="Minimum search score (0-1) [config: search.threshold, 0.35].",
+            show_default=False,
+        ),
+    ] = None,
+    search_model: Annotated[
+        str | None,
+        typer.Option(
+            "--search-model",
+            help="Embedding model: local path or hub name [default: packaged all-MiniLM-L6-v2].",
+            show_default=False,
+        ),
+    ] = None,
+    search_device: Annotated[
+        str | None,
+        typer.Option(
+            "--search-device", help="torch device for embeddings [cpu].", show_default=False
+        ),
+    ] = None,
+    search_no_cache: Annotated[
+        bool, typer.Option("--search-no-cache", help="Keep embeddings in memory only.")
+    ] = False,
     ephemeral: Annotated[
         bool, typer.Option("--ephemeral", hidden=True, help="Write no state file (for exec).")
     ] = False,
@@ -53,11 +86,28 @@ def start(
         export TOOLSCRIPT_GATEWAY_URL=$(toolscript gateway start --port 3000 &)
     """
     from toolscript.gateway.runner import configure_logging, serve
+    from toolscript.search.engine import SearchOptions
 
     loaded = load_config(config)
     configure_logging()
+    chosen = loaded.search
+    options = SearchOptions(
+        alpha=chosen.alpha if search_alpha is None else search_alpha,
+        threshold=chosen.threshold if search_threshold is None else search_threshold,
+        model=search_model or chosen.model,
+        device=search_device or chosen.device,
+        cache=chosen.cache and not search_no_cache,
+        semantic=chosen.semantic,
+    )
+    for name, value in (
+        ("--search-alpha", options.alpha),
+        ("--search-threshold", options.threshold),
+    ):
+        if not 0 <= value <= 1:
+            raise UsageError(f"{name} must be between 0 and 1, got {value}")
     serve(
         loaded,
+        search=options,
         host=host,
         port=port,
         cache=cache_dir(loaded, cache),

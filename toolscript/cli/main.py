@@ -20,6 +20,8 @@ Examples:
 
   toolscript list-tools github --verbose
 
+  toolscript search "open a github issue" --output types
+
   toolscript get-types github create_issue
 
   toolscript exec 'import { tools } from "toolscript"; return await tools.github.listIssues({})'
@@ -69,11 +71,12 @@ def _root(
 
 
 def _register() -> None:
-    from toolscript.cli import exec, gateway, servers, tools, types
+    from toolscript.cli import exec, gateway, search, servers, tools, types
 
     app.command("list-servers")(servers.list_servers)
     app.command("list-tools")(tools.list_tools)
     app.command("get-types")(types.get_types)
+    app.command("search")(search.search)
     app.command("exec")(exec.exec_command)
     app.add_typer(gateway.app, name="gateway")
 

@@ -6,6 +6,7 @@
 ``POST /tools/{server}__{tool}``    call a tool; JSON arguments in, result per ``results.py`` out
 ``GET  /runtime/tools.ts``          the generated TypeScript client (``?server=&tool=`` narrow it)
 ``GET  /runtime/hash``              the module's content hash
+``GET  /search?q=&limit=&threshold=&server=&mode=``  ranked tools
 ``GET  /types?server=&tool=``       declarations and usage examples (for get-types)
 ``GET  /schema``                    this API as OpenAPI
 
@@ -24,9 +25,10 @@ from litestar.openapi import OpenAPIConfig
 
 from toolscript import __version__
 from toolscript.codegen.module import render_declarations, render_module
-from toolscript.errors import ArgumentValidationError, ToolscriptError
-from toolscript.gateway.core import Gateway
+from toolscript.errors import ArgumentValidationError, ToolscriptError, UsageError
+from toolscript.gateway.core import Gateway, split_tool_name
 from toolscript.gateway.results import RESULT_HEADER
+from toolscript.search.engine import MODES
 
 __all__ = ["build_app"]
 
@@ -102,10 +104,44 @@ def build_app(gateway: Gateway) -> Litestar:
         """The content hash of the whole module (what ``exec`` uses as ``_t``)."""
         return {"hash": gateway.artifacts.module_hash}
 
+    @get("/search", sync_to_thread=True)
+    def search(
+        q: str,
+        limit: int = 10,
+        threshold: float | None = None,
+        server: str | None = None,
+        mode: str = "hybrid",
+    ) -> dict[str, Any]:
+        """Ranked tools for a query; keyword-only until the embedding model is ready."""
+        if server is not None:
+            gateway.upstream(server)
+        if mode not in MODES:
+            raise UsageError(f"unknown search mode {mode!r}; one of {', '.join(MODES)}")
+        hits, used = gateway.search.search(
+            q, limit=max(1, min(limit, 100)), threshold=threshold, server=server, mode=mode
+        )
+        return {
+            "query": q,
+            "mode": used,
+            "hits": [hit.to_dict() for hit in hits],
+            "search": gateway.search.status(),
+        }
+
     @get("/types", sync_to_thread=False)
-    def types(server: str, tool: str | None = None) -> dict[str, Any]:
-        """Declarations and usage examples for get-types (and search's types output)."""
-        fragments = gateway.fragments(server, tool)
+    def types(
+        server: str | None = None, tool: str | None = None, names: str | None = None
+    ) -> dict[str, Any]:
+        """Declarations and usage examples for get-types (``names``: server__tool,...)."""
+        if names:
+            fragments = [
+                fragment
+                for qualified in names.split(",")
+                for fragment in gateway.fragments(*split_tool_name(qualified.strip()))
+            ]
+        elif server is None:
+            raise UsageError("give ?server=NAME (and &tool=NAME), or ?names=server__tool,...")
+        else:
+            fragments = gateway.fragments(server, tool)
         return {
             "declarations": render_declarations(fragments),
             "examples": [fragment.example for fragment in fragments],
@@ -129,6 +165,7 @@ def build_app(gateway: Gateway) -> Litestar:
             call_tool,
             runtime_module,
             runtime_hash,
+            search,
             types,
         ],
         exception_handlers={ToolscriptError: _error_response},

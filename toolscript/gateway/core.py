@@ -28,7 +28,15 @@ from toolscript.errors import (
 from toolscript.gateway.results import tool_result
 from toolscript.pipeline.artifacts import Artifacts, CacheLayout
 from toolscript.pipeline.sources import SnapshotSource
-from toolscript.pipeline.tasks import run_pipeline
+from toolscript.pipeline.tasks import (
+    ARTIFACT_TASKS,
+    PipelineResult,
+    SearchIndexing,
+    load_documents,
+    run_pipeline,
+)
+from toolscript.search.engine import SearchEngine, SearchOptions
+from toolscript.search.semantic import Embedder, EmbeddingStore, SemanticUnavailable
 from toolscript.upstream.server import ServerState, UpstreamServer
 
 __all__ = ["Gateway", "split_tool_name"]
@@ -52,7 +60,12 @@ class Gateway:
     """Owns the upstream servers for the gateway's lifetime."""
 
     def __init__(
-        self, config: Config, *, cache: Path | None = None, connect_timeout: float = 30.0
+        self,
+        config: Config,
+        *,
+        cache: Path | None = None,
+        connect_timeout: float = 30.0,
+        search: SearchOptions | None = None,
     ) -> None:
         self.config = config
         self.started_at = time.time()
@@ -61,6 +74,7 @@ class Gateway:
         self._ready = False
         self._rebuild = anyio.Event()
         self._rebuild_scope: anyio.CancelScope | None = None
+        self._pipeline_lock = anyio.Lock()
         self.upstreams: dict[str, UpstreamServer] = {
             server.name: UpstreamServer(
                 server, connect_timeout=connect_timeout, on_tools_changed=self._tools_changed
@@ -68,11 +82,10 @@ class Gateway:
             for server in config.servers
         }
         self._validators: dict[tuple[str, str], tuple[dict[str, Any], Validator]] = {}
-        self.search_status: dict[str, Any] = {
-            "ready": False,
-            "mode": "none",
-            "reason": "search is not built yet",
-        }
+        options = search or SearchOptions(**config.search.__dict__)
+        store = EmbeddingStore(self.layout.embeddings if options.cache else None)
+        embedder = Embedder(options.model, options.device) if options.semantic else None
+        self.search = SearchEngine(options, store, embedder)
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Gateway]:
@@ -85,6 +98,8 @@ class Gateway:
             await self.rebuild_artifacts()
             self._ready = True
             tasks.start_soon(self._rebuild_when_tools_change, name="artifact rebuilds")
+            if self.search.embedder is not None:
+                tasks.start_soon(self._load_semantic_search, name="semantic search")
             log.info(
                 "ready: %d/%d servers connected, %d tools",
                 sum(u.state == ServerState.CONNECTED for u in self.upstreams.values()),
@@ -105,6 +120,24 @@ class Gateway:
         if self._ready:
             self._rebuild.set()
 
+    def _build(self, snapshot: SnapshotSource) -> PipelineResult:
+        semantic_ready = self.search.status()["semantic"] == "ready"
+        result = run_pipeline(
+            self.config,
+            self.layout,
+            snapshot,
+            tasks=None if semantic_ready else ARTIFACT_TASKS,
+            indexing=(
+                SearchIndexing(self.search.embedder, self.search.store)
+                if self.search.embedder is not None
+                else None
+            ),
+        )
+        servers = list(self.config.enabled_servers)
+        self.artifacts = Artifacts.load(self.layout, [s.name for s in servers])
+        self.search.set_documents(load_documents(self.layout, servers))
+        return result
+
     async def _rebuild_when_tools_change(self) -> None:
         with anyio.CancelScope() as self._rebuild_scope:
             while True:
@@ -112,6 +145,42 @@ class Gateway:
                 await anyio.sleep(0.05)  # let a burst of changes settle into one rebuild
                 self._rebuild = anyio.Event()
                 await self.rebuild_artifacts()
+
+    async def _load_semantic_search(self) -> None:
+        """Load the model, run the index task, switch search to hybrid; never fatal."""
+        assert self.search.embedder is not None
+        started = time.perf_counter()
+        try:
+            await anyio.to_thread.run_sync(self.search.embedder.load, abandon_on_cancel=True)
+            async with self._pipeline_lock:
+                await anyio.to_thread.run_sync(self._index_and_load, abandon_on_cancel=True)
+        except SemanticUnavailable as exc:
+            self.search.semantic_failed(str(exc))
+            log.warning("search: keyword only: %s", exc)
+            return
+        except Exception as exc:
+            self.search.semantic_failed(f"the embedding model failed: {exc}")
+            log.exception("search: keyword only, the embedding model failed")
+            return
+        status = self.search.status()
+        log.info(
+            "search: hybrid ready in %.1f s (%d tools, %d embedded, %d from cache)",
+            time.perf_counter() - started,
+            status["tools"],
+            status["embedded"],
+            status["cached"],
+        )
+
+    def _index_and_load(self) -> None:
+        assert self.search.embedder is not None
+        run_pipeline(
+            self.config,
+            self.layout,
+            SnapshotSource({}),
+            tasks=["index"],
+            indexing=SearchIndexing(self.search.embedder, self.search.store),
+        )
+        self.search.load_vectors()
 
     async def rebuild_artifacts(self) -> None:
         """Run the doit pipeline on a snapshot of the live tool lists; reload what it made."""
@@ -122,9 +191,8 @@ class Gateway:
             }
         )
         started = time.perf_counter()
-        result = await anyio.to_thread.run_sync(run_pipeline, self.config, self.layout, snapshot)
-        servers = [server.name for server in self.config.enabled_servers]
-        self.artifacts = await anyio.to_thread.run_sync(Artifacts.load, self.layout, servers)
+        async with self._pipeline_lock:
+            result = await anyio.to_thread.run_sync(self._build, snapshot)
         log.info(
             "artifacts: %d tasks ran in %.0f ms%s",
             len(result.executed),
@@ -234,5 +302,5 @@ class Gateway:
             "uptime": round(time.time() - self.started_at, 3),
             "servers": servers,
             "tools": sum(s["tools"] for s in servers.values()),
-            "search": self.search_status,
+            "search": self.search.status(),
         }

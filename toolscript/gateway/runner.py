@@ -17,6 +17,7 @@ from types import FrameType
 from toolscript.config import Config
 from toolscript.errors import UsageError
 from toolscript.paths import remove_gateway_state, write_gateway_state
+from toolscript.search.engine import SearchOptions
 
 __all__ = ["gateway_url", "serve"]
 
@@ -59,6 +60,7 @@ def _allowed_hosts(host: str, port: int) -> set[str]:
 
 
 def configure_logging() -> None:
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads: see search/semantic
     logging.basicConfig(
         level=os.environ.get("TOOLSCRIPT_LOG_LEVEL", "INFO").upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -77,6 +79,7 @@ def serve(
     cache: Path | None = None,
     write_state: bool = True,
     connect_timeout: float = 30.0,
+    search: SearchOptions | None = None,
     announce: Callable[[str], None] | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM; ``announce`` gets the URL once every server has been tried."""
@@ -90,7 +93,7 @@ def serve(
     port = sock.getsockname()[1]
     token = secrets.token_urlsafe(24)
     url = gateway_url(host, port, token)
-    gateway = Gateway(config, cache=cache, connect_timeout=connect_timeout)
+    gateway = Gateway(config, cache=cache, connect_timeout=connect_timeout, search=search)
     state_dir = cache if write_state else None
     app = TokenGuard(build_app(gateway), token, _allowed_hosts(host, port))
 

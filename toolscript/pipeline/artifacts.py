@@ -11,6 +11,7 @@
       types/<server>.json    per-tool fragments (for filtered modules and get-types)
       tools.ts               the whole TypeScript module served at /runtime/tools.ts
       catalogue.db           servers and tools (content hash, names, schemas) for sqlite-utils
+      embeddings.db          tool embeddings by (content hash, model) for semantic search
 """
 
 from __future__ import annotations
@@ -89,6 +90,10 @@ class CacheLayout:
     @property
     def catalogue(self) -> Path:
         return self.root / "catalogue.db"
+
+    @property
+    def embeddings(self) -> Path:
+        return self.root / "embeddings.db"
 
 
 @dataclass

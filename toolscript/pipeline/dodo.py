@@ -18,7 +18,10 @@ from toolscript.pipeline.tasks import build_tasks
 
 _config = load_config(os.environ.get("TOOLSCRIPT_CONFIG"))
 _namespace: dict[str, Any] = build_tasks(
-    _config, CacheLayout(cache_dir(_config)), ConnectingSource(_config)
+    _config,
+    CacheLayout(cache_dir(_config)),
+    ConnectingSource(_config),
+    model=_config.search.model,
 )
 
 task_fetch = _namespace["task_fetch"]
@@ -26,6 +29,15 @@ task_names = _namespace["task_names"]
 task_types = _namespace["task_types"]
 task_module = _namespace["task_module"]
 task_catalogue = _namespace["task_catalogue"]
+task_index = _namespace["task_index"]
 DOIT_CONFIG = _namespace["DOIT_CONFIG"]
 
-__all__ = ["DOIT_CONFIG", "task_catalogue", "task_fetch", "task_module", "task_names", "task_types"]
+__all__ = [
+    "DOIT_CONFIG",
+    "task_catalogue",
+    "task_fetch",
+    "task_index",
+    "task_module",
+    "task_names",
+    "task_types",
+]

@@ -29,12 +29,23 @@ from toolscript.pipeline.artifacts import (
     content_hash,
     write_if_changed,
 )
+from toolscript.search.engine import embed_missing
+from toolscript.search.semantic import Embedder, EmbeddingStore
+from toolscript.search.text import ToolDocument, document_for
 
-__all__ = ["PipelineResult", "ToolSource", "build_tasks", "run_pipeline"]
+__all__ = [
+    "PipelineResult",
+    "SearchIndexing",
+    "ToolSource",
+    "build_tasks",
+    "load_documents",
+    "run_pipeline",
+]
 
 log = logging.getLogger("toolscript.pipeline")
 _RUN_LOCK = threading.Lock()
-TASK_ORDER = ["fetch", "names", "types", "module", "catalogue"]
+ARTIFACT_TASKS = ["fetch", "names", "types", "module", "catalogue"]
+TASK_ORDER = [*ARTIFACT_TASKS, "index"]
 
 
 class ToolSource(Protocol):
@@ -42,6 +53,26 @@ class ToolSource(Protocol):
 
     def tools(self, server: str) -> list[dict[str, Any]] | None:
         """The server's tools, or None when it is unavailable (keep what is on disk)."""
+
+
+@dataclass
+class SearchIndexing:
+    """What the index task embeds with; None in build_tasks means a model of its own."""
+
+    embedder: Embedder
+    store: EmbeddingStore
+
+
+def load_documents(layout: CacheLayout, servers: list[ServerConfig]) -> list[ToolDocument]:
+    """Search documents for every tool the fetch task wrote."""
+    documents = []
+    for server in servers:
+        path = layout.server_tools(server.name)
+        if not path.exists():
+            continue
+        for tool in _read_json(path):
+            documents.append(document_for(server.name, server.description, tool))
+    return documents
 
 
 @dataclass
@@ -64,7 +95,13 @@ def _read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def build_tasks(config: Config, layout: CacheLayout, source: ToolSource) -> dict[str, Any]:
+def build_tasks(
+    config: Config,
+    layout: CacheLayout,
+    source: ToolSource,
+    indexing: SearchIndexing | None = None,
+    model: str | None = None,
+) -> dict[str, Any]:
     """A doit namespace (``task_*`` generators and ``DOIT_CONFIG``) for ``config``."""
     servers = list(config.enabled_servers)
     runtime = _runtime_template()
@@ -221,8 +258,35 @@ def build_tasks(config: Config, layout: CacheLayout, source: ToolSource) -> dict
             "verbosity": 0,
         }
 
+    def index() -> None:
+        chosen = indexing or SearchIndexing(Embedder(model), EmbeddingStore(layout.embeddings))
+        documents = load_documents(layout, servers)
+        embedded = embed_missing(documents, chosen.embedder, chosen.store, _progress_reporter())
+        log.info(
+            "index: %d tools, %d embedded with %s",
+            len(documents),
+            embedded,
+            chosen.embedder.model_id,
+        )
+
+    def task_index() -> dict[str, Any]:
+        """Embed new or changed tools for semantic search (cached by content hash and model)."""
+        return {
+            "actions": [index],
+            "file_dep": [layout.server_tools(s.name) for s in servers],
+            "targets": [layout.embeddings],
+            "uptodate": [
+                config_changed(
+                    {"model": (indexing.embedder.requested if indexing else model) or "default"}
+                )
+            ],
+            "clean": True,
+            "verbosity": 0,
+        }
+
     return {
         "task_fetch": task_fetch,
+        "task_index": task_index,
         "task_names": task_names,
         "task_types": task_types,
         "task_module": task_module,
@@ -326,6 +390,27 @@ def _write_catalogue(layout: CacheLayout, servers: list[ServerConfig]) -> None:
         )
 
 
+def _progress_reporter() -> Callable[[int, int], None] | None:
+    """A progress bar on a terminal for indexing that takes more than a moment."""
+    import sys
+
+    if not sys.stderr.isatty():
+        return lambda done, total: log.info("index: embedded %d/%d tools", done, total)
+    from rich.progress import Progress
+
+    progress = Progress(transient=True)
+    task_id = progress.add_task("embedding tools", total=None)
+
+    def report(done: int, total: int) -> None:
+        if not progress.live.is_started:
+            progress.start()
+        progress.update(task_id, completed=done, total=total)
+        if done >= total:
+            progress.stop()
+
+    return report
+
+
 def run_pipeline(
     config: Config,
     layout: CacheLayout,
@@ -333,6 +418,7 @@ def run_pipeline(
     *,
     tasks: list[str] | None = None,
     command: str = "run",
+    indexing: SearchIndexing | None = None,
 ) -> PipelineResult:
     """Run doit in-process (loader API); returns which tasks executed and what failed."""
     from doit.cmd_base import ModuleTaskLoader
@@ -361,7 +447,7 @@ def run_pipeline(
         def complete_run(self) -> None:
             pass
 
-    namespace = build_tasks(config, layout, source)
+    namespace = build_tasks(config, layout, source, indexing)
     namespace["DOIT_CONFIG"]["reporter"] = Recorder
     with _RUN_LOCK:
         main = DoitMain(ModuleTaskLoader(namespace), config_filenames=())

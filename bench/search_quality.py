@@ -1,0 +1,192 @@
+"""Search quality on the real tool corpus, through a real gateway and GET /search.
+
+Every corpus file becomes one MCP server (bench/search/corpus_server.py, over
+stdio); the gateway connects them all, indexes them, and each query goes through
+the same /search users hit. Reports Recall@1/5/10 and MRR for keyword only,
+semantic only, the original design's blend ("seed"), and our hybrid, on the
+527-tool LiveMCPBench part and on the whole corpus.
+
+    python bench/search_quality.py [--subset lmb|all|both] [--alpha 0.5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+from urllib.request import urlopen
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from corpus import ROOT, corpus_dir
+
+SERVER = Path(__file__).resolve().parent / "search" / "corpus_server.py"
+QUERIES = Path(__file__).resolve().parent / "search" / "queries.txt"
+MODES = ("keyword", "semantic", "seed", "hybrid")
+Gold = list[
+    set[tuple[str, str]]
+]  # per query: required items, each a set of acceptable (server, tool)
+
+
+def server_name(relative: str) -> str:
+    stem = relative.removesuffix(".json")
+    for prefix, short in (
+        ("livemcpbench/", "lmb-"),
+        ("docker_registry/", "docker-"),
+        ("mcp_servers_archived/", "archived-"),
+    ):
+        if stem.startswith(prefix):
+            return short + stem.removeprefix(prefix).replace("_", "-")
+    return stem.replace("_", "-")
+
+
+def corpus_files(subset: str) -> list[str]:
+    root = corpus_dir()
+    files = []
+    for path in sorted(root.rglob("*.json")):
+        relative = str(path.relative_to(root))
+        if (
+            path.name.startswith("_")
+            or relative.startswith("raw/")
+            or path.name == "queries_sample.json"
+        ):
+            continue
+        if subset == "lmb" and not relative.startswith("livemcpbench/"):
+            continue
+        files.append(relative)
+    return files
+
+
+def load_query_sets(files: list[str]) -> dict[str, list[tuple[str, Gold]]]:
+    present: set[tuple[str, str]] = set()
+    root = corpus_dir()
+    for relative in files:
+        for tool in json.loads((root / relative).read_text()):
+            present.add((server_name(relative), tool["name"]))
+
+    def resolve(name: str, candidates: list[str]) -> set[tuple[str, str]]:
+        return {(server_name(f), name) for f in candidates if (server_name(f), name) in present}
+
+    sets: dict[str, list[tuple[str, Gold]]] = {
+        "ours": [],
+        "lmb-steps": [],
+        "mcptoolbench": [],
+        "lmb-tasks": [],
+    }
+    missing = []
+    for line in QUERIES.read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        query, gold_text = line.split(" | ")
+        options = set()
+        for item in gold_text.split(";"):
+            file, tool = item.strip().split(":")
+            if (server_name(file), tool) in present:
+                options.add((server_name(file), tool))
+            elif file.startswith("livemcpbench/") or len(files) > 100:
+                missing.append(item.strip())
+        if options:
+            sets["ours"].append((query, [options]))
+    if missing and len(files) > 100:
+        raise SystemExit(f"queries.txt names tools the corpus lacks: {missing}")
+    sample = json.loads((root / "queries_sample.json").read_text())
+    for entry in sample["livemcpbench_steps"]:
+        gold = [resolve(g["name"], g["corpus_files"]) for g in entry["gold_tools"]]
+        if all(gold):
+            sets["lmb-steps"].append((entry["query"], gold))
+    for entry in sample["mcptoolbench_pp_sample"]:
+        gold = [resolve(g["name"], g.get("corpus_files_by_name", [])) for g in entry["gold_tools"]]
+        if all(gold):
+            sets["mcptoolbench"].append((entry["query"], gold))
+    for entry in sample["livemcpbench_tasks"]:
+        gold = [resolve(g["name"], g["corpus_files"]) for g in entry["gold_tools"]]
+        gold = [g for g in gold if g]
+        if gold:
+            sets["lmb-tasks"].append((entry["query"], gold))
+    return sets
+
+
+def start_gateway(
+    files: list[str], directory: Path, alpha: float
+) -> tuple[subprocess.Popen[str], str]:
+    root = corpus_dir()
+    config = {
+        "mcpServers": {
+            server_name(f): {"command": sys.executable, "args": [str(SERVER), str(root / f)]}
+            for f in files
+        },
+        "search": {"alpha": alpha},
+    }
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / ".toolscript.json").write_text(json.dumps(config))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSCRIPT_")}
+    env["TOOLSCRIPT_LOG_LEVEL"] = "WARNING"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolscript", "gateway", "start"],
+        cwd=directory,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    url = process.stdout.readline().strip()
+    if not url:
+        raise SystemExit("the gateway did not start")
+    deadline = time.monotonic() + 900
+    while time.monotonic() < deadline:
+        health = json.loads(urlopen(f"{url}/health").read())
+        if health["search"]["semantic"] in ("ready", "unavailable"):
+            break
+        time.sleep(1)
+    return process, url
+
+
+def evaluate(url: str, queries: list[tuple[str, Gold]], mode: str) -> dict[str, float]:
+    totals = {"R@1": 0.0, "R@5": 0.0, "R@10": 0.0, "MRR": 0.0}
+    for query, gold in queries:
+        params = urlencode({"q": query, "limit": 10, "threshold": 0, "mode": mode})
+        hits = json.loads(urlopen(f"{url}/search?{params}").read())["hits"]
+        ranked = [(hit["server"], hit["tool"]) for hit in hits]
+        for k in (1, 5, 10):
+            top = set(ranked[:k])
+            totals[f"R@{k}"] += sum(1 for options in gold if options & top) / len(gold)
+        first = next(
+            (rank for rank, item in enumerate(ranked, 1) if any(item in o for o in gold)), None
+        )
+        totals["MRR"] += 1 / first if first else 0.0
+    return {key: value / max(len(queries), 1) for key, value in totals.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--subset", choices=("lmb", "all", "both"), default="both")
+    parser.add_argument("--alpha", type=float, default=0.5)
+    args = parser.parse_args()
+    subsets = ["lmb", "all"] if args.subset == "both" else [args.subset]
+    for subset in subsets:
+        files = corpus_files(subset)
+        sets = load_query_sets(files)
+        process, url = start_gateway(files, ROOT / "cache" / "search-eval" / subset, args.alpha)
+        try:
+            tools = json.loads(urlopen(f"{url}/health").read())["tools"]
+            print(f"\n== {subset}: {len(files)} servers, {tools} tools ==")
+            print(f"{'set':14}{'queries':>8} {'mode':9}{'R@1':>7}{'R@5':>7}{'R@10':>7}{'MRR':>7}")
+            for name, queries in sets.items():
+                for mode in MODES:
+                    scores = evaluate(url, queries, mode)
+                    print(
+                        f"{name:14}{len(queries):8} {mode:9}"
+                        + "".join(f"{scores[k]:7.3f}" for k in ("R@1", "R@5", "R@10", "MRR"))
+                    )
+        finally:
+            process.terminate()
+            process.wait(60)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Tool search: BM25 keyword retrieval with typo tolerance, embeddings, and their fusion."""

@@ -1,0 +1,269 @@
+"""The search engine: keyword retrieval from the first moment, fused with embeddings once ready.
+
+Ranking (``hybrid``): every tool gets a keyword score (BM25F over name, description,
+parameters and server, identifiers split into words, light stemming, common
+synonyms, typo-tolerant) and, once the model is loaded, a semantic score (cosine
+similarity of embeddings of the tool's server, name, description and parameter
+names). The keyword score is scaled by the query's best; the semantic score runs
+from the median tool (0) to the best (1). They are blended ``alpha * semantic +
+(1 - alpha) * keyword`` (``--search-alpha``; default 0.5, which ranked best in
+bench/search_quality.py; the original design used 0.7). ``threshold`` drops hits
+whose blended score is below it (``--search-threshold``, default 0.35). Until the
+model is ready, or without it, search is keyword-only and says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolscript.search.lexical import LexicalIndex
+from toolscript.search.semantic import Embedder, EmbeddingStore
+from toolscript.search.text import ToolDocument
+
+__all__ = ["Hit", "SearchEngine", "SearchOptions", "embed_missing"]
+
+log = logging.getLogger("toolscript.search")
+
+MODES = ("hybrid", "keyword", "semantic", "seed")
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    alpha: float = 0.5
+    threshold: float = 0.35
+    model: str | None = None
+    device: str = "cpu"
+    cache: bool = True
+    semantic: bool = True
+
+
+@dataclass
+class Hit:
+    server: str
+    tool: str
+    score: float
+    keyword: float
+    semantic: float | None
+    description: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "server": self.server,
+            "tool": self.tool,
+            "name": f"{self.server}__{self.tool}",
+            "score": round(self.score, 4),
+            "keyword": round(self.keyword, 4),
+            "semantic": None if self.semantic is None else round(self.semantic, 4),
+            "description": self.description,
+        }
+
+
+def embed_missing(
+    documents: Sequence[ToolDocument],
+    embedder: Embedder,
+    store: EmbeddingStore,
+    progress: Callable[[int, int], None] | None = None,
+) -> int:
+    """Embed the tools whose (content hash, model) is not stored yet; how many were embedded."""
+    embedder.load()
+    known = store.get((d.content_hash for d in documents), embedder.model_id)
+    missing = list({d.content_hash: d for d in documents if d.content_hash not in known}.values())
+    chunk = 128
+    for start in range(0, len(missing), chunk):
+        part = missing[start : start + chunk]
+        vectors = embedder.embed([d.text for d in part])
+        store.put(
+            {d.content_hash: vectors[i].tobytes() for i, d in enumerate(part)},
+            embedder.model_id,
+            int(vectors.shape[1]),
+        )
+        if progress is not None:
+            progress(min(start + chunk, len(missing)), len(missing))
+    return len(missing)
+
+
+@dataclass
+class _Semantic:
+    state: str = "loading"  # loading | indexing | ready | unavailable | disabled
+    reason: str = "the embedding model is loading"
+    matrix: Any = None  # numpy array aligned with documents, or None
+    embedded: int = 0
+    cached: int = 0
+    hashes: list[str] = field(default_factory=list)
+
+
+class SearchEngine:
+    """Holds the searchable documents; thread-safe swaps when tools or vectors change."""
+
+    def __init__(
+        self, options: SearchOptions, store: EmbeddingStore, embedder: Embedder | None
+    ) -> None:
+        self.options = options
+        self.store = store
+        self.embedder = embedder
+        self.documents: list[ToolDocument] = []
+        self.lexical = LexicalIndex([])
+        self._semantic = _Semantic()
+        if not options.semantic or embedder is None:
+            self._semantic = _Semantic(state="disabled", reason="semantic search is turned off")
+        self._lock = threading.Lock()
+
+    # -- state ---------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        semantic = self._semantic
+        ready = semantic.state == "ready"
+        return {
+            "ready": ready,
+            "mode": "hybrid" if ready else "keyword",
+            "semantic": semantic.state,
+            "reason": None if ready else semantic.reason,
+            "model": self.embedder.model_id if self.embedder is not None else None,
+            "warning": self.embedder.warning if self.embedder is not None else None,
+            "tools": len(self.documents),
+            "embedded": self.embedder.computed if self.embedder is not None else 0,
+            "cached": semantic.cached,
+            "alpha": self.options.alpha,
+            "threshold": self.options.threshold,
+        }
+
+    def set_documents(self, documents: list[ToolDocument]) -> None:
+        """New tool set: keyword index now; vectors from the store when semantic is ready."""
+        lexical = LexicalIndex(documents)
+        with self._lock:
+            self.documents, self.lexical = documents, lexical
+        if self._semantic.state in ("ready", "indexing"):
+            self.load_vectors()
+
+    def semantic_failed(self, reason: str) -> None:
+        self._semantic = _Semantic(state="unavailable", reason=reason)
+
+    def load_vectors(self) -> None:
+        """Align stored vectors with the current documents (embedding any that are missing)."""
+        import numpy
+
+        assert self.embedder is not None
+        documents = self.documents
+        self._semantic.state = "indexing" if self._semantic.state != "ready" else "ready"
+        before = self.embedder.computed
+        embed_missing(documents, self.embedder, self.store)
+        vectors = self.store.get((d.content_hash for d in documents), self.embedder.model_id)
+        if documents:
+            matrix = numpy.stack(
+                [numpy.frombuffer(vectors[d.content_hash], dtype=numpy.float32) for d in documents]
+            )
+        else:
+            matrix = numpy.zeros((0, 1), dtype=numpy.float32)
+        computed = self.embedder.computed - before
+        with self._lock:
+            if documents is self.documents:
+                self._semantic = _Semantic(
+                    state="ready",
+                    reason="",
+                    matrix=matrix,
+                    embedded=self._semantic.embedded + computed,
+                    cached=len(documents) - computed,
+                    hashes=[d.content_hash for d in documents],
+                )
+
+    # -- search --------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        threshold: float | None = None,
+        server: str | None = None,
+        mode: str = "hybrid",
+        alpha: float | None = None,
+    ) -> tuple[list[Hit], str]:
+        """Ranked hits and the mode actually used (``keyword`` until semantic is ready)."""
+        with self._lock:
+            documents, lexical, semantic = self.documents, self.lexical, self._semantic
+        if not documents or not query.strip():
+            return [], "keyword" if semantic.state != "ready" else mode
+        if semantic.state != "ready" and mode in ("hybrid", "semantic", "seed"):
+            mode = "keyword"
+        weight = self.options.alpha if alpha is None else alpha
+        keyword = lexical.scores(query)
+        best_keyword = max(keyword.values(), default=0.0)
+        cosines: Any = None
+        if mode != "keyword":
+            assert self.embedder is not None
+            cosines = semantic.matrix @ self.embedder.embed_query(query)
+        scored = self._score(query, documents, keyword, best_keyword, cosines, mode, weight)
+        cutoff = self.options.threshold if threshold is None else threshold
+        hits = []
+        for index, score in sorted(scored.items(), key=lambda item: -item[1]):
+            document = documents[index]
+            if server is not None and document.server != server:
+                continue
+            if score < cutoff:
+                break
+            hits.append(
+                Hit(
+                    server=document.server,
+                    tool=document.name,
+                    score=score,
+                    keyword=keyword.get(index, 0.0) / best_keyword if best_keyword else 0.0,
+                    semantic=None if cosines is None else float(cosines[index]),
+                    description=_first_line(document.description),
+                )
+            )
+            if len(hits) >= limit:
+                break
+        return hits, mode
+
+    def _score(
+        self,
+        query: str,
+        documents: list[ToolDocument],
+        keyword: dict[int, float],
+        best_keyword: float,
+        cosines: Any,
+        mode: str,
+        weight: float,
+    ) -> dict[int, float]:
+        if mode == "keyword":
+            return {i: s / best_keyword for i, s in keyword.items()} if best_keyword else {}
+        if mode == "semantic":
+            return {i: float(c) for i, c in enumerate(cosines)}
+        if mode == "seed":
+            return _seed_blend(query, documents, cosines)
+        top = float(cosines.max())
+        floor = float(numpy_median(cosines))
+        span = max(top - floor, 1e-6)
+        scores: dict[int, float] = {}
+        for index, cosine in enumerate(cosines):
+            semantic_part = max(0.0, (float(cosine) - floor) / span)
+            keyword_part = keyword.get(index, 0.0) / best_keyword if best_keyword else 0.0
+            scores[index] = weight * semantic_part + (1 - weight) * keyword_part
+        return scores
+
+
+def numpy_median(values: Any) -> float:
+    import numpy
+
+    return float(numpy.median(values))
+
+
+def _seed_blend(query: str, documents: list[ToolDocument], cosines: Any) -> dict[int, float]:
+    """The original design: 0.7 x cosine + 0.3 x fuzzy ratio (for comparison only)."""
+    from thefuzz import fuzz
+
+    lowered = query.lower()
+    return {
+        index: 0.7 * float(cosines[index])
+        + 0.3 * fuzz.token_set_ratio(lowered, f"{d.name} {d.description}".lower()) / 100
+        for index, d in enumerate(documents)
+    }
+
+
+def _first_line(text: str) -> str:
+    stripped = text.strip()
+    return stripped.splitlines()[0][:200] if stripped else ""

