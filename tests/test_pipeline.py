@@ -226,7 +226,7 @@ def test_standalone_doit_matches_the_gateway(tmp_path: Path) -> None:
         timeout=60,
     )
     assert listed.returncode == 0, listed.stderr
-    for task in ("fetch:time", "fetch:fx", "names", "types:time", "module", "catalogue"):
+    for task in ("fetch:time", "fetch:fx", "names", "types:time", "module", "catalogue", "index"):
         assert task in listed.stdout
     built = subprocess.run(
         doit, cwd=project, env=clean_env(), capture_output=True, text=True, timeout=120
@@ -235,7 +235,7 @@ def test_standalone_doit_matches_the_gateway(tmp_path: Path) -> None:
     again = subprocess.run(
         doit, cwd=project, env=clean_env(), capture_output=True, text=True, timeout=120
     )
-    assert again.stdout.count("-- ") == 7  # every task up to date
+    assert again.stdout.count("-- ") == 8  # every task up to date, the search index too
     assert ".  " not in again.stdout
     standalone = (project / ".toolscript" / "tools.ts").read_text()
 

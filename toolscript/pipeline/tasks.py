@@ -447,12 +447,14 @@ def run_pipeline(
         def complete_run(self) -> None:
             pass
 
+    if tasks is None:
+        tasks = TASK_ORDER if indexing is not None else ARTIFACT_TASKS
     namespace = build_tasks(config, layout, source, indexing)
     namespace["DOIT_CONFIG"]["reporter"] = Recorder
     with _RUN_LOCK:
         main = DoitMain(ModuleTaskLoader(namespace), config_filenames=())
         main.config["GLOBAL"]["outfile"] = io.StringIO()
-        result.code = main.run([command, *(tasks or [])])
+        result.code = main.run([command, *tasks])
     for failure in result.failures:
         log.error("pipeline: %s", failure.strip())
     return result

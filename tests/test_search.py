@@ -1,0 +1,223 @@
+"""Tool search: keyword from the first moment, hybrid once the model loads, embeddings cached."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import (
+    GatewayProcess,
+    clean_env,
+    fixture_server,
+    node_server,
+    python_bin,
+    running_gateway,
+)
+
+from toolscript.search.lexical import LexicalIndex
+from toolscript.search.text import document_for, split_identifier, tokenize
+
+
+def wait_for_search(
+    gateway: GatewayProcess, state: str = "ready", timeout: float = 120
+) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        search = gateway.client.get("health").json()["search"]
+        if search["semantic"] == state:
+            return search
+        assert search["semantic"] not in ("unavailable",) or state == "unavailable", search
+        assert time.monotonic() < deadline, f"search never became {state}: {search}"
+        time.sleep(0.2)
+
+
+def search(gateway: GatewayProcess, query: str, **params: Any) -> dict[str, Any]:
+    response = gateway.client.get("search", params={"q": query, **params})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+CONFIG = {
+    "mcpServers": {
+        "time": {"command": python_bin("mcp-server-time"), "description": "clock and time zones"},
+        "memory": {"command": node_server("mcp-server-memory"), "description": "knowledge graph"},
+        "everything": {"command": node_server("mcp-server-everything")},
+        "fx": fixture_server(),
+    }
+}
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    with running_gateway(CONFIG, tmp_path_factory.mktemp("search")) as started:
+        yield started
+
+
+def test_identifier_splitting_and_stemming() -> None:
+    assert split_identifier("getUserProfile") == ["get", "user", "profile"]
+    assert split_identifier("get-current_time") == ["get", "current", "time"]
+    assert split_identifier("HTMLParser2") == ["html", "parser2"]
+    assert tokenize("Creating issues") == tokenize("create issue")
+
+
+def test_keyword_index_handles_typos_and_synonyms() -> None:
+    documents = [
+        document_for("gh", "", {"name": "create_issue", "description": "Open a new issue"}),
+        document_for(
+            "time", "", {"name": "get_current_time", "description": "Current time in a zone"}
+        ),
+        document_for("fs", "", {"name": "delete_file", "description": "Delete a file from disk"}),
+    ]
+    index = LexicalIndex(documents)
+
+    def best(query: str) -> str:
+        scores = index.scores(query)
+        return documents[max(scores, key=scores.__getitem__)].name
+
+    assert best("curent tiem") == "get_current_time"
+    assert best("remove a file") == "delete_file"
+    assert best("make a ticket") == "create_issue"
+
+
+def test_keyword_search_answers_at_once(gateway: GatewayProcess) -> None:
+    answer = search(gateway, "current time", mode="keyword")
+    assert answer["hits"][0]["name"] == "time__get_current_time"
+    assert answer["mode"] == "keyword"
+
+
+def test_hybrid_search_once_ready(gateway: GatewayProcess) -> None:
+    status = wait_for_search(gateway)
+    assert status["mode"] == "hybrid"
+    assert status["tools"] == gateway.client.get("health").json()["tools"]
+    answer = search(gateway, "what o'clock is it in Tokyo")
+    assert answer["mode"] == "hybrid"
+    assert answer["hits"][0]["server"] == "time"
+    people = search(gateway, "store what I learned about Alice in my knowledge graph")
+    assert people["hits"][0]["server"] == "memory"
+    for hit in answer["hits"]:
+        assert 0.35 <= hit["score"] <= 1.0
+        assert set(hit) >= {"server", "tool", "name", "score", "keyword", "semantic", "description"}
+
+
+def test_typo_queries(gateway: GatewayProcess) -> None:
+    wait_for_search(gateway)
+    assert search(gateway, "get curent tiem")["hits"][0]["name"] == "time__get_current_time"
+    assert search(gateway, "convrt timezone")["hits"][0]["name"] == "time__convert_time"
+
+
+def test_server_filter_limit_and_threshold(gateway: GatewayProcess) -> None:
+    wait_for_search(gateway)
+    only = search(gateway, "add", server="memory", limit=3)
+    assert 0 < len(only["hits"]) <= 3
+    assert {hit["server"] for hit in only["hits"]} == {"memory"}
+    everything = search(gateway, "echo a message back", threshold=0, limit=100)
+    assert len(everything["hits"]) == gateway.client.get("health").json()["tools"]
+    strict = search(gateway, "echo a message back", threshold=0.99)
+    assert len(strict["hits"]) <= 2
+    assert gateway.client.get("search", params={"q": "x", "server": "nope"}).status_code == 404
+
+
+def test_cli_search_outputs(gateway: GatewayProcess) -> None:
+    wait_for_search(gateway)
+    env = clean_env()
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "toolscript", "search", *args],
+            cwd=gateway.directory,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    table = cli("current time in a timezone", "--limit", "2")
+    assert table.returncode == 0, table.stderr
+    first = table.stdout.splitlines()[0].split("\t")
+    assert first[:2] == ["time", "get_current_time"]
+    as_json = json.loads(cli("current time", "--json", "-n", "1").stdout)
+    assert as_json["hits"][0]["name"] == "time__get_current_time"
+    types = cli("convert a time between zones", "-n", "1", "--output", "types")
+    assert "export type TimeConvertTimeParams" in types.stdout
+    assert 'import { tools } from "toolscript";' in types.stdout
+    filtered = cli("anything", "--server", "nope")
+    assert filtered.returncode == 1
+    assert "server not found" in filtered.stderr
+
+
+def test_embeddings_are_cached_across_restarts_and_changes(tmp_path: Path) -> None:
+    config = {
+        "mcpServers": {"fx": fixture_server(), "time": {"command": python_bin("mcp-server-time")}}
+    }
+    with running_gateway(config, tmp_path) as first:
+        status = wait_for_search(first)
+        tools = status["tools"]
+        assert status["embedded"] == tools
+    with running_gateway(config, tmp_path) as second:
+        status = wait_for_search(second)
+        assert status["embedded"] == 0
+        assert status["cached"] == tools
+        second.call("fx__add_tool", {"name": "summon_unicorn"})
+        deadline = time.monotonic() + 30
+        while second.client.get("health").json()["search"]["tools"] != tools + 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        wait_for_search(second)
+        assert second.client.get("health").json()["search"]["embedded"] == 1
+        assert search(second, "summon a unicorn")["hits"][0]["name"] == "fx__summon_unicorn"
+
+
+def test_model_that_cannot_load_falls_back(tmp_path: Path) -> None:
+    config = {"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}}
+    with running_gateway(
+        config, tmp_path, "--search-model", str(tmp_path / "no-such-model")
+    ) as gateway:
+        status = wait_for_search(gateway)
+        assert "could not be loaded" in status["warning"]
+        assert status["model"] == "all-MiniLM-L6-v2"
+        assert search(gateway, "time in tokyo")["mode"] == "hybrid"
+
+
+def test_keyword_only_without_the_extra(tmp_path: Path) -> None:
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "sentence_transformers.py").write_text(
+        "raise ImportError('sentence_transformers is not installed')\n"
+    )
+    config = {"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}}
+    os.environ["PYTHONPATH"] = str(blocker)
+    try:
+        gateway = GatewayProcess(config, tmp_path)
+    finally:
+        del os.environ["PYTHONPATH"]
+    try:
+        status = wait_for_search(gateway, "unavailable")
+        assert "semantic" in status["reason"]
+        assert status["mode"] == "keyword"
+        answer = search(gateway, "current time")
+        assert answer["mode"] == "keyword"
+        assert answer["hits"][0]["name"] == "time__get_current_time"
+    finally:
+        gateway.stop()
+
+
+def test_zero_tools(tmp_path: Path) -> None:
+    with running_gateway({}, tmp_path) as gateway:
+        assert search(gateway, "anything")["hits"] == []
+        result = subprocess.run(
+            [sys.executable, "-m", "toolscript", "search", "anything"],
+            cwd=tmp_path,
+            env=clean_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 1
+        assert "no tool matches" in result.stderr
