@@ -199,3 +199,41 @@ def test_server_lookup_suggests_names(tmp_path: Path) -> None:
     with pytest.raises(ServerNotFoundError) as info:
         load_config(path, environ={}).server("githb")
     assert info.value.suggestions == ["github"]
+
+
+def test_local_tool_files_become_servers(tmp_path: Path) -> None:
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "weather.py").write_text("def f() -> int:\n    return 1\n")
+    (tmp_path / "tools" / "_private.py").write_text("")
+    path = write(
+        tmp_path,
+        json.dumps(
+            {
+                "localTools": {
+                    "dir": "tools",
+                    "idleTimeout": 2,
+                    "files": {
+                        "weather": {"config": {"units": "metric"}, "secrets": {"KEY": "${K}"}}
+                    },
+                }
+            }
+        ),
+    )
+    (server,) = load_config(path, environ={"K": "v4lue"}).servers
+    assert server.name == "weather"
+    assert server.transport == "local"
+    assert server.idle_timeout == 2
+    assert dict(server.settings) == {"units": "metric"}
+    assert dict(server.env) == {"KEY": "v4lue"}
+
+
+def test_local_tools_folder_must_exist(tmp_path: Path) -> None:
+    message = error_of(tmp_path, '{"localTools": {\n  "dir": "missing"}}')
+    assert ":2:10: localTools.dir: not a folder" in message
+
+
+def test_local_tool_name_clashing_with_a_server(tmp_path: Path) -> None:
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "github.py").write_text("")
+    text = json.dumps({"mcpServers": {"github": {"command": "x"}}, "localTools": {"dir": "tools"}})
+    assert "github.py has the name of an MCP server" in error_of(tmp_path, text)

@@ -33,7 +33,8 @@ __all__ = [
 
 CONFIG_FILENAME = ".toolscript.json"
 DEFAULT_TIMEOUT = 60.0
-Transport = Literal["stdio", "http", "sse"]
+Transport = Literal["stdio", "http", "sse", "local"]
+DEFAULT_IDLE_TIMEOUT = 600.0
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -59,6 +60,8 @@ class ServerConfig:
     disabled: bool = False
     include_tools: tuple[str, ...] = ()
     exclude_tools: tuple[str, ...] = ()
+    settings: Mapping[str, Any] = field(default_factory=_empty_mapping)  # local tools: config
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT  # local tools: worker idle timeout
 
     def allows_tool(self, tool_name: str) -> bool:
         """Whether the include/exclude filters let ``tool_name`` through."""
@@ -76,7 +79,9 @@ class ServerConfig:
     def summary(self) -> dict[str, Any]:
         """A description safe to print: no env values, no header values."""
         target = (
-            self.url if self.transport != "stdio" else " ".join([self.command or "", *self.args])
+            self.url
+            if self.transport in ("http", "sse")
+            else " ".join([self.command or "", *self.args])
         )
         return {
             "name": self.name,
@@ -181,7 +186,50 @@ def parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
         _server(name, raw, path.parent) for name, raw in (expanded.get("mcpServers") or {}).items()
     )
     search = SearchConfig(**(expanded.get("search") or {}))
-    return Config(path=path, project_dir=path.parent, servers=servers, search=search)
+    local = _local_servers(expanded.get("localTools"), path, doc, {s.name for s in servers})
+    return Config(path=path, project_dir=path.parent, servers=servers + local, search=search)
+
+
+def _local_servers(
+    section: Mapping[str, Any] | None, path: Path, doc: PositionedJson, taken: set[str]
+) -> tuple[ServerConfig, ...]:
+    """One server per .py file of ``localTools.dir`` (its stem names the namespace)."""
+    if not section:
+        return ()
+    folder = (path.parent / section["dir"]).resolve()
+    if not folder.is_dir():
+        line, col = doc.line_col(("localTools", "dir"))
+        raise ConfigError(
+            f"{path}:{line}:{col}: localTools.dir: not a folder: {folder}",
+            hint="create it, or point dir at the folder of your .py tool files",
+        )
+    files = section.get("files") or {}
+    servers = []
+    for file in sorted(folder.glob("*.py")):
+        name = file.stem
+        if name.startswith("_"):
+            continue
+        if name in taken or "__" in name:
+            line, col = doc.line_col(("localTools", "dir"))
+            reason = "has the name of an MCP server" if name in taken else "contains '__'"
+            raise ConfigError(
+                f"{path}:{line}:{col}: localTools: {file.name} {reason}; rename the file"
+            )
+        entry = files.get(name) or {}
+        servers.append(
+            ServerConfig(
+                name=name,
+                transport="local",
+                command=str(file),
+                env=MappingProxyType(dict(entry.get("secrets") or {})),
+                description=entry.get("description", ""),
+                timeout=float(section.get("timeout", DEFAULT_TIMEOUT)),
+                disabled=bool(entry.get("disabled", False)),
+                settings=MappingProxyType(dict(entry.get("config") or {})),
+                idle_timeout=float(section.get("idleTimeout", DEFAULT_IDLE_TIMEOUT)),
+            )
+        )
+    return tuple(servers)
 
 
 def _validate(doc: PositionedJson, path: Path) -> None:

@@ -25,8 +25,8 @@ from toolscript.paths import project_cache_dir, read_gateway_state
 __all__ = ["gateway_for_run", "module_hash"]
 
 
-def module_hash(url: str, timeout: float = 5.0) -> str | None:
-    """The hash of the gateway's generated module, or None when nothing answers."""
+def module_hash(url: str, timeout: float = 30.0) -> str | None:
+    """The hash of the gateway's generated module, or None when nothing listens there."""
     parts = urlsplit(url)
     connection = http.client.HTTPConnection(
         parts.hostname or "127.0.0.1", parts.port or 80, timeout=timeout
@@ -35,6 +35,11 @@ def module_hash(url: str, timeout: float = 5.0) -> str | None:
         connection.request("GET", parts.path.rstrip("/") + "/runtime/hash")
         response = connection.getresponse()
         body = response.read()
+    except TimeoutError as exc:
+        raise GatewayUnreachableError(
+            f"the gateway at {parts.netloc} did not answer within {timeout:g} s",
+            hint="check `toolscript gateway status`",
+        ) from exc
     except OSError:
         return None
     finally:

@@ -37,6 +37,7 @@ from toolscript.pipeline.tasks import (
 )
 from toolscript.search.engine import SearchEngine, SearchOptions
 from toolscript.search.semantic import Embedder, EmbeddingStore, SemanticUnavailable
+from toolscript.upstream.local import LocalToolServer
 from toolscript.upstream.server import ServerState, UpstreamServer
 
 __all__ = ["Gateway", "split_tool_name"]
@@ -75,9 +76,13 @@ class Gateway:
         self._rebuild = anyio.Event()
         self._rebuild_scope: anyio.CancelScope | None = None
         self._pipeline_lock = anyio.Lock()
-        self.upstreams: dict[str, UpstreamServer] = {
-            server.name: UpstreamServer(
-                server, connect_timeout=connect_timeout, on_tools_changed=self._tools_changed
+        self.upstreams: dict[str, UpstreamServer | LocalToolServer] = {
+            server.name: (
+                LocalToolServer(server, self, on_tools_changed=self._tools_changed)
+                if server.transport == "local"
+                else UpstreamServer(
+                    server, connect_timeout=connect_timeout, on_tools_changed=self._tools_changed
+                )
             )
             for server in config.servers
         }
@@ -114,7 +119,7 @@ class Gateway:
                 for upstream in self.upstreams.values():
                     await upstream.stop()
 
-    async def _tools_changed(self, upstream: UpstreamServer) -> None:
+    async def _tools_changed(self, upstream: UpstreamServer | LocalToolServer) -> None:
         for key in [key for key in self._validators if key[0] == upstream.name]:
             del self._validators[key]
         if self._ready:
@@ -202,7 +207,7 @@ class Gateway:
 
     # -- lookup --------------------------------------------------------------
 
-    def upstream(self, server: str) -> UpstreamServer:
+    def upstream(self, server: str) -> UpstreamServer | LocalToolServer:
         try:
             return self.upstreams[server]
         except KeyError:
@@ -213,7 +218,9 @@ class Gateway:
                 suggestions=difflib.get_close_matches(server, names, n=3, cutoff=0.5),
             ) from None
 
-    def tool(self, server: str, tool: str) -> tuple[UpstreamServer, dict[str, Any]]:
+    def tool(
+        self, server: str, tool: str
+    ) -> tuple[UpstreamServer | LocalToolServer, dict[str, Any]]:
         upstream = self.upstream(server)
         found = upstream.tools.get(tool)
         if found is not None:

@@ -137,6 +137,9 @@ def serve(
             )
         log.info("listening on %s", gateway_url(host, port, "<token>"))
         (announce or _print_url)(url)
+        sys.stdout = (
+            sys.stderr
+        )  # stdout carried the URL; a print() in an internal tool goes to the log
         try:
             await serving
         finally:

@@ -37,7 +37,7 @@ class ServerState(StrEnum):
     STOPPED = "stopped"
 
 
-ToolsChanged = Callable[["UpstreamServer"], Awaitable[None]]
+ToolsChanged = Callable[[Any], Awaitable[None]]  # called with the upstream whose tools changed
 
 
 class UpstreamServer:

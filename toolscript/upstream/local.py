@@ -1,0 +1,474 @@
+"""Local Python tools as a gateway upstream: internal files in-process, PEP 723 files in workers.
+
+A file without a PEP 723 header is imported into the gateway and its functions
+run in threads, with ``context.gateway`` giving them the tool registry, config
+and search. A file with a header runs in a persistent worker started with
+``uv run`` (its dependencies installed by uv, isolated): spawned on the first
+call, reused, stopped after ``idleTimeout`` idle seconds, replaced when it dies,
+and stopped (TERM, then KILL) with the gateway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import itertools
+import json
+import logging
+import os
+import re
+import signal
+import sys
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.to_thread
+import mcp_types
+
+from toolscript.config import ServerConfig
+from toolscript.errors import ServerUnavailableError, ToolTimeoutError, UpstreamError
+from toolscript.redact import redact
+from toolscript.upstream.server import ServerState, ToolsChanged
+
+if TYPE_CHECKING:
+    from toolscript.gateway.core import Gateway
+
+__all__ = ["GatewayView", "LocalToolServer", "parse_script_metadata"]
+
+log = logging.getLogger("toolscript.local")
+
+WORKER = Path(__file__).with_name("worker.py")
+INSTALL_TIMEOUT = 600.0  # installing dependencies does not count against a call's timeout
+_HEADER = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
+
+
+def parse_script_metadata(path: Path, text: str) -> dict[str, Any] | None:
+    """The PEP 723 ``script`` block parsed with tomllib; None when absent or malformed."""
+    blocks = [match for match in _HEADER.finditer(text) if match.group("type") == "script"]
+    if not blocks:
+        return None
+    match = blocks[0]
+    content = "".join(
+        line[2:] if line.startswith("# ") else line[1:]
+        for line in match.group("content").splitlines(keepends=True)
+    )
+    try:
+        return tomllib.loads(content)
+    except tomllib.TOMLDecodeError as exc:
+        line = text.count("\n", 0, match.start()) + 1
+        log.warning(
+            "%s:%d: malformed PEP 723 header (%s); treating the file as internal", path, line, exc
+        )
+        return None
+
+
+class GatewayView:
+    """What internal tools may use of the gateway (``context.gateway``)."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self._gateway = gateway
+
+    @property
+    def config(self) -> Any:
+        """The loaded configuration (frozen)."""
+        return self._gateway.config
+
+    def servers(self) -> list[dict[str, Any]]:
+        """Every server's status: name, transport, state, tool count."""
+        return [up.status() for up in self._gateway.upstreams.values()]
+
+    def tools(self) -> list[dict[str, Any]]:
+        """Every tool as ``{"server", "name", "description"}``."""
+        return [
+            {"server": server, "name": tool["name"], "description": tool.get("description", "")}
+            for server, tool in self._gateway.all_tools()
+        ]
+
+    def search(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
+        """The gateway's tool search."""
+        hits, _ = self._gateway.search.search(query, limit=limit)
+        return [hit.to_dict() for hit in hits]
+
+
+@dataclass
+class _Worker:
+    process: asyncio.subprocess.Process
+    ready: asyncio.Future[int]
+    pending: dict[int, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)
+    last_used: float = field(default_factory=time.monotonic)
+    busy: int = 0
+    stderr_tail: list[str] = field(default_factory=list)
+    readers: list[asyncio.Future[None]] = field(default_factory=list)
+
+
+class LocalToolServer:
+    """One tool file, with the same face as an MCP upstream."""
+
+    def __init__(
+        self, config: ServerConfig, gateway: Gateway, on_tools_changed: ToolsChanged | None = None
+    ) -> None:
+        self.config = config
+        self.name = config.name
+        self.path = Path(config.command or "")
+        self.state = ServerState.DISABLED if config.disabled else ServerState.CONNECTING
+        self.error: str | None = None
+        self.stderr_tail: list[str] = []
+        self.tools: dict[str, dict[str, Any]] = {}
+        self.attempts = 0
+        self.first_attempt_done = anyio.Event()
+        self.metadata: dict[str, Any] | None = None
+        self._gateway = gateway
+        self._functions: dict[str, Any] = {}
+        self._worker: _Worker | None = None
+        self._spawning: asyncio.Lock | None = None
+        self._ids = itertools.count(1)
+        self._stopping = anyio.Event()
+        self._on_tools_changed = on_tools_changed
+        self.workers_started = 0
+
+    @property
+    def external(self) -> bool:
+        return self.metadata is not None
+
+    # -- lifecycle -----------------------------------------------------------
+
+    async def run(self) -> None:
+        if self.config.disabled:
+            self.first_attempt_done.set()
+            return
+        self.attempts += 1
+        try:
+            text = self.path.read_text(encoding="utf-8")
+            self.metadata = parse_script_metadata(self.path, text)
+            tools = await (
+                self._describe_external(text) if self.external else self._describe_internal()
+            )
+            self.tools = {
+                tool["name"]: tool for tool in tools if self.config.allows_tool(tool["name"])
+            }
+            self.state = ServerState.CONNECTED
+            log.info(
+                "%s: %s tool file, %d tools",
+                self.name,
+                "external" if self.external else "internal",
+                len(self.tools),
+            )
+        except Exception as exc:
+            self.state = ServerState.FAILED
+            self.error = self._redact(f"{type(exc).__name__}: {exc}")
+            log.warning("%s: %s", self.name, self.error)
+        finally:
+            self.first_attempt_done.set()
+        if self.state == ServerState.CONNECTED and self._on_tools_changed is not None:
+            await self._on_tools_changed(self)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self._reap_idle_worker)
+            await self._stopping.wait()
+            tasks.cancel_scope.cancel()
+        await self._stop_worker()
+        self.state = ServerState.STOPPED
+
+    async def stop(self) -> None:
+        self._stopping.set()
+
+    async def _describe_internal(self) -> list[dict[str, Any]]:
+        from toolscript.upstream import worker
+
+        def load() -> list[dict[str, Any]]:
+            module_name = (
+                "toolscript_local_" + hashlib.sha256(str(self.path).encode()).hexdigest()[:12]
+            )
+            module = worker.load_module(self.path, module_name)
+            self._functions = worker.public_functions(module)
+            return worker.describe_module(module)
+
+        return await anyio.to_thread.run_sync(load)
+
+    async def _describe_external(self, text: str) -> list[dict[str, Any]]:
+        process = await asyncio.create_subprocess_exec(
+            *self._worker_command(),
+            "--describe",
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=self._worker_env(),
+            start_new_session=True,
+        )
+        try:
+            stdout, stderr = await asyncio.wait_for(process.communicate(), INSTALL_TIMEOUT)
+        except TimeoutError:
+            _kill_group(process.pid, signal.SIGKILL)
+            raise UpstreamError(
+                f"installing the dependencies of {self.path.name} took over {INSTALL_TIMEOUT:g} s"
+            ) from None
+        if process.returncode != 0 or not stdout.strip():
+            message = stderr.decode("utf-8", "replace").strip().splitlines()
+            raise UpstreamError(
+                f"uv could not run {self.path.name}: "
+                + (" / ".join(message[-5:]) or f"exit {process.returncode}")
+            )
+        tools: list[dict[str, Any]] = json.loads(stdout.decode().strip().splitlines()[-1])["tools"]
+        return tools
+
+    def _worker_command(self) -> list[str]:
+        from uv import find_uv_bin
+
+        metadata = self.metadata or {}
+        command = [find_uv_bin(), "run", "--no-project", "--quiet"]
+        if isinstance(metadata.get("requires-python"), str):
+            command += ["--python", sys.executable]
+        for dependency in metadata.get("dependencies") or []:
+            command += ["--with", str(dependency)]
+        command += ["--with", "pydantic>=2", "python", str(WORKER), str(self.path)]
+        return command
+
+    def _worker_env(self) -> dict[str, str]:
+        """A minimal environment: what uv and Python need, and never the gateway's secrets."""
+        keep = (
+            "PATH",
+            "HOME",
+            "LANG",
+            "LC_ALL",
+            "TMPDIR",
+            "UV_CACHE_DIR",
+            "UV_INDEX_URL",
+            "UV_FIND_LINKS",
+            "UV_EXTRA_INDEX_URL",
+            "SSL_CERT_FILE",
+            "XDG_CACHE_HOME",
+        )
+        env = {key: os.environ[key] for key in keep if key in os.environ}
+        env["UV_PYTHON_DOWNLOADS"] = "never"
+        env["PYTHONUNBUFFERED"] = "1"
+        return env
+
+    # -- workers -------------------------------------------------------------
+
+    async def _get_worker(self) -> _Worker:
+        worker = self._worker
+        if worker is not None and worker.process.returncode is None:
+            return worker
+        if self._spawning is None:
+            self._spawning = asyncio.Lock()
+        async with self._spawning:
+            worker = self._worker
+            if worker is not None and worker.process.returncode is None:
+                return worker
+            process = await asyncio.create_subprocess_exec(
+                *self._worker_command(),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=self._worker_env(),
+                start_new_session=True,
+                limit=64 * 1024 * 1024,
+            )
+            worker = _Worker(process=process, ready=asyncio.get_running_loop().create_future())
+            self._worker = worker
+            self.workers_started += 1
+            worker.readers = [
+                asyncio.ensure_future(self._read_replies(worker)),
+                asyncio.ensure_future(self._read_logs(worker)),
+            ]
+            log.info("%s: worker started (pid %d)", self.name, process.pid)
+            return worker
+
+    async def _read_replies(self, worker: _Worker) -> None:
+        assert worker.process.stdout is not None
+        try:
+            async for line in worker.process.stdout:
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    continue
+                if message.get("ready"):
+                    if not worker.ready.done():
+                        worker.ready.set_result(int(message.get("pid", 0)))
+                    continue
+                future = worker.pending.pop(message.get("id"), None)
+                if future is not None and not future.done():
+                    future.set_result(message)
+        finally:
+            await worker.process.wait()
+            tail = " / ".join(worker.stderr_tail[-5:])
+            reason = f"the worker of {self.path.name} exited (code {worker.process.returncode})" + (
+                f": {tail}" if tail else ""
+            )
+            if not worker.ready.done():
+                worker.ready.set_exception(UpstreamError(self._redact(reason)))
+            for future in worker.pending.values():
+                if not future.done():
+                    future.set_exception(
+                        ServerUnavailableError(
+                            self._redact(reason), hint="the next call starts a new worker"
+                        )
+                    )
+            worker.pending.clear()
+            if self._worker is worker:
+                self._worker = None
+
+    async def _read_logs(self, worker: _Worker) -> None:
+        assert worker.process.stderr is not None
+        async for raw in worker.process.stderr:
+            line = self._redact(raw.decode("utf-8", "replace").rstrip())
+            if not line:
+                continue
+            worker.stderr_tail = [*worker.stderr_tail, line][-20:]
+            try:
+                record = json.loads(line)
+                level = getattr(logging, str(record.get("level", "INFO")).upper(), logging.INFO)
+                log.log(
+                    level,
+                    "%s [%s]: %s",
+                    self.name,
+                    record.get("logger", "tool"),
+                    record.get("message", ""),
+                )
+            except (ValueError, AttributeError):
+                log.info("%s [output]: %s", self.name, line)
+
+    async def _reap_idle_worker(self) -> None:
+        while True:
+            await anyio.sleep(min(1.0, self.config.idle_timeout / 4))
+            worker = self._worker
+            if worker is None or worker.busy:
+                continue
+            if time.monotonic() - worker.last_used >= self.config.idle_timeout:
+                log.info(
+                    "%s: worker idle for %g s, stopping it", self.name, self.config.idle_timeout
+                )
+                await self._stop_worker()
+
+    async def _stop_worker(self) -> None:
+        worker, self._worker = self._worker, None
+        if worker is None or worker.process.returncode is not None:
+            return
+        _kill_group(worker.process.pid, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(worker.process.wait(), 5)
+        except TimeoutError:
+            _kill_group(worker.process.pid, signal.SIGKILL)
+            await worker.process.wait()
+
+    def worker_pid(self) -> int | None:
+        worker = self._worker
+        if worker is None or not worker.ready.done() or worker.ready.exception():
+            return None
+        return worker.ready.result()
+
+    # -- calls ---------------------------------------------------------------
+
+    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        if self.state != ServerState.CONNECTED:
+            raise ServerUnavailableError(f"tool file {self.path.name} is not loaded: {self.error}")
+        try:
+            value = await (
+                self._call_external(tool, arguments)
+                if self.external
+                else self._call_internal(tool, arguments)
+            )
+        except _ToolRaised as exc:
+            return mcp_types.CallToolResult(
+                content=[mcp_types.TextContent(type="text", text=self._redact(str(exc)))],
+                is_error=True,
+            )
+        # The value itself, whatever its type: the generated Result type is the return annotation.
+        if value is None:
+            return mcp_types.CallToolResult(content=[])
+        text = value if isinstance(value, str) else json.dumps(value)
+        return mcp_types.CallToolResult(
+            content=[mcp_types.TextContent(type="text", text=text)], structured_content=value
+        )
+
+    async def _call_internal(self, tool: str, arguments: dict[str, Any]) -> Any:
+        from toolscript.upstream import worker
+
+        context = worker.ToolContext(
+            config=dict(self.config.settings),
+            secrets=dict(self.config.env),
+            log=logging.getLogger(f"toolscript.local.{self.name}.{tool}"),
+            gateway=GatewayView(self._gateway),
+        )
+        try:
+            with anyio.fail_after(self.config.timeout):
+                return await anyio.to_thread.run_sync(
+                    worker.call_function,
+                    self._functions[tool],
+                    arguments,
+                    context,
+                    abandon_on_cancel=True,
+                )
+        except TimeoutError as exc:
+            raise ToolTimeoutError(
+                f"{self.name}__{tool} timed out after {self.config.timeout:g} s"
+            ) from exc
+        except Exception as exc:
+            raise _ToolRaised(f"{type(exc).__name__}: {exc}") from exc
+
+    async def _call_external(self, tool: str, arguments: dict[str, Any]) -> Any:
+        worker = await self._get_worker()
+        worker.busy += 1
+        try:
+            try:
+                await asyncio.wait_for(asyncio.shield(worker.ready), INSTALL_TIMEOUT)
+            except UpstreamError:
+                raise
+            request_id = next(self._ids)
+            future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+            worker.pending[request_id] = future
+            request = {
+                "id": request_id,
+                "function": tool,
+                "kwargs": arguments,
+                "config": dict(self.config.settings),
+                "secrets": dict(self.config.env),
+            }
+            assert worker.process.stdin is not None
+            worker.process.stdin.write((json.dumps(request) + "\n").encode())
+            await worker.process.stdin.drain()
+            try:
+                reply = await asyncio.wait_for(future, self.config.timeout)
+            except TimeoutError as exc:
+                worker.pending.pop(request_id, None)
+                raise ToolTimeoutError(
+                    f"{self.name}__{tool} timed out after {self.config.timeout:g} s"
+                ) from exc
+        finally:
+            worker.busy -= 1
+            worker.last_used = time.monotonic()
+        if reply.get("error"):
+            raise _ToolRaised(str(reply["error"]))
+        return reply.get("result")
+
+    def _redact(self, text: str) -> str:
+        return redact(text, self.config.secrets)
+
+    def status(self) -> dict[str, Any]:
+        status: dict[str, Any] = {
+            "name": self.name,
+            "transport": "local",
+            "description": self.config.description,
+            "state": str(self.state),
+            "error": self.error,
+            "stderr": [],
+            "tools": len(self.tools),
+            "attempts": self.attempts,
+            "kind": "external" if self.external else "internal",
+        }
+        if self.external:
+            status["worker"] = {"pid": self.worker_pid(), "started": self.workers_started}
+        return status
+
+
+class _ToolRaised(Exception):
+    """The tool function raised: the caller gets an isError result."""
+
+
+def _kill_group(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)

@@ -1,0 +1,228 @@
+"""Local Python tools: describe a file's functions as MCP tools, call them, and the worker loop.
+
+This module is also the worker program: ``uv run ... python worker.py FILE``
+imports FILE (with its PEP 723 dependencies installed by uv) and answers JSON
+lines on stdin/stdout. It imports nothing from toolscript, only the standard
+library and pydantic, so it runs in the tool's own environment.
+
+Protocol, one JSON object per line:
+
+- worker -> gateway, once imported: ``{"ready": true, "pid": N}``
+- request: ``{"id": 1, "function": "name", "kwargs": {...}, "config": {...}, "secrets": {...}}``
+- response: ``{"id": 1, "result": ..., "error": null}`` or ``{"id": 1, "result": null, "error": "message"}``
+
+The tool's own ``print()`` goes to stderr (file descriptor 1 is moved away from
+the protocol channel). Logs go to stderr as JSON lines ``{"level", "message", "logger"}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import inspect
+import json
+import logging
+import os
+import sys
+import threading
+import traceback
+import typing
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+__all__ = ["ToolContext", "call_function", "describe_module", "load_module", "public_functions"]
+
+CONTEXT_PARAMETER = "context"
+
+
+@dataclass
+class ToolContext:
+    """What a tool function receives when it declares a ``context`` parameter.
+
+    ``config`` and ``secrets`` are this file's entries from ``.toolscript.json``;
+    ``log`` is a logger whose records reach the gateway's log with the tool's name;
+    ``gateway`` is set for internal tools only (see toolscript.upstream.local.GatewayView).
+    """
+
+    config: Mapping[str, Any] = field(default_factory=dict)
+    secrets: Mapping[str, str] = field(default_factory=dict)
+    log: logging.Logger = field(default_factory=lambda: logging.getLogger("toolscript.tool"))
+    gateway: Any = None
+
+
+def load_module(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def public_functions(module: ModuleType) -> dict[str, Callable[..., Any]]:
+    """Functions defined in the module, not starting with ``_``, with type hints."""
+    found: dict[str, Callable[..., Any]] = {}
+    for name, value in vars(module).items():
+        if name.startswith("_") or not inspect.isfunction(value):
+            continue
+        if value.__module__ != module.__name__ or not getattr(value, "__annotations__", None):
+            continue
+        found[name] = value
+    return found
+
+
+def _hints(function: Callable[..., Any]) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(function, include_extras=True)
+    except Exception:
+        return dict(getattr(function, "__annotations__", {}))
+
+
+def _arguments_model(function: Callable[..., Any]) -> Any:
+    import pydantic
+
+    hints = _hints(function)
+    fields: dict[str, Any] = {}
+    for name, parameter in inspect.signature(function).parameters.items():
+        if name == CONTEXT_PARAMETER or parameter.kind in (
+            parameter.VAR_POSITIONAL,
+            parameter.VAR_KEYWORD,
+        ):
+            continue
+        annotation = hints.get(name, Any)
+        default = ... if parameter.default is parameter.empty else parameter.default
+        fields[name] = (annotation, default)
+    return pydantic.create_model(f"{function.__name__}_arguments", **fields)
+
+
+def _returns(function: Callable[..., Any]) -> Any:
+    hints = _hints(function)
+    returned = hints.get("return", inspect.Signature.empty)
+    return None if returned in (inspect.Signature.empty, None, type(None)) else returned
+
+
+def _output_schema(function: Callable[..., Any]) -> dict[str, Any] | None:
+    """The return annotation's JSON Schema (any type: local tools answer with the value itself)."""
+    import pydantic
+
+    returned = _returns(function)
+    if returned is None:
+        return None
+    schema: dict[str, Any] = pydantic.TypeAdapter(returned).json_schema()
+    return schema
+
+
+def describe_module(module: ModuleType) -> list[dict[str, Any]]:
+    """MCP tool definitions for the module's public functions."""
+    tools = []
+    for name, function in public_functions(module).items():
+        try:
+            tools.append(_describe_function(name, function))
+        except Exception as exc:  # one function pydantic cannot describe never hides the others
+            logging.getLogger("toolscript.tool").warning(
+                "%s: skipped %s(): %s", module.__file__, name, str(exc).splitlines()[0]
+            )
+    return tools
+
+
+def _describe_function(name: str, function: Callable[..., Any]) -> dict[str, Any]:
+    schema = _arguments_model(function).model_json_schema()
+    schema.pop("title", None)
+    schema.setdefault("properties", {})
+    output = _output_schema(function)
+    tool: dict[str, Any] = {
+        "name": name,
+        "description": inspect.getdoc(function) or "",
+        "inputSchema": schema,
+    }
+    if output is not None:
+        tool["outputSchema"] = output
+    return tool
+
+
+def call_function(
+    function: Callable[..., Any], kwargs: dict[str, Any], context: ToolContext
+) -> Any:
+    """Validate the arguments, call (awaiting coroutines), return a JSON-able value."""
+    import pydantic
+
+    model = _arguments_model(function)
+    validated = model.model_validate(kwargs)
+    arguments = {name: getattr(validated, name) for name in model.model_fields}
+    if CONTEXT_PARAMETER in inspect.signature(function).parameters:
+        arguments[CONTEXT_PARAMETER] = context
+    result = function(**arguments)
+    if inspect.isawaitable(result):
+        result = asyncio.run(_await(result))
+    returned = _returns(function)
+    if returned is not None:
+        return pydantic.TypeAdapter(returned).dump_python(result, mode="json")
+    return pydantic.TypeAdapter(Any).dump_python(result, mode="json")
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
+class _JsonLines(logging.Handler):
+    def __init__(self, stream: Any) -> None:
+        super().__init__()
+        self.stream = stream
+
+    def emit(self, record: logging.LogRecord) -> None:
+        line = {"level": record.levelname, "message": record.getMessage(), "logger": record.name}
+        if record.exc_info:
+            line["traceback"] = "".join(traceback.format_exception(*record.exc_info))
+        try:
+            self.stream.write(json.dumps(line) + "\n")
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass
+
+
+def main() -> None:
+    path = Path(next(arg for arg in sys.argv[1:] if not arg.startswith("--"))).resolve()
+    protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)  # the tool's print() (and any C library's) goes to stderr, not the protocol
+    sys.stdout = sys.stderr
+    logging.basicConfig(level=logging.INFO, handlers=[_JsonLines(sys.stderr)], force=True)
+    if "--describe" in sys.argv:
+        module = load_module(path, "toolscript_tool")
+        protocol.write(json.dumps({"tools": describe_module(module)}) + "\n")
+        return
+    module = load_module(path, "toolscript_tool")
+    functions = public_functions(module)
+    lock = threading.Lock()
+    protocol.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
+
+    def answer(request: dict[str, Any]) -> None:
+        reply: dict[str, Any] = {"id": request.get("id"), "result": None, "error": None}
+        try:
+            function = functions.get(request.get("function", ""))
+            if function is None:
+                raise LookupError(f"no tool function {request.get('function')!r} in {path.name}")
+            context = ToolContext(
+                config=request.get("config") or {},
+                secrets=request.get("secrets") or {},
+                log=logging.getLogger(f"tool.{request.get('function')}"),
+            )
+            reply["result"] = call_function(function, request.get("kwargs") or {}, context)
+        except Exception as exc:  # every failure becomes an error reply, never a dead worker
+            reply["error"] = f"{type(exc).__name__}: {exc}"
+            logging.getLogger(f"tool.{request.get('function')}").debug("failed", exc_info=True)
+        with lock:
+            protocol.write(json.dumps(reply) + "\n")
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        for line in sys.stdin:
+            if line.strip():
+                pool.submit(answer, json.loads(line))
+
+
+if __name__ == "__main__":
+    main()
