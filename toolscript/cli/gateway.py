@@ -165,3 +165,24 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         if rows:
             print_rows(["server", "state", "tools", "error"], rows)
     raise typer.Exit(0 if healthy else 3)
+
+
+hook_app = typer.Typer(
+    help="Claude Code hooks (used by the plugin).", no_args_is_help=True, rich_markup_mode=None
+)
+
+
+@hook_app.command("session-start")
+def hook_session_start() -> None:
+    """SessionStart: start this session's gateway and export TOOLSCRIPT_GATEWAY_URL."""
+    from toolscript.hooks import session_start
+
+    raise typer.Exit(session_start())
+
+
+@hook_app.command("session-end")
+def hook_session_end() -> None:
+    """SessionEnd: stop this session's gateway, leaving no process behind."""
+    from toolscript.hooks import session_end
+
+    raise typer.Exit(session_end())

@@ -79,6 +79,7 @@ def _register() -> None:
     app.command("search")(search.search)
     app.command("exec")(exec.exec_command)
     app.add_typer(gateway.app, name="gateway")
+    app.add_typer(gateway.hook_app, name="hook", hidden=True)
 
 
 _register()

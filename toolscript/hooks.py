@@ -1,0 +1,191 @@
+"""Claude Code hooks: start a gateway per session, stop it when the session ends.
+
+Both never fail the session: every problem becomes a message for the agent and
+exit code 0. Files per session live in ``<toolscript home>/sessions/``:
+``<id>.pid`` (the process id only), ``<id>.url`` (0600) and ``<id>.log``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from toolscript.paths import user_cache_dir
+
+__all__ = ["session_end", "session_start"]
+
+START_WAIT = 45.0  # seconds for every server to be tried and the URL printed
+STOP_GRACE = 10.0
+
+
+def _read_input() -> dict[str, Any]:
+    try:
+        data = json.loads(sys.stdin.read() or "{}")
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _session_files(session_id: str) -> tuple[Path, Path, Path]:
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", session_id) or "default"
+    directory = user_cache_dir() / "sessions"
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return directory / f"{safe}.pid", directory / f"{safe}.url", directory / f"{safe}.log"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child of ours is dead too
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state != "Z"
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (Linux /proc), collected before anything is killed."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(entry.name))
+    found, queue = [], [pid]
+    while queue:
+        for child in children.get(queue.pop(), []):
+            found.append(child)
+            queue.append(child)
+    return found
+
+
+def session_start() -> int:
+    """Start the session's gateway; print a status line for the agent; always exit 0."""
+    data = _read_input()
+    session_id = str(data.get("session_id") or os.environ.get("CLAUDE_SESSION_ID") or os.getpid())
+    project = Path(os.environ.get("CLAUDE_PROJECT_DIR") or data.get("cwd") or os.getcwd())
+    pid_file, url_file, log_file = _session_files(session_id)
+    if pid_file.exists():
+        session_end_for(session_id)  # a resumed session: replace its old gateway
+    with open(url_file, "w") as url_out, open(log_file, "w") as log_out:
+        os.chmod(url_file, 0o600)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "toolscript", "gateway", "start", "--port", "0"],
+            cwd=project,
+            stdin=subprocess.DEVNULL,
+            stdout=url_out,
+            stderr=log_out,
+            start_new_session=True,
+        )
+    pid_file.write_text(str(process.pid))
+    url = ""
+    deadline = time.monotonic() + START_WAIT
+    while time.monotonic() < deadline:
+        url = url_file.read_text().strip()
+        if url or process.poll() is not None:
+            break
+        time.sleep(0.05)
+    if not url:
+        problem = _last_error(log_file)
+        if process.poll() is None:
+            session_end_for(session_id)
+        else:
+            _cleanup(session_id)
+        print(
+            f"toolscript: the gateway did not start ({problem}). Tools are unavailable this session; "
+            f"fix the problem (try `toolscript gateway start` in {project}) and restart the session."
+        )
+        return 0
+    env_file = os.environ.get("CLAUDE_ENV_FILE")
+    if env_file:
+        with open(env_file, "a") as handle:
+            handle.write(f"export TOOLSCRIPT_GATEWAY_URL={url}\n")
+    print(_status_line(url, project))
+    return 0
+
+
+def _last_error(log_file: Path) -> str:
+    lines = [line for line in log_file.read_text(errors="replace").splitlines() if line.strip()]
+    errors = [line for line in lines if "error" in line.lower()]
+    return (errors or lines or ["no output"])[-1].replace("toolscript: error: ", "")[:400]
+
+
+def _status_line(url: str, project: Path) -> str:
+    from toolscript.cli.client import GatewayClient
+    from toolscript.errors import GatewayError
+
+    try:
+        with GatewayClient(url, timeout=10) as client:
+            health = client.get_json("/health")
+    except GatewayError as exc:
+        return f"toolscript: gateway started but did not answer /health ({exc.message})."
+    servers = health.get("servers", {})
+    if not servers:
+        return (
+            f"toolscript: gateway ready with no servers (no .toolscript.json in {project}). "
+            "Add MCP servers under mcpServers in .toolscript.json (Claude Code's format) and restart "
+            "the session; `toolscript exec` already works."
+        )
+    connected = [name for name, s in servers.items() if s["state"] == "connected"]
+    failed = [f"{name} ({s['error']})" for name, s in servers.items() if s["state"] == "failed"]
+    line = (
+        f"toolscript: gateway ready, {len(connected)}/{len(servers)} servers connected, "
+        f'{health.get("tools", 0)} tools. Find tools with `toolscript search "what you need"`, '
+        "see types with `toolscript get-types SERVER TOOL`, run TypeScript with `toolscript exec`."
+    )
+    if failed:
+        line += " Not connected: " + "; ".join(failed) + "."
+    return line
+
+
+def session_end() -> int:
+    """Stop the session's gateway (TERM, then KILL), remove its files; always exit 0."""
+    data = _read_input()
+    session_id = str(data.get("session_id") or os.environ.get("CLAUDE_SESSION_ID") or "")
+    if session_id:
+        session_end_for(session_id)
+    return 0
+
+
+def session_end_for(session_id: str) -> None:
+    pid_file, _, _ = _session_files(session_id)
+    try:
+        pid = int(pid_file.read_text().strip())
+    except (OSError, ValueError):
+        _cleanup(session_id)
+        return
+    if _alive(pid):
+        family = _descendants(pid)
+        _signal(pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for leftover in [pid, *family]:
+            if _alive(leftover):
+                _signal(leftover, signal.SIGKILL)
+    _cleanup(session_id)
+
+
+def _signal(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
+
+
+def _cleanup(session_id: str) -> None:
+    for path in _session_files(session_id):
+        path.unlink(missing_ok=True)
