@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -208,13 +207,10 @@ def test_output_is_streamed(gateway: GatewayProcess, toolscript_home: Path, tmp_
         text=True,
     )
     assert process.stdout is not None
-    started = time.monotonic()
     assert process.stdout.readline() == "first\n"
-    first_at = time.monotonic() - started
+    assert process.poll() is None  # the first line arrived while the script still ran
     assert process.stdout.readline() == "second\n"
-    second_at = time.monotonic() - started
-    process.wait(30)
-    assert second_at - first_at > 1.5
+    assert process.wait(30) == 0
 
 
 def test_cwd_is_the_invocation_directory(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -278,11 +274,9 @@ def test_ephemeral_gateway_with_servers(toolscript_home: Path, tmp_path: Path) -
 
 
 def test_time_limit(run) -> None:  # type: ignore[no-untyped-def]
-    started = time.monotonic()
     result = run("while (true) {}", "--timeout", "2")
     assert result.returncode == 124
     assert "longer than 2 s" in result.stderr
-    assert time.monotonic() - started < 30
 
 
 def test_memory_limit(run) -> None:  # type: ignore[no-untyped-def]

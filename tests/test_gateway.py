@@ -171,10 +171,9 @@ def test_timeout_keeps_gateway_responsive(gateway: GatewayProcess) -> None:
     with ThreadPoolExecutor(2) as pool:
         slow = pool.submit(gateway.call, "fx__sleep", {"seconds": 10})
         time.sleep(0.3)
-        started = time.monotonic()
         quick = gateway.call("fx__plain_text")
         assert quick.status_code == 200
-        assert time.monotonic() - started < 1.5
+        assert not slow.done()  # answered while the hung call was still waiting
         response = slow.result()
     assert response.status_code == 504
     assert "timed out after 2 s" in response.json()["message"]
@@ -196,10 +195,10 @@ def test_fifty_concurrent_calls(gateway: GatewayProcess) -> None:
 
 def test_slow_server_does_not_block_another(gateway: GatewayProcess) -> None:
     with ThreadPoolExecutor(4) as pool:
-        slow = [pool.submit(gateway.call, "fx__sleep", {"seconds": 1.5}) for _ in range(2)]
-        started = time.monotonic()
+        slow = [pool.submit(gateway.call, "fx__sleep", {"seconds": 1.9}) for _ in range(2)]
+        time.sleep(0.2)
         assert gateway.call("time__get_current_time", {"timezone": "UTC"}).status_code == 200
-        assert time.monotonic() - started < 1.0
+        assert not any(f.done() for f in slow)  # the other server answered first
         assert all(f.result().status_code == 200 for f in slow)
 
 

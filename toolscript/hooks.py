@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from toolscript.paths import user_cache_dir
+from toolscript.paths import process_alive, user_cache_dir
 
 __all__ = ["session_end", "session_start"]
 
@@ -39,20 +39,6 @@ def _session_files(session_id: str) -> tuple[Path, Path, Path]:
     directory = user_cache_dir() / "sessions"
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     return directory / f"{safe}.pid", directory / f"{safe}.url", directory / f"{safe}.log"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie child of ours is dead too
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state != "Z"
 
 
 def _descendants(pid: int) -> list[int]:
@@ -169,14 +155,14 @@ def session_end_for(session_id: str) -> None:
     except (OSError, ValueError):
         _cleanup(session_id)
         return
-    if _alive(pid):
+    if process_alive(pid):
         family = _descendants(pid)
         _signal(pid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE
-        while _alive(pid) and time.monotonic() < deadline:
+        while process_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         for leftover in [pid, *family]:
-            if _alive(leftover):
+            if process_alive(leftover):
                 _signal(leftover, signal.SIGKILL)
     _cleanup(session_id)
 

@@ -12,6 +12,7 @@ from toolscript.config import Config
 __all__ = [
     "STATE_FILENAME",
     "cache_dir",
+    "process_alive",
     "project_cache_dir",
     "read_gateway_state",
     "remove_gateway_state",
@@ -64,7 +65,7 @@ def read_gateway_state(directory: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     pid = state.get("pid")
-    if not isinstance(pid, int) or not _alive(pid):
+    if not isinstance(pid, int) or not process_alive(pid):
         return None
     return state
 
@@ -79,11 +80,16 @@ def remove_gateway_state(directory: Path, pid: int) -> None:
         pass
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state != "Z"

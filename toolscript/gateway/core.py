@@ -87,7 +87,7 @@ class Gateway:
             for server in config.servers
         }
         self._validators: dict[tuple[str, str], tuple[dict[str, Any], Validator]] = {}
-        options = search or SearchOptions(**config.search.__dict__)
+        options = search or config.search
         store = EmbeddingStore(self.layout.embeddings if options.cache else None)
         embedder = Embedder(options.model, options.device) if options.semantic else None
         self.search = SearchEngine(options, store, embedder)

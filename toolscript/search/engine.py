@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolscript.config import SearchConfig
 from toolscript.search.lexical import LexicalIndex
 from toolscript.search.semantic import Embedder, EmbeddingStore
 from toolscript.search.text import ToolDocument
@@ -31,14 +32,8 @@ log = logging.getLogger("toolscript.search")
 MODES = ("hybrid", "keyword", "semantic", "seed")
 
 
-@dataclass(frozen=True)
-class SearchOptions:
-    alpha: float = 0.5
-    threshold: float = 0.35
-    model: str | None = None
-    device: str = "cpu"
-    cache: bool = True
-    semantic: bool = True
+# The gateway's search settings are the config's ``search`` section, overridden by options.
+SearchOptions = SearchConfig
 
 
 @dataclass
