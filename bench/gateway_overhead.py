@@ -66,7 +66,9 @@ async def direct(calls: int, concurrency: int, seconds: float) -> dict[str, floa
 def through_gateway(calls: int, concurrency: int, seconds: float) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as directory:
         config = Path(directory) / ".toolscript.json"
-        config.write_text(json.dumps({"mcpServers": {"everything": {"command": str(EVERYTHING)}}}))
+        # Semantic search off: loading the model would compete with the calls being measured.
+        servers = {"everything": {"command": str(EVERYTHING)}}
+        config.write_text(json.dumps({"mcpServers": servers, "search": {"semantic": False}}))
         env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSCRIPT_")}
         env["TOOLSCRIPT_LOG_LEVEL"] = "WARNING"
         gateway = subprocess.Popen(

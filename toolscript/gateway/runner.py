@@ -85,7 +85,7 @@ def serve(
     """Serve until SIGINT/SIGTERM; ``announce`` gets the URL once every server has been tried."""
     import uvicorn
 
-    from toolscript.gateway.app import build_app
+    from toolscript.gateway.app import ToolCallFastPath, build_app
     from toolscript.gateway.core import Gateway
     from toolscript.gateway.guard import TokenGuard
 
@@ -95,7 +95,9 @@ def serve(
     url = gateway_url(host, port, token)
     gateway = Gateway(config, cache=cache, connect_timeout=connect_timeout, search=search)
     state_dir = cache if write_state else None
-    app = TokenGuard(build_app(gateway), token, _allowed_hosts(host, port))
+    app = TokenGuard(
+        ToolCallFastPath(build_app(gateway), gateway), token, _allowed_hosts(host, port)
+    )
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
