@@ -293,3 +293,33 @@ def test_output_limit(run) -> None:  # type: ignore[no-untyped-def]
     assert result.returncode == 123
     assert "more than 10000 bytes" in result.stderr
     assert len(result.stdout) <= 10000
+
+
+def test_exec_path_imports_no_heavy_library(
+    gateway: GatewayProcess, toolscript_home: Path, tmp_path: Path
+) -> None:
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "toolscript", "exec", "return 1"],
+        cwd=tmp_path,
+        env=clean_env(TOOLSCRIPT_HOME=str(toolscript_home), TOOLSCRIPT_GATEWAY_URL=gateway.url),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    imported = {
+        line.rsplit("|", 1)[1].strip().split(".")[0]
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    assert "toolscript" in imported
+    for heavy in (
+        "mcp",
+        "litestar",
+        "sentence_transformers",
+        "torch",
+        "typer",
+        "pydantic",
+        "httpx",
+    ):
+        assert heavy not in imported, heavy

@@ -19,6 +19,7 @@ from toolscript.errors import ConfigError, ServerNotFoundError
 if TYPE_CHECKING:
     from jsonschema import ValidationError
 from toolscript.jsonpos import JsonPath, PositionedJson, format_path, parse_with_positions
+from toolscript.paths import CONFIG_FILENAME, find_config_path
 
 __all__ = [
     "CONFIG_FILENAME",
@@ -31,7 +32,6 @@ __all__ = [
     "load_config",
 ]
 
-CONFIG_FILENAME = ".toolscript.json"
 DEFAULT_TIMEOUT = 60.0
 Transport = Literal["stdio", "http", "sse", "local"]
 DEFAULT_IDLE_TIMEOUT = 600.0
@@ -135,13 +135,6 @@ def config_schema() -> dict[str, Any]:
     text = resources.files("toolscript.schemas").joinpath("toolscript.schema.json").read_text()
     schema: dict[str, Any] = json.loads(text)
     return schema
-
-
-def find_config_path(explicit: str | os.PathLike[str] | None, cwd: Path | None = None) -> Path:
-    """``--config`` / ``TOOLSCRIPT_CONFIG`` when given, else ``./.toolscript.json``."""
-    if explicit:
-        return Path(explicit).expanduser().resolve()
-    return (cwd or Path.cwd()).resolve() / CONFIG_FILENAME
 
 
 def load_config(

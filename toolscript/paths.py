@@ -5,13 +5,18 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from toolscript.config import Config
+if TYPE_CHECKING:
+    from toolscript.config import Config
+
+CONFIG_FILENAME = ".toolscript.json"
 
 __all__ = [
+    "CONFIG_FILENAME",
     "STATE_FILENAME",
     "cache_dir",
+    "find_config_path",
     "process_alive",
     "project_cache_dir",
     "read_gateway_state",
@@ -21,6 +26,13 @@ __all__ = [
 ]
 
 STATE_FILENAME = "gateway.json"
+
+
+def find_config_path(explicit: str | os.PathLike[str] | None, cwd: Path | None = None) -> Path:
+    """``--config`` / ``TOOLSCRIPT_CONFIG`` when given, else ``./.toolscript.json``."""
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    return (cwd or Path.cwd()).resolve() / CONFIG_FILENAME
 
 
 def cache_dir(config: Config, explicit: str | os.PathLike[str] | None = None) -> Path:

@@ -7,10 +7,10 @@ the run and stopped after it.
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -18,23 +18,27 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from urllib.parse import urlsplit
 
-from toolscript.config import find_config_path
 from toolscript.errors import ExecutionError, GatewayUnreachableError
-from toolscript.paths import project_cache_dir, read_gateway_state
+from toolscript.paths import find_config_path, project_cache_dir, read_gateway_state
 
 __all__ = ["gateway_for_run", "module_hash"]
 
 
 def module_hash(url: str, timeout: float = 30.0) -> str | None:
-    """The hash of the gateway's generated module, or None when nothing listens there."""
+    """The hash of the gateway's generated module, or None when nothing listens there.
+
+    A bare HTTP/1.0 GET over a socket: http.client would cost this path 8 ms of imports.
+    """
     parts = urlsplit(url)
-    connection = http.client.HTTPConnection(
-        parts.hostname or "127.0.0.1", parts.port or 80, timeout=timeout
-    )
+    path = parts.path.rstrip("/") + "/runtime/hash"
+    request = f"GET {path} HTTP/1.0\r\nHost: {parts.netloc}\r\n\r\n".encode()
+    address = (parts.hostname or "127.0.0.1", parts.port or 80)
     try:
-        connection.request("GET", parts.path.rstrip("/") + "/runtime/hash")
-        response = connection.getresponse()
-        body = response.read()
+        with socket.create_connection(address, timeout) as sock:
+            sock.sendall(request)
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
     except TimeoutError as exc:
         raise GatewayUnreachableError(
             f"the gateway at {parts.netloc} did not answer within {timeout:g} s",
@@ -42,11 +46,12 @@ def module_hash(url: str, timeout: float = 30.0) -> str | None:
         ) from exc
     except OSError:
         return None
-    finally:
-        connection.close()
-    if response.status != 200:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    fields = head.split(b" ", 2)
+    status = fields[1].decode() if len(fields) > 1 else "?"
+    if status != "200":
         raise GatewayUnreachableError(
-            f"the gateway answered HTTP {response.status} ({body[:200].decode('utf-8', 'replace')})",
+            f"the gateway answered HTTP {status} ({body[:200].decode('utf-8', 'replace')})",
             hint="check TOOLSCRIPT_GATEWAY_URL (token included) with `toolscript gateway status`",
         )
     return str(json.loads(body)["hash"])

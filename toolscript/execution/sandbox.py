@@ -18,7 +18,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -88,6 +87,15 @@ def _write_script(script: Script) -> Path:
         partial = path.with_name(path.name + f".{os.getpid()}.tmp")
         partial.write_text(code, encoding="utf-8")
         partial.replace(path)
+    return path
+
+
+def _write_private(path: Path, text: str) -> Path:
+    """A file only the user can read (the import map holds the gateway's secret URL)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(text)
     return path
 
 
@@ -207,11 +215,10 @@ def run_toolscript(
             script_path.as_uri(): script_path.as_uri(),
         }
     }
-    with tempfile.NamedTemporaryFile(
-        "w", suffix=".json", prefix="toolscript-importmap-", delete=False
-    ) as handle:
-        json.dump(import_map, handle)
-    map_path = Path(handle.name)
+    map_path = _write_private(
+        user_cache_dir() / "run" / f"importmap-{os.getpid()}-{threading.get_ident()}.json",
+        json.dumps(import_map),
+    )
     env = {
         "TOOLSCRIPT_GATEWAY_URL": gateway_url,
         "DENO_DIR": str(deno_dir),
