@@ -51,15 +51,13 @@ def exec_command(
 
     Examples:
 
+    \b
         toolscript exec 'return {count: 42}' | jq .count
-
         toolscript exec 'import { tools } from "toolscript"; return await tools.time.getCurrentTime({timezone: "UTC"})'
-
         toolscript exec - <<'EOF'
         import { tools } from "toolscript";
         console.log(await tools.everything.echo({ message: "hi" }));
         EOF
-
         toolscript script.ts
     """
     raise typer.Exit(run_exec(code, file, check, timeout, memory, max_output, config, cache))

@@ -81,9 +81,9 @@ def start(
 
     Examples:
 
+    \b
         toolscript gateway start
-
-        export TOOLSCRIPT_GATEWAY_URL=$(toolscript gateway start --port 3000 &)
+        toolscript gateway start --port 3000 --search-alpha 0.6
     """
     from toolscript.gateway.runner import configure_logging, serve
     from toolscript.search.engine import SearchOptions
@@ -126,8 +126,8 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
 
     Examples:
 
+    \b
         toolscript gateway status
-
         toolscript gateway status --json | jq '.servers'
     """
     loaded = load_config(config)

@@ -14,20 +14,14 @@ HELP = """MCP code mode: call your MCP servers' tools from one short TypeScript 
 
 Examples:
 
+\b
   toolscript gateway start &            # connect the servers in .toolscript.json
-
   toolscript list-servers
-
   toolscript list-tools github --verbose
-
   toolscript search "open a github issue" --output types
-
   toolscript get-types github create_issue
-
   toolscript exec 'import { tools } from "toolscript"; return await tools.github.listIssues({})'
-
   toolscript script.ts                  # run a file
-
   toolscript gateway status --json | jq .servers
 """
 

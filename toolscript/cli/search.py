@@ -45,10 +45,9 @@ def search(
 
     Examples:
 
+    \b
         toolscript search "create a github issue"
-
         toolscript search "current time in tokyo" --limit 3 --output types
-
         toolscript search "screenshot" --server playwright --json
     """
     loaded = load_config(config)

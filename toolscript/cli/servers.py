@@ -21,8 +21,8 @@ def list_servers(config: ConfigOption = None, as_json: JsonOption = False) -> No
 
     Examples:
 
+    \b
         toolscript list-servers
-
         toolscript list-servers --json | jq '.[].name'
     """
     loaded = load_config(config)

@@ -26,8 +26,8 @@ def list_tools(
 
     Examples:
 
+    \b
         toolscript list-tools github --verbose
-
         toolscript list-tools github --json | jq -r '.[].name'
     """
     loaded = load_config(config)

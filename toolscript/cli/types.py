@@ -39,8 +39,8 @@ def get_types(
 
     Examples:
 
+    \b
         toolscript get-types time
-
         toolscript get-types github create_issue
     """
     loaded = load_config(config)
