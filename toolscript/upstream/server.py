@@ -12,7 +12,6 @@ from typing import IO, Any
 
 import anyio
 import mcp_types
-from anyio.streams.memory import MemoryObjectSendStream
 from mcp.client._transport import TransportStreams
 from mcp.client.session import ClientSession
 
@@ -100,12 +99,10 @@ class UpstreamServer:
         self._lost = anyio.Event()
         async with AsyncExitStack() as stack:
             read, write = await stack.enter_async_context(self._transport())
-            tasks = await stack.enter_async_context(anyio.create_task_group())
-            stack.callback(tasks.cancel_scope.cancel)
-            forward, received = anyio.create_memory_object_stream[Any](0)
-            tasks.start_soon(self._forward, read, forward)
             session = await stack.enter_async_context(
-                ClientSession(received, write, message_handler=self._on_message)
+                ClientSession(
+                    _WatchedStream(read, self._lost), write, message_handler=self._on_message
+                )
             )
             with anyio.fail_after(self.connect_timeout):
                 await session.initialize()
@@ -123,17 +120,6 @@ class UpstreamServer:
             self._session = None
             if not self._stopping:
                 raise UpstreamError("connection lost (the server closed it or exited)")
-
-    async def _forward(self, read: Any, forward: MemoryObjectSendStream[Any]) -> None:
-        """Pass the transport's messages to the session, and notice when they stop."""
-        try:
-            async with forward:
-                async for message in read:
-                    await forward.send(message)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
-            pass
-        finally:
-            self._lost.set()
 
     @asynccontextmanager
     async def _transport(self) -> AsyncIterator[TransportStreams]:
@@ -298,6 +284,60 @@ class UpstreamServer:
             "tools": len(self.tools),
             "attempts": self.attempts,
         }
+
+
+class _WatchedStream:
+    """The transport's read stream, unchanged, except that its end sets ``lost``.
+
+    A proxy rather than a pump task: no extra hop per message on the hot path.
+    """
+
+    _ENDS = (
+        StopAsyncIteration,
+        anyio.EndOfStream,
+        anyio.ClosedResourceError,
+        anyio.BrokenResourceError,
+    )
+
+    def __init__(self, inner: Any, lost: anyio.Event) -> None:
+        self._inner = inner
+        self._lost = lost
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def __aenter__(self) -> _WatchedStream:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> Any:
+        self._lost.set()
+        return await self._inner.__aexit__(*exc)
+
+    def __aiter__(self) -> _WatchedStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self._inner.__anext__()
+        except self._ENDS:
+            self._lost.set()
+            raise
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except self._ENDS:
+            self._lost.set()
+            raise
+
+    async def aclose(self) -> None:
+        self._lost.set()
+        await self._inner.aclose()
+
+    def close(self) -> None:
+        self._lost.set()
+        self._inner.close()
 
 
 def _describe(exc: BaseException) -> str:
