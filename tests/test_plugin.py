@@ -172,11 +172,16 @@ def test_end_hook_when_the_gateway_already_died(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("target", [PLUGIN, ROOT])
-def test_manifests_validate_strictly(target: Path) -> None:
+def test_manifests_validate_strictly(target: Path, tmp_path: Path) -> None:
     assert CLAUDE.exists(), "run the README's install command (npm ci --prefix tests/servers)"
     result = subprocess.run(
         [str(CLAUDE), "plugin", "validate", "--strict", str(target)],
-        env={**clean_env(), "HOME": str(target)},
+        env={
+            **clean_env(),
+            "HOME": str(tmp_path),  # the CLI keeps its state there, never in the repository
+            "DISABLE_TELEMETRY": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        },
         capture_output=True,
         text=True,
         timeout=120,
