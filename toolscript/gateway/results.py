@@ -55,6 +55,9 @@ def tool_result(qualified_name: str, result: mcp_types.CallToolResult) -> tuple[
         raise ToolCallError(f"{qualified_name}: {message}", content=blocks)
     if result.structured_content is not None:
         return "structured", result.structured_content
+    content = result.content
+    if len(content) == 1 and isinstance(content[0], mcp_types.TextContent):
+        return _text_value(content[0].text)  # the common case, without dumping the model
     blocks = content_blocks(result)
     if not blocks:
         return "empty", None
