@@ -9,8 +9,6 @@ calls one tool, with type checking. Targets (issue 5): (a) adds < 150 ms; (b) < 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import subprocess
 import sys
@@ -18,6 +16,10 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import gateway_env, running_gateway
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,27 +41,15 @@ def main() -> None:
 
     deno_bin = str(deno.find_deno_bin())
     work = Path(tempfile.mkdtemp(prefix="toolscript-bench-"))
-    (work / ".toolscript.json").write_text(
-        json.dumps(
-            {
-                "mcpServers": {
-                    "time": {"command": str(Path(sys.executable).parent / "mcp-server-time")}
-                }
-            }
-        )
-    )
-    base_env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSCRIPT_")}
-    base_env["TOOLSCRIPT_HOME"] = str(work / "home")
-    base_env["TOOLSCRIPT_LOG_LEVEL"] = "WARNING"
-    gateway = subprocess.Popen(
-        [sys.executable, "-m", "toolscript", "gateway", "start"],
-        cwd=work,
-        env=base_env,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert gateway.stdout is not None
-    url = gateway.stdout.readline().strip()
+    config = {
+        "mcpServers": {"time": {"command": str(Path(sys.executable).parent / "mcp-server-time")}}
+    }
+    base_env = gateway_env(TOOLSCRIPT_HOME=str(work / "home"))
+    with running_gateway(work, config) as url:
+        measure(url, work, base_env, deno_bin, args.runs)
+
+
+def measure(url: str, work: Path, base_env: dict[str, str], deno_bin: str, runs: int) -> None:
     host = url.split("/")[2]
     toolscript_env = {**base_env, "TOOLSCRIPT_GATEWAY_URL": url}
     deno_env = {"DENO_DIR": str(work / "deno"), "NO_COLOR": "1", "TOOLSCRIPT_GATEWAY_URL": url}
@@ -70,42 +60,36 @@ def main() -> None:
     results: dict[str, list[float]] = {
         k: [] for k in ("a bare deno", "a toolscript", "b bare deno", "b toolscript")
     }
-    try:
-        # warm both caches (the module download, the Deno binary) before measuring
-        timed([*toolscript, "--no-check", 'console.log("warm")'], toolscript_env, work)
-        timed([deno_bin, "run", "--no-check", str(hello)], deno_env, work)
-        for _ in range(args.runs):
-            results["a bare deno"].append(
-                timed([deno_bin, "run", "--no-check", str(hello)], deno_env, work)
+    # warm both caches (the module download, the Deno binary) before measuring
+    timed([*toolscript, "--no-check", 'console.log("warm")'], toolscript_env, work)
+    timed([deno_bin, "run", "--no-check", str(hello)], deno_env, work)
+    for _ in range(runs):
+        results["a bare deno"].append(
+            timed([deno_bin, "run", "--no-check", str(hello)], deno_env, work)
+        )
+        results["a toolscript"].append(
+            timed([*toolscript, "--no-check", 'console.log("hello");'], toolscript_env, work)
+        )
+        unique = uuid.uuid4().hex
+        bare = work / f"bare-{unique}.ts"
+        bare.write_text(call.replace("MODULE", f"{url}/runtime/tools.ts").replace("RUN", unique))
+        results["b bare deno"].append(
+            timed(
+                [
+                    deno_bin,
+                    "run",
+                    "--check",
+                    f"--allow-import={host}",
+                    f"--allow-net={host}",
+                    str(bare),
+                ],
+                deno_env,
+                work,
             )
-            results["a toolscript"].append(
-                timed([*toolscript, "--no-check", 'console.log("hello");'], toolscript_env, work)
-            )
-            unique = uuid.uuid4().hex
-            bare = work / f"bare-{unique}.ts"
-            bare.write_text(
-                call.replace("MODULE", f"{url}/runtime/tools.ts").replace("RUN", unique)
-            )
-            results["b bare deno"].append(
-                timed(
-                    [
-                        deno_bin,
-                        "run",
-                        "--check",
-                        f"--allow-import={host}",
-                        f"--allow-net={host}",
-                        str(bare),
-                    ],
-                    deno_env,
-                    work,
-                )
-            )
-            ours = call.replace("MODULE", "toolscript").replace("RUN", uuid.uuid4().hex)
-            results["b toolscript"].append(timed([*toolscript, ours], toolscript_env, work))
-    finally:
-        gateway.terminate()
-        gateway.wait(30)
-    print(f"exec overhead, {args.runs} runs each, interleaved (ms)")
+        )
+        ours = call.replace("MODULE", "toolscript").replace("RUN", uuid.uuid4().hex)
+        results["b toolscript"].append(timed([*toolscript, ours], toolscript_env, work))
+    print(f"exec overhead, {runs} runs each, interleaved (ms)")
     print(f"{'case':16}{'min':>8}{'p50':>8}{'max':>8}")
     for name, values in results.items():
         print(f"{name:16}{min(values):8.0f}{statistics.median(values):8.0f}{max(values):8.0f}")

@@ -12,13 +12,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import running_gateway
 
 ROOT = Path(__file__).resolve().parent.parent
 EVERYTHING = ROOT / "tests" / "servers" / "node_modules" / ".bin" / "mcp-server-everything"
@@ -64,40 +67,29 @@ async def direct(calls: int, concurrency: int, seconds: float) -> dict[str, floa
 
 
 def through_gateway(calls: int, concurrency: int, seconds: float) -> dict[str, float]:
-    with tempfile.TemporaryDirectory() as directory:
-        config = Path(directory) / ".toolscript.json"
-        # Semantic search off: loading the model would compete with the calls being measured.
-        servers = {"everything": {"command": str(EVERYTHING)}}
-        config.write_text(json.dumps({"mcpServers": servers, "search": {"semantic": False}}))
-        env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSCRIPT_")}
-        env["TOOLSCRIPT_LOG_LEVEL"] = "WARNING"
-        gateway = subprocess.Popen(
-            [sys.executable, "-m", "toolscript", "gateway", "start"],
-            cwd=directory,
-            env=env,
-            stdout=subprocess.PIPE,
+    # Semantic search off: loading the model would compete with the calls being measured.
+    config = {
+        "mcpServers": {"everything": {"command": str(EVERYTHING)}},
+        "search": {"semantic": False},
+    }
+    with (
+        tempfile.TemporaryDirectory() as directory,
+        running_gateway(Path(directory), config) as url,
+    ):
+        output = subprocess.run(
+            [
+                "node",
+                str(Path(__file__).with_name("http_load.mjs")),
+                f"{url}/tools/everything__echo",
+                json.dumps(ARGUMENTS),
+                str(calls),
+                str(concurrency),
+                str(seconds),
+            ],
+            check=True,
+            capture_output=True,
             text=True,
-        )
-        try:
-            assert gateway.stdout is not None
-            url = gateway.stdout.readline().strip()
-            output = subprocess.run(
-                [
-                    "node",
-                    str(Path(__file__).with_name("http_load.mjs")),
-                    f"{url}/tools/everything__echo",
-                    json.dumps(ARGUMENTS),
-                    str(calls),
-                    str(concurrency),
-                    str(seconds),
-                ],
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout
-        finally:
-            gateway.terminate()
-            gateway.wait(30)
+        ).stdout
     result = json.loads(output)
     latencies = result["latencies"]
     return {

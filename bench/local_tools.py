@@ -11,14 +11,16 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import running_gateway
 
 INTERNAL = 'def echo(text: str) -> str:\n    """Echo."""\n    return text\n'
 EXTERNAL = "# /// script\n# dependencies = []\n# ///\n" + INTERNAL
@@ -33,20 +35,12 @@ def main() -> None:
     (directory / "tools").mkdir()
     (directory / "tools" / "inside.py").write_text(INTERNAL)
     (directory / "tools" / "worker.py").write_text(EXTERNAL)
-    (directory / ".toolscript.json").write_text(
-        json.dumps({"localTools": {"dir": "tools"}, "search": {"semantic": False}})
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSCRIPT_")}
-    env["TOOLSCRIPT_LOG_LEVEL"] = "WARNING"
-    gateway = subprocess.Popen(
-        [sys.executable, "-m", "toolscript", "gateway", "start"],
-        cwd=directory,
-        env=env,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert gateway.stdout is not None
-    url = urlsplit(gateway.stdout.readline().strip())
+    config = {"localTools": {"dir": "tools"}, "search": {"semantic": False}}
+    with running_gateway(directory, config) as gateway_url:
+        measure(urlsplit(gateway_url), args)
+
+
+def measure(url: SplitResult, args: argparse.Namespace) -> None:
     connection = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port, timeout=30)
     body = json.dumps({"text": "hello"})
 
@@ -76,8 +70,6 @@ def main() -> None:
                 medians[kind].append(statistics.median(values))
     finally:
         connection.close()
-        gateway.terminate()
-        gateway.wait(30)
     print(
         f"local tool call latency through the gateway, {args.calls} calls x {args.rounds} rounds (ms)"
     )

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 from urllib.request import urlopen
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpus import ROOT, corpus_dir
+from harness import running_gateway
 
 SERVER = Path(__file__).resolve().parent / "search" / "corpus_server.py"
 QUERIES = Path(__file__).resolve().parent / "search" / "queries.txt"
@@ -111,39 +111,24 @@ def load_query_sets(files: list[str]) -> dict[str, list[tuple[str, Gold]]]:
     return sets
 
 
-def start_gateway(
-    files: list[str], directory: Path, alpha: float
-) -> tuple[subprocess.Popen[str], str]:
+def corpus_config(files: list[str], alpha: float) -> dict[str, Any]:
     root = corpus_dir()
-    config = {
+    return {
         "mcpServers": {
             server_name(f): {"command": sys.executable, "args": [str(SERVER), str(root / f)]}
             for f in files
         },
         "search": {"alpha": alpha},
     }
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / ".toolscript.json").write_text(json.dumps(config))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSCRIPT_")}
-    env["TOOLSCRIPT_LOG_LEVEL"] = "WARNING"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "toolscript", "gateway", "start"],
-        cwd=directory,
-        env=env,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    url = process.stdout.readline().strip()
-    if not url:
-        raise SystemExit("the gateway did not start")
+
+
+def wait_for_search(url: str) -> None:
     deadline = time.monotonic() + 900
     while time.monotonic() < deadline:
         health = json.loads(urlopen(f"{url}/health").read())
         if health["search"]["semantic"] in ("ready", "unavailable"):
             break
         time.sleep(1)
-    return process, url
 
 
 def evaluate(url: str, queries: list[tuple[str, Gold]], mode: str) -> dict[str, float]:
@@ -171,8 +156,9 @@ def main() -> None:
     for subset in subsets:
         files = corpus_files(subset)
         sets = load_query_sets(files)
-        process, url = start_gateway(files, ROOT / "cache" / "search-eval" / subset, args.alpha)
-        try:
+        directory = ROOT / "cache" / "search-eval" / subset
+        with running_gateway(directory, corpus_config(files, args.alpha)) as url:
+            wait_for_search(url)
             tools = json.loads(urlopen(f"{url}/health").read())["tools"]
             print(f"\n== {subset}: {len(files)} servers, {tools} tools ==")
             print(f"{'set':14}{'queries':>8} {'mode':9}{'R@1':>7}{'R@5':>7}{'R@10':>7}{'MRR':>7}")
@@ -183,9 +169,6 @@ def main() -> None:
                         f"{name:14}{len(queries):8} {mode:9}"
                         + "".join(f"{scores[k]:7.3f}" for k in ("R@1", "R@5", "R@10", "MRR"))
                     )
-        finally:
-            process.terminate()
-            process.wait(60)
 
 
 if __name__ == "__main__":

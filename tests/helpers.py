@@ -185,3 +185,22 @@ def deno_check(files: list[Path], deno_dir: Path) -> subprocess.CompletedProcess
         text=True,
         timeout=300,
     )
+
+
+def toolscript_cli(
+    *args: str,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    stdin: str | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """``python -m toolscript ARGS`` as a user runs it: a real process, a clean environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "toolscript", *args],
+        cwd=cwd,
+        env=clean_env(**(env or {})),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
+
+from helpers import toolscript_cli
 
 from toolscript import __version__
 
@@ -13,18 +14,7 @@ from toolscript import __version__
 def run(
     *args: str, cwd: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    import os
-
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSCRIPT_")}
-    full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "toolscript", *args],
-        cwd=cwd,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return toolscript_cli(*args, cwd=cwd, env=env, timeout=60)
 
 
 def test_help_lists_commands_with_examples(tmp_path: Path) -> None:

@@ -4,23 +4,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import GatewayProcess, clean_env, fixture_server, python_bin, running_gateway
+from helpers import GatewayProcess, fixture_server, python_bin, running_gateway, toolscript_cli
 
 
 def run(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "toolscript", *args],
-        cwd=cwd,
-        env=clean_env(**env),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return toolscript_cli(*args, cwd=cwd, env=env, timeout=60)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,14 @@ from pathlib import Path
 
 import psutil
 import pytest
-from helpers import GatewayProcess, clean_env, fixture_server, python_bin, running_gateway
+from helpers import (
+    GatewayProcess,
+    clean_env,
+    fixture_server,
+    python_bin,
+    running_gateway,
+    toolscript_cli,
+)
 
 
 @pytest.fixture(scope="session")
@@ -37,18 +44,10 @@ def toolscript(
     timeout: float = 120,
     **env: str,
 ) -> subprocess.CompletedProcess[str]:
-    variables = clean_env(TOOLSCRIPT_HOME=str(home), **env)
+    env["TOOLSCRIPT_HOME"] = str(home)
     if gateway is not None:
-        variables["TOOLSCRIPT_GATEWAY_URL"] = gateway.url
-    return subprocess.run(
-        [sys.executable, "-m", "toolscript", *args],
-        cwd=cwd,
-        env=variables,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+        env["TOOLSCRIPT_GATEWAY_URL"] = gateway.url
+    return toolscript_cli(*args, cwd=cwd, env=env, stdin=stdin, timeout=timeout)
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -17,12 +16,12 @@ import pytest
 from helpers import (
     GatewayProcess,
     background_server,
-    clean_env,
     fixture_server,
     free_port,
     node_server,
     python_bin,
     running_gateway,
+    toolscript_cli,
 )
 
 
@@ -291,14 +290,7 @@ def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
     gateway = GatewayProcess({}, tmp_path)
     try:
         port = gateway.url.split(":")[2].split("/")[0]
-        result = subprocess.run(
-            [sys.executable, "-m", "toolscript", "gateway", "start", "--port", port],
-            cwd=tmp_path,
-            env=clean_env(),
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+        result = toolscript_cli("gateway", "start", "--port", port, cwd=tmp_path, timeout=30)
         assert result.returncode == 2
         assert "cannot listen" in result.stderr
     finally:

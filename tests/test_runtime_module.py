@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,12 +11,12 @@ from pathlib import Path
 import pytest
 from helpers import (
     GatewayProcess,
-    clean_env,
     deno_bin,
     deno_env,
     fixture_server,
     python_bin,
     running_gateway,
+    toolscript_cli,
 )
 
 
@@ -142,14 +141,7 @@ def test_no_servers_serves_empty_tools(tmp_path: Path) -> None:
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "toolscript", *args],
-        cwd=cwd,
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return toolscript_cli(*args, cwd=cwd, timeout=60)
 
 
 def test_get_types_markdown(gateway: GatewayProcess) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,11 +13,11 @@ from typing import Any
 import pytest
 from helpers import (
     GatewayProcess,
-    clean_env,
     fixture_server,
     node_server,
     python_bin,
     running_gateway,
+    toolscript_cli,
 )
 
 from toolscript.search.lexical import LexicalIndex
@@ -126,17 +125,9 @@ def test_server_filter_limit_and_threshold(gateway: GatewayProcess) -> None:
 
 def test_cli_search_outputs(gateway: GatewayProcess) -> None:
     wait_for_search(gateway)
-    env = clean_env()
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "toolscript", "search", *args],
-            cwd=gateway.directory,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        return toolscript_cli("search", *args, cwd=gateway.directory, timeout=60)
 
     table = cli("current time in a timezone", "--limit", "2")
     assert table.returncode == 0, table.stderr
@@ -211,13 +202,6 @@ def test_keyword_only_without_the_extra(tmp_path: Path) -> None:
 def test_zero_tools(tmp_path: Path) -> None:
     with running_gateway({}, tmp_path) as gateway:
         assert search(gateway, "anything")["hits"] == []
-        result = subprocess.run(
-            [sys.executable, "-m", "toolscript", "search", "anything"],
-            cwd=tmp_path,
-            env=clean_env(),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        result = toolscript_cli("search", "anything", cwd=tmp_path, timeout=60)
         assert result.returncode == 1
         assert "no tool matches" in result.stderr

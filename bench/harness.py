@@ -1,0 +1,45 @@
+"""What every benchmark needs: a clean environment and a real gateway process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+__all__ = ["gateway_env", "running_gateway"]
+
+
+def gateway_env(**extra: str) -> dict[str, str]:
+    """This environment without TOOLSCRIPT_* settings, quiet logs, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSCRIPT_")}
+    env["TOOLSCRIPT_LOG_LEVEL"] = "WARNING"
+    env.update(extra)
+    return env
+
+
+@contextmanager
+def running_gateway(directory: Path, config: dict[str, Any], **env: str) -> Iterator[str]:
+    """``toolscript gateway start`` on ``config`` in ``directory``; yields its URL."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / ".toolscript.json").write_text(json.dumps(config))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolscript", "gateway", "start"],
+        cwd=directory,
+        env=gateway_env(**env),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        if not url:
+            raise SystemExit("the gateway did not start")
+        yield url
+    finally:
+        process.terminate()
+        process.wait(60)
