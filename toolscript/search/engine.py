@@ -64,6 +64,8 @@ def embed_missing(
     progress: Callable[[int, int], None] | None = None,
 ) -> int:
     """Embed the tools whose (content hash, model) is not stored yet; how many were embedded."""
+    if not documents:
+        return 0  # no need to load a model for nothing
     embedder.load()
     known = store.get((d.content_hash for d in documents), embedder.model_id)
     missing = list({d.content_hash: d for d in documents if d.content_hash not in known}.values())
