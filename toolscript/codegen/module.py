@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from toolscript.codegen.naming import to_pascal_case
 from toolscript.codegen.typescript import TypeContext, property_key, render_schema
 
 __all__ = [
@@ -264,7 +263,3 @@ def _example_string(schema: dict[str, Any], name: str) -> str:
         if hint in lowered:
             return value
     return f"<{name or 'value'}>"
-
-
-def type_base_name(namespace_pascal: str, tool: str) -> str:
-    return namespace_pascal + to_pascal_case(tool)

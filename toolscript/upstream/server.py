@@ -283,6 +283,7 @@ class UpstreamServer:
             "stderr": self.stderr_tail if self.state != ServerState.CONNECTED else [],
             "tools": len(self.tools),
             "attempts": self.attempts,
+            "connected_at": self.connected_at,
         }
 
 
