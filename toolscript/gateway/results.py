@@ -11,28 +11,22 @@ shape          when                                             body (HTTP 200)
 ``empty``      no content at all                                ``null``
 =============  ===============================================  ==========================
 
-The shape travels in the ``X-Toolscript-Result`` header. A result with
+The shape travels in the ``X-Toolscript-Result`` header. Results arrive as JSON
+(``content``, ``structuredContent``, ``isError``), whatever the transport. A result with
 ``isError: true`` is not a success: it raises ``ToolCallError`` (HTTP 422).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
-
-import mcp_types
 
 from toolscript.errors import ToolCallError
 
-__all__ = ["RESULT_HEADER", "content_blocks", "tool_result"]
+__all__ = ["RESULT_HEADER", "tool_result"]
 
 RESULT_HEADER = "X-Toolscript-Result"
-
-
-def content_blocks(result: mcp_types.CallToolResult) -> list[dict[str, Any]]:
-    return [
-        block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content
-    ]
 
 
 def _text_value(text: str) -> tuple[str, Any]:
@@ -46,19 +40,15 @@ def _text_value(text: str) -> tuple[str, Any]:
     return "text", text
 
 
-def tool_result(qualified_name: str, result: mcp_types.CallToolResult) -> tuple[str, Any]:
-    """``(shape, value)`` for a tool result; raises ToolCallError when ``isError``."""
-    if result.is_error:
-        blocks = content_blocks(result)
+def tool_result(qualified_name: str, result: Mapping[str, Any]) -> tuple[str, Any]:
+    """``(shape, value)`` for a CallToolResult as JSON; raises ToolCallError when ``isError``."""
+    blocks: list[dict[str, Any]] = list(result.get("content") or [])
+    if result.get("isError"):
         texts = [block["text"] for block in blocks if block.get("type") == "text"]
         message = "\n".join(texts).strip() or "the tool reported an error without a message"
         raise ToolCallError(f"{qualified_name}: {message}", content=blocks)
-    if result.structured_content is not None:
-        return "structured", result.structured_content
-    content = result.content
-    if len(content) == 1 and isinstance(content[0], mcp_types.TextContent):
-        return _text_value(content[0].text)  # the common case, without dumping the model
-    blocks = content_blocks(result)
+    if result.get("structuredContent") is not None:
+        return "structured", result["structuredContent"]
     if not blocks:
         return "empty", None
     if all(block.get("type") == "text" for block in blocks):

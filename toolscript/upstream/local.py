@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
-import mcp_types
 
 from toolscript.config import ServerConfig
 from toolscript.errors import ServerUnavailableError, ToolTimeoutError, UpstreamError
@@ -363,7 +362,7 @@ class LocalToolServer:
 
     # -- calls ---------------------------------------------------------------
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         if self.state != ServerState.CONNECTED:
             raise ServerUnavailableError(f"tool file {self.path.name} is not loaded: {self.error}")
         try:
@@ -373,17 +372,12 @@ class LocalToolServer:
                 else self._call_internal(tool, arguments)
             )
         except _ToolRaised as exc:
-            return mcp_types.CallToolResult(
-                content=[mcp_types.TextContent(type="text", text=self._redact(str(exc)))],
-                is_error=True,
-            )
+            return {"content": [{"type": "text", "text": self._redact(str(exc))}], "isError": True}
         # The value itself, whatever its type: the generated Result type is the return annotation.
         if value is None:
-            return mcp_types.CallToolResult(content=[])
+            return {"content": []}
         text = value if isinstance(value, str) else json.dumps(value)
-        return mcp_types.CallToolResult(
-            content=[mcp_types.TextContent(type="text", text=text)], structured_content=value
-        )
+        return {"content": [{"type": "text", "text": text}], "structuredContent": value}
 
     async def _call_internal(self, tool: str, arguments: dict[str, Any]) -> Any:
         from toolscript.upstream import worker
