@@ -320,7 +320,9 @@ class UpstreamServer:
     def _take_raw_reply(self, item: Any) -> bool:
         """Whether ``item`` answers a raw call (then it is delivered here, not to the session)."""
         message = getattr(item, "message", None)
-        request_id = getattr(message, "id", None)
+        if not isinstance(message, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError):
+            return False
+        request_id = message.id
         if not isinstance(request_id, str) or not request_id.startswith(RAW_ID_PREFIX):
             return False
         reply = self._raw_pending.get(request_id)
