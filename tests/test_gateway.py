@@ -295,3 +295,10 @@ def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
         assert "cannot listen" in result.stderr
     finally:
         gateway.stop()
+
+
+def test_port_out_of_range_is_a_usage_error(tmp_path: Path) -> None:
+    result = toolscript_cli("gateway", "start", "--port", "99999", cwd=tmp_path, timeout=30)
+    assert result.returncode == 2
+    assert "--port" in result.stderr and "65535" in result.stderr
+    assert "Traceback" not in result.stderr

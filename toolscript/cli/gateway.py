@@ -26,7 +26,10 @@ app = typer.Typer(
 @app.command("start")
 def start(
     port: Annotated[
-        int, typer.Option("--port", "-p", help="Port to listen on; 0 picks a free one.")
+        int,
+        typer.Option(
+            "--port", "-p", min=0, max=65535, help="Port to listen on; 0 picks a free one."
+        ),
     ] = 0,
     host: Annotated[
         str,
