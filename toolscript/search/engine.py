@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from toolscript.config import SearchConfig
@@ -67,8 +67,8 @@ def embed_missing(
     if not documents:
         return 0  # no need to load a model for nothing
     embedder.load()
-    known = store.get((d.content_hash for d in documents), embedder.model_id)
-    missing = list({d.content_hash: d for d in documents if d.content_hash not in known}.values())
+    absent = store.missing((d.content_hash for d in documents), embedder.model_id)
+    missing = list({d.content_hash: d for d in documents if d.content_hash in absent}.values())
     chunk = 128
     for start in range(0, len(missing), chunk):
         part = missing[start : start + chunk]
@@ -88,9 +88,7 @@ class _Semantic:
     state: str = "loading"  # loading | indexing | ready | unavailable | disabled
     reason: str = "the embedding model is loading"
     matrix: Any = None  # numpy array aligned with documents, or None
-    embedded: int = 0
     cached: int = 0
-    hashes: list[str] = field(default_factory=list)
 
 
 class SearchEngine:
@@ -162,9 +160,7 @@ class SearchEngine:
                     state="ready",
                     reason="",
                     matrix=matrix,
-                    embedded=self._semantic.embedded + computed,
                     cached=len(documents) - computed,
-                    hashes=[d.content_hash for d in documents],
                 )
 
     # -- search --------------------------------------------------------------

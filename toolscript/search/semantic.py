@@ -10,7 +10,7 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -150,17 +150,24 @@ class EmbeddingStore:
         wanted = list(dict.fromkeys(hashes))
         if self.path is None:
             return {h: self._memory[(h, model)] for h in wanted if (h, model) in self._memory}
-        found: dict[str, bytes] = {}
+        return dict(self._rows("content_hash, vector", wanted, model))
+
+    def missing(self, hashes: Iterable[str], model: str) -> set[str]:
+        """The hashes with no stored vector for ``model`` (reads no vector)."""
+        wanted = set(hashes)
+        if self.path is None:
+            return {h for h in wanted if (h, model) not in self._memory}
+        return wanted - {row[0] for row in self._rows("content_hash", list(wanted), model)}
+
+    def _rows(self, columns: str, hashes: list[str], model: str) -> Iterator[tuple[Any, ...]]:
         with self._connect() as db:
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
+            for start in range(0, len(hashes), 500):  # SQLite caps the number of parameters
+                chunk = hashes[start : start + 500]
                 marks = ",".join("?" * len(chunk))
-                rows = db.execute(
-                    f"select content_hash, vector from embeddings where model = ? and content_hash in ({marks})",
+                yield from db.execute(
+                    f"select {columns} from embeddings where model = ? and content_hash in ({marks})",
                     [model, *chunk],
                 )
-                found.update((row[0], row[1]) for row in rows)
-        return found
 
     def put(self, vectors: dict[str, bytes], model: str, dimensions: int) -> None:
         if self.path is None:
