@@ -18,6 +18,7 @@ the protocol channel). Logs go to stderr as JSON lines ``{"level", "message", "l
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.util
 import inspect
 import json
@@ -83,7 +84,9 @@ def _hints(function: Callable[..., Any]) -> dict[str, Any]:
         return dict(getattr(function, "__annotations__", {}))
 
 
+@functools.cache
 def _arguments_model(function: Callable[..., Any]) -> Any:
+    """The pydantic model of the function's parameters (built once per function)."""
     import pydantic
 
     hints = _hints(function)
@@ -104,6 +107,14 @@ def _returns(function: Callable[..., Any]) -> Any:
     hints = _hints(function)
     returned = hints.get("return", inspect.Signature.empty)
     return None if returned in (inspect.Signature.empty, None, type(None)) else returned
+
+
+@functools.cache
+def _result_adapter(function: Callable[..., Any]) -> Any:
+    """What turns the function's return value into JSON (built once per function)."""
+    import pydantic
+
+    return pydantic.TypeAdapter(_returns(function) or Any)
 
 
 def _output_schema(function: Callable[..., Any]) -> dict[str, Any] | None:
@@ -149,8 +160,6 @@ def call_function(
     function: Callable[..., Any], kwargs: dict[str, Any], context: ToolContext
 ) -> Any:
     """Validate the arguments, call (awaiting coroutines), return a JSON-able value."""
-    import pydantic
-
     model = _arguments_model(function)
     validated = model.model_validate(kwargs)
     arguments = {name: getattr(validated, name) for name in model.model_fields}
@@ -159,10 +168,7 @@ def call_function(
     result = function(**arguments)
     if inspect.isawaitable(result):
         result = asyncio.run(_await(result))
-    returned = _returns(function)
-    if returned is not None:
-        return pydantic.TypeAdapter(returned).dump_python(result, mode="json")
-    return pydantic.TypeAdapter(Any).dump_python(result, mode="json")
+    return _result_adapter(function).dump_python(result, mode="json")
 
 
 async def _await(awaitable: Any) -> Any:
