@@ -6,15 +6,21 @@ the same /search users hit. Reports Recall@1/5/10 and MRR for keyword only,
 semantic only, the original design's blend ("seed"), and our hybrid, on the
 527-tool LiveMCPBench part and on the whole corpus.
 
-    python bench/search_quality.py [--subset lmb|all|both] [--alpha 0.5]
+``--in-process`` skips the gateway and its servers and asks the same SearchEngine
+directly (same documents, same embedding cache): seconds instead of a minute, for
+trying ranking ideas; quote figures from the gateway run.
+
+    python bench/search_quality.py [--subset lmb|all|both] [--alpha 0.5] [--in-process]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -131,12 +137,61 @@ def wait_for_search(url: str) -> None:
         time.sleep(1)
 
 
-def evaluate(url: str, queries: list[tuple[str, Gold]], mode: str) -> dict[str, float]:
+# query, mode -> the top 10 (server, tool) pairs
+Ranker = Callable[[str, str], list[tuple[str, str]]]
+
+
+@contextlib.contextmanager
+def through_gateway(files: list[str], alpha: float, subset: str) -> Iterator[tuple[Ranker, int]]:
+    directory = ROOT / "cache" / "search-eval" / subset
+    with running_gateway(directory, corpus_config(files, alpha)) as url:
+        wait_for_search(url)
+
+        def rank(query: str, mode: str) -> list[tuple[str, str]]:
+            params = urlencode({"q": query, "limit": 10, "threshold": 0, "mode": mode})
+            hits = json.loads(urlopen(f"{url}/search?{params}").read())["hits"]
+            return [(hit["server"], hit["tool"]) for hit in hits]
+
+        yield rank, json.loads(urlopen(f"{url}/health").read())["tools"]
+
+
+@contextlib.contextmanager
+def in_process(files: list[str], alpha: float, subset: str) -> Iterator[tuple[Ranker, int]]:
+    from toolscript.config import SearchConfig
+    from toolscript.search.engine import SearchEngine
+    from toolscript.search.semantic import Embedder, EmbeddingStore
+    from toolscript.search.text import document_for
+
+    root = corpus_dir()
+    documents = [  # the tools as bench/search/corpus_server.py lists them
+        document_for(
+            server_name(file),
+            "",
+            {
+                "name": tool["name"],
+                "description": tool.get("description", ""),
+                "inputSchema": tool.get("inputSchema") or {"type": "object"},
+            },
+        )
+        for file in files
+        for tool in json.loads((root / file).read_text())
+    ]
+    store = EmbeddingStore(ROOT / "cache" / "search-eval" / "in-process.db")
+    engine = SearchEngine(SearchConfig(alpha=alpha), store, Embedder())
+    engine.set_documents(documents)
+    engine.load_vectors()
+
+    def rank(query: str, mode: str) -> list[tuple[str, str]]:
+        hits, _ = engine.search(query, limit=10, threshold=0, mode=mode)
+        return [(hit.server, hit.tool) for hit in hits]
+
+    yield rank, len(documents)
+
+
+def evaluate(rank: Ranker, queries: list[tuple[str, Gold]], mode: str) -> dict[str, float]:
     totals = {"R@1": 0.0, "R@5": 0.0, "R@10": 0.0, "MRR": 0.0}
     for query, gold in queries:
-        params = urlencode({"q": query, "limit": 10, "threshold": 0, "mode": mode})
-        hits = json.loads(urlopen(f"{url}/search?{params}").read())["hits"]
-        ranked = [(hit["server"], hit["tool"]) for hit in hits]
+        ranked = rank(query, mode)
         for k in (1, 5, 10):
             top = set(ranked[:k])
             totals[f"R@{k}"] += sum(1 for options in gold if options & top) / len(gold)
@@ -151,20 +206,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--subset", choices=("lmb", "all", "both"), default="both")
     parser.add_argument("--alpha", type=float, default=0.5)
+    parser.add_argument("--in-process", action="store_true", help="ask the engine, no gateway")
     args = parser.parse_args()
+    searcher = in_process if args.in_process else through_gateway
     subsets = ["lmb", "all"] if args.subset == "both" else [args.subset]
     for subset in subsets:
         files = corpus_files(subset)
         sets = load_query_sets(files)
-        directory = ROOT / "cache" / "search-eval" / subset
-        with running_gateway(directory, corpus_config(files, args.alpha)) as url:
-            wait_for_search(url)
-            tools = json.loads(urlopen(f"{url}/health").read())["tools"]
+        with searcher(files, args.alpha, subset) as (rank, tools):
             print(f"\n== {subset}: {len(files)} servers, {tools} tools ==")
             print(f"{'set':14}{'queries':>8} {'mode':9}{'R@1':>7}{'R@5':>7}{'R@10':>7}{'MRR':>7}")
             for name, queries in sets.items():
                 for mode in MODES:
-                    scores = evaluate(url, queries, mode)
+                    scores = evaluate(rank, queries, mode)
                     print(
                         f"{name:14}{len(queries):8} {mode:9}"
                         + "".join(f"{scores[k]:7.3f}" for k in ("R@1", "R@5", "R@10", "MRR"))

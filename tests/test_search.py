@@ -21,7 +21,7 @@ from helpers import (
 )
 
 from toolscript.search.lexical import LexicalIndex
-from toolscript.search.text import document_for, split_identifier, tokenize
+from toolscript.search.text import document_for, name_words, split_identifier, tokenize
 
 
 def wait_for_search(
@@ -83,6 +83,48 @@ def test_keyword_index_handles_typos_and_synonyms() -> None:
     assert best("curent tiem") == "get_current_time"
     assert best("remove a file") == "delete_file"
     assert best("make a ticket") == "create_issue"
+
+
+def test_name_words_drop_stop_words_and_the_server_name() -> None:
+    assert name_words("atlassian", "jira_create_issue") == {"jira", "creat", "issu"}
+    assert name_words("github", "github_get_repo") == {"repo"}
+    assert name_words("github", "github") == {"github"}  # nothing else to keep
+    assert name_words("memory", "mcp_read_graph") == {"read", "graph"}
+
+
+def test_keyword_ranks_the_tool_whose_name_the_query_explains_first() -> None:
+    # Both match "create", "jira" and "issue" (via "ticket"), and BM25 alone puts the batch
+    # tool first (its short description repeats the words); only one name is fully explained.
+    documents = [
+        document_for(
+            "atlassian",
+            "",
+            {
+                "name": "jira_batch_create_issues",
+                "description": "Create Jira issues: many Jira issues at once.",
+            },
+        ),
+        document_for(
+            "atlassian",
+            "",
+            {
+                "name": "jira_create_issue",
+                "description": "Add one to a project, with a summary, a type, a priority, labels,"
+                " components, an assignee and an optional epic or parent for subtasks.",
+            },
+        ),
+    ] + [
+        document_for("other", "", {"name": name, "description": f"Something about {name}"})
+        for name in ("read_file", "send_email", "get_weather", "list_users", "search_code")
+    ]
+    index = LexicalIndex(documents)
+    query = "create a jira ticket for the payment timeout"
+    bm25 = index.bm25(query)
+    assert bm25[0] > bm25[1]
+    scores = index.scores(query)
+    assert scores[1] > scores[0]
+    assert all(0 < score <= 1 for score in scores.values())
+    assert index.scores("zebra") == {}
 
 
 def test_keyword_search_answers_at_once(gateway: GatewayProcess) -> None:

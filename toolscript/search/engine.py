@@ -2,10 +2,10 @@
 
 Ranking (``hybrid``): every tool gets a keyword score (BM25F over name, description,
 parameters and server, identifiers split into words, light stemming, common
-synonyms, typo-tolerant) and, once the model is loaded, a semantic score (cosine
-similarity of embeddings of the tool's server, name, description and parameter
-names). The keyword score is scaled by the query's best; the semantic score runs
-from the median tool (0) to the best (1). They are blended ``alpha * semantic +
+synonyms, typo-tolerant, scaled by the query's best, plus how much of the tool's
+name the query explains; see lexical.py) and, once the model is loaded, a semantic
+score (cosine similarity of embeddings of the tool's server, name, description and
+parameter names), which runs from the median tool (0) to the best (1). They are blended ``alpha * semantic +
 (1 - alpha) * keyword`` (``--search-alpha``; default 0.5, which ranked best in
 bench/search_quality.py; the original design used 0.7). ``threshold`` drops hits
 whose blended score is below it (``--search-threshold``, default 0.35). Until the
@@ -184,12 +184,11 @@ class SearchEngine:
             mode = "keyword"
         weight = self.options.alpha if alpha is None else alpha
         keyword = lexical.scores(query)
-        best_keyword = max(keyword.values(), default=0.0)
         cosines: Any = None
         if mode != "keyword":
             assert self.embedder is not None
             cosines = semantic.matrix @ self.embedder.embed_query(query)
-        scored = self._score(query, documents, keyword, best_keyword, cosines, mode, weight)
+        scored = self._score(query, documents, keyword, cosines, mode, weight)
         cutoff = self.options.threshold if threshold is None else threshold
         hits = []
         for index, score in sorted(scored.items(), key=lambda item: -item[1]):
@@ -203,7 +202,7 @@ class SearchEngine:
                     server=document.server,
                     tool=document.name,
                     score=score,
-                    keyword=keyword.get(index, 0.0) / best_keyword if best_keyword else 0.0,
+                    keyword=keyword.get(index, 0.0),
                     semantic=None if cosines is None else float(cosines[index]),
                     description=_first_line(document.description),
                 )
@@ -217,13 +216,12 @@ class SearchEngine:
         query: str,
         documents: list[ToolDocument],
         keyword: dict[int, float],
-        best_keyword: float,
         cosines: Any,
         mode: str,
         weight: float,
     ) -> dict[int, float]:
         if mode == "keyword":
-            return {i: s / best_keyword for i, s in keyword.items()} if best_keyword else {}
+            return keyword
         if mode == "semantic":
             return {i: float(c) for i, c in enumerate(cosines)}
         if mode == "seed":
@@ -234,8 +232,7 @@ class SearchEngine:
         scores: dict[int, float] = {}
         for index, cosine in enumerate(cosines):
             semantic_part = max(0.0, (float(cosine) - floor) / span)
-            keyword_part = keyword.get(index, 0.0) / best_keyword if best_keyword else 0.0
-            scores[index] = weight * semantic_part + (1 - weight) * keyword_part
+            scores[index] = weight * semantic_part + (1 - weight) * keyword.get(index, 0.0)
         return scores
 
 

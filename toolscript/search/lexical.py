@@ -1,16 +1,25 @@
-"""BM25F-style keyword retrieval over tool documents, with typo-tolerant query terms."""
+"""Keyword retrieval over tool documents: BM25F with typo-tolerant query terms, plus name coverage.
+
+A tool's keyword score runs from 0 to 1: ``(1 - NAME_WEIGHT)`` of it is its BM25F score
+scaled by the query's best, ``NAME_WEIGHT`` of it is how much of the tool's name the query
+explains (``jira_create_issue`` is fully explained by "create a jira ticket";
+``jira_batch_create_issues`` is not, as nothing asked for a batch). BM25 alone ranks them
+nearly alike; the coverage puts the tool whose name says what was asked first.
+"""
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
 
-from toolscript.search.text import ToolDocument, tokenize
+from toolscript.search.text import ToolDocument, split_identifier, stem, tokenize
 
-__all__ = ["FIELD_WEIGHTS", "LexicalIndex"]
+__all__ = ["FIELD_WEIGHTS", "NAME_WEIGHT", "LexicalIndex"]
 
 FIELD_WEIGHTS = {"name": 3.0, "description": 1.0, "parameters": 0.5, "server": 0.5}
 SYNONYM_WEIGHT = 0.5
+NAME_WEIGHT = 0.2  # share of the keyword score given to name coverage
+NAME_SYNONYM_CREDIT = 0.7  # a name word the query only says with a synonym ("ticket" for issue)
 # Words users say for the verbs and nouns tool names use (general English, not tuned to a corpus).
 _SYNONYM_GROUPS = [
     "create make new add generate build open start",
@@ -106,6 +115,33 @@ class LexicalIndex:
         return candidates[:3]
 
     def scores(self, query: str) -> dict[int, float]:
+        """The keyword score (0 to 1) of every document matching at least one query word."""
+        totals = self.bm25(query)
+        best = max(totals.values(), default=0.0)
+        if best <= 0:
+            return {}
+        said, related = self._query_words(query)
+        scores = {}
+        for index, total in totals.items():
+            words = self.documents[index].name_words
+            covered = sum(
+                1.0 if word in said else NAME_SYNONYM_CREDIT if word in related else 0.0
+                for word in words
+            )
+            coverage = covered / len(words) if words else 0.0
+            scores[index] = (1 - NAME_WEIGHT) * total / best + NAME_WEIGHT * coverage
+        return scores
+
+    @staticmethod
+    def _query_words(query: str) -> tuple[set[str], set[str]]:
+        """The query's own (stemmed) words, and the synonyms of every word it has."""
+        said = set(tokenize(query))
+        related: set[str] = set()
+        for word in split_identifier(query):
+            related.update(SYNONYMS.get(stem(word), ()))
+        return said, related - said
+
+    def bm25(self, query: str) -> dict[int, float]:
         """BM25 score of every document matching at least one query word."""
         totals: dict[int, float] = defaultdict(float)
         tokens = set(tokenize(query))

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ToolDocument", "document_for", "split_identifier", "stem", "tokenize"]
+__all__ = ["ToolDocument", "document_for", "name_words", "split_identifier", "stem", "tokenize"]
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD = re.compile(r"[A-Za-z0-9]+")
@@ -117,6 +117,7 @@ class ToolDocument:
     name: str
     description: str
     fields: dict[str, list[str]]  # field -> tokens
+    name_words: frozenset[str]  # what the tool's name says it does (see ``name_words``)
     text: str  # what the embedding model reads
     content_hash: str  # of ``text``: the embedding cache key (with the model)
 
@@ -136,6 +137,17 @@ def _parameters(schema: Any) -> list[tuple[str, str]]:
         description = sub.get("description", "") if isinstance(sub, dict) else ""
         found.append((str(name), description if isinstance(description, str) else ""))
     return found
+
+
+def name_words(server: str, name: str) -> frozenset[str]:
+    """The stemmed words of a tool's name, less stop words and words repeating the server's name.
+
+    ``jira_create_issue`` on server ``atlassian`` -> ``{"jira", "creat", "issu"}``;
+    ``github`` / ``github_get_repo`` -> ``{"repo"}``. A name made only of such words keeps them.
+    """
+    words = [stem(word) for word in split_identifier(name) if word not in STOP_WORDS]
+    server_words = {stem(word) for word in split_identifier(server)} | {"mcp"}
+    return frozenset([word for word in words if word not in server_words] or words)
 
 
 def document_for(server: str, server_description: str, tool: dict[str, Any]) -> ToolDocument:
@@ -160,6 +172,7 @@ def document_for(server: str, server_description: str, tool: dict[str, Any]) -> 
         name=name,
         description=description,
         fields=fields,
+        name_words=name_words(server, name),
         text=text,
         content_hash=hashlib.sha256(text.encode()).hexdigest(),
     )
