@@ -32,7 +32,12 @@ from corpus import ROOT, corpus_dir
 from harness import running_gateway
 
 SERVER = Path(__file__).resolve().parent / "search" / "corpus_server.py"
-QUERIES = Path(__file__).resolve().parent / "search" / "queries.txt"
+# Our labelled sets: "ours" was written while the ranking was designed; "heldout" was written
+# afterwards, for tools drawn at random, and never used to tune anything.
+LABELLED = {
+    "ours": Path(__file__).resolve().parent / "search" / "queries.txt",
+    "heldout": Path(__file__).resolve().parent / "search" / "queries_heldout.txt",
+}
 MODES = ("keyword", "semantic", "seed", "hybrid")
 Gold = list[
     set[tuple[str, str]]
@@ -78,28 +83,25 @@ def load_query_sets(files: list[str]) -> dict[str, list[tuple[str, Gold]]]:
     def resolve(name: str, candidates: list[str]) -> set[tuple[str, str]]:
         return {(server_name(f), name) for f in candidates if (server_name(f), name) in present}
 
-    sets: dict[str, list[tuple[str, Gold]]] = {
-        "ours": [],
-        "lmb-steps": [],
-        "mcptoolbench": [],
-        "lmb-tasks": [],
-    }
+    sets: dict[str, list[tuple[str, Gold]]] = {name: [] for name in LABELLED}
+    sets.update({"lmb-steps": [], "mcptoolbench": [], "lmb-tasks": []})
     missing = []
-    for line in QUERIES.read_text().splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        query, gold_text = line.split(" | ")
-        options = set()
-        for item in gold_text.split(";"):
-            file, tool = item.strip().split(":")
-            if (server_name(file), tool) in present:
-                options.add((server_name(file), tool))
-            elif file.startswith("livemcpbench/") or len(files) > 100:
-                missing.append(item.strip())
-        if options:
-            sets["ours"].append((query, [options]))
+    for name, path in LABELLED.items():
+        for line in path.read_text().splitlines():
+            if not line.strip() or line.startswith("#"):
+                continue
+            query, gold_text = line.split(" | ")
+            options = set()
+            for item in gold_text.split(";"):
+                file, tool = item.strip().split(":")
+                if (server_name(file), tool) in present:
+                    options.add((server_name(file), tool))
+                elif file.startswith("livemcpbench/") or len(files) > 100:
+                    missing.append(item.strip())
+            if options:
+                sets[name].append((query, [options]))
     if missing and len(files) > 100:
-        raise SystemExit(f"queries.txt names tools the corpus lacks: {missing}")
+        raise SystemExit(f"labelled queries name tools the corpus lacks: {missing}")
     sample = json.loads((root / "queries_sample.json").read_text())
     for entry in sample["livemcpbench_steps"]:
         gold = [resolve(g["name"], g["corpus_files"]) for g in entry["gold_tools"]]
