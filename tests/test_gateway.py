@@ -168,7 +168,7 @@ def test_unknown_tool_and_server_suggest(gateway: GatewayProcess) -> None:
 
 def test_timeout_keeps_gateway_responsive(gateway: GatewayProcess) -> None:
     with ThreadPoolExecutor(2) as pool:
-        slow = pool.submit(gateway.call, "fx__sleep", {"seconds": 10})
+        slow = pool.submit(gateway.call, "fx__sleep", {"seconds": 9.5})
         time.sleep(0.3)
         quick = gateway.call("fx__plain_text")
         assert quick.status_code == 200
@@ -177,6 +177,11 @@ def test_timeout_keeps_gateway_responsive(gateway: GatewayProcess) -> None:
     assert response.status_code == 504
     assert "timed out after 2 s" in response.json()["message"]
     assert gateway.call("fx__plain_text").status_code == 200
+    # The server was told to stop (notifications/cancelled), not left sleeping.
+    deadline = time.monotonic() + 5
+    while 9.5 not in gateway.call("fx__cancelled").json():
+        assert time.monotonic() < deadline, "the server never saw a cancellation"
+        time.sleep(0.1)
 
 
 def test_fifty_concurrent_calls(gateway: GatewayProcess) -> None:

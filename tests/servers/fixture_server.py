@@ -6,6 +6,7 @@ Run: python fixture_server.py [stdio|sse|streamable-http] [port]
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from typing import Any
@@ -63,11 +64,24 @@ def fail(message: str = "it broke") -> str:
     raise ValueError(message)
 
 
+CANCELLED: list[float] = []  # the sleeps a client's notifications/cancelled interrupted
+
+
 @server.tool(structured_output=False)
 async def sleep(seconds: float) -> str:
     """Sleep, then answer."""
-    await asyncio.sleep(seconds)
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        CANCELLED.append(seconds)
+        raise
     return f"slept {seconds}"
+
+
+@server.tool(structured_output=False)
+def cancelled() -> str:
+    """How many sleeps were cancelled by the client, as JSON."""
+    return json.dumps(CANCELLED)
 
 
 @server.tool(structured_output=False)

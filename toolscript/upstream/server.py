@@ -8,7 +8,7 @@ import logging
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from enum import StrEnum
 from typing import IO, Any
 
@@ -67,6 +67,7 @@ class UpstreamServer:
         self._raw_writer: Any = None
         self._raw_pending: dict[str, asyncio.Future[Any]] = {}
         self._raw_ids = itertools.count(1)
+        self._courtesy: set[asyncio.Task[None]] = set()  # cancellations on their way out
         self._lost = anyio.Event()
         self._retry_now = anyio.Event()
         self._state_changed = anyio.Event()
@@ -308,7 +309,12 @@ class UpstreamServer:
                 await writer.send(SessionMessage(message))
             except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
                 raise self._went_away(tool, exc) from exc
-            answer = await reply
+            try:
+                answer = await reply
+            except (ToolTimeoutError, asyncio.CancelledError) as exc:
+                reason = "timed out" if isinstance(exc, ToolTimeoutError) else "caller went away"
+                self._cancel_raw(writer, request_id, reason)
+                raise
         finally:
             expiry.cancel()
             self._raw_pending.pop(request_id, None)
@@ -316,6 +322,25 @@ class UpstreamServer:
             raise UpstreamError(f"{self.name}__{tool} failed: {self._redact(answer.error.message)}")
         result: dict[str, Any] = answer.result
         return result
+
+    def _cancel_raw(self, writer: Any, request_id: str, reason: str) -> None:
+        """Tell the server to stop working on an abandoned call (notifications/cancelled), as the
+        SDK's session does for its own requests; sent from a task so a cancelled caller can too."""
+
+        async def send() -> None:
+            notice = mcp_types.JSONRPCNotification(
+                jsonrpc="2.0",
+                method="notifications/cancelled",
+                params={"requestId": request_id, "reason": reason},
+            )
+            # A server that is gone has nothing left to stop.
+            gone = (anyio.ClosedResourceError, anyio.BrokenResourceError)
+            with anyio.move_on_after(2), suppress(*gone):
+                await writer.send(SessionMessage(notice))
+
+        task = asyncio.get_running_loop().create_task(send())
+        self._courtesy.add(task)
+        task.add_done_callback(self._courtesy.discard)
 
     def _take_raw_reply(self, item: Any) -> bool:
         """Whether ``item`` answers a raw call (then it is delivered here, not to the session)."""
