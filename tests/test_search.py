@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from helpers import (
     GatewayProcess,
@@ -216,6 +217,27 @@ def test_model_that_cannot_load_falls_back(tmp_path: Path) -> None:
         assert "could not be loaded" in status["warning"]
         assert status["model"] == "all-MiniLM-L6-v2"
         assert search(gateway, "time in tokyo")["mode"] == "hybrid"
+
+
+def test_the_model_runs_outside_the_gateway(tmp_path: Path) -> None:
+    config = {"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}}
+    gateway = GatewayProcess(config, tmp_path)
+    try:
+        wait_for_search(gateway)
+        workers = [p for p in gateway.descendants() if "toolscript.search.process" in p.cmdline()]
+        assert len(workers) == 1
+        mapped = {m.path for m in psutil.Process(gateway.process.pid).memory_maps()}
+        assert not any("libtorch" in path for path in mapped)  # torch lives in the worker
+        assert any("libtorch" in m.path for m in workers[0].memory_maps())
+        # The model dies: search answers with keywords and says why; calls carry on.
+        workers[0].kill()
+        answer = search(gateway, "what o'clock is it in Tokyo")
+        assert answer["mode"] == "keyword"
+        assert answer["hits"][0]["server"] == "time"
+        assert "embedding" in answer["search"]["reason"]
+        assert gateway.call("time__get_current_time", {"timezone": "UTC"}).status_code == 200
+    finally:
+        assert gateway.stop() == []
 
 
 def test_keyword_only_without_the_extra(tmp_path: Path) -> None:

@@ -36,7 +36,8 @@ from toolscript.pipeline.tasks import (
     run_pipeline,
 )
 from toolscript.search.engine import SearchEngine, SearchOptions
-from toolscript.search.semantic import Embedder, EmbeddingStore, SemanticUnavailable
+from toolscript.search.process import EmbedderProcess
+from toolscript.search.semantic import EmbeddingStore, SemanticUnavailable
 from toolscript.upstream.local import LocalToolServer
 from toolscript.upstream.server import ServerState, UpstreamServer
 
@@ -89,7 +90,7 @@ class Gateway:
         self._validators: dict[tuple[str, str], tuple[dict[str, Any], Validator]] = {}
         options = search or config.search
         store = EmbeddingStore(self.layout.embeddings if options.cache else None)
-        embedder = Embedder(options.model, options.device) if options.semantic else None
+        embedder = EmbedderProcess(options.model, options.device) if options.semantic else None
         self.search = SearchEngine(options, store, embedder)
 
     @asynccontextmanager
@@ -116,6 +117,8 @@ class Gateway:
             finally:
                 if self._rebuild_scope is not None:
                     self._rebuild_scope.cancel()
+                if self.search.embedder is not None:
+                    await anyio.to_thread.run_sync(self.search.embedder.close)
                 for upstream in self.upstreams.values():
                     await upstream.stop()
 

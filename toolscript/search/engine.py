@@ -187,7 +187,12 @@ class SearchEngine:
         cosines: Any = None
         if mode != "keyword":
             assert self.embedder is not None
-            cosines = semantic.matrix @ self.embedder.embed_query(query)
+            try:
+                cosines = semantic.matrix @ self.embedder.embed_query(query)
+            except Exception as exc:  # the model went away: answer with keywords, say why
+                log.warning("search: keyword only: %s", exc)
+                self.semantic_failed(f"the embedding model failed: {exc}")
+                mode = "keyword"
         scored = self._score(query, documents, keyword, cosines, mode, weight)
         cutoff = self.options.threshold if threshold is None else threshold
         hits = []

@@ -118,6 +118,9 @@ class Embedder:
         self.computed += len(texts)
         return result.astype(numpy.float32)
 
+    def close(self) -> None:
+        """Let go of the model's resources (nothing to do in-process)."""
+
     def embed_query(self, text: str) -> Any:
         self.load()
         with self._lock:

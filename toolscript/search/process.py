@@ -1,0 +1,169 @@
+"""The embedding model in a process of its own, so the gateway never imports torch.
+
+Importing torch and sentence-transformers holds the interpreter lock for seconds, and
+tokenizing holds it on every batch: inside the gateway, tool calls stalled for up to
+190 ms while the model loaded. Here the gateway only writes requests to a pipe and reads
+vectors back; the model cannot take the gateway down, and its memory is its own.
+
+Protocol (the worker's stdin and a private copy of its stdout): one JSON request per
+line, ``{"op": "load"}``, ``{"op": "embed", "texts": [...]}`` or ``{"op": "query",
+"text": "..."}``; each answered by one JSON header line (``ok``, ``rows``, ``dims``,
+``model_id``, ``warning``, or ``error`` and ``unavailable``) followed by ``rows * dims``
+float32 values. The worker exits when its stdin closes, so it never outlives the gateway.
+
+    python -m toolscript.search.process MODEL DEVICE
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from typing import IO, Any
+
+from toolscript.search.semantic import Embedder, SemanticUnavailable
+
+__all__ = ["EmbedderProcess"]
+
+
+class EmbedderProcess(Embedder):
+    """An Embedder whose model runs in a child process (started by ``load``)."""
+
+    def __init__(self, model: str | None = None, device: str = "cpu") -> None:
+        super().__init__(model, device)
+        self._process: subprocess.Popen[bytes] | None = None
+        self._loaded = False
+        self._closed = False
+        self._request_lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def load(self) -> None:
+        if self._loaded:
+            return
+        import numpy  # noqa: F401  (imported here, in the loading thread, not on a request)
+
+        header, _ = self._request({"op": "load"})
+        self.model_id = header["model_id"]
+        self.warning = header.get("warning")
+        self._loaded = True
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        import numpy
+
+        if not texts:
+            return numpy.zeros((0, 0), dtype=numpy.float32)
+        self.load()
+        _, vectors = self._request({"op": "embed", "texts": list(texts)})
+        self.computed += len(texts)
+        return vectors
+
+    def embed_query(self, text: str) -> Any:
+        self.load()
+        _, vectors = self._request({"op": "query", "text": text})
+        return vectors[0]
+
+    def close(self) -> None:
+        """Stop the worker (without waiting for a request in flight: that one fails)."""
+        self._closed = True
+        process = self._process
+        if process is None:
+            return
+        if process.stdin is not None:
+            process.stdin.close()
+        try:
+            process.wait(2)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    # -- the pipe ------------------------------------------------------------
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        if self._closed:
+            raise SemanticUnavailable("the gateway is shutting down")
+        if self._process is None or self._process.poll() is not None:
+            self._loaded = False
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "toolscript.search.process", self.requested, self.device],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+            )
+        return self._process
+
+    def _request(self, request: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+        import numpy
+
+        with self._request_lock:
+            process = self._start()
+            assert process.stdin is not None and process.stdout is not None
+            try:
+                process.stdin.write(json.dumps(request).encode() + b"\n")
+                process.stdin.flush()
+                line = process.stdout.readline()
+                header = json.loads(line) if line else None
+                if header is None:
+                    raise OSError("no answer")
+                if not header["ok"]:
+                    kind = SemanticUnavailable if header.get("unavailable") else RuntimeError
+                    raise kind(header["error"])
+                size = header["rows"] * header["dims"] * 4
+                data = process.stdout.read(size)
+                if len(data) != size:
+                    raise OSError("a short answer")
+            except (OSError, ValueError) as exc:
+                code = process.poll()
+                raise RuntimeError(
+                    f"the embedding process stopped ({exc}; exit code {code})"
+                ) from exc
+        vectors = numpy.frombuffer(data, dtype=numpy.float32)
+        return header, vectors.reshape(header["rows"], header["dims"])
+
+
+def _answer(out: IO[bytes], header: dict[str, Any], vectors: Any = None) -> None:
+    if vectors is not None:
+        header = {**header, "rows": int(vectors.shape[0]), "dims": int(vectors.shape[1])}
+    out.write(json.dumps({"ok": True, "rows": 0, "dims": 0, **header}).encode() + b"\n")
+    if vectors is not None:
+        out.write(vectors.astype("float32").tobytes())
+    out.flush()
+
+
+def main(argv: list[str]) -> int:
+    model, device = argv
+    # Our answers go to a private copy of stdout; whatever a library prints goes to stderr.
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    embedder = Embedder(model, device)
+    for line in sys.stdin.buffer:
+        request = json.loads(line)
+        try:
+            if request["op"] == "load":
+                embedder.load()
+                _answer(out, {"model_id": embedder.model_id, "warning": embedder.warning})
+            elif request["op"] == "embed":
+                _answer(out, {}, embedder.embed(request["texts"]))
+            else:
+                _answer(out, {}, embedder.embed_query(request["text"])[None, :])
+        except SemanticUnavailable as exc:
+            out.write(json.dumps({"ok": False, "error": str(exc), "unavailable": True}).encode())
+            out.write(b"\n")
+            out.flush()
+        except Exception as exc:  # the gateway decides what a failure means
+            out.write(json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"}).encode())
+            out.write(b"\n")
+            out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
