@@ -223,7 +223,7 @@ def test_the_model_runs_outside_the_gateway(tmp_path: Path) -> None:
     config = {"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}}
     gateway = GatewayProcess(config, tmp_path)
     try:
-        wait_for_search(gateway)
+        embedded = wait_for_search(gateway)["embedded"]
         workers = [p for p in gateway.descendants() if "toolscript.search.process" in p.cmdline()]
         assert len(workers) == 1
         mapped = {m.path for m in psutil.Process(gateway.process.pid).memory_maps()}
@@ -234,8 +234,13 @@ def test_the_model_runs_outside_the_gateway(tmp_path: Path) -> None:
         answer = search(gateway, "what o'clock is it in Tokyo")
         assert answer["mode"] == "keyword"
         assert answer["hits"][0]["server"] == "time"
-        assert "embedding" in answer["search"]["reason"]
+        assert "embedding model failed" in answer["search"]["reason"]
         assert gateway.call("time__get_current_time", {"timezone": "UTC"}).status_code == 200
+        # ... and reloads it in the background, from the cached vectors.
+        assert wait_for_search(gateway)["embedded"] == embedded  # nothing embedded again
+        assert search(gateway, "what o'clock is it in Tokyo")["mode"] == "hybrid"
+        replaced = [p for p in gateway.descendants() if "toolscript.search.process" in p.cmdline()]
+        assert [p.pid for p in replaced] != [workers[0].pid] and len(replaced) == 1
     finally:
         assert gateway.stop() == []
 
@@ -259,6 +264,10 @@ def test_keyword_only_without_the_extra(tmp_path: Path) -> None:
         answer = search(gateway, "current time")
         assert answer["mode"] == "keyword"
         assert answer["hits"][0]["name"] == "time__get_current_time"
+        # No model to serve, so no embedding worker left idling beside the gateway.
+        assert not [
+            p for p in gateway.descendants() if "toolscript.search" in " ".join(p.cmdline())
+        ]
     finally:
         gateway.stop()
 

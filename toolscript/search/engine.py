@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,7 @@ __all__ = ["Hit", "SearchEngine", "SearchOptions", "embed_missing"]
 log = logging.getLogger("toolscript.search")
 
 MODES = ("hybrid", "keyword", "semantic", "seed")
+RECOVERY_INTERVAL = 30.0  # seconds between attempts to reload a model that failed
 
 
 # The gateway's search settings are the config's ``search`` section, overridden by options.
@@ -106,6 +108,8 @@ class SearchEngine:
         if not options.semantic or embedder is None:
             self._semantic = _Semantic(state="disabled", reason="semantic search is turned off")
         self._lock = threading.Lock()
+        self._recovering = False
+        self._last_recovery = -RECOVERY_INTERVAL
 
     # -- state ---------------------------------------------------------------
 
@@ -136,6 +140,31 @@ class SearchEngine:
 
     def semantic_failed(self, reason: str) -> None:
         self._semantic = _Semantic(state="unavailable", reason=reason)
+
+    def _embedding_failed(self, exc: Exception) -> None:
+        """Keyword-only from now; reload the model in the background (at most once a while)."""
+        log.warning("search: keyword only, the embedding model failed: %s", exc)
+        now = time.monotonic()
+        with self._lock:
+            if self._recovering or now - self._last_recovery < RECOVERY_INTERVAL:
+                self.semantic_failed(f"the embedding model failed: {exc}")
+                return
+            self._recovering, self._last_recovery = True, now
+        reason = f"the embedding model failed ({exc}); reloading it"
+        self._semantic = _Semantic(state="loading", reason=reason)
+        threading.Thread(target=self._recover, name="search model reload", daemon=True).start()
+
+    def _recover(self) -> None:
+        assert self.embedder is not None
+        try:
+            self.embedder.load()
+            self.load_vectors()  # from the store: nothing is embedded again
+            log.info("search: hybrid again, the embedding model was reloaded")
+        except Exception as exc:
+            self.semantic_failed(f"the embedding model failed and could not be reloaded: {exc}")
+            log.warning("search: keyword only, reloading the embedding model failed: %s", exc)
+        finally:
+            self._recovering = False
 
     def load_vectors(self) -> None:
         """Align stored vectors with the current documents (embedding any that are missing)."""
@@ -190,8 +219,7 @@ class SearchEngine:
             try:
                 cosines = semantic.matrix @ self.embedder.embed_query(query)
             except Exception as exc:  # the model went away: answer with keywords, say why
-                log.warning("search: keyword only: %s", exc)
-                self.semantic_failed(f"the embedding model failed: {exc}")
+                self._embedding_failed(exc)
                 mode = "keyword"
         scored = self._score(query, documents, keyword, cosines, mode, weight)
         cutoff = self.options.threshold if threshold is None else threshold

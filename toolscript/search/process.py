@@ -41,18 +41,39 @@ class EmbedderProcess(Embedder):
 
     @property
     def loaded(self) -> bool:
-        return self._loaded
+        return self._loaded and self._alive()
 
     @property
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
 
     def load(self) -> None:
-        if self._loaded:
+        """Start the worker and load the model in it; again if the worker died since."""
+        if self.loaded:
             return
         import numpy  # noqa: F401  (imported here, in the loading thread, not on a request)
 
-        header, _ = self._request({"op": "load"})
+        with self._request_lock:
+            if self._closed:
+                raise SemanticUnavailable("the gateway is shutting down")
+            if not self._alive():
+                self._stop()  # a worker that died: let go of its pipes
+                self._process = subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "toolscript.search.process",
+                        self.requested,
+                        self.device,
+                    ],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                )
+        try:
+            header, _ = self._request({"op": "load"})
+        except SemanticUnavailable:
+            self._stop()  # no model to serve: no idle worker either
+            raise
         self.model_id = header["model_id"]
         self.warning = header.get("warning")
         self._loaded = True
@@ -68,13 +89,16 @@ class EmbedderProcess(Embedder):
         return vectors
 
     def embed_query(self, text: str) -> Any:
-        self.load()
+        """The query's vector; fails at once (no restart on a query's time) if the worker died."""
         _, vectors = self._request({"op": "query", "text": text})
         return vectors[0]
 
     def close(self) -> None:
         """Stop the worker (without waiting for a request in flight: that one fails)."""
         self._closed = True
+        self._stop()
+
+    def _stop(self) -> None:
         process = self._process
         if process is None:
             return
@@ -85,26 +109,22 @@ class EmbedderProcess(Embedder):
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
 
     # -- the pipe ------------------------------------------------------------
 
-    def _start(self) -> subprocess.Popen[bytes]:
-        if self._closed:
-            raise SemanticUnavailable("the gateway is shutting down")
-        if self._process is None or self._process.poll() is not None:
-            self._loaded = False
-            self._process = subprocess.Popen(
-                [sys.executable, "-m", "toolscript.search.process", self.requested, self.device],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-            )
-        return self._process
+    def _alive(self) -> bool:
+        return self._process is not None and self._process.poll() is None
 
     def _request(self, request: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         import numpy
 
         with self._request_lock:
-            process = self._start()
+            process = self._process
+            if process is None or process.poll() is not None:
+                code = None if process is None else process.returncode
+                raise RuntimeError(f"the embedding process is not running (exit code {code})")
             assert process.stdin is not None and process.stdout is not None
             try:
                 process.stdin.write(json.dumps(request).encode() + b"\n")
