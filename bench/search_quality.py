@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import random
+import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -190,18 +192,39 @@ def in_process(files: list[str], alpha: float, subset: str) -> Iterator[tuple[Ra
     yield rank, len(documents)
 
 
-def evaluate(rank: Ranker, queries: list[tuple[str, Gold]], mode: str) -> dict[str, float]:
+def evaluate(rank: Ranker, queries: list[tuple[str, Gold]], mode: str) -> dict[str, Any]:
+    """Mean R@1/5/10 and MRR, and each query's R@5 (``per_query``) for the paired comparison."""
     totals = {"R@1": 0.0, "R@5": 0.0, "R@10": 0.0, "MRR": 0.0}
+    per_query = []
     for query, gold in queries:
         ranked = rank(query, mode)
         for k in (1, 5, 10):
             top = set(ranked[:k])
-            totals[f"R@{k}"] += sum(1 for options in gold if options & top) / len(gold)
+            found = sum(1 for options in gold if options & top) / len(gold)
+            totals[f"R@{k}"] += found
+            if k == 5:
+                per_query.append(found)
         first = next(
             (rank for rank, item in enumerate(ranked, 1) if any(item in o for o in gold)), None
         )
         totals["MRR"] += 1 / first if first else 0.0
-    return {key: value / max(len(queries), 1) for key, value in totals.items()}
+    scores: dict[str, Any] = {key: value / max(len(queries), 1) for key, value in totals.items()}
+    scores["per_query"] = per_query
+    return scores
+
+
+def margin(
+    ours: list[float], baseline: list[float], rounds: int = 2000
+) -> tuple[float, float, float]:
+    """Mean paired difference of R@5 and its 95% bootstrap interval (fixed seed)."""
+    differences = [a - b for a, b in zip(ours, baseline, strict=True)]
+    if not differences:
+        return 0.0, 0.0, 0.0
+    pick = random.Random(0)
+    means = sorted(
+        statistics.fmean(pick.choices(differences, k=len(differences))) for _ in range(rounds)
+    )
+    return statistics.fmean(differences), means[int(0.025 * rounds)], means[int(0.975 * rounds)]
 
 
 def main() -> None:
@@ -218,13 +241,21 @@ def main() -> None:
         with searcher(files, args.alpha, subset) as (rank, tools):
             print(f"\n== {subset}: {len(files)} servers, {tools} tools ==")
             print(f"{'set':14}{'queries':>8} {'mode':9}{'R@1':>7}{'R@5':>7}{'R@10':>7}{'MRR':>7}")
+            verdicts = []
             for name, queries in sets.items():
-                for mode in MODES:
-                    scores = evaluate(rank, queries, mode)
+                results = {mode: evaluate(rank, queries, mode) for mode in MODES}
+                for mode, scores in results.items():
                     print(
                         f"{name:14}{len(queries):8} {mode:9}"
                         + "".join(f"{scores[k]:7.3f}" for k in ("R@1", "R@5", "R@10", "MRR"))
                     )
+                best = max(("keyword", "semantic", "seed"), key=lambda m: results[m]["R@5"])
+                mean, low, high = margin(results["hybrid"]["per_query"], results[best]["per_query"])
+                verdicts.append(
+                    f"{name:14} hybrid - {best:8} R@5 {mean:+.3f} (95% CI {low:+.3f} to {high:+.3f})"
+                )
+            print("toolscript against the best of the others (target: +0.10 on our sets)")
+            print("\n".join(verdicts))
 
 
 if __name__ == "__main__":
