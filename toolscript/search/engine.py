@@ -5,11 +5,12 @@ parameters and server, identifiers split into words, light stemming, common
 synonyms, typo-tolerant, scaled by the query's best, plus how much of the tool's
 name the query explains; see lexical.py) and, once the model is loaded, a semantic
 score (cosine similarity of embeddings of the tool's server, name, description and
-parameter names), which runs from the median tool (0) to the best (1). They are blended ``alpha * semantic +
-(1 - alpha) * keyword`` (``--search-alpha``; default 0.5, which ranked best in
-bench/search_quality.py; the original design used 0.7). ``threshold`` drops hits
-whose blended score is below it (``--search-threshold``, default 0.35). Until the
-model is ready, or without it, search is keyword-only and says so.
+parameter names), which runs from the median tool (0) to the best (1). They are
+blended ``alpha * semantic + (1 - alpha) * keyword`` (``--search-alpha``; default
+0.5, which ranked best in bench/search_quality.py; the original design used 0.7).
+``threshold`` drops hits whose blended score is below it (``--search-threshold``,
+default 0.35). Until the model is ready, or without it, search is keyword-only and
+says so. The model itself runs in a worker process (process.py).
 """
 
 from __future__ import annotations
@@ -142,12 +143,18 @@ class SearchEngine:
         self._semantic = _Semantic(state="unavailable", reason=reason)
 
     def _embedding_failed(self, exc: Exception) -> None:
-        """Keyword-only from now; reload the model in the background (at most once a while)."""
+        """Keyword-only now; reload the model in the background, unless it failed again soon
+        after the last reload (then keyword-only until the gateway restarts: no crash loop)."""
         log.warning("search: keyword only, the embedding model failed: %s", exc)
         now = time.monotonic()
         with self._lock:
-            if self._recovering or now - self._last_recovery < RECOVERY_INTERVAL:
-                self.semantic_failed(f"the embedding model failed: {exc}")
+            if self._recovering:
+                return
+            if now - self._last_recovery < RECOVERY_INTERVAL:
+                self.semantic_failed(
+                    f"the embedding model failed again soon after a reload ({exc}); "
+                    "keyword search only until the gateway restarts"
+                )
                 return
             self._recovering, self._last_recovery = True, now
         reason = f"the embedding model failed ({exc}); reloading it"
