@@ -168,7 +168,15 @@ def main(argv: list[str]) -> int:
         request = json.loads(line)
         try:
             if request["op"] == "load":
-                embedder.load()
+                try:
+                    embedder.load()
+                except SemanticUnavailable:
+                    raise
+                except Exception as exc:  # a model or device that cannot work here
+                    raise SemanticUnavailable(
+                        f"the embedding model could not be loaded on device {device!r}: "
+                        f"{type(exc).__name__}: {exc}"
+                    ) from exc
                 _answer(out, {"model_id": embedder.model_id, "warning": embedder.warning})
             elif request["op"] == "embed":
                 _answer(out, {}, embedder.embed(request["texts"]))
