@@ -247,9 +247,9 @@ def test_the_model_runs_outside_the_gateway(tmp_path: Path) -> None:
 
 def test_a_device_that_cannot_work_means_keyword_search(tmp_path: Path) -> None:
     config = {"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}}
-    with running_gateway(config, tmp_path, "--search-device", "cuda") as gateway:
+    with running_gateway(config, tmp_path, "--search-device", "quantum") as gateway:
         status = wait_for_search(gateway, "unavailable")
-        assert "device 'cuda'" in status["reason"]
+        assert "device 'quantum'" in status["reason"]
         assert search(gateway, "current time")["hits"][0]["name"] == "time__get_current_time"
         assert not [p for p in gateway.descendants() if "toolscript.search" in p.cmdline()]
 
