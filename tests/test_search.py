@@ -245,6 +245,22 @@ def test_the_model_runs_outside_the_gateway(tmp_path: Path) -> None:
         assert gateway.stop() == []
 
 
+def test_a_hung_model_is_replaced_not_waited_for(tmp_path: Path) -> None:
+    config = {"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}}
+    with running_gateway(config, tmp_path) as gateway:
+        wait_for_search(gateway)
+        (worker,) = [p for p in gateway.descendants() if "toolscript.search.process" in p.cmdline()]
+        worker.suspend()  # alive, but answers nothing
+        started = time.monotonic()
+        answer = search(gateway, "what o'clock is it in Tokyo")
+        assert time.monotonic() - started < 30
+        assert answer["mode"] == "keyword"
+        assert "no answer within" in answer["search"]["reason"]
+        assert not worker.is_running() or worker.status() == psutil.STATUS_ZOMBIE
+        wait_for_search(gateway)
+        assert search(gateway, "what o'clock is it in Tokyo")["mode"] == "hybrid"
+
+
 def test_a_device_that_cannot_work_means_keyword_search(tmp_path: Path) -> None:
     config = {"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}}
     with running_gateway(config, tmp_path, "--search-device", "quantum") as gateway:

@@ -28,6 +28,10 @@ from toolscript.search.semantic import Embedder, SemanticUnavailable
 
 __all__ = ["EmbedderProcess"]
 
+# Seconds a request may take before the worker counts as hung and is killed: loading imports
+# torch (seconds, minutes on a slow disk); a batch of 128 tools takes about a second here.
+DEADLINES = {"load": 600.0, "embed": 600.0, "query": 5.0}
+
 
 class EmbedderProcess(Embedder):
     """An Embedder whose model runs in a child process (started by ``load``)."""
@@ -126,6 +130,17 @@ class EmbedderProcess(Embedder):
                 code = None if process is None else process.returncode
                 raise RuntimeError(f"the embedding process is not running (exit code {code})")
             assert process.stdin is not None and process.stdout is not None
+            # A worker that hangs is killed, so no search or indexing waits on it for ever.
+            deadline = DEADLINES[request["op"]]
+            fired = threading.Event()
+
+            def expire() -> None:
+                fired.set()
+                process.kill()
+
+            watchdog = threading.Timer(deadline, expire)
+            watchdog.daemon = True
+            watchdog.start()
             try:
                 process.stdin.write(json.dumps(request).encode() + b"\n")
                 process.stdin.flush()
@@ -142,9 +157,12 @@ class EmbedderProcess(Embedder):
                     raise OSError("a short answer")
             except (OSError, ValueError) as exc:
                 code = process.poll()
+                why = f"no answer within {deadline:g} s" if fired.is_set() else str(exc)
                 raise RuntimeError(
-                    f"the embedding process stopped ({exc}; exit code {code})"
+                    f"the embedding process stopped ({why}; exit code {code})"
                 ) from exc
+            finally:
+                watchdog.cancel()
         vectors = numpy.frombuffer(data, dtype=numpy.float32)
         return header, vectors.reshape(header["rows"], header["dims"])
 
