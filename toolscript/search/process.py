@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -60,19 +61,14 @@ class EmbedderProcess(Embedder):
         with self._request_lock:
             if self._closed:
                 raise SemanticUnavailable("the gateway is shutting down")
-            if not self._alive():
-                self._stop()  # a worker that died: let go of its pipes
-                self._process = subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "toolscript.search.process",
-                        self.requested,
-                        self.device,
-                    ],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                )
+            # A worker that failed may still be dying (a killed process with torch loaded takes
+            # a moment to go): wait for it, whatever state it is in, and start afresh.
+            self._stop()
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "toolscript.search.process", self.requested, self.device],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+            )
         try:
             header, _ = self._request({"op": "load"})
         except SemanticUnavailable:
@@ -127,6 +123,7 @@ class EmbedderProcess(Embedder):
         with self._request_lock:
             process = self._process
             if process is None or process.poll() is not None:
+                self._loaded = False
                 code = None if process is None else process.returncode
                 raise RuntimeError(f"the embedding process is not running (exit code {code})")
             assert process.stdin is not None and process.stdout is not None
@@ -156,6 +153,7 @@ class EmbedderProcess(Embedder):
                 if len(data) != size:
                     raise OSError("a short answer")
             except (OSError, ValueError) as exc:
+                self._loaded = False  # the next load() starts a new worker
                 code = process.poll()
                 why = f"no answer within {deadline:g} s" if fired.is_set() else str(exc)
                 raise RuntimeError(
@@ -176,8 +174,17 @@ def _answer(out: IO[bytes], header: dict[str, Any], vectors: Any = None) -> None
     out.flush()
 
 
+def _refuse(out: IO[bytes], error: str, *, unavailable: bool) -> None:
+    out.write(json.dumps({"ok": False, "error": error, "unavailable": unavailable}).encode())
+    out.write(b"\n")
+    out.flush()
+
+
 def main(argv: list[str]) -> int:
     model, device = argv
+    # Ctrl+C in the gateway's terminal reaches us too: the gateway decides when we stop
+    # (it closes our stdin), so no KeyboardInterrupt traceback lands in its terminal.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Our answers go to a private copy of stdout; whatever a library prints goes to stderr.
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
@@ -201,13 +208,9 @@ def main(argv: list[str]) -> int:
             else:
                 _answer(out, {}, embedder.embed_query(request["text"])[None, :])
         except SemanticUnavailable as exc:
-            out.write(json.dumps({"ok": False, "error": str(exc), "unavailable": True}).encode())
-            out.write(b"\n")
-            out.flush()
+            _refuse(out, str(exc), unavailable=True)
         except Exception as exc:  # the gateway decides what a failure means
-            out.write(json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"}).encode())
-            out.write(b"\n")
-            out.flush()
+            _refuse(out, f"{type(exc).__name__}: {exc}", unavailable=False)
     return 0
 
 
