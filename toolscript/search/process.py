@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import IO, Any
 
 from toolscript.search.semantic import Embedder, SemanticUnavailable
@@ -103,7 +104,10 @@ class EmbedderProcess(Embedder):
         if process is None:
             return
         if process.stdin is not None:
-            process.stdin.close()
+            # Closing flushes what a failed request left in the buffer: to a dead worker that
+            # is a broken pipe, and nothing to worry about.
+            with suppress(OSError):
+                process.stdin.close()
         try:
             process.wait(2)
         except subprocess.TimeoutExpired:
