@@ -325,3 +325,13 @@ def test_a_worker_that_died_mid_request_is_replaced() -> None:
     finally:
         embedder.close()
     assert embedder._process is not None and embedder._process.poll() is not None
+
+
+def test_no_cache_embeds_on_every_start_and_stores_nothing(tmp_path: Path) -> None:
+    config = {"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}}
+    for _ in range(2):
+        with running_gateway(config, tmp_path, "--search-no-cache") as gateway:
+            status = wait_for_search(gateway)
+            assert status["embedded"] == status["tools"] == 2
+            assert search(gateway, "what o'clock is it in Tokyo")["mode"] == "hybrid"
+    assert not list(tmp_path.rglob("embeddings.db"))
