@@ -335,3 +335,19 @@ def test_no_cache_embeds_on_every_start_and_stores_nothing(tmp_path: Path) -> No
             assert status["embedded"] == status["tools"] == 2
             assert search(gateway, "what o'clock is it in Tokyo")["mode"] == "hybrid"
     assert not list(tmp_path.rglob("embeddings.db"))
+
+
+def test_alpha_and_threshold_options(tmp_path: Path) -> None:
+    config = {"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}}
+    with running_gateway(
+        config, tmp_path, "--search-alpha", "0", "--search-threshold", "0.5"
+    ) as gateway:
+        status = wait_for_search(gateway)
+        assert (status["alpha"], status["threshold"]) == (0, 0.5)
+        hits = search(gateway, "convert a time between zones")["hits"]
+        assert hits  # alpha 0: the keyword score alone decides, and the threshold cuts
+        assert all(hit["score"] == hit["keyword"] >= 0.5 for hit in hits)
+    for option, value in (("--search-alpha", "1.5"), ("--search-threshold", "-0.1")):
+        result = toolscript_cli("gateway", "start", option, value, cwd=tmp_path, timeout=60)
+        assert result.returncode == 2
+        assert f"{option} must be between 0 and 1" in result.stderr

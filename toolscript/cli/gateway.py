@@ -44,7 +44,7 @@ def start(
         float | None,
         typer.Option(
             "--search-alpha",
-            help="Semantic weight in search (0-1) [config: search.alpha, 0.7].",
+            help="Semantic weight in search (0-1) [config: search.alpha, 0.5].",
             show_default=False,
         ),
     ] = None,
