@@ -244,3 +244,34 @@ def test_standalone_doit_matches_the_gateway(tmp_path: Path) -> None:
     with running_gateway(config, gateway_dir) as gateway:
         served = gateway.client.get("runtime/tools.ts").text
     assert served == standalone
+
+
+def test_indexing_shows_a_progress_bar_on_a_terminal(tmp_path: Path) -> None:
+    import os
+    import pty
+
+    config = {"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}}
+    (tmp_path / "dodo.py").write_text("from toolscript.pipeline.dodo import *  # noqa: F403\n")
+    (tmp_path / ".toolscript.json").write_text(json.dumps(config))
+    controller, terminal = pty.openpty()
+    with subprocess.Popen(
+        [sys.executable, "-m", "doit", "index"],
+        cwd=tmp_path,
+        env=clean_env(TERM="xterm", COLUMNS="100"),
+        stdin=subprocess.DEVNULL,
+        stdout=terminal,
+        stderr=terminal,
+    ) as process:
+        os.close(terminal)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(controller, 4096)
+            except OSError:  # the terminal closed: doit is done
+                break
+            if not chunk:
+                break
+            shown += chunk
+        assert process.wait(120) == 0, shown.decode(errors="replace")
+    os.close(controller)
+    assert b"embedding tools" in shown

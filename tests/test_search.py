@@ -194,7 +194,7 @@ def test_embeddings_are_cached_across_restarts_and_changes(tmp_path: Path) -> No
     with running_gateway(config, tmp_path) as first:
         status = wait_for_search(first)
         tools = status["tools"]
-        assert status["embedded"] == tools
+        assert (status["embedded"], status["cached"]) == (tools, 0)
     with running_gateway(config, tmp_path) as second:
         status = wait_for_search(second)
         assert status["embedded"] == 0

@@ -391,14 +391,20 @@ def _write_catalogue(layout: CacheLayout, servers: list[ServerConfig]) -> None:
 
 
 def _progress_reporter() -> Callable[[int, int], None] | None:
-    """A progress bar on a terminal for indexing that takes more than a moment."""
+    """A progress bar on a terminal for indexing that takes more than a moment.
+
+    doit captures a task's sys.stdout and sys.stderr, so the bar goes to the process's own
+    stderr (``sys.__stderr__``), the terminal of `doit` or of `toolscript gateway start`.
+    """
     import sys
 
-    if not sys.stderr.isatty():
+    terminal = sys.__stderr__
+    if terminal is None or not terminal.isatty():
         return lambda done, total: log.info("index: embedded %d/%d tools", done, total)
+    from rich.console import Console
     from rich.progress import Progress
 
-    progress = Progress(transient=True)
+    progress = Progress(console=Console(file=terminal), transient=True)
     task_id = progress.add_task("embedding tools", total=None)
 
     def report(done: int, total: int) -> None:

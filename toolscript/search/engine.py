@@ -180,7 +180,6 @@ class SearchEngine:
         assert self.embedder is not None
         documents = self.documents
         self._semantic.state = "indexing" if self._semantic.state != "ready" else "ready"
-        before = self.embedder.computed
         embed_missing(documents, self.embedder, self.store)
         vectors = self.store.get((d.content_hash for d in documents), self.embedder.model_id)
         if documents:
@@ -189,14 +188,14 @@ class SearchEngine:
             )
         else:
             matrix = numpy.zeros((0, 1), dtype=numpy.float32)
-        computed = self.embedder.computed - before
         with self._lock:
             if documents is self.documents:
                 self._semantic = _Semantic(
                     state="ready",
                     reason="",
                     matrix=matrix,
-                    cached=len(documents) - computed,
+                    # Vectors this gateway did not compute (the index task may have just done so).
+                    cached=max(0, len(documents) - self.embedder.computed),
                 )
 
     # -- search --------------------------------------------------------------
