@@ -271,6 +271,21 @@ def test_a_device_that_cannot_work_means_keyword_search(tmp_path: Path) -> None:
         assert not [p for p in gateway.descendants() if "toolscript.search" in p.cmdline()]
 
 
+def test_a_hub_model_without_the_hub_falls_back_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A hub that cannot be reached (".invalid" never resolves): the library would retry for
+    # over a minute; the gateway looks in the local cache only and falls back in seconds.
+    monkeypatch.setenv("HF_ENDPOINT", "https://hub.invalid")
+    for proxy in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(proxy, raising=False)
+    config = {"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}}
+    with running_gateway(config, tmp_path, "--search-model", "BAAI/bge-small-en-v1.5") as gateway:
+        status = wait_for_search(gateway, timeout=40)
+        assert "unreachable" in status["warning"]
+        assert status["model"] == "all-MiniLM-L6-v2"
+
+
 def test_keyword_only_without_the_extra(tmp_path: Path) -> None:
     blocker = tmp_path / "blocker"
     blocker.mkdir()

