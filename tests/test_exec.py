@@ -268,6 +268,7 @@ def test_ephemeral_gateway_with_servers(toolscript_home: Path, tmp_path: Path) -
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == "ephemeral"
+    assert result.stderr == ""  # nothing from the gateway it started and stopped
     assert _ephemeral_gateways() == []
     assert not (tmp_path / ".toolscript" / "gateway.json").exists()
 

@@ -366,3 +366,11 @@ def test_alpha_and_threshold_options(tmp_path: Path) -> None:
         result = toolscript_cli("gateway", "start", option, value, cwd=tmp_path, timeout=60)
         assert result.returncode == 2
         assert f"{option} must be between 0 and 1" in result.stderr
+
+
+def test_stopping_while_the_model_loads_is_quiet(tmp_path: Path) -> None:
+    config = {"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}}
+    gateway = GatewayProcess(config, tmp_path)
+    assert gateway.client.get("health").json()["search"]["semantic"] == "loading"
+    assert gateway.stop() == []
+    assert "Traceback" not in gateway.log and "ERROR" not in gateway.log, gateway.log

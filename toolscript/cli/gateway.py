@@ -100,7 +100,8 @@ def start(
         model=search_model or chosen.model,
         device=search_device or chosen.device,
         cache=chosen.cache and not search_no_cache,
-        semantic=chosen.semantic,
+        # A gateway that lives for one `exec` has no use for the model: keyword search only.
+        semantic=chosen.semantic and not ephemeral,
     )
     for name, value in (
         ("--search-alpha", options.alpha),

@@ -76,6 +76,7 @@ class Gateway:
         self._ready = False
         self._rebuild = anyio.Event()
         self._rebuild_scope: anyio.CancelScope | None = None
+        self._semantic_scope: anyio.CancelScope | None = None
         self._pipeline_lock = anyio.Lock()
         self.upstreams: dict[str, UpstreamServer | LocalToolServer] = {
             server.name: (
@@ -105,6 +106,7 @@ class Gateway:
             self._ready = True
             tasks.start_soon(self._rebuild_when_tools_change, name="artifact rebuilds")
             if self.search.embedder is not None:
+                self._semantic_scope = anyio.CancelScope()
                 tasks.start_soon(self._load_semantic_search, name="semantic search")
             log.info(
                 "ready: %d/%d servers connected, %d tools",
@@ -117,6 +119,8 @@ class Gateway:
             finally:
                 if self._rebuild_scope is not None:
                     self._rebuild_scope.cancel()
+                if self._semantic_scope is not None:
+                    self._semantic_scope.cancel()
                 if self.search.embedder is not None:
                     await anyio.to_thread.run_sync(self.search.embedder.close)
                 for upstream in self.upstreams.values():
@@ -156,12 +160,15 @@ class Gateway:
 
     async def _load_semantic_search(self) -> None:
         """Load the model, run the index task, switch search to hybrid; never fatal."""
-        assert self.search.embedder is not None
+        assert self.search.embedder is not None and self._semantic_scope is not None
         started = time.perf_counter()
         try:
-            await anyio.to_thread.run_sync(self.search.embedder.load, abandon_on_cancel=True)
-            async with self._pipeline_lock:
-                await anyio.to_thread.run_sync(self._index_and_load, abandon_on_cancel=True)
+            with self._semantic_scope as scope:  # cancelled at shutdown, before the worker stops
+                await anyio.to_thread.run_sync(self.search.embedder.load, abandon_on_cancel=True)
+                async with self._pipeline_lock:
+                    await anyio.to_thread.run_sync(self._index_and_load, abandon_on_cancel=True)
+            if scope.cancelled_caught:
+                return
         except SemanticUnavailable as exc:
             self.search.semantic_failed(str(exc))
             log.warning("search: keyword only: %s", exc)
