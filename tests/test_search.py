@@ -23,7 +23,13 @@ from helpers import (
 
 from toolscript.search.lexical import LexicalIndex
 from toolscript.search.process import EmbedderProcess
-from toolscript.search.text import document_for, name_words, split_identifier, tokenize
+from toolscript.search.text import (
+    document_for,
+    mostly_cjk,
+    name_words,
+    split_identifier,
+    tokenize,
+)
 
 
 def wait_for_search(
@@ -85,6 +91,31 @@ def test_keyword_index_handles_typos_and_synonyms() -> None:
     assert best("curent tiem") == "get_current_time"
     assert best("remove a file") == "delete_file"
     assert best("make a ticket") == "create_issue"
+
+
+def test_chinese_japanese_korean_text_is_searchable_by_keywords() -> None:
+    assert split_identifier("推荐菜谱 getMeals") == ["推荐", "荐菜", "菜谱", "get", "meals"]
+    assert split_identifier("天") == ["天"]
+    assert mostly_cjk("今天的微博热搜 top") and not mostly_cjk("weibo 热搜 trending now")
+    documents = [
+        document_for(
+            "cook", "", {"name": "recommend_meals", "description": "根据忌口智能推荐菜谱"}
+        ),
+        document_for("news", "", {"name": "weibo_trending", "description": "获取微博热搜榜"}),
+        document_for("time", "", {"name": "get_time", "description": "Current time"}),
+    ]
+    index = LexicalIndex(documents)
+    assert max(index.scores("推荐一些菜谱").items(), key=lambda item: item[1])[0] == 0
+    assert set(index.scores("今天的微博热搜")) == {1}
+
+
+def test_the_default_model_does_not_lead_on_chinese_queries(gateway: GatewayProcess) -> None:
+    wait_for_search(gateway)
+    # No tool here is described in Chinese: no keyword matches, and the English-only model's
+    # similarities count for at most 0.2 of a score, not alpha's 0.5.
+    hits = search(gateway, "今天的天气怎么样", threshold=0, limit=5)["hits"]
+    assert hits and all(hit["keyword"] == 0 for hit in hits)
+    assert max(hit["score"] for hit in hits) <= 0.2 + 1e-6
 
 
 def test_name_words_drop_stop_words_and_the_server_name() -> None:

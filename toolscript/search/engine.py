@@ -24,8 +24,8 @@ from typing import Any
 
 from toolscript.config import SearchConfig
 from toolscript.search.lexical import LexicalIndex
-from toolscript.search.semantic import Embedder, EmbeddingStore
-from toolscript.search.text import ToolDocument
+from toolscript.search.semantic import DEFAULT_MODEL, Embedder, EmbeddingStore
+from toolscript.search.text import ToolDocument, mostly_cjk
 
 __all__ = ["Hit", "SearchEngine", "SearchOptions", "embed_missing"]
 
@@ -33,6 +33,7 @@ log = logging.getLogger("toolscript.search")
 
 MODES = ("hybrid", "keyword", "semantic", "seed")
 RECOVERY_INTERVAL = 30.0  # seconds between attempts to reload a model that failed
+CJK_ALPHA = 0.2  # the semantic weight for queries written mostly in CJK scripts (default model)
 
 
 # The gateway's search settings are the config's ``search`` section, overridden by options.
@@ -218,6 +219,15 @@ class SearchEngine:
         if semantic.state != "ready" and mode in ("hybrid", "semantic", "seed"):
             mode = "keyword"
         weight = self.options.alpha if alpha is None else alpha
+        if (
+            alpha is None
+            and self.embedder is not None
+            and self.embedder.model_id == DEFAULT_MODEL
+            and mostly_cjk(query)
+        ):
+            # The default model reads English only: on Chinese, Japanese or Korean queries its
+            # similarities are noise, so keywords (which match such descriptions) lead.
+            weight = min(weight, CJK_ALPHA)
         keyword = lexical.scores(query)
         cosines: Any = None
         if mode != "keyword":

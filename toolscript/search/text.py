@@ -7,10 +7,22 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ToolDocument", "document_for", "name_words", "split_identifier", "stem", "tokenize"]
+__all__ = [
+    "ToolDocument",
+    "document_for",
+    "mostly_cjk",
+    "name_words",
+    "split_identifier",
+    "stem",
+    "tokenize",
+]
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_WORD = re.compile(r"[A-Za-z0-9]+")
+# Han, kana and hangul are written without spaces: a run of them becomes overlapping character
+# pairs (the usual unit for keyword search in those scripts), so "推荐菜谱" finds "推荐" and "菜谱".
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+_WORD = re.compile(rf"[A-Za-z0-9]+|[{_CJK}]+")
+_CJK_RUN = re.compile(rf"[{_CJK}]")
 STOP_WORDS = frozenset(
     [
         "a",
@@ -86,8 +98,17 @@ def split_identifier(text: str) -> list[str]:
     """``getUserProfile`` / ``get_user-profile`` -> ``["get", "user", "profile"]``."""
     words: list[str] = []
     for chunk in _WORD.findall(text):
-        words.extend(part.lower() for part in _CAMEL.sub(" ", chunk).split())
+        if _CJK_RUN.match(chunk):
+            words.extend(chunk[i : i + 2] for i in range(max(1, len(chunk) - 1)))
+        else:
+            words.extend(part.lower() for part in _CAMEL.sub(" ", chunk).split())
     return words
+
+
+def mostly_cjk(text: str) -> bool:
+    """Whether at least half of the letters of ``text`` are Han, kana or hangul."""
+    letters = [c for c in text if c.isalpha()]
+    return bool(letters) and sum(bool(_CJK_RUN.match(c)) for c in letters) * 2 >= len(letters)
 
 
 def stem(word: str) -> str:
