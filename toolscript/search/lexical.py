@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from toolscript.search.text import ToolDocument, split_identifier, stem, tokenize
+from toolscript.search.text import ToolDocument, tokenize
 
 __all__ = ["FIELD_WEIGHTS", "NAME_WEIGHT", "LexicalIndex"]
 
@@ -137,8 +137,8 @@ class LexicalIndex:
         """The query's own (stemmed) words, and the synonyms of every word it has."""
         said = set(tokenize(query))
         related: set[str] = set()
-        for word in split_identifier(query):
-            related.update(SYNONYMS.get(stem(word), ()))
+        for word in tokenize(query, keep_stop_words=True):  # "show" still means "list"
+            related.update(SYNONYMS.get(word, ()))
         return said, related - said
 
     def bm25(self, query: str) -> dict[int, float]:

@@ -117,8 +117,9 @@ class Embedder:
     def _open(
         self, library: Any, location: str, model_id: str, *, local_files_only: bool = False
     ) -> Any:
-        options = {"local_files_only": True} if local_files_only else {}
-        model = library.SentenceTransformer(location, device=self.device, **options)
+        model = library.SentenceTransformer(
+            location, device=self.device, local_files_only=local_files_only
+        )
         model.max_seq_length = min(model.max_seq_length or MAX_TOKENS, MAX_TOKENS)
         self.model_id = model_id
         return model

@@ -22,7 +22,7 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 # pairs (the usual unit for keyword search in those scripts), so "推荐菜谱" finds "推荐" and "菜谱".
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
 _WORD = re.compile(rf"[A-Za-z0-9]+|[{_CJK}]+")
-_CJK_RUN = re.compile(rf"[{_CJK}]")
+_CJK_CHAR = re.compile(rf"[{_CJK}]")
 STOP_WORDS = frozenset(
     [
         "a",
@@ -98,7 +98,7 @@ def split_identifier(text: str) -> list[str]:
     """``getUserProfile`` / ``get_user-profile`` -> ``["get", "user", "profile"]``."""
     words: list[str] = []
     for chunk in _WORD.findall(text):
-        if _CJK_RUN.match(chunk):
+        if _CJK_CHAR.match(chunk):
             words.extend(chunk[i : i + 2] for i in range(max(1, len(chunk) - 1)))
         else:
             words.extend(part.lower() for part in _CAMEL.sub(" ", chunk).split())
@@ -108,7 +108,7 @@ def split_identifier(text: str) -> list[str]:
 def mostly_cjk(text: str) -> bool:
     """Whether at least half of the letters of ``text`` are Han, kana or hangul."""
     letters = [c for c in text if c.isalpha()]
-    return bool(letters) and sum(bool(_CJK_RUN.match(c)) for c in letters) * 2 >= len(letters)
+    return bool(letters) and sum(bool(_CJK_CHAR.match(c)) for c in letters) * 2 >= len(letters)
 
 
 def stem(word: str) -> str:
@@ -166,8 +166,8 @@ def name_words(server: str, name: str) -> frozenset[str]:
     ``jira_create_issue`` on server ``atlassian`` -> ``{"jira", "creat", "issu"}``;
     ``github`` / ``github_get_repo`` -> ``{"repo"}``. A name made only of such words keeps them.
     """
-    words = [stem(word) for word in split_identifier(name) if word not in STOP_WORDS]
-    server_words = {stem(word) for word in split_identifier(server)} | {"mcp"}
+    words = tokenize(name)
+    server_words = {*tokenize(server, keep_stop_words=True), "mcp"}
     return frozenset([word for word in words if word not in server_words] or words)
 
 
