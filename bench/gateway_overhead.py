@@ -21,16 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import running_gateway
+from harness import percentile, running_gateway
 
 ROOT = Path(__file__).resolve().parent.parent
 EVERYTHING = ROOT / "tests" / "servers" / "node_modules" / ".bin" / "mcp-server-everything"
 ARGUMENTS = {"message": "hello"}
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 async def direct(calls: int, concurrency: int, seconds: float) -> dict[str, float]:

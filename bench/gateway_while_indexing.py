@@ -25,15 +25,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import httpx
 from corpus import ROOT
-from harness import running_gateway
+from harness import percentile, running_gateway
 from search_quality import corpus_config, corpus_files
 
 EVERYTHING = ROOT / "tests" / "servers" / "node_modules" / ".bin" / "mcp-server-everything"
 
 
 def summary(label: str, values: list[float]) -> str:
-    ordered = sorted(values)
-    p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+    p99 = percentile(values, 0.99)
     return f"{label:26}{len(values):7}{statistics.median(values):9.2f}{p99:9.2f}{max(values):9.2f}"
 
 

@@ -11,7 +11,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["gateway_env", "running_gateway"]
+__all__ = ["gateway_env", "percentile", "running_gateway"]
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """The value below which ``fraction`` of ``values`` lie (nearest rank)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 def gateway_env(**extra: str) -> dict[str, str]:

@@ -22,6 +22,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpus import corpus_tools
+from harness import percentile
 
 from toolscript.search.engine import SearchEngine, SearchOptions
 from toolscript.search.process import EmbedderProcess
@@ -33,11 +34,6 @@ QUERIES = [
     for line in (Path(__file__).parent / "search" / "queries.txt").read_text().splitlines()
     if line and not line.startswith("#")
 ]
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 def naive_text(tool: dict) -> str:
