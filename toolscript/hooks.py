@@ -7,7 +7,6 @@ exit code 0. Files per session live in ``<toolscript home>/sessions/``:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -18,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from toolscript.paths import process_alive, user_cache_dir
+from toolscript.paths import process_alive, signal_quietly, user_cache_dir
 
 __all__ = ["session_end", "session_start"]
 
@@ -157,19 +156,14 @@ def session_end_for(session_id: str) -> None:
         return
     if process_alive(pid):
         family = _descendants(pid)
-        _signal(pid, signal.SIGTERM)
+        signal_quietly(pid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE
         while process_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         for leftover in [pid, *family]:
             if process_alive(leftover):
-                _signal(leftover, signal.SIGKILL)
+                signal_quietly(leftover, signal.SIGKILL)
     _cleanup(session_id)
-
-
-def _signal(pid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, sig)
 
 
 def _cleanup(session_id: str) -> None:

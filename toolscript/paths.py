@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -21,6 +22,7 @@ __all__ = [
     "project_cache_dir",
     "read_gateway_state",
     "remove_gateway_state",
+    "signal_quietly",
     "user_cache_dir",
     "write_gateway_state",
 ]
@@ -90,6 +92,16 @@ def remove_gateway_state(directory: Path, pid: int) -> None:
             path.unlink()
     except (OSError, ValueError):
         pass
+
+
+def signal_quietly(pid: int, sig: int, *, group: bool = False) -> None:
+    """Send ``sig`` to ``pid`` (its whole process group with ``group``); a process that is
+    already gone, or no longer ours to signal, is left alone."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if group:
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
 
 
 def process_alive(pid: int) -> bool:

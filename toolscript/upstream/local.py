@@ -11,7 +11,6 @@ and stopped (TERM, then KILL) with the gateway.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import itertools
 import json
@@ -31,6 +30,7 @@ import anyio.to_thread
 
 from toolscript.config import ServerConfig
 from toolscript.errors import ServerUnavailableError, ToolTimeoutError, UpstreamError
+from toolscript.paths import signal_quietly
 from toolscript.redact import redact
 from toolscript.upstream.server import ServerState, ToolsChanged
 
@@ -201,7 +201,7 @@ class LocalToolServer:
         try:
             stdout, stderr = await asyncio.wait_for(process.communicate(), INSTALL_TIMEOUT)
         except TimeoutError:
-            _kill_group(process.pid, signal.SIGKILL)
+            signal_quietly(process.pid, signal.SIGKILL, group=True)
             raise UpstreamError(
                 f"installing the dependencies of {self.path.name} took over {INSTALL_TIMEOUT:g} s"
             ) from None
@@ -347,11 +347,11 @@ class LocalToolServer:
         worker, self._worker = self._worker, None
         if worker is None or worker.process.returncode is not None:
             return
-        _kill_group(worker.process.pid, signal.SIGTERM)
+        signal_quietly(worker.process.pid, signal.SIGTERM, group=True)
         try:
             await asyncio.wait_for(worker.process.wait(), 5)
         except TimeoutError:
-            _kill_group(worker.process.pid, signal.SIGKILL)
+            signal_quietly(worker.process.pid, signal.SIGKILL, group=True)
             await worker.process.wait()
 
     def worker_pid(self) -> int | None:
@@ -461,8 +461,3 @@ class LocalToolServer:
 
 class _ToolRaised(Exception):
     """The tool function raised: the caller gets an isError result."""
-
-
-def _kill_group(pid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)
