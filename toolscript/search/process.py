@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from contextlib import suppress
 from typing import IO, Any
 
-from toolscript.search.semantic import Embedder, SemanticUnavailable
+from toolscript.search.semantic import NEEDS_EXTRA, Embedder, SemanticUnavailable
 
 __all__ = ["EmbedderProcess"]
 
@@ -57,7 +57,10 @@ class EmbedderProcess(Embedder):
         """Start the worker and load the model in it; again if the worker died since."""
         if self.loaded:
             return
-        import numpy  # noqa: F401  (imported here, in the loading thread, not on a request)
+        try:  # imported here, in the loading thread, not on a request
+            import numpy  # noqa: F401
+        except ImportError as exc:  # installed without the extra: numpy comes with it
+            raise SemanticUnavailable(NEEDS_EXTRA) from exc
 
         with self._request_lock:
             if self._closed:

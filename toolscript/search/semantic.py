@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-__all__ = ["DEFAULT_MODEL", "Embedder", "EmbeddingStore", "SemanticUnavailable"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "NEEDS_EXTRA",
+    "Embedder",
+    "EmbeddingStore",
+    "SemanticUnavailable",
+    "semantic_installed",
+]
 
 log = logging.getLogger("toolscript.search")
 
@@ -25,8 +32,18 @@ MAX_TOKENS = 128  # tool documents past this add little meaning and a lot of tim
 BATCH_SIZE = 32
 
 
+NEEDS_EXTRA = "semantic search needs the 'semantic' extra: pip install 'toolscript[semantic]'"
+
+
 class SemanticUnavailable(Exception):
     """The semantic extra is missing or no model could be loaded."""
+
+
+def semantic_installed() -> bool:
+    """Whether the semantic extra's packages can be imported (found, not imported: no cost)."""
+    from importlib.util import find_spec
+
+    return all(find_spec(name) for name in ("numpy", "torch", "sentence_transformers"))
 
 
 def _limit_threads() -> None:
@@ -90,9 +107,7 @@ class Embedder:
             import sentence_transformers
             import torch
         except ImportError as exc:
-            raise SemanticUnavailable(
-                "semantic search needs the 'semantic' extra: pip install 'toolscript[semantic]'"
-            ) from exc
+            raise SemanticUnavailable(NEEDS_EXTRA) from exc
         torch.set_num_threads(min(2, os.cpu_count() or 1))
         if self.requested == DEFAULT_MODEL:
             self._model = self._open(sentence_transformers, _default_model_path(), DEFAULT_MODEL)

@@ -109,8 +109,12 @@ class LocalToolServer:
     """One tool file, with the same face as an MCP upstream."""
 
     def __init__(
-        self, config: ServerConfig, gateway: Gateway, on_tools_changed: ToolsChanged | None = None
+        self,
+        config: ServerConfig,
+        gateway: Gateway | None,
+        on_tools_changed: ToolsChanged | None = None,
     ) -> None:
+        """``gateway`` None: no ``context.gateway`` for the tools (standalone doit lists them)."""
         self.config = config
         self.name = config.name
         self.path = Path(config.command or "")
@@ -386,7 +390,7 @@ class LocalToolServer:
             config=dict(self.config.settings),
             secrets=dict(self.config.env),
             log=logging.getLogger(f"toolscript.local.{self.name}.{tool}"),
-            gateway=GatewayView(self._gateway),
+            gateway=GatewayView(self._gateway) if self._gateway is not None else None,
         )
         try:
             with anyio.fail_after(self.config.timeout):
