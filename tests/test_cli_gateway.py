@@ -57,6 +57,20 @@ def test_status_when_nothing_runs(tmp_path: Path) -> None:
     assert json.loads(dead.stdout)["running"] is False
 
 
+def test_a_second_gateway_for_a_project_warns_and_hands_back(tmp_path: Path) -> None:
+    config = {"mcpServers": {"fx": fixture_server()}}
+    with running_gateway(config, tmp_path) as first:
+        with running_gateway(config, tmp_path) as second:
+            # Commands in the project use the newer one, and the newer one said why.
+            status = json.loads(run("gateway", "status", "--json", cwd=tmp_path).stdout)
+            assert status["url"] == second.url
+            assert f"another gateway (pid {first.process.pid}" in second.log
+        # The newer one stopped: the first is the project's gateway again, not lost.
+        status = json.loads(run("gateway", "status", "--json", cwd=tmp_path).stdout)
+        assert status["running"] is True and status["url"] == first.url
+        assert "another gateway" not in first.log
+
+
 def test_status_degraded_exit_code(tmp_path: Path) -> None:
     with running_gateway({"mcpServers": {"gone": {"command": "no-such-binary-here"}}}, tmp_path):
         result = run("gateway", "status", cwd=tmp_path)

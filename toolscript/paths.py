@@ -22,6 +22,7 @@ __all__ = [
     "project_cache_dir",
     "read_gateway_state",
     "remove_gateway_state",
+    "restore_gateway_state",
     "signal_quietly",
     "user_cache_dir",
     "write_gateway_state",
@@ -92,6 +93,13 @@ def remove_gateway_state(directory: Path, pid: int) -> None:
             path.unlink()
     except (OSError, ValueError):
         pass
+
+
+def restore_gateway_state(directory: Path, state: dict[str, Any]) -> None:
+    """Write back an earlier gateway's state, if that gateway still runs."""
+    pid = state.get("pid")
+    if isinstance(pid, int) and process_alive(pid):
+        write_gateway_state(directory, state)
 
 
 def signal_quietly(pid: int, sig: int, *, group: bool = False) -> None:

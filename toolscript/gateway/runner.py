@@ -13,10 +13,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from toolscript.config import Config
 from toolscript.errors import UsageError
-from toolscript.paths import remove_gateway_state, write_gateway_state
+from toolscript.paths import (
+    read_gateway_state,
+    remove_gateway_state,
+    restore_gateway_state,
+    write_gateway_state,
+)
 from toolscript.search.engine import SearchOptions
 
 __all__ = ["gateway_url", "serve"]
@@ -122,6 +128,8 @@ def serve(
         )
     )
 
+    other: dict[str, Any] | None = None  # a gateway of the same project that was running
+
     async def main() -> None:
         # anyio asks sniffio which event loop runs on every cancel scope and stream operation;
         # sniffio then calls asyncio.current_task() each time (9% of the gateway's CPU per tool
@@ -134,7 +142,19 @@ def serve(
                 await serving
                 return
             await asyncio.sleep(0.01)
+        nonlocal other
         if state_dir is not None:
+            other = read_gateway_state(state_dir)
+            if other is not None and other.get("pid") != os.getpid():
+                # Allowed (each Claude Code session has a gateway of its own), but when it is
+                # an accident the user should know that two gateways now run their servers.
+                log.warning(
+                    "another gateway (pid %s, port %s) already serves this project; "
+                    "commands here now use this one (stop the other with `kill %s`)",
+                    other.get("pid"),
+                    other.get("port"),
+                    other.get("pid"),
+                )
             write_gateway_state(
                 state_dir,
                 {
@@ -156,6 +176,8 @@ def serve(
         finally:
             if state_dir is not None:
                 remove_gateway_state(state_dir, os.getpid())
+                if other is not None and read_gateway_state(state_dir) is None:
+                    restore_gateway_state(state_dir, other)  # the other one is found again
             log.info("stopped")
 
     asyncio.run(main())
