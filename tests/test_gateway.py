@@ -160,6 +160,12 @@ def test_unknown_tool_and_server_suggest(gateway: GatewayProcess) -> None:
     tool = gateway.call("time__get_curent_time")
     assert tool.status_code == 404
     assert tool.json()["suggestions"][0] == "time__get_current_time"
+    # Nothing close: say where to look instead.
+    far = gateway.call("time__launch_rocket").json()
+    assert far["suggestions"] == []
+    assert far["hint"] == "server 'time' has 2 tools: see `toolscript list-tools time`"
+    types = gateway.client.get("types", params={"server": "time", "tool": "launchRocket"})
+    assert types.status_code == 404 and "list-tools time" in types.json()["hint"]
     server = gateway.call("tmie__get_current_time")
     assert server.status_code == 404
     assert "time" in server.json()["suggestions"]

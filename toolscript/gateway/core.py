@@ -58,6 +58,13 @@ def split_tool_name(qualified: str) -> tuple[str, str]:
     return server, tool
 
 
+def _list_tools_hint(server: str, names: list[str]) -> str:
+    """What to say when no tool name comes close to the one asked for."""
+    if not names:
+        return f"server {server!r} has no tools"
+    return f"server {server!r} has {len(names)} tools: see `toolscript list-tools {server}`"
+
+
 class Gateway:
     """Owns the upstream servers for the gateway's lifetime."""
 
@@ -241,13 +248,11 @@ class Gateway:
                 hint="see `toolscript gateway status`",
             )
         names = list(upstream.tools)
+        close = difflib.get_close_matches(tool, names, n=3, cutoff=0.5)
         raise ToolNotFoundError(
             f"tool not found: {server}{SEPARATOR}{tool}",
-            suggestions=[
-                f"{server}{SEPARATOR}{name}"
-                for name in difflib.get_close_matches(tool, names, n=3, cutoff=0.5)
-            ],
-            hint=None if names else f"server {server!r} has no tools",
+            suggestions=[f"{server}{SEPARATOR}{name}" for name in close],
+            hint=None if close else _list_tools_hint(server, names),
         )
 
     def fragments(self, server: str | None = None, tool: str | None = None) -> list[ToolFragment]:
@@ -263,9 +268,11 @@ class Gateway:
         matching = [f for f in selected if tool in (f.tool, f.function)]
         if not matching:
             names = [f.tool for f in selected]
+            close = difflib.get_close_matches(tool, names, n=3, cutoff=0.5)
             raise ToolNotFoundError(
                 f"tool not found: {server}{SEPARATOR}{tool}",
-                suggestions=difflib.get_close_matches(tool, names, n=3, cutoff=0.5),
+                suggestions=close,
+                hint=None if close else _list_tools_hint(server, names),
             )
         return matching
 
