@@ -172,13 +172,14 @@ def test_hybrid_search_once_ready(gateway: GatewayProcess) -> None:
     status = wait_for_search(gateway)
     assert status["mode"] == "hybrid"
     assert status["tools"] == gateway.client.get("health").json()["tools"]
+    assert (status["alpha"], status["threshold"]) == (0.5, 0.3)  # the documented defaults
     answer = search(gateway, "what o'clock is it in Tokyo")
     assert answer["mode"] == "hybrid"
     assert answer["hits"][0]["server"] == "time"
     people = search(gateway, "store what I learned about Alice in my knowledge graph")
     assert people["hits"][0]["server"] == "memory"
     for hit in answer["hits"]:
-        assert 0.35 <= hit["score"] <= 1.0
+        assert 0.3 <= hit["score"] <= 1.0
         assert set(hit) >= {"server", "tool", "name", "score", "keyword", "semantic", "description"}
 
 

@@ -97,7 +97,7 @@ class SearchConfig:
     """The ``search`` section: defaults for the gateway's --search-* options."""
 
     alpha: float = 0.5
-    threshold: float = 0.35
+    threshold: float = 0.3
     model: str | None = None
     device: str = "cpu"
     cache: bool = True

@@ -52,7 +52,7 @@ def start(
         float | None,
         typer.Option(
             "--search-threshold",
-            help="Minimum search score (0-1) [config: search.threshold, 0.35].",
+            help="Minimum search score (0-1) [config: search.threshold, 0.3].",
             show_default=False,
         ),
     ] = None,

@@ -9,7 +9,8 @@ parameter names), which runs from the median tool (0) to the best (1). They are
 blended ``alpha * semantic + (1 - alpha) * keyword`` (``--search-alpha``; default
 0.5, which ranked best in bench/search_quality.py; the original design used 0.7).
 ``threshold`` drops hits whose blended score is below it (``--search-threshold``,
-default 0.35). Until the model is ready, or without it, search is keyword-only and
+default 0.3: the original design's 0.35 cut some right answers from the top 10 on
+this scale). Until the model is ready, or without it, search is keyword-only and
 says so. The model itself runs in a worker process (process.py).
 """
 
