@@ -38,7 +38,7 @@ from toolscript.pipeline.tasks import (
 from toolscript.search.engine import SearchEngine, SearchOptions
 from toolscript.search.process import EmbedderProcess
 from toolscript.search.semantic import EmbeddingStore, SemanticUnavailable
-from toolscript.upstream.local import LocalToolServer
+from toolscript.upstream.local import LocalToolServer, upstream_for
 from toolscript.upstream.server import ServerState, UpstreamServer
 
 __all__ = ["Gateway", "split_tool_name"]
@@ -86,12 +86,8 @@ class Gateway:
         self._semantic_scope: anyio.CancelScope | None = None
         self._pipeline_lock = anyio.Lock()
         self.upstreams: dict[str, UpstreamServer | LocalToolServer] = {
-            server.name: (
-                LocalToolServer(server, self, on_tools_changed=self._tools_changed)
-                if server.transport == "local"
-                else UpstreamServer(
-                    server, connect_timeout=connect_timeout, on_tools_changed=self._tools_changed
-                )
+            server.name: upstream_for(
+                server, self, connect_timeout=connect_timeout, on_tools_changed=self._tools_changed
             )
             for server in config.servers
         }

@@ -32,12 +32,12 @@ from toolscript.config import ServerConfig
 from toolscript.errors import ServerUnavailableError, ToolTimeoutError, UpstreamError
 from toolscript.paths import signal_quietly
 from toolscript.redact import redact
-from toolscript.upstream.server import ServerState, ToolsChanged
+from toolscript.upstream.server import ServerState, ToolsChanged, UpstreamServer
 
 if TYPE_CHECKING:
     from toolscript.gateway.core import Gateway
 
-__all__ = ["GatewayView", "LocalToolServer", "parse_script_metadata"]
+__all__ = ["GatewayView", "LocalToolServer", "parse_script_metadata", "upstream_for"]
 
 log = logging.getLogger("toolscript.local")
 
@@ -103,6 +103,21 @@ class _Worker:
     busy: int = 0
     stderr_tail: list[str] = field(default_factory=list)
     readers: list[asyncio.Future[None]] = field(default_factory=list)
+
+
+def upstream_for(
+    server: ServerConfig,
+    gateway: Gateway | None,
+    *,
+    connect_timeout: float = 30.0,
+    on_tools_changed: ToolsChanged | None = None,
+) -> UpstreamServer | LocalToolServer:
+    """What serves ``server``: its tool file (local), or an MCP session (stdio, http, sse)."""
+    if server.transport == "local":
+        return LocalToolServer(server, gateway, on_tools_changed=on_tools_changed)
+    return UpstreamServer(
+        server, connect_timeout=connect_timeout, on_tools_changed=on_tools_changed
+    )
 
 
 class LocalToolServer:

@@ -474,14 +474,9 @@ async def fetch_tools_once(
     servers: list[ServerConfig], *, connect_timeout: float = 30.0
 ) -> dict[str, list[dict[str, Any]] | None]:
     """Connect every server concurrently, list its tools, disconnect (None: it failed)."""
-    from toolscript.upstream.local import LocalToolServer
+    from toolscript.upstream.local import upstream_for  # local.py imports this module
 
-    upstreams = [
-        LocalToolServer(server, gateway=None)
-        if server.transport == "local"
-        else UpstreamServer(server, connect_timeout=connect_timeout)
-        for server in servers
-    ]
+    upstreams = [upstream_for(server, None, connect_timeout=connect_timeout) for server in servers]
     async with anyio.create_task_group() as tasks:
         for upstream in upstreams:
             tasks.start_soon(upstream.run)
