@@ -26,7 +26,12 @@ from collections.abc import Sequence
 from contextlib import suppress
 from typing import IO, Any
 
-from toolscript.search.semantic import NEEDS_EXTRA, Embedder, SemanticUnavailable
+from toolscript.search.semantic import (
+    NEEDS_EXTRA,
+    Embedder,
+    SemanticUnavailable,
+    semantic_installed,
+)
 
 __all__ = ["EmbedderProcess"]
 
@@ -57,10 +62,9 @@ class EmbedderProcess(Embedder):
         """Start the worker and load the model in it; again if the worker died since."""
         if self.loaded:
             return
-        try:  # imported here, in the loading thread, not on a request
-            import numpy  # noqa: F401
-        except ImportError as exc:  # installed without the extra: numpy comes with it
-            raise SemanticUnavailable(NEEDS_EXTRA) from exc
+        if not semantic_installed():  # say so at once, without a worker that would fail
+            raise SemanticUnavailable(NEEDS_EXTRA)
+        import numpy  # noqa: F401  (imported here, in the loading thread, not on a request)
 
         with self._request_lock:
             if self._closed:
