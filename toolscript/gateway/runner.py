@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 from toolscript.config import Config
 from toolscript.errors import UsageError
@@ -128,8 +127,6 @@ def serve(
         )
     )
 
-    other: dict[str, Any] | None = None  # a gateway of the same project that was running
-
     async def main() -> None:
         # anyio asks sniffio which event loop runs on every cancel scope and stream operation;
         # sniffio then calls asyncio.current_task() each time (9% of the gateway's CPU per tool
@@ -142,10 +139,13 @@ def serve(
                 await serving
                 return
             await asyncio.sleep(0.01)
-        nonlocal other
+        # A gateway of the same project already running (not this process: a stale file of
+        # an earlier process whose pid is ours now is no gateway).
+        other = read_gateway_state(state_dir) if state_dir is not None else None
+        if other is not None and other.get("pid") == os.getpid():
+            other = None
         if state_dir is not None:
-            other = read_gateway_state(state_dir)
-            if other is not None and other.get("pid") != os.getpid():
+            if other is not None:
                 # Allowed (each Claude Code session has a gateway of its own), but when it is
                 # an accident the user should know that two gateways now run their servers.
                 log.warning(
