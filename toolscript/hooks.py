@@ -10,14 +10,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from toolscript.paths import process_alive, signal_quietly, user_cache_dir
+from toolscript.paths import user_cache_dir
+from toolscript.processes import process_alive, terminate_tree
 
 __all__ = ["session_end", "session_start"]
 
@@ -38,25 +38,6 @@ def _session_files(session_id: str) -> tuple[Path, Path, Path]:
     directory = user_cache_dir() / "sessions"
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     return directory / f"{safe}.pid", directory / f"{safe}.url", directory / f"{safe}.log"
-
-
-def _descendants(pid: int) -> list[int]:
-    """Every process below ``pid`` (Linux /proc), collected before anything is killed."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(parent, []).append(int(entry.name))
-    found, queue = [], [pid]
-    while queue:
-        for child in children.get(queue.pop(), []):
-            found.append(child)
-            queue.append(child)
-    return found
 
 
 def session_start() -> int:
@@ -155,14 +136,7 @@ def session_end_for(session_id: str) -> None:
         _cleanup(session_id)
         return
     if process_alive(pid):
-        family = _descendants(pid)
-        signal_quietly(pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_GRACE
-        while process_alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        for leftover in [pid, *family]:
-            if process_alive(leftover):
-                signal_quietly(leftover, signal.SIGKILL)
+        terminate_tree(pid, STOP_GRACE)
     _cleanup(session_id)
 
 

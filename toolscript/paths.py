@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from toolscript.processes import pid_exists
 
 if TYPE_CHECKING:
     from toolscript.config import Config
@@ -18,12 +19,10 @@ __all__ = [
     "STATE_FILENAME",
     "cache_dir",
     "find_config_path",
-    "process_alive",
     "project_cache_dir",
     "read_gateway_state",
     "remove_gateway_state",
     "restore_gateway_state",
-    "signal_quietly",
     "user_cache_dir",
     "write_gateway_state",
 ]
@@ -80,7 +79,9 @@ def read_gateway_state(directory: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     pid = state.get("pid")
-    if not isinstance(pid, int) or not process_alive(pid):
+    # A pid that exists may still be a zombie or another program by now: callers confirm
+    # that a gateway answers at the URL before they use it.
+    if not isinstance(pid, int) or not pid_exists(pid):
         return None
     return state
 
@@ -98,30 +99,5 @@ def remove_gateway_state(directory: Path, pid: int) -> None:
 def restore_gateway_state(directory: Path, state: dict[str, Any]) -> None:
     """Write back an earlier gateway's state, if that gateway still runs."""
     pid = state.get("pid")
-    if isinstance(pid, int) and process_alive(pid):
+    if isinstance(pid, int) and pid_exists(pid):
         write_gateway_state(directory, state)
-
-
-def signal_quietly(pid: int, sig: int, *, group: bool = False) -> None:
-    """Send ``sig`` to ``pid`` (its whole process group with ``group``); a process that is
-    already gone, or no longer ours to signal, is left alone."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        if group:
-            os.killpg(pid, sig)
-        else:
-            os.kill(pid, sig)
-
-
-def process_alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state != "Z"

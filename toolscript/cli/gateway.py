@@ -38,6 +38,15 @@ def start(
     connect_timeout: Annotated[
         float, typer.Option("--connect-timeout", help="Seconds a server may take to connect.")
     ] = 30.0,
+    ready_wait: Annotated[
+        float,
+        typer.Option(
+            "--ready-wait",
+            min=0,
+            help="Seconds to wait for slow servers before serving the others; "
+            "a server still connecting then joins when it is ready.",
+        ),
+    ] = 10.0,
     config: ConfigOption = None,
     cache: CacheDirOption = None,
     search_alpha: Annotated[
@@ -80,7 +89,8 @@ def start(
     """Run the gateway until Ctrl+C or SIGTERM.
 
     Connects every configured server, then prints the gateway URL (token
-    included) on stdout; logs go to stderr.
+    included) on stdout; logs go to stderr. A server slower than --ready-wait
+    does not hold up the others: it joins when it connects.
 
     Examples:
 
@@ -117,6 +127,7 @@ def start(
         cache=cache_dir(loaded, cache),
         write_state=not ephemeral,
         connect_timeout=connect_timeout,
+        ready_wait=ready_wait,
     )
 
 
@@ -168,6 +179,8 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
             rows.append([server["name"], server["state"], str(server["tools"]), detail])
         if rows:
             print_rows(["server", "state", "tools", "error"], rows)
+        for warning in health.get("warnings", []):
+            sys.stdout.write(f"warning: {warning}\n")
     raise typer.Exit(0 if healthy else 3)
 
 

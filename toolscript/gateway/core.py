@@ -74,13 +74,15 @@ class Gateway:
         *,
         cache: Path | None = None,
         connect_timeout: float = 30.0,
+        ready_wait: float = 10.0,
         search: SearchOptions | None = None,
     ) -> None:
         self.config = config
+        self.ready_wait = ready_wait
+        self._snapshot_taken = False
         self.started_at = time.time()
         self.layout = CacheLayout(cache or Path(tempfile.mkdtemp(prefix="toolscript-cache-")))
         self.artifacts = Artifacts()
-        self._ready = False
         self._rebuild = anyio.Event()
         self._rebuild_scope: anyio.CancelScope | None = None
         self._semantic_scope: anyio.CancelScope | None = None
@@ -103,10 +105,17 @@ class Gateway:
         async with anyio.create_task_group() as tasks:
             for upstream in self.upstreams.values():
                 tasks.start_soon(upstream.run, name=f"upstream {upstream.name}")
-            for upstream in self.upstreams.values():
-                await upstream.first_attempt_done.wait()
+            with anyio.move_on_after(self.ready_wait):
+                for upstream in self.upstreams.values():
+                    await upstream.first_attempt_done.wait()
+            late = [u.name for u in self.upstreams.values() if not u.first_attempt_done.is_set()]
+            if late:
+                log.warning(
+                    "serving without %s (still connecting after %g s; joins when connected)",
+                    ", ".join(late),
+                    self.ready_wait,
+                )
             await self.rebuild_artifacts()
-            self._ready = True
             tasks.start_soon(self._rebuild_when_tools_change, name="artifact rebuilds")
             if self.search.embedder is not None:
                 self._semantic_scope = anyio.CancelScope()
@@ -132,7 +141,7 @@ class Gateway:
     async def _tools_changed(self, upstream: UpstreamServer | LocalToolServer) -> None:
         for key in [key for key in self._validators if key[0] == upstream.name]:
             del self._validators[key]
-        if self._ready:
+        if self._snapshot_taken:  # a change the first build did not see is built after it
             self._rebuild.set()
 
     def _build(self, snapshot: SnapshotSource) -> PipelineResult:
@@ -202,6 +211,7 @@ class Gateway:
 
     async def rebuild_artifacts(self) -> None:
         """Run the doit pipeline on a snapshot of the live tool lists; reload what it made."""
+        self._snapshot_taken = True
         snapshot = SnapshotSource(
             {
                 name: list(up.tools.values()) if up.state == ServerState.CONNECTED else None
@@ -323,4 +333,7 @@ class Gateway:
             "servers": servers,
             "tools": sum(s["tools"] for s in servers.values()),
             "search": self.search.status(),
+            "warnings": [
+                f"{name}: {warning}" for name, s in servers.items() for warning in s["warnings"]
+            ],
         }

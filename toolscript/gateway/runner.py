@@ -84,6 +84,7 @@ def serve(
     cache: Path | None = None,
     write_state: bool = True,
     connect_timeout: float = 30.0,
+    ready_wait: float = 10.0,
     search: SearchOptions | None = None,
     announce: Callable[[str], None] | None = None,
 ) -> None:
@@ -102,7 +103,13 @@ def serve(
     port = sock.getsockname()[1]
     token = secrets.token_urlsafe(24)
     url = gateway_url(host, port, token)
-    gateway = Gateway(config, cache=cache, connect_timeout=connect_timeout, search=search)
+    gateway = Gateway(
+        config,
+        cache=cache,
+        connect_timeout=connect_timeout,
+        ready_wait=ready_wait,
+        search=search,
+    )
     state_dir = cache if write_state else None
     app = TokenGuard(
         ToolCallFastPath(build_app(gateway), gateway), token, _allowed_hosts(host, port)

@@ -52,8 +52,9 @@ def write_if_changed(path: Path, text: str) -> bool:
 
 
 def file_slug(name: str) -> str:
-    """A file name for a server name (which may hold any character but ``/``)."""
-    slug = re.sub(r"[^A-Za-z0-9_-]", "_", name)
+    """A file name for a server name (which may hold any character but ``/``), distinct
+    from every other server's also where file names ignore case (macOS, Windows)."""
+    slug = re.sub(r"[^a-z0-9_-]", "_", name.lower())
     if slug != name:
         slug += "-" + hashlib.sha256(name.encode()).hexdigest()[:8]
     return slug

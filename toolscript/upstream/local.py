@@ -30,7 +30,7 @@ import anyio.to_thread
 
 from toolscript.config import ServerConfig
 from toolscript.errors import ServerUnavailableError, ToolTimeoutError, UpstreamError
-from toolscript.paths import signal_quietly
+from toolscript.processes import signal_quietly
 from toolscript.redact import redact
 from toolscript.upstream.server import ServerState, ToolsChanged, UpstreamServer
 
@@ -470,6 +470,7 @@ class LocalToolServer:
             "error": self.error,
             "stderr": [],
             "tools": len(self.tools),
+            "warnings": [],
             "attempts": self.attempts,
             "kind": "external" if self.external else "internal",
         }

@@ -21,6 +21,7 @@ from mcp.shared.message import SessionMessage
 from toolscript.config import ServerConfig
 from toolscript.errors import ServerUnavailableError, ToolTimeoutError, UpstreamError
 from toolscript.redact import redact
+from toolscript.upstream.tolerant import repair_call_result, repair_tool_list
 
 __all__ = ["ServerState", "UpstreamServer", "fetch_tools_once"]
 
@@ -74,6 +75,11 @@ class UpstreamServer:
         self._stopping = False
         self.first_attempt_done = anyio.Event()
         self._stderr: IO[str] | None = None
+        self.warnings: list[str] = []  # what this server sent that bends the spec, each once
+        self._warned: set[str] = set()
+        self._relisting = False
+        self._relist_again = False
+        self._repairs: dict[Any, str] = {}  # request id -> method whose result gets repaired
 
     # -- supervision ---------------------------------------------------------
 
@@ -105,11 +111,15 @@ class UpstreamServer:
 
     async def _connect_and_serve(self) -> None:
         self._lost = anyio.Event()
+        self._repairs.clear()
         async with AsyncExitStack() as stack:
-            read, write = await stack.enter_async_context(self._transport())
+            read, raw_write = await stack.enter_async_context(self._transport())
+            write = _RecordingWriter(raw_write, self._repairs)
             session = await stack.enter_async_context(
                 ClientSession(
-                    _WatchedStream(read, self._lost, self._take_raw_reply, self._fail_raw_calls),
+                    _WatchedStream(
+                        read, self._lost, self._take_raw_reply, self._fail_raw_calls, self._repair
+                    ),
                     write,
                     message_handler=self._on_message,
                 )
@@ -137,19 +147,19 @@ class UpstreamServer:
     async def _transport(self) -> AsyncIterator[TransportStreams]:
         config = self.config
         if config.transport == "stdio":
-            from mcp.client.stdio import StdioServerParameters, stdio_client
+            from toolscript.upstream.stdio import stdio_transport
 
             assert config.command is not None
             if self._stderr is not None:
                 self._stderr.close()
             self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - lives as long as the server process
-            params = StdioServerParameters(
-                command=config.command,
-                args=list(config.args),
+            async with stdio_transport(
+                config.command,
+                list(config.args),
                 env=dict(config.env) or None,
                 cwd=config.cwd,
-            )
-            async with stdio_client(params, errlog=self._stderr) as streams:
+                errlog=self._stderr,
+            ) as streams:
                 yield streams
         elif config.transport == "http":
             from mcp.client.streamable_http import streamable_http_client
@@ -184,20 +194,67 @@ class UpstreamServer:
                 return tools
 
     async def _on_message(self, message: Any) -> None:
-        if getattr(message, "method", None) == "notifications/tools/list_changed":
-            session = self._session
-            if session is None:
-                return
-            try:
-                self.tools = await self._list_tools(session)
-            except Exception as exc:
-                log.warning("%s: re-listing tools failed: %s", self.name, self._redact(str(exc)))
-                return
-            log.info("%s: tools changed, now %d", self.name, len(self.tools))
-            if self._on_tools_changed is not None:
-                await self._on_tools_changed(self)
-        else:
+        if getattr(message, "method", None) != "notifications/tools/list_changed":
             await anyio.lowlevel.checkpoint()
+            return
+        if self._relisting:  # a burst of notifications: one more listing after this one
+            self._relist_again = True
+            return
+        self._relisting = True
+        try:
+            self._relist_again = True
+            while self._relist_again and self._session is not None:
+                self._relist_again = False
+                await self._relist(self._session)
+        finally:
+            self._relisting = False
+
+    async def _relist(self, session: ClientSession) -> None:
+        try:
+            tools = await self._list_tools(session)
+        except Exception as exc:
+            log.warning("%s: re-listing tools failed: %s", self.name, self._redact(str(exc)))
+            return
+        if tools == self.tools:  # servers announce changes that are none; nothing to rebuild
+            return
+        self.tools = tools
+        log.info("%s: tools changed, now %d", self.name, len(self.tools))
+        if self._on_tools_changed is not None:
+            await self._on_tools_changed(self)
+
+    def _repair(self, item: Any) -> Any:
+        """What the read stream passes on: a result the SDK accepts, or None to drop the item."""
+        if isinstance(item, Exception):  # a line on stdout that is no JSON-RPC message
+            if "stdout" not in self._warned:
+                self._warned.add("stdout")
+                self._warn(
+                    "ignored lines on stdout that are not MCP messages (first: "
+                    f"{_unparsed_line(item)[:120]!r}); servers should log to stderr"
+                )
+            return None
+        message = getattr(item, "message", None)
+        if not isinstance(message, mcp_types.JSONRPCResponse):
+            return item
+        method = self._repairs.pop(message.id, None)
+        if method is None:
+            return item
+        if method == "tools/list":
+            repaired, problems = repair_tool_list(message.result)
+        else:
+            # A raw call's result goes to the gateway as JSON; only the SDK needs its models.
+            raw = isinstance(message.id, str) and message.id.startswith(RAW_ID_PREFIX)
+            repaired, problems = repair_call_result(message.result, conform=not raw)
+        for problem in problems:
+            self._warn(problem if method == "tools/list" else f"a tools/call result: {problem}")
+        if problems:
+            item.message = message.model_copy(update={"result": repaired})
+        return item
+
+    def _warn(self, text: str) -> None:
+        text = self._redact(text)
+        if text not in self.warnings:
+            self.warnings.append(text)
+            log.warning("%s: %s", self.name, text)
 
     def _fail(self, exc: BaseException) -> None:
         self.stderr_tail = self._read_stderr_tail()
@@ -268,7 +325,14 @@ class UpstreamServer:
             return await self._call_raw(self._raw_writer, tool, arguments)
         try:
             with anyio.fail_after(self.config.timeout):
-                result = await session.call_tool(tool, arguments)
+                # send_request, not call_tool: a result that differs from the tool's own
+                # outputSchema is still the server's answer, and the gateway passes it on.
+                result = await session.send_request(
+                    mcp_types.CallToolRequest(
+                        params=mcp_types.CallToolRequestParams(name=tool, arguments=arguments)
+                    ),
+                    mcp_types.CallToolResult,
+                )
         except TimeoutError as exc:
             raise self._timeout(tool) from exc
         except Exception as exc:
@@ -318,6 +382,7 @@ class UpstreamServer:
         finally:
             expiry.cancel()
             self._raw_pending.pop(request_id, None)
+            self._repairs.pop(request_id, None)
         if isinstance(answer, mcp_types.JSONRPCError):
             raise UpstreamError(f"{self.name}__{tool} failed: {self._redact(answer.error.message)}")
         result: dict[str, Any] = answer.result
@@ -356,14 +421,22 @@ class UpstreamServer:
         return True  # a late reply to an expired call is dropped too
 
     def _fail_raw_calls(self) -> None:
-        for tool_reply in list(self._raw_pending.values()):
-            if not tool_reply.done():
-                tool_reply.set_exception(
-                    ServerUnavailableError(
-                        f"server {self.name!r} went away during a call",
-                        hint="the next call reconnects it",
-                    )
+        pending = [reply for reply in self._raw_pending.values() if not reply.done()]
+        if not pending:
+            return
+        last_words = self._last_words()
+        for tool_reply in pending:
+            tool_reply.set_exception(
+                ServerUnavailableError(
+                    f"server {self.name!r} went away during a call{last_words}",
+                    hint="the next call reconnects it",
                 )
+            )
+
+    def _last_words(self) -> str:
+        """The server's last stderr lines, for the error of a call it did not live to answer."""
+        tail = self._read_stderr_tail()[-3:]
+        return ("; its last stderr lines: " + " | ".join(tail)) if tail else ""
 
     def _timeout(self, tool: str) -> ToolTimeoutError:
         return ToolTimeoutError(
@@ -373,7 +446,8 @@ class UpstreamServer:
 
     def _went_away(self, tool: str, exc: BaseException) -> ServerUnavailableError:
         return ServerUnavailableError(
-            f"server {self.name!r} went away during {tool}: {self._redact(_describe(exc))}",
+            f"server {self.name!r} went away during {tool}: {self._redact(_describe(exc))}"
+            + self._last_words(),
             hint="the next call reconnects it",
         )
 
@@ -387,14 +461,42 @@ class UpstreamServer:
             "error": self.error,
             "stderr": self.stderr_tail if self.state != ServerState.CONNECTED else [],
             "tools": len(self.tools),
+            "warnings": list(self.warnings),
             "attempts": self.attempts,
             "connected_at": self.connected_at,
         }
 
 
+class _RecordingWriter:
+    """The transport's write stream, noting the ids of requests whose results get repaired."""
+
+    _REPAIRED = ("tools/list", "tools/call")
+
+    def __init__(self, inner: Any, repairs: dict[Any, str]) -> None:
+        self._inner = inner
+        self._repairs = repairs
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def __aenter__(self) -> _RecordingWriter:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> Any:
+        return await self._inner.__aexit__(*exc)
+
+    async def send(self, item: Any) -> None:
+        message = getattr(item, "message", None)
+        if isinstance(message, mcp_types.JSONRPCRequest) and message.method in self._REPAIRED:
+            self._repairs[message.id] = message.method
+        await self._inner.send(item)
+
+
 class _WatchedStream:
-    """The transport's read stream, except that its end sets ``lost`` (and fails raw calls)
-    and replies to raw calls are taken off it.
+    """The transport's read stream, except that its end sets ``lost`` (and fails raw calls),
+    what servers send that bends the spec is repaired or dropped, and replies to raw calls
+    are taken off it.
 
     A proxy rather than a pump task: no extra hop per message on the hot path.
     """
@@ -412,11 +514,13 @@ class _WatchedStream:
         lost: anyio.Event,
         intercept: Callable[[Any], bool],
         on_end: Callable[[], None],
+        repair: Callable[[Any], Any],
     ) -> None:
         self._inner = inner
         self._lost = lost
         self._intercept = intercept
         self._on_end = on_end
+        self._repair = repair
 
     def _ended(self) -> None:
         self._lost.set()
@@ -442,8 +546,8 @@ class _WatchedStream:
     async def receive(self) -> Any:
         try:
             while True:
-                item = await self._inner.receive()
-                if not self._intercept(item):
+                item = self._repair(await self._inner.receive())
+                if item is not None and not self._intercept(item):
                     return item
         except self._ENDS:
             self._ended()
@@ -456,6 +560,19 @@ class _WatchedStream:
     def close(self) -> None:
         self._ended()
         self._inner.close()
+
+
+def _unparsed_line(exc: Exception) -> str:
+    """The stdout line the transport could not parse, from its pydantic error."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        with suppress(Exception):
+            found = errors()[0].get("input")
+            if isinstance(found, bytes):
+                found = found.decode("utf-8", "replace")
+            if isinstance(found, str):
+                return found
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def _describe(exc: BaseException) -> str:

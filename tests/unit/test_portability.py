@@ -1,0 +1,147 @@
+"""What keeps toolscript portable to macOS: no /proc, file names that ignore case."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolscript import processes
+from toolscript.pipeline.artifacts import file_slug
+
+PACKAGE = Path(__file__).resolve().parents[2] / "toolscript"
+
+
+def test_no_module_of_the_package_mentions_proc() -> None:
+    """Linux's /proc does not exist on macOS: no source file may name it in code."""
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and "/proc" in node.value
+                and not _is_docstring(tree, node)
+            ):
+                offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert offenders == []
+
+
+def _is_docstring(tree: ast.AST, node: ast.Constant) -> bool:
+    for parent in ast.walk(tree):
+        body = getattr(parent, "body", None)
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and body[0].value is node
+        ):
+            return True
+    return False
+
+
+PROC_READS: list[str] = []
+
+
+def _refuse_proc(path: Any) -> None:
+    """Fail an open of /proc made by toolscript's own code (psutil, which is the one place
+    allowed to know how the system keeps process facts, reads it on Linux)."""
+    if not str(path).startswith("/proc"):
+        return
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.endswith(("pathlib.py", "io.py")):
+        frame = frame.f_back  # Path.read_text() and friends: the caller is further up
+    if frame is not None and frame.f_code.co_filename.startswith(str(PACKAGE)):
+        PROC_READS.append(f"{frame.f_code.co_filename}:{frame.f_lineno}")
+        raise FileNotFoundError(2, "No such file or directory (macOS has no /proc)", str(path))
+
+
+@pytest.fixture
+def proc_hidden(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An open() of a /proc path by toolscript's code fails, as on macOS."""
+    real_open = builtins.open
+    real_os_open = os.open
+
+    def guarded_open(file: Any, *args: Any, **kwargs: Any) -> Any:
+        _refuse_proc(file)
+        return real_open(file, *args, **kwargs)
+
+    def guarded_os_open(path: Any, *args: Any, **kwargs: Any) -> Any:
+        _refuse_proc(path)
+        return real_os_open(path, *args, **kwargs)
+
+    PROC_READS.clear()
+    monkeypatch.setattr(builtins, "open", guarded_open)
+    monkeypatch.setattr(os, "open", guarded_os_open)
+    monkeypatch.setattr(io, "open", guarded_open)
+
+
+def test_process_helpers_work_without_proc(proc_hidden: None) -> None:
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)",
+        ]
+    )
+    try:
+        assert processes.pid_exists(child.pid) and processes.process_alive(child.pid)
+        deadline = 50
+        while not processes.descendants(child.pid) and deadline:
+            import time
+
+            time.sleep(0.1)
+            deadline -= 1
+        family = processes.descendants(child.pid)
+        assert len(family) == 1
+        assert processes.terminate_tree(child.pid, grace=5)
+        child.wait(5)
+        assert not processes.process_alive(child.pid)
+        assert not any(processes.process_alive(pid) for pid in family)
+        assert PROC_READS == []
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_zombie_is_not_alive() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    import time
+
+    for _ in range(100):
+        if not processes.process_alive(child.pid):
+            break
+        time.sleep(0.05)
+    assert processes.pid_exists(child.pid), "unreaped, the zombie still has its pid"
+    assert not processes.process_alive(child.pid)
+    child.wait()
+    assert not processes.pid_exists(child.pid)
+
+
+def test_signal_quietly_ignores_a_process_that_is_gone() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    processes.signal_quietly(child.pid, 15)
+    processes.signal_quietly(child.pid, 15, group=True)
+
+
+@pytest.mark.parametrize(
+    ("names"),
+    [
+        ["github", "GitHub", "GITHUB"],
+        ["my server", "my_server", "My Server"],
+        ["a.b", "a_b", "A.B"],
+    ],
+)
+def test_server_file_names_differ_where_case_is_ignored(names: list[str]) -> None:
+    slugs = [file_slug(name).lower() for name in names]
+    assert len(set(slugs)) == len(names)
+    assert file_slug("github") == "github"

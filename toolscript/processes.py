@@ -1,0 +1,94 @@
+"""Process facts and teardown, the same on Linux and macOS: every one goes through here.
+
+psutil answers what the kernel knows (children, zombies) on both systems, so nothing
+in toolscript reads ``/proc``. It is imported only by the helpers that need it: the
+``exec`` path asks ``pid_exists`` alone, which costs no import.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from typing import Any
+
+__all__ = [
+    "descendants",
+    "pid_exists",
+    "process_alive",
+    "signal_quietly",
+    "terminate_tree",
+]
+
+
+def pid_exists(pid: int) -> bool:
+    """Whether a process ``pid`` exists (a zombie counts); the cheap check of a state file."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def process_alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    if not pid_exists(pid):
+        return False
+    import psutil
+
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid``, children first; empty when ``pid`` is gone."""
+    import psutil
+
+    try:
+        return [child.pid for child in psutil.Process(pid).children(recursive=True)]
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return []
+
+
+def signal_quietly(pid: int, sig: int, *, group: bool = False) -> None:
+    """Send ``sig`` to ``pid`` (its whole process group with ``group``); a process that is
+    already gone, or no longer ours to signal, is left alone."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if group:
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
+
+
+def terminate_tree(pid: int, grace: float = 10.0, *, family: list[int] | None = None) -> bool:
+    """SIGTERM ``pid``, wait up to ``grace`` seconds, then SIGKILL it and every process that
+    was below it (collected before anything is signalled, so orphans are found too).
+
+    Returns whether everything was gone in the end.
+    """
+    import psutil
+
+    below = descendants(pid) if family is None else family
+    processes: list[Any] = []
+    for each in [pid, *below]:
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            processes.append(psutil.Process(each))
+    signal_quietly(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while process_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for process in processes:
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+                process.kill()
+    _, alive = psutil.wait_procs(processes, timeout=5)
+    return not alive

@@ -1,0 +1,133 @@
+"""The stdio transport: a server process and newline-delimited JSON-RPC over its pipes.
+
+The SDK's ``stdio_client`` joins every chunk of a long line onto what it read before,
+so one 50 MB answer costs it minutes of copying; this reader keeps the chunks of the
+line in progress and joins them once (linear in the line's size). Spawning and the
+spec's shutdown sequence (close stdin, wait, TERM then KILL the process group) are the
+SDK's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+from typing import IO
+
+import anyio
+import anyio.lowlevel
+import mcp_types
+from anyio.streams.memory import MemoryObjectSendStream
+from mcp.client._transport import TransportStreams
+from mcp.client.stdio import (  # the SDK's spawn and shutdown, kept as they are
+    _create_platform_compatible_process,
+    _get_executable_command,
+    _stop_server_process,
+    get_default_environment,
+)
+from mcp.shared.message import SessionMessage
+
+__all__ = ["stdio_transport"]
+
+WRITER_FLUSH_TIMEOUT = 0.5
+
+
+@asynccontextmanager
+async def stdio_transport(
+    command: str,
+    args: list[str],
+    *,
+    env: dict[str, str] | None,
+    cwd: str | Path | None,
+    errlog: IO[str],
+) -> AsyncIterator[TransportStreams]:
+    """Start the server; yield (read, write) message streams; stop it and its children."""
+    process = await _create_platform_compatible_process(
+        command=await _get_executable_command(command),
+        args=args,
+        env=get_default_environment() | (env or {}),
+        errlog=errlog,  # type: ignore[arg-type]
+        cwd=cwd,
+    )
+    to_session, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, from_session = anyio.create_memory_object_stream[SessionMessage](0)
+    writer_done = anyio.Event()
+
+    async def read_stdout() -> None:
+        assert process.stdout is not None
+        async with to_session:
+            with suppress(
+                anyio.ClosedResourceError,
+                anyio.BrokenResourceError,
+                anyio.EndOfStream,
+                ConnectionError,
+                OSError,
+            ):
+                await _deliver_lines(process.stdout, to_session)
+        # The session is gone or the server closed stdout: keep the pipe drained so a
+        # server flushing its last output can still exit.
+        with (
+            anyio.CancelScope(shield=True),
+            suppress(anyio.EndOfStream, anyio.ClosedResourceError, OSError, ConnectionError),
+        ):
+            while True:
+                await process.stdout.receive()
+
+    async def write_stdin() -> None:
+        assert process.stdin is not None
+        try:
+            async with from_session:
+                async for item in from_session:
+                    data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    await process.stdin.send(data.encode() + b"\n")
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            # The server stopped reading: end the session rather than let a request hang.
+            await to_session.aclose()
+        finally:
+            writer_done.set()
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(read_stdout)
+        tasks.start_soon(write_stdin)
+        try:
+            yield read_stream, write_stream
+        finally:
+            with anyio.CancelScope(shield=True):
+                read_stream.close()
+                write_stream.close()
+                with anyio.move_on_after(WRITER_FLUSH_TIMEOUT):
+                    await writer_done.wait()
+                await _stop_server_process(process)
+                for stream in (read_stream, write_stream, to_session, from_session):
+                    await stream.aclose()
+            tasks.cancel_scope.cancel()
+
+
+async def _deliver_lines(
+    stdout: anyio.abc.ByteReceiveStream,
+    to_session: MemoryObjectSendStream[SessionMessage | Exception],
+) -> None:
+    """Each line of ``stdout`` as a message, or as the exception its parse raised."""
+    pending: list[bytes] = []  # the chunks of the line in progress
+    while True:
+        chunk = await stdout.receive()
+        start = 0
+        while (end := chunk.find(b"\n", start)) != -1:
+            piece = chunk[start:end]
+            if pending:
+                pending.append(piece)
+                piece = b"".join(pending)
+                pending.clear()
+            start = end + 1
+            if piece.strip():
+                await to_session.send(parse_line(piece))
+        if start < len(chunk):
+            pending.append(chunk[start:])
+
+
+def parse_line(line: bytes) -> SessionMessage | Exception:
+    """One line of a server's stdout: a message, or the reason it is none."""
+    try:
+        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as exc:
+        return exc
