@@ -124,16 +124,30 @@ def main() -> None:
 
             def answer(request_id: Any = message["id"], params: dict[str, Any] = params) -> None:
                 try:
-                    reply = call(params.get("name", ""), params.get("arguments") or {}, bool(options.tools))
+                    reply = call(
+                        params.get("name", ""), params.get("arguments") or {}, bool(options.tools)
+                    )
                 except KeyError:
-                    send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32602, "message": "unknown tool"}})
+                    send(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": request_id,
+                            "error": {"code": -32602, "message": "unknown tool"},
+                        }
+                    )
                     return
                 send({"jsonrpc": "2.0", "id": request_id, "result": reply}, options.garbage)
 
             threading.Thread(target=answer, daemon=True).start()
             continue
         else:
-            send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "not here"}})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": message["id"],
+                    "error": {"code": -32601, "message": "not here"},
+                }
+            )
             continue
         send({"jsonrpc": "2.0", "id": message["id"], "result": result}, options.garbage)
 
