@@ -145,6 +145,22 @@ class Gateway:
             self._rebuild.set()
 
     def _build(self, snapshot: SnapshotSource) -> PipelineResult:
+        try:
+            result = self._build_once(snapshot)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            problem = f"{type(exc).__name__}: {exc}"
+        else:
+            if not result.failures:
+                return result
+            problem = result.failures[0].strip().splitlines()[-1]
+        # Whatever broke the cache (a truncated file, a stray edit), all of it is derived.
+        log.warning(
+            "artifacts: the cache in %s is damaged (%s); rebuilding it", self.layout.root, problem
+        )
+        self.layout.discard_derived()
+        return self._build_once(snapshot)
+
+    def _build_once(self, snapshot: SnapshotSource) -> PipelineResult:
         semantic_ready = self.search.status()["semantic"] == "ready"
         result = run_pipeline(
             self.config,

@@ -42,7 +42,7 @@ def write_if_changed(path: Path, text: str) -> bool:
     try:
         if path.read_text(encoding="utf-8") == text:
             return False
-    except OSError:
+    except (OSError, UnicodeDecodeError):  # missing or damaged: written anew
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".tmp")
@@ -95,6 +95,17 @@ class CacheLayout:
     @property
     def embeddings(self) -> Path:
         return self.root / "embeddings.db"
+
+    def discard_derived(self) -> None:
+        """Remove everything the artifact tasks make (embeddings stay: they are costly and
+        checked on their own), so the next run builds it all again."""
+        import shutil
+
+        for directory in ("servers", "names", "types"):
+            shutil.rmtree(self.root / directory, ignore_errors=True)
+        for path in (self.names, self.module, self.catalogue, self.dep_file):
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 @dataclass

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from doit.tools import config_changed
 
+from toolscript.cachefiles import discard_if_damaged
 from toolscript.codegen.module import GENERATOR_VERSION, ToolFragment, render_module, render_tool
 from toolscript.codegen.naming import assign_names, to_pascal_case
 from toolscript.config import Config, ServerConfig
@@ -120,7 +121,10 @@ def build_tasks(
             tools = live(server)
             if tools is None:
                 return target.exists()
-            return target.exists() and target.read_text(encoding="utf-8") == canonical_json(tools)
+            try:
+                return target.read_text(encoding="utf-8") == canonical_json(tools)
+            except (OSError, UnicodeDecodeError):  # missing or damaged: fetch again
+                return False
 
         return check
 
@@ -465,6 +469,8 @@ def run_pipeline(
         tasks = TASK_ORDER if indexing is not None else ARTIFACT_TASKS
     namespace = build_tasks(config, layout, source, indexing)
     namespace["DOIT_CONFIG"]["reporter"] = Recorder
+    for database in (layout.dep_file, layout.catalogue):
+        discard_if_damaged(database)
     with _RUN_LOCK:
         main = DoitMain(ModuleTaskLoader(namespace), config_filenames=())
         main.config["GLOBAL"]["outfile"] = io.StringIO()

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from toolscript.cachefiles import discard_if_damaged
+
 __all__ = [
     "DEFAULT_MODEL",
     "NEEDS_EXTRA",
@@ -180,6 +182,7 @@ class EmbeddingStore:
         self._memory: dict[tuple[str, str], bytes] = {}
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
+            discard_if_damaged(path)
             with self._connect() as db:
                 db.execute(
                     "create table if not exists embeddings ("
