@@ -235,8 +235,17 @@ class Gateway:
             }
         )
         started = time.perf_counter()
-        async with self._pipeline_lock:
-            result = await anyio.to_thread.run_sync(self._build, snapshot)
+        try:
+            async with self._pipeline_lock:
+                result = await anyio.to_thread.run_sync(self._build, snapshot)
+        except OSError as exc:
+            # Never fatal: what was built before is still served, and calls never needed it.
+            log.error(
+                "artifacts: cannot write the cache in %s (%s); still serving the previous build",
+                self.layout.root,
+                exc.strerror or exc,
+            )
+            return
         log.info(
             "artifacts: %d tasks ran in %.0f ms%s",
             len(result.executed),

@@ -1,0 +1,225 @@
+"""Faults users hit, each with a real misbehaving server or a real kill.
+
+Every test ends with the gateway serving the other servers, and no process left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from helpers import SERVERS, GatewayProcess, running_gateway, toolscript_cli
+
+FAULTY = SERVERS / "faulty_server.py"
+
+
+def faulty(*flags: str, **extra: Any) -> dict[str, Any]:
+    return {"command": sys.executable, "args": [str(FAULTY), *flags], **extra}
+
+
+def text_of(response: Any) -> Any:
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def assert_no_leftovers(gateway: GatewayProcess) -> None:
+    assert gateway.stop() == [], "processes outlived the gateway"
+
+
+def test_a_server_that_exits_mid_call(tmp_path: Path) -> None:
+    with running_gateway({"mcpServers": {"f": faulty(), "ok": faulty()}}, tmp_path) as gateway:
+        first_pid = text_of(gateway.call("f__pid"))
+        failed = gateway.call("f__crash")
+        assert failed.status_code == 503
+        body = failed.json()
+        assert "went away during a call" in body["message"]
+        assert "the disk is on fire" in body["message"], "the server's last stderr lines"
+        assert text_of(gateway.call("ok__echo", {"text": "meanwhile"})) == "meanwhile"
+        assert text_of(gateway.call("f__echo", {"text": "again"})) == "again"
+        assert text_of(gateway.call("f__pid")) != first_pid, "reconnected to a new process"
+        assert_no_leftovers(gateway)
+
+
+def test_a_hanging_call_times_out_while_other_calls_go_on(tmp_path: Path) -> None:
+    config = {"mcpServers": {"f": faulty(timeout=4), "other": faulty()}}
+    with running_gateway(config, tmp_path) as gateway:
+        answers: dict[str, Any] = {}
+
+        def hang() -> None:
+            answers["hang"] = gateway.call("f__hang")
+
+        caller = threading.Thread(target=hang)
+        caller.start()
+        time.sleep(0.5)
+        started = time.monotonic()
+        assert text_of(gateway.call("f__echo", {"text": "same server"})) == "same server"
+        assert text_of(gateway.call("other__echo", {"text": "other server"})) == "other server"
+        assert time.monotonic() - started < 3, "calls waited for the hanging one"
+        caller.join(30)
+        assert answers["hang"].status_code == 504
+        assert "timed out after 4 s" in answers["hang"].json()["message"]
+        assert text_of(gateway.call("f__echo", {"text": "after"})) == "after"
+        assert_no_leftovers(gateway)
+
+
+def test_a_server_hanging_in_initialize_does_not_hold_up_the_others(tmp_path: Path) -> None:
+    config = {"mcpServers": {"stuck": faulty("--hang-initialize"), "ok": faulty()}}
+    started = time.monotonic()
+    gateway = GatewayProcess(config, tmp_path, "--ready-wait", "1", "--connect-timeout", "60")
+    try:
+        assert time.monotonic() - started < 20, "the URL waited for the stuck server"
+        assert text_of(gateway.call("ok__echo", {"text": "ready"})) == "ready"
+        health = gateway.client.get("health").json()
+        assert health["servers"]["stuck"]["state"] == "connecting"
+        assert health["servers"]["ok"]["state"] == "connected"
+        assert "serving without stuck" in gateway.log
+    finally:
+        assert_no_leftovers(gateway)
+
+
+def test_lines_on_stdout_that_are_not_json_are_ignored_once(tmp_path: Path) -> None:
+    with running_gateway({"mcpServers": {"noisy": faulty("--garbage")}}, tmp_path) as gateway:
+        for n in range(5):
+            assert text_of(gateway.call("noisy__echo", {"text": str(n)})) == str(n)
+        health = gateway.client.get("health").json()
+        assert health["servers"]["noisy"]["state"] == "connected"
+        stdout_warnings = [w for w in health["warnings"] if "not MCP messages" in w]
+        assert len(stdout_warnings) == 1
+        assert "starting up... this is not JSON" in stdout_warnings[0]
+        assert gateway.log.count("not MCP messages") == 1
+        assert "Traceback" not in gateway.log
+        assert_no_leftovers(gateway)
+
+
+def test_a_50_mb_answer_is_served_without_the_memory_running_away(tmp_path: Path) -> None:
+    with running_gateway({"mcpServers": {"big": faulty(timeout=120)}}, tmp_path) as gateway:
+        process = psutil.Process(gateway.process.pid)
+        text_of(gateway.call("big__echo", {"text": "warm up"}))
+        before = process.memory_info().rss
+        response = gateway.call("big__big", {"megabytes": 50})
+        size = 50 * 1024 * 1024
+        assert response.status_code == 200
+        assert len(response.content) == size + 2  # a JSON string: the text in quotes
+        grown = process.memory_info().rss - before
+        assert grown < 5 * size, f"the gateway grew by {grown / size:.1f} times the answer"
+        assert text_of(gateway.call("big__echo", {"text": "still here"})) == "still here"
+        assert_no_leftovers(gateway)
+
+
+def test_a_storm_of_list_changed_notifications(tmp_path: Path) -> None:
+    config = {"mcpServers": {"storm": faulty("--storm"), "calm": faulty()}}
+    with running_gateway(config, tmp_path) as gateway:
+        for n in range(40):
+            assert text_of(gateway.call("storm__echo", {"text": str(n)})) == str(n)
+            time.sleep(0.05)
+        assert text_of(gateway.call("calm__echo", {"text": "calm"})) == "calm"
+        # Ten notifications a second for over two seconds announce a list that never changes.
+        assert gateway.log.count("artifacts:") <= 2, gateway.log
+        assert_no_leftovers(gateway)
+
+
+def test_a_server_killed_while_idle_reconnects_by_itself(tmp_path: Path) -> None:
+    with running_gateway({"mcpServers": {"f": faulty()}}, tmp_path) as gateway:
+        pid = int(text_of(gateway.call("f__pid")))
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while psutil.pid_exists(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        new_pid = int(text_of(gateway.call("f__pid")))
+        assert new_pid != pid
+        assert_no_leftovers(gateway)
+
+
+def test_a_gateway_killed_with_sigkill_is_noticed(tmp_path: Path) -> None:
+    gateway = GatewayProcess({"mcpServers": {"f": faulty()}}, tmp_path)
+    server_pid = int(text_of(gateway.call("f__pid")))
+    assert (tmp_path / ".toolscript" / "gateway.json").exists()
+    gateway.process.kill()
+    gateway.process.wait(10)
+    # Its stdio server sees its stdin close and exits; nothing else was left running.
+    deadline = time.monotonic() + 10
+    while psutil.pid_exists(server_pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not psutil.pid_exists(server_pid)
+
+    status = toolscript_cli("gateway", "status", cwd=tmp_path)
+    assert status.returncode == 1
+    assert "not running" in status.stderr
+    ran = toolscript_cli("exec", "return 6 * 7", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == "42"
+    second = GatewayProcess({"mcpServers": {"f": faulty()}}, tmp_path)
+    try:
+        assert "another gateway" not in second.log, "the dead gateway's state was taken for live"
+        state = json.loads((tmp_path / ".toolscript" / "gateway.json").read_text())
+        assert state["pid"] == second.process.pid
+    finally:
+        assert_no_leftovers(second)
+
+
+def _damage(path: Path) -> None:
+    path.write_bytes(os.urandom(64) + b"\xff\xfe")
+
+
+def test_a_damaged_cache_is_rebuilt(tmp_path: Path) -> None:
+    config = {"mcpServers": {"f": faulty()}}
+    with running_gateway(config, tmp_path):
+        pass
+    cache = tmp_path / ".toolscript"
+    for name in (".doit.db", "catalogue.db", "embeddings.db", "servers/f.json", "types/f.json", "tools.ts"):
+        assert (cache / name).exists(), name
+        _damage(cache / name)
+    with running_gateway(config, tmp_path) as gateway:
+        assert text_of(gateway.call("f__echo", {"text": "fine"})) == "fine"
+        assert "echo(" in gateway.client.get("runtime/tools.ts").text
+        for name in (".doit.db", "catalogue.db", "embeddings.db"):
+            assert gateway.log.count(f"{name} is damaged") == 1, gateway.log
+        assert "Traceback" not in gateway.log
+    with sqlite3.connect(cache / "catalogue.db") as db:
+        assert db.execute("select count(*) from tools").fetchone()[0] == 6
+
+
+def test_the_cache_directory_deleted_while_running(tmp_path: Path) -> None:
+    fixture = {"command": sys.executable, "args": [str(SERVERS / "fixture_server.py")]}
+    with running_gateway({"mcpServers": {"fx": fixture}}, tmp_path) as gateway:
+        cache = tmp_path / ".toolscript"
+        import shutil
+
+        shutil.rmtree(cache)
+        assert text_of(gateway.call("fx__add_tool", {"name": "late"})) == "added"
+        deadline = time.monotonic() + 20
+        while "late" not in gateway.client.get("runtime/tools.ts").text:
+            assert time.monotonic() < deadline, gateway.log
+            time.sleep(0.1)
+        assert (cache / "tools.ts").exists(), "the artifacts were written again"
+        assert text_of(gateway.call("fx__late")) == {"result": "extra"}
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX file modes")
+def test_the_cache_directory_replaced_by_a_file(tmp_path: Path) -> None:
+    """A cache that cannot be written (here: a file where the directory was, which stops
+    root too) leaves the gateway serving what it had, with the error in the log."""
+    fixture = {"command": sys.executable, "args": [str(SERVERS / "fixture_server.py")]}
+    with running_gateway({"mcpServers": {"fx": fixture}}, tmp_path) as gateway:
+        cache = tmp_path / ".toolscript"
+        import shutil
+
+        shutil.rmtree(cache)
+        cache.write_text("not a directory")
+        assert text_of(gateway.call("fx__add_tool", {"name": "late"})) == "added"
+        deadline = time.monotonic() + 20
+        while "cannot write the cache" not in gateway.log:
+            assert time.monotonic() < deadline, gateway.log
+            time.sleep(0.1)
+        assert text_of(gateway.call("fx__plain_text", {"text": "still"})) == "still"
+        assert "plainText(" in gateway.client.get("runtime/tools.ts").text
+        cache.unlink()
