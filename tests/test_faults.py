@@ -175,7 +175,14 @@ def test_a_damaged_cache_is_rebuilt(tmp_path: Path) -> None:
     with running_gateway(config, tmp_path):
         pass
     cache = tmp_path / ".toolscript"
-    for name in (".doit.db", "catalogue.db", "embeddings.db", "servers/f.json", "types/f.json", "tools.ts"):
+    for name in (
+        ".doit.db",
+        "catalogue.db",
+        "embeddings.db",
+        "servers/f.json",
+        "types/f.json",
+        "tools.ts",
+    ):
         assert (cache / name).exists(), name
         _damage(cache / name)
     with running_gateway(config, tmp_path) as gateway:
@@ -223,3 +230,62 @@ def test_the_cache_directory_replaced_by_a_file(tmp_path: Path) -> None:
         assert text_of(gateway.call("fx__plain_text", {"text": "still"})) == "still"
         assert "plainText(" in gateway.client.get("runtime/tools.ts").text
         cache.unlink()
+
+
+def _wait_for(predicate: Any, gateway: GatewayProcess, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, gateway.log
+        time.sleep(0.1)
+
+
+def test_config_edits_are_picked_up_while_running(tmp_path: Path) -> None:
+    with running_gateway({"mcpServers": {"a": faulty(), "b": faulty()}}, tmp_path) as gateway:
+        config = gateway.config_path
+        a_pid = int(text_of(gateway.call("a__pid")))
+        b_pid = int(text_of(gateway.call("b__pid")))
+
+        def servers() -> dict[str, Any]:
+            return dict(gateway.client.get("health").json()["servers"])
+
+        # Add c, drop b, change a (a new flag restarts it).
+        config.write_text(
+            json.dumps({"mcpServers": {"a": faulty("--garbage"), "c": faulty()}}, indent=1)
+        )
+        _wait_for(
+            lambda: set(servers()) == {"a", "c"} and servers()["c"]["state"] == "connected", gateway
+        )
+        assert text_of(gateway.call("c__echo", {"text": "new"})) == "new"
+        _wait_for(
+            lambda: (
+                "tools.c." in gateway.client.get("runtime/tools.ts").text
+                or "c: {" in gateway.client.get("runtime/tools.ts").text
+            ),
+            gateway,
+        )
+        assert gateway.call("b__echo", {"text": "gone"}).status_code == 404
+        assert int(text_of(gateway.call("a__pid"))) != a_pid, "a changed, so it restarted"
+        _wait_for(lambda: not psutil.pid_exists(b_pid), gateway)
+        assert "config: added c; removed b; restarted a" in gateway.log
+
+        # An invalid edit keeps the previous configuration serving and says where it is wrong.
+        config.write_text('{"mcpServers": {\n  "a": {"comand": "x"}\n}}\n')
+        _wait_for(
+            lambda: gateway.client.get("health").json()["config"]["error"] is not None, gateway
+        )
+        health = gateway.client.get("health").json()
+        assert (
+            f"{config}:2:9: mcpServers.a.comand: unknown key 'comand'" in health["config"]["error"]
+        )
+        assert health["status"] == "degraded"
+        assert text_of(gateway.call("c__echo", {"text": "still"})) == "still"
+        status = toolscript_cli("gateway", "status", cwd=tmp_path)
+        assert status.returncode == 3
+        assert "config: error, the previous configuration still serves" in status.stdout
+        assert ":2:9: mcpServers.a.comand" in status.stdout
+
+        # Fixed again: the error goes away.
+        config.write_text(json.dumps({"mcpServers": {"c": faulty()}}))
+        _wait_for(lambda: gateway.client.get("health").json()["config"]["error"] is None, gateway)
+        assert set(servers()) == {"c"}
+        assert_no_leftovers(gateway)

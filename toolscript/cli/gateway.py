@@ -10,8 +10,8 @@ import typer
 from toolscript.cli.client import GatewayClient, find_gateway_url, public_url
 from toolscript.cli.options import CacheDirOption, ConfigOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
-from toolscript.config import load_config
-from toolscript.errors import GatewayError, UsageError
+from toolscript.config import Config, find_config_path, load_config
+from toolscript.errors import ConfigError, GatewayError, UsageError
 from toolscript.paths import cache_dir
 
 __all__ = ["app"]
@@ -145,12 +145,20 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         toolscript gateway status
         toolscript gateway status --json | jq '.servers'
     """
-    loaded = load_config(config)
+    config_problem: ConfigError | None = None
+    try:
+        loaded = load_config(config)
+    except ConfigError as exc:
+        # A running gateway serves its last good configuration and reports this error itself.
+        config_problem = exc
+        loaded = Config(path=None, project_dir=find_config_path(config).parent)
     url = find_gateway_url(loaded)
     try:
         with GatewayClient(url, timeout=5) as client:
             health: dict[str, Any] = client.get_json("/health")
     except GatewayError as exc:
+        if config_problem is not None:
+            raise config_problem from None
         if as_json:
             print_json(
                 {"running": False, "url": public_url(url) if url else None, "error": exc.message}
@@ -181,6 +189,11 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
             print_rows(["server", "state", "tools", "error"], rows)
         for warning in health.get("warnings", []):
             sys.stdout.write(f"warning: {warning}\n")
+        config_error = (health.get("config") or {}).get("error")
+        if config_error:
+            sys.stdout.write(
+                f"config: error, the previous configuration still serves: {config_error}\n"
+            )
     raise typer.Exit(0 if healthy else 3)
 
 

@@ -17,9 +17,10 @@ import jsonschema
 from jsonschema.protocols import Validator
 
 from toolscript.codegen.module import ToolFragment
-from toolscript.config import Config
+from toolscript.config import CONFIG_FILENAME, Config, load_config
 from toolscript.errors import (
     ArgumentValidationError,
+    ConfigError,
     ServerNotFoundError,
     ServerUnavailableError,
     ToolNotFoundError,
@@ -46,6 +47,7 @@ __all__ = ["Gateway", "split_tool_name"]
 log = logging.getLogger("toolscript.gateway")
 
 SEPARATOR = "__"
+CONFIG_POLL_SECONDS = 1.0
 
 
 def split_tool_name(qualified: str) -> tuple[str, str]:
@@ -56,6 +58,21 @@ def split_tool_name(qualified: str) -> tuple[str, str]:
             f"not a tool name: {qualified!r}; expected SERVER__TOOL, for example github__create_issue"
         )
     return server, tool
+
+
+def _fingerprint(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+def _read_config(path: Path, project_dir: Path) -> Config:
+    """The config file as it is now; no file means zero servers."""
+    if not path.exists():
+        return Config(path=None, project_dir=project_dir)
+    return load_config(path)
 
 
 def _list_tools_hint(server: str, names: list[str]) -> str:
@@ -78,7 +95,13 @@ class Gateway:
         search: SearchOptions | None = None,
     ) -> None:
         self.config = config
+        self.config_file = config.path or config.project_dir / CONFIG_FILENAME
+        self.config_error: str | None = (
+            None  # the edited file's error while the last good one serves
+        )
+        self.connect_timeout = connect_timeout
         self.ready_wait = ready_wait
+        self._tasks: anyio.abc.TaskGroup | None = None
         self._snapshot_taken = False
         self.started_at = time.time()
         self.layout = CacheLayout(cache or Path(tempfile.mkdtemp(prefix="toolscript-cache-")))
@@ -103,6 +126,7 @@ class Gateway:
     async def running(self) -> AsyncIterator[Gateway]:
         """Connect every server concurrently; ready once each connected or failed."""
         async with anyio.create_task_group() as tasks:
+            self._tasks = tasks
             for upstream in self.upstreams.values():
                 tasks.start_soon(upstream.run, name=f"upstream {upstream.name}")
             with anyio.move_on_after(self.ready_wait):
@@ -117,6 +141,8 @@ class Gateway:
                 )
             await self.rebuild_artifacts()
             tasks.start_soon(self._rebuild_when_tools_change, name="artifact rebuilds")
+            self._watch_scope = anyio.CancelScope()
+            tasks.start_soon(self._watch_config, name="config watch")
             if self.search.embedder is not None:
                 self._semantic_scope = anyio.CancelScope()
                 tasks.start_soon(self._load_semantic_search, name="semantic search")
@@ -129,6 +155,7 @@ class Gateway:
             try:
                 yield self
             finally:
+                self._watch_scope.cancel()
                 if self._rebuild_scope is not None:
                     self._rebuild_scope.cancel()
                 if self._semantic_scope is not None:
@@ -137,6 +164,67 @@ class Gateway:
                     await anyio.to_thread.run_sync(self.search.embedder.close)
                 for upstream in self.upstreams.values():
                     await upstream.stop()
+
+    # -- configuration changes ----------------------------------------------
+
+    async def _watch_config(self) -> None:
+        """Apply edits of the config file while serving (users add servers mid-session)."""
+        seen = _fingerprint(self.config_file)
+        with self._watch_scope:
+            while True:
+                await anyio.sleep(CONFIG_POLL_SECONDS)
+                now = _fingerprint(self.config_file)
+                if now != seen:
+                    seen = now
+                    await self.reload_config()
+
+    async def reload_config(self) -> None:
+        """Read the config file again: connect new servers, stop removed ones, restart changed
+        ones, rebuild. An invalid file changes nothing; its error is kept for /health."""
+        path = self.config_file
+        try:
+            new = await anyio.to_thread.run_sync(_read_config, path, self.config.project_dir)
+        except ConfigError as exc:
+            self.config_error = exc.message + (f" (hint: {exc.hint})" if exc.hint else "")
+            log.error("config: %s; still serving the previous configuration", self.config_error)
+            return
+        self.config_error = None
+        old = {server.name: server for server in self.config.servers}
+        fresh = {server.name: server for server in new.servers}
+        removed = [name for name in old if name not in fresh]
+        added = [name for name in fresh if name not in old]
+        changed = [name for name in fresh if name in old and fresh[name] != old[name]]
+        if new.search != self.config.search:
+            log.warning("config: search settings changed; they apply when the gateway restarts")
+        self.config = new
+        if not (removed or added or changed):
+            return
+        log.info(
+            "config: %s",
+            "; ".join(
+                f"{what} {', '.join(names)}"
+                for what, names in (("added", added), ("removed", removed), ("restarted", changed))
+                if names
+            ),
+        )
+        for name in [*removed, *changed]:
+            upstream = self.upstreams.pop(name)
+            await upstream.stop()
+            for key in [key for key in self._validators if key[0] == name]:
+                del self._validators[key]
+        assert self._tasks is not None
+        for name in [*added, *changed]:
+            upstream = upstream_for(
+                fresh[name],
+                self,
+                connect_timeout=self.connect_timeout,
+                on_tools_changed=self._tools_changed,
+            )
+            self.upstreams[name] = upstream
+            self._tasks.start_soon(upstream.run, name=f"upstream {name}")
+        # Keep the config's order (list-servers, the module).
+        self.upstreams = {name: self.upstreams[name] for name in fresh}
+        self._rebuild.set()  # removed servers leave the artifacts now; new ones when connected
 
     async def _tools_changed(self, upstream: UpstreamServer | LocalToolServer) -> None:
         for key in [key for key in self._validators if key[0] == upstream.name]:
@@ -352,7 +440,8 @@ class Gateway:
         enabled = [s for s in servers.values() if s["state"] != ServerState.DISABLED]
         healthy = all(s["state"] == ServerState.CONNECTED for s in enabled)
         return {
-            "status": "ok" if healthy else "degraded",
+            "status": "ok" if healthy and self.config_error is None else "degraded",
+            "config": {"path": str(self.config_file), "error": self.config_error},
             "types": {"hash": self.artifacts.module_hash, "warnings": self.artifacts.warnings},
             "uptime": round(time.time() - self.started_at, 3),
             "servers": servers,
