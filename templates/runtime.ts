@@ -56,7 +56,11 @@ export class ToolError extends Error {
   }
 }
 
-const TOOLS_URL = new URL("../tools/", import.meta.url);
+// Served by the gateway, the module finds the tools beside itself; as a file of the
+// user's cache (how `toolscript exec` runs it) it is told the gateway's URL.
+const TOOLS_URL = import.meta.url.startsWith("file:")
+  ? new URL(`${Deno.env.get("TOOLSCRIPT_GATEWAY_URL") ?? "http://127.0.0.1:9/no-gateway"}/tools/`)
+  : new URL("../tools/", import.meta.url);
 
 async function call<T>(tool: string, params: unknown): Promise<T> {
   let response: Response;

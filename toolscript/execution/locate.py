@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -16,21 +17,67 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from toolscript.errors import ExecutionError, GatewayUnreachableError
-from toolscript.paths import find_config_path, project_cache_dir, read_gateway_state
+from toolscript.paths import (
+    find_config_path,
+    project_cache_dir,
+    read_gateway_state,
+    user_cache_dir,
+)
 
-__all__ = ["gateway_for_run", "module_hash"]
+__all__ = ["NO_GATEWAY_URL", "gateway_for_run", "module_file", "module_hash", "uses_gateway"]
+
+# Where a script that calls no tool is pointed when no gateway runs: nothing listens on the
+# discard port, so a script that reaches for a gateway anyway gets "connection refused".
+NO_GATEWAY_URL = "http://127.0.0.1:9/no-gateway"
+
+# A script needs the gateway when it names the module ("toolscript", in any quotes) or reads
+# the gateway's URL itself.
+_GATEWAY_USE = re.compile(r"""["'`]toolscript(?:/[^"'`]*)?["'`]|TOOLSCRIPT_GATEWAY_URL""")
+
+
+def uses_gateway(code: str) -> bool:
+    """Whether a script imports the tools (or reads the gateway URL): else it needs no gateway."""
+    return _GATEWAY_USE.search(code) is not None
 
 
 def module_hash(url: str, timeout: float = 30.0) -> str | None:
-    """The hash of the gateway's generated module, or None when nothing listens there.
+    """The hash of the gateway's generated module, or None when nothing listens there."""
+    body = _get(url, "/runtime/hash", timeout)
+    return None if body is None else str(json.loads(body)["hash"])
+
+
+def module_file(url: str, digest: str, timeout: float = 30.0) -> Path:
+    """The gateway's module as a file of the user's cache, named by its content hash.
+
+    The same tools give the same file whatever gateway (port, token) served them, so
+    Deno's type-check cache holds across exec runs and gateway restarts.
+    """
+    path = user_cache_dir() / "modules" / f"{digest}.ts"
+    if path.exists():
+        return path
+    body = _get(url, f"/runtime/tools.ts?_t={digest}", timeout)
+    if body is None:
+        raise GatewayUnreachableError("the gateway stopped answering while its module was read")
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(body)
+    os.replace(partial, path)
+    return path
+
+
+def _get(url: str, route: str, timeout: float) -> bytes | None:
+    """The body of GET ``url + route``, None when nothing listens there.
 
     A bare HTTP/1.0 GET over a socket: http.client would cost this path 8 ms of imports.
     """
     parts = urlsplit(url)
-    path = parts.path.rstrip("/") + "/runtime/hash"
+    path = parts.path.rstrip("/") + route
     request = f"GET {path} HTTP/1.0\r\nHost: {parts.netloc}\r\n\r\n".encode()
     address = (parts.hostname or "127.0.0.1", parts.port or 80)
     try:
@@ -54,12 +101,15 @@ def module_hash(url: str, timeout: float = 30.0) -> str | None:
             f"the gateway answered HTTP {status} ({body[:200].decode('utf-8', 'replace')})",
             hint="check TOOLSCRIPT_GATEWAY_URL (token included) with `toolscript gateway status`",
         )
-    return str(json.loads(body)["hash"])
+    return body
 
 
 @contextmanager
-def gateway_for_run(config: str | None, cache: str | None) -> Iterator[tuple[str, str]]:
-    """``(url, module hash)`` of a gateway that stays up for the run."""
+def gateway_for_run(
+    config: str | None, cache: str | None, *, needed: bool = True
+) -> Iterator[tuple[str, str]]:
+    """``(url, module hash)`` of a gateway that stays up for the run. With ``needed`` False
+    (the script calls no tool) no gateway is started when none runs: NO_GATEWAY_URL."""
     from_env = os.environ.get("TOOLSCRIPT_GATEWAY_URL", "").strip().rstrip("/")
     if from_env:
         found = module_hash(from_env)
@@ -77,6 +127,9 @@ def gateway_for_run(config: str | None, cache: str | None) -> Iterator[tuple[str
         if found is not None:
             yield state["url"], found
             return
+    if not needed:
+        yield NO_GATEWAY_URL, "none"
+        return
     with _ephemeral_gateway(config, cache) as url:
         found = module_hash(url)
         if found is None:

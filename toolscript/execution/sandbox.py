@@ -175,9 +175,14 @@ class _Budget:
             return True
 
 
-def _rewriter(script_path: Path, display_name: str, gateway_url: str) -> Rewrite:
+def _rewriter(
+    script_path: Path, display_name: str, gateway_url: str, module_path: Path | None = None
+) -> Rewrite:
     """Error lines name the user's script and ``toolscript``, not cache paths and secret URLs."""
-    module = re.compile(re.escape(gateway_url) + r"/runtime/tools\.ts(?:\?_t=[\w-]+)?")
+    spellings = [re.escape(gateway_url) + r"/runtime/tools\.ts(?:\?_t=[\w-]+)?"]
+    if module_path is not None:
+        spellings.append(r"(?:file://)?" + re.escape(str(module_path)))
+    module = re.compile("|".join(spellings))
     # Absolute, file:// and relative spellings of the prepared script's path.
     script = re.compile(
         r"(?:file://)?[^\s\"'()\[\]]*?"
@@ -200,21 +205,29 @@ def run_toolscript(
     gateway_url: str,
     module_hash: str,
     *,
+    module: Path | None = None,
     check: bool = True,
     limits: Limits = Limits(),
     cwd: Path | None = None,
     stdin_available: bool = True,
 ) -> int:
-    """Run ``script`` to completion, streaming its output; returns the exit code."""
+    """Run ``script`` to completion, streaming its output; returns the exit code.
+
+    ``module`` is the gateway's module as a local file (its checks stay cached whatever
+    gateway served it); without it the script imports the module from the gateway.
+    """
     script_path = _write_script(script)
     deno_dir = user_cache_dir() / "deno"
-    import_map = {
-        "imports": {
-            "toolscript": f"{gateway_url}/runtime/tools.ts?_t={module_hash}",
-            "file:///": REFUSED_FILE_URL,
-            script_path.as_uri(): script_path.as_uri(),
-        }
+    imports = {
+        "toolscript": (
+            module.as_uri() if module else f"{gateway_url}/runtime/tools.ts?_t={module_hash}"
+        ),
+        "file:///": REFUSED_FILE_URL,
+        script_path.as_uri(): script_path.as_uri(),
     }
+    if module is not None:
+        imports[module.as_uri()] = module.as_uri()
+    import_map = {"imports": imports}
     map_path = _write_private(
         user_cache_dir() / "run" / f"importmap-{os.getpid()}-{threading.get_ident()}.json",
         json.dumps(import_map),
@@ -241,7 +254,7 @@ def run_toolscript(
         map_path.unlink(missing_ok=True)
         raise ExecutionError(f"cannot start deno: {exc}", hint="check TOOLSCRIPT_DENO") from exc
     try:
-        return _supervise(process, script, script_path, gateway_url, limits)
+        return _supervise(process, script, script_path, gateway_url, limits, module)
     finally:
         map_path.unlink(missing_ok=True)
 
@@ -252,10 +265,11 @@ def _supervise(
     script_path: Path,
     gateway_url: str,
     limits: Limits,
+    module: Path | None = None,
 ) -> int:
     assert process.stdout is not None and process.stderr is not None
     budget = _Budget(limits.max_output, process)
-    rewrite = _rewriter(script_path, script.display_name, gateway_url)
+    rewrite = _rewriter(script_path, script.display_name, gateway_url, module)
     pumps = [
         _Pump(process.stdout, sys.stdout.buffer, budget, None),
         _Pump(process.stderr, sys.stderr.buffer, budget, rewrite),
