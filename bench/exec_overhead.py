@@ -2,6 +2,10 @@
 
 (a) hello world with --no-check; (b) a never-seen script that imports the client and
 calls one tool, with type checking. Targets (issue 5): (a) adds < 150 ms; (b) < 1.2x.
+(c) exec with no gateway running (one stdio server configured): `return 1+1`, which
+needs no gateway, against the ephemeral gateway the same script started before, and a
+tool call through an ephemeral gateway against one through a running gateway.
+Target (issue 13): `return 1+1` with no gateway at most 1.5 s.
 
     python bench/exec_overhead.py [--runs 11]
 """
@@ -47,6 +51,47 @@ def main() -> None:
     base_env = gateway_env(TOOLSCRIPT_HOME=str(work / "home"))
     with running_gateway(work, config) as url:
         measure(url, work, base_env, deno_bin, args.runs)
+        measure_without_gateway(url, work, config, base_env, min(args.runs, 5))
+
+
+def measure_without_gateway(
+    url: str, work: Path, config: dict[str, object], base_env: dict[str, str], runs: int
+) -> None:
+    """Case (c): a project whose gateway is not running."""
+    import json
+
+    project = work / "no-gateway"
+    project.mkdir()
+    (project / ".toolscript.json").write_text(json.dumps(config))
+    toolscript = [sys.executable, "-m", "toolscript", "exec"]
+    call = 'import { tools } from "toolscript";\nreturn (await tools.time.getCurrentTime({ timezone: "UTC" })).timezone;\n'
+    cases = {
+        "return 1+1, no gateway": ("return 1+1", base_env),
+        # Naming the module makes exec start the ephemeral gateway, as every exec did before.
+        "return 1+1, ephemeral gateway": ('return 1+1; // "toolscript"', base_env),
+        "tool call, ephemeral gateway": (call, base_env),
+        "tool call, running gateway": (call, {**base_env, "TOOLSCRIPT_GATEWAY_URL": url}),
+    }
+    results: dict[str, list[float]] = {name: [] for name in cases}
+    for code, env in cases.values():  # warm: Deno's check cache, the module file
+        timed([*toolscript, code], env, project)
+    for _ in range(runs):
+        for name, (code, env) in cases.items():
+            results[name].append(timed([*toolscript, code], env, project))
+    print(f"\nexec with no gateway running, {runs} runs each, interleaved (ms)")
+    print(f"{'case':32}{'min':>8}{'p50':>8}{'max':>8}")
+    for name, values in results.items():
+        print(f"{name:32}{min(values):8.0f}{statistics.median(values):8.0f}{max(values):8.0f}")
+    median = {name: statistics.median(values) for name, values in results.items()}
+    print(
+        f"(c) return 1+1 with no gateway: {median['return 1+1, no gateway']:.0f} ms (target <= 1500 ms), "
+        f"{median['return 1+1, ephemeral gateway'] / median['return 1+1, no gateway']:.1f}x faster "
+        "than starting a gateway for it"
+    )
+    print(
+        "(c) a tool call through an ephemeral gateway / through a running one: "
+        f"{median['tool call, ephemeral gateway'] / median['tool call, running gateway']:.1f}x"
+    )
 
 
 def measure(url: str, work: Path, base_env: dict[str, str], deno_bin: str, runs: int) -> None:

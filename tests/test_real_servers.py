@@ -189,9 +189,7 @@ def test_every_tool_of_the_corpus_served_as_it_is(tmp_path: Path) -> None:
         failed = {n: s["error"] for n, s in health["servers"].items() if s["state"] != "connected"}
         assert failed == {}
         for name, names in expected.items():
-            listed = {
-                tool["name"] for tool in gateway.client.get(f"servers/{name}/tools").json()
-            }
+            listed = {tool["name"] for tool in gateway.client.get(f"servers/{name}/tools").json()}
             assert listed == names, name
         assert sum(map(len, expected.values())) == health["tools"]
         assert any("sentry" in w and "whoami" in w for w in health["warnings"])

@@ -145,3 +145,17 @@ def test_server_file_names_differ_where_case_is_ignored(names: list[str]) -> Non
     slugs = [file_slug(name).lower() for name in names]
     assert len(set(slugs)) == len(names)
     assert file_slug("github") == "github"
+
+
+def test_windows_is_refused_with_a_pointer_to_wsl(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No Windows machine here: the platform is the one thing faked."""
+    from toolscript.cli import entry
+
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setattr(sys, "argv", ["toolscript", "list-servers"])
+    with pytest.raises(SystemExit) as stopped:
+        entry.main()
+    assert stopped.value.code == 2
+    assert "inside WSL" in capsys.readouterr().err

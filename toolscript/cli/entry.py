@@ -25,6 +25,14 @@ def _script_arguments(argv: list[str]) -> list[str]:
 
 def main() -> None:
     """Entry point: run the app and turn toolscript errors into a message and exit code."""
+    if sys.platform == "win32":
+        # Process groups, POSIX signals and Deno's sandbox flags are what the sandbox and
+        # teardown rest on; WSL has them all.
+        sys.stderr.write(
+            "toolscript: error: toolscript runs on Linux and macOS\n"
+            "hint: on Windows, install and run it inside WSL\n"
+        )
+        sys.exit(2)
     debug = "--debug" in sys.argv[1:] or os.environ.get("TOOLSCRIPT_DEBUG", "") not in ("", "0")
     arguments = _script_arguments(sys.argv[1:])
     try:
