@@ -323,3 +323,54 @@ def test_exec_path_imports_no_heavy_library(
         "httpx",
     ):
         assert heavy not in imported, heavy
+
+
+def test_a_long_stderr_line_does_not_outlive_the_time_limit(run) -> None:  # type: ignore[no-untyped-def]
+    """One 80 KB stderr line with no whitespace, then a loop: the rewriter once spent about
+    60 s on such a line before the time limit could act."""
+    import time
+
+    code = 'await Deno.stderr.write(new TextEncoder().encode("x".repeat(80000) + "\\n"));\nwhile (true) {}'
+    started = time.monotonic()
+    result = run(code, "--timeout", "3", "--no-check")
+    assert result.returncode == 124, result.stderr[-500:]
+    assert time.monotonic() - started < 30
+    assert "x" * 80000 in result.stderr
+
+
+def test_output_without_newlines_counts_against_the_cap(run) -> None:  # type: ignore[no-untyped-def]
+    code = (
+        "const block = new Uint8Array(1 << 20).fill(120);\n"
+        "for (let i = 0; i < 300; i++) await Deno.stderr.write(block);\n"
+        'console.log("STILL RUNNING");'
+    )
+    result = run(code, "--max-output", "5000000", "--no-check")
+    assert result.returncode == 123, result.stderr[-300:]
+    assert "STILL RUNNING" not in result.stdout
+    assert len(result.stderr) < 5_000_000 + 1_200_000
+
+
+def test_error_lines_name_the_script_in_long_lines(run) -> None:  # type: ignore[no-untyped-def]
+    result = run('throw new Error("x".repeat(20000))', "--no-check")
+    assert result.returncode == 1
+    assert "<inline>.ts:1:" in result.stderr
+    assert "/scripts/" not in result.stderr
+
+
+def test_a_script_that_calls_no_tool_needs_no_gateway(
+    toolscript_home: Path, tmp_path: Path
+) -> None:
+    (tmp_path / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}))
+    result = toolscript("exec", "return 1 + 1", home=toolscript_home, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "2"
+    assert not (tmp_path / ".toolscript").exists(), "no gateway was started for it"
+    uses = toolscript(
+        "exec",
+        'import { tools } from "toolscript"; return await tools.fx.plainText({ text: "yes" });',
+        home=toolscript_home,
+        cwd=tmp_path,
+    )
+    assert uses.returncode == 0, uses.stderr
+    assert json.loads(uses.stdout) == "yes"
+    assert _ephemeral_gateways() == []

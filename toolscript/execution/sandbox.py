@@ -10,7 +10,6 @@ Limits: wall-clock time, V8 heap, and captured output, each with its own exit co
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -28,6 +27,7 @@ from urllib.parse import urlsplit
 from toolscript.errors import ExecutionError
 from toolscript.execution.source import prepare_source
 from toolscript.paths import user_cache_dir
+from toolscript.processes import signal_quietly
 
 __all__ = [
     "EXIT_MEMORY",
@@ -47,6 +47,7 @@ REFUSED_FILE_URL = "https://local-files-are-not-available-to-toolscripts.invalid
 _OOM_MARKERS = (b"out of memory", b"Reached heap limit", b"allocation failed")
 Rewrite = Callable[[bytes], bytes]
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_PATH_STOPS = frozenset(" \t\n\r\f\v\"'()[]")
 
 
 @dataclass(frozen=True)
@@ -133,27 +134,53 @@ class _Pump(threading.Thread):
 
     def run(self) -> None:
         descriptor = self.source.fileno()
-        reader = (
-            iter(self.source.readline, b"")
-            if self.rewrite
-            else iter(lambda: os.read(descriptor, 65536), b"")
-        )
+        lines = _Lines(self.rewrite) if self.rewrite else None
         discard = False
-        for chunk in reader:
-            if self.rewrite:
-                chunk = self.rewrite(chunk)
-            self.tail = (self.tail + chunk)[-4096:]
+        while chunk := os.read(descriptor, 65536):
+            # Counted as it arrives, before any rewriting: output without newlines counts too.
             if not self.budget.spend(len(chunk)):
                 return
-            if discard:
+            self.tail = (self.tail + chunk)[-4096:]
+            out = lines.feed(chunk) if lines else chunk
+            if discard or not out:
                 continue
-            try:
-                self.target.write(chunk)
-                self.target.flush()
-            except (BrokenPipeError, ValueError):
-                discard = (
-                    True  # our reader went away (`| head`): keep draining so the child never blocks
-                )
+            discard = not self._write(out)
+        if lines and not discard:
+            self._write(lines.flush())
+
+    def _write(self, data: bytes) -> bool:
+        """False once our reader went away (`| head`): then keep draining so the child never blocks."""
+        try:
+            self.target.write(data)
+            self.target.flush()
+        except (BrokenPipeError, ValueError):
+            return False
+        return True
+
+
+class _Lines:
+    """Rewrites whole lines of a stream; a line longer than MAX_LINE goes out in pieces."""
+
+    MAX_LINE = 64 * 1024
+
+    def __init__(self, rewrite: Rewrite) -> None:
+        self.rewrite = rewrite
+        self.pending = b""
+
+    def feed(self, chunk: bytes) -> bytes:
+        data = self.pending + chunk
+        end = data.rfind(b"\n") + 1
+        if end == 0 and len(data) < self.MAX_LINE:
+            self.pending = data
+            return b""
+        if end == 0:
+            end = len(data)
+        self.pending = data[end:]
+        return b"".join(self.rewrite(line) for line in data[:end].splitlines(keepends=True))
+
+    def flush(self) -> bytes:
+        rest, self.pending = self.pending, b""
+        return self.rewrite(rest) if rest else b""
 
 
 class _Budget:
@@ -183,19 +210,28 @@ def _rewriter(
     if module_path is not None:
         spellings.append(r"(?:file://)?" + re.escape(str(module_path)))
     module = re.compile("|".join(spellings))
-    # Absolute, file:// and relative spellings of the prepared script's path.
-    script = re.compile(
-        r"(?:file://)?[^\s\"'()\[\]]*?"
-        + re.escape(f"/{script_path.parent.name}/{script_path.name}")
-    )
+    # The prepared script's path in any spelling (absolute, file://, relative): found by its
+    # literal tail, then extended back over path characters. Linear in the line's length,
+    # where a regex with a lazy prefix took seconds on one long line.
+    tail = f"/{script_path.parent.name}/{script_path.name}"
     strip_colors = not sys.stderr.isatty()
+
+    def name_script(text: str) -> str:
+        parts, done = [], 0
+        while (found := text.find(tail, done)) != -1:
+            start = found
+            while start > done and text[start - 1] not in _PATH_STOPS:
+                start -= 1
+            parts += [text[done:start], display_name]
+            done = found + len(tail)
+        parts.append(text[done:])
+        return "".join(parts)
 
     def rewrite(line: bytes) -> bytes:
         text = line.decode("utf-8", "replace")
         if strip_colors:
             text = _ANSI.sub("", text)
-        text = script.sub(lambda _: display_name, text)
-        return module.sub("toolscript", text).encode()
+        return module.sub("toolscript", name_script(text)).encode()
 
     return rewrite
 
@@ -305,8 +341,7 @@ def _supervise(
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
+    signal_quietly(process.pid, signal.SIGKILL, group=True)
 
 
 def _say(message: str) -> None:

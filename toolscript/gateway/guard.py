@@ -33,8 +33,15 @@ class TokenGuard:
         self._allowed_hosts = {host.lower().encode() for host in allowed_hosts}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "lifespan":
             await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":
+            # The gateway speaks plain HTTP only; a websocket (or any other scope) would pass
+            # no token check, so it is refused before it reaches the app.
+            if scope["type"] == "websocket":
+                await receive()  # websocket.connect
+                await send({"type": "websocket.close", "code": 1008})
             return
         path: str = scope["path"]
         if path == LIVENESS_PATH:
