@@ -11,6 +11,7 @@ HTTP response with ``status_code``::
     │   ├── ServerNotFoundError                  no such server is configured
     │   └── ToolNotFoundError                    no such tool on a server
     ├── ArgumentValidationError         HTTP 400 tool arguments violate its inputSchema
+    ├── RequestTooLargeError            HTTP 413 a tool call's body is over the gateway's limit
     ├── GatewayError                             talking to the gateway from the CLI
     │   ├── GatewayUnreachableError              nothing answers at the gateway URL
     │   └── GatewayResponseError                 the gateway answered with an error
@@ -34,6 +35,7 @@ __all__ = [
     "GatewayResponseError",
     "GatewayUnreachableError",
     "NotFoundError",
+    "RequestTooLargeError",
     "ServerNotFoundError",
     "ServerUnavailableError",
     "ToolCallError",
@@ -110,6 +112,19 @@ class ToolNotFoundError(NotFoundError):
     """The server has no tool of that name."""
 
     kind = "tool_not_found"
+
+
+class RequestTooLargeError(ToolscriptError):
+    """A tool call's request body is larger than the gateway accepts."""
+
+    status_code = 413
+    kind = "request_too_large"
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"the request body is larger than {limit} bytes",
+            hint="pass large data in pieces, or raise the gateway's --max-request-mb",
+        )
 
 
 class ArgumentValidationError(ToolscriptError):

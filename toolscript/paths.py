@@ -51,12 +51,21 @@ def project_cache_dir(project_dir: Path, explicit: str | os.PathLike[str] | None
 
 
 def user_cache_dir() -> Path:
-    """toolscript's own cache for Deno and prepared scripts (``TOOLSCRIPT_HOME`` overrides)."""
+    """toolscript's own cache for Deno, modules and prepared scripts (``TOOLSCRIPT_HOME``
+    overrides); only its user may enter it, whatever its children's modes (Deno's are 0644)."""
     chosen = os.environ.get("TOOLSCRIPT_HOME")
     if chosen:
-        return Path(chosen).expanduser().resolve()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "toolscript"
+        path = Path(chosen).expanduser().resolve()
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        path = Path(base) / "toolscript"
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o700)
+    except OSError:
+        pass  # not ours to change: the commands that write there say so
+    return path
 
 
 def write_gateway_state(directory: Path, state: dict[str, Any]) -> Path:

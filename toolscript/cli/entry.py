@@ -10,10 +10,9 @@ import os
 import sys
 
 from toolscript.errors import ToolscriptError
+from toolscript.execution.source import SCRIPT_SUFFIXES
 
 __all__ = ["main"]
-
-SCRIPT_SUFFIXES = (".ts", ".mts", ".tsx", ".js", ".mjs", ".jsx")
 
 
 def _script_arguments(argv: list[str]) -> list[str]:

@@ -47,6 +47,12 @@ def start(
             "a server still connecting then joins when it is ready.",
         ),
     ] = 10.0,
+    max_request_mb: Annotated[
+        float,
+        typer.Option(
+            "--max-request-mb", min=0.001, help="Largest tool-call body accepted (413 above)."
+        ),
+    ] = 8.0,
     config: ConfigOption = None,
     cache: CacheDirOption = None,
     search_alpha: Annotated[
@@ -128,6 +134,7 @@ def start(
         write_state=not ephemeral,
         connect_timeout=connect_timeout,
         ready_wait=ready_wait,
+        max_request_bytes=int(max_request_mb * 1024 * 1024),
     )
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from toolscript.errors import UsageError
 from toolscript.execution.sandbox import Script
+from toolscript.execution.source import SCRIPT_SUFFIXES
 
 __all__ = ["DEFAULT_MAX_OUTPUT", "DEFAULT_MEMORY_MB", "DEFAULT_TIMEOUT", "fast_exec", "run_exec"]
 
@@ -84,6 +85,13 @@ def _read_script(code: str | None, file: Path | None) -> Script:
     if file is not None:
         if code is not None:
             raise UsageError("give either CODE or a file, not both")
+        if file.suffix not in SCRIPT_SUFFIXES:
+            # Type-check diagnostics quote the file: a mistaken or injected `--file .env`
+            # would put its secrets into the agent's context.
+            raise UsageError(
+                f"not a TypeScript or JavaScript file: {file}",
+                hint="toolscripts end in " + ", ".join(SCRIPT_SUFFIXES),
+            )
         try:
             text = file.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -103,8 +111,4 @@ def _read_script(code: str | None, file: Path | None) -> Script:
 
 
 def _script_name(path: Path) -> str:
-    return (
-        path.name
-        if path.suffix in (".ts", ".mts", ".tsx", ".js", ".mjs", ".jsx")
-        else path.name + ".ts"
-    )
+    return path.name

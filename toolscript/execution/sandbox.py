@@ -47,6 +47,19 @@ REFUSED_FILE_URL = "https://local-files-are-not-available-to-toolscripts.invalid
 _OOM_MARKERS = (b"out of memory", b"Reached heap limit", b"allocation failed")
 Rewrite = Callable[[bytes], bytes]
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# Run before every script (Deno's --preload): web storage that Deno keeps on disk between
+# runs is closed, so no script leaves state for the next one.
+PRELUDE = """\
+Object.defineProperty(globalThis, "localStorage", {
+  get() {
+    throw new DOMException(
+      "localStorage is not available to toolscripts: scripts keep no state between runs",
+      "SecurityError",
+    );
+  },
+  configurable: false,
+});
+"""
 _PATH_STOPS = frozenset(" \t\n\r\f\v\"'()[]")
 
 
@@ -100,8 +113,23 @@ def _write_private(path: Path, text: str) -> Path:
     return path
 
 
+def _prelude() -> Path:
+    """The prelude as a file of the user's cache, named by its content."""
+    digest = hashlib.sha256(PRELUDE.encode()).hexdigest()[:16]
+    path = user_cache_dir() / "run" / f"prelude-{digest}.js"
+    if not path.exists():
+        partial = _write_private(path.with_name(f"{path.name}.{os.getpid()}.tmp"), PRELUDE)
+        partial.replace(path)
+    return path
+
+
 def _command(
-    script_path: Path, gateway_url: str, import_map: Path, check: bool, limits: Limits
+    script_path: Path,
+    gateway_url: str,
+    import_map: Path,
+    check: bool,
+    limits: Limits,
+    prelude: Path,
 ) -> list[str]:
     host = urlsplit(gateway_url).netloc
     return [
@@ -116,6 +144,7 @@ def _command(
         f"--allow-net={host}",
         "--allow-env=TOOLSCRIPT_GATEWAY_URL",
         f"--import-map={import_map}",
+        f"--preload={prelude}",
         f"--v8-flags=--max-old-space-size={limits.memory_mb}",
         "--check" if check else "--no-check",
         str(script_path),
@@ -263,6 +292,8 @@ def run_toolscript(
     }
     if module is not None:
         imports[module.as_uri()] = module.as_uri()
+    prelude = _prelude()
+    imports[prelude.as_uri()] = prelude.as_uri()
     import_map = {"imports": imports}
     map_path = _write_private(
         user_cache_dir() / "run" / f"importmap-{os.getpid()}-{threading.get_ident()}.json",
@@ -278,7 +309,7 @@ def run_toolscript(
         env["NO_COLOR"] = "1"
     try:
         process = subprocess.Popen(
-            _command(script_path, gateway_url, map_path, check, limits),
+            _command(script_path, gateway_url, map_path, check, limits, prelude),
             cwd=cwd,
             env=env,
             stdin=None if stdin_available else subprocess.DEVNULL,

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["RESULT_VARIABLE", "prepare_source"]
+__all__ = ["RESULT_VARIABLE", "SCRIPT_SUFFIXES", "prepare_source"]
+
+SCRIPT_SUFFIXES = (".ts", ".mts", ".tsx", ".js", ".mjs", ".jsx")
 
 RESULT_VARIABLE = "__toolscriptResult"
 

@@ -25,7 +25,12 @@ from litestar.openapi import OpenAPIConfig
 
 from toolscript import __version__
 from toolscript.codegen.module import render_declarations, render_module
-from toolscript.errors import ArgumentValidationError, ToolscriptError, UsageError
+from toolscript.errors import (
+    ArgumentValidationError,
+    RequestTooLargeError,
+    ToolscriptError,
+    UsageError,
+)
 from toolscript.gateway.core import Gateway, split_tool_name
 from toolscript.gateway.results import RESULT_HEADER
 from toolscript.search.engine import MODES
@@ -33,6 +38,22 @@ from toolscript.search.engine import MODES
 __all__ = ["build_app"]
 
 _JSON = "application/json"
+DEFAULT_MAX_BODY = 8 * 1024 * 1024  # bytes of tool-call arguments
+
+
+async def _send_json(send: Any, status: int, body: dict[str, Any]) -> None:
+    payload = msgspec.json.encode(body)
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
 
 
 def _error_response(request: Request[Any, Any, Any], exc: ToolscriptError) -> Response[bytes]:
@@ -41,15 +62,40 @@ def _error_response(request: Request[Any, Any, Any], exc: ToolscriptError) -> Re
     )
 
 
+MAX_JSON_DEPTH = 64  # tool arguments nest far less; deeper input is an attack or a bug
+
+
+def _too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether ``value`` nests deeper than ``limit`` (iteratively: no recursion to exhaust)."""
+    level = [value]
+    for _ in range(limit):
+        level = [
+            child
+            for item in level
+            if isinstance(item, dict | list)
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
+        if not level:
+            return False
+    return any(isinstance(item, dict | list) and item for item in level)
+
+
 async def call_tool_bytes(gateway: Gateway, name: str, body: bytes) -> tuple[int, str, bytes]:
     """``(status, result shape or "", JSON body)`` of one tool call; errors included."""
     try:
         try:
             arguments = msgspec.json.decode(body) if body.strip() else {}
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
             raise ArgumentValidationError(
-                f"the request body is not JSON: {exc}", errors=[{"path": "/", "message": str(exc)}]
-            ) from exc
+                f"the request body is not usable JSON: {reason}",
+                errors=[{"path": "/", "message": reason}],
+            ) from None
+        if _too_deep(arguments):
+            raise ArgumentValidationError(
+                f"arguments for {name} nest deeper than {MAX_JSON_DEPTH} levels",
+                errors=[{"path": "/", "message": f"deeper than {MAX_JSON_DEPTH} levels"}],
+            )
         if not isinstance(arguments, dict):
             raise ArgumentValidationError(
                 f"arguments for {name} must be a JSON object",
@@ -68,19 +114,25 @@ class ToolCallFastPath:
     response machinery is most of the gateway's CPU per call.
     """
 
-    def __init__(self, app: Any, gateway: Gateway) -> None:
+    def __init__(self, app: Any, gateway: Gateway, max_body: int = DEFAULT_MAX_BODY) -> None:
         self.app = app
         self.gateway = gateway
+        self.max_body = max_body
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         path = scope.get("path", "")
         if scope["type"] != "http" or scope["method"] != "POST" or not path.startswith("/tools/"):
             await self.app(scope, receive, send)
             return
-        chunks = []
+        chunks, size = [], 0
         while True:
             message = await receive()
-            chunks.append(message.get("body", b""))
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:  # counted as it arrives: nothing past the limit is kept
+                await _send_json(send, 413, RequestTooLargeError(self.max_body).to_dict())
+                return
+            chunks.append(chunk)
             if not message.get("more_body"):
                 break
         status, shape, payload = await call_tool_bytes(self.gateway, path[7:], b"".join(chunks))

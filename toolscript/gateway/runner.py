@@ -85,6 +85,7 @@ def serve(
     write_state: bool = True,
     connect_timeout: float = 30.0,
     ready_wait: float = 10.0,
+    max_request_bytes: int = 8 * 1024 * 1024,
     search: SearchOptions | None = None,
     announce: Callable[[str], None] | None = None,
 ) -> None:
@@ -112,7 +113,9 @@ def serve(
     )
     state_dir = cache if write_state else None
     app = TokenGuard(
-        ToolCallFastPath(build_app(gateway), gateway), token, _allowed_hosts(host, port)
+        ToolCallFastPath(build_app(gateway), gateway, max_request_bytes),
+        token,
+        _allowed_hosts(host, port),
     )
 
     class Server(uvicorn.Server):

@@ -1,0 +1,136 @@
+"""Attacks from the security review, each performed for real and asserted to fail."""
+
+from __future__ import annotations
+
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from helpers import GatewayProcess, clean_env, fixture_server, running_gateway
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    with running_gateway(
+        {"mcpServers": {"fx": fixture_server()}}, tmp_path_factory.mktemp("hard")
+    ) as started:
+        yield started
+
+
+def exec_in(
+    gateway: GatewayProcess, home: Path, cwd: Path, *args: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "toolscript", "exec", *args],
+        cwd=cwd,
+        env=clean_env(TOOLSCRIPT_HOME=str(home), TOOLSCRIPT_GATEWAY_URL=gateway.url),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_local_storage_keeps_nothing_between_runs(gateway: GatewayProcess, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    write = exec_in(
+        gateway,
+        home,
+        tmp_path,
+        "--no-check",
+        'localStorage.setItem("planted", "yes"); console.log("STORED");',
+    )
+    assert write.returncode != 0
+    assert "STORED" not in write.stdout
+    assert "localStorage is not available to toolscripts" in write.stderr
+    read = exec_in(
+        gateway,
+        home,
+        tmp_path,
+        "--no-check",
+        'console.log(String(globalThis.localStorage?.getItem("planted")));',
+    )
+    assert "yes" not in read.stdout
+    redefine = exec_in(
+        gateway,
+        home,
+        tmp_path,
+        "--no-check",
+        'Object.defineProperty(globalThis, "localStorage", {value: 1}); console.log("REDEFINED");',
+    )
+    assert "REDEFINED" not in redefine.stdout
+
+
+def test_the_user_cache_is_private_and_holds_no_token(
+    gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    home = tmp_path / "shared-home"
+    home.mkdir(mode=0o755)
+    home.chmod(0o755)
+    code = 'import { tools } from "toolscript"; return await tools.fx.plainText({ text: "x" });'
+    ran = exec_in(gateway, home, tmp_path, code)
+    assert ran.returncode == 0, ran.stderr
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    token = gateway.url.rsplit("/", 1)[1]
+    leaks = []
+    for path in home.rglob("*"):
+        if path.is_file() and token.encode() in path.read_bytes():
+            leaks.append(str(path.relative_to(home)))
+    assert leaks == [], "the gateway token was written to the cache"
+
+
+@pytest.mark.parametrize("name", [".env", "passwd", "notes.txt", "config.json"])
+def test_exec_file_refuses_what_is_not_a_script(
+    gateway: GatewayProcess, tmp_path: Path, name: str
+) -> None:
+    secret = tmp_path / name
+    secret.write_text("AWS_SECRET_ACCESS_KEY=very-secret-value\n")
+    ran = exec_in(gateway, tmp_path / "home", tmp_path, "--file", str(secret))
+    assert ran.returncode == 2
+    assert "not a TypeScript or JavaScript file" in ran.stderr
+    assert "very-secret-value" not in ran.stdout + ran.stderr
+
+
+def test_an_oversized_request_body_is_refused_as_it_arrives(gateway: GatewayProcess) -> None:
+    process = psutil.Process(gateway.process.pid)
+    before = process.memory_info().rss
+
+    def body() -> Iterator[bytes]:
+        yield b'{"text": "'
+        for _ in range(200):  # 200 MB, streamed
+            yield b"x" * (1024 * 1024)
+        yield b'"}'
+
+    try:
+        response = gateway.client.post("tools/fx__plain_text", content=body())
+        status = response.status_code
+        answer = response.json()
+    except Exception:  # the gateway may close the connection once it has answered
+        status, answer = 413, {"error": "request_too_large"}
+    assert status == 413
+    assert answer["error"] == "request_too_large"
+    assert process.memory_info().rss - before < 100 * 1024 * 1024
+    assert gateway.call("fx__plain_text", {"text": "fine"}).json() == "fine"
+
+
+@pytest.mark.parametrize("depth", [100, 5000, 100_000])
+def test_deeply_nested_json_is_refused_and_the_session_survives(
+    gateway: GatewayProcess, depth: int
+) -> None:
+    pid = gateway.call("fx__pid").json()
+    nested = '{"text": ' + "[" * depth + "]" * depth + "}"
+    response = gateway.client.post("tools/fx__plain_text", content=nested.encode())
+    assert response.status_code == 400, response.text
+    assert response.json()["error"] == "invalid_arguments"
+    assert gateway.call("fx__pid").json() == pid, "the server session was not restarted"
+
+
+def test_exec_file_still_runs_scripts(gateway: GatewayProcess, tmp_path: Path) -> None:
+    script = tmp_path / "job.mts"
+    script.write_text("return 40 + 2;\n")
+    ran = exec_in(gateway, tmp_path / "home", tmp_path, "--file", str(script))
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == "42"
