@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import stat
 import subprocess
 import sys
@@ -134,3 +136,52 @@ def test_exec_file_still_runs_scripts(gateway: GatewayProcess, tmp_path: Path) -
     ran = exec_in(gateway, tmp_path / "home", tmp_path, "--file", str(script))
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.strip() == "42"
+
+
+def _family(pid: int) -> list[psutil.Process]:
+    return psutil.Process(pid).children(recursive=True)
+
+
+def _wait_for_deno(
+    exec_process: subprocess.Popen[str], timeout: float = 60
+) -> list[psutil.Process]:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        family = _family(exec_process.pid)
+        if any("deno" in (p.name() or "") for p in family):
+            time.sleep(0.5)  # the script is looping by now
+            return _family(exec_process.pid)
+        time.sleep(0.1)
+    raise AssertionError("deno never started")
+
+
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "SIGHUP", "SIGKILL"])
+def test_the_sandbox_and_ephemeral_gateway_die_with_exec(tmp_path: Path, how: str) -> None:
+    """Agents' shells stop long commands with signals, SIGKILL included: nothing may run on."""
+    import signal as signals
+
+    (tmp_path / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}))
+    code = 'import { tools } from "toolscript";\nwhile (true) { await tools.fx.plainText({ text: "again" }); }'
+    exec_process = subprocess.Popen(
+        [sys.executable, "-m", "toolscript", "exec", code, "--timeout", "0"],
+        cwd=tmp_path,
+        env=clean_env(TOOLSCRIPT_HOME=str(tmp_path / "home")),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        family = _wait_for_deno(exec_process)
+        names = " ".join(" ".join(p.cmdline()) for p in family)
+        assert "--ephemeral" in names and "fixture_server" in names
+        os.kill(exec_process.pid, getattr(signals, how))
+        exec_process.wait(30)
+        _, alive = psutil.wait_procs(family, timeout=25)
+        assert alive == [], [" ".join(p.cmdline())[:120] for p in alive]
+        if how != "SIGKILL":
+            assert exec_process.returncode in (130, 128 + getattr(signals, how))
+    finally:
+        if exec_process.poll() is None:
+            exec_process.kill()

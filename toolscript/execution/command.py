@@ -30,16 +30,23 @@ def run_exec(
     cache: str | None,
 ) -> int:
     """Read the script, find (or start) a gateway, run the script; the exit code."""
+    from toolscript.execution.lifeline import Lifeline
     from toolscript.execution.locate import gateway_for_run, module_file, uses_gateway
     from toolscript.execution.sandbox import Limits, run_toolscript
 
     script = _read_script(code, file)
     limits = Limits(timeout=timeout, memory_mb=memory, max_output=max_output)
-    with gateway_for_run(config, cache, needed=uses_gateway(script.code)) as (url, module_hash):
+    with (
+        Lifeline() as lifeline,
+        gateway_for_run(
+            config, cache, needed=uses_gateway(script.code), on_start=lifeline.watch
+        ) as (url, module_hash),
+    ):
         return run_toolscript(
             script,
             url,
             module_hash,
+            on_start=lifeline.watch,
             module=module_file(url, module_hash) if module_hash != "none" else None,
             check=check,
             limits=limits,

@@ -15,7 +15,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -106,7 +106,11 @@ def _get(url: str, route: str, timeout: float) -> bytes | None:
 
 @contextmanager
 def gateway_for_run(
-    config: str | None, cache: str | None, *, needed: bool = True
+    config: str | None,
+    cache: str | None,
+    *,
+    needed: bool = True,
+    on_start: Callable[..., None] | None = None,
 ) -> Iterator[tuple[str, str]]:
     """``(url, module hash)`` of a gateway that stays up for the run. With ``needed`` False
     (the script calls no tool) no gateway is started when none runs: NO_GATEWAY_URL."""
@@ -130,7 +134,7 @@ def gateway_for_run(
     if not needed:
         yield NO_GATEWAY_URL, "none"
         return
-    with _ephemeral_gateway(config, cache) as url:
+    with _ephemeral_gateway(config, cache, on_start) as url:
         found = module_hash(url)
         if found is None:
             raise ExecutionError("the ephemeral gateway stopped answering")
@@ -138,7 +142,9 @@ def gateway_for_run(
 
 
 @contextmanager
-def _ephemeral_gateway(config: str | None, cache: str | None) -> Iterator[str]:
+def _ephemeral_gateway(
+    config: str | None, cache: str | None, on_start: Callable[..., None] | None
+) -> Iterator[str]:
     command = [sys.executable, "-m", "toolscript", "gateway", "start", "--port", "0", "--ephemeral"]
     if config:
         command += ["--config", config]
@@ -149,6 +155,8 @@ def _ephemeral_gateway(config: str | None, cache: str | None) -> Iterator[str]:
     process = subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
+    if on_start is not None:
+        on_start(process.pid, group=False)
     assert process.stdout is not None and process.stderr is not None
     errors: list[str] = []
     forward = threading.Thread(target=_forward_errors, args=(process.stderr, errors), daemon=True)

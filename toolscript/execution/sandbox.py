@@ -271,6 +271,7 @@ def run_toolscript(
     module_hash: str,
     *,
     module: Path | None = None,
+    on_start: Callable[..., None] | None = None,
     check: bool = True,
     limits: Limits = Limits(),
     cwd: Path | None = None,
@@ -321,7 +322,15 @@ def run_toolscript(
         map_path.unlink(missing_ok=True)
         raise ExecutionError(f"cannot start deno: {exc}", hint="check TOOLSCRIPT_DENO") from exc
     try:
+        if on_start is not None:
+            on_start(process.pid, group=True)
         return _supervise(process, script, script_path, gateway_url, limits, module)
+    except BaseException:
+        # Ctrl+C or a signal turned into an exception: the sandbox (its own session, which
+        # the terminal's Ctrl+C does not reach) stops with us.
+        _kill(process)
+        process.wait()
+        raise
     finally:
         map_path.unlink(missing_ok=True)
 

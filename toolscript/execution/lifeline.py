@@ -1,0 +1,80 @@
+"""What `exec` starts dies with it, however it dies.
+
+SIGINT, SIGTERM and SIGHUP become exceptions, so the ``finally`` blocks of the run stop
+the sandbox and any ephemeral gateway. SIGKILL cannot be caught: for it a watchdog
+process holds the read end of a pipe whose write end only exec holds, and stops
+everything exec named when that pipe closes without a last word (``watchdog.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any
+
+__all__ = ["Lifeline"]
+
+_CAUGHT = (signal.SIGTERM, signal.SIGHUP)
+
+
+class Lifeline:
+    """Context manager for one exec run; ``watch`` each process it starts."""
+
+    def __init__(self) -> None:
+        self._write: int | None = None
+        self._watchdog: subprocess.Popen[bytes] | None = None
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> Lifeline:
+        for sig in _CAUGHT:
+            self._previous[sig] = signal.signal(sig, _raise_exit)
+        return self
+
+    def watch(self, pid: int, *, group: bool) -> None:
+        """Stop ``pid`` (its whole process group with ``group``) if exec dies."""
+        if self._write is None:
+            self._start_watchdog()
+        assert self._write is not None
+        os.write(self._write, f"{'g' if group else 'p'}{pid}\n".encode())
+
+    def _start_watchdog(self) -> None:
+        read, write = os.pipe()
+        try:
+            self._watchdog = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(Path(__file__).with_name("watchdog.py"))],
+                stdin=read,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # Ctrl+C to the terminal's group is for exec, not for it
+            )
+        finally:
+            os.close(read)
+        self._write = write
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        if self._write is not None:
+            with contextlib.suppress(OSError):  # every process was stopped by the run itself
+                os.write(self._write, b"done\n")
+            os.close(self._write)
+            self._write = None
+        if self._watchdog is not None:
+            try:
+                self._watchdog.wait(2)
+            except subprocess.TimeoutExpired:
+                self._watchdog.kill()
+
+
+def _raise_exit(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
