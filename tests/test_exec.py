@@ -20,6 +20,8 @@ from helpers import (
     toolscript_cli,
 )
 
+from toolscript.paths import gateway_state_file
+
 
 @pytest.fixture(scope="session")
 def toolscript_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -270,7 +272,7 @@ def test_ephemeral_gateway_with_servers(toolscript_home: Path, tmp_path: Path) -
     assert json.loads(result.stdout) == "ephemeral"
     assert result.stderr == ""  # nothing from the gateway it started and stopped
     assert _ephemeral_gateways() == []
-    assert not (tmp_path / ".toolscript" / "gateway.json").exists()
+    assert not gateway_state_file(tmp_path / ".toolscript").exists()
 
 
 def test_time_limit(run) -> None:  # type: ignore[no-untyped-def]

@@ -19,6 +19,8 @@ import psutil
 import pytest
 from helpers import SERVERS, GatewayProcess, running_gateway, toolscript_cli
 
+from toolscript.paths import gateway_state_file
+
 FAULTY = SERVERS / "faulty_server.py"
 
 
@@ -142,7 +144,7 @@ def test_a_server_killed_while_idle_reconnects_by_itself(tmp_path: Path) -> None
 def test_a_gateway_killed_with_sigkill_is_noticed(tmp_path: Path) -> None:
     gateway = GatewayProcess({"mcpServers": {"f": faulty()}}, tmp_path)
     server_pid = int(text_of(gateway.call("f__pid")))
-    assert (tmp_path / ".toolscript" / "gateway.json").exists()
+    assert gateway_state_file(tmp_path / ".toolscript").exists()
     gateway.process.kill()
     gateway.process.wait(10)
     # Its stdio server sees its stdin close and exits; nothing else was left running.
@@ -160,7 +162,7 @@ def test_a_gateway_killed_with_sigkill_is_noticed(tmp_path: Path) -> None:
     second = GatewayProcess({"mcpServers": {"f": faulty()}}, tmp_path)
     try:
         assert "another gateway" not in second.log, "the dead gateway's state was taken for live"
-        state = json.loads((tmp_path / ".toolscript" / "gateway.json").read_text())
+        state = json.loads(gateway_state_file(tmp_path / ".toolscript").read_text())
         assert state["pid"] == second.process.pid
     finally:
         assert_no_leftovers(second)

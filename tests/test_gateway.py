@@ -24,6 +24,8 @@ from helpers import (
     toolscript_cli,
 )
 
+from toolscript.paths import gateway_state_file
+
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
@@ -235,7 +237,7 @@ def test_secret_and_host_required(gateway: GatewayProcess) -> None:
 
 
 def test_state_file_is_private(gateway: GatewayProcess) -> None:
-    state = gateway.directory / ".toolscript" / "gateway.json"
+    state = gateway_state_file(gateway.directory / ".toolscript")
     assert state.stat().st_mode & 0o077 == 0
     assert json.loads(state.read_text())["url"] == gateway.url
 
@@ -283,7 +285,7 @@ def test_shutdown_leaves_no_process(tmp_path: Path) -> None:
     survivors = gateway.stop()
     assert survivors == []
     assert gateway.process.returncode == 0
-    assert not (tmp_path / ".toolscript" / "gateway.json").exists()
+    assert not gateway_state_file(tmp_path / ".toolscript").exists()
     assert "stopped" in gateway.log
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from helpers import GatewayProcess, clean_env, fixture_server, running_gateway
+from helpers import GatewayProcess, clean_env, fixture_server, running_gateway, toolscript_cli
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def test_local_storage_keeps_nothing_between_runs(gateway: GatewayProcess, tmp_p
     )
     assert write.returncode != 0
     assert "STORED" not in write.stdout
-    assert "localStorage is not available to toolscripts" in write.stderr
+    assert "Not a directory" in write.stderr
     read = exec_in(
         gateway,
         home,
@@ -56,14 +56,7 @@ def test_local_storage_keeps_nothing_between_runs(gateway: GatewayProcess, tmp_p
         'console.log(String(globalThis.localStorage?.getItem("planted")));',
     )
     assert "yes" not in read.stdout
-    redefine = exec_in(
-        gateway,
-        home,
-        tmp_path,
-        "--no-check",
-        'Object.defineProperty(globalThis, "localStorage", {value: 1}); console.log("REDEFINED");',
-    )
-    assert "REDEFINED" not in redefine.stdout
+    assert (home / "deno" / "location_data").is_file(), "Deno has nowhere to keep storage"
 
 
 def test_the_user_cache_is_private_and_holds_no_token(
@@ -185,3 +178,81 @@ def test_the_sandbox_and_ephemeral_gateway_die_with_exec(tmp_path: Path, how: st
     finally:
         if exec_process.poll() is None:
             exec_process.kill()
+
+
+@pytest.mark.parametrize(
+    "hoard",
+    [
+        "const kept = []; for (let i = 0; i < 16; i++) kept.push(new Uint8Array(128 << 20).fill(1));",
+        "const kept = []; for (let i = 0; i < 16; i++) { const m = new WebAssembly.Memory({ initial: 2048 }); new Uint8Array(m.buffer).fill(1); kept.push(m); }",
+    ],
+    ids=["typed-arrays", "webassembly"],
+)
+def test_memory_outside_the_heap_is_capped(
+    gateway: GatewayProcess, tmp_path: Path, hoard: str
+) -> None:
+    """--memory caps the V8 heap; the sandbox as a whole is capped too (exit 125)."""
+    ran = exec_in(
+        gateway,
+        tmp_path / "home",
+        tmp_path,
+        "--no-check",
+        "--memory",
+        "64",
+        hoard + ' console.log("HOARDED");',
+    )
+    assert ran.returncode == 125, ran.stderr[-400:]
+    assert "HOARDED" not in ran.stdout
+    assert "MB of memory in all" in ran.stderr
+
+
+def test_a_planted_state_file_does_not_redirect_exec(tmp_path: Path) -> None:
+    """A repository that ships .toolscript/gateway.json pointing at its own server gets no call."""
+    import http.server
+    import socketserver
+    import threading
+
+    seen: list[str] = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b'{"hash": "planted"}')
+
+        do_POST = do_GET
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    listener = socketserver.TCPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=listener.serve_forever, daemon=True).start()
+    try:
+        port = listener.server_address[1]
+        (tmp_path / ".toolscript.json").write_text(
+            json.dumps({"mcpServers": {"fx": fixture_server()}})
+        )
+        planted = tmp_path / ".toolscript" / "gateway.json"
+        planted.parent.mkdir()
+        planted.write_text(json.dumps({"url": f"http://127.0.0.1:{port}/x", "pid": 1}))
+        code = (
+            'import { tools } from "toolscript"; return await tools.fx.plainText({ text: "mine" });'
+        )
+        ran = subprocess.run(
+            [sys.executable, "-m", "toolscript", "exec", code],
+            cwd=tmp_path,
+            env=clean_env(TOOLSCRIPT_HOME=str(tmp_path / "home")),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert ran.returncode == 0, ran.stderr
+        assert json.loads(ran.stdout) == "mine"
+        assert seen == [], "the planted URL was used"
+        status = toolscript_cli(
+            "gateway", "status", cwd=tmp_path, env={"TOOLSCRIPT_HOME": str(tmp_path / "home")}
+        )
+        assert status.returncode == 1
+    finally:
+        listener.shutdown()

@@ -47,19 +47,6 @@ REFUSED_FILE_URL = "https://local-files-are-not-available-to-toolscripts.invalid
 _OOM_MARKERS = (b"out of memory", b"Reached heap limit", b"allocation failed")
 Rewrite = Callable[[bytes], bytes]
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-# Run before every script (Deno's --preload): web storage that Deno keeps on disk between
-# runs is closed, so no script leaves state for the next one.
-PRELUDE = """\
-Object.defineProperty(globalThis, "localStorage", {
-  get() {
-    throw new DOMException(
-      "localStorage is not available to toolscripts: scripts keep no state between runs",
-      "SecurityError",
-    );
-  },
-  configurable: false,
-});
-"""
 _PATH_STOPS = frozenset(" \t\n\r\f\v\"'()[]")
 
 
@@ -113,14 +100,17 @@ def _write_private(path: Path, text: str) -> Path:
     return path
 
 
-def _prelude() -> Path:
-    """The prelude as a file of the user's cache, named by its content."""
-    digest = hashlib.sha256(PRELUDE.encode()).hexdigest()[:16]
-    path = user_cache_dir() / "run" / f"prelude-{digest}.js"
-    if not path.exists():
-        partial = _write_private(path.with_name(f"{path.name}.{os.getpid()}.tmp"), PRELUDE)
-        partial.replace(path)
-    return path
+def _close_web_storage(deno_dir: Path) -> None:
+    """Deno keeps localStorage under ``location_data`` between runs; a file in its place
+    makes every storage call fail, so no script leaves state for the next one."""
+    storage = deno_dir / "location_data"
+    if storage.is_file():
+        return
+    import shutil
+
+    shutil.rmtree(storage, ignore_errors=True)
+    deno_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    storage.write_text("toolscripts keep no state between runs\n")
 
 
 def _command(
@@ -129,7 +119,6 @@ def _command(
     import_map: Path,
     check: bool,
     limits: Limits,
-    prelude: Path,
 ) -> list[str]:
     host = urlsplit(gateway_url).netloc
     return [
@@ -144,7 +133,6 @@ def _command(
         f"--allow-net={host}",
         "--allow-env=TOOLSCRIPT_GATEWAY_URL",
         f"--import-map={import_map}",
-        f"--preload={prelude}",
         f"--v8-flags=--max-old-space-size={limits.memory_mb}",
         "--check" if check else "--no-check",
         str(script_path),
@@ -210,6 +198,48 @@ class _Lines:
     def flush(self) -> bytes:
         rest, self.pending = self.pending, b""
         return self.rewrite(rest) if rest else b""
+
+
+def process_memory_cap(memory_mb: int) -> int:
+    """Bytes of resident memory the whole sandbox may use: ``--memory`` caps only the V8 heap,
+    not ArrayBuffers, WebAssembly memories or workers' heaps; type checking a large
+    module needs room of its own too."""
+    return max(2 * memory_mb, memory_mb + 768) * 1024 * 1024
+
+
+class _MemoryWatch(threading.Thread):
+    """Samples the sandbox's resident memory (every process of it); kills it past ``cap``.
+
+    psutil works the same on Linux and macOS; it is imported here, off the exec path's
+    critical start-up.
+    """
+
+    INTERVAL = 0.05
+
+    def __init__(self, process: subprocess.Popen[bytes], cap: int) -> None:
+        super().__init__(daemon=True)
+        self.process, self.cap = process, cap
+        self.stop = threading.Event()
+        self.exceeded = threading.Event()
+
+    def run(self) -> None:
+        import psutil
+
+        try:
+            root = psutil.Process(self.process.pid)
+        except psutil.NoSuchProcess:
+            return
+        while not self.stop.wait(self.INTERVAL):
+            try:
+                used = sum(
+                    member.memory_info().rss for member in [root, *root.children(recursive=True)]
+                )
+            except psutil.Error:
+                continue
+            if used > self.cap:
+                self.exceeded.set()
+                _kill(self.process)
+                return
 
 
 class _Budget:
@@ -284,6 +314,7 @@ def run_toolscript(
     """
     script_path = _write_script(script)
     deno_dir = user_cache_dir() / "deno"
+    _close_web_storage(deno_dir)
     imports = {
         "toolscript": (
             module.as_uri() if module else f"{gateway_url}/runtime/tools.ts?_t={module_hash}"
@@ -293,8 +324,6 @@ def run_toolscript(
     }
     if module is not None:
         imports[module.as_uri()] = module.as_uri()
-    prelude = _prelude()
-    imports[prelude.as_uri()] = prelude.as_uri()
     import_map = {"imports": imports}
     map_path = _write_private(
         user_cache_dir() / "run" / f"importmap-{os.getpid()}-{threading.get_ident()}.json",
@@ -310,7 +339,7 @@ def run_toolscript(
         env["NO_COLOR"] = "1"
     try:
         process = subprocess.Popen(
-            _command(script_path, gateway_url, map_path, check, limits, prelude),
+            _command(script_path, gateway_url, map_path, check, limits),
             cwd=cwd,
             env=env,
             stdin=None if stdin_available else subprocess.DEVNULL,
@@ -352,6 +381,8 @@ def _supervise(
     ]
     for pump in pumps:
         pump.start()
+    memory = _MemoryWatch(process, process_memory_cap(limits.memory_mb))
+    memory.start()
     timed_out = False
     try:
         process.wait(timeout=limits.timeout or None)
@@ -359,6 +390,7 @@ def _supervise(
         timed_out = True
         _kill(process)
     process.wait()
+    memory.stop.set()
     for pump in pumps:
         pump.join(5)
     code = process.returncode
@@ -372,6 +404,13 @@ def _supervise(
             f"the toolscript printed more than {limits.max_output} bytes and was stopped (raise --max-output)"
         )
         return EXIT_OUTPUT
+    if memory.exceeded.is_set():
+        _say(
+            f"the toolscript used more than {memory.cap // (1024 * 1024)} MB of memory in all "
+            f"(--memory {limits.memory_mb} MB of heap, plus buffers, WebAssembly and workers) "
+            "and was stopped (raise --memory)"
+        )
+        return EXIT_MEMORY
     if code in (133, -signal.SIGTRAP, 134, -signal.SIGABRT) or any(
         marker in pumps[1].tail for marker in _OOM_MARKERS
     ):
