@@ -110,14 +110,20 @@ def background_server(
 class GatewayProcess:
     """``toolscript gateway start`` as a real process."""
 
-    def __init__(self, config: dict[str, Any], directory: Path, *args: str) -> None:
+    def __init__(
+        self,
+        config: dict[str, Any],
+        directory: Path,
+        *args: str,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.directory = directory
         self.config_path = directory / ".toolscript.json"
         self.config_path.write_text(json.dumps(config))
         self.process = subprocess.Popen(
             [sys.executable, "-m", "toolscript", "gateway", "start", *args],
             cwd=directory,
-            env=clean_env(),
+            env=clean_env(**(env or {})),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

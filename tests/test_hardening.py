@@ -256,3 +256,23 @@ def test_a_planted_state_file_does_not_redirect_exec(tmp_path: Path) -> None:
         assert status.returncode == 1
     finally:
         listener.shutdown()
+
+
+def test_secrets_expanded_into_args_never_reach_health_or_the_log(tmp_path: Path) -> None:
+    """A server echoes its arguments to stderr and exits: whole or in part, the secret that
+    ${VAR} put in its args must not show."""
+    from helpers import GatewayProcess as Gateway
+
+    secret = "sk-live-4f9a8b7c6d5e4f3a2b1c"
+    script = 'echo "starting with token $0" >&2; echo "key prefix $(printf %s "$0" | cut -c1-10)" >&2; exit 3'
+    config = {"mcpServers": {"leaky": {"command": "sh", "args": ["-c", script, "${LEAKY_TOKEN}"]}}}
+    gateway = Gateway(config, tmp_path, "--ready-wait", "5", env={"LEAKY_TOKEN": secret})
+    try:
+        health = gateway.client.get("health").json()
+        leaky = health["servers"]["leaky"]
+        assert leaky["state"] == "failed"
+        shown = json.dumps(health) + gateway.log
+        assert "starting with token ***" in shown
+        assert secret not in shown and secret[:10] not in shown and secret[:8] not in shown
+    finally:
+        assert gateway.stop() == []

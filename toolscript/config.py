@@ -8,7 +8,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
@@ -62,6 +62,8 @@ class ServerConfig:
     exclude_tools: tuple[str, ...] = ()
     settings: Mapping[str, Any] = field(default_factory=_empty_mapping)  # local tools: config
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT  # local tools: worker idle timeout
+    # values that ${VAR} expansion put anywhere in this server's entry (args, url, ...)
+    expanded: tuple[str, ...] = field(default=(), repr=False)
 
     def allows_tool(self, tool_name: str) -> bool:
         """Whether the include/exclude filters let ``tool_name`` through."""
@@ -73,8 +75,10 @@ class ServerConfig:
 
     @property
     def secrets(self) -> tuple[str, ...]:
-        """Values that must never appear in logs, status or errors."""
-        return tuple(value for value in (*self.env.values(), *self.headers.values()) if value)
+        """Values that must never appear in logs, status or errors: env and header values,
+        and whatever came from the environment through ``${VAR}``."""
+        values = (*self.env.values(), *self.headers.values(), *self.expanded)
+        return tuple(dict.fromkeys(value for value in values if value))
 
     def summary(self) -> dict[str, Any]:
         """A description safe to print: no env values, no header values."""
@@ -174,12 +178,23 @@ def parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
             hint="fix the JSON syntax at that position",
         ) from exc
     _validate(doc, path)
-    expanded = _expand(doc.value, (), doc, path, environ)
+    substituted: list[tuple[JsonPath, str]] = []
+    expanded = _expand(doc.value, (), doc, path, environ, substituted)
+
+    def from_environment(*prefix: str) -> tuple[str, ...]:
+        return tuple(value for at, value in substituted if at[: len(prefix)] == prefix)
+
     servers = tuple(
-        _server(name, raw, path.parent) for name, raw in (expanded.get("mcpServers") or {}).items()
+        _server(name, raw, path.parent, from_environment("mcpServers", name))
+        for name, raw in (expanded.get("mcpServers") or {}).items()
     )
     search = SearchConfig(**(expanded.get("search") or {}))
-    local = _local_servers(expanded.get("localTools"), path, doc, {s.name for s in servers})
+    local = tuple(
+        replace(server, expanded=from_environment("localTools", "files", server.name))
+        for server in _local_servers(
+            expanded.get("localTools"), path, doc, {s.name for s in servers}
+        )
+    )
     return Config(path=path, project_dir=path.parent, servers=servers + local, search=search)
 
 
@@ -302,19 +317,36 @@ def _schema_location() -> str:
 
 
 def _expand(
-    value: Any, at: JsonPath, doc: PositionedJson, path: Path, environ: Mapping[str, str]
+    value: Any,
+    at: JsonPath,
+    doc: PositionedJson,
+    path: Path,
+    environ: Mapping[str, str],
+    substituted: list[tuple[JsonPath, str]],
 ) -> Any:
+    """``value`` with ``${VAR}`` expanded; each value taken from ``environ`` is noted with
+    where it went, so that it can be kept out of logs."""
     if isinstance(value, str):
-        return _expand_string(value, at, doc, path, environ)
+        return _expand_string(value, at, doc, path, environ, substituted)
     if isinstance(value, dict):
-        return {key: _expand(item, (*at, key), doc, path, environ) for key, item in value.items()}
+        return {
+            key: _expand(item, (*at, key), doc, path, environ, substituted)
+            for key, item in value.items()
+        }
     if isinstance(value, list):
-        return [_expand(item, (*at, i), doc, path, environ) for i, item in enumerate(value)]
+        return [
+            _expand(item, (*at, i), doc, path, environ, substituted) for i, item in enumerate(value)
+        ]
     return value
 
 
 def _expand_string(
-    value: str, at: JsonPath, doc: PositionedJson, path: Path, environ: Mapping[str, str]
+    value: str,
+    at: JsonPath,
+    doc: PositionedJson,
+    path: Path,
+    environ: Mapping[str, str],
+    substituted: list[tuple[JsonPath, str]],
 ) -> str:
     def substitute(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
@@ -328,16 +360,20 @@ def _expand_string(
                     hint=f"export {name}=..., or write ${{{name}:-default}} in the config",
                 )
             return default
+        substituted.append((at, found))
         return found
 
     return _VARIABLE.sub(substitute, value)
 
 
-def _server(name: str, raw: Mapping[str, Any], base: Path) -> ServerConfig:
+def _server(
+    name: str, raw: Mapping[str, Any], base: Path, expanded: tuple[str, ...] = ()
+) -> ServerConfig:
     transport: Transport = raw.get("type") or ("stdio" if "command" in raw else "http")
     cwd = raw.get("cwd")
     return ServerConfig(
         name=name,
+        expanded=expanded,
         transport=transport,
         command=raw.get("command"),
         args=tuple(raw.get("args", ())),
