@@ -276,3 +276,33 @@ def test_secrets_expanded_into_args_never_reach_health_or_the_log(tmp_path: Path
         assert secret not in shown and secret[:10] not in shown and secret[:8] not in shown
     finally:
         assert gateway.stop() == []
+
+
+def test_silent_connections_cannot_starve_the_gateway(tmp_path: Path) -> None:
+    """Hundreds of sockets that send nothing: health and calls still answer; the silent
+    ones are closed; the log says so once."""
+    import socket
+    import time
+
+    with running_gateway({"mcpServers": {"fx": fixture_server()}}, tmp_path) as gateway:
+        host, port = gateway.url.split("/")[2].split(":")
+        idle = []
+        for _ in range(400):
+            try:
+                idle.append(socket.create_connection((host, int(port)), timeout=5))
+            except OSError:
+                break
+        try:
+            started = time.monotonic()
+            assert gateway.client.get("health").status_code == 200
+            assert gateway.call("fx__plain_text", {"text": "served"}).json() == "served"
+            assert time.monotonic() - started < 5
+            time.sleep(11)
+            idle[0].settimeout(5)
+            assert idle[0].recv(1) == b"", "a silent connection was kept open"
+            assert gateway.log.count("sent no request within") == 1
+            assert gateway.log.count("connections at once") <= 1
+            assert "Traceback" not in gateway.log
+        finally:
+            for sock in idle:
+                sock.close()

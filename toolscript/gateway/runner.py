@@ -97,9 +97,11 @@ def serve(
     except ImportError:  # anyio works without it, and then asks asyncio directly
         sniffio = None  # type: ignore[assignment]
     from toolscript.gateway.app import ToolCallFastPath, build_app
+    from toolscript.gateway.connections import BoundedHTTPProtocol, raise_file_limit
     from toolscript.gateway.core import Gateway
     from toolscript.gateway.guard import TokenGuard
 
+    raise_file_limit()
     sock = _bind(host, port)
     port = sock.getsockname()[1]
     token = secrets.token_urlsafe(24)
@@ -134,6 +136,7 @@ def serve(
             access_log=False,
             timeout_graceful_shutdown=5,
             log_config=None,
+            http=BoundedHTTPProtocol,
         )
     )
 

@@ -1,0 +1,104 @@
+"""Bounds on the gateway's HTTP connections: how many, and how long one may stay silent.
+
+uvicorn times out idle keep-alive connections but not one that never sends a request,
+and takes connections until file descriptors run out; hundreds of silent sockets then
+starve /health and every tool call. Here a connection must send its request within
+``FIRST_REQUEST_TIMEOUT`` seconds, and past ``MAX_CONNECTIONS`` new ones are closed at
+once; each condition is logged once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+__all__ = ["FIRST_REQUEST_TIMEOUT", "MAX_CONNECTIONS", "BoundedHTTPProtocol", "raise_file_limit"]
+
+log = logging.getLogger("toolscript.gateway")
+
+MAX_CONNECTIONS = 256
+FIRST_REQUEST_TIMEOUT = 10.0
+_said: set[str] = set()
+_silent: dict[Any, None] = {}  # connections that have not sent a request yet, oldest first
+
+
+def _once(key: str, message: str) -> None:
+    if key not in _said:
+        _said.add(key)
+        log.warning(message)
+
+
+class BoundedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
+    """uvicorn's HTTP protocol with a connection cap and a deadline for the first request."""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:
+        if len(self.connections) >= MAX_CONNECTIONS and not self._make_room():
+            _once(
+                "full",
+                f"{MAX_CONNECTIONS} connections are busy: new ones are closed until one ends",
+            )
+            transport.abort()
+            return
+        super().connection_made(transport)
+        _silent[self] = None
+        self._first_request_timer: asyncio.TimerHandle | None = self.loop.call_later(
+            FIRST_REQUEST_TIMEOUT, self._drop_if_silent
+        )
+
+    def _make_room(self) -> bool:
+        """Close the oldest connection that has sent nothing yet; False when there is none."""
+        for connection in list(_silent):
+            if connection.cycle is None and not connection.transport.is_closing():
+                _once(
+                    "crowded",
+                    f"more than {MAX_CONNECTIONS} connections at once: the oldest that sent "
+                    "nothing are closed (a client that opens connections and sends nothing?)",
+                )
+                connection.transport.close()
+                _silent.pop(connection, None)
+                return True
+            _silent.pop(connection, None)
+        return False
+
+    def on_message_begin(self) -> None:
+        _silent.pop(self, None)
+        super().on_message_begin()
+
+    def _drop_if_silent(self) -> None:
+        _silent.pop(self, None)
+        if self.cycle is None and not self.transport.is_closing():
+            _once(
+                "silent",
+                f"closed connections that sent no request within {FIRST_REQUEST_TIMEOUT:g} s",
+            )
+            self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        _silent.pop(self, None)
+        timer = getattr(self, "_first_request_timer", None)
+        if timer is None and not hasattr(self, "transport"):
+            return  # refused in connection_made: uvicorn never knew it
+        if timer is not None:
+            timer.cancel()
+        super().connection_lost(exc)
+
+
+def raise_file_limit() -> None:
+    """Let the gateway use as many file descriptors as the system allows it (POSIX)."""
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted: Any = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+    if soft == resource.RLIM_INFINITY or soft >= wanted:
+        return
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    except (ValueError, OSError):  # macOS caps the soft limit below an unlimited hard one
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(wanted, 10240), hard))
