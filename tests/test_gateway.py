@@ -315,3 +315,14 @@ def test_port_out_of_range_is_a_usage_error(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "--port" in result.stderr and "65535" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_call_whose_caller_went_away_is_cancelled_upstream(tmp_path: Path) -> None:
+    """The server hears notifications/cancelled when the client disconnects mid-call."""
+    with running_gateway({"mcpServers": {"fx": fixture_server()}}, tmp_path) as gateway:
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(gateway.url + "/tools/fx__sleep", json={"seconds": 8}, timeout=1)
+        deadline = time.monotonic() + 5
+        while gateway.call("fx__cancelled").json() != [8]:
+            assert time.monotonic() < deadline, "the abandoned call was not cancelled"
+            time.sleep(0.1)

@@ -276,3 +276,65 @@ def test_dependency_that_cannot_install(tmp_path: Path) -> None:
         assert "this-package-does-not-exist-toolscript-test" in status["error"]
         call = gateway.call("broken__never")
         assert call.status_code == 503
+
+
+HUGE_AND_SLOW = '''# /// script
+# dependencies = []
+# ///
+import os
+import time
+
+
+def huge(megabytes: int) -> str:
+    """A reply of this many megabytes."""
+    return "x" * (megabytes * 1024 * 1024)
+
+
+def small() -> str:
+    """A small reply."""
+    return "small"
+
+
+def write_later(path: str, delay: float) -> str:
+    """Wait, then write a file."""
+    time.sleep(delay)
+    with open(path, "w") as handle:
+        handle.write("written")
+    return "done"
+'''
+
+
+def test_a_reply_over_64_mb_does_not_jam_the_worker(tmp_path: Path) -> None:
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "heavy.py").write_text(HUGE_AND_SLOW)
+    config = {"localTools": {"dir": "tools", "timeout": 60}}
+    with running_gateway(config, tmp_path) as gateway:
+        assert value(gateway, "heavy__small") == "small"
+        too_big = gateway.call("heavy__huge", {"megabytes": 70})
+        assert too_big.status_code == 503, too_big.text[:300]
+        assert "larger than 64 MB" in too_big.json()["message"]
+        started = time.monotonic()
+        assert value(gateway, "heavy__small") == "small", "the next call gets a fresh worker"
+        assert time.monotonic() - started < 30
+
+
+def test_a_call_whose_caller_went_away_is_stopped(tmp_path: Path) -> None:
+    """The script is gone (here: the HTTP client gives up): the tool must not go on to act."""
+    import httpx
+
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "heavy.py").write_text(HUGE_AND_SLOW)
+    marker = tmp_path / "written.txt"
+    with running_gateway({"localTools": {"dir": "tools", "timeout": 60}}, tmp_path) as gateway:
+        assert value(gateway, "heavy__small") == "small"
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(
+                gateway.url + "/tools/heavy__write_later",
+                json={"path": str(marker), "delay": 4},
+                timeout=1,
+            )
+        time.sleep(6)
+        assert not marker.exists(), "the tool ran on after its caller left"
+        assert value(gateway, "heavy__small") == "small"

@@ -16,6 +16,7 @@ status of the ``toolscript.errors`` class that was raised.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from typing import Any
 
@@ -107,6 +108,29 @@ async def call_tool_bytes(gateway: Gateway, name: str, body: bytes) -> tuple[int
     return 200, shape, msgspec.json.encode(value)
 
 
+async def _unless_disconnected(call: Any, receive: Any) -> Any:
+    """The result of ``call``, or None when the client disconnects first; then the call is
+    cancelled, which tells the server (``notifications/cancelled``) or stops a local tool."""
+    import asyncio
+
+    work = asyncio.ensure_future(call)
+    gone = asyncio.ensure_future(_disconnected(receive))
+    try:
+        await asyncio.wait((work, gone), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not work.done():
+            work.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await work
+        gone.cancel()
+    return work.result() if not work.cancelled() else None
+
+
+async def _disconnected(receive: Any) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
 class ToolCallFastPath:
     """Serves ``POST /tools/{name}`` straight from ASGI; everything else goes to Litestar.
 
@@ -135,7 +159,12 @@ class ToolCallFastPath:
             chunks.append(chunk)
             if not message.get("more_body"):
                 break
-        status, shape, payload = await call_tool_bytes(self.gateway, path[7:], b"".join(chunks))
+        answered = await _unless_disconnected(
+            call_tool_bytes(self.gateway, path[7:], b"".join(chunks)), receive
+        )
+        if answered is None:
+            return  # the caller is gone (a script that ended or was stopped): call cancelled
+        status, shape, payload = answered
         headers = [
             (b"content-type", b"application/json"),
             (b"content-length", str(len(payload)).encode()),

@@ -21,6 +21,7 @@ import signal
 import sys
 import time
 import tomllib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,7 @@ log = logging.getLogger("toolscript.local")
 
 WORKER = Path(__file__).with_name("worker.py")
 INSTALL_TIMEOUT = 600.0  # installing dependencies does not count against a call's timeout
+WORKER_LINE_LIMIT = 64 * 1024 * 1024  # the largest reply a worker may send
 _HEADER = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
 
 
@@ -284,7 +286,7 @@ class LocalToolServer:
                 stderr=asyncio.subprocess.PIPE,
                 env=self._worker_env(),
                 start_new_session=True,
-                limit=64 * 1024 * 1024,
+                limit=WORKER_LINE_LIMIT,
             )
             worker = _Worker(process=process, ready=asyncio.get_running_loop().create_future())
             self._worker = worker
@@ -298,8 +300,9 @@ class LocalToolServer:
 
     async def _read_replies(self, worker: _Worker) -> None:
         assert worker.process.stdout is not None
+        unreadable = ""
         try:
-            async for line in worker.process.stdout:
+            async for line in _lines(worker.process.stdout):
                 try:
                     message = json.loads(line)
                 except ValueError:
@@ -311,11 +314,18 @@ class LocalToolServer:
                 future = worker.pending.pop(message.get("id"), None)
                 if future is not None and not future.done():
                     future.set_result(message)
+        except _Unreadable as exc:
+            # Its replies can no longer be told apart: this worker is done for.
+            unreadable = str(exc)
+            signal_quietly(worker.process.pid, signal.SIGKILL, group=True)
         finally:
             await worker.process.wait()
             tail = " / ".join(worker.stderr_tail[-5:])
-            reason = f"the worker of {self.path.name} exited (code {worker.process.returncode})" + (
-                f": {tail}" if tail else ""
+            reason = (
+                f"the worker of {self.path.name} sent {unreadable} and was stopped"
+                if unreadable
+                else f"the worker of {self.path.name} exited (code {worker.process.returncode})"
+                + (f": {tail}" if tail else "")
             )
             if not worker.ready.done():
                 worker.ready.set_exception(UpstreamError(self._redact(reason)))
@@ -446,8 +456,14 @@ class LocalToolServer:
             await worker.process.stdin.drain()
             try:
                 reply = await asyncio.wait_for(future, self.config.timeout)
-            except TimeoutError as exc:
+            except (TimeoutError, asyncio.CancelledError) as exc:
+                # Timed out, or its caller went away: stop the work too, when no other call
+                # shares the worker (a thread inside it cannot be stopped on its own).
                 worker.pending.pop(request_id, None)
+                if not worker.pending:
+                    signal_quietly(worker.process.pid, signal.SIGKILL, group=True)
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
                 raise ToolTimeoutError(
                     f"{self.name}__{tool} timed out after {self.config.timeout:g} s"
                 ) from exc
@@ -481,3 +497,21 @@ class LocalToolServer:
 
 class _ToolRaised(Exception):
     """The tool function raised: the caller gets an isError result."""
+
+
+class _Unreadable(Exception):
+    """A worker's output that cannot be read as replies any more."""
+
+
+async def _lines(stream: asyncio.StreamReader) -> AsyncIterator[bytes]:
+    """The stream's lines; a line over the reader's limit is _Unreadable, not a hang."""
+    while True:
+        try:
+            line = await stream.readline()
+        except (ValueError, asyncio.LimitOverrunError) as exc:
+            raise _Unreadable(
+                f"a reply larger than {WORKER_LINE_LIMIT // (1024 * 1024)} MB"
+            ) from exc
+        if not line:
+            return
+        yield line
