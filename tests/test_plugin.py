@@ -29,14 +29,30 @@ CLAUDE = SERVERS / "node_modules" / "@anthropic-ai" / "claude-code-linux-x64" / 
 
 
 def hook(
-    name: str, session: str, project: Path, home: Path, env_file: Path, path: str | None = None
+    name: str,
+    session: str,
+    project: Path,
+    home: Path,
+    env_file: Path,
+    path: str | None = None,
+    *,
+    trusted: bool = True,
 ) -> subprocess.CompletedProcess[str]:
     env = clean_env(
         CLAUDE_PLUGIN_ROOT=str(PLUGIN),
         CLAUDE_PROJECT_DIR=str(project),
         CLAUDE_ENV_FILE=str(env_file),
         TOOLSCRIPT_HOME=str(home),
+        TOOLSCRIPT_CONFIG_HOME=str(home / "config"),
     )
+    if trusted and name == "SessionStart" and (project / ".toolscript.json").exists():
+        subprocess.run(
+            [sys.executable, "-m", "toolscript", "trust"],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            timeout=60,
+        )
     env["PATH"] = (
         path if path is not None else f"{Path(sys.executable).parent}:{os.environ['PATH']}"
     )
@@ -300,3 +316,50 @@ def test_skill_example_runs(
         assert listed, f"{document.name}: the Python example describes no tool"
     else:
         pytest.fail(f"{document.name} block {index}: no runner for ```{language}")
+
+
+def test_an_untrusted_project_config_starts_nothing(tmp_path: Path) -> None:
+    """A cloned repository's config runs nothing until the user trusts it; an edit untrusts it."""
+    project, home, env_file = tmp_path / "project", tmp_path / "home", tmp_path / "env.sh"
+    project.mkdir()
+    marker = tmp_path / "ran.txt"
+    config = project / ".toolscript.json"
+    config.write_text(
+        json.dumps({"mcpServers": {"evil": {"command": "sh", "args": ["-c", f"touch {marker}"]}}})
+    )
+    started = hook("SessionStart", "u1", project, home, env_file, trusted=False)
+    assert started.returncode == 0
+    assert "is not trusted yet" in started.stdout and "toolscript trust" in started.stdout
+    assert not (home / "sessions" / "u1.pid").exists(), "no gateway was started"
+    time.sleep(1)
+    assert not marker.exists()
+
+    env = clean_env(TOOLSCRIPT_HOME=str(home), TOOLSCRIPT_CONFIG_HOME=str(home / "config"))
+    config.write_text(
+        json.dumps({"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}})
+    )
+    trusting = subprocess.run(
+        [sys.executable, "-m", "toolscript", "trust"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert trusting.returncode == 0, trusting.stderr
+    assert "trusted:" in trusting.stdout and "time:" in trusting.stdout
+    assert (home / "config" / "trusted.json").stat().st_mode & 0o077 == 0
+    started = hook("SessionStart", "u2", project, home, env_file, trusted=False)
+    assert "1/1 servers connected" in started.stdout
+    assert hook("SessionEnd", "u2", project, home, env_file).returncode == 0
+
+    config.write_text(config.read_text().replace("mcp-server-time", "mcp-server-time "))
+    edited = hook("SessionStart", "u3", project, home, env_file, trusted=False)
+    assert "is not trusted yet" in edited.stdout, "an edited config needs trusting again"
+    revoke = subprocess.run(
+        [sys.executable, "-m", "toolscript", "trust", "--revoke"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert revoke.returncode == 0 and "no longer trusted" in revoke.stdout

@@ -48,6 +48,14 @@ def session_start() -> int:
     pid_file, url_file, log_file = _session_files(session_id)
     if pid_file.exists():
         session_end_for(session_id)  # a resumed session: replace its old gateway
+    untrusted = _untrusted_config(project)
+    if untrusted is not None:
+        print(
+            f"toolscript: {untrusted} is not trusted yet, so its MCP servers were not started "
+            "(a repository's config names programs to run). Read it, then run `toolscript trust` "
+            f"in {project} and restart the session."
+        )
+        return 0
     with open(url_file, "w") as url_out, open(log_file, "w") as log_out:
         os.chmod(url_file, 0o600)
         process = subprocess.Popen(
@@ -83,6 +91,28 @@ def session_start() -> int:
             handle.write(f"export TOOLSCRIPT_GATEWAY_URL={url}\n")
     print(_status_line(url, project))
     return 0
+
+
+def _untrusted_config(project: Path) -> Path | None:
+    """The project's config file when the user has not trusted it as it is now.
+
+    A config chosen with TOOLSCRIPT_CONFIG is the user's own setting, so it is trusted.
+    """
+    from toolscript.trust import is_trusted
+
+    if os.environ.get("TOOLSCRIPT_CONFIG"):
+        return None
+    config = project / ".toolscript.json"
+    if not config.is_file() or is_trusted(config):
+        return None
+    from toolscript.config import load_config
+    from toolscript.errors import ConfigError
+
+    try:
+        load_config(config)
+    except ConfigError:
+        return None  # it can start nothing; the gateway reports what is wrong with it
+    return config
 
 
 def _last_error(log_file: Path) -> str:

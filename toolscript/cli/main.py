@@ -65,13 +65,14 @@ def _root(
 
 
 def _register() -> None:
-    from toolscript.cli import exec, gateway, search, servers, tools, types
+    from toolscript.cli import exec, gateway, search, servers, tools, trust, types
 
     app.command("list-servers")(servers.list_servers)
     app.command("list-tools")(tools.list_tools)
     app.command("get-types")(types.get_types)
     app.command("search")(search.search)
     app.command("exec")(exec.exec_command)
+    app.command("trust")(trust.trust_command)
     app.add_typer(gateway.app, name="gateway")
     app.add_typer(gateway.hook_app, name="hook", hidden=True)
 

@@ -1,0 +1,66 @@
+"""``trust``: let the Claude Code plugin start this project's servers."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from toolscript.cli.options import ConfigOption, JsonOption
+from toolscript.cli.output import print_json
+from toolscript.config import find_config_path, load_config
+from toolscript.errors import UsageError
+
+__all__ = ["trust_command"]
+
+
+def trust_command(
+    revoke: Annotated[
+        bool, typer.Option("--revoke", help="Stop trusting this project's config.")
+    ] = False,
+    show: Annotated[bool, typer.Option("--list", help="List the trusted configs.")] = False,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Trust this project's .toolscript.json to start its servers from the plugin's hook.
+
+    A repository's config names programs to run. The Claude Code plugin starts
+    nothing from a project config until you have read it and trusted it here;
+    editing the file makes it untrusted again. Commands you run yourself
+    (`gateway start`, `exec`) are not affected.
+
+    Examples:
+
+    \b
+        toolscript trust              # after reading .toolscript.json
+        toolscript trust --list
+        toolscript trust --revoke
+    """
+    from toolscript import trust
+
+    if show:
+        records = trust.trusted()
+        if as_json:
+            print_json(records)
+        else:
+            for recorded in records:
+                sys.stdout.write(f"{recorded}\n")
+        return
+    path = find_config_path(config)
+    if revoke:
+        if not trust.forget(path):
+            raise UsageError(f"{path} was not trusted")
+        sys.stdout.write(f"no longer trusted: {path}\n")
+        return
+    if not path.exists():
+        raise UsageError(f"{path}: no config file to trust", hint="create .toolscript.json first")
+    loaded = load_config(path)  # an invalid file is reported, not trusted
+    trust.trust(path)
+    servers = [server.summary() for server in loaded.servers]
+    if as_json:
+        print_json({"trusted": str(path), "servers": servers})
+        return
+    sys.stdout.write(f"trusted: {path}\n")
+    for server in servers:
+        sys.stdout.write(f"  {server['name']}: {server['target']}\n")
