@@ -75,7 +75,7 @@ def test_reference_server_schemas_type_check(tmp_path: Path, deno_dir: Path) -> 
     import anyio
     from helpers import node_server
 
-    from toolscript.upstream.server import fetch_tools_once
+    from toolscript.upstream.connect import fetch_tools_once
 
     servers = [
         ServerConfig(

@@ -19,7 +19,7 @@ from toolscript.errors import ConfigError, ServerNotFoundError
 if TYPE_CHECKING:
     from jsonschema import ValidationError
 from toolscript.jsonpos import JsonPath, PositionedJson, format_path, parse_with_positions
-from toolscript.paths import CONFIG_FILENAME, find_config_path
+from toolscript.paths import CONFIG_FILENAME, find_config_path, project_cache_dir
 
 __all__ = [
     "CONFIG_FILENAME",
@@ -116,6 +116,10 @@ class Config:
     project_dir: Path
     servers: tuple[ServerConfig, ...] = ()
     search: SearchConfig = field(default_factory=SearchConfig)
+
+    def cache_dir(self, explicit: str | os.PathLike[str] | None = None) -> Path:
+        """``--cache-dir`` / ``TOOLSCRIPT_CACHE_DIR``, else ``.toolscript/`` beside the file."""
+        return project_cache_dir(self.project_dir, explicit)
 
     @property
     def enabled_servers(self) -> tuple[ServerConfig, ...]:

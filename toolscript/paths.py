@@ -6,18 +6,14 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from toolscript.processes import pid_exists
-
-if TYPE_CHECKING:
-    from toolscript.config import Config
 
 CONFIG_FILENAME = ".toolscript.json"
 
 __all__ = [
     "CONFIG_FILENAME",
-    "cache_dir",
     "find_config_path",
     "gateway_state_file",
     "project_cache_dir",
@@ -34,11 +30,6 @@ def find_config_path(explicit: str | os.PathLike[str] | None, cwd: Path | None =
     if explicit:
         return Path(explicit).expanduser().resolve()
     return (cwd or Path.cwd()).resolve() / CONFIG_FILENAME
-
-
-def cache_dir(config: Config, explicit: str | os.PathLike[str] | None = None) -> Path:
-    """``--cache-dir`` / ``TOOLSCRIPT_CACHE_DIR``, else ``.toolscript/`` beside the config file."""
-    return project_cache_dir(config.project_dir, explicit)
 
 
 def project_cache_dir(project_dir: Path, explicit: str | os.PathLike[str] | None = None) -> Path:

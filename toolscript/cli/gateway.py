@@ -12,7 +12,6 @@ from toolscript.cli.options import CacheDirOption, ConfigOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
 from toolscript.config import Config, find_config_path, load_config
 from toolscript.errors import ConfigError, GatewayError, UsageError
-from toolscript.paths import cache_dir
 
 __all__ = ["app"]
 
@@ -130,7 +129,7 @@ def start(
         search=options,
         host=host,
         port=port,
-        cache=cache_dir(loaded, cache),
+        cache=loaded.cache_dir(cache),
         write_state=not ephemeral,
         connect_timeout=connect_timeout,
         ready_wait=ready_wait,

@@ -39,8 +39,8 @@ from toolscript.pipeline.tasks import (
 from toolscript.search.engine import SearchEngine, SearchOptions
 from toolscript.search.process import EmbedderProcess
 from toolscript.search.semantic import EmbeddingStore, SemanticUnavailable
-from toolscript.upstream.local import LocalToolServer, upstream_for
-from toolscript.upstream.server import ServerState, UpstreamServer
+from toolscript.upstream.base import ServerState, Upstream
+from toolscript.upstream.connect import upstream_for
 
 __all__ = ["Gateway", "split_tool_name"]
 
@@ -110,7 +110,7 @@ class Gateway:
         self._rebuild_scope: anyio.CancelScope | None = None
         self._semantic_scope: anyio.CancelScope | None = None
         self._pipeline_lock = anyio.Lock()
-        self.upstreams: dict[str, UpstreamServer | LocalToolServer] = {
+        self.upstreams: dict[str, Upstream] = {
             server.name: upstream_for(
                 server, self, connect_timeout=connect_timeout, on_tools_changed=self._tools_changed
             )
@@ -226,7 +226,7 @@ class Gateway:
         self.upstreams = {name: self.upstreams[name] for name in fresh}
         self._rebuild.set()  # removed servers leave the artifacts now; new ones when connected
 
-    async def _tools_changed(self, upstream: UpstreamServer | LocalToolServer) -> None:
+    async def _tools_changed(self, upstream: Upstream) -> None:
         for key in [key for key in self._validators if key[0] == upstream.name]:
             del self._validators[key]
         if self._snapshot_taken:  # a change the first build did not see is built after it
@@ -343,7 +343,7 @@ class Gateway:
 
     # -- lookup --------------------------------------------------------------
 
-    def upstream(self, server: str) -> UpstreamServer | LocalToolServer:
+    def upstream(self, server: str) -> Upstream:
         try:
             return self.upstreams[server]
         except KeyError:
@@ -354,9 +354,7 @@ class Gateway:
                 suggestions=difflib.get_close_matches(server, names, n=3, cutoff=0.5),
             ) from None
 
-    def tool(
-        self, server: str, tool: str
-    ) -> tuple[UpstreamServer | LocalToolServer, dict[str, Any]]:
+    def tool(self, server: str, tool: str) -> tuple[Upstream, dict[str, Any]]:
         upstream = self.upstream(server)
         found = upstream.tools.get(tool)
         if found is not None:

@@ -11,7 +11,6 @@ import os
 from typing import Any
 
 from toolscript.config import load_config
-from toolscript.paths import cache_dir
 from toolscript.pipeline.artifacts import CacheLayout
 from toolscript.pipeline.sources import ConnectingSource
 from toolscript.pipeline.tasks import build_tasks
@@ -19,7 +18,7 @@ from toolscript.pipeline.tasks import build_tasks
 _config = load_config(os.environ.get("TOOLSCRIPT_CONFIG"))
 _namespace: dict[str, Any] = build_tasks(
     _config,
-    CacheLayout(cache_dir(_config)),
+    CacheLayout(_config.cache_dir()),
     ConnectingSource(_config),
     model=_config.search.model,
 )

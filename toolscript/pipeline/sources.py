@@ -35,7 +35,7 @@ class ConnectingSource:
         if self._tools is None:
             import anyio
 
-            from toolscript.upstream.server import fetch_tools_once
+            from toolscript.upstream.connect import fetch_tools_once
 
             self._tools = anyio.run(
                 lambda: fetch_tools_once(

@@ -24,7 +24,7 @@ import tomllib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -33,12 +33,9 @@ from toolscript.config import ServerConfig
 from toolscript.errors import ServerUnavailableError, ToolTimeoutError, UpstreamError
 from toolscript.processes import signal_quietly
 from toolscript.redact import redact
-from toolscript.upstream.server import ServerState, ToolsChanged, UpstreamServer
+from toolscript.upstream.base import ServerState, ToolHost, ToolsChanged
 
-if TYPE_CHECKING:
-    from toolscript.gateway.core import Gateway
-
-__all__ = ["GatewayView", "LocalToolServer", "parse_script_metadata", "upstream_for"]
+__all__ = ["GatewayView", "LocalToolServer", "parse_script_metadata"]
 
 log = logging.getLogger("toolscript.local")
 
@@ -71,7 +68,7 @@ def parse_script_metadata(path: Path, text: str) -> dict[str, Any] | None:
 class GatewayView:
     """What internal tools may use of the gateway (``context.gateway``)."""
 
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: ToolHost) -> None:
         self._gateway = gateway
 
     @property
@@ -107,28 +104,13 @@ class _Worker:
     readers: list[asyncio.Future[None]] = field(default_factory=list)
 
 
-def upstream_for(
-    server: ServerConfig,
-    gateway: Gateway | None,
-    *,
-    connect_timeout: float = 30.0,
-    on_tools_changed: ToolsChanged | None = None,
-) -> UpstreamServer | LocalToolServer:
-    """What serves ``server``: its tool file (local), or an MCP session (stdio, http, sse)."""
-    if server.transport == "local":
-        return LocalToolServer(server, gateway, on_tools_changed=on_tools_changed)
-    return UpstreamServer(
-        server, connect_timeout=connect_timeout, on_tools_changed=on_tools_changed
-    )
-
-
 class LocalToolServer:
     """One tool file, with the same face as an MCP upstream."""
 
     def __init__(
         self,
         config: ServerConfig,
-        gateway: Gateway | None,
+        gateway: ToolHost | None,
         on_tools_changed: ToolsChanged | None = None,
     ) -> None:
         """``gateway`` None: no ``context.gateway`` for the tools (standalone doit lists them)."""

@@ -7,9 +7,8 @@ import itertools
 import logging
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
-from enum import StrEnum
 from typing import IO, Any
 
 import anyio
@@ -21,27 +20,16 @@ from mcp.shared.message import SessionMessage
 from toolscript.config import ServerConfig
 from toolscript.errors import ServerUnavailableError, ToolTimeoutError, UpstreamError
 from toolscript.redact import redact
+from toolscript.upstream.base import ServerState, ToolsChanged
 from toolscript.upstream.tolerant import repair_call_result, repair_tool_list
 
-__all__ = ["ServerState", "UpstreamServer", "fetch_tools_once"]
+__all__ = ["ServerState", "UpstreamServer"]
 
 log = logging.getLogger("toolscript.upstream")
 
 STDERR_TAIL_LINES = 20
 RAW_ID_PREFIX = "toolscript-"
 MAX_BACKOFF = 60.0
-
-
-class ServerState(StrEnum):
-    CONNECTING = "connecting"
-    CONNECTED = "connected"
-    RECONNECTING = "reconnecting"
-    FAILED = "failed"
-    DISABLED = "disabled"
-    STOPPED = "stopped"
-
-
-ToolsChanged = Callable[[Any], Awaitable[None]]  # called with the upstream whose tools changed
 
 
 class UpstreamServer:
@@ -585,26 +573,3 @@ def _describe(exc: BaseException) -> str:
         return f"command not found: {exc.filename or exc}"
     text = str(exc) or type(exc).__name__
     return f"{type(exc).__name__}: {text}" if type(exc).__name__ not in text else text
-
-
-async def fetch_tools_once(
-    servers: list[ServerConfig], *, connect_timeout: float = 30.0
-) -> dict[str, list[dict[str, Any]] | None]:
-    """Connect every server concurrently, list its tools, disconnect (None: it failed)."""
-    from toolscript.upstream.local import upstream_for  # local.py imports this module
-
-    upstreams = [upstream_for(server, None, connect_timeout=connect_timeout) for server in servers]
-    async with anyio.create_task_group() as tasks:
-        for upstream in upstreams:
-            tasks.start_soon(upstream.run)
-        for upstream in upstreams:
-            await upstream.first_attempt_done.wait()
-        found = {
-            upstream.name: (
-                list(upstream.tools.values()) if upstream.state == ServerState.CONNECTED else None
-            )
-            for upstream in upstreams
-        }
-        for upstream in upstreams:
-            await upstream.stop()
-    return found

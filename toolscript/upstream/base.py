@@ -1,0 +1,73 @@
+"""The faces of the upstream package: what the gateway needs of a server (MCP or local
+tool file), and what internal local tools may use of the gateway.
+
+The gateway implements ``ToolHost`` without importing anything here but these
+protocols, so the upstream package never imports the gateway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from enum import StrEnum
+from typing import Any, Protocol
+
+import anyio
+
+from toolscript.config import Config, ServerConfig
+
+__all__ = ["ServerState", "ToolHost", "ToolSearch", "ToolsChanged", "Upstream"]
+
+
+class ServerState(StrEnum):
+    CONNECTING = "connecting"
+    CONNECTED = "connected"
+    RECONNECTING = "reconnecting"
+    FAILED = "failed"
+    DISABLED = "disabled"
+    STOPPED = "stopped"
+
+
+ToolsChanged = Callable[[Any], Awaitable[None]]  # called with the upstream whose tools changed
+
+
+class Upstream(Protocol):
+    """One configured server as the gateway sees it."""
+
+    name: str
+    config: ServerConfig
+    state: ServerState
+    error: str | None
+    tools: dict[str, dict[str, Any]]
+    first_attempt_done: anyio.Event
+
+    async def run(self) -> None:
+        """Connect (or load) and keep it so until ``stop``."""
+
+    async def stop(self) -> None:
+        """Ask ``run`` to end, stopping every process it started."""
+
+    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The CallToolResult as JSON."""
+
+    def status(self) -> dict[str, Any]:
+        """State, error, tool count and warnings, safe to show."""
+
+
+class ToolSearch(Protocol):
+    def search(self, query: str, *, limit: int = ...) -> tuple[list[Any], Any]:
+        """Ranked hits (each with ``to_dict()``) and what the search did."""
+
+
+class ToolHost(Protocol):
+    """What internal local tools may use of the gateway (``context.gateway``)."""
+
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def upstreams(self) -> Mapping[str, Upstream]: ...
+
+    @property
+    def search(self) -> ToolSearch: ...
+
+    def all_tools(self) -> list[tuple[str, dict[str, Any]]]: ...

@@ -1,0 +1,50 @@
+"""Choosing what serves a configured server, and listing every server's tools once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from toolscript.config import ServerConfig
+from toolscript.upstream.base import ServerState, ToolHost, ToolsChanged, Upstream
+from toolscript.upstream.local import LocalToolServer
+from toolscript.upstream.server import UpstreamServer
+
+__all__ = ["fetch_tools_once", "upstream_for"]
+
+
+def upstream_for(
+    server: ServerConfig,
+    gateway: ToolHost | None,
+    *,
+    connect_timeout: float = 30.0,
+    on_tools_changed: ToolsChanged | None = None,
+) -> Upstream:
+    """What serves ``server``: its tool file (local), or an MCP session (stdio, http, sse)."""
+    if server.transport == "local":
+        return LocalToolServer(server, gateway, on_tools_changed=on_tools_changed)
+    return UpstreamServer(
+        server, connect_timeout=connect_timeout, on_tools_changed=on_tools_changed
+    )
+
+
+async def fetch_tools_once(
+    servers: list[ServerConfig], *, connect_timeout: float = 30.0
+) -> dict[str, list[dict[str, Any]] | None]:
+    """Connect every server concurrently, list its tools, disconnect (None: it failed)."""
+    upstreams = [upstream_for(server, None, connect_timeout=connect_timeout) for server in servers]
+    async with anyio.create_task_group() as tasks:
+        for upstream in upstreams:
+            tasks.start_soon(upstream.run)
+        for upstream in upstreams:
+            await upstream.first_attempt_done.wait()
+        found = {
+            upstream.name: (
+                list(upstream.tools.values()) if upstream.state == ServerState.CONNECTED else None
+            )
+            for upstream in upstreams
+        }
+        for upstream in upstreams:
+            await upstream.stop()
+    return found
