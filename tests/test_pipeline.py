@@ -324,3 +324,20 @@ def test_indexing_shows_a_progress_bar_on_a_terminal(tmp_path: Path) -> None:
         assert process.wait(120) == 0, shown.decode(errors="replace")
     os.close(controller)
     assert b"embedding tools" in shown
+
+
+def test_an_upgraded_generator_rebuilds_the_types(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user upgrades toolscript with the same servers: the types are generated again."""
+    import toolscript.pipeline.tasks as tasks
+
+    server = ServerConfig(name="s", transport="stdio", command="x")
+    tools = {"s": [tool("s_a", "first")]}
+    layout = CacheLayout(tmp_path / "cache")
+    config = config_of(tmp_path, server)
+    run_pipeline(config, layout, SnapshotSource(copy.deepcopy(tools)))
+    assert run_pipeline(config, layout, SnapshotSource(copy.deepcopy(tools))).executed == []
+    monkeypatch.setattr(tasks, "generator_fingerprint", lambda: "a-newer-generator")
+    upgraded = run_pipeline(config, layout, SnapshotSource(copy.deepcopy(tools)))
+    assert upgraded.executed == ["names", "types:s", "module"]  # naming rules are codegen too

@@ -204,6 +204,8 @@ def test_manifests_validate_strictly(target: Path, tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Validation passed" in result.stdout
+    for leftover in (ROOT / ".claude.json", PLUGIN / ".claude.json"):
+        assert not leftover.exists(), f"the CLI wrote its per-machine state into {leftover}"
 
 
 def test_plugin_version_matches_the_package() -> None:

@@ -2,24 +2,36 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from toolscript.codegen.typescript import TypeContext, property_key, render_schema
 
 __all__ = [
-    "GENERATOR_VERSION",
     "ToolFragment",
     "example_arguments",
+    "generator_fingerprint",
     "render_declarations",
     "render_module",
     "render_tool",
     "runtime_source",
 ]
 
-GENERATOR_VERSION = "1"
+
+@functools.cache
+def generator_fingerprint() -> str:
+    """A hash of the generator's own code (this package and the runtime template): the
+    types task depends on it, so upgrading toolscript rebuilds the types by itself."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    digest.update(runtime_source().encode())
+    return digest.hexdigest()[:16]
 
 
 @dataclass(frozen=True)

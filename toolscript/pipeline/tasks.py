@@ -21,7 +21,12 @@ from typing import Any, Protocol
 from doit.tools import config_changed
 
 from toolscript.cachefiles import discard_if_damaged
-from toolscript.codegen.module import GENERATOR_VERSION, ToolFragment, render_module, render_tool
+from toolscript.codegen.module import (
+    ToolFragment,
+    generator_fingerprint,
+    render_module,
+    render_tool,
+)
 from toolscript.codegen.naming import assign_names, to_pascal_case
 from toolscript.config import Config, ServerConfig
 from toolscript.pipeline.artifacts import (
@@ -185,7 +190,11 @@ def build_tasks(
             "actions": [names],
             "file_dep": [layout.server_tools(s.name) for s in servers],
             "targets": [layout.names, *(layout.server_names(s.name) for s in servers)],
-            "uptodate": [config_changed({"servers": [s.name for s in servers]})],
+            "uptodate": [
+                config_changed(
+                    {"servers": [s.name for s in servers], "generator": generator_fingerprint()}
+                )
+            ],
             "clean": True,
             "verbosity": 0,
         }
@@ -222,7 +231,7 @@ def build_tasks(
                     layout.server_fragments(server.name),
                     layout.server_module(server.name),
                 ],
-                "uptodate": [config_changed({"generator": GENERATOR_VERSION})],
+                "uptodate": [config_changed({"generator": generator_fingerprint()})],
                 "clean": True,
                 "verbosity": 0,
             }
@@ -242,7 +251,11 @@ def build_tasks(
             "actions": [module],
             "file_dep": [layout.server_fragments(s.name) for s in servers] + [runtime],
             "targets": [layout.module],
-            "uptodate": [config_changed({"servers": [s.name for s in servers]})],
+            "uptodate": [
+                config_changed(
+                    {"servers": [s.name for s in servers], "generator": generator_fingerprint()}
+                )
+            ],
             "clean": True,
             "verbosity": 0,
         }
