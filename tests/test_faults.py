@@ -19,7 +19,7 @@ import psutil
 import pytest
 from helpers import SERVERS, GatewayProcess, running_gateway, toolscript_cli
 
-from toolscript.paths import gateway_state_file
+from toolscript.gateway.state import gateway_state_file
 
 FAULTY = SERVERS / "faulty_server.py"
 

@@ -24,7 +24,7 @@ from helpers import (
     toolscript_cli,
 )
 
-from toolscript.paths import gateway_state_file
+from toolscript.gateway.state import gateway_state_file
 
 
 @pytest.fixture(scope="module")

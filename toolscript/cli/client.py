@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolscript.config import Config
 from toolscript.errors import GatewayResponseError, GatewayUnreachableError
-from toolscript.paths import read_gateway_state
+from toolscript.gateway.state import read_gateway_state
 
 if TYPE_CHECKING:
     import httpx

@@ -21,12 +21,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from toolscript.errors import ExecutionError, GatewayUnreachableError
-from toolscript.paths import (
-    find_config_path,
-    project_cache_dir,
-    read_gateway_state,
-    user_cache_dir,
-)
+from toolscript.gateway.state import read_gateway_state
+from toolscript.paths import find_config_path, project_cache_dir, user_cache_dir
 
 __all__ = ["NO_GATEWAY_URL", "gateway_for_run", "module_file", "module_hash", "uses_gateway"]
 

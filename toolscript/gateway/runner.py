@@ -16,7 +16,7 @@ from types import FrameType
 
 from toolscript.config import Config
 from toolscript.errors import UsageError
-from toolscript.paths import (
+from toolscript.gateway.state import (
     read_gateway_state,
     remove_gateway_state,
     restore_gateway_state,

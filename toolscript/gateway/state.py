@@ -1,0 +1,93 @@
+"""The running gateway's state file: its URL (token included) and pid, for commands to find.
+
+It lives in the user's own 0700 cache, keyed by the project's cache directory: never
+inside the project, where a cloned repository could plant one that sends every tool
+call elsewhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from toolscript.paths import user_cache_dir
+from toolscript.processes import pid_exists
+
+__all__ = [
+    "gateway_state_file",
+    "read_gateway_state",
+    "remove_gateway_state",
+    "restore_gateway_state",
+    "write_gateway_state",
+]
+
+
+def gateway_state_file(directory: Path) -> Path:
+    """Where the gateway of the project whose cache is ``directory`` records its URL.
+
+    In the user's own 0700 cache, keyed by the project: never inside the project, where a
+    cloned repository could plant a state file that sends every tool call elsewhere.
+    """
+    key = hashlib.sha256(str(directory.resolve()).encode()).hexdigest()[:24]
+    return user_cache_dir() / "gateways" / f"{key}.json"
+
+
+def write_gateway_state(directory: Path, state: dict[str, Any]) -> Path:
+    """Write the state file readable by the user only (it holds the secret URL)."""
+    path = gateway_state_file(directory)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        json.dump(state, handle, indent=2)
+    os.replace(partial, path)
+    return path
+
+
+def read_gateway_state(directory: Path) -> dict[str, Any] | None:
+    """The state of a gateway whose process is still alive, else None."""
+    try:
+        state: dict[str, Any] = json.loads(gateway_state_file(directory).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(state, dict) or not _loopback_url(state.get("url")):
+        return None
+    pid = state.get("pid")
+    # A pid that exists may still be a zombie or another program by now: callers confirm
+    # that a gateway answers at the URL before they use it.
+    if not isinstance(pid, int) or not pid_exists(pid):
+        return None
+    return state
+
+
+def remove_gateway_state(directory: Path, pid: int) -> None:
+    """Remove the state file if it is still the one this process wrote."""
+    path = gateway_state_file(directory)
+    try:
+        if json.loads(path.read_text()).get("pid") == pid:
+            path.unlink()
+    except (OSError, ValueError):
+        pass
+
+
+def _loopback_url(url: Any) -> bool:
+    """Whether ``url`` is an http URL of this machine (what every gateway state holds)."""
+    if not isinstance(url, str):
+        return False
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        return False
+    return parts.scheme == "http" and host in ("127.0.0.1", "::1", "localhost")
+
+
+def restore_gateway_state(directory: Path, state: dict[str, Any]) -> None:
+    """Write back an earlier gateway's state, if that gateway still runs."""
+    pid = state.get("pid")
+    if isinstance(pid, int) and pid_exists(pid):
+        write_gateway_state(directory, state)
