@@ -326,3 +326,18 @@ def test_a_call_whose_caller_went_away_is_cancelled_upstream(tmp_path: Path) -> 
         while gateway.call("fx__cancelled").json() != [8]:
             assert time.monotonic() < deadline, "the abandoned call was not cancelled"
             time.sleep(0.1)
+
+
+def test_every_error_has_the_same_shape(gateway: GatewayProcess) -> None:
+    """Litestar's own errors answer like toolscript's: {"error", "message"}."""
+    missing = gateway.client.get("search")
+    assert missing.status_code == 400
+    body = missing.json()
+    assert body["error"] == "invalid_request"
+    assert "q" in body["message"] and "status_code" not in body
+    unknown = gateway.client.get("no/such/route")
+    assert unknown.status_code == 404
+    assert unknown.json()["error"] == "not_found"
+    wrong_method = gateway.client.delete("health")
+    assert wrong_method.status_code == 405
+    assert wrong_method.json()["error"] == "method_not_allowed"

@@ -22,6 +22,7 @@ from typing import Any
 
 import msgspec
 from litestar import Litestar, Request, Response, get, post
+from litestar.exceptions import HTTPException
 from litestar.openapi import OpenAPIConfig
 
 from toolscript import __version__
@@ -79,6 +80,35 @@ def _too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
         if not level:
             return False
     return any(isinstance(item, dict | list) and item for item in level)
+
+
+_HTTP_KINDS = {
+    400: "invalid_request",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "request_too_large",
+}
+
+
+def _http_error_response(request: Request[Any, Any, Any], exc: HTTPException) -> Response[bytes]:
+    """Litestar's own errors (a missing query parameter, an unknown route) in the same shape
+    as every other error: ``{"error", "message", ...}``."""
+    message = str(exc.detail)
+    problems = exc.extra if isinstance(exc.extra, list) else []
+    named = [
+        f"{item.get('key')}: {item.get('message')}"
+        for item in problems
+        if isinstance(item, dict) and item.get("key")
+    ]
+    if named:
+        message = f"{message}: {'; '.join(named)}"
+    body: dict[str, Any] = {
+        "error": _HTTP_KINDS.get(exc.status_code, "http_error"),
+        "message": message,
+    }
+    return Response(
+        content=msgspec.json.encode(body), status_code=exc.status_code, media_type=_JSON
+    )
 
 
 async def call_tool_bytes(gateway: Gateway, name: str, body: bytes) -> tuple[int, str, bytes]:
@@ -289,7 +319,7 @@ def build_app(gateway: Gateway) -> Litestar:
             search,
             types,
         ],
-        exception_handlers={ToolscriptError: _error_response},
+        exception_handlers={ToolscriptError: _error_response, HTTPException: _http_error_response},
         lifespan=[lambda app: gateway.running()],
         openapi_config=OpenAPIConfig(title="toolscript gateway", version=__version__),
         logging_config=None,
