@@ -13,7 +13,6 @@ from typing import IO, Any
 
 import anyio
 import mcp_types
-from mcp.client._transport import TransportStreams
 from mcp.client.session import ClientSession
 from mcp.shared.message import SessionMessage
 
@@ -21,6 +20,7 @@ from toolscript.config import ServerConfig
 from toolscript.errors import ServerUnavailableError, ToolTimeoutError, UpstreamError
 from toolscript.redact import redact
 from toolscript.upstream.base import ServerState, ToolsChanged
+from toolscript.upstream.sdk import TransportStreams
 from toolscript.upstream.tolerant import repair_call_result, repair_tool_list
 
 __all__ = ["ServerState", "UpstreamServer"]
@@ -151,7 +151,8 @@ class UpstreamServer:
                 yield streams
         elif config.transport == "http":
             from mcp.client.streamable_http import streamable_http_client
-            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            from toolscript.upstream.sdk import create_mcp_http_client
 
             assert config.url is not None
             async with (

@@ -18,14 +18,15 @@ import anyio
 import anyio.lowlevel
 import mcp_types
 from anyio.streams.memory import MemoryObjectSendStream
-from mcp.client._transport import TransportStreams
-from mcp.client.stdio import (  # the SDK's spawn and shutdown, kept as they are
-    _create_platform_compatible_process,
-    _get_executable_command,
-    _stop_server_process,
-    get_default_environment,
-)
 from mcp.shared.message import SessionMessage
+
+from toolscript.upstream.sdk import (
+    TransportStreams,
+    create_process,
+    executable_command,
+    get_default_environment,
+    stop_server_process,
+)
 
 __all__ = ["stdio_transport"]
 
@@ -42,8 +43,8 @@ async def stdio_transport(
     errlog: IO[str],
 ) -> AsyncIterator[TransportStreams]:
     """Start the server; yield (read, write) message streams; stop it and its children."""
-    process = await _create_platform_compatible_process(
-        command=await _get_executable_command(command),
+    process = await create_process(
+        command=await executable_command(command),
         args=args,
         env=get_default_environment() | (env or {}),
         errlog=errlog,  # type: ignore[arg-type]
@@ -97,7 +98,7 @@ async def stdio_transport(
                 write_stream.close()
                 with anyio.move_on_after(WRITER_FLUSH_TIMEOUT):
                     await writer_done.wait()
-                await _stop_server_process(process)
+                await stop_server_process(process)
                 for stream in (read_stream, write_stream, to_session, from_session):
                     await stream.aclose()
             tasks.cancel_scope.cancel()

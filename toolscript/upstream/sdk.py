@@ -1,0 +1,37 @@
+"""Every private piece of the MCP SDK that toolscript relies on, in one place.
+
+The SDK (``mcp`` 2.x) keeps these underscored; they may change in any release.
+``tests/unit/test_sdk_contract.py`` pins the behaviour used here, so an SDK upgrade
+that breaks one fails loudly in CI rather than in a user's gateway:
+
+- ``TransportStreams``: the (read, write) pair every transport yields; the gateway
+  wraps both (``server._WatchedStream``, ``server._RecordingWriter``) to repair
+  results and to take raw tools/call replies off the read stream.
+- the stdio transport's spawn and shutdown (process group, close stdin, TERM, KILL),
+  reused by ``upstream/stdio.py`` around its own linear line reader.
+- ``create_mcp_http_client``: the httpx client the SDK's HTTP transports expect.
+"""
+
+from __future__ import annotations
+
+from mcp.client._transport import TransportStreams
+from mcp.client.stdio import (
+    _create_platform_compatible_process as create_process,
+)
+from mcp.client.stdio import (
+    _get_executable_command as executable_command,
+)
+from mcp.client.stdio import (
+    _stop_server_process as stop_server_process,
+)
+from mcp.client.stdio import get_default_environment
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+__all__ = [
+    "TransportStreams",
+    "create_mcp_http_client",
+    "create_process",
+    "executable_command",
+    "get_default_environment",
+    "stop_server_process",
+]
