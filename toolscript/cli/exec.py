@@ -8,12 +8,7 @@ from typing import Annotated
 import typer
 
 from toolscript.cli.options import CacheDirOption, ConfigOption
-from toolscript.execution.command import (
-    DEFAULT_MAX_OUTPUT,
-    DEFAULT_MEMORY_MB,
-    DEFAULT_TIMEOUT,
-    run_exec,
-)
+from toolscript.execution.command import EXEC_OPTIONS, run_exec
 
 __all__ = ["exec_command"]
 
@@ -25,20 +20,22 @@ def exec_command(
     ] = None,
     file: Annotated[
         Path | None,
-        typer.Option("--file", "-f", help="Run this .ts file (same as `toolscript FILE`)."),
-    ] = None,
+        typer.Option(*EXEC_OPTIONS["file"].flags, help=EXEC_OPTIONS["file"].help),
+    ] = EXEC_OPTIONS["file"].default,
     check: Annotated[
         bool, typer.Option("--check/--no-check", help="Type-check before running.")
     ] = True,
     timeout: Annotated[
-        float, typer.Option("--timeout", help="Stop the script after this many seconds (0: never).")
-    ] = DEFAULT_TIMEOUT,
+        float,
+        typer.Option(*EXEC_OPTIONS["timeout"].flags, help=EXEC_OPTIONS["timeout"].help),
+    ] = EXEC_OPTIONS["timeout"].default,
     memory: Annotated[
-        int, typer.Option("--memory", help="V8 heap limit in MB.")
-    ] = DEFAULT_MEMORY_MB,
+        int, typer.Option(*EXEC_OPTIONS["memory"].flags, help=EXEC_OPTIONS["memory"].help)
+    ] = EXEC_OPTIONS["memory"].default,
     max_output: Annotated[
-        int, typer.Option("--max-output", help="Stop the script once it printed this many bytes.")
-    ] = DEFAULT_MAX_OUTPUT,
+        int,
+        typer.Option(*EXEC_OPTIONS["max_output"].flags, help=EXEC_OPTIONS["max_output"].help),
+    ] = EXEC_OPTIONS["max_output"].default,
     config: ConfigOption = None,
     cache: CacheDirOption = None,
 ) -> None:

@@ -5,18 +5,68 @@ Kept free of typer (which imports pydantic): the exec path starts 100 ms sooner.
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from toolscript.errors import UsageError
 from toolscript.execution.sandbox import Script
 from toolscript.execution.source import SCRIPT_SUFFIXES
 
-__all__ = ["DEFAULT_MAX_OUTPUT", "DEFAULT_MEMORY_MB", "DEFAULT_TIMEOUT", "fast_exec", "run_exec"]
+__all__ = [
+    "DEFAULT_MAX_OUTPUT",
+    "DEFAULT_MEMORY_MB",
+    "DEFAULT_TIMEOUT",
+    "EXEC_OPTIONS",
+    "ExecOption",
+    "exec_parser",
+    "fast_exec",
+    "run_exec",
+]
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_MEMORY_MB = 512
 DEFAULT_MAX_OUTPUT = 10 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ExecOption:
+    """One option of ``exec``: read by the typer command (--help) and the fast parser alike."""
+
+    flags: tuple[str, ...]
+    kind: type
+    default: Any
+    help: str
+    envvar: str | None = None
+
+
+EXEC_OPTIONS: dict[str, ExecOption] = {
+    "file": ExecOption(
+        ("--file", "-f"), Path, None, "Run this .ts file (same as `toolscript FILE`)."
+    ),
+    "timeout": ExecOption(
+        ("--timeout",),
+        float,
+        DEFAULT_TIMEOUT,
+        "Stop the script after this many seconds (0: never).",
+    ),
+    "memory": ExecOption(("--memory",), int, DEFAULT_MEMORY_MB, "V8 heap limit in MB."),
+    "max_output": ExecOption(
+        ("--max-output",),
+        int,
+        DEFAULT_MAX_OUTPUT,
+        "Stop the script once it printed this many bytes.",
+    ),
+    "config": ExecOption(
+        ("--config", "-c"), str, None, "Path of the config file.", envvar="TOOLSCRIPT_CONFIG"
+    ),
+    "cache_dir": ExecOption(
+        ("--cache-dir",), str, None, "Where artifacts go.", envvar="TOOLSCRIPT_CACHE_DIR"
+    ),
+}
 
 
 def run_exec(
@@ -55,25 +105,23 @@ def run_exec(
         )
 
 
-def fast_exec(arguments: list[str]) -> int:
-    """``exec`` without typer (and the pydantic it imports): 100 ms less per run.
-
-    Parses the same options as ``exec_command``; ``--help`` goes through typer.
-    """
-    import argparse
-    import os
-
+def exec_parser() -> argparse.ArgumentParser:
+    """The fast parser of ``exec``, built from EXEC_OPTIONS (``--help`` goes through typer)."""
     parser = argparse.ArgumentParser(prog="toolscript exec", add_help=False)
     parser.add_argument("code", nargs="?")
-    parser.add_argument("--file", "-f", type=Path)
     parser.add_argument("--check", dest="check", action="store_true", default=True)
     parser.add_argument("--no-check", dest="check", action="store_false")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
-    parser.add_argument("--memory", type=int, default=DEFAULT_MEMORY_MB)
-    parser.add_argument("--max-output", type=int, default=DEFAULT_MAX_OUTPUT)
-    parser.add_argument("--config", "-c", default=os.environ.get("TOOLSCRIPT_CONFIG"))
-    parser.add_argument("--cache-dir", default=os.environ.get("TOOLSCRIPT_CACHE_DIR"))
-    parsed, unknown = parser.parse_known_args(arguments)
+    for name, option in EXEC_OPTIONS.items():
+        default = os.environ.get(option.envvar) if option.envvar else None
+        parser.add_argument(
+            *option.flags, dest=name, type=option.kind, default=default or option.default
+        )
+    return parser
+
+
+def fast_exec(arguments: list[str]) -> int:
+    """``exec`` without typer (and the pydantic it imports): 100 ms less per run."""
+    parsed, unknown = exec_parser().parse_known_args(arguments)
     if unknown:
         raise UsageError(f"unknown option for exec: {unknown[0]}", hint="toolscript exec --help")
     return run_exec(

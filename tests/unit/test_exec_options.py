@@ -1,0 +1,57 @@
+"""exec has two parsers (typer for --help, argparse for start-up speed) and one table of options."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import typer
+
+from toolscript.cli.exec import exec_command
+from toolscript.execution.command import EXEC_OPTIONS, exec_parser
+
+
+def _typer_options() -> dict[str, tuple[set[str], object]]:
+    app = typer.Typer()
+    app.command()(exec_command)
+    command = typer.main.get_command(app)
+    return {param.name: (set(param.opts), param.default) for param in command.params if param.name}
+
+
+def test_both_parsers_read_the_same_table() -> None:
+    typer_options = _typer_options()
+    for name, option in EXEC_OPTIONS.items():
+        if name in ("config", "cache_dir"):
+            continue  # shared options of every command (cli/options.py), same flags
+        flags, default = typer_options[name]
+        assert flags == set(option.flags), name
+        assert default == option.default, name
+
+
+def test_the_fast_parser_reads_every_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TOOLSCRIPT_CONFIG", raising=False)
+    parsed = exec_parser().parse_args(
+        [
+            "--timeout",
+            "3",
+            "--memory",
+            "64",
+            "--max-output",
+            "100",
+            "-f",
+            "x.ts",
+            "--no-check",
+            "-c",
+            "c.json",
+        ]
+    )
+    assert (parsed.timeout, parsed.memory, parsed.max_output) == (3.0, 64, 100)
+    assert parsed.file == Path("x.ts") and parsed.check is False and parsed.config == "c.json"
+    defaults = exec_parser().parse_args([])
+    assert defaults.timeout == EXEC_OPTIONS["timeout"].default
+    assert defaults.memory == EXEC_OPTIONS["memory"].default
+
+
+def test_environment_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLSCRIPT_CONFIG", "from-env.json")
+    assert exec_parser().parse_args([]).config == "from-env.json"
