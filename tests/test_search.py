@@ -22,6 +22,7 @@ from helpers import (
     toolscript_cli,
 )
 
+from toolscript.errors import EmbedderFailed
 from toolscript.search.lexical import LexicalIndex
 from toolscript.search.process import EmbedderProcess
 from toolscript.search.semantic import NEEDS_EXTRA
@@ -365,7 +366,7 @@ def test_a_worker_that_died_mid_request_is_replaced() -> None:
         first.wait(10)
         assert embedder._process is not None and embedder._process.stdin is not None
         embedder._process.stdin.write(b'{"op": "query", "text": "left in the buffer"}\n')
-        with pytest.raises(RuntimeError, match="embedding process"):
+        with pytest.raises(EmbedderFailed, match="embedding process"):
             embedder.embed_query("what time is it")
         embedder.load()
         assert embedder.pid != first.pid

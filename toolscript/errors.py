@@ -19,6 +19,9 @@ HTTP response with ``status_code``::
     │   ├── ServerUnavailableError      HTTP 503 the server is not connected
     │   ├── ToolTimeoutError            HTTP 504 the call took longer than its timeout
     │   └── ToolCallError               HTTP 422 the tool answered with isError: true
+    ├── SearchError                     HTTP 503 search could not use its embedding model
+    │   ├── SemanticUnavailable                  the semantic extra or the model is missing
+    │   └── EmbedderFailed                       the embedding worker failed or stopped
     └── ExecutionError                           running a toolscript in Deno
 """
 
@@ -30,12 +33,15 @@ from typing import Any
 __all__ = [
     "ArgumentValidationError",
     "ConfigError",
+    "EmbedderFailed",
     "ExecutionError",
     "GatewayError",
     "GatewayResponseError",
     "GatewayUnreachableError",
     "NotFoundError",
     "RequestTooLargeError",
+    "SearchError",
+    "SemanticUnavailable",
     "ServerNotFoundError",
     "ServerUnavailableError",
     "ToolCallError",
@@ -180,6 +186,14 @@ class ToolTimeoutError(UpstreamError):
     status_code = 504
     kind = "timeout"
 
+    @classmethod
+    def after(cls, server: str, tool: str, seconds: float) -> ToolTimeoutError:
+        """The one wording of a timed-out call, for MCP servers and local tool files alike."""
+        return cls(
+            f"{server}__{tool} timed out after {seconds:g} s",
+            hint=f'raise "timeout" for server {server!r} in the config if it needs longer',
+        )
+
 
 class ToolCallError(UpstreamError):
     """The tool ran and reported an error (``isError: true``)."""
@@ -199,3 +213,18 @@ class ToolCallError(UpstreamError):
 
 class ExecutionError(ToolscriptError):
     """A toolscript could not be run."""
+
+
+class SearchError(ToolscriptError):
+    """Search could not use its embedding model (keyword search still works)."""
+
+    status_code = 503
+    kind = "search_unavailable"
+
+
+class SemanticUnavailable(SearchError):
+    """The semantic extra is missing or no model could be loaded."""
+
+
+class EmbedderFailed(SearchError):
+    """The embedding worker failed, hung or stopped."""

@@ -21,6 +21,7 @@ from toolscript.config import CONFIG_FILENAME, Config, load_config
 from toolscript.errors import (
     ArgumentValidationError,
     ConfigError,
+    SemanticUnavailable,
     ServerNotFoundError,
     ServerUnavailableError,
     ToolNotFoundError,
@@ -38,7 +39,7 @@ from toolscript.pipeline.tasks import (
 )
 from toolscript.search.engine import SearchEngine, SearchOptions
 from toolscript.search.process import EmbedderProcess
-from toolscript.search.semantic import EmbeddingStore, SemanticUnavailable
+from toolscript.search.semantic import EmbeddingStore
 from toolscript.upstream.base import ServerState, Upstream
 from toolscript.upstream.connect import upstream_for
 

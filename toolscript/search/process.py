@@ -26,12 +26,8 @@ from collections.abc import Sequence
 from contextlib import suppress
 from typing import IO, Any
 
-from toolscript.search.semantic import (
-    NEEDS_EXTRA,
-    Embedder,
-    SemanticUnavailable,
-    semantic_installed,
-)
+from toolscript.errors import EmbedderFailed, SemanticUnavailable
+from toolscript.search.semantic import NEEDS_EXTRA, Embedder, semantic_installed
 
 __all__ = ["EmbedderProcess"]
 
@@ -136,7 +132,7 @@ class EmbedderProcess(Embedder):
             if process is None or process.poll() is not None:
                 self._loaded = False
                 code = None if process is None else process.returncode
-                raise RuntimeError(f"the embedding process is not running (exit code {code})")
+                raise EmbedderFailed(f"the embedding process is not running (exit code {code})")
             assert process.stdin is not None and process.stdout is not None
             # A worker that hangs is killed, so no search or indexing waits on it for ever.
             deadline = DEADLINES[request["op"]]
@@ -157,7 +153,7 @@ class EmbedderProcess(Embedder):
                 if header is None:
                     raise OSError("no answer")
                 if not header["ok"]:
-                    kind = SemanticUnavailable if header.get("unavailable") else RuntimeError
+                    kind = SemanticUnavailable if header.get("unavailable") else EmbedderFailed
                     raise kind(header["error"])
                 size = header["rows"] * header["dims"] * 4
                 data = process.stdout.read(size)
@@ -167,7 +163,7 @@ class EmbedderProcess(Embedder):
                 self._loaded = False  # the next load() starts a new worker
                 code = process.poll()
                 why = f"no answer within {deadline:g} s" if fired.is_set() else str(exc)
-                raise RuntimeError(
+                raise EmbedderFailed(
                     f"the embedding process stopped ({why}; exit code {code})"
                 ) from exc
             finally:

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from toolscript.cachefiles import discard_if_damaged
+from toolscript.errors import SemanticUnavailable
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -35,10 +36,6 @@ BATCH_SIZE = 32
 
 
 NEEDS_EXTRA = "semantic search needs the 'semantic' extra: pip install 'toolscript[semantic]'"
-
-
-class SemanticUnavailable(Exception):
-    """The semantic extra is missing or no model could be loaded."""
 
 
 def semantic_installed() -> bool:

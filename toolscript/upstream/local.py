@@ -409,9 +409,7 @@ class LocalToolServer:
                     abandon_on_cancel=True,
                 )
         except TimeoutError as exc:
-            raise ToolTimeoutError(
-                f"{self.name}__{tool} timed out after {self.config.timeout:g} s"
-            ) from exc
+            raise ToolTimeoutError.after(self.name, tool, self.config.timeout) from exc
         except Exception as exc:
             raise _ToolRaised(f"{type(exc).__name__}: {exc}") from exc
 
@@ -446,9 +444,7 @@ class LocalToolServer:
                     signal_quietly(worker.process.pid, signal.SIGKILL, group=True)
                 if isinstance(exc, asyncio.CancelledError):
                     raise
-                raise ToolTimeoutError(
-                    f"{self.name}__{tool} timed out after {self.config.timeout:g} s"
-                ) from exc
+                raise ToolTimeoutError.after(self.name, tool, self.config.timeout) from exc
         finally:
             worker.busy -= 1
             worker.last_used = time.monotonic()

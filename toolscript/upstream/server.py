@@ -428,10 +428,7 @@ class UpstreamServer:
         return ("; its last stderr lines: " + " | ".join(tail)) if tail else ""
 
     def _timeout(self, tool: str) -> ToolTimeoutError:
-        return ToolTimeoutError(
-            f"{self.name}__{tool} timed out after {self.config.timeout:g} s",
-            hint=f'raise "timeout" for server {self.name!r} in the config if it needs longer',
-        )
+        return ToolTimeoutError.after(self.name, tool, self.config.timeout)
 
     def _went_away(self, tool: str, exc: BaseException) -> ServerUnavailableError:
         return ServerUnavailableError(
