@@ -1,0 +1,80 @@
+"""The result contract (gateway/results.py) and top-level `return` (execution/source.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolscript.errors import ToolCallError
+from toolscript.execution.source import RESULT_VARIABLE, prepare_source
+from toolscript.gateway.results import tool_result
+
+
+def text(value: str) -> dict[str, str]:
+    return {"type": "text", "text": value}
+
+
+@pytest.mark.parametrize(
+    ("result", "shape", "value"),
+    [
+        ({"content": [text("x")], "structuredContent": {"a": 1}}, "structured", {"a": 1}),
+        ({"content": [text('{"n": 2}')]}, "json", {"n": 2}),
+        ({"content": [text("[1, 2]")]}, "json", [1, 2]),
+        ({"content": [text("007")]}, "text", "007"),
+        ({"content": [text("true")]}, "text", "true"),
+        ({"content": [text("{not json")]}, "text", "{not json"),
+        ({"content": [text("a"), text('{"b": 1}')]}, "texts", ["a", {"b": 1}]),
+        ({"content": []}, "empty", None),
+        ({}, "empty", None),
+    ],
+)
+def test_the_result_contract(result: dict, shape: str, value: object) -> None:
+    assert tool_result("s__t", result) == (shape, value)
+
+
+def test_images_and_mixes_stay_content() -> None:
+    blocks = [text("a"), {"type": "image", "data": "AA==", "mimeType": "image/png"}]
+    assert tool_result("s__t", {"content": blocks}) == ("content", blocks)
+
+
+def test_is_error_raises_with_the_tools_words() -> None:
+    with pytest.raises(ToolCallError, match="s__t: it broke") as raised:
+        tool_result("s__t", {"content": [text("it broke")], "isError": True})
+    assert raised.value.status_code == 422
+    with pytest.raises(ToolCallError, match="without a message"):
+        tool_result("s__t", {"content": [], "isError": True})
+
+
+def test_code_without_return_is_left_alone() -> None:
+    code = 'import { tools } from "toolscript";\nconsole.log(1);\n'
+    assert prepare_source(code) == code
+
+
+def test_return_wraps_and_keeps_every_line_in_place() -> None:
+    code = 'import { tools } from "toolscript";\nconst x = 1;\nreturn x + 1;'
+    prepared = prepare_source(code)
+    lines = prepared.split("\n")
+    assert lines[0].startswith('import { tools } from "toolscript"; const ' + RESULT_VARIABLE)
+    assert lines[1] == "const x = 1;"
+    assert lines[2] == "return x + 1;"
+    assert lines[-1].startswith(f"if ({RESULT_VARIABLE} !== undefined)")
+
+
+def test_multi_line_imports_are_hoisted_without_moving_lines() -> None:
+    code = 'import {\n  tools,\n} from "toolscript";\nreturn 1;'
+    lines = prepare_source(code).split("\n")
+    assert 'import { tools, } from "toolscript";' in lines[0]
+    assert lines[1] == "" and lines[2] == ""
+    assert lines[3] == "return 1;"
+
+
+def test_exports_lose_their_keyword_inside_the_wrapper() -> None:
+    prepared = prepare_source("export const a = 1;\nexport default a;\nreturn a;")
+    assert "export " not in prepared
+
+
+def test_return_in_a_string_or_comment_still_wraps_safely() -> None:
+    """The word alone triggers the wrapper; code that merely mentions it keeps its meaning."""
+    code = 'console.log("return to sender"); // return later'
+    prepared = prepare_source(code)
+    assert 'console.log("return to sender"); // return later' in prepared
+    assert prepared.count("\n") == 2  # the user's line, the closing line, the print line
