@@ -171,6 +171,35 @@ class Embedder:
         return vector[0].astype("float32")
 
 
+# The layout of embeddings.db as named, append-only steps: a later change adds a step, and
+# every existing file is brought up to date when it is opened (no file to delete by hand).
+MIGRATIONS: list[tuple[str, str]] = [
+    (
+        "m001_embeddings",
+        "create table if not exists embeddings ("
+        " content_hash text not null, model text not null, dimensions integer not null,"
+        " vector blob not null, primary key (content_hash, model))",
+    ),
+]
+
+
+def migrate(db: sqlite3.Connection) -> list[str]:
+    """Apply the migrations ``db`` has not had yet, in order; the names of those applied."""
+    db.execute(
+        "create table if not exists _migrations (name text primary key, applied_at real not null)"
+    )
+    done = {row[0] for row in db.execute("select name from _migrations")}
+    applied = []
+    for name, statement in MIGRATIONS:
+        if name not in done:
+            db.execute(statement)
+            db.execute(
+                "insert into _migrations (name, applied_at) values (?, julianday('now'))", [name]
+            )
+            applied.append(name)
+    return applied
+
+
 class EmbeddingStore:
     """Vectors by (content hash, model) in SQLite; ``path=None`` keeps them in memory only."""
 
@@ -181,11 +210,7 @@ class EmbeddingStore:
             path.parent.mkdir(parents=True, exist_ok=True)
             discard_if_damaged(path)
             with self._connect() as db:
-                db.execute(
-                    "create table if not exists embeddings ("
-                    " content_hash text not null, model text not null, dimensions integer not null,"
-                    " vector blob not null, primary key (content_hash, model))"
-                )
+                migrate(db)
 
     def _connect(self) -> sqlite3.Connection:
         assert self.path is not None
