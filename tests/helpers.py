@@ -225,3 +225,15 @@ def toolscript_cli(
         text=True,
         timeout=timeout,
     )
+
+
+def _semantic_installed() -> bool:
+    from toolscript.search.semantic import semantic_installed
+
+    return semantic_installed()
+
+
+needs_semantic = __import__("pytest").mark.skipif(
+    not _semantic_installed(),
+    reason="needs the 'semantic' extra (pip install -e '.[semantic,dev]')",
+)
