@@ -157,12 +157,13 @@ def test_the_sandbox_and_ephemeral_gateway_die_with_exec(tmp_path: Path, how: st
 
     (tmp_path / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}))
     code = 'import { tools } from "toolscript";\nwhile (true) { await tools.fx.plainText({ text: "again" }); }'
+    stderr = (tmp_path / "stderr.txt").open("w")  # a file, not a pipe nobody reads
     exec_process = subprocess.Popen(
         [sys.executable, "-m", "toolscript", "exec", code, "--timeout", "0"],
         cwd=tmp_path,
         env=clean_env(TOOLSCRIPT_HOME=str(tmp_path / "home")),
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=stderr,
         text=True,
     )
     try:
@@ -170,12 +171,18 @@ def test_the_sandbox_and_ephemeral_gateway_die_with_exec(tmp_path: Path, how: st
         names = " ".join(" ".join(p.cmdline()) for p in family)
         assert "--ephemeral" in names and "fixture_server" in names
         os.kill(exec_process.pid, getattr(signals, how))
-        exec_process.wait(30)
+        try:
+            exec_process.wait(60)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(
+                "exec did not exit: " + (tmp_path / "stderr.txt").read_text()[-2000:]
+            ) from None
         _, alive = psutil.wait_procs(family, timeout=25)
         assert alive == [], [" ".join(p.cmdline())[:120] for p in alive]
         if how != "SIGKILL":
             assert exec_process.returncode in (130, 128 + getattr(signals, how))
     finally:
+        stderr.close()
         if exec_process.poll() is None:
             exec_process.kill()
 

@@ -18,6 +18,7 @@ from mcp.shared.message import SessionMessage
 
 from toolscript.config import ServerConfig
 from toolscript.errors import ServerUnavailableError, ToolTimeoutError, UpstreamError
+from toolscript.processes import pid_exists
 from toolscript.redact import redact
 from toolscript.upstream.base import ServerState, ToolsChanged
 from toolscript.upstream.sdk import TransportStreams
@@ -67,6 +68,7 @@ class UpstreamServer:
         self._warned: set[str] = set()
         self._relisting = False
         self._relist_again = False
+        self._server_pid: int | None = None  # of a stdio server, while connected
         self._repairs: dict[Any, str] = {}  # request id -> method whose result gets repaired
 
     # -- supervision ---------------------------------------------------------
@@ -131,6 +133,9 @@ class UpstreamServer:
             if not self._stopping:
                 raise UpstreamError("connection lost (the server closed it or exited)")
 
+    def _spawned(self, pid: int) -> None:
+        self._server_pid = pid
+
     @asynccontextmanager
     async def _transport(self) -> AsyncIterator[TransportStreams]:
         config = self.config
@@ -147,6 +152,7 @@ class UpstreamServer:
                 env=dict(config.env) or None,
                 cwd=config.cwd,
                 errlog=self._stderr,
+                on_spawn=self._spawned,
             ) as streams:
                 yield streams
         elif config.transport == "http":
@@ -210,6 +216,14 @@ class UpstreamServer:
         log.info("%s: tools changed, now %d", self.name, len(self.tools))
         if self._on_tools_changed is not None:
             await self._on_tools_changed(self)
+
+    def _drop_session(self) -> None:
+        """Give up the current session now; ``run`` reconnects at once."""
+        self._session = None
+        self._raw_writer = None
+        self._server_pid = None
+        self._lost.set()
+        self._retry_now.set()
 
     def _repair(self, item: Any) -> Any:
         """What the read stream passes on: a result the SDK accepts, or None to drop the item."""
@@ -310,6 +324,11 @@ class UpstreamServer:
         Raises ToolTimeoutError, ServerUnavailableError or UpstreamError.
         """
         session = await self._connected_session()
+        if self._server_pid is not None and not pid_exists(self._server_pid):
+            # Killed while idle, and the end of its stdout not read yet: a call sent now would
+            # be lost with it. Reconnect first (the server never saw this call).
+            self._drop_session()
+            session = await self._connected_session()
         if self._raw_writer is not None:
             return await self._call_raw(self._raw_writer, tool, arguments)
         try:

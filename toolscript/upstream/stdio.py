@@ -9,7 +9,7 @@ SDK's own.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import IO
@@ -41,6 +41,7 @@ async def stdio_transport(
     env: dict[str, str] | None,
     cwd: str | Path | None,
     errlog: IO[str],
+    on_spawn: Callable[[int], None] | None = None,
 ) -> AsyncIterator[TransportStreams]:
     """Start the server; yield (read, write) message streams; stop it and its children."""
     process = await create_process(
@@ -50,6 +51,8 @@ async def stdio_transport(
         errlog=errlog,  # type: ignore[arg-type]
         cwd=cwd,
     )
+    if on_spawn is not None:
+        on_spawn(process.pid)
     to_session, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, from_session = anyio.create_memory_object_stream[SessionMessage](0)
     writer_done = anyio.Event()
