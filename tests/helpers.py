@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SERVERS = ROOT / "tests" / "servers"
 NODE_BIN = SERVERS / "node_modules" / ".bin"
 FIXTURE_SERVER = SERVERS / "fixture_server.py"
+CORPUS = ROOT.parent / "shared" / "toolcorpus"  # ../shared/toolcorpus, beside the repository
 
 
 def node_server(name: str) -> str:
@@ -237,3 +238,16 @@ needs_semantic = __import__("pytest").mark.skipif(
     not _semantic_installed(),
     reason="needs the 'semantic' extra (pip install -e '.[semantic,dev]')",
 )
+
+
+def corpus_files() -> list[Path]:
+    """Every file of the public tool corpus that is a tool list (none without the corpus)."""
+    if not CORPUS.is_dir():
+        return []
+    return [
+        path
+        for path in sorted(CORPUS.rglob("*.json"))
+        if not path.name.startswith("_")
+        and "raw" not in path.relative_to(CORPUS).parts
+        and isinstance(json.loads(path.read_text()), list)
+    ]

@@ -17,9 +17,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import NODE_BIN, SERVERS, deno_check, node_server, python_bin, running_gateway
+from helpers import (
+    CORPUS,
+    NODE_BIN,
+    SERVERS,
+    corpus_files,
+    deno_check,
+    node_server,
+    python_bin,
+    running_gateway,
+)
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "toolcorpus"
 FAULTY = SERVERS / "faulty_server.py"
 
 # name: (command, args, env, tool, arguments, works offline)
@@ -151,18 +159,6 @@ def test_real_servers_in_one_gateway(tmp_path: Path) -> None:
                 message = response.json()["message"]
                 assert "went away" not in message and "not connected" not in message, message
         assert gateway.stop() == []
-
-
-def corpus_files() -> list[Path]:
-    if not CORPUS.is_dir():
-        return []
-    return [
-        path
-        for path in sorted(CORPUS.rglob("*.json"))
-        if not path.name.startswith("_")
-        and "raw" not in path.relative_to(CORPUS).parts
-        and isinstance(json.loads(path.read_text()), list)
-    ]
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/toolcorpus is not beside the repository")

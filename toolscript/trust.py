@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from toolscript.privatefile import write_private
+
 __all__ = ["forget", "is_trusted", "trust", "trust_file", "trusted"]
 
 
@@ -66,10 +68,4 @@ def forget(config: Path) -> bool:
 
 
 def _save(records: dict[str, dict[str, Any]]) -> None:
-    path = trust_file()
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w") as handle:
-        json.dump(records, handle, indent=1)
-    os.replace(partial, path)
+    write_private(trust_file(), json.dumps(records, indent=1))

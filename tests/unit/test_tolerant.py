@@ -8,11 +8,11 @@ from typing import Any
 
 import mcp_types
 import pytest
+from helpers import CORPUS, corpus_files
 from mcp_types import methods
 
 from toolscript.upstream.tolerant import ANY_ARGUMENTS, repair_call_result, repair_tool_list
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "toolcorpus"
 VERSION = "2025-11-25"
 
 
@@ -123,22 +123,10 @@ def test_a_good_list_is_left_alone() -> None:
     assert repaired == listing and warnings == []
 
 
-def _corpus_files() -> list[Path]:
-    if not CORPUS.is_dir():
-        return []
-    return [
-        path
-        for path in sorted(CORPUS.rglob("*.json"))
-        if not path.name.startswith("_")
-        and "raw" not in path.relative_to(CORPUS).parts
-        and isinstance(json.loads(path.read_text()), list)
-    ]
-
-
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/toolcorpus is not beside the repository")
 def test_every_corpus_tool_survives() -> None:
     """Every tool of every file of the public corpus, as it is, is served after repair."""
-    files = _corpus_files()
+    files = corpus_files()
     assert len(files) > 100
     for path in files:
         _corpus_file_survives(path)

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from toolscript.errors import ExecutionError, GatewayUnreachableError
 from toolscript.gateway.state import read_gateway_state
 from toolscript.paths import find_config_path, project_cache_dir, user_cache_dir
+from toolscript.privatefile import write_private
 
 __all__ = ["NO_GATEWAY_URL", "gateway_for_run", "module_file", "module_hash", "uses_gateway"]
 
@@ -58,13 +59,7 @@ def module_file(url: str, digest: str, timeout: float = 30.0) -> Path:
     body = _get(url, f"/runtime/tools.ts?_t={digest}", timeout)
     if body is None:
         raise GatewayUnreachableError("the gateway stopped answering while its module was read")
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "wb") as handle:
-        handle.write(body)
-    os.replace(partial, path)
-    return path
+    return write_private(path, body)
 
 
 def _get(url: str, route: str, timeout: float) -> bytes | None:

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 from toolscript.errors import ExecutionError
 from toolscript.execution.source import prepare_source
 from toolscript.paths import user_cache_dir
+from toolscript.privatefile import write_private
 from toolscript.processes import signal_quietly
 
 __all__ = [
@@ -84,19 +85,7 @@ def _write_script(script: Script) -> Path:
     digest = hashlib.sha256(code.encode()).hexdigest()[:24]
     path = user_cache_dir() / "scripts" / digest / script.file_name
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        partial = path.with_name(path.name + f".{os.getpid()}.tmp")
-        partial.write_text(code, encoding="utf-8")
-        partial.replace(path)
-    return path
-
-
-def _write_private(path: Path, text: str) -> Path:
-    """A file only the user can read (the import map holds the gateway's secret URL)."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w") as handle:
-        handle.write(text)
+        write_private(path, code)
     return path
 
 
@@ -325,7 +314,7 @@ def run_toolscript(
     if module is not None:
         imports[module.as_uri()] = module.as_uri()
     import_map = {"imports": imports}
-    map_path = _write_private(
+    map_path = write_private(
         user_cache_dir() / "run" / f"importmap-{os.getpid()}-{threading.get_ident()}.json",
         json.dumps(import_map),
     )

@@ -34,6 +34,7 @@ from toolscript.errors import (
     UsageError,
 )
 from toolscript.gateway.core import Gateway, split_tool_name
+from toolscript.gateway.guard import answer_json
 from toolscript.gateway.results import RESULT_HEADER
 from toolscript.search.engine import MODES
 
@@ -41,21 +42,6 @@ __all__ = ["build_app"]
 
 _JSON = "application/json"
 DEFAULT_MAX_BODY = 8 * 1024 * 1024  # bytes of tool-call arguments
-
-
-async def _send_json(send: Any, status: int, body: dict[str, Any]) -> None:
-    payload = msgspec.json.encode(body)
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(payload)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": payload})
 
 
 def _error_response(request: Request[Any, Any, Any], exc: ToolscriptError) -> Response[bytes]:
@@ -184,7 +170,7 @@ class ToolCallFastPath:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body:  # counted as it arrives: nothing past the limit is kept
-                await _send_json(send, 413, RequestTooLargeError(self.max_body).to_dict())
+                await answer_json(send, 413, RequestTooLargeError(self.max_body).to_dict())
                 return
             chunks.append(chunk)
             if not message.get("more_body"):

@@ -13,7 +13,7 @@ import json
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
-__all__ = ["LIVENESS_PATH", "TokenGuard"]
+__all__ = ["LIVENESS_PATH", "TokenGuard", "answer_json"]
 
 LIVENESS_PATH = "/livez"
 
@@ -45,11 +45,11 @@ class TokenGuard:
             return
         path: str = scope["path"]
         if path == LIVENESS_PATH:
-            await _answer(send, 200, {"alive": True})
+            await answer_json(send, 200, {"alive": True})
             return
         host = next((value for key, value in scope["headers"] if key == b"host"), b"")
         if host.lower() not in self._allowed_hosts:
-            await _answer(
+            await answer_json(
                 send,
                 403,
                 {"error": "forbidden_host", "message": "this Host is not the gateway's address"},
@@ -60,7 +60,7 @@ class TokenGuard:
         if not hmac.compare_digest(given, self._prefix_bytes) or (
             len(path) > len(prefix) and path[len(prefix)] != "/"
         ):
-            await _answer(
+            await answer_json(
                 send,
                 401,
                 {
@@ -78,7 +78,8 @@ class TokenGuard:
         await self.app(inner, receive, send)
 
 
-async def _answer(send: Send, status: int, body: dict[str, Any]) -> None:
+async def answer_json(send: Send, status: int, body: dict[str, Any]) -> None:
+    """A whole JSON response straight from ASGI (for paths that skip the framework)."""
     payload = json.dumps(body).encode()
     await send(
         {

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from toolscript.paths import user_cache_dir
+from toolscript.privatefile import write_private
 from toolscript.processes import pid_exists
 
 __all__ = [
@@ -38,14 +38,7 @@ def gateway_state_file(directory: Path) -> Path:
 
 def write_gateway_state(directory: Path, state: dict[str, Any]) -> Path:
     """Write the state file readable by the user only (it holds the secret URL)."""
-    path = gateway_state_file(directory)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    partial = path.with_suffix(f".{os.getpid()}.tmp")
-    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w") as handle:
-        json.dump(state, handle, indent=2)
-    os.replace(partial, path)
-    return path
+    return write_private(gateway_state_file(directory), json.dumps(state, indent=2))
 
 
 def read_gateway_state(directory: Path) -> dict[str, Any] | None:
