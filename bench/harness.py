@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from toolscript.gateway.launch import start_gateway
 
 __all__ = ["gateway_env", "percentile", "running_gateway"]
 
@@ -33,19 +33,10 @@ def running_gateway(directory: Path, config: dict[str, Any], **env: str) -> Iter
     """``toolscript gateway start`` on ``config`` in ``directory``; yields its URL."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / ".toolscript.json").write_text(json.dumps(config))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "toolscript", "gateway", "start"],
-        cwd=directory,
-        env=gateway_env(**env),
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    gateway = start_gateway(cwd=directory, env=gateway_env(**env), stderr=None)
     try:
-        assert process.stdout is not None
-        url = process.stdout.readline().strip()
-        if not url:
+        if not gateway.url:
             raise SystemExit("the gateway did not start")
-        yield url
+        yield gateway.url
     finally:
-        process.terminate()
-        process.wait(60)
+        gateway.stop(60)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -17,6 +16,9 @@ from typing import Any
 
 import httpx
 import psutil
+
+from toolscript.gateway.launch import start_gateway
+from toolscript.processes import stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS = ROOT / "tests" / "servers"
@@ -100,12 +102,7 @@ def background_server(
         wait_for_port(port)
         yield
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(10)
+        stop_process(process, 10, group=True)
 
 
 class GatewayProcess:
@@ -121,28 +118,25 @@ class GatewayProcess:
         self.directory = directory
         self.config_path = directory / ".toolscript.json"
         self.config_path.write_text(json.dumps(config))
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "toolscript", "gateway", "start", *args],
-            cwd=directory,
-            env=clean_env(**(env or {})),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
         self.stderr_lines: list[str] = []
-        threading.Thread(target=self._drain_stderr, daemon=True).start()
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline().strip()
-        if not line:
-            self.process.wait(10)
+        launched = start_gateway(
+            *args, cwd=directory, env=clean_env(**(env or {})), on_spawn=self._drain_stderr
+        )
+        self.process = launched.process
+        if not launched.url:
+            launched.stop(10)
+            time.sleep(0.2)  # the last lines of its log
             raise RuntimeError("gateway did not start:\n" + "".join(self.stderr_lines))
-        self.url = line
+        self.url = launched.url
         self.client = httpx.Client(base_url=self.url + "/", timeout=30)
 
-    def _drain_stderr(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self.stderr_lines.append(line)
+    def _drain_stderr(self, process: subprocess.Popen[str]) -> None:
+        def drain() -> None:
+            assert process.stderr is not None
+            for line in process.stderr:
+                self.stderr_lines.append(line)
+
+        threading.Thread(target=drain, daemon=True).start()
 
     @property
     def log(self) -> str:
@@ -160,12 +154,7 @@ class GatewayProcess:
         if self.process.poll() is not None:
             return []
         children = self.descendants()
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(10)
+        stop_process(self.process, 20)
         _, alive = psutil.wait_procs(children, timeout=5)
         for leftover in alive:
             leftover.kill()

@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
+from toolscript.gateway.launch import start_gateway
 from toolscript.paths import user_cache_dir
 from toolscript.processes import process_alive, terminate_tree
 
@@ -56,24 +55,20 @@ def session_start() -> int:
             f"in {project} and restart the session."
         )
         return 0
-    with open(url_file, "w") as url_out, open(log_file, "w") as log_out:
-        os.chmod(url_file, 0o600)
-        process = subprocess.Popen(
-            [sys.executable, "-m", "toolscript", "gateway", "start", "--port", "0"],
+    url_file.touch(mode=0o600)
+    os.chmod(url_file, 0o600)
+    with open(log_file, "w") as log_out:
+        gateway = start_gateway(
+            "--port",
+            "0",
             cwd=project,
-            stdin=subprocess.DEVNULL,
-            stdout=url_out,
             stderr=log_out,
-            start_new_session=True,
+            url_file=url_file,
+            detach=True,  # it serves the whole session, long after this hook returns
+            wait=START_WAIT,
+            on_spawn=lambda process: pid_file.write_text(str(process.pid)),
         )
-    pid_file.write_text(str(process.pid))
-    url = ""
-    deadline = time.monotonic() + START_WAIT
-    while time.monotonic() < deadline:
-        url = url_file.read_text().strip()
-        if url or process.poll() is not None:
-            break
-        time.sleep(0.05)
+    process, url = gateway.process, gateway.url
     if not url:
         problem = _last_error(log_file)
         if process.poll() is None:

@@ -10,14 +10,20 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # asyncio costs the exec path's start-up; only its types are needed here
+    import asyncio
 
 __all__ = [
     "descendants",
     "pid_exists",
     "process_alive",
     "signal_quietly",
+    "stop_process",
+    "stop_process_async",
     "terminate_tree",
 ]
 
@@ -67,6 +73,39 @@ def signal_quietly(pid: int, sig: int, *, group: bool = False) -> None:
             os.killpg(pid, sig)
         else:
             os.kill(pid, sig)
+
+
+def stop_process(
+    process: subprocess.Popen[Any], grace: float, *, group: bool = False, ask: bool = True
+) -> None:
+    """SIGTERM ``process`` (its whole process group with ``group``), give it ``grace``
+    seconds, then SIGKILL; it is reaped either way. ``ask=False`` skips the SIGTERM, for a
+    process the caller already asked to stop another way (by closing its stdin)."""
+    if process.poll() is not None:
+        return
+    if ask:
+        signal_quietly(process.pid, signal.SIGTERM, group=group)
+    try:
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        signal_quietly(process.pid, signal.SIGKILL, group=group)
+        process.wait()
+
+
+async def stop_process_async(
+    process: asyncio.subprocess.Process, grace: float, *, group: bool = False
+) -> None:
+    """``stop_process`` for a process started with asyncio."""
+    import asyncio
+
+    if process.returncode is not None:
+        return
+    signal_quietly(process.pid, signal.SIGTERM, group=group)
+    try:
+        await asyncio.wait_for(process.wait(), grace)
+    except TimeoutError:
+        signal_quietly(process.pid, signal.SIGKILL, group=group)
+        await process.wait()
 
 
 def terminate_tree(pid: int, grace: float = 10.0, *, family: list[int] | None = None) -> bool:

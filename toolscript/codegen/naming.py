@@ -17,10 +17,10 @@ with a warning.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["NameMap", "assign_names", "to_camel_case", "to_pascal_case"]
+__all__ = ["NameMap", "assign_names", "first_free", "to_camel_case", "to_pascal_case"]
 
 _SEPARATORS = re.compile(r"[-_\s.:/]+")
 _INVALID = re.compile(r"[^A-Za-z0-9_]")
@@ -47,6 +47,14 @@ def to_pascal_case(name: str) -> str:
     return camel[0].upper() + camel[1:] if camel[0] != "_" else camel
 
 
+def first_free(base: str, taken: Container[str]) -> str:
+    """``base``, else the first of ``base2``, ``base3``, ... that is not ``taken``."""
+    candidate, counter = base, 2
+    while candidate in taken:
+        candidate, counter = f"{base}{counter}", counter + 1
+    return candidate
+
+
 @dataclass
 class NameMap:
     """Original names to unique identifiers, with the collisions that were resolved."""
@@ -61,10 +69,7 @@ def assign_names(originals: Iterable[str], *, what: str = "name") -> NameMap:
     taken: dict[str, str] = {}
     for original in sorted(set(originals)):
         base = to_camel_case(original)
-        candidate, counter = base, 2
-        while candidate in taken:
-            candidate = f"{base}{counter}"
-            counter += 1
+        candidate = first_free(base, taken)
         if candidate != base:
             result.warnings.append(
                 f"{what} {original!r} normalizes to {base!r} like {taken[base]!r}; "

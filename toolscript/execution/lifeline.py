@@ -17,6 +17,8 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
+from toolscript.processes import stop_process
+
 __all__ = ["Lifeline"]
 
 _CAUGHT = (signal.SIGTERM, signal.SIGHUP)
@@ -70,10 +72,7 @@ class Lifeline:
             os.close(self._write)
             self._write = None
         if self._watchdog is not None:
-            try:
-                self._watchdog.wait(2)
-            except subprocess.TimeoutExpired:
-                self._watchdog.kill()
+            stop_process(self._watchdog, 2, ask=False)  # "done" asked it to stop
 
 
 def _raise_exit(signum: int, frame: FrameType | None) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -30,6 +29,7 @@ __all__ = ["NO_GATEWAY_URL", "gateway_for_run", "module_file", "module_hash", "u
 # Where a script that calls no tool is pointed when no gateway runs: nothing listens on the
 # discard port, so a script that reaches for a gateway anyway gets "connection refused".
 NO_GATEWAY_URL = "http://127.0.0.1:9/no-gateway"
+EPHEMERAL_START_WAIT = 120.0  # seconds for a gateway to try every server and print its URL
 
 # A script needs the gateway when it names the module ("toolscript", in any quotes) or reads
 # the gateway's URL itself.
@@ -136,42 +136,42 @@ def gateway_for_run(
 def _ephemeral_gateway(
     config: str | None, cache: str | None, on_start: Callable[..., None] | None
 ) -> Iterator[str]:
-    command = [sys.executable, "-m", "toolscript", "gateway", "start", "--port", "0", "--ephemeral"]
+    from toolscript.gateway.launch import start_gateway
+
+    args = ["--port", "0", "--ephemeral"]
     if config:
-        command += ["--config", config]
+        args += ["--config", config]
     if cache:
-        command += ["--cache-dir", cache]
+        args += ["--cache-dir", cache]
     env = dict(os.environ)
     env.setdefault("TOOLSCRIPT_LOG_LEVEL", "WARNING")
-    process = subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    if on_start is not None:
-        on_start(process.pid, group=False)
-    assert process.stdout is not None and process.stderr is not None
     errors: list[str] = []
-    forward = threading.Thread(target=_forward_errors, args=(process.stderr, errors), daemon=True)
-    forward.start()
+    forwarding: list[threading.Thread] = []
+
+    def spawned(process: subprocess.Popen[str]) -> None:
+        if on_start is not None:
+            on_start(process.pid, group=False)
+        forward = threading.Thread(
+            target=_forward_errors, args=(process.stderr, errors), daemon=True
+        )
+        forward.start()
+        forwarding.append(forward)
+
+    gateway = start_gateway(*args, env=env, wait=EPHEMERAL_START_WAIT, on_spawn=spawned)
     try:
-        url = process.stdout.readline().strip()
-        if not url:
-            process.wait(30)
-            forward.join(5)
+        if not gateway.url:
+            gateway.stop(5)
+            for forward in forwarding:
+                forward.join(5)
             detail = "".join(errors).strip().splitlines()
             raise ExecutionError(
                 "no gateway is running and an ephemeral one could not start"
                 + (f": {detail[-1]}" if detail else ""),
                 hint="run `toolscript gateway start` to see why",
             )
-        yield url
+        yield gateway.url
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        gateway.stop(20)
 
 
 def _forward_errors(stream: object, errors: list[str]) -> None:

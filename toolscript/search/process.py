@@ -27,6 +27,7 @@ from contextlib import suppress
 from typing import IO, Any
 
 from toolscript.errors import EmbedderFailed, SemanticUnavailable
+from toolscript.processes import stop_process
 from toolscript.search.semantic import NEEDS_EXTRA, Embedder, semantic_installed
 
 __all__ = ["EmbedderProcess"]
@@ -111,11 +112,7 @@ class EmbedderProcess(Embedder):
             # is a broken pipe, and nothing to worry about.
             with suppress(OSError):
                 process.stdin.close()
-        try:
-            process.wait(2)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, 2, ask=False)  # closing stdin asked it to stop
         if process.stdout is not None:
             process.stdout.close()
 

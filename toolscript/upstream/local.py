@@ -31,7 +31,7 @@ import anyio.to_thread
 
 from toolscript.config import ServerConfig
 from toolscript.errors import ServerUnavailableError, ToolTimeoutError, UpstreamError
-from toolscript.processes import signal_quietly
+from toolscript.processes import signal_quietly, stop_process_async
 from toolscript.redact import redact
 from toolscript.upstream.base import ServerState, ToolHost, ToolsChanged
 
@@ -358,12 +358,7 @@ class LocalToolServer:
         worker, self._worker = self._worker, None
         if worker is None or worker.process.returncode is not None:
             return
-        signal_quietly(worker.process.pid, signal.SIGTERM, group=True)
-        try:
-            await asyncio.wait_for(worker.process.wait(), 5)
-        except TimeoutError:
-            signal_quietly(worker.process.pid, signal.SIGKILL, group=True)
-            await worker.process.wait()
+        await stop_process_async(worker.process, 5, group=True)
 
     def worker_pid(self) -> int | None:
         worker = self._worker

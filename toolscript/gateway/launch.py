@@ -1,0 +1,105 @@
+"""Starting ``toolscript gateway start`` as a process and reading the URL it prints when ready.
+
+The one way the hooks, exec's ephemeral gateway, the tests and the benchmarks start a
+gateway. The gateway prints its URL on stdout once every server has been tried, and
+nothing else there; its log goes to stderr. Light on imports: exec's start-up uses it.
+"""
+
+from __future__ import annotations
+
+import select
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from toolscript.processes import stop_process, terminate_tree
+
+__all__ = ["LaunchedGateway", "gateway_command", "start_gateway"]
+
+
+def gateway_command(*args: str) -> list[str]:
+    """The command line of ``toolscript gateway start ARGS`` with this interpreter."""
+    return [sys.executable, "-m", "toolscript", "gateway", "start", *args]
+
+
+@dataclass
+class LaunchedGateway:
+    """A started gateway: ``url`` is empty when it exited (or did not answer) in time."""
+
+    process: subprocess.Popen[str]
+    url: str
+
+    def stop(self, grace: float = 20.0, *, tree: bool = False) -> None:
+        """SIGTERM, wait ``grace`` seconds, SIGKILL; with ``tree`` also every process that
+        was below it (for a gateway whose own teardown cannot be trusted: tests, hooks)."""
+        if tree:
+            terminate_tree(self.process.pid, grace)
+            self.process.poll()
+        else:
+            stop_process(self.process, grace)
+
+
+def start_gateway(
+    *args: str,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    stderr: int | IO[Any] | None = subprocess.PIPE,
+    url_file: Path | None = None,
+    detach: bool = False,
+    wait: float = 120.0,
+    on_spawn: Callable[[subprocess.Popen[str]], object] | None = None,
+) -> LaunchedGateway:
+    """Start a gateway with ``args`` and wait up to ``wait`` seconds for its URL.
+
+    Its stdout is a pipe, or ``url_file`` for a gateway that must outlive its starter
+    (with ``detach``, also out of the starter's session, so a Ctrl+C there misses it).
+    ``on_spawn`` runs as soon as the process exists, before the wait (to drain its stderr
+    pipe, or to have it stopped should the starter die while waiting).
+    """
+    out = url_file.open("w") if url_file is not None else None
+    try:
+        process = subprocess.Popen(
+            gateway_command(*args),
+            cwd=cwd,
+            env=None if env is None else dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=out if out is not None else subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            start_new_session=detach,
+        )
+    finally:
+        if out is not None:
+            out.close()
+    if on_spawn is not None:
+        on_spawn(process)
+    deadline = time.monotonic() + wait
+    if url_file is not None:
+        url = _poll_file(url_file, process, deadline)
+    else:
+        url = _read_line(process, deadline)
+    return LaunchedGateway(process, url)
+
+
+def _read_line(process: subprocess.Popen[str], deadline: float) -> str:
+    assert process.stdout is not None
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return ""
+        ready, _, _ = select.select([process.stdout], [], [], min(left, 1.0))
+        if ready:  # the URL arrives as one line; end of file means the gateway exited
+            return process.stdout.readline().strip()
+
+
+def _poll_file(path: Path, process: subprocess.Popen[str], deadline: float) -> str:
+    while time.monotonic() < deadline:
+        url = path.read_text().strip()
+        if url or process.poll() is not None:
+            return url
+        time.sleep(0.05)
+    return ""

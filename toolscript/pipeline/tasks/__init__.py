@@ -1,0 +1,83 @@
+"""The artifact pipeline as doit tasks: fetch -> names -> types -> module, catalogue, index.
+
+One module per task, each a class whose ``tasks`` method is the doit task creator and
+whose settings sit beside it. A task re-runs only when the *content* it reads changed:
+fetching compares the canonical JSON of a server's live tool list with what is on disk,
+and the later tasks depend on those files by checksum, so a server whose tools did not
+change leaves everything downstream up to date.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolscript.cachefiles import discard_if_damaged
+from toolscript.codegen.module import generator_fingerprint
+from toolscript.config import Config
+from toolscript.pipeline.artifacts import CacheLayout
+from toolscript.pipeline.tasks.catalogue import CatalogueTask
+from toolscript.pipeline.tasks.fetch import FetchTasks, ToolSource
+from toolscript.pipeline.tasks.index import IndexTask, SearchIndexing, load_documents
+from toolscript.pipeline.tasks.module import ModuleTask
+from toolscript.pipeline.tasks.names import NamesTask
+from toolscript.pipeline.tasks.runner import PipelineResult, run_doit
+from toolscript.pipeline.tasks.settings import TaskSettings
+from toolscript.pipeline.tasks.typescript import TypesTasks
+
+__all__ = [
+    "ARTIFACT_TASKS",
+    "TASK_ORDER",
+    "PipelineResult",
+    "SearchIndexing",
+    "ToolSource",
+    "build_tasks",
+    "load_documents",
+    "run_pipeline",
+]
+
+ARTIFACT_TASKS = ["fetch", "names", "types", "module", "catalogue"]
+TASK_ORDER = [*ARTIFACT_TASKS, "index"]
+
+
+def build_tasks(
+    config: Config,
+    layout: CacheLayout,
+    source: ToolSource,
+    indexing: SearchIndexing | None = None,
+    model: str | None = None,
+) -> dict[str, Any]:
+    """A doit namespace (``task_*`` creators and ``DOIT_CONFIG``) for ``config``."""
+    settings = TaskSettings(layout, list(config.enabled_servers), generator_fingerprint())
+    layout.root.mkdir(parents=True, exist_ok=True)  # doit opens its database there
+    return {
+        "task_fetch": FetchTasks(settings, source).tasks,
+        "task_names": NamesTask(settings).tasks,
+        "task_types": TypesTasks(settings).tasks,
+        "task_module": ModuleTask(settings).tasks,
+        "task_catalogue": CatalogueTask(settings).tasks,
+        "task_index": IndexTask(settings, indexing, model).tasks,
+        "DOIT_CONFIG": {
+            "backend": "sqlite3",
+            "dep_file": str(layout.dep_file),
+            "default_tasks": TASK_ORDER,
+            "verbosity": 0,
+        },
+    }
+
+
+def run_pipeline(
+    config: Config,
+    layout: CacheLayout,
+    source: ToolSource,
+    *,
+    tasks: list[str] | None = None,
+    command: str = "run",
+    indexing: SearchIndexing | None = None,
+) -> PipelineResult:
+    """Run doit in-process; returns which tasks executed and what failed."""
+    if tasks is None:
+        tasks = TASK_ORDER if indexing is not None else ARTIFACT_TASKS
+    namespace = build_tasks(config, layout, source, indexing)
+    for database in (layout.dep_file, layout.catalogue):
+        discard_if_damaged(database)
+    return run_doit(namespace, [command, *tasks])

@@ -1,0 +1,114 @@
+"""``catalogue``: catalogue.db, servers and tools with names, schemas and content hashes.
+
+For people and their scripts: the README shows queries with ``sqlite-utils``.
+Rewritten whole on each run: it is small and derived.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from doit.tools import config_changed
+
+from toolscript.pipeline.artifacts import content_hash
+from toolscript.pipeline.tasks.settings import TaskSettings, read_json
+
+__all__ = ["CatalogueTask"]
+
+TOOL_COLUMNS = {
+    "id": str,
+    "server": str,
+    "name": str,
+    "function": str,
+    "type_name": str,
+    "title": str,
+    "description": str,
+    "input_schema": str,
+    "output_schema": str,
+    "annotations": str,
+    "content_hash": str,
+}
+SERVER_COLUMNS = {
+    "name": str,
+    "namespace": str,
+    "transport": str,
+    "description": str,
+    "tool_count": int,
+    "content_hash": str,
+}
+
+
+class CatalogueTask:
+    def __init__(self, settings: TaskSettings) -> None:
+        self.settings = settings
+
+    def tasks(self) -> dict[str, Any]:
+        """Build catalogue.db: servers and tools with content hashes, names and schemas."""
+        layout, servers = self.settings.layout, self.settings.servers
+        return {
+            "actions": [self.catalogue],
+            "file_dep": [layout.server_tools(s.name) for s in servers]
+            + [layout.server_names(s.name) for s in servers],
+            "targets": [layout.catalogue],
+            "uptodate": [config_changed({"servers": [s.summary() for s in servers]})],
+            "clean": True,
+            "verbosity": 0,
+        }
+
+    def rows(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The servers table's rows and the tools table's rows."""
+        layout = self.settings.layout
+        server_rows, tool_rows = [], []
+        for server in self.settings.servers:
+            tools = read_json(layout.server_tools(server.name))
+            naming = read_json(layout.server_names(server.name))
+            server_rows.append(
+                {
+                    "name": server.name,
+                    "namespace": naming["namespace"],
+                    "transport": server.transport,
+                    "description": server.description,
+                    "tool_count": len(tools),
+                    "content_hash": content_hash(tools),
+                }
+            )
+            for tool in tools:
+                names = naming["tools"][tool["name"]]
+                tool_rows.append(
+                    {
+                        "id": f"{server.name}__{tool['name']}",
+                        "server": server.name,
+                        "name": tool["name"],
+                        "function": names["function"],
+                        "type_name": names["type"],
+                        "title": tool.get("title"),
+                        "description": tool.get("description", ""),
+                        "input_schema": json.dumps(tool.get("inputSchema")),
+                        "output_schema": json.dumps(tool.get("outputSchema")),
+                        "annotations": json.dumps(tool.get("annotations")),
+                        "content_hash": content_hash(tool),
+                    }
+                )
+        return server_rows, tool_rows
+
+    def catalogue(self) -> None:
+        import sqlite_utils
+
+        server_rows, tool_rows = self.rows()
+        database = sqlite_utils.Database(self.settings.layout.catalogue)
+        servers_table = database.table("servers")
+        tools_table = database.table("tools")
+        with database.conn:
+            servers_table.delete_where()
+            tools_table.delete_where()
+            if server_rows:
+                servers_table.insert_all(server_rows, pk="name")
+            if tool_rows:
+                tools_table.insert_all(
+                    tool_rows, pk="id", foreign_keys=[("server", "servers", "name")]
+                )
+        if not tools_table.exists():
+            tools_table.create(TOOL_COLUMNS, pk="id")
+        if not servers_table.exists():
+            servers_table.create(SERVER_COLUMNS, pk="name")

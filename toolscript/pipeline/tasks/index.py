@@ -1,0 +1,117 @@
+"""``index``: embeddings of new or changed tools for semantic search.
+
+Cached in embeddings.db by (content hash, model), so only what changed is embedded.
+Without the semantic extra it writes an empty database and says why, once.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from doit.tools import config_changed
+
+from toolscript.config import ServerConfig
+from toolscript.pipeline.artifacts import CacheLayout
+from toolscript.pipeline.tasks.settings import TaskSettings, read_json
+from toolscript.search.engine import embed_missing
+from toolscript.search.semantic import NEEDS_EXTRA, Embedder, EmbeddingStore, semantic_installed
+from toolscript.search.text import ToolDocument, document_for
+
+__all__ = ["IndexTask", "SearchIndexing", "load_documents"]
+
+log = logging.getLogger("toolscript.pipeline")
+
+
+@dataclass
+class SearchIndexing:
+    """What the index task embeds with; None means a model of its own."""
+
+    embedder: Embedder
+    store: EmbeddingStore
+
+
+def load_documents(layout: CacheLayout, servers: list[ServerConfig]) -> list[ToolDocument]:
+    """Search documents for every tool the fetch task wrote."""
+    documents = []
+    for server in servers:
+        path = layout.server_tools(server.name)
+        if not path.exists():
+            continue
+        for tool in read_json(path):
+            documents.append(document_for(server.name, server.description, tool))
+    return documents
+
+
+class IndexTask:
+    def __init__(
+        self, settings: TaskSettings, indexing: SearchIndexing | None, model: str | None
+    ) -> None:
+        self.settings, self.indexing, self.model = settings, indexing, model
+
+    def tasks(self) -> dict[str, Any]:
+        """Embed new or changed tools for semantic search (cached by content hash and model)."""
+        layout, indexing = self.settings.layout, self.indexing
+        return {
+            "actions": [self.index],
+            "file_dep": [layout.server_tools(s.name) for s in self.settings.servers],
+            "targets": [layout.embeddings],
+            "uptodate": [
+                config_changed(
+                    {
+                        "model": (indexing.embedder.requested if indexing else self.model)
+                        or "default",
+                        # Installing the extra later makes the index due.
+                        "semantic": indexing is not None or semantic_installed(),
+                    }
+                )
+            ],
+            "clean": True,
+            "verbosity": 1,  # its warnings (a model that fell back, no extra) reach the terminal
+        }
+
+    def index(self) -> None:
+        layout = self.settings.layout
+        if self.indexing is None and not semantic_installed():  # keyword search needs no index
+            EmbeddingStore(layout.embeddings)  # the (empty) target, so the task is up to date
+            log.warning("index: skipped, %s", NEEDS_EXTRA)
+            return
+        chosen = self.indexing or SearchIndexing(
+            Embedder(self.model), EmbeddingStore(layout.embeddings)
+        )
+        documents = load_documents(layout, self.settings.servers)
+        embedded = embed_missing(documents, chosen.embedder, chosen.store, _progress_reporter())
+        log.info(
+            "index: %d tools, %d embedded with %s",
+            len(documents),
+            embedded,
+            chosen.embedder.model_id,
+        )
+
+
+def _progress_reporter() -> Callable[[int, int], None] | None:
+    """A progress bar on a terminal for indexing that takes more than a moment.
+
+    doit captures a task's sys.stdout and sys.stderr, so the bar goes to the process's own
+    stderr (``sys.__stderr__``), the terminal of `doit` or of `toolscript gateway start`.
+    """
+    terminal = sys.__stderr__
+    if terminal is None or not terminal.isatty():
+        return lambda done, total: log.info("index: embedded %d/%d tools", done, total)
+    from rich.console import Console
+    from rich.progress import Progress
+
+    progress = Progress(console=Console(file=terminal), transient=True)
+    task_id = progress.add_task("embedding tools", total=None)
+
+    def report(done: int, total: int) -> None:
+        if not progress.live.is_started:
+            progress.start()
+        progress.update(task_id, completed=done, total=total)
+        if done >= total:
+            progress.stop()
+
+    return report

@@ -1,0 +1,44 @@
+"""``module``: every server's fragments merged into ``tools.ts``, the module scripts import."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from doit.tools import config_changed
+
+from toolscript.codegen.module import ToolFragment, render_module
+from toolscript.pipeline.artifacts import write_if_changed
+from toolscript.pipeline.tasks.settings import TaskSettings, read_json, runtime_template
+
+__all__ = ["ModuleTask"]
+
+
+class ModuleTask:
+    def __init__(self, settings: TaskSettings) -> None:
+        self.settings = settings
+
+    def tasks(self) -> dict[str, Any]:
+        """Merge every server's fragments into tools.ts."""
+        layout = self.settings.layout
+        return {
+            "actions": [self.module],
+            "file_dep": [layout.server_fragments(s.name) for s in self.settings.servers]
+            + [runtime_template()],
+            "targets": [layout.module],
+            "uptodate": [
+                config_changed(
+                    {"servers": self.settings.server_names, "generator": self.settings.generator}
+                )
+            ],
+            "clean": True,
+            "verbosity": 0,
+        }
+
+    def module(self) -> None:
+        fragments: list[ToolFragment] = []
+        for server in self.settings.servers:
+            fragments.extend(
+                ToolFragment.from_dict(item)
+                for item in read_json(self.settings.layout.server_fragments(server.name))
+            )
+        write_if_changed(self.settings.layout.module, render_module(fragments))
