@@ -12,6 +12,10 @@ HTTP response with ``status_code``::
     │   └── ToolNotFoundError                    no such tool on a server
     ├── ArgumentValidationError         HTTP 400 tool arguments violate its inputSchema
     ├── RequestTooLargeError            HTTP 413 a tool call's body is over the gateway's limit
+    ├── RequestError                    HTTP 4xx a request the gateway's routes refuse (no route, no q)
+    ├── AccessDeniedError                        a request the gateway's guard refuses
+    │   ├── UnauthorizedError           HTTP 401 missing or wrong gateway token
+    │   └── ForbiddenHostError          HTTP 403 a Host that is not the gateway's address
     ├── GatewayError                             talking to the gateway from the CLI
     │   ├── GatewayUnreachableError              nothing answers at the gateway URL
     │   └── GatewayResponseError                 the gateway answered with an error
@@ -31,14 +35,17 @@ from collections.abc import Sequence
 from typing import Any
 
 __all__ = [
+    "AccessDeniedError",
     "ArgumentValidationError",
     "ConfigError",
     "EmbedderFailed",
     "ExecutionError",
+    "ForbiddenHostError",
     "GatewayError",
     "GatewayResponseError",
     "GatewayUnreachableError",
     "NotFoundError",
+    "RequestError",
     "RequestTooLargeError",
     "SearchError",
     "SemanticUnavailable",
@@ -48,6 +55,7 @@ __all__ = [
     "ToolNotFoundError",
     "ToolTimeoutError",
     "ToolscriptError",
+    "UnauthorizedError",
     "UpstreamError",
     "UsageError",
 ]
@@ -131,6 +139,43 @@ class RequestTooLargeError(ToolscriptError):
             f"the request body is larger than {limit} bytes",
             hint="pass large data in pieces, or raise the gateway's --max-request-mb",
         )
+
+
+class RequestError(ToolscriptError):
+    """An HTTP request the gateway's routes refuse: an unknown path, a missing parameter."""
+
+    def __init__(self, message: str, *, status_code: int, kind: str) -> None:
+        super().__init__(message)
+        self.status_code, self.kind = status_code, kind
+
+
+class AccessDeniedError(ToolscriptError):
+    """A request the gateway's guard refuses before any route sees it."""
+
+    status_code = 403
+    kind = "forbidden"
+
+
+class UnauthorizedError(AccessDeniedError):
+    """The request does not start with the gateway's secret token."""
+
+    status_code = 401
+    kind = "unauthorized"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "missing or wrong gateway token",
+            hint="use the whole TOOLSCRIPT_GATEWAY_URL, token included",
+        )
+
+
+class ForbiddenHostError(AccessDeniedError):
+    """The request's Host header is not the gateway's address (DNS rebinding)."""
+
+    kind = "forbidden_host"
+
+    def __init__(self) -> None:
+        super().__init__("this Host is not the gateway's address")
 
 
 class ArgumentValidationError(ToolscriptError):

@@ -24,17 +24,19 @@ import msgspec
 from litestar import Litestar, Request, Response, get, post
 from litestar.exceptions import HTTPException
 from litestar.openapi import OpenAPIConfig
+from litestar.params import FromPath, FromQuery
 
 from toolscript import __version__
 from toolscript.codegen.module import render_declarations, render_module
 from toolscript.errors import (
     ArgumentValidationError,
+    RequestError,
     RequestTooLargeError,
     ToolscriptError,
     UsageError,
 )
 from toolscript.gateway.core import Gateway, split_tool_name
-from toolscript.gateway.guard import answer_json
+from toolscript.gateway.guard import answer_error
 from toolscript.gateway.results import RESULT_HEADER
 from toolscript.search.engine import MODES
 
@@ -88,13 +90,10 @@ def _http_error_response(request: Request[Any, Any, Any], exc: HTTPException) ->
     ]
     if named:
         message = f"{message}: {'; '.join(named)}"
-    body: dict[str, Any] = {
-        "error": _HTTP_KINDS.get(exc.status_code, "http_error"),
-        "message": message,
-    }
-    return Response(
-        content=msgspec.json.encode(body), status_code=exc.status_code, media_type=_JSON
+    error = RequestError(
+        message, status_code=exc.status_code, kind=_HTTP_KINDS.get(exc.status_code, "http_error")
     )
+    return _error_response(request, error)
 
 
 async def call_tool_bytes(gateway: Gateway, name: str, body: bytes) -> tuple[int, str, bytes]:
@@ -170,7 +169,7 @@ class ToolCallFastPath:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body:  # counted as it arrives: nothing past the limit is kept
-                await answer_json(send, 413, RequestTooLargeError(self.max_body).to_dict())
+                await answer_error(send, RequestTooLargeError(self.max_body))
                 return
             chunks.append(chunk)
             if not message.get("more_body"):
@@ -205,12 +204,12 @@ def build_app(gateway: Gateway) -> Litestar:
         return [up.status() for up in gateway.upstreams.values()]
 
     @get("/servers/{server:str}/tools", sync_to_thread=False)
-    def server_tools(server: str) -> list[dict[str, Any]]:
+    def server_tools(server: FromPath[str]) -> list[dict[str, Any]]:
         """A server's tools with their input and output schemas and annotations."""
         return list(gateway.upstream(server).tools.values())
 
     @post("/tools/{name:str}", status_code=200)
-    async def call_tool(name: str, request: Request[Any, Any, Any]) -> Response[bytes]:
+    async def call_tool(name: FromPath[str], request: Request[Any, Any, Any]) -> Response[bytes]:
         """Call ``server__tool`` with the JSON body as arguments (see ``results.py``)."""
         status, shape, payload = await call_tool_bytes(gateway, name, await request.body())
         headers = {RESULT_HEADER: shape} if shape else {}
@@ -218,7 +217,9 @@ def build_app(gateway: Gateway) -> Litestar:
 
     @get("/runtime/tools.ts", sync_to_thread=False)
     def runtime_module(
-        request: Request[Any, Any, Any], server: str | None = None, tool: str | None = None
+        request: Request[Any, Any, Any],
+        server: FromQuery[str | None] = None,
+        tool: FromQuery[str | None] = None,
     ) -> Response[bytes]:
         """The generated TypeScript client; ``?server=`` and ``&tool=`` narrow it."""
         if server is None and tool is None:
@@ -243,11 +244,11 @@ def build_app(gateway: Gateway) -> Litestar:
 
     @get("/search", sync_to_thread=True)
     def search(
-        q: str,
-        limit: int = 10,
-        threshold: float | None = None,
-        server: str | None = None,
-        mode: str = "hybrid",
+        q: FromQuery[str],
+        limit: FromQuery[int] = 10,
+        threshold: FromQuery[float | None] = None,
+        server: FromQuery[str | None] = None,
+        mode: FromQuery[str] = "hybrid",
     ) -> dict[str, Any]:
         """Ranked tools for a query; keyword-only until the embedding model is ready."""
         if server is not None:
@@ -266,7 +267,9 @@ def build_app(gateway: Gateway) -> Litestar:
 
     @get("/types", sync_to_thread=False)
     def types(
-        server: str | None = None, tool: str | None = None, names: str | None = None
+        server: FromQuery[str | None] = None,
+        tool: FromQuery[str | None] = None,
+        names: FromQuery[str | None] = None,
     ) -> dict[str, Any]:
         """Declarations and usage examples for get-types (``names``: server__tool,...)."""
         if names:

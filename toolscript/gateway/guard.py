@@ -13,7 +13,9 @@ import json
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
-__all__ = ["LIVENESS_PATH", "TokenGuard", "answer_json"]
+from toolscript.errors import ForbiddenHostError, ToolscriptError, UnauthorizedError
+
+__all__ = ["LIVENESS_PATH", "TokenGuard", "answer_error", "answer_json"]
 
 LIVENESS_PATH = "/livez"
 
@@ -49,26 +51,14 @@ class TokenGuard:
             return
         host = next((value for key, value in scope["headers"] if key == b"host"), b"")
         if host.lower() not in self._allowed_hosts:
-            await answer_json(
-                send,
-                403,
-                {"error": "forbidden_host", "message": "this Host is not the gateway's address"},
-            )
+            await answer_error(send, ForbiddenHostError())
             return
         prefix = self._prefix
         given = path[: len(prefix)].encode("utf-8", "replace")
         if not hmac.compare_digest(given, self._prefix_bytes) or (
             len(path) > len(prefix) and path[len(prefix)] != "/"
         ):
-            await answer_json(
-                send,
-                401,
-                {
-                    "error": "unauthorized",
-                    "message": "missing or wrong gateway token",
-                    "hint": "use the whole TOOLSCRIPT_GATEWAY_URL, token included",
-                },
-            )
+            await answer_error(send, UnauthorizedError())
             return
         inner = dict(scope)
         inner["path"] = path[len(prefix) :] or "/"
@@ -76,6 +66,11 @@ class TokenGuard:
         if raw_path:
             inner["raw_path"] = raw_path[len(self._prefix_bytes) :] or b"/"
         await self.app(inner, receive, send)
+
+
+async def answer_error(send: Send, error: ToolscriptError) -> None:
+    """An error of the tree as its response, the same body every path of the gateway gives."""
+    await answer_json(send, error.status_code, error.to_dict())
 
 
 async def answer_json(send: Send, status: int, body: dict[str, Any]) -> None:

@@ -1,0 +1,157 @@
+"""The gateway's Litestar app through Litestar's test client, with an in-process upstream.
+
+The real servers, sessions and processes are the integration suite's; here the app's
+routes, its error mapping and the result contract are driven in milliseconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import pytest
+from litestar.testing import TestClient
+
+from toolscript.config import Config, SearchConfig, ServerConfig
+from toolscript.gateway.app import build_app
+from toolscript.gateway.core import Gateway
+from toolscript.upstream.base import ServerState
+
+TOOLS = [
+    {
+        "name": "add",
+        "description": "Add two numbers.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+            "required": ["a", "b"],
+        },
+    },
+    {"name": "fail", "description": "Always fails.", "inputSchema": {"type": "object"}},
+]
+
+
+class InProcessUpstream:
+    """An upstream that answers from Python: ``add`` adds, ``fail`` reports isError."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.name, self.config = config.name, config
+        self.state, self.error = ServerState.CONNECTING, None
+        self.tools = {tool["name"]: tool for tool in TOOLS}
+        self.first_attempt_done = anyio.Event()
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self._stopped = anyio.Event()
+
+    async def run(self) -> None:
+        self.state = ServerState.CONNECTED
+        self.first_attempt_done.set()
+        await self._stopped.wait()
+
+    async def stop(self) -> None:
+        self.state = ServerState.STOPPED
+        self._stopped.set()
+
+    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        self.calls.append((tool, arguments))
+        if tool == "fail":
+            return {"content": [{"type": "text", "text": "it broke"}], "isError": True}
+        total = arguments["a"] + arguments["b"]
+        return {"content": [{"type": "text", "text": f'{{"sum": {total}}}'}]}
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "state": str(self.state),
+            "error": self.error,
+            "tools": len(self.tools),
+            "warnings": [],
+        }
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient[Any]]:
+    tmp_path = tmp_path_factory.mktemp("app")
+    server = ServerConfig(name="calc", transport="stdio", command="unused")
+    config = Config(path=None, project_dir=tmp_path, servers=(server,))
+    gateway = Gateway(
+        config, cache=tmp_path / "cache", search=SearchConfig(semantic=False, cache=False)
+    )
+    gateway.upstreams["calc"] = InProcessUpstream(server)
+    with TestClient(app=build_app(gateway)) as test_client:
+        yield test_client
+
+
+def test_health_lists_the_server_and_its_tools(client: TestClient[Any]) -> None:
+    health = client.get("/health").json()
+    assert health["status"] == "ok"
+    assert health["servers"]["calc"]["state"] == "connected"
+    assert health["tools"] == 2
+
+
+def test_a_tool_call_runs_and_follows_the_result_contract(client: TestClient[Any]) -> None:
+    answer = client.post("/tools/calc__add", json={"a": 2, "b": 3})
+    assert answer.status_code == 200
+    assert answer.json() == {"sum": 5}  # one text block holding a JSON object: parsed
+    assert answer.headers["x-toolscript-result"] == "json"
+
+
+def test_arguments_are_validated_before_the_call(client: TestClient[Any]) -> None:
+    answer = client.post("/tools/calc__add", json={"a": "two"})
+    assert answer.status_code == 400
+    body = answer.json()
+    assert body["error"] == "invalid_arguments"
+    assert {error["path"] for error in body["errors"]} >= {"/a"}
+
+
+def test_a_tool_error_is_422_with_its_message(client: TestClient[Any]) -> None:
+    answer = client.post("/tools/calc__fail", json={})
+    assert answer.status_code == 422
+    assert answer.json()["error"] == "tool_error"
+    assert "it broke" in answer.json()["message"]
+
+
+def test_unknown_names_answer_404_with_suggestions(client: TestClient[Any]) -> None:
+    tool = client.post("/tools/calc__ad", json={})
+    assert tool.status_code == 404
+    assert tool.json()["error"] == "tool_not_found"
+    assert "calc__add" in tool.json()["suggestions"]
+    server = client.get("/servers/calk/tools")
+    assert server.status_code == 404
+    assert server.json()["error"] == "server_not_found"
+    assert server.json()["suggestions"] == ["calc"]
+
+
+def test_the_frameworks_own_errors_come_in_the_same_shape(client: TestClient[Any]) -> None:
+    """A missing ``q`` or an unknown route reads like every other error, not Litestar's."""
+    missing = client.get("/search")
+    assert missing.status_code == 400
+    assert missing.json()["error"] == "invalid_request"
+    assert "q" in missing.json()["message"]
+    assert "status_code" not in missing.json()
+    nowhere = client.get("/no/such/route")
+    assert nowhere.status_code == 404
+    assert nowhere.json()["error"] == "not_found"
+
+
+def test_search_finds_the_tool_by_keyword(client: TestClient[Any]) -> None:
+    found = client.get("/search", params={"q": "add two numbers"}).json()
+    assert found["mode"] == "keyword"
+    assert found["hits"][0]["name"] == "calc__add"
+
+
+def test_types_and_the_module_carry_the_tools(client: TestClient[Any]) -> None:
+    types = client.get("/types", params={"server": "calc"}).json()
+    assert "add" in types["declarations"]
+    module = client.get("/runtime/tools.ts")
+    assert module.status_code == 200
+    assert "calc" in module.text
+    again = client.get("/runtime/tools.ts", headers={"If-None-Match": module.headers["etag"]})
+    assert again.status_code == 304
+    assert client.get("/runtime/hash").json()["hash"] == types["hash"]
+
+
+def test_types_without_a_selection_is_a_usage_error(client: TestClient[Any]) -> None:
+    answer = client.get("/types")
+    assert answer.status_code == 400
+    assert answer.json()["error"] == "usage_error"

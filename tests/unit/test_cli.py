@@ -1,0 +1,93 @@
+"""The CLI through typer's runner: help, configuration errors and a missing gateway.
+
+No process is started: commands that need a gateway meet none (or a closed port).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from toolscript.cli.main import app
+from toolscript.errors import ConfigError, GatewayUnreachableError
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    for name in ("TOOLSCRIPT_GATEWAY_URL", "TOOLSCRIPT_CONFIG", "TOOLSCRIPT_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("TOOLSCRIPT_CONFIG_HOME", str(tmp_path / "config-home"))
+    return tmp_path
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_help_lists_every_command_with_examples() -> None:
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for command in ("list-servers", "list-tools", "get-types", "search", "exec", "gateway"):
+        assert command in result.output
+    assert "Examples:" in result.output
+
+
+def test_each_command_has_help_with_examples() -> None:
+    for command in (["exec"], ["search"], ["list-tools"], ["get-types"], ["gateway", "start"]):
+        result = runner.invoke(app, [*command, "--help"])
+        assert result.exit_code == 0, command
+        assert "Examples:" in result.output, command
+
+
+def test_version() -> None:
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.output.startswith("toolscript ")
+
+
+def test_list_servers_reads_the_config_without_a_gateway(project: Path) -> None:
+    config = {"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}}
+    (project / ".toolscript.json").write_text(json.dumps(config))
+    result = runner.invoke(app, ["list-servers", "--json"])
+    assert result.exit_code == 0
+    assert [server["name"] for server in json.loads(result.output)] == ["time"]
+
+
+def test_a_broken_config_names_file_line_and_column(project: Path) -> None:
+    (project / "broken.json").write_text('{\n  "mcpServers": {\n    "x": {"command": }\n  }\n}\n')
+    result = runner.invoke(app, ["list-servers", "--config", "broken.json"])
+    assert isinstance(result.exception, ConfigError)
+    assert result.exception.exit_code == 2
+    assert "broken.json:3:" in result.exception.message
+
+
+def test_commands_that_need_a_gateway_say_how_to_start_one(project: Path) -> None:
+    config = {"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}}
+    (project / ".toolscript.json").write_text(json.dumps(config))
+    result = runner.invoke(app, ["list-tools", "time"])
+    assert isinstance(result.exception, GatewayUnreachableError)
+    assert "gateway start" in (result.exception.hint or "")
+
+
+def test_a_gateway_url_where_nothing_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}/secret-token"
+    monkeypatch.setenv("TOOLSCRIPT_GATEWAY_URL", url)
+    result = runner.invoke(app, ["search", "time"])
+    assert isinstance(result.exception, GatewayUnreachableError)
+    assert "does not answer" in result.exception.message
+    assert "secret-token" not in result.exception.message  # the token stays out of messages
+
+
+def test_trust_lists_nothing_on_a_new_machine() -> None:
+    result = runner.invoke(app, ["trust", "--list"])
+    assert result.exit_code == 0
