@@ -15,6 +15,31 @@ from toolscript.execution.source import SCRIPT_SUFFIXES
 __all__ = ["main"]
 
 
+# Options that mean the same to every command, accepted before it as well as after it.
+GLOBAL_OPTIONS = {"--config": "TOOLSCRIPT_CONFIG", "-c": "TOOLSCRIPT_CONFIG"}
+GLOBAL_OPTIONS["--cache-dir"] = "TOOLSCRIPT_CACHE_DIR"
+
+
+def leading_options(argv: list[str]) -> list[str]:
+    """``toolscript --config other.json list-servers``: options before the command become
+    the variables every command reads (an option after the command still wins)."""
+    rest, index = list(argv), 0
+    while index < len(rest):
+        name, equals, value = rest[index].partition("=")
+        if name == "--debug":
+            index += 1
+            continue
+        if name not in GLOBAL_OPTIONS or (not equals and index + 1 >= len(rest)):
+            break
+        if equals:
+            del rest[index]
+        else:
+            value = rest[index + 1]
+            del rest[index : index + 2]
+        os.environ[GLOBAL_OPTIONS[name]] = value
+    return rest
+
+
 def _script_arguments(argv: list[str]) -> list[str]:
     """``toolscript path/to/script.ts ...`` means ``toolscript exec --file path/to/script.ts ...``."""
     if argv and not argv[0].startswith("-") and argv[0].endswith(SCRIPT_SUFFIXES):
@@ -33,7 +58,7 @@ def main() -> None:
         )
         sys.exit(2)
     debug = "--debug" in sys.argv[1:] or os.environ.get("TOOLSCRIPT_DEBUG", "") not in ("", "0")
-    arguments = _script_arguments(sys.argv[1:])
+    arguments = _script_arguments(leading_options(sys.argv[1:]))
     try:
         if arguments[:1] == ["exec"] and not {"--help", "-h"} & set(arguments):
             from toolscript.execution.command import fast_exec

@@ -27,14 +27,30 @@ def exec_command(
     ] = True,
     timeout: Annotated[
         float,
-        typer.Option(*EXEC_OPTIONS["timeout"].flags, help=EXEC_OPTIONS["timeout"].help),
+        typer.Option(
+            *EXEC_OPTIONS["timeout"].flags,
+            help=EXEC_OPTIONS["timeout"].help,
+            min=EXEC_OPTIONS["timeout"].minimum,
+            max=EXEC_OPTIONS["timeout"].maximum,
+        ),
     ] = EXEC_OPTIONS["timeout"].default,
     memory: Annotated[
-        int, typer.Option(*EXEC_OPTIONS["memory"].flags, help=EXEC_OPTIONS["memory"].help)
+        int,
+        typer.Option(
+            *EXEC_OPTIONS["memory"].flags,
+            help=EXEC_OPTIONS["memory"].help,
+            min=EXEC_OPTIONS["memory"].minimum,
+            max=EXEC_OPTIONS["memory"].maximum,
+        ),
     ] = EXEC_OPTIONS["memory"].default,
     max_output: Annotated[
         int,
-        typer.Option(*EXEC_OPTIONS["max_output"].flags, help=EXEC_OPTIONS["max_output"].help),
+        typer.Option(
+            *EXEC_OPTIONS["max_output"].flags,
+            help=EXEC_OPTIONS["max_output"].help,
+            min=EXEC_OPTIONS["max_output"].minimum,
+            max=EXEC_OPTIONS["max_output"].maximum,
+        ),
     ] = EXEC_OPTIONS["max_output"].default,
     config: ConfigOption = None,
     cache: CacheDirOption = None,

@@ -35,7 +35,8 @@ def start(
         typer.Option("--host", help="Address to bind. Keep the loopback default unless needed."),
     ] = "127.0.0.1",
     connect_timeout: Annotated[
-        float, typer.Option("--connect-timeout", help="Seconds a server may take to connect.")
+        float,
+        typer.Option("--connect-timeout", min=0.1, help="Seconds a server may take to connect."),
     ] = 30.0,
     ready_wait: Annotated[
         float,
@@ -58,6 +59,8 @@ def start(
         float | None,
         typer.Option(
             "--search-alpha",
+            min=0,
+            max=1,
             help="Semantic weight in search (0-1) [config: search.alpha, 0.5].",
             show_default=False,
         ),
@@ -66,6 +69,8 @@ def start(
         float | None,
         typer.Option(
             "--search-threshold",
+            min=0,
+            max=1,
             help="Minimum search score (0-1) [config: search.threshold, 0.3].",
             show_default=False,
         ),

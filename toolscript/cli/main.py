@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
 
 from toolscript import __version__
+from toolscript.cli.options import CacheDirOption, ConfigOption
 
 __all__ = ["app"]
 
@@ -60,8 +62,15 @@ def _root(
             "--debug", help="Show Python tracebacks for errors.", envvar="TOOLSCRIPT_DEBUG"
         ),
     ] = False,
+    config: ConfigOption = None,
+    cache: CacheDirOption = None,
 ) -> None:
-    """Global options."""
+    """Global options (``--config`` and ``--cache-dir`` work after the command too)."""
+    # What the entry point does for the real command line, for callers of the app itself.
+    if config:
+        os.environ["TOOLSCRIPT_CONFIG"] = config
+    if cache:
+        os.environ["TOOLSCRIPT_CACHE_DIR"] = cache
 
 
 def _register() -> None:

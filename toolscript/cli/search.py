@@ -24,11 +24,18 @@ class Output(StrEnum):
 
 def search(
     query: Annotated[str, typer.Argument(help="What the tool should do, in your words.")],
-    limit: Annotated[int, typer.Option("--limit", "-n", help="Most hits to show.")] = 10,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=1, max=100, help="Most hits to show (1-100).")
+    ] = 10,
     threshold: Annotated[
         float | None,
         typer.Option(
-            "--threshold", "-t", help="Drop hits scoring below this (0-1).", show_default=False
+            "--threshold",
+            "-t",
+            min=0,
+            max=1,
+            help="Drop hits scoring below this (0-1).",
+            show_default=False,
         ),
     ] = None,
     server: Annotated[

@@ -102,6 +102,7 @@ def gateway_for_run(
     *,
     needed: bool = True,
     on_start: Callable[..., None] | None = None,
+    code: str = "",
 ) -> Iterator[tuple[str, str]]:
     """``(url, module hash)`` of a gateway that stays up for the run. With ``needed`` False
     (the script calls no tool) no gateway is started when none runs: NO_GATEWAY_URL."""
@@ -125,7 +126,7 @@ def gateway_for_run(
     if not needed:
         yield NO_GATEWAY_URL, "none"
         return
-    with _ephemeral_gateway(config, cache, on_start) as url:
+    with _ephemeral_gateway(config, cache, on_start, code) as url:
         found = module_hash(url)
         if found is None:
             raise ExecutionError("the ephemeral gateway stopped answering")
@@ -134,9 +135,14 @@ def gateway_for_run(
 
 @contextmanager
 def _ephemeral_gateway(
-    config: str | None, cache: str | None, on_start: Callable[..., None] | None
+    config: str | None, cache: str | None, on_start: Callable[..., None] | None, code: str
 ) -> Iterator[str]:
+    """A gateway of this run's own; its log stays out of what the agent reads, but for one
+    line naming the servers the script uses that could not start."""
+    from toolscript.config import load_config
     from toolscript.gateway.launch import start_gateway
+
+    load_config(config)  # a broken config is reported once, as every command reports it
 
     args = ["--port", "0", "--ephemeral"]
     if config:
@@ -151,9 +157,7 @@ def _ephemeral_gateway(
     def spawned(process: subprocess.Popen[str]) -> None:
         if on_start is not None:
             on_start(process.pid, group=False)
-        forward = threading.Thread(
-            target=_forward_errors, args=(process.stderr, errors), daemon=True
-        )
+        forward = threading.Thread(target=_collect, args=(process.stderr, errors), daemon=True)
         forward.start()
         forwarding.append(forward)
 
@@ -169,12 +173,34 @@ def _ephemeral_gateway(
                 + (f": {detail[-1]}" if detail else ""),
                 hint="run `toolscript gateway start` to see why",
             )
+        _note_unavailable_servers(gateway.url, code)
         yield gateway.url
     finally:
         gateway.stop(20)
 
 
-def _forward_errors(stream: object, errors: list[str]) -> None:
+def _collect(stream: object, lines: list[str]) -> None:
     for line in stream:  # type: ignore[attr-defined]
-        errors.append(line)
-        sys.stderr.write(line)
+        lines.append(line)
+
+
+def _note_unavailable_servers(url: str, code: str) -> None:
+    """One line on stderr for servers the script names that the gateway could not start."""
+    from toolscript.codegen.naming import to_camel_case
+
+    body = _get(url, "/servers", 10)
+    servers = json.loads(body) if body else []
+    missing = []
+    for server in servers:
+        if server.get("state") == "connected" or server.get("state") == "disabled":
+            continue
+        namespace = re.escape(to_camel_case(server["name"]))
+        if re.search(rf"""\btools\s*(?:\.\s*{namespace}\b|\[\s*["'`]{namespace}["'`])""", code):
+            missing.append(f"{server['name']} ({server.get('error') or server.get('state')})")
+    if missing:
+        sys.stderr.write(
+            "toolscript: warning: not available: "
+            + "; ".join(missing)
+            + "; run `toolscript gateway start` to see why\n"
+        )
+        sys.stderr.flush()

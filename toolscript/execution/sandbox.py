@@ -25,7 +25,7 @@ from typing import IO
 from urllib.parse import urlsplit
 
 from toolscript.errors import ExecutionError
-from toolscript.execution.source import prepare_source
+from toolscript.execution.source import SourceMap, prepare
 from toolscript.paths import user_cache_dir
 from toolscript.privatefile import write_private
 from toolscript.processes import signal_quietly
@@ -79,14 +79,14 @@ def deno_binary() -> str:
     return str(deno.find_deno_bin())
 
 
-def _write_script(script: Script) -> Path:
+def _write_script(script: Script) -> tuple[Path, SourceMap]:
     """A stable path per content, so Deno's type-check cache hits on re-runs."""
-    code = prepare_source(script.code)
-    digest = hashlib.sha256(code.encode()).hexdigest()[:24]
+    prepared = prepare(script.code)
+    digest = hashlib.sha256(prepared.code.encode()).hexdigest()[:24]
     path = user_cache_dir() / "scripts" / digest / script.file_name
     if not path.exists():
-        write_private(path, code)
-    return path
+        write_private(path, prepared.code)
+    return path, prepared.map
 
 
 def _close_web_storage(deno_dir: Path) -> None:
@@ -250,10 +250,50 @@ class _Budget:
             return True
 
 
+_REFUSAL = re.compile(
+    r"Requires (\w+) access to (.+?), run again with the --allow-\w+ flag"
+    r"|Failed to spawn '([^']*)': entity not found"
+)
+_REFUSALS = {
+    "read": "scripts cannot read files (tried {}); pass data in through tool calls or the script",
+    "write": "scripts cannot write files (tried {}); return the data instead: it is printed as JSON",
+    "net": "scripts reach only the gateway (tried {}); call a tool that fetches it",
+    "import": 'scripts import only "toolscript" (tried {}); call a tool that fetches it',
+    "env": "scripts cannot see environment variables (tried {}); put the value in the script",
+    "run": "scripts cannot start processes (tried {}); use a tool for that",
+    "ffi": "scripts cannot load native libraries (tried {})",
+    "sys": "scripts cannot read system information (tried {})",
+}
+
+
+def _refusal(found: re.Match[str]) -> str:
+    """A sandbox refusal in toolscript's words: exec has no --allow-* flags to suggest."""
+    if found[3] is not None:
+        return _REFUSALS["run"].format(repr(found[3]))
+    wording = _REFUSALS.get(found[1], f"the sandbox refused {found[1]} access to {{}}")
+    return wording.format(found[2])
+
+
+_V8_DUMP = (
+    b"<--- Last few GCs --->",
+    b"# Fatal JavaScript",
+    b"# Fatal error in",
+    b"==== C stack trace",
+)
+_GUTTER = re.compile(r"^(\s*)(\d+)( \| ?)(.*)$")  # a syntax error's excerpt: "3 | })();"
+_CARET = re.compile(r"^(\s*(?:\| ?)?)(\s*)([\^~]+)\s*$")
+_FRAME = re.compile(r"^\s+at ")
+
+
 def _rewriter(
-    script_path: Path, display_name: str, gateway_url: str, module_path: Path | None = None
+    script_path: Path,
+    display_name: str,
+    gateway_url: str,
+    module_path: Path | None = None,
+    source_map: SourceMap | None = None,
 ) -> Rewrite:
-    """Error lines name the user's script and ``toolscript``, not cache paths and secret URLs."""
+    """Error lines name the user's script and ``toolscript``, not cache paths and secret URLs,
+    and point at the user's own lines and columns, not the wrapper's."""
     spellings = [re.escape(gateway_url) + r"/runtime/tools\.ts(?:\?_t=[\w-]+)?"]
     if module_path is not None:
         spellings.append(r"(?:file://)?" + re.escape(str(module_path)))
@@ -263,6 +303,11 @@ def _rewriter(
     # where a regex with a lazy prefix took seconds on one long line.
     tail = f"/{script_path.parent.name}/{script_path.name}"
     strip_colors = not sys.stderr.isatty()
+    mapping = source_map or SourceMap([])
+    position = re.compile(re.escape(display_name) + r":(\d+):(\d+)")
+    quoted: list[tuple[int, str]] = []  # the wrapper line an excerpt showed, for its caret line
+    frames = [False]  # whether the last line was a stack frame (the first one is the place)
+    dying = [False]  # V8's fatal-error dump began
 
     def name_script(text: str) -> str:
         parts, done = [], 0
@@ -275,11 +320,60 @@ def _rewriter(
         parts.append(text[done:])
         return "".join(parts)
 
+    def user_position(found: re.Match[str]) -> str:
+        line, column = mapping.position(int(found[1]), int(found[2]))
+        return f"{display_name}:{line}:{column}"
+
+    def excerpt(text: str) -> str | None:
+        """The user's line for an excerpt of the wrapper (None: not a wrapper line)."""
+        gutter = _GUTTER.match(text)
+        body = gutter[4] if gutter else text
+        original = mapping.original_line(body)
+        if original is None:
+            if gutter and mapping.wrapped and mapping.is_users(int(gutter[2])):
+                return f"{gutter[1]}{int(gutter[2]) - 1}{gutter[3]}{gutter[4]}"
+            return None
+        line, users = original
+        quoted.append((line, body))
+        return f"{gutter[1]}{line}{gutter[3]}{users}" if gutter else users
+
+    def caret(text: str) -> str:
+        line, body = quoted.pop()
+        found = _CARET.match(text)
+        if found is None:
+            return text
+        generated = len(found[2]) + 1
+        if body == mapping.head:
+            column = mapping.position(1, generated)[1]
+        else:
+            column = len(mapping.user_lines[line - 1]) + 1
+        return f"{found[1]}{' ' * (column - 1)}{found[3][0]}"
+
     def rewrite(line: bytes) -> bytes:
+        if dying[0] or line.startswith(_V8_DUMP):
+            dying[0] = True  # V8's last words: exec says what happened in one line instead
+            return b""
         text = line.decode("utf-8", "replace")
         if strip_colors:
             text = _ANSI.sub("", text)
-        return module.sub("toolscript", name_script(text)).encode()
+        text = module.sub("toolscript", name_script(text))
+        if "access to" in text or "Failed to spawn" in text:
+            text = _REFUSAL.sub(_refusal, text)
+        if not mapping.wrapped:
+            return text.encode()
+        body, newline = (text[:-1], "\n") if text.endswith("\n") else (text, "")
+        if quoted:
+            return (caret(body) + newline).encode()
+        if _FRAME.match(body):
+            frame = position.search(body)
+            follows_frame, frames[0] = frames[0], True
+            if follows_frame and frame and not mapping.is_users(int(frame[1])):
+                return b""  # the wrapper calling the user's code: not the user's to read
+        else:
+            frames[0] = False
+            if (shown := excerpt(body)) is not None:
+                return (shown + newline).encode()
+        return (position.sub(user_position, body) + newline).encode()
 
     return rewrite
 
@@ -301,7 +395,7 @@ def run_toolscript(
     ``module`` is the gateway's module as a local file (its checks stay cached whatever
     gateway served it); without it the script imports the module from the gateway.
     """
-    script_path = _write_script(script)
+    script_path, source_map = _write_script(script)
     deno_dir = user_cache_dir() / "deno"
     _close_web_storage(deno_dir)
     imports = {
@@ -342,7 +436,7 @@ def run_toolscript(
     try:
         if on_start is not None:
             on_start(process.pid, group=True)
-        return _supervise(process, script, script_path, gateway_url, limits, module)
+        return _supervise(process, script, script_path, gateway_url, limits, module, source_map)
     except BaseException:
         # Ctrl+C or a signal turned into an exception: the sandbox (its own session, which
         # the terminal's Ctrl+C does not reach) stops with us.
@@ -360,10 +454,11 @@ def _supervise(
     gateway_url: str,
     limits: Limits,
     module: Path | None = None,
+    source_map: SourceMap | None = None,
 ) -> int:
     assert process.stdout is not None and process.stderr is not None
     budget = _Budget(limits.max_output, process)
-    rewrite = _rewriter(script_path, script.display_name, gateway_url, module)
+    rewrite = _rewriter(script_path, script.display_name, gateway_url, module, source_map)
     pumps = [
         _Pump(process.stdout, sys.stdout.buffer, budget, None),
         _Pump(process.stderr, sys.stderr.buffer, budget, rewrite),

@@ -1,16 +1,26 @@
-"""Prepare a toolscript's source for Deno: top-level ``return`` without moving any line.
+"""Prepare a toolscript's source for Deno: top-level ``return``, and errors at the user's lines.
 
 Code without ``return`` runs as the module it is. Code with ``return`` is wrapped
-in an async function whose value is printed as JSON; static imports (and
-re-exports) are hoisted onto the first line and ``export`` keywords dropped, so
-every statement keeps its line number and errors point at the user's lines.
+in an async function whose value is printed as JSON: one line before the user's code
+holds the hoisted static imports (and re-exports) and the function's head, and two
+after it close the function and print its value; ``export`` keywords are dropped.
+Every user line keeps its text and columns one line down, and ``SourceMap`` maps
+Deno's positions and source excerpts back to the user's own lines.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
-__all__ = ["RESULT_VARIABLE", "SCRIPT_SUFFIXES", "prepare_source"]
+__all__ = [
+    "RESULT_VARIABLE",
+    "SCRIPT_SUFFIXES",
+    "PreparedSource",
+    "SourceMap",
+    "prepare",
+    "prepare_source",
+]
 
 SCRIPT_SUFFIXES = (".ts", ".mts", ".tsx", ".js", ".mjs", ".jsx")
 
@@ -30,12 +40,72 @@ _EXPORT_DECLARATION = re.compile(
 _EXPORT_DEFAULT = re.compile(r"^(\s*)export\s+default\s+")
 
 
+@dataclass(frozen=True)
+class SourceMap:
+    """Positions in the prepared code back to the user's; the identity without a wrapper."""
+
+    user_lines: list[str]
+    wrapped: bool = False
+    head: str = ""  # the wrapper's first line
+    # per hoisted statement: (start, end) columns on the head line, its line and column
+    hoisted: list[tuple[int, int, int, int]] = field(default_factory=list)
+
+    def position(self, line: int, column: int) -> tuple[int, int]:
+        """The user's ``(line, column)`` for a position in the prepared code."""
+        if not self.wrapped:
+            return line, column
+        last = max(1, len(self.user_lines))
+        if line <= 1:
+            for start, end, origin_line, origin_column in self.hoisted:
+                if start <= column <= end:
+                    offset = column - start if self._single_line(origin_line, start, end) else 0
+                    return origin_line, origin_column + offset
+            return 1, 1
+        if line - 1 <= len(self.user_lines):
+            return line - 1, column
+        return last, len(self.user_lines[last - 1]) + 1 if self.user_lines else 1
+
+    def is_users(self, line: int) -> bool:
+        """Whether a prepared line is one of the user's (a stack frame elsewhere is ours)."""
+        return not self.wrapped or 2 <= line <= len(self.user_lines) + 1
+
+    def original_line(self, text: str) -> tuple[int, str] | None:
+        """For a line of the wrapper quoted in an excerpt: the user's line shown instead."""
+        if not self.wrapped or not self.user_lines:
+            return None
+        if text == self.head:
+            line = self.hoisted[0][2] if self.hoisted else 1
+            return line, self.user_lines[line - 1]
+        if text == _CLOSE:
+            last = len(self.user_lines)
+            return last, self.user_lines[last - 1]
+        return None
+
+    def _single_line(self, line: int, start: int, end: int) -> bool:
+        return 0 < line <= len(self.user_lines) and end - start <= len(self.user_lines[line - 1])
+
+
+@dataclass(frozen=True)
+class PreparedSource:
+    code: str
+    map: SourceMap
+
+
+_CLOSE = "})();"
+
+
 def prepare_source(code: str) -> str:
     """The code Deno runs; identical to ``code`` when it has no ``return``."""
+    return prepare(code).code
+
+
+def prepare(code: str) -> PreparedSource:
+    """The code Deno runs and the map from its positions to the user's."""
+    user_lines = code.split("\n")
     if not _RETURN.search(code):
-        return code
-    lines = code.split("\n")
-    hoisted: list[str] = []
+        return PreparedSource(code, SourceMap(user_lines))
+    lines = list(user_lines)
+    hoisted: list[tuple[str, int, int]] = []  # statement, its line and column (1-based)
     index = 0
     while index < len(lines):
         line = lines[index]
@@ -46,7 +116,8 @@ def prepare_source(code: str) -> str:
             finish = _STATEMENT_END.search(lines[end])
             cut = finish.end() if finish else len(lines[end])
             statement = [*lines[index:end], lines[end][:cut]]
-            hoisted.append(" ".join(part.strip() for part in statement))
+            column = len(line) - len(line.lstrip()) + 1
+            hoisted.append((" ".join(part.strip() for part in statement), index + 1, column))
             rest = lines[end][cut:]
             for blank in range(index, end + 1):
                 lines[blank] = ""
@@ -59,18 +130,25 @@ def prepare_source(code: str) -> str:
             continue
         if _REEXPORT.match(line):
             if " from " in line or "from'" in line or 'from"' in line:
-                hoisted.append(line.strip())
+                column = len(line) - len(line.lstrip()) + 1
+                hoisted.append((line.strip(), index + 1, column))
             lines[index] = ""
         else:
             line = _EXPORT_DEFAULT.sub(r"\1", line)
             lines[index] = _EXPORT_DECLARATION.sub(r"\1", line)
         index += 1
-    prefix = " ".join(
-        statement if statement.endswith(";") else statement + ";" for statement in hoisted
+    head, spans = "", []
+    for written, line_number, column in hoisted:
+        text = written if written.endswith(";") else written + ";"
+        spans.append((len(head) + 1, len(head) + len(text), line_number, column))
+        head += text + " "
+    head += f"const {RESULT_VARIABLE} = await (async () => {{"
+    prepared = [
+        head,
+        *lines,
+        _CLOSE,
+        f"if ({RESULT_VARIABLE} !== undefined) console.log(JSON.stringify({RESULT_VARIABLE}));",
+    ]
+    return PreparedSource(
+        "\n".join(prepared), SourceMap(user_lines, wrapped=True, head=head, hoisted=spans)
     )
-    lines[0] = f"{prefix} const {RESULT_VARIABLE} = await (async () => {{ {lines[0]}".lstrip()
-    lines.append("})();")
-    lines.append(
-        f"if ({RESULT_VARIABLE} !== undefined) console.log(JSON.stringify({RESULT_VARIABLE}));"
-    )
-    return "\n".join(lines)
