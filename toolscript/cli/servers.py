@@ -32,6 +32,7 @@ def list_servers(config: ConfigOption = None, as_json: JsonOption = False) -> No
         if server["name"] in live:
             server["state"] = live[server["name"]]["state"]
             server["tools"] = live[server["name"]]["tools"]
+            server["error"] = live[server["name"]].get("error")
     if as_json:
         print_json(servers)
         return
@@ -39,20 +40,37 @@ def list_servers(config: ConfigOption = None, as_json: JsonOption = False) -> No
         where = loaded.path or loaded.project_dir / ".toolscript.json"
         sys.stderr.write(f"no servers configured (add them under mcpServers in {where})\n")
         return
+    reasons = any(server.get("error") for server in servers)
     print_rows(
-        ["server", "transport", "state", "tools", "description"]
+        ["server", "transport", "state", "tools", *(["reason"] if reasons else []), "description"]
         if live
         else ["server", "transport", "description"],
         [
             [
                 server["name"],
                 server["transport"] + (" (disabled)" if server["disabled"] else ""),
-                *([server.get("state", "unknown"), str(server.get("tools", ""))] if live else []),
+                *(
+                    [
+                        server.get("state", "unknown"),
+                        str(server.get("tools", "")),
+                        *([_short(server.get("error"))] if reasons else []),
+                    ]
+                    if live
+                    else []
+                ),
                 server["description"],
             ]
             for server in servers
         ],
     )
+    if reasons:
+        sys.stderr.write("the whole reason: `toolscript list-servers --json` or `gateway status`\n")
+
+
+def _short(error: str | None, width: int = 48) -> str:
+    """The first line of an error, cut to fit a table column."""
+    text = (error or "").strip().splitlines()[0] if (error or "").strip() else ""
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _live_states(config: Config) -> dict[str, dict[str, Any]]:

@@ -206,7 +206,7 @@ def build_app(gateway: Gateway) -> Litestar:
     @get("/servers/{server:str}/tools", sync_to_thread=False)
     def server_tools(server: FromPath[str]) -> list[dict[str, Any]]:
         """A server's tools with their input and output schemas and annotations."""
-        return list(gateway.upstream(server).tools.values())
+        return gateway.server_tools(server)
 
     @post("/tools/{name:str}", status_code=200)
     async def call_tool(name: FromPath[str], request: Request[Any, Any, Any]) -> Response[bytes]:

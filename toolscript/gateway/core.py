@@ -355,16 +355,41 @@ class Gateway:
                 suggestions=difflib.get_close_matches(server, names, n=3, cutoff=0.5),
             ) from None
 
+    def server_tools(self, server: str) -> list[dict[str, Any]]:
+        """A server's tools; a server that never connected is an error, not an empty list."""
+        upstream = self.upstream(server)
+        if upstream.state != ServerState.CONNECTED and not upstream.tools:
+            raise self._unavailable(upstream)
+        return list(upstream.tools.values())
+
+    def _unavailable(self, upstream: Upstream) -> ServerUnavailableError:
+        name = upstream.name
+        if upstream.state == ServerState.DISABLED:
+            return ServerUnavailableError(
+                f"server {name!r} is disabled in the config",
+                hint=f'remove "disabled": true from its entry in {self.config_file}',
+            )
+        if upstream.state in (ServerState.CONNECTING, ServerState.RECONNECTING) and not (
+            upstream.error
+        ):
+            return ServerUnavailableError(
+                f"server {name!r} is still connecting",
+                hint="try again in a moment; `toolscript gateway status` shows its progress",
+            )
+        return ServerUnavailableError(
+            f"server {name!r} is not available ({upstream.state}): "
+            f"{upstream.error or 'no error was reported'}",
+            hint=f"fix its entry in {self.config_file} (the gateway picks up the edit); "
+            "`toolscript gateway status` shows its stderr",
+        )
+
     def tool(self, server: str, tool: str) -> tuple[Upstream, dict[str, Any]]:
         upstream = self.upstream(server)
         found = upstream.tools.get(tool)
         if found is not None:
             return upstream, found
         if upstream.state != ServerState.CONNECTED and not upstream.tools:
-            raise ServerUnavailableError(
-                f"server {server!r} is not connected ({upstream.state}): {upstream.error}",
-                hint="see `toolscript gateway status`",
-            )
+            raise self._unavailable(upstream)
         names = list(upstream.tools)
         close = difflib.get_close_matches(tool, names, n=3, cutoff=0.5)
         raise ToolNotFoundError(
@@ -379,8 +404,10 @@ class Gateway:
             if tool is not None:
                 raise UsageError("a tool filter needs a server filter: ?server=NAME&tool=NAME")
             return list(self.artifacts.fragments)
-        self.upstream(server)
+        upstream = self.upstream(server)
         selected = [f for f in self.artifacts.fragments if f.server == server]
+        if not selected and upstream.state != ServerState.CONNECTED:
+            raise self._unavailable(upstream)
         if tool is None:
             return selected
         matching = [f for f in selected if tool in (f.tool, f.function)]
