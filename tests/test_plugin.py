@@ -25,7 +25,7 @@ from helpers import (
 
 PLUGIN = ROOT / "plugin"
 SKILL = PLUGIN / "skills" / "toolscript"
-CLAUDE = SERVERS / "node_modules" / "@anthropic-ai" / "claude-code-linux-x64" / "claude"
+CLAUDE = SERVERS / "node_modules" / ".bin" / "claude"  # npm's link: the same on every system
 
 
 def hook(
@@ -203,6 +203,7 @@ def test_manifests_validate_strictly(target: Path, tmp_path: Path) -> None:
         timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+    assert "ICON_MISSING" not in result.stdout + result.stderr
     assert "Validation passed" in result.stdout
     for leftover in (ROOT / ".claude.json", PLUGIN / ".claude.json"):
         assert not leftover.exists(), f"the CLI wrote its per-machine state into {leftover}"

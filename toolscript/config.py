@@ -317,7 +317,9 @@ def _json_type(value: Any) -> str:
 
 
 def _schema_location() -> str:
-    return 'schemas/toolscript.schema.json (use it as "$schema" for editor help)'
+    return (
+        'printed by `toolscript config schema` (save it and name it in "$schema" for editor help)'
+    )
 
 
 def _expand(

@@ -74,7 +74,7 @@ def _root(
 
 
 def _register() -> None:
-    from toolscript.cli import exec, gateway, search, servers, tools, trust, types
+    from toolscript.cli import config, exec, gateway, search, servers, tools, trust, types
 
     app.command("list-servers")(servers.list_servers)
     app.command("list-tools")(tools.list_tools)
@@ -83,6 +83,7 @@ def _register() -> None:
     app.command("exec")(exec.exec_command)
     app.command("trust")(trust.trust_command)
     app.add_typer(gateway.app, name="gateway")
+    app.add_typer(config.app, name="config")
     app.add_typer(gateway.hook_app, name="hook", hidden=True)
 
 

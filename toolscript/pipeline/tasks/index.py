@@ -18,7 +18,13 @@ from toolscript.config import ServerConfig
 from toolscript.pipeline.artifacts import CacheLayout
 from toolscript.pipeline.tasks.settings import TaskSettings, read_json
 from toolscript.search.engine import embed_missing
-from toolscript.search.semantic import NEEDS_EXTRA, Embedder, EmbeddingStore, semantic_installed
+from toolscript.search.semantic import (
+    DEFAULT_MODEL,
+    NEEDS_EXTRA,
+    Embedder,
+    EmbeddingStore,
+    semantic_installed,
+)
 from toolscript.search.text import ToolDocument, document_for
 
 __all__ = ["IndexTask", "SearchIndexing", "load_documents"]
@@ -62,8 +68,11 @@ class IndexTask:
             "uptodate": [
                 config_changed(
                     {
-                        "model": (indexing.embedder.requested if indexing else self.model)
-                        or "default",
+                        # The gateway's embedder and standalone doit name the model alike,
+                        # so each finds the other's index up to date.
+                        "model": indexing.embedder.requested
+                        if indexing
+                        else (self.model or DEFAULT_MODEL),
                         # Installing the extra later makes the index due.
                         "semantic": indexing is not None or semantic_installed(),
                     }
