@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolscript.errors import ToolCallError
-from toolscript.execution.source import RESULT_VARIABLE, prepare_source
+from toolscript.execution.source import RESULT_VARIABLE, prepare, prepare_source
 from toolscript.gateway.results import tool_result
 
 
@@ -49,13 +49,13 @@ def test_code_without_return_is_left_alone() -> None:
     assert prepare_source(code) == code
 
 
-def test_return_wraps_and_keeps_every_line_in_place() -> None:
+def test_return_wraps_and_keeps_every_line_one_line_down() -> None:
     code = 'import { tools } from "toolscript";\nconst x = 1;\nreturn x + 1;'
-    prepared = prepare_source(code)
-    lines = prepared.split("\n")
+    lines = prepare_source(code).split("\n")
     assert lines[0].startswith('import { tools } from "toolscript"; const ' + RESULT_VARIABLE)
-    assert lines[1] == "const x = 1;"
-    assert lines[2] == "return x + 1;"
+    assert lines[1] == ""  # the hoisted import's own line
+    assert lines[2] == "const x = 1;"
+    assert lines[3] == "return x + 1;"
     assert lines[-1].startswith(f"if ({RESULT_VARIABLE} !== undefined)")
 
 
@@ -63,8 +63,28 @@ def test_multi_line_imports_are_hoisted_without_moving_lines() -> None:
     code = 'import {\n  tools,\n} from "toolscript";\nreturn 1;'
     lines = prepare_source(code).split("\n")
     assert 'import { tools, } from "toolscript";' in lines[0]
-    assert lines[1] == "" and lines[2] == ""
-    assert lines[3] == "return 1;"
+    assert lines[1:4] == ["", "", ""]
+    assert lines[4] == "return 1;"
+
+
+def test_positions_map_back_to_the_users_lines_and_columns() -> None:
+    code = 'import { nope } from "toolscript"; const a = 1;\nreturn a.b.c'
+    prepared = prepare(code)
+    assert prepared.code.split("\n")[2] == "return a.b.c"
+    assert prepared.map.position(3, 10) == (2, 10)  # a user line: one line up, same column
+    head = prepared.code.split("\n")[0]
+    assert prepared.map.position(1, head.index("nope") + 1) == (1, 10)  # in a hoisted import
+    assert prepared.map.position(4, 2) == (2, len("return a.b.c") + 1)  # the closing line
+    assert not prepared.map.is_users(4) and prepared.map.is_users(2)
+    assert prepared.map.original_line("})();") == (2, "return a.b.c")
+    assert prepared.map.original_line(head) == (1, code.split("\n")[0])
+
+
+def test_code_without_return_maps_to_itself() -> None:
+    prepared = prepare("console.log(1)")
+    assert prepared.code == "console.log(1)"
+    assert prepared.map.position(1, 5) == (1, 5)
+    assert prepared.map.original_line("})();") is None
 
 
 def test_exports_lose_their_keyword_inside_the_wrapper() -> None:
@@ -77,4 +97,4 @@ def test_return_in_a_string_or_comment_still_wraps_safely() -> None:
     code = 'console.log("return to sender"); // return later'
     prepared = prepare_source(code)
     assert 'console.log("return to sender"); // return later' in prepared
-    assert prepared.count("\n") == 2  # the user's line, the closing line, the print line
+    assert prepared.count("\n") == 3  # the head, the user's line, the closing and print lines

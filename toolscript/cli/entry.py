@@ -63,7 +63,9 @@ def main() -> None:
         if arguments[:1] == ["exec"] and not {"--help", "-h"} & set(arguments):
             from toolscript.execution.command import fast_exec
 
-            sys.exit(fast_exec(arguments[1:]))
+            code = fast_exec(arguments[1:])
+            if code is not None:
+                sys.exit(code)
         from toolscript.cli.main import app
 
         app(args=arguments, prog_name="toolscript")

