@@ -13,8 +13,8 @@ from toolscript.search.text import document_for
 TIME_TOOLS = json.loads((Path(__file__).parent / "data" / "time_tools.json").read_text())
 
 
-def ranked(query: str) -> list[str]:
-    documents = [document_for("time", "", tool) for tool in TIME_TOOLS]
+def ranked(query: str, server_description: str = "") -> list[str]:
+    documents = [document_for("time", server_description, tool) for tool in TIME_TOOLS]
     scores = LexicalIndex(documents).scores(query)
     return [documents[i].name for i, _ in sorted(scores.items(), key=lambda item: -item[1])]
 
@@ -30,6 +30,15 @@ def ranked(query: str) -> list[str]:
 )
 def test_the_time_servers_tools_rank_as_a_reader_expects(query: str, first: str) -> None:
     assert ranked(query)[0] == first
+    # the README's config describes the server as "Current time and time zones"
+    assert ranked(query, "Current time and time zones")[0] == first
+
+
+def test_example_values_in_parameter_descriptions_do_not_count() -> None:
+    """convert_time's parameter mentions 'Asia/Tokyo' as an example: no reason to rank it."""
+    documents = [document_for("time", "", tool) for tool in TIME_TOOLS]
+    convert = next(d for d in documents if d.name == "convert_time")
+    assert "tokyo" not in convert.fields["parameters"]
 
 
 def test_questions_about_the_present_imply_current() -> None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolscript.config import Config
 from toolscript.errors import GatewayResponseError, GatewayUnreachableError
-from toolscript.gateway.state import read_gateway_state
+from toolscript.gateway.state import ready_gateway_state
 
 if TYPE_CHECKING:
     import httpx
@@ -24,7 +24,7 @@ def find_gateway_url(config: Config) -> str | None:
     url = os.environ.get(URL_VARIABLE, "").strip()
     if url:
         return url.rstrip("/")
-    state = read_gateway_state(config.cache_dir())
+    state = ready_gateway_state(config.cache_dir())
     return str(state["url"]).rstrip("/") if state else None
 
 

@@ -108,10 +108,10 @@ def start(
         toolscript gateway start
         toolscript gateway start --port 3000 --search-alpha 0.6
     """
-    from toolscript.gateway.runner import configure_logging, serve
+    loaded = load_config(config)
+    from toolscript.gateway.runner import abandon_start, configure_logging, mark_starting, serve
     from toolscript.search.engine import SearchOptions
 
-    loaded = load_config(config)
     configure_logging()
     chosen = loaded.search
     options = SearchOptions(
@@ -129,17 +129,25 @@ def start(
     ):
         if not 0 <= value <= 1:
             raise UsageError(f"{name} must be between 0 and 1, got {value}")
-    serve(
-        loaded,
-        search=options,
-        host=host,
-        port=port,
-        cache=loaded.cache_dir(cache),
-        write_state=not ephemeral,
-        connect_timeout=connect_timeout,
-        ready_wait=ready_wait,
-        max_request_bytes=int(max_request_mb * 1024 * 1024),
-    )
+    # Commands run right after `gateway start &` wait for this gateway rather than find none.
+    previous = None if ephemeral else mark_starting(loaded.cache_dir(cache))
+    try:
+        serve(
+            loaded,
+            search=options,
+            host=host,
+            port=port,
+            cache=loaded.cache_dir(cache),
+            write_state=not ephemeral,
+            connect_timeout=connect_timeout,
+            ready_wait=ready_wait,
+            max_request_bytes=int(max_request_mb * 1024 * 1024),
+            previous=previous,
+        )
+    except BaseException:
+        if not ephemeral:
+            abandon_start(loaded.cache_dir(cache), previous)
+        raise
 
 
 @app.command("status")

@@ -1,9 +1,11 @@
 """What `exec` starts dies with it, however it dies.
 
 SIGINT, SIGTERM and SIGHUP become exceptions, so the ``finally`` blocks of the run stop
-the sandbox and any ephemeral gateway. SIGKILL cannot be caught: for it a watchdog
-process holds the read end of a pipe whose write end only exec holds, and stops
-everything exec named when that pipe closes without a last word (``watchdog.py``).
+the sandbox and any ephemeral gateway; should that clean-up itself hang, exec leaves
+anyway after ``EXIT_DEADLINE`` seconds. SIGKILL cannot be caught: for it (and for that
+forced exit) a watchdog process holds the read end of a pipe whose write end only exec
+holds, and stops everything exec named when that pipe closes without a last word
+(``watchdog.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from toolscript.processes import stop_process
 __all__ = ["Lifeline"]
 
 _CAUGHT = (signal.SIGTERM, signal.SIGHUP)
+EXIT_DEADLINE = 20.0  # seconds the clean-up after a signal may take before exec just exits
 
 
 class Lifeline:
@@ -33,7 +36,10 @@ class Lifeline:
         self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> Lifeline:
-        for sig in _CAUGHT:
+        caught = list(_CAUGHT)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            caught.append(signal.SIGINT)  # not when ignored (a background job keeps it so)
+        for sig in caught:
             self._previous[sig] = signal.signal(sig, _raise_exit)
         return self
 
@@ -76,4 +82,11 @@ class Lifeline:
 
 
 def _raise_exit(signum: int, frame: FrameType | None) -> None:
+    import threading
+
+    # The run's clean-up stops everything it started; if it hangs, exec exits regardless and
+    # the watchdog, whose pipe then closes without "done", stops what is left.
+    backstop = threading.Timer(EXIT_DEADLINE, os._exit, [128 + signum])
+    backstop.daemon = True
+    backstop.start()
     raise SystemExit(128 + signum)

@@ -20,7 +20,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from toolscript.errors import ExecutionError, GatewayUnreachableError
-from toolscript.gateway.state import read_gateway_state
+from toolscript.gateway.state import ready_gateway_state
 from toolscript.paths import find_config_path, project_cache_dir, user_cache_dir
 from toolscript.privatefile import write_private
 
@@ -117,7 +117,7 @@ def gateway_for_run(
         yield from_env, found
         return
     config_path = find_config_path(config)
-    state = read_gateway_state(project_cache_dir(config_path.parent, cache))
+    state = ready_gateway_state(project_cache_dir(config_path.parent, cache))
     if state:
         found = module_hash(state["url"])
         if found is not None:

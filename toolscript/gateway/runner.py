@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from toolscript.config import Config
 from toolscript.errors import UsageError
@@ -88,8 +89,13 @@ def serve(
     max_request_bytes: int = 8 * 1024 * 1024,
     search: SearchOptions | None = None,
     announce: Callable[[str], None] | None = None,
+    previous: dict[str, Any] | None = None,
 ) -> None:
-    """Serve until SIGINT/SIGTERM; ``announce`` gets the URL once every server has been tried."""
+    """Serve until SIGINT/SIGTERM; ``announce`` gets the URL once every server has been tried.
+
+    ``previous`` is the state of another gateway of the project that ran when this one
+    started (``mark_starting``): it is named in a warning, and found again after this one.
+    """
     import uvicorn
 
     try:
@@ -146,45 +152,38 @@ def serve(
         # call). This thread only ever runs asyncio, so say so once.
         if sniffio is not None:
             sniffio.thread_local.name = "asyncio"
-        serving = asyncio.create_task(server.serve(sockets=[sock]))
-        while not server.started:
-            if serving.done():
-                await serving
-                return
-            await asyncio.sleep(0.01)
-        # A gateway of the same project already running (not this process: a stale file of
-        # an earlier process whose pid is ours now is no gateway).
-        other = read_gateway_state(state_dir) if state_dir is not None else None
-        if other is not None and other.get("pid") == os.getpid():
-            other = None
-        if state_dir is not None:
-            if other is not None:
-                # Allowed (each Claude Code session has a gateway of its own), but when it is
-                # an accident the user should know that two gateways now run their servers.
-                log.warning(
-                    "another gateway (pid %s, port %s) already serves this project; "
-                    "commands here now use this one (stop the other with `kill %s`)",
-                    other.get("pid"),
-                    other.get("port"),
-                    other.get("pid"),
-                )
-            write_gateway_state(
-                state_dir,
-                {
-                    "url": url,
-                    "pid": os.getpid(),
-                    "host": host,
-                    "port": port,
-                    "config": str(config.path) if config.path else None,
-                    "started": time.time(),
-                },
+        other = previous
+        state = {
+            "url": url,
+            "pid": os.getpid(),
+            "host": host,
+            "port": port,
+            "config": str(config.path) if config.path else None,
+            "started": time.time(),
+        }
+        if state_dir is not None and other is not None:
+            # Allowed (each Claude Code session has a gateway of its own), but when it is
+            # an accident the user should know that two gateways now run their servers.
+            log.warning(
+                "another gateway (pid %s, port %s) already serves this project; "
+                "commands here now use this one (stop the other with `kill %s`)",
+                other.get("pid"),
+                other.get("port"),
+                other.get("pid"),
             )
-        log.info("listening on %s", gateway_url(host, port, "<token>"))
-        (announce or _print_url)(url)
-        sys.stdout = (
-            sys.stderr
-        )  # stdout carried the URL; a print() in an internal tool goes to the log
         try:
+            serving = asyncio.create_task(server.serve(sockets=[sock]))
+            while not server.started:
+                if serving.done():
+                    await serving
+                    return
+                await asyncio.sleep(0.01)
+            if state_dir is not None:
+                write_gateway_state(state_dir, state)
+            log.info("listening on %s", gateway_url(host, port, "<token>"))
+            (announce or _print_url)(url)
+            # stdout carried the URL; a print() in an internal tool goes to the log
+            sys.stdout = sys.stderr
             await serving
         finally:
             if state_dir is not None:
@@ -195,6 +194,24 @@ def serve(
 
     asyncio.run(main())
     sock.close()
+
+
+def mark_starting(cache: Path) -> dict[str, Any] | None:
+    """Record at once that this process starts the project's gateway, so commands run right
+    after `gateway start &` wait for it rather than find none. Returns the state of another
+    gateway of the project that runs already (not this process), if any."""
+    other = read_gateway_state(cache)
+    if other is not None and (other.get("pid") == os.getpid() or other.get("starting")):
+        other = None
+    write_gateway_state(cache, {"pid": os.getpid(), "starting": True, "started": time.time()})
+    return other
+
+
+def abandon_start(cache: Path, previous: dict[str, Any] | None) -> None:
+    """A start that failed before serving: its mark goes, the other gateway is found again."""
+    remove_gateway_state(cache, os.getpid())
+    if previous is not None:
+        restore_gateway_state(cache, previous)
 
 
 def _print_url(url: str) -> None:

@@ -20,10 +20,13 @@ from toolscript.processes import pid_exists
 __all__ = [
     "gateway_state_file",
     "read_gateway_state",
+    "ready_gateway_state",
     "remove_gateway_state",
     "restore_gateway_state",
     "write_gateway_state",
 ]
+
+START_WAIT = 120.0  # seconds a command waits for a gateway that is still starting
 
 
 def gateway_state_file(directory: Path) -> Path:
@@ -47,12 +50,29 @@ def read_gateway_state(directory: Path) -> dict[str, Any] | None:
         state: dict[str, Any] = json.loads(gateway_state_file(directory).read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(state, dict) or not _loopback_url(state.get("url")):
+    if not isinstance(state, dict):
+        return None
+    if not state.get("starting") and not _loopback_url(state.get("url")):
         return None
     pid = state.get("pid")
     # A pid that exists may still be a zombie or another program by now: callers confirm
     # that a gateway answers at the URL before they use it.
     if not isinstance(pid, int) or not pid_exists(pid):
+        return None
+    return state
+
+
+def ready_gateway_state(directory: Path, wait: float = START_WAIT) -> dict[str, Any] | None:
+    """The state of a running gateway; one that is still starting (its servers connecting)
+    is waited for, up to ``wait`` seconds, so `gateway start &` then a command just works."""
+    import time
+
+    deadline = time.monotonic() + wait
+    state = read_gateway_state(directory)
+    while state is not None and state.get("starting") and time.monotonic() < deadline:
+        time.sleep(0.1)
+        state = read_gateway_state(directory)
+    if state is not None and state.get("starting"):
         return None
     return state
 

@@ -171,6 +171,19 @@ def name_words(server: str, name: str) -> frozenset[str]:
     return frozenset([word for word in words if word not in server_words] or words)
 
 
+_EXAMPLES = re.compile(
+    r"\((?:e\.\s?g\.|eg\b|for example|example|such as)[^)]*\)"
+    r"|\b(?:e\.\s?g\.|for example|such as)[,:]?[^.;]*",
+    re.IGNORECASE,
+)
+
+
+def _without_examples(text: str) -> str:
+    """A parameter's description without its example values ("e.g., 'Asia/Tokyo'"): they say
+    what a value looks like, not what the tool does, and would match queries about them."""
+    return _EXAMPLES.sub(" ", text)
+
+
 def document_for(server: str, server_description: str, tool: dict[str, Any]) -> ToolDocument:
     name = str(tool.get("name", ""))
     title = str(tool.get("title") or "")
@@ -180,7 +193,7 @@ def document_for(server: str, server_description: str, tool: dict[str, Any]) -> 
         "name": tokenize(f"{name} {title}", keep_stop_words=True),
         "server": tokenize(f"{server} {server_description}"),
         "description": tokenize(description),
-        "parameters": tokenize(" ".join(f"{p} {d}" for p, d in parameters)),
+        "parameters": tokenize(" ".join(f"{p} {_without_examples(d)}" for p, d in parameters)),
     }
     readable_name = " ".join(split_identifier(name))
     parameter_names = ", ".join(" ".join(split_identifier(p)) for p, _ in parameters[:12])
