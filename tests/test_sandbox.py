@@ -66,7 +66,14 @@ def attempt(
 
 
 # Deno's refusals, and exec's own words for them (it has no --allow-* flag to suggest).
-REFUSALS = ("NotCapable", "Requires ", "--no-npm", "scripts cannot", "scripts reach only", "scripts import only")
+REFUSALS = (
+    "NotCapable",
+    "Requires ",
+    "--no-npm",
+    "scripts cannot",
+    "scripts reach only",
+    "scripts import only",
+)
 
 
 def assert_refused(result: subprocess.CompletedProcess[str]) -> None:

@@ -80,7 +80,9 @@ def test_refusals_are_in_toolscripts_words() -> None:
         ("write", "scripts cannot write files"),
         ("ffi", "scripts cannot load native libraries"),
     ]:
-        line = f'NotCapable: Requires {kind} access to "x", run again with the --allow-{kind} flag\n'
+        line = (
+            f'NotCapable: Requires {kind} access to "x", run again with the --allow-{kind} flag\n'
+        )
         assert words in rewritten("1", line)
 
 
