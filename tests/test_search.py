@@ -252,6 +252,26 @@ def test_embeddings_are_cached_across_restarts_and_changes(tmp_path: Path) -> No
 
 
 @needs_semantic
+def test_a_restart_searches_hybrid_from_the_first_query(tmp_path: Path) -> None:
+    """Cached tool vectors need the model only for the query: a numpy encoder embeds it
+    before torch has loaded, with the same vectors the model gives."""
+    config = {"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}}
+    query = "what time is it in tokyo"
+    with running_gateway(config, tmp_path) as first:
+        assert wait_for_search(first)["queries"] == "model"
+        by_model = search(first, query)
+    with running_gateway(config, tmp_path) as second:
+        status = second.client.get("health").json()["search"]  # at once, no waiting
+        assert (status["semantic"], status["queries"]) == ("ready", "numpy"), status
+        by_numpy = search(second, query)
+    assert by_numpy["mode"] == "hybrid"
+    assert by_numpy["hits"][0]["name"] == "time__get_current_time"
+    model_scores = {hit["name"]: hit["semantic"] for hit in by_model["hits"]}
+    for hit in by_numpy["hits"]:
+        assert abs(hit["semantic"] - model_scores[hit["name"]]) < 1e-4, (hit, model_scores)
+
+
+@needs_semantic
 def test_model_that_cannot_load_falls_back(tmp_path: Path) -> None:
     config = {"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}}
     with running_gateway(
