@@ -105,7 +105,12 @@ class _QuickQueries:
     async def start(self) -> None:
         with anyio.move_on_after(5):
             await self.prepared.wait()
-        if await anyio.to_thread.run_sync(self.search.quick_start):
+        try:
+            ready = await anyio.to_thread.run_sync(self.search.quick_start)
+        except Exception:  # never fatal: search turns hybrid when the worker's model is ready
+            log.debug("search: no quick start", exc_info=True)
+            return
+        if ready:
             log.info("search: hybrid (cached tool vectors, queries in numpy until the model loads)")
 
 

@@ -130,10 +130,10 @@ class SearchEngine:
         """Hybrid at once when every tool's vector is in the store already (a restart, or the
         same tools as a previous run): only the query needs the model, and the numpy encoder
         embeds it. True when search is hybrid now."""
-        import numpy
-
         if self._quick is None or self.embedder is None or self._semantic.state != "loading":
             return self._semantic.state == "ready"
+        import numpy  # the encoder exists: so does numpy
+
         documents = self.documents
         vectors = self.store.get((d.content_hash for d in documents), self.embedder.model_id)
         if not documents or any(d.content_hash not in vectors for d in documents):

@@ -178,6 +178,11 @@ _EXAMPLES = re.compile(
 )
 
 
+def _examples(text: str) -> str:
+    """The example values of a parameter's description (weak evidence: a field of their own)."""
+    return " ".join(found.group(0) for found in _EXAMPLES.finditer(text))
+
+
 def _without_examples(text: str) -> str:
     """A parameter's description without its example values ("e.g., 'Asia/Tokyo'"): they say
     what a value looks like, not what the tool does, and would match queries about them."""
@@ -194,6 +199,7 @@ def document_for(server: str, server_description: str, tool: dict[str, Any]) -> 
         "server": tokenize(f"{server} {server_description}"),
         "description": tokenize(description),
         "parameters": tokenize(" ".join(f"{p} {_without_examples(d)}" for p, d in parameters)),
+        "examples": tokenize(" ".join(_examples(d) for _, d in parameters)),
     }
     readable_name = " ".join(split_identifier(name))
     parameter_names = ", ".join(" ".join(split_identifier(p)) for p, _ in parameters[:12])
