@@ -170,7 +170,8 @@ def test_without_toolscript_installed(tmp_path: Path) -> None:
     )
     assert started.returncode == 0
     assert "not installed" in started.stdout
-    assert "pip install" in started.stdout
+    assert "pip install '.[semantic]'" in started.stdout  # what the README says
+    assert "toolscript[semantic]" not in started.stdout  # no registry serves that
     ended = hook(
         "SessionEnd", "none", tmp_path, tmp_path / "home", tmp_path / "env.sh", path="/usr/bin:/bin"
     )
