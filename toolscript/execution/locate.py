@@ -139,10 +139,7 @@ def _ephemeral_gateway(
 ) -> Iterator[str]:
     """A gateway of this run's own; its log stays out of what the agent reads, but for one
     line naming the servers the script uses that could not start."""
-    from toolscript.config import load_config
     from toolscript.gateway.launch import start_gateway
-
-    load_config(config)  # a broken config is reported once, as every command reports it
 
     args = ["--port", "0", "--ephemeral"]
     if config:
@@ -167,6 +164,9 @@ def _ephemeral_gateway(
             gateway.stop(5)
             for forward in forwarding:
                 forward.join(5)
+            from toolscript.config import load_config
+
+            load_config(config)  # a broken config: its one message, exit 2, as every command
             detail = "".join(errors).strip().splitlines()
             raise ExecutionError(
                 "no gateway is running and an ephemeral one could not start"
