@@ -320,6 +320,7 @@ class Gateway:
         try:
             with self._semantic_scope as scope:  # cancelled at shutdown, before the worker stops
                 await anyio.to_thread.run_sync(self.search.embedder.load, abandon_on_cancel=True)
+                self.search.model_loaded()
                 async with self._pipeline_lock:
                     await anyio.to_thread.run_sync(self._index_and_load, abandon_on_cancel=True)
             if scope.cancelled_caught:

@@ -137,7 +137,8 @@ class SearchEngine:
         documents = self.documents
         vectors = self.store.get((d.content_hash for d in documents), self.embedder.model_id)
         if not documents or any(d.content_hash not in vectors for d in documents):
-            return False  # new tools need the worker to embed them
+            self._quick = None  # new tools need the worker to embed them: its weights can go
+            return False
         matrix = numpy.stack(
             [numpy.frombuffer(vectors[d.content_hash], dtype=numpy.float32) for d in documents]
         )
@@ -150,9 +151,15 @@ class SearchEngine:
 
     def _query_vector(self, query: str) -> Any:
         assert self.embedder is not None
-        if self._quick is not None and not self.embedder.loaded:
-            return self._quick.encode(query)
+        quick = self._quick
+        if quick is not None and not self.embedder.loaded:
+            return quick.encode(query)
+        self._quick = None  # the worker serves queries now: the numpy copy's 90 MB can go
         return self.embedder.embed_query(query)
+
+    def model_loaded(self) -> None:
+        """The worker's model is ready: it embeds queries from now on."""
+        self._quick = None
 
     # -- state ---------------------------------------------------------------
 
