@@ -367,3 +367,19 @@ def test_an_untrusted_project_config_starts_nothing(tmp_path: Path) -> None:
         text=True,
     )
     assert revoke.returncode == 0 and "no longer trusted" in revoke.stdout
+
+
+def test_the_readme_asks_for_the_node_the_pinned_packages_need() -> None:
+    """npm warns EBADENGINE when the README's Node is older than a pinned package asks for."""
+    import re
+
+    pinned = json.loads((SERVERS / "package.json").read_text())["dependencies"]
+    needed = {}
+    for name in pinned:
+        manifest = json.loads((SERVERS / "node_modules" / name / "package.json").read_text())
+        found = re.match(r"\s*>=\s*(\d+)", str((manifest.get("engines") or {}).get("node", "")))
+        if found:
+            needed[name] = int(found.group(1))
+    said = re.search(r"Node (\d+)\+", (ROOT / "README.md").read_text())
+    assert said, "the README's install section names the Node version"
+    assert all(int(said.group(1)) >= version for version in needed.values()), needed
