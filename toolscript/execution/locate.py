@@ -192,7 +192,7 @@ def _note_unavailable_servers(url: str, code: str) -> None:
     servers = json.loads(body) if body else []
     missing = []
     for server in servers:
-        if server.get("state") == "connected" or server.get("state") == "disabled":
+        if server.get("state") in ("connected", "disabled"):
             continue
         namespace = re.escape(to_camel_case(server["name"]))
         if re.search(rf"""\btools\s*(?:\.\s*{namespace}\b|\[\s*["'`]{namespace}["'`])""", code):

@@ -44,26 +44,29 @@ _EXPORT_DEFAULT = re.compile(r"^(\s*)export\s+default\s+")
 class SourceMap:
     """Positions in the prepared code back to the user's; the identity without a wrapper."""
 
-    user_lines: list[str]
-    wrapped: bool = False
-    head: str = ""  # the wrapper's first line
-    # per hoisted statement: (start, end) columns on the head line, its line and column
-    hoisted: list[tuple[int, int, int, int]] = field(default_factory=list)
+    user_lines: list[str]  # never empty: "".split("\n") is [""]
+    head: str = ""  # the wrapper's first line; empty when the code runs unwrapped
+    # per hoisted statement: its (start, end) columns on the head line, its line and column,
+    # and whether it was one line (then columns inside it map one to one)
+    hoisted: list[tuple[int, int, int, int, bool]] = field(default_factory=list)
+
+    @property
+    def wrapped(self) -> bool:
+        return bool(self.head)
 
     def position(self, line: int, column: int) -> tuple[int, int]:
         """The user's ``(line, column)`` for a position in the prepared code."""
         if not self.wrapped:
             return line, column
-        last = max(1, len(self.user_lines))
         if line <= 1:
-            for start, end, origin_line, origin_column in self.hoisted:
+            for start, end, origin_line, origin_column, one_line in self.hoisted:
                 if start <= column <= end:
-                    offset = column - start if self._single_line(origin_line, start, end) else 0
-                    return origin_line, origin_column + offset
+                    return origin_line, origin_column + (column - start if one_line else 0)
             return 1, 1
         if line - 1 <= len(self.user_lines):
             return line - 1, column
-        return last, len(self.user_lines[last - 1]) + 1 if self.user_lines else 1
+        last = len(self.user_lines)
+        return last, len(self.user_lines[last - 1]) + 1
 
     def is_users(self, line: int) -> bool:
         """Whether a prepared line is one of the user's (a stack frame elsewhere is ours)."""
@@ -71,18 +74,14 @@ class SourceMap:
 
     def original_line(self, text: str) -> tuple[int, str] | None:
         """For a line of the wrapper quoted in an excerpt: the user's line shown instead."""
-        if not self.wrapped or not self.user_lines:
+        if not self.wrapped:
             return None
         if text == self.head:
             line = self.hoisted[0][2] if self.hoisted else 1
             return line, self.user_lines[line - 1]
         if text == _CLOSE:
-            last = len(self.user_lines)
-            return last, self.user_lines[last - 1]
+            return len(self.user_lines), self.user_lines[-1]
         return None
-
-    def _single_line(self, line: int, start: int, end: int) -> bool:
-        return 0 < line <= len(self.user_lines) and end - start <= len(self.user_lines[line - 1])
 
 
 @dataclass(frozen=True)
@@ -105,7 +104,8 @@ def prepare(code: str) -> PreparedSource:
     if not _RETURN.search(code):
         return PreparedSource(code, SourceMap(user_lines))
     lines = list(user_lines)
-    hoisted: list[tuple[str, int, int]] = []  # statement, its line and column (1-based)
+    # statement, its line and column (1-based), whether it was one line
+    hoisted: list[tuple[str, int, int, bool]] = []
     index = 0
     while index < len(lines):
         line = lines[index]
@@ -117,7 +117,8 @@ def prepare(code: str) -> PreparedSource:
             cut = finish.end() if finish else len(lines[end])
             statement = [*lines[index:end], lines[end][:cut]]
             column = len(line) - len(line.lstrip()) + 1
-            hoisted.append((" ".join(part.strip() for part in statement), index + 1, column))
+            written = " ".join(part.strip() for part in statement)
+            hoisted.append((written, index + 1, column, end == index))
             rest = lines[end][cut:]
             for blank in range(index, end + 1):
                 lines[blank] = ""
@@ -131,16 +132,16 @@ def prepare(code: str) -> PreparedSource:
         if _REEXPORT.match(line):
             if " from " in line or "from'" in line or 'from"' in line:
                 column = len(line) - len(line.lstrip()) + 1
-                hoisted.append((line.strip(), index + 1, column))
+                hoisted.append((line.strip(), index + 1, column, True))
             lines[index] = ""
         else:
             line = _EXPORT_DEFAULT.sub(r"\1", line)
             lines[index] = _EXPORT_DECLARATION.sub(r"\1", line)
         index += 1
     head, spans = "", []
-    for written, line_number, column in hoisted:
+    for written, line_number, column, one_line in hoisted:
         text = written if written.endswith(";") else written + ";"
-        spans.append((len(head) + 1, len(head) + len(text), line_number, column))
+        spans.append((len(head) + 1, len(head) + len(text), line_number, column, one_line))
         head += text + " "
     head += f"const {RESULT_VARIABLE} = await (async () => {{"
     prepared = [
@@ -149,6 +150,4 @@ def prepare(code: str) -> PreparedSource:
         _CLOSE,
         f"if ({RESULT_VARIABLE} !== undefined) console.log(JSON.stringify({RESULT_VARIABLE}));",
     ]
-    return PreparedSource(
-        "\n".join(prepared), SourceMap(user_lines, wrapped=True, head=head, hoisted=spans)
-    )
+    return PreparedSource("\n".join(prepared), SourceMap(user_lines, head=head, hoisted=spans))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from toolscript.processes import stop_process, terminate_tree
+from toolscript.processes import stop_process
 
 __all__ = ["LaunchedGateway", "gateway_command", "start_gateway"]
 
@@ -33,14 +33,9 @@ class LaunchedGateway:
     process: subprocess.Popen[str]
     url: str
 
-    def stop(self, grace: float = 20.0, *, tree: bool = False) -> None:
-        """SIGTERM, wait ``grace`` seconds, SIGKILL; with ``tree`` also every process that
-        was below it (for a gateway whose own teardown cannot be trusted: tests, hooks)."""
-        if tree:
-            terminate_tree(self.process.pid, grace)
-            self.process.poll()
-        else:
-            stop_process(self.process, grace)
+    def stop(self, grace: float = 20.0) -> None:
+        """SIGTERM, wait ``grace`` seconds, SIGKILL (the gateway stops its own servers)."""
+        stop_process(self.process, grace)
 
 
 def start_gateway(
