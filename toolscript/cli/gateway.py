@@ -93,7 +93,16 @@ def start(
         bool, typer.Option("--search-no-cache", help="Keep embeddings in memory only.")
     ] = False,
     ephemeral: Annotated[
-        bool, typer.Option("--ephemeral", hidden=True, help="Write no state file (for exec).")
+        bool,
+        typer.Option(
+            "--ephemeral", hidden=True, help="Write no state file, keyword search only (for exec)."
+        ),
+    ] = False,
+    no_state: Annotated[
+        bool,
+        typer.Option(
+            "--no-state", hidden=True, help="Write no state file (a gateway `toolscript mcp` owns)."
+        ),
     ] = False,
 ) -> None:
     """Run the gateway until Ctrl+C or SIGTERM.
@@ -130,7 +139,8 @@ def start(
         if not 0 <= value <= 1:
             raise UsageError(f"{name} must be between 0 and 1, got {value}")
     # Commands run right after `gateway start &` wait for this gateway rather than find none.
-    previous = None if ephemeral else mark_starting(loaded.cache_dir(cache))
+    private = ephemeral or no_state  # owned by one process: other commands must not find it
+    previous = None if private else mark_starting(loaded.cache_dir(cache))
     try:
         serve(
             loaded,
@@ -138,14 +148,14 @@ def start(
             host=host,
             port=port,
             cache=loaded.cache_dir(cache),
-            write_state=not ephemeral,
+            write_state=not private,
             connect_timeout=connect_timeout,
             ready_wait=ready_wait,
             max_request_bytes=int(max_request_mb * 1024 * 1024),
             previous=previous,
         )
     except BaseException:
-        if not ephemeral:
+        if not private:
             abandon_start(loaded.cache_dir(cache), previous)
         raise
 

@@ -25,6 +25,7 @@ Examples:
   toolscript exec 'import { tools } from "toolscript"; return await tools.github.listIssues({})'
   toolscript script.ts                  # run a file
   toolscript gateway status --json | jq .servers
+  toolscript mcp                        # serve code mode to any MCP client over stdio
 """
 
 app = typer.Typer(
@@ -74,7 +75,7 @@ def _root(
 
 
 def _register() -> None:
-    from toolscript.cli import config, exec, gateway, search, servers, tools, trust, types
+    from toolscript.cli import config, exec, gateway, mcp, search, servers, tools, trust, types
 
     app.command("list-servers")(servers.list_servers)
     app.command("list-tools")(tools.list_tools)
@@ -82,6 +83,7 @@ def _register() -> None:
     app.command("search")(search.search)
     app.command("exec")(exec.exec_command)
     app.command("trust")(trust.trust_command)
+    app.command("mcp")(mcp.mcp_command)
     app.add_typer(gateway.app, name="gateway")
     app.add_typer(config.app, name="config")
     app.add_typer(gateway.hook_app, name="hook", hidden=True)

@@ -10,7 +10,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from toolscript.codegen.typescript import TypeContext, property_key, render_schema
+from toolscript.codegen.typescript import TypeContext, doc_comment, property_key, render_schema
 
 __all__ = [
     "ToolFragment",
@@ -75,14 +75,15 @@ def _annotation_line(tool: dict[str, Any]) -> str:
     return ", ".join(flags)
 
 
-def _method_doc(server: str, tool: dict[str, Any], indent: str) -> str:
+def _method_doc(tool: dict[str, Any], indent: str) -> str:
+    """The method's JSDoc: the tool's description, its hints in brackets after it."""
     lines = (tool.get("description") or tool.get("title") or "").strip().splitlines()
     flags = _annotation_line(tool)
-    if flags:
-        lines += ["", f"Hints: {flags}."]
-    lines.append(f"MCP tool: `{server}__{tool['name']}`")
-    body = "\n".join(f"{indent} * {line}".rstrip() for line in lines).replace("*/", "*\\/")
-    return f"{indent}/**\n{body}\n{indent} */\n"
+    if flags and len(lines) == 1:
+        lines[0] = f"{lines[0].rstrip()} [{flags}]"
+    elif flags:
+        lines.append(f"[{flags}]")
+    return doc_comment(lines, indent)
 
 
 def _takes_no_arguments(schema: Any) -> bool:
@@ -108,9 +109,7 @@ def render_tool(
         params = (
             "Record<string, never>" if input_schema.get("additionalProperties") is False else params
         )
-    declarations.append(
-        f"/** Arguments of {qualified_name}. */\nexport type {params_name} = {params};"
-    )
+    declarations.append(f"export type {params_name} = {params};")
     declarations.extend(input_context.declarations)
 
     if isinstance(output_schema, dict):
@@ -118,24 +117,19 @@ def render_tool(
             prefix=f"{type_base}Result", root=output_schema, reserved=reserved
         )
         result = render_schema(output_schema, output_context)
-        declarations.append(
-            f"/** Result of {qualified_name} (its outputSchema). */\nexport type {result_name} = {result};"
-        )
+        declarations.append(f"export type {result_name} = {result};")
         declarations.extend(output_context.declarations)
     else:
-        declarations.append(
-            f"/** Result of {qualified_name}: it declares no outputSchema. */\n"
-            f"export type {result_name} = ToolResult;"
-        )
+        result_name = "ToolResult"  # no outputSchema: the result contract, no alias of its own
 
     optional = "?" if _takes_no_arguments(input_schema) else ""
     header = f"{function}(params{optional}: {params_name}): Promise<{result_name}>"
     qualified = json.dumps(qualified_name)
     method = (
-        _method_doc(server, tool, "    ")
+        _method_doc(tool, "    ")
         + f"    {header} {{\n      return call<{result_name}>({qualified}, params);\n    }},"
     )
-    signature = _method_doc(server, tool, "    ") + f"    {header};"
+    signature = _method_doc(tool, "    ") + f"    {header};"
     arguments = example_arguments(input_schema)
     rendered_arguments = ts_literal(arguments) if arguments else ""
     example = f"tools.{namespace}.{function}({rendered_arguments})"
@@ -149,6 +143,12 @@ def render_tool(
         method=method,
         example=example,
     )
+
+
+TOOL_RESULT_NOTE = (
+    "// ToolResult = string | JsonObject | JsonValue[] | ContentBlock[] | null (no outputSchema)."
+    "\n// A failed call throws ToolError (tool, kind, message)."
+)
 
 
 def _grouped(fragments: list[ToolFragment]) -> dict[str, list[ToolFragment]]:
@@ -178,12 +178,8 @@ def render_module(fragments: list[ToolFragment], *, header: str = "") -> str:
 def render_declarations(fragments: list[ToolFragment]) -> str:
     """Types and method signatures only (what ``get-types`` shows an agent)."""
     parts = [fragment.types for fragment in fragments]
-    if any("= ToolResult;" in fragment.types for fragment in fragments):
-        parts.insert(
-            0,
-            "// ToolResult = string | JsonObject | JsonValue[] | ContentBlock[] | null: what a tool\n"
-            "// without an outputSchema returns. Every failed call throws ToolError (tool, kind, message).",
-        )
+    if any("Promise<ToolResult>" in fragment.signature for fragment in fragments):
+        parts.insert(0, TOOL_RESULT_NOTE)
     body = []
     for namespace, members in _grouped(fragments).items():
         body.append(f"  {namespace}: {{\n" + "\n".join(m.signature for m in members) + "\n  };")

@@ -17,7 +17,7 @@ from typing import Any
 
 from toolscript.codegen.naming import to_pascal_case
 
-__all__ = ["TypeContext", "jsdoc", "render_schema"]
+__all__ = ["TypeContext", "doc_comment", "jsdoc", "render_schema"]
 
 MAX_DEPTH = 24
 _IDENTIFIER = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
@@ -103,12 +103,29 @@ def jsdoc(schema: Any, indent: str = "") -> str:
         lines.extend(f"@example {json.dumps(example)}" for example in examples[:3])
     if schema.get("deprecated") is True:
         lines.append("@deprecated")
-    if not lines:
+    comment = doc_comment(lines, indent)
+    return comment[len(indent) :] + indent if comment else ""
+
+
+def doc_comment(lines: list[str], indent: str) -> str:
+    """``lines`` as a JSDoc block at ``indent`` (then a newline); empty for no lines.
+
+    One line stays on one line; longer text goes in as it is, without a `` * `` gutter or
+    indentation of its own and with runs of blank lines squeezed, so a description costs
+    about its own length (types are what an agent reads).
+    """
+    kept: list[str] = []
+    for line in lines:
+        line = _comment(line.rstrip())
+        if line or (kept and kept[-1]):
+            kept.append(line)
+    while kept and not kept[-1]:
+        kept.pop()
+    if not kept:
         return ""
-    if len(lines) == 1:
-        return f"/** {_comment(lines[0])} */\n{indent}"
-    body = "\n".join(f"{indent} * {_comment(line)}".rstrip() for line in lines)
-    return f"/**\n{body}\n{indent} */\n{indent}"
+    if len(kept) == 1:
+        return f"{indent}/** {kept[0].strip()} */\n"
+    return f"{indent}/**\n" + "\n".join(kept) + f"\n{indent} */\n"
 
 
 def _union(parts: list[str]) -> str:

@@ -28,14 +28,21 @@ EXIT_DEADLINE = 20.0  # seconds the clean-up after a signal may take before exec
 
 
 class Lifeline:
-    """Context manager for one exec run; ``watch`` each process it starts."""
+    """Context manager for one exec run; ``watch`` each process it starts.
 
-    def __init__(self) -> None:
+    With ``catch_signals`` False it leaves signals to its owner (an event loop that handles
+    them itself) and only keeps the watchdog.
+    """
+
+    def __init__(self, *, catch_signals: bool = True) -> None:
         self._write: int | None = None
         self._watchdog: subprocess.Popen[bytes] | None = None
         self._previous: dict[int, Any] = {}
+        self._catch_signals = catch_signals
 
     def __enter__(self) -> Lifeline:
+        if not self._catch_signals:
+            return self
         caught = list(_CAUGHT)
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             caught.append(signal.SIGINT)  # not when ignored (a background job keeps it so)
@@ -49,6 +56,12 @@ class Lifeline:
             self._start_watchdog()
         assert self._write is not None
         os.write(self._write, f"{'g' if group else 'p'}{pid}\n".encode())
+
+    def forget(self, pid: int, *, group: bool) -> None:
+        """``pid`` ended: the watchdog no longer stops it (its number may be reused)."""
+        if self._write is not None:
+            with contextlib.suppress(OSError):
+                os.write(self._write, f"f{'g' if group else 'p'}{pid}\n".encode())
 
     def _start_watchdog(self) -> None:
         read, write = os.pipe()

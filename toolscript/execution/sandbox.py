@@ -10,6 +10,7 @@ Limits: wall-clock time, V8 heap, and captured output, each with its own exit co
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -35,6 +36,7 @@ __all__ = [
     "EXIT_OUTPUT",
     "EXIT_TIMEOUT",
     "REFUSED_FILE_URL",
+    "Advice",
     "Limits",
     "Script",
     "deno_binary",
@@ -63,6 +65,16 @@ class Script:
     code: str
     display_name: str  # what errors call it: "inline.ts", "<stdin>.ts" or the user's path
     file_name: str = "inline.ts"
+    result_marker: str = ""  # printed before the JSON of a top-level return value (if any)
+
+
+@dataclass(frozen=True)
+class Advice:
+    """What each limit's message tells the user to change (the CLI's options by default)."""
+
+    timeout: str = "raise --timeout"
+    output: str = "raise --max-output"
+    memory: str = "raise --memory"
 
 
 def deno_binary() -> str:
@@ -81,7 +93,7 @@ def deno_binary() -> str:
 
 def _write_script(script: Script) -> tuple[Path, SourceMap]:
     """A stable path per content, so Deno's type-check cache hits on re-runs."""
-    prepared = prepare(script.code)
+    prepared = prepare(script.code, result_marker=script.result_marker)
     digest = hashlib.sha256(prepared.code.encode()).hexdigest()[:24]
     path = user_cache_dir() / "scripts" / digest / script.file_name
     if not path.exists():
@@ -389,11 +401,15 @@ def run_toolscript(
     limits: Limits = Limits(),
     cwd: Path | None = None,
     stdin_available: bool = True,
+    stdout: IO[bytes] | None = None,
+    stderr: IO[bytes] | None = None,
+    advice: Advice = Advice(),
 ) -> int:
     """Run ``script`` to completion, streaming its output; returns the exit code.
 
     ``module`` is the gateway's module as a local file (its checks stay cached whatever
     gateway served it); without it the script imports the module from the gateway.
+    Output goes to ``stdout`` and ``stderr`` (ours by default), error lines rewritten.
     """
     script_path, source_map = _write_script(script)
     deno_dir = user_cache_dir() / "deno"
@@ -436,7 +452,14 @@ def run_toolscript(
     try:
         if on_start is not None:
             on_start(process.pid, group=True)
-        return _supervise(process, script, script_path, gateway_url, limits, module, source_map)
+        streams = _Streams(
+            stdout if stdout is not None else sys.stdout.buffer,
+            stderr if stderr is not None else sys.stderr.buffer,
+            advice,
+        )
+        return _supervise(
+            process, script, script_path, gateway_url, limits, streams, module, source_map
+        )
     except BaseException:
         # Ctrl+C or a signal turned into an exception: the sandbox (its own session, which
         # the terminal's Ctrl+C does not reach) stops with us.
@@ -447,12 +470,25 @@ def run_toolscript(
         map_path.unlink(missing_ok=True)
 
 
+@dataclass(frozen=True)
+class _Streams:
+    stdout: IO[bytes]
+    stderr: IO[bytes]
+    advice: Advice
+
+    def say(self, message: str) -> None:
+        with contextlib.suppress(BrokenPipeError, ValueError):
+            self.stderr.write(f"toolscript: error: {message}\n".encode())
+            self.stderr.flush()
+
+
 def _supervise(
     process: subprocess.Popen[bytes],
     script: Script,
     script_path: Path,
     gateway_url: str,
     limits: Limits,
+    streams: _Streams,
     module: Path | None = None,
     source_map: SourceMap | None = None,
 ) -> int:
@@ -460,8 +496,8 @@ def _supervise(
     budget = _Budget(limits.max_output, process)
     rewrite = _rewriter(script_path, script.display_name, gateway_url, module, source_map)
     pumps = [
-        _Pump(process.stdout, sys.stdout.buffer, budget, None),
-        _Pump(process.stderr, sys.stderr.buffer, budget, rewrite),
+        _Pump(process.stdout, streams.stdout, budget, None),
+        _Pump(process.stderr, streams.stderr, budget, rewrite),
     ]
     for pump in pumps:
         pump.start()
@@ -478,35 +514,33 @@ def _supervise(
     for pump in pumps:
         pump.join(5)
     code = process.returncode
+    advice = streams.advice
     if timed_out:
-        _say(
-            f"the toolscript ran longer than {limits.timeout:g} s and was stopped (raise --timeout)"
+        streams.say(
+            f"the toolscript ran longer than {limits.timeout:g} s and was stopped ({advice.timeout})"
         )
         return EXIT_TIMEOUT
     if budget.exhausted.is_set():
-        _say(
-            f"the toolscript printed more than {limits.max_output} bytes and was stopped (raise --max-output)"
+        streams.say(
+            f"the toolscript printed more than {limits.max_output} bytes and was stopped ({advice.output})"
         )
         return EXIT_OUTPUT
     if memory.exceeded.is_set():
-        _say(
+        streams.say(
             f"the toolscript used more than {memory.cap // (1024 * 1024)} MB of memory in all "
-            f"(--memory {limits.memory_mb} MB of heap, plus buffers, WebAssembly and workers) "
-            "and was stopped (raise --memory)"
+            f"({limits.memory_mb} MB of heap, plus buffers, WebAssembly and workers) "
+            f"and was stopped ({advice.memory})"
         )
         return EXIT_MEMORY
     if code in (133, -signal.SIGTRAP, 134, -signal.SIGABRT) or any(
         marker in pumps[1].tail for marker in _OOM_MARKERS
     ):
-        _say(f"the toolscript ran out of memory (limit {limits.memory_mb} MB, raise --memory)")
+        streams.say(
+            f"the toolscript ran out of memory (limit {limits.memory_mb} MB, {advice.memory})"
+        )
         return EXIT_MEMORY
     return code if code >= 0 else 128 - code
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
     signal_quietly(process.pid, signal.SIGKILL, group=True)
-
-
-def _say(message: str) -> None:
-    sys.stderr.write(f"toolscript: error: {message}\n")
-    sys.stderr.flush()

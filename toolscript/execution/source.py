@@ -10,6 +10,7 @@ Deno's positions and source excerpts back to the user's own lines.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -98,8 +99,12 @@ def prepare_source(code: str) -> str:
     return prepare(code).code
 
 
-def prepare(code: str) -> PreparedSource:
-    """The code Deno runs and the map from its positions to the user's."""
+def prepare(code: str, *, result_marker: str = "") -> PreparedSource:
+    """The code Deno runs and the map from its positions to the user's.
+
+    ``result_marker`` goes before the printed value, on its line, so a reader of the output
+    can tell the value from what the script printed itself.
+    """
     user_lines = code.split("\n")
     if not _RETURN.search(code):
         return PreparedSource(code, SourceMap(user_lines))
@@ -148,6 +153,8 @@ def prepare(code: str) -> PreparedSource:
         head,
         *lines,
         _CLOSE,
-        f"if ({RESULT_VARIABLE} !== undefined) console.log(JSON.stringify({RESULT_VARIABLE}));",
+        f"if ({RESULT_VARIABLE} !== undefined) "
+        f"console.log({json.dumps(result_marker) + ' + ' if result_marker else ''}"
+        f"JSON.stringify({RESULT_VARIABLE}));",
     ]
     return PreparedSource("\n".join(prepared), SourceMap(user_lines, head=head, hoisted=spans))

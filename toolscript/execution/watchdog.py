@@ -3,8 +3,8 @@
 Run as ``python -I -S watchdog.py`` (stdlib only, no package import) with a pipe on
 stdin whose only write end the exec process holds. exec writes ``g<pgid>`` for a
 process group to kill (the Deno sandbox) and ``p<pid>`` for a process to terminate
-(an ephemeral gateway, which stops its servers), then ``done`` when it finished
-normally. End of input without ``done`` means exec died, even by SIGKILL, which no
+(an ephemeral gateway, which stops its servers), ``fg<pgid>``/``fp<pid>`` when one
+ended by itself, then ``done`` when it finished normally. End of input without ``done`` means exec died, even by SIGKILL, which no
 handler sees: everything named is stopped. Works wherever pipes do (Linux, macOS).
 """
 
@@ -29,6 +29,10 @@ def main() -> None:
             groups.append(int(word[1:]))
         elif word[:1] == "p" and word[1:].isdigit():
             processes.append(int(word[1:]))
+        elif word[:2] in ("fg", "fp") and word[2:].isdigit():
+            ended = groups if word[1] == "g" else processes
+            with contextlib.suppress(ValueError):
+                ended.remove(int(word[2:]))
     for group in groups:
         _quietly(os.killpg, group, signal.SIGKILL)
     for pid in processes:

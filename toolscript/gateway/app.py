@@ -35,7 +35,7 @@ from toolscript.errors import (
     ToolscriptError,
     UsageError,
 )
-from toolscript.gateway.core import Gateway, split_tool_name
+from toolscript.gateway.core import SEPARATOR, Gateway, split_tool_name
 from toolscript.gateway.guard import answer_error
 from toolscript.gateway.results import RESULT_HEADER
 from toolscript.search.engine import MODES
@@ -121,6 +121,23 @@ async def call_tool_bytes(gateway: Gateway, name: str, body: bytes) -> tuple[int
     except ToolscriptError as exc:
         return exc.status_code, "", msgspec.json.encode(exc.to_dict())
     return 200, shape, msgspec.json.encode(value)
+
+
+_CALLS: dict[str, dict[tuple[str, str], str]] = {}
+
+
+def _calls(gateway: Gateway) -> dict[tuple[str, str], str]:
+    """``(server, tool)`` -> ``tools.namespace.function``, for the module being served."""
+    digest = gateway.artifacts.module_hash
+    found = _CALLS.get(digest)
+    if found is None:
+        found = {
+            (f.server, f.tool): f"tools.{f.namespace}.{f.function}"
+            for f in gateway.artifacts.fragments
+        }
+        _CALLS.clear()
+        _CALLS[digest] = found
+    return found
 
 
 async def _unless_disconnected(call: Any, receive: Any) -> Any:
@@ -258,10 +275,11 @@ def build_app(gateway: Gateway) -> Litestar:
         hits, used = gateway.search.search(
             q, limit=max(1, min(limit, 100)), threshold=threshold, server=server, mode=mode
         )
+        calls = _calls(gateway)
         return {
             "query": q,
             "mode": used,
-            "hits": [hit.to_dict() for hit in hits],
+            "hits": [hit.to_dict() | {"call": calls.get((hit.server, hit.tool))} for hit in hits],
             "search": gateway.search.status(),
         }
 
@@ -271,12 +289,18 @@ def build_app(gateway: Gateway) -> Litestar:
         tool: FromQuery[str | None] = None,
         names: FromQuery[str | None] = None,
     ) -> dict[str, Any]:
-        """Declarations and usage examples for get-types (``names``: server__tool,...)."""
+        """Declarations and usage examples for get-types (``names``: server__tool or a whole
+        server, comma-separated)."""
         if names:
             fragments = [
                 fragment
                 for qualified in names.split(",")
-                for fragment in gateway.fragments(*split_tool_name(qualified.strip()))
+                if qualified.strip()
+                for fragment in (
+                    gateway.fragments(*split_tool_name(qualified.strip()))
+                    if SEPARATOR in qualified
+                    else gateway.fragments(qualified.strip())
+                )
             ]
         elif server is None:
             raise UsageError("give ?server=NAME (and &tool=NAME), or ?names=server__tool,...")

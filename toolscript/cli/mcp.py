@@ -1,0 +1,46 @@
+"""``mcp``: serve code mode to any MCP client (Claude Desktop, Cursor, VS Code, ...)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from toolscript.cli.options import CacheDirOption, ConfigOption
+from toolscript.config import load_config
+
+__all__ = ["mcp_command"]
+
+
+def mcp_command(
+    http: Annotated[
+        bool,
+        typer.Option("--http", help="Serve streamable HTTP on 127.0.0.1 instead of stdio."),
+    ] = False,
+    port: Annotated[
+        int,
+        typer.Option("--port", "-p", min=0, max=65535, help="Port for --http; 0 picks a free one."),
+    ] = 0,
+    config: ConfigOption = None,
+    cache: CacheDirOption = None,
+) -> None:
+    """Serve MCP: four tools (search_tools, get_types, execute, list_servers) that stand
+    in for every tool of every configured server.
+
+    Uses the project's running gateway, or starts one and stops it (with every
+    server) when the client disconnects. With --http, prints the URL to give the
+    client (its secret path is kept in the project's cache, so it stays the same).
+
+    Examples:
+
+    \b
+        toolscript mcp                       # stdio: what an MCP client's config runs
+        claude mcp add toolscript -- toolscript mcp
+        toolscript mcp --http --port 8765    # prints http://127.0.0.1:8765/<secret>/mcp
+    """
+    loaded = load_config(config)
+    from toolscript.mcpface.server import serve
+
+    if port and not http:
+        raise typer.BadParameter("--port needs --http", param_hint="--port")
+    serve(config=config, cache=cache, cache_dir=loaded.cache_dir(cache), http=http, port=port)

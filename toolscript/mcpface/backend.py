@@ -1,0 +1,360 @@
+"""What the MCP face's tools do, free of MCP: a gateway to ask, and scripts run as exec runs them.
+
+The gateway is the project's running one (or ``TOOLSCRIPT_GATEWAY_URL``'s) when there is
+one; otherwise the face starts one of its own, with no state file, and stops it when it
+exits. A gateway that stops answering is looked for (or started) again on the next call,
+so a face outlives the gateway it borrowed.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import os
+import re
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import httpx
+
+from toolscript.errors import (
+    ExecutionError,
+    GatewayResponseError,
+    GatewayUnreachableError,
+    ToolscriptError,
+)
+from toolscript.execution.lifeline import Lifeline
+from toolscript.execution.locate import module_file, module_hash
+from toolscript.execution.sandbox import (
+    EXIT_MEMORY,
+    EXIT_OUTPUT,
+    EXIT_TIMEOUT,
+    Advice,
+    Limits,
+    Script,
+    run_toolscript,
+)
+from toolscript.gateway.launch import LaunchedGateway, start_gateway
+from toolscript.gateway.state import ready_gateway_state
+from toolscript.paths import find_config_path, project_cache_dir
+from toolscript.processes import signal_quietly
+
+__all__ = ["Answer", "Backend", "execution_answer", "search_answer", "servers_answer"]
+
+RESULT_MARKER = "\x1etoolscript-result:"  # the line holding a script's return value
+SCRIPT_NAME = "script.ts"  # what type errors and stack frames call the agent's code
+MAX_OUTPUT = 1024 * 1024  # bytes a script may print: it all goes into the model's context
+OWNED_START_WAIT = 120.0
+FACE_ADVICE = Advice(
+    timeout="pass a larger timeout, in seconds",
+    output="print less: filter in the script and return only what is needed",
+    memory="hold less in memory at once",
+)
+_TYPE_ERROR = re.compile(r"\bTS\d+ \[ERROR\]|error: Type checking failed")
+# Deno's advice after a failed check names a flag the face does not have.
+_CHECK_ADVICE = re.compile(
+    r"^\s*(?:info: The program failed type-checking.*|hint: Re-run with --no-check.*)\n?",
+    re.MULTILINE,
+)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One tool result: text for the model, structured data when the tool declares a shape."""
+
+    text: str
+    structured: dict[str, Any] | None = None
+    is_error: bool = False
+
+
+def error_answer(error: ToolscriptError) -> Answer:
+    text = error.message + (f"\nhint: {error.hint}" if error.hint else "")
+    return Answer(text, is_error=True)
+
+
+def _one_line(text: str, width: int = 160) -> str:
+    """The first sentence or line of a description, cut to ``width``."""
+    first = (text or "").strip().split("\n", 1)[0]
+    cut = re.split(r"(?<=[.!?])\s", first, maxsplit=1)[0]
+    return cut if len(cut) <= width else cut[: width - 1] + "…"
+
+
+def search_answer(answer: dict[str, Any]) -> Answer:
+    """Hits as one line each (``server.tool → tools.x.y: description``) and as data."""
+    hits = [
+        {
+            "server": hit["server"],
+            "tool": hit["tool"],
+            "call": hit.get("call") or f"tools.{hit['server']}.{hit['tool']}",
+            "description": _one_line(hit.get("description") or ""),
+            "score": hit["score"],
+        }
+        for hit in answer.get("hits", [])
+    ]
+    if not hits:
+        text = "No tool matches. Try other words, one need per search, or list_servers."
+    else:
+        text = "\n".join(
+            f"{hit['server']}.{hit['tool']} → {hit['call']}: {hit['description']}" for hit in hits
+        )
+    if answer.get("mode") == "keyword":
+        text += "\n(keyword search only: semantic search is still loading)"
+    return Answer(text, {"hits": hits})
+
+
+def servers_answer(servers: list[dict[str, Any]]) -> Answer:
+    rows = [
+        {
+            "name": server["name"],
+            "state": server["state"],
+            "tools": server.get("tools", 0),
+            "description": server.get("description"),
+            "error": server.get("error"),
+        }
+        for server in servers
+    ]
+    lines = []
+    for row in rows:
+        line = f"{row['name']}: {row['state']}, {row['tools']} tools"
+        if row["description"]:
+            line += f" ({_one_line(row['description'], 100)})"
+        if row["error"]:
+            line += f"; error: {_one_line(row['error'], 200)}"
+        lines.append(line)
+    return Answer("\n".join(lines) or "No servers are configured.", {"servers": rows})
+
+
+def normalize_tool_name(name: str) -> str:
+    """``server.tool``, ``tools.server.fn`` or ``server__tool`` as the gateway's
+    ``server__tool``; a bare server name stays as it is (all of its tools)."""
+    name = name.strip()
+    if name.startswith("tools."):
+        name = name[len("tools.") :]
+    if "__" in name:
+        return name
+    server, dot, tool = name.partition(".")
+    return f"{server}__{tool}" if dot and tool else server
+
+
+def execution_answer(exit_code: int, stdout: bytes, stderr: bytes) -> Answer:
+    """A finished run as a tool result: the return value as data, output and errors as text."""
+    printed_lines, result, has_result = [], None, False
+    for line in stdout.decode("utf-8", "replace").split("\n"):
+        if line.startswith(RESULT_MARKER):
+            try:
+                result, has_result = json.loads(line[len(RESULT_MARKER) :]), True
+            except ValueError:
+                printed_lines.append(line[len(RESULT_MARKER) :])
+        else:
+            printed_lines.append(line)
+    printed = "\n".join(printed_lines).strip("\n")
+    errors = stderr.decode("utf-8", "replace").strip("\n")
+    if exit_code == 0:
+        parts = [part for part in (printed, errors) if part]
+        if has_result:
+            parts.append(json.dumps(result, ensure_ascii=False))
+        return Answer("\n".join(parts) or "(no output)", {"result": result})
+    if _TYPE_ERROR.search(errors):
+        errors = _CHECK_ADVICE.sub("", errors).strip("\n")
+        headline = (
+            "The script does not type-check, so nothing ran. Fix these errors "
+            f"({SCRIPT_NAME}:line:column) and call execute again; get_types shows the declarations."
+        )
+    elif exit_code in (EXIT_TIMEOUT, EXIT_OUTPUT, EXIT_MEMORY):
+        headline = "The script was stopped at a limit."
+    else:
+        headline = f"The script failed (exit code {exit_code})."
+    parts = [headline]
+    if printed:
+        parts.append("Output before the failure:\n" + printed)
+    if errors:
+        parts.append(errors)
+    return Answer("\n".join(parts), is_error=True)
+
+
+@dataclass
+class Backend:
+    """The face's link to a gateway, and the runs it started."""
+
+    config: str | None
+    cache: str | None
+    lifeline: Lifeline
+    cwd: Path = field(default_factory=Path.cwd)
+    memory_mb: int = 512
+    _url: str | None = None
+    _owned: LaunchedGateway | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _http: httpx.AsyncClient = field(default_factory=lambda: httpx.AsyncClient(timeout=120))
+
+    # -- the gateway ---------------------------------------------------------------------
+    def gateway_url(self, *, stale: str | None = None) -> str:
+        """The URL of a gateway that answers (blocking: call it from a worker thread).
+
+        ``stale`` is a URL that just failed: it is not trusted again without a check.
+        """
+        with self._lock:
+            if self._url and self._url != stale:
+                return self._url
+            self._url = self._find() or self._start_owned()
+            return self._url
+
+    def _find(self) -> str | None:
+        from_env = os.environ.get("TOOLSCRIPT_GATEWAY_URL", "").strip().rstrip("/")
+        if from_env:
+            if module_hash(from_env) is None:
+                raise GatewayUnreachableError(
+                    "TOOLSCRIPT_GATEWAY_URL is set but no gateway answers there",
+                    hint="start it again, or unset the variable to let toolscript mcp start one",
+                )
+            return from_env
+        if self._owned is not None and self._owned.url and self._owned.process.poll() is None:
+            return self._owned.url
+        project = find_config_path(self.config).parent
+        state = ready_gateway_state(project_cache_dir(project, self.cache))
+        if state and module_hash(state["url"]) is not None:
+            return str(state["url"])
+        return None
+
+    def _start_owned(self) -> str:
+        if self._owned is not None:
+            self._owned.stop(20)
+            self.lifeline.forget(self._owned.process.pid, group=False)
+            self._owned = None
+        args = ["--port", "0", "--no-state"]
+        if self.config:
+            args += ["--config", self.config]
+        if self.cache:
+            args += ["--cache-dir", self.cache]
+        env = dict(os.environ)
+        env.setdefault("TOOLSCRIPT_LOG_LEVEL", "WARNING")
+        gateway = start_gateway(
+            *args,
+            cwd=self.cwd,
+            env=env,
+            stderr=sys.stderr,  # the gateway's log joins the face's (an MCP client's log)
+            wait=OWNED_START_WAIT,
+            on_spawn=lambda process: self.lifeline.watch(process.pid, group=False),
+        )
+        if not gateway.url:
+            gateway.stop(5)
+            raise ExecutionError(
+                "no gateway runs for this project and one could not be started",
+                hint="run `toolscript gateway start` in the project to see why",
+            )
+        self._owned = gateway
+        return gateway.url
+
+    def close(self) -> None:
+        """Stop the gateway this face started (with its servers), if any."""
+        with self._lock:
+            owned, self._owned, self._url = self._owned, None, None
+        if owned is not None:
+            owned.stop(20)
+            self.lifeline.forget(owned.process.pid, group=False)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+        await anyio.to_thread.run_sync(self.close)
+
+    async def _get(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        stale: str | None = None
+        for attempt in range(2):
+            url = await anyio.to_thread.run_sync(functools.partial(self.gateway_url, stale=stale))
+            try:
+                response = await self._http.get(url + path, params=params)
+            except httpx.TransportError:
+                if attempt:
+                    raise GatewayUnreachableError(
+                        "the gateway stopped answering", hint="call the tool again"
+                    ) from None
+                stale = url
+                continue
+            try:
+                body = response.json()
+            except ValueError:
+                body = {"message": response.text[:500]}
+            if response.status_code >= 400:
+                if not isinstance(body, dict):
+                    body = {"message": str(body)}
+                raise GatewayResponseError(
+                    str(body.get("message") or f"HTTP {response.status_code}"),
+                    status_code=response.status_code,
+                    body=body,
+                )
+            return body
+        raise AssertionError("unreachable")
+
+    # -- the tools -----------------------------------------------------------------------
+    async def search_tools(self, query: str, limit: int = 8, server: str | None = None) -> Answer:
+        params: dict[str, Any] = {"q": query, "limit": limit}
+        if server:
+            params["server"] = server
+        return search_answer(await self._get("/search", params))
+
+    async def get_types(self, names: list[str], example: bool = False) -> Answer:
+        wanted = ",".join(normalize_tool_name(name) for name in names if name.strip())
+        answer = await self._get("/types", {"names": wanted})
+        text = answer["declarations"]
+        if example:
+            calls = "\n".join(f"await {expression};" for expression in answer["examples"])
+            text += f'\n\n// Example\nimport {{ tools }} from "toolscript";\n{calls}'
+        return Answer(text)
+
+    async def list_servers(self) -> Answer:
+        return servers_answer(await self._get("/servers"))
+
+    async def execute(self, code: str, timeout: float) -> Answer:
+        started: list[int] = []
+
+        def watch(pid: int, *, group: bool) -> None:
+            started.append(pid)
+            self.lifeline.watch(pid, group=group)
+
+        try:
+            exit_code, out, err = await anyio.to_thread.run_sync(
+                lambda: self._run(code, timeout, watch), abandon_on_cancel=True
+            )
+        except BaseException:
+            # The client went away or cancelled the call: the sandbox stops now (the
+            # gateway then cancels the calls it was making).
+            for pid in started:
+                signal_quietly(pid, signal.SIGKILL, group=True)
+            raise
+        finally:
+            for pid in started:
+                self.lifeline.forget(pid, group=True)
+        return execution_answer(exit_code, out, err)
+
+    def _run(
+        self, code: str, timeout: float, watch: Callable[..., None]
+    ) -> tuple[int, bytes, bytes]:
+        url = self.gateway_url()
+        digest = module_hash(url)
+        if digest is None:
+            url = self.gateway_url(stale=url)
+            digest = module_hash(url)
+            if digest is None:
+                raise GatewayUnreachableError("the gateway stopped answering")
+        out, err = io.BytesIO(), io.BytesIO()
+        exit_code = run_toolscript(
+            Script(code, SCRIPT_NAME, SCRIPT_NAME, result_marker=RESULT_MARKER),
+            url,
+            digest,
+            module=module_file(url, digest),
+            on_start=watch,
+            limits=Limits(timeout=timeout, memory_mb=self.memory_mb, max_output=MAX_OUTPUT),
+            cwd=self.cwd,
+            stdin_available=False,
+            stdout=out,
+            stderr=err,
+            advice=FACE_ADVICE,
+        )
+        return exit_code, out.getvalue(), err.getvalue()

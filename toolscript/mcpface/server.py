@@ -1,0 +1,199 @@
+"""``toolscript mcp``: one MCP server standing in for all of the user's servers.
+
+A client sees four small tools (``tools.py``) however many tools the servers have; the
+agent writes TypeScript against the same typed client ``exec`` uses. Served over stdio,
+or over streamable HTTP on 127.0.0.1 behind the gateway's guard (secret path, Host check).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import signal
+import sys
+from collections.abc import Awaitable
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import anyio
+import jsonschema
+from mcp import types
+from mcp.server.lowlevel import Server
+
+from toolscript import __version__
+from toolscript.errors import ToolscriptError, UsageError
+from toolscript.execution.lifeline import Lifeline
+from toolscript.mcpface.backend import Answer, Backend, error_answer
+from toolscript.mcpface.tools import EXECUTE_TIMEOUT, INSTRUCTIONS, TOOLS
+from toolscript.privatefile import write_private
+
+__all__ = ["build_server", "serve"]
+
+log = logging.getLogger("toolscript.mcp")
+
+_TOOLS = {tool["name"]: tool for tool in TOOLS}
+_VALIDATORS = {
+    name: jsonschema.Draft202012Validator(tool["inputSchema"]) for name, tool in _TOOLS.items()
+}
+
+
+def _dispatch(backend: Backend, name: str, arguments: dict[str, Any]) -> Awaitable[Answer]:
+    if name == "search_tools":
+        return backend.search_tools(
+            arguments["query"], int(arguments.get("limit", 8)), arguments.get("server")
+        )
+    if name == "get_types":
+        return backend.get_types(list(arguments["tools"]), bool(arguments.get("example")))
+    if name == "execute":
+        return backend.execute(arguments["code"], float(arguments.get("timeout", EXECUTE_TIMEOUT)))
+    return backend.list_servers()
+
+
+def _result(answer: Answer) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=answer.text)],
+        structured_content=answer.structured,
+        is_error=answer.is_error,
+    )
+
+
+def build_server(backend: Backend) -> Server[Any]:
+    """The MCP server: its tools never change; what they answer follows the gateway."""
+    listed = types.ListToolsResult(tools=[types.Tool.model_validate(tool) for tool in TOOLS])
+
+    async def list_tools(context: Any, params: Any) -> types.ListToolsResult:
+        return listed
+
+    async def call_tool(context: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        name, arguments = params.name, dict(params.arguments or {})
+        if name not in _TOOLS:
+            return _result(
+                Answer(f"unknown tool {name!r}; tools: {', '.join(_TOOLS)}", is_error=True)
+            )
+        problem = next(iter(_VALIDATORS[name].iter_errors(arguments)), None)
+        if problem is not None:
+            where = "/".join(str(part) for part in problem.absolute_path) or "arguments"
+            return _result(Answer(f"invalid {where}: {problem.message}", is_error=True))
+        try:
+            return _result(await _dispatch(backend, name, arguments))
+        except ToolscriptError as error:
+            return _result(error_answer(error))
+        except Exception as error:  # a tool result says what broke; the face lives on
+            log.exception("%s failed", name)
+            return _result(Answer(f"{name} failed: {type(error).__name__}: {error}", is_error=True))
+
+    return Server(
+        "toolscript",
+        version=__version__,
+        title="toolscript: MCP code mode",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def _until_signalled(scope: anyio.CancelScope) -> None:
+    """SIGTERM, SIGINT or SIGHUP end the face (and with it the gateway it owns)."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as received:
+        async for _ in received:
+            scope.cancel()
+            return
+
+
+async def _serve_stdio(server: Server[Any]) -> None:
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def face_token(cache_dir: Path) -> str:
+    """The HTTP face's secret, kept in the project's cache so its URL survives restarts."""
+    path = cache_dir / "mcp-token"
+    try:
+        token = path.read_text().strip()
+    except OSError:
+        token = ""
+    if len(token) < 32:
+        token = secrets.token_urlsafe(32)
+        write_private(path, token + "\n")
+    return token
+
+
+async def _serve_http(server: Server[Any], port: int, token: str) -> None:
+    """Streamable HTTP on 127.0.0.1 until SIGINT or SIGTERM (uvicorn's own handling)."""
+    import socket
+
+    import uvicorn
+
+    from toolscript.gateway.guard import TokenGuard
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(("127.0.0.1", port))
+    except OSError as exc:
+        listener.close()
+        raise UsageError(
+            f"cannot listen on 127.0.0.1:{port}: {exc.strerror}",
+            hint="pick another --port, or 0 for a free one",
+        ) from None
+    bound = listener.getsockname()[1]
+    app = TokenGuard(
+        server.streamable_http_app(host="127.0.0.1"),
+        token,
+        [f"127.0.0.1:{bound}", f"localhost:{bound}"],
+    )
+
+    class Runner(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            self.should_exit = True  # no re-raised signal after shutdown: the face cleans up
+
+    runner = Runner(
+        uvicorn.Config(
+            app, log_level="warning", lifespan="on", log_config=None, timeout_graceful_shutdown=2
+        )
+    )
+
+    async def announce() -> None:
+        while not runner.started:
+            await anyio.sleep(0.02)
+        sys.stdout.write(f"http://127.0.0.1:{bound}/{token}/mcp\n")
+        sys.stdout.flush()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(announce)
+        await runner.serve(sockets=[listener])
+        group.cancel_scope.cancel()
+
+
+def serve(*, config: str | None, cache: str | None, cache_dir: Path, http: bool, port: int) -> None:
+    """Serve until the client disconnects (stdio) or a signal; then stop what was started."""
+
+    async def main() -> None:
+        with Lifeline(catch_signals=False) as lifeline:
+            backend = Backend(config, cache, lifeline)
+            server = build_server(backend)
+            try:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(_warm_up, backend)
+                    if http:
+                        await _serve_http(server, port, face_token(cache_dir))
+                    else:
+                        group.start_soon(_until_signalled, group.cancel_scope)
+                        await _serve_stdio(server)
+                    group.cancel_scope.cancel()
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await backend.aclose()
+
+    anyio.run(main)
+
+
+async def _warm_up(backend: Backend) -> None:
+    """Find or start the gateway at once, so the first tool call does not wait for it."""
+    try:
+        await anyio.to_thread.run_sync(backend.gateway_url, abandon_on_cancel=True)
+    except ToolscriptError as error:
+        log.warning("%s (tool calls will try again)", error.message)

@@ -1,0 +1,145 @@
+"""The MCP face's own tools and instructions: what a client puts in its model's context.
+
+Kept short on purpose: these few definitions stand in for every tool of every server,
+and each byte here is read at the start of every session.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["EXECUTE_TIMEOUT", "INSTRUCTIONS", "MAX_EXECUTE_TIMEOUT", "TOOLS"]
+
+EXECUTE_TIMEOUT = 120.0  # seconds a script may run unless the call asks for another limit
+MAX_EXECUTE_TIMEOUT = 3600.0
+
+INSTRUCTIONS = """\
+Code mode for the user's MCP servers: call their tools from one TypeScript program.
+1. search_tools("what you need"): one need per search; hits name tools.<server>.<function>.
+2. get_types(["server.tool", ...]): the declarations of the tools you will call.
+3. execute(code): `import { tools } from "toolscript";`, await the calls (Promise.all runs
+   them in parallel), filter in code, `return` only what you need (it comes back as JSON).
+   The code is type-checked first; a failed call throws ToolError. No files, network or
+   environment: the script reaches only the tools.
+list_servers() says which servers are connected."""
+
+_SEARCH_HIT = {
+    "type": "object",
+    "properties": {
+        "server": {"type": "string"},
+        "tool": {"type": "string", "description": "the MCP tool name"},
+        "call": {"type": "string", "description": "how a script calls it: tools.server.fn"},
+        "description": {"type": "string"},
+        "score": {"type": "number"},
+    },
+    "required": ["server", "tool", "call", "description", "score"],
+}
+
+TOOLS: list[dict[str, Any]] = [
+    {
+        "name": "search_tools",
+        "title": "Search tools",
+        "description": "Find the tools for one need, best first, with one-line descriptions.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "description": 'The need in words, e.g. "create a github issue".',
+                },
+                "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 8},
+                "server": {"type": "string", "description": "Only this server's tools."},
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+        "outputSchema": {
+            "type": "object",
+            "properties": {"hits": {"type": "array", "items": _SEARCH_HIT}},
+            "required": ["hits"],
+        },
+        "annotations": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
+    },
+    {
+        "name": "get_types",
+        "title": "Get TypeScript types",
+        "description": "TypeScript declarations of tools, to call them from execute.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "tools": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "minItems": 1,
+                    "description": 'Tools as "server.tool" (search_tools names them), '
+                    'or "server" for all of its tools.',
+                },
+                "example": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "Add a script calling each tool.",
+                },
+            },
+            "required": ["tools"],
+            "additionalProperties": False,
+        },
+        "annotations": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
+    },
+    {
+        "name": "execute",
+        "title": "Execute a TypeScript program",
+        "description": (
+            "Type-check and run a TypeScript program that calls tools "
+            '(import { tools } from "toolscript"). Its top-level return value comes back '
+            "as JSON, with what it printed."
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "code": {"type": "string", "description": "The program."},
+                "timeout": {
+                    "type": "number",
+                    "exclusiveMinimum": 0,
+                    "maximum": MAX_EXECUTE_TIMEOUT,
+                    "default": EXECUTE_TIMEOUT,
+                    "description": "Seconds before it is stopped.",
+                },
+            },
+            "required": ["code"],
+            "additionalProperties": False,
+        },
+        "outputSchema": {
+            "type": "object",
+            "properties": {"result": {"description": "The return value (null: none)."}},
+            "required": ["result"],
+        },
+        "annotations": {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": True},
+    },
+    {
+        "name": "list_servers",
+        "title": "List servers",
+        "description": "The user's MCP servers: state, tool count, description.",
+        "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
+        "outputSchema": {
+            "type": "object",
+            "properties": {
+                "servers": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "name": {"type": "string"},
+                            "state": {"type": "string"},
+                            "tools": {"type": "integer"},
+                            "description": {"type": ["string", "null"]},
+                            "error": {"type": ["string", "null"]},
+                        },
+                        "required": ["name", "state", "tools"],
+                    },
+                }
+            },
+            "required": ["servers"],
+        },
+        "annotations": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
+    },
+]
