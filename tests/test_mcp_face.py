@@ -47,6 +47,10 @@ def project(directory: Path) -> Path:
     return directory
 
 
+def config_of(directory: Path) -> Path:
+    return directory / ".toolscript.json"
+
+
 def face_env(home: Path | None) -> dict[str, str]:
     """The face's environment; ``home`` None shares the user cache (and so the state files)
     of gateways the tests start."""
@@ -80,10 +84,12 @@ def survivors(processes: list[psutil.Process], timeout: float = 30) -> list[psut
 
 
 @asynccontextmanager
-async def stdio_face(directory: Path, home: Path | None) -> AsyncIterator[ClientSession]:
+async def stdio_face(
+    directory: Path, home: Path | None, *args: str
+) -> AsyncIterator[ClientSession]:
     parameters = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "toolscript", "mcp"],
+        args=["-m", "toolscript", "mcp", *args],
         cwd=str(directory),
         env=face_env(home),
     )
@@ -107,7 +113,7 @@ def test_stdio_face_end_to_end_with_a_gateway_of_its_own(
     seen: list[psutil.Process] = []
 
     async def session_work() -> None:
-        async with stdio_face(directory, home) as session:
+        async with stdio_face(directory, home, "--config", str(config_of(directory))) as session:
             listed = await session.list_tools()
             by_name = {tool.name: tool for tool in listed.tools}
             assert set(by_name) == {"search_tools", "get_types", "execute", "list_servers"}
@@ -174,7 +180,7 @@ def test_stdio_face_error_results(tmp_path: Path) -> None:
     directory, home = project(tmp_path / "project"), tmp_path / "home"
 
     async def session_work() -> None:
-        async with stdio_face(directory, home) as session:
+        async with stdio_face(directory, home, "-c", str(config_of(directory))) as session:
             typed = await execute(session, 'const n: number = "seven";\nreturn n;')
             assert typed.is_error
             assert "does not type-check, so nothing ran" in text(typed)
@@ -268,7 +274,7 @@ def http_face(
 
 def test_http_face_serves_two_clients_behind_the_token_and_host_checks(tmp_path: Path) -> None:
     directory, home = project(tmp_path / "project"), tmp_path / "home"
-    with http_face(directory, home) as (process, url):
+    with http_face(directory, home, "--config", str(config_of(directory))) as (process, url):
         token = url.split("/")[3]
         assert len(token) >= 32
         base = url.rsplit("/", 2)[0]
@@ -304,8 +310,27 @@ def test_http_face_serves_two_clients_behind_the_token_and_host_checks(tmp_path:
         process.wait(30)
     assert survivors(processes) == []
     # The secret path survives a restart, so a client's configured URL keeps working.
-    with http_face(directory, home) as (_, again):
+    with http_face(directory, home, "--config", str(config_of(directory))) as (_, again):
         assert again.split("/")[3] == token
+
+
+def test_an_untrusted_project_config_starts_nothing(tmp_path: Path) -> None:
+    directory = project(tmp_path / "project")
+    env = {**face_env(tmp_path / "home"), "TOOLSCRIPT_CONFIG_HOME": str(tmp_path / "trust")}
+
+    async def session_work() -> None:
+        parameters = StdioServerParameters(
+            command=sys.executable, args=["-m", "toolscript", "mcp"], cwd=str(directory), env=env
+        )
+        async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            refused = await session.call_tool("list_servers", {})
+            assert refused.is_error and "is not trusted yet" in text(refused)
+            assert "toolscript trust" in text(refused)
+            (face,) = faces()
+            assert not any("gateway" in p.cmdline() for p in tree(face))
+
+    anyio.run(session_work)
 
 
 def test_mcp_command_refuses_bad_input(tmp_path: Path) -> None:
@@ -332,3 +357,25 @@ def test_mcp_command_refuses_bad_input(tmp_path: Path) -> None:
         timeout=60,
     )
     assert port_only.returncode == 2 and "--port needs --http" in port_only.stderr
+
+
+def test_the_watchdog_spares_a_process_it_was_told_had_ended() -> None:
+    """The face runs many sandboxes: their numbers are forgotten when they end, so a
+    watchdog that fires later never stops a process that reused one."""
+    watchdog = Path(__file__).resolve().parents[1] / "toolscript" / "execution" / "watchdog.py"
+    forgotten = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    watched = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        subprocess.run(
+            [sys.executable, "-I", "-S", str(watchdog)],
+            input=f"g{forgotten.pid}\nfg{forgotten.pid}\ng{watched.pid}\n",
+            text=True,
+            timeout=30,
+            check=True,
+        )  # input ends without "done": the face died
+        assert watched.wait(10) == -signal.SIGKILL
+        assert forgotten.poll() is None
+    finally:
+        forgotten.kill()
+        watched.kill()
+        forgotten.wait()

@@ -1,10 +1,11 @@
 """A minimal MCP server over stdio (stdlib only) that serves one corpus file's tool list.
 
-It answers initialize, ping and tools/list (and refuses tools/call): enough for a
-real gateway to connect, list, index and search. Starts in ~30 ms, so a gateway
-can run one per corpus file.
+It answers initialize, ping and tools/list: enough for a real gateway to connect,
+list, index and search. tools/call is refused, unless a responses file maps tool
+names to results (bench/context_budget.py gives each tool a canned answer of a
+realistic size). Starts in ~30 ms, so a gateway can run one per corpus file.
 
-    python corpus_server.py path/to/tools.json
+    python corpus_server.py path/to/tools.json [responses.json]
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ def main() -> None:
         }
         for tool in tools
     ]
+    responses: dict[str, object] = {}
+    if len(sys.argv) > 2:
+        with open(sys.argv[2], encoding="utf-8") as handle:
+            responses = json.load(handle)
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -41,6 +46,8 @@ def main() -> None:
             result = {"tools": listed}
         elif method == "ping":
             result = {}
+        elif method == "tools/call" and message["params"]["name"] in responses:
+            result = responses[message["params"]["name"]]
         else:
             reply = {
                 "jsonrpc": "2.0",

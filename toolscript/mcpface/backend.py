@@ -26,6 +26,7 @@ import anyio.to_thread
 import httpx
 
 from toolscript.errors import (
+    ConfigError,
     ExecutionError,
     GatewayResponseError,
     GatewayUnreachableError,
@@ -223,7 +224,24 @@ class Backend:
             return str(state["url"])
         return None
 
+    def _refuse_untrusted(self) -> None:
+        """A config found from the working directory (not named with --config or
+        TOOLSCRIPT_CONFIG) starts its servers only once the user trusted it, as in the
+        Claude Code hook: a cloned repository's config names programs to run."""
+        if self.config or os.environ.get("TOOLSCRIPT_CONFIG"):
+            return
+        from toolscript.trust import is_trusted
+
+        config = find_config_path(None)
+        if config.is_file() and not is_trusted(config):
+            raise ConfigError(
+                f"{config} is not trusted yet, so its MCP servers were not started "
+                "(a repository's config names programs to run)",
+                hint=f"read it, then run `toolscript trust` in {config.parent}",
+            )
+
     def _start_owned(self) -> str:
+        self._refuse_untrusted()
         if self._owned is not None:
             self._owned.stop(20)
             self.lifeline.forget(self._owned.process.pid, group=False)

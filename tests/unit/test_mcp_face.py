@@ -1,0 +1,174 @@
+"""The MCP face's pure parts: how results read, tool names, and the compact declarations."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+from mcp import types
+
+from toolscript.codegen.module import render_declarations, render_tool
+from toolscript.codegen.typescript import doc_comment
+from toolscript.execution.sandbox import EXIT_TIMEOUT
+from toolscript.mcpface.backend import (
+    RESULT_MARKER,
+    execution_answer,
+    normalize_tool_name,
+    search_answer,
+    servers_answer,
+)
+from toolscript.mcpface.tools import INSTRUCTIONS, TOOLS
+
+CREATE_PULL_REQUEST = {
+    "name": "create_pull_request",
+    "description": "Create a new pull request in a GitHub repository.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "owner": {"type": "string", "description": "Repository owner"},
+            "repo": {"type": "string", "description": "Repository name"},
+            "title": {"type": "string", "description": "PR title"},
+            "body": {"type": "string", "description": "PR description"},
+            "head": {"type": "string", "description": "Branch containing changes"},
+            "base": {"type": "string", "description": "Branch to merge into"},
+            "draft": {"type": "boolean", "description": "Create as draft PR"},
+            "reviewers": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "GitHub usernames or ORG/team-slug team reviewers",
+            },
+        },
+        "required": ["owner", "repo", "title", "head", "base"],
+    },
+}
+
+
+def test_a_successful_run_gives_its_value_as_data_and_its_output_as_text() -> None:
+    out = f'checking\n{RESULT_MARKER}{{"open": 3}}\n'.encode()
+    answer = execution_answer(0, out, b"")
+    assert not answer.is_error
+    assert answer.structured == {"result": {"open": 3}}
+    assert answer.text == 'checking\n{"open": 3}'
+    silent = execution_answer(0, b"", b"")
+    assert silent.structured == {"result": None} and silent.text == "(no output)"
+
+
+def test_a_type_error_says_nothing_ran_and_where_without_deno_advice() -> None:
+    err = (
+        b"TS2322 [ERROR]: Type 'string' is not assignable to type 'number'.\n"
+        b'const n: number = "a";\n      ^\n    at script.ts:1:7\n\n'
+        b"error: Type checking failed.\n\n"
+        b"  info: The program failed type-checking, but it still might work correctly.\n"
+        b"  hint: Re-run with --no-check to skip type-checking.\n"
+    )
+    answer = execution_answer(1, b"", err)
+    assert answer.is_error and answer.structured is None
+    assert answer.text.startswith("The script does not type-check, so nothing ran.")
+    assert "script.ts:1:7" in answer.text
+    assert "--no-check" not in answer.text and "info:" not in answer.text
+
+
+def test_failures_keep_what_the_script_printed_before() -> None:
+    stopped = execution_answer(EXIT_TIMEOUT, b"step 1\n", b"toolscript: error: ran longer\n")
+    assert stopped.is_error and stopped.text.startswith("The script was stopped at a limit.")
+    assert "Output before the failure:\nstep 1" in stopped.text
+    thrown = execution_answer(1, b"", b"error: Uncaught Error: boom\n    at script.ts:2:7\n")
+    assert thrown.text.startswith("The script failed (exit code 1).") and "boom" in thrown.text
+
+
+def test_search_hits_read_as_one_line_each() -> None:
+    answer = search_answer(
+        {
+            "mode": "hybrid",
+            "hits": [
+                {
+                    "server": "github",
+                    "tool": "create_issue",
+                    "call": "tools.github.createIssue",
+                    "description": "Create an issue. Needs push access.\nMore text.",
+                    "score": 0.91,
+                }
+            ],
+        }
+    )
+    assert answer.text == "github.create_issue → tools.github.createIssue: Create an issue."
+    assert answer.structured == {
+        "hits": [
+            {
+                "server": "github",
+                "tool": "create_issue",
+                "call": "tools.github.createIssue",
+                "description": "Create an issue.",
+                "score": 0.91,
+            }
+        ]
+    }
+    empty = search_answer({"mode": "keyword", "hits": []})
+    assert empty.text.startswith("No tool matches.") and "keyword search only" in empty.text
+
+
+def test_servers_read_with_state_count_and_reason() -> None:
+    answer = servers_answer(
+        [
+            {"name": "time", "state": "connected", "tools": 2, "description": "Clock"},
+            {"name": "db", "state": "failed", "tools": 0, "error": "exited: no DATABASE_URL"},
+        ]
+    )
+    assert answer.text.splitlines() == [
+        "time: connected, 2 tools (Clock)",
+        "db: failed, 0 tools; error: exited: no DATABASE_URL",
+    ]
+    assert answer.structured is not None and answer.structured["servers"][1]["state"] == "failed"
+
+
+def test_tool_names_in_every_spelling_an_agent_uses() -> None:
+    assert normalize_tool_name("github.create_issue") == "github__create_issue"
+    assert normalize_tool_name("tools.github.createIssue") == "github__createIssue"
+    assert normalize_tool_name("github__create_issue") == "github__create_issue"
+    assert normalize_tool_name(" github ") == "github"
+
+
+def test_the_face_tools_are_valid_mcp_tools_with_valid_schemas() -> None:
+    for tool in TOOLS:
+        parsed = types.Tool.model_validate(tool)
+        jsonschema.Draft202012Validator.check_schema(tool["inputSchema"])
+        assert parsed.annotations is not None and parsed.description
+    assert len(json.dumps(TOOLS)) + len(INSTRUCTIONS) < 5000  # read by every session
+
+
+def test_doc_comments_keep_the_text_and_squeeze_blank_runs() -> None:
+    assert doc_comment(["One line."], "  ") == "  /** One line. */\n"
+    assert doc_comment([], "") == ""
+    many = doc_comment(["First.", "", "", "Args:", "    x: a value */ here", ""], "    ")
+    assert many == "    /**\nFirst.\n\nArgs:\n    x: a value *\\/ here\n     */\n"
+
+
+def test_declarations_are_no_larger_than_the_schema_and_lose_nothing() -> None:
+    fragment = render_tool(
+        "github", "github", "createPullRequest", "GithubCreatePullRequest", CREATE_PULL_REQUEST
+    )
+    declarations = render_declarations([fragment])
+    body = declarations.split("\n", 2)[2]  # past the two-line ToolResult note, said once
+    assert len(body) <= len(json.dumps(CREATE_PULL_REQUEST, separators=(",", ":")))
+    for name, schema in CREATE_PULL_REQUEST["inputSchema"]["properties"].items():  # type: ignore[attr-defined]
+        assert schema["description"] in body and f"{name}" in body
+    assert "reviewers?: string[];" in body and "owner: string;" in body
+    assert "Promise<ToolResult>" in body and "GithubCreatePullRequestResult" not in body
+    assert "/** Create a new pull request in a GitHub repository. */" in body
+
+    with_output = render_tool(
+        "time",
+        "time",
+        "now",
+        "TimeNow",
+        {
+            "name": "now",
+            "description": "The time.",
+            "inputSchema": {"type": "object", "properties": {}},
+            "outputSchema": {"type": "object", "properties": {"iso": {"type": "string"}}},
+            "annotations": {"readOnlyHint": True},
+        },
+    )
+    assert "export type TimeNowResult = {\n  iso?: string;\n};" in with_output.types
+    assert "/** The time. [read-only] */" in with_output.signature
+    assert "Promise<TimeNowResult>" in with_output.signature
