@@ -384,7 +384,7 @@ def _text_of(result: Any) -> str:
 async def through_face(directory: Path, runs: int) -> dict[str, Any]:
     parameters = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "toolscript", "mcp"],
+        args=["-m", "toolscript", "mcp", "--config", str(directory / ".toolscript.json")],
         cwd=str(directory),
         env=gateway_env(),
     )

@@ -304,7 +304,30 @@ def test_http_face_serves_two_clients_behind_the_token_and_host_checks(tmp_path:
         for result in results.values():
             assert not result.is_error, text(result)
             assert result.structured_content["result"]["city"] == "Paris"
-        processes = tree(psutil.Process(process.pid))
+        face = psutil.Process(process.pid)
+
+        async def leaving_client() -> None:
+            async with (
+                streamable_http_client(url) as (read, write, *_),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                with anyio.move_on_after(5):
+                    await execute(
+                        session,
+                        'import { tools } from "toolscript";\n'
+                        "return await tools.fx.sleep({ seconds: 30 });",
+                    )
+                assert any("deno" in p.name() for p in tree(face)), "no sandbox was running"
+
+        anyio.run(leaving_client)  # ends its session while the script still sleeps
+        for _ in range(100):
+            if not any("deno" in p.name() for p in tree(face)):
+                break
+            time.sleep(0.1)
+        assert not any("deno" in p.name() for p in tree(face)), "the sandbox outlived its client"
+
+        processes = tree(face)
         assert any("gateway" in p.cmdline() for p in processes)
         process.send_signal(signal.SIGTERM)
         process.wait(30)
