@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -43,4 +44,9 @@ def mcp_command(
 
     if port and not http:
         raise typer.BadParameter("--port needs --http", param_hint="--port")
+    if not http and sys.stdin.isatty():
+        sys.stderr.write(
+            "toolscript mcp speaks MCP on stdin and stdout: an MCP client runs it (see the "
+            "README's client snippets); Ctrl+C to stop, or use --http\n"
+        )
     serve(config=config, cache=cache, cache_dir=loaded.cache_dir(cache), http=http, port=port)
