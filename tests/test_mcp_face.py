@@ -402,3 +402,30 @@ def test_the_watchdog_spares_a_process_it_was_told_had_ended() -> None:
         forgotten.kill()
         watched.kill()
         forgotten.wait()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_signalled_stdio_face_stops_its_gateway_and_servers(tmp_path: Path, sig: int) -> None:
+    directory = project(tmp_path / "project")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolscript", "mcp", "--config", str(config_of(directory))],
+        cwd=directory,
+        env=face_env(tmp_path / "home"),
+        stdin=subprocess.PIPE,  # a client that stays connected and says nothing
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        face = psutil.Process(process.pid)
+        seen: list[psutil.Process] = []
+        for _ in range(300):  # the face starts its gateway (and servers) at once
+            seen = tree(face)
+            if sum("mcp-server-time" in " ".join(p.cmdline()) for p in seen):
+                break
+            time.sleep(0.1)
+        assert any("gateway" in p.cmdline() for p in seen), "no gateway was started"
+        process.send_signal(sig)
+        assert process.wait(40) is not None
+        assert survivors(seen) == []
+    finally:
+        stop_process(process, 5)

@@ -8,6 +8,7 @@ or over streamable HTTP on 127.0.0.1 behind the gateway's guard (secret path, Ho
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import signal
 import sys
@@ -93,12 +94,18 @@ def build_server(backend: Backend) -> Server[Any]:
     )
 
 
-async def _until_signalled(scope: anyio.CancelScope) -> None:
-    """SIGTERM, SIGINT or SIGHUP end the face (and with it the gateway it owns)."""
+async def _until_signalled(backend: Backend) -> None:
+    """SIGTERM, SIGINT or SIGHUP end a stdio face: its gateway stops, then it leaves at once.
+
+    The SDK reads stdin in a worker thread that no cancellation reaches, so the face cannot
+    wait for the transport to wind down; the watchdog stops any sandbox still running.
+    """
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as received:
-        async for _ in received:
-            scope.cancel()
-            return
+        async for signum in received:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(backend.close)
+            sys.stderr.flush()
+            os._exit(128 + signum)
 
 
 async def _serve_stdio(server: Server[Any]) -> None:
@@ -181,7 +188,7 @@ def serve(*, config: str | None, cache: str | None, cache_dir: Path, http: bool,
                     if http:
                         await _serve_http(server, port, face_token(cache_dir))
                     else:
-                        group.start_soon(_until_signalled, group.cancel_scope)
+                        group.start_soon(_until_signalled, backend)
                         await _serve_stdio(server)
                     group.cancel_scope.cancel()
             finally:
