@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+from pathlib import Path
 
 import jsonschema
 from mcp import types
@@ -18,6 +20,7 @@ from toolscript.mcpface.backend import (
     servers_answer,
 )
 from toolscript.mcpface.tools import INSTRUCTIONS, TOOLS
+from toolscript.privatefile import write_private
 
 CREATE_PULL_REQUEST = {
     "name": "create_pull_request",
@@ -172,3 +175,25 @@ def test_declarations_are_no_larger_than_the_schema_and_lose_nothing() -> None:
     assert "export type TimeNowResult = {\n  iso?: string;\n};" in with_output.types
     assert "/** The time. [read-only] */" in with_output.signature
     assert "Promise<TimeNowResult>" in with_output.signature
+
+
+def test_private_files_written_from_many_threads_at_once(tmp_path: Path) -> None:
+    """Scripts run side by side in the face write the same module file at the same time."""
+    target = tmp_path / "modules" / "same.ts"
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            for _ in range(50):
+                write_private(target, "export const tools = {};\n")
+        except BaseException as error:  # collected for the assertion
+            errors.append(error)
+
+    threads = [threading.Thread(target=write) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert target.read_text() == "export const tools = {};\n"
+    assert list(target.parent.iterdir()) == [target]
