@@ -31,6 +31,7 @@ HTTP response with ``status_code``::
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -209,6 +210,18 @@ class GatewayResponseError(GatewayError):
         super().__init__(message, hint=body.get("hint"))
         self.status_code = status_code
         self.body = body
+
+    @classmethod
+    def from_response(cls, status_code: int, content: bytes) -> GatewayResponseError:
+        """The error an error response of the gateway stands for (its JSON body's message)."""
+        try:
+            body = json.loads(content)
+        except ValueError:
+            body = {"message": content[:500].decode("utf-8", "replace")}
+        if not isinstance(body, dict):
+            body = {"message": str(body)}
+        message = str(body.get("message") or f"HTTP {status_code}")
+        return cls(message, status_code=status_code, body=body)
 
 
 class UpstreamError(ToolscriptError):

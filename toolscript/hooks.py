@@ -93,12 +93,10 @@ def _untrusted_config(project: Path) -> Path | None:
 
     A config chosen with TOOLSCRIPT_CONFIG is the user's own setting, so it is trusted.
     """
-    from toolscript.trust import is_trusted
+    from toolscript.trust import needs_trust
 
-    if os.environ.get("TOOLSCRIPT_CONFIG"):
-        return None
     config = project / ".toolscript.json"
-    if not config.is_file() or is_trusted(config):
+    if not needs_trust(config):
         return None
     from toolscript.config import load_config
     from toolscript.errors import ConfigError

@@ -52,6 +52,14 @@ def is_trusted(config: Path) -> bool:
         return False
 
 
+def needs_trust(config: Path) -> bool:
+    """Whether ``config`` may start no servers yet: a project's file the user has not trusted
+    as it is now. A config chosen with TOOLSCRIPT_CONFIG is the user's own setting."""
+    if os.environ.get("TOOLSCRIPT_CONFIG"):
+        return False
+    return config.is_file() and not is_trusted(config)
+
+
 def trust(config: Path) -> None:
     records = trusted()
     records[str(config.resolve())] = {"sha256": _fingerprint(config), "trusted_at": time.time()}

@@ -64,17 +64,7 @@ class GatewayClient:
                 hint=_START_HINT,
             ) from exc
         if response.status_code >= 400:
-            try:
-                body = response.json()
-            except ValueError:
-                body = {"message": response.text[:500]}
-            if not isinstance(body, dict):
-                body = {"message": str(body)}
-            raise GatewayResponseError(
-                str(body.get("message") or f"HTTP {response.status_code}"),
-                status_code=response.status_code,
-                body=body,
-            )
+            raise GatewayResponseError.from_response(response.status_code, response.content)
         return response
 
     def get_json(self, path: str, **params: Any) -> Any:

@@ -125,11 +125,11 @@ def render_tool(
     optional = "?" if _takes_no_arguments(input_schema) else ""
     header = f"{function}(params{optional}: {params_name}): Promise<{result_name}>"
     qualified = json.dumps(qualified_name)
+    doc = _method_doc(tool, "    ")
     method = (
-        _method_doc(tool, "    ")
-        + f"    {header} {{\n      return call<{result_name}>({qualified}, params);\n    }},"
+        doc + f"    {header} {{\n      return call<{result_name}>({qualified}, params);\n    }},"
     )
-    signature = _method_doc(tool, "    ") + f"    {header};"
+    signature = doc + f"    {header};"
     arguments = example_arguments(input_schema)
     rendered_arguments = ts_literal(arguments) if arguments else ""
     example = f"tools.{namespace}.{function}({rendered_arguments})"

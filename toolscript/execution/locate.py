@@ -24,7 +24,15 @@ from toolscript.gateway.state import ready_gateway_state
 from toolscript.paths import find_config_path, project_cache_dir, user_cache_dir
 from toolscript.privatefile import write_private
 
-__all__ = ["NO_GATEWAY_URL", "gateway_for_run", "module_file", "module_hash", "uses_gateway"]
+__all__ = [
+    "NO_GATEWAY_URL",
+    "gateway_for_run",
+    "module_file",
+    "module_hash",
+    "private_gateway_args",
+    "running_gateway",
+    "uses_gateway",
+]
 
 # Where a script that calls no tool is pointed when no gateway runs: nothing listens on the
 # discard port, so a script that reaches for a gateway anyway gets "connection refused".
@@ -95,6 +103,38 @@ def _get(url: str, route: str, timeout: float) -> bytes | None:
     return body
 
 
+def running_gateway(config: str | None, cache: str | None) -> tuple[str, str] | None:
+    """``(url, module hash)`` of TOOLSCRIPT_GATEWAY_URL's gateway (which must answer), else of
+    the project's running gateway; None when neither answers."""
+    from_env = os.environ.get("TOOLSCRIPT_GATEWAY_URL", "").strip().rstrip("/")
+    if from_env:
+        found = module_hash(from_env)
+        if found is None:
+            raise GatewayUnreachableError(
+                f"TOOLSCRIPT_GATEWAY_URL is set but no gateway answers at {urlsplit(from_env).netloc}",
+                hint="check `toolscript gateway status`, or unset the variable to let toolscript start a gateway",
+            )
+        return from_env, found
+    config_path = find_config_path(config)
+    state = ready_gateway_state(project_cache_dir(config_path.parent, cache))
+    if state:
+        found = module_hash(state["url"])
+        if found is not None:
+            return str(state["url"]), found
+    return None
+
+
+def private_gateway_args(kind: str, config: str | None, cache: str | None) -> list[str]:
+    """``gateway start`` arguments for a gateway one process owns (``kind``: ``--ephemeral``
+    for one exec, ``--no-state`` for the MCP face), on a free port."""
+    args = ["--port", "0", kind]
+    if config:
+        args += ["--config", config]
+    if cache:
+        args += ["--cache-dir", cache]
+    return args
+
+
 @contextmanager
 def gateway_for_run(
     config: str | None,
@@ -106,23 +146,10 @@ def gateway_for_run(
 ) -> Iterator[tuple[str, str]]:
     """``(url, module hash)`` of a gateway that stays up for the run. With ``needed`` False
     (the script calls no tool) no gateway is started when none runs: NO_GATEWAY_URL."""
-    from_env = os.environ.get("TOOLSCRIPT_GATEWAY_URL", "").strip().rstrip("/")
-    if from_env:
-        found = module_hash(from_env)
-        if found is None:
-            raise GatewayUnreachableError(
-                f"TOOLSCRIPT_GATEWAY_URL is set but no gateway answers at {urlsplit(from_env).netloc}",
-                hint="check `toolscript gateway status`, or unset the variable to use an ephemeral gateway",
-            )
-        yield from_env, found
+    running = running_gateway(config, cache)
+    if running is not None:
+        yield running
         return
-    config_path = find_config_path(config)
-    state = ready_gateway_state(project_cache_dir(config_path.parent, cache))
-    if state:
-        found = module_hash(state["url"])
-        if found is not None:
-            yield state["url"], found
-            return
     if not needed:
         yield NO_GATEWAY_URL, "none"
         return
@@ -141,11 +168,7 @@ def _ephemeral_gateway(
     line naming the servers the script uses that could not start."""
     from toolscript.gateway.launch import start_gateway
 
-    args = ["--port", "0", "--ephemeral"]
-    if config:
-        args += ["--config", config]
-    if cache:
-        args += ["--cache-dir", cache]
+    args = private_gateway_args("--ephemeral", config, cache)
     env = dict(os.environ)
     env.setdefault("TOOLSCRIPT_LOG_LEVEL", "WARNING")
     errors: list[str] = []

@@ -4,8 +4,9 @@ Run as ``python -I -S watchdog.py`` (stdlib only, no package import) with a pipe
 stdin whose only write end the exec process holds. exec writes ``g<pgid>`` for a
 process group to kill (the Deno sandbox) and ``p<pid>`` for a process to terminate
 (an ephemeral gateway, which stops its servers), ``fg<pgid>``/``fp<pid>`` when one
-ended by itself, then ``done`` when it finished normally. End of input without ``done`` means exec died, even by SIGKILL, which no
-handler sees: everything named is stopped. Works wherever pipes do (Linux, macOS).
+ended by itself, then ``done`` when it finished normally. End of input without
+``done`` means exec died, even by SIGKILL, which no handler sees: everything named
+is stopped. Works wherever pipes do (Linux, macOS).
 """
 
 from __future__ import annotations

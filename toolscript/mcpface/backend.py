@@ -33,7 +33,12 @@ from toolscript.errors import (
     ToolscriptError,
 )
 from toolscript.execution.lifeline import Lifeline
-from toolscript.execution.locate import module_file, module_hash
+from toolscript.execution.locate import (
+    module_file,
+    module_hash,
+    private_gateway_args,
+    running_gateway,
+)
 from toolscript.execution.sandbox import (
     EXIT_MEMORY,
     EXIT_OUTPUT,
@@ -44,9 +49,9 @@ from toolscript.execution.sandbox import (
     run_toolscript,
 )
 from toolscript.gateway.launch import LaunchedGateway, start_gateway
-from toolscript.gateway.state import ready_gateway_state
-from toolscript.paths import find_config_path, project_cache_dir
+from toolscript.paths import find_config_path
 from toolscript.processes import signal_quietly
+from toolscript.trust import needs_trust
 
 __all__ = ["Answer", "Backend", "execution_answer", "search_answer", "servers_answer"]
 
@@ -208,32 +213,19 @@ class Backend:
             return self._url
 
     def _find(self) -> str | None:
-        from_env = os.environ.get("TOOLSCRIPT_GATEWAY_URL", "").strip().rstrip("/")
-        if from_env:
-            if module_hash(from_env) is None:
-                raise GatewayUnreachableError(
-                    "TOOLSCRIPT_GATEWAY_URL is set but no gateway answers there",
-                    hint="start it again, or unset the variable to let toolscript mcp start one",
-                )
-            return from_env
         if self._owned is not None and self._owned.url and self._owned.process.poll() is None:
             return self._owned.url
-        project = find_config_path(self.config).parent
-        state = ready_gateway_state(project_cache_dir(project, self.cache))
-        if state and module_hash(state["url"]) is not None:
-            return str(state["url"])
-        return None
+        running = running_gateway(self.config, self.cache)
+        return running[0] if running else None
 
     def _refuse_untrusted(self) -> None:
         """A config found from the working directory (not named with --config or
         TOOLSCRIPT_CONFIG) starts its servers only once the user trusted it, as in the
         Claude Code hook: a cloned repository's config names programs to run."""
-        if self.config or os.environ.get("TOOLSCRIPT_CONFIG"):
+        if self.config:
             return
-        from toolscript.trust import is_trusted
-
         config = find_config_path(None)
-        if config.is_file() and not is_trusted(config):
+        if needs_trust(config):
             raise ConfigError(
                 f"{config} is not trusted yet, so its MCP servers were not started "
                 "(a repository's config names programs to run)",
@@ -246,11 +238,7 @@ class Backend:
             self._owned.stop(20)
             self.lifeline.forget(self._owned.process.pid, group=False)
             self._owned = None
-        args = ["--port", "0", "--no-state"]
-        if self.config:
-            args += ["--config", self.config]
-        if self.cache:
-            args += ["--cache-dir", self.cache]
+        args = private_gateway_args("--no-state", self.config, self.cache)
         env = dict(os.environ)
         env.setdefault("TOOLSCRIPT_LOG_LEVEL", "WARNING")
         gateway = start_gateway(
@@ -295,19 +283,9 @@ class Backend:
                     ) from None
                 stale = url
                 continue
-            try:
-                body = response.json()
-            except ValueError:
-                body = {"message": response.text[:500]}
             if response.status_code >= 400:
-                if not isinstance(body, dict):
-                    body = {"message": str(body)}
-                raise GatewayResponseError(
-                    str(body.get("message") or f"HTTP {response.status_code}"),
-                    status_code=response.status_code,
-                    body=body,
-                )
-            return body
+                raise GatewayResponseError.from_response(response.status_code, response.content)
+            return response.json()
         raise AssertionError("unreachable")
 
     # -- the tools -----------------------------------------------------------------------
