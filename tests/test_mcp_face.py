@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -380,6 +381,22 @@ def test_mcp_command_refuses_bad_input(tmp_path: Path) -> None:
         timeout=60,
     )
     assert port_only.returncode == 2 and "--port needs --http" in port_only.stderr
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        in_use = subprocess.run(
+            [sys.executable, "-m", "toolscript", "mcp", "--http", "--port", port],
+            cwd=tmp_path,
+            env=face_env(tmp_path / "home"),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert in_use.returncode == 2, in_use.stderr
+    assert (
+        f"cannot listen on 127.0.0.1:{port}" in in_use.stderr and "Traceback" not in in_use.stderr
+    )
 
 
 def test_the_watchdog_spares_a_process_it_was_told_had_ended() -> None:

@@ -11,6 +11,7 @@ import logging
 import os
 import secrets
 import signal
+import socket
 import sys
 from collections.abc import Awaitable
 from pathlib import Path
@@ -128,14 +129,9 @@ def face_token(cache_dir: Path) -> str:
     return token
 
 
-async def _serve_http(server: Server[Any], port: int, token: str) -> None:
-    """Streamable HTTP on 127.0.0.1 until SIGINT or SIGTERM (uvicorn's own handling)."""
-    import socket
-
-    import uvicorn
-
-    from toolscript.gateway.guard import TokenGuard
-
+def _listen(port: int) -> socket.socket:
+    """The HTTP face's socket on 127.0.0.1, bound before anything starts: a port in use is a
+    usage error, not a half-started face."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -146,6 +142,15 @@ async def _serve_http(server: Server[Any], port: int, token: str) -> None:
             f"cannot listen on 127.0.0.1:{port}: {exc.strerror}",
             hint="pick another --port, or 0 for a free one",
         ) from None
+    return listener
+
+
+async def _serve_http(server: Server[Any], listener: socket.socket, token: str) -> None:
+    """Streamable HTTP on 127.0.0.1 until SIGINT or SIGTERM (uvicorn's own handling)."""
+    import uvicorn
+
+    from toolscript.gateway.guard import TokenGuard
+
     bound = listener.getsockname()[1]
     app = TokenGuard(
         server.streamable_http_app(host="127.0.0.1"),
@@ -177,6 +182,7 @@ async def _serve_http(server: Server[Any], port: int, token: str) -> None:
 
 def serve(*, config: str | None, cache: str | None, cache_dir: Path, http: bool, port: int) -> None:
     """Serve until the client disconnects (stdio) or a signal; then stop what was started."""
+    listener = _listen(port) if http else None
 
     async def main() -> None:
         with Lifeline(catch_signals=False) as lifeline:
@@ -185,8 +191,8 @@ def serve(*, config: str | None, cache: str | None, cache_dir: Path, http: bool,
             try:
                 async with anyio.create_task_group() as group:
                     group.start_soon(_warm_up, backend)
-                    if http:
-                        await _serve_http(server, port, face_token(cache_dir))
+                    if listener is not None:
+                        await _serve_http(server, listener, face_token(cache_dir))
                     else:
                         group.start_soon(_until_signalled, backend)
                         await _serve_stdio(server)
