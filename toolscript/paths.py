@@ -10,6 +10,7 @@ CONFIG_FILENAME = ".toolscript.json"
 __all__ = [
     "CONFIG_FILENAME",
     "find_config_path",
+    "module_cache_file",
     "project_cache_dir",
     "user_cache_dir",
 ]
@@ -46,3 +47,9 @@ def user_cache_dir() -> Path:
     except OSError:
         pass  # not ours to change: the commands that write there say so
     return path
+
+
+def module_cache_file(digest: str) -> Path:
+    """Where a gateway's generated module is kept, named by its content hash: the same tools
+    give the same file whatever gateway served them (exec runs it; the type checker reads it)."""
+    return user_cache_dir() / "modules" / f"{digest}.ts"

@@ -153,6 +153,7 @@ def start(
             ready_wait=ready_wait,
             max_request_bytes=int(max_request_mb * 1024 * 1024),
             previous=previous,
+            warm_checker=not ephemeral,  # a gateway for one exec: the check is deno check's
         )
     except BaseException:
         if not private:

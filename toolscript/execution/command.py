@@ -8,9 +8,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from toolscript.errors import UsageError
 from toolscript.execution.sandbox import Script
@@ -33,8 +32,7 @@ DEFAULT_MAX_OUTPUT = 10 * 1024 * 1024
 MIN_MEMORY_MB = 16  # below this V8 cannot start a script at all
 
 
-@dataclass(frozen=True)
-class ExecOption:
+class ExecOption(NamedTuple):
     """One option of ``exec``: read by the typer command (--help) and the fast parser alike."""
 
     flags: tuple[str, ...]
@@ -119,6 +117,7 @@ def run_exec(
             limits=limits,
             cwd=Path.cwd(),
             stdin_available=code != "-",
+            warm_check=True,
         )
 
 

@@ -21,12 +21,13 @@ from urllib.parse import urlsplit
 
 from toolscript.errors import ExecutionError, GatewayUnreachableError
 from toolscript.gateway.state import ready_gateway_state
-from toolscript.paths import find_config_path, project_cache_dir, user_cache_dir
+from toolscript.paths import find_config_path, module_cache_file, project_cache_dir
 from toolscript.privatefile import write_private
 
 __all__ = [
     "NO_GATEWAY_URL",
     "gateway_for_run",
+    "gateway_request",
     "module_file",
     "module_hash",
     "private_gateway_args",
@@ -51,7 +52,7 @@ def uses_gateway(code: str) -> bool:
 
 def module_hash(url: str, timeout: float = 30.0) -> str | None:
     """The hash of the gateway's generated module, or None when nothing listens there."""
-    body = _get(url, "/runtime/hash", timeout)
+    body = gateway_request(url, "/runtime/hash", timeout)
     return None if body is None else str(json.loads(body)["hash"])
 
 
@@ -61,23 +62,33 @@ def module_file(url: str, digest: str, timeout: float = 30.0) -> Path:
     The same tools give the same file whatever gateway (port, token) served them, so
     Deno's type-check cache holds across exec runs and gateway restarts.
     """
-    path = user_cache_dir() / "modules" / f"{digest}.ts"
+    path = module_cache_file(digest)
     if path.exists():
         return path
-    body = _get(url, f"/runtime/tools.ts?_t={digest}", timeout)
+    body = gateway_request(url, f"/runtime/tools.ts?_t={digest}", timeout)
     if body is None:
         raise GatewayUnreachableError("the gateway stopped answering while its module was read")
     return write_private(path, body)
 
 
-def _get(url: str, route: str, timeout: float) -> bytes | None:
-    """The body of GET ``url + route``, None when nothing listens there.
+def gateway_request(
+    url: str, route: str, timeout: float, *, json_body: bytes | None = None
+) -> bytes | None:
+    """The body of GET ``url + route`` (POST of ``json_body`` when given), None when nothing
+    listens there.
 
-    A bare HTTP/1.0 GET over a socket: http.client would cost this path 8 ms of imports.
+    A bare HTTP/1.0 request over a socket: http.client would cost this path 8 ms of imports.
     """
     parts = urlsplit(url)
     path = parts.path.rstrip("/") + route
-    request = f"GET {path} HTTP/1.0\r\nHost: {parts.netloc}\r\n\r\n".encode()
+    if json_body is None:
+        head = f"GET {path} HTTP/1.0\r\nHost: {parts.netloc}\r\n\r\n"
+    else:
+        head = (
+            f"POST {path} HTTP/1.0\r\nHost: {parts.netloc}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(json_body)}\r\n\r\n"
+        )
+    request = head.encode() + (json_body or b"")
     address = (parts.hostname or "127.0.0.1", parts.port or 80)
     try:
         with socket.create_connection(address, timeout) as sock:
@@ -92,8 +103,8 @@ def _get(url: str, route: str, timeout: float) -> bytes | None:
         ) from exc
     except OSError:
         return None
-    head, _, body = answer.partition(b"\r\n\r\n")
-    fields = head.split(b" ", 2)
+    head_bytes, _, body = answer.partition(b"\r\n\r\n")
+    fields = head_bytes.split(b" ", 2)
     status = fields[1].decode() if len(fields) > 1 else "?"
     if status != "200":
         raise GatewayUnreachableError(
@@ -211,7 +222,7 @@ def _note_unavailable_servers(url: str, code: str) -> None:
     """One line on stderr for servers the script names that the gateway could not start."""
     from toolscript.codegen.naming import to_camel_case
 
-    body = _get(url, "/servers", 10)
+    body = gateway_request(url, "/servers", 10)
     servers = json.loads(body) if body else []
     missing = []
     for server in servers:

@@ -20,13 +20,13 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, NamedTuple
 from urllib.parse import urlsplit
 
-from toolscript.errors import ExecutionError
-from toolscript.execution.source import SourceMap, prepare
+from toolscript.denobinary import deno_binary
+from toolscript.errors import ExecutionError, GatewayUnreachableError
+from toolscript.execution.source import PreparedSource, SourceMap, prepare
 from toolscript.paths import user_cache_dir
 from toolscript.privatefile import write_private
 from toolscript.processes import signal_quietly
@@ -51,25 +51,23 @@ _OOM_MARKERS = (b"out of memory", b"Reached heap limit", b"allocation failed")
 Rewrite = Callable[[bytes], bytes]
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _PATH_STOPS = frozenset(" \t\n\r\f\v\"'()[]")
+WARM_CHECK_WAIT = 20.0  # seconds for the gateway's checker (it gives up sooner by itself)
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(NamedTuple):
     timeout: float = 300.0  # seconds of wall-clock time; 0 means none
     memory_mb: int = 512  # V8 heap
     max_output: int = 10 * 1024 * 1024  # bytes of stdout + stderr
 
 
-@dataclass(frozen=True)
-class Script:
+class Script(NamedTuple):
     code: str
     display_name: str  # what errors call it: "inline.ts", "<stdin>.ts" or the user's path
     file_name: str = "inline.ts"
     result_marker: str = ""  # printed before the JSON of a top-level return value (if any)
 
 
-@dataclass(frozen=True)
-class Advice:
+class Advice(NamedTuple):
     """What each limit's message tells the user to change (the CLI's options by default)."""
 
     timeout: str = "raise --timeout"
@@ -77,28 +75,47 @@ class Advice:
     memory: str = "raise --memory"
 
 
-def deno_binary() -> str:
-    """``TOOLSCRIPT_DENO``, else the binary of the ``deno`` package."""
-    chosen = os.environ.get("TOOLSCRIPT_DENO")
-    if chosen:
-        return chosen
-    try:
-        import deno
-    except ImportError as exc:
-        raise ExecutionError(
-            "the deno package is not installed", hint="pip install deno, or set TOOLSCRIPT_DENO"
-        ) from exc
-    return str(deno.find_deno_bin())
+DEFAULT_LIMITS = Limits()
+DEFAULT_ADVICE = Advice()
 
 
-def _write_script(script: Script) -> tuple[Path, SourceMap]:
+def _write_script(script: Script) -> tuple[Path, PreparedSource]:
     """A stable path per content, so Deno's type-check cache hits on re-runs."""
     prepared = prepare(script.code, result_marker=script.result_marker)
     digest = hashlib.sha256(prepared.code.encode()).hexdigest()[:24]
     path = user_cache_dir() / "scripts" / digest / script.file_name
     if not path.exists():
         write_private(path, prepared.code)
-    return path, prepared.map
+    return path, prepared
+
+
+def _warm_check(
+    gateway_url: str, script_path: Path, code: str, module: Path, module_hash: str
+) -> tuple[str, str]:
+    """The gateway's warm checker's verdict: ``("passed" | "failed" | "unavailable", output)``.
+
+    A pass is remembered beside the script, per module, so a script run again is not checked
+    again (as Deno's own cache does for ``--check``).
+    """
+    passed = script_path.parent / f".{script_path.name}.checked-{module_hash}"
+    if passed.exists():
+        return "passed", ""
+    from toolscript.execution.locate import gateway_request
+
+    request = {"code": code, "path": str(script_path), "module": str(module), "hash": module_hash}
+    try:
+        answer = gateway_request(
+            gateway_url, "/runtime/check", WARM_CHECK_WAIT, json_body=json.dumps(request).encode()
+        )
+        verdict = json.loads(answer) if answer else {}
+    except (GatewayUnreachableError, ValueError):  # an older gateway, or one that went away
+        return "unavailable", ""
+    status = verdict.get("status") if isinstance(verdict, dict) else None
+    if status == "passed":
+        write_private(passed, "")
+    if status not in ("passed", "failed"):
+        return "unavailable", ""
+    return status, str(verdict.get("output", ""))
 
 
 def _close_web_storage(deno_dir: Path) -> None:
@@ -212,7 +229,8 @@ class _MemoryWatch(threading.Thread):
     """Samples the sandbox's resident memory (every process of it); kills it past ``cap``.
 
     psutil works the same on Linux and macOS; it is imported here, off the exec path's
-    critical start-up.
+    critical start-up, and only once the first interval has passed: a script done by then
+    (most are) never pays its 40 ms of imports, which would compete with Deno for the CPU.
     """
 
     INTERVAL = 0.05
@@ -224,6 +242,8 @@ class _MemoryWatch(threading.Thread):
         self.exceeded = threading.Event()
 
     def run(self) -> None:
+        if self.stop.wait(self.INTERVAL):
+            return
         import psutil
 
         try:
@@ -398,20 +418,37 @@ def run_toolscript(
     module: Path | None = None,
     on_start: Callable[..., None] | None = None,
     check: bool = True,
-    limits: Limits = Limits(),
+    limits: Limits = DEFAULT_LIMITS,
     cwd: Path | None = None,
     stdin_available: bool = True,
     stdout: IO[bytes] | None = None,
     stderr: IO[bytes] | None = None,
-    advice: Advice = Advice(),
+    advice: Advice = DEFAULT_ADVICE,
+    warm_check: bool = False,
 ) -> int:
     """Run ``script`` to completion, streaming its output; returns the exit code.
 
     ``module`` is the gateway's module as a local file (its checks stay cached whatever
     gateway served it); without it the script imports the module from the gateway.
-    Output goes to ``stdout`` and ``stderr`` (ours by default), error lines rewritten.
+    With ``warm_check`` the gateway's warm checker checks the script first; when it cannot
+    answer, Deno checks it as it starts. Output goes to ``stdout`` and ``stderr`` (ours by
+    default), error lines rewritten.
     """
-    script_path, source_map = _write_script(script)
+    script_path, prepared = _write_script(script)
+    source_map = prepared.map
+    streams = _Streams(
+        stdout if stdout is not None else sys.stdout.buffer,
+        stderr if stderr is not None else sys.stderr.buffer,
+        advice,
+    )
+    if check and warm_check and module is not None:
+        status, output = _warm_check(gateway_url, script_path, prepared.code, module, module_hash)
+        if status == "failed":
+            rewrite = _rewriter(script_path, script.display_name, gateway_url, module, source_map)
+            lines = output.encode().splitlines(keepends=True)
+            streams.write_error(b"".join(rewrite(line) for line in lines))
+            return 1  # what deno exits with when a check fails; nothing of the script ran
+        check = status != "passed"
     deno_dir = user_cache_dir() / "deno"
     _close_web_storage(deno_dir)
     imports = {
@@ -452,11 +489,6 @@ def run_toolscript(
     try:
         if on_start is not None:
             on_start(process.pid, group=True)
-        streams = _Streams(
-            stdout if stdout is not None else sys.stdout.buffer,
-            stderr if stderr is not None else sys.stderr.buffer,
-            advice,
-        )
         return _supervise(
             process, script, script_path, gateway_url, limits, streams, module, source_map
         )
@@ -470,15 +502,17 @@ def run_toolscript(
         map_path.unlink(missing_ok=True)
 
 
-@dataclass(frozen=True)
-class _Streams:
+class _Streams(NamedTuple):
     stdout: IO[bytes]
     stderr: IO[bytes]
     advice: Advice
 
     def say(self, message: str) -> None:
+        self.write_error(f"toolscript: error: {message}\n".encode())
+
+    def write_error(self, data: bytes) -> None:
         with contextlib.suppress(BrokenPipeError, ValueError):
-            self.stderr.write(f"toolscript: error: {message}\n".encode())
+            self.stderr.write(data)
             self.stderr.flush()
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 __all__ = [
     "RESULT_VARIABLE",
@@ -41,15 +41,14 @@ _EXPORT_DECLARATION = re.compile(
 _EXPORT_DEFAULT = re.compile(r"^(\s*)export\s+default\s+")
 
 
-@dataclass(frozen=True)
-class SourceMap:
+class SourceMap(NamedTuple):
     """Positions in the prepared code back to the user's; the identity without a wrapper."""
 
     user_lines: list[str]  # never empty: "".split("\n") is [""]
     head: str = ""  # the wrapper's first line; empty when the code runs unwrapped
     # per hoisted statement: its (start, end) columns on the head line, its line and column,
     # and whether it was one line (then columns inside it map one to one)
-    hoisted: list[tuple[int, int, int, int, bool]] = field(default_factory=list)
+    hoisted: tuple[tuple[int, int, int, int, bool], ...] = ()
 
     @property
     def wrapped(self) -> bool:
@@ -85,8 +84,7 @@ class SourceMap:
         return None
 
 
-@dataclass(frozen=True)
-class PreparedSource:
+class PreparedSource(NamedTuple):
     code: str
     map: SourceMap
 
@@ -157,4 +155,6 @@ def prepare(code: str, *, result_marker: str = "") -> PreparedSource:
         f"console.log({json.dumps(result_marker) + ' + ' if result_marker else ''}"
         f"JSON.stringify({RESULT_VARIABLE}));",
     ]
-    return PreparedSource("\n".join(prepared), SourceMap(user_lines, head=head, hoisted=spans))
+    return PreparedSource(
+        "\n".join(prepared), SourceMap(user_lines, head=head, hoisted=tuple(spans))
+    )

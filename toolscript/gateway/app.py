@@ -6,6 +6,7 @@
 ``POST /tools/{server}__{tool}``    call a tool; JSON arguments in, result per ``results.py`` out
 ``GET  /runtime/tools.ts``          the generated TypeScript client (``?server=&tool=`` narrow it)
 ``GET  /runtime/hash``              the module's content hash
+``POST /runtime/check``             type-check a prepared script with the warm checker
 ``GET  /search?q=&limit=&threshold=&server=&mode=``  ranked tools
 ``GET  /types?server=&tool=``       declarations and usage examples (for get-types)
 ``GET  /schema``                    this API as OpenAPI
@@ -259,6 +260,25 @@ def build_app(gateway: Gateway) -> Litestar:
         """The content hash of the whole module (what ``exec`` uses as ``_t``)."""
         return {"hash": gateway.artifacts.module_hash}
 
+    @post("/runtime/check", status_code=200)
+    async def runtime_check(request: Request[Any, Any, Any]) -> dict[str, str]:
+        """The warm checker's verdict on a script exec prepared: ``{"code", "path", "module",
+        "hash"}`` in; ``{"status": "passed" | "failed" | "unavailable", "output"}`` out (on
+        "unavailable", exec checks with deno check)."""
+        try:
+            body = msgspec.json.decode(await request.body())
+        except msgspec.DecodeError as exc:
+            raise UsageError(f"the request body is not JSON: {exc}") from None
+        fields = ("code", "path", "module", "hash")
+        if not isinstance(body, dict) or not all(isinstance(body.get(f), str) for f in fields):
+            raise UsageError("expected a JSON object with strings code, path, module and hash")
+        if gateway.checker is None:
+            return {"status": "unavailable", "output": "this gateway keeps no type checker"}
+        verdict = await gateway.checker.check(
+            body["code"], body["path"], body["module"], body["hash"]
+        )
+        return verdict.to_dict()
+
     @get("/search", sync_to_thread=True)
     def search(
         q: FromQuery[str],
@@ -329,6 +349,7 @@ def build_app(gateway: Gateway) -> Litestar:
             call_tool,
             runtime_module,
             runtime_hash,
+            runtime_check,
             search,
             types,
         ],

@@ -27,6 +27,7 @@ from toolscript.errors import (
     ToolNotFoundError,
     UsageError,
 )
+from toolscript.gateway.checker import WarmChecker
 from toolscript.gateway.results import tool_result
 from toolscript.pipeline.artifacts import Artifacts, CacheLayout
 from toolscript.pipeline.sources import SnapshotSource
@@ -125,6 +126,7 @@ class Gateway:
         connect_timeout: float = 30.0,
         ready_wait: float = 10.0,
         search: SearchOptions | None = None,
+        warm_checker: bool = False,
     ) -> None:
         self.config = config
         self.config_file = config.path or config.project_dir / CONFIG_FILENAME
@@ -153,6 +155,8 @@ class Gateway:
         store = EmbeddingStore(self.layout.embeddings if options.cache else None)
         embedder = EmbedderProcess(options.model, options.device) if options.semantic else None
         self.search = SearchEngine(options, store, embedder)
+        self.checker = WarmChecker() if warm_checker else None
+        self._checker_scope: anyio.CancelScope | None = None
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Gateway]:
@@ -180,6 +184,9 @@ class Gateway:
             if quick is not None:
                 await quick.start()
             tasks.start_soon(self._rebuild_when_tools_change, name="artifact rebuilds")
+            if self.checker is not None:
+                self._checker_scope = anyio.CancelScope()
+                tasks.start_soon(self._run_checker, name="type checker")
             self._watch_scope = anyio.CancelScope()
             tasks.start_soon(self._watch_config, name="config watch")
             if self.search.embedder is not None:
@@ -195,6 +202,8 @@ class Gateway:
                 yield self
             finally:
                 self._watch_scope.cancel()
+                if self._checker_scope is not None:
+                    self._checker_scope.cancel()
                 if self._rebuild_scope is not None:
                     self._rebuild_scope.cancel()
                 if self._semantic_scope is not None:
@@ -305,6 +314,11 @@ class Gateway:
         self.search.set_documents(load_documents(self.layout, servers))
         return result
 
+    async def _run_checker(self) -> None:
+        assert self.checker is not None and self._checker_scope is not None
+        with self._checker_scope:
+            await self.checker.run()
+
     async def _rebuild_when_tools_change(self) -> None:
         with anyio.CancelScope() as self._rebuild_scope:
             while True:
@@ -374,6 +388,8 @@ class Gateway:
                 exc.strerror or exc,
             )
             return
+        if self.checker is not None:
+            self.checker.module_changed(self.artifacts.module_hash, self.artifacts.module)
         log.info(
             "artifacts: %d tasks ran in %.0f ms%s",
             len(result.executed),
@@ -512,6 +528,7 @@ class Gateway:
             "servers": servers,
             "tools": sum(s["tools"] for s in servers.values()),
             "search": self.search.status(),
+            "checker": self.checker.status() if self.checker else {"state": "off"},
             "warnings": [
                 f"{name}: {warning}" for name, s in servers.items() for warning in s["warnings"]
             ],

@@ -90,6 +90,7 @@ def serve(
     search: SearchOptions | None = None,
     announce: Callable[[str], None] | None = None,
     previous: dict[str, Any] | None = None,
+    warm_checker: bool = True,
 ) -> None:
     """Serve until SIGINT/SIGTERM; ``announce`` gets the URL once every server has been tried.
 
@@ -118,6 +119,7 @@ def serve(
         connect_timeout=connect_timeout,
         ready_wait=ready_wait,
         search=search,
+        warm_checker=warm_checker,
     )
     state_dir = cache if write_state else None
     app = TokenGuard(

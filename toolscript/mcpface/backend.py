@@ -352,5 +352,6 @@ class Backend:
             stdout=out,
             stderr=err,
             advice=FACE_ADVICE,
+            warm_check=True,
         )
         return exit_code, out.getvalue(), err.getvalue()

@@ -1,0 +1,460 @@
+"""A type checker kept warm: ``deno lsp`` with the gateway's module, asked per script.
+
+``deno check`` starts TypeScript cold for every new script (0.5 s with a small catalogue,
+2 s and more at 1,600 tools). A language server keeps the program, the module's types
+included, between scripts: a script opened as a document has its diagnostics pulled
+(``textDocument/diagnostic``, a request with an answer, so no published batch is ever
+mistaken for the last one) in tens of milliseconds.
+
+The answer must be the one ``deno check`` would give, or none: anything the checker is
+not sure to render as Deno does (a resolution error, a syntax error, a warning, a place
+in a file it does not hold) makes it answer "unavailable", and exec checks the slow way.
+The server runs with a config file of its own (so no ``deno.json`` above the cache
+changes the compiler options) and the import map exec runs with; it is replaced when
+the module changes, when it dies, and when a check hangs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from toolscript.denobinary import deno_binary
+from toolscript.errors import ExecutionError
+from toolscript.paths import module_cache_file, user_cache_dir
+from toolscript.privatefile import write_private
+from toolscript.processes import signal_quietly, stop_process_async
+
+__all__ = [
+    "CheckVerdict",
+    "Document",
+    "WarmChecker",
+    "render_diagnostics",
+]
+
+log = logging.getLogger("toolscript.checker")
+
+MAX_SOURCE_LINE = 150  # bytes: Deno quotes no longer line
+CHECKED_SUFFIXES = (".ts", ".mts")  # JavaScript and TSX have options of their own: Deno checks them
+FAILED_TAIL = (
+    "\n\nerror: Type checking failed.\n\n"
+    "  info: The program failed type-checking, but it still might work correctly.\n"
+    "  hint: Re-run with --no-check to skip type-checking.\n"
+)
+WARM_UP_SCRIPT = 'import { tools } from "toolscript";\nexport type All = typeof tools;\n'
+LOCK_WAIT = 3.0  # seconds a check waits for the one before it; then exec checks the slow way
+CHECK_TIMEOUT = 10.0  # seconds one check may take before the server is taken for hung
+START_TIMEOUT = 120.0  # seconds to start the server and check the module once
+RESTART_DELAYS = (0.5, 2.0, 10.0, 30.0)  # between attempts after failures in a row
+
+
+@dataclass(frozen=True)
+class Document:
+    """A file as diagnostics show it: its URL in ``at`` lines, and its lines."""
+
+    url: str
+    lines: list[str]
+
+
+@dataclass(frozen=True)
+class CheckVerdict:
+    status: str  # "passed", "failed" (``output`` is what deno check prints) or "unavailable"
+    output: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"status": self.status, "output": self.output}
+
+
+class _Unsure(Exception):
+    """Diagnostics the checker cannot render exactly as ``deno check``: check the slow way."""
+
+
+def render_diagnostics(diagnostics: list[dict[str, Any]], documents: dict[str, Document]) -> str:
+    """Error diagnostics (LSP form) as ``deno check`` prints them, its closing lines included.
+
+    ``documents`` maps each URI the server used to the file it stands for. Raises
+    ``_Unsure`` for anything Deno would print differently.
+    """
+    blocks = [_render_one(diagnostic, documents) for diagnostic in diagnostics]
+    text = "\n\n".join(blocks)
+    if len(blocks) > 1:
+        text += f"\n\nFound {len(blocks)} errors."
+    return text + FAILED_TAIL
+
+
+def _render_one(diagnostic: dict[str, Any], documents: dict[str, Document]) -> str:
+    code = diagnostic.get("code")
+    if not isinstance(code, int) or code < 2000:
+        # Not TypeScript's semantic check: Deno's own resolution errors, or a syntax error,
+        # which `deno run` reports from its parser before any type check.
+        raise _Unsure(f"diagnostic {code!r}")
+    prefix = "[ERROR]: " if code >= 900001 else f"TS{code} [ERROR]: "
+    uri = diagnostic["uri"]
+    text = prefix + _stack(diagnostic["message"], diagnostic["range"], documents, uri, 0)
+    related = diagnostic.get("relatedInformation") or []
+    if related:
+        text += "\n\n" + "".join(
+            _stack(
+                info["message"], info["location"]["range"], documents, info["location"]["uri"], 4
+            )
+            for info in related
+        )
+    return text
+
+
+def _stack(
+    message: str, span: dict[str, Any], documents: dict[str, Document], uri: str, level: int
+) -> str:
+    document = documents.get(uri)
+    if document is None:
+        raise _Unsure(f"a place in {uri}")  # Deno's lib files, say: their lines are not ours
+    indent = " " * level
+    start, end = span["start"], span["end"]
+    text = indent + message
+    line = document.lines[start["line"]] if start["line"] < len(document.lines) else ""
+    if line and len(line.encode()) <= MAX_SOURCE_LINE:
+        length = end["character"] - start["character"] if start["line"] == end["line"] else 1
+        lead = "".join(
+            "\t" if index < len(line) and line[index] == "\t" else " "
+            for index in range(start["character"])
+        )
+        underline = lead + ("~" if length > 1 else "^") * max(length, 0)
+        text += f"\n{indent}{line}\n{indent}{underline}"
+    at = f"{document.url}:{start['line'] + 1}:{start['character'] + 1}"
+    return text + f"\n{indent}    at {at}"
+
+
+class _LanguageServer:
+    """One ``deno lsp`` process and JSON-RPC over its stdin and stdout."""
+
+    def __init__(self, process: asyncio.subprocess.Process, settings: dict[str, Any]) -> None:
+        self.process = process
+        self.settings = settings
+        self._ids = itertools.count(1)
+        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self.versions: dict[str, int] = {}  # open documents: their last version
+        self._reader = asyncio.create_task(self._read())
+
+    @classmethod
+    async def start(cls, root: Path, settings: dict[str, Any]) -> _LanguageServer:
+        home = user_cache_dir()
+        process = await asyncio.create_subprocess_exec(
+            deno_binary(),
+            "lsp",
+            cwd=root,
+            env={
+                "DENO_DIR": str(home / "deno"),
+                "DENO_NO_UPDATE_CHECK": "1",
+                "DENO_NO_PROMPT": "1",
+                "NO_COLOR": "1",
+            },
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True,  # Ctrl+C in the gateway's terminal is the gateway's to handle
+        )
+        server = cls(process, settings)
+        await server.request(
+            "initialize",
+            {
+                "processId": os.getpid(),
+                "rootUri": root.as_uri(),
+                "capabilities": {
+                    "workspace": {"configuration": True},
+                    "textDocument": {"diagnostic": {"dynamicRegistration": False}},
+                },
+                "initializationOptions": settings,
+            },
+            START_TIMEOUT,
+        )
+        server.notify("initialized", {})
+        return server
+
+    @property
+    def alive(self) -> bool:
+        return self.process.returncode is None and not self._reader.done()
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def request(self, method: str, params: dict[str, Any], timeout: float) -> Any:
+        identifier = next(self._ids)
+        answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[identifier] = answer
+        try:
+            self._send({"jsonrpc": "2.0", "id": identifier, "method": method, "params": params})
+            return await asyncio.wait_for(answer, timeout)
+        finally:
+            self._pending.pop(identifier, None)
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        if not self.alive:
+            raise ConnectionError("the type checker stopped")
+        body = json.dumps(message).encode()
+        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    async def _read(self) -> None:
+        stream = self.process.stdout
+        assert stream is not None
+        try:
+            while True:
+                length = 0
+                while (header := await stream.readline()) not in (b"\r\n", b"\n"):
+                    if not header:
+                        return
+                    name, _, value = header.decode("ascii", "replace").partition(":")
+                    if name.strip().lower() == "content-length":
+                        length = int(value)
+                self._receive(json.loads(await stream.readexactly(length)))
+        except (asyncio.IncompleteReadError, ValueError, OSError) as exc:
+            log.debug("type checker: reading stopped: %s", exc)
+        finally:
+            for waiting in self._pending.values():
+                if not waiting.done():
+                    waiting.set_exception(ConnectionError("the type checker stopped"))
+
+    def _receive(self, message: dict[str, Any]) -> None:
+        if "method" in message:
+            if "id" in message:  # the server asks: its settings, or things we ignore
+                wanted = message["method"] == "workspace/configuration"
+                items = message.get("params", {}).get("items", [])
+                result = [self.settings for _ in items] if wanted else None
+                self._send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+            return
+        waiting = self._pending.get(message.get("id", -1))
+        if waiting is None or waiting.done():
+            return
+        if "error" in message:
+            waiting.set_exception(ExecutionError(f"type checker: {message['error']}"))
+        else:
+            waiting.set_result(message.get("result"))
+
+    async def close(self) -> None:
+        self._reader.cancel()
+        with contextlib.suppress(OSError):
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+        await stop_process_async(self.process, 2.0, group=True)
+
+    def kill(self) -> None:
+        signal_quietly(self.process.pid, signal.SIGKILL, group=True)
+
+
+class WarmChecker:
+    """The gateway's checker: started for each module, replaced when it fails."""
+
+    def __init__(self) -> None:
+        self.root = user_cache_dir() / "checker"
+        self._wanted: tuple[str, str] | None = None  # (module hash, module text)
+        self._wake = asyncio.Event()
+        self._server: _LanguageServer | None = None
+        self._module: str | None = None  # the hash the running server checks against
+        self._module_lines: list[str] = []
+        self._lock = asyncio.Lock()
+        self._names = itertools.count(1)
+        self.state = "starting"
+        self.error: str | None = None
+        self.checks = 0
+
+    def status(self) -> dict[str, Any]:
+        return {"state": self.state, "error": self.error, "module": self._module}
+
+    def module_changed(self, module_hash: str, module: str) -> None:
+        """The gateway built a new module: a server for it replaces the current one."""
+        if self._wanted is None or self._wanted[0] != module_hash:
+            self._wanted = (module_hash, module)
+            self._wake.set()
+
+    async def run(self) -> None:
+        """Keep a server for the wanted module; until cancelled (then the server stops)."""
+        failures = 0
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake.clear()
+                wanted = self._wanted
+                if wanted is None:
+                    continue
+                running = self._server is not None and self._server.alive
+                if running and self._module == wanted[0]:
+                    continue
+                if failures:
+                    await asyncio.sleep(RESTART_DELAYS[min(failures, len(RESTART_DELAYS)) - 1])
+                if await self._replace(*wanted):
+                    failures = 0
+                else:
+                    failures += 1
+                    self._wake.set()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._stop_server()
+
+    def _replace_soon(self) -> None:
+        """The server hung or died: a new one is started in the background."""
+        if self._server is not None:
+            self._server.kill()
+        self.state = "starting"
+        self._wake.set()
+
+    async def _stop_server(self) -> None:
+        server, self._server, self._module = self._server, None, None
+        if server is not None:
+            await server.close()
+
+    async def _replace(self, module_hash: str, module: str) -> bool:
+        self.state = "starting"
+        started = time.perf_counter()
+        await self._stop_server()
+        try:
+            server = await self._start(module_hash, module)
+        except (OSError, ConnectionError, TimeoutError, ExecutionError, _Unsure) as exc:
+            self.state, self.error = "failed", str(exc) or type(exc).__name__
+            log.warning("type checker: %s; scripts are checked by deno check", self.error)
+            return False
+        if self._wanted is None or self._wanted[0] != module_hash:
+            await server.close()  # the module changed again meanwhile
+            return True
+        self._server, self._module = server, module_hash
+        self._module_lines = module.split("\n")
+        self.state, self.error = "ready", None
+        log.info("type checker: ready in %.1f s", time.perf_counter() - started)
+        return True
+
+    async def _start(self, module_hash: str, module: str) -> _LanguageServer:
+        module_path = module_cache_file(module_hash)
+        if not module_path.exists():
+            write_private(module_path, module)
+        config = write_private(self.root / "deno.json", '{"lock": false}\n')
+        import_map = write_private(
+            self.root / f"importmap-{module_hash}.json",
+            json.dumps({"imports": {"toolscript": module_path.as_uri()}}),
+        )
+        settings = {
+            "enable": True,
+            "lint": False,
+            "config": str(config),
+            "importMap": str(import_map),
+            "unstable": [],
+            "cache": None,
+            "certificateStores": None,
+        }
+        server = await _LanguageServer.start(self.root, settings)
+        try:
+            # The module itself must check (deno check would fail every script otherwise),
+            # and checking it once warms the server up for every script after it.
+            errors = await self._diagnose(server, module_path.as_uri(), module)
+            if errors:
+                raise _Unsure(f"the generated module does not type-check ({errors[0]['message']})")
+            warm_up = (self.root / "scripts" / "warm-up.ts").as_uri()
+            await self._diagnose(server, warm_up, WARM_UP_SCRIPT)
+        except BaseException:
+            await server.close()
+            raise
+        return server
+
+    async def _diagnose(
+        self,
+        server: _LanguageServer,
+        uri: str,
+        text: str,
+        timeout: float = START_TIMEOUT,
+        *,
+        keep_open: bool = False,
+    ) -> list[dict[str, Any]]:
+        """The errors of ``text`` as document ``uri``; ``_Unsure`` for a warning.
+
+        A document kept open (a slot) gets the next text as a change: the server then
+        reuses its program, which halves the time of a check.
+        """
+        version = server.versions.get(uri, 0) + 1
+        if version == 1:
+            document = {"uri": uri, "languageId": "typescript", "version": 1, "text": text}
+            server.notify("textDocument/didOpen", {"textDocument": document})
+        else:
+            server.notify(
+                "textDocument/didChange",
+                {
+                    "textDocument": {"uri": uri, "version": version},
+                    "contentChanges": [{"text": text}],
+                },
+            )
+        server.versions[uri] = version
+        try:
+            report = await server.request(
+                "textDocument/diagnostic", {"textDocument": {"uri": uri}}, timeout
+            )
+        finally:
+            if not keep_open and server.alive:
+                server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+                server.versions.pop(uri, None)
+        if not isinstance(report, dict) or report.get("kind") != "full":
+            raise _Unsure(f"an unexpected report: {str(report)[:200]}")
+        errors = []
+        for item in report.get("items", []):
+            severity = item.get("severity")
+            if severity == 2:
+                raise _Unsure("a warning")  # deno check would print it: check the slow way
+            if severity == 1:
+                errors.append(item | {"uri": uri})
+        return errors
+
+    async def check(
+        self, code: str, script_path: str, module_path: str, module_hash: str
+    ) -> CheckVerdict:
+        """The verdict ``deno check`` would give on ``code`` (the prepared script that
+        exec writes to ``script_path``), against the module of ``module_hash``."""
+        suffix = Path(script_path).suffix
+        if suffix not in CHECKED_SUFFIXES:
+            return CheckVerdict("unavailable", f"{suffix} scripts are checked by deno check")
+        try:
+            await asyncio.wait_for(self._lock.acquire(), LOCK_WAIT)
+        except TimeoutError:
+            return CheckVerdict("unavailable", "the checker is busy")
+        try:
+            server = self._server
+            if server is None or not server.alive or self.state != "ready":
+                if server is not None and not server.alive:
+                    self._replace_soon()
+                return CheckVerdict("unavailable", f"the checker is {self.state}")
+            if self._module != module_hash:
+                return CheckVerdict("unavailable", "the checker has another module")
+            uri = (self.root / "scripts" / f"slot{suffix}").as_uri()
+            documents = {
+                uri: Document(Path(script_path).as_uri(), code.split("\n")),
+                module_cache_file(module_hash).as_uri(): Document(
+                    Path(module_path).as_uri(), self._module_lines
+                ),
+            }
+            # A name no script uses, on a line of its own after the script: its "Cannot find
+            # name" error proves the answer is about this text (not an earlier one), and
+            # that nothing (@ts-nocheck, an unclosed comment) turned checking off.
+            sentinel = f"__toolscriptCheck{next(self._names)}"
+            text = code + ("" if code.endswith("\n") else "\n") + f"{sentinel};\n"
+            try:
+                found = await self._diagnose(server, uri, text, CHECK_TIMEOUT, keep_open=True)
+                errors = [e for e in found if f"'{sentinel}'" not in e["message"]]
+                if len(errors) != len(found) - 1:
+                    raise _Unsure("the check did not see the script as sent")
+                output = render_diagnostics(errors, documents) if errors else ""
+            except _Unsure as exc:
+                return CheckVerdict("unavailable", str(exc))
+            except (TimeoutError, ConnectionError, OSError, ExecutionError) as exc:
+                log.warning("type checker: %s; replacing it", str(exc) or type(exc).__name__)
+                self._replace_soon()
+                return CheckVerdict("unavailable", "the checker failed")
+            self.checks += 1
+            return CheckVerdict("failed", output) if errors else CheckVerdict("passed")
+        finally:
+            self._lock.release()
