@@ -77,6 +77,18 @@ def tree(process: psutil.Process) -> list[psutil.Process]:
         return []
 
 
+def sandboxes(face: psutil.Process) -> list[psutil.Process]:
+    """The Deno sandboxes below the face (not its gateway's type checker, `deno lsp`)."""
+    found = []
+    for process in tree(face):
+        try:
+            if "deno" in process.name() and "run" in process.cmdline():
+                found.append(process)
+        except psutil.Error:
+            continue
+    return found
+
+
 def survivors(processes: list[psutil.Process], timeout: float = 30) -> list[psutil.Process]:
     _, alive = psutil.wait_procs(processes, timeout=timeout)
     for leftover in alive:
@@ -319,14 +331,14 @@ def test_http_face_serves_two_clients_behind_the_token_and_host_checks(tmp_path:
                         'import { tools } from "toolscript";\n'
                         "return await tools.fx.sleep({ seconds: 30 });",
                     )
-                assert any("deno" in p.name() for p in tree(face)), "no sandbox was running"
+                assert sandboxes(face), "no sandbox was running"
 
         anyio.run(leaving_client)  # ends its session while the script still sleeps
         for _ in range(100):
-            if not any("deno" in p.name() for p in tree(face)):
+            if not sandboxes(face):
                 break
             time.sleep(0.1)
-        assert not any("deno" in p.name() for p in tree(face)), "the sandbox outlived its client"
+        assert not sandboxes(face), "the sandbox outlived its client"
 
         processes = tree(face)
         assert any("gateway" in p.cmdline() for p in processes)

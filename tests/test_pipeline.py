@@ -49,7 +49,7 @@ def test_tricky_schemas_type_check(tmp_path: Path, deno_dir: Path) -> None:
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
     module = layout.module.read_text()
-    assert "export const tools = {" in module
+    assert "export const tools: Tools = {" in module
     assert "trickyTwo: {" in module and "trickyTwo2: {" in module
     assert "_123numbers: {" in module
     for method in (
@@ -59,7 +59,7 @@ def test_tricky_schemas_type_check(tmp_path: Path, deno_dir: Path) -> None:
         "delete(",
         "constructor(",
         "proto(",
-        "new(",
+        '"new"(',  # quoted: `new(...)` in a type would declare a constructor
         "_123go(",
     ):
         assert method in module
@@ -152,7 +152,7 @@ def test_never_seen_unavailable_server_gives_empty_namespace(tmp_path: Path) -> 
 def test_no_servers_gives_empty_tools(tmp_path: Path, deno_dir: Path) -> None:
     layout = CacheLayout(tmp_path / "cache")
     assert run_pipeline(config_of(tmp_path), layout, SnapshotSource({})).code == 0
-    assert "export const tools = {};" in layout.module.read_text()
+    assert "export const tools: Tools = {};" in layout.module.read_text()
     assert deno_check([layout.module], deno_dir).returncode == 0
 
 

@@ -137,7 +137,7 @@ def test_tool_list_change_rebuilds_the_module(tmp_path: Path) -> None:
 
 def test_no_servers_serves_empty_tools(tmp_path: Path) -> None:
     with running_gateway({}, tmp_path) as gateway:
-        assert "export const tools = {};" in gateway.client.get("runtime/tools.ts").text
+        assert "export const tools: Tools = {};" in gateway.client.get("runtime/tools.ts").text
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

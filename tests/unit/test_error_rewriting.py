@@ -99,3 +99,39 @@ def test_paths_and_the_gateway_url_are_hidden() -> None:
     shown = rewritten("console.log(1)", line)
     assert "secret-token" not in shown and "/cache/" not in shown
     assert "toolscript:3:4" in shown and "<inline>.ts:1:1" in shown
+
+
+def test_a_line_after_a_hoisted_import_shows_the_users_text_at_the_same_column() -> None:
+    code = 'import { tools } from "toolscript"; const n: number = "x"; return n'
+    line = prepare(code).code.split("\n")[1]
+    assert line.strip() == 'const n: number = "x"; return n'
+    column = code.index("n: number") + 1
+    assert line.index("n: number") + 1 == column  # the remainder keeps its columns
+    stderr = (
+        "TS2322 [ERROR]: Type 'string' is not assignable to type 'number'.\n"
+        f"{line}\n"
+        f"{' ' * (column - 1)}^\n"
+        f"    at file://{SCRIPT}:2:{column}\n"
+    )
+    shown = rewritten(code, stderr).splitlines()
+    assert shown[1:] == [code, " " * (column - 1) + "^", f"    at <inline>.ts:1:{column}"]
+
+
+def test_an_exported_declaration_keeps_its_columns() -> None:
+    code = 'export const x: number = "s"; return x'
+    line = prepare(code).code.split("\n")[1]
+    assert line == '       const x: number = "s"; return x'
+    stderr = f"TS2322 [ERROR]: oops\n{line}\n             ^\n    at file://{SCRIPT}:2:14\n"
+    shown = rewritten(code, stderr).splitlines()
+    assert shown[1:] == [code, "             ^", "    at <inline>.ts:1:14"]
+
+
+def test_an_underline_in_a_hoisted_import_keeps_its_length() -> None:
+    code = 'import { nope } from "toolscript"; return 1'
+    head = prepare(code).code.split("\n")[0]
+    column = head.index("nope") + 1
+    stderr = (
+        f"TS2305 [ERROR]: no\n{head}\n{' ' * (column - 1)}~~~~\n    at file://{SCRIPT}:1:{column}\n"
+    )
+    shown = rewritten(code, stderr).splitlines()
+    assert shown[1:] == [code, "         ~~~~", "    at <inline>.ts:1:10"]

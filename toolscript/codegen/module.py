@@ -125,7 +125,9 @@ def render_tool(
         result_name = "ToolResult"  # no outputSchema: the result contract, no alias of its own
 
     optional = "?" if _takes_no_arguments(input_schema) else ""
-    header = f"{function}(params{optional}: {params_name}): Promise<{result_name}>"
+    # In a type, `new(...)` would declare a constructor: the member named "new" is quoted.
+    member = '"new"' if function == "new" else function
+    header = f"{member}(params{optional}: {params_name}): Promise<{result_name}>"
     qualified = json.dumps(qualified_name)
     doc = _method_doc(tool, "    ")
     method = f"    {function}: (params) => call<{result_name}>({qualified}, params),"
@@ -180,19 +182,21 @@ def render_module(fragments: list[ToolFragment], *, header: str = "") -> str:
     for namespace in groups:
         interfaces[namespace] = first_free(to_pascal_case(namespace) + "Tools", taken)
         taken.add(interfaces[namespace])
-    parts.append(
-        f"/** Every tool, by server. */\nexport interface {root} {{\n"
-        + "".join(f"  {namespace}: {name};\n" for namespace, name in interfaces.items())
-        + "}"
-    )
-    for namespace, members in groups.items():
-        signatures = "\n".join(m.signature for m in members)
+    members = "".join(f"  {namespace}: {name};\n" for namespace, name in interfaces.items())
+    block = f"{{\n{members}}}" if members else "{}"
+    parts.append(f"/** Every tool, by server. */\nexport interface {root} {block}")
+    for namespace, group in groups.items():
+        signatures = "\n".join(m.signature for m in group)
         parts.append(f"export interface {interfaces[namespace]} {{\n{signatures}\n}}")
     body = "".join(
-        f"  {namespace}: {{\n" + "\n".join(m.method for m in members) + "\n  },\n"
-        for namespace, members in groups.items()
+        f"  {namespace}: {{\n" + "\n".join(m.method for m in group) + "\n  },\n"
+        for namespace, group in groups.items()
     )
-    parts.append(f"export const tools: {root} = {{\n{body}}};")
+    parts.append(
+        f"export const tools: {root} = {{\n{body}}};"
+        if body
+        else f"export const tools: {root} = {{}};"
+    )
     return "\n\n".join(parts) + "\n"
 
 

@@ -360,6 +360,10 @@ def _rewriter(
         """The user's line for an excerpt of the wrapper (None: not a wrapper line)."""
         gutter = _GUTTER.match(text)
         body = gutter[4] if gutter else text
+        restored = mapping.restored_line(body)
+        if restored is not None:  # the same columns: the caret line below stays as it is
+            line, users = restored
+            return f"{gutter[1]}{line}{gutter[3]}{users}" if gutter else users
         original = mapping.original_line(body)
         if original is None:
             if gutter and mapping.wrapped and mapping.is_users(int(gutter[2])):
@@ -377,9 +381,11 @@ def _rewriter(
         generated = len(found[2]) + 1
         if body == mapping.head:
             column = mapping.position(1, generated)[1]
+            underline = found[3]
         else:
             column = len(mapping.user_lines[line - 1]) + 1
-        return f"{found[1]}{' ' * (column - 1)}{found[3][0]}"
+            underline = found[3][0]
+        return f"{found[1]}{' ' * (column - 1)}{underline}"
 
     def rewrite(line: bytes) -> bytes:
         if dying[0] or line.startswith(_V8_DUMP):

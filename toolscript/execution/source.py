@@ -49,6 +49,9 @@ class SourceMap(NamedTuple):
     # per hoisted statement: its (start, end) columns on the head line, its line and column,
     # and whether it was one line (then columns inside it map one to one)
     hoisted: tuple[tuple[int, int, int, int, bool], ...] = ()
+    # lines whose text the wrapper changed but whose columns it kept (an import's remainder,
+    # a line that lost `export`): the user's line number and the changed text
+    restored: tuple[tuple[int, str], ...] = ()
 
     @property
     def wrapped(self) -> bool:
@@ -71,6 +74,16 @@ class SourceMap(NamedTuple):
     def is_users(self, line: int) -> bool:
         """Whether a prepared line is one of the user's (a stack frame elsewhere is ours)."""
         return not self.wrapped or 2 <= line <= len(self.user_lines) + 1
+
+    def restored_line(self, text: str) -> tuple[int, str] | None:
+        """For a changed line quoted in an excerpt: its number and the user's own text (the
+        columns are the same)."""
+        if not self.wrapped or text in self.user_lines:
+            return None
+        for line, changed in self.restored:
+            if changed == text:
+                return line, self.user_lines[line - 1]
+        return None
 
     def original_line(self, text: str) -> tuple[int, str] | None:
         """For a line of the wrapper quoted in an excerpt: the user's line shown instead."""
@@ -95,6 +108,10 @@ _CLOSE = "})();"
 def prepare_source(code: str) -> str:
     """The code Deno runs; identical to ``code`` when it has no ``return``."""
     return prepare(code).code
+
+
+def _blank_keyword(found: re.Match[str]) -> str:
+    return found[1] + " " * (len(found[0]) - len(found[1]))
 
 
 def prepare(code: str, *, result_marker: str = "") -> PreparedSource:
@@ -138,9 +155,15 @@ def prepare(code: str, *, result_marker: str = "") -> PreparedSource:
                 hoisted.append((line.strip(), index + 1, column, True))
             lines[index] = ""
         else:
-            line = _EXPORT_DEFAULT.sub(r"\1", line)
-            lines[index] = _EXPORT_DECLARATION.sub(r"\1", line)
+            # `export` goes, its columns stay: positions on the line are the user's.
+            line = _EXPORT_DEFAULT.sub(_blank_keyword, line)
+            lines[index] = _EXPORT_DECLARATION.sub(_blank_keyword, line)
         index += 1
+    restored = tuple(
+        (number, text)
+        for number, (text, users) in enumerate(zip(lines, user_lines, strict=True), 1)
+        if text != users and text.strip()
+    )
     head, spans = "", []
     for written, line_number, column, one_line in hoisted:
         text = written if written.endswith(";") else written + ";"
@@ -156,5 +179,6 @@ def prepare(code: str, *, result_marker: str = "") -> PreparedSource:
         f"JSON.stringify({RESULT_VARIABLE}));",
     ]
     return PreparedSource(
-        "\n".join(prepared), SourceMap(user_lines, head=head, hoisted=tuple(spans))
+        "\n".join(prepared),
+        SourceMap(user_lines, head=head, hoisted=tuple(spans), restored=restored),
     )

@@ -144,6 +144,7 @@ class _LanguageServer:
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self.versions: dict[str, int] = {}  # open documents: their last version
+        self._killed = False
         self._reader = asyncio.create_task(self._read())
 
     @classmethod
@@ -183,7 +184,7 @@ class _LanguageServer:
 
     @property
     def alive(self) -> bool:
-        return self.process.returncode is None and not self._reader.done()
+        return not self._killed and self.process.returncode is None and not self._reader.done()
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
         self._send({"jsonrpc": "2.0", "method": method, "params": params})
@@ -249,6 +250,7 @@ class _LanguageServer:
         await stop_process_async(self.process, 2.0, group=True)
 
     def kill(self) -> None:
+        self._killed = True  # dead from now on, whenever the system reaps it
         signal_quietly(self.process.pid, signal.SIGKILL, group=True)
 
 
@@ -269,7 +271,12 @@ class WarmChecker:
         self.checks = 0
 
     def status(self) -> dict[str, Any]:
-        return {"state": self.state, "error": self.error, "module": self._module}
+        return {
+            "state": self.state,
+            "error": self.error,
+            "module": self._module,
+            "checks": self.checks,  # scripts it answered for (passed or failed)
+        }
 
     def module_changed(self, module_hash: str, module: str) -> None:
         """The gateway built a new module: a server for it replaces the current one."""

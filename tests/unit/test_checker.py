@@ -1,0 +1,139 @@
+"""The warm checker's diagnostics read exactly as `deno check` prints them (Deno 2.x)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolscript.gateway.checker import FAILED_TAIL, Document, _Unsure, render_diagnostics
+
+SCRIPT = "file:///checker/scripts/slot.ts"
+MODULE = "file:///cache/modules/0123.ts"
+SHOWN = "file:///cache/scripts/ab12/inline.ts"
+
+
+def diagnostic(
+    line: int, start: int, end: int, code: Any, message: str, **extra: Any
+) -> dict[str, Any]:
+    span = {"start": {"line": line, "character": start}, "end": {"line": line, "character": end}}
+    return {"uri": SCRIPT, "range": span, "code": code, "message": message, **extra}
+
+
+def documents(*lines: str, module: list[str] | None = None) -> dict[str, Document]:
+    found = {SCRIPT: Document(SHOWN, list(lines))}
+    if module is not None:
+        found[MODULE] = Document("file:///home/me/.cache/toolscript/modules/0123.ts", module)
+    return found
+
+
+def test_one_error_with_a_single_character_caret() -> None:
+    code = ['import { tools } from "toolscript";', 'const x: number = "a";']
+    found = diagnostic(1, 6, 7, 2322, "Type 'string' is not assignable to type 'number'.")
+    assert render_diagnostics([found], documents(*code)) == (
+        "TS2322 [ERROR]: Type 'string' is not assignable to type 'number'.\n"
+        'const x: number = "a";\n'
+        "      ^\n"
+        f"    at {SHOWN}:2:7" + FAILED_TAIL
+    )
+
+
+def test_several_errors_are_counted_and_ranges_underlined() -> None:
+    code = ["await tools.nope.nothing();", "let y = undefinedName + 1;"]
+    found = [
+        diagnostic(0, 12, 16, 2339, "Property 'nope' does not exist on type 'Tools'."),
+        diagnostic(1, 8, 21, 2552, "Cannot find name 'undefinedName'. Did you mean 'undefined'?"),
+    ]
+    text = render_diagnostics(found, documents(*code))
+    assert text.startswith(
+        "TS2339 [ERROR]: Property 'nope' does not exist on type 'Tools'.\n"
+        "await tools.nope.nothing();\n"
+        "            ~~~~\n"
+        f"    at {SHOWN}:1:13\n\n"
+        "TS2552 [ERROR]: Cannot find name 'undefinedName'. Did you mean 'undefined'?\n"
+        "let y = undefinedName + 1;\n"
+        "        ~~~~~~~~~~~~~\n"
+        f"    at {SHOWN}:2:9\n\n"
+        "Found 2 errors.\n\nerror: Type checking failed.\n"
+    )
+
+
+def test_related_information_is_indented_under_its_error() -> None:
+    code = ["type A = { a: { b: { c: number } } };", 'const v: A = { a: { b: { c: "s" } } };']
+    span = {"start": {"line": 0, "character": 21}, "end": {"line": 0, "character": 22}}
+    related = {
+        "location": {"uri": SCRIPT, "range": span},
+        "message": "The expected type comes from property 'c' which is declared here on type '{ c: number; }'",
+    }
+    found = diagnostic(
+        1,
+        25,
+        26,
+        2322,
+        "Type 'string' is not assignable to type 'number'.",
+        relatedInformation=[related],
+    )
+    assert render_diagnostics([found], documents(*code)) == (
+        "TS2322 [ERROR]: Type 'string' is not assignable to type 'number'.\n"
+        'const v: A = { a: { b: { c: "s" } } };\n'
+        "                         ^\n"
+        f"    at {SHOWN}:2:26\n\n"
+        "    The expected type comes from property 'c' which is declared here on type '{ c: number; }'\n"
+        "    type A = { a: { b: { c: number } } };\n"
+        "                         ^\n"
+        f"        at {SHOWN}:1:22" + FAILED_TAIL
+    )
+
+
+def test_a_place_in_the_module_is_named_by_the_module_exec_runs() -> None:
+    span = {"start": {"line": 1, "character": 2}, "end": {"line": 1, "character": 10}}
+    related = {"location": {"uri": MODULE, "range": span}, "message": "declared here"}
+    found = diagnostic(0, 0, 1, 2322, "bad", relatedInformation=[related])
+    text = render_diagnostics([found], documents("x", module=["type P = {", "  timezone: string;"]))
+    assert "    declared here\n      timezone: string;\n      ~~~~~~~~\n" in text
+    assert "at file:///home/me/.cache/toolscript/modules/0123.ts:2:3" in text
+
+
+def test_long_lines_are_not_quoted_and_tabs_keep_the_caret_aligned() -> None:
+    long = "x" * 151
+    text = render_diagnostics([diagnostic(0, 3, 4, 2304, "long")], documents(long))
+    assert long not in text and f"at {SHOWN}:1:4" in text
+    tabbed = render_diagnostics([diagnostic(0, 2, 3, 2304, "tab")], documents("\t\tx;"))
+    assert "\t\tx;\n\t\t^\n" in tabbed
+
+
+def test_a_message_chain_keeps_its_indentation() -> None:
+    message = "Type 'X' is not assignable to type 'Y'.\n  The types of 'a' are incompatible.\n    Type 'number' is not assignable to type 'string'."
+    text = render_diagnostics([diagnostic(0, 4, 5, 2322, message)], documents("let x: Y = y;"))
+    assert text.startswith(f"TS2322 [ERROR]: {message}\nlet x: Y = y;\n    ^\n")
+
+
+@pytest.mark.parametrize(
+    "found",
+    [
+        diagnostic(0, 0, 1, "no-local", "Unable to load a local module"),  # Deno's resolution
+        diagnostic(0, 0, 1, 1005, "';' expected."),  # a syntax error: deno run's parser says it
+        diagnostic(
+            0,
+            0,
+            1,
+            2322,
+            "bad",
+            relatedInformation=[
+                {
+                    "location": {
+                        "uri": "deno:/asset/lib.deno.window.d.ts",
+                        "range": {
+                            "start": {"line": 0, "character": 0},
+                            "end": {"line": 0, "character": 1},
+                        },
+                    },
+                    "message": "declared here",
+                }
+            ],
+        ),
+    ],
+)
+def test_what_deno_check_would_print_otherwise_is_left_to_it(found: dict[str, Any]) -> None:
+    with pytest.raises(_Unsure):
+        render_diagnostics([found], documents("x"))
