@@ -6,8 +6,17 @@ calls one tool, with type checking. Targets (issue 5): (a) adds < 150 ms; (b) < 
 needs no gateway, against the ephemeral gateway the same script started before, and a
 tool call through an ephemeral gateway against one through a running gateway.
 Target (issue 13): `return 1+1` with no gateway at most 1.5 s.
+(d) by catalogue size: one small server, and the same server beside the 113 corpus servers
+(about 1,600 tools, as bench/search_quality.py serves them): a never-seen script that calls
+a tool, type-checked (bare `deno run --check` vs `toolscript exec`, whose gateway's warm
+checker answers), and hello world unchecked. Targets (issue 17): the checked script through
+exec at most 250 ms p50 at 1,600 tools and 200 ms with one small server; hello world within
+150 ms of bare Deno.
 
-    python bench/exec_overhead.py [--runs 11]
+The package is byte-compiled first, as `pip install` does (a checkout run with
+PYTHONDONTWRITEBYTECODE compiles every module on every run).
+
+    python bench/exec_overhead.py [--runs 11] [--skip-large]
 """
 
 from __future__ import annotations
@@ -20,10 +29,12 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import gateway_env, running_gateway
+from search_quality import corpus_config, corpus_files
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,18 +51,115 @@ def timed(command: list[str], env: dict[str, str], cwd: Path) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=11)
+    parser.add_argument("--skip-large", action="store_true", help="no 1,600-tool catalogue")
     args = parser.parse_args()
+    import compileall
+
     import deno
+
+    compileall.compile_dir(str(ROOT / "toolscript"), quiet=1)
 
     deno_bin = str(deno.find_deno_bin())
     work = Path(tempfile.mkdtemp(prefix="toolscript-bench-"))
-    config = {
-        "mcpServers": {"time": {"command": str(Path(sys.executable).parent / "mcp-server-time")}}
+    config: dict[str, Any] = {
+        "mcpServers": {"time": {"command": str(Path(sys.executable).parent / "mcp-server-time")}},
+        "search": {"semantic": False},  # no embedding work competing for the CPU meanwhile
     }
     base_env = gateway_env(TOOLSCRIPT_HOME=str(work / "home"))
+    catalogues: dict[str, dict[str, float]] = {}
     with running_gateway(work, config) as url:
+        wait_for_checker(url)
         measure(url, work, base_env, deno_bin, args.runs)
         measure_without_gateway(url, work, config, base_env, min(args.runs, 5))
+        catalogues["1 server"] = by_catalogue(url, work, base_env, deno_bin, args.runs)
+    if not args.skip_large:
+        large = corpus_config(corpus_files("all"), 0.5)
+        large["mcpServers"].update(config["mcpServers"])
+        large["search"]["semantic"] = False
+        with running_gateway(work / "large", large) as url:
+            wait_for_checker(url)
+            name = f"{tool_count(url)} tools"
+            catalogues[name] = by_catalogue(url, work, base_env, deno_bin, args.runs)
+    report_catalogues(catalogues, args.runs)
+
+
+def wait_for_checker(url: str, timeout: float = 300) -> None:
+    """Measure once the gateway's warm checker is ready (it warms up in the background)."""
+    import json
+    from urllib.request import urlopen
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = json.loads(urlopen(f"{url}/health").read())["checker"]["state"]
+        if state == "ready":
+            return
+        time.sleep(0.5)
+    raise SystemExit("the gateway's type checker never got ready")
+
+
+def tool_count(url: str) -> int:
+    import json
+    from urllib.request import urlopen
+
+    return int(json.loads(urlopen(f"{url}/health").read())["tools"])
+
+
+CASES = ("checked: bare deno", "checked: toolscript", "hello: bare deno", "hello: toolscript")
+
+
+def by_catalogue(
+    url: str, work: Path, base_env: dict[str, str], deno_bin: str, runs: int
+) -> dict[str, float]:
+    """Case (d) for the catalogue ``url`` serves: medians of interleaved runs, in ms."""
+    host = url.split("/")[2]
+    toolscript_env = {**base_env, "TOOLSCRIPT_GATEWAY_URL": url}
+    deno_env = {"DENO_DIR": str(work / "deno"), "NO_COLOR": "1", "TOOLSCRIPT_GATEWAY_URL": url}
+    toolscript = [sys.executable, "-m", "toolscript", "exec"]
+    hello = work / "hello.ts"
+    hello.write_text('console.log("hello");\n')
+    call = 'import { tools } from "MODULE";\nconst now = await tools.time.getCurrentTime({ timezone: "UTC" });\nconsole.log(now.timezone); // RUN\n'
+    bare_run = [deno_bin, "run", "--check", f"--allow-import={host}", f"--allow-net={host}"]
+    results: dict[str, list[float]] = {case: [] for case in CASES}
+    # warm: the module download and its transpiled form in both caches, the Deno binary
+    warm = work / f"warm-{uuid.uuid4().hex}.ts"
+    warm.write_text(call.replace("MODULE", f"{url}/runtime/tools.ts").replace("RUN", "warm"))
+    timed([*bare_run, str(warm)], deno_env, work)
+    timed(
+        [*toolscript, call.replace("MODULE", "toolscript").replace("RUN", "warm")],
+        toolscript_env,
+        work,
+    )
+    for _ in range(runs):
+        bare = work / f"bare-{uuid.uuid4().hex}.ts"
+        bare.write_text(
+            call.replace("MODULE", f"{url}/runtime/tools.ts").replace("RUN", uuid.uuid4().hex)
+        )
+        results["checked: bare deno"].append(timed([*bare_run, str(bare)], deno_env, work))
+        ours = call.replace("MODULE", "toolscript").replace("RUN", uuid.uuid4().hex)
+        results["checked: toolscript"].append(timed([*toolscript, ours], toolscript_env, work))
+        results["hello: bare deno"].append(
+            timed([deno_bin, "run", "--no-check", str(hello)], deno_env, work)
+        )
+        results["hello: toolscript"].append(
+            timed([*toolscript, "--no-check", 'console.log("hello");'], toolscript_env, work)
+        )
+    return {case: statistics.median(values) for case, values in results.items()}
+
+
+def report_catalogues(catalogues: dict[str, dict[str, float]], runs: int) -> None:
+    print(f"\n(d) by catalogue size, p50 of {runs} interleaved runs (ms)")
+    print(f"{'case':22}" + "".join(f"{name:>14}" for name in catalogues))
+    for case in CASES:
+        print(f"{case:22}" + "".join(f"{medians[case]:14.0f}" for medians in catalogues.values()))
+    for name, medians in catalogues.items():
+        target = 200 if name == "1 server" else 250
+        checked = medians["checked: toolscript"]
+        added = medians["hello: toolscript"] - medians["hello: bare deno"]
+        print(
+            f"(d) {name}: checked new script {checked:.0f} ms (target <= {target}), "
+            f"{medians['checked: bare deno'] / checked:.1f}x faster than bare deno check + run; "
+            f"hello world adds {added:.0f} ms over bare deno (target < 150)"
+        )
 
 
 def measure_without_gateway(

@@ -247,3 +247,27 @@ def test_no_checker_is_left_after_the_gateway_stops(home: Path, tmp_path: Path) 
     (server,) = language_servers(gateway)
     assert gateway.stop() == []
     wait_until(lambda: not server.is_running(), "the checker outlived its gateway", timeout=10)
+
+
+def test_gateway_status_names_the_checker(
+    gateway: GatewayProcess, home: Path, tmp_path: Path
+) -> None:
+    env = clean_env(TOOLSCRIPT_HOME=str(home), TOOLSCRIPT_GATEWAY_URL=gateway.url)
+    shown = subprocess.run(
+        [sys.executable, "-m", "toolscript", "gateway", "status"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "type checks: warm" in shown.stdout, shown.stdout + shown.stderr
+    described = subprocess.run(
+        [sys.executable, "-m", "toolscript", "gateway", "status", "--json"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert json.loads(described.stdout)["checker"]["state"] == "ready"

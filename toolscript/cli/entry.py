@@ -6,6 +6,7 @@ through the typer app in ``toolscript.cli.main``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -47,6 +48,15 @@ def _script_arguments(argv: list[str]) -> list[str]:
     return argv
 
 
+def _leave(code: int) -> None:
+    """Exit at once after a finished exec: the run stopped and removed all it made, and
+    the interpreter's own clean-up would add 15 ms to every exec."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(BrokenPipeError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
 def main() -> None:
     """Entry point: run the app and turn toolscript errors into a message and exit code."""
     if sys.platform == "win32":
@@ -65,7 +75,7 @@ def main() -> None:
 
             code = fast_exec(arguments[1:])
             if code is not None:
-                sys.exit(code)
+                _leave(code)
         from toolscript.cli.main import app
 
         app(args=arguments, prog_name="toolscript")

@@ -207,6 +207,7 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         sys.stdout.write(
             f"tools: {health.get('tools', 0)}; search: {search.get('mode', 'none')}"
             + ("" if search.get("ready") else f" ({search.get('reason', 'not ready')})")
+            + _checker_line(health.get("checker") or {})
             + "\n"
         )
         rows = []
@@ -225,6 +226,17 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
                 f"config: error, the previous configuration still serves: {config_error}\n"
             )
     raise typer.Exit(0 if healthy else 3)
+
+
+def _checker_line(checker: dict[str, Any]) -> str:
+    """The warm type checker in a few words (an older gateway has none to report)."""
+    state = checker.get("state")
+    if state is None:
+        return ""
+    if state == "failed":
+        return f"; type checks: deno check ({checker.get('error') or 'the warm checker failed'})"
+    wording = {"ready": "warm", "starting": "warming up", "off": "deno check"}
+    return f"; type checks: {wording.get(state, state)}"
 
 
 hook_app = typer.Typer(
