@@ -215,29 +215,38 @@ def test_a_module_change_is_seen_by_the_next_check(home: Path, tmp_path: Path) -
 
 def test_a_hung_or_killed_checker_falls_back_and_is_replaced(home: Path, tmp_path: Path) -> None:
     gateway = start(CONFIG, tmp_path / "project", home)
-    try:
-        (hung,) = language_servers(gateway)
-        os.kill(hung.pid, signal.SIGSTOP)  # every check from now on hangs in the middle
-        code = f'const n: number = "x"; // {time.time_ns()}\nreturn n;'
-        answered = run_exec(code, home=home, cwd=tmp_path, gateway=gateway)
-        assert answered.returncode == 1 and answered.stdout == ""
-        assert "TS2322 [ERROR]" in answered.stderr and "<inline>.ts:1:7" in answered.stderr
-        wait_until(lambda: not hung.is_running(), "the hung checker was left running")
+
+    def replaced(old: psutil.Process) -> psutil.Process:
+        wait_until(lambda: not old.is_running(), "the broken checker was left running")
         wait_until(
             lambda: checker(gateway)["state"] == "ready" and len(language_servers(gateway)) == 1,
             "no new checker",
         )
-        (replacement,) = language_servers(gateway)
-        assert replacement.pid != hung.pid
-        replacement.kill()
-        replacement.wait(10)
-        passing = f'return "fine" // {time.time_ns()}'
-        ran = run_exec(passing, home=home, cwd=tmp_path, gateway=gateway)
-        assert (ran.returncode, ran.stdout) == (0, '"fine"\n'), ran.stderr
-        wait_until(
-            lambda: checker(gateway)["state"] == "ready" and len(language_servers(gateway)) == 1,
-            "the killed checker was not replaced",
+        (new,) = language_servers(gateway)
+        assert new.pid != old.pid
+        return new
+
+    try:
+        (hung,) = language_servers(gateway)
+        os.kill(hung.pid, signal.SIGSTOP)  # the check hangs: exec waits, then Deno checks
+        code = f'const n: number = "x"; // {time.time_ns()}\nreturn n;'
+        answered = run_exec(code, home=home, cwd=tmp_path, gateway=gateway)
+        assert answered.returncode == 1 and answered.stdout == ""
+        assert "TS2322 [ERROR]" in answered.stderr and "<inline>.ts:1:7" in answered.stderr
+        dying = replaced(hung)
+        os.kill(dying.pid, signal.SIGSTOP)  # hold the next check in the middle, then kill it
+        command, env, directory = exec_command(
+            f'return "fine" // {time.time_ns()}', home=home, cwd=tmp_path, gateway=gateway
         )
+        running = subprocess.Popen(
+            command, env=env, cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        time.sleep(1.5)
+        assert running.poll() is None, "the check did not wait for the checker"
+        dying.kill()
+        out, err = running.communicate(timeout=120)
+        assert (running.returncode, out) == (0, b'"fine"\n'), err
+        replaced(dying)
     finally:
         assert gateway.stop() == []
 
