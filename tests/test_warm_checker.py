@@ -280,3 +280,18 @@ def test_gateway_status_names_the_checker(
         timeout=60,
     )
     assert json.loads(described.stdout)["checker"]["state"] == "ready"
+
+
+def test_a_gateway_without_a_checker_leaves_checks_to_deno(home: Path, tmp_path: Path) -> None:
+    directory = tmp_path / "project"
+    directory.mkdir()
+    gateway = GatewayProcess(
+        CONFIG, directory, "--no-warm-checker", env={"TOOLSCRIPT_HOME": str(home)}
+    )
+    try:
+        assert checker(gateway)["state"] == "off"
+        assert language_servers(gateway) == []
+        failed = run_exec('const n: number = "x";', home=home, cwd=tmp_path, gateway=gateway)
+        assert failed.returncode == 1 and "TS2322 [ERROR]" in failed.stderr
+    finally:
+        assert gateway.stop() == []

@@ -98,6 +98,13 @@ def start(
             "--ephemeral", hidden=True, help="Write no state file, keyword search only (for exec)."
         ),
     ] = False,
+    no_warm_checker: Annotated[
+        bool,
+        typer.Option(
+            "--no-warm-checker",
+            help="Keep no warm type checker (about 300 MB): exec checks with deno check.",
+        ),
+    ] = False,
     no_state: Annotated[
         bool,
         typer.Option(
@@ -153,7 +160,8 @@ def start(
             ready_wait=ready_wait,
             max_request_bytes=int(max_request_mb * 1024 * 1024),
             previous=previous,
-            warm_checker=not ephemeral,  # a gateway for one exec: the check is deno check's
+            # A gateway for one exec has no use for it: that script is checked by deno check.
+            warm_checker=not (ephemeral or no_warm_checker),
         )
     except BaseException:
         if not private:
