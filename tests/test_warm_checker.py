@@ -113,6 +113,11 @@ CHAINED = 'import { tools } from "toolscript";\nexport const t: { a: string } = 
     [
         ("inline", WRAPPED, ["<inline>.ts:2:7", "<inline>.ts:3:18", "type 'TimeTools'"]),
         ("inline", ONE_LINE, [f"{ONE_LINE}\n", "<inline>.ts:1:43"]),
+        (
+            "inline",
+            'import { nope } from "toolscript";\nreturn nope;',
+            ["has no exported member 'nope'", "<inline>.ts:1:10"],
+        ),
         ("stdin", INTO_THE_MODULE, ["<stdin>.ts:2:35", "at toolscript:"]),
         ("file", CHAINED, ["job.ts:2:14", "\n  Type 'null' is not assignable"]),
     ],
