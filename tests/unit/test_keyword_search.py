@@ -45,3 +45,13 @@ def test_questions_about_the_present_imply_current() -> None:
     assert implied_words("What time is it in Tokyo?") == ["current"]
     assert implied_words("weather right now") == ["current"]
     assert implied_words("convert time zones") == []
+
+
+def test_a_title_in_the_annotations_is_searched_like_the_tools_own() -> None:
+    tool = {"name": "q7", "description": "Runs it.", "annotations": {"title": "Refund a payment"}}
+    other = {"name": "charge", "description": "Charge a card for a payment."}
+    documents = [document_for("pay", "", tool), document_for("pay", "", other)]
+    assert "refund" in documents[0].fields["name"]
+    assert "Refund a payment." in documents[0].text
+    scores = LexicalIndex(documents).scores("refund a payment")
+    assert max(scores, key=lambda index: scores[index]) == 0

@@ -191,7 +191,14 @@ def _without_examples(text: str) -> str:
 
 def document_for(server: str, server_description: str, tool: dict[str, Any]) -> ToolDocument:
     name = str(tool.get("name", ""))
-    title = str(tool.get("title") or "")
+    annotations = tool.get("annotations")
+    # The display name: the tool's own title, else the one its annotations carry (older
+    # servers put it there).
+    title = str(
+        tool.get("title")
+        or (annotations.get("title") if isinstance(annotations, dict) else None)
+        or ""
+    )
     description = str(tool.get("description") or "")
     parameters = _parameters(tool.get("inputSchema"))
     fields = {
