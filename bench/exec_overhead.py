@@ -6,10 +6,9 @@ calls one tool, with type checking. Targets (issue 5): (a) adds < 150 ms; (b) < 
 needs no gateway, against the ephemeral gateway the same script started before, and a
 tool call through an ephemeral gateway against one through a running gateway.
 Target (issue 13): `return 1+1` with no gateway at most 1.5 s.
-(d) by catalogue size: one small server, and the same server beside the 113 corpus servers
-(about 1,600 tools, as bench/search_quality.py serves them): a never-seen script that calls
-a tool, type-checked (bare `deno run --check` vs `toolscript exec`, whose gateway's warm
-checker answers), and hello world unchecked. Targets (issue 17): the checked script through
+(d) cases (a) and (b) by catalogue size: one small server, and the same server beside the
+113 corpus servers (about 1,600 tools, as bench/search_quality.py serves them); exec's
+check is the gateway's warm checker's. Targets (issue 17): the checked script through
 exec at most 250 ms p50 at 1,600 tools and 200 ms with one small server; hello world within
 150 ms of bare Deno.
 
@@ -66,12 +65,11 @@ def main() -> None:
         "search": {"semantic": False},  # no embedding work competing for the CPU meanwhile
     }
     base_env = gateway_env(TOOLSCRIPT_HOME=str(work / "home"))
-    catalogues: dict[str, dict[str, float]] = {}
+    catalogues: dict[str, dict[str, list[float]]] = {}
     with running_gateway(work, config) as url:
         wait_for_checker(url)
-        measure(url, work, base_env, deno_bin, args.runs)
+        catalogues["1 server"] = measure(url, work, base_env, deno_bin, args.runs)
         measure_without_gateway(url, work, config, base_env, min(args.runs, 5))
-        catalogues["1 server"] = by_catalogue(url, work, base_env, deno_bin, args.runs)
     if not args.skip_large:
         large = corpus_config(corpus_files("all"), 0.5)
         large["mcpServers"].update(config["mcpServers"])
@@ -79,8 +77,8 @@ def main() -> None:
         with running_gateway(work / "large", large) as url:
             wait_for_checker(url)
             name = f"{tool_count(url)} tools"
-            catalogues[name] = by_catalogue(url, work, base_env, deno_bin, args.runs)
-    report_catalogues(catalogues, args.runs)
+            catalogues[name] = measure(url, work, base_env, deno_bin, args.runs)
+    report(catalogues, args.runs)
 
 
 def wait_for_checker(url: str, timeout: float = 300) -> None:
@@ -104,13 +102,13 @@ def tool_count(url: str) -> int:
     return int(json.loads(urlopen(f"{url}/health").read())["tools"])
 
 
-CASES = ("checked: bare deno", "checked: toolscript", "hello: bare deno", "hello: toolscript")
+CASES = ("hello: bare deno", "hello: toolscript", "checked: bare deno", "checked: toolscript")
 
 
-def by_catalogue(
+def measure(
     url: str, work: Path, base_env: dict[str, str], deno_bin: str, runs: int
-) -> dict[str, float]:
-    """Case (d) for the catalogue ``url`` serves: medians of interleaved runs, in ms."""
+) -> dict[str, list[float]]:
+    """Cases (a), (b) and (d) for the catalogue ``url`` serves: interleaved runs, in ms."""
     host = url.split("/")[2]
     toolscript_env = {**base_env, "TOOLSCRIPT_GATEWAY_URL": url}
     deno_env = {"DENO_DIR": str(work / "deno"), "NO_COLOR": "1", "TOOLSCRIPT_GATEWAY_URL": url}
@@ -130,6 +128,12 @@ def by_catalogue(
         work,
     )
     for _ in range(runs):
+        results["hello: bare deno"].append(
+            timed([deno_bin, "run", "--no-check", str(hello)], deno_env, work)
+        )
+        results["hello: toolscript"].append(
+            timed([*toolscript, "--no-check", 'console.log("hello");'], toolscript_env, work)
+        )
         bare = work / f"bare-{uuid.uuid4().hex}.ts"
         bare.write_text(
             call.replace("MODULE", f"{url}/runtime/tools.ts").replace("RUN", uuid.uuid4().hex)
@@ -137,27 +141,35 @@ def by_catalogue(
         results["checked: bare deno"].append(timed([*bare_run, str(bare)], deno_env, work))
         ours = call.replace("MODULE", "toolscript").replace("RUN", uuid.uuid4().hex)
         results["checked: toolscript"].append(timed([*toolscript, ours], toolscript_env, work))
-        results["hello: bare deno"].append(
-            timed([deno_bin, "run", "--no-check", str(hello)], deno_env, work)
-        )
-        results["hello: toolscript"].append(
-            timed([*toolscript, "--no-check", 'console.log("hello");'], toolscript_env, work)
-        )
-    return {case: statistics.median(values) for case, values in results.items()}
+    return results
 
 
-def report_catalogues(catalogues: dict[str, dict[str, float]], runs: int) -> None:
-    print(f"\n(d) by catalogue size, p50 of {runs} interleaved runs (ms)")
-    print(f"{'case':22}" + "".join(f"{name:>14}" for name in catalogues))
+def report(catalogues: dict[str, dict[str, list[float]]], runs: int) -> None:
+    """min / p50 / max of every case per catalogue, then each target's line."""
+    print(f"\nexec overhead by catalogue, {runs} interleaved runs each (ms: min p50 max)")
+    print(f"{'case':22}" + "".join(f"{name:>22}" for name in catalogues))
     for case in CASES:
-        print(f"{case:22}" + "".join(f"{medians[case]:14.0f}" for medians in catalogues.values()))
-    for name, medians in catalogues.items():
+        cells = (
+            f"{min(v):6.0f}{statistics.median(v):8.0f}{max(v):8.0f}"
+            for v in (results[case] for results in catalogues.values())
+        )
+        print(f"{case:22}" + "".join(cells))
+    medians = {
+        name: {case: statistics.median(values) for case, values in results.items()}
+        for name, results in catalogues.items()
+    }
+    small = medians["1 server"]
+    added = small["hello: toolscript"] - small["hello: bare deno"]
+    ratio = small["checked: toolscript"] / small["checked: bare deno"]
+    print(f"(a) toolscript adds {added:.0f} ms over bare deno (target < 150 ms)")
+    print(f"(b) toolscript / bare deno --check: {ratio:.2f}x (target < 1.2x)")
+    for name, found in medians.items():
         target = 200 if name == "1 server" else 250
-        checked = medians["checked: toolscript"]
-        added = medians["hello: toolscript"] - medians["hello: bare deno"]
+        checked = found["checked: toolscript"]
+        added = found["hello: toolscript"] - found["hello: bare deno"]
         print(
             f"(d) {name}: checked new script {checked:.0f} ms (target <= {target}), "
-            f"{medians['checked: bare deno'] / checked:.1f}x faster than bare deno check + run; "
+            f"{found['checked: bare deno'] / checked:.1f}x faster than bare deno check + run; "
             f"hello world adds {added:.0f} ms over bare deno (target < 150)"
         )
 
@@ -200,56 +212,6 @@ def measure_without_gateway(
         "(c) a tool call through an ephemeral gateway / through a running one: "
         f"{median['tool call, ephemeral gateway'] / median['tool call, running gateway']:.1f}x"
     )
-
-
-def measure(url: str, work: Path, base_env: dict[str, str], deno_bin: str, runs: int) -> None:
-    host = url.split("/")[2]
-    toolscript_env = {**base_env, "TOOLSCRIPT_GATEWAY_URL": url}
-    deno_env = {"DENO_DIR": str(work / "deno"), "NO_COLOR": "1", "TOOLSCRIPT_GATEWAY_URL": url}
-    toolscript = [sys.executable, "-m", "toolscript", "exec"]
-    hello = work / "hello.ts"
-    hello.write_text('console.log("hello");\n')
-    call = 'import { tools } from "MODULE";\nconst now = await tools.time.getCurrentTime({ timezone: "UTC" });\nconsole.log(now.timezone); // RUN\n'
-    results: dict[str, list[float]] = {
-        k: [] for k in ("a bare deno", "a toolscript", "b bare deno", "b toolscript")
-    }
-    # warm both caches (the module download, the Deno binary) before measuring
-    timed([*toolscript, "--no-check", 'console.log("warm")'], toolscript_env, work)
-    timed([deno_bin, "run", "--no-check", str(hello)], deno_env, work)
-    for _ in range(runs):
-        results["a bare deno"].append(
-            timed([deno_bin, "run", "--no-check", str(hello)], deno_env, work)
-        )
-        results["a toolscript"].append(
-            timed([*toolscript, "--no-check", 'console.log("hello");'], toolscript_env, work)
-        )
-        unique = uuid.uuid4().hex
-        bare = work / f"bare-{unique}.ts"
-        bare.write_text(call.replace("MODULE", f"{url}/runtime/tools.ts").replace("RUN", unique))
-        results["b bare deno"].append(
-            timed(
-                [
-                    deno_bin,
-                    "run",
-                    "--check",
-                    f"--allow-import={host}",
-                    f"--allow-net={host}",
-                    str(bare),
-                ],
-                deno_env,
-                work,
-            )
-        )
-        ours = call.replace("MODULE", "toolscript").replace("RUN", uuid.uuid4().hex)
-        results["b toolscript"].append(timed([*toolscript, ours], toolscript_env, work))
-    print(f"exec overhead, {runs} runs each, interleaved (ms)")
-    print(f"{'case':16}{'min':>8}{'p50':>8}{'max':>8}")
-    for name, values in results.items():
-        print(f"{name:16}{min(values):8.0f}{statistics.median(values):8.0f}{max(values):8.0f}")
-    added = statistics.median(results["a toolscript"]) - statistics.median(results["a bare deno"])
-    ratio = statistics.median(results["b toolscript"]) / statistics.median(results["b bare deno"])
-    print(f"(a) toolscript adds {added:.0f} ms over bare deno (target < 150 ms)")
-    print(f"(b) toolscript / bare deno --check: {ratio:.2f}x (target < 1.2x)")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from typing import Any
 
 import psutil
 import pytest
-from helpers import GatewayProcess, clean_env, fixture_server, python_bin
+from helpers import GatewayProcess, clean_env, fixture_server, python_bin, toolscript_cli
 
 CONFIG = {
     "mcpServers": {"time": {"command": python_bin("mcp-server-time")}, "fx": fixture_server()}
@@ -78,13 +78,24 @@ def language_servers(gateway: GatewayProcess) -> list[psutil.Process]:
     return found
 
 
-def exec_command(
-    *args: str, home: Path, cwd: Path, gateway: GatewayProcess | None = None
-) -> list[Any]:
+def exec_env(home: Path, gateway: GatewayProcess | None) -> dict[str, str]:
     env = {"TOOLSCRIPT_HOME": str(home)}
     if gateway is not None:
         env["TOOLSCRIPT_GATEWAY_URL"] = gateway.url
-    return [[sys.executable, "-m", "toolscript", "exec", *args], clean_env(**env), cwd]
+    return env
+
+
+def exec_process(
+    code: str, *, home: Path, cwd: Path, gateway: GatewayProcess
+) -> subprocess.Popen[bytes]:
+    """An exec running in the background (toolscript_cli's command and environment)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "toolscript", "exec", code],
+        env=clean_env(**exec_env(home, gateway)),
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def run_exec(
@@ -94,9 +105,8 @@ def run_exec(
     gateway: GatewayProcess | None = None,
     stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    command, env, directory = exec_command(*args, home=home, cwd=cwd, gateway=gateway)
-    return subprocess.run(
-        command, env=env, cwd=directory, input=stdin, capture_output=True, text=True, timeout=180
+    return toolscript_cli(
+        "exec", *args, cwd=cwd, env=exec_env(home, gateway), stdin=stdin, timeout=180
     )
 
 
@@ -172,16 +182,10 @@ def test_two_execs_check_at_once(gateway: GatewayProcess, home: Path, tmp_path: 
         f'import {{ tools }} from "toolscript"; // {nonce}\nreturn (await tools.fx.structured({{ city: "Oslo" }})).city;',
     ] * 2
     before = checker(gateway)["checks"]
-    running = []
-    for index, code in enumerate(scripts):
-        command, env, directory = exec_command(
-            code + f" // {index}", home=home, cwd=tmp_path, gateway=gateway
-        )
-        running.append(
-            subprocess.Popen(
-                command, env=env, cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-            )
-        )
+    running = [
+        exec_process(code + f" // {index}", home=home, cwd=tmp_path, gateway=gateway)
+        for index, code in enumerate(scripts)
+    ]
     results = [(p.wait(120), *p.communicate()) for p in running]
     for code, (status, out, err) in zip(scripts, results, strict=True):
         if "const x: string = 1" in code:
@@ -240,11 +244,8 @@ def test_a_hung_or_killed_checker_falls_back_and_is_replaced(home: Path, tmp_pat
         assert "TS2322 [ERROR]" in answered.stderr and "<inline>.ts:1:7" in answered.stderr
         dying = replaced(hung)
         os.kill(dying.pid, signal.SIGSTOP)  # hold the next check in the middle, then kill it
-        command, env, directory = exec_command(
+        running = exec_process(
             f'return "fine" // {time.time_ns()}', home=home, cwd=tmp_path, gateway=gateway
-        )
-        running = subprocess.Popen(
-            command, env=env, cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
         time.sleep(1.5)
         assert running.poll() is None, "the check did not wait for the checker"
@@ -266,24 +267,10 @@ def test_no_checker_is_left_after_the_gateway_stops(home: Path, tmp_path: Path) 
 def test_gateway_status_names_the_checker(
     gateway: GatewayProcess, home: Path, tmp_path: Path
 ) -> None:
-    env = clean_env(TOOLSCRIPT_HOME=str(home), TOOLSCRIPT_GATEWAY_URL=gateway.url)
-    shown = subprocess.run(
-        [sys.executable, "-m", "toolscript", "gateway", "status"],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    env = exec_env(home, gateway)
+    shown = toolscript_cli("gateway", "status", cwd=tmp_path, env=env, timeout=60)
     assert "type checks: warm" in shown.stdout, shown.stdout + shown.stderr
-    described = subprocess.run(
-        [sys.executable, "-m", "toolscript", "gateway", "status", "--json"],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    described = toolscript_cli("gateway", "status", "--json", cwd=tmp_path, env=env, timeout=60)
     assert json.loads(described.stdout)["checker"]["state"] == "ready"
 
 

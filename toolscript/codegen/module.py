@@ -129,9 +129,8 @@ def render_tool(
     member = '"new"' if function == "new" else function
     header = f"{member}(params{optional}: {params_name}): Promise<{result_name}>"
     qualified = json.dumps(qualified_name)
-    doc = _method_doc(tool, "    ")
     method = f"    {function}: (params) => call<{result_name}>({qualified}, params),"
-    signature = doc + f"    {header};"
+    signature = _method_doc(tool, "    ") + f"    {header};"
     arguments = example_arguments(input_schema)
     rendered_arguments = ts_literal(arguments) if arguments else ""
     example = f"tools.{namespace}.{function}({rendered_arguments})"
@@ -183,8 +182,7 @@ def render_module(fragments: list[ToolFragment], *, header: str = "") -> str:
         interfaces[namespace] = first_free(to_pascal_case(namespace) + "Tools", taken)
         taken.add(interfaces[namespace])
     members = "".join(f"  {namespace}: {name};\n" for namespace, name in interfaces.items())
-    block = f"{{\n{members}}}" if members else "{}"
-    parts.append(f"/** Every tool, by server. */\nexport interface {root} {block}")
+    parts.append(f"/** Every tool, by server. */\nexport interface {root} {_braced(members)}")
     for namespace, group in groups.items():
         signatures = "\n".join(m.signature for m in group)
         parts.append(f"export interface {interfaces[namespace]} {{\n{signatures}\n}}")
@@ -192,12 +190,13 @@ def render_module(fragments: list[ToolFragment], *, header: str = "") -> str:
         f"  {namespace}: {{\n" + "\n".join(m.method for m in group) + "\n  },\n"
         for namespace, group in groups.items()
     )
-    parts.append(
-        f"export const tools: {root} = {{\n{body}}};"
-        if body
-        else f"export const tools: {root} = {{}};"
-    )
+    parts.append(f"export const tools: {root} = {_braced(body)};")
     return "\n\n".join(parts) + "\n"
+
+
+def _braced(lines: str) -> str:
+    """``lines`` (each ending in a newline) inside braces; ``{}`` for none."""
+    return f"{{\n{lines}}}" if lines else "{}"
 
 
 def render_declarations(fragments: list[ToolFragment]) -> str:

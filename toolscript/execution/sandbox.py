@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import IO, NamedTuple
 from urllib.parse import urlsplit
 
-from toolscript.denobinary import deno_binary
+from toolscript.denobinary import deno_binary, deno_cache_dir, deno_environment
 from toolscript.errors import ExecutionError, GatewayUnreachableError
 from toolscript.execution.source import PreparedSource, SourceMap, prepare
 from toolscript.paths import user_cache_dir
@@ -455,8 +455,7 @@ def run_toolscript(
             streams.write_error(b"".join(rewrite(line) for line in lines))
             return 1  # what deno exits with when a check fails; nothing of the script ran
         check = status != "passed"
-    deno_dir = user_cache_dir() / "deno"
-    _close_web_storage(deno_dir)
+    _close_web_storage(deno_cache_dir())
     imports = {
         "toolscript": (
             module.as_uri() if module else f"{gateway_url}/runtime/tools.ts?_t={module_hash}"
@@ -471,12 +470,7 @@ def run_toolscript(
         user_cache_dir() / "run" / f"importmap-{os.getpid()}-{threading.get_ident()}.json",
         json.dumps(import_map),
     )
-    env = {
-        "TOOLSCRIPT_GATEWAY_URL": gateway_url,
-        "DENO_DIR": str(deno_dir),
-        "DENO_NO_UPDATE_CHECK": "1",
-        "DENO_NO_PROMPT": "1",
-    }
+    env = {"TOOLSCRIPT_GATEWAY_URL": gateway_url, **deno_environment()}
     if not sys.stderr.isatty():
         env["NO_COLOR"] = "1"
     try:

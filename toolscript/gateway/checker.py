@@ -30,7 +30,7 @@ from typing import Any
 
 import anyio
 
-from toolscript.denobinary import deno_binary
+from toolscript.denobinary import deno_binary, deno_environment
 from toolscript.errors import ExecutionError
 from toolscript.paths import module_cache_file, user_cache_dir
 from toolscript.privatefile import write_private
@@ -149,17 +149,11 @@ class _LanguageServer:
 
     @classmethod
     async def start(cls, root: Path, settings: dict[str, Any]) -> _LanguageServer:
-        home = user_cache_dir()
         process = await asyncio.create_subprocess_exec(
             deno_binary(),
             "lsp",
             cwd=root,
-            env={
-                "DENO_DIR": str(home / "deno"),
-                "DENO_NO_UPDATE_CHECK": "1",
-                "DENO_NO_PROMPT": "1",
-                "NO_COLOR": "1",
-            },
+            env={**deno_environment(), "NO_COLOR": "1"},
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
@@ -263,6 +257,7 @@ class WarmChecker:
         self._wake = asyncio.Event()
         self._server: _LanguageServer | None = None
         self._module: str | None = None  # the hash the running server checks against
+        self._module_uri = ""  # the module as the server knows it, and its lines
         self._module_lines: list[str] = []
         self._lock = asyncio.Lock()
         self._names = itertools.count(1)
@@ -334,6 +329,7 @@ class WarmChecker:
             await server.close()  # the module changed again meanwhile
             return True
         self._server, self._module = server, module_hash
+        self._module_uri = module_cache_file(module_hash).as_uri()
         self._module_lines = module.split("\n")
         self.state, self.error = "ready", None
         log.info("type checker: ready in %.1f s", time.perf_counter() - started)
@@ -440,9 +436,7 @@ class WarmChecker:
             uri = (self.root / "scripts" / f"slot{suffix}").as_uri()
             documents = {
                 uri: Document(Path(script_path).as_uri(), code.split("\n")),
-                module_cache_file(module_hash).as_uri(): Document(
-                    Path(module_path).as_uri(), self._module_lines
-                ),
+                self._module_uri: Document(Path(module_path).as_uri(), self._module_lines),
             }
             # A name no script uses, on a line of its own after the script: its "Cannot find
             # name" error proves the answer is about this text (not an earlier one), and
