@@ -5,10 +5,12 @@ parameters and server, identifiers split into words, light stemming, common
 synonyms, typo-tolerant, scaled by the query's best, plus how much of the tool's
 name the query explains; see lexical.py) and, once the model is loaded, a semantic
 score (cosine similarity of embeddings of the tool's server, name, description and
-parameter names), which runs from the median tool (0) to the best (1). They are
-blended ``alpha * semantic + (1 - alpha) * keyword`` (``--search-alpha``; default
-0.5, which ranked best in bench/search_quality.py; the original design used 0.7).
-``threshold`` drops hits whose blended score is below it (``--search-threshold``,
+parameter names with the request less its literal values: text.semantic_query), which
+runs from the median tool (0) to the best (1). They are blended
+``w * semantic + (1 - w) * keyword``, where ``w`` adapts to each query around
+``--search-alpha`` (default 0.5; fusion.py says how). A request that asks for several
+things is split into its needs, each ranked so, and the lists merged in turns
+(needs.py). ``threshold`` drops hits whose blended score is below it (``--search-threshold``,
 default 0.3: the original design's 0.35 cut some right answers from the top 10 on
 this scale). Until the model is ready, or without it, search is keyword-only and
 says so. The model itself runs in a worker process (process.py).
@@ -19,15 +21,17 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from toolscript.config import SearchConfig
+from toolscript.search.fusion import blend
 from toolscript.search.lexical import LexicalIndex
+from toolscript.search.needs import split_needs
 from toolscript.search.semantic import DEFAULT_MODEL, Embedder, EmbeddingStore
-from toolscript.search.text import ToolDocument, mostly_cjk
+from toolscript.search.text import ToolDocument, mostly_cjk, semantic_query
 
 __all__ = ["Hit", "SearchEngine", "SearchOptions", "embed_missing"]
 
@@ -47,9 +51,12 @@ class Hit:
     server: str
     tool: str
     score: float
-    keyword: float
-    semantic: float | None
+    keyword: float  # the keyword part, 0..1
+    semantic: float | None  # the cosine similarity, None without the model
     description: str
+    semantic_part: float | None = None  # the cosine scaled for the blend, 0..1 (hybrid)
+    semantic_weight: float | None = None  # the blend's semantic weight for this query
+    need: int = 0  # which need of a split request this hit answers
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -60,6 +67,26 @@ class Hit:
             "keyword": round(self.keyword, 4),
             "semantic": None if self.semantic is None else round(self.semantic, 4),
             "description": self.description,
+        }
+
+    def explanation(self, needs: list[str]) -> dict[str, Any]:
+        """What made the score: the parts, the weight, and the need it answers."""
+
+        def rounded(value: float | None) -> float | None:
+            return None if value is None else round(value, 4)
+
+        return {
+            "keyword": round(self.keyword, 4),
+            "semantic": rounded(self.semantic_part),
+            "cosine": rounded(self.semantic),
+            "semantic_weight": rounded(self.semantic_weight),
+            # A split request's hit answers one of its needs, or the request read whole.
+            "need": None
+            if len(needs) < 2
+            else needs[self.need]
+            if self.need < len(needs)
+            else "(the whole request)",
+            "need_index": self.need if len(needs) > 1 and self.need < len(needs) else None,
         }
 
 
@@ -148,14 +175,6 @@ class SearchEngine:
                     state="ready", reason="", matrix=matrix, cached=len(documents)
                 )
         return self._semantic.state == "ready"
-
-    def _query_vector(self, query: str) -> Any:
-        assert self.embedder is not None
-        quick = self._quick
-        if quick is not None and not self.embedder.loaded:
-            return quick.encode(query)
-        self._quick = None  # the worker serves queries now: the numpy copy's 90 MB can go
-        return self.embedder.embed_query(query)
 
     def model_loaded(self) -> None:
         """The worker's model is ready: it embeds queries from now on."""
@@ -265,12 +284,43 @@ class SearchEngine:
         server: str | None = None,
         mode: str = "hybrid",
         alpha: float | None = None,
+        split: bool = True,
+        adaptive: bool = True,
     ) -> tuple[list[Hit], str]:
-        """Ranked hits and the mode actually used (``keyword`` until semantic is ready)."""
+        """Ranked hits and the mode actually used (``keyword`` until semantic is ready).
+
+        A request that asks for several things (needs.py) is ranked need by need and the
+        lists are merged in turns, each need's best first; ``split=False`` ranks it whole.
+        ``adaptive=False`` blends with the fixed ``alpha`` (fusion.py), for comparisons.
+        """
+        return self.explain(
+            query,
+            limit=limit,
+            threshold=threshold,
+            server=server,
+            mode=mode,
+            alpha=alpha,
+            split=split,
+            adaptive=adaptive,
+        )[:2]
+
+    def explain(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        threshold: float | None = None,
+        server: str | None = None,
+        mode: str = "hybrid",
+        alpha: float | None = None,
+        split: bool = True,
+        adaptive: bool = True,
+    ) -> tuple[list[Hit], str, list[str]]:
+        """``search``, and the needs the request was split into (one: it was not)."""
         with self._lock:
             documents, lexical, semantic = self.documents, self.lexical, self._semantic
         if not documents or not query.strip():
-            return [], "keyword" if semantic.state != "ready" else mode
+            return [], "keyword" if semantic.state != "ready" else mode, [query]
         aligned = semantic.matrix is not None and len(semantic.matrix) == len(documents)
         if (semantic.state != "ready" or not aligned) and mode in ("hybrid", "semantic", "seed"):
             mode = "keyword"  # not ready, or new tools whose vectors are on their way
@@ -284,67 +334,109 @@ class SearchEngine:
             # The default model reads English only: on Chinese, Japanese or Korean queries its
             # similarities are noise, so keywords (which match such descriptions) lead.
             weight = min(weight, CJK_ALPHA)
-        keyword = lexical.scores(query)
-        cosines: Any = None
+        needs = split_needs(query) if split and mode != "seed" else [query]
+        # A split request is ranked need by need, then whole (what no single need names, the
+        # whole may still find), and the lists are merged in turns.
+        texts = [*needs, query] if len(needs) > 1 else needs
+        cosines: list[Any] = [None] * len(texts)
         if mode != "keyword":
             assert self.embedder is not None
             try:
-                cosines = semantic.matrix @ self._query_vector(query)
+                vectors = self._query_vectors([semantic_query(text) for text in texts])
+                cosines = [semantic.matrix @ vector for vector in vectors]
             except Exception as exc:  # the model went away: answer with keywords, say why
                 self._embedding_failed(exc)
                 mode = "keyword"
-        scored = self._score(query, documents, keyword, cosines, mode, weight)
+                cosines = [None] * len(texts)
         cutoff = self.options.threshold if threshold is None else threshold
-        hits = []
-        for index, score in sorted(scored.items(), key=lambda item: -item[1]):
-            document = documents[index]
-            if server is not None and document.server != server:
+        rankings = [
+            self._rank(text, documents, lexical, cosines[number], mode, weight, adaptive, number)
+            for number, text in enumerate(texts)
+        ]
+        hits: list[Hit] = []
+        seen: set[int] = set()
+        for ranked in _in_turns(
+            [
+                [
+                    (index, hit)
+                    for index, hit in ranking
+                    if hit.score >= cutoff and (server is None or hit.server == server)
+                ]
+                for ranking in rankings
+            ]
+        ):
+            index, hit = ranked
+            if index in seen:
                 continue
-            if score < cutoff:
-                break
-            hits.append(
-                Hit(
-                    server=document.server,
-                    tool=document.name,
-                    score=score,
-                    keyword=keyword.get(index, 0.0),
-                    semantic=None if cosines is None else float(cosines[index]),
-                    description=_first_line(document.description),
-                )
-            )
+            seen.add(index)
+            hits.append(hit)
             if len(hits) >= limit:
                 break
-        return hits, mode
+        return hits, mode, needs
 
-    def _score(
+    def _query_vectors(self, texts: list[str]) -> list[Any]:
+        assert self.embedder is not None
+        quick = self._quick
+        if quick is not None and not self.embedder.loaded:
+            return [quick.encode(text) for text in texts]
+        self._quick = None  # the worker serves queries now: the numpy copy's 90 MB can go
+        if len(texts) == 1:
+            return [self.embedder.embed_query(texts[0])]
+        return list(self.embedder.embed_queries(texts))
+
+    def _rank(
         self,
         query: str,
         documents: list[ToolDocument],
-        keyword: dict[int, float],
+        lexical: LexicalIndex,
         cosines: Any,
         mode: str,
-        weight: float,
-    ) -> dict[int, float]:
+        alpha: float,
+        adaptive: bool,
+        need: int,
+    ) -> list[tuple[int, Hit]]:
+        """One need's tools, best first (every tool with a score; the caller cuts)."""
+        keyword = lexical.scores(query)
+        parts: Any = None
+        weight: float | None = None
         if mode == "keyword":
-            return keyword
-        if mode == "semantic":
-            return {i: float(c) for i, c in enumerate(cosines)}
-        if mode == "seed":
-            return _seed_blend(query, documents, cosines)
-        top = float(cosines.max())
-        floor = float(numpy_median(cosines))
-        span = max(top - floor, 1e-6)
-        scores: dict[int, float] = {}
-        for index, cosine in enumerate(cosines):
-            semantic_part = max(0.0, (float(cosine) - floor) / span)
-            scores[index] = weight * semantic_part + (1 - weight) * keyword.get(index, 0.0)
-        return scores
+            scored = keyword
+        elif mode == "semantic":
+            scored = {i: float(c) for i, c in enumerate(cosines)}
+        elif mode == "seed":
+            scored = _seed_blend(query, documents, cosines)
+        else:
+            blended = blend(keyword, cosines, alpha, adaptive=adaptive)
+            parts, weight = blended.semantic, blended.weight
+            scored = dict(enumerate(blended.scores.tolist()))
+        ranking = []
+        for index, score in sorted(scored.items(), key=lambda item: -item[1]):
+            document = documents[index]
+            ranking.append(
+                (
+                    index,
+                    Hit(
+                        server=document.server,
+                        tool=document.name,
+                        score=score,
+                        keyword=keyword.get(index, 0.0),
+                        semantic=None if cosines is None else float(cosines[index]),
+                        description=_first_line(document.description),
+                        semantic_part=None if parts is None else float(parts[index]),
+                        semantic_weight=weight,
+                        need=need,
+                    ),
+                )
+            )
+        return ranking
 
 
-def numpy_median(values: Any) -> float:
-    import numpy
-
-    return float(numpy.median(values))
+def _in_turns(rankings: list[list[tuple[int, Hit]]]) -> Iterator[tuple[int, Hit]]:
+    """Each ranking's first item, then each one's second, and so on (one ranking: itself)."""
+    for depth in range(max((len(ranking) for ranking in rankings), default=0)):
+        for ranking in rankings:
+            if depth < len(ranking):
+                yield ranking[depth]
 
 
 def _seed_blend(query: str, documents: list[ToolDocument], cosines: Any) -> dict[int, float]:

@@ -6,8 +6,8 @@ tokenizing holds it on every batch: inside the gateway, tool calls stalled for u
 vectors back; the model cannot take the gateway down, and its memory is its own.
 
 Protocol (the worker's stdin and a private copy of its stdout): one JSON request per
-line, ``{"op": "load"}``, ``{"op": "embed", "texts": [...]}`` or ``{"op": "query",
-"text": "..."}``; each answered by one JSON header line (``ok``, ``rows``, ``dims``,
+line, ``{"op": "load"}``, ``{"op": "embed", "texts": [...]}`` (tools) or ``{"op": "query",
+"texts": [...]}`` (a request's needs, answered within seconds); each answered by one JSON header line (``ok``, ``rows``, ``dims``,
 ``model_id``, ``warning``, or ``error`` and ``unavailable``) followed by ``rows * dims``
 float32 values. The worker exits when its stdin closes, so it never outlives the gateway.
 
@@ -95,8 +95,12 @@ class EmbedderProcess(Embedder):
 
     def embed_query(self, text: str) -> Any:
         """The query's vector; fails at once (no restart on a query's time) if the worker died."""
-        _, vectors = self._request({"op": "query", "text": text})
-        return vectors[0]
+        return self.embed_queries([text])[0]
+
+    def embed_queries(self, texts: Sequence[str]) -> Any:
+        """Vectors of a request's needs, in one round trip."""
+        _, vectors = self._request({"op": "query", "texts": list(texts)})
+        return vectors
 
     def close(self) -> None:
         """Stop the worker (without waiting for a request in flight: that one fails)."""
@@ -210,7 +214,7 @@ def main(argv: list[str]) -> int:
             elif request["op"] == "embed":
                 _answer(out, {}, embedder.embed(request["texts"]))
             else:
-                _answer(out, {}, embedder.embed_query(request["text"])[None, :])
+                _answer(out, {}, embedder.embed_queries(request["texts"]))
         except SemanticUnavailable as exc:
             _refuse(out, str(exc), unavailable=True)
         except Exception as exc:  # the gateway decides what a failure means

@@ -177,12 +177,19 @@ class Embedder:
         """Let go of the model's resources (nothing to do in-process)."""
 
     def embed_query(self, text: str) -> Any:
+        return self.embed_queries([text])[0]
+
+    def embed_queries(self, texts: Sequence[str]) -> Any:
+        """Unit vectors of a few short texts (one request's needs), in one batch."""
         self.load()
         with self._lock:
-            vector = self._model.encode(
-                [text], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+            vectors = self._model.encode(
+                list(texts),
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
             )
-        return vector[0].astype("float32")
+        return vectors.astype("float32")
 
 
 # The layout of embeddings.db as named, append-only steps: a later change adds a step, and

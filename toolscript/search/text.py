@@ -12,6 +12,7 @@ __all__ = [
     "document_for",
     "mostly_cjk",
     "name_words",
+    "semantic_query",
     "split_identifier",
     "stem",
     "tokenize",
@@ -92,6 +93,27 @@ STOP_WORDS = frozenset(
     ]
 )
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "es", "ed", "ly", "s")
+
+
+# Literal values in a request say what an argument looks like, not which tool is wanted:
+# an embedding of "set the user agent to Mozilla/5.0 (X11; Linux x86_64) ..." is mostly
+# about the string. The semantic half of search reads the request without them (a URL,
+# an e-mail address and a path keep a word that says what they were); keywords see all.
+_URL = re.compile(r"\b(?:https?|ftp|wss?)://\S+|\bwww\.\S+", re.IGNORECASE)
+_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.-]+\b")
+_PATH = re.compile(r"(?<![\w/])(?:~|\.{1,2})?/(?:[\w.\-~]+/)*([\w.\-~]+)")
+_CSS_CLASS = re.compile(r"(?<!\S)\.[A-Za-z_][\w-]*")
+_NUMBERED_VALUE = re.compile(r"(?<!\S)\S*\d[./:;]\S*")  # versions, coordinates, times, ids
+
+
+def semantic_query(text: str) -> str:
+    """``text`` less its literal values, for the embedding model (see above)."""
+    text = _URL.sub(" URL ", text)
+    text = _EMAIL.sub(" email address ", text)
+    text = _PATH.sub(lambda found: f" {found.group(1)} ", text)
+    text = _CSS_CLASS.sub(" ", text)
+    cleaned = " ".join(_NUMBERED_VALUE.sub(" ", text).split())
+    return cleaned or " ".join(text.split())
 
 
 def split_identifier(text: str) -> list[str]:

@@ -1,0 +1,63 @@
+"""Blending keyword and semantic scores with a weight that adapts to each query.
+
+Both parts run from 0 to 1 per query: the keyword score is scaled by the query's best
+(lexical.py), the semantic one runs from the median tool's cosine (0) to the best's (1).
+A fixed blend trusts each part the same on every query, but how much a keyword ranking
+knows differs from query to query: when one tool's words match the query far better
+than the rest (the tenth-best keyword score is a small share of the best), the keywords
+found something specific, and the blend leans on them; when ten tools match about as
+well (common words, a paraphrase), the keywords cannot tell them apart and meaning
+decides. The semantic weight therefore moves from ``alpha - 0.1`` (a peaked keyword
+ranking) to ``alpha + 0.2`` (a flat one), shrunk towards the ends so that ``alpha`` 0
+and 1 stay keyword-only and semantic-only. Chosen on half of each query set and checked
+on the other half (bench/search_quality.py); the gain is small on average, and larger
+where one retriever fails, such as catalogues whose tools have no descriptions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["Blend", "blend", "semantic_parts", "semantic_weight"]
+
+PEAKED_SHIFT = -0.1  # the semantic weight's change when the keyword ranking is peaked
+FLAT_SHIFT = 0.2  # ... and when its tenth-best hit scores as high as its best
+DEPTH = 10  # the rank whose keyword score tells a peaked ranking from a flat one
+
+
+def semantic_weight(alpha: float, keyword: dict[int, float]) -> float:
+    """The semantic weight for a query whose keyword scores are ``keyword`` (0..1)."""
+    ranked = sorted(keyword.values(), reverse=True)
+    tenth = ranked[DEPTH - 1] if len(ranked) >= DEPTH else 0.0
+    shift = PEAKED_SHIFT + (FLAT_SHIFT - PEAKED_SHIFT) * tenth
+    return min(1.0, max(0.0, alpha + 4 * alpha * (1 - alpha) * shift))
+
+
+def semantic_parts(cosines: Any) -> Any:
+    """Cosines scaled per query: the median tool 0, the best 1, below the median 0."""
+    import numpy
+
+    cosines = numpy.asarray(cosines, dtype=numpy.float64)
+    top = float(cosines.max())
+    floor = float(numpy.median(cosines))
+    return numpy.clip((cosines - floor) / max(top - floor, 1e-6), 0.0, None)
+
+
+class Blend:
+    """One query's blended scores, and what went into them (for ``--explain``)."""
+
+    def __init__(self, keyword: dict[int, float], cosines: Any, weight: float) -> None:
+        self.keyword = keyword
+        self.cosines = cosines
+        self.weight = weight
+        self.semantic = semantic_parts(cosines)
+        scores = weight * self.semantic
+        for index, value in keyword.items():
+            scores[index] += (1 - weight) * value
+        self.scores = scores
+
+
+def blend(keyword: dict[int, float], cosines: Any, alpha: float, *, adaptive: bool = True) -> Blend:
+    """The hybrid scores of one query: adaptive weight unless ``adaptive`` is False."""
+    weight = semantic_weight(alpha, keyword) if adaptive else alpha
+    return Blend(keyword, cosines, weight)

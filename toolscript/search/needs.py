@@ -1,0 +1,123 @@
+"""Splitting a request that asks for several things into its needs.
+
+Agents often ask for a whole step at once: "find the open PRs that touch auth and post a
+summary to Slack" needs a search tool and a messaging tool, and a single ranking of the
+whole sentence finds one of them. ``split_needs`` cuts such a request where a new request
+starts: at sentence ends, list items, sequence words ("then", "after that", "finally"),
+and at "and" or a comma followed by a verb ("... and post ...", "..., summarizing ...").
+A piece that says too little to be a request of its own (fewer than two content words)
+stays with its neighbour, so "search and replace text" or "read and write files" remain
+one need. A request that does not split is one need, ranked exactly as it always was.
+
+General English only: nothing here is fitted to a tool catalogue or a query set.
+"""
+
+from __future__ import annotations
+
+import re
+
+from toolscript.search.text import stem, tokenize
+
+__all__ = ["MAX_NEEDS", "split_needs"]
+
+MAX_NEEDS = 6  # more pieces than this are joined into the sixth
+MIN_WORDS = 2  # content words a piece needs to count as a request of its own
+
+# Verbs that start a request, imperative or "-ing" ("..., summarizing it"), compared by stem.
+_VERBS = """
+add adjust aggregate analyse analyze annotate append apply approve archive arrange ask assign
+attach audit back backup block book bookmark browse build calculate call cancel capture change
+check clean clear click clone close collect combine comment commit compare compile compose
+compress compute configure confirm connect convert copy count crawl create crop debug decode
+delete deploy describe design detect determine diff disable download draft draw drop duplicate
+edit email enable encode estimate evaluate examine execute expand explain explore export extract
+fetch fill filter find fix follow forecast format forward gather generate geocode get give go
+grab graph highlight import include inform insert inspect install invite join label launch
+list load locate log look make manage map mark measure merge message migrate monitor move
+navigate notify obtain open optimize order organize paste pause pick pin ping plan play plot
+post predict prepare present preview print process produce provide publish pull purchase push
+put query read rebase receive recommend record redirect refresh register reject reload remind
+remove rename render reopen reply report request reserve reset resize resolve restart restore
+resume retrieve return review revoke rewrite rotate run save scan schedule scrape scroll search
+select send set share show sort split start stop store submit subscribe suggest summarise
+summarize switch sync tag take tell test track trade transcribe transfer transform translate trigger
+turn type unarchive unblock uninstall unlock unpin unsubscribe update upgrade upload validate
+verify view visit visualize wait watch write zip
+"""
+VERB_STEMS = frozenset(stem(word) for word in _VERBS.split())
+
+_ABBREVIATIONS = frozenset(["e.g.", "i.e.", "etc.", "vs.", "approx.", "no.", "mr.", "ms.", "dr."])
+# Sentence ends (a stop, question or exclamation mark, or a semicolon, then a space) and line
+# breaks; list markers ("1.", "2)", "-", "*") at a line's start are dropped with them.
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\s*\n\s*(?:[-*\u2022]|\d+[.)])?\s*")
+_NUMBERED = re.compile(r"(?:^|\s)\(?\d+[.)]\s+(?=[A-Za-z])")
+_SEQUENCE = re.compile(
+    r"\s*,?\s*\b(?:and\s+then|and\s+also|after\s+that|afterwards|and\s+finally|finally|then|"
+    r"once\s+done)\b,?\s*",
+    re.IGNORECASE,
+)
+# "and" or a comma (with or without "and"), courtesy words, then the word that may start a
+# request ("..., and please help me save it").
+_JOINT = re.compile(
+    r"\s*(?:,\s*(?:and\s+)?|\s+and\s+)(?:(?:please|kindly|help\s+me|can\s+you|could\s+you)\s+)*"
+    r"(?=([A-Za-z]+))",
+    re.IGNORECASE,
+)
+
+
+def _is_verb(word: str) -> bool:
+    return stem(word.lower()) in VERB_STEMS
+
+
+def _sentences(text: str) -> list[str]:
+    pieces: list[str] = []
+    for part in _SENTENCE_END.split(_NUMBERED.sub("\n", text)):
+        part = part.strip()
+        if part:
+            # "e.g. x" and "etc. and" do not end a sentence: join such a piece to the next.
+            if pieces and pieces[-1].split()[-1].lower() in _ABBREVIATIONS:
+                pieces[-1] = f"{pieces[-1]} {part}"
+            else:
+                pieces.append(part)
+    return pieces
+
+
+def _clauses(sentence: str) -> list[str]:
+    """A sentence cut at sequence words, and at "and"/commas that a verb follows."""
+    clauses: list[str] = []
+    for part in _SEQUENCE.split(sentence):
+        start = 0
+        for joint in _JOINT.finditer(part):
+            if _is_verb(joint.group(1)):
+                clauses.append(part[start : joint.start()])
+                start = joint.end()
+        clauses.append(part[start:])
+    return [clause.strip(" ,;:") for clause in clauses if clause.strip(" ,;:")]
+
+
+def _content_words(text: str) -> int:
+    return len(tokenize(text))
+
+
+def split_needs(query: str) -> list[str]:
+    """The needs of ``query``, in its order; ``[query]`` itself when it asks for one thing."""
+    pieces = [clause for sentence in _sentences(query) for clause in _clauses(sentence)]
+    needs: list[str] = []
+    pending = ""  # a piece too short to stand alone, waiting to join the next one
+    for piece in pieces:
+        text = f"{pending} {piece}".strip() if pending else piece
+        if _content_words(text) < MIN_WORDS:
+            pending = text
+            continue
+        pending = ""
+        needs.append(text)
+    if pending:
+        if needs:
+            needs[-1] = f"{needs[-1]} {pending}"
+        else:
+            needs.append(pending)
+    if len(needs) <= 1:
+        return [query]
+    if len(needs) > MAX_NEEDS:
+        needs = [*needs[: MAX_NEEDS - 1], " ".join(needs[MAX_NEEDS - 1 :])]
+    return needs
