@@ -45,10 +45,22 @@ def search(
     output: Annotated[
         Output, typer.Option("--output", "-o", help="table, or types: declarations and an example.")
     ] = Output.table,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain",
+            "-e",
+            help="Show each hit's keyword and semantic parts, the semantic weight of the "
+            "blend and, for a request split into needs, the need it answers.",
+        ),
+    ] = False,
     config: ConfigOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Search every tool by meaning and keywords; best matches first.
+
+    A request that asks for several things ("find the open PRs about auth and post a
+    summary to Slack") is split into its needs; each need's best tools come first, in turns.
 
     Examples:
 
@@ -56,6 +68,7 @@ def search(
         toolscript search "create a github issue"
         toolscript search "current time in tokyo" --limit 3 --output types
         toolscript search "screenshot" --server playwright --json
+        toolscript search "list open PRs and post a summary to slack" --explain
     """
     loaded = load_config(config)
     if server is not None:
@@ -65,6 +78,8 @@ def search(
         params["threshold"] = threshold
     if server is not None:
         params["server"] = server
+    if explain:
+        params["explain"] = "true"
     with GatewayClient(find_gateway_url(loaded)) as client:
         answer: dict[str, Any] = client.get_json("/search", **params)
         hits = answer["hits"]
@@ -80,9 +95,49 @@ def search(
     if not hits:
         sys.stderr.write("no tool matches; try other words, a lower --threshold, or list-tools\n")
         raise typer.Exit(1)
+    if explain:
+        _print_explained(answer)
+        return
     print_rows(
         ["server", "tool", "score", "description"],
         [[hit["server"], hit["tool"], f"{hit['score']:.2f}", hit["description"]] for hit in hits],
+    )
+
+
+def _print_explained(answer: dict[str, Any]) -> None:
+    """Hits with the parts of their scores; a split request's needs, numbered, first."""
+    needs = answer.get("needs") or [answer["query"]]
+    split = len(needs) > 1
+    if split:
+        typer.echo(f"split into {len(needs)} needs, ranked in turns (then the whole request):")
+        for number, need in enumerate(needs, 1):
+            typer.echo(f"  {number}. {need}")
+    else:
+        typer.echo("one need: ranked whole")
+
+    def part(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f}"
+
+    columns = ["server", "tool", "score", "keyword", "semantic", "weight"]
+    rows = []
+    for hit in answer["hits"]:
+        why = hit.get("explain") or {}
+        row = [
+            hit["server"],
+            hit["tool"],
+            f"{hit['score']:.2f}",
+            part(why.get("keyword")),
+            part(why.get("semantic")),
+            part(why.get("semantic_weight")),
+        ]
+        if split:
+            index = why.get("need_index")
+            row.append("whole" if index is None else str(index + 1))
+        rows.append(row)
+    print_rows([*columns, "need"] if split else columns, rows)
+    typer.echo(
+        "score = weight x semantic + (1 - weight) x keyword; semantic: the cosine scaled from "
+        "the median tool (0) to the best (1); weight: the semantic share, per query"
     )
 
 

@@ -7,7 +7,7 @@
 ``GET  /runtime/tools.ts``          the generated TypeScript client (``?server=&tool=`` narrow it)
 ``GET  /runtime/hash``              the module's content hash
 ``POST /runtime/check``             type-check a prepared script with the warm checker
-``GET  /search?q=&limit=&threshold=&server=&mode=``  ranked tools
+``GET  /search?q=&limit=&threshold=&server=&mode=&explain=``  ranked tools
 ``GET  /types?server=&tool=``       declarations and usage examples (for get-types)
 ``GET  /schema``                    this API as OpenAPI
 
@@ -39,7 +39,7 @@ from toolscript.errors import (
 from toolscript.gateway.core import SEPARATOR, Gateway, split_tool_name
 from toolscript.gateway.guard import answer_error
 from toolscript.gateway.results import RESULT_HEADER
-from toolscript.search.engine import MODES
+from toolscript.search.engine import FUSIONS, MODES
 
 __all__ = ["build_app"]
 
@@ -286,20 +286,40 @@ def build_app(gateway: Gateway) -> Litestar:
         threshold: FromQuery[float | None] = None,
         server: FromQuery[str | None] = None,
         mode: FromQuery[str] = "hybrid",
+        explain: FromQuery[bool] = False,
+        split: FromQuery[bool] = True,
+        fusion: FromQuery[str] = "adaptive",
     ) -> dict[str, Any]:
-        """Ranked tools for a query; keyword-only until the embedding model is ready."""
+        """Ranked tools for a query; keyword-only until the embedding model is ready.
+        ``explain``: each hit's keyword and semantic parts and the need it answers;
+        ``split=false`` and ``fusion=fixed`` rank as before splitting and adaptive fusion
+        (for comparisons)."""
         if server is not None:
             gateway.upstream(server)
         if mode not in MODES:
             raise UsageError(f"unknown search mode {mode!r}; one of {', '.join(MODES)}")
-        hits, used = gateway.search.search(
-            q, limit=max(1, min(limit, 100)), threshold=threshold, server=server, mode=mode
+        if fusion not in FUSIONS:
+            raise UsageError(f"unknown fusion {fusion!r}; one of {', '.join(FUSIONS)}")
+        hits, used, needs = gateway.search.explain(
+            q,
+            limit=max(1, min(limit, 100)),
+            threshold=threshold,
+            server=server,
+            mode=mode,
+            split=split,
+            adaptive=fusion == "adaptive",
         )
         calls = _calls(gateway)
         return {
             "query": q,
             "mode": used,
-            "hits": [hit.to_dict() | {"call": calls.get((hit.server, hit.tool))} for hit in hits],
+            "needs": needs,
+            "hits": [
+                hit.to_dict()
+                | {"call": calls.get((hit.server, hit.tool))}
+                | ({"explain": hit.explanation(needs)} if explain else {})
+                for hit in hits
+            ],
             "search": gateway.search.status(),
         }
 

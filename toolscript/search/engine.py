@@ -33,11 +33,12 @@ from toolscript.search.needs import split_needs
 from toolscript.search.semantic import DEFAULT_MODEL, Embedder, EmbeddingStore
 from toolscript.search.text import ToolDocument, mostly_cjk, semantic_query
 
-__all__ = ["Hit", "SearchEngine", "SearchOptions", "embed_missing"]
+__all__ = ["FUSIONS", "MODES", "Hit", "SearchEngine", "SearchOptions", "embed_missing"]
 
 log = logging.getLogger("toolscript.search")
 
 MODES = ("hybrid", "keyword", "semantic", "seed")
+FUSIONS = ("adaptive", "fixed")  # the hybrid blend's weight: per query, or alpha itself
 RECOVERY_INTERVAL = 30.0  # seconds between attempts to reload a model that failed
 CJK_ALPHA = 0.2  # the semantic weight for queries written mostly in CJK scripts (default model)
 

@@ -236,6 +236,11 @@ def document_for(server: str, server_description: str, tool: dict[str, Any]) -> 
     text = f"{server_words}: {readable_name}. {title + '. ' if title else ''}{description[:600]}".strip()
     if parameter_names:
         text += f" Parameters: {parameter_names}."
+    # What the server is for (its config's description) helps most where a tool says little;
+    # last, so that a long description of the tool's own comes first within the model's window.
+    about = " ".join(server_description.split())[:200]
+    if about:
+        text += f" Server: {about}"
     return ToolDocument(
         server=server,
         name=name,
