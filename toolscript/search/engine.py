@@ -9,8 +9,8 @@ parameter names with the request less its literal values: text.semantic_query), 
 runs from the median tool (0) to the best (1). They are blended
 ``w * semantic + (1 - w) * keyword``, where ``w`` adapts to each query around
 ``--search-alpha`` (default 0.5; fusion.py says how). A request that asks for several
-things is split into its needs, each ranked so, and the lists merged in turns
-(needs.py). ``threshold`` drops hits whose blended score is below it (``--search-threshold``,
+things is split into its needs (needs.py); the request is ranked whole and need by
+need, and the lists merged: the whole's best, each need's best, then by score. ``threshold`` drops hits whose blended score is below it (``--search-threshold``,
 default 0.3: the original design's 0.35 cut some right answers from the top 10 on
 this scale). Until the model is ready, or without it, search is keyword-only and
 says so. The model itself runs in a worker process (process.py).
@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from toolscript.config import SearchConfig
 from toolscript.search.fusion import blend
@@ -57,7 +57,7 @@ class Hit:
     description: str
     semantic_part: float | None = None  # the cosine scaled for the blend, 0..1 (hybrid)
     semantic_weight: float | None = None  # the blend's semantic weight for this query
-    need: int = 0  # which need of a split request this hit answers
+    need: int = -1  # which need of a split request this hit answers (-1: the whole request)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -82,12 +82,8 @@ class Hit:
             "cosine": rounded(self.semantic),
             "semantic_weight": rounded(self.semantic_weight),
             # A split request's hit answers one of its needs, or the request read whole.
-            "need": None
-            if len(needs) < 2
-            else needs[self.need]
-            if self.need < len(needs)
-            else "(the whole request)",
-            "need_index": self.need if len(needs) > 1 and self.need < len(needs) else None,
+            "need": needs[self.need] if len(needs) > 1 and self.need >= 0 else None,
+            "need_index": self.need if len(needs) > 1 and self.need >= 0 else None,
         }
 
 
@@ -291,8 +287,9 @@ class SearchEngine:
         """Ranked hits and the mode actually used (``keyword`` until semantic is ready).
 
         A request that asks for several things (needs.py) is ranked need by need and the
-        lists are merged in turns, each need's best first; ``split=False`` ranks it whole.
-        ``adaptive=False`` blends with the fixed ``alpha`` (fusion.py), for comparisons.
+        lists merged (``_merged``); ``split=False`` ranks it whole. ``adaptive=False`` ranks
+        as the design before adaptive fusion, for comparisons: the fixed ``alpha``, and the
+        model reads the request with its literal values.
         """
         return self.explain(
             query,
@@ -336,14 +333,16 @@ class SearchEngine:
             # similarities are noise, so keywords (which match such descriptions) lead.
             weight = min(weight, CJK_ALPHA)
         needs = split_needs(query) if split and mode != "seed" else [query]
-        # A split request is ranked need by need, then whole (what no single need names, the
-        # whole may still find), and the lists are merged in turns.
-        texts = [*needs, query] if len(needs) > 1 else needs
+        # A split request is ranked whole (what no single need names, the whole may still
+        # find) and need by need: the whole request's best hit first, then each need's best,
+        # then every other hit by its best score in any of the rankings.
+        texts = [query, *needs] if len(needs) > 1 else [query]
         cosines: list[Any] = [None] * len(texts)
         if mode != "keyword":
             assert self.embedder is not None
             try:
-                vectors = self._query_vectors([semantic_query(text) for text in texts])
+                read = semantic_query if adaptive else str  # "fixed": the design before
+                vectors = self._query_vectors([read(text) for text in texts])
                 cosines = [semantic.matrix @ vector for vector in vectors]
             except Exception as exc:  # the model went away: answer with keywords, say why
                 self._embedding_failed(exc)
@@ -351,22 +350,19 @@ class SearchEngine:
                 cosines = [None] * len(texts)
         cutoff = self.options.threshold if threshold is None else threshold
         rankings = [
-            self._rank(text, documents, lexical, cosines[number], mode, weight, adaptive, number)
+            self._rank(
+                text,
+                documents,
+                lexical,
+                cosines[number],
+                _Ranking(mode, weight, adaptive, cutoff, server, limit),
+                number - 1,
+            )
             for number, text in enumerate(texts)
         ]
         hits: list[Hit] = []
         seen: set[int] = set()
-        for ranked in _in_turns(
-            [
-                [
-                    (index, hit)
-                    for index, hit in ranking
-                    if hit.score >= cutoff and (server is None or hit.server == server)
-                ]
-                for ranking in rankings
-            ]
-        ):
-            index, hit = ranked
+        for index, hit in _merged(rankings):
             if index in seen:
                 continue
             seen.add(index)
@@ -391,53 +387,67 @@ class SearchEngine:
         documents: list[ToolDocument],
         lexical: LexicalIndex,
         cosines: Any,
-        mode: str,
-        alpha: float,
-        adaptive: bool,
+        how: _Ranking,
         need: int,
     ) -> list[tuple[int, Hit]]:
-        """One need's tools, best first (every tool with a score; the caller cuts)."""
+        """One need's best tools (at most ``how.limit``, none under the cutoff), best first."""
         keyword = lexical.scores(query)
         parts: Any = None
         weight: float | None = None
-        if mode == "keyword":
+        if how.mode == "keyword":
             scored = keyword
-        elif mode == "semantic":
+        elif how.mode == "semantic":
             scored = {i: float(c) for i, c in enumerate(cosines)}
-        elif mode == "seed":
+        elif how.mode == "seed":
             scored = _seed_blend(query, documents, cosines)
         else:
-            blended = blend(keyword, cosines, alpha, adaptive=adaptive)
+            blended = blend(keyword, cosines, how.alpha, adaptive=how.adaptive)
             parts, weight = blended.semantic, blended.weight
             scored = dict(enumerate(blended.scores.tolist()))
-        ranking = []
+        ranking: list[tuple[int, Hit]] = []
         for index, score in sorted(scored.items(), key=lambda item: -item[1]):
+            if score < how.cutoff or len(ranking) >= how.limit:
+                break
             document = documents[index]
-            ranking.append(
-                (
-                    index,
-                    Hit(
-                        server=document.server,
-                        tool=document.name,
-                        score=score,
-                        keyword=keyword.get(index, 0.0),
-                        semantic=None if cosines is None else float(cosines[index]),
-                        description=_first_line(document.description),
-                        semantic_part=None if parts is None else float(parts[index]),
-                        semantic_weight=weight,
-                        need=need,
-                    ),
-                )
+            if how.server is not None and document.server != how.server:
+                continue
+            hit = Hit(
+                server=document.server,
+                tool=document.name,
+                score=score,
+                keyword=keyword.get(index, 0.0),
+                semantic=None if cosines is None else float(cosines[index]),
+                description=_first_line(document.description),
+                semantic_part=None if parts is None else float(parts[index]),
+                semantic_weight=weight,
+                need=need,
             )
+            ranking.append((index, hit))
         return ranking
 
 
-def _in_turns(rankings: list[list[tuple[int, Hit]]]) -> Iterator[tuple[int, Hit]]:
-    """Each ranking's first item, then each one's second, and so on (one ranking: itself)."""
-    for depth in range(max((len(ranking) for ranking in rankings), default=0)):
-        for ranking in rankings:
-            if depth < len(ranking):
-                yield ranking[depth]
+class _Ranking(NamedTuple):
+    """How one search ranks each of its needs."""
+
+    mode: str
+    alpha: float
+    adaptive: bool
+    cutoff: float
+    server: str | None
+    limit: int
+
+
+def _merged(rankings: list[list[tuple[int, Hit]]]) -> Iterator[tuple[int, Hit]]:
+    """One ranking as it is; several (the whole request's, then each need's): the first
+    one's best, each other's best, then every hit by score (a tool found by several
+    rankings comes where its best score puts it; the caller skips repeats)."""
+    if len(rankings) == 1:
+        yield from rankings[0]
+        return
+    for ranking in rankings:
+        yield from ranking[:1]
+    rest = [item for ranking in rankings for item in ranking[1:]]
+    yield from sorted(rest, key=lambda item: -item[1].score)
 
 
 def _seed_blend(query: str, documents: list[ToolDocument], cosines: Any) -> dict[int, float]:

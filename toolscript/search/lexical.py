@@ -45,6 +45,7 @@ _SYNONYM_GROUPS = [
     "map location place address geocode",
     "translate convert transform",
     "download save export",
+    "write save store",
     "upload attach",
     "comment reply note",
     "user person member people account",
