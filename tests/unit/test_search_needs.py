@@ -1,0 +1,175 @@
+"""Requests split into needs, the semantic half's reading of a request, and adaptive fusion."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolscript.config import SearchConfig
+from toolscript.search.engine import SearchEngine
+from toolscript.search.fusion import blend, semantic_parts, semantic_weight
+from toolscript.search.needs import MAX_NEEDS, split_needs
+from toolscript.search.semantic import EmbeddingStore
+from toolscript.search.text import document_for, semantic_query
+
+
+@pytest.mark.parametrize(
+    ("request_text", "needs"),
+    [
+        (
+            "find the open PRs that touch auth and post a summary to Slack",
+            ["find the open PRs that touch auth", "post a summary to Slack"],
+        ),
+        (
+            "get the weather in Paris. Then email it to bob",
+            ["get the weather in Paris.", "email it to bob"],
+        ),
+        (
+            "1. clone the repo 2. run the tests 3. open an issue for failures",
+            ["clone the repo", "run the tests", "open an issue for failures"],
+        ),
+        (
+            "Generate a PDF report in /root/pdf, summarizing WeChat Reading trends",
+            ["Generate a PDF report in /root/pdf", "summarizing WeChat Reading trends"],
+        ),
+        (
+            "Make an introduction PPT and help me save it to /root/ppt/intro.pptx",
+            ["Make an introduction PPT", "save it to /root/ppt/intro.pptx"],
+        ),
+        (
+            "create a folder and then move the files into it",
+            ["create a folder", "move the files into it"],
+        ),
+    ],
+)
+def test_a_request_for_several_things_splits_into_its_needs(
+    request_text: str, needs: list[str]
+) -> None:
+    assert split_needs(request_text) == needs
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "open a new bug report in our repo saying the login button is broken",
+        "search and replace text in a file",  # "search" alone is no request of its own
+        "read and write files",
+        "show tesla's balance sheet and income statement",  # no verb after "and"
+        "what is the new york times reporting today",
+        "set up an orchestration that runs extract then transform",  # "transform": one word
+        "download the pdf, e.g. the arxiv one",  # an abbreviation ends no sentence
+        "Help me make a STEINS;GATE intro",  # a semicolon without a space ends nothing
+        "",
+    ],
+)
+def test_a_request_for_one_thing_stays_whole(request_text: str) -> None:
+    assert split_needs(request_text) == [request_text]
+
+
+def test_more_needs_than_the_cap_join_the_last() -> None:
+    request = ". ".join(f"create report number {n} for team {n}" for n in range(9))
+    needs = split_needs(request)
+    assert len(needs) == MAX_NEEDS
+    assert needs[-1].startswith("create report number 5") and "number 8" in needs[-1]
+
+
+def test_the_semantic_half_reads_a_request_without_its_literal_values() -> None:
+    assert (
+        semantic_query("Set the User Agent to Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36")
+        == "Set the User Agent to Linux x86_64)"
+    )
+    assert semantic_query("Navigate to https://example.com/a?b=1 and take a screenshot") == (
+        "Navigate to URL and take a screenshot"
+    )
+    assert semantic_query("open /root/txt/paper_list.bib") == "open paper_list.bib file"
+    assert semantic_query("mail bob@example.com") == "mail email address"
+    assert semantic_query("click the element .login-btn") == "click the element"
+    # words that carry meaning stay: percentages, issue keys, channel names, plain numbers
+    kept = "what is 17% of 2345 for PROJ-88 in #general"
+    assert semantic_query(kept) == kept
+    assert semantic_query("1.2.3") == "1.2.3"  # nothing but a value: read as it is
+
+
+def test_the_semantic_weight_follows_how_peaked_the_keyword_ranking_is() -> None:
+    peaked = {0: 1.0, 1: 0.2, **{i: 0.05 for i in range(2, 12)}}
+    flat = {i: 1.0 - i * 0.01 for i in range(12)}
+    assert semantic_weight(0.5, peaked) == pytest.approx(0.4 + 0.3 * 0.05)
+    assert semantic_weight(0.5, flat) == pytest.approx(0.4 + 0.3 * 0.91)
+    assert semantic_weight(0.5, {0: 1.0}) == pytest.approx(0.4)  # under ten matches: peaked
+    assert semantic_weight(0.0, flat) == 0.0  # keyword-only stays keyword-only
+    assert semantic_weight(1.0, peaked) == 1.0  # semantic-only stays semantic-only
+    assert 0.5 < semantic_weight(0.8, flat) < 1.0
+
+
+def test_a_blend_scales_cosines_from_the_median_to_the_best() -> None:
+    numpy = pytest.importorskip("numpy", reason="numpy comes with the semantic extra")
+    cosines = numpy.array([0.9, 0.5, 0.1, 0.3, 0.2], dtype=numpy.float32)
+    parts = semantic_parts(cosines)
+    assert parts[0] == pytest.approx(1.0) and parts[3] == pytest.approx(0.0)
+    assert parts[2] == 0.0  # below the median: nothing, not negative
+    fixed = blend({1: 1.0}, cosines, 0.5, adaptive=False)
+    assert fixed.weight == 0.5
+    assert fixed.scores[1] == pytest.approx(0.5 * parts[1] + 0.5)
+    assert fixed.scores[0] == pytest.approx(0.5)
+    assert blend({1: 1.0}, cosines, 0.5).weight == pytest.approx(0.4)
+
+
+TOOLS = {
+    "github": [
+        ("list_pull_requests", "List pull requests in a repository, filtered by state"),
+        ("search_code", "Search code across repositories"),
+        ("create_issue", "Open a new issue in a repository"),
+    ],
+    "slack": [
+        ("post_message", "Post a message to a Slack channel"),
+        ("list_channels", "List the channels of a workspace"),
+    ],
+    "weather": [("get_forecast", "Weather forecast for a city")],
+}
+
+
+@pytest.fixture
+def keyword_engine() -> SearchEngine:
+    """An engine with semantic search off: its keyword ranking splits requests too."""
+    engine = SearchEngine(SearchConfig(semantic=False), EmbeddingStore(None), None)
+    engine.set_documents(
+        [
+            document_for(server, "", {"name": name, "description": description})
+            for server, tools in TOOLS.items()
+            for name, description in tools
+        ]
+    )
+    return engine
+
+
+def test_each_need_of_a_split_request_gets_its_best_tool_near_the_top(
+    keyword_engine: SearchEngine,
+) -> None:
+    request = "list the open pull requests about auth and then post a summary to slack"
+    hits, mode, needs = keyword_engine.explain(request, limit=3, threshold=0)
+    assert mode == "keyword"
+    assert needs == ["list the open pull requests about auth", "post a summary to slack"]
+    names = [hit.tool for hit in hits]
+    assert set(names[:3]) >= {"list_pull_requests", "post_message"}
+    explained = {hit.tool: hit.explanation(needs) for hit in hits}
+    assert explained["post_message"]["need"] == "post a summary to slack"
+    assert explained["post_message"]["need_index"] == 1
+    assert explained["post_message"]["semantic"] is None  # keyword-only: no semantic part
+    assert len(names) == len(set(names))  # a tool found by several needs comes once
+
+
+def test_a_single_need_ranks_exactly_as_without_splitting(keyword_engine: SearchEngine) -> None:
+    for request in ("open a new issue", "weather forecast for paris", "list slack channels"):
+        split, _ = keyword_engine.search(request, threshold=0)
+        whole, _ = keyword_engine.search(request, threshold=0, split=False)
+        assert [(h.tool, h.score) for h in split] == [(h.tool, h.score) for h in whole]
+        assert all(hit.explanation([request])["need"] is None for hit in split)
+
+
+def test_a_split_request_keeps_the_server_filter_limit_and_threshold(
+    keyword_engine: SearchEngine,
+) -> None:
+    request = "list the open pull requests and then post a summary to slack"
+    hits, _ = keyword_engine.search(request, server="slack", threshold=0)
+    assert {hit.server for hit in hits} == {"slack"}
+    assert len(keyword_engine.search(request, limit=1, threshold=0)[0]) == 1
+    assert all(hit.score >= 0.6 for hit in keyword_engine.search(request, threshold=0.6)[0])
