@@ -444,3 +444,79 @@ def test_stopping_while_the_model_loads_is_quiet(tmp_path: Path) -> None:
     assert gateway.client.get("health").json()["search"]["semantic"] == "loading"
     assert gateway.stop() == []
     assert "Traceback" not in gateway.log and "ERROR" not in gateway.log, gateway.log
+
+
+@needs_semantic
+def test_a_request_for_several_things_is_split_and_explained(gateway: GatewayProcess) -> None:
+    wait_for_search(gateway)
+    request = "what time is it in Tokyo and then remember it in my knowledge graph"
+    answer = search(gateway, request, explain="true", limit=4)
+    assert answer["needs"] == ["what time is it in Tokyo", "remember it in my knowledge graph"]
+    top = answer["hits"]
+    assert {hit["server"] for hit in top[:3]} >= {"time", "memory"}
+    for hit in top:
+        why = hit["explain"]
+        assert 0.4 <= why["semantic_weight"] <= 0.7
+        assert 0 <= why["keyword"] <= 1 and 0 <= why["semantic"] <= 1
+        blended = (
+            why["semantic_weight"] * why["semantic"]
+            + (1 - why["semantic_weight"]) * (why["keyword"])
+        )
+        assert hit["score"] == pytest.approx(blended, abs=2e-4)
+        assert why["need"] in (None, *answer["needs"])
+    memory = next(hit for hit in top if hit["server"] == "memory")
+    assert memory["explain"]["need"] == "remember it in my knowledge graph"
+    # without explain the hits carry no explanation; asked whole, the request is one need
+    assert "explain" not in search(gateway, request)["hits"][0]
+    assert search(gateway, request, split="false")["needs"] == [request]
+
+
+@needs_semantic
+def test_a_single_need_ranks_as_it_did_unsplit(gateway: GatewayProcess) -> None:
+    wait_for_search(gateway)
+    for query in ("what o'clock is it in Tokyo", "store a fact about Alice", "echo back"):
+        split = search(gateway, query, threshold=0, limit=20)
+        whole = search(gateway, query, threshold=0, limit=20, split="false")
+        assert split["needs"] == [query]
+        assert split["hits"] == whole["hits"]
+
+
+def test_search_refuses_an_unknown_fusion(gateway: GatewayProcess) -> None:
+    response = gateway.client.get("search", params={"q": "time", "fusion": "magic"})
+    assert response.status_code == 400
+    assert "unknown fusion 'magic'; one of adaptive, fixed" in response.json()["message"]
+
+
+@needs_semantic
+def test_cli_search_explain(gateway: GatewayProcess) -> None:
+    wait_for_search(gateway)
+    request = "convert 3pm in Paris to Tokyo time, then add an entity for the meeting"
+    shown = toolscript_cli("search", request, "--explain", "-n", "4", cwd=gateway.directory)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[:3] == [
+        "split into 2 needs, ranked whole and need by need:",
+        "  1. convert 3pm in Paris to Tokyo time",
+        "  2. add an entity for the meeting",
+    ]
+    rows = [line.split("\t") for line in lines[3:] if "\t" in line]  # a pipe: no header
+    assert len(rows) == 4 and {len(row) for row in rows} == {7}
+    assert {row[6] for row in rows} <= {"whole", "1", "2"}
+    assert ("time", "convert_time") in {(row[0], row[1]) for row in rows}
+    assert "memory" in {row[0] for row in rows}
+    assert lines[-1].startswith("score = weight x semantic + (1 - weight) x keyword")
+    single = toolscript_cli("search", "current time", "--explain", "-n", "2", cwd=gateway.directory)
+    assert single.stdout.splitlines()[0] == "one need: ranked whole"
+    as_json = json.loads(
+        toolscript_cli(
+            "search", "current time", "--explain", "--json", cwd=gateway.directory
+        ).stdout
+    )
+    assert set(as_json["hits"][0]["explain"]) == {
+        "keyword",
+        "semantic",
+        "cosine",
+        "semantic_weight",
+        "need",
+        "need_index",
+    }

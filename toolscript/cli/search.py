@@ -109,7 +109,7 @@ def _print_explained(answer: dict[str, Any]) -> None:
     needs = answer.get("needs") or [answer["query"]]
     split = len(needs) > 1
     if split:
-        typer.echo(f"split into {len(needs)} needs, ranked in turns (then the whole request):")
+        typer.echo(f"split into {len(needs)} needs, ranked whole and need by need:")
         for number, need in enumerate(needs, 1):
             typer.echo(f"  {number}. {need}")
     else:
@@ -130,7 +130,7 @@ def _print_explained(answer: dict[str, Any]) -> None:
             part(why.get("semantic")),
             part(why.get("semantic_weight")),
         ]
-        if split:
+        if split:  # the need the hit answers, or "whole": it ranked best for the whole request
             index = why.get("need_index")
             row.append("whole" if index is None else str(index + 1))
         rows.append(row)
