@@ -110,7 +110,7 @@ def semantic_query(text: str) -> str:
     """``text`` less its literal values, for the embedding model (see above)."""
     text = _URL.sub(" URL ", text)
     text = _EMAIL.sub(" email address ", text)
-    text = _PATH.sub(lambda found: f" {found.group(1)} file ", text)
+    text = _PATH.sub(lambda found: f" {found.group(1).rstrip('.')} file ", text)
     text = _CSS_CLASS.sub(" ", text)
     cleaned = " ".join(_NUMBERED_VALUE.sub(" ", text).split())
     return cleaned or " ".join(text.split())
