@@ -28,8 +28,8 @@ from toolscript.search.text import document_for, semantic_query
             ["clone the repo", "run the tests", "open an issue for failures"],
         ),
         (
-            "Generate a PDF report in /root/pdf, summarizing WeChat Reading trends",
-            ["Generate a PDF report in /root/pdf", "summarizing WeChat Reading trends"],
+            "extract key entities (companies, people, products) and post them to slack",
+            ["extract key entities (companies, people, products)", "post them to slack"],
         ),
         (
             "Make an introduction PPT and help me save it to /root/ppt/intro.pptx",
@@ -58,6 +58,9 @@ def test_a_request_for_several_things_splits_into_its_needs(
         "set up an orchestration that runs extract then transform",  # "transform": one word
         "download the pdf, e.g. the arxiv one",  # an abbreviation ends no sentence
         "Help me make a STEINS;GATE intro",  # a semicolon without a space ends nothing
+        "Set the User Agent to Mozilla/5.0 (Windows NT 10.0; Win64; x64) Chrome/58.0",
+        "List all files in ./tests with their sizes, sorted by size.",  # "sorted": no request
+        "Generate a PDF report in /root/pdf, summarizing WeChat Reading trends",
         "",
     ],
 )

@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import re
 
-from toolscript.search.text import stem, tokenize
+from toolscript.search.text import tokenize
 
 __all__ = ["MAX_NEEDS", "split_needs"]
 
 MAX_NEEDS = 6  # more pieces than this are joined into the sixth
 MIN_WORDS = 2  # content words a piece needs to count as a request of its own
 
-# Verbs that start a request, imperative or "-ing" ("..., summarizing it"), compared by stem.
+# Verbs that start a request, in the imperative (the base form: "sorted by size" and
+# "including their sizes" describe the request before them, they ask for nothing new).
 _VERBS = """
 add adjust aggregate analyse analyze annotate append apply approve archive arrange ask assign
 attach audit back backup block book bookmark browse build calculate call cancel capture change
@@ -40,16 +41,17 @@ put query read rebase receive recommend record redirect refresh register reject 
 remove rename render reopen reply report request reserve reset resize resolve restart restore
 resume retrieve return review revoke rewrite rotate run save scan schedule scrape scroll search
 select send set share show sort split start stop store submit subscribe suggest summarise
-summarize switch sync tag take tell test track trade transcribe transfer transform translate trigger
-turn type unarchive unblock uninstall unlock unpin unsubscribe update upgrade upload validate
+summarize switch sync tag take tell track trade transcribe transfer transform translate trigger
+turn unarchive unblock uninstall unlock unpin unsubscribe update upgrade upload validate
 verify view visit visualize wait watch write zip
 """
-VERB_STEMS = frozenset(stem(word) for word in _VERBS.split())
+VERBS = frozenset(_VERBS.split())
 
 _ABBREVIATIONS = frozenset(["e.g.", "i.e.", "etc.", "vs.", "approx.", "no.", "mr.", "ms.", "dr."])
 # Sentence ends (a stop, question or exclamation mark, or a semicolon, then a space) and line
 # breaks; list markers ("1.", "2)", "-", "*") at a line's start are dropped with them.
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\s*\n\s*(?:[-*\u2022]|\d+[.)])?\s*")
+_BRACKETED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]|\"[^\"]*\"|'[^']*'")
 _NUMBERED = re.compile(r"(?:^|\s)\(?\d+[.)]\s+(?=[A-Za-z])")
 _SEQUENCE = re.compile(
     r"\s*,?\s*\b(?:and\s+then|and\s+also|after\s+that|afterwards|and\s+finally|finally|then|"
@@ -66,7 +68,7 @@ _JOINT = re.compile(
 
 
 def _is_verb(word: str) -> bool:
-    return stem(word.lower()) in VERB_STEMS
+    return word.lower() in VERBS
 
 
 def _sentences(text: str) -> list[str]:
@@ -99,9 +101,28 @@ def _content_words(text: str) -> int:
     return len(tokenize(text))
 
 
+def _shield(text: str) -> str:
+    """What stands in brackets or quotes is one value ("Mozilla/5.0 (X11; Linux x86_64)",
+    "entities (companies, people)"): its spaces and commas cut nothing."""
+    return _BRACKETED.sub(
+        lambda found: found.group(0).replace(",", "\x01").translate(_SPACES), text
+    )
+
+
+_SPACES = str.maketrans({" ": "\x00", "\t": "\x00", "\n": "\x00"})
+
+
+def _unshield(text: str) -> str:
+    return text.replace("\x00", " ").replace("\x01", ",")
+
+
 def split_needs(query: str) -> list[str]:
     """The needs of ``query``, in its order; ``[query]`` itself when it asks for one thing."""
-    pieces = [clause for sentence in _sentences(query) for clause in _clauses(sentence)]
+    pieces = [
+        _unshield(clause)
+        for sentence in _sentences(_shield(query))
+        for clause in _clauses(sentence)
+    ]
     needs: list[str] = []
     pending = ""  # a piece too short to stand alone, waiting to join the next one
     for piece in pieces:
