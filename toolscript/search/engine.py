@@ -31,7 +31,7 @@ from toolscript.search.fusion import blend
 from toolscript.search.lexical import LexicalIndex
 from toolscript.search.needs import split_needs
 from toolscript.search.semantic import DEFAULT_MODEL, Embedder, EmbeddingStore
-from toolscript.search.text import ToolDocument, mostly_cjk, semantic_query
+from toolscript.search.text import ToolDocument, expand_abbreviations, mostly_cjk, semantic_query
 
 __all__ = ["FUSIONS", "MODES", "Hit", "SearchEngine", "SearchOptions", "embed_missing"]
 
@@ -391,7 +391,7 @@ class SearchEngine:
         need: int,
     ) -> list[tuple[int, Hit]]:
         """One need's best tools (at most ``how.limit``, none under the cutoff), best first."""
-        keyword = lexical.scores(query)
+        keyword = lexical.scores(expand_abbreviations(query) if how.adaptive else query)
         parts: Any = None
         weight: float | None = None
         if how.mode == "keyword":

@@ -10,6 +10,7 @@ from typing import Any
 __all__ = [
     "ToolDocument",
     "document_for",
+    "expand_abbreviations",
     "mostly_cjk",
     "name_words",
     "semantic_query",
@@ -106,14 +107,53 @@ _CSS_CLASS = re.compile(r"(?<!\S)\.[A-Za-z_][\w-]*")
 _NUMBERED_VALUE = re.compile(r"(?<!\S)\S*\d[./:;]\S*")  # versions, coordinates, times, ids
 
 
+# Short forms people type for words tools spell out ("list my open PRs" asks for
+# list_pull_requests): general software and chat vocabulary, not fitted to a catalogue.
+# Forms that tools use as they are ("docs", "config", "info") are left alone.
+_SHORT_FORMS = {
+    "pr": "pull request",
+    "prs": "pull requests",
+    "repo": "repository",
+    "repos": "repositories",
+    "db": "database",
+    "dbs": "databases",
+    "env": "environment",
+    "envs": "environments",
+    "dir": "directory",
+    "dirs": "directories",
+    "auth": "authentication",
+    "k8s": "kubernetes",
+    "msg": "message",
+    "msgs": "messages",
+    "dm": "direct message",
+    "dms": "direct messages",
+    "vm": "virtual machine",
+    "vms": "virtual machines",
+    "img": "image",
+    "imgs": "images",
+    "pic": "picture",
+    "pics": "pictures",
+}
+_SHORT_FORM = re.compile(r"\b(" + "|".join(_SHORT_FORMS) + r")\b", re.IGNORECASE)
+
+
+def expand_abbreviations(text: str) -> str:
+    """``text`` with each short form spelled out after it (a tool may use either)."""
+
+    def spelled(found: re.Match[str]) -> str:
+        return f"{found.group(1)} ({_SHORT_FORMS[found.group(1).lower()]})"
+
+    return _SHORT_FORM.sub(spelled, text)
+
+
 def semantic_query(text: str) -> str:
-    """``text`` less its literal values, for the embedding model (see above)."""
+    """``text`` less its literal values and short forms, for the embedding model (see above)."""
     text = _URL.sub(" URL ", text)
     text = _EMAIL.sub(" email address ", text)
     text = _PATH.sub(lambda found: f" {found.group(1).rstrip('.')} file ", text)
     text = _CSS_CLASS.sub(" ", text)
     cleaned = " ".join(_NUMBERED_VALUE.sub(" ", text).split())
-    return cleaned or " ".join(text.split())
+    return expand_abbreviations(cleaned or " ".join(text.split()))
 
 
 def split_identifier(text: str) -> list[str]:
