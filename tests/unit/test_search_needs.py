@@ -9,7 +9,7 @@ from toolscript.search.engine import SearchEngine
 from toolscript.search.fusion import blend, semantic_parts, semantic_weight
 from toolscript.search.needs import MAX_NEEDS, split_needs
 from toolscript.search.semantic import EmbeddingStore
-from toolscript.search.text import document_for, semantic_query
+from toolscript.search.text import document_for, expand_abbreviations, semantic_query
 
 
 @pytest.mark.parametrize(
@@ -90,6 +90,21 @@ def test_the_semantic_half_reads_a_request_without_its_literal_values() -> None:
     kept = "what is 17% of 2345 for PROJ-88 in #general"
     assert semantic_query(kept) == kept
     assert semantic_query("1.2.3") == "1.2.3"  # nothing but a value: read as it is
+
+
+def test_short_forms_are_read_spelled_out_too() -> None:
+    assert expand_abbreviations("merge my PRs in the repo") == (
+        "merge my PRs (pull requests) in the repo (repository)"
+    )
+    assert semantic_query("open PR for auth") == "open PR (pull request) for auth (authentication)"
+    assert expand_abbreviations("Mr. Lu's prize") == "Mr. Lu's prize"  # only whole words
+    documents = [
+        document_for("gh", "", {"name": "list_pull_requests", "description": "List them"}),
+        document_for("gh", "", {"name": "list_issues", "description": "List open issues"}),
+    ]
+    engine = SearchEngine(SearchConfig(semantic=False), EmbeddingStore(None), None)
+    engine.set_documents(documents)
+    assert engine.search("list my open PRs", threshold=0)[0][0].tool == "list_pull_requests"
 
 
 def test_the_semantic_weight_follows_how_peaked_the_keyword_ranking_is() -> None:
