@@ -55,3 +55,16 @@ def test_a_title_in_the_annotations_is_searched_like_the_tools_own() -> None:
     assert "Refund a payment." in documents[0].text
     scores = LexicalIndex(documents).scores("refund a payment")
     assert max(scores, key=lambda index: scores[index]) == 0
+
+
+def test_the_servers_description_is_in_the_embedded_text_when_there_is_one() -> None:
+    tool = TIME_TOOLS[0]
+    described = document_for("time", "Current  time and\ntime zones", tool)
+    plain = document_for("time", "", tool)
+    assert described.text == f"{plain.text} Server: Current time and time zones"
+    assert described.content_hash != plain.content_hash
+    # a server without a description embeds as before: its cached vectors stay valid
+    assert "Server:" not in plain.text
+    assert plain.text.startswith("time: convert time. Convert time between timezones")
+    long = document_for("time", "x" * 500, tool)
+    assert long.text.endswith("Server: " + "x" * 200)
