@@ -60,7 +60,8 @@ def search(
     """Search every tool by meaning and keywords; best matches first.
 
     A request that asks for several things ("find the open PRs about auth and post a
-    summary to Slack") is split into its needs; each need's best tools come first, in turns.
+    summary to Slack") is split into its needs: the whole request's best tool comes
+    first, then each need's best, then the rest by score.
 
     Examples:
 
