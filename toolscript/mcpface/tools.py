@@ -15,7 +15,8 @@ MAX_EXECUTE_TIMEOUT = 3600.0
 
 INSTRUCTIONS = """\
 Code mode for the user's MCP servers: call their tools from one TypeScript program.
-1. search_tools("what you need"): one need per search; hits name tools.<server>.<function>.
+1. search_tools("what you need"): a need or a whole step (its needs are searched each);
+   hits name tools.<server>.<function>.
 2. get_types(["server.tool", ...]): the declarations of the tools you will call.
 3. execute(code): `import { tools } from "toolscript";`, await the calls (Promise.all runs
    them in parallel), filter in code, `return` only what you need (it comes back as JSON).
@@ -39,7 +40,7 @@ TOOLS: list[dict[str, Any]] = [
     {
         "name": "search_tools",
         "title": "Search tools",
-        "description": "Find the tools for one need, best first, with one-line descriptions.",
+        "description": "Find the tools for a need, or for each need of a step, best first.",
         "inputSchema": {
             "type": "object",
             "properties": {
