@@ -41,6 +41,7 @@ MODES = ("hybrid", "keyword", "semantic", "seed")
 FUSIONS = ("adaptive", "fixed")  # the hybrid blend's weight: per query, or alpha itself
 RECOVERY_INTERVAL = 30.0  # seconds between attempts to reload a model that failed
 CJK_ALPHA = 0.2  # the semantic weight for queries written mostly in CJK scripts (default model)
+WHOLE_EMBEDDED_WORDS = 40  # a split request longer than this is embedded need by need only
 
 
 # The gateway's search settings are the config's ``search`` section, overridden by options.
@@ -342,8 +343,10 @@ class SearchEngine:
             assert self.embedder is not None
             try:
                 read = semantic_query if adaptive else str  # "fixed": the design before
-                vectors = self._query_vectors([read(text) for text in texts])
-                cosines = [semantic.matrix @ vector for vector in vectors]
+                cosines = [
+                    semantic.matrix @ vector
+                    for vector in self._request_vectors([read(text) for text in texts])
+                ]
             except Exception as exc:  # the model went away: answer with keywords, say why
                 self._embedding_failed(exc)
                 mode = "keyword"
@@ -370,6 +373,16 @@ class SearchEngine:
             if len(hits) >= limit:
                 break
         return hits, mode, needs
+
+    def _request_vectors(self, texts: list[str]) -> list[Any]:
+        """Vectors of a request and its needs (``texts``: the whole request first). A long
+        request is not embedded whole, its needs are: its vector is their mean, for the
+        model's cost grows with the text (a 100-word request and its needs took 100 ms)."""
+        if len(texts) == 1 or len(texts[0].split()) <= WHOLE_EMBEDDED_WORDS:
+            return self._query_vectors(texts)
+        vectors = self._query_vectors(texts[1:])
+        whole = sum(vectors[1:], vectors[0])
+        return [whole / max(float((whole @ whole) ** 0.5), 1e-9), *vectors]
 
     def _query_vectors(self, texts: list[str]) -> list[Any]:
         assert self.embedder is not None

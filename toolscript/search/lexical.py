@@ -81,6 +81,11 @@ def _synonyms() -> dict[str, list[str]]:
 
 
 SYNONYMS = _synonyms()
+# A query's unknown words are matched to close vocabulary words (typos); past this many, the
+# rest of a long request (a pasted log line, base64, a list of names) matches nothing: each
+# would cost a pass over the vocabulary.
+MOST_UNKNOWN_WORDS = 24
+CLOSE_WORDS_KEPT = 10_000  # unknown tokens whose close words an index remembers
 K1 = 1.2
 B = 0.75
 
@@ -111,6 +116,9 @@ class LexicalIndex:
         self._vocabulary_by_initial: dict[str, list[str]] = defaultdict(list)
         for token in self._postings:
             self._vocabulary_by_initial[token[:1]].append(token)
+        # Close words of unknown tokens, by token: a split request asks for the same ones
+        # once for the whole request and again for its needs.
+        self._close: dict[str, list[tuple[str, float]]] = {}
 
     def expand(self, token: str) -> list[tuple[str, float]]:
         """The token itself when known, else close vocabulary words (typos, partial names)."""
@@ -118,6 +126,14 @@ class LexicalIndex:
             return [(token, 1.0)]
         if len(token) < 4:
             return []
+        known = self._close.get(token)
+        if known is None:
+            if len(self._close) >= CLOSE_WORDS_KEPT:
+                self._close.clear()
+            known = self._close[token] = self._close_words(token)
+        return known
+
+    def _close_words(self, token: str) -> list[tuple[str, float]]:
         from thefuzz import fuzz
 
         candidates = []
@@ -162,7 +178,10 @@ class LexicalIndex:
     def bm25(self, query: str) -> dict[int, float]:
         """BM25 score of every document matching at least one query word."""
         totals: dict[int, float] = defaultdict(float)
-        tokens = set(tokenize(query))
+        tokens = list(dict.fromkeys(tokenize(query)))
+        unknown = [token for token in tokens if token not in self._postings]
+        if len(unknown) > MOST_UNKNOWN_WORDS:  # pasted data, not words to correct
+            tokens = [t for t in tokens if t in self._postings] + unknown[:MOST_UNKNOWN_WORDS]
         weighted: dict[str, float] = {}
         for word in implied_words(query):
             if word in self._postings and word not in tokens:
