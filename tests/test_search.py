@@ -520,3 +520,18 @@ def test_cli_search_explain(gateway: GatewayProcess) -> None:
         "need",
         "need_index",
     }
+
+
+@needs_semantic
+def test_a_long_request_is_split_and_ranked(gateway: GatewayProcess) -> None:
+    wait_for_search(gateway)
+    request = (
+        "I am organising a meeting with colleagues in several countries next week and I keep "
+        "getting the hours wrong, so please tell me what time it is right now in Tokyo for "
+        "the team there. After that, store a note about the meeting and the people who will "
+        "attend it in my knowledge graph so I can look it up later."
+    )
+    assert len(request.split()) > 40  # embedded need by need, the whole as their mean
+    answer = search(gateway, request, explain="true", limit=5)
+    assert len(answer["needs"]) == 2
+    assert {hit["server"] for hit in answer["hits"]} >= {"time", "memory"}

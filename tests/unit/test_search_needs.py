@@ -191,3 +191,11 @@ def test_a_split_request_keeps_the_server_filter_limit_and_threshold(
     assert {hit.server for hit in hits} == {"slack"}
     assert len(keyword_engine.search(request, limit=1, threshold=0)[0]) == 1
     assert all(hit.score >= 0.6 for hit in keyword_engine.search(request, threshold=0.6)[0])
+
+
+def test_pasted_data_in_a_request_costs_no_typo_search(keyword_engine: SearchEngine) -> None:
+    blob = "iVBORw0KGgoAAAANSUhEUgAAAgAAAAIACAYAAAD0eNT6AAAgAElEQVR4nOy9d5xkVZn" * 20
+    hits, _ = keyword_engine.search(f"what does this image mean {blob} weather forecast")
+    assert hits[0].tool == "get_forecast"
+    lexical = keyword_engine.lexical
+    assert len(lexical._close) <= 24  # close words were looked for 24 unknown tokens at most
