@@ -44,6 +44,17 @@ def _empty_mapping() -> Mapping[str, str]:
 
 
 @dataclass(frozen=True)
+class OAuthConfig:
+    """An http/sse server's ``oauth`` settings, for servers that do not let clients register
+    themselves: the app registered by hand, and the loopback port its redirect URI names."""
+
+    client_id: str | None = None
+    client_secret: str | None = field(default=None, repr=False)
+    scopes: tuple[str, ...] = ()
+    callback_port: int = 0  # 0: any free port (with dynamic registration)
+
+
+@dataclass(frozen=True)
 class ServerConfig:
     """One MCP server of the configuration, with variables expanded."""
 
@@ -62,6 +73,7 @@ class ServerConfig:
     exclude_tools: tuple[str, ...] = ()
     settings: Mapping[str, Any] = field(default_factory=_empty_mapping)  # local tools: config
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT  # local tools: worker idle timeout
+    oauth: OAuthConfig = field(default_factory=OAuthConfig)  # http/sse: OAuth sign-in
     # values that ${VAR} expansion put anywhere in this server's entry (args, url, ...)
     expanded: tuple[str, ...] = field(default=(), repr=False)
 
@@ -77,7 +89,12 @@ class ServerConfig:
     def secrets(self) -> tuple[str, ...]:
         """Values that must never appear in logs, status or errors: env and header values,
         and whatever came from the environment through ``${VAR}``."""
-        values = (*self.env.values(), *self.headers.values(), *self.expanded)
+        values = (
+            *self.env.values(),
+            *self.headers.values(),
+            *self.expanded,
+            self.oauth.client_secret or "",
+        )
         return tuple(dict.fromkeys(value for value in values if value))
 
     def summary(self) -> dict[str, Any]:
@@ -392,4 +409,14 @@ def _server(
         disabled=bool(raw.get("disabled", False)),
         include_tools=tuple(raw.get("includeTools", ())),
         exclude_tools=tuple(raw.get("excludeTools", ())),
+        oauth=_oauth(raw.get("oauth") or {}),
+    )
+
+
+def _oauth(raw: Mapping[str, Any]) -> OAuthConfig:
+    return OAuthConfig(
+        client_id=raw.get("clientId"),
+        client_secret=raw.get("clientSecret"),
+        scopes=tuple(raw.get("scopes", ())),
+        callback_port=int(raw.get("callbackPort", 0)),
     )

@@ -139,6 +139,13 @@ def _status_line(url: str, project: Path) -> str:
     )
     if failed:
         line += " Not connected: " + "; ".join(failed) + "."
+    signing = [name for name, s in servers.items() if s["state"] == "needs_auth"]
+    if signing:
+        line += (
+            " Need a sign-in (ask the user to run it; it opens a browser): "
+            + "; ".join(f"`toolscript auth {name}`" for name in signing)
+            + "."
+        )
     return line
 
 

@@ -13,6 +13,7 @@ __all__ = [
     "module_cache_file",
     "project_cache_dir",
     "user_cache_dir",
+    "user_state_dir",
 ]
 
 
@@ -46,6 +47,20 @@ def user_cache_dir() -> Path:
             path.chmod(0o700)
     except OSError:
         pass  # not ours to change: the commands that write there say so
+    return path
+
+
+def user_state_dir() -> Path:
+    """What toolscript keeps for its user beyond any cache (sign-ins): ``TOOLSCRIPT_HOME``
+    when set, else ``$XDG_STATE_HOME/toolscript`` (``~/.local/state/toolscript``); only
+    its user may enter it."""
+    chosen = os.environ.get("TOOLSCRIPT_HOME")
+    if chosen:
+        path = Path(chosen).expanduser().resolve()
+    else:
+        base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+        path = Path(base) / "toolscript"
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
     return path
 
 

@@ -26,6 +26,7 @@ Examples:
   toolscript script.ts                  # run a file
   toolscript gateway status --json | jq .servers
   toolscript mcp                        # serve code mode to any MCP client over stdio
+  toolscript auth sentry                # sign in to a server that uses OAuth
 """
 
 app = typer.Typer(
@@ -75,7 +76,18 @@ def _root(
 
 
 def _register() -> None:
-    from toolscript.cli import config, exec, gateway, mcp, search, servers, tools, trust, types
+    from toolscript.cli import (
+        auth,
+        config,
+        exec,
+        gateway,
+        mcp,
+        search,
+        servers,
+        tools,
+        trust,
+        types,
+    )
 
     app.command("list-servers")(servers.list_servers)
     app.command("list-tools")(tools.list_tools)
@@ -84,6 +96,7 @@ def _register() -> None:
     app.command("exec")(exec.exec_command)
     app.command("trust")(trust.trust_command)
     app.command("mcp")(mcp.mcp_command)
+    app.command("auth")(auth.auth_command)
     app.add_typer(gateway.app, name="gateway")
     app.add_typer(config.app, name="config")
     app.add_typer(gateway.hook_app, name="hook", hidden=True)

@@ -23,6 +23,7 @@ class ServerState(StrEnum):
     CONNECTED = "connected"
     RECONNECTING = "reconnecting"
     FAILED = "failed"
+    NEEDS_AUTH = "needs_auth"  # an OAuth server with no usable sign-in: `toolscript auth NAME`
     DISABLED = "disabled"
     STOPPED = "stopped"
 

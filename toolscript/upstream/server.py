@@ -31,6 +31,7 @@ log = logging.getLogger("toolscript.upstream")
 STDERR_TAIL_LINES = 20
 RAW_ID_PREFIX = "toolscript-"
 MAX_BACKOFF = 60.0
+SIGN_IN_POLL = 1.0  # seconds between looks at the token store while a server needs a sign-in
 
 
 class UpstreamServer:
@@ -70,6 +71,8 @@ class UpstreamServer:
         self._relist_again = False
         self._server_pid: int | None = None  # of a stdio server, while connected
         self._repairs: dict[Any, str] = {}  # request id -> method whose result gets repaired
+        self._unauthorized = False  # the server answered 401 since this connection began
+        self._sign_in_stamp = 0.0  # the token store's stamp when this connection began
 
     # -- supervision ---------------------------------------------------------
 
@@ -91,16 +94,20 @@ class UpstreamServer:
                 self.first_attempt_done.set()
             if self._stopping:
                 break
-            with anyio.move_on_after(backoff):
-                await self._retry_now.wait()
+            if self.state == ServerState.NEEDS_AUTH:
+                await self._wait_for_sign_in()
+            else:
+                with anyio.move_on_after(backoff):
+                    await self._retry_now.wait()
+                backoff = min(backoff * 2, MAX_BACKOFF)
             self._retry_now = anyio.Event()
-            backoff = min(backoff * 2, MAX_BACKOFF)
-            if self.state != ServerState.FAILED:
+            if self.state not in (ServerState.FAILED, ServerState.NEEDS_AUTH):
                 self._set_state(ServerState.RECONNECTING)
         self._set_state(ServerState.STOPPED)
 
     async def _connect_and_serve(self) -> None:
         self._lost = anyio.Event()
+        self._unauthorized = False
         self._repairs.clear()
         async with AsyncExitStack() as stack:
             read, raw_write = await stack.enter_async_context(self._transport())
@@ -161,17 +168,53 @@ class UpstreamServer:
             from toolscript.upstream.sdk import create_mcp_http_client
 
             assert config.url is not None
-            async with (
-                create_mcp_http_client(headers=dict(config.headers)) as http,
-                streamable_http_client(config.url, http_client=http) as streams,
-            ):
+            http = create_mcp_http_client(headers=dict(config.headers), auth=self._auth())
+            # The SDK turns an HTTP 401 into a generic JSON-RPC error: note it on the way in.
+            http.event_hooks["response"] = [*http.event_hooks["response"], self._note_response]
+            async with http, streamable_http_client(config.url, http_client=http) as streams:
                 yield streams
         else:
             from mcp.client.sse import sse_client
 
             assert config.url is not None
-            async with sse_client(config.url, headers=dict(config.headers)) as streams:
+            async with sse_client(
+                config.url, headers=dict(config.headers), auth=self._auth()
+            ) as streams:
                 yield streams
+
+    async def _note_response(self, response: Any) -> None:
+        if response.status_code == 401:
+            self._unauthorized = True
+
+    def _auth(self) -> Any:
+        """The kept OAuth sign-in's tokens (refreshed as they expire), or None."""
+        from toolscript.tokens import TokenStore
+        from toolscript.upstream.oauth import gateway_auth
+
+        assert self.config.url is not None
+        # What the store held when this attempt began: a sign-in after it means try again.
+        self._sign_in_stamp = TokenStore(self.config.url, self.name).stamp()
+        return gateway_auth(self.config, self._sign_in_needed)
+
+    def _sign_in_needed(self) -> None:
+        """The kept sign-in stopped working mid-session: end the session, so calls waiting
+        on it fail now and the server shows as needing a sign-in."""
+        self._unauthorized = True
+        self._drop_session()
+
+    async def _wait_for_sign_in(self) -> None:
+        """Until the user signs in (the kept tokens change) or a call asks to try again."""
+        from toolscript.tokens import TokenStore
+
+        assert self.config.url is not None
+        store = TokenStore(self.config.url, self.name)
+        before = self._sign_in_stamp
+        while not self._stopping:
+            with anyio.move_on_after(SIGN_IN_POLL):
+                await self._retry_now.wait()
+                return
+            if store.stamp() != before:
+                return
 
     async def _list_tools(self, session: ClientSession) -> dict[str, dict[str, Any]]:
         tools: dict[str, dict[str, Any]] = {}
@@ -265,6 +308,11 @@ class UpstreamServer:
         self.error = self._redact(message)
         self.connected_at = None
         if self._stopping:
+            return
+        if (self._unauthorized or _needs_sign_in(exc)) and self.config.url is not None:
+            self.error = f"needs a sign-in: run `toolscript auth {self.name}`"
+            self._set_state(ServerState.NEEDS_AUTH)
+            log.warning("%s: needs a sign-in: run `toolscript auth %s`", self.name, self.name)
             return
         was_connected = self.state == ServerState.CONNECTED
         self._set_state(ServerState.RECONNECTING if was_connected else ServerState.FAILED)
@@ -464,6 +512,9 @@ class UpstreamServer:
             "description": self.config.description,
             "state": str(self.state),
             "error": self.error,
+            "hint": f"toolscript auth {self.name}"
+            if self.state == ServerState.NEEDS_AUTH
+            else None,
             "stderr": self.stderr_tail if self.state != ServerState.CONNECTED else [],
             "tools": len(self.tools),
             "warnings": list(self.warnings),
@@ -578,6 +629,29 @@ def _unparsed_line(exc: Exception) -> str:
             if isinstance(found, str):
                 return found
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _needs_sign_in(exc: BaseException) -> bool:
+    """Whether a connection failed for want of a sign-in: the OAuth flow asked for a person
+    (``SignInNeeded``), or the server answered 401 with no sign-in to send."""
+    from toolscript.upstream.oauth import SignInNeeded
+
+    pending: list[BaseException] = [exc]
+    seen: set[int] = set()
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, SignInNeeded):
+            return True
+        response = getattr(current, "response", None)
+        if getattr(response, "status_code", None) == 401:
+            return True
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+        pending.extend(linked for linked in (current.__cause__, current.__context__) if linked)
+    return False
 
 
 def _describe(exc: BaseException) -> str:

@@ -1,0 +1,211 @@
+"""Signing in to OAuth-protected servers: a real authorization server and MCP server built
+on the SDK's server auth (tests/servers/oauth_server.py), the real CLI and gateway.
+
+The browser is a command in ``BROWSER`` (Python's webbrowser reads it) that follows the
+authorization URL the way a browser would, landing on toolscript's loopback redirect.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from helpers import GatewayProcess, free_port, toolscript_cli, wait_for_port
+
+from toolscript.hooks import _status_line
+from toolscript.processes import stop_process
+
+OAUTH_SERVER = Path(__file__).parent / "servers" / "oauth_server.py"
+# Follows the sign-in URL (the authorization server approves at once and redirects to the
+# loopback callback), as a person's browser would.
+FOLLOWER = "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=30).read()"
+
+
+class OAuthServer:
+    def __init__(self, transport: str, *extra: str) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.url = self.base + ("/mcp" if transport == "http" else "/sse")
+        self.transport = transport
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                str(OAUTH_SERVER),
+                "--port",
+                str(self.port),
+                "--transport",
+                transport,
+                *extra,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_for_port(self.port)
+
+    def stats(self) -> dict[str, int]:
+        return httpx.get(self.base + "/admin/stats").json()
+
+    def revoke(self) -> None:
+        httpx.post(self.base + "/admin/revoke")
+
+    def stop(self) -> None:
+        stop_process(self.process, 10)
+
+
+@pytest.fixture(params=["http", "sse"])
+def oauth_server(request: pytest.FixtureRequest) -> Iterator[OAuthServer]:
+    server = OAuthServer(request.param, "--token-lifetime", "3")
+    yield server
+    server.stop()
+
+
+def project(tmp_path: Path, server: OAuthServer, **entry: Any) -> tuple[Path, dict[str, str]]:
+    """A project whose config names the server "secure", and the environment to run in."""
+    directory = tmp_path / "project"
+    directory.mkdir(exist_ok=True)
+    config = {"mcpServers": {"secure": {"type": server.transport, "url": server.url, **entry}}}
+    (directory / ".toolscript.json").write_text(json.dumps(config))
+    home = tmp_path / "home"
+    env = {"TOOLSCRIPT_HOME": str(home), "BROWSER": f"{sys.executable} -c '{FOLLOWER}' %s"}
+    return directory, env
+
+
+def kept_files(env: dict[str, str]) -> list[Path]:
+    return sorted((Path(env["TOOLSCRIPT_HOME"]) / "auth").glob("*.json"))
+
+
+def test_sign_in_end_to_end_then_list_and_logout(tmp_path: Path, oauth_server: OAuthServer) -> None:
+    directory, env = project(tmp_path, oauth_server)
+    signed = toolscript_cli("auth", "secure", cwd=directory, env=env, timeout=60)
+    assert signed.returncode == 0, signed.stderr
+    assert signed.stdout.startswith("signed in to secure (token until ")
+    assert "Sign in to secure in your browser; if none opens, visit:" in signed.stderr
+    assert f"{oauth_server.base}/authorize?" in signed.stderr
+    assert oauth_server.stats()["registrations"] == 1  # dynamic client registration
+    (kept,) = kept_files(env)
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert stat.S_IMODE(kept.parent.stat().st_mode) == 0o700
+    data = json.loads(kept.read_text())
+    secrets = [data["tokens"]["access_token"], data["tokens"]["refresh_token"]]
+    listed = toolscript_cli("auth", "--list", "--json", cwd=directory, env=env)
+    (entry,) = json.loads(listed.stdout)
+    assert entry["server"] == "secure" and entry["url"] == oauth_server.url
+    assert entry["refreshable"] is True and entry["expires_at"] > time.time() - 5
+    table = toolscript_cli("auth", "--list", cwd=directory, env=env)
+    assert table.stdout.startswith("secure\t" + oauth_server.url)
+    for output in (signed.stdout, signed.stderr, listed.stdout, table.stdout, table.stderr):
+        assert not any(secret in output for secret in secrets)
+    out = toolscript_cli("auth", "--logout", "secure", cwd=directory, env=env)
+    assert (out.returncode, out.stdout) == (0, "signed out of secure\n")
+    assert kept_files(env) == []
+    again = toolscript_cli("auth", "--logout", "secure", cwd=directory, env=env)
+    assert again.returncode == 2 and "server 'secure' is not signed in" in again.stderr
+
+
+def test_a_server_without_dynamic_registration_names_the_config_keys(tmp_path: Path) -> None:
+    port = free_port()
+    server = OAuthServer(
+        "http",
+        "--no-registration",
+        "--client-id",
+        "toolscript-app",
+        "--client-secret",
+        "s3cret",
+        "--redirect-uri",
+        f"http://127.0.0.1:{port}/callback",
+    )
+    try:
+        directory, env = project(tmp_path, server)
+        refused = toolscript_cli(
+            "auth", "secure", "--timeout", "20", cwd=directory, env=env, timeout=60
+        )
+        assert refused.returncode == 1
+        assert "secure does not let toolscript register itself as a client" in refused.stderr
+        assert '"callbackPort": PORT} in its entry of .toolscript.json' in (refused.stderr)
+        directory, env = project(
+            tmp_path,
+            server,
+            oauth={"clientId": "toolscript-app", "clientSecret": "s3cret", "callbackPort": port},
+        )
+        signed = toolscript_cli("auth", "secure", cwd=directory, env=env, timeout=60)
+        assert signed.returncode == 0, signed.stderr
+        assert f"redirect_uri=http%3A%2F%2F127.0.0.1%3A{port}%2Fcallback" in signed.stderr
+        assert "s3cret" not in signed.stderr + signed.stdout
+        assert server.stats()["registrations"] == 0
+    finally:
+        server.stop()
+
+
+def test_auth_refuses_what_cannot_sign_in(tmp_path: Path) -> None:
+    directory = tmp_path
+    (directory / ".toolscript.json").write_text(
+        json.dumps({"mcpServers": {"local": {"command": "true"}}})
+    )
+    env = {"TOOLSCRIPT_HOME": str(tmp_path / "home")}
+    stdio = toolscript_cli("auth", "local", cwd=directory, env=env)
+    assert stdio.returncode == 2
+    assert "server 'local' is a stdio server: only http and sse servers sign in" in stdio.stderr
+    missing = toolscript_cli("auth", "nope", cwd=directory, env=env)
+    assert missing.returncode != 0 and "nope" in missing.stderr
+    nothing = toolscript_cli("auth", "--list", cwd=directory, env=env)
+    assert nothing.returncode == 0 and "no server is signed in" in nothing.stderr
+
+
+def test_the_gateway_calls_with_the_token_refreshes_it_and_asks_for_a_new_sign_in(
+    tmp_path: Path, oauth_server: OAuthServer
+) -> None:
+    directory, env = project(tmp_path, oauth_server)
+    gateway = GatewayProcess(
+        json.loads((directory / ".toolscript.json").read_text()), directory, env=env
+    )
+    try:
+        # no sign-in yet: the server needs one, and says how
+        server = _wait_for_state(gateway, "needs_auth")
+        assert "toolscript auth secure" in (server.get("hint") or "")
+        # the Claude Code plugin's SessionStart status line names it
+        line = _status_line(gateway.url, directory)
+        assert "0/1 servers connected" in line
+        assert "Need a sign-in (ask the user to run it" in line
+        assert "`toolscript auth secure`" in line
+        signed = toolscript_cli("auth", "secure", cwd=directory, env=env, timeout=60)
+        assert signed.returncode == 0, signed.stderr
+        _wait_for_state(gateway, "connected")  # picked up without a restart
+        first = gateway.call("secure__whoami")
+        assert first.status_code == 200, first.text
+        assert first.json()["client_id"]
+        time.sleep(4)  # past the access token's 3 s
+        after = gateway.call("secure__echo", {"text": "still here"})
+        assert after.status_code == 200, after.text
+        assert after.json() == {"result": "still here"}
+        assert oauth_server.stats()["refreshes"] >= 1
+        token = json.loads(kept_files(env)[0].read_text())["tokens"]["access_token"]
+        health = gateway.client.get("health").text
+        assert token not in health and token not in gateway.log
+        oauth_server.revoke()  # the user took the app's access away
+        time.sleep(4)
+        refused = gateway.call("secure__echo", {"text": "x"})
+        assert refused.status_code == 503, refused.text
+        server = _wait_for_state(gateway, "needs_auth")
+        assert "toolscript auth secure" in (server.get("hint") or "")
+        status = toolscript_cli("gateway", "status", cwd=directory, env=env)
+        assert "needs_auth" in status.stdout and "toolscript auth secure" in status.stdout
+    finally:
+        assert gateway.stop() == []
+
+
+def _wait_for_state(gateway: GatewayProcess, state: str, timeout: float = 30) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        server: dict[str, Any] = gateway.client.get("health").json()["servers"]["secure"]
+        if server["state"] == state:
+            return server
+        assert time.monotonic() < deadline, f"never {state}: {server}\n{gateway.log}"
+        time.sleep(0.3)

@@ -1,0 +1,120 @@
+"""``auth``: sign in to http and sse servers that use OAuth, list and forget sign-ins."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Annotated
+
+import typer
+
+from toolscript.cli.options import ConfigOption, JsonOption
+from toolscript.cli.output import print_json, print_rows
+from toolscript.config import load_config
+from toolscript.errors import UsageError
+
+__all__ = ["auth_command"]
+
+
+def auth_command(
+    server: Annotated[
+        str | None,
+        typer.Argument(help="The configured http or sse server to sign in to.", show_default=False),
+    ] = None,
+    show: Annotated[
+        bool, typer.Option("--list", help="List the servers signed in, and until when.")
+    ] = False,
+    logout: Annotated[
+        bool, typer.Option("--logout", help="Forget SERVER's sign-in (tokens and client).")
+    ] = False,
+    no_browser: Annotated[
+        bool,
+        typer.Option("--no-browser", help="Only print the sign-in URL; open no browser."),
+    ] = False,
+    timeout: Annotated[
+        float,
+        typer.Option("--timeout", min=5, max=3600, help="Seconds to wait for the sign-in."),
+    ] = 300.0,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Sign in to a server that uses OAuth (GitHub's, Sentry's, Linear's, Notion's, ...).
+
+    Opens the browser at the server's sign-in page (and prints its URL, for
+    machines without one) and keeps the tokens for your user, outside the
+    project, readable only by you. A running gateway picks the server up within
+    seconds; it refreshes the tokens itself and never opens a browser.
+
+    Examples:
+
+    \b
+        toolscript auth sentry
+        toolscript auth linear --no-browser     # print the URL only
+        toolscript auth --list
+        toolscript auth --logout sentry
+    """
+    from toolscript import tokens
+
+    if show:
+        kept = tokens.signed_in()
+        if as_json:
+            print_json([sign_in.to_dict() for sign_in in kept])
+            return
+        if not kept:
+            sys.stderr.write("no server is signed in; sign in with: toolscript auth SERVER\n")
+            return
+        print_rows(
+            ["server", "url", "signed in", "token until", "refresh"],
+            [
+                [
+                    sign_in.server,
+                    sign_in.url,
+                    _when(sign_in.signed_in_at),
+                    _when(sign_in.expires_at) if sign_in.expires_at else "no expiry",
+                    "yes" if sign_in.refreshable else "no",
+                ]
+                for sign_in in kept
+            ],
+        )
+        return
+    if server is None:
+        raise UsageError("name a server to sign in to", hint="toolscript auth SERVER, or --list")
+    configured = load_config(config).server(server)
+    if configured.transport not in ("http", "sse") or configured.url is None:
+        raise UsageError(
+            f"server '{server}' is a {configured.transport} server: only http and sse servers "
+            "sign in with OAuth"
+        )
+    if logout:
+        if not tokens.forget(configured.url):
+            raise UsageError(f"server '{server}' is not signed in")
+        _say(as_json, {"server": server, "signed_in": False}, f"signed out of {server}")
+        return
+    import anyio
+
+    from toolscript.upstream.oauth import sign_in
+
+    def announce(text: str) -> None:
+        sys.stderr.write(text + "\n")
+
+    store = anyio.run(
+        lambda: sign_in(configured, open_browser=not no_browser, announce=announce, timeout=timeout)
+    )
+    done = next((s for s in tokens.signed_in() if s.url == store.url), None)
+    until = f" (token until {_when(done.expires_at)})" if done and done.expires_at else ""
+    _say(
+        as_json,
+        done.to_dict() if done else {"server": server, "signed_in": True},
+        f"signed in to {server}{until}",
+    )
+
+
+def _when(stamp: float | None) -> str:
+    return "-" if not stamp else time.strftime("%Y-%m-%d %H:%M", time.localtime(stamp))
+
+
+def _say(as_json: bool, data: dict[str, object], text: str) -> None:
+    if as_json:
+        print_json(data)
+    else:
+        sys.stdout.write(text + "\n")

@@ -1,0 +1,156 @@
+"""OAuth sign-ins, kept per user outside every project (so they are never committed).
+
+One file per server URL under ``user_state_dir()/auth`` (the folder 0700, each file 0600,
+written whole through ``write_private``), holding the tokens the server's authorization
+server issued and the client it registered for toolscript. ``TokenStore`` is the SDK's
+``TokenStorage`` for one server; ``signed_in`` lists what is kept, with no secret in it.
+Nothing here prints or logs a token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toolscript.paths import user_state_dir
+from toolscript.privatefile import write_private
+
+if TYPE_CHECKING:
+    from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+
+__all__ = ["SignIn", "TokenStore", "auth_dir", "forget", "signed_in"]
+
+
+def auth_dir() -> Path:
+    return user_state_dir() / "auth"
+
+
+def _path_for(url: str) -> Path:
+    return auth_dir() / f"{hashlib.sha256(url.encode()).hexdigest()[:24]}.json"
+
+
+@dataclass(frozen=True)
+class SignIn:
+    """What ``auth --list`` shows of one kept sign-in: never a token."""
+
+    url: str
+    server: str
+    signed_in_at: float
+    expires_at: float | None  # of the access token; refreshed before then while in use
+    refreshable: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "server": self.server,
+            "url": self.url,
+            "signed_in_at": self.signed_in_at,
+            "expires_at": self.expires_at,
+            "refreshable": self.refreshable,
+        }
+
+
+class TokenStore:
+    """The SDK's ``TokenStorage`` for one server URL, in a private file."""
+
+    def __init__(self, url: str, server: str) -> None:
+        self.url, self.server = url, server
+        self.path = _path_for(url)
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) and data.get("url") == self.url else {}
+
+    def _write(self, data: dict[str, Any]) -> None:
+        write_private(self.path, json.dumps({**data, "url": self.url, "server": self.server}))
+
+    def has_tokens(self) -> bool:
+        return bool(self._read().get("tokens"))
+
+    def stamp(self) -> float:
+        """When the kept tokens last changed (0: none): a gateway waiting for a sign-in polls it."""
+        return float(self._read().get("updated_at") or 0.0)
+
+    async def get_tokens(self) -> OAuthToken | None:
+        from mcp.shared.auth import OAuthToken
+
+        raw = self._read().get("tokens")
+        if not raw:
+            return None
+        token = OAuthToken.model_validate(raw)
+        expires_at = self._read().get("expires_at")
+        if expires_at is not None:  # what is left of its life, as the SDK counts from now
+            token.expires_in = max(0, int(expires_at - time.time()))
+        return token
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        data = self._read()
+        now = time.time()
+        data["tokens"] = tokens.model_dump(mode="json", exclude_none=True)
+        data["expires_at"] = now + tokens.expires_in if tokens.expires_in is not None else None
+        data["updated_at"] = now
+        data.setdefault("signed_in_at", now)
+        self._write(data)
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        from mcp.shared.auth import OAuthClientInformationFull
+
+        raw = self._read().get("client")
+        return OAuthClientInformationFull.model_validate(raw) if raw else None
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        data = self._read()
+        data["client"] = client_info.model_dump(mode="json", exclude_none=True)
+        self._write(data)
+
+    def clear_tokens(self) -> None:
+        """Forget the tokens, keep the registered client (a new sign-in reuses it)."""
+        data = self._read()
+        for key in ("tokens", "expires_at", "signed_in_at"):
+            data.pop(key, None)
+        data["updated_at"] = time.time()
+        self._write(data)
+
+    def begin(self) -> None:
+        """A new sign-in: its time counts from now."""
+        data = self._read()
+        data["signed_in_at"] = time.time()
+        self._write(data)
+
+
+def signed_in() -> list[SignIn]:
+    """Every kept sign-in, by server name."""
+    found = []
+    for path in sorted(auth_dir().glob("*.json")) if auth_dir().is_dir() else []:
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict) or not data.get("tokens"):
+            continue
+        found.append(
+            SignIn(
+                url=str(data.get("url")),
+                server=str(data.get("server")),
+                signed_in_at=float(data.get("signed_in_at") or 0.0),
+                expires_at=data.get("expires_at"),
+                refreshable=bool(data["tokens"].get("refresh_token")),
+            )
+        )
+    return sorted(found, key=lambda sign_in: sign_in.server)
+
+
+def forget(url: str) -> bool:
+    """Remove everything kept for ``url`` (tokens and registered client); False if nothing was."""
+    path = _path_for(url)
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    return True

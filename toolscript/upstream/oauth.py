@@ -1,0 +1,327 @@
+"""OAuth for http and sse servers, on the SDK's client (``mcp.client.auth``).
+
+``sign_in`` is ``toolscript auth SERVER``: the SDK discovers the authorization server
+from the server's 401 and metadata, registers toolscript as a client when the server
+allows it (or uses ``oauth.clientId``/``clientSecret`` from the config), and we open the
+browser at the authorization URL (and print it) and take the redirect on a loopback
+port. ``gateway_auth`` is what the gateway connects with: stored tokens, refreshed by
+the SDK before they expire, and never a browser: a server that needs a sign-in raises
+``SignInNeeded`` instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import webbrowser
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
+
+from toolscript.config import ServerConfig
+from toolscript.errors import ToolscriptError
+from toolscript.tokens import TokenStore
+
+if TYPE_CHECKING:
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.shared.auth import AuthorizationCodeResult
+
+__all__ = ["SignInFailed", "SignInNeeded", "gateway_auth", "sign_in"]
+
+CALLBACK_PATH = "/callback"
+SIGN_IN_TIMEOUT = 300.0  # seconds a person has to finish signing in
+
+_DONE_PAGE = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nConnection: close\r\n\r\n"
+    b"<!doctype html><title>toolscript</title><p>Signed in. You can close this tab.</p>"
+)
+_NOT_FOUND = b"HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+
+
+class SignInNeeded(ToolscriptError):
+    """The server wants a sign-in the gateway cannot do by itself."""
+
+    status_code = 503
+    kind = "needs_auth"
+    exit_code = 1
+
+
+class SignInFailed(ToolscriptError):
+    status_code = 502
+    kind = "sign_in_failed"
+    exit_code = 1
+
+
+def _open_browser(url: str) -> None:
+    with contextlib.suppress(Exception):
+        webbrowser.open(url)
+
+
+def _hint(server: ServerConfig) -> str:
+    return f"toolscript auth {server.name}"
+
+
+def _client_metadata(server: ServerConfig, redirect_uri: str) -> Any:
+    from mcp.shared.auth import OAuthClientMetadata
+
+    oauth = server.oauth
+    return OAuthClientMetadata(
+        client_name="toolscript",
+        redirect_uris=[redirect_uri],  # type: ignore[list-item]
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+        token_endpoint_auth_method="client_secret_post" if oauth.client_secret else "none",
+        scope=" ".join(oauth.scopes) if oauth.scopes else None,
+    )
+
+
+class _Loopback:
+    """The redirect's landing place: one request to http://127.0.0.1:PORT/callback."""
+
+    def __init__(self) -> None:
+        self._server: asyncio.Server | None = None
+        self._result: asyncio.Future[dict[str, list[str]]] | None = None
+        self.port = 0
+
+    async def start(self, port: int) -> str:
+        self._result = asyncio.get_running_loop().create_future()
+        self._server = await asyncio.start_server(self._answer, "127.0.0.1", port)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{self.port}{CALLBACK_PATH}"
+
+    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            line = (await asyncio.wait_for(reader.readline(), 10)).decode("latin-1")
+            target = line.split(" ")[1] if line.count(" ") >= 2 else ""
+            parts = urlsplit(target)
+            if parts.path != CALLBACK_PATH:
+                writer.write(_NOT_FOUND)
+                return
+            writer.write(_DONE_PAGE)
+            if self._result is not None and not self._result.done():
+                self._result.set_result(parse_qs(parts.query))
+        except (OSError, TimeoutError, IndexError):
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                await writer.drain()
+                writer.close()
+
+    async def wait(self, timeout: float) -> dict[str, list[str]]:
+        assert self._result is not None
+        return await asyncio.wait_for(self._result, timeout)
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+
+
+@contextlib.asynccontextmanager
+async def _session(server: ServerConfig, auth: Any) -> AsyncIterator[Any]:
+    """An initialized MCP session to ``server`` whose requests ``auth`` signs."""
+    from mcp.client.session import ClientSession
+
+    from toolscript.upstream.sdk import create_mcp_http_client
+
+    assert server.url is not None
+    async with contextlib.AsyncExitStack() as stack:
+        if server.transport == "sse":
+            from mcp.client.sse import sse_client
+
+            streams = await stack.enter_async_context(
+                sse_client(server.url, headers=dict(server.headers), auth=auth)
+            )
+        else:
+            from mcp.client.streamable_http import streamable_http_client
+
+            http = await stack.enter_async_context(
+                create_mcp_http_client(headers=dict(server.headers), auth=auth)
+            )
+            streams = await stack.enter_async_context(
+                streamable_http_client(server.url, http_client=http)
+            )
+        session = await stack.enter_async_context(ClientSession(*streams))
+        await session.initialize()
+        yield session
+
+
+async def sign_in(
+    server: ServerConfig,
+    *,
+    open_browser: bool = True,
+    announce: Callable[[str], None] = print,
+    timeout: float = SIGN_IN_TIMEOUT,
+) -> TokenStore:
+    """Sign in to ``server`` and keep its tokens; the store that holds them."""
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull
+
+    if server.transport not in ("http", "sse") or server.url is None:
+        raise SignInFailed(
+            f"server '{server.name}' is a {server.transport} server: only http and sse servers "
+            "sign in with OAuth"
+        )
+    # The SDK logs each failed step with a traceback; what failed is said here, in our words.
+    logging.getLogger("mcp.client.auth").setLevel(logging.CRITICAL)
+    store = TokenStore(server.url, server.name)
+    store.clear_tokens()
+    loopback = _Loopback()
+    redirect_uri = await loopback.start(server.oauth.callback_port)
+    oauth = server.oauth
+    if oauth.client_id:  # registered by hand: its redirect URI must be the one above
+        await store.set_client_info(
+            OAuthClientInformationFull(
+                client_id=oauth.client_id,
+                client_secret=oauth.client_secret,
+                redirect_uris=[redirect_uri],  # type: ignore[list-item]
+                grant_types=["authorization_code", "refresh_token"],
+                response_types=["code"],
+                token_endpoint_auth_method="client_secret_post" if oauth.client_secret else "none",
+                scope=" ".join(oauth.scopes) if oauth.scopes else None,
+            )
+        )
+    else:
+        # A client registered for an earlier sign-in knew another loopback port.
+        data = store._read()
+        if data.pop("client", None) is not None:
+            store._write(data)
+    store.begin()
+
+    async def redirect(url: str) -> None:
+        announce(f"Sign in to {server.name} in your browser; if none opens, visit:\n{url}")
+        if open_browser:  # in a thread: a browser command may wait until the page is loaded,
+            # and loading it lands on our loopback, which this loop serves
+            threading.Thread(target=_open_browser, args=(url,), daemon=True).start()
+
+    async def callback() -> AuthorizationCodeResult:
+        try:
+            params = await loopback.wait(timeout)
+        except TimeoutError:
+            raise SignInFailed(
+                f"no sign-in came back within {timeout:g} s",
+                hint=f"run `{_hint(server)}` again and finish the sign-in in the browser",
+            ) from None
+        if "error" in params:
+            raise SignInFailed(
+                f"{server.name} refused the sign-in: {params['error'][0]}"
+                + (f" ({params['error_description'][0]})" if "error_description" in params else "")
+            )
+        first = {key: values[0] for key, values in params.items() if values}
+        return AuthorizationCodeResult(
+            code=first.get("code", ""), state=first.get("state"), iss=first.get("iss")
+        )
+
+    provider = OAuthClientProvider(
+        server.url,
+        _client_metadata(server, redirect_uri),
+        store,
+        redirect_handler=redirect,
+        callback_handler=callback,
+    )
+    try:
+        async with _session(server, provider):
+            pass
+    except Exception as exc:
+        raise _failure(server, _innermost(exc)) from None
+    finally:
+        loopback.close()
+    if not store.has_tokens():
+        raise SignInFailed(
+            f"{server.name} answered without asking for a sign-in: it needs none",
+            hint="its config entry works as it is",
+        )
+    return store
+
+
+def _failure(server: ServerConfig, cause: BaseException) -> SignInFailed:
+    """What a failed sign-in says, in toolscript's words."""
+    from mcp.client.auth import OAuthFlowError, OAuthRegistrationError
+
+    if isinstance(cause, SignInFailed):
+        return cause
+    if isinstance(cause, OAuthRegistrationError):
+        return SignInFailed(
+            f"{server.name} does not let toolscript register itself as a client ({cause})",
+            hint=(
+                f"register an OAuth app with {server.name}'s provider (redirect URI "
+                f'http://127.0.0.1:PORT{CALLBACK_PATH}), then set "oauth": {{"clientId": ..., '
+                '"clientSecret": ..., "callbackPort": PORT} in its entry of .toolscript.json'
+            ),
+        )
+    if isinstance(cause, OAuthFlowError):
+        return SignInFailed(f"signing in to {server.name} failed: {cause}")
+    return SignInFailed(f"signing in to {server.name} failed: {type(cause).__name__}: {cause}")
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    """The one error inside task-group wrappers (ExceptionGroup of one), else ``exc``."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def gateway_auth(
+    server: ServerConfig, on_sign_in_needed: Callable[[], None] | None = None
+) -> OAuthClientProvider | None:
+    """The auth the gateway connects ``server`` with: its kept tokens (refreshed as needed),
+    or None when no sign-in is kept (the server is used as configured). When the tokens stop
+    working (revoked, refresh refused), ``on_sign_in_needed`` is called before the request
+    fails: a transport may swallow the error and leave the call waiting."""
+    if server.transport not in ("http", "sse") or server.url is None:
+        return None
+    store = TokenStore(server.url, server.name)
+    if not store.has_tokens():
+        return None
+
+    async def no_browser(url: str) -> None:
+        if on_sign_in_needed is not None:
+            on_sign_in_needed()
+        raise SignInNeeded(
+            f"{server.name} needs a sign-in (its kept sign-in expired or was revoked)",
+            hint=f"run `{_hint(server)}`",
+        )
+
+    async def no_callback() -> AuthorizationCodeResult:
+        raise SignInNeeded(f"{server.name} needs a sign-in", hint=f"run `{_hint(server)}`")
+
+    client = _run_sync(store.get_client_info())
+    redirect_uri = (
+        str(client.redirect_uris[0])
+        if client and client.redirect_uris
+        else (f"http://127.0.0.1:{server.oauth.callback_port or 1}{CALLBACK_PATH}")
+    )
+    return _provider_class()(
+        server.url,
+        _client_metadata(server, redirect_uri),
+        store,
+        redirect_handler=no_browser,
+        callback_handler=no_callback,
+    )
+
+
+def _provider_class() -> type[OAuthClientProvider]:
+    """The SDK's provider, but one that knows when kept tokens expire. The SDK (2.3) loads
+    stored tokens without their expiry, so it never refreshed them: the first request after
+    expiry got a 401 and started a whole new sign-in. (Private SDK pieces: ``_initialize``
+    and ``context``; tests/test_oauth.py's refresh test fails if they change.)"""
+    from mcp.client.auth import OAuthClientProvider
+
+    class KeptTokensProvider(OAuthClientProvider):
+        async def _initialize(self) -> None:
+            await super()._initialize()
+            tokens = self.context.current_tokens
+            if tokens is not None and tokens.expires_in is not None:
+                self.context.update_token_expiry(tokens)
+
+    return KeptTokensProvider
+
+
+def _run_sync(awaitable: Any) -> Any:
+    """The value of a coroutine that never waits (the token store's reads)."""
+    try:
+        awaitable.send(None)
+    except StopIteration as done:
+        return done.value
+    raise RuntimeError("the coroutine waited")  # pragma: no cover
