@@ -209,3 +209,49 @@ def _wait_for_state(gateway: GatewayProcess, state: str, timeout: float = 30) ->
             return server
         assert time.monotonic() < deadline, f"never {state}: {server}\n{gateway.log}"
         time.sleep(0.3)
+
+
+def test_tokens_go_to_the_keyring_when_one_works(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("keyrings.alt", reason="keyrings.alt comes with the dev extra")
+    from keyrings.alt.file import PlaintextKeyring
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))  # where that keyring lives
+    server = OAuthServer("http")
+    try:
+        directory, env = project(tmp_path, server)
+        env.update(
+            PYTHON_KEYRING_BACKEND="keyrings.alt.file.PlaintextKeyring",
+            XDG_DATA_HOME=str(tmp_path / "data"),
+        )
+        signed = toolscript_cli("auth", "secure", cwd=directory, env=env, timeout=60)
+        assert signed.returncode == 0, signed.stderr
+        (kept,) = kept_files(env)
+        record = json.loads(kept.read_text())
+        assert record["keyring"] is True and "tokens" not in record and "client" not in record
+        vault = PlaintextKeyring()
+        kept_secrets = json.loads(vault.get_password("toolscript-oauth", server.url) or "{}")
+        assert kept_secrets["tokens"]["access_token"]  # the secrets are in the keyring
+        assert kept_secrets["tokens"]["access_token"] not in signed.stdout + signed.stderr
+        listed = json.loads(
+            toolscript_cli("auth", "--list", "--json", cwd=directory, env=env).stdout
+        )
+        assert [(s["server"], s["refreshable"]) for s in listed] == [("secure", True)]
+        gateway = GatewayProcess(
+            json.loads((directory / ".toolscript.json").read_text()), directory, env=env
+        )
+        try:
+            _wait_for_state(gateway, "connected")
+            assert gateway.call("secure__whoami").status_code == 200
+        finally:
+            assert gateway.stop() == []
+        out = toolscript_cli("auth", "--logout", "secure", cwd=directory, env=env)
+        assert out.returncode == 0 and kept_files(env) == []
+        assert vault.get_password("toolscript-oauth", server.url) is None
+        # told not to use the keyring, the private file holds them
+        env["TOOLSCRIPT_KEYRING"] = "0"
+        assert toolscript_cli("auth", "secure", cwd=directory, env=env, timeout=60).returncode == 0
+        assert "access_token" in json.loads(kept_files(env)[0].read_text())["tokens"]
+    finally:
+        server.stop()

@@ -1,16 +1,22 @@
 """OAuth sign-ins, kept per user outside every project (so they are never committed).
 
 One file per server URL under ``user_state_dir()/auth`` (the folder 0700, each file 0600,
-written whole through ``write_private``), holding the tokens the server's authorization
-server issued and the client it registered for toolscript. ``TokenStore`` is the SDK's
-``TokenStorage`` for one server; ``signed_in`` lists what is kept, with no secret in it.
-Nothing here prints or logs a token.
+written whole through ``write_private``). The secrets (the tokens the server's
+authorization server issued, the client it registered for toolscript) go to the OS
+keyring when the ``keyring`` package is installed and has a backend that works (macOS
+Keychain, Windows Credential Locker, Secret Service, or one named by
+``PYTHON_KEYRING_BACKEND``; keyrings.alt's file backends only when named so); the file
+then keeps only what ``auth --list`` shows. Without
+one, or with ``TOOLSCRIPT_KEYRING=0``, the file holds them. ``TokenStore`` is the SDK's
+``TokenStorage`` for one server. Nothing here prints or logs a token.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +31,34 @@ if TYPE_CHECKING:
 __all__ = ["SignIn", "TokenStore", "auth_dir", "forget", "signed_in"]
 
 
+KEYRING_SERVICE = "toolscript-oauth"
+_SECRETS = ("tokens", "client")
+
+
 def auth_dir() -> Path:
     return user_state_dir() / "auth"
+
+
+def _keyring() -> Any:
+    """The ``keyring`` module when its backend can keep secrets here, else None (files)."""
+    if os.environ.get("TOOLSCRIPT_KEYRING", "").lower() in ("0", "false", "no", "off"):
+        return None
+    try:
+        import keyring
+        from keyring.backends import fail, null
+
+        backend = keyring.get_keyring()
+    except Exception:  # not installed, or a backend that fails to load
+        return None
+    if isinstance(backend, fail.Keyring | null.Keyring):
+        return None
+    # keyrings.alt's backends are files of their own (some in plain text), picked only
+    # because nothing better is there: ours is 0600 already. Used when named on purpose.
+    if type(backend).__module__.startswith("keyrings.alt") and not os.environ.get(
+        "PYTHON_KEYRING_BACKEND"
+    ):
+        return None
+    return keyring
 
 
 def _path_for(url: str) -> Path:
@@ -65,17 +97,48 @@ class TokenStore:
             data = json.loads(self.path.read_text())
         except (OSError, ValueError):
             return {}
-        return data if isinstance(data, dict) and data.get("url") == self.url else {}
+        if not isinstance(data, dict) or data.get("url") != self.url:
+            return {}
+        if data.pop("keyring", False):
+            keyring = _keyring()
+            try:
+                kept = keyring.get_password(KEYRING_SERVICE, self.url) if keyring else None
+            except Exception:  # a locked or broken keyring: as if nothing were kept
+                kept = None
+            data.update(json.loads(kept) if kept else {})
+        return data
 
     def _write(self, data: dict[str, Any]) -> None:
-        write_private(self.path, json.dumps({**data, "url": self.url, "server": self.server}))
+        record = {**data, "url": self.url, "server": self.server}
+        secrets = {key: record.pop(key) for key in _SECRETS if key in record}
+        keyring = _keyring()
+        stored = False
+        if keyring is not None:
+            try:
+                keyring.set_password(KEYRING_SERVICE, self.url, json.dumps(secrets))
+                stored = True
+            except Exception:  # the keyring refused: the private file keeps them
+                stored = False
+        if stored:  # what --list shows, no secret
+            record["keyring"] = True
+            tokens = secrets.get("tokens") or {}
+            record["signed_in"] = bool(tokens)
+            record["refreshable"] = bool(tokens.get("refresh_token"))
+        else:
+            record.update(secrets)
+        write_private(self.path, json.dumps(record))
 
     def has_tokens(self) -> bool:
         return bool(self._read().get("tokens"))
 
     def stamp(self) -> float:
-        """When the kept tokens last changed (0: none): a gateway waiting for a sign-in polls it."""
-        return float(self._read().get("updated_at") or 0.0)
+        """When the kept tokens last changed (0: none): a gateway waiting for a sign-in polls
+        it (the file alone: no keyring read every second)."""
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return 0.0
+        return float(data.get("updated_at") or 0.0) if isinstance(data, dict) else 0.0
 
     async def get_tokens(self) -> OAuthToken | None:
         from mcp.shared.auth import OAuthToken
@@ -132,7 +195,10 @@ def signed_in() -> list[SignIn]:
             data = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        if not isinstance(data, dict) or not data.get("tokens"):
+        if not isinstance(data, dict):
+            continue
+        tokens = data.get("tokens") or {}
+        if not (tokens or data.get("signed_in")):
             continue
         found.append(
             SignIn(
@@ -140,7 +206,7 @@ def signed_in() -> list[SignIn]:
                 server=str(data.get("server")),
                 signed_in_at=float(data.get("signed_in_at") or 0.0),
                 expires_at=data.get("expires_at"),
-                refreshable=bool(data["tokens"].get("refresh_token")),
+                refreshable=bool(tokens.get("refresh_token") or data.get("refreshable")),
             )
         )
     return sorted(found, key=lambda sign_in: sign_in.server)
@@ -149,6 +215,10 @@ def signed_in() -> list[SignIn]:
 def forget(url: str) -> bool:
     """Remove everything kept for ``url`` (tokens and registered client); False if nothing was."""
     path = _path_for(url)
+    keyring = _keyring()
+    if keyring is not None:
+        with contextlib.suppress(Exception):  # nothing kept there, or a keyring that refuses
+            keyring.delete_password(KEYRING_SERVICE, url)
     try:
         path.unlink()
     except FileNotFoundError:
