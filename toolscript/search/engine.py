@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict, Unpack
 
 from toolscript.config import SearchConfig
 from toolscript.search.fusion import blend
@@ -120,6 +120,18 @@ class _Semantic:
     reason: str = "the embedding model is loading"
     matrix: Any = None  # numpy array aligned with documents, or None
     cached: int = 0
+
+
+class SearchRequest(TypedDict, total=False):
+    """``SearchEngine.explain``'s options, for ``search``."""
+
+    limit: int
+    threshold: float | None
+    server: str | None
+    mode: str
+    alpha: float | None
+    split: bool
+    adaptive: bool
 
 
 class SearchEngine:
@@ -273,18 +285,7 @@ class SearchEngine:
 
     # -- search --------------------------------------------------------------
 
-    def search(
-        self,
-        query: str,
-        *,
-        limit: int = 10,
-        threshold: float | None = None,
-        server: str | None = None,
-        mode: str = "hybrid",
-        alpha: float | None = None,
-        split: bool = True,
-        adaptive: bool = True,
-    ) -> tuple[list[Hit], str]:
+    def search(self, query: str, **options: Unpack[SearchRequest]) -> tuple[list[Hit], str]:
         """Ranked hits and the mode actually used (``keyword`` until semantic is ready).
 
         A request that asks for several things (needs.py) is ranked need by need and the
@@ -292,16 +293,8 @@ class SearchEngine:
         as the design before adaptive fusion, for comparisons: the fixed ``alpha``, and the
         model reads the request with its literal values.
         """
-        return self.explain(
-            query,
-            limit=limit,
-            threshold=threshold,
-            server=server,
-            mode=mode,
-            alpha=alpha,
-            split=split,
-            adaptive=adaptive,
-        )[:2]
+        hits, mode, _ = self.explain(query, **options)
+        return hits, mode
 
     def explain(
         self,
