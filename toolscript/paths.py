@@ -35,11 +35,24 @@ def project_cache_dir(project_dir: Path, explicit: str | os.PathLike[str] | None
 def user_cache_dir() -> Path:
     """toolscript's own cache for Deno, modules and prepared scripts (``TOOLSCRIPT_HOME``
     overrides); only its user may enter it, whatever its children's modes (Deno's are 0644)."""
+    return _private_user_dir("XDG_CACHE_HOME", Path(".cache"))
+
+
+def user_state_dir() -> Path:
+    """What toolscript keeps for its user beyond any cache (sign-ins): ``TOOLSCRIPT_HOME``
+    when set, else ``$XDG_STATE_HOME/toolscript`` (``~/.local/state/toolscript``); only
+    its user may enter it."""
+    return _private_user_dir("XDG_STATE_HOME", Path(".local") / "state")
+
+
+def _private_user_dir(variable: str, under_home: Path) -> Path:
+    """``TOOLSCRIPT_HOME``, else ``$variable/toolscript`` (``~/under_home/toolscript``),
+    made 0700 when it is ours to change."""
     chosen = os.environ.get("TOOLSCRIPT_HOME")
     if chosen:
         path = Path(chosen).expanduser().resolve()
     else:
-        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        base = os.environ.get(variable) or str(Path.home() / under_home)
         path = Path(base) / "toolscript"
     try:
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -47,20 +60,6 @@ def user_cache_dir() -> Path:
             path.chmod(0o700)
     except OSError:
         pass  # not ours to change: the commands that write there say so
-    return path
-
-
-def user_state_dir() -> Path:
-    """What toolscript keeps for its user beyond any cache (sign-ins): ``TOOLSCRIPT_HOME``
-    when set, else ``$XDG_STATE_HOME/toolscript`` (``~/.local/state/toolscript``); only
-    its user may enter it."""
-    chosen = os.environ.get("TOOLSCRIPT_HOME")
-    if chosen:
-        path = Path(chosen).expanduser().resolve()
-    else:
-        base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-        path = Path(base) / "toolscript"
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
     return path
 
 

@@ -92,13 +92,16 @@ class TokenStore:
         self.url, self.server = url, server
         self.path = _path_for(url)
 
-    def _read(self) -> dict[str, Any]:
+    def _file(self) -> dict[str, Any]:
+        """What the file says, without the secrets a keyring may keep."""
         try:
             data = json.loads(self.path.read_text())
         except (OSError, ValueError):
             return {}
-        if not isinstance(data, dict) or data.get("url") != self.url:
-            return {}
+        return data if isinstance(data, dict) and data.get("url") == self.url else {}
+
+    def _read(self) -> dict[str, Any]:
+        data = self._file()
         if data.pop("keyring", False):
             keyring = _keyring()
             try:
@@ -134,20 +137,16 @@ class TokenStore:
     def stamp(self) -> float:
         """When the kept tokens last changed (0: none): a gateway waiting for a sign-in polls
         it (the file alone: no keyring read every second)."""
-        try:
-            data = json.loads(self.path.read_text())
-        except (OSError, ValueError):
-            return 0.0
-        return float(data.get("updated_at") or 0.0) if isinstance(data, dict) else 0.0
+        return float(self._file().get("updated_at") or 0.0)
 
     async def get_tokens(self) -> OAuthToken | None:
         from mcp.shared.auth import OAuthToken
 
-        raw = self._read().get("tokens")
-        if not raw:
+        data = self._read()
+        if not data.get("tokens"):
             return None
-        token = OAuthToken.model_validate(raw)
-        expires_at = self._read().get("expires_at")
+        token = OAuthToken.model_validate(data["tokens"])
+        expires_at = data.get("expires_at")
         if expires_at is not None:  # what is left of its life, as the SDK counts from now
             token.expires_in = max(0, int(expires_at - time.time()))
         return token
@@ -161,29 +160,29 @@ class TokenStore:
         data.setdefault("signed_in_at", now)
         self._write(data)
 
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
+    def client_info(self) -> OAuthClientInformationFull | None:
+        """The client registered for toolscript (by the SDK, or from the config)."""
         from mcp.shared.auth import OAuthClientInformationFull
 
         raw = self._read().get("client")
         return OAuthClientInformationFull.model_validate(raw) if raw else None
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client_info()
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
         data = self._read()
         data["client"] = client_info.model_dump(mode="json", exclude_none=True)
         self._write(data)
 
-    def clear_tokens(self) -> None:
-        """Forget the tokens, keep the registered client (a new sign-in reuses it)."""
-        data = self._read()
-        for key in ("tokens", "expires_at", "signed_in_at"):
-            data.pop(key, None)
-        data["updated_at"] = time.time()
-        self._write(data)
-
-    def begin(self) -> None:
-        """A new sign-in: its time counts from now."""
-        data = self._read()
-        data["signed_in_at"] = time.time()
+    def begin(self, client: OAuthClientInformationFull | None) -> None:
+        """A new sign-in, its time counting from now: no tokens yet, and ``client`` (an app
+        registered by hand) or none (one the SDK registered earlier knew another loopback
+        port: it registers again)."""
+        now = time.time()
+        data: dict[str, Any] = {"signed_in_at": now, "updated_at": now}
+        if client is not None:
+            data["client"] = client.model_dump(mode="json", exclude_none=True)
         self._write(data)
 
 

@@ -10,7 +10,8 @@ runs from the median tool (0) to the best (1). They are blended
 ``w * semantic + (1 - w) * keyword``, where ``w`` adapts to each query around
 ``--search-alpha`` (default 0.5; fusion.py says how). A request that asks for several
 things is split into its needs (needs.py); the request is ranked whole and need by
-need, and the lists merged: the whole's best, each need's best, then by score. ``threshold`` drops hits whose blended score is below it (``--search-threshold``,
+need, and the lists merged: the whole's best, each need's best, then by score.
+``threshold`` drops hits whose blended score is below it (``--search-threshold``,
 default 0.3: the original design's 0.35 cut some right answers from the top 10 on
 this scale). Until the model is ready, or without it, search is keyword-only and
 says so. The model itself runs in a worker process (process.py).
@@ -345,15 +346,9 @@ class SearchEngine:
                 mode = "keyword"
                 cosines = [None] * len(texts)
         cutoff = self.options.threshold if threshold is None else threshold
+        how = _Ranking(mode, weight, adaptive, cutoff, server, limit)
         rankings = [
-            self._rank(
-                text,
-                documents,
-                lexical,
-                cosines[number],
-                _Ranking(mode, weight, adaptive, cutoff, server, limit),
-                number - 1,
-            )
+            self._rank(text, documents, lexical, cosines[number], how, number - 1)
             for number, text in enumerate(texts)
         ]
         hits: list[Hit] = []
@@ -387,8 +382,6 @@ class SearchEngine:
         if quick is not None and not self.embedder.loaded:
             return [quick.encode(text) for text in texts]
         self._quick = None  # the worker serves queries now: the numpy copy's 90 MB can go
-        if len(texts) == 1:
-            return [self.embedder.embed_query(texts[0])]
         return list(self.embedder.embed_queries(texts))
 
     def _rank(

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from mcp.client.auth import OAuthClientProvider
     from mcp.shared.auth import AuthorizationCodeResult
 
-__all__ = ["SignInFailed", "SignInNeeded", "gateway_auth", "sign_in"]
+__all__ = ["SignInFailed", "SignInNeeded", "gateway_auth", "sign_in", "sign_in_command"]
 
 CALLBACK_PATH = "/callback"
 SIGN_IN_TIMEOUT = 300.0  # seconds a person has to finish signing in
@@ -59,8 +59,9 @@ def _open_browser(url: str) -> None:
         webbrowser.open(url)
 
 
-def _hint(server: ServerConfig) -> str:
-    return f"toolscript auth {server.name}"
+def sign_in_command(name: str) -> str:
+    """What signs in to server ``name``: the hint wherever a sign-in is needed."""
+    return f"toolscript auth {name}"
 
 
 def _client_metadata(server: ServerConfig, redirect_uri: str) -> Any:
@@ -154,40 +155,28 @@ async def sign_in(
     announce: Callable[[str], None] = print,
     timeout: float = SIGN_IN_TIMEOUT,
 ) -> TokenStore:
-    """Sign in to ``server`` and keep its tokens; the store that holds them."""
+    """Sign in to ``server`` (an http or sse server: the caller checked) and keep its
+    tokens; the store that holds them."""
     from mcp.client.auth import OAuthClientProvider
     from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull
 
-    if server.transport not in ("http", "sse") or server.url is None:
-        raise SignInFailed(
-            f"server '{server.name}' is a {server.transport} server: only http and sse servers "
-            "sign in with OAuth"
-        )
+    assert server.transport in ("http", "sse") and server.url is not None
     # The SDK logs each failed step with a traceback; what failed is said here, in our words.
     logging.getLogger("mcp.client.auth").setLevel(logging.CRITICAL)
-    store = TokenStore(server.url, server.name)
-    store.clear_tokens()
     loopback = _Loopback()
     redirect_uri = await loopback.start(server.oauth.callback_port)
-    oauth = server.oauth
-    if oauth.client_id:  # registered by hand: its redirect URI must be the one above
-        await store.set_client_info(
-            OAuthClientInformationFull(
-                client_id=oauth.client_id,
-                client_secret=oauth.client_secret,
-                redirect_uris=[redirect_uri],  # type: ignore[list-item]
-                grant_types=["authorization_code", "refresh_token"],
-                response_types=["code"],
-                token_endpoint_auth_method="client_secret_post" if oauth.client_secret else "none",
-                scope=" ".join(oauth.scopes) if oauth.scopes else None,
-            )
+    metadata = _client_metadata(server, redirect_uri)
+    store = TokenStore(server.url, server.name)
+    # An app registered by hand: its redirect URI must be the one above.
+    store.begin(
+        OAuthClientInformationFull(
+            client_id=server.oauth.client_id,
+            client_secret=server.oauth.client_secret,
+            **metadata.model_dump(),
         )
-    else:
-        # A client registered for an earlier sign-in knew another loopback port.
-        data = store._read()
-        if data.pop("client", None) is not None:
-            store._write(data)
-    store.begin()
+        if server.oauth.client_id
+        else None
+    )
 
     async def redirect(url: str) -> None:
         announce(f"Sign in to {server.name} in your browser; if none opens, visit:\n{url}")
@@ -201,7 +190,7 @@ async def sign_in(
         except TimeoutError:
             raise SignInFailed(
                 f"no sign-in came back within {timeout:g} s",
-                hint=f"run `{_hint(server)}` again and finish the sign-in in the browser",
+                hint=f"run `{sign_in_command(server.name)}` again and finish the sign-in in the browser",
             ) from None
         if "error" in params:
             raise SignInFailed(
@@ -215,7 +204,7 @@ async def sign_in(
 
     provider = OAuthClientProvider(
         server.url,
-        _client_metadata(server, redirect_uri),
+        metadata,
         store,
         redirect_handler=redirect,
         callback_handler=callback,
@@ -280,13 +269,15 @@ def gateway_auth(
             on_sign_in_needed()
         raise SignInNeeded(
             f"{server.name} needs a sign-in (its kept sign-in expired or was revoked)",
-            hint=f"run `{_hint(server)}`",
+            hint=f"run `{sign_in_command(server.name)}`",
         )
 
     async def no_callback() -> AuthorizationCodeResult:
-        raise SignInNeeded(f"{server.name} needs a sign-in", hint=f"run `{_hint(server)}`")
+        raise SignInNeeded(
+            f"{server.name} needs a sign-in", hint=f"run `{sign_in_command(server.name)}`"
+        )
 
-    client = _run_sync(store.get_client_info())
+    client = store.client_info()
     redirect_uri = (
         str(client.redirect_uris[0])
         if client and client.redirect_uris
@@ -316,12 +307,3 @@ def _provider_class() -> type[OAuthClientProvider]:
                 self.context.update_token_expiry(tokens)
 
     return KeptTokensProvider
-
-
-def _run_sync(awaitable: Any) -> Any:
-    """The value of a coroutine that never waits (the token store's reads)."""
-    try:
-        awaitable.send(None)
-    except StopIteration as done:
-        return done.value
-    raise RuntimeError("the coroutine waited")  # pragma: no cover

@@ -196,6 +196,13 @@ class UpstreamServer:
         self._sign_in_stamp = TokenStore(self.config.url, self.name).stamp()
         return gateway_auth(self.config, self._sign_in_needed)
 
+    def _sign_in_hint(self) -> str | None:
+        if self.state != ServerState.NEEDS_AUTH:
+            return None
+        from toolscript.upstream.oauth import sign_in_command
+
+        return sign_in_command(self.name)
+
     def _sign_in_needed(self) -> None:
         """The kept sign-in stopped working mid-session: end the session, so calls waiting
         on it fail now and the server shows as needing a sign-in."""
@@ -310,9 +317,11 @@ class UpstreamServer:
         if self._stopping:
             return
         if (self._unauthorized or _needs_sign_in(exc)) and self.config.url is not None:
-            self.error = f"needs a sign-in: run `toolscript auth {self.name}`"
+            from toolscript.upstream.oauth import sign_in_command
+
+            self.error = f"needs a sign-in: run `{sign_in_command(self.name)}`"
             self._set_state(ServerState.NEEDS_AUTH)
-            log.warning("%s: needs a sign-in: run `toolscript auth %s`", self.name, self.name)
+            log.warning("%s: %s", self.name, self.error)
             return
         was_connected = self.state == ServerState.CONNECTED
         self._set_state(ServerState.RECONNECTING if was_connected else ServerState.FAILED)
@@ -512,9 +521,7 @@ class UpstreamServer:
             "description": self.config.description,
             "state": str(self.state),
             "error": self.error,
-            "hint": f"toolscript auth {self.name}"
-            if self.state == ServerState.NEEDS_AUTH
-            else None,
+            "hint": self._sign_in_hint(),
             "stderr": self.stderr_tail if self.state != ServerState.CONNECTED else [],
             "tools": len(self.tools),
             "warnings": list(self.warnings),
