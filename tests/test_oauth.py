@@ -103,6 +103,13 @@ def test_sign_in_end_to_end_then_list_and_logout(tmp_path: Path, oauth_server: O
     assert table.stdout.startswith("secure\t" + oauth_server.url)
     for output in (signed.stdout, signed.stderr, listed.stdout, table.stdout, table.stderr):
         assert not any(secret in output for secret in secrets)
+    # a sign-in that does not finish keeps the one there was
+    unfinished = toolscript_cli(
+        "auth", "secure", "--no-browser", "--timeout", "5", cwd=directory, env=env, timeout=60
+    )
+    assert unfinished.returncode == 1
+    assert "no sign-in came back within 5 s" in unfinished.stderr
+    assert json.loads(kept.read_text())["tokens"]["access_token"] == secrets[0]
     out = toolscript_cli("auth", "--logout", "secure", cwd=directory, env=env)
     assert (out.returncode, out.stdout) == (0, "signed out of secure\n")
     assert kept_files(env) == []
@@ -157,6 +164,14 @@ def test_auth_refuses_what_cannot_sign_in(tmp_path: Path) -> None:
     assert missing.returncode != 0 and "nope" in missing.stderr
     nothing = toolscript_cli("auth", "--list", cwd=directory, env=env)
     assert nothing.returncode == 0 and "no server is signed in" in nothing.stderr
+    (directory / ".toolscript.json").write_text(
+        json.dumps({"mcpServers": {"down": {"url": f"http://127.0.0.1:{free_port()}/mcp"}}})
+    )
+    down = toolscript_cli("auth", "down", "--no-browser", cwd=directory, env=env, timeout=60)
+    assert down.returncode == 1
+    assert "signing in to down failed: ConnectError" in down.stderr
+    never = toolscript_cli("auth", "--logout", "down", cwd=directory, env=env)
+    assert never.returncode == 2 and "server 'down' is not signed in" in never.stderr
 
 
 def test_the_gateway_calls_with_the_token_refreshes_it_and_asks_for_a_new_sign_in(

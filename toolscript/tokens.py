@@ -28,7 +28,7 @@ from toolscript.privatefile import write_private
 if TYPE_CHECKING:
     from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
-__all__ = ["SignIn", "TokenStore", "auth_dir", "forget", "signed_in"]
+__all__ = ["PendingSignIn", "SignIn", "TokenStore", "auth_dir", "forget", "signed_in"]
 
 
 KEYRING_SERVICE = "toolscript-oauth"
@@ -153,11 +153,7 @@ class TokenStore:
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
         data = self._read()
-        now = time.time()
-        data["tokens"] = tokens.model_dump(mode="json", exclude_none=True)
-        data["expires_at"] = now + tokens.expires_in if tokens.expires_in is not None else None
-        data["updated_at"] = now
-        data.setdefault("signed_in_at", now)
+        _put_tokens(data, tokens)
         self._write(data)
 
     def client_info(self) -> OAuthClientInformationFull | None:
@@ -175,15 +171,43 @@ class TokenStore:
         data["client"] = client_info.model_dump(mode="json", exclude_none=True)
         self._write(data)
 
-    def begin(self, client: OAuthClientInformationFull | None) -> None:
-        """A new sign-in, its time counting from now: no tokens yet, and ``client`` (an app
-        registered by hand) or none (one the SDK registered earlier knew another loopback
-        port: it registers again)."""
-        now = time.time()
-        data: dict[str, Any] = {"signed_in_at": now, "updated_at": now}
-        if client is not None:
-            data["client"] = client.model_dump(mode="json", exclude_none=True)
+    def keep(self, signed: PendingSignIn) -> None:
+        """A sign-in that succeeded replaces whatever was kept for this server."""
+        data: dict[str, Any] = {"signed_in_at": time.time()}
+        if signed.client is not None:
+            data["client"] = signed.client.model_dump(mode="json", exclude_none=True)
+        assert signed.tokens is not None
+        _put_tokens(data, signed.tokens)
         self._write(data)
+
+
+class PendingSignIn:
+    """The SDK's ``TokenStorage`` while a sign-in is under way: in memory, so a sign-in that
+    fails leaves the kept one (if any) as it was; ``TokenStore.keep`` keeps a good one."""
+
+    def __init__(self, client: OAuthClientInformationFull | None) -> None:
+        self.client = client  # an app registered by hand; else the SDK registers one
+        self.tokens: OAuthToken | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client = client_info
+
+
+def _put_tokens(data: dict[str, Any], tokens: OAuthToken) -> None:
+    now = time.time()
+    data["tokens"] = tokens.model_dump(mode="json", exclude_none=True)
+    data["expires_at"] = now + tokens.expires_in if tokens.expires_in is not None else None
+    data["updated_at"] = now
+    data.setdefault("signed_in_at", now)
 
 
 def signed_in() -> list[SignIn]:

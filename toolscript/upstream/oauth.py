@@ -22,7 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from toolscript.config import ServerConfig
 from toolscript.errors import ToolscriptError
-from toolscript.tokens import TokenStore
+from toolscript.tokens import PendingSignIn, TokenStore
 
 if TYPE_CHECKING:
     from mcp.client.auth import OAuthClientProvider
@@ -156,7 +156,8 @@ async def sign_in(
     timeout: float = SIGN_IN_TIMEOUT,
 ) -> TokenStore:
     """Sign in to ``server`` (an http or sse server: the caller checked) and keep its
-    tokens; the store that holds them."""
+    tokens; the store that holds them. A sign-in that fails keeps nothing and leaves an
+    earlier one as it was."""
     from mcp.client.auth import OAuthClientProvider
     from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull
 
@@ -166,9 +167,9 @@ async def sign_in(
     loopback = _Loopback()
     redirect_uri = await loopback.start(server.oauth.callback_port)
     metadata = _client_metadata(server, redirect_uri)
-    store = TokenStore(server.url, server.name)
-    # An app registered by hand: its redirect URI must be the one above.
-    store.begin(
+    # An app registered by hand: its redirect URI must be the one above. Without one the SDK
+    # registers a client (one registered for an earlier sign-in knew another loopback port).
+    pending = PendingSignIn(
         OAuthClientInformationFull(
             client_id=server.oauth.client_id,
             client_secret=server.oauth.client_secret,
@@ -205,7 +206,7 @@ async def sign_in(
     provider = OAuthClientProvider(
         server.url,
         metadata,
-        store,
+        pending,
         redirect_handler=redirect,
         callback_handler=callback,
     )
@@ -216,11 +217,13 @@ async def sign_in(
         raise _failure(server, _innermost(exc)) from None
     finally:
         loopback.close()
-    if not store.has_tokens():
+    if pending.tokens is None:
         raise SignInFailed(
             f"{server.name} answered without asking for a sign-in: it needs none",
             hint="its config entry works as it is",
         )
+    store = TokenStore(server.url, server.name)
+    store.keep(pending)
     return store
 
 
