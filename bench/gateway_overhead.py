@@ -4,6 +4,10 @@ Direct: the official `mcp` ClientSession over stdio to server-everything, `echo`
 Gateway: a keep-alive Node HTTP client -> toolscript gateway -> the same server over stdio.
 Targets (issue 3): added p50 latency under 1 ms; gateway throughput >= 0.8x direct.
 
+Runs (issue 22): the same gateway's calls as a run's (policy checks, replay bookkeeping and
+the run log, as every script's calls are) against calls outside any run, interleaved in
+each round. Target: at most 0.1 ms more at p50.
+
     python bench/gateway_overhead.py [--calls 2000] [--seconds 5] [--rounds 3]
 """
 
@@ -18,6 +22,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -61,7 +67,11 @@ async def direct(calls: int, concurrency: int, seconds: float) -> dict[str, floa
     }
 
 
-def through_gateway(calls: int, concurrency: int, seconds: float) -> dict[str, float]:
+def through_gateway(
+    calls: int, concurrency: int, seconds: float, run_first: bool = False
+) -> dict[str, dict[str, float]]:
+    """Rows ``gateway`` (outside any run) and ``as a run``, measured one after the other on
+    one gateway (which goes first alternates between rounds)."""
     # Semantic search off: loading the model would compete with the calls being measured.
     config = {
         "mcpServers": {"everything": {"command": str(EVERYTHING)}},
@@ -71,20 +81,32 @@ def through_gateway(calls: int, concurrency: int, seconds: float) -> dict[str, f
         tempfile.TemporaryDirectory() as directory,
         running_gateway(Path(directory), config) as url,
     ):
-        output = subprocess.run(
-            [
-                "node",
-                str(Path(__file__).with_name("http_load.mjs")),
-                f"{url}/tools/everything__echo",
-                json.dumps(ARGUMENTS),
-                str(calls),
-                str(concurrency),
-                str(seconds),
-            ],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
+        registered = httpx.post(f"{url}/runs", json={"origin": "bench", "max_calls": 10**9})
+        run_url = url.rsplit("/", 1)[0] + "/" + registered.json()["token"]
+        order = [("as a run", run_url), ("gateway", url)]
+        rows = {
+            kind: _load(target, calls, concurrency, seconds)
+            for kind, target in (order if run_first else order[::-1])
+        }
+        httpx.post(f"{url}/runs/{registered.json()['id']}/end", json={"exit": 0})
+    return rows
+
+
+def _load(url: str, calls: int, concurrency: int, seconds: float) -> dict[str, float]:
+    output = subprocess.run(
+        [
+            "node",
+            str(Path(__file__).with_name("http_load.mjs")),
+            f"{url}/tools/everything__echo",
+            json.dumps(ARGUMENTS),
+            str(calls),
+            str(concurrency),
+            str(seconds),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     result = json.loads(output)
     latencies = result["latencies"]
     return {
@@ -101,23 +123,31 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3, help="rounds, side by side")
     args = parser.parse_args()
-    runs: dict[str, list[dict[str, float]]] = {"direct": [], "gateway": []}
+    runs: dict[str, list[dict[str, float]]] = {"direct": [], "gateway": [], "as a run": []}
     for round_number in range(args.rounds):
         runs["direct"].append(asyncio.run(direct(args.calls, args.concurrency, args.seconds)))
-        runs["gateway"].append(through_gateway(args.calls, args.concurrency, args.seconds))
+        measured = through_gateway(
+            args.calls, args.concurrency, args.seconds, run_first=round_number % 2 == 1
+        )
+        for kind, row in measured.items():
+            runs[kind].append(row)
         print(f"round {round_number + 1}/{args.rounds} done", file=sys.stderr)
 
     def median(kind: str, key: str) -> float:
         return statistics.median(run[key] for run in runs[kind])
 
     print(f"{'':10}{'p50 ms':>10}{'p99 ms':>10}{'calls/s':>10}   (median of {args.rounds} rounds)")
-    for kind in ("direct", "gateway"):
+    for kind in ("direct", "gateway", "as a run"):
         print(
             f"{kind:10}{median(kind, 'p50'):10.3f}{median(kind, 'p99'):10.3f}"
             f"{median(kind, 'throughput'):10.0f}"
         )
     added = median("gateway", "p50") - median("direct", "p50")
     ratio = median("gateway", "throughput") / median("direct", "throughput")
+    run_added = median("as a run", "p50") - median("gateway", "p50")
+    run_ratio = median("as a run", "throughput") / median("gateway", "throughput")
+    print(f"runs (policy + log) add p50: {run_added:.3f} ms (target <= 0.1 ms)")
+    print(f"throughput ratio run/outside a run: {run_ratio:.2f}x")
     spread = [run["throughput"] for run in runs["gateway"]]
     print(f"added p50 latency: {added:.3f} ms (target < 1 ms)")
     print(f"throughput ratio gateway/direct: {ratio:.2f}x (target >= 0.8x)")

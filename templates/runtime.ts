@@ -62,6 +62,14 @@ const TOOLS_URL = import.meta.url.startsWith("file:")
   ? new URL(`${Deno.env.get("TOOLSCRIPT_GATEWAY_URL") ?? "http://127.0.0.1:9/no-gateway"}/tools/`)
   : new URL("../tools/", import.meta.url);
 
+// Errors that stop the whole run (the gateway refuses its every later call): the script
+// ends at once with its exit code, and exec says why and what to do.
+const RUN_STOPS: Record<string, number> = {
+  approval_required: 120,
+  replay_diverged: 121,
+  too_many_calls: 122,
+};
+
 async function call<T>(tool: string, params: unknown): Promise<T> {
   let response: Response;
   try {
@@ -86,6 +94,8 @@ async function call<T>(tool: string, params: unknown): Promise<T> {
       ? body
       : { message: String(body) };
     const message = typeof details.message === "string" ? details.message : `HTTP ${response.status}`;
+    const stop = typeof details.error === "string" ? RUN_STOPS[details.error] : undefined;
+    if (stop !== undefined) Deno.exit(stop);
     throw new ToolError(tool, message, response.status, details);
   }
   return body as T;

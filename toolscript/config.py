@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolscript.errors import ConfigError, ServerNotFoundError
+from toolscript.policy import Asking, Decision, decide, matching, timeout_for
 
 if TYPE_CHECKING:
     from jsonschema import ValidationError
@@ -25,6 +26,7 @@ __all__ = [
     "CONFIG_FILENAME",
     "DEFAULT_TIMEOUT",
     "Config",
+    "RunsConfig",
     "SearchConfig",
     "ServerConfig",
     "config_schema",
@@ -39,7 +41,7 @@ DEFAULT_IDLE_TIMEOUT = 600.0
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-def _empty_mapping() -> Mapping[str, str]:
+def _empty_mapping() -> Mapping[str, Any]:
     return MappingProxyType({})
 
 
@@ -74,16 +76,31 @@ class ServerConfig:
     settings: Mapping[str, Any] = field(default_factory=_empty_mapping)  # local tools: config
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT  # local tools: worker idle timeout
     oauth: OAuthConfig = field(default_factory=OAuthConfig)  # http/sse: OAuth sign-in
+    policy: Mapping[str, Decision] = field(default_factory=_empty_mapping)  # tool pattern -> rule
+    tool_timeouts: Mapping[str, float] = field(default_factory=_empty_mapping)
     # values that ${VAR} expansion put anywhere in this server's entry (args, url, ...)
     expanded: tuple[str, ...] = field(default=(), repr=False)
 
     def allows_tool(self, tool_name: str) -> bool:
-        """Whether the include/exclude filters let ``tool_name`` through."""
+        """Whether the include/exclude filters and the policy let ``tool_name`` through (a
+        denied tool is absent from types, search and lists, like an excluded one)."""
+        if self.denies(tool_name):
+            return False
         if self.include_tools and not any(
             fnmatch.fnmatchcase(tool_name, pattern) for pattern in self.include_tools
         ):
             return False
         return not any(fnmatch.fnmatchcase(tool_name, pattern) for pattern in self.exclude_tools)
+
+    def denies(self, tool_name: str) -> bool:
+        """Whether the server's ``policy`` denies ``tool_name``."""
+        return bool(self.policy) and matching(self.policy, tool_name) == "deny"
+
+    def timeout_for(self, tool_name: str) -> float:
+        """Seconds a call of ``tool_name`` may take (``toolTimeouts``, else ``timeout``)."""
+        if not self.tool_timeouts:
+            return self.timeout
+        return timeout_for(self.tool_timeouts, tool_name, self.timeout)
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -126,6 +143,14 @@ class SearchConfig:
 
 
 @dataclass(frozen=True)
+class RunsConfig:
+    """The ``runs`` section: how much of the run log is kept."""
+
+    keep: int = 1000
+    max_megabytes: float = 50.0
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole configuration; ``path`` is None when no file exists."""
 
@@ -133,6 +158,18 @@ class Config:
     project_dir: Path
     servers: tuple[ServerConfig, ...] = ()
     search: SearchConfig = field(default_factory=SearchConfig)
+    asking: Asking = "destructive"  # policy.ask: which tools no rule names ask first
+    runs: RunsConfig = field(default_factory=RunsConfig)
+
+    def decision(self, server: ServerConfig, tool: str, annotations: Any) -> Decision:
+        """``allow``, ``ask`` or ``deny`` for a call of ``tool`` on ``server``."""
+        hints = annotations if isinstance(annotations, Mapping) else None
+        return decide(server.policy, self.asking, tool, hints)
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Every server's secret values (what no log may hold)."""
+        return tuple(dict.fromkeys(value for s in self.servers for value in s.secrets))
 
     def cache_dir(self, explicit: str | os.PathLike[str] | None = None) -> Path:
         """``--cache-dir`` / ``TOOLSCRIPT_CACHE_DIR``, else ``.toolscript/`` beside the file."""
@@ -216,7 +253,18 @@ def parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
             expanded.get("localTools"), path, doc, {s.name for s in servers}
         )
     )
-    return Config(path=path, project_dir=path.parent, servers=servers + local, search=search)
+    runs = expanded.get("runs") or {}
+    return Config(
+        path=path,
+        project_dir=path.parent,
+        servers=servers + local,
+        search=search,
+        asking=(expanded.get("policy") or {}).get("ask", "destructive"),
+        runs=RunsConfig(
+            keep=int(runs.get("keep", RunsConfig.keep)),
+            max_megabytes=float(runs.get("maxMegabytes", RunsConfig.max_megabytes)),
+        ),
+    )
 
 
 def _local_servers(
@@ -256,6 +304,8 @@ def _local_servers(
                 disabled=bool(entry.get("disabled", False)),
                 settings=MappingProxyType(dict(entry.get("config") or {})),
                 idle_timeout=float(section.get("idleTimeout", DEFAULT_IDLE_TIMEOUT)),
+                policy=MappingProxyType(dict(entry.get("policy") or {})),
+                tool_timeouts=_timeouts(entry),
             )
         )
     return tuple(servers)
@@ -410,6 +460,14 @@ def _server(
         include_tools=tuple(raw.get("includeTools", ())),
         exclude_tools=tuple(raw.get("excludeTools", ())),
         oauth=_oauth(raw.get("oauth") or {}),
+        policy=MappingProxyType(dict(raw.get("policy") or {})),
+        tool_timeouts=_timeouts(raw),
+    )
+
+
+def _timeouts(raw: Mapping[str, Any]) -> Mapping[str, float]:
+    return MappingProxyType(
+        {pattern: float(seconds) for pattern, seconds in (raw.get("toolTimeouts") or {}).items()}
     )
 
 

@@ -23,6 +23,12 @@ HTTP response with ``status_code``::
     │   ├── ServerUnavailableError      HTTP 503 the server is not connected
     │   ├── ToolTimeoutError            HTTP 504 the call took longer than its timeout
     │   └── ToolCallError               HTTP 422 the tool answered with isError: true
+    ├── PolicyError                     HTTP 403 a call the policy or the run's limits stopped
+    │   ├── ToolDeniedError                      the policy denies the tool
+    │   ├── ApprovalRequiredError       exit 120 an "ask" tool has no approval: the run stops
+    │   ├── CallRefusedError                     the user answered "no" to the prompt
+    │   ├── ReplayDivergedError         exit 121 a resumed run asked for another call
+    │   └── TooManyCallsError           exit 122 the run made more calls than --max-calls
     ├── SearchError                     HTTP 503 search could not use its embedding model
     │   ├── SemanticUnavailable                  the semantic extra or the model is missing
     │   └── EmbedderFailed                       the embedding worker failed or stopped
@@ -37,7 +43,9 @@ from typing import Any
 
 __all__ = [
     "AccessDeniedError",
+    "ApprovalRequiredError",
     "ArgumentValidationError",
+    "CallRefusedError",
     "ConfigError",
     "EmbedderFailed",
     "ExecutionError",
@@ -46,13 +54,17 @@ __all__ = [
     "GatewayResponseError",
     "GatewayUnreachableError",
     "NotFoundError",
+    "PolicyError",
+    "ReplayDivergedError",
     "RequestError",
     "RequestTooLargeError",
     "SearchError",
     "SemanticUnavailable",
     "ServerNotFoundError",
     "ServerUnavailableError",
+    "TooManyCallsError",
     "ToolCallError",
+    "ToolDeniedError",
     "ToolNotFoundError",
     "ToolTimeoutError",
     "ToolscriptError",
@@ -267,6 +279,56 @@ class ToolCallError(UpstreamError):
         body = super().to_dict()
         body["content"] = self.content
         return body
+
+
+class PolicyError(ToolscriptError):
+    """A call that the policy, the user or the run's limits stopped before it reached a server."""
+
+    status_code = 403
+    kind = "policy"
+
+
+class ToolDeniedError(PolicyError):
+    """The config's policy denies the tool."""
+
+    kind = "tool_denied"
+
+
+class ApprovalRequiredError(PolicyError):
+    """An ``ask`` tool was called with no approval on record: the call was not made and the run
+    stops (resumable once approved)."""
+
+    exit_code = 120
+    kind = "approval_required"
+
+    def __init__(self, message: str, *, hint: str | None = None, call: dict[str, Any]) -> None:
+        super().__init__(message, hint=hint)
+        self.call = call
+
+    def to_dict(self) -> dict[str, Any]:
+        return super().to_dict() | {"call": self.call}
+
+
+class CallRefusedError(PolicyError):
+    """The user answered no when asked to approve the call."""
+
+    kind = "call_refused"
+
+
+class ReplayDivergedError(PolicyError):
+    """A resumed run asked for a different call than its log holds at that point."""
+
+    status_code = 409
+    exit_code = 121
+    kind = "replay_diverged"
+
+
+class TooManyCallsError(PolicyError):
+    """The run made more tool calls than its limit."""
+
+    status_code = 429
+    exit_code = 122
+    kind = "too_many_calls"
 
 
 class ExecutionError(ToolscriptError):

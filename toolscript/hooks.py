@@ -18,7 +18,7 @@ from toolscript.gateway.launch import start_gateway
 from toolscript.paths import user_cache_dir
 from toolscript.processes import process_alive, terminate_tree
 
-__all__ = ["session_end", "session_start"]
+__all__ = ["approval_decision", "pre_tool_use", "session_end", "session_start"]
 
 START_WAIT = 45.0  # seconds for every server to be tried and the URL printed
 STOP_GRACE = 10.0
@@ -173,3 +173,35 @@ def session_end_for(session_id: str) -> None:
 def _cleanup(session_id: str) -> None:
     for path in _session_files(session_id):
         path.unlink(missing_ok=True)
+
+
+# A shell command that approves toolscript calls, or reaches into the file approvals live in.
+_APPROVING = re.compile(r"\btoolscript\b.*\bapprove\b|runs\.sqlite", re.DOTALL)
+
+
+def approval_decision(data: dict[str, Any]) -> dict[str, Any] | None:
+    """PreToolUse's answer for one tool use: "ask" for a command that approves toolscript
+    calls (whatever the user's allow rules say), None for anything else."""
+    tool_input = data.get("tool_input")
+    command = tool_input.get("command") if isinstance(tool_input, dict) else None
+    if not isinstance(command, str) or not _APPROVING.search(command):
+        return None
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "ask",
+            "permissionDecisionReason": (
+                "toolscript: this approves tool calls that the project's policy holds for a "
+                "person to approve; an agent must not approve its own calls. Read the call "
+                "(`toolscript runs show RUN_ID`) before you allow it."
+            ),
+        }
+    }
+
+
+def pre_tool_use() -> int:
+    """PreToolUse (Bash): make Claude Code ask the user before any `toolscript approve`."""
+    decision = approval_decision(_read_input())
+    if decision is not None:
+        sys.stdout.write(json.dumps(decision) + "\n")
+    return 0

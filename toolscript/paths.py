@@ -12,6 +12,7 @@ __all__ = [
     "find_config_path",
     "module_cache_file",
     "project_cache_dir",
+    "project_state_dir",
     "user_cache_dir",
     "user_state_dir",
 ]
@@ -67,3 +68,15 @@ def module_cache_file(digest: str) -> Path:
     """Where a gateway's generated module is kept, named by its content hash: the same tools
     give the same file whatever gateway served them (exec runs it; the type checker reads it)."""
     return user_cache_dir() / "modules" / f"{digest}.ts"
+
+
+def project_state_dir(project_dir: Path) -> Path:
+    """What toolscript keeps for one project beyond its cache (the run log, approvals): in the
+    user's own state directory, keyed by the project's folder, never inside the project,
+    where a cloned repository could plant approvals of its own."""
+    import hashlib
+
+    key = hashlib.sha256(str(project_dir.resolve()).encode()).hexdigest()[:24]
+    path = user_state_dir() / "projects" / key
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path

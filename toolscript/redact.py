@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
-__all__ = ["redact"]
+__all__ = ["redact", "redact_value", "secret_name"]
 
 _MIN_SECRET_LENGTH = 4  # shorter values ("1", "on") would mangle ordinary text
 _MIN_PART_LENGTH = 8  # servers print the start of a token ("using key ghp_abc1..."): hidden too
@@ -34,3 +35,47 @@ def _redact_starts(text: str, secret: str) -> str:
         done = end
     parts.append(text[done:])
     return "".join(parts)
+
+
+# Argument names whose values are credentials whatever they hold (compared lowercased,
+# without "-" and "_"): these names exactly, or ending so.
+_SECRET_NAMES = frozenset({"auth", "authorization", "cookie", "sessionid", "passwd", "pin"})
+_SECRET_ENDINGS = (
+    "password",
+    "passphrase",
+    "secret",
+    "token",
+    "apikey",
+    "privatekey",
+    "credential",
+    "credentials",
+)
+_COUNTS = ("max", "num", "count", "total")  # maxTokens, numTokens: counts, not credentials
+
+
+def secret_name(key: str) -> bool:
+    """Whether an argument called ``key`` holds a credential (``apiKey``, ``access_token``)."""
+    name = key.lower().replace("-", "").replace("_", "")
+    if name in _SECRET_NAMES:
+        return True
+    return name.endswith(_SECRET_ENDINGS) and not name.startswith(_COUNTS)
+
+
+def redact_value(value: Any, secrets: Iterable[str]) -> Any:
+    """A JSON value with configured secrets out of its strings and the values of keys named
+    like credentials (``password``, ``apiKey``, ``token``...) replaced by ``***``."""
+    known = tuple(secrets)
+
+    def clean(item: Any) -> Any:
+        if isinstance(item, str):
+            return redact(item, known) if known else item
+        if isinstance(item, dict):
+            return {
+                key: "***" if secret_name(str(key)) and item[key] else clean(item[key])
+                for key in item
+            }
+        if isinstance(item, list):
+            return [clean(element) for element in item]
+        return item
+
+    return clean(value)

@@ -52,6 +52,27 @@ def exec_command(
             max=EXEC_OPTIONS["max_output"].maximum,
         ),
     ] = EXEC_OPTIONS["max_output"].default,
+    max_calls: Annotated[
+        int,
+        typer.Option(
+            *EXEC_OPTIONS["max_calls"].flags,
+            help=EXEC_OPTIONS["max_calls"].help,
+            min=EXEC_OPTIONS["max_calls"].minimum,
+        ),
+    ] = EXEC_OPTIONS["max_calls"].default,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            *EXEC_OPTIONS["resume"].flags,
+            help=EXEC_OPTIONS["resume"].help,
+            metavar="RUN_ID",
+            show_default=False,
+        ),
+    ] = EXEC_OPTIONS["resume"].default,
+    trace: Annotated[
+        bool,
+        typer.Option("--trace", help="After the result, list the run's tool calls on stderr."),
+    ] = False,
     config: ConfigOption = None,
     cache: CacheDirOption = None,
 ) -> None:
@@ -59,8 +80,10 @@ def exec_command(
 
     `import { tools } from "toolscript"` gives the typed client. A top-level
     `return VALUE` prints VALUE as JSON. Type errors are reported before anything
-    runs. Exit codes: 0 success, 1 script error, 123 output limit, 124 time
-    limit, 125 memory limit.
+    runs. Exit codes: 0 success, 1 script error, 120 a call needs approval (the
+    run stopped; see `toolscript approve`), 121 a resumed run called something
+    else, 122 --max-calls reached, 123 output limit, 124 time limit, 125 memory
+    limit.
 
     Examples:
 
@@ -72,5 +95,21 @@ def exec_command(
         console.log(await tools.everything.echo({ message: "hi" }));
         EOF
         toolscript script.ts
+        toolscript exec --trace script.ts          # and list its tool calls
+        toolscript exec --resume 20261124-101500-3f9a1c   # after `toolscript approve`
     """
-    raise typer.Exit(run_exec(code, file, check, timeout, memory, max_output, config, cache))
+    raise typer.Exit(
+        run_exec(
+            code,
+            file,
+            check,
+            timeout,
+            memory,
+            max_output,
+            config,
+            cache,
+            max_calls=max_calls,
+            resume=resume,
+            trace=trace,
+        )
+    )

@@ -266,3 +266,11 @@ def hook_session_end() -> None:
     from toolscript.hooks import session_end
 
     raise typer.Exit(session_end())
+
+
+@hook_app.command("pre-tool-use")
+def hook_pre_tool_use() -> None:
+    """PreToolUse: have Claude Code ask the user before a command approves toolscript calls."""
+    from toolscript.hooks import pre_tool_use
+
+    raise typer.Exit(pre_tool_use())

@@ -82,6 +82,7 @@ def _register() -> None:
         exec,
         gateway,
         mcp,
+        runs,
         search,
         servers,
         tools,
@@ -97,6 +98,8 @@ def _register() -> None:
     app.command("trust")(trust.trust_command)
     app.command("mcp")(mcp.mcp_command)
     app.command("auth")(auth.auth_command)
+    app.command("approve")(runs.approve_command)
+    app.add_typer(runs.app, name="runs")
     app.add_typer(gateway.app, name="gateway")
     app.add_typer(config.app, name="config")
     app.add_typer(gateway.hook_app, name="hook", hidden=True)

@@ -29,6 +29,7 @@ __all__ = [
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_MEMORY_MB = 512
 DEFAULT_MAX_OUTPUT = 10 * 1024 * 1024
+DEFAULT_MAX_CALLS = 1000  # the gateway's own default too (gateway/runs.py)
 MIN_MEMORY_MB = 16  # below this V8 cannot start a script at all
 
 
@@ -71,6 +72,20 @@ EXEC_OPTIONS: dict[str, ExecOption] = {
         "Stop the script once it printed this many bytes.",
         minimum=1,
     ),
+    "max_calls": ExecOption(
+        ("--max-calls",),
+        int,
+        DEFAULT_MAX_CALLS,
+        "Stop the script at its Nth tool call (a runaway loop); exit 122.",
+        minimum=1,
+    ),
+    "resume": ExecOption(
+        ("--resume",),
+        str,
+        None,
+        "Resume the run RUN_ID that stopped for an approval: calls it made are answered "
+        "from its log, not made again.",
+    ),
     "config": ExecOption(
         ("--config", "-c"), str, None, "Path of the config file.", envvar="TOOLSCRIPT_CONFIG"
     ),
@@ -89,36 +104,128 @@ def run_exec(
     max_output: int,
     config: str | None,
     cache: str | None,
+    *,
+    max_calls: int = DEFAULT_MAX_CALLS,
+    resume: str | None = None,
+    trace: bool = False,
 ) -> int:
-    """Read the script, find (or start) a gateway, run the script; the exit code."""
+    """Read the script, find (or start) a gateway, run the script as a run of the gateway
+    (see ``execution/runs.py``); the exit code."""
     from toolscript.execution.lifeline import Lifeline
-    from toolscript.execution.locate import gateway_for_run, module_file, uses_gateway
+    from toolscript.execution.locate import gateway_for_run, uses_gateway
     from toolscript.execution.sandbox import Limits, run_toolscript
 
-    script = _read_script(code, file)
+    from_run = resume is not None and code is None and file is None
+    script = Script("", "") if from_run else _read_script(code, file)
     limits = Limits(timeout=timeout, memory_mb=memory, max_output=max_output)
     with (
         Lifeline() as lifeline,
         gateway_for_run(
             config,
             cache,
-            needed=uses_gateway(script.code),
+            needed=uses_gateway(script.code) or resume is not None,
             on_start=lifeline.watch,
             code=script.code,
         ) as (url, module_hash),
     ):
-        return run_toolscript(
+        if from_run:
+            from toolscript.execution.runs import stopped_script
+
+            assert resume is not None
+            script = stopped_script(url, resume)
+        if module_hash == "none":  # no gateway, and the script needs none: no run either
+            return run_toolscript(
+                script,
+                url,
+                module_hash,
+                on_start=lifeline.watch,
+                check=check,
+                limits=limits,
+                cwd=Path.cwd(),
+                stdin_available=code != "-",
+            )
+        return _run_in_gateway(
+            script,
+            url,
+            module_hash,
+            lifeline,
+            check,
+            limits,
+            code != "-",
+            max_calls=max_calls,
+            resume=resume,
+            trace=trace,
+        )
+
+
+def _run_in_gateway(
+    script: Script,
+    url: str,
+    module_hash: str,
+    lifeline: Any,
+    check: bool,
+    limits: Any,
+    stdin_available: bool,
+    *,
+    max_calls: int,
+    resume: str | None,
+    trace: bool,
+) -> int:
+    from toolscript.execution.locate import module_file
+    from toolscript.execution.runs import (
+        PromptWatcher,
+        end_run,
+        format_trace,
+        start_run,
+        stop_message,
+        terminal_answer,
+    )
+    from toolscript.execution.sandbox import run_toolscript
+
+    interactive = stdin_available and sys.stdin.isatty() and sys.stderr.isatty()
+    run = start_run(
+        url,
+        script.code,
+        origin="cli",
+        display_name=script.display_name,
+        file_name=script.file_name,
+        interactive=interactive,
+        max_calls=max_calls,
+        resume=resume,
+    )
+    if run.resumed_from:
+        sys.stderr.write(
+            f"toolscript: resuming run {run.resumed_from}: calls it made are answered from its log\n"
+        )
+    watcher = PromptWatcher(run, terminal_answer) if interactive else None
+    if watcher is not None:
+        watcher.start()
+    code = 1
+    try:
+        code = run_toolscript(
             script,
             url,
             module_hash,
             on_start=lifeline.watch,
-            module=module_file(url, module_hash) if module_hash != "none" else None,
+            module=module_file(url, module_hash),
             check=check,
             limits=limits,
             cwd=Path.cwd(),
-            stdin_available=code != "-",
+            stdin_available=stdin_available,
             warm_check=True,
+            script_url=run.script_url,
         )
+    finally:
+        if watcher is not None:
+            watcher.stop()
+        answer = end_run(run, code)
+    stopped = stop_message(answer)
+    if trace:
+        sys.stderr.write(format_trace(answer))
+    if stopped is not None:
+        sys.stderr.write(stopped[0])
+        return stopped[1]
+    return code
 
 
 class _Refused(Exception):
@@ -136,6 +243,7 @@ def exec_parser() -> argparse.ArgumentParser:
     parser.add_argument("code", nargs="?")
     parser.add_argument("--check", dest="check", action="store_true", default=True)
     parser.add_argument("--no-check", dest="check", action="store_false")
+    parser.add_argument("--trace", dest="trace", action="store_true", default=False)
     for name, option in EXEC_OPTIONS.items():
         default = os.environ.get(option.envvar) if option.envvar else None
         parser.add_argument(
@@ -169,6 +277,9 @@ def fast_exec(arguments: list[str]) -> int | None:
         parsed.max_output,
         parsed.config,
         parsed.cache_dir,
+        max_calls=parsed.max_calls,
+        resume=parsed.resume,
+        trace=parsed.trace,
     )
 
 

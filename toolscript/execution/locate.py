@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from toolscript.errors import ExecutionError, GatewayUnreachableError
+from toolscript.errors import ExecutionError, GatewayResponseError, GatewayUnreachableError
 from toolscript.gateway.state import ready_gateway_state
 from toolscript.paths import find_config_path, module_cache_file, project_cache_dir
 from toolscript.privatefile import write_private
@@ -72,10 +72,11 @@ def module_file(url: str, digest: str, timeout: float = 30.0) -> Path:
 
 
 def gateway_request(
-    url: str, route: str, timeout: float, *, json_body: bytes | None = None
+    url: str, route: str, timeout: float, *, json_body: bytes | None = None, answers: bool = False
 ) -> bytes | None:
     """The body of GET ``url + route`` (POST of ``json_body`` when given), None when nothing
-    listens there.
+    listens there. An error status raises GatewayUnreachableError, or with ``answers``
+    the gateway's own error (GatewayResponseError, its message and hint).
 
     A bare HTTP/1.0 request over a socket: http.client would cost this path 8 ms of imports.
     """
@@ -106,6 +107,8 @@ def gateway_request(
     head_bytes, _, body = answer.partition(b"\r\n\r\n")
     fields = head_bytes.split(b" ", 2)
     status = fields[1].decode() if len(fields) > 1 else "?"
+    if status != "200" and answers and status.isdigit():
+        raise GatewayResponseError.from_response(int(status), body)
     if status != "200":
         raise GatewayUnreachableError(
             f"the gateway answered HTTP {status} ({body[:200].decode('utf-8', 'replace')})",

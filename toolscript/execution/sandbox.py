@@ -431,6 +431,7 @@ def run_toolscript(
     stderr: IO[bytes] | None = None,
     advice: Advice = DEFAULT_ADVICE,
     warm_check: bool = False,
+    script_url: str | None = None,
 ) -> int:
     """Run ``script`` to completion, streaming its output; returns the exit code.
 
@@ -438,8 +439,10 @@ def run_toolscript(
     gateway served it); without it the script imports the module from the gateway.
     With ``warm_check`` the gateway's warm checker checks the script first; when it cannot
     answer, Deno checks it as it starts. Output goes to ``stdout`` and ``stderr`` (ours by
-    default), error lines rewritten.
+    default), error lines rewritten. The script reaches the gateway at ``script_url`` (its
+    run's URL, see ``execution/runs.py``; ``gateway_url`` when None).
     """
+    script_url = script_url or gateway_url
     script_path, prepared = _write_script(script)
     source_map = prepared.map
     streams = _Streams(
@@ -458,7 +461,7 @@ def run_toolscript(
     _close_web_storage(deno_cache_dir())
     imports = {
         "toolscript": (
-            module.as_uri() if module else f"{gateway_url}/runtime/tools.ts?_t={module_hash}"
+            module.as_uri() if module else f"{script_url}/runtime/tools.ts?_t={module_hash}"
         ),
         "file:///": REFUSED_FILE_URL,
         script_path.as_uri(): script_path.as_uri(),
@@ -470,12 +473,12 @@ def run_toolscript(
         user_cache_dir() / "run" / f"importmap-{os.getpid()}-{threading.get_ident()}.json",
         json.dumps(import_map),
     )
-    env = {"TOOLSCRIPT_GATEWAY_URL": gateway_url, **deno_environment()}
+    env = {"TOOLSCRIPT_GATEWAY_URL": script_url, **deno_environment()}
     if not sys.stderr.isatty():
         env["NO_COLOR"] = "1"
     try:
         process = subprocess.Popen(
-            _command(script_path, gateway_url, map_path, check, limits),
+            _command(script_path, script_url, map_path, check, limits),
             cwd=cwd,
             env=env,
             stdin=None if stdin_available else subprocess.DEVNULL,
@@ -490,7 +493,7 @@ def run_toolscript(
         if on_start is not None:
             on_start(process.pid, group=True)
         return _supervise(
-            process, script, script_path, gateway_url, limits, streams, module, source_map
+            process, script, script_path, script_url, limits, streams, module, source_map
         )
     except BaseException:
         # Ctrl+C or a signal turned into an exception: the sandbox (its own session, which

@@ -9,7 +9,14 @@
 ``POST /runtime/check``             type-check a prepared script with the warm checker
 ``GET  /search?q=&limit=&threshold=&server=&mode=&explain=``  ranked tools
 ``GET  /types?server=&tool=``       declarations and usage examples (for get-types)
+``POST /runs``                      register a run: its id and the URL its script gets
+``GET  /runs/{id}/prompt?wait=``    the call of an interactive run waiting for an answer
+``POST /runs/{id}/prompt``          answer it: yes, no, always or stop
+``POST /runs/{id}/end``             the run ended: its status, stop and calls
 ``GET  /schema``                    this API as OpenAPI
+
+A run's own URL (``/<run token>``) reaches ``POST /tools/*`` and ``GET /runtime/*`` only;
+its calls are that run's (``gateway.runs``).
 
 Errors answer ``{"error": kind, "message": ..., "hint"?: ..., ...}`` with the
 status of the ``toolscript.errors`` class that was raised.
@@ -37,8 +44,9 @@ from toolscript.errors import (
     UsageError,
 )
 from toolscript.gateway.core import SEPARATOR, Gateway, split_tool_name
-from toolscript.gateway.guard import answer_error
+from toolscript.gateway.guard import RUN_SCOPE_KEY, answer_error
 from toolscript.gateway.results import RESULT_HEADER
+from toolscript.gateway.runs import DEFAULT_MAX_CALLS
 from toolscript.search.engine import FUSIONS, MODES
 
 __all__ = ["build_app"]
@@ -97,8 +105,11 @@ def _http_error_response(request: Request[Any, Any, Any], exc: HTTPException) ->
     return _error_response(request, error)
 
 
-async def call_tool_bytes(gateway: Gateway, name: str, body: bytes) -> tuple[int, str, bytes]:
-    """``(status, result shape or "", JSON body)`` of one tool call; errors included."""
+async def call_tool_bytes(
+    gateway: Gateway, name: str, body: bytes, run_id: str | None = None
+) -> tuple[int, str, bytes]:
+    """``(status, result shape or "", JSON body)`` of one tool call; errors included. A call
+    of a run goes through the run's checks and log (``gateway/runs.py``)."""
     try:
         try:
             arguments = msgspec.json.decode(body) if body.strip() else {}
@@ -118,10 +129,29 @@ async def call_tool_bytes(gateway: Gateway, name: str, body: bytes) -> tuple[int
                 f"arguments for {name} must be a JSON object",
                 errors=[{"path": "/", "message": "expected an object"}],
             )
+        if run_id is not None:
+            run = gateway.runs.get(run_id)
+            return await gateway.runs.call(run, name, arguments, len(body), gateway.make_call)
         shape, value = await gateway.call(name, arguments)
     except ToolscriptError as exc:
         return exc.status_code, "", msgspec.json.encode(exc.to_dict())
     return 200, shape, msgspec.json.encode(value)
+
+
+def _json_object(body: bytes) -> dict[str, Any]:
+    try:
+        value = msgspec.json.decode(body) if body.strip() else {}
+    except msgspec.DecodeError as exc:
+        raise UsageError(f"the request body is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise UsageError("expected a JSON object")
+    return value
+
+
+def _script_name(value: Any) -> tuple[str, str]:
+    if isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value):
+        return value[0], value[1]
+    return "inline.ts", "inline.ts"
 
 
 _CALLS: dict[str, dict[tuple[str, str], str]] = {}
@@ -193,7 +223,8 @@ class ToolCallFastPath:
             if not message.get("more_body"):
                 break
         answered = await _unless_disconnected(
-            call_tool_bytes(self.gateway, path[7:], b"".join(chunks)), receive
+            call_tool_bytes(self.gateway, path[7:], b"".join(chunks), scope.get(RUN_SCOPE_KEY)),
+            receive,
         )
         if answered is None:
             return  # the caller is gone (a script that ended or was stopped): call cancelled
@@ -229,9 +260,71 @@ def build_app(gateway: Gateway) -> Litestar:
     @post("/tools/{name:str}", status_code=200)
     async def call_tool(name: FromPath[str], request: Request[Any, Any, Any]) -> Response[bytes]:
         """Call ``server__tool`` with the JSON body as arguments (see ``results.py``)."""
-        status, shape, payload = await call_tool_bytes(gateway, name, await request.body())
+        run_id: Any = request.scope.get(RUN_SCOPE_KEY)
+        status, shape, payload = await call_tool_bytes(
+            gateway, name, await request.body(), run_id if isinstance(run_id, str) else None
+        )
         headers = {RESULT_HEADER: shape} if shape else {}
         return Response(content=payload, status_code=status, media_type=_JSON, headers=headers)
+
+    @post("/runs", status_code=200)
+    async def register_run(request: Request[Any, Any, Any]) -> dict[str, Any]:
+        """Register a run: ``{"script_hash", "origin", "interactive", "max_calls", "resume"}``
+        in (all optional); ``{"id", "token", "resumed_from"}`` out. The script gets the
+        gateway's URL with the token in place of the gateway's own."""
+        body = _json_object(await request.body())
+        max_calls = body.get("max_calls", DEFAULT_MAX_CALLS)
+        if not isinstance(max_calls, int) or max_calls < 1:
+            raise UsageError("max_calls must be a positive integer")
+        run = await gateway.runs.register(
+            script_hash=str(body.get("script_hash") or ""),
+            origin=str(body.get("origin") or "http"),
+            interactive=bool(body.get("interactive")),
+            max_calls=max_calls,
+            resume=str(body["resume"]) if body.get("resume") else None,
+            script=str(body.get("script") or ""),
+            script_name=_script_name(body.get("script_name")),
+        )
+        return {"id": run.id, "token": run.token, "resumed_from": run.resumed_from or None}
+
+    @get("/runs/{run_id:str}/prompt")
+    async def run_prompt(run_id: FromPath[str], wait: FromQuery[float] = 0.0) -> dict[str, Any]:
+        """The call of an interactive run that waits for the user's answer (``wait``: seconds
+        to wait for one); ``{"prompt": call or null, "ended": bool}``."""
+        call = await gateway.runs.wait_prompt(run_id, max(0.0, min(wait, 60.0)))
+        return {"prompt": call, "ended": gateway.runs.get(run_id).ended}
+
+    @post("/runs/{run_id:str}/prompt", status_code=200)
+    async def answer_prompt(
+        run_id: FromPath[str], request: Request[Any, Any, Any]
+    ) -> dict[str, Any]:
+        """``{"seq", "answer": "yes" | "no" | "always" | "stop"}``; ``{"answered": bool}``."""
+        body = _json_object(await request.body())
+        seq = body.get("seq")
+        if not isinstance(seq, int):
+            raise UsageError("give seq, the number of the call answered")
+        return {"answered": gateway.runs.answer(run_id, seq, str(body.get("answer")))}
+
+    @get("/runs/{run_id:str}/script")
+    async def run_script(run_id: FromPath[str]) -> dict[str, str]:
+        """The script of a run that stopped for approval (what ``exec --resume`` runs)."""
+        return await gateway.runs.stopped_script(run_id)
+
+    @post("/runs/{run_id:str}/end", status_code=200)
+    async def end_run(run_id: FromPath[str], request: Request[Any, Any, Any]) -> dict[str, Any]:
+        """``{"exit": code}`` in; the run's status, the error it stopped with and its calls."""
+        body = _json_object(await request.body())
+        code = body.get("exit")
+        run = await gateway.runs.end(run_id, code if isinstance(code, int) else None)
+        return {
+            "id": run.id,
+            "status": run.status,
+            "stopped": run.stopped.to_dict() if run.stopped is not None else None,
+            "exit_code": run.stopped.exit_code if run.stopped is not None else None,
+            "resumed_from": run.resumed_from or None,
+            "replayed": run.replayed,
+            "calls": gateway.runs.trace(run),
+        }
 
     @get("/runtime/tools.ts", sync_to_thread=False)
     def runtime_module(
@@ -369,6 +462,11 @@ def build_app(gateway: Gateway) -> Litestar:
             call_tool,
             runtime_module,
             runtime_hash,
+            register_run,
+            run_prompt,
+            answer_prompt,
+            run_script,
+            end_run,
             runtime_check,
             search,
             types,

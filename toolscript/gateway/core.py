@@ -19,16 +19,20 @@ from jsonschema.protocols import Validator
 from toolscript.codegen.module import ToolFragment
 from toolscript.config import CONFIG_FILENAME, Config, load_config
 from toolscript.errors import (
+    ApprovalRequiredError,
     ArgumentValidationError,
     ConfigError,
     SemanticUnavailable,
     ServerNotFoundError,
     ServerUnavailableError,
+    ToolDeniedError,
     ToolNotFoundError,
     UsageError,
 )
 from toolscript.gateway.checker import WarmChecker
 from toolscript.gateway.results import tool_result
+from toolscript.gateway.runs import RunBook, approve_commands
+from toolscript.paths import project_state_dir
 from toolscript.pipeline.artifacts import Artifacts, CacheLayout
 from toolscript.pipeline.sources import SnapshotSource
 from toolscript.pipeline.tasks import (
@@ -38,6 +42,7 @@ from toolscript.pipeline.tasks import (
     load_documents,
     run_pipeline,
 )
+from toolscript.runlog import RunLog, runlog_path
 from toolscript.search.engine import SearchEngine, SearchOptions
 from toolscript.search.process import EmbedderProcess
 from toolscript.search.semantic import EmbeddingStore, model_directory
@@ -127,6 +132,7 @@ class Gateway:
         ready_wait: float = 10.0,
         search: SearchOptions | None = None,
         warm_checker: bool = False,
+        telemetry: Any = None,
     ) -> None:
         self.config = config
         self.config_file = config.path or config.project_dir / CONFIG_FILENAME
@@ -157,6 +163,13 @@ class Gateway:
         self.search = SearchEngine(options, store, embedder)
         self.checker = WarmChecker() if warm_checker else None
         self._checker_scope: anyio.CancelScope | None = None
+        self._decisions: dict[tuple[str, str], str] = {}
+        runlog = RunLog(
+            runlog_path(project_state_dir(config.project_dir)),
+            keep=config.runs.keep,
+            max_bytes=int(config.runs.max_megabytes * 1024 * 1024),
+        )
+        self.runs = RunBook(runlog, lambda: self.config.secrets, self.decision, telemetry)
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Gateway]:
@@ -189,6 +202,8 @@ class Gateway:
                 tasks.start_soon(self._run_checker, name="type checker")
             self._watch_scope = anyio.CancelScope()
             tasks.start_soon(self._watch_config, name="config watch")
+            self._flush_scope = anyio.CancelScope()
+            tasks.start_soon(self._flush_runs, name="run log")
             if self.search.embedder is not None:
                 self._semantic_scope = anyio.CancelScope()
                 tasks.start_soon(self._load_semantic_search, name="semantic search")
@@ -202,6 +217,9 @@ class Gateway:
                 yield self
             finally:
                 self._watch_scope.cancel()
+                self._flush_scope.cancel()
+                with anyio.CancelScope(shield=True):
+                    await self._final_flush()
                 if self._checker_scope is not None:
                     self._checker_scope.cancel()
                 if self._rebuild_scope is not None:
@@ -212,6 +230,16 @@ class Gateway:
                     await anyio.to_thread.run_sync(self.search.embedder.close)
                 for upstream in self.upstreams.values():
                     await upstream.stop()
+
+    async def _flush_runs(self) -> None:
+        with self._flush_scope:
+            await self.runs.run_flusher()
+
+    async def _final_flush(self) -> None:
+        try:
+            await self.runs.flush()
+        except Exception:
+            log.exception("runs: cannot write the run log")
 
     # -- configuration changes ----------------------------------------------
 
@@ -237,6 +265,7 @@ class Gateway:
             log.error("config: %s; still serving the previous configuration", self.config_error)
             return
         self.config_error = None
+        self._decisions.clear()
         old = {server.name: server for server in self.config.servers}
         fresh = {server.name: server for server in new.servers}
         removed = [name for name in old if name not in fresh]
@@ -275,6 +304,7 @@ class Gateway:
         self._rebuild.set()  # removed servers leave the artifacts now; new ones when connected
 
     async def _tools_changed(self, upstream: Upstream) -> None:
+        self._decisions.clear()
         for key in [key for key in self._validators if key[0] == upstream.name]:
             del self._validators[key]
         if self._snapshot_taken:  # a change the first build did not see is built after it
@@ -445,6 +475,12 @@ class Gateway:
             return upstream, found
         if upstream.state != ServerState.CONNECTED and not upstream.tools:
             raise self._unavailable(upstream)
+        if upstream.config.denies(tool):
+            raise ToolDeniedError(
+                f"{server}{SEPARATOR}{tool} is denied by the policy of server {server!r} in "
+                f"{self.config_file}",
+                hint='scripts cannot call it; change its rule under "policy" to allow it',
+            )
         names = list(upstream.tools)
         close = difflib.get_close_matches(tool, names, n=3, cutoff=0.5)
         raise ToolNotFoundError(
@@ -506,7 +542,32 @@ class Gateway:
                 errors=details,
             )
 
+    def decision(self, server: str, tool: str) -> str:
+        """``allow``, ``ask`` or ``deny`` for calls of ``server__tool`` (raises when the tool
+        is unknown or denied); remembered until the config or the server's tools change."""
+        key = (server, tool)
+        found = self._decisions.get(key)
+        if found is None:
+            upstream, spec = self.tool(server, tool)
+            found = self.config.decision(upstream.config, tool, spec.get("annotations"))
+            self._decisions[key] = found
+        return found
+
     async def call(self, qualified: str, arguments: Any) -> tuple[str, Any]:
+        """A call outside any run (the gateway's own token): an ``ask`` tool needs a tool
+        approval on record."""
+        server, tool_name = split_tool_name(qualified)
+        if self.decision(server, tool_name) == "ask" and not await anyio.to_thread.run_sync(
+            self.runs.runlog.tool_approved, qualified
+        ):
+            raise ApprovalRequiredError(
+                f"{qualified} needs approval before it runs; the call was not made",
+                hint=approve_commands(None, qualified),
+                call={"tool": qualified},
+            )
+        return await self.make_call(qualified, arguments)
+
+    async def make_call(self, qualified: str, arguments: Any) -> tuple[str, Any]:
         """Validate and forward one call; ``(shape, value)`` per the result contract."""
         server, tool_name = split_tool_name(qualified)
         upstream, tool = self.tool(server, tool_name)

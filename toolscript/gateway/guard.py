@@ -4,6 +4,10 @@ Any local process, or a web page through DNS rebinding, could otherwise drive
 the user's tools with the user's credentials. Every request must name the
 gateway's own address in ``Host`` and start with ``/<token>``; only ``/livez``
 answers without them (it says nothing but "alive").
+
+A run's token (``runs``: token -> run id) stands in for the gateway's own on the paths a
+script needs, ``POST /tools/*`` and ``GET /runtime/*``, and on nothing else: a script can
+call tools as its run, but cannot register runs or answer its own approval prompts.
 """
 
 from __future__ import annotations
@@ -15,9 +19,10 @@ from typing import Any
 
 from toolscript.errors import ForbiddenHostError, ToolscriptError, UnauthorizedError
 
-__all__ = ["LIVENESS_PATH", "TokenGuard", "answer_error", "answer_json"]
+__all__ = ["LIVENESS_PATH", "RUN_SCOPE_KEY", "TokenGuard", "answer_error", "answer_json"]
 
 LIVENESS_PATH = "/livez"
+RUN_SCOPE_KEY = "toolscript.run"  # the ASGI scope's key for the id of the run calling
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -28,8 +33,15 @@ ASGIApp = Callable[..., Awaitable[None]]
 class TokenGuard:
     """Strips ``/<token>`` from the path of authorised requests, refuses the rest."""
 
-    def __init__(self, app: ASGIApp, token: str, allowed_hosts: Iterable[str]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        token: str,
+        allowed_hosts: Iterable[str],
+        runs: Callable[[str], str | None] | None = None,
+    ) -> None:
         self.app = app
+        self._runs = runs
         self._prefix = "/" + token
         self._prefix_bytes = self._prefix.encode()
         self._allowed_hosts = {host.lower().encode() for host in allowed_hosts}
@@ -55,16 +67,26 @@ class TokenGuard:
             return
         prefix = self._prefix
         given = path[: len(prefix)].encode("utf-8", "replace")
+        run = None
         if not hmac.compare_digest(given, self._prefix_bytes) or (
             len(path) > len(prefix) and path[len(prefix)] != "/"
         ):
-            await answer_error(send, UnauthorizedError())
-            return
+            prefix = "/" + path[1:].split("/", 1)[0]
+            run = self._runs(prefix[1:]) if self._runs is not None and len(prefix) > 8 else None
+            rest = path[len(prefix) :]
+            if run is None or not (
+                (scope["method"] == "POST" and rest.startswith("/tools/"))
+                or (scope["method"] == "GET" and rest.startswith("/runtime/"))
+            ):
+                await answer_error(send, UnauthorizedError())
+                return
         inner = dict(scope)
         inner["path"] = path[len(prefix) :] or "/"
         raw_path = scope.get("raw_path")
         if raw_path:
-            inner["raw_path"] = raw_path[len(self._prefix_bytes) :] or b"/"
+            inner["raw_path"] = raw_path[len(prefix.encode()) :] or b"/"
+        if run is not None:
+            inner[RUN_SCOPE_KEY] = run
         await self.app(inner, receive, send)
 
 

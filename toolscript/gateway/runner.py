@@ -126,6 +126,7 @@ def serve(
         ToolCallFastPath(build_app(gateway), gateway, max_request_bytes),
         token,
         _allowed_hosts(host, port),
+        runs=gateway.runs.by_token,
     )
 
     class Server(uvicorn.Server):

@@ -16,12 +16,13 @@ import re
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.from_thread
 import anyio.to_thread
 import httpx
 
@@ -39,6 +40,7 @@ from toolscript.execution.locate import (
     private_gateway_args,
     running_gateway,
 )
+from toolscript.execution.runs import PromptWatcher, end_run, start_run
 from toolscript.execution.sandbox import (
     EXIT_MEMORY,
     EXIT_OUTPUT,
@@ -53,7 +55,10 @@ from toolscript.paths import find_config_path
 from toolscript.processes import signal_quietly
 from toolscript.trust import needs_trust
 
-__all__ = ["Answer", "Backend", "execution_answer", "search_answer", "servers_answer"]
+# Asks the user to approve a call of a run: "yes", "no", "always" or "stop".
+Approver = Callable[[dict[str, Any]], Coroutine[Any, Any, str]]
+
+__all__ = ["Answer", "Approver", "Backend", "execution_answer", "search_answer", "servers_answer"]
 
 RESULT_MARKER = "\x1etoolscript-result:"  # the line holding a script's return value
 SCRIPT_NAME = "script.ts"  # what type errors and stack frames call the agent's code
@@ -307,7 +312,14 @@ class Backend:
     async def list_servers(self) -> Answer:
         return servers_answer(await self._get("/servers"))
 
-    async def execute(self, code: str, timeout: float) -> Answer:
+    async def execute(
+        self,
+        code: str,
+        timeout: float,
+        ask: Approver | None = None,
+    ) -> Answer:
+        """Run ``code`` as a run of the gateway; ``ask`` (the client's elicitation) answers
+        approval prompts, else a call that needs approval stops the run."""
         started: list[int] = []
 
         def watch(pid: int, *, group: bool) -> None:
@@ -315,8 +327,8 @@ class Backend:
             self.lifeline.watch(pid, group=group)
 
         try:
-            exit_code, out, err = await anyio.to_thread.run_sync(
-                lambda: self._run(code, timeout, watch), abandon_on_cancel=True
+            exit_code, out, err, stopped = await anyio.to_thread.run_sync(
+                lambda: self._run(code, timeout, watch, ask), abandon_on_cancel=True
             )
         except BaseException:
             # The client went away or cancelled the call: the sandbox stops now (the
@@ -327,11 +339,17 @@ class Backend:
         finally:
             for pid in started:
                 self.lifeline.forget(pid, group=True)
+        if stopped is not None:
+            return stopped_answer(stopped, out)
         return execution_answer(exit_code, out, err)
 
     def _run(
-        self, code: str, timeout: float, watch: Callable[..., None]
-    ) -> tuple[int, bytes, bytes]:
+        self,
+        code: str,
+        timeout: float,
+        watch: Callable[..., None],
+        ask: Approver | None = None,
+    ) -> tuple[int, bytes, bytes, dict[str, Any] | None]:
         url = self.gateway_url()
         digest = module_hash(url)
         if digest is None:
@@ -340,18 +358,56 @@ class Backend:
             if digest is None:
                 raise GatewayUnreachableError("the gateway stopped answering")
         out, err = io.BytesIO(), io.BytesIO()
-        exit_code = run_toolscript(
-            Script(code, SCRIPT_NAME, SCRIPT_NAME, result_marker=RESULT_MARKER),
+        run = start_run(
             url,
-            digest,
-            module=module_file(url, digest),
-            on_start=watch,
-            limits=Limits(timeout=timeout, memory_mb=self.memory_mb, max_output=MAX_OUTPUT),
-            cwd=self.cwd,
-            stdin_available=False,
-            stdout=out,
-            stderr=err,
-            advice=FACE_ADVICE,
-            warm_check=True,
+            code,
+            origin="mcp",
+            display_name=SCRIPT_NAME,
+            file_name=SCRIPT_NAME,
+            interactive=ask is not None,
         )
-        return exit_code, out.getvalue(), err.getvalue()
+        watcher = None
+        if ask is not None:
+            approve = ask
+            watcher = PromptWatcher(run, lambda prompt: anyio.from_thread.run(approve, prompt))
+            watcher.start()
+        exit_code = 1
+        try:
+            exit_code = run_toolscript(
+                Script(code, SCRIPT_NAME, SCRIPT_NAME, result_marker=RESULT_MARKER),
+                url,
+                digest,
+                module=module_file(url, digest),
+                on_start=watch,
+                limits=Limits(timeout=timeout, memory_mb=self.memory_mb, max_output=MAX_OUTPUT),
+                cwd=self.cwd,
+                stdin_available=False,
+                stdout=out,
+                stderr=err,
+                advice=FACE_ADVICE,
+                warm_check=True,
+                script_url=run.script_url,
+            )
+        finally:
+            if watcher is not None:
+                watcher.stop()
+            ended = end_run(run, exit_code)
+        stopped = (ended or {}).get("stopped")
+        return exit_code, out.getvalue(), err.getvalue(), stopped
+
+
+def stopped_answer(stopped: dict[str, Any], stdout: bytes) -> Answer:
+    """A run the gateway stopped (a call needing approval, too many calls) as a tool result:
+    the same message exec prints, and what the script printed before."""
+    text = stopped.get("message", "the run was stopped")
+    if stopped.get("hint"):
+        text += f"\nhint: {stopped['hint']}"
+    if stopped.get("error") == "approval_required":
+        text += (
+            "\nA person must approve it (do not run `toolscript approve` yourself); then call "
+            "execute again with the same code: calls already made are not made again."
+        )
+    printed = stdout.decode("utf-8", "replace").replace(RESULT_MARKER, "").strip("\n")
+    if printed:
+        text += "\nOutput before the stop:\n" + printed
+    return Answer(text, {"stopped": stopped}, is_error=True)

@@ -7,6 +7,7 @@ or over streamable HTTP on 127.0.0.1 behind the gateway's guard (secret path, Ho
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import secrets
@@ -26,7 +27,7 @@ from mcp.server.lowlevel import Server
 from toolscript import __version__
 from toolscript.errors import ToolscriptError, UsageError
 from toolscript.execution.lifeline import Lifeline
-from toolscript.mcpface.backend import Answer, Backend, error_answer
+from toolscript.mcpface.backend import Answer, Approver, Backend, error_answer
 from toolscript.mcpface.tools import EXECUTE_TIMEOUT, INSTRUCTIONS, TOOLS
 from toolscript.privatefile import write_private
 
@@ -40,7 +41,51 @@ _VALIDATORS = {
 }
 
 
-def _dispatch(backend: Backend, name: str, arguments: dict[str, Any]) -> Awaitable[Answer]:
+def _approver(context: Any) -> Approver | None:
+    """How a run of this request asks the user to approve a call: MCP elicitation when the
+    client supports it (None otherwise: the run stops and says how to approve)."""
+    session = getattr(context, "session", None)
+    capabilities = getattr(session, "client_capabilities", None)
+    if session is None or capabilities is None or capabilities.elicitation is None:
+        return None
+
+    async def ask(prompt: dict[str, Any]) -> str:
+        arguments = json.dumps(prompt.get("arguments", {}), ensure_ascii=False)
+        if len(arguments) > 1000:
+            arguments = arguments[:997] + "..."
+        try:
+            result = await session.elicit_form(
+                f"A script calls {prompt['tool']}, which needs your approval.\n"
+                f"Arguments: {arguments}\nAllow this call?",
+                APPROVAL_SCHEMA,
+                related_request_id=getattr(context, "request_id", None),
+            )
+        except Exception:  # the client failed to ask: the run stops, approvable later
+            log.warning("elicitation failed; the run stops for approval", exc_info=True)
+            return "stop"
+        if result.action == "accept":
+            content = result.content or {}
+            return "always" if content.get("always") else "yes"
+        return "no" if result.action == "decline" else "stop"
+
+    return ask
+
+
+APPROVAL_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "always": {
+            "type": "boolean",
+            "title": "Always allow this tool in this project",
+            "default": False,
+        }
+    },
+}
+
+
+def _dispatch(
+    backend: Backend, name: str, arguments: dict[str, Any], context: Any = None
+) -> Awaitable[Answer]:
     if name == "search_tools":
         return backend.search_tools(
             arguments["query"], int(arguments.get("limit", 8)), arguments.get("server")
@@ -48,7 +93,11 @@ def _dispatch(backend: Backend, name: str, arguments: dict[str, Any]) -> Awaitab
     if name == "get_types":
         return backend.get_types(list(arguments["tools"]), bool(arguments.get("example")))
     if name == "execute":
-        return backend.execute(arguments["code"], float(arguments.get("timeout", EXECUTE_TIMEOUT)))
+        return backend.execute(
+            arguments["code"],
+            float(arguments.get("timeout", EXECUTE_TIMEOUT)),
+            ask=_approver(context),
+        )
     return backend.list_servers()
 
 
@@ -78,7 +127,7 @@ def build_server(backend: Backend) -> Server[Any]:
             where = "/".join(str(part) for part in problem.absolute_path) or "arguments"
             return _result(Answer(f"invalid {where}: {problem.message}", is_error=True))
         try:
-            return _result(await _dispatch(backend, name, arguments))
+            return _result(await _dispatch(backend, name, arguments, context))
         except ToolscriptError as error:
             return _result(error_answer(error))
         except Exception as error:  # a tool result says what broke; the face lives on

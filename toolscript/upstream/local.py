@@ -395,7 +395,7 @@ class LocalToolServer:
             gateway=GatewayView(self._gateway) if self._gateway is not None else None,
         )
         try:
-            with anyio.fail_after(self.config.timeout):
+            with anyio.fail_after(self.config.timeout_for(tool)):
                 return await anyio.to_thread.run_sync(
                     worker.call_function,
                     self._functions[tool],
@@ -404,7 +404,7 @@ class LocalToolServer:
                     abandon_on_cancel=True,
                 )
         except TimeoutError as exc:
-            raise ToolTimeoutError.after(self.name, tool, self.config.timeout) from exc
+            raise ToolTimeoutError.after(self.name, tool, self.config.timeout_for(tool)) from exc
         except Exception as exc:
             raise _ToolRaised(f"{type(exc).__name__}: {exc}") from exc
 
@@ -430,7 +430,7 @@ class LocalToolServer:
             worker.process.stdin.write((json.dumps(request) + "\n").encode())
             await worker.process.stdin.drain()
             try:
-                reply = await asyncio.wait_for(future, self.config.timeout)
+                reply = await asyncio.wait_for(future, self.config.timeout_for(tool))
             except (TimeoutError, asyncio.CancelledError) as exc:
                 # Timed out, or its caller went away: stop the work too, when no other call
                 # shares the worker (a thread inside it cannot be stopped on its own).
@@ -439,7 +439,9 @@ class LocalToolServer:
                     signal_quietly(worker.process.pid, signal.SIGKILL, group=True)
                 if isinstance(exc, asyncio.CancelledError):
                     raise
-                raise ToolTimeoutError.after(self.name, tool, self.config.timeout) from exc
+                raise ToolTimeoutError.after(
+                    self.name, tool, self.config.timeout_for(tool)
+                ) from exc
         finally:
             worker.busy -= 1
             worker.last_used = time.monotonic()

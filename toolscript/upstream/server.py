@@ -389,7 +389,7 @@ class UpstreamServer:
         if self._raw_writer is not None:
             return await self._call_raw(self._raw_writer, tool, arguments)
         try:
-            with anyio.fail_after(self.config.timeout):
+            with anyio.fail_after(self.config.timeout_for(tool)):
                 # send_request, not call_tool: a result that differs from the tool's own
                 # outputSchema is still the server's answer, and the gateway passes it on.
                 result = await session.send_request(
@@ -426,7 +426,7 @@ class UpstreamServer:
             if not reply.done():
                 reply.set_exception(self._timeout(tool))
 
-        expiry = loop.call_later(self.config.timeout, expire)
+        expiry = loop.call_later(self.config.timeout_for(tool), expire)
         try:
             message = mcp_types.JSONRPCRequest(
                 jsonrpc="2.0",
@@ -504,7 +504,7 @@ class UpstreamServer:
         return ("; its last stderr lines: " + " | ".join(tail)) if tail else ""
 
     def _timeout(self, tool: str) -> ToolTimeoutError:
-        return ToolTimeoutError.after(self.name, tool, self.config.timeout)
+        return ToolTimeoutError.after(self.name, tool, self.config.timeout_for(tool))
 
     def _went_away(self, tool: str, exc: BaseException) -> ServerUnavailableError:
         return ServerUnavailableError(

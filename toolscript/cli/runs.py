@@ -1,0 +1,268 @@
+"""``runs`` and ``approve``: the project's log of runs, and approving what a run stopped at."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Annotated, Any
+
+import typer
+
+from toolscript.cli.options import ConfigOption, JsonOption
+from toolscript.cli.output import print_json, print_rows
+from toolscript.errors import NotFoundError, UsageError
+
+__all__ = ["app", "approve_command"]
+
+app = typer.Typer(
+    help="The log of runs: every script run, its tool calls and how it ended.",
+    invoke_without_command=True,
+    no_args_is_help=False,
+)
+
+
+def _runlog(config: str | None) -> Any:
+    from toolscript.config import load_config
+    from toolscript.paths import project_state_dir
+    from toolscript.runlog import RunLog, runlog_path
+
+    loaded = load_config(config)
+    return RunLog(
+        runlog_path(project_state_dir(loaded.project_dir)),
+        keep=loaded.runs.keep,
+        max_bytes=int(loaded.runs.max_megabytes * 1024 * 1024),
+    )
+
+
+def _when(stamp: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp)) if stamp else "-"
+
+
+def _duration(run: dict[str, Any]) -> str:
+    if not run.get("ended"):
+        return "-"
+    return f"{run['ended'] - run['started']:.1f} s"
+
+
+@app.callback()
+def list_runs(
+    ctx: typer.Context,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many runs.")] = 20,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List the project's recent runs, newest first (`runs show RUN_ID` for one).
+
+    Every script run (exec, the plugin, the MCP face) is logged with its tool
+    calls, arguments redacted. How many runs are kept: "runs" in the config.
+
+    Examples:
+
+    \b
+        toolscript runs
+        toolscript runs --json -n 5
+        toolscript runs show 20261124-101500-3f9a1c
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    runs = _runlog(config).recent(limit)
+    if as_json:
+        print_json(runs)
+        return
+    if not runs:
+        sys.stdout.write("no runs yet: `toolscript exec` logs each one\n")
+        return
+    print_rows(
+        ["run", "started", "took", "origin", "calls", "status", "exit"],
+        [
+            [
+                run["id"],
+                _when(run["started"]),
+                _duration(run),
+                run["origin"],
+                str(run["calls"]),
+                run["status"],
+                "-" if run["exit"] is None else str(run["exit"]),
+            ]
+            for run in runs
+        ],
+    )
+
+
+@app.command("show")
+def show_run(
+    run_id: Annotated[str, typer.Argument(help="The run's id (a unique start of it will do).")],
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show one run with its tool calls.
+
+    Examples:
+
+    \b
+        toolscript runs show 20261124-101500-3f9a1c
+        toolscript runs show 20261124-1015 --json
+    """
+    run = _runlog(config).run(run_id)
+    if run is None:
+        raise NotFoundError(f"no run {run_id!r} in this project's log", hint="`toolscript runs`")
+    if as_json:
+        run.pop("script", None)
+        print_json(run)
+        return
+    lines = [
+        f"run       {run['id']}",
+        f"origin    {run['origin']}",
+        f"started   {_when(run['started'])}",
+        f"took      {_duration(run)}",
+        f"status    {run['status']}" + ("" if run["exit"] is None else f" (exit {run['exit']})"),
+    ]
+    if run.get("resumed_from"):
+        lines.append(f"resumed   {run['resumed_from']}")
+    stopped = run.get("stopped")
+    if stopped:
+        lines.append(f"stopped   {stopped.get('message', '')}")
+        if stopped.get("hint"):
+            lines.append(f"          {stopped['hint']}")
+    sys.stdout.write("\n".join(lines) + "\n")
+    calls = run["calls_made"]
+    if not calls:
+        sys.stdout.write("no tool calls\n")
+        return
+    print_rows(
+        ["#", "tool", "arguments", "outcome", "ms", "in", "out"],
+        [
+            [
+                str(call["seq"]),
+                call["tool"],
+                _short(call["arguments"]),
+                call["outcome"] + (f": {call['error'][:80]}" if call.get("error") else ""),
+                f"{call['ms']:.1f}",
+                str(call["arguments_bytes"]),
+                str(call["result_bytes"]),
+            ]
+            for call in calls
+        ],
+    )
+
+
+def _short(arguments: Any, width: int = 60) -> str:
+    import json
+
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def approve_command(
+    run_id: Annotated[
+        str | None,
+        typer.Argument(help="Approve the call this run stopped at.", show_default=False),
+    ] = None,
+    tool: Annotated[
+        str | None,
+        typer.Option(
+            "--tool",
+            metavar="SERVER.TOOL",
+            help="Approve every call of this tool in this project, from now on.",
+            show_default=False,
+        ),
+    ] = None,
+    revoke: Annotated[
+        bool, typer.Option("--revoke", help="With --tool: take the approval back.")
+    ] = False,
+    show: Annotated[bool, typer.Option("--list", help="List the approvals on record.")] = False,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Approve a call that a run stopped at, or a tool for good.
+
+    A script that calls a tool whose policy is "ask" (by default, tools annotated
+    destructive) stops before that call with exit 120 and names its run. Approve
+    the call, then resume the run: calls it already made are not made again.
+
+    Approving is for people: the Claude Code plugin makes Claude Code ask you
+    before it runs this command, so an agent cannot approve its own calls.
+
+    Examples:
+
+    \b
+        toolscript approve 20261124-101500-3f9a1c      # this call, once
+        toolscript exec --resume 20261124-101500-3f9a1c
+        toolscript approve --tool github.delete_repo   # this tool, from now on
+        toolscript approve --tool github.delete_repo --revoke
+        toolscript approve --list
+    """
+    runlog = _runlog(config)
+    if show:
+        approvals = runlog.approvals()
+        if as_json:
+            print_json(approvals)
+        elif not approvals:
+            sys.stdout.write("no approvals on record\n")
+        else:
+            print_rows(
+                ["scope", "tool", "run", "approved", "used by"],
+                [
+                    [
+                        a["scope"],
+                        a["tool"],
+                        a["run_id"] or "-",
+                        _when(a["created"]),
+                        a["used_by"] or "-",
+                    ]
+                    for a in approvals
+                ],
+            )
+        return
+    if (run_id is None) == (tool is None):
+        raise UsageError(
+            "give a RUN_ID or --tool SERVER.TOOL (not both)", hint="toolscript approve --help"
+        )
+    if tool is not None:
+        qualified = _qualified(tool)
+        if revoke:
+            if not runlog.revoke_tool(qualified):
+                raise UsageError(f"{tool} was not approved", hint="toolscript approve --list")
+            _say(as_json, {"revoked": tool}, f"revoked: calls of {tool} ask again\n")
+            return
+        runlog.approve_tool(qualified)
+        _say(as_json, {"approved": tool}, f"approved: every call of {tool} in this project\n")
+        return
+    if revoke:
+        raise UsageError("--revoke takes back a tool approval: give --tool SERVER.TOOL")
+    assert run_id is not None
+    try:
+        run = runlog.approve_call(run_id)
+    except KeyError:
+        raise NotFoundError(
+            f"no run {run_id!r} in this project's log", hint="`toolscript runs` lists them"
+        ) from None
+    except ValueError as exc:
+        raise UsageError(
+            f"run {run_id} is not waiting for an approval ({exc})",
+            hint="`toolscript runs show RUN_ID` shows how it ended",
+        ) from None
+    call = run["stopped"].get("call") or {}
+    _say(
+        as_json,
+        {"approved": run["id"], "call": call},
+        f"approved: {call.get('tool')} as run {run['id']} called it; "
+        f"now `toolscript exec --resume {run['id']}` (or run the same script again)\n",
+    )
+
+
+def _qualified(tool: str) -> str:
+    """``server.tool`` (or ``server__tool``) as the gateway names it."""
+    if "__" in tool:
+        return tool
+    server, dot, name = tool.partition(".")
+    if not dot or not server or not name:
+        raise UsageError(f"not SERVER.TOOL: {tool!r}", hint="for example github.delete_repo")
+    return f"{server}__{name}"
+
+
+def _say(as_json: bool, value: dict[str, Any], text: str) -> None:
+    if as_json:
+        print_json(value)
+    else:
+        sys.stdout.write(text)

@@ -1,0 +1,208 @@
+"""A run as exec and the MCP face see it: registered with the gateway before the sandbox
+starts, its approval prompts answered while it runs, its end reported after.
+
+Stdlib only, like the rest of the exec path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import select
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import IO, Any
+
+from toolscript.errors import GatewayError
+from toolscript.execution.locate import gateway_request
+from toolscript.execution.sandbox import Script
+
+__all__ = [
+    "PROMPT_SECONDS",
+    "PromptWatcher",
+    "RunHandle",
+    "end_run",
+    "format_trace",
+    "start_run",
+    "stop_message",
+    "stopped_script",
+    "terminal_answer",
+]
+
+PROMPT_SECONDS = 60.0  # how long the terminal prompt waits for an answer
+_POLL = 20.0
+
+
+@dataclass(frozen=True)
+class RunHandle:
+    gateway_url: str  # with the gateway's own token (registers, answers, ends)
+    id: str
+    script_url: str  # with the run's token: what the sandbox gets
+    resumed_from: str | None
+
+
+def script_hash(code: str) -> str:
+    return hashlib.sha256(code.encode()).hexdigest()[:32]
+
+
+def start_run(
+    url: str,
+    code: str,
+    *,
+    origin: str,
+    display_name: str = "inline.ts",
+    file_name: str = "inline.ts",
+    interactive: bool = False,
+    max_calls: int | None = None,
+    resume: str | None = None,
+) -> RunHandle:
+    """Register a run with the gateway at ``url`` (raises the gateway's error, for example
+    for a ``resume`` that names no run stopped for approval)."""
+    request: dict[str, Any] = {
+        "script": code,
+        "script_name": [display_name, file_name],
+        "script_hash": script_hash(code),
+        "origin": origin,
+        "interactive": interactive,
+        "resume": resume,
+    }
+    if max_calls is not None:
+        request["max_calls"] = max_calls
+    body = gateway_request(url, "/runs", 30, json_body=json.dumps(request).encode(), answers=True)
+    if body is None:
+        raise GatewayError("the gateway stopped answering before the run started")
+    answer = json.loads(body)
+    base = url.rstrip("/").rsplit("/", 1)[0]
+    return RunHandle(url, answer["id"], f"{base}/{answer['token']}", answer.get("resumed_from"))
+
+
+def stopped_script(url: str, run_id: str) -> Script:
+    """The script of a run that stopped for approval, as the gateway's log keeps it."""
+    body = gateway_request(url, f"/runs/{run_id}/script", 30, answers=True)
+    if body is None:
+        raise GatewayError("the gateway stopped answering")
+    found = json.loads(body)
+    return Script(found["code"], found["display_name"], found["file_name"])
+
+
+def end_run(handle: RunHandle, exit_code: int) -> dict[str, Any] | None:
+    """Tell the gateway the run ended; its answer (status, stop, calls), None if it is gone."""
+    try:
+        body = gateway_request(
+            handle.gateway_url,
+            f"/runs/{handle.id}/end",
+            30,
+            json_body=json.dumps({"exit": exit_code}).encode(),
+            answers=True,
+        )
+    except GatewayError:
+        return None
+    return None if body is None else dict(json.loads(body))
+
+
+def stop_message(answer: dict[str, Any] | None) -> tuple[str, int] | None:
+    """What to print, and the exit code, for a run the gateway stopped (None: it did not)."""
+    stopped = (answer or {}).get("stopped")
+    if not stopped:
+        return None
+    lines = [f"toolscript: error: {stopped.get('message', 'the run was stopped')}"]
+    if stopped.get("hint"):
+        lines.append(f"  hint: {stopped['hint']}")
+    return "\n".join(lines) + "\n", int((answer or {}).get("exit_code") or 1)
+
+
+def format_trace(answer: dict[str, Any] | None) -> str:
+    """The run's calls, one line each, for ``exec --trace``."""
+    if not answer:
+        return "toolscript: trace: the gateway did not report the run's calls\n"
+    calls = answer.get("calls") or []
+    head = f"toolscript: run {answer['id']}: {len(calls)} call{'s' * (len(calls) != 1)}"
+    if answer.get("resumed_from"):
+        head += f", resumed {answer['resumed_from']} ({answer.get('replayed', 0)} answered from its log)"
+    lines = [head]
+    for call in calls:
+        arguments = call.get("arguments", "")
+        if len(arguments) > 120:
+            arguments = arguments[:117] + "..."
+        line = (
+            f"  {call['seq']:>3}  {call['tool']}({arguments})  {call['outcome']}  "
+            f"{call['ms']:.1f} ms  {call['arguments_bytes']} B in, {call['result_bytes']} B out"
+        )
+        if call.get("error"):
+            line += f"  {call['error'][:200]}"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def terminal_answer(
+    prompt: dict[str, Any],
+    *,
+    stdin: IO[str] | None = None,
+    stderr: IO[str] | None = None,
+    timeout: float = PROMPT_SECONDS,
+) -> str:
+    """Ask on the terminal: ``yes``, ``no``, ``always``, or ``stop`` when nobody answers."""
+    source = stdin or sys.stdin
+    out = stderr or sys.stderr
+    arguments = json.dumps(prompt.get("arguments", {}), ensure_ascii=False)
+    if len(arguments) > 500:
+        arguments = arguments[:497] + "..."
+    out.write(
+        f"\ntoolscript: the script calls {prompt['tool']}, which asks for approval.\n"
+        f"  arguments: {arguments}\n"
+        f"  allow it? [y]es / [n]o / [a]lways (this tool, in this project) "
+        f"[{timeout:g} s, then the run stops]: "
+    )
+    out.flush()
+    ready, _, _ = select.select([source], [], [], timeout)
+    if not ready:
+        out.write("\ntoolscript: no answer; the run stops (approve it later)\n")
+        out.flush()
+        return "stop"
+    line = source.readline().strip().lower()
+    return {"y": "yes", "yes": "yes", "a": "always", "always": "always", "n": "no", "no": "no"}.get(
+        line, "stop" if not line else "no"
+    )
+
+
+class PromptWatcher(threading.Thread):
+    """While a run runs, waits for its approval prompts and answers them with ``ask``."""
+
+    def __init__(self, handle: RunHandle, ask: Callable[[dict[str, Any]], str]) -> None:
+        super().__init__(daemon=True, name=f"prompts of {handle.id}")
+        self.handle = handle
+        self.ask = ask
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        route = f"/runs/{self.handle.id}/prompt"
+        while not self.done.is_set():
+            try:
+                body = gateway_request(
+                    self.handle.gateway_url, f"{route}?wait={_POLL:g}", _POLL + 10
+                )
+            except GatewayError:
+                return
+            if body is None:
+                return
+            found = json.loads(body)
+            prompt = found.get("prompt")
+            if prompt is None:
+                if found.get("ended"):
+                    return
+                continue
+            answer = self.ask(prompt)
+            try:
+                gateway_request(
+                    self.handle.gateway_url,
+                    route,
+                    30,
+                    json_body=json.dumps({"seq": prompt["seq"], "answer": answer}).encode(),
+                )
+            except GatewayError:
+                return
+
+    def stop(self) -> None:
+        self.done.set()

@@ -1,0 +1,534 @@
+"""Runs: every script the gateway serves has one, with its own token, log and policy checks.
+
+A run is registered (``POST /runs``) by whoever starts the sandbox (exec, the MCP face) and
+gets a token that reaches the tool calls and the module only: the script never holds the
+gateway's own token, so it cannot answer its own approval prompt. Each call of a run goes
+through ``RunBook.call``, in this order:
+
+1. a run that stopped (approval needed, replay diverged, too many calls) refuses every
+   further call with the same error;
+2. ``max_calls`` counts calls;
+3. a resumed run answers the calls its log holds from the log, in order, without calling
+   the servers; a call the log does not hold at that point stops the run;
+4. an ``ask`` tool needs an approval: a tool approval on record, the approval of the very
+   call the resumed run stopped at (used once), or the user's "yes" at the prompt of an
+   interactive run; otherwise the call is not made and the run stops, resumable;
+5. the call is made; its record (arguments redacted, sizes, duration, outcome) is kept for
+   the run log, flushed to SQLite in the background (never on a call's path).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import msgspec
+
+from toolscript.errors import (
+    ApprovalRequiredError,
+    CallRefusedError,
+    NotFoundError,
+    PolicyError,
+    ReplayDivergedError,
+    ToolscriptError,
+    TooManyCallsError,
+    UsageError,
+)
+from toolscript.redact import redact, redact_value
+from toolscript.runlog import RunLog
+
+__all__ = ["DEFAULT_MAX_CALLS", "PROMPT_LIMIT", "Run", "RunBook", "approve_commands"]
+
+log = logging.getLogger("toolscript.runs")
+
+DEFAULT_MAX_CALLS = 1000
+PROMPT_LIMIT = 600.0  # seconds a call waits for an answer at the prompt before the run stops
+FLUSH_SECONDS = 1.0
+ENDED_KEPT = 200  # ended runs kept in memory (for /runs/{id}/end answered twice, prompts)
+ANSWERS = ("yes", "no", "always", "stop")
+
+Answered = tuple[int, str, bytes]  # status, result shape, JSON body
+Caller = Callable[[str, dict[str, Any]], Awaitable[tuple[str, Any]]]
+
+
+def digest(tool: str, arguments: Any) -> str:
+    """What identifies a call for replay and approval: its tool and exact arguments."""
+    canonical = msgspec.json.encode(arguments, order="sorted")
+    return hashlib.sha256(tool.encode() + b"\0" + canonical).hexdigest()[:32]
+
+
+def approve_commands(run_id: str | None, tool: str) -> str:
+    """The commands that approve a call, as every refusal names them."""
+    server, _, name = tool.partition("__")
+    forever = f"`toolscript approve --tool {server}.{name}` (this tool, from now on)"
+    if run_id is None:
+        return f"approve it with {forever}"
+    return (
+        f"approve it with `toolscript approve {run_id}` (this call) or {forever}, then "
+        f"`toolscript exec --resume {run_id}` or run the same script again"
+    )
+
+
+@dataclass
+class Prompt:
+    """A call of an interactive run waiting for the user's answer."""
+
+    call: dict[str, Any]
+    answer: asyncio.Future[str]
+
+
+@dataclass(eq=False)
+class Run:
+    id: str
+    token: str
+    script_hash: str
+    origin: str
+    interactive: bool
+    max_calls: int
+    started: float
+    resumed_from: str = ""
+    replay: list[dict[str, Any]] = field(default_factory=list)  # the resumed run's answers
+    replayed: int = 0  # how many of them were answered again
+    resume_call: tuple[str, str] | None = None  # (tool, digest) the resumed run stopped at
+    seq: int = 0
+    answered: list[dict[str, Any]] = field(default_factory=list)  # this run's, for a resume
+    records: list[dict[str, Any]] = field(default_factory=list)  # every call, for --trace
+    stopped: PolicyError | None = None
+    prompt: Prompt | None = None
+    prompted: asyncio.Event = field(default_factory=asyncio.Event)
+    ended: bool = False
+    exit: int | None = None
+    span: Any = None
+    script: str = ""
+    script_name: tuple[str, str] = ("inline.ts", "inline.ts")
+
+    @property
+    def status(self) -> str:
+        if self.stopped is not None:
+            return (
+                "awaiting_approval"
+                if isinstance(self.stopped, ApprovalRequiredError)
+                else (self.stopped.kind)
+            )
+        if not self.ended:
+            return "running"
+        return "ok" if self.exit == 0 else "failed"
+
+    def row(self, known: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The run's record; the script only while it waits for approval (``--resume`` runs
+        it again), and never when a configured secret is written in it."""
+        stopped = self.stopped.to_dict() if self.stopped is not None else None
+        keep_script = self.status == "awaiting_approval" and not any(
+            secret in self.script for secret in known if len(secret) >= 4
+        )
+        return {
+            "id": self.id,
+            "script_hash": self.script_hash,
+            "origin": self.origin,
+            "started": self.started,
+            "ended": time.time() if self.ended else None,
+            "exit": self.exit,
+            "status": self.status,
+            "calls": self.seq,
+            "resumed_from": self.resumed_from,
+            "stopped": msgspec.json.encode(stopped).decode() if stopped else "",
+            "script": self.script if keep_script else "",
+            "script_name": msgspec.json.encode(self.script_name).decode(),
+        }
+
+
+class RunBook:
+    """The gateway's runs: registration, each call's checks, prompts and the log."""
+
+    def __init__(
+        self,
+        runlog: RunLog,
+        secrets_of: Callable[[], tuple[str, ...]],
+        decision: Callable[[str, str], str],
+        telemetry: Any = None,
+    ) -> None:
+        self.runlog = runlog
+        self._secrets_of = secrets_of
+        self._decision = decision
+        self.telemetry = telemetry
+        self._runs: dict[str, Run] = {}
+        self._by_token: dict[str, Run] = {}
+        self._calls: list[dict[str, Any]] = []
+        self._dirty: dict[str, Run] = {}
+        self._flush_lock = anyio.Lock()
+
+    # -- registration ----------------------------------------------------------
+
+    def by_token(self, token: str) -> str | None:
+        """The id of the live run whose token is ``token`` (the guard's question)."""
+        run = self._by_token.get(token)
+        return None if run is None or run.ended else run.id
+
+    async def register(
+        self,
+        script_hash: str = "",
+        origin: str = "http",
+        interactive: bool = False,
+        max_calls: int = DEFAULT_MAX_CALLS,
+        resume: str | None = None,
+        script: str = "",
+        script_name: tuple[str, str] = ("inline.ts", "inline.ts"),
+    ) -> Run:
+        """A new run; it resumes ``resume``, or else the newest run of the same script that
+        stopped for a call approved since."""
+        previous: dict[str, Any] | None = None
+        if resume:
+            previous = await anyio.to_thread.run_sync(self.runlog.run, resume)
+            if previous is None:
+                raise NotFoundError(
+                    f"no run {resume!r} in this project's log", hint="`toolscript runs` lists them"
+                )
+            if previous["status"] != "awaiting_approval":
+                raise UsageError(
+                    f"run {previous['id']} did not stop for an approval "
+                    f"({previous['status']}): there is nothing to resume",
+                    hint="run the script again instead",
+                )
+        elif script_hash:
+            previous = await anyio.to_thread.run_sync(self.runlog.resumable, script_hash)
+        run = Run(
+            id=_new_id(),
+            token="r" + secrets.token_urlsafe(24),
+            script_hash=script_hash,
+            origin=origin,
+            interactive=interactive,
+            max_calls=max_calls,
+            started=time.time(),
+            script=script,
+            script_name=script_name,
+        )
+        if previous is not None:
+            run.resumed_from = previous["id"]
+            run.replay = await anyio.to_thread.run_sync(self.runlog.replay, previous["id"])
+            call = (previous.get("stopped") or {}).get("call") or {}
+            run.resume_call = (str(call.get("tool", "")), str(call.get("digest", "")))
+            closed = {key: value for key, value in previous.items() if key != "calls_made"}
+            closed |= {
+                "status": "resumed",
+                "stopped": msgspec.json.encode(previous.get("stopped")).decode(),
+            }
+            await anyio.to_thread.run_sync(lambda: self.runlog.write(runs=[closed]))
+        self._runs[run.id] = run
+        self._by_token[run.token] = run
+        self._dirty[run.id] = run
+        if self.telemetry is not None:
+            run.span = self.telemetry.run_started(run)
+        return run
+
+    async def stopped_script(self, run_id: str) -> dict[str, str]:
+        """The script of a run that stopped for approval, for ``exec --resume RUN_ID``."""
+        found = await anyio.to_thread.run_sync(self.runlog.run, run_id)
+        if found is None:
+            raise NotFoundError(
+                f"no run {run_id!r} in this project's log", hint="`toolscript runs` lists them"
+            )
+        if not found.get("script"):
+            raise UsageError(
+                f"the log keeps no script for run {found['id']} ({found['status']})",
+                hint="give the script too: `toolscript exec --resume RUN_ID FILE.ts`",
+            )
+        display, file_name = found.get("script_name") or ("inline.ts", "inline.ts")
+        return {"code": found["script"], "display_name": display, "file_name": file_name}
+
+    def get(self, run_id: str) -> Run:
+        run = self._runs.get(run_id)
+        if run is None:
+            raise NotFoundError(f"no live run {run_id!r} in this gateway")
+        return run
+
+    async def end(self, run_id: str, exit_code: int | None) -> Run:
+        """Close a run (the sandbox exited): its record and calls are written before this
+        returns; an approval prompt still open is answered "stop"."""
+        run = self.get(run_id)
+        if not run.ended:
+            run.ended = True
+            run.exit = exit_code
+            if run.prompt is not None and not run.prompt.answer.done():
+                run.prompt.answer.set_result("stop")
+            run.prompted.set()  # a watcher waiting for a prompt learns that the run ended
+            self._by_token.pop(run.token, None)
+            self._dirty[run.id] = run
+            if self.telemetry is not None:
+                self.telemetry.run_ended(run)
+            await self.flush(replay_of=run if run.status == "awaiting_approval" else None)
+            ended = [r for r in self._runs.values() if r.ended]
+            for old in ended[: max(0, len(ended) - ENDED_KEPT)]:
+                del self._runs[old.id]
+        return run
+
+    # -- calls -----------------------------------------------------------------
+
+    async def call(
+        self, run: Run, qualified: str, arguments: dict[str, Any], size: int, make: Caller
+    ) -> Answered:
+        """One call of ``run``, through the checks of this module's docstring."""
+        started = time.time()
+        clock = time.perf_counter()
+        run.seq += 1
+        seq = run.seq
+        key = digest(qualified, arguments)
+        outcome = "ok"
+        status, shape, body = 200, "", b""
+        try:
+            if run.stopped is not None:
+                raise run.stopped
+            if run.seq > run.max_calls:
+                raise self._stop(
+                    run,
+                    TooManyCallsError(
+                        f"the run made more than {run.max_calls} tool calls and was stopped "
+                        f"(at {qualified})",
+                        hint="raise --max-calls if the script really needs more",
+                    ),
+                )
+            if run.replay or run.resume_call is not None:
+                answered = await self._replayed(run, qualified, key)
+                if answered is not None:
+                    outcome = "replayed"
+                    status, shape, body = answered
+                    return answered
+            if self._decision(*_split(qualified)) == "ask":
+                await self._approval(run, seq, qualified, arguments, key)
+            shape, value = await make(qualified, arguments)
+            body = msgspec.json.encode(value)
+            return 200, shape, body
+        except ToolscriptError as exc:
+            outcome = exc.kind
+            status, body = exc.status_code, msgspec.json.encode(exc.to_dict())
+            return status, "", body
+        finally:
+            if outcome not in _NOT_ANSWERED:
+                run.answered.append(
+                    {
+                        "seq": len(run.answered) + 1,
+                        "tool": qualified,
+                        "digest": key,
+                        "status": status,
+                        "shape": shape,
+                        "body": body,
+                    }
+                )
+            self._record(
+                run,
+                seq,
+                qualified,
+                arguments,
+                size,
+                len(body),
+                started,
+                clock,
+                outcome,
+                body if status != 200 else b"",
+            )
+
+    def _stop(self, run: Run, error: PolicyError) -> PolicyError:
+        if run.stopped is None:
+            run.stopped = error
+            self._dirty[run.id] = run
+        return error
+
+    async def _replayed(self, run: Run, qualified: str, key: str) -> Answered | None:
+        """The logged answer of this call, None when it is to be made; raises when the call
+        is not the one the log holds at this point."""
+        if run.replayed < len(run.replay):
+            entry = run.replay[run.replayed]
+            if entry["tool"] == qualified and entry["digest"] == key:
+                run.replayed += 1
+                return int(entry["status"]), str(entry["shape"] or ""), bytes(entry["body"])
+            expected = entry["tool"]
+        elif run.resume_call is not None:
+            if run.resume_call == (qualified, key):
+                return None  # the call the resumed run stopped at: made now, if approved
+            expected = run.resume_call[0]
+        else:
+            return None
+        raise self._stop(
+            run,
+            ReplayDivergedError(
+                f"run {run.id} resumed {run.resumed_from}, whose log holds a call of {expected} "
+                f"at this point, but the script called {qualified} (or other arguments); "
+                "nothing more was called",
+                hint="the script or what its tools return changed: run it again without "
+                "--resume (earlier calls will be made again)",
+            ),
+        )
+
+    async def _approval(
+        self, run: Run, seq: int, qualified: str, arguments: dict[str, Any], key: str
+    ) -> None:
+        """Returns when the call may be made; raises when it may not."""
+        if run.resume_call == (qualified, key) and await anyio.to_thread.run_sync(
+            self.runlog.use_call_approval, run.resumed_from, qualified, key, run.id
+        ):
+            run.resume_call = None
+            return
+        if await anyio.to_thread.run_sync(self.runlog.tool_approved, qualified):
+            return
+        shown = redact_value(arguments, self._secrets_of())
+        call = {"seq": seq, "tool": qualified, "arguments": shown, "digest": key}
+        if run.interactive:
+            answer = await self._ask(run, call)
+            if answer == "yes":
+                return
+            if answer == "always":
+                await anyio.to_thread.run_sync(self.runlog.approve_tool, qualified)
+                return
+            if answer == "no":
+                raise CallRefusedError(
+                    f"{qualified}: the user refused this call", hint="do not retry it"
+                )
+        arguments_text = msgspec.json.encode(shown).decode()
+        if len(arguments_text) > 400:
+            arguments_text = arguments_text[:400] + "..."
+        raise self._stop(
+            run,
+            ApprovalRequiredError(
+                f"{qualified} needs approval before it runs; the call was not made and run "
+                f"{run.id} stopped. Arguments: {arguments_text}",
+                hint=approve_commands(run.id, qualified),
+                call=call | {"run": run.id},
+            ),
+        )
+
+    async def _ask(self, run: Run, call: dict[str, Any]) -> str:
+        """The user's answer through whoever started the run (its prompt watcher)."""
+        while run.prompt is not None:  # one question at a time
+            with contextlib.suppress(Exception):
+                await asyncio.shield(run.prompt.answer)
+        prompt = Prompt(call, asyncio.get_running_loop().create_future())
+        run.prompt = prompt
+        run.prompted.set()
+        try:
+            return await asyncio.wait_for(asyncio.shield(prompt.answer), PROMPT_LIMIT)
+        except TimeoutError:
+            return "stop"
+        finally:
+            run.prompt = None
+            run.prompted = asyncio.Event()
+
+    async def wait_prompt(self, run_id: str, wait: float) -> dict[str, Any] | None:
+        """The call waiting for an answer in ``run_id`` (waiting up to ``wait`` s for one)."""
+        run = self.get(run_id)
+        if run.prompt is None and not run.ended:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(run.prompted.wait(), wait)
+        return None if run.prompt is None else run.prompt.call
+
+    def answer(self, run_id: str, seq: int, answer: str) -> bool:
+        """Answer the prompt of call ``seq``; False when no such prompt waits."""
+        if answer not in ANSWERS:
+            raise UsageError(f"answer one of {', '.join(ANSWERS)}, not {answer!r}")
+        run = self.get(run_id)
+        prompt = run.prompt
+        if prompt is None or prompt.call["seq"] != seq or prompt.answer.done():
+            return False
+        prompt.answer.set_result(answer)
+        return True
+
+    # -- the log ---------------------------------------------------------------
+
+    def _record(
+        self,
+        run: Run,
+        seq: int,
+        qualified: str,
+        arguments: dict[str, Any],
+        size: int,
+        result_bytes: int,
+        started: float,
+        clock: float,
+        outcome: str,
+        error_body: bytes,
+    ) -> None:
+        ms = (time.perf_counter() - clock) * 1000
+        record = {
+            "run_id": run.id,
+            "seq": seq,
+            "tool": qualified,
+            "arguments": arguments,  # redacted when flushed: off the call's path
+            "arguments_bytes": size,
+            "result_bytes": result_bytes,
+            "started": started,
+            "ms": round(ms, 3),
+            "outcome": outcome,
+            "error": error_body,
+        }
+        self._calls.append(record)
+        run.records.append(record)
+        self._dirty[run.id] = run
+        if self.telemetry is not None:
+            self.telemetry.call(run, record)
+
+    async def run_flusher(self) -> None:
+        """Write what runs did every FLUSH_SECONDS (the gateway's task group runs this)."""
+        while True:
+            await anyio.sleep(FLUSH_SECONDS)
+            try:
+                await self.flush()
+            except Exception:  # a full disk never takes the gateway down
+                log.exception("runs: cannot write the run log")
+
+    async def flush(self, replay_of: Run | None = None) -> None:
+        async with self._flush_lock:
+            calls, self._calls = self._calls, []
+            runs, self._dirty = list(self._dirty.values()), {}
+            if not (calls or runs or replay_of):
+                return
+            secrets_now = self._secrets_of()
+            rows = [run.row(secrets_now) for run in runs]
+            call_rows = [_call_row(record, secrets_now) for record in calls]
+            replay = (
+                [entry | {"run_id": replay_of.id} for entry in replay_of.answered]
+                if replay_of is not None
+                else []
+            )
+            await anyio.to_thread.run_sync(
+                lambda: self.runlog.write(runs=rows, calls=call_rows, replay=replay)
+            )
+
+    def trace(self, run: Run) -> list[dict[str, Any]]:
+        """The run's calls as the run log shows them (redacted)."""
+        secrets_now = self._secrets_of()
+        return [_call_row(record, secrets_now) for record in run.records]
+
+
+_NOT_ANSWERED = frozenset(
+    {"approval_required", "replay_diverged", "too_many_calls", "call_refused"}
+)
+
+
+def _split(qualified: str) -> tuple[str, str]:
+    server, _, tool = qualified.partition("__")
+    return server, tool
+
+
+def _new_id() -> str:
+    """Sortable by time, short enough to type: ``20261124-0612-3f9a1c``."""
+    return time.strftime("%Y%m%d-%H%M%S-", time.localtime()) + secrets.token_hex(3)
+
+
+def _call_row(record: dict[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
+    error = ""
+    if record["error"]:
+        try:
+            error = str(msgspec.json.decode(record["error"]).get("message", ""))
+        except (msgspec.DecodeError, AttributeError):
+            error = record["error"][:500].decode("utf-8", "replace")
+    return record | {
+        "arguments": msgspec.json.encode(redact_value(record["arguments"], known)).decode(),
+        "error": redact(error, known)[:2000],
+    }

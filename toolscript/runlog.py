@@ -1,0 +1,411 @@
+"""The log of runs and the approvals of one project, in SQLite (``runs.sqlite``).
+
+It lives in the project's state directory (``paths.project_state_dir``: the user's own,
+never inside the project). Tables:
+
+- ``runs``: one row per run: its id, the script's hash, where it came from, start, end,
+  exit code, status (``running``, ``ok``, ``failed``, ``awaiting_approval``,
+  ``replay_diverged``, ``too_many_calls``), call count, the run it resumed, and the call it
+  stopped at (redacted).
+- ``calls``: per call of a run: the tool, its arguments (redacted), the sizes of arguments
+  and result, start, duration, outcome and error message (redacted).
+- ``replay``: what the calls of a run that stopped for approval answered, so that resuming
+  it answers them again without calling the servers (only for such runs).
+- ``approvals``: ``tool`` approvals (a tool, from now on) and ``call`` approvals (the call a
+  run stopped at, used once by the run that resumes it).
+
+No secret of the config is ever written: the gateway redacts arguments and messages before
+they get here. ``PRAGMA user_version`` holds the schema version; ``MIGRATIONS`` bring an
+older file up to date. Retention: the newest ``keep`` runs, and no more than ``max_bytes``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "RunLog", "runlog_path"]
+
+FILE_NAME = "runs.sqlite"
+
+
+def runlog_path(state_dir: Path) -> Path:
+    return state_dir / FILE_NAME
+
+
+def _version_1(db: Any) -> None:
+    db["runs"].create(
+        {
+            "id": str,
+            "script_hash": str,
+            "origin": str,
+            "started": float,
+            "ended": float,
+            "exit": int,
+            "status": str,
+            "calls": int,
+            "resumed_from": str,
+            "stopped": str,  # JSON: the error the run stopped with (its call redacted)
+            "script": str,  # the script, kept while the run waits for approval (for --resume)
+            "script_name": str,  # JSON: [display name, file name]
+        },
+        pk="id",
+    )
+    db["runs"].create_index(["started"])
+    db["runs"].create_index(["script_hash"])
+    db["calls"].create(
+        {
+            "run_id": str,
+            "seq": int,
+            "tool": str,
+            "arguments": str,
+            "arguments_bytes": int,
+            "result_bytes": int,
+            "started": float,
+            "ms": float,
+            "outcome": str,
+            "error": str,
+        },
+        pk=("run_id", "seq"),
+    )
+    db["replay"].create(
+        {
+            "run_id": str,
+            "seq": int,
+            "tool": str,
+            "digest": str,
+            "status": int,
+            "shape": str,
+            "body": bytes,
+        },
+        pk=("run_id", "seq"),
+    )
+    db["approvals"].create(
+        {
+            "id": int,
+            "scope": str,
+            "tool": str,
+            "run_id": str,
+            "digest": str,
+            "created": float,
+            "used_by": str,
+        },
+        pk="id",
+    )
+    db["approvals"].create_index(["scope", "tool"])
+
+
+# Index i brings a file of version i to version i + 1.
+MIGRATIONS: list[Callable[[Any], None]] = [_version_1]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class RunLog:
+    """One project's ``runs.sqlite``; every method opens, works and closes (thread-safe)."""
+
+    def __init__(self, path: Path, *, keep: int = 1000, max_bytes: int = 50 * 1024 * 1024) -> None:
+        self.path = path
+        self.keep = keep
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self._ready = False
+
+    def _connect(self) -> Any:
+        import sqlite_utils
+
+        fresh = not self.path.exists()
+        if fresh:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self.path.touch(mode=0o600)
+        connection = sqlite3.connect(self.path, timeout=10, isolation_level=None)
+        db = sqlite_utils.Database(connection)
+        if fresh:
+            db.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")
+        if not self._ready:
+            self._migrate(db)
+            self._ready = True
+        return db
+
+    def _migrate(self, db: Any) -> None:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise RuntimeError(
+                f"{self.path} was written by a newer toolscript (schema {version}); upgrade"
+            )
+        for step in range(version, SCHEMA_VERSION):
+            with db.conn:
+                MIGRATIONS[step](db)
+                db.execute(f"PRAGMA user_version = {step + 1}")
+
+    def _run(self, work: Callable[[Any], Any]) -> Any:
+        with self._lock:
+            db = self._connect()
+            try:
+                return work(db)
+            finally:
+                db.conn.close()
+
+    # -- writing ---------------------------------------------------------------
+
+    def write(
+        self,
+        runs: Iterable[dict[str, Any]] = (),
+        calls: Iterable[dict[str, Any]] = (),
+        replay: Iterable[dict[str, Any]] = (),
+    ) -> None:
+        """Insert or update runs, add calls and replay entries: one transaction."""
+        runs, calls, replay = list(runs), list(calls), list(replay)
+        if not (runs or calls or replay):
+            return
+
+        def work(db: Any) -> None:
+            with db.conn:
+                if runs:
+                    db["runs"].upsert_all(runs, pk="id", alter=False)
+                if calls:
+                    db["calls"].upsert_all(calls, pk=("run_id", "seq"))
+                if replay:
+                    db["replay"].upsert_all(replay, pk=("run_id", "seq"))
+            if any(run.get("ended") for run in runs):
+                self._prune(db)
+
+        self._run(work)
+
+    def _prune(self, db: Any) -> None:
+        """Drop the oldest runs past ``keep``, then past ``max_bytes`` (never a running one)."""
+        old = [
+            row[0]
+            for row in db.execute(
+                "SELECT id FROM runs WHERE status != 'running' ORDER BY started DESC LIMIT -1 "
+                "OFFSET ?",
+                [self.keep],
+            )
+        ]
+        self._drop(db, old)
+        while self._size(db) > self.max_bytes:
+            total = db.execute("SELECT count(*) FROM runs WHERE status != 'running'").fetchone()[0]
+            if total == 0:
+                break
+            oldest = [
+                row[0]
+                for row in db.execute(
+                    "SELECT id FROM runs WHERE status != 'running' ORDER BY started LIMIT ?",
+                    [max(1, total // 10)],
+                )
+            ]
+            self._drop(db, oldest)
+            db.execute("PRAGMA incremental_vacuum")
+
+    @staticmethod
+    def _size(db: Any) -> int:
+        pages = db.execute("PRAGMA page_count").fetchone()[0]
+        free = db.execute("PRAGMA freelist_count").fetchone()[0]
+        size = db.execute("PRAGMA page_size").fetchone()[0]
+        return int((pages - free) * size)
+
+    @staticmethod
+    def _drop(db: Any, ids: list[str]) -> None:
+        if not ids:
+            return
+        marks = ",".join("?" * len(ids))
+        with db.conn:
+            for table, column in (("calls", "run_id"), ("replay", "run_id"), ("runs", "id")):
+                db.execute(f"DELETE FROM {table} WHERE {column} IN ({marks})", ids)
+            db.execute(f"DELETE FROM approvals WHERE scope = 'call' AND run_id IN ({marks})", ids)
+
+    # -- reading ---------------------------------------------------------------
+
+    def recent(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The newest runs first."""
+        return list(
+            self._run(
+                lambda db: [
+                    _run_row(row)
+                    for row in db.query("SELECT * FROM runs ORDER BY started DESC LIMIT ?", [limit])
+                ]
+            )
+        )
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        """One run with its calls (None when unknown); a unique prefix of its id will do."""
+
+        def work(db: Any) -> dict[str, Any] | None:
+            rows = list(
+                db.query(
+                    "SELECT * FROM runs WHERE id LIKE ? ORDER BY started DESC LIMIT 2",
+                    [run_id + "%"],
+                )
+            )
+            if len(rows) != 1 and not any(row["id"] == run_id for row in rows):
+                return None
+            row = next((row for row in rows if row["id"] == run_id), rows[0])
+            found = _run_row(row)
+            found["calls_made"] = [
+                _call_row(call)
+                for call in db.query(
+                    "SELECT * FROM calls WHERE run_id = ? ORDER BY seq", [row["id"]]
+                )
+            ]
+            return found
+
+        result: dict[str, Any] | None = self._run(work)
+        return result
+
+    def replay(self, run_id: str) -> list[dict[str, Any]]:
+        """The answered calls of a run that stopped for approval, in order."""
+        return list(
+            self._run(
+                lambda db: list(
+                    db.query("SELECT * FROM replay WHERE run_id = ? ORDER BY seq", [run_id])
+                )
+            )
+        )
+
+    def resumable(self, script_hash: str) -> dict[str, Any] | None:
+        """The newest run of this script that stopped for approval, was not resumed yet, and
+        whose call is approved now (by a call or a tool approval)."""
+
+        def work(db: Any) -> dict[str, Any] | None:
+            for row in db.query(
+                "SELECT * FROM runs WHERE script_hash = ? AND status = 'awaiting_approval' "
+                "ORDER BY started DESC LIMIT 1",
+                [script_hash],
+            ):
+                run = _run_row(row)
+                call = (run.get("stopped") or {}).get("call") or {}
+                tool = str(call.get("tool", ""))
+                if self._approved(db, run["id"], tool, str(call.get("digest", ""))):
+                    return run
+            return None
+
+        result: dict[str, Any] | None = self._run(work)
+        return result
+
+    # -- approvals -------------------------------------------------------------
+
+    def approve_call(self, run_id: str) -> dict[str, Any]:
+        """Approve the call ``run_id`` stopped at; returns the run. KeyError: no such run;
+        ValueError: it is not waiting for an approval."""
+        run = self.run(run_id)
+        if run is None:
+            raise KeyError(run_id)
+        if run["status"] != "awaiting_approval":
+            raise ValueError(run["status"])
+        call = run["stopped"].get("call") or {}
+        self._run(
+            lambda db: db["approvals"].insert(
+                {
+                    "scope": "call",
+                    "tool": call.get("tool", ""),
+                    "run_id": run["id"],
+                    "digest": call.get("digest", ""),
+                    "created": time.time(),
+                    "used_by": "",
+                }
+            )
+        )
+        return run
+
+    def approve_tool(self, tool: str) -> bool:
+        """Approve every call of ``tool`` (``server__tool``) from now on; False: it was."""
+
+        def work(db: Any) -> bool:
+            if self._tool_approved(db, tool):
+                return False
+            db["approvals"].insert(
+                {
+                    "scope": "tool",
+                    "tool": tool,
+                    "run_id": "",
+                    "digest": "",
+                    "created": time.time(),
+                    "used_by": "",
+                }
+            )
+            return True
+
+        return bool(self._run(work))
+
+    def revoke_tool(self, tool: str) -> bool:
+        """Take back a tool approval; False: there was none."""
+
+        def work(db: Any) -> bool:
+            with db.conn:
+                cursor = db.execute(
+                    "DELETE FROM approvals WHERE scope = 'tool' AND tool = ?", [tool]
+                )
+            return bool(cursor.rowcount)
+
+        return bool(self._run(work))
+
+    def approvals(self) -> list[dict[str, Any]]:
+        """Every approval on record, newest first."""
+        return list(
+            self._run(
+                lambda db: list(
+                    db.query(
+                        "SELECT scope, tool, run_id, created, used_by FROM approvals "
+                        "ORDER BY created DESC"
+                    )
+                )
+            )
+        )
+
+    def tool_approved(self, tool: str) -> bool:
+        return bool(self._run(lambda db: self._tool_approved(db, tool)))
+
+    def use_call_approval(self, run_id: str, tool: str, digest: str, used_by: str) -> bool:
+        """Use the approval of the call ``run_id`` stopped at, once: True when there was one
+        for this very call (tool and arguments) and nobody used it yet."""
+
+        def work(db: Any) -> bool:
+            with db.conn:
+                cursor = db.execute(
+                    "UPDATE approvals SET used_by = ? WHERE id = (SELECT id FROM approvals "
+                    "WHERE scope = 'call' AND run_id = ? AND tool = ? AND digest = ? "
+                    "AND used_by = '' LIMIT 1)",
+                    [used_by, run_id, tool, digest],
+                )
+            return bool(cursor.rowcount)
+
+        return bool(self._run(work))
+
+    @staticmethod
+    def _tool_approved(db: Any, tool: str) -> bool:
+        found = db.execute(
+            "SELECT 1 FROM approvals WHERE scope = 'tool' AND tool = ? LIMIT 1", [tool]
+        ).fetchone()
+        return found is not None
+
+    def _approved(self, db: Any, run_id: str, tool: str, digest: str) -> bool:
+        if self._tool_approved(db, tool):
+            return True
+        found = db.execute(
+            "SELECT 1 FROM approvals WHERE scope = 'call' AND run_id = ? AND tool = ? "
+            "AND digest = ? AND used_by = '' LIMIT 1",
+            [run_id, tool, digest],
+        ).fetchone()
+        return found is not None
+
+
+def _run_row(row: dict[str, Any]) -> dict[str, Any]:
+    found = dict(row)
+    found["script_name"] = json.loads(found["script_name"]) if found.get("script_name") else None
+    found["stopped"] = json.loads(found["stopped"]) if found.get("stopped") else None
+    return found
+
+
+def _call_row(row: dict[str, Any]) -> dict[str, Any]:
+    found = dict(row)
+    found.pop("run_id", None)
+    with contextlib.suppress(ValueError):
+        found["arguments"] = json.loads(found["arguments"]) if found["arguments"] else {}
+    return found
