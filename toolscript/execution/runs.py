@@ -193,7 +193,10 @@ class PromptWatcher(threading.Thread):
                 if found.get("ended"):
                     return
                 continue
-            answer = self.ask(prompt)
+            try:
+                answer = self.ask(prompt)
+            except Exception:  # whoever asks failed: the run stops, approvable later
+                answer = "stop"
             try:
                 gateway_request(
                     self.handle.gateway_url,

@@ -240,6 +240,8 @@ class Gateway:
             await self.runs.flush()
         except Exception:
             log.exception("runs: cannot write the run log")
+        if self.runs.telemetry is not None:
+            await anyio.to_thread.run_sync(self.runs.telemetry.shutdown)
 
     # -- configuration changes ----------------------------------------------
 

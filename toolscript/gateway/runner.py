@@ -107,6 +107,7 @@ def serve(
     from toolscript.gateway.connections import BoundedHTTPProtocol, raise_file_limit
     from toolscript.gateway.core import Gateway
     from toolscript.gateway.guard import TokenGuard
+    from toolscript.gateway.telemetry import telemetry_from_environment
 
     raise_file_limit()
     sock = _bind(host, port)
@@ -120,6 +121,7 @@ def serve(
         ready_wait=ready_wait,
         search=search,
         warm_checker=warm_checker,
+        telemetry=telemetry_from_environment(),
     )
     state_dir = cache if write_state else None
     app = TokenGuard(

@@ -23,6 +23,7 @@ from typing import Any
 
 import anyio
 import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 import httpx
 
@@ -321,6 +322,7 @@ class Backend:
         """Run ``code`` as a run of the gateway; ``ask`` (the client's elicitation) answers
         approval prompts, else a call that needs approval stops the run."""
         started: list[int] = []
+        loop = anyio.lowlevel.current_token()  # the watcher thread asks the client through it
 
         def watch(pid: int, *, group: bool) -> None:
             started.append(pid)
@@ -328,7 +330,7 @@ class Backend:
 
         try:
             exit_code, out, err, stopped = await anyio.to_thread.run_sync(
-                lambda: self._run(code, timeout, watch, ask), abandon_on_cancel=True
+                lambda: self._run(code, timeout, watch, ask, loop), abandon_on_cancel=True
             )
         except BaseException:
             # The client went away or cancelled the call: the sandbox stops now (the
@@ -349,6 +351,7 @@ class Backend:
         timeout: float,
         watch: Callable[..., None],
         ask: Approver | None = None,
+        loop: Any = None,
     ) -> tuple[int, bytes, bytes, dict[str, Any] | None]:
         url = self.gateway_url()
         digest = module_hash(url)
@@ -369,7 +372,9 @@ class Backend:
         watcher = None
         if ask is not None:
             approve = ask
-            watcher = PromptWatcher(run, lambda prompt: anyio.from_thread.run(approve, prompt))
+            watcher = PromptWatcher(
+                run, lambda prompt: anyio.from_thread.run(approve, prompt, token=loop)
+            )
             watcher.start()
         exit_code = 1
         try:

@@ -35,9 +35,55 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-__all__ = ["ToolContext", "call_function", "describe_module", "load_module", "public_functions"]
+__all__ = [
+    "ToolContext",
+    "call_function",
+    "describe_module",
+    "load_module",
+    "public_functions",
+    "tool",
+]
 
 CONTEXT_PARAMETER = "context"
+ANNOTATIONS_ATTRIBUTE = "__toolscript_annotations__"
+
+
+def tool(
+    function: Callable[..., Any] | None = None,
+    *,
+    title: str | None = None,
+    read_only: bool | None = None,
+    destructive: bool | None = None,
+    idempotent: bool | None = None,
+    open_world: bool | None = None,
+) -> Any:
+    """Give a tool function MCP annotations, which the policy reads (``destructive=True``
+    asks before each call by default)::
+
+        from toolscript import tool
+
+        @tool(destructive=True)
+        def drop_table(name: str) -> str: ...
+
+    Works in tool files that run in a worker too (``toolscript`` need not be installed there).
+    """
+    hints = {
+        key: value
+        for key, value in (
+            ("title", title),
+            ("readOnlyHint", read_only),
+            ("destructiveHint", destructive),
+            ("idempotentHint", idempotent),
+            ("openWorldHint", open_world),
+        )
+        if value is not None
+    }
+
+    def mark(target: Callable[..., Any]) -> Callable[..., Any]:
+        setattr(target, ANNOTATIONS_ATTRIBUTE, hints)
+        return target
+
+    return mark(function) if function is not None else mark
 
 
 @dataclass
@@ -153,6 +199,9 @@ def _describe_function(name: str, function: Callable[..., Any]) -> dict[str, Any
     }
     if output is not None:
         tool["outputSchema"] = output
+    annotations = getattr(function, ANNOTATIONS_ATTRIBUTE, None)
+    if isinstance(annotations, dict) and annotations:
+        tool["annotations"] = dict(annotations)
     return tool
 
 
@@ -191,7 +240,17 @@ class _JsonLines(logging.Handler):
             pass
 
 
+def _offer_decorator() -> None:
+    """``from toolscript import tool`` in a worker's own environment, where toolscript is
+    not installed: this module stands in for it."""
+    if importlib.util.find_spec("toolscript") is None:
+        stand_in = ModuleType("toolscript")
+        stand_in.tool = tool  # type: ignore[attr-defined]
+        sys.modules["toolscript"] = stand_in
+
+
 def main() -> None:
+    _offer_decorator()
     path = Path(next(arg for arg in sys.argv[1:] if not arg.startswith("--"))).resolve()
     protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)  # the tool's print() (and any C library's) goes to stderr, not the protocol

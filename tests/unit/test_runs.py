@@ -1,0 +1,327 @@
+"""Policy decisions, the run log, and a run's checks (replay, approval, limits), in-process."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+
+from toolscript.config import parse_config
+from toolscript.errors import ConfigError
+from toolscript.gateway.runs import RunBook, digest
+from toolscript.gateway.telemetry import Telemetry, telemetry_from_environment
+from toolscript.hooks import approval_decision
+from toolscript.policy import decide, matching, timeout_for
+from toolscript.redact import redact_value, secret_name
+from toolscript.runlog import SCHEMA_VERSION, RunLog
+
+DESTRUCTIVE = {"destructiveHint": True}
+READ_ONLY = {"readOnlyHint": True}
+
+
+def test_rules_beat_annotations_and_specific_patterns_beat_general_ones() -> None:
+    rules = {"*": "allow", "delete_*": "deny", "delete_draft": "ask"}
+    assert decide(rules, "destructive", "delete_repo", None) == "deny"
+    assert decide(rules, "destructive", "delete_draft", None) == "ask"
+    assert decide(rules, "destructive", "drop", DESTRUCTIVE) == "allow"  # "*" names it
+    assert matching({"a*": 1, "ab*": 2}, "abc") == 2
+    assert matching({"x": 1}, "y") is None
+
+
+def test_the_ask_setting_reads_annotations() -> None:
+    assert decide({}, "destructive", "t", DESTRUCTIVE) == "ask"
+    assert decide({}, "destructive", "t", {"destructiveHint": False}) == "allow"
+    assert decide({}, "destructive", "t", None) == "allow"  # only an explicit true asks
+    assert decide({}, "writes", "t", None) == "ask"
+    assert decide({}, "writes", "t", READ_ONLY) == "allow"
+    assert decide({}, "never", "t", DESTRUCTIVE) == "allow"
+    assert decide({"t": "ask"}, "never", "t", None) == "ask"  # an explicit rule still asks
+
+
+def test_tool_timeouts_follow_the_same_patterns() -> None:
+    assert timeout_for({"slow_*": 300, "slow_one": 5}, "slow_one", 60) == 5
+    assert timeout_for({"slow_*": 300}, "slow_two", 60) == 300
+    assert timeout_for({}, "fast", 60) == 60
+
+
+def test_config_reads_policy_timeouts_and_runs(tmp_path: Path) -> None:
+    text = json.dumps(
+        {
+            "policy": {"ask": "writes"},
+            "runs": {"keep": 10, "maxMegabytes": 2},
+            "mcpServers": {
+                "gh": {
+                    "command": "x",
+                    "policy": {"delete_*": "deny"},
+                    "toolTimeouts": {"search_*": 5},
+                }
+            },
+        }
+    )
+    config = parse_config(text, tmp_path / ".toolscript.json", {})
+    server = config.server("gh")
+    assert config.asking == "writes" and config.runs.keep == 10
+    assert server.denies("delete_repo") and not server.allows_tool("delete_repo")
+    assert server.timeout_for("search_code") == 5 and server.timeout_for("x") == 60
+    assert config.decision(server, "create_issue", None) == "ask"
+    assert config.decision(server, "get_issue", READ_ONLY) == "allow"
+
+
+def test_a_wrong_policy_value_names_file_line_and_field(tmp_path: Path) -> None:
+    text = '{\n  "mcpServers": {\n    "gh": {"command": "x", "policy": {"*": "maybe"}}\n  }\n}\n'
+    with pytest.raises(ConfigError) as raised:
+        parse_config(text, tmp_path / ".toolscript.json", {})
+    assert ".toolscript.json:3:" in raised.value.message
+    assert "mcpServers.gh.policy" in raised.value.message and '"maybe"' in raised.value.message
+
+
+def test_arguments_are_redacted_by_value_and_by_name() -> None:
+    value = {"q": "key sk-abcdef123456 here", "apiKey": "x", "max_tokens": 5, "n": [{"pin": 1}]}
+    assert redact_value(value, ["sk-abcdef123456"]) == {
+        "q": "key *** here",
+        "apiKey": "***",
+        "max_tokens": 5,
+        "n": [{"pin": "***"}],
+    }
+    assert secret_name("access_token") and secret_name("Authorization")
+    assert not secret_name("maxTokens") and not secret_name("author")
+
+
+def test_the_run_log_migrates_approves_and_prunes(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    runlog = RunLog(path, keep=2)
+    for number in range(4):
+        runlog.write(
+            runs=[
+                {
+                    "id": f"run{number}",
+                    "script_hash": "h",
+                    "origin": "cli",
+                    "started": float(number),
+                    "ended": float(number) + 1,
+                    "exit": 0,
+                    "status": "ok",
+                    "calls": 1,
+                    "resumed_from": "",
+                    "stopped": "",
+                    "script": "",
+                    "script_name": "",
+                }
+            ],
+            calls=[
+                {
+                    "run_id": f"run{number}",
+                    "seq": 1,
+                    "tool": "a__b",
+                    "arguments": "{}",
+                    "arguments_bytes": 2,
+                    "result_bytes": 3,
+                    "started": float(number),
+                    "ms": 1.0,
+                    "outcome": "ok",
+                    "error": "",
+                }
+            ],
+        )
+    assert [run["id"] for run in runlog.recent()] == ["run3", "run2"]
+    assert runlog.run("run1") is None and runlog.run("run3")["calls_made"][0]["tool"] == "a__b"
+    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert runlog.approve_tool("a__b") and not runlog.approve_tool("a__b")
+    assert runlog.tool_approved("a__b")
+    assert runlog.revoke_tool("a__b") and not runlog.tool_approved("a__b")
+    with pytest.raises(ValueError):
+        runlog.approve_call("run3")  # it did not stop for approval
+    with pytest.raises(KeyError):
+        runlog.approve_call("nothing")
+
+
+def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    RunLog(path).recent()
+    sqlite3.connect(path).execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(RuntimeError, match="newer toolscript"):
+        RunLog(path).recent()
+
+
+class FakeServer:
+    """Stands in for the gateway's calls: counts them, answers with the arguments."""
+
+    def __init__(self) -> None:
+        self.made: list[tuple[str, dict[str, Any]]] = []
+
+    async def make(self, tool: str, arguments: dict[str, Any]) -> tuple[str, Any]:
+        self.made.append((tool, arguments))
+        return "json", {"echo": arguments, "n": len(self.made)}
+
+
+def book(tmp_path: Path, telemetry: Any = None) -> RunBook:
+    decisions = {"s__delete": "ask"}
+    return RunBook(
+        RunLog(tmp_path / "runs.sqlite"),
+        lambda: ("topsecret-value",),
+        lambda server, tool: decisions.get(f"{server}__{tool}", "allow"),
+        telemetry,
+    )
+
+
+def test_a_stopped_run_resumes_from_its_log_and_makes_the_approved_call_once(
+    tmp_path: Path,
+) -> None:
+    server = FakeServer()
+
+    async def scenario() -> None:
+        runs = book(tmp_path)
+        first = await runs.register(script_hash="h", script="code")
+        ok = await runs.call(first, "s__read", {"k": 1}, 7, server.make)
+        stopped = await runs.call(first, "s__delete", {"k": 1}, 7, server.make)
+        later = await runs.call(first, "s__read", {"k": 2}, 7, server.make)
+        assert ok[0] == 200 and stopped[0] == 403 and later[0] == 403  # stopped for good
+        assert json.loads(stopped[2])["error"] == "approval_required"
+        await runs.end(first.id, 120)
+        assert len(server.made) == 1
+        # Not approved: re-running the same script is a fresh run.
+        assert runs.runlog.resumable("h") is None
+        runs.runlog.approve_call(first.id)
+        second = await runs.register(script_hash="h")
+        assert second.resumed_from == first.id
+        again = await runs.call(second, "s__read", {"k": 1}, 7, server.make)
+        assert again == ok  # the same answer, from the log
+        made = await runs.call(second, "s__delete", {"k": 1}, 7, server.make)
+        assert made[0] == 200
+        await runs.call(second, "s__read", {"k": 2}, 7, server.make)
+        await runs.end(second.id, 0)
+        assert [tool for tool, _ in server.made] == ["s__read", "s__delete", "s__read"]
+        shown = runs.runlog.run(second.id)
+        assert [c["outcome"] for c in shown["calls_made"]] == ["replayed", "ok", "ok"]
+        assert runs.runlog.run(first.id)["status"] == "resumed"
+
+    anyio.run(scenario)
+
+
+def test_a_diverging_replay_and_too_many_calls_stop_the_run(tmp_path: Path) -> None:
+    server = FakeServer()
+
+    async def scenario() -> None:
+        runs = book(tmp_path)
+        first = await runs.register(script_hash="h", script="code")
+        await runs.call(first, "s__read", {"k": 1}, 7, server.make)
+        await runs.call(first, "s__delete", {"k": 1}, 7, server.make)
+        await runs.end(first.id, 120)
+        resumed = await runs.register(resume=first.id)
+        diverged = await runs.call(resumed, "s__read", {"k": 99}, 8, server.make)
+        assert diverged[0] == 409 and json.loads(diverged[2])["error"] == "replay_diverged"
+        assert (await runs.call(resumed, "s__read", {"k": 1}, 7, server.make))[0] == 409
+        limited = await runs.register(max_calls=2)
+        statuses = [
+            (await runs.call(limited, "s__read", {"i": i}, 7, server.make))[0] for i in range(4)
+        ]
+        assert statuses == [200, 200, 429, 429]
+        assert len(server.made) == 3  # the first run's read and the limited run's two
+
+    anyio.run(scenario)
+
+
+def test_interactive_runs_ask_and_take_the_answer(tmp_path: Path) -> None:
+    server = FakeServer()
+
+    async def scenario() -> None:
+        runs = book(tmp_path)
+        run = await runs.register(interactive=True)
+
+        async def user() -> None:
+            prompt = await runs.wait_prompt(run.id, 5)
+            assert prompt is not None and prompt["tool"] == "s__delete"
+            assert prompt["arguments"] == {"password": "***", "k": 1}
+            assert runs.answer(run.id, prompt["seq"], "no")
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(user)
+            refused = await runs.call(run, "s__delete", {"password": "p", "k": 1}, 9, server.make)
+        assert refused[0] == 403 and json.loads(refused[2])["error"] == "call_refused"
+        assert server.made == [] and run.stopped is None  # the script goes on
+
+    anyio.run(scenario)
+
+
+def test_the_log_keeps_no_configured_secret(tmp_path: Path) -> None:
+    server = FakeServer()
+
+    async def scenario() -> None:
+        runs = book(tmp_path)
+        run = await runs.register(script="const key = 'topsecret-value';")
+        await runs.call(run, "s__delete", {"note": "uses topsecret-value"}, 9, server.make)
+        await runs.end(run.id, 120)
+
+    anyio.run(scenario)
+    stored = b"".join(path.read_bytes() for path in tmp_path.glob("runs.sqlite*"))
+    assert b"topsecret-value" not in stored
+
+
+def test_digest_names_the_tool_and_the_exact_arguments() -> None:
+    assert digest("a__b", {"x": 1, "y": 2}) == digest("a__b", {"y": 2, "x": 1})
+    assert digest("a__b", {"x": 1}) != digest("a__c", {"x": 1})
+    assert digest("a__b", {"x": 1}) != digest("a__b", {"x": 2})
+    assert msgspec.json.decode(msgspec.json.encode({"x": 1})) == {"x": 1}
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("opentelemetry.sdk") is None, reason="needs opentelemetry-sdk"
+)
+def test_runs_and_calls_are_spans(tmp_path: Path) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    server = FakeServer()
+
+    async def scenario() -> None:
+        runs = book(tmp_path, Telemetry(provider))
+        run = await runs.register(origin="cli")
+        await runs.call(run, "s__read", {}, 2, server.make)
+        await runs.call(run, "s__delete", {}, 2, server.make)
+        await runs.end(run.id, 120)
+
+    anyio.run(scenario)
+    spans = exporter.get_finished_spans()
+    [root] = [span for span in spans if span.parent is None]
+    calls = [span for span in spans if span.parent is not None]
+    assert root.name == "toolscript run"
+    assert root.attributes["toolscript.run.status"] == "awaiting_approval"
+    assert [span.name for span in calls] == ["tool s__read", "tool s__delete"]
+    assert all(span.parent.span_id == root.context.span_id for span in calls)
+    assert calls[1].attributes["toolscript.call.outcome"] == "approval_required"
+
+
+def test_without_otel_variables_the_sdk_is_not_imported() -> None:
+    # (the mcp SDK imports the opentelemetry API for its own use; the SDK stays out)
+    assert telemetry_from_environment({}) is None
+    probe = (
+        "import sys; from toolscript.gateway.telemetry import telemetry_from_environment as t;"
+        "import toolscript.gateway.core; assert t({'PATH': '/bin'}) is None;"
+        "print(any(name.startswith('opentelemetry.sdk') for name in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+
+
+def test_the_hook_asks_before_commands_that_approve() -> None:
+    def decision(command: str) -> Any:
+        return approval_decision({"tool_name": "Bash", "tool_input": {"command": command}})
+
+    assert decision("toolscript approve 1")["hookSpecificOutput"]["permissionDecision"] == "ask"
+    assert decision("python -m toolscript approve --tool a.b") is not None
+    assert decision("sqlite3 ~/.local/state/toolscript/projects/x/runs.sqlite") is not None
+    assert decision("toolscript runs") is None
+    assert approval_decision({"tool_name": "Read", "tool_input": {"file_path": "x"}}) is None
