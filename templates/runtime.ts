@@ -62,7 +62,7 @@ const TOOLS_URL = import.meta.url.startsWith("file:")
   ? new URL(`${Deno.env.get("TOOLSCRIPT_GATEWAY_URL") ?? "http://127.0.0.1:9/no-gateway"}/tools/`)
   : new URL("../tools/", import.meta.url);
 
-// Errors that stop the whole run (the gateway refuses its every later call): the script
+// Errors that stop the whole run (the gateway refuses every further call of it): the script
 // ends at once with its exit code, and exec says why and what to do.
 const RUN_STOPS: Record<string, number> = {
   approval_required: 120,

@@ -220,7 +220,10 @@ def test_cwd_is_the_invocation_directory(run, tmp_path: Path) -> None:  # type: 
 
 def test_only_the_gateway_url_is_visible(run, gateway: GatewayProcess) -> None:  # type: ignore[no-untyped-def]
     result = run('return Deno.env.get("TOOLSCRIPT_GATEWAY_URL")', HOME_SECRET="x")
-    assert json.loads(result.stdout) == gateway.url
+    seen = json.loads(result.stdout)
+    # The script's own run URL: the gateway's address, never the gateway's token.
+    origin, token = gateway.url.rsplit("/", 1)
+    assert seen.startswith(origin + "/r") and token not in seen
     for attempt in ('Deno.env.get("HOME")', "Deno.env.toObject()", 'Deno.env.get("PATH")'):
         denied = run(f"return {attempt}")
         assert denied.returncode == 1

@@ -148,7 +148,13 @@ def test_escape_attempt_fails(
 def test_the_gateway_itself_stays_reachable(
     gateway: GatewayProcess, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    code = 'const r = await fetch(Deno.env.get("TOOLSCRIPT_GATEWAY_URL") + "/health"); console.log(r.status);'
+    # A script's URL is its run's: tool calls and the module, nothing else of the gateway.
+    code = (
+        'const url = Deno.env.get("TOOLSCRIPT_GATEWAY_URL");'
+        'const a = await fetch(url + "/runtime/hash"); await a.body?.cancel();'
+        'const b = await fetch(url + "/health"); await b.body?.cancel();'
+        "console.log(a.status, b.status);"
+    )
     result = attempt(gateway, code, tmp_path, tmp_path_factory.getbasetemp() / "home")
     assert result.returncode == 0, result.stderr
-    assert result.stdout == "200\n"
+    assert result.stdout == "200 401\n"

@@ -144,6 +144,41 @@ def test_the_run_log_migrates_approves_and_prunes(tmp_path: Path) -> None:
         runlog.approve_call("nothing")
 
 
+def test_the_run_log_stays_under_its_size(tmp_path: Path) -> None:
+    runlog = RunLog(tmp_path / "runs.sqlite", keep=10_000, max_bytes=300_000)
+    big = "x" * 20_000
+    for number in range(60):
+        runlog.write(
+            runs=[
+                {
+                    "id": f"r{number:03}",
+                    "origin": "cli",
+                    "started": float(number),
+                    "ended": number + 1.0,
+                    "status": "ok",
+                    "calls": 1,
+                }
+            ],
+            calls=[
+                {
+                    "run_id": f"r{number:03}",
+                    "seq": 1,
+                    "tool": "a__b",
+                    "arguments": big,
+                    "arguments_bytes": len(big),
+                    "result_bytes": 0,
+                    "started": float(number),
+                    "ms": 1.0,
+                    "outcome": "ok",
+                    "error": "",
+                }
+            ],
+        )
+    kept = [run["id"] for run in runlog.recent(100)]
+    assert 5 < len(kept) < 20 and kept[0] == "r059"  # the newest stay, the oldest went
+    assert (tmp_path / "runs.sqlite").stat().st_size < 2_000_000
+
+
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "runs.sqlite"
     RunLog(path).recent()

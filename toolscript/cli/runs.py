@@ -246,7 +246,7 @@ def approve_command(
     _say(
         as_json,
         {"approved": run["id"], "call": call},
-        f"approved: {call.get('tool')} as run {run['id']} called it; "
+        f"approved: {_dotted(str(call.get('tool', '')))} as run {run['id']} called it; "
         f"now `toolscript exec --resume {run['id']}` (or run the same script again)\n",
     )
 
@@ -259,6 +259,11 @@ def _qualified(tool: str) -> str:
     if not dot or not server or not name:
         raise UsageError(f"not SERVER.TOOL: {tool!r}", hint="for example github.delete_repo")
     return f"{server}__{name}"
+
+
+def _dotted(qualified: str) -> str:
+    server, _, tool = qualified.partition("__")
+    return f"{server}.{tool}" if tool else qualified
 
 
 def _say(as_json: bool, value: dict[str, Any], text: str) -> None:

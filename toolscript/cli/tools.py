@@ -29,6 +29,9 @@ def list_tools(
     \b
         toolscript list-tools github --verbose
         toolscript list-tools github --json | jq -r '.[].name'
+
+    The policy column says which tools ask for approval before each call
+    (see `toolscript approve --help`).
     """
     loaded = load_config(config)
     loaded.server(server)  # a clear "server not found" even without a gateway
@@ -39,8 +42,15 @@ def list_tools(
         return
     if verbose:
         print_rows(
-            ["tool", "description"],
-            [[tool["name"], _first_line(tool.get("description", ""))] for tool in tools],
+            ["tool", "policy", "description"],
+            [
+                [
+                    tool["name"],
+                    tool.get("policy", "allow"),
+                    _first_line(tool.get("description", "")),
+                ]
+                for tool in tools
+            ],
         )
     else:
         for tool in tools:

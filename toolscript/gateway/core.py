@@ -447,7 +447,10 @@ class Gateway:
         upstream = self.upstream(server)
         if upstream.state != ServerState.CONNECTED and not upstream.tools:
             raise self._unavailable(upstream)
-        return list(upstream.tools.values())
+        return [
+            tool | {"policy": self.decision(server, tool["name"])}
+            for tool in upstream.tools.values()
+        ]
 
     def _unavailable(self, upstream: Upstream) -> ServerUnavailableError:
         name = upstream.name

@@ -55,6 +55,7 @@ PROMPT_LIMIT = 600.0  # seconds a call waits for an answer at the prompt before 
 FLUSH_SECONDS = 1.0
 ENDED_KEPT = 200  # ended runs kept in memory (for /runs/{id}/end answered twice, prompts)
 ANSWERS = ("yes", "no", "always", "stop")
+REPLAY_BYTES = 64 * 1024 * 1024  # answers a run keeps in memory for a resume
 
 Answered = tuple[int, str, bytes]  # status, result shape, JSON body
 Caller = Callable[[str, dict[str, Any]], Awaitable[tuple[str, Any]]]
@@ -106,7 +107,10 @@ class Run:
     prompt: Prompt | None = None
     prompted: asyncio.Event = field(default_factory=asyncio.Event)
     ended: bool = False
+    ended_at: float | None = None
     exit: int | None = None
+    kept_bytes: int = 0  # of answers kept for a resume
+    resumable: bool = True  # False once the answers outgrew REPLAY_BYTES
     span: Any = None
     script: str = ""
     script_name: tuple[str, str] = ("inline.ts", "inline.ts")
@@ -135,7 +139,7 @@ class Run:
             "script_hash": self.script_hash,
             "origin": self.origin,
             "started": self.started,
-            "ended": time.time() if self.ended else None,
+            "ended": self.ended_at,
             "exit": self.exit,
             "status": self.status,
             "calls": self.seq,
@@ -256,6 +260,7 @@ class RunBook:
         run = self.get(run_id)
         if not run.ended:
             run.ended = True
+            run.ended_at = time.time()
             run.exit = exit_code
             if run.prompt is not None and not run.prompt.answer.done():
                 run.prompt.answer.set_result("stop")
@@ -311,17 +316,21 @@ class RunBook:
             status, body = exc.status_code, msgspec.json.encode(exc.to_dict())
             return status, "", body
         finally:
-            if outcome not in _NOT_ANSWERED:
-                run.answered.append(
-                    {
-                        "seq": len(run.answered) + 1,
-                        "tool": qualified,
-                        "digest": key,
-                        "status": status,
-                        "shape": shape,
-                        "body": body,
-                    }
-                )
+            if outcome not in _NOT_ANSWERED and run.resumable:
+                run.kept_bytes += len(body)
+                if run.kept_bytes > REPLAY_BYTES:
+                    run.resumable, run.answered = False, []
+                else:
+                    run.answered.append(
+                        {
+                            "seq": len(run.answered) + 1,
+                            "tool": qualified,
+                            "digest": key,
+                            "status": status,
+                            "shape": shape,
+                            "body": body,
+                        }
+                    )
             self._record(
                 run,
                 seq,
@@ -394,12 +403,18 @@ class RunBook:
         arguments_text = msgspec.json.encode(shown).decode()
         if len(arguments_text) > 400:
             arguments_text = arguments_text[:400] + "..."
+        hint = approve_commands(run.id, qualified)
+        if not run.resumable:
+            hint = approve_commands(None, qualified) + (
+                f", then run the script again (run {run.id}'s results outgrew what a resume "
+                "keeps: earlier calls will be made again)"
+            )
         raise self._stop(
             run,
             ApprovalRequiredError(
                 f"{qualified} needs approval before it runs; the call was not made and run "
                 f"{run.id} stopped. Arguments: {arguments_text}",
-                hint=approve_commands(run.id, qualified),
+                hint=hint,
                 call=call | {"run": run.id},
             ),
         )
@@ -492,7 +507,7 @@ class RunBook:
             rows = [run.row(secrets_now) for run in runs]
             call_rows = [_call_row(record, secrets_now) for record in calls]
             replay = (
-                [entry | {"run_id": replay_of.id} for entry in replay_of.answered]
+                [_kept(entry, replay_of.id, secrets_now) for entry in replay_of.answered]
                 if replay_of is not None
                 else []
             )
@@ -509,6 +524,15 @@ class RunBook:
 _NOT_ANSWERED = frozenset(
     {"approval_required", "replay_diverged", "too_many_calls", "call_refused"}
 )
+
+
+def _kept(entry: dict[str, Any], run_id: str, known: tuple[str, ...]) -> dict[str, Any]:
+    """An answer as the log keeps it for a resume: a configured secret in a result is kept
+    as ``***`` (the log holds none), which is what the resumed script then sees."""
+    body: bytes = entry["body"]
+    if any(secret.encode() in body for secret in known if len(secret) >= 4):
+        body = redact(body.decode("utf-8", "replace"), known).encode()
+    return entry | {"run_id": run_id, "body": body}
 
 
 def _split(qualified: str) -> tuple[str, str]:
