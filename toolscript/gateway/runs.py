@@ -285,7 +285,7 @@ class RunBook:
         clock = time.perf_counter()
         run.seq += 1
         seq = run.seq
-        key = digest(qualified, arguments)
+        key = ""  # the call's digest: computed only where a replay or an approval needs it
         outcome = "ok"
         status, shape, body = 200, "", b""
         try:
@@ -301,12 +301,14 @@ class RunBook:
                     ),
                 )
             if run.replay or run.resume_call is not None:
+                key = digest(qualified, arguments)
                 answered = await self._replayed(run, qualified, key)
                 if answered is not None:
                     outcome = "replayed"
                     status, shape, body = answered
                     return answered
             if self._decision(*_split(qualified)) == "ask":
+                key = key or digest(qualified, arguments)
                 await self._approval(run, seq, qualified, arguments, key)
             shape, value = await make(qualified, arguments)
             body = msgspec.json.encode(value)
@@ -325,7 +327,8 @@ class RunBook:
                         {
                             "seq": len(run.answered) + 1,
                             "tool": qualified,
-                            "digest": key,
+                            "digest": key,  # "" until the run's answers are kept
+                            "arguments": arguments,
                             "status": status,
                             "shape": shape,
                             "body": body,
@@ -504,16 +507,16 @@ class RunBook:
             if not (calls or runs or replay_of):
                 return
             secrets_now = self._secrets_of()
-            rows = [run.row(secrets_now) for run in runs]
-            call_rows = [_call_row(record, secrets_now) for record in calls]
-            replay = (
-                [_kept(entry, replay_of.id, secrets_now) for entry in replay_of.answered]
-                if replay_of is not None
-                else []
-            )
-            await anyio.to_thread.run_sync(
-                lambda: self.runlog.write(runs=rows, calls=call_rows, replay=replay)
-            )
+            answered = list(replay_of.answered) if replay_of is not None else []
+            replay_id = replay_of.id if replay_of is not None else ""
+
+            def write() -> None:  # off the event loop: redaction and JSON cost per call
+                rows = [run.row(secrets_now) for run in runs]
+                call_rows = [_call_row(record, secrets_now) for record in calls]
+                replay = [_kept(entry, replay_id, secrets_now) for entry in answered]
+                self.runlog.write(runs=rows, calls=call_rows, replay=replay)
+
+            await anyio.to_thread.run_sync(write)
 
     def trace(self, run: Run) -> list[dict[str, Any]]:
         """The run's calls as the run log shows them (redacted)."""
@@ -532,7 +535,9 @@ def _kept(entry: dict[str, Any], run_id: str, known: tuple[str, ...]) -> dict[st
     body: bytes = entry["body"]
     if any(secret.encode() in body for secret in known if len(secret) >= 4):
         body = redact(body.decode("utf-8", "replace"), known).encode()
-    return entry | {"run_id": run_id, "body": body}
+    kept = {key: value for key, value in entry.items() if key != "arguments"}
+    key = entry["digest"] or digest(entry["tool"], entry["arguments"])
+    return kept | {"run_id": run_id, "body": body, "digest": key}
 
 
 def _split(qualified: str) -> tuple[str, str]:
