@@ -83,7 +83,7 @@ def test_list_tools(project: GatewayProcess) -> None:
     assert plain.returncode == 0
     assert sorted(plain.stdout.split()) == ["convert_time", "get_current_time"]
     verbose = run("list-tools", "fx", "--verbose", cwd=project.directory)
-    assert "plain_text\tReturn the text as a plain text block." in verbose.stdout
+    assert "plain_text\tallow\tReturn the text as a plain text block." in verbose.stdout
     as_json = json.loads(run("list-tools", "time", "--json", cwd=project.directory).stdout)
     assert {tool["name"] for tool in as_json} == {"convert_time", "get_current_time"}
     assert all("inputSchema" in tool for tool in as_json)
