@@ -296,8 +296,34 @@ def test_output_limit(run) -> None:  # type: ignore[no-untyped-def]
         'while (true) console.log("spam spam spam");', "--max-output", "10000", "--no-check"
     )
     assert result.returncode == 123
-    assert "more than 10000 bytes" in result.stderr
+    # Past the cap stdout goes to a file; a runaway loop is stopped at 64 MB of it.
+    assert f"more than {64 * 1024 * 1024} bytes and was stopped" in result.stderr
     assert len(result.stdout) <= 10000
+    kept = Path(result.stderr.rsplit(" are in ", 1)[1].strip())
+    assert kept.stat().st_size > 64 * 1024 * 1024 - 100_000
+    assert kept.stat().st_mode & 0o077 == 0
+    kept.unlink()
+
+
+def test_output_past_the_cap_is_kept_and_previewed(run) -> None:  # type: ignore[no-untyped-def]
+    code = (
+        'console.log("first line");\n'
+        "return { total: 3000, items: Array.from({ length: 3000 }, (_, i) => ({ id: i })) };"
+    )
+    result = run(code, "--max-output", "4000", "--no-check")
+    assert result.returncode == 123, result.stderr
+    printed, preview = result.stdout.split("\n", 1)
+    assert printed == "first line"
+    shown = json.loads(preview)  # the preview is valid JSON
+    assert shown["total"] == 3000
+    assert shown["items"][0] == {"id": 0} and shown["items"][-1].endswith("more items")
+    assert "output cut:" in result.stderr and "read the file" in result.stderr
+    kept = Path(result.stderr.rsplit("the whole output is in ", 1)[1].split(" (filter")[0])
+    whole = kept.read_text().split("\n", 1)
+    assert whole[0] == "first line" and len(json.loads(whole[1])["items"]) == 3000
+    plain = run('for (let i = 0; i < 500; i++) console.log("row " + i);', "--max-output", "300")
+    assert plain.returncode == 123
+    assert "row 0" in plain.stdout and "more lines" in plain.stdout
 
 
 def test_exec_path_imports_no_heavy_library(

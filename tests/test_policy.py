@@ -489,3 +489,41 @@ def test_local_tools_take_annotations_from_their_decorator_and_the_policy(
         assert "shredder__shred needs approval" in shred.stderr and "ok" in shred.stdout
     finally:
         gateway.stop()
+
+
+def test_the_mcp_face_keeps_cut_output_as_a_resource(project: Any) -> None:
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    gateway, _journal = project
+    parameters = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolscript", "mcp", "--config", str(gateway.config_path)],
+        cwd=str(gateway.directory),
+        env=clean_env(),
+    )
+    code = (
+        "return { rows: Array.from({ length: 60000 }, (_, i) => ({ id: i, name: `row ${i}` })) };"
+    )
+
+    async def session_work() -> tuple[Any, str]:
+        async with (
+            stdio_client(parameters) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            result = await session.call_tool("execute", {"code": code})
+            links = [block for block in result.content if block.type == "resource_link"]
+            assert len(links) == 1, result.content
+            whole = await session.read_resource(links[0].uri)
+            return result, whole.contents[0].text
+
+    result, whole = anyio.run(session_work)
+    assert not result.is_error
+    text = result.content[0].text
+    assert "passed the" in text and "toolscript://runs/" in text
+    assert result.structured_content, text[:3000]
+    rows = result.structured_content["result"]["rows"]
+    assert rows[0] == {"id": 0, "name": "row 0"} and rows[-1].endswith("more items")
+    assert len(json.loads(whole)["rows"]) == 60000

@@ -143,6 +143,7 @@ def run_exec(
                 limits=limits,
                 cwd=Path.cwd(),
                 stdin_available=code != "-",
+                spill=_spill_file(config, _local_run_id()),
             )
         return _run_in_gateway(
             script,
@@ -155,7 +156,27 @@ def run_exec(
             max_calls=max_calls,
             resume=resume,
             trace=trace,
+            config=config,
         )
+
+
+def _spill_file(config: str | None, run_id: str) -> Path:
+    """Where a run's whole output goes when it passes --max-output (made only then); older
+    runs' outputs past the retention are dropped now."""
+    from toolscript.outputs import output_file, prune_outputs
+    from toolscript.paths import find_config_path, project_state_dir
+
+    state = project_state_dir(find_config_path(config).parent)
+    prune_outputs(state)
+    return output_file(state, run_id)
+
+
+def _local_run_id() -> str:
+    """An id for a run no gateway saw (a script that calls no tool)."""
+    import secrets
+    import time
+
+    return time.strftime("%Y%m%d-%H%M%S-", time.localtime()) + secrets.token_hex(3)
 
 
 def _run_in_gateway(
@@ -170,6 +191,7 @@ def _run_in_gateway(
     max_calls: int,
     resume: str | None,
     trace: bool,
+    config: str | None = None,
 ) -> int:
     from toolscript.execution.locate import module_file
     from toolscript.execution.runs import (
@@ -214,6 +236,7 @@ def _run_in_gateway(
             stdin_available=stdin_available,
             warm_check=True,
             script_url=run.script_url,
+            spill=_spill_file(config, run.id),
         )
     finally:
         if watcher is not None:

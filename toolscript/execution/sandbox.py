@@ -46,6 +46,7 @@ __all__ = [
 EXIT_OUTPUT = 123
 EXIT_TIMEOUT = 124
 EXIT_MEMORY = 125
+SPILL_MINIMUM = 64 * 1024 * 1024  # stdout kept in the file: 16 times the cap, at least this
 REFUSED_FILE_URL = "https://local-files-are-not-available-to-toolscripts.invalid/"
 _OOM_MARKERS = (b"out of memory", b"Reached heap limit", b"allocation failed")
 Rewrite = Callable[[bytes], bytes]
@@ -263,6 +264,61 @@ class _MemoryWatch(threading.Thread):
                 return
 
 
+class _SpillingPump(_Pump):
+    """Stdout, when the output may overflow into a file: whole lines are printed while they
+    fit in the budget; from the first that does not, everything (what was printed too) goes
+    to ``spill`` instead, up to ``limit`` bytes in all, and the child goes on."""
+
+    def __init__(
+        self, source: IO[bytes], target: IO[bytes], budget: _Budget, spill: Path, limit: int
+    ) -> None:
+        super().__init__(source, target, budget, None)
+        self.spill = spill
+        self.limit = limit
+        self.printed = bytearray()  # kept to start the file with, should it be needed
+        self.file: IO[bytes] | None = None
+        self.total = 0
+
+    def run(self) -> None:
+        descriptor = self.source.fileno()
+        pending = b""
+        while chunk := os.read(descriptor, 65536):
+            self.total += len(chunk)
+            if self.file is not None:
+                if self.total > self.limit:
+                    self.budget.exhaust()
+                    return
+                self.file.write(chunk)
+                continue
+            pending += chunk
+            end = pending.rfind(b"\n") + 1
+            if end == 0 and len(pending) <= self.budget.left:
+                continue  # a line is printed whole or not at all (a JSON value stays whole)
+            end = end or len(pending)
+            pending = self._forward(pending[:end]) + pending[end:]
+            if self.file is not None and pending:
+                self.file.write(pending)
+                pending = b""
+        if pending and self.file is None:
+            pending = self._forward(pending)
+        if self.file is not None:
+            if pending:
+                self.file.write(pending)
+            self.file.close()
+
+    def _forward(self, data: bytes) -> bytes:
+        """Print ``data`` if it fits; else start the file with it: what was not printed."""
+        if self.budget.try_spend(len(data)):
+            self.printed += data
+            self._write(data)
+            return b""
+        from toolscript.outputs import open_private
+
+        self.file = open_private(self.spill)
+        self.file.write(bytes(self.printed))
+        return data
+
+
 class _Budget:
     """Bytes of output left; spending past it kills the child."""
 
@@ -271,6 +327,19 @@ class _Budget:
         self.exhausted = threading.Event()
         self._process = process
         self._lock = threading.Lock()
+
+    def try_spend(self, size: int) -> bool:
+        """Spend ``size`` if it fits (True); else spend nothing (False) and let the child be."""
+        with self._lock:
+            if size > self.left:
+                return False
+            self.left -= size
+            return True
+
+    def exhaust(self) -> None:
+        with self._lock:
+            self.exhausted.set()
+            _kill(self._process)
 
     def spend(self, size: int) -> bool:
         with self._lock:
@@ -432,6 +501,7 @@ def run_toolscript(
     advice: Advice = DEFAULT_ADVICE,
     warm_check: bool = False,
     script_url: str | None = None,
+    spill: Path | None = None,
 ) -> int:
     """Run ``script`` to completion, streaming its output; returns the exit code.
 
@@ -440,7 +510,9 @@ def run_toolscript(
     With ``warm_check`` the gateway's warm checker checks the script first; when it cannot
     answer, Deno checks it as it starts. Output goes to ``stdout`` and ``stderr`` (ours by
     default), error lines rewritten. The script reaches the gateway at ``script_url`` (its
-    run's URL, see ``execution/runs.py``; ``gateway_url`` when None).
+    run's URL, see ``execution/runs.py``; ``gateway_url`` when None). With ``spill``,
+    stdout past ``max_output`` goes to that file with the rest (exit 123, a preview printed)
+    instead of stopping the script.
     """
     script_url = script_url or gateway_url
     script_path, prepared = _write_script(script)
@@ -493,7 +565,7 @@ def run_toolscript(
         if on_start is not None:
             on_start(process.pid, group=True)
         return _supervise(
-            process, script, script_path, script_url, limits, streams, module, source_map
+            process, script, script_path, script_url, limits, streams, module, source_map, spill
         )
     except BaseException:
         # Ctrl+C or a signal turned into an exception: the sandbox (its own session, which
@@ -528,14 +600,26 @@ def _supervise(
     streams: _Streams,
     module: Path | None = None,
     source_map: SourceMap | None = None,
+    spill: Path | None = None,
 ) -> int:
     assert process.stdout is not None and process.stderr is not None
     budget = _Budget(limits.max_output, process)
     rewrite = _rewriter(script_path, script.display_name, gateway_url, module, source_map)
-    pumps = [
-        _Pump(process.stdout, streams.stdout, budget, None),
-        _Pump(process.stderr, streams.stderr, budget, rewrite),
-    ]
+    # Spilling, stdout has a budget of its own: what overflows goes to the file, and the
+    # script's errors on stderr still have room to be printed.
+    out_budget = _Budget(limits.max_output, process) if spill is not None else budget
+    out = (
+        _SpillingPump(
+            process.stdout,
+            streams.stdout,
+            out_budget,
+            spill,
+            max(16 * limits.max_output, SPILL_MINIMUM),
+        )
+        if spill is not None
+        else _Pump(process.stdout, streams.stdout, budget, None)
+    )
+    pumps = [out, _Pump(process.stderr, streams.stderr, budget, rewrite)]
     for pump in pumps:
         pump.start()
     memory = _MemoryWatch(process, process_memory_cap(limits.memory_mb))
@@ -549,9 +633,23 @@ def _supervise(
     process.wait()
     memory.stop.set()
     for pump in pumps:
-        pump.join(5)
+        pump.join(60 if isinstance(pump, _SpillingPump) else 5)
     code = process.returncode
     advice = streams.advice
+    if out_budget.exhausted.is_set():
+        assert isinstance(out, _SpillingPump)
+        streams.say(
+            f"the toolscript printed more than {out.limit} bytes and was stopped "
+            f"({advice.output}); those bytes are in {out.spill}"
+        )
+        return EXIT_OUTPUT
+    if (
+        isinstance(out, _SpillingPump)
+        and out.file is not None
+        and not (timed_out or budget.exhausted.is_set() or memory.exceeded.is_set())
+    ):
+        _show_spill(out, script.result_marker, limits, streams)
+        return EXIT_OUTPUT
     if timed_out:
         streams.say(
             f"the toolscript ran longer than {limits.timeout:g} s and was stopped ({advice.timeout})"
@@ -577,6 +675,36 @@ def _supervise(
         )
         return EXIT_MEMORY
     return code if code >= 0 else 128 - code
+
+
+PREVIEW_BYTES = 16 * 1024
+PREVIEW_PARSE_LIMIT = 64 * 1024 * 1024  # held output past this is previewed as text
+
+
+def _show_spill(pump: _SpillingPump, result_marker: str, limits: Limits, streams: _Streams) -> None:
+    """What did not fit: a preview of it on stdout (valid JSON when it is JSON, behind the
+    result marker when it was the script's return value), one line on stderr."""
+    from toolscript.outputs import preview
+
+    size = pump.spill.stat().st_size
+    printed = len(pump.printed)
+    with pump.spill.open("rb") as kept:
+        kept.seek(printed)
+        held = kept.read(PREVIEW_PARSE_LIMIT)
+    marker = result_marker.encode()
+    returned = bool(marker) and held.startswith(marker)
+    text, _ = preview(
+        held[len(marker) :] if returned else held, min(PREVIEW_BYTES, limits.max_output)
+    )
+    shown = (result_marker if returned else "") + text + "\n"
+    with contextlib.suppress(BrokenPipeError, ValueError):
+        streams.stdout.write(shown.encode())
+        streams.stdout.flush()
+    streams.write_error(
+        f"toolscript: output cut: {size - printed} of its {size} bytes did not fit in "
+        f"{limits.max_output} ({streams.advice.output}); above is a preview, and the whole "
+        f"output is in {pump.spill} (filter inside the script, or read the file)\n".encode()
+    )
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:

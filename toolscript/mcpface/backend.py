@@ -33,6 +33,7 @@ from toolscript.errors import (
     GatewayResponseError,
     GatewayUnreachableError,
     ToolscriptError,
+    UsageError,
 )
 from toolscript.execution.lifeline import Lifeline
 from toolscript.execution.locate import (
@@ -52,7 +53,8 @@ from toolscript.execution.sandbox import (
     run_toolscript,
 )
 from toolscript.gateway.launch import LaunchedGateway, start_gateway
-from toolscript.paths import find_config_path
+from toolscript.outputs import output_file
+from toolscript.paths import find_config_path, project_state_dir
 from toolscript.processes import signal_quietly
 from toolscript.trust import needs_trust
 
@@ -85,6 +87,7 @@ class Answer:
     text: str
     structured: dict[str, Any] | None = None
     is_error: bool = False
+    outputs: tuple[str, ...] = ()  # URIs of whole outputs kept as resources (cut output)
 
 
 def error_answer(error: ToolscriptError) -> Answer:
@@ -329,7 +332,7 @@ class Backend:
             self.lifeline.watch(pid, group=group)
 
         try:
-            exit_code, out, err, stopped = await anyio.to_thread.run_sync(
+            exit_code, out, err, stopped, run_id = await anyio.to_thread.run_sync(
                 lambda: self._run(code, timeout, watch, ask, loop), abandon_on_cancel=True
             )
         except BaseException:
@@ -343,7 +346,25 @@ class Backend:
                 self.lifeline.forget(pid, group=True)
         if stopped is not None:
             return stopped_answer(stopped, out)
+        kept = self.output_path(run_id)
+        if exit_code == EXIT_OUTPUT and kept.exists():
+            return cut_answer(out, err, output_uri(run_id), kept.stat().st_size)
         return execution_answer(exit_code, out, err)
+
+    def state_dir(self) -> Path:
+        """The project's state directory (where cut outputs are kept)."""
+        return project_state_dir(find_config_path(self.config, self.cwd).parent)
+
+    def output_path(self, run_id: str) -> Path:
+        return output_file(self.state_dir(), run_id)
+
+    def read_output(self, uri: str) -> str:
+        """The whole output a ``toolscript://runs/ID/output`` resource names."""
+        found = _OUTPUT_URI.fullmatch(uri)
+        path = self.output_path(found[1]) if found else None
+        if path is None or not path.is_file():
+            raise UsageError(f"no such output: {uri}", hint="the URI comes from a cut result")
+        return path.read_text(encoding="utf-8", errors="replace").replace(RESULT_MARKER, "")
 
     def _run(
         self,
@@ -352,7 +373,7 @@ class Backend:
         watch: Callable[..., None],
         ask: Approver | None = None,
         loop: Any = None,
-    ) -> tuple[int, bytes, bytes, dict[str, Any] | None]:
+    ) -> tuple[int, bytes, bytes, dict[str, Any] | None, str]:
         url = self.gateway_url()
         digest = module_hash(url)
         if digest is None:
@@ -392,13 +413,40 @@ class Backend:
                 advice=FACE_ADVICE,
                 warm_check=True,
                 script_url=run.script_url,
+                spill=self.output_path(run.id),
             )
         finally:
             if watcher is not None:
                 watcher.stop()
             ended = end_run(run, exit_code)
         stopped = (ended or {}).get("stopped")
-        return exit_code, out.getvalue(), err.getvalue(), stopped
+        return exit_code, out.getvalue(), err.getvalue(), stopped, run.id
+
+
+_OUTPUT_URI = re.compile(r"toolscript://runs/([0-9A-Za-z-]+)/output")
+
+
+def output_uri(run_id: str) -> str:
+    return f"toolscript://runs/{run_id}/output"
+
+
+def cut_answer(stdout: bytes, stderr: bytes, uri: str, size: int) -> Answer:
+    """Output past the cap: what was printed and the preview, and the whole as a resource."""
+    answer = execution_answer(0, stdout, b"")
+    errors = "\n".join(
+        line
+        for line in stderr.decode("utf-8", "replace").splitlines()
+        if not line.startswith("toolscript: output cut:")
+    ).strip()
+    text = (
+        f"The output ({size} bytes) passed the {MAX_OUTPUT}-byte cap, so it was cut: below is "
+        f"what fit and a preview of the rest (arrays and objects shortened, with counts). "
+        f"The whole output is the resource {uri} (read it), or filter inside the script and "
+        f"return only what is needed.\n{answer.text}"
+    )
+    if errors:
+        text += "\n" + errors
+    return Answer(text, answer.structured, is_error=False, outputs=(uri,))
 
 
 def stopped_answer(stopped: dict[str, Any], stdout: bytes) -> Answer:

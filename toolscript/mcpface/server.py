@@ -102,8 +102,18 @@ def _dispatch(
 
 
 def _result(answer: Answer) -> types.CallToolResult:
+    links: list[Any] = [
+        types.ResourceLink(
+            type="resource_link",
+            uri=uri,
+            name="output",
+            description="the whole output of the script (it passed the cap)",
+            mime_type="text/plain",
+        )
+        for uri in answer.outputs
+    ]
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=answer.text)],
+        content=[types.TextContent(type="text", text=answer.text), *links],
         structured_content=answer.structured,
         is_error=answer.is_error,
     )
@@ -134,6 +144,16 @@ def build_server(backend: Backend) -> Server[Any]:
             log.exception("%s failed", name)
             return _result(Answer(f"{name} failed: {type(error).__name__}: {error}", is_error=True))
 
+    async def read_resource(context: Any, params: Any) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        text = await anyio.to_thread.run_sync(backend.read_output, uri)
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, mime_type="text/plain", text=text)]
+        )
+
+    async def list_resources(context: Any, params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[])
+
     return Server(
         "toolscript",
         version=__version__,
@@ -141,6 +161,8 @@ def build_server(backend: Backend) -> Server[Any]:
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
     )
 
 

@@ -1,0 +1,54 @@
+"""Previews of output that did not fit, and the retention of kept outputs."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from toolscript.outputs import json_preview, open_private, output_file, preview, prune_outputs
+
+
+def test_a_json_preview_is_valid_json_with_counts_of_what_was_left_out() -> None:
+    value = {"total": 5000, "items": [{"id": i, "tags": list(range(30))} for i in range(5000)]}
+    text = json_preview(value, 2000)
+    assert len(text.encode()) <= 2000
+    shown = json.loads(text)
+    assert shown["total"] == 5000
+    assert shown["items"][0]["id"] == 0
+    assert shown["items"][-1].endswith("more items")
+    assert any(str(tag).endswith("more items") for tag in shown["items"][0]["tags"])
+
+
+def test_objects_keep_their_first_keys_and_say_how_many_went() -> None:
+    value = {f"key{i}": "x" * 1000 for i in range(100)}
+    shown = json.loads(json_preview(value, 3000))
+    assert "key0" in shown and shown["…"].endswith("more keys")
+    assert all(len(v) < 300 for k, v in shown.items() if k != "…")
+
+
+def test_text_previews_the_first_lines() -> None:
+    data = "\n".join(f"line {i}" for i in range(1000)).encode()
+    text, is_json = preview(data, 200)
+    assert not is_json
+    assert text.startswith("line 0\nline 1") and text.endswith("more lines")
+    assert len(text) < 260
+    text, is_json = preview(b"[1, 2, 3]", 100)
+    assert is_json and json.loads(text) == [1, 2, 3]
+
+
+def test_kept_outputs_are_private_and_bounded(tmp_path: Path) -> None:
+    for number in range(5):
+        path = output_file(tmp_path, f"run{number}")
+        with open_private(path) as kept:
+            kept.write(b"x" * 1000)
+        stamp = time.time() - 100 + number
+        os.utime(path.parent, (stamp, stamp))
+    assert output_file(tmp_path, "run0").stat().st_mode & 0o077 == 0
+    prune_outputs(tmp_path, keep=3)
+    left = sorted(p.name for p in (tmp_path / "runs").iterdir())
+    assert left == ["run2", "run3", "run4"]
+    prune_outputs(tmp_path, keep=10, max_bytes=2500)
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["run3", "run4"]
+    assert not output_file(tmp_path, "never-written").parent.exists()
