@@ -160,6 +160,7 @@ class Config:
     search: SearchConfig = field(default_factory=SearchConfig)
     asking: Asking = "destructive"  # policy.ask: which tools no rule names ask first
     runs: RunsConfig = field(default_factory=RunsConfig)
+    infer_results: bool = True  # types.inferResults: result types learned from real calls
 
     def decision(self, server: ServerConfig, tool: str, annotations: Any) -> Decision:
         """``allow``, ``ask`` or ``deny`` for a call of ``tool`` on ``server``."""
@@ -260,6 +261,7 @@ def parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
         servers=servers + local,
         search=search,
         asking=(expanded.get("policy") or {}).get("ask", "destructive"),
+        infer_results=bool((expanded.get("types") or {}).get("inferResults", True)),
         runs=RunsConfig(
             keep=int(runs.get("keep", RunsConfig.keep)),
             max_megabytes=float(runs.get("maxMegabytes", RunsConfig.max_megabytes)),

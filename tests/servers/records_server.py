@@ -62,5 +62,16 @@ def counter(step: int = 1) -> str:
     return json.dumps({"step": step})
 
 
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True), structured_output=False)
+def shape_shifter(variant: int) -> str:
+    """Answer JSON whose shape depends on the variant (read-only)."""
+    answers: list[object] = [
+        {"a": 1, "items": [{"id": 1}]},
+        {"a": "one", "b": [1, 2], "items": [{"id": 2, "tag": "x"}]},
+        {"a": None, "items": []},
+    ]
+    return json.dumps(answers[variant % len(answers)])
+
+
 if __name__ == "__main__":
     server.run()

@@ -105,6 +105,14 @@ def start(
             help="Keep no warm type checker (about 300 MB): exec checks with deno check.",
         ),
     ] = False,
+    no_inferred: Annotated[
+        bool,
+        typer.Option(
+            "--no-inferred",
+            help="Keep ToolResult for tools without an outputSchema (no result types learned "
+            "from real calls).",
+        ),
+    ] = False,
     no_state: Annotated[
         bool,
         typer.Option(
@@ -162,6 +170,7 @@ def start(
             previous=previous,
             # A gateway for one exec has no use for it: that script is checked by deno check.
             warm_checker=not (ephemeral or no_warm_checker),
+            infer_results=not no_inferred,
         )
     except BaseException:
         if not private:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from toolscript.codegen.naming import first_free, to_pascal_case
+from toolscript.codegen.shapes import INFERRED_KEY
 from toolscript.codegen.typescript import TypeContext, doc_comment, property_key, render_schema
 
 __all__ = [
@@ -119,6 +120,12 @@ def render_tool(
             prefix=f"{type_base}Result", root=output_schema, reserved=reserved
         )
         result = render_schema(output_schema, output_context)
+        learned = output_schema.get(INFERRED_KEY)
+        if learned is not None:
+            plural = "" if str(learned) == "1" else "s"
+            declarations.append(
+                f"/** inferred from {learned} result{plural}: the server declares no outputSchema */"
+            )
         declarations.append(f"export type {result_name} = {result};")
         declarations.extend(output_context.declarations)
     else:

@@ -30,6 +30,7 @@ from toolscript.errors import (
     UsageError,
 )
 from toolscript.gateway.checker import WarmChecker
+from toolscript.gateway.inferred import ResultShapes
 from toolscript.gateway.results import tool_result
 from toolscript.gateway.runs import RunBook, approve_commands
 from toolscript.paths import project_state_dir
@@ -133,6 +134,7 @@ class Gateway:
         search: SearchOptions | None = None,
         warm_checker: bool = False,
         telemetry: Any = None,
+        infer_results: bool = True,
     ) -> None:
         self.config = config
         self.config_file = config.path or config.project_dir / CONFIG_FILENAME
@@ -164,8 +166,10 @@ class Gateway:
         self.checker = WarmChecker() if warm_checker else None
         self._checker_scope: anyio.CancelScope | None = None
         self._decisions: dict[tuple[str, str], str] = {}
+        state_dir = project_state_dir(config.project_dir)
+        self.shapes = ResultShapes(state_dir, enabled=infer_results and config.infer_results)
         runlog = RunLog(
-            runlog_path(project_state_dir(config.project_dir)),
+            runlog_path(state_dir),
             keep=config.runs.keep,
             max_bytes=int(config.runs.max_megabytes * 1024 * 1024),
         )
@@ -233,7 +237,17 @@ class Gateway:
 
     async def _flush_runs(self) -> None:
         with self._flush_scope:
-            await self.runs.run_flusher()
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(self.runs.run_flusher)
+                while True:
+                    await anyio.sleep(1.0)
+                    await self._save_shapes()
+
+    async def _save_shapes(self) -> None:
+        try:
+            await anyio.to_thread.run_sync(self.shapes.save)
+        except OSError as exc:
+            log.warning("result types: cannot save what was learned (%s)", exc)
 
     async def _final_flush(self) -> None:
         try:
@@ -242,6 +256,7 @@ class Gateway:
             log.exception("runs: cannot write the run log")
         if self.runs.telemetry is not None:
             await anyio.to_thread.run_sync(self.runs.telemetry.shutdown)
+        await self._save_shapes()
 
     # -- configuration changes ----------------------------------------------
 
@@ -404,7 +419,9 @@ class Gateway:
         self._snapshot_taken = True
         snapshot = SnapshotSource(
             {
-                name: list(up.tools.values()) if up.state == ServerState.CONNECTED else None
+                name: self.shapes.with_inferred(name, list(up.tools.values()))
+                if up.state == ServerState.CONNECTED
+                else None
                 for name, up in self.upstreams.items()
             }
         )
@@ -578,7 +595,10 @@ class Gateway:
         upstream, tool = self.tool(server, tool_name)
         self.validate(server, tool, arguments)
         result = await upstream.call_tool(tool_name, arguments)
-        return tool_result(qualified, result)
+        shape, value = tool_result(qualified, result)
+        if self.shapes.enabled and self.shapes.observe(qualified, tool, shape, value):
+            self._rebuild.set()  # the tool's inferred result type changed
+        return shape, value
 
     # -- reporting -----------------------------------------------------------
 

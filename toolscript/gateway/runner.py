@@ -91,6 +91,7 @@ def serve(
     announce: Callable[[str], None] | None = None,
     previous: dict[str, Any] | None = None,
     warm_checker: bool = True,
+    infer_results: bool = True,
 ) -> None:
     """Serve until SIGINT/SIGTERM; ``announce`` gets the URL once every server has been tried.
 
@@ -122,6 +123,7 @@ def serve(
         search=search,
         warm_checker=warm_checker,
         telemetry=telemetry_from_environment(),
+        infer_results=infer_results,
     )
     state_dir = cache if write_state else None
     app = TokenGuard(

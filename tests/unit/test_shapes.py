@@ -1,0 +1,82 @@
+"""Shapes of results merged into types: required and optional fields, unions, arrays, caps."""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import Any
+
+from toolscript.codegen.module import render_tool
+from toolscript.codegen.shapes import INFERRED_KEY, merge, sample_label, shape_of, to_schema
+from toolscript.gateway.inferred import ResultShapes
+
+
+def learned(*values: Any) -> dict[str, Any]:
+    shape = reduce(merge, (shape_of(value) for value in values), None)
+    return to_schema(shape)
+
+
+def test_fields_seen_every_time_are_required_the_rest_optional() -> None:
+    schema = learned({"a": 1, "b": "x"}, {"a": 2})
+    assert schema["required"] == ["a"]
+    assert schema["properties"] == {"a": {"type": "number"}, "b": {"type": "string"}}
+    assert schema["additionalProperties"] is True  # never a false error on an unseen field
+
+
+def test_kinds_that_differ_become_a_union_and_array_elements_merge() -> None:
+    schema = learned({"v": 1, "list": [{"id": 1}, {"id": 2, "tag": "t"}]}, {"v": None, "list": []})
+    assert schema["properties"]["v"] == {"anyOf": [{"type": "null"}, {"type": "number"}]}
+    items = schema["properties"]["list"]["items"]
+    assert items["required"] == ["id"] and "tag" in items["properties"]
+    assert learned([]) == {"type": "array"}
+    assert learned("text") == {"type": "string"}
+
+
+def test_depth_and_width_are_capped() -> None:
+    deep: Any = 1
+    for _ in range(20):
+        deep = {"x": deep}
+    schema = learned(deep)
+    depth = 0
+    while "properties" in schema:
+        schema = schema["properties"]["x"]
+        depth += 1
+    assert depth <= 8 and schema == {}  # past the cap: unknown
+    wide = learned({f"k{i}": i for i in range(500)})
+    assert len(wide["properties"]) == 100
+
+
+def test_sample_counts_step_so_the_module_does_not_change_every_call() -> None:
+    assert [sample_label(n) for n in (1, 9, 10, 99, 100, 12345)] == [
+        "1",
+        "9",
+        "10+",
+        "10+",
+        "100+",
+        "10000+",
+    ]
+
+
+def test_the_store_reports_changes_of_type_only() -> None:
+    shapes = ResultShapes(None)
+    tool = {"name": "t"}
+    assert shapes.observe("s__t", tool, "json", {"a": 1})
+    assert shapes.observe("s__t", tool, "json", {"a": 2})  # 1 -> 2 results: the label moves
+    for _ in range(7):
+        shapes.observe("s__t", tool, "json", {"a": 3})
+    assert shapes.observe("s__t", tool, "json", {"a": 4})  # 10+
+    assert not shapes.observe("s__t", tool, "json", {"a": 5})  # same type, same step
+    assert shapes.observe("s__t", tool, "json", {"a": "x"})  # widened
+    assert not shapes.observe("s__u", {"name": "u", "outputSchema": {}}, "json", {})
+    assert shapes.observe("s__v", {"name": "v"}, "json", [1])
+    shapes.observe("s__v", {"name": "v"}, "content", [{"type": "image"}])
+    assert shapes.schema_for("s__v") is None  # content blocks keep ToolResult
+    assert shapes.schema_for("s__t")[INFERRED_KEY] == "10+"
+    tools = shapes.with_inferred("s", [{"name": "t"}, {"name": "v"}])
+    assert "outputSchema" in tools[0] and "outputSchema" not in tools[1]
+
+
+def test_an_inferred_type_is_marked_in_the_module() -> None:
+    schema = learned({"id": 1}) | {INFERRED_KEY: "3"}
+    fragment = render_tool("s", "s", "get", "SGet", {"name": "get", "outputSchema": schema})
+    assert "/** inferred from 3 results: the server declares no outputSchema */" in fragment.types
+    assert "Promise<SGetResult>" in fragment.signature

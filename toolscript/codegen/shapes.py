@@ -1,0 +1,129 @@
+"""Result types learned from real results: the JSON shape of values (never the values), merged
+over samples, as a JSON Schema the TypeScript generator renders.
+
+A shape is ``{"n": samples, "types": {kind: detail}}`` where kind is ``string``, ``number``,
+``boolean``, ``null``, ``object`` (detail: ``{"n": objects seen, "fields": {name: shape}}``)
+or ``array`` (detail: ``{"items": shape or None}``). A field seen in every object is required,
+the rest optional; kinds that differ become a union; array elements are merged. Depth,
+fields per object and elements looked at are capped; past a cap the type is open (unknown).
+
+Inferred types check scripts, they never validate results: every object keeps an index
+signature (``[key: string]: unknown``), so a field no sample had is not a type error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["INFERRED_KEY", "merge", "sample_label", "shape_of", "to_schema"]
+
+INFERRED_KEY = "x-toolscript-inferred"  # on a generated outputSchema: how many results taught it
+MAX_DEPTH = 8
+MAX_FIELDS = 100
+MAX_ELEMENTS = 50
+OPEN = "open"  # a kind for what is past a cap: rendered as unknown
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    return OPEN
+
+
+def shape_of(value: Any, depth: int = 0) -> dict[str, Any]:
+    """The shape of one JSON value."""
+    kind = _kind(value)
+    if depth >= MAX_DEPTH and kind in ("object", "array"):
+        return {"n": 1, "types": {OPEN: {}}}
+    if kind == "object":
+        fields: dict[str, Any] = {}
+        for number, (key, item) in enumerate(value.items()):
+            if number >= MAX_FIELDS:
+                return {"n": 1, "types": {"object": {"n": 1, "fields": fields, "open": True}}}
+            fields[str(key)] = shape_of(item, depth + 1)
+        return {"n": 1, "types": {"object": {"n": 1, "fields": fields}}}
+    if kind == "array":
+        items: dict[str, Any] | None = None
+        for item in value[:MAX_ELEMENTS]:
+            one = shape_of(item, depth + 1)
+            items = merge(items, one)
+        return {"n": 1, "types": {"array": {"items": items}}}
+    return {"n": 1, "types": {kind: {}}}
+
+
+def merge(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Two shapes as one: kinds united, object fields counted, array elements merged."""
+    if a is None or b is None:
+        return b if a is None else a
+    types: dict[str, Any] = {}
+    for kind in {**a["types"], **b["types"]}:
+        left, right = a["types"].get(kind), b["types"].get(kind)
+        if left is None or right is None:
+            types[kind] = left if right is None else right
+        elif kind == "object":
+            names = {**left["fields"], **right["fields"]}
+            fields = {
+                name: merge(left["fields"].get(name), right["fields"].get(name)) for name in names
+            }
+            merged: dict[str, Any] = {"n": left["n"] + right["n"], "fields": fields}
+            if left.get("open") or right.get("open") or len(fields) > MAX_FIELDS:
+                merged["open"] = True
+            types[kind] = merged
+        elif kind == "array":
+            types[kind] = {"items": merge(left["items"], right["items"])}
+        else:
+            types[kind] = {}
+    return {"n": a["n"] + b["n"], "types": types}
+
+
+def same_type(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
+    """Whether two shapes give the same type (counts aside, but what is required)."""
+    return to_schema(a) == to_schema(b)
+
+
+def to_schema(shape: dict[str, Any] | None) -> dict[str, Any]:
+    """The JSON Schema of a shape (no shape: anything)."""
+    if shape is None:
+        return {}
+    members = [_kind_schema(kind, detail) for kind, detail in sorted(shape["types"].items())]
+    if any(member == {} for member in members):
+        return {}
+    return members[0] if len(members) == 1 else {"anyOf": members}
+
+
+def _kind_schema(kind: str, detail: dict[str, Any]) -> dict[str, Any]:
+    if kind == OPEN:
+        return {}
+    if kind == "object":
+        fields = detail["fields"]
+        return {
+            "type": "object",
+            "properties": {name: to_schema(field) for name, field in fields.items()},
+            "required": [name for name, field in fields.items() if field["n"] >= detail["n"]],
+            "additionalProperties": True,
+        }
+    if kind == "array":
+        items = detail["items"]
+        return {"type": "array", "items": to_schema(items)} if items else {"type": "array"}
+    return {"type": kind}
+
+
+def sample_label(samples: int) -> str:
+    """How many results taught a type, in steps (1-9, then 10+, 100+...): the module changes
+    when the type or the step does, not with every call."""
+    if samples < 10:
+        return str(samples)
+    step = 10
+    while samples >= step * 10:
+        step *= 10
+    return f"{step}+"

@@ -1,0 +1,106 @@
+"""Result types learned from the results the gateway proxies, for tools with no outputSchema.
+
+Only shapes are kept (``codegen/shapes.py``), never values, in ``result-shapes.json`` in the
+project's state directory (0600). A result whose shape changes the type (or the step of its
+sample count) asks for a types build; the generated module then gives the tool that type,
+marked as inferred, in place of ``ToolResult``. Results of several text blocks or of
+non-text content keep ``ToolResult``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from toolscript.codegen.shapes import INFERRED_KEY, merge, sample_label, shape_of, to_schema
+from toolscript.privatefile import write_private
+
+__all__ = ["ResultShapes"]
+
+log = logging.getLogger("toolscript.inferred")
+
+FILE_NAME = "result-shapes.json"
+_RECORDED = frozenset({"structured", "json", "text", "empty"})  # result shapes with a type
+OPAQUE = {"opaque": True}
+
+
+class ResultShapes:
+    """The shapes of each tool's results, by ``server__tool``."""
+
+    def __init__(self, state_dir: Path | None, enabled: bool = True) -> None:
+        self.path = state_dir / FILE_NAME if state_dir is not None else None
+        self.enabled = enabled
+        self.shapes: dict[str, dict[str, Any]] = self._load() if enabled else {}
+        self._schemas: dict[str, dict[str, Any]] = {}
+        self.dirty = False
+
+    def _load(self) -> dict[str, dict[str, Any]]:
+        if self.path is None:
+            return {}
+        try:
+            found = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            log.warning("%s is unreadable (%s); result types are learned again", self.path, exc)
+            return {}
+        return found if isinstance(found, dict) else {}
+
+    def observe(self, qualified: str, tool: dict[str, Any], kind: str, value: Any) -> bool:
+        """Note one successful result; True when the tool's inferred type changed."""
+        if not self.enabled or tool.get("outputSchema") is not None:
+            return False
+        old = self.shapes.get(qualified)
+        if old is not None and old.get("opaque"):
+            return False
+        self.dirty = True
+        if kind not in _RECORDED:
+            self.shapes[qualified] = OPAQUE
+            self._schemas.pop(qualified, None)
+            return old is not None
+        new = merge(old, shape_of(value))
+        assert new is not None
+        self.shapes[qualified] = new
+        before = self._schemas.get(qualified)
+        if before is None and old is not None:
+            before = self._schema(old)
+        after = self._schema(new)
+        self._schemas[qualified] = after
+        return before != after
+
+    @staticmethod
+    def _schema(shape: dict[str, Any]) -> dict[str, Any]:
+        schema = to_schema(shape)
+        return schema | {INFERRED_KEY: sample_label(shape["n"])} if schema else {}
+
+    def schema_for(self, qualified: str) -> dict[str, Any] | None:
+        """The inferred outputSchema of a tool (None: nothing learned, or no type to give)."""
+        if not self.enabled:
+            return None
+        found = self._schemas.get(qualified)
+        if found is None:
+            shape = self.shapes.get(qualified)
+            if shape is None or shape.get("opaque"):
+                return None
+            found = self._schemas[qualified] = self._schema(shape)
+        return found or None
+
+    def with_inferred(self, server: str, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A server's tools with inferred outputSchemas where they declare none."""
+        if not self.enabled or not self.shapes:
+            return tools
+        return [
+            tool
+            if tool.get("outputSchema") is not None
+            or (schema := self.schema_for(f"{server}__{tool['name']}")) is None
+            else tool | {"outputSchema": schema}
+            for tool in tools
+        ]
+
+    def save(self) -> None:
+        if self.path is None or not self.dirty:
+            return
+        self.dirty = False
+        write_private(self.path, json.dumps(self.shapes, separators=(",", ":")))
