@@ -79,10 +79,10 @@ def test_types_are_learned_from_results_and_widened_never_wrong(tmp_path: Path) 
         for variant in (1, 2):
             ran = exec_code(tmp_path, typed.replace("VARIANT", str(variant)))
             assert ran.returncode == 0, ran.stderr  # never a false type error
-        widened = wait_for(tmp_path, "records.shape_shifter", "inferred from 4 results")
-        assert "inferred from 4 results" in widened, widened
+        widened = wait_for(tmp_path, "records.shape_shifter", "a: null | number | string;")
+        assert "inferred from 3+ results" in widened, widened
         assert "b?: number[];" in widened and "tag?: string;" in widened
-        assert "null" in widened and "string" in widened  # a: null | number | string
+        assert "a: null | number | string;" in widened
         # The shapes file holds shapes, never values.
         from toolscript.paths import project_state_dir
 

@@ -118,12 +118,13 @@ def _kind_schema(kind: str, detail: dict[str, Any]) -> dict[str, Any]:
     return {"type": kind}
 
 
+_STEPS = (1000, 300, 100, 30, 10, 3)
+
+
 def sample_label(samples: int) -> str:
-    """How many results taught a type, in steps (1-9, then 10+, 100+...): the module changes
-    when the type or the step does, not with every call."""
-    if samples < 10:
-        return str(samples)
-    step = 10
-    while samples >= step * 10:
-        step *= 10
-    return f"{step}+"
+    """How many results taught a type, in steps (1, 2, 3+, 10+, 30+, 100+, 300+, 1000+): the
+    module changes when the type or the step does, not with every call."""
+    for step in _STEPS:
+        if samples >= step:
+            return f"{step}+"
+    return str(samples)

@@ -166,6 +166,7 @@ class Gateway:
         self.checker = WarmChecker() if warm_checker else None
         self._checker_scope: anyio.CancelScope | None = None
         self._decisions: dict[tuple[str, str], str] = {}
+        self._types_learned = False  # an inferred result type changed since the last build
         state_dir = project_state_dir(config.project_dir)
         self.shapes = ResultShapes(state_dir, enabled=infer_results and config.infer_results)
         runlog = RunLog(
@@ -241,6 +242,9 @@ class Gateway:
                 tasks.start_soon(self.runs.run_flusher)
                 while True:
                     await anyio.sleep(1.0)
+                    if self._types_learned:
+                        self._types_learned = False
+                        self._rebuild.set()
                     await self._save_shapes()
 
     async def _save_shapes(self) -> None:
@@ -597,7 +601,7 @@ class Gateway:
         result = await upstream.call_tool(tool_name, arguments)
         shape, value = tool_result(qualified, result)
         if self.shapes.enabled and self.shapes.observe(qualified, tool, shape, value):
-            self._rebuild.set()  # the tool's inferred result type changed
+            self._types_learned = True  # built within a second, with whatever else is learned
         return shape, value
 
     # -- reporting -----------------------------------------------------------
