@@ -21,7 +21,8 @@ Code mode for the user's MCP servers: call their tools from one TypeScript progr
 3. execute(code): `import { tools } from "toolscript";`, await the calls (Promise.all runs
    them in parallel), filter in code, `return` only what you need (it comes back as JSON).
    The code is type-checked first; a failed call throws ToolError. No files, network or
-   environment: the script reaches only the tools.
+   environment: the script reaches only the tools. A call that needs the user's approval
+   stops the run: tell the user the approve command it names, never run it yourself.
 list_servers() says which servers are connected."""
 
 _SEARCH_HIT = {
