@@ -59,6 +59,18 @@ def exec_script(directory: Path, code: str, *args: str) -> subprocess.CompletedP
     return toolscript_cli("exec", *args, str(script), cwd=directory)
 
 
+def face_parameters(gateway: GatewayProcess) -> Any:
+    """``toolscript mcp`` for the gateway's project, as an MCP client starts it."""
+    from mcp import StdioServerParameters
+
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolscript", "mcp", "--config", str(gateway.config_path)],
+        cwd=str(gateway.directory),
+        env=clean_env(),
+    )
+
+
 def run_id_of(stderr: str) -> str:
     marker = "toolscript approve "
     start = stderr.index(marker) + len(marker)
@@ -355,16 +367,11 @@ def test_runs_list_in_a_fresh_project(tmp_path: Path) -> None:
 def test_the_mcp_face_asks_through_elicitation_or_says_how_to_approve(project: Any) -> None:
     import anyio
     import mcp_types
-    from mcp import ClientSession, StdioServerParameters
+    from mcp import ClientSession
     from mcp.client.stdio import stdio_client
 
     gateway, journal = project
-    parameters = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "toolscript", "mcp", "--config", str(gateway.config_path)],
-        cwd=str(gateway.directory),
-        env=clean_env(),
-    )
+    parameters = face_parameters(gateway)
     asked: list[str] = []
 
     async def approve(context: Any, params: Any) -> mcp_types.ElicitResult:
@@ -493,16 +500,11 @@ def test_local_tools_take_annotations_from_their_decorator_and_the_policy(
 
 def test_the_mcp_face_keeps_cut_output_as_a_resource(project: Any) -> None:
     import anyio
-    from mcp import ClientSession, StdioServerParameters
+    from mcp import ClientSession
     from mcp.client.stdio import stdio_client
 
     gateway, _journal = project
-    parameters = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "toolscript", "mcp", "--config", str(gateway.config_path)],
-        cwd=str(gateway.directory),
-        env=clean_env(),
-    )
+    parameters = face_parameters(gateway)
     code = (
         "return { rows: Array.from({ length: 60000 }, (_, i) => ({ id: i, name: `row ${i}` })) };"
     )

@@ -17,7 +17,15 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-__all__ = ["KEEP", "MAX_BYTES", "json_preview", "output_file", "preview", "prune_outputs"]
+__all__ = [
+    "KEEP",
+    "MAX_BYTES",
+    "json_preview",
+    "open_output",
+    "output_file",
+    "preview",
+    "prune_outputs",
+]
 
 KEEP = 20
 MAX_BYTES = 512 * 1024 * 1024
@@ -29,15 +37,17 @@ def output_file(state_dir: Path, run_id: str) -> Path:
     return state_dir / "runs" / run_id / "output.txt"
 
 
-def open_private(path: Path) -> Any:
-    """``path`` opened for binary writing, readable by its user only (its folder 0700)."""
+def open_output(path: Path) -> Any:
+    """A run's output file (``output_file``) opened for binary writing, readable by its user
+    only (its folder 0700), once the outputs of older runs past the retention are dropped."""
+    prune_outputs(path.parent.parent, keep=KEEP - 1)  # with this one: KEEP
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
 
 
-def prune_outputs(state_dir: Path, keep: int = KEEP, max_bytes: int = MAX_BYTES) -> None:
-    """Drop the oldest run directories past ``keep`` or past ``max_bytes`` in all."""
-    root = state_dir / "runs"
+def prune_outputs(root: Path, keep: int = KEEP, max_bytes: int = MAX_BYTES) -> None:
+    """Drop the oldest run directories of ``root`` (the state's ``runs`` folder) past ``keep``
+    or past ``max_bytes`` in all."""
     try:
         folders = sorted(
             (entry for entry in root.iterdir() if entry.is_dir()),

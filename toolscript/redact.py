@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["redact", "redact_value", "secret_name"]
+__all__ = ["holds_secret", "redact", "redact_value", "secret_name"]
 
 _MIN_SECRET_LENGTH = 4  # shorter values ("1", "on") would mangle ordinary text
 _MIN_PART_LENGTH = 8  # servers print the start of a token ("using key ghp_abc1..."): hidden too
@@ -21,6 +21,13 @@ def redact(text: str, secrets: Iterable[str]) -> str:
         if len(secret) > _MIN_PART_LENGTH:
             text = _redact_starts(text, secret)
     return text
+
+
+def holds_secret(text: str | bytes, secrets: Iterable[str]) -> bool:
+    """Whether ``text`` holds one of ``secrets`` whole (those long enough to redact)."""
+    if isinstance(text, bytes):
+        return any(s.encode() in text for s in secrets if len(s) >= _MIN_SECRET_LENGTH)
+    return any(s in text for s in secrets if len(s) >= _MIN_SECRET_LENGTH)
 
 
 def _redact_starts(text: str, secret: str) -> str:

@@ -23,20 +23,25 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sqlite3
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "RunLog", "runlog_path"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "RunLog", "new_run_id", "runlog_path"]
 
 FILE_NAME = "runs.sqlite"
 
 
 def runlog_path(state_dir: Path) -> Path:
     return state_dir / FILE_NAME
+
+
+def new_run_id() -> str:
+    """Sortable by time, short enough to type: ``20261124-101500-3f9a1c``."""
+    return time.strftime("%Y%m%d-%H%M%S-", time.localtime()) + secrets.token_hex(3)
 
 
 def _version_1(db: Any) -> None:
@@ -117,6 +122,8 @@ class RunLog:
         self._ready = False
 
     def _connect(self) -> Any:
+        import sqlite3
+
         import sqlite_utils
 
         fresh = not self.path.exists()

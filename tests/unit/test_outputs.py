@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from toolscript.outputs import json_preview, open_private, output_file, preview, prune_outputs
+from toolscript.outputs import json_preview, open_output, output_file, preview, prune_outputs
 
 
 def test_a_json_preview_is_valid_json_with_counts_of_what_was_left_out() -> None:
@@ -41,14 +41,14 @@ def test_text_previews_the_first_lines() -> None:
 def test_kept_outputs_are_private_and_bounded(tmp_path: Path) -> None:
     for number in range(5):
         path = output_file(tmp_path, f"run{number}")
-        with open_private(path) as kept:
+        with open_output(path) as kept:
             kept.write(b"x" * 1000)
         stamp = time.time() - 100 + number
         os.utime(path.parent, (stamp, stamp))
     assert output_file(tmp_path, "run0").stat().st_mode & 0o077 == 0
-    prune_outputs(tmp_path, keep=3)
+    prune_outputs(tmp_path / "runs", keep=3)
     left = sorted(p.name for p in (tmp_path / "runs").iterdir())
     assert left == ["run2", "run3", "run4"]
-    prune_outputs(tmp_path, keep=10, max_bytes=2500)
+    prune_outputs(tmp_path / "runs", keep=10, max_bytes=2500)
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["run3", "run4"]
     assert not output_file(tmp_path, "never-written").parent.exists()

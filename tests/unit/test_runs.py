@@ -203,7 +203,7 @@ def book(tmp_path: Path, telemetry: Any = None) -> RunBook:
     return RunBook(
         RunLog(tmp_path / "runs.sqlite"),
         lambda: ("topsecret-value",),
-        lambda server, tool: decisions.get(f"{server}__{tool}", "allow"),
+        lambda qualified: decisions.get(qualified, "allow"),
         telemetry,
     )
 

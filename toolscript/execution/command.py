@@ -114,6 +114,7 @@ def run_exec(
     from toolscript.execution.lifeline import Lifeline
     from toolscript.execution.locate import gateway_for_run, uses_gateway
     from toolscript.execution.sandbox import Limits, run_toolscript
+    from toolscript.runlog import new_run_id
 
     from_run = resume is not None and code is None and file is None
     script = Script("", "") if from_run else _read_script(code, file)
@@ -143,7 +144,7 @@ def run_exec(
                 limits=limits,
                 cwd=Path.cwd(),
                 stdin_available=code != "-",
-                spill=_spill_file(config, _local_run_id()),
+                spill=_spill_file(config, new_run_id()),
             )
         return _run_in_gateway(
             script,
@@ -161,22 +162,11 @@ def run_exec(
 
 
 def _spill_file(config: str | None, run_id: str) -> Path:
-    """Where a run's whole output goes when it passes --max-output (made only then); older
-    runs' outputs past the retention are dropped now."""
-    from toolscript.outputs import output_file, prune_outputs
+    """Where a run's whole output goes when it passes --max-output (made only then)."""
+    from toolscript.outputs import output_file
     from toolscript.paths import find_config_path, project_state_dir
 
-    state = project_state_dir(find_config_path(config).parent)
-    prune_outputs(state)
-    return output_file(state, run_id)
-
-
-def _local_run_id() -> str:
-    """An id for a run no gateway saw (a script that calls no tool)."""
-    import secrets
-    import time
-
-    return time.strftime("%Y%m%d-%H%M%S-", time.localtime()) + secrets.token_hex(3)
+    return output_file(project_state_dir(find_config_path(config).parent), run_id)
 
 
 def _run_in_gateway(

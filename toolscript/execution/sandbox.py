@@ -312,9 +312,9 @@ class _SpillingPump(_Pump):
             self.printed += data
             self._write(data)
             return b""
-        from toolscript.outputs import open_private
+        from toolscript.outputs import open_output
 
-        self.file = open_private(self.spill)
+        self.file = open_output(self.spill)
         self.file.write(bytes(self.printed))
         return data
 

@@ -174,7 +174,12 @@ class Gateway:
             keep=config.runs.keep,
             max_bytes=int(config.runs.max_megabytes * 1024 * 1024),
         )
-        self.runs = RunBook(runlog, lambda: self.config.secrets, self.decision, telemetry)
+        self.runs = RunBook(
+            runlog,
+            lambda: self.config.secrets,
+            lambda qualified: self.decision(*split_tool_name(qualified)),
+            telemetry,
+        )
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Gateway]:

@@ -43,8 +43,8 @@ from toolscript.errors import (
     TooManyCallsError,
     UsageError,
 )
-from toolscript.redact import redact, redact_value
-from toolscript.runlog import RunLog
+from toolscript.redact import holds_secret, redact, redact_value
+from toolscript.runlog import RunLog, new_run_id
 
 __all__ = ["DEFAULT_MAX_CALLS", "PROMPT_LIMIT", "Run", "RunBook", "approve_commands"]
 
@@ -131,9 +131,7 @@ class Run:
         """The run's record; the script only while it waits for approval (``--resume`` runs
         it again), and never when a configured secret is written in it."""
         stopped = self.stopped.to_dict() if self.stopped is not None else None
-        keep_script = self.status == "awaiting_approval" and not any(
-            secret in self.script for secret in known if len(secret) >= 4
-        )
+        keep_script = self.status == "awaiting_approval" and not holds_secret(self.script, known)
         return {
             "id": self.id,
             "script_hash": self.script_hash,
@@ -157,7 +155,7 @@ class RunBook:
         self,
         runlog: RunLog,
         secrets_of: Callable[[], tuple[str, ...]],
-        decision: Callable[[str, str], str],
+        decision: Callable[[str], str],  # server__tool -> allow, ask or deny
         telemetry: Any = None,
     ) -> None:
         self.runlog = runlog
@@ -205,7 +203,7 @@ class RunBook:
         elif script_hash:
             previous = await anyio.to_thread.run_sync(self.runlog.resumable, script_hash)
         run = Run(
-            id=_new_id(),
+            id=new_run_id(),
             token="r" + secrets.token_urlsafe(24),
             script_hash=script_hash,
             origin=origin,
@@ -307,7 +305,7 @@ class RunBook:
                     outcome = "replayed"
                     status, shape, body = answered
                     return answered
-            if self._decision(*_split(qualified)) == "ask":
+            if self._decision(qualified) == "ask":
                 key = key or digest(qualified, arguments)
                 await self._approval(run, seq, qualified, arguments, key)
             shape, value = await make(qualified, arguments)
@@ -533,21 +531,11 @@ def _kept(entry: dict[str, Any], run_id: str, known: tuple[str, ...]) -> dict[st
     """An answer as the log keeps it for a resume: a configured secret in a result is kept
     as ``***`` (the log holds none), which is what the resumed script then sees."""
     body: bytes = entry["body"]
-    if any(secret.encode() in body for secret in known if len(secret) >= 4):
+    if holds_secret(body, known):
         body = redact(body.decode("utf-8", "replace"), known).encode()
     kept = {key: value for key, value in entry.items() if key != "arguments"}
     key = entry["digest"] or digest(entry["tool"], entry["arguments"])
     return kept | {"run_id": run_id, "body": body, "digest": key}
-
-
-def _split(qualified: str) -> tuple[str, str]:
-    server, _, tool = qualified.partition("__")
-    return server, tool
-
-
-def _new_id() -> str:
-    """Sortable by time, short enough to type: ``20261124-0612-3f9a1c``."""
-    return time.strftime("%Y%m%d-%H%M%S-", time.localtime()) + secrets.token_hex(3)
 
 
 def _call_row(record: dict[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
