@@ -29,6 +29,8 @@ HTTP response with ``status_code``::
     │   ├── CallRefusedError                     the user answered "no" to the prompt
     │   ├── ReplayDivergedError         exit 121 a resumed run asked for another call
     │   └── TooManyCallsError           exit 122 the run made more calls than --max-calls
+    ├── ScriptExistsError               HTTP 409 a saved script of that name exists (save --force)
+    ├── ScriptCheckError                HTTP 422 a script to save does not type-check
     ├── SearchError                     HTTP 503 search could not use its embedding model
     │   ├── SemanticUnavailable                  the semantic extra or the model is missing
     │   └── EmbedderFailed                       the embedding worker failed or stopped
@@ -58,6 +60,8 @@ __all__ = [
     "ReplayDivergedError",
     "RequestError",
     "RequestTooLargeError",
+    "ScriptCheckError",
+    "ScriptExistsError",
     "SearchError",
     "SemanticUnavailable",
     "ServerNotFoundError",
@@ -333,6 +337,29 @@ class TooManyCallsError(PolicyError):
 
 class ExecutionError(ToolscriptError):
     """A toolscript could not be run."""
+
+
+class ScriptExistsError(ToolscriptError):
+    """A saved script of that name exists, and the save did not say --force."""
+
+    status_code = 409
+    kind = "script_exists"
+
+
+class ScriptCheckError(ToolscriptError):
+    """A script to save does not type-check (or is not a default-exported function)."""
+
+    status_code = 422
+    kind = "script_does_not_check"
+
+    def __init__(self, message: str, *, errors: Sequence[str], hint: str | None = None) -> None:
+        super().__init__(message, hint=hint or "fix the errors, then save it again")
+        self.errors = list(errors)
+
+    def to_dict(self) -> dict[str, Any]:
+        body = super().to_dict()
+        body["errors"] = self.errors
+        return body
 
 
 class SearchError(ToolscriptError):

@@ -237,12 +237,29 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
             print_rows(["server", "state", "tools", "error"], rows)
         for warning in health.get("warnings", []):
             sys.stdout.write(f"warning: {warning}\n")
+        _print_scripts(health.get("scripts") or {})
         config_error = (health.get("config") or {}).get("error")
         if config_error:
             sys.stdout.write(
                 f"config: error, the previous configuration still serves: {config_error}\n"
             )
     raise typer.Exit(0 if healthy else 3)
+
+
+def _print_scripts(scripts: dict[str, Any]) -> None:
+    """Saved scripts, and every error of those that no longer type-check."""
+    saved, broken = scripts.get("saved", 0), scripts.get("broken") or {}
+    if not saved:
+        return
+    sys.stdout.write(
+        f"saved scripts: {saved}"
+        + (f", {len(broken)} broken (left out of the module; kept on disk)" if broken else "")
+        + "\n"
+    )
+    for name, errors in broken.items():
+        sys.stdout.write(f"  {name}:\n" + "".join(f"    {error}\n" for error in errors))
+    for warning in scripts.get("warnings") or []:
+        sys.stdout.write(f"warning: {warning}\n")
 
 
 def _checker_line(checker: dict[str, Any]) -> str:

@@ -24,6 +24,8 @@ Examples:
   toolscript get-types github create_issue
   toolscript exec 'import { tools } from "toolscript"; return await tools.github.listIssues({})'
   toolscript script.ts                  # run a file
+  toolscript save weeklyReport report.ts   # keep it as a saved script (toolscripts/)
+  toolscript run weeklyReport --input '{"team": "infra"}'
   toolscript gateway status --json | jq .servers
   toolscript mcp                        # serve code mode to any MCP client over stdio
   toolscript auth sentry                # sign in to a server that uses OAuth
@@ -83,6 +85,7 @@ def _register() -> None:
         gateway,
         mcp,
         runs,
+        scripts,
         search,
         servers,
         tools,
@@ -95,6 +98,9 @@ def _register() -> None:
     app.command("get-types")(types.get_types)
     app.command("search")(search.search)
     app.command("exec")(exec.exec_command)
+    app.command("save")(scripts.save_command)
+    app.command("list-scripts")(scripts.list_scripts)
+    app.command("run")(scripts.run_command)
     app.command("trust")(trust.trust_command)
     app.command("mcp")(mcp.mcp_command)
     app.command("auth")(auth.auth_command)

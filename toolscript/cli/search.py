@@ -85,8 +85,10 @@ def search(
         answer: dict[str, Any] = client.get_json("/search", **params)
         hits = answer["hits"]
         if output == Output.types and hits and not as_json:
-            names = ",".join(hit["name"] for hit in hits)
-            typer.echo(render_markdown(client.get_json("/types", names=names)), nl=False)
+            names = ",".join(hit["name"] for hit in hits if hit.get("kind") != "script")
+            if names:
+                typer.echo(render_markdown(client.get_json("/types", names=names)), nl=False)
+            _print_script_hits(hits)
             _note_mode(answer)
             return
     if as_json:
@@ -101,8 +103,23 @@ def search(
         return
     print_rows(
         ["server", "tool", "score", "description"],
-        [[hit["server"], hit["tool"], f"{hit['score']:.2f}", hit["description"]] for hit in hits],
+        [[_server(hit), hit["tool"], f"{hit['score']:.2f}", hit["description"]] for hit in hits],
     )
+
+
+def _server(hit: dict[str, Any]) -> str:
+    """A hit's server column: a saved script has none."""
+    return "(script)" if hit.get("kind") == "script" else str(hit["server"])
+
+
+def _print_script_hits(hits: list[dict[str, Any]]) -> None:
+    """Saved scripts among the hits, as they are called (types come from list-scripts)."""
+    scripts = [hit for hit in hits if hit.get("kind") == "script"]
+    if not scripts:
+        return
+    typer.echo('\nSaved scripts (`import { scripts } from "toolscript"`):\n')
+    for hit in scripts:
+        typer.echo(f"- {hit['description']}\n  `{hit['call']}`")
 
 
 def _print_explained(answer: dict[str, Any]) -> None:
@@ -124,7 +141,7 @@ def _print_explained(answer: dict[str, Any]) -> None:
     for hit in answer["hits"]:
         why = hit.get("explain") or {}
         row = [
-            hit["server"],
+            _server(hit),
             hit["tool"],
             f"{hit['score']:.2f}",
             part(why.get("keyword")),

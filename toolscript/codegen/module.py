@@ -23,6 +23,7 @@ __all__ = [
     "render_module",
     "render_tool",
     "runtime_source",
+    "scripts_section",
 ]
 
 
@@ -302,3 +303,36 @@ def _example_string(schema: dict[str, Any], name: str) -> str:
         if hint in lowered:
             return value
     return f"<{name or 'value'}>"
+
+
+def scripts_section(module: str, scripts: list[tuple[str, str, str]]) -> str:
+    """The ``scripts`` object to append to ``module``: each saved script, given as
+    ``(name, description, digest)``, typed as its default export and imported when first
+    called (so a saved script may use ``scripts`` and the tools at its top level).
+
+    The digests are in the text, so the module's hash changes with any script's source.
+    """
+    taken = set(_DECLARED.findall(module))
+    interface = first_free("Scripts", taken)
+    lines = [
+        "// Saved scripts (the project's toolscripts/ folder): `await scripts.name({ ... })`.",
+        *(f"// {name} {digest}" for name, _, digest in scripts),
+        f"export interface {interface} {{",
+    ]
+    members = []
+    for name, description, _ in scripts:
+        doc = doc_comment([description], "  ") if description else ""
+        lines.append(f'{doc}  {name}: typeof import("toolscript/scripts/{name}.ts").default;')
+        members.append(
+            f"  {name}: ((...args: Parameters<{interface}[{json.dumps(name)}]>) =>\n"
+            f'    import("toolscript/scripts/{name}.ts").then((m) => m.default(...args))'
+            f") as {interface}[{json.dumps(name)}],"
+        )
+    lines.append("}")
+    body = "\n".join(members)
+    lines.append(
+        f"export const scripts: {interface} = {{\n{body}\n}};"
+        if members
+        else f"export const scripts: {interface} = {{}};"
+    )
+    return "\n" + "\n".join(lines) + "\n"

@@ -24,6 +24,7 @@ __all__ = [
     "exec_parser",
     "fast_exec",
     "run_exec",
+    "saved_script_call",
 ]
 
 DEFAULT_TIMEOUT = 300.0
@@ -108,16 +109,21 @@ def run_exec(
     max_calls: int = DEFAULT_MAX_CALLS,
     resume: str | None = None,
     trace: bool = False,
+    saved: str | None = None,
 ) -> int:
     """Read the script, find (or start) a gateway, run the script as a run of the gateway
-    (see ``execution/runs.py``); the exit code."""
+    (see ``execution/runs.py``); the exit code. With ``saved``, ``code`` calls that saved
+    script (``saved_script_call``), which must be in the gateway's module."""
     from toolscript.execution.lifeline import Lifeline
     from toolscript.execution.locate import gateway_for_run, uses_gateway
     from toolscript.execution.sandbox import Limits, run_toolscript
     from toolscript.runlog import new_run_id
 
     from_run = resume is not None and code is None and file is None
-    script = Script("", "") if from_run else _read_script(code, file)
+    if saved is not None:
+        script = Script(code or "", f"<run {saved}>.ts", "run.ts")
+    else:
+        script = Script("", "") if from_run else _read_script(code, file)
     limits = Limits(timeout=timeout, memory_mb=memory, max_output=max_output)
     with (
         Lifeline() as lifeline,
@@ -129,6 +135,8 @@ def run_exec(
             code=script.code,
         ) as (url, module_hash),
     ):
+        if saved is not None:
+            _require_saved(url, saved)
         if from_run:
             from toolscript.execution.runs import stopped_script
 
@@ -239,6 +247,50 @@ def _run_in_gateway(
         sys.stderr.write(stopped[0])
         return stopped[1]
     return code
+
+
+def saved_script_call(name: str, input_text: str) -> str:
+    """A script calling saved script ``name`` with ``input_text`` (a JSON object): its
+    return value is printed. The type check of the call checks the input."""
+    import json
+
+    from toolscript.savedscripts import check_name
+
+    check_name(name)
+    try:
+        value = json.loads(input_text)
+    except ValueError as exc:
+        raise UsageError(f"the input is not JSON: {exc}", hint="give a JSON object") from None
+    if not isinstance(value, dict):
+        raise UsageError("the input must be a JSON object (the script's one argument)")
+    literal = json.dumps(value, ensure_ascii=False, indent=2)
+    return f'import {{ scripts }} from "toolscript";\nreturn await scripts.{name}({literal});\n'
+
+
+def _require_saved(url: str, name: str) -> None:
+    """A clear error for a saved script the gateway's module does not offer."""
+    import json
+
+    from toolscript.errors import ExecutionError, NotFoundError
+    from toolscript.execution.locate import gateway_request
+
+    body = gateway_request(url, "/scripts", 30.0, answers=True)
+    listing = json.loads(body) if body else {}
+    scripts = {s["name"]: s for s in listing.get("scripts", [])}
+    if name not in scripts:
+        import difflib
+
+        raise NotFoundError(
+            f"no saved script named {name} in {listing.get('directory', 'toolscripts/')}",
+            suggestions=difflib.get_close_matches(name, list(scripts), n=3),
+            hint=None if scripts else "save one with `toolscript save NAME FILE.ts`",
+        )
+    if scripts[name]["status"] == "broken":
+        errors = "\n".join(f"  {e}" for e in scripts[name]["errors"])
+        raise ExecutionError(
+            f"saved script {name} does not type-check against the current tools:\n{errors}",
+            hint="fix it and save it again with `toolscript save --force`",
+        )
 
 
 class _Refused(Exception):

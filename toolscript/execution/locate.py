@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from toolscript.errors import ExecutionError, GatewayResponseError, GatewayUnreachableError
 from toolscript.gateway.state import ready_gateway_state
 from toolscript.paths import find_config_path, module_cache_file, project_cache_dir
-from toolscript.privatefile import write_private
+from toolscript.savedscripts import write_module
 
 __all__ = [
     "NO_GATEWAY_URL",
@@ -68,7 +68,17 @@ def module_file(url: str, digest: str, timeout: float = 30.0) -> Path:
     body = gateway_request(url, f"/runtime/tools.ts?_t={digest}", timeout)
     if body is None:
         raise GatewayUnreachableError("the gateway stopped answering while its module was read")
-    return write_private(path, body)
+    scripts: dict[str, str] = {}
+    if b'"toolscript/scripts/' in body:  # it offers saved scripts: their copies go beside it
+        answer = gateway_request(url, f"/runtime/scripts.json?_t={digest}", timeout)
+        listing = json.loads(answer) if answer else {}
+        if listing.get("hash") != digest:
+            raise GatewayUnreachableError(
+                "the gateway's saved scripts changed while its module was read",
+                hint="run the script again",
+            )
+        scripts = {str(k): str(v) for k, v in listing["scripts"].items()}
+    return write_module(path, body.decode("utf-8"), scripts)
 
 
 def gateway_request(

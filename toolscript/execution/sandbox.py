@@ -30,6 +30,7 @@ from toolscript.execution.source import PreparedSource, SourceMap, prepare
 from toolscript.paths import user_cache_dir
 from toolscript.privatefile import write_private
 from toolscript.processes import signal_quietly
+from toolscript.savedscripts import module_imports
 
 __all__ = [
     "EXIT_MEMORY",
@@ -540,6 +541,7 @@ def run_toolscript(
     }
     if module is not None:
         imports[module.as_uri()] = module.as_uri()
+        imports.update(module_imports(module))  # the saved scripts it offers
     import_map = {"imports": imports}
     map_path = write_private(
         user_cache_dir() / "run" / f"importmap-{os.getpid()}-{threading.get_ident()}.json",

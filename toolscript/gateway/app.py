@@ -6,6 +6,9 @@
 ``POST /tools/{server}__{tool}``    call a tool; JSON arguments in, result per ``results.py`` out
 ``GET  /runtime/tools.ts``          the generated TypeScript client (``?server=&tool=`` narrow it)
 ``GET  /runtime/hash``              the module's content hash
+``GET  /runtime/scripts.json``      the saved scripts the module offers: ``{hash, scripts}``
+``GET  /scripts``                   every saved script: signature, status, errors
+``POST /scripts``                   save one: ``{name, code, description?, force?}``, checked first
 ``POST /runtime/check``             type-check a prepared script with the warm checker
 ``GET  /search?q=&limit=&threshold=&server=&mode=&explain=``  ranked tools
 ``GET  /types?server=&tool=``       declarations and usage examples (for get-types)
@@ -353,6 +356,28 @@ def build_app(gateway: Gateway) -> Litestar:
         """The content hash of the whole module (what ``exec`` uses as ``_t``)."""
         return {"hash": gateway.artifacts.module_hash}
 
+    @get("/runtime/scripts.json", sync_to_thread=False)
+    def runtime_scripts() -> dict[str, Any]:
+        """The sources of the saved scripts the module offers, with the module's hash."""
+        return {"hash": gateway.artifacts.module_hash, "scripts": gateway.script_sources()}
+
+    @get("/scripts", sync_to_thread=False)
+    def saved_scripts() -> dict[str, Any]:
+        """Every saved script: its signature, description, and errors when it is broken."""
+        return gateway.scripts_listing()
+
+    @post("/scripts", status_code=201)
+    async def save_script(request: Request[Any, Any, Any]) -> dict[str, Any]:
+        """Save a script in the project's toolscripts/ folder when it type-checks."""
+        body = _json_object(await request.body())
+        name, code = body.get("name"), body.get("code")
+        description = body.get("description")
+        if not isinstance(name, str) or not isinstance(code, str):
+            raise UsageError("expected a JSON object with strings name and code")
+        if description is not None and not isinstance(description, str):
+            raise UsageError("description must be a string")
+        return await gateway.save_script(name, code, description, bool(body.get("force")))
+
     @post("/runtime/check", status_code=200)
     async def runtime_check(request: Request[Any, Any, Any]) -> dict[str, str]:
         """The warm checker's verdict on a script exec prepared: ``{"code", "path", "module",
@@ -403,6 +428,7 @@ def build_app(gateway: Gateway) -> Litestar:
             adaptive=fusion == "adaptive",
         )
         calls = _calls(gateway)
+        calls.update(gateway.script_calls())
         return {
             "query": q,
             "mode": used,
@@ -468,6 +494,9 @@ def build_app(gateway: Gateway) -> Litestar:
             run_script,
             end_run,
             runtime_check,
+            runtime_scripts,
+            saved_scripts,
+            save_script,
             search,
             types,
         ],

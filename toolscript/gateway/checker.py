@@ -35,6 +35,7 @@ from toolscript.errors import ExecutionError
 from toolscript.paths import module_cache_file, user_cache_dir
 from toolscript.privatefile import write_private
 from toolscript.processes import signal_quietly, stop_process_async
+from toolscript.savedscripts import module_imports, write_module
 
 __all__ = [
     "CheckVerdict",
@@ -253,7 +254,8 @@ class WarmChecker:
 
     def __init__(self) -> None:
         self.root = user_cache_dir() / "checker"
-        self._wanted: tuple[str, str] | None = None  # (module hash, module text)
+        # (module hash, module text, saved scripts it offers by name)
+        self._wanted: tuple[str, str, dict[str, str]] | None = None
         self._wake = asyncio.Event()
         self._server: _LanguageServer | None = None
         self._module: str | None = None  # the hash the running server checks against
@@ -273,10 +275,12 @@ class WarmChecker:
             "checks": self.checks,  # scripts it answered for (passed or failed)
         }
 
-    def module_changed(self, module_hash: str, module: str) -> None:
+    def module_changed(
+        self, module_hash: str, module: str, scripts: dict[str, str] | None = None
+    ) -> None:
         """The gateway built a new module: a server for it replaces the current one."""
         if self._wanted is None or self._wanted[0] != module_hash:
-            self._wanted = (module_hash, module)
+            self._wanted = (module_hash, module, scripts or {})
             self._wake.set()
 
     async def run(self) -> None:
@@ -315,12 +319,12 @@ class WarmChecker:
         if server is not None:
             await server.close()
 
-    async def _replace(self, module_hash: str, module: str) -> bool:
+    async def _replace(self, module_hash: str, module: str, scripts: dict[str, str]) -> bool:
         self.state = "starting"
         started = time.perf_counter()
         await self._stop_server()
         try:
-            server = await self._start(module_hash, module)
+            server = await self._start(module_hash, module, scripts)
         except (OSError, ConnectionError, TimeoutError, ExecutionError, _Unsure) as exc:
             self.state, self.error = "failed", str(exc) or type(exc).__name__
             log.warning("type checker: %s; scripts are checked by deno check", self.error)
@@ -335,14 +339,16 @@ class WarmChecker:
         log.info("type checker: ready in %.1f s", time.perf_counter() - started)
         return True
 
-    async def _start(self, module_hash: str, module: str) -> _LanguageServer:
+    async def _start(
+        self, module_hash: str, module: str, scripts: dict[str, str]
+    ) -> _LanguageServer:
         module_path = module_cache_file(module_hash)
         if not module_path.exists():
-            write_private(module_path, module)
+            write_module(module_path, module, scripts)
         config = write_private(self.root / "deno.json", '{"lock": false}\n')
+        imports = {"toolscript": module_path.as_uri(), **module_imports(module_path)}
         import_map = write_private(
-            self.root / f"importmap-{module_hash}.json",
-            json.dumps({"imports": {"toolscript": module_path.as_uri()}}),
+            self.root / f"importmap-{module_hash}.json", json.dumps({"imports": imports})
         )
         settings = {
             "enable": True,

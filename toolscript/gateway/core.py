@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import hashlib
 import logging
 import tempfile
 import time
@@ -22,6 +24,8 @@ from toolscript.errors import (
     ApprovalRequiredError,
     ArgumentValidationError,
     ConfigError,
+    ScriptCheckError,
+    ScriptExistsError,
     SemanticUnavailable,
     ServerNotFoundError,
     ServerUnavailableError,
@@ -33,6 +37,14 @@ from toolscript.gateway.checker import WarmChecker
 from toolscript.gateway.inferred import ResultShapes
 from toolscript.gateway.results import tool_result
 from toolscript.gateway.runs import RunBook, approve_commands
+from toolscript.gateway.scripts import (
+    CONTRACT_MESSAGE,
+    ScriptVerdicts,
+    check_saved,
+    compose_module,
+    load_verdicts,
+    save_verdicts,
+)
 from toolscript.paths import project_state_dir
 from toolscript.pipeline.artifacts import Artifacts, CacheLayout
 from toolscript.pipeline.sources import SnapshotSource
@@ -44,9 +56,21 @@ from toolscript.pipeline.tasks import (
     run_pipeline,
 )
 from toolscript.runlog import RunLog, runlog_path
+from toolscript.savedscripts import (
+    SCRIPTS_DIRNAME,
+    SavedScript,
+    check_name,
+    description_of,
+    has_default_export,
+    load_saved,
+    scripts_dir,
+    scripts_fingerprint,
+    with_description,
+)
 from toolscript.search.engine import SearchEngine, SearchOptions
 from toolscript.search.process import EmbedderProcess
 from toolscript.search.semantic import EmbeddingStore, model_directory
+from toolscript.search.text import ToolDocument, document_for, tokenize
 from toolscript.upstream.base import ServerState, Upstream
 from toolscript.upstream.connect import upstream_for
 
@@ -81,6 +105,32 @@ def _read_config(path: Path, project_dir: Path) -> Config:
     if not path.exists():
         return Config(path=None, project_dir=project_dir)
     return load_config(path)
+
+
+def _write_script(path: Path, source: str) -> None:
+    """A saved script, written whole or not at all (it is the user's, committed: 0644)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(source, encoding="utf-8")
+    partial.replace(path)
+
+
+def _script_document(script: SavedScript) -> ToolDocument:
+    """A saved script as search sees it: its name, description and signature."""
+    document = document_for(
+        "", "saved script", {"name": script.name, "description": script.description}
+    )
+    # The signature names its inputs: words search may match, not shown as its description.
+    words = tokenize(script.signature)
+    fields = {**document.fields, "parameters": document.fields["parameters"] + words}
+    text = f"{document.text} Call: {script.signature[:200]}"
+    return dataclasses.replace(
+        document,
+        kind="script",
+        fields=fields,
+        text=text,
+        content_hash=hashlib.sha256(text.encode()).hexdigest(),
+    )
 
 
 def _list_tools_hint(server: str, names: list[str]) -> str:
@@ -148,6 +198,12 @@ class Gateway:
         self.started_at = time.time()
         self.layout = CacheLayout(cache or Path(tempfile.mkdtemp(prefix="toolscript-cache-")))
         self.artifacts = Artifacts()
+        self._tools_artifacts = Artifacts()  # the last build, before the saved scripts join
+        self._tool_documents: list[ToolDocument] = []
+        self.saved_scripts: list[SavedScript] = []
+        self.script_warnings: list[str] = []
+        self.script_verdicts = ScriptVerdicts()
+        self._scripts_lock = anyio.Lock()
         self._rebuild = anyio.Event()
         self._rebuild_scope: anyio.CancelScope | None = None
         self._semantic_scope: anyio.CancelScope | None = None
@@ -272,6 +328,8 @@ class Gateway:
     async def _watch_config(self) -> None:
         """Apply edits of the config file while serving (users add servers mid-session)."""
         seen = _fingerprint(self.config_file)
+        folder = self.config.project_dir
+        scripts_seen = await anyio.to_thread.run_sync(scripts_fingerprint, folder)
         with self._watch_scope:
             while True:
                 await anyio.sleep(CONFIG_POLL_SECONDS)
@@ -279,6 +337,10 @@ class Gateway:
                 if now != seen:
                     seen = now
                     await self.reload_config()
+                scripts_now = await anyio.to_thread.run_sync(scripts_fingerprint, folder)
+                if scripts_now != scripts_seen:
+                    scripts_seen = scripts_now
+                    await self.attach_scripts()
 
     async def reload_config(self) -> None:
         """Read the config file again: connect new servers, stop removed ones, restart changed
@@ -366,8 +428,8 @@ class Gateway:
             ),
         )
         servers = list(self.config.enabled_servers)
-        self.artifacts = Artifacts.load(self.layout, [s.name for s in servers])
-        self.search.set_documents(load_documents(self.layout, servers))
+        self._tools_artifacts = Artifacts.load(self.layout, [s.name for s in servers])
+        self._tool_documents = load_documents(self.layout, servers)
         return result
 
     async def _run_checker(self) -> None:
@@ -446,14 +508,147 @@ class Gateway:
                 exc.strerror or exc,
             )
             return
-        if self.checker is not None:
-            self.checker.module_changed(self.artifacts.module_hash, self.artifacts.module)
+        await self.attach_scripts()
         log.info(
             "artifacts: %d tasks ran in %.0f ms%s",
             len(result.executed),
             (time.perf_counter() - started) * 1000,
             f", {len(result.failures)} failed" if result.failures else "",
         )
+
+    # -- saved scripts -------------------------------------------------------
+
+    async def attach_scripts(self) -> None:
+        """Read the saved scripts, check them against the last build (verdicts are kept),
+        and serve the module with the ones that check; search finds them all."""
+        async with self._scripts_lock:
+            saved, warnings = await anyio.to_thread.run_sync(load_saved, self.config.project_dir)
+            tools = self._tools_artifacts
+            verdicts = await anyio.to_thread.run_sync(self._verdicts, tools.module, saved)
+            self.saved_scripts, self.script_warnings = saved, warnings
+            self._serve(tools, saved, verdicts)
+        for warning in warnings:
+            log.warning("saved scripts: %s", warning)
+        for name, errors in verdicts.broken.items():
+            log.warning(
+                "saved scripts: %s does not type-check, left out of the module: %s",
+                name,
+                errors[0],
+            )
+
+    def _verdicts(self, tools_module: str, saved: list[SavedScript]) -> ScriptVerdicts:
+        if not saved:
+            return ScriptVerdicts()
+        kept = self.layout.root / "saved-scripts.json"
+        cached = load_verdicts(kept) if self.script_verdicts.key == "" else self.script_verdicts
+        verdicts = check_saved(tools_module, saved, self.layout.root / "saved-check", cached)
+        if verdicts is not cached:
+            save_verdicts(kept, verdicts)
+        return verdicts
+
+    def _serve(self, tools: Artifacts, saved: list[SavedScript], verdicts: ScriptVerdicts) -> None:
+        passing = [s for s in saved if s.name in verdicts.passing]
+        module = compose_module(tools.module, passing)
+        self.script_verdicts = verdicts
+        self.artifacts = Artifacts(
+            module=module,
+            module_hash=hashlib.sha256(module.encode()).hexdigest()[:16],
+            fragments=tools.fragments,
+            warnings=tools.warnings,
+        )
+        self.search.set_documents(self._tool_documents + [_script_document(s) for s in saved])
+        if self.checker is not None:
+            self.checker.module_changed(
+                self.artifacts.module_hash,
+                self.artifacts.module,
+                {s.name: s.source for s in passing},
+            )
+
+    def script_calls(self) -> dict[tuple[str, str], str]:
+        """How search hits of saved scripts are called, keyed like tools' (server "")."""
+        return {
+            ("", s.name): f"await scripts.{s.name}(input)  // {s.signature}"
+            for s in self.saved_scripts
+        }
+
+    def script_sources(self) -> dict[str, str]:
+        """The sources of the saved scripts the served module offers."""
+        passing = set(self.script_verdicts.passing)
+        return {s.name: s.source for s in self.saved_scripts if s.name in passing}
+
+    def scripts_listing(self) -> dict[str, Any]:
+        broken = self.script_verdicts.broken
+        return {
+            "directory": str(scripts_dir(self.config.project_dir)),
+            "scripts": [
+                {
+                    "name": s.name,
+                    "description": s.description,
+                    "signature": s.signature,
+                    "path": str(s.path),
+                    "status": "broken" if s.name in broken else "ok",
+                    "errors": broken.get(s.name, []),
+                    "call": f"await scripts.{s.name}({{ ... }})",
+                }
+                for s in self.saved_scripts
+            ],
+            "warnings": self.script_warnings,
+        }
+
+    async def save_script(
+        self, name: str, code: str, description: str | None, force: bool
+    ) -> dict[str, Any]:
+        """Check ``code`` as saved script ``name`` with the others; write it when it checks."""
+        check_name(name)
+        if not has_default_export(code):
+            raise ScriptCheckError(
+                f"{name} was not saved: it has no default export",
+                errors=[f"{SCRIPTS_DIRNAME}/{name}.ts: {CONTRACT_MESSAGE}"],
+            )
+        source = with_description(code, description) if description else code
+        folder = scripts_dir(self.config.project_dir)
+        path = folder / f"{name}.ts"
+        async with self._scripts_lock:
+            saved, _ = await anyio.to_thread.run_sync(load_saved, self.config.project_dir)
+            clash = [s for s in saved if s.name.lower() == name.lower()]
+            if clash and not force:
+                raise ScriptExistsError(
+                    f"a saved script named {clash[0].name} exists ({clash[0].path})",
+                    hint="add --force to replace it",
+                )
+            others = [s for s in saved if s.name.lower() != name.lower()]
+            candidate = SavedScript(
+                name=name,
+                path=path,
+                source=source,
+                description=description_of(source),
+                digest=hashlib.sha256(source.encode()).hexdigest()[:16],
+            )
+            every = sorted([*others, candidate], key=lambda s: s.name)
+            verdicts = await anyio.to_thread.run_sync(
+                self._verdicts, self._tools_artifacts.module, every
+            )
+            if name in verdicts.broken:
+                raise ScriptCheckError(
+                    f"{name} was not saved: it does not type-check against the current tools",
+                    errors=verdicts.broken[name],
+                )
+            for old in clash:
+                if old.path != path:
+                    old.path.unlink(missing_ok=True)
+            await anyio.to_thread.run_sync(_write_script, path, source)
+            saved, warnings = await anyio.to_thread.run_sync(load_saved, self.config.project_dir)
+            self.saved_scripts, self.script_warnings = saved, warnings
+            self._serve(self._tools_artifacts, saved, verdicts)
+        return {
+            "name": name,
+            "path": str(path),
+            "description": candidate.description,
+            "signature": candidate.signature,
+            "replaced": bool(clash),
+            "broken": {n: verdicts.broken[n] for n in verdicts.broken if n != name},
+            "module_hash": self.artifacts.module_hash,
+        }
 
     # -- lookup --------------------------------------------------------------
 
@@ -624,6 +819,11 @@ class Gateway:
             "tools": sum(s["tools"] for s in servers.values()),
             "search": self.search.status(),
             "checker": self.checker.status() if self.checker else {"state": "off"},
+            "scripts": {
+                "saved": len(self.saved_scripts),
+                "broken": self.script_verdicts.broken,
+                "warnings": self.script_warnings,
+            },
             "warnings": [
                 f"{name}: {warning}" for name, s in servers.items() for warning in s["warnings"]
             ],

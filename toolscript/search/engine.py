@@ -60,12 +60,16 @@ class Hit:
     semantic_part: float | None = None  # the cosine scaled for the blend, 0..1 (hybrid)
     semantic_weight: float | None = None  # the blend's semantic weight for this query
     need: int = -1  # which need of a split request this hit answers (-1: the whole request)
+    kind: str = "tool"  # or "script": a saved script, called as ``scripts.<tool>``
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "kind": self.kind,
             "server": self.server,
             "tool": self.tool,
-            "name": f"{self.server}__{self.tool}",
+            "name": f"scripts.{self.tool}"
+            if self.kind == "script"
+            else f"{self.server}__{self.tool}",
             "score": round(self.score, 4),
             "keyword": round(self.keyword, 4),
             "semantic": None if self.semantic is None else round(self.semantic, 4),
@@ -424,6 +428,7 @@ class SearchEngine:
                 semantic_part=None if parts is None else float(parts[index]),
                 semantic_weight=weight,
                 need=need,
+                kind=document.kind,
             )
             ranking.append((index, hit))
         return ranking

@@ -203,6 +203,7 @@ class ToolDocument:
     name_words: frozenset[str]  # what the tool's name says it does (see ``name_words``)
     text: str  # what the embedding model reads
     content_hash: str  # of ``text``: the embedding cache key (with the model)
+    kind: str = "tool"  # or "script": a saved script (its server is "")
 
     @property
     def key(self) -> str:

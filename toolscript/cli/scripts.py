@@ -1,0 +1,199 @@
+"""``save``, ``list-scripts`` and ``run``: saved scripts, kept in the project's toolscripts/."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from toolscript.cli.client import GatewayClient, find_gateway_url
+from toolscript.cli.options import CacheDirOption, ConfigOption, JsonOption
+from toolscript.cli.output import print_json, print_rows
+from toolscript.config import load_config
+from toolscript.errors import GatewayResponseError, UsageError
+from toolscript.execution.command import EXEC_OPTIONS, run_exec, saved_script_call
+
+__all__ = ["list_scripts", "run_command", "save_command"]
+
+SAVE_TIMEOUT = 240.0  # seconds: saving type-checks every saved script (cold: several seconds)
+
+
+def save_command(
+    name: Annotated[str, typer.Argument(help="The script's name: an identifier (weeklyReport).")],
+    file: Annotated[Path, typer.Argument(help="The .ts file to save.", show_default=False)],
+    description: Annotated[
+        str | None,
+        typer.Option(
+            "--description",
+            "-d",
+            help="What it does (search finds it by this); kept as the doc comment of its "
+            "default export. Default: the doc comment it has.",
+            show_default=False,
+        ),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace a saved script.")] = False,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Save a script in the project's toolscripts/ folder, for every later run and session.
+
+    The file is a module whose default export is an async function of one object argument
+    (its inputs). Saving type-checks it against the current tools and refuses it, naming
+    the errors, when it does not check. Other scripts call it as `scripts.NAME(...)`.
+
+    Examples:
+
+    \b
+        toolscript save weeklyReport report.ts --description "Open PRs of a team, summed up"
+        toolscript run weeklyReport --input '{"team": "infra"}'
+        toolscript exec 'import { scripts } from "toolscript"; return await scripts.weeklyReport({ team: "infra" })'
+
+    A script file looks like:
+
+    \b
+        import { tools } from "toolscript";
+        /** Open PRs of a team, summed up. */
+        export default async function weeklyReport(input: { team: string }) {
+          return await tools.github.searchPullRequests({ query: `team:${input.team}` });
+        }
+    """
+    loaded = load_config(config)
+    if file.suffix not in (".ts", ".mts"):
+        raise UsageError(f"not a TypeScript file: {file}", hint="saved scripts are .ts files")
+    try:
+        code = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"file not found: {file}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {file}: {exc}") from exc
+    request = {"name": name, "code": code, "description": description, "force": force}
+    with GatewayClient(find_gateway_url(loaded), timeout=SAVE_TIMEOUT) as client:
+        try:
+            saved: dict[str, Any] = client.request("POST", "/scripts", json=request).json()
+        except GatewayResponseError as exc:
+            if exc.body.get("errors") and not as_json:
+                sys.stderr.write("".join(f"{error}\n" for error in exc.body["errors"]))
+            if as_json:
+                print_json(exc.body)
+            raise
+    if as_json:
+        print_json(saved)
+        return
+    verb = "replaced" if saved["replaced"] else "saved"
+    typer.echo(f"{verb} {saved['name']}: {saved['path']}")
+    typer.echo(f"  {saved['signature']}")
+    typer.echo(f"  call it: toolscript run {saved['name']} --input '{{...}}'")
+    for other, errors in saved["broken"].items():
+        typer.echo(f"warning: {other} no longer type-checks: {errors[0]}", err=True)
+
+
+def list_scripts(
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show signatures and every error.")
+    ] = False,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List the project's saved scripts, and the errors of any that no longer type-check.
+
+    Examples:
+
+    \b
+        toolscript list-scripts
+        toolscript list-scripts --json | jq -r '.scripts[] | select(.status == "broken") | .name'
+    """
+    loaded = load_config(config)
+    with GatewayClient(find_gateway_url(loaded)) as client:
+        listing: dict[str, Any] = client.get_json("/scripts")
+    if as_json:
+        print_json(listing)
+        return
+    for warning in listing["warnings"]:
+        typer.echo(f"warning: {warning}", err=True)
+    scripts = listing["scripts"]
+    if not scripts:
+        typer.echo(
+            f"no saved scripts in {listing['directory']} "
+            "(save one with `toolscript save NAME FILE.ts`)",
+            err=True,
+        )
+        return
+    rows = []
+    for script in scripts:
+        about = script["signature"] if verbose else script["description"]
+        if script["status"] == "broken":
+            shown = script["errors"] if verbose else script["errors"][:1]
+            about = "broken: " + "; ".join(shown)
+        rows.append([script["name"], script["status"], about])
+    print_rows(["script", "status", "signature" if verbose else "description"], rows)
+
+
+def run_command(
+    name: Annotated[str, typer.Argument(help="The saved script's name (see list-scripts).")],
+    input_text: Annotated[
+        str | None,
+        typer.Option("--input", "-i", help="Its input: a JSON object.", show_default=False),
+    ] = None,
+    input_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--input-file", help="Read its input (a JSON object) from this file; '-': stdin."
+        ),
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help=EXEC_OPTIONS["timeout"].help, min=0)
+    ] = EXEC_OPTIONS["timeout"].default,
+    memory: Annotated[
+        int,
+        typer.Option(
+            "--memory", help=EXEC_OPTIONS["memory"].help, min=EXEC_OPTIONS["memory"].minimum
+        ),
+    ] = EXEC_OPTIONS["memory"].default,
+    max_output: Annotated[
+        int, typer.Option("--max-output", help=EXEC_OPTIONS["max_output"].help, min=1)
+    ] = EXEC_OPTIONS["max_output"].default,
+    max_calls: Annotated[
+        int, typer.Option("--max-calls", help=EXEC_OPTIONS["max_calls"].help, min=1)
+    ] = EXEC_OPTIONS["max_calls"].default,
+    trace: Annotated[bool, typer.Option("--trace", help="Print the run's calls after it.")] = False,
+    config: ConfigOption = None,
+    cache: CacheDirOption = None,
+) -> None:
+    """Run a saved script with its input; prints what it returns (as JSON).
+
+    It runs as any toolscript does: in the sandbox, with the same limits and policy. The
+    input is type-checked against the script's argument before anything runs.
+
+    Examples:
+
+    \b
+        toolscript run weeklyReport --input '{"team": "infra"}'
+        toolscript run weeklyReport --input-file input.json --timeout 60
+    """
+    if input_text is not None and input_file is not None:
+        raise UsageError("give --input or --input-file, not both")
+    if input_file is not None:
+        try:
+            input_text = (
+                sys.stdin.read() if str(input_file) == "-" else input_file.read_text("utf-8")
+            )
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read {input_file}: {exc}") from exc
+    code = saved_script_call(name, input_text if input_text is not None else "{}")
+    raise typer.Exit(
+        run_exec(
+            code,
+            None,
+            True,
+            timeout,
+            memory,
+            max_output,
+            config,
+            cache,
+            max_calls=max_calls,
+            trace=trace,
+            saved=name,
+        )
+    )

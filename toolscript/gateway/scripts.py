@@ -1,0 +1,218 @@
+"""Saved scripts as the gateway serves them: checked against the tools, in the module.
+
+Every saved script (``savedscripts.py``) is type-checked with ``deno check`` against the
+module the tools make plus the ``scripts`` object itself, in rounds: a script with errors
+leaves the module, and the rest are checked again (a script calling a broken one through
+``scripts`` breaks with it). Only scripts that check are in the module, so one broken
+script never fails the type check of every other run; the broken ones are listed with
+their errors (``list-scripts``, ``gateway status``) and their files are kept.
+
+Verdicts are kept by the hash of everything checked (``saved-scripts.json`` in the
+cache), so a gateway restart with the same tools and scripts checks nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from toolscript.codegen.module import scripts_section
+from toolscript.denobinary import deno_binary, deno_environment
+from toolscript.privatefile import write_private
+from toolscript.savedscripts import SCRIPTS_DIRNAME, SavedScript, contract_source, specifier
+
+__all__ = [
+    "CHECK_TIMEOUT",
+    "CONTRACT_MESSAGE",
+    "ScriptVerdicts",
+    "check_saved",
+    "compose_module",
+    "load_verdicts",
+    "save_verdicts",
+]
+
+log = logging.getLogger("toolscript.scripts")
+
+CHECK_TIMEOUT = 180.0  # seconds for one deno check of every saved script
+MAX_ERRORS = 20  # per script, in listings
+_BLOCK_START = re.compile(r"^(?:TS\d+ \[ERROR\]|error): ", re.MULTILINE)
+_AT = re.compile(r"at (file://\S+?):(\d+):(\d+)")
+_CODE = re.compile(r"^(TS\d+) \[ERROR\]: ")
+
+
+@dataclass
+class ScriptVerdicts:
+    """What the last check said: the scripts in the module and the broken ones' errors."""
+
+    key: str = ""
+    passing: list[str] = field(default_factory=list)
+    broken: dict[str, list[str]] = field(default_factory=dict)
+
+
+def compose_module(tools_module: str, scripts: list[SavedScript]) -> str:
+    return tools_module + scripts_section(
+        tools_module, [(s.name, s.description, s.digest) for s in scripts]
+    )
+
+
+def _verdict_key(tools_module: str, scripts: list[SavedScript]) -> str:
+    digest = hashlib.sha256(tools_module.encode())
+    for script in scripts:
+        digest.update(f"\0{script.name}\0{script.digest}".encode())
+    return digest.hexdigest()[:24]
+
+
+def check_saved(
+    tools_module: str, scripts: list[SavedScript], workdir: Path, cached: ScriptVerdicts | None
+) -> ScriptVerdicts:
+    """Which of ``scripts`` type-check against ``tools_module`` (and each other)."""
+    key = _verdict_key(tools_module, scripts)
+    if cached is not None and cached.key == key:
+        return cached
+    verdicts = ScriptVerdicts(key=key)
+    remaining = list(scripts)
+    for _ in range(len(scripts)):
+        if not remaining:
+            break
+        errors = _check_round(tools_module, remaining, workdir)
+        if not errors:
+            break
+        verdicts.broken.update(errors)
+        remaining = [s for s in remaining if s.name not in errors]
+    verdicts.passing = [s.name for s in remaining]
+    return verdicts
+
+
+def _check_round(
+    tools_module: str, scripts: list[SavedScript], workdir: Path
+) -> dict[str, list[str]]:
+    """One ``deno check`` of ``scripts`` with the module that offers them all: the errors
+    of each script that has any."""
+    shutil.rmtree(workdir, ignore_errors=True)
+    folder = workdir / "scripts"
+    module_text = compose_module(tools_module, scripts)
+    module = write_private(workdir / "module.ts", module_text)
+    imports = {"toolscript": module.as_uri()}
+    files = {}
+    for script in scripts:
+        path = write_private(folder / f"{script.name}.ts", script.source)
+        imports[specifier(script.name)] = path.as_uri()
+        files[path.as_uri()] = script.name
+    names = [s.name for s in scripts]
+    contract = write_private(workdir / "contract.ts", contract_source(names))
+    import_map = write_private(workdir / "importmap.json", json.dumps({"imports": imports}))
+    command = [
+        deno_binary(),
+        "check",
+        "--quiet",
+        "--no-config",
+        "--no-lock",
+        "--no-npm",
+        "--no-remote",
+        f"--import-map={import_map}",
+        str(contract),
+        *(str(folder / f"{name}.ts") for name in names),
+    ]
+    try:
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            env={**deno_environment(), "NO_COLOR": "1"},
+            timeout=CHECK_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        problem = f"the saved scripts could not be type-checked ({exc})"
+        return {name: [problem] for name in names}
+    if done.returncode == 0:
+        return {}
+    output = done.stdout.decode("utf-8", "replace") + done.stderr.decode("utf-8", "replace")
+    module_lines = module_text.split("\n")
+    errors: dict[str, list[str]] = {}
+    unplaced: list[str] = []
+    for block in _blocks(output):
+        found = _AT.search(block)
+        message = block.strip().split("\n", 1)[0]
+        if found is None:
+            unplaced.append(message)
+            continue
+        url, line, column = found[1], int(found[2]), int(found[3])
+        name, where = _place(url, line, column, files, contract, names, module, module_lines)
+        if name is None:
+            unplaced.append(f"{message} ({where})")
+            continue
+        errors.setdefault(name, []).append(_readable(message, where))
+    if unplaced and not errors:
+        # Nothing says which script: every script of the round is held out (each one
+        # left in would fail every run's type check).
+        return {name: [_readable(m, "") for m in unplaced[:MAX_ERRORS]] for name in names}
+    return {name: found[:MAX_ERRORS] for name, found in errors.items()}
+
+
+def _blocks(output: str) -> list[str]:
+    starts = [m.start() for m in _BLOCK_START.finditer(output)]
+    return [output[a:b] for a, b in zip(starts, [*starts[1:], len(output)], strict=True)]
+
+
+def _place(
+    url: str,
+    line: int,
+    column: int,
+    files: dict[str, str],
+    contract: Path,
+    names: list[str],
+    module: Path,
+    module_lines: list[str],
+) -> tuple[str | None, str]:
+    """The script an error is about, and where it is as the user reads it."""
+    if url in files:
+        return files[url], f"{SCRIPTS_DIRNAME}/{files[url]}.ts:{line}:{column}"
+    if url == contract.as_uri() and 2 <= line < 2 + len(names):
+        return names[line - 2], f"{SCRIPTS_DIRNAME}/{names[line - 2]}.ts"
+    if url == module.as_uri() and 0 < line <= len(module_lines):
+        named = re.search(r'"toolscript/scripts/(\w+)\.ts"', module_lines[line - 1])
+        if named and named[1] in names:
+            return named[1], f"{SCRIPTS_DIRNAME}/{named[1]}.ts"
+    return None, f"{url}:{line}:{column}"
+
+
+CONTRACT_MESSAGE = (
+    "its default export must be an async function of one object argument (its inputs), "
+    "like `export default async function name(input: { team: string }) { ... }`"
+)
+
+
+def _readable(message: str, where: str) -> str:
+    """``toolscripts/x.ts:3:7: TS2322 Type ...``; the contract's errors said plainly."""
+    code = _CODE.match(message)
+    text = message[code.end() :] if code else message.removeprefix("error: ")
+    if "has no default export" in text or "Saved<" in text or "'true'" in text:
+        text = CONTRACT_MESSAGE
+    prefix = f"{where}: " if where else ""
+    return f"{prefix}{code[1] + ' ' if code else ''}{text}"
+
+
+def load_verdicts(path: Path) -> ScriptVerdicts | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return ScriptVerdicts(
+            key=str(data["key"]),
+            passing=[str(n) for n in data["passing"]],
+            broken={str(k): [str(e) for e in v] for k, v in data["broken"].items()},
+        )
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def save_verdicts(path: Path, verdicts: ScriptVerdicts) -> None:
+    data = {"key": verdicts.key, "passing": verdicts.passing, "broken": verdicts.broken}
+    try:
+        write_private(path, json.dumps(data))
+    except OSError as exc:
+        log.warning("saved scripts: cannot keep the check's verdicts (%s)", exc)

@@ -1,0 +1,234 @@
+"""Saved scripts: the project's ``toolscripts/`` folder (pure, and its files).
+
+A saved script is ``toolscripts/<name>.ts``, a TypeScript module whose default export is
+an async function of one object argument (its inputs). Its description is the doc comment
+(``/** ... */``) right before ``export default``. The generated module offers every saved
+script that type-checks as ``scripts.<name>``: a lazy ``import()`` of
+``toolscript/scripts/<name>.ts``, which the sandbox's import map sends to a copy of the
+file (the sandbox reads no project file).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import keyword
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from toolscript.errors import UsageError
+from toolscript.privatefile import write_private
+
+__all__ = [
+    "SCRIPTS_DIRNAME",
+    "SavedScript",
+    "check_name",
+    "contract_source",
+    "description_of",
+    "has_default_export",
+    "load_saved",
+    "module_imports",
+    "scripts_dir",
+    "scripts_fingerprint",
+    "signature_of",
+    "specifier",
+    "with_description",
+    "write_module",
+]
+
+SCRIPTS_DIRNAME = "toolscripts"
+MAX_NAME = 64
+MAX_SCRIPT_BYTES = 512 * 1024
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+# Names the module's `scripts` object would shadow or that read as something else.
+_RESERVED = frozenset({"constructor", "prototype", "toString", "valueOf", "hasOwnProperty"})
+_DOC_BEFORE_EXPORT = re.compile(r"/\*\*((?:(?!\*/).)*)\*/\s*(export\s+default\b)", re.DOTALL)
+_LEADING_DOC = re.compile(
+    r"\A(?:\s*//[^\n]*\n|\s*import\b[^;]*;)*\s*/\*\*((?:(?!\*/).)*)\*/", re.DOTALL
+)
+_EXPORT_DEFAULT = re.compile(r"\bexport\s+default\b")
+
+
+@dataclass(frozen=True)
+class SavedScript:
+    name: str
+    path: Path
+    source: str
+    description: str
+    digest: str  # of the source: the module changes with it
+
+    @property
+    def signature(self) -> str:
+        return signature_of(self.source, self.name)
+
+
+def scripts_dir(project_dir: Path) -> Path:
+    return project_dir / SCRIPTS_DIRNAME
+
+
+def specifier(name: str) -> str:
+    """What the generated module imports a saved script as (the import map resolves it)."""
+    return f"toolscript/scripts/{name}.ts"
+
+
+def check_name(name: str) -> str:
+    """``name`` when it can name a saved script, else a UsageError saying what can."""
+    problem = None
+    if not _NAME.fullmatch(name):
+        problem = "names are identifiers: a letter, then letters, digits or _ (like weeklyReport)"
+    elif len(name) > MAX_NAME:
+        problem = f"names are at most {MAX_NAME} characters"
+    elif name in _RESERVED or keyword.iskeyword(name):
+        problem = "that name is reserved"
+    if problem:
+        raise UsageError(f"cannot save a script as {name!r}: {problem}")
+    return name
+
+
+def _clean_doc(body: str) -> str:
+    lines = [re.sub(r"^\s*\*?\s?", "", line).rstrip() for line in body.strip().splitlines()]
+    text = " ".join(line for line in lines if line and not line.startswith("@"))
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def description_of(source: str) -> str:
+    """The doc comment right before ``export default``, else the file's leading one."""
+    found = _DOC_BEFORE_EXPORT.search(source) or _LEADING_DOC.match(source)
+    return _clean_doc(found[1]) if found else ""
+
+
+def with_description(source: str, description: str) -> str:
+    """``source`` with ``description`` as the doc comment of its default export."""
+    text = " ".join(description.split()).replace("*/", "* /")
+    doc = f"/** {text} */\n"
+    found = _DOC_BEFORE_EXPORT.search(source)
+    if found:
+        return source[: found.start()] + doc + source[found.start(2) :]
+    export = _EXPORT_DEFAULT.search(source)
+    if export is None:
+        return doc + source
+    line_start = source.rfind("\n", 0, export.start()) + 1
+    return source[:line_start] + doc + source[line_start:]
+
+
+def has_default_export(source: str) -> bool:
+    return _EXPORT_DEFAULT.search(source) is not None
+
+
+def signature_of(source: str, name: str) -> str:
+    """The default export's declaration up to its body, whitespace folded (for listings):
+    ``async function weeklyReport(input: { team: string }): Promise<Report>``."""
+    export = _EXPORT_DEFAULT.search(source)
+    if export is None:
+        return ""
+    text = source[export.end() : export.end() + 4000]
+    depth, seen_params, out = 0, False, []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if depth == 0 and seen_params and (char == "{" or text.startswith("=>", i)):
+            break
+        if depth == 0 and char == ";":
+            break
+        if char in "([{<" and not (char == "<" and text[i - 1 : i] == "="):
+            depth += 1
+        elif char in ")]}>" and not (char == ">" and text[i - 1 : i] == "="):
+            depth = max(0, depth - 1)
+            if depth == 0 and char == ")":
+                seen_params = True
+        out.append(char)
+        i += 1
+    signature = " ".join("".join(out).split())
+    return signature[:400] if signature else name
+
+
+def contract_source(names: list[str]) -> str:
+    """A file that type-checks when each saved script's default export is a function of at
+    most one object argument returning a promise; line ``2 + i`` is about ``names[i]``."""
+    lines = [
+        "type Saved<F> = F extends (...args: infer A) => Promise<unknown> "
+        "? (A extends [] | [object] | [object?] ? true : false) : false;"
+    ]
+    for name in names:
+        lines.append(
+            f'export const _{name}: true = null as unknown as Saved<typeof import("{specifier(name)}").default>;'
+        )
+    return "\n".join(lines) + "\n"
+
+
+def load_saved(project_dir: Path) -> tuple[list[SavedScript], list[str]]:
+    """The project's saved scripts by name, and a warning for each file skipped."""
+    folder = scripts_dir(project_dir)
+    saved: list[SavedScript] = []
+    warnings: list[str] = []
+    try:
+        paths = sorted(folder.glob("*.ts"))
+    except OSError:
+        return [], []
+    for path in paths:
+        name = path.stem
+        try:
+            check_name(name)
+        except UsageError as exc:
+            warnings.append(
+                f"{SCRIPTS_DIRNAME}/{path.name} skipped: {exc.message.split(': ', 1)[-1]}"
+            )
+            continue
+        try:
+            if path.stat().st_size > MAX_SCRIPT_BYTES:
+                warnings.append(
+                    f"{SCRIPTS_DIRNAME}/{path.name} skipped: over {MAX_SCRIPT_BYTES} bytes"
+                )
+                continue
+            source = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            warnings.append(f"{SCRIPTS_DIRNAME}/{path.name} skipped: {exc}")
+            continue
+        saved.append(
+            SavedScript(
+                name=name,
+                path=path,
+                source=source,
+                description=description_of(source),
+                digest=hashlib.sha256(source.encode()).hexdigest()[:16],
+            )
+        )
+    return saved, warnings
+
+
+def scripts_fingerprint(project_dir: Path) -> tuple[tuple[str, int, int], ...]:
+    """What changes when a saved script is added, edited or removed (polled by the gateway)."""
+    try:
+        return tuple(
+            sorted(
+                (path.name, stat.st_mtime_ns, stat.st_size)
+                for path in scripts_dir(project_dir).glob("*.ts")
+                if (stat := path.stat())
+            )
+        )
+    except OSError:
+        return ()
+
+
+def _scripts_beside(module: Path) -> Path:
+    return module.with_name(module.stem + ".scripts")
+
+
+def write_module(module: Path, text: str, scripts: dict[str, str]) -> Path:
+    """The module file and, beside it, copies of the saved scripts it offers (written first:
+    a module file on disk always has its scripts)."""
+    folder = _scripts_beside(module)
+    for name, source in scripts.items():
+        write_private(folder / f"{check_name(name)}.ts", source)
+    return write_private(module, text)
+
+
+def module_imports(module: Path) -> dict[str, str]:
+    """Import map entries for the module's saved scripts: each one's specifier to its copy
+    beside the module, one exact entry each (no prefix opens a folder to the sandbox)."""
+    folder = _scripts_beside(module)
+    try:
+        paths = sorted(folder.glob("*.ts"))
+    except OSError:
+        return {}
+    return {specifier(path.stem): path.as_uri() for path in paths}
