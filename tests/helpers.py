@@ -161,6 +161,18 @@ class GatewayProcess:
         return alive
 
 
+def face_parameters(gateway: GatewayProcess) -> Any:
+    """``toolscript mcp`` for the gateway's project, as an MCP client starts it."""
+    from mcp import StdioServerParameters
+
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolscript", "mcp", "--config", str(gateway.config_path)],
+        cwd=str(gateway.directory),
+        env=clean_env(),
+    )
+
+
 @contextmanager
 def running_gateway(
     config: dict[str, Any], directory: Path, *args: str

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import SERVERS, GatewayProcess, clean_env, toolscript_cli
+from helpers import SERVERS, GatewayProcess, clean_env, face_parameters, toolscript_cli
 
 RECORDS = SERVERS / "records_server.py"
 SECRET = "sk-live-policy-test-0123456789"
@@ -57,18 +57,6 @@ def exec_script(directory: Path, code: str, *args: str) -> subprocess.CompletedP
     script = directory / "job.ts"
     script.write_text(code)
     return toolscript_cli("exec", *args, str(script), cwd=directory)
-
-
-def face_parameters(gateway: GatewayProcess) -> Any:
-    """``toolscript mcp`` for the gateway's project, as an MCP client starts it."""
-    from mcp import StdioServerParameters
-
-    return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "toolscript", "mcp", "--config", str(gateway.config_path)],
-        cwd=str(gateway.directory),
-        env=clean_env(),
-    )
 
 
 def run_id_of(stderr: str) -> str:

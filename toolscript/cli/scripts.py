@@ -14,6 +14,7 @@ from toolscript.cli.output import print_json, print_rows
 from toolscript.config import load_config
 from toolscript.errors import GatewayResponseError, UsageError
 from toolscript.execution.command import EXEC_OPTIONS, run_exec, saved_script_call
+from toolscript.savedscripts import check_name
 
 __all__ = ["list_scripts", "run_command", "save_command"]
 
@@ -59,6 +60,7 @@ def save_command(
           return await tools.github.searchPullRequests({ query: `team:${input.team}` });
         }
     """
+    check_name(name)
     loaded = load_config(config)
     if file.suffix not in (".ts", ".mts"):
         raise UsageError(f"not a TypeScript file: {file}", hint="saved scripts are .ts files")

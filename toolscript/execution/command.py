@@ -23,6 +23,7 @@ __all__ = [
     "ExecOption",
     "exec_parser",
     "fast_exec",
+    "require_saved",
     "run_exec",
     "saved_script_call",
 ]
@@ -268,14 +269,19 @@ def saved_script_call(name: str, input_text: str) -> str:
 
 
 def _require_saved(url: str, name: str) -> None:
-    """A clear error for a saved script the gateway's module does not offer."""
     import json
 
-    from toolscript.errors import ExecutionError, NotFoundError
     from toolscript.execution.locate import gateway_request
 
     body = gateway_request(url, "/scripts", 30.0, answers=True)
-    listing = json.loads(body) if body else {}
+    require_saved(json.loads(body) if body else {}, name)
+
+
+def require_saved(listing: dict[str, Any], name: str) -> None:
+    """A clear error for a saved script the gateway's module does not offer (``listing``:
+    what ``GET /scripts`` answers)."""
+    from toolscript.errors import ExecutionError, NotFoundError
+
     scripts = {s["name"]: s for s in listing.get("scripts", [])}
     if name not in scripts:
         import difflib

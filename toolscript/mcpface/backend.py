@@ -35,6 +35,7 @@ from toolscript.errors import (
     ToolscriptError,
     UsageError,
 )
+from toolscript.execution.command import require_saved, saved_script_call
 from toolscript.execution.lifeline import Lifeline
 from toolscript.execution.locate import (
     module_file,
@@ -67,6 +68,7 @@ RESULT_MARKER = "\x1etoolscript-result:"  # the line holding a script's return v
 SCRIPT_NAME = "script.ts"  # what type errors and stack frames call the agent's code
 MAX_OUTPUT = 1024 * 1024  # bytes a script may print: it all goes into the model's context
 OWNED_START_WAIT = 120.0
+SAVE_TIMEOUT = 240.0  # seconds: saving type-checks every saved script
 FACE_ADVICE = Advice(
     timeout="pass a larger timeout, in seconds",
     output="print less: filter in the script and return only what is needed",
@@ -91,7 +93,12 @@ class Answer:
 
 
 def error_answer(error: ToolscriptError) -> Answer:
-    text = error.message + (f"\nhint: {error.hint}" if error.hint else "")
+    """The message, any errors it lists (a script that does not type-check), the hint."""
+    listed = getattr(error, "errors", None)
+    if listed is None and isinstance(error, GatewayResponseError):
+        listed = error.body.get("errors")
+    text = error.message + "".join(f"\n{line}" for line in listed or [])
+    text += f"\nhint: {error.hint}" if error.hint else ""
     return Answer(text, is_error=True)
 
 
@@ -106,7 +113,8 @@ def search_answer(answer: dict[str, Any]) -> Answer:
     """Hits as one line each (``server.tool → tools.x.y: description``) and as data."""
     hits = [
         {
-            "server": hit["server"],
+            # A saved script has no server: it is called as scripts.<name> (or run_script).
+            "server": hit["server"] if hit.get("kind") != "script" else "script",
             "tool": hit["tool"],
             "call": hit.get("call") or f"tools.{hit['server']}.{hit['tool']}",
             "description": _one_line(hit.get("description") or ""),
@@ -280,11 +288,17 @@ class Backend:
         await anyio.to_thread.run_sync(self.close)
 
     async def _get(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        return await self._request("GET", path, params=params)
+
+    async def _post(self, path: str, body: dict[str, Any]) -> Any:
+        return await self._request("POST", path, json=body, timeout=SAVE_TIMEOUT)
+
+    async def _request(self, method: str, path: str, **options: Any) -> Any:
         stale: str | None = None
         for attempt in range(2):
             url = await anyio.to_thread.run_sync(functools.partial(self.gateway_url, stale=stale))
             try:
-                response = await self._http.get(url + path, params=params)
+                response = await self._http.request(method, url + path, **options)
             except httpx.TransportError:
                 if attempt:
                     raise GatewayUnreachableError(
@@ -315,6 +329,28 @@ class Backend:
 
     async def list_servers(self) -> Answer:
         return servers_answer(await self._get("/servers"))
+
+    async def run_script(
+        self, name: str, arguments: dict[str, Any], timeout: float, ask: Approver | None = None
+    ) -> Answer:
+        """Run saved script ``name`` with ``arguments`` as its input, as ``execute`` runs code."""
+        require_saved(await self._get("/scripts"), name)
+        return await self.execute(saved_script_call(name, json.dumps(arguments)), timeout, ask)
+
+    async def save_script(
+        self, name: str, code: str, description: str | None, force: bool
+    ) -> Answer:
+        """Keep ``code`` as saved script ``name`` when it type-checks."""
+        body = {"name": name, "code": code, "description": description, "force": force}
+        saved = await self._post("/scripts", body)
+        text = (
+            f"{'replaced' if saved['replaced'] else 'saved'} {saved['name']} ({saved['path']}): "
+            f"{saved['signature']}\ncall it: run_script, or `await scripts.{saved['name']}(...)` "
+            "in execute"
+        )
+        for other, errors in saved["broken"].items():
+            text += f"\nwarning: {other} no longer type-checks: {errors[0]}"
+        return Answer(text)
 
     async def execute(
         self,

@@ -98,6 +98,20 @@ def _dispatch(
             float(arguments.get("timeout", EXECUTE_TIMEOUT)),
             ask=_approver(context),
         )
+    if name == "run_script":
+        return backend.run_script(
+            arguments["name"],
+            dict(arguments.get("input") or {}),
+            float(arguments.get("timeout", EXECUTE_TIMEOUT)),
+            ask=_approver(context),
+        )
+    if name == "save_script":
+        return backend.save_script(
+            arguments["name"],
+            arguments["code"],
+            arguments.get("description"),
+            bool(arguments.get("force")),
+        )
     return backend.list_servers()
 
 

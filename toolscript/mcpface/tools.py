@@ -23,6 +23,8 @@ Code mode for the user's MCP servers: call their tools from one TypeScript progr
    The code is type-checked first; a failed call throws ToolError. No files, network or
    environment: the script reaches only the tools. A call that needs the user's approval
    stops the run: tell the user the approve command it names, never run it yourself.
+4. save_script keeps a program that worked for later sessions; search_tools finds
+   saved scripts (script.<name>): run_script, or `scripts.<name>(input)` in execute.
 list_servers() says which servers are connected."""
 
 _SEARCH_HIT = {
@@ -116,6 +118,40 @@ TOOLS: list[dict[str, Any]] = [
             "required": ["result"],
         },
         "annotations": {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": True},
+    },
+    {
+        "name": "run_script",
+        "description": "Run a saved script with its input; its return value comes back.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "input": {"type": "object", "default": {}},
+                "timeout": {"type": "number", "exclusiveMinimum": 0, "default": EXECUTE_TIMEOUT},
+            },
+            "required": ["name"],
+            "additionalProperties": False,
+        },
+        "annotations": {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": True},
+    },
+    {
+        "name": "save_script",
+        "description": (
+            "Keep a program in the project's toolscripts/. It must type-check and "
+            "export default an async function of one object argument (its input)."
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "code": {"type": "string"},
+                "description": {"type": "string"},
+                "force": {"type": "boolean", "default": False},
+            },
+            "required": ["name", "code"],
+            "additionalProperties": False,
+        },
+        "annotations": {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False},
     },
     {
         "name": "list_servers",
