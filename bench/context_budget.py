@@ -1,5 +1,7 @@
 """What an agent's context holds with five real servers connected directly, and through
-`toolscript mcp`: tool definitions, and the reads of three whole tasks.
+`toolscript mcp`: tool definitions, the reads of three whole tasks, and the reads of
+doing each task a second time with the script saved the first time (save_script, then
+search_tools + run_script) against writing it again.
 
 The github, atlassian, sentry and playwright definitions of ../shared/toolcorpus are
 served by bench/search/corpus_server.py (real stdio MCP servers answering tools/call
@@ -436,10 +438,53 @@ async def through_face(directory: Path, runs: int) -> dict[str, Any]:
                     raise SystemExit(f"task {task['task']!r} failed:\n{_text_of(ran)}")
             reads["code"] = [task["code"]]
             reads["output"].append(_text_of(ran))
+            again = await _again_with_saved_script(session, task, len(measured["tasks"]) + 1)
             measured["tasks"].append(
-                {**task, "reads": reads, "seconds": statistics.median(seconds)}
+                {**task, "reads": reads, "again": again, "seconds": statistics.median(seconds)}
             )
     return measured
+
+
+def as_saved_script(code: str, name: str) -> str:
+    """A task's script as a saved script: its body in a default-exported function."""
+    imports = [line for line in code.splitlines() if line.startswith("import ")]
+    body = [line for line in code.splitlines() if not line.startswith("import ")]
+    inner = "\n".join(f"  {line}" if line else "" for line in body)
+    return "\n".join(imports) + (
+        f"\n\nexport default async function {name}(_input: Record<string, never>) {{\n{inner}\n}}\n"
+    )
+
+
+async def _again_with_saved_script(
+    session: ClientSession, task: dict[str, Any], number: int
+) -> dict[str, Any]:
+    """Save the task's script, then do the task again as a later session would: search for
+    it in the task's words, run the saved script. What the agent reads and writes."""
+    name = f"task{number}"
+    saved = await session.call_tool(
+        "save_script",
+        {
+            "name": name,
+            "code": as_saved_script(task["code"], name),
+            "description": task["task"],
+            "force": True,
+        },
+    )
+    if saved.is_error:
+        raise SystemExit(f"saving {name} failed:\n{_text_of(saved)}")
+    found = await session.call_tool("search_tools", {"query": task["task"]})
+    hits = [f"{h['server']}.{h['tool']}" for h in found.structured_content["hits"]]
+    rank = hits.index(f"script.{name}") + 1 if f"script.{name}" in hits else None
+    call = {"name": name, "input": {}}
+    ran = await session.call_tool("run_script", call)
+    if ran.is_error:
+        raise SystemExit(f"running {name} failed:\n{_text_of(ran)}")
+    return {
+        "search": _text_of(found),
+        "call": json.dumps(call),
+        "output": _text_of(ran),
+        "rank": rank,
+    }
 
 
 def raw_result_bytes(task: dict[str, Any]) -> int:
@@ -575,6 +620,29 @@ def main() -> None:
     print(
         "raw results: the bytes of the same tool results, had each call come back to the model;"
         " exec s: median seconds of execute (type check included) over --runs runs"
+    )
+    print()
+    print("The same task a second time: written again vs the script saved the first time")
+    rows = []
+    for task in face["tasks"]:
+        reads, again = task["reads"], task["again"]
+        rewrite = sum(
+            _size(text) for part in ("search", "types", "code", "output") for text in reads[part]
+        )
+        reuse = sum(_size(again[part]) for part in ("search", "call", "output"))
+        rows.append(
+            [
+                task["task"][:44],
+                str(rewrite),
+                str(reuse),
+                f"{reuse / rewrite:.2f}",
+                str(again["rank"] or "not found"),
+            ]
+        )
+    table(["task", "write again", "saved script", "ratio", "script's rank"], rows)
+    print(
+        "write again: searches + types + the script the agent writes + its output; saved "
+        "script: one search in the task's words + the run_script call + its output"
     )
 
 

@@ -30,6 +30,10 @@ FORBIDDEN = [
     ("toolscript.config", "toolscript.gateway"),
     ("toolscript.errors", "toolscript."),
     ("toolscript.paths", "toolscript.config"),
+    ("toolscript.savedscripts", "toolscript.gateway"),
+    ("toolscript.savedscripts", "toolscript.execution"),
+    ("toolscript.savedscripts", "toolscript.codegen"),
+    ("toolscript.savedscripts", "toolscript.config"),
 ]
 
 

@@ -1,0 +1,192 @@
+"""Saved scripts' pure pieces: names, descriptions, signatures, the module's `scripts`
+section, the import map entries, reading deno check's errors, run inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from toolscript.codegen.module import scripts_section
+from toolscript.errors import ExecutionError, NotFoundError, UsageError
+from toolscript.execution.command import require_saved, saved_script_call
+from toolscript.gateway.scripts import CONTRACT_MESSAGE, _blocks, _place, _readable
+from toolscript.savedscripts import (
+    check_name,
+    contract_source,
+    description_of,
+    load_saved,
+    module_imports,
+    signature_of,
+    with_description,
+    write_module,
+)
+
+SCRIPT = """\
+import { tools } from "toolscript";
+
+/**
+ * Open PRs of a team,
+ * summed up.
+ * @param input the team
+ */
+export default async function weeklyReport(input: { team: string; days?: number }): Promise<{ count: number }> {
+  return { count: 1 };
+}
+"""
+
+
+def test_names_are_identifiers() -> None:
+    assert check_name("weeklyReport") == "weeklyReport"
+    assert check_name("report_2") == "report_2"
+    for bad in ("", "2report", "weekly-report", "a b", "x" * 65, "class", "constructor", "ä"):
+        with pytest.raises(UsageError):
+            check_name(bad)
+
+
+def test_the_description_is_the_doc_comment_of_the_default_export() -> None:
+    assert description_of(SCRIPT) == "Open PRs of a team, summed up."
+    assert description_of("/** At the top. */\nconst x = 1;\nexport default x;\n") == "At the top."
+    assert description_of("export default async () => 1;\n") == ""
+    replaced = with_description(SCRIPT, "New words */ here")
+    assert description_of(replaced) == "New words * / here"
+    assert replaced.count("/**") == 1 and "export default async function weeklyReport" in replaced
+    added = with_description("import x from 'y';\nexport default async () => x;\n", "Adds.")
+    assert added == "import x from 'y';\n/** Adds. */\nexport default async () => x;\n"
+
+
+def test_the_signature_is_the_declaration_up_to_its_body() -> None:
+    assert signature_of(SCRIPT, "weeklyReport") == (
+        "async function weeklyReport(input: { team: string; days?: number }): "
+        "Promise<{ count: number }>"
+    )
+    arrow = (
+        "export default async (input: { keys: string[] }): Promise<number> => {\n  return 1;\n};"
+    )
+    assert signature_of(arrow, "x") == "async (input: { keys: string[] }): Promise<number>"
+    assert signature_of("const x = 1;\n", "x") == ""
+
+
+def test_the_contract_has_one_line_per_script() -> None:
+    lines = contract_source(["a", "b"]).splitlines()
+    assert len(lines) == 3
+    assert 'typeof import("toolscript/scripts/a.ts").default' in lines[1]
+    assert 'typeof import("toolscript/scripts/b.ts").default' in lines[2]
+
+
+def test_the_scripts_section_types_each_script_and_names_its_digest() -> None:
+    section = scripts_section(
+        "export interface Scripts {}\n", [("weeklyReport", "Sums up.", "abc123")]
+    )
+    assert "// weeklyReport abc123" in section
+    assert "export interface Scripts2 {" in section  # the module's own name is taken
+    assert "/** Sums up. */" in section
+    assert 'weeklyReport: typeof import("toolscript/scripts/weeklyReport.ts").default;' in section
+    assert 'import("toolscript/scripts/weeklyReport.ts").then((m) => m.default(...args))' in section
+    empty = scripts_section("", [])
+    assert "export const scripts: Scripts = {};" in empty
+
+
+def test_module_files_map_each_script_exactly(tmp_path: Path) -> None:
+    module = tmp_path / "abc.ts"
+    write_module(module, "export const tools = {};\n", {"b": "export default 1;", "a": "x"})
+    assert module.read_text() == "export const tools = {};\n"
+    imports = module_imports(module)
+    assert imports == {
+        "toolscript/scripts/a.ts": (tmp_path / "abc.scripts" / "a.ts").as_uri(),
+        "toolscript/scripts/b.ts": (tmp_path / "abc.scripts" / "b.ts").as_uri(),
+    }
+    assert module_imports(tmp_path / "other.ts") == {}
+    with pytest.raises(UsageError):
+        write_module(tmp_path / "bad.ts", "", {"../escape": "x"})
+
+
+def test_loading_skips_files_that_cannot_be_scripts(tmp_path: Path) -> None:
+    folder = tmp_path / "toolscripts"
+    folder.mkdir()
+    (folder / "good.ts").write_text(SCRIPT)
+    (folder / "bad-name.ts").write_text(SCRIPT)
+    (folder / "notes.md").write_text("not a script")
+    saved, warnings = load_saved(tmp_path)
+    assert [s.name for s in saved] == ["good"]
+    assert saved[0].description == "Open PRs of a team, summed up."
+    assert len(warnings) == 1 and "bad-name.ts skipped" in warnings[0]
+    assert load_saved(tmp_path / "missing") == ([], [])
+
+
+DENO_OUTPUT = """\
+TS2322 [ERROR]: Type 'number' is not assignable to type 'string'.
+    sizes[key] = await tools.records.readRecord({ key: 1 });
+                                                  ~~~
+    at file:///w/scripts/recordSizes.ts:7:51
+
+TS2322 [ERROR]: Type 'false' is not assignable to type 'true'.
+export const _pair: true = null as unknown as Saved<...>;
+             ~~~~~
+    at file:///w/contract.ts:3:14
+
+TS1192 [ERROR]: Module '"file:///w/scripts/helper.ts"' has no default export.
+  helper: typeof import("toolscript/scripts/helper.ts").default;
+    at file:///w/module.ts:2:3
+
+Found 3 errors.
+
+error: Type checking failed.
+"""
+
+
+def test_deno_check_errors_are_placed_on_the_script_they_are_about() -> None:
+    blocks = _blocks(DENO_OUTPUT)
+    assert len(blocks) == 4  # three errors and the final line
+    names = ["recordSizes", "pair", "helper"]
+    files = {"file:///w/scripts/recordSizes.ts": "recordSizes"}
+    module_lines = ["", '  helper: typeof import("toolscript/scripts/helper.ts").default;']
+
+    def place(url: str, line: int) -> tuple[str | None, str]:
+        return _place(
+            url, line, 5, files, Path("/w/contract.ts"), names, Path("/w/module.ts"), module_lines
+        )
+
+    assert place("file:///w/scripts/recordSizes.ts", 7) == (
+        "recordSizes",
+        "toolscripts/recordSizes.ts:7:5",
+    )
+    assert place("file:///w/contract.ts", 3) == ("pair", "toolscripts/pair.ts")
+    assert place("file:///w/module.ts", 2) == ("helper", "toolscripts/helper.ts")
+    assert place("file:///elsewhere.ts", 1)[0] is None
+    assert _readable("TS2322 [ERROR]: Type 'number' is not assignable", "toolscripts/x.ts:1:2") == (
+        "toolscripts/x.ts:1:2: TS2322 Type 'number' is not assignable"
+    )
+    contract = _readable("TS2322 [ERROR]: Type 'false' is not assignable to type 'true'.", "w")
+    assert CONTRACT_MESSAGE in contract
+
+
+def test_a_run_calls_the_script_with_its_input_as_a_literal() -> None:
+    code = saved_script_call("weeklyReport", '{"team": "infra", "n": [1, 2]}')
+    assert code.startswith('import { scripts } from "toolscript";\n')
+    assert 'return await scripts.weeklyReport({\n  "team": "infra",' in code
+    for bad in ("{team}", "[1]", '"text"'):
+        with pytest.raises(UsageError):
+            saved_script_call("weeklyReport", bad)
+    with pytest.raises(UsageError):
+        saved_script_call("not-a-name", "{}")
+
+
+def test_a_run_of_a_missing_or_broken_script_says_so() -> None:
+    listing = {
+        "directory": "/p/toolscripts",
+        "scripts": [
+            {"name": "weeklyReport", "status": "ok", "errors": []},
+            {"name": "daily", "status": "broken", "errors": ["toolscripts/daily.ts:1:1: TS2339 x"]},
+        ],
+    }
+    require_saved(listing, "weeklyReport")
+    with pytest.raises(NotFoundError) as missing:
+        require_saved(listing, "weeklyRepor")
+    assert missing.value.suggestions == ["weeklyReport"]
+    with pytest.raises(ExecutionError) as broken:
+        require_saved(listing, "daily")
+    assert "TS2339" in broken.value.message
+    with pytest.raises(NotFoundError) as none:
+        require_saved({"scripts": []}, "x")
+    assert none.value.hint is not None and "toolscript save" in none.value.hint
