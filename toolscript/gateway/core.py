@@ -526,7 +526,7 @@ class Gateway:
             tools = self._tools_artifacts
             verdicts = await anyio.to_thread.run_sync(self._verdicts, tools.module, saved)
             self.saved_scripts, self.script_warnings = saved, warnings
-            self._serve(tools, saved, verdicts)
+            await self._serve(tools, saved, verdicts)
         for warning in warnings:
             log.warning("saved scripts: %s", warning)
         for name, errors in verdicts.broken.items():
@@ -546,7 +546,9 @@ class Gateway:
             save_verdicts(kept, verdicts)
         return verdicts
 
-    def _serve(self, tools: Artifacts, saved: list[SavedScript], verdicts: ScriptVerdicts) -> None:
+    async def _serve(
+        self, tools: Artifacts, saved: list[SavedScript], verdicts: ScriptVerdicts
+    ) -> None:
         passing = [s for s in saved if s.name in verdicts.passing]
         module = compose_module(tools.module, passing)
         self.script_verdicts = verdicts
@@ -556,7 +558,9 @@ class Gateway:
             fragments=tools.fragments,
             warnings=tools.warnings,
         )
-        self.search.set_documents(self._tool_documents + [_script_document(s) for s in saved])
+        documents = self._tool_documents + [_script_document(s) for s in saved]
+        # Off the event loop: with the model loaded, new documents are embedded here.
+        await anyio.to_thread.run_sync(self.search.set_documents, documents)
         if self.checker is not None:
             self.checker.module_changed(
                 self.artifacts.module_hash,
@@ -639,7 +643,7 @@ class Gateway:
             await anyio.to_thread.run_sync(_write_script, path, source)
             saved, warnings = await anyio.to_thread.run_sync(load_saved, self.config.project_dir)
             self.saved_scripts, self.script_warnings = saved, warnings
-            self._serve(self._tools_artifacts, saved, verdicts)
+            await self._serve(self._tools_artifacts, saved, verdicts)
         return {
             "name": name,
             "path": str(path),
