@@ -129,7 +129,14 @@ def test_stdio_face_end_to_end_with_a_gateway_of_its_own(
         async with stdio_face(directory, home, "--config", str(config_of(directory))) as session:
             listed = await session.list_tools()
             by_name = {tool.name: tool for tool in listed.tools}
-            assert set(by_name) == {"search_tools", "get_types", "execute", "list_servers"}
+            assert set(by_name) == {
+                "search_tools",
+                "get_types",
+                "execute",
+                "run_script",
+                "save_script",
+                "list_servers",
+            }
             assert by_name["search_tools"].annotations.read_only_hint is True
             assert by_name["execute"].output_schema is not None
             assert all(tool.input_schema.get("type") == "object" for tool in listed.tools)
@@ -182,7 +189,7 @@ def test_stdio_face_end_to_end_with_a_gateway_of_its_own(
             assert "shinyNewTool(" in text(
                 await session.call_tool("get_types", {"tools": ["fx.shiny_new_tool"]})
             )
-            assert len((await session.list_tools()).tools) == 4
+            assert len((await session.list_tools()).tools) == 6
 
     anyio.run(session_work)
     assert seen, "the face was never seen running"
@@ -305,7 +312,7 @@ def test_http_face_serves_two_clients_behind_the_token_and_host_checks(tmp_path:
             ):
                 initialized = await session.initialize()
                 assert "search_tools" in (initialized.instructions or "")
-                assert len((await session.list_tools()).tools) == 4
+                assert len((await session.list_tools()).tools) == 6
                 results[number] = await execute(session, TWO_SERVERS)
 
         async def both() -> None:

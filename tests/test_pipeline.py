@@ -120,6 +120,7 @@ def test_incremental_by_content(tmp_path: Path) -> None:
         "types:s1",
         "types:s2",
         "module",
+        "scripts",
         "catalogue",
     ]
     assert run_pipeline(config, layout, SnapshotSource(copy.deepcopy(tools))).executed == []
@@ -129,8 +130,23 @@ def test_incremental_by_content(tmp_path: Path) -> None:
 
     tools["s1"][0]["description"] = "changed"
     changed = run_pipeline(config, layout, SnapshotSource(copy.deepcopy(tools)))
-    assert changed.executed == ["fetch:s1", "names", "types:s1", "module", "catalogue"]
+    assert changed.executed == ["fetch:s1", "names", "types:s1", "module", "scripts", "catalogue"]
     assert "changed" in layout.module.read_text()
+
+    # A saved script added, edited or removed runs the scripts task alone.
+    saved = tmp_path / "toolscripts" / "one.ts"
+    saved.parent.mkdir()
+    saved.write_text("export default async (input: { n: number }) => input.n;\n")
+    snapshot = SnapshotSource(copy.deepcopy(tools))
+    assert run_pipeline(config, layout, snapshot).executed == ["scripts"]
+    assert '"toolscript/scripts/one.ts"' in layout.module.read_text()
+    assert run_pipeline(config, layout, snapshot).executed == []
+    saved.write_text("export default async (input: { n: number }) => input.n.toUpperCase();\n")
+    assert run_pipeline(config, layout, snapshot).executed == ["scripts"]
+    assert '"toolscript/scripts/one.ts"' not in layout.module.read_text()
+    assert "one" in json.loads(layout.saved_scripts.read_text())["broken"]
+    saved.unlink()
+    assert run_pipeline(config, layout, snapshot).executed == ["scripts"]
 
 
 def test_unavailable_server_keeps_its_artifacts(tmp_path: Path) -> None:
@@ -246,7 +262,7 @@ def test_standalone_doit_matches_the_gateway(tmp_path: Path) -> None:
     again = subprocess.run(
         doit, cwd=project, env=clean_env(), capture_output=True, text=True, timeout=120
     )
-    assert again.stdout.count("-- ") == 12  # every task up to date, the search index too
+    assert again.stdout.count("-- ") == 13  # every task up to date, the search index too
     assert ".  " not in again.stdout
     assert "not reachable" not in built.stderr + again.stderr
     standalone = (project / ".toolscript" / "tools.ts").read_text()
@@ -340,4 +356,5 @@ def test_an_upgraded_generator_rebuilds_the_types(
     assert run_pipeline(config, layout, SnapshotSource(copy.deepcopy(tools))).executed == []
     monkeypatch.setattr(tasks, "generator_fingerprint", lambda: "a-newer-generator")
     upgraded = run_pipeline(config, layout, SnapshotSource(copy.deepcopy(tools)))
-    assert upgraded.executed == ["names", "types:s", "module"]  # naming rules are codegen too
+    # naming rules are codegen too
+    assert upgraded.executed == ["names", "types:s", "module", "scripts"]

@@ -10,7 +10,7 @@ import pytest
 from toolscript.codegen.module import scripts_section
 from toolscript.errors import ExecutionError, NotFoundError, UsageError
 from toolscript.execution.command import require_saved, saved_script_call
-from toolscript.gateway.scripts import CONTRACT_MESSAGE, _blocks, _place, _readable
+from toolscript.pipeline.tasks.scripts import CONTRACT_MESSAGE, _blocks, _place, _readable
 from toolscript.savedscripts import (
     check_name,
     contract_source,

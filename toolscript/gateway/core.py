@@ -37,14 +37,6 @@ from toolscript.gateway.checker import WarmChecker
 from toolscript.gateway.inferred import ResultShapes
 from toolscript.gateway.results import tool_result
 from toolscript.gateway.runs import RunBook, approve_commands
-from toolscript.gateway.scripts import (
-    CONTRACT_MESSAGE,
-    ScriptVerdicts,
-    check_saved,
-    compose_module,
-    load_verdicts,
-    save_verdicts,
-)
 from toolscript.paths import project_state_dir
 from toolscript.pipeline.artifacts import Artifacts, CacheLayout
 from toolscript.pipeline.sources import SnapshotSource
@@ -54,6 +46,12 @@ from toolscript.pipeline.tasks import (
     SearchIndexing,
     load_documents,
     run_pipeline,
+)
+from toolscript.pipeline.tasks.scripts import (
+    CONTRACT_MESSAGE,
+    ScriptVerdicts,
+    check_saved,
+    load_verdicts,
 )
 from toolscript.runlog import RunLog, runlog_path
 from toolscript.savedscripts import (
@@ -198,12 +196,9 @@ class Gateway:
         self.started_at = time.time()
         self.layout = CacheLayout(cache or Path(tempfile.mkdtemp(prefix="toolscript-cache-")))
         self.artifacts = Artifacts()
-        self._tools_artifacts = Artifacts()  # the last build, before the saved scripts join
-        self._tool_documents: list[ToolDocument] = []
-        self.saved_scripts: list[SavedScript] = []
-        self.script_warnings: list[str] = []
+        self.saved_scripts: list[SavedScript] = []  # as the last build saw them
         self.script_verdicts = ScriptVerdicts()
-        self._scripts_lock = anyio.Lock()
+        self._saving = anyio.Lock()
         self._rebuild = anyio.Event()
         self._rebuild_scope: anyio.CancelScope | None = None
         self._semantic_scope: anyio.CancelScope | None = None
@@ -340,7 +335,7 @@ class Gateway:
                 scripts_now = await anyio.to_thread.run_sync(scripts_fingerprint, folder)
                 if scripts_now != scripts_seen:
                     scripts_seen = scripts_now
-                    await self.attach_scripts()
+                    self._rebuild.set()  # the scripts task checks them
 
     async def reload_config(self) -> None:
         """Read the config file again: connect new servers, stop removed ones, restart changed
@@ -428,8 +423,14 @@ class Gateway:
             ),
         )
         servers = list(self.config.enabled_servers)
-        self._tools_artifacts = Artifacts.load(self.layout, [s.name for s in servers])
-        self._tool_documents = load_documents(self.layout, servers)
+        artifacts = Artifacts.load(self.layout, [s.name for s in servers])
+        saved, _ = load_saved(self.config.project_dir)
+        verdicts = load_verdicts(self.layout.saved_scripts) or ScriptVerdicts()
+        # What the module offers: the scripts that checked when it was built.
+        saved = [s for s in saved if s.name in verdicts.passing or s.name in verdicts.broken]
+        self.artifacts, self.saved_scripts, self.script_verdicts = artifacts, saved, verdicts
+        documents = load_documents(self.layout, servers) + [_script_document(s) for s in saved]
+        self.search.set_documents(documents)
         return result
 
     async def _run_checker(self) -> None:
@@ -508,7 +509,10 @@ class Gateway:
                 exc.strerror or exc,
             )
             return
-        await self.attach_scripts()
+        if self.checker is not None:
+            self.checker.module_changed(
+                self.artifacts.module_hash, self.artifacts.module, self.script_sources()
+            )
         log.info(
             "artifacts: %d tasks ran in %.0f ms%s",
             len(result.executed),
@@ -518,56 +522,6 @@ class Gateway:
 
     # -- saved scripts -------------------------------------------------------
 
-    async def attach_scripts(self) -> None:
-        """Read the saved scripts, check them against the last build (verdicts are kept),
-        and serve the module with the ones that check; search finds them all."""
-        async with self._scripts_lock:
-            saved, warnings = await anyio.to_thread.run_sync(load_saved, self.config.project_dir)
-            tools = self._tools_artifacts
-            verdicts = await anyio.to_thread.run_sync(self._verdicts, tools.module, saved)
-            self.saved_scripts, self.script_warnings = saved, warnings
-            await self._serve(tools, saved, verdicts)
-        for warning in warnings:
-            log.warning("saved scripts: %s", warning)
-        for name, errors in verdicts.broken.items():
-            log.warning(
-                "saved scripts: %s does not type-check, left out of the module: %s",
-                name,
-                errors[0],
-            )
-
-    def _verdicts(self, tools_module: str, saved: list[SavedScript]) -> ScriptVerdicts:
-        if not saved:
-            return ScriptVerdicts()
-        kept = self.layout.root / "saved-scripts.json"
-        cached = load_verdicts(kept) if self.script_verdicts.key == "" else self.script_verdicts
-        verdicts = check_saved(tools_module, saved, self.layout.root / "saved-check", cached)
-        if verdicts is not cached:
-            save_verdicts(kept, verdicts)
-        return verdicts
-
-    async def _serve(
-        self, tools: Artifacts, saved: list[SavedScript], verdicts: ScriptVerdicts
-    ) -> None:
-        passing = [s for s in saved if s.name in verdicts.passing]
-        module = compose_module(tools.module, passing)
-        self.script_verdicts = verdicts
-        self.artifacts = Artifacts(
-            module=module,
-            module_hash=hashlib.sha256(module.encode()).hexdigest()[:16],
-            fragments=tools.fragments,
-            warnings=tools.warnings,
-        )
-        documents = self._tool_documents + [_script_document(s) for s in saved]
-        # Off the event loop: with the model loaded, new documents are embedded here.
-        await anyio.to_thread.run_sync(self.search.set_documents, documents)
-        if self.checker is not None:
-            self.checker.module_changed(
-                self.artifacts.module_hash,
-                self.artifacts.module,
-                {s.name: s.source for s in passing},
-            )
-
     def script_calls(self) -> dict[tuple[str, str], str]:
         """How search hits of saved scripts are called, keyed like tools' (server "")."""
         return {
@@ -576,7 +530,7 @@ class Gateway:
         }
 
     def script_sources(self) -> dict[str, str]:
-        """The sources of the saved scripts the served module offers."""
+        """The sources of the saved scripts the served module offers (as it was built)."""
         passing = set(self.script_verdicts.passing)
         return {s.name: s.source for s in self.saved_scripts if s.name in passing}
 
@@ -596,7 +550,7 @@ class Gateway:
                 }
                 for s in self.saved_scripts
             ],
-            "warnings": self.script_warnings,
+            "warnings": self.script_verdicts.warnings,
         }
 
     async def save_script(
@@ -612,7 +566,7 @@ class Gateway:
         source = with_description(code, description) if description else code
         folder = scripts_dir(self.config.project_dir)
         path = folder / f"{name}.ts"
-        async with self._scripts_lock:
+        async with self._saving:
             saved, _ = await anyio.to_thread.run_sync(load_saved, self.config.project_dir)
             clash = [s for s in saved if s.name.lower() == name.lower()]
             if clash and not force:
@@ -629,9 +583,7 @@ class Gateway:
                 digest=hashlib.sha256(source.encode()).hexdigest()[:16],
             )
             every = sorted([*others, candidate], key=lambda s: s.name)
-            verdicts = await anyio.to_thread.run_sync(
-                self._verdicts, self._tools_artifacts.module, every
-            )
+            verdicts = await anyio.to_thread.run_sync(self._check_candidates, every)
             if name in verdicts.broken:
                 raise ScriptCheckError(
                     f"{name} was not saved: it does not type-check against the current tools",
@@ -641,9 +593,7 @@ class Gateway:
                 if old.path != path:
                     old.path.unlink(missing_ok=True)
             await anyio.to_thread.run_sync(_write_script, path, source)
-            saved, warnings = await anyio.to_thread.run_sync(load_saved, self.config.project_dir)
-            self.saved_scripts, self.script_warnings = saved, warnings
-            await self._serve(self._tools_artifacts, saved, verdicts)
+        await self.rebuild_artifacts()  # the scripts task finds this check's verdicts
         return {
             "name": name,
             "path": str(path),
@@ -653,6 +603,10 @@ class Gateway:
             "broken": {n: verdicts.broken[n] for n in verdicts.broken if n != name},
             "module_hash": self.artifacts.module_hash,
         }
+
+    def _check_candidates(self, scripts: list[SavedScript]) -> ScriptVerdicts:
+        tools = self.layout.tools_only.read_text(encoding="utf-8")
+        return check_saved(tools, scripts, self.layout.root / "saved-check-save", None)
 
     # -- lookup --------------------------------------------------------------
 
@@ -826,7 +780,7 @@ class Gateway:
             "scripts": {
                 "saved": len(self.saved_scripts),
                 "broken": self.script_verdicts.broken,
-                "warnings": self.script_warnings,
+                "warnings": self.script_verdicts.warnings,
             },
             "warnings": [
                 f"{name}: {warning}" for name, s in servers.items() for warning in s["warnings"]

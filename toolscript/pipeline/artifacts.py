@@ -9,7 +9,11 @@
       names.json             the whole name map, with collision warnings
       types/<server>.ts      a standalone TypeScript module for that server
       types/<server>.json    per-tool fragments (for filtered modules and get-types)
-      tools.ts               the whole TypeScript module served at /runtime/tools.ts
+      tools-only.ts          every server's module merged (the module task)
+      tools.ts               the whole TypeScript module served at /runtime/tools.ts: the
+                             tools and the saved scripts that type-check (the scripts task)
+      saved-scripts.json     which saved scripts check, the errors of those that do not
+      saved-check/           where the scripts task checks them
       catalogue.db           servers and tools (content hash, names, schemas) for sqlite-utils
       embeddings.db          tool embeddings by (content hash, model) for semantic search
 """
@@ -85,8 +89,20 @@ class CacheLayout:
         return self.root / "types" / f"{file_slug(server)}.json"
 
     @property
+    def tools_only(self) -> Path:
+        return self.root / "tools-only.ts"
+
+    @property
     def module(self) -> Path:
         return self.root / "tools.ts"
+
+    @property
+    def saved_scripts(self) -> Path:
+        return self.root / "saved-scripts.json"
+
+    @property
+    def saved_check(self) -> Path:
+        return self.root / "saved-check"
 
     @property
     def catalogue(self) -> Path:
@@ -101,9 +117,16 @@ class CacheLayout:
         checked on their own), so the next run builds it all again."""
         import shutil
 
-        for directory in ("servers", "names", "types"):
+        for directory in ("servers", "names", "types", "saved-check"):
             shutil.rmtree(self.root / directory, ignore_errors=True)
-        for path in (self.names, self.module, self.catalogue, self.dep_file):
+        for path in (
+            self.names,
+            self.tools_only,
+            self.module,
+            self.saved_scripts,
+            self.catalogue,
+            self.dep_file,
+        ):
             for suffix in ("", "-wal", "-shm", "-journal"):
                 Path(f"{path}{suffix}").unlink(missing_ok=True)
 

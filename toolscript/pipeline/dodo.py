@@ -27,6 +27,7 @@ task_fetch = _namespace["task_fetch"]
 task_names = _namespace["task_names"]
 task_types = _namespace["task_types"]
 task_module = _namespace["task_module"]
+task_scripts = _namespace["task_scripts"]
 task_catalogue = _namespace["task_catalogue"]
 task_index = _namespace["task_index"]
 DOIT_CONFIG = _namespace["DOIT_CONFIG"]
@@ -38,5 +39,6 @@ __all__ = [
     "task_index",
     "task_module",
     "task_names",
+    "task_scripts",
     "task_types",
 ]

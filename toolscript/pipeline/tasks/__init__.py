@@ -1,4 +1,5 @@
-"""The artifact pipeline as doit tasks: fetch -> names -> types -> module, catalogue, index.
+"""The artifact pipeline as doit tasks: fetch -> names -> types -> module -> scripts,
+catalogue, index.
 
 One module per task, each a class whose ``tasks`` method is the doit task creator and
 whose settings sit beside it. A task re-runs only when the *content* it reads changed:
@@ -21,6 +22,7 @@ from toolscript.pipeline.tasks.index import IndexTask, SearchIndexing, load_docu
 from toolscript.pipeline.tasks.module import ModuleTask
 from toolscript.pipeline.tasks.names import NamesTask
 from toolscript.pipeline.tasks.runner import PipelineResult, run_doit
+from toolscript.pipeline.tasks.scripts import ScriptsTask
 from toolscript.pipeline.tasks.settings import TaskSettings
 from toolscript.pipeline.tasks.typescript import TypesTasks
 
@@ -35,7 +37,7 @@ __all__ = [
     "run_pipeline",
 ]
 
-ARTIFACT_TASKS = ["fetch", "names", "types", "module", "catalogue"]
+ARTIFACT_TASKS = ["fetch", "names", "types", "module", "scripts", "catalogue"]
 TASK_ORDER = [*ARTIFACT_TASKS, "index"]
 
 
@@ -47,13 +49,16 @@ def build_tasks(
     model: str | None = None,
 ) -> dict[str, Any]:
     """A doit namespace (``task_*`` creators and ``DOIT_CONFIG``) for ``config``."""
-    settings = TaskSettings(layout, list(config.enabled_servers), generator_fingerprint())
+    settings = TaskSettings(
+        layout, list(config.enabled_servers), generator_fingerprint(), config.project_dir
+    )
     layout.root.mkdir(parents=True, exist_ok=True)  # doit opens its database there
     return {
         "task_fetch": FetchTasks(settings, source).tasks,
         "task_names": NamesTask(settings).tasks,
         "task_types": TypesTasks(settings).tasks,
         "task_module": ModuleTask(settings).tasks,
+        "task_scripts": ScriptsTask(settings).tasks,
         "task_catalogue": CatalogueTask(settings).tasks,
         "task_index": IndexTask(settings, indexing, model).tasks,
         "DOIT_CONFIG": {

@@ -1,4 +1,5 @@
-"""``module``: every server's fragments merged into ``tools.ts``, the module scripts import."""
+"""``module``: every server's fragments merged into ``tools-only.ts`` (the ``scripts`` task
+adds the saved scripts to make ``tools.ts``, the module scripts import)."""
 
 from __future__ import annotations
 
@@ -18,13 +19,13 @@ class ModuleTask:
         self.settings = settings
 
     def tasks(self) -> dict[str, Any]:
-        """Merge every server's fragments into tools.ts."""
+        """Merge every server's fragments into one module (tools-only.ts)."""
         layout = self.settings.layout
         return {
             "actions": [self.module],
             "file_dep": [layout.server_fragments(s.name) for s in self.settings.servers]
             + [runtime_template()],
-            "targets": [layout.module],
+            "targets": [layout.tools_only],
             "uptodate": [
                 config_changed(
                     {"servers": self.settings.server_names, "generator": self.settings.generator}
@@ -41,4 +42,4 @@ class ModuleTask:
                 ToolFragment.from_dict(item)
                 for item in read_json(self.settings.layout.server_fragments(server.name))
             )
-        write_if_changed(self.settings.layout.module, render_module(fragments))
+        write_if_changed(self.settings.layout.tools_only, render_module(fragments))

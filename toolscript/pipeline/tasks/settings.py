@@ -21,6 +21,7 @@ class TaskSettings:
     layout: CacheLayout
     servers: list[ServerConfig]
     generator: str  # codegen's fingerprint: a toolscript upgrade makes generated files due
+    project_dir: Path = Path()  # where toolscripts/ (the saved scripts) is
 
     @property
     def server_names(self) -> list[str]:

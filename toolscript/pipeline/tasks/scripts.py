@@ -1,14 +1,18 @@
-"""Saved scripts as the gateway serves them: checked against the tools, in the module.
+"""``scripts``: the saved scripts checked against the tools, and the module they join.
 
-Every saved script (``savedscripts.py``) is type-checked with ``deno check`` against the
+The ``module`` task writes the tools' module (``tools-only.ts``); this task writes the
+whole module (``tools.ts``, what the gateway serves) and ``saved-scripts.json`` (which
+scripts check, and the errors of those that do not). Every saved script (``savedscripts.py``) is type-checked with ``deno check`` against the
 module the tools make plus the ``scripts`` object itself, in rounds: a script with errors
 leaves the module, and the rest are checked again (a script calling a broken one through
 ``scripts`` breaks with it). Only scripts that check are in the module, so one broken
 script never fails the type check of every other run; the broken ones are listed with
 their errors (``list-scripts``, ``gateway status``) and their files are kept.
 
-Verdicts are kept by the hash of everything checked (``saved-scripts.json`` in the
-cache), so a gateway restart with the same tools and scripts checks nothing.
+The task is due when the tools' module or any saved script changes (names and digests
+are in its ``config_changed``). Verdicts are kept by the hash of everything checked, in
+``saved-scripts.json`` and in memory (the gateway checks a script before saving it; the task
+then reuses that verdict).
 """
 
 from __future__ import annotations
@@ -21,29 +25,44 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from doit.tools import config_changed
 
 from toolscript.codegen.module import scripts_section
 from toolscript.denobinary import deno_binary, deno_environment
+from toolscript.pipeline.artifacts import write_if_changed
+from toolscript.pipeline.tasks.settings import TaskSettings
 from toolscript.privatefile import write_private
-from toolscript.savedscripts import SCRIPTS_DIRNAME, SavedScript, contract_source, specifier
+from toolscript.savedscripts import (
+    SCRIPTS_DIRNAME,
+    SavedScript,
+    contract_source,
+    load_saved,
+    specifier,
+)
 
 __all__ = [
     "CHECK_TIMEOUT",
     "CONTRACT_MESSAGE",
     "ScriptVerdicts",
+    "ScriptsTask",
     "check_saved",
     "compose_module",
     "load_verdicts",
     "save_verdicts",
 ]
 
-log = logging.getLogger("toolscript.scripts")
+log = logging.getLogger("toolscript.pipeline")
 
 CHECK_TIMEOUT = 180.0  # seconds for one deno check of every saved script
 MAX_ERRORS = 20  # per script, in listings
 _BLOCK_START = re.compile(r"^(?:TS\d+ \[ERROR\]|error): ", re.MULTILINE)
 _AT = re.compile(r"at (file://\S+?):(\d+):(\d+)")
 _CODE = re.compile(r"^(TS\d+) \[ERROR\]: ")
+
+
+MEMORY = 16  # verdicts kept in memory, newest last
 
 
 @dataclass
@@ -53,6 +72,56 @@ class ScriptVerdicts:
     key: str = ""
     passing: list[str] = field(default_factory=list)
     broken: dict[str, list[str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # files skipped (names, sizes)
+
+
+_remembered: dict[str, ScriptVerdicts] = {}
+
+
+class ScriptsTask:
+    def __init__(self, settings: TaskSettings) -> None:
+        self.settings = settings
+
+    def tasks(self) -> dict[str, Any]:
+        """Check the saved scripts (toolscripts/) and write the whole module with them."""
+        layout = self.settings.layout
+        saved, _ = load_saved(self.settings.project_dir)
+        return {
+            "actions": [self.build],
+            "file_dep": [layout.tools_only],
+            "targets": [layout.module, layout.saved_scripts],
+            "uptodate": [
+                config_changed(
+                    {
+                        "scripts": [(s.name, s.digest) for s in saved],
+                        "folder": str(self.settings.project_dir),
+                        "generator": self.settings.generator,
+                    }
+                )
+            ],
+            "clean": True,
+            "verbosity": 0,
+        }
+
+    def build(self) -> None:
+        layout = self.settings.layout
+        tools = layout.tools_only.read_text(encoding="utf-8")
+        saved, warnings = load_saved(self.settings.project_dir)
+        verdicts = check_saved(
+            tools, saved, layout.saved_check, load_verdicts(layout.saved_scripts)
+        )
+        verdicts.warnings = warnings
+        save_verdicts(layout.saved_scripts, verdicts)
+        passing = [s for s in saved if s.name in verdicts.passing]
+        write_if_changed(layout.module, compose_module(tools, passing))
+        for warning in warnings:
+            log.warning("saved scripts: %s", warning)
+        for name, errors in verdicts.broken.items():
+            log.warning(
+                "saved scripts: %s does not type-check, left out of the module: %s",
+                name,
+                errors[0],
+            )
 
 
 def compose_module(tools_module: str, scripts: list[SavedScript]) -> str:
@@ -73,8 +142,12 @@ def check_saved(
 ) -> ScriptVerdicts:
     """Which of ``scripts`` type-check against ``tools_module`` (and each other)."""
     key = _verdict_key(tools_module, scripts)
+    if not scripts:
+        return ScriptVerdicts(key=key)
     if cached is not None and cached.key == key:
         return cached
+    if key in _remembered:
+        return _remembered[key]
     verdicts = ScriptVerdicts(key=key)
     remaining = list(scripts)
     for _ in range(len(scripts)):
@@ -86,6 +159,9 @@ def check_saved(
         verdicts.broken.update(errors)
         remaining = [s for s in remaining if s.name not in errors]
     verdicts.passing = [s.name for s in remaining]
+    _remembered[key] = verdicts
+    while len(_remembered) > MEMORY:
+        del _remembered[next(iter(_remembered))]
     return verdicts
 
 
@@ -205,14 +281,17 @@ def load_verdicts(path: Path) -> ScriptVerdicts | None:
             key=str(data["key"]),
             passing=[str(n) for n in data["passing"]],
             broken={str(k): [str(e) for e in v] for k, v in data["broken"].items()},
+            warnings=[str(w) for w in data.get("warnings", [])],
         )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
 def save_verdicts(path: Path, verdicts: ScriptVerdicts) -> None:
-    data = {"key": verdicts.key, "passing": verdicts.passing, "broken": verdicts.broken}
-    try:
-        write_private(path, json.dumps(data))
-    except OSError as exc:
-        log.warning("saved scripts: cannot keep the check's verdicts (%s)", exc)
+    data = {
+        "key": verdicts.key,
+        "passing": verdicts.passing,
+        "broken": verdicts.broken,
+        "warnings": verdicts.warnings,
+    }
+    write_if_changed(path, json.dumps(data, indent=1) + "\n")
