@@ -144,6 +144,16 @@ def test_save_list_search_import_and_run(project: GatewayProcess) -> None:
     assert "did you mean: recordSizes?" in unknown.stderr
     assert (directory / "journal.jsonl").read_text() == journal_before
 
+    # A new version that changes its input breaks the script calling it: saving says so.
+    renamed = RECORD_SIZES.replace("keys: string[]", "names: string[]").replace(
+        "input.keys", "input.names"
+    )
+    replaced = save(directory, "recordSizes", renamed, "--force")
+    assert replaced.returncode == 0, replaced.stderr
+    assert "warning: totalSize no longer type-checks" in replaced.stderr
+    scripts = {s["name"]: s["status"] for s in listing(directory)["scripts"]}
+    assert scripts == {"recordSizes": "ok", "totalSize": "broken"}
+
 
 def test_saving_refuses_what_does_not_check_and_keeps_what_is_there(
     project: GatewayProcess,

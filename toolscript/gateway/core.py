@@ -593,6 +593,7 @@ class Gateway:
                 if old.path != path:
                     old.path.unlink(missing_ok=True)
             await anyio.to_thread.run_sync(_write_script, path, source)
+        already = set(self.script_verdicts.broken)
         await self.rebuild_artifacts()  # the scripts task finds this check's verdicts
         return {
             "name": name,
@@ -600,7 +601,8 @@ class Gateway:
             "description": candidate.description,
             "signature": candidate.signature,
             "replaced": bool(clash),
-            "broken": {n: verdicts.broken[n] for n in verdicts.broken if n != name},
+            # Scripts this one broke (they call it through `scripts`), not those broken before.
+            "broken": {n: e for n, e in verdicts.broken.items() if n not in already},
             "module_hash": self.artifacts.module_hash,
         }
 
