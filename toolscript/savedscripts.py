@@ -57,6 +57,12 @@ class SavedScript:
     description: str
     digest: str  # of the source: the module changes with it
 
+    @classmethod
+    def of(cls, name: str, path: Path, source: str) -> SavedScript:
+        """The script ``source`` as saved at ``path``: its description and digest read off."""
+        digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+        return cls(name, path, source, description_of(source), digest)
+
     @property
     def signature(self) -> str:
         return signature_of(self.source, self.name)
@@ -122,23 +128,17 @@ def signature_of(source: str, name: str) -> str:
     if export is None:
         return ""
     text = source[export.end() : export.end() + 4000]
-    depth, seen_params, out = 0, False, []
-    i = 0
-    while i < len(text):
-        char = text[i]
-        if depth == 0 and seen_params and (char == "{" or text.startswith("=>", i)):
-            break
-        if depth == 0 and char == ";":
+    depth, seen_params, end = 0, False, len(text)
+    for i, char in enumerate(text):
+        if depth == 0 and (char == ";" or (seen_params and text.startswith(("{", "=>"), i))):
+            end = i
             break
         if char in "([{<" and not (char == "<" and text[i - 1 : i] == "="):
             depth += 1
         elif char in ")]}>" and not (char == ">" and text[i - 1 : i] == "="):
             depth = max(0, depth - 1)
-            if depth == 0 and char == ")":
-                seen_params = True
-        out.append(char)
-        i += 1
-    signature = " ".join("".join(out).split())
+            seen_params = seen_params or (depth == 0 and char == ")")
+    signature = " ".join(text[:end].split())
     return signature[:400] if signature else name
 
 
@@ -184,15 +184,7 @@ def load_saved(project_dir: Path) -> tuple[list[SavedScript], list[str]]:
         except (OSError, UnicodeDecodeError) as exc:
             warnings.append(f"{SCRIPTS_DIRNAME}/{path.name} skipped: {exc}")
             continue
-        saved.append(
-            SavedScript(
-                name=name,
-                path=path,
-                source=source,
-                description=description_of(source),
-                digest=hashlib.sha256(source.encode()).hexdigest()[:16],
-            )
-        )
+        saved.append(SavedScript.of(name, path, source))
     return saved, warnings
 
 
@@ -201,9 +193,8 @@ def scripts_fingerprint(project_dir: Path) -> tuple[tuple[str, int, int], ...]:
     try:
         return tuple(
             sorted(
-                (path.name, stat.st_mtime_ns, stat.st_size)
+                (path.name, (stat := path.stat()).st_mtime_ns, stat.st_size)
                 for path in scripts_dir(project_dir).glob("*.ts")
-                if (stat := path.stat())
             )
         )
     except OSError:

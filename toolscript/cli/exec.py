@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from toolscript.cli.options import CacheDirOption, ConfigOption
 from toolscript.execution.command import EXEC_OPTIONS, run_exec
 
-__all__ = ["exec_command"]
+__all__ = ["TRACE_HELP", "exec_command", "exec_option"]
+
+TRACE_HELP = "After the result, list the run's tool calls on stderr."
+
+
+def exec_option(name: str) -> Any:
+    """The typer option for ``EXEC_OPTIONS[name]``: its flags, help and range (``run``
+    takes exec's limits as they are)."""
+    option = EXEC_OPTIONS[name]
+    return typer.Option(*option.flags, help=option.help, min=option.minimum, max=option.maximum)
 
 
 def exec_command(
@@ -25,41 +34,10 @@ def exec_command(
     check: Annotated[
         bool, typer.Option("--check/--no-check", help="Type-check before running.")
     ] = True,
-    timeout: Annotated[
-        float,
-        typer.Option(
-            *EXEC_OPTIONS["timeout"].flags,
-            help=EXEC_OPTIONS["timeout"].help,
-            min=EXEC_OPTIONS["timeout"].minimum,
-            max=EXEC_OPTIONS["timeout"].maximum,
-        ),
-    ] = EXEC_OPTIONS["timeout"].default,
-    memory: Annotated[
-        int,
-        typer.Option(
-            *EXEC_OPTIONS["memory"].flags,
-            help=EXEC_OPTIONS["memory"].help,
-            min=EXEC_OPTIONS["memory"].minimum,
-            max=EXEC_OPTIONS["memory"].maximum,
-        ),
-    ] = EXEC_OPTIONS["memory"].default,
-    max_output: Annotated[
-        int,
-        typer.Option(
-            *EXEC_OPTIONS["max_output"].flags,
-            help=EXEC_OPTIONS["max_output"].help,
-            min=EXEC_OPTIONS["max_output"].minimum,
-            max=EXEC_OPTIONS["max_output"].maximum,
-        ),
-    ] = EXEC_OPTIONS["max_output"].default,
-    max_calls: Annotated[
-        int,
-        typer.Option(
-            *EXEC_OPTIONS["max_calls"].flags,
-            help=EXEC_OPTIONS["max_calls"].help,
-            min=EXEC_OPTIONS["max_calls"].minimum,
-        ),
-    ] = EXEC_OPTIONS["max_calls"].default,
+    timeout: Annotated[float, exec_option("timeout")] = EXEC_OPTIONS["timeout"].default,
+    memory: Annotated[int, exec_option("memory")] = EXEC_OPTIONS["memory"].default,
+    max_output: Annotated[int, exec_option("max_output")] = EXEC_OPTIONS["max_output"].default,
+    max_calls: Annotated[int, exec_option("max_calls")] = EXEC_OPTIONS["max_calls"].default,
     resume: Annotated[
         str | None,
         typer.Option(
@@ -69,10 +47,7 @@ def exec_command(
             show_default=False,
         ),
     ] = EXEC_OPTIONS["resume"].default,
-    trace: Annotated[
-        bool,
-        typer.Option("--trace", help="After the result, list the run's tool calls on stderr."),
-    ] = False,
+    trace: Annotated[bool, typer.Option("--trace", help=TRACE_HELP)] = False,
     config: ConfigOption = None,
     cache: CacheDirOption = None,
 ) -> None:

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from toolscript.cli.client import GatewayClient, find_gateway_url
+from toolscript.cli.exec import TRACE_HELP, exec_option
 from toolscript.cli.options import CacheDirOption, ConfigOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
 from toolscript.config import load_config
@@ -144,22 +145,11 @@ def run_command(
             "--input-file", help="Read its input (a JSON object) from this file; '-': stdin."
         ),
     ] = None,
-    timeout: Annotated[
-        float, typer.Option("--timeout", help=EXEC_OPTIONS["timeout"].help, min=0)
-    ] = EXEC_OPTIONS["timeout"].default,
-    memory: Annotated[
-        int,
-        typer.Option(
-            "--memory", help=EXEC_OPTIONS["memory"].help, min=EXEC_OPTIONS["memory"].minimum
-        ),
-    ] = EXEC_OPTIONS["memory"].default,
-    max_output: Annotated[
-        int, typer.Option("--max-output", help=EXEC_OPTIONS["max_output"].help, min=1)
-    ] = EXEC_OPTIONS["max_output"].default,
-    max_calls: Annotated[
-        int, typer.Option("--max-calls", help=EXEC_OPTIONS["max_calls"].help, min=1)
-    ] = EXEC_OPTIONS["max_calls"].default,
-    trace: Annotated[bool, typer.Option("--trace", help="Print the run's calls after it.")] = False,
+    timeout: Annotated[float, exec_option("timeout")] = EXEC_OPTIONS["timeout"].default,
+    memory: Annotated[int, exec_option("memory")] = EXEC_OPTIONS["memory"].default,
+    max_output: Annotated[int, exec_option("max_output")] = EXEC_OPTIONS["max_output"].default,
+    max_calls: Annotated[int, exec_option("max_calls")] = EXEC_OPTIONS["max_calls"].default,
+    trace: Annotated[bool, typer.Option("--trace", help=TRACE_HELP)] = False,
     config: ConfigOption = None,
     cache: CacheDirOption = None,
 ) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from toolscript.codegen.naming import first_free, to_pascal_case
 from toolscript.codegen.shapes import INFERRED_KEY
 from toolscript.codegen.typescript import TypeContext, doc_comment, property_key, render_schema
+from toolscript.savedscripts import specifier
 
 __all__ = [
     "ToolFragment",
@@ -322,10 +323,11 @@ def scripts_section(module: str, scripts: list[tuple[str, str, str]]) -> str:
     members = []
     for name, description, _ in scripts:
         doc = doc_comment([description], "  ") if description else ""
-        lines.append(f'{doc}  {name}: typeof import("toolscript/scripts/{name}.ts").default;')
+        imported = f"import({json.dumps(specifier(name))})"
+        lines.append(f"{doc}  {name}: typeof {imported}.default;")
         members.append(
             f"  {name}: ((...args: Parameters<{interface}[{json.dumps(name)}]>) =>\n"
-            f'    import("toolscript/scripts/{name}.ts").then((m) => m.default(...args))'
+            f"    {imported}.then((m) => m.default(...args))"
             f") as {interface}[{json.dumps(name)}],"
         )
     lines.append("}")

@@ -86,11 +86,6 @@ def merge(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any] 
     return {"n": a["n"] + b["n"], "types": types}
 
 
-def same_type(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
-    """Whether two shapes give the same type (counts aside, but what is required)."""
-    return to_schema(a) == to_schema(b)
-
-
 def to_schema(shape: dict[str, Any] | None) -> dict[str, Any]:
     """The JSON Schema of a shape (no shape: anything)."""
     if shape is None:

@@ -58,7 +58,6 @@ from toolscript.savedscripts import (
     SCRIPTS_DIRNAME,
     SavedScript,
     check_name,
-    description_of,
     has_default_export,
     load_saved,
     scripts_dir,
@@ -197,6 +196,7 @@ class Gateway:
         self.layout = CacheLayout(cache or Path(tempfile.mkdtemp(prefix="toolscript-cache-")))
         self.artifacts = Artifacts()
         self.saved_scripts: list[SavedScript] = []  # as the last build saw them
+        self._scripts_seen: tuple[tuple[str, int, int], ...] = ()  # toolscripts/, as last built
         self.script_verdicts = ScriptVerdicts()
         self._saving = anyio.Lock()
         self._rebuild = anyio.Event()
@@ -324,7 +324,7 @@ class Gateway:
         """Apply edits of the config file while serving (users add servers mid-session)."""
         seen = _fingerprint(self.config_file)
         folder = self.config.project_dir
-        scripts_seen = await anyio.to_thread.run_sync(scripts_fingerprint, folder)
+        self._scripts_seen = await anyio.to_thread.run_sync(scripts_fingerprint, folder)
         with self._watch_scope:
             while True:
                 await anyio.sleep(CONFIG_POLL_SECONDS)
@@ -333,8 +333,8 @@ class Gateway:
                     seen = now
                     await self.reload_config()
                 scripts_now = await anyio.to_thread.run_sync(scripts_fingerprint, folder)
-                if scripts_now != scripts_seen:
-                    scripts_seen = scripts_now
+                if scripts_now != self._scripts_seen:
+                    self._scripts_seen = scripts_now
                     self._rebuild.set()  # the scripts task checks them
 
     async def reload_config(self) -> None:
@@ -575,13 +575,7 @@ class Gateway:
                     hint="add --force to replace it",
                 )
             others = [s for s in saved if s.name.lower() != name.lower()]
-            candidate = SavedScript(
-                name=name,
-                path=path,
-                source=source,
-                description=description_of(source),
-                digest=hashlib.sha256(source.encode()).hexdigest()[:16],
-            )
+            candidate = SavedScript.of(name, path, source)
             every = sorted([*others, candidate], key=lambda s: s.name)
             verdicts = await anyio.to_thread.run_sync(self._check_candidates, every)
             if name in verdicts.broken:
@@ -593,6 +587,10 @@ class Gateway:
                 if old.path != path:
                     old.path.unlink(missing_ok=True)
             await anyio.to_thread.run_sync(_write_script, path, source)
+            # Built below: the config watch need not build it again when it sees the file.
+            self._scripts_seen = await anyio.to_thread.run_sync(
+                scripts_fingerprint, self.config.project_dir
+            )
         already = set(self.script_verdicts.broken)
         await self.rebuild_artifacts()  # the scripts task finds this check's verdicts
         return {
