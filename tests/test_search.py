@@ -179,6 +179,7 @@ def test_hybrid_search_once_ready(gateway: GatewayProcess) -> None:
     assert status["mode"] == "hybrid"
     assert status["tools"] == gateway.client.get("health").json()["tools"]
     assert (status["alpha"], status["threshold"]) == (0.5, 0.3)  # the documented defaults
+    assert status["query_precision"] in ("bfloat16", "float32")  # the worker measured which
     answer = search(gateway, "what o'clock is it in Tokyo")
     assert answer["mode"] == "hybrid"
     assert answer["hits"][0]["server"] == "time"
@@ -385,6 +386,40 @@ def test_zero_tools(tmp_path: Path) -> None:
         result = toolscript_cli("search", "anything", cwd=tmp_path, timeout=60)
         assert result.returncode == 1
         assert "no tool matches" in result.stderr
+
+
+@needs_semantic
+def test_queries_may_go_through_a_bfloat16_copy_that_gives_the_same_vectors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import numpy
+
+    from toolscript.search import semantic
+
+    texts = ["list my open pull requests", "post a summary to Slack", "what time is it in Tokyo"]
+    exact = semantic.Embedder(fast_queries=False)
+    exact.load()
+    assert exact.query_precision == "float32"
+    monkeypatch.setattr(semantic, "FASTER", 100.0)  # as if it were faster here, to use it
+    fast = semantic.Embedder()
+    fast.load()
+    assert fast.query_precision == "bfloat16"
+    cosines = (fast.embed_queries(texts) * exact.embed_queries(texts)).sum(axis=1)
+    assert cosines.min() >= semantic.SAME_VECTOR
+    assert not numpy.array_equal(fast.embed_queries(texts), exact.embed_queries(texts))
+    # tools are embedded exactly either way: vectors cached by either stay valid
+    assert numpy.array_equal(fast.embed(texts), exact.embed(texts))
+    # a copy that would change the vectors, or is not faster, is not used
+    monkeypatch.setattr(semantic, "SAME_VECTOR", 1.01)
+    strict = semantic.Embedder()
+    strict.load()
+    assert strict.query_precision == "float32"
+    monkeypatch.setattr(semantic, "SAME_VECTOR", 0.999)
+    monkeypatch.setattr(semantic, "FASTER", 0.0)
+    slower = semantic.Embedder()
+    slower.load()
+    assert slower.query_precision == "float32"
+    assert numpy.array_equal(slower.embed_queries(texts), exact.embed_queries(texts))
 
 
 @needs_semantic

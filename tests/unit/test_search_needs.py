@@ -9,7 +9,12 @@ from toolscript.search.engine import SearchEngine
 from toolscript.search.fusion import blend, semantic_parts, semantic_weight
 from toolscript.search.needs import MAX_NEEDS, split_needs
 from toolscript.search.semantic import EmbeddingStore
-from toolscript.search.text import document_for, expand_abbreviations, semantic_query
+from toolscript.search.text import (
+    document_for,
+    expand_abbreviations,
+    keyword_query,
+    semantic_query,
+)
 
 
 @pytest.mark.parametrize(
@@ -90,6 +95,23 @@ def test_the_semantic_half_reads_a_request_without_its_literal_values() -> None:
     kept = "what is 17% of 2345 for PROJ-88 in #general"
     assert semantic_query(kept) == kept
     assert semantic_query("1.2.3") == "1.2.3"  # nothing but a value: read as it is
+
+
+def test_pasted_data_is_read_by_neither_half() -> None:
+    blob = "iVBORw0KGgoAAAANSUhEUgAAAgAAAAIACAYAAAD0eNT6AAAABHNCSVQICAgIfAhkiAAAAAlwSFlz" * 40
+    request = f"What does this base64 image mean?\n{blob}"
+    assert " ".join(keyword_query(request).split()) == "What does this base64 image mean?"
+    assert semantic_query(request) == "What does this base64 image mean?"
+    digest = "sha256 " + "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+    assert keyword_query(digest).split() == ["sha256"]
+    # what is not data stays: words, a URL's words, short runs, long runs without a digit
+    kept = "list PRs of https://github.com/acme/widgets " + "a" * 70
+    assert keyword_query(kept) == expand_abbreviations(kept)
+    engine = SearchEngine(SearchConfig(semantic=False), EmbeddingStore(None), None)
+    engine.set_documents(
+        [document_for("img", "", {"name": "describe_image", "description": "Describe an image"})]
+    )
+    assert [hit.tool for hit in engine.search(request, threshold=0)[0]] == ["describe_image"]
 
 
 def test_short_forms_are_read_spelled_out_too() -> None:

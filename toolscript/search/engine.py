@@ -22,7 +22,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, TypedDict, Unpack
@@ -32,7 +33,7 @@ from toolscript.search.fusion import blend
 from toolscript.search.lexical import LexicalIndex
 from toolscript.search.needs import split_needs
 from toolscript.search.semantic import DEFAULT_MODEL, Embedder, EmbeddingStore
-from toolscript.search.text import ToolDocument, expand_abbreviations, mostly_cjk, semantic_query
+from toolscript.search.text import ToolDocument, keyword_query, mostly_cjk, semantic_query
 
 __all__ = ["FUSIONS", "MODES", "Hit", "SearchEngine", "SearchOptions", "embed_missing"]
 
@@ -157,6 +158,9 @@ class SearchEngine:
         self._recovering = False
         self._last_recovery = -RECOVERY_INTERVAL
         self._quick: Any = None  # a numpy query encoder while the worker's model loads
+        # Embeds a request while its keyword scores are computed (the worker's pipe, numpy
+        # and torch let go of the interpreter lock while they work).
+        self._embedding = ThreadPoolExecutor(max_workers=4, thread_name_prefix="search-embed")
 
     def prepare_quick_queries(self, model_directory: Path | None) -> bool:
         """Build the numpy query encoder for ``model_directory`` (half a second, no torch);
@@ -212,6 +216,12 @@ class SearchEngine:
                 else "model"
                 if self.embedder.loaded or self._quick is None
                 else "numpy"
+            ),
+            # bfloat16 where this CPU computes it faster and the vectors agree (semantic.py)
+            "query_precision": (
+                self.embedder.query_precision
+                if self.embedder is not None and self.embedder.loaded
+                else None
             ),
             "warning": self.embedder.warning if self.embedder is not None else None,
             "tools": len(self.documents),
@@ -336,23 +346,23 @@ class SearchEngine:
         # find) and need by need: the whole request's best hit first, then each need's best,
         # then every other hit by its best score in any of the rankings.
         texts = [query, *needs] if len(needs) > 1 else [query]
-        cosines: list[Any] = [None] * len(texts)
+        pending: Future[list[Any]] | None = None
         if mode != "keyword":
-            assert self.embedder is not None
+            read = semantic_query if adaptive else str  # "fixed": the design before
+            # The model (most of a query's time, in the worker) and the keyword scores at once.
+            pending = self._embedding.submit(self._request_vectors, [read(t) for t in texts])
+        keywords = [lexical.scores(keyword_query(t) if adaptive else t) for t in texts]
+        cosines: list[Any] = [None] * len(texts)
+        if pending is not None:
             try:
-                read = semantic_query if adaptive else str  # "fixed": the design before
-                cosines = [
-                    semantic.matrix @ vector
-                    for vector in self._request_vectors([read(text) for text in texts])
-                ]
+                cosines = [semantic.matrix @ vector for vector in pending.result()]
             except Exception as exc:  # the model went away: answer with keywords, say why
                 self._embedding_failed(exc)
                 mode = "keyword"
-                cosines = [None] * len(texts)
         cutoff = self.options.threshold if threshold is None else threshold
         how = _Ranking(mode, weight, adaptive, cutoff, server, limit)
         rankings = [
-            self._rank(text, documents, lexical, cosines[number], how, number - 1)
+            self._rank(text, documents, keywords[number], cosines[number], how, number - 1)
             for number, text in enumerate(texts)
         ]
         hits: list[Hit] = []
@@ -390,27 +400,29 @@ class SearchEngine:
         self,
         query: str,
         documents: list[ToolDocument],
-        lexical: LexicalIndex,
+        keyword: dict[int, float],
         cosines: Any,
         how: _Ranking,
         need: int,
     ) -> list[tuple[int, Hit]]:
         """One need's best tools (at most ``how.limit``, none under the cutoff), best first."""
-        keyword = lexical.scores(expand_abbreviations(query) if how.adaptive else query)
         parts: Any = None
         weight: float | None = None
-        if how.mode == "keyword":
-            scored = keyword
-        elif how.mode == "semantic":
-            scored = {i: float(c) for i, c in enumerate(cosines)}
-        elif how.mode == "seed":
-            scored = _seed_blend(query, documents, cosines)
-        else:
-            blended = blend(keyword, cosines, how.alpha, adaptive=how.adaptive)
-            parts, weight = blended.semantic, blended.weight
-            scored = dict(enumerate(blended.scores.tolist()))
+        ranked: Iterable[tuple[int, float]]
+        if how.mode in ("keyword", "seed"):
+            scored = keyword if how.mode == "keyword" else _seed_blend(query, documents, cosines)
+            ranked = sorted(scored.items(), key=lambda item: -item[1])
+        else:  # every tool has a score: numpy orders them (a Python sort took ~1 ms a need)
+            if how.mode == "semantic":
+                values = cosines
+            else:
+                blended = blend(keyword, cosines, how.alpha, adaptive=how.adaptive)
+                parts, weight = blended.semantic, blended.weight
+                values = blended.scores
+            order = (-values).argsort(kind="stable")  # ties in tool order, as sorted() does
+            ranked = ((int(index), float(values[index])) for index in order)
         ranking: list[tuple[int, Hit]] = []
-        for index, score in sorted(scored.items(), key=lambda item: -item[1]):
+        for index, score in ranked:
             if score < how.cutoff or len(ranking) >= how.limit:
                 break
             document = documents[index]

@@ -113,6 +113,10 @@ class LexicalIndex:
             token: math.log(1 + (total - len(postings) + 0.5) / (len(postings) + 0.5))
             for token, postings in self._postings.items()
         }
+        self._named: dict[str, list[int]] = defaultdict(list)  # a word: tools it names
+        for index, document in enumerate(documents):
+            for word in document.name_words:
+                self._named[word].append(index)
         self._vocabulary_by_initial: dict[str, list[str]] = defaultdict(list)
         for token in self._postings:
             self._vocabulary_by_initial[token[:1]].append(token)
@@ -155,14 +159,16 @@ class LexicalIndex:
         if best <= 0:
             return {}
         said, related = self._query_words(query)
+        # How much of each tool's name the query says: its own words count 1, synonyms less.
+        covered: dict[int, float] = defaultdict(float)
+        for words, credit in ((said, 1.0), (related, NAME_SYNONYM_CREDIT)):
+            for word in words:
+                for index in self._named.get(word, ()):
+                    covered[index] += credit
         scores = {}
         for index, total in totals.items():
-            words = self.documents[index].name_words
-            covered = sum(
-                1.0 if word in said else NAME_SYNONYM_CREDIT if word in related else 0.0
-                for word in words
-            )
-            coverage = covered / len(words) if words else 0.0
+            size = len(self.documents[index].name_words)
+            coverage = covered.get(index, 0.0) / size if size else 0.0
             scores[index] = (1 - NAME_WEIGHT) * total / best + NAME_WEIGHT * coverage
         return scores
 

@@ -8,10 +8,12 @@ vectors back; the model cannot take the gateway down, and its memory is its own.
 Protocol (the worker's stdin and a private copy of its stdout): one JSON request per
 line, ``{"op": "load"}``, ``{"op": "embed", "texts": [...]}`` (tools) or ``{"op": "query",
 "texts": [...]}`` (a request's needs, answered within seconds); each answered by one JSON header line (``ok``, ``rows``, ``dims``,
-``model_id``, ``warning``, or ``error`` and ``unavailable``) followed by ``rows * dims``
+``model_id``, ``warning``, ``query_precision``, or ``error`` and ``unavailable``) followed by ``rows * dims``
 float32 values. The worker exits when its stdin closes, so it never outlives the gateway.
 
-    python -m toolscript.search.process MODEL DEVICE
+    python -m toolscript.search.process MODEL DEVICE fast|exact
+
+(``fast``: queries may go through a bfloat16 copy of the model, see Embedder._query_copy.)
 """
 
 from __future__ import annotations
@@ -40,8 +42,10 @@ DEADLINES = {"load": 600.0, "embed": 600.0, "query": 5.0}
 class EmbedderProcess(Embedder):
     """An Embedder whose model runs in a child process (started by ``load``)."""
 
-    def __init__(self, model: str | None = None, device: str = "cpu") -> None:
-        super().__init__(model, device)
+    def __init__(
+        self, model: str | None = None, device: str = "cpu", *, fast_queries: bool = True
+    ) -> None:
+        super().__init__(model, device, fast_queries=fast_queries)
         self._process: subprocess.Popen[bytes] | None = None
         self._loaded = False
         self._closed = False
@@ -70,7 +74,14 @@ class EmbedderProcess(Embedder):
             # a moment to go): wait for it, whatever state it is in, and start afresh.
             self._stop()
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "toolscript.search.process", self.requested, self.device],
+                [
+                    sys.executable,
+                    "-m",
+                    "toolscript.search.process",
+                    self.requested,
+                    self.device,
+                    "fast" if self.fast_queries else "exact",
+                ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
             )
@@ -81,6 +92,7 @@ class EmbedderProcess(Embedder):
             raise
         self.model_id = header["model_id"]
         self.warning = header.get("warning")
+        self.query_precision = header.get("query_precision", "float32")
         self._loaded = True
 
     def embed(self, texts: Sequence[str]) -> Any:
@@ -189,14 +201,14 @@ def _refuse(out: IO[bytes], error: str, *, unavailable: bool) -> None:
 
 
 def main(argv: list[str]) -> int:
-    model, device = argv
+    model, device, queries = argv
     # Ctrl+C in the gateway's terminal reaches us too: the gateway decides when we stop
     # (it closes our stdin), so no KeyboardInterrupt traceback lands in its terminal.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Our answers go to a private copy of stdout; whatever a library prints goes to stderr.
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
-    embedder = Embedder(model, device)
+    embedder = Embedder(model, device, fast_queries=queries == "fast")
     for line in sys.stdin.buffer:
         request = json.loads(line)
         try:
@@ -210,7 +222,14 @@ def main(argv: list[str]) -> int:
                         f"the embedding model could not be loaded on device {device!r}: "
                         f"{type(exc).__name__}: {exc}"
                     ) from exc
-                _answer(out, {"model_id": embedder.model_id, "warning": embedder.warning})
+                _answer(
+                    out,
+                    {
+                        "model_id": embedder.model_id,
+                        "warning": embedder.warning,
+                        "query_precision": embedder.query_precision,
+                    },
+                )
             elif request["op"] == "embed":
                 _answer(out, {}, embedder.embed(request["texts"]))
             else:
