@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolscript.config import SearchConfig
-from toolscript.search.engine import SearchEngine
+from toolscript.search.engine import NEED_WEIGHT, Hit, SearchEngine, _merged
 from toolscript.search.fusion import blend, semantic_parts, semantic_weight
 from toolscript.search.needs import MAX_NEEDS, split_needs
 from toolscript.search.semantic import EmbeddingStore
@@ -195,6 +195,20 @@ def test_each_need_of_a_split_request_gets_its_best_tool_near_the_top(
     assert explained["post_message"]["need_index"] == 1
     assert explained["post_message"]["semantic"] is None  # keyword-only: no semantic part
     assert len(names) == len(set(names))  # a tool found by several needs comes once
+
+
+def test_a_needs_other_hits_weigh_half_against_the_whole_requests() -> None:
+    def hit(tool: str, score: float, need: int = -1) -> Hit:
+        return Hit("s", tool, score, score, None, "", need=need)
+
+    whole = [(0, hit("a", 1.0)), (1, hit("b", 0.7)), (2, hit("c", 0.3))]
+    need = [(3, hit("x", 1.0, 0)), (4, hit("y", 0.9, 0)), (1, hit("b", 0.5, 0))]
+    assert NEED_WEIGHT == 0.5
+    # each ranking's best first; then y (0.9 x 0.5) after the whole's b (0.7), before c (0.3)
+    merged = [hit.tool for _, hit in _merged([whole, need])]
+    assert merged == ["a", "x", "b", "y", "c", "b"]  # the caller skips the repeated b
+    assert [hit.score for _, hit in _merged([whole, need])][3] == 0.9  # shown as scored
+    assert [hit.tool for _, hit in _merged([whole])] == ["a", "b", "c"]
 
 
 def test_a_single_need_ranks_exactly_as_without_splitting(keyword_engine: SearchEngine) -> None:
