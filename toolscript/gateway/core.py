@@ -468,11 +468,12 @@ class Gateway:
             return
         status = self.search.status()
         log.info(
-            "search: hybrid ready in %.1f s (%d tools, %d embedded, %d from cache)",
+            "search: hybrid ready in %.1f s (%d tools, %d embedded, %d from cache; queries in %s)",
             time.perf_counter() - started,
             status["tools"],
             status["embedded"],
             status["cached"],
+            status["query_precision"],
         )
 
     def _index_and_load(self) -> None:
