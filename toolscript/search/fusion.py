@@ -16,6 +16,7 @@ where one retriever fails, such as catalogues whose tools have no descriptions.
 
 from __future__ import annotations
 
+import heapq
 from typing import Any
 
 __all__ = ["Blend", "blend", "semantic_parts", "semantic_weight"]
@@ -27,7 +28,7 @@ DEPTH = 10  # the rank whose keyword score tells a peaked ranking from a flat on
 
 def semantic_weight(alpha: float, keyword: dict[int, float]) -> float:
     """The semantic weight for a query whose keyword scores are ``keyword`` (0..1)."""
-    ranked = sorted(keyword.values(), reverse=True)
+    ranked = heapq.nlargest(DEPTH, keyword.values())
     tenth = ranked[DEPTH - 1] if len(ranked) >= DEPTH else 0.0
     shift = PEAKED_SHIFT + (FLAT_SHIFT - PEAKED_SHIFT) * tenth
     return min(1.0, max(0.0, alpha + 4 * alpha * (1 - alpha) * shift))
@@ -51,9 +52,14 @@ class Blend:
         self.cosines = cosines
         self.weight = weight
         self.semantic = semantic_parts(cosines)
+        import numpy
+
         scores = weight * self.semantic
-        for index, value in keyword.items():
-            scores[index] += (1 - weight) * value
+        if keyword:  # every tool at most once: one vector step adds them all
+            count = len(keyword)
+            indices = numpy.fromiter(keyword.keys(), dtype=numpy.intp, count=count)
+            values = numpy.fromiter(keyword.values(), dtype=numpy.float64, count=count)
+            scores[indices] += (1 - weight) * values
         self.scores = scores
 
 
