@@ -167,9 +167,9 @@ class Embedder:
         gives the same vectors and is faster on this machine; else None.
 
         A query is a few tokens, so the model's time goes to reading its weights (a 3-token
-        forward took 9 ms, 86% of it in matrix products); half-size weights take about 0.6x
-        the time where the CPU computes in bfloat16 (AVX-512 BF16, Apple's M2 and later) and
-        more where it does not, so it is measured here rather than assumed. The pooling and
+        forward took 9 ms, 86% of it in matrix products); half-size weights took 0.6x the
+        time on a CPU with AVX-512 BF16, and may take more on one without bfloat16
+        arithmetic, so it is measured here rather than assumed. The pooling and
         what follows stay float32 (cosine >= 0.9999 with the exact vectors on every request
         of the benchmarks). Tools are always embedded exactly: cached vectors stay valid.
         """
@@ -252,7 +252,9 @@ def _encode(model: Any, texts: list[str]) -> Any:
 def _float32_outputs(module: Any, inputs: Any, output: Any) -> Any:
     """Forward hook: the bfloat16 transformer's outputs in float32, for the pooling after it."""
     return {
-        key: value.float() if getattr(value, "is_floating_point", lambda: False)() else value
+        key: value.float()
+        if hasattr(value, "is_floating_point") and value.is_floating_point()
+        else value
         for key, value in output.items()
     }
 
