@@ -607,7 +607,7 @@ class Gateway:
 
     def _check_candidates(self, scripts: list[SavedScript]) -> ScriptVerdicts:
         tools = self.layout.tools_only.read_text(encoding="utf-8")
-        return check_saved(tools, scripts, self.layout.root / "saved-check-save", None)
+        return check_saved(tools, scripts, self.layout.save_check, None)
 
     # -- lookup --------------------------------------------------------------
 

@@ -14,6 +14,7 @@
                              tools and the saved scripts that type-check (the scripts task)
       saved-scripts.json     which saved scripts check, the errors of those that do not
       saved-check/           where the scripts task checks them
+      saved-check-save/      where the gateway checks a script before saving it
       catalogue.db           servers and tools (content hash, names, schemas) for sqlite-utils
       embeddings.db          tool embeddings by (content hash, model) for semantic search
 """
@@ -105,6 +106,11 @@ class CacheLayout:
         return self.root / "saved-check"
 
     @property
+    def save_check(self) -> Path:
+        """Where the gateway checks a script before saving it (the task may check meanwhile)."""
+        return self.root / "saved-check-save"
+
+    @property
     def catalogue(self) -> Path:
         return self.root / "catalogue.db"
 
@@ -117,7 +123,7 @@ class CacheLayout:
         checked on their own), so the next run builds it all again."""
         import shutil
 
-        for directory in ("servers", "names", "types", "saved-check"):
+        for directory in ("servers", "names", "types", self.saved_check.name):
             shutil.rmtree(self.root / directory, ignore_errors=True)
         for path in (
             self.names,
