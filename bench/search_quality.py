@@ -6,11 +6,18 @@ the same /search users hit. Reports Recall@1/5/10 and MRR for keyword only,
 semantic only, the original design's blend ("seed"), and our hybrid, on the
 527-tool LiveMCPBench part and on the whole corpus.
 
+``--catalogue empty`` (or ``short``) asks the same queries of the same tools as a terser
+catalogue would list them: without any description (names and parameter names only), or
+with only the description's first sentence cut at 60 characters and no parameter
+descriptions. Such catalogues are common (generated API wrappers), and they are where one
+retriever reads the tools far better than the other; hybrid should still match the better.
+
 ``--in-process`` skips the gateway and its servers and asks the same SearchEngine
 directly (same documents, same embedding cache): seconds instead of a minute, for
 trying ranking ideas; quote figures from the gateway run.
 
     python bench/search_quality.py [--subset lmb|all|both] [--alpha 0.5] [--in-process]
+                                   [--catalogue full|empty|short] [--half all|dev|test]
 """
 
 from __future__ import annotations
@@ -137,8 +144,48 @@ def load_query_sets(files: list[str]) -> dict[str, list[tuple[str, Gold]]]:
     return sets
 
 
-def corpus_config(files: list[str], alpha: float) -> dict[str, Any]:
-    root = corpus_dir()
+CATALOGUES = ("full", "empty", "short")
+SHORT_DESCRIPTION = 60  # characters of the first sentence a "short" catalogue keeps
+
+
+def shaped(tool: dict[str, Any], catalogue: str) -> dict[str, Any]:
+    """``tool`` as a ``catalogue`` ("full", "empty" or "short") would list it."""
+    schema = tool.get("inputSchema") or {"type": "object"}
+    if catalogue == "full":
+        return {
+            "name": tool["name"],
+            "description": tool.get("description", ""),
+            "inputSchema": schema,
+        }
+    schema = json.loads(json.dumps(schema))
+    properties = schema.get("properties")
+    for value in properties.values() if isinstance(properties, dict) else ():
+        if isinstance(value, dict):
+            value.pop("description", None)
+    description = ""
+    if catalogue == "short":
+        lines = (tool.get("description") or "").strip().splitlines()
+        description = lines[0].split(". ")[0][:SHORT_DESCRIPTION] if lines else ""
+    return {"name": tool["name"], "description": description, "inputSchema": schema}
+
+
+def catalogue_dir(files: list[str], catalogue: str) -> Path:
+    """Where the corpus files are as ``catalogue`` lists them (written once, for "empty"
+    and "short")."""
+    if catalogue == "full":
+        return corpus_dir()
+    root = ROOT / "cache" / "search-eval" / f"catalogue-{catalogue}"
+    for relative in files:
+        target = root / relative
+        if not target.exists():
+            tools = json.loads((corpus_dir() / relative).read_text())
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(json.dumps([shaped(tool, catalogue) for tool in tools]))
+    return root
+
+
+def corpus_config(files: list[str], alpha: float, root: Path | None = None) -> dict[str, Any]:
+    root = root or corpus_dir()
     return {
         "mcpServers": {
             server_name(f): {"command": sys.executable, "args": [str(SERVER), str(root / f)]}
@@ -162,9 +209,13 @@ Ranker = Callable[[str, str], list[tuple[str, str]]]
 
 
 @contextlib.contextmanager
-def through_gateway(files: list[str], alpha: float, subset: str) -> Iterator[tuple[Ranker, int]]:
-    directory = ROOT / "cache" / "search-eval" / subset
-    with running_gateway(directory, corpus_config(files, alpha)) as url:
+def through_gateway(
+    files: list[str], alpha: float, subset: str, catalogue: str = "full"
+) -> Iterator[tuple[Ranker, int]]:
+    name = subset if catalogue == "full" else f"{subset}-{catalogue}"
+    directory = ROOT / "cache" / "search-eval" / name
+    config = corpus_config(files, alpha, catalogue_dir(files, catalogue))
+    with running_gateway(directory, config) as url:
         wait_for_search(url)
 
         def rank(query: str, mode: str) -> list[tuple[str, str]]:
@@ -180,7 +231,9 @@ def through_gateway(files: list[str], alpha: float, subset: str) -> Iterator[tup
 
 
 @contextlib.contextmanager
-def in_process(files: list[str], alpha: float, subset: str) -> Iterator[tuple[Ranker, int]]:
+def in_process(
+    files: list[str], alpha: float, subset: str, catalogue: str = "full"
+) -> Iterator[tuple[Ranker, int]]:
     from toolscript.config import SearchConfig
     from toolscript.search.engine import SearchEngine
     from toolscript.search.semantic import Embedder, EmbeddingStore
@@ -188,15 +241,7 @@ def in_process(files: list[str], alpha: float, subset: str) -> Iterator[tuple[Ra
 
     root = corpus_dir()
     documents = [  # the tools as bench/search/corpus_server.py lists them
-        document_for(
-            server_name(file),
-            "",
-            {
-                "name": tool["name"],
-                "description": tool.get("description", ""),
-                "inputSchema": tool.get("inputSchema") or {"type": "object"},
-            },
-        )
+        document_for(server_name(file), "", shaped(tool, catalogue))
         for file in files
         for tool in json.loads((root / file).read_text())
     ]
@@ -278,6 +323,9 @@ def main() -> None:
     parser.add_argument("--in-process", action="store_true", help="ask the engine, no gateway")
     parser.add_argument("--half", choices=("all", "dev", "test"), default="all")
     parser.add_argument("--sets", help="comma-separated set names (default: every set)")
+    parser.add_argument(
+        "--catalogue", choices=CATALOGUES, default="full", help="how tersely tools are described"
+    )
     args = parser.parse_args()
     searcher = in_process if args.in_process else through_gateway
     subsets = ["lmb", "all"] if args.subset == "both" else [args.subset]
@@ -286,8 +334,11 @@ def main() -> None:
         sets = load_query_sets(files)
         if args.sets:
             sets = {name: sets[name] for name in args.sets.split(",")}
-        with searcher(files, args.alpha, subset) as (rank, tools):
-            print(f"\n== {subset}: {len(files)} servers, {tools} tools, {args.half} queries ==")
+        with searcher(files, args.alpha, subset, args.catalogue) as (rank, tools):
+            print(
+                f"\n== {subset}: {len(files)} servers, {tools} tools ({args.catalogue} catalogue),"
+                f" {args.half} queries =="
+            )
             print(f"{'set':14}{'queries':>8} {'mode':9}{'R@1':>7}{'R@5':>7}{'R@10':>7}{'MRR':>7}")
             verdicts = []
             for name, all_queries in sets.items():

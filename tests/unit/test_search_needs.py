@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from toolscript.config import SearchConfig
-from toolscript.search.engine import NEED_WEIGHT, Hit, SearchEngine, _merged
+from toolscript.search.engine import (
+    BESTS_WITHIN,
+    NEED_WEIGHT,
+    Hit,
+    SearchEngine,
+    _merged,
+    _Semantic,
+    _with_bests,
+)
 from toolscript.search.fusion import blend, semantic_parts, semantic_weight
 from toolscript.search.needs import MAX_NEEDS, split_needs
 from toolscript.search.semantic import EmbeddingStore
@@ -235,3 +243,66 @@ def test_pasted_data_in_a_request_costs_no_typo_search(keyword_engine: SearchEng
     assert hits[0].tool == "get_forecast"
     lexical = keyword_engine.lexical
     assert len(lexical._close) <= 24  # close words were looked for 24 unknown tokens at most
+
+
+def ranked(*tools: str) -> list[tuple[int, Hit]]:
+    """Hits for ``tools`` (index = position), scores falling from 1."""
+    return [(n, Hit("s", tool, 1 - n / 20, 0.0, None, "")) for n, tool in enumerate(tools)]
+
+
+def test_a_retrievers_buried_best_takes_the_fifth_place() -> None:
+    blend = ranked("a", "b", "c", "d", "e", "f", "g")
+    assert BESTS_WITHIN == 5
+    keyword_best = (40, Hit("s", "k", 0.2, 1.0, None, ""))
+    placed = _with_bests(blend, [keyword_best])
+    assert [hit.tool for _, hit in placed] == ["a", "b", "c", "d", "k", "e", "f", "g"]
+    # two bests: fourth and fifth, the better blended score first; one the blend ranked
+    # seventh moves up rather than coming twice
+    semantic_best = (6, blend[6][1])
+    placed = _with_bests(blend, [keyword_best, semantic_best])
+    assert [hit.tool for _, hit in placed] == ["a", "b", "c", "g", "k", "d", "e", "f"]
+    # a best the blend already placed in the first five stays where it is
+    assert _with_bests(blend, [(2, blend[2][1])]) == blend
+    assert _with_bests(ranked("a", "b"), [keyword_best])[-1][1].tool == "k"
+
+
+class HandMadeVectors(SearchEngine):
+    """A hybrid engine whose "model" gives every request the same vector (pure fusion logic)."""
+
+    def __init__(self, tools: dict[str, list[float]], query: list[float]) -> None:
+        import numpy
+
+        super().__init__(SearchConfig(), EmbeddingStore(None), None)
+        self.set_documents(
+            [document_for("s", "", {"name": name, "description": ""}) for name in tools]
+        )
+        matrix = numpy.array(list(tools.values()), dtype=numpy.float32)
+        self._semantic = _Semantic(state="ready", reason="", matrix=matrix)
+        self.vector = numpy.array(query, dtype=numpy.float32)
+
+    def _request_vectors(self, texts: list[str]) -> list[object]:
+        return [self.vector for _ in texts]
+
+
+def test_hybrid_search_keeps_each_retrievers_best_in_its_first_five() -> None:
+    # Six tools the "model" likes, none with the request's words; "zebra_lookup" has them
+    # all but the model likes it least. At a semantic weight near 0.9 the blend ranks it
+    # seventh; the keyword ranking's best is still shown fifth.
+    liked = {f"tool_{n}": [1.0, n / 100] for n in range(6)}
+    filler = {f"other_{n}": [0.0, 1.0] for n in range(12)}
+    engine = HandMadeVectors({**liked, **filler, "zebra_lookup": [0.0, 1.0]}, [1.0, 0.0])
+    hits, mode = engine.search("zebra lookup", alpha=0.9, threshold=0)
+    assert mode == "hybrid"
+    names = [hit.tool for hit in hits]
+    assert names.index("zebra_lookup") == BESTS_WITHIN - 1
+    assert names[:4] == ["tool_0", "tool_1", "tool_2", "tool_3"]
+    assert len(names) == len(set(names))
+    assert hits[4].explanation(["zebra lookup"])["placed"] == "keyword"  # --explain says why
+    assert all(hit.placed is None for hit in hits if hit.tool != "zebra_lookup")
+    # the design before (fixed fusion) and semantic-only keep the plain order
+    fixed, _ = engine.search("zebra lookup", alpha=0.9, threshold=0, adaptive=False)
+    assert [hit.tool for hit in fixed].index("zebra_lookup") > BESTS_WITHIN - 1
+    # a shorter list is the longer one's start; a server filter that excludes it drops it
+    short, _ = engine.search("zebra lookup", alpha=0.9, threshold=0, limit=3)
+    assert [hit.tool for hit in short] == names[:3]
+    assert engine.search("zebra lookup", alpha=0.9, server="elsewhere")[0] == []

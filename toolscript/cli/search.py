@@ -140,10 +140,11 @@ def _print_explained(answer: dict[str, Any]) -> None:
     rows = []
     for hit in answer["hits"]:
         why = hit.get("explain") or {}
+        placed = why.get("placed")
         row = [
             _server(hit),
             hit["tool"],
-            f"{hit['score']:.2f}",
+            f"{hit['score']:.2f}" + ("*" if placed else ""),
             part(why.get("keyword")),
             part(why.get("semantic")),
             part(why.get("semantic_weight")),
@@ -157,6 +158,11 @@ def _print_explained(answer: dict[str, Any]) -> None:
         "score = weight x semantic + (1 - weight) x keyword; semantic: the cosine scaled from "
         "the median tool (0) to the best (1); weight: the semantic share, per query"
     )
+    if any((hit.get("explain") or {}).get("placed") for hit in answer["hits"]):
+        typer.echo(
+            "*: the keyword or the semantic ranking's best tool, kept in the first five "
+            "although the blend scored it lower"
+        )
 
 
 def _note_mode(answer: dict[str, Any]) -> None:

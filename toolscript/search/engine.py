@@ -51,6 +51,14 @@ WHOLE_EMBEDDED_WORDS = 40  # a split request longer than this is embedded need b
 # 0.85 all won the same two MCPToolBench++ queries; 0.5 lost least on whole tasks), checked
 # on the test half.
 NEED_WEIGHT = 0.5
+# Each retriever's own best tool is always in the hybrid ranking's first five. Where one
+# retriever reads a catalogue far better than the other (no descriptions: names only; or
+# instructions full of literal values), a blend can bury the right tool that one of them
+# ranked first (MCPToolBench++ on a catalogue without descriptions: keyword-only 0.851 R@5,
+# the blend 0.787); placing the two bests costs a fifth place where the blend was right.
+# Chosen on the dev half of every set over three catalogue shapes (bench/search_quality.py
+# --catalogue), checked on the test half.
+BESTS_WITHIN = 5
 
 
 # The gateway's search settings are the config's ``search`` section, overridden by options.
@@ -69,6 +77,9 @@ class Hit:
     semantic_weight: float | None = None  # the blend's semantic weight for this query
     need: int = -1  # which need of a split request this hit answers (-1: the whole request)
     kind: str = "tool"  # or "script": a saved script, called as ``scripts.<tool>``
+    # "keyword" or "semantic": that retriever's best, placed in the first BESTS_WITHIN
+    # although the blend ranked it lower (see ``_with_bests``)
+    placed: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -98,6 +109,8 @@ class Hit:
             # A split request's hit answers one of its needs, or the request read whole.
             "need": needs[self.need] if len(needs) > 1 and self.need >= 0 else None,
             "need_index": self.need if len(needs) > 1 and self.need >= 0 else None,
+            # "keyword"/"semantic": placed in the first five as that retriever's best
+            "placed": self.placed,
         }
 
 
@@ -428,14 +441,10 @@ class SearchEngine:
                 values = blended.scores
             order = (-values).argsort(kind="stable")  # ties in tool order, as sorted() does
             ranked = ((int(index), float(values[index])) for index in order)
-        ranking: list[tuple[int, Hit]] = []
-        for index, score in ranked:
-            if score < how.cutoff or len(ranking) >= how.limit:
-                break
+
+        def hit(index: int, score: float) -> Hit:
             document = documents[index]
-            if how.server is not None and document.server != how.server:
-                continue
-            hit = Hit(
+            return Hit(
                 server=document.server,
                 tool=document.name,
                 score=score,
@@ -447,8 +456,27 @@ class SearchEngine:
                 need=need,
                 kind=document.kind,
             )
-            ranking.append((index, hit))
-        return ranking
+
+        # Ranked to at least BESTS_WITHIN, so that a shorter list is the longer one's start.
+        depth = max(how.limit, BESTS_WITHIN)
+        ranking: list[tuple[int, Hit]] = []
+        for index, score in ranked:
+            if score < how.cutoff or len(ranking) >= depth:
+                break
+            if how.server is not None and documents[index].server != how.server:
+                continue
+            ranking.append((index, hit(index, score)))
+        if how.mode == "hybrid" and how.adaptive and cosines is not None:
+            bests = _retriever_bests(keyword, cosines, documents, how.server)
+            wanted = [
+                (index, hit(index, float(values[index])), retriever)
+                for index, retriever in bests
+                if values[index] >= how.cutoff
+            ]
+            for _, best, retriever in wanted:
+                best.placed = retriever
+            ranking = _with_bests(ranking, [(index, best) for index, best, _ in wanted])
+        return ranking[: how.limit]
 
 
 class _Ranking(NamedTuple):
@@ -479,6 +507,53 @@ def _merged(rankings: list[list[tuple[int, Hit]]]) -> Iterator[tuple[int, Hit]]:
     ]
     rest.sort(key=lambda item: -item[0])
     yield from ((index, hit) for _, index, hit in rest)
+
+
+def _retriever_bests(
+    keyword: dict[int, float], cosines: Any, documents: list[ToolDocument], server: str | None
+) -> list[tuple[int, str]]:
+    """The keyword ranking's best tool and the semantic one's (of ``server``'s, if given),
+    each with the retriever's name."""
+    import numpy
+
+    if server is None:
+        allowed = None
+        keyword_best = max(keyword, key=keyword.__getitem__, default=None)
+        semantic_best = int(numpy.argmax(cosines))
+    else:
+        allowed = [index for index, document in enumerate(documents) if document.server == server]
+        if not allowed:
+            return []
+        scoped = {
+            index: score for index, score in keyword.items() if documents[index].server == server
+        }
+        keyword_best = max(scoped, key=scoped.__getitem__, default=None)
+        semantic_best = allowed[int(numpy.argmax(cosines[allowed]))]
+    found = (
+        [] if keyword_best is None or keyword[keyword_best] <= 0 else [(keyword_best, "keyword")]
+    )
+    if semantic_best != keyword_best:
+        found.append((semantic_best, "semantic"))
+    return found
+
+
+def _with_bests(
+    ranking: list[tuple[int, Hit]], bests: list[tuple[int, Hit]]
+) -> list[tuple[int, Hit]]:
+    """``ranking`` with each retriever's best tool (``bests``) in its first ``BESTS_WITHIN``:
+    a best already there stays where it is; one the blend put lower (or left out) takes the
+    last places of the first ``BESTS_WITHIN``, the better blended score first, and the rest
+    move down one. The first places, where most answers are, keep the blend's order."""
+    placed = {index for index, _ in ranking[:BESTS_WITHIN]}
+    missing = sorted(
+        (item for item in bests if item[0] not in placed), key=lambda item: -item[1].score
+    )
+    if not missing:
+        return ranking
+    moved = {index for index, _ in missing}
+    rest = [item for item in ranking if item[0] not in moved]
+    keep = BESTS_WITHIN - len(missing)
+    return [*rest[:keep], *missing, *rest[keep:]]
 
 
 def _seed_blend(query: str, documents: list[ToolDocument], cosines: Any) -> dict[int, float]:
