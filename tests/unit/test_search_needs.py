@@ -8,6 +8,7 @@ from toolscript.config import SearchConfig
 from toolscript.search.engine import (
     BESTS_WITHIN,
     NEED_WEIGHT,
+    THIN_DESCRIPTION,
     Hit,
     SearchEngine,
     _merged,
@@ -269,12 +270,17 @@ def test_a_retrievers_buried_best_takes_the_fifth_place() -> None:
 class HandMadeVectors(SearchEngine):
     """A hybrid engine whose "model" gives every request the same vector (pure fusion logic)."""
 
-    def __init__(self, tools: dict[str, list[float]], query: list[float]) -> None:
+    def __init__(
+        self, tools: dict[str, list[float]], query: list[float], described: str = ""
+    ) -> None:
         import numpy
 
         super().__init__(SearchConfig(), EmbeddingStore(None), None)
-        self.set_documents(
-            [document_for("s", "", {"name": name, "description": ""}) for name in tools]
+        self.set_documents(  # the last tool has the ``described`` description; others none
+            [
+                document_for("s", "", {"name": name, "description": described if last else ""})
+                for last, name in ((n == len(tools) - 1, name) for n, name in enumerate(tools))
+            ]
         )
         matrix = numpy.array(list(tools.values()), dtype=numpy.float32)
         self._semantic = _Semantic(state="ready", reason="", matrix=matrix)
@@ -284,13 +290,15 @@ class HandMadeVectors(SearchEngine):
         return [self.vector for _ in texts]
 
 
-def test_hybrid_search_keeps_each_retrievers_best_in_its_first_five() -> None:
+LIKED = {f"tool_{n}": [1.0, n / 100] for n in range(6)}
+FILLER = {f"other_{n}": [0.0, 1.0] for n in range(12)}
+
+
+def test_hybrid_search_keeps_a_thinly_described_best_in_its_first_five() -> None:
     # Six tools the "model" likes, none with the request's words; "zebra_lookup" has them
     # all but the model likes it least. At a semantic weight near 0.9 the blend ranks it
-    # seventh; the keyword ranking's best is still shown fifth.
-    liked = {f"tool_{n}": [1.0, n / 100] for n in range(6)}
-    filler = {f"other_{n}": [0.0, 1.0] for n in range(12)}
-    engine = HandMadeVectors({**liked, **filler, "zebra_lookup": [0.0, 1.0]}, [1.0, 0.0])
+    # seventh; the keyword ranking's best, described in no words, is still shown fifth.
+    engine = HandMadeVectors({**LIKED, **FILLER, "zebra_lookup": [0.0, 1.0]}, [1.0, 0.0])
     hits, mode = engine.search("zebra lookup", alpha=0.9, threshold=0)
     assert mode == "hybrid"
     names = [hit.tool for hit in hits]
@@ -306,3 +314,16 @@ def test_hybrid_search_keeps_each_retrievers_best_in_its_first_five() -> None:
     short, _ = engine.search("zebra lookup", alpha=0.9, threshold=0, limit=3)
     assert [hit.tool for hit in short] == names[:3]
     assert engine.search("zebra lookup", alpha=0.9, server="elsewhere")[0] == []
+
+
+def test_a_well_described_best_keeps_its_blended_place() -> None:
+    # Its description tells both retrievers what it does: the blend's verdict stands.
+    described = "Looks up a zebra by its stripe pattern in the herd registry."
+    assert len(described) >= THIN_DESCRIPTION
+    tools = {**LIKED, **FILLER, "zebra_lookup": [0.0, 1.0]}
+    hits, _ = HandMadeVectors(tools, [1.0, 0.0], described).search(
+        "zebra lookup", alpha=0.9, threshold=0
+    )
+    names = [hit.tool for hit in hits]
+    assert names.index("zebra_lookup") > BESTS_WITHIN - 1
+    assert all(hit.placed is None for hit in hits)

@@ -55,11 +55,14 @@ class Blend:
         import numpy
 
         scores = weight * self.semantic
+        self.keyword_best: int | None = None  # the keyword ranking's best tool (first of ties)
         if keyword:  # every tool at most once: one vector step adds them all
             count = len(keyword)
             indices = numpy.fromiter(keyword.keys(), dtype=numpy.intp, count=count)
             values = numpy.fromiter(keyword.values(), dtype=numpy.float64, count=count)
             scores[indices] += (1 - weight) * values
+            if values.max() > 0:
+                self.keyword_best = int(indices[int(values.argmax())])
         self.scores = scores
 
 
