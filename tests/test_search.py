@@ -543,7 +543,12 @@ def test_cli_search_explain(gateway: GatewayProcess) -> None:
     assert {row[6] for row in rows} <= {"whole", "1", "2"}
     assert ("time", "convert_time") in {(row[0], row[1]) for row in rows}
     assert "memory" in {row[0] for row in rows}
-    assert lines[-1].startswith("score = weight x semantic + (1 - weight) x keyword")
+    legend = [line for line in lines if line.startswith("score = weight x semantic")]
+    assert legend == [lines[3 + len(rows)]]  # the legend follows the table
+    # a thinly described tool kept in the first five as a retriever's best is marked, and
+    # the marker explained
+    marked = any(row[2].endswith("*") for row in rows)
+    assert marked == any(line.startswith("*: the keyword or the semantic") for line in lines)
     single = toolscript_cli("search", "current time", "--explain", "-n", "2", cwd=gateway.directory)
     assert single.stdout.splitlines()[0] == "one need: ranked whole"
     as_json = json.loads(
@@ -558,6 +563,7 @@ def test_cli_search_explain(gateway: GatewayProcess) -> None:
         "semantic_weight",
         "need",
         "need_index",
+        "placed",
     }
 
 

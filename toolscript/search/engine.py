@@ -8,9 +8,11 @@ score (cosine similarity of embeddings of the tool's server, name, description a
 parameter names with the request less its literal values: text.semantic_query), which
 runs from the median tool (0) to the best (1). They are blended
 ``w * semantic + (1 - w) * keyword``, where ``w`` adapts to each query around
-``--search-alpha`` (default 0.5; fusion.py says how). A request that asks for several
-things is split into its needs (needs.py); the request is ranked whole and need by
-need, and the lists merged: the whole's best, each need's best, then by score.
+``--search-alpha`` (default 0.5; fusion.py says how). A thinly described tool
+that either retriever ranks first keeps a place in the first five (``_with_bests``).
+A request that asks for several things is split into its needs (needs.py); the
+request is ranked whole and need by need, and the lists merged: the whole's best,
+each need's best, then by score.
 ``threshold`` drops hits whose blended score is below it (``--search-threshold``,
 default 0.3: the original design's 0.35 cut some right answers from the top 10 on
 this scale). Until the model is ready, or without it, search is keyword-only and
