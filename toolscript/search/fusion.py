@@ -11,7 +11,9 @@ decides. The semantic weight therefore moves from ``alpha - 0.1`` (a peaked keyw
 ranking) to ``alpha + 0.2`` (a flat one), shrunk towards the ends so that ``alpha`` 0
 and 1 stay keyword-only and semantic-only. Chosen on half of each query set and checked
 on the other half (bench/search_quality.py); the gain is small on average, and larger
-where one retriever fails, such as catalogues whose tools have no descriptions.
+where one retriever fails, such as catalogues whose tools have no descriptions
+(``--catalogue empty``: there the engine also keeps a retriever's best in the first
+five, engine._with_bests).
 """
 
 from __future__ import annotations
