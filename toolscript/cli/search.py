@@ -160,8 +160,8 @@ def _print_explained(answer: dict[str, Any]) -> None:
     )
     if any((hit.get("explain") or {}).get("placed") for hit in answer["hits"]):
         typer.echo(
-            "*: the keyword or the semantic ranking's best tool, kept in the first five "
-            "although the blend scored it lower"
+            "*: the keyword or the semantic ranking's best tool (thinly described), kept in "
+            "its ranking's first five although the blend scored it lower"
         )
 
 
