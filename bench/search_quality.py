@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import hashlib
 import json
 import random
@@ -157,7 +158,7 @@ def shaped(tool: dict[str, Any], catalogue: str) -> dict[str, Any]:
             "description": tool.get("description", ""),
             "inputSchema": schema,
         }
-    schema = json.loads(json.dumps(schema))
+    schema = copy.deepcopy(schema)
     properties = schema.get("properties")
     for value in properties.values() if isinstance(properties, dict) else ():
         if isinstance(value, dict):
@@ -170,17 +171,18 @@ def shaped(tool: dict[str, Any], catalogue: str) -> dict[str, Any]:
 
 
 def catalogue_dir(files: list[str], catalogue: str) -> Path:
-    """Where the corpus files are as ``catalogue`` lists them (written once, for "empty"
-    and "short")."""
+    """Where the corpus files are as ``catalogue`` lists them ("empty" and "short": copies
+    made from the corpus on each run, rewritten only where the corpus changed them)."""
     if catalogue == "full":
         return corpus_dir()
     root = ROOT / "cache" / "search-eval" / f"catalogue-{catalogue}"
     for relative in files:
+        tools = json.loads((corpus_dir() / relative).read_text())
+        text = json.dumps([shaped(tool, catalogue) for tool in tools])
         target = root / relative
-        if not target.exists():
-            tools = json.loads((corpus_dir() / relative).read_text())
+        if not target.exists() or target.read_text() != text:
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(json.dumps([shaped(tool, catalogue) for tool in tools]))
+            target.write_text(text)
     return root
 
 

@@ -452,7 +452,7 @@ class SearchEngine:
             order = (-values).argsort(kind="stable")  # ties in tool order, as sorted() does
             ranked = ((int(index), float(values[index])) for index in order)
 
-        def hit(index: int, score: float) -> Hit:
+        def hit(index: int, score: float, placed: str | None = None) -> Hit:
             document = documents[index]
             return Hit(
                 server=document.server,
@@ -465,6 +465,7 @@ class SearchEngine:
                 semantic_weight=weight,
                 need=need,
                 kind=document.kind,
+                placed=placed,
             )
 
         # Ranked to at least BESTS_WITHIN, so that a shorter list is the longer one's start.
@@ -478,15 +479,13 @@ class SearchEngine:
             ranking.append((index, hit(index, score)))
         if blended is not None and how.adaptive:
             bests = _retriever_bests(blended, documents, how.server)
-            wanted = [
-                (index, hit(index, float(values[index])), retriever)
+            thin = [
+                (index, hit(index, float(values[index]), placed=retriever))
                 for index, retriever in bests
                 if values[index] >= how.cutoff
                 and len(documents[index].description.strip()) < THIN_DESCRIPTION
             ]
-            for _, best, retriever in wanted:
-                best.placed = retriever
-            ranking = _with_bests(ranking, [(index, best) for index, best, _ in wanted])
+            ranking = _with_bests(ranking, thin)
         return ranking[: how.limit]
 
 
