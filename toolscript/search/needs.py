@@ -51,18 +51,22 @@ _ABBREVIATIONS = frozenset(["e.g.", "i.e.", "etc.", "vs.", "approx.", "no.", "mr
 # Sentence ends (a stop, question or exclamation mark, or a semicolon, then a space) and line
 # breaks; list markers ("1.", "2)", "-", "*") at a line's start are dropped with them.
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\s*\n\s*(?:[-*\u2022]|\d+[.)])?\s*")
-_BRACKETED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]|\"[^\"]*\"|'[^']*'")
+# Single quotes around a value open and close outside words: the apostrophes of "I'm" and
+# "what's" quote nothing (read as quotes, they joined "I'm planning ... what's" into one value).
+_BRACKETED = re.compile(
+    r"\([^()]*\)|\[[^\[\]]*\]|\"[^\"]*\"|(?<![A-Za-z0-9])'[^']*'(?![A-Za-z0-9])"
+)
 _NUMBERED = re.compile(r"(?:^|\s)\(?\d+[.)]\s+(?=[A-Za-z])")
 _SEQUENCE = re.compile(
     r"\s*,?\s*\b(?:and\s+then|and\s+also|after\s+that|afterwards|and\s+finally|finally|then|"
     r"once\s+done)\b,?\s*",
     re.IGNORECASE,
 )
-# "and" or a comma (with or without "and"), courtesy words, then the word that may start a
-# request ("..., and please help me save it").
+# "and" or "plus", or a comma (with or without them), courtesy words, then the word that may
+# start a request ("..., and please help me save it").
 _JOINT = re.compile(
-    r"\s*(?:,\s*(?:and\s+)?|\s+and\s+)(?:(?:please|kindly|help\s+me|can\s+you|could\s+you)\s+)*"
-    r"(?=([A-Za-z]+))",
+    r"\s*(?:,\s*(?:(?:and|plus)\s+)?|\s+(?:and|plus)\s+)"
+    r"(?:(?:please|kindly|help\s+me|can\s+you|could\s+you)\s+)*(?=([A-Za-z]+))",
     re.IGNORECASE,
 )
 
