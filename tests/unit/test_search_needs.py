@@ -53,6 +53,23 @@ from toolscript.search.text import (
             "create a folder and then move the files into it",
             ["create a folder", "move the files into it"],
         ),
+        (  # apostrophes inside words ("I'm", "I'd") are no quotes: the sentences still end
+            "I'm planning a trip to Paris next month. Can you give me the weather forecast for"
+            " Paris? Also, I'd like to find some hotels near the Eiffel Tower.",
+            [
+                "I'm planning a trip to Paris next month.",
+                "Can you give me the weather forecast for Paris?",
+                "Also, I'd like to find some hotels near the Eiffel Tower.",
+            ],
+        ),
+        (  # a quoted value is one value; the apostrophes of "users'" quote nothing
+            "summarize the users' comments and post them to 'team-chat, general'",
+            ["summarize the users' comments", "post them to 'team-chat, general'"],
+        ),
+        (
+            "get the weather in Tokyo, plus translate 'good morning, sir' to Japanese",
+            ["get the weather in Tokyo", "translate 'good morning, sir' to Japanese"],
+        ),
     ],
 )
 def test_a_request_for_several_things_splits_into_its_needs(
