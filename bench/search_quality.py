@@ -4,7 +4,10 @@ Every corpus file becomes one MCP server (bench/search/corpus_server.py, over
 stdio); the gateway connects them all, indexes them, and each query goes through
 the same /search users hit. Reports Recall@1/5/10 and MRR for keyword only,
 semantic only, the original design's blend ("seed"), and our hybrid, on the
-527-tool LiveMCPBench part and on the whole corpus.
+527-tool LiveMCPBench part and on the whole corpus. Besides the labelled and published
+sets, "bundled" puts two or three held-out queries in one request (``bundled``), the shape
+of an agent asking for a whole step at once; like LiveMCPBench's whole tasks, its R@k is
+multi-tool recall.
 
 ``--catalogue empty`` (or ``short``) asks the same queries of the same tools as a terser
 catalogue would list them: without any description (names and parameter names only), or
