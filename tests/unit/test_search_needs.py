@@ -67,6 +67,14 @@ from toolscript.search.text import (
             ["summarize the users' comments", "post them to 'team-chat, general'"],
         ),
         (
+            "pause the billing job, and rollback the last deploy to staging",
+            ["pause the billing job", "rollback the last deploy to staging"],
+        ),
+        (
+            "star the toolscript repo and fork it to my account",
+            ["star the toolscript repo", "fork it to my account"],
+        ),
+        (
             "get the weather in Tokyo, plus translate 'good morning, sir' to Japanese",
             ["get the weather in Tokyo", "translate 'good morning, sir' to Japanese"],
         ),

@@ -26,24 +26,28 @@ MIN_WORDS = 2  # content words a piece needs to count as a request of its own
 # Verbs that start a request, in the imperative (the base form: "sorted by size" and
 # "including their sizes" describe the request before them, they ask for nothing new).
 _VERBS = """
-add adjust aggregate analyse analyze annotate append apply approve archive arrange ask assign
-attach audit back backup block book bookmark browse build calculate call cancel capture change
-check clean clear click clone close collect combine comment commit compare compile compose
-compress compute configure confirm connect convert copy count crawl create crop debug decode
-delete deploy describe design detect determine diff disable download draft draw drop duplicate
-edit email enable encode estimate evaluate examine execute expand explain explore export extract
-fetch fill filter find fix follow forecast format forward gather generate geocode get give go
-grab graph highlight import include inform insert inspect install invite join label launch
-list load locate log look make manage map mark measure merge message migrate monitor move
-navigate notify obtain open optimize order organize paste pause pick pin ping plan play plot
-post predict prepare present preview print process produce provide publish pull purchase push
-put query read rebase receive recommend record redirect refresh register reject reload remind
-remove rename render reopen reply report request reserve reset resize resolve restart restore
-resume retrieve return review revoke rewrite rotate run save scan schedule scrape scroll search
-select send set share show sort split start stop store submit subscribe suggest summarise
-summarize switch sync tag take tell track trade transcribe transfer transform translate trigger
-turn unarchive unblock uninstall unlock unpin unsubscribe update upgrade upload validate
-verify view visit visualize wait watch write zip
+acknowledge activate add adjust aggregate analyse analyze annotate append apply approve archive
+arrange ask assign attach audit back backup ban block book bookmark browse build buy calculate
+call cancel capture change charge check clean clear click clone close collect combine comment
+commit compare compile compose compress compute configure confirm connect convert copy count
+crawl create crop deactivate debug decode delete deny deploy deposit describe design detect
+determine diff disable discard disconnect dismiss download draft drag draw drop duplicate edit
+email embed enable encode escalate estimate evaluate examine execute expand explain explore
+export extract fetch fill filter find fix follow forecast fork format forward gather generate
+geocode get give go grab grant graph hide highlight hover import include inform insert inspect
+install invite invoice join keep kill label launch leave list load locate lock log look make
+manage map mark measure mention merge message migrate monitor mount move mute navigate notify
+obtain open optimize order organize outline paste pause pay pick pin ping plan play plot post
+predict prepare present press preview print process produce provide provision publish pull
+purchase push put query rate read rebase reboot receive recommend record redirect redo refresh
+refund register reject reload remind remove rename render renew reopen reply report request
+rerun reserve reset resize resolve restart restore resume retrieve retry return retweet revert
+review revoke rewrite rollback rotate run save scale scan schedule scrape scroll search select
+sell send set share show sign silence snooze sort split squash star start stop store submit
+subscribe suggest summarise summarize switch sync tag take tell terminate throw toggle track
+trade transcribe transfer transform translate trigger turn tweet unarchive unassign unblock
+underline undo unhide uninstall unlock unmount unmute unpin unsubscribe update upgrade upload
+upvote validate verify view visit visualize vote wait watch withdraw write zip
 """
 VERBS = frozenset(_VERBS.split())
 
