@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from toolscript.search.lexical import LexicalIndex, implied_words
-from toolscript.search.text import document_for
+from toolscript.search.text import document_for, keyword_query
 
 TIME_TOOLS = json.loads((Path(__file__).parent / "data" / "time_tools.json").read_text())
 
@@ -68,3 +68,24 @@ def test_the_servers_description_is_in_the_embedded_text_when_there_is_one() -> 
     assert plain.text.startswith("time: convert time. Convert time between timezones")
     long = document_for("time", "x" * 500, tool)
     assert long.text.endswith("Server: " + "x" * 200)
+
+
+def test_a_path_to_a_file_asks_for_a_file_tool() -> None:
+    """ "write the report to /tmp/report.md": the path says a file is wanted, so a file writer
+    leads tools that only share the verb; a path without an extension is left as it is."""
+    tools = [
+        {"name": "issue_write", "description": "Create or update an issue in a repository."},
+        {"name": "label_write", "description": "Write operations on repository labels."},
+        {"name": "write_file", "description": "Write or append to file contents."},
+    ]
+    documents = [document_for("tools", "", tool) for tool in tools]
+    index = LexicalIndex(documents)
+
+    def first(query: str) -> str:
+        scores = index.scores(keyword_query(query))
+        return documents[max(scores, key=lambda i: scores[i])].name
+
+    assert first("write the report to /tmp/report.md") == "write_file"
+    assert first("write the notes to ~/notes.txt") == "write_file"
+    assert keyword_query("open /settings/profile") == "open /settings/profile"
+    assert keyword_query("read ./a/b.py") == "read ./a/b.py file"

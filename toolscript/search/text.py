@@ -156,9 +156,19 @@ def without_data(text: str) -> str:
     return _DATA.sub(lambda found: " " if any(c.isdigit() for c in found[0]) else found[0], text)
 
 
+_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}$")
+
+
 def keyword_query(text: str) -> str:
-    """``text`` as keyword search reads it: without pasted data, short forms spelled out."""
-    return expand_abbreviations(without_data(text))
+    """``text`` as keyword search reads it: without pasted data, short forms spelled out, and
+    a path to a file followed by the word "file" ("write the report to /tmp/report.md" wants
+    a file writer, not ``issue_write``; a path without an extension may be a folder or a page)."""
+
+    def marked(found: re.Match[str]) -> str:
+        is_file = _EXTENSION.search(found.group(1).rstrip("."))
+        return f"{found.group(0)} file" if is_file else found.group(0)
+
+    return expand_abbreviations(_PATH.sub(marked, without_data(text)))
 
 
 def semantic_query(text: str) -> str:
