@@ -371,6 +371,9 @@ def main() -> None:
         files = corpus_files(subset)
         sets = load_query_sets(files)
         if args.sets:
+            unknown = sorted(set(args.sets.split(",")) - set(sets))
+            if unknown:
+                parser.error(f"unknown set(s) {', '.join(unknown)}; choose from {', '.join(sets)}")
             sets = {name: sets[name] for name in args.sets.split(",")}
         with searcher(files, args.alpha, subset, args.catalogue) as (rank, tools):
             print(
