@@ -47,7 +47,11 @@ from toolscript.search.text import (
         ),
         (
             "Make an introduction PPT and help me save it to /root/ppt/intro.pptx",
-            ["Make an introduction PPT", "save it to /root/ppt/intro.pptx"],
+            [
+                "Make an introduction PPT",
+                "save it to /root/ppt/intro.pptx",
+                "write file intro.pptx",
+            ],
         ),
         (
             "create a folder and then move the files into it",
@@ -105,6 +109,43 @@ def test_a_request_for_several_things_splits_into_its_needs(
 )
 def test_a_request_for_one_thing_stays_whole(request_text: str) -> None:
     assert split_needs(request_text) == [request_text]
+
+
+@pytest.mark.parametrize(
+    ("request_text", "written"),
+    [
+        ("generate a walkthrough of today's challenge in /root/markdown/daily.md", "daily.md"),
+        ("save the summary as notes.md", "notes.md"),
+        ("Make a page about AI based on Wikipedia saved at /srv/html/ai.html.", "ai.html"),
+        ("create a new file named ./data/new_file_1.txt with the text hello", "new_file_1.txt"),
+    ],
+)
+def test_a_file_the_request_writes_is_a_need_of_its_own(request_text: str, written: str) -> None:
+    assert split_needs(request_text) == [request_text, f"write file {written}"]
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "Read the paper in /root/pdf/WebArena.pdf",
+        "Edit the file located at ./src/utils/file_utils.py by replacing 'a' with 'b'",
+        "put the stores on a map, what lines differ between old.txt and new.txt",
+        "use next.js to make a page",  # no file: a framework's name
+        "make a landing page for example.com",
+        "save the draft in /root/drafts",  # a folder
+    ],
+)
+def test_a_file_read_edited_or_compared_adds_no_need(request_text: str) -> None:
+    assert split_needs(request_text) == [request_text]
+
+
+def test_a_split_request_writes_at_most_two_files_as_needs() -> None:
+    request = "save the logs to /x/a.log. write the report to /x/b.md. export the data as c.csv"
+    assert split_needs(request)[-3:] == [
+        "export the data as c.csv",
+        "write file a.log",
+        "write file b.md",
+    ]
 
 
 def test_more_needs_than_the_cap_join_the_last() -> None:
@@ -352,3 +393,28 @@ def test_a_well_described_best_keeps_its_blended_place() -> None:
     names = [hit.tool for hit in hits]
     assert names.index("zebra_lookup") > BESTS_WITHIN - 1
     assert all(hit.placed is None for hit in hits)
+
+
+def test_a_file_the_request_writes_brings_a_file_writer_into_the_first_hits() -> None:
+    """The request names the file, not the tool: "generate a document in <path>" matches
+    document generators; the need "write file daily.md" gives a file writer its place."""
+    usage = "Write or append to file contents. Always write in chunks of 25-30 lines. " * 4
+    tools = [
+        ("leetcode", "get_daily_challenge", "Get today's LeetCode daily challenge problem"),
+        ("leetcode", "get_problem", "Get a LeetCode problem by its slug"),
+        ("docs", "generate_document", "Generate a detailed document from a Markdown template"),
+        ("reports", "markdown_report", "Generate a detailed report in Markdown"),
+        ("word", "create_document", "Create a new Word document with a title"),
+        ("search", "html_to_markdown", "Convert an HTML page to a Markdown document"),
+        ("desktop", "write_file", usage),
+    ]
+    engine = SearchEngine(SearchConfig(semantic=False), EmbeddingStore(None), None)
+    engine.set_documents([document_for(s, "", {"name": n, "description": d}) for s, n, d in tools])
+    request = (
+        "Find today's LeetCode daily challenge and generate a detailed markdown document"
+        " in /root/markdown/daily.md that walks through it"
+    )
+    hits, _, needs = engine.explain(request, limit=3, threshold=0)
+    assert needs[-1] == "write file daily.md"
+    assert [hit.tool for hit in hits] == ["get_daily_challenge", "generate_document", "write_file"]
+    assert hits[2].explanation(needs)["need"] == "write file daily.md"

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import re
 
-from toolscript.search.text import tokenize
+from toolscript.search.text import file_names, tokenize
 
 __all__ = ["MAX_NEEDS", "split_needs"]
 
 MAX_NEEDS = 6  # more pieces than this are joined into the sixth
+MAX_WRITTEN = 2  # files a request asks to write that each add a need (see _written_files)
 MIN_WORDS = 2  # content words a piece needs to count as a request of its own
 
 # Verbs that start a request, in the imperative (the base form: "sorted by size" and
@@ -124,8 +125,52 @@ def _unshield(text: str) -> str:
     return text.replace("\x00", " ").replace("\x01", ",")
 
 
+# Verbs that put something into a file named after them ("save it to /root/cv.md", "generate
+# a report in report.md", "a page saved at /srv/ai.html"), in any inflection.
+_OUTPUT_VERB = re.compile(
+    r"\b(?:sav(?:e|es|ed|ing)|writ(?:e|es|ing|ten)|wrote|export(?:s|ed|ing)?"
+    r"|stor(?:e|es|ed|ing)|output(?:s|ted|ting)?|creat(?:e|es|ed|ing)|generat(?:e|es|ed|ing)"
+    r"|draft(?:s|ed|ing)?|mak(?:e|es|ing)|made|produc(?:e|es|ed|ing)|dump(?:s|ed|ing)?"
+    r"|put(?:s|ting)?|compos(?:e|es|ed|ing)|prepar(?:e|es|ed|ing)|record(?:s|ed|ing)?"
+    r"|append(?:s|ed|ing)?)\b",
+    re.IGNORECASE,
+)
+# ... and the word that says the file is where it goes, just before its name ("to", "in",
+# "as", "at", "named": "save it to cv.md", not "compare old.txt and new.txt").
+_DESTINATION = re.compile(
+    r"\b(?:to|in|into|at|as|on|named|called)\s+(?:(?:a|an|the|new)\s+)*(?:file\s+)?"
+    r"(?:(?:named|called)\s+)?$",
+    re.IGNORECASE,
+)
+
+
+def _written_files(needs: list[str]) -> list[str]:
+    """A need of its own for each file the request asks to write: "write file <name>".
+
+    "Find today's challenge and generate a walkthrough in /root/md/daily.md" needs a tool
+    that writes files, which neither the words nor the meaning of "generate a walkthrough"
+    point to: the request names the file, not the tool. A need that names the file with
+    an output verb before it ("save", "write", "generate", "made", ...) and a destination
+    word just before it ("to", "in", "as", ...) adds one that does
+    (LiveMCPBench whole tasks: a file writer is wanted by 18 of 94 and ranked 11th or lower
+    in every ranking of 14 of them). A file read, edited or looked up adds nothing.
+    """
+    written: list[str] = []
+    for need in needs:
+        for start, name in file_names(need):
+            before = need[:start]
+            if (
+                _OUTPUT_VERB.search(before)
+                and _DESTINATION.search(before)
+                and f"write file {name}" not in written
+            ):
+                written.append(f"write file {name}")
+    return written[:MAX_WRITTEN]
+
+
 def split_needs(query: str) -> list[str]:
-    """The needs of ``query``, in its order; ``[query]`` itself when it asks for one thing."""
+    """The needs of ``query``, in its order, then a need for each file it asks to write
+    (``_written_files``); ``[query]`` itself when it asks for one thing."""
     pieces = [
         _unshield(clause)
         for sentence in _sentences(_shield(query))
@@ -145,8 +190,9 @@ def split_needs(query: str) -> list[str]:
             needs[-1] = f"{needs[-1]} {pending}"
         else:
             needs.append(pending)
-    if len(needs) <= 1:
-        return [query]
     if len(needs) > MAX_NEEDS:
         needs = [*needs[: MAX_NEEDS - 1], " ".join(needs[MAX_NEEDS - 1 :])]
-    return needs
+    written = _written_files(needs or [query])
+    if len(needs) <= 1 and not written:
+        return [query]
+    return [*(needs if len(needs) > 1 else [query]), *written]

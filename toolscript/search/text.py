@@ -11,6 +11,7 @@ __all__ = [
     "ToolDocument",
     "document_for",
     "expand_abbreviations",
+    "file_names",
     "keyword_query",
     "mostly_cjk",
     "name_words",
@@ -157,6 +158,26 @@ def without_data(text: str) -> str:
 
 
 _EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}$")
+# A file named without a folder ("save it as notes.md"): only with a common document, data,
+# image or archive extension, for "next.js", "example.com" or "e.g." name no file.
+_BARE_FILE = re.compile(
+    r"(?<![\w/.@-])[\w-]+(?:\.[\w-]+)*\.(?:md|markdown|txt|csv|tsv|json|jsonl|ya?ml|xml|html?"
+    r"|pdf|docx?|xlsx?|pptx?|odt|ods|png|jpe?g|gif|svg|webp|mp3|wav|mp4|zip|log|ics)(?![\w/-])",
+    re.IGNORECASE,
+)
+
+
+def file_names(text: str) -> list[tuple[int, str]]:
+    """The files ``text`` names, each with where it starts: a path whose last part has an
+    extension ("/root/notes/cv.md" -> "cv.md"), or a bare name with a common extension."""
+    found: list[tuple[int, str]] = []
+    for path in _PATH.finditer(text):
+        name = path.group(1).rstrip(".")
+        if _EXTENSION.search(name):
+            found.append((path.start(), name))
+    bare = _PATH.sub(lambda path: " " * len(path.group(0)), text)  # same offsets, no paths
+    found.extend((name.start(), name.group(0)) for name in _BARE_FILE.finditer(bare))
+    return sorted(found)
 
 
 def keyword_query(text: str) -> str:
