@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,8 @@ from typing import Any
 import psutil
 import pytest
 from helpers import (
+    CORPUS,
+    ROOT,
     GatewayProcess,
     fixture_server,
     hide_semantic_extra,
@@ -25,6 +28,7 @@ from helpers import (
 
 from toolscript.errors import EmbedderFailed
 from toolscript.search.lexical import LexicalIndex
+from toolscript.search.needs import PLACE_COORDINATES
 from toolscript.search.process import EmbedderProcess
 from toolscript.search.semantic import NEEDS_EXTRA
 from toolscript.search.text import (
@@ -580,3 +584,37 @@ def test_a_long_request_is_split_and_ranked(gateway: GatewayProcess) -> None:
     answer = search(gateway, request, explain="true", limit=5)
     assert len(answer["needs"]) == 2
     assert {hit["server"] for hit in answer["hits"]} >= {"time", "memory"}
+
+
+@needs_semantic
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="needs the tool corpus in ../shared/toolcorpus")
+def test_a_file_to_write_and_a_place_to_find_bring_the_tools_they_imply(tmp_path: Path) -> None:
+    """A real filesystem server and the published OpenStreetMap server's tool list: "save it
+    to <file>" brings a file writer, "park near <place>" a geocoder, each a need of its own."""
+    osm = CORPUS / "livemcpbench" / "osm-mcp-server.json"
+    corpus_server = ROOT / "bench" / "search" / "corpus_server.py"
+    config = {
+        "mcpServers": {
+            "files": {"command": node_server("mcp-server-filesystem"), "args": [str(tmp_path)]},
+            "osm": {"command": sys.executable, "args": [str(corpus_server), str(osm)]},
+            "time": {"command": python_bin("mcp-server-time")},
+            "memory": {"command": node_server("mcp-server-memory")},
+        }
+    }
+    (tmp_path / "project").mkdir()
+    with running_gateway(config, tmp_path / "project") as gateway:
+        wait_for_search(gateway)
+        request = "find the current time in Tokyo and create a meeting summary in ~/notes/tokyo.md"
+        answer = search(gateway, request, explain="true", limit=4)
+        assert answer["needs"][-1] == "write file tokyo.md"
+        found = {(hit["server"], hit["tool"]): hit for hit in answer["hits"]}
+        assert ("files", "write_file") in found and ("time", "get_current_time") in found
+        assert found[("files", "write_file")]["explain"]["need"] == "write file tokyo.md"
+
+        request = "show me where I can park near the Forbidden City in Beijing"
+        answer = search(gateway, request, explain="true", limit=3)
+        assert answer["needs"] == [request, PLACE_COORDINATES]
+        tools = [hit["tool"] for hit in answer["hits"]]
+        assert tools[0] == "find_parking_facilities" and "geocode_address" in tools
+        given = search(gateway, "show me where I can park near 39.9163, 116.3972", limit=3)
+        assert given["needs"] == ["show me where I can park near 39.9163, 116.3972"]

@@ -16,7 +16,7 @@ from toolscript.search.engine import (
     _with_bests,
 )
 from toolscript.search.fusion import blend, semantic_parts, semantic_weight
-from toolscript.search.needs import MAX_NEEDS, split_needs
+from toolscript.search.needs import MAX_NEEDS, PLACE_COORDINATES, gives_coordinates, split_needs
 from toolscript.search.semantic import EmbeddingStore
 from toolscript.search.text import (
     document_for,
@@ -418,3 +418,76 @@ def test_a_file_the_request_writes_brings_a_file_writer_into_the_first_hits() ->
     assert needs[-1] == "write file daily.md"
     assert [hit.tool for hit in hits] == ["get_daily_challenge", "generate_document", "write_file"]
     assert hits[2].explanation(needs)["need"] == "write file daily.md"
+
+
+def test_a_tool_takes_coordinates_when_it_has_latitude_and_longitude_parameters() -> None:
+    def takes(*names: str) -> bool:
+        schema = {"type": "object", "properties": {name: {"type": "number"} for name in names}}
+        tool = {"name": "t", "description": "", "inputSchema": schema}
+        return document_for("s", "", tool).takes_coordinates
+
+    assert takes("latitude", "longitude", "radius")
+    assert takes("Lat", "lng")
+    assert not takes("latitude")  # one of the two is no position
+    assert not takes("city", "country")
+
+
+@pytest.mark.parametrize(
+    ("request_text", "gives"),
+    [
+        ("show me where to park near the Forbidden City", False),
+        ("what's the weather in Paris tomorrow", False),
+        ("find cafes near 48.8584, 2.2945", True),
+        ("turn these coordinates into a street address", True),
+        ("geocode the office address", True),
+    ],
+)
+def test_a_request_that_gives_coordinates_or_asks_about_them_implies_no_geocoder(
+    request_text: str, gives: bool
+) -> None:
+    assert gives_coordinates(request_text) is gives
+
+
+PLACES = [
+    ("maps", "find_parking", "Find parking facilities near a location", ["latitude", "longitude"]),
+    ("maps", "find_cafes", "Find cafes near a location", ["latitude", "longitude"]),
+    ("maps", "route", "Directions between two places", ["origin", "destination"]),
+    ("maps", "geocode_address", "Convert an address or place name to coordinates", ["address"]),
+    ("events", "list_events", "List events in a city", ["city"]),
+]
+
+
+@pytest.fixture
+def places_engine() -> SearchEngine:
+    engine = SearchEngine(SearchConfig(semantic=False), EmbeddingStore(None), None)
+    engine.set_documents(
+        [
+            document_for(
+                server,
+                "",
+                {
+                    "name": name,
+                    "description": description,
+                    "inputSchema": {"type": "object", "properties": {p: {} for p in parameters}},
+                },
+            )
+            for server, name, description, parameters in PLACES
+        ]
+    )
+    return engine
+
+
+def test_a_tool_that_takes_coordinates_brings_a_geocoder_for_a_named_place(
+    places_engine: SearchEngine,
+) -> None:
+    request = "show me where to park near the Forbidden City"
+    hits, _, needs = places_engine.explain(request, limit=2, threshold=0)
+    assert needs == [request, PLACE_COORDINATES]
+    assert [hit.tool for hit in hits] == ["find_parking", "geocode_address"]
+    assert hits[1].explanation(needs)["need"] == PLACE_COORDINATES
+    # unsplit, or with the coordinates given, or with no such tool wanted: as it was
+    assert places_engine.explain(request, limit=2, threshold=0, split=False)[2] == [request]
+    given = "show me where to park near 39.9163, 116.3972"
+    assert places_engine.explain(given, limit=2, threshold=0)[2] == [given]
+    events = "list the events in Berlin this week"
+    assert places_engine.explain(events, limit=2, threshold=0)[2] == [events]

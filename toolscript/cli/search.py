@@ -61,7 +61,9 @@ def search(
 
     A request that asks for several things ("find the open PRs about auth and post a
     summary to Slack") is split into its needs: the whole request's best tool comes
-    first, then each need's best, then the rest by score.
+    first, then each need's best, then the rest by score. A file the request asks to
+    write ("... save it to ~/notes.md") is a need of its own (a file writer), and so is
+    a geocoder when the tools found take coordinates and the request names a place.
 
     Examples:
 

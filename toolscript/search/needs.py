@@ -18,7 +18,7 @@ import re
 
 from toolscript.search.text import file_names, tokenize
 
-__all__ = ["MAX_NEEDS", "split_needs"]
+__all__ = ["MAX_NEEDS", "PLACE_COORDINATES", "gives_coordinates", "split_needs"]
 
 MAX_NEEDS = 6  # more pieces than this are joined into the sixth
 MAX_WRITTEN = 2  # files a request asks to write that each add a need (see _written_files)
@@ -196,3 +196,18 @@ def split_needs(query: str) -> list[str]:
     if len(needs) <= 1 and not written:
         return [query]
     return [*(needs if len(needs) > 1 else [query]), *written]
+
+
+# The need a request has when a tool it wants takes a latitude and longitude and the request
+# names places ("park near the Forbidden City", "the weather in Paris"): a geocoder first.
+PLACE_COORDINATES = "find the latitude and longitude coordinates of a place or address"
+_COORDINATES = re.compile(
+    r"-?\d{1,3}\.\d{2,}|\b(?:coordinates?|latitudes?|longitudes?|geocod\w*|lat|lon|lng)\b",
+    re.IGNORECASE,
+)
+
+
+def gives_coordinates(query: str) -> bool:
+    """Whether ``query`` gives coordinates ("48.8584, 2.2945") or is itself about them ("turn
+    these coordinates into an address"): then no geocoder is implied."""
+    return _COORDINATES.search(query) is not None

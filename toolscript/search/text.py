@@ -250,6 +250,7 @@ class ToolDocument:
     text: str  # what the embedding model reads
     content_hash: str  # of ``text``: the embedding cache key (with the model)
     kind: str = "tool"  # or "script": a saved script (its server is "")
+    takes_coordinates: bool = False  # has latitude and longitude parameters (see needs.py)
 
     @property
     def key(self) -> str:
@@ -267,6 +268,15 @@ def _parameters(schema: Any) -> list[tuple[str, str]]:
         description = sub.get("description", "") if isinstance(sub, dict) else ""
         found.append((str(name), description if isinstance(description, str) else ""))
     return found
+
+
+_LATITUDE = frozenset(["lat", "latitude"])
+_LONGITUDE = frozenset(["lon", "lng", "long", "longitude"])
+
+
+def _takes_coordinates(parameters: list[tuple[str, str]]) -> bool:
+    names = {name.lower() for name, _ in parameters}
+    return bool(names & _LATITUDE and names & _LONGITUDE)
 
 
 def name_words(server: str, name: str) -> frozenset[str]:
@@ -336,4 +346,5 @@ def document_for(server: str, server_description: str, tool: dict[str, Any]) -> 
         name_words=name_words(server, name),
         text=text,
         content_hash=hashlib.sha256(text.encode()).hexdigest(),
+        takes_coordinates=_takes_coordinates(parameters),
     )
