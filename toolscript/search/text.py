@@ -167,13 +167,20 @@ _BARE_FILE = re.compile(
 )
 
 
+def _file_name(path: re.Match[str]) -> str | None:
+    """The file a path (a ``_PATH`` match) names: its last part, if that has an extension;
+    None for a folder or a page ("/root/music", "/settings/profile")."""
+    name = path.group(1).rstrip(".")
+    return name if _EXTENSION.search(name) else None
+
+
 def file_names(text: str) -> list[tuple[int, str]]:
     """The files ``text`` names, each with where it starts: a path whose last part has an
     extension ("/root/notes/cv.md" -> "cv.md"), or a bare name with a common extension."""
     found: list[tuple[int, str]] = []
     for path in _PATH.finditer(text):
-        name = path.group(1).rstrip(".")
-        if _EXTENSION.search(name):
+        name = _file_name(path)
+        if name is not None:
             found.append((path.start(), name))
     bare = _PATH.sub(lambda path: " " * len(path.group(0)), text)  # same offsets, no paths
     found.extend((name.start(), name.group(0)) for name in _BARE_FILE.finditer(bare))
@@ -186,8 +193,7 @@ def keyword_query(text: str) -> str:
     a file writer, not ``issue_write``; a path without an extension may be a folder or a page)."""
 
     def marked(found: re.Match[str]) -> str:
-        is_file = _EXTENSION.search(found.group(1).rstrip("."))
-        return f"{found.group(0)} file" if is_file else found.group(0)
+        return found.group(0) if _file_name(found) is None else f"{found.group(0)} file"
 
     return expand_abbreviations(_PATH.sub(marked, without_data(text)))
 
