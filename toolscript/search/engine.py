@@ -35,7 +35,13 @@ from typing import Any, NamedTuple, TypedDict, Unpack
 from toolscript.config import SearchConfig
 from toolscript.search.fusion import Blend, blend
 from toolscript.search.lexical import LexicalIndex
-from toolscript.search.needs import PLACE_COORDINATES, gives_coordinates, split_needs
+from toolscript.search.needs import (
+    PLACE_COORDINATES,
+    WRITE_FILE,
+    gives_coordinates,
+    is_written_file,
+    split_needs,
+)
 from toolscript.search.semantic import DEFAULT_MODEL, Embedder, EmbeddingStore
 from toolscript.search.text import ToolDocument, keyword_query, mostly_cjk, semantic_query
 
@@ -197,9 +203,10 @@ class SearchEngine:
         self._recovering = False
         self._last_recovery = -RECOVERY_INTERVAL
         self._quick: Any = None  # a numpy query encoder while the worker's model loads
-        # PLACE_COORDINATES's keyword scores (for one index) and vector (for one model)
+        # PLACE_COORDINATES's keyword scores (for one index), and the vectors of implied
+        # needs, the same for every request (by model and text)
         self._implied_keywords: tuple[LexicalIndex, dict[int, float]] | None = None
-        self._implied_vector: tuple[str, Any] | None = None
+        self._standing: dict[tuple[str, str], Any] = {}
         # Embeds a request while its keyword scores are computed (the worker's pipe, numpy
         # and torch let go of the interpreter lock while they work).
         self._embedding = ThreadPoolExecutor(max_workers=4, thread_name_prefix="search-embed")
@@ -432,17 +439,37 @@ class SearchEngine:
         keyword = self._implied_keywords[1]
         if mode == "keyword" or self.embedder is None or semantic.matrix is None:
             return keyword, None
-        model = self.embedder.model_id
-        if self._implied_vector is None or self._implied_vector[0] != model:
-            try:
-                vector = self._query_vectors([semantic_query(PLACE_COORDINATES)])[0]
-            except Exception as exc:  # the model went away: the next search says how
-                self._embedding_failed(exc)
-                return keyword, None
-            self._implied_vector = (model, vector)
-        return keyword, semantic.matrix @ self._implied_vector[1]
+        try:
+            vector = self._standing_vector(PLACE_COORDINATES)
+        except Exception as exc:  # the model went away: the next search says how
+            self._embedding_failed(exc)
+            return keyword, None
+        return keyword, semantic.matrix @ vector
+
+    def _standing_vector(self, text: str) -> Any:
+        """The vector of an implied need's text, computed once for each model."""
+        assert self.embedder is not None
+        key = (self.embedder.model_id, text)
+        if key not in self._standing:
+            self._standing[key] = self._query_vectors([semantic_query(text)])[0]
+        return self._standing[key]
 
     def _request_vectors(self, texts: list[str]) -> list[Any]:
+        """Vectors of a request and its needs (``texts``: the whole request first). A written
+        file's need ("write file cv.md") is read as "write file", whose vector is kept: the
+        file's name tells the model nothing, and the request's other texts take one call."""
+        vectors: dict[int, Any] = {}
+        asked = [0]
+        for number, text in enumerate(texts[1:], 1):
+            if is_written_file(text):
+                vectors[number] = self._standing_vector(WRITE_FILE)
+            else:
+                asked.append(number)
+        embedded = self._embedded([texts[number] for number in asked])
+        vectors.update(zip(asked, embedded, strict=True))
+        return [vectors[number] for number in range(len(texts))]
+
+    def _embedded(self, texts: list[str]) -> list[Any]:
         """Vectors of a request and its needs (``texts``: the whole request first), in one
         call of the model: each call costs about 10 ms however short its texts (2 cores),
         while a batch pads each text to the longest, which costs less than a second call.

@@ -18,7 +18,14 @@ import re
 
 from toolscript.search.text import file_names, tokenize
 
-__all__ = ["MAX_NEEDS", "PLACE_COORDINATES", "gives_coordinates", "split_needs"]
+__all__ = [
+    "MAX_NEEDS",
+    "PLACE_COORDINATES",
+    "WRITE_FILE",
+    "gives_coordinates",
+    "is_written_file",
+    "split_needs",
+]
 
 MAX_NEEDS = 6  # more pieces than this are joined into the sixth
 MAX_WRITTEN = 2  # files a request asks to write that each add a need (see _written_files)
@@ -144,6 +151,14 @@ _DESTINATION = re.compile(
 )
 
 
+WRITE_FILE = "write file"  # a written file's need: "write file <name>"
+
+
+def is_written_file(need: str) -> bool:
+    """Whether ``need`` is the need of a file the request asks to write (``_written_files``)."""
+    return need.startswith(f"{WRITE_FILE} ")
+
+
 def _written_files(needs: list[str]) -> list[str]:
     """A need of its own for each file the request asks to write: "write file <name>".
 
@@ -162,9 +177,9 @@ def _written_files(needs: list[str]) -> list[str]:
             if (
                 _OUTPUT_VERB.search(before)
                 and _DESTINATION.search(before)
-                and f"write file {name}" not in written
+                and f"{WRITE_FILE} {name}" not in written
             ):
-                written.append(f"write file {name}")
+                written.append(f"{WRITE_FILE} {name}")
     return written[:MAX_WRITTEN]
 
 
