@@ -491,3 +491,43 @@ def test_a_tool_that_takes_coordinates_brings_a_geocoder_for_a_named_place(
     assert places_engine.explain(given, limit=2, threshold=0)[2] == [given]
     events = "list the events in Berlin this week"
     assert places_engine.explain(events, limit=2, threshold=0)[2] == [events]
+
+
+class CountingModel(SearchEngine):
+    """A hybrid engine whose "model" records what it is asked to embed."""
+
+    def __init__(self) -> None:
+        import types
+
+        import numpy
+
+        super().__init__(SearchConfig(), EmbeddingStore(None), None)
+        self.embedder = types.SimpleNamespace(model_id="counting")  # type: ignore[assignment]
+        self.set_documents(
+            [
+                document_for("s", "", {"name": name, "description": f"{name} things"})
+                for name in ("write_file", "get_weather", "send_email")
+            ]
+        )
+        matrix = numpy.eye(3, dtype=numpy.float32)
+        self._semantic = _Semantic(state="ready", reason="", matrix=matrix)
+        self.asked: list[list[str]] = []
+
+    def _query_vectors(self, texts: list[str]) -> list[object]:
+        import numpy
+
+        self.asked.append(list(texts))
+        return [numpy.ones(3, dtype=numpy.float32) / 3**0.5 for _ in texts]
+
+
+def test_a_written_files_need_is_embedded_once_for_every_request() -> None:
+    engine = CountingModel()
+    for city in ("Paris", "Oslo"):
+        _, mode, needs = engine.explain(
+            f"get the weather in {city} and save it to ~/{city}.md", threshold=0
+        )
+        assert mode == "hybrid" and needs[-1] == f"write file {city}.md"
+    asked = [text for call in engine.asked for text in call]
+    assert asked.count("write file") == 1  # kept after the first request
+    assert not [text for text in asked if text.startswith("write file ")]  # no file names
+    assert "get the weather in Oslo" in asked
