@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from toolscript.config import SearchConfig
@@ -242,18 +244,23 @@ TOOLS = {
 }
 
 
+def keyword_engine_over(tools: list[tuple[str, dict[str, Any]]]) -> SearchEngine:
+    """An engine with semantic search off over (server, tool definition) pairs."""
+    engine = SearchEngine(SearchConfig(semantic=False), EmbeddingStore(None), None)
+    engine.set_documents([document_for(server, "", tool) for server, tool in tools])
+    return engine
+
+
 @pytest.fixture
 def keyword_engine() -> SearchEngine:
     """An engine with semantic search off: its keyword ranking splits requests too."""
-    engine = SearchEngine(SearchConfig(semantic=False), EmbeddingStore(None), None)
-    engine.set_documents(
+    return keyword_engine_over(
         [
-            document_for(server, "", {"name": name, "description": description})
+            (server, {"name": name, "description": description})
             for server, tools in TOOLS.items()
             for name, description in tools
         ]
     )
-    return engine
 
 
 def test_each_need_of_a_split_request_gets_its_best_tool_near_the_top(
@@ -408,8 +415,7 @@ def test_a_file_the_request_writes_brings_a_file_writer_into_the_first_hits() ->
         ("search", "html_to_markdown", "Convert an HTML page to a Markdown document"),
         ("desktop", "write_file", usage),
     ]
-    engine = SearchEngine(SearchConfig(semantic=False), EmbeddingStore(None), None)
-    engine.set_documents([document_for(s, "", {"name": n, "description": d}) for s, n, d in tools])
+    engine = keyword_engine_over([(s, {"name": n, "description": d}) for s, n, d in tools])
     request = (
         "Find today's LeetCode daily challenge and generate a detailed markdown document"
         " in /root/markdown/daily.md that walks through it"
@@ -459,12 +465,10 @@ PLACES = [
 
 @pytest.fixture
 def places_engine() -> SearchEngine:
-    engine = SearchEngine(SearchConfig(semantic=False), EmbeddingStore(None), None)
-    engine.set_documents(
+    return keyword_engine_over(
         [
-            document_for(
+            (
                 server,
-                "",
                 {
                     "name": name,
                     "description": description,
@@ -474,7 +478,6 @@ def places_engine() -> SearchEngine:
             for server, name, description, parameters in PLACES
         ]
     )
-    return engine
 
 
 def test_a_tool_that_takes_coordinates_brings_a_geocoder_for_a_named_place(
