@@ -614,7 +614,15 @@ def test_a_file_to_write_and_a_place_to_find_bring_the_tools_they_imply(tmp_path
         request = "show me where I can park near the Forbidden City in Beijing"
         answer = search(gateway, request, explain="true", limit=3)
         assert answer["needs"] == [request, PLACE_COORDINATES]
+        assert answer["implied"] == [1]
         tools = [hit["tool"] for hit in answer["hits"]]
         assert tools[0] == "find_parking_facilities" and "geocode_address" in tools
         given = search(gateway, "show me where I can park near 39.9163, 116.3972", limit=3)
         assert given["needs"] == ["show me where I can park near 39.9163, 116.3972"]
+        assert given["implied"] == []
+        shown = toolscript_cli("search", request, "--explain", "-n", "3", cwd=gateway.directory)
+        assert shown.stdout.splitlines()[:3] == [
+            "one need and 1 implied, ranked whole and need by need:",
+            f"  1. {request}",
+            f"  2. {PLACE_COORDINATES} (implied)",
+        ]

@@ -127,11 +127,17 @@ def _print_script_hits(hits: list[dict[str, Any]]) -> None:
 def _print_explained(answer: dict[str, Any]) -> None:
     """Hits with the parts of their scores; a split request's needs, numbered, first."""
     needs = answer.get("needs") or [answer["query"]]
+    implied = set(answer.get("implied") or [])
     split = len(needs) > 1
     if split:
-        typer.echo(f"split into {len(needs)} needs, ranked whole and need by need:")
+        asked = len(needs) - len(implied)
+        typer.echo(
+            (f"split into {asked} needs" if asked > 1 else "one need")
+            + (f" and {len(implied)} implied" if implied else "")
+            + ", ranked whole and need by need:"
+        )
         for number, need in enumerate(needs, 1):
-            typer.echo(f"  {number}. {need}")
+            typer.echo(f"  {number}. {need}" + (" (implied)" if number - 1 in implied else ""))
     else:
         typer.echo("one need: ranked whole")
 

@@ -51,6 +51,7 @@ from toolscript.gateway.guard import RUN_SCOPE_KEY, answer_error
 from toolscript.gateway.results import RESULT_HEADER
 from toolscript.gateway.runs import DEFAULT_MAX_CALLS
 from toolscript.search.engine import FUSIONS, MODES
+from toolscript.search.needs import is_implied
 
 __all__ = ["build_app"]
 
@@ -433,6 +434,8 @@ def build_app(gateway: Gateway) -> Litestar:
             "query": q,
             "mode": used,
             "needs": needs,
+            # the needs the request implies (a file to write, a place's coordinates), by index
+            "implied": [number for number, need in enumerate(needs) if is_implied(need)],
             "hits": [
                 hit.to_dict()
                 | {"call": calls.get((hit.server, hit.tool))}

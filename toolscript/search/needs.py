@@ -23,6 +23,7 @@ __all__ = [
     "PLACE_COORDINATES",
     "WRITE_FILE",
     "gives_coordinates",
+    "is_implied",
     "is_written_file",
     "split_needs",
 ]
@@ -226,3 +227,9 @@ def gives_coordinates(query: str) -> bool:
     """Whether ``query`` gives coordinates ("48.8584, 2.2945") or is itself about them ("turn
     these coordinates into an address"): then no geocoder is implied."""
     return _COORDINATES.search(query) is not None
+
+
+def is_implied(need: str) -> bool:
+    """Whether ``need`` is one the request implies rather than asks: a file to write, or the
+    coordinates of a place."""
+    return is_written_file(need) or need == PLACE_COORDINATES
