@@ -525,7 +525,7 @@ class CountingModel(SearchEngine):
 
 def test_a_written_files_need_is_embedded_once_for_every_request() -> None:
     engine = CountingModel()
-    for city in ("Paris", "Oslo"):
+    for city in ("Paris", "Oslo", "Oslo.v2"):  # "Oslo.v2.md": a name the model's reading drops
         _, mode, needs = engine.explain(
             f"get the weather in {city} and save it to ~/{city}.md", threshold=0
         )

@@ -398,8 +398,14 @@ class SearchEngine:
         pending: Future[list[Any]] | None = None
         if mode != "keyword":
             read = semantic_query if adaptive else str  # "fixed": the design before
+            # A written file's need reads as "write file": the file's name tells the model
+            # nothing (and its vector is kept, _request_vectors).
+            reads = [
+                WRITE_FILE if number and is_written_file(text) else read(text)
+                for number, text in enumerate(texts)
+            ]
             # The model (most of a query's time, in the worker) and the keyword scores at once.
-            pending = self._embedding.submit(self._request_vectors, [read(t) for t in texts])
+            pending = self._embedding.submit(self._request_vectors, reads)
         keywords = [lexical.scores(keyword_query(t) if adaptive else t) for t in texts]
         cosines: list[Any] = [None] * len(texts)
         if pending is not None:
@@ -455,13 +461,13 @@ class SearchEngine:
         return self._standing[key]
 
     def _request_vectors(self, texts: list[str]) -> list[Any]:
-        """Vectors of a request and its needs (``texts``: the whole request first). A written
-        file's need ("write file cv.md") is read as "write file", whose vector is kept: the
-        file's name tells the model nothing, and the request's other texts take one call."""
+        """Vectors of a request and its needs (``texts``, as the model reads them: the whole
+        request first). A need read as "write file" (a written file's) takes the kept vector
+        of that text; the request's other texts take one call of the model."""
         vectors: dict[int, Any] = {}
         asked = [0]
         for number, text in enumerate(texts[1:], 1):
-            if is_written_file(text):
+            if text == WRITE_FILE:
                 vectors[number] = self._standing_vector(WRITE_FILE)
             else:
                 asked.append(number)

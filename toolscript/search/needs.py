@@ -175,12 +175,13 @@ def _written_files(needs: list[str]) -> list[str]:
     for need in needs:
         for start, name in file_names(need):
             before = need[:start]
+            wanted = f"{WRITE_FILE} {name}"
             if (
                 _OUTPUT_VERB.search(before)
                 and _DESTINATION.search(before)
-                and f"{WRITE_FILE} {name}" not in written
+                and wanted not in written
             ):
-                written.append(f"{WRITE_FILE} {name}")
+                written.append(wanted)
     return written[:MAX_WRITTEN]
 
 
