@@ -611,6 +611,17 @@ def test_a_file_to_write_and_a_place_to_find_bring_the_tools_they_imply(tmp_path
         assert ("files", "write_file") in found and ("time", "get_current_time") in found
         assert found[("files", "write_file")]["explain"]["need"] == "write file tokyo.md"
 
+        request = "look up Sheryl's email in ~/data/customers.csv and then tell me the time in Oslo"
+        answer = search(gateway, request, explain="true", limit=4)
+        assert answer["needs"][-1] == "read file customers.csv"
+        assert answer["implied"] == [len(answer["needs"]) - 1]
+        readers = [
+            hit
+            for hit in answer["hits"]
+            if hit["server"] == "files" and hit["explain"]["need"] == "read file customers.csv"
+        ]
+        assert readers and readers[0]["tool"].startswith("read")
+
         request = "show me where I can park near the Forbidden City in Beijing"
         answer = search(gateway, request, explain="true", limit=3)
         assert answer["needs"] == [request, PLACE_COORDINATES]

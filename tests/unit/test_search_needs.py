@@ -18,7 +18,14 @@ from toolscript.search.engine import (
     _with_bests,
 )
 from toolscript.search.fusion import blend, semantic_parts, semantic_weight
-from toolscript.search.needs import MAX_NEEDS, PLACE_COORDINATES, gives_coordinates, split_needs
+from toolscript.search.needs import (
+    MAX_NEEDS,
+    PLACE_COORDINATES,
+    file_reading,
+    gives_coordinates,
+    is_implied,
+    split_needs,
+)
 from toolscript.search.semantic import EmbeddingStore
 from toolscript.search.text import (
     document_for,
@@ -137,8 +144,59 @@ def test_a_file_the_request_writes_is_a_need_of_its_own(request_text: str, writt
         "save the draft in /root/drafts",  # a folder
     ],
 )
-def test_a_file_read_edited_or_compared_adds_no_need(request_text: str) -> None:
+def test_a_file_read_edited_or_compared_by_a_request_for_one_thing_adds_no_need(
+    request_text: str,
+) -> None:
     assert split_needs(request_text) == [request_text]
+
+
+@pytest.mark.parametrize(
+    ("request_text", "file_needs"),
+    [
+        (
+            "Read the customers in /root/csv/customers-100.csv and tell me Sheryl's email",
+            ["read file customers-100.csv"],
+        ),
+        (  # at most one file to read: the first one named
+            "compare old.txt with new.txt and post the differences to slack",
+            ["read file old.txt"],
+        ),
+        (  # a file read and written back is one to write
+            "fix the typos in notes.md and then save it to ~/notes.md",
+            ["write file notes.md"],
+        ),
+        (
+            "Convert the list in /root/refs.bib into a Word document. Save it as refs.docx",
+            ["write file refs.docx", "read file refs.bib"],
+        ),
+    ],
+)
+def test_a_file_a_request_for_several_things_names_to_read_is_a_need_of_its_own(
+    request_text: str, file_needs: list[str]
+) -> None:
+    needs = split_needs(request_text)
+    assert len(needs) > len(file_needs) + 1  # split into needs of its own words first
+    assert needs[-len(file_needs) :] == file_needs
+    assert all(is_implied(need) for need in file_needs)
+
+
+@pytest.mark.parametrize(
+    ("need", "reading"),
+    [
+        ("write file notes.md", "write file"),
+        ("read file data.2024.csv", "read file"),
+        ("write file intro.pptx", "write presentation file"),
+        ("read file WebArena.PDF", "read pdf file"),
+        ("write file report.docx", "write word document file"),
+        ("read file sales.xlsx", "read excel spreadsheet file"),
+        ("read file alarm.wav", "read audio file"),
+        ("write file chart.png", "write image file"),
+    ],
+)
+def test_the_model_reads_a_files_need_as_what_is_done_with_what_kind_of_file(
+    need: str, reading: str
+) -> None:
+    assert file_reading(need) == reading
 
 
 def test_a_split_request_writes_at_most_two_files_as_needs() -> None:
@@ -359,7 +417,7 @@ class HandMadeVectors(SearchEngine):
         self._semantic = _Semantic(state="ready", reason="", matrix=matrix)
         self.vector = numpy.array(query, dtype=numpy.float32)
 
-    def _request_vectors(self, texts: list[str]) -> list[object]:
+    def _request_vectors(self, texts: list[str], kept: set[int]) -> list[object]:
         return [self.vector for _ in texts]
 
 
@@ -460,6 +518,13 @@ PLACES = [
     ("maps", "route", "Directions between two places", ["origin", "destination"]),
     ("maps", "geocode_address", "Convert an address or place name to coordinates", ["address"]),
     ("events", "list_events", "List events in a city", ["city"]),
+    ("weather", "forecast", "Weather forecast for a location", ["latitude", "longitude"]),
+    (  # a geocoder whose words match the implied need's better than the maps server's
+        "atlas",
+        "geocode_place",
+        "Find the latitude and longitude coordinates of a place or an address",
+        ["place"],
+    ),
 ]
 
 
@@ -494,6 +559,25 @@ def test_a_tool_that_takes_coordinates_brings_a_geocoder_for_a_named_place(
     assert places_engine.explain(given, limit=2, threshold=0)[2] == [given]
     events = "list the events in Berlin this week"
     assert places_engine.explain(events, limit=2, threshold=0)[2] == [events]
+
+
+def test_the_geocoder_of_the_server_that_takes_the_coordinates_is_preferred(
+    places_engine: SearchEngine,
+) -> None:
+    parking = "show me where to park near the Forbidden City"
+    hits, _, needs = places_engine.explain(parking, limit=2, threshold=0)
+    assert [(hit.server, hit.tool) for hit in hits] == [
+        ("maps", "find_parking"),
+        ("maps", "geocode_address"),
+    ]
+    assert hits[1].score < places_engine.explain(PLACE_COORDINATES, limit=1)[0][0].score
+    # a server without a geocoder of its own: the best geocoder anywhere
+    hits, _, needs = places_engine.explain("the weather forecast for Oslo", limit=2, threshold=0)
+    assert needs[-1] == PLACE_COORDINATES
+    assert [(hit.server, hit.tool) for hit in hits] == [
+        ("weather", "forecast"),
+        ("atlas", "geocode_place"),
+    ]
 
 
 class CountingModel(SearchEngine):
@@ -534,3 +618,13 @@ def test_a_written_files_need_is_embedded_once_for_every_request() -> None:
     assert asked.count("write file") == 1  # kept after the first request
     assert not [text for text in asked if text.startswith("write file ")]  # no file names
     assert "get the weather in Oslo" in asked
+
+
+def test_a_file_to_read_is_read_by_its_kind_and_embedded_once() -> None:
+    engine = CountingModel()
+    for name in ("a.pdf", "b.PDF", "notes.md"):
+        _, _, needs = engine.explain(f"summarize /x/{name} and email it to bob", threshold=0)
+        assert needs[-1] == f"read file {name}"
+    asked = [text for call in engine.asked for text in call]
+    assert asked.count("read pdf file") == 1 and asked.count("read file") == 1
+    assert not [text for text in asked if text.startswith("read file ")]  # no file names

@@ -21,15 +21,19 @@ from toolscript.search.text import file_names, tokenize
 __all__ = [
     "MAX_NEEDS",
     "PLACE_COORDINATES",
+    "READ_FILE",
     "WRITE_FILE",
+    "file_reading",
     "gives_coordinates",
+    "is_file_need",
     "is_implied",
     "is_written_file",
     "split_needs",
 ]
 
 MAX_NEEDS = 6  # more pieces than this are joined into the sixth
-MAX_WRITTEN = 2  # files a request asks to write that each add a need (see _written_files)
+MAX_WRITTEN = 2  # files a request asks to write that each add a need (see _file_needs)
+MAX_READ = 1  # files a split request names, not to write, that each add a need
 MIN_WORDS = 2  # content words a piece needs to count as a request of its own
 
 # Verbs that start a request, in the imperative (the base form: "sorted by size" and
@@ -153,15 +157,51 @@ _DESTINATION = re.compile(
 
 
 WRITE_FILE = "write file"  # a written file's need: "write file <name>"
+READ_FILE = "read file"  # a file the request names otherwise: "read file <name>"
+
+# The kind of document a file's extension names, in the words its tools use: a ".pptx" is
+# written by a presentation tool and a ".pdf" read by a PDF reader, not a plain file writer
+# or reader. Other files are plain files.
+_FORMATS = {
+    "ppt": "presentation",
+    "pptx": "presentation",
+    "odp": "presentation",
+    "doc": "word document",
+    "docx": "word document",
+    "odt": "word document",
+    "xls": "excel spreadsheet",
+    "xlsx": "excel spreadsheet",
+    "ods": "spreadsheet",
+    "pdf": "pdf",
+    **dict.fromkeys(("mp3", "wav", "flac", "ogg", "m4a", "aac"), "audio"),
+    **dict.fromkeys(("png", "jpg", "jpeg", "gif", "webp", "bmp", "tiff"), "image"),
+    **dict.fromkeys(("mp4", "mov", "avi", "mkv", "webm"), "video"),
+}
 
 
 def is_written_file(need: str) -> bool:
-    """Whether ``need`` is the need of a file the request asks to write (``_written_files``)."""
+    """Whether ``need`` is the need of a file the request asks to write (``_file_needs``)."""
     return need.startswith(f"{WRITE_FILE} ")
 
 
-def _written_files(needs: list[str]) -> list[str]:
-    """A need of its own for each file the request asks to write: "write file <name>".
+def is_file_need(need: str) -> bool:
+    """Whether ``need`` is a file's need (``_file_needs``): one to write or one to read."""
+    return is_written_file(need) or need.startswith(f"{READ_FILE} ")
+
+
+def file_reading(need: str) -> str:
+    """How the model reads a file's need: what is done ("write file", "read file") with the
+    kind of document its extension names ("write presentation file" for "slides.pptx",
+    "read pdf file"); the file's own name tells the model nothing."""
+    action, _, rest = need.partition(" file ")
+    kind = _FORMATS.get(rest.rpartition(".")[2].lower())
+    return f"{action} {kind} file" if kind else f"{action} file"
+
+
+def _file_needs(needs: list[str]) -> list[str]:
+    """A need of its own for each file the request asks to write ("write file <name>"), and,
+    when the request asks for several things, for a file it names otherwise ("read file
+    <name>").
 
     "Find today's challenge and generate a walkthrough in /root/md/daily.md" needs a tool
     that writes files, which neither the words nor the meaning of "generate a walkthrough"
@@ -169,25 +209,30 @@ def _written_files(needs: list[str]) -> list[str]:
     an output verb before it ("save", "write", "generate", "made", ...) and a destination
     word just before it ("to", "in", "as", ...) adds one that does
     (LiveMCPBench whole tasks: a file writer is wanted by 18 of 94 and ranked 11th or lower
-    in every ranking of 14 of them). A file read, edited or looked up adds nothing.
+    in every ranking of 14 of them). A file named otherwise is read, edited or compared:
+    "read the customers in /root/customers.csv and tell me Sheryl's email" needs a file
+    reader that the clause about the customers does not find. A request for one thing is
+    ranked whole for it ("read the paper in /root/WebArena.pdf" adds nothing).
     """
     written: list[str] = []
+    read: list[str] = []
     for need in needs:
         for start, name in file_names(need):
             before = need[:start]
-            wanted = f"{WRITE_FILE} {name}"
-            if (
-                _OUTPUT_VERB.search(before)
-                and _DESTINATION.search(before)
-                and wanted not in written
-            ):
-                written.append(wanted)
-    return written[:MAX_WRITTEN]
+            if _OUTPUT_VERB.search(before) and _DESTINATION.search(before):
+                if f"{WRITE_FILE} {name}" not in written:
+                    written.append(f"{WRITE_FILE} {name}")
+            elif f"{READ_FILE} {name}" not in read:
+                read.append(f"{READ_FILE} {name}")
+    names = {need.partition(" file ")[2] for need in written}
+    read = [need for need in read if need.partition(" file ")[2] not in names]
+    return written[:MAX_WRITTEN] + (read[:MAX_READ] if len(needs) > 1 else [])
 
 
 def split_needs(query: str) -> list[str]:
-    """The needs of ``query``, in its order, then a need for each file it asks to write
-    (``_written_files``); ``[query]`` itself when it asks for one thing."""
+    """The needs of ``query``, in its order, then a need for each file it asks to write and,
+    if it asks for several things, for a file it names to read (``_file_needs``); ``[query]``
+    itself when it asks for one thing."""
     pieces = [
         _unshield(clause)
         for sentence in _sentences(_shield(query))
@@ -209,10 +254,10 @@ def split_needs(query: str) -> list[str]:
             needs.append(pending)
     if len(needs) > MAX_NEEDS:
         needs = [*needs[: MAX_NEEDS - 1], " ".join(needs[MAX_NEEDS - 1 :])]
-    written = _written_files(needs or [query])
-    if len(needs) <= 1 and not written:
+    files = _file_needs(needs or [query])
+    if len(needs) <= 1 and not files:
         return [query]
-    return [*(needs if len(needs) > 1 else [query]), *written]
+    return [*(needs if len(needs) > 1 else [query]), *files]
 
 
 # The need a request has when a tool it wants takes a latitude and longitude and the request
@@ -231,6 +276,6 @@ def gives_coordinates(query: str) -> bool:
 
 
 def is_implied(need: str) -> bool:
-    """Whether ``need`` is one the request implies rather than asks: a file to write, or the
-    coordinates of a place."""
-    return is_written_file(need) or need == PLACE_COORDINATES
+    """Whether ``need`` is one the request implies rather than asks: a file to write or read,
+    or the coordinates of a place."""
+    return is_file_need(need) or need == PLACE_COORDINATES
