@@ -169,6 +169,10 @@ def test_a_file_read_edited_or_compared_by_a_request_for_one_thing_adds_no_need(
             "Convert the list in /root/refs.bib into a Word document. Save it as refs.docx",
             ["write file refs.docx", "read file refs.bib"],
         ),
+        (  # an extension in capitals is a file's too
+            "summarize SCAN.PDF and then email it to bob",
+            ["read file SCAN.PDF"],
+        ),
     ],
 )
 def test_a_file_a_request_for_several_things_names_to_read_is_a_need_of_its_own(
@@ -178,6 +182,11 @@ def test_a_file_a_request_for_several_things_names_to_read_is_a_need_of_its_own(
     assert len(needs) > len(file_needs) + 1  # split into needs of its own words first
     assert needs[-len(file_needs) :] == file_needs
     assert all(is_implied(need) for need in file_needs)
+
+
+def test_a_name_with_a_mixed_case_extension_is_no_file() -> None:
+    request = "what versions of Newtonsoft.Json have been released; then send an HTTP PUT"
+    assert not [need for need in split_needs(request) if is_implied(need)]
 
 
 @pytest.mark.parametrize(

@@ -176,15 +176,26 @@ def _file_name(path: re.Match[str]) -> str | None:
 
 def file_names(text: str) -> list[tuple[int, str]]:
     """The files ``text`` names, each with where it starts: a path whose last part has an
-    extension ("/root/notes/cv.md" -> "cv.md"), or a bare name with a common extension."""
+    extension ("/root/notes/cv.md" -> "cv.md"), or a bare name with a common extension in
+    lower or upper case."""
     found: list[tuple[int, str]] = []
     for path in _PATH.finditer(text):
         name = _file_name(path)
         if name is not None:
             found.append((path.start(), name))
     bare = _PATH.sub(lambda path: " " * len(path.group(0)), text)  # same offsets, no paths
-    found.extend((name.start(), name.group(0)) for name in _BARE_FILE.finditer(bare))
+    found.extend(
+        (name.start(), name.group(0))
+        for name in _BARE_FILE.finditer(bare)
+        if _file_case(name.group(0).rpartition(".")[2])
+    )
     return sorted(found)
+
+
+def _file_case(extension: str) -> bool:
+    """Whether a bare name's extension is written as files' are: in lower or upper case
+    ("notes.md", "SCAN.PDF"); "Newtonsoft.Json" names a package."""
+    return extension.islower() or extension.isupper()
 
 
 def keyword_query(text: str) -> str:
