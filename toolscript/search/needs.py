@@ -214,19 +214,18 @@ def _file_needs(needs: list[str]) -> list[str]:
     reader that the clause about the customers does not find. A request for one thing is
     ranked whole for it ("read the paper in /root/WebArena.pdf" adds nothing).
     """
-    written: list[str] = []
+    written: list[str] = []  # the files' names, in the request's order
     read: list[str] = []
     for need in needs:
         for start, name in file_names(need):
             before = need[:start]
-            if _OUTPUT_VERB.search(before) and _DESTINATION.search(before):
-                if f"{WRITE_FILE} {name}" not in written:
-                    written.append(f"{WRITE_FILE} {name}")
-            elif f"{READ_FILE} {name}" not in read:
-                read.append(f"{READ_FILE} {name}")
-    names = {need.partition(" file ")[2] for need in written}
-    read = [need for need in read if need.partition(" file ")[2] not in names]
-    return written[:MAX_WRITTEN] + (read[:MAX_READ] if len(needs) > 1 else [])
+            named = written if _OUTPUT_VERB.search(before) and _DESTINATION.search(before) else read
+            if name not in named:
+                named.append(name)
+    read = [name for name in read if name not in written][:MAX_READ] if len(needs) > 1 else []
+    return [f"{WRITE_FILE} {name}" for name in written[:MAX_WRITTEN]] + [
+        f"{READ_FILE} {name}" for name in read
+    ]
 
 
 def split_needs(query: str) -> list[str]:
