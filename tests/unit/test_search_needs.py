@@ -13,6 +13,7 @@ from toolscript.search.engine import (
     THIN_DESCRIPTION,
     Hit,
     SearchEngine,
+    _first_hits,
     _merged,
     _Semantic,
     _with_bests,
@@ -358,6 +359,24 @@ def test_a_needs_other_hits_weigh_half_against_the_whole_requests() -> None:
     assert merged == ["a", "x", "b", "y", "c", "b"]  # the caller skips the repeated b
     assert [hit.score for _, hit in _merged([whole, need])][3] == 0.9  # shown as scored
     assert [hit.tool for _, hit in _merged([whole])] == ["a", "b", "c"]
+
+
+def test_the_whole_requests_hit_that_is_a_needs_best_is_shown_as_that_needs() -> None:
+    def hit(tool: str, score: float, need: int = -1) -> Hit:
+        return Hit("s", tool, score, score, None, "", need=need)
+
+    whole = [(0, hit("a", 1.0)), (1, hit("b", 0.7)), (2, hit("c", 0.3))]
+    first = [(1, hit("b", 1.0, 0)), (3, hit("x", 0.8, 0))]
+    second = [(0, hit("a", 1.0, 1)), (4, hit("y", 0.9, 1))]
+    merged = _first_hits([whole, first, second], limit=5)
+    # the merge's order, each tool once; a and b answer needs, c only the whole request
+    assert [(hit.tool, hit.need) for _, hit in merged] == [
+        ("a", 1),
+        ("b", 0),
+        ("y", 1),
+        ("x", 0),
+        ("c", -1),
+    ]
 
 
 def test_a_single_need_ranks_exactly_as_without_splitting(keyword_engine: SearchEngine) -> None:

@@ -28,7 +28,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, TypedDict, Unpack
@@ -54,11 +54,6 @@ MODES = ("hybrid", "keyword", "semantic", "seed")
 FUSIONS = ("adaptive", "fixed")  # the hybrid blend's weight: per query, or alpha itself
 RECOVERY_INTERVAL = 30.0  # seconds between attempts to reload a model that failed
 CJK_ALPHA = 0.2  # the semantic weight for queries written mostly in CJK scripts (default model)
-# A split request longer than this is embedded need by need only (its vector: their mean).
-# 40 before; 20 took 2 ms off the mean of a whole LiveMCPBench task (p50 -1.5 ms, p99 -14 ms,
-# 2,000 tools, interleaved) with whole-task R@10 -0.1 / +0.0 on the two corpora over both
-# halves (dev +1.2 / -0.6, test -1.5 / +0.5) and no other set changed.
-WHOLE_EMBEDDED_WORDS = 20
 # A need's hits after its best weigh this much against the whole request's: each ranking's
 # scores run to 1 at its own best, and a need's second hit answers a part of the request,
 # which the whole's second hit answers as a whole ("set include comments to true" found
@@ -214,9 +209,9 @@ class SearchEngine:
         # needs, the same for every request (by model and text)
         self._implied_keywords: tuple[LexicalIndex, dict[int, float]] | None = None
         self._standing: dict[tuple[str, str], Any] = {}
-        # Embeds a request while its keyword scores are computed (the worker's pipe, numpy
-        # and torch let go of the interpreter lock while they work).
-        self._embedding = ThreadPoolExecutor(max_workers=4, thread_name_prefix="search-embed")
+        # Computes a request's keyword scores while its thread waits for the model (the
+        # worker's pipe, numpy and torch let go of the interpreter lock while they work).
+        self._scoring = ThreadPoolExecutor(max_workers=4, thread_name_prefix="search-keywords")
 
     def prepare_quick_queries(self, model_directory: Path | None) -> bool:
         """Build the numpy query encoder for ``model_directory`` (half a second, no torch);
@@ -402,8 +397,11 @@ class SearchEngine:
         # find) and need by need: the whole request's best hit first, then each need's best,
         # then every other hit by its best score in any of the rankings (_merged).
         texts = [query, *needs] if len(needs) > 1 else [query]
-        pending: Future[list[Any]] | None = None
-        if mode != "keyword":
+        keyword_texts = [keyword_query(t) if adaptive else t for t in texts]
+        cosines: list[Any] = [None] * len(texts)
+        if mode == "keyword":
+            keywords = [lexical.scores(text) for text in keyword_texts]
+        else:
             read = semantic_query if adaptive else str  # "fixed": the design before
             # A file's need reads as what is done with what kind of file ("write file", "read
             # pdf file"): the file's name tells the model nothing (and the vector is kept).
@@ -412,16 +410,17 @@ class SearchEngine:
                 file_reading(text) if number in kept else read(text)
                 for number, text in enumerate(texts)
             ]
-            # The model (most of a query's time, in the worker) and the keyword scores at once.
-            pending = self._embedding.submit(self._request_vectors, reads, kept)
-        keywords = [lexical.scores(keyword_query(t) if adaptive else t) for t in texts]
-        cosines: list[Any] = [None] * len(texts)
-        if pending is not None:
+            # The keyword scores while the model works (most of a query's time, in the
+            # worker): on another thread, for this one sends the request to the model at once.
+            # (The other way round, the keyword scoring held the interpreter lock for up to
+            # 5 ms before the request could leave: p50 +1.3 ms on whole tasks.)
+            scoring = self._scoring.submit(_keyword_scores, lexical, keyword_texts)
             try:
-                cosines = [semantic.matrix @ vector for vector in pending.result()]
+                cosines = [semantic.matrix @ v for v in self._request_vectors(reads, kept)]
             except Exception as exc:  # the model went away: answer with keywords, say why
                 self._embedding_failed(exc)
                 mode = "keyword"
+            keywords = scoring.result()
         cutoff = self.options.threshold if threshold is None else threshold
         how = _Ranking(mode, weight, adaptive, cutoff, server, limit)
         rankings = [
@@ -493,9 +492,12 @@ class SearchEngine:
         """Vectors of a request and its needs (``texts``: the whole request first), in one
         call of the model: each call costs about 10 ms however short its texts (2 cores),
         while a batch pads each text to the longest, which costs less than a second call.
-        A long request is not embedded whole, its needs are: its vector is their mean, for
-        the model's cost grows with the text (a 100-word request and its needs took 100 ms)."""
-        if len(texts) == 1 or len(texts[0].split()) <= WHOLE_EMBEDDED_WORDS:
+        A split request is not embedded whole, its needs are: its vector is their mean.
+        The whole is the batch's longest text, so it set the batch's cost: embedding it
+        took 3 ms of a whole LiveMCPBench task's 13.6 (p50); its mean ranks as well
+        (whole tasks R@10 +0.5 / +0.6 on the dev halves of the two corpora, +0.0 / +1.3
+        on the test halves; bundled requests -0.8 / +0.0 and +3.6 / -2.5)."""
+        if len(texts) == 1:
             return self._query_vectors(texts)
         vectors = self._query_vectors(texts[1:])
         whole = sum(vectors[1:], vectors[0])
@@ -584,6 +586,10 @@ class _Ranking(NamedTuple):
     limit: int
 
 
+def _keyword_scores(lexical: LexicalIndex, texts: list[str]) -> list[dict[int, float]]:
+    return [lexical.scores(text) for text in texts]
+
+
 def _preferring(ranking: list[tuple[int, Hit]], servers: set[str]) -> list[tuple[int, Hit]]:
     """``ranking`` in the order of its scores with those of ``servers``' tools counted
     ``SAME_SERVER`` times (the scores themselves unchanged)."""
@@ -594,14 +600,20 @@ def _preferring(ranking: list[tuple[int, Hit]], servers: set[str]) -> list[tuple
 
 
 def _first_hits(rankings: list[list[tuple[int, Hit]]], limit: int) -> list[tuple[int, Hit]]:
-    """The first ``limit`` tools of the merged rankings, each once."""
+    """The first ``limit`` tools of the merged rankings, each once. A tool the whole
+    request found that is also a need's best is shown as that need's hit (``--explain``
+    says which need it answers; the order stays the merge's)."""
+    answers: dict[int, Hit] = {}
+    for ranking in rankings[1:]:
+        if ranking:
+            answers.setdefault(ranking[0][0], ranking[0][1])
     hits: list[tuple[int, Hit]] = []
     seen: set[int] = set()
     for index, hit in _merged(rankings):
         if index in seen:
             continue
         seen.add(index)
-        hits.append((index, hit))
+        hits.append((index, answers.get(index, hit) if hit.need < 0 else hit))
         if len(hits) >= limit:
             break
     return hits

@@ -95,19 +95,25 @@ class LexicalIndex:
 
     def __init__(self, documents: list[ToolDocument]) -> None:
         self.documents = documents
-        self._postings: dict[str, list[tuple[int, float]]] = defaultdict(list)
-        lengths: list[float] = []
-        for index, document in enumerate(documents):
+        counted: list[dict[str, float]] = []
+        for document in documents:
             weighted: dict[str, float] = defaultdict(float)
             for field, tokens in document.fields.items():
                 weight = FIELD_WEIGHTS.get(field, 1.0)
                 for token in tokens:
                     weighted[token] += weight
-            lengths.append(sum(weighted.values()))
+            counted.append(weighted)
+        lengths = [sum(weighted.values()) for weighted in counted]
+        average = (sum(lengths) / len(lengths)) if lengths else 1.0
+        # A posting holds its document's BM25 term part, ``f (K1 + 1) / (f + K1 (1 - B + B
+        # length / average))``: a query only weighs it by the word's idf (half the time of
+        # a query's keyword scores went to computing it again for every posting).
+        self._postings: dict[str, list[tuple[int, float]]] = defaultdict(list)
+        for index, weighted in enumerate(counted):
+            norm = K1 * (1 - B + B * lengths[index] / average)
             for token, frequency in weighted.items():
-                self._postings[token].append((index, frequency))
-        self._lengths = lengths
-        self._average = (sum(lengths) / len(lengths)) if lengths else 1.0
+                self._postings[token].append((index, frequency * (K1 + 1) / (frequency + norm)))
+        self._name_sizes = [len(document.name_words) for document in documents]
         total = len(documents)
         self._idf = {
             token: math.log(1 + (total - len(postings) + 0.5) / (len(postings) + 0.5))
@@ -165,11 +171,11 @@ class LexicalIndex:
             for word in words:
                 for index in self._named.get(word, ()):
                     covered[index] += credit
-        scores = {}
-        for index, total in totals.items():
-            size = len(self.documents[index].name_words)
-            coverage = covered.get(index, 0.0) / size if size else 0.0
-            scores[index] = (1 - NAME_WEIGHT) * total / best + NAME_WEIGHT * coverage
+        scale = (1 - NAME_WEIGHT) / best
+        scores = {index: total * scale for index, total in totals.items()}
+        for index, credit in covered.items():
+            if index in scores:  # a named tool counts when its text matches too
+                scores[index] += NAME_WEIGHT * credit / self._name_sizes[index]
         return scores
 
     @staticmethod
@@ -199,8 +205,7 @@ class LexicalIndex:
                 if related in self._postings and related not in tokens:
                     weighted[related] = max(weighted.get(related, 0.0), SYNONYM_WEIGHT)
         for word, weight in weighted.items():
-            idf = self._idf[word]
-            for index, frequency in self._postings[word]:
-                norm = K1 * (1 - B + B * self._lengths[index] / self._average)
-                totals[index] += weight * idf * frequency * (K1 + 1) / (frequency + norm)
+            scaled = weight * self._idf[word]
+            for index, part in self._postings[word]:
+                totals[index] += scaled * part
         return dict(totals)
