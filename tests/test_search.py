@@ -396,6 +396,30 @@ def test_zero_tools(tmp_path: Path) -> None:
         assert "no tool matches" in result.stderr
 
 
+def test_searching_a_server_that_is_down_says_so(tmp_path: Path) -> None:
+    config = {
+        "mcpServers": {
+            "time": {"command": python_bin("mcp-server-time")},
+            "down": {"command": "no-such-binary-for-toolscript-search"},
+        }
+    }
+    with running_gateway(config, tmp_path) as gateway:
+        deadline = time.monotonic() + 60
+        while gateway.client.get("health").json()["servers"]["down"]["state"] != "failed":
+            assert time.monotonic() < deadline, "the missing command never counted as failed"
+            time.sleep(0.2)
+        result = toolscript_cli("search", "time", "--server", "down", cwd=tmp_path, timeout=60)
+        assert result.returncode == 1
+        assert "no tool matches: server 'down' is failed (" in result.stderr
+        assert "toolscript gateway status" in result.stderr
+        # a connected server with no match still says to try other words
+        result = toolscript_cli(
+            "search", "time", "--server", "time", "--threshold", "1", cwd=tmp_path, timeout=60
+        )
+        assert result.returncode == 1
+        assert "try other words" in result.stderr
+
+
 @needs_semantic
 def test_queries_may_go_through_a_bfloat16_copy_that_gives_the_same_vectors(
     monkeypatch: pytest.MonkeyPatch,

@@ -86,6 +86,7 @@ def search(
     with GatewayClient(find_gateway_url(loaded)) as client:
         answer: dict[str, Any] = client.get_json("/search", **params)
         hits = answer["hits"]
+        absent = _unconnected(client, server) if server is not None and not hits else None
         if output == Output.types and hits and not as_json:
             names = ",".join(hit["name"] for hit in hits if hit.get("kind") != "script")
             if names:
@@ -98,7 +99,9 @@ def search(
         return
     _note_mode(answer)
     if not hits:
-        sys.stderr.write("no tool matches; try other words, a lower --threshold, or list-tools\n")
+        sys.stderr.write(
+            absent or "no tool matches; try other words, a lower --threshold, or list-tools\n"
+        )
         raise typer.Exit(1)
     if explain:
         _print_explained(answer)
@@ -107,6 +110,21 @@ def search(
         ["server", "tool", "score", "description"],
         [[_server(hit), hit["tool"], f"{hit['score']:.2f}", hit["description"]] for hit in hits],
     )
+
+
+def _unconnected(client: GatewayClient, server: str) -> str | None:
+    """Why ``server`` has no tools to search when it is not connected, else None."""
+    status = client.get_json("/health").get("servers", {}).get(server) or {}
+    state = status.get("state")
+    if state in (None, "connected"):
+        return None
+    why = f" ({status['error']})" if status.get("error") else ""
+    then = (
+        f"`toolscript auth {server}` signs in"
+        if state == "needs_auth"
+        else "`toolscript gateway status` shows why"
+    )
+    return f"no tool matches: server {server!r} is {state}{why}; {then}\n"
 
 
 def _server(hit: dict[str, Any]) -> str:
