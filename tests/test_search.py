@@ -421,6 +421,23 @@ def test_searching_a_server_that_is_down_says_so(tmp_path: Path) -> None:
 
 
 @needs_semantic
+def test_queries_skip_encode_only_where_that_gives_encodes_vectors() -> None:
+    from toolscript.search import semantic
+
+    texts = ["list my open pull requests", "post a summary to Slack", "what time is it"]
+    embedder = semantic.Embedder(fast_queries=False)
+    embedder.load()
+    assert embedder._direct  # the packaged model: straight through its modules
+    direct = embedder.embed_queries(texts)
+    encoded = semantic._encode(embedder._queries, texts)
+    assert (direct * encoded).sum(axis=1).min() >= 0.99999
+    # a model that prefixes a default prompt needs encode: it goes through encode
+    embedder._queries.prompts = {"query": "query: "}
+    embedder._queries.default_prompt_name = "query"
+    assert not semantic._direct_agrees(embedder._queries)
+
+
+@needs_semantic
 def test_queries_may_go_through_a_bfloat16_copy_that_gives_the_same_vectors(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -411,9 +411,9 @@ class SearchEngine:
                 for number, text in enumerate(texts)
             ]
             # The keyword scores while the model works (most of a query's time, in the
-            # worker): on another thread, for this one sends the request to the model at once.
-            # (The other way round, the keyword scoring held the interpreter lock for up to
-            # 5 ms before the request could leave: p50 +1.3 ms on whole tasks.)
+            # worker): on another thread, so that this one sends the request first (the other
+            # way round, the request could wait up to 5 ms for the interpreter lock; on 2
+            # cores, where the model's threads take both, the two orders measured alike).
             scoring = self._scoring.submit(_keyword_scores, lexical, keyword_texts)
             try:
                 cosines = [semantic.matrix @ v for v in self._request_vectors(reads, kept)]
@@ -490,13 +490,14 @@ class SearchEngine:
 
     def _embedded(self, texts: list[str]) -> list[Any]:
         """Vectors of a request and its needs (``texts``: the whole request first), in one
-        call of the model: each call costs about 10 ms however short its texts (2 cores),
-        while a batch pads each text to the longest, which costs less than a second call.
+        call of the model: each call costs about 5 ms however short its texts, and 0.08 ms
+        more for each token of the batch (2 cores, bfloat16), its texts padded to the
+        longest: less than a second call.
         A split request is not embedded whole, its needs are: its vector is their mean.
         The whole is the batch's longest text, so it set the batch's cost: embedding it
         took 3 ms of a whole LiveMCPBench task's 13.6 (p50); its mean ranks as well
         (whole tasks R@10 +0.5 / +0.6 on the dev halves of the two corpora, +0.0 / +1.3
-        on the test halves; bundled requests -0.8 / +0.0 and +3.6 / -2.5)."""
+        on the test halves; bundled requests -0.8 / +0.0 on dev, +3.6 / -2.5 on test)."""
         if len(texts) == 1:
             return self._query_vectors(texts)
         vectors = self._query_vectors(texts[1:])

@@ -260,7 +260,8 @@ def _forward(model: Any, texts: list[str]) -> Any:
     took 1.8 of a split request's 13.6 ms (p50, LiveMCPBench's whole tasks, 2 cores)."""
     import torch
 
-    prepare = getattr(model, "preprocess", None) or model.tokenize  # preprocess: 5.x on
+    # ``preprocess`` in newer sentence-transformers (``tokenize`` is deprecated there)
+    prepare = getattr(model, "preprocess", None) or model.tokenize
     with torch.inference_mode():
         vectors = model(prepare(texts))["sentence_embedding"].float()
         return torch.nn.functional.normalize(vectors, dim=1).numpy()
