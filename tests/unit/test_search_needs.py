@@ -644,6 +644,8 @@ def test_a_written_files_need_is_embedded_once_for_every_request() -> None:
         assert mode == "hybrid" and needs[-1] == f"write file {city}.md"
     asked = [text for call in engine.asked for text in call]
     assert asked.count("write file") == 1  # kept after the first request
+    # one call of the model a request: the first asks for the kept text with its needs
+    assert len(engine.asked) == 3 and "write file" in engine.asked[0]
     assert not [text for text in asked if text.startswith("write file ")]  # no file names
     assert "get the weather in Oslo" in asked
 
