@@ -86,7 +86,9 @@ def search(
     with GatewayClient(find_gateway_url(loaded)) as client:
         answer: dict[str, Any] = client.get_json("/search", **params)
         hits = answer["hits"]
-        absent = _unconnected(client, server) if server is not None and not hits else None
+        absent = None  # why a server's search is empty, asked only to print it
+        if server is not None and not hits and not as_json:
+            absent = _unconnected(client, server)
         if output == Output.types and hits and not as_json:
             names = ",".join(hit["name"] for hit in hits if hit.get("kind") != "script")
             if names:
