@@ -421,7 +421,7 @@ def test_searching_a_server_that_is_down_says_so(tmp_path: Path) -> None:
 
 
 @needs_semantic
-def test_queries_skip_encode_only_where_that_gives_encodes_vectors() -> None:
+def test_queries_skip_encode_and_pack_only_where_that_gives_encodes_vectors() -> None:
     from toolscript.search import semantic
 
     texts = ["list my open pull requests", "post a summary to Slack", "what time is it"]
@@ -431,6 +431,14 @@ def test_queries_skip_encode_only_where_that_gives_encodes_vectors() -> None:
     direct = embedder.embed_queries(texts)
     encoded = semantic._encode(embedder._queries, texts)
     assert (direct * encoded).sum(axis=1).min() >= 0.99999
+    # several texts as one sequence: the vectors each gets alone, padded
+    assert embedder._packs
+    packed = semantic._packed(embedder._queries, texts)
+    assert (packed * encoded).sum(axis=1).min() >= 0.99999
+    # a model that pools otherwise (its first token) is not packed
+    embedder._queries[1].pooling_mode = "cls"
+    assert not semantic._packing_agrees(embedder._queries)
+    embedder._queries[1].pooling_mode = "mean"
     # a model that prefixes a default prompt needs encode: it goes through encode
     embedder._queries.prompts = {"query": "query: "}
     embedder._queries.default_prompt_name = "query"

