@@ -416,7 +416,10 @@ class SearchEngine:
             # cores, where the model's threads take both, the two orders measured alike).
             scoring = self._scoring.submit(_keyword_scores, lexical, keyword_texts)
             try:
-                cosines = [semantic.matrix @ v for v in self._request_vectors(reads, kept)]
+                import numpy  # a semantic matrix exists: so does numpy
+
+                vectors = numpy.stack(self._request_vectors(reads, kept))
+                cosines = list((semantic.matrix @ vectors.T).T)  # the matrix read once
             except Exception as exc:  # the model went away: answer with keywords, say why
                 self._embedding_failed(exc)
                 mode = "keyword"
