@@ -96,7 +96,7 @@ def first_seconds(starts: int) -> None:
     with tempfile.TemporaryDirectory() as directory:
         project = Path(directory)
         with running_gateway(project, config) as url:  # the first start embeds and caches
-            _wait(url, lambda search: search["queries"] == "model")
+            _wait(url, lambda search: search["mode"] == "hybrid" and search["queries"] == "model")
         for _ in range(starts):
             with running_gateway(project, config) as url:
                 appeared = time.perf_counter()

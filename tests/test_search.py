@@ -263,6 +263,8 @@ def test_a_restart_searches_hybrid_from_the_first_query(tmp_path: Path) -> None:
     config = {"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}}
     query = "what time is it in tokyo"
     with running_gateway(config, tmp_path) as first:
+        status = first.client.get("health").json()["search"]  # nothing cached: loading
+        assert (status["semantic"], status["queries"]) == ("loading", None), status
         ready = wait_for_search(first)
         assert ready["queries"] == "model"
         by_model = search(first, query)

@@ -261,12 +261,13 @@ class SearchEngine:
             "semantic": semantic.state,
             "reason": None if ready else semantic.reason,
             "model": self.embedder.model_id if self.embedder is not None else None,
+            # what embeds the queries of a hybrid search: none until search is hybrid
             "queries": (
                 None
-                if self.embedder is None
-                else "model"
-                if self.embedder.loaded or self._quick is None
+                if self.embedder is None or not ready
                 else "numpy"
+                if self._quick is not None and not self.embedder.loaded
+                else "model"
             ),
             # bfloat16 where this CPU computes it faster and the vectors agree (semantic.py)
             "query_precision": (
