@@ -338,6 +338,29 @@ def test_a_hung_model_is_replaced_not_waited_for(tmp_path: Path) -> None:
         assert search(gateway, "what o'clock is it in Tokyo")["mode"] == "hybrid"
 
 
+def test_the_watchdog_kills_a_request_past_its_deadline_and_only_then() -> None:
+    from toolscript.search.process import _Watchdog
+
+    watchdog = _Watchdog()
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    spared = subprocess.Popen(sleeper)
+    hung = subprocess.Popen(sleeper)
+    try:
+        for _ in range(3):  # answered in time: disarmed, never killed
+            watchdog.arm(0.3, spared)
+            watchdog.disarm()
+        time.sleep(0.6)
+        assert spared.poll() is None and not watchdog.fired
+        watchdog.arm(0.3, hung)  # no answer: killed once its time is up
+        assert hung.wait(10) != 0 and watchdog.fired
+        assert spared.poll() is None
+    finally:
+        watchdog.stop()
+        for process in (spared, hung):
+            process.kill()
+            process.wait()
+
+
 @needs_semantic
 def test_a_device_that_cannot_work_means_keyword_search(tmp_path: Path) -> None:
     config = {"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}}
