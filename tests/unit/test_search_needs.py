@@ -247,6 +247,12 @@ def test_pasted_data_is_read_by_neither_half() -> None:
     request = f"What does this base64 image mean?\n{blob}"
     assert " ".join(keyword_query(request).split()) == "What does this base64 image mean?"
     assert semantic_query(request) == "What does this base64 image mean?"
+    assert split_needs(request) == [request]  # the data is no need of its own
+    needs = split_needs(f"{request}\nThen post the answer to Slack")
+    assert [semantic_query(need) for need in needs] == [
+        "What does this base64 image mean?",
+        "post the answer to Slack",
+    ]
     digest = "sha256 " + "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
     assert keyword_query(digest).split() == ["sha256"]
     # what is not data stays: words, a URL's words, short runs, long runs without a digit

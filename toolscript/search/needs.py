@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from toolscript.search.text import file_names, tokenize
+from toolscript.search.text import file_names, tokenize, without_data
 
 __all__ = [
     "MAX_NEEDS",
@@ -119,7 +119,9 @@ def _clauses(sentence: str) -> list[str]:
 
 
 def _content_words(text: str) -> int:
-    return len(tokenize(text))
+    """Words that can make a need: pasted data ("<base64 of an image>") is none, and joins
+    the piece before it (and was 14 ms of an 18,000-character request's search)."""
+    return len(tokenize(without_data(text)))
 
 
 def _shield(text: str) -> str:

@@ -27,6 +27,7 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
 _WORD = re.compile(rf"[A-Za-z0-9]+|[{_CJK}]+")
 _CJK_CHAR = re.compile(rf"[{_CJK}]")
+_CJK_RUN = re.compile(rf"[{_CJK}]+")
 STOP_WORDS = frozenset(
     [
         "a",
@@ -232,8 +233,9 @@ def split_identifier(text: str) -> list[str]:
 
 def mostly_cjk(text: str) -> bool:
     """Whether at least half of the letters of ``text`` are Han, kana or hangul."""
-    letters = [c for c in text if c.isalpha()]
-    return bool(letters) and sum(bool(_CJK_CHAR.match(c)) for c in letters) * 2 >= len(letters)
+    letters = sum(map(str.isalpha, text))  # (a character at a time in C: pasted data is long)
+    cjk = sum(map(str.isalpha, "".join(_CJK_RUN.findall(text))))
+    return letters > 0 and cjk * 2 >= letters
 
 
 def stem(word: str) -> str:
