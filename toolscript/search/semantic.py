@@ -321,8 +321,9 @@ def _packing_agrees(model: Any) -> bool:
     """Whether ``_packed`` gives ``_encode``'s vectors for this model: it assumes what the
     packaged MiniLM is (a BERT-like transformer that takes a 4-d mask and position ids,
     mean pooling, unit vectors); any other model's queries go through padded."""
+    texts = [*PROBE, "Post the Summary to SLACK"]  # capitals: the same reading of the case
     try:
-        agreement = (_packed(model, PROBE) * _encode(model, PROBE)).sum(axis=1)
+        agreement = (_packed(model, texts) * _encode(model, texts)).sum(axis=1)
     except Exception as exc:  # another architecture or transformers: padded it is
         log.debug("search: queries padded, not packed (%s: %s)", type(exc).__name__, exc)
         return False
