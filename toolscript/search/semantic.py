@@ -39,7 +39,7 @@ PROBE = [
     "post a summary to the team channel",
     "find the open pull requests that touch auth and post a summary to the team channel",
 ]
-SAME_VECTOR = 0.999  # the least cosine between a probe's exact and fast vectors to use the copy
+SAME_VECTOR = 0.999  # the least cosine between a probe's exact and fast vectors to use a fast way
 FASTER = 0.85  # the copy must take at most this share of the exact model's time
 
 
@@ -189,7 +189,7 @@ class Embedder:
             fast[0].to(torch.bfloat16)
             fast[0].register_forward_hook(_float32_outputs)
             exact, approximate = _encode(model, PROBE), _encode(fast, PROBE)
-            if float((exact * approximate).sum(axis=1).min()) < SAME_VECTOR:
+            if not _same_vectors(exact, approximate):
                 return None
             took: dict[int, list[float]] = {0: [], 1: []}
             for _ in range(5):  # side by side, so a busy moment weighs on both alike
@@ -281,11 +281,11 @@ def _direct_agrees(model: Any) -> bool:
         model.eval()
         if str(model.device) != "cpu":
             return False
-        agreement = (_forward(model, PROBE) * _encode(model, PROBE)).sum(axis=1)
+        same = _same_vectors(_forward(model, PROBE), _encode(model, PROBE))
     except Exception as exc:  # another sentence-transformers: encode it is
         log.debug("search: queries through encode (%s: %s)", type(exc).__name__, exc)
         return False
-    return bool(agreement.min() >= SAME_VECTOR)
+    return same
 
 
 def _packed(model: Any, texts: list[str]) -> Any:
@@ -323,11 +323,16 @@ def _packing_agrees(model: Any) -> bool:
     mean pooling, unit vectors); any other model's queries go through padded."""
     texts = [*PROBE, "Post the Summary to SLACK"]  # capitals: the same reading of the case
     try:
-        agreement = (_packed(model, texts) * _encode(model, texts)).sum(axis=1)
+        same = _same_vectors(_packed(model, texts), _encode(model, texts))
     except Exception as exc:  # another architecture or transformers: padded it is
         log.debug("search: queries padded, not packed (%s: %s)", type(exc).__name__, exc)
         return False
-    return bool(agreement.min() >= SAME_VECTOR)
+    return same
+
+
+def _same_vectors(exact: Any, fast: Any) -> bool:
+    """Whether a fast way's unit vectors are ``encode``'s, row by row (``SAME_VECTOR``)."""
+    return bool(float((exact * fast).sum(axis=1).min()) >= SAME_VECTOR)
 
 
 def _float32_outputs(module: Any, inputs: Any, output: Any) -> Any:
