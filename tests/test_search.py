@@ -184,6 +184,7 @@ def test_hybrid_search_once_ready(gateway: GatewayProcess) -> None:
     assert status["tools"] == gateway.client.get("health").json()["tools"]
     assert (status["alpha"], status["threshold"]) == (0.5, 0.3)  # the documented defaults
     assert status["query_precision"] in ("bfloat16", "float32")  # the worker measured which
+    assert status["query_runtime"] in ("onnxruntime", "torch")  # ... and which runs queries
     answer = search(gateway, "what o'clock is it in Tokyo")
     assert answer["mode"] == "hybrid"
     assert answer["hits"][0]["server"] == "time"
@@ -446,6 +447,52 @@ def test_searching_a_server_that_is_down_says_so(tmp_path: Path) -> None:
 
 
 @needs_semantic
+def test_queries_may_go_through_onnx_runtime_where_it_gives_the_same_vectors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    import numpy
+
+    from toolscript.search import semantic
+
+    texts = ["list my open pull requests", "post a summary to Slack", "what TIME is it in Tokyo"]
+    exact = semantic.Embedder(fast_queries=False)
+    exact.load()
+    assert exact.query_runtime == "torch"  # "exact": today's torch path, as before
+    monkeypatch.setattr(semantic, "FASTER", 100.0)  # as if it were faster here, to use it
+    onnx = semantic.Embedder()
+    onnx.load()
+    assert (onnx.query_runtime, onnx.query_precision) == ("onnxruntime", "float32")
+    # the same vectors as encode, packed (a split request) and one text alone
+    encoded = semantic._encode(exact._model, texts)
+    assert (onnx.embed_queries(texts) * encoded).sum(axis=1).min() >= 0.99999
+    for number, text in enumerate(texts):
+        alone = onnx.embed_queries([text])
+        assert alone.shape == (1, encoded.shape[1]) and alone.dtype == numpy.float32
+        assert float(alone[0] @ encoded[number]) >= 0.99999
+    # a split request longer than the model's 512 positions: each need counts from 0
+    many = onnx.embed_queries(
+        [f"step {number}: " + "read the file and " * 20 for number in range(8)]
+    )
+    assert many.shape[0] == 8 and numpy.allclose(numpy.linalg.norm(many, axis=1), 1.0)
+    # tools are embedded through torch either way: vectors cached by either stay valid
+    assert numpy.array_equal(onnx.embed(texts), exact.embed(texts))
+    # vectors that differ, a runtime that is slower, or none installed: torch it is
+    monkeypatch.setattr(semantic, "SAME_VECTOR", 1.01)
+    assert semantic._onnx_queries(exact._model, exact._model) is None
+    monkeypatch.setattr(semantic, "SAME_VECTOR", 0.999)
+    monkeypatch.setattr(semantic, "FASTER", 0.0)
+    assert semantic._onnx_queries(exact._model, exact._model) is None
+    monkeypatch.setattr(semantic, "FASTER", 100.0)
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import fails: not installed
+    without = semantic.Embedder()
+    without.load()
+    assert without.query_runtime == "torch"  # (through the bfloat16 copy: FASTER is 100 here)
+    assert (without.embed_queries(texts) * encoded).sum(axis=1).min() >= semantic.SAME_VECTOR
+
+
+@needs_semantic
 def test_queries_skip_encode_and_pack_only_where_that_gives_encodes_vectors() -> None:
     from toolscript.search import semantic
 
@@ -483,6 +530,7 @@ def test_queries_may_go_through_a_bfloat16_copy_that_gives_the_same_vectors(
     exact.load()
     assert exact.query_precision == "float32"
     monkeypatch.setattr(semantic, "FASTER", 100.0)  # as if it were faster here, to use it
+    monkeypatch.setattr(semantic, "_onnx_queries", lambda model, queries: None)  # torch's copy
     fast = semantic.Embedder()
     fast.load()
     assert fast.query_precision == "bfloat16"

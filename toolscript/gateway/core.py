@@ -468,12 +468,14 @@ class Gateway:
             return
         status = self.search.status()
         log.info(
-            "search: hybrid ready in %.1f s (%d tools, %d embedded, %d from cache; queries in %s)",
+            "search: hybrid ready in %.1f s (%d tools, %d embedded, %d from cache; queries in %s"
+            " through %s)",
             time.perf_counter() - started,
             status["tools"],
             status["embedded"],
             status["cached"],
             status["query_precision"],
+            status["query_runtime"],
         )
 
     def _index_and_load(self) -> None:

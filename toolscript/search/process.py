@@ -8,7 +8,7 @@ vectors back; the model cannot take the gateway down, and its memory is its own.
 Protocol (the worker's stdin and a private copy of its stdout): one JSON request per
 line, ``{"op": "load"}``, ``{"op": "embed", "texts": [...]}`` (tools) or ``{"op": "query",
 "texts": [...]}`` (a request's needs, answered within seconds); each answered by one JSON header line (``ok``, ``rows``, ``dims``,
-``model_id``, ``warning``, ``query_precision``, or ``error`` and ``unavailable``) followed by ``rows * dims``
+``model_id``, ``warning``, ``query_precision``, ``query_runtime``, or ``error`` and ``unavailable``) followed by ``rows * dims``
 float32 values. The worker exits when its stdin closes, so it never outlives the gateway.
 
     python -m toolscript.search.process MODEL DEVICE fast|exact
@@ -95,6 +95,7 @@ class EmbedderProcess(Embedder):
         self.model_id = header["model_id"]
         self.warning = header.get("warning")
         self.query_precision = header.get("query_precision", "float32")
+        self.query_runtime = header.get("query_runtime", "torch")
         self._loaded = True
 
     def embed(self, texts: Sequence[str]) -> Any:
@@ -270,6 +271,7 @@ def main(argv: list[str]) -> int:
                         "model_id": embedder.model_id,
                         "warning": embedder.warning,
                         "query_precision": embedder.query_precision,
+                        "query_runtime": embedder.query_runtime,
                     },
                 )
             elif request["op"] == "embed":

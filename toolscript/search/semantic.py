@@ -117,8 +117,10 @@ class Embedder:
         self._queries: Any = None  # the model queries go through (see _query_copy)
         self._direct = False  # queries skip ``encode`` for the model's modules (_forward)
         self._packs = False  # several queries go through as one sequence (_packed)
+        self._onnx: Any = None  # ONNX Runtime runs the queries' model (packed.OnnxQueries)
         self.fast_queries = fast_queries
         self.query_precision = "float32"
+        self.query_runtime = "torch"  # or "onnxruntime"
         self._lock = threading.Lock()
         self.computed = 0
 
@@ -146,6 +148,10 @@ class Embedder:
         queries = model if fast is None else fast
         self._direct = _direct_agrees(queries)
         self._packs = self._direct and _packing_agrees(queries)
+        if self.fast_queries and self._packs:
+            self._onnx = _onnx_queries(model, queries)
+        if self._onnx is not None:  # float32, and no bfloat16 copy to keep
+            self.query_runtime, self.query_precision, queries = "onnxruntime", "float32", model
         self._queries = queries
         self._model = model  # last: loaded from here on
 
@@ -243,7 +249,9 @@ class Embedder:
         """Unit vectors of a few short texts (one request's needs), in one batch."""
         self.load()
         with self._lock:
-            if self._packs and len(texts) > 1:
+            if self._onnx is not None:
+                vectors = self._onnx(list(texts))
+            elif self._packs and len(texts) > 1:
                 vectors = _packed(self._queries, list(texts))
             elif self._direct:
                 vectors = _forward(self._queries, list(texts))
@@ -289,21 +297,19 @@ def _direct_agrees(model: Any) -> bool:
 
 
 def _packed(model: Any, texts: list[str]) -> Any:
-    """``_forward`` for several texts as one sequence: each text's tokens attend only to
-    one another and count their positions from 0, so each gets the vector it gets alone,
-    and the model reads the texts' own tokens rather than each padded to the longest.
+    """``_forward`` for several texts as one sequence (packed.py): each text's tokens attend
+    only to one another and count their positions from 0, so each gets the vector it gets
+    alone, and the model reads the texts' own tokens rather than each padded to the longest.
     A split request's needs differ in length (3 to 52 tokens): a LiveMCPBench task's
     batch was 39 tokens padded and 34 packed at the median, 260 and 130 at the most; its
     model time p50 19.1 -> 16.4 ms, p99 53 -> 38 (2 cores, float32, no AVX-512)."""
     import torch
 
-    encoded = model.tokenizer(texts, truncation=True, max_length=model.max_seq_length)
-    lengths = [len(ids) for ids in encoded["input_ids"]]
-    inputs = {
-        key: torch.tensor([[value for row in rows for value in row]])
-        for key, rows in encoded.items()
-        if key != "attention_mask"
-    }
+    from toolscript.search.packed import pack
+
+    packed = pack(model.tokenizer, texts, model.max_seq_length)
+    inputs = {key: torch.tensor([values]) for key, values in packed.columns.items()}
+    lengths = packed.lengths
     inputs["position_ids"] = torch.cat([torch.arange(length) for length in lengths])[None]
     segment = torch.repeat_interleave(torch.arange(len(texts)), torch.tensor(lengths))
     transformer = model[0].auto_model
@@ -328,6 +334,37 @@ def _packing_agrees(model: Any) -> bool:
         log.debug("search: queries padded, not packed (%s: %s)", type(exc).__name__, exc)
         return False
     return same
+
+
+def _onnx_queries(model: Any, queries: Any) -> Any:
+    """ONNX Runtime running the model for queries (packed.OnnxQueries), when it gives
+    ``encode``'s vectors, packed and alone, and takes at most ``FASTER`` of the time of the
+    torch model queries would go through (``queries``); else None (torch it is)."""
+    import statistics
+    import time
+
+    from toolscript.search.packed import OnnxQueries
+
+    texts = [*PROBE, "Post the Summary to SLACK"]
+    try:
+        runner = OnnxQueries(model)
+        if not _same_vectors(runner(texts), _encode(model, texts)) or not _same_vectors(
+            runner(texts[:1]), _encode(model, texts[:1])
+        ):
+            log.info("search: queries through torch (ONNX Runtime's vectors differ)")
+            return None
+        took: dict[bool, list[float]] = {False: [], True: []}
+        for _ in range(5):  # side by side, so a busy moment weighs on both alike
+            for onnx in (False, True):
+                started = time.perf_counter()
+                runner(PROBE) if onnx else _packed(queries, PROBE)
+                took[onnx].append(time.perf_counter() - started)
+    except Exception as exc:  # not installed, or a model or torch it cannot export
+        log.debug("search: queries through torch (%s: %s)", type(exc).__name__, exc)
+        return None
+    if statistics.median(took[True]) > FASTER * statistics.median(took[False]):
+        return None
+    return runner
 
 
 def _same_vectors(exact: Any, fast: Any) -> bool:

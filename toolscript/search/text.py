@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
@@ -238,6 +239,9 @@ def mostly_cjk(text: str) -> bool:
     return letters > 0 and cjk * 2 >= letters
 
 
+@functools.lru_cache(
+    maxsize=65_536
+)  # a request's words, over and over: a third of its keyword time
 def stem(word: str) -> str:
     """A light suffix stripper: ``issues`` -> ``issu``, ``issue`` -> ``issu``, ``created`` -> ``creat``."""
     if len(word) <= 3 or word.isdigit():
@@ -255,6 +259,12 @@ def tokenize(text: str, *, keep_stop_words: bool = False) -> list[str]:
     return [
         stem(word) for word in split_identifier(text) if keep_stop_words or word not in STOP_WORDS
     ]
+
+
+def query_tokens(text: str) -> tuple[list[str], list[str]]:
+    """``tokenize(text)`` and ``tokenize(text, keep_stop_words=True)``, splitting it once."""
+    every = [(word, stem(word)) for word in split_identifier(text)]
+    return [stemmed for word, stemmed in every if word not in STOP_WORDS], [s for _, s in every]
 
 
 @dataclass(frozen=True)
