@@ -192,7 +192,7 @@ def main() -> None:
         # the gateway runs it (the model in a worker) for today's design and the one before
         # issue 18 (fixed blend, request read whole), on one-need queries and on whole
         # LiveMCPBench tasks (requests that split into several needs).
-        # "exact": queries through the float32 model (the bfloat16 copy turned off), as before.
+        # "exact": queries through the float32 torch model (no bfloat16 copy, no ONNX Runtime).
         worker = EmbedderProcess()  # how the gateway runs the model: in a process of its own
         exact = EmbedderProcess(fast_queries=False)
         worker.load()
@@ -232,8 +232,8 @@ def main() -> None:
         f" {sum(n > 1 for n in needs)} of {len(needs)} split; 'before': fixed blend, read whole;"
     )
     print(
-        f" the worker's queries in {worker.query_precision} on this machine; 'exact' and 'before'"
-        " in float32)"
+        f" the worker's queries in {worker.query_precision} through {worker.query_runtime} on this"
+        " machine; 'exact' and 'before' in float32 through torch)"
     )
     print(f"{'query (ms)':16}{'min':>8}{'p50':>8}{'p99':>8}{'max':>8}   target p50 < 20, p99 < 50")
     for mode, values in latencies.items():
