@@ -253,6 +253,9 @@ def test_pasted_data_is_read_by_neither_half() -> None:
         "What does this base64 image mean?",
         "post the answer to Slack",
     ]
+    assert all(blob[:64] not in need for need in needs)  # nor part of one: --explain shows them
+    written = split_needs(f"{request}\nThen save the answer to /tmp/answer.md")
+    assert written[-1] == "write file answer.md"
     digest = "sha256 " + "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
     assert keyword_query(digest).split() == ["sha256"]
     # what is not data stays: words, a URL's words, short runs, long runs without a digit

@@ -269,7 +269,7 @@ class SearchEngine:
                 if self._quick is not None and not self.embedder.loaded
                 else "model"
             ),
-            # bfloat16 where this CPU computes it faster and the vectors agree (semantic.py)
+            # bfloat16 where this CPU computes it faster and the vectors agree (torch only)
             "query_precision": (
                 self.embedder.query_precision
                 if self.embedder is not None and self.embedder.loaded
@@ -512,10 +512,10 @@ class SearchEngine:
 
     def _embedded(self, texts: list[str], also: list[str]) -> tuple[list[Any], list[Any]]:
         """Vectors of a request and its needs (``texts``: the whole request first), and of
-        the texts ``also``, in one call of the model: each call costs about 5 ms however
-        short its texts (2 cores, bfloat16; 11 to 14 ms in float32 on a CPU without
-        AVX-512), and 0.08 ms more for each token of its texts (packed into one sequence,
-        semantic._packed): less than a second call.
+        the texts ``also``, in one call of the model: a call costs the most however short
+        its texts (through ONNX Runtime, 2 cores: 4.5 ms for one need, 7.2 for a
+        LiveMCPBench task's needs, p50; through torch 11.2 and 14.2), its texts packed into
+        one sequence (packed.py): less than a second call.
         A split request is not embedded whole, its needs are: its vector is their mean.
         The whole is the batch's longest text, so it set the batch's cost: embedding it
         took 3 ms of a whole LiveMCPBench task's 13.6 (p50); its mean ranks as well

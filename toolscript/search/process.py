@@ -13,7 +13,8 @@ float32 values. The worker exits when its stdin closes, so it never outlives the
 
     python -m toolscript.search.process MODEL DEVICE fast|exact
 
-(``fast``: queries may go through a bfloat16 copy of the model, see Embedder._query_copy.)
+(``fast``: queries may go through ONNX Runtime or a bfloat16 copy of the model, where they
+give the same vectors faster: see semantic._onnx_queries and Embedder._query_copy.)
 """
 
 from __future__ import annotations
