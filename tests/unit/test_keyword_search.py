@@ -89,3 +89,23 @@ def test_a_path_to_a_file_asks_for_a_file_tool() -> None:
     assert first("write the notes to ~/notes.txt") == "write_file"
     assert keyword_query("open /settings/profile") == "open /settings/profile"
     assert keyword_query("read ./a/b.py") == "read ./a/b.py file"
+
+
+def test_postings_add_up_alike_with_numpy_and_without() -> None:
+    """Where numpy is installed, a query's postings are added up as arrays; keyword-only
+    installs add them up in a loop: the same scores, in tool order, either way."""
+    pytest.importorskip("numpy", reason="numpy comes with the semantic extra")
+    tools = [
+        *TIME_TOOLS,
+        {"name": "list_issues", "description": "List the issues of a repository"},
+        {"name": "create_issue", "description": "Open a new issue (a ticket)"},
+        {"name": "get_weather", "description": "Current weather and forecast for a city"},
+    ]
+    documents = [document_for("server", "", tool) for tool in tools]
+    with_arrays, in_a_loop = LexicalIndex(documents), LexicalIndex(documents)
+    in_a_loop._arrays = None
+    for query in ("what time is it in tokyo", "open a ticket", "wether in paris today", "x"):
+        text = keyword_query(query)
+        assert list(with_arrays.scores(text).items()) == list(in_a_loop.scores(text).items())
+        assert list(with_arrays.bm25(text).items()) == list(in_a_loop.bm25(text).items())
+        assert list(with_arrays.scores(text)) == sorted(with_arrays.scores(text))

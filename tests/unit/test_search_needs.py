@@ -13,12 +13,13 @@ from toolscript.search.engine import (
     THIN_DESCRIPTION,
     Hit,
     SearchEngine,
+    _best_first,
     _first_hits,
     _merged,
     _Semantic,
     _with_bests,
 )
-from toolscript.search.fusion import blend, semantic_parts, semantic_weight
+from toolscript.search.fusion import _median, blend, semantic_parts, semantic_weight
 from toolscript.search.needs import (
     MAX_NEEDS,
     PLACE_COORDINATES,
@@ -305,6 +306,23 @@ def test_a_blend_scales_cosines_from_the_median_to_the_best() -> None:
     assert fixed.scores[1] == pytest.approx(0.5 * parts[1] + 0.5)
     assert fixed.scores[0] == pytest.approx(0.5)
     assert blend({1: 1.0}, cosines, 0.5).weight == pytest.approx(0.4)
+
+
+def test_shortcuts_of_a_ranking_give_the_full_computations_results() -> None:
+    numpy = pytest.importorskip("numpy", reason="numpy comes with the semantic extra")
+    generator = numpy.random.default_rng(18)
+    for size in (1, 2, 7, 10, 11, 200, 2001):
+        # coarse values: many ties, which a stable sort keeps in tool order
+        values = generator.integers(0, 20, size).astype(numpy.float64) / 20
+        full = (-values).argsort(kind="stable")
+        for count in (1, 5, 10, size, None):
+            first = _best_first(values, count)
+            shown = size if count is None else min(count, size)
+            assert first[:shown].tolist() == full[:shown].tolist(), (size, count)
+        assert _median(values) == float(numpy.median(values))
+        keyword = {int(i): float(v) for i, v in enumerate(values) if v > 0}
+        cosines = generator.random(size).astype(numpy.float32)
+        assert blend(keyword, cosines, 0.5).weight == semantic_weight(0.5, keyword)
 
 
 TOOLS = {
