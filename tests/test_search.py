@@ -480,10 +480,10 @@ def test_queries_may_go_through_onnx_runtime_where_it_gives_the_same_vectors(
     assert numpy.array_equal(onnx.embed(texts), exact.embed(texts))
     # vectors that differ, a runtime that is slower, or none installed: torch it is
     monkeypatch.setattr(semantic, "SAME_VECTOR", 1.01)
-    assert semantic._onnx_queries(exact._model, exact._model) is None
+    assert semantic._onnx_queries(exact._model) is None
     monkeypatch.setattr(semantic, "SAME_VECTOR", 0.999)
     monkeypatch.setattr(semantic, "FASTER", 0.0)
-    assert semantic._onnx_queries(exact._model, exact._model) is None
+    assert semantic._onnx_queries(exact._model) is None
     monkeypatch.setattr(semantic, "FASTER", 100.0)
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import fails: not installed
     without = semantic.Embedder()
@@ -530,7 +530,7 @@ def test_queries_may_go_through_a_bfloat16_copy_that_gives_the_same_vectors(
     exact.load()
     assert exact.query_precision == "float32"
     monkeypatch.setattr(semantic, "FASTER", 100.0)  # as if it were faster here, to use it
-    monkeypatch.setattr(semantic, "_onnx_queries", lambda model, queries: None)  # torch's copy
+    monkeypatch.setattr(semantic, "_onnx_queries", lambda model: None)  # torch's copy
     fast = semantic.Embedder()
     fast.load()
     assert fast.query_precision == "bfloat16"

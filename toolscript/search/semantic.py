@@ -143,15 +143,17 @@ class Embedder:
             model = self._open(sentence_transformers, _default_model_path(), DEFAULT_MODEL)
         else:
             model = self._open_requested(sentence_transformers)
-        fast = self._query_copy(torch, model) if self.fast_queries else None
+        # Queries through ONNX Runtime where that is the model and faster; else through
+        # torch, in a bfloat16 copy where that is the model and faster.
+        self._onnx = _onnx_queries(model) if self.fast_queries and self.device == "cpu" else None
+        fast = None
+        if self.fast_queries and self._onnx is None:
+            fast = self._query_copy(torch, model)
+        self.query_runtime = "torch" if self._onnx is None else "onnxruntime"
         self.query_precision = "float32" if fast is None else "bfloat16"
         queries = model if fast is None else fast
         self._direct = _direct_agrees(queries)
         self._packs = self._direct and _packing_agrees(queries)
-        if self.fast_queries and self._packs:
-            self._onnx = _onnx_queries(model, queries)
-        if self._onnx is not None:  # float32, and no bfloat16 copy to keep
-            self.query_runtime, self.query_precision, queries = "onnxruntime", "float32", model
         self._queries = queries
         self._model = model  # last: loaded from here on
 
@@ -336,10 +338,10 @@ def _packing_agrees(model: Any) -> bool:
     return same
 
 
-def _onnx_queries(model: Any, queries: Any) -> Any:
+def _onnx_queries(model: Any) -> Any:
     """ONNX Runtime running the model for queries (packed.OnnxQueries), when it gives
     ``encode``'s vectors, packed and alone, and takes at most ``FASTER`` of the time of the
-    torch model queries would go through (``queries``); else None (torch it is)."""
+    model's own packed queries (float32); else None (torch it is)."""
     import statistics
     import time
 
@@ -357,7 +359,7 @@ def _onnx_queries(model: Any, queries: Any) -> Any:
         for _ in range(5):  # side by side, so a busy moment weighs on both alike
             for onnx in (False, True):
                 started = time.perf_counter()
-                runner(PROBE) if onnx else _packed(queries, PROBE)
+                runner(PROBE) if onnx else _packed(model, PROBE)
                 took[onnx].append(time.perf_counter() - started)
     except Exception as exc:  # not installed, or a model or torch it cannot export
         log.debug("search: queries through torch (%s: %s)", type(exc).__name__, exc)
