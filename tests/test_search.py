@@ -72,6 +72,16 @@ CONFIG = {
 
 
 @pytest.fixture(scope="module")
+def exact_embedder() -> Any:
+    """The model loaded in this process, queries through torch in float32 (as before)."""
+    from toolscript.search.semantic import Embedder
+
+    embedder = Embedder(fast_queries=False)
+    embedder.load()
+    return embedder
+
+
+@pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     with running_gateway(CONFIG, tmp_path_factory.mktemp("search")) as started:
         yield started
@@ -448,7 +458,7 @@ def test_searching_a_server_that_is_down_says_so(tmp_path: Path) -> None:
 
 @needs_semantic
 def test_queries_may_go_through_onnx_runtime_where_it_gives_the_same_vectors(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, exact_embedder: Any
 ) -> None:
     import sys
 
@@ -457,8 +467,7 @@ def test_queries_may_go_through_onnx_runtime_where_it_gives_the_same_vectors(
     from toolscript.search import semantic
 
     texts = ["list my open pull requests", "post a summary to Slack", "what TIME is it in Tokyo"]
-    exact = semantic.Embedder(fast_queries=False)
-    exact.load()
+    exact = exact_embedder
     assert exact.query_runtime == "torch"  # "exact": today's torch path, as before
     monkeypatch.setattr(semantic, "FASTER", 100.0)  # as if it were faster here, to use it
     onnx = semantic.Embedder()
@@ -519,15 +528,14 @@ def test_queries_skip_encode_and_pack_only_where_that_gives_encodes_vectors() ->
 
 @needs_semantic
 def test_queries_may_go_through_a_bfloat16_copy_that_gives_the_same_vectors(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, exact_embedder: Any
 ) -> None:
     import numpy
 
     from toolscript.search import semantic
 
     texts = ["list my open pull requests", "post a summary to Slack", "what time is it in Tokyo"]
-    exact = semantic.Embedder(fast_queries=False)
-    exact.load()
+    exact = exact_embedder
     assert exact.query_precision == "float32"
     monkeypatch.setattr(semantic, "FASTER", 100.0)  # as if it were faster here, to use it
     monkeypatch.setattr(semantic, "_onnx_queries", lambda model: None)  # torch's copy
