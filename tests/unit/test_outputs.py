@@ -52,3 +52,52 @@ def test_kept_outputs_are_private_and_bounded(tmp_path: Path) -> None:
     prune_outputs(tmp_path / "runs", keep=10, max_bytes=2500)
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["run3", "run4"]
     assert not output_file(tmp_path, "never-written").parent.exists()
+
+
+def _pumped(reads: list[bytes], budget: int, spill: Path) -> tuple[bytes, bytes | None]:
+    """What a spilling pump prints, and what its file holds (None: no file), for ``reads``
+    arriving as they are split (each written whole before the next is read)."""
+    import io
+    import threading
+
+    from toolscript.execution.sandbox import _Budget, _SpillingPump
+
+    read_end, write_end = os.pipe()
+    target = io.BytesIO()
+    with os.fdopen(read_end, "rb", buffering=0) as source:
+        pump = _SpillingPump(source, target, _Budget(budget, None), spill, 1 << 20)  # type: ignore[arg-type]
+        thread = threading.Thread(target=pump.run)
+        thread.start()
+        for data in reads:  # the pump reads at most what has been written: one read each
+            os.write(write_end, data)
+            time.sleep(0.02)
+        os.close(write_end)
+        thread.join(5)
+    return target.getvalue(), spill.read_bytes() if spill.exists() else None
+
+
+def test_the_lines_that_fit_are_printed_when_a_large_value_comes_in_the_same_read(
+    tmp_path: Path,
+) -> None:
+    value = json.dumps({"items": list(range(2000))}).encode() + b"\n"
+    together = b"first line\n" + value  # one read: what a quick script's output often is
+    printed, kept = _pumped([together], 4000, tmp_path / "one-read.txt")
+    assert printed == b"first line\n"
+    assert kept == together  # the file holds the whole output, the printed part first
+    printed, kept = _pumped([b"first line\n", value], 4000, tmp_path / "two-reads.txt")
+    assert (printed, kept) == (b"first line\n", together)
+
+
+def test_lines_are_printed_until_one_does_not_fit_and_output_that_fits_keeps_no_file(
+    tmp_path: Path,
+) -> None:
+    lines = b"".join(f"row {i}\n".encode() for i in range(100))
+    printed, kept = _pumped([lines], 100, tmp_path / "rows.txt")
+    assert printed.endswith(b"\n") and len(printed) <= 100
+    assert lines.startswith(printed) and printed.count(b"\n") == 15  # rows 0-9: 6 bytes, 10-14: 7
+    assert kept == lines
+    short = b"one\ntwo\nthree"  # the last line has no newline: printed at the end
+    assert _pumped([short], 100, tmp_path / "short.txt") == (short, None)
+    long_line = b"x" * 300  # a line longer than the budget, still coming
+    printed, kept = _pumped([long_line, b"y\n"], 100, tmp_path / "long.txt")
+    assert (printed, kept) == (b"", long_line + b"y\n")

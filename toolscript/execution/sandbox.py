@@ -292,11 +292,14 @@ class _SpillingPump(_Pump):
                 self.file.write(chunk)
                 continue
             pending += chunk
-            end = pending.rfind(b"\n") + 1
-            if end == 0 and len(pending) <= self.budget.left:
-                continue  # a line is printed whole or not at all (a JSON value stays whole)
-            end = end or len(pending)
-            pending = self._forward(pending[:end]) + pending[end:]
+            # A line is printed whole or not at all (a JSON value stays whole). The whole
+            # lines that fit are printed, however many came in one read ("first line\n" and
+            # a large value after it: the first line is printed, the value spills).
+            end = pending.rfind(b"\n", 0, self.budget.left) + 1
+            if end:
+                pending = self._forward(pending[:end]) + pending[end:]
+            if self.file is None and (b"\n" in pending or len(pending) > self.budget.left):
+                pending = self._forward(pending)  # a line that does not fit: it and the rest
             if self.file is not None and pending:
                 self.file.write(pending)
                 pending = b""
