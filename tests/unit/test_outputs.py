@@ -54,14 +54,16 @@ def test_kept_outputs_are_private_and_bounded(tmp_path: Path) -> None:
     assert not output_file(tmp_path, "never-written").parent.exists()
 
 
-def _pumped(reads: list[bytes], budget: int, spill: Path) -> tuple[bytes, bytes | None]:
+def _pumped(reads: list[bytes], budget: int, state: Path) -> tuple[bytes, bytes | None]:
     """What a spilling pump prints, and what its file holds (None: no file), for ``reads``
-    arriving as they are split (each written whole before the next is read)."""
+    arriving as they are split (each written whole before the next is read); the file is a
+    run's output file under ``state``."""
     import io
     import threading
 
     from toolscript.execution.sandbox import _Budget, _SpillingPump
 
+    spill = output_file(state, "run")
     read_end, write_end = os.pipe()
     target = io.BytesIO()
     with os.fdopen(read_end, "rb", buffering=0) as source:
@@ -81,10 +83,10 @@ def test_the_lines_that_fit_are_printed_when_a_large_value_comes_in_the_same_rea
 ) -> None:
     value = json.dumps({"items": list(range(2000))}).encode() + b"\n"
     together = b"first line\n" + value  # one read: what a quick script's output often is
-    printed, kept = _pumped([together], 4000, tmp_path / "one-read.txt")
+    printed, kept = _pumped([together], 4000, tmp_path / "one-read")
     assert printed == b"first line\n"
     assert kept == together  # the file holds the whole output, the printed part first
-    printed, kept = _pumped([b"first line\n", value], 4000, tmp_path / "two-reads.txt")
+    printed, kept = _pumped([b"first line\n", value], 4000, tmp_path / "two-reads")
     assert (printed, kept) == (b"first line\n", together)
 
 
@@ -92,12 +94,12 @@ def test_lines_are_printed_until_one_does_not_fit_and_output_that_fits_keeps_no_
     tmp_path: Path,
 ) -> None:
     lines = b"".join(f"row {i}\n".encode() for i in range(100))
-    printed, kept = _pumped([lines], 100, tmp_path / "rows.txt")
+    printed, kept = _pumped([lines], 100, tmp_path / "rows")
     assert printed.endswith(b"\n") and len(printed) <= 100
     assert lines.startswith(printed) and printed.count(b"\n") == 15  # rows 0-9: 6 bytes, 10-14: 7
     assert kept == lines
     short = b"one\ntwo\nthree"  # the last line has no newline: printed at the end
-    assert _pumped([short], 100, tmp_path / "short.txt") == (short, None)
+    assert _pumped([short], 100, tmp_path / "short") == (short, None)
     long_line = b"x" * 300  # a line longer than the budget, still coming
-    printed, kept = _pumped([long_line, b"y\n"], 100, tmp_path / "long.txt")
+    printed, kept = _pumped([long_line, b"y\n"], 100, tmp_path / "long")
     assert (printed, kept) == (b"", long_line + b"y\n")
