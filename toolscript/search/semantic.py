@@ -11,7 +11,7 @@ import os
 import socket
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -39,6 +39,8 @@ PROBE = [
     "post a summary to the team channel",
     "find the open pull requests that touch auth and post a summary to the team channel",
 ]
+# ... with capitals too: a packed or exported way must read the case as the model does
+CASED_PROBE = [*PROBE, "Post the Summary to SLACK"]
 SAME_VECTOR = 0.999  # the least cosine between a probe's exact and fast vectors to use a fast way
 FASTER = 0.85  # the copy must take at most this share of the exact model's time
 
@@ -152,8 +154,9 @@ class Embedder:
         self.query_runtime = "torch" if self._onnx is None else "onnxruntime"
         self.query_precision = "float32" if fast is None else "bfloat16"
         queries = model if fast is None else fast
-        self._direct = _direct_agrees(queries)
-        self._packs = self._direct and _packing_agrees(queries)
+        if self._onnx is None:  # (ONNX Runtime runs every query: torch's ways are not asked)
+            self._direct = _direct_agrees(queries)
+            self._packs = self._direct and _packing_agrees(queries)
         self._queries = queries
         self._model = model  # last: loaded from here on
 
@@ -189,8 +192,6 @@ class Embedder:
         if self.device != "cpu":
             return None
         import copy
-        import statistics
-        import time
 
         try:
             fast = copy.deepcopy(model)
@@ -199,16 +200,11 @@ class Embedder:
             exact, approximate = _encode(model, PROBE), _encode(fast, PROBE)
             if not _same_vectors(exact, approximate):
                 return None
-            took: dict[int, list[float]] = {0: [], 1: []}
-            for _ in range(5):  # side by side, so a busy moment weighs on both alike
-                for which, candidate in enumerate((model, fast)):
-                    started = time.perf_counter()
-                    _encode(candidate, PROBE)
-                    took[which].append(time.perf_counter() - started)
+            quicker = _faster(lambda: _encode(fast, PROBE), lambda: _encode(model, PROBE))
         except Exception as exc:  # a model or torch build without bfloat16: exact it is
             log.debug("search: no bfloat16 query copy (%s: %s)", type(exc).__name__, exc)
             return None
-        return fast if statistics.median(took[1]) <= FASTER * statistics.median(took[0]) else None
+        return fast if quicker else None
 
     def _open(
         self, library: Any, location: str, model_id: str, *, local_files_only: bool = False
@@ -329,7 +325,7 @@ def _packing_agrees(model: Any) -> bool:
     """Whether ``_packed`` gives ``_encode``'s vectors for this model: it assumes what the
     packaged MiniLM is (a BERT-like transformer that takes a 4-d mask and position ids,
     mean pooling, unit vectors); any other model's queries go through padded."""
-    texts = [*PROBE, "Post the Summary to SLACK"]  # capitals: the same reading of the case
+    texts = CASED_PROBE
     try:
         same = _same_vectors(_packed(model, texts), _encode(model, texts))
     except Exception as exc:  # another architecture or transformers: padded it is
@@ -342,12 +338,9 @@ def _onnx_queries(model: Any) -> Any:
     """ONNX Runtime running the model for queries (packed.OnnxQueries), when it gives
     ``encode``'s vectors, packed and alone, and takes at most ``FASTER`` of the time of the
     model's own packed queries (float32); else None (torch it is)."""
-    import statistics
-    import time
-
     from toolscript.search.packed import OnnxQueries
 
-    texts = [*PROBE, "Post the Summary to SLACK"]
+    texts = CASED_PROBE
     try:
         runner = OnnxQueries(model)
         if not _same_vectors(runner(texts), _encode(model, texts)) or not _same_vectors(
@@ -355,18 +348,26 @@ def _onnx_queries(model: Any) -> Any:
         ):
             log.info("search: queries through torch (ONNX Runtime's vectors differ)")
             return None
-        took: dict[bool, list[float]] = {False: [], True: []}
-        for _ in range(5):  # side by side, so a busy moment weighs on both alike
-            for onnx in (False, True):
-                started = time.perf_counter()
-                runner(PROBE) if onnx else _packed(model, PROBE)
-                took[onnx].append(time.perf_counter() - started)
+        quicker = _faster(lambda: runner(PROBE), lambda: _packed(model, PROBE))
     except Exception as exc:  # not installed, or a model or torch it cannot export
         log.debug("search: queries through torch (%s: %s)", type(exc).__name__, exc)
         return None
-    if statistics.median(took[True]) > FASTER * statistics.median(took[False]):
-        return None
-    return runner
+    return runner if quicker else None
+
+
+def _faster(fast: Callable[[], object], exact: Callable[[], object]) -> bool:
+    """Whether ``fast`` takes at most ``FASTER`` of ``exact``'s time: the medians of five
+    runs of each, side by side, so that a busy moment weighs on both alike."""
+    import statistics
+    import time
+
+    took: dict[bool, list[float]] = {False: [], True: []}
+    for _ in range(5):
+        for is_fast, run in ((False, exact), (True, fast)):
+            started = time.perf_counter()
+            run()
+            took[is_fast].append(time.perf_counter() - started)
+    return statistics.median(took[True]) <= FASTER * statistics.median(took[False])
 
 
 def _same_vectors(exact: Any, fast: Any) -> bool:
