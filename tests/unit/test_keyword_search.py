@@ -71,7 +71,8 @@ def test_the_servers_description_is_in_the_embedded_text_when_there_is_one() -> 
 
 
 def test_a_path_to_a_file_asks_for_a_file_tool() -> None:
-    """ "write the report to /tmp/report.md": the path says a file is wanted, so a file writer
+    """ "write the report to /tmp/report.md" (or "as report.md"): the path or the file's name
+    says a file is wanted, so a file writer
     leads tools that only share the verb; a path without an extension is left as it is."""
     tools = [
         {"name": "issue_write", "description": "Create or update an issue in a repository."},
@@ -87,6 +88,7 @@ def test_a_path_to_a_file_asks_for_a_file_tool() -> None:
 
     assert first("write the report to /tmp/report.md") == "write_file"
     assert first("write the notes to ~/notes.txt") == "write_file"
+    assert first("write the summary as summary.md") == "write_file"  # a file without a folder
     assert keyword_query("open /settings/profile") == "open /settings/profile"
     assert keyword_query("read ./a/b.py") == "read ./a/b.py file"
 

@@ -243,6 +243,48 @@ def test_the_semantic_half_reads_a_request_without_its_literal_values() -> None:
     assert semantic_query("1.2.3") == "1.2.3"  # nothing but a value: read as it is
 
 
+def test_the_semantic_half_reads_a_request_without_the_message_it_dictates() -> None:
+    assert semantic_query("leave a comment on issue 17 saying I'm looking into it") == (
+        "leave a comment on issue 17"
+    )
+    assert semantic_query("commit my staged changes with message fix typo") == (
+        "commit my staged changes"
+    )
+    assert semantic_query("email Bob with the text see you at 5") == "email Bob"
+    # the message ends where the clause does: the next request stays
+    assert semantic_query("post to #general saying the deploy is done and close the ticket") == (
+        "post to #general and close the ticket"
+    )
+    assert semantic_query("send a note that says hi, then archive it") == (
+        "send a note , then archive it"
+    )
+    # quoted values go too, but not a quoted file, nor the apostrophes of "I'm" and "what's"
+    assert semantic_query('rename issue 88 to "crash on startup"') == "rename issue 88 to"
+    assert semantic_query("find users whose name starts with 'micro'") == (
+        "find users whose name starts with"
+    )
+    assert semantic_query("open 'report.pdf'") == "open 'report.pdf file'"
+    assert semantic_query("what's the weather where I'm going") == (
+        "what's the weather where I'm going"
+    )
+    assert semantic_query('"hello world"') == '"hello world"'  # nothing else: read as it is
+
+
+def test_a_file_named_without_a_folder_reads_as_a_file() -> None:
+    assert semantic_query("read the contents of config.yaml from disk") == (
+        "read the contents of config.yaml file from disk"
+    )
+    assert keyword_query("read the contents of config.yaml from disk") == (
+        "read the contents of config.yaml file from disk"
+    )
+    assert keyword_query("save it to /tmp/a.md and notes.txt") == (
+        "save it to /tmp/a.md file and notes.txt file"
+    )
+    # names that are not files: a framework, a domain, an abbreviation
+    for kept in ("deploy next.js to vercel", "check example.com", "e.g. this"):
+        assert keyword_query(kept) == kept
+
+
 def test_pasted_data_is_read_by_neither_half() -> None:
     blob = "iVBORw0KGgoAAAANSUhEUgAAAgAAAAIACAYAAAD0eNT6AAAABHNCSVQICAgIfAhkiAAAAAlwSFlz" * 40
     request = f"What does this base64 image mean?\n{blob}"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from toolscript.search.text import file_names, tokenize, without_data
+from toolscript.search.text import QUOTED, file_names, tokenize, without_data
 
 __all__ = [
     "MAX_NEEDS",
@@ -68,11 +68,7 @@ _ABBREVIATIONS = frozenset(["e.g.", "i.e.", "etc.", "vs.", "approx.", "no.", "mr
 # Sentence ends (a stop, question or exclamation mark, or a semicolon, then a space) and line
 # breaks; list markers ("1.", "2)", "-", "*") at a line's start are dropped with them.
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\s*\n\s*(?:[-*\u2022]|\d+[.)])?\s*")
-# Single quotes around a value open and close outside words: the apostrophes of "I'm" and
-# "what's" quote nothing (read as quotes, they joined "I'm planning ... what's" into one value).
-_BRACKETED = re.compile(
-    r"\([^()]*\)|\[[^\[\]]*\]|\"[^\"]*\"|(?<![A-Za-z0-9])'[^']*'(?![A-Za-z0-9])"
-)
+_BRACKETED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]|" + QUOTED)  # and quoted values (text.QUOTED)
 _NUMBERED = re.compile(r"(?:^|\s)\(?\d+[.)]\s+(?=[A-Za-z])")
 _SEQUENCE = re.compile(
     r"\s*,?\s*\b(?:and\s+then|and\s+also|after\s+that|afterwards|and\s+finally|finally|then|"

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "QUOTED",
     "ToolDocument",
     "document_for",
     "expand_abbreviations",
@@ -113,6 +114,19 @@ _NUMBERED_VALUE = re.compile(r"(?<!\S)\S*\d[./:;]\S*")  # versions, coordinates,
 # in it. Neither half reads it: its fragments match no tool's words, and a pasted image cost
 # keyword search 47 ms of tokenizing.
 _DATA = re.compile(r"[A-Za-z0-9+/=_-]{64,}")
+# A quoted value ("rename issue 88 to 'crash on startup'"). Single quotes open and close
+# outside words: the apostrophes of "I'm" and "what's" quote nothing (read as quotes, they
+# joined "I'm planning ... what's" into one value).
+QUOTED = r"\"[^\"]*\"|(?<![A-Za-z0-9])'[^']*'(?![A-Za-z0-9])"
+_QUOTED = re.compile(QUOTED)
+# The words a request dictates ("leave a comment on issue 17 saying I'm looking into it",
+# "commit with message fix typo"): what to send, not which tool sends it. To the end of
+# the clause: a sentence or comma, or "and", "then" or "but", where another request may start.
+_MESSAGE = re.compile(
+    r"\s(?:saying|that\s+says|which\s+says|with\s+(?:the\s+)?(?:message|text|body|caption))\b"
+    r".*?(?=[.!?;,](?:\s|$)|\s(?:and|then|but)\b|$)",
+    re.IGNORECASE | re.DOTALL,
+)
 
 
 # Short forms people type for words tools spell out ("list my open PRs" asks for
@@ -185,13 +199,16 @@ def file_names(text: str) -> list[tuple[int, str]]:
         name = _file_name(path)
         if name is not None:
             found.append((path.start(), name))
-    bare = _PATH.sub(lambda path: " " * len(path.group(0)), text)  # same offsets, no paths
-    found.extend(
-        (name.start(), name.group(0))
-        for name in _BARE_FILE.finditer(bare)
-        if _file_case(name.group(0).rpartition(".")[2])
-    )
+    found.extend((name.start(), name.group(0)) for name in _bare_files(text))
     return sorted(found)
+
+
+def _bare_files(text: str) -> list[re.Match[str]]:
+    """The files ``text`` names without a folder ("notes.md"), outside its paths."""
+    bare = _PATH.sub(lambda path: " " * len(path.group(0)), text)  # same offsets, no paths
+    return [
+        name for name in _BARE_FILE.finditer(bare) if _file_case(name.group(0).rpartition(".")[2])
+    ]
 
 
 def _file_case(extension: str) -> bool:
@@ -202,23 +219,41 @@ def _file_case(extension: str) -> bool:
 
 def keyword_query(text: str) -> str:
     """``text`` as keyword search reads it: without pasted data, short forms spelled out, and
-    a path to a file followed by the word "file" ("write the report to /tmp/report.md" wants
-    a file writer, not ``issue_write``; a path without an extension may be a folder or a page)."""
+    a file's path or name followed by the word "file" ("write the report to /tmp/report.md"
+    wants a file writer, not ``issue_write``; "read config.yaml from disk" a file reader, not
+    ``get_config``; a path without an extension may be a folder or a page)."""
 
     def marked(found: re.Match[str]) -> str:
         return found.group(0) if _file_name(found) is None else f"{found.group(0)} file"
 
-    return expand_abbreviations(_PATH.sub(marked, without_data(text)))
+    return expand_abbreviations(_bare_files_marked(_PATH.sub(marked, without_data(text))))
+
+
+def _bare_files_marked(text: str) -> str:
+    """``text`` with the word "file" after each file it names without a folder ("notes.md")."""
+    for end in reversed([name.end() for name in _bare_files(text)]):
+        text = f"{text[:end]} file{text[end:]}"
+    return text
+
+
+def _unless_a_file(quoted: re.Match[str]) -> str:
+    """A quoted value as the model reads it: nothing, unless it names a file ("open
+    'report.pdf'")."""
+    return quoted.group(0) if file_names(quoted.group(0)) else " "
 
 
 def semantic_query(text: str) -> str:
-    """``text`` less its literal values and short forms, for the embedding model (see above)."""
-    text = _URL.sub(" URL ", without_data(text))
+    """``text`` less its literal values, a message it dictates and short forms, for the
+    embedding model (see above)."""
+    whole = " ".join(text.split())
+    text = _QUOTED.sub(_unless_a_file, _MESSAGE.sub(" ", without_data(text)))
+    text = _URL.sub(" URL ", text)
     text = _EMAIL.sub(" email address ", text)
+    text = _bare_files_marked(text)
     text = _PATH.sub(lambda found: f" {found.group(1).rstrip('.')} file ", text)
     text = _CSS_CLASS.sub(" ", text)
     cleaned = " ".join(_NUMBERED_VALUE.sub(" ", text).split())
-    return expand_abbreviations(cleaned or " ".join(text.split()))
+    return expand_abbreviations(cleaned or whole)
 
 
 def split_identifier(text: str) -> list[str]:
