@@ -268,6 +268,9 @@ def test_the_semantic_half_reads_a_request_without_the_message_it_dictates() -> 
         "what's the weather where I'm going"
     )
     assert semantic_query('"hello world"') == '"hello world"'  # nothing else: read as it is
+    # ... but pasted data is never read, quoted or not
+    data = "aGVsbG8gd29ybGQgdGhpcyBpcyBhIGxvbmcgYmFzZTY0IHN0cmluZyB0aGF0IGdvZXMgb24g1"
+    assert semantic_query(f'"{data}"') == '" "'
 
 
 def test_a_file_named_without_a_folder_reads_as_a_file() -> None:

@@ -245,8 +245,9 @@ def _unless_a_file(quoted: re.Match[str]) -> str:
 def semantic_query(text: str) -> str:
     """``text`` less its literal values, a message it dictates and short forms, for the
     embedding model (see above)."""
-    whole = " ".join(text.split())
-    text = _QUOTED.sub(_unless_a_file, _MESSAGE.sub(" ", without_data(text)))
+    text = without_data(text)
+    whole = " ".join(text.split())  # what is read when nothing else is left
+    text = _QUOTED.sub(_unless_a_file, _MESSAGE.sub(" ", text))
     text = _URL.sub(" URL ", text)
     text = _EMAIL.sub(" email address ", text)
     text = _bare_files_marked(text)
