@@ -275,13 +275,17 @@ def in_process(
     from toolscript.config import SearchConfig
     from toolscript.search.engine import SearchEngine
     from toolscript.search.semantic import Embedder, EmbeddingStore
-    from toolscript.search.text import document_for
+    from toolscript.search.text import documents_for
 
     root = corpus_dir()
     documents = [  # the tools as bench/search/corpus_server.py lists them
-        document_for(server_name(file), "", shaped(tool, catalogue))
+        document
         for file in files
-        for tool in json.loads((root / file).read_text())
+        for document in documents_for(
+            server_name(file),
+            "",
+            [shaped(tool, catalogue) for tool in json.loads((root / file).read_text())],
+        )
     ]
     store = EmbeddingStore(ROOT / "cache" / "search-eval" / "in-process.db")
     engine = SearchEngine(SearchConfig(alpha=alpha), store, Embedder())

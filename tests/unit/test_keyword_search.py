@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from toolscript.search.lexical import LexicalIndex, implied_words
-from toolscript.search.text import document_for, keyword_query
+from toolscript.search.text import document_for, documents_for, keyword_query
 
 TIME_TOOLS = json.loads((Path(__file__).parent / "data" / "time_tools.json").read_text())
 
@@ -39,6 +39,65 @@ def test_example_values_in_parameter_descriptions_do_not_count() -> None:
     documents = [document_for("time", "", tool) for tool in TIME_TOOLS]
     convert = next(d for d in documents if d.name == "convert_time")
     assert "tokyo" not in convert.fields["parameters"]
+
+
+TRAIN_TOOLS = [  # a server whose tools name one another (12306-mcp, shortened)
+    {
+        "name": "get-tickets",
+        "description": "Query remaining tickets between two stations.",
+        "inputSchema": {"properties": {"date": {"description": "Call get-current-date first."}}},
+    },
+    {
+        "name": "get-train-route-stations",
+        "description": "The stops of one train on a route.",
+        "inputSchema": {
+            "properties": {"trainNo": {"description": "The train_no from `get-tickets`."}}
+        },
+    },
+    {"name": "get-current-date", "description": "Today's date in Shanghai time."},
+    {"name": "get-interline-tickets", "description": "Tickets for a journey with one change."},
+]
+
+
+def test_a_tool_a_parameter_cites_is_weak_evidence() -> None:
+    """A parameter citing get-tickets ("the train_no from get-tickets") says where its value
+    comes from: asking for tickets should find get-tickets, not the route that cites it;
+    the parameter's own words count."""
+    documents = documents_for("12306", "", TRAIN_TOOLS)
+    stations, tickets = documents[1], documents[0]
+    assert "ticket" not in stations.fields["parameters"]
+    assert "ticket" in stations.fields["asides"]
+    assert "train" in stations.fields["parameters"]  # its own parameter's words stay
+    assert "current" not in tickets.fields["parameters"]
+    # what the model reads is unchanged
+    assert stations.text == document_for("12306", "", TRAIN_TOOLS[1]).text
+    cited = LexicalIndex(documents).scores("remaining tickets")
+    # read one at a time (no siblings known), the citation counts in full
+    alone = LexicalIndex([document_for("12306", "", tool) for tool in TRAIN_TOOLS])
+    assert cited[1] < alone.scores("remaining tickets")[1]
+    assert max(cited, key=lambda index: cited[index]) == 0
+
+
+def test_a_sibling_named_in_one_word_inside_the_name_or_by_the_description_counts() -> None:
+    tools = [
+        {"name": "search", "description": "Search the wiki."},
+        {"name": "delete_group", "description": "Delete a group."},
+        {
+            "name": "confirm_delete_group",
+            "description": "Confirm a pending delete.",
+            "inputSchema": {"properties": {"id": {"description": "The delete_group call."}}},
+        },
+        {
+            "name": "list_pages",
+            "description": "List pages; read one with read_page.",
+            "inputSchema": {"properties": {"q": {"description": "Words, as for search."}}},
+        },
+        {"name": "read_page", "description": "One page."},
+    ]
+    documents = {document.name: document for document in documents_for("wiki", "", tools)}
+    assert "group" in documents["confirm_delete_group"].fields["parameters"]
+    assert "search" in documents["list_pages"].fields["parameters"]
+    assert "read" in documents["list_pages"].fields["description"]
 
 
 def test_questions_about_the_present_imply_current() -> None:

@@ -19,8 +19,9 @@ from toolscript.search.text import ToolDocument, query_tokens, tokenize
 __all__ = ["FIELD_WEIGHTS", "NAME_WEIGHT", "LexicalIndex"]
 
 # Example values in parameter descriptions ("e.g., 'Asia/Tokyo'") say what a value looks like,
-# not what the tool does: they count, but little.
-FIELD_WEIGHTS = {"name": 3.0, "description": 1.0, "parameters": 0.5, "server": 0.5, "examples": 0.2}
+# and another tool a parameter cites ("the train_no from get-tickets") where it comes from, not
+# what the tool does: they count, but little ("asides").
+FIELD_WEIGHTS = {"name": 3.0, "description": 1.0, "parameters": 0.5, "server": 0.5, "asides": 0.2}
 SYNONYM_WEIGHT = 0.5
 NAME_WEIGHT = 0.2  # share of the keyword score given to name coverage
 NAME_SYNONYM_CREDIT = 0.7  # a name word the query only says with a synonym ("ticket" for issue)

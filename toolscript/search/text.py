@@ -12,6 +12,7 @@ __all__ = [
     "QUOTED",
     "ToolDocument",
     "document_for",
+    "documents_for",
     "expand_abbreviations",
     "file_names",
     "keyword_query",
@@ -363,7 +364,7 @@ _EXAMPLES = re.compile(
 
 
 def _examples(text: str) -> str:
-    """The example values of a parameter's description (weak evidence: a field of their own)."""
+    """The example values of a parameter's description (weak evidence: ``asides``)."""
     return " ".join(found.group(0) for found in _EXAMPLES.finditer(text))
 
 
@@ -373,7 +374,49 @@ def _without_examples(text: str) -> str:
     return _EXAMPLES.sub(" ", text)
 
 
-def document_for(server: str, server_description: str, tool: dict[str, Any]) -> ToolDocument:
+def documents_for(
+    server: str, server_description: str, tools: list[dict[str, Any]]
+) -> list[ToolDocument]:
+    """One server's tools as search sees them. A parameter whose description names another
+    tool of the server ("the train_no from `get-tickets`", "call get-current-date first")
+    says where its value comes from: those are the other tool's words, weak evidence for
+    this one ("find train tickets" asks for get-tickets, not for the route that cites it).
+    A tool's own description naming another ("then read_process_output") tells how the two
+    are used together, and counts as it is."""
+    names = [str(tool.get("name", "")) for tool in tools]
+    return [
+        document_for(server, server_description, tool, _siblings(names, str(tool.get("name", ""))))
+        for tool in tools
+    ]
+
+
+def _siblings(names: list[str], own: str) -> re.Pattern[str] | None:
+    """A pattern of the other tools' names as a text would name them (whole, as written), or
+    None. A name of one word ("search", "fetch") is a word descriptions use for themselves,
+    and a name that is part of this tool's name ("delete_group" of
+    "confirm_delete_group") says what this tool does too: neither is matched."""
+    named = sorted(
+        {
+            name
+            for name in names
+            if name != own and name not in own and len(split_identifier(name)) > 1
+        },
+        key=len,
+        reverse=True,
+    )
+    if not named:
+        return None
+    return re.compile(rf"(?<![\w-])(?:{'|'.join(map(re.escape, named))})(?![\w-])")
+
+
+def document_for(
+    server: str,
+    server_description: str,
+    tool: dict[str, Any],
+    siblings: re.Pattern[str] | None = None,
+) -> ToolDocument:
+    """``tool`` as search sees it; ``siblings`` matches the names of its server's other
+    tools, whose words in a parameter's description are weak evidence (``documents_for``)."""
     name = str(tool.get("name", ""))
     annotations = tool.get("annotations")
     # The display name: the tool's own title, else the one its annotations carry (older
@@ -385,12 +428,18 @@ def document_for(server: str, server_description: str, tool: dict[str, Any]) -> 
     )
     description = str(tool.get("description") or "")
     parameters = _parameters(tool.get("inputSchema"))
+    cited = [  # the other tools the parameters' descriptions name
+        found for _, text in parameters if siblings for found in siblings.findall(text)
+    ]
+    if cited and siblings:
+        parameters = [(parameter, siblings.sub(" ", text)) for parameter, text in parameters]
     fields = {
         "name": tokenize(f"{name} {title}", keep_stop_words=True),
         "server": tokenize(f"{server} {server_description}"),
         "description": tokenize(description),
         "parameters": tokenize(" ".join(f"{p} {_without_examples(d)}" for p, d in parameters)),
-        "examples": tokenize(" ".join(_examples(d) for _, d in parameters)),
+        # weak evidence: example values, and the tools the parameters cite
+        "asides": tokenize(" ".join([*(_examples(d) for _, d in parameters), *cited])),
     }
     readable_name = " ".join(split_identifier(name))
     parameter_names = ", ".join(" ".join(split_identifier(p)) for p, _ in parameters[:12])

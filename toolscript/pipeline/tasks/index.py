@@ -25,7 +25,7 @@ from toolscript.search.semantic import (
     EmbeddingStore,
     semantic_installed,
 )
-from toolscript.search.text import ToolDocument, document_for
+from toolscript.search.text import ToolDocument, documents_for
 
 __all__ = ["IndexTask", "SearchIndexing", "load_documents"]
 
@@ -47,8 +47,7 @@ def load_documents(layout: CacheLayout, servers: list[ServerConfig]) -> list[Too
         path = layout.server_tools(server.name)
         if not path.exists():
             continue
-        for tool in read_json(path):
-            documents.append(document_for(server.name, server.description, tool))
+        documents.extend(documents_for(server.name, server.description, read_json(path)))
     return documents
 
 
