@@ -639,8 +639,17 @@ def test_a_request_for_several_things_is_split_and_explained(gateway: GatewayPro
         assert why["need"] in (None, *answer["needs"])
     memory = next(hit for hit in top if hit["server"] == "memory")
     assert memory["explain"]["need"] == "remember it in my knowledge graph"
+    # what each half read: the whole request (its vector is the needs' mean), then each need
+    assert [reading["text"] for reading in answer["readings"]] == [request, *answer["needs"]]
+    assert answer["readings"][0]["model"] is None
+    assert answer["readings"][1] == {
+        "text": "what time is it in Tokyo",
+        "keywords": "what time is it in Tokyo",
+        "model": "what time is it in Tokyo",
+    }
     # without explain the hits carry no explanation; asked whole, the request is one need
     assert "explain" not in search(gateway, request)["hits"][0]
+    assert "readings" not in search(gateway, request)
     assert search(gateway, request, split="false")["needs"] == [request]
 
 
@@ -685,6 +694,14 @@ def test_cli_search_explain(gateway: GatewayProcess) -> None:
     assert marked == any(line.startswith("*: the keyword or the semantic") for line in lines)
     single = toolscript_cli("search", "current time", "--explain", "-n", "2", cwd=gateway.directory)
     assert single.stdout.splitlines()[0] == "one need: ranked whole"
+    assert "\t" in single.stdout.splitlines()[1]  # read as written: the hits follow
+    # what the model read, where it is not the request: without the message it dictates
+    dictated = "add an observation to Alice saying she likes tea"
+    shown = toolscript_cli("search", dictated, "--explain", "-n", "2", cwd=gateway.directory)
+    assert shown.stdout.splitlines()[:2] == [
+        "one need: ranked whole",
+        "  the model read: add an observation to Alice",
+    ]
     as_json = json.loads(
         toolscript_cli(
             "search", "current time", "--explain", "--json", cwd=gateway.directory

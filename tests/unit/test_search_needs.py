@@ -18,6 +18,7 @@ from toolscript.search.engine import (
     _merged,
     _Semantic,
     _with_bests,
+    readings,
 )
 from toolscript.search.fusion import _median, blend, semantic_parts, semantic_weight
 from toolscript.search.needs import (
@@ -730,3 +731,23 @@ def test_a_file_to_read_is_read_by_its_kind_and_embedded_once() -> None:
     asked = [text for call in engine.asked for text in call]
     assert asked.count("read pdf file") == 1 and asked.count("read file") == 1
     assert not [text for text in asked if text.startswith("read file ")]  # no file names
+
+
+def test_readings_say_what_each_half_read() -> None:
+    """--explain's readings: the model reads a need without the message it dictates and a
+    file's need as its kind; keyword search reads a file as a file; a split request whole is
+    no reading of the model's (its vector is the needs' mean), nor is any in keyword mode."""
+    dictated = "leave a comment on issue 17 saying I'm looking into it"
+    assert readings(dictated, [dictated], "hybrid") == [
+        {"text": dictated, "keywords": dictated, "model": "leave a comment on issue 17"}
+    ]
+    assert readings(dictated, [dictated], "keyword")[0]["model"] is None
+    request = "summarize the open issues and save it to notes.md"
+    needs = ["summarize the open issues", "save it to notes.md", "write file notes.md"]
+    read = readings(request, needs, "hybrid")
+    assert [reading["text"] for reading in read] == [request, *needs]
+    assert read[0]["model"] is None and read[0]["keywords"].endswith("notes.md file")
+    assert read[1]["model"] == "summarize the open issues"
+    assert read[3]["model"] == "write file"
+    # the design before (fusion=fixed) read requests as they are
+    assert readings(dictated, [dictated], "hybrid", adaptive=False)[0]["model"] == dictated

@@ -51,7 +51,8 @@ def search(
             "--explain",
             "-e",
             help="Show each hit's keyword and semantic parts, the semantic weight of the "
-            "blend and, for a request split into needs, the need it answers.",
+            "blend and, for a request split into needs, the need it answers; and what the "
+            "model and keyword search read of the request where that differs from it.",
         ),
     ] = False,
     config: ConfigOption = None,
@@ -145,9 +146,11 @@ def _print_script_hits(hits: list[dict[str, Any]]) -> None:
 
 
 def _print_explained(answer: dict[str, Any]) -> None:
-    """Hits with the parts of their scores; a split request's needs, numbered, first."""
+    """Hits with the parts of their scores; a split request's needs, numbered, first, each
+    with what keyword search and the model read of it where that is not its text."""
     needs = answer.get("needs") or [answer["query"]]
     implied = set(answer.get("implied") or [])
+    readings = answer.get("readings") or []
     split = len(needs) > 1
     if split:
         asked = len(needs) - len(implied)
@@ -158,8 +161,10 @@ def _print_explained(answer: dict[str, Any]) -> None:
         )
         for number, need in enumerate(needs, 1):
             typer.echo(f"  {number}. {need}" + (" (implied)" if number - 1 in implied else ""))
+            _print_reading(readings[number] if number < len(readings) else None, "     ")
     else:
         typer.echo("one need: ranked whole")
+        _print_reading(readings[0] if readings else None, "  ")
 
     def part(value: float | None) -> str:
         return "-" if value is None else f"{value:.2f}"
@@ -191,6 +196,17 @@ def _print_explained(answer: dict[str, Any]) -> None:
             "*: the keyword or the semantic ranking's best tool (thinly described), kept in "
             "its ranking's first five although the blend scored it lower"
         )
+
+
+def _print_reading(reading: dict[str, Any] | None, indent: str) -> None:
+    """What each half read of a text, where that is not the text: "the model read: leave a
+    comment on issue 17" (the message it dictates left out)."""
+    if not reading:
+        return
+    for half, label in (("model", "the model read"), ("keywords", "keywords read")):
+        read = reading.get(half)
+        if read is not None and " ".join(read.split()) != " ".join(reading["text"].split()):
+            typer.echo(f"{indent}{label}: {' '.join(read.split()) or '(nothing)'}")
 
 
 def _note_mode(answer: dict[str, Any]) -> None:

@@ -50,7 +50,7 @@ from toolscript.gateway.core import SEPARATOR, Gateway, split_tool_name
 from toolscript.gateway.guard import RUN_SCOPE_KEY, answer_error
 from toolscript.gateway.results import RESULT_HEADER
 from toolscript.gateway.runs import DEFAULT_MAX_CALLS
-from toolscript.search.engine import FUSIONS, MODES
+from toolscript.search.engine import FUSIONS, MODES, readings
 from toolscript.search.needs import is_implied
 
 __all__ = ["build_app"]
@@ -443,7 +443,9 @@ def build_app(gateway: Gateway) -> Litestar:
                 for hit in hits
             ],
             "search": gateway.search.status(),
-        }
+        } | (  # what keyword search and the model read of the request and of each need
+            {"readings": readings(q, needs, used, adaptive=fusion == "adaptive")} if explain else {}
+        )
 
     @get("/types", sync_to_thread=False)
     def types(

@@ -46,7 +46,15 @@ from toolscript.search.needs import (
 from toolscript.search.semantic import DEFAULT_MODEL, Embedder, EmbeddingStore
 from toolscript.search.text import ToolDocument, keyword_query, mostly_cjk, semantic_query
 
-__all__ = ["FUSIONS", "MODES", "Hit", "SearchEngine", "SearchOptions", "embed_missing"]
+__all__ = [
+    "FUSIONS",
+    "MODES",
+    "Hit",
+    "SearchEngine",
+    "SearchOptions",
+    "embed_missing",
+    "readings",
+]
 
 log = logging.getLogger("toolscript.search")
 
@@ -405,19 +413,11 @@ class SearchEngine:
         # find) and need by need: the whole request's best hit first, then each need's best,
         # then every other hit by its best score in any of the rankings (_merged).
         texts = [query, *needs] if len(needs) > 1 else [query]
-        keyword_texts = [keyword_query(t) if adaptive else t for t in texts]
+        keyword_texts, reads, kept = _readings(texts, adaptive)
         cosines: list[Any] = [None] * len(texts)
         if mode == "keyword":
             keywords = [lexical.scores(text) for text in keyword_texts]
         else:
-            read = semantic_query if adaptive else str  # "fixed": the design before
-            # A file's need reads as what is done with what kind of file ("write file", "read
-            # pdf file"): the file's name tells the model nothing (and the vector is kept).
-            kept = {number for number, text in enumerate(texts) if number and is_file_need(text)}
-            reads = [
-                file_reading(text) if number in kept else read(text)
-                for number, text in enumerate(texts)
-            ]
             # The keyword scores while the model works (most of a query's time, in the
             # worker): on another thread, so that this one sends the request first (the other
             # way round, the request could wait up to 5 ms for the interpreter lock; on 2
@@ -611,6 +611,40 @@ class _Ranking(NamedTuple):
     cutoff: float
     server: str | None
     limit: int
+
+
+def _readings(texts: list[str], adaptive: bool) -> tuple[list[str], list[str], set[int]]:
+    """How keyword search and the model read a request and its needs (``texts``: the whole
+    request first), and which needs are files' (their vectors are kept)."""
+    keywords = [keyword_query(text) if adaptive else text for text in texts]
+    read = semantic_query if adaptive else str  # "fixed": the design before
+    # A file's need reads as what is done with what kind of file ("write file", "read pdf
+    # file"): the file's name tells the model nothing (and the vector is kept).
+    kept = {number for number, text in enumerate(texts) if number and is_file_need(text)}
+    reads = [
+        file_reading(text) if number in kept else read(text) for number, text in enumerate(texts)
+    ]
+    return keywords, reads, kept
+
+
+def readings(
+    query: str, needs: list[str], mode: str, *, adaptive: bool = True
+) -> list[dict[str, str | None]]:
+    """What each half read of a request ranked in ``mode`` and of each of its ``needs`` (one
+    need: the request itself), for ``--explain``: ``keywords`` and ``model`` (None where the
+    model read nothing: keyword search, or a split request whole, whose vector is its needs'
+    mean)."""
+    split = len(needs) > 1
+    texts = [query, *needs] if split else [query]
+    keywords, reads, _ = _readings(texts, adaptive)
+    return [
+        {
+            "text": text,
+            "keywords": keywords[number],
+            "model": None if mode == "keyword" or (split and number == 0) else reads[number],
+        }
+        for number, text in enumerate(texts)
+    ]
 
 
 def _best_first(values: Any, count: int | None) -> Any:
