@@ -17,7 +17,7 @@ from schemas_corpus import TRICKY_TOOLS
 from toolscript.config import Config, ServerConfig
 from toolscript.pipeline.artifacts import Artifacts, CacheLayout
 from toolscript.pipeline.sources import SnapshotSource
-from toolscript.pipeline.tasks import run_pipeline
+from toolscript.pipeline.tasks import load_documents, run_pipeline
 
 
 def config_of(tmp_path: Path, *servers: ServerConfig) -> Config:
@@ -187,6 +187,23 @@ def test_tool_filters_apply(tmp_path: Path) -> None:
     run_pipeline(config_of(tmp_path, server), layout, source)
     names = [t["name"] for t in json.loads(layout.server_tools("gh").read_text())]
     assert names == ["get_issue", "list_repos"]
+
+
+def test_parameters_keep_the_order_their_server_declared(tmp_path: Path) -> None:
+    """Types and search read a tool's parameters as its author ordered them (the required
+    path first), not sorted by name (which put the optional id first)."""
+    server = ServerConfig(name="ppt", transport="stdio", command="x")
+    layout = CacheLayout(tmp_path / "cache")
+    properties = {"template_path": {"type": "string"}, "id": {"type": "string"}}
+    created = tool("create_from_template", "New deck", properties=properties)
+    created["inputSchema"]["required"] = ["template_path"]
+    run_pipeline(config_of(tmp_path, server), layout, SnapshotSource({"ppt": [created]}))
+    [listed] = json.loads(layout.server_tools("ppt").read_text())
+    assert list(listed["inputSchema"]["properties"]) == ["template_path", "id"]
+    types = layout.server_module("ppt").read_text()
+    assert types.index("template_path: string") < types.index("id?: string")
+    [document] = load_documents(layout, [server])
+    assert document.text.endswith("Parameters: template path, id.")
 
 
 def test_catalogue_is_queryable(tmp_path: Path) -> None:

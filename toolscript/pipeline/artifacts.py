@@ -4,7 +4,7 @@
 
     <cache>/
       .doit.db               doit's dependency database (sqlite3 backend)
-      servers/<server>.json  each server's tool list, filtered, canonical JSON
+      servers/<server>.json  each server's tool list, filtered, by name (listed_json)
       names/<server>.json    its namespace and tool identifiers
       names.json             the whole name map, with collision warnings
       types/<server>.ts      a standalone TypeScript module for that server
@@ -30,12 +30,27 @@ from typing import Any
 
 from toolscript.codegen.module import ToolFragment
 
-__all__ = ["Artifacts", "CacheLayout", "canonical_json", "content_hash", "write_if_changed"]
+__all__ = [
+    "Artifacts",
+    "CacheLayout",
+    "canonical_json",
+    "content_hash",
+    "listed_json",
+    "write_if_changed",
+]
 
 
 def canonical_json(value: Any) -> str:
     """Sorted keys, stable formatting: equal content gives equal bytes."""
     return json.dumps(value, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+
+def listed_json(value: Any) -> str:
+    """What a server listed, its keys in the server's order, stable formatting. A tool's
+    parameters keep the order its author declared them in (the required ones first, as a
+    rule): the generated types list them so, and search reads the first of them. Sorted,
+    ``{template_path, id}`` became ``{id?, template_path}``."""
+    return json.dumps(value, indent=1, ensure_ascii=False) + "\n"
 
 
 def content_hash(value: Any) -> str:

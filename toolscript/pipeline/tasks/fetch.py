@@ -1,4 +1,5 @@
-"""``fetch:<server>``: each server's tool list, filtered and sorted, as canonical JSON.
+"""``fetch:<server>``: each server's tool list, filtered and sorted by name (``listed_json``:
+each tool's keys in the server's order).
 
 Up to date when the live list equals the file byte for byte, so a server whose tools
 did not change leaves every later task up to date. An unreachable server keeps its file.
@@ -10,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any, Protocol
 
 from toolscript.config import ServerConfig
-from toolscript.pipeline.artifacts import canonical_json, write_if_changed
+from toolscript.pipeline.artifacts import listed_json, write_if_changed
 from toolscript.pipeline.tasks.settings import TaskSettings
 
 __all__ = ["FetchTasks", "ToolSource"]
@@ -29,7 +30,7 @@ class FetchTasks:
         self._live: dict[str, list[dict[str, Any]] | None] = {}
 
     def tasks(self) -> Iterator[dict[str, Any]]:
-        """Fetch each server's tool list (filtered) as canonical JSON."""
+        """Fetch each server's tool list (filtered)."""
         yield {"basename": "fetch", "name": None, "doc": "fetch each server's tool schemas"}
         for server in self.settings.servers:
             yield {
@@ -62,7 +63,7 @@ class FetchTasks:
         if tools is None:
             return target.exists()
         try:
-            return target.read_text(encoding="utf-8") == canonical_json(tools)
+            return target.read_text(encoding="utf-8") == listed_json(tools)
         except (OSError, UnicodeDecodeError):  # missing or damaged: fetch again
             return False
 
@@ -71,4 +72,4 @@ class FetchTasks:
         target = self.settings.layout.server_tools(server.name)
         if tools is None and target.exists():
             return
-        write_if_changed(target, canonical_json(tools or []))
+        write_if_changed(target, listed_json(tools or []))
