@@ -383,30 +383,19 @@ def documents_for(
     this one ("find train tickets" asks for get-tickets, not for the route that cites it).
     A tool's own description naming another ("then read_process_output") tells how the two
     are used together, and counts as it is."""
-    names = [str(tool.get("name", "")) for tool in tools]
-    return [
-        document_for(server, server_description, tool, _siblings(names, str(tool.get("name", ""))))
-        for tool in tools
-    ]
+    siblings = _tool_names([str(tool.get("name", "")) for tool in tools])
+    return [document_for(server, server_description, tool, siblings) for tool in tools]
 
 
-def _siblings(names: list[str], own: str) -> re.Pattern[str] | None:
-    """A pattern of the other tools' names as a text would name them (whole, as written), or
-    None. A name of one word ("search", "fetch") is a word descriptions use for themselves,
-    and a name that is part of this tool's name ("delete_group" of
-    "confirm_delete_group") says what this tool does too: neither is matched."""
-    named = sorted(
-        {
-            name
-            for name in names
-            if name != own and name not in own and len(split_identifier(name)) > 1
-        },
-        key=len,
-        reverse=True,
-    )
+def _tool_names(names: list[str]) -> re.Pattern[str] | None:
+    """A pattern of a server's tool names as a text would name them (whole, as written), or
+    None. A name of one word ("search", "fetch") is a word descriptions use for themselves:
+    it is not matched."""
+    named = sorted({name for name in names if len(split_identifier(name)) > 1}, key=len)
     if not named:
         return None
-    return re.compile(rf"(?<![\w-])(?:{'|'.join(map(re.escape, named))})(?![\w-])")
+    alternatives = "|".join(map(re.escape, reversed(named)))  # the longest first
+    return re.compile(rf"(?<![\w-])(?:{alternatives})(?![\w-])")
 
 
 def document_for(
@@ -415,8 +404,10 @@ def document_for(
     tool: dict[str, Any],
     siblings: re.Pattern[str] | None = None,
 ) -> ToolDocument:
-    """``tool`` as search sees it; ``siblings`` matches the names of its server's other
-    tools, whose words in a parameter's description are weak evidence (``documents_for``)."""
+    """``tool`` as search sees it; ``siblings`` matches the names of its server's tools,
+    another of which a parameter's description may cite: weak evidence (``documents_for``).
+    A name that is part of this tool's own ("delete_group" of "confirm_delete_group") says
+    what this tool does too, and stays."""
     name = str(tool.get("name", ""))
     annotations = tool.get("annotations")
     # The display name: the tool's own title, else the one its annotations carry (older
@@ -428,11 +419,16 @@ def document_for(
     )
     description = str(tool.get("description") or "")
     parameters = _parameters(tool.get("inputSchema"))
-    cited = [  # the other tools the parameters' descriptions name
-        found for _, text in parameters if siblings for found in siblings.findall(text)
-    ]
-    if cited and siblings:
-        parameters = [(parameter, siblings.sub(" ", text)) for parameter, text in parameters]
+    cited: list[str] = []
+
+    def uncited(found: re.Match[str]) -> str:
+        if found.group(0) in name:  # this tool's own name, or part of it
+            return found.group(0)
+        cited.append(found.group(0))
+        return " "
+
+    if siblings is not None:
+        parameters = [(parameter, siblings.sub(uncited, text)) for parameter, text in parameters]
     fields = {
         "name": tokenize(f"{name} {title}", keep_stop_words=True),
         "server": tokenize(f"{server} {server_description}"),
