@@ -749,5 +749,9 @@ def test_readings_say_what_each_half_read() -> None:
     assert read[0]["model"] is None and read[0]["keywords"].endswith("notes.md file")
     assert read[1]["model"] == "summarize the open issues"
     assert read[3]["model"] == "write file"
+    # a place's coordinates are implied after the request was ranked whole, by the model too
+    parking = "find parking near the Forbidden City"
+    implied = readings(parking, [parking, PLACE_COORDINATES], "hybrid")
+    assert [reading["model"] for reading in implied] == [parking, parking, PLACE_COORDINATES]
     # the design before (fusion=fixed) read requests as they are
     assert readings(dictated, [dictated], "hybrid", adaptive=False)[0]["model"] == dictated

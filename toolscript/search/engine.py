@@ -633,9 +633,9 @@ def readings(
     """What each half read of a request ranked in ``mode`` and of each of its ``needs`` (one
     need: the request itself), for ``--explain``: ``keywords`` and ``model`` (None where the
     model read nothing: keyword search, or a split request whole, whose vector is its needs'
-    mean)."""
-    split = len(needs) > 1
-    texts = [query, *needs] if split else [query]
+    mean; a place's coordinates, implied after the ranking, split nothing)."""
+    texts = [query, *needs] if len(needs) > 1 else [query]
+    split = len([need for need in needs if need != PLACE_COORDINATES]) > 1
     keywords, reads, _ = _readings(texts, adaptive)
     return [
         {
