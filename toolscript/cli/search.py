@@ -203,10 +203,11 @@ def _print_reading(reading: dict[str, Any] | None, indent: str) -> None:
     comment on issue 17" (the message it dictates left out)."""
     if not reading:
         return
+    text = " ".join(reading["text"].split())
     for half, label in (("model", "the model read"), ("keywords", "keywords read")):
-        read = reading.get(half)
-        if read is not None and " ".join(read.split()) != " ".join(reading["text"].split()):
-            typer.echo(f"{indent}{label}: {' '.join(read.split()) or '(nothing)'}")
+        read = None if reading.get(half) is None else " ".join(reading[half].split())
+        if read is not None and read != text:
+            typer.echo(f"{indent}{label}: {read or '(nothing)'}")
 
 
 def _note_mode(answer: dict[str, Any]) -> None:

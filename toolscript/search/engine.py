@@ -413,11 +413,12 @@ class SearchEngine:
         # find) and need by need: the whole request's best hit first, then each need's best,
         # then every other hit by its best score in any of the rankings (_merged).
         texts = [query, *needs] if len(needs) > 1 else [query]
-        keyword_texts, reads, kept = _readings(texts, adaptive)
+        keyword_texts = _keyword_readings(texts, adaptive)
         cosines: list[Any] = [None] * len(texts)
         if mode == "keyword":
             keywords = [lexical.scores(text) for text in keyword_texts]
         else:
+            reads, kept = _model_readings(texts, adaptive)
             # The keyword scores while the model works (most of a query's time, in the
             # worker): on another thread, so that this one sends the request first (the other
             # way round, the request could wait up to 5 ms for the interpreter lock; on 2
@@ -613,10 +614,14 @@ class _Ranking(NamedTuple):
     limit: int
 
 
-def _readings(texts: list[str], adaptive: bool) -> tuple[list[str], list[str], set[int]]:
-    """How keyword search and the model read a request and its needs (``texts``: the whole
-    request first), and which needs are files' (their vectors are kept)."""
-    keywords = [keyword_query(text) if adaptive else text for text in texts]
+def _keyword_readings(texts: list[str], adaptive: bool) -> list[str]:
+    """How keyword search reads a request and its needs (``texts``: the whole request first)."""
+    return [keyword_query(text) if adaptive else text for text in texts]
+
+
+def _model_readings(texts: list[str], adaptive: bool) -> tuple[list[str], set[int]]:
+    """How the model reads a request and its needs (``texts``: the whole request first), and
+    which needs are files' (their vectors are kept)."""
     read = semantic_query if adaptive else str  # "fixed": the design before
     # A file's need reads as what is done with what kind of file ("write file", "read pdf
     # file"): the file's name tells the model nothing (and the vector is kept).
@@ -624,7 +629,7 @@ def _readings(texts: list[str], adaptive: bool) -> tuple[list[str], list[str], s
     reads = [
         file_reading(text) if number in kept else read(text) for number, text in enumerate(texts)
     ]
-    return keywords, reads, kept
+    return reads, kept
 
 
 def readings(
@@ -636,12 +641,13 @@ def readings(
     mean; a place's coordinates, implied after the ranking, split nothing)."""
     texts = [query, *needs] if len(needs) > 1 else [query]
     split = len([need for need in needs if need != PLACE_COORDINATES]) > 1
-    keywords, reads, _ = _readings(texts, adaptive)
+    keywords = _keyword_readings(texts, adaptive)
+    reads = [None] * len(texts) if mode == "keyword" else _model_readings(texts, adaptive)[0]
     return [
         {
             "text": text,
             "keywords": keywords[number],
-            "model": None if mode == "keyword" or (split and number == 0) else reads[number],
+            "model": None if split and number == 0 else reads[number],
         }
         for number, text in enumerate(texts)
     ]
