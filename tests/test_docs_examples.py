@@ -23,7 +23,7 @@ from helpers import NODE_BIN, GatewayProcess, clean_env, node_server, python_bin
 
 BLOCKS = every_runnable_block()
 # Stops whatever the block left in the background, however it ended.
-PROLOGUE = "set -e\ntrap 'kill $(jobs -p) 2>/dev/null; wait' EXIT\n"
+PROLOGUE = "set -e\ntrap 'kill $(jobs -p) 2>/dev/null || true; wait' EXIT\n"
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +63,16 @@ def processes_under(directory: Path, spared: set[int]) -> list[str]:
 
 
 def path_with_tools() -> str:
-    """The venv's programs (toolscript, doit, sqlite-utils) and the npm ones (claude)."""
-    return os.pathsep.join([str(Path(sys.executable).parent), str(NODE_BIN), os.environ["PATH"]])
+    """The venv's programs (toolscript, doit, sqlite-utils) and the npm ones (claude).
+
+    Each environment whose packages Python imports counts: a venv layered on another one's
+    site-packages has the other's programs in that one's ``bin``.
+    """
+    programs = [Path(sys.executable).parent]
+    for entry in map(Path, sys.path):
+        if entry.name == "site-packages" and (entry.parents[2] / "bin").is_dir():
+            programs.append(entry.parents[2] / "bin")
+    return os.pathsep.join([*dict.fromkeys(map(str, programs)), str(NODE_BIN), os.environ["PATH"]])
 
 
 def run_block(block: Block, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -79,11 +87,20 @@ def run_block(block: Block, cwd: Path, env: dict[str, str]) -> subprocess.Comple
     )
 
 
-def assert_nothing_left(directory: Path, spared: set[int]) -> None:
+def assert_nothing_left(directory: Path, gateway: GatewayProcess | None) -> None:
+    """Nothing the block started runs on; the reference gateway's own processes (its
+    servers, its type checker, replaced when the types change) are spared."""
+
+    def left() -> list[str]:
+        spared = set()
+        if gateway is not None:
+            spared = {gateway.process.pid} | {child.pid for child in gateway.descendants()}
+        return processes_under(directory, spared)
+
     deadline = time.monotonic() + 10
-    while processes_under(directory, spared) and time.monotonic() < deadline:
+    while left() and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert processes_under(directory, spared) == []
+    assert left() == []
 
 
 def test_every_page_has_runnable_blocks() -> None:
@@ -98,13 +115,12 @@ def test_every_page_has_runnable_blocks() -> None:
 def test_runnable_block_runs(block: Block, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     assert block.language == "bash", f"{block.name}: only bash blocks can be marked runnable"
     env = clean_env(TOOLSCRIPT_HOME=str(tmp_path / "home"), PATH=path_with_tools())
-    spared: set[int] = set()
+    gateway: GatewayProcess | None = None
     if block.place == "project":
-        gateway: GatewayProcess = request.getfixturevalue("reference_project")
+        gateway = request.getfixturevalue("reference_project")
         cwd = gateway.directory
         env["TOOLSCRIPT_HOME"] = str(cwd / "home")
         env["TOOLSCRIPT_GATEWAY_URL"] = gateway.url
-        spared = {gateway.process.pid} | {child.pid for child in gateway.descendants()}
     elif block.place == "empty":
         cwd = tmp_path / "work"
         (cwd / "my-project").mkdir(parents=True)
@@ -121,7 +137,7 @@ def test_runnable_block_runs(block: Block, request: pytest.FixtureRequest, tmp_p
     if block.place == "checkout":
         assert sorted(path.name for path in ROOT.iterdir()) == before, "it wrote into the checkout"
     else:
-        assert_nothing_left(cwd, spared)
+        assert_nothing_left(cwd, gateway)
 
 
 def test_a_failing_command_fails_its_block(tmp_path: Path) -> None:

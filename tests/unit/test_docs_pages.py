@@ -41,7 +41,7 @@ def test_a_page_says_what_it_is_for_then_shows_an_example(page: Path) -> None:
     text = page.read_text()
     assert text.startswith("# ")
     before_sections = text.split("\n## ", 1)[0]
-    title, _, rest = before_sections.partition("\n\n")
+    _, _, rest = before_sections.partition("\n\n")
     assert rest.strip() and not rest.lstrip().startswith("```"), f"{page.name}: say what it is for"
     assert "```" in rest, f"{page.name}: one example before the first section"
 
@@ -55,7 +55,7 @@ def test_runnable_markers_name_a_place_and_precede_a_fence() -> None:
 def test_a_marker_away_from_its_fence_is_an_error(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text("<!-- runnable -->\n\n```bash\ntrue\n```\n")
-    with pytest.raises(ValueError, match="page.md:1"):
+    with pytest.raises(ValueError, match=r"page\.md:1"):
         runnable_blocks(page)
     page.write_text("intro\n<!-- runnable: empty -->\n```bash\ncd my-project\n```\n")
     [block] = runnable_blocks(page)
@@ -86,3 +86,22 @@ def test_ci_reads_the_install_and_test_commands_from_the_readme() -> None:
 
 def test_the_security_page_keeps_a_place_for_the_threat_model() -> None:
     assert "\n## Threat model\n" in (DOCS / "security.md").read_text()
+
+
+def test_mcp_help_and_docs_name_every_tool_the_face_serves() -> None:
+    """`toolscript mcp --help` once said four tools while the face served six."""
+    from typer.testing import CliRunner
+
+    from toolscript.cli.main import app
+    from toolscript.mcpface.tools import TOOLS
+
+    names = [tool["name"] for tool in TOOLS]
+    helped = CliRunner().invoke(app, ["mcp", "--help"], terminal_width=200)
+    assert helped.exit_code == 0, helped.output
+    words = {1: "one", 4: "four", 5: "five", 6: "six", 7: "seven"}
+    assert f"{words[len(names)]} tools" in helped.output
+    page = (DOCS / "mcp.md").read_text()
+    assert f"{words[len(names)]} small tools" in page
+    for name in names:
+        assert name in helped.output, name
+        assert f"`{name}`" in page, name

@@ -25,8 +25,8 @@ def mcp_command(
     config: ConfigOption = None,
     cache: CacheDirOption = None,
 ) -> None:
-    """Serve MCP: four tools (search_tools, get_types, execute, list_servers) that stand
-    in for every tool of every configured server.
+    """Serve MCP: six tools (search_tools, get_types, execute, run_script, save_script,
+    list_servers) that stand in for every tool of every configured server.
 
     Uses the project's running gateway, or starts one and stops it (with every
     server) when the client disconnects. With --http, prints the URL to give the
@@ -47,6 +47,6 @@ def mcp_command(
     if not http and sys.stdin.isatty():
         sys.stderr.write(
             "toolscript mcp speaks MCP on stdin and stdout: an MCP client runs it (see the "
-            "README's client snippets); Ctrl+C to stop, or use --http\n"
+            "client snippets in docs/mcp.md); Ctrl+C to stop, or use --http\n"
         )
     serve(config=config, cache=cache, cache_dir=loaded.cache_dir(cache), http=http, port=port)

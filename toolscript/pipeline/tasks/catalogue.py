@@ -1,6 +1,6 @@
 """``catalogue``: catalogue.db, servers and tools with names, schemas and content hashes.
 
-For people and their scripts: the README shows queries with ``sqlite-utils``.
+For people and their scripts: docs/types.md shows queries with ``sqlite-utils``.
 Rewritten whole on each run: it is small and derived.
 """
 
