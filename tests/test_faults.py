@@ -88,6 +88,27 @@ def test_a_server_hanging_in_initialize_does_not_hold_up_the_others(tmp_path: Pa
         assert_no_leftovers(gateway)
 
 
+def test_sigterm_stops_the_gateway_while_a_stubborn_server_hangs_in_initialize(
+    tmp_path: Path,
+) -> None:
+    # "stuck" never answers initialize, ignores SIGTERM and stays when its stdin closes.
+    config = {"mcpServers": {"stuck": faulty("--hang-initialize", "--stubborn"), "ok": faulty()}}
+    gateway = GatewayProcess(config, tmp_path, "--ready-wait", "1", "--connect-timeout", "60")
+    try:
+        assert text_of(gateway.call("ok__echo", {"text": "ready"})) == "ready"
+        children = gateway.descendants()
+        assert len(children) >= 2
+        started = time.monotonic()
+        gateway.process.send_signal(signal.SIGTERM)
+        gateway.process.wait(timeout=30)
+        stopped_in = time.monotonic() - started
+        _, alive = psutil.wait_procs(children, timeout=0.5)
+        assert alive == [], f"orphans: {[child.cmdline() for child in alive]}"
+        assert stopped_in < 6, f"the gateway took {stopped_in:.1f} s to stop:\n{gateway.log}"
+    finally:
+        assert_no_leftovers(gateway)
+
+
 def test_lines_on_stdout_that_are_not_json_are_ignored_once(tmp_path: Path) -> None:
     with running_gateway({"mcpServers": {"noisy": faulty("--garbage")}}, tmp_path) as gateway:
         for n in range(5):

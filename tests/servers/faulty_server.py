@@ -1,6 +1,7 @@
 """An MCP server over stdio (stdlib only) that misbehaves on purpose, the way servers in the wild do.
 
     python faulty_server.py [--tools FILE] [--hang-initialize] [--garbage] [--storm]
+                            [--stubborn]
 
 Tools: ``echo(text)``, ``pid()``, ``crash()`` (writes to stderr and exits in the middle of
 the call), ``hang()`` (never answers), ``big(megabytes)`` (one text block that large),
@@ -8,7 +9,8 @@ the call), ``hang()`` (never answers), ``big(megabytes)`` (one text block that l
 list of tools as it is instead (calls answer with the tool's name). ``--hang-initialize``
 never answers ``initialize``; ``--garbage`` writes lines that are not JSON-RPC to stdout
 around every reply; ``--storm`` sends ``notifications/tools/list_changed`` ten times a
-second once initialized.
+second once initialized; ``--stubborn`` ignores SIGTERM and stays when its stdin closes
+(only SIGKILL stops it).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -93,7 +96,10 @@ def main() -> None:
     parser.add_argument("--hang-initialize", action="store_true")
     parser.add_argument("--garbage", action="store_true")
     parser.add_argument("--storm", action="store_true")
+    parser.add_argument("--stubborn", action="store_true")
     options = parser.parse_args()
+    if options.stubborn:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     tools: Any = OWN_TOOLS
     if options.tools:
         with open(options.tools, encoding="utf-8") as handle:
@@ -150,6 +156,8 @@ def main() -> None:
             )
             continue
         send({"jsonrpc": "2.0", "id": message["id"], "result": result}, options.garbage)
+    while options.stubborn:  # stdin closed: stay anyway
+        time.sleep(3600)
 
 
 if __name__ == "__main__":

@@ -304,10 +304,12 @@ class Gateway:
                     self._rebuild_scope.cancel()
                 if self._semantic_scope is not None:
                     self._semantic_scope.cancel()
-                if self.search.embedder is not None:
-                    await anyio.to_thread.run_sync(self.search.embedder.close)
+                # The servers stop in their own tasks meanwhile (a shutdown waits for the
+                # slowest, not the sum).
                 for upstream in self.upstreams.values():
                     await upstream.stop()
+                if self.search.embedder is not None:
+                    await anyio.to_thread.run_sync(self.search.embedder.close)
 
     async def _flush_runs(self) -> None:
         with self._flush_scope:

@@ -4,15 +4,16 @@ The SDK's ``stdio_client`` joins every chunk of a long line onto what it read be
 so one 50 MB answer costs it minutes of copying; this reader keeps the chunks of the
 line in progress and joins them once (linear in the line's size). Spawning and the
 spec's shutdown sequence (close stdin, wait, TERM then KILL the process group) are the
-SDK's own.
+SDK's own, with shorter waits: a server stops within two seconds whatever it does.
 """
 
 from __future__ import annotations
 
+import signal
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import anyio
 import anyio.lowlevel
@@ -20,6 +21,7 @@ import mcp_types
 from anyio.streams.memory import MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
+from toolscript.processes import signal_quietly
 from toolscript.upstream.sdk import (
     TransportStreams,
     create_process,
@@ -31,6 +33,10 @@ from toolscript.upstream.sdk import (
 __all__ = ["stdio_transport"]
 
 WRITER_FLUSH_TIMEOUT = 0.5
+# Stopping a server takes at most their sum, whatever it does (a gateway's stop waits for it):
+STDIN_GRACE = 1.0  # to exit once its stdin is closed (the spec's polite ask)
+TERM_GRACE = 0.5  # to exit after SIGTERM to its process group, before SIGKILL
+KILL_GRACE = 0.5  # for the event loop to see it die
 
 
 @asynccontextmanager
@@ -101,10 +107,25 @@ async def stdio_transport(
                 write_stream.close()
                 with anyio.move_on_after(WRITER_FLUSH_TIMEOUT):
                     await writer_done.wait()
-                await stop_server_process(process)
+                await _stop_server(process)
                 for stream in (read_stream, write_stream, to_session, from_session):
                     await stream.aclose()
             tasks.cancel_scope.cancel()
+
+
+async def _stop_server(process: Any) -> None:
+    """The SDK's shutdown (close stdin, wait, then TERM and KILL the process group, closing the
+    pipes once it exited), with its waits cut short: TERM and KILL come sooner here."""
+    for sig, grace in (
+        (None, STDIN_GRACE),
+        (signal.SIGTERM, TERM_GRACE),
+        (signal.SIGKILL, KILL_GRACE),
+    ):
+        if sig is not None:
+            signal_quietly(process.pid, sig, group=True)
+        with anyio.move_on_after(grace):
+            await stop_server_process(process)  # returns once the process is gone
+            return
 
 
 async def _deliver_lines(
