@@ -140,8 +140,9 @@ def test_a_50_mb_answer_is_served_without_the_memory_running_away(tmp_path: Path
 
 def test_a_storm_of_list_changed_notifications(tmp_path: Path) -> None:
     # (types learned from results would rebuild too: off, this counts notification rebuilds)
+    requests = tmp_path / "storm-requests.log"
     config = {
-        "mcpServers": {"storm": faulty("--storm"), "calm": faulty()},
+        "mcpServers": {"storm": faulty("--storm", "--log", str(requests)), "calm": faulty()},
         "types": {"inferResults": False},
     }
     with running_gateway(config, tmp_path) as gateway:
@@ -151,6 +152,12 @@ def test_a_storm_of_list_changed_notifications(tmp_path: Path) -> None:
         assert text_of(gateway.call("calm__echo", {"text": "calm"})) == "calm"
         # Ten notifications a second for over two seconds announce a list that never changes.
         assert gateway.log.count("artifacts:") <= 2, gateway.log
+        # The re-listing is coalesced too, not only the rebuilds: far fewer tools/list
+        # requests than notifications (one re-list in flight per server, one pending).
+        seen = requests.read_text().splitlines()
+        notified, listed = seen.count("notified"), seen.count("tools/list")
+        assert notified >= 15, seen
+        assert listed <= 2 + notified // 4, f"{listed} tools/list for {notified} notifications"
         assert_no_leftovers(gateway)
 
 

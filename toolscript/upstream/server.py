@@ -31,6 +31,7 @@ log = logging.getLogger("toolscript.upstream")
 STDERR_TAIL_LINES = 20
 RAW_ID_PREFIX = "toolscript-"
 MAX_BACKOFF = 60.0
+RELIST_INTERVAL = 1.0  # at least this many seconds between two tools/list of a server
 SIGN_IN_POLL = 1.0  # seconds between looks at the token store while a server needs a sign-in
 
 
@@ -256,6 +257,8 @@ class UpstreamServer:
             while self._relist_again and self._session is not None:
                 self._relist_again = False
                 await self._relist(self._session)
+                # Held a while: what a storm of notifications announces meanwhile is one listing.
+                await anyio.sleep(RELIST_INTERVAL)
         finally:
             self._relisting = False
 
