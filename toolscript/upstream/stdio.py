@@ -18,6 +18,7 @@ from typing import IO, Any
 import anyio
 import anyio.lowlevel
 import mcp_types
+import msgspec
 from anyio.streams.memory import MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
@@ -133,26 +134,47 @@ async def _deliver_lines(
     to_session: MemoryObjectSendStream[SessionMessage | Exception],
 ) -> None:
     """Each line of ``stdout`` as a message, or as the exception its parse raised."""
-    pending: list[bytes] = []  # the chunks of the line in progress
+    pending = bytearray()  # the line in progress, grown in place (no copy per chunk or join)
     while True:
         chunk = await stdout.receive()
         start = 0
         while (end := chunk.find(b"\n", start)) != -1:
-            piece = chunk[start:end]
             if pending:
-                pending.append(piece)
-                piece = b"".join(pending)
-                pending.clear()
+                pending += memoryview(chunk)[start:end]
+                line: bytes | bytearray = pending
+                pending = bytearray()
+            else:
+                line = chunk[start:end]
             start = end + 1
-            if piece.strip():
-                await to_session.send(parse_line(piece))
+            if line.strip():
+                # Parsed before the send, and not kept by this frame after it: a large
+                # line is memory only while its message is.
+                message = parse_line(line)
+                del line
+                await to_session.send(message)
+                del message
         if start < len(chunk):
-            pending.append(chunk[start:])
+            pending += memoryview(chunk)[start:]
 
 
-def parse_line(line: bytes) -> SessionMessage | Exception:
-    """One line of a server's stdout: a message, or the reason it is none."""
+def parse_line(line: bytes | bytearray) -> SessionMessage | Exception:
+    """One line of a server's stdout: a message, or the reason it is none.
+
+    msgspec makes the JSON's strings once, straight from the line (a 50 MB text is 50 MB
+    more, not twice that); pydantic then checks the message without copying them.
+    """
     try:
-        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+        decoded = msgspec.json.decode(line)
+    except msgspec.DecodeError:
+        decoded = _UNPARSED
+    try:
+        if decoded is _UNPARSED:  # pydantic's error names what was wrong (and the line)
+            message = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        else:
+            message = mcp_types.jsonrpc_message_adapter.validate_python(decoded, by_name=False)
     except ValueError as exc:
         return exc
+    return SessionMessage(message)
+
+
+_UNPARSED = object()
