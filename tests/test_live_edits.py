@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 from helpers import SERVERS, GatewayProcess, running_gateway, toolscript_cli
 
 FAULTY = SERVERS / "faulty_server.py"
@@ -87,4 +88,78 @@ def test_a_config_file_written_slowly_is_applied_once_whole(tmp_path: Path) -> N
         assert text_of(gateway.call("a__pid")) == a_pid
         assert "still serving the previous configuration" not in gateway.log, gateway.log
         assert config_error(gateway) is None
+        assert gateway.stop() == [], "processes outlived the gateway"
+
+
+INTERNAL_V1 = '''def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+'''
+
+INTERNAL_V2 = (
+    INTERNAL_V1
+    + '''
+
+def multiply(a: int, b: int) -> int:
+    """Multiply two numbers."""
+    return a * b
+'''
+)
+
+EXTERNAL_V1 = '''# /// script
+# dependencies = []
+# ///
+def hello() -> str:
+    """Say which version answers."""
+    return "v1"
+
+
+def slow() -> str:
+    """Removed in the next version."""
+    return "slow"
+'''
+
+EXTERNAL_V2 = '''# /// script
+# dependencies = []
+# ///
+def hello() -> str:
+    """Say which version answers."""
+    return "v2"
+'''
+
+
+def test_edited_tool_files_change_code_and_types_together(tmp_path: Path) -> None:
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "calc.py").write_text(INTERNAL_V1)
+    (tools / "ext.py").write_text(EXTERNAL_V1)
+    with running_gateway({"localTools": {"dir": "tools"}}, tmp_path) as gateway:
+        assert text_of(gateway.call("calc__add", {"a": 1, "b": 2})) == 3
+        assert text_of(gateway.call("ext__hello")) == "v1"
+        worker = gateway.client.get("health").json()["servers"]["ext"]["worker"]["pid"]
+        assert "slow(" in gateway.client.get("runtime/tools.ts").text
+
+        (tools / "calc.py").write_text(INTERNAL_V2)
+        (tools / "ext.py").write_text(EXTERNAL_V2)
+
+        def module() -> str:
+            return str(gateway.client.get("runtime/tools.ts").text)
+
+        wait_for(lambda: "multiply(" in module() and "slow(" not in module(), gateway)
+        # A new function is there for the types and the calls; a removed one for neither.
+        assert text_of(gateway.call("calc__multiply", {"a": 6, "b": 7})) == 42
+        assert text_of(gateway.call("calc__add", {"a": 1, "b": 2})) == 3
+        assert text_of(gateway.call("ext__hello")) == "v2"
+        gone = gateway.call("ext__slow")
+        assert gone.status_code == 404, gone.text
+        assert "LookupError" not in gone.text
+        assert "calc.py reloaded" in gateway.log and "ext.py reloaded" in gateway.log
+        wait_for(lambda: not psutil.pid_exists(worker), gateway)  # the old version's worker
+
+        # An edit that does not load keeps the last good version serving, and says so.
+        (tools / "calc.py").write_text("def broken(:\n")
+        wait_for(lambda: "calc.py was not loaded" in gateway.log, gateway)
+        assert text_of(gateway.call("calc__multiply", {"a": 2, "b": 3})) == 6
+        health = gateway.client.get("health").json()
+        assert any("calc.py was not loaded" in warning for warning in health["warnings"])
         assert gateway.stop() == [], "processes outlived the gateway"
