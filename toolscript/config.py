@@ -228,7 +228,11 @@ def load_config(
 def parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
     """Build a Config from the text of ``path``."""
     if not text.strip():
-        return Config(path=path, project_dir=path.parent)
+        # Never zero servers: an editor's save passes through an empty file (truncate, write).
+        raise ConfigError(
+            f"{path}: the config file is empty",
+            hint="write {} for a project with no servers, or delete the file",
+        )
     try:
         doc = parse_with_positions(text)
     except json.JSONDecodeError as exc:

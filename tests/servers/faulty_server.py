@@ -1,6 +1,7 @@
 """An MCP server over stdio (stdlib only) that misbehaves on purpose, the way servers in the wild do.
 
     python faulty_server.py [--tools FILE] [--hang-initialize] [--garbage] [--storm]
+                            [--stubborn] [--log FILE]
 
 Tools: ``echo(text)``, ``pid()``, ``crash()`` (writes to stderr and exits in the middle of
 the call), ``hang()`` (never answers), ``big(megabytes)`` (one text block that large),
@@ -8,7 +9,9 @@ the call), ``hang()`` (never answers), ``big(megabytes)`` (one text block that l
 list of tools as it is instead (calls answer with the tool's name). ``--hang-initialize``
 never answers ``initialize``; ``--garbage`` writes lines that are not JSON-RPC to stdout
 around every reply; ``--storm`` sends ``notifications/tools/list_changed`` ten times a
-second once initialized.
+second once initialized; ``--stubborn`` ignores SIGTERM and stays when its stdin closes
+(only SIGKILL stops it); ``--log FILE`` appends the method of each request it receives,
+and ``notified`` for each notification it sends, one a line.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -40,6 +44,13 @@ OWN_TOOLS: list[dict[str, Any]] = [
 
 _write_lock = threading.Lock()
 _answered = 0
+_log_file: str | None = None
+
+
+def note(line: str) -> None:
+    if _log_file is not None:
+        with _write_lock, open(_log_file, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
 
 
 def send(message: dict[str, Any], garbage: bool = False) -> None:
@@ -84,6 +95,7 @@ def call(name: str, arguments: dict[str, Any], served_file: bool) -> dict[str, A
 def storm() -> None:
     while True:
         send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        note("notified")
         time.sleep(0.1)
 
 
@@ -93,7 +105,13 @@ def main() -> None:
     parser.add_argument("--hang-initialize", action="store_true")
     parser.add_argument("--garbage", action="store_true")
     parser.add_argument("--storm", action="store_true")
+    parser.add_argument("--stubborn", action="store_true")
+    parser.add_argument("--log")
     options = parser.parse_args()
+    global _log_file
+    _log_file = options.log
+    if options.stubborn:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     tools: Any = OWN_TOOLS
     if options.tools:
         with open(options.tools, encoding="utf-8") as handle:
@@ -107,6 +125,7 @@ def main() -> None:
             threading.Thread(target=storm, daemon=True).start()
         if "id" not in message:
             continue
+        note(str(method))
         if method == "initialize":
             if options.hang_initialize:
                 continue
@@ -150,6 +169,8 @@ def main() -> None:
             )
             continue
         send({"jsonrpc": "2.0", "id": message["id"], "result": result}, options.garbage)
+    while options.stubborn:  # stdin closed: stay anyway
+        time.sleep(3600)
 
 
 if __name__ == "__main__":

@@ -71,6 +71,15 @@ def test_a_broken_config_names_file_line_and_column(project: Path) -> None:
     assert "broken.json:3:" in result.exception.message
 
 
+def test_config_check_refuses_an_empty_file(project: Path) -> None:
+    (project / ".toolscript.json").write_text("")
+    result = runner.invoke(app, ["config", "check"])
+    assert isinstance(result.exception, ConfigError)
+    assert result.exception.exit_code == 2
+    assert "the config file is empty" in result.exception.message
+    assert "{}" in (result.exception.hint or "")
+
+
 def test_commands_that_need_a_gateway_say_how_to_start_one(project: Path) -> None:
     config = {"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}}
     (project / ".toolscript.json").write_text(json.dumps(config))

@@ -35,6 +35,13 @@ def test_empty_object_means_zero_servers(tmp_path: Path) -> None:
     assert load_config(write(tmp_path, "{}"), environ={}).servers == ()
 
 
+def test_an_empty_file_is_an_error_not_zero_servers(tmp_path: Path) -> None:
+    # An editor's save (truncate, then write) passes through an empty file.
+    for text in ("", "  \n"):
+        message = error_of(tmp_path, text)
+        assert message.endswith(".toolscript.json: the config file is empty")
+
+
 def test_missing_explicit_file_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="config file not found"):
         load_config(tmp_path / "nope.json")

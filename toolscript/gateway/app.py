@@ -57,6 +57,7 @@ __all__ = ["build_app"]
 
 _JSON = "application/json"
 DEFAULT_MAX_BODY = 8 * 1024 * 1024  # bytes of tool-call arguments
+BODY_PIECE = 1024 * 1024  # bytes of a result handed to the HTTP server at a time
 
 
 def _error_response(request: Request[Any, Any, Any], exc: ToolscriptError) -> Response[bytes]:
@@ -240,7 +241,13 @@ class ToolCallFastPath:
         if shape:
             headers.append((RESULT_HEADER.lower().encode(), shape.encode()))
         await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": payload})
+        # In pieces: the server's write buffer copies what the socket does not take at once.
+        for start in range(0, len(payload), BODY_PIECE):
+            piece = payload[start : start + BODY_PIECE]
+            more = start + BODY_PIECE < len(payload)
+            await send({"type": "http.response.body", "body": piece, "more_body": more})
+        if not payload:
+            await send({"type": "http.response.body", "body": b""})
 
 
 def build_app(gateway: Gateway) -> Litestar:

@@ -6,6 +6,7 @@ import dataclasses
 import difflib
 import hashlib
 import logging
+import os
 import tempfile
 import time
 from collections.abc import AsyncIterator
@@ -19,7 +20,7 @@ import jsonschema
 from jsonschema.protocols import Validator
 
 from toolscript.codegen.module import ToolFragment
-from toolscript.config import CONFIG_FILENAME, Config, load_config
+from toolscript.config import CONFIG_FILENAME, Config, parse_config
 from toolscript.errors import (
     ApprovalRequiredError,
     ArgumentValidationError,
@@ -77,6 +78,10 @@ log = logging.getLogger("toolscript.gateway")
 
 SEPARATOR = "__"
 CONFIG_POLL_SECONDS = 1.0
+# An edited file is read again after this long, until two reads agree: a save that
+# truncates and then writes is never read half-written.
+CONFIG_SETTLE_SECONDS = 0.25
+CONFIG_SETTLE_TRIES = 20  # a file that keeps changing is read as it is after this many
 
 
 def split_tool_name(qualified: str) -> tuple[str, str]:
@@ -97,11 +102,23 @@ def _fingerprint(path: Path) -> tuple[int, int] | None:
     return stat.st_mtime_ns, stat.st_size
 
 
-def _read_config(path: Path, project_dir: Path) -> Config:
-    """The config file as it is now; no file means zero servers."""
-    if not path.exists():
+def _read_text(path: Path) -> bytes | None:
+    """The file's bytes; None when there is no file (or it cannot be read now)."""
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _parse_config(text: bytes | None, path: Path, project_dir: Path) -> Config:
+    """The config as ``text`` says; no file means zero servers."""
+    if text is None:
         return Config(path=None, project_dir=project_dir)
-    return load_config(path)
+    try:
+        decoded = text.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: cannot read config file: {exc}") from exc
+    return parse_config(decoded, path, os.environ)
 
 
 def _write_script(path: Path, source: str) -> None:
@@ -287,10 +304,12 @@ class Gateway:
                     self._rebuild_scope.cancel()
                 if self._semantic_scope is not None:
                     self._semantic_scope.cancel()
-                if self.search.embedder is not None:
-                    await anyio.to_thread.run_sync(self.search.embedder.close)
+                # The servers stop in their own tasks meanwhile (a shutdown waits for the
+                # slowest, not the sum).
                 for upstream in self.upstreams.values():
                     await upstream.stop()
+                if self.search.embedder is not None:
+                    await anyio.to_thread.run_sync(self.search.embedder.close)
 
     async def _flush_runs(self) -> None:
         with self._flush_scope:
@@ -330,22 +349,39 @@ class Gateway:
                 await anyio.sleep(CONFIG_POLL_SECONDS)
                 now = _fingerprint(self.config_file)
                 if now != seen:
-                    seen = now
-                    await self.reload_config()
+                    text = await self._settled_config_text()
+                    seen = _fingerprint(self.config_file)
+                    await self.reload_config(text)
                 scripts_now = await anyio.to_thread.run_sync(scripts_fingerprint, folder)
                 if scripts_now != self._scripts_seen:
                     self._scripts_seen = scripts_now
                     self._rebuild.set()  # the scripts task checks them
 
-    async def reload_config(self) -> None:
-        """Read the config file again: connect new servers, stop removed ones, restart changed
-        ones, rebuild. An invalid file changes nothing; its error is kept for /health."""
+    async def _settled_config_text(self) -> bytes | None:
+        """The config file's content once two reads a moment apart agree."""
+        text = await anyio.to_thread.run_sync(_read_text, self.config_file)
+        for _ in range(CONFIG_SETTLE_TRIES):
+            await anyio.sleep(CONFIG_SETTLE_SECONDS)
+            again = await anyio.to_thread.run_sync(_read_text, self.config_file)
+            if again == text:
+                break
+            text = again
+        return text
+
+    async def reload_config(self, text: bytes | None = None) -> None:
+        """Apply the config file (``text``: its content, else read now): connect new servers,
+        stop removed ones, restart those whose entries changed, rebuild. An invalid or empty
+        file changes nothing; its error is logged once and kept for /health."""
         path = self.config_file
+        if text is None:
+            text = await anyio.to_thread.run_sync(_read_text, path)
         try:
-            new = await anyio.to_thread.run_sync(_read_config, path, self.config.project_dir)
+            new = await anyio.to_thread.run_sync(_parse_config, text, path, self.config.project_dir)
         except ConfigError as exc:
-            self.config_error = exc.message + (f" (hint: {exc.hint})" if exc.hint else "")
-            log.error("config: %s; still serving the previous configuration", self.config_error)
+            error = exc.message + (f" (hint: {exc.hint})" if exc.hint else "")
+            if error != self.config_error:
+                log.error("config: %s; still serving the previous configuration", error)
+            self.config_error = error
             return
         self.config_error = None
         self._decisions.clear()

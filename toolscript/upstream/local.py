@@ -42,6 +42,8 @@ log = logging.getLogger("toolscript.local")
 WORKER = Path(__file__).with_name("worker.py")
 INSTALL_TIMEOUT = 600.0  # installing dependencies does not count against a call's timeout
 WORKER_LINE_LIMIT = 64 * 1024 * 1024  # the largest reply a worker may send
+TOOL_FILE_POLL = 1.0  # seconds between looks at a tool file for edits
+TOOL_FILE_SETTLE = 0.25  # an edited file is read again after this long, until two reads agree
 _HEADER = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
 
 
@@ -132,6 +134,9 @@ class LocalToolServer:
         self._stopping = anyio.Event()
         self._on_tools_changed = on_tools_changed
         self.workers_started = 0
+        self.warnings: list[str] = []  # an edit of the file that could not be loaded
+        self._file_seen: tuple[int, int] | None = None  # the file as last loaded
+        self._retiring: dict[asyncio.Future[None], _Worker] = {}  # workers of older versions
 
     @property
     def external(self) -> bool:
@@ -145,14 +150,8 @@ class LocalToolServer:
             return
         self.attempts += 1
         try:
-            text = self.path.read_text(encoding="utf-8")
-            self.metadata = parse_script_metadata(self.path, text)
-            tools = await (
-                self._describe_external(text) if self.external else self._describe_internal()
-            )
-            self.tools = {
-                tool["name"]: tool for tool in tools if self.config.allows_tool(tool["name"])
-            }
+            self._file_seen = _fingerprint(self.path)
+            await self._load(self.path.read_text(encoding="utf-8"))
             self.state = ServerState.CONNECTED
             log.info(
                 "%s: %s tool file, %d tools",
@@ -170,6 +169,7 @@ class LocalToolServer:
             await self._on_tools_changed(self)
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(self._reap_idle_worker)
+            tasks.start_soon(self._watch_file)
             await self._stopping.wait()
             tasks.cancel_scope.cancel()
         await self._stop_worker()
@@ -178,22 +178,82 @@ class LocalToolServer:
     async def stop(self) -> None:
         self._stopping.set()
 
-    async def _describe_internal(self) -> list[dict[str, Any]]:
+    async def _load(self, text: str) -> None:
+        """Describe the file as ``text`` says, then swap its tools and its code at once (an
+        internal file's functions; an external file's worker, which the next call starts)."""
+        metadata = parse_script_metadata(self.path, text)
+        functions: dict[str, Any] = {}
+        if metadata is not None:
+            described = await self._describe_external(metadata)
+        else:
+            described, functions = await self._describe_internal()
+        tools = {tool["name"]: tool for tool in described if self.config.allows_tool(tool["name"])}
+        # No await from here on: a call sees the old code with the old tools, or the new with
+        # the new.
+        self.metadata, self._functions, self.tools = metadata, functions, tools
+        old, self._worker = self._worker, None
+        if old is not None:
+            self._retire(old)
+
+    def _retire(self, worker: _Worker) -> None:
+        """Stop a worker of the file's previous version once its calls are answered."""
+
+        async def retire() -> None:
+            while worker.busy and worker.process.returncode is None:
+                await asyncio.sleep(0.1)
+            await stop_process_async(worker.process, 5, group=True)
+
+        task = asyncio.ensure_future(retire())
+        self._retiring[task] = worker
+        task.add_done_callback(lambda done: self._retiring.pop(done, None))
+
+    async def _watch_file(self) -> None:
+        """Load the file again when it is edited (after two reads a moment apart agree)."""
+        while True:
+            await anyio.sleep(TOOL_FILE_POLL)
+            if _fingerprint(self.path) == self._file_seen:
+                continue
+            text = await anyio.to_thread.run_sync(_read_text, self.path)
+            while True:
+                await anyio.sleep(TOOL_FILE_SETTLE)
+                again = await anyio.to_thread.run_sync(_read_text, self.path)
+                if again == text:
+                    break
+                text = again
+            self._file_seen = _fingerprint(self.path)
+            if text is None:
+                continue  # gone: the config's watch sees the folder change
+            await self._reload(text)
+
+    async def _reload(self, text: str) -> None:
+        try:
+            await self._load(text)
+        except Exception as exc:
+            problem = self._redact(f"{type(exc).__name__}: {exc}")
+            self.warnings = [f"the edit of {self.path.name} was not loaded: {problem}"]
+            log.warning("%s: %s; the previous version still serves", self.name, self.warnings[0])
+            return
+        self.warnings = []
+        self.state, self.error = ServerState.CONNECTED, None
+        log.info("%s: %s reloaded, %d tools", self.name, self.path.name, len(self.tools))
+        if self._on_tools_changed is not None:
+            await self._on_tools_changed(self)
+
+    async def _describe_internal(self) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         from toolscript.upstream import worker
 
-        def load() -> list[dict[str, Any]]:
+        def load() -> tuple[list[dict[str, Any]], dict[str, Any]]:
             module_name = (
                 "toolscript_local_" + hashlib.sha256(str(self.path).encode()).hexdigest()[:12]
             )
             module = worker.load_module(self.path, module_name)
-            self._functions = worker.public_functions(module)
-            return worker.describe_module(module)
+            return worker.describe_module(module), worker.public_functions(module)
 
         return await anyio.to_thread.run_sync(load)
 
-    async def _describe_external(self, text: str) -> list[dict[str, Any]]:
+    async def _describe_external(self, metadata: dict[str, Any]) -> list[dict[str, Any]]:
         process = await asyncio.create_subprocess_exec(
-            *self._worker_command(),
+            *self._worker_command(metadata),
             "--describe",
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
@@ -217,10 +277,12 @@ class LocalToolServer:
         tools: list[dict[str, Any]] = json.loads(stdout.decode().strip().splitlines()[-1])["tools"]
         return tools
 
-    def _worker_command(self) -> list[str]:
+    def _worker_command(self, metadata: dict[str, Any] | None = None) -> list[str]:
+        """``uv run`` of the worker on this file, with ``metadata``'s dependencies (else the
+        loaded file's)."""
         from uv import find_uv_bin
 
-        metadata = self.metadata or {}
+        metadata = (self.metadata if metadata is None else metadata) or {}
         command = [find_uv_bin(), "run", "--no-project", "--quiet"]
         if isinstance(metadata.get("requires-python"), str):
             command += ["--python", sys.executable]
@@ -355,6 +417,10 @@ class LocalToolServer:
                 await self._stop_worker()
 
     async def _stop_worker(self) -> None:
+        if self._stopping.is_set():  # older versions' workers go too, without waiting
+            for task, retired in list(self._retiring.items()):
+                task.cancel()
+                await stop_process_async(retired.process, 5, group=True)
         worker, self._worker = self._worker, None
         if worker is None or worker.process.returncode is not None:
             return
@@ -461,13 +527,28 @@ class LocalToolServer:
             "error": self.error,
             "stderr": [],
             "tools": len(self.tools),
-            "warnings": [],
+            "warnings": list(self.warnings),
             "attempts": self.attempts,
             "kind": "external" if self.external else "internal",
         }
         if self.external:
             status["worker"] = {"pid": self.worker_pid(), "started": self.workers_started}
         return status
+
+
+def _fingerprint(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 class _ToolRaised(Exception):

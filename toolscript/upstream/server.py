@@ -31,6 +31,7 @@ log = logging.getLogger("toolscript.upstream")
 STDERR_TAIL_LINES = 20
 RAW_ID_PREFIX = "toolscript-"
 MAX_BACKOFF = 60.0
+RELIST_INTERVAL = 1.0  # at least this many seconds between two tools/list of a server
 SIGN_IN_POLL = 1.0  # seconds between looks at the token store while a server needs a sign-in
 
 
@@ -63,6 +64,7 @@ class UpstreamServer:
         self._retry_now = anyio.Event()
         self._state_changed = anyio.Event()
         self._stopping = False
+        self._connecting: anyio.CancelScope | None = None  # while initialize and tools/list run
         self.first_attempt_done = anyio.Event()
         self._stderr: IO[str] | None = None
         self.warnings: list[str] = []  # what this server sent that bends the spec, each once
@@ -121,9 +123,13 @@ class UpstreamServer:
                     message_handler=self._on_message,
                 )
             )
-            with anyio.fail_after(self.connect_timeout):
+            # stop() cancels this: a server stuck in initialize never holds up a shutdown.
+            with anyio.CancelScope() as self._connecting, anyio.fail_after(self.connect_timeout):
                 await session.initialize()
                 tools = await self._list_tools(session)
+            self._connecting = None
+            if self._stopping:
+                return
             self._session = session
             self._raw_writer = write if self.config.transport == "stdio" else None
             self.tools = tools
@@ -251,6 +257,8 @@ class UpstreamServer:
             while self._relist_again and self._session is not None:
                 self._relist_again = False
                 await self._relist(self._session)
+                # Held a while: what a storm of notifications announces meanwhile is one listing.
+                await anyio.sleep(RELIST_INTERVAL)
         finally:
             self._relisting = False
 
@@ -350,6 +358,8 @@ class UpstreamServer:
     async def stop(self) -> None:
         """Ask ``run`` to close the session (and the server process) and return."""
         self._stopping = True
+        if self._connecting is not None:
+            self._connecting.cancel()
         self._lost.set()
         self._retry_now.set()
 
