@@ -31,10 +31,12 @@ HTTP response with ``status_code``::
     │   └── TooManyCallsError           exit 122 the run made more calls than --max-calls
     ├── ScriptExistsError               HTTP 409 a saved script of that name exists (save --force)
     ├── ScriptCheckError                HTTP 422 a script to save does not type-check
+    ├── RunLogError                     HTTP 503 the run log cannot be read or written now
     ├── SearchError                     HTTP 503 search could not use its embedding model
     │   ├── SemanticUnavailable                  the semantic extra or the model is missing
     │   └── EmbedderFailed                       the embedding worker failed or stopped
-    └── ExecutionError                           running a toolscript in Deno
+    ├── ExecutionError                           running a toolscript in Deno
+    └── InternalError                   HTTP 500 a fault the gateway did not expect (logged)
 """
 
 from __future__ import annotations
@@ -55,11 +57,13 @@ __all__ = [
     "GatewayError",
     "GatewayResponseError",
     "GatewayUnreachableError",
+    "InternalError",
     "NotFoundError",
     "PolicyError",
     "ReplayDivergedError",
     "RequestError",
     "RequestTooLargeError",
+    "RunLogError",
     "ScriptCheckError",
     "ScriptExistsError",
     "SearchError",
@@ -362,6 +366,14 @@ class ScriptCheckError(ToolscriptError):
         return body
 
 
+class RunLogError(ToolscriptError):
+    """The run log (``runs.sqlite``) cannot be read or written now: held by another process,
+    or its folder cannot be reached."""
+
+    status_code = 503
+    kind = "run_log_unavailable"
+
+
 class SearchError(ToolscriptError):
     """Search could not use its embedding model (keyword search still works)."""
 
@@ -375,3 +387,17 @@ class SemanticUnavailable(SearchError):
 
 class EmbedderFailed(SearchError):
     """The embedding worker failed, hung or stopped."""
+
+
+class InternalError(ToolscriptError):
+    """A fault the gateway did not expect: its traceback is in the gateway's log."""
+
+    kind = "internal_error"
+
+    @classmethod
+    def of(cls, exc: BaseException) -> InternalError:
+        return cls(
+            f"the gateway failed unexpectedly: {type(exc).__name__}: {exc}",
+            hint="the gateway's log has the traceback (`toolscript gateway status` shows the "
+            "gateway; restart it with `toolscript gateway stop` and `gateway start`)",
+        )

@@ -237,6 +237,8 @@ class Gateway:
         """Connect every server concurrently; ready once each connected or failed."""
         async with anyio.create_task_group() as tasks:
             self._tasks = tasks
+            # a damaged run log is set aside now, with its warning, not at the first run's end
+            tasks.start_soon(anyio.to_thread.run_sync, self.runs.runlog.check, name="run log")
             quick = None
             if self.search.embedder is not None:
                 # Meanwhile the numpy query encoder gets ready (half a second, no torch).

@@ -39,6 +39,7 @@ from toolscript.errors import (
     NotFoundError,
     PolicyError,
     ReplayDivergedError,
+    RunLogError,
     ToolscriptError,
     TooManyCallsError,
     UsageError,
@@ -53,6 +54,7 @@ log = logging.getLogger("toolscript.runs")
 DEFAULT_MAX_CALLS = 1000
 PROMPT_LIMIT = 600.0  # seconds a call waits for an answer at the prompt before the run stops
 FLUSH_SECONDS = 1.0
+PENDING_CALLS = 10_000  # calls kept in memory while the run log cannot be written
 ENDED_KEPT = 200  # ended runs kept in memory (for /runs/{id}/end answered twice, prompts)
 ANSWERS = ("yes", "no", "always", "stop")
 REPLAY_BYTES = 64 * 1024 * 1024  # answers a run keeps in memory for a resume
@@ -167,6 +169,8 @@ class RunBook:
         self._calls: list[dict[str, Any]] = []
         self._dirty: dict[str, Run] = {}
         self._flush_lock = anyio.Lock()
+        self._replays: dict[str, Run] = {}  # runs stopped for approval: their answers to keep
+        self._unwritten_since: float | None = None
 
     # -- registration ----------------------------------------------------------
 
@@ -201,7 +205,10 @@ class RunBook:
                     hint="run the script again instead",
                 )
         elif script_hash:
-            previous = await anyio.to_thread.run_sync(self.runlog.resumable, script_hash)
+            try:
+                previous = await anyio.to_thread.run_sync(self.runlog.resumable, script_hash)
+            except RunLogError as exc:  # the script still runs; it resumes nothing
+                log.warning("runs: %s; nothing is resumed", exc)
         run = Run(
             id=new_run_id(),
             token="r" + secrets.token_urlsafe(24),
@@ -213,17 +220,20 @@ class RunBook:
             script=script,
             script_name=script_name,
         )
+        if previous is not None and not await anyio.to_thread.run_sync(
+            self.runlog.claim_resume, previous["id"]
+        ):
+            if resume:  # another exec resumed it first: its approved call runs once
+                raise UsageError(
+                    f"run {previous['id']} was resumed already",
+                    hint="`toolscript runs` shows the run that resumed it",
+                )
+            previous = None
         if previous is not None:
             run.resumed_from = previous["id"]
             run.replay = await anyio.to_thread.run_sync(self.runlog.replay, previous["id"])
             call = (previous.get("stopped") or {}).get("call") or {}
             run.resume_call = (str(call.get("tool", "")), str(call.get("digest", "")))
-            closed = {key: value for key, value in previous.items() if key != "calls_made"}
-            closed |= {
-                "status": "resumed",
-                "stopped": msgspec.json.encode(previous.get("stopped")).decode(),
-            }
-            await anyio.to_thread.run_sync(lambda: self.runlog.write(runs=[closed]))
         self._runs[run.id] = run
         self._by_token[run.token] = run
         self._dirty[run.id] = run
@@ -495,26 +505,57 @@ class RunBook:
             await anyio.sleep(FLUSH_SECONDS)
             try:
                 await self.flush()
-            except Exception:  # a full disk never takes the gateway down
+            except Exception:  # nothing the log does takes the gateway down
                 log.exception("runs: cannot write the run log")
 
     async def flush(self, replay_of: Run | None = None) -> None:
+        """Write what runs did. What cannot be written now (the log held by another process,
+        its disk full) stays in memory, up to PENDING_CALLS calls, for the next flush."""
         async with self._flush_lock:
+            if replay_of is not None:
+                self._replays[replay_of.id] = replay_of
             calls, self._calls = self._calls, []
             runs, self._dirty = list(self._dirty.values()), {}
-            if not (calls or runs or replay_of):
+            replays, self._replays = self._replays, {}
+            if not (calls or runs or replays):
                 return
             secrets_now = self._secrets_of()
-            answered = list(replay_of.answered) if replay_of is not None else []
-            replay_id = replay_of.id if replay_of is not None else ""
 
             def write() -> None:  # off the event loop: redaction and JSON cost per call
                 rows = [run.row(secrets_now) for run in runs]
                 call_rows = [_call_row(record, secrets_now) for record in calls]
-                replay = [_kept(entry, replay_id, secrets_now) for entry in answered]
+                replay = [
+                    _kept(entry, run.id, secrets_now)
+                    for run in replays.values()
+                    for entry in list(run.answered)
+                ]
                 self.runlog.write(runs=rows, calls=call_rows, replay=replay)
 
-            await anyio.to_thread.run_sync(write)
+            try:
+                await anyio.to_thread.run_sync(write)
+            except ToolscriptError as exc:
+                self._keep_unwritten(calls, runs, replays, exc)
+                return
+            if self._unwritten_since is not None:
+                log.warning("runs: the run log is written again; nothing was lost")
+                self._unwritten_since = None
+
+    def _keep_unwritten(
+        self, calls: list[dict[str, Any]], runs: list[Run], replays: dict[str, Run], exc: Exception
+    ) -> None:
+        self._calls = calls + self._calls
+        dropped = len(self._calls) - PENDING_CALLS
+        if dropped > 0:
+            del self._calls[:dropped]
+            log.warning(
+                "runs: %d calls dropped from the run log (kept in memory too long)", dropped
+            )
+        for run in runs:
+            self._dirty.setdefault(run.id, run)
+        self._replays = replays | self._replays
+        if self._unwritten_since is None:
+            self._unwritten_since = time.time()
+            log.warning("runs: %s; runs and calls are kept in memory and written later", exc)
 
     def trace(self, run: Run) -> list[dict[str, Any]]:
         """The run's calls as the run log shows them (redacted)."""
