@@ -198,6 +198,11 @@ class RunBook:
                 raise NotFoundError(
                     f"no run {resume!r} in this project's log", hint="`toolscript runs` lists them"
                 )
+            if previous["status"] == "resumed":
+                raise UsageError(
+                    f"run {previous['id']} was resumed already",
+                    hint="`toolscript runs` shows the run that resumed it",
+                )
             if previous["status"] != "awaiting_approval":
                 raise UsageError(
                     f"run {previous['id']} did not stop for an approval "
