@@ -32,6 +32,7 @@ HTTP response with ``status_code``::
     ├── ScriptExistsError               HTTP 409 a saved script of that name exists (save --force)
     ├── ScriptCheckError                HTTP 422 a script to save does not type-check
     ├── RunLogError                     HTTP 503 the run log cannot be read or written now
+    ├── StorageError                             a folder toolscript keeps files in is not writable
     ├── SearchError                     HTTP 503 search could not use its embedding model
     │   ├── SemanticUnavailable                  the semantic extra or the model is missing
     │   └── EmbedderFailed                       the embedding worker failed or stopped
@@ -70,6 +71,7 @@ __all__ = [
     "SemanticUnavailable",
     "ServerNotFoundError",
     "ServerUnavailableError",
+    "StorageError",
     "TooManyCallsError",
     "ToolCallError",
     "ToolDeniedError",
@@ -372,6 +374,12 @@ class RunLogError(ToolscriptError):
 
     status_code = 503
     kind = "run_log_unavailable"
+
+
+class StorageError(ToolscriptError):
+    """A folder toolscript keeps its files in cannot be written (read-only, full, not ours)."""
+
+    kind = "storage_error"
 
 
 class SearchError(ToolscriptError):
