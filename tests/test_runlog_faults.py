@@ -3,13 +3,16 @@ damaged or deleted ``runs.sqlite``, approvals and resumes from processes racing 
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import GatewayProcess, toolscript_cli
+from helpers import GatewayProcess, clean_env, toolscript_cli
 from test_policy import WRITE_THEN_DELETE, exec_script, journal_tools, records_config, run_id_of
 
 from toolscript.paths import project_state_dir
@@ -82,3 +85,40 @@ def test_racing_approvals_and_resumes_run_the_approved_call_once(project: Any) -
     assert journal_tools(journal).count("delete_record") == 1
     refused = [done for done in resumes if done.returncode != 0]
     assert all("resumed already" in done.stderr for done in refused), [d.stderr for d in refused]
+
+
+def test_a_run_whose_exec_was_killed_ends_as_died(project: Any) -> None:
+    gateway, _ = project
+    script = gateway.directory / "slow.ts"
+    script.write_text(
+        'import { tools } from "toolscript";\n'
+        'await tools.records.writeRecord({ key: "k", text: "t" });\n'
+        "console.log('started');\n"
+        "await new Promise((done) => setTimeout(done, 120_000));\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolscript", "exec", str(script)],
+        cwd=gateway.directory,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline().strip() == "started"
+        process.kill()
+        process.wait(10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    deadline = time.monotonic() + 30
+    status = ""
+    while time.monotonic() < deadline:
+        listed = toolscript_cli("runs", "--json", cwd=gateway.directory)
+        runs = json.loads(listed.stdout or "[]")
+        status = runs[0]["status"] if runs else ""
+        if status == "died":
+            break
+        time.sleep(0.5)
+    assert status == "died"

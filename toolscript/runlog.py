@@ -4,9 +4,11 @@ It lives in the project's state directory (``paths.project_state_dir``: the user
 never inside the project). Tables:
 
 - ``runs``: one row per run: its id, the script's hash, where it came from, start, end,
-  exit code, status (``running``, ``ok``, ``failed``, ``awaiting_approval``,
-  ``replay_diverged``, ``too_many_calls``), call count, the run it resumed, and the call it
-  stopped at (redacted).
+  exit code, status (``running``, ``prompting``: a person is asked about a call, ``ok``,
+  ``failed``, ``awaiting_approval``, ``replay_diverged``, ``too_many_calls``, ``died``: its
+  gateway or its exec went away mid-run), call count, the run it resumed, the call it
+  stopped at (redacted), and who held it while it ran (``owner``: the gateway's process,
+  ``client``: exec's).
 - ``calls``: per call of a run: the tool, its arguments (redacted), the sizes of arguments
   and result, start, duration, outcome and error message (redacted).
 - ``replay``: what the calls of a run that stopped for approval answered, so that resuming
@@ -110,8 +112,14 @@ def _version_1(db: Any) -> None:
     db["approvals"].create_index(["scope", "tool"])
 
 
+def _version_2(db: Any) -> None:
+    # who holds each live run: its gateway and the process that runs its script
+    db["runs"].add_column("owner", str, not_null_default="")
+    db["runs"].add_column("client", str, not_null_default="")
+
+
 # Index i brings a file of version i to version i + 1.
-MIGRATIONS: list[Callable[[Any], None]] = [_version_1]
+MIGRATIONS: list[Callable[[Any], None]] = [_version_1, _version_2]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -234,24 +242,26 @@ class RunLog:
         self._run(work)
 
     def _prune(self, db: Any) -> None:
-        """Drop the oldest runs past ``keep``, then past ``max_bytes`` (never a running one)."""
+        """Drop the oldest runs past ``keep``, then past ``max_bytes`` (never a live one)."""
         old = [
             row[0]
             for row in db.execute(
-                "SELECT id FROM runs WHERE status != 'running' ORDER BY started DESC LIMIT -1 "
+                "SELECT id FROM runs WHERE status NOT IN ('running', 'prompting') ORDER BY started DESC LIMIT -1 "
                 "OFFSET ?",
                 [self.keep],
             )
         ]
         self._drop(db, old)
         while self._size(db) > self.max_bytes:
-            total = db.execute("SELECT count(*) FROM runs WHERE status != 'running'").fetchone()[0]
+            total = db.execute(
+                "SELECT count(*) FROM runs WHERE status NOT IN ('running', 'prompting')"
+            ).fetchone()[0]
             if total == 0:
                 break
             oldest = [
                 row[0]
                 for row in db.execute(
-                    "SELECT id FROM runs WHERE status != 'running' ORDER BY started LIMIT ?",
+                    "SELECT id FROM runs WHERE status NOT IN ('running', 'prompting') ORDER BY started LIMIT ?",
                     [max(1, total // 10)],
                 )
             ]
@@ -274,6 +284,37 @@ class RunLog:
             for table, column in (("calls", "run_id"), ("replay", "run_id"), ("runs", "id")):
                 db.execute(f"DELETE FROM {table} WHERE {column} IN ({marks})", ids)
             db.execute(f"DELETE FROM approvals WHERE scope = 'call' AND run_id IN ({marks})", ids)
+
+    def settle_orphans(self, alive: Callable[[str], bool]) -> int:
+        """Runs left ``running`` or ``prompting`` by a gateway that is gone: a run that was
+        asking a person about a call waits for an approval (``approve`` and ``--resume``
+        work on it), any other ended as ``died``. How many were settled."""
+
+        def work(db: Any) -> int:
+            rows = list(
+                db.query(
+                    "SELECT id, status, owner FROM runs WHERE status IN ('running', 'prompting')"
+                )
+            )
+            gone = [row for row in rows if not alive(row["owner"])]
+            now = time.time()
+            with db.conn:
+                for row in gone:
+                    if row["status"] == "prompting":
+                        db.execute(
+                            "UPDATE runs SET status = 'awaiting_approval', ended = ? WHERE id = ?",
+                            [now, row["id"]],
+                        )
+                    else:
+                        db.execute(
+                            "UPDATE runs SET status = 'died', ended = ? WHERE id = ?",
+                            [now, row["id"]],
+                        )
+            if gone:
+                self._prune(db)
+            return len(gone)
+
+        return int(self._run(work))
 
     # -- reading ---------------------------------------------------------------
 

@@ -185,3 +185,55 @@ def test_a_stopped_run_is_resumed_at_most_once(tmp_path: Path) -> None:
 
     anyio.run(scenario)
     assert sorted(outcomes) == ["refused", "refused", "resumed:stopped-1"]
+
+
+def test_runs_of_a_gateway_gone_are_settled_and_pruned_later(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    log = RunLog(path, keep=2)
+    log.write(
+        runs=[
+            {"id": f"dead-{n}", "status": "running", "started": float(n), "owner": "1:0"}
+            for n in range(5)
+        ]
+        + [{"id": "live", "status": "running", "started": 9.0, "owner": "me"}]
+    )
+    assert log.settle_orphans(lambda owner: owner == "me") == 5
+    statuses = {run["id"]: run["status"] for run in log.recent(10)}
+    assert statuses.pop("live") == "running"
+    assert set(statuses.values()) == {"died"} and len(statuses) == 2  # pruned past keep
+
+
+def test_a_run_whose_gateway_died_while_asking_can_be_approved_and_resumed(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runs.sqlite"
+    made: list[str] = []
+
+    async def make(tool: str, arguments: dict[str, Any]) -> tuple[str, Any]:
+        made.append(tool)
+        return "json", {"done": tool}
+
+    async def asked_then_gone() -> str:
+        runs = RunBook(RunLog(path), lambda: (), lambda q: "ask" if q == "s__delete" else "allow")
+        run = await runs.register(script_hash="h", interactive=True, script="code")
+        await runs.call(run, "s__read", {}, 2, make)
+        with anyio.move_on_after(0.5):  # nobody answers: the gateway is killed meanwhile
+            await runs.call(run, "s__delete", {"k": 1}, 7, make)
+        return run.id
+
+    run_id = anyio.run(asked_then_gone)
+    log = RunLog(path)
+    assert log.run(run_id)["status"] == "prompting"
+    assert log.settle_orphans(lambda owner: False) == 1
+    assert log.run(run_id)["status"] == "awaiting_approval"
+    assert log.approve_call(run_id)["approval"] == "recorded"
+
+    async def resumed() -> None:
+        runs = RunBook(RunLog(path), lambda: (), lambda q: "ask")
+        run = await runs.register(script_hash="h", resume=run_id)
+        assert (await runs.call(run, "s__read", {}, 2, make))[0] == 200  # from the log
+        assert (await runs.call(run, "s__delete", {"k": 1}, 7, make))[0] == 200
+        await runs.end(run.id, 0)
+
+    anyio.run(resumed)
+    assert made == ["s__read", "s__delete"]

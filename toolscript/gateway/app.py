@@ -301,6 +301,7 @@ def build_app(gateway: Gateway) -> Litestar:
             resume=str(body["resume"]) if body.get("resume") else None,
             script=str(body.get("script") or ""),
             script_name=_script_name(body.get("script_name")),
+            client_pid=body["pid"] if isinstance(body.get("pid"), int) else None,
         )
         return {"id": run.id, "token": run.token, "resumed_from": run.resumed_from or None}
 

@@ -44,6 +44,7 @@ from toolscript.errors import (
     TooManyCallsError,
     UsageError,
 )
+from toolscript.processes import identity_alive, process_identity
 from toolscript.redact import holds_secret, redact, redact_value
 from toolscript.runlog import RunLog, new_run_id
 
@@ -116,9 +117,15 @@ class Run:
     span: Any = None
     script: str = ""
     script_name: tuple[str, str] = ("inline.ts", "inline.ts")
+    client: str = ""  # the process running the script (process_identity), when it said
+    died: bool = False  # that process went away before the run ended
 
     @property
     def status(self) -> str:
+        if self.died:
+            return "died"
+        if self.prompt is not None and not self.ended:
+            return "prompting"  # kept so: a gateway gone meanwhile leaves it approvable
         if self.stopped is not None:
             return (
                 "awaiting_approval"
@@ -133,7 +140,11 @@ class Run:
         """The run's record; the script only while it waits for approval (``--resume`` runs
         it again), and never when a configured secret is written in it."""
         stopped = self.stopped.to_dict() if self.stopped is not None else None
-        keep_script = self.status == "awaiting_approval" and not holds_secret(self.script, known)
+        if self.prompt is not None and not self.ended:
+            stopped = {"error": "approval_required", "call": self.prompt.call | {"run": self.id}}
+        keep_script = self.status in ("awaiting_approval", "prompting") and not holds_secret(
+            self.script, known
+        )
         return {
             "id": self.id,
             "script_hash": self.script_hash,
@@ -147,6 +158,7 @@ class Run:
             "stopped": msgspec.json.encode(stopped).decode() if stopped else "",
             "script": self.script if keep_script else "",
             "script_name": msgspec.json.encode(self.script_name).decode(),
+            "client": self.client,
         }
 
 
@@ -159,8 +171,10 @@ class RunBook:
         secrets_of: Callable[[], tuple[str, ...]],
         decision: Callable[[str], str],  # server__tool -> allow, ask or deny
         telemetry: Any = None,
+        owner: str = "",  # the gateway's process_identity, kept with each run it holds
     ) -> None:
         self.runlog = runlog
+        self.owner = owner
         self._secrets_of = secrets_of
         self._decision = decision
         self.telemetry = telemetry
@@ -188,6 +202,7 @@ class RunBook:
         resume: str | None = None,
         script: str = "",
         script_name: tuple[str, str] = ("inline.ts", "inline.ts"),
+        client_pid: int | None = None,
     ) -> Run:
         """A new run; it resumes ``resume``, or else the newest run of the same script that
         stopped for a call approved since."""
@@ -224,6 +239,7 @@ class RunBook:
             started=time.time(),
             script=script,
             script_name=script_name,
+            client=process_identity(client_pid) if client_pid else "",
         )
         if previous is not None and not await anyio.to_thread.run_sync(
             self.runlog.claim_resume, previous["id"]
@@ -443,6 +459,9 @@ class RunBook:
         prompt = Prompt(call, asyncio.get_running_loop().create_future())
         run.prompt = prompt
         run.prompted.set()
+        self._dirty[run.id] = run
+        with contextlib.suppress(Exception):  # kept as it asks: a gateway gone meanwhile
+            await self.flush(replay_of=run)  # leaves the run approvable and resumable
         try:
             return await asyncio.wait_for(asyncio.shield(prompt.answer), PROMPT_LIMIT)
         except TimeoutError:
@@ -450,6 +469,7 @@ class RunBook:
         finally:
             run.prompt = None
             run.prompted = asyncio.Event()
+            self._dirty[run.id] = run
 
     async def wait_prompt(self, run_id: str, wait: float) -> dict[str, Any] | None:
         """The call waiting for an answer in ``run_id`` (waiting up to ``wait`` s for one)."""
@@ -505,13 +525,22 @@ class RunBook:
             self.telemetry.call(run, record)
 
     async def run_flusher(self) -> None:
-        """Write what runs did every FLUSH_SECONDS (the gateway's task group runs this)."""
+        """Write what runs did every FLUSH_SECONDS (the gateway's task group runs this), and
+        end the runs whose exec went away."""
         while True:
             await anyio.sleep(FLUSH_SECONDS)
             try:
+                await self.end_orphans()
                 await self.flush()
             except Exception:  # nothing the log does takes the gateway down
                 log.exception("runs: cannot write the run log")
+
+    async def end_orphans(self) -> None:
+        """End, as ``died``, each live run whose script's process is gone (an exec killed)."""
+        for run in list(self._runs.values()):
+            if not run.ended and run.client and not identity_alive(run.client):
+                run.died = True
+                await self.end(run.id, None)
 
     async def flush(self, replay_of: Run | None = None) -> None:
         """Write what runs did. What cannot be written now (the log held by another process,
@@ -527,7 +556,7 @@ class RunBook:
             secrets_now = self._secrets_of()
 
             def write() -> None:  # off the event loop: redaction and JSON cost per call
-                rows = [run.row(secrets_now) for run in runs]
+                rows = [run.row(secrets_now) | {"owner": self.owner} for run in runs]
                 call_rows = [_call_row(record, secrets_now) for record in calls]
                 replay = [
                     _kept(entry, run.id, secrets_now)
