@@ -31,10 +31,13 @@ HTTP response with ``status_code``::
     │   └── TooManyCallsError           exit 122 the run made more calls than --max-calls
     ├── ScriptExistsError               HTTP 409 a saved script of that name exists (save --force)
     ├── ScriptCheckError                HTTP 422 a script to save does not type-check
+    ├── RunLogError                     HTTP 503 the run log cannot be read or written now
+    ├── StorageError                             a folder toolscript keeps files in is not writable
     ├── SearchError                     HTTP 503 search could not use its embedding model
     │   ├── SemanticUnavailable                  the semantic extra or the model is missing
     │   └── EmbedderFailed                       the embedding worker failed or stopped
-    └── ExecutionError                           running a toolscript in Deno
+    ├── ExecutionError                           running a toolscript in Deno
+    └── InternalError                   HTTP 500 a fault the gateway did not expect (logged)
 """
 
 from __future__ import annotations
@@ -55,17 +58,20 @@ __all__ = [
     "GatewayError",
     "GatewayResponseError",
     "GatewayUnreachableError",
+    "InternalError",
     "NotFoundError",
     "PolicyError",
     "ReplayDivergedError",
     "RequestError",
     "RequestTooLargeError",
+    "RunLogError",
     "ScriptCheckError",
     "ScriptExistsError",
     "SearchError",
     "SemanticUnavailable",
     "ServerNotFoundError",
     "ServerUnavailableError",
+    "StorageError",
     "TooManyCallsError",
     "ToolCallError",
     "ToolDeniedError",
@@ -362,6 +368,20 @@ class ScriptCheckError(ToolscriptError):
         return body
 
 
+class RunLogError(ToolscriptError):
+    """The run log (``runs.sqlite``) cannot be read or written now: held by another process,
+    or its folder cannot be reached."""
+
+    status_code = 503
+    kind = "run_log_unavailable"
+
+
+class StorageError(ToolscriptError):
+    """A folder toolscript keeps its files in cannot be written (read-only, full, not ours)."""
+
+    kind = "storage_error"
+
+
 class SearchError(ToolscriptError):
     """Search could not use its embedding model (keyword search still works)."""
 
@@ -375,3 +395,17 @@ class SemanticUnavailable(SearchError):
 
 class EmbedderFailed(SearchError):
     """The embedding worker failed, hung or stopped."""
+
+
+class InternalError(ToolscriptError):
+    """A fault the gateway did not expect: its traceback is in the gateway's log."""
+
+    kind = "internal_error"
+
+    @classmethod
+    def of(cls, exc: BaseException) -> InternalError:
+        return cls(
+            f"the gateway failed unexpectedly: {type(exc).__name__}: {exc}",
+            hint="the gateway's log has the traceback (`toolscript gateway status` shows the "
+            "gateway; restart it with `toolscript gateway stop` and `gateway start`)",
+        )

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import os
 from pathlib import Path
 
+from toolscript.errors import StorageError
+
 CONFIG_FILENAME = ".toolscript.json"
+LONGEST_CACHE_DIR = 400  # characters; SQLite's limit is 512 for a database file's whole path
 
 __all__ = [
     "CONFIG_FILENAME",
     "find_config_path",
+    "is_storage_failure",
     "module_cache_file",
     "project_cache_dir",
     "project_state_dir",
+    "storage_error",
     "user_cache_dir",
     "user_state_dir",
 ]
@@ -30,7 +37,12 @@ def project_cache_dir(project_dir: Path, explicit: str | os.PathLike[str] | None
     chosen = explicit or os.environ.get("TOOLSCRIPT_CACHE_DIR")
     if chosen:
         return Path(chosen).expanduser().resolve()
-    return project_dir / ".toolscript"
+    inside = project_dir / ".toolscript"
+    if len(str(inside.resolve())) <= LONGEST_CACHE_DIR:
+        return inside
+    # SQLite opens no file whose path is over 512 bytes (its side files add "-journal"):
+    # a project this deep keeps its cache in the user's, under the same key as its state.
+    return user_cache_dir() / "projects" / _project_key(project_dir)
 
 
 def user_cache_dir() -> Path:
@@ -59,9 +71,51 @@ def _private_user_dir(variable: str, under_home: Path) -> Path:
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
         if path.stat().st_mode & 0o077:
             path.chmod(0o700)
-    except OSError:
-        pass  # not ours to change: the commands that write there say so
+    except OSError as exc:
+        if not path.is_dir():
+            raise storage_error(exc, path) from exc
+        # a folder not ours to change mode: the commands that write there say so
     return path
+
+
+_NOT_WRITABLE = {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.ENOTDIR}
+
+
+def storage_error(exc: OSError, folder: Path | None = None) -> StorageError:
+    """An error that names the folder toolscript could not write and what moves it."""
+    where = Path(exc.filename) if exc.filename else folder
+    reason = exc.strerror or str(exc)
+    return StorageError(
+        f"toolscript cannot write {where or 'its folder'}: {reason}", hint=_what_moves(where)
+    )
+
+
+_USER_FOLDERS = (  # variable, its default under the home folder, the toolscript variable
+    ("XDG_CONFIG_HOME", Path(".config"), "TOOLSCRIPT_CONFIG_HOME"),
+    ("XDG_STATE_HOME", Path(".local") / "state", "TOOLSCRIPT_HOME"),
+    ("XDG_CACHE_HOME", Path(".cache"), "TOOLSCRIPT_HOME"),
+)
+
+
+def _what_moves(where: Path | None) -> str:
+    if where is not None and ".toolscript" in where.parts:
+        return "set TOOLSCRIPT_CACHE_DIR (or --cache-dir) to a folder you can write"
+    for variable, default, own in _USER_FOLDERS:
+        base = Path(os.environ.get(variable) or Path.home() / default)
+        if where is not None and (where == base or base in where.parents or where in base.parents):
+            if os.environ.get(own):
+                return f"{own} names that folder: point it at one you can write"
+            return f"set {own} (or {variable}) to a folder you can write"
+    return "set TOOLSCRIPT_HOME to a folder you can write (it holds what toolscript keeps for you)"
+
+
+def is_storage_failure(exc: OSError) -> bool:
+    """An OSError that says a place cannot be written (read-only, full, forbidden)."""
+    return exc.errno in _NOT_WRITABLE
+
+
+def _project_key(project_dir: Path) -> str:
+    return hashlib.sha256(str(project_dir.resolve()).encode()).hexdigest()[:24]
 
 
 def module_cache_file(digest: str) -> Path:
@@ -74,9 +128,6 @@ def project_state_dir(project_dir: Path) -> Path:
     """What toolscript keeps for one project beyond its cache (the run log, approvals): in the
     user's own state directory, keyed by the project's folder, never inside the project,
     where a cloned repository could plant approvals of its own."""
-    import hashlib
-
-    key = hashlib.sha256(str(project_dir.resolve()).encode()).hexdigest()[:24]
-    path = user_state_dir() / "projects" / key
+    path = user_state_dir() / "projects" / _project_key(project_dir)
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     return path

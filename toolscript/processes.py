@@ -19,8 +19,10 @@ if TYPE_CHECKING:  # asyncio costs the exec path's start-up; only its types are 
 
 __all__ = [
     "descendants",
+    "identity_alive",
     "pid_exists",
     "process_alive",
+    "process_identity",
     "signal_quietly",
     "stop_process",
     "stop_process_async",
@@ -53,6 +55,24 @@ def process_alive(pid: int) -> bool:
         return False
     except psutil.AccessDenied:
         return True
+
+
+def process_identity(pid: int) -> str:
+    """``pid:start time``: names one process, never a later one given the same pid."""
+    import psutil
+
+    try:
+        return f"{pid}:{psutil.Process(pid).create_time():.2f}"
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return f"{pid}:"
+
+
+def identity_alive(identity: str) -> bool:
+    """Whether the process ``process_identity`` named still runs (an empty name: no)."""
+    pid_text, _, started = identity.partition(":")
+    if not pid_text.isdigit() or not process_alive(int(pid_text)):
+        return False
+    return not started or process_identity(int(pid_text)) == identity
 
 
 def descendants(pid: int) -> list[int]:

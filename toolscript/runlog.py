@@ -4,9 +4,11 @@ It lives in the project's state directory (``paths.project_state_dir``: the user
 never inside the project). Tables:
 
 - ``runs``: one row per run: its id, the script's hash, where it came from, start, end,
-  exit code, status (``running``, ``ok``, ``failed``, ``awaiting_approval``,
-  ``replay_diverged``, ``too_many_calls``), call count, the run it resumed, and the call it
-  stopped at (redacted).
+  exit code, status (``running``, ``prompting``: a person is asked about a call, ``ok``,
+  ``failed``, ``awaiting_approval``, ``replay_diverged``, ``too_many_calls``, ``died``: its
+  gateway or its exec went away mid-run), call count, the run it resumed, the call it
+  stopped at (redacted), and who held it while it ran (``owner``: the gateway's process,
+  ``client``: exec's).
 - ``calls``: per call of a run: the tool, its arguments (redacted), the sizes of arguments
   and result, start, duration, outcome and error message (redacted).
 - ``replay``: what the calls of a run that stopped for approval answered, so that resuming
@@ -30,9 +32,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from toolscript.cachefiles import damage_of, is_damage, set_aside
+from toolscript.errors import RunLogError
+
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "RunLog", "new_run_id", "runlog_path"]
 
 FILE_NAME = "runs.sqlite"
+BUSY_SECONDS = 5.0  # how long one statement waits for another process's lock
 
 
 def runlog_path(state_dir: Path) -> Path:
@@ -106,8 +112,14 @@ def _version_1(db: Any) -> None:
     db["approvals"].create_index(["scope", "tool"])
 
 
+def _version_2(db: Any) -> None:
+    # who holds each live run: its gateway and the process that runs its script
+    db["runs"].add_column("owner", str, not_null_default="")
+    db["runs"].add_column("client", str, not_null_default="")
+
+
 # Index i brings a file of version i to version i + 1.
-MIGRATIONS: list[Callable[[Any], None]] = [_version_1]
+MIGRATIONS: list[Callable[[Any], None]] = [_version_1, _version_2]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -128,24 +140,30 @@ class RunLog:
 
         fresh = not self.path.exists()
         if fresh:
+            self._ready = False  # deleted while we ran: the new file needs its tables
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             self.path.touch(mode=0o600)
-        connection = sqlite3.connect(self.path, timeout=10, isolation_level=None)
+        connection = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None)
         db = sqlite_utils.Database(connection)
-        if fresh:
-            db.execute("PRAGMA auto_vacuum = INCREMENTAL")
-        db.execute("PRAGMA journal_mode = WAL")
-        db.execute("PRAGMA synchronous = NORMAL")
-        if not self._ready:
-            self._migrate(db)
-            self._ready = True
+        try:
+            if fresh:
+                db.execute("PRAGMA auto_vacuum = INCREMENTAL")
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            if not self._ready:
+                self._migrate(db)
+                self._ready = True
+        except BaseException:
+            connection.close()
+            raise
         return db
 
     def _migrate(self, db: Any) -> None:
         version = db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
-            raise RuntimeError(
-                f"{self.path} was written by a newer toolscript (schema {version}); upgrade"
+            raise RunLogError(
+                f"{self.path} was written by a newer toolscript (schema {version})",
+                hint="upgrade toolscript (pip install -U toolscript)",
             )
         for step in range(version, SCHEMA_VERSION):
             with db.conn:
@@ -153,12 +171,49 @@ class RunLog:
                 db.execute(f"PRAGMA user_version = {step + 1}")
 
     def _run(self, work: Callable[[Any], Any]) -> Any:
+        """``work`` on an open database. A damaged file is set aside once and the work done
+        on a new one; a file held or unreachable becomes a ``RunLogError`` that says so."""
+        import sqlite3
+
         with self._lock:
-            db = self._connect()
-            try:
-                return work(db)
-            finally:
-                db.conn.close()
+            for attempt in (1, 2):
+                try:
+                    db = self._connect()
+                    try:
+                        return work(db)
+                    finally:
+                        db.conn.close()
+                except sqlite3.Error as exc:
+                    if attempt == 1 and is_damage(exc):
+                        set_aside(self.path, str(exc))
+                        self._ready = False
+                        continue
+                    raise self._unavailable(exc) from exc
+                except OSError as exc:
+                    raise self._unavailable(exc) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _unavailable(self, exc: Exception) -> RunLogError:
+        text = str(exc)
+        if "locked" in text or "busy" in text:
+            return RunLogError(
+                f"the run log {self.path} is locked by another process ({text})",
+                hint="close the program holding it (an open sqlite3 shell?) and try again",
+            )
+        return RunLogError(
+            f"the run log {self.path} cannot be used ({text})",
+            hint="check that its folder exists and is writable; TOOLSCRIPT_HOME or "
+            "XDG_CACHE_HOME moves it",
+        )
+
+    def check(self) -> str | None:
+        """Set the file aside when it is damaged (one warning); what was wrong, else None."""
+        with self._lock:
+            reason = damage_of(self.path)
+            if reason is not None:
+                set_aside(self.path, reason)
+                self._ready = False
+            return reason
 
     # -- writing ---------------------------------------------------------------
 
@@ -187,24 +242,26 @@ class RunLog:
         self._run(work)
 
     def _prune(self, db: Any) -> None:
-        """Drop the oldest runs past ``keep``, then past ``max_bytes`` (never a running one)."""
+        """Drop the oldest runs past ``keep``, then past ``max_bytes`` (never a live one)."""
         old = [
             row[0]
             for row in db.execute(
-                "SELECT id FROM runs WHERE status != 'running' ORDER BY started DESC LIMIT -1 "
+                "SELECT id FROM runs WHERE status NOT IN ('running', 'prompting') ORDER BY started DESC LIMIT -1 "
                 "OFFSET ?",
                 [self.keep],
             )
         ]
         self._drop(db, old)
         while self._size(db) > self.max_bytes:
-            total = db.execute("SELECT count(*) FROM runs WHERE status != 'running'").fetchone()[0]
+            total = db.execute(
+                "SELECT count(*) FROM runs WHERE status NOT IN ('running', 'prompting')"
+            ).fetchone()[0]
             if total == 0:
                 break
             oldest = [
                 row[0]
                 for row in db.execute(
-                    "SELECT id FROM runs WHERE status != 'running' ORDER BY started LIMIT ?",
+                    "SELECT id FROM runs WHERE status NOT IN ('running', 'prompting') ORDER BY started LIMIT ?",
                     [max(1, total // 10)],
                 )
             ]
@@ -228,6 +285,37 @@ class RunLog:
                 db.execute(f"DELETE FROM {table} WHERE {column} IN ({marks})", ids)
             db.execute(f"DELETE FROM approvals WHERE scope = 'call' AND run_id IN ({marks})", ids)
 
+    def settle_orphans(self, alive: Callable[[str], bool]) -> int:
+        """Runs left ``running`` or ``prompting`` by a gateway that is gone: a run that was
+        asking a person about a call waits for an approval (``approve`` and ``--resume``
+        work on it), any other ended as ``died``. How many were settled."""
+
+        def work(db: Any) -> int:
+            rows = list(
+                db.query(
+                    "SELECT id, status, owner FROM runs WHERE status IN ('running', 'prompting')"
+                )
+            )
+            gone = [row for row in rows if not alive(row["owner"])]
+            now = time.time()
+            with db.conn:
+                for row in gone:
+                    if row["status"] == "prompting":
+                        db.execute(
+                            "UPDATE runs SET status = 'awaiting_approval', ended = ? WHERE id = ?",
+                            [now, row["id"]],
+                        )
+                    else:
+                        db.execute(
+                            "UPDATE runs SET status = 'died', ended = ? WHERE id = ?",
+                            [now, row["id"]],
+                        )
+            if gone:
+                self._prune(db)
+            return len(gone)
+
+        return int(self._run(work))
+
     # -- reading ---------------------------------------------------------------
 
     def recent(self, limit: int = 20) -> list[dict[str, Any]]:
@@ -243,28 +331,41 @@ class RunLog:
 
     def run(self, run_id: str) -> dict[str, Any] | None:
         """One run with its calls (None when unknown); a unique prefix of its id will do."""
-
-        def work(db: Any) -> dict[str, Any] | None:
-            rows = list(
-                db.query(
-                    "SELECT * FROM runs WHERE id LIKE ? ORDER BY started DESC LIMIT 2",
-                    [run_id + "%"],
-                )
-            )
-            if len(rows) != 1 and not any(row["id"] == run_id for row in rows):
-                return None
-            row = next((row for row in rows if row["id"] == run_id), rows[0])
-            found = _run_row(row)
-            found["calls_made"] = [
-                _call_row(call)
-                for call in db.query(
-                    "SELECT * FROM calls WHERE run_id = ? ORDER BY seq", [row["id"]]
-                )
-            ]
-            return found
-
-        result: dict[str, Any] | None = self._run(work)
+        result: dict[str, Any] | None = self._run(lambda db: self._find(db, run_id))
         return result
+
+    @staticmethod
+    def _find(db: Any, run_id: str) -> dict[str, Any] | None:
+        rows = list(
+            db.query(
+                "SELECT * FROM runs WHERE id LIKE ? ORDER BY started DESC LIMIT 2",
+                [run_id + "%"],
+            )
+        )
+        if len(rows) != 1 and not any(row["id"] == run_id for row in rows):
+            return None
+        row = next((row for row in rows if row["id"] == run_id), rows[0])
+        found = _run_row(row)
+        found["calls_made"] = [
+            _call_row(call)
+            for call in db.query("SELECT * FROM calls WHERE run_id = ? ORDER BY seq", [row["id"]])
+        ]
+        return found
+
+    def claim_resume(self, run_id: str) -> bool:
+        """Mark a run that stopped for approval as resumed, once: False when another resume
+        claimed it first (or it no longer waits), so two resumes never both replay it."""
+
+        def work(db: Any) -> bool:
+            with db.conn:
+                cursor = db.execute(
+                    "UPDATE runs SET status = 'resumed' WHERE id = ? "
+                    "AND status = 'awaiting_approval'",
+                    [run_id],
+                )
+            return bool(cursor.rowcount)
+
+        return bool(self._run(work))
 
     def replay(self, run_id: str) -> list[dict[str, Any]]:
         """The answered calls of a run that stopped for approval, in order."""
@@ -299,45 +400,49 @@ class RunLog:
     # -- approvals -------------------------------------------------------------
 
     def approve_call(self, run_id: str) -> dict[str, Any]:
-        """Approve the call ``run_id`` stopped at; returns the run. KeyError: no such run;
+        """Approve the call ``run_id`` stopped at, once however many approve at the same time;
+        returns the run (``approval``: ``recorded`` or ``already``). KeyError: no such run;
         ValueError: it is not waiting for an approval."""
-        run = self.run(run_id)
-        if run is None:
-            raise KeyError(run_id)
-        if run["status"] != "awaiting_approval":
-            raise ValueError(run["status"])
-        call = run["stopped"].get("call") or {}
-        self._run(
-            lambda db: db["approvals"].insert(
-                {
-                    "scope": "call",
-                    "tool": call.get("tool", ""),
-                    "run_id": run["id"],
-                    "digest": call.get("digest", ""),
-                    "created": time.time(),
-                    "used_by": "",
-                }
-            )
-        )
-        return run
+
+        def work(db: Any) -> dict[str, Any]:
+            db.execute("BEGIN IMMEDIATE")  # the check and the insert as one writer
+            try:
+                run = self._find(db, run_id)
+                if run is None:
+                    raise KeyError(run_id)
+                if run["status"] != "awaiting_approval":
+                    raise ValueError(run["status"])
+                call = (run["stopped"] or {}).get("call") or {}
+                known = db.execute(
+                    "SELECT 1 FROM approvals WHERE scope = 'call' AND run_id = ? LIMIT 1",
+                    [run["id"]],
+                ).fetchone()
+                if known is None:
+                    _add_approval(db, "call", str(call.get("tool", "")), run["id"], call)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            run["approval"] = "already" if known else "recorded"
+            return run
+
+        result: dict[str, Any] = self._run(work)
+        return result
 
     def approve_tool(self, tool: str) -> bool:
         """Approve every call of ``tool`` (``server__tool``) from now on; False: it was."""
 
         def work(db: Any) -> bool:
-            if self._tool_approved(db, tool):
-                return False
-            db["approvals"].insert(
-                {
-                    "scope": "tool",
-                    "tool": tool,
-                    "run_id": "",
-                    "digest": "",
-                    "created": time.time(),
-                    "used_by": "",
-                }
-            )
-            return True
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                fresh = not self._tool_approved(db, tool)
+                if fresh:
+                    _add_approval(db, "tool", tool, "", {})
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            return fresh
 
         return bool(self._run(work))
 
@@ -401,6 +506,15 @@ class RunLog:
             [run_id, tool, digest],
         ).fetchone()
         return found is not None
+
+
+def _add_approval(db: Any, scope: str, tool: str, run_id: str, call: dict[str, Any]) -> None:
+    """One approval row, inside the caller's transaction (sqlite_utils' insert commits)."""
+    db.execute(
+        "INSERT INTO approvals (scope, tool, run_id, digest, created, used_by) "
+        "VALUES (?, ?, ?, ?, ?, '')",
+        [scope, tool, run_id, str(call.get("digest", "")), time.time()],
+    )
 
 
 def _run_row(row: dict[str, Any]) -> dict[str, Any]:

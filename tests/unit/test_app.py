@@ -7,6 +7,7 @@ routes, its error mapping and the result contract are driven in milliseconds.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -155,3 +156,34 @@ def test_types_without_a_selection_is_a_usage_error(client: TestClient[Any]) -> 
     answer = client.get("/types")
     assert answer.status_code == 400
     assert answer.json()["error"] == "usage_error"
+
+
+class BrokenUpstream(InProcessUpstream):
+    """A bug below the routes (no real server causes one on demand), raised as Python would."""
+
+    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        import sqlite3
+
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+
+def test_an_unexpected_fault_is_logged_and_answered_as_an_error_of_the_tree(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = ServerConfig(name="calc", transport="stdio", command="unused")
+    config = Config(path=None, project_dir=tmp_path, servers=(server,))
+    gateway = Gateway(
+        config, cache=tmp_path / "cache", search=SearchConfig(semantic=False, cache=False)
+    )
+    gateway.upstreams["calc"] = BrokenUpstream(server)
+    with (
+        TestClient(app=build_app(gateway)) as broken,
+        caplog.at_level("ERROR", logger="toolscript.gateway"),
+    ):
+        called = broken.post("/tools/calc__add", json={"a": 1, "b": 2})
+    assert called.status_code == 500
+    body = called.json()
+    assert body["error"] == "internal_error"
+    assert "DatabaseError: database disk image is malformed" in body["message"]
+    assert "log" in body["hint"]
+    assert any(record.exc_info for record in caplog.records), "the traceback is logged"

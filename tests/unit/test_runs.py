@@ -15,7 +15,7 @@ import msgspec
 import pytest
 
 from toolscript.config import parse_config
-from toolscript.errors import ConfigError
+from toolscript.errors import ConfigError, RunLogError
 from toolscript.gateway.runs import RunBook, digest
 from toolscript.gateway.telemetry import Telemetry, telemetry_from_environment
 from toolscript.hooks import approval_decision
@@ -183,7 +183,7 @@ def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "runs.sqlite"
     RunLog(path).recent()
     sqlite3.connect(path).execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
-    with pytest.raises(RuntimeError, match="newer toolscript"):
+    with pytest.raises(RunLogError, match="newer toolscript"):
         RunLog(path).recent()
 
 

@@ -88,3 +88,11 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)
+    except OSError as exc:  # a folder that cannot be written: say which, and what moves it
+        from toolscript.paths import is_storage_failure, storage_error
+
+        if debug or not is_storage_failure(exc):
+            raise
+        error = storage_error(exc)
+        sys.stderr.write(f"toolscript: error: {error.message}\nhint: {error.hint}\n")
+        sys.exit(error.exit_code)

@@ -243,10 +243,12 @@ def approve_command(
             hint="`toolscript runs show RUN_ID` shows how it ended",
         ) from None
     call = run["stopped"].get("call") or {}
+    recorded = run.get("approval") != "already"
     _say(
         as_json,
-        {"approved": run["id"], "call": call},
-        f"approved: {_dotted(str(call.get('tool', '')))} as run {run['id']} called it; "
+        {"approved": run["id"], "call": call, "recorded": recorded},
+        f"{'approved' if recorded else 'already approved'}: "
+        f"{_dotted(str(call.get('tool', '')))} as run {run['id']} called it; "
         f"now `toolscript exec --resume {run['id']}` (or run the same script again)\n",
     )
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import select
 import sys
 import threading
@@ -67,6 +68,7 @@ def start_run(
         "origin": origin,
         "interactive": interactive,
         "resume": resume,
+        "pid": os.getpid(),  # the gateway ends the run as "died" if this process goes away
     }
     if max_calls is not None:
         request["max_calls"] = max_calls

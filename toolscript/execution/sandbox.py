@@ -81,11 +81,18 @@ DEFAULT_LIMITS = Limits()
 DEFAULT_ADVICE = Advice()
 
 
+_UNSAFE_IN_URL = re.compile(r"[^A-Za-z0-9._-]")
+
+
 def _write_script(script: Script) -> tuple[Path, PreparedSource]:
     """A stable path per content, so Deno's type-check cache hits on re-runs."""
     prepared = prepare(script.code, result_marker=script.result_marker)
     digest = hashlib.sha256(prepared.code.encode()).hexdigest()[:24]
-    path = user_cache_dir() / "scripts" / digest / script.file_name
+    # Deno and Python spell some characters of a file URL differently ("report (copy).ts"),
+    # and the import map must name the script exactly: the copy's name keeps only safe ones
+    # (messages still show the script's own name).
+    safe_name = _UNSAFE_IN_URL.sub("_", script.file_name) or "script.ts"
+    path = user_cache_dir() / "scripts" / digest / safe_name
     if not path.exists():
         write_private(path, prepared.code)
     return path, prepared

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 from typing import Any
 
 import msgspec
@@ -41,6 +42,7 @@ from toolscript import __version__
 from toolscript.codegen.module import render_declarations, render_module
 from toolscript.errors import (
     ArgumentValidationError,
+    InternalError,
     RequestError,
     RequestTooLargeError,
     ToolscriptError,
@@ -54,6 +56,8 @@ from toolscript.search.engine import FUSIONS, MODES, readings
 from toolscript.search.needs import is_implied
 
 __all__ = ["build_app"]
+
+log = logging.getLogger("toolscript.gateway")
 
 _JSON = "application/json"
 DEFAULT_MAX_BODY = 8 * 1024 * 1024  # bytes of tool-call arguments
@@ -90,6 +94,12 @@ _HTTP_KINDS = {
     405: "method_not_allowed",
     413: "request_too_large",
 }
+
+
+def _unexpected_response(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+    """Any other exception: logged with its traceback, answered as an error of the tree."""
+    log.exception("gateway: %s %s failed unexpectedly", request.method, request.url.path)
+    return _error_response(request, InternalError.of(exc))
 
 
 def _http_error_response(request: Request[Any, Any, Any], exc: HTTPException) -> Response[bytes]:
@@ -140,6 +150,9 @@ async def call_tool_bytes(
         shape, value = await gateway.call(name, arguments)
     except ToolscriptError as exc:
         return exc.status_code, "", msgspec.json.encode(exc.to_dict())
+    except Exception as exc:  # logged with its cause; the caller gets an error of the tree
+        log.exception("gateway: the call of %s failed unexpectedly", name)
+        return 500, "", msgspec.json.encode(InternalError.of(exc).to_dict())
     return 200, shape, msgspec.json.encode(value)
 
 
@@ -295,6 +308,7 @@ def build_app(gateway: Gateway) -> Litestar:
             resume=str(body["resume"]) if body.get("resume") else None,
             script=str(body.get("script") or ""),
             script_name=_script_name(body.get("script_name")),
+            client_pid=body["pid"] if isinstance(body.get("pid"), int) else None,
         )
         return {"id": run.id, "token": run.token, "resumed_from": run.resumed_from or None}
 
@@ -512,7 +526,11 @@ def build_app(gateway: Gateway) -> Litestar:
             search,
             types,
         ],
-        exception_handlers={ToolscriptError: _error_response, HTTPException: _http_error_response},
+        exception_handlers={
+            ToolscriptError: _error_response,
+            HTTPException: _http_error_response,
+            Exception: _unexpected_response,
+        },
         lifespan=[lambda app: gateway.running()],
         openapi_config=OpenAPIConfig(title="toolscript gateway", version=__version__),
         logging_config=None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
 import hashlib
@@ -32,6 +33,7 @@ from toolscript.errors import (
     ServerUnavailableError,
     ToolDeniedError,
     ToolNotFoundError,
+    ToolscriptError,
     UsageError,
 )
 from toolscript.gateway.checker import WarmChecker
@@ -54,6 +56,7 @@ from toolscript.pipeline.tasks.scripts import (
     check_saved,
     load_verdicts,
 )
+from toolscript.processes import identity_alive, process_identity
 from toolscript.runlog import RunLog, runlog_path
 from toolscript.savedscripts import (
     SCRIPTS_DIRNAME,
@@ -247,13 +250,24 @@ class Gateway:
             lambda: self.config.secrets,
             lambda qualified: self.decision(*split_tool_name(qualified)),
             telemetry,
+            owner=process_identity(os.getpid()),
         )
+
+    def _check_runlog(self) -> None:
+        """Set a damaged run log aside; settle the runs a gateway gone before this one held."""
+        self.runs.runlog.check()
+        with contextlib.suppress(ToolscriptError):  # held by another process: next start
+            settled = self.runs.runlog.settle_orphans(identity_alive)
+            if settled:
+                log.info("runs: %d runs of a gateway that went away were settled", settled)
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Gateway]:
         """Connect every server concurrently; ready once each connected or failed."""
         async with anyio.create_task_group() as tasks:
             self._tasks = tasks
+            # a damaged run log is set aside now, with its warning, not at the first run's end
+            tasks.start_soon(anyio.to_thread.run_sync, self._check_runlog, name="run log")
             quick = None
             if self.search.embedder is not None:
                 # Meanwhile the numpy query encoder gets ready (half a second, no torch).

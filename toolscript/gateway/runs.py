@@ -39,10 +39,12 @@ from toolscript.errors import (
     NotFoundError,
     PolicyError,
     ReplayDivergedError,
+    RunLogError,
     ToolscriptError,
     TooManyCallsError,
     UsageError,
 )
+from toolscript.processes import identity_alive, process_identity
 from toolscript.redact import holds_secret, redact, redact_value
 from toolscript.runlog import RunLog, new_run_id
 
@@ -53,6 +55,7 @@ log = logging.getLogger("toolscript.runs")
 DEFAULT_MAX_CALLS = 1000
 PROMPT_LIMIT = 600.0  # seconds a call waits for an answer at the prompt before the run stops
 FLUSH_SECONDS = 1.0
+PENDING_CALLS = 10_000  # calls kept in memory while the run log cannot be written
 ENDED_KEPT = 200  # ended runs kept in memory (for /runs/{id}/end answered twice, prompts)
 ANSWERS = ("yes", "no", "always", "stop")
 REPLAY_BYTES = 64 * 1024 * 1024  # answers a run keeps in memory for a resume
@@ -114,9 +117,15 @@ class Run:
     span: Any = None
     script: str = ""
     script_name: tuple[str, str] = ("inline.ts", "inline.ts")
+    client: str = ""  # the process running the script (process_identity), when it said
+    died: bool = False  # that process went away before the run ended
 
     @property
     def status(self) -> str:
+        if self.died:
+            return "died"
+        if self.prompt is not None and not self.ended:
+            return "prompting"  # kept so: a gateway gone meanwhile leaves it approvable
         if self.stopped is not None:
             return (
                 "awaiting_approval"
@@ -131,7 +140,11 @@ class Run:
         """The run's record; the script only while it waits for approval (``--resume`` runs
         it again), and never when a configured secret is written in it."""
         stopped = self.stopped.to_dict() if self.stopped is not None else None
-        keep_script = self.status == "awaiting_approval" and not holds_secret(self.script, known)
+        if self.prompt is not None and not self.ended:
+            stopped = {"error": "approval_required", "call": self.prompt.call | {"run": self.id}}
+        keep_script = self.status in ("awaiting_approval", "prompting") and not holds_secret(
+            self.script, known
+        )
         return {
             "id": self.id,
             "script_hash": self.script_hash,
@@ -145,6 +158,7 @@ class Run:
             "stopped": msgspec.json.encode(stopped).decode() if stopped else "",
             "script": self.script if keep_script else "",
             "script_name": msgspec.json.encode(self.script_name).decode(),
+            "client": self.client,
         }
 
 
@@ -157,8 +171,10 @@ class RunBook:
         secrets_of: Callable[[], tuple[str, ...]],
         decision: Callable[[str], str],  # server__tool -> allow, ask or deny
         telemetry: Any = None,
+        owner: str = "",  # the gateway's process_identity, kept with each run it holds
     ) -> None:
         self.runlog = runlog
+        self.owner = owner
         self._secrets_of = secrets_of
         self._decision = decision
         self.telemetry = telemetry
@@ -167,6 +183,8 @@ class RunBook:
         self._calls: list[dict[str, Any]] = []
         self._dirty: dict[str, Run] = {}
         self._flush_lock = anyio.Lock()
+        self._replays: dict[str, Run] = {}  # runs stopped for approval: their answers to keep
+        self._unwritten_since: float | None = None
 
     # -- registration ----------------------------------------------------------
 
@@ -184,6 +202,7 @@ class RunBook:
         resume: str | None = None,
         script: str = "",
         script_name: tuple[str, str] = ("inline.ts", "inline.ts"),
+        client_pid: int | None = None,
     ) -> Run:
         """A new run; it resumes ``resume``, or else the newest run of the same script that
         stopped for a call approved since."""
@@ -194,6 +213,11 @@ class RunBook:
                 raise NotFoundError(
                     f"no run {resume!r} in this project's log", hint="`toolscript runs` lists them"
                 )
+            if previous["status"] == "resumed":
+                raise UsageError(
+                    f"run {previous['id']} was resumed already",
+                    hint="`toolscript runs` shows the run that resumed it",
+                )
             if previous["status"] != "awaiting_approval":
                 raise UsageError(
                     f"run {previous['id']} did not stop for an approval "
@@ -201,7 +225,10 @@ class RunBook:
                     hint="run the script again instead",
                 )
         elif script_hash:
-            previous = await anyio.to_thread.run_sync(self.runlog.resumable, script_hash)
+            try:
+                previous = await anyio.to_thread.run_sync(self.runlog.resumable, script_hash)
+            except RunLogError as exc:  # the script still runs; it resumes nothing
+                log.warning("runs: %s; nothing is resumed", exc)
         run = Run(
             id=new_run_id(),
             token="r" + secrets.token_urlsafe(24),
@@ -212,18 +239,22 @@ class RunBook:
             started=time.time(),
             script=script,
             script_name=script_name,
+            client=process_identity(client_pid) if client_pid else "",
         )
+        if previous is not None and not await anyio.to_thread.run_sync(
+            self.runlog.claim_resume, previous["id"]
+        ):
+            if resume:  # another exec resumed it first: its approved call runs once
+                raise UsageError(
+                    f"run {previous['id']} was resumed already",
+                    hint="`toolscript runs` shows the run that resumed it",
+                )
+            previous = None
         if previous is not None:
             run.resumed_from = previous["id"]
             run.replay = await anyio.to_thread.run_sync(self.runlog.replay, previous["id"])
             call = (previous.get("stopped") or {}).get("call") or {}
             run.resume_call = (str(call.get("tool", "")), str(call.get("digest", "")))
-            closed = {key: value for key, value in previous.items() if key != "calls_made"}
-            closed |= {
-                "status": "resumed",
-                "stopped": msgspec.json.encode(previous.get("stopped")).decode(),
-            }
-            await anyio.to_thread.run_sync(lambda: self.runlog.write(runs=[closed]))
         self._runs[run.id] = run
         self._by_token[run.token] = run
         self._dirty[run.id] = run
@@ -428,6 +459,9 @@ class RunBook:
         prompt = Prompt(call, asyncio.get_running_loop().create_future())
         run.prompt = prompt
         run.prompted.set()
+        self._dirty[run.id] = run
+        with contextlib.suppress(Exception):  # kept as it asks: a gateway gone meanwhile
+            await self.flush(replay_of=run)  # leaves the run approvable and resumable
         try:
             return await asyncio.wait_for(asyncio.shield(prompt.answer), PROMPT_LIMIT)
         except TimeoutError:
@@ -435,6 +469,7 @@ class RunBook:
         finally:
             run.prompt = None
             run.prompted = asyncio.Event()
+            self._dirty[run.id] = run
 
     async def wait_prompt(self, run_id: str, wait: float) -> dict[str, Any] | None:
         """The call waiting for an answer in ``run_id`` (waiting up to ``wait`` s for one)."""
@@ -490,31 +525,71 @@ class RunBook:
             self.telemetry.call(run, record)
 
     async def run_flusher(self) -> None:
-        """Write what runs did every FLUSH_SECONDS (the gateway's task group runs this)."""
+        """Write what runs did every FLUSH_SECONDS (the gateway's task group runs this), and
+        end the runs whose exec went away."""
         while True:
             await anyio.sleep(FLUSH_SECONDS)
             try:
+                await self.end_orphans()
                 await self.flush()
-            except Exception:  # a full disk never takes the gateway down
+            except Exception:  # nothing the log does takes the gateway down
                 log.exception("runs: cannot write the run log")
 
+    async def end_orphans(self) -> None:
+        """End, as ``died``, each live run whose script's process is gone (an exec killed)."""
+        for run in list(self._runs.values()):
+            if not run.ended and run.client and not identity_alive(run.client):
+                run.died = True
+                await self.end(run.id, None)
+
     async def flush(self, replay_of: Run | None = None) -> None:
+        """Write what runs did. What cannot be written now (the log held by another process,
+        its disk full) stays in memory, up to PENDING_CALLS calls, for the next flush."""
         async with self._flush_lock:
+            if replay_of is not None:
+                self._replays[replay_of.id] = replay_of
             calls, self._calls = self._calls, []
             runs, self._dirty = list(self._dirty.values()), {}
-            if not (calls or runs or replay_of):
+            replays, self._replays = self._replays, {}
+            if not (calls or runs or replays):
                 return
             secrets_now = self._secrets_of()
-            answered = list(replay_of.answered) if replay_of is not None else []
-            replay_id = replay_of.id if replay_of is not None else ""
 
             def write() -> None:  # off the event loop: redaction and JSON cost per call
-                rows = [run.row(secrets_now) for run in runs]
+                rows = [run.row(secrets_now) | {"owner": self.owner} for run in runs]
                 call_rows = [_call_row(record, secrets_now) for record in calls]
-                replay = [_kept(entry, replay_id, secrets_now) for entry in answered]
+                replay = [
+                    _kept(entry, run.id, secrets_now)
+                    for run in replays.values()
+                    for entry in list(run.answered)
+                ]
                 self.runlog.write(runs=rows, calls=call_rows, replay=replay)
 
-            await anyio.to_thread.run_sync(write)
+            try:
+                await anyio.to_thread.run_sync(write)
+            except ToolscriptError as exc:
+                self._keep_unwritten(calls, runs, replays, exc)
+                return
+            if self._unwritten_since is not None:
+                log.warning("runs: the run log is written again; nothing was lost")
+                self._unwritten_since = None
+
+    def _keep_unwritten(
+        self, calls: list[dict[str, Any]], runs: list[Run], replays: dict[str, Run], exc: Exception
+    ) -> None:
+        self._calls = calls + self._calls
+        dropped = len(self._calls) - PENDING_CALLS
+        if dropped > 0:
+            del self._calls[:dropped]
+            log.warning(
+                "runs: %d calls dropped from the run log (kept in memory too long)", dropped
+            )
+        for run in runs:
+            self._dirty.setdefault(run.id, run)
+        self._replays = replays | self._replays
+        if self._unwritten_since is None:
+            self._unwritten_since = time.time()
+            log.warning("runs: %s; runs and calls are kept in memory and written later", exc)
 
     def trace(self, run: Run) -> list[dict[str, Any]]:
         """The run's calls as the run log shows them (redacted)."""

@@ -1,0 +1,40 @@
+"""Where toolscript keeps things: a cache SQLite can open, errors that say what moves a folder."""
+
+from __future__ import annotations
+
+import errno
+from pathlib import Path
+
+import pytest
+
+from toolscript.paths import project_cache_dir, storage_error, user_cache_dir
+
+
+def test_a_project_cache_stays_in_the_project_when_sqlite_can_reach_it(tmp_path: Path) -> None:
+    assert project_cache_dir(tmp_path) == tmp_path / ".toolscript"
+
+
+def test_a_project_too_deep_for_sqlite_keeps_its_cache_in_the_users(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("TOOLSCRIPT_CACHE_DIR", raising=False)
+    deep = tmp_path.joinpath(*["d" * 60] * 8)
+    chosen = project_cache_dir(deep)
+    assert chosen.parent == user_cache_dir() / "projects"
+    assert len(str(chosen / "embeddings.db-journal")) < 512
+    assert project_cache_dir(deep) == chosen  # the same folder every time
+    assert project_cache_dir(deep / "other") != chosen
+
+
+def test_a_folder_that_cannot_be_written_names_the_variable_that_moves_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TOOLSCRIPT_HOME", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    failure = OSError(errno.EROFS, "Read-only file system", str(tmp_path / "state" / "toolscript"))
+    error = storage_error(failure)
+    assert error.message.endswith("Read-only file system")
+    assert error.hint == "set TOOLSCRIPT_HOME (or XDG_STATE_HOME) to a folder you can write"
+    inside = OSError(errno.ENOSPC, "No space left", str(tmp_path / ".toolscript" / "x.db"))
+    assert "TOOLSCRIPT_CACHE_DIR" in (storage_error(inside).hint or "")

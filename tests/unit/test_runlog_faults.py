@@ -1,0 +1,239 @@
+"""The run log under faults made for real: a damaged or deleted file, a lock held by another
+connection, approvals and resumes racing each other."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from toolscript.errors import RunLogError, UsageError
+from toolscript.gateway.runs import RunBook
+from toolscript.runlog import RunLog
+
+STOPPED = json.dumps({"call": {"tool": "s__delete", "digest": "d1"}})
+
+
+def _filled(path: Path, runs: int = 30) -> RunLog:
+    log = RunLog(path)
+    log.write(
+        runs=[
+            {"id": f"run-{n:03}", "status": "ok", "started": float(n), "script": "x" * 2000}
+            for n in range(runs)
+        ]
+    )
+    return log
+
+
+def _set_aside(path: Path) -> list[Path]:
+    found = path.parent.glob(path.name + ".damaged-*")
+    return sorted(kept for kept in found if not kept.name.endswith(("-wal", "-shm", "-journal")))
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(
+            lambda path: path.write_bytes(path.read_bytes()[: path.stat().st_size // 2]),
+            id="truncated",
+        ),
+        pytest.param(
+            lambda path: path.write_bytes(b"garbage!" * 12 + path.read_bytes()[96:]),
+            id="header-overwritten",
+        ),
+    ],
+)
+def test_a_damaged_run_log_is_set_aside_and_a_new_one_started(
+    tmp_path: Path, damage: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "runs.sqlite"
+    _filled(path)
+    damage(path)
+    log = RunLog(path)
+    with caplog.at_level(logging.WARNING, logger="toolscript.cache"):
+        assert log.recent() == []  # no traceback: a fresh log
+    kept = _set_aside(path)
+    assert len(kept) == 1 and kept[0].stat().st_size > 0  # kept for inspection
+    assert sum("set aside" in record.getMessage() for record in caplog.records) == 1
+    log.write(runs=[{"id": "new", "status": "ok", "started": 1.0}])
+    assert [run["id"] for run in log.recent()] == ["new"]
+
+
+def test_the_check_at_start_sets_a_damaged_log_aside(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    _filled(path)
+    path.write_bytes(path.read_bytes()[:4096])
+    assert RunLog(path).check() is not None
+    assert len(_set_aside(path)) == 1 and not path.exists()
+    assert RunLog(path).check() is None  # a missing file is fine: it is made when needed
+
+
+def test_a_run_log_deleted_while_in_use_gets_its_tables_again(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    log = _filled(path, runs=1)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    log.write(runs=[{"id": "after", "status": "ok", "started": 2.0}])
+    assert [run["id"] for run in log.recent()] == ["after"]
+
+
+def test_a_locked_run_log_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("toolscript.runlog.BUSY_SECONDS", 0.2)
+    path = tmp_path / "runs.sqlite"
+    log = _filled(path, runs=1)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("PRAGMA locking_mode = EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(RunLogError, match="locked by another process") as caught:
+            log.recent()
+        assert caught.value.hint and "try again" in caught.value.hint
+        assert _set_aside(path) == []  # held is not damaged
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert len(log.recent()) == 1
+
+
+def test_runs_and_calls_wait_in_memory_while_the_log_is_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("toolscript.runlog.BUSY_SECONDS", 0.2)
+    path = tmp_path / "runs.sqlite"
+    runs = RunBook(RunLog(path), lambda: (), lambda qualified: "allow")
+
+    async def made(tool: str, arguments: dict[str, Any]) -> tuple[str, Any]:
+        return "json", {"ok": True}
+
+    async def scenario() -> None:
+        await runs.flush()
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # another process writing for a long time
+        try:
+            run = await runs.register(script_hash="h")
+            await runs.call(run, "s__read", {"k": 1}, 7, made)
+            await runs.end(run.id, 0)  # must not raise: the run ends, its record waits
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        await runs.flush()
+        shown = runs.runlog.run(run.id)
+        assert shown is not None and shown["status"] == "ok"
+        assert [call["tool"] for call in shown["calls_made"]] == ["s__read"]
+
+    anyio.run(scenario)
+
+
+def _stopped_log(path: Path) -> RunLog:
+    log = RunLog(path)
+    log.write(
+        runs=[
+            {
+                "id": "stopped-1",
+                "status": "awaiting_approval",
+                "stopped": STOPPED,
+                "started": 1.0,
+                "script": "code",
+                "script_hash": "h",
+            }
+        ]
+    )
+    return log
+
+
+def test_concurrent_approvals_of_one_run_record_one(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    _stopped_log(path)
+    answers: list[str] = []
+    threads = [
+        threading.Thread(
+            target=lambda: answers.append(RunLog(path).approve_call("stopped-1")["approval"])
+        )
+        for _ in range(6)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(answers) == ["already"] * 5 + ["recorded"]
+    assert len(RunLog(path).approvals()) == 1
+
+
+def test_a_stopped_run_is_resumed_at_most_once(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    _stopped_log(path).approve_call("stopped-1")
+    outcomes: list[str] = []
+
+    async def resume(book: RunBook) -> None:
+        try:
+            run = await book.register(script_hash="h", resume="stopped-1")
+            outcomes.append(f"resumed:{run.resumed_from}")
+        except UsageError as exc:
+            outcomes.append("refused" if "resumed already" in exc.message else exc.message)
+
+    async def scenario() -> None:
+        books = [RunBook(RunLog(path), lambda: (), lambda q: "ask") for _ in range(3)]
+        async with anyio.create_task_group() as tasks:
+            for one in books:
+                tasks.start_soon(resume, one)
+
+    anyio.run(scenario)
+    assert sorted(outcomes) == ["refused", "refused", "resumed:stopped-1"]
+
+
+def test_runs_of_a_gateway_gone_are_settled_and_pruned_later(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    log = RunLog(path, keep=2)
+    log.write(
+        runs=[
+            {"id": f"dead-{n}", "status": "running", "started": float(n), "owner": "1:0"}
+            for n in range(5)
+        ]
+        + [{"id": "live", "status": "running", "started": 9.0, "owner": "me"}]
+    )
+    assert log.settle_orphans(lambda owner: owner == "me") == 5
+    statuses = {run["id"]: run["status"] for run in log.recent(10)}
+    assert statuses.pop("live") == "running"
+    assert set(statuses.values()) == {"died"} and len(statuses) == 2  # pruned past keep
+
+
+def test_a_run_whose_gateway_died_while_asking_can_be_approved_and_resumed(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runs.sqlite"
+    made: list[str] = []
+
+    async def make(tool: str, arguments: dict[str, Any]) -> tuple[str, Any]:
+        made.append(tool)
+        return "json", {"done": tool}
+
+    async def asked_then_gone() -> str:
+        runs = RunBook(RunLog(path), lambda: (), lambda q: "ask" if q == "s__delete" else "allow")
+        run = await runs.register(script_hash="h", interactive=True, script="code")
+        await runs.call(run, "s__read", {}, 2, make)
+        with anyio.move_on_after(0.5):  # nobody answers: the gateway is killed meanwhile
+            await runs.call(run, "s__delete", {"k": 1}, 7, make)
+        return run.id
+
+    run_id = anyio.run(asked_then_gone)
+    log = RunLog(path)
+    assert log.run(run_id)["status"] == "prompting"
+    assert log.settle_orphans(lambda owner: False) == 1
+    assert log.run(run_id)["status"] == "awaiting_approval"
+    assert log.approve_call(run_id)["approval"] == "recorded"
+
+    async def resumed() -> None:
+        runs = RunBook(RunLog(path), lambda: (), lambda q: "ask")
+        run = await runs.register(script_hash="h", resume=run_id)
+        assert (await runs.call(run, "s__read", {}, 2, make))[0] == 200  # from the log
+        assert (await runs.call(run, "s__delete", {"k": 1}, 7, make))[0] == 200
+        await runs.end(run.id, 0)
+
+    anyio.run(resumed)
+    assert made == ["s__read", "s__delete"]
