@@ -207,8 +207,9 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         # A running gateway serves its last good configuration and reports this error itself.
         config_problem = exc
         loaded = Config(path=None, project_dir=find_config_path(config).parent)
-    url = find_gateway_url(loaded)
+    url: str | None = None
     try:
+        url = find_gateway_url(loaded)  # a gateway still starting is waited for
         with GatewayClient(url, timeout=5) as client:
             health: dict[str, Any] = client.get_json("/health")
     except GatewayError as exc:
