@@ -12,17 +12,21 @@ import os
 import signal
 import subprocess
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # asyncio costs the exec path's start-up; only its types are needed here
     import asyncio
+    from collections.abc import Callable
 
 __all__ = [
+    "Sibling",
     "descendants",
     "identity_alive",
     "pid_exists",
     "process_alive",
     "process_identity",
+    "siblings",
     "signal_quietly",
     "stop_process",
     "stop_process_async",
@@ -83,6 +87,57 @@ def descendants(pid: int) -> list[int]:
         return [child.pid for child in psutil.Process(pid).children(recursive=True)]
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return []
+
+
+@dataclass(frozen=True)
+class Sibling:
+    """Another child of this process's parent (a job the same shell started): its command
+    line, working directory and environment (empty when the system does not say);
+    ``forked`` when it still runs its parent's program (forked, not yet exec'd)."""
+
+    pid: int
+    argv: tuple[str, ...]
+    cwd: str
+    environ: dict[str, str]
+    forked: bool
+
+
+def siblings(wanted: Callable[[tuple[str, ...]], bool] = lambda argv: True) -> list[Sibling]:
+    """The jobs started beside this process whose command line is ``wanted`` (or that are
+    still a fork of their shell): the other children of its parent, and its own children (a
+    shell that runs its last command in its own process leaves its jobs to that command).
+    No siblings when the parent is the init process."""
+    import psutil
+
+    me = os.getpid()
+    try:
+        children = psutil.Process(me).children()
+        parent_line: tuple[str, ...] = ()
+        if os.getppid() > 1:
+            parent = psutil.Process(os.getppid())
+            parent_line = tuple(parent.cmdline())
+            children += parent.children()
+    except psutil.Error:
+        return []
+    found = []
+    for child in children:
+        if child.pid == me:
+            continue
+        try:
+            with child.oneshot():
+                argv = tuple(child.cmdline())
+                forked = child.ppid() != me and argv == parent_line
+                if not forked and not wanted(argv):
+                    continue
+                cwd = child.cwd()
+                try:
+                    environ = child.environ()
+                except psutil.AccessDenied:  # macOS keeps some processes' environments
+                    environ = {}
+        except psutil.Error:
+            continue
+        found.append(Sibling(child.pid, argv, cwd, environ, forked))
+    return found
 
 
 def signal_quietly(pid: int, sig: int, *, group: bool = False) -> None:

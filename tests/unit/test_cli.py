@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from toolscript.cli.main import app
-from toolscript.errors import ConfigError, GatewayUnreachableError
+from toolscript.errors import ConfigError, ExecutionError, GatewayUnreachableError
 
 runner = CliRunner()
 
@@ -80,12 +80,37 @@ def test_config_check_refuses_an_empty_file(project: Path) -> None:
     assert "{}" in (result.exception.hint or "")
 
 
-def test_commands_that_need_a_gateway_say_how_to_start_one(project: Path) -> None:
+class _ExitedProcess:
+    """A gateway process that exited before it printed its URL."""
+
+    pid = 0
+    stderr = None
+
+    def poll(self) -> int:
+        return 1
+
+
+def test_commands_that_need_a_gateway_say_how_to_start_one(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no gateway running, each command starts an ephemeral one as exec does; when even
+    that fails it says so, and how to see why."""
+    from toolscript.gateway import launch
+
     config = {"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}}
     (project / ".toolscript.json").write_text(json.dumps(config))
-    result = runner.invoke(app, ["list-tools", "time"])
-    assert isinstance(result.exception, GatewayUnreachableError)
-    assert "gateway start" in (result.exception.hint or "")
+    started: list[tuple[str, ...]] = []
+
+    def failed_start(*args: str, **options: object) -> launch.LaunchedGateway:
+        started.append(args)
+        return launch.LaunchedGateway(_ExitedProcess(), "")  # type: ignore[arg-type]
+
+    monkeypatch.setattr(launch, "start_gateway", failed_start)
+    for command in (["list-tools", "time"], ["search", "time"], ["get-types", "time"]):
+        result = runner.invoke(app, command)
+        assert isinstance(result.exception, ExecutionError), command
+        assert "gateway start" in (result.exception.hint or "")
+    assert len(started) == 3 and all("--ephemeral" in args for args in started)
 
 
 def test_a_gateway_url_where_nothing_answers(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from toolscript.config import Config
@@ -13,7 +16,7 @@ from toolscript.gateway.state import ready_gateway_state
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["GatewayClient", "find_gateway_url", "public_url"]
+__all__ = ["GatewayClient", "find_gateway_url", "gateway_client", "public_url"]
 
 URL_VARIABLE = "TOOLSCRIPT_GATEWAY_URL"
 _START_HINT = "check `toolscript gateway status`, or start one with `toolscript gateway start`"
@@ -26,6 +29,34 @@ def find_gateway_url(config: Config) -> str | None:
         return url.rstrip("/")
     state = ready_gateway_state(config.cache_dir())
     return str(state["url"]).rstrip("/") if state else None
+
+
+@contextmanager
+def gateway_client(
+    config: Config, cache: str | None = None, *, timeout: float = 30.0
+) -> Iterator[GatewayClient]:
+    """A client of the project's gateway (or TOOLSCRIPT_GATEWAY_URL's); when none runs, of
+    an ephemeral one started for this command and stopped after it, as `exec` does."""
+    url = find_gateway_url(config)
+    if url:
+        with GatewayClient(url, timeout=timeout) as client:
+            yield client
+        return
+    from toolscript.execution.lifeline import Lifeline
+    from toolscript.execution.locate import gateway_for_run
+
+    sys.stderr.write(
+        "note: no gateway runs for this project: one is started for this command "
+        "(`toolscript gateway start &` keeps one running)\n"
+    )
+    sys.stderr.flush()
+    path = str(config.path) if config.path else None
+    with (
+        Lifeline() as lifeline,
+        gateway_for_run(path, str(config.cache_dir(cache)), on_start=lifeline.watch) as found,
+        GatewayClient(found[0], timeout=timeout) as client,
+    ):
+        yield client
 
 
 def public_url(url: str) -> str:

@@ -57,6 +57,25 @@ def _leave(code: int) -> None:
     os._exit(code)
 
 
+def _mark_gateway_start(arguments: list[str]) -> bool:
+    """``gateway start``: record that this project's gateway is starting before anything
+    else is imported, so a command run right after `gateway start &` waits for it (the
+    command ``start`` marks the same project again, or makes its own mark)."""
+    if arguments[:1] != ["gateway"]:
+        return False
+    from pathlib import Path
+
+    from toolscript.gateway.state import mark_starting, start_cache_dir, start_options
+
+    options = start_options(arguments)
+    if options is None:
+        return False
+    with contextlib.suppress(OSError):  # the command itself says what is wrong
+        mark_starting(start_cache_dir(options, Path.cwd(), os.environ))
+        return True
+    return False
+
+
 def main() -> None:
     """Entry point: run the app and turn toolscript errors into a message and exit code."""
     if sys.platform == "win32":
@@ -76,9 +95,16 @@ def main() -> None:
             code = fast_exec(arguments[1:])
             if code is not None:
                 _leave(code)
-        from toolscript.cli.main import app
+        marked = _mark_gateway_start(arguments)
+        try:
+            from toolscript.cli.main import app
 
-        app(args=arguments, prog_name="toolscript")
+            app(args=arguments, prog_name="toolscript")
+        finally:
+            if marked:
+                from toolscript.gateway.state import abandon_start
+
+                abandon_start()
     except ToolscriptError as exc:
         if debug:
             raise

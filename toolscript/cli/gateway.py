@@ -132,8 +132,17 @@ def start(
         toolscript gateway start
         toolscript gateway start --port 3000 --search-alpha 0.6
     """
-    loaded = load_config(config)
-    from toolscript.gateway.runner import abandon_start, configure_logging, mark_starting, serve
+    from toolscript.gateway.state import abandon_start, mark_starting
+
+    private = ephemeral or no_state  # owned by one process: other commands must not find it
+    try:
+        loaded = load_config(config)
+    except BaseException:
+        # The entry point marked the start before reading anything (see entry.py).
+        if not private:
+            abandon_start()
+        raise
+    from toolscript.gateway.runner import configure_logging, serve
     from toolscript.search.engine import SearchOptions
 
     configure_logging()
@@ -153,8 +162,8 @@ def start(
     ):
         if not 0 <= value <= 1:
             raise UsageError(f"{name} must be between 0 and 1, got {value}")
-    # Commands run right after `gateway start &` wait for this gateway rather than find none.
-    private = ephemeral or no_state  # owned by one process: other commands must not find it
+    # Commands run right after `gateway start &` wait for this gateway rather than find none:
+    # the entry point marked it before its imports; this finds that mark (or makes it).
     previous = None if private else mark_starting(loaded.cache_dir(cache))
     try:
         serve(
@@ -172,10 +181,9 @@ def start(
             warm_checker=not (ephemeral or no_warm_checker),
             infer_results=not no_inferred,
         )
-    except BaseException:
+    finally:
         if not private:
-            abandon_start(loaded.cache_dir(cache), previous)
-        raise
+            abandon_start(loaded.cache_dir(cache))
 
 
 @app.command("status")
@@ -199,8 +207,9 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         # A running gateway serves its last good configuration and reports this error itself.
         config_problem = exc
         loaded = Config(path=None, project_dir=find_config_path(config).parent)
-    url = find_gateway_url(loaded)
+    url: str | None = None
     try:
+        url = find_gateway_url(loaded)  # a gateway still starting is waited for
         with GatewayClient(url, timeout=5) as client:
             health: dict[str, Any] = client.get_json("/health")
     except GatewayError as exc:

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from toolscript.cli.client import GatewayClient, find_gateway_url
+from toolscript.cli.client import gateway_client
 from toolscript.cli.exec import TRACE_HELP, exec_option
 from toolscript.cli.options import CacheDirOption, ConfigOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
@@ -72,7 +72,7 @@ def save_command(
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read {file}: {exc}") from exc
     request = {"name": name, "code": code, "description": description, "force": force}
-    with GatewayClient(find_gateway_url(loaded), timeout=SAVE_TIMEOUT) as client:
+    with gateway_client(loaded, timeout=SAVE_TIMEOUT) as client:
         try:
             saved: dict[str, Any] = client.request("POST", "/scripts", json=request).json()
         except GatewayResponseError as exc:
@@ -108,7 +108,7 @@ def list_scripts(
         toolscript list-scripts --json | jq -r '.scripts[] | select(.status == "broken") | .name'
     """
     loaded = load_config(config)
-    with GatewayClient(find_gateway_url(loaded)) as client:
+    with gateway_client(loaded) as client:
         listing: dict[str, Any] = client.get_json("/scripts")
     if as_json:
         print_json(listing)

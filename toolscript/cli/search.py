@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from toolscript.cli.client import GatewayClient, find_gateway_url
+from toolscript.cli.client import GatewayClient, gateway_client
 from toolscript.cli.options import ConfigOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
 from toolscript.cli.types import render_markdown
@@ -84,7 +84,7 @@ def search(
         params["server"] = server
     if explain:
         params["explain"] = "true"
-    with GatewayClient(find_gateway_url(loaded)) as client:
+    with gateway_client(loaded) as client:
         answer: dict[str, Any] = client.get_json("/search", **params)
         hits = answer["hits"]
         absent = None  # why a server's search is empty, asked only to print it

@@ -75,10 +75,10 @@ def _short(error: str | None, width: int = 48) -> str:
 
 def _live_states(config: Config) -> dict[str, dict[str, Any]]:
     """Per-server state from a running gateway; empty when none answers."""
-    url = find_gateway_url(config)
-    if not url:
-        return {}
     try:
+        url = find_gateway_url(config)  # a gateway still starting is waited for
+        if not url:
+            return {}
         with GatewayClient(url, timeout=2) as client:
             return {server["name"]: server for server in client.get_json("/servers")}
     except GatewayError:

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from toolscript.cli.client import GatewayClient, find_gateway_url
+from toolscript.cli.client import gateway_client
 from toolscript.cli.options import ConfigOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
 from toolscript.config import load_config
@@ -35,7 +35,7 @@ def list_tools(
     """
     loaded = load_config(config)
     loaded.server(server)  # a clear "server not found" even without a gateway
-    with GatewayClient(find_gateway_url(loaded)) as client:
+    with gateway_client(loaded) as client:
         tools: list[dict[str, Any]] = client.get_json(f"/servers/{server}/tools")
     if as_json:
         print_json(tools)

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from toolscript.cli.client import GatewayClient, find_gateway_url
+from toolscript.cli.client import gateway_client
 from toolscript.cli.options import ConfigOption, JsonOption
 from toolscript.cli.output import print_json
 from toolscript.config import load_config
@@ -46,7 +46,7 @@ def get_types(
     loaded = load_config(config)
     loaded.server(server)
     params = {"server": server} | ({"tool": tool} if tool else {})
-    with GatewayClient(find_gateway_url(loaded)) as client:
+    with gateway_client(loaded) as client:
         answer: dict[str, Any] = client.get_json("/types", **params)
     if as_json:
         print_json(answer)

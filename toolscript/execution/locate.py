@@ -127,9 +127,13 @@ def gateway_request(
     return body
 
 
-def running_gateway(config: str | None, cache: str | None) -> tuple[str, str] | None:
+def running_gateway(
+    config: str | None, cache: str | None, *, siblings: bool = True
+) -> tuple[str, str] | None:
     """``(url, module hash)`` of TOOLSCRIPT_GATEWAY_URL's gateway (which must answer), else of
-    the project's running gateway; None when neither answers."""
+    the project's running gateway (one still starting is waited for, and with ``siblings``
+    one that a `gateway start &` just before this command starts); None when neither
+    answers."""
     from_env = os.environ.get("TOOLSCRIPT_GATEWAY_URL", "").strip().rstrip("/")
     if from_env:
         found = module_hash(from_env)
@@ -140,7 +144,7 @@ def running_gateway(config: str | None, cache: str | None) -> tuple[str, str] | 
             )
         return from_env, found
     config_path = find_config_path(config)
-    state = ready_gateway_state(project_cache_dir(config_path.parent, cache))
+    state = ready_gateway_state(project_cache_dir(config_path.parent, cache), siblings=siblings)
     if state:
         found = module_hash(state["url"])
         if found is not None:
@@ -170,7 +174,7 @@ def gateway_for_run(
 ) -> Iterator[tuple[str, str]]:
     """``(url, module hash)`` of a gateway that stays up for the run. With ``needed`` False
     (the script calls no tool) no gateway is started when none runs: NO_GATEWAY_URL."""
-    running = running_gateway(config, cache)
+    running = running_gateway(config, cache, siblings=needed)
     if running is not None:
         yield running
         return

@@ -203,24 +203,6 @@ def serve(
     sock.close()
 
 
-def mark_starting(cache: Path) -> dict[str, Any] | None:
-    """Record at once that this process starts the project's gateway, so commands run right
-    after `gateway start &` wait for it rather than find none. Returns the state of another
-    gateway of the project that runs already (not this process), if any."""
-    other = read_gateway_state(cache)
-    if other is not None and (other.get("pid") == os.getpid() or other.get("starting")):
-        other = None
-    write_gateway_state(cache, {"pid": os.getpid(), "starting": True, "started": time.time()})
-    return other
-
-
-def abandon_start(cache: Path, previous: dict[str, Any] | None) -> None:
-    """A start that failed before serving: its mark goes, the other gateway is found again."""
-    remove_gateway_state(cache, os.getpid())
-    if previous is not None:
-        restore_gateway_state(cache, previous)
-
-
 def _print_url(url: str) -> None:
     sys.stdout.write(url + "\n")
     sys.stdout.flush()

@@ -9,24 +9,38 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from toolscript.errors import GatewayUnreachableError
 from toolscript.paths import user_cache_dir
 from toolscript.privatefile import write_private
 from toolscript.processes import pid_exists
 
 __all__ = [
+    "abandon_start",
     "gateway_state_file",
+    "mark_starting",
     "read_gateway_state",
     "ready_gateway_state",
     "remove_gateway_state",
     "restore_gateway_state",
+    "start_cache_dir",
+    "start_options",
     "write_gateway_state",
 ]
 
 START_WAIT = 120.0  # seconds a command waits for a gateway that is still starting
+FORK_WAIT = 1.0  # seconds a command waits for a sibling job still forked to show its command
+
+# The starting marks this process wrote, by project cache: the other gateway each one hid.
+_marks: dict[Path, dict[str, Any] | None] = {}
+_VALUED = {"--config": "config", "-c": "config", "--cache-dir": "cache"}
+_PRIVATE = {"--ephemeral", "--no-state", "--help", "-h"}
 
 
 def gateway_state_file(directory: Path) -> Path:
@@ -62,19 +76,137 @@ def read_gateway_state(directory: Path) -> dict[str, Any] | None:
     return state
 
 
-def ready_gateway_state(directory: Path, wait: float = START_WAIT) -> dict[str, Any] | None:
-    """The state of a running gateway; one that is still starting (its servers connecting)
-    is waited for, up to ``wait`` seconds, so `gateway start &` then a command just works."""
-    import time
+def ready_gateway_state(
+    directory: Path, wait: float = START_WAIT, *, siblings: bool = True
+) -> dict[str, Any] | None:
+    """The state of a running gateway, None when none runs.
 
+    One that is still starting (its servers connecting) is waited for, up to ``wait``
+    seconds, so `gateway start &` then a command just works; past that,
+    GatewayUnreachableError says so. With ``siblings``, a `gateway start` for this project
+    that the same shell started just before this command, and that has not yet written its
+    mark, is waited for too: however loaded the machine, it is found.
+    """
     deadline = time.monotonic() + wait
     state = read_gateway_state(directory)
-    while state is not None and state.get("starting") and time.monotonic() < deadline:
-        time.sleep(0.1)
+    if state is None and siblings:
+        state = _sibling_start(directory, deadline)
+    while state is not None and state.get("starting"):
+        if time.monotonic() >= deadline:
+            pid = state.get("pid")
+            raise GatewayUnreachableError(
+                f"this project's gateway (pid {pid}) is still starting after {wait:g} s",
+                hint="its log (the stderr of `toolscript gateway start`) says what it waits "
+                f"for; try again when it is ready, or stop it with `kill {pid}`",
+            )
+        time.sleep(0.05)
         state = read_gateway_state(directory)
-    if state is not None and state.get("starting"):
-        return None
     return state
+
+
+def _sibling_start(directory: Path, deadline: float) -> dict[str, Any] | None:
+    """Wait for the mark of a sibling job starting this project's gateway, if there is one
+    (a fork of the shell that has not yet run its program may be one: it is given
+    ``FORK_WAIT`` seconds to show its command line)."""
+    from toolscript.processes import siblings
+
+    forks_until = time.monotonic() + FORK_WAIT
+    wanted = directory.resolve()
+    while time.monotonic() < deadline:
+        starting = forked = False
+        for sibling in siblings(_names_gateway_start):
+            if sibling.forked:
+                forked = True
+                continue
+            options = start_options(_after_program(sibling.argv))
+            if options is None or not sibling.cwd:
+                continue
+            environ = sibling.environ or os.environ
+            if start_cache_dir(options, Path(sibling.cwd), environ) == wanted:
+                starting = True
+        state = read_gateway_state(directory)
+        if state is not None or not (starting or (forked and time.monotonic() < forks_until)):
+            return state
+        time.sleep(0.02)
+    return read_gateway_state(directory)
+
+
+def _names_gateway_start(argv: Sequence[str]) -> bool:
+    return start_options(_after_program(argv)) is not None
+
+
+def _after_program(argv: Sequence[str]) -> list[str]:
+    """The arguments after ``toolscript`` in a command line (``python -m toolscript``, the
+    console script, ``uvx toolscript``); empty when it does not run toolscript."""
+    for index, word in enumerate(argv):
+        if Path(word).name == "toolscript":
+            return list(argv[index + 1 :])
+    return []
+
+
+def start_options(args: Sequence[str]) -> dict[str, str] | None:
+    """``config`` and ``cache`` (``--config``, ``--cache-dir``) of the arguments of a
+    ``gateway start`` that will record its state for the project; None for any other
+    command, for ``--help``, and for a gateway one process owns."""
+    command: list[str] = []
+    found: dict[str, str] = {}
+    words = list(args)
+    index = 0
+    while index < len(words):
+        name, equals, value = words[index].partition("=")
+        if name in _VALUED:
+            if not equals:
+                if index + 1 >= len(words):
+                    return None
+                index += 1
+                value = words[index]
+            found[_VALUED[name]] = value
+        elif name in _PRIVATE:
+            return None
+        elif not name.startswith("-") and len(command) < 2:
+            command.append(name)
+        index += 1
+    return found if command == ["gateway", "start"] else None
+
+
+def start_cache_dir(options: Mapping[str, str], cwd: Path, environ: Mapping[str, str]) -> Path:
+    """The project cache a ``gateway start`` with ``options``, run in ``cwd`` with
+    ``environ``, records its state for (as ``Config.cache_dir`` finds it)."""
+    config = options.get("config") or environ.get("TOOLSCRIPT_CONFIG")
+    project = (cwd / Path(config).expanduser()).resolve().parent if config else cwd.resolve()
+    cache = options.get("cache") or environ.get("TOOLSCRIPT_CACHE_DIR")
+    return (cwd / Path(cache).expanduser()).resolve() if cache else project / ".toolscript"
+
+
+def mark_starting(directory: Path) -> dict[str, Any] | None:
+    """Record at once that this process starts the project's gateway, so commands run right
+    after `gateway start &` wait for it rather than find none. Returns the state of another
+    gateway of the project that runs already (not this process), if any. Marking the same
+    project again only returns that state; marking another drops the first mark."""
+    key = directory.resolve()
+    if key in _marks:
+        return _marks[key]
+    for earlier in list(_marks):  # a process starts one gateway: a mark of another project goes
+        abandon_start(earlier)
+    other = read_gateway_state(directory)
+    if other is not None and (other.get("pid") == os.getpid() or other.get("starting")):
+        other = None
+    write_gateway_state(directory, {"pid": os.getpid(), "starting": True, "started": time.time()})
+    _marks[key] = other
+    return other
+
+
+def abandon_start(directory: Path | None = None) -> None:
+    """A start that ended (or failed before serving): its mark goes (every mark of this
+    process without ``directory``), and the gateway it hid is found again (unless another
+    took its place meanwhile)."""
+    for key in list(_marks) if directory is None else [directory.resolve()]:
+        if key not in _marks:
+            continue
+        previous = _marks.pop(key)
+        remove_gateway_state(key, os.getpid())
+        if previous is not None and read_gateway_state(key) is None:
+            restore_gateway_state(key, previous)
 
 
 def remove_gateway_state(directory: Path, pid: int) -> None:

@@ -114,8 +114,12 @@ TOOLS: list[dict[str, Any]] = [
         },
         "outputSchema": {
             "type": "object",
-            "properties": {"result": {"description": "The return value (null: none)."}},
-            "required": ["result"],
+            "properties": {
+                "result": {"description": "The return value (null: none)."},
+                # A run stopped for approval (or after too many calls) is an error result
+                # whose data says why: {error, message, hint, call}, and has no result.
+                "stopped": {"type": "object"},
+            },
         },
         "annotations": {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": True},
     },

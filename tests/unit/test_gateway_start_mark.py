@@ -1,0 +1,114 @@
+"""The "starting" mark a `gateway start` writes first thing, and how commands wait on it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from toolscript.cli.entry import _mark_gateway_start
+from toolscript.config import load_config
+from toolscript.errors import GatewayUnreachableError
+from toolscript.gateway.state import (
+    abandon_start,
+    mark_starting,
+    read_gateway_state,
+    ready_gateway_state,
+    start_cache_dir,
+    start_options,
+    write_gateway_state,
+)
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.chdir(tmp_path)
+    for name in ("TOOLSCRIPT_GATEWAY_URL", "TOOLSCRIPT_CONFIG", "TOOLSCRIPT_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path / "home"))
+    yield tmp_path
+    abandon_start()
+
+
+def test_the_options_of_a_gateway_start_that_records_its_state() -> None:
+    assert start_options(["gateway", "start"]) == {}
+    assert start_options(["gateway", "start", "--port", "3000", "-c", "a.json"]) == {
+        "config": "a.json"
+    }
+    assert start_options(["--config=b.json", "gateway", "start", "--cache-dir", "c"]) == {
+        "config": "b.json",
+        "cache": "c",
+    }
+    assert start_options(["--debug", "gateway", "start"]) == {}
+    for other in (
+        ["gateway", "status"],
+        ["search", "gateway", "start"],
+        ["gateway", "start", "--ephemeral"],
+        ["gateway", "start", "--no-state"],
+        ["gateway", "start", "--help"],
+        ["gateway"],
+        [],
+    ):
+        assert start_options(other) is None, other
+
+
+def test_the_cache_a_start_marks_is_the_one_its_config_uses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "x.json").write_text("{}")
+    cases = [
+        ({}, {}),
+        ({"config": "sub/x.json"}, {}),
+        ({}, {"TOOLSCRIPT_CONFIG": "sub/x.json"}),
+        ({"cache": "elsewhere"}, {}),
+        ({}, {"TOOLSCRIPT_CACHE_DIR": "other"}),
+    ]
+    for options, environ in cases:
+        for name, value in environ.items():
+            monkeypatch.setenv(name, value)
+        found = load_config(options.get("config") or os.environ.get("TOOLSCRIPT_CONFIG"))
+        expected = found.cache_dir(options.get("cache"))
+        assert start_cache_dir(options, tmp_path, os.environ) == expected, (options, environ)
+        for name in environ:
+            monkeypatch.delenv(name)
+
+
+def test_the_entry_point_marks_a_start_before_anything_else(tmp_path: Path) -> None:
+    cache = tmp_path / ".toolscript"
+    assert _mark_gateway_start(["gateway", "start", "--port", "0"])
+    state = read_gateway_state(cache)
+    assert state is not None and state["starting"] and state["pid"] == os.getpid()
+    abandon_start()
+    assert read_gateway_state(cache) is None
+    assert not _mark_gateway_start(["gateway", "start", "--ephemeral"])
+    assert not _mark_gateway_start(["search", "time"])
+    assert read_gateway_state(cache) is None
+
+
+def test_a_start_marked_twice_keeps_the_gateway_it_hid_and_hands_it_back(
+    tmp_path: Path,
+) -> None:
+    cache = tmp_path / ".toolscript"
+    other = {"url": "http://127.0.0.1:9/t", "pid": os.getppid(), "port": 9}
+    write_gateway_state(cache, other)
+    assert mark_starting(cache) == other
+    assert mark_starting(cache) == other  # the command marks again what the entry marked
+    assert (read_gateway_state(cache) or {}).get("starting")
+    abandon_start(cache)
+    assert read_gateway_state(cache) == other
+
+
+def test_a_gateway_that_never_gets_ready_is_named_not_missed(tmp_path: Path) -> None:
+    cache = tmp_path / ".toolscript"
+    mark_starting(cache)  # this process: alive, and never ready
+    with pytest.raises(GatewayUnreachableError) as raised:
+        ready_gateway_state(cache, wait=0.2, siblings=False)
+    assert f"(pid {os.getpid()}) is still starting" in raised.value.message
+    assert f"kill {os.getpid()}" in (raised.value.hint or "")
+
+
+def test_no_mark_and_no_sibling_start_is_no_gateway(tmp_path: Path) -> None:
+    assert ready_gateway_state(tmp_path / ".toolscript", wait=0.2) is None
