@@ -132,7 +132,7 @@ def start(
         toolscript gateway start
         toolscript gateway start --port 3000 --search-alpha 0.6
     """
-    loaded = load_config(config)
+    loaded = load_config(config, require_trust=True)
     from toolscript.gateway.runner import abandon_start, configure_logging, mark_starting, serve
     from toolscript.search.engine import SearchOptions
 

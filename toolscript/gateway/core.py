@@ -68,6 +68,7 @@ from toolscript.search.engine import SearchEngine, SearchOptions
 from toolscript.search.process import EmbedderProcess
 from toolscript.search.semantic import EmbeddingStore, model_directory
 from toolscript.search.text import ToolDocument, document_for, tokenize
+from toolscript.trust import trust_file
 from toolscript.upstream.base import ServerState, Upstream
 from toolscript.upstream.connect import upstream_for
 
@@ -98,10 +99,11 @@ def _fingerprint(path: Path) -> tuple[int, int] | None:
 
 
 def _read_config(path: Path, project_dir: Path) -> Config:
-    """The config file as it is now; no file means zero servers."""
+    """The config file as it is now; no file means zero servers. An edit the user has not
+    trusted is refused like an invalid file: the previous configuration keeps serving."""
     if not path.exists():
         return Config(path=None, project_dir=project_dir)
-    return load_config(path)
+    return load_config(path, require_trust=True)
 
 
 def _write_script(path: Path, source: str) -> None:
@@ -322,13 +324,14 @@ class Gateway:
 
     async def _watch_config(self) -> None:
         """Apply edits of the config file while serving (users add servers mid-session)."""
-        seen = _fingerprint(self.config_file)
+        # `toolscript trust` after an edit applies it: the trust records are watched too.
+        seen = (_fingerprint(self.config_file), _fingerprint(trust_file()))
         folder = self.config.project_dir
         self._scripts_seen = await anyio.to_thread.run_sync(scripts_fingerprint, folder)
         with self._watch_scope:
             while True:
                 await anyio.sleep(CONFIG_POLL_SECONDS)
-                now = _fingerprint(self.config_file)
+                now = (_fingerprint(self.config_file), _fingerprint(trust_file()))
                 if now != seen:
                     seen = now
                     await self.reload_config()
