@@ -31,12 +31,15 @@ MASK = "***"
 _MIN_SECRET_LENGTH = 4  # shorter values ("1", "on") would mangle ordinary text
 _MIN_PART_LENGTH = 8  # a run of a secret this long is hidden too ("using key ghp_abc1...")
 _MIN_WORD_LENGTH = 12  # the words of a secret with spaces ("Bearer <token>") count alone
+# A value whose runs are hidden too: one opaque word, not a path or a URL (whose runs,
+# "/home/me/", "https://", are everyone's text).
+_OPAQUE = re.compile(r"(?![/.~])(?!.*://)\S+")
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
     """``text`` with every secret replaced by ``***``: whole, JSON-escaped, URL-encoded,
     base64-encoded, and every run of 8 characters or more of one (its start, its end, its
-    middle) when it reads as one opaque value (no spaces, no ``/``)."""
+    middle) when it reads as one opaque value (no spaces, not a path or a URL)."""
     forms, parts = _forms(secrets)
     for form in sorted(forms, key=len, reverse=True):
         text = text.replace(form, MASK)
@@ -60,7 +63,7 @@ def _forms(secrets: Iterable[str]) -> tuple[set[str], list[str]]:
         words = [word for word in secret.split() if len(word) >= _MIN_WORD_LENGTH]
         for value in {secret, *words}:
             forms.update(_spellings(value))
-            if len(value) > _MIN_PART_LENGTH and not re.search(r"[\s/]", value):
+            if len(value) > _MIN_PART_LENGTH and _OPAQUE.fullmatch(value):
                 parts.append(value)
     return {form for form in forms if len(form) >= _MIN_SECRET_LENGTH}, parts
 
