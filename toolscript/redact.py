@@ -13,6 +13,7 @@ import base64
 import json
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qsl, quote, quote_plus, urlsplit
 
@@ -40,10 +41,10 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     """``text`` with every secret replaced by ``***``: whole, JSON-escaped, URL-encoded,
     base64-encoded, and every run of 8 characters or more of one (its start, its end, its
     middle) when it reads as one opaque value (no spaces, not a path or a URL)."""
-    forms, parts = _forms(secrets)
-    for form in sorted(forms, key=len, reverse=True):
+    forms, grams = _prepared(tuple(sorted(set(secrets))))
+    for form in forms:
         text = text.replace(form, MASK)
-    return _redact_runs(text, parts) if parts else text
+    return _redact_runs(text, grams) if grams else text
 
 
 def holds_secret(text: str | bytes, secrets: Iterable[str]) -> bool:
@@ -53,11 +54,17 @@ def holds_secret(text: str | bytes, secrets: Iterable[str]) -> bool:
     return any(s in text for s in secrets if len(s) >= _MIN_SECRET_LENGTH)
 
 
-def _forms(secrets: Iterable[str]) -> tuple[set[str], list[str]]:
-    """Every spelling of the secrets to replace whole, and the secrets whose runs are hidden."""
+_Grams = dict[str, list[tuple[str, int]]]
+
+
+@lru_cache(maxsize=32)
+def _prepared(secrets: tuple[str, ...]) -> tuple[tuple[str, ...], _Grams]:
+    """Every spelling of the secrets to replace whole (longest first), and each run of 8
+    characters of the secrets whose runs are hidden, with where it is in which secret
+    (computed once per set of secrets: logs and call rows redact line by line)."""
     forms: set[str] = set()
     parts: list[str] = []
-    for secret in set(secrets):
+    for secret in secrets:
         if len(secret) < _MIN_SECRET_LENGTH:
             continue
         words = [word for word in secret.split() if len(word) >= _MIN_WORD_LENGTH]
@@ -65,7 +72,12 @@ def _forms(secrets: Iterable[str]) -> tuple[set[str], list[str]]:
             forms.update(_spellings(value))
             if len(value) > _MIN_PART_LENGTH and _OPAQUE.fullmatch(value):
                 parts.append(value)
-    return {form for form in forms if len(form) >= _MIN_SECRET_LENGTH}, parts
+    grams: _Grams = {}
+    for secret in parts:
+        for at in range(len(secret) - _MIN_PART_LENGTH + 1):
+            grams.setdefault(secret[at : at + _MIN_PART_LENGTH], []).append((secret, at))
+    kept = sorted((form for form in forms if len(form) >= _MIN_SECRET_LENGTH), key=len)
+    return tuple(reversed(kept)), grams
 
 
 def _spellings(secret: str) -> set[str]:
@@ -85,13 +97,9 @@ def _spellings(secret: str) -> set[str]:
     return found
 
 
-def _redact_runs(text: str, secrets: list[str]) -> str:
+def _redact_runs(text: str, grams: _Grams) -> str:
     """Replace each run of ``text`` of 8 characters or more that also occurs in a secret."""
     size = _MIN_PART_LENGTH
-    grams: dict[str, list[tuple[str, int]]] = {}
-    for secret in secrets:
-        for at in range(len(secret) - size + 1):
-            grams.setdefault(secret[at : at + size], []).append((secret, at))
     pieces, done, i = [], 0, 0
     while i <= len(text) - size:
         places = grams.get(text[i : i + size])
