@@ -48,7 +48,11 @@ def fixture_server(**extra: Any) -> dict[str, Any]:
 
 
 def clean_env(**extra: str) -> dict[str, str]:
+    """The tests' environment without TOOLSCRIPT_ settings, but the configs the tests trust
+    (conftest.py: TOOLSCRIPT_TRUSTED_PATHS)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSCRIPT_")}
+    if "TOOLSCRIPT_TRUSTED_PATHS" in os.environ:
+        env["TOOLSCRIPT_TRUSTED_PATHS"] = os.environ["TOOLSCRIPT_TRUSTED_PATHS"]
     env.update(extra)
     return env
 

@@ -124,6 +124,8 @@ def test_runnable_block_runs(block: Block, request: pytest.FixtureRequest, tmp_p
     elif block.place == "empty":
         cwd = tmp_path / "work"
         (cwd / "my-project").mkdir(parents=True)
+        # a new user: nothing is trusted until `toolscript trust`, recorded in a folder of its own
+        env.update(TOOLSCRIPT_TRUSTED_PATHS="", XDG_CONFIG_HOME=str(tmp_path / "config"))
     else:
         cwd = ROOT
         before = sorted(path.name for path in ROOT.iterdir())

@@ -273,7 +273,10 @@ def test_the_readmes_quick_start_runs_as_written(tmp_path: Path) -> None:
     (tmp_path / "my-project").mkdir()
     bin_directory = str(Path(sys.executable).parent)
     env = clean_env(
-        TOOLSCRIPT_HOME=str(tmp_path / "home"), PATH=bin_directory + os.pathsep + os.environ["PATH"]
+        TOOLSCRIPT_HOME=str(tmp_path / "home"),
+        PATH=bin_directory + os.pathsep + os.environ["PATH"],
+        TOOLSCRIPT_TRUSTED_PATHS="",  # a new user: nothing is trusted until `toolscript trust`
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
     )
     # As pasted into a shell; the backgrounded gateway is stopped at the end.
     ran = subprocess.run(

@@ -359,7 +359,11 @@ def test_http_face_serves_two_clients_behind_the_token_and_host_checks(tmp_path:
 
 def test_an_untrusted_project_config_starts_nothing(tmp_path: Path) -> None:
     directory = project(tmp_path / "project")
-    env = {**face_env(tmp_path / "home"), "TOOLSCRIPT_CONFIG_HOME": str(tmp_path / "trust")}
+    env = {
+        **face_env(tmp_path / "home"),
+        "TOOLSCRIPT_CONFIG_HOME": str(tmp_path / "trust"),
+        "TOOLSCRIPT_TRUSTED_PATHS": "",
+    }
 
     async def session_work() -> None:
         parameters = StdioServerParameters(

@@ -44,6 +44,7 @@ def hook(
         CLAUDE_ENV_FILE=str(env_file),
         TOOLSCRIPT_HOME=str(home),
         TOOLSCRIPT_CONFIG_HOME=str(home / "config"),
+        TOOLSCRIPT_TRUSTED_PATHS="",  # trusted only through `toolscript trust`
     )
     if trusted and name == "SessionStart" and (project / ".toolscript.json").exists():
         subprocess.run(

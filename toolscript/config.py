@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from toolscript.errors import ConfigError, ServerNotFoundError
 from toolscript.policy import Asking, Decision, decide, matching, timeout_for
+from toolscript.redact import embedded_secrets, secret_setting
 
 if TYPE_CHECKING:
     from jsonschema import ValidationError
@@ -78,8 +79,11 @@ class ServerConfig:
     oauth: OAuthConfig = field(default_factory=OAuthConfig)  # http/sse: OAuth sign-in
     policy: Mapping[str, Decision] = field(default_factory=_empty_mapping)  # tool pattern -> rule
     tool_timeouts: Mapping[str, float] = field(default_factory=_empty_mapping)
-    # values that ${VAR} expansion put anywhere in this server's entry (args, url, ...)
+    # secret values that ${VAR} expansion put anywhere in this server's entry (args, url, ...)
     expanded: tuple[str, ...] = field(default=(), repr=False)
+    # what the server is as the config writes it, before ${VAR} expansion: its URL, or its
+    # command and args (what lists and status show: an expanded value may be a secret)
+    target: str = ""
 
     def allows_tool(self, tool_name: str) -> bool:
         """Whether the include/exclude filters and the policy let ``tool_name`` through (a
@@ -104,27 +108,34 @@ class ServerConfig:
 
     @property
     def secrets(self) -> tuple[str, ...]:
-        """Values that must never appear in logs, status or errors: env and header values,
-        and whatever came from the environment through ``${VAR}``."""
+        """Values that must never appear in logs, status or errors: header values, a local
+        tool's ``secrets``, env entries named or shaped like credentials, secrets written
+        inside a URL, and what ``${VAR}`` brought in from a variable named so.
+
+        Not every env value: a path or a mode is no secret, and hiding it would hide what
+        a person approves (``MEMORY_FILE_PATH`` would mask every path sharing its start)."""
+        env = (
+            self.env.values()
+            if self.transport == "local"  # its `secrets` section: secrets by declaration
+            else [value for name, value in self.env.items() if secret_setting(name, value)]
+        )
+        written = [self.url or "", *self.args, *self.env.values(), *self.headers.values()]
         values = (
-            *self.env.values(),
+            *env,
             *self.headers.values(),
             *self.expanded,
+            *(secret for value in written for secret in embedded_secrets(value)),
             self.oauth.client_secret or "",
         )
         return tuple(dict.fromkeys(value for value in values if value))
 
     def summary(self) -> dict[str, Any]:
-        """A description safe to print: no env values, no header values."""
-        target = (
-            self.url
-            if self.transport in ("http", "sse")
-            else " ".join([self.command or "", *self.args])
-        )
+        """A description safe to print: the target as written (``${VAR}`` unexpanded), no env
+        values, no header values."""
         return {
             "name": self.name,
             "transport": self.transport,
-            "target": target,
+            "target": self.target,
             "description": self.description,
             "disabled": self.disabled,
         }
@@ -205,12 +216,19 @@ def load_config(
     *,
     environ: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    require_trust: bool = False,
 ) -> Config:
     """Find, parse, expand and validate the configuration.
 
-    A missing default file means zero servers; a missing explicit file is an error.
+    A missing default file means zero servers; a missing explicit file is an error. With
+    ``require_trust`` (whatever will start its servers or connect to them) a project's file
+    the user has not trusted raises UntrustedConfigError before anything of it is read.
     """
     path = find_config_path(explicit, cwd)
+    if require_trust:
+        from toolscript.trust import require_trust as refuse_untrusted
+
+        refuse_untrusted(path)
     if not path.exists():
         if explicit:
             raise ConfigError(
@@ -241,14 +259,21 @@ def parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
             hint="fix the JSON syntax at that position",
         ) from exc
     _validate(doc, path)
-    substituted: list[tuple[JsonPath, str]] = []
+    substituted: list[tuple[JsonPath, str, str]] = []
     expanded = _expand(doc.value, (), doc, path, environ, substituted)
 
     def from_environment(*prefix: str) -> tuple[str, ...]:
-        return tuple(value for at, value in substituted if at[: len(prefix)] == prefix)
+        """The secret values ${VAR} put under ``prefix``: a variable named like a credential,
+        or a value shaped like one (``${HOME}`` in args is no secret)."""
+        return tuple(
+            value
+            for at, name, value in substituted
+            if at[: len(prefix)] == prefix and secret_setting(name, value)
+        )
 
+    written = doc.value.get("mcpServers") or {}
     servers = tuple(
-        _server(name, raw, path.parent, from_environment("mcpServers", name))
+        _server(name, raw, path.parent, from_environment("mcpServers", name), written[name])
         for name, raw in (expanded.get("mcpServers") or {}).items()
     )
     search = SearchConfig(**(expanded.get("search") or {}))
@@ -304,6 +329,7 @@ def _local_servers(
                 name=name,
                 transport="local",
                 command=str(file),
+                target=str(file),
                 env=MappingProxyType(dict(entry.get("secrets") or {})),
                 description=entry.get("description", ""),
                 timeout=float(section.get("timeout", DEFAULT_TIMEOUT)),
@@ -401,10 +427,13 @@ def _expand(
     doc: PositionedJson,
     path: Path,
     environ: Mapping[str, str],
-    substituted: list[tuple[JsonPath, str]],
+    substituted: list[tuple[JsonPath, str, str]],
 ) -> Any:
     """``value`` with ``${VAR}`` expanded; each value taken from ``environ`` is noted with
-    where it went, so that it can be kept out of logs."""
+    where it went and its variable, so that secrets can be kept out of logs. A server's
+    ``description`` is only ever shown, so it is kept as written."""
+    if isinstance(value, str) and _is_description(at):
+        return value
     if isinstance(value, str):
         return _expand_string(value, at, doc, path, environ, substituted)
     if isinstance(value, dict):
@@ -419,13 +448,17 @@ def _expand(
     return value
 
 
+def _is_description(at: JsonPath) -> bool:
+    return bool(at) and at[-1] == "description" and at[0] in ("mcpServers", "localTools")
+
+
 def _expand_string(
     value: str,
     at: JsonPath,
     doc: PositionedJson,
     path: Path,
     environ: Mapping[str, str],
-    substituted: list[tuple[JsonPath, str]],
+    substituted: list[tuple[JsonPath, str, str]],
 ) -> str:
     def substitute(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
@@ -439,25 +472,39 @@ def _expand_string(
                     hint=f"export {name}=..., or write ${{{name}:-default}} in the config",
                 )
             return default
-        substituted.append((at, found))
+        substituted.append((at, name, found))
         return found
 
     return _VARIABLE.sub(substitute, value)
 
 
 def _server(
-    name: str, raw: Mapping[str, Any], base: Path, expanded: tuple[str, ...] = ()
+    name: str,
+    raw: Mapping[str, Any],
+    base: Path,
+    expanded: tuple[str, ...] = (),
+    written: Mapping[str, Any] | None = None,
 ) -> ServerConfig:
+    """One server entry (``raw``, expanded; ``written``, as in the file). A stdio server
+    runs in the config's folder unless ``cwd`` says otherwise: its relative paths resolve
+    against the folder the user trusted, wherever the gateway was started."""
     transport: Transport = raw.get("type") or ("stdio" if "command" in raw else "http")
     cwd = raw.get("cwd")
+    written = raw if written is None else written
+    target = (
+        str(written.get("url") or "")
+        if transport in ("http", "sse")
+        else " ".join([str(written.get("command") or ""), *map(str, written.get("args", ()))])
+    )
     return ServerConfig(
         name=name,
         expanded=expanded,
+        target=target,
         transport=transport,
         command=raw.get("command"),
         args=tuple(raw.get("args", ())),
         env=MappingProxyType(dict(raw.get("env", {}))),
-        cwd=(base / cwd).resolve() if cwd else None,
+        cwd=(base / cwd).resolve() if cwd else base,
         url=raw.get("url"),
         headers=MappingProxyType(dict(raw.get("headers", {}))),
         description=raw.get("description", ""),

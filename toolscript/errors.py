@@ -6,6 +6,7 @@ HTTP response with ``status_code``::
 
     ToolscriptError                     exit 1
     ├── ConfigError                     exit 2   invalid or unreadable .toolscript.json
+    │   └── UntrustedConfigError                 a project's config the user has not trusted
     ├── UsageError                      exit 2   a wrong argument on the command line
     ├── NotFoundError                   HTTP 404
     │   ├── ServerNotFoundError                  no such server is configured
@@ -79,6 +80,7 @@ __all__ = [
     "ToolTimeoutError",
     "ToolscriptError",
     "UnauthorizedError",
+    "UntrustedConfigError",
     "UpstreamError",
     "UsageError",
 ]
@@ -109,6 +111,13 @@ class ConfigError(ToolscriptError):
 
     exit_code = 2
     kind = "config_error"
+
+
+class UntrustedConfigError(ConfigError):
+    """A project's config that the user has not trusted (``toolscript trust``) as it is now."""
+
+    status_code = 403
+    kind = "untrusted_config"
 
 
 class UsageError(ToolscriptError):

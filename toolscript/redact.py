@@ -1,26 +1,50 @@
-"""Keep configured secrets (env values, header values) out of logs, status and errors."""
+"""Keep secrets out of logs, status, errors and what a script sees.
+
+A value is a secret because of what it is: a header value, an OAuth secret, a local tool's
+``secrets`` entry, or a setting whose name says so (``GITHUB_TOKEN``, ``apiKey``) or whose
+value reads like a generated token. Secrets are hidden thoroughly (whole, in the encodings
+a message may carry them in, and any long run of one); other values (paths, URLs, text that
+happens to share a few characters with a setting) are never touched.
+"""
 
 from __future__ import annotations
 
+import base64
+import json
+import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
+from urllib.parse import parse_qsl, quote, quote_plus, urlsplit
 
-__all__ = ["holds_secret", "redact", "redact_value", "secret_name"]
+__all__ = [
+    "embedded_secrets",
+    "holds_secret",
+    "looks_like_secret",
+    "redact",
+    "redact_value",
+    "secret_name",
+    "secret_setting",
+    "secret_variable",
+]
 
+MASK = "***"
 _MIN_SECRET_LENGTH = 4  # shorter values ("1", "on") would mangle ordinary text
-_MIN_PART_LENGTH = 8  # servers print the start of a token ("using key ghp_abc1..."): hidden too
+_MIN_PART_LENGTH = 8  # a run of a secret this long is hidden too ("using key ghp_abc1...")
+_MIN_WORD_LENGTH = 12  # the words of a secret with spaces ("Bearer <token>") count alone
+# A value whose runs are hidden too: one opaque word, not a path or a URL (whose runs,
+# "/home/me/", "https://", are everyone's text).
+_OPAQUE = re.compile(r"(?![/.~])(?!.*://)\S+")
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret value, and every start of one of at least 8 characters,
-    replaced by ``***``."""
-    for secret in sorted(set(secrets), key=len, reverse=True):
-        if len(secret) < _MIN_SECRET_LENGTH:
-            continue
-        text = text.replace(secret, "***")
-        if len(secret) > _MIN_PART_LENGTH:
-            text = _redact_starts(text, secret)
-    return text
+    """``text`` with every secret replaced by ``***``: whole, JSON-escaped, URL-encoded,
+    base64-encoded, and every run of 8 characters or more of one (its start, its end, its
+    middle) when it reads as one opaque value (no spaces, not a path or a URL)."""
+    forms, grams = _prepared(tuple(sorted(set(secrets))))
+    for form in forms:
+        text = text.replace(form, MASK)
+    return _redact_runs(text, grams) if grams else text
 
 
 def holds_secret(text: str | bytes, secrets: Iterable[str]) -> bool:
@@ -30,18 +54,72 @@ def holds_secret(text: str | bytes, secrets: Iterable[str]) -> bool:
     return any(s in text for s in secrets if len(s) >= _MIN_SECRET_LENGTH)
 
 
-def _redact_starts(text: str, secret: str) -> str:
-    """Replace each run of ``text`` that is a prefix of ``secret`` (8 characters or more)."""
-    head = secret[:_MIN_PART_LENGTH]
-    parts, done = [], 0
-    while (found := text.find(head, done)) != -1:
-        end = found + _MIN_PART_LENGTH
-        while end < len(text) and end - found < len(secret) and text[end] == secret[end - found]:
-            end += 1
-        parts += [text[done:found], "***"]
-        done = end
-    parts.append(text[done:])
-    return "".join(parts)
+_Grams = dict[str, list[tuple[str, int]]]
+
+
+@lru_cache(maxsize=32)
+def _prepared(secrets: tuple[str, ...]) -> tuple[tuple[str, ...], _Grams]:
+    """Every spelling of the secrets to replace whole (longest first), and each run of 8
+    characters of the secrets whose runs are hidden, with where it is in which secret
+    (computed once per set of secrets: logs and call rows redact line by line)."""
+    forms: set[str] = set()
+    parts: list[str] = []
+    for secret in secrets:
+        if len(secret) < _MIN_SECRET_LENGTH:
+            continue
+        words = [word for word in secret.split() if len(word) >= _MIN_WORD_LENGTH]
+        for value in {secret, *words}:
+            forms.update(_spellings(value))
+            if len(value) > _MIN_PART_LENGTH and _OPAQUE.fullmatch(value):
+                parts.append(value)
+    grams: _Grams = {}
+    for secret in parts:
+        for at in range(len(secret) - _MIN_PART_LENGTH + 1):
+            grams.setdefault(secret[at : at + _MIN_PART_LENGTH], []).append((secret, at))
+    kept = sorted((form for form in forms if len(form) >= _MIN_SECRET_LENGTH), key=len)
+    return tuple(reversed(kept)), grams
+
+
+def _spellings(secret: str) -> set[str]:
+    """``secret`` as it is, JSON-escaped, URL-encoded and base64-encoded (at each of the three
+    byte alignments it may have inside a longer encoded text, without the characters the
+    neighbouring bytes decide)."""
+    found = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
+    found |= {quote(secret, safe=""), quote_plus(secret, safe=""), quote(secret)}
+    raw = secret.encode()
+    if len(raw) >= 6:
+        for shift in range(3):
+            for encode in (base64.b64encode, base64.urlsafe_b64encode):
+                encoded = encode(b"\0" * shift + raw).decode()
+                start = -(-8 * shift // 6)  # the first character of the secret's bits alone
+                end = 8 * (shift + len(raw)) // 6  # past the last one
+                found.add(encoded[start:end])
+    return found
+
+
+def _redact_runs(text: str, grams: _Grams) -> str:
+    """Replace each run of ``text`` of 8 characters or more that also occurs in a secret."""
+    size = _MIN_PART_LENGTH
+    pieces, done, i = [], 0, 0
+    while i <= len(text) - size:
+        places = grams.get(text[i : i + size])
+        if not places:
+            i += 1
+            continue
+        end = i + size
+        for secret, at in places:
+            reach = i + size
+            while (
+                reach < len(text)
+                and at + reach - i < len(secret)
+                and text[reach] == secret[at + reach - i]
+            ):
+                reach += 1
+            end = max(end, reach)
+        pieces += [text[done:i], MASK]
+        done = i = end
+    pieces.append(text[done:])
+    return "".join(pieces)
 
 
 # Argument names whose values are credentials whatever they hold (compared lowercased,
@@ -59,6 +137,41 @@ _SECRET_ENDINGS = (
 )
 _COUNTS = ("max", "num", "count", "total")  # maxTokens, numTokens: counts, not credentials
 
+# Words of a setting's name (GITHUB_TOKEN, aws_secret_access_key, apiKey) that make its
+# value a secret; MEMORY_FILE_PATH or MAX_TOKENS hold none of them.
+_SECRET_WORDS = frozenset(
+    {
+        "apikey",
+        "auth",
+        "authorization",
+        "bearer",
+        "cookie",
+        "credential",
+        "credentials",
+        "jwt",
+        "key",
+        "pass",
+        "passphrase",
+        "passwd",
+        "password",
+        "pat",
+        "pin",
+        "private",
+        "privatekey",
+        "pwd",
+        "secret",
+        "session",
+        "sessionid",
+        "token",
+    }
+)
+# Values that read as generated credentials: known prefixes, or a long run of token
+# characters mixing letters and digits.
+_TOKEN_PREFIXES = re.compile(
+    r"^(?:gh[pousr]_|github_pat_|glpat-|sk-|rk_|pk_live_|xox[abposr]-|AKIA|ASIA|AIza|ya29\.|eyJ)"
+)
+_TOKEN_CHARACTERS = re.compile(r"[A-Za-z0-9_\-+=.~]{20,}")
+
 
 def secret_name(key: str) -> bool:
     """Whether an argument called ``key`` holds a credential (``apiKey``, ``access_token``)."""
@@ -66,6 +179,45 @@ def secret_name(key: str) -> bool:
     if name in _SECRET_NAMES:
         return True
     return name.endswith(_SECRET_ENDINGS) and not name.startswith(_COUNTS)
+
+
+def secret_variable(name: str) -> bool:
+    """Whether a setting or variable called ``name`` holds a secret: one of its words says
+    so (``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``apiKey``, ``DB_PASSWORD``)."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    words = {word.lower() for word in re.split(r"[^A-Za-z0-9]+", spaced) if word}
+    return bool(words & _SECRET_WORDS) or secret_name(name)
+
+
+def looks_like_secret(value: str) -> bool:
+    """Whether ``value`` reads as a generated credential (``ghp_...``, ``sk-...``, a long
+    run of letters and digits), whatever its name."""
+    if _TOKEN_PREFIXES.match(value) and len(value) >= 12 and not re.search(r"\s", value):
+        return True
+    if not _TOKEN_CHARACTERS.fullmatch(value):
+        return False
+    digits = sum(char.isdigit() for char in value)
+    letters = sum(char.isalpha() for char in value)
+    return digits >= 3 and letters >= 3
+
+
+def secret_setting(name: str, value: str) -> bool:
+    """Whether the setting ``name=value`` (an env entry, a ``${VAR}``) is a secret."""
+    return secret_variable(name) or looks_like_secret(value)
+
+
+def embedded_secrets(value: str) -> list[str]:
+    """Secrets written inside a larger value: a URL's password, and the values of its query
+    parameters named like credentials (``?api_key=...``)."""
+    if "://" not in value:
+        return []
+    try:
+        parts = urlsplit(value.strip())
+        found = [parts.password] if parts.password else []
+        found += [v for k, v in parse_qsl(parts.query) if v and secret_variable(k)]
+    except ValueError:
+        return []
+    return found
 
 
 def redact_value(value: Any, secrets: Iterable[str]) -> Any:
@@ -78,7 +230,7 @@ def redact_value(value: Any, secrets: Iterable[str]) -> Any:
             return redact(item, known) if known else item
         if isinstance(item, dict):
             return {
-                key: "***" if secret_name(str(key)) and item[key] else clean(item[key])
+                key: MASK if secret_name(str(key)) and item[key] else clean(item[key])
                 for key in item
             }
         if isinstance(item, list):

@@ -25,6 +25,7 @@ __all__ = [
     "check_name",
     "contract_source",
     "description_of",
+    "file_uses",
     "has_default_export",
     "load_saved",
     "module_imports",
@@ -47,6 +48,29 @@ _LEADING_DOC = re.compile(
     r"\A(?:\s*//[^\n]*\n|\s*import\b[^;]*;)*\s*/\*\*((?:(?!\*/).)*)\*/", re.DOTALL
 )
 _EXPORT_DEFAULT = re.compile(r"\bexport\s+default\b")
+
+# What would make deno read a file while it checks or runs a saved script (each with the
+# specifier it names): a saved script uses "toolscript" and nothing else of the disk. The
+# check's import map refuses every other file besides; these say so plainly, before deno
+# reads anything (its errors would quote the file: a key file's words as unknown names).
+_QUOTED = r"""\s*=?\s*["']([^"'\n]*)["']"""
+_FILE_FORMS = (
+    ("/// <reference path>", re.compile(r"^[ \t]*///[ \t]*<reference\s+path" + _QUOTED, re.M)),
+    ("/// <reference types>", re.compile(r"^[ \t]*///[ \t]*<reference\s+types" + _QUOTED, re.M)),
+    ("/// <reference lib>", re.compile(r"^[ \t]*///[ \t]*<reference\s+lib" + _QUOTED, re.M)),
+    (
+        "a types directive",
+        re.compile(r"@(?:deno-types|ts-types|ts-self-types|jsxImportSource(?:Types)?)" + _QUOTED),
+    ),
+    (
+        "a types directive",
+        re.compile(r"@(?:jsxImportSource(?:Types)?|jsx|jsxFrag)\s+([^\s*]+)"),
+    ),
+    ("an import", re.compile(r"\b(?:from|import)\s*\(?\s*[\"'`]([^\"'`\n]*)[\"'`]")),
+    ("a require", re.compile(r"\brequire\s*\(\s*[\"'`]([^\"'`\n]*)[\"'`]")),
+)
+_PATH_LIKE = re.compile(r"^(?:\.|/|\\|~|file:|[A-Za-z]:[\\/])|(?:^|[\\/])\.\.(?:[\\/]|$)", re.I)
+_LIB_NAME = re.compile(r"[A-Za-z0-9.\-]+")
 
 
 @dataclass(frozen=True)
@@ -156,6 +180,25 @@ def contract_source(names: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def file_uses(source: str) -> list[str]:
+    """Each place where ``source`` would make deno read a file of the disk (a reference
+    path, a relative or absolute import, a types directive naming a path), as
+    ``line N: <form> "<specifier>"``; empty for a script that uses only "toolscript"."""
+    found: list[tuple[int, str]] = []
+    for form, pattern in _FILE_FORMS:
+        for match in pattern.finditer(source):
+            named = match[1].strip()
+            if form == "/// <reference lib>":
+                refused = not _LIB_NAME.fullmatch(named)
+            elif form == "/// <reference path>" or form == "a types directive":
+                refused = True
+            else:
+                refused = bool(_PATH_LIKE.search(named))
+            if refused:
+                found.append((source.count("\n", 0, match.start()) + 1, f'{form} "{named}"'))
+    return [f"line {line}: {what}" for line, what in sorted(set(found))]
+
+
 def load_saved(project_dir: Path) -> tuple[list[SavedScript], list[str]]:
     """The project's saved scripts by name, and a warning for each file skipped."""
     folder = scripts_dir(project_dir)
@@ -175,6 +218,9 @@ def load_saved(project_dir: Path) -> tuple[list[SavedScript], list[str]]:
             )
             continue
         try:
+            if path.is_symlink():  # a committed link could name any file of the user's
+                warnings.append(f"{SCRIPTS_DIRNAME}/{path.name} skipped: a symbolic link")
+                continue
             if path.stat().st_size > MAX_SCRIPT_BYTES:
                 warnings.append(
                     f"{SCRIPTS_DIRNAME}/{path.name} skipped: over {MAX_SCRIPT_BYTES} bytes"

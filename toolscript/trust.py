@@ -1,9 +1,13 @@
 """Which project configurations the user has trusted to start their servers.
 
-A cloned repository's ``.toolscript.json`` names programs to run; the Claude Code
-plugin's SessionStart hook must not run them before the user has looked. ``toolscript
-trust`` records the file's content hash per user (outside every project, 0600);
-editing the file makes it untrusted again.
+A cloned repository's ``.toolscript.json`` names programs to run and where to send the
+values of ``${VAR}``; nothing may start from it, nor expand a variable into a URL or a
+header, before the user has looked. ``toolscript trust`` records the file's content hash
+per user (outside every project, 0600); editing the file makes it untrusted again.
+
+A record is keyed by the config's path as found, its folder resolved but not the file:
+the folder is what relative ``command``, ``args`` and ``cwd`` resolve against, so a
+symbolic link to a trusted config in another folder is not trusted with it.
 """
 
 from __future__ import annotations
@@ -15,9 +19,24 @@ import time
 from pathlib import Path
 from typing import Any
 
+from toolscript.errors import UntrustedConfigError
 from toolscript.privatefile import write_private
 
-__all__ = ["forget", "is_trusted", "trust", "trust_file", "trusted"]
+__all__ = [
+    "TRUSTED_PATHS_VARIABLE",
+    "forget",
+    "is_trusted",
+    "needs_trust",
+    "require_trust",
+    "trust",
+    "trust_file",
+    "trust_key",
+    "trusted",
+]
+
+# Folders (separated by os.pathsep) whose configs count as trusted: the user's own setting,
+# for CI and containers that hold only their own code.
+TRUSTED_PATHS_VARIABLE = "TOOLSCRIPT_TRUSTED_PATHS"
 
 
 def trust_file() -> Path:
@@ -28,6 +47,13 @@ def trust_file() -> Path:
         return Path(chosen).expanduser().resolve() / "trusted.json"
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "toolscript" / "trusted.json"
+
+
+def trust_key(config: Path) -> str:
+    """What a trust record is kept under: the absolute path with its folder resolved and the
+    file itself not (a symlinked config is trusted for the folder it sits in)."""
+    absolute = Path(os.path.abspath(config.expanduser()))
+    return str(absolute.parent.resolve() / absolute.name)
 
 
 def _fingerprint(config: Path) -> str:
@@ -44,32 +70,58 @@ def trusted() -> dict[str, dict[str, Any]]:
 
 
 def is_trusted(config: Path) -> bool:
-    """Whether ``config``, as it is now, was trusted."""
-    record = trusted().get(str(config.resolve()))
+    """Whether ``config``, as it is now and where it is, was trusted."""
+    record = trusted().get(trust_key(config))
     try:
         return isinstance(record, dict) and record.get("sha256") == _fingerprint(config)
     except OSError:
         return False
 
 
+def _chosen_by_user(config: Path) -> bool:
+    """Whether the user's own environment names ``config``: TOOLSCRIPT_CONFIG is it, or it
+    lies under a folder of TOOLSCRIPT_TRUSTED_PATHS."""
+    key = Path(trust_key(config))
+    chosen = os.environ.get("TOOLSCRIPT_CONFIG")
+    if chosen and Path(trust_key(Path(chosen))) == key:
+        return True
+    for folder in os.environ.get(TRUSTED_PATHS_VARIABLE, "").split(os.pathsep):
+        if folder.strip() and key.is_relative_to(Path(folder.strip()).expanduser().resolve()):
+            return True
+    return False
+
+
 def needs_trust(config: Path) -> bool:
     """Whether ``config`` may start no servers yet: a project's file the user has not trusted
     as it is now. A config chosen with TOOLSCRIPT_CONFIG is the user's own setting."""
-    if os.environ.get("TOOLSCRIPT_CONFIG"):
+    if not config.is_file() or _chosen_by_user(config):
         return False
-    return config.is_file() and not is_trusted(config)
+    return not is_trusted(config)
+
+
+def require_trust(config: Path) -> None:
+    """Raise UntrustedConfigError when ``config`` needs the user's trust before it runs."""
+    if needs_trust(config):
+        shown = trust_key(config)
+        raise UntrustedConfigError(
+            f"{shown} is not trusted yet, so nothing it names was started "
+            "(a repository's config names programs to run and where to send your "
+            "environment's values)",
+            hint=f"read it, then run `toolscript trust` in {Path(shown).parent}"
+            + ("" if Path(shown).name == ".toolscript.json" else f" --config {shown}"),
+        )
 
 
 def trust(config: Path) -> None:
     records = trusted()
-    records[str(config.resolve())] = {"sha256": _fingerprint(config), "trusted_at": time.time()}
+    records[trust_key(config)] = {"sha256": _fingerprint(config), "trusted_at": time.time()}
     _save(records)
 
 
 def forget(config: Path) -> bool:
     """Forget ``config``; False when it was not trusted."""
     records = trusted()
-    if records.pop(str(config.resolve()), None) is None:
+    if records.pop(trust_key(config), None) is None:
         return False
     _save(records)
     return True

@@ -190,3 +190,46 @@ def test_a_run_of_a_missing_or_broken_script_says_so() -> None:
     with pytest.raises(NotFoundError) as none:
         require_saved({"scripts": []}, "x")
     assert none.value.hint is not None and "toolscript save" in none.value.hint
+
+
+def test_a_saved_script_that_would_read_a_file_is_refused_before_deno_reads_it(
+    tmp_path: Path,
+) -> None:
+    """A reference to a key file made the check quote its words (`Cannot find name
+    'wJalrXUtnFEMI'`): every form that names a file of the disk is refused unread."""
+    from toolscript.pipeline.tasks.scripts import check_saved
+    from toolscript.savedscripts import SavedScript, file_uses
+
+    secret = tmp_path / "credentials"
+    secret.write_text("wJalrXUtnFEMI secret words\n")
+    forms = [
+        f'/// <reference path="{secret}" />',
+        '/// <reference types="../../../home/me/.aws/credentials" />',
+        '/// <reference lib="../../credentials" />',
+        f'// @deno-types="{secret}"',
+        f'// @ts-types="{secret}"',
+        f'import "{secret}";',
+        'import x from "../credentials";',
+        f'export * from "file://{secret}";',
+        f'const m = await import("{secret}");',
+    ]
+    for form in forms:
+        assert file_uses(form + "\n" + SCRIPT), form
+    assert file_uses(SCRIPT) == []
+    assert file_uses('/// <reference lib="deno.ns" />\n' + SCRIPT) == []
+    leaky = SavedScript.of("leaky", tmp_path / "leaky.ts", forms[0] + "\n" + SCRIPT)
+    verdicts = check_saved("export const tools = {};\n", [leaky], tmp_path / "check", None)
+    assert verdicts.passing == [] and "leaky" in verdicts.broken
+    (error,) = verdicts.broken["leaky"]
+    assert "reads no file" in error and "toolscripts/leaky.ts" in error
+    assert "wJalrXUtnFEMI" not in error
+
+
+def test_a_symlinked_saved_script_is_skipped(tmp_path: Path) -> None:
+    secret = tmp_path / "credentials"
+    secret.write_text("wJalrXUtnFEMI\n")
+    folder = tmp_path / "toolscripts"
+    folder.mkdir()
+    (folder / "linked.ts").symlink_to(secret)
+    saved, warnings = load_saved(tmp_path)
+    assert saved == [] and warnings == ["toolscripts/linked.ts skipped: a symbolic link"]

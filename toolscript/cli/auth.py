@@ -79,7 +79,7 @@ def auth_command(
         return
     if server is None:
         raise UsageError("name a server to sign in to", hint="toolscript auth SERVER, or --list")
-    configured = load_config(config).server(server)
+    configured = load_config(config, require_trust=True).server(server)
     if configured.transport not in ("http", "sse") or configured.url is None:
         raise UsageError(
             f"server '{server}' is a {configured.transport} server: only http and sse servers "

@@ -136,7 +136,7 @@ def start(
 
     private = ephemeral or no_state  # owned by one process: other commands must not find it
     try:
-        loaded = load_config(config)
+        loaded = load_config(config, require_trust=True)
     except BaseException:
         # The entry point marked the start before reading anything (see entry.py).
         if not private:

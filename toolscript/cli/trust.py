@@ -1,4 +1,4 @@
-"""``trust``: let the Claude Code plugin start this project's servers."""
+"""``trust``: let toolscript start this project's servers."""
 
 from __future__ import annotations
 
@@ -23,12 +23,14 @@ def trust_command(
     config: ConfigOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Trust this project's .toolscript.json to start its servers from the plugin's hook.
+    """Trust this project's .toolscript.json to start its servers.
 
-    A repository's config names programs to run. The Claude Code plugin starts
-    nothing from a project config until you have read it and trusted it here;
-    editing the file makes it untrusted again. Commands you run yourself
-    (`gateway start`, `exec`) are not affected.
+    A repository's config names programs to run and where to send the values of
+    ${VAR}. Nothing starts from a project config (`gateway start`, `exec`, `run`,
+    `mcp`, the Claude Code plugin, `doit`) until you have read it and trusted it
+    here; editing the file makes it untrusted again. `config check` reads it
+    without trusting it. A config named by TOOLSCRIPT_CONFIG is your own setting,
+    and so is one under a folder of TOOLSCRIPT_TRUSTED_PATHS.
 
     Examples:
 

@@ -181,6 +181,9 @@ def gateway_for_run(
     if not needed:
         yield NO_GATEWAY_URL, "none"
         return
+    from toolscript.trust import require_trust
+
+    require_trust(find_config_path(config))  # an untrusted project's config starts nothing
     with _ephemeral_gateway(config, cache, on_start, code) as url:
         found = module_hash(url)
         if found is None:

@@ -72,6 +72,7 @@ from toolscript.search.engine import SearchEngine, SearchOptions
 from toolscript.search.process import EmbedderProcess
 from toolscript.search.semantic import EmbeddingStore, model_directory
 from toolscript.search.text import ToolDocument, document_for, tokenize
+from toolscript.trust import require_trust, trust_file
 from toolscript.upstream.base import ServerState, Upstream
 from toolscript.upstream.connect import upstream_for
 
@@ -114,9 +115,13 @@ def _read_text(path: Path) -> bytes | None:
 
 
 def _parse_config(text: bytes | None, path: Path, project_dir: Path) -> Config:
-    """The config as ``text`` says; no file means zero servers."""
+    """The config as ``text`` says; no file means zero servers. An edit the user has not
+    trusted is refused like an invalid file: the previous configuration keeps serving."""
     if text is None:
         return Config(path=None, project_dir=project_dir)
+    require_trust(path)
+    if _read_text(path) != text:  # changed again since it settled: judge it next time
+        raise ConfigError(f"{path}: the config file changed while it was read")
     try:
         decoded = text.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -355,16 +360,17 @@ class Gateway:
 
     async def _watch_config(self) -> None:
         """Apply edits of the config file while serving (users add servers mid-session)."""
-        seen = _fingerprint(self.config_file)
+        # `toolscript trust` after an edit applies it: the trust records are watched too.
+        seen = (_fingerprint(self.config_file), _fingerprint(trust_file()))
         folder = self.config.project_dir
         self._scripts_seen = await anyio.to_thread.run_sync(scripts_fingerprint, folder)
         with self._watch_scope:
             while True:
                 await anyio.sleep(CONFIG_POLL_SECONDS)
-                now = _fingerprint(self.config_file)
+                now = (_fingerprint(self.config_file), _fingerprint(trust_file()))
                 if now != seen:
                     text = await self._settled_config_text()
-                    seen = _fingerprint(self.config_file)
+                    seen = (_fingerprint(self.config_file), _fingerprint(trust_file()))
                     await self.reload_config(text)
                 scripts_now = await anyio.to_thread.run_sync(scripts_fingerprint, folder)
                 if scripts_now != self._scripts_seen:

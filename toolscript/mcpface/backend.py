@@ -28,7 +28,6 @@ import anyio.to_thread
 import httpx
 
 from toolscript.errors import (
-    ConfigError,
     ExecutionError,
     GatewayResponseError,
     GatewayUnreachableError,
@@ -57,7 +56,7 @@ from toolscript.gateway.launch import LaunchedGateway, start_gateway
 from toolscript.outputs import output_file
 from toolscript.paths import find_config_path, project_state_dir
 from toolscript.processes import signal_quietly
-from toolscript.trust import needs_trust
+from toolscript.trust import require_trust
 
 # Asks the user to approve a call of a run: "yes", "no", "always" or "stop".
 Approver = Callable[[dict[str, Any]], Coroutine[Any, Any, str]]
@@ -236,18 +235,10 @@ class Backend:
         return running[0] if running else None
 
     def _refuse_untrusted(self) -> None:
-        """A config found from the working directory (not named with --config or
-        TOOLSCRIPT_CONFIG) starts its servers only once the user trusted it, as in the
-        Claude Code hook: a cloned repository's config names programs to run."""
-        if self.config:
-            return
-        config = find_config_path(None)
-        if needs_trust(config):
-            raise ConfigError(
-                f"{config} is not trusted yet, so its MCP servers were not started "
-                "(a repository's config names programs to run)",
-                hint=f"read it, then run `toolscript trust` in {config.parent}",
-            )
+        """A project's config starts its servers only once the user trusted it, as in the
+        Claude Code hook (TOOLSCRIPT_CONFIG is the user's own): a cloned repository's
+        config names programs to run."""
+        require_trust(find_config_path(self.config, self.cwd))
 
     def _start_owned(self) -> str:
         self._refuse_untrusted()

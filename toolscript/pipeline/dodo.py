@@ -1,6 +1,7 @@
 """doit tasks for a project: ``from toolscript.pipeline.dodo import *`` in a dodo.py, then ``doit``.
 
-Reads ``.toolscript.json`` from the working directory (or ``TOOLSCRIPT_CONFIG``),
+Reads ``.toolscript.json`` from the working directory (or ``TOOLSCRIPT_CONFIG``), once the
+user trusted it (``toolscript trust``),
 writes into ``.toolscript/`` beside it (or ``TOOLSCRIPT_CACHE_DIR``), and
 connects to the servers itself when a task needs their tools.
 """
@@ -15,7 +16,8 @@ from toolscript.pipeline.artifacts import CacheLayout
 from toolscript.pipeline.sources import ConnectingSource
 from toolscript.pipeline.tasks import build_tasks
 
-_config = load_config(os.environ.get("TOOLSCRIPT_CONFIG"))
+# It connects to the servers: a project's config runs only once the user trusted it.
+_config = load_config(os.environ.get("TOOLSCRIPT_CONFIG"), require_trust=True)
 _namespace: dict[str, Any] = build_tasks(
     _config,
     CacheLayout(_config.cache_dir()),

@@ -38,6 +38,7 @@ from toolscript.savedscripts import (
     SCRIPTS_DIRNAME,
     SavedScript,
     contract_source,
+    file_uses,
     load_saved,
     specifier,
 )
@@ -60,6 +61,12 @@ MAX_ERRORS = 20  # per script, in listings
 _BLOCK_START = re.compile(r"^(?:TS\d+ \[ERROR\]|error): ", re.MULTILINE)
 _AT = re.compile(r"at (file://\S+?):(\d+):(\d+)")
 _CODE = re.compile(r"^(TS\d+) \[ERROR\]: ")
+# Where the check's import map sends every file but its own: deno reads none of the disk
+# for a saved script (a reference to a key file would have its words quoted in the errors).
+REFUSED_FILE_URL = "https://local-files-are-not-available-to-saved-scripts.invalid/"
+FILE_USE_MESSAGE = (
+    'a saved script reads no file: it may import "toolscript" only (remove the reference)'
+)
 
 
 MEMORY = 16  # verdicts kept in memory, newest last
@@ -149,7 +156,12 @@ def check_saved(
     if key in _remembered:
         return _remembered[key]
     verdicts = ScriptVerdicts(key=key)
-    remaining = list(scripts)
+    for script in scripts:
+        uses = file_uses(script.source)
+        if uses:
+            where = f"{SCRIPTS_DIRNAME}/{script.name}.ts"
+            verdicts.broken[script.name] = [f"{where}: {use}: {FILE_USE_MESSAGE}" for use in uses]
+    remaining = [s for s in scripts if s.name not in verdicts.broken]
     for _ in range(len(scripts)):
         if not remaining:
             break
@@ -174,14 +186,16 @@ def _check_round(
     folder = workdir / "scripts"
     module_text = compose_module(tools_module, scripts)
     module = write_private(workdir / "module.ts", module_text)
-    imports = {"toolscript": module.as_uri()}
+    imports = {"toolscript": module.as_uri(), "file:///": REFUSED_FILE_URL}
+    imports[module.as_uri()] = module.as_uri()
     files = {}
     for script in scripts:
         path = write_private(folder / f"{script.name}.ts", script.source)
-        imports[specifier(script.name)] = path.as_uri()
+        imports[specifier(script.name)] = imports[path.as_uri()] = path.as_uri()
         files[path.as_uri()] = script.name
     names = [s.name for s in scripts]
     contract = write_private(workdir / "contract.ts", contract_source(names))
+    imports[contract.as_uri()] = contract.as_uri()
     import_map = write_private(workdir / "importmap.json", json.dumps({"imports": imports}))
     command = [
         deno_binary(),
