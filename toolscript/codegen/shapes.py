@@ -13,11 +13,25 @@ signature (``[key: string]: unknown``), so a field no sample had is not a type e
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-__all__ = ["INFERRED_KEY", "merge", "sample_label", "shape_of", "to_schema"]
+__all__ = [
+    "INFERRED_KEY",
+    "OWN_KEY_PREFIX",
+    "inferred_label",
+    "merge",
+    "sample_label",
+    "shape_of",
+    "to_schema",
+    "without_own_keys",
+]
 
-INFERRED_KEY = "x-toolscript-inferred"  # on a generated outputSchema: how many results taught it
+# On a generated outputSchema: how many results taught it. Only toolscript's own store
+# (gateway/inferred.py) sets it; the fetch task drops every key with OWN_KEY_PREFIX that a
+# server sent (``without_own_keys``) before adding what the store learned.
+INFERRED_KEY = "x-toolscript-inferred"
+OWN_KEY_PREFIX = "x-toolscript-"
 MAX_DEPTH = 8
 MAX_FIELDS = 100
 MAX_ELEMENTS = 50
@@ -114,6 +128,7 @@ def _kind_schema(kind: str, detail: dict[str, Any]) -> dict[str, Any]:
 
 
 _STEPS = (1000, 300, 100, 30, 10, 3)
+_LABEL = re.compile(r"[0-9]{1,9}\+?")
 
 
 def sample_label(samples: int) -> str:
@@ -123,3 +138,30 @@ def sample_label(samples: int) -> str:
         if samples >= step:
             return f"{step}+"
     return str(samples)
+
+
+def inferred_label(schema: dict[str, Any]) -> str | None:
+    """The sample label of an inferred outputSchema; None when unmarked or not a label
+    ``sample_label`` makes (then nothing of it is written into the module)."""
+    label = schema.get(INFERRED_KEY)
+    return label if isinstance(label, str) and _LABEL.fullmatch(label) else None
+
+
+def without_own_keys(tool: dict[str, Any]) -> dict[str, Any]:
+    """A tool as a server sent it minus any ``x-toolscript-*`` key, on the tool and on its
+    schemas: markers of toolscript's own are never taken from a server."""
+
+    def clean(value: Any) -> Any:
+        if not isinstance(value, dict) or not any(_is_own(key) for key in value):
+            return value
+        return {key: item for key, item in value.items() if not _is_own(key)}
+
+    cleaned = clean(tool)
+    for key in ("inputSchema", "outputSchema"):
+        if key in cleaned and clean(cleaned[key]) is not cleaned[key]:
+            cleaned = {**cleaned, key: clean(cleaned[key])}
+    return cleaned
+
+
+def _is_own(key: Any) -> bool:
+    return isinstance(key, str) and key.lower().startswith(OWN_KEY_PREFIX)

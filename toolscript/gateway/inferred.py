@@ -87,15 +87,24 @@ class ResultShapes:
             found = self._schemas[qualified] = self._schema(shape)
         return found or None
 
+    def learned(self, server: str, tools: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """The inferred outputSchemas of a server's tools that declare none, by tool name
+        (the fetch task adds them to the tool list after dropping a server's own markers)."""
+        if not self.enabled or not self.shapes:
+            return {}
+        found: dict[str, dict[str, Any]] = {}
+        for tool in tools:
+            if tool.get("outputSchema") is None:
+                schema = self.schema_for(f"{server}__{tool['name']}")
+                if schema is not None:
+                    found[tool["name"]] = schema
+        return found
+
     def with_inferred(self, server: str, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """A server's tools with inferred outputSchemas where they declare none."""
-        if not self.enabled or not self.shapes:
-            return tools
+        learned = self.learned(server, tools)
         return [
-            tool
-            if tool.get("outputSchema") is not None
-            or (schema := self.schema_for(f"{server}__{tool['name']}")) is None
-            else tool | {"outputSchema": schema}
+            tool | {"outputSchema": learned[tool["name"]]} if tool["name"] in learned else tool
             for tool in tools
         ]
 
