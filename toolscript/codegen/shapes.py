@@ -156,7 +156,7 @@ def without_own_keys(tool: dict[str, Any]) -> dict[str, Any]:
             return value
         return {key: item for key, item in value.items() if not _is_own(key)}
 
-    cleaned = clean(tool)
+    cleaned: dict[str, Any] = clean(tool)
     for key in ("inputSchema", "outputSchema"):
         if key in cleaned and clean(cleaned[key]) is not cleaned[key]:
             cleaned = {**cleaned, key: clean(cleaned[key])}
