@@ -126,10 +126,8 @@ def bounded(shape: Any, nodes: int = MAX_NODES) -> dict[str, Any]:
                 target["types"]["object"] = trimmed
             elif kind == "array":
                 items = detail.get("items")
-                if items is None:
+                if items is None or left <= 0:  # no items: unknown[]
                     target["types"]["array"] = {"items": None}
-                elif left <= 0:
-                    target["types"]["array"] = {"items": {"n": _count(items), "types": {OPEN: {}}}}
                 else:
                     left -= 1
                     child = _node(items)
