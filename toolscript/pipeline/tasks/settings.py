@@ -61,4 +61,5 @@ def targets_as_built(task: Any, values: dict[str, Any]) -> bool:
     recorded = values.get("targets")
     if not isinstance(recorded, dict) or not recorded:
         return False
-    return recorded == target_digests([Path(target) for target in recorded])["targets"]
+    current: dict[str, str] = target_digests([Path(target) for target in recorded])["targets"]
+    return recorded == current
