@@ -66,9 +66,14 @@ class TypesTasks:
         )
 
 
+def _own_names(base: str) -> tuple[str, str]:
+    return f"{base}Params", f"{base}Result"
+
+
 def _fragment(server: str, naming: dict[str, Any], tool: dict[str, Any]) -> ToolFragment:
     names = naming["tools"][tool["name"]]
-    types = TypeNames.from_dict(names["names"])
+    given = names.get("names")  # module-wide names (absent from an older names file)
+    types = TypeNames.from_dict(given) if given else TypeNames(*_own_names(names["type"]))
     try:
         return render_tool(
             server, naming["namespace"], names["function"], names["type"], tool, types
