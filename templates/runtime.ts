@@ -73,7 +73,8 @@ const RUN_STOPS: Record<string, number> = {
 async function call<T>(tool: string, params: unknown): Promise<T> {
   let response: Response;
   try {
-    response = await fetch(new URL(tool, TOOLS_URL), {
+    // One path segment, encoded: a name holding "/", "..", "?" or "#" names only itself.
+    response = await fetch(new URL(encodeURIComponent(tool), TOOLS_URL), {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify(params ?? {}),

@@ -6,25 +6,36 @@ import functools
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from toolscript.codegen.naming import first_free, to_pascal_case
-from toolscript.codegen.shapes import INFERRED_KEY
-from toolscript.codegen.typescript import TypeContext, doc_comment, property_key, render_schema
+from toolscript.codegen.shapes import inferred_label
+from toolscript.codegen.typescript import (
+    TypeContext,
+    alias_base,
+    comment_text,
+    doc_comment,
+    property_key,
+    ref_pointers,
+    render_schema,
+)
 from toolscript.savedscripts import specifier
 
 __all__ = [
     "ToolFragment",
+    "TypeNames",
     "example_arguments",
     "generator_fingerprint",
     "render_declarations",
     "render_module",
     "render_tool",
     "runtime_source",
+    "runtime_type_names",
     "scripts_section",
+    "type_names",
 ]
 
 
@@ -97,18 +108,78 @@ def _takes_no_arguments(schema: Any) -> bool:
     return not schema.get("required")
 
 
+@dataclass(frozen=True)
+class TypeNames:
+    """The type names one tool declares, unique across the whole module (``type_names``)."""
+
+    params: str
+    result: str
+    input_aliases: dict[str, str] = field(default_factory=dict)  # $ref pointer -> name
+    output_aliases: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TypeNames:
+        return cls(**data)
+
+
+def _input_schema(tool: dict[str, Any]) -> Any:
+    return tool.get("inputSchema") or {"type": "object"}
+
+
+@functools.cache
+def runtime_type_names() -> frozenset[str]:
+    """The types the runtime declares: no tool's type may take one of these names."""
+    return frozenset(_DECLARED.findall(runtime_source()))
+
+
+def type_names(tools: list[tuple[str, dict[str, Any]]]) -> list[TypeNames]:
+    """Type names for ``(type base, tool)`` pairs (every tool of the module, in a fixed
+    order), no two alike whatever the servers send: the runtime's names are taken first,
+    then each tool's ``Params`` and ``Result`` in order, then each tool's ``$ref`` aliases.
+    A name already taken gets the first free ``2``, ``3``, ... suffix."""
+    taken = set(runtime_type_names())
+
+    def claim(name: str) -> str:
+        free = first_free(name, taken)
+        taken.add(free)
+        return free
+
+    heads = [(claim(f"{base}Params"), claim(f"{base}Result")) for base, _ in tools]
+    return [
+        TypeNames(
+            params,
+            result,
+            {p: claim(alias_base(base, p)) for p in ref_pointers(_input_schema(tool))},
+            {p: claim(alias_base(result, p)) for p in ref_pointers(tool.get("outputSchema"))},
+        )
+        for (base, tool), (params, result) in zip(tools, heads, strict=True)
+    ]
+
+
 def render_tool(
-    server: str, namespace: str, function: str, type_base: str, tool: dict[str, Any]
+    server: str,
+    namespace: str,
+    function: str,
+    type_base: str,
+    tool: dict[str, Any],
+    names: TypeNames | None = None,
 ) -> ToolFragment:
-    """Types, signature, implementation and example for one tool."""
-    input_schema = tool.get("inputSchema") or {"type": "object"}
+    """Types, signature, implementation and example for one tool; its type names are
+    ``names`` (unique module-wide), else made from ``type_base`` alone."""
+    input_schema = _input_schema(tool)
     output_schema = tool.get("outputSchema")
-    params_name, result_name = f"{type_base}Params", f"{type_base}Result"
+    names = names or TypeNames(f"{type_base}Params", f"{type_base}Result")
+    params_name, result_name = names.params, names.result
     qualified_name = f"{server}__{tool['name']}"
     declarations: list[str] = []
 
     reserved = {params_name, result_name}
-    input_context = TypeContext(prefix=type_base, root=input_schema, reserved=reserved)
+    input_context = TypeContext(
+        prefix=type_base, root=input_schema, reserved=reserved, given=names.input_aliases
+    )
     params = render_schema(input_schema, input_context)
     if params in ("unknown", "{ [key: string]: unknown }") and not input_schema.get("properties"):
         params = (
@@ -119,14 +190,15 @@ def render_tool(
 
     if isinstance(output_schema, dict):
         output_context = TypeContext(
-            prefix=f"{type_base}Result", root=output_schema, reserved=reserved
+            prefix=result_name, root=output_schema, reserved=reserved, given=names.output_aliases
         )
         result = render_schema(output_schema, output_context)
-        learned = output_schema.get(INFERRED_KEY)
+        learned = inferred_label(output_schema)
         if learned is not None:
-            plural = "" if str(learned) == "1" else "s"
+            plural = "" if learned == "1" else "s"
             declarations.append(
-                f"/** inferred from {learned} result{plural}: the server declares no outputSchema */"
+                f"/** inferred from {comment_text(learned)} result{plural}: "
+                "the server declares no outputSchema */"
             )
         declarations.append(f"export type {result_name} = {result};")
         declarations.extend(output_context.declarations)

@@ -5,7 +5,8 @@ A shape is ``{"n": samples, "types": {kind: detail}}`` where kind is ``string``,
 ``boolean``, ``null``, ``object`` (detail: ``{"n": objects seen, "fields": {name: shape}}``)
 or ``array`` (detail: ``{"items": shape or None}``). A field seen in every object is required,
 the rest optional; kinds that differ become a union; array elements are merged. Depth,
-fields per object and elements looked at are capped; past a cap the type is open (unknown).
+fields per object, field names' length, elements looked at and shapes in all are capped
+(``bounded``); past a cap the type is open (unknown), never an error.
 
 Inferred types check scripts, they never validate results: every object keeps an index
 signature (``[key: string]: unknown``), so a field no sample had is not a type error.
@@ -13,14 +14,34 @@ signature (``[key: string]: unknown``), so a field no sample had is not a type e
 
 from __future__ import annotations
 
+import re
+from collections import deque
 from typing import Any
 
-__all__ = ["INFERRED_KEY", "merge", "sample_label", "shape_of", "to_schema"]
+__all__ = [
+    "INFERRED_KEY",
+    "OWN_KEY_PREFIX",
+    "bounded",
+    "inferred_label",
+    "merge",
+    "sample_label",
+    "shape_of",
+    "size",
+    "to_schema",
+    "without_own_keys",
+]
 
-INFERRED_KEY = "x-toolscript-inferred"  # on a generated outputSchema: how many results taught it
+# On a generated outputSchema: how many results taught it. Only toolscript's own store
+# (gateway/inferred.py) sets it; the fetch task drops every key with OWN_KEY_PREFIX that a
+# server sent (``without_own_keys``) before adding what the store learned.
+INFERRED_KEY = "x-toolscript-inferred"
+OWN_KEY_PREFIX = "x-toolscript-"
 MAX_DEPTH = 8
-MAX_FIELDS = 100
-MAX_ELEMENTS = 50
+MAX_FIELDS = 100  # per object
+MAX_ELEMENTS = 50  # of an array, looked at
+MAX_KEY_LENGTH = 100  # characters of a field name; an object with a longer one is left open
+MAX_NODES = 1000  # shapes (fields and array items, nested) in what one tool's results teach
+MAX_SCANNED = 10 * MAX_NODES  # values one result is read for, before the rest is left open
 OPEN = "open"  # a kind for what is past a cap: rendered as unknown
 
 
@@ -40,25 +61,109 @@ def _kind(value: Any) -> str:
     return OPEN
 
 
-def shape_of(value: Any, depth: int = 0) -> dict[str, Any]:
-    """The shape of one JSON value."""
+def shape_of(value: Any, nodes: int = MAX_NODES) -> dict[str, Any]:
+    """The shape of one JSON value, within every cap (``nodes`` shapes at most)."""
+    return bounded(_scan(value, 0, [MAX_SCANNED]), nodes)
+
+
+def _scan(value: Any, depth: int, left: list[int]) -> dict[str, Any]:
     kind = _kind(value)
-    if depth >= MAX_DEPTH and kind in ("object", "array"):
+    left[0] -= 1
+    if kind in ("object", "array") and (depth >= MAX_DEPTH or left[0] < 0):
         return {"n": 1, "types": {OPEN: {}}}
     if kind == "object":
         fields: dict[str, Any] = {}
-        for number, (key, item) in enumerate(value.items()):
-            if number >= MAX_FIELDS:
-                return {"n": 1, "types": {"object": {"n": 1, "fields": fields, "open": True}}}
-            fields[str(key)] = shape_of(item, depth + 1)
-        return {"n": 1, "types": {"object": {"n": 1, "fields": fields}}}
+        detail: dict[str, Any] = {"n": 1, "fields": fields}
+        for key, item in value.items():
+            name = str(key)
+            if len(fields) >= MAX_FIELDS or len(name) > MAX_KEY_LENGTH or left[0] <= 0:
+                detail["open"] = True
+                continue
+            fields[name] = _scan(item, depth + 1, left)
+        return {"n": 1, "types": {"object": detail}}
     if kind == "array":
         items: dict[str, Any] | None = None
         for item in value[:MAX_ELEMENTS]:
-            one = shape_of(item, depth + 1)
-            items = merge(items, one)
+            if left[0] <= 0:
+                break
+            items = merge(items, _scan(item, depth + 1, left))
         return {"n": 1, "types": {"array": {"items": items}}}
     return {"n": 1, "types": {kind: {}}}
+
+
+def bounded(shape: Any, nodes: int = MAX_NODES) -> dict[str, Any]:
+    """``shape`` within every cap: depth, fields per object, field names' length and
+    ``nodes`` shapes in all. Breadth first, so what is past the budget is the deepest and
+    the latest learned; it is left open (``unknown``, each object keeps its index
+    signature). Whatever is not a shape (a damaged file) becomes open too."""
+    left = nodes - 1
+    root = _node(shape)
+    queue: deque[tuple[Any, dict[str, Any], int]] = deque([(shape, root, 0)])
+    while queue:
+        source, target, depth = queue.popleft()
+        kinds = source.get("types") if isinstance(source, dict) else None
+        if not isinstance(kinds, dict) or left < 0:
+            target["types"] = {OPEN: {}}
+            continue
+        for kind, detail in kinds.items():
+            past_depth = kind in ("object", "array") and depth >= MAX_DEPTH
+            if kind not in _KINDS or not isinstance(detail, dict) or past_depth:
+                target["types"][OPEN] = {}
+            elif kind == "object":
+                fields = detail.get("fields")
+                fields = fields if isinstance(fields, dict) else {}
+                kept: dict[str, Any] = {}
+                trimmed: dict[str, Any] = {"n": _count(detail), "fields": kept}
+                for name, field in fields.items():
+                    if len(kept) >= MAX_FIELDS or len(str(name)) > MAX_KEY_LENGTH or left <= 0:
+                        trimmed["open"] = True
+                        continue
+                    left -= 1
+                    kept[str(name)] = _node(field)
+                    queue.append((field, kept[str(name)], depth + 1))
+                if detail.get("open"):
+                    trimmed["open"] = True
+                target["types"]["object"] = trimmed
+            elif kind == "array":
+                items = detail.get("items")
+                if items is None or left <= 0:  # no items: unknown[]
+                    target["types"]["array"] = {"items": None}
+                else:
+                    left -= 1
+                    child = _node(items)
+                    target["types"]["array"] = {"items": child}
+                    queue.append((items, child, depth + 1))
+            else:
+                target["types"][kind] = {}
+    return root
+
+
+_KINDS = frozenset({"string", "number", "boolean", "null", "object", "array", OPEN})
+
+
+def _count(shape: Any) -> int:
+    found = shape.get("n") if isinstance(shape, dict) else None
+    return found if isinstance(found, int) and not isinstance(found, bool) and found > 0 else 1
+
+
+def _node(shape: Any) -> dict[str, Any]:
+    return {"n": _count(shape), "types": {}}
+
+
+def size(shape: dict[str, Any] | None) -> int:
+    """How many shapes ``shape`` holds (itself, fields and array items, nested)."""
+    total, stack = 0, [shape]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        total += 1
+        for kind, detail in node.get("types", {}).items():
+            if kind == "object":
+                stack.extend(detail.get("fields", {}).values())
+            elif kind == "array":
+                stack.append(detail.get("items"))
+    return total
 
 
 def merge(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -114,6 +219,7 @@ def _kind_schema(kind: str, detail: dict[str, Any]) -> dict[str, Any]:
 
 
 _STEPS = (1000, 300, 100, 30, 10, 3)
+_LABEL = re.compile(r"[0-9]{1,9}\+?")
 
 
 def sample_label(samples: int) -> str:
@@ -123,3 +229,30 @@ def sample_label(samples: int) -> str:
         if samples >= step:
             return f"{step}+"
     return str(samples)
+
+
+def inferred_label(schema: dict[str, Any]) -> str | None:
+    """The sample label of an inferred outputSchema; None when unmarked or not a label
+    ``sample_label`` makes (then nothing of it is written into the module)."""
+    label = schema.get(INFERRED_KEY)
+    return label if isinstance(label, str) and _LABEL.fullmatch(label) else None
+
+
+def without_own_keys(tool: dict[str, Any]) -> dict[str, Any]:
+    """A tool as a server sent it minus any ``x-toolscript-*`` key, on the tool and on its
+    schemas: markers of toolscript's own are never taken from a server."""
+
+    def clean(value: Any) -> Any:
+        if not isinstance(value, dict) or not any(_is_own(key) for key in value):
+            return value
+        return {key: item for key, item in value.items() if not _is_own(key)}
+
+    cleaned: dict[str, Any] = clean(tool)
+    for key in ("inputSchema", "outputSchema"):
+        if key in cleaned and clean(cleaned[key]) is not cleaned[key]:
+            cleaned = {**cleaned, key: clean(cleaned[key])}
+    return cleaned
+
+
+def _is_own(key: Any) -> bool:
+    return isinstance(key, str) and key.lower().startswith(OWN_KEY_PREFIX)

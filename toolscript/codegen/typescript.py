@@ -11,13 +11,22 @@ express becomes ``unknown`` with a comment for that node only.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolscript.codegen.naming import to_pascal_case
+from toolscript.codegen.naming import first_free, to_pascal_case
 
-__all__ = ["TypeContext", "doc_comment", "jsdoc", "render_schema"]
+__all__ = [
+    "TypeContext",
+    "alias_base",
+    "comment_text",
+    "doc_comment",
+    "jsdoc",
+    "ref_pointers",
+    "render_schema",
+]
 
 MAX_DEPTH = 24
 _IDENTIFIER = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
@@ -39,6 +48,7 @@ class TypeContext:
     aliases: dict[str, str] = field(default_factory=dict)  # pointer -> alias name
     declarations: list[str] = field(default_factory=list)
     reserved: set[str] = field(default_factory=set)  # names the caller already uses
+    given: dict[str, str] = field(default_factory=dict)  # pointer -> name unique module-wide
 
     def alias_for(self, pointer: str) -> str | None:
         if pointer in self.aliases:
@@ -46,11 +56,9 @@ class TypeContext:
         target = _resolve_pointer(self.root, pointer)
         if target is _MISSING:
             return None
-        last = pointer.rstrip("/").rsplit("/", 1)[-1] or "Root"
-        base = self.prefix + to_pascal_case(last.replace("~1", "/").replace("~0", "~"))
-        name, counter = base, 2
-        while name in self.reserved:
-            name, counter = f"{base}{counter}", counter + 1
+        name = self.given.get(pointer) or first_free(
+            alias_base(self.prefix, pointer), self.reserved
+        )
         self.reserved.add(name)
         self.aliases[pointer] = name
         body = render_schema(target, self, 0)
@@ -59,6 +67,29 @@ class TypeContext:
 
 
 _MISSING = object()
+
+
+def alias_base(prefix: str, pointer: str) -> str:
+    """The name a ``$ref`` alias starts from: ``prefix`` and the pointer's last part."""
+    last = pointer.rstrip("/").rsplit("/", 1)[-1] or "Root"
+    return prefix + to_pascal_case(last.replace("~1", "/").replace("~0", "~"))
+
+
+def ref_pointers(schema: Any) -> list[str]:
+    """Every local ``$ref`` in ``schema`` that resolves in it, once each, in document order:
+    the aliases rendering it may declare (the names task names them module-wide)."""
+    found: dict[str, None] = {}
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and _resolve_pointer(schema, ref) is not _MISSING:
+                found.setdefault(ref)
+            stack.extend(reversed(list(node.values())))
+        elif isinstance(node, list):
+            stack.extend(reversed(node))
+    return list(found)
 
 
 def _resolve_pointer(root: Any, pointer: str) -> Any:
@@ -77,12 +108,18 @@ def _resolve_pointer(root: Any, pointer: str) -> Any:
 
 
 def _literal(value: Any) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "number"  # NaN and Infinity (Python's JSON reads them) are no literal types
     if isinstance(value, (str, int, float, bool)) or value is None:
         return json.dumps(value)
     return "unknown /* non-scalar const */"
 
 
-def _comment(text: str) -> str:
+def comment_text(text: str) -> str:
+    """``text`` safe inside a ``/* */`` comment: the one escape for whatever a server sent
+    (descriptions, titles, formats, defaults, examples, ``$ref`` names, markers) that
+    codegen writes into a comment. Only ``*/`` ends a block comment; it becomes ``*\\/``
+    (the inserted backslash can never form a new ``*/``)."""
     return text.replace("*/", "*\\/")
 
 
@@ -116,7 +153,7 @@ def doc_comment(lines: list[str], indent: str) -> str:
     """
     kept: list[str] = []
     for line in lines:
-        line = _comment(line.rstrip())
+        line = comment_text(line.rstrip())
         if line or (kept and kept[-1]):
             kept.append(line)
     while kept and not kept[-1]:
@@ -159,14 +196,14 @@ def render_schema(schema: Any, context: TypeContext, depth: int = 0) -> str:
     try:
         return _render(schema, context, depth)
     except (TypeError, ValueError, AttributeError, KeyError) as exc:
-        return f"unknown /* {_comment(type(exc).__name__)}: unsupported schema */"
+        return f"unknown /* {comment_text(type(exc).__name__)}: unsupported schema */"
 
 
 def _render(schema: dict[str, Any], context: TypeContext, depth: int) -> str:
     ref = schema.get("$ref")
     if isinstance(ref, str):
         alias = context.alias_for(ref)
-        base = alias if alias else f"unknown /* unresolved $ref {_comment(ref)} */"
+        base = alias if alias else f"unknown /* unresolved $ref {comment_text(ref)} */"
         rest = {k: v for k, v in schema.items() if k not in ("$ref", "description", "title")}
         if rest and alias:
             return _intersection([base, _render(rest, context, depth + 1)])
@@ -219,7 +256,7 @@ def _render_own(schema: dict[str, Any], context: TypeContext, depth: int) -> str
         elif kind in _PRIMITIVES:
             rendered.append(_PRIMITIVES[kind])
         else:
-            rendered.append(f"unknown /* unknown type {_comment(str(kind))} */")
+            rendered.append(f"unknown /* unknown type {comment_text(str(kind))} */")
     return _union(rendered) if rendered else "unknown"
 
 

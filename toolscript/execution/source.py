@@ -3,7 +3,9 @@
 Code without ``return`` runs as the module it is. Code with ``return`` is wrapped
 in an async function whose value is printed as JSON: one line before the user's code
 holds the hoisted static imports (and re-exports) and the function's head, and two
-after it close the function and print its value; ``export`` keywords are dropped.
+after it close the function, print its value and end the run at once (exit 0: a timer or
+call the script left running does not outlive its ``return``); ``export`` keywords are
+dropped.
 Every user line keeps its text and columns one line down, and ``SourceMap`` maps
 Deno's positions and source excerpts back to the user's own lines.
 """
@@ -103,6 +105,9 @@ class PreparedSource(NamedTuple):
 
 
 _CLOSE = "})();"
+# The script's top level settled: the run is over, whatever timers or calls it left behind
+# (an interval would otherwise keep calling tools until --timeout).
+_END_RUN = "Deno.exit(0);"
 
 
 def prepare_source(code: str) -> str:
@@ -176,7 +181,7 @@ def prepare(code: str, *, result_marker: str = "") -> PreparedSource:
         _CLOSE,
         f"if ({RESULT_VARIABLE} !== undefined) "
         f"console.log({json.dumps(result_marker) + ' + ' if result_marker else ''}"
-        f"JSON.stringify({RESULT_VARIABLE}));",
+        f"JSON.stringify({RESULT_VARIABLE})); {_END_RUN}",
     ]
     return PreparedSource(
         "\n".join(prepared),

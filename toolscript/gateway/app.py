@@ -31,6 +31,7 @@ import contextlib
 import hashlib
 import logging
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 import msgspec
 from litestar import Litestar, Request, Response, get, post
@@ -45,6 +46,7 @@ from toolscript.errors import (
     InternalError,
     RequestError,
     RequestTooLargeError,
+    ToolNotFoundError,
     ToolscriptError,
     UsageError,
 )
@@ -156,6 +158,34 @@ async def call_tool_bytes(
     return 200, shape, msgspec.json.encode(value)
 
 
+TOOLS_PREFIX = "/tools/"
+
+
+def requested_tool(scope: Any) -> str:
+    """The one tool a ``POST /tools/...`` names: the raw path's single segment after
+    ``/tools/``, percent-decoded once; the gateway then matches it exactly. A path of more
+    segments (``a/../b``, which a client may have resolved to another tool already), a
+    query (``a?b``) or a name that is not UTF-8 names no tool and is refused."""
+    raw = scope.get("raw_path")
+    if isinstance(raw, bytes):
+        raw, _, query = raw.partition(b"?")  # some clients leave the query on raw_path
+        rest = raw[len(TOOLS_PREFIX) :] if raw.startswith(TOOLS_PREFIX.encode()) else b"/"
+    else:  # no raw path from the server: the decoded one, where %2F is already a "/"
+        rest, query = str(scope.get("path", ""))[len(TOOLS_PREFIX) :].encode(), b""
+    query = query or scope.get("query_string") or b""
+    name = ""
+    if b"/" not in rest and b"#" not in rest and not query:
+        with contextlib.suppress(UnicodeDecodeError):
+            name = unquote_to_bytes(rest).decode("utf-8")
+    if not name:
+        raise ToolNotFoundError(
+            "a tool call's path must be /tools/ then one tool name, SERVER__TOOL, with any "
+            "/ ? # or % in it percent-encoded (encodeURIComponent) and no query",
+            hint="call tools through the generated module (tools.server.tool(...))",
+        )
+    return name
+
+
 def _json_object(body: bytes) -> dict[str, Any]:
     try:
         value = msgspec.json.decode(body) if body.strip() else {}
@@ -240,8 +270,13 @@ class ToolCallFastPath:
             chunks.append(chunk)
             if not message.get("more_body"):
                 break
+        try:
+            name = requested_tool(scope)
+        except ToolscriptError as exc:
+            await answer_error(send, exc)
+            return
         answered = await _unless_disconnected(
-            call_tool_bytes(self.gateway, path[7:], b"".join(chunks), scope.get(RUN_SCOPE_KEY)),
+            call_tool_bytes(self.gateway, name, b"".join(chunks), scope.get(RUN_SCOPE_KEY)),
             receive,
         )
         if answered is None:
@@ -281,9 +316,10 @@ def build_app(gateway: Gateway) -> Litestar:
         """A server's tools with their input and output schemas and annotations."""
         return gateway.server_tools(server)
 
-    @post("/tools/{name:str}", status_code=200)
-    async def call_tool(name: FromPath[str], request: Request[Any, Any, Any]) -> Response[bytes]:
+    @post("/tools/{name:path}", status_code=200)
+    async def call_tool(request: Request[Any, Any, Any]) -> Response[bytes]:
         """Call ``server__tool`` with the JSON body as arguments (see ``results.py``)."""
+        name = requested_tool(request.scope)
         run_id: Any = request.scope.get(RUN_SCOPE_KEY)
         status, shape, payload = await call_tool_bytes(
             gateway, name, await request.body(), run_id if isinstance(run_id, str) else None

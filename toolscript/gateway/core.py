@@ -550,11 +550,14 @@ class Gateway:
         self._snapshot_taken = True
         snapshot = SnapshotSource(
             {
-                name: self.shapes.with_inferred(name, list(up.tools.values()))
-                if up.state == ServerState.CONNECTED
-                else None
+                name: list(up.tools.values()) if up.state == ServerState.CONNECTED else None
                 for name, up in self.upstreams.items()
-            }
+            },
+            inferred={
+                name: self.shapes.learned(name, list(up.tools.values()))
+                for name, up in self.upstreams.items()
+                if up.state == ServerState.CONNECTED
+            },
         )
         started = time.perf_counter()
         try:

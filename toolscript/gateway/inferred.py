@@ -1,7 +1,10 @@
 """Result types learned from the results the gateway proxies, for tools with no outputSchema.
 
 Only shapes are kept (``codegen/shapes.py``), never values, in ``result-shapes.json`` in the
-project's state directory (0600). A result whose shape changes the type (or the step of its
+project's state directory (0600). What is learned is capped per tool (``shapes.MAX_NODES``,
+with depth, fields and name lengths) and per server (``MAX_SERVER_NODES``): a server that
+answers with ever new keys cannot grow the module or the file without bound; a tool past
+its server's cap keeps ``ToolResult``, and a stored file past the caps is trimmed on load. A result whose shape changes the type (or the step of its
 sample count) asks for a types build; the generated module then gives the tool that type,
 marked as inferred, in place of ``ToolResult``. Results of several text blocks or of
 non-text content keep ``ToolResult``.
@@ -14,7 +17,17 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from toolscript.codegen.shapes import INFERRED_KEY, merge, sample_label, shape_of, to_schema
+from toolscript.codegen.shapes import (
+    INFERRED_KEY,
+    MAX_NODES,
+    OPEN,
+    bounded,
+    merge,
+    sample_label,
+    shape_of,
+    size,
+    to_schema,
+)
 from toolscript.privatefile import write_private
 
 __all__ = ["ResultShapes"]
@@ -24,6 +37,8 @@ log = logging.getLogger("toolscript.inferred")
 FILE_NAME = "result-shapes.json"
 _RECORDED = frozenset({"structured", "json", "text", "empty"})  # result shapes with a type
 OPAQUE = {"opaque": True}
+MAX_SERVER_NODES = 4 * MAX_NODES  # shapes learned for all of one server's tools together
+MAX_NAME_LENGTH = 256  # characters of server__tool: a longer name teaches nothing
 
 
 class ResultShapes:
@@ -32,9 +47,11 @@ class ResultShapes:
     def __init__(self, state_dir: Path | None, enabled: bool = True) -> None:
         self.path = state_dir / FILE_NAME if state_dir is not None else None
         self.enabled = enabled
+        self._sizes: dict[str, int] = {}  # shapes each tool holds, for the server's cap
+        self._server_sizes: dict[str, int] = {}
+        self.dirty = False
         self.shapes: dict[str, dict[str, Any]] = self._load() if enabled else {}
         self._schemas: dict[str, dict[str, Any]] = {}
-        self.dirty = False
 
     def _load(self) -> dict[str, dict[str, Any]]:
         if self.path is None:
@@ -43,14 +60,46 @@ class ResultShapes:
             found = json.loads(self.path.read_text())
         except FileNotFoundError:
             return {}
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             log.warning("%s is unreadable (%s); result types are learned again", self.path, exc)
             return {}
-        return found if isinstance(found, dict) else {}
+        if not isinstance(found, dict):
+            return {}
+        # A file from before the caps, or edited, is brought within them (and saved so).
+        kept: dict[str, dict[str, Any]] = {}
+        for qualified, shape in sorted(found.items()):
+            if not isinstance(shape, dict) or len(qualified) > MAX_NAME_LENGTH:
+                continue
+            if shape.get("opaque"):
+                kept[qualified] = OPAQUE
+                continue
+            room = self._room(qualified)
+            if room > 0:
+                kept[qualified] = bounded(shape, room)
+                self._count(qualified, kept[qualified])
+        self.dirty = kept != found
+        return kept
+
+    def _room(self, qualified: str) -> int:
+        """How many shapes ``qualified`` may hold: its own cap, and what its server's cap
+        leaves beside the server's other tools."""
+        server = qualified.partition("__")[0]
+        others = self._server_sizes.get(server, 0) - self._sizes.get(qualified, 0)
+        return min(MAX_NODES, MAX_SERVER_NODES - others)
+
+    def _count(self, qualified: str, shape: dict[str, Any] | None) -> None:
+        server = qualified.partition("__")[0]
+        now = size(shape) if shape is not None else 0
+        before = self._sizes.pop(qualified, 0)
+        if now:
+            self._sizes[qualified] = now
+        self._server_sizes[server] = self._server_sizes.get(server, 0) - before + now
 
     def observe(self, qualified: str, tool: dict[str, Any], kind: str, value: Any) -> bool:
         """Note one successful result; True when the tool's inferred type changed."""
         if not self.enabled or tool.get("outputSchema") is not None:
+            return False
+        if len(qualified) > MAX_NAME_LENGTH:
             return False
         old = self.shapes.get(qualified)
         if old is not None and old.get("opaque"):
@@ -58,11 +107,15 @@ class ResultShapes:
         self.dirty = True
         if kind not in _RECORDED:
             self.shapes[qualified] = OPAQUE
+            self._count(qualified, None)
             self._schemas.pop(qualified, None)
             return old is not None
-        new = merge(old, shape_of(value))
-        assert new is not None
+        room = self._room(qualified)
+        new = bounded(merge(old, shape_of(value, max(room, 1))), max(room, 1))
+        if room <= 0:  # the server's cap is reached: this tool keeps ToolResult
+            new = {"n": new["n"], "types": {OPEN: {}}}
         self.shapes[qualified] = new
+        self._count(qualified, new)
         before = self._schemas.get(qualified)
         if before is None and old is not None:
             before = self._schema(old)
@@ -87,15 +140,24 @@ class ResultShapes:
             found = self._schemas[qualified] = self._schema(shape)
         return found or None
 
+    def learned(self, server: str, tools: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """The inferred outputSchemas of a server's tools that declare none, by tool name
+        (the fetch task adds them to the tool list after dropping a server's own markers)."""
+        if not self.enabled or not self.shapes:
+            return {}
+        found: dict[str, dict[str, Any]] = {}
+        for tool in tools:
+            if tool.get("outputSchema") is None:
+                schema = self.schema_for(f"{server}__{tool['name']}")
+                if schema is not None:
+                    found[tool["name"]] = schema
+        return found
+
     def with_inferred(self, server: str, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """A server's tools with inferred outputSchemas where they declare none."""
-        if not self.enabled or not self.shapes:
-            return tools
+        learned = self.learned(server, tools)
         return [
-            tool
-            if tool.get("outputSchema") is not None
-            or (schema := self.schema_for(f"{server}__{tool['name']}")) is None
-            else tool | {"outputSchema": schema}
+            tool | {"outputSchema": learned[tool["name"]]} if tool["name"] in learned else tool
             for tool in tools
         ]
 

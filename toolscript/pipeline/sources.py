@@ -14,13 +14,22 @@ log = logging.getLogger("toolscript.pipeline")
 
 
 class SnapshotSource:
-    """Tool lists captured from live sessions (None for a server that is not connected)."""
+    """Tool lists captured from live sessions (None for a server that is not connected),
+    and the result types the gateway learned (``inferred``: server -> tool -> outputSchema)."""
 
-    def __init__(self, tools: Mapping[str, list[dict[str, Any]] | None]) -> None:
+    def __init__(
+        self,
+        tools: Mapping[str, list[dict[str, Any]] | None],
+        inferred: Mapping[str, dict[str, dict[str, Any]]] | None = None,
+    ) -> None:
         self._tools = dict(tools)
+        self._inferred = dict(inferred or {})
 
     def tools(self, server: str) -> list[dict[str, Any]] | None:
         return self._tools.get(server)
+
+    def inferred(self, server: str) -> dict[str, dict[str, Any]]:
+        return self._inferred.get(server, {})
 
 
 class ConnectingSource:
@@ -46,3 +55,6 @@ class ConnectingSource:
                 if tools is None:
                     log.warning("%s: not reachable; keeping its previous artifacts", name)
         return self._tools.get(server)
+
+    def inferred(self, server: str) -> dict[str, dict[str, Any]]:
+        return {}  # nothing is learned without a gateway

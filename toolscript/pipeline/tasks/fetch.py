@@ -1,6 +1,10 @@
 """``fetch:<server>``: each server's tool list, filtered and sorted by name (``listed_json``:
 each tool's keys in the server's order).
 
+What a server sends is data: any ``x-toolscript-*`` key of its own is dropped
+(``without_own_keys``), and only then do tools without an outputSchema get the result type
+the gateway learned, the one source of the inferred marker.
+
 Up to date when the live list equals the file byte for byte, so a server whose tools
 did not change leaves every later task up to date. An unreachable server keeps its file.
 """
@@ -10,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Protocol
 
+from toolscript.codegen.shapes import without_own_keys
 from toolscript.config import ServerConfig
 from toolscript.pipeline.artifacts import listed_json, write_if_changed
 from toolscript.pipeline.tasks.settings import TaskSettings
@@ -22,6 +27,9 @@ class ToolSource(Protocol):
 
     def tools(self, server: str) -> list[dict[str, Any]] | None:
         """The server's tools, or None when it is unavailable (keep what is on disk)."""
+
+    def inferred(self, server: str) -> dict[str, dict[str, Any]]:
+        """The outputSchemas toolscript learned for the server's tools, by tool name."""
 
 
 class FetchTasks:
@@ -51,11 +59,21 @@ class FetchTasks:
                 None
                 if tools is None
                 else sorted(
-                    (tool for tool in tools if server.allows_tool(tool["name"])),
+                    (
+                        self._with_learned(server.name, without_own_keys(tool))
+                        for tool in tools
+                        if server.allows_tool(tool["name"])
+                    ),
                     key=lambda tool: tool["name"],
                 )
             )
         return self._live[server.name]
+
+    def _with_learned(self, server: str, tool: dict[str, Any]) -> dict[str, Any]:
+        if tool.get("outputSchema") is not None:
+            return tool
+        learned = self.source.inferred(server).get(tool["name"])
+        return tool if learned is None else tool | {"outputSchema": learned}
 
     def up_to_date(self, server: ServerConfig) -> bool:
         target = self.settings.layout.server_tools(server.name)

@@ -9,7 +9,13 @@ from doit.tools import config_changed
 
 from toolscript.codegen.module import ToolFragment, render_module
 from toolscript.pipeline.artifacts import write_if_changed
-from toolscript.pipeline.tasks.settings import TaskSettings, read_json, runtime_template
+from toolscript.pipeline.tasks.settings import (
+    TaskSettings,
+    read_json,
+    runtime_template,
+    target_digests,
+    targets_as_built,
+)
 
 __all__ = ["ModuleTask"]
 
@@ -29,13 +35,14 @@ class ModuleTask:
             "uptodate": [
                 config_changed(
                     {"servers": self.settings.server_names, "generator": self.settings.generator}
-                )
+                ),
+                targets_as_built,
             ],
             "clean": True,
             "verbosity": 0,
         }
 
-    def module(self) -> None:
+    def module(self) -> dict[str, Any]:
         fragments: list[ToolFragment] = []
         for server in self.settings.servers:
             fragments.extend(
@@ -43,3 +50,4 @@ class ModuleTask:
                 for item in read_json(self.settings.layout.server_fragments(server.name))
             )
         write_if_changed(self.settings.layout.tools_only, render_module(fragments))
+        return target_digests([self.settings.layout.tools_only])

@@ -11,6 +11,7 @@ from typing import Any
 
 from doit.tools import config_changed
 
+from toolscript.codegen.module import type_names
 from toolscript.codegen.naming import assign_names, first_free, to_pascal_case
 from toolscript.pipeline.artifacts import canonical_json, write_if_changed
 from toolscript.pipeline.tasks.settings import TaskSettings, read_json
@@ -46,14 +47,15 @@ class NamesTask:
         warnings = list(namespaces.warnings)
         whole: dict[str, Any] = {}
         type_bases: set[str] = set()
+        typed: list[tuple[str, dict[str, Any]]] = []  # (type base, tool), every server's
+        entries: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = []
         for server in self.settings.servers:
-            tools = read_json(layout.server_tools(server.name))
-            functions = assign_names(
-                [tool["name"] for tool in tools], what=f"tool of {server.name!r}"
-            )
+            tools = {tool["name"]: tool for tool in read_json(layout.server_tools(server.name))}
+            functions = assign_names(list(tools), what=f"tool of {server.name!r}")
             warnings.extend(functions.warnings)
             namespace = namespaces.names[server.name]
             entry: dict[str, Any] = {"namespace": namespace, "tools": {}}
+            named: list[dict[str, Any]] = []
             for original, function in sorted(functions.names.items()):
                 base = to_pascal_case(namespace) + function[0].upper() + function[1:]
                 type_name = first_free(base, type_bases)
@@ -63,8 +65,17 @@ class NamesTask:
                     )
                 type_bases.add(type_name)
                 entry["tools"][original] = {"function": function, "type": type_name}
-            write_if_changed(layout.server_names(server.name), canonical_json(entry))
-            whole[server.name] = entry
+                named.append(entry["tools"][original])
+                typed.append((type_name, tools[original]))
+            entries.append((server.name, entry, named))
+        # Type names are unique across the whole module, $ref aliases included, whatever
+        # the servers send (one server's names never break another's types).
+        assigned = iter(type_names(typed))
+        for server_name, entry, named in entries:
+            for item in named:
+                item["names"] = next(assigned).to_dict()
+            write_if_changed(layout.server_names(server_name), canonical_json(entry))
+            whole[server_name] = entry
         for warning in warnings:
             log.warning("naming: %s", warning)
         write_if_changed(layout.names, canonical_json({"servers": whole, "warnings": warnings}))

@@ -32,7 +32,7 @@ from doit.tools import config_changed
 from toolscript.codegen.module import scripts_section
 from toolscript.denobinary import deno_binary, deno_environment
 from toolscript.pipeline.artifacts import write_if_changed
-from toolscript.pipeline.tasks.settings import TaskSettings
+from toolscript.pipeline.tasks.settings import TaskSettings, target_digests, targets_as_built
 from toolscript.privatefile import write_private
 from toolscript.savedscripts import (
     SCRIPTS_DIRNAME,
@@ -104,13 +104,14 @@ class ScriptsTask:
                         "folder": str(self.settings.project_dir),
                         "generator": self.settings.generator,
                     }
-                )
+                ),
+                targets_as_built,
             ],
             "clean": True,
             "verbosity": 0,
         }
 
-    def build(self) -> None:
+    def build(self) -> dict[str, Any]:
         layout = self.settings.layout
         tools = layout.tools_only.read_text(encoding="utf-8")
         saved, warnings = load_saved(self.settings.project_dir)
@@ -129,6 +130,7 @@ class ScriptsTask:
                 name,
                 errors[0],
             )
+        return target_digests([layout.module])
 
 
 def compose_module(tools_module: str, scripts: list[SavedScript]) -> str:

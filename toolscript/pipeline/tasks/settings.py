@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from importlib import resources
@@ -11,7 +12,13 @@ from typing import Any
 from toolscript.config import ServerConfig
 from toolscript.pipeline.artifacts import CacheLayout
 
-__all__ = ["TaskSettings", "read_json", "runtime_template"]
+__all__ = [
+    "TaskSettings",
+    "read_json",
+    "runtime_template",
+    "target_digests",
+    "targets_as_built",
+]
 
 
 @dataclass(frozen=True)
@@ -34,3 +41,25 @@ def read_json(path: Path) -> Any:
 
 def runtime_template() -> Path:
     return Path(str(resources.files("toolscript.templates").joinpath("runtime.ts")))
+
+
+def target_digests(targets: list[Path]) -> dict[str, Any]:
+    """What a task's action returns for ``targets_as_built``: the content hash of each of
+    its targets that only it writes (doit keeps it as the task's values)."""
+    digests = {}
+    for target in targets:
+        try:
+            digests[str(target)] = hashlib.sha256(target.read_bytes()).hexdigest()
+        except OSError:
+            digests[str(target)] = ""
+    return {"targets": digests}
+
+
+def targets_as_built(task: Any, values: dict[str, Any]) -> bool:
+    """An ``uptodate`` check: the targets still hold what the task wrote. doit compares a
+    task's dependencies, not its targets' content: an edited module would be served."""
+    recorded = values.get("targets")
+    if not isinstance(recorded, dict) or not recorded:
+        return False
+    current: dict[str, str] = target_digests([Path(target) for target in recorded])["targets"]
+    return recorded == current

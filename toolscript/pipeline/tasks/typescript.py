@@ -12,7 +12,7 @@ from typing import Any
 
 from doit.tools import config_changed
 
-from toolscript.codegen.module import ToolFragment, render_module, render_tool
+from toolscript.codegen.module import ToolFragment, TypeNames, render_module, render_tool
 from toolscript.config import ServerConfig
 from toolscript.pipeline.artifacts import canonical_json, write_if_changed
 from toolscript.pipeline.tasks.settings import TaskSettings, read_json, runtime_template
@@ -66,10 +66,18 @@ class TypesTasks:
         )
 
 
+def _own_names(base: str) -> tuple[str, str]:
+    return f"{base}Params", f"{base}Result"
+
+
 def _fragment(server: str, naming: dict[str, Any], tool: dict[str, Any]) -> ToolFragment:
     names = naming["tools"][tool["name"]]
+    given = names.get("names")  # module-wide names (absent from an older names file)
+    types = TypeNames.from_dict(given) if given else TypeNames(*_own_names(names["type"]))
     try:
-        return render_tool(server, naming["namespace"], names["function"], names["type"], tool)
+        return render_tool(
+            server, naming["namespace"], names["function"], names["type"], tool, types
+        )
     except Exception as exc:  # one bad tool never breaks the others
         log.warning("types: %s__%s: %s; typed as unknown", server, tool["name"], exc)
         return render_tool(
@@ -78,4 +86,5 @@ def _fragment(server: str, naming: dict[str, Any], tool: dict[str, Any]) -> Tool
             names["function"],
             names["type"],
             {"name": tool["name"], "description": f"(schema could not be converted: {exc})"},
+            TypeNames(types.params, types.result),
         )
