@@ -145,7 +145,12 @@ def _command(
     remote_module: bool = False,
 ) -> list[str]:
     """Deno's command line. Imports from the gateway are allowed only for a ``remote_module``
-    (no gateway module as a file): a script importing URLs would make Deno keep each."""
+    (no gateway module as a file): a script importing URLs would make Deno keep each.
+
+    ``--allow-import=HOST`` replaces Deno's default list (deno.land, jsr.io, esm.sh...);
+    ``--deny-import=HOST`` then refuses that one too. A bare ``--deny-import`` would not do:
+    Deno still fetches from its default list with it.
+    """
     host = urlsplit(gateway_url).netloc
     return [
         deno_binary(),
@@ -155,7 +160,8 @@ def _command(
         "--no-config",
         "--no-lock",
         "--no-npm",
-        f"--allow-import={host}" if remote_module else "--deny-import",
+        f"--allow-import={host}",
+        *([] if remote_module else [f"--deny-import={host}"]),
         f"--allow-net={host}",
         "--allow-env=TOOLSCRIPT_GATEWAY_URL",
         f"--import-map={import_map}",
