@@ -270,3 +270,75 @@ def test_tokens_go_to_the_keyring_when_one_works(
         assert "access_token" in json.loads(kept_files(env)[0].read_text())["tokens"]
     finally:
         server.stop()
+
+
+# A browser that first lets other local requests reach the loopback (a wrong state, none, and
+# the right one carrying a provider's error when asked to), writing down what each got, then
+# follows the sign-in URL as FOLLOWER does.
+MEDDLER = """
+import json, sys, urllib.error, urllib.parse, urllib.request
+url, record, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+query = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)
+callback, state = query["redirect_uri"][0], query["state"][0]
+def visit(params):
+    try:
+        with urllib.request.urlopen(callback + "?" + urllib.parse.urlencode(params), timeout=10) as r:
+            return [r.status, r.read().decode()]
+    except urllib.error.HTTPError as e:
+        return [e.code, e.read().decode()]
+seen = [visit({"code": "forged", "state": "not-the-state"}), visit({"code": "forged"})]
+if mode == "error":
+    seen.append(visit({"state": state, "error": "access_denied",
+                       "error_description": "no\\x1b]52;c;cHduZWQ=\\x07\\x1b[2J\\x9b31m"}))
+else:
+    urllib.request.urlopen(url, timeout=30).read()
+open(record, "w").write(json.dumps(seen))
+"""
+
+
+def _meddling_project(
+    tmp_path: Path, server: OAuthServer, mode: str
+) -> tuple[Path, dict[str, str], Path]:
+    directory, env = project(tmp_path, server)
+    browser, record = tmp_path / "meddler.py", tmp_path / "seen.json"
+    browser.write_text(MEDDLER)
+    env["BROWSER"] = f"{sys.executable} {browser} %s {record} {mode}"
+    return directory, env, record
+
+
+def test_a_callback_without_the_sign_in_state_is_refused_and_the_sign_in_goes_on(
+    tmp_path: Path,
+) -> None:
+    server = OAuthServer("http")
+    try:
+        directory, env, record = _meddling_project(tmp_path, server, "follow")
+        signed = toolscript_cli(
+            "auth", "secure", "--timeout", "30", cwd=directory, env=env, timeout=60
+        )
+        assert signed.returncode == 0, signed.stderr
+        assert signed.stdout.startswith("signed in to secure")
+        wrong, missing = json.loads(record.read_text())
+        for status, page in (wrong, missing):
+            assert status == 400, page
+            assert "Signed in" not in page
+        assert len(kept_files(env)) == 1
+    finally:
+        server.stop()
+
+
+def test_a_providers_error_text_is_printed_without_its_control_characters(tmp_path: Path) -> None:
+    server = OAuthServer("http")
+    try:
+        directory, env, record = _meddling_project(tmp_path, server, "error")
+        refused = toolscript_cli(
+            "auth", "secure", "--timeout", "30", cwd=directory, env=env, timeout=60
+        )
+        assert refused.returncode == 1
+        assert "secure refused the sign-in: access_denied" in refused.stderr
+        assert "\\u001b]52;c;cHduZWQ=\\u0007\\u001b[2J\\u009b31m" in refused.stderr
+        assert not any(c in refused.stderr for c in "\x1b\x07\x9b")
+        *_, answered = json.loads(record.read_text())
+        assert answered[0] == 200 and "Signed in" not in answered[1]
+        assert kept_files(env) == []
+    finally:
+        server.stop()

@@ -1,15 +1,28 @@
 """Which Deno binary toolscript runs, and the environment it runs in (the sandbox and the
-gateway's type checker alike: one cache, so a check warms the other's)."""
+gateway's type checker alike: one type-check cache, so a check warms the other's).
+
+A sandbox run gets a ``DENO_DIR`` of its own (``run_deno_dir``), removed when it ends:
+whatever a script makes Deno cache (emitted ``data:`` modules, code caches) is gone with
+the run, and only the type-check cache is shared, through a link.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 from toolscript.errors import ExecutionError
 from toolscript.paths import user_cache_dir
+from toolscript.processes import pid_exists
 
-__all__ = ["deno_binary", "deno_cache_dir", "deno_environment"]
+__all__ = ["SHARED_CACHES", "deno_binary", "deno_cache_dir", "deno_environment", "run_deno_dir"]
+
+SHARED_CACHES = ("check_cache_v2",)  # what a run's DENO_DIR links to the shared one: hashes only
+_RUN_PREFIX = "deno-"
 
 
 def deno_binary() -> str:
@@ -31,10 +44,37 @@ def deno_cache_dir() -> Path:
     return user_cache_dir() / "deno"
 
 
-def deno_environment() -> dict[str, str]:
-    """The whole environment Deno gets: its cache, and no update checks or prompts."""
+def deno_environment(deno_dir: Path | None = None) -> dict[str, str]:
+    """The whole environment Deno gets: its cache (the shared one unless ``deno_dir``), and
+    no update checks or prompts."""
     return {
-        "DENO_DIR": str(deno_cache_dir()),
+        "DENO_DIR": str(deno_dir or deno_cache_dir()),
         "DENO_NO_UPDATE_CHECK": "1",
         "DENO_NO_PROMPT": "1",
     }
+
+
+@contextlib.contextmanager
+def run_deno_dir() -> Iterator[Path]:
+    """A fresh ``DENO_DIR`` for one sandbox run (0700), removed when the run ends; those of
+    runs whose process died without removing theirs are removed first."""
+    root = user_cache_dir() / "run"
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _remove_orphans(root)
+    shared = deno_cache_dir()
+    shared.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = root / f"{_RUN_PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
+    path.mkdir(mode=0o700)
+    try:
+        for name in SHARED_CACHES:
+            (path / name).symlink_to(shared / name)
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _remove_orphans(root: Path) -> None:
+    for entry in root.glob(f"{_RUN_PREFIX}*"):
+        pid = entry.name[len(_RUN_PREFIX) :].split("-", 1)[0]
+        if pid.isdigit() and not pid_exists(int(pid)):
+            shutil.rmtree(entry, ignore_errors=True)

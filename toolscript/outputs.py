@@ -6,13 +6,19 @@ and at most ``MAX_BYTES`` are kept), and a preview takes its place: valid JSON w
 output is JSON (the first items of each array and keys of each object, with counts of
 what was left out), else the first lines.
 
+A script's output shown to a person (a terminal, the MCP face's text) has its control
+characters made visible (``visible_controls``): a script must not set the terminal's title,
+write its clipboard (OSC 52) or clear the screen.
+
 Stdlib only: the exec path imports it.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -20,16 +26,37 @@ from typing import Any
 __all__ = [
     "KEEP",
     "MAX_BYTES",
+    "VisibleControls",
     "json_preview",
     "open_output",
     "output_file",
     "preview",
     "prune_outputs",
+    "visible_controls",
 ]
 
 KEEP = 20
 MAX_BYTES = 512 * 1024 * 1024
 MORE_KEY = "…"  # the key that counts an object's keys left out
+# C0 controls but newline and tab, DEL, C1 controls; shown as JSON escapes (\u001b), which
+# keep a JSON text valid where a raw C1 character stood in one of its strings.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible_controls(text: str) -> str:
+    """``text`` with its control characters (ESC, BEL, CR, C1...) as visible escapes."""
+    return _CONTROLS.sub(lambda found: f"\\u{ord(found[0]):04x}", text)
+
+
+class VisibleControls:
+    """``visible_controls`` over a byte stream that arrives in pieces (UTF-8; what is not
+    UTF-8 becomes U+FFFD, so no stray byte can act as a C1 control either)."""
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def feed(self, data: bytes, final: bool = False) -> bytes:
+        return visible_controls(self._decoder.decode(data, final)).encode()
 
 
 def output_file(state_dir: Path, run_id: str) -> Path:

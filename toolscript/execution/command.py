@@ -152,7 +152,6 @@ def run_exec(
                 check=check,
                 limits=limits,
                 cwd=Path.cwd(),
-                stdin_available=code != "-",
                 spill=_spill_file(config, new_run_id()),
             )
         return _run_in_gateway(
@@ -232,7 +231,6 @@ def _run_in_gateway(
             check=check,
             limits=limits,
             cwd=Path.cwd(),
-            stdin_available=stdin_available,
             warm_check=True,
             script_url=run.script_url,
             spill=_spill_file(config, run.id),
@@ -241,11 +239,15 @@ def _run_in_gateway(
         if watcher is not None:
             watcher.stop()
         answer = end_run(run, code)
+    from toolscript.outputs import visible_controls
+
+    # Tool errors and arguments in these come from the script and its servers: a terminal
+    # shows their control characters, it does not obey them.
     stopped = stop_message(answer)
     if trace:
-        sys.stderr.write(format_trace(answer))
+        sys.stderr.write(visible_controls(format_trace(answer)))
     if stopped is not None:
-        sys.stderr.write(stopped[0])
+        sys.stderr.write(visible_controls(stopped[0]))
         return stopped[1]
     return code
 

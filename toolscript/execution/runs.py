@@ -151,9 +151,12 @@ def terminal_answer(
     arguments = json.dumps(prompt.get("arguments", {}), ensure_ascii=False)
     if len(arguments) > 500:
         arguments = arguments[:497] + "..."
+    from toolscript.outputs import visible_controls
+
     out.write(
-        f"\ntoolscript: the script calls {prompt['tool']}, which asks for approval.\n"
-        f"  arguments: {arguments}\n"
+        f"\ntoolscript: the script calls {visible_controls(str(prompt['tool']))}, which asks "
+        "for approval.\n"
+        f"  arguments: {visible_controls(arguments)}\n"
         f"  allow it? [y]es / [n]o / [a]lways (this tool, in this project) "
         f"[{timeout:g} s, then the run stops]: "
     )

@@ -5,7 +5,10 @@ network and imports limited to the gateway's host:port, no npm, no files, no
 subprocesses, no FFI. Deno loads local files named by literal import specifiers
 before any permission check; the import map closes that hole by sending every
 ``file:`` URL except the script itself to a host the sandbox may not reach.
-Limits: wall-clock time, V8 heap, and captured output, each with its own exit code.
+Limits: wall-clock time, V8 heap, and captured output (stdout and stderr together), each
+with its own exit code. Remote imports are refused (the module is a local file), Deno's
+caches of a run live and die with it (``denobinary.run_deno_dir``), stdin is /dev/null, and
+on a terminal the script's control characters are shown, not obeyed.
 """
 
 from __future__ import annotations
@@ -21,10 +24,10 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, NamedTuple
+from typing import IO, NamedTuple, Protocol
 from urllib.parse import urlsplit
 
-from toolscript.denobinary import deno_binary, deno_cache_dir, deno_environment
+from toolscript.denobinary import deno_binary, deno_cache_dir, deno_environment, run_deno_dir
 from toolscript.errors import ExecutionError, GatewayUnreachableError
 from toolscript.execution.source import PreparedSource, SourceMap, prepare
 from toolscript.paths import user_cache_dir
@@ -59,7 +62,7 @@ WARM_CHECK_WAIT = 20.0  # seconds for the gateway's checker (it gives up sooner 
 class Limits(NamedTuple):
     timeout: float = 300.0  # seconds of wall-clock time; 0 means none
     memory_mb: int = 512  # V8 heap
-    max_output: int = 10 * 1024 * 1024  # bytes of stdout + stderr
+    max_output: int = 10 * 1024 * 1024  # bytes of stdout and stderr together
 
 
 class Script(NamedTuple):
@@ -146,7 +149,15 @@ def _command(
     import_map: Path,
     check: bool,
     limits: Limits,
+    remote_module: bool = False,
 ) -> list[str]:
+    """Deno's command line. Imports from the gateway are allowed only for a ``remote_module``
+    (no gateway module as a file): a script importing URLs would make Deno keep each.
+
+    ``--allow-import=HOST`` replaces Deno's default list (deno.land, jsr.io, esm.sh...);
+    ``--deny-import=HOST`` then refuses that one too. A bare ``--deny-import`` would not do:
+    Deno still fetches from its default list with it.
+    """
     host = urlsplit(gateway_url).netloc
     return [
         deno_binary(),
@@ -157,6 +168,7 @@ def _command(
         "--no-lock",
         "--no-npm",
         f"--allow-import={host}",
+        *([] if remote_module else [f"--deny-import={host}"]),
         f"--allow-net={host}",
         "--allow-env=TOOLSCRIPT_GATEWAY_URL",
         f"--import-map={import_map}",
@@ -166,11 +178,48 @@ def _command(
     ]
 
 
+class Sink(Protocol):
+    """Where a stream of the child goes: ours, a buffer, or ``_Shown`` in front of a terminal."""
+
+    def write(self, data: bytes, /) -> int: ...
+
+    def flush(self) -> None: ...
+
+
+class _Shown:
+    """A terminal as the pumps write to it: the script's control characters made visible."""
+
+    def __init__(self, target: Sink) -> None:
+        from toolscript.outputs import VisibleControls
+
+        self.target = target
+        self.controls = VisibleControls()
+
+    def write(self, data: bytes, /) -> int:
+        self.target.write(self.controls.feed(data))
+        return len(data)
+
+    def flush(self) -> None:
+        self.target.flush()
+
+    def finish(self) -> None:
+        """What an unfinished UTF-8 sequence at the very end held back."""
+        with contextlib.suppress(BrokenPipeError, ValueError):
+            self.target.write(self.controls.feed(b"", final=True))
+            self.target.flush()
+
+
+def _for_people(target: Sink) -> Sink:
+    """``target`` as the pumps write to it: through ``_Shown`` when it is a terminal."""
+    isatty = getattr(target, "isatty", None)
+    return _Shown(target) if isatty is not None and isatty() else target
+
+
 class _Pump(threading.Thread):
     """Copies one stream of the child to ours as it arrives, counting bytes."""
 
     def __init__(
-        self, source: IO[bytes], target: IO[bytes], budget: _Budget, rewrite: Rewrite | None
+        self, source: IO[bytes], target: Sink, budget: _Budget, rewrite: Rewrite | None
     ) -> None:
         super().__init__(daemon=True)
         self.source, self.target, self.budget, self.rewrite = source, target, budget, rewrite
@@ -274,11 +323,12 @@ class _MemoryWatch(threading.Thread):
 
 class _SpillingPump(_Pump):
     """Stdout, when the output may overflow into a file: whole lines are printed while they
-    fit in the budget; from the first that does not, everything (what was printed too) goes
-    to ``spill`` instead, up to ``limit`` bytes in all, and the child goes on."""
+    fit in the budget (shared with stderr); from the first that does not, everything (what
+    was printed too) goes to ``spill`` instead, up to ``limit`` bytes in all (then ``full``
+    is set and the child stopped), and the child goes on."""
 
     def __init__(
-        self, source: IO[bytes], target: IO[bytes], budget: _Budget, spill: Path, limit: int
+        self, source: IO[bytes], target: Sink, budget: _Budget, spill: Path, limit: int
     ) -> None:
         super().__init__(source, target, budget, None)
         self.spill = spill
@@ -286,6 +336,7 @@ class _SpillingPump(_Pump):
         self.printed = bytearray()  # kept to start the file with, should it be needed
         self.file: IO[bytes] | None = None
         self.total = 0
+        self.full = threading.Event()
 
     def run(self) -> None:
         descriptor = self.source.fileno()
@@ -294,7 +345,8 @@ class _SpillingPump(_Pump):
             self.total += len(chunk)
             if self.file is not None:
                 if self.total > self.limit:
-                    self.budget.exhaust()
+                    self.full.set()
+                    self.budget.stop_child()
                     return
                 self.file.write(chunk)
                 continue
@@ -347,10 +399,8 @@ class _Budget:
             self.left -= size
             return True
 
-    def exhaust(self) -> None:
-        with self._lock:
-            self.exhausted.set()
-            _kill(self._process)
+    def stop_child(self) -> None:
+        _kill(self._process)
 
     def spend(self, size: int) -> bool:
         with self._lock:
@@ -506,9 +556,8 @@ def run_toolscript(
     check: bool = True,
     limits: Limits = DEFAULT_LIMITS,
     cwd: Path | None = None,
-    stdin_available: bool = True,
-    stdout: IO[bytes] | None = None,
-    stderr: IO[bytes] | None = None,
+    stdout: Sink | None = None,
+    stderr: Sink | None = None,
     advice: Advice = DEFAULT_ADVICE,
     warm_check: bool = False,
     script_url: str | None = None,
@@ -520,7 +569,9 @@ def run_toolscript(
     gateway served it); without it the script imports the module from the gateway.
     With ``warm_check`` the gateway's warm checker checks the script first; when it cannot
     answer, Deno checks it as it starts. Output goes to ``stdout`` and ``stderr`` (ours by
-    default), error lines rewritten. The script reaches the gateway at ``script_url`` (its
+    default; a terminal sees control characters as escapes), error lines rewritten. Deno's
+    stdin is /dev/null: what is piped to exec is not the script's to read. The script
+    reaches the gateway at ``script_url`` (its
     run's URL, see ``execution/runs.py``; ``gateway_url`` when None). With ``spill``,
     stdout past ``max_output`` goes to that file with the rest (exit 123, a preview printed)
     instead of stopping the script.
@@ -529,8 +580,8 @@ def run_toolscript(
     script_path, prepared = _write_script(script)
     source_map = prepared.map
     streams = _Streams(
-        stdout if stdout is not None else sys.stdout.buffer,
-        stderr if stderr is not None else sys.stderr.buffer,
+        _for_people(stdout if stdout is not None else sys.stdout.buffer),
+        _for_people(stderr if stderr is not None else sys.stderr.buffer),
         advice,
     )
     if check and warm_check and module is not None:
@@ -539,6 +590,7 @@ def run_toolscript(
             rewrite = _rewriter(script_path, script.display_name, gateway_url, module, source_map)
             lines = output.encode().splitlines(keepends=True)
             streams.write_error(b"".join(rewrite(line) for line in lines))
+            streams.finish()
             return 1  # what deno exits with when a check fails; nothing of the script ran
         check = status != "passed"
     _close_web_storage(deno_cache_dir())
@@ -557,21 +609,57 @@ def run_toolscript(
         user_cache_dir() / "run" / f"importmap-{os.getpid()}-{threading.get_ident()}.json",
         json.dumps(import_map),
     )
-    env = {"TOOLSCRIPT_GATEWAY_URL": script_url, **deno_environment()}
-    if not sys.stderr.isatty():
-        env["NO_COLOR"] = "1"
+    # Colors would reach a terminal as escapes (control characters are shown, not obeyed).
+    env = {"TOOLSCRIPT_GATEWAY_URL": script_url, "NO_COLOR": "1"}
+    try:
+        with run_deno_dir() as deno_dir:
+            _close_web_storage(deno_dir)
+            env.update(deno_environment(deno_dir))
+            command = _command(script_path, script_url, map_path, check, limits, module is None)
+            return _start_and_supervise(
+                command,
+                env,
+                cwd,
+                on_start,
+                script,
+                script_path,
+                script_url,
+                limits,
+                streams,
+                module,
+                source_map,
+                spill,
+            )
+    finally:
+        map_path.unlink(missing_ok=True)
+        streams.finish()
+
+
+def _start_and_supervise(
+    command: list[str],
+    env: dict[str, str],
+    cwd: Path | None,
+    on_start: Callable[..., None] | None,
+    script: Script,
+    script_path: Path,
+    script_url: str,
+    limits: Limits,
+    streams: _Streams,
+    module: Path | None,
+    source_map: SourceMap,
+    spill: Path | None,
+) -> int:
     try:
         process = subprocess.Popen(
-            _command(script_path, script_url, map_path, check, limits),
+            command,
             cwd=cwd,
             env=env,
-            stdin=None if stdin_available else subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
     except OSError as exc:
-        map_path.unlink(missing_ok=True)
         raise ExecutionError(f"cannot start deno: {exc}", hint="check TOOLSCRIPT_DENO") from exc
     try:
         if on_start is not None:
@@ -585,14 +673,17 @@ def run_toolscript(
         _kill(process)
         process.wait()
         raise
-    finally:
-        map_path.unlink(missing_ok=True)
 
 
 class _Streams(NamedTuple):
-    stdout: IO[bytes]
-    stderr: IO[bytes]
+    stdout: Sink
+    stderr: Sink
     advice: Advice
+
+    def finish(self) -> None:
+        for stream in (self.stdout, self.stderr):
+            if isinstance(stream, _Shown):
+                stream.finish()
 
     def say(self, message: str) -> None:
         self.write_error(f"toolscript: error: {message}\n".encode())
@@ -615,16 +706,15 @@ def _supervise(
     spill: Path | None = None,
 ) -> int:
     assert process.stdout is not None and process.stderr is not None
+    # One budget for both streams: --max-output caps what is printed in all. Spilling, the
+    # stdout that does not fit goes to the file; stderr past the budget stops the script.
     budget = _Budget(limits.max_output, process)
     rewrite = _rewriter(script_path, script.display_name, gateway_url, module, source_map)
-    # Spilling, stdout has a budget of its own: what overflows goes to the file, and the
-    # script's errors on stderr still have room to be printed.
-    out_budget = _Budget(limits.max_output, process) if spill is not None else budget
     out = (
         _SpillingPump(
             process.stdout,
             streams.stdout,
-            out_budget,
+            budget,
             spill,
             max(16 * limits.max_output, SPILL_MINIMUM),
         )
@@ -648,8 +738,7 @@ def _supervise(
         pump.join(60 if isinstance(pump, _SpillingPump) else 5)
     code = process.returncode
     advice = streams.advice
-    if out_budget.exhausted.is_set():
-        assert isinstance(out, _SpillingPump)
+    if isinstance(out, _SpillingPump) and out.full.is_set():
         streams.say(
             f"the toolscript printed more than {out.limit} bytes and was stopped "
             f"({advice.output}); those bytes are in {out.spill}"

@@ -50,6 +50,7 @@ from toolscript.errors import (
     ToolscriptError,
     UsageError,
 )
+from toolscript.gateway.connections import BodyBudget
 from toolscript.gateway.core import SEPARATOR, Gateway, split_tool_name
 from toolscript.gateway.guard import RUN_SCOPE_KEY, answer_error
 from toolscript.gateway.results import RESULT_HEADER
@@ -253,31 +254,23 @@ class ToolCallFastPath:
         self.app = app
         self.gateway = gateway
         self.max_body = max_body
+        self.bodies = BodyBudget.for_body_limit(max_body)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         path = scope.get("path", "")
         if scope["type"] != "http" or scope["method"] != "POST" or not path.startswith("/tools/"):
             await self.app(scope, receive, send)
             return
-        chunks, size = [], 0
-        while True:
-            message = await receive()
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body:  # counted as it arrives: nothing past the limit is kept
-                await answer_error(send, RequestTooLargeError(self.max_body))
-                return
-            chunks.append(chunk)
-            if not message.get("more_body"):
-                break
+        body = await self._read_body(scope, receive, send)
+        if body is None:
+            return
         try:
             name = requested_tool(scope)
         except ToolscriptError as exc:
             await answer_error(send, exc)
             return
         answered = await _unless_disconnected(
-            call_tool_bytes(self.gateway, name, b"".join(chunks), scope.get(RUN_SCOPE_KEY)),
-            receive,
+            call_tool_bytes(self.gateway, name, body, scope.get(RUN_SCOPE_KEY)), receive
         )
         if answered is None:
             return  # the caller is gone (a script that ended or was stopped): call cancelled
@@ -296,6 +289,58 @@ class ToolCallFastPath:
             await send({"type": "http.response.body", "body": piece, "more_body": more})
         if not payload:
             await send({"type": "http.response.body", "body": b""})
+
+    async def _read_body(self, scope: Any, receive: Any, send: Any) -> bytes | None:
+        """The whole body, or None once it was refused (413, connection closed) or its
+        caller went away. A body larger than ``max_body`` is refused by its Content-Length or
+        as it arrives; the bodies still arriving hold no more than ``self.bodies`` allows."""
+        run = scope.get(RUN_SCOPE_KEY)
+        declared = next((value for key, value in scope["headers"] if key == b"content-length"), b"")
+        if declared.isdigit() and int(declared) > self.max_body:
+            await _refuse(send, RequestTooLargeError(self.max_body))
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return None
+                chunk = message.get("body", b"")
+                if size + len(chunk) > self.max_body:  # nothing past the limit is kept
+                    await _refuse(send, RequestTooLargeError(self.max_body))
+                    return None
+                if not self.bodies.take(run, len(chunk)):
+                    await _refuse(send, _too_many_bodies(run, self.bodies))
+                    return None
+                size += len(chunk)
+                chunks.append(chunk)
+                if not message.get("more_body"):
+                    return b"".join(chunks)
+        finally:
+            self.bodies.give_back(run, size)
+
+
+def _too_many_bodies(run: str | None, bodies: BodyBudget) -> RequestError:
+    held = f"{bodies.per_run} bytes for one run" if run is not None else f"{bodies.total} bytes"
+    return RequestError(
+        f"tool calls whose arguments are still arriving hold more than {held} at once; "
+        "make fewer large calls at the same time",
+        status_code=413,
+        kind="request_too_large",
+    )
+
+
+async def _refuse(send: Any, error: ToolscriptError) -> None:
+    """``error`` as the answer, and the connection closed: the rest of the body is not read."""
+    payload = msgspec.json.encode(error.to_dict())
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(payload)).encode()),
+        (b"connection", b"close"),
+    ]
+    await send({"type": "http.response.start", "status": error.status_code, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
 
 
 def build_app(gateway: Gateway) -> Litestar:

@@ -5,6 +5,10 @@ and takes connections until file descriptors run out; hundreds of silent sockets
 starve /health and every tool call. Here a connection must send its request within
 ``FIRST_REQUEST_TIMEOUT`` seconds, and past ``MAX_CONNECTIONS`` new ones are closed at
 once; each condition is logged once.
+
+A tool call's body is held until it is whole; ``BodyBudget`` bounds what the bodies still
+arriving may hold together, per run and in all: a script opening a hundred connections that
+each send a body one byte short of the limit would otherwise make the gateway hold them all.
 """
 
 from __future__ import annotations
@@ -16,7 +20,15 @@ from typing import Any
 
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
-__all__ = ["FIRST_REQUEST_TIMEOUT", "MAX_CONNECTIONS", "BoundedHTTPProtocol", "raise_file_limit"]
+__all__ = [
+    "FIRST_REQUEST_TIMEOUT",
+    "MAX_CONNECTIONS",
+    "RUN_BODIES",
+    "TOTAL_BODIES",
+    "BodyBudget",
+    "BoundedHTTPProtocol",
+    "raise_file_limit",
+]
 
 log = logging.getLogger("toolscript.gateway")
 
@@ -85,6 +97,47 @@ class BoundedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
         if timer is not None:
             timer.cancel()
         super().connection_lost(exc)
+
+
+RUN_BODIES = 4  # a run's bodies arriving at once may hold this many times the largest body
+TOTAL_BODIES = 16  # and every caller's together this many times
+
+
+class BodyBudget:
+    """Bytes of request bodies held while they arrive: at most ``per_run`` for one run's
+    connections together, ``total`` for all of them (callers with the gateway's own token
+    count only in the total). One event loop uses it: no lock."""
+
+    def __init__(self, per_run: int, total: int) -> None:
+        self.per_run, self.total = per_run, total
+        self.held = 0
+        self.runs: dict[str, int] = {}
+
+    @classmethod
+    def for_body_limit(cls, max_body: int) -> BodyBudget:
+        return cls(RUN_BODIES * max_body, TOTAL_BODIES * max_body)
+
+    def take(self, run: str | None, size: int) -> bool:
+        """Hold ``size`` more bytes for ``run``; False (nothing held) when that passes a bound."""
+        of_run = self.runs.get(run, 0) if run is not None else 0
+        if self.held + size > self.total or (run is not None and of_run + size > self.per_run):
+            _once(
+                "bodies",
+                "request bodies arriving at once passed what the gateway holds for them "
+                f"({self.per_run} bytes a run, {self.total} in all): the calls past it are refused",
+            )
+            return False
+        self.held += size
+        if run is not None:
+            self.runs[run] = of_run + size
+        return True
+
+    def give_back(self, run: str | None, size: int) -> None:
+        self.held -= size
+        if run is not None:
+            left = self.runs.pop(run, 0) - size
+            if left > 0:
+                self.runs[run] = left
 
 
 def raise_file_limit() -> None:

@@ -8,6 +8,7 @@ so a face outlives the gateway it borrowed.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import io
 import json
@@ -53,7 +54,7 @@ from toolscript.execution.sandbox import (
     run_toolscript,
 )
 from toolscript.gateway.launch import LaunchedGateway, start_gateway
-from toolscript.outputs import output_file
+from toolscript.outputs import output_file, visible_controls
 from toolscript.paths import find_config_path, project_state_dir
 from toolscript.processes import signal_quietly
 from toolscript.trust import require_trust
@@ -89,6 +90,12 @@ class Answer:
     structured: dict[str, Any] | None = None
     is_error: bool = False
     outputs: tuple[str, ...] = ()  # URIs of whole outputs kept as resources (cut output)
+
+
+def _shown(answer: Answer) -> Answer:
+    """A run's answer with the script's control characters in its text made visible (the
+    client may show it on a terminal); the structured result stays as the script made it."""
+    return dataclasses.replace(answer, text=visible_controls(answer.text))
 
 
 def error_answer(error: ToolscriptError) -> Answer:
@@ -372,11 +379,11 @@ class Backend:
             for pid in started:
                 self.lifeline.forget(pid, group=True)
         if stopped is not None:
-            return stopped_answer(stopped, out)
+            return _shown(stopped_answer(stopped, out))
         kept = self.output_path(run_id)
         if exit_code == EXIT_OUTPUT and kept.exists():
-            return cut_answer(out, err, output_uri(run_id), kept.stat().st_size)
-        return execution_answer(exit_code, out, err)
+            return _shown(cut_answer(out, err, output_uri(run_id), kept.stat().st_size))
+        return _shown(execution_answer(exit_code, out, err))
 
     def state_dir(self) -> Path:
         """The project's state directory (where cut outputs are kept)."""
@@ -391,7 +398,8 @@ class Backend:
         path = self.output_path(found[1]) if found else None
         if path is None or not path.is_file():
             raise UsageError(f"no such output: {uri}", hint="the URI comes from a cut result")
-        return path.read_text(encoding="utf-8", errors="replace").replace(RESULT_MARKER, "")
+        text = path.read_text(encoding="utf-8", errors="replace").replace(RESULT_MARKER, "")
+        return visible_controls(text)
 
     def _run(
         self,
@@ -434,7 +442,6 @@ class Backend:
                 on_start=watch,
                 limits=Limits(timeout=timeout, memory_mb=self.memory_mb, max_output=MAX_OUTPUT),
                 cwd=self.cwd,
-                stdin_available=False,
                 stdout=out,
                 stderr=err,
                 advice=FACE_ADVICE,

@@ -4,7 +4,8 @@
 from the server's 401 and metadata, registers toolscript as a client when the server
 allows it (or uses ``oauth.clientId``/``clientSecret`` from the config), and we open the
 browser at the authorization URL (and print it) and take the redirect on a loopback
-port. ``gateway_auth`` is what the gateway connects with: stored tokens, refreshed by
+port: only a request carrying the sign-in's own ``state`` ends the wait (any other local
+request to it is answered 400 and ignored). ``gateway_auth`` is what the gateway connects with: stored tokens, refreshed by
 the SDK before they expire, and never a browser: a server that needs a sign-in raises
 ``SignInNeeded`` instead.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import logging
 import threading
 import webbrowser
@@ -22,6 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from toolscript.config import ServerConfig
 from toolscript.errors import ToolscriptError
+from toolscript.outputs import visible_controls
 from toolscript.tokens import PendingSignIn, TokenStore
 
 if TYPE_CHECKING:
@@ -37,7 +40,17 @@ _DONE_PAGE = (
     b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nConnection: close\r\n\r\n"
     b"<!doctype html><title>toolscript</title><p>Signed in. You can close this tab.</p>"
 )
+_REFUSED_PAGE = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nConnection: close\r\n\r\n"
+    b"<!doctype html><title>toolscript</title><p>The sign-in was refused; "
+    b"the terminal says why.</p>"
+)
+_WRONG_STATE = (
+    b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    b"Connection: close\r\n\r\nnot the sign-in toolscript is waiting for (wrong or missing state)\n"
+)
 _NOT_FOUND = b"HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+PROVIDER_TEXT_LIMIT = 300  # characters of a provider's error text shown
 
 
 class SignInNeeded(ToolscriptError):
@@ -79,12 +92,19 @@ def _client_metadata(server: ServerConfig, redirect_uri: str) -> Any:
 
 
 class _Loopback:
-    """The redirect's landing place: one request to http://127.0.0.1:PORT/callback."""
+    """The redirect's landing place: http://127.0.0.1:PORT/callback with the ``state`` the
+    authorization URL carried (``expect``); other requests are refused and the wait goes on."""
 
     def __init__(self) -> None:
         self._server: asyncio.Server | None = None
         self._result: asyncio.Future[dict[str, list[str]]] | None = None
+        self._state: str | None = None
         self.port = 0
+
+    def expect(self, authorization_url: str) -> None:
+        """The ``state`` of ``authorization_url`` is the one a callback must bring back."""
+        states = parse_qs(urlsplit(authorization_url).query).get("state")
+        self._state = states[0] if states else None
 
     async def start(self, port: int) -> str:
         self._result = asyncio.get_running_loop().create_future()
@@ -100,10 +120,19 @@ class _Loopback:
             if parts.path != CALLBACK_PATH:
                 writer.write(_NOT_FOUND)
                 return
-            writer.write(_DONE_PAGE)
+            params = parse_qs(parts.query)
+            state = params.get("state", [None])[0]
+            if (
+                self._state is None
+                or state is None
+                or not hmac.compare_digest(state.encode(), self._state.encode())
+            ):
+                writer.write(_WRONG_STATE)  # a local request, not the provider's redirect
+                return
+            writer.write(_REFUSED_PAGE if "error" in params else _DONE_PAGE)
             if self._result is not None and not self._result.done():
-                self._result.set_result(parse_qs(parts.query))
-        except (OSError, TimeoutError, IndexError):
+                self._result.set_result(params)
+        except (OSError, TimeoutError, IndexError, ValueError):
             pass
         finally:
             with contextlib.suppress(OSError):
@@ -180,6 +209,7 @@ async def sign_in(
     )
 
     async def redirect(url: str) -> None:
+        loopback.expect(url)
         announce(f"Sign in to {server.name} in your browser; if none opens, visit:\n{url}")
         if open_browser:  # in a thread: a browser command may wait until the page is loaded,
             # and loading it lands on our loopback, which this loop serves
@@ -194,9 +224,10 @@ async def sign_in(
                 hint=f"run `{sign_in_command(server.name)}` again and finish the sign-in in the browser",
             ) from None
         if "error" in params:
+            described = params.get("error_description")
             raise SignInFailed(
-                f"{server.name} refused the sign-in: {params['error'][0]}"
-                + (f" ({params['error_description'][0]})" if "error_description" in params else "")
+                f"{server.name} refused the sign-in: {_provider_text(params['error'][0])}"
+                + (f" ({_provider_text(described[0])})" if described else "")
             )
         first = {key: values[0] for key, values in params.items() if values}
         return AuthorizationCodeResult(
@@ -227,15 +258,25 @@ async def sign_in(
     return store
 
 
+def _provider_text(text: str) -> str:
+    """Text the provider (or whoever reached the loopback) sent, fit to print: control
+    characters shown as escapes, and not too long."""
+    if len(text) > PROVIDER_TEXT_LIMIT:
+        text = text[:PROVIDER_TEXT_LIMIT] + "…"
+    return visible_controls(text)
+
+
 def _failure(server: ServerConfig, cause: BaseException) -> SignInFailed:
-    """What a failed sign-in says, in toolscript's words."""
+    """What a failed sign-in says, in toolscript's words (what the provider said shown with
+    its control characters as escapes)."""
     from mcp.client.auth import OAuthFlowError, OAuthRegistrationError
 
     if isinstance(cause, SignInFailed):
         return cause
+    said = visible_controls(str(cause))
     if isinstance(cause, OAuthRegistrationError):
         return SignInFailed(
-            f"{server.name} does not let toolscript register itself as a client ({cause})",
+            f"{server.name} does not let toolscript register itself as a client ({said})",
             hint=(
                 f"register an OAuth app with {server.name}'s provider (redirect URI "
                 f'http://127.0.0.1:PORT{CALLBACK_PATH}), then set "oauth": {{"clientId": ..., '
@@ -243,8 +284,8 @@ def _failure(server: ServerConfig, cause: BaseException) -> SignInFailed:
             ),
         )
     if isinstance(cause, OAuthFlowError):
-        return SignInFailed(f"signing in to {server.name} failed: {cause}")
-    return SignInFailed(f"signing in to {server.name} failed: {type(cause).__name__}: {cause}")
+        return SignInFailed(f"signing in to {server.name} failed: {said}")
+    return SignInFailed(f"signing in to {server.name} failed: {type(cause).__name__}: {said}")
 
 
 def _innermost(exc: BaseException) -> BaseException:
