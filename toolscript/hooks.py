@@ -216,7 +216,7 @@ _PREFIXES = frozenset(
         "ssh",
     }
 )
-_SHELLS = re.compile(r"(?:.*/)?(?:ba|z|da|k|fi|c|tc|mk|yash|busybox\s*)?sh")
+_SHELLS = re.compile(r"(?:.*/)?(?:(?:ba|z|da|k|fi|c|tc|mk|y)?sh|busybox)")
 _INTERPRETERS = re.compile(
     r"(?:.*/)?(?:python[0-9.]*|pypy[0-9.]*|perl|ruby|node|nodejs|php|deno|bun|lua|tclsh|osascript|uv|uvx)"
 )
@@ -298,20 +298,36 @@ def _expanded(words: list[str]) -> list[str]:
 
 
 def _commands(words: list[str]) -> list[list[str]]:
-    """The simple commands of ``words``: each from its command word on (assignments and
-    prefixes such as sudo, env, xargs skipped), split at the shell's operators."""
-    commands: list[list[str]] = [[]]
+    """The simple commands of ``words``, split at the shell's operators, each from its
+    command word on: assignments and prefixes such as sudo, env, timeout, xargs skipped with
+    their options. After a prefix's option (``sudo -u me cmd``) the next word may be its
+    value or the command: both readings are returned."""
+    segments: list[list[str]] = [[]]
     for word in words:
         if word in _OPERATORS or set(word) <= set(";&|()<>"):
-            commands.append([])
-            continue
-        current = commands[-1]
-        if not current and (_ASSIGNMENT.fullmatch(word) or word in _PREFIXES):
-            continue
-        if not current and word.startswith("-") and commands[-2:-1]:
-            continue  # an option of a prefix (sudo -u x, timeout 5)
-        current.append(word)
-    return [command for command in commands if command]
+            segments.append([])
+        else:
+            segments[-1].append(word)
+    return [reading for segment in segments for reading in _readings(segment)]
+
+
+def _readings(segment: list[str]) -> list[list[str]]:
+    """The simple command ``segment`` from its command word on (see ``_commands``)."""
+    start, optioned = 0, False
+    while start < len(segment):
+        word = segment[start]
+        if _ASSIGNMENT.fullmatch(word) or word in _PREFIXES:
+            start += 1
+        elif start and segment[start - 1] in _PREFIXES and word[:1].isdigit():
+            start += 1  # timeout 5, nice 10
+        elif start and word.startswith("-") and (optioned or segment[start - 1] in _PREFIXES):
+            start, optioned = start + 1, True
+        else:
+            break
+    readings = [segment[start:]] if segment[start:] else []
+    if optioned and segment[start + 1 :]:
+        readings += _readings(["env", *segment[start + 1 :]])  # the word was the option's value
+    return readings
 
 
 def approval_reason(command: str) -> str | None:
