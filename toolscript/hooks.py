@@ -2,7 +2,10 @@
 
 Both never fail the session: every problem becomes a message for the agent and
 exit code 0. Files per session live in ``<toolscript home>/sessions/``:
-``<id>.pid`` (the process id only), ``<id>.url`` (0600) and ``<id>.log``.
+``<id>.pid`` (the process id only), ``<id>.url`` (0600: the gateway's own URL) and
+``<id>.log``. The agent's environment gets the agent's URL (``guard.agent_url``), which
+cannot answer approval prompts. PreToolUse makes Claude Code ask the person before a
+Bash command that could approve calls (``approval_reason``).
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from toolscript.gateway.guard import agent_url
 from toolscript.gateway.launch import start_gateway
-from toolscript.paths import user_cache_dir
+from toolscript.gateway.state import sessions_dir
 from toolscript.processes import process_alive, terminate_tree
 
 __all__ = ["approval_decision", "pre_tool_use", "session_end", "session_start"]
@@ -34,7 +38,7 @@ def _read_input() -> dict[str, Any]:
 
 def _session_files(session_id: str) -> tuple[Path, Path, Path]:
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", session_id) or "default"
-    directory = user_cache_dir() / "sessions"
+    directory = sessions_dir()
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     return directory / f"{safe}.pid", directory / f"{safe}.url", directory / f"{safe}.log"
 
@@ -83,7 +87,9 @@ def session_start() -> int:
     env_file = os.environ.get("CLAUDE_ENV_FILE")
     if env_file:
         with open(env_file, "a") as handle:
-            handle.write(f"export TOOLSCRIPT_GATEWAY_URL={url}\n")
+            # The agent's token: it runs scripts and reads tools, but cannot answer an
+            # approval prompt. The gateway's own token stays in the 0600 url file.
+            handle.write(f"export TOOLSCRIPT_GATEWAY_URL={agent_url(url)}\n")
     print(_status_line(url, project))
     return 0
 
@@ -175,25 +181,249 @@ def _cleanup(session_id: str) -> None:
         path.unlink(missing_ok=True)
 
 
-# A shell command that approves toolscript calls, or reaches into the file approvals live in.
-_APPROVING = re.compile(r"\btoolscript\b.*\bapprove\b|runs\.sqlite", re.DOTALL)
+# -- PreToolUse: ask the person before a command that could reach an approval -------------
+#
+# Defence in depth only: a shell that runs as the user can always find a way round a pattern
+# (the gateway's agent token, which cannot answer prompts, is the real boundary; Claude
+# Code's sandbox or deny rules on toolscript's folders are the hard one). So this errs on
+# the side of asking: a command is read as the shell would read it (quotes and backslash
+# escapes dropped, simple VAR=value assignments expanded), and any command that names an
+# approval, the files that hold the gateway's own token or the run log, or hides what it
+# runs is put to the person.
+
+_OPERATORS = frozenset({";", "&&", "||", "|", "|&", "&", "(", ")", "{", "}", "!", "\n"})
+_PREFIXES = frozenset(
+    {
+        "sudo",
+        "env",
+        "nohup",
+        "time",
+        "timeout",
+        "nice",
+        "command",
+        "builtin",
+        "exec",
+        "xargs",
+        "do",
+        "then",
+        "else",
+        "stdbuf",
+        "setsid",
+        "doas",
+        "su",
+        "watch",
+        "parallel",
+        "ssh",
+    }
+)
+_SHELLS = re.compile(r"(?:.*/)?(?:(?:ba|z|da|k|fi|c|tc|mk|y)?sh|busybox)")
+_INTERPRETERS = re.compile(
+    r"(?:.*/)?(?:python[0-9.]*|pypy[0-9.]*|perl|ruby|node|nodejs|php|deno|bun|lua|tclsh|osascript|uv|uvx)"
+)
+_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.DOTALL)
+_ESCAPE_CODES = re.compile(r"\\(?:x[0-9A-Fa-f]{2}|[0-7]{3}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8})")
+# Named anywhere in the command (read with its quotes dropped): what reaches approvals.
+_MENTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, re.IGNORECASE), reason)
+    for pattern, reason in (
+        (r"/prompt\b|/approvals?\b", "it names the gateway's prompt or approval endpoints"),
+        (r"runs\.sq|\brunlog\b|\brun_?log\b|runlog\.py|\bRunLog\b", "it names the run log"),
+        (
+            r"\bapprovals\b|approve_(?:call|tool)|use_call_approval|tool_approved",
+            "it names the approvals",
+        ),
+        (
+            r"(?:\.cache|cache|state|config|home)/+toolscript\b|toolscript/+(?:gateways|sessions)\b"
+            r"|\bgateways/|sessions/[^\s]*\.url|\*\.url\b|\bTOOLSCRIPT_HOME\b|\bXDG_(?:CACHE|STATE)_HOME\b"
+            r"|\bowner_url\b|\bgateway_state_file\b|\buser_(?:cache|state)_dir\b|\bsessions_dir\b",
+            "it names the files that hold the gateway's own token or the run log",
+        ),
+        (
+            r"\bimport\s+pty\b|\bpty\.(?:spawn|fork|openpty)\b|\bopenpty\b|\bsend-keys\b|-X\s+stuff\b",
+            "it drives a terminal, where a prompt could be answered",
+        ),
+    )
+)
+# Python reaching toolscript's own modules (read in the command as written: a TypeScript
+# `import { tools } from "toolscript"` quotes its module).
+_PYTHON_IMPORT = re.compile(
+    r"\bfrom\s+toolscript(?:\.[\w.]+)?\s+import\b|\bimport\s+toolscript\b|__import__|"
+    r"\bimport_module\b|\btoolscript\.(?:gateway|runlog|hooks|execution|cli|mcpface|paths|policy)\b"
+    r"|-m\s*toolscript\."
+)
+_DECODERS = re.compile(
+    r"\b(?:base64|base32|basenc|xxd|uudecode|openssl|od|rev|gunzip|zcat|bzcat|xzcat|iconv)\b"
+)
+
+
+def _words(command: str) -> list[str]:
+    """The command's words as the shell reads them: quotes and backslash escapes dropped,
+    operators apart. Unbalanced quotes: split on spaces (still without quotes)."""
+    import shlex
+
+    text = command.replace("\\\n", "")
+    text = re.sub(r"\$(?=['\"])", "", text)  # $'...' and $"..." read as quoted text
+    try:
+        lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|()<>")
+        lexer.whitespace_split = True
+        lexer.commenters = ""
+        return list(lexer)
+    except ValueError:
+        return re.sub(r"[\\'\"]", "", text).split()
+
+
+def _expanded(words: list[str]) -> list[str]:
+    """``words`` with the values of its simple ``NAME=value`` assignments put in place of
+    ``$NAME`` and ``${NAME}`` (a few rounds, for names that name names)."""
+    values: dict[str, str] = {}
+    for word in words:
+        found = _ASSIGNMENT.fullmatch(word)
+        if found:
+            values[found[1]] = found[2]
+    for _ in range(4):
+        changed = False
+        for index, word in enumerate(words):
+            if "$" not in word:
+                continue
+            new = re.sub(
+                r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)",
+                lambda m: values.get(m[1] or m[2], m[0]),
+                word,
+            )
+            if new != word:
+                words[index], changed = new, True
+        if not changed:
+            break
+    return words
+
+
+def _commands(words: list[str]) -> list[list[str]]:
+    """The simple commands of ``words``, split at the shell's operators, each from its
+    command word on: assignments and prefixes such as sudo, env, timeout, xargs skipped with
+    their options. After a prefix's option (``sudo -u me cmd``) the next word may be its
+    value or the command: both readings are returned."""
+    segments: list[list[str]] = [[]]
+    for word in words:
+        if word in _OPERATORS or set(word) <= set(";&|()<>"):
+            segments.append([])
+        else:
+            segments[-1].append(word)
+    return [reading for segment in segments for reading in _readings(segment)]
+
+
+def _readings(segment: list[str]) -> list[list[str]]:
+    """The simple command ``segment`` from its command word on (see ``_commands``)."""
+    start, optioned = 0, False
+    while start < len(segment):
+        word = segment[start]
+        if _ASSIGNMENT.fullmatch(word) or word in _PREFIXES:
+            start += 1
+        elif start and segment[start - 1] in _PREFIXES and word[:1].isdigit():
+            start += 1  # timeout 5, nice 10
+        elif start and word.startswith("-") and (optioned or segment[start - 1] in _PREFIXES):
+            start, optioned = start + 1, True
+        else:
+            break
+    readings = [segment[start:]] if segment[start:] else []
+    if optioned and segment[start + 1 :]:
+        readings += _readings(["env", *segment[start + 1 :]])  # the word was the option's value
+    return readings
+
+
+def approval_reason(command: str) -> str | None:
+    """Why ``command`` could reach an approval of toolscript calls, None when it cannot
+    as far as can be read (see the notes above: a pattern, not a boundary)."""
+    if _ESCAPE_CODES.search(command):
+        return "it spells words with escape codes, which hides what it runs"
+    words = _expanded(_words(command))
+    text = " ".join(words)
+    for seen in (text, command):
+        for pattern, reason in _MENTIONS:
+            if pattern.search(seen):
+                return reason
+    if _PYTHON_IMPORT.search(command):
+        return "it runs toolscript's own code outside its commands"
+    commands = _commands(list(words))
+    runners = {Path(command[0]).name for command in commands}
+    for word in words:
+        if "approv" in word.lower() and (
+            not any(space in word for space in " \t\n")
+            or "toolscript" in word
+            or runners & {"eval", "source", ".", "ssh", "su", "script", "tmux", "screen"}
+            or any(_SHELLS.fullmatch(r) or _INTERPRETERS.fullmatch(r) for r in runners)
+        ):
+            return "it approves toolscript calls"
+    for index, command_words in enumerate(commands):
+        name = Path(command_words[0]).name
+        rest = command_words[1:]
+        if name in ("eval", "source", ".") or (name == "exec" and rest):
+            return "it runs text as a command (eval), which hides what it runs"
+        if name in ("script", "unbuffer", "expect", "empty", "socat", "tmux", "screen"):
+            return "it runs a command on a terminal it controls, where a prompt could be answered"
+        if name.startswith("toolscript") and any(
+            w.startswith(("$", "`")) or "$(" in w for w in rest[:2]
+        ):
+            return "toolscript's command is computed when it runs, which hides what it runs"
+        shell = _SHELLS.fullmatch(name) is not None
+        inline = [
+            w
+            for w in rest
+            if w.startswith("-") and not w.startswith("--") and ("c" in w or "e" in w)
+        ]
+        if shell or _INTERPRETERS.fullmatch(name):
+            reads_stdin = not inline and not [w for w in rest if not w.startswith("-")]
+            after_pipe = index > 0 and _piped_into(words, command_words)
+            if (reads_stdin and after_pipe) or (rest and rest[0] in ("-", "/dev/stdin")):
+                return "it pipes text into a shell or interpreter, which hides what it runs"
+            if shell and inline and any("$" in w or "`" in w for w in rest):
+                return "it runs a shell command built from expansions, which hides what it runs"
+            if any("toolscript" in w for w in rest) and inline and not shell:
+                return "it runs toolscript's own code outside its commands"
+            if shell and inline:
+                inner = approval_reason(" ".join(w for w in rest if w not in inline))
+                if inner is not None:
+                    return inner
+    if _DECODERS.search(text) and (
+        "|" in words or "$(" in command or "`" in command or "<(" in command
+    ):
+        decoded = [
+            w
+            for w in words
+            if _SHELLS.fullmatch(Path(w).name) or _INTERPRETERS.fullmatch(Path(w).name)
+        ]
+        if decoded or "$(" in command or "`" in command:
+            return "it decodes text and runs it, which hides what it runs"
+    return None
+
+
+def _piped_into(words: list[str], command_words: list[str]) -> bool:
+    """Whether the simple command ``command_words`` reads a pipe (``... | sh``)."""
+    for index, word in enumerate(words):
+        if word == command_words[0] and index > 0:
+            before = [w for w in words[:index] if w not in _PREFIXES]
+            if before and before[-1] in ("|", "|&"):
+                return True
+    return False
 
 
 def approval_decision(data: dict[str, Any]) -> dict[str, Any] | None:
-    """PreToolUse's answer for one tool use: "ask" for a command that approves toolscript
-    calls (whatever the user's allow rules say), None for anything else."""
+    """PreToolUse's answer for one tool use: "ask" for a command that could approve
+    toolscript calls (whatever the user's allow rules say), None for anything else."""
     tool_input = data.get("tool_input")
     command = tool_input.get("command") if isinstance(tool_input, dict) else None
-    if not isinstance(command, str) or not _APPROVING.search(command):
+    if not isinstance(command, str):
+        return None
+    reason = approval_reason(command)
+    if reason is None:
         return None
     return {
         "hookSpecificOutput": {
             "hookEventName": "PreToolUse",
             "permissionDecision": "ask",
             "permissionDecisionReason": (
-                "toolscript: this approves tool calls that the project's policy holds for a "
-                "person to approve; an agent must not approve its own calls. Read the call "
-                "(`toolscript runs show RUN_ID`) before you allow it."
+                f"toolscript: {reason}. Approving tool calls that the project's policy holds "
+                "for a person is yours to do; an agent must not approve its own calls. Read "
+                "the command (and the call: `toolscript runs show RUN_ID`) before you allow it."
             ),
         }
     }

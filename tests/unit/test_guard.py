@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from toolscript.gateway.guard import TokenGuard
+from toolscript.gateway.guard import TokenGuard, agent_token, agent_url, is_agent_url
 
 
 def _drive(
@@ -51,3 +51,98 @@ def test_http_with_the_token_reaches_the_app() -> None:
     scope = {"type": "http", "path": "/secret/health", "headers": [(b"host", b"127.0.0.1:1")]}
     _, reached = _drive(scope, [])
     assert reached == ["http"]
+
+
+# -- the agent's token (finding 2 of the attack run, issue 42) -------------------------------
+
+
+def _as(token: str, method: str, path: str, *, agent: bool = True) -> tuple[int | None, Any]:
+    """The status the guard answers (None: the app was reached) and the scope the app saw."""
+    seen: list[Any] = []
+    sent: list[dict[str, Any]] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        seen.append(scope)
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request"}
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": method,
+        "path": f"/{token}{path}",
+        "headers": [(b"host", b"127.0.0.1:1")],
+    }
+    guard = TokenGuard(
+        app, "secret", ["127.0.0.1:1"], lambda t: "run-1" if t == "r" * 33 else None, agent=agent
+    )
+    asyncio.run(guard(scope, receive, send))
+    return (sent[0]["status"] if sent else None), (seen[0] if seen else None)
+
+
+def test_the_agent_token_is_derived_one_way_and_recognisable() -> None:
+    token = agent_token("secret")
+    assert token != "secret" and "secret" not in token
+    assert token == agent_token("secret") and token != agent_token("secret2")
+    assert agent_url("http://127.0.0.1:1/secret") == f"http://127.0.0.1:1/{token}"
+    assert is_agent_url(agent_url("http://127.0.0.1:1/secret"))
+    assert not is_agent_url("http://127.0.0.1:1/secret")
+
+
+def test_the_agent_token_runs_scripts_and_reads_tools() -> None:
+    agent = agent_token("secret")
+    for method, path in [
+        ("GET", "/health"),
+        ("GET", "/servers"),
+        ("GET", "/servers/github/tools"),
+        ("GET", "/runtime/tools.ts"),
+        ("GET", "/runtime/hash"),
+        ("POST", "/runtime/check"),
+        ("GET", "/search"),
+        ("GET", "/types"),
+        ("GET", "/scripts"),
+        ("POST", "/scripts"),
+        ("POST", "/runs"),
+        ("GET", "/runs/20261124-101500-3f9a1c/script"),
+        ("POST", "/runs/20261124-101500-3f9a1c/end"),
+    ]:
+        status, scope = _as(agent, method, path)
+        assert status is None, (method, path)
+        assert scope["toolscript.credential"] == "agent"
+        assert scope["path"] == path
+
+
+def test_the_agent_token_cannot_answer_prompts_or_reach_anything_else() -> None:
+    """The attack: a script given the agent's URL read its own run's prompt and answered it."""
+    agent = agent_token("secret")
+    for method, path in [
+        ("GET", "/runs/20261124-101500-3f9a1c/prompt"),
+        ("POST", "/runs/20261124-101500-3f9a1c/prompt"),
+        ("POST", "/approvals"),
+        ("GET", "/schema"),
+        ("GET", "/runtime/../runs/x/prompt"),
+        ("GET", "/runs/x/../x/prompt"),
+        ("POST", "/health"),
+    ]:
+        status, _ = _as(agent, method, path)
+        assert status == 403, (method, path)
+
+
+def test_the_owner_token_reaches_prompts_and_a_gateway_without_agents_knows_none() -> None:
+    status, scope = _as("secret", "POST", "/runs/x/prompt")
+    assert status is None and scope["toolscript.credential"] == "owner"
+    status, _ = _as(agent_token("secret"), "GET", "/health", agent=False)
+    assert status == 401  # the MCP face's HTTP guard: one token, no agent's
+
+
+def test_a_run_token_reaches_its_calls_and_module_only() -> None:
+    run = "r" * 33
+    status, scope = _as(run, "POST", "/tools/a__b")
+    assert status is None and scope["toolscript.run"] == "run-1"
+    assert scope["toolscript.credential"] == "run"
+    assert _as(run, "GET", "/runtime/hash")[0] is None
+    for method, path in [("POST", "/runs"), ("GET", "/runs/x/prompt"), ("GET", "/health")]:
+        assert _as(run, method, path)[0] == 401

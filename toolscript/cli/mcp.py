@@ -30,7 +30,7 @@ def mcp_command(
 
     Uses the project's running gateway, or starts one and stops it (with every
     server) when the client disconnects. With --http, prints the URL to give the
-    client (its secret path is kept in the project's cache, so it stays the same).
+    client (its secret path is kept in your own cache, so it stays the same).
 
     Examples:
 

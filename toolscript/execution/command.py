@@ -217,7 +217,7 @@ def _run_in_gateway(
         sys.stderr.write(
             f"toolscript: resuming run {run.resumed_from}: calls it made are answered from its log\n"
         )
-    watcher = PromptWatcher(run, terminal_answer) if interactive else None
+    watcher = PromptWatcher(run, terminal_answer) if run.interactive else None
     if watcher is not None:
         watcher.start()
     code = 1

@@ -38,10 +38,11 @@ _POLL = 20.0
 
 @dataclass(frozen=True)
 class RunHandle:
-    gateway_url: str  # with the gateway's own token (registers, answers, ends)
+    gateway_url: str  # what registered the run and ends it (the owner's URL when interactive)
     id: str
     script_url: str  # with the run's token: what the sandbox gets
     resumed_from: str | None
+    interactive: bool = False  # its prompts wait for an answer (``PromptWatcher``)
 
 
 def script_hash(code: str) -> str:
@@ -60,7 +61,18 @@ def start_run(
     resume: str | None = None,
 ) -> RunHandle:
     """Register a run with the gateway at ``url`` (raises the gateway's error, for example
-    for a ``resume`` that names no run stopped for approval)."""
+    for a ``resume`` that names no run stopped for approval).
+
+    An ``interactive`` run's prompts are answered with the gateway's own token, which the
+    agent's URL does not carry: it is looked for in this user's state and session files
+    (``owner_url``); without it the run is not interactive, and a call that needs approval
+    stops it as it does without a terminal."""
+    if interactive:
+        from toolscript.gateway.state import owner_url
+
+        owner = owner_url(url)
+        interactive = owner is not None
+        url = owner or url
     request: dict[str, Any] = {
         "script": code,
         "script_name": [display_name, file_name],
@@ -77,7 +89,9 @@ def start_run(
         raise GatewayError("the gateway stopped answering before the run started")
     answer = json.loads(body)
     base = url.rstrip("/").rsplit("/", 1)[0]
-    return RunHandle(url, answer["id"], f"{base}/{answer['token']}", answer.get("resumed_from"))
+    return RunHandle(
+        url, answer["id"], f"{base}/{answer['token']}", answer.get("resumed_from"), interactive
+    )
 
 
 def stopped_script(url: str, run_id: str) -> Script:

@@ -19,7 +19,8 @@
 ``GET  /schema``                    this API as OpenAPI
 
 A run's own URL (``/<run token>``) reaches ``POST /tools/*`` and ``GET /runtime/*`` only;
-its calls are that run's (``gateway.runs``).
+its calls are that run's (``gateway.runs``). The agent's URL reaches ``guard.AGENT_ROUTES``
+and registers non-interactive runs only; prompts need the gateway's own token.
 
 Errors answer ``{"error": kind, "message": ..., "hint"?: ..., ...}`` with the
 status of the ``toolscript.errors`` class that was raised.
@@ -52,7 +53,13 @@ from toolscript.errors import (
 )
 from toolscript.gateway.connections import BodyBudget
 from toolscript.gateway.core import SEPARATOR, Gateway, split_tool_name
-from toolscript.gateway.guard import RUN_SCOPE_KEY, answer_error
+from toolscript.gateway.guard import (
+    AGENT,
+    CREDENTIAL_SCOPE_KEY,
+    RUN_SCOPE_KEY,
+    agent_refused,
+    answer_error,
+)
 from toolscript.gateway.results import RESULT_HEADER
 from toolscript.gateway.runs import DEFAULT_MAX_CALLS
 from toolscript.search.engine import FUSIONS, MODES, readings
@@ -378,6 +385,11 @@ def build_app(gateway: Gateway) -> Litestar:
         in (all optional); ``{"id", "token", "resumed_from"}`` out. The script gets the
         gateway's URL with the token in place of the gateway's own."""
         body = _json_object(await request.body())
+        by_agent = request.scope.get(CREDENTIAL_SCOPE_KEY) == AGENT
+        if by_agent and body.get("interactive"):
+            # An interactive run's prompts are answered with the owner token: a run the agent
+            # registers stops at a call that needs approval, for a person to approve.
+            raise agent_refused()
         max_calls = body.get("max_calls", DEFAULT_MAX_CALLS)
         if not isinstance(max_calls, int) or max_calls < 1:
             raise UsageError("max_calls must be a positive integer")
@@ -421,6 +433,11 @@ def build_app(gateway: Gateway) -> Litestar:
         """``{"exit": code}`` in; the run's status, the error it stopped with and its calls."""
         body = _json_object(await request.body())
         code = body.get("exit")
+        if (
+            request.scope.get(CREDENTIAL_SCOPE_KEY) == AGENT
+            and gateway.runs.get(run_id).interactive
+        ):
+            raise agent_refused()  # ending it would answer a person's open prompt
         run = await gateway.runs.end(run_id, code if isinstance(code, int) else None)
         return {
             "id": run.id,

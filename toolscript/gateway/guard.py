@@ -1,28 +1,99 @@
-"""ASGI guard in front of the gateway: a secret path prefix and a Host check.
+"""ASGI guard in front of the gateway: secret path prefixes and a Host check.
 
 Any local process, or a web page through DNS rebinding, could otherwise drive
 the user's tools with the user's credentials. Every request must name the
 gateway's own address in ``Host`` and start with ``/<token>``; only ``/livez``
 answers without them (it says nothing but "alive").
 
-A run's token (``runs``: token -> run id) stands in for the gateway's own on the paths a
-script needs, ``POST /tools/*`` and ``GET /runtime/*``, and on nothing else: a script can
-call tools as its run, but cannot register runs or answer its own approval prompts.
+Three kinds of token, each reaching what its holder needs and nothing more:
+
+- the **owner** token (the gateway's own): everything. It is kept in the user's 0600
+  state and session files only, for the person's own commands (an interactive ``exec``
+  on a terminal, the MCP face asking through elicitation);
+- the **agent** token (``agent_token``, derived one way from the owner's): what the
+  agent's environment gets (``TOOLSCRIPT_GATEWAY_URL``) to run scripts and read tools:
+  ``AGENT_ROUTES``. It registers non-interactive runs only (the route checks
+  ``CREDENTIAL_SCOPE_KEY``), so a call that needs approval stops its run for a person
+  to approve; it never answers a prompt;
+- a **run**'s token (``runs``: token -> run id): ``POST /tools/*`` and
+  ``GET /runtime/*``, the calls of that run.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
 import json
+import re
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
-from toolscript.errors import ForbiddenHostError, ToolscriptError, UnauthorizedError
+from toolscript.errors import (
+    AccessDeniedError,
+    ForbiddenHostError,
+    ToolscriptError,
+    UnauthorizedError,
+)
 
-__all__ = ["LIVENESS_PATH", "RUN_SCOPE_KEY", "TokenGuard", "answer_error", "answer_json"]
+__all__ = [
+    "AGENT",
+    "AGENT_ROUTES",
+    "CREDENTIAL_SCOPE_KEY",
+    "LIVENESS_PATH",
+    "OWNER",
+    "RUN",
+    "RUN_SCOPE_KEY",
+    "TokenGuard",
+    "agent_refused",
+    "agent_token",
+    "agent_url",
+    "answer_error",
+    "answer_json",
+    "is_agent_url",
+]
 
 LIVENESS_PATH = "/livez"
 RUN_SCOPE_KEY = "toolscript.run"  # the ASGI scope's key for the id of the run calling
+CREDENTIAL_SCOPE_KEY = "toolscript.credential"  # OWNER, AGENT or RUN: which token was shown
+OWNER, AGENT, RUN = "owner", "agent", "run"
+AGENT_PREFIX = "agent-"
+
+# What the agent's token reaches (method, path after the token): run scripts (register a
+# run, its module, its type check, its end, a stopped run's script for --resume), read
+# tools, types, search, health and saved scripts, save a script. Not the prompts of runs.
+AGENT_ROUTES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (method, re.compile(pattern))
+    for method, pattern in (
+        ("GET", r"/health"),
+        ("GET", r"/servers"),
+        ("GET", r"/servers/[^/]+/tools"),
+        ("GET", r"/runtime/[^/]+"),
+        ("POST", r"/runtime/check"),
+        ("GET", r"/search"),
+        ("GET", r"/types"),
+        ("GET", r"/scripts"),
+        ("POST", r"/scripts"),
+        ("POST", r"/runs"),
+        ("GET", r"/runs/[^/]+/script"),
+        ("POST", r"/runs/[^/]+/end"),
+    )
+)
+RUN_ROUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("POST", re.compile(r"/tools/.+")),  # the fast path serves every one: no other route
+    ("GET", re.compile(r"/runtime/[^/]+")),
+)
+
+
+def agent_refused() -> AccessDeniedError:
+    """What the agent's token gets where it does not reach (a prompt, an interactive run)."""
+    return AccessDeniedError(
+        "the agent's gateway token runs scripts and reads tools; it cannot answer approval "
+        "prompts, register an interactive run or reach this path",
+        hint="a person approves: `toolscript approve RUN_ID` in their own terminal, or "
+        "`toolscript exec` run on a terminal, which asks there",
+    )
+
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -30,8 +101,36 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[..., Awaitable[None]]
 
 
+def agent_token(owner_token: str) -> str:
+    """The agent's token of the gateway whose own token is ``owner_token``: whoever holds
+    the owner token can compute it, whoever holds only this one cannot go back."""
+    mac = hmac.new(owner_token.encode(), b"toolscript agent token", hashlib.sha256).digest()
+    return AGENT_PREFIX + base64.urlsafe_b64encode(mac[:24]).decode()
+
+
+def agent_url(owner_url: str) -> str:
+    """``owner_url`` (``http://host:port/<owner token>``) with the agent's token instead."""
+    base, _, token = owner_url.rstrip("/").rpartition("/")
+    return f"{base}/{agent_token(token)}"
+
+
+def is_agent_url(url: str) -> bool:
+    """Whether ``url`` carries an agent's token (not the gateway's own)."""
+    return url.rstrip("/").rpartition("/")[2].startswith(AGENT_PREFIX)
+
+
+def _allowed(routes: tuple[tuple[str, re.Pattern[str]], ...], method: str, path: str) -> bool:
+    if "/./" in path + "/" or "/../" in path + "/":
+        return False  # no route has such a segment: never let one stand for another
+    return any(method == m and pattern.fullmatch(path) for m, pattern in routes)
+
+
 class TokenGuard:
-    """Strips ``/<token>`` from the path of authorised requests, refuses the rest."""
+    """Strips ``/<token>`` from the path of authorised requests, refuses the rest.
+
+    ``agent`` (the owner token's ``agent_token``, when given) and ``runs`` (a run's token
+    -> its id) are the narrower tokens of the module's docstring.
+    """
 
     def __init__(
         self,
@@ -39,12 +138,24 @@ class TokenGuard:
         token: str,
         allowed_hosts: Iterable[str],
         runs: Callable[[str], str | None] | None = None,
+        *,
+        agent: bool = False,
     ) -> None:
         self.app = app
         self._runs = runs
-        self._prefix = "/" + token
-        self._prefix_bytes = self._prefix.encode()
+        self._tokens = {token.encode(): OWNER}
+        if agent:
+            self._tokens[agent_token(token).encode()] = AGENT
         self._allowed_hosts = {host.lower().encode() for host in allowed_hosts}
+
+    def _credential(self, given: str) -> tuple[str, str | None] | None:
+        """``(OWNER | AGENT | RUN, run id)`` for the token ``given``, None for none."""
+        given_bytes = given.encode("utf-8", "replace")
+        for token, kind in self._tokens.items():
+            if hmac.compare_digest(given_bytes, token):
+                return kind, None
+        run = self._runs(given) if self._runs is not None and len(given) > 8 else None
+        return (RUN, run) if run is not None else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -65,26 +176,24 @@ class TokenGuard:
         if host.lower() not in self._allowed_hosts:
             await answer_error(send, ForbiddenHostError())
             return
-        prefix = self._prefix
-        given = path[: len(prefix)].encode("utf-8", "replace")
-        run = None
-        if not hmac.compare_digest(given, self._prefix_bytes) or (
-            len(path) > len(prefix) and path[len(prefix)] != "/"
-        ):
-            prefix = "/" + path[1:].split("/", 1)[0]
-            run = self._runs(prefix[1:]) if self._runs is not None and len(prefix) > 8 else None
-            rest = path[len(prefix) :]
-            if run is None or not (
-                (scope["method"] == "POST" and rest.startswith("/tools/"))
-                or (scope["method"] == "GET" and rest.startswith("/runtime/"))
-            ):
-                await answer_error(send, UnauthorizedError())
+        given = path[1:].split("/", 1)[0]
+        prefix = "/" + given
+        rest = path[len(prefix) :]
+        found = self._credential(given) if path.startswith("/") else None
+        if found is not None and found[0] == AGENT:
+            if not _allowed(AGENT_ROUTES, scope["method"], rest):
+                await answer_error(send, agent_refused())
                 return
+        elif found is None or (found[0] == RUN and not _allowed(RUN_ROUTES, scope["method"], rest)):
+            await answer_error(send, UnauthorizedError())
+            return
+        kind, run = found
         inner = dict(scope)
-        inner["path"] = path[len(prefix) :] or "/"
+        inner["path"] = rest or "/"
         raw_path = scope.get("raw_path")
         if raw_path:
             inner["raw_path"] = raw_path[len(prefix.encode()) :] or b"/"
+        inner[CREDENTIAL_SCOPE_KEY] = kind
         if run is not None:
             inner[RUN_SCOPE_KEY] = run
         await self.app(inner, receive, send)

@@ -31,7 +31,8 @@ log = logging.getLogger("toolscript.gateway")
 
 
 def gateway_url(host: str, port: int, token: str) -> str:
-    """The one URL a script needs; the token is its path prefix."""
+    """The gateway's URL with ``token`` as its path prefix (the owner's: what the state
+    file and stdout carry; ``guard.agent_url`` derives the agent's from it)."""
     if host in ("0.0.0.0", ""):
         host = "127.0.0.1"
     elif host == "::":
@@ -131,6 +132,7 @@ def serve(
         token,
         _allowed_hosts(host, port),
         runs=gateway.runs.by_token,
+        agent=True,  # TOOLSCRIPT_GATEWAY_URL of an agent's environment carries that token
     )
 
     class Server(uvicorn.Server):

@@ -2,7 +2,9 @@
 
 It lives in the user's own 0700 cache, keyed by the project's cache directory: never
 inside the project, where a cloned repository could plant one that sends every tool
-call elsewhere.
+call elsewhere. The URL there (and in a Claude Code session's ``<id>.url``) carries the
+gateway's own token; the agent's environment gets the narrower ``guard.agent_url`` of it,
+and ``owner_url`` goes back from that to the file's for a person's commands.
 """
 
 from __future__ import annotations
@@ -25,10 +27,12 @@ __all__ = [
     "abandon_start",
     "gateway_state_file",
     "mark_starting",
+    "owner_url",
     "read_gateway_state",
     "ready_gateway_state",
     "remove_gateway_state",
     "restore_gateway_state",
+    "sessions_dir",
     "start_cache_dir",
     "start_options",
     "write_gateway_state",
@@ -236,3 +240,43 @@ def restore_gateway_state(directory: Path, state: dict[str, Any]) -> None:
     pid = state.get("pid")
     if isinstance(pid, int) and pid_exists(pid):
         write_gateway_state(directory, state)
+
+
+def sessions_dir() -> Path:
+    """Where the Claude Code hooks keep each session's files (``<id>.url``: the owner URL)."""
+    return user_cache_dir() / "sessions"
+
+
+def owner_url(url: str) -> str | None:
+    """The gateway's own URL behind ``url``: ``url`` itself when it carries no agent's token,
+    else the URL of this user's state or session file whose agent URL it is; None when no
+    such file is readable here (the person's commands then act with the agent's powers)."""
+    from toolscript.gateway.guard import agent_url, is_agent_url
+
+    url = url.strip().rstrip("/")
+    if not is_agent_url(url):
+        return url
+    for candidate in _owner_urls():
+        if agent_url(candidate) == url:
+            return candidate
+    return None
+
+
+def _owner_urls() -> list[str]:
+    """Every loopback URL a state or session file of this user holds."""
+    found: list[str] = []
+    for path in sorted((user_cache_dir() / "gateways").glob("*.json")):
+        try:
+            state = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(state, dict) and _loopback_url(state.get("url")):
+            found.append(str(state["url"]).rstrip("/"))
+    for path in sorted(sessions_dir().glob("*.url")):
+        try:
+            text = path.read_text().strip()
+        except OSError:
+            continue
+        if _loopback_url(text):
+            found.append(text.rstrip("/"))
+    return found

@@ -426,7 +426,7 @@ class Backend:
             interactive=ask is not None,
         )
         watcher = None
-        if ask is not None:
+        if ask is not None and run.interactive:
             approve = ask
             watcher = PromptWatcher(
                 run, lambda prompt: anyio.from_thread.run(approve, prompt, token=loop)

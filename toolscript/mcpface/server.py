@@ -7,6 +7,7 @@ or over streamable HTTP on 127.0.0.1 behind the gateway's guard (secret path, Ho
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -29,6 +30,7 @@ from toolscript.errors import ToolscriptError, UsageError
 from toolscript.execution.lifeline import Lifeline
 from toolscript.mcpface.backend import Answer, Approver, Backend, error_answer
 from toolscript.mcpface.tools import EXECUTE_TIMEOUT, INSTRUCTIONS, TOOLS
+from toolscript.paths import user_cache_dir
 from toolscript.privatefile import write_private
 
 __all__ = ["build_server", "serve"]
@@ -202,8 +204,19 @@ async def _serve_stdio(server: Server[Any]) -> None:
 
 
 def face_token(cache_dir: Path) -> str:
-    """The HTTP face's secret, kept in the project's cache so its URL survives restarts."""
-    path = cache_dir / "mcp-token"
+    """The HTTP face's secret for the project whose cache is ``cache_dir``, kept so its URL
+    survives restarts: in the user's own 0700 cache (a 0600 file), never in the project,
+    where a cloned repository could plant a secret it knows. An ``mcp-token`` file found
+    in the project's cache (where earlier versions kept it) is ignored, with a warning."""
+    planted = cache_dir / "mcp-token"
+    if planted.exists():
+        sys.stderr.write(
+            f"toolscript: warning: ignoring {planted}: the face's secret is kept in your own "
+            "cache now, never in a project (a repository could plant one it knows); delete "
+            "that file\n"
+        )
+        sys.stderr.flush()
+    path = face_token_file(cache_dir)
     try:
         token = path.read_text().strip()
     except OSError:
@@ -212,6 +225,12 @@ def face_token(cache_dir: Path) -> str:
         token = secrets.token_urlsafe(32)
         write_private(path, token + "\n")
     return token
+
+
+def face_token_file(cache_dir: Path) -> Path:
+    """Where the HTTP face's secret of the project whose cache is ``cache_dir`` is kept."""
+    key = hashlib.sha256(str(cache_dir.resolve()).encode()).hexdigest()[:24]
+    return user_cache_dir() / "mcp" / f"{key}.token"
 
 
 def _listen(port: int) -> socket.socket:
