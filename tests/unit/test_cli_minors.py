@@ -417,3 +417,22 @@ def test_a_tool_files_docstring_describes_its_server(project: Path) -> None:
     server = LocalToolServer(config, None)
     anyio.run(server._load, source)
     assert server.status()["description"] == "Notes kept for the team."
+
+
+def test_list_tools_verbose_takes_the_same_header_option(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolscript.cli import tools
+
+    class Client:
+        def get_json(self, path: str) -> Any:
+            return [{"name": "now", "policy": "allow", "description": "The time"}]
+
+    @contextlib.contextmanager
+    def client(*args: Any, **kwargs: Any) -> Iterator[Client]:
+        yield Client()
+
+    (project / ".toolscript.json").write_text(json.dumps(TIME))
+    monkeypatch.setattr(tools, "gateway_client", client)
+    lines = runner.invoke(app, ["list-tools", "time", "-v", "--header"]).stdout.splitlines()
+    assert lines == ["tool\tpolicy\tdescription", "now\tallow\tThe time"]
