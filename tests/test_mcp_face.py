@@ -230,7 +230,7 @@ def test_stdio_face_error_results(tmp_path: Path) -> None:
             assert environment.is_error and "cannot see environment variables" in text(environment)
 
             invalid = await session.call_tool("execute", {"timeout": 5})
-            assert invalid.is_error and "'code' is a required property" in text(invalid)
+            assert invalid.is_error and 'missing required property "code"' in text(invalid)
             unknown = await session.call_tool("get_types", {"tools": ["ghost"]})
             assert unknown.is_error and "ghost" in text(unknown)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
@@ -16,6 +17,7 @@ __all__ = [
     "CONFIG_FILENAME",
     "find_config_path",
     "is_storage_failure",
+    "make_cache_dir",
     "module_cache_file",
     "project_cache_dir",
     "project_state_dir",
@@ -26,10 +28,35 @@ __all__ = [
 
 
 def find_config_path(explicit: str | os.PathLike[str] | None, cwd: Path | None = None) -> Path:
-    """``--config`` / ``TOOLSCRIPT_CONFIG`` when given, else ``./.toolscript.json``."""
+    """``--config`` / ``TOOLSCRIPT_CONFIG`` when given, else the nearest ``.toolscript.json``
+    in the folder or one of its parents (as git finds ``.git``), looking no higher than the
+    home folder (or the filesystem's root outside it); when there is none,
+    ``./.toolscript.json`` (zero servers)."""
     if explicit:
         return Path(explicit).expanduser().resolve()
-    return (cwd or Path.cwd()).resolve() / CONFIG_FILENAME
+    here = (cwd or Path.cwd()).resolve()
+    try:
+        home: Path | None = Path.home().resolve()
+    except (KeyError, RuntimeError):  # no home folder known: up to the root
+        home = None
+    for folder in (here, *here.parents):
+        candidate = folder / CONFIG_FILENAME
+        if candidate.is_file():
+            return candidate
+        if folder == home:
+            break
+    return here / CONFIG_FILENAME
+
+
+def make_cache_dir(path: Path) -> Path:
+    """Create a project cache folder (its parents too) with a ``.gitignore`` of ``*`` in it,
+    so ``git status`` does not list what toolscript generates."""
+    if path.is_dir():
+        return path
+    path.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):  # a cache that cannot hold it still works
+        (path / ".gitignore").write_text("# made by toolscript: its generated cache\n*\n")
+    return path
 
 
 def project_cache_dir(project_dir: Path, explicit: str | os.PathLike[str] | None = None) -> Path:

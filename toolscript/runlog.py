@@ -33,12 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from toolscript.cachefiles import damage_of, is_damage, set_aside
-from toolscript.errors import RunLogError
+from toolscript.errors import RunLogError, UsageError
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "RunLog", "new_run_id", "runlog_path"]
 
 FILE_NAME = "runs.sqlite"
 BUSY_SECONDS = 5.0  # how long one statement waits for another process's lock
+AMBIGUOUS_SHOWN = 5  # run ids an ambiguous prefix names
 
 
 def runlog_path(state_dir: Path) -> Path:
@@ -330,21 +331,30 @@ class RunLog:
         )
 
     def run(self, run_id: str) -> dict[str, Any] | None:
-        """One run with its calls (None when unknown); a unique prefix of its id will do."""
+        """One run with its calls (None when unknown); a unique prefix of its id will do
+        (UsageError naming the runs it matches when it starts several)."""
         result: dict[str, Any] | None = self._run(lambda db: self._find(db, run_id))
         return result
 
     @staticmethod
     def _find(db: Any, run_id: str) -> dict[str, Any] | None:
-        rows = list(
+        exact = list(db.query("SELECT * FROM runs WHERE id = ?", [run_id]))
+        rows = exact or list(
             db.query(
-                "SELECT * FROM runs WHERE id LIKE ? ORDER BY started DESC LIMIT 2",
-                [run_id + "%"],
+                "SELECT * FROM runs WHERE substr(id, 1, ?) = ? ORDER BY started DESC LIMIT ?",
+                [len(run_id), run_id, AMBIGUOUS_SHOWN + 1],
             )
         )
-        if len(rows) != 1 and not any(row["id"] == run_id for row in rows):
+        if not rows:
             return None
-        row = next((row for row in rows if row["id"] == run_id), rows[0])
+        if len(rows) > 1:
+            names = [row["id"] for row in rows[:AMBIGUOUS_SHOWN]]
+            more = ", ..." if len(rows) > AMBIGUOUS_SHOWN else ""
+            raise UsageError(
+                f"run id {run_id!r} is ambiguous: matches {', '.join(names)}{more}",
+                hint="give more of the id (`toolscript runs` lists them)",
+            )
+        row = rows[0]
         found = _run_row(row)
         found["calls_made"] = [
             _call_row(call)

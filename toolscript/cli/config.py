@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from importlib import resources
+from pathlib import Path
+from typing import Any
 
 import typer
 
 from toolscript.cli.options import ConfigOption, JsonOption
 from toolscript.cli.output import print_json
-from toolscript.config import load_config
+from toolscript.config import find_config_path, load_config
+from toolscript.errors import ConfigError
 
 __all__ = ["app"]
 
@@ -44,9 +48,46 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         toolscript config check
         toolscript config check --config other.json --json
     """
-    loaded = load_config(config)
+    try:
+        loaded = load_config(config)
+    except ConfigError as exc:
+        if not as_json:
+            raise
+        path = find_config_path(config)
+        problems = [_problem(line, path) for line in exc.message.splitlines() if line.strip()]
+        first = problems[0] if problems else _problem(exc.message, path)
+        first["hint"] = exc.hint
+        print_json({"valid": False, "path": str(path), "error": first, "errors": problems})
+        raise typer.Exit(exc.exit_code) from None
     where = str(loaded.path) if loaded.path else "(no config file: zero servers)"
     if as_json:
-        print_json({"path": where, "servers": [server.name for server in loaded.servers]})
+        print_json(
+            {
+                "valid": True,
+                "path": str(loaded.path) if loaded.path else None,
+                "servers": [server.name for server in loaded.servers],
+            }
+        )
         return
     typer.echo(f"{where}: valid, {len(loaded.servers)} servers")
+
+
+# "FILE:LINE:COL: FIELD: MESSAGE", FIELD left out where the problem is not one key's
+_PROBLEM = re.compile(
+    r"^(?P<file>.+?):(?P<line>\d+):(?P<column>\d+): (?:(?P<field>[^\s:]+): )?(?P<message>.*)$"
+)
+
+
+def _problem(text: str, path: Path) -> dict[str, Any]:
+    """One problem of a config error as fields (file, line, column, field, message)."""
+    found = _PROBLEM.match(text)
+    if found is None:
+        message = text.removeprefix(f"{path}: ")
+        return {"file": str(path), "line": None, "column": None, "field": None, "message": message}
+    return {
+        "file": found["file"],
+        "line": int(found["line"]),
+        "column": int(found["column"]),
+        "field": found["field"],
+        "message": found["message"],
+    }

@@ -76,6 +76,26 @@ def _mark_gateway_start(arguments: list[str]) -> bool:
     return False
 
 
+def _note_config_elsewhere(arguments: list[str]) -> None:
+    """One line on stderr when the config used is a parent folder's (found as git finds
+    ``.git``), so nobody wonders which project a command ran in."""
+    if not arguments or arguments[0] in ("hook", "--help", "-h", "--version"):
+        return
+    if os.environ.get("TOOLSCRIPT_CONFIG") or {"--config", "-c"} & {
+        argument.partition("=")[0] for argument in arguments
+    }:
+        return
+    from pathlib import Path
+
+    from toolscript.paths import find_config_path
+
+    with contextlib.suppress(OSError):
+        here = Path.cwd().resolve()
+        found = find_config_path(None, here)
+        if found.parent != here:
+            sys.stderr.write(f"toolscript: using {found}\n")
+
+
 def main() -> None:
     """Entry point: run the app and turn toolscript errors into a message and exit code."""
     if sys.platform == "win32":
@@ -88,6 +108,7 @@ def main() -> None:
         sys.exit(2)
     debug = "--debug" in sys.argv[1:] or os.environ.get("TOOLSCRIPT_DEBUG", "") not in ("", "0")
     arguments = _script_arguments(leading_options(sys.argv[1:]))
+    _note_config_elsewhere(arguments)
     try:
         if arguments[:1] == ["exec"] and not {"--help", "-h"} & set(arguments):
             from toolscript.execution.command import fast_exec

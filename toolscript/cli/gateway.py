@@ -217,10 +217,16 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
             raise config_problem from None
         if as_json:
             print_json(
-                {"running": False, "url": public_url(url) if url else None, "error": exc.message}
+                {
+                    "running": False,
+                    "url": public_url(url) if url else None,
+                    "error": exc.message,
+                    "config": {"path": str(loaded.path) if loaded.path else None},
+                }
             )
         else:
             sys.stderr.write(f"gateway: not running ({exc.message})\n")
+            sys.stderr.write(f"config: {loaded.path or 'none (zero servers)'}\n")
             if exc.hint:
                 sys.stderr.write(f"hint: {exc.hint}\n")
         raise typer.Exit(1) from None
@@ -229,6 +235,9 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         print_json({"running": True, "url": url, **health})
     else:
         sys.stdout.write(f"gateway: running at {url} ({health.get('status')})\n")
+        served = (health.get("config") or {}).get("path")
+        served = loaded.path if served in (None, "", "None") else served
+        sys.stdout.write(f"config: {served or 'none (zero servers)'}\n")
         search = health.get("search", {})
         sys.stdout.write(
             f"tools: {health.get('tools', 0)}; search: {search.get('mode', 'none')}"

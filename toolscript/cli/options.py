@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-__all__ = ["CacheDirOption", "ConfigOption", "JsonOption"]
+__all__ = ["CacheDirOption", "ConfigOption", "HeaderOption", "JsonOption"]
 
 ConfigOption = Annotated[
     str | None,
@@ -19,6 +19,10 @@ ConfigOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+HeaderOption = Annotated[
+    bool,
+    typer.Option("--header", help="Piped (tab-separated) output: a first row naming the columns."),
+]
 CacheDirOption = Annotated[
     str | None,
     typer.Option(

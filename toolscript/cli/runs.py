@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from toolscript.cli.options import ConfigOption, JsonOption
+from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
 from toolscript.errors import NotFoundError, UsageError
 
@@ -38,6 +38,30 @@ def _when(stamp: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp)) if stamp else "-"
 
 
+def _iso(stamp: float | None) -> str | None:
+    """A time as JSON shows it: ISO 8601 in local time with its offset."""
+    if not stamp:
+        return None
+    from datetime import datetime
+
+    return datetime.fromtimestamp(stamp).astimezone().isoformat(timespec="milliseconds")
+
+
+def _run_json(run: dict[str, Any]) -> dict[str, Any]:
+    """A run as ``--json`` prints it: times in ISO 8601, the script by its display name."""
+    shown = dict(run)
+    shown.pop("script", None)
+    for key in ("started", "ended"):
+        shown[key] = _iso(shown.get(key))
+    names = shown.get("script_name")
+    shown["script_name"] = names[0] if isinstance(names, list) and names else names
+    if "calls_made" in shown:
+        shown["calls_made"] = [
+            {**call, "started": _iso(call.get("started"))} for call in shown["calls_made"]
+        ]
+    return shown
+
+
 def _duration(run: dict[str, Any]) -> str:
     if not run.get("ended"):
         return "-"
@@ -50,6 +74,7 @@ def list_runs(
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many runs.")] = 20,
     config: ConfigOption = None,
     as_json: JsonOption = False,
+    header: HeaderOption = False,
 ) -> None:
     """List the project's recent runs, newest first (`runs show RUN_ID` for one).
 
@@ -61,13 +86,14 @@ def list_runs(
     \b
         toolscript runs
         toolscript runs --json -n 5
+        toolscript runs --header | cut -f1,6
         toolscript runs show 20261124-101500-3f9a1c
     """
     if ctx.invoked_subcommand is not None:
         return
     runs = _runlog(config).recent(limit)
     if as_json:
-        print_json(runs)
+        print_json([_run_json(run) for run in runs])
         return
     if not runs:
         sys.stdout.write("no runs yet: `toolscript exec` logs each one\n")
@@ -86,6 +112,8 @@ def list_runs(
             ]
             for run in runs
         ],
+        header=header,
+        whole=("run",),
     )
 
 
@@ -107,8 +135,7 @@ def show_run(
     if run is None:
         raise NotFoundError(f"no run {run_id!r} in this project's log", hint="`toolscript runs`")
     if as_json:
-        run.pop("script", None)
-        print_json(run)
+        print_json(_run_json(run))
         return
     lines = [
         f"run       {run['id']}",
@@ -173,6 +200,7 @@ def approve_command(
     show: Annotated[bool, typer.Option("--list", help="List the approvals on record.")] = False,
     config: ConfigOption = None,
     as_json: JsonOption = False,
+    header: HeaderOption = False,
 ) -> None:
     """Approve a call that a run stopped at, or a tool for good.
 
@@ -196,7 +224,7 @@ def approve_command(
     if show:
         approvals = runlog.approvals()
         if as_json:
-            print_json(approvals)
+            print_json([{**a, "created": _iso(a["created"])} for a in approvals])
         elif not approvals:
             sys.stdout.write("no approvals on record\n")
         else:
@@ -212,6 +240,8 @@ def approve_command(
                     ]
                     for a in approvals
                 ],
+                header=header,
+                whole=("run",),
             )
         return
     if (run_id is None) == (tool is None):

@@ -10,7 +10,7 @@ import typer
 
 from toolscript.cli.client import gateway_client
 from toolscript.cli.exec import TRACE_HELP, exec_option
-from toolscript.cli.options import CacheDirOption, ConfigOption, JsonOption
+from toolscript.cli.options import CacheDirOption, ConfigOption, HeaderOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
 from toolscript.config import load_config
 from toolscript.errors import GatewayResponseError, UsageError
@@ -98,6 +98,7 @@ def list_scripts(
     ] = False,
     config: ConfigOption = None,
     as_json: JsonOption = False,
+    header: HeaderOption = False,
 ) -> None:
     """List the project's saved scripts, and the errors of any that no longer type-check.
 
@@ -125,12 +126,18 @@ def list_scripts(
         return
     rows = []
     for script in scripts:
-        about = script["signature"] if verbose else script["description"]
+        about = script["description"]
         if script["status"] == "broken":
             shown = script["errors"] if verbose else script["errors"][:1]
             about = "broken: " + "; ".join(shown)
-        rows.append([script["name"], script["status"], about])
-    print_rows(["script", "status", "signature" if verbose else "description"], rows)
+        rows.append(
+            [script["name"], script["status"], *([script["signature"]] if verbose else []), about]
+        )
+    print_rows(
+        ["script", "status", *(["signature"] if verbose else []), "description"],
+        rows,
+        header=header,
+    )
 
 
 def run_command(

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from toolscript.cli.client import GatewayClient, gateway_client
-from toolscript.cli.options import ConfigOption, JsonOption
+from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
 from toolscript.cli.types import render_markdown
 from toolscript.config import load_config
@@ -57,6 +57,7 @@ def search(
     ] = False,
     config: ConfigOption = None,
     as_json: JsonOption = False,
+    header: HeaderOption = False,
 ) -> None:
     """Search every tool by meaning and keywords; best matches first.
 
@@ -107,11 +108,12 @@ def search(
         )
         raise typer.Exit(1)
     if explain:
-        _print_explained(answer)
+        _print_explained(answer, header)
         return
     print_rows(
         ["server", "tool", "score", "description"],
         [[_server(hit), hit["tool"], f"{hit['score']:.2f}", hit["description"]] for hit in hits],
+        header=header,
     )
 
 
@@ -145,7 +147,7 @@ def _print_script_hits(hits: list[dict[str, Any]]) -> None:
         typer.echo(f"- {hit['description']}\n  `{hit['call']}`")
 
 
-def _print_explained(answer: dict[str, Any]) -> None:
+def _print_explained(answer: dict[str, Any], header: bool = False) -> None:
     """Hits with the parts of their scores; a split request's needs, numbered, first, each
     with what keyword search and the model read of it where that is not its text."""
     needs = answer.get("needs") or [answer["query"]]
@@ -186,7 +188,7 @@ def _print_explained(answer: dict[str, Any]) -> None:
             index = why.get("need_index")
             row.append("whole" if index is None else str(index + 1))
         rows.append(row)
-    print_rows([*columns, "need"] if split else columns, rows)
+    print_rows([*columns, "need"] if split else columns, rows, header=header)
     typer.echo(
         "score = weight x semantic + (1 - weight) x keyword; semantic: the cosine scaled from "
         "the median tool (0) to the best (1); weight: the semantic share, per query"

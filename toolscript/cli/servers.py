@@ -2,27 +2,32 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
-from toolscript.cli.client import GatewayClient, find_gateway_url
-from toolscript.cli.options import ConfigOption, JsonOption
+from toolscript.cli.client import URL_VARIABLE, GatewayClient, find_gateway_url
+from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
 from toolscript.config import Config, load_config
-from toolscript.errors import GatewayError
+from toolscript.errors import GatewayError, GatewayUnreachableError
 
 __all__ = ["list_servers"]
 
 
-def list_servers(config: ConfigOption = None, as_json: JsonOption = False) -> None:
+def list_servers(
+    config: ConfigOption = None, as_json: JsonOption = False, header: HeaderOption = False
+) -> None:
     """List the configured MCP servers.
 
-    Prints name, transport and description of each (live state too when a gateway runs).
+    Prints name, transport, live state, tools, reason and description of each, always
+    these columns (state, tools and reason empty when no gateway runs for the project).
 
     Examples:
 
     \b
         toolscript list-servers
+        toolscript list-servers --header | cut -f1,3
         toolscript list-servers --json | jq '.[].name'
     """
     loaded = load_config(config)
@@ -33,6 +38,9 @@ def list_servers(config: ConfigOption = None, as_json: JsonOption = False) -> No
             server["state"] = live[server["name"]]["state"]
             server["tools"] = live[server["name"]]["tools"]
             server["error"] = live[server["name"]].get("error")
+            server["description"] = server["description"] or live[server["name"]].get(
+                "description", ""
+            )
     if as_json:
         print_json(servers)
         return
@@ -40,30 +48,22 @@ def list_servers(config: ConfigOption = None, as_json: JsonOption = False) -> No
         where = loaded.path or loaded.project_dir / ".toolscript.json"
         sys.stderr.write(f"no servers configured (add them under mcpServers in {where})\n")
         return
-    reasons = any(server.get("error") for server in servers)
     print_rows(
-        ["server", "transport", "state", "tools", *(["reason"] if reasons else []), "description"]
-        if live
-        else ["server", "transport", "description"],
+        ["server", "transport", "state", "tools", "reason", "description"],
         [
             [
                 server["name"],
                 server["transport"] + (" (disabled)" if server["disabled"] else ""),
-                *(
-                    [
-                        server.get("state", "unknown"),
-                        str(server.get("tools", "")),
-                        *([_short(server.get("error"))] if reasons else []),
-                    ]
-                    if live
-                    else []
-                ),
+                str(server.get("state") or ("unknown" if live else "")),
+                str(server.get("tools", "")),
+                _short(server.get("error")),
                 server["description"],
             ]
             for server in servers
         ],
+        header=header,
     )
-    if reasons:
+    if any(server.get("error") for server in servers):
         sys.stderr.write("the whole reason: `toolscript list-servers --json` or `gateway status`\n")
 
 
@@ -81,5 +81,11 @@ def _live_states(config: Config) -> dict[str, dict[str, Any]]:
             return {}
         with GatewayClient(url, timeout=2) as client:
             return {server["name"]: server for server in client.get_json("/servers")}
-    except GatewayError:
+    except GatewayError as exc:
+        if os.environ.get(URL_VARIABLE, "").strip():  # named on purpose: not "no gateway"
+            raise GatewayUnreachableError(
+                f"{exc.message}; {URL_VARIABLE} names it",
+                hint=f"unset {URL_VARIABLE} (the project's own gateway is then used), "
+                "or point it at a gateway that runs",
+            ) from exc
         return {}

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from toolscript.cli.client import gateway_client
-from toolscript.cli.options import ConfigOption, JsonOption
+from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
 from toolscript.config import load_config
 
@@ -21,6 +21,7 @@ def list_tools(
     ] = False,
     config: ConfigOption = None,
     as_json: JsonOption = False,
+    header: HeaderOption = False,
 ) -> None:
     """List the tools of one server.
 
@@ -51,6 +52,7 @@ def list_tools(
                 ]
                 for tool in tools
             ],
+            header=header,
         )
     else:
         for tool in tools:

@@ -447,6 +447,12 @@ _CARET = re.compile(r"^(\s*(?:\| ?)?)(\s*)([\^~]+)\s*$")
 _FRAME = re.compile(r"^\s+at ")
 
 
+# Deno's words after a failed check: "it still might work", "Re-run with --no-check".
+_CHECK_ADVICE = re.compile(
+    r"\s*(?:info: The program failed type-checking|hint: Re-run with --no-check)"
+)
+
+
 def _rewriter(
     script_path: Path,
     display_name: str,
@@ -524,6 +530,8 @@ def _rewriter(
         text = line.decode("utf-8", "replace")
         if strip_colors:
             text = _ANSI.sub("", text)
+        if _CHECK_ADVICE.match(_ANSI.sub("", text)):
+            return b""  # advice to skip type checks: no way forward for whoever reads errors
         text = module.sub("toolscript", name_script(text))
         if "access to" in text or "Failed to spawn" in text:
             text = _REFUSAL.sub(_refusal, text)

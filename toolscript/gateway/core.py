@@ -6,8 +6,10 @@ import contextlib
 import dataclasses
 import difflib
 import hashlib
+import json
 import logging
 import os
+import re
 import tempfile
 import time
 from collections.abc import AsyncIterator
@@ -778,7 +780,7 @@ class Gateway:
             details = [
                 {
                     "path": "/" + "/".join(str(p) for p in error.absolute_path),
-                    "message": error.message,
+                    "message": plain_message(error),
                 }
                 for error in errors
             ]
@@ -848,3 +850,81 @@ class Gateway:
                 f"{name}: {warning}" for name, s in servers.items() for warning in s["warnings"]
             ],
         }
+
+
+_TYPE_WORDS = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "object": "an object",
+    "array": "an array",
+    "boolean": "true or false",
+    "null": "null",
+}
+
+
+def _shown(value: Any, width: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true or false"
+    if value is None:
+        return "null"
+    if isinstance(value, int):
+        return "an integer"
+    kinds = {float: "a number", str: "a string", dict: "an object", list: "an array"}
+    return kinds.get(type(value), type(value).__name__)
+
+
+def plain_message(error: jsonschema.ValidationError) -> str:
+    """What a tool argument's schema error says, in plain English ("must be at least 0, got
+    -3"), for the common validators; jsonschema's own words for the rest."""
+    rule, limit, value = error.validator, error.validator_value, error.instance
+    got = f", got {_shown(value)}"
+    if rule == "minimum":
+        return f"must be at least {limit}{got}"
+    if rule == "maximum":
+        return f"must be at most {limit}{got}"
+    if rule == "exclusiveMinimum":
+        return f"must be greater than {limit}{got}"
+    if rule == "exclusiveMaximum":
+        return f"must be less than {limit}{got}"
+    if rule in ("minLength", "maxLength") and isinstance(value, str):
+        bound = "at least" if rule == "minLength" else "at most"
+        plural = "" if limit == 1 else "s"
+        return f"must be {bound} {limit} character{plural} long, got {len(value)}"
+    if rule in ("minItems", "maxItems") and isinstance(value, list):
+        bound = "at least" if rule == "minItems" else "at most"
+        plural = "" if limit == 1 else "s"
+        return f"must have {bound} {limit} item{plural}, got {len(value)}"
+    if rule == "required" and isinstance(value, dict) and isinstance(limit, list):
+        missing = [name for name in limit if name not in value]
+        if missing:
+            return f"missing required property {_shown(missing[0])}"
+    if rule == "type":
+        kinds = limit if isinstance(limit, list) else [limit]
+        wanted = " or ".join(_TYPE_WORDS.get(str(kind), str(kind)) for kind in kinds)
+        return f"must be {wanted}, got {_json_kind(value)}"
+    if rule == "enum" and isinstance(limit, list):
+        return f"must be one of {', '.join(_shown(choice) for choice in limit)}{got}"
+    if rule == "const":
+        return f"must be {_shown(limit)}{got}"
+    if rule == "pattern":
+        return f"must match the pattern {limit}{got}"
+    if rule == "additionalProperties" and isinstance(value, dict) and limit is False:
+        schema = error.schema if isinstance(error.schema, dict) else {}
+        allowed = list(schema.get("properties") or {})
+        patterns = list(schema.get("patternProperties") or {})
+        extras = [
+            name
+            for name in value
+            if name not in allowed and not any(re.search(pattern, name) for pattern in patterns)
+        ]
+        if extras:
+            names = ", ".join(_shown(name) for name in extras)
+            unknown = f"unknown propert{'y' if len(extras) == 1 else 'ies'} {names}"
+            return unknown + (f" (allowed: {', '.join(allowed)})" if allowed else "")
+    return error.message

@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from toolscript.errors import GatewayUnreachableError
-from toolscript.paths import user_cache_dir
+from toolscript.paths import find_config_path, user_cache_dir
 from toolscript.privatefile import write_private
 from toolscript.processes import pid_exists
 
@@ -177,7 +177,11 @@ def start_cache_dir(options: Mapping[str, str], cwd: Path, environ: Mapping[str,
     """The project cache a ``gateway start`` with ``options``, run in ``cwd`` with
     ``environ``, records its state for (as ``Config.cache_dir`` finds it)."""
     config = options.get("config") or environ.get("TOOLSCRIPT_CONFIG")
-    project = (cwd / Path(config).expanduser()).resolve().parent if config else cwd.resolve()
+    project = (
+        (cwd / Path(config).expanduser()).resolve().parent
+        if config
+        else find_config_path(None, cwd).parent
+    )
     cache = options.get("cache") or environ.get("TOOLSCRIPT_CACHE_DIR")
     return (cwd / Path(cache).expanduser()).resolve() if cache else project / ".toolscript"
 

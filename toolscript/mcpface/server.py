@@ -150,8 +150,10 @@ def build_server(backend: Backend) -> Server[Any]:
             )
         problem = next(iter(_VALIDATORS[name].iter_errors(arguments)), None)
         if problem is not None:
+            from toolscript.gateway.core import plain_message
+
             where = "/".join(str(part) for part in problem.absolute_path) or "arguments"
-            return _result(Answer(f"invalid {where}: {problem.message}", is_error=True))
+            return _result(Answer(f"invalid {where}: {plain_message(problem)}", is_error=True))
         try:
             return _result(await _dispatch(backend, name, arguments, context))
         except ToolscriptError as error:

@@ -35,7 +35,7 @@ from toolscript.processes import signal_quietly, stop_process_async
 from toolscript.redact import redact
 from toolscript.upstream.base import ServerState, ToolHost, ToolsChanged
 
-__all__ = ["GatewayView", "LocalToolServer", "parse_script_metadata"]
+__all__ = ["GatewayView", "LocalToolServer", "module_docstring", "parse_script_metadata"]
 
 log = logging.getLogger("toolscript.local")
 
@@ -126,6 +126,7 @@ class LocalToolServer:
         self.attempts = 0
         self.first_attempt_done = anyio.Event()
         self.metadata: dict[str, Any] | None = None
+        self.docstring = ""  # the file's module docstring: its description when the config has none
         self._gateway = gateway
         self._functions: dict[str, Any] = {}
         self._worker: _Worker | None = None
@@ -182,6 +183,7 @@ class LocalToolServer:
         """Describe the file as ``text`` says, then swap its tools and its code at once (an
         internal file's functions; an external file's worker, which the next call starts)."""
         metadata = parse_script_metadata(self.path, text)
+        self.docstring = module_docstring(text)
         functions: dict[str, Any] = {}
         if metadata is not None:
             described = await self._describe_external(metadata)
@@ -522,7 +524,7 @@ class LocalToolServer:
         status: dict[str, Any] = {
             "name": self.name,
             "transport": "local",
-            "description": self.config.description,
+            "description": self.config.description or self.docstring,
             "state": str(self.state),
             "error": self.error,
             "stderr": [],
@@ -542,6 +544,16 @@ def _fingerprint(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return stat.st_mtime_ns, stat.st_size
+
+
+def module_docstring(text: str) -> str:
+    """The docstring of a tool file's module ('' when it has none or does not parse)."""
+    import ast
+
+    try:
+        return (ast.get_docstring(ast.parse(text)) or "").strip()
+    except (SyntaxError, ValueError):
+        return ""
 
 
 def _read_text(path: Path) -> str | None:

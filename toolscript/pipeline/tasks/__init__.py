@@ -15,6 +15,7 @@ from typing import Any
 from toolscript.cachefiles import discard_if_damaged
 from toolscript.codegen.module import generator_fingerprint
 from toolscript.config import Config
+from toolscript.paths import make_cache_dir
 from toolscript.pipeline.artifacts import CacheLayout
 from toolscript.pipeline.tasks.catalogue import CatalogueTask
 from toolscript.pipeline.tasks.fetch import FetchTasks, ToolSource
@@ -52,7 +53,7 @@ def build_tasks(
     settings = TaskSettings(
         layout, list(config.enabled_servers), generator_fingerprint(), config.project_dir
     )
-    layout.root.mkdir(parents=True, exist_ok=True)  # doit opens its database there
+    make_cache_dir(layout.root)  # doit opens its database there
     return {
         "task_fetch": FetchTasks(settings, source).tasks,
         "task_names": NamesTask(settings).tasks,
