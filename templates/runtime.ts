@@ -70,6 +70,13 @@ const RUN_STOPS: Record<string, number> = {
   too_many_calls: 122,
 };
 
+// A failed call's stack starts at the script's line that made it: an uncaught ToolError
+// points there (Deno quotes its first frame), not into this module.
+function atTheCall(error: ToolError): ToolError {
+  Error.captureStackTrace(error, call);
+  return error;
+}
+
 async function call<T>(tool: string, params: unknown): Promise<T> {
   let response: Response;
   try {
@@ -81,7 +88,7 @@ async function call<T>(tool: string, params: unknown): Promise<T> {
     });
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
-    throw new ToolError(tool, `the gateway could not be reached: ${reason}`, 0, { error: "transport" });
+    throw atTheCall(new ToolError(tool, `the gateway could not be reached: ${reason}`, 0, { error: "transport" }));
   }
   const text = await response.text();
   let body: JsonValue;
@@ -97,7 +104,7 @@ async function call<T>(tool: string, params: unknown): Promise<T> {
     const message = typeof details.message === "string" ? details.message : `HTTP ${response.status}`;
     const stop = typeof details.error === "string" ? RUN_STOPS[details.error] : undefined;
     if (stop !== undefined) Deno.exit(stop);
-    throw new ToolError(tool, message, response.status, details);
+    throw atTheCall(new ToolError(tool, message, response.status, details));
   }
   return body as T;
 }

@@ -528,28 +528,34 @@ def _rewriter(
             dying[0] = True  # V8's last words: exec says what happened in one line instead
             return b""
         text = line.decode("utf-8", "replace")
-        if strip_colors:
-            text = _ANSI.sub("", text)
-        if _CHECK_ADVICE.match(_ANSI.sub("", text)):
+        # Rewritten on its plain text: on a terminal Deno colours a path's parts, so its
+        # escape codes sit inside the paths and positions the rewrite reads. A line the
+        # rewrite changes loses its colours; any other keeps them.
+        plain = _ANSI.sub("", text)
+        if _CHECK_ADVICE.match(plain):
             return b""  # advice to skip type checks: no way forward for whoever reads errors
+        rewritten = rewrite_plain(plain)
+        return (text if rewritten == plain and not strip_colors else rewritten).encode()
+
+    def rewrite_plain(text: str) -> str:
         text = module.sub("toolscript", name_script(text))
         if "access to" in text or "Failed to spawn" in text:
             text = _REFUSAL.sub(_refusal, text)
         if not mapping.wrapped:
-            return text.encode()
+            return text
         body, newline = (text[:-1], "\n") if text.endswith("\n") else (text, "")
         if quoted:
-            return (caret(body) + newline).encode()
+            return caret(body) + newline
         if _FRAME.match(body):
             frame = position.search(body)
             follows_frame, frames[0] = frames[0], True
             if follows_frame and frame and not mapping.is_users(int(frame[1])):
-                return b""  # the wrapper calling the user's code: not the user's to read
+                return ""  # the wrapper calling the user's code: not the user's to read
         else:
             frames[0] = False
             if (shown := excerpt(body)) is not None:
-                return (shown + newline).encode()
-        return (position.sub(user_position, body) + newline).encode()
+                return shown + newline
+        return position.sub(user_position, body) + newline
 
     return rewrite
 

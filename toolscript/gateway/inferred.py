@@ -18,23 +18,21 @@ from pathlib import Path
 from typing import Any
 
 from toolscript.codegen.shapes import (
-    INFERRED_KEY,
     MAX_NODES,
     OPEN,
     bounded,
     merge,
-    sample_label,
     shape_of,
     size,
-    to_schema,
 )
+from toolscript.pipeline.sources import RESULT_SHAPES_FILE, learned_schema
 from toolscript.privatefile import write_private
 
 __all__ = ["ResultShapes"]
 
 log = logging.getLogger("toolscript.inferred")
 
-FILE_NAME = "result-shapes.json"
+FILE_NAME = RESULT_SHAPES_FILE  # standalone doit reads it too (pipeline/sources.py)
 _RECORDED = frozenset({"structured", "json", "text", "empty"})  # result shapes with a type
 OPAQUE = {"opaque": True}
 MAX_SERVER_NODES = 4 * MAX_NODES  # shapes learned for all of one server's tools together
@@ -125,8 +123,7 @@ class ResultShapes:
 
     @staticmethod
     def _schema(shape: dict[str, Any]) -> dict[str, Any]:
-        schema = to_schema(shape)
-        return schema | {INFERRED_KEY: sample_label(shape["n"])} if schema else {}
+        return learned_schema(shape)  # as standalone doit reads the saved shapes
 
     def schema_for(self, qualified: str) -> dict[str, Any] | None:
         """The inferred outputSchema of a tool (None: nothing learned, or no type to give)."""

@@ -1,16 +1,56 @@
-"""Tool sources for the pipeline: a snapshot of the gateway's sessions, or fresh connections."""
+"""Tool sources for the pipeline: a snapshot of the gateway's sessions, or fresh connections
+with the result types the project's gateways learned (so standalone ``doit`` builds what the
+gateway builds)."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from toolscript.codegen.shapes import INFERRED_KEY, sample_label, to_schema
 from toolscript.config import Config
+from toolscript.paths import project_state_dir
 
-__all__ = ["ConnectingSource", "SnapshotSource"]
+__all__ = [
+    "RESULT_SHAPES_FILE",
+    "ConnectingSource",
+    "SnapshotSource",
+    "learned_schema",
+    "stored_result_types",
+]
 
 log = logging.getLogger("toolscript.pipeline")
+
+RESULT_SHAPES_FILE = "result-shapes.json"  # in the project's state dir (gateway/inferred.py)
+
+
+def learned_schema(shape: dict[str, Any]) -> dict[str, Any]:
+    """The outputSchema a learned result shape gives, marked as inferred ({}: no type)."""
+    schema = to_schema(shape)
+    return schema | {INFERRED_KEY: sample_label(shape["n"])} if schema else {}
+
+
+def stored_result_types(state_dir: Path) -> dict[str, dict[str, Any]]:
+    """The result types a project's gateways learned and kept, by ``server__tool``: what the
+    gateway adds to its tool lists when it builds. Unreadable: none (the gateway says why)."""
+    try:
+        found = json.loads((state_dir / RESULT_SHAPES_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    schemas: dict[str, dict[str, Any]] = {}
+    for qualified, shape in found.items() if isinstance(found, dict) else ():
+        if not isinstance(shape, dict) or shape.get("opaque") or "n" not in shape:
+            continue
+        try:
+            schema = learned_schema(shape)
+        except (KeyError, TypeError, ValueError):  # edited by hand: the gateway trims it
+            continue
+        if schema:
+            schemas[qualified] = schema
+    return schemas
 
 
 class SnapshotSource:
@@ -33,12 +73,14 @@ class SnapshotSource:
 
 
 class ConnectingSource:
-    """Connects to every server once, on first use, for standalone ``doit``."""
+    """Connects to every server once, on first use, for standalone ``doit``; the result types
+    are those the project's gateways learned (none when the config turns learning off)."""
 
     def __init__(self, config: Config, *, connect_timeout: float = 30.0) -> None:
         self._config = config
         self._connect_timeout = connect_timeout
         self._tools: dict[str, list[dict[str, Any]] | None] | None = None
+        self._learned: dict[str, dict[str, Any]] | None = None
 
     def tools(self, server: str) -> list[dict[str, Any]] | None:
         if self._tools is None:
@@ -57,4 +99,15 @@ class ConnectingSource:
         return self._tools.get(server)
 
     def inferred(self, server: str) -> dict[str, dict[str, Any]]:
-        return {}  # nothing is learned without a gateway
+        if self._learned is None:
+            self._learned = (
+                stored_result_types(project_state_dir(self._config.project_dir))
+                if self._config.infer_results
+                else {}
+            )
+        prefix = f"{server}__"
+        return {
+            qualified[len(prefix) :]: schema
+            for qualified, schema in self._learned.items()
+            if qualified.startswith(prefix)
+        }

@@ -61,7 +61,7 @@ def build_tasks(
         "task_module": ModuleTask(settings).tasks,
         "task_scripts": ScriptsTask(settings).tasks,
         "task_catalogue": CatalogueTask(settings).tasks,
-        "task_index": IndexTask(settings, indexing, model).tasks,
+        "task_index": IndexTask(settings, indexing, model, config.search.semantic).tasks,
         "DOIT_CONFIG": {
             "backend": "sqlite3",
             "dep_file": str(layout.dep_file),

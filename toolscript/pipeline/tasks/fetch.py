@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from toolscript.codegen.shapes import without_own_keys
 from toolscript.config import ServerConfig
 from toolscript.pipeline.artifacts import listed_json, write_if_changed
-from toolscript.pipeline.tasks.settings import TaskSettings
+from toolscript.pipeline.tasks.settings import SubtasksUpToDate, TaskSettings
 
 __all__ = ["FetchTasks", "ToolSource"]
 
@@ -39,7 +39,12 @@ class FetchTasks:
 
     def tasks(self) -> Iterator[dict[str, Any]]:
         """Fetch each server's tool list (filtered)."""
-        yield {"basename": "fetch", "name": None, "doc": "fetch each server's tool schemas"}
+        yield {
+            "basename": "fetch",
+            "name": None,
+            "uptodate": [SubtasksUpToDate()],
+            "doc": "fetch each server's tool schemas",
+        }
         for server in self.settings.servers:
             yield {
                 "basename": "fetch",

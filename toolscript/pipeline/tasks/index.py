@@ -53,13 +53,21 @@ def load_documents(layout: CacheLayout, servers: list[ServerConfig]) -> list[Too
 
 class IndexTask:
     def __init__(
-        self, settings: TaskSettings, indexing: SearchIndexing | None, model: str | None
+        self,
+        settings: TaskSettings,
+        indexing: SearchIndexing | None,
+        model: str | None,
+        semantic: bool = True,
     ) -> None:
         self.settings, self.indexing, self.model = settings, indexing, model
+        self.semantic = semantic  # the config's search.semantic
 
     def tasks(self) -> dict[str, Any]:
         """Embed new or changed tools for semantic search (cached by content hash and model)."""
         layout, indexing = self.settings.layout, self.indexing
+        if indexing is None and not self.semantic:
+            # Keyword search only, as the config asks: the gateway indexes nothing either.
+            return {"actions": [], "uptodate": [True], "verbosity": 0}
         return {
             "actions": [self.index],
             "file_dep": [layout.server_tools(s.name) for s in self.settings.servers],

@@ -9,10 +9,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from doit.dependency import UptodateCalculator
+
 from toolscript.config import ServerConfig
 from toolscript.pipeline.artifacts import CacheLayout
 
 __all__ = [
+    "SubtasksUpToDate",
     "TaskSettings",
     "read_json",
     "runtime_template",
@@ -63,3 +66,19 @@ def targets_as_built(task: Any, values: dict[str, Any]) -> bool:
         return False
     current: dict[str, str] = target_digests([Path(target) for target in recorded])["targets"]
     return recorded == current
+
+
+class SubtasksUpToDate(UptodateCalculator):  # type: ignore[misc]
+    """A group task's ``uptodate``: up to date when each of its subtasks is (doit counts a
+    task without dependencies as always due, so ``doit list --status`` showed ``R``)."""
+
+    def setup(self, dep_manager: Any, tasks_dict: dict[str, Any]) -> None:
+        super().setup(dep_manager, tasks_dict)
+        self.dep_manager = dep_manager
+
+    def __call__(self, task: Any) -> bool:
+        return all(
+            self.dep_manager.get_status(self.tasks_dict[name], self.tasks_dict).status
+            == "up-to-date"
+            for name in task.task_dep
+        )

@@ -15,7 +15,12 @@ from doit.tools import config_changed
 from toolscript.codegen.module import ToolFragment, TypeNames, render_module, render_tool
 from toolscript.config import ServerConfig
 from toolscript.pipeline.artifacts import canonical_json, write_if_changed
-from toolscript.pipeline.tasks.settings import TaskSettings, read_json, runtime_template
+from toolscript.pipeline.tasks.settings import (
+    SubtasksUpToDate,
+    TaskSettings,
+    read_json,
+    runtime_template,
+)
 
 __all__ = ["TypesTasks"]
 
@@ -29,7 +34,12 @@ class TypesTasks:
     def tasks(self) -> Iterator[dict[str, Any]]:
         """Generate TypeScript types and client methods, per server."""
         layout = self.settings.layout
-        yield {"basename": "types", "name": None, "doc": "generate TypeScript per server"}
+        yield {
+            "basename": "types",
+            "name": None,
+            "uptodate": [SubtasksUpToDate()],
+            "doc": "generate TypeScript per server",
+        }
         for server in self.settings.servers:
             yield {
                 "basename": "types",
