@@ -254,10 +254,12 @@ def _exit_with_parent() -> None:
     is gone (stopped or killed), and an import that hangs must not outlive it."""
 
     def watch() -> None:
+        # os.read, not sys.stdin: a daemon thread holding stdin's lock would abort the
+        # interpreter's exit after a describe that went well.
         try:
-            while sys.stdin.buffer.read(4096):
+            while os.read(0, 4096):
                 pass
-        except (OSError, ValueError):
+        except OSError:
             pass
         os._exit(3)
 
