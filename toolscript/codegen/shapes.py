@@ -21,6 +21,7 @@ from typing import Any
 __all__ = [
     "INFERRED_KEY",
     "OWN_KEY_PREFIX",
+    "answer_types",
     "bounded",
     "inferred_label",
     "merge",
@@ -189,6 +190,18 @@ def merge(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any] 
         else:
             types[kind] = {}
     return {"n": a["n"] + b["n"], "types": types}
+
+
+def answer_types(shape: dict[str, Any]) -> dict[str, Any]:
+    """The shape of a tool's answers as its type: a plain-text answer (the only source of a
+    ``string`` at the top: structured content is an object, and text is parsed as JSON only
+    when it holds an object or an array) is left out once the tool answered with anything
+    else, since many servers answer an error as text without ``isError``. A type never makes
+    a correct script fail: ``r.a + 1`` stays right after one answer such as "rate limited"."""
+    kinds = shape.get("types") or {}
+    if "string" in kinds and any(kind not in ("string", "null") for kind in kinds):
+        return {**shape, "types": {kind: kinds[kind] for kind in kinds if kind != "string"}}
+    return shape
 
 
 def to_schema(shape: dict[str, Any] | None) -> dict[str, Any]:

@@ -6,12 +6,13 @@ Kept free of typer (which imports pydantic): the exec path starts 100 ms sooner.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
 
-from toolscript.errors import UsageError
+from toolscript.errors import ToolscriptError, UsageError
 from toolscript.execution.sandbox import Script
 from toolscript.execution.source import SCRIPT_SUFFIXES
 
@@ -239,6 +240,12 @@ def _run_in_gateway(
         if watcher is not None:
             watcher.stop()
         answer = end_run(run, code)
+    if code != 0:
+        # `tools.baddep` undefined (type check or run): say why that server is not there.
+        from toolscript.execution.locate import note_unavailable_servers
+
+        with contextlib.suppress(ToolscriptError, ValueError):
+            note_unavailable_servers(url, script.code)
     from toolscript.outputs import visible_controls
 
     # Tool errors and arguments in these come from the script and its servers: a terminal

@@ -30,6 +30,7 @@ __all__ = [
     "gateway_request",
     "module_file",
     "module_hash",
+    "note_unavailable_servers",
     "private_gateway_args",
     "running_gateway",
     "uses_gateway",
@@ -227,7 +228,7 @@ def _ephemeral_gateway(
                 + (f": {detail[-1]}" if detail else ""),
                 hint="run `toolscript gateway start` to see why",
             )
-        _note_unavailable_servers(gateway.url, code)
+        note_unavailable_servers(gateway.url, code)
         yield gateway.url
     finally:
         gateway.stop(20)
@@ -238,7 +239,7 @@ def _collect(stream: object, lines: list[str]) -> None:
         lines.append(line)
 
 
-def _note_unavailable_servers(url: str, code: str) -> None:
+def note_unavailable_servers(url: str, code: str) -> None:
     """One line on stderr for servers the script names that the gateway could not start."""
     from toolscript.codegen.naming import to_camel_case
 

@@ -8,6 +8,11 @@ its server's cap keeps ``ToolResult``, and a stored file past the caps is trimme
 sample count) asks for a types build; the generated module then gives the tool that type,
 marked as inferred, in place of ``ToolResult``. Results of several text blocks or of
 non-text content keep ``ToolResult``.
+
+A plain-text answer (many servers answer an error as text, without ``isError``) is kept
+but never widens a type learned from structured or JSON answers: a type never makes a
+correct script fail (``answer_types``). A damaged or wrongly structured file is set aside
+(``cachefiles.set_aside``) with one warning naming it, and types are learned again.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from toolscript.cachefiles import set_aside
 from toolscript.codegen.shapes import (
     MAX_NODES,
     OPEN,
@@ -59,14 +65,14 @@ class ResultShapes:
         except FileNotFoundError:
             return {}
         except (OSError, ValueError, RecursionError) as exc:
-            log.warning("%s is unreadable (%s); result types are learned again", self.path, exc)
-            return {}
-        if not isinstance(found, dict):
-            return {}
+            return self._set_aside(f"unreadable: {exc}")
+        problem = _wrong_structure(found)
+        if problem is not None:
+            return self._set_aside(problem)
         # A file from before the caps, or edited, is brought within them (and saved so).
         kept: dict[str, dict[str, Any]] = {}
         for qualified, shape in sorted(found.items()):
-            if not isinstance(shape, dict) or len(qualified) > MAX_NAME_LENGTH:
+            if len(qualified) > MAX_NAME_LENGTH:
                 continue
             if shape.get("opaque"):
                 kept[qualified] = OPAQUE
@@ -77,6 +83,15 @@ class ResultShapes:
                 self._count(qualified, kept[qualified])
         self.dirty = kept != found
         return kept
+
+    def _set_aside(self, reason: str) -> dict[str, dict[str, Any]]:
+        """A file that is no store of shapes: kept beside itself for a look, learned again."""
+        assert self.path is not None
+        try:
+            set_aside(self.path, f"{reason}; result types are learned again")
+        except OSError as exc:
+            log.warning("%s is damaged (%s); result types are learned again", self.path, exc)
+        return {}
 
     def _room(self, qualified: str) -> int:
         """How many shapes ``qualified`` may hold: its own cap, and what its server's cap
@@ -163,3 +178,14 @@ class ResultShapes:
             return
         self.dirty = False
         write_private(self.path, json.dumps(self.shapes, separators=(",", ":")))
+
+
+def _wrong_structure(found: Any) -> str | None:
+    """What makes ``found`` no store of shapes (``{"server__tool": shape}``); None when it is
+    one. Shapes that are only damaged inside are trimmed on load instead."""
+    if not isinstance(found, dict):
+        return f"a JSON {type(found).__name__}, not an object of shapes"
+    for qualified, shape in found.items():
+        if not isinstance(shape, dict):
+            return f"the entry {qualified[:MAX_NAME_LENGTH]!r} is a {type(shape).__name__}, not a shape"
+    return None

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from toolscript.codegen.shapes import INFERRED_KEY, sample_label, to_schema
+from toolscript.codegen.shapes import INFERRED_KEY, answer_types, sample_label, to_schema
 from toolscript.config import Config
 from toolscript.paths import project_state_dir
 
@@ -28,8 +28,9 @@ RESULT_SHAPES_FILE = "result-shapes.json"  # in the project's state dir (gateway
 
 
 def learned_schema(shape: dict[str, Any]) -> dict[str, Any]:
-    """The outputSchema a learned result shape gives, marked as inferred ({}: no type)."""
-    schema = to_schema(shape)
+    """The outputSchema a learned result shape gives, marked as inferred ({}: no type); a
+    plain-text answer never widens what structured answers taught (``answer_types``)."""
+    schema = to_schema(answer_types(shape))
     return schema | {INFERRED_KEY: sample_label(shape["n"])} if schema else {}
 
 

@@ -6,11 +6,18 @@ and search. A file with a header runs in a persistent worker started with
 ``uv run`` (its dependencies installed by uv, isolated): spawned on the first
 call, reused, stopped after ``idleTimeout`` idle seconds, replaced when it dies,
 and stopped (TERM, then KILL) with the gateway.
+
+Describing a file (importing it) has a deadline, and a stop of the server ends it at
+once: a file that hangs on import fails with an error naming it and the deadline, the
+other servers serve meanwhile, and it never holds up the gateway's shutdown (an internal
+file is imported in a daemon thread that is abandoned; an external file's describing
+process group is killed, and it exits by itself when the gateway is gone).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import itertools
 import json
@@ -19,12 +26,13 @@ import os
 import re
 import signal
 import sys
+import threading
 import time
 import tomllib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -41,6 +49,7 @@ log = logging.getLogger("toolscript.local")
 
 WORKER = Path(__file__).with_name("worker.py")
 INSTALL_TIMEOUT = 600.0  # installing dependencies does not count against a call's timeout
+IMPORT_TIMEOUT = 120.0  # seconds an internal tool file may take to import (to be described)
 WORKER_LINE_LIMIT = 64 * 1024 * 1024  # the largest reply a worker may send
 TOOL_FILE_POLL = 1.0  # seconds between looks at a tool file for edits
 TOOL_FILE_SETTLE = 0.25  # an edited file is read again after this long, until two reads agree
@@ -152,7 +161,9 @@ class LocalToolServer:
         self.attempts += 1
         try:
             self._file_seen = _fingerprint(self.path)
-            await self._load(self.path.read_text(encoding="utf-8"))
+            if not await self._unless_stopped(self._load(self.path.read_text(encoding="utf-8"))):
+                self.state = ServerState.STOPPED  # stopped while the file was described
+                return
             self.state = ServerState.CONNECTED
             log.info(
                 "%s: %s tool file, %d tools",
@@ -178,6 +189,28 @@ class LocalToolServer:
 
     async def stop(self) -> None:
         self._stopping.set()
+
+    async def _unless_stopped(self, work: Awaitable[None]) -> bool:
+        """Await ``work`` unless the server is stopped first (then it is cancelled, which
+        ends a describing process or abandons an import); True when it finished."""
+        finished = False
+        failure: Exception | None = None
+        async with anyio.create_task_group() as tasks:
+
+            async def stop_when_stopped() -> None:
+                await self._stopping.wait()
+                tasks.cancel_scope.cancel()
+
+            tasks.start_soon(stop_when_stopped)
+            try:
+                await work
+                finished = True
+            except Exception as exc:  # raised as itself, not in a group
+                failure = exc
+            tasks.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        return finished
 
     async def _load(self, text: str) -> None:
         """Describe the file as ``text`` says, then swap its tools and its code at once (an
@@ -251,25 +284,41 @@ class LocalToolServer:
             module = worker.load_module(self.path, module_name)
             return worker.describe_module(module), worker.public_functions(module)
 
-        return await anyio.to_thread.run_sync(load)
+        # A daemon thread, not a worker thread: an import that hangs is abandoned at its
+        # deadline or at shutdown, and the interpreter does not wait for it to exit.
+        try:
+            return await _in_daemon_thread(load, f"import {self.path.name}", IMPORT_TIMEOUT)
+        except TimeoutError:
+            raise UpstreamError(
+                f"importing {self.path} took over {IMPORT_TIMEOUT:g} s, so its tools are not "
+                "loaded; do slow work inside the tool functions, not at import"
+            ) from None
 
     async def _describe_external(self, metadata: dict[str, Any]) -> list[dict[str, Any]]:
         process = await asyncio.create_subprocess_exec(
             *self._worker_command(metadata),
             "--describe",
-            stdin=asyncio.subprocess.DEVNULL,
+            # Never written: its end closes when the gateway goes, however it goes, and the
+            # worker then exits rather than live on with a hung import.
+            stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             env=self._worker_env(),
             start_new_session=True,
         )
         try:
-            stdout, stderr = await asyncio.wait_for(process.communicate(), INSTALL_TIMEOUT)
+            stdout, stderr = await asyncio.wait_for(_output(process), INSTALL_TIMEOUT)
         except TimeoutError:
-            signal_quietly(process.pid, signal.SIGKILL, group=True)
             raise UpstreamError(
-                f"installing the dependencies of {self.path.name} took over {INSTALL_TIMEOUT:g} s"
+                f"describing {self.path} (installing its dependencies, then importing it) took "
+                f"over {INSTALL_TIMEOUT:g} s, so its tools are not loaded; do slow work inside "
+                "the tool functions, not at import"
             ) from None
+        finally:
+            if process.returncode is None:  # timed out, or the server stopped: the tree goes
+                signal_quietly(process.pid, signal.SIGKILL, group=True)
+                with anyio.CancelScope(shield=True):
+                    await process.wait()
         if process.returncode != 0 or not stdout.strip():
             message = stderr.decode("utf-8", "replace").strip().splitlines()
             raise UpstreamError(
@@ -536,6 +585,46 @@ class LocalToolServer:
         if self.external:
             status["worker"] = {"pid": self.worker_pid(), "started": self.workers_started}
         return status
+
+
+_T = TypeVar("_T")
+
+
+async def _in_daemon_thread(function: Callable[[], _T], name: str, timeout: float) -> _T:
+    """``function()`` in a daemon thread, awaited up to ``timeout`` seconds (TimeoutError);
+    when cancelled or timed out the thread is left to finish (or not) on its own."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[_T] = loop.create_future()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def target() -> None:
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            result = function()
+        except BaseException as exc:
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the event loop is closed: nobody waits
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=target, name=name, daemon=True).start()
+    return await asyncio.wait_for(future, timeout)
+
+
+async def _output(process: asyncio.subprocess.Process) -> tuple[bytes, bytes]:
+    """A process's stdout and stderr, read until it exits (its stdin stays open)."""
+    assert process.stdout is not None and process.stderr is not None
+    stdout, stderr, _ = await asyncio.gather(
+        process.stdout.read(), process.stderr.read(), process.wait()
+    )
+    return stdout, stderr
 
 
 def _fingerprint(path: Path) -> tuple[int, int] | None:

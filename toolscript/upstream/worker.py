@@ -249,6 +249,23 @@ def _offer_decorator() -> None:
         sys.modules["toolscript"] = stand_in
 
 
+def _exit_with_parent() -> None:
+    """While describing, stdin is a pipe the gateway never writes: its end means the gateway
+    is gone (stopped or killed), and an import that hangs must not outlive it."""
+
+    def watch() -> None:
+        # os.read, not sys.stdin: a daemon thread holding stdin's lock would abort the
+        # interpreter's exit after a describe that went well.
+        try:
+            while os.read(0, 4096):
+                pass
+        except OSError:
+            pass
+        os._exit(3)
+
+    threading.Thread(target=watch, name="parent watch", daemon=True).start()
+
+
 def main() -> None:
     _offer_decorator()
     path = Path(next(arg for arg in sys.argv[1:] if not arg.startswith("--"))).resolve()
@@ -257,6 +274,7 @@ def main() -> None:
     sys.stdout = sys.stderr
     logging.basicConfig(level=logging.INFO, handlers=[_JsonLines(sys.stderr)], force=True)
     if "--describe" in sys.argv:
+        _exit_with_parent()
         module = load_module(path, "toolscript_tool")
         protocol.write(json.dumps({"tools": describe_module(module)}) + "\n")
         return
