@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import GatewayProcess, fixture_server, python_bin, running_gateway, toolscript_cli
+from helpers import (
+    GatewayProcess,
+    clean_env,
+    fixture_server,
+    python_bin,
+    running_gateway,
+    toolscript_cli,
+)
 
 
 def run(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -57,18 +66,55 @@ def test_status_when_nothing_runs(tmp_path: Path) -> None:
     assert json.loads(dead.stdout)["running"] is False
 
 
-def test_a_second_gateway_for_a_project_warns_and_hands_back(tmp_path: Path) -> None:
+def test_a_second_gateway_for_a_project_names_the_first_and_exits(tmp_path: Path) -> None:
     config = {"mcpServers": {"fx": fixture_server()}}
     with running_gateway(config, tmp_path) as first:
-        with running_gateway(config, tmp_path) as second:
-            # Commands in the project use the newer one, and the newer one said why.
-            status = json.loads(run("gateway", "status", "--json", cwd=tmp_path).stdout)
-            assert status["url"] == second.url
-            assert f"another gateway (pid {first.process.pid}" in second.log
-        # The newer one stopped: the first is the project's gateway again, not lost.
+        second = run("gateway", "start", "--port", "0", cwd=tmp_path)
+        assert second.returncode == 1, second.stderr
+        assert f"a gateway already serves this project (pid {first.process.pid}" in second.stderr
+        assert second.stdout == ""  # no URL: nothing started
         status = json.loads(run("gateway", "status", "--json", cwd=tmp_path).stdout)
         assert status["running"] is True and status["url"] == first.url
-        assert "another gateway" not in first.log
+        private = run("exec", "return 1", cwd=tmp_path)  # the project's gateway still serves
+        assert private.returncode == 0, private.stderr
+
+
+def test_two_gateway_starts_at_once_leave_one_serving(tmp_path: Path) -> None:
+    (tmp_path / ".toolscript.json").write_text(
+        json.dumps({"mcpServers": {}, "search": {"semantic": False}})
+    )
+    starts = [
+        subprocess.Popen(
+            [sys.executable, "-m", "toolscript", "gateway", "start", "--port", "0"],
+            cwd=tmp_path,
+            env=clean_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    try:
+        refused = None
+        deadline = time.monotonic() + 120
+        while refused is None and time.monotonic() < deadline:
+            refused = next((start for start in starts if start.poll() is not None), None)
+            time.sleep(0.1)
+        assert refused is not None, "both gateways kept serving"
+        assert refused.returncode == 1
+        assert "a gateway already serves this project" in (
+            refused.stderr.read() if refused.stderr else ""
+        )
+        serving = next(start for start in starts if start is not refused)
+        assert serving.poll() is None
+        status = json.loads(run("gateway", "status", "--json", cwd=tmp_path).stdout)
+        assert serving.stdout is not None
+        assert status["running"] is True and status["url"] == serving.stdout.readline().strip()
+    finally:
+        for start in starts:
+            if start.poll() is None:
+                start.terminate()
+                start.wait(30)
 
 
 def test_status_degraded_exit_code(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ HTTP response with ``status_code``::
     ├── AccessDeniedError                        a request the gateway's guard refuses
     │   ├── UnauthorizedError           HTTP 401 missing or wrong gateway token
     │   └── ForbiddenHostError          HTTP 403 a Host that is not the gateway's address
+    ├── AlreadyServingError                      a second `gateway start` of a project
     ├── GatewayError                             talking to the gateway from the CLI
     │   ├── GatewayUnreachableError              nothing answers at the gateway URL
     │   └── GatewayResponseError                 the gateway answered with an error
@@ -49,6 +50,7 @@ from typing import Any
 
 __all__ = [
     "AccessDeniedError",
+    "AlreadyServingError",
     "ApprovalRequiredError",
     "ArgumentValidationError",
     "CallRefusedError",
@@ -224,6 +226,12 @@ class ArgumentValidationError(ToolscriptError):
         body = super().to_dict()
         body["errors"] = self.errors
         return body
+
+
+class AlreadyServingError(ToolscriptError):
+    """A gateway already serves the project: one per project (``--no-state`` for a private one)."""
+
+    kind = "already_serving"
 
 
 class GatewayError(ToolscriptError):

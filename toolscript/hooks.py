@@ -51,7 +51,15 @@ def session_start() -> int:
     pid_file, url_file, log_file = _session_files(session_id)
     if pid_file.exists():
         session_end_for(session_id)  # a resumed session: replace its old gateway
-    untrusted = _untrusted_config(project)
+    try:
+        untrusted = _untrusted_config(project)
+    except _InvalidConfig as exc:
+        print(
+            f"toolscript: the gateway did not start ({exc}). Tools are unavailable this "
+            f"session; fix the problem (`toolscript config check` in {project} says it again) "
+            "and restart the session."
+        )
+        return 0
     if untrusted is not None:
         print(
             f"toolscript: {untrusted} is not trusted yet, so its MCP servers were not started "
@@ -65,6 +73,10 @@ def session_start() -> int:
         gateway = start_gateway(
             "--port",
             "0",
+            # the session's own: found through TOOLSCRIPT_GATEWAY_URL, never the project's
+            # state file, so a gateway the user runs in a terminal and a second session's
+            # each keep theirs (one stateful gateway per project)
+            "--no-state",
             cwd=project,
             stderr=log_out,
             url_file=url_file,
@@ -109,9 +121,13 @@ def _untrusted_config(project: Path) -> Path | None:
 
     try:
         load_config(config)
-    except ConfigError:
-        return None  # it can start nothing; the gateway reports what is wrong with it
+    except ConfigError as exc:
+        raise _InvalidConfig(exc.message) from exc  # it can start nothing: say what is wrong
     return config
+
+
+class _InvalidConfig(Exception):
+    """The project's config cannot be used: its message, for the agent."""
 
 
 def _last_error(log_file: Path) -> str:

@@ -132,7 +132,12 @@ def start(
         toolscript gateway start
         toolscript gateway start --port 3000 --search-alpha 0.6
     """
-    from toolscript.gateway.state import abandon_start, mark_starting
+    from toolscript.gateway.state import (
+        abandon_start,
+        already_serving,
+        claim_project,
+        mark_starting,
+    )
 
     private = ephemeral or no_state  # owned by one process: other commands must not find it
     try:
@@ -164,6 +169,8 @@ def start(
             raise UsageError(f"{name} must be between 0 and 1, got {value}")
     # Commands run right after `gateway start &` wait for this gateway rather than find none:
     # the entry point marked it before its imports; this finds that mark (or makes it).
+    if not private and not claim_project(loaded.cache_dir(cache)):
+        raise already_serving(loaded.cache_dir(cache))  # one gateway per project
     previous = None if private else mark_starting(loaded.cache_dir(cache))
     try:
         serve(

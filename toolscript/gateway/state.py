@@ -18,13 +18,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from toolscript.errors import GatewayUnreachableError
+from toolscript.errors import AlreadyServingError, GatewayUnreachableError
 from toolscript.paths import find_config_path, user_cache_dir
 from toolscript.privatefile import write_private
 from toolscript.processes import pid_exists
 
 __all__ = [
     "abandon_start",
+    "already_serving",
+    "claim_project",
     "gateway_state_file",
     "mark_starting",
     "owner_url",
@@ -186,6 +188,46 @@ def start_cache_dir(options: Mapping[str, str], cwd: Path, environ: Mapping[str,
     return (cwd / Path(cache).expanduser()).resolve() if cache else project / ".toolscript"
 
 
+_claims: dict[Path, int] = {}  # project cache folder -> the descriptor of its held lock
+
+
+def claim_project(directory: Path) -> bool:
+    """Hold the project's gateway lock for the rest of this process's life: one serving
+    gateway per project. The lock goes with the process however it ends (flock)."""
+    key = directory.resolve()
+    if key in _claims:
+        return True
+    import fcntl
+
+    path = gateway_state_file(directory).with_suffix(".lock")
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(descriptor)
+        return False
+    _claims[key] = descriptor
+    return True
+
+
+def already_serving(directory: Path, wait: float = START_WAIT) -> AlreadyServingError:
+    """The error for a second `gateway start` of a project: it names the one that serves,
+    once that one is ready (a start still under way is waited for)."""
+    try:
+        state = ready_gateway_state(directory, wait, siblings=False)
+    except GatewayUnreachableError as exc:
+        return AlreadyServingError(exc.message, hint=exc.hint)
+    pid = state.get("pid") if state else "?"
+    url = str(state.get("url") or "") if state else ""
+    where = f" at {url.rsplit('/', 1)[0]}/<token>" if url else ""
+    return AlreadyServingError(
+        f"a gateway already serves this project (pid {pid}{where})",
+        hint="use it (`toolscript gateway status`), or stop it first (`toolscript gateway "
+        "stop`); `--no-state` starts a private one beside it",
+    )
+
+
 def mark_starting(directory: Path) -> dict[str, Any] | None:
     """Record at once that this process starts the project's gateway, so commands run right
     after `gateway start &` wait for it rather than find none. Returns the state of another
@@ -194,6 +236,8 @@ def mark_starting(directory: Path) -> dict[str, Any] | None:
     key = directory.resolve()
     if key in _marks:
         return _marks[key]
+    if not claim_project(directory):
+        return None  # another process serves (or starts) this project: its mark stands
     for earlier in list(_marks):  # a process starts one gateway: a mark of another project goes
         abandon_start(earlier)
     other = read_gateway_state(directory)
