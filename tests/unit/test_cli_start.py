@@ -18,7 +18,8 @@ from toolscript.cli.entry import fast_arguments
 from toolscript.config import load_config
 from toolscript.errors import ConfigError, GatewayResponseError, GatewayUnreachableError
 
-HEAVY = ("typer._adapters", "pydantic", "rich", "httpx", "litestar", "jsonschema", "numpy")
+# (click comes with sqlite_utils, which reads the run log: `runs` has it, typer-free)
+HEAVY = ("typer", "pydantic", "rich", "httpx", "litestar", "jsonschema", "numpy")
 HEAVY_PACKAGES = ("toolscript.search", "toolscript.pipeline", "toolscript.gateway.app")
 
 
@@ -257,3 +258,34 @@ def test_a_closed_port_does_not_answer_as_before(gateway: str) -> None:
         error.value.message
         == f"the gateway at http://127.0.0.1:{port}/<token> does not answer (ConnectError)"
     )
+
+
+def test_the_typer_stand_in_echoes_as_click_does(capsys: pytest.CaptureFixture[str]) -> None:
+    import typer as real
+
+    from toolscript.cli.lazy import typer
+
+    for message, nl in (("plain", True), ("\033[1mbold\033[0m text", False), ("", True)):
+        typer.echo(message, nl=nl)
+        ours = capsys.readouterr()
+        real.echo(message, nl=nl)
+        assert ours == capsys.readouterr()
+    with pytest.raises(SystemExit) as leaving:
+        raise typer.Exit(3)
+    assert leaving.value.code == 3
+
+
+def test_options_recorded_without_typer_are_typer_s_own_in_help() -> None:
+    from typer.testing import CliRunner
+
+    from toolscript.cli.main import app
+
+    for command, options in (
+        (["search"], ["--limit", "--threshold", "--server", "--output", "--explain", "--json"]),
+        (["runs"], ["--limit", "--config", "--json"]),
+        (["gateway", "status"], ["--config", "--json"]),
+        (["list-tools"], ["--verbose", "{server}"]),
+    ):
+        result = CliRunner().invoke(app, [*command, "--help"])
+        assert result.exit_code == 0, command
+        assert all(option in result.output for option in options), (command, result.output)

@@ -141,8 +141,6 @@ def fast_arguments(arguments: list[str]) -> tuple[tuple[str, ...], dict[str, Any
 
 def _run_fast(command: tuple[str, ...], values: dict[str, Any]) -> int:
     """Call the command's function as the typer app would; its exit code."""
-    import typer
-
     try:
         if command == ("list-servers",):
             from toolscript.cli.servers import list_servers
@@ -163,7 +161,7 @@ def _run_fast(command: tuple[str, ...], values: dict[str, Any]) -> int:
 
             from toolscript.cli.runs import list_runs
 
-            list_runs(cast("typer.Context", SimpleNamespace(invoked_subcommand=None)), **values)
+            list_runs(cast(Any, SimpleNamespace(invoked_subcommand=None)), **values)
         elif command == ("list-tools",):
             from toolscript.cli.tools import list_tools
 
@@ -178,8 +176,8 @@ def _run_fast(command: tuple[str, ...], values: dict[str, Any]) -> int:
             if "output" in values:
                 values["output"] = Output(values["output"])
             search(**values)
-    except typer.Exit as exc:
-        return int(exc.exit_code)
+    except SystemExit as exc:  # typer.Exit, as cli/lazy.py makes it
+        return exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
     return 0
 
 
