@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import fnmatch
 import json
@@ -14,14 +15,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
-from toolscript.errors import ConfigError, ServerNotFoundError
+from toolscript.errors import ConfigError, ServerNotFoundError, ToolscriptError
 from toolscript.policy import Asking, Decision, decide, matching, timeout_for
 from toolscript.redact import embedded_secrets, secret_setting
 
 if TYPE_CHECKING:
     from jsonschema import ValidationError
 from toolscript.jsonpos import JsonPath, PositionedJson, format_path, parse_with_positions
-from toolscript.paths import CONFIG_FILENAME, find_config_path, project_cache_dir
+from toolscript.paths import CONFIG_FILENAME, find_config_path, project_cache_dir, user_cache_dir
 
 __all__ = [
     "CONFIG_FILENAME",
@@ -344,20 +345,40 @@ def _local_servers(
 
 
 def _validate(doc: PositionedJson, path: Path) -> None:
-    import jsonschema  # lazily: 100 ms the exec path does not need
+    schema = resources.files("toolscript.schemas").joinpath("toolscript.schema.json").read_text()
+    memo = _validated_memo(schema, doc.value)
+    if memo is not None and memo.exists():
+        return  # this very document passed this very schema before
+    import jsonschema  # lazily: 100 ms that a config validated before does not need
 
-    validator = jsonschema.Draft202012Validator(config_schema())
+    validator = jsonschema.Draft202012Validator(json.loads(schema))
     errors = sorted(
         validator.iter_errors(doc.value),
         key=lambda error: doc.value_offsets.get(tuple(error.absolute_path), 0),
     )
     if not errors:
+        if memo is not None:
+            with contextlib.suppress(OSError):
+                memo.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                memo.touch()
         return
     messages = [_describe(error, doc, path) for error in errors]
     raise ConfigError(
         "\n".join(messages) if len(messages) > 1 else messages[0],
         hint=f"the schema is {_schema_location()}",
     )
+
+
+def _validated_memo(schema: str, value: Any) -> Path | None:
+    """The file whose presence says this document passed this schema (in the user's cache,
+    named by the hash of both): a command reading an unchanged config skips jsonschema."""
+    import hashlib
+
+    key = hashlib.sha256((schema + "\0" + json.dumps(value, sort_keys=True)).encode()).hexdigest()
+    try:
+        return user_cache_dir() / "valid-configs" / key
+    except (OSError, ToolscriptError):  # no cache to keep it in: validate every time
+        return None
 
 
 def _describe(error: ValidationError, doc: PositionedJson, path: Path) -> str:

@@ -73,16 +73,24 @@ class GatewayClient:
                 f"no gateway is running for this project and {URL_VARIABLE} is not set",
                 hint="start one with `toolscript gateway start` (or let the Claude Code plugin do it)",
             )
-        import httpx  # lazily: the exec path does not need it
-
         self.url = url.rstrip("/")
-        self._http = httpx.Client(timeout=timeout)
+        self._timeout = timeout
+        self._client: httpx.Client | None = None  # made for the first request beyond a GET
 
     def __enter__(self) -> GatewayClient:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._http.close()
+        if self._client is not None:
+            self._client.close()
+
+    @property
+    def _http(self) -> httpx.Client:
+        if self._client is None:
+            import httpx  # lazily: 100 ms (its own CLI, rich) that a GET does not need
+
+            self._client = httpx.Client(timeout=self._timeout)
+        return self._client
 
     def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         import httpx
@@ -90,13 +98,70 @@ class GatewayClient:
         try:
             response = self._http.request(method, self.url + path, **kwargs)
         except httpx.TransportError as exc:
-            raise GatewayUnreachableError(
-                f"the gateway at {public_url(self.url)} does not answer ({type(exc).__name__})",
-                hint=_START_HINT,
-            ) from exc
+            raise self._unreachable(type(exc).__name__) from exc
         if response.status_code >= 400:
             raise GatewayResponseError.from_response(response.status_code, response.content)
         return response
 
     def get_json(self, path: str, **params: Any) -> Any:
-        return self.request("GET", path, params=params or None).json()
+        """GET ``path`` with ``params`` and read its JSON: a plain HTTP/1.0 request over a
+        socket for the usual http:// gateway (httpx and http.client cost a command that only
+        asks the gateway something more than the asking)."""
+        import json
+
+        if not self.url.startswith("http://"):
+            return self.request("GET", path, params=params or None).json()
+        status, body = self._get(path + ("?" + _query(params) if params else ""))
+        if status >= 400:
+            raise GatewayResponseError.from_response(status, body)
+        return json.loads(body)
+
+    def _get(self, target: str) -> tuple[int, bytes]:
+        import socket
+        from urllib.parse import quote, urlsplit
+
+        parts = urlsplit(self.url)
+        request = (
+            f"GET {quote(parts.path + target, safe=_SAFE)} HTTP/1.0\r\n"
+            f"Host: {parts.netloc}\r\nAccept: */*\r\nUser-Agent: toolscript\r\n\r\n"
+        )
+        connected = False
+        try:
+            with socket.create_connection(
+                (parts.hostname or "127.0.0.1", parts.port or 80), self._timeout
+            ) as sock:
+                connected = True
+                sock.sendall(request.encode())
+                answer = b""
+                while chunk := sock.recv(65536):
+                    answer += chunk
+        except TimeoutError as exc:
+            raise self._unreachable("ReadTimeout" if connected else "ConnectTimeout") from exc
+        except OSError as exc:
+            raise self._unreachable("ReadError" if connected else "ConnectError") from exc
+        head, _, body = answer.partition(b"\r\n\r\n")
+        fields = head.split(b" ", 2)
+        if not fields[0].startswith(b"HTTP/") or len(fields) < 2 or not fields[1].isdigit():
+            raise self._unreachable("RemoteProtocolError")
+        return int(fields[1]), body
+
+    def _unreachable(self, kind: str) -> GatewayUnreachableError:
+        return GatewayUnreachableError(
+            f"the gateway at {public_url(self.url)} does not answer ({kind})", hint=_START_HINT
+        )
+
+
+# What a path and query may hold as they are (the rest is percent-encoded, as httpx does).
+_SAFE = "/:@!$&'()*+,;=-._~%?"
+
+
+def _query(params: dict[str, Any]) -> str:
+    """The query string of ``params``, their values written as httpx writes them."""
+    from urllib.parse import urlencode
+
+    def text(value: Any) -> str:
+        if value is True or value is False:
+            return "true" if value else "false"
+        return "" if value is None else str(value)
+
+    return urlencode({name: text(value) for name, value in params.items()})

@@ -1,17 +1,23 @@
 """The ``toolscript`` entry point: errors become a message and an exit code.
 
-``exec`` (and ``toolscript FILE.ts``) skip typer entirely; everything else goes
-through the typer app in ``toolscript.cli.main``.
+A command pays for what it needs at start. ``exec`` (and ``toolscript FILE.ts``) skip
+typer entirely; so do ``--version`` and the commands that only ask the gateway or the
+run log something (search, get-types, list-tools, list-servers, gateway status, runs),
+whose options a small parser here reads before calling the very functions the typer
+app calls. Anything it does not take as it is (``--help``, an unknown option, a value
+out of range) goes through the typer app in ``toolscript.cli.main``, which says what is
+wrong like every command.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
+from typing import Any, cast
 
 from toolscript.errors import ToolscriptError
-from toolscript.execution.source import SCRIPT_SUFFIXES
 
 __all__ = ["main"]
 
@@ -43,9 +49,136 @@ def leading_options(argv: list[str]) -> list[str]:
 
 def _script_arguments(argv: list[str]) -> list[str]:
     """``toolscript path/to/script.ts ...`` means ``toolscript exec --file path/to/script.ts ...``."""
-    if argv and not argv[0].startswith("-") and argv[0].endswith(SCRIPT_SUFFIXES):
+    if not argv or argv[0].startswith("-") or "." not in argv[0]:
+        return argv  # no command reads its suffixes (the module compiles regexes: 2 ms)
+    from toolscript.execution.source import SCRIPT_SUFFIXES
+
+    if argv[0].endswith(SCRIPT_SUFFIXES):
         return ["exec", "--file", argv[0], *argv[1:]]
     return argv
+
+
+# The options of the commands the fast path takes: flag -> (parameter, kind). A kind is
+# "flag", a type, or the choices; a range follows the type as the typer command has it.
+_CONFIG = {"--config": ("config", str), "-c": ("config", str), "--json": ("as_json", "flag")}
+_LIMIT = ("limit", int, 1, 100)
+_FAST_COMMANDS: dict[tuple[str, ...], tuple[tuple[str, ...], int, dict[str, tuple[Any, ...]]]] = {
+    # command: (positional parameters, how many of them are required, options)
+    ("list-servers",): ((), 0, _CONFIG),
+    ("gateway", "status"): ((), 0, _CONFIG),
+    ("runs",): ((), 0, _CONFIG | {"--limit": ("limit", int, 1), "-n": ("limit", int, 1)}),
+    ("list-tools",): (
+        ("server",),
+        1,
+        _CONFIG | {"--verbose": ("verbose", "flag"), "-v": ("verbose", "flag")},
+    ),
+    ("get-types",): (("server", "tool"), 1, _CONFIG),
+    ("search",): (
+        ("query",),
+        1,
+        _CONFIG
+        | {"--limit": _LIMIT, "-n": _LIMIT}
+        | {"--threshold": ("threshold", float, 0, 1), "-t": ("threshold", float, 0, 1)}
+        | {"--server": ("server", str), "-s": ("server", str)}
+        | {"--output": ("output", ("table", "types")), "-o": ("output", ("table", "types"))}
+        | {"--explain": ("explain", "flag"), "-e": ("explain", "flag")},
+    ),
+}
+_NUMBER = {int: re.compile(r"[0-9]+"), float: re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")}
+
+
+def fast_arguments(arguments: list[str]) -> tuple[tuple[str, ...], dict[str, Any]] | None:
+    """The command and its parameters, for a command line the fast path takes as it is;
+    None for anything else (typer then parses it, and explains what is wrong)."""
+    found = [name for name in _FAST_COMMANDS if tuple(arguments[: len(name)]) == name]
+    if not found:
+        return None
+    command = found[0]
+    positional, required, options = _FAST_COMMANDS[command]
+    values: dict[str, Any] = {"config": os.environ.get("TOOLSCRIPT_CONFIG") or None}
+    given: list[str] = []
+    rest = arguments[len(command) :]
+    index = 0
+    while index < len(rest):
+        token = rest[index]
+        index += 1
+        if not token.startswith("-"):
+            given.append(token)
+            continue
+        name, equals, value = token.partition("=")
+        option = options.get(name) if name.startswith("--") or not equals else None
+        if option is None:
+            return None  # --help, --, -n5, -ev, an unknown option: typer's to read
+        parameter, kind = option[0], option[1]
+        if kind == "flag":
+            if equals:
+                return None
+            values[parameter] = True
+            continue
+        if not equals:
+            if index >= len(rest):
+                return None
+            value, index = rest[index], index + 1
+        if value.startswith("-"):
+            return None
+        if isinstance(kind, tuple):
+            if value not in kind:
+                return None
+        elif kind in _NUMBER:
+            if not _NUMBER[kind].fullmatch(value):
+                return None
+            number = kind(value)
+            low, high = (*option[2:], None, None)[:2]
+            if (low is not None and number < low) or (high is not None and number > high):
+                return None
+            value = number
+        values[parameter] = value
+    if not required <= len(given) <= len(positional):
+        return None
+    values.update(zip(positional, given, strict=False))
+    return command, values
+
+
+def _run_fast(command: tuple[str, ...], values: dict[str, Any]) -> int:
+    """Call the command's function as the typer app would; its exit code."""
+    try:
+        if command == ("list-servers",):
+            from toolscript.cli.servers import list_servers
+
+            list_servers(**values)
+        elif command == ("gateway", "status"):
+            from toolscript.cli.gateway import status
+
+            status(**values)
+        elif command == ("runs",):
+            from types import SimpleNamespace
+
+            # sqlite_utils imports numpy and pandas when it finds them (300 ms) for cell
+            # types the run log never holds: this process, which only lists runs, goes
+            # without (an import of either now fails, and sqlite_utils does without).
+            for unneeded in ("numpy", "pandas"):
+                sys.modules.setdefault(unneeded, None)  # type: ignore[arg-type]
+
+            from toolscript.cli.runs import list_runs
+
+            list_runs(cast(Any, SimpleNamespace(invoked_subcommand=None)), **values)
+        elif command == ("list-tools",):
+            from toolscript.cli.tools import list_tools
+
+            list_tools(**values)
+        elif command == ("get-types",):
+            from toolscript.cli.types import get_types
+
+            get_types(**values)
+        else:
+            from toolscript.cli.search import Output, search
+
+            if "output" in values:
+                values["output"] = Output(values["output"])
+            search(**values)
+    except SystemExit as exc:  # typer.Exit, as cli/lazy.py makes it
+        return exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+    return 0
 
 
 def _leave(code: int) -> None:
@@ -116,6 +249,21 @@ def main() -> None:
             code = fast_exec(arguments[1:])
             if code is not None:
                 _leave(code)
+        command = arguments
+        while command[:1] == ["--debug"]:
+            command = command[1:]
+        if command in (["--version"], ["-V"]):
+            from toolscript import __version__
+
+            sys.stdout.write(f"toolscript {__version__}\n")
+            _leave(0)
+        fast = fast_arguments(command) if not {"--help", "-h"} & set(command) else None
+        if fast is not None:
+            try:
+                code = _run_fast(*fast)
+            except BrokenPipeError:  # a reader that stopped early, as click takes it
+                code = 1
+            _leave(code)
         marked = _mark_gateway_start(arguments)
         try:
             from toolscript.cli.main import app

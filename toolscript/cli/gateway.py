@@ -5,9 +5,8 @@ from __future__ import annotations
 import sys
 from typing import Annotated, Any
 
-import typer
-
 from toolscript.cli.client import GatewayClient, find_gateway_url, public_url
+from toolscript.cli.lazy import typer
 from toolscript.cli.options import CacheDirOption, ConfigOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
 from toolscript.config import Config, find_config_path, load_config

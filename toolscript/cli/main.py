@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from toolscript import __version__
+from toolscript.cli.lazy import real_app, resolved
 from toolscript.cli.options import CacheDirOption, ConfigOption
 
 __all__ = ["app"]
@@ -105,10 +106,24 @@ def _register() -> None:
     app.command("mcp")(mcp.mcp_command)
     app.command("auth")(auth.auth_command)
     app.command("approve")(runs.approve_command)
-    app.add_typer(runs.app, name="runs")
-    app.add_typer(gateway.app, name="gateway")
-    app.add_typer(config.app, name="config")
-    app.add_typer(gateway.hook_app, name="hook", hidden=True)
+    app.add_typer(real_app(runs.app), name="runs")
+    app.add_typer(real_app(gateway.app), name="gateway")
+    app.add_typer(real_app(config.app), name="config")
+    app.add_typer(real_app(gateway.hook_app), name="hook", hidden=True)
+    _resolve(app)
+
+
+def _resolve(group: typer.Typer) -> None:
+    """Every command's options made typer's own (cli/lazy.py: the commands that start
+    without typer record theirs)."""
+    if group.registered_callback and group.registered_callback.callback:
+        resolved(group.registered_callback.callback)
+    for command in group.registered_commands:
+        if command.callback:
+            resolved(command.callback)
+    for sub in group.registered_groups:
+        if sub.typer_instance:
+            _resolve(sub.typer_instance)
 
 
 _register()

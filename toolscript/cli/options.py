@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import typer
+from toolscript.cli.lazy import typer
 
 __all__ = ["CacheDirOption", "ConfigOption", "HeaderOption", "JsonOption"]
 

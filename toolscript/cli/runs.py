@@ -6,8 +6,7 @@ import sys
 import time
 from typing import Annotated, Any
 
-import typer
-
+from toolscript.cli.lazy import typer
 from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
 from toolscript.errors import NotFoundError, UsageError

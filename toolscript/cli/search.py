@@ -6,9 +6,8 @@ import sys
 from enum import StrEnum
 from typing import Annotated, Any
 
-import typer
-
 from toolscript.cli.client import GatewayClient, gateway_client
+from toolscript.cli.lazy import typer
 from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
 from toolscript.cli.types import render_markdown
