@@ -2,7 +2,7 @@
 
 When a script prints more than its cap, what was not printed is kept with the rest in
 ``<project state>/runs/<run id>/output.txt`` (0600; the newest ``KEEP`` such directories
-and at most ``MAX_BYTES`` are kept), and a preview takes its place: valid JSON when the
+and at most ``MAX_BYTES``, or ``TOOLSCRIPT_KEPT_OUTPUT_MB``, are kept), and a preview takes its place: valid JSON when the
 output is JSON (the first items of each array and keys of each object, with counts of
 what was left out), else the first lines.
 
@@ -16,6 +16,7 @@ Stdlib only: the exec path imports it.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import json
 import os
 import re
@@ -28,6 +29,8 @@ __all__ = [
     "MAX_BYTES",
     "VisibleControls",
     "json_preview",
+    "kept_output",
+    "kept_output_limit",
     "open_output",
     "output_file",
     "preview",
@@ -64,31 +67,76 @@ def output_file(state_dir: Path, run_id: str) -> Path:
     return state_dir / "runs" / run_id / "output.txt"
 
 
+def kept_output_limit() -> int:
+    """Bytes that kept outputs may take in all: ``MAX_BYTES``, or
+    ``TOOLSCRIPT_KEPT_OUTPUT_MB`` megabytes when that is set (a number)."""
+    chosen = os.environ.get("TOOLSCRIPT_KEPT_OUTPUT_MB", "").strip()
+    try:
+        return max(0, int(float(chosen) * 1024 * 1024)) if chosen else MAX_BYTES
+    except ValueError:
+        return MAX_BYTES
+
+
 def open_output(path: Path) -> Any:
     """A run's output file (``output_file``) opened for binary writing, readable by its user
-    only (its folder 0700), once the outputs of older runs past the retention are dropped."""
+    only (its folder 0700), once the outputs of older runs past the retention are dropped.
+    Raises ``OSError`` when the folder cannot hold it (read-only, full, not a folder)."""
     prune_outputs(path.parent.parent, keep=KEEP - 1)  # with this one: KEEP
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
+    for attempt in range(3):
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
+        except FileNotFoundError:  # another run's pruning took the new folder: make it again
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
 
 
-def prune_outputs(root: Path, keep: int = KEEP, max_bytes: int = MAX_BYTES) -> None:
+def kept_output(path: Path) -> None:
+    """A run's output file is whole: outputs past the retention are dropped, counting this
+    one first (concurrent runs made others while it was written)."""
+    prune_outputs(path.parent.parent, mine=path.parent)
+
+
+def prune_outputs(
+    root: Path, keep: int = KEEP, max_bytes: int | None = None, mine: Path | None = None
+) -> None:
     """Drop the oldest run directories of ``root`` (the state's ``runs`` folder) past ``keep``
-    or past ``max_bytes`` in all."""
+    or past ``max_bytes`` in all (``kept_output_limit()`` when None); ``mine`` counts first
+    and is never dropped. Other runs prune at the same time: a folder that went meanwhile
+    is simply not counted."""
+    limit = kept_output_limit() if max_bytes is None else max_bytes
     try:
-        folders = sorted(
-            (entry for entry in root.iterdir() if entry.is_dir()),
-            key=lambda entry: entry.stat().st_mtime,
-            reverse=True,
-        )
+        entries = list(os.scandir(root))
     except OSError:
         return
+    folders: list[tuple[float, Path]] = []
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                folders.append((entry.stat(follow_symlinks=False).st_mtime, Path(entry.path)))
+        except OSError:  # pruned by another run since it was listed
+            continue
+    folders.sort(key=lambda found: (found[1] != mine, -found[0]))
     total = 0
-    for number, folder in enumerate(folders):
-        size = sum(item.stat().st_size for item in folder.iterdir() if item.is_file())
-        total += size
-        if number >= keep or total > max_bytes:
+    for number, (_, folder) in enumerate(folders):
+        total += _size(folder)
+        if folder != mine and (number >= keep or total > limit):
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _size(folder: Path) -> int:
+    """Bytes of the files in ``folder``; what another run deletes meanwhile counts nothing."""
+    size = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            if entry.is_file(follow_symlinks=False):
+                size += entry.stat(follow_symlinks=False).st_size
+    return size
 
 
 def _shrunk(value: Any, width: int, depth: int) -> Any:

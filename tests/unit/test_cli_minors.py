@@ -34,6 +34,14 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+def _tool_a_b(project: Path) -> None:
+    """A project whose server ``a`` has a tool ``b`` (fetched): ``approve --tool a.b`` works."""
+    (project / ".toolscript.json").write_text(json.dumps({"mcpServers": {"a": {"command": "a"}}}))
+    fetched = project / ".toolscript" / "servers" / "a.json"
+    fetched.parent.mkdir(parents=True, exist_ok=True)
+    fetched.write_text(json.dumps([{"name": "b"}]))
+
+
 def _subfolder(project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (project / ".toolscript.json").write_text(json.dumps(TIME))
     inside = project / "scripts" / "deeper"
@@ -289,6 +297,7 @@ def test_runs_json_has_iso_times_and_the_scripts_name(project: Path) -> None:
     shown = json.loads(runner.invoke(app, ["runs", "show", RUN_IDS[0], "--json"]).stdout)
     assert shown["script_name"] == "report.ts"
     assert datetime.fromisoformat(shown["calls_made"][0]["started"]).tzinfo is not None
+    _tool_a_b(project)
     runner.invoke(app, ["approve", "--tool", "a.b"])
     approvals = json.loads(runner.invoke(app, ["approve", "--list", "--json"]).stdout)
     assert datetime.fromisoformat(approvals[0]["created"]).tzinfo is not None
@@ -299,6 +308,7 @@ def test_piped_runs_take_a_header_and_keep_whole_ids(project: Path) -> None:
     headed = runner.invoke(app, ["runs", "--header"]).stdout.splitlines()
     assert headed[0].split("\t") == ["run", "started", "took", "origin", "calls", "status", "exit"]
     assert [line.split("\t")[0] for line in headed[1:]] == RUN_IDS[::-1]
+    _tool_a_b(project)
     runner.invoke(app, ["approve", "--tool", "a.b"])
     listed = runner.invoke(app, ["approve", "--list", "--header"]).stdout.splitlines()
     assert listed[0].split("\t")[:3] == ["scope", "tool", "run"]

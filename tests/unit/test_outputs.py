@@ -103,3 +103,27 @@ def test_lines_are_printed_until_one_does_not_fit_and_output_that_fits_keeps_no_
     long_line = b"x" * 300  # a line longer than the budget, still coming
     printed, kept = _pumped([long_line, b"y\n"], 100, tmp_path / "long")
     assert (printed, kept) == (b"", long_line + b"y\n")
+
+
+def test_pruning_tolerates_runs_that_prune_at_the_same_time(tmp_path: Path) -> None:
+    """Runs prune each other's folders: one lists a folder another has just deleted."""
+    import threading
+
+    failures: list[BaseException] = []
+
+    def run(worker: int) -> None:
+        try:
+            for number in range(150):
+                path = output_file(tmp_path, f"w{worker}-{number}")
+                with open_output(path) as kept:
+                    kept.write(b"x" * 100)
+                prune_outputs(tmp_path / "runs", keep=5)  # more than run at once
+        except BaseException as exc:  # the failure is what the test reports
+            failures.append(exc)
+
+    workers = [threading.Thread(target=run, args=(worker,)) for worker in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert not failures, failures[:3]

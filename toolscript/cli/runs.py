@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
-from toolscript.errors import NotFoundError, UsageError
+from toolscript.errors import NotFoundError, ToolNotFoundError, UsageError
 
 __all__ = ["app", "approve_command"]
 
@@ -194,7 +194,10 @@ def approve_command(
         ),
     ] = None,
     revoke: Annotated[
-        bool, typer.Option("--revoke", help="With --tool: take the approval back.")
+        bool,
+        typer.Option(
+            "--revoke", help="Take a tool's approval back: --revoke SERVER.TOOL (or with --tool)."
+        ),
     ] = False,
     show: Annotated[bool, typer.Option("--list", help="List the approvals on record.")] = False,
     config: ConfigOption = None,
@@ -216,7 +219,7 @@ def approve_command(
         toolscript approve 20261124-101500-3f9a1c      # this call, once
         toolscript exec --resume 20261124-101500-3f9a1c
         toolscript approve --tool github.delete_repo   # this tool, from now on
-        toolscript approve --tool github.delete_repo --revoke
+        toolscript approve --revoke github.delete_repo
         toolscript approve --list
     """
     runlog = _runlog(config)
@@ -243,6 +246,8 @@ def approve_command(
                 whole=("run",),
             )
         return
+    if revoke and tool is None and run_id is not None and ("." in run_id or "__" in run_id):
+        tool, run_id = run_id, None  # `approve --revoke SERVER.TOOL`: run ids have no dots
     if (run_id is None) == (tool is None):
         raise UsageError(
             "give a RUN_ID or --tool SERVER.TOOL (not both)", hint="toolscript approve --help"
@@ -254,11 +259,12 @@ def approve_command(
                 raise UsageError(f"{tool} was not approved", hint="toolscript approve --list")
             _say(as_json, {"revoked": tool}, f"revoked: calls of {tool} ask again\n")
             return
+        _check_tool_exists(config, qualified)
         runlog.approve_tool(qualified)
         _say(as_json, {"approved": tool}, f"approved: every call of {tool} in this project\n")
         return
     if revoke:
-        raise UsageError("--revoke takes back a tool approval: give --tool SERVER.TOOL")
+        raise UsageError("--revoke takes back a tool approval: give --revoke SERVER.TOOL")
     assert run_id is not None
     try:
         run = runlog.approve_call(run_id)
@@ -290,6 +296,58 @@ def _qualified(tool: str) -> str:
     if not dot or not server or not name:
         raise UsageError(f"not SERVER.TOOL: {tool!r}", hint="for example github.delete_repo")
     return f"{server}__{name}"
+
+
+def _check_tool_exists(config: str | None, qualified: str) -> None:
+    """Raise unless the project has the tool ``server__tool``: its running gateway says so,
+    else the tool lists it fetched (``.toolscript/servers/*.json``); with neither, refuse
+    rather than approve a name nothing can check."""
+    import difflib
+
+    from toolscript.config import load_config
+
+    loaded = load_config(config)
+    server, _, name = qualified.partition("__")
+    loaded.server(server)  # "server not found", with the configured names close to it
+    names = _tool_names(loaded, server)
+    if names is None:
+        raise UsageError(
+            f"cannot check that {_dotted(qualified)} exists: no gateway runs for this project "
+            f"and the tools of {server!r} were never fetched",
+            hint="start the gateway (`toolscript gateway start &`), then approve again",
+        )
+    if name in names:
+        return
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+    raise ToolNotFoundError(
+        f"server {server!r} has no tool {name!r}",
+        suggestions=[f"{server}.{found}" for found in close],
+        hint=None if close else f"`toolscript list-tools {server}` lists its tools",
+    )
+
+
+def _tool_names(loaded: Any, server: str) -> list[str] | None:
+    """The names of ``server``'s tools: from the running gateway, else from the project's
+    cache of fetched tool lists; None when neither knows."""
+    import json
+
+    from toolscript.cli.client import GatewayClient, find_gateway_url
+    from toolscript.errors import ToolscriptError
+    from toolscript.pipeline.artifacts import CacheLayout
+
+    url = find_gateway_url(loaded)
+    if url:
+        try:
+            with GatewayClient(url) as client:
+                tools = client.get_json(f"/servers/{server}/tools")
+            return [str(tool["name"]) for tool in tools]
+        except (ToolscriptError, OSError, ValueError, KeyError, TypeError):
+            pass  # a gateway that cannot answer: the fetched lists may
+    try:
+        cached = json.loads(CacheLayout(loaded.cache_dir()).server_tools(server).read_text())
+        return [str(tool["name"]) for tool in cached]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _dotted(qualified: str) -> str:

@@ -14,6 +14,7 @@ on a terminal the script's control characters are shown, not obeyed.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -30,6 +31,7 @@ from urllib.parse import urlsplit
 from toolscript.denobinary import deno_binary, deno_cache_dir, deno_environment, run_deno_dir
 from toolscript.errors import ExecutionError, GatewayUnreachableError
 from toolscript.execution.source import PreparedSource, SourceMap, prepare
+from toolscript.outputs import kept_output_limit
 from toolscript.paths import user_cache_dir
 from toolscript.privatefile import write_private
 from toolscript.processes import signal_quietly
@@ -325,7 +327,10 @@ class _SpillingPump(_Pump):
     """Stdout, when the output may overflow into a file: whole lines are printed while they
     fit in the budget (shared with stderr); from the first that does not, everything (what
     was printed too) goes to ``spill`` instead, up to ``limit`` bytes in all (then ``full``
-    is set and the child stopped), and the child goes on."""
+    is set and the child stopped), and the child goes on. What did not fit is held for the
+    preview too (its first ``PREVIEW_PARSE_LIMIT`` bytes): a file that cannot be written
+    (read-only, full, deleted meanwhile) loses the whole output, never the preview, and the
+    pump goes on draining the child (``unkept`` says why)."""
 
     def __init__(
         self, source: IO[bytes], target: Sink, budget: _Budget, spill: Path, limit: int
@@ -334,7 +339,10 @@ class _SpillingPump(_Pump):
         self.spill = spill
         self.limit = limit
         self.printed = bytearray()  # kept to start the file with, should it be needed
+        self.held = bytearray()  # the start of what did not fit, for the preview
         self.file: IO[bytes] | None = None
+        self.spilling = False
+        self.unkept: OSError | None = None
         self.total = 0
         self.full = threading.Event()
 
@@ -343,12 +351,12 @@ class _SpillingPump(_Pump):
         pending = b""
         while chunk := os.read(descriptor, 65536):
             self.total += len(chunk)
-            if self.file is not None:
+            if self.spilling:
                 if self.total > self.limit:
                     self.full.set()
                     self.budget.stop_child()
-                    return
-                self.file.write(chunk)
+                    break
+                self._keep(chunk)
                 continue
             pending += chunk
             # A line is printed whole or not at all (a JSON value stays whole). The whole
@@ -357,17 +365,16 @@ class _SpillingPump(_Pump):
             end = pending.rfind(b"\n", 0, self.budget.left) + 1
             if end:
                 pending = self._forward(pending[:end]) + pending[end:]
-            if self.file is None and (b"\n" in pending or len(pending) > self.budget.left):
+            if not self.spilling and (b"\n" in pending or len(pending) > self.budget.left):
                 pending = self._forward(pending)  # a line that does not fit: it and the rest
-            if self.file is not None and pending:
-                self.file.write(pending)
+            if self.spilling and pending:
+                self._keep(pending)
                 pending = b""
-        if pending and self.file is None:
+        if pending and not self.spilling:
             pending = self._forward(pending)
-        if self.file is not None:
-            if pending:
-                self.file.write(pending)
-            self.file.close()
+        if pending:
+            self._keep(pending)
+        self._close()
 
     def _forward(self, data: bytes) -> bytes:
         """Print ``data`` if it fits; else start the file with it: what was not printed."""
@@ -377,9 +384,68 @@ class _SpillingPump(_Pump):
             return b""
         from toolscript.outputs import open_output
 
-        self.file = open_output(self.spill)
-        self.file.write(bytes(self.printed))
+        self.spilling = True
+        try:
+            self.file = open_output(self.spill)
+            self.file.write(bytes(self.printed))
+        except OSError as exc:
+            self._lose(exc)
         return data
+
+    def _keep(self, data: bytes) -> None:
+        if len(self.held) < PREVIEW_PARSE_LIMIT:
+            self.held += data[: PREVIEW_PARSE_LIMIT - len(self.held)]
+        if self.file is not None:
+            try:
+                self.file.write(data)
+            except OSError as exc:
+                self._lose(exc)
+
+    def _close(self) -> None:
+        """The file finished; when it was deleted meanwhile, it is not kept."""
+        if self.file is None:
+            return
+        from toolscript.outputs import kept_output
+
+        try:
+            if os.fstat(self.file.fileno()).st_nlink == 0:
+                raise FileNotFoundError(
+                    errno.ENOENT, "deleted while it was written", str(self.spill)
+                )
+            self.file.close()
+        except OSError as exc:
+            self._lose(exc)
+            return
+        self.file = None
+        kept_output(self.spill)
+
+    def _lose(self, exc: OSError) -> None:
+        """The output cannot be kept: what is in the file is not all of it, so it goes."""
+        self.unkept = exc
+        if self.file is not None:
+            with contextlib.suppress(OSError):
+                self.file.close()
+            self.file = None
+        with contextlib.suppress(OSError):
+            self.spill.unlink()
+        with contextlib.suppress(OSError):
+            self.spill.parent.rmdir()
+
+    def whereabouts(self) -> str:
+        """Where the whole output is, or why it is nowhere."""
+        if self.unkept is None:
+            return (
+                f"the whole output is in {self.spill} (filter inside the script, or read the file)"
+            )
+        from toolscript.paths import storage_error
+
+        if isinstance(self.unkept, FileNotFoundError):
+            why = f"{self.spill} was deleted while it was written"
+            hint = "another program removed it; run again to keep it"
+        else:
+            error = storage_error(self.unkept, self.spill.parent)
+            why, hint = error.message, error.hint or ""
+        return f"the whole output could not be kept: {why} ({hint}); filter inside the script"
 
 
 class _Budget:
@@ -730,7 +796,7 @@ def _supervise(
             streams.stdout,
             budget,
             spill,
-            max(16 * limits.max_output, SPILL_MINIMUM),
+            min(max(16 * limits.max_output, SPILL_MINIMUM), kept_output_limit()),
         )
         if spill is not None
         else _Pump(process.stdout, streams.stdout, budget, None)
@@ -755,12 +821,13 @@ def _supervise(
     if isinstance(out, _SpillingPump) and out.full.is_set():
         streams.say(
             f"the toolscript printed more than {out.limit} bytes and was stopped "
-            f"({advice.output}); those bytes are in {out.spill}"
+            f"({advice.output}); "
+            + (f"those bytes are in {out.spill}" if out.unkept is None else out.whereabouts())
         )
         return EXIT_OUTPUT
     if (
         isinstance(out, _SpillingPump)
-        and out.file is not None
+        and out.spilling
         and not (timed_out or budget.exhausted.is_set() or memory.exceeded.is_set())
     ):
         _show_spill(out, script.result_marker, limits, streams)
@@ -801,11 +868,9 @@ def _show_spill(pump: _SpillingPump, result_marker: str, limits: Limits, streams
     result marker when it was the script's return value), one line on stderr."""
     from toolscript.outputs import preview
 
-    size = pump.spill.stat().st_size
+    size = pump.total
     printed = len(pump.printed)
-    with pump.spill.open("rb") as kept:
-        kept.seek(printed)
-        held = kept.read(PREVIEW_PARSE_LIMIT)
+    held = bytes(pump.held)
     marker = result_marker.encode()
     returned = bool(marker) and held.startswith(marker)
     text, _ = preview(
@@ -817,8 +882,8 @@ def _show_spill(pump: _SpillingPump, result_marker: str, limits: Limits, streams
         streams.stdout.flush()
     streams.write_error(
         f"toolscript: output cut: {size - printed} of its {size} bytes did not fit in "
-        f"{limits.max_output} ({streams.advice.output}); above is a preview, and the whole "
-        f"output is in {pump.spill} (filter inside the script, or read the file)\n".encode()
+        f"{limits.max_output} ({streams.advice.output}); above is a preview, and "
+        f"{pump.whereabouts()}\n".encode()
     )
 
 

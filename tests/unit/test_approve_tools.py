@@ -1,0 +1,78 @@
+"""`toolscript approve --tool`: only tools the project has (issue 44.16), and
+`approve --revoke SERVER.TOOL` (44.22)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from toolscript.cli.main import app
+from toolscript.pipeline.artifacts import CacheLayout
+
+runner = CliRunner()
+TIME = {"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}}
+
+
+@pytest.fixture(autouse=True)
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    for name in ("TOOLSCRIPT_GATEWAY_URL", "TOOLSCRIPT_CONFIG", "TOOLSCRIPT_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("TOOLSCRIPT_CONFIG_HOME", str(tmp_path / "config-home"))
+    (tmp_path / ".toolscript.json").write_text(json.dumps(TIME))
+    return tmp_path
+
+
+def _fetched(project: Path) -> None:
+    """The time server's tools as the pipeline keeps them once fetched."""
+    path = CacheLayout(project / ".toolscript").server_tools("time")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps([{"name": "convert_time"}, {"name": "get_current_time"}]))
+
+
+def _said(result: Result) -> str:
+    """What a command printed, and the error it ended with (its message and hint)."""
+    error = result.exception
+    return result.output + (f"{error} {getattr(error, 'hint', '')}" if error else "")
+
+
+def _approvals() -> list[str]:
+    listed = runner.invoke(app, ["approve", "--list", "--json"])
+    return [approval["tool"] for approval in json.loads(listed.stdout)]
+
+
+def test_an_unknown_tool_is_not_approved_and_near_names_are_offered(project: Path) -> None:
+    _fetched(project)
+    typo = runner.invoke(app, ["approve", "--tool", "time.convert_tim"])
+    assert typo.exit_code != 0
+    assert "no tool 'convert_tim'" in _said(typo) and "time.convert_time" in _said(typo)
+    unknown_server = runner.invoke(app, ["approve", "--tool", "nosuch.tool"])
+    assert unknown_server.exit_code != 0 and "server not found: 'nosuch'" in _said(unknown_server)
+    assert _approvals() == []
+    known = runner.invoke(app, ["approve", "--tool", "time.convert_time"])
+    assert known.exit_code == 0, known.output
+    assert _approvals() == ["time__convert_time"]
+
+
+def test_without_a_gateway_or_fetched_tools_approve_refuses_with_a_hint(project: Path) -> None:
+    blind = runner.invoke(app, ["approve", "--tool", "time.convert_time"])
+    assert blind.exit_code != 0
+    assert "cannot check that time.convert_time exists" in _said(blind)
+    assert "gateway start" in _said(blind)
+    assert _approvals() == []
+
+
+def test_revoke_takes_the_tool_as_its_argument(project: Path) -> None:
+    _fetched(project)
+    assert runner.invoke(app, ["approve", "--tool", "time.convert_time"]).exit_code == 0
+    revoked = runner.invoke(app, ["approve", "--revoke", "time.convert_time"])
+    assert revoked.exit_code == 0, revoked.output
+    assert "revoked" in revoked.output
+    assert _approvals() == []
+    again = runner.invoke(app, ["approve", "--revoke", "time.convert_time"])
+    assert again.exit_code != 0 and "was not approved" in _said(again)
