@@ -23,6 +23,7 @@ __all__ = [
     "Sibling",
     "descendants",
     "identity_alive",
+    "memory_of",
     "pid_exists",
     "process_alive",
     "process_identity",
@@ -87,6 +88,24 @@ def descendants(pid: int) -> list[int]:
         return [child.pid for child in psutil.Process(pid).children(recursive=True)]
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return []
+
+
+def memory_of(pid: int, *, tree: bool = False) -> dict[str, int] | None:
+    """``{"pid", "rss", "processes"}``: resident bytes of ``pid`` (with ``tree``, of it and
+    every process below it, and how many they are); None when it is gone."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        members = [root, *(root.children(recursive=True) if tree else [])]
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+    rss, counted = 0, 0
+    for member in members:
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            rss += member.memory_info().rss
+            counted += 1
+    return {"pid": pid, "rss": rss, "processes": counted}
 
 
 @dataclass(frozen=True)

@@ -262,6 +262,9 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         for warning in health.get("warnings", []):
             sys.stdout.write(f"warning: {warning}\n")
         _print_scripts(health.get("scripts") or {})
+        memory = _memory_line(health.get("processes") or {})
+        if memory:
+            sys.stdout.write(memory + "\n")
         config_error = (health.get("config") or {}).get("error")
         if config_error:
             sys.stdout.write(
@@ -284,6 +287,23 @@ def _print_scripts(scripts: dict[str, Any]) -> None:
         sys.stdout.write(f"  {name}:\n" + "".join(f"    {error}\n" for error in errors))
     for warning in scripts.get("warnings") or []:
         sys.stdout.write(f"warning: {warning}\n")
+
+
+def _memory_line(processes: dict[str, Any]) -> str:
+    """toolscript's own processes' memory in one line (an older gateway reports none)."""
+    if not processes:
+        return ""
+
+    def mb(memory: dict[str, Any] | None) -> str:
+        return f"{memory['rss'] / 1e6:.0f} MB" if memory else "-"
+
+    parts = [f"gateway {mb(processes.get('gateway'))}"]
+    for worker in processes.get("search") or []:
+        kind = "search model" if worker.get("role") == "model" else "search queries"
+        parts.append(f"{kind} {mb(worker)}")
+    if processes.get("checker"):
+        parts.append(f"checker {mb(processes['checker'])}")
+    return f"memory: {processes.get('total', 0) / 1e6:.0f} MB ({', '.join(parts)})"
 
 
 def _checker_line(checker: dict[str, Any]) -> str:

@@ -34,7 +34,7 @@ from toolscript.denobinary import deno_binary, deno_environment
 from toolscript.errors import ExecutionError
 from toolscript.paths import module_cache_file, user_cache_dir
 from toolscript.privatefile import write_private
-from toolscript.processes import signal_quietly, stop_process_async
+from toolscript.processes import memory_of, signal_quietly, stop_process_async
 from toolscript.savedscripts import module_imports, write_module
 
 __all__ = [
@@ -58,6 +58,10 @@ LOCK_WAIT = 3.0  # seconds a check waits for the one before it; then exec checks
 CHECK_TIMEOUT = 10.0  # seconds one check may take before the server is taken for hung
 START_TIMEOUT = 120.0  # seconds to start the server and check the module once
 RESTART_DELAYS = (0.5, 2.0, 10.0, 30.0)  # between attempts after failures in a row
+# Its memory is bounded: V8's heap (TypeScript's program) at most HEAP_MB, and a server
+# past MAX_RSS_MB after a check is replaced (its program is rebuilt from the module).
+HEAP_MB = 512
+MAX_RSS_MB = 640
 
 
 @dataclass(frozen=True)
@@ -154,7 +158,7 @@ class _LanguageServer:
             deno_binary(),
             "lsp",
             cwd=root,
-            env={**deno_environment(), "NO_COLOR": "1"},
+            env={**deno_environment(), "NO_COLOR": "1", "DENO_V8_FLAGS": _v8_flags()},
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
@@ -249,6 +253,14 @@ class _LanguageServer:
         signal_quietly(self.process.pid, signal.SIGKILL, group=True)
 
 
+def _v8_flags() -> str:
+    """The user's own DENO_V8_FLAGS and the heap bound (``deno lsp`` takes no --v8-flags)."""
+    own = os.environ.get("DENO_V8_FLAGS", "")
+    if "max-old-space-size" in own:
+        return own
+    return ",".join(filter(None, [own, f"--max-old-space-size={HEAP_MB}"]))
+
+
 class WarmChecker:
     """The gateway's checker: started for each module, replaced when it fails."""
 
@@ -274,6 +286,12 @@ class WarmChecker:
             "module": self._module,
             "checks": self.checks,  # scripts it answered for (passed or failed)
         }
+
+    @property
+    def pid(self) -> int | None:
+        """The language server's process id while it runs."""
+        server = self._server
+        return server.process.pid if server is not None and server.alive else None
 
     def module_changed(
         self, module_hash: str, module: str, scripts: dict[str, str] | None = None
@@ -462,6 +480,14 @@ class WarmChecker:
                 self._replace_soon()
                 return CheckVerdict("unavailable", "the checker failed")
             self.checks += 1
+            if _rss_mb(server.process.pid) > MAX_RSS_MB:
+                log.info("type checker: past %d MB; replacing it", MAX_RSS_MB)
+                self._replace_soon()
             return CheckVerdict("failed", output) if errors else CheckVerdict("passed")
         finally:
             self._lock.release()
+
+
+def _rss_mb(pid: int) -> float:
+    memory = memory_of(pid)
+    return memory["rss"] / 1e6 if memory is not None else 0.0

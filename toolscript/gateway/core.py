@@ -58,7 +58,7 @@ from toolscript.pipeline.tasks.scripts import (
     check_saved,
     load_verdicts,
 )
-from toolscript.processes import identity_alive, process_identity
+from toolscript.processes import identity_alive, memory_of, process_identity
 from toolscript.runlog import RunLog, runlog_path
 from toolscript.savedscripts import (
     SCRIPTS_DIRNAME,
@@ -849,6 +849,35 @@ class Gateway:
             "warnings": [
                 f"{name}: {warning}" for name, s in servers.items() for warning in s["warnings"]
             ],
+            "processes": self.processes(),
+        }
+
+    def processes(self) -> dict[str, Any]:
+        """Resident memory (bytes) of toolscript's own processes (the gateway, the search
+        workers with their role and whether torch is in them, the type checker) and of each
+        server's process tree; ``total`` is toolscript's own."""
+        gateway = memory_of(os.getpid())
+        search = []
+        if isinstance(self.search.embedder, EmbedderProcess):
+            for worker in self.search.embedder.workers():
+                memory = memory_of(worker["pid"])
+                if memory is not None:
+                    search.append({**worker, **memory})
+        checker_pid = self.checker.pid if self.checker is not None else None
+        checker = memory_of(checker_pid, tree=True) if checker_pid is not None else None
+        servers: dict[str, Any] = {}
+        for name, upstream in self.upstreams.items():
+            pid = getattr(upstream, "server_pid", None)
+            if pid is None and hasattr(upstream, "worker_pid"):
+                pid = upstream.worker_pid()
+            servers[name] = memory_of(pid, tree=True) if pid else None
+        own = [gateway, *search, checker]
+        return {
+            "gateway": gateway,
+            "search": search,
+            "checker": checker,
+            "servers": servers,
+            "total": sum(memory["rss"] for memory in own if memory is not None),
         }
 
 

@@ -12,14 +12,23 @@ a one-need query took 4.5 ms against torch's 11.2, and a LiveMCPBench task's nee
 against 14.2 (p50). The transformer is exported to ONNX in memory as the model loads
 (about a second, with the ``onnx`` package), and ``semantic.Embedder`` uses it only when
 it gives ``encode``'s vectors and is faster on this machine.
+
+Exporting needs torch; running the export does not. ``OnnxQueries.save`` writes the graph
+and the tokenizer to a folder of the user's cache (``semantic.light_folder``), and
+``OnnxQueries.from_folder`` runs them with ``onnxruntime`` and ``tokenizers`` alone: the
+light query process (process.py) that serves queries once every tool is embedded.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any, NamedTuple
 
 __all__ = ["OnnxQueries", "Packed", "pack"]
+
+GRAPH_FILE = "model.onnx"
+TOKENIZER_FILE = "tokenizer.json"
 
 # The exported graph's inputs, in the order the wrapped transformer takes them.
 INPUTS = ("input_ids", "token_type_ids", "position_ids", "mask")
@@ -56,7 +65,6 @@ class OnnxQueries:
         import io
         import warnings
 
-        import onnxruntime
         import torch
 
         transformer = model[0].auto_model
@@ -86,18 +94,35 @@ class OnnxQueries:
                 opset_version=17,
                 dynamo=False,  # the torch.export one needs onnxscript too
             )
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = min(2, os.cpu_count() or 1)
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3  # errors only
-        # (Its threads spin a moment for more work after each step, as by default: kept from
-        # spinning, a gateway's one-need query took 7.6 to 8.3 ms at the median against 6.1
-        # to 6.6, a whole task 14.2 to 15.4 against 12.2 to 12.8; 2 cores, side by side.)
-        self._session = onnxruntime.InferenceSession(
-            graph.getvalue(), options, providers=["CPUExecutionProvider"]
-        )
+        self._graph: bytes | None = graph.getvalue()
+        self._session = _session(self._graph)
         self._tokenizer = model.tokenizer
         self._max_length = int(model.max_seq_length)
+
+    @classmethod
+    def from_folder(cls, folder: Path, max_length: int) -> OnnxQueries:
+        """The queries of a graph and tokenizer ``save`` wrote: no torch, no transformers."""
+        runner = cls.__new__(cls)
+        runner._graph = None
+        runner._session = _session(str(folder / GRAPH_FILE))
+        runner._tokenizer = _FileTokenizer(folder / TOKENIZER_FILE)
+        runner._max_length = max_length
+        return runner
+
+    def save(self, folder: Path) -> None:
+        """Write the exported graph and the tokenizer for ``from_folder`` (then forget the
+        graph's bytes: the session holds what it needs)."""
+        if self._graph is not None:
+            (folder / GRAPH_FILE).write_bytes(self._graph)
+            self._graph = None
+        backend = getattr(self._tokenizer, "backend_tokenizer", None)
+        if backend is None:
+            raise ValueError("the model's tokenizer is not a fast (tokenizers) one")
+        backend.save(str(folder / TOKENIZER_FILE))
+
+    def forget_graph(self) -> None:
+        """Drop the exported graph's bytes (a copy of the weights) once nothing will save it."""
+        self._graph = None
 
     def __call__(self, texts: list[str]) -> Any:
         """Unit vectors (numpy, float32), one per text, from one run of the session."""
@@ -127,6 +152,44 @@ class OnnxQueries:
         )
         norms = numpy.linalg.norm(means, axis=1, keepdims=True)
         return (means / numpy.maximum(norms, 1e-12)).astype(numpy.float32)
+
+
+def _session(graph: bytes | str) -> Any:
+    """An ONNX Runtime session of ``graph`` (its bytes, or a file's path)."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = min(2, os.cpu_count() or 1)
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3  # errors only
+    # (Its threads spin a moment for more work after each step, as by default: kept from
+    # spinning, a gateway's one-need query took 7.6 to 8.3 ms at the median against 6.1
+    # to 6.6, a whole task 14.2 to 15.4 against 12.2 to 12.8; 2 cores, side by side.)
+    return onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+
+
+class _FileTokenizer:
+    """A saved fast tokenizer called as ``pack`` calls transformers' (the same ids: it is
+    the backend transformers runs), without importing transformers."""
+
+    def __init__(self, path: Path) -> None:
+        from tokenizers import Tokenizer
+
+        self._tokenizer = Tokenizer.from_file(str(path))
+        self._tokenizer.no_padding()
+
+    def __call__(
+        self, texts: list[str], *, truncation: bool, max_length: int
+    ) -> dict[str, list[list[int]]]:
+        if truncation:
+            self._tokenizer.enable_truncation(max_length)
+        else:
+            self._tokenizer.no_truncation()
+        encoded = self._tokenizer.encode_batch(texts)
+        return {
+            "input_ids": [e.ids for e in encoded],
+            "token_type_ids": [e.type_ids for e in encoded],
+        }
 
 
 def _states_module(transformer: Any) -> Any:

@@ -5,13 +5,22 @@ tokenizing holds it on every batch: inside the gateway, tool calls stalled for u
 190 ms while the model loaded. Here the gateway only writes requests to a pipe and reads
 vectors back; the model cannot take the gateway down, and its memory is its own.
 
+Two kinds of worker. The model's (``model``: torch and sentence-transformers, about
+800 MB) embeds tools; once no tool has waited for it for ``RETIRE_AFTER`` seconds it
+hands queries to a light one (``queries``: ONNX Runtime or numpy with the model's export
+or weights, about a fifth of that, no torch) and exits. A tool added later starts the
+model's worker again for as long as it takes. The light worker runs what
+``semantic.Embedder.save_light`` wrote to the user's cache, once per model: a later
+gateway whose tools' vectors are all stored never imports torch at all.
+
 Protocol (the worker's stdin and a private copy of its stdout): one JSON request per
 line, ``{"op": "load"}``, ``{"op": "embed", "texts": [...]}`` (tools) or ``{"op": "query",
 "texts": [...]}`` (a request's needs, answered within seconds); each answered by one JSON header line (``ok``, ``rows``, ``dims``,
-``model_id``, ``warning``, ``query_precision``, ``query_runtime``, or ``error`` and ``unavailable``) followed by ``rows * dims``
+``model_id``, ``warning``, ``query_precision``, ``query_runtime``, ``light``, ``torch``, or ``error`` and ``unavailable``) followed by ``rows * dims``
 float32 values. The worker exits when its stdin closes, so it never outlives the gateway.
 
     python -m toolscript.search.process MODEL DEVICE fast|exact
+    python -m toolscript.search.process --light MODEL
 
 (``fast``: queries may go through ONNX Runtime or a bfloat16 copy of the model, where they
 give the same vectors faster: see semantic._onnx_queries and Embedder._query_copy.)
@@ -20,6 +29,7 @@ give the same vectors faster: see semantic._onnx_queries and Embedder._query_cop
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -28,85 +38,105 @@ import threading
 import time
 from collections.abc import Sequence
 from contextlib import suppress
+from pathlib import Path
 from typing import IO, Any
 
 from toolscript.errors import EmbedderFailed, SemanticUnavailable
 from toolscript.processes import stop_process
-from toolscript.search.semantic import NEEDS_EXTRA, Embedder, semantic_installed
+from toolscript.search.semantic import (
+    NEEDS_EXTRA,
+    Embedder,
+    _same_vectors,
+    light_ready,
+    semantic_installed,
+)
 
 __all__ = ["EmbedderProcess"]
+
+log = logging.getLogger("toolscript.search")
 
 # Seconds a request may take before the worker counts as hung and is killed: loading imports
 # torch (seconds, minutes on a slow disk); a batch of 128 tools takes about a second here.
 DEADLINES = {"load": 600.0, "embed": 600.0, "query": 5.0}
+# Seconds after the last tools were embedded before the model's worker hands queries to
+# the light one and exits (a burst of tool changes is embedded by one worker).
+RETIRE_AFTER = 3.0
 
 
 class EmbedderProcess(Embedder):
-    """An Embedder whose model runs in a child process (started by ``load``)."""
+    """An Embedder whose model runs in child processes: the model's worker (started by
+    ``load`` or ``embed``) and, once every tool is embedded, the light one for queries."""
 
     def __init__(
         self, model: str | None = None, device: str = "cpu", *, fast_queries: bool = True
     ) -> None:
         super().__init__(model, device, fast_queries=fast_queries)
-        self._process: subprocess.Popen[bytes] | None = None
+        self._model_worker: _Worker | None = None
+        self._light_worker: _Worker | None = None
+        self._light: dict[str, Any] | None = None  # what the light worker runs (light_ready)
         self._loaded = False
         self._closed = False
-        self._request_lock = threading.Lock()
-        self._watchdog = _Watchdog()
+        self._workers_lock = threading.RLock()  # starting, stopping and embedding
+        self._retire_timer: threading.Timer | None = None
 
     @property
     def loaded(self) -> bool:
-        return self._loaded and self._alive()
+        return self._loaded and self._serving() is not None
 
     @property
     def pid(self) -> int | None:
-        return self._process.pid if self._process is not None else None
+        worker = self._serving()
+        return worker.pid if worker is not None else None
+
+    def workers(self) -> list[dict[str, Any]]:
+        """The running workers: pid, role (``model`` or ``queries``), whether torch is in it."""
+        return [
+            {"pid": worker.pid, "role": worker.role, "torch": worker.torch}
+            for worker in (self._model_worker, self._light_worker)
+            if worker is not None and worker.alive()
+        ]
 
     def load(self) -> None:
-        """Start the worker and load the model in it; again if the worker died since."""
+        """Have a worker serve queries: the light one where the user's cache holds this
+        model's light runtime, else the model's (which writes that runtime for next time)."""
         if self.loaded:
             return
         if not semantic_installed():  # say so at once, without a worker that would fail
             raise SemanticUnavailable(NEEDS_EXTRA)
         import numpy  # noqa: F401  (imported here, in the loading thread, not on a request)
 
-        with self._request_lock:
+        with self._workers_lock:
             if self._closed:
                 raise SemanticUnavailable("the gateway is shutting down")
-            # A worker that failed may still be dying (a killed process with torch loaded takes
-            # a moment to go): wait for it, whatever state it is in, and start afresh.
-            self._stop()
-            self._process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "toolscript.search.process",
-                    self.requested,
-                    self.device,
-                    "fast" if self.fast_queries else "exact",
-                ],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-            )
-        try:
-            header, _ = self._request({"op": "load"})
-        except SemanticUnavailable:
-            self._stop()  # no model to serve: no idle worker either
-            raise
-        self.model_id = header["model_id"]
-        self.warning = header.get("warning")
-        self.query_precision = header.get("query_precision", "float32")
-        self.query_runtime = header.get("query_runtime", "torch")
-        self._loaded = True
+            if self._serving() is not None:
+                self._loaded = True
+                return
+            light = light_ready(self.requested) if self._light_allowed() else None
+            if light is not None and self._start_light(light):
+                self._loaded = True
+                return
+            self._start_model()
+            self._loaded = True
 
     def embed(self, texts: Sequence[str]) -> Any:
         import numpy
 
         if not texts:
             return numpy.zeros((0, 0), dtype=numpy.float32)
-        self.load()
-        _, vectors = self._request({"op": "embed", "texts": list(texts)})
-        self.computed += len(texts)
+        with self._workers_lock:
+            if self._closed:
+                raise SemanticUnavailable("the gateway is shutting down")
+            self._cancel_retirement()
+            worker = self._model_worker
+            if worker is None or not worker.alive():
+                if not semantic_installed():
+                    raise SemanticUnavailable(NEEDS_EXTRA)
+                worker = self._start_model()
+            try:
+                _, vectors = worker.request({"op": "embed", "texts": list(texts)})
+            finally:
+                self._retire_later()
+            self.computed += len(texts)
         return vectors
 
     def embed_query(self, text: str) -> Any:
@@ -115,42 +145,158 @@ class EmbedderProcess(Embedder):
 
     def embed_queries(self, texts: Sequence[str]) -> Any:
         """Vectors of a request's needs, in one round trip."""
-        _, vectors = self._request({"op": "query", "texts": list(texts)})
+        worker = self._serving()
+        if worker is None:
+            self._loaded = False
+            dead = self._light_worker or self._model_worker
+            code = dead.returncode() if dead is not None else None
+            raise EmbedderFailed(f"the embedding process is not running (exit code {code})")
+        try:
+            _, vectors = worker.request({"op": "query", "texts": list(texts)})
+        except EmbedderFailed:
+            self._loaded = False  # the next load() starts a new worker
+            raise
         return vectors
 
     def close(self) -> None:
-        """Stop the worker (without waiting for a request in flight: that one fails)."""
+        """Stop the workers (without waiting for a request in flight: that one fails)."""
         self._closed = True
-        self._stop()
-        self._watchdog.stop()
+        self._cancel_retirement()
+        for worker in (self._light_worker, self._model_worker):
+            if worker is not None:
+                worker.stop()
 
-    def _stop(self) -> None:
-        process = self._process
-        if process is None:
+    # -- the workers -----------------------------------------------------------
+
+    def _serving(self) -> _Worker | None:
+        """The worker queries go to: the light one where it runs, else the model's."""
+        for worker in (self._light_worker, self._model_worker):
+            if worker is not None and worker.alive():
+                return worker
+        return None
+
+    def _light_allowed(self) -> bool:
+        return self.fast_queries and self.device == "cpu"
+
+    def _start_model(self) -> _Worker:
+        if self._model_worker is not None:
+            # A worker that failed may still be dying (a killed process with torch loaded
+            # takes a moment to go): wait for it, whatever state it is in, and start afresh.
+            self._model_worker.stop()
+        worker = _Worker(
+            "model",
+            [self.requested, self.device, "fast" if self.fast_queries else "exact"],
+        )
+        self._model_worker = worker
+        try:
+            header, _ = worker.request({"op": "load"})
+        except SemanticUnavailable:
+            worker.stop()  # no model to serve: no idle worker either
+            self._model_worker = None
+            raise
+        self.model_id = header["model_id"]
+        self.warning = header.get("warning")
+        if self._light_worker is None or not self._light_worker.alive():
+            self.query_precision = header.get("query_precision", "float32")
+            self.query_runtime = header.get("query_runtime", "torch")
+        self._light = header.get("light") if self._light_allowed() else None
+        return worker
+
+    def _start_light(self, light: dict[str, Any]) -> bool:
+        """Start the light worker for ``light``; False (and none running) when it cannot
+        give the model's vectors here."""
+        if self._light_worker is not None:
+            self._light_worker.stop()
+        worker = _Worker("queries", ["--light", self.requested])
+        try:
+            header, _ = worker.request({"op": "load"})
+        except (SemanticUnavailable, EmbedderFailed) as exc:
+            log.info("search: queries through the model's worker (%s)", exc)
+            worker.stop()
+            return False
+        self._light_worker, self._light = worker, light
+        self.model_id = header["model_id"]
+        self.query_precision = header.get("query_precision", "float32")
+        self.query_runtime = header.get("query_runtime", "onnxruntime")
+        return True
+
+    def _retire_later(self) -> None:
+        if self._light is None or self._closed:
             return
+        self._retire_timer = threading.Timer(RETIRE_AFTER, self._retire)
+        self._retire_timer.daemon = True
+        self._retire_timer.start()
+
+    def _cancel_retirement(self) -> None:
+        timer, self._retire_timer = self._retire_timer, None
+        if timer is not None:
+            timer.cancel()
+
+    def _retire(self) -> None:
+        """Every tool is embedded: queries go to the light worker, the model's exits."""
+        with self._workers_lock:
+            model = self._model_worker
+            if self._closed or model is None or self._light is None:
+                return
+            light = self._light_worker
+            if (light is None or not light.alive()) and not self._start_light(self._light):
+                self._light = None  # (the model's worker keeps serving queries)
+                return
+            self._model_worker = None
+        model.stop()
+        log.info("search: the model's worker exited; queries go through %s", self.query_runtime)
+
+
+class _Worker:
+    """One worker process and its pipe: a request at a time, each with a deadline."""
+
+    def __init__(self, role: str, arguments: list[str]) -> None:
+        self.role = role
+        self.torch = role == "model"
+        self._request_lock = threading.Lock()
+        self._watchdog = _Watchdog()
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "toolscript.search.process", *arguments],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    def alive(self) -> bool:
+        return self._process.poll() is None
+
+    def returncode(self) -> int | None:
+        return self._process.poll()
+
+    def stop(self) -> None:
+        """Close its stdin (it exits), waiting for a request in flight for a moment only."""
+        process = self._process
         if process.stdin is not None:
             # Closing flushes what a failed request left in the buffer: to a dead worker that
             # is a broken pipe, and nothing to worry about.
             with suppress(OSError):
                 process.stdin.close()
         stop_process(process, 2, ask=False)  # closing stdin asked it to stop
-        if process.stdout is not None:
-            process.stdout.close()
+        self._watchdog.stop()
+        if self._request_lock.acquire(timeout=1):  # a request in flight has failed by now
+            try:
+                if process.stdout is not None:
+                    process.stdout.close()
+            finally:
+                self._request_lock.release()
 
-    # -- the pipe ------------------------------------------------------------
-
-    def _alive(self) -> bool:
-        return self._process is not None and self._process.poll() is None
-
-    def _request(self, request: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    def request(self, request: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         import numpy
 
         with self._request_lock:
             process = self._process
-            if process is None or process.poll() is not None:
-                self._loaded = False
-                code = None if process is None else process.returncode
-                raise EmbedderFailed(f"the embedding process is not running (exit code {code})")
+            if process.poll() is not None:
+                raise EmbedderFailed(
+                    f"the embedding process is not running (exit code {process.returncode})"
+                )
             assert process.stdin is not None and process.stdout is not None
             # A worker that hangs is killed, so no search or indexing waits on it for ever.
             deadline = DEADLINES[request["op"]]
@@ -170,7 +316,6 @@ class EmbedderProcess(Embedder):
                 if len(data) != size:
                     raise OSError("a short answer")
             except (OSError, ValueError) as exc:
-                self._loaded = False  # the next load() starts a new worker
                 code = process.poll()
                 why = f"no answer within {deadline:g} s" if self._watchdog.fired else str(exc)
                 raise EmbedderFailed(
@@ -178,6 +323,8 @@ class EmbedderProcess(Embedder):
                 ) from exc
             finally:
                 self._watchdog.disarm()
+        if "torch" in header:
+            self.torch = bool(header["torch"])
         vectors = numpy.frombuffer(data, dtype=numpy.float32)
         return header, vectors.reshape(header["rows"], header["dims"])
 
@@ -245,13 +392,15 @@ def _refuse(out: IO[bytes], error: str, *, unavailable: bool) -> None:
 
 
 def main(argv: list[str]) -> int:
-    model, device, queries = argv
     # Ctrl+C in the gateway's terminal reaches us too: the gateway decides when we stop
     # (it closes our stdin), so no KeyboardInterrupt traceback lands in its terminal.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Our answers go to a private copy of stdout; whatever a library prints goes to stderr.
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
+    if argv[0] == "--light":
+        return _serve_light(out, argv[1])
+    model, device, queries = argv
     embedder = Embedder(model, device, fast_queries=queries == "fast")
     for line in sys.stdin.buffer:
         request = json.loads(line)
@@ -266,6 +415,11 @@ def main(argv: list[str]) -> int:
                         f"the embedding model could not be loaded on device {device!r}: "
                         f"{type(exc).__name__}: {exc}"
                     ) from exc
+                try:
+                    light = embedder.save_light()
+                except Exception as exc:  # queries stay with this worker: say why, go on
+                    log.warning("search: no torch-free queries: %s: %s", type(exc).__name__, exc)
+                    light = None
                 _answer(
                     out,
                     {
@@ -273,6 +427,8 @@ def main(argv: list[str]) -> int:
                         "warning": embedder.warning,
                         "query_precision": embedder.query_precision,
                         "query_runtime": embedder.query_runtime,
+                        "light": light and {"folder": light["folder"]},
+                        "torch": "torch" in sys.modules,
                     },
                 )
             elif request["op"] == "embed":
@@ -282,6 +438,74 @@ def main(argv: list[str]) -> int:
         except SemanticUnavailable as exc:
             _refuse(out, str(exc), unavailable=True)
         except Exception as exc:  # the gateway decides what a failure means
+            _refuse(out, f"{type(exc).__name__}: {exc}", unavailable=False)
+    return 0
+
+
+class LightQueries:
+    """Queries of the model without torch: what ``Embedder.save_light`` wrote, run by ONNX
+    Runtime (the export) or numpy (quick.py), checked at load against the exact vectors
+    of its probe (``SemanticUnavailable`` when they differ: the model's worker serves)."""
+
+    def __init__(self, model: str | None) -> None:
+        import numpy
+
+        light = light_ready(model)
+        if light is None:
+            raise SemanticUnavailable("no torch-free query runtime is saved for this model")
+        self.model_id = str(light["model_id"])
+        self.runtime = str(light["runtime"])
+        if self.runtime == "onnxruntime":
+            from toolscript.search.packed import OnnxQueries
+
+            self._run: Any = OnnxQueries.from_folder(Path(light["folder"]), light["max_length"])
+        else:
+            from toolscript.search.quick import quick_encoder_for
+
+            quick = quick_encoder_for(Path(light["directory"]))
+            if quick is None:
+                raise SemanticUnavailable("the numpy encoder cannot run this model")
+            self._run = lambda texts: numpy.stack([quick.encode(text) for text in texts])
+        exact = numpy.asarray(light["vectors"], dtype=numpy.float32)
+        if not _same_vectors(exact, self(list(light["probe"]))):
+            raise SemanticUnavailable(f"{self.runtime} does not give the model's vectors here")
+
+    def __call__(self, texts: list[str]) -> Any:
+        return self._run(texts).astype("float32")
+
+
+def _serve_light(out: IO[bytes], model: str) -> int:
+    """The light worker: queries only, no torch (``embed`` is the model worker's)."""
+    queries: LightQueries | None = None
+    for line in sys.stdin.buffer:
+        request = json.loads(line)
+        try:
+            if request["op"] == "load":
+                try:
+                    queries = LightQueries(model)
+                except SemanticUnavailable:
+                    raise
+                except Exception as exc:  # a damaged or foreign cache folder
+                    raise SemanticUnavailable(
+                        f"the torch-free query runtime failed: {type(exc).__name__}: {exc}"
+                    ) from exc
+                _answer(
+                    out,
+                    {
+                        "model_id": queries.model_id,
+                        "warning": None,
+                        "query_precision": "float32",
+                        "query_runtime": queries.runtime,
+                        "torch": "torch" in sys.modules,
+                    },
+                )
+            elif request["op"] == "query" and queries is not None:
+                _answer(out, {}, queries(request["texts"]))
+            else:
+                raise EmbedderFailed(f"the query worker does not {request['op']}")
+        except SemanticUnavailable as exc:
+            _refuse(out, str(exc), unavailable=True)
+        except Exception as exc:
             _refuse(out, f"{type(exc).__name__}: {exc}", unavailable=False)
     return 0
 

@@ -2,12 +2,22 @@
 
 Vectors are cached by (tool content hash, model), so a restart with unchanged
 tools computes no embedding at all and a changed tool re-embeds only itself.
+
+Queries need not hold torch (about 800 MB with sentence-transformers): ``save_light``
+writes, once per model in the user's cache, what runs the model for queries without it
+(the ONNX export and tokenizer, or the numpy encoder's model folder) and the exact
+vectors of a probe it must reproduce; process.py serves queries from there once every
+tool is embedded.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import logging
 import os
+import shutil
 import socket
 import sqlite3
 import threading
@@ -18,6 +28,7 @@ from urllib.parse import urlparse
 
 from toolscript.cachefiles import discard_if_damaged
 from toolscript.errors import SemanticUnavailable
+from toolscript.paths import user_cache_dir
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -25,6 +36,8 @@ __all__ = [
     "Embedder",
     "EmbeddingStore",
     "SemanticUnavailable",
+    "light_folder",
+    "light_ready",
     "semantic_installed",
 ]
 
@@ -43,6 +56,8 @@ PROBE = [
 CASED_PROBE = [*PROBE, "Post the Summary to SLACK"]
 SAME_VECTOR = 0.999  # the least cosine between a probe's exact and fast vectors to use a fast way
 FASTER = 0.85  # the copy must take at most this share of the exact model's time
+LIGHT_FORMAT = 1  # of the folders save_light writes; a new one is written when it changes
+LIGHT_META = "light.json"
 
 
 NEEDS_EXTRA = (
@@ -103,6 +118,35 @@ def _hub_reachable() -> bool:
     except OSError:
         return False
     return True
+
+
+def light_folder(requested: str | None) -> Path:
+    """Where ``save_light`` keeps a model's torch-free query runtime: a folder of the
+    user's cache named for the model and its files (a changed model gets a new folder)."""
+    name = requested or DEFAULT_MODEL
+    identity = [str(LIGHT_FORMAT), name]
+    directory = model_directory(name)
+    if directory is not None:
+        identity.append(str(directory.resolve()))
+        for child in sorted(directory.iterdir()):
+            with_stat = child.stat()
+            identity.append(f"{child.name}:{with_stat.st_size}:{with_stat.st_mtime_ns}")
+    digest = hashlib.sha256("\n".join(identity).encode()).hexdigest()[:16]
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(name).name)[:40]
+    return user_cache_dir() / "models" / f"{safe}-{digest}"
+
+
+def light_ready(requested: str | None) -> dict[str, Any] | None:
+    """The description ``save_light`` wrote for this model (its folder included), or None
+    when there is none to run."""
+    try:
+        folder = light_folder(requested)
+        meta = json.loads((folder / LIGHT_META).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict) or meta.get("format") != LIGHT_FORMAT:
+        return None
+    return {**meta, "folder": str(folder)}
 
 
 class Embedder:
@@ -240,6 +284,55 @@ class Embedder:
     def close(self) -> None:
         """Let go of the model's resources (nothing to do in-process)."""
 
+    def save_light(self) -> dict[str, Any] | None:
+        """Write (once per model, in the user's cache) what serves this model's queries
+        without torch: its ONNX export and tokenizer where ONNX Runtime gives ``encode``'s
+        vectors, else the numpy encoder (quick.py) where it runs this model; with the exact
+        vectors of ``CASED_PROBE``, which the light runtime checks itself against. The
+        description (``light_ready``), or None when no light way runs this model here."""
+        self.load()
+        if not self.fast_queries or self.device != "cpu" or self.model_id != self.requested:
+            return None  # exact queries asked for, another device, or a fallback model
+        found = light_ready(self.requested)
+        if found is not None:
+            if self._onnx is not None:
+                self._onnx.forget_graph()
+            return found
+        from toolscript.search.quick import quick_encoder_for
+
+        folder = light_folder(self.requested)
+        partial = folder.with_name(f"{folder.name}.{os.getpid()}.partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        exact = _encode(self._model, CASED_PROBE)
+        meta: dict[str, Any] = {
+            "format": LIGHT_FORMAT,
+            "model_id": self.model_id,
+            "max_length": int(self._model.max_seq_length),
+            "probe": CASED_PROBE,
+            "vectors": exact.astype("float32").tolist(),
+        }
+        try:
+            runner = self._onnx if self._onnx is not None else _onnx_runner(self._model)
+            if runner is not None:
+                runner.save(partial)
+                meta["runtime"] = "onnxruntime"
+            else:
+                directory = model_directory(self.requested)
+                if quick_encoder_for(directory) is None:
+                    return None
+                meta["runtime"], meta["directory"] = "numpy", str(directory)
+            (partial / LIGHT_META).write_text(json.dumps(meta))
+            # (another process may have written it first: theirs serves as well)
+            with contextlib.suppress(OSError):
+                partial.rename(folder)
+        except OSError as exc:
+            log.info("search: no torch-free queries (%s)", exc)
+            return None
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
+        return light_ready(self.requested)
+
     def embed_query(self, text: str) -> Any:
         return self.embed_queries([text])[0]
 
@@ -353,6 +446,22 @@ def _onnx_queries(model: Any) -> Any:
         log.debug("search: queries through torch (%s: %s)", type(exc).__name__, exc)
         return None
     return runner if quicker else None
+
+
+def _onnx_runner(model: Any) -> Any:
+    """An ONNX export of the model that gives ``encode``'s vectors (however fast), or None."""
+    from toolscript.search.packed import OnnxQueries
+
+    texts = CASED_PROBE
+    try:
+        runner = OnnxQueries(model)
+        if _same_vectors(runner(texts), _encode(model, texts)) and _same_vectors(
+            runner(texts[:1]), _encode(model, texts[:1])
+        ):
+            return runner
+    except Exception as exc:  # not installed, or a model or torch it cannot export
+        log.debug("search: no ONNX export (%s: %s)", type(exc).__name__, exc)
+    return None
 
 
 def _faster(fast: Callable[[], object], exact: Callable[[], object]) -> bool:

@@ -149,6 +149,11 @@ class UpstreamServer:
     def _spawned(self, pid: int) -> None:
         self._server_pid = pid
 
+    @property
+    def server_pid(self) -> int | None:
+        """The stdio server's process id while connected (None for HTTP servers)."""
+        return self._server_pid
+
     @asynccontextmanager
     async def _transport(self) -> AsyncIterator[TransportStreams]:
         config = self.config
