@@ -55,3 +55,12 @@ def test_the_fast_parser_reads_every_option(monkeypatch: pytest.MonkeyPatch) -> 
 def test_environment_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOOLSCRIPT_CONFIG", "from-env.json")
     assert exec_parser().parse_args([]).config == "from-env.json"
+
+
+def test_the_help_says_what_max_output_does() -> None:
+    """It keeps and previews output past the cap; it does not stop the script."""
+    from toolscript.execution.command import EXEC_OPTIONS
+
+    text = EXEC_OPTIONS["max_output"].help
+    assert "Stop the script" not in text
+    assert "kept in a file" in text and "exit 123" in text

@@ -72,7 +72,8 @@ EXEC_OPTIONS: dict[str, ExecOption] = {
         ("--max-output",),
         int,
         DEFAULT_MAX_OUTPUT,
-        "Stop the script once it printed this many bytes.",
+        "Bytes of output (stdout and stderr together) printed whole; past them stdout is kept "
+        "in a file and previewed (the script goes on; exit 123).",
         minimum=1,
     ),
     "max_calls": ExecOption(
