@@ -27,6 +27,7 @@ __all__ = [
     "pid_exists",
     "process_alive",
     "process_identity",
+    "reap_children",
     "siblings",
     "signal_quietly",
     "stop_process",
@@ -78,6 +79,24 @@ def identity_alive(identity: str) -> bool:
     if not pid_text.isdigit() or not process_alive(int(pid_text)):
         return False
     return not started or process_identity(int(pid_text)) == identity
+
+
+def reap_children(grace: float = 0.5) -> None:
+    """Before an exit that skips the interpreter's own clean-up: stop this process's children
+    still running (TERM, then KILL after ``grace``) and reap every one, so none is left
+    running or a zombie for an init that may never reap it."""
+    import psutil
+
+    children = psutil.Process().children()
+    for child in children:
+        with contextlib.suppress(psutil.Error):
+            if child.status() != psutil.STATUS_ZOMBIE:
+                child.terminate()
+    _, alive = psutil.wait_procs(children, timeout=grace)  # waits on (so reaps) children
+    for child in alive:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
+    psutil.wait_procs(alive, timeout=grace)
 
 
 def descendants(pid: int) -> list[int]:

@@ -269,6 +269,21 @@ def main() -> None:
             from toolscript.cli.main import app
 
             app(args=arguments, prog_name="toolscript")
+        except SystemExit as exit_:
+            if arguments[:2] != ["gateway", "start"]:
+                raise
+            # A stopped gateway closed everything it opened before it logged "stopped";
+            # waiting for the interpreter to join library threads (a pipeline step cut
+            # short) would only delay the exit past SIGTERM's budget.
+            if marked:
+                from toolscript.gateway.state import abandon_start
+
+                abandon_start()
+            from toolscript.processes import reap_children
+
+            reap_children()
+            status = exit_.code
+            _leave(status if isinstance(status, int) else (0 if status is None else 1))
         finally:
             if marked:
                 from toolscript.gateway.state import abandon_start

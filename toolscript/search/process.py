@@ -279,7 +279,10 @@ class _Worker:
             # is a broken pipe, and nothing to worry about.
             with suppress(OSError):
                 process.stdin.close()
-        stop_process(process, 2, ask=False)  # closing stdin asked it to stop
+        # Closing stdin asked it to stop; a worker still loading the model reads nothing
+        # until it has, and holds nothing worth waiting for: SIGTERM soon after.
+        stop_process(process, 0.3, ask=False)
+        stop_process(process, 0.5)
         self._watchdog.stop()
         if self._request_lock.acquire(timeout=1):  # a request in flight has failed by now
             try:
