@@ -95,3 +95,40 @@ def test_a_gateway_for_one_run_builds_no_search_index(tmp_path: Path) -> None:
     anyio.run(main)
     assert served.artifacts.module  # the module is built all the same
     assert documents == []
+
+
+FACE_SPY = """
+import sys
+from toolscript.execution import locate
+
+def spy(config, cache):
+    heavy = [name for name in ("mcp.server.lowlevel", "toolscript.mcpface.server") if name in sys.modules]
+    print(heavy, flush=True)
+    raise SystemExit(17)
+
+locate.spawn_owned_gateway = spy
+sys.argv = ["toolscript", "mcp"]
+from toolscript.cli.entry import main
+main()
+"""
+
+
+def test_the_face_spawns_its_gateway_before_importing_the_mcp_sdk(tmp_path: Path) -> None:
+    """Its servers then start while the face imports (a second or more on two cores)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSCRIPT_")}
+    env["TOOLSCRIPT_HOME"] = str(tmp_path / "home")
+    done = subprocess.run(
+        [sys.executable, "-c", FACE_SPY],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 17, done.stderr
+    assert done.stdout.strip() == "[]"

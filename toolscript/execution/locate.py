@@ -32,6 +32,7 @@ __all__ = [
     "module_hash",
     "private_gateway_args",
     "running_gateway",
+    "spawn_owned_gateway",
     "uses_gateway",
 ]
 
@@ -166,6 +167,36 @@ def private_gateway_args(
     if cache:
         args += ["--cache-dir", cache]
     return args
+
+
+def spawn_owned_gateway(config: str | None, cache: str | None) -> subprocess.Popen[str] | None:
+    """The MCP face's own gateway (``--no-state``), spawned first thing, before the face's
+    imports, so its servers start meanwhile; None when a gateway runs (or is set) or the
+    project is not trusted (the face then says why on its first call). Read its URL with
+    ``launch.wait_for_url``."""
+    if os.environ.get("TOOLSCRIPT_GATEWAY_URL", "").strip():
+        return None
+    from toolscript.errors import ToolscriptError
+    from toolscript.trust import require_trust
+
+    try:
+        if running_gateway(config, cache) is not None:
+            return None
+        require_trust(find_config_path(config))
+    except ToolscriptError:
+        return None
+    from toolscript.gateway.launch import gateway_command
+
+    env = dict(os.environ)
+    env.setdefault("TOOLSCRIPT_LOG_LEVEL", "WARNING")
+    return subprocess.Popen(
+        gateway_command(*private_gateway_args("--no-state", config, cache)),
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=sys.stderr,  # the gateway's log joins the face's (an MCP client's log)
+        text=True,
+    )
 
 
 @contextmanager
