@@ -40,7 +40,9 @@ BIN = Path(sys.executable).parent
 SERVERS = {
     "time": {"command": str(BIN / "mcp-server-time"), "args": []},
     "everything": {
-        "command": str(ROOT / "tests" / "servers" / "node_modules" / ".bin" / "mcp-server-everything"),
+        "command": str(
+            ROOT / "tests" / "servers" / "node_modules" / ".bin" / "mcp-server-everything"
+        ),
         "args": [],
     },
 }
