@@ -53,7 +53,9 @@ def gateway_client(
     path = str(config.path) if config.path else None
     with (
         Lifeline() as lifeline,
-        gateway_for_run(path, str(config.cache_dir(cache)), on_start=lifeline.watch) as found,
+        gateway_for_run(
+            path, str(config.cache_dir(cache)), on_start=lifeline.watch, search=True
+        ) as found,
         GatewayClient(found[0], timeout=timeout) as client,
     ):
         yield client

@@ -112,6 +112,14 @@ def start(
             "from real calls).",
         ),
     ] = False,
+    no_search_index: Annotated[
+        bool,
+        typer.Option(
+            "--no-search-index",
+            hidden=True,
+            help="Build no search index (a gateway for one script's calls: exec's).",
+        ),
+    ] = False,
     no_state: Annotated[
         bool,
         typer.Option(
@@ -186,6 +194,7 @@ def start(
             # A gateway for one exec has no use for it: that script is checked by deno check.
             warm_checker=not (ephemeral or no_warm_checker),
             infer_results=not no_inferred,
+            search_index=not no_search_index,
         )
     finally:
         if not private:

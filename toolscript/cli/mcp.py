@@ -40,13 +40,30 @@ def mcp_command(
         toolscript mcp --http --port 8765    # prints http://127.0.0.1:8765/<secret>/mcp
     """
     loaded = load_config(config)
-    from toolscript.mcpface.server import serve
-
     if port and not http:
         raise typer.BadParameter("--port needs --http", param_hint="--port")
+    from toolscript.execution.locate import spawn_owned_gateway
+
+    # Its servers start while the face imports the MCP SDK (a second or more).
+    early = spawn_owned_gateway(config, cache)
+    from toolscript.mcpface.server import serve
+
     if not http and sys.stdin.isatty():
         sys.stderr.write(
             "toolscript mcp speaks MCP on stdin and stdout: an MCP client runs it (see the "
             "client snippets in docs/mcp.md); Ctrl+C to stop, or use --http\n"
         )
-    serve(config=config, cache=cache, cache_dir=loaded.cache_dir(cache), http=http, port=port)
+    try:
+        serve(
+            config=config,
+            cache=cache,
+            cache_dir=loaded.cache_dir(cache),
+            http=http,
+            port=port,
+            early=early,
+        )
+    finally:
+        if early is not None and early.poll() is None:  # the face failed before it took it
+            from toolscript.processes import stop_process
+
+            stop_process(early, 20)

@@ -33,6 +33,7 @@ __all__ = [
     "note_unavailable_servers",
     "private_gateway_args",
     "running_gateway",
+    "spawn_owned_gateway",
     "uses_gateway",
 ]
 
@@ -153,15 +154,50 @@ def running_gateway(
     return None
 
 
-def private_gateway_args(kind: str, config: str | None, cache: str | None) -> list[str]:
+def private_gateway_args(
+    kind: str, config: str | None, cache: str | None, *, search: bool = True
+) -> list[str]:
     """``gateway start`` arguments for a gateway one process owns (``kind``: ``--ephemeral``
-    for one exec, ``--no-state`` for the MCP face), on a free port."""
+    for one exec or command, ``--no-state`` for the MCP face), on a free port. Without
+    ``search`` it builds no search index (a gateway for one script's calls)."""
     args = ["--port", "0", kind]
+    if not search:
+        args.append("--no-search-index")
     if config:
         args += ["--config", config]
     if cache:
         args += ["--cache-dir", cache]
     return args
+
+
+def spawn_owned_gateway(config: str | None, cache: str | None) -> subprocess.Popen[str] | None:
+    """The MCP face's own gateway (``--no-state``), spawned first thing, before the face's
+    imports, so its servers start meanwhile; None when a gateway runs (or is set) or the
+    project is not trusted (the face then says why on its first call). Read its URL with
+    ``launch.wait_for_url``."""
+    if os.environ.get("TOOLSCRIPT_GATEWAY_URL", "").strip():
+        return None
+    from toolscript.errors import ToolscriptError
+    from toolscript.trust import require_trust
+
+    try:
+        if running_gateway(config, cache) is not None:
+            return None
+        require_trust(find_config_path(config))
+    except ToolscriptError:
+        return None
+    from toolscript.gateway.launch import gateway_command
+
+    env = dict(os.environ)
+    env.setdefault("TOOLSCRIPT_LOG_LEVEL", "WARNING")
+    return subprocess.Popen(
+        gateway_command(*private_gateway_args("--no-state", config, cache)),
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=sys.stderr,  # the gateway's log joins the face's (an MCP client's log)
+        text=True,
+    )
 
 
 @contextmanager
@@ -172,9 +208,13 @@ def gateway_for_run(
     needed: bool = True,
     on_start: Callable[..., None] | None = None,
     code: str = "",
+    search: bool = False,
 ) -> Iterator[tuple[str, str]]:
     """``(url, module hash)`` of a gateway that stays up for the run. With ``needed`` False
-    (the script calls no tool) no gateway is started when none runs: NO_GATEWAY_URL."""
+    (the script calls no tool) no gateway is started when none runs: NO_GATEWAY_URL.
+
+    A gateway started here has only what a run needs: no warm checker, no search model,
+    and (without ``search``: a script's calls need none) no search index."""
     running = running_gateway(config, cache, siblings=needed)
     if running is not None:
         yield running
@@ -185,7 +225,7 @@ def gateway_for_run(
     from toolscript.trust import require_trust
 
     require_trust(find_config_path(config))  # an untrusted project's config starts nothing
-    with _ephemeral_gateway(config, cache, on_start, code) as url:
+    with _ephemeral_gateway(config, cache, on_start, code, search) as url:
         found = module_hash(url)
         if found is None:
             raise ExecutionError("the ephemeral gateway stopped answering")
@@ -194,13 +234,17 @@ def gateway_for_run(
 
 @contextmanager
 def _ephemeral_gateway(
-    config: str | None, cache: str | None, on_start: Callable[..., None] | None, code: str
+    config: str | None,
+    cache: str | None,
+    on_start: Callable[..., None] | None,
+    code: str,
+    search: bool,
 ) -> Iterator[str]:
     """A gateway of this run's own; its log stays out of what the agent reads, but for one
     line naming the servers the script uses that could not start."""
     from toolscript.gateway.launch import start_gateway
 
-    args = private_gateway_args("--ephemeral", config, cache)
+    args = private_gateway_args("--ephemeral", config, cache, search=search)
     env = dict(os.environ)
     env.setdefault("TOOLSCRIPT_LOG_LEVEL", "WARNING")
     errors: list[str] = []

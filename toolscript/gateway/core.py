@@ -88,6 +88,10 @@ CONFIG_POLL_SECONDS = 1.0
 # truncates and then writes is never read half-written.
 CONFIG_SETTLE_SECONDS = 0.25
 CONFIG_SETTLE_TRIES = 20  # a file that keeps changing is read as it is after this many
+# Work that can wait (the warm checker's `deno lsp`, the embedding worker, the quick query
+# encoder) starts once the URL is out and no run has been under way for this long: on two
+# cores it would otherwise compete with the servers' start and with the first script.
+IDLE_BEFORE_BACKGROUND = 1.0
 
 
 def split_tool_name(qualified: str) -> tuple[str, str]:
@@ -209,8 +213,19 @@ class Gateway:
         warm_checker: bool = False,
         telemetry: Any = None,
         infer_results: bool = True,
+        after_url: bool = False,
+        search_index: bool = True,
     ) -> None:
+        """``after_url``: the background work waits for ``url_announced`` (the runner calls
+        it once the URL is printed), else it starts when the servers are ready.
+        ``search_index`` False: a gateway for one script's calls, which keeps no search
+        documents (its search answers nothing)."""
         self.config = config
+        self._announced = anyio.Event()
+        if not after_url:
+            self._announced.set()
+        self.search_index = search_index
+        self.background_started: float | None = None  # when the work that waits began
         self.config_file = config.path or config.project_dir / CONFIG_FILENAME
         self.config_error: str | None = (
             None  # the edited file's error while the last good one serves
@@ -277,9 +292,8 @@ class Gateway:
             tasks.start_soon(anyio.to_thread.run_sync, self._check_runlog, name="run log")
             quick = None
             if self.search.embedder is not None:
-                # Meanwhile the numpy query encoder gets ready (half a second, no torch).
                 quick = _QuickQueries(self.search, self.search.embedder.requested)
-                tasks.start_soon(quick.prepare, name="quick queries")
+            log.info("connecting %d servers", len(self.upstreams))
             for upstream in self.upstreams.values():
                 tasks.start_soon(upstream.run, name=f"upstream {upstream.name}")
             with anyio.move_on_after(self.ready_wait):
@@ -293,19 +307,17 @@ class Gateway:
                     self.ready_wait,
                 )
             await self.rebuild_artifacts()
-            if quick is not None:
-                await quick.start()
             tasks.start_soon(self._rebuild_when_tools_change, name="artifact rebuilds")
-            if self.checker is not None:
-                self._checker_scope = anyio.CancelScope()
-                tasks.start_soon(self._run_checker, name="type checker")
             self._watch_scope = anyio.CancelScope()
             tasks.start_soon(self._watch_config, name="config watch")
             self._flush_scope = anyio.CancelScope()
             tasks.start_soon(self._flush_runs, name="run log")
+            if self.checker is not None:
+                self._checker_scope = anyio.CancelScope()
             if self.search.embedder is not None:
                 self._semantic_scope = anyio.CancelScope()
-                tasks.start_soon(self._load_semantic_search, name="semantic search")
+            self._background_scope = anyio.CancelScope()
+            tasks.start_soon(self._start_background, quick, name="background start")
             log.info(
                 "ready: %d/%d servers connected, %d tools",
                 sum(u.state == ServerState.CONNECTED for u in self.upstreams.values()),
@@ -315,6 +327,7 @@ class Gateway:
             try:
                 yield self
             finally:
+                self._background_scope.cancel()
                 self._watch_scope.cancel()
                 self._flush_scope.cancel()
                 with anyio.CancelScope(shield=True):
@@ -331,6 +344,32 @@ class Gateway:
                     await upstream.stop()
                 if self.search.embedder is not None:
                     await anyio.to_thread.run_sync(self.search.embedder.close)
+
+    def url_announced(self) -> None:
+        """The URL is out: the work that waits for it may start (when no run is under way)."""
+        self._announced.set()
+
+    async def _start_background(self, quick: _QuickQueries | None) -> None:
+        """The warm checker, the quick query encoder and the embedding worker, once the URL
+        is out and the gateway idle (a first script's `deno check` goes first)."""
+        with self._background_scope:
+            await self._announced.wait()
+            idle_since = time.monotonic()
+            while time.monotonic() - idle_since < IDLE_BEFORE_BACKGROUND:
+                await anyio.sleep(0.1)
+                if self.runs.live:
+                    idle_since = time.monotonic()
+            self.background_started = time.time()
+            log.debug("background work starts (checker, search model)")
+            assert self._tasks is not None
+            if self.checker is not None:
+                self._tasks.start_soon(self._run_checker, name="type checker")
+            if quick is not None:
+                # The numpy query encoder (half a second, no torch) before the worker's model.
+                self._tasks.start_soon(quick.prepare, name="quick queries")
+                await quick.start()
+            if self.search.embedder is not None:
+                self._tasks.start_soon(self._load_semantic_search, name="semantic search")
 
     async def _flush_runs(self) -> None:
         with self._flush_scope:
@@ -487,8 +526,9 @@ class Gateway:
         # What the module offers: the scripts that checked when it was built.
         saved = [s for s in saved if s.name in verdicts.passing or s.name in verdicts.broken]
         self.artifacts, self.saved_scripts, self.script_verdicts = artifacts, saved, verdicts
-        documents = load_documents(self.layout, servers) + [_script_document(s) for s in saved]
-        self.search.set_documents(documents)
+        if self.search_index:
+            documents = load_documents(self.layout, servers)
+            self.search.set_documents(documents + [_script_document(s) for s in saved])
         return result
 
     async def _run_checker(self) -> None:

@@ -18,7 +18,7 @@ from typing import IO, Any
 
 from toolscript.processes import stop_process
 
-__all__ = ["LaunchedGateway", "gateway_command", "start_gateway"]
+__all__ = ["LaunchedGateway", "gateway_command", "start_gateway", "wait_for_url"]
 
 
 def gateway_command(*args: str) -> list[str]:
@@ -78,6 +78,11 @@ def start_gateway(
     else:
         url = _read_line(process, deadline)
     return LaunchedGateway(process, url)
+
+
+def wait_for_url(process: subprocess.Popen[str], wait: float = 120.0) -> LaunchedGateway:
+    """A gateway spawned earlier (with stdout a pipe): wait up to ``wait`` seconds for its URL."""
+    return LaunchedGateway(process, _read_line(process, time.monotonic() + wait))
 
 
 def _read_line(process: subprocess.Popen[str], deadline: float) -> str:

@@ -93,8 +93,13 @@ def serve(
     previous: dict[str, Any] | None = None,
     warm_checker: bool = True,
     infer_results: bool = True,
+    search_index: bool = True,
 ) -> None:
     """Serve until SIGINT/SIGTERM; ``announce`` gets the URL once every server has been tried.
+
+    Nothing that can wait comes before the URL: the warm checker and the search model start
+    after it (``Gateway.url_announced``). ``search_index`` False: a gateway for one script's
+    calls (exec's), which builds no search index.
 
     ``previous`` is the state of another gateway of the project that ran when this one
     started (``mark_starting``): it is named in a warning, and found again after this one.
@@ -125,6 +130,8 @@ def serve(
         warm_checker=warm_checker,
         telemetry=telemetry_from_environment(),
         infer_results=infer_results,
+        after_url=True,
+        search_index=search_index,
     )
     state_dir = cache if write_state else None
     app = TokenGuard(
@@ -189,8 +196,13 @@ def serve(
                 await asyncio.sleep(0.01)
             if state_dir is not None:
                 write_gateway_state(state_dir, state)
-            log.info("listening on %s", gateway_url(host, port, "<token>"))
+            log.info(
+                "listening on %s (%.2f s after the process started)",
+                gateway_url(host, port, "<token>"),
+                _since_process_start(),
+            )
             (announce or _print_url)(url)
+            gateway.url_announced()
             # stdout carried the URL; a print() in an internal tool goes to the log
             sys.stdout = sys.stderr
             await serving
@@ -203,6 +215,12 @@ def serve(
 
     asyncio.run(main())
     sock.close()
+
+
+def _since_process_start() -> float:
+    import psutil
+
+    return time.time() - psutil.Process().create_time()
 
 
 def _print_url(url: str) -> None:

@@ -188,6 +188,11 @@ class RunBook:
 
     # -- registration ----------------------------------------------------------
 
+    @property
+    def live(self) -> int:
+        """How many runs are under way (registered, not ended)."""
+        return len(self._by_token)
+
     def by_token(self, token: str) -> str | None:
         """The id of the live run whose token is ``token`` (the guard's question)."""
         run = self._by_token.get(token)

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import signal
+import subprocess
 import sys
 import threading
 from collections.abc import Callable, Coroutine
@@ -53,7 +54,7 @@ from toolscript.execution.sandbox import (
     Script,
     run_toolscript,
 )
-from toolscript.gateway.launch import LaunchedGateway, start_gateway
+from toolscript.gateway.launch import LaunchedGateway, start_gateway, wait_for_url
 from toolscript.outputs import output_file, visible_controls
 from toolscript.paths import find_config_path, project_state_dir
 from toolscript.processes import signal_quietly
@@ -218,10 +219,16 @@ class Backend:
     lifeline: Lifeline
     cwd: Path = field(default_factory=Path.cwd)
     memory_mb: int = 512
+    # the face's own gateway, spawned before the face's imports (``spawn_owned_gateway``)
+    early: subprocess.Popen[str] | None = None
     _url: str | None = None
     _owned: LaunchedGateway | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _http: httpx.AsyncClient = field(default_factory=lambda: httpx.AsyncClient(timeout=120))
+
+    def __post_init__(self) -> None:
+        if self.early is not None:
+            self.lifeline.watch(self.early.pid, group=False)
 
     # -- the gateway ---------------------------------------------------------------------
     def gateway_url(self, *, stale: str | None = None) -> str:
@@ -248,6 +255,14 @@ class Backend:
         require_trust(find_config_path(self.config, self.cwd))
 
     def _start_owned(self) -> str:
+        early, self.early = self.early, None
+        if early is not None:
+            gateway = wait_for_url(early, OWNED_START_WAIT)
+            if gateway.url:
+                self._owned = gateway
+                return gateway.url
+            gateway.stop(5)  # it did not start: a new one says why
+            self.lifeline.forget(early.pid, group=False)
         self._refuse_untrusted()
         if self._owned is not None:
             self._owned.stop(20)
@@ -277,6 +292,9 @@ class Backend:
         """Stop the gateway this face started (with its servers), if any."""
         with self._lock:
             owned, self._owned, self._url = self._owned, None, None
+            early, self.early = self.early, None
+        if early is not None:  # spawned, never asked for
+            owned = LaunchedGateway(early, "")
         if owned is not None:
             owned.stop(20)
             self.lifeline.forget(owned.process.pid, group=False)

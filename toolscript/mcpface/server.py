@@ -14,6 +14,7 @@ import os
 import secrets
 import signal
 import socket
+import subprocess
 import sys
 from collections.abc import Awaitable
 from pathlib import Path
@@ -286,13 +287,22 @@ async def _serve_http(server: Server[Any], listener: socket.socket, token: str) 
         group.cancel_scope.cancel()
 
 
-def serve(*, config: str | None, cache: str | None, cache_dir: Path, http: bool, port: int) -> None:
-    """Serve until the client disconnects (stdio) or a signal; then stop what was started."""
+def serve(
+    *,
+    config: str | None,
+    cache: str | None,
+    cache_dir: Path,
+    http: bool,
+    port: int,
+    early: subprocess.Popen[str] | None = None,
+) -> None:
+    """Serve until the client disconnects (stdio) or a signal; then stop what was started.
+    ``early``: the face's own gateway, spawned before the face's imports."""
     listener = _listen(port) if http else None
 
     async def main() -> None:
         with Lifeline(catch_signals=False) as lifeline:
-            backend = Backend(config, cache, lifeline)
+            backend = Backend(config, cache, lifeline, early=early)
             server = build_server(backend)
             try:
                 async with anyio.create_task_group() as group:

@@ -1,0 +1,134 @@
+"""What a gateway does before its URL is out, and what waits (issue 45): the warm checker
+and the search model start after the URL, once no run is under way; a gateway for one
+script's calls builds no search index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from toolscript.config import Config, SearchConfig
+from toolscript.execution.locate import private_gateway_args
+from toolscript.gateway import core
+from toolscript.gateway.core import Gateway
+
+
+class FakeChecker:
+    """Stands for the warm checker: records when the gateway starts it."""
+
+    def __init__(self) -> None:
+        self.started = anyio.Event()
+
+    def module_changed(self, *args: Any) -> None:
+        pass
+
+    def status(self) -> dict[str, Any]:
+        return {"state": "off"}
+
+    async def run(self) -> None:
+        self.started.set()
+        await anyio.sleep_forever()
+
+
+def gateway(tmp_path: Path, **options: Any) -> Gateway:
+    config = Config(path=None, project_dir=tmp_path)
+    made = Gateway(
+        config,
+        cache=tmp_path / "cache",
+        search=SearchConfig(semantic=False, cache=False),
+        **options,
+    )
+    made.checker = FakeChecker()  # type: ignore[assignment]
+    return made
+
+
+def test_the_checker_waits_for_the_url_and_for_no_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(core, "IDLE_BEFORE_BACKGROUND", 0.3)
+    served = gateway(tmp_path, after_url=True)
+    checker: FakeChecker = served.checker  # type: ignore[assignment]
+
+    async def main() -> None:
+        async with served.running():
+            await anyio.sleep(0.6)
+            assert not checker.started.is_set(), "the checker started before the URL was out"
+            run = await served.runs.register()
+            served.url_announced()
+            await anyio.sleep(0.6)
+            assert not checker.started.is_set(), "the checker started while a run was under way"
+            await served.runs.end(run.id, 0)
+            with anyio.fail_after(5):
+                await checker.started.wait()
+
+    anyio.run(main)
+
+
+def test_without_a_runner_the_checker_starts_when_ready(tmp_path: Path) -> None:
+    """A gateway served in-process (tests, the app's test client) has no URL to wait for."""
+    served = gateway(tmp_path)
+    checker: FakeChecker = served.checker  # type: ignore[assignment]
+
+    async def main() -> None:
+        async with served.running():
+            with anyio.fail_after(5):
+                await checker.started.wait()
+
+    anyio.run(main)
+
+
+def test_a_gateway_for_one_run_builds_no_search_index(tmp_path: Path) -> None:
+    assert "--no-search-index" in private_gateway_args("--ephemeral", None, None, search=False)
+    assert "--no-search-index" not in private_gateway_args("--ephemeral", None, None)
+    assert "--no-search-index" not in private_gateway_args("--no-state", None, None)
+    served = gateway(tmp_path, search_index=False)
+    documents: list[Any] = []
+    served.search.set_documents = documents.append  # type: ignore[method-assign]
+
+    async def main() -> None:
+        async with served.running():
+            pass
+
+    anyio.run(main)
+    assert served.artifacts.module  # the module is built all the same
+    assert documents == []
+
+
+FACE_SPY = """
+import sys
+from toolscript.execution import locate
+
+def spy(config, cache):
+    heavy = [name for name in ("mcp.server.lowlevel", "toolscript.mcpface.server") if name in sys.modules]
+    print(heavy, flush=True)
+    raise SystemExit(17)
+
+locate.spawn_owned_gateway = spy
+sys.argv = ["toolscript", "mcp"]
+from toolscript.cli.entry import main
+main()
+"""
+
+
+def test_the_face_spawns_its_gateway_before_importing_the_mcp_sdk(tmp_path: Path) -> None:
+    """Its servers then start while the face imports (a second or more on two cores)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSCRIPT_")}
+    env["TOOLSCRIPT_HOME"] = str(tmp_path / "home")
+    done = subprocess.run(
+        [sys.executable, "-c", FACE_SPY],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 17, done.stderr
+    assert done.stdout.strip() == "[]"
