@@ -59,7 +59,8 @@ def test_list_servers_text_pipes_cleanly(tmp_path: Path) -> None:
     result = run("list-servers", cwd=tmp_path)
     assert result.returncode == 0
     lines = result.stdout.splitlines()
-    assert lines == ["github\tstdio\tGitHub issues", "docs\thttp\t"]
+    # six columns whatever the state (server, transport, state, tools, reason, description)
+    assert lines == ["github\tstdio\t\t\t\tGitHub issues", "docs\thttp\t\t\t\t"]
     assert "\x1b[" not in result.stdout
 
 
