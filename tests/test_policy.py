@@ -517,3 +517,24 @@ def test_the_mcp_face_keeps_cut_output_as_a_resource(project: Any) -> None:
     rows = result.structured_content["result"]["rows"]
     assert rows[0] == {"id": 0, "name": "row 0"} and rows[-1].endswith("more items")
     assert len(json.loads(whole)["rows"]) == 60000
+
+
+def test_a_tools_error_text_never_shows_a_configured_secret(project: Any) -> None:
+    """A server that answers isError with its own token (whole, JSON-escaped, base64, its
+    end): the script, exec's stderr and the run log see it redacted."""
+    import base64
+
+    gateway, _ = project
+    caught = exec_script(
+        gateway.directory,
+        'import { tools, ToolError } from "toolscript";\n'
+        "try { await tools.records.failLoudly({}); } catch (e) {\n"
+        "  console.log(JSON.stringify({ m: (e as ToolError).message, d: (e as ToolError).details }));\n"
+        "}\n"
+        "await tools.records.failLoudly({});\n",
+    )
+    assert caught.returncode == 1
+    seen = caught.stdout + caught.stderr
+    assert "cannot connect with" in seen
+    for form in (SECRET, base64.b64encode(SECRET.encode()).decode(), SECRET[-12:]):
+        assert form not in seen, form

@@ -8,10 +8,12 @@ Run: python records_server.py
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
 server = MCPServer("records")
@@ -53,6 +55,14 @@ def drop_table(name: str, password: str) -> str:
     """Drop a whole table (destructive; takes a password)."""
     _journal("drop_table", name=name, password=password)
     return json.dumps({"dropped": name})
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True), structured_output=False)
+def fail_loudly() -> str:
+    """Fail with the server's own token in the message, in several spellings (read-only)."""
+    token = os.environ.get("RECORDS_TOKEN", "")
+    spelled = [token, json.dumps(token), base64.b64encode(token.encode()).decode(), token[-12:]]
+    raise ToolError("cannot connect with " + " | ".join(spelled))
 
 
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True), structured_output=False)

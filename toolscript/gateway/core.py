@@ -33,6 +33,7 @@ from toolscript.errors import (
     SemanticUnavailable,
     ServerNotFoundError,
     ServerUnavailableError,
+    ToolCallError,
     ToolDeniedError,
     ToolNotFoundError,
     ToolscriptError,
@@ -59,6 +60,7 @@ from toolscript.pipeline.tasks.scripts import (
     load_verdicts,
 )
 from toolscript.processes import identity_alive, memory_of, process_identity
+from toolscript.redact import redact, redact_value
 from toolscript.runlog import RunLog, runlog_path
 from toolscript.savedscripts import (
     SCRIPTS_DIRNAME,
@@ -861,7 +863,13 @@ class Gateway:
         upstream, tool = self.tool(server, tool_name)
         self.validate(server, tool, arguments)
         result = await upstream.call_tool(tool_name, arguments)
-        shape, value = tool_result(qualified, result)
+        try:
+            shape, value = tool_result(qualified, result)
+        except ToolCallError as exc:  # an error text is a message: no configured secret in it
+            secrets = self.config.secrets
+            raise ToolCallError(
+                redact(exc.message, secrets), content=redact_value(exc.content, secrets)
+            ) from None
         if self.shapes.enabled and self.shapes.observe(qualified, tool, shape, value):
             self._types_learned = True  # built within a second, with whatever else is learned
         return shape, value
