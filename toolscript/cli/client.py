@@ -112,11 +112,11 @@ class GatewayClient:
         import json
 
         if not self.url.startswith("http://"):
-            return self.request("GET", path, params=params or None).json()
+            return for_terminal(self.request("GET", path, params=params or None).json())
         status, body = self._get(path + ("?" + _query(params) if params else ""))
         if status >= 400:
             raise GatewayResponseError.from_response(status, body)
-        return json.loads(body)
+        return for_terminal(json.loads(body))
 
     def _get(self, target: str) -> tuple[int, bytes]:
         import socket
@@ -155,6 +155,26 @@ class GatewayClient:
 
 # What a path and query may hold as they are (the rest is percent-encoded, as httpx does).
 _SAFE = "/:@!$&'()*+,;=-._~%?"
+
+
+def for_terminal(value: Any) -> Any:
+    """What a gateway answered, safe to print on a terminal: every string a server sent
+    (names, descriptions, errors, its stderr) has its control characters shown as escapes,
+    not obeyed (a title, the clipboard, a cleared screen). Piped output stays as it came."""
+    if not (sys.stdout.isatty() or sys.stderr.isatty()):
+        return value
+    from toolscript.outputs import visible_controls
+
+    def shown(item: Any) -> Any:
+        if isinstance(item, str):
+            return visible_controls(item)
+        if isinstance(item, list):
+            return [shown(part) for part in item]
+        if isinstance(item, dict):
+            return {shown(key): shown(part) for key, part in item.items()}
+        return item
+
+    return shown(value)
 
 
 def _query(params: dict[str, Any]) -> str:

@@ -292,9 +292,14 @@ def main() -> None:
     except ToolscriptError as exc:
         if debug:
             raise
-        sys.stderr.write(f"toolscript: error: {exc.message}\n")
-        if exc.hint:
-            sys.stderr.write(f"hint: {exc.hint}\n")
+        message, hint = exc.message, exc.hint
+        if sys.stderr.isatty():  # an error may quote what a server sent: shown, not obeyed
+            from toolscript.outputs import visible_controls
+
+            message, hint = visible_controls(message), hint and visible_controls(hint)
+        sys.stderr.write(f"toolscript: error: {message}\n")
+        if hint:
+            sys.stderr.write(f"hint: {hint}\n")
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)
