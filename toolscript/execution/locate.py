@@ -296,10 +296,15 @@ def note_unavailable_servers(url: str, code: str) -> None:
         namespace = re.escape(to_camel_case(server["name"]))
         if re.search(rf"""\btools\s*(?:\.\s*{namespace}\b|\[\s*["'`]{namespace}["'`])""", code):
             missing.append(f"{server['name']} ({server.get('error') or server.get('state')})")
-    if missing:
-        sys.stderr.write(
-            "toolscript: warning: not available: "
-            + "; ".join(missing)
-            + "; run `toolscript gateway start` to see why\n"
-        )
+    line = (
+        "toolscript: warning: not available: "
+        + "; ".join(missing)
+        + "; run `toolscript gateway start` to see why\n"
+    )
+    if missing and line not in _NOTED:  # said once a run, before it or after it failed
+        _NOTED.add(line)
+        sys.stderr.write(line)
         sys.stderr.flush()
+
+
+_NOTED: set[str] = set()
