@@ -214,3 +214,8 @@ def _note_mode(answer: dict[str, Any]) -> None:
     if answer.get("mode") == "keyword":
         reason = answer.get("search", {}).get("reason") or "semantic search is not ready"
         sys.stderr.write(f"note: keyword search only ({reason})\n")
+    if answer.get("hits") and answer.get("weak"):
+        sys.stderr.write(
+            "nothing matched well: no tool has a word of the request or is close to it in "
+            "meaning; the nearest tools follow. Try other words, or `toolscript list-tools`\n"
+        )

@@ -31,8 +31,45 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
 _WORD = re.compile(rf"[A-Za-z0-9]+|[{_CJK}]+")
 _CJK_CHAR = re.compile(rf"[{_CJK}]")
 _CJK_RUN = re.compile(rf"[{_CJK}]+")
+# Function words: they say nothing of what a tool does, yet in a small catalogue a rare one
+# weighs like a topic ("remember a fact about a person" found the one tool whose description
+# says "metadata about content"). Pronouns, auxiliaries, conjunctions and the like; not the
+# prepositions tools name ("scroll up", "sign out") nor "may" and "us" (a month, a country).
 STOP_WORDS = frozenset(
     [
+        "about",
+        "also",
+        "am",
+        "because",
+        "been",
+        "being",
+        "but",
+        "could",
+        "did",
+        "he",
+        "her",
+        "here",
+        "him",
+        "his",
+        "if",
+        "just",
+        "might",
+        "must",
+        "our",
+        "shall",
+        "she",
+        "should",
+        "so",
+        "such",
+        "than",
+        "they",
+        "those",
+        "too",
+        "very",
+        "we",
+        "were",
+        "whom",
+        "whose",
         "a",
         "an",
         "and",
