@@ -188,8 +188,9 @@ def _print_explained(answer: dict[str, Any]) -> None:
         rows.append(row)
     print_rows([*columns, "need"] if split else columns, rows)
     typer.echo(
-        "score = weight x semantic + (1 - weight) x keyword; semantic: the cosine scaled from "
-        "the median tool (0) to the best (1); weight: the semantic share, per query"
+        "score = weight x semantic + (1 - weight) x keyword, at most the score above it (its own "
+        "is explain.blended in --json); semantic: the cosine scaled from the median tool (0) to "
+        "the best (1); weight: the semantic share, per query"
     )
     if any((hit.get("explain") or {}).get("placed") for hit in answer["hits"]):
         typer.echo(
