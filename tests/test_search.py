@@ -644,7 +644,8 @@ def test_a_request_for_several_things_is_split_and_explained(gateway: GatewayPro
             why["semantic_weight"] * why["semantic"]
             + (1 - why["semantic_weight"]) * (why["keyword"])
         )
-        assert hit["score"] == pytest.approx(blended, abs=2e-4)
+        assert why["blended"] == pytest.approx(blended, abs=2e-4)
+        assert hit["score"] <= why["blended"]  # at most the score of the hit above
         assert why["need"] in (None, *answer["needs"])
     memory = next(hit for hit in top if hit["server"] == "memory")
     assert memory["explain"]["need"] == "remember it in my knowledge graph"
@@ -717,6 +718,7 @@ def test_cli_search_explain(gateway: GatewayProcess) -> None:
         ).stdout
     )
     assert set(as_json["hits"][0]["explain"]) == {
+        "blended",
         "keyword",
         "semantic",
         "cosine",

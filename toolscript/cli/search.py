@@ -189,8 +189,9 @@ def _print_explained(answer: dict[str, Any], header: bool = False) -> None:
         rows.append(row)
     print_rows([*columns, "need"] if split else columns, rows, header=header)
     typer.echo(
-        "score = weight x semantic + (1 - weight) x keyword; semantic: the cosine scaled from "
-        "the median tool (0) to the best (1); weight: the semantic share, per query"
+        "score = weight x semantic + (1 - weight) x keyword, at most the score above it (its own "
+        "is explain.blended in --json); semantic: the cosine scaled from the median tool (0) to "
+        "the best (1); weight: the semantic share, per query"
     )
     if any((hit.get("explain") or {}).get("placed") for hit in answer["hits"]):
         typer.echo(
@@ -215,3 +216,8 @@ def _note_mode(answer: dict[str, Any]) -> None:
     if answer.get("mode") == "keyword":
         reason = answer.get("search", {}).get("reason") or "semantic search is not ready"
         sys.stderr.write(f"note: keyword search only ({reason})\n")
+    if answer.get("hits") and answer.get("weak"):
+        sys.stderr.write(
+            "nothing matched well: no tool has a word of the request or is close to it in "
+            "meaning; the nearest tools follow. Try other words, or `toolscript list-tools`\n"
+        )

@@ -555,6 +555,9 @@ def build_app(gateway: Gateway) -> Litestar:
             "needs": needs,
             # the needs the request implies (a file to write, a place's coordinates), by index
             "implied": [number for number, need in enumerate(needs) if is_implied(need)],
+            # nothing matched well (no word of the request in any tool, none close in
+            # meaning): the hits are only the nearest tools
+            "weak": any(hit.weak for hit in hits),
             "hits": [
                 hit.to_dict()
                 | {"call": calls.get((hit.server, hit.tool))}

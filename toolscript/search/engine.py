@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple, TypedDict, Unpack
 
@@ -94,6 +94,13 @@ IMPLIED_WITHIN = 3
 # Chosen on the dev half of whole tasks (x1.1 changed nothing; x1.2 to x1.5 put the same
 # server's geocoder first in the same three tasks), checked on the test half (no change).
 SAME_SERVER = 1.25
+# A request none of whose words is in any tool's text, and whose nearest tool by meaning has a
+# cosine under WEAK_COSINE, matched nothing: its hits are flagged ``weak``. Nonsense requests
+# reach cosines of 0.13 to 0.32 with the default model on LiveMCPBench's 527 tools ("xyzzy
+# plugh" 0.20, 0.18 on the test servers' 36); a real one without any word of the catalogue
+# ("what is 17% of 2345") 0.21. The highest value that flagged no query of any set
+# (bench/search_quality.py's sets on the 527 tools); a flag, not a cut: hits still show.
+WEAK_COSINE = 0.2
 
 
 # The gateway's search settings are the config's ``search`` section, overridden by options.
@@ -115,6 +122,11 @@ class Hit:
     # "keyword" or "semantic": that retriever's best, placed in the first BESTS_WITHIN
     # although the blend ranked it lower (see ``_with_bests``)
     placed: str | None = None
+    # its score in its own ranking (the need's, or the whole request's); ``score`` is that,
+    # at most the score of the hit above it (``_in_rank_order``)
+    blended: float | None = None
+    # nothing matched the request well (``_matched_nothing``): these are only the nearest
+    weak: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -137,6 +149,8 @@ class Hit:
             return None if value is None else round(value, 4)
 
         return {
+            # the score in the hit's own ranking: ``score`` is at most the one above it's
+            "blended": round(self.score if self.blended is None else self.blended, 4),
             "keyword": round(self.keyword, 4),
             "semantic": rounded(self.semantic_part),
             "cosine": rounded(self.semantic),
@@ -457,7 +471,10 @@ class SearchEngine:
                 implied = _preferring(implied, takers)
                 needs = [*needs, PLACE_COORDINATES]
                 merged = _first_hits([*rankings, implied], limit)
-        return [hit for _, hit in merged], mode, needs
+        ranked = _in_rank_order([hit for _, hit in merged])
+        if mode != "keyword" and _matched_nothing(lexical, query, cosines):
+            ranked = [replace(hit, weak=True) for hit in ranked]
+        return ranked, mode, needs
 
     def _implied(
         self, lexical: LexicalIndex, semantic: _Semantic, mode: str
@@ -697,6 +714,31 @@ def _first_hits(rankings: list[list[tuple[int, Hit]]], limit: int) -> list[tuple
         if len(hits) >= limit:
             break
     return hits
+
+
+def _matched_nothing(lexical: LexicalIndex, query: str, cosines: list[Any]) -> bool:
+    """Whether nothing matches ``query``: no word of it is in any tool's text and no tool is
+    close in meaning to it or to any of its needs (every cosine under ``WEAK_COSINE``). Both
+    halves scale their scores per query, so the nearest tools of "xyzzy plugh" score as
+    high as a real query's (0.40): only these unscaled readings tell them apart."""
+    if lexical.says_a_word(query):
+        return False
+    return all(float(values.max()) < WEAK_COSINE for values in cosines if values is not None)
+
+
+def _in_rank_order(hits: list[Hit]) -> list[Hit]:
+    """``hits`` with scores that do not rise down the list: each at most the one above it's.
+    A split request's list puts each need's best after the whole request's whatever their
+    scores (0.96, 0.99, ...), and a thinly described best keeps a place in the first five
+    (``_with_bests``): the order is the answer, so the scores shown follow it. Each hit's
+    own score stays in ``blended`` (``--explain``); as none is lowered below the next
+    one's own, none falls under the threshold."""
+    ranked: list[Hit] = []
+    ceiling = float("inf")
+    for hit in hits:
+        ceiling = min(ceiling, hit.score)
+        ranked.append(replace(hit, score=ceiling, blended=hit.score))
+    return ranked
 
 
 def _merged(rankings: list[list[tuple[int, Hit]]]) -> Iterator[tuple[int, Hit]]:

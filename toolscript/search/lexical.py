@@ -179,7 +179,7 @@ class LexicalIndex:
         """The keyword score (0 to 1) of every document matching at least one query word."""
         tokens, every = query_tokens(query)
         implied = implied_words(query)
-        totals = self._bm25(tokens, implied)
+        totals, strength = self._bm25(tokens, implied)
         best = max(totals.values(), default=0.0)
         if best <= 0:
             return {}
@@ -199,15 +199,22 @@ class LexicalIndex:
         for index, credit in covered.items():
             if index in scores:  # a named tool counts when its text matches too
                 scores[index] += NAME_WEIGHT * credit / self._name_sizes[index]
+        if strength < 1.0:  # no word of the query is in any tool: only synonyms or typos
+            return {index: score * strength for index, score in scores.items()}
         return scores
+
+    def says_a_word(self, query: str) -> bool:
+        """Whether a word of ``query`` (not a stop word) is in some tool's text as it is."""
+        return any(token in self._postings for token in query_tokens(query)[0])
 
     def bm25(self, query: str) -> dict[int, float]:
         """BM25 score of every document matching at least one query word."""
-        return self._bm25(tokenize(query), implied_words(query))
+        return self._bm25(tokenize(query), implied_words(query))[0]
 
-    def _bm25(self, said: list[str], implied: list[str]) -> dict[int, float]:
+    def _bm25(self, said: list[str], implied: list[str]) -> tuple[dict[int, float], float]:
         """``bm25`` of a query whose words are ``said`` and whose implied words ``implied``,
-        by tool in tool order."""
+        by tool in tool order; and the weight of its strongest word (1: a word of the query
+        is in some tool's text; less: only its synonyms or close words are)."""
         tokens = list(dict.fromkeys(said))
         unknown = [token for token in tokens if token not in self._postings]
         if len(unknown) > MOST_UNKNOWN_WORDS:  # pasted data, not words to correct
@@ -222,6 +229,7 @@ class LexicalIndex:
             for related in SYNONYMS.get(token, ()):
                 if related in self._postings and related not in tokens:
                     weighted[related] = max(weighted.get(related, 0.0), SYNONYM_WEIGHT)
+        strength = max(weighted.values(), default=0.0)
         if self._arrays is not None:
             import numpy
 
@@ -230,10 +238,10 @@ class LexicalIndex:
                 indices, parts = self._arrays[word]
                 dense[indices] += weight * self._idf[word] * parts
             matched = numpy.flatnonzero(dense)  # every part is positive
-            return dict(zip(matched.tolist(), dense[matched].tolist(), strict=True))
+            return dict(zip(matched.tolist(), dense[matched].tolist(), strict=True)), strength
         totals: dict[int, float] = defaultdict(float)
         for word, weight in weighted.items():
             scaled = weight * self._idf[word]
             for index, part in self._postings[word]:
                 totals[index] += scaled * part
-        return dict(sorted(totals.items()))  # in tool order, as the arrays give them
+        return dict(sorted(totals.items())), strength  # in tool order, as the arrays give
