@@ -303,7 +303,10 @@ def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
     gateway = GatewayProcess({}, tmp_path)
     try:
         port = gateway.url.split(":")[2].split("/")[0]
-        result = toolscript_cli("gateway", "start", "--port", port, cwd=tmp_path, timeout=30)
+        other = tmp_path / "other"  # another project: one gateway per project is its own error
+        other.mkdir()
+        (other / ".toolscript.json").write_text("{}")
+        result = toolscript_cli("gateway", "start", "--port", port, cwd=other, timeout=30)
         assert result.returncode == 2
         assert "cannot listen" in result.stderr
     finally:
