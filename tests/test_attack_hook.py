@@ -9,7 +9,7 @@ from toolscript.hooks import approval_reason
 
 BYPASSES = [
     # awk's system() spells the subcommand from two strings
-    "awk 'BEGIN{system(\"toolscript appr\" \"ove 20261125-224449-d2a817\")}'",
+    'awk \'BEGIN{system("toolscript appr" "ove 20261125-224449-d2a817")}\'',
     # a file named approve (made without naming it), then a glob that matches it
     "python3 -c \"open('appr'+'ove','w')\"; toolscript appr?ve 20261125-224502-1f26c4",
     "toolscript appr[o]ve RUN",
