@@ -10,6 +10,7 @@ Bash command that could approve calls (``approval_reason``).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -205,7 +206,10 @@ def _cleanup(session_id: str) -> None:
 # the side of asking: a command is read as the shell would read it (quotes and backslash
 # escapes dropped, simple VAR=value assignments expanded), and any command that names an
 # approval, the files that hold the gateway's own token or the run log, or hides what it
-# runs is put to the person.
+# runs is put to the person. Hiding includes what the shell or a program computes when it
+# runs (``_hidden_reason``): globs and brace lists, a ``$`` subcommand, joined strings,
+# percent codes, a file written and run in one command line; and ``toolscript mcp``, whose
+# client (which the agent could write) answers approval prompts.
 
 _OPERATORS = frozenset({";", "&&", "||", "|", "|&", "&", "(", ")", "{", "}", "!", "\n"})
 _PREFIXES = frozenset(
@@ -234,8 +238,10 @@ _PREFIXES = frozenset(
 )
 _SHELLS = re.compile(r"(?:.*/)?(?:(?:ba|z|da|k|fi|c|tc|mk|y)?sh|busybox)")
 _INTERPRETERS = re.compile(
-    r"(?:.*/)?(?:python[0-9.]*|pypy[0-9.]*|perl|ruby|node|nodejs|php|deno|bun|lua|tclsh|osascript|uv|uvx)"
+    r"(?:.*/)?(?:python[0-9.]*|pypy[0-9.]*|perl|ruby|node|nodejs|php|deno|bun|lua|tclsh|osascript|uv|uvx"
+    r"|[gmn]?awk)"
 )
+_AWK = re.compile(r"(?:.*/)?[gmn]?awk")
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.DOTALL)
 _ESCAPE_CODES = re.compile(r"\\(?:x[0-9A-Fa-f]{2}|[0-7]{3}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8})")
 # Named anywhere in the command (read with its quotes dropped): what reaches approvals.
@@ -359,8 +365,11 @@ def approval_reason(command: str) -> str | None:
                 return reason
     if _PYTHON_IMPORT.search(command):
         return "it runs toolscript's own code outside its commands"
+    hidden = _hidden_reason(command, list(words))
+    if hidden is not None:
+        return hidden
     commands = _commands(list(words))
-    runners = {Path(command[0]).name for command in commands}
+    runners = {_program(command[0]) for command in commands}
     for word in words:
         if "approv" in word.lower() and (
             not any(space in word for space in " \t\n")
@@ -370,7 +379,7 @@ def approval_reason(command: str) -> str | None:
         ):
             return "it approves toolscript calls"
     for index, command_words in enumerate(commands):
-        name = Path(command_words[0]).name
+        name = _program(command_words[0])
         rest = command_words[1:]
         if name in ("eval", "source", ".") or (name == "exec" and rest):
             return "it runs text as a command (eval), which hides what it runs"
@@ -410,6 +419,200 @@ def approval_reason(command: str) -> str | None:
         if decoded or "$(" in command or "`" in command:
             return "it decodes text and runs it, which hides what it runs"
     return None
+
+
+_GLOB = re.compile(r"[*?\[\]]")
+# Names a glob or a computed word could reach: the subcommand, the program, the run log, the
+# token files' folders, the prompt endpoint.
+_HIDDEN_NAMES = (
+    "approve",
+    "toolscript",
+    "prompt",
+    "approvals",
+    "runs.sqlite",
+    "gateways",
+    "sessions",
+)
+# Quoted pieces joined by an operator or nothing: 'appr'+'ove', "tool" . "script", "a" "b".
+_JOINS = re.compile(r"""["']\s*(?:\+|\.\.?|,|<>|\|\|)?\s*["']""")
+_PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
+# toolscript's folders: ~/.cache/toolscript and ~/.local/state/toolscript (or the XDG ones)
+_USER_DIRS = re.compile(
+    r"(?:^|[\s=:'\"])(?:~|\$\{?HOME\}?|/(?:home|Users)/[^/\s]+|/root)?/*"
+    r"(?:\.cache|\.local/+state)(?=/|$|[\s'\"])(/+[^\s/'\"]*)?"
+)
+_LOOPBACK_RUNS = re.compile(
+    r"(?:localhost|127\.\d+\.\d+\.\d+|\[::1\]|0\.0\.0\.0|\$\{?\w+\}?)(?::\d+)?/\S*runs/",
+    re.IGNORECASE,
+)
+_WRITERS_TO_LAST = frozenset({"cp", "mv", "install", "ln", "rsync", "scp"})
+_RUNNERS_OF_FILES = frozenset({"make", "gmake", "source", ".", "exec", "just", "ninja"})
+
+
+def _braces(word: str, limit: int = 64) -> list[str]:
+    """``word`` after the shell's brace expansion of ``{a,b}`` lists (``{appr,}ove``)."""
+    found = re.search(r"\{([^{}]*,[^{}]*)\}", word)
+    if found is None:
+        return [word]
+    out: list[str] = []
+    for part in found[1].split(","):
+        out += _braces(word[: found.start()] + part + word[found.end() :], limit)
+        if len(out) >= limit:
+            break
+    return out[:limit]
+
+
+def _glob_reaches(word: str) -> bool:
+    """Whether a part of the glob ``word`` (``appr?ve``, ``tool*``, ``r*.sqlite``) matches
+    one of the names that reach approvals. Parts with fewer than two plain characters
+    (``*``, ``*.py`` aside) are too loose to read."""
+    from fnmatch import fnmatchcase
+
+    for part in re.split(r"[/=]", word):
+        if not _GLOB.search(part) or len(re.sub(r"\[[^\]]*\]|[*?]", "", part)) < 2:
+            continue
+        if any(fnmatchcase(name, part.lower()) for name in _HIDDEN_NAMES):
+            return True
+    return False
+
+
+def _reaches_user_dirs(word: str) -> bool:
+    """Whether ``word`` names ~/.cache or ~/.local/state themselves, or a folder in them
+    by a glob or a prefix of "toolscript" (``~/.cache/tool*``, ``~/.local/state/t``)."""
+    for found in _USER_DIRS.finditer(word):
+        child = (found[1] or "").strip("/")
+        if not child or _GLOB.search(child) or "toolscript".startswith(child.lower()):
+            return True
+    return False
+
+
+def _toolscript_subcommand(words: list[str]) -> tuple[str, bool] | None:
+    """The word after a ``toolscript`` word (a path or python -m too) or a bare ``$VAR``
+    that may hold it, past its options (``--config FILE``): the subcommand as written ("" when
+    none follows), and whether the program was named toolscript. None without either."""
+    for index, word in enumerate(words):
+        named = Path(word.strip("\"'[],")).name.lower() in ("toolscript", "toolscript.exe")
+        if not named and not re.fullmatch(r"\$\{?\w+\}?", word):
+            continue
+        rest = iter(words[index + 1 :])
+        for following in rest:
+            if following in ("-c", "--config", "--cache-dir"):
+                next(rest, None)
+            elif not following.startswith("-"):
+                return following.strip("\"'[],"), named
+        return "", named
+    return None
+
+
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1[^\n]*\n.*?(?:\n\2(?=\n|$)|$)", re.DOTALL)
+_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<", "<<", "<<<", "<>"})
+
+
+def _written_then_run(command: str) -> bool:
+    """Whether the command line writes a file (a redirect, tee, cp/mv, a download) and then
+    runs it: as the program, or with a shell, interpreter, make or source."""
+    words = _words(_HEREDOC.sub("<< EOF", command).replace("\n", " ; "))
+    written: set[str] = set()
+    runs: list[list[str]] = [[]]
+    after_redirect = False
+    for index, word in enumerate(words):
+        following = words[index + 1] if index + 1 < len(words) else ""
+        if word in _REDIRECTS or (set(word) <= set("<>&|") and ">" in word):
+            if ">" in word and following:
+                written.add(os.path.normpath(following))
+            after_redirect = True
+            continue
+        if word in _OPERATORS or set(word) <= set(";&|()"):
+            runs.append([])
+        elif after_redirect:
+            after_redirect = False  # the redirect's target, not a word of the command
+        else:
+            runs[-1].append(word)
+        if word.startswith("of=") and word[3:]:
+            written.add(os.path.normpath(word[3:]))
+    for segment in runs:
+        for command_words in _readings(segment):
+            name = _program(command_words[0])
+            if name in ("curl", "wget"):  # what a download writes (a compiler's -o is not text)
+                written.update(
+                    os.path.normpath(value)
+                    for option, value in itertools.pairwise(command_words)
+                    if option in ("-o", "-O", "--output", "--output-document") and value
+                )
+            elif name == "tee":
+                written.update(os.path.normpath(w) for w in command_words[1:] if w[:1] != "-")
+            elif name in _WRITERS_TO_LAST and len(command_words) > 2 and command_words[-1]:
+                written.add(os.path.normpath(command_words[-1]))
+            elif written and (
+                os.path.normpath(command_words[0]) in written
+                or (
+                    (
+                        _SHELLS.fullmatch(name)
+                        or _INTERPRETERS.fullmatch(name)
+                        or name in _RUNNERS_OF_FILES
+                    )
+                    and any(os.path.normpath(w) in written for w in command_words[1:] if w)
+                )
+            ):
+                return True
+    return False
+
+
+def _hidden_reason(command: str, words: list[str]) -> str | None:
+    """The checks for words the shell or another program computes when it runs: globs,
+    brace lists, $ expansions, percent codes, joined strings, files written and then run."""
+    decoded = _PERCENT.sub(lambda m: chr(int(m[1], 16)), command)
+    joined = _JOINS.sub("", command)
+    expanded = " ".join(part for word in words for part in _braces(word))
+    for seen in (decoded, joined, expanded):
+        if seen == command:
+            continue
+        for pattern, reason in _MENTIONS:
+            if pattern.search(seen) and not pattern.search(command):
+                return reason + " (spelled so that it is only whole when it runs)"
+    plain = command.lower()
+    for name in ("approv", "toolscript", "prompt"):
+        if joined.lower().count(name) > plain.count(name) or (
+            expanded.lower().count(name) > " ".join(words).lower().count(name)
+        ):
+            return "it joins pieces of text into a toolscript command, which hides what it runs"
+    if re.search(r"appr(?:[^o\s]|$)|appro(?:[^v\s]|$)", plain) and re.search(
+        r"appr[%$\[{?*'\"`+\\]|appro[%$\[{?*'\"`+\\]|\btoolscript\b[^;&|]*\bappr", plain
+    ):
+        return "it spells part of an approval, which hides what it runs"
+    for word in words:
+        if not any(space in word for space in " \t\n") and _glob_reaches(word):
+            return "a glob in it could name toolscript's approvals or files"
+        if _reaches_user_dirs(word):
+            return "it reaches into the folders that hold the gateway's own token or the run log"
+        if _LOOPBACK_RUNS.search(word):
+            return "it calls a local gateway's runs, where prompts are answered"
+    found = _toolscript_subcommand(words)
+    if found is not None:
+        subcommand, named = found
+        if subcommand == "mcp":
+            return (
+                "it starts toolscript's MCP face, whose client answers approval prompts "
+                "(an MCP client starts it, an agent never needs to)"
+            )
+        if named and re.search(r"[$`*?\[\]{}]", subcommand):
+            return "toolscript's command is computed when it runs, which hides what it runs"
+    if _written_then_run(command):
+        return "it writes a file and runs it in the same command, which hides what it runs"
+    for command_words in _commands(list(words)):
+        name = _program(command_words[0])
+        if name == "sqlite3" and any(
+            _USER_DIRS.search(w) or (_GLOB.search(w) and " " not in w) for w in command_words[1:]
+        ):
+            return "it opens a database in toolscript's folders, where the run log lives"
+        if _AWK.fullmatch(name) and any("toolscript" in w.lower() for w in command_words[1:]):
+            return "it runs toolscript from a program's text, which hides what it runs"
+    return None
+
+
+def _program(word: str) -> str:
+    """The program a command word names: its file name (``.`` stays ``.``: Path drops it)."""
+    return word if word in (".", "..") else Path(word).name
 
 
 def _piped_into(words: list[str], command_words: list[str]) -> bool:

@@ -5,7 +5,7 @@ input=$(cat)
 toolscript_bin=${TOOLSCRIPT_BIN:-toolscript}
 if ! command -v "$toolscript_bin" >/dev/null 2>&1; then
   case "$input" in
-    *approv*|*runs.sq*|*/prompt*|*unlog*|*RunLog*|*/toolscript/*)
+    *appr*|*runs.sq*|*r?ns.sq*|*/prom*|*unlog*|*RunLog*|*/toolscript/*|*/tool[*?[]*|*%6[fF]*|*sqlite3*.local/state*|*.cache/[*?[]*|*toolscript*mcp*)
       printf '%s\n' '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask", "permissionDecisionReason": "toolscript: this approves tool calls; a person must decide"}}'
       ;;
   esac
