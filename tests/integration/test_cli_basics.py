@@ -6,8 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from helpers import toolscript_cli
-
+from tests.helpers import toolscript_cli
 from toolscript import __version__
 
 

@@ -8,7 +8,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import GatewayProcess, fixture_server, python_bin, running_gateway, toolscript_cli
+
+from tests.helpers import (
+    GatewayProcess,
+    fixture_server,
+    python_bin,
+    running_gateway,
+    toolscript_cli,
+)
 
 
 def run(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:

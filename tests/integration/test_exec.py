@@ -11,7 +11,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from helpers import (
+
+from tests.helpers import (
     GatewayProcess,
     clean_env,
     fixture_server,
@@ -19,7 +20,6 @@ from helpers import (
     running_gateway,
     toolscript_cli,
 )
-
 from toolscript.gateway.state import gateway_state_file
 
 

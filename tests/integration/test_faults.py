@@ -17,8 +17,8 @@ from typing import Any
 
 import psutil
 import pytest
-from helpers import SERVERS, GatewayProcess, running_gateway, toolscript_cli
 
+from tests.helpers import SERVERS, GatewayProcess, running_gateway, toolscript_cli
 from toolscript.gateway.state import gateway_state_file
 
 FAULTY = SERVERS / "faulty_server.py"

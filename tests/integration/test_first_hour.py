@@ -16,7 +16,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from helpers import (
+
+from tests.helpers import (
     GatewayProcess,
     clean_env,
     fixture_server,
@@ -25,7 +26,7 @@ from helpers import (
     toolscript_cli,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GHOST = {"command": "no-such-program-for-toolscript"}
 
 

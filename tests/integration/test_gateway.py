@@ -13,7 +13,8 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
-from helpers import (
+
+from tests.helpers import (
     GatewayProcess,
     background_server,
     fixture_server,
@@ -23,7 +24,6 @@ from helpers import (
     running_gateway,
     toolscript_cli,
 )
-
 from toolscript.gateway.state import gateway_state_file
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from helpers import GatewayProcess, clean_env, fixture_server, running_gateway, toolscript_cli
+
+from tests.helpers import GatewayProcess, clean_env, fixture_server, running_gateway, toolscript_cli
 
 
 @pytest.fixture(scope="module")
@@ -279,7 +280,7 @@ def test_a_planted_state_file_does_not_redirect_exec(tmp_path: Path) -> None:
 def test_secrets_expanded_into_args_never_reach_health_or_the_log(tmp_path: Path) -> None:
     """A server echoes its arguments to stderr and exits: whole or in part, the secret that
     ${VAR} put in its args must not show."""
-    from helpers import GatewayProcess as Gateway
+    from tests.helpers import GatewayProcess as Gateway
 
     secret = "sk-live-4f9a8b7c6d5e4f3a2b1c"
     script = 'echo "starting with token $0" >&2; echo "key prefix $(printf %s "$0" | cut -c1-10)" >&2; exit 3'

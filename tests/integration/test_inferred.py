@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from helpers import SERVERS, GatewayProcess, node_server, toolscript_cli
+from tests.helpers import SERVERS, GatewayProcess, node_server, toolscript_cli
 
 RECORDS = SERVERS / "records_server.py"
 

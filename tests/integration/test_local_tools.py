@@ -12,7 +12,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from helpers import GatewayProcess, clean_env, python_bin, running_gateway
+
+from tests.helpers import GatewayProcess, clean_env, python_bin, running_gateway
 
 INTERNAL = '''"""Tools that run inside the gateway."""
 import os

@@ -18,11 +18,11 @@ import anyio
 import httpx
 import psutil
 import pytest
-from helpers import clean_env, fixture_server, python_bin, running_gateway
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.helpers import clean_env, fixture_server, python_bin, running_gateway
 from toolscript.gateway.state import gateway_state_file
 from toolscript.processes import stop_process
 

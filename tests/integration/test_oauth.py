@@ -18,8 +18,8 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import GatewayProcess, free_port, toolscript_cli, wait_for_port
 
+from tests.helpers import GatewayProcess, free_port, toolscript_cli, wait_for_port
 from toolscript.hooks import _status_line
 from toolscript.processes import stop_process
 

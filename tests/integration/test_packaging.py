@@ -13,7 +13,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_wheel_ships_every_module_schema_and_template(tmp_path: Path) -> None:

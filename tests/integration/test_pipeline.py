@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import clean_env, deno_check, fixture_server, python_bin
-from schemas_corpus import TRICKY_TOOLS
 
+from tests.helpers import clean_env, deno_check, fixture_server, python_bin
+from tests.schemas_corpus import TRICKY_TOOLS
 from toolscript.config import Config, ServerConfig
 from toolscript.pipeline.artifacts import Artifacts, CacheLayout
 from toolscript.pipeline.sources import SnapshotSource
@@ -73,8 +73,8 @@ def test_tricky_schemas_type_check(tmp_path: Path, deno_dir: Path) -> None:
 
 def test_reference_server_schemas_type_check(tmp_path: Path, deno_dir: Path) -> None:
     import anyio
-    from helpers import node_server
 
+    from tests.helpers import node_server
     from toolscript.upstream.connect import fetch_tools_once
 
     servers = [
@@ -240,7 +240,7 @@ def test_artifacts_load_fragments(tmp_path: Path) -> None:
 
 
 def test_standalone_doit_matches_the_gateway(tmp_path: Path) -> None:
-    from helpers import running_gateway
+    from tests.helpers import running_gateway
 
     config = {
         "mcpServers": {"time": {"command": python_bin("mcp-server-time")}, "fx": fixture_server()},
@@ -295,7 +295,7 @@ def test_standalone_doit_matches_the_gateway(tmp_path: Path) -> None:
 def test_standalone_doit_without_the_semantic_extra(tmp_path: Path) -> None:
     import sqlite3
 
-    from helpers import hide_semantic_extra
+    from tests.helpers import hide_semantic_extra
 
     config = {"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}}
     (tmp_path / "dodo.py").write_text("from toolscript.pipeline.dodo import *  # noqa: F403\n")

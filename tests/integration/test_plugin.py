@@ -13,7 +13,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from helpers import (
+
+from tests.helpers import (
     ROOT,
     SERVERS,
     GatewayProcess,

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import SERVERS, GatewayProcess, clean_env, face_parameters, toolscript_cli
+
+from tests.helpers import SERVERS, GatewayProcess, clean_env, face_parameters, toolscript_cli
 
 RECORDS = SERVERS / "records_server.py"
 SECRET = "sk-live-policy-test-0123456789"

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import (
+
+from tests.helpers import (
     CORPUS,
     NODE_BIN,
     SERVERS,

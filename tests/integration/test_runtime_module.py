@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import (
+
+from tests.helpers import (
     GatewayProcess,
     deno_bin,
     deno_env,

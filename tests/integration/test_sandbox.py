@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import GatewayProcess, clean_env, running_gateway
+
+from tests.helpers import GatewayProcess, clean_env, running_gateway
 
 SECRET = "toolscript-sandbox-canary-7f3a9"
 

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import SERVERS, GatewayProcess, face_parameters, toolscript_cli
+
+from tests.helpers import SERVERS, GatewayProcess, face_parameters, toolscript_cli
 
 RECORDS = SERVERS / "records_server.py"
 

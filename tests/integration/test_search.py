@@ -13,7 +13,8 @@ from typing import Any
 
 import psutil
 import pytest
-from helpers import (
+
+from tests.helpers import (
     CORPUS,
     ROOT,
     GatewayProcess,
@@ -25,7 +26,6 @@ from helpers import (
     running_gateway,
     toolscript_cli,
 )
-
 from toolscript.errors import EmbedderFailed
 from toolscript.search.lexical import LexicalIndex
 from toolscript.search.needs import PLACE_COORDINATES

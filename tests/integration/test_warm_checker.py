@@ -18,7 +18,8 @@ from typing import Any
 
 import psutil
 import pytest
-from helpers import GatewayProcess, clean_env, fixture_server, python_bin, toolscript_cli
+
+from tests.helpers import GatewayProcess, clean_env, fixture_server, python_bin, toolscript_cli
 
 CONFIG = {
     "mcpServers": {"time": {"command": python_bin("mcp-server-time")}, "fx": fixture_server()},
