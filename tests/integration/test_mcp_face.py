@@ -22,7 +22,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.helpers import clean_env, fixture_server, python_bin, running_gateway
+from tests.helpers import ROOT, clean_env, fixture_server, python_bin, running_gateway
 from toolscript.gateway.state import gateway_state_file
 from toolscript.processes import stop_process
 
@@ -421,7 +421,7 @@ def test_mcp_command_refuses_bad_input(tmp_path: Path) -> None:
 def test_the_watchdog_spares_a_process_it_was_told_had_ended() -> None:
     """The face runs many sandboxes: their numbers are forgotten when they end, so a
     watchdog that fires later never stops a process that reused one."""
-    watchdog = Path(__file__).resolve().parents[1] / "toolscript" / "execution" / "watchdog.py"
+    watchdog = ROOT / "toolscript" / "execution" / "watchdog.py"
     forgotten = subprocess.Popen(["sleep", "60"], start_new_session=True)
     watched = subprocess.Popen(["sleep", "60"], start_new_session=True)
     try:

@@ -19,11 +19,11 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.helpers import GatewayProcess, free_port, toolscript_cli, wait_for_port
+from tests.helpers import SERVERS, GatewayProcess, free_port, toolscript_cli, wait_for_port
 from toolscript.hooks import _status_line
 from toolscript.processes import stop_process
 
-OAUTH_SERVER = Path(__file__).parent / "servers" / "oauth_server.py"
+OAUTH_SERVER = SERVERS / "oauth_server.py"
 # Follows the sign-in URL (the authorization server approves at once and redirects to the
 # loopback callback), as a person's browser would.
 FOLLOWER = "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=30).read()"

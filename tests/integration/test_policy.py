@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import SERVERS, GatewayProcess, clean_env, face_parameters, toolscript_cli
+from tests.helpers import ROOT, SERVERS, GatewayProcess, clean_env, face_parameters, toolscript_cli
 
 RECORDS = SERVERS / "records_server.py"
 SECRET = "sk-live-policy-test-0123456789"
@@ -318,7 +318,7 @@ def test_the_terminal_prompt_approves_through_a_pty(project: Any) -> None:
 
 
 def test_the_plugin_hook_asks_before_approve() -> None:
-    hook = Path(__file__).resolve().parent.parent / "plugin" / "hooks" / "pre-tool-use.sh"
+    hook = ROOT / "plugin" / "hooks" / "pre-tool-use.sh"
     env = clean_env(TOOLSCRIPT_BIN=str(Path(sys.executable).parent / "toolscript"))
 
     def decide(command: str) -> dict[str, Any] | None:
