@@ -18,7 +18,14 @@ from typing import Any
 import psutil
 import pytest
 
-from tests.helpers import SERVERS, GatewayProcess, running_gateway, toolscript_cli
+from tests.helpers import (
+    SERVERS,
+    GatewayProcess,
+    running_gateway,
+    toolscript_cli,
+    wait_for_exit,
+    wait_until,
+)
 from toolscript.gateway.state import gateway_state_file
 
 FAULTY = SERVERS / "faulty_server.py"
@@ -61,7 +68,12 @@ def test_a_hanging_call_times_out_while_other_calls_go_on(tmp_path: Path) -> Non
 
         caller = threading.Thread(target=hang)
         caller.start()
-        time.sleep(0.5)
+        wait_until(
+            lambda: text_of(gateway.call("f__calls")),
+            lambda calls: calls["hanging"] == 1,
+            10,
+            "the hanging call under way",
+        )
         started = time.monotonic()
         assert text_of(gateway.call("f__echo", {"text": "same server"})) == "same server"
         assert text_of(gateway.call("other__echo", {"text": "other server"})) == "other server"
@@ -137,9 +149,7 @@ def test_a_server_killed_while_idle_reconnects_by_itself(tmp_path: Path) -> None
     with running_gateway({"mcpServers": {"f": faulty()}}, tmp_path) as gateway:
         pid = int(text_of(gateway.call("f__pid")))
         os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while psutil.pid_exists(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for_exit(pid)
         new_pid = int(text_of(gateway.call("f__pid")))
         assert new_pid != pid
         assert_no_leftovers(gateway)
@@ -152,10 +162,7 @@ def test_a_gateway_killed_with_sigkill_is_noticed(tmp_path: Path) -> None:
     gateway.process.kill()
     gateway.process.wait(10)
     # Its stdio server sees its stdin close and exits; nothing else was left running.
-    deadline = time.monotonic() + 10
-    while psutil.pid_exists(server_pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not psutil.pid_exists(server_pid)
+    wait_for_exit(server_pid)
 
     status = toolscript_cli("gateway", "status", cwd=tmp_path)
     assert status.returncode == 1
@@ -209,10 +216,13 @@ def test_the_cache_directory_deleted_while_running(tmp_path: Path) -> None:
 
         shutil.rmtree(cache)
         assert text_of(gateway.call("fx__add_tool", {"name": "late"})) == "added"
-        deadline = time.monotonic() + 20
-        while "late" not in gateway.client.get("runtime/tools.ts").text:
-            assert time.monotonic() < deadline, gateway.log
-            time.sleep(0.1)
+        wait_until(
+            lambda: gateway.client.get("runtime/tools.ts").text,
+            lambda module: "late" in module,
+            20,
+            "the module with late",
+            log=lambda: gateway.log,
+        )
         assert (cache / "tools.ts").exists(), "the artifacts were written again"
         assert text_of(gateway.call("fx__late")) == {"result": "extra"}
 
@@ -229,20 +239,14 @@ def test_the_cache_directory_replaced_by_a_file(tmp_path: Path) -> None:
         shutil.rmtree(cache)
         cache.write_text("not a directory")
         assert text_of(gateway.call("fx__add_tool", {"name": "late"})) == "added"
-        deadline = time.monotonic() + 20
-        while "cannot write the cache" not in gateway.log:
-            assert time.monotonic() < deadline, gateway.log
-            time.sleep(0.1)
+        gateway.wait_for_log("cannot write the cache")
         assert text_of(gateway.call("fx__plain_text", {"text": "still"})) == "still"
         assert "plainText(" in gateway.client.get("runtime/tools.ts").text
         cache.unlink()
 
 
 def _wait_for(predicate: Any, gateway: GatewayProcess, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, gateway.log
-        time.sleep(0.1)
+    wait_until(lambda: None, lambda _: predicate(), timeout, "the change", log=lambda: gateway.log)
 
 
 def test_config_edits_are_picked_up_while_running(tmp_path: Path) -> None:
@@ -271,7 +275,7 @@ def test_config_edits_are_picked_up_while_running(tmp_path: Path) -> None:
         )
         assert gateway.call("b__echo", {"text": "gone"}).status_code == 404
         assert int(text_of(gateway.call("a__pid"))) != a_pid, "a changed, so it restarted"
-        _wait_for(lambda: not psutil.pid_exists(b_pid), gateway)
+        wait_for_exit(b_pid, 20)
         assert "config: added c; removed b; restarted a" in gateway.log
 
         # An invalid edit keeps the previous configuration serving and says where it is wrong.

@@ -10,7 +10,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from tests.helpers import (
     needs_semantic,
     python_bin,
     toolscript_cli,
+    wait_until,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,10 +49,12 @@ def toolscript_processes_under(directory: Path) -> list[str]:
 @pytest.fixture
 def project(tmp_path: Path) -> Iterator[Path]:
     yield tmp_path
-    deadline = time.monotonic() + 10
-    while toolscript_processes_under(tmp_path) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert toolscript_processes_under(tmp_path) == []
+    wait_until(
+        lambda: toolscript_processes_under(tmp_path),
+        lambda left: left == [],
+        10,
+        "the end of every process the test started",
+    )
 
 
 # -- commands and arguments ---------------------------------------------------------
@@ -239,10 +241,7 @@ def test_doit_after_the_gateway_finds_everything_up_to_date(project: Path) -> No
         env={"TOOLSCRIPT_HOME": str(project / "home")},
     )
     try:
-        deadline = time.monotonic() + 120
-        while gateway.client.get("health").json()["search"]["mode"] != "hybrid":
-            assert time.monotonic() < deadline, gateway.log
-            time.sleep(0.5)
+        gateway.wait_for_health(lambda health: health["search"]["mode"] == "hybrid", 120)
         doit = subprocess.run(
             [python_bin("doit")],
             cwd=project,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -19,10 +18,12 @@ from tests.helpers import (
     background_server,
     fixture_server,
     free_port,
+    fx_waits_for,
     node_server,
     python_bin,
     running_gateway,
     toolscript_cli,
+    wait_until,
 )
 from toolscript.gateway.state import gateway_state_file
 
@@ -177,7 +178,7 @@ def test_unknown_tool_and_server_suggest(gateway: GatewayProcess) -> None:
 def test_timeout_keeps_gateway_responsive(gateway: GatewayProcess) -> None:
     with ThreadPoolExecutor(2) as pool:
         slow = pool.submit(gateway.call, "fx__sleep", {"seconds": 9.5})
-        time.sleep(0.3)
+        fx_waits_for(gateway, sleeping=9.5)
         quick = gateway.call("fx__plain_text")
         assert quick.status_code == 200
         assert not slow.done()  # answered while the hung call was still waiting
@@ -186,10 +187,7 @@ def test_timeout_keeps_gateway_responsive(gateway: GatewayProcess) -> None:
     assert "timed out after 2 s" in response.json()["message"]
     assert gateway.call("fx__plain_text").status_code == 200
     # The server was told to stop (notifications/cancelled), not left sleeping.
-    deadline = time.monotonic() + 5
-    while 9.5 not in gateway.call("fx__cancelled").json():
-        assert time.monotonic() < deadline, "the server never saw a cancellation"
-        time.sleep(0.1)
+    fx_waits_for(gateway, cancelled=9.5)
 
 
 def test_fifty_concurrent_calls(gateway: GatewayProcess) -> None:
@@ -208,7 +206,7 @@ def test_fifty_concurrent_calls(gateway: GatewayProcess) -> None:
 def test_slow_server_does_not_block_another(gateway: GatewayProcess) -> None:
     with ThreadPoolExecutor(4) as pool:
         slow = [pool.submit(gateway.call, "fx__sleep", {"seconds": 1.9}) for _ in range(2)]
-        time.sleep(0.2)
+        fx_waits_for(gateway, sleeping=1.9)
         assert gateway.call("time__get_current_time", {"timezone": "UTC"}).status_code == 200
         assert not any(f.done() for f in slow)  # the other server answered first
         assert all(f.result().status_code == 200 for f in slow)
@@ -216,13 +214,12 @@ def test_slow_server_does_not_block_another(gateway: GatewayProcess) -> None:
 
 def test_tool_list_changed_is_picked_up(gateway: GatewayProcess) -> None:
     assert gateway.call("fx__add_tool", {"name": "late_tool"}).json() == "added"
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        names = [t["name"] for t in gateway.client.get("servers/fx/tools").json()]
-        if "late_tool" in names:
-            break
-        time.sleep(0.1)
-    assert "late_tool" in names
+    wait_until(
+        lambda: [t["name"] for t in gateway.client.get("servers/fx/tools").json()],
+        lambda names: "late_tool" in names,
+        5,
+        "fx's tool list with late_tool",
+    )
     assert gateway.call("fx__late_tool").json() == {"result": "extra"}
 
 
@@ -246,10 +243,11 @@ def test_killed_server_is_detected_and_reconnected(tmp_path: Path) -> None:
     with running_gateway({"mcpServers": {"fx": fixture_server()}}, tmp_path) as gateway:
         first_pid = int(gateway.call("fx__pid").json())
         psutil.Process(first_pid).kill()
-        deadline = time.monotonic() + 5
-        while gateway.client.get("health").json()["servers"]["fx"]["state"] == "connected":
-            assert time.monotonic() < deadline, "the dead server was not noticed"
-            time.sleep(0.05)
+        gateway.wait_for_health(
+            lambda health: health["servers"]["fx"]["state"] != "connected",
+            5,
+            "the dead server noticed",
+        )
         response = gateway.call("fx__pid")
         assert response.status_code == 200, response.text
         assert int(response.json()) != first_pid
@@ -260,7 +258,7 @@ def test_call_in_flight_when_server_dies(tmp_path: Path) -> None:
         pid = int(gateway.call("fx__pid").json())
         with ThreadPoolExecutor(1) as pool:
             pending = pool.submit(gateway.call, "fx__sleep", {"seconds": 5})
-            time.sleep(0.5)
+            fx_waits_for(gateway, sleeping=5)
             psutil.Process(pid).kill()
             response = pending.result()
         assert response.status_code == 503
@@ -322,10 +320,8 @@ def test_a_call_whose_caller_went_away_is_cancelled_upstream(tmp_path: Path) -> 
     with running_gateway({"mcpServers": {"fx": fixture_server()}}, tmp_path) as gateway:
         with pytest.raises(httpx.ReadTimeout):
             httpx.post(gateway.url + "/tools/fx__sleep", json={"seconds": 8}, timeout=1)
-        deadline = time.monotonic() + 5
-        while gateway.call("fx__cancelled").json() != [8]:
-            assert time.monotonic() < deadline, "the abandoned call was not cancelled"
-            time.sleep(0.1)
+        fx_waits_for(gateway, cancelled=8)
+        assert gateway.call("fx__cancelled").json() == [8]
 
 
 def test_every_error_has_the_same_shape(gateway: GatewayProcess) -> None:

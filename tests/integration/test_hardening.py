@@ -13,7 +13,14 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.helpers import GatewayProcess, clean_env, fixture_server, running_gateway, toolscript_cli
+from tests.helpers import (
+    GatewayProcess,
+    clean_env,
+    fixture_server,
+    running_gateway,
+    toolscript_cli,
+    wait_until,
+)
 
 
 @pytest.fixture(scope="module")
@@ -136,19 +143,10 @@ def _family(pid: int) -> list[psutil.Process]:
     return psutil.Process(pid).children(recursive=True)
 
 
-def _wait_for_deno(
-    exec_process: subprocess.Popen[str], timeout: float = 60
-) -> list[psutil.Process]:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        family = _family(exec_process.pid)
-        if any("deno" in (p.name() or "") for p in family):
-            time.sleep(0.5)  # the script is looping by now
-            return _family(exec_process.pid)
-        time.sleep(0.1)
-    raise AssertionError("deno never started")
+def _wait_for_calls(exec_process: subprocess.Popen[str], calls: Path) -> list[psutil.Process]:
+    """exec's processes once its script is looping: its tool calls are being answered."""
+    wait_until(lambda: calls.exists() and calls.stat().st_size, bool, 60, "the script's calls")
+    return _family(exec_process.pid)
 
 
 @pytest.mark.parametrize(
@@ -164,7 +162,9 @@ def test_the_sandbox_and_ephemeral_gateway_die_with_exec(tmp_path: Path, how: st
     """Agents' shells stop long commands with signals, SIGKILL included: nothing may run on."""
     import signal as signals
 
-    (tmp_path / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}))
+    calls = tmp_path / "calls.txt"  # the server's stderr, where it logs each call it answers
+    fx = fixture_server(args=[*fixture_server()["args"], "--log-calls", str(calls)])
+    (tmp_path / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fx": fx}}))
     code = 'import { tools } from "toolscript";\nwhile (true) { await tools.fx.plainText({ text: "again" }); }'
     stderr = (tmp_path / "stderr.txt").open("w")  # a file, not a pipe nobody reads
     exec_process = subprocess.Popen(
@@ -179,7 +179,7 @@ def test_the_sandbox_and_ephemeral_gateway_die_with_exec(tmp_path: Path, how: st
         preexec_fn=lambda: signals.signal(signals.SIGINT, signals.default_int_handler),
     )
     try:
-        family = _wait_for_deno(exec_process)
+        family = _wait_for_calls(exec_process, calls)
         names = " ".join(" ".join(p.cmdline()) for p in family)
         assert "--ephemeral" in names and "fixture_server" in names
         os.kill(exec_process.pid, getattr(signals, how))
@@ -316,9 +316,10 @@ def test_silent_connections_cannot_starve_the_gateway(tmp_path: Path) -> None:
             assert gateway.client.get("health").status_code == 200
             assert gateway.call("fx__plain_text", {"text": "served"}).json() == "served"
             assert time.monotonic() - started < 5
-            time.sleep(11)
-            idle[0].settimeout(5)
-            assert idle[0].recv(1) == b"", "a silent connection was kept open"
+            for sock in idle:  # closed by the gateway once its wait for a request is up
+                sock.settimeout(30)
+                assert sock.recv(1) == b"", "a silent connection was kept open"
+            gateway.wait_for_log("sent no request within")
             assert gateway.log.count("sent no request within") == 1
             assert gateway.log.count("connections at once") <= 1
             assert "Traceback" not in gateway.log

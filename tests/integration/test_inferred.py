@@ -3,14 +3,14 @@ whose results change shape, through a real gateway and Deno's type checker."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import SERVERS, GatewayProcess, node_server, toolscript_cli
+from tests.helpers import SERVERS, GatewayProcess, node_server, toolscript_cli, wait_until
 
 RECORDS = SERVERS / "records_server.py"
 
@@ -35,13 +35,18 @@ def types_of(directory: Path, name: str) -> str:
     return done.stdout
 
 
-def wait_for(directory: Path, name: str, text: str, timeout: float = 20) -> str:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = types_of(directory, name)
-        if text in found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.2)
+def wait_for(gateway: GatewayProcess, name: str, text: str, timeout: float = 20) -> str:
+    """``get-types NAME`` once the gateway's types for it hold ``text`` (asked over HTTP, as
+    the command asks, each 0.1 s: the gateway learns a result's shape after answering it)."""
+    server, tool = name.split(".")
+    with contextlib.suppress(AssertionError):  # the command's answer says what there is
+        wait_until(
+            lambda: gateway.client.get("types", params={"server": server, "tool": tool}).text,
+            lambda answer: text in answer,
+            timeout,
+            f"{text!r} in the types of {name}",
+        )
+    return types_of(gateway.directory, name)
 
 
 def exec_code(directory: Path, code: str) -> subprocess.CompletedProcess[str]:
@@ -61,7 +66,7 @@ def test_types_are_learned_from_results_and_widened_never_wrong(tmp_path: Path) 
             "return await tools.records.shapeShifter({ variant: 0 });",
         )
         assert first.returncode == 0, first.stderr
-        learned = wait_for(tmp_path, "records.shape_shifter", "inferred from 1 result")
+        learned = wait_for(gateway, "records.shape_shifter", "inferred from 1 result")
         assert "/** inferred from 1 result: the server declares no outputSchema */" in learned
         assert "a: number;" in learned and "Promise<RecordsShapeShifterResult>" in learned
         # A script written against the first type: fields without casts.
@@ -79,7 +84,7 @@ def test_types_are_learned_from_results_and_widened_never_wrong(tmp_path: Path) 
         for variant in (1, 2):
             ran = exec_code(tmp_path, typed.replace("VARIANT", str(variant)))
             assert ran.returncode == 0, ran.stderr  # never a false type error
-        widened = wait_for(tmp_path, "records.shape_shifter", "a: null | number | string;")
+        widened = wait_for(gateway, "records.shape_shifter", "a: null | number | string;")
         assert "inferred from 3+ results" in widened, widened
         assert "b?: number[];" in widened and "tag?: string;" in widened
         assert "a: null | number | string;" in widened
@@ -104,7 +109,7 @@ def test_a_real_server_without_output_schemas_gets_types(tmp_path: Path) -> None
             'return await tools.everything.echo({ message: "hi" });',
         )
         assert done.returncode == 0, done.stderr
-        learned = wait_for(tmp_path, "everything.echo", "inferred from 1 result")
+        learned = wait_for(gateway, "everything.echo", "inferred from 1 result")
         assert "EverythingEchoResult = string;" in learned
         uses = exec_code(
             tmp_path,

@@ -13,7 +13,13 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.helpers import GatewayProcess, clean_env, python_bin, running_gateway
+from tests.helpers import (
+    GatewayProcess,
+    clean_env,
+    python_bin,
+    running_gateway,
+    wait_for_exit,
+)
 
 INTERNAL = '''"""Tools that run inside the gateway."""
 import os
@@ -168,22 +174,15 @@ def test_internal_tool_runs_in_the_gateway_with_access(gateway: GatewayProcess) 
     assert counts["servers"] == 5
     assert counts["tools"] >= 10
     assert value(gateway, "notes__shout", {"text": "hi", "times": 2}) == "HI HI"
-    deadline = time.monotonic() + 5
-    while "shouting from an internal tool" not in gateway.log:  # its print() reaches the log
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
+    gateway.wait_for_log("shouting from an internal tool", timeout=5)  # its print() is logged
 
 
 def test_external_tool_with_a_pypi_dependency(gateway: GatewayProcess) -> None:
     assert value(gateway, "pretty__big_number", {"n": 1234567}) == "1,234,567"
-    deadline = time.monotonic() + 10
     # the worker's print and its log record reach the gateway's log on their own schedules
-    while not all(
-        line in gateway.log
-        for line in ("a print must not corrupt the protocol", "pretty [pretty]: formatting 1234567")
-    ):
-        assert time.monotonic() < deadline, gateway.log
-        time.sleep(0.1)
+    gateway.wait_for_log(
+        "a print must not corrupt the protocol", "pretty [pretty]: formatting 1234567", timeout=10
+    )
 
 
 def test_worker_is_reused(gateway: GatewayProcess) -> None:
@@ -230,7 +229,7 @@ def test_malformed_header_is_internal_with_a_warning(gateway: GatewayProcess) ->
 def test_crashed_worker_is_replaced(gateway: GatewayProcess) -> None:
     pid = value(gateway, "pretty__worker_pid")
     psutil.Process(pid).kill()
-    time.sleep(0.3)
+    wait_for_exit(pid)
     replaced = value(gateway, "pretty__worker_pid")
     assert replaced != pid
 
@@ -258,10 +257,7 @@ def test_idle_timeout_and_shutdown(tmp_path: Path) -> None:
     try:
         pid = value(gateway, "pretty__worker_pid")
         assert value(gateway, "pretty__worker_pid") == pid
-        deadline = time.monotonic() + 15
-        while psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-            assert time.monotonic() < deadline, "idle worker was not stopped"
-            time.sleep(0.2)
+        wait_for_exit(pid, 15)  # the idle worker is stopped
         fresh = value(gateway, "pretty__worker_pid")
         assert fresh != pid
         assert any(p.pid == fresh for p in gateway.descendants())
@@ -333,12 +329,16 @@ def test_a_call_whose_caller_went_away_is_stopped(tmp_path: Path) -> None:
     marker = tmp_path / "written.txt"
     with running_gateway({"localTools": {"dir": "tools", "timeout": 60}}, tmp_path) as gateway:
         assert value(gateway, "heavy__small") == "small"
+        workers = [p for p in gateway.descendants() if "heavy.py" in " ".join(p.cmdline())]
+        assert workers, [p.cmdline() for p in gateway.descendants()]
         with pytest.raises(httpx.ReadTimeout):
             httpx.post(
                 gateway.url + "/tools/heavy__write_later",
                 json={"path": str(marker), "delay": 4},
                 timeout=1,
             )
-        time.sleep(6)
+        # The worker is stopped with the call (past the 4 s the tool waits, had it been left).
+        for worker in workers:
+            wait_for_exit(worker.pid, 20)
         assert not marker.exists(), "the tool ran on after its caller left"
         assert value(gateway, "heavy__small") == "small"

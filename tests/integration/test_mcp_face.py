@@ -22,7 +22,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.helpers import ROOT, clean_env, fixture_server, python_bin, running_gateway
+from tests.helpers import ROOT, clean_env, fixture_server, python_bin, running_gateway, wait_until
 from toolscript.gateway.state import gateway_state_file
 from toolscript.processes import stop_process
 
@@ -341,11 +341,7 @@ def test_http_face_serves_two_clients_behind_the_token_and_host_checks(tmp_path:
                 assert sandboxes(face), "no sandbox was running"
 
         anyio.run(leaving_client)  # ends its session while the script still sleeps
-        for _ in range(100):
-            if not sandboxes(face):
-                break
-            time.sleep(0.1)
-        assert not sandboxes(face), "the sandbox outlived its client"
+        wait_until(lambda: sandboxes(face), lambda left: not left, 10, "the sandbox's end")
 
         processes = tree(face)
         assert any("gateway" in p.cmdline() for p in processes)
@@ -453,12 +449,12 @@ def test_a_signalled_stdio_face_stops_its_gateway_and_servers(tmp_path: Path, si
     )
     try:
         face = psutil.Process(process.pid)
-        seen: list[psutil.Process] = []
-        for _ in range(300):  # the face starts its gateway (and servers) at once
-            seen = tree(face)
-            if sum("mcp-server-time" in " ".join(p.cmdline()) for p in seen):
-                break
-            time.sleep(0.1)
+        seen = wait_until(  # the face starts its gateway (and servers) at once
+            lambda: tree(face),
+            lambda found: any("mcp-server-time" in " ".join(p.cmdline()) for p in found),
+            60,
+            "the face's gateway and its server",
+        )
         assert any("gateway" in p.cmdline() for p in seen), "no gateway was started"
         process.send_signal(sig)
         assert process.wait(40) is not None

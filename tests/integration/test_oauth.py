@@ -217,13 +217,11 @@ def test_the_gateway_calls_with_the_token_refreshes_it_and_asks_for_a_new_sign_i
 
 
 def _wait_for_state(gateway: GatewayProcess, state: str, timeout: float = 30) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        server: dict[str, Any] = gateway.client.get("health").json()["servers"]["secure"]
-        if server["state"] == state:
-            return server
-        assert time.monotonic() < deadline, f"never {state}: {server}\n{gateway.log}"
-        time.sleep(0.3)
+    health = gateway.wait_for_health(
+        lambda health: health["servers"]["secure"]["state"] == state, timeout, f"secure {state}"
+    )
+    server: dict[str, Any] = health["servers"]["secure"]
+    return server
 
 
 def test_tokens_go_to_the_keyring_when_one_works(

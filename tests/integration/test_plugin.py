@@ -7,7 +7,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from tests.helpers import (
     node_server,
     python_bin,
     running_gateway,
+    wait_for_exit,
 )
 
 PLUGIN = ROOT / "plugin"
@@ -80,6 +80,18 @@ def pid_of(home: Path, session: str) -> int:
     return int((home / "sessions" / f"{session}.pid").read_text())
 
 
+def processes_in(directory: Path) -> list[str]:
+    """The processes whose working directory is in ``directory``."""
+    found = []
+    for process in psutil.process_iter(["cmdline", "cwd"]):
+        try:
+            if process.info["cwd"] and Path(process.info["cwd"]).is_relative_to(directory):
+                found.append(" ".join(process.info["cmdline"] or [])[:120])
+        except (psutil.Error, ValueError):
+            continue
+    return found
+
+
 def family(pid: int) -> list[psutil.Process]:
     process = psutil.Process(pid)
     return [process, *process.children(recursive=True)]
@@ -133,8 +145,7 @@ def test_two_sessions_at_once(tmp_path: Path) -> None:
     urls = [line.split("=", 1)[1] for line in env_file.read_text().splitlines()]
     assert len(set(urls)) == 2
     hook("SessionEnd", "a", project, home, env_file)
-    time.sleep(0.2)
-    assert not psutil.pid_exists(first) or psutil.Process(first).status() == psutil.STATUS_ZOMBIE
+    wait_for_exit(first, 5)
     assert psutil.Process(second).is_running()
     hook("SessionEnd", "b", project, home, env_file)
     assert not (home / "sessions" / "b.pid").exists()
@@ -184,7 +195,7 @@ def test_end_hook_when_the_gateway_already_died(tmp_path: Path) -> None:
     hook("SessionStart", "dead", tmp_path, home, env_file)
     pid = pid_of(home, "dead")
     psutil.Process(pid).kill()
-    time.sleep(0.3)
+    wait_for_exit(pid)
     assert hook("SessionEnd", "dead", tmp_path, home, env_file).returncode == 0
     assert not (home / "sessions" / "dead.pid").exists()
 
@@ -336,7 +347,8 @@ def test_an_untrusted_project_config_starts_nothing(tmp_path: Path) -> None:
     assert started.returncode == 0
     assert "is not trusted yet" in started.stdout and "toolscript trust" in started.stdout
     assert not (home / "sessions" / "u1.pid").exists(), "no gateway was started"
-    time.sleep(1)
+    # Nothing runs in the project (a gateway starting late would) and nothing ran there.
+    assert processes_in(project) == []
     assert not marker.exists()
 
     env = clean_env(TOOLSCRIPT_HOME=str(home), TOOLSCRIPT_CONFIG_HOME=str(home / "config"))

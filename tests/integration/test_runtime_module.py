@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from tests.helpers import (
     python_bin,
     running_gateway,
     toolscript_cli,
+    wait_until,
 )
 
 
@@ -127,10 +127,12 @@ def test_tool_list_change_rebuilds_the_module(tmp_path: Path) -> None:
         before = gateway.client.get("runtime/tools.ts")
         assert "brandNew(" not in before.text
         gateway.call("fx__add_tool", {"name": "brand_new"})
-        deadline = time.monotonic() + 10
-        while "brandNew(" not in gateway.client.get("runtime/tools.ts").text:
-            assert time.monotonic() < deadline, "module was not rebuilt"
-            time.sleep(0.1)
+        wait_until(
+            lambda: gateway.client.get("runtime/tools.ts").text,
+            lambda module: "brandNew(" in module,
+            10,
+            "the module rebuilt with brandNew",
+        )
         after = gateway.client.get("runtime/tools.ts")
         assert after.headers["etag"] != before.headers["etag"]
         assert (tmp_path / ".toolscript" / "types" / "fx.ts").read_text().count("brandNew(") == 1

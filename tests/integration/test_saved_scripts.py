@@ -3,15 +3,15 @@ sandbox, the CLI and the MCP face through the SDK's client."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import SERVERS, GatewayProcess, face_parameters, toolscript_cli
+from tests.helpers import SERVERS, GatewayProcess, face_parameters, toolscript_cli, wait_until
 
 RECORDS = SERVERS / "records_server.py"
 
@@ -221,13 +221,19 @@ export default async function probe(input: { what: string }): Promise<string> {
         assert json.loads(ran.stdout) == "refused: NotCapable", (what, ran.stdout)
 
 
-def wait_for_status(directory: Path, name: str, status: str, timeout: float = 30) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        scripts = {s["name"]: s for s in listing(directory)["scripts"]}
-        if scripts[name]["status"] == status or time.monotonic() > deadline:
-            return scripts
-        time.sleep(0.3)
+def wait_for_status(
+    gateway: GatewayProcess, name: str, status: str, timeout: float = 30
+) -> dict[str, Any]:
+    """``list-scripts --json``'s scripts once ``name`` has ``status`` (the gateway's listing,
+    which the command prints, asked over HTTP each 0.1 s while the gateway checks again)."""
+    with contextlib.suppress(AssertionError):  # the command's listing says what there is
+        wait_until(
+            lambda: {s["name"]: s for s in gateway.client.get("scripts").json()["scripts"]},
+            lambda scripts: scripts[name]["status"] == status,
+            timeout,
+            f"{name} {status}",
+        )
+    return {s["name"]: s for s in listing(gateway.directory)["scripts"]}
 
 
 def test_a_tool_change_breaks_a_saved_script_which_is_kept(project: GatewayProcess) -> None:
@@ -238,7 +244,7 @@ def test_a_tool_change_breaks_a_saved_script_which_is_kept(project: GatewayProce
     project.config_path.write_text(
         json.dumps(config(directory / "journal.jsonl", excludeTools=["read_record"]))
     )
-    scripts = wait_for_status(directory, "totalSize", "broken")
+    scripts = wait_for_status(project, "totalSize", "broken")
     assert scripts["recordSizes"]["status"] == "broken"
     assert any("readRecord" in error for error in scripts["recordSizes"]["errors"])
     assert any("recordSizes" in error for error in scripts["totalSize"]["errors"])
@@ -257,7 +263,7 @@ def test_a_tool_change_breaks_a_saved_script_which_is_kept(project: GatewayProce
     assert other.returncode == 0, other.stderr
     # The tool comes back: so do the scripts.
     project.config_path.write_text(json.dumps(config(directory / "journal.jsonl")))
-    scripts = wait_for_status(directory, "totalSize", "ok")
+    scripts = wait_for_status(project, "totalSize", "ok")
     assert scripts["recordSizes"]["status"] == "ok"
     assert run(directory, "totalSize", "--input", '{"keys": []}').stdout.strip() == "0"
 

@@ -19,6 +19,7 @@ from typing import Any
 import psutil
 import pytest
 
+from tests import helpers
 from tests.helpers import GatewayProcess, clean_env, fixture_server, python_bin, toolscript_cli
 
 CONFIG = {
@@ -58,12 +59,7 @@ def cold_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def wait_until(condition: Any, message: str, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    raise AssertionError(message)
+    helpers.wait_until(condition, bool, timeout, message)
 
 
 def checker(gateway: GatewayProcess) -> dict[str, Any]:
