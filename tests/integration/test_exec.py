@@ -242,11 +242,14 @@ def test_gateway_url_set_but_dead(toolscript_home: Path, tmp_path: Path) -> None
     assert "toolscript gateway status" in result.stderr
 
 
-def _ephemeral_gateways() -> list[psutil.Process]:
+def _ephemeral_gateways(directory: Path) -> list[psutil.Process]:
+    """The ephemeral gateways that an exec run in ``directory`` started (they run there too);
+    other tests' run beside this one's when the suite runs in parallel."""
     found = []
-    for process in psutil.process_iter(["cmdline"]):
+    for process in psutil.process_iter(["cmdline", "cwd"]):
         cmdline = process.info.get("cmdline") or []
-        if "--ephemeral" in cmdline:
+        cwd = process.info.get("cwd")
+        if "--ephemeral" in cmdline and cwd and Path(cwd).is_relative_to(directory):
             found.append(process)
     return found
 
@@ -260,7 +263,7 @@ def test_ephemeral_gateway_with_no_config(toolscript_home: Path, tmp_path: Path)
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout == "{}\n"
-    assert _ephemeral_gateways() == []
+    assert _ephemeral_gateways(tmp_path) == []
 
 
 def test_ephemeral_gateway_with_servers(toolscript_home: Path, tmp_path: Path) -> None:
@@ -274,7 +277,7 @@ def test_ephemeral_gateway_with_servers(toolscript_home: Path, tmp_path: Path) -
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == "ephemeral"
     assert result.stderr == ""  # nothing from the gateway it started and stopped
-    assert _ephemeral_gateways() == []
+    assert _ephemeral_gateways(tmp_path) == []
     assert not gateway_state_file(tmp_path / ".toolscript").exists()
 
 
@@ -404,4 +407,4 @@ def test_a_script_that_calls_no_tool_needs_no_gateway(
     )
     assert uses.returncode == 0, uses.stderr
     assert json.loads(uses.stdout) == "yes"
-    assert _ephemeral_gateways() == []
+    assert _ephemeral_gateways(tmp_path) == []
