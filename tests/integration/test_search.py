@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -25,8 +26,10 @@ from tests.helpers import (
     python_bin,
     running_gateway,
     toolscript_cli,
+    wait_for_exit,
 )
 from toolscript.errors import EmbedderFailed
+from toolscript.search import process
 from toolscript.search.lexical import LexicalIndex
 from toolscript.search.needs import PLACE_COORDINATES
 from toolscript.search.process import EmbedderProcess
@@ -45,14 +48,14 @@ def wait_for_search(
 ) -> dict[str, Any]:
     if state == "ready" and needs_semantic.args[0]:
         state = "unavailable"  # without the extra, keyword search is what there is to test
-    deadline = time.monotonic() + timeout
-    while True:
-        search = gateway.client.get("health").json()["search"]
-        if search["semantic"] == state:
-            return search
+
+    def settled(health: dict[str, Any]) -> bool:
+        search = health["search"]
         assert search["semantic"] not in ("unavailable",) or state == "unavailable", search
-        assert time.monotonic() < deadline, f"search never became {state}: {search}"
-        time.sleep(0.2)
+        return bool(search["semantic"] == state)
+
+    search: dict[str, Any] = gateway.wait_for_health(settled, timeout, f"search {state}")["search"]
+    return search
 
 
 def search(gateway: GatewayProcess, query: str, **params: Any) -> dict[str, Any]:
@@ -258,10 +261,7 @@ def test_embeddings_are_cached_across_restarts_and_changes(tmp_path: Path) -> No
         assert status["embedded"] == 0
         assert status["cached"] == tools
         second.call("fx__add_tool", {"name": "summon_unicorn"})
-        deadline = time.monotonic() + 30
-        while second.client.get("health").json()["search"]["tools"] != tools + 1:
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
+        second.wait_for_health(lambda health: health["search"]["tools"] == tools + 1, 30)
         wait_for_search(second)
         assert second.client.get("health").json()["search"]["embedded"] == 1
         assert search(second, "summon a unicorn")["hits"][0]["name"] == "fx__summon_unicorn"
@@ -349,27 +349,32 @@ def test_a_hung_model_is_replaced_not_waited_for(tmp_path: Path) -> None:
         assert search(gateway, "what o'clock is it in Tokyo")["mode"] == "hybrid"
 
 
-def test_the_watchdog_kills_a_request_past_its_deadline_and_only_then() -> None:
-    from toolscript.search.process import _Watchdog
-
-    watchdog = _Watchdog()
-    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
-    spared = subprocess.Popen(sleeper)
-    hung = subprocess.Popen(sleeper)
+@pytest.fixture(scope="module")
+def worker() -> Iterator[EmbedderProcess]:
+    """One embedding worker for the tests that stop it (each loads it, again, first)."""
+    embedder = EmbedderProcess()
     try:
-        for _ in range(3):  # answered in time: disarmed, never killed
-            watchdog.arm(0.3, spared)
-            watchdog.disarm()
-        time.sleep(0.6)
-        assert spared.poll() is None and not watchdog.fired
-        watchdog.arm(0.3, hung)  # no answer: killed once its time is up
-        assert hung.wait(10) != 0 and watchdog.fired
-        assert spared.poll() is None
+        yield embedder
     finally:
-        watchdog.stop()
-        for process in (spared, hung):
-            process.kill()
-            process.wait()
+        embedder.close()
+
+
+@needs_semantic
+def test_the_watchdog_kills_a_request_past_its_deadline_and_only_then(
+    worker: EmbedderProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(process.DEADLINES, "query", 3.0)
+    worker.load()
+    assert worker.pid is not None
+    answering = psutil.Process(worker.pid)
+    for _ in range(3):  # answered in time: disarmed, never killed
+        assert worker.embed_query("what time is it").shape == (384,)
+    time.sleep(3.5)  # past the last deadline: nothing may fire (a non-event has no signal)
+    assert answering.is_running() and worker.pid == answering.pid
+    answering.suspend()  # alive, but answers nothing: killed once its time is up
+    with pytest.raises(EmbedderFailed, match="no answer within 3 s"):
+        worker.embed_query("what time is it")
+    wait_for_exit(answering.pid)
 
 
 @needs_semantic
@@ -440,10 +445,11 @@ def test_searching_a_server_that_is_down_says_so(tmp_path: Path) -> None:
         }
     }
     with running_gateway(config, tmp_path) as gateway:
-        deadline = time.monotonic() + 60
-        while gateway.client.get("health").json()["servers"]["down"]["state"] != "failed":
-            assert time.monotonic() < deadline, "the missing command never counted as failed"
-            time.sleep(0.2)
+        gateway.wait_for_health(
+            lambda health: health["servers"]["down"]["state"] == "failed",
+            60,
+            "the missing command counted as failed",
+        )
         result = toolscript_cli("search", "time", "--server", "down", cwd=tmp_path, timeout=60)
         assert result.returncode == 1
         assert "no tool matches: server 'down' is failed (" in result.stderr
@@ -473,8 +479,8 @@ def test_queries_may_go_through_onnx_runtime_where_it_gives_the_same_vectors(
     onnx = semantic.Embedder()
     onnx.load()
     assert (onnx.query_runtime, onnx.query_precision) == ("onnxruntime", "float32")
-    # the same vectors as encode, packed (a split request) and one text alone
-    encoded = semantic._encode(exact._model, texts)
+    # the same vectors as encode (which embeds tools), packed (a split request) and one alone
+    encoded = exact.embed(texts)
     assert (onnx.embed_queries(texts) * encoded).sum(axis=1).min() >= 0.99999
     for number, text in enumerate(texts):
         alone = onnx.embed_queries([text])
@@ -489,10 +495,14 @@ def test_queries_may_go_through_onnx_runtime_where_it_gives_the_same_vectors(
     assert numpy.array_equal(onnx.embed(texts), exact.embed(texts))
     # vectors that differ, a runtime that is slower, or none installed: torch it is
     monkeypatch.setattr(semantic, "SAME_VECTOR", 1.01)
-    assert semantic._onnx_queries(exact._model) is None
+    differs = semantic.Embedder()
+    differs.load()
+    assert differs.query_runtime == "torch"
     monkeypatch.setattr(semantic, "SAME_VECTOR", 0.999)
     monkeypatch.setattr(semantic, "FASTER", 0.0)
-    assert semantic._onnx_queries(exact._model) is None
+    slower = semantic.Embedder()
+    slower.load()
+    assert slower.query_runtime == "torch"
     monkeypatch.setattr(semantic, "FASTER", 100.0)
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import fails: not installed
     without = semantic.Embedder()
@@ -501,29 +511,62 @@ def test_queries_may_go_through_onnx_runtime_where_it_gives_the_same_vectors(
     assert (without.embed_queries(texts) * encoded).sum(axis=1).min() >= semantic.SAME_VECTOR
 
 
+def model_copy(directory: Path, pooling: str = "mean", prompt: str = "") -> Path:
+    """The packaged model in ``directory`` (its files linked), pooling its tokens another way
+    or prefixing a default prompt to every text it encodes."""
+    from toolscript.search.semantic import model_directory
+
+    source = model_directory(None)
+    assert source is not None
+    shutil.copytree(source, directory, copy_function=os.symlink)
+    pooling_file = directory / "1_Pooling" / "config.json"
+    settings = json.loads(pooling_file.read_text())
+    settings["pooling_mode_mean_tokens"] = pooling == "mean"
+    settings["pooling_mode_cls_token"] = pooling == "cls"
+    pooling_file.unlink()
+    pooling_file.write_text(json.dumps(settings))
+    if prompt:
+        config_file = directory / "config_sentence_transformers.json"
+        config = json.loads(config_file.read_text())
+        config.update(prompts={"query": prompt}, default_prompt_name="query")
+        config_file.unlink()
+        config_file.write_text(json.dumps(config))
+    return directory
+
+
+def assert_queries_read_as_encode(embedder: Any, texts: list[str]) -> None:
+    """The embedder's queries, several at once (a split request) and one alone, get the
+    vectors ``encode`` gives (which embeds tools, through ``embed``)."""
+    encoded = embedder.embed(texts)
+    assert (embedder.embed_queries(texts) * encoded).sum(axis=1).min() >= 0.99999
+    for number, text in enumerate(texts):
+        assert float(embedder.embed_queries([text])[0] @ encoded[number]) >= 0.99999
+
+
 @needs_semantic
-def test_queries_skip_encode_and_pack_only_where_that_gives_encodes_vectors() -> None:
+def test_queries_skip_encode_and_pack_only_where_that_gives_encodes_vectors(
+    tmp_path: Path,
+) -> None:
     from toolscript.search import semantic
 
     texts = ["list my open pull requests", "post a summary to Slack", "what time is it"]
     embedder = semantic.Embedder(fast_queries=False)
     embedder.load()
-    assert embedder._direct  # the packaged model: straight through its modules
-    direct = embedder.embed_queries(texts)
-    encoded = semantic._encode(embedder._queries, texts)
-    assert (direct * encoded).sum(axis=1).min() >= 0.99999
-    # several texts as one sequence: the vectors each gets alone, padded
-    assert embedder._packs
-    packed = semantic._packed(embedder._queries, texts)
-    assert (packed * encoded).sum(axis=1).min() >= 0.99999
-    # a model that pools otherwise (its first token) is not packed
-    embedder._queries[1].pooling_mode = "cls"
-    assert not semantic._packing_agrees(embedder._queries)
-    embedder._queries[1].pooling_mode = "mean"
-    # a model that prefixes a default prompt needs encode: it goes through encode
-    embedder._queries.prompts = {"query": "query: "}
-    embedder._queries.default_prompt_name = "query"
-    assert not semantic._direct_agrees(embedder._queries)
+    # the packaged model: straight through its modules, several queries as one sequence
+    # (which way the queries go shows nowhere else)
+    assert embedder._direct and embedder._packs
+    assert_queries_read_as_encode(embedder, texts)
+    # a model that pools otherwise (its first token) is not packed; one that prefixes a
+    # default prompt goes through encode: their queries read as encode reads them
+    for variant in (
+        model_copy(tmp_path / "first-token", pooling="cls"),
+        model_copy(tmp_path / "prompted", prompt="query: "),
+    ):
+        other = semantic.Embedder(str(variant), fast_queries=False)
+        other.load()
+        assert other.warning is None, other.warning  # this model, not the default
+        assert not other._packs
+        assert_queries_read_as_encode(other, texts)
 
 
 @needs_semantic
@@ -538,7 +581,7 @@ def test_queries_may_go_through_a_bfloat16_copy_that_gives_the_same_vectors(
     exact = exact_embedder
     assert exact.query_precision == "float32"
     monkeypatch.setattr(semantic, "FASTER", 100.0)  # as if it were faster here, to use it
-    monkeypatch.setattr(semantic, "_onnx_queries", lambda model: None)  # torch's copy
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # no ONNX Runtime: torch's copy
     fast = semantic.Embedder()
     fast.load()
     assert fast.query_precision == "bfloat16"
