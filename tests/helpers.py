@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import socket
+import socketserver
 import subprocess
 import sys
 import threading
@@ -140,6 +142,36 @@ def background_server(
         yield
     finally:
         stop_process(process, 10, group=True)
+
+
+class LocalHTTPServer:
+    """A local HTTP server that is not the gateway: it answers every GET and POST with
+    ``body`` and keeps the paths it was asked for (``seen``)."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+        self.seen: list[str] = []
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                fake.seen.append(self.path)
+                self.send_response(200)
+                self.end_headers()
+                self.wfile.write(fake.body)
+
+            do_POST = do_GET
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = socketserver.TCPServer(("127.0.0.1", 0), Handler)
+        self.port: int = self._server.server_address[1]
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
 
 
 class GatewayProcess:

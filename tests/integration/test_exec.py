@@ -23,11 +23,6 @@ from tests.helpers import (
 from toolscript.gateway.state import gateway_state_file
 
 
-@pytest.fixture(scope="session")
-def toolscript_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("toolscript-home")
-
-
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     config = {

@@ -7,7 +7,7 @@ import os
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
@@ -15,6 +15,7 @@ import pytest
 
 from tests.helpers import (
     GatewayProcess,
+    LocalHTTPServer,
     clean_env,
     fixture_server,
     running_gateway,
@@ -225,56 +226,32 @@ def test_memory_outside_the_heap_is_capped(
     assert "MB of memory in all" in ran.stderr
 
 
-def test_a_planted_state_file_does_not_redirect_exec(tmp_path: Path) -> None:
+def test_a_planted_state_file_does_not_redirect_exec(
+    tmp_path: Path, local_http_server: Callable[[bytes], LocalHTTPServer]
+) -> None:
     """A repository that ships .toolscript/gateway.json pointing at its own server gets no call."""
-    import http.server
-    import socketserver
-    import threading
-
-    seen: list[str] = []
-
-    class Recorder(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            seen.append(self.path)
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b'{"hash": "planted"}')
-
-        do_POST = do_GET
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    listener = socketserver.TCPServer(("127.0.0.1", 0), Recorder)
-    threading.Thread(target=listener.serve_forever, daemon=True).start()
-    try:
-        port = listener.server_address[1]
-        (tmp_path / ".toolscript.json").write_text(
-            json.dumps({"mcpServers": {"fx": fixture_server()}})
-        )
-        planted = tmp_path / ".toolscript" / "gateway.json"
-        planted.parent.mkdir()
-        planted.write_text(json.dumps({"url": f"http://127.0.0.1:{port}/x", "pid": 1}))
-        code = (
-            'import { tools } from "toolscript"; return await tools.fx.plainText({ text: "mine" });'
-        )
-        ran = subprocess.run(
-            [sys.executable, "-m", "toolscript", "exec", code],
-            cwd=tmp_path,
-            env=clean_env(TOOLSCRIPT_HOME=str(tmp_path / "home")),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert ran.returncode == 0, ran.stderr
-        assert json.loads(ran.stdout) == "mine"
-        assert seen == [], "the planted URL was used"
-        status = toolscript_cli(
-            "gateway", "status", cwd=tmp_path, env={"TOOLSCRIPT_HOME": str(tmp_path / "home")}
-        )
-        assert status.returncode == 1
-    finally:
-        listener.shutdown()
+    listener = local_http_server(b'{"hash": "planted"}')
+    port = listener.port
+    (tmp_path / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}))
+    planted = tmp_path / ".toolscript" / "gateway.json"
+    planted.parent.mkdir()
+    planted.write_text(json.dumps({"url": f"http://127.0.0.1:{port}/x", "pid": 1}))
+    code = 'import { tools } from "toolscript"; return await tools.fx.plainText({ text: "mine" });'
+    ran = subprocess.run(
+        [sys.executable, "-m", "toolscript", "exec", code],
+        cwd=tmp_path,
+        env=clean_env(TOOLSCRIPT_HOME=str(tmp_path / "home")),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == "mine"
+    assert listener.seen == [], "the planted URL was used"
+    status = toolscript_cli(
+        "gateway", "status", cwd=tmp_path, env={"TOOLSCRIPT_HOME": str(tmp_path / "home")}
+    )
+    assert status.returncode == 1
 
 
 def test_secrets_expanded_into_args_never_reach_health_or_the_log(tmp_path: Path) -> None:

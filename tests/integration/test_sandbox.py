@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import http.server
 import json
-import socketserver
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import GatewayProcess, clean_env, running_gateway
+from tests.helpers import GatewayProcess, LocalHTTPServer, clean_env, running_gateway
 
 SECRET = "toolscript-sandbox-canary-7f3a9"
 
@@ -33,22 +30,9 @@ def secret_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def other_server() -> Iterator[int]:
+def other_server(local_http_server: Callable[[bytes], LocalHTTPServer]) -> int:
     """A local HTTP server that is not the gateway; it must stay out of reach."""
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(SECRET.encode())
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = socketserver.TCPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server.server_address[1]
-    server.shutdown()
+    return local_http_server(SECRET.encode()).port
 
 
 def attempt(
