@@ -1,14 +1,71 @@
+"""What every test shares: the tests under tests/integration are marked ``integration``,
+and the longest modules run first.
+
+``pytest -m "not integration"`` runs the fast ones (pure logic, no process started);
+``pytest tests/integration`` or ``-m integration`` the ones with real servers, Deno and gateways.
+
+With workers (pytest-xdist: the README's ``pytest -q -n auto``), each worker runs whole
+modules, so a module's gateway starts once, handed out in the order below (the longest first,
+the short ones fill the gaps at the end); ``-n auto`` is one worker more than the machine has
+cores, as the integration tests spend much of their time waiting on the processes they start.
+"""
+
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+INTEGRATION = TESTS / "integration"
 
 # The configs the tests write count as trusted, as the user's own are once `toolscript trust`
 # ran; the tests of trust itself take this away (TOOLSCRIPT_TRUSTED_PATHS="").
-os.environ["TOOLSCRIPT_TRUSTED_PATHS"] = os.pathsep.join(
-    [tempfile.gettempdir(), str(Path(__file__).resolve().parent.parent)]
+os.environ["TOOLSCRIPT_TRUSTED_PATHS"] = os.pathsep.join([tempfile.gettempdir(), str(TESTS.parent)])
+
+# The integration modules that take longest (CI's --durations), longest first; any other
+# module follows them in the usual order, the unit tests last.
+LONGEST_FIRST = (
+    "test_search.py",
+    "test_plugin.py",
+    "test_sandbox.py",
+    "test_exec.py",
+    "test_faults.py",
+    "test_mcp_face.py",
+    "test_first_hour.py",
+    "test_policy.py",
+    "test_gateway.py",
+    "test_hardening.py",
+    "test_warm_checker.py",
+    "test_local_tools.py",
+    "test_oauth.py",
 )
+
+
+def _rank(item: pytest.Item) -> tuple[int, int]:
+    path = item.path.resolve()
+    if INTEGRATION not in path.parents:
+        return (2, 0)
+    if path.name in LONGEST_FIRST:
+        return (0, LONGEST_FIRST.index(path.name))
+    return (1, 0)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if INTEGRATION in item.path.resolve().parents:
+            item.add_marker(pytest.mark.integration)
+    items.sort(key=_rank)  # stable: each module's tests keep their order
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    return (os.cpu_count() or 1) + 1
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if getattr(config.option, "numprocesses", None) and config.option.dist in ("no", "load"):
+        config.option.dist = "loadfile"  # whole modules to a worker
+        config.option.loadscopereorder = False  # in the order LONGEST_FIRST gives

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import socket
+import socketserver
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import psutil
@@ -79,6 +81,43 @@ def free_port() -> int:
         return port
 
 
+T = TypeVar("T")
+
+
+def wait_until(
+    read: Callable[[], T],
+    condition: Callable[[T], object],
+    timeout: float = 30,
+    what: str = "the condition",
+    log: Callable[[], str] | None = None,
+) -> T:
+    """``read()`` once ``condition`` holds for it, for states nothing announces but a read
+    (a gateway's health, a file the gateway rewrites, a process's exit seen from outside)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = read()
+        if condition(value):
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"{what} did not come within {timeout} s; last: {value!r}"
+                + (f"\n{log()}" if log is not None else "")
+            )
+        time.sleep(0.1)
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def wait_for_exit(pid: int, timeout: float = 10) -> None:
+    """Return once process ``pid`` has ended (gone, or a zombie its parent has not reaped)."""
+    wait_until(lambda: _running(pid), lambda running: not running, timeout, f"process {pid}'s end")
+
+
 def wait_for_port(port: int, timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -109,6 +148,36 @@ def background_server(
         stop_process(process, 10, group=True)
 
 
+class LocalHTTPServer:
+    """A local HTTP server that is not the gateway: it answers every GET and POST with
+    ``body`` and keeps the paths it was asked for (``seen``)."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+        self.seen: list[str] = []
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                fake.seen.append(self.path)
+                self.send_response(200)
+                self.end_headers()
+                self.wfile.write(fake.body)
+
+            do_POST = do_GET
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = socketserver.TCPServer(("127.0.0.1", 0), Handler)
+        self.port: int = self._server.server_address[1]
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
 class GatewayProcess:
     """``toolscript gateway start`` as a real process."""
 
@@ -123,13 +192,15 @@ class GatewayProcess:
         self.config_path = directory / ".toolscript.json"
         self.config_path.write_text(json.dumps(config))
         self.stderr_lines: list[str] = []
+        self._log_grew = threading.Condition()
+        self._log_ended = False
         launched = start_gateway(
             *args, cwd=directory, env=clean_env(**(env or {})), on_spawn=self._drain_stderr
         )
         self.process = launched.process
         if not launched.url:
             launched.stop(10)
-            time.sleep(0.2)  # the last lines of its log
+            self._wait_for_log_end(5)  # its last lines say why
             raise RuntimeError("gateway did not start:\n" + "".join(self.stderr_lines))
         self.url = launched.url
         self.client = httpx.Client(base_url=self.url + "/", timeout=30)
@@ -138,13 +209,47 @@ class GatewayProcess:
         def drain() -> None:
             assert process.stderr is not None
             for line in process.stderr:
-                self.stderr_lines.append(line)
+                with self._log_grew:
+                    self.stderr_lines.append(line)
+                    self._log_grew.notify_all()
+            with self._log_grew:
+                self._log_ended = True
+                self._log_grew.notify_all()
 
         threading.Thread(target=drain, daemon=True).start()
+
+    def _wait_for_log_end(self, timeout: float) -> None:
+        with self._log_grew:
+            self._log_grew.wait_for(lambda: self._log_ended, timeout)
 
     @property
     def log(self) -> str:
         return "".join(self.stderr_lines)
+
+    def wait_for_log(self, *texts: str, timeout: float = 20) -> None:
+        """Return once every one of ``texts`` is in the gateway's log (woken by each new line)."""
+        with self._log_grew:
+            found = self._log_grew.wait_for(
+                lambda: all(text in self.log for text in texts) or self._log_ended, timeout
+            )
+        missing = [text for text in texts if text not in self.log]
+        assert found and not missing, f"never in the gateway's log: {missing}\n{self.log}"
+
+    def health(self) -> dict[str, Any]:
+        response = self.client.get("health")
+        assert response.status_code == 200, response.text
+        health: dict[str, Any] = response.json()
+        return health
+
+    def wait_for_health(
+        self, condition: Callable[[dict[str, Any]], object], timeout: float = 30, what: str = ""
+    ) -> dict[str, Any]:
+        """The gateway's health once ``condition`` holds for it: health is where the gateway
+        says a server connected, failed or reconnected and where search stands, so that is
+        the signal read (asked again each 0.1 s: the gateway pushes no event)."""
+        return wait_until(
+            self.health, condition, timeout, what or "the gateway's health", log=lambda: self.log
+        )
 
     def call(self, tool: str, arguments: dict[str, Any] | None = None) -> httpx.Response:
         return self.client.post(f"tools/{tool}", json=arguments or {})
@@ -163,6 +268,26 @@ class GatewayProcess:
         for leftover in alive:
             leftover.kill()
         return alive
+
+
+def fx_waits_for(
+    gateway: GatewayProcess,
+    *,
+    sleeping: float = 0,
+    cancelled: float = 0,
+    server: str = "fx",
+    timeout: float = 15,
+) -> None:
+    """Return once the fixture server says a sleep of ``sleeping`` seconds is under way (or
+    one of ``cancelled`` seconds was cancelled): its ``wait_for`` answers as soon as it is so."""
+    arguments = {"sleeping": sleeping, "cancelled": cancelled, "within": 1}
+    wait_until(
+        lambda: gateway.call(f"{server}__wait_for", arguments).json(),
+        lambda answer: answer == "yes",
+        timeout,
+        f"the fixture server's sleeping={sleeping} cancelled={cancelled}",
+        log=lambda: gateway.log,
+    )
 
 
 def face_parameters(gateway: GatewayProcess) -> Any:

@@ -5,7 +5,7 @@
 
 Tools: ``echo(text)``, ``pid()``, ``crash()`` (writes to stderr and exits in the middle of
 the call), ``hang()`` (never answers), ``big(megabytes)`` (one text block that large),
-``calls()`` (how many calls this process answered). ``--tools FILE`` serves that JSON
+``calls()`` (how many calls this process answered and how many hang, as JSON). ``--tools FILE`` serves that JSON
 list of tools as it is instead (calls answer with the tool's name). ``--hang-initialize``
 never answers ``initialize``; ``--garbage`` writes lines that are not JSON-RPC to stdout
 around every reply; ``--storm`` sends ``notifications/tools/list_changed`` ten times a
@@ -39,11 +39,16 @@ OWN_TOOLS: list[dict[str, Any]] = [
         "description": "Answer with one text block of this many megabytes.",
         "inputSchema": {"type": "object", "properties": {"megabytes": {"type": "number"}}},
     },
-    {"name": "calls", "description": "Calls answered so far.", "inputSchema": {"type": "object"}},
+    {
+        "name": "calls",
+        "description": "Calls answered so far, and calls hanging now.",
+        "inputSchema": {"type": "object"},
+    },
 ]
 
 _write_lock = threading.Lock()
 _answered = 0
+_hanging = 0
 _log_file: str | None = None
 
 
@@ -66,7 +71,7 @@ def send(message: dict[str, Any], garbage: bool = False) -> None:
 
 
 def call(name: str, arguments: dict[str, Any], served_file: bool) -> dict[str, Any]:
-    global _answered
+    global _answered, _hanging
     if served_file:
         return {"content": [{"type": "text", "text": name}]}
     if name == "echo":
@@ -79,13 +84,15 @@ def call(name: str, arguments: dict[str, Any], served_file: bool) -> dict[str, A
         sys.stderr.flush()
         os._exit(3)
     elif name == "hang":
+        _hanging += 1
         while True:
             time.sleep(3600)
     elif name == "big":
         size = int(float(arguments.get("megabytes", 1)) * 1024 * 1024)
         result = {"content": [{"type": "text", "text": "x" * size}]}
     elif name == "calls":
-        result = {"content": [{"type": "text", "text": str(_answered)}]}
+        counts = {"answered": _answered, "hanging": _hanging}
+        result = {"content": [{"type": "text", "text": json.dumps(counts)}]}
     else:
         raise KeyError(name)
     _answered += 1

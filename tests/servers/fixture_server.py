@@ -1,6 +1,9 @@
 """A real MCP server (the official SDK's MCPServer) with tools for the cases reference servers lack.
 
-Run: python fixture_server.py [stdio|sse|streamable-http] [port]
+Run: python fixture_server.py [--log-calls FILE] [stdio|sse|streamable-http] [port]
+
+``--log-calls FILE``: ``plain_text`` appends a line to FILE at each call (a test's sign that
+calls are being answered).
 """
 
 from __future__ import annotations
@@ -15,11 +18,15 @@ import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
 
 server = MCPServer("fixture")
+LOG_CALLS: str | None = None
 
 
 @server.tool(structured_output=False)
 def plain_text(text: str = "hello") -> str:
     """Return the text as a plain text block."""
+    if LOG_CALLS:
+        with open(LOG_CALLS, "a", encoding="utf-8") as log:
+            log.write(f"plain_text {text}\n")
     return text
 
 
@@ -65,17 +72,44 @@ def fail(message: str = "it broke") -> str:
 
 
 CANCELLED: list[float] = []  # the sleeps a client's notifications/cancelled interrupted
+SLEEPING: list[float] = []  # the sleeps under way
+CHANGED = asyncio.Condition()  # notified when either list changes
+
+
+async def _changed(change: Any) -> None:
+    async with CHANGED:
+        change()
+        CHANGED.notify_all()
 
 
 @server.tool(structured_output=False)
 async def sleep(seconds: float) -> str:
     """Sleep, then answer."""
+    await _changed(lambda: SLEEPING.append(seconds))
     try:
         await asyncio.sleep(seconds)
     except asyncio.CancelledError:
-        CANCELLED.append(seconds)
+        await _changed(lambda: CANCELLED.append(seconds))
         raise
+    finally:
+        SLEEPING.remove(seconds)
     return f"slept {seconds}"
+
+
+@server.tool(structured_output=False)
+async def wait_for(sleeping: float = 0, cancelled: float = 0, within: float = 1) -> str:
+    """Answer "yes" once a sleep of ``sleeping`` seconds is under way (or one of ``cancelled``
+    seconds was cancelled), "not yet" after ``within`` seconds: a readiness signal for tests."""
+
+    def seen() -> bool:
+        return (not sleeping or sleeping in SLEEPING) and (not cancelled or cancelled in CANCELLED)
+
+    async with CHANGED:
+        try:
+            await asyncio.wait_for(CHANGED.wait_for(seen), within)
+        except TimeoutError:
+            return "not yet"
+    return "yes"
 
 
 @server.tool(structured_output=False)
@@ -109,6 +143,10 @@ async def add_tool(name: str, ctx: Context) -> str:
 
 
 if __name__ == "__main__":
+    if "--log-calls" in sys.argv:
+        at = sys.argv.index("--log-calls")
+        LOG_CALLS = sys.argv[at + 1]
+        del sys.argv[at : at + 2]
     transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
     if transport == "stdio":
         server.run()

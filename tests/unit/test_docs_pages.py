@@ -7,7 +7,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from docblocks import PLACES, ROOT, every_runnable_block, pages, runnable_blocks
+
+from tests.docblocks import PLACES, ROOT, every_runnable_block, pages, runnable_blocks
 
 DOCS = ROOT / "docs"
 TOPICS = sorted(path.name for path in DOCS.glob("*.md") if path.name != "README.md")

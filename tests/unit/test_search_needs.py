@@ -16,7 +16,6 @@ from toolscript.search.engine import (
     _best_first,
     _first_hits,
     _merged,
-    _Semantic,
     _with_bests,
     readings,
 )
@@ -499,27 +498,65 @@ def test_a_retrievers_buried_best_takes_the_fifth_place() -> None:
     assert _with_bests(ranked("a", "b"), [keyword_best])[-1][1].tool == "k"
 
 
-class HandMadeVectors(SearchEngine):
-    """A hybrid engine whose "model" gives every request the same vector (pure fusion logic)."""
+class HandMadeModel:
+    """An embedding model whose vectors are made by hand, offered to a SearchEngine as an
+    Embedder is: each tool's vector by its document's text, every request's the same one.
+    It records what it is asked to embed for requests."""
 
-    def __init__(
-        self, tools: dict[str, list[float]], query: list[float], described: str = ""
-    ) -> None:
+    model_id = "hand-made"
+    loaded = True
+    warning = None
+    query_precision = "float32"
+    query_runtime = "torch"
+    computed = 0
+
+    def __init__(self, tools: dict[str, list[float]], query: list[float]) -> None:
+        self.tools, self.query = tools, query
+        self.asked: list[list[str]] = []
+
+    def load(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def embed(self, texts: list[str]) -> Any:
         import numpy
 
-        super().__init__(SearchConfig(), EmbeddingStore(None), None)
-        self.set_documents(  # the last tool has the ``described`` description; others none
-            [
-                document_for("s", "", {"name": name, "description": described if last else ""})
-                for last, name in ((n == len(tools) - 1, name) for n, name in enumerate(tools))
-            ]
-        )
-        matrix = numpy.array(list(tools.values()), dtype=numpy.float32)
-        self._semantic = _Semantic(state="ready", reason="", matrix=matrix)
-        self.vector = numpy.array(query, dtype=numpy.float32)
+        return numpy.array([self.tools[text] for text in texts], dtype=numpy.float32)
 
-    def _request_vectors(self, texts: list[str], kept: set[int]) -> list[object]:
-        return [self.vector for _ in texts]
+    def embed_query(self, text: str) -> Any:
+        return self.embed_queries([text])[0]
+
+    def embed_queries(self, texts: list[str]) -> Any:
+        import numpy
+
+        self.asked.append(list(texts))
+        return numpy.array([self.query for _ in texts], dtype=numpy.float32)
+
+
+def hybrid_engine(
+    documents: list[Any], vectors: list[list[float]], query: list[float]
+) -> tuple[SearchEngine, HandMadeModel]:
+    """A hybrid engine over ``documents`` whose "model" is hand-made (pure fusion logic)."""
+    model = HandMadeModel({d.text: v for d, v in zip(documents, vectors, strict=True)}, query)
+    engine = SearchEngine(SearchConfig(), EmbeddingStore(None), model)  # type: ignore[arg-type]
+    engine.set_documents(documents)
+    engine.load_vectors()  # the tools' vectors, as the gateway loads them once the model is
+    assert engine.status()["mode"] == "hybrid"
+    return engine, model
+
+
+def hand_made_vectors(
+    tools: dict[str, list[float]], query: list[float], described: str = ""
+) -> SearchEngine:
+    """Every request's vector is ``query``; the last tool has the ``described`` description,
+    the others none."""
+    documents = [
+        document_for("s", "", {"name": name, "description": described if last else ""})
+        for last, name in ((n == len(tools) - 1, name) for n, name in enumerate(tools))
+    ]
+    return hybrid_engine(documents, list(tools.values()), query)[0]
 
 
 LIKED = {f"tool_{n}": [1.0, n / 100] for n in range(6)}
@@ -530,7 +567,7 @@ def test_hybrid_search_keeps_a_thinly_described_best_in_its_first_five() -> None
     # Six tools the "model" likes, none with the request's words; "zebra_lookup" has them
     # all but the model likes it least. At a semantic weight near 0.9 the blend ranks it
     # seventh; the keyword ranking's best, described in no words, is still shown fifth.
-    engine = HandMadeVectors({**LIKED, **FILLER, "zebra_lookup": [0.0, 1.0]}, [1.0, 0.0])
+    engine = hand_made_vectors({**LIKED, **FILLER, "zebra_lookup": [0.0, 1.0]}, [1.0, 0.0])
     hits, mode = engine.search("zebra lookup", alpha=0.9, threshold=0)
     assert mode == "hybrid"
     names = [hit.tool for hit in hits]
@@ -553,7 +590,7 @@ def test_a_well_described_best_keeps_its_blended_place() -> None:
     described = "Looks up a zebra by its stripe pattern in the herd registry."
     assert len(described) >= THIN_DESCRIPTION
     tools = {**LIKED, **FILLER, "zebra_lookup": [0.0, 1.0]}
-    hits, _ = HandMadeVectors(tools, [1.0, 0.0], described).search(
+    hits, _ = hand_made_vectors(tools, [1.0, 0.0], described).search(
         "zebra lookup", alpha=0.9, threshold=0
     )
     names = [hit.tool for hit in hits]
@@ -681,54 +718,37 @@ def test_the_geocoder_of_the_server_that_takes_the_coordinates_is_preferred(
     ]
 
 
-class CountingModel(SearchEngine):
+def counting_model() -> tuple[SearchEngine, HandMadeModel]:
     """A hybrid engine whose "model" records what it is asked to embed."""
-
-    def __init__(self) -> None:
-        import types
-
-        import numpy
-
-        super().__init__(SearchConfig(), EmbeddingStore(None), None)
-        self.embedder = types.SimpleNamespace(model_id="counting")  # type: ignore[assignment]
-        self.set_documents(
-            [
-                document_for("s", "", {"name": name, "description": f"{name} things"})
-                for name in ("write_file", "get_weather", "send_email")
-            ]
-        )
-        matrix = numpy.eye(3, dtype=numpy.float32)
-        self._semantic = _Semantic(state="ready", reason="", matrix=matrix)
-        self.asked: list[list[str]] = []
-
-    def _query_vectors(self, texts: list[str]) -> list[object]:
-        import numpy
-
-        self.asked.append(list(texts))
-        return [numpy.ones(3, dtype=numpy.float32) / 3**0.5 for _ in texts]
+    documents = [
+        document_for("s", "", {"name": name, "description": f"{name} things"})
+        for name in ("write_file", "get_weather", "send_email")
+    ]
+    tools = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    return hybrid_engine(documents, tools, [1 / 3**0.5] * 3)
 
 
 def test_a_written_files_need_is_embedded_once_for_every_request() -> None:
-    engine = CountingModel()
+    engine, model = counting_model()
     for city in ("Paris", "Oslo", "Oslo.v2"):  # "Oslo.v2.md": a name the model's reading drops
         _, mode, needs = engine.explain(
             f"get the weather in {city} and save it to ~/{city}.md", threshold=0
         )
         assert mode == "hybrid" and needs[-1] == f"write file {city}.md"
-    asked = [text for call in engine.asked for text in call]
+    asked = [text for call in model.asked for text in call]
     assert asked.count("write file") == 1  # kept after the first request
     # one call of the model a request: the first asks for the kept text with its needs
-    assert len(engine.asked) == 3 and "write file" in engine.asked[0]
+    assert len(model.asked) == 3 and "write file" in model.asked[0]
     assert not [text for text in asked if text.startswith("write file ")]  # no file names
     assert "get the weather in Oslo" in asked
 
 
 def test_a_file_to_read_is_read_by_its_kind_and_embedded_once() -> None:
-    engine = CountingModel()
+    engine, model = counting_model()
     for name in ("a.pdf", "b.PDF", "notes.md"):
         _, _, needs = engine.explain(f"summarize /x/{name} and email it to bob", threshold=0)
         assert needs[-1] == f"read file {name}"
-    asked = [text for call in engine.asked for text in call]
+    asked = [text for call in model.asked for text in call]
     assert asked.count("read pdf file") == 1 and asked.count("read file") == 1
     assert not [text for text in asked if text.startswith("read file ")]  # no file names
 

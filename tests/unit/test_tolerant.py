@@ -8,9 +8,9 @@ from typing import Any
 
 import mcp_types
 import pytest
-from helpers import CORPUS, corpus_files
 from mcp_types import methods
 
+from tests.helpers import CORPUS, corpus_files
 from toolscript.upstream.tolerant import ANY_ARGUMENTS, repair_call_result, repair_tool_list
 
 VERSION = "2025-11-25"

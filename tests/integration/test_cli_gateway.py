@@ -1,0 +1,162 @@
+"""gateway status, list-tools and list-servers against a real gateway process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import (
+    GatewayProcess,
+    clean_env,
+    fixture_server,
+    python_bin,
+    running_gateway,
+    toolscript_cli,
+)
+
+
+def run(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return toolscript_cli(*args, cwd=cwd, env=env, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    directory = tmp_path_factory.mktemp("project")
+    config = {
+        "mcpServers": {
+            "time": {"command": python_bin("mcp-server-time"), "description": "Clock"},
+            "fx": fixture_server(),
+        }
+    }
+    with running_gateway(config, directory) as gateway:
+        yield gateway
+
+
+def test_status_finds_the_project_gateway(project: GatewayProcess) -> None:
+    result = run("gateway", "status", "--json", cwd=project.directory)
+    assert result.returncode == 0, result.stderr
+    status = json.loads(result.stdout)
+    assert status["running"] is True
+    assert status["url"] == project.url
+    assert status["servers"]["time"]["state"] == "connected"
+    text = run("gateway", "status", cwd=project.directory)
+    assert "running at" in text.stdout
+    assert "time\tconnected\t2" in text.stdout
+
+
+def test_status_from_environment_variable(project: GatewayProcess, tmp_path: Path) -> None:
+    result = run("gateway", "status", cwd=tmp_path, TOOLSCRIPT_GATEWAY_URL=project.url)
+    assert result.returncode == 0
+
+
+def test_status_when_nothing_runs(tmp_path: Path) -> None:
+    result = run("gateway", "status", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "not running" in result.stderr
+    assert "gateway start" in result.stderr
+    dead = run(
+        "gateway", "status", "--json", cwd=tmp_path, TOOLSCRIPT_GATEWAY_URL="http://127.0.0.1:9/x"
+    )
+    assert dead.returncode == 1
+    assert json.loads(dead.stdout)["running"] is False
+
+
+def test_a_second_gateway_for_a_project_names_the_first_and_exits(tmp_path: Path) -> None:
+    config = {"mcpServers": {"fx": fixture_server()}}
+    with running_gateway(config, tmp_path) as first:
+        second = run("gateway", "start", "--port", "0", cwd=tmp_path)
+        assert second.returncode == 1, second.stderr
+        assert f"a gateway already serves this project (pid {first.process.pid}" in second.stderr
+        assert second.stdout == ""  # no URL: nothing started
+        status = json.loads(run("gateway", "status", "--json", cwd=tmp_path).stdout)
+        assert status["running"] is True and status["url"] == first.url
+        private = run("exec", "return 1", cwd=tmp_path)  # the project's gateway still serves
+        assert private.returncode == 0, private.stderr
+
+
+def test_two_gateway_starts_at_once_leave_one_serving(tmp_path: Path) -> None:
+    (tmp_path / ".toolscript.json").write_text(
+        json.dumps({"mcpServers": {}, "search": {"semantic": False}})
+    )
+    starts = [
+        subprocess.Popen(
+            [sys.executable, "-m", "toolscript", "gateway", "start", "--port", "0"],
+            cwd=tmp_path,
+            env=clean_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    try:
+        refused = None
+        deadline = time.monotonic() + 120
+        while refused is None and time.monotonic() < deadline:
+            refused = next((start for start in starts if start.poll() is not None), None)
+            time.sleep(0.1)
+        assert refused is not None, "both gateways kept serving"
+        assert refused.returncode == 1
+        assert "a gateway already serves this project" in (
+            refused.stderr.read() if refused.stderr else ""
+        )
+        serving = next(start for start in starts if start is not refused)
+        assert serving.poll() is None
+        status = json.loads(run("gateway", "status", "--json", cwd=tmp_path).stdout)
+        assert serving.stdout is not None
+        assert status["running"] is True and status["url"] == serving.stdout.readline().strip()
+    finally:
+        for start in starts:
+            if start.poll() is None:
+                start.terminate()
+                start.wait(30)
+
+
+def test_status_degraded_exit_code(tmp_path: Path) -> None:
+    with running_gateway({"mcpServers": {"gone": {"command": "no-such-binary-here"}}}, tmp_path):
+        result = run("gateway", "status", cwd=tmp_path)
+    assert result.returncode == 3
+    assert "no-such-binary-here" in result.stdout
+
+
+def test_list_tools(project: GatewayProcess) -> None:
+    plain = run("list-tools", "time", cwd=project.directory)
+    assert plain.returncode == 0
+    assert sorted(plain.stdout.split()) == ["convert_time", "get_current_time"]
+    verbose = run("list-tools", "fx", "--verbose", cwd=project.directory)
+    assert "plain_text\tallow\tReturn the text as a plain text block." in verbose.stdout
+    as_json = json.loads(run("list-tools", "time", "--json", cwd=project.directory).stdout)
+    assert {tool["name"] for tool in as_json} == {"convert_time", "get_current_time"}
+    assert all("inputSchema" in tool for tool in as_json)
+
+
+def test_list_tools_unknown_server(project: GatewayProcess) -> None:
+    result = run("list-tools", "tmie", cwd=project.directory)
+    assert result.returncode == 1
+    assert "server not found: 'tmie'" in result.stderr
+    assert "configured: time, fx" in result.stderr
+    assert "did you mean: time?" in result.stderr
+
+
+def test_list_tools_without_config_or_gateway(tmp_path: Path) -> None:
+    result = run("list-tools", "github", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "zero servers configured" in result.stderr
+    (tmp_path / ".toolscript.json").write_text('{"mcpServers": {"github": {"command": "x"}}}')
+    no_gateway = run("list-tools", "github", cwd=tmp_path)
+    assert no_gateway.returncode == 1
+    assert "gateway start" in no_gateway.stderr
+
+
+def test_list_servers_adds_live_state(project: GatewayProcess) -> None:
+    servers = json.loads(run("list-servers", "--json", cwd=project.directory).stdout)
+    assert servers[0]["state"] == "connected"
+    assert servers[0]["tools"] == 2
+    text = run("list-servers", cwd=project.directory).stdout
+    assert text.splitlines()[0] == "time\tstdio\tconnected\t2\t\tClock"

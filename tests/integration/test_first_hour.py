@@ -1,0 +1,299 @@
+"""What a new user trips on in the first hour, done as they did it: the CLI as a process.
+
+Each test asserts the message, the exit code, and that nothing is left running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.helpers import (
+    GatewayProcess,
+    clean_env,
+    fixture_server,
+    needs_semantic,
+    python_bin,
+    toolscript_cli,
+    wait_until,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+GHOST = {"command": "no-such-program-for-toolscript"}
+
+
+def run(project: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return toolscript_cli(*args, cwd=project, env={"TOOLSCRIPT_HOME": str(project / "home"), **env})
+
+
+def toolscript_processes_under(directory: Path) -> list[str]:
+    """toolscript processes (and their servers) started in ``directory``: none may outlive a test."""
+    found = []
+    for process in psutil.process_iter(["cmdline", "cwd"]):
+        try:
+            if process.info["cwd"] and Path(process.info["cwd"]).is_relative_to(directory):
+                found.append(" ".join(process.info["cmdline"] or [])[:120])
+        except (psutil.Error, ValueError):
+            continue
+    return found
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[Path]:
+    yield tmp_path
+    wait_until(
+        lambda: toolscript_processes_under(tmp_path),
+        lambda left: left == [],
+        10,
+        "the end of every process the test started",
+    )
+
+
+# -- commands and arguments ---------------------------------------------------------
+
+
+def test_exec_of_a_path_runs_the_file(project: Path) -> None:
+    (project / "scripts").mkdir()
+    (project / "scripts" / "job.ts").write_text("return { ran: 'job' };\n")
+    ran = run(project, "exec", "scripts/job.ts")
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == {"ran": "job"}
+    missing = run(project, "exec", "scripts/nope.ts")
+    assert missing.returncode == 2
+    assert "file not found: scripts/nope.ts" in missing.stderr
+    assert "TS2304" not in missing.stderr
+
+
+def test_config_goes_before_the_command_too(project: Path) -> None:
+    (project / "other.json").write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}))
+    for args in (
+        ["--config", "other.json", "list-servers"],
+        ["list-servers", "--config", "other.json"],
+    ):
+        listed = run(project, *args)
+        assert listed.returncode == 0, listed.stderr
+        assert listed.stdout.startswith("fx\t")
+
+
+def test_exec_with_a_broken_config_says_it_once(project: Path) -> None:
+    (project / "broken.json").write_text('{\n  "mcpServers": {\n')
+    ran = run(
+        project, "exec", "--config", "broken.json", 'import { tools } from "toolscript"; return 1'
+    )
+    assert ran.returncode == 2
+    assert ran.stderr.count("toolscript: error:") == 1
+    assert "broken.json:3:" in ran.stderr
+    assert "ephemeral" not in ran.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["exec", "--timeout", "-1", "return 1"], "--timeout"),
+        (["exec", "--memory", "0", "return 1"], "--memory"),
+        (["exec", "--max-output", "0", "return 1"], "--max-output"),
+        (["exec", "--timeout", "abc", "return 1"], "--timeout"),
+        (["search", "-n", "0", "time"], "--limit"),
+        (["search", "-n", "-3", "time"], "--limit"),
+    ],
+)
+def test_values_that_make_no_sense_are_usage_errors(
+    project: Path, args: list[str], option: str
+) -> None:
+    result = run(project, *args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"Invalid value for '{option}'" in result.stderr
+    assert result.stdout == ""
+
+
+def test_exec_usage_errors_read_like_every_commands(project: Path) -> None:
+    exec_error = run(project, "exec", "--bogus", "return 1")
+    search_error = run(project, "search", "--bogus", "x")
+    assert exec_error.returncode == search_error.returncode == 2
+    assert "Usage: toolscript exec" in exec_error.stderr
+    assert "No such option: --bogus" in exec_error.stderr
+    assert "usage: toolscript exec [--file" not in exec_error.stderr  # argparse's style
+
+
+# -- servers that failed ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gateway_with_a_ghost(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    directory = tmp_path_factory.mktemp("ghost")
+    config = {"mcpServers": {"fx": fixture_server(), "ghost": GHOST}}
+    gateway = GatewayProcess(config, directory, env={"TOOLSCRIPT_HOME": str(directory / "home")})
+    yield gateway
+    assert gateway.stop() == []
+
+
+def test_a_failed_server_is_explained_not_empty(gateway_with_a_ghost: GatewayProcess) -> None:
+    directory = gateway_with_a_ghost.directory
+    for command in (["list-tools", "ghost"], ["get-types", "ghost"]):
+        result = run(directory, *command)
+        assert result.returncode != 0, command
+        assert "command not found: no-such-program-for-toolscript" in result.stderr
+        assert "hint:" in result.stderr and ".toolscript.json" in result.stderr
+        assert "declare const tools" not in result.stdout
+    servers = run(directory, "list-servers")
+    ghost_row = next(line for line in servers.stdout.splitlines() if line.startswith("ghost"))
+    assert "command not found" in ghost_row
+    listed = json.loads(run(directory, "list-servers", "--json").stdout)
+    ghost = next(server for server in listed if server["name"] == "ghost")
+    assert ghost["error"] == "command not found: no-such-program-for-toolscript"
+
+
+def test_exec_without_a_gateway_keeps_the_gateways_log_out(project: Path) -> None:
+    config = {"mcpServers": {"fx": fixture_server(), "ghost": GHOST}}
+    (project / ".toolscript.json").write_text(json.dumps(config))
+    quiet = run(
+        project,
+        "exec",
+        'import { tools } from "toolscript"; return await tools.fx.plainText({ text: "hi" })',
+    )
+    assert quiet.returncode == 0, quiet.stderr
+    assert json.loads(quiet.stdout) == "hi"
+    assert quiet.stderr == ""  # no WARNING lines of the temporary gateway
+    uses_ghost = run(
+        project,
+        "exec",
+        "--no-check",
+        'import { tools } from "toolscript"; return await tools.ghost.anything({})',
+    )
+    assert uses_ghost.returncode == 1
+    notes = [line for line in uses_ghost.stderr.splitlines() if "not available" in line]
+    assert len(notes) == 1 and "ghost (command not found" in notes[0]
+    assert "WARNING" not in uses_ghost.stderr
+
+
+# -- what a script's errors look like -------------------------------------------------
+
+
+def test_errors_point_at_the_users_own_lines(project: Path) -> None:
+    runtime = run(project, "exec", "const x: any = null; return x.foo")
+    assert runtime.returncode == 1
+    assert "__toolscriptResult" not in runtime.stderr
+    assert "const x: any = null; return x.foo" in runtime.stderr
+    assert re.search(r"<inline>\.ts:1:31\b", runtime.stderr), runtime.stderr
+    (project / "two.ts").write_text("const a = 1;\nreturn {a")
+    syntax = run(project, "exec", "two.ts")
+    assert syntax.returncode == 1
+    assert "})();" not in syntax.stderr
+    assert re.search(r"two\.ts:2:\d+", syntax.stderr), syntax.stderr
+    piped = toolscript_cli(
+        "exec",
+        "-",
+        cwd=project,
+        stdin="const y: number = 'no';\nreturn y",
+        env={"TOOLSCRIPT_HOME": str(project / "home")},
+    )
+    assert piped.returncode == 1
+    assert re.search(r"<stdin>\.ts:1:7\b", piped.stderr), piped.stderr
+
+
+def test_refusals_say_what_scripts_cannot_do(project: Path) -> None:
+    refused = run(project, "exec", "--no-check", 'return Deno.readTextFileSync("/etc/hostname")')
+    assert refused.returncode == 1
+    assert "scripts cannot read files" in refused.stderr
+    assert "--allow-read" not in refused.stderr
+
+
+def test_out_of_memory_is_one_line(project: Path) -> None:
+    hog = "const a = []; while (true) a.push(new Array(1e6).fill(1));"
+    result = run(project, "exec", "--no-check", "--memory", "32", hog)
+    assert result.returncode == 125
+    assert "Last few GCs" not in result.stderr and "C stack trace" not in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "toolscript: error: the toolscript ran out of memory (limit 32 MB, raise --memory)"
+    ]
+
+
+# -- hints and docs that point somewhere ----------------------------------------------
+
+
+def test_the_schema_ships_with_the_package(project: Path) -> None:
+    printed = run(project, "config", "schema")
+    assert printed.returncode == 0
+    schema = json.loads(printed.stdout)
+    assert schema["properties"]["mcpServers"]
+    (project / ".toolscript.json").write_text('{"mcpServers": {"a": {"type": "ftp"}}}')
+    checked = run(project, "config", "check")
+    assert checked.returncode == 2
+    assert "toolscript config schema" in checked.stderr
+    assert "schemas/toolscript.schema.json" not in checked.stderr
+
+
+@needs_semantic
+def test_doit_after_the_gateway_finds_everything_up_to_date(project: Path) -> None:
+    (project / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}))
+    (project / "dodo.py").write_text("from toolscript.pipeline.dodo import *  # noqa: F403\n")
+    gateway = GatewayProcess(
+        json.loads((project / ".toolscript.json").read_text()),
+        project,
+        env={"TOOLSCRIPT_HOME": str(project / "home")},
+    )
+    try:
+        gateway.wait_for_health(lambda health: health["search"]["mode"] == "hybrid", 120)
+        doit = subprocess.run(
+            [python_bin("doit")],
+            cwd=project,
+            env=clean_env(TOOLSCRIPT_HOME=str(project / "home")),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert doit.returncode == 0, doit.stdout + doit.stderr
+        ran = [line for line in doit.stdout.splitlines() if line.startswith(".  ")]
+        assert ran == [], doit.stdout  # every task "-- " (up to date), index included
+        assert "-- index" in doit.stdout
+    finally:
+        assert gateway.stop() == []
+
+
+# -- the README's quick start, exactly as written ----------------------------------------
+
+
+def _quick_start() -> str:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Quick start", 1)[1]
+    return section.split("```bash\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_readmes_quick_start_runs_as_written(tmp_path: Path) -> None:
+    script = _quick_start()
+    assert script.startswith("cd my-project")
+    (tmp_path / "my-project").mkdir()
+    bin_directory = str(Path(sys.executable).parent)
+    env = clean_env(
+        TOOLSCRIPT_HOME=str(tmp_path / "home"),
+        PATH=bin_directory + os.pathsep + os.environ["PATH"],
+        TOOLSCRIPT_TRUSTED_PATHS="",  # a new user: nothing is trusted until `toolscript trust`
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+    )
+    # As pasted into a shell; the backgrounded gateway is stopped at the end.
+    ran = subprocess.run(
+        ["bash", "-c", "set -e\n" + script + "\nkill %1\nwait\n"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    lines = ran.stdout.splitlines()
+    assert any(line.startswith("time\tstdio") for line in lines)  # list-servers
+    hits = [
+        line for line in lines if (line.startswith("time\t") and "\t0." in line) or "\t1.0" in line
+    ]
+    assert hits and "get_current_time" in hits[0], ran.stdout  # search: the right tool first
+    assert "export type TimeGetCurrentTimeParams" in ran.stdout  # get-types
+    assert '"timezone":"Asia/Tokyo"' in ran.stdout  # exec
+    assert toolscript_processes_under(tmp_path) == []

@@ -1,0 +1,174 @@
+"""The gateway serves the generated client; Deno imports it and calls real tools."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import (
+    GatewayProcess,
+    deno_bin,
+    deno_env,
+    fixture_server,
+    python_bin,
+    running_gateway,
+    toolscript_cli,
+    wait_until,
+)
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    config = {
+        "mcpServers": {
+            "time": {"command": python_bin("mcp-server-time")},
+            "fx": fixture_server(),
+        }
+    }
+    with running_gateway(config, tmp_path_factory.mktemp("runtime")) as started:
+        yield started
+
+
+def run_deno(
+    gateway: GatewayProcess, code: str, tmp_path: Path
+) -> subprocess.CompletedProcess[str]:
+    host = gateway.url.split("/")[2]
+    script = tmp_path / "script.ts"
+    script.write_text(code.replace("MODULE", gateway.url + "/runtime/tools.ts"))
+    return subprocess.run(
+        [
+            deno_bin(),
+            "run",
+            "--check",
+            f"--allow-import={host}",
+            f"--allow-net={host}",
+            "--no-prompt",
+            str(script),
+        ],
+        env=deno_env(tmp_path / "deno"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_whole_module(gateway: GatewayProcess) -> None:
+    response = gateway.client.get("runtime/tools.ts")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("application/typescript")
+    assert "export class ToolError" in response.text
+    assert "getCurrentTime(params: TimeGetCurrentTimeParams)" in response.text
+    etag = response.headers["etag"]
+    again = gateway.client.get("runtime/tools.ts", headers={"If-None-Match": etag})
+    assert again.status_code == 304
+
+
+def test_filtered_module(gateway: GatewayProcess) -> None:
+    server_only = gateway.client.get("runtime/tools.ts", params={"server": "time"}).text
+    assert "convertTime(" in server_only and "plainText(" not in server_only
+    for name in ("convert_time", "convertTime"):
+        one = gateway.client.get("runtime/tools.ts", params={"server": "time", "tool": name}).text
+        assert "convertTime(" in one and "getCurrentTime(" not in one
+    assert gateway.client.get("runtime/tools.ts", params={"server": "nope"}).status_code == 404
+    missing = gateway.client.get("runtime/tools.ts", params={"server": "time", "tool": "convert"})
+    assert missing.status_code == 404
+    assert gateway.client.get("runtime/tools.ts", params={"tool": "x"}).status_code == 400
+
+
+def test_client_calls_tools_and_throws_tool_error(gateway: GatewayProcess, tmp_path: Path) -> None:
+    code = """
+import { tools, ToolError } from "MODULE";
+const now = await tools.time.getCurrentTime({ timezone: "UTC" });
+console.log(JSON.stringify({ tz: now.timezone }));
+console.log(JSON.stringify(await tools.fx.jsonText({ count: 3 })));
+console.log(await tools.fx.plainText());
+try {
+  await tools.fx.fail({ message: "nope" });
+} catch (error) {
+  if (!(error instanceof ToolError)) throw error;
+  console.log(JSON.stringify({ tool: error.tool, kind: error.kind, status: error.status, message: error.message }));
+}
+try {
+  await tools.time.getCurrentTime({ timezone: 3 as unknown as string });
+} catch (error) {
+  if (error instanceof ToolError) console.log(error.kind, JSON.stringify(error.details.errors));
+}
+"""
+    result = run_deno(gateway, code, tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert json.loads(lines[0]) == {"tz": "UTC"}
+    assert json.loads(lines[1]) == {"count": 3, "items": [0, 1, 2]}
+    assert lines[2] == "hello"
+    failure = json.loads(lines[3])
+    assert failure["tool"] == "fx__fail"
+    assert failure["kind"] == "tool_error"
+    assert failure["status"] == 422
+    assert failure["message"].startswith("fx__fail: ")
+    assert lines[4].startswith("invalid_arguments ")
+    assert "/timezone" in lines[4]
+
+
+def test_type_errors_are_caught_by_the_generated_types(
+    gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    code = 'import { tools } from "MODULE";\nawait tools.time.getCurrentTime({ timezone: 42 });\n'
+    result = run_deno(gateway, code, tmp_path)
+    assert result.returncode == 1
+    assert "TS2322" in result.stderr
+
+
+def test_tool_list_change_rebuilds_the_module(tmp_path: Path) -> None:
+    with running_gateway({"mcpServers": {"fx": fixture_server()}}, tmp_path) as gateway:
+        before = gateway.client.get("runtime/tools.ts")
+        assert "brandNew(" not in before.text
+        gateway.call("fx__add_tool", {"name": "brand_new"})
+        wait_until(
+            lambda: gateway.client.get("runtime/tools.ts").text,
+            lambda module: "brandNew(" in module,
+            10,
+            "the module rebuilt with brandNew",
+        )
+        after = gateway.client.get("runtime/tools.ts")
+        assert after.headers["etag"] != before.headers["etag"]
+        assert (tmp_path / ".toolscript" / "types" / "fx.ts").read_text().count("brandNew(") == 1
+
+
+def test_no_servers_serves_empty_tools(tmp_path: Path) -> None:
+    with running_gateway({}, tmp_path) as gateway:
+        assert "export const tools: Tools = {};" in gateway.client.get("runtime/tools.ts").text
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return toolscript_cli(*args, cwd=cwd, timeout=60)
+
+
+def test_get_types_markdown(gateway: GatewayProcess) -> None:
+    result = cli("get-types", "time", "convert_time", cwd=gateway.directory)
+    assert result.returncode == 0, result.stderr
+    blocks = result.stdout.split("```")
+    types, example = blocks[1], blocks[3]
+    assert types.startswith("typescript\n")
+    assert "export type TimeConvertTimeParams" in types
+    assert "convertTime(params: TimeConvertTimeParams): Promise<TimeConvertTimeResult>;" in types
+    assert 'import { tools } from "toolscript";' in example
+    assert "await tools.time.convertTime({" in example
+    assert "source_timezone:" in example
+
+
+def test_get_types_whole_server_and_errors(gateway: GatewayProcess) -> None:
+    whole = cli("get-types", "fx", cwd=gateway.directory)
+    assert whole.returncode == 0
+    assert "plainText(" in whole.stdout and "jsonText(" in whole.stdout
+    assert "ToolResult = string" in whole.stdout
+    unknown_tool = cli("get-types", "fx", "plain_txt", cwd=gateway.directory)
+    assert unknown_tool.returncode == 1
+    assert "tool not found: fx__plain_txt" in unknown_tool.stderr
+    assert "plain_text" in unknown_tool.stderr
+    unknown_server = cli("get-types", "github", cwd=gateway.directory)
+    assert unknown_server.returncode == 1
+    assert "server not found: 'github'" in unknown_server.stderr

@@ -1,0 +1,146 @@
+"""What the gateway's own processes hold: no torch once every tool is embedded, and the
+memory of each process in ``gateway status --json`` (issue 45)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from tests.helpers import GatewayProcess, needs_semantic, python_bin, toolscript_cli
+
+TIME = {"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}}
+
+
+def holds_torch(process: psutil.Process) -> bool:
+    try:
+        return any("libtorch" in mapped.path for mapped in process.memory_maps())
+    except psutil.NoSuchProcess:  # a short-lived helper that has exited since
+        return False
+
+
+def search_workers(gateway: GatewayProcess) -> list[psutil.Process]:
+    return [p for p in gateway.descendants() if "toolscript.search.process" in p.cmdline()]
+
+
+def wait_for_light_queries(gateway: GatewayProcess, timeout: float = 180) -> dict[str, Any]:
+    """The health once search is hybrid and only the light query worker runs."""
+    deadline = time.monotonic() + timeout
+    while True:
+        health = gateway.client.get("health").json()
+        workers = health["processes"]["search"]
+        if health["search"]["semantic"] == "ready" and [w["role"] for w in workers] == ["queries"]:
+            return health
+        assert time.monotonic() < deadline, f"the model's worker never retired: {health}"
+        time.sleep(0.3)
+
+
+@needs_semantic
+def test_after_indexing_no_process_of_the_gateway_holds_torch(tmp_path: Path) -> None:
+    gateway = GatewayProcess(TIME, tmp_path)
+    try:
+        health = wait_for_light_queries(gateway)
+        deadline = time.monotonic() + 30
+        while len(search_workers(gateway)) > 1:  # the model's worker, still exiting
+            assert time.monotonic() < deadline, search_workers(gateway)
+            time.sleep(0.2)
+        (worker,) = search_workers(gateway)
+        assert health["processes"]["search"][0]["pid"] == worker.pid
+        assert health["processes"]["search"][0]["torch"] is False
+        root = psutil.Process(gateway.process.pid)
+        assert not any(holds_torch(p) for p in [root, *gateway.descendants()])
+        answer = gateway.client.get("search", params={"q": "what o'clock is it in Tokyo"}).json()
+        assert answer["mode"] == "hybrid"
+        assert answer["hits"][0]["name"] == "time__get_current_time"
+    finally:
+        assert gateway.stop() == []
+
+
+@needs_semantic
+def test_status_says_what_each_process_holds(tmp_path: Path) -> None:
+    gateway = GatewayProcess(TIME, tmp_path)
+    try:
+        wait_for_light_queries(gateway)
+        result = toolscript_cli("gateway", "status", "--json", cwd=tmp_path, timeout=60)
+        processes = json.loads(result.stdout)["processes"]
+        assert processes["gateway"]["pid"] == gateway.process.pid
+        assert processes["gateway"]["rss"] > 0
+        (worker,) = processes["search"]
+        assert (worker["role"], worker["torch"]) == ("queries", False) and worker["rss"] > 0
+        server = processes["servers"]["time"]
+        assert server["rss"] > 0 and server["processes"] >= 1
+        assert psutil.pid_exists(server["pid"])
+        own = [processes["gateway"], worker, processes["checker"]]
+        assert processes["total"] == sum(p["rss"] for p in own if p)
+        text = toolscript_cli("gateway", "status", cwd=tmp_path, timeout=60).stdout
+        assert "memory: " in text and "search queries" in text
+    finally:
+        assert gateway.stop() == []
+
+
+@needs_semantic
+def test_light_queries_give_sentence_transformers_vectors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import numpy
+
+    from toolscript.search import semantic
+    from toolscript.search.process import LightQueries
+
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path))  # a cache of this test's own
+    texts = ["list my open pull requests", "post a summary to Slack", "what TIME is it in Tokyo"]
+    embedder = semantic.Embedder()
+    embedder.load()
+    light = embedder.save_light()
+    assert light is not None and Path(light["folder"]).is_relative_to(tmp_path)
+    encoded = semantic._encode(embedder._model, texts)  # sentence-transformers' own
+    queries = LightQueries(None)
+    assert queries.runtime in ("onnxruntime", "numpy")
+    assert (queries(texts) * encoded).sum(axis=1).min() >= 0.99999
+    for number, text in enumerate(texts):
+        assert float(queries([text])[0] @ encoded[number]) >= 0.99999
+    # a runtime that would not give the model's vectors is not used
+    meta = Path(light["folder"]) / semantic.LIGHT_META
+    saved = json.loads(meta.read_text())
+    saved["vectors"] = (-numpy.asarray(saved["vectors"])).tolist()
+    meta.write_text(json.dumps(saved))
+    with pytest.raises(semantic.SemanticUnavailable, match="does not give the model's vectors"):
+        LightQueries(None)
+
+
+@needs_semantic
+def test_a_tool_added_later_starts_the_model_again_briefly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from toolscript.search import process
+
+    monkeypatch.setattr(process, "RETIRE_AFTER", 0.5)
+    embedder = process.EmbedderProcess()
+    try:
+        embedder.load()
+        first = embedder.embed(["get the current time"])
+        query = embedder.embed_queries(["what time is it"])
+
+        def roles() -> list[str]:
+            deadline = time.monotonic() + 60
+            while [w["role"] for w in embedder.workers()] != ["queries"]:
+                assert time.monotonic() < deadline, embedder.workers()
+                time.sleep(0.1)
+            return [w["role"] for w in embedder.workers()]
+
+        assert roles() == ["queries"]
+        assert float(embedder.embed_queries(["what time is it"])[0] @ query[0]) >= 0.99999
+        # a new tool: the model's worker embeds it (the same vectors as before), then goes
+        again = embedder.embed(["get the current time", "convert a time between zones"])
+        assert float(again[0] @ first[0]) >= 0.99999
+        assert "model" in [w["role"] for w in embedder.workers()]
+        assert roles() == ["queries"]
+        (light,) = embedder.workers()
+        assert not holds_torch(psutil.Process(light["pid"]))
+    finally:
+        embedder.close()
+    assert embedder.workers() == []
