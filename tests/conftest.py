@@ -48,6 +48,14 @@ def _rank(item: pytest.Item) -> tuple[int, int]:
     return (1, 0)
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """``-m "not integration"`` does not import the integration modules (seconds) to deselect them."""
+    if " ".join(config.option.markexpr.split()) != "not integration":
+        return None
+    path = collection_path.resolve()
+    return True if path == INTEGRATION or INTEGRATION in path.parents else None
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if INTEGRATION in item.path.resolve().parents:
