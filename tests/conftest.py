@@ -20,22 +20,28 @@ import pytest
 TESTS = Path(__file__).resolve().parent
 INTEGRATION = TESTS / "integration"
 
-# The integration modules that take longest (CI's --durations), longest first; any other
-# module follows them in the usual order, the unit tests last.
+# The integration modules that take longest (a run's --durations, summed by module), longest
+# first; any other module follows them in the usual order, the unit tests last.
 LONGEST_FIRST = (
     "test_search.py",
-    "test_plugin.py",
-    "test_sandbox.py",
-    "test_exec.py",
+    "test_policy.py",
+    "test_first_hour.py",
     "test_faults.py",
     "test_mcp_face.py",
-    "test_first_hour.py",
-    "test_policy.py",
-    "test_gateway.py",
-    "test_hardening.py",
+    "test_plugin.py",
+    "test_exec.py",
     "test_warm_checker.py",
-    "test_local_tools.py",
+    "test_pipeline.py",
     "test_oauth.py",
+    "test_hardening.py",
+    "test_gateway.py",
+    "test_saved_scripts.py",
+    "test_local_tools.py",
+    "test_cli_gateway.py",
+    "test_inferred.py",
+    "test_sandbox.py",
+    "test_real_servers.py",
+    "test_runtime_module.py",
 )
 
 
