@@ -25,22 +25,28 @@ INTEGRATION = TESTS / "integration"
 # ran; the tests of trust itself take this away (TOOLSCRIPT_TRUSTED_PATHS="").
 os.environ["TOOLSCRIPT_TRUSTED_PATHS"] = os.pathsep.join([tempfile.gettempdir(), str(TESTS.parent)])
 
-# The integration modules that take longest (CI's --durations), longest first; any other
-# module follows them in the usual order, the unit tests last.
+# The integration modules that take longest (a run's --durations, summed by module), longest
+# first; any other module follows them in the usual order, the unit tests last.
 LONGEST_FIRST = (
     "test_search.py",
-    "test_plugin.py",
-    "test_sandbox.py",
-    "test_exec.py",
+    "test_policy.py",
+    "test_first_hour.py",
     "test_faults.py",
     "test_mcp_face.py",
-    "test_first_hour.py",
-    "test_policy.py",
-    "test_gateway.py",
-    "test_hardening.py",
+    "test_plugin.py",
+    "test_exec.py",
     "test_warm_checker.py",
-    "test_local_tools.py",
+    "test_pipeline.py",
     "test_oauth.py",
+    "test_hardening.py",
+    "test_gateway.py",
+    "test_saved_scripts.py",
+    "test_local_tools.py",
+    "test_cli_gateway.py",
+    "test_inferred.py",
+    "test_sandbox.py",
+    "test_real_servers.py",
+    "test_runtime_module.py",
 )
 
 
@@ -51,6 +57,14 @@ def _rank(item: pytest.Item) -> tuple[int, int]:
     if path.name in LONGEST_FIRST:
         return (0, LONGEST_FIRST.index(path.name))
     return (1, 0)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """``-m "not integration"`` does not import the integration modules (seconds) to deselect them."""
+    if " ".join(config.option.markexpr.split()) != "not integration":
+        return None
+    path = collection_path.resolve()
+    return True if path == INTEGRATION or INTEGRATION in path.parents else None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -22,7 +22,15 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.helpers import ROOT, clean_env, fixture_server, python_bin, running_gateway, wait_until
+from tests.helpers import (
+    ROOT,
+    clean_env,
+    fixture_server,
+    fx_waits_for,
+    python_bin,
+    running_gateway,
+    wait_until,
+)
 from toolscript.gateway.state import gateway_state_file
 from toolscript.processes import stop_process
 
@@ -255,13 +263,17 @@ def test_stdio_face_reuses_the_project_gateway_and_stops_a_script_whose_client_l
             assert not (await session.call_tool("list_servers", {})).is_error
             (face,) = faces()
             assert not any("gateway" in p.cmdline() for p in tree(face)), "started its own"
-            with anyio.move_on_after(4):
-                await execute(
-                    session,
-                    'import { tools } from "toolscript";\n'
-                    "return await tools.fx.sleep({ seconds: 30 });",
+            code = (
+                'import { tools } from "toolscript";\nreturn await tools.fx.sleep({ seconds: 30 });'
+            )
+            async with anyio.create_task_group() as group:
+                group.start_soon(execute, session, code)
+                # the script's call is under way: the server says so
+                await anyio.to_thread.run_sync(
+                    lambda: fx_waits_for(shared_gateway, sleeping=30, timeout=120)
                 )
-            seen.extend(tree(face))
+                seen.extend(tree(face))
+                group.cancel_scope.cancel()  # the client leaves while the script still sleeps
             assert any("deno" in p.name() for p in seen), "no sandbox was running"
 
     anyio.run(session_work)  # the client leaves while the script still sleeps
