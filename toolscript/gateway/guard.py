@@ -28,6 +28,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
+from urllib.parse import unquote
 
 from toolscript.errors import (
     AccessDeniedError,
@@ -119,9 +120,14 @@ def is_agent_url(url: str) -> bool:
     return url.rstrip("/").rpartition("/")[2].startswith(AGENT_PREFIX)
 
 
-def _allowed(routes: tuple[tuple[str, re.Pattern[str]], ...], method: str, path: str) -> bool:
-    if "/./" in path + "/" or "/../" in path + "/":
-        return False  # no route has such a segment: never let one stand for another
+def _allowed(
+    routes: tuple[tuple[str, re.Pattern[str]], ...], method: str, path: str, raw: str
+) -> bool:
+    """Whether ``path`` is one of ``routes``. A "." or ".." segment of the path as sent
+    (``raw``: an encoded "/" stays inside its segment, as a tool's name may hold one) is
+    never let stand for another path."""
+    if any(unquote(segment) in (".", "..") for segment in raw.split("/")):
+        return False
     return any(method == m and pattern.fullmatch(path) for m, pattern in routes)
 
 
@@ -179,12 +185,16 @@ class TokenGuard:
         given = path[1:].split("/", 1)[0]
         prefix = "/" + given
         rest = path[len(prefix) :]
+        sent = scope.get("raw_path") or path.encode()
+        raw_rest = sent.decode("latin-1").split("?", 1)[0][len(prefix) :]
         found = self._credential(given) if path.startswith("/") else None
         if found is not None and found[0] == AGENT:
-            if not _allowed(AGENT_ROUTES, scope["method"], rest):
+            if not _allowed(AGENT_ROUTES, scope["method"], rest, raw_rest):
                 await answer_error(send, agent_refused())
                 return
-        elif found is None or (found[0] == RUN and not _allowed(RUN_ROUTES, scope["method"], rest)):
+        elif found is None or (
+            found[0] == RUN and not _allowed(RUN_ROUTES, scope["method"], rest, raw_rest)
+        ):
             await answer_error(send, UnauthorizedError())
             return
         kind, run = found
