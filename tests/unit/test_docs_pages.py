@@ -82,7 +82,7 @@ def test_ci_reads_the_install_and_test_commands_from_the_readme() -> None:
         found[marker] = ran.stdout.strip()
     assert found["install"].startswith("pip install -e '.[semantic,dev]'")
     assert "npm ci" in found["install"]
-    assert found["test"] == "ruff check . && ruff format --check . && mypy && pytest -q"
+    assert found["test"] == "ruff check . && ruff format --check . && mypy && pytest -q -n auto"
 
 
 def test_the_security_page_keeps_a_place_for_the_threat_model() -> None:
