@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -232,6 +233,25 @@ def test_crashed_worker_is_replaced(gateway: GatewayProcess) -> None:
     wait_for_exit(pid)
     replaced = value(gateway, "pretty__worker_pid")
     assert replaced != pid
+
+
+def test_a_worker_whose_python_died_is_replaced_before_uv_exits(gateway: GatewayProcess) -> None:
+    # The worker's Python is `uv run`'s child: killed, it is dead before uv exits and the
+    # gateway hears of it. A call in that moment (here held open: uv is stopped) is served
+    # by a new worker, not written to the dead one (503).
+    pid = value(gateway, "pretty__worker_pid")
+    assert isinstance(pid, int)
+    wrapper = psutil.Process(pid).parent()
+    assert wrapper is not None and wrapper.pid != gateway.process.pid
+    wrapper.suspend()
+    try:
+        psutil.Process(pid).kill()
+        wait_for_exit(pid)  # a zombie its stopped parent does not reap
+        replaced = value(gateway, "pretty__worker_pid")
+        assert replaced != pid
+    finally:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            wrapper.resume()
 
 
 def test_exec_calls_local_tools(gateway: GatewayProcess, tmp_path: Path) -> None:

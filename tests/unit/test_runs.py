@@ -7,6 +7,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -283,6 +284,45 @@ def test_interactive_runs_ask_and_take_the_answer(tmp_path: Path) -> None:
             refused = await runs.call(run, "s__delete", {"password": "p", "k": 1}, 9, server.make)
         assert refused[0] == 403 and json.loads(refused[2])["error"] == "call_refused"
         assert server.made == [] and run.stopped is None  # the script goes on
+
+    anyio.run(scenario)
+
+
+def test_an_answered_prompt_is_not_shown_again_while_the_run_log_is_slow(
+    tmp_path: Path,
+) -> None:
+    # A run that asks is flushed as 'prompting' while it asks; under load that write can
+    # outlast the answer, and a watcher polling meanwhile must not see the call again (the MCP
+    # face asked its client five times for one call).
+    server = FakeServer()
+    written = threading.Event()
+
+    class SlowLog(RunLog):
+        def write(self, **rows: Any) -> None:
+            written.wait(10)
+            super().write(**rows)
+
+    async def scenario() -> None:
+        runs = RunBook(
+            SlowLog(tmp_path / "runs.sqlite"),
+            lambda: (),
+            lambda qualified: "ask" if qualified == "s__delete" else "allow",
+        )
+        run = await runs.register(interactive=True)
+        shown: list[Any] = []
+
+        async def user() -> None:
+            prompt = await runs.wait_prompt(run.id, 5)
+            assert prompt is not None
+            assert runs.answer(run.id, prompt["seq"], "yes")
+            shown.append(await runs.wait_prompt(run.id, 0))  # the flush still writes
+            written.set()
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(user)
+            made = await runs.call(run, "s__delete", {"k": 1}, 9, server.make)
+        assert made[0] == 200 and shown == [None]
+        assert len(server.made) == 1
 
     anyio.run(scenario)
 

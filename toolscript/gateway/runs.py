@@ -472,9 +472,13 @@ class RunBook:
         except TimeoutError:
             return "stop"
         finally:
-            run.prompt = None
-            run.prompted = asyncio.Event()
-            self._dirty[run.id] = run
+            if run.prompt is prompt:  # unless its answer cleared it already
+                self._clear_prompt(run)
+
+    def _clear_prompt(self, run: Run) -> None:
+        run.prompt = None
+        run.prompted = asyncio.Event()
+        self._dirty[run.id] = run
 
     async def wait_prompt(self, run_id: str, wait: float) -> dict[str, Any] | None:
         """The call waiting for an answer in ``run_id`` (waiting up to ``wait`` s for one)."""
@@ -493,6 +497,9 @@ class RunBook:
         if prompt is None or prompt.call["seq"] != seq or prompt.answer.done():
             return False
         prompt.answer.set_result(answer)
+        # Answered: no longer shown, though the run may still be flushing as it asks (a
+        # watcher polling meanwhile would otherwise ask the person again).
+        self._clear_prompt(run)
         return True
 
     # -- the log ---------------------------------------------------------------

@@ -39,7 +39,7 @@ import anyio.to_thread
 
 from toolscript.config import ServerConfig
 from toolscript.errors import ServerUnavailableError, ToolTimeoutError, UpstreamError
-from toolscript.processes import signal_quietly, stop_process_async
+from toolscript.processes import process_alive, signal_quietly, stop_process_async
 from toolscript.redact import redact
 from toolscript.upstream.base import ServerState, ToolHost, ToolsChanged
 
@@ -366,14 +366,19 @@ class LocalToolServer:
 
     async def _get_worker(self) -> _Worker:
         worker = self._worker
-        if worker is not None and worker.process.returncode is None:
+        if _serving(worker):
+            assert worker is not None
             return worker
         if self._spawning is None:
             self._spawning = asyncio.Lock()
         async with self._spawning:
             worker = self._worker
-            if worker is not None and worker.process.returncode is None:
+            if _serving(worker):
+                assert worker is not None
                 return worker
+            if worker is not None and worker.process.returncode is None:
+                # Its Python died and `uv run` has yet to exit: that tree goes now.
+                signal_quietly(worker.process.pid, signal.SIGKILL, group=True)
             process = await asyncio.create_subprocess_exec(
                 *self._worker_command(),
                 stdin=asyncio.subprocess.PIPE,
@@ -585,6 +590,19 @@ class LocalToolServer:
         if self.external:
             status["worker"] = {"pid": self.worker_pid(), "started": self.workers_started}
         return status
+
+
+def _serving(worker: _Worker | None) -> bool:
+    """Whether ``worker`` can take a call: its process runs, and so does the Python that
+    process started (``uv run``'s child, whose pid it said when ready). Killed, that Python
+    leaves uv to exit a moment later, and a call written meanwhile would be lost."""
+    if worker is None or worker.process.returncode is not None:
+        return False
+    ready = worker.ready
+    if not ready.done() or ready.cancelled() or ready.exception() is not None:
+        return True  # still starting, or failed: its call learns which
+    pid = ready.result()
+    return pid <= 0 or process_alive(pid)
 
 
 _T = TypeVar("_T")
