@@ -305,6 +305,34 @@ def test_model_that_cannot_load_falls_back(tmp_path: Path) -> None:
         assert search(gateway, "time in tokyo")["mode"] == "hybrid"
 
 
+def search_workers(gateway: GatewayProcess) -> tuple[list[psutil.Process], list[int]]:
+    """The gateway's live embedding workers, and the pids of its exited children not yet
+    reaped (a worker that just exited, for the moment until the gateway waits for it)."""
+    live, zombies = [], []
+    for child in gateway.descendants():
+        try:
+            if child.status() == psutil.STATUS_ZOMBIE:
+                zombies.append(child.pid)
+            elif "toolscript.search.process" in child.cmdline():
+                live.append(child)
+        except psutil.NoSuchProcess:  # gone (and reaped) since it was listed
+            continue
+    return live, zombies
+
+
+def wait_for_the_query_worker(gateway: GatewayProcess) -> psutil.Process:
+    """Once every tool is embedded the model's worker hands queries to the light one and
+    exits: wait for that one worker, with nothing left unreaped."""
+    deadline = time.monotonic() + 60
+    while True:
+        workers, zombies = search_workers(gateway)
+        roles = [w["role"] for w in gateway.client.get("health").json()["processes"]["search"]]
+        if len(workers) == 1 and roles == ["queries"] and not zombies:
+            return workers[0]
+        assert time.monotonic() < deadline, (workers, roles, zombies)
+        time.sleep(0.2)
+
+
 @needs_semantic
 def test_the_model_runs_outside_the_gateway(tmp_path: Path) -> None:
     config = {"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}}
@@ -312,16 +340,7 @@ def test_the_model_runs_outside_the_gateway(tmp_path: Path) -> None:
     try:
         embedded = wait_for_search(gateway)["embedded"]
         # once every tool is embedded, the model's worker hands queries to the light one
-        deadline = time.monotonic() + 60
-        while True:
-            workers = [
-                p for p in gateway.descendants() if "toolscript.search.process" in p.cmdline()
-            ]
-            roles = [w["role"] for w in gateway.client.get("health").json()["processes"]["search"]]
-            if len(workers) == 1 and roles == ["queries"]:
-                break
-            assert time.monotonic() < deadline, (workers, roles)
-            time.sleep(0.2)
+        workers = [wait_for_the_query_worker(gateway)]
         mapped = {m.path for m in psutil.Process(gateway.process.pid).memory_maps()}
         assert not any("libtorch" in path for path in mapped)  # torch never in the gateway
         assert not any("libtorch" in m.path for m in workers[0].memory_maps())  # nor here now
@@ -335,8 +354,8 @@ def test_the_model_runs_outside_the_gateway(tmp_path: Path) -> None:
         # ... and reloads it in the background, from the cached vectors.
         assert wait_for_search(gateway)["embedded"] == embedded  # nothing embedded again
         assert search(gateway, "what o'clock is it in Tokyo")["mode"] == "hybrid"
-        replaced = [p for p in gateway.descendants() if "toolscript.search.process" in p.cmdline()]
-        assert [p.pid for p in replaced] != [workers[0].pid] and len(replaced) == 1
+        replaced = wait_for_the_query_worker(gateway)  # the dead one reaped
+        assert replaced.pid != workers[0].pid
     finally:
         assert gateway.stop() == []
 
@@ -346,7 +365,7 @@ def test_a_hung_model_is_replaced_not_waited_for(tmp_path: Path) -> None:
     config = {"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}}
     with running_gateway(config, tmp_path) as gateway:
         wait_for_search(gateway)
-        (worker,) = [p for p in gateway.descendants() if "toolscript.search.process" in p.cmdline()]
+        worker = wait_for_the_query_worker(gateway)  # the one that answers queries
         worker.suspend()  # alive, but answers nothing
         started = time.monotonic()
         answer = search(gateway, "what o'clock is it in Tokyo")
@@ -620,18 +639,25 @@ def test_a_worker_that_died_mid_request_is_replaced() -> None:
     try:
         embedder.load()
         first = psutil.Process(embedder.pid)
+        # the worker that answers queries (the light one where this model's is saved)
+        (dead,) = [
+            w
+            for w in (embedder._light_worker, embedder._model_worker)
+            if w is not None and w.pid == first.pid
+        ]
         first.kill()
         first.wait(10)
-        assert embedder._process is not None and embedder._process.stdin is not None
-        embedder._process.stdin.write(b'{"op": "query", "text": "left in the buffer"}\n')
+        assert dead._process.stdin is not None
+        dead._process.stdin.write(b'{"op": "query", "text": "left in the buffer"}\n')
         with pytest.raises(EmbedderFailed, match="embedding process"):
             embedder.embed_query("what time is it")
         embedder.load()
         assert embedder.pid != first.pid
         assert embedder.embed_query("what time is it").shape == (384,)
     finally:
+        workers = [w for w in (embedder._light_worker, embedder._model_worker) if w is not None]
         embedder.close()
-    assert embedder._process is not None and embedder._process.poll() is not None
+    assert workers and all(w._process.poll() is not None for w in workers)  # stopped, reaped
 
 
 @needs_semantic

@@ -91,8 +91,10 @@ CONFIG_POLL_SECONDS = 1.0
 CONFIG_SETTLE_SECONDS = 0.25
 CONFIG_SETTLE_TRIES = 20  # a file that keeps changing is read as it is after this many
 # Work that can wait (the warm checker's `deno lsp`, the embedding worker, the quick query
-# encoder) starts once the URL is out and no run has been under way for this long: on two
-# cores it would otherwise compete with the servers' start and with the first script.
+# encoder on a first start) starts once the URL is out and no run has been under way for
+# this long: on two cores it would otherwise compete with the servers' start and with the
+# first script. (On a restart the quick encoder gets ready with the servers: it is what makes
+# search hybrid at once.)
 IDLE_BEFORE_BACKGROUND = 1.0
 
 
@@ -176,6 +178,7 @@ class _QuickQueries:
     def __init__(self, search: SearchEngine, model: str) -> None:
         self.search, self.model = search, model
         self.prepared = anyio.Event()
+        self.early = False  # prepared while the servers connect (vectors were stored)
 
     async def prepare(self) -> None:
         try:
@@ -295,6 +298,13 @@ class Gateway:
             quick = None
             if self.search.embedder is not None:
                 quick = _QuickQueries(self.search, self.search.embedder.requested)
+                # A restart (vectors of this model stored): the numpy query encoder (half a
+                # second, no torch) gets ready while the servers connect, so search is hybrid
+                # as the URL appears when every tool's vector is stored. A first start has
+                # nothing cached: the encoder would be of no use, and waits with the rest.
+                if await anyio.to_thread.run_sync(self.search.vectors_stored):
+                    tasks.start_soon(quick.prepare, name="quick queries")
+                    quick.early = True
             log.info("connecting %d servers", len(self.upstreams))
             for upstream in self.upstreams.values():
                 tasks.start_soon(upstream.run, name=f"upstream {upstream.name}")
@@ -309,6 +319,8 @@ class Gateway:
                     self.ready_wait,
                 )
             await self.rebuild_artifacts()
+            if quick is not None and quick.early:
+                await quick.start()
             tasks.start_soon(self._rebuild_when_tools_change, name="artifact rebuilds")
             self._watch_scope = anyio.CancelScope()
             tasks.start_soon(self._watch_config, name="config watch")
@@ -366,7 +378,7 @@ class Gateway:
             assert self._tasks is not None
             if self.checker is not None:
                 self._tasks.start_soon(self._run_checker, name="type checker")
-            if quick is not None:
+            if quick is not None and not quick.early:
                 # The numpy query encoder (half a second, no torch) before the worker's model.
                 self._tasks.start_soon(quick.prepare, name="quick queries")
                 await quick.start()

@@ -245,6 +245,13 @@ class SearchEngine:
         self._quick = quick_encoder_for(model_directory)
         return self._quick is not None
 
+    def vectors_stored(self) -> bool:
+        """Whether the store holds vectors of this model: a restart whose tools may all be
+        cached, so the numpy query encoder is worth getting ready before the URL."""
+        if self._semantic.state == "disabled" or self.embedder is None:
+            return False
+        return self.store.holds(self.embedder.model_id)
+
     def quick_start(self) -> bool:
         """Hybrid at once when every tool's vector is in the store already (a restart, or the
         same tools as a previous run): only the query needs the model, and the numpy encoder

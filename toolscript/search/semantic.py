@@ -545,6 +545,14 @@ class EmbeddingStore:
             return {h: self._memory[(h, model)] for h in wanted if (h, model) in self._memory}
         return dict(self._rows("content_hash, vector", wanted, model))
 
+    def holds(self, model: str) -> bool:
+        """Whether any vector of ``model`` is stored (a previous run embedded with it)."""
+        if self.path is None:
+            return any(key[1] == model for key in self._memory)
+        with self._connect() as db:
+            row = db.execute("select 1 from embeddings where model = ? limit 1", [model])
+            return row.fetchone() is not None
+
     def missing(self, hashes: Iterable[str], model: str) -> set[str]:
         """The hashes with no stored vector for ``model`` (reads no vector)."""
         wanted = set(hashes)
