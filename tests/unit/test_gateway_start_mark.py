@@ -112,3 +112,26 @@ def test_a_gateway_that_never_gets_ready_is_named_not_missed(tmp_path: Path) -> 
 
 def test_no_mark_and_no_sibling_start_is_no_gateway(tmp_path: Path) -> None:
     assert ready_gateway_state(tmp_path / ".toolscript", wait=0.2) is None
+
+
+def test_a_gateway_start_beside_that_keeps_its_state_elsewhere_is_not_waited_for(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sibling `gateway start` of the same project whose TOOLSCRIPT_HOME differs writes its
+    mark where this command never looks: it is not waited for (it was, up to the deadline)."""
+    from toolscript import processes
+    from toolscript.gateway.state import ready_gateway_state
+
+    elsewhere = dict(os.environ, TOOLSCRIPT_HOME=str(home / "other-home"))
+    beside = processes.Sibling(
+        4242, ("python", "-m", "toolscript", "gateway", "start"), str(home), elsewhere, False
+    )
+    asked: list[int] = []
+
+    def found(wanted: object = None) -> list[processes.Sibling]:
+        asked.append(1)
+        return [beside]
+
+    monkeypatch.setattr(processes, "siblings", found)
+    assert ready_gateway_state(home / ".toolscript", wait=600) is None
+    assert len(asked) == 1  # looked once, did not poll for its mark

@@ -128,6 +128,8 @@ def _sibling_start(directory: Path, deadline: float) -> dict[str, Any] | None:
             if options is None or not sibling.cwd:
                 continue
             environ = sibling.environ or os.environ
+            if not _same_user_folders(environ):
+                continue  # its state goes to another folder: never the mark this one reads
             if start_cache_dir(options, Path(sibling.cwd), environ) == wanted:
                 starting = True
         state = read_gateway_state(directory)
@@ -135,6 +137,14 @@ def _sibling_start(directory: Path, deadline: float) -> dict[str, Any] | None:
             return state
         time.sleep(0.02)
     return read_gateway_state(directory)
+
+
+_STATE_PLACES = ("TOOLSCRIPT_HOME", "XDG_CACHE_HOME", "HOME")
+
+
+def _same_user_folders(environ: Mapping[str, str]) -> bool:
+    """Whether a process with ``environ`` keeps its gateway state where this one looks."""
+    return all(environ.get(name, "") == os.environ.get(name, "") for name in _STATE_PLACES)
 
 
 def _names_gateway_start(argv: Sequence[str]) -> bool:
