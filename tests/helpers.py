@@ -381,3 +381,74 @@ def corpus_files() -> list[Path]:
         and "raw" not in path.relative_to(CORPUS).parts
         and isinstance(json.loads(path.read_text()), list)
     ]
+
+
+def on_a_terminal(*args: str, cwd: Path, env: dict[str, str]) -> bytes:
+    """What a terminal receives from ``python -m toolscript ARGS`` (stdout and stderr on one
+    pty, stdin closed), read until the program closes it."""
+    import pty
+    import select
+
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolscript", *args],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=follower,
+        stderr=follower,
+    )
+    os.close(follower)
+    received = b""
+    try:
+        while True:
+            ready, _, _ = select.select([leader], [], [], 60)
+            if not ready:
+                break
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the pty's other end closed (Linux)
+                break
+            if not chunk:
+                break
+            received += chunk
+    finally:
+        os.close(leader)
+        process.wait(30)
+    return received
+
+
+def answer_on_a_terminal(
+    *args: str, cwd: Path, env: dict[str, str], asked: bytes, answer: bytes
+) -> tuple[int, bytes, bytes]:
+    """``python -m toolscript ARGS`` with stdin and stderr on a pty: waits for ``asked`` on
+    the terminal, types ``answer``; ``(exit code, what the terminal showed, stdout)``."""
+    import pty
+    import select
+
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolscript", *args],
+        cwd=cwd,
+        env=env,
+        stdin=follower,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        start_new_session=True,
+    )
+    os.close(follower)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 90
+        while asked not in seen and time.monotonic() < deadline:
+            ready, _, _ = select.select([leader], [], [], 1)
+            if ready:
+                seen += os.read(leader, 4096)
+        if asked in seen:
+            os.write(leader, answer)
+        out, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(leader)
+    return process.returncode, seen, out

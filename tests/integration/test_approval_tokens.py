@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import json
 import os
-import pty
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.helpers import ROOT, SERVERS, clean_env, toolscript_cli
+from tests.helpers import ROOT, SERVERS, answer_on_a_terminal, clean_env, toolscript_cli
 from toolscript.processes import stop_process
 
 PLUGIN = ROOT / "plugin"
@@ -183,32 +180,16 @@ def test_the_agents_url_runs_stops_and_resumes_and_a_terminal_still_asks(
     # A person's terminal with the agent's URL in its environment: exec finds the
     # gateway's own token in the session's file and asks there.
     (session.project / "job.ts").write_text(WRITE_THEN_DELETE.replace("KEY", "b"))
-    leader, follower = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "toolscript", "exec", "job.ts"],
+    code, seen, out = answer_on_a_terminal(
+        "exec",
+        "job.ts",
         cwd=session.project,
         env=clean_env(**session._own(TOOLSCRIPT_GATEWAY_URL=session.agent_url)),
-        stdin=follower,
-        stdout=subprocess.PIPE,
-        stderr=follower,
-        start_new_session=True,
+        asked=b"allow it?",
+        answer=b"y\n",
     )
-    os.close(follower)
-    seen = b""
-    try:
-        deadline = time.monotonic() + 90
-        while b"allow it?" not in seen and time.monotonic() < deadline:
-            ready, _, _ = select.select([leader], [], [], 1)
-            if ready:
-                seen += os.read(leader, 4096)
-        assert b"records__delete_record" in seen, seen
-        os.write(leader, b"y\n")
-        out, _ = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-        os.close(leader)
-    assert process.returncode == 0, seen
+    assert b"records__delete_record" in seen, seen
+    assert code == 0, seen
     assert b"finished" in out
     assert journal_tools(session.journal)[-2:] == ["write_record", "delete_record"]
 

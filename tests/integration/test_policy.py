@@ -5,18 +5,22 @@ counts the side effects at the server), a real gateway, exec in Deno."""
 from __future__ import annotations
 
 import json
-import os
-import pty
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import ROOT, SERVERS, GatewayProcess, clean_env, face_parameters, toolscript_cli
+from tests.helpers import (
+    ROOT,
+    SERVERS,
+    GatewayProcess,
+    answer_on_a_terminal,
+    clean_env,
+    face_parameters,
+    toolscript_cli,
+)
 
 RECORDS = SERVERS / "records_server.py"
 SECRET = "sk-live-policy-test-0123456789"
@@ -287,32 +291,16 @@ def test_the_terminal_prompt_approves_through_a_pty(project: Any) -> None:
     gateway, journal = project
     script = gateway.directory / "job.ts"
     script.write_text(WRITE_THEN_DELETE)
-    leader, follower = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "toolscript", "exec", str(script)],
+    code, seen, out = answer_on_a_terminal(
+        "exec",
+        str(script),
         cwd=gateway.directory,
         env=clean_env(),
-        stdin=follower,
-        stdout=subprocess.PIPE,
-        stderr=follower,
-        start_new_session=True,
+        asked=b"allow it?",
+        answer=b"y\n",
     )
-    os.close(follower)
-    seen = b""
-    try:
-        deadline = time.monotonic() + 90
-        while b"allow it?" not in seen and time.monotonic() < deadline:
-            ready, _, _ = select.select([leader], [], [], 1)
-            if ready:
-                seen += os.read(leader, 4096)
-        assert b"records__delete_record" in seen, seen
-        os.write(leader, b"y\n")
-        out, _ = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-        os.close(leader)
-    assert process.returncode == 0, seen
+    assert b"records__delete_record" in seen, seen
+    assert code == 0, seen
     assert b"finished" in out
     assert journal_tools(journal) == ["write_record", "delete_record"]
 

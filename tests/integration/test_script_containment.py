@@ -6,9 +6,6 @@ user's terminal with control characters, read what was piped to exec."""
 from __future__ import annotations
 
 import json
-import os
-import pty
-import select
 import subprocess
 import sys
 import time
@@ -19,7 +16,7 @@ import anyio
 import psutil
 import pytest
 
-from tests.helpers import GatewayProcess, clean_env, fixture_server, running_gateway
+from tests.helpers import GatewayProcess, clean_env, fixture_server, on_a_terminal, running_gateway
 
 MB = 1024 * 1024
 
@@ -174,41 +171,12 @@ CONTROLS = (
 )
 
 
-def _on_a_terminal(gateway: GatewayProcess, home: Path, cwd: Path, code: str) -> bytes:
-    """What a terminal receives from ``exec CODE`` (stdout and stderr on a pty)."""
-    leader, follower = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "toolscript", "exec", "--no-check", code],
-        cwd=cwd,
-        env=exec_env(gateway, home),
-        stdin=subprocess.DEVNULL,
-        stdout=follower,
-        stderr=follower,
-    )
-    os.close(follower)
-    received = b""
-    try:
-        while True:
-            ready, _, _ = select.select([leader], [], [], 60)
-            if not ready:
-                break
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # the pty's other end closed (Linux)
-                break
-            if not chunk:
-                break
-            received += chunk
-    finally:
-        os.close(leader)
-        process.wait(30)
-    return received
-
-
 def test_control_characters_reach_a_terminal_as_escapes(
     gateway: GatewayProcess, tmp_path: Path
 ) -> None:
-    shown = _on_a_terminal(gateway, tmp_path / "home", tmp_path, CONTROLS)
+    shown = on_a_terminal(
+        "exec", "--no-check", CONTROLS, cwd=tmp_path, env=exec_env(gateway, tmp_path / "home")
+    )
     text = shown.decode()
     assert (
         text.count("a\\u001b]52;c;cHduZWQ=\\u0007b\\u001b]0;title\\u0007c\\u001b[2J\\u009bd") == 2

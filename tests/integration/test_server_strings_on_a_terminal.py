@@ -5,16 +5,12 @@ clipboard (OSC 52) or clear the screen through `list-tools`, `get-types` or `sea
 from __future__ import annotations
 
 import json
-import os
-import pty
-import select
-import subprocess
 import sys
 from collections.abc import Iterator
 
 import pytest
 
-from tests.helpers import SERVERS, GatewayProcess, clean_env
+from tests.helpers import SERVERS, GatewayProcess, clean_env, on_a_terminal
 
 CONTROLS = "\x1b]0;TITLEPWN\x07\x1b]52;c;cHduZWQ=\x07\x1b[2J\u009b2J"
 TOOLS = [
@@ -44,36 +40,6 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
     started.stop()
 
 
-def _on_a_terminal(gateway: GatewayProcess, *args: str) -> bytes:
-    leader, follower = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "toolscript", *args],
-        cwd=gateway.directory,
-        env=clean_env(),
-        stdin=subprocess.DEVNULL,
-        stdout=follower,
-        stderr=follower,
-    )
-    os.close(follower)
-    received = b""
-    try:
-        while True:
-            ready, _, _ = select.select([leader], [], [], 60)
-            if not ready:
-                break
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # the pty's other end closed (Linux)
-                break
-            if not chunk:
-                break
-            received += chunk
-    finally:
-        os.close(leader)
-        process.wait(30)
-    return received
-
-
 @pytest.mark.parametrize(
     "command",
     [("list-tools", "loud", "--verbose"), ("get-types", "loud"), ("search", "shout")],
@@ -82,7 +48,7 @@ def _on_a_terminal(gateway: GatewayProcess, *args: str) -> bytes:
 def test_a_servers_control_codes_reach_a_terminal_as_escapes(
     gateway: GatewayProcess, command: tuple[str, ...]
 ) -> None:
-    shown = _on_a_terminal(gateway, *command)
+    shown = on_a_terminal(*command, cwd=gateway.directory, env=clean_env())
     assert b"TITLEPWN" in shown, shown  # the text is there...
     for sequence in (b"\x1b]0;", b"\x1b]52;", b"\x1b[2J", b"\x07", "\u009b".encode()):
         assert sequence not in shown, (sequence, shown)  # ...its controls are not
