@@ -113,6 +113,15 @@ def _running(pid: int) -> bool:
         return False
 
 
+def argv(process: psutil.Process) -> list[str]:
+    """A process's command line, or [] once it has exited or is a zombie not yet reaped
+    (children of the gateway come and go while a test looks at them)."""
+    try:
+        return process.cmdline()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+        return []
+
+
 def wait_for_exit(pid: int, timeout: float = 10) -> None:
     """Return once process ``pid`` has ended (gone, or a zombie its parent has not reaped)."""
     wait_until(lambda: _running(pid), lambda running: not running, timeout, f"process {pid}'s end")

@@ -21,6 +21,7 @@ import pytest
 from tests.helpers import (
     SERVERS,
     GatewayProcess,
+    argv,
     running_gateway,
     toolscript_cli,
     wait_for_exit,
@@ -115,7 +116,7 @@ def test_sigterm_stops_the_gateway_while_a_stubborn_server_hangs_in_initialize(
         gateway.process.wait(timeout=30)
         stopped_in = time.monotonic() - started
         _, alive = psutil.wait_procs(children, timeout=0.5)
-        assert alive == [], f"orphans: {[child.cmdline() for child in alive]}"
+        assert alive == [], f"orphans: {[argv(child) for child in alive]}"
         assert stopped_in < 6, f"the gateway took {stopped_in:.1f} s to stop:\n{gateway.log}"
     finally:
         assert_no_leftovers(gateway)

@@ -16,6 +16,7 @@ import pytest
 from tests.helpers import (
     GatewayProcess,
     LocalHTTPServer,
+    argv,
     clean_env,
     fixture_server,
     running_gateway,
@@ -181,7 +182,7 @@ def test_the_sandbox_and_ephemeral_gateway_die_with_exec(tmp_path: Path, how: st
     )
     try:
         family = _wait_for_calls(exec_process, calls)
-        names = " ".join(" ".join(p.cmdline()) for p in family)
+        names = " ".join(" ".join(argv(p)) for p in family)
         assert "--ephemeral" in names and "fixture_server" in names
         os.kill(exec_process.pid, getattr(signals, how))
         try:
@@ -191,7 +192,7 @@ def test_the_sandbox_and_ephemeral_gateway_die_with_exec(tmp_path: Path, how: st
                 "exec did not exit: " + (tmp_path / "stderr.txt").read_text()[-2000:]
             ) from None
         _, alive = psutil.wait_procs(family, timeout=25)
-        assert alive == [], [" ".join(p.cmdline())[:120] for p in alive]
+        assert alive == [], [" ".join(argv(p))[:120] for p in alive]
         if how != "SIGKILL":
             assert exec_process.returncode in (130, 128 + getattr(signals, how))
     finally:

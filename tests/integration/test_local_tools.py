@@ -16,6 +16,7 @@ import pytest
 
 from tests.helpers import (
     GatewayProcess,
+    argv,
     clean_env,
     python_bin,
     running_gateway,
@@ -349,8 +350,8 @@ def test_a_call_whose_caller_went_away_is_stopped(tmp_path: Path) -> None:
     marker = tmp_path / "written.txt"
     with running_gateway({"localTools": {"dir": "tools", "timeout": 60}}, tmp_path) as gateway:
         assert value(gateway, "heavy__small") == "small"
-        workers = [p for p in gateway.descendants() if "heavy.py" in " ".join(p.cmdline())]
-        assert workers, [p.cmdline() for p in gateway.descendants()]
+        workers = [p for p in gateway.descendants() if "heavy.py" in " ".join(argv(p))]
+        assert workers, [argv(p) for p in gateway.descendants()]
         with pytest.raises(httpx.ReadTimeout):
             httpx.post(
                 gateway.url + "/tools/heavy__write_later",

@@ -24,6 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.helpers import (
     ROOT,
+    argv,
     clean_env,
     fixture_server,
     fx_waits_for,
@@ -74,7 +75,7 @@ def faces() -> list[psutil.Process]:
     return [
         child
         for child in psutil.Process().children()
-        if child.cmdline()[1:4] == ["-m", "toolscript", "mcp"]
+        if argv(child)[1:4] == ["-m", "toolscript", "mcp"]
     ]
 
 
@@ -90,7 +91,7 @@ def sandboxes(face: psutil.Process) -> list[psutil.Process]:
     found = []
     for process in tree(face):
         try:
-            if "deno" in process.name() and "run" in process.cmdline():
+            if "deno" in process.name() and "run" in argv(process):
                 found.append(process)
         except psutil.Error:
             continue
@@ -176,7 +177,7 @@ def test_stdio_face_end_to_end_with_a_gateway_of_its_own(
             # The face started a gateway of its own: no state file, so no other command uses it.
             (face,) = faces()
             seen.extend(tree(face))
-            assert any("gateway" in p.cmdline() for p in seen)
+            assert any("gateway" in argv(p) for p in seen)
             monkeypatch.setenv("TOOLSCRIPT_HOME", str(home))
             assert (home / "deno").is_dir(), "the face did not use its TOOLSCRIPT_HOME"
             assert not gateway_state_file(directory / ".toolscript").exists()
@@ -262,7 +263,7 @@ def test_stdio_face_reuses_the_project_gateway_and_stops_a_script_whose_client_l
         async with stdio_face(shared_gateway.directory, None) as session:
             assert not (await session.call_tool("list_servers", {})).is_error
             (face,) = faces()
-            assert not any("gateway" in p.cmdline() for p in tree(face)), "started its own"
+            assert not any("gateway" in argv(p) for p in tree(face)), "started its own"
             code = (
                 'import { tools } from "toolscript";\nreturn await tools.fx.sleep({ seconds: 30 });'
             )
@@ -356,7 +357,7 @@ def test_http_face_serves_two_clients_behind_the_token_and_host_checks(tmp_path:
         wait_until(lambda: sandboxes(face), lambda left: not left, 10, "the sandbox's end")
 
         processes = tree(face)
-        assert any("gateway" in p.cmdline() for p in processes)
+        assert any("gateway" in argv(p) for p in processes)
         process.send_signal(signal.SIGTERM)
         process.wait(30)
     assert survivors(processes) == []
@@ -383,7 +384,7 @@ def test_an_untrusted_project_config_starts_nothing(tmp_path: Path) -> None:
             assert refused.is_error and "is not trusted yet" in text(refused)
             assert "toolscript trust" in text(refused)
             (face,) = faces()
-            assert not any("gateway" in p.cmdline() for p in tree(face))
+            assert not any("gateway" in argv(p) for p in tree(face))
 
     anyio.run(session_work)
 
@@ -467,11 +468,11 @@ def test_a_signalled_stdio_face_stops_its_gateway_and_servers(tmp_path: Path, si
         face = psutil.Process(process.pid)
         seen = wait_until(  # the face starts its gateway (and servers) at once
             lambda: tree(face),
-            lambda found: any("mcp-server-time" in " ".join(p.cmdline()) for p in found),
+            lambda found: any("mcp-server-time" in " ".join(argv(p)) for p in found),
             60,
             "the face's gateway and its server",
         )
-        assert any("gateway" in p.cmdline() for p in seen), "no gateway was started"
+        assert any("gateway" in argv(p) for p in seen), "no gateway was started"
         process.send_signal(sig)
         assert process.wait(40) is not None
         assert survivors(seen) == []

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 
-from tests.helpers import clean_env, python_bin, toolscript_cli
+from tests.helpers import argv, clean_env, python_bin, toolscript_cli
 from toolscript.gateway.state import gateway_state_file
 from toolscript.processes import stop_process
 
@@ -66,7 +66,7 @@ class GatewayWatch:
                 return
             for process in below:
                 try:
-                    line = process.cmdline()
+                    line = argv(process)
                 except psutil.Error:
                     continue
                 if line[1:5] == ["-m", "toolscript", "gateway", "start"]:
@@ -195,6 +195,6 @@ def test_commands_that_need_a_gateway_start_one_when_none_runs(tmp_path: Path) -
     leftovers = [
         child
         for child in psutil.Process().children(recursive=True)
-        if "gateway" in " ".join(child.cmdline())
+        if "gateway" in " ".join(argv(child))
     ]
     assert leftovers == []

@@ -19,6 +19,7 @@ from tests.helpers import (
     CORPUS,
     ROOT,
     GatewayProcess,
+    argv,
     fixture_server,
     hide_semantic_extra,
     needs_semantic,
@@ -313,7 +314,7 @@ def search_workers(gateway: GatewayProcess) -> tuple[list[psutil.Process], list[
         try:
             if child.status() == psutil.STATUS_ZOMBIE:
                 zombies.append(child.pid)
-            elif "toolscript.search.process" in child.cmdline():
+            elif "toolscript.search.process" in argv(child):
                 live.append(child)
         except psutil.NoSuchProcess:  # gone (and reaped) since it was listed
             continue
@@ -412,7 +413,7 @@ def test_a_device_that_cannot_work_means_keyword_search(tmp_path: Path) -> None:
         status = wait_for_search(gateway, "unavailable")
         assert "device 'quantum'" in status["reason"]
         assert search(gateway, "current time")["hits"][0]["name"] == "time__get_current_time"
-        assert not [p for p in gateway.descendants() if "toolscript.search" in p.cmdline()]
+        assert not [p for p in gateway.descendants() if "toolscript.search" in argv(p)]
 
 
 @needs_semantic
@@ -448,9 +449,7 @@ def test_keyword_only_without_the_extra(tmp_path: Path) -> None:
         assert answer["mode"] == "keyword"
         assert answer["hits"][0]["name"] == "time__get_current_time"
         # No model to serve, so no embedding worker left idling beside the gateway.
-        assert not [
-            p for p in gateway.descendants() if "toolscript.search" in " ".join(p.cmdline())
-        ]
+        assert not [p for p in gateway.descendants() if "toolscript.search" in " ".join(argv(p))]
         # Said in one line, not as an error with a traceback.
         assert "Traceback" not in gateway.log and "ERROR" not in gateway.log
     finally:

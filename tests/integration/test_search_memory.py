@@ -11,7 +11,7 @@ from typing import Any
 import psutil
 import pytest
 
-from tests.helpers import GatewayProcess, needs_semantic, python_bin, toolscript_cli
+from tests.helpers import GatewayProcess, argv, needs_semantic, python_bin, toolscript_cli
 
 TIME = {"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}}
 
@@ -24,7 +24,7 @@ def holds_torch(process: psutil.Process) -> bool:
 
 
 def search_workers(gateway: GatewayProcess) -> list[psutil.Process]:
-    return [p for p in gateway.descendants() if "toolscript.search.process" in p.cmdline()]
+    return [p for p in gateway.descendants() if "toolscript.search.process" in argv(p)]
 
 
 def wait_for_light_queries(gateway: GatewayProcess, timeout: float = 180) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import psutil
 
-from tests.helpers import GatewayProcess, clean_env, fixture_server
+from tests.helpers import GatewayProcess, argv, clean_env, fixture_server
 from toolscript.execution.locate import private_gateway_args
 from toolscript.gateway.launch import start_gateway
 
@@ -22,7 +22,7 @@ def language_servers(pid: int) -> list[int]:
     found = []
     for child in psutil.Process(pid).children(recursive=True):
         try:
-            if "lsp" in child.cmdline():
+            if "lsp" in argv(child):
                 found.append(child.pid)
         except psutil.Error:
             continue

@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.helpers import running_gateway
+from tests.helpers import argv, running_gateway
 from toolscript.config import ServerConfig
 from toolscript.upstream import local
 from toolscript.upstream.base import ServerState
@@ -41,7 +41,7 @@ def _describing(gateway: psutil.Process) -> list[psutil.Process]:
     found = []
     for child in gateway.children(recursive=True):
         try:
-            if any(word.endswith("slow.py") for word in child.cmdline()):
+            if any(word.endswith("slow.py") for word in argv(child)):
                 found.append(child)
         except psutil.Error:
             continue
@@ -72,7 +72,7 @@ def test_sigterm_stops_a_gateway_whose_tool_file_hangs_on_import(
         gateway.process.send_signal(signal.SIGTERM)
         gateway.process.wait(EXIT_WAIT)  # before: up to 600 s (worker) or never (in-process)
         _, alive = psutil.wait_procs(descendants, timeout=EXIT_WAIT)
-        assert not alive, f"left running: {[p.cmdline() for p in alive if p.is_running()]}"
+        assert not alive, f"left running: {[argv(p) for p in alive if p.is_running()]}"
 
 
 def test_a_killed_gateway_leaves_no_describing_process(tmp_path: Path) -> None:
@@ -85,7 +85,7 @@ def test_a_killed_gateway_leaves_no_describing_process(tmp_path: Path) -> None:
         gateway.process.wait(EXIT_WAIT)
         _, alive = psutil.wait_procs(describing, timeout=EXIT_WAIT)
         try:
-            assert not alive, f"orphaned: {[p.cmdline() for p in alive if p.is_running()]}"
+            assert not alive, f"orphaned: {[argv(p) for p in alive if p.is_running()]}"
         finally:
             for leftover in alive:
                 leftover.kill()

@@ -20,7 +20,14 @@ import psutil
 import pytest
 
 from tests import helpers
-from tests.helpers import GatewayProcess, clean_env, fixture_server, python_bin, toolscript_cli
+from tests.helpers import (
+    GatewayProcess,
+    argv,
+    clean_env,
+    fixture_server,
+    python_bin,
+    toolscript_cli,
+)
 
 CONFIG = {
     "mcpServers": {"time": {"command": python_bin("mcp-server-time")}, "fx": fixture_server()},
@@ -70,7 +77,7 @@ def language_servers(gateway: GatewayProcess) -> list[psutil.Process]:
     found = []
     for process in gateway.descendants():
         try:
-            if "lsp" in process.cmdline():
+            if "lsp" in argv(process):
                 found.append(process)
         except psutil.Error:
             continue
