@@ -20,7 +20,7 @@ import httpx
 import psutil
 
 from toolscript.gateway.launch import start_gateway
-from toolscript.processes import stop_process
+from toolscript.plumbing.processes import stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS = ROOT / "tests" / "servers"

@@ -16,13 +16,18 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolscript.errors import ConfigError, ServerNotFoundError, ToolscriptError
+from toolscript.plumbing.redact import embedded_secrets, secret_setting
 from toolscript.policy import Asking, Decision, decide, matching, timeout_for
-from toolscript.redact import embedded_secrets, secret_setting
 
 if TYPE_CHECKING:
     from jsonschema import ValidationError
-from toolscript.jsonpos import JsonPath, PositionedJson, format_path, parse_with_positions
-from toolscript.paths import CONFIG_FILENAME, find_config_path, project_cache_dir, user_cache_dir
+from toolscript.plumbing.jsonpos import JsonPath, PositionedJson, format_path, parse_with_positions
+from toolscript.plumbing.paths import (
+    CONFIG_FILENAME,
+    find_config_path,
+    project_cache_dir,
+    user_cache_dir,
+)
 
 __all__ = [
     "CONFIG_FILENAME",
@@ -227,7 +232,7 @@ def load_config(
     """
     path = find_config_path(explicit, cwd)
     if require_trust:
-        from toolscript.trust import require_trust as refuse_untrusted
+        from toolscript.store.trust import require_trust as refuse_untrusted
 
         refuse_untrusted(path)
     if not path.exists():

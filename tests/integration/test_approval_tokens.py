@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from tests.helpers import ROOT, SERVERS, answer_on_a_terminal, clean_env, toolscript_cli
-from toolscript.processes import stop_process
+from toolscript.plumbing.processes import stop_process
 
 PLUGIN = ROOT / "plugin"
 RECORDS = SERVERS / "records_server.py"

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from tests.helpers import SERVERS, GatewayProcess, clean_env
-from toolscript.paths import project_state_dir
+from toolscript.plumbing.paths import project_state_dir
 
 
 def doit(project: Path, *args: str) -> subprocess.CompletedProcess[str]:

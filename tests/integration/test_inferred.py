@@ -89,7 +89,7 @@ def test_types_are_learned_from_results_and_widened_never_wrong(tmp_path: Path) 
         assert "b?: number[];" in widened and "tag?: string;" in widened
         assert "a: null | number | string;" in widened
         # The shapes file holds shapes, never values.
-        from toolscript.paths import project_state_dir
+        from toolscript.plumbing.paths import project_state_dir
 
         kept = (project_state_dir(tmp_path) / "result-shapes.json").read_text()
         assert '"one"' not in kept and "records__shape_shifter" in kept

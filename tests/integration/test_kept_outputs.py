@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import clean_env, toolscript_cli
-from toolscript.paths import project_state_dir
+from toolscript.plumbing.paths import project_state_dir
 
 BIG_VALUE = 'return { total: 3000, items: Array.from({ length: 3000 }, (_, i) => ({ id: i, pad: "x".repeat(50) })) };'
 

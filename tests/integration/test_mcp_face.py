@@ -33,7 +33,7 @@ from tests.helpers import (
     wait_until,
 )
 from toolscript.gateway.state import gateway_state_file
-from toolscript.processes import stop_process
+from toolscript.plumbing.processes import stop_process
 
 TWO_SERVERS = """import { tools } from "toolscript";
 const [now, weather] = await Promise.all([

@@ -20,8 +20,8 @@ import httpx
 import pytest
 
 from tests.helpers import SERVERS, GatewayProcess, free_port, toolscript_cli, wait_for_port
-from toolscript.hooks import _status_line
-from toolscript.processes import stop_process
+from toolscript.cli.hooks import _status_line
+from toolscript.plumbing.processes import stop_process
 
 OAUTH_SERVER = SERVERS / "oauth_server.py"
 # Follows the sign-in URL (the authorization server approves at once and redirects to the

@@ -239,7 +239,7 @@ await tools.records.dropTable({{ name: "t-{SECRET}", password: "hunter2-password
         assert all(run["status"] == "ok" and run["origin"] == "cli" for run in runs)
     finally:
         gateway.stop()
-    from toolscript.paths import project_state_dir
+    from toolscript.plumbing.paths import project_state_dir
 
     database = project_state_dir(tmp_path) / "runs.sqlite"
     assert database.stat().st_mode & 0o077 == 0

@@ -18,7 +18,7 @@ import psutil
 
 from tests.helpers import argv, clean_env, python_bin, toolscript_cli
 from toolscript.gateway.state import gateway_state_file
-from toolscript.processes import stop_process
+from toolscript.plumbing.processes import stop_process
 
 TOOLSCRIPT = f"{shlex.quote(sys.executable)} -m toolscript"
 CLOCK = 'import { tools } from "toolscript";\nreturn await tools.time.getCurrentTime({ timezone: "Asia/Tokyo" });\n'

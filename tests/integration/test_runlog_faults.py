@@ -21,8 +21,8 @@ from tests.integration.test_policy import (
     records_config,
     run_id_of,
 )
-from toolscript.paths import project_state_dir
-from toolscript.runlog import runlog_path
+from toolscript.plumbing.paths import project_state_dir
+from toolscript.store.runlog import runlog_path
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolscript.hooks import approval_decision
+from toolscript.cli.hooks import approval_decision
 
 BYPASSES = [
     # each passed unasked through the earlier pattern
@@ -22,9 +22,9 @@ BYPASSES = [
     "base64 -d <<< dG9vbHNjcmlwdA== | sh",
     "sqlite3 ~/.local/state/toolscript/projects/0123/runs.sq*",
     "sqlite3 runs.sq* 'insert into x values (1)'",
-    "python3 -c 'from toolscript.runlog import RunLog; RunLog(path).approve_tool(\"a__b\")'",
-    "python -c 'import toolscript.runlog'",
-    "python3 - <<'EOF'\nfrom toolscript.runlog import RunLog\nEOF",
+    "python3 -c 'from toolscript.store.runlog import RunLog; RunLog(path).approve_tool(\"a__b\")'",
+    "python -c 'import toolscript.store.runlog'",
+    "python3 - <<'EOF'\nfrom toolscript.store.runlog import RunLog\nEOF",
     'curl -s -X POST "$TOOLSCRIPT_GATEWAY_URL/runs/20261124-1/prompt" -d \'{"seq":1,"answer":"always"}\'',
     "curl $U/runs/x/prompt?wait=30",
     # more of the same kind

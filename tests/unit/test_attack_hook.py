@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolscript.hooks import approval_reason
+from toolscript.cli.hooks import approval_reason
 
 BYPASSES = [
     # awk's system() spells the subcommand from two strings

@@ -67,7 +67,7 @@ def test_commands_in_a_subfolder_use_the_nearest_parents_config(
 def test_the_search_for_a_config_stops_at_the_home_folder(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from toolscript.paths import find_config_path
+    from toolscript.plumbing.paths import find_config_path
 
     (project / ".toolscript.json").write_text("{}")
     home = project / "user"
@@ -234,8 +234,8 @@ RUN_IDS = ["20261124-101500-3f9a1c", "20261124-101501-77aa02", "20261124-111111-
 
 
 def _log_runs(project: Path) -> None:
-    from toolscript.paths import project_state_dir
-    from toolscript.runlog import RunLog, runlog_path
+    from toolscript.plumbing.paths import project_state_dir
+    from toolscript.store.runlog import RunLog, runlog_path
 
     (project / ".toolscript.json").write_text("{}")
     runlog = RunLog(runlog_path(project_state_dir(project)))

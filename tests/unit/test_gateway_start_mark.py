@@ -119,8 +119,8 @@ def test_a_gateway_start_beside_that_keeps_its_state_elsewhere_is_not_waited_for
 ) -> None:
     """A sibling `gateway start` of the same project whose TOOLSCRIPT_HOME differs writes its
     mark where this command never looks: it is not waited for (it was, up to the deadline)."""
-    from toolscript import processes
     from toolscript.gateway.state import ready_gateway_state
+    from toolscript.plumbing import processes
 
     elsewhere = dict(os.environ, TOOLSCRIPT_HOME=str(home / "other-home"))
     beside = processes.Sibling(

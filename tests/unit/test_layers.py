@@ -9,6 +9,17 @@ PACKAGE = Path(__file__).resolve().parents[2] / "toolscript"
 
 # A module of the first group may not import any module of the second, at any place
 # (function bodies and TYPE_CHECKING blocks included).
+UPPER = [
+    "toolscript.cli",
+    "toolscript.mcpface",
+    "toolscript.execution",
+    "toolscript.gateway",
+    "toolscript.pipeline",
+    "toolscript.upstream",
+    "toolscript.codegen",
+    "toolscript.search",
+]
+
 FORBIDDEN = [
     ("toolscript.upstream", "toolscript.gateway"),
     ("toolscript.upstream", "toolscript.cli"),
@@ -26,14 +37,25 @@ FORBIDDEN = [
     ("toolscript.gateway", "toolscript.mcpface"),
     ("toolscript.execution", "toolscript.mcpface"),
     ("toolscript.mcpface", "toolscript.cli"),
-    ("toolscript.paths", "toolscript.gateway"),
+    ("toolscript.plumbing.paths", "toolscript.gateway"),
     ("toolscript.config", "toolscript.gateway"),
     ("toolscript.errors", "toolscript."),
-    ("toolscript.paths", "toolscript.config"),
-    ("toolscript.savedscripts", "toolscript.gateway"),
-    ("toolscript.savedscripts", "toolscript.execution"),
-    ("toolscript.savedscripts", "toolscript.codegen"),
-    ("toolscript.savedscripts", "toolscript.config"),
+    ("toolscript.plumbing.paths", "toolscript.config"),
+    ("toolscript.store.savedscripts", "toolscript.gateway"),
+    ("toolscript.store.savedscripts", "toolscript.execution"),
+    ("toolscript.store.savedscripts", "toolscript.codegen"),
+    ("toolscript.store.savedscripts", "toolscript.config"),
+    # The top level: config and policy above what is kept on disk, above the plumbing.
+    *[
+        (low, high)
+        for low, highs in [
+            ("toolscript.plumbing", ["toolscript.store", "toolscript.config", "toolscript.policy"]),
+            ("toolscript.store", ["toolscript.config", "toolscript.policy"]),
+            ("toolscript.config", []),
+            ("toolscript.policy", ["toolscript.config"]),
+        ]
+        for high in [*highs, *UPPER]
+    ],
 ]
 
 

@@ -20,7 +20,7 @@ from toolscript.mcpface.backend import (
     servers_answer,
 )
 from toolscript.mcpface.tools import INSTRUCTIONS, TOOLS
-from toolscript.privatefile import write_private
+from toolscript.plumbing.privatefile import write_private
 
 CREATE_PULL_REQUEST = {
     "name": "create_pull_request",

@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from toolscript.outputs import json_preview, open_output, output_file, preview, prune_outputs
+from toolscript.store.outputs import json_preview, open_output, output_file, preview, prune_outputs
 
 
 def test_a_json_preview_is_valid_json_with_counts_of_what_was_left_out() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from toolscript.paths import project_cache_dir, storage_error, user_cache_dir
+from toolscript.plumbing.paths import project_cache_dir, storage_error, user_cache_dir
 
 
 def test_a_project_cache_stays_in_the_project_when_sqlite_can_reach_it(tmp_path: Path) -> None:

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from toolscript import processes
 from toolscript.pipeline.artifacts import file_slug
+from toolscript.plumbing import processes
 
 PACKAGE = Path(__file__).resolve().parents[2] / "toolscript"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from toolscript.config import parse_config
-from toolscript.redact import redact, redact_value
+from toolscript.plumbing.redact import redact, redact_value
 
 SECRET = "ghp_1234567890abcdefXYZ"
 

@@ -14,8 +14,8 @@ import anyio
 import pytest
 
 from toolscript.errors import RunLogError, UsageError
-from toolscript.gateway.runs import RunBook
-from toolscript.runlog import RunLog
+from toolscript.gateway.runbook import RunBook
+from toolscript.store.runlog import RunLog
 
 STOPPED = json.dumps({"call": {"tool": "s__delete", "digest": "d1"}})
 
@@ -84,7 +84,7 @@ def test_a_run_log_deleted_while_in_use_gets_its_tables_again(tmp_path: Path) ->
 
 
 def test_a_locked_run_log_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("toolscript.runlog.BUSY_SECONDS", 0.2)
+    monkeypatch.setattr("toolscript.store.runlog.BUSY_SECONDS", 0.2)
     path = tmp_path / "runs.sqlite"
     log = _filled(path, runs=1)
     holder = sqlite3.connect(path, isolation_level=None)
@@ -104,7 +104,7 @@ def test_a_locked_run_log_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 def test_runs_and_calls_wait_in_memory_while_the_log_is_held(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("toolscript.runlog.BUSY_SECONDS", 0.2)
+    monkeypatch.setattr("toolscript.store.runlog.BUSY_SECONDS", 0.2)
     path = tmp_path / "runs.sqlite"
     runs = RunBook(RunLog(path), lambda: (), lambda qualified: "allow")
 

@@ -15,14 +15,14 @@ import anyio
 import msgspec
 import pytest
 
+from toolscript.cli.hooks import approval_decision
 from toolscript.config import parse_config
 from toolscript.errors import ConfigError, RunLogError
-from toolscript.gateway.runs import RunBook, digest
+from toolscript.gateway.runbook import RunBook, digest
 from toolscript.gateway.telemetry import Telemetry, telemetry_from_environment
-from toolscript.hooks import approval_decision
+from toolscript.plumbing.redact import redact_value, secret_name
 from toolscript.policy import decide, matching, timeout_for
-from toolscript.redact import redact_value, secret_name
-from toolscript.runlog import SCHEMA_VERSION, RunLog
+from toolscript.store.runlog import SCHEMA_VERSION, RunLog
 
 DESTRUCTIVE = {"destructiveHint": True}
 READ_ONLY = {"readOnlyHint": True}

@@ -11,7 +11,7 @@ from toolscript.codegen.module import scripts_section
 from toolscript.errors import ExecutionError, NotFoundError, UsageError
 from toolscript.execution.command import require_saved, saved_script_call
 from toolscript.pipeline.tasks.scripts import CONTRACT_MESSAGE, _blocks, _place, _readable
-from toolscript.savedscripts import (
+from toolscript.store.savedscripts import (
     check_name,
     contract_source,
     description_of,
@@ -198,7 +198,7 @@ def test_a_saved_script_that_would_read_a_file_is_refused_before_deno_reads_it(
     """A reference to a key file made the check quote its words (`Cannot find name
     'wJalrXUtnFEMI'`): every form that names a file of the disk is refused unread."""
     from toolscript.pipeline.tasks.scripts import check_saved
-    from toolscript.savedscripts import SavedScript, file_uses
+    from toolscript.store.savedscripts import SavedScript, file_uses
 
     secret = tmp_path / "credentials"
     secret.write_text("wJalrXUtnFEMI secret words\n")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolscript import tokens
+from toolscript.store import tokens
 
 
 def test_a_keyring_that_is_a_file_of_its_own_is_used_only_when_named(

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from toolscript import trust
 from toolscript.config import load_config
 from toolscript.errors import ConfigError, UntrustedConfigError
+from toolscript.store import trust
 
 
 @pytest.fixture(autouse=True)

@@ -53,7 +53,7 @@ def auth_command(
         toolscript auth --list
         toolscript auth --logout sentry
     """
-    from toolscript import tokens
+    from toolscript.store import tokens
 
     if show:
         kept = tokens.signed_in()

@@ -163,7 +163,7 @@ def for_terminal(value: Any) -> Any:
     not obeyed (a title, the clipboard, a cleared screen). Piped output stays as it came."""
     if not (sys.stdout.isatty() or sys.stderr.isatty()):
         return value
-    from toolscript.outputs import visible_controls
+    from toolscript.store.outputs import visible_controls
 
     def shown(item: Any) -> Any:
         if isinstance(item, str):

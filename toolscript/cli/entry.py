@@ -159,7 +159,7 @@ def _run_fast(command: tuple[str, ...], values: dict[str, Any]) -> int:
             for unneeded in ("numpy", "pandas"):
                 sys.modules.setdefault(unneeded, None)  # type: ignore[arg-type]
 
-            from toolscript.cli.runs import list_runs
+            from toolscript.cli.history import list_runs
 
             list_runs(cast(Any, SimpleNamespace(invoked_subcommand=None)), **values)
         elif command == ("list-tools",):
@@ -220,7 +220,7 @@ def _note_config_elsewhere(arguments: list[str]) -> None:
         return
     from pathlib import Path
 
-    from toolscript.paths import find_config_path
+    from toolscript.plumbing.paths import find_config_path
 
     with contextlib.suppress(OSError):
         here = Path.cwd().resolve()
@@ -279,7 +279,7 @@ def main() -> None:
                 from toolscript.gateway.state import abandon_start
 
                 abandon_start()
-            from toolscript.processes import reap_children
+            from toolscript.plumbing.processes import reap_children
 
             reap_children()
             status = exit_.code
@@ -294,7 +294,7 @@ def main() -> None:
             raise
         message, hint = exc.message, exc.hint
         if sys.stderr.isatty():  # an error may quote what a server sent: shown, not obeyed
-            from toolscript.outputs import visible_controls
+            from toolscript.store.outputs import visible_controls
 
             message, hint = visible_controls(message), hint and visible_controls(hint)
         sys.stderr.write(f"toolscript: error: {message}\n")
@@ -304,7 +304,7 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.exit(130)
     except OSError as exc:  # a folder that cannot be written: say which, and what moves it
-        from toolscript.paths import is_storage_failure, storage_error
+        from toolscript.plumbing.paths import is_storage_failure, storage_error
 
         if debug or not is_storage_failure(exc):
             raise

@@ -334,7 +334,7 @@ hook_app = typer.Typer(
 @hook_app.command("session-start")
 def hook_session_start() -> None:
     """SessionStart: start this session's gateway and export TOOLSCRIPT_GATEWAY_URL."""
-    from toolscript.hooks import session_start
+    from toolscript.cli.hooks import session_start
 
     raise typer.Exit(session_start())
 
@@ -342,7 +342,7 @@ def hook_session_start() -> None:
 @hook_app.command("session-end")
 def hook_session_end() -> None:
     """SessionEnd: stop this session's gateway, leaving no process behind."""
-    from toolscript.hooks import session_end
+    from toolscript.cli.hooks import session_end
 
     raise typer.Exit(session_end())
 
@@ -350,6 +350,6 @@ def hook_session_end() -> None:
 @hook_app.command("pre-tool-use")
 def hook_pre_tool_use() -> None:
     """PreToolUse: have Claude Code ask the user before a command approves toolscript calls."""
-    from toolscript.hooks import pre_tool_use
+    from toolscript.cli.hooks import pre_tool_use
 
     raise typer.Exit(pre_tool_use())

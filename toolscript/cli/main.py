@@ -84,8 +84,8 @@ def _register() -> None:
         config,
         exec,
         gateway,
+        history,
         mcp,
-        runs,
         scripts,
         search,
         servers,
@@ -105,8 +105,8 @@ def _register() -> None:
     app.command("trust")(trust.trust_command)
     app.command("mcp")(mcp.mcp_command)
     app.command("auth")(auth.auth_command)
-    app.command("approve")(runs.approve_command)
-    app.add_typer(real_app(runs.app), name="runs")
+    app.command("approve")(history.approve_command)
+    app.add_typer(real_app(history.app), name="runs")
     app.add_typer(real_app(gateway.app), name="gateway")
     app.add_typer(real_app(config.app), name="config")
     app.add_typer(real_app(gateway.hook_app), name="hook", hidden=True)

@@ -64,6 +64,6 @@ def mcp_command(
         )
     finally:
         if early is not None and early.poll() is None:  # the face failed before it took it
-            from toolscript.processes import stop_process
+            from toolscript.plumbing.processes import stop_process
 
             stop_process(early, 20)

@@ -15,7 +15,7 @@ from toolscript.cli.output import print_json, print_rows
 from toolscript.config import load_config
 from toolscript.errors import GatewayResponseError, UsageError
 from toolscript.execution.command import EXEC_OPTIONS, run_exec, saved_script_call
-from toolscript.savedscripts import check_name
+from toolscript.store.savedscripts import check_name
 
 __all__ = ["list_scripts", "run_command", "save_command"]
 

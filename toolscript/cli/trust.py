@@ -39,7 +39,7 @@ def trust_command(
         toolscript trust --list
         toolscript trust --revoke
     """
-    from toolscript import trust
+    from toolscript.store import trust
 
     if show:
         records = trust.trusted()

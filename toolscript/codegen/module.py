@@ -22,7 +22,7 @@ from toolscript.codegen.typescript import (
     ref_pointers,
     render_schema,
 )
-from toolscript.savedscripts import specifier
+from toolscript.store.savedscripts import specifier
 
 __all__ = [
     "ToolFragment",

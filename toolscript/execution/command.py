@@ -32,7 +32,7 @@ __all__ = [
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_MEMORY_MB = 512
 DEFAULT_MAX_OUTPUT = 10 * 1024 * 1024
-DEFAULT_MAX_CALLS = 1000  # the gateway's own default too (gateway/runs.py)
+DEFAULT_MAX_CALLS = 1000  # the gateway's own default too (gateway/runbook.py)
 MIN_MEMORY_MB = 16  # below this V8 cannot start a script at all
 
 
@@ -115,12 +115,12 @@ def run_exec(
     saved: str | None = None,
 ) -> int:
     """Read the script, find (or start) a gateway, run the script as a run of the gateway
-    (see ``execution/runs.py``); the exit code. With ``saved``, ``code`` calls that saved
+    (see ``execution/runhandle.py``); the exit code. With ``saved``, ``code`` calls that saved
     script (``saved_script_call``), which must be in the gateway's module."""
     from toolscript.execution.lifeline import Lifeline
     from toolscript.execution.locate import gateway_for_run, uses_gateway
     from toolscript.execution.sandbox import Limits, run_toolscript
-    from toolscript.runlog import new_run_id
+    from toolscript.store.runlog import new_run_id
 
     from_run = resume is not None and code is None and file is None
     if saved is not None:
@@ -141,7 +141,7 @@ def run_exec(
         if saved is not None:
             _require_saved(url, saved)
         if from_run:
-            from toolscript.execution.runs import stopped_script
+            from toolscript.execution.runhandle import stopped_script
 
             assert resume is not None
             script = stopped_script(url, resume)
@@ -173,8 +173,8 @@ def run_exec(
 
 def _spill_file(config: str | None, run_id: str) -> Path:
     """Where a run's whole output goes when it passes --max-output (made only then)."""
-    from toolscript.outputs import output_file
-    from toolscript.paths import find_config_path, project_state_dir
+    from toolscript.plumbing.paths import find_config_path, project_state_dir
+    from toolscript.store.outputs import output_file
 
     return output_file(project_state_dir(find_config_path(config).parent), run_id)
 
@@ -194,7 +194,7 @@ def _run_in_gateway(
     config: str | None = None,
 ) -> int:
     from toolscript.execution.locate import module_file
-    from toolscript.execution.runs import (
+    from toolscript.execution.runhandle import (
         PromptWatcher,
         end_run,
         format_trace,
@@ -247,7 +247,7 @@ def _run_in_gateway(
 
         with contextlib.suppress(ToolscriptError, ValueError):
             note_unavailable_servers(url, script.code)
-    from toolscript.outputs import visible_controls
+    from toolscript.store.outputs import visible_controls
 
     # Tool errors and arguments in these come from the script and its servers: a terminal
     # shows their control characters, it does not obey them.
@@ -265,7 +265,7 @@ def saved_script_call(name: str, input_text: str) -> str:
     return value is printed. The type check of the call checks the input."""
     import json
 
-    from toolscript.savedscripts import check_name
+    from toolscript.store.savedscripts import check_name
 
     check_name(name)
     try:

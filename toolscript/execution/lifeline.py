@@ -19,7 +19,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
-from toolscript.processes import stop_process
+from toolscript.plumbing.processes import stop_process
 
 __all__ = ["Lifeline"]
 

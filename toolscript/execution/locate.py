@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 
 from toolscript.errors import ExecutionError, GatewayResponseError, GatewayUnreachableError
 from toolscript.gateway.state import ready_gateway_state
-from toolscript.paths import find_config_path, module_cache_file, project_cache_dir
-from toolscript.savedscripts import write_module
+from toolscript.plumbing.paths import find_config_path, module_cache_file, project_cache_dir
+from toolscript.store.savedscripts import write_module
 
 __all__ = [
     "NO_GATEWAY_URL",
@@ -178,7 +178,7 @@ def spawn_owned_gateway(config: str | None, cache: str | None) -> subprocess.Pop
     if os.environ.get("TOOLSCRIPT_GATEWAY_URL", "").strip():
         return None
     from toolscript.errors import ToolscriptError
-    from toolscript.trust import require_trust
+    from toolscript.store.trust import require_trust
 
     try:
         if running_gateway(config, cache) is not None:
@@ -222,7 +222,7 @@ def gateway_for_run(
     if not needed:
         yield NO_GATEWAY_URL, "none"
         return
-    from toolscript.trust import require_trust
+    from toolscript.store.trust import require_trust
 
     require_trust(find_config_path(config))  # an untrusted project's config starts nothing
     with _ephemeral_gateway(config, cache, on_start, code, search) as url:

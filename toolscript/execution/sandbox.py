@@ -28,14 +28,19 @@ from pathlib import Path
 from typing import IO, NamedTuple, Protocol
 from urllib.parse import urlsplit
 
-from toolscript.denobinary import deno_binary, deno_cache_dir, deno_environment, run_deno_dir
 from toolscript.errors import ExecutionError, GatewayUnreachableError
 from toolscript.execution.source import PreparedSource, SourceMap, prepare
-from toolscript.outputs import kept_output_limit
-from toolscript.paths import user_cache_dir
-from toolscript.privatefile import write_private
-from toolscript.processes import signal_quietly
-from toolscript.savedscripts import module_imports
+from toolscript.plumbing.denobinary import (
+    deno_binary,
+    deno_cache_dir,
+    deno_environment,
+    run_deno_dir,
+)
+from toolscript.plumbing.paths import user_cache_dir
+from toolscript.plumbing.privatefile import write_private
+from toolscript.plumbing.processes import signal_quietly
+from toolscript.store.outputs import kept_output_limit
+from toolscript.store.savedscripts import module_imports
 
 __all__ = [
     "EXIT_MEMORY",
@@ -192,7 +197,7 @@ class _Shown:
     """A terminal as the pumps write to it: the script's control characters made visible."""
 
     def __init__(self, target: Sink) -> None:
-        from toolscript.outputs import VisibleControls
+        from toolscript.store.outputs import VisibleControls
 
         self.target = target
         self.controls = VisibleControls()
@@ -382,7 +387,7 @@ class _SpillingPump(_Pump):
             self.printed += data
             self._write(data)
             return b""
-        from toolscript.outputs import open_output
+        from toolscript.store.outputs import open_output
 
         self.spilling = True
         try:
@@ -405,7 +410,7 @@ class _SpillingPump(_Pump):
         """The file finished; when it was deleted meanwhile, it is not kept."""
         if self.file is None:
             return
-        from toolscript.outputs import kept_output
+        from toolscript.store.outputs import kept_output
 
         try:
             if os.fstat(self.file.fileno()).st_nlink == 0:
@@ -437,7 +442,7 @@ class _SpillingPump(_Pump):
             return (
                 f"the whole output is in {self.spill} (filter inside the script, or read the file)"
             )
-        from toolscript.paths import storage_error
+        from toolscript.plumbing.paths import storage_error
 
         if isinstance(self.unkept, FileNotFoundError):
             why = f"{self.spill} was deleted while it was written"
@@ -652,7 +657,7 @@ def run_toolscript(
     default; a terminal sees control characters as escapes), error lines rewritten. Deno's
     stdin is /dev/null: what is piped to exec is not the script's to read. The script
     reaches the gateway at ``script_url`` (its
-    run's URL, see ``execution/runs.py``; ``gateway_url`` when None). With ``spill``,
+    run's URL, see ``execution/runhandle.py``; ``gateway_url`` when None). With ``spill``,
     stdout past ``max_output`` goes to that file with the rest (exit 123, a preview printed)
     instead of stopping the script.
     """
@@ -866,7 +871,7 @@ PREVIEW_PARSE_LIMIT = 64 * 1024 * 1024  # held output past this is previewed as 
 def _show_spill(pump: _SpillingPump, result_marker: str, limits: Limits, streams: _Streams) -> None:
     """What did not fit: a preview of it on stdout (valid JSON when it is JSON, behind the
     result marker when it was the script's return value), one line on stderr."""
-    from toolscript.outputs import preview
+    from toolscript.store.outputs import preview
 
     size = pump.total
     printed = len(pump.printed)

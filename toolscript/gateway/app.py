@@ -61,7 +61,7 @@ from toolscript.gateway.guard import (
     answer_error,
 )
 from toolscript.gateway.results import RESULT_HEADER
-from toolscript.gateway.runs import DEFAULT_MAX_CALLS
+from toolscript.gateway.runbook import DEFAULT_MAX_CALLS
 from toolscript.search.engine import FUSIONS, MODES, readings
 from toolscript.search.needs import is_implied
 
@@ -134,7 +134,7 @@ async def call_tool_bytes(
     gateway: Gateway, name: str, body: bytes, run_id: str | None = None
 ) -> tuple[int, str, bytes]:
     """``(status, result shape or "", JSON body)`` of one tool call; errors included. A call
-    of a run goes through the run's checks and log (``gateway/runs.py``)."""
+    of a run goes through the run's checks and log (``gateway/runbook.py``)."""
     try:
         try:
             arguments = msgspec.json.decode(body) if body.strip() else {}

@@ -30,12 +30,12 @@ from typing import Any
 
 import anyio
 
-from toolscript.denobinary import deno_binary, deno_environment
 from toolscript.errors import ExecutionError
-from toolscript.paths import module_cache_file, user_cache_dir
-from toolscript.privatefile import write_private
-from toolscript.processes import memory_of, signal_quietly, stop_process_async
-from toolscript.savedscripts import module_imports, write_module
+from toolscript.plumbing.denobinary import deno_binary, deno_environment
+from toolscript.plumbing.paths import module_cache_file, user_cache_dir
+from toolscript.plumbing.privatefile import write_private
+from toolscript.plumbing.processes import memory_of, signal_quietly, stop_process_async
+from toolscript.store.savedscripts import module_imports, write_module
 
 __all__ = [
     "CheckVerdict",

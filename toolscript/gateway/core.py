@@ -42,8 +42,7 @@ from toolscript.errors import (
 from toolscript.gateway.checker import WarmChecker
 from toolscript.gateway.inferred import ResultShapes
 from toolscript.gateway.results import tool_result
-from toolscript.gateway.runs import RunBook, approve_commands
-from toolscript.paths import project_state_dir
+from toolscript.gateway.runbook import RunBook, approve_commands
 from toolscript.pipeline.artifacts import Artifacts, CacheLayout
 from toolscript.pipeline.sources import SnapshotSource
 from toolscript.pipeline.tasks import (
@@ -59,10 +58,15 @@ from toolscript.pipeline.tasks.scripts import (
     check_saved,
     load_verdicts,
 )
-from toolscript.processes import identity_alive, memory_of, process_identity
-from toolscript.redact import redact, redact_value
-from toolscript.runlog import RunLog, runlog_path
-from toolscript.savedscripts import (
+from toolscript.plumbing.paths import project_state_dir
+from toolscript.plumbing.processes import identity_alive, memory_of, process_identity
+from toolscript.plumbing.redact import redact, redact_value
+from toolscript.search.engine import SearchEngine, SearchOptions
+from toolscript.search.process import EmbedderProcess
+from toolscript.search.semantic import EmbeddingStore, model_directory
+from toolscript.search.text import ToolDocument, document_for, tokenize
+from toolscript.store.runlog import RunLog, runlog_path
+from toolscript.store.savedscripts import (
     SCRIPTS_DIRNAME,
     SavedScript,
     check_name,
@@ -72,11 +76,7 @@ from toolscript.savedscripts import (
     scripts_fingerprint,
     with_description,
 )
-from toolscript.search.engine import SearchEngine, SearchOptions
-from toolscript.search.process import EmbedderProcess
-from toolscript.search.semantic import EmbeddingStore, model_directory
-from toolscript.search.text import ToolDocument, document_for, tokenize
-from toolscript.trust import require_trust, trust_file
+from toolscript.store.trust import require_trust, trust_file
 from toolscript.upstream.base import ServerState, Upstream
 from toolscript.upstream.connect import upstream_for
 

@@ -22,7 +22,6 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from toolscript.cachefiles import set_aside
 from toolscript.codegen.shapes import (
     MAX_NODES,
     OPEN,
@@ -32,7 +31,8 @@ from toolscript.codegen.shapes import (
     size,
 )
 from toolscript.pipeline.sources import RESULT_SHAPES_FILE, learned_schema
-from toolscript.privatefile import write_private
+from toolscript.plumbing.cachefiles import set_aside
+from toolscript.plumbing.privatefile import write_private
 
 __all__ = ["ResultShapes"]
 

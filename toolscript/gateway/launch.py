@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from toolscript.processes import stop_process
+from toolscript.plumbing.processes import stop_process
 
 __all__ = ["LaunchedGateway", "gateway_command", "start_gateway", "wait_for_url"]
 

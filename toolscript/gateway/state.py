@@ -19,9 +19,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from toolscript.errors import AlreadyServingError, GatewayUnreachableError
-from toolscript.paths import find_config_path, user_cache_dir
-from toolscript.privatefile import write_private
-from toolscript.processes import pid_exists
+from toolscript.plumbing.paths import find_config_path, user_cache_dir
+from toolscript.plumbing.privatefile import write_private
+from toolscript.plumbing.processes import pid_exists
 
 __all__ = [
     "abandon_start",
@@ -114,7 +114,7 @@ def _sibling_start(directory: Path, deadline: float) -> dict[str, Any] | None:
     """Wait for the mark of a sibling job starting this project's gateway, if there is one
     (a fork of the shell that has not yet run its program may be one: it is given
     ``FORK_WAIT`` seconds to show its command line)."""
-    from toolscript.processes import siblings
+    from toolscript.plumbing.processes import siblings
 
     forks_until = time.monotonic() + FORK_WAIT
     wanted = directory.resolve()

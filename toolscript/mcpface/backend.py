@@ -44,7 +44,7 @@ from toolscript.execution.locate import (
     private_gateway_args,
     running_gateway,
 )
-from toolscript.execution.runs import PromptWatcher, end_run, start_run
+from toolscript.execution.runhandle import PromptWatcher, end_run, start_run
 from toolscript.execution.sandbox import (
     EXIT_MEMORY,
     EXIT_OUTPUT,
@@ -55,10 +55,10 @@ from toolscript.execution.sandbox import (
     run_toolscript,
 )
 from toolscript.gateway.launch import LaunchedGateway, start_gateway, wait_for_url
-from toolscript.outputs import output_file, visible_controls
-from toolscript.paths import find_config_path, project_state_dir
-from toolscript.processes import signal_quietly
-from toolscript.trust import require_trust
+from toolscript.plumbing.paths import find_config_path, project_state_dir
+from toolscript.plumbing.processes import signal_quietly
+from toolscript.store.outputs import output_file, visible_controls
+from toolscript.store.trust import require_trust
 
 # Asks the user to approve a call of a run: "yes", "no", "always" or "stop".
 Approver = Callable[[dict[str, Any]], Coroutine[Any, Any, str]]

@@ -31,8 +31,8 @@ from toolscript.errors import ToolscriptError, UsageError
 from toolscript.execution.lifeline import Lifeline
 from toolscript.mcpface.backend import Answer, Approver, Backend, error_answer
 from toolscript.mcpface.tools import EXECUTE_TIMEOUT, INSTRUCTIONS, TOOLS
-from toolscript.paths import user_cache_dir
-from toolscript.privatefile import write_private
+from toolscript.plumbing.paths import user_cache_dir
+from toolscript.plumbing.privatefile import write_private
 
 __all__ = ["build_server", "serve"]
 

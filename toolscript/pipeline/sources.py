@@ -12,7 +12,7 @@ from typing import Any
 
 from toolscript.codegen.shapes import INFERRED_KEY, answer_types, sample_label, to_schema
 from toolscript.config import Config
-from toolscript.paths import project_state_dir
+from toolscript.plumbing.paths import project_state_dir
 
 __all__ = [
     "RESULT_SHAPES_FILE",

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from toolscript.errors import EmbedderFailed, SemanticUnavailable
-from toolscript.processes import stop_process
+from toolscript.plumbing.processes import stop_process
 from toolscript.search.semantic import (
     NEEDS_EXTRA,
     Embedder,

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from toolscript.cachefiles import discard_if_damaged
 from toolscript.errors import SemanticUnavailable
-from toolscript.paths import user_cache_dir
+from toolscript.plumbing.cachefiles import discard_if_damaged
+from toolscript.plumbing.paths import user_cache_dir
 
 __all__ = [
     "DEFAULT_MODEL",

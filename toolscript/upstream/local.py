@@ -39,8 +39,8 @@ import anyio.to_thread
 
 from toolscript.config import ServerConfig
 from toolscript.errors import ServerUnavailableError, ToolTimeoutError, UpstreamError
-from toolscript.processes import process_alive, signal_quietly, stop_process_async
-from toolscript.redact import redact
+from toolscript.plumbing.processes import process_alive, signal_quietly, stop_process_async
+from toolscript.plumbing.redact import redact
 from toolscript.upstream.base import ServerState, ToolHost, ToolsChanged
 
 __all__ = ["GatewayView", "LocalToolServer", "module_docstring", "parse_script_metadata"]

@@ -24,8 +24,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from toolscript.config import ServerConfig
 from toolscript.errors import ToolscriptError
-from toolscript.outputs import visible_controls
-from toolscript.tokens import PendingSignIn, TokenStore
+from toolscript.store.outputs import visible_controls
+from toolscript.store.tokens import PendingSignIn, TokenStore
 
 if TYPE_CHECKING:
     from mcp.client.auth import OAuthClientProvider

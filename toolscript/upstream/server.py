@@ -18,8 +18,8 @@ from mcp.shared.message import SessionMessage
 
 from toolscript.config import ServerConfig
 from toolscript.errors import ServerUnavailableError, ToolTimeoutError, UpstreamError
-from toolscript.processes import pid_exists
-from toolscript.redact import redact
+from toolscript.plumbing.processes import pid_exists
+from toolscript.plumbing.redact import redact
 from toolscript.upstream.base import ServerState, ToolsChanged
 from toolscript.upstream.sdk import TransportStreams
 from toolscript.upstream.tolerant import repair_call_result, repair_tool_list
@@ -199,7 +199,7 @@ class UpstreamServer:
 
     def _auth(self) -> Any:
         """The kept OAuth sign-in's tokens (refreshed as they expire), or None."""
-        from toolscript.tokens import TokenStore
+        from toolscript.store.tokens import TokenStore
         from toolscript.upstream.oauth import gateway_auth
 
         assert self.config.url is not None
@@ -222,7 +222,7 @@ class UpstreamServer:
 
     async def _wait_for_sign_in(self) -> None:
         """Until the user signs in (the kept tokens change) or a call asks to try again."""
-        from toolscript.tokens import TokenStore
+        from toolscript.store.tokens import TokenStore
 
         assert self.config.url is not None
         store = TokenStore(self.config.url, self.name)

@@ -22,7 +22,7 @@ import msgspec
 from anyio.streams.memory import MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
-from toolscript.processes import signal_quietly
+from toolscript.plumbing.processes import signal_quietly
 from toolscript.upstream.sdk import (
     TransportStreams,
     create_process,

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolscript.cachefiles import discard_if_damaged
 from toolscript.codegen.module import generator_fingerprint
 from toolscript.config import Config
-from toolscript.paths import make_cache_dir
 from toolscript.pipeline.artifacts import CacheLayout
 from toolscript.pipeline.tasks.catalogue import CatalogueTask
 from toolscript.pipeline.tasks.fetch import FetchTasks, ToolSource
@@ -26,6 +24,8 @@ from toolscript.pipeline.tasks.runner import PipelineResult, run_doit
 from toolscript.pipeline.tasks.scripts import ScriptsTask
 from toolscript.pipeline.tasks.settings import TaskSettings
 from toolscript.pipeline.tasks.typescript import TypesTasks
+from toolscript.plumbing.cachefiles import discard_if_damaged
+from toolscript.plumbing.paths import make_cache_dir
 
 __all__ = [
     "ARTIFACT_TASKS",

@@ -2,7 +2,7 @@
 
 The ``module`` task writes the tools' module (``tools-only.ts``); this task writes the
 whole module (``tools.ts``, what the gateway serves) and ``saved-scripts.json`` (which
-scripts check, and the errors of those that do not). Every saved script (``savedscripts.py``) is type-checked with ``deno check`` against the
+scripts check, and the errors of those that do not). Every saved script (``store/savedscripts.py``) is type-checked with ``deno check`` against the
 module the tools make plus the ``scripts`` object itself, in rounds: a script with errors
 leaves the module, and the rest are checked again (a script calling a broken one through
 ``scripts`` breaks with it). Only scripts that check are in the module, so one broken
@@ -30,11 +30,11 @@ from typing import Any
 from doit.tools import config_changed
 
 from toolscript.codegen.module import scripts_section
-from toolscript.denobinary import deno_binary, deno_environment
 from toolscript.pipeline.artifacts import write_if_changed
 from toolscript.pipeline.tasks.settings import TaskSettings, target_digests, targets_as_built
-from toolscript.privatefile import write_private
-from toolscript.savedscripts import (
+from toolscript.plumbing.denobinary import deno_binary, deno_environment
+from toolscript.plumbing.privatefile import write_private
+from toolscript.store.savedscripts import (
     SCRIPTS_DIRNAME,
     SavedScript,
     contract_source,

@@ -21,7 +21,7 @@ from typing import Any
 from toolscript.gateway.guard import agent_url
 from toolscript.gateway.launch import start_gateway
 from toolscript.gateway.state import sessions_dir
-from toolscript.processes import process_alive, terminate_tree
+from toolscript.plumbing.processes import process_alive, terminate_tree
 
 __all__ = ["approval_decision", "pre_tool_use", "session_end", "session_start"]
 
@@ -112,7 +112,7 @@ def _untrusted_config(project: Path) -> Path | None:
 
     A config chosen with TOOLSCRIPT_CONFIG is the user's own setting, so it is trusted.
     """
-    from toolscript.trust import needs_trust
+    from toolscript.store.trust import needs_trust
 
     config = project / ".toolscript.json"
     if not needs_trust(config):
@@ -270,7 +270,7 @@ _MENTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 # `import { tools } from "toolscript"` quotes its module).
 _PYTHON_IMPORT = re.compile(
     r"\bfrom\s+toolscript(?:\.[\w.]+)?\s+import\b|\bimport\s+toolscript\b|__import__|"
-    r"\bimport_module\b|\btoolscript\.(?:gateway|runlog|hooks|execution|cli|mcpface|paths|policy)\b"
+    r"\bimport_module\b|\btoolscript\.(?:gateway|runlog|hooks|execution|cli|mcpface|paths|policy|store|plumbing)\b"
     r"|-m\s*toolscript\."
 )
 _DECODERS = re.compile(

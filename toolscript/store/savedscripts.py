@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from toolscript.errors import UsageError
-from toolscript.privatefile import write_private
+from toolscript.plumbing.privatefile import write_private
 
 __all__ = [
     "SCRIPTS_DIRNAME",

@@ -44,9 +44,9 @@ from toolscript.errors import (
     TooManyCallsError,
     UsageError,
 )
-from toolscript.processes import identity_alive, process_identity
-from toolscript.redact import holds_secret, redact, redact_value
-from toolscript.runlog import RunLog, new_run_id
+from toolscript.plumbing.processes import identity_alive, process_identity
+from toolscript.plumbing.redact import holds_secret, redact, redact_value
+from toolscript.store.runlog import RunLog, new_run_id
 
 __all__ = ["DEFAULT_MAX_CALLS", "PROMPT_LIMIT", "Run", "RunBook", "approve_commands"]
 

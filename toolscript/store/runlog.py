@@ -32,8 +32,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from toolscript.cachefiles import damage_of, is_damage, set_aside
 from toolscript.errors import RunLogError, UsageError
+from toolscript.plumbing.cachefiles import damage_of, is_damage, set_aside
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "RunLog", "new_run_id", "runlog_path"]
 

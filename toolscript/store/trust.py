@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from toolscript.errors import UntrustedConfigError
-from toolscript.privatefile import write_private
+from toolscript.plumbing.privatefile import write_private
 
 __all__ = [
     "TRUSTED_PATHS_VARIABLE",

@@ -22,8 +22,8 @@ app = typer.Typer(
 
 def _runlog(config: str | None) -> Any:
     from toolscript.config import load_config
-    from toolscript.paths import project_state_dir
-    from toolscript.runlog import RunLog, runlog_path
+    from toolscript.plumbing.paths import project_state_dir
+    from toolscript.store.runlog import RunLog, runlog_path
 
     loaded = load_config(config)
     return RunLog(

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from toolscript.errors import ExecutionError
-from toolscript.paths import user_cache_dir
-from toolscript.processes import pid_exists
+from toolscript.plumbing.paths import user_cache_dir
+from toolscript.plumbing.processes import pid_exists
 
 __all__ = ["SHARED_CACHES", "deno_binary", "deno_cache_dir", "deno_environment", "run_deno_dir"]
 

@@ -165,7 +165,7 @@ def terminal_answer(
     arguments = json.dumps(prompt.get("arguments", {}), ensure_ascii=False)
     if len(arguments) > 500:
         arguments = arguments[:497] + "..."
-    from toolscript.outputs import visible_controls
+    from toolscript.store.outputs import visible_controls
 
     out.write(
         f"\ntoolscript: the script calls {visible_controls(str(prompt['tool']))}, which asks "

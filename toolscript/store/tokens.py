@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolscript.paths import user_state_dir
-from toolscript.privatefile import write_private
+from toolscript.plumbing.paths import user_state_dir
+from toolscript.plumbing.privatefile import write_private
 
 if TYPE_CHECKING:
     from mcp.shared.auth import OAuthClientInformationFull, OAuthToken

@@ -1,0 +1,2 @@
+"""Plumbing every layer uses: paths, private files, cache files, processes, JSON positions,
+redaction, the Deno binary."""
