@@ -272,7 +272,7 @@ class _Reader:
         self.environ = environ
         self.warnings: list[str] = []
         self.itself: list[str] = []
-        self._positions: Callable[[JsonPath], tuple[int, int]] | None = None
+        self._positions: Callable[[JsonPath, bool], tuple[int, int]] | None = None
         self.document = self._parse()
 
     # -- the file as a whole
@@ -284,7 +284,11 @@ class _Reader:
                 return tomllib.loads(self.text)
             except tomllib.TOMLDecodeError as exc:
                 where = re.search(r"at line (\d+), column (\d+)", str(exc))
-                at = f"{where.group(1)}:{where.group(2)}:" if where else ""
+                if where:
+                    at = f"{where.group(1)}:{where.group(2)}:"
+                else:  # "at end of document"
+                    last = self.text.rsplit("\n", 1)[-1]
+                    at = f"{self.text.count(chr(10)) + 1}:{len(last) + 1}:"
                 raise ConfigError(
                     f"{path}:{at} invalid TOML: {str(exc).split(' (at line')[0]}",
                     hint='fix the file (Codex reads it too), or drop "codex" from import',
@@ -304,12 +308,13 @@ class _Reader:
                 f"{json.dumps(self.place.client)} from import",
             ) from exc
 
-    def where(self, at: JsonPath) -> str:
-        """``file:line:col: field`` of ``at`` (a path inside the file's document)."""
-        line, col = self._line_col(at)
+    def where(self, at: JsonPath, *, key: bool = False) -> str:
+        """``file:line:col: field`` of ``at`` (a path inside the file's document; ``key``:
+        the position of its key rather than its value)."""
+        line, col = self._line_col(at, key)
         return f"{self.place.path}:{line}:{col}: {format_path(at)}"
 
-    def _line_col(self, at: JsonPath) -> tuple[int, int]:
+    def _line_col(self, at: JsonPath, key: bool) -> tuple[int, int]:
         if self._positions is None:
             if self.place.client == "codex":
                 self._positions = self._toml_position
@@ -318,10 +323,10 @@ class _Reader:
                     doc = parse_with_positions(self.text)
                 except json.JSONDecodeError:
                     doc = parse_with_positions(strip_json_comments(self.text))
-                self._positions = doc.line_col
-        return self._positions(at)
+                self._positions = lambda path, on_key: doc.line_col(path, key=on_key)
+        return self._positions(at, key)
 
-    def _toml_position(self, at: JsonPath) -> tuple[int, int]:
+    def _toml_position(self, at: JsonPath, key: bool = False) -> tuple[int, int]:
         """The line of a server's table (``[mcp_servers.NAME]``) or of one of its keys."""
         lines = self.text.splitlines()
         name = str(at[1]) if len(at) > 1 else ""
@@ -332,11 +337,11 @@ class _Reader:
             if not header.match(line):
                 continue
             if len(at) > 2:
-                key = re.compile(r"^\s*" + re.escape(str(at[2])) + r"\s*=")
+                assignment = re.compile(r"^\s*" + re.escape(str(at[2])) + r"\s*=")
                 for offset, below in enumerate(lines[number:], 1):
                     if below.lstrip().startswith("["):
                         break
-                    if key.match(below):
+                    if assignment.match(below):
                         return number + offset, len(below) - len(below.lstrip()) + 1
             return number, 1
         return 1, 1
@@ -363,7 +368,7 @@ class _Reader:
                 continue
             if not _NAME.match(name):
                 self.warnings.append(
-                    f"{self.where(at)}: the name {name!r} has '/' or '__', which toolscript "
+                    f"{self.where(at, key=True)}: the name {name!r} has '/' or '__', which toolscript "
                     "server names cannot; skipped (define it in .toolscript.json under another name)"
                 )
                 continue
@@ -440,7 +445,7 @@ class _Reader:
         for key in raw:
             if key not in known:
                 self.warnings.append(
-                    f"{self.where((*at, key))}: not supported by toolscript; ignored"
+                    f"{self.where((*at, key), key=True)}: not supported by toolscript; ignored"
                 )
 
     def env_file(self, raw: Mapping[str, Any], at: JsonPath) -> dict[str, str]:
@@ -533,7 +538,10 @@ class _Reader:
             )
         if colon and kind == "file" and dialect == "windsurf":
             try:
-                return Path(argument).expanduser().read_text(encoding="utf-8").strip()
+                file = Path(argument)
+                if argument.startswith("~/"):
+                    file = home_dir(self.environ) / argument[2:]
+                return file.read_text(encoding="utf-8").strip()
             except OSError as exc:
                 raise _Skip(at, f"{written}: cannot read the file ({exc.strerror or exc})") from exc
         if not colon and dialect in ("editor", "vscode"):
