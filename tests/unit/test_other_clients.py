@@ -464,3 +464,19 @@ def test_discover_reports_a_broken_file_without_failing(home: Path, repo: Path) 
     found = {item.client: item for item in discover(repo, environ(home))}
     assert found["cursor"].error is not None and "invalid JSON" in found["cursor"].error
     assert [s.name for s in found["claude-code"].imports.servers] == ["filesystem", "events"]
+
+
+def test_config_check_and_trust_name_what_import_skips_and_covers(home: Path, repo: Path) -> None:
+    place("vscode/mcp.json", repo / ".vscode" / "mcp.json")
+    (repo / ".toolscript.json").write_text(json.dumps({"import": ["vscode"]}))
+    checked = runner.invoke(app, ["config", "check"])
+    assert checked.exit_code == 0
+    assert "valid, 1 servers" in checked.stdout  # fetch; the others wait (named below)
+    assert "${input:perplexity-key}" in checked.stderr and "workspace-tools" in checked.stderr
+    report = json.loads(runner.invoke(app, ["config", "check", "--json"]).stdout)
+    assert len(report["warnings"]) == 3  # an input, CONTOSO_TOKEN, the .env
+    trusted = runner.invoke(app, ["trust"])
+    assert trusted.exit_code == 0
+    assert f"with the file it imports: {repo / '.vscode' / 'mcp.json'}" in trusted.stdout
+    again = json.loads(runner.invoke(app, ["trust", "--json"]).stdout)
+    assert again["imported"] == [str(repo / ".vscode" / "mcp.json")]

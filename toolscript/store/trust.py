@@ -28,6 +28,7 @@ from toolscript.plumbing.privatefile import write_private
 __all__ = [
     "TRUSTED_PATHS_VARIABLE",
     "forget",
+    "imported_project_files",
     "is_trusted",
     "needs_trust",
     "require_trust",
@@ -83,6 +84,14 @@ def _imported_project_files(config: Path, content: bytes) -> tuple[Path, ...]:
     return project_files(imported_clients(content), folder)
 
 
+def imported_project_files(config: Path) -> tuple[Path, ...]:
+    """The project files of other clients that trusting ``config`` covers (present or not)."""
+    try:
+        return _imported_project_files(config, config.read_bytes())
+    except OSError:
+        return ()
+
+
 def trusted() -> dict[str, dict[str, Any]]:
     """Every trusted config: its path -> ``{"sha256", "trusted_at"}``."""
     try:
@@ -126,14 +135,11 @@ def require_trust(config: Path) -> None:
     """Raise UntrustedConfigError when ``config`` needs the user's trust before it runs."""
     if needs_trust(config):
         shown = trust_key(config)
-        try:
-            imported = [
-                str(path.relative_to(Path(shown).parent))
-                for path in _imported_project_files(config, config.read_bytes())
-                if path.exists()
-            ]
-        except OSError:
-            imported = []
+        imported = [
+            str(path.relative_to(Path(shown).parent))
+            for path in imported_project_files(config)
+            if path.exists()
+        ]
         also = f" (with the files it imports: {', '.join(imported)})" if imported else ""
         raise UntrustedConfigError(
             f"{shown}{also} is not trusted yet, so nothing it names was started "
