@@ -480,3 +480,24 @@ def test_config_check_and_trust_name_what_import_skips_and_covers(home: Path, re
     assert f"with the file it imports: {repo / '.vscode' / 'mcp.json'}" in trusted.stdout
     again = json.loads(runner.invoke(app, ["trust", "--json"]).stdout)
     assert again["imported"] == [str(repo / ".vscode" / "mcp.json")]
+
+
+def test_init_in_a_subfolder_writes_there_without_naming_the_parents_config(
+    home: Path, repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    from toolscript.cli.entry import main
+
+    (repo / ".toolscript.json").write_text("{}")
+    inside = repo / "service"
+    (inside / ".cursor").mkdir(parents=True)
+    place("cursor/global-mcp.json", inside / ".cursor" / "mcp.json")
+    monkeypatch.chdir(inside)
+    monkeypatch.setattr(sys, "argv", ["toolscript", "init", "--yes"])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert exited.value.code == 0
+    shown = capsys.readouterr()
+    assert "toolscript: using" not in shown.err
+    assert json.loads((inside / ".toolscript.json").read_text()) == {"import": ["cursor"]}
