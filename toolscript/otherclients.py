@@ -168,15 +168,59 @@ def client_files(
 
 def project_files(clients: Iterable[str], project_dir: Path) -> tuple[Path, ...]:
     """The files of ``clients`` that belong to the project (the repository's, not the
-    user's): what trusting its ``.toolscript.json`` covers."""
-    found = [
-        place.path
-        for client in clients
-        if client in CLIENTS
-        for place in client_files(client, project_dir)
-        if place.scope == "project"
-    ]
+    user's), and the ``envFile`` files inside the project that their entries (or the
+    user's) read: what trusting its ``.toolscript.json`` covers. An env file sets a
+    trusted command's environment (``NODE_OPTIONS``, ``LD_PRELOAD``): it is config too."""
+    found: list[Path] = []
+    for client in clients:
+        if client not in CLIENTS:
+            continue
+        for place in client_files(client, project_dir):
+            if place.scope == "project":
+                found.append(place.path)
+            if place.dialect in ("editor", "vscode"):
+                found.extend(_env_files_inside(place, project_dir))
     return tuple(dict.fromkeys(found))
+
+
+def _env_files_inside(place: ClientFile, project_dir: Path) -> list[Path]:
+    """The ``envFile`` paths of ``place``'s entries that lie in the project (read
+    leniently: a file that does not parse names none; loading it says why)."""
+    try:
+        text = _read(place.path)
+    except ConfigError:
+        return []
+    if not text or "envFile" not in text:
+        return []
+    try:
+        document = json.loads(strip_json_comments(text))
+    except ValueError:
+        return []
+    section: Any = document
+    for key in place.section:
+        section = section.get(key) if isinstance(section, dict) else None
+    if not isinstance(section, dict):
+        return []
+    predefined = {
+        "${workspaceFolder}": str(project_dir),
+        "${workspaceRoot}": str(project_dir),
+        "${workspaceFolderBasename}": project_dir.name,
+        "${userHome}": str(home_dir()),
+        "${pathSeparator}": os.sep,
+        "${/}": os.sep,
+        "${cwd}": str(project_dir),
+    }
+    found = []
+    for entry in section.values():
+        written = entry.get("envFile") if isinstance(entry, dict) else None
+        if not isinstance(written, str):
+            continue
+        for variable, value in predefined.items():
+            written = written.replace(variable, value)
+        path = Path(os.path.normpath(project_dir / Path(written).expanduser()))
+        if path.is_relative_to(project_dir):
+            found.append(path)
+    return found
 
 
 def imported_clients(config_text: bytes | str) -> tuple[str, ...]:

@@ -501,3 +501,28 @@ def test_init_in_a_subfolder_writes_there_without_naming_the_parents_config(
     shown = capsys.readouterr()
     assert "toolscript: using" not in shown.err
     assert json.loads((inside / ".toolscript.json").read_text()) == {"import": ["cursor"]}
+
+
+def test_trust_covers_an_env_file_in_the_project_that_an_imported_entry_reads(
+    home: Path, repo: Path
+) -> None:
+    """A repository's env file sets a trusted command's environment (NODE_OPTIONS): it is
+    config, and changing it asks for trust again, as the entry that names it would."""
+    config = repo / ".toolscript.json"
+    config.write_text(json.dumps({"import": ["cursor"]}))
+    place("cursor/mcp.json", repo / ".cursor" / "mcp.json")  # envFile: .env.mcp
+    (repo / ".env.mcp").write_text("NOTES_TOKEN=n\n")
+    outside = home / "user.env"
+    outside.write_text("A=1\n")
+    write = {"mcpServers": {"u": {"command": "x", "envFile": str(outside)}}}
+    (home / ".cursor").mkdir()
+    (home / ".cursor" / "mcp.json").write_text(json.dumps(write))
+    trust.trust(config)
+    assert trust.is_trusted(config)
+    outside.write_text("A=2\n")  # the user's own file, outside the project
+    assert trust.is_trusted(config)
+    (repo / ".env.mcp").write_text("NOTES_TOKEN=n\nNODE_OPTIONS=--require ./x.js\n")
+    assert not trust.is_trusted(config)
+    with pytest.raises(UntrustedConfigError) as refused:
+        load_config(config, environ=environ(home), require_trust=True)
+    assert ".env.mcp" in refused.value.message
