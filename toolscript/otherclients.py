@@ -95,7 +95,7 @@ class Imports:
     servers: tuple[ImportedServer, ...] = ()
     warnings: tuple[str, ...] = ()
     files: tuple[Path, ...] = ()  # files that exist and were read
-    watched: tuple[Path, ...] = ()  # every candidate file, present or not
+    watched: tuple[Path, ...] = ()  # every candidate file, present or not, and env files
     itself: tuple[str, ...] = ()  # entries skipped as toolscript's own MCP face
 
 
@@ -256,6 +256,7 @@ def read_imports(
     for client in dict.fromkeys(clients):
         places = client_files(client, project_dir, environ, platform)
         texts: dict[Path, str | None] = {}
+        documents: dict[Path, Any] = {}  # ~/.claude.json, large, holds two places: read once
         for place in places:
             if place.path not in texts:
                 texts[place.path] = _read(place.path)
@@ -265,16 +266,18 @@ def read_imports(
             text = texts[place.path]
             if text is None:
                 continue
-            reader = _Reader(place, text, project_dir, environ)
+            reader = _Reader(place, text, project_dir, environ, documents.get(place.path))
+            documents[place.path] = reader.document
             for server in reader.servers():
                 servers.setdefault(server.name, server)
             warnings.extend(reader.warnings)
             itself.extend(reader.itself)
+            watched.extend(reader.env_files)
     return Imports(
         servers=tuple(servers.values()),
         warnings=tuple(dict.fromkeys(warnings)),
         files=tuple(files),
-        watched=tuple(watched),
+        watched=tuple(dict.fromkeys(watched)),
         itself=tuple(dict.fromkeys(itself)),
     )
 
@@ -308,7 +311,12 @@ class _Reader:
     """The servers of one place in one client's file."""
 
     def __init__(
-        self, place: ClientFile, text: str, project_dir: Path, environ: Mapping[str, str]
+        self,
+        place: ClientFile,
+        text: str,
+        project_dir: Path,
+        environ: Mapping[str, str],
+        document: Any = None,
     ) -> None:
         self.place = place
         self.text = text
@@ -316,8 +324,9 @@ class _Reader:
         self.environ = environ
         self.warnings: list[str] = []
         self.itself: list[str] = []
+        self.env_files: list[Path] = []  # the envFile files its entries read (watched too)
         self._positions: Callable[[JsonPath, bool], tuple[int, int]] | None = None
-        self.document = self._parse()
+        self.document = self._parse() if document is None else document
 
     # -- the file as a whole
 
@@ -500,6 +509,7 @@ class _Reader:
         expanded = self._expand_string(written, (*at, "envFile"), [])
         path = Path(expanded).expanduser()
         path = path if path.is_absolute() else self.project_dir / path
+        self.env_files.append(path)
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:

@@ -526,3 +526,9 @@ def test_trust_covers_an_env_file_in_the_project_that_an_imported_entry_reads(
     with pytest.raises(UntrustedConfigError) as refused:
         load_config(config, environ=environ(home), require_trust=True)
     assert ".env.mcp" in refused.value.message
+
+
+def test_env_files_are_watched_with_the_files_that_name_them(home: Path, repo: Path) -> None:
+    place("vscode/mcp.json", repo / ".vscode" / "mcp.json")
+    found = read_imports(["vscode"], repo, environ(home))
+    assert found.watched == (repo / ".vscode" / "mcp.json", repo / ".env")  # .env not there yet
