@@ -246,9 +246,12 @@ def read_imports(
     platform: str | None = None,
 ) -> Imports:
     """Every server ``clients`` define for ``project_dir``; a name's first definition wins
-    (the clients in the order given, each client's own precedence within it)."""
+    (the clients in the order given, each client's own precedence within it), even one
+    skipped with a warning: a project's entry that cannot run does not let the user's
+    entry of that name take its place unseen."""
     environ = os.environ if environ is None else environ
     servers: dict[str, ImportedServer] = {}
+    claimed: set[str] = set()
     warnings: list[str] = []
     files: list[Path] = []
     watched: list[Path] = []
@@ -269,7 +272,9 @@ def read_imports(
             reader = _Reader(place, text, project_dir, environ, documents.get(place.path))
             documents[place.path] = reader.document
             for server in reader.servers():
-                servers.setdefault(server.name, server)
+                if server.name not in claimed:
+                    servers[server.name] = server
+            claimed.update(reader.names)
             warnings.extend(reader.warnings)
             itself.extend(reader.itself)
             watched.extend(reader.env_files)
@@ -325,6 +330,7 @@ class _Reader:
         self.warnings: list[str] = []
         self.itself: list[str] = []
         self.env_files: list[Path] = []  # the envFile files its entries read (watched too)
+        self.names: list[str] = []  # every name its place defines, skipped ones too
         self._positions: Callable[[JsonPath, bool], tuple[int, int]] | None = None
         self.document = self._parse() if document is None else document
 
@@ -414,6 +420,7 @@ class _Reader:
             )
             return []
         found = []
+        self.names = list(section)
         for name, raw in section.items():
             at = (*self.place.section, name)
             if not isinstance(raw, dict):

@@ -392,7 +392,9 @@ def test_list_servers_shows_each_servers_source_and_the_import_warnings(
 # -- toolscript init ----------------------------------------------------------------------
 
 
-def test_init_with_claude_code_and_cursor_configs_imports_them(home: Path, repo: Path) -> None:
+def test_init_with_claude_code_and_cursor_configs_imports_them(
+    home: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     place("claude-code/mcp.json", repo / ".mcp.json")
     place("cursor/mcp.json", repo / ".cursor" / "mcp.json")
     place("cursor/global-mcp.json", home / ".cursor" / "mcp.json")
@@ -411,9 +413,18 @@ def test_init_with_claude_code_and_cursor_configs_imports_them(home: Path, repo:
     # no hand editing: every server the two clients define but toolscript's own
     listed = runner.invoke(app, ["list-servers", "--json"])
     names = sorted(server["name"] for server in json.loads(listed.stdout))
-    assert names == ["events", "filesystem", "linear", "local-notes", "time"]
-    # github waits for GITHUB_TOKEN (named on stderr), as Claude Code's own expansion does
+    assert names == ["events", "filesystem", "local-notes", "time"]
+    # github and the project's linear wait for their variables (named on stderr, as Claude
+    # Code and Cursor expand them); ~/.cursor's linear does not stand in for the project's
     assert "GITHUB_TOKEN is not set" in listed.stderr
+    assert "LINEAR_API_KEY is not set" in listed.stderr
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_1")
+    monkeypatch.setenv("LINEAR_API_KEY", "lin_1")
+    listed = runner.invoke(app, ["list-servers", "--json"])
+    servers = {server["name"]: server for server in json.loads(listed.stdout)}
+    assert sorted(servers) == ["events", "filesystem", "github", "linear", "local-notes", "time"]
+    assert servers["linear"]["target"] == "https://mcp.linear.app/mcp"
+    assert listed.stderr == ""
 
 
 def test_init_asks_first_refuses_to_overwrite_and_force_keeps_other_keys(
@@ -532,3 +543,15 @@ def test_env_files_are_watched_with_the_files_that_name_them(home: Path, repo: P
     place("vscode/mcp.json", repo / ".vscode" / "mcp.json")
     found = read_imports(["vscode"], repo, environ(home))
     assert found.watched == (repo / ".vscode" / "mcp.json", repo / ".env")  # .env not there yet
+
+
+def test_a_skipped_entry_shadows_a_lower_one_of_the_same_name(home: Path, repo: Path) -> None:
+    (repo / ".cursor").mkdir()
+    (repo / ".cursor" / "mcp.json").write_text(
+        '{"mcpServers": {"db": {"command": "db-mcp", "env": {"URL": "${env:DB_URL}"}}}}'
+    )
+    place("cursor/global-mcp.json", home / ".cursor" / "mcp.json")
+    (home / ".cursor" / "mcp.json").write_text('{"mcpServers": {"db": {"command": "other"}}}')
+    servers, found = by_name(["cursor"], repo, environ(home))
+    assert servers == {}
+    assert "DB_URL is not set" in found.warnings[0]
