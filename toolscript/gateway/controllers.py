@@ -13,7 +13,7 @@ from typing import Any
 
 from litestar import Controller, Request, Response, get, post
 from litestar.di import NamedDependency
-from litestar.params import FromPath, FromQuery
+from litestar.params import FromPath, FromQuery, JSONBody
 
 from toolscript.codegen.module import render_declarations, render_module
 from toolscript.errors import UsageError
@@ -92,7 +92,7 @@ class RunsController(Controller):
         self,
         gateway: NamedDependency[Gateway],
         request: Request[Any, Any, Any],
-        data: RunRequest | None = None,
+        data: JSONBody[RunRequest | None] = None,
     ) -> dict[str, Any]:
         """Register a run; ``{"id", "token", "resumed_from"}`` out. The script gets the
         gateway's URL with the token in place of the gateway's own."""
@@ -124,7 +124,7 @@ class RunsController(Controller):
 
     @post("/{run_id:str}/prompt", status_code=200)
     async def answer_prompt(
-        self, gateway: NamedDependency[Gateway], run_id: FromPath[str], data: PromptAnswer
+        self, gateway: NamedDependency[Gateway], run_id: FromPath[str], data: JSONBody[PromptAnswer]
     ) -> dict[str, Any]:
         """``{"seq", "answer": "yes" | "no" | "always" | "stop"}``; ``{"answered": bool}``."""
         return {"answered": gateway.runs.answer(run_id, data.seq, str(data.answer))}
@@ -142,7 +142,7 @@ class RunsController(Controller):
         gateway: NamedDependency[Gateway],
         request: Request[Any, Any, Any],
         run_id: FromPath[str],
-        data: RunEnd | None = None,
+        data: JSONBody[RunEnd | None] = None,
     ) -> dict[str, Any]:
         """``{"exit": code}`` in; the run's status, the error it stopped with and its calls."""
         if _by_agent(request) and gateway.runs.get(run_id).interactive:
@@ -200,7 +200,7 @@ class RuntimeController(Controller):
 
     @post("/check", status_code=200)
     async def runtime_check(
-        self, gateway: NamedDependency[Gateway], data: CheckRequest
+        self, gateway: NamedDependency[Gateway], data: JSONBody[CheckRequest]
     ) -> dict[str, str]:
         """The warm checker's verdict on a script exec prepared: ``{"status": "passed" |
         "failed" | "unavailable", "output"}`` (on "unavailable", exec checks with deno check)."""
@@ -222,7 +222,7 @@ class ScriptsController(Controller):
 
     @post("/", status_code=201)
     async def save_script(
-        self, gateway: NamedDependency[Gateway], data: ScriptToSave
+        self, gateway: NamedDependency[Gateway], data: JSONBody[ScriptToSave]
     ) -> dict[str, Any]:
         """Save a script in the project's toolscripts/ folder when it type-checks."""
         return await gateway.save_script(data.name, data.code, data.description, data.force)
