@@ -13,6 +13,8 @@
       tools.ts               the whole TypeScript module served at /runtime/tools.ts: the
                              tools and the saved scripts that type-check (the scripts task)
       saved-scripts.json     which saved scripts check, the errors of those that do not
+      packages.json          the declared packages as locked, and the lock (the packages task)
+      packages/deno.json     what the packages task has Deno fetch and lock
       saved-check/           where the scripts task checks them
       saved-check-save/      where the gateway checks a script before saving it
       catalogue.db           servers and tools (content hash, names, schemas) for sqlite-utils
@@ -126,6 +128,14 @@ class CacheLayout:
         return self.root / "saved-check-save"
 
     @property
+    def packages(self) -> Path:
+        return self.root / "packages.json"
+
+    @property
+    def packages_dir(self) -> Path:
+        return self.root / "packages"
+
+    @property
     def catalogue(self) -> Path:
         return self.root / "catalogue.db"
 
@@ -145,6 +155,7 @@ class CacheLayout:
             self.tools_only,
             self.module,
             self.saved_scripts,
+            self.packages,
             self.catalogue,
             self.dep_file,
         ):
