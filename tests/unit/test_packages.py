@@ -203,7 +203,7 @@ def test_npm_in_a_project_without_packages_says_how_to_declare_it() -> None:
     )
     assert "--no-npm" not in shown and "deno add" not in shown
     assert shown.count("declare it in .toolscript.json") == 2
-    assert "it declares none" in shown
+    assert "it offers none yet" in shown
 
 
 def test_get_types_lists_the_packages() -> None:

@@ -467,7 +467,11 @@ class Gateway:
         changed = [name for name in fresh if name in old and fresh[name] != old[name]]
         if new.search != self.config.search:
             log.warning("config: search settings changed; they apply when the gateway restarts")
+        packages = new.packages != self.config.packages
         self.config = new
+        if packages:
+            log.info("config: packages now %s", ", ".join(new.packages) or "none")
+            self._rebuild.set()  # fetched and locked by the next build
         if not (removed or added or changed):
             return
         log.info(

@@ -96,7 +96,11 @@ def import_entries(packages: tuple[Package, ...] | list[Package]) -> dict[str, s
 
 def declare_hint(names: list[str]) -> str:
     """How a script gets a package it may not import yet."""
-    offered = f"this project offers {', '.join(names)}" if names else "it declares none"
+    offered = (
+        f"this project offers {', '.join(names)}"
+        if names
+        else "it offers none yet (packages the gateway could not fetch are named in its log)"
+    )
     return (
         'declare it in .toolscript.json, e.g. "packages": ["npm:csv-parse@^5"] '
         f"(toolscript fetches and locks it, then scripts import it by name); {offered}"

@@ -9,7 +9,8 @@ cache's ``npm/`` is left read-only. ``packages.json`` holds the packages as lock
 lock's text; the ``scripts`` task puts them in the module.
 
 The task is due when the declared packages change, when the lock is not what it wrote
-(its content hash), or when a locked package is gone from the cache.
+(its content hash), when a locked package is gone from the cache, or when the last fetch
+failed (the module is then built without packages, and the failure logged).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import subprocess
 from collections.abc import Iterator
@@ -32,6 +34,8 @@ from toolscript.plumbing.denobinary import deno_binary, deno_cache_dir, deno_env
 from toolscript.store.packages import Package, lock_path, package_name, set_read_only
 
 __all__ = ["FETCH_TIMEOUT", "PackagesTask", "npm_cache", "read_packages"]
+
+log = logging.getLogger("toolscript.pipeline")
 
 FETCH_TIMEOUT = 300.0  # seconds for Deno to fetch every declared package
 # What the fetch may need of the user's environment to reach the registry (nothing else).
@@ -107,7 +111,21 @@ class PackagesTask:
             "verbosity": 0,
         }
 
-    def build(self) -> dict[str, Any] | TaskFailed:
+    def build(self) -> dict[str, Any]:
+        """Fetch and lock; a fetch that fails leaves the module without packages (the tools
+        still build), is logged, and is tried again by the next build."""
+        outcome = self.fetch()
+        if isinstance(outcome, dict):
+            return outcome
+        message = outcome.get_msg().strip()
+        log.error("%s", message)
+        layout = self.settings.layout
+        write_if_changed(
+            layout.packages, json.dumps({"packages": [], "lock": None, "error": message}) + "\n"
+        )
+        return {**target_digests([layout.packages]), "lock": None, "cached": []}
+
+    def fetch(self) -> dict[str, Any] | TaskFailed:
         layout = self.settings.layout
         lock = lock_path(self.settings.project_dir)
         declared = list(self.settings.packages)
