@@ -259,3 +259,38 @@ def test_an_undeclared_package_fails_the_type_check_too(
     done = run(gateway, home, 'import leftPad from "npm:left-pad@1";\nreturn leftPad("a", 3);')
     assert done.returncode == 1 and done.stdout == ""
     assert HOW_TO_DECLARE in done.stderr, done.stderr
+
+
+def test_a_package_that_cannot_be_fetched_leaves_the_tools_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path / "home"))
+    missing = "npm:toolscript-no-such-package-7f3a9c@^1"
+    config = Config(tmp_path / ".toolscript.json", tmp_path, packages=(missing,))
+    layout = CacheLayout(tmp_path / ".toolscript")
+    first = run_pipeline(config, layout, SnapshotSource({}))
+    assert not first.failures and "scripts" in first.executed, first
+    assert "toolscript-packages:" not in layout.module.read_text()
+    assert "toolscript-no-such-package-7f3a9c" in json.loads(layout.packages.read_text())["error"]
+    assert "packages" in run_pipeline(config, layout, SnapshotSource({})).executed  # tried again
+
+
+def test_packages_declared_while_the_gateway_runs(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    config: dict[str, Any] = {"mcpServers": {"fx": fixture_server()}}
+    (tmp_path / "project").mkdir()
+    gateway = GatewayProcess(config, tmp_path / "project", env={"TOOLSCRIPT_HOME": str(home)})
+    try:
+        gateway.config_path.write_text(json.dumps({**config, "packages": ["npm:left-pad@^1"]}))
+        helpers.wait_until(
+            lambda: gateway.client.get("runtime/tools.ts").text,
+            lambda module: "toolscript-packages:" in module,
+            180,
+            "the module with left-pad",
+            log=lambda: gateway.log,
+        )
+        done = run(gateway, home, 'import leftPad from "left-pad";\nreturn leftPad("a", 3);')
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == "  a"
+    finally:
+        gateway.stop()

@@ -16,6 +16,7 @@ from toolscript.errors import ConfigError
 from toolscript.execution.locate import uses_gateway
 from toolscript.execution.sandbox import DEFAULT_LIMITS, _command, _rewriter
 from toolscript.execution.source import prepare
+from toolscript.pipeline.tasks.packages import fetch_command, fetch_config
 from toolscript.plumbing.denobinary import run_deno_dir
 from toolscript.store.packages import (
     PACKAGES_MARKER,
@@ -221,3 +222,11 @@ def test_the_marker_line_is_one_line() -> None:
     section = packages_section(PACKAGES, json.dumps(LOCK))
     marker_lines = [line for line in section.split("\n") if line.startswith(PACKAGES_MARKER)]
     assert len(marker_lines) == 1
+
+
+def test_the_fetch_runs_no_lifecycle_script_and_makes_no_node_modules(tmp_path: Path) -> None:
+    config = fetch_config(["npm:csv-parse@^5"], tmp_path / ".toolscript.lock")
+    assert config["nodeModulesDir"] == "none"
+    assert config["imports"] == {"csv-parse": "npm:csv-parse@^5"}
+    assert config["lock"] == {"path": str(tmp_path / ".toolscript.lock")}
+    assert not any("scripts" in part or "node-modules" in part for part in fetch_command())

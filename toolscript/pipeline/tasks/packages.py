@@ -33,7 +33,14 @@ from toolscript.pipeline.tasks.settings import TaskSettings, target_digests, tar
 from toolscript.plumbing.denobinary import deno_binary, deno_cache_dir, deno_environment
 from toolscript.store.packages import Package, lock_path, package_name, set_read_only
 
-__all__ = ["FETCH_TIMEOUT", "PackagesTask", "npm_cache", "read_packages"]
+__all__ = [
+    "FETCH_TIMEOUT",
+    "PackagesTask",
+    "fetch_command",
+    "fetch_config",
+    "npm_cache",
+    "read_packages",
+]
 
 log = logging.getLogger("toolscript.pipeline")
 
@@ -93,6 +100,22 @@ def _cache_open() -> Iterator[None]:
             set_read_only(npm_cache(), True)
 
 
+def fetch_config(declared: list[str], lock: Path) -> dict[str, Any]:
+    """The ``deno.json`` Deno fetches by: the packages as its imports, the project's lock, and
+    no ``node_modules`` (so no lifecycle script: Deno runs them only in a ``node_modules``
+    folder, and only with ``--allow-scripts``)."""
+    return {
+        "imports": {package_name(specifier): specifier for specifier in declared},
+        "lock": {"path": str(lock)},
+        "nodeModulesDir": "none",
+    }
+
+
+def fetch_command() -> list[str]:
+    """Run in the folder of ``fetch_config``'s file (no ``--allow-scripts``, ever)."""
+    return [deno_binary(), "install", "--quiet"]
+
+
 class PackagesTask:
     def __init__(self, settings: TaskSettings) -> None:
         self.settings = settings
@@ -133,18 +156,14 @@ class PackagesTask:
             write_if_changed(layout.packages, json.dumps({"packages": [], "lock": None}) + "\n")
             built = {"lock": [str(lock), _digest(lock)], "cached": []}
             return {**target_digests([layout.packages]), **built}
-        config = {
-            "imports": {package_name(specifier): specifier for specifier in declared},
-            "lock": {"path": str(lock)},
-            "nodeModulesDir": "none",
-        }
+        config = fetch_config(declared, lock)
         write_if_changed(layout.packages_dir / "deno.json", json.dumps(config, indent=1) + "\n")
         env = {**deno_environment(), "NO_COLOR": "1"}
         env.update({name: os.environ[name] for name in _PASSED if name in os.environ})
         try:
             with _cache_open():
                 done = subprocess.run(
-                    [deno_binary(), "install", "--quiet"],
+                    fetch_command(),
                     cwd=layout.packages_dir,
                     env=env,
                     capture_output=True,
