@@ -7,6 +7,7 @@ the package cache. The warm checker checks scripts against the packages' own typ
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import stat
@@ -21,10 +22,12 @@ import pytest
 from tests import helpers
 from tests.helpers import GatewayProcess, clean_env, fixture_server
 from toolscript.config import Config
+from toolscript.execution.sandbox import Script, run_toolscript
 from toolscript.pipeline.artifacts import CacheLayout
 from toolscript.pipeline.sources import SnapshotSource
 from toolscript.pipeline.tasks import run_pipeline
 from toolscript.store.packages import set_read_only
+from toolscript.store.savedscripts import write_module
 
 PACKAGES = [
     "npm:csv-parse@^5",
@@ -294,3 +297,38 @@ def test_packages_declared_while_the_gateway_runs(tmp_path: Path) -> None:
         assert json.loads(done.stdout) == "  a"
     finally:
         gateway.stop()
+
+
+def test_a_package_importing_a_local_file_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A script's literal import of a local file loads before any permission check (the
+    import map closes that); a package's is checked: a tampered package reads nothing."""
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path / "home"))
+    config = Config(tmp_path / ".toolscript.json", tmp_path, packages=("npm:csv-parse@^5",))
+    layout = CacheLayout(tmp_path / ".toolscript")
+    assert not run_pipeline(config, layout, SnapshotSource({})).failures
+    module = write_module(tmp_path / "copy" / "m.ts", layout.module.read_text(), {})
+    package = tmp_path / "home" / "deno" / "npm" / "registry.npmjs.org" / "csv-parse"
+    (version,) = [path for path in package.iterdir() if path.is_dir()]
+    entry = version / "lib" / "sync.js"
+    set_read_only(version, False)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the user's secret")
+    entry.write_text(
+        f"import leaked from {json.dumps(str(secret))} with {{ type: 'text' }};\n"
+        'console.log("LEAKED", leaked);\n' + entry.read_text()
+    )
+    set_read_only(version, True)
+    out, err = io.BytesIO(), io.BytesIO()
+    code = run_toolscript(
+        Script('import { parse } from "csv-parse/sync";\nconsole.log(parse("a\\n1"));', "t.ts"),
+        "http://127.0.0.1:9",
+        "test",
+        module=module,
+        check=False,
+        stdout=out,
+        stderr=err,
+    )
+    assert code == 1 and b"secret" not in out.getvalue(), out.getvalue()
+    assert b"scripts cannot read files" in err.getvalue(), err.getvalue()

@@ -8,6 +8,7 @@ import os
 import stat
 from pathlib import Path
 
+import anyio
 import pytest
 
 from toolscript.cli.types import render_markdown
@@ -16,6 +17,7 @@ from toolscript.errors import ConfigError
 from toolscript.execution.locate import uses_gateway
 from toolscript.execution.sandbox import DEFAULT_LIMITS, _command, _rewriter
 from toolscript.execution.source import prepare
+from toolscript.mcpface.backend import Backend
 from toolscript.pipeline.tasks.packages import fetch_command, fetch_config
 from toolscript.plumbing.denobinary import run_deno_dir
 from toolscript.store.packages import (
@@ -230,3 +232,20 @@ def test_the_fetch_runs_no_lifecycle_script_and_makes_no_node_modules(tmp_path: 
     assert config["imports"] == {"csv-parse": "npm:csv-parse@^5"}
     assert config["lock"] == {"path": str(tmp_path / ".toolscript.lock")}
     assert not any("scripts" in part or "node-modules" in part for part in fetch_command())
+
+
+def test_the_mcp_faces_get_types_names_the_packages() -> None:
+    answers = {
+        "declarations": "declare const x: 1;",
+        "examples": [],
+        "packages": [{"name": "csv-parse", "specifier": "npm:csv-parse@^5", "version": "5.6.0"}],
+    }
+
+    async def get(path: str, params: dict[str, object] | None = None) -> object:
+        return answers
+
+    backend = object.__new__(Backend)
+    backend._get = get  # type: ignore[method-assign]
+    text = anyio.run(backend.get_types, ["fx"]).text
+    assert text.startswith("declare const x: 1;")
+    assert "Packages this project offers" in text and "csv-parse (npm:csv-parse@^5, 5.6.0)" in text

@@ -527,12 +527,12 @@ _CARET = re.compile(r"^(\s*(?:\| ?)?)(\s*)([\^~]+)\s*$")
 _FRAME = re.compile(r"^\s+at ")
 
 
-# Deno's words after a failed check: "it still might work", "Re-run with --no-check".
 # Deno's words for an npm package the sandbox does not offer.
 _LOCK_DIFF = re.compile(r"\s*(?:changes:|\d*\s*\|)")
 _ADDED_SPECIFIER = re.compile(r'\|\s*\+\s*"((?:npm|jsr):[^"]+)":')
 _NOT_CACHED = re.compile(r'Failed loading https?://\S+ for package "([^"]+)"')
 _DENO_ADD = re.compile(r"\s*hint: If you want to use the npm package, try running `deno add")
+# Deno's words after a failed check: "it still might work", "Re-run with --no-check".
 _CHECK_ADVICE = re.compile(
     r"\s*(?:info: The program failed type-checking|hint: Re-run with --no-check)"
 )
@@ -647,7 +647,10 @@ def _rewriter(
                 f"another version of one it does): {hint()}\n"
             )
         if (found := _NOT_CACHED.search(text)) is not None:
-            return f"error: the script imports npm:{found[1]}, which this project does not declare: {hint()}\n"
+            return (
+                f"error: the script imports npm:{found[1]}, which this project does not "
+                f"declare: {hint()}\n"
+            )
         if "npm package not found in cache" in text:
             return ""
         if _DENO_ADD.match(text):
