@@ -23,7 +23,7 @@ from tests import helpers
 from tests.helpers import GatewayProcess, clean_env, fixture_server
 from toolscript.config import Config
 from toolscript.execution.sandbox import Script, run_toolscript
-from toolscript.pipeline.artifacts import CacheLayout
+from toolscript.pipeline.artifacts import Artifacts, CacheLayout
 from toolscript.pipeline.sources import SnapshotSource
 from toolscript.pipeline.tasks import run_pipeline
 from toolscript.store.packages import set_read_only
@@ -208,6 +208,7 @@ def test_get_types_names_the_packages(gateway: GatewayProcess) -> None:
     names = [package["name"] for package in answer["packages"]]
     assert names == ["csv-parse", "date-fns", "jsonfile", "dotenv", "ky"]
     assert all(package["version"] for package in answer["packages"])
+    assert gateway.health()["packages"] == {"offered": PACKAGES, "error": None}
 
 
 def test_the_packages_task_locks_once_and_fetches_again_what_the_cache_lost(
@@ -274,7 +275,8 @@ def test_a_package_that_cannot_be_fetched_leaves_the_tools_built(
     first = run_pipeline(config, layout, SnapshotSource({}))
     assert not first.failures and "scripts" in first.executed, first
     assert "toolscript-packages:" not in layout.module.read_text()
-    assert "toolscript-no-such-package-7f3a9c" in json.loads(layout.packages.read_text())["error"]
+    error = Artifacts.load(layout, []).packages_error
+    assert error is not None and "toolscript-no-such-package-7f3a9c" in error
     assert "packages" in run_pipeline(config, layout, SnapshotSource({})).executed  # tried again
 
 

@@ -249,3 +249,23 @@ def test_the_mcp_faces_get_types_names_the_packages() -> None:
     text = anyio.run(backend.get_types, ["fx"]).text
     assert text.startswith("declare const x: 1;")
     assert "Packages this project offers" in text and "csv-parse (npm:csv-parse@^5, 5.6.0)" in text
+
+
+def test_the_session_status_line_names_the_packages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolscript.cli import client, hooks
+
+    health = {
+        "servers": {"fx": {"state": "connected", "error": None}},
+        "tools": 3,
+        "packages": {"offered": ["npm:csv-parse@^5", "npm:date-fns@^4"], "error": None},
+    }
+    monkeypatch.setattr(client.GatewayClient, "get_json", lambda self, path: health)
+    line = hooks._status_line("http://127.0.0.1:9", tmp_path)
+    assert "Scripts may import these packages: npm:csv-parse@^5, npm:date-fns@^4." in line
+    health["packages"] = {"offered": [], "error": "packages: deno could not fetch ..."}
+    line = hooks._status_line("http://127.0.0.1:9", tmp_path)
+    assert "could not be fetched: packages: deno could not fetch" in line
+    del health["packages"]
+    assert "packages" not in hooks._status_line("http://127.0.0.1:9", tmp_path)

@@ -64,7 +64,6 @@ from toolscript.gateway.results import RESULT_HEADER
 from toolscript.gateway.runbook import DEFAULT_MAX_CALLS
 from toolscript.search.engine import FUSIONS, MODES, readings
 from toolscript.search.needs import is_implied
-from toolscript.store.packages import offered
 
 __all__ = ["build_app"]
 
@@ -606,7 +605,7 @@ def build_app(gateway: Gateway) -> Litestar:
                 for f in fragments
             ],
             "hash": gateway.artifacts.module_hash,
-            "packages": offered(gateway.artifacts.module),
+            "packages": gateway.artifacts.packages,
         }
 
     return Litestar(

@@ -900,6 +900,10 @@ class Gateway:
             "status": "ok" if healthy and self.config_error is None else "degraded",
             "config": {"path": str(self.config_file), "error": self.config_error},
             "types": {"hash": self.artifacts.module_hash, "warnings": self.artifacts.warnings},
+            "packages": {
+                "offered": [p["specifier"] for p in self.artifacts.packages],
+                "error": self.artifacts.packages_error,
+            },
             "uptime": round(time.time() - self.started_at, 3),
             "servers": servers,
             "tools": sum(s["tools"] for s in servers.values()),

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from toolscript.codegen.module import ToolFragment
+from toolscript.store.packages import offered
 
 __all__ = [
     "Artifacts",
@@ -171,6 +172,8 @@ class Artifacts:
     module_hash: str = ""
     fragments: list[ToolFragment] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    packages: list[dict[str, str]] = field(default_factory=list)  # what the module offers
+    packages_error: str | None = None  # why the declared packages could not be fetched
 
     @classmethod
     def load(cls, layout: CacheLayout, servers: list[str]) -> Artifacts:
@@ -184,9 +187,14 @@ class Artifacts:
         warnings: list[str] = []
         if layout.names.exists():
             warnings = json.loads(layout.names.read_text(encoding="utf-8")).get("warnings", [])
+        packages_error = None
+        if layout.packages.exists():
+            packages_error = json.loads(layout.packages.read_text(encoding="utf-8")).get("error")
         return cls(
             module=module,
             module_hash=hashlib.sha256(module.encode()).hexdigest()[:16],
             fragments=fragments,
             warnings=warnings,
+            packages=offered(module),
+            packages_error=packages_error,
         )
