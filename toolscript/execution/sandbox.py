@@ -527,7 +527,8 @@ _CARET = re.compile(r"^(\s*(?:\| ?)?)(\s*)([\^~]+)\s*$")
 _FRAME = re.compile(r"^\s+at ")
 
 
-# Deno's words for an npm package the sandbox does not offer.
+# Deno's words for an npm package the sandbox does not offer, and toolscript's.
+_UNDECLARED = "scripts import only the packages the project declares"
 _LOCK_DIFF = re.compile(r"\s*(?:changes:|\d*\s*\|)")
 _ADDED_SPECIFIER = re.compile(r'\|\s*\+\s*"((?:npm|jsr):[^"]+)":')
 _NOT_CACHED = re.compile(r'Failed loading https?://\S+ for package "([^"]+)"')
@@ -639,18 +640,12 @@ def _rewriter(
                 return f"  not declared: {added[1]}\n" if added else ""
             in_lock_diff[0] = False
         if "--no-npm is specified" in text:
-            return f"error: the script imports an npm package: {hint()}\n"
+            return f"error: {_UNDECLARED} (tried an npm package): {hint()}\n"
         if "The lockfile is out of date" in text:
             in_lock_diff[0] = True
-            return (
-                "error: the script imports a package this project does not declare (or "
-                f"another version of one it does): {hint()}\n"
-            )
+            return f"error: {_UNDECLARED}, at the versions it declares: {hint()}\n"
         if (found := _NOT_CACHED.search(text)) is not None:
-            return (
-                f"error: the script imports npm:{found[1]}, which this project does not "
-                f"declare: {hint()}\n"
-            )
+            return f"error: {_UNDECLARED} (tried npm:{found[1]}): {hint()}\n"
         if "npm package not found in cache" in text:
             return ""
         if _DENO_ADD.match(text):
