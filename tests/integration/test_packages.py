@@ -263,6 +263,8 @@ def test_an_undeclared_package_fails_the_type_check_too(
     done = run(gateway, home, 'import leftPad from "npm:left-pad@1";\nreturn leftPad("a", 3);')
     assert done.returncode == 1 and done.stdout == ""
     assert HOW_TO_DECLARE in done.stderr, done.stderr
+    # Neither the checker nor the sandbox went to the registry for it.
+    assert not (home / "deno" / "npm" / "registry.npmjs.org" / "left-pad").exists()
 
 
 def test_a_package_that_cannot_be_fetched_leaves_the_tools_built(
