@@ -340,6 +340,7 @@ class DiscoveryController(Controller):
                 for f in fragments
             ],
             "hash": gateway.artifacts.module_hash,
+            "packages": gateway.artifacts.packages,
         }
 
 

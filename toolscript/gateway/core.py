@@ -481,7 +481,11 @@ class Gateway:
                 log.warning("import: %s", warning)
         if new.search != self.config.search:
             log.warning("config: search settings changed; they apply when the gateway restarts")
+        packages = new.packages != self.config.packages
         self.config = new
+        if packages:
+            log.info("config: packages now %s", ", ".join(new.packages) or "none")
+            self._rebuild.set()  # fetched and locked by the next build
         if not (removed or added or changed):
             return
         log.info(
@@ -910,6 +914,10 @@ class Gateway:
             "status": "ok" if healthy and self.config_error is None else "degraded",
             "config": {"path": str(self.config_file), "error": self.config_error},
             "types": {"hash": self.artifacts.module_hash, "warnings": self.artifacts.warnings},
+            "packages": {
+                "offered": [p["specifier"] for p in self.artifacts.packages],
+                "error": self.artifacts.packages_error,
+            },
             "uptime": round(time.time() - self.started_at, 3),
             "servers": servers,
             "tools": sum(s["tools"] for s in servers.values()),
