@@ -15,7 +15,7 @@ from litestar import Controller, Request, Response, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody
 
-from toolscript.codegen.module import render_declarations, render_module
+from toolscript.codegen.module import recent_call_comment, render_declarations, render_module
 from toolscript.errors import UsageError
 from toolscript.gateway.bodies import CheckRequest, PromptAnswer, RunEnd, RunRequest, ScriptToSave
 from toolscript.gateway.core import SEPARATOR, Gateway, split_tool_name
@@ -327,9 +327,17 @@ class DiscoveryController(Controller):
             raise UsageError("give ?server=NAME (and &tool=NAME), or ?names=server__tool,...")
         else:
             fragments = gateway.fragments(server, tool)
+        recent = [gateway.recent.of(fragment.qualified) for fragment in fragments]
+        notes = {
+            fragment.qualified: recent_call_comment(fragment, *call)
+            for fragment, call in zip(fragments, recent, strict=True)
+            if call is not None
+        }
         return {
-            "declarations": render_declarations(fragments),
+            "declarations": render_declarations(fragments, notes),
             "examples": [fragment.example for fragment in fragments],
+            # one recent successful call of each tool (redacted, trimmed; None: none kept)
+            "recent": [call.to_dict() if call is not None else None for call in recent],
             "tools": [
                 {
                     "server": f.server,

@@ -41,6 +41,7 @@ from toolscript.errors import (
 )
 from toolscript.gateway.checker import WarmChecker
 from toolscript.gateway.inferred import ResultShapes
+from toolscript.gateway.recentcalls import RecentCalls
 from toolscript.gateway.results import tool_result
 from toolscript.gateway.runbook import RunBook, approve_commands
 from toolscript.pipeline.artifacts import Artifacts, CacheLayout
@@ -267,6 +268,11 @@ class Gateway:
         self._types_learned = False  # an inferred result type changed since the last build
         state_dir = project_state_dir(config.project_dir)
         self.shapes = ResultShapes(state_dir, enabled=infer_results and config.infer_results)
+        self.recent = RecentCalls(
+            state_dir,
+            lambda: self.config.secrets,
+            enabled=infer_results and config.infer_results,
+        )
         runlog = RunLog(
             runlog_path(state_dir),
             keep=config.runs.keep,
@@ -403,6 +409,10 @@ class Gateway:
             await anyio.to_thread.run_sync(self.shapes.save)
         except OSError as exc:
             log.warning("result types: cannot save what was learned (%s)", exc)
+        try:
+            await anyio.to_thread.run_sync(self.recent.save)
+        except OSError as exc:
+            log.warning("recent calls: cannot save them (%s)", exc)
 
     async def _final_flush(self) -> None:
         try:
@@ -902,6 +912,7 @@ class Gateway:
             ) from None
         if self.shapes.enabled and self.shapes.observe(qualified, tool, shape, value):
             self._types_learned = True  # built within a second, with whatever else is learned
+        self.recent.note(qualified, arguments, value)
         return shape, value
 
     # -- reporting -----------------------------------------------------------
