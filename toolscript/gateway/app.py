@@ -16,9 +16,15 @@
 ``GET  /runs/{id}/prompt?wait=``    the call of an interactive run waiting for an answer
 ``POST /runs/{id}/prompt``          answer it: yes, no, always or stop
 ``POST /runs/{id}/end``             the run ended: its status, stop and calls
+``POST /runs/start``                run a script in the background: ``{"run": id}``
+``GET  /runs/{id}/output?stdout=&stderr=&wait=``  a background run's output from offsets
+``POST /runs/{id}/stop``            stop a background run
+``GET  /runs/{id}/progress?after=&wait=``  a run's progress reports
+``POST /progress``                  (a run's token) its script's progress
 ``GET  /schema``                    this API as OpenAPI
 
-A run's own URL (``/<run token>``) reaches ``POST /tools/*`` and ``GET /runtime/*`` only;
+A run's own URL (``/<run token>``) reaches ``POST /tools/*``, ``GET /runtime/*`` and
+``POST /progress`` only;
 its calls are that run's (``gateway.runs``). The agent's URL reaches ``guard.AGENT_ROUTES``
 and registers non-interactive runs only; prompts need the gateway's own token.
 
@@ -38,7 +44,7 @@ import msgspec
 from litestar import Litestar, Request, Response, get, post
 from litestar.exceptions import HTTPException
 from litestar.openapi import OpenAPIConfig
-from litestar.params import FromPath, FromQuery
+from litestar.params import FromPath, FromQuery, JSONBody
 
 from toolscript import __version__
 from toolscript.codegen.module import render_declarations, render_module
@@ -51,6 +57,7 @@ from toolscript.errors import (
     ToolscriptError,
     UsageError,
 )
+from toolscript.gateway.background import BackgroundStart
 from toolscript.gateway.connections import BodyBudget
 from toolscript.gateway.core import SEPARATOR, Gateway, split_tool_name
 from toolscript.gateway.guard import (
@@ -350,6 +357,13 @@ async def _refuse(send: Any, error: ToolscriptError) -> None:
     await send({"type": "http.response.body", "body": payload})
 
 
+class ProgressReport(msgspec.Struct):
+    """``POST /progress``: a script's ``progress(message, fraction)``."""
+
+    message: str
+    fraction: float | None = None
+
+
 def build_app(gateway: Gateway) -> Litestar:
     """A Litestar app serving ``gateway``; its lifespan connects and closes the servers."""
 
@@ -448,6 +462,47 @@ def build_app(gateway: Gateway) -> Litestar:
             "replayed": run.replayed,
             "calls": gateway.runs.trace(run),
         }
+
+    @post("/runs/start", status_code=200)
+    async def start_background_run(data: JSONBody[BackgroundStart]) -> dict[str, Any]:
+        """Run a script in the background (``gateway/background.py``); ``{"run": id}``."""
+        run = await gateway.background.start(data)
+        return {"run": run.id}
+
+    @get("/runs/{run_id:str}/output")
+    async def background_output(
+        run_id: FromPath[str],
+        stdout: FromQuery[int] = 0,
+        stderr: FromQuery[int] = 0,
+        wait: FromQuery[float] = 0.0,
+    ) -> dict[str, Any]:
+        """What a background run printed from these offsets (base64), waiting up to
+        ``wait`` s for more; ``result`` once it ended."""
+        return await gateway.background.output(run_id, stdout, stderr, wait)
+
+    @post("/runs/{run_id:str}/stop", status_code=200)
+    async def stop_background_run(run_id: FromPath[str]) -> dict[str, Any]:
+        """Stop a background run; how it ended."""
+        return await gateway.background.stop(run_id)
+
+    @get("/runs/{run_id:str}/progress")
+    async def run_progress(
+        run_id: FromPath[str], after: FromQuery[int] = 0, wait: FromQuery[float] = 0.0
+    ) -> dict[str, Any]:
+        """A run's progress reports from number ``after`` on (``wait``: seconds to wait for
+        one); ``{"progress": [...], "next", "ended"}``."""
+        return await gateway.runs.wait_progress(run_id, max(0, after), max(0.0, wait))
+
+    @post("/progress", status_code=200)
+    async def report_progress(
+        request: Request[Any, Any, Any], data: JSONBody[ProgressReport]
+    ) -> dict[str, bool]:
+        """The calling run's ``progress(message, fraction)`` (a run's token only)."""
+        run_id = request.scope.get(RUN_SCOPE_KEY)
+        if not isinstance(run_id, str):
+            raise UsageError("progress is reported by a run's script, with its own URL")
+        gateway.runs.report_progress(gateway.runs.get(run_id), data.message, data.fraction)
+        return {"reported": True}
 
     @get("/runtime/tools.ts", sync_to_thread=False)
     def runtime_module(
@@ -620,6 +675,11 @@ def build_app(gateway: Gateway) -> Litestar:
             answer_prompt,
             run_script,
             end_run,
+            start_background_run,
+            background_output,
+            stop_background_run,
+            run_progress,
+            report_progress,
             runtime_check,
             runtime_scripts,
             saved_scripts,

@@ -39,6 +39,7 @@ from toolscript.errors import (
     ToolscriptError,
     UsageError,
 )
+from toolscript.gateway.background import BackgroundRuns
 from toolscript.gateway.checker import WarmChecker
 from toolscript.gateway.inferred import ResultShapes
 from toolscript.gateway.results import tool_result
@@ -279,6 +280,8 @@ class Gateway:
             telemetry,
             owner=process_identity(os.getpid()),
         )
+        self.url = ""  # the gateway's own URL, once it listens (``gateway/runner.py``)
+        self.background = BackgroundRuns(self.runs, state_dir, config.project_dir, lambda: self.url)
 
     def _check_runlog(self) -> None:
         """Set a damaged run log aside; settle the runs a gateway gone before this one held."""
@@ -341,6 +344,8 @@ class Gateway:
             try:
                 yield self
             finally:
+                with anyio.CancelScope(shield=True):
+                    await self.background.close()
                 self._background_scope.cancel()
                 self._watch_scope.cancel()
                 self._flush_scope.cancel()

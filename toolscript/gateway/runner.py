@@ -201,6 +201,7 @@ def serve(
                 gateway_url(host, port, "<token>"),
                 _since_process_start(),
             )
+            gateway.url = url  # background runs reach the gateway at it
             (announce or _print_url)(url)
             gateway.url_announced()
             # stdout carried the URL; a print() in an internal tool goes to the log
