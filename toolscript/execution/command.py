@@ -245,9 +245,11 @@ def _run_in_gateway(
 ) -> int:
     from toolscript.execution.locate import module_file
     from toolscript.execution.runhandle import (
+        ProgressWatcher,
         PromptWatcher,
         end_run,
         format_trace,
+        show_on_stderr,
         start_run,
         stop_message,
         terminal_answer,
@@ -272,6 +274,8 @@ def _run_in_gateway(
     watcher = PromptWatcher(run, terminal_answer) if run.interactive else None
     if watcher is not None:
         watcher.start()
+    progress = ProgressWatcher(run, show_on_stderr)
+    progress.start()
     code = 1
     try:
         code = run_toolscript(
@@ -291,6 +295,7 @@ def _run_in_gateway(
         if watcher is not None:
             watcher.stop()
         answer = end_run(run, code)
+        progress.stop()
     if code != 0:
         # `tools.baddep` undefined (type check or run): say why that server is not there.
         from toolscript.execution.locate import note_unavailable_servers

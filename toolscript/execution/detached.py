@@ -21,9 +21,22 @@ from typing import Any
 __all__ = ["main", "run_background"]
 
 
+def _read_spec() -> dict[str, Any]:
+    """The run, the first line of stdin (read from the descriptor: the thread that then
+    watches stdin must hold no lock of a buffered reader when the interpreter exits)."""
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = os.read(0, 65536)
+        if not chunk:
+            break
+        data += chunk
+    spec: dict[str, Any] = json.loads(data)
+    return spec
+
+
 def _leave_when_gateway_goes() -> None:
     """Reads stdin to its end (the gateway closed it or died), then stops this run."""
-    while sys.stdin.buffer.read(4096):
+    while os.read(0, 4096):
         pass
     os.kill(os.getpid(), signal.SIGTERM)
 
@@ -69,7 +82,7 @@ def run_background(spec: dict[str, Any]) -> int:
 def main() -> None:
     from toolscript.errors import ToolscriptError
 
-    spec = json.loads(sys.stdin.buffer.readline())
+    spec = _read_spec()
     try:
         code = run_background(spec)
     except ToolscriptError as exc:

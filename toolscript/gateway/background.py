@@ -230,7 +230,7 @@ class BackgroundRuns:
             out, err = await anyio.to_thread.run_sync(
                 _read_pieces, runner.folder, stdout_from, stderr_from
             )
-            if out or err or done or time.monotonic() >= deadline:
+            if out or err or done or self._closing or time.monotonic() >= deadline:
                 break
             with anyio.move_on_after(OUTPUT_POLL):
                 await runner.done.wait()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import contextlib
 import dataclasses
 import difflib
@@ -363,6 +365,14 @@ class Gateway:
                     await upstream.stop()
                 if self.search.embedder is not None:
                     await anyio.to_thread.run_sync(self.search.embedder.close)
+
+    def begin_shutdown(self) -> None:
+        """A signal asked the gateway to stop: the requests that wait (runs' progress, a
+        background run's output) answer now, and the background runs stop, so the HTTP
+        server's graceful shutdown does not wait on them."""
+        self.runs.closing = True
+        task = asyncio.get_running_loop().create_task(self.background.close())
+        self._closing_task = task  # held until it is done
 
     def url_announced(self) -> None:
         """The URL is out: the work that waits for it may start (when no run is under way)."""

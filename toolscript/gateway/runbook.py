@@ -63,6 +63,7 @@ REPLAY_BYTES = 64 * 1024 * 1024  # answers a run keeps in memory for a resume
 PROGRESS_KEPT = 500  # progress reports a run keeps for its watchers (older ones are dropped)
 MAX_PROGRESS_MESSAGE = 1000  # characters of a report's message
 PROGRESS_WAIT = 60.0  # seconds a watcher's request may wait for the next report
+CLOSING_CHECK = 0.25  # seconds between a waiting watcher's looks at a gateway stopping
 
 Answered = tuple[int, str, bytes]  # status, result shape, JSON body
 Caller = Callable[[str, dict[str, Any]], Awaitable[tuple[str, Any]]]
@@ -196,6 +197,7 @@ class RunBook:
         self._flush_lock = anyio.Lock()
         self._replays: dict[str, Run] = {}  # runs stopped for approval: their answers to keep
         self._unwritten_since: float | None = None
+        self.closing = False  # the gateway is stopping: watchers' waits answer at once
 
     # -- registration ----------------------------------------------------------
 
@@ -362,7 +364,9 @@ class RunBook:
         if after >= run.progress_dropped + len(run.progress) and not run.ended and wait > 0:
             run.progressed.clear()
             with anyio.move_on_after(min(wait, PROGRESS_WAIT)):
-                await run.progressed.wait()
+                while not (run.progressed.is_set() or self.closing):
+                    with anyio.move_on_after(CLOSING_CHECK):
+                        await run.progressed.wait()
         start = max(0, after - run.progress_dropped)
         reports = run.progress[start:]
         return {
