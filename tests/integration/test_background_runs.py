@@ -91,9 +91,7 @@ return { echoed };
     assert [call["tool"] for call in logged["calls_made"]] == ["fx__plain_text"]
 
 
-def test_a_background_run_keeps_its_limits(
-    gateway: GatewayProcess, toolscript_home: Path
-) -> None:
+def test_a_background_run_keeps_its_limits(gateway: GatewayProcess, toolscript_home: Path) -> None:
     timed = start(gateway, toolscript_home, SLOW, "--timeout", "2")
     calls = start(
         gateway,
@@ -102,7 +100,9 @@ def test_a_background_run_keeps_its_limits(
         "--max-calls",
         "2",
     )
-    printed = start(gateway, toolscript_home, 'console.log("y".repeat(5000));', "--max-output", "100")
+    printed = start(
+        gateway, toolscript_home, 'console.log("y".repeat(5000));', "--max-output", "100"
+    )
     memory = start(
         gateway,
         toolscript_home,
@@ -112,7 +112,12 @@ def test_a_background_run_keeps_its_limits(
     )
     waited = {
         name: cli(gateway, toolscript_home, "runs", "wait", run_id)
-        for name, run_id in [("time", timed), ("calls", calls), ("output", printed), ("memory", memory)]
+        for name, run_id in [
+            ("time", timed),
+            ("calls", calls),
+            ("output", printed),
+            ("memory", memory),
+        ]
     }
     assert waited["time"].returncode == 124, waited["time"].stderr
     assert "ran longer than 2 s" in waited["time"].stderr
@@ -196,7 +201,7 @@ def test_a_background_run_outlives_its_cli_but_not_the_gateway(
         running = sandboxes_of(own)
         left = own.stop()
         assert left == []
-        gone, alive = psutil.wait_procs(running, timeout=10)
+        _, alive = psutil.wait_procs(running, timeout=10)
         assert alive == [], [argv(process) for process in alive]
     shown = toolscript_cli("runs", "show", run_id, "--json", cwd=tmp_path)
     assert json.loads(shown.stdout)["status"] == "stopped"
