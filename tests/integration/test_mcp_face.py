@@ -142,6 +142,7 @@ def test_stdio_face_end_to_end_with_a_gateway_of_its_own(
                 "search_tools",
                 "get_types",
                 "execute",
+                "wait_run",
                 "run_script",
                 "save_script",
                 "list_servers",
