@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import msgspec
 
 from toolscript.errors import NotFoundError, UsageError
-from toolscript.gateway.runbook import DEFAULT_MAX_CALLS, Run, RunBook
+from toolscript.gateway.bodies import BackgroundStart
+from toolscript.gateway.runbook import Run, RunBook
 from toolscript.plumbing.processes import signal_quietly
 from toolscript.store.outputs import output_file
 
@@ -47,30 +47,6 @@ STOP_GRACE = 5.0  # seconds a runner has to stop its sandbox before it is killed
 OUTPUT_PIECE = 1024 * 1024  # bytes of each stream one answer carries at most
 OUTPUT_POLL = 0.05  # seconds between looks at a running run's files
 MAX_WAIT = 60.0  # seconds one request for output may wait for more
-MIN_MEMORY_MB = 16
-
-
-class BackgroundStart(msgspec.Struct, forbid_unknown_fields=True):
-    """``POST /runs/start``: the script and exec's limits."""
-
-    script: str
-    display_name: str = "inline.ts"
-    file_name: str = "inline.ts"
-    check: bool = True
-    timeout: float = 300.0
-    memory_mb: int = 512
-    max_output: int = 10 * 1024 * 1024
-    max_calls: int = DEFAULT_MAX_CALLS
-    resume: str | None = None
-    script_hash: str = ""
-
-    def check_limits(self) -> None:
-        if self.timeout < 0:
-            raise UsageError("timeout must be 0 (none) or more seconds")
-        if self.memory_mb < MIN_MEMORY_MB:
-            raise UsageError(f"memory_mb must be at least {MIN_MEMORY_MB}")
-        if self.max_output < 1 or self.max_calls < 1:
-            raise UsageError("max_output and max_calls must be positive")
 
 
 @dataclass
@@ -105,7 +81,6 @@ class BackgroundRuns:
         """Register a run and start its runner; returns once the runner has its script."""
         from toolscript.gateway.guard import agent_url
 
-        request.check_limits()
         if self._closing:
             raise UsageError("the gateway is stopping; start the run on the next one")
         url = self._url()
