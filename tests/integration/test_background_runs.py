@@ -205,3 +205,28 @@ def test_a_background_run_outlives_its_cli_but_not_the_gateway(
         assert alive == [], [argv(process) for process in alive]
     shown = toolscript_cli("runs", "show", run_id, "--json", cwd=tmp_path)
     assert json.loads(shown.stdout)["status"] == "stopped"
+
+
+def test_a_killed_gateway_leaves_no_runner_or_sandbox(
+    tmp_path: Path, toolscript_home: Path
+) -> None:
+    """SIGKILL gives the gateway no shutdown: the runner sees its stdin close instead."""
+    with running_gateway({"mcpServers": {}}, tmp_path) as own:
+        start(own, toolscript_home, SLOW)
+        running = wait_until(
+            lambda: sandboxes_of(own),
+            lambda found: len(found) >= 2,
+            60,
+            "the runner and its Deno",
+            log=lambda: own.log,
+        )
+        own.process.kill()
+        own.process.wait()
+        _, alive = psutil.wait_procs(running, timeout=20)
+        assert alive == [], [argv(process) for process in alive]
+
+
+def test_json_without_background_is_refused(tmp_path: Path) -> None:
+    refused = toolscript_cli("exec", "--json", "return 1", cwd=tmp_path)
+    assert refused.returncode == 2
+    assert "--json goes with --background" in refused.stderr

@@ -132,6 +132,11 @@ def run_exec(
     else:
         script = Script("", "") if from_run else _read_script(code, file)
     limits = Limits(timeout=timeout, memory_mb=memory, max_output=max_output)
+    if as_json and not background:
+        raise UsageError(
+            "--json goes with --background (the run's id as JSON); a script prints its own output",
+            hint="`return VALUE` prints VALUE as JSON",
+        )
     if background:
         return _start_in_background(
             script, config, cache, check, limits, max_calls, resume, saved, trace, as_json

@@ -241,7 +241,8 @@ def format_progress(report: dict[str, Any]) -> str:
     source = str(report.get("source") or "script")
     server, _, tool = source.partition("__")
     who = f"{server}.{tool}: " if tool else ""
-    message = str(report.get("message") or "")
+    # one report, one line: a message cannot end it and forge a line of toolscript's own
+    message = " ".join(str(report.get("message") or "").splitlines())
     fraction = report.get("fraction")
     if isinstance(fraction, int | float):
         share = f"{fraction * 100:.0f}%"
