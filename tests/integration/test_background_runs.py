@@ -230,3 +230,19 @@ def test_json_without_background_is_refused(tmp_path: Path) -> None:
     refused = toolscript_cli("exec", "--json", "return 1", cwd=tmp_path)
     assert refused.returncode == 2
     assert "--json goes with --background" in refused.stderr
+
+
+def test_the_work_that_waits_for_an_idle_gateway_does_not_wait_for_a_background_run(
+    tmp_path: Path,
+) -> None:
+    """The warm checker (and the search model) start once no script runs; a background run
+    may take hours, and the gateway counts it out."""
+    with running_gateway({"mcpServers": {}}, tmp_path) as own:
+        started = own.client.post("runs/start", json={"script": SLOW})
+        assert started.status_code == 200, started.text
+        own.wait_for_health(
+            lambda health: health["checker"]["state"] == "ready",
+            timeout=120,
+            what="the warm checker, started while the background run runs",
+        )
+        assert own.client.post(f"runs/{started.json()['run']}/stop").json()["status"] == "stopped"

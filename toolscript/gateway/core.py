@@ -387,7 +387,8 @@ class Gateway:
             idle_since = time.monotonic()
             while time.monotonic() - idle_since < IDLE_BEFORE_BACKGROUND:
                 await anyio.sleep(0.1)
-                if self.runs.live:
+                # a background run may take hours: the work does not wait for it
+                if self.runs.live > self.background.live:
                     idle_since = time.monotonic()
             self.background_started = time.time()
             log.debug("background work starts (checker, search model)")
