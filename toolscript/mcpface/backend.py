@@ -221,6 +221,7 @@ def execution_answer(exit_code: int, stdout: bytes, stderr: bytes) -> Answer:
     return Answer("\n".join(parts), is_error=True)
 
 
+YIELDED_KEPT = 20  # runs execute yielded that the face keeps for wait_run once they ended
 # Sends a progress report (``gateway/runbook.py``'s shape) to the client of one request.
 Reporter = Callable[[dict[str, Any]], Coroutine[Any, Any, None]]
 
@@ -492,7 +493,7 @@ class Backend:
             raise
         if not finished:
             run.report = None  # that request is answered; a wait_run brings its own
-            self._yielded[run.id] = run
+            self._keep_yielded(run)
             return _shown(run.yielded_answer())
         return self._finished(run)
 
@@ -517,6 +518,14 @@ class Backend:
             return _shown(run.yielded_answer())
         del self._yielded[run_id]
         return self._finished(run)
+
+    def _keep_yielded(self, run: FaceRun) -> None:
+        """Keep ``run`` for wait_run; the oldest ended runs nobody waited for are dropped
+        past ``YIELDED_KEPT``."""
+        self._yielded[run.id] = run
+        ended = [key for key, kept in self._yielded.items() if kept.done.is_set()]
+        for key in ended[: max(0, len(self._yielded) - YIELDED_KEPT)]:
+            del self._yielded[key]
 
     def _finished(self, run: FaceRun) -> Answer:
         if run.failure is not None:
