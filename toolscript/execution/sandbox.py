@@ -5,6 +5,9 @@ network and imports limited to the gateway's host:port, no npm, no files, no
 subprocesses, no FFI. Deno loads local files named by literal import specifiers
 before any permission check; the import map closes that hole by sending every
 ``file:`` URL except the script itself to a host the sandbox may not reach.
+A module that offers packages (``store/packages.py``) lets npm in through its frozen lock
+only: Deno reads them from toolscript's read-only cache (``--cached-only``), and a package
+the lock does not hold is refused; without packages, ``--no-npm`` as ever.
 Limits: wall-clock time, V8 heap, and captured output (stdout and stderr together), each
 with its own exit code. Remote imports are refused (the module is a local file), Deno's
 caches of a run live and die with it (``denobinary.run_deno_dir``), stdin is /dev/null, and
@@ -40,6 +43,7 @@ from toolscript.plumbing.paths import user_cache_dir
 from toolscript.plumbing.privatefile import write_private
 from toolscript.plumbing.processes import signal_quietly
 from toolscript.store.outputs import kept_output_limit
+from toolscript.store.packages import Packages, declare_hint, import_entries, packages_beside
 from toolscript.store.savedscripts import module_imports
 
 __all__ = [
@@ -157,6 +161,7 @@ def _command(
     check: bool,
     limits: Limits,
     remote_module: bool = False,
+    packages: Packages | None = None,
 ) -> list[str]:
     """Deno's command line. Imports from the gateway are allowed only for a ``remote_module``
     (no gateway module as a file): a script importing URLs would make Deno keep each.
@@ -166,14 +171,18 @@ def _command(
     Deno still fetches from its default list with it.
     """
     host = urlsplit(gateway_url).netloc
+    npm = (
+        [f"--lock={packages.lock}", "--frozen", "--cached-only"]
+        if packages is not None
+        else ["--no-lock", "--no-npm"]
+    )
     return [
         deno_binary(),
         "run",
         "--quiet",
         "--no-prompt",
         "--no-config",
-        "--no-lock",
-        "--no-npm",
+        *npm,
         f"--allow-import={host}",
         *([] if remote_module else [f"--deny-import={host}"]),
         f"--allow-net={host}",
@@ -518,6 +527,12 @@ _CARET = re.compile(r"^(\s*(?:\| ?)?)(\s*)([\^~]+)\s*$")
 _FRAME = re.compile(r"^\s+at ")
 
 
+# Deno's words for an npm package the sandbox does not offer, and toolscript's.
+_UNDECLARED = "scripts import only the packages the project declares"
+_LOCK_DIFF = re.compile(r"\s*(?:changes:|\d*\s*\|)")
+_ADDED_SPECIFIER = re.compile(r'\|\s*\+\s*"((?:npm|jsr):[^"]+)":')
+_NOT_CACHED = re.compile(r'Failed loading https?://\S+ for package "([^"]+)"')
+_DENO_ADD = re.compile(r"\s*hint: If you want to use the npm package, try running `deno add")
 # Deno's words after a failed check: "it still might work", "Re-run with --no-check".
 _CHECK_ADVICE = re.compile(
     r"\s*(?:info: The program failed type-checking|hint: Re-run with --no-check)"
@@ -552,6 +567,8 @@ class _ErrorRewriter:
         self.quoted: list[tuple[int, str]] = []  # the wrapper line an excerpt showed, for its caret
         self.after_frame = False  # the last line was a stack frame (the first one is the place)
         self.dying = False  # V8's fatal-error dump began
+        self.module_path = module_path
+        self.in_lock_diff = False  # the lines after "The lockfile is out of date"
 
     def __call__(self, line: bytes) -> bytes:
         if self.dying or line.startswith(_V8_DUMP):
@@ -564,8 +581,36 @@ class _ErrorRewriter:
         plain = _ANSI.sub("", text)
         if _CHECK_ADVICE.match(plain):
             return b""  # advice to skip type checks: no way forward for whoever reads errors
+        told = self.undeclared(plain)
+        if told is not None:
+            return told.encode()
         rewritten = self.rewrite_plain(plain)
         return (text if rewritten == plain and not self.strip_colors else rewritten).encode()
+
+    def hint(self) -> str:
+        found = packages_beside(self.module_path) if self.module_path is not None else None
+        return declare_hint(found.names if found is not None else [])
+
+    def undeclared(self, text: str) -> str | None:
+        """Deno's refusals of a package the project does not offer, in toolscript's words:
+        how to declare it (Deno's own advice, ``deno add``, is not the sandbox's way)."""
+        if self.in_lock_diff:
+            if _LOCK_DIFF.match(text):
+                added = _ADDED_SPECIFIER.search(text)
+                return f"  not declared: {added[1]}\n" if added else ""
+            self.in_lock_diff = False
+        if "--no-npm is specified" in text:
+            return f"error: {_UNDECLARED} (tried an npm package): {self.hint()}\n"
+        if "The lockfile is out of date" in text:
+            self.in_lock_diff = True
+            return f"error: {_UNDECLARED}, at the versions it declares: {self.hint()}\n"
+        if (found := _NOT_CACHED.search(text)) is not None:
+            return f"error: {_UNDECLARED} (tried npm:{found[1]}): {self.hint()}\n"
+        if "npm package not found in cache" in text:
+            return ""
+        if _DENO_ADD.match(text):
+            return f"  hint: {self.hint()}\n"
+        return None
 
     def rewrite_plain(self, text: str) -> str:
         text = self.module.sub("toolscript", self.name_script(text))
@@ -693,9 +738,13 @@ def run_toolscript(
         "file:///": REFUSED_FILE_URL,
         script_path.as_uri(): script_path.as_uri(),
     }
+    packages = None
     if module is not None:
         imports[module.as_uri()] = module.as_uri()
         imports.update(module_imports(module))  # the saved scripts it offers
+        packages = packages_beside(module)
+        if packages is not None:
+            imports.update(import_entries(packages.packages))
     import_map = {"imports": imports}
     map_path = write_private(
         user_cache_dir() / "run" / f"importmap-{os.getpid()}-{threading.get_ident()}.json",
@@ -704,10 +753,12 @@ def run_toolscript(
     # Colors would reach a terminal as escapes (control characters are shown, not obeyed).
     env = {"TOOLSCRIPT_GATEWAY_URL": script_url, "NO_COLOR": "1"}
     try:
-        with run_deno_dir() as deno_dir:
+        with run_deno_dir(packages=packages is not None) as deno_dir:
             _close_web_storage(deno_dir)
             env.update(deno_environment(deno_dir))
-            command = _command(script_path, script_url, map_path, check, limits, module is None)
+            command = _command(
+                script_path, script_url, map_path, check, limits, module is None, packages
+            )
             return _start_and_supervise(
                 command,
                 env,

@@ -13,9 +13,9 @@ from typing import Any
 
 from litestar import Controller, Request, Response, get, post
 from litestar.di import NamedDependency
-from litestar.params import FromPath, FromQuery
+from litestar.params import FromPath, FromQuery, JSONBody
 
-from toolscript.codegen.module import render_declarations, render_module
+from toolscript.codegen.module import recent_call_comment, render_declarations, render_module
 from toolscript.errors import UsageError
 from toolscript.gateway.bodies import (
     BackgroundStart,
@@ -102,7 +102,7 @@ class RunsController(Controller):
         self,
         gateway: NamedDependency[Gateway],
         request: Request[Any, Any, Any],
-        data: RunRequest | None = None,
+        data: JSONBody[RunRequest | None] = None,
     ) -> dict[str, Any]:
         """Register a run; ``{"id", "token", "resumed_from"}`` out. The script gets the
         gateway's URL with the token in place of the gateway's own."""
@@ -134,7 +134,7 @@ class RunsController(Controller):
 
     @post("/{run_id:str}/prompt", status_code=200)
     async def answer_prompt(
-        self, gateway: NamedDependency[Gateway], run_id: FromPath[str], data: PromptAnswer
+        self, gateway: NamedDependency[Gateway], run_id: FromPath[str], data: JSONBody[PromptAnswer]
     ) -> dict[str, Any]:
         """``{"seq", "answer": "yes" | "no" | "always" | "stop"}``; ``{"answered": bool}``."""
         return {"answered": gateway.runs.answer(run_id, data.seq, str(data.answer))}
@@ -152,7 +152,7 @@ class RunsController(Controller):
         gateway: NamedDependency[Gateway],
         request: Request[Any, Any, Any],
         run_id: FromPath[str],
-        data: RunEnd | None = None,
+        data: JSONBody[RunEnd | None] = None,
     ) -> dict[str, Any]:
         """``{"exit": code}`` in; the run's status, the error it stopped with and its calls."""
         if _by_agent(request) and gateway.runs.get(run_id).interactive:
@@ -271,7 +271,7 @@ class RuntimeController(Controller):
 
     @post("/check", status_code=200)
     async def runtime_check(
-        self, gateway: NamedDependency[Gateway], data: CheckRequest
+        self, gateway: NamedDependency[Gateway], data: JSONBody[CheckRequest]
     ) -> dict[str, str]:
         """The warm checker's verdict on a script exec prepared: ``{"status": "passed" |
         "failed" | "unavailable", "output"}`` (on "unavailable", exec checks with deno check)."""
@@ -293,7 +293,7 @@ class ScriptsController(Controller):
 
     @post("/", status_code=201)
     async def save_script(
-        self, gateway: NamedDependency[Gateway], data: ScriptToSave
+        self, gateway: NamedDependency[Gateway], data: JSONBody[ScriptToSave]
     ) -> dict[str, Any]:
         """Save a script in the project's toolscripts/ folder when it type-checks."""
         return await gateway.save_script(data.name, data.code, data.description, data.force)
@@ -398,9 +398,17 @@ class DiscoveryController(Controller):
             raise UsageError("give ?server=NAME (and &tool=NAME), or ?names=server__tool,...")
         else:
             fragments = gateway.fragments(server, tool)
+        recent = [gateway.recent.of(fragment.qualified) for fragment in fragments]
+        notes = {
+            fragment.qualified: recent_call_comment(fragment, *call)
+            for fragment, call in zip(fragments, recent, strict=True)
+            if call is not None
+        }
         return {
-            "declarations": render_declarations(fragments),
+            "declarations": render_declarations(fragments, notes),
             "examples": [fragment.example for fragment in fragments],
+            # one recent successful call of each tool (redacted, trimmed; None: none kept)
+            "recent": [call.to_dict() if call is not None else None for call in recent],
             "tools": [
                 {
                     "server": f.server,
@@ -411,6 +419,7 @@ class DiscoveryController(Controller):
                 for f in fragments
             ],
             "hash": gateway.artifacts.module_hash,
+            "packages": gateway.artifacts.packages,
         }
 
 

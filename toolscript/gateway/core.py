@@ -43,6 +43,7 @@ from toolscript.errors import (
 from toolscript.gateway.background import BackgroundRuns
 from toolscript.gateway.checker import WarmChecker
 from toolscript.gateway.inferred import ResultShapes
+from toolscript.gateway.recentcalls import RecentCalls
 from toolscript.gateway.results import tool_result
 from toolscript.gateway.runbook import RunBook, approve_commands
 from toolscript.pipeline.artifacts import Artifacts, CacheLayout
@@ -269,6 +270,11 @@ class Gateway:
         self._types_learned = False  # an inferred result type changed since the last build
         state_dir = project_state_dir(config.project_dir)
         self.shapes = ResultShapes(state_dir, enabled=infer_results and config.infer_results)
+        self.recent = RecentCalls(
+            state_dir,
+            lambda: self.config.secrets,
+            enabled=infer_results and config.infer_results,
+        )
         runlog = RunLog(
             runlog_path(state_dir),
             keep=config.runs.keep,
@@ -418,6 +424,10 @@ class Gateway:
             await anyio.to_thread.run_sync(self.shapes.save)
         except OSError as exc:
             log.warning("result types: cannot save what was learned (%s)", exc)
+        try:
+            await anyio.to_thread.run_sync(self.recent.save)
+        except OSError as exc:
+            log.warning("recent calls: cannot save them (%s)", exc)
 
     async def _final_flush(self) -> None:
         try:
@@ -496,7 +506,11 @@ class Gateway:
                 log.warning("import: %s", warning)
         if new.search != self.config.search:
             log.warning("config: search settings changed; they apply when the gateway restarts")
+        packages = new.packages != self.config.packages
         self.config = new
+        if packages:
+            log.info("config: packages now %s", ", ".join(new.packages) or "none")
+            self._rebuild.set()  # fetched and locked by the next build
         if not (removed or added or changed):
             return
         log.info(
@@ -913,6 +927,7 @@ class Gateway:
             ) from None
         if self.shapes.enabled and self.shapes.observe(qualified, tool, shape, value):
             self._types_learned = True  # built within a second, with whatever else is learned
+        self.recent.note(qualified, arguments, value)
         return shape, value
 
     # -- reporting -----------------------------------------------------------
@@ -925,6 +940,10 @@ class Gateway:
             "status": "ok" if healthy and self.config_error is None else "degraded",
             "config": {"path": str(self.config_file), "error": self.config_error},
             "types": {"hash": self.artifacts.module_hash, "warnings": self.artifacts.warnings},
+            "packages": {
+                "offered": [p["specifier"] for p in self.artifacts.packages],
+                "error": self.artifacts.packages_error,
+            },
             "uptime": round(time.time() - self.started_at, 3),
             "servers": servers,
             "tools": sum(s["tools"] for s in servers.values()),

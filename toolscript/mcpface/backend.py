@@ -59,6 +59,7 @@ from toolscript.mcpface.tools import YIELD_AFTER
 from toolscript.plumbing.paths import find_config_path, project_state_dir
 from toolscript.plumbing.processes import signal_quietly
 from toolscript.store.outputs import output_file, visible_controls
+from toolscript.store.packages import offered_note
 from toolscript.store.trust import require_trust
 
 # Asks the user to approve a call of a run: "yes", "no", "always" or "stop".
@@ -415,6 +416,8 @@ class Backend:
         wanted = ",".join(normalize_tool_name(name) for name in names if name.strip())
         answer = await self._get("/types", {"names": wanted})
         text = answer["declarations"]
+        if answer.get("packages"):
+            text += "\n\n" + offered_note(answer["packages"]).rstrip("\n")
         if example:
             calls = "\n".join(f"await {expression};" for expression in answer["examples"])
             text += f'\n\n// Example\nimport {{ tools }} from "toolscript";\n{calls}'
