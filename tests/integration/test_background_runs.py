@@ -220,10 +220,16 @@ def test_a_killed_gateway_leaves_no_runner_or_sandbox(
             "the runner and its Deno",
             log=lambda: own.log,
         )
+        family = own.descendants()  # its servers and search worker too, for the clean-up
         own.process.kill()
         own.process.wait()
         _, alive = psutil.wait_procs(running, timeout=20)
         assert alive == [], [argv(process) for process in alive]
+        # the rest of the family leaves as each finds its pipe closed (a search worker once
+        # its model is loaded); whatever has not by now is this test's to stop
+        _, rest = psutil.wait_procs(family, timeout=5)
+        for leftover in rest:
+            leftover.kill()
 
 
 def test_json_without_background_is_refused(tmp_path: Path) -> None:
