@@ -16,9 +16,15 @@
 ``GET  /runs/{id}/prompt?wait=``    the call of an interactive run waiting for an answer
 ``POST /runs/{id}/prompt``          answer it: yes, no, always or stop
 ``POST /runs/{id}/end``             the run ended: its status, stop and calls
+``POST /runs/start``                run a script in the background: ``{"run": id}``
+``GET  /runs/{id}/output?stdout=&stderr=&wait=``  a background run's output from offsets
+``POST /runs/{id}/stop``            stop a background run
+``GET  /runs/{id}/progress?after=&wait=``  a run's progress reports
+``POST /progress``                  (a run's token) its script's progress
 ``GET  /schema``                    this API as OpenAPI
 
-A run's own URL (``/<run token>``) reaches ``POST /tools/*`` and ``GET /runtime/*`` only;
+A run's own URL (``/<run token>``) reaches ``POST /tools/*``, ``GET /runtime/*`` and
+``POST /progress`` only;
 its calls are that run's (``gateway.runs``). The agent's URL reaches ``guard.AGENT_ROUTES``
 and registers non-interactive runs only; prompts need the gateway's own token.
 

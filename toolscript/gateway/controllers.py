@@ -17,7 +17,15 @@ from litestar.params import FromPath, FromQuery, JSONBody
 
 from toolscript.codegen.module import recent_call_comment, render_declarations, render_module
 from toolscript.errors import UsageError
-from toolscript.gateway.bodies import CheckRequest, PromptAnswer, RunEnd, RunRequest, ScriptToSave
+from toolscript.gateway.bodies import (
+    BackgroundStart,
+    CheckRequest,
+    ProgressReport,
+    PromptAnswer,
+    RunEnd,
+    RunRequest,
+    ScriptToSave,
+)
 from toolscript.gateway.core import SEPARATOR, Gateway, split_tool_name
 from toolscript.gateway.guard import AGENT, CREDENTIAL_SCOPE_KEY, RUN_SCOPE_KEY, agent_refused
 from toolscript.gateway.results import RESULT_HEADER
@@ -28,6 +36,7 @@ from toolscript.search.needs import is_implied
 __all__ = [
     "CONTROLLERS",
     "DiscoveryController",
+    "ProgressController",
     "RunsController",
     "RuntimeController",
     "ScriptsController",
@@ -83,7 +92,8 @@ class ToolsController(Controller):
 
 
 class RunsController(Controller):
-    """Runs: registered by exec and the MCP face, prompted, ended."""
+    """Runs: registered by exec and the MCP face, prompted, ended; background runs
+    started, watched and stopped; progress read."""
 
     path = "/runs"
 
@@ -157,6 +167,67 @@ class RunsController(Controller):
             "replayed": run.replayed,
             "calls": gateway.runs.trace(run),
         }
+
+    @post("/start", status_code=200)
+    async def start_background_run(
+        self, gateway: NamedDependency[Gateway], data: BackgroundStart
+    ) -> dict[str, Any]:
+        """Run a script in the background (``gateway/background.py``); ``{"run": id}``."""
+        run = await gateway.background.start(data)
+        return {"run": run.id}
+
+    @get("/{run_id:str}/output")
+    async def background_output(
+        self,
+        gateway: NamedDependency[Gateway],
+        run_id: FromPath[str],
+        stdout: FromQuery[int] = 0,
+        stderr: FromQuery[int] = 0,
+        wait: FromQuery[float] = 0.0,
+    ) -> dict[str, Any]:
+        """What a background run printed from these offsets (base64), waiting up to
+        ``wait`` s for more; ``result`` once it ended."""
+        return await gateway.background.output(run_id, stdout, stderr, wait)
+
+    @post("/{run_id:str}/stop", status_code=200)
+    async def stop_background_run(
+        self, gateway: NamedDependency[Gateway], run_id: FromPath[str]
+    ) -> dict[str, Any]:
+        """Stop a background run; how it ended."""
+        return await gateway.background.stop(run_id)
+
+    @get("/{run_id:str}/progress")
+    async def run_progress(
+        self,
+        gateway: NamedDependency[Gateway],
+        run_id: FromPath[str],
+        after: FromQuery[int] = 0,
+        wait: FromQuery[float] = 0.0,
+    ) -> dict[str, Any]:
+        """A run's progress reports from number ``after`` on (``wait``: seconds to wait for
+        one); ``{"progress": [...], "next", "ended"}``."""
+        return await gateway.runs.wait_progress(run_id, max(0, after), max(0.0, wait))
+
+
+class ProgressController(Controller):
+    """A run's own script says how far it is (the run's token reaches this, nothing else
+    of the runs)."""
+
+    path = "/progress"
+
+    @post("/", status_code=200)
+    async def report_progress(
+        self,
+        gateway: NamedDependency[Gateway],
+        request: Request[Any, Any, Any],
+        data: ProgressReport,
+    ) -> dict[str, bool]:
+        """The calling run's ``progress(message, fraction)``."""
+        run_id = request.scope.get(RUN_SCOPE_KEY)
+        if not isinstance(run_id, str):
+            raise UsageError("progress is reported by a run's script, with its own URL")
+        gateway.runs.report_progress(gateway.runs.get(run_id), data.message, data.fraction)
+        return {"reported": True}
 
 
 class RuntimeController(Controller):
@@ -356,6 +427,7 @@ CONTROLLERS: tuple[type[Controller], ...] = (
     ServersController,
     ToolsController,
     RunsController,
+    ProgressController,
     RuntimeController,
     ScriptsController,
     DiscoveryController,

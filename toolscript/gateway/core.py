@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import difflib
@@ -39,6 +40,7 @@ from toolscript.errors import (
     ToolscriptError,
     UsageError,
 )
+from toolscript.gateway.background import BackgroundRuns
 from toolscript.gateway.checker import WarmChecker
 from toolscript.gateway.inferred import ResultShapes
 from toolscript.gateway.recentcalls import RecentCalls
@@ -285,6 +287,8 @@ class Gateway:
             telemetry,
             owner=process_identity(os.getpid()),
         )
+        self.url = ""  # the gateway's own URL, once it listens (``gateway/runner.py``)
+        self.background = BackgroundRuns(self.runs, state_dir, config.project_dir, lambda: self.url)
 
     def _check_runlog(self) -> None:
         """Set a damaged run log aside; settle the runs a gateway gone before this one held."""
@@ -349,6 +353,8 @@ class Gateway:
             try:
                 yield self
             finally:
+                with anyio.CancelScope(shield=True):
+                    await self.background.close()
                 self._background_scope.cancel()
                 self._watch_scope.cancel()
                 self._flush_scope.cancel()
@@ -367,6 +373,14 @@ class Gateway:
                 if self.search.embedder is not None:
                     await anyio.to_thread.run_sync(self.search.embedder.close)
 
+    def begin_shutdown(self) -> None:
+        """A signal asked the gateway to stop: the requests that wait (runs' progress, a
+        background run's output) answer now, and the background runs stop, so the HTTP
+        server's graceful shutdown does not wait on them."""
+        self.runs.closing = True
+        task = asyncio.get_running_loop().create_task(self.background.close())
+        self._closing_task = task  # held until it is done
+
     def url_announced(self) -> None:
         """The URL is out: the work that waits for it may start (when no run is under way)."""
         self._announced.set()
@@ -379,7 +393,8 @@ class Gateway:
             idle_since = time.monotonic()
             while time.monotonic() - idle_since < IDLE_BEFORE_BACKGROUND:
                 await anyio.sleep(0.1)
-                if self.runs.live:
+                # a background run may take hours: the work does not wait for it
+                if self.runs.live > self.background.live:
                     idle_since = time.monotonic()
             self.background_started = time.time()
             log.debug("background work starts (checker, search model)")
