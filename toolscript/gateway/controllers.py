@@ -170,7 +170,7 @@ class RunsController(Controller):
 
     @post("/start", status_code=200)
     async def start_background_run(
-        self, gateway: NamedDependency[Gateway], data: BackgroundStart
+        self, gateway: NamedDependency[Gateway], data: JSONBody[BackgroundStart]
     ) -> dict[str, Any]:
         """Run a script in the background (``gateway/background.py``); ``{"run": id}``."""
         run = await gateway.background.start(data)
@@ -220,7 +220,7 @@ class ProgressController(Controller):
         self,
         gateway: NamedDependency[Gateway],
         request: Request[Any, Any, Any],
-        data: ProgressReport,
+        data: JSONBody[ProgressReport],
     ) -> dict[str, bool]:
         """The calling run's ``progress(message, fraction)``."""
         run_id = request.scope.get(RUN_SCOPE_KEY)
