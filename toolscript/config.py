@@ -16,7 +16,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolscript.errors import ConfigError, ServerNotFoundError, ToolscriptError
-from toolscript.otherclients import Imports, read_imports
+from toolscript.otherclients import MAX_CONFIG_BYTES, Imports, read_imports
+from toolscript.plumbing.boundedread import read_regular_file
 from toolscript.plumbing.redact import embedded_secrets, secret_setting
 from toolscript.policy import Asking, Decision, decide, matching, timeout_for
 
@@ -251,8 +252,10 @@ def load_config(
             )
         return Config(path=None, project_dir=path.parent)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_regular_file(path, MAX_CONFIG_BYTES).decode("utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config file: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: cannot read config file: {exc}") from exc
     return parse_config(text, path, os.environ if environ is None else environ)
 

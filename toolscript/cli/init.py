@@ -57,8 +57,9 @@ def init_command(
             hint='add "import": [...] to it by hand, or run `toolscript init --force` '
             "to set its import key (its other keys are kept)",
         )
+    existing = _existing_config(path) if path.exists() else {}
     found = discover(project_dir)
-    importable = [item for item in found if item.error is None]
+    importable = [item for item in found if item.imports.servers]
     clients = [item.client for item in importable]
     report: dict[str, Any] = {
         "path": str(path),
@@ -85,7 +86,7 @@ def init_command(
         if not typer.confirm(question, default=True):
             sys.stderr.write("nothing written\n")
             raise typer.Exit(1)
-    _write_config(path, clients)
+    _write_config(path, existing, clients)
     report["written"] = True
     report["gitignore"] = _ignore_cache(project_dir)
     servers = sum(len(item.imports.servers) for item in importable)
@@ -132,7 +133,7 @@ def _show(found: tuple[Discovery, ...], project_dir: Path) -> None:
         return
     sys.stdout.write("Found MCP servers in:\n")
     for item in found:
-        if item.error is not None:
+        if not item.imports.servers:
             sys.stdout.write(f"  {item.title}: not readable, skipped: {item.error}\n")
             continue
         sys.stdout.write(f"  {item.title} ({item.client})\n")
@@ -144,16 +145,25 @@ def _show(found: tuple[Discovery, ...], project_dir: Path) -> None:
             sys.stdout.write(f"    warning: {warning}\n")
 
 
-def _write_config(path: Path, clients: list[str]) -> None:
-    document: dict[str, Any] = {}
-    if path.exists():
-        try:
-            existing = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            existing = None
-        if isinstance(existing, dict):
-            document = existing
-    document["import"] = clients
+def _existing_config(path: Path) -> dict[str, Any]:
+    """The ``.toolscript.json`` that ``--force`` changes: one it cannot read as a JSON
+    object is refused, never replaced (its servers would be lost)."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise UsageError(
+            f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}; not changed",
+            hint='fix it first (`toolscript config check`), or add "import" to it by hand',
+        ) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read it: {exc}; not changed") from exc
+    if not isinstance(document, dict):
+        raise UsageError(f"{path}: not a JSON object; not changed")
+    return document
+
+
+def _write_config(path: Path, existing: dict[str, Any], clients: list[str]) -> None:
+    document = {**existing, "import": clients}
     path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
 
 

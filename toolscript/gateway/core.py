@@ -43,6 +43,7 @@ from toolscript.gateway.checker import WarmChecker
 from toolscript.gateway.inferred import ResultShapes
 from toolscript.gateway.results import tool_result
 from toolscript.gateway.runbook import RunBook, approve_commands
+from toolscript.otherclients import MAX_CONFIG_BYTES
 from toolscript.pipeline.artifacts import Artifacts, CacheLayout
 from toolscript.pipeline.sources import SnapshotSource
 from toolscript.pipeline.tasks import (
@@ -58,6 +59,7 @@ from toolscript.pipeline.tasks.scripts import (
     check_saved,
     load_verdicts,
 )
+from toolscript.plumbing.boundedread import read_regular_file
 from toolscript.plumbing.paths import project_state_dir
 from toolscript.plumbing.processes import identity_alive, memory_of, process_identity
 from toolscript.plumbing.redact import redact, redact_value
@@ -119,7 +121,7 @@ def _fingerprint(path: Path) -> tuple[int, int] | None:
 def _read_text(path: Path) -> bytes | None:
     """The file's bytes; None when there is no file (or it cannot be read now)."""
     try:
-        return path.read_bytes()
+        return read_regular_file(path, MAX_CONFIG_BYTES)  # never a FIFO or /dev/zero
     except OSError:
         return None
 

@@ -1,0 +1,199 @@
+"""The `import` key attacked: what a cloned repository (or a broken file of the user's) can do
+through the other clients' configs toolscript reads, and what it must not."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from toolscript.cli.main import app
+from toolscript.config import load_config
+from toolscript.errors import UsageError
+from toolscript.otherclients import read_imports
+from toolscript.store import trust
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for name in (
+        "XDG_CONFIG_HOME",
+        "CLAUDE_CONFIG_DIR",
+        "CODEX_HOME",
+        "APPDATA",
+        "TOOLSCRIPT_CONFIG",
+        "TOOLSCRIPT_TRUSTED_PATHS",
+        "TOOLSCRIPT_GATEWAY_URL",
+        "TOOLSCRIPT_CACHE_DIR",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path / "toolscript-home"))
+    monkeypatch.setenv("TOOLSCRIPT_CONFIG_HOME", str(tmp_path / "trust"))
+    return home
+
+
+@pytest.fixture
+def repo(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    repo = home / "code" / "repo"
+    repo.mkdir(parents=True)
+    monkeypatch.chdir(repo)
+    return repo
+
+
+def write(path: Path, value: object) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(value if isinstance(value, str) else json.dumps(value))
+    return path
+
+
+def a_project(repo: Path) -> Path:
+    """A .toolscript.json of its own server that imports Claude Code and Cursor; Cursor's
+    project file defines one more."""
+    write(repo / ".cursor" / "mcp.json", {"mcpServers": {"cursors": {"command": "echo"}}})
+    return write(
+        repo / ".toolscript.json",
+        {"import": ["claude-code", "cursor"], "mcpServers": {"own": {"command": "echo"}}},
+    )
+
+
+# -- files that are no files: a FIFO, a device ----------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_a_fifo_planted_as_mcp_json_is_refused_and_the_other_servers_stay(
+    home: Path, repo: Path
+) -> None:
+    config = a_project(repo)
+    os.mkfifo(repo / ".mcp.json")  # reading it would wait for a writer forever
+    trust.trust(config)
+    loaded = load_config(config, require_trust=True)
+    assert {server.name for server in loaded.servers} == {"own", "cursors"}
+    assert any(
+        str(repo / ".mcp.json") in warning and "not a regular file" in warning
+        for warning in loaded.import_warnings
+    )
+
+
+@pytest.mark.timeout(60)
+def test_a_mcp_json_linked_to_dev_zero_is_refused_not_read_forever(home: Path, repo: Path) -> None:
+    config = a_project(repo)
+    (repo / ".mcp.json").symlink_to("/dev/zero")
+    trust.trust(config)
+    loaded = load_config(config, require_trust=True)
+    assert {server.name for server in loaded.servers} == {"own", "cursors"}
+
+
+@pytest.mark.timeout(60)
+def test_an_env_file_that_is_a_fifo_skips_its_server_and_trust_does_not_hang(
+    home: Path, repo: Path
+) -> None:
+    config = a_project(repo)
+    write(
+        repo / ".cursor" / "mcp.json",
+        {"mcpServers": {"cursors": {"command": "echo", "envFile": "${workspaceFolder}/.env"}}},
+    )
+    os.mkfifo(repo / ".env")
+    trust.trust(config)
+    loaded = load_config(config, require_trust=True)
+    assert {server.name for server in loaded.servers} == {"own"}
+    assert any("envFile" in warning for warning in loaded.import_warnings)
+
+
+# -- an envFile trust cannot see -------------------------------------------------------------
+
+
+def test_an_env_file_of_the_project_named_through_the_environment_is_not_read(
+    home: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trust hashes the project's env files; one reached through ${env:PWD} was read but not
+    hashed, so a `git pull` could add LD_PRELOAD to a trusted command's environment."""
+    config = write(repo / ".toolscript.json", {"import": ["cursor"]})
+    write(
+        repo / ".cursor" / "mcp.json",
+        {"mcpServers": {"cursors": {"command": "printenv", "envFile": "${env:PWD}/.env"}}},
+    )
+    write(repo / ".env", "MODE=1\n")
+    monkeypatch.setenv("PWD", str(repo))
+    trust.trust(config)
+    write(repo / ".env", "LD_PRELOAD=/tmp/evil.so\n")  # after trust: unseen by its hash
+    loaded = load_config(config, require_trust=True)
+    assert "cursors" not in {server.name for server in loaded.servers}
+    assert any("toolscript trust" in warning for warning in loaded.import_warnings)
+
+
+def test_an_env_file_in_a_folder_named_like_a_variable_is_still_covered(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = tmp_path / "${userHome}"
+    repo.mkdir()
+    monkeypatch.chdir(repo)
+    config = write(repo / ".toolscript.json", {"import": ["cursor"]})
+    write(
+        repo / ".cursor" / "mcp.json",
+        {"mcpServers": {"c": {"command": "echo", "envFile": "${workspaceFolder}/.env"}}},
+    )
+    write(repo / ".env", "MODE=1\n")
+    assert repo / ".env" in trust.imported_project_files(config)
+    trust.trust(config)
+    write(repo / ".env", "LD_PRELOAD=/tmp/evil.so\n")
+    assert trust.needs_trust(config)
+
+
+# -- broken files: named, and the other servers kept -----------------------------------------
+
+
+def test_a_broken_users_claude_json_keeps_every_other_server(home: Path, repo: Path) -> None:
+    config = a_project(repo)
+    write(home / ".claude.json", '{"mcpServers": {"u": {"command": "x"}},}}')
+    loaded = load_config(config)
+    assert {server.name for server in loaded.servers} == {"own", "cursors"}
+    assert any(
+        warning.startswith(f"{home / '.claude.json'}:1:") and "invalid JSON" in warning
+        for warning in loaded.import_warnings
+    )
+
+
+def test_a_file_not_utf8_is_named_with_its_line_and_column(home: Path, repo: Path) -> None:
+    path = repo / ".mcp.json"
+    path.write_bytes(b'{\n  "mcpServers": {"a": {"command": "\xff"}}}')
+    imports = read_imports(["claude-code"], repo, {"HOME": str(home)})
+    assert imports.broken[0].startswith(f"{path}:2:36: not UTF-8")
+
+
+def test_a_byte_order_mark_is_read_past(home: Path, repo: Path) -> None:
+    (repo / ".mcp.json").write_bytes(b'\xef\xbb\xbf{"mcpServers": {"a": {"command": "echo"}}}')
+    imports = read_imports(["claude-code"], repo, {"HOME": str(home)})
+    assert [server.name for server in imports.servers] == ["a"]
+    assert not imports.warnings
+
+
+def test_list_servers_with_a_broken_import_lists_the_rest_and_names_the_file(
+    home: Path, repo: Path
+) -> None:
+    a_project(repo)
+    write(repo / ".mcp.json", "{\n  oops\n}")
+    result = runner.invoke(app, ["list-servers"])
+    assert result.exit_code == 0, result.output
+    assert "own" in result.stdout and "cursors" in result.stdout
+    assert f"{repo / '.mcp.json'}:2:3: invalid JSON" in result.stderr
+
+
+# -- init --force and a .toolscript.json it cannot read ----------------------------------------
+
+
+def test_init_force_never_replaces_a_config_it_cannot_parse(home: Path, repo: Path) -> None:
+    write(repo / ".mcp.json", {"mcpServers": {"a": {"command": "echo"}}})
+    written = '{\n  "mcpServers": {"mine": {"command": "echo"}},\n}\n'  # a trailing comma
+    config = write(repo / ".toolscript.json", written)
+    result = runner.invoke(app, ["init", "--force", "--yes"])
+    assert isinstance(result.exception, UsageError)
+    assert f"{config}:3:1: invalid JSON" in str(result.exception)
+    assert config.read_text() == written
