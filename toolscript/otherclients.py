@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import sys
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
@@ -353,15 +354,35 @@ _TOOLSCRIPT = re.compile(r"^toolscript(?:[=@<>~!].*)?$")
 
 def is_toolscript_itself(command: str, args: Iterable[str]) -> bool:
     """Whether a stdio entry runs ``toolscript mcp`` (directly, or through uvx, pipx, npx,
-    ``python -m``): importing it would make the gateway a server of itself."""
-    words = [command, *args]
+    ``python -m``, a shell's ``-c`` line): importing it would make the gateway a server of
+    itself."""
+    words = [command]
+    for arg in args:  # a shell's -c string (what Claude Desktop needs for a login PATH)
+        words.extend(_shell_words(arg) if any(c.isspace() for c in arg) else [arg])
     for i, word in enumerate(words):
         name = Path(word).name if "/" in word or "\\" in word else word
         if name.endswith(".exe"):
             name = name[:-4]
-        if _TOOLSCRIPT.match(name) and "mcp" in words[i + 1 :]:
+        if not _TOOLSCRIPT.match(name):
+            continue
+        rest = words[i + 1 :]
+        ends = [at for at, later in enumerate(rest) if later in _SHELL_SEPARATORS]
+        if "mcp" in rest[: ends[0] if ends else None]:  # in the same shell command
             return True
     return False
+
+
+_SHELL_SEPARATORS = frozenset({"&&", "||", ";", "|", "&", ";;", "(", ")"})
+
+
+def _shell_words(text: str) -> list[str]:
+    """The words of a shell command line, its separators (``&&``, ``;``) their own."""
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        return list(lexer)
+    except ValueError:  # an unbalanced quote
+        return text.split()
 
 
 class _Reader:

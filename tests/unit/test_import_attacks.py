@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from toolscript.cli.main import app
 from toolscript.config import load_config
 from toolscript.errors import UsageError
-from toolscript.otherclients import read_imports
+from toolscript.otherclients import is_toolscript_itself, read_imports
 from toolscript.store import trust
 
 runner = CliRunner()
@@ -197,3 +197,21 @@ def test_init_force_never_replaces_a_config_it_cannot_parse(home: Path, repo: Pa
     assert isinstance(result.exception, UsageError)
     assert f"{config}:3:1: invalid JSON" in str(result.exception)
     assert config.read_text() == written
+
+
+# -- toolscript mcp in disguise ----------------------------------------------------------------
+
+
+def test_toolscript_mcp_run_through_a_shell_line_is_recognised(home: Path, repo: Path) -> None:
+    """Claude Desktop's entries often run `bash -lc "..."` for a login PATH: imported, the
+    gateway would serve its own face as a server (six tools that call back into it)."""
+    assert is_toolscript_itself("sh", ["-c", "exec toolscript mcp"])
+    assert is_toolscript_itself("bash", ["-lc", "cd ~/p && uvx toolscript@latest mcp --http"])
+    assert not is_toolscript_itself("bash", ["-lc", "toolscript exec x.ts"])
+    assert not is_toolscript_itself("sh", ["-c", "toolscript list-servers; other-server mcp"])
+    write(
+        repo / ".mcp.json",
+        {"mcpServers": {"ts": {"command": "bash", "args": ["-lc", "cd ~/p && toolscript mcp"]}}},
+    )
+    imports = read_imports(["claude-code"], repo, {"HOME": str(home)})
+    assert not imports.servers and imports.itself
