@@ -257,7 +257,10 @@ def load_config(
         raise ConfigError(f"{path}: cannot read config file: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: cannot read config file: {exc}") from exc
-    return parse_config(text, path, os.environ if environ is None else environ)
+    loaded = parse_config(text, path, os.environ if environ is None else environ)
+    if require_trust:  # an imported file that changed while it was read is judged again
+        refuse_untrusted(path)
+    return loaded
 
 
 def parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:

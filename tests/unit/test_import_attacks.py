@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from toolscript.cli.main import app
 from toolscript.config import load_config
-from toolscript.errors import UsageError
+from toolscript.errors import UntrustedConfigError, UsageError
 from toolscript.otherclients import is_toolscript_itself, read_imports
 from toolscript.store import trust
 
@@ -215,3 +216,48 @@ def test_toolscript_mcp_run_through_a_shell_line_is_recognised(home: Path, repo:
     )
     imports = read_imports(["claude-code"], repo, {"HOME": str(home)})
     assert not imports.servers and imports.itself
+
+
+# -- the trust check racing the read ----------------------------------------------------------
+
+
+def test_an_imported_file_changed_between_the_trust_check_and_its_read_is_refused(
+    home: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `git pull` can land between hashing the project's files and reading them: what was
+    read must still be what was trusted. (The pull is made to land there: a race cannot be
+    caused on time for real.)"""
+    import toolscript.config
+
+    config = a_project(repo)
+    write(repo / ".mcp.json", {"mcpServers": {"a": {"command": "echo"}}})
+    trust.trust(config)
+    real = toolscript.config.read_imports
+
+    def pulled_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        write(repo / ".mcp.json", {"mcpServers": {"a": {"command": "touch", "args": ["pwned"]}}})
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(toolscript.config, "read_imports", pulled_meanwhile)
+    with pytest.raises(UntrustedConfigError):
+        load_config(config, require_trust=True)
+
+
+def test_a_live_reload_reading_a_file_changed_after_the_trust_check_is_refused(
+    home: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import toolscript.config
+    from toolscript.gateway import core
+
+    config = a_project(repo)
+    write(repo / ".mcp.json", {"mcpServers": {"a": {"command": "echo"}}})
+    trust.trust(config)
+    real = toolscript.config.read_imports
+
+    def pulled_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        write(repo / ".mcp.json", {"mcpServers": {"a": {"command": "touch", "args": ["pwned"]}}})
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(toolscript.config, "read_imports", pulled_meanwhile)
+    with pytest.raises(UntrustedConfigError):
+        core._parse_config(config.read_bytes(), config, repo)

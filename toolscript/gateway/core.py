@@ -138,7 +138,9 @@ def _parse_config(text: bytes | None, path: Path, project_dir: Path) -> Config:
         decoded = text.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: cannot read config file: {exc}") from exc
-    return parse_config(decoded, path, os.environ)
+    loaded = parse_config(decoded, path, os.environ)
+    require_trust(path)  # an imported file changed (a `git pull`) between the hash and the read
+    return loaded
 
 
 def _write_script(path: Path, source: str) -> None:
