@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from toolscript.errors import ConfigError
 from toolscript.plumbing.boundedread import read_regular_file
-from toolscript.plumbing.jsonpos import JsonPath, format_path, parse_with_positions
+from toolscript.plumbing.jsonpos import JsonLocator, JsonPath, format_path
 
 __all__ = [
     "CLIENTS",
@@ -279,7 +279,8 @@ def read_imports(
     for client in dict.fromkeys(clients):
         places = client_files(client, project_dir, environ, platform)
         texts: dict[Path, str | None] = {}
-        documents: dict[Path, Any] = {}  # ~/.claude.json, large, holds two places: read once
+        # ~/.claude.json, large, holds two places: parsed once (and whether it has comments)
+        documents: dict[Path, tuple[Any, bool]] = {}
         for place in places:
             try:
                 if place.path not in texts:
@@ -291,13 +292,13 @@ def read_imports(
                 text = texts[place.path]
                 if text is None:
                     continue
-                reader = _Reader(place, text, project_dir, environ, documents.get(place.path))
+                reader = _Reader(place, text, project_dir, environ, *documents.get(place.path, ()))
             except ConfigError as exc:
                 problem = exc.message + (f" ({exc.hint})" if exc.hint else "")
                 broken.append(problem)
                 warnings.append(f"{problem}; its servers were skipped")
                 continue
-            documents[place.path] = reader.document
+            documents[place.path] = (reader.document, reader.plain)
             for server in reader.servers():
                 if server.name not in claimed:
                     servers[server.name] = server
@@ -395,6 +396,7 @@ class _Reader:
         project_dir: Path,
         environ: Mapping[str, str],
         document: Any = None,
+        plain: bool = True,
     ) -> None:
         self.place = place
         self.text = text
@@ -405,6 +407,8 @@ class _Reader:
         self.env_files: list[Path] = []  # the envFile files its entries read (watched too)
         self.names: list[str] = []  # every name its place defines, skipped ones too
         self._positions: Callable[[JsonPath, bool], tuple[int, int]] | None = None
+        self._locator: JsonLocator | None = None
+        self.plain = plain  # JSON without comments: positions are found in the text as it is
         self.document = self._parse() if document is None else document
 
     # -- the file as a whole
@@ -430,6 +434,7 @@ class _Reader:
         try:
             return json.loads(self.text)
         except json.JSONDecodeError:
+            self.plain = False
             pass  # perhaps JSON with comments (JSONC), which VS Code and Gemini CLI read
         try:
             return json.loads(strip_json_comments(self.text))
@@ -450,13 +455,16 @@ class _Reader:
         if self._positions is None:
             if self.place.client == "codex":
                 self._positions = self._toml_position
-            else:  # positions only when a warning needs them: ~/.claude.json can be large
-                try:
-                    doc = parse_with_positions(self.text)
-                except json.JSONDecodeError:
-                    doc = parse_with_positions(strip_json_comments(self.text))
-                self._positions = lambda path, on_key: doc.line_col(path, key=on_key)
+            else:  # positions only when a warning needs them, and only along its path:
+                # ~/.claude.json can be megabytes (parsing it for positions took seconds)
+                self._positions = self._json_position
         return self._positions(at, key)
+
+    def _json_position(self, at: JsonPath, key: bool = False) -> tuple[int, int]:
+        if self._locator is None:  # JSONC: located with its comments blanked
+            text = self.text if self.plain else strip_json_comments(self.text)
+            self._locator = JsonLocator(text)
+        return self._locator.line_col(at, key=key)
 
     def _toml_position(self, at: JsonPath, key: bool = False) -> tuple[int, int]:
         """The line of a server's table (``[mcp_servers.NAME]``) or of one of its keys."""

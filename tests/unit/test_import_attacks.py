@@ -14,10 +14,12 @@ from typer.testing import CliRunner
 from toolscript.cli.main import app
 from toolscript.config import load_config
 from toolscript.errors import UntrustedConfigError, UsageError
-from toolscript.otherclients import is_toolscript_itself, read_imports
+from toolscript.otherclients import is_toolscript_itself, read_imports, strip_json_comments
+from toolscript.plumbing.jsonpos import JsonLocator, parse_with_positions
 from toolscript.store import trust
 
 runner = CliRunner()
+SAMPLES = Path(__file__).resolve().parents[1] / "client_configs"
 
 
 @pytest.fixture
@@ -228,11 +230,12 @@ def test_an_imported_file_changed_between_the_trust_check_and_its_read_is_refuse
     read must still be what was trusted. (The pull is made to land there: a race cannot be
     caused on time for real.)"""
     import toolscript.config
+    import toolscript.otherclients
 
     config = a_project(repo)
     write(repo / ".mcp.json", {"mcpServers": {"a": {"command": "echo"}}})
     trust.trust(config)
-    real = toolscript.config.read_imports
+    real = toolscript.otherclients.read_imports
 
     def pulled_meanwhile(*args: Any, **kwargs: Any) -> Any:
         write(repo / ".mcp.json", {"mcpServers": {"a": {"command": "touch", "args": ["pwned"]}}})
@@ -247,12 +250,13 @@ def test_a_live_reload_reading_a_file_changed_after_the_trust_check_is_refused(
     home: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import toolscript.config
+    import toolscript.otherclients
     from toolscript.gateway import core
 
     config = a_project(repo)
     write(repo / ".mcp.json", {"mcpServers": {"a": {"command": "echo"}}})
     trust.trust(config)
-    real = toolscript.config.read_imports
+    real = toolscript.otherclients.read_imports
 
     def pulled_meanwhile(*args: Any, **kwargs: Any) -> Any:
         write(repo / ".mcp.json", {"mcpServers": {"a": {"command": "touch", "args": ["pwned"]}}})
@@ -261,3 +265,41 @@ def test_a_live_reload_reading_a_file_changed_after_the_trust_check_is_refused(
     monkeypatch.setattr(toolscript.config, "read_imports", pulled_meanwhile)
     with pytest.raises(UntrustedConfigError):
         core._parse_config(config.read_bytes(), config, repo)
+
+
+# -- positions in a large ~/.claude.json ------------------------------------------------------
+
+
+def every_path(value: Any, at: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    found = [at]
+    if isinstance(value, dict | list):
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for part, item in items:
+            found.extend(every_path(item, (*at, part)))
+    return found
+
+
+@pytest.mark.parametrize("sample", sorted(SAMPLES.glob("*/*.json")), ids=lambda p: p.name)
+def test_the_locator_finds_what_the_full_positions_parse_finds(sample: Path) -> None:
+    """Warnings of a megabytes ~/.claude.json were positioned by parsing it all in Python
+    (seconds on every command); the locator walks only the path, and agrees."""
+    text = strip_json_comments(sample.read_text())
+    full = parse_with_positions(text)
+    locator = JsonLocator(text)
+    for path in [*every_path(full.value), ("missing",), ("mcpServers", "missing", "x")]:
+        for key in (False, True):
+            assert locator.line_col(path, key=key) == full.line_col(path, key=key), (path, key)
+
+
+def test_a_warning_in_a_jsonc_file_with_comments_between_entries_is_placed_right(
+    home: Path, repo: Path
+) -> None:
+    path = write(
+        repo / ".vscode" / "mcp.json",
+        '{\n  // mine\n  "servers": {\n    /* one */ "a": {"command": "echo", "odd": 1},\n  }\n}',
+    )
+    imports = read_imports(["vscode"], repo, {"HOME": str(home)})
+    assert [server.name for server in imports.servers] == ["a"]
+    assert imports.warnings == (
+        f"{path}:4:40: servers.a.odd: not supported by toolscript; ignored",
+    )
