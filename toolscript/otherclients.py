@@ -302,6 +302,15 @@ def read_imports(
             for server in reader.servers():
                 if server.name not in claimed:
                     servers[server.name] = server
+                    continue
+                first = servers.get(server.name)
+                if first is not None and first.client != client and first.entry != server.entry:
+                    # another client's own precedence is its business; across clients, say so
+                    at = reader.where((*place.section, server.name), key=True)
+                    reader.warnings.append(
+                        f"{at}: {CLIENT_TITLES[first.client]} defines {server.name!r} too "
+                        f"({first.source}), first in import; this one is not used"
+                    )
             claimed.update(reader.names)
             warnings.extend(reader.warnings)
             itself.extend(reader.itself)

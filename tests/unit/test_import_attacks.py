@@ -303,3 +303,24 @@ def test_a_warning_in_a_jsonc_file_with_comments_between_entries_is_placed_right
     assert imports.warnings == (
         f"{path}:4:40: servers.a.odd: not supported by toolscript; ignored",
     )
+
+
+# -- one name, two clients ---------------------------------------------------------------------
+
+
+def test_a_name_two_clients_define_differently_says_which_one_is_used(
+    home: Path, repo: Path
+) -> None:
+    write(repo / ".mcp.json", {"mcpServers": {"gh": {"command": "from-claude"}}})
+    write(home / ".cursor" / "mcp.json", {"mcpServers": {"gh": {"command": "from-cursor"}}})
+    imports = read_imports(["cursor", "claude-code"], repo, {"HOME": str(home)})
+    assert [(server.name, server.entry["command"]) for server in imports.servers] == [
+        ("gh", "from-cursor")
+    ]
+    assert imports.warnings == (
+        f"{repo / '.mcp.json'}:1:17: mcpServers.gh: Cursor defines 'gh' too "
+        f"({home / '.cursor' / 'mcp.json'}), first in import; this one is not used",
+    )
+    # the same entry in both: nothing to say
+    write(repo / ".mcp.json", {"mcpServers": {"gh": {"command": "from-cursor"}}})
+    assert not read_imports(["cursor", "claude-code"], repo, {"HOME": str(home)}).warnings
