@@ -403,7 +403,7 @@ def test_init_with_claude_code_and_cursor_configs_imports_them(
     assert result.exit_code == 0, result.output
     assert "Claude Code (claude-code)" in result.stdout and ".cursor/mcp.json" in result.stdout
     assert "~/.cursor/mcp.json" in result.stdout
-    assert "Write .toolscript.json importing claude-code, cursor?" in result.stdout
+    assert "Write .toolscript.json importing claude-code, cursor?" in result.stderr  # the terminal
     assert json.loads((repo / ".toolscript.json").read_text()) == {
         "import": ["claude-code", "cursor"]
     }

@@ -83,7 +83,18 @@ def init_command(
             print_json(report)
             return
         question = f"Write {CONFIG_FILENAME} importing {', '.join(clients)}?"
-        if not typer.confirm(question, default=True):
+        try:
+            # asked on stderr: the terminal, even when stdout is piped
+            agreed = typer.confirm(question, default=True, err=True)
+        except typer.Abort:
+            if sys.stdin.isatty():
+                raise  # Ctrl+C
+            sys.stderr.write("\n")
+            raise UsageError(  # an agent's shell, a pipe: no one answered
+                f"no answer on stdin (not a terminal): {CONFIG_FILENAME} not written",
+                hint="run `toolscript init --yes` to write it (`--json` reports what it found)",
+            ) from None
+        if not agreed:
             sys.stderr.write("nothing written\n")
             raise typer.Exit(1)
     _write_config(path, existing, clients)
@@ -129,20 +140,21 @@ def _found(item: Discovery, project_dir: Path) -> dict[str, Any]:
 
 
 def _show(found: tuple[Discovery, ...], project_dir: Path) -> None:
+    out = sys.stdout
     if not found:
         return
-    sys.stdout.write("Found MCP servers in:\n")
+    out.write("Found MCP servers in:\n")
     for item in found:
         if not item.imports.servers:
-            sys.stdout.write(f"  {item.title}: not readable, skipped: {item.error}\n")
+            out.write(f"  {item.title}: not readable, skipped: {item.error}\n")
             continue
-        sys.stdout.write(f"  {item.title} ({item.client})\n")
+        out.write(f"  {item.title} ({item.client})\n")
         for entry in _found(item, project_dir)["files"]:
-            sys.stdout.write(f"    {entry['shown']}\n")
+            out.write(f"    {entry['shown']}\n")
             for server in entry["servers"]:
-                sys.stdout.write(f"      {server['name']}: {server['target']}\n")
+                out.write(f"      {server['name']}: {server['target']}\n")
         for warning in item.imports.warnings:
-            sys.stdout.write(f"    warning: {warning}\n")
+            out.write(f"    warning: {warning}\n")
 
 
 def _existing_config(path: Path) -> dict[str, Any]:
