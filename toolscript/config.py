@@ -23,7 +23,13 @@ from toolscript.policy import Asking, Decision, decide, matching, timeout_for
 
 if TYPE_CHECKING:
     from jsonschema import ValidationError
-from toolscript.plumbing.jsonpos import JsonPath, PositionedJson, format_path, parse_with_positions
+from toolscript.plumbing.jsonpos import (
+    JsonPath,
+    PositionedJson,
+    deepest_at,
+    format_path,
+    parse_with_positions,
+)
 from toolscript.plumbing.paths import (
     CONFIG_FILENAME,
     find_config_path,
@@ -265,6 +271,16 @@ def load_config(
 
 def parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
     """Build a Config from the text of ``path``."""
+    try:
+        return _parse_config(text, path, environ)
+    except RecursionError:  # [[[[...]]]] thousands deep: no traceback
+        line, col = deepest_at(text)
+        raise ConfigError(
+            f"{path}:{line}:{col}: nested too deeply to read", hint="fix the file"
+        ) from None
+
+
+def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
     if not text.strip():
         # Never zero servers: an editor's save passes through an empty file (truncate, write).
         raise ConfigError(

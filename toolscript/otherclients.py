@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from toolscript.errors import ConfigError
 from toolscript.plumbing.boundedread import read_regular_file
-from toolscript.plumbing.jsonpos import JsonLocator, JsonPath, format_path
+from toolscript.plumbing.jsonpos import JsonLocator, JsonPath, deepest_at, format_path
 
 __all__ = [
     "CLIENTS",
@@ -198,7 +198,7 @@ def _env_files_inside(place: ClientFile, project_dir: Path) -> list[Path]:
         return []
     try:
         document = json.loads(strip_json_comments(text))
-    except ValueError:
+    except (ValueError, RecursionError):
         return []
     section: Any = document
     for key in place.section:
@@ -246,7 +246,7 @@ def imported_clients(config_text: bytes | str) -> tuple[str, ...]:
     loading it reports why)."""
     try:
         value = json.loads(config_text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return ()
     imports = value.get("import") if isinstance(value, dict) else None
     if not isinstance(imports, list):
@@ -293,8 +293,13 @@ def read_imports(
                 if text is None:
                     continue
                 reader = _Reader(place, text, project_dir, environ, *documents.get(place.path, ()))
-            except ConfigError as exc:
-                problem = exc.message + (f" ({exc.hint})" if exc.hint else "")
+            except (ConfigError, RecursionError) as exc:
+                if isinstance(exc, ConfigError):
+                    problem = exc.message + (f" ({exc.hint})" if exc.hint else "")
+                else:  # [[[[...]]]] thousands deep
+                    line, col = deepest_at(texts.get(place.path) or "")
+                    problem = f"{place.path}:{line}:{col}: nested too deeply to read"
+                texts[place.path] = None  # its other places (~/.claude.json's) are skipped too
                 broken.append(problem)
                 warnings.append(f"{problem}; its servers were skipped")
                 continue

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from toolscript.cli.main import app
 from toolscript.config import load_config
-from toolscript.errors import UntrustedConfigError, UsageError
+from toolscript.errors import ConfigError, UntrustedConfigError, UsageError
 from toolscript.otherclients import is_toolscript_itself, read_imports, strip_json_comments
 from toolscript.plumbing.jsonpos import JsonLocator, parse_with_positions
 from toolscript.store import trust
@@ -324,3 +324,22 @@ def test_a_name_two_clients_define_differently_says_which_one_is_used(
     # the same entry in both: nothing to say
     write(repo / ".mcp.json", {"mcpServers": {"gh": {"command": "from-cursor"}}})
     assert not read_imports(["cursor", "claude-code"], repo, {"HOME": str(home)}).warnings
+
+
+def test_files_nested_too_deeply_are_named_and_the_rest_stays(home: Path, repo: Path) -> None:
+    config = a_project(repo)
+    deep = "[" * 50_000 + "]" * 50_000
+    write(repo / ".mcp.json", '{\n  "mcpServers": ' + deep + "\n}")
+    write(home / ".codex" / "config.toml", "[mcp_servers.x]\nargs = " + deep + "\n")
+    loaded = load_config(
+        write(config, {"import": ["claude-code", "codex", "cursor"], "mcpServers": {}})
+    )
+    assert {server.name for server in loaded.servers} == {"cursors"}
+    warnings = "\n".join(loaded.import_warnings)
+    assert f"{repo / '.mcp.json'}:2:" in warnings and "nested too deeply" in warnings
+    assert f"{home / '.codex' / 'config.toml'}:2:" in warnings
+    trust.trust(config)  # the project's deep file is hashed, not parsed: no error
+    write(config, '{"mcpServers": ' + deep + "}")
+    with pytest.raises(ConfigError) as failed:
+        load_config(config)
+    assert failed.value.message.startswith(f"{config}:1:")

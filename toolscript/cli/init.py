@@ -167,7 +167,7 @@ def _existing_config(path: Path) -> dict[str, Any]:
             f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}; not changed",
             hint='fix it first (`toolscript config check`), or add "import" to it by hand',
         ) from exc
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, RecursionError) as exc:
         raise UsageError(f"{path}: cannot read it: {exc}; not changed") from exc
     if not isinstance(document, dict):
         raise UsageError(f"{path}: not a JSON object; not changed")

@@ -8,7 +8,14 @@ from dataclasses import dataclass
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
-__all__ = ["JsonLocator", "JsonPath", "PositionedJson", "format_path", "parse_with_positions"]
+__all__ = [
+    "JsonLocator",
+    "JsonPath",
+    "PositionedJson",
+    "deepest_at",
+    "format_path",
+    "parse_with_positions",
+]
 
 JsonPath = tuple[str | int, ...]
 
@@ -181,3 +188,26 @@ def format_path(path: JsonPath) -> str:
         else:
             out += f"[{json.dumps(part)}]"
     return out or "(root)"
+
+
+def deepest_at(text: str, limit: int = 200) -> tuple[int, int]:
+    """1-based line and column where ``[`` / ``{`` (or a TOML ``[``) first nest deeper than
+    ``limit``, strings aside: where a document too deep to parse goes wrong; else 1:1."""
+    depth = 0
+    i, n = 0, len(text)
+    while i < n:
+        char = text[i]
+        if char in "\"'":
+            end = text.find(char, i + 1)
+            while end > 0 and text[end - 1] == "\\" and char == '"':
+                end = text.find(char, end + 1)
+            i = n if end < 0 else end + 1
+            continue
+        if char in "[{":
+            depth += 1
+            if depth > limit:
+                return text.count("\n", 0, i) + 1, i - (text.rfind("\n", 0, i) + 1) + 1
+        elif char in "]}":
+            depth -= 1
+        i += 1
+    return 1, 1
