@@ -343,3 +343,20 @@ def test_files_nested_too_deeply_are_named_and_the_rest_stays(home: Path, repo: 
     with pytest.raises(ConfigError) as failed:
         load_config(config)
     assert failed.value.message.startswith(f"{config}:1:")
+
+
+def test_init_adds_to_a_gitignore_not_utf8_and_survives_one_it_cannot_write(
+    home: Path, repo: Path
+) -> None:
+    write(repo / ".mcp.json", {"mcpServers": {"a": {"command": "echo"}}})
+    (repo / ".gitignore").write_bytes(b"caf\xe9/")  # Latin-1, no newline at its end
+    result = runner.invoke(app, ["init", "--yes"])
+    assert result.exit_code == 0, result.output
+    assert (repo / ".gitignore").read_bytes() == b"caf\xe9/\n.toolscript/\n"
+    (repo / ".toolscript.json").unlink()
+    (repo / ".gitignore").unlink()
+    (repo / ".gitignore").mkdir()
+    result = runner.invoke(app, ["init", "--yes"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((repo / ".toolscript.json").read_text()) == {"import": ["claude-code"]}
+    assert "could not add .toolscript/ to" in result.stderr

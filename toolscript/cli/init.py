@@ -180,15 +180,24 @@ def _write_config(path: Path, existing: dict[str, Any], clients: list[str]) -> N
 
 
 def _ignore_cache(project_dir: Path) -> bool:
-    """Add ``.toolscript/`` to the project's ``.gitignore``; False when it is there."""
+    """Add ``.toolscript/`` to the project's ``.gitignore``; False when it is there (or the
+    file cannot be written: said on stderr, the config is written already)."""
     ignore = project_dir / ".gitignore"
     try:
-        text = ignore.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        text = ""
-    lines = {line.strip() for line in text.splitlines()}
-    if lines & {".toolscript", ".toolscript/", "/.toolscript", "/.toolscript/"}:
+        try:
+            data = ignore.read_bytes()  # any encoding: only ASCII lines are compared
+        except FileNotFoundError:
+            data = b""
+        lines = {line.strip() for line in data.splitlines()}
+        if lines & {b".toolscript", b".toolscript/", b"/.toolscript", b"/.toolscript/"}:
+            return False
+        separator = b"" if not data or data.endswith(b"\n") else b"\n"
+        with ignore.open("ab") as file:
+            file.write(separator + GITIGNORED.encode() + b"\n")
+    except OSError as exc:
+        sys.stderr.write(
+            f"warning: could not add {GITIGNORED} to {ignore} ({exc.strerror or exc}); "
+            "add it yourself: it holds the project's cache\n"
+        )
         return False
-    separator = "" if not text or text.endswith("\n") else "\n"
-    ignore.write_text(f"{text}{separator}{GITIGNORED}\n", encoding="utf-8")
     return True
