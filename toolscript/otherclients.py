@@ -610,9 +610,11 @@ class _Reader:
             return {}
         expanded = self._expand_string(written, (*at, "envFile"), [])
         path = Path(expanded).expanduser()
-        path = path if path.is_absolute() else self.project_dir / path
-        inside = Path(os.path.normpath(path)).is_relative_to(self.project_dir)
-        if inside and _env_file_inside(written, self.project_dir) != Path(os.path.normpath(path)):
+        # ".." taken away as trust takes it away: the OS would resolve a symlinked folder
+        # first (.cursor/../x is beside .cursor's target), a file trust does not hash
+        path = Path(os.path.normpath(path if path.is_absolute() else self.project_dir / path))
+        inside = path.is_relative_to(self.project_dir)
+        if inside and _env_file_inside(written, self.project_dir) != path:
             # Trust hashes the project's env files it can name without the environment:
             # one found through ${env:...} could change after `toolscript trust` unseen.
             raise _Skip(

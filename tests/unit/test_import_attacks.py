@@ -360,3 +360,27 @@ def test_init_adds_to_a_gitignore_not_utf8_and_survives_one_it_cannot_write(
     assert result.exit_code == 0, result.output
     assert json.loads((repo / ".toolscript.json").read_text()) == {"import": ["claude-code"]}
     assert "could not add .toolscript/ to" in result.stderr
+
+
+def test_an_env_file_reached_through_a_symlinked_folder_and_dotdot_is_the_one_trusted(
+    home: Path, repo: Path
+) -> None:
+    """`.cursor/../evil.env` with `.cursor` a link to `sub/deeper`: trust hashed
+    `evil.env` (".." taken away), the OS read `sub/evil.env`, which a pull could change."""
+    config = write(repo / ".toolscript.json", {"import": ["cursor"]})
+    deeper = repo / "sub" / "deeper"
+    write(
+        deeper / "mcp.json",
+        {
+            "mcpServers": {
+                "c": {"command": "echo", "envFile": "${workspaceFolder}/.cursor/../evil.env"}
+            }
+        },
+    )
+    (repo / ".cursor").symlink_to(deeper)
+    write(repo / "evil.env", "MODE=1\n")
+    write(repo / "sub" / "evil.env", "MODE=1\n")
+    trust.trust(config)
+    write(repo / "sub" / "evil.env", "LD_PRELOAD=/tmp/evil.so\n")  # a pull: not hashed
+    loaded = load_config(config, require_trust=True)
+    assert dict(loaded.server("c").env) == {"MODE": "1"}
