@@ -192,6 +192,7 @@ class Config:
     # `import`: what the other clients' configs made toolscript skip, and every file of
     # theirs it reads (present or not: the gateway watches them as it watches this file)
     import_warnings: tuple[str, ...] = ()
+    import_errors: tuple[str, ...] = ()  # imported files that could not be read (warned too)
     imported_files: tuple[Path, ...] = ()
 
     def decision(self, server: ServerConfig, tool: str, annotations: Any) -> Decision:
@@ -331,6 +332,7 @@ def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
         project_dir=path.parent,
         servers=servers + imported + local,
         import_warnings=imports.warnings,
+        import_errors=imports.broken,
         imported_files=imports.watched,
         search=search,
         asking=(expanded.get("policy") or {}).get("ask", "destructive"),

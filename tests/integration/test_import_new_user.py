@@ -84,3 +84,28 @@ def test_a_new_user_inits_trusts_and_calls_imported_tools(
         assert gateway.stop() == [], "processes outlived the gateway"
     finally:
         gateway.stop()
+
+
+def test_an_imported_file_caught_broken_mid_write_keeps_its_servers_running(
+    tmp_path: Path, toolscript_home: Path
+) -> None:
+    """Broken at start, an imported file is a warning and the rest starts; broken while the
+    gateway runs (Claude Code rewrites ~/.claude.json often), nothing of it stops."""
+    home = tmp_path / "home"
+    project = home / "repo"
+    server = {"command": sys.executable, "args": [str(FAULTY)]}
+    write(project / ".mcp.json", {"a": server})
+    write(project / ".cursor" / "mcp.json", {"b": server})
+    env = {"HOME": str(home), "TOOLSCRIPT_HOME": str(toolscript_home)}
+    gateway = GatewayProcess({"import": ["claude-code", "cursor"]}, project, env=env)
+    try:
+        a_pid = gateway.call("a__pid").json()
+        (project / ".mcp.json").write_text('{"mcpServers": {"a": ')  # half written
+        gateway.wait_for_log("invalid JSON", "still serving the previous configuration")
+        assert gateway.call("a__pid").json() == a_pid
+        write(project / ".mcp.json", {"a": server, "c": server})
+        gateway.wait_for_log("config: added c")
+        assert gateway.call("a__pid").json() == a_pid
+        assert gateway.stop() == [], "processes outlived the gateway"
+    finally:
+        gateway.stop()

@@ -467,6 +467,10 @@ class Gateway:
             text = await anyio.to_thread.run_sync(_read_text, path)
         try:
             new = await anyio.to_thread.run_sync(_parse_config, text, path, self.config.project_dir)
+            broke = [error for error in new.import_errors if error not in self.config.import_errors]
+            if broke:  # an imported file caught mid-write (Claude Code rewrites ~/.claude.json
+                # often): its servers keep running, as for an invalid .toolscript.json
+                raise ConfigError(broke[0])
         except ConfigError as exc:
             error = exc.message + (f" (hint: {exc.hint})" if exc.hint else "")
             if error != self.config_error:
