@@ -109,4 +109,22 @@ async function call<T>(tool: string, params: unknown): Promise<T> {
   return body as T;
 }
 
+/**
+ * Say how far the script is: `progress("fetched 40 of 120 issues", 0.33)`. Shown on
+ * exec's stderr (and `runs wait`'s), and sent as MCP progress through the MCP face.
+ * `fraction` runs from 0 to 1. Never throws: progress is news, not work.
+ */
+export async function progress(message: string, fraction?: number): Promise<void> {
+  try {
+    const response = await fetch(new URL("../progress", TOOLS_URL), {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ message: String(message), fraction: Number.isFinite(fraction) ? fraction : null }),
+    });
+    await response.body?.cancel();
+  } catch {
+    // the gateway could not be reached: the next tool call will say so
+  }
+}
+
 // ---- generated from the servers' tool schemas ----

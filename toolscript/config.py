@@ -189,6 +189,7 @@ class Config:
     asking: Asking = "destructive"  # policy.ask: which tools no rule names ask first
     runs: RunsConfig = field(default_factory=RunsConfig)
     infer_results: bool = True  # types.inferResults: result types learned from real calls
+    packages: tuple[str, ...] = ()  # "npm:csv-parse@^5": what scripts may import (offline)
     # `import`: what the other clients' configs made toolscript skip, and every file of
     # theirs it reads (present or not: the gateway watches them as it watches this file)
     import_warnings: tuple[str, ...] = ()
@@ -341,7 +342,32 @@ def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
             keep=int(runs.get("keep", RunsConfig.keep)),
             max_megabytes=float(runs.get("maxMegabytes", RunsConfig.max_megabytes)),
         ),
+        packages=_packages(expanded.get("packages") or [], path, doc),
     )
+
+
+def _packages(declared: list[str], path: Path, doc: PositionedJson) -> tuple[str, ...]:
+    """The declared packages; two of one name would be one import name for two packages."""
+    from toolscript.store.packages import package_name
+
+    seen: dict[str, str] = {}
+    for index, specifier in enumerate(declared):
+        name = package_name(specifier)
+        if specifier.startswith("jsr:"):
+            line, col = doc.line_col(("packages", index))
+            raise ConfigError(
+                f"{path}:{line}:{col}: packages[{index}]: jsr: packages are not offered yet",
+                hint="declare an npm package instead (npm:name@range)",
+            )
+        if name in seen:
+            line, col = doc.line_col(("packages", index))
+            raise ConfigError(
+                f"{path}:{line}:{col}: packages[{index}]: {specifier} is the package "
+                f"{seen[name]} declares again",
+                hint="declare each package once, with one version range",
+            )
+        seen[name] = specifier
+    return tuple(declared)
 
 
 def _imported(
@@ -477,6 +503,11 @@ def _describe(error: ValidationError, doc: PositionedJson, path: Path) -> str:
         expected = f"expected {error.validator_value}, got {_json_type(error.instance)}"
     elif validator == "pattern" and error.path and error.path[-1] == "url":
         expected = f"expected an http:// or https:// URL, got {json.dumps(error.instance)}"
+    elif validator == "pattern" and error.path and error.path[0] == "packages":
+        expected = (
+            f'expected a package with a version range, like "npm:csv-parse@^5" or '
+            f'"jsr:@std/path@^1", got {json.dumps(error.instance)}'
+        )
     elif "propertyNames" in error.schema_path:
         expected = f"invalid server name {json.dumps(error.instance)}: no '/' and no '__'"
         at, on_key = (*at, str(error.instance)), True

@@ -107,6 +107,7 @@ def test_the_inspector_lists_the_face_tools(project: GatewayProcess) -> None:
         "search_tools",
         "get_types",
         "execute",
+        "wait_run",
         "run_script",
         "save_script",
         "list_servers",

@@ -120,6 +120,7 @@ def test_incremental_by_content(tmp_path: Path) -> None:
         "types:s1",
         "types:s2",
         "module",
+        "packages",
         "scripts",
         "catalogue",
     ]
@@ -280,7 +281,7 @@ def test_standalone_doit_matches_the_gateway(tmp_path: Path) -> None:
         doit, cwd=project, env=clean_env(), capture_output=True, text=True, timeout=120
     )
     # every task up to date, the search index and the fetch and types groups too
-    assert again.stdout.count("-- ") == 15
+    assert again.stdout.count("-- ") == 16
     assert ".  " not in again.stdout
     assert "not reachable" not in built.stderr + again.stderr
     standalone = (project / ".toolscript" / "tools.ts").read_text()

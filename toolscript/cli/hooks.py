@@ -162,6 +162,11 @@ def _status_line(url: str, project: Path) -> str:
     )
     if failed:
         line += " Not connected: " + "; ".join(failed) + "."
+    packages = health.get("packages") or {}
+    if packages.get("offered"):
+        line += " Scripts may import these packages: " + ", ".join(packages["offered"]) + "."
+    if packages.get("error"):
+        line += f" The declared packages could not be fetched: {packages['error'][:300]}"
     signing = [name for name, s in servers.items() if s["state"] == "needs_auth"]
     if signing:
         line += (

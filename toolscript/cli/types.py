@@ -9,6 +9,7 @@ from toolscript.cli.lazy import typer
 from toolscript.cli.options import ConfigOption, JsonOption
 from toolscript.cli.output import print_json
 from toolscript.config import load_config
+from toolscript.store.packages import offered_note
 
 __all__ = ["get_types", "render_markdown"]
 
@@ -20,7 +21,9 @@ def render_markdown(answer: dict[str, Any]) -> str:
         variable = f"{info['function'].lstrip('_') or 'tool'}Result"
         calls.append(f"const {variable} = await {expression};\nconsole.log({variable});")
     example = 'import { tools } from "toolscript";\n\n' + "\n\n".join(calls)
-    return f"```typescript\n{answer['declarations']}\n```\n\n```typescript\n{example}\n```\n"
+    note = offered_note(answer.get("packages") or [])
+    declarations = answer["declarations"] + (f"\n\n{note.rstrip()}" if note else "")
+    return f"```typescript\n{declarations}\n```\n\n```typescript\n{example}\n```\n"
 
 
 def get_types(

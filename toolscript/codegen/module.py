@@ -6,6 +6,7 @@ import functools
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -29,6 +30,7 @@ __all__ = [
     "TypeNames",
     "example_arguments",
     "generator_fingerprint",
+    "recent_call_comment",
     "render_declarations",
     "render_module",
     "render_tool",
@@ -62,6 +64,10 @@ class ToolFragment:
     signature: str  # the method's declaration, for get-types
     method: str  # the method's implementation, for the client
     example: str  # a call expression with plausible arguments
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.server}__{self.tool}"
 
     def to_dict(self) -> dict[str, str]:
         return dict(self.__dict__)
@@ -280,9 +286,17 @@ def _braced(lines: str) -> str:
     return f"{{\n{lines}}}" if lines else "{}"
 
 
-def render_declarations(fragments: list[ToolFragment]) -> str:
-    """Types and method signatures only (what ``get-types`` shows an agent)."""
-    parts = [fragment.types for fragment in fragments]
+def render_declarations(
+    fragments: list[ToolFragment], notes: Mapping[str, str] | None = None
+) -> str:
+    """Types and method signatures only (what ``get-types`` shows an agent); ``notes``
+    (comments by ``server__tool``, as ``recent_call_comment`` writes them) follow a tool's
+    types."""
+    found = notes or {}
+    parts = [
+        fragment.types + (f"\n{note}" if (note := found.get(fragment.qualified)) else "")
+        for fragment in fragments
+    ]
     if any("Promise<ToolResult>" in fragment.signature for fragment in fragments):
         parts.insert(0, TOOL_RESULT_NOTE)
     body = []
@@ -290,6 +304,22 @@ def render_declarations(fragments: list[ToolFragment]) -> str:
         body.append(f"  {namespace}: {{\n" + "\n".join(m.signature for m in members) + "\n  };")
     parts.append("declare const tools: {\n" + "\n".join(body) + "\n};")
     return "\n\n".join(parts)
+
+
+def recent_call_comment(fragment: ToolFragment, arguments: str, result: str, cut: bool) -> str:
+    """A recent call of the tool as a comment: ``arguments`` and ``result`` are JSON as the
+    gateway kept them (redacted, trimmed) and what a server sent, so they are data,
+    escaped by ``doc_comment`` (``comment_text``) like every server string in a comment."""
+    call = (
+        f"tools.{fragment.namespace}.{fragment.function}({'' if arguments == '{}' else arguments})"
+    )
+    trimmed = ", trimmed" if cut else ""
+    lines = [
+        f"A recent successful call (secrets redacted{trimmed}):",
+        call,
+        f"returned {result}",
+    ]
+    return doc_comment(lines, "").rstrip("\n")
 
 
 def ts_literal(value: Any, indent: str = "") -> str:

@@ -44,11 +44,17 @@ EPHEMERAL_START_WAIT = 120.0  # seconds for a gateway to try every server and pr
 
 # A script needs the gateway when it names the module ("toolscript", in any quotes) or reads
 # the gateway's URL itself.
-_GATEWAY_USE = re.compile(r"""["'`]toolscript(?:/[^"'`]*)?["'`]|TOOLSCRIPT_GATEWAY_URL""")
+# The tools, the gateway's URL, or a package (a bare or npm:/jsr: specifier: the module says
+# which packages the project offers, and a run without it offers none).
+_GATEWAY_USE = re.compile(
+    r"""["'`]toolscript(?:/[^"'`]*)?["'`]|TOOLSCRIPT_GATEWAY_URL"""
+    r"""|(?:\bfrom|\bimport)\s*\(?\s*["'](?!node:|https?:|data:|file:|blob:)[@\w]"""
+)
 
 
 def uses_gateway(code: str) -> bool:
-    """Whether a script imports the tools (or reads the gateway URL): else it needs no gateway."""
+    """Whether a script imports the tools or a package (or reads the gateway URL): else it
+    needs no gateway."""
     return _GATEWAY_USE.search(code) is not None
 
 

@@ -22,10 +22,13 @@ from toolscript.execution.sandbox import Script
 
 __all__ = [
     "PROMPT_SECONDS",
+    "ProgressWatcher",
     "PromptWatcher",
     "RunHandle",
     "end_run",
+    "format_progress",
     "format_trace",
+    "show_on_stderr",
     "start_run",
     "stop_message",
     "stopped_script",
@@ -228,3 +231,67 @@ class PromptWatcher(threading.Thread):
 
     def stop(self) -> None:
         self.done.set()
+
+
+def format_progress(report: dict[str, Any]) -> str:
+    """A progress report as stderr shows it: ``toolscript: progress: MESSAGE (33%)``; a
+    server's names its tool."""
+    from toolscript.store.outputs import visible_controls
+
+    source = str(report.get("source") or "script")
+    server, _, tool = source.partition("__")
+    who = f"{server}.{tool}: " if tool else ""
+    # one report, one line: a message cannot end it and forge a line of toolscript's own
+    message = " ".join(str(report.get("message") or "").splitlines())
+    fraction = report.get("fraction")
+    if isinstance(fraction, int | float):
+        share = f"{fraction * 100:.0f}%"
+        message = f"{message} ({share})" if message else share
+    elif report.get("progress") is not None and not message:
+        message = f"{report['progress']:g}"
+    return visible_controls(f"toolscript: progress: {who}{message}") + "\n"
+
+
+class ProgressWatcher(threading.Thread):
+    """While a run runs, hands each of its progress reports (its script's ``progress()``,
+    its servers' notifications) to ``show``; ``stop`` hands over what is left and ends it."""
+
+    def __init__(self, handle: RunHandle, show: Callable[[dict[str, Any]], None]) -> None:
+        super().__init__(daemon=True, name=f"progress of {handle.id}")
+        self.handle = handle
+        self.show = show
+        self.done = threading.Event()
+        self.next = 0
+
+    def run(self) -> None:
+        route = f"/runs/{self.handle.id}/progress"
+        while True:
+            wait = 0.0 if self.done.is_set() else _POLL
+            try:
+                body = gateway_request(
+                    self.handle.gateway_url, f"{route}?after={self.next}&wait={wait:g}", wait + 10
+                )
+            except GatewayError:
+                return
+            if body is None:
+                return
+            found = json.loads(body)
+            for report in found.get("progress", []):
+                try:
+                    self.show(report)
+                except Exception:  # whoever shows it failed: the run goes on regardless
+                    return
+            self.next = int(found.get("next", self.next))
+            if found.get("ended") or self.done.is_set():
+                return
+
+    def stop(self, wait: float = 2.0) -> None:
+        """The run ended: what was reported before is shown (waiting up to ``wait`` s)."""
+        self.done.set()
+        self.join(wait)
+
+
+def show_on_stderr(report: dict[str, Any]) -> None:
+    """``ProgressWatcher``'s ``show`` for exec: a line on stderr."""
+    sys.stderr.write(format_progress(report))
+    sys.stderr.flush()

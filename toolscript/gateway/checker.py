@@ -35,6 +35,7 @@ from toolscript.plumbing.denobinary import deno_binary, deno_environment
 from toolscript.plumbing.paths import module_cache_file, user_cache_dir
 from toolscript.plumbing.privatefile import write_private
 from toolscript.plumbing.processes import memory_of, signal_quietly, stop_process_async
+from toolscript.store.packages import import_entries, packages_beside
 from toolscript.store.savedscripts import module_imports, write_module
 
 __all__ = [
@@ -363,8 +364,15 @@ class WarmChecker:
         module_path = module_cache_file(module_hash)
         if not module_path.exists():
             write_module(module_path, module, scripts)
-        config = write_private(self.root / "deno.json", '{"lock": false}\n')
         imports = {"toolscript": module_path.as_uri(), **module_imports(module_path)}
+        lock: Any = False
+        packages = packages_beside(module_path)
+        if packages is not None:  # as a run sees them: the frozen lock, the shared cache
+            imports.update(import_entries(packages.packages))
+            lock = {"path": str(packages.lock), "frozen": True}
+        config = write_private(
+            self.root / f"deno-{module_hash}.json", json.dumps({"lock": lock}) + "\n"
+        )
         import_map = write_private(
             self.root / f"importmap-{module_hash}.json", json.dumps({"imports": imports})
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import difflib
@@ -39,8 +40,10 @@ from toolscript.errors import (
     ToolscriptError,
     UsageError,
 )
+from toolscript.gateway.background import BackgroundRuns
 from toolscript.gateway.checker import WarmChecker
 from toolscript.gateway.inferred import ResultShapes
+from toolscript.gateway.recentcalls import RecentCalls
 from toolscript.gateway.results import tool_result
 from toolscript.gateway.runbook import RunBook, approve_commands
 from toolscript.otherclients import MAX_CONFIG_BYTES
@@ -271,6 +274,11 @@ class Gateway:
         self._types_learned = False  # an inferred result type changed since the last build
         state_dir = project_state_dir(config.project_dir)
         self.shapes = ResultShapes(state_dir, enabled=infer_results and config.infer_results)
+        self.recent = RecentCalls(
+            state_dir,
+            lambda: self.config.secrets,
+            enabled=infer_results and config.infer_results,
+        )
         runlog = RunLog(
             runlog_path(state_dir),
             keep=config.runs.keep,
@@ -283,6 +291,8 @@ class Gateway:
             telemetry,
             owner=process_identity(os.getpid()),
         )
+        self.url = ""  # the gateway's own URL, once it listens (``gateway/runner.py``)
+        self.background = BackgroundRuns(self.runs, state_dir, config.project_dir, lambda: self.url)
 
     def _check_runlog(self) -> None:
         """Set a damaged run log aside; settle the runs a gateway gone before this one held."""
@@ -347,6 +357,8 @@ class Gateway:
             try:
                 yield self
             finally:
+                with anyio.CancelScope(shield=True):
+                    await self.background.close()
                 self._background_scope.cancel()
                 self._watch_scope.cancel()
                 self._flush_scope.cancel()
@@ -365,6 +377,14 @@ class Gateway:
                 if self.search.embedder is not None:
                     await anyio.to_thread.run_sync(self.search.embedder.close)
 
+    def begin_shutdown(self) -> None:
+        """A signal asked the gateway to stop: the requests that wait (runs' progress, a
+        background run's output) answer now, and the background runs stop, so the HTTP
+        server's graceful shutdown does not wait on them."""
+        self.runs.closing = True
+        task = asyncio.get_running_loop().create_task(self.background.close())
+        self._closing_task = task  # held until it is done
+
     def url_announced(self) -> None:
         """The URL is out: the work that waits for it may start (when no run is under way)."""
         self._announced.set()
@@ -377,7 +397,8 @@ class Gateway:
             idle_since = time.monotonic()
             while time.monotonic() - idle_since < IDLE_BEFORE_BACKGROUND:
                 await anyio.sleep(0.1)
-                if self.runs.live:
+                # a background run may take hours: the work does not wait for it
+                if self.runs.live > self.background.live:
                     idle_since = time.monotonic()
             self.background_started = time.time()
             log.debug("background work starts (checker, search model)")
@@ -407,6 +428,10 @@ class Gateway:
             await anyio.to_thread.run_sync(self.shapes.save)
         except OSError as exc:
             log.warning("result types: cannot save what was learned (%s)", exc)
+        try:
+            await anyio.to_thread.run_sync(self.recent.save)
+        except OSError as exc:
+            log.warning("recent calls: cannot save them (%s)", exc)
 
     async def _final_flush(self) -> None:
         try:
@@ -489,7 +514,11 @@ class Gateway:
                 log.warning("import: %s", warning)
         if new.search != self.config.search:
             log.warning("config: search settings changed; they apply when the gateway restarts")
+        packages = new.packages != self.config.packages
         self.config = new
+        if packages:
+            log.info("config: packages now %s", ", ".join(new.packages) or "none")
+            self._rebuild.set()  # fetched and locked by the next build
         if not (removed or added or changed):
             return
         log.info(
@@ -906,6 +935,7 @@ class Gateway:
             ) from None
         if self.shapes.enabled and self.shapes.observe(qualified, tool, shape, value):
             self._types_learned = True  # built within a second, with whatever else is learned
+        self.recent.note(qualified, arguments, value)
         return shape, value
 
     # -- reporting -----------------------------------------------------------
@@ -918,6 +948,10 @@ class Gateway:
             "status": "ok" if healthy and self.config_error is None else "degraded",
             "config": {"path": str(self.config_file), "error": self.config_error},
             "types": {"hash": self.artifacts.module_hash, "warnings": self.artifacts.warnings},
+            "packages": {
+                "offered": [p["specifier"] for p in self.artifacts.packages],
+                "error": self.artifacts.packages_error,
+            },
             "uptime": round(time.time() - self.started_at, 3),
             "servers": servers,
             "tools": sum(s["tools"] for s in servers.values()),

@@ -47,6 +47,7 @@ from toolscript.errors import (
 from toolscript.plumbing.processes import identity_alive, process_identity
 from toolscript.plumbing.redact import holds_secret, redact, redact_value
 from toolscript.store.runlog import RunLog, new_run_id
+from toolscript.upstream.base import CALL_PROGRESS
 
 __all__ = ["DEFAULT_MAX_CALLS", "PROMPT_LIMIT", "Run", "RunBook", "approve_commands"]
 
@@ -59,6 +60,10 @@ PENDING_CALLS = 10_000  # calls kept in memory while the run log cannot be writt
 ENDED_KEPT = 200  # ended runs kept in memory (for /runs/{id}/end answered twice, prompts)
 ANSWERS = ("yes", "no", "always", "stop")
 REPLAY_BYTES = 64 * 1024 * 1024  # answers a run keeps in memory for a resume
+PROGRESS_KEPT = 500  # progress reports a run keeps for its watchers (older ones are dropped)
+MAX_PROGRESS_MESSAGE = 1000  # characters of a report's message
+PROGRESS_WAIT = 60.0  # seconds a watcher's request may wait for the next report
+CLOSING_CHECK = 0.25  # seconds between a waiting watcher's looks at a gateway stopping
 
 Answered = tuple[int, str, bytes]  # status, result shape, JSON body
 Caller = Callable[[str, dict[str, Any]], Awaitable[tuple[str, Any]]]
@@ -119,11 +124,18 @@ class Run:
     script_name: tuple[str, str] = ("inline.ts", "inline.ts")
     client: str = ""  # the process running the script (process_identity), when it said
     died: bool = False  # that process went away before the run ended
+    background: bool = False  # run by the gateway's own runner (``gateway/background.py``)
+    cancelled: bool = False  # stopped by `toolscript runs stop` (or the MCP face's client)
+    progress: list[dict[str, Any]] = field(default_factory=list)  # the newest reports
+    progress_dropped: int = 0  # reports before ``progress[0]``, no longer kept
+    progressed: asyncio.Event = field(default_factory=asyncio.Event)  # set at each report
 
     @property
     def status(self) -> str:
         if self.died:
             return "died"
+        if self.cancelled and self.ended:
+            return "stopped"
         if self.prompt is not None and not self.ended:
             return "prompting"  # kept so: a gateway gone meanwhile leaves it approvable
         if self.stopped is not None:
@@ -185,6 +197,7 @@ class RunBook:
         self._flush_lock = anyio.Lock()
         self._replays: dict[str, Run] = {}  # runs stopped for approval: their answers to keep
         self._unwritten_since: float | None = None
+        self.closing = False  # the gateway is stopping: watchers' waits answer at once
 
     # -- registration ----------------------------------------------------------
 
@@ -299,6 +312,7 @@ class RunBook:
             if run.prompt is not None and not run.prompt.answer.done():
                 run.prompt.answer.set_result("stop")
             run.prompted.set()  # a watcher waiting for a prompt learns that the run ended
+            run.progressed.set()  # and one waiting for progress
             self._by_token.pop(run.token, None)
             self._dirty[run.id] = run
             if self.telemetry is not None:
@@ -308,6 +322,58 @@ class RunBook:
             for old in ended[: max(0, len(ended) - ENDED_KEPT)]:
                 del self._runs[old.id]
         return run
+
+    # -- progress --------------------------------------------------------------
+
+    def report_progress(
+        self,
+        run: Run,
+        message: str,
+        progress: float | None = None,
+        total: float | None = None,
+        source: str = "script",
+    ) -> None:
+        """Keep a progress report of ``run`` (its script's ``progress()``, or a server's
+        ``notifications/progress`` during one of its calls) for whoever watches it."""
+        if run.ended:
+            return
+        fraction = None
+        if progress is not None and total:
+            fraction = max(0.0, min(1.0, progress / total))
+        elif progress is not None and total is None and 0.0 <= progress <= 1.0:
+            fraction = progress
+        run.progress.append(
+            {
+                "message": message[:MAX_PROGRESS_MESSAGE],
+                "progress": progress,
+                "total": total,
+                "fraction": fraction,
+                "source": source,
+            }
+        )
+        if len(run.progress) > PROGRESS_KEPT:
+            dropped = len(run.progress) - PROGRESS_KEPT
+            del run.progress[:dropped]
+            run.progress_dropped += dropped
+        run.progressed.set()
+
+    async def wait_progress(self, run_id: str, after: int, wait: float) -> dict[str, Any]:
+        """The reports of ``run_id`` from number ``after`` on, waiting up to ``wait`` seconds
+        for one: ``{"progress": [...], "next": N, "ended": bool}``."""
+        run = self.get(run_id)
+        if after >= run.progress_dropped + len(run.progress) and not run.ended and wait > 0:
+            run.progressed.clear()
+            with anyio.move_on_after(min(wait, PROGRESS_WAIT)):
+                while not (run.progressed.is_set() or self.closing):
+                    with anyio.move_on_after(CLOSING_CHECK):
+                        await run.progressed.wait()
+        start = max(0, after - run.progress_dropped)
+        reports = run.progress[start:]
+        return {
+            "progress": reports,
+            "next": run.progress_dropped + len(run.progress),
+            "ended": run.ended,
+        }
 
     # -- calls -----------------------------------------------------------------
 
@@ -344,7 +410,15 @@ class RunBook:
             if self._decision(qualified) == "ask":
                 key = key or digest(qualified, arguments)
                 await self._approval(run, seq, qualified, arguments, key)
-            shape, value = await make(qualified, arguments)
+            reporting = CALL_PROGRESS.set(
+                lambda done, total, message: self.report_progress(
+                    run, message or "", done, total, source=qualified
+                )
+            )
+            try:
+                shape, value = await make(qualified, arguments)
+            finally:
+                CALL_PROGRESS.reset(reporting)
             body = msgspec.json.encode(value)
             return 200, shape, body
         except ToolscriptError as exc:

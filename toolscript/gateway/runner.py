@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import secrets
@@ -148,6 +149,9 @@ def serve(
             if self.should_exit and sig == signal.SIGINT:
                 self.force_exit = True
             else:
+                if not self.should_exit:
+                    with contextlib.suppress(RuntimeError):  # no loop yet: nothing waits
+                        asyncio.get_running_loop().call_soon_threadsafe(gateway.begin_shutdown)
                 self.should_exit = True
 
     server = Server(
@@ -201,6 +205,7 @@ def serve(
                 gateway_url(host, port, "<token>"),
                 _since_process_start(),
             )
+            gateway.url = url  # background runs reach the gateway at it
             (announce or _print_url)(url)
             gateway.url_announced()
             # stdout carried the URL; a print() in an internal tool goes to the log

@@ -44,7 +44,7 @@ from toolscript.execution.locate import (
     private_gateway_args,
     running_gateway,
 )
-from toolscript.execution.runhandle import PromptWatcher, end_run, start_run
+from toolscript.execution.runhandle import ProgressWatcher, PromptWatcher, end_run, start_run
 from toolscript.execution.sandbox import (
     EXIT_MEMORY,
     EXIT_OUTPUT,
@@ -55,15 +55,27 @@ from toolscript.execution.sandbox import (
     run_toolscript,
 )
 from toolscript.gateway.launch import LaunchedGateway, start_gateway, wait_for_url
+from toolscript.mcpface.tools import YIELD_AFTER
 from toolscript.plumbing.paths import find_config_path, project_state_dir
 from toolscript.plumbing.processes import signal_quietly
 from toolscript.store.outputs import output_file, visible_controls
+from toolscript.store.packages import offered_note
 from toolscript.store.trust import require_trust
 
 # Asks the user to approve a call of a run: "yes", "no", "always" or "stop".
 Approver = Callable[[dict[str, Any]], Coroutine[Any, Any, str]]
 
-__all__ = ["Answer", "Approver", "Backend", "execution_answer", "search_answer", "servers_answer"]
+__all__ = [
+    "YIELD_AFTER",
+    "Answer",
+    "Approver",
+    "Backend",
+    "FaceRun",
+    "Reporter",
+    "execution_answer",
+    "search_answer",
+    "servers_answer",
+]
 
 RESULT_MARKER = "\x1etoolscript-result:"  # the line holding a script's return value
 SCRIPT_NAME = "script.ts"  # what type errors and stack frames call the agent's code
@@ -210,6 +222,70 @@ def execution_answer(exit_code: int, stdout: bytes, stderr: bytes) -> Answer:
     return Answer("\n".join(parts), is_error=True)
 
 
+YIELDED_KEPT = 20  # runs execute yielded that the face keeps for wait_run once they ended
+# Sends a progress report (``gateway/runbook.py``'s shape) to the client of one request.
+Reporter = Callable[[dict[str, Any]], Coroutine[Any, Any, None]]
+
+
+@dataclass(eq=False)
+class FaceRun:
+    """A script the face runs in a thread of its own: what it printed, how it ended, and
+    where its progress goes (the request waiting for it, if any)."""
+
+    loop: Any  # the face's event loop, as anyio.from_thread reaches it
+    report: Reporter | None = None
+    id: str = ""
+    out: io.BytesIO = field(default_factory=io.BytesIO)
+    err: io.BytesIO = field(default_factory=io.BytesIO)
+    pids: list[int] = field(default_factory=list)
+    done: threading.Event = field(default_factory=threading.Event)
+    registered: threading.Event = field(default_factory=threading.Event)
+    outcome: tuple[int, bytes, bytes, dict[str, Any] | None] | None = None
+    failure: BaseException | None = None
+    shown: tuple[int, int] = (0, 0)  # bytes of stdout and stderr already answered
+
+    def started(self, run_id: str) -> None:
+        self.id = run_id
+        self.registered.set()
+
+    def wait_for_result(self, seconds: float) -> bool:
+        """Whether the run ended within ``seconds`` (a run not registered by then, whose
+        gateway is slow, is waited for: a yielded answer needs its id)."""
+        if self.done.wait(seconds):
+            return True
+        while not self.registered.wait(1.0):
+            if self.done.is_set():
+                return True
+        return self.done.is_set()
+
+    def forward(self, report: dict[str, Any]) -> None:
+        """``ProgressWatcher``'s ``show``: to the client of the request waiting, if any."""
+        send = self.report
+        if send is not None:
+            anyio.from_thread.run(send, report, token=self.loop)
+
+    def kill(self) -> None:
+        for pid in self.pids:
+            signal_quietly(pid, signal.SIGKILL, group=True)
+
+    def yielded_answer(self) -> Answer:
+        """What it printed since the last answer, and how to go on waiting."""
+        out, err = self.out.getvalue(), self.err.getvalue()
+        new_out, new_err = out[self.shown[0] :], err[self.shown[1] :]
+        self.shown = (len(out), len(err))
+        printed = new_out.decode("utf-8", "replace").replace(RESULT_MARKER, "").strip("\n")
+        errors = new_err.decode("utf-8", "replace").strip("\n")
+        text = (
+            f"The script is still running as run {self.id}. Call wait_run with this run id "
+            "to wait for more of its output and its result."
+        )
+        if printed:
+            text += "\nOutput since the last answer:\n" + printed
+        if errors:
+            text += "\n" + errors
+        return Answer(text, {"run": self.id, "running": True})
+
+
 @dataclass
 class Backend:
     """The face's link to a gateway, and the runs it started."""
@@ -219,12 +295,14 @@ class Backend:
     lifeline: Lifeline
     cwd: Path = field(default_factory=Path.cwd)
     memory_mb: int = 512
+    yield_after: float = YIELD_AFTER  # seconds before execute answers a run still going
     # the face's own gateway, spawned before the face's imports (``spawn_owned_gateway``)
     early: subprocess.Popen[str] | None = None
     _url: str | None = None
     _owned: LaunchedGateway | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _http: httpx.AsyncClient = field(default_factory=lambda: httpx.AsyncClient(timeout=120))
+    _yielded: dict[str, FaceRun] = field(default_factory=dict)  # runs wait_run may continue
 
     def __post_init__(self) -> None:
         if self.early is not None:
@@ -338,6 +416,8 @@ class Backend:
         wanted = ",".join(normalize_tool_name(name) for name in names if name.strip())
         answer = await self._get("/types", {"names": wanted})
         text = answer["declarations"]
+        if answer.get("packages"):
+            text += "\n\n" + offered_note(answer["packages"]).rstrip("\n")
         if example:
             calls = "\n".join(f"await {expression};" for expression in answer["examples"])
             text += f'\n\n// Example\nimport {{ tools }} from "toolscript";\n{calls}'
@@ -347,11 +427,17 @@ class Backend:
         return servers_answer(await self._get("/servers"))
 
     async def run_script(
-        self, name: str, arguments: dict[str, Any], timeout: float, ask: Approver | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        timeout: float,
+        ask: Approver | None = None,
+        report: Reporter | None = None,
     ) -> Answer:
         """Run saved script ``name`` with ``arguments`` as its input, as ``execute`` runs code."""
         require_saved(await self._get("/scripts"), name)
-        return await self.execute(saved_script_call(name, json.dumps(arguments)), timeout, ask)
+        code = saved_script_call(name, json.dumps(arguments))
+        return await self.execute(code, timeout, ask, report=report)
 
     async def save_script(
         self, name: str, code: str, description: str | None, force: bool
@@ -373,34 +459,87 @@ class Backend:
         code: str,
         timeout: float,
         ask: Approver | None = None,
+        *,
+        yield_after: float = YIELD_AFTER,
+        report: Reporter | None = None,
     ) -> Answer:
         """Run ``code`` as a run of the gateway; ``ask`` (the client's elicitation) answers
-        approval prompts, else a call that needs approval stops the run."""
-        started: list[int] = []
-        loop = anyio.lowlevel.current_token()  # the watcher thread asks the client through it
+        approval prompts, else a call that needs approval stops the run. A run still going
+        after ``yield_after`` seconds goes on: the answer is its id and what it printed so
+        far, and ``wait_run`` continues it. ``report`` sends its progress to the client."""
+        loop = anyio.lowlevel.current_token()  # the watcher threads reach the client through it
+        run = FaceRun(loop=loop, report=report)
 
         def watch(pid: int, *, group: bool) -> None:
-            started.append(pid)
+            run.pids.append(pid)
             self.lifeline.watch(pid, group=group)
 
+        def work() -> None:
+            try:
+                run.outcome = self._run(code, timeout, watch, ask, loop, run)
+            except BaseException as exc:  # handed to whoever waits for the run
+                run.failure = exc
+            finally:
+                for pid in run.pids:
+                    self.lifeline.forget(pid, group=True)
+                run.done.set()
+
+        threading.Thread(target=work, daemon=True, name="face run").start()
         try:
-            exit_code, out, err, stopped, run_id = await anyio.to_thread.run_sync(
-                lambda: self._run(code, timeout, watch, ask, loop), abandon_on_cancel=True
+            finished = await anyio.to_thread.run_sync(
+                run.wait_for_result, yield_after, abandon_on_cancel=True
             )
         except BaseException:
             # The client went away or cancelled the call: the sandbox stops now (the
             # gateway then cancels the calls it was making).
-            for pid in started:
-                signal_quietly(pid, signal.SIGKILL, group=True)
+            run.kill()
             raise
+        if not finished:
+            run.report = None  # that request is answered; a wait_run brings its own
+            self._keep_yielded(run)
+            return _shown(run.yielded_answer())
+        return self._finished(run)
+
+    async def wait_run(
+        self, run_id: str, wait: float = YIELD_AFTER, report: Reporter | None = None
+    ) -> Answer:
+        """Wait up to ``wait`` seconds more for a run ``execute`` yielded: its result, or
+        what it printed since the last answer."""
+        run = self._yielded.get(run_id)
+        if run is None:
+            raise UsageError(
+                f"no running script with run id {run_id!r}",
+                hint="wait_run continues a run that execute answered as still running, "
+                "until its result is given once",
+            )
+        run.report = report
+        try:
+            finished = await anyio.to_thread.run_sync(run.done.wait, wait, abandon_on_cancel=True)
         finally:
-            for pid in started:
-                self.lifeline.forget(pid, group=True)
+            run.report = None
+        if not finished:
+            return _shown(run.yielded_answer())
+        del self._yielded[run_id]
+        return self._finished(run)
+
+    def _keep_yielded(self, run: FaceRun) -> None:
+        """Keep ``run`` for wait_run; the oldest ended runs nobody waited for are dropped
+        past ``YIELDED_KEPT``."""
+        self._yielded[run.id] = run
+        ended = [key for key, kept in self._yielded.items() if kept.done.is_set()]
+        for key in ended[: max(0, len(self._yielded) - YIELDED_KEPT)]:
+            del self._yielded[key]
+
+    def _finished(self, run: FaceRun) -> Answer:
+        if run.failure is not None:
+            raise run.failure
+        assert run.outcome is not None
+        exit_code, out, err, stopped = run.outcome
         if stopped is not None:
             return _shown(stopped_answer(stopped, out))
-        kept = self.output_path(run_id)
+        kept = self.output_path(run.id)
         if exit_code == EXIT_OUTPUT and kept.exists():
-            return _shown(cut_answer(out, err, output_uri(run_id), kept.stat().st_size))
+            return _shown(cut_answer(out, err, output_uri(run.id), kept.stat().st_size))
         return _shown(execution_answer(exit_code, out, err))
 
     def state_dir(self) -> Path:
@@ -424,9 +563,10 @@ class Backend:
         code: str,
         timeout: float,
         watch: Callable[..., None],
-        ask: Approver | None = None,
-        loop: Any = None,
-    ) -> tuple[int, bytes, bytes, dict[str, Any] | None, str]:
+        ask: Approver | None,
+        loop: Any,
+        face_run: FaceRun,
+    ) -> tuple[int, bytes, bytes, dict[str, Any] | None]:
         url = self.gateway_url()
         digest = module_hash(url)
         if digest is None:
@@ -434,7 +574,7 @@ class Backend:
             digest = module_hash(url)
             if digest is None:
                 raise GatewayUnreachableError("the gateway stopped answering")
-        out, err = io.BytesIO(), io.BytesIO()
+        out, err = face_run.out, face_run.err
         run = start_run(
             url,
             code,
@@ -443,6 +583,9 @@ class Backend:
             file_name=SCRIPT_NAME,
             interactive=ask is not None,
         )
+        face_run.started(run.id)
+        progress = ProgressWatcher(run, face_run.forward)
+        progress.start()
         watcher = None
         if ask is not None and run.interactive:
             approve = ask
@@ -471,8 +614,9 @@ class Backend:
             if watcher is not None:
                 watcher.stop()
             ended = end_run(run, exit_code)
+            progress.stop()
         stopped = (ended or {}).get("stopped")
-        return exit_code, out.getvalue(), err.getvalue(), stopped, run.id
+        return exit_code, out.getvalue(), err.getvalue(), stopped
 
 
 _OUTPUT_URI = re.compile(r"toolscript://runs/([0-9A-Za-z-]+)/output")

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["EXECUTE_TIMEOUT", "INSTRUCTIONS", "MAX_EXECUTE_TIMEOUT", "TOOLS"]
+__all__ = ["EXECUTE_TIMEOUT", "INSTRUCTIONS", "MAX_EXECUTE_TIMEOUT", "TOOLS", "YIELD_AFTER"]
 
 EXECUTE_TIMEOUT = 120.0  # seconds a script may run unless the call asks for another limit
 MAX_EXECUTE_TIMEOUT = 3600.0
+# Seconds execute waits for a script before it answers with the run's id and what it printed
+# so far (the script goes on; wait_run continues): below the 60 s many MCP clients allow.
+YIELD_AFTER = 45.0
 
 INSTRUCTIONS = """\
 Code mode for the user's MCP servers: call their tools from one TypeScript program.
@@ -42,7 +45,6 @@ _SEARCH_HIT = {
 TOOLS: list[dict[str, Any]] = [
     {
         "name": "search_tools",
-        "title": "Search tools",
         "description": "Find the tools for a need, or for each need of a step, best first.",
         "inputSchema": {
             "type": "object",
@@ -66,7 +68,6 @@ TOOLS: list[dict[str, Any]] = [
     },
     {
         "name": "get_types",
-        "title": "Get TypeScript types",
         "description": "TypeScript declarations of tools, to call them from execute.",
         "inputSchema": {
             "type": "object",
@@ -91,7 +92,6 @@ TOOLS: list[dict[str, Any]] = [
     },
     {
         "name": "execute",
-        "title": "Execute a TypeScript program",
         "description": (
             "Type-check and run a TypeScript program that calls tools "
             '(import { tools } from "toolscript"). Its top-level return value comes back '
@@ -122,6 +122,17 @@ TOOLS: list[dict[str, Any]] = [
             },
         },
         "annotations": {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": True},
+    },
+    {
+        # execute answers a run still going after YIELD_AFTER s with {run: ID, running: true}
+        "name": "wait_run",
+        "description": "Continue a run execute left running.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"run": {"type": "string"}},
+            "required": ["run"],
+        },
+        "annotations": {"readOnlyHint": True},
     },
     {
         "name": "run_script",
@@ -159,7 +170,6 @@ TOOLS: list[dict[str, Any]] = [
     },
     {
         "name": "list_servers",
-        "title": "List servers",
         "description": "The user's MCP servers: state, tool count, description.",
         "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
         "outputSchema": {
@@ -173,8 +183,6 @@ TOOLS: list[dict[str, Any]] = [
                             "name": {"type": "string"},
                             "state": {"type": "string"},
                             "tools": {"type": "integer"},
-                            "description": {"type": ["string", "null"]},
-                            "error": {"type": ["string", "null"]},
                         },
                         "required": ["name", "state", "tools"],
                     },

@@ -13,6 +13,8 @@
       tools.ts               the whole TypeScript module served at /runtime/tools.ts: the
                              tools and the saved scripts that type-check (the scripts task)
       saved-scripts.json     which saved scripts check, the errors of those that do not
+      packages.json          the declared packages as locked, and the lock (the packages task)
+      packages/deno.json     what the packages task has Deno fetch and lock
       saved-check/           where the scripts task checks them
       saved-check-save/      where the gateway checks a script before saving it
       catalogue.db           servers and tools (content hash, names, schemas) for sqlite-utils
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from toolscript.codegen.module import ToolFragment
+from toolscript.store.packages import offered
 
 __all__ = [
     "Artifacts",
@@ -126,6 +129,14 @@ class CacheLayout:
         return self.root / "saved-check-save"
 
     @property
+    def packages(self) -> Path:
+        return self.root / "packages.json"
+
+    @property
+    def packages_dir(self) -> Path:
+        return self.root / "packages"
+
+    @property
     def catalogue(self) -> Path:
         return self.root / "catalogue.db"
 
@@ -145,6 +156,7 @@ class CacheLayout:
             self.tools_only,
             self.module,
             self.saved_scripts,
+            self.packages,
             self.catalogue,
             self.dep_file,
         ):
@@ -160,6 +172,8 @@ class Artifacts:
     module_hash: str = ""
     fragments: list[ToolFragment] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    packages: list[dict[str, str]] = field(default_factory=list)  # what the module offers
+    packages_error: str | None = None  # why the declared packages could not be fetched
 
     @classmethod
     def load(cls, layout: CacheLayout, servers: list[str]) -> Artifacts:
@@ -173,9 +187,14 @@ class Artifacts:
         warnings: list[str] = []
         if layout.names.exists():
             warnings = json.loads(layout.names.read_text(encoding="utf-8")).get("warnings", [])
+        packages_error = None
+        if layout.packages.exists():
+            packages_error = json.loads(layout.packages.read_text(encoding="utf-8")).get("error")
         return cls(
             module=module,
             module_hash=hashlib.sha256(module.encode()).hexdigest()[:16],
             fragments=fragments,
             warnings=warnings,
+            packages=offered(module),
+            packages_error=packages_error,
         )

@@ -29,6 +29,7 @@ task_fetch = _namespace["task_fetch"]
 task_names = _namespace["task_names"]
 task_types = _namespace["task_types"]
 task_module = _namespace["task_module"]
+task_packages = _namespace["task_packages"]
 task_scripts = _namespace["task_scripts"]
 task_catalogue = _namespace["task_catalogue"]
 task_index = _namespace["task_index"]
@@ -41,6 +42,7 @@ __all__ = [
     "task_index",
     "task_module",
     "task_names",
+    "task_packages",
     "task_scripts",
     "task_types",
 ]

@@ -3,7 +3,8 @@ gateway's type checker alike: one type-check cache, so a check warms the other's
 
 A sandbox run gets a ``DENO_DIR`` of its own (``run_deno_dir``), removed when it ends:
 whatever a script makes Deno cache (emitted ``data:`` modules, code caches) is gone with
-the run, and only the type-check cache is shared, through a link.
+the run, and only the type-check cache is shared, through a link (and the read-only npm
+packages, for a project that declares any).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from toolscript.plumbing.processes import pid_exists
 __all__ = ["SHARED_CACHES", "deno_binary", "deno_cache_dir", "deno_environment", "run_deno_dir"]
 
 SHARED_CACHES = ("check_cache_v2",)  # what a run's DENO_DIR links to the shared one: hashes only
+PACKAGE_CACHES = ("npm",)  # and with packages: the fetched npm packages (read-only)
 _RUN_PREFIX = "deno-"
 
 
@@ -55,9 +57,10 @@ def deno_environment(deno_dir: Path | None = None) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def run_deno_dir() -> Iterator[Path]:
+def run_deno_dir(packages: bool = False) -> Iterator[Path]:
     """A fresh ``DENO_DIR`` for one sandbox run (0700), removed when the run ends; those of
-    runs whose process died without removing theirs are removed first."""
+    runs whose process died without removing theirs are removed first. With ``packages``
+    it reads npm packages from the shared cache (read-only: ``store/packages.py``)."""
     root = user_cache_dir() / "run"
     root.mkdir(parents=True, exist_ok=True, mode=0o700)
     _remove_orphans(root)
@@ -66,7 +69,7 @@ def run_deno_dir() -> Iterator[Path]:
     path = root / f"{_RUN_PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
     path.mkdir(mode=0o700)
     try:
-        for name in SHARED_CACHES:
+        for name in (*SHARED_CACHES, *(PACKAGE_CACHES if packages else ())):
             (path / name).symlink_to(shared / name)
         yield path
     finally:

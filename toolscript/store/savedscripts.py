@@ -18,6 +18,7 @@ from pathlib import Path
 
 from toolscript.errors import UsageError
 from toolscript.plumbing.privatefile import write_private
+from toolscript.store.packages import PACKAGES_MARKER, write_packages_beside
 
 __all__ = [
     "SCRIPTS_DIRNAME",
@@ -252,11 +253,13 @@ def _scripts_beside(module: Path) -> Path:
 
 
 def write_module(module: Path, text: str, scripts: dict[str, str]) -> Path:
-    """The module file and, beside it, copies of the saved scripts it offers (written first:
-    a module file on disk always has its scripts)."""
+    """The module file and, beside it, copies of the saved scripts it offers and the lock of
+    the packages it offers (written first: a module file on disk always has them)."""
     folder = _scripts_beside(module)
     for name, source in scripts.items():
         write_private(folder / f"{check_name(name)}.ts", source)
+    if PACKAGES_MARKER in text:
+        write_packages_beside(module, text)
     return write_private(module, text)
 
 

@@ -8,6 +8,7 @@ protocols, so the upstream package never imports the gateway.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -15,7 +16,15 @@ import anyio
 
 from toolscript.config import Config, ServerConfig
 
-__all__ = ["ServerState", "ToolHost", "ToolSearch", "ToolsChanged", "Upstream"]
+__all__ = [
+    "CALL_PROGRESS",
+    "ProgressReport",
+    "ServerState",
+    "ToolHost",
+    "ToolSearch",
+    "ToolsChanged",
+    "Upstream",
+]
 
 
 class ServerState(StrEnum):
@@ -29,6 +38,12 @@ class ServerState(StrEnum):
 
 
 ToolsChanged = Callable[[Any], Awaitable[None]]  # called with the upstream whose tools changed
+
+# A server's ``notifications/progress`` during a call: (progress, total, message).
+ProgressReport = Callable[[float, float | None, str | None], None]
+# Where the progress of the call being made goes (the gateway sets it around a run's call);
+# a server asked with a progress token only when one is set.
+CALL_PROGRESS: ContextVar[ProgressReport | None] = ContextVar("CALL_PROGRESS", default=None)
 
 
 class Upstream(Protocol):

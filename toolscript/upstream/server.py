@@ -20,7 +20,7 @@ from toolscript.config import ServerConfig
 from toolscript.errors import ServerUnavailableError, ToolTimeoutError, UpstreamError
 from toolscript.plumbing.processes import pid_exists
 from toolscript.plumbing.redact import redact
-from toolscript.upstream.base import ServerState, ToolsChanged
+from toolscript.upstream.base import CALL_PROGRESS, ProgressReport, ServerState, ToolsChanged
 from toolscript.upstream.sdk import TransportStreams
 from toolscript.upstream.tolerant import repair_call_result, repair_tool_list
 
@@ -58,6 +58,7 @@ class UpstreamServer:
         self._session: ClientSession | None = None
         self._raw_writer: Any = None
         self._raw_pending: dict[str, asyncio.Future[Any]] = {}
+        self._raw_progress: dict[str, ProgressReport] = {}  # by request id: its progress goes
         self._raw_ids = itertools.count(1)
         self._courtesy: set[asyncio.Task[None]] = set()  # cancellations on their way out
         self._lost = anyio.Event()
@@ -403,6 +404,12 @@ class UpstreamServer:
             session = await self._connected_session()
         if self._raw_writer is not None:
             return await self._call_raw(self._raw_writer, tool, arguments)
+        report = CALL_PROGRESS.get()
+
+        async def progressed(progress: float, total: float | None, message: str | None) -> None:
+            if report is not None:
+                report(progress, total, self._redact(message) if message else None)
+
         try:
             with anyio.fail_after(self.config.timeout_for(tool)):
                 # send_request, not call_tool: a result that differs from the tool's own
@@ -412,6 +419,7 @@ class UpstreamServer:
                         params=mcp_types.CallToolRequestParams(name=tool, arguments=arguments)
                     ),
                     mcp_types.CallToolResult,
+                    progress_callback=progressed if report is not None else None,
                 )
         except TimeoutError as exc:
             raise self._timeout(tool) from exc
@@ -442,12 +450,14 @@ class UpstreamServer:
                 reply.set_exception(self._timeout(tool))
 
         expiry = loop.call_later(self.config.timeout_for(tool), expire)
+        params: dict[str, Any] = {"name": tool, "arguments": arguments}
+        report = CALL_PROGRESS.get()
+        if report is not None:  # the server may send notifications/progress with this token
+            params["_meta"] = {"progressToken": request_id}
+            self._raw_progress[request_id] = report
         try:
             message = mcp_types.JSONRPCRequest(
-                jsonrpc="2.0",
-                id=request_id,
-                method="tools/call",
-                params={"name": tool, "arguments": arguments},
+                jsonrpc="2.0", id=request_id, method="tools/call", params=params
             )
             try:
                 await writer.send(SessionMessage(message))
@@ -462,6 +472,7 @@ class UpstreamServer:
         finally:
             expiry.cancel()
             self._raw_pending.pop(request_id, None)
+            self._raw_progress.pop(request_id, None)
             self._repairs.pop(request_id, None)
         if isinstance(answer, mcp_types.JSONRPCError):
             raise UpstreamError(f"{self.name}__{tool} failed: {self._redact(answer.error.message)}")
@@ -490,6 +501,8 @@ class UpstreamServer:
     def _take_raw_reply(self, item: Any) -> bool:
         """Whether ``item`` answers a raw call (then it is delivered here, not to the session)."""
         message = getattr(item, "message", None)
+        if isinstance(message, mcp_types.JSONRPCNotification):
+            return self._take_raw_progress(message)
         if not isinstance(message, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError):
             return False
         request_id = message.id
@@ -499,6 +512,25 @@ class UpstreamServer:
         if reply is not None and not reply.done():
             reply.set_result(message)
         return True  # a late reply to an expired call is dropped too
+
+    def _take_raw_progress(self, message: Any) -> bool:
+        """Whether ``message`` is the progress of a raw call (then it goes to that call's
+        ``CALL_PROGRESS``); a report of a call no longer waiting is dropped."""
+        if message.method != "notifications/progress" or not isinstance(message.params, dict):
+            return False
+        token = message.params.get("progressToken")
+        if not isinstance(token, str) or not token.startswith(RAW_ID_PREFIX):
+            return False
+        report = self._raw_progress.get(token)
+        done, total = message.params.get("progress"), message.params.get("total")
+        text = message.params.get("message")
+        if report is not None and isinstance(done, int | float):
+            report(
+                float(done),
+                float(total) if isinstance(total, int | float) else None,
+                self._redact(text) if isinstance(text, str) else None,
+            )
+        return True
 
     def _fail_raw_calls(self) -> None:
         pending = [reply for reply in self._raw_pending.values() if not reply.done()]

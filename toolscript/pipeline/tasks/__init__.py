@@ -1,5 +1,5 @@
-"""The artifact pipeline as doit tasks: fetch -> names -> types -> module -> scripts,
-catalogue, index.
+"""The artifact pipeline as doit tasks: fetch -> names -> types -> module -> packages ->
+scripts, catalogue, index.
 
 One module per task, each a class whose ``tasks`` method is the doit task creator and
 whose settings sit beside it. A task re-runs only when the *content* it reads changed:
@@ -20,6 +20,7 @@ from toolscript.pipeline.tasks.fetch import FetchTasks, ToolSource
 from toolscript.pipeline.tasks.index import IndexTask, SearchIndexing, load_documents
 from toolscript.pipeline.tasks.module import ModuleTask
 from toolscript.pipeline.tasks.names import NamesTask
+from toolscript.pipeline.tasks.packages import PackagesTask
 from toolscript.pipeline.tasks.runner import PipelineResult, run_doit
 from toolscript.pipeline.tasks.scripts import ScriptsTask
 from toolscript.pipeline.tasks.settings import TaskSettings
@@ -38,7 +39,7 @@ __all__ = [
     "run_pipeline",
 ]
 
-ARTIFACT_TASKS = ["fetch", "names", "types", "module", "scripts", "catalogue"]
+ARTIFACT_TASKS = ["fetch", "names", "types", "module", "packages", "scripts", "catalogue"]
 TASK_ORDER = [*ARTIFACT_TASKS, "index"]
 
 
@@ -51,7 +52,11 @@ def build_tasks(
 ) -> dict[str, Any]:
     """A doit namespace (``task_*`` creators and ``DOIT_CONFIG``) for ``config``."""
     settings = TaskSettings(
-        layout, list(config.enabled_servers), generator_fingerprint(), config.project_dir
+        layout,
+        list(config.enabled_servers),
+        generator_fingerprint(),
+        config.project_dir,
+        config.packages,
     )
     make_cache_dir(layout.root)  # doit opens its database there
     return {
@@ -59,6 +64,7 @@ def build_tasks(
         "task_names": NamesTask(settings).tasks,
         "task_types": TypesTasks(settings).tasks,
         "task_module": ModuleTask(settings).tasks,
+        "task_packages": PackagesTask(settings).tasks,
         "task_scripts": ScriptsTask(settings).tasks,
         "task_catalogue": CatalogueTask(settings).tasks,
         "task_index": IndexTask(settings, indexing, model, config.search.semantic).tasks,

@@ -31,9 +31,11 @@ from doit.tools import config_changed
 
 from toolscript.codegen.module import scripts_section
 from toolscript.pipeline.artifacts import write_if_changed
+from toolscript.pipeline.tasks.packages import read_packages
 from toolscript.pipeline.tasks.settings import TaskSettings, target_digests, targets_as_built
 from toolscript.plumbing.denobinary import deno_binary, deno_environment
 from toolscript.plumbing.privatefile import write_private
+from toolscript.store.packages import packages_section
 from toolscript.store.savedscripts import (
     SCRIPTS_DIRNAME,
     SavedScript,
@@ -95,7 +97,7 @@ class ScriptsTask:
         saved, _ = load_saved(self.settings.project_dir)
         return {
             "actions": [self.build],
-            "file_dep": [layout.tools_only],
+            "file_dep": [layout.tools_only, layout.packages],
             "targets": [layout.module, layout.saved_scripts],
             "uptodate": [
                 config_changed(
@@ -121,7 +123,10 @@ class ScriptsTask:
         verdicts.warnings = warnings
         save_verdicts(layout.saved_scripts, verdicts)
         passing = [s for s in saved if s.name in verdicts.passing]
-        write_if_changed(layout.module, compose_module(tools, passing))
+        packages, lock = read_packages(layout.packages)
+        write_if_changed(
+            layout.module, compose_module(tools, passing) + packages_section(packages, lock)
+        )
         for warning in warnings:
             log.warning("saved scripts: %s", warning)
         for name, errors in verdicts.broken.items():

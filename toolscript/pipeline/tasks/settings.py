@@ -32,6 +32,7 @@ class TaskSettings:
     servers: list[ServerConfig]
     generator: str  # codegen's fingerprint: a toolscript upgrade makes generated files due
     project_dir: Path = Path()  # where toolscripts/ (the saved scripts) is
+    packages: tuple[str, ...] = ()  # the declared packages ("npm:csv-parse@^5")
 
     @property
     def server_names(self) -> list[str]:

@@ -1,0 +1,195 @@
+"""``packages``: the project's declared packages fetched and locked, outside the sandbox.
+
+Deno fetches them (``deno install`` of a generated ``deno.json`` whose imports are the
+declared packages, ``nodeModulesDir: none``: no ``node_modules``, no lifecycle scripts, which
+Deno runs only with ``--allow-scripts``) into toolscript's own Deno cache, and keeps the
+project's lock (``.toolscript.lock`` beside the config: exact versions, integrity hashes;
+an unchanged range keeps its locked version, a package no longer declared leaves it). The
+cache's ``npm/`` is left read-only. ``packages.json`` holds the packages as locked and the
+lock's text; the ``scripts`` task puts them in the module.
+
+The task is due when the declared packages change, when the lock is not what it wrote
+(its content hash), when a locked package is gone from the cache, or when the last fetch
+failed (the module is then built without packages, and the failure logged).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from doit.exceptions import TaskFailed
+from doit.tools import config_changed
+
+from toolscript.pipeline.artifacts import write_if_changed
+from toolscript.pipeline.tasks.settings import TaskSettings, target_digests, targets_as_built
+from toolscript.plumbing.denobinary import deno_binary, deno_cache_dir, deno_environment
+from toolscript.store.packages import Package, lock_path, package_name, set_read_only
+
+__all__ = [
+    "FETCH_TIMEOUT",
+    "PackagesTask",
+    "fetch_command",
+    "fetch_config",
+    "npm_cache",
+    "read_packages",
+]
+
+log = logging.getLogger("toolscript.pipeline")
+
+FETCH_TIMEOUT = 300.0  # seconds for Deno to fetch every declared package
+# What the fetch may need of the user's environment to reach the registry (nothing else).
+_PASSED = (
+    "NPM_CONFIG_REGISTRY",
+    *("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy"),
+    *("DENO_CERT", "DENO_TLS_CA_STORE", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR"),
+)
+
+
+def npm_cache() -> Path:
+    """Where Deno keeps npm packages in toolscript's Deno cache (read-only between fetches)."""
+    return deno_cache_dir() / "npm"
+
+
+def read_packages(path: Path) -> tuple[list[Package], str]:
+    """The packages as locked and the lock's text, from ``packages.json`` (none if absent)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return [Package(str(s), str(v)) for s, v in data["packages"]], str(data["lock"] or "")
+    except (OSError, ValueError, KeyError, TypeError):
+        return [], ""
+
+
+def _digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def lock_as_built(task: Any, values: dict[str, Any]) -> bool:
+    """An ``uptodate`` check: the lock holds what the task left in it, and every package it
+    fetched is still in the cache."""
+    lock, cached = values.get("lock"), values.get("cached")
+    if not isinstance(lock, list) or not isinstance(cached, list) or len(lock) != 2:
+        return False
+    return _digest(Path(lock[0])) == lock[1] and all(Path(p).is_dir() for p in cached)
+
+
+@contextlib.contextmanager
+def _cache_open() -> Iterator[None]:
+    """The npm cache writable while Deno fetches, read-only again after; one fetch at a time
+    (another gateway's fetch would find it read-only)."""
+    import fcntl
+
+    root = deno_cache_dir()
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with (root / ".packages.lock").open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        set_read_only(npm_cache(), False)
+        try:
+            yield
+        finally:
+            set_read_only(npm_cache(), True)
+
+
+def fetch_config(declared: list[str], lock: Path) -> dict[str, Any]:
+    """The ``deno.json`` Deno fetches by: the packages as its imports, the project's lock, and
+    no ``node_modules`` (so no lifecycle script: Deno runs them only in a ``node_modules``
+    folder, and only with ``--allow-scripts``)."""
+    return {
+        "imports": {package_name(specifier): specifier for specifier in declared},
+        "lock": {"path": str(lock)},
+        "nodeModulesDir": "none",
+    }
+
+
+def fetch_command() -> list[str]:
+    """Run in the folder of ``fetch_config``'s file (no ``--allow-scripts``, ever)."""
+    return [deno_binary(), "install", "--quiet"]
+
+
+class PackagesTask:
+    def __init__(self, settings: TaskSettings) -> None:
+        self.settings = settings
+
+    def tasks(self) -> dict[str, Any]:
+        """Fetch and lock the declared packages (.toolscript.json "packages")."""
+        return {
+            "actions": [self.build],
+            "targets": [self.settings.layout.packages],
+            "uptodate": [
+                config_changed({"packages": list(self.settings.packages)}),
+                lock_as_built,
+                targets_as_built,
+            ],
+            "clean": True,
+            "verbosity": 0,
+        }
+
+    def build(self) -> dict[str, Any]:
+        """Fetch and lock; a fetch that fails leaves the module without packages (the tools
+        still build), is logged, and is tried again by the next build."""
+        outcome = self.fetch()
+        if isinstance(outcome, dict):
+            return outcome
+        message = outcome.get_msg().strip()
+        log.error("%s", message)
+        layout = self.settings.layout
+        write_if_changed(
+            layout.packages, json.dumps({"packages": [], "lock": None, "error": message}) + "\n"
+        )
+        return {**target_digests([layout.packages]), "lock": None, "cached": []}
+
+    def fetch(self) -> dict[str, Any] | TaskFailed:
+        layout = self.settings.layout
+        lock = lock_path(self.settings.project_dir)
+        declared = list(self.settings.packages)
+        if not declared:
+            write_if_changed(layout.packages, json.dumps({"packages": [], "lock": None}) + "\n")
+            built = {"lock": [str(lock), _digest(lock)], "cached": []}
+            return {**target_digests([layout.packages]), **built}
+        config = fetch_config(declared, lock)
+        write_if_changed(layout.packages_dir / "deno.json", json.dumps(config, indent=1) + "\n")
+        env = {**deno_environment(), "NO_COLOR": "1"}
+        env.update({name: os.environ[name] for name in _PASSED if name in os.environ})
+        try:
+            with _cache_open():
+                done = subprocess.run(
+                    fetch_command(),
+                    cwd=layout.packages_dir,
+                    env=env,
+                    capture_output=True,
+                    timeout=FETCH_TIMEOUT,
+                    check=False,
+                )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return TaskFailed(f"packages: deno could not fetch them ({exc})")
+        if done.returncode != 0:
+            why = done.stderr.decode("utf-8", "replace").strip()
+            return TaskFailed(
+                f"packages: deno could not fetch and lock {', '.join(declared)}: {why} "
+                "(check the names and version ranges, and that this machine reaches the registry)"
+            )
+        lock_text = lock.read_text(encoding="utf-8")
+        locked = json.loads(lock_text).get("specifiers", {})
+        versions = {package_name(key): str(value) for key, value in locked.items()}
+        packages = [Package(s, versions.get(package_name(s), "")) for s in declared]
+        cached = [
+            str(npm_cache() / "registry.npmjs.org" / package.name / package.version)
+            for package in packages
+            if package.registry == "npm" and "NPM_CONFIG_REGISTRY" not in env
+        ]
+        write_if_changed(
+            layout.packages,
+            json.dumps({"packages": [list(p) for p in packages], "lock": lock_text}) + "\n",
+        )
+        built = {"lock": [str(lock), _digest(lock)], "cached": cached}
+        return {**target_digests([layout.packages]), **built}

@@ -1,0 +1,218 @@
+"""The packages a project declares (``"packages"`` in ``.toolscript.json``) as scripts see them.
+
+The ``packages`` task (``pipeline/tasks/packages.py``) fetches and locks them outside the
+sandbox, into toolscript's own Deno cache (``npm/``, left read-only), with the project's lock
+(``.toolscript.lock`` beside the config: exact versions and integrity hashes). The module
+carries what a run needs as one comment line (``PACKAGES_MARKER``: the packages and the
+lock's text), so a changed lock is a changed module; a copy of a module gets, beside it, the
+lock a run passes to Deno (``--lock --frozen --cached-only``): a script imports exactly the
+declared packages, from the cache, and any other specifier is out of the lock and refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from toolscript.plumbing.privatefile import write_private
+
+__all__ = [
+    "LOCK_FILENAME",
+    "PACKAGES_MARKER",
+    "Package",
+    "Packages",
+    "declare_hint",
+    "import_entries",
+    "lock_path",
+    "offered",
+    "offered_note",
+    "package_name",
+    "packages_beside",
+    "packages_section",
+    "parse_section",
+    "set_read_only",
+    "write_packages_beside",
+]
+
+LOCK_FILENAME = ".toolscript.lock"
+PACKAGES_MARKER = "// toolscript-packages: "
+_SPECIFIER = re.compile(r"^(npm|jsr):((?:@[^/@]+/)?[^/@]+)@([^/@]+)$")
+
+
+class Package(NamedTuple):
+    specifier: str  # as declared: "npm:csv-parse@^5"
+    version: str = ""  # as locked: "5.6.0"
+
+    @property
+    def name(self) -> str:
+        """What a script imports it by: ``csv-parse``, ``@std/path``."""
+        return package_name(self.specifier)
+
+    @property
+    def registry(self) -> str:
+        return self.specifier.split(":", 1)[0]
+
+
+class Packages(NamedTuple):
+    """What a run of a module needs: its packages and the lock Deno reads."""
+
+    packages: tuple[Package, ...]
+    lock: Path
+
+    @property
+    def names(self) -> list[str]:
+        return [package.name for package in self.packages]
+
+    @property
+    def registries(self) -> set[str]:
+        return {package.registry for package in self.packages}
+
+
+def package_name(specifier: str) -> str:
+    """``npm:csv-parse@^5`` -> ``csv-parse``; ``jsr:@std/path@^1`` -> ``@std/path``."""
+    found = _SPECIFIER.match(specifier)
+    if found is None:
+        raise ValueError(f"not a package specifier with a version: {specifier!r}")
+    return found[2]
+
+
+def lock_path(project_dir: Path) -> Path:
+    return project_dir / LOCK_FILENAME
+
+
+def import_entries(packages: tuple[Package, ...] | list[Package]) -> dict[str, str]:
+    """Import map entries: each package by its name and its files by ``name/...``."""
+    entries = {}
+    for package in packages:
+        registry, _, rest = package.specifier.partition(":")
+        entries[package.name] = package.specifier
+        entries[f"{package.name}/"] = f"{registry}:/{rest}/"
+    return entries
+
+
+def declare_hint(names: list[str]) -> str:
+    """How a script gets a package it may not import yet."""
+    offered = (
+        f"this project offers {', '.join(names)}"
+        if names
+        else "it offers none yet (packages the gateway could not fetch are named in its log)"
+    )
+    return (
+        'declare it in .toolscript.json, e.g. "packages": ["npm:csv-parse@^5"] '
+        f"(toolscript fetches and locks it, then scripts import it by name); {offered}"
+    )
+
+
+def packages_section(packages: list[Package], lock_text: str) -> str:
+    """The module's last lines: the packages for people and the checker, then the marker
+    line that a copy of the module turns into its lock (``write_packages_beside``)."""
+    if not packages:
+        return ""
+    width = max(len(package.name) for package in packages)
+    lines = [
+        "",
+        '// Packages this project declares (.toolscript.json "packages"), offline in the',
+        '// sandbox: import them by name (import { parse } from "csv-parse/sync").',
+        *(
+            f"//   {package.name:<{width}}  {package.specifier}"
+            + (f" (locked at {package.version})" if package.version else "")
+            for package in packages
+        ),
+        PACKAGES_MARKER
+        + json.dumps(
+            {"packages": [list(package) for package in packages], "lock": json.loads(lock_text)},
+            separators=(",", ":"),
+            sort_keys=True,
+        ),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def parse_section(module_text: str) -> tuple[list[Package], str] | None:
+    """The packages and the lock's text of a module that declares any."""
+    at = module_text.rfind("\n" + PACKAGES_MARKER)
+    if at < 0:
+        return None
+    line = module_text[at + 1 + len(PACKAGES_MARKER) :].split("\n", 1)[0]
+    try:
+        data: Any = json.loads(line)
+        packages = [Package(str(s), str(v)) for s, v in data["packages"]]
+        lock = json.dumps(data["lock"], indent=2) + "\n"
+    except (ValueError, KeyError, TypeError):
+        return None
+    return packages, lock
+
+
+def offered_note(packages: list[dict[str, str]]) -> str:
+    """What get-types adds for a project with packages ("" without): a comment for a model."""
+    if not packages:
+        return ""
+    listed = ", ".join(
+        f"{p['name']} ({p['specifier']}" + (f", {p['version']})" if p.get("version") else ")")
+        for p in packages
+    )
+    return (
+        f"// Packages this project offers (offline, import them by name): {listed}.\n"
+        f'// import ... from "{packages[0]["name"]}"; no other package can be imported.\n'
+    )
+
+
+def offered(module_text: str) -> list[dict[str, str]]:
+    """The packages a module offers, as get-types lists them."""
+    parsed = parse_section(module_text)
+    if parsed is None:
+        return []
+    return [{"name": p.name, "specifier": p.specifier, "version": p.version} for p in parsed[0]]
+
+
+def _beside(module: Path) -> Path:
+    return module.with_name(module.stem + ".packages.json")
+
+
+def write_packages_beside(module: Path, module_text: str) -> None:
+    """Beside a copy of a module that declares packages: its lock and its packages."""
+    parsed = parse_section(module_text)
+    if parsed is None:
+        return
+    packages, lock = parsed
+    lock_file = write_private(module.with_name(module.stem + ".lock"), lock)
+    write_private(
+        _beside(module),
+        json.dumps({"packages": [list(p) for p in packages], "lock": str(lock_file)}),
+    )
+
+
+def packages_beside(module: Path) -> Packages | None:
+    """The packages a module offers (None for most: one ``stat`` on a run's path)."""
+    try:
+        data = json.loads(_beside(module).read_text(encoding="utf-8"))
+        return Packages(
+            tuple(Package(str(s), str(v)) for s, v in data["packages"]), Path(data["lock"])
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def set_read_only(root: Path, read_only: bool) -> None:
+    """Make a folder tree read-only (its owner keeps reading) or writable by its owner again:
+    what the sandbox reads there, no process of it (Deno itself included) may change."""
+    if not root.exists():
+        return
+    write = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
+
+    def change(path: str) -> None:
+        mode = os.lstat(path).st_mode
+        if stat.S_ISLNK(mode):
+            return
+        os.chmod(path, (mode & ~write) if read_only else (mode | stat.S_IWUSR))
+
+    # chmod needs ownership, not a writable folder: the order does not matter.
+    for folder, _, files in os.walk(root):
+        change(folder)
+        for name in files:
+            change(os.path.join(folder, name))
