@@ -46,6 +46,7 @@ from toolscript.gateway.inferred import ResultShapes
 from toolscript.gateway.recentcalls import RecentCalls
 from toolscript.gateway.results import tool_result
 from toolscript.gateway.runbook import RunBook, approve_commands
+from toolscript.otherclients import MAX_CONFIG_BYTES
 from toolscript.pipeline.artifacts import Artifacts, CacheLayout
 from toolscript.pipeline.sources import SnapshotSource
 from toolscript.pipeline.tasks import (
@@ -61,6 +62,7 @@ from toolscript.pipeline.tasks.scripts import (
     check_saved,
     load_verdicts,
 )
+from toolscript.plumbing.boundedread import read_regular_file
 from toolscript.plumbing.paths import project_state_dir
 from toolscript.plumbing.processes import identity_alive, memory_of, process_identity
 from toolscript.plumbing.redact import redact, redact_value
@@ -122,7 +124,7 @@ def _fingerprint(path: Path) -> tuple[int, int] | None:
 def _read_text(path: Path) -> bytes | None:
     """The file's bytes; None when there is no file (or it cannot be read now)."""
     try:
-        return path.read_bytes()
+        return read_regular_file(path, MAX_CONFIG_BYTES)  # never a FIFO or /dev/zero
     except OSError:
         return None
 
@@ -139,7 +141,9 @@ def _parse_config(text: bytes | None, path: Path, project_dir: Path) -> Config:
         decoded = text.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: cannot read config file: {exc}") from exc
-    return parse_config(decoded, path, os.environ)
+    loaded = parse_config(decoded, path, os.environ)
+    require_trust(path)  # an imported file changed (a `git pull`) between the hash and the read
+    return loaded
 
 
 def _write_script(path: Path, source: str) -> None:
@@ -488,6 +492,10 @@ class Gateway:
             text = await anyio.to_thread.run_sync(_read_text, path)
         try:
             new = await anyio.to_thread.run_sync(_parse_config, text, path, self.config.project_dir)
+            broke = [error for error in new.import_errors if error not in self.config.import_errors]
+            if broke:  # an imported file caught mid-write (Claude Code rewrites ~/.claude.json
+                # often): its servers keep running, as for an invalid .toolscript.json
+                raise ConfigError(broke[0])
         except ConfigError as exc:
             error = exc.message + (f" (hint: {exc.hint})" if exc.hint else "")
             if error != self.config_error:
