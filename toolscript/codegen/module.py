@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
+from toolscript.codegen.fingerprint import generator_fingerprint
 from toolscript.codegen.naming import first_free, to_pascal_case
 from toolscript.codegen.shapes import inferred_label
 from toolscript.codegen.typescript import (
@@ -39,17 +38,6 @@ __all__ = [
     "scripts_section",
     "type_names",
 ]
-
-
-@functools.cache
-def generator_fingerprint() -> str:
-    """A hash of the generator's own code (this package and the runtime template): the
-    types task depends on it, so upgrading toolscript rebuilds the types by itself."""
-    digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    digest.update(runtime_source().encode())
-    return digest.hexdigest()[:16]
 
 
 @dataclass(frozen=True)

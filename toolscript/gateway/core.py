@@ -64,7 +64,12 @@ from toolscript.pipeline.tasks.scripts import (
 )
 from toolscript.plumbing.boundedread import read_regular_file
 from toolscript.plumbing.paths import project_state_dir
-from toolscript.plumbing.processes import identity_alive, memory_of, process_identity
+from toolscript.plumbing.processes import (
+    identity_alive,
+    memory_of,
+    process_identity,
+    return_free_memory,
+)
 from toolscript.plumbing.redact import redact, redact_value
 from toolscript.search.engine import SearchEngine, SearchOptions
 from toolscript.search.process import EmbedderProcess
@@ -594,6 +599,7 @@ class Gateway:
         if self.search_index:
             documents = load_documents(self.layout, servers)
             self.search.set_documents(documents + [_script_document(s) for s in saved])
+        return_free_memory()  # what the build parsed and dropped (tool lists, fragments)
         return result
 
     async def _run_checker(self) -> None:

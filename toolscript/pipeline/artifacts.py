@@ -28,10 +28,12 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from toolscript.codegen.module import ToolFragment
 from toolscript.store.packages import offered
+
+if TYPE_CHECKING:
+    from toolscript.codegen.module import ToolFragment
 
 __all__ = [
     "Artifacts",
@@ -177,6 +179,8 @@ class Artifacts:
 
     @classmethod
     def load(cls, layout: CacheLayout, servers: list[str]) -> Artifacts:
+        from toolscript.codegen.module import ToolFragment
+
         module = layout.module.read_text(encoding="utf-8")
         fragments: list[ToolFragment] = []
         for server in servers:

@@ -3,11 +3,10 @@ adds the saved scripts to make ``tools.ts``, the module scripts import)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from doit.tools import config_changed
 
-from toolscript.codegen.module import ToolFragment, render_module
 from toolscript.pipeline.artifacts import write_if_changed
 from toolscript.pipeline.tasks.settings import (
     TaskSettings,
@@ -16,6 +15,9 @@ from toolscript.pipeline.tasks.settings import (
     target_digests,
     targets_as_built,
 )
+
+if TYPE_CHECKING:
+    from toolscript.codegen.module import ToolFragment
 
 __all__ = ["ModuleTask"]
 
@@ -43,6 +45,8 @@ class ModuleTask:
         }
 
     def module(self) -> dict[str, Any]:
+        from toolscript.codegen.module import ToolFragment, render_module
+
         fragments: list[ToolFragment] = []
         for server in self.settings.servers:
             fragments.extend(
