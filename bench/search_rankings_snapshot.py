@@ -119,7 +119,9 @@ def compare(before: dict[str, Any], after: dict[str, Any]) -> int:
     differing = 0
     for key in sorted(before.keys() | after.keys()):
         old, new = before.get(key, {}), after.get(key, {})
-        moved = [query for query in old.keys() | new.keys() if not same(old.get(query), new.get(query))]
+        moved = [
+            query for query in old.keys() | new.keys() if not same(old.get(query), new.get(query))
+        ]
         differing += len(moved)
         print(f"{key:45} {len(old):5} queries  {len(old) - len(moved):5} identical")
         for query in moved[:3]:
