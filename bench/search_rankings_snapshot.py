@@ -3,11 +3,12 @@ search moved nothing.
 
 Asks the SearchEngine in-process (bench/search_quality.py's ``in_process`` documents) each
 query of every set (ours, heldout, LiveMCPBench steps and tasks, MCPToolBench++, bundled)
-on the LiveMCPBench tools and on the whole corpus (full catalogue, and the whole corpus
-without descriptions, where a thinly described retriever's best is kept in the first
-five), in each mode bench/search_quality.py reports, and writes every hit (tool, score,
-its parts, the need it answers, how it was placed) to ``--out``. Queries are embedded by
-the exact model (no ONNX or bfloat16 copy, chosen by timing), so two runs agree.
+on the LiveMCPBench tools (as published and without descriptions) and on the whole
+corpus, in each mode bench/search_quality.py reports, and writes every hit (tool, score,
+its parts, the need it answers, how it was placed) to ``--out`` (one file per corpus
+beside it as each is done, then all of them). Queries are embedded by the exact model
+(no ONNX or bfloat16 copy, chosen by timing), so two runs agree; a batch of texts the
+model has read already in this run (the same request in another mode) is not read again.
 
     python bench/search_rankings_snapshot.py --out /tmp/before.json
     python bench/search_rankings_snapshot.py --out /tmp/after.json --compare /tmp/before.json
@@ -28,8 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import ROOT, corpus_dir
 from search_quality import corpus_files, load_query_sets, server_name, shaped
 
-# (subset, catalogue): the corpora ranked
-CORPORA = (("lmb", "full"), ("all", "full"), ("all", "empty"))
+# (subset, catalogue): the corpora ranked (the LiveMCPBench tools also without descriptions,
+# where a thinly described retriever's best is kept in the first five)
+CORPORA = (("lmb", "full"), ("lmb", "empty"), ("all", "full"))
 # mode -> engine.search options (threshold 0 but "default": ranking only)
 MODES: dict[str, dict[str, Any]] = {
     "keyword": {"mode": "keyword", "threshold": 0},
@@ -60,9 +62,19 @@ def engine_for(subset: str, catalogue: str, store_path: Path) -> Any:
             [shaped(tool, catalogue) for tool in json.loads((root / file).read_text())],
         )
     ]
-    engine = SearchEngine(SearchConfig(), EmbeddingStore(store_path), Embedder(fast_queries=False))
+    embedder = Embedder(fast_queries=False)
+    engine = SearchEngine(SearchConfig(), EmbeddingStore(store_path), embedder)
     engine.set_documents(documents)
     engine.load_vectors()
+    embed_queries = embedder.embed_queries
+    read: dict[tuple[str, ...], Any] = {}
+
+    def remembered(texts: list[str]) -> Any:
+        if tuple(texts) not in read:
+            read[tuple(texts)] = embed_queries(texts)
+        return read[tuple(texts)]
+
+    embedder.embed_queries = remembered  # type: ignore[method-assign]
     return engine
 
 
@@ -90,16 +102,19 @@ def ranked(engine: Any, query: str, options: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def snapshot(corpora: list[tuple[str, str]], store_path: Path) -> dict[str, Any]:
+def snapshot(corpora: list[tuple[str, str]], store_path: Path, out: Path) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for subset, catalogue in corpora:
         started = time.monotonic()
         engine = engine_for(subset, catalogue, store_path)
         sets = load_query_sets(corpus_files(subset))
+        part: dict[str, Any] = {}
         for name, queries in sets.items():
             for mode, options in MODES.items():
                 key = f"{subset}/{catalogue}/{name}/{mode}"
-                result[key] = {query: ranked(engine, query, options) for query, _ in queries}
+                part[key] = {query: ranked(engine, query, options) for query, _ in queries}
+        out.with_suffix(f".{subset}-{catalogue}.json").write_text(json.dumps(part))
+        result.update(part)
         print(f"{subset}/{catalogue}: {time.monotonic() - started:.0f} s", file=sys.stderr)
     return result
 
@@ -133,7 +148,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--compare", type=Path, help="a snapshot to compare with")
-    parser.add_argument("--corpora", help="e.g. lmb/full,all/empty (default: all three)")
+    parser.add_argument("--corpora", help="e.g. lmb/full,all/full (default: all three)")
     parser.add_argument(
         "--store", type=Path, default=ROOT / "cache" / "search-eval" / "snapshot.db"
     )
@@ -144,7 +159,7 @@ def main() -> None:
         else list(CORPORA)
     )
     args.store.parent.mkdir(parents=True, exist_ok=True)
-    result = snapshot(corpora, args.store)  # type: ignore[arg-type]
+    result = snapshot(corpora, args.store, args.out)  # type: ignore[arg-type]
     args.out.write_text(json.dumps(result, ensure_ascii=False))
     if args.compare:
         before = json.loads(args.compare.read_text())
