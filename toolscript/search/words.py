@@ -25,9 +25,10 @@ __all__ = [
 # weighs like a topic ("remember a fact about a person" found the one tool whose description
 # says "metadata about content"). Pronouns, auxiliaries, conjunctions and the like; not the
 # prepositions tools name ("scroll up", "sign out") nor "may" and "us" (a month, a country).
-# Nor the modals ("should", "could", "must"): as stop words they flattened the keyword
-# ranking of requests like "what recipe should I cook tonight", and the blend then weighed
-# meaning less than it needed (bench/NOTES.md). A stop word's synonyms still count for a
+# Nor the modals ("should", "could", "must"): as stop words they narrowed the keyword hits of
+# "what recipe should I cook tonight" to the recipe tools, a ranking the blend reads as
+# peaked (fusion.py), and the meal recommender, found only by meaning, fell under the
+# threshold (bench/NOTES.md). A stop word's synonyms still count for a
 # tool's name ("show" means "list": lexical.py's name coverage), not for BM25.
 _STOP_WORDS = """
     a about all also am an and any are as at be because been being but by can did do does
