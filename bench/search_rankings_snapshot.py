@@ -80,9 +80,7 @@ def engine_for(subset: str, catalogue: str, store_path: Path) -> Any:
 
 def ranked(engine: Any, query: str, options: dict[str, Any]) -> dict[str, Any]:
     """One query's hits as the snapshot keeps them."""
-    from comparisons import search  # the comparison modes ("seed", "fixed") live in bench/
-
-    hits, mode, needs = search(engine, query, limit=10, **options)
+    hits, mode, needs = engine.explain(query, limit=10, **options)
     return {
         "mode": mode,
         "needs": needs,
