@@ -36,9 +36,10 @@ class SearchParameters:
     # each field's weight in a tool's term counts; "asides" are example values and the
     # tools a parameter cites: weak evidence
     field_weights: Mapping[str, float] = field(
+        hash=False,  # a mapping: the other fields hash the parameters
         default_factory=lambda: MappingProxyType(
             {"name": 3.0, "description": 1.0, "parameters": 0.5, "server": 0.5, "asides": 0.2}
-        )
+        ),
     )
     synonym_weight: float = 0.5  # a synonym's (or implied word's) weight against the word said
     name_weight: float = 0.2  # share of the keyword score given to name coverage
