@@ -417,7 +417,8 @@ class SearchEngine:
                 index.documents[number]
                 for number, _ in first_hits(rankings, how.limit, self.parameters)
             ]
-            implication = Implication(request.query, needs, first, self.parameters)
+            asked = [need for need in needs if implied_by(need) is None]
+            implication = Implication(request.query, asked, first, self.parameters)
             for need in rule.find(implication):
                 keyword, cosines = self._standing_scores(need.text, rule.reading, index, how.mode)
                 if how.mode != "keyword" and cosines is None:
