@@ -435,7 +435,8 @@ class SearchEngine:
         self, text: str, reading: Callable[[str], str], index: _Index, mode: str
     ) -> tuple[dict[int, float], Any]:
         """An implied need's keyword scores and (unless ``mode`` is keyword) cosines: its
-        scores and vector are computed once (for this index, for this model) and kept."""
+        scores and vector are computed once (for this index, for this model) and kept (a
+        rule that reads the ranking implies needs of fixed texts: few are kept)."""
         if self._implied_keywords is None or self._implied_keywords[0] is not index.lexical:
             self._implied_keywords = (index.lexical, {})
         kept = self._implied_keywords[1]
