@@ -46,7 +46,7 @@ MODES: dict[str, dict[str, Any]] = {
 TOLERANCE = 1e-9
 
 
-def engine_for(subset: str, catalogue: str, store_path: Path) -> Any:
+def engine_for(subset: str, catalogue: str, store_path: Path, semantic: bool = True) -> Any:
     from toolscript.config import SearchConfig
     from toolscript.search.engine import SearchEngine
     from toolscript.search.semantic import Embedder, EmbeddingStore
@@ -62,6 +62,10 @@ def engine_for(subset: str, catalogue: str, store_path: Path) -> Any:
             [shaped(tool, catalogue) for tool in json.loads((root / file).read_text())],
         )
     ]
+    if not semantic:  # keyword modes only: no model to load
+        engine = SearchEngine(SearchConfig(semantic=False), EmbeddingStore(None), None)
+        engine.set_documents(documents)
+        return engine
     embedder = Embedder(fast_queries=False)
     engine = SearchEngine(SearchConfig(), EmbeddingStore(store_path), embedder)
     engine.set_documents(documents)
@@ -100,15 +104,18 @@ def ranked(engine: Any, query: str, options: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def snapshot(corpora: list[tuple[str, str]], store_path: Path, out: Path) -> dict[str, Any]:
+def snapshot(
+    corpora: list[tuple[str, str]], store_path: Path, out: Path, modes: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
     result: dict[str, Any] = {}
+    semantic = any(options["mode"] != "keyword" for options in modes.values())
     for subset, catalogue in corpora:
         started = time.monotonic()
-        engine = engine_for(subset, catalogue, store_path)
+        engine = engine_for(subset, catalogue, store_path, semantic)
         sets = load_query_sets(corpus_files(subset))
         part: dict[str, Any] = {}
         for name, queries in sets.items():
-            for mode, options in MODES.items():
+            for mode, options in modes.items():
                 key = f"{subset}/{catalogue}/{name}/{mode}"
                 part[key] = {query: ranked(engine, query, options) for query, _ in queries}
         out.with_suffix(f".{subset}-{catalogue}.json").write_text(json.dumps(part))
@@ -147,6 +154,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--compare", type=Path, help="a snapshot to compare with")
     parser.add_argument("--corpora", help="e.g. lmb/full,all/full (default: all three)")
+    parser.add_argument("--modes", help=f"comma-separated, of {', '.join(MODES)} (default: all)")
     parser.add_argument(
         "--store", type=Path, default=ROOT / "cache" / "search-eval" / "snapshot.db"
     )
@@ -157,7 +165,8 @@ def main() -> None:
         else list(CORPORA)
     )
     args.store.parent.mkdir(parents=True, exist_ok=True)
-    result = snapshot(corpora, args.store, args.out)  # type: ignore[arg-type]
+    modes = {mode: MODES[mode] for mode in args.modes.split(",")} if args.modes else MODES
+    result = snapshot(corpora, args.store, args.out, modes)  # type: ignore[arg-type]
     args.out.write_text(json.dumps(result, ensure_ascii=False))
     if args.compare:
         before = json.loads(args.compare.read_text())
