@@ -70,6 +70,9 @@ def engine_for(subset: str, catalogue: str, store_path: Path, semantic: bool = T
     engine = SearchEngine(SearchConfig(), EmbeddingStore(store_path), embedder)
     engine.set_documents(documents)
     engine.load_vectors()
+    import torch  # queries on one thread: two spin against each other on a busy machine
+
+    torch.set_num_threads(1)
     embed_queries = embedder.embed_queries
     read: dict[tuple[str, ...], Any] = {}
 
