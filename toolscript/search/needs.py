@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from toolscript.search.parameters import PARAMETERS, SearchParameters
 from toolscript.search.text import QUOTED, ToolDocument, file_names, tokenize, without_data
-from toolscript.search.words import ABBREVIATIONS, DOCUMENT_KINDS, VERBS
+from toolscript.search.words import ABBREVIATIONS, DOCUMENT_KINDS, OUTPUT_VERBS, VERBS
 
 __all__ = [
     "IMPLIED_NEEDS",
@@ -108,16 +108,8 @@ def _unshield(text: str) -> str:
     return text.replace("\x00", " ").replace("\x01", ",")
 
 
-# Verbs that put something into a file named after them ("save it to /root/cv.md", "generate
-# a report in report.md", "a page saved at /srv/ai.html"), in any inflection.
-_OUTPUT_VERB = re.compile(
-    r"\b(?:sav(?:e|es|ed|ing)|writ(?:e|es|ing|ten)|wrote|export(?:s|ed|ing)?"
-    r"|stor(?:e|es|ed|ing)|output(?:s|ted|ting)?|creat(?:e|es|ed|ing)|generat(?:e|es|ed|ing)"
-    r"|draft(?:s|ed|ing)?|mak(?:e|es|ing)|made|produc(?:e|es|ed|ing)|dump(?:s|ed|ing)?"
-    r"|put(?:s|ting)?|compos(?:e|es|ed|ing)|prepar(?:e|es|ed|ing)|record(?:s|ed|ing)?"
-    r"|append(?:s|ed|ing)?)\b",
-    re.IGNORECASE,
-)
+# Verbs that put something into a file named after them (words.OUTPUT_VERBS).
+_OUTPUT_VERB = re.compile(rf"\b(?:{'|'.join(OUTPUT_VERBS)})\b", re.IGNORECASE)
 # ... and the word that says the file is where it goes, just before its name ("to", "in",
 # "as", "at", "named": "save it to cv.md", not "compare old.txt and new.txt").
 _DESTINATION = re.compile(

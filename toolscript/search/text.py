@@ -10,6 +10,7 @@ from typing import Any
 
 from toolscript.search.parameters import PARAMETERS, SearchParameters
 from toolscript.search.words import (
+    BARE_FILE_EXTENSIONS,
     LATITUDE_NAMES,
     LONGITUDE_NAMES,
     SHORT_FORMS,
@@ -88,11 +89,10 @@ def without_data(text: str) -> str:
 
 
 _EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}$")
-# A file named without a folder ("save it as notes.md"): only with a common document, data,
-# image or archive extension, for "next.js", "example.com" or "e.g." name no file.
+# A file named without a folder ("save it as notes.md"): only with a common extension
+# (words.BARE_FILE_EXTENSIONS).
 _BARE_FILE = re.compile(
-    r"(?<![\w/.@-])[\w-]+(?:\.[\w-]+)*\.(?:md|markdown|txt|csv|tsv|json|jsonl|ya?ml|xml|html?"
-    r"|pdf|docx?|xlsx?|pptx?|odt|ods|png|jpe?g|gif|svg|webp|mp3|wav|mp4|zip|log|ics)(?![\w/-])",
+    rf"(?<![\w/.@-])[\w-]+(?:\.[\w-]+)*\.(?:{'|'.join(BARE_FILE_EXTENSIONS)})(?![\w/-])",
     re.IGNORECASE,
 )
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 __all__ = [
     "ABBREVIATIONS",
+    "BARE_FILE_EXTENSIONS",
     "DOCUMENT_KINDS",
     "IMPLIED_WORDS",
     "LATITUDE_NAMES",
     "LONGITUDE_NAMES",
+    "OUTPUT_VERBS",
     "SHORT_FORMS",
     "STOP_WORDS",
     "SUFFIXES",
@@ -136,6 +138,26 @@ underline undo unhide uninstall unlock unmount unmute unpin unsubscribe update u
 upvote validate verify view visit visualize vote wait watch withdraw write zip
 """
 VERBS = frozenset(_VERBS.split())
+
+# Verbs that put something into a file named after them ("save it to /root/cv.md", "generate
+# a report in report.md", "a page saved at /srv/ai.html"), in every inflection.
+_OUTPUT_VERBS = """
+save saves saved saving write writes writing written wrote export exports exported exporting
+store stores stored storing output outputs outputted outputting create creates created creating
+generate generates generated generating draft drafts drafted drafting make makes making made
+produce produces produced producing dump dumps dumped dumping put puts putting compose composes
+composed composing prepare prepares prepared preparing record records recorded recording append
+appends appended appending
+"""
+OUTPUT_VERBS = tuple(_OUTPUT_VERBS.split())
+
+# The extensions of a file named without a folder ("save it as notes.md"): common documents,
+# data, images and archives, for "next.js", "example.com" or "e.g." name no file.
+_BARE_FILE_EXTENSIONS = """
+md markdown txt csv tsv json jsonl yaml yml xml html htm pdf doc docx xls xlsx ppt pptx odt ods
+png jpg jpeg gif svg webp mp3 wav mp4 zip log ics
+"""
+BARE_FILE_EXTENSIONS = tuple(_BARE_FILE_EXTENSIONS.split())
 
 # Abbreviations whose stop ends no sentence.
 ABBREVIATIONS = frozenset(["e.g.", "i.e.", "etc.", "vs.", "approx.", "no.", "mr.", "ms.", "dr."])
