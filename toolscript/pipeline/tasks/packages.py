@@ -36,6 +36,7 @@ from toolscript.store.packages import Package, lock_path, package_name, set_read
 __all__ = [
     "FETCH_TIMEOUT",
     "PackagesTask",
+    "declared_only",
     "fetch_command",
     "fetch_config",
     "npm_cache",
@@ -111,6 +112,43 @@ def fetch_config(declared: list[str], lock: Path) -> dict[str, Any]:
     }
 
 
+def declared_only(lock: Path, declared: list[str]) -> str:
+    """The lock's text after a fetch, keeping only what scripts of the declared packages need.
+
+    A cloned repository's lock is not part of what ``toolscript trust`` read, and Deno keeps
+    a ``specifiers`` entry it finds there when it is not among the ``workspace``
+    dependencies (those it prunes by): a planted ``"npm:other@1"`` would be fetched and then
+    importable under ``--frozen``. So the lock keeps only the specifiers Deno resolved for the
+    declared packages (its ``workspace`` dependencies, of a declared name), their ``npm``
+    entries, and nothing of ``jsr``, ``remote`` or ``redirects`` (which scripts never use)."""
+    text = lock.read_text(encoding="utf-8")
+    data = json.loads(text)
+    names = {package_name(specifier) for specifier in declared}
+    workspace = data.get("workspace", {}).get("dependencies", [])
+    wanted = {str(s) for s in workspace if _declared_name(str(s)) in names}
+    specifiers = data.get("specifiers", {})
+    kept: dict[str, Any] = {
+        "version": data.get("version"),
+        "specifiers": {k: v for k, v in specifiers.items() if k in wanted},
+        **({"npm": data["npm"]} if "npm" in data else {}),
+        **({"workspace": data["workspace"]} if "workspace" in data else {}),
+    }
+    if kept == data:
+        return text
+    for key in sorted(set(specifiers) - set(kept["specifiers"])):
+        log.warning("packages: %s left out of %s: no declared package is %s", key, lock, key)
+    text = json.dumps(kept, indent=2) + "\n"
+    lock.write_text(text, encoding="utf-8")
+    return text
+
+
+def _declared_name(specifier: str) -> str:
+    try:
+        return package_name(specifier)
+    except ValueError:
+        return ""
+
+
 def fetch_command() -> list[str]:
     """Run in the folder of ``fetch_config``'s file (no ``--allow-scripts``, ever)."""
     return [deno_binary(), "install", "--quiet"]
@@ -178,7 +216,7 @@ class PackagesTask:
                 f"packages: deno could not fetch and lock {', '.join(declared)}: {why} "
                 "(check the names and version ranges, and that this machine reaches the registry)"
             )
-        lock_text = lock.read_text(encoding="utf-8")
+        lock_text = declared_only(lock, declared)
         locked = json.loads(lock_text).get("specifiers", {})
         versions = {package_name(key): str(value) for key, value in locked.items()}
         packages = [Package(s, versions.get(package_name(s), "")) for s in declared]

@@ -1,0 +1,70 @@
+"""Declared packages attacked (real Deno, real npm registry): what a cloned repository's
+``.toolscript.lock`` may hold, and what a script reaches in toolscript's shared npm cache
+besides the packages its project declares."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from toolscript.config import Config
+from toolscript.execution.sandbox import Script, run_toolscript
+from toolscript.pipeline.artifacts import CacheLayout
+from toolscript.pipeline.sources import SnapshotSource
+from toolscript.pipeline.tasks import run_pipeline
+from toolscript.store.packages import parse_section
+from toolscript.store.savedscripts import write_module
+
+# A lock as a cloned repository could ship it: left-pad is declared, is-number is not, but
+# its entry sits in "specifiers" (not in "workspace", which is all Deno prunes by).
+PLANTED_LOCK = {
+    "version": "5",
+    "specifiers": {"npm:is-number@7": "7.0.0", "npm:left-pad@1": "1.3.0"},
+    "npm": {
+        "is-number@7.0.0": {
+            "integrity": "sha512-41Cifkg6e8TylSpdtTpeLVMqvSBEVzTttHvERD741+pnZ8ANv0004MRL43QKPDlK9cGvNp6NZWZUBlbGXYxxng=="
+        },
+        "left-pad@1.3.0": {
+            "integrity": "sha512-XI5MPzVNApjAyhQzphX8BkmKsKUxD4LdyK24iZeQGinBN9yTQT3bFlCBy/aVx2HrNcqQGsdot8ghrjyrvMCoEA=="
+        },
+    },
+    "workspace": {"dependencies": ["npm:left-pad@1"]},
+}
+
+
+def run(module: Path, code: str) -> tuple[int, str, str]:
+    out, err = io.BytesIO(), io.BytesIO()
+    status = run_toolscript(
+        Script(code, "t.ts"),
+        "http://127.0.0.1:9",
+        "test",
+        module=module,
+        check=False,
+        stdout=out,
+        stderr=err,
+    )
+    return status, out.getvalue().decode(), err.getvalue().decode()
+
+
+def test_a_planted_lock_entry_does_not_offer_an_undeclared_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path / "home"))
+    (tmp_path / ".toolscript.lock").write_text(json.dumps(PLANTED_LOCK, indent=2))
+    config = Config(tmp_path / ".toolscript.json", tmp_path, packages=("npm:left-pad@^1",))
+    layout = CacheLayout(tmp_path / ".toolscript")
+    assert not run_pipeline(config, layout, SnapshotSource({})).failures
+
+    lock = json.loads((tmp_path / ".toolscript.lock").read_text())
+    assert lock["specifiers"] == {"npm:left-pad@1": "1.3.0"}
+    parsed = parse_section(layout.module.read_text())
+    # What runs get: an "npm" entry no specifier reaches is never loaded (and --frozen still
+    # refuses its import: it would add a specifier).
+    assert parsed is not None and json.loads(parsed[1])["specifiers"] == lock["specifiers"]
+    module = write_module(tmp_path / "copy" / "m.ts", layout.module.read_text(), {})
+    status, out, err = run(module, 'import isNumber from "npm:is-number@7";\nconsole.log("IN");')
+    assert status == 1 and "IN" not in out, (out, err)
+    assert "scripts import only the packages the project declares" in err, err
