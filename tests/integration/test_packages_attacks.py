@@ -68,3 +68,39 @@ def test_a_planted_lock_entry_does_not_offer_an_undeclared_package(
     status, out, err = run(module, 'import isNumber from "npm:is-number@7";\nconsole.log("IN");')
     assert status == 1 and "IN" not in out, (out, err)
     assert "scripts import only the packages the project declares" in err, err
+
+
+def test_a_script_reaches_no_package_of_another_projects_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deno lets npm code read the npm cache without --allow-read, and a script gets
+    ``require`` from ``process.getBuiltinModule``: a run sees its own lock's packages only."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(home))
+    modules = {}
+    for project, declared in (("a", "npm:left-pad@^1"), ("b", "npm:is-number@^7")):
+        folder = tmp_path / project
+        folder.mkdir()
+        layout = CacheLayout(folder / ".toolscript")
+        config = Config(folder / ".toolscript.json", folder, packages=(declared,))
+        assert not run_pipeline(config, layout, SnapshotSource({})).failures
+        modules[project] = write_module(folder / "copy" / "m.ts", layout.module.read_text(), {})
+    elsewhere = home / "deno" / "npm" / "registry.npmjs.org" / "left-pad" / "1.3.0" / "index.js"
+    assert elsewhere.is_file()
+    require = (
+        'import isNumber from "is-number";\n'
+        "console.log(isNumber(3));\n"
+        'const { createRequire } = process.getBuiltinModule("module");\n'
+        'const require = createRequire(import.meta.resolve("is-number"));\n'
+    )
+    for path in (json.dumps(str(elsewhere)), '"../../left-pad/1.3.0/index.js"'):
+        status, out, err = run(
+            modules["b"], require + f'console.log("LOADED", typeof require({path}));'
+        )
+        assert status == 1 and out == "true\n", (out, err)
+        assert "LOADED" not in out
+    # Its own package it reaches as before, and project a's its own.
+    status, out, err = run(
+        modules["a"], 'import leftPad from "left-pad";\nconsole.log(leftPad("a", 3));'
+    )
+    assert (status, out) == (0, "  a\n"), err

@@ -43,7 +43,13 @@ from toolscript.plumbing.paths import user_cache_dir
 from toolscript.plumbing.privatefile import write_private
 from toolscript.plumbing.processes import signal_quietly
 from toolscript.store.outputs import kept_output_limit
-from toolscript.store.packages import Packages, declare_hint, import_entries, packages_beside
+from toolscript.store.packages import (
+    Packages,
+    declare_hint,
+    import_entries,
+    npm_set,
+    packages_beside,
+)
 from toolscript.store.savedscripts import module_imports
 
 __all__ = [
@@ -753,7 +759,8 @@ def run_toolscript(
     # Colors would reach a terminal as escapes (control characters are shown, not obeyed).
     env = {"TOOLSCRIPT_GATEWAY_URL": script_url, "NO_COLOR": "1"}
     try:
-        with run_deno_dir(packages=packages is not None) as deno_dir:
+        npm = npm_set(deno_cache_dir(), _read(packages.lock)) if packages else None
+        with run_deno_dir(packages=packages is not None, npm=npm) as deno_dir:
             _close_web_storage(deno_dir)
             env.update(deno_environment(deno_dir))
             command = _command(
@@ -776,6 +783,13 @@ def run_toolscript(
     finally:
         map_path.unlink(missing_ok=True)
         streams.finish()
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return ""  # no lock, no packages: Deno says so
 
 
 def _start_and_supervise(

@@ -1,0 +1,53 @@
+"""The npm cache a run of a module with packages sees: its own lock's packages only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from toolscript.store.packages import locked_names, npm_set, set_read_only
+
+
+def test_a_lock_names_packages_never_paths() -> None:
+    lock = {
+        "npm": {
+            "left-pad@1.3.0": {},
+            "@types/node@22.0.0_undici-types@6.0.0": {},
+            "../../../../etc@1.0.0": {},
+            "..@1.0.0": {},
+            "@scope/../x@1.0.0": {},
+            ".hidden@1.0.0": {},
+        }
+    }
+    assert locked_names(json.dumps(lock)) == {"left-pad", "@types/node"}
+    assert locked_names("not json") == set() and locked_names("[]") == set()
+
+
+def test_a_runs_npm_cache_holds_only_its_locks_packages(tmp_path: Path) -> None:
+    shared = tmp_path / "npm" / "registry.npmjs.org"
+    for name in ("left-pad", "is-number", "@scope/pkg"):
+        (shared / name / "1.0.0").mkdir(parents=True)
+        (shared / name / "1.0.0" / "index.js").write_text("1")
+    set_read_only(tmp_path / "npm", True)
+    lock = json.dumps({"npm": {"left-pad@1.0.0": {}, "@scope/pkg@1.0.0": {}}})
+    built = npm_set(tmp_path, lock)
+    assert sorted(p.name for p in (built / "registry.npmjs.org").iterdir()) == [
+        "@scope",
+        "left-pad",
+    ]
+    assert (built / "registry.npmjs.org" / "@scope" / "pkg" / "1.0.0" / "index.js").is_file()
+    assert npm_set(tmp_path, lock) == built  # once per lock
+
+    # A package the set lacked and the shared cache has again: built anew, with it.
+    lock_b = json.dumps({"npm": {"is-number@1.0.0": {}, "gone@1.0.0": {}}})
+    first = npm_set(tmp_path, lock_b)
+    assert not (first / "registry.npmjs.org" / "gone").exists()
+    set_read_only(tmp_path / "npm", False)
+    (shared / "gone" / "1.0.0").mkdir(parents=True)
+    (shared / "gone" / "1.0.0" / "index.js").write_text("1")
+    set_read_only(tmp_path / "npm", True)
+    again = npm_set(tmp_path, lock_b)
+    assert again == first and (again / "registry.npmjs.org" / "gone" / "1.0.0").is_dir()
+    # Removing the old set left the shared cache's files as they were: read-only.
+    assert (shared / "is-number" / "1.0.0" / "index.js").stat().st_mode & 0o222 == 0
+    assert (again / "registry.npmjs.org").stat().st_mode & 0o222 == 0
