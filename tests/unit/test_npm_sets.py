@@ -51,3 +51,34 @@ def test_a_runs_npm_cache_holds_only_its_locks_packages(tmp_path: Path) -> None:
     # Removing the old set left the shared cache's files as they were: read-only.
     assert (shared / "is-number" / "1.0.0" / "index.js").stat().st_mode & 0o222 == 0
     assert (again / "registry.npmjs.org").stat().st_mode & 0o222 == 0
+
+
+def test_after_a_fetch_the_lock_keeps_only_the_declared_packages(tmp_path: Path) -> None:
+    from toolscript.pipeline.tasks.packages import declared_only
+
+    lock = tmp_path / ".toolscript.lock"
+    planted = {
+        "version": "5",
+        "specifiers": {
+            "npm:left-pad@1": "1.3.0",
+            "npm:left-pad@0.0.3": "0.0.3",  # the declared package at another version
+            "npm:is-number@7": "7.0.0",  # another package
+        },
+        "jsr": {"@std/path@1.0.0": {"integrity": "x"}},
+        "remote": {"https://example.com/x.ts": "y"},
+        "redirects": {"https://example.com/a": "https://example.com/b"},
+        "npm": {"left-pad@1.3.0": {"integrity": "z"}},
+        "workspace": {"dependencies": ["npm:left-pad@1"]},
+    }
+    lock.write_text(json.dumps(planted))
+    kept = json.loads(declared_only(lock, ["npm:left-pad@^1"]))
+    assert kept == {
+        "version": "5",
+        "specifiers": {"npm:left-pad@1": "1.3.0"},
+        "npm": {"left-pad@1.3.0": {"integrity": "z"}},
+        "workspace": {"dependencies": ["npm:left-pad@1"]},
+    }
+    assert json.loads(lock.read_text()) == kept
+    untouched = json.dumps(kept, indent=2) + "\n"
+    lock.write_text(untouched)
+    assert declared_only(lock, ["npm:left-pad@^1"]) == untouched
