@@ -538,6 +538,7 @@ _UNDECLARED = "scripts import only the packages the project declares"
 _LOCK_DIFF = re.compile(r"\s*(?:changes:|\d*\s*\|)")
 _ADDED_SPECIFIER = re.compile(r'\|\s*\+\s*"((?:npm|jsr):[^"]+)":')
 _NOT_CACHED = re.compile(r'Failed loading https?://\S+ for package "([^"]+)"')
+_LOST = re.compile(r"error: Failed caching npm package '([^']+)'")
 _DENO_ADD = re.compile(r"\s*hint: If you want to use the npm package, try running `deno add")
 # Deno's words after a failed check: "it still might work", "Re-run with --no-check".
 _CHECK_ADVICE = re.compile(
@@ -614,6 +615,12 @@ class _ErrorRewriter:
             return f"error: {_UNDECLARED} (tried npm:{found[1]}): {self.hint()}\n"
         if "npm package not found in cache" in text:
             return ""
+        if (lost := _LOST.match(text)) is not None:
+            return (
+                f"error: the package {lost[1]} is locked but gone from toolscript's package "
+                "cache (removed since the gateway fetched it): restart the gateway "
+                "(toolscript gateway start), which fetches it again\n"
+            )
         if _DENO_ADD.match(text):
             return f"  hint: {self.hint()}\n"
         return None
