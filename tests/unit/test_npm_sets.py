@@ -67,7 +67,10 @@ def test_after_a_fetch_the_lock_keeps_only_the_declared_packages(tmp_path: Path)
         "jsr": {"@std/path@1.0.0": {"integrity": "x"}},
         "remote": {"https://example.com/x.ts": "y"},
         "redirects": {"https://example.com/a": "https://example.com/b"},
-        "npm": {"left-pad@1.3.0": {"integrity": "z"}},
+        "npm": {
+            "left-pad@1.3.0": {"integrity": "z"},
+            "is-number@7.0.0": {"integrity": "w"},  # nothing kept reaches it
+        },
         "workspace": {"dependencies": ["npm:left-pad@1"]},
     }
     lock.write_text(json.dumps(planted))
@@ -82,3 +85,24 @@ def test_after_a_fetch_the_lock_keeps_only_the_declared_packages(tmp_path: Path)
     untouched = json.dumps(kept, indent=2) + "\n"
     lock.write_text(untouched)
     assert declared_only(lock, ["npm:left-pad@^1"]) == untouched
+
+
+def test_the_lock_keeps_the_dependencies_its_packages_reach() -> None:
+    from toolscript.pipeline.tasks.packages import _reached
+
+    npm = {
+        "chalk@4.1.2": {"dependencies": ["ansi-styles", "supports-color"]},
+        "ansi-styles@4.3.0": {},
+        "supports-color@7.2.0": {"optionalDependencies": ["has-flag@4.0.0"]},
+        "has-flag@4.0.0": {},
+        "planted@1.0.0": {},
+    }
+    assert sorted(_reached(npm, {"npm:chalk@4": "4.1.2"})) == [
+        "ansi-styles@4.3.0",
+        "chalk@4.1.2",
+        "has-flag@4.0.0",
+        "supports-color@7.2.0",
+    ]
+    # A dependency it cannot follow: everything kept (a run must find what it needs).
+    npm["chalk@4.1.2"]["dependencies"].append("unknown")
+    assert _reached(npm, {"npm:chalk@4": "4.1.2"}) == npm

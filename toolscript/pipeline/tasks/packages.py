@@ -127,10 +127,11 @@ def declared_only(lock: Path, declared: list[str]) -> str:
     workspace = data.get("workspace", {}).get("dependencies", [])
     wanted = {str(s) for s in workspace if _declared_name(str(s)) in names}
     specifiers = data.get("specifiers", {})
+    kept_specifiers = {k: v for k, v in specifiers.items() if k in wanted}
     kept: dict[str, Any] = {
         "version": data.get("version"),
-        "specifiers": {k: v for k, v in specifiers.items() if k in wanted},
-        **({"npm": data["npm"]} if "npm" in data else {}),
+        "specifiers": kept_specifiers,
+        **({"npm": _reached(data["npm"], kept_specifiers)} if "npm" in data else {}),
         **({"workspace": data["workspace"]} if "workspace" in data else {}),
     }
     if kept == data:
@@ -140,6 +141,34 @@ def declared_only(lock: Path, declared: list[str]) -> str:
     text = json.dumps(kept, indent=2) + "\n"
     lock.write_text(text, encoding="utf-8")
     return text
+
+
+def _reached(npm: dict[str, Any], specifiers: dict[str, Any]) -> dict[str, Any]:
+    """The ``npm`` entries the kept specifiers reach, through each entry's dependencies
+    (an entry nothing reaches, a planted one, would otherwise sit in a run's npm cache).
+    A dependency spelled in a way this does not follow keeps them all: a lock missing an
+    entry a run needs would fail every run."""
+    todo = [f"{_declared_name(key)}@{value}" for key, value in specifiers.items()]
+    reached: set[str] = set()
+    while todo:
+        key = todo.pop()
+        if key in reached:
+            continue
+        if key not in npm or not isinstance(npm[key], dict):
+            return npm
+        reached.add(key)
+        for field, names in npm[key].items():
+            if not field.endswith(("ependencies", "Peers")) or not isinstance(names, list):
+                continue
+            for name in map(str, names):
+                target = name.split("@npm:", 1)[1] if "@npm:" in name else name
+                found = (
+                    [target] if target in npm else [k for k in npm if k.startswith(target + "@")]
+                )
+                if not found:
+                    return npm
+                todo.extend(found)
+    return {key: entry for key, entry in npm.items() if key in reached}
 
 
 def _declared_name(specifier: str) -> str:
