@@ -12,7 +12,7 @@ import pytest
 
 from toolscript.config import Config
 from toolscript.execution.sandbox import Script, run_toolscript
-from toolscript.pipeline.artifacts import CacheLayout
+from toolscript.pipeline.artifacts import Artifacts, CacheLayout
 from toolscript.pipeline.sources import SnapshotSource
 from toolscript.pipeline.tasks import run_pipeline
 from toolscript.store.packages import parse_section
@@ -103,3 +103,48 @@ def test_a_script_reaches_no_package_of_another_projects_lock(
         modules["a"], 'import leftPad from "left-pad";\nconsole.log(leftPad("a", 3));'
     )
     assert (status, out) == (0, "  a\n"), err
+
+
+def test_a_cloned_toolscript_folder_does_not_steer_the_fetch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``.toolscript/`` comes with a cloned repository and trust does not cover it: an
+    ``.npmrc`` there (another registry) or a ``package.json`` (more packages) is not read."""
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path / "home"))
+    planted = tmp_path / ".toolscript" / "packages"
+    planted.mkdir(parents=True)
+    (planted / ".npmrc").write_text("registry=http://127.0.0.1:9/\n")
+    (planted / "package.json").write_text('{"dependencies": {"is-number": "7"}}')
+    (planted / "deno.json").write_text('{"nodeModulesDir": "auto"}')
+    config = Config(tmp_path / ".toolscript.json", tmp_path, packages=("npm:left-pad@^1",))
+    layout = CacheLayout(tmp_path / ".toolscript")
+    assert not run_pipeline(config, layout, SnapshotSource({})).failures
+
+    parsed = parse_section(layout.module.read_text())
+    assert parsed is not None, layout.packages.read_text()
+    assert [package.version for package in parsed[0]] == ["1.3.0"]
+    assert "is-number" not in (tmp_path / ".toolscript.lock").read_text()
+    assert not (tmp_path / "node_modules").exists() and not (planted / "node_modules").exists()
+    registries = tmp_path / "home" / "deno" / "npm"
+    assert [path.name for path in registries.iterdir()] == ["registry.npmjs.org"]
+
+
+def test_a_lock_that_is_a_symbolic_link_is_not_written_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cloned repository's ``.toolscript.lock`` linking to a lock elsewhere (another
+    project's ``deno.lock``): Deno would rewrite that file."""
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path / "home"))
+    project = tmp_path / "project"
+    project.mkdir()
+    elsewhere = tmp_path / "another-project" / "deno.lock"
+    elsewhere.parent.mkdir()
+    theirs = json.dumps({**PLANTED_LOCK, "workspace": {"dependencies": ["npm:is-number@7"]}})
+    elsewhere.write_text(theirs)
+    (project / ".toolscript.lock").symlink_to(elsewhere)
+    config = Config(project / ".toolscript.json", project, packages=("npm:left-pad@^1",))
+    layout = CacheLayout(project / ".toolscript")
+    assert not run_pipeline(config, layout, SnapshotSource({})).failures
+    assert elsewhere.read_text() == theirs
+    error = Artifacts.load(layout, []).packages_error
+    assert error is not None and "symbolic link" in error, error

@@ -1,6 +1,7 @@
 """``packages``: the project's declared packages fetched and locked, outside the sandbox.
 
-Deno fetches them (``deno install`` of a generated ``deno.json`` whose imports are the
+Deno fetches them (``deno install`` of a generated ``deno.json``, in a folder of toolscript's
+own, never the project's ``.toolscript/``, whose imports are the
 declared packages, ``nodeModulesDir: none``: no ``node_modules``, no lifecycle scripts, which
 Deno runs only with ``--allow-scripts``) into toolscript's own Deno cache, and keeps the
 project's lock (``.toolscript.lock`` beside the config: exact versions, integrity hashes;
@@ -31,6 +32,7 @@ from doit.tools import config_changed
 from toolscript.pipeline.artifacts import write_if_changed
 from toolscript.pipeline.tasks.settings import TaskSettings, target_digests, targets_as_built
 from toolscript.plumbing.denobinary import deno_binary, deno_cache_dir, deno_environment
+from toolscript.plumbing.paths import user_cache_dir
 from toolscript.store.packages import Package, lock_path, package_name, set_read_only
 
 __all__ = [
@@ -99,6 +101,21 @@ def _cache_open() -> Iterator[None]:
             yield
         finally:
             set_read_only(npm_cache(), True)
+
+
+@contextlib.contextmanager
+def _fetch_folder(config: dict[str, Any]) -> Iterator[Path]:
+    """A folder of toolscript's own (0700, removed after) holding only ``config`` as its
+    ``deno.json``: Deno reads ``.npmrc`` (the registry), ``package.json`` (more packages) and
+    a workspace's ``deno.json`` from where it runs and above, and the project's
+    ``.toolscript/`` comes with a cloned repository, which ``toolscript trust`` does not cover."""
+    import tempfile
+
+    root = user_cache_dir() / "fetch"
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with tempfile.TemporaryDirectory(prefix="packages-", dir=root) as folder:
+        (Path(folder) / "deno.json").write_text(json.dumps(config, indent=1) + "\n")
+        yield Path(folder)
 
 
 def fetch_config(declared: list[str], lock: Path) -> dict[str, Any]:
@@ -223,15 +240,19 @@ class PackagesTask:
             write_if_changed(layout.packages, json.dumps({"packages": [], "lock": None}) + "\n")
             built = {"lock": [str(lock), _digest(lock)], "cached": []}
             return {**target_digests([layout.packages]), **built}
+        if lock.is_symlink():
+            return TaskFailed(
+                f"packages: {lock} is a symbolic link (to {os.readlink(lock)}); Deno would "
+                "write the lock through it: remove it, and toolscript writes the lock there"
+            )
         config = fetch_config(declared, lock)
-        write_if_changed(layout.packages_dir / "deno.json", json.dumps(config, indent=1) + "\n")
         env = {**deno_environment(), "NO_COLOR": "1"}
         env.update({name: os.environ[name] for name in _PASSED if name in os.environ})
         try:
-            with _cache_open():
+            with _cache_open(), _fetch_folder(config) as folder:
                 done = subprocess.run(
                     fetch_command(),
-                    cwd=layout.packages_dir,
+                    cwd=folder,
                     env=env,
                     capture_output=True,
                     timeout=FETCH_TIMEOUT,
