@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from toolscript.store.packages import locked_names, npm_set, set_read_only
 
 
@@ -106,3 +108,30 @@ def test_the_lock_keeps_the_dependencies_its_packages_reach() -> None:
     # A dependency it cannot follow: everything kept (a run must find what it needs).
     npm["chalk@4.1.2"]["dependencies"].append("unknown")
     assert _reached(npm, {"npm:chalk@4": "4.1.2"}) == npm
+
+
+def test_a_set_another_run_built_meanwhile_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two runs of one lock at once: the second keeps the first's set (a Deno may be
+    reading it) and drops its own."""
+    from toolscript.store import packages
+
+    shared = tmp_path / "npm" / "registry.npmjs.org" / "left-pad" / "1.0.0"
+    shared.mkdir(parents=True)
+    (shared / "index.js").write_text("1")
+    lock = json.dumps({"npm": {"left-pad@1.0.0": {}}})
+    link_tree = packages._link_tree
+    theirs: list[Path] = []
+    inode: list[int] = []
+
+    def meanwhile(source: Path, target: Path) -> None:
+        if not theirs:
+            theirs.append(Path("building"))
+            theirs[0] = npm_set(tmp_path, lock)  # the other run, done first
+            inode.append(theirs[0].stat().st_ino)
+        link_tree(source, target)
+
+    monkeypatch.setattr(packages, "_link_tree", meanwhile)
+    assert npm_set(tmp_path, lock) == theirs[0] and theirs[0].stat().st_ino == inode[0]
+    assert [p.name for p in (tmp_path / "npm-sets").iterdir()] == [theirs[0].name]

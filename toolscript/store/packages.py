@@ -253,18 +253,28 @@ def npm_set(cache: Path, lock_text: str) -> Path:
     registries = _folders(shared)
     target = cache / NPM_SETS / hashlib.sha256(lock_text.encode()).hexdigest()[:32]
     wanted = {(r.name, n) for r in registries for n in names if (r / n).is_dir()}
-    if target.is_dir() and all((target / r / n).is_dir() for r, n in wanted):
+
+    def complete() -> bool:
+        return target.is_dir() and all((target / r / n).is_dir() for r, n in wanted)
+
+    if complete():
         return target
     building = cache / NPM_SETS / f".building-{secrets.token_hex(6)}"
     building.mkdir(parents=True, mode=0o700)
     for registry, name in sorted(wanted):
         _link_tree(shared / registry / name, building / registry / name)
     _folders_writable(building, False)
-    if target.exists():  # a set missing a package the shared cache has again
-        _remove(target)
+    if complete():  # another run built it meanwhile: theirs is as good (and may be in use)
+        _remove(building)
+        return target
+    if target.exists():  # a set missing a package the shared cache has again: set aside
+        stale = cache / NPM_SETS / f".stale-{secrets.token_hex(6)}"
+        with contextlib.suppress(OSError):
+            os.rename(target, stale)
+            _remove(stale)
     try:
         os.rename(building, target)
-    except OSError:  # another run built it at the same time: theirs is as good
+    except OSError:  # another run's set took the place first
         _remove(building)
     return target
 
