@@ -414,9 +414,15 @@ def _local_servers(
         name = file.stem
         if name.startswith("_"):
             continue
-        if name in taken or "__" in name:
+        if name in taken or "__" in name or name.endswith("_"):
             line, col = doc.line_col(("localTools", "dir"))
-            reason = "has the name of an MCP server" if name in taken else "contains '__'"
+            reason = (
+                "has the name of an MCP server"
+                if name in taken
+                else "contains '__'"
+                if "__" in name
+                else f"ends in '_' (its tool t would be server {name[:-1]!r} and tool '_t')"
+            )
             raise ConfigError(
                 f"{path}:{line}:{col}: localTools: {file.name} {reason}; rename the file"
             )
@@ -509,7 +515,10 @@ def _describe(error: ValidationError, doc: PositionedJson, path: Path) -> str:
             f'"jsr:@std/path@^1", got {json.dumps(error.instance)}'
         )
     elif "propertyNames" in error.schema_path:
-        expected = f"invalid server name {json.dumps(error.instance)}: no '/' and no '__'"
+        expected = (
+            f"invalid server name {json.dumps(error.instance)}: no '/', no '__' and no '_' at "
+            "its end (a_ and tool b would be server a and tool _b)"
+        )
         at, on_key = (*at, str(error.instance)), True
     else:
         expected = error.message

@@ -64,7 +64,7 @@ Scope = Literal["project", "user"]
 Dialect = Literal["claude", "editor", "vscode", "windsurf", "gemini", "literal"]
 
 # A server's own name must fit toolscript's (the schema's propertyNames).
-_NAME = re.compile(r"^(?!.*__)[^/]+$")
+_NAME = re.compile(r"^(?!.*__)[^/]+$")  # and no "_" at its end (gateway/core.split_tool_name)
 
 
 @dataclass(frozen=True)
@@ -521,9 +521,10 @@ class _Reader:
             if not isinstance(raw, dict):
                 self.warnings.append(f"{self.where(at)}: expected an object; skipped")
                 continue
-            if not _NAME.match(name):
+            if not _NAME.match(name) or name.endswith("_"):
+                what = "has '/' or '__'" if not _NAME.match(name) else "ends in '_'"
                 self.warnings.append(
-                    f"{self.where(at, key=True)}: the name {name!r} has '/' or '__', which toolscript "
+                    f"{self.where(at, key=True)}: the name {name!r} {what}, which toolscript "
                     "server names cannot; skipped (define it in .toolscript.json under another name)"
                 )
                 continue

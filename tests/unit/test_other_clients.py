@@ -554,3 +554,12 @@ def test_a_skipped_entry_shadows_a_lower_one_of_the_same_name(home: Path, repo: 
     servers, found = by_name(["cursor"], repo, environ(home))
     assert servers == {}
     assert "DB_URL is not set" in found.warnings[0]
+
+
+def test_an_imported_server_name_ending_in_underscore_is_skipped(home: Path, repo: Path) -> None:
+    (repo / ".mcp.json").write_text(
+        '{"mcpServers": {"a": {"command": "x"}, "a_": {"command": "y"}}}'
+    )
+    servers, found = by_name(["claude-code"], repo, environ(home))
+    assert list(servers) == ["a"]
+    assert any("the name 'a_' ends in '_'" in warning for warning in found.warnings), found

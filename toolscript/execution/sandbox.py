@@ -43,7 +43,13 @@ from toolscript.plumbing.paths import user_cache_dir
 from toolscript.plumbing.privatefile import write_private
 from toolscript.plumbing.processes import signal_quietly
 from toolscript.store.outputs import kept_output_limit
-from toolscript.store.packages import Packages, declare_hint, import_entries, packages_beside
+from toolscript.store.packages import (
+    Packages,
+    declare_hint,
+    import_entries,
+    npm_set,
+    packages_beside,
+)
 from toolscript.store.savedscripts import module_imports
 
 __all__ = [
@@ -532,6 +538,7 @@ _UNDECLARED = "scripts import only the packages the project declares"
 _LOCK_DIFF = re.compile(r"\s*(?:changes:|\d*\s*\|)")
 _ADDED_SPECIFIER = re.compile(r'\|\s*\+\s*"((?:npm|jsr):[^"]+)":')
 _NOT_CACHED = re.compile(r'Failed loading https?://\S+ for package "([^"]+)"')
+_LOST = re.compile(r"error: Failed caching npm package '([^']+)'")
 _DENO_ADD = re.compile(r"\s*hint: If you want to use the npm package, try running `deno add")
 # Deno's words after a failed check: "it still might work", "Re-run with --no-check".
 _CHECK_ADVICE = re.compile(
@@ -608,6 +615,12 @@ class _ErrorRewriter:
             return f"error: {_UNDECLARED} (tried npm:{found[1]}): {self.hint()}\n"
         if "npm package not found in cache" in text:
             return ""
+        if (lost := _LOST.match(text)) is not None:
+            return (
+                f"error: the package {lost[1]} is locked but gone from toolscript's package "
+                "cache (removed since the gateway fetched it): restart the gateway "
+                "(toolscript gateway start), which fetches it again\n"
+            )
         if _DENO_ADD.match(text):
             return f"  hint: {self.hint()}\n"
         return None
@@ -753,7 +766,8 @@ def run_toolscript(
     # Colors would reach a terminal as escapes (control characters are shown, not obeyed).
     env = {"TOOLSCRIPT_GATEWAY_URL": script_url, "NO_COLOR": "1"}
     try:
-        with run_deno_dir(packages=packages is not None) as deno_dir:
+        npm = npm_set(deno_cache_dir(), _read(packages.lock)) if packages else None
+        with run_deno_dir(packages=packages is not None, npm=npm) as deno_dir:
             _close_web_storage(deno_dir)
             env.update(deno_environment(deno_dir))
             command = _command(
@@ -776,6 +790,13 @@ def run_toolscript(
     finally:
         map_path.unlink(missing_ok=True)
         streams.finish()
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return ""  # no lock, no packages: Deno says so
 
 
 def _start_and_supervise(

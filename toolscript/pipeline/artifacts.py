@@ -14,7 +14,6 @@
                              tools and the saved scripts that type-check (the scripts task)
       saved-scripts.json     which saved scripts check, the errors of those that do not
       packages.json          the declared packages as locked, and the lock (the packages task)
-      packages/deno.json     what the packages task has Deno fetch and lock
       saved-check/           where the scripts task checks them
       saved-check-save/      where the gateway checks a script before saving it
       catalogue.db           servers and tools (content hash, names, schemas) for sqlite-utils
@@ -133,10 +132,6 @@ class CacheLayout:
     @property
     def packages(self) -> Path:
         return self.root / "packages.json"
-
-    @property
-    def packages_dir(self) -> Path:
-        return self.root / "packages"
 
     @property
     def catalogue(self) -> Path:
