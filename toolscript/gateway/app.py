@@ -10,7 +10,13 @@
 ``GET  /scripts``                   every saved script: signature, status, errors
 ``POST /scripts``                   save one: ``{name, code, description?, force?}``, checked first
 ``POST /runtime/check``             type-check a prepared script with the warm checker
-``GET  /search?q=&limit=&threshold=&server=&mode=&explain=``  ranked tools
+``GET  /search?q=&limit=&threshold=&server=&mode=&explain=&kind=``  ranked tools (resources,
+                                    prompts with ``kind``)
+``GET  /describe?server=&tool=``    one tool: how to call it, JSON Schemas, TypeScript
+``GET  /servers/{server}/resources`` its resources and resource templates
+``POST /servers/{server}/resources/read``  ``{uri}``: the resource's contents
+``GET  /servers/{server}/prompts``  its prompts
+``POST /servers/{server}/prompts/get``  ``{name, arguments}``: the prompt's messages
 ``GET  /types?server=&tool=``       declarations and usage examples (for get-types)
 ``POST /runs``                      register a run: its id and the URL its script gets
 ``GET  /runs/{id}/prompt?wait=``    the call of an interactive run waiting for an answer
@@ -18,8 +24,9 @@
 ``POST /runs/{id}/end``             the run ended: its status, stop and calls
 ``GET  /schema``                    this API as OpenAPI
 
-A run's own URL (``/<run token>``) reaches ``POST /tools/*`` and ``GET /runtime/*`` only;
-its calls are that run's (``gateway.runs``). The agent's URL reaches ``guard.AGENT_ROUTES``
+A run's own URL (``/<run token>``) reaches ``POST /tools/*``, ``GET /runtime/*``, search,
+describe and the servers' resources and prompts only; its calls, reads and gets are that
+run's (``gateway.runs``). The agent's URL reaches ``guard.AGENT_ROUTES``
 and registers non-interactive runs only; prompts need the gateway's own token.
 
 Errors answer ``{"error": kind, "message": ..., "hint"?: ..., ...}`` with the
@@ -29,11 +36,13 @@ status of the ``toolscript.errors`` class that was raised.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import logging
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
+import anyio.to_thread
 import msgspec
 from litestar import Litestar, Request, Response, get, post
 from litestar.exceptions import HTTPException
@@ -51,6 +60,7 @@ from toolscript.errors import (
     ToolscriptError,
     UsageError,
 )
+from toolscript.gateway import offerings
 from toolscript.gateway.connections import BodyBudget
 from toolscript.gateway.core import SEPARATOR, Gateway, split_tool_name
 from toolscript.gateway.guard import (
@@ -350,6 +360,62 @@ async def _refuse(send: Any, error: ToolscriptError) -> None:
     await send({"type": "http.response.body", "body": payload})
 
 
+def _search_tools(
+    gateway: Gateway,
+    q: str,
+    limit: int,
+    threshold: float | None,
+    server: str | None,
+    mode: str,
+    explain: bool,
+    split: bool,
+    fusion: str,
+) -> dict[str, Any]:
+    """``GET /search``'s tools, ranked (blocking: run in a worker thread)."""
+    hits, used, needs = gateway.search.explain(
+        q,
+        limit=limit,
+        threshold=threshold,
+        server=server,
+        mode=mode,
+        split=split,
+        adaptive=fusion == "adaptive",
+    )
+    calls = _calls(gateway)
+    calls.update(gateway.script_calls())
+    return {
+        "query": q,
+        "mode": used,
+        "needs": needs,
+        # the needs the request implies (a file to write, a place's coordinates), by index
+        "implied": [number for number, need in enumerate(needs) if is_implied(need)],
+        # nothing matched well (no word of the request in any tool, none close in
+        # meaning): the hits are only the nearest tools
+        "weak": any(hit.weak for hit in hits),
+        "hits": [
+            hit.to_dict()
+            | {"call": calls.get((hit.server, hit.tool))}
+            | ({"explain": hit.explanation(needs)} if explain else {})
+            for hit in hits
+        ],
+        "search": gateway.search.status(),
+    } | (  # what keyword search and the model read of the request and of each need
+        {"readings": readings(q, needs, used, adaptive=fusion == "adaptive")} if explain else {}
+    )
+
+
+def _run_of(request: Request[Any, Any, Any]) -> str | None:
+    """The id of the run whose token made ``request`` (None: the owner's or agent's)."""
+    run_id = request.scope.get(RUN_SCOPE_KEY)
+    return run_id if isinstance(run_id, str) else None
+
+
+def _answer(answered: tuple[int, str, bytes]) -> Response[bytes]:
+    status, shape, payload = answered
+    headers = {RESULT_HEADER: shape} if shape else {}
+    return Response(content=payload, status_code=status, media_type=_JSON, headers=headers)
+
+
 def build_app(gateway: Gateway) -> Litestar:
     """A Litestar app serving ``gateway``; its lifespan connects and closes the servers."""
 
@@ -378,6 +444,46 @@ def build_app(gateway: Gateway) -> Litestar:
         )
         headers = {RESULT_HEADER: shape} if shape else {}
         return Response(content=payload, status_code=status, media_type=_JSON, headers=headers)
+
+    @get("/servers/{server:str}/resources")
+    async def server_resources(server: FromPath[str]) -> dict[str, Any]:
+        """A server's resources and resource templates (each with its ``parameters``)."""
+        return await offerings.list_resources(gateway, server)
+
+    @get("/servers/{server:str}/prompts")
+    async def server_prompts(server: FromPath[str]) -> dict[str, Any]:
+        """A server's prompts with their arguments."""
+        return await offerings.list_prompts(gateway, server)
+
+    @post("/servers/{server:str}/resources/read", status_code=200)
+    async def read_resource(
+        server: FromPath[str], request: Request[Any, Any, Any]
+    ) -> Response[bytes]:
+        """``{"uri"}`` in; ``{"contents": [{uri, mimeType?, text | blob}]}`` out."""
+        raw = await request.body()
+        uri = _json_object(raw).get("uri")
+        if not isinstance(uri, str):
+            raise UsageError("expected a JSON object with a string uri")
+        answered = await offerings.read_resource(gateway, server, uri, _run_of(request), len(raw))
+        return _answer(answered)
+
+    @post("/servers/{server:str}/prompts/get", status_code=200)
+    async def get_prompt(server: FromPath[str], request: Request[Any, Any, Any]) -> Response[bytes]:
+        """``{"name", "arguments"?}`` in; ``{"description"?, "messages"}`` out."""
+        raw = await request.body()
+        body = _json_object(raw)
+        name, arguments = body.get("name"), body.get("arguments") or {}
+        if not isinstance(name, str) or not isinstance(arguments, dict):
+            raise UsageError("expected a JSON object with a string name and an object arguments")
+        answered = await offerings.get_prompt(
+            gateway, server, name, arguments, _run_of(request), len(raw)
+        )
+        return _answer(answered)
+
+    @get("/describe", sync_to_thread=False)
+    def describe(server: FromQuery[str], tool: FromQuery[str]) -> dict[str, Any]:
+        """One tool: how a script calls it, its JSON Schemas and its TypeScript."""
+        return offerings.describe(gateway, server, tool)
 
     @post("/runs", status_code=200)
     async def register_run(request: Request[Any, Any, Any]) -> dict[str, Any]:
@@ -517,8 +623,8 @@ def build_app(gateway: Gateway) -> Litestar:
         )
         return verdict.to_dict()
 
-    @get("/search", sync_to_thread=True)
-    def search(
+    @get("/search")
+    async def search(
         q: FromQuery[str],
         limit: FromQuery[int] = 10,
         threshold: FromQuery[float | None] = None,
@@ -527,47 +633,43 @@ def build_app(gateway: Gateway) -> Litestar:
         explain: FromQuery[bool] = False,
         split: FromQuery[bool] = True,
         fusion: FromQuery[str] = "adaptive",
+        kind: FromQuery[str] = "tool",
     ) -> dict[str, Any]:
         """Ranked tools for a query; keyword-only until the embedding model is ready.
         ``explain``: each hit's keyword and semantic parts and the need it answers;
         ``split=false`` and ``fusion=fixed`` rank as before splitting and adaptive fusion
-        (for comparisons)."""
+        (for comparisons); ``kind``: resource, prompt, or all (tools, then the others)."""
         if server is not None:
             gateway.upstream(server)
         if mode not in MODES:
             raise UsageError(f"unknown search mode {mode!r}; one of {', '.join(MODES)}")
         if fusion not in FUSIONS:
             raise UsageError(f"unknown fusion {fusion!r}; one of {', '.join(FUSIONS)}")
-        hits, used, needs = gateway.search.explain(
-            q,
-            limit=max(1, min(limit, 100)),
-            threshold=threshold,
-            server=server,
-            mode=mode,
-            split=split,
-            adaptive=fusion == "adaptive",
+        if kind not in offerings.KINDS:
+            raise UsageError(f"unknown kind {kind!r}; one of {', '.join(offerings.KINDS)}")
+        limit = max(1, min(limit, 100))
+        found = (
+            []
+            if kind == "tool"
+            else await offerings.search_offerings(gateway, q, kind, limit, server)
         )
-        calls = _calls(gateway)
-        calls.update(gateway.script_calls())
-        return {
-            "query": q,
-            "mode": used,
-            "needs": needs,
-            # the needs the request implies (a file to write, a place's coordinates), by index
-            "implied": [number for number, need in enumerate(needs) if is_implied(need)],
-            # nothing matched well (no word of the request in any tool, none close in
-            # meaning): the hits are only the nearest tools
-            "weak": any(hit.weak for hit in hits),
-            "hits": [
-                hit.to_dict()
-                | {"call": calls.get((hit.server, hit.tool))}
-                | ({"explain": hit.explanation(needs)} if explain else {})
-                for hit in hits
-            ],
-            "search": gateway.search.status(),
-        } | (  # what keyword search and the model read of the request and of each need
-            {"readings": readings(q, needs, used, adaptive=fusion == "adaptive")} if explain else {}
+        if kind in ("resource", "prompt"):
+            return {
+                "query": q,
+                "mode": "keyword",
+                "needs": [q],
+                "implied": [],
+                "weak": False,
+                "hits": found,
+                "search": gateway.search.status(),
+            }
+        answer = await anyio.to_thread.run_sync(
+            functools.partial(
+                _search_tools, gateway, q, limit, threshold, server, mode, explain, split, fusion
+            )
         )
+        answer["hits"].extend(found)
+        return answer
 
     @get("/types", sync_to_thread=False)
     def types(
@@ -626,6 +728,11 @@ def build_app(gateway: Gateway) -> Litestar:
             save_script,
             search,
             types,
+            server_resources,
+            server_prompts,
+            read_resource,
+            get_prompt,
+            describe,
         ],
         exception_handlers={
             ToolscriptError: _error_response,

@@ -61,6 +61,7 @@ from toolscript.pipeline.tasks.scripts import (
 from toolscript.plumbing.paths import project_state_dir
 from toolscript.plumbing.processes import identity_alive, memory_of, process_identity
 from toolscript.plumbing.redact import redact, redact_value
+from toolscript.policy import READ_ONLY, is_offering
 from toolscript.search.engine import SearchEngine, SearchOptions
 from toolscript.search.process import EmbedderProcess
 from toolscript.search.semantic import EmbeddingStore, model_directory
@@ -850,8 +851,12 @@ class Gateway:
         key = (server, tool)
         found = self._decisions.get(key)
         if found is None:
-            upstream, spec = self.tool(server, tool)
-            found = self.config.decision(upstream.config, tool, spec.get("annotations"))
+            offering = self.upstream(server)
+            if tool not in offering.tools and is_offering(tool):  # resource:URI, prompt:NAME
+                found = self.config.decision(offering.config, tool, READ_ONLY)
+            else:
+                upstream, spec = self.tool(server, tool)
+                found = self.config.decision(upstream.config, tool, spec.get("annotations"))
             self._decisions[key] = found
         return found
 

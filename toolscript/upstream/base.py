@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import anyio
 
 from toolscript.config import Config, ServerConfig
 
-__all__ = ["ServerState", "ToolHost", "ToolSearch", "ToolsChanged", "Upstream"]
+__all__ = ["Offerings", "ServerState", "ToolHost", "ToolSearch", "ToolsChanged", "Upstream"]
 
 
 class ServerState(StrEnum):
@@ -52,6 +52,14 @@ class Upstream(Protocol):
 
     def status(self) -> dict[str, Any]:
         """State, error, tool count and warnings, safe to show."""
+
+
+@runtime_checkable
+class Offerings(Protocol):
+    """A server that may offer more than tools (an MCP server; a tool file offers tools only)."""
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``resources/list``, ``resources/read``, ``prompts/get``, ...: the result as JSON."""
 
 
 class ToolSearch(Protocol):

@@ -17,7 +17,13 @@ from mcp.client.session import ClientSession
 from mcp.shared.message import SessionMessage
 
 from toolscript.config import ServerConfig
-from toolscript.errors import ServerUnavailableError, ToolTimeoutError, UpstreamError
+from toolscript.errors import (
+    NotFoundError,
+    ServerUnavailableError,
+    ToolscriptError,
+    ToolTimeoutError,
+    UpstreamError,
+)
 from toolscript.plumbing.processes import pid_exists
 from toolscript.plumbing.redact import redact
 from toolscript.upstream.base import ServerState, ToolsChanged
@@ -468,6 +474,47 @@ class UpstreamServer:
         result: dict[str, Any] = answer.result
         return result
 
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """One request of the server's other offerings (``OFFERINGS``: resources, resource
+        templates, prompts), its result as JSON; a listing's pages joined. A server that
+        does not declare the capability is told nothing: the caller gets NotFoundError."""
+        request, result_type, listed = OFFERINGS[method]
+        session = await self._connected_session()
+        capability = method.partition("/")[0]
+        declared = session.server_capabilities
+        if declared is None or getattr(declared, capability, None) is None:
+            raise NotFoundError(
+                f"server {self.name!r} offers no {capability}",
+                hint="`toolscript list-servers` shows what each server offers",
+            )
+        joined: dict[str, Any] = {}
+        cursor: str | None = None
+        try:
+            with anyio.fail_after(self.config.timeout):
+                while True:
+                    sent = dict(params or {}) | ({"cursor": cursor} if cursor else {})
+                    message = request.model_validate({"method": method, "params": sent or None})
+                    result = await session.send_request(message, result_type)
+                    page: dict[str, Any] = result.model_dump(
+                        mode="json", by_alias=True, exclude_none=True
+                    )
+                    if not listed:
+                        return page
+                    joined.setdefault(listed, []).extend(page.get(listed) or [])
+                    cursor = page.get("nextCursor")
+                    if not cursor:
+                        return joined
+        except TimeoutError as exc:
+            raise ToolTimeoutError.after(self.name, method, self.config.timeout) from exc
+        except ToolscriptError:
+            raise
+        except Exception as exc:
+            if self._lost.is_set() or self._session is not session:
+                raise self._went_away(method, exc) from exc
+            raise UpstreamError(
+                f"{self.name}: {method} failed: {self._redact(_describe(exc))}"
+            ) from exc
+
     def _cancel_raw(self, writer: Any, request_id: str, reason: str) -> None:
         """Tell the server to stop working on an abandoned call (notifications/cancelled), as the
         SDK's session does for its own requests; sent from a task so a cancelled caller can too."""
@@ -543,6 +590,21 @@ class UpstreamServer:
             "attempts": self.attempts,
             "connected_at": self.connected_at,
         }
+
+
+# method -> (request model, result model, the listed field a listing's pages join; "" for one
+# answer): what ``UpstreamServer.request`` sends besides tool calls.
+OFFERINGS: dict[str, tuple[Any, Any, str]] = {
+    "resources/list": (mcp_types.ListResourcesRequest, mcp_types.ListResourcesResult, "resources"),
+    "resources/templates/list": (
+        mcp_types.ListResourceTemplatesRequest,
+        mcp_types.ListResourceTemplatesResult,
+        "resourceTemplates",
+    ),
+    "resources/read": (mcp_types.ReadResourceRequest, mcp_types.ReadResourceResult, ""),
+    "prompts/list": (mcp_types.ListPromptsRequest, mcp_types.ListPromptsResult, "prompts"),
+    "prompts/get": (mcp_types.GetPromptRequest, mcp_types.GetPromptResult, ""),
+}
 
 
 class _RecordingWriter:
