@@ -91,7 +91,17 @@ def _dispatch(
 ) -> Awaitable[Answer]:
     if name == "search_tools":
         return backend.search_tools(
-            arguments["query"], int(arguments.get("limit", 8)), arguments.get("server")
+            arguments["query"],
+            int(arguments.get("limit", 8)),
+            arguments.get("server"),
+            arguments.get("kind", "tool"),
+        )
+    if name == "read_resource":
+        return backend.read_resource(
+            arguments["server"],
+            arguments.get("uri"),
+            arguments.get("prompt"),
+            dict(arguments.get("arguments") or {}),
         )
     if name == "get_types":
         return backend.get_types(list(arguments["tools"]), bool(arguments.get("example")))
