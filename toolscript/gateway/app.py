@@ -410,7 +410,11 @@ def _run_of(request: Request[Any, Any, Any]) -> str | None:
     return run_id if isinstance(run_id, str) else None
 
 
-def _answer(answered: tuple[int, str, bytes]) -> Response[bytes]:
+def _answer(answered: tuple[int, str, bytes] | None) -> Response[bytes]:
+    """A read's or a get's answer; None: the caller went away and it was cancelled (the
+    server told so), an answer nobody reads."""
+    if answered is None:
+        return Response(content=b"", status_code=499)
     status, shape, payload = answered
     headers = {RESULT_HEADER: shape} if shape else {}
     return Response(content=payload, status_code=status, media_type=_JSON, headers=headers)
@@ -464,8 +468,12 @@ def build_app(gateway: Gateway) -> Litestar:
         uri = _json_object(raw).get("uri")
         if not isinstance(uri, str):
             raise UsageError("expected a JSON object with a string uri")
-        answered = await offerings.read_resource(gateway, server, uri, _run_of(request), len(raw))
-        return _answer(answered)
+        return _answer(
+            await _unless_disconnected(
+                offerings.read_resource(gateway, server, uri, _run_of(request), len(raw)),
+                request.receive,
+            )
+        )
 
     @post("/servers/{server:str}/prompts/get", status_code=200)
     async def get_prompt(server: FromPath[str], request: Request[Any, Any, Any]) -> Response[bytes]:
@@ -475,10 +483,12 @@ def build_app(gateway: Gateway) -> Litestar:
         name, arguments = body.get("name"), body.get("arguments") or {}
         if not isinstance(name, str) or not isinstance(arguments, dict):
             raise UsageError("expected a JSON object with a string name and an object arguments")
-        answered = await offerings.get_prompt(
-            gateway, server, name, arguments, _run_of(request), len(raw)
+        return _answer(
+            await _unless_disconnected(
+                offerings.get_prompt(gateway, server, name, arguments, _run_of(request), len(raw)),
+                request.receive,
+            )
         )
-        return _answer(answered)
 
     @get("/describe", sync_to_thread=False)
     def describe(server: FromQuery[str], tool: FromQuery[str]) -> dict[str, Any]:
