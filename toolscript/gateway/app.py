@@ -532,12 +532,14 @@ def build_app(gateway: Gateway) -> Litestar:
     async def answer_prompt(
         run_id: FromPath[str], request: Request[Any, Any, Any]
     ) -> dict[str, Any]:
-        """``{"seq", "answer": "yes" | "no" | "always" | "stop"}``; ``{"answered": bool}``."""
+        """``{"seq", "answer": "yes" | "no" | "always" | "stop"}`` (a server's question:
+        ``"accept"`` with ``"content"``, ``"decline"`` or ``"cancel"``); ``{"answered": bool}``."""
         body = _json_object(await request.body())
         seq = body.get("seq")
         if not isinstance(seq, int):
             raise UsageError("give seq, the number of the call answered")
-        return {"answered": gateway.runs.answer(run_id, seq, str(body.get("answer")))}
+        answered = gateway.runs.answer(run_id, seq, str(body.get("answer")), body.get("content"))
+        return {"answered": answered}
 
     @get("/runs/{run_id:str}/script")
     async def run_script(run_id: FromPath[str]) -> dict[str, str]:

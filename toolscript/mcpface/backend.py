@@ -62,7 +62,7 @@ from toolscript.store.outputs import output_file, visible_controls
 from toolscript.store.trust import require_trust
 
 # Asks the user to approve a call of a run: "yes", "no", "always" or "stop".
-Approver = Callable[[dict[str, Any]], Coroutine[Any, Any, str]]
+Approver = Callable[[dict[str, Any]], Coroutine[Any, Any, Any]]  # an answer, or a form's result
 
 __all__ = ["Answer", "Approver", "Backend", "execution_answer", "search_answer", "servers_answer"]
 

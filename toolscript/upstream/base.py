@@ -15,7 +15,15 @@ import anyio
 
 from toolscript.config import Config, ServerConfig
 
-__all__ = ["Offerings", "ServerState", "ToolHost", "ToolSearch", "ToolsChanged", "Upstream"]
+__all__ = [
+    "Elicit",
+    "Offerings",
+    "ServerState",
+    "ToolHost",
+    "ToolSearch",
+    "ToolsChanged",
+    "Upstream",
+]
 
 
 class ServerState(StrEnum):
@@ -29,6 +37,9 @@ class ServerState(StrEnum):
 
 
 ToolsChanged = Callable[[Any], Awaitable[None]]  # called with the upstream whose tools changed
+# A server's question to the user during a call (MCP elicitation): (server, message, requested
+# schema) -> {"action": "accept" | "decline" | "cancel", "content"?}; raises where nobody can answer.
+Elicit = Callable[[str, str, Any], Awaitable[dict[str, Any]]]
 
 
 class Upstream(Protocol):

@@ -26,7 +26,7 @@ from toolscript.errors import (
 )
 from toolscript.plumbing.processes import pid_exists
 from toolscript.plumbing.redact import redact
-from toolscript.upstream.base import ServerState, ToolsChanged
+from toolscript.upstream.base import Elicit, ServerState, ToolsChanged
 from toolscript.upstream.sdk import TransportStreams
 from toolscript.upstream.tolerant import repair_call_result, repair_tool_list
 
@@ -50,8 +50,10 @@ class UpstreamServer:
         *,
         connect_timeout: float = 30.0,
         on_tools_changed: ToolsChanged | None = None,
+        on_elicit: Elicit | None = None,
     ) -> None:
         self.config = config
+        self._on_elicit = on_elicit
         self.name = config.name
         self.connect_timeout = connect_timeout
         self.state = ServerState.DISABLED if config.disabled else ServerState.CONNECTING
@@ -127,6 +129,8 @@ class UpstreamServer:
                     ),
                     write,
                     message_handler=self._on_message,
+                    # Declared only where someone may answer: servers offer more tools then.
+                    elicitation_callback=self._elicit if self._on_elicit is not None else None,
                 )
             )
             # stop() cancels this: a server stuck in initialize never holds up a shutdown.
@@ -254,6 +258,24 @@ class UpstreamServer:
             cursor = result.next_cursor
             if not cursor:
                 return tools
+
+    async def _elicit(self, context: Any, params: Any) -> Any:
+        """The server asks the user something during a call: the gateway's answer, or an
+        error the server hears (nobody can answer, or the question is not a form)."""
+        assert self._on_elicit is not None
+        message = str(getattr(params, "message", ""))
+        schema = getattr(params, "requested_schema", None)
+        if schema is None:  # a URL elicitation: toolscript opens no browser for a server
+            return mcp_types.ErrorData(
+                code=mcp_types.INVALID_REQUEST,
+                message="toolscript answers form elicitations only, not URL ones",
+            )
+        try:
+            answer = await self._on_elicit(self.name, message, schema)
+        except ToolscriptError as exc:
+            said = exc.message + (f"; {exc.hint}" if exc.hint else "")
+            return mcp_types.ErrorData(code=mcp_types.INVALID_REQUEST, message=said)
+        return mcp_types.ElicitResult.model_validate(answer)
 
     async def _on_message(self, message: Any) -> None:
         if getattr(message, "method", None) != "notifications/tools/list_changed":
