@@ -265,13 +265,13 @@ export async function search(
   const params = new URLSearchParams({ q: query, limit: String(options.limit ?? 10) });
   if (options.server) params.set("server", options.server);
   if (options.kind) params.set("kind", options.kind);
-  const found = await ask<{ hits: SearchHit[] }>("search", `search?${params}`);
+  const found = await ask<{ hits: SearchHit[] }>("search", `runtime/search?${params}`);
   return found.hits.map((hit) => ({ ...hit, kind: hit.kind ?? "tool" }));
 }
 
 /** One tool's parameters and result, as JSON Schema and as TypeScript, and how to call it. */
 export function describe(server: string, tool: string): Promise<ToolDescription> {
-  return ask(`${server}__${tool}`, `describe?${new URLSearchParams({ server, tool })}`);
+  return ask(`${server}__${tool}`, `runtime/describe?${new URLSearchParams({ server, tool })}`);
 }
 
 // ---- generated from the servers' tool schemas ----

@@ -167,11 +167,14 @@ def test_describe_gives_json_schema_and_typescript(
     served: tuple[TestClient[Any], Gateway],
 ) -> None:
     client, _ = served
-    described = client.get("/describe", params={"server": "calc", "tool": "add"}).json()
+    described = client.get("/runtime/describe", params={"server": "calc", "tool": "add"}).json()
     assert described["call"] == "tools.calc.add"
     assert described["inputSchema"]["required"] == ["a", "b"]
     assert "export type CalcAddParams" in described["typescript"]
-    assert client.get("/describe", params={"server": "calc", "tool": "nope"}).status_code == 404
+    assert (
+        client.get("/runtime/describe", params={"server": "calc", "tool": "nope"}).status_code
+        == 404
+    )
 
 
 def test_template_parameters_follow_rfc_6570() -> None:

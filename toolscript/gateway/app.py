@@ -12,7 +12,8 @@
 ``POST /runtime/check``             type-check a prepared script with the warm checker
 ``GET  /search?q=&limit=&threshold=&server=&mode=&explain=&kind=``  ranked tools (resources,
                                     prompts with ``kind``)
-``GET  /describe?server=&tool=``    one tool: how to call it, JSON Schemas, TypeScript
+``GET  /runtime/search?...``        the same, for a script's ``search()``
+``GET  /runtime/describe?server=&tool=``  one tool: how to call it, JSON Schemas, TypeScript
 ``GET  /servers/{server}/resources`` its resources and resource templates
 ``POST /servers/{server}/resources/read``  ``{uri}``: the resource's contents
 ``GET  /servers/{server}/prompts``  its prompts
@@ -24,8 +25,8 @@
 ``POST /runs/{id}/end``             the run ended: its status, stop and calls
 ``GET  /schema``                    this API as OpenAPI
 
-A run's own URL (``/<run token>``) reaches ``POST /tools/*``, ``GET /runtime/*``, search,
-describe and the servers' resources and prompts only; its calls, reads and gets are that
+A run's own URL (``/<run token>``) reaches ``POST /tools/*``, ``GET /runtime/*`` (its
+search and describe too) and the servers' resources and prompts only; its calls, reads and gets are that
 run's (``gateway.runs``). The agent's URL reaches ``guard.AGENT_ROUTES``
 and registers non-interactive runs only; prompts need the gateway's own token.
 
@@ -490,7 +491,7 @@ def build_app(gateway: Gateway) -> Litestar:
             )
         )
 
-    @get("/describe", sync_to_thread=False)
+    @get("/runtime/describe", sync_to_thread=False)
     def describe(server: FromQuery[str], tool: FromQuery[str]) -> dict[str, Any]:
         """One tool: how a script calls it, its JSON Schemas and its TypeScript."""
         return offerings.describe(gateway, server, tool)
@@ -635,7 +636,7 @@ def build_app(gateway: Gateway) -> Litestar:
         )
         return verdict.to_dict()
 
-    @get("/search")
+    @get(["/search", "/runtime/search"])  # the second: a script's search() (its run's token)
     async def search(
         q: FromQuery[str],
         limit: FromQuery[int] = 10,

@@ -71,7 +71,6 @@ AGENT_ROUTES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("GET", r"/servers/[^/]+/tools"),
         ("GET", r"/servers/[^/]+/(?:resources|prompts)"),
         ("POST", r"/servers/[^/]+/(?:resources/read|prompts/get)"),
-        ("GET", r"/describe"),
         ("GET", r"/runtime/[^/]+"),
         ("POST", r"/runtime/check"),
         ("GET", r"/search"),
@@ -86,12 +85,10 @@ AGENT_ROUTES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 RUN_ROUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("POST", re.compile(r"/tools/.+")),  # the fast path serves every one: no other route
     ("GET", re.compile(r"/runtime/[^/]+")),
-    # what the module's resources, prompts, search and describe ask (reads and gets are
-    # the run's, checked and logged as its calls are)
+    # what the module's resources and prompts ask (reads and gets are the run's, checked
+    # and logged as its calls are); its search and describe are under /runtime/
     ("GET", re.compile(r"/servers/[^/]+/(?:resources|prompts)")),
     ("POST", re.compile(r"/servers/[^/]+/(?:resources/read|prompts/get)")),
-    ("GET", re.compile(r"/search")),
-    ("GET", re.compile(r"/describe")),
 )
 
 
