@@ -144,6 +144,7 @@ def test_stdio_face_end_to_end_with_a_gateway_of_its_own(
                 "execute",
                 "run_script",
                 "save_script",
+                "read_resource",
                 "list_servers",
             }
             assert by_name["search_tools"].annotations.read_only_hint is True
