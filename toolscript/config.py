@@ -8,7 +8,7 @@ import fnmatch
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolscript.errors import ConfigError, ServerNotFoundError, ToolscriptError
+from toolscript.otherclients import Imports, read_imports
 from toolscript.plumbing.redact import embedded_secrets, secret_setting
 from toolscript.policy import Asking, Decision, decide, matching, timeout_for
 
@@ -90,6 +91,8 @@ class ServerConfig:
     # what the server is as the config writes it, before ${VAR} expansion: its URL, or its
     # command and args (what lists and status show: an expanded value may be a secret)
     target: str = ""
+    # the file that defines it: .toolscript.json, or another client's config it imports
+    source: Path | None = None
 
     def allows_tool(self, tool_name: str) -> bool:
         """Whether the include/exclude filters and the policy let ``tool_name`` through (a
@@ -144,6 +147,7 @@ class ServerConfig:
             "target": self.target,
             "description": self.description,
             "disabled": self.disabled,
+            "source": str(self.source) if self.source else "",
         }
 
 
@@ -178,6 +182,10 @@ class Config:
     asking: Asking = "destructive"  # policy.ask: which tools no rule names ask first
     runs: RunsConfig = field(default_factory=RunsConfig)
     infer_results: bool = True  # types.inferResults: result types learned from real calls
+    # `import`: what the other clients' configs made toolscript skip, and every file of
+    # theirs it reads (present or not: the gateway watches them as it watches this file)
+    import_warnings: tuple[str, ...] = ()
+    imported_files: tuple[Path, ...] = ()
 
     def decision(self, server: ServerConfig, tool: str, annotations: Any) -> Decision:
         """``allow``, ``ask`` or ``deny`` for a call of ``tool`` on ``server``."""
@@ -279,7 +287,10 @@ def parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
 
     written = doc.value.get("mcpServers") or {}
     servers = tuple(
-        _server(name, raw, path.parent, from_environment("mcpServers", name), written[name])
+        replace(
+            _server(name, raw, path.parent, from_environment("mcpServers", name), written[name]),
+            source=path,
+        )
         for name, raw in (expanded.get("mcpServers") or {}).items()
     )
     search = SearchConfig(**(expanded.get("search") or {}))
@@ -289,11 +300,16 @@ def parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
             expanded.get("localTools"), path, doc, {s.name for s in servers}
         )
     )
+    imported, imports = _imported(
+        expanded.get("import") or (), path.parent, environ, {s.name for s in servers + local}
+    )
     runs = expanded.get("runs") or {}
     return Config(
         path=path,
         project_dir=path.parent,
-        servers=servers + local,
+        servers=servers + imported + local,
+        import_warnings=imports.warnings,
+        imported_files=imports.watched,
         search=search,
         asking=(expanded.get("policy") or {}).get("ask", "destructive"),
         infer_results=bool((expanded.get("types") or {}).get("inferResults", True)),
@@ -302,6 +318,31 @@ def parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
             max_megabytes=float(runs.get("maxMegabytes", RunsConfig.max_megabytes)),
         ),
     )
+
+
+def _imported(
+    clients: Sequence[str], project_dir: Path, environ: Mapping[str, str], taken: set[str]
+) -> tuple[tuple[ServerConfig, ...], Imports]:
+    """The servers of the clients ``import`` names, but those ``.toolscript.json`` defines
+    itself (its entries win)."""
+    if not clients:
+        return (), Imports()
+    imports = read_imports(clients, project_dir, environ)
+    servers = tuple(
+        replace(
+            _server(
+                found.name,
+                found.entry,
+                project_dir,
+                tuple(value for name, value in found.substituted if secret_setting(name, value)),
+            ),
+            target=found.target,
+            source=found.source,
+        )
+        for found in imports.servers
+        if found.name not in taken
+    )
+    return servers, imports
 
 
 def _local_servers(

@@ -187,3 +187,36 @@ def test_an_unexpected_fault_is_logged_and_answered_as_an_error_of_the_tree(
     assert "DatabaseError: database disk image is malformed" in body["message"]
     assert "log" in body["hint"]
     assert any(record.exc_info for record in caplog.records), "the traceback is logged"
+
+
+@pytest.mark.parametrize(
+    ("route", "body", "message"),
+    [
+        ("/runs", b"{oops", "the request body is not JSON: JSON is malformed: "),
+        ("/runs", b"[1]", "expected a JSON object"),
+        ("/runs", b'{"max_calls": "x"}', "max_calls must be a positive integer"),
+        ("/runs", b'{"max_calls": 0}', "max_calls must be a positive integer"),
+        ("/runs/r/prompt", b"", "give seq, the number of the call answered"),
+        ("/runs/r/prompt", b'{"seq": "one"}', "give seq, the number of the call answered"),
+        ("/scripts", b"{}", "expected a JSON object with strings name and code"),
+        ("/scripts", b'{"name": "a", "code": "", "description": 3}', "description must be"),
+        ("/runtime/check", b"[1]", "expected a JSON object with strings code, path, module"),
+        (
+            "/runtime/check",
+            b'{"code": 1}',
+            "expected a JSON object with strings code, path, module",
+        ),
+    ],
+)
+def test_a_body_a_route_cannot_use_is_a_usage_error_of_the_tree(
+    client: TestClient[Any], route: str, body: bytes, message: str
+) -> None:
+    answer = client.post(route, content=body)
+    assert answer.status_code == 400
+    assert answer.json()["error"] == "usage_error"
+    assert answer.json()["message"].startswith(message)
+
+
+def test_a_run_registers_with_an_empty_body_and_unknown_keys(client: TestClient[Any]) -> None:
+    assert client.post("/runs", content=b"").json()["id"]
+    assert client.post("/runs", json={"resume": None, "from_a_newer_client": 1}).json()["id"]

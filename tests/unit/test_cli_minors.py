@@ -168,8 +168,8 @@ def test_list_servers_prints_the_same_columns_whatever_the_state(project: Path) 
     plain = runner.invoke(app, ["list-servers"])
     assert plain.exit_code == 0
     rows = [line.split("\t") for line in plain.stdout.splitlines()]
-    assert [len(row) for row in rows] == [6, 6]
-    assert rows[0] == ["time", "stdio", "", "", "", "clock"]
+    assert [len(row) for row in rows] == [7, 7]
+    assert rows[0] == ["time", "stdio", "", "", "", "clock", ".toolscript.json"]
     headed = runner.invoke(app, ["list-servers", "--header"])
     assert headed.stdout.splitlines()[0].split("\t") == [
         "server",
@@ -178,6 +178,7 @@ def test_list_servers_prints_the_same_columns_whatever_the_state(project: Path) 
         "tools",
         "reason",
         "description",
+        "source",
     ]
     assert headed.stdout.splitlines()[1:] == plain.stdout.splitlines()
 

@@ -50,6 +50,11 @@ FORBIDDEN = [
         (low, high)
         for low, highs in [
             ("toolscript.plumbing", ["toolscript.store", "toolscript.config", "toolscript.policy"]),
+            # other clients' configs: pure reading, below the trust records that hash them
+            (
+                "toolscript.otherclients",
+                ["toolscript.store", "toolscript.config", "toolscript.policy"],
+            ),
             ("toolscript.store", ["toolscript.config", "toolscript.policy"]),
             ("toolscript.config", []),
             ("toolscript.policy", ["toolscript.config"]),

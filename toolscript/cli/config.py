@@ -66,9 +66,12 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
                 "valid": True,
                 "path": str(loaded.path) if loaded.path else None,
                 "servers": [server.name for server in loaded.servers],
+                "warnings": list(loaded.import_warnings),
             }
         )
         return
+    for warning in loaded.import_warnings:
+        sys.stderr.write(f"warning: import: {warning}\n")
     typer.echo(f"{where}: valid, {len(loaded.servers)} servers")
 
 

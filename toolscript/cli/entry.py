@@ -212,7 +212,7 @@ def _mark_gateway_start(arguments: list[str]) -> bool:
 def _note_config_elsewhere(arguments: list[str]) -> None:
     """One line on stderr when the config used is a parent folder's (found as git finds
     ``.git``), so nobody wonders which project a command ran in."""
-    if not arguments or arguments[0] in ("hook", "--help", "-h", "--version"):
+    if not arguments or arguments[0] in ("hook", "init", "--help", "-h", "--version"):
         return
     if os.environ.get("TOOLSCRIPT_CONFIG") or {"--config", "-c"} & {
         argument.partition("=")[0] for argument in arguments

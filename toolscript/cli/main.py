@@ -18,6 +18,7 @@ HELP = """MCP code mode: call your MCP servers' tools from one short TypeScript 
 Examples:
 
 \b
+  toolscript init                       # import the servers Claude Code, Cursor, ... define
   toolscript gateway start &            # connect the servers in .toolscript.json
   toolscript list-servers
   toolscript list-tools github --verbose
@@ -86,6 +87,7 @@ def _register() -> None:
         exec,
         gateway,
         history,
+        init,
         mcp,
         offerings,
         scripts,
@@ -109,6 +111,7 @@ def _register() -> None:
     app.command("list-scripts")(scripts.list_scripts)
     app.command("run")(scripts.run_command)
     app.command("trust")(trust.trust_command)
+    app.command("init")(init.init_command)
     app.command("mcp")(mcp.mcp_command)
     app.command("auth")(auth.auth_command)
     app.command("approve")(history.approve_command)

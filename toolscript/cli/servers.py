@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from toolscript.cli.client import URL_VARIABLE, GatewayClient, find_gateway_url
@@ -11,6 +12,7 @@ from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
 from toolscript.config import Config, load_config
 from toolscript.errors import GatewayError, GatewayUnreachableError
+from toolscript.otherclients import home_dir
 
 __all__ = ["list_servers"]
 
@@ -20,8 +22,10 @@ def list_servers(
 ) -> None:
     """List the configured MCP servers.
 
-    Prints name, transport, live state, tools, reason and description of each, always
-    these columns (state, tools and reason empty when no gateway runs for the project).
+    Prints name, transport, live state, tools, reason, description and source (the file
+    that defines it: .toolscript.json, or another client's config it imports) of each,
+    always these columns (state, tools and reason empty when no gateway runs for the
+    project). What an imported config has that toolscript skips is named on stderr.
 
     Examples:
 
@@ -31,6 +35,8 @@ def list_servers(
         toolscript list-servers --json | jq '.[].name'
     """
     loaded = load_config(config)
+    for warning in loaded.import_warnings:
+        sys.stderr.write(f"warning: import: {warning}\n")
     servers = [server.summary() for server in loaded.servers]
     live = _live_states(loaded)
     for server in servers:
@@ -49,7 +55,7 @@ def list_servers(
         sys.stderr.write(f"no servers configured (add them under mcpServers in {where})\n")
         return
     print_rows(
-        ["server", "transport", "state", "tools", "reason", "description"],
+        ["server", "transport", "state", "tools", "reason", "description", "source"],
         [
             [
                 server["name"],
@@ -58,6 +64,7 @@ def list_servers(
                 str(server.get("tools", "")),
                 _short(server.get("error")),
                 server["description"],
+                _shown_path(server["source"], loaded.project_dir),
             ]
             for server in servers
         ],
@@ -65,6 +72,17 @@ def list_servers(
     )
     if any(server.get("error") for server in servers):
         sys.stderr.write("the whole reason: `toolscript list-servers --json` or `gateway status`\n")
+
+
+def _shown_path(source: str, project_dir: Path) -> str:
+    """A source file as a person reads it: relative to the project, else under ``~``."""
+    if not source:
+        return ""
+    path = Path(source)
+    for base, prefix in ((project_dir, ""), (home_dir(), "~/")):
+        if path.is_relative_to(base):
+            return prefix + str(path.relative_to(base))
+    return source
 
 
 def _short(error: str | None, width: int = 48) -> str:

@@ -28,7 +28,9 @@ def trust_command(
     A repository's config names programs to run and where to send the values of
     ${VAR}. Nothing starts from a project config (`gateway start`, `exec`, `run`,
     `mcp`, the Claude Code plugin, `doit`) until you have read it and trusted it
-    here; editing the file makes it untrusted again. `config check` reads it
+    here; editing the file makes it untrusted again. The project files of other
+    clients it imports (.mcp.json, .cursor/mcp.json, .vscode/mcp.json,
+    .gemini/settings.json) are trusted with it, and editing one does the same. `config check` reads it
     without trusting it. A config named by TOOLSCRIPT_CONFIG is your own setting,
     and so is one under a folder of TOOLSCRIPT_TRUSTED_PATHS.
 
@@ -60,9 +62,13 @@ def trust_command(
     loaded = load_config(path)  # an invalid file is reported, not trusted
     trust.trust(path)
     servers = [server.summary() for server in loaded.servers]
+    # the repository's files of other clients it imports: trusted with it, as they are now
+    imported = [str(file) for file in trust.imported_project_files(path) if file.is_file()]
     if as_json:
-        print_json({"trusted": str(path), "servers": servers})
+        print_json({"trusted": str(path), "imported": imported, "servers": servers})
         return
     sys.stdout.write(f"trusted: {path}\n")
+    for file in imported:
+        sys.stdout.write(f"  with the file it imports: {file}\n")
     for server in servers:
         sys.stdout.write(f"  {server['name']}: {server['target']}\n")

@@ -524,47 +524,87 @@ _CHECK_ADVICE = re.compile(
 )
 
 
-def _rewriter(
-    script_path: Path,
-    display_name: str,
-    gateway_url: str,
-    module_path: Path | None = None,
-    source_map: SourceMap | None = None,
-) -> Rewrite:
+class _ErrorRewriter:
     """Error lines name the user's script and ``toolscript``, not cache paths and secret URLs,
-    and point at the user's own lines and columns, not the wrapper's."""
-    spellings = [re.escape(gateway_url) + r"/runtime/tools\.ts(?:\?_t=[\w-]+)?"]
-    if module_path is not None:
-        spellings.append(r"(?:file://)?" + re.escape(str(module_path)))
-    module = re.compile("|".join(spellings))
-    # The prepared script's path in any spelling (absolute, file://, relative): found by its
-    # literal tail, then extended back over path characters. Linear in the line's length,
-    # where a regex with a lazy prefix took seconds on one long line.
-    tail = f"/{script_path.parent.name}/{script_path.name}"
-    strip_colors = not sys.stderr.isatty()
-    mapping = source_map or SourceMap([])
-    position = re.compile(re.escape(display_name) + r":(\d+):(\d+)")
-    quoted: list[tuple[int, str]] = []  # the wrapper line an excerpt showed, for its caret line
-    frames = [False]  # whether the last line was a stack frame (the first one is the place)
-    dying = [False]  # V8's fatal-error dump began
+    and point at the user's own lines and columns, not the wrapper's. One per run: it
+    remembers what earlier lines began (an excerpt, a stack, V8's fatal dump)."""
 
-    def name_script(text: str) -> str:
+    def __init__(
+        self,
+        script_path: Path,
+        display_name: str,
+        gateway_url: str,
+        module_path: Path | None = None,
+        source_map: SourceMap | None = None,
+    ) -> None:
+        spellings = [re.escape(gateway_url) + r"/runtime/tools\.ts(?:\?_t=[\w-]+)?"]
+        if module_path is not None:
+            spellings.append(r"(?:file://)?" + re.escape(str(module_path)))
+        self.module = re.compile("|".join(spellings))
+        # The prepared script's path in any spelling (absolute, file://, relative): found by
+        # its literal tail, then extended back over path characters. Linear in the line's
+        # length, where a regex with a lazy prefix took seconds on one long line.
+        self.tail = f"/{script_path.parent.name}/{script_path.name}"
+        self.display_name = display_name
+        self.strip_colors = not sys.stderr.isatty()
+        self.mapping = source_map or SourceMap([])
+        self.position = re.compile(re.escape(display_name) + r":(\d+):(\d+)")
+        self.quoted: list[tuple[int, str]] = []  # the wrapper line an excerpt showed, for its caret
+        self.after_frame = False  # the last line was a stack frame (the first one is the place)
+        self.dying = False  # V8's fatal-error dump began
+
+    def __call__(self, line: bytes) -> bytes:
+        if self.dying or line.startswith(_V8_DUMP):
+            self.dying = True  # V8's last words: exec says what happened in one line instead
+            return b""
+        text = line.decode("utf-8", "replace")
+        # Rewritten on its plain text: on a terminal Deno colours a path's parts, so its
+        # escape codes sit inside the paths and positions the rewrite reads. A line the
+        # rewrite changes loses its colours; any other keeps them.
+        plain = _ANSI.sub("", text)
+        if _CHECK_ADVICE.match(plain):
+            return b""  # advice to skip type checks: no way forward for whoever reads errors
+        rewritten = self.rewrite_plain(plain)
+        return (text if rewritten == plain and not self.strip_colors else rewritten).encode()
+
+    def rewrite_plain(self, text: str) -> str:
+        text = self.module.sub("toolscript", self.name_script(text))
+        if "access to" in text or "Failed to spawn" in text:
+            text = _REFUSAL.sub(_refusal, text)
+        if not self.mapping.wrapped:
+            return text
+        body, newline = (text[:-1], "\n") if text.endswith("\n") else (text, "")
+        if self.quoted:
+            return self.caret(body) + newline
+        if _FRAME.match(body):
+            frame = self.position.search(body)
+            follows_frame, self.after_frame = self.after_frame, True
+            if follows_frame and frame and not self.mapping.is_users(int(frame[1])):
+                return ""  # the wrapper calling the user's code: not the user's to read
+        else:
+            self.after_frame = False
+            if (shown := self.excerpt(body)) is not None:
+                return shown + newline
+        return self.position.sub(self.user_position, body) + newline
+
+    def name_script(self, text: str) -> str:
         parts, done = [], 0
-        while (found := text.find(tail, done)) != -1:
+        while (found := text.find(self.tail, done)) != -1:
             start = found
             while start > done and text[start - 1] not in _PATH_STOPS:
                 start -= 1
-            parts += [text[done:start], display_name]
-            done = found + len(tail)
+            parts += [text[done:start], self.display_name]
+            done = found + len(self.tail)
         parts.append(text[done:])
         return "".join(parts)
 
-    def user_position(found: re.Match[str]) -> str:
-        line, column = mapping.position(int(found[1]), int(found[2]))
-        return f"{display_name}:{line}:{column}"
+    def user_position(self, found: re.Match[str]) -> str:
+        line, column = self.mapping.position(int(found[1]), int(found[2]))
+        return f"{self.display_name}:{line}:{column}"
 
-    def excerpt(text: str) -> str | None:
+    def excerpt(self, text: str) -> str | None:
         """The user's line for an excerpt of the wrapper (None: not a wrapper line)."""
+        mapping = self.mapping
         gutter = _GUTTER.match(text)
         body = gutter[4] if gutter else text
         restored = mapping.restored_line(body)
@@ -577,58 +617,25 @@ def _rewriter(
                 return f"{gutter[1]}{int(gutter[2]) - 1}{gutter[3]}{gutter[4]}"
             return None
         line, users = original
-        quoted.append((line, body))
+        self.quoted.append((line, body))
         return f"{gutter[1]}{line}{gutter[3]}{users}" if gutter else users
 
-    def caret(text: str) -> str:
-        line, body = quoted.pop()
+    def caret(self, text: str) -> str:
+        line, body = self.quoted.pop()
         found = _CARET.match(text)
         if found is None:
             return text
         generated = len(found[2]) + 1
-        if body == mapping.head:
-            column = mapping.position(1, generated)[1]
+        if body == self.mapping.head:
+            column = self.mapping.position(1, generated)[1]
             underline = found[3]
         else:
-            column = len(mapping.user_lines[line - 1]) + 1
+            column = len(self.mapping.user_lines[line - 1]) + 1
             underline = found[3][0]
         return f"{found[1]}{' ' * (column - 1)}{underline}"
 
-    def rewrite(line: bytes) -> bytes:
-        if dying[0] or line.startswith(_V8_DUMP):
-            dying[0] = True  # V8's last words: exec says what happened in one line instead
-            return b""
-        text = line.decode("utf-8", "replace")
-        # Rewritten on its plain text: on a terminal Deno colours a path's parts, so its
-        # escape codes sit inside the paths and positions the rewrite reads. A line the
-        # rewrite changes loses its colours; any other keeps them.
-        plain = _ANSI.sub("", text)
-        if _CHECK_ADVICE.match(plain):
-            return b""  # advice to skip type checks: no way forward for whoever reads errors
-        rewritten = rewrite_plain(plain)
-        return (text if rewritten == plain and not strip_colors else rewritten).encode()
 
-    def rewrite_plain(text: str) -> str:
-        text = module.sub("toolscript", name_script(text))
-        if "access to" in text or "Failed to spawn" in text:
-            text = _REFUSAL.sub(_refusal, text)
-        if not mapping.wrapped:
-            return text
-        body, newline = (text[:-1], "\n") if text.endswith("\n") else (text, "")
-        if quoted:
-            return caret(body) + newline
-        if _FRAME.match(body):
-            frame = position.search(body)
-            follows_frame, frames[0] = frames[0], True
-            if follows_frame and frame and not mapping.is_users(int(frame[1])):
-                return ""  # the wrapper calling the user's code: not the user's to read
-        else:
-            frames[0] = False
-            if (shown := excerpt(body)) is not None:
-                return shown + newline
-        return position.sub(user_position, body) + newline
-
-    return rewrite
+_rewriter = _ErrorRewriter  # what run_toolscript and the tests make one with
 
 
 def run_toolscript(
@@ -821,47 +828,127 @@ def _supervise(
     memory.stop.set()
     for pump in pumps:
         pump.join(60 if isinstance(pump, _SpillingPump) else 5)
+    ended = _Ended(
+        script, limits, streams, out, timed_out, budget, memory, process.returncode, pumps[1].tail
+    )
+    for outcome in _OUTCOMES:
+        if outcome.applies(ended):
+            outcome.tell(ended)
+            return outcome.exit_code
     code = process.returncode
-    advice = streams.advice
-    if isinstance(out, _SpillingPump) and out.full.is_set():
-        streams.say(
-            f"the toolscript printed more than {out.limit} bytes and was stopped "
-            f"({advice.output}); "
-            + (f"those bytes are in {out.spill}" if out.unkept is None else out.whereabouts())
-        )
-        return EXIT_OUTPUT
-    if (
-        isinstance(out, _SpillingPump)
-        and out.spilling
-        and not (timed_out or budget.exhausted.is_set() or memory.exceeded.is_set())
-    ):
-        _show_spill(out, script.result_marker, limits, streams)
-        return EXIT_OUTPUT
-    if timed_out:
-        streams.say(
-            f"the toolscript ran longer than {limits.timeout:g} s and was stopped ({advice.timeout})"
-        )
-        return EXIT_TIMEOUT
-    if budget.exhausted.is_set():
-        streams.say(
-            f"the toolscript printed more than {limits.max_output} bytes and was stopped ({advice.output})"
-        )
-        return EXIT_OUTPUT
-    if memory.exceeded.is_set():
-        streams.say(
-            f"the toolscript used more than {memory.cap // (1024 * 1024)} MB of memory in all "
-            f"({limits.memory_mb} MB of heap, plus buffers, WebAssembly and workers) "
-            f"and was stopped ({advice.memory})"
-        )
-        return EXIT_MEMORY
-    if code in (133, -signal.SIGTRAP, 134, -signal.SIGABRT) or any(
-        marker in pumps[1].tail for marker in _OOM_MARKERS
-    ):
-        streams.say(
-            f"the toolscript ran out of memory (limit {limits.memory_mb} MB, {advice.memory})"
-        )
-        return EXIT_MEMORY
     return code if code >= 0 else 128 - code
+
+
+class _Ended(NamedTuple):
+    """What a run's supervision saw by the time Deno exited."""
+
+    script: Script
+    limits: Limits
+    streams: _Streams
+    out: _Pump
+    timed_out: bool
+    budget: _Budget
+    memory: _MemoryWatch
+    code: int
+    stderr_tail: bytes
+
+    @property
+    def spilling(self) -> _SpillingPump | None:
+        return self.out if isinstance(self.out, _SpillingPump) else None
+
+    @property
+    def stopped(self) -> bool:
+        """Stopped by a limit other than the output's."""
+        return self.timed_out or self.budget.exhausted.is_set() or self.memory.exceeded.is_set()
+
+
+class _Outcome(NamedTuple):
+    """A way a run ends: when it applies, what the user is told, the exit code."""
+
+    applies: Callable[[_Ended], bool]
+    tell: Callable[[_Ended], None]
+    exit_code: int
+
+
+def _say(message: Callable[[_Ended], str]) -> Callable[[_Ended], None]:
+    return lambda ended: ended.streams.say(message(ended))
+
+
+def _spill_full(ended: _Ended) -> str:
+    out = ended.spilling
+    assert out is not None
+    return (
+        f"the toolscript printed more than {out.limit} bytes and was stopped "
+        f"({ended.streams.advice.output}); "
+        + (f"those bytes are in {out.spill}" if out.unkept is None else out.whereabouts())
+    )
+
+
+def _spilled(ended: _Ended) -> None:
+    assert ended.spilling is not None
+    _show_spill(ended.spilling, ended.script.result_marker, ended.limits, ended.streams)
+
+
+def _out_of_memory(ended: _Ended) -> bool:
+    return ended.code in (133, -signal.SIGTRAP, 134, -signal.SIGABRT) or any(
+        marker in ended.stderr_tail for marker in _OOM_MARKERS
+    )
+
+
+# The first that applies is how the run ended; none: Deno's own exit code.
+_OUTCOMES: tuple[_Outcome, ...] = (
+    _Outcome(
+        lambda ended: ended.spilling is not None and ended.spilling.full.is_set(),
+        _say(_spill_full),
+        EXIT_OUTPUT,
+    ),
+    _Outcome(
+        lambda ended: ended.spilling is not None and ended.spilling.spilling and not ended.stopped,
+        _spilled,
+        EXIT_OUTPUT,
+    ),
+    _Outcome(
+        lambda ended: ended.timed_out,
+        _say(
+            lambda ended: (
+                f"the toolscript ran longer than {ended.limits.timeout:g} s and was "
+                f"stopped ({ended.streams.advice.timeout})"
+            )
+        ),
+        EXIT_TIMEOUT,
+    ),
+    _Outcome(
+        lambda ended: ended.budget.exhausted.is_set(),
+        _say(
+            lambda ended: (
+                f"the toolscript printed more than {ended.limits.max_output} bytes "
+                f"and was stopped ({ended.streams.advice.output})"
+            )
+        ),
+        EXIT_OUTPUT,
+    ),
+    _Outcome(
+        lambda ended: ended.memory.exceeded.is_set(),
+        _say(
+            lambda ended: (
+                f"the toolscript used more than {ended.memory.cap // (1024 * 1024)} "
+                f"MB of memory in all ({ended.limits.memory_mb} MB of heap, plus buffers, "
+                f"WebAssembly and workers) and was stopped ({ended.streams.advice.memory})"
+            )
+        ),
+        EXIT_MEMORY,
+    ),
+    _Outcome(
+        _out_of_memory,
+        _say(
+            lambda ended: (
+                f"the toolscript ran out of memory (limit {ended.limits.memory_mb} "
+                f"MB, {ended.streams.advice.memory})"
+            )
+        ),
+        EXIT_MEMORY,
+    ),
+)
 
 
 PREVIEW_BYTES = 16 * 1024

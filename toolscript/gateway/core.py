@@ -310,6 +310,8 @@ class Gateway:
                 if await anyio.to_thread.run_sync(self.search.vectors_stored):
                     tasks.start_soon(quick.prepare, name="quick queries")
                     quick.early = True
+            for warning in self.config.import_warnings:
+                log.warning("import: %s", warning)
             log.info("connecting %d servers", len(self.upstreams))
             for upstream in self.upstreams.values():
                 tasks.start_soon(upstream.run, name=f"upstream {upstream.name}")
@@ -420,32 +422,41 @@ class Gateway:
 
     async def _watch_config(self) -> None:
         """Apply edits of the config file while serving (users add servers mid-session)."""
-        # `toolscript trust` after an edit applies it: the trust records are watched too.
-        seen = (_fingerprint(self.config_file), _fingerprint(trust_file()))
+        # `toolscript trust` after an edit applies it: the trust records are watched too;
+        # and the other clients' files that `import` reads, as this one.
+        seen = self._config_fingerprints()
         folder = self.config.project_dir
         self._scripts_seen = await anyio.to_thread.run_sync(scripts_fingerprint, folder)
         with self._watch_scope:
             while True:
                 await anyio.sleep(CONFIG_POLL_SECONDS)
-                now = (_fingerprint(self.config_file), _fingerprint(trust_file()))
+                now = self._config_fingerprints()
                 if now != seen:
                     text = await self._settled_config_text()
-                    seen = (_fingerprint(self.config_file), _fingerprint(trust_file()))
+                    seen = self._config_fingerprints()
                     await self.reload_config(text)
                 scripts_now = await anyio.to_thread.run_sync(scripts_fingerprint, folder)
                 if scripts_now != self._scripts_seen:
                     self._scripts_seen = scripts_now
                     self._rebuild.set()  # the scripts task checks them
 
+    def _config_fingerprints(self) -> tuple[tuple[int, int] | None, ...]:
+        """The config file's, the trust records' and the imported files' fingerprints."""
+        files = (self.config_file, trust_file(), *self.config.imported_files)
+        return tuple(_fingerprint(path) for path in files)
+
     async def _settled_config_text(self) -> bytes | None:
-        """The config file's content once two reads a moment apart agree."""
+        """The config file's content once two reads a moment apart agree (and the imported
+        files' fingerprints with it)."""
         text = await anyio.to_thread.run_sync(_read_text, self.config_file)
+        imported = self._config_fingerprints()[2:]
         for _ in range(CONFIG_SETTLE_TRIES):
             await anyio.sleep(CONFIG_SETTLE_SECONDS)
             again = await anyio.to_thread.run_sync(_read_text, self.config_file)
-            if again == text:
+            imported_again = self._config_fingerprints()[2:]
+            if again == text and imported_again == imported:
                 break
-            text = again
+            text, imported = again, imported_again
         return text
 
     async def reload_config(self, text: bytes | None = None) -> None:
@@ -470,6 +481,9 @@ class Gateway:
         removed = [name for name in old if name not in fresh]
         added = [name for name in fresh if name not in old]
         changed = [name for name in fresh if name in old and fresh[name] != old[name]]
+        for warning in new.import_warnings:
+            if warning not in self.config.import_warnings:
+                log.warning("import: %s", warning)
         if new.search != self.config.search:
             log.warning("config: search settings changed; they apply when the gateway restarts")
         self.config = new

@@ -3,7 +3,9 @@
 A cloned repository's ``.toolscript.json`` names programs to run and where to send the
 values of ``${VAR}``; nothing may start from it, nor expand a variable into a URL or a
 header, before the user has looked. ``toolscript trust`` records the file's content hash
-per user (outside every project, 0600); editing the file makes it untrusted again.
+per user (outside every project, 0600); editing the file makes it untrusted again. The
+project files of other clients it imports (``.mcp.json``, ``.cursor/mcp.json``, ...) are the
+repository's too: the hash covers them, so editing, adding or removing one does the same.
 
 A record is keyed by the config's path as found, its folder resolved but not the file:
 the folder is what relative ``command``, ``args`` and ``cwd`` resolve against, so a
@@ -20,11 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from toolscript.errors import UntrustedConfigError
+from toolscript.otherclients import imported_clients, project_files
 from toolscript.plumbing.privatefile import write_private
 
 __all__ = [
     "TRUSTED_PATHS_VARIABLE",
     "forget",
+    "imported_project_files",
     "is_trusted",
     "needs_trust",
     "require_trust",
@@ -57,7 +61,35 @@ def trust_key(config: Path) -> str:
 
 
 def _fingerprint(config: Path) -> str:
-    return hashlib.sha256(config.read_bytes()).hexdigest()
+    """The hash of the config and of the project files it imports (each one's name and
+    content, or its absence): a config that imports none hashes as its bytes alone."""
+    content = config.read_bytes()
+    imported = _imported_project_files(config, content)
+    if not imported:
+        return hashlib.sha256(content).hexdigest()
+    digest = hashlib.sha256(content)
+    for path in imported:
+        digest.update(b"\0" + path.name.encode() + b"\0" + str(path.parent).encode() + b"\0")
+        try:
+            digest.update(b"1" + hashlib.sha256(path.read_bytes()).digest())
+        except FileNotFoundError:
+            digest.update(b"0")
+    return digest.hexdigest()
+
+
+def _imported_project_files(config: Path, content: bytes) -> tuple[Path, ...]:
+    """The project files (the repository's, not the user's) of the clients ``config``
+    imports."""
+    folder = Path(trust_key(config)).parent
+    return project_files(imported_clients(content), folder)
+
+
+def imported_project_files(config: Path) -> tuple[Path, ...]:
+    """The project files of other clients that trusting ``config`` covers (present or not)."""
+    try:
+        return _imported_project_files(config, config.read_bytes())
+    except OSError:
+        return ()
 
 
 def trusted() -> dict[str, dict[str, Any]]:
@@ -103,8 +135,14 @@ def require_trust(config: Path) -> None:
     """Raise UntrustedConfigError when ``config`` needs the user's trust before it runs."""
     if needs_trust(config):
         shown = trust_key(config)
+        imported = [
+            str(path.relative_to(Path(shown).parent))
+            for path in imported_project_files(config)
+            if path.exists()
+        ]
+        also = f" (with the files it imports: {', '.join(imported)})" if imported else ""
         raise UntrustedConfigError(
-            f"{shown} is not trusted yet, so nothing it names was started "
+            f"{shown}{also} is not trusted yet, so nothing it names was started "
             "(a repository's config names programs to run and where to send your "
             "environment's values)",
             hint=f"read it, then run `toolscript trust` in {Path(shown).parent}"

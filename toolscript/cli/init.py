@@ -1,0 +1,172 @@
+"""``init``: a ``.toolscript.json`` that imports the MCP servers other clients define."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from toolscript.cli.options import JsonOption
+from toolscript.cli.output import print_json
+from toolscript.config import CONFIG_FILENAME
+from toolscript.errors import UsageError
+from toolscript.otherclients import Discovery, discover, home_dir
+
+__all__ = ["init_command"]
+
+GITIGNORED = ".toolscript/"
+
+
+def init_command(
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Write without asking.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Set the import key of an existing .toolscript.json (its other keys are kept).",
+        ),
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Import the MCP servers your other clients already define.
+
+    Looks for the configs of Claude Code (.mcp.json, ~/.claude.json), Claude Desktop,
+    Codex (~/.codex/config.toml), Cursor (.cursor/mcp.json, ~/.cursor/mcp.json), Gemini
+    CLI (.gemini/settings.json, ~/.gemini/settings.json), VS Code (.vscode/mcp.json) and
+    Windsurf (~/.codeium/windsurf/mcp_config.json), shows the servers it found, and asks
+    before writing a .toolscript.json here whose "import" key reads them live (an edit
+    there reaches the gateway). It adds .toolscript/ to .gitignore. With --json and no
+    --yes it only reports what it found.
+
+    Examples:
+
+    \b
+        toolscript init
+        toolscript init --yes && toolscript trust
+        toolscript init --json | jq '.found[].client'
+        toolscript init --force --yes     # add import to an existing .toolscript.json
+    """
+    project_dir = Path.cwd().resolve()
+    path = project_dir / CONFIG_FILENAME
+    if path.exists() and not force:
+        raise UsageError(
+            f"{path} exists already",
+            hint='add "import": [...] to it by hand, or run `toolscript init --force` '
+            "to set its import key (its other keys are kept)",
+        )
+    found = discover(project_dir)
+    importable = [item for item in found if item.error is None]
+    clients = [item.client for item in importable]
+    report: dict[str, Any] = {
+        "path": str(path),
+        "import": clients,
+        "found": [_found(item, project_dir) for item in found],
+        "written": False,
+        "gitignore": False,
+    }
+    if not as_json:
+        _show(found, project_dir)
+    if not clients:
+        if as_json:
+            print_json(report)
+        raise UsageError(
+            "found no MCP servers in the configs of Claude Code, Claude Desktop, Codex, "
+            "Cursor, Gemini CLI, VS Code or Windsurf",
+            hint=f"define servers under mcpServers in {CONFIG_FILENAME} yourself",
+        )
+    if not yes:
+        if as_json:
+            print_json(report)
+            return
+        question = f"Write {CONFIG_FILENAME} importing {', '.join(clients)}?"
+        if not typer.confirm(question, default=True):
+            sys.stderr.write("nothing written\n")
+            raise typer.Exit(1)
+    _write_config(path, clients)
+    report["written"] = True
+    report["gitignore"] = _ignore_cache(project_dir)
+    servers = sum(len(item.imports.servers) for item in importable)
+    from toolscript.store.trust import needs_trust
+
+    report["needs_trust"] = needs_trust(path)
+    if as_json:
+        print_json(report)
+        return
+    sys.stdout.write(f"wrote {path} (import: {', '.join(clients)}; {servers} servers)\n")
+    if report["gitignore"]:
+        sys.stdout.write(f"added {GITIGNORED} to .gitignore\n")
+    if report["needs_trust"]:
+        sys.stdout.write(
+            "next: read it and the project files it imports, then run `toolscript trust`\n"
+        )
+
+
+def _shown(path: Path, project_dir: Path) -> str:
+    for base, prefix in ((project_dir, ""), (home_dir(), "~/")):
+        if path.is_relative_to(base):
+            return prefix + str(path.relative_to(base))
+    return str(path)
+
+
+def _found(item: Discovery, project_dir: Path) -> dict[str, Any]:
+    by_file: dict[Path, list[dict[str, str]]] = {}
+    for server in item.imports.servers:
+        by_file.setdefault(server.source, []).append({"name": server.name, "target": server.target})
+    return {
+        "client": item.client,
+        "title": item.title,
+        "files": [
+            {"file": str(file), "shown": _shown(file, project_dir), "servers": servers}
+            for file, servers in by_file.items()
+        ],
+        "warnings": list(item.imports.warnings),
+        "error": item.error,
+    }
+
+
+def _show(found: tuple[Discovery, ...], project_dir: Path) -> None:
+    if not found:
+        return
+    sys.stdout.write("Found MCP servers in:\n")
+    for item in found:
+        if item.error is not None:
+            sys.stdout.write(f"  {item.title}: not readable, skipped: {item.error}\n")
+            continue
+        sys.stdout.write(f"  {item.title} ({item.client})\n")
+        for entry in _found(item, project_dir)["files"]:
+            sys.stdout.write(f"    {entry['shown']}\n")
+            for server in entry["servers"]:
+                sys.stdout.write(f"      {server['name']}: {server['target']}\n")
+        for warning in item.imports.warnings:
+            sys.stdout.write(f"    warning: {warning}\n")
+
+
+def _write_config(path: Path, clients: list[str]) -> None:
+    document: dict[str, Any] = {}
+    if path.exists():
+        try:
+            existing = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            existing = None
+        if isinstance(existing, dict):
+            document = existing
+    document["import"] = clients
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+
+
+def _ignore_cache(project_dir: Path) -> bool:
+    """Add ``.toolscript/`` to the project's ``.gitignore``; False when it is there."""
+    ignore = project_dir / ".gitignore"
+    try:
+        text = ignore.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    lines = {line.strip() for line in text.splitlines()}
+    if lines & {".toolscript", ".toolscript/", "/.toolscript", "/.toolscript/"}:
+        return False
+    separator = "" if not text or text.endswith("\n") else "\n"
+    ignore.write_text(f"{text}{separator}{GITIGNORED}\n", encoding="utf-8")
+    return True

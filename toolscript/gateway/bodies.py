@@ -1,0 +1,163 @@
+"""The JSON bodies the gateway's routes take, as msgspec Structs Litestar decodes.
+
+A body Litestar cannot decode answers as a ``UsageError`` (400, ``usage_error``) of the
+error tree: ``body_error`` reads Litestar's refusal and says it in the words a body
+class gives for the field at fault (``problems``), or in msgspec's own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar
+
+import msgspec
+from litestar import Request
+from litestar.exceptions import HTTPException, SerializationException, ValidationException
+
+from toolscript.errors import UsageError
+from toolscript.gateway.runbook import DEFAULT_MAX_CALLS
+
+__all__ = [
+    "Body",
+    "CheckRequest",
+    "PromptAnswer",
+    "PromptGet",
+    "ResourceRead",
+    "RunEnd",
+    "RunRequest",
+    "ScriptToSave",
+    "body_error",
+]
+
+
+class Body(msgspec.Struct, frozen=True):
+    """A route's JSON object; unknown keys are ignored, as clients of other versions send."""
+
+    not_an_object: ClassVar[str] = "expected a JSON object"
+    problems: ClassVar[Mapping[str, str]] = {}  # field -> what to say when it is wrong
+
+
+class RunRequest(Body, frozen=True):
+    """``POST /runs``: a run to register; every field optional."""
+
+    script_hash: str = ""
+    origin: str = ""
+    interactive: bool = False
+    max_calls: Annotated[int, msgspec.Meta(ge=1)] = DEFAULT_MAX_CALLS
+    resume: str | None = None
+    script: str = ""
+    script_name: tuple[str, str] = ("inline.ts", "inline.ts")
+    pid: int | None = None
+
+    problems: ClassVar[Mapping[str, str]] = {"max_calls": "max_calls must be a positive integer"}
+
+
+class PromptAnswer(Body, frozen=True):
+    """``POST /runs/{id}/prompt``: the answer to the prompt of call ``seq``."""
+
+    seq: int
+    answer: str | None = None
+    content: dict[str, Any] | None = None  # what the user filled in for a server's question
+
+    problems: ClassVar[Mapping[str, str]] = {"seq": "give seq, the number of the call answered"}
+
+
+class ResourceRead(Body, frozen=True):
+    """``POST /servers/{server}/resources/read``: the resource to read."""
+
+    uri: str
+
+    problems: ClassVar[Mapping[str, str]] = {"uri": "expected a JSON object with a string uri"}
+
+
+class PromptGet(Body, frozen=True):
+    """``POST /servers/{server}/prompts/get``: the prompt and its arguments (strings)."""
+
+    name: str
+    arguments: dict[str, str] = msgspec.field(default_factory=dict)
+
+    problems: ClassVar[Mapping[str, str]] = {
+        "name": "expected a JSON object with a string name",
+        "arguments": "a prompt's arguments are an object of strings",
+    }
+
+
+class RunEnd(Body, frozen=True):
+    """``POST /runs/{id}/end``: the script's exit code."""
+
+    exit: int | None = None
+
+
+_NAME_AND_CODE = "expected a JSON object with strings name and code"
+
+
+class ScriptToSave(Body, frozen=True):
+    """``POST /scripts``: a script to keep in the project's toolscripts/ folder."""
+
+    name: str
+    code: str
+    description: str | None = None
+    force: bool = False
+
+    problems: ClassVar[Mapping[str, str]] = {
+        "name": _NAME_AND_CODE,
+        "code": _NAME_AND_CODE,
+        "description": "description must be a string",
+    }
+
+
+_CHECK_FIELDS = "expected a JSON object with strings code, path, module and hash"
+
+
+class CheckRequest(Body, frozen=True):
+    """``POST /runtime/check``: a script exec prepared, for the warm checker."""
+
+    code: str
+    path: str
+    module: str
+    hash: str
+
+    not_an_object: ClassVar[str] = _CHECK_FIELDS
+    problems: ClassVar[Mapping[str, str]] = dict.fromkeys(
+        ("code", "path", "module", "hash"), _CHECK_FIELDS
+    )
+
+
+def body_error(request: Request[Any, Any, Any], exc: HTTPException) -> UsageError | None:
+    """The usage error a refused body is, or None when ``exc`` is not about the body."""
+    if isinstance(exc.__cause__, SerializationException):  # Litestar could not decode it
+        return UsageError(f"the request body is not JSON: {exc.detail}")
+    if not isinstance(exc, ValidationException) or not isinstance(exc.extra, list):
+        return None
+    wrong = [item for item in exc.extra if isinstance(item, dict) and item.get("source") == "body"]
+    if not wrong:
+        return None
+    body = _body_class(request)
+    key, message = str(wrong[0].get("key")), str(wrong[0].get("message"))
+    missing = _MISSING.search(message)
+    if missing is not None:  # an object without a required field
+        key = missing.group(1)
+    elif key == "data" and not message.startswith("Expected"):  # no body: as {} reads
+        key = next(iter(body.__struct_fields__[: _required(body)]), key)
+    if key == "data":  # the body as a whole is not an object
+        return UsageError(body.not_an_object)
+    return UsageError(body.problems.get(key) or f"{key}: {message}")
+
+
+_MISSING = re.compile(r"missing required field `([^`]+)`")
+
+
+def _required(body: type[Body]) -> int:
+    """How many of ``body``'s fields (the first ones) have no default."""
+    return len(body.__struct_fields__) - len(body.__struct_defaults__)
+
+
+def _body_class(request: Request[Any, Any, Any]) -> type[Body]:
+    """The Body class the request's route takes (``Body`` itself when none is found)."""
+    field = getattr(request.route_handler, "parsed_data_field", None)
+    for candidate in (field, *(field.inner_types if field is not None else ())):
+        annotation = getattr(candidate, "annotation", None)
+        if isinstance(annotation, type) and issubclass(annotation, Body):
+            return annotation
+    return Body

@@ -1,0 +1,480 @@
+"""The gateway's routes as Litestar controllers, one per part of the API (see ``app.py``).
+
+Each handler takes the ``Gateway`` as the dependency ``gateway`` (``build_app`` provides
+it) and its JSON body typed (``bodies.py``). A new route is a method on the controller of
+its path, or a new controller added to ``CONTROLLERS``; a route the agent's URL may reach
+is also listed in ``guard.AGENT_ROUTES``.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from typing import Any
+
+import anyio.to_thread
+from litestar import Controller, Request, Response, get, post
+from litestar.di import NamedDependency
+from litestar.params import FromPath, FromQuery
+
+from toolscript.codegen.module import render_declarations, render_module
+from toolscript.errors import UsageError
+from toolscript.gateway import offerings
+from toolscript.gateway.bodies import (
+    CheckRequest,
+    PromptAnswer,
+    PromptGet,
+    ResourceRead,
+    RunEnd,
+    RunRequest,
+    ScriptToSave,
+)
+from toolscript.gateway.core import SEPARATOR, Gateway, split_tool_name
+from toolscript.gateway.guard import AGENT, CREDENTIAL_SCOPE_KEY, RUN_SCOPE_KEY, agent_refused
+from toolscript.gateway.results import RESULT_HEADER
+from toolscript.gateway.toolcall import call_tool_bytes, requested_tool, unless_disconnected
+from toolscript.search.engine import FUSIONS, MODES, readings
+from toolscript.search.needs import is_implied
+
+__all__ = [
+    "CONTROLLERS",
+    "DiscoveryController",
+    "OfferingsController",
+    "RunsController",
+    "RuntimeController",
+    "ScriptsController",
+    "ServersController",
+    "ToolsController",
+]
+
+_JSON = "application/json"
+
+
+def _by_agent(request: Request[Any, Any, Any]) -> bool:
+    return request.scope.get(CREDENTIAL_SCOPE_KEY) == AGENT
+
+
+class ServersController(Controller):
+    """The gateway's state: its health and its servers with their tools."""
+
+    @get("/health", sync_to_thread=False)
+    def health(self, gateway: NamedDependency[Gateway]) -> dict[str, Any]:
+        """Overall state, per-server state, tool counts and search readiness."""
+        return gateway.health()
+
+    @get("/servers", sync_to_thread=False)
+    def servers(self, gateway: NamedDependency[Gateway]) -> list[dict[str, Any]]:
+        """Every configured server with its live state."""
+        return [up.status() for up in gateway.upstreams.values()]
+
+    @get("/servers/{server:str}/tools", sync_to_thread=False)
+    def server_tools(
+        self, gateway: NamedDependency[Gateway], server: FromPath[str]
+    ) -> list[dict[str, Any]]:
+        """A server's tools with their input and output schemas and annotations."""
+        return gateway.server_tools(server)
+
+
+class ToolsController(Controller):
+    """Tool calls, when ``app.ToolCallFastPath`` is not in front (Litestar's test client)."""
+
+    path = "/tools"
+
+    @post("/{name:path}", status_code=200)
+    async def call_tool(
+        self, gateway: NamedDependency[Gateway], request: Request[Any, Any, Any]
+    ) -> Response[bytes]:
+        """Call ``server__tool`` with the JSON body as arguments (see ``results.py``)."""
+        name = requested_tool(request.scope)
+        run_id: Any = request.scope.get(RUN_SCOPE_KEY)
+        status, shape, payload = await call_tool_bytes(
+            gateway, name, await request.body(), run_id if isinstance(run_id, str) else None
+        )
+        headers = {RESULT_HEADER: shape} if shape else {}
+        return Response(content=payload, status_code=status, media_type=_JSON, headers=headers)
+
+
+class RunsController(Controller):
+    """Runs: registered by exec and the MCP face, prompted, ended."""
+
+    path = "/runs"
+
+    @post("/", status_code=200)
+    async def register_run(
+        self,
+        gateway: NamedDependency[Gateway],
+        request: Request[Any, Any, Any],
+        data: RunRequest | None = None,
+    ) -> dict[str, Any]:
+        """Register a run; ``{"id", "token", "resumed_from"}`` out. The script gets the
+        gateway's URL with the token in place of the gateway's own."""
+        body = data or RunRequest()
+        if body.interactive and _by_agent(request):
+            # An interactive run's prompts are answered with the owner token: a run the agent
+            # registers stops at a call that needs approval, for a person to approve.
+            raise agent_refused()
+        run = await gateway.runs.register(
+            script_hash=body.script_hash,
+            origin=body.origin or "http",
+            interactive=body.interactive,
+            max_calls=body.max_calls,
+            resume=body.resume or None,
+            script=body.script,
+            script_name=body.script_name,
+            client_pid=body.pid,
+        )
+        return {"id": run.id, "token": run.token, "resumed_from": run.resumed_from or None}
+
+    @get("/{run_id:str}/prompt")
+    async def run_prompt(
+        self, gateway: NamedDependency[Gateway], run_id: FromPath[str], wait: FromQuery[float] = 0.0
+    ) -> dict[str, Any]:
+        """The call of an interactive run that waits for the user's answer (``wait``: seconds
+        to wait for one); ``{"prompt": call or null, "ended": bool}``."""
+        call = await gateway.runs.wait_prompt(run_id, max(0.0, min(wait, 60.0)))
+        return {"prompt": call, "ended": gateway.runs.get(run_id).ended}
+
+    @post("/{run_id:str}/prompt", status_code=200)
+    async def answer_prompt(
+        self, gateway: NamedDependency[Gateway], run_id: FromPath[str], data: PromptAnswer
+    ) -> dict[str, Any]:
+        """``{"seq", "answer": "yes" | "no" | "always" | "stop"}`` (a server's question:
+        ``"accept"`` with ``"content"``, ``"decline"`` or ``"cancel"``); ``{"answered": bool}``."""
+        answered = gateway.runs.answer(run_id, data.seq, str(data.answer), data.content)
+        return {"answered": answered}
+
+    @get("/{run_id:str}/script")
+    async def run_script(
+        self, gateway: NamedDependency[Gateway], run_id: FromPath[str]
+    ) -> dict[str, str]:
+        """The script of a run that stopped for approval (what ``exec --resume`` runs)."""
+        return await gateway.runs.stopped_script(run_id)
+
+    @post("/{run_id:str}/end", status_code=200)
+    async def end_run(
+        self,
+        gateway: NamedDependency[Gateway],
+        request: Request[Any, Any, Any],
+        run_id: FromPath[str],
+        data: RunEnd | None = None,
+    ) -> dict[str, Any]:
+        """``{"exit": code}`` in; the run's status, the error it stopped with and its calls."""
+        if _by_agent(request) and gateway.runs.get(run_id).interactive:
+            raise agent_refused()  # ending it would answer a person's open prompt
+        run = await gateway.runs.end(run_id, (data or RunEnd()).exit)
+        return {
+            "id": run.id,
+            "status": run.status,
+            "stopped": run.stopped.to_dict() if run.stopped is not None else None,
+            "exit_code": run.stopped.exit_code if run.stopped is not None else None,
+            "resumed_from": run.resumed_from or None,
+            "replayed": run.replayed,
+            "calls": gateway.runs.trace(run),
+        }
+
+
+class RuntimeController(Controller):
+    """What a script's run needs: the generated module, its hash, saved scripts, a check."""
+
+    path = "/runtime"
+
+    @get("/tools.ts", sync_to_thread=False)
+    def runtime_module(
+        self,
+        gateway: NamedDependency[Gateway],
+        request: Request[Any, Any, Any],
+        server: FromQuery[str | None] = None,
+        tool: FromQuery[str | None] = None,
+    ) -> Response[bytes]:
+        """The generated TypeScript client; ``?server=`` and ``&tool=`` narrow it."""
+        if server is None and tool is None:
+            text = gateway.artifacts.module
+            etag = gateway.artifacts.module_hash
+        else:
+            text = render_module(gateway.fragments(server, tool))
+            etag = hashlib.sha256(text.encode()).hexdigest()[:16]
+        quoted = f'"{etag}"'
+        if request.headers.get("if-none-match") == quoted:
+            return Response(content=b"", status_code=304, headers={"ETag": quoted})
+        return Response(
+            content=text.encode(),
+            media_type="application/typescript; charset=utf-8",
+            headers={"ETag": quoted, "Cache-Control": "no-cache"},
+        )
+
+    @get("/hash", sync_to_thread=False)
+    def runtime_hash(self, gateway: NamedDependency[Gateway]) -> dict[str, str]:
+        """The content hash of the whole module (what ``exec`` uses as ``_t``)."""
+        return {"hash": gateway.artifacts.module_hash}
+
+    @get("/scripts.json", sync_to_thread=False)
+    def runtime_scripts(self, gateway: NamedDependency[Gateway]) -> dict[str, Any]:
+        """The sources of the saved scripts the module offers, with the module's hash."""
+        return {"hash": gateway.artifacts.module_hash, "scripts": gateway.script_sources()}
+
+    @post("/check", status_code=200)
+    async def runtime_check(
+        self, gateway: NamedDependency[Gateway], data: CheckRequest
+    ) -> dict[str, str]:
+        """The warm checker's verdict on a script exec prepared: ``{"status": "passed" |
+        "failed" | "unavailable", "output"}`` (on "unavailable", exec checks with deno check)."""
+        if gateway.checker is None:
+            return {"status": "unavailable", "output": "this gateway keeps no type checker"}
+        verdict = await gateway.checker.check(data.code, data.path, data.module, data.hash)
+        return verdict.to_dict()
+
+    @get("/describe", sync_to_thread=False)
+    def describe(
+        self, gateway: NamedDependency[Gateway], server: FromQuery[str], tool: FromQuery[str]
+    ) -> dict[str, Any]:
+        """One tool (a script's ``describe``): how to call it, its JSON Schemas, its
+        TypeScript."""
+        return offerings.describe(gateway, server, tool)
+
+
+class OfferingsController(Controller):
+    """What servers offer besides tools: resources, resource templates and prompts (reads
+    and gets of a run are its calls: checked by the policy, logged; see ``offerings.py``)."""
+
+    path = "/servers/{server:str}"
+
+    @get("/resources")
+    async def server_resources(
+        self, gateway: NamedDependency[Gateway], server: FromPath[str]
+    ) -> dict[str, Any]:
+        """A server's resources and resource templates (each with its ``parameters``)."""
+        return await offerings.list_resources(gateway, server)
+
+    @get("/prompts")
+    async def server_prompts(
+        self, gateway: NamedDependency[Gateway], server: FromPath[str]
+    ) -> dict[str, Any]:
+        """A server's prompts with their arguments."""
+        return await offerings.list_prompts(gateway, server)
+
+    @post("/resources/read", status_code=200)
+    async def read_resource(
+        self,
+        gateway: NamedDependency[Gateway],
+        request: Request[Any, Any, Any],
+        server: FromPath[str],
+        data: ResourceRead,
+    ) -> Response[bytes]:
+        """``{"uri"}`` in; ``{"contents": [{uri, mimeType?, text | blob}]}`` out."""
+        size = len(await request.body())
+        read = offerings.read_resource(gateway, server, data.uri, _run_of(request), size)
+        return _answer(await unless_disconnected(read, request.receive))
+
+    @post("/prompts/get", status_code=200)
+    async def get_prompt(
+        self,
+        gateway: NamedDependency[Gateway],
+        request: Request[Any, Any, Any],
+        server: FromPath[str],
+        data: PromptGet,
+    ) -> Response[bytes]:
+        """``{"name", "arguments"?}`` in; ``{"description"?, "messages"}`` out."""
+        size = len(await request.body())
+        got = offerings.get_prompt(
+            gateway, server, data.name, data.arguments, _run_of(request), size
+        )
+        return _answer(await unless_disconnected(got, request.receive))
+
+
+def _run_of(request: Request[Any, Any, Any]) -> str | None:
+    """The id of the run whose token made ``request`` (None: the owner's or agent's)."""
+    run_id = request.scope.get(RUN_SCOPE_KEY)
+    return run_id if isinstance(run_id, str) else None
+
+
+def _answer(answered: tuple[int, str, bytes] | None) -> Response[bytes]:
+    """A read's or a get's answer; None: the caller went away and it was cancelled (the
+    server told so), an answer nobody reads."""
+    if answered is None:
+        return Response(content=b"", status_code=499)
+    status, shape, payload = answered
+    headers = {RESULT_HEADER: shape} if shape else {}
+    return Response(content=payload, status_code=status, media_type=_JSON, headers=headers)
+
+
+class ScriptsController(Controller):
+    """The project's saved scripts."""
+
+    path = "/scripts"
+
+    @get("/", sync_to_thread=False)
+    def saved_scripts(self, gateway: NamedDependency[Gateway]) -> dict[str, Any]:
+        """Every saved script: its signature, description, and errors when it is broken."""
+        return gateway.scripts_listing()
+
+    @post("/", status_code=201)
+    async def save_script(
+        self, gateway: NamedDependency[Gateway], data: ScriptToSave
+    ) -> dict[str, Any]:
+        """Save a script in the project's toolscripts/ folder when it type-checks."""
+        return await gateway.save_script(data.name, data.code, data.description, data.force)
+
+
+_CALLS: dict[str, dict[tuple[str, str], str]] = {}
+
+
+def _calls(gateway: Gateway) -> dict[tuple[str, str], str]:
+    """``(server, tool)`` -> ``tools.namespace.function``, for the module being served."""
+    digest = gateway.artifacts.module_hash
+    found = _CALLS.get(digest)
+    if found is None:
+        found = {
+            (f.server, f.tool): f"tools.{f.namespace}.{f.function}"
+            for f in gateway.artifacts.fragments
+        }
+        _CALLS.clear()
+        _CALLS[digest] = found
+    return found
+
+
+def _search_tools(
+    gateway: Gateway,
+    q: str,
+    limit: int,
+    threshold: float | None,
+    server: str | None,
+    mode: str,
+    explain: bool,
+    split: bool,
+    fusion: str,
+) -> dict[str, Any]:
+    """``GET /search``'s tools, ranked (blocking: run in a worker thread)."""
+    hits, used, needs = gateway.search.explain(
+        q,
+        limit=limit,
+        threshold=threshold,
+        server=server,
+        mode=mode,
+        split=split,
+        adaptive=fusion == "adaptive",
+    )
+    calls = _calls(gateway)
+    calls.update(gateway.script_calls())
+    return {
+        "query": q,
+        "mode": used,
+        "needs": needs,
+        # the needs the request implies (a file to write, a place's coordinates), by index
+        "implied": [number for number, need in enumerate(needs) if is_implied(need)],
+        # nothing matched well (no word of the request in any tool, none close in
+        # meaning): the hits are only the nearest tools
+        "weak": any(hit.weak for hit in hits),
+        "hits": [
+            hit.to_dict()
+            | {"call": calls.get((hit.server, hit.tool))}
+            | ({"explain": hit.explanation(needs)} if explain else {})
+            for hit in hits
+        ],
+        "search": gateway.search.status(),
+    } | (  # what keyword search and the model read of the request and of each need
+        {"readings": readings(q, needs, used, adaptive=fusion == "adaptive")} if explain else {}
+    )
+
+
+class DiscoveryController(Controller):
+    """Finding tools: ranked search and the types of chosen tools (get-types)."""
+
+    @get(["/search", "/runtime/search"])  # the second: a script's search() (its run's token)
+    async def search(
+        self,
+        gateway: NamedDependency[Gateway],
+        q: FromQuery[str],
+        limit: FromQuery[int] = 10,
+        threshold: FromQuery[float | None] = None,
+        server: FromQuery[str | None] = None,
+        mode: FromQuery[str] = "hybrid",
+        explain: FromQuery[bool] = False,
+        split: FromQuery[bool] = True,
+        fusion: FromQuery[str] = "adaptive",
+        kind: FromQuery[str] = "tool",
+    ) -> dict[str, Any]:
+        """Ranked tools for a query; keyword-only until the embedding model is ready.
+        ``explain``: each hit's keyword and semantic parts and the need it answers;
+        ``split=false`` and ``fusion=fixed`` rank as before splitting and adaptive fusion
+        (for comparisons); ``kind``: resource, prompt, or all (tools, then the others)."""
+        if server is not None:
+            gateway.upstream(server)
+        if mode not in MODES:
+            raise UsageError(f"unknown search mode {mode!r}; one of {', '.join(MODES)}")
+        if fusion not in FUSIONS:
+            raise UsageError(f"unknown fusion {fusion!r}; one of {', '.join(FUSIONS)}")
+        if kind not in offerings.KINDS:
+            raise UsageError(f"unknown kind {kind!r}; one of {', '.join(offerings.KINDS)}")
+        limit = max(1, min(limit, 100))
+        found = (
+            []
+            if kind == "tool"
+            else await offerings.search_offerings(gateway, q, kind, limit, server)
+        )
+        if kind in ("resource", "prompt"):
+            return {
+                "query": q,
+                "mode": "keyword",
+                "needs": [q],
+                "implied": [],
+                "weak": False,
+                "hits": found,
+                "search": gateway.search.status(),
+            }
+        ranked = functools.partial(
+            _search_tools, gateway, q, limit, threshold, server, mode, explain, split, fusion
+        )
+        answer = await anyio.to_thread.run_sync(ranked)
+        answer["hits"].extend(found)
+        return answer
+
+    @get("/types", sync_to_thread=False)
+    def types(
+        self,
+        gateway: NamedDependency[Gateway],
+        server: FromQuery[str | None] = None,
+        tool: FromQuery[str | None] = None,
+        names: FromQuery[str | None] = None,
+    ) -> dict[str, Any]:
+        """Declarations and usage examples for get-types (``names``: server__tool or a whole
+        server, comma-separated)."""
+        if names:
+            fragments = [
+                fragment
+                for qualified in names.split(",")
+                if qualified.strip()
+                for fragment in (
+                    gateway.fragments(*split_tool_name(qualified.strip()))
+                    if SEPARATOR in qualified
+                    else gateway.fragments(qualified.strip())
+                )
+            ]
+        elif server is None:
+            raise UsageError("give ?server=NAME (and &tool=NAME), or ?names=server__tool,...")
+        else:
+            fragments = gateway.fragments(server, tool)
+        return {
+            "declarations": render_declarations(fragments),
+            "examples": [fragment.example for fragment in fragments],
+            "tools": [
+                {
+                    "server": f.server,
+                    "tool": f.tool,
+                    "namespace": f.namespace,
+                    "function": f.function,
+                }
+                for f in fragments
+            ],
+            "hash": gateway.artifacts.module_hash,
+        }
+
+
+CONTROLLERS: tuple[type[Controller], ...] = (
+    ServersController,
+    ToolsController,
+    RunsController,
+    RuntimeController,
+    ScriptsController,
+    DiscoveryController,
+    OfferingsController,
+)

@@ -1,0 +1,136 @@
+"""One tool call over HTTP: the tool a ``POST /tools/...`` path names, and the call's
+status, result shape and JSON body (errors of the tree included). The ASGI fast path
+(``app.ToolCallFastPath``) and the Litestar route (``controllers.ToolsController``) share it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any
+from urllib.parse import unquote_to_bytes
+
+import msgspec
+
+from toolscript.errors import (
+    ArgumentValidationError,
+    InternalError,
+    ToolNotFoundError,
+    ToolscriptError,
+)
+from toolscript.gateway.core import Gateway
+
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "TOOLS_PREFIX",
+    "call_tool_bytes",
+    "requested_tool",
+    "unless_disconnected",
+]
+
+log = logging.getLogger("toolscript.gateway")
+
+
+MAX_JSON_DEPTH = 64  # tool arguments nest far less; deeper input is an attack or a bug
+
+
+def _too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether ``value`` nests deeper than ``limit`` (iteratively: no recursion to exhaust)."""
+    level = [value]
+    for _ in range(limit):
+        level = [
+            child
+            for item in level
+            if isinstance(item, dict | list)
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
+        if not level:
+            return False
+    return any(isinstance(item, dict | list) and item for item in level)
+
+
+async def call_tool_bytes(
+    gateway: Gateway, name: str, body: bytes, run_id: str | None = None
+) -> tuple[int, str, bytes]:
+    """``(status, result shape or "", JSON body)`` of one tool call; errors included. A call
+    of a run goes through the run's checks and log (``gateway/runbook.py``)."""
+    try:
+        try:
+            arguments = msgspec.json.decode(body) if body.strip() else {}
+        except (msgspec.DecodeError, RecursionError) as exc:
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            raise ArgumentValidationError(
+                f"the request body is not usable JSON: {reason}",
+                errors=[{"path": "/", "message": reason}],
+            ) from None
+        if _too_deep(arguments):
+            raise ArgumentValidationError(
+                f"arguments for {name} nest deeper than {MAX_JSON_DEPTH} levels",
+                errors=[{"path": "/", "message": f"deeper than {MAX_JSON_DEPTH} levels"}],
+            )
+        if not isinstance(arguments, dict):
+            raise ArgumentValidationError(
+                f"arguments for {name} must be a JSON object",
+                errors=[{"path": "/", "message": "expected an object"}],
+            )
+        if run_id is not None:
+            run = gateway.runs.get(run_id)
+            return await gateway.runs.call(run, name, arguments, len(body), gateway.make_call)
+        shape, value = await gateway.call(name, arguments)
+    except ToolscriptError as exc:
+        return exc.status_code, "", msgspec.json.encode(exc.to_dict())
+    except Exception as exc:  # logged with its cause; the caller gets an error of the tree
+        log.exception("gateway: the call of %s failed unexpectedly", name)
+        return 500, "", msgspec.json.encode(InternalError.of(exc).to_dict())
+    return 200, shape, msgspec.json.encode(value)
+
+
+TOOLS_PREFIX = "/tools/"
+
+
+def requested_tool(scope: Any) -> str:
+    """The one tool a ``POST /tools/...`` names: the raw path's single segment after
+    ``/tools/``, percent-decoded once; the gateway then matches it exactly. A path of more
+    segments (``a/../b``, which a client may have resolved to another tool already), a
+    query (``a?b``) or a name that is not UTF-8 names no tool and is refused."""
+    raw = scope.get("raw_path")
+    if isinstance(raw, bytes):
+        raw, _, query = raw.partition(b"?")  # some clients leave the query on raw_path
+        rest = raw[len(TOOLS_PREFIX) :] if raw.startswith(TOOLS_PREFIX.encode()) else b"/"
+    else:  # no raw path from the server: the decoded one, where %2F is already a "/"
+        rest, query = str(scope.get("path", ""))[len(TOOLS_PREFIX) :].encode(), b""
+    query = query or scope.get("query_string") or b""
+    name = ""
+    if b"/" not in rest and b"#" not in rest and not query:
+        with contextlib.suppress(UnicodeDecodeError):
+            name = unquote_to_bytes(rest).decode("utf-8")
+    if not name:
+        raise ToolNotFoundError(
+            "a tool call's path must be /tools/ then one tool name, SERVER__TOOL, with any "
+            "/ ? # or % in it percent-encoded (encodeURIComponent) and no query",
+            hint="call tools through the generated module (tools.server.tool(...))",
+        )
+    return name
+
+
+async def unless_disconnected(call: Any, receive: Any) -> Any:
+    """The result of ``call``, or None when the client disconnects first; then the call is
+    cancelled, which tells the server (``notifications/cancelled``) or stops a local tool."""
+    import asyncio
+
+    work = asyncio.ensure_future(call)
+    gone = asyncio.ensure_future(_disconnected(receive))
+    try:
+        await asyncio.wait((work, gone), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not work.done():
+            work.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await work
+        gone.cancel()
+    return work.result() if not work.cancelled() else None
+
+
+async def _disconnected(receive: Any) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
