@@ -199,7 +199,7 @@ def test_stdio_face_end_to_end_with_a_gateway_of_its_own(
             assert "shinyNewTool(" in text(
                 await session.call_tool("get_types", {"tools": ["fx.shiny_new_tool"]})
             )
-            assert len((await session.list_tools()).tools) == 6
+            assert len((await session.list_tools()).tools) == 7
 
     anyio.run(session_work)
     assert seen, "the face was never seen running"
@@ -326,7 +326,7 @@ def test_http_face_serves_two_clients_behind_the_token_and_host_checks(tmp_path:
             ):
                 initialized = await session.initialize()
                 assert "search_tools" in (initialized.instructions or "")
-                assert len((await session.list_tools()).tools) == 6
+                assert len((await session.list_tools()).tools) == 7
                 results[number] = await execute(session, TWO_SERVERS)
 
         async def both() -> None:
