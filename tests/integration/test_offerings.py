@@ -26,7 +26,10 @@ def everything_config(**server: Any) -> dict[str, Any]:
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     directory = tmp_path_factory.mktemp("offerings")
     started = GatewayProcess(
-        everything_config(policy={"prompt:resource-prompt": "deny"}), directory
+        everything_config(
+            policy={"prompt:resource-prompt": "deny", "prompt:completable-prompt": "ask"}
+        ),
+        directory,
     )
     try:
         started.wait_for_health(lambda h: h["servers"]["everything"]["state"] == "connected")
@@ -158,3 +161,22 @@ def test_the_mcp_face_lists_reads_and_gets(gateway: GatewayProcess) -> None:
     assert answers["read"].startswith("# Everything Server")
     assert answers["prompt"] == "[user] What's weather in Paris?"
     assert ARCHITECTURE in answers["search"]
+
+
+def test_a_prompt_the_policy_asks_about_stops_the_run_until_approved(
+    gateway: GatewayProcess,
+) -> None:
+    code = """import { prompts } from "toolscript";
+const got = await prompts.everything.get("completable-prompt", { department: "Engineering", name: "Alice" });
+console.log(got.messages.length > 0 ? "got it" : "empty");
+"""
+    stopped = toolscript_cli("exec", code, cwd=gateway.directory)
+    assert stopped.returncode == 120, stopped.stderr
+    assert "everything__prompt:completable-prompt needs approval" in stopped.stderr
+    assert "toolscript approve --tool everything.prompt:completable-prompt" in stopped.stderr
+    approved = toolscript_cli(
+        "approve", "--tool", "everything.prompt:completable-prompt", cwd=gateway.directory
+    )
+    assert approved.returncode == 0, approved.stderr
+    again = toolscript_cli("exec", code, cwd=gateway.directory)
+    assert again.returncode == 0 and again.stdout.strip() == "got it", again.stderr
