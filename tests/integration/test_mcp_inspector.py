@@ -110,6 +110,7 @@ def test_the_inspector_lists_the_face_tools(project: GatewayProcess) -> None:
         "wait_run",
         "run_script",
         "save_script",
+        "read_resource",
         "list_servers",
     }
     assert "outputSchema" in tools["execute"]

@@ -178,3 +178,37 @@ def test_a_run_token_reports_its_progress_and_reaches_no_other_run() -> None:
         ("POST", "/progress/../runs/x/stop"),
     ]:
         assert _as(run, method, path)[0] == 401, (method, path)
+
+
+def test_a_run_token_reaches_the_resources_prompts_search_and_describe_its_module_asks() -> None:
+    run = "r" * 33
+    for method, path in [
+        ("GET", "/servers/docs/resources"),
+        ("POST", "/servers/docs/resources/read"),
+        ("GET", "/servers/docs/prompts"),
+        ("POST", "/servers/docs/prompts/get"),
+        ("GET", "/runtime/search"),
+        ("GET", "/runtime/describe"),
+    ]:
+        status, scope = _as(run, method, path)
+        assert status is None, (method, path)
+        assert scope["toolscript.run"] == "run-1"
+    for method, path in [
+        ("GET", "/search"),  # the owner's and the agent's: a script asks /runtime/search
+        ("GET", "/servers/docs/tools"),
+        ("POST", "/servers/docs/resources"),
+        ("GET", "/servers/docs/resources/../../runs/x/prompt"),
+    ]:
+        assert _as(run, method, path)[0] == 401, (method, path)
+
+
+def test_the_agent_token_lists_and_reads_what_servers_offer() -> None:
+    agent = agent_token("secret")
+    for method, path in [
+        ("GET", "/servers/docs/resources"),
+        ("POST", "/servers/docs/resources/read"),
+        ("GET", "/servers/docs/prompts"),
+        ("POST", "/servers/docs/prompts/get"),
+        ("GET", "/runtime/describe"),
+    ]:
+        assert _as(agent, method, path)[0] is None, (method, path)

@@ -367,10 +367,13 @@ def _check_tool_exists(config: str | None, qualified: str) -> None:
     import difflib
 
     from toolscript.config import load_config
+    from toolscript.policy import is_offering
 
     loaded = load_config(config)
     server, _, name = qualified.partition("__")
     loaded.server(server)  # "server not found", with the configured names close to it
+    if is_offering(name):  # resource:URI or prompt:NAME, which the server answers when read
+        return
     names = _tool_names(loaded, server)
     if names is None:
         raise UsageError(

@@ -36,8 +36,9 @@ def mcp_command(
     config: ConfigOption = None,
     cache: CacheDirOption = None,
 ) -> None:
-    """Serve MCP: seven tools (search_tools, get_types, execute, wait_run, run_script,
-    save_script, list_servers) that stand in for every tool of every configured server.
+    """Serve MCP: eight tools (search_tools, get_types, execute, wait_run, run_script,
+    save_script, read_resource, list_servers) that stand in for every tool, resource and
+    prompt of every configured server.
 
     Uses the project's running gateway, or starts one and stops it (with every
     server) when the client disconnects. With --http, prints the URL to give the

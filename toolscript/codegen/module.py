@@ -236,7 +236,12 @@ def _grouped(fragments: list[ToolFragment]) -> dict[str, list[ToolFragment]]:
     return groups
 
 
-def render_module(fragments: list[ToolFragment], *, header: str = "") -> str:
+def render_module(
+    fragments: list[ToolFragment],
+    *,
+    header: str = "",
+    offering: list[tuple[str, str]] | None = None,
+) -> str:
     """A complete module for Deno: runtime, types, and ``export const tools: Tools``.
 
     ``tools`` has a declared type, an interface per server: a script's check then resolves
@@ -266,7 +271,32 @@ def render_module(fragments: list[ToolFragment], *, header: str = "") -> str:
         for namespace, group in groups.items()
     )
     parts.append(f"export const tools: {root} = {_braced(body)};")
+    if offering is None:
+        offering = list({f.server: f.namespace for f in fragments}.items())
+    parts.extend(_offerings_section(offering, taken))
     return "\n\n".join(parts) + "\n"
+
+
+def _offerings_section(servers: list[tuple[str, str]], taken: set[str]) -> list[str]:
+    """``resources`` and ``prompts``, a member per server (``(server, namespace)``) that may
+    offer them; the server's name is in the code only as a JSON string."""
+    parts = []
+    for value, kind, make in (
+        ("resources", "ServerResources", "serverResources"),
+        ("prompts", "ServerPrompts", "serverPrompts"),
+    ):
+        interface = first_free(to_pascal_case(value), taken)
+        taken.add(interface)
+        members = "".join(f"  {namespace}: {kind};\n" for _, namespace in servers)
+        body = "".join(
+            f"  {namespace}: {make}({json.dumps(server)}),\n" for server, namespace in servers
+        )
+        parts.append(
+            f"/** Each server's {value} (`{value}.<server>.list()`). */\n"
+            f"export interface {interface} {_braced(members)}\n"
+            f"export const {value}: {interface} = {_braced(body)};"
+        )
+    return parts
 
 
 def _braced(lines: str) -> str:

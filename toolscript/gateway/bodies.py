@@ -24,6 +24,8 @@ __all__ = [
     "CheckRequest",
     "ProgressReport",
     "PromptAnswer",
+    "PromptGet",
+    "ResourceRead",
     "RunEnd",
     "RunRequest",
     "ScriptToSave",
@@ -58,8 +60,29 @@ class PromptAnswer(Body, frozen=True):
 
     seq: int
     answer: str | None = None
+    content: dict[str, Any] | None = None  # what the user filled in for a server's question
 
     problems: ClassVar[Mapping[str, str]] = {"seq": "give seq, the number of the call answered"}
+
+
+class ResourceRead(Body, frozen=True):
+    """``POST /servers/{server}/resources/read``: the resource to read."""
+
+    uri: str
+
+    problems: ClassVar[Mapping[str, str]] = {"uri": "expected a JSON object with a string uri"}
+
+
+class PromptGet(Body, frozen=True):
+    """``POST /servers/{server}/prompts/get``: the prompt and its arguments (strings)."""
+
+    name: str
+    arguments: dict[str, str] = msgspec.field(default_factory=dict)
+
+    problems: ClassVar[Mapping[str, str]] = {
+        "name": "expected a JSON object with a string name",
+        "arguments": "a prompt's arguments are an object of strings",
+    }
 
 
 class RunEnd(Body, frozen=True):

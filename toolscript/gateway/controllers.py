@@ -8,20 +8,25 @@ is also listed in ``guard.AGENT_ROUTES``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import Any
 
+import anyio.to_thread
 from litestar import Controller, Request, Response, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody
 
 from toolscript.codegen.module import recent_call_comment, render_declarations, render_module
 from toolscript.errors import UsageError
+from toolscript.gateway import offerings
 from toolscript.gateway.bodies import (
     BackgroundStart,
     CheckRequest,
     ProgressReport,
     PromptAnswer,
+    PromptGet,
+    ResourceRead,
     RunEnd,
     RunRequest,
     ScriptToSave,
@@ -29,13 +34,14 @@ from toolscript.gateway.bodies import (
 from toolscript.gateway.core import SEPARATOR, Gateway, split_tool_name
 from toolscript.gateway.guard import AGENT, CREDENTIAL_SCOPE_KEY, RUN_SCOPE_KEY, agent_refused
 from toolscript.gateway.results import RESULT_HEADER
-from toolscript.gateway.toolcall import call_tool_bytes, requested_tool
+from toolscript.gateway.toolcall import call_tool_bytes, requested_tool, unless_disconnected
 from toolscript.search.engine import FUSIONS, MODES, readings
 from toolscript.search.needs import is_implied
 
 __all__ = [
     "CONTROLLERS",
     "DiscoveryController",
+    "OfferingsController",
     "ProgressController",
     "RunsController",
     "RuntimeController",
@@ -136,8 +142,10 @@ class RunsController(Controller):
     async def answer_prompt(
         self, gateway: NamedDependency[Gateway], run_id: FromPath[str], data: JSONBody[PromptAnswer]
     ) -> dict[str, Any]:
-        """``{"seq", "answer": "yes" | "no" | "always" | "stop"}``; ``{"answered": bool}``."""
-        return {"answered": gateway.runs.answer(run_id, data.seq, str(data.answer))}
+        """``{"seq", "answer": "yes" | "no" | "always" | "stop"}`` (a server's question:
+        ``"accept"`` with ``"content"``, ``"decline"`` or ``"cancel"``); ``{"answered": bool}``."""
+        answered = gateway.runs.answer(run_id, data.seq, str(data.answer), data.content)
+        return {"answered": answered}
 
     @get("/{run_id:str}/script")
     async def run_script(
@@ -280,6 +288,79 @@ class RuntimeController(Controller):
         verdict = await gateway.checker.check(data.code, data.path, data.module, data.hash)
         return verdict.to_dict()
 
+    @get("/describe", sync_to_thread=False)
+    def describe(
+        self, gateway: NamedDependency[Gateway], server: FromQuery[str], tool: FromQuery[str]
+    ) -> dict[str, Any]:
+        """One tool (a script's ``describe``): how to call it, its JSON Schemas, its
+        TypeScript."""
+        return offerings.describe(gateway, server, tool)
+
+
+class OfferingsController(Controller):
+    """What servers offer besides tools: resources, resource templates and prompts (reads
+    and gets of a run are its calls: checked by the policy, logged; see ``offerings.py``)."""
+
+    path = "/servers/{server:str}"
+
+    @get("/resources")
+    async def server_resources(
+        self, gateway: NamedDependency[Gateway], server: FromPath[str]
+    ) -> dict[str, Any]:
+        """A server's resources and resource templates (each with its ``parameters``)."""
+        return await offerings.list_resources(gateway, server)
+
+    @get("/prompts")
+    async def server_prompts(
+        self, gateway: NamedDependency[Gateway], server: FromPath[str]
+    ) -> dict[str, Any]:
+        """A server's prompts with their arguments."""
+        return await offerings.list_prompts(gateway, server)
+
+    @post("/resources/read", status_code=200)
+    async def read_resource(
+        self,
+        gateway: NamedDependency[Gateway],
+        request: Request[Any, Any, Any],
+        server: FromPath[str],
+        data: JSONBody[ResourceRead],
+    ) -> Response[bytes]:
+        """``{"uri"}`` in; ``{"contents": [{uri, mimeType?, text | blob}]}`` out."""
+        size = len(await request.body())
+        read = offerings.read_resource(gateway, server, data.uri, _run_of(request), size)
+        return _answer(await unless_disconnected(read, request.receive))
+
+    @post("/prompts/get", status_code=200)
+    async def get_prompt(
+        self,
+        gateway: NamedDependency[Gateway],
+        request: Request[Any, Any, Any],
+        server: FromPath[str],
+        data: JSONBody[PromptGet],
+    ) -> Response[bytes]:
+        """``{"name", "arguments"?}`` in; ``{"description"?, "messages"}`` out."""
+        size = len(await request.body())
+        got = offerings.get_prompt(
+            gateway, server, data.name, data.arguments, _run_of(request), size
+        )
+        return _answer(await unless_disconnected(got, request.receive))
+
+
+def _run_of(request: Request[Any, Any, Any]) -> str | None:
+    """The id of the run whose token made ``request`` (None: the owner's or agent's)."""
+    run_id = request.scope.get(RUN_SCOPE_KEY)
+    return run_id if isinstance(run_id, str) else None
+
+
+def _answer(answered: tuple[int, str, bytes] | None) -> Response[bytes]:
+    """A read's or a get's answer; None: the caller went away and it was cancelled (the
+    server told so), an answer nobody reads."""
+    if answered is None:
+        return Response(content=b"", status_code=499)
+    status, shape, payload = answered
+    headers = {RESULT_HEADER: shape} if shape else {}
+    return Response(content=payload, status_code=status, media_type=_JSON, headers=headers)
+
 
 class ScriptsController(Controller):
     """The project's saved scripts."""
@@ -316,11 +397,55 @@ def _calls(gateway: Gateway) -> dict[tuple[str, str], str]:
     return found
 
 
+def _search_tools(
+    gateway: Gateway,
+    q: str,
+    limit: int,
+    threshold: float | None,
+    server: str | None,
+    mode: str,
+    explain: bool,
+    split: bool,
+    fusion: str,
+) -> dict[str, Any]:
+    """``GET /search``'s tools, ranked (blocking: run in a worker thread)."""
+    hits, used, needs = gateway.search.explain(
+        q,
+        limit=limit,
+        threshold=threshold,
+        server=server,
+        mode=mode,
+        split=split,
+        adaptive=fusion == "adaptive",
+    )
+    calls = _calls(gateway)
+    calls.update(gateway.script_calls())
+    return {
+        "query": q,
+        "mode": used,
+        "needs": needs,
+        # the needs the request implies (a file to write, a place's coordinates), by index
+        "implied": [number for number, need in enumerate(needs) if is_implied(need)],
+        # nothing matched well (no word of the request in any tool, none close in
+        # meaning): the hits are only the nearest tools
+        "weak": any(hit.weak for hit in hits),
+        "hits": [
+            hit.to_dict()
+            | {"call": calls.get((hit.server, hit.tool))}
+            | ({"explain": hit.explanation(needs)} if explain else {})
+            for hit in hits
+        ],
+        "search": gateway.search.status(),
+    } | (  # what keyword search and the model read of the request and of each need
+        {"readings": readings(q, needs, used, adaptive=fusion == "adaptive")} if explain else {}
+    )
+
+
 class DiscoveryController(Controller):
     """Finding tools: ranked search and the types of chosen tools (get-types)."""
 
-    @get("/search", sync_to_thread=True)
-    def search(
+    @get(["/search", "/runtime/search"])  # the second: a script's search() (its run's token)
+    async def search(
         self,
         gateway: NamedDependency[Gateway],
         q: FromQuery[str],
@@ -331,47 +456,42 @@ class DiscoveryController(Controller):
         explain: FromQuery[bool] = False,
         split: FromQuery[bool] = True,
         fusion: FromQuery[str] = "adaptive",
+        kind: FromQuery[str] = "tool",
     ) -> dict[str, Any]:
         """Ranked tools for a query; keyword-only until the embedding model is ready.
         ``explain``: each hit's keyword and semantic parts and the need it answers;
         ``split=false`` and ``fusion=fixed`` rank as before splitting and adaptive fusion
-        (for comparisons)."""
+        (for comparisons); ``kind``: resource, prompt, or all (tools, then the others)."""
         if server is not None:
             gateway.upstream(server)
         if mode not in MODES:
             raise UsageError(f"unknown search mode {mode!r}; one of {', '.join(MODES)}")
         if fusion not in FUSIONS:
             raise UsageError(f"unknown fusion {fusion!r}; one of {', '.join(FUSIONS)}")
-        hits, used, needs = gateway.search.explain(
-            q,
-            limit=max(1, min(limit, 100)),
-            threshold=threshold,
-            server=server,
-            mode=mode,
-            split=split,
-            adaptive=fusion == "adaptive",
+        if kind not in offerings.KINDS:
+            raise UsageError(f"unknown kind {kind!r}; one of {', '.join(offerings.KINDS)}")
+        limit = max(1, min(limit, 100))
+        found = (
+            []
+            if kind == "tool"
+            else await offerings.search_offerings(gateway, q, kind, limit, server)
         )
-        calls = _calls(gateway)
-        calls.update(gateway.script_calls())
-        return {
-            "query": q,
-            "mode": used,
-            "needs": needs,
-            # the needs the request implies (a file to write, a place's coordinates), by index
-            "implied": [number for number, need in enumerate(needs) if is_implied(need)],
-            # nothing matched well (no word of the request in any tool, none close in
-            # meaning): the hits are only the nearest tools
-            "weak": any(hit.weak for hit in hits),
-            "hits": [
-                hit.to_dict()
-                | {"call": calls.get((hit.server, hit.tool))}
-                | ({"explain": hit.explanation(needs)} if explain else {})
-                for hit in hits
-            ],
-            "search": gateway.search.status(),
-        } | (  # what keyword search and the model read of the request and of each need
-            {"readings": readings(q, needs, used, adaptive=fusion == "adaptive")} if explain else {}
+        if kind in ("resource", "prompt"):
+            return {
+                "query": q,
+                "mode": "keyword",
+                "needs": [q],
+                "implied": [],
+                "weak": False,
+                "hits": found,
+                "search": gateway.search.status(),
+            }
+        ranked = functools.partial(
+            _search_tools, gateway, q, limit, threshold, server, mode, explain, split, fusion
         )
+        answer = await anyio.to_thread.run_sync(ranked)
+        answer["hits"].extend(found)
+        return answer
 
     @get("/types", sync_to_thread=False)
     def types(
@@ -431,4 +551,5 @@ CONTROLLERS: tuple[type[Controller], ...] = (
     RuntimeController,
     ScriptsController,
     DiscoveryController,
+    OfferingsController,
 )

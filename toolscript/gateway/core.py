@@ -71,6 +71,7 @@ from toolscript.plumbing.processes import (
     return_free_memory,
 )
 from toolscript.plumbing.redact import redact, redact_value
+from toolscript.policy import READ_ONLY, is_offering
 from toolscript.search.engine import SearchEngine, SearchOptions
 from toolscript.search.process import EmbedderProcess
 from toolscript.search.semantic import EmbeddingStore, model_directory
@@ -264,7 +265,11 @@ class Gateway:
         self._pipeline_lock = anyio.Lock()
         self.upstreams: dict[str, Upstream] = {
             server.name: upstream_for(
-                server, self, connect_timeout=connect_timeout, on_tools_changed=self._tools_changed
+                server,
+                self,
+                connect_timeout=connect_timeout,
+                on_tools_changed=self._tools_changed,
+                on_elicit=self.elicit,
             )
             for server in config.servers
         }
@@ -907,8 +912,12 @@ class Gateway:
         key = (server, tool)
         found = self._decisions.get(key)
         if found is None:
-            upstream, spec = self.tool(server, tool)
-            found = self.config.decision(upstream.config, tool, spec.get("annotations"))
+            offering = self.upstream(server)
+            if tool not in offering.tools and is_offering(tool):  # resource:URI, prompt:NAME
+                found = self.config.decision(offering.config, tool, READ_ONLY)
+            else:
+                upstream, spec = self.tool(server, tool)
+                found = self.config.decision(upstream.config, tool, spec.get("annotations"))
             self._decisions[key] = found
         return found
 
@@ -943,6 +952,32 @@ class Gateway:
             self._types_learned = True  # built within a second, with whatever else is learned
         self.recent.note(qualified, arguments, value)
         return shape, value
+
+    async def elicit(self, server: str, message: str, schema: Any) -> dict[str, Any]:
+        """A server asks the user something during a call (MCP elicitation): asked through
+        the run making the call, when a person can answer it (an interactive exec on a
+        terminal, the MCP face through its client's own elicitation). Raises UsageError,
+        which the server hears as an error, where nobody can answer."""
+        runs = self.runs.calling(server)
+        if len(runs) != 1:
+            raise UsageError(
+                f"server {server!r} asked the user something, but "
+                + (
+                    "no script's call of it is under way"
+                    if not runs
+                    else f"{len(runs)} scripts call it at once and it did not say which asks"
+                )
+                + ": nobody can answer, so the question is refused"
+            )
+        run = runs[0]
+        if not run.interactive:
+            raise UsageError(
+                f"server {server!r} asked the user something during run {run.id}, but nobody "
+                "can answer: the script runs without a terminal (or an MCP client that "
+                "supports elicitation), so the question is refused",
+                hint="run the script with `toolscript exec` on a terminal to answer it",
+            )
+        return await self.runs.elicit(run, server, message, schema)
 
     # -- reporting -----------------------------------------------------------
 

@@ -20,7 +20,13 @@ from toolscript.errors import (
 )
 from toolscript.gateway.core import Gateway
 
-__all__ = ["MAX_JSON_DEPTH", "TOOLS_PREFIX", "call_tool_bytes", "requested_tool"]
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "TOOLS_PREFIX",
+    "call_tool_bytes",
+    "requested_tool",
+    "unless_disconnected",
+]
 
 log = logging.getLogger("toolscript.gateway")
 
@@ -105,3 +111,26 @@ def requested_tool(scope: Any) -> str:
             hint="call tools through the generated module (tools.server.tool(...))",
         )
     return name
+
+
+async def unless_disconnected(call: Any, receive: Any) -> Any:
+    """The result of ``call``, or None when the client disconnects first; then the call is
+    cancelled, which tells the server (``notifications/cancelled``) or stops a local tool."""
+    import asyncio
+
+    work = asyncio.ensure_future(call)
+    gone = asyncio.ensure_future(_disconnected(receive))
+    try:
+        await asyncio.wait((work, gone), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not work.done():
+            work.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await work
+        gone.cancel()
+    return work.result() if not work.cancelled() else None
+
+
+async def _disconnected(receive: Any) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass

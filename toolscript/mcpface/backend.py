@@ -22,6 +22,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import anyio.from_thread
@@ -63,7 +64,7 @@ from toolscript.store.packages import offered_note
 from toolscript.store.trust import require_trust
 
 # Asks the user to approve a call of a run: "yes", "no", "always" or "stop".
-Approver = Callable[[dict[str, Any]], Coroutine[Any, Any, str]]
+Approver = Callable[[dict[str, Any]], Coroutine[Any, Any, Any]]  # an answer, or a form's result
 
 __all__ = [
     "YIELD_AFTER",
@@ -150,6 +151,55 @@ def search_answer(answer: dict[str, Any]) -> Answer:
     if answer.get("mode") == "keyword":
         text += "\n(keyword search only: semantic search is still loading)"
     return Answer(text, {"hits": hits})
+
+
+def resource_answer(read: dict[str, Any]) -> Answer:
+    """A resource's text as text (bytes as their size and type; base64 in the data)."""
+    parts = []
+    for item in read.get("contents", []):
+        if isinstance(item.get("text"), str):
+            parts.append(item["text"])
+        else:
+            size = len(str(item.get("blob", ""))) * 3 // 4
+            parts.append(f"({size} bytes of {item.get('mimeType') or 'binary data'})")
+    return Answer(visible_controls("\n".join(parts)), read)
+
+
+def prompt_answer(got: dict[str, Any]) -> Answer:
+    """A prompt's messages, each as ``[role] text``."""
+    lines = []
+    for message in got.get("messages", []):
+        content = message.get("content") or {}
+        text = content.get("text")
+        shown = text if isinstance(text, str) else json.dumps(content, ensure_ascii=False)
+        lines.append(f"[{message.get('role', '')}] {shown}")
+    return Answer(visible_controls("\n".join(lines)), got)
+
+
+def offerings_answer(resources: dict[str, Any], prompts: dict[str, Any]) -> Answer:
+    """What a server offers besides tools, a line each."""
+    lines = [
+        f"resource {item.get('uri', '')}: {_one_line(item.get('description') or item.get('name') or '')}"
+        for item in resources.get("resources", [])
+    ]
+    lines += [
+        f"template {item.get('uriTemplate', '')} ({', '.join(item.get('parameters', []))}): "
+        f"{_one_line(item.get('description') or item.get('name') or '')}"
+        for item in resources.get("templates", [])
+    ]
+    lines += [
+        f"prompt {item.get('name', '')}"
+        f"({', '.join(str(a.get('name', '')) for a in item.get('arguments') or [])}): "
+        f"{_one_line(item.get('description') or item.get('title') or '')}"
+        for item in prompts.get("prompts", [])
+    ]
+    data = {
+        "resources": resources.get("resources", []),
+        "templates": resources.get("templates", []),
+        "prompts": prompts.get("prompts", []),
+    }
+    text = "\n".join(lines) or "This server offers no resources or prompts."
+    return Answer(visible_controls(text), data)
 
 
 def servers_answer(servers: list[dict[str, Any]]) -> Answer:
@@ -406,11 +456,41 @@ class Backend:
         raise AssertionError("unreachable")
 
     # -- the tools -----------------------------------------------------------------------
-    async def search_tools(self, query: str, limit: int = 8, server: str | None = None) -> Answer:
+    async def search_tools(
+        self, query: str, limit: int = 8, server: str | None = None, kind: str = "tool"
+    ) -> Answer:
         params: dict[str, Any] = {"q": query, "limit": limit}
         if server:
             params["server"] = server
+        if kind != "tool":
+            params["kind"] = kind
         return search_answer(await self._get("/search", params))
+
+    async def read_resource(
+        self, server: str, uri: str | None, prompt: str | None, arguments: dict[str, Any]
+    ) -> Answer:
+        """A resource's contents (``uri``), a prompt's messages (``prompt``), or, with
+        neither, what the server offers."""
+        where = f"/servers/{quote(server, safe='')}"
+        if uri:
+            return resource_answer(await self._post(f"{where}/resources/read", {"uri": uri}))
+        if prompt:
+            given = {key: str(value) for key, value in arguments.items()}
+            body = {"name": prompt, "arguments": given}
+            return prompt_answer(await self._post(f"{where}/prompts/get", body))
+        return offerings_answer(
+            await self._optional(f"{where}/resources"), await self._optional(f"{where}/prompts")
+        )
+
+    async def _optional(self, path: str) -> dict[str, Any]:
+        """What ``path`` answers; {} where the server offers none of it."""
+        try:
+            answer: dict[str, Any] = await self._get(path)
+        except GatewayResponseError as exc:
+            if exc.status_code != 404 or exc.body.get("error") != "not_found":
+                raise
+            return {}
+        return answer
 
     async def get_types(self, names: list[str], example: bool = False) -> Answer:
         wanted = ",".join(normalize_tool_name(name) for name in names if name.strip())

@@ -58,7 +58,18 @@ def _approver(context: Any) -> Approver | None:
     if session is None or capabilities is None or capabilities.elicitation is None:
         return None
 
-    async def ask(prompt: dict[str, Any]) -> str:
+    async def ask(prompt: dict[str, Any]) -> Any:
+        if prompt.get("kind") == "elicitation":  # a server's question: the client asks it
+            try:
+                asked = await session.elicit_form(
+                    f"{prompt.get('tool')} asks: {prompt.get('message', '')}",
+                    prompt.get("schema") or {"type": "object", "properties": {}},
+                    related_request_id=getattr(context, "request_id", None),
+                )
+            except Exception:
+                log.warning("elicitation failed; the server's question is cancelled", exc_info=True)
+                return {"action": "cancel"}
+            return {"action": asked.action, "content": asked.content}
         arguments = json.dumps(prompt.get("arguments", {}), ensure_ascii=False)
         if len(arguments) > 1000:
             arguments = arguments[:997] + "..."
@@ -130,7 +141,17 @@ def _dispatch(
 ) -> Awaitable[Answer]:
     if name == "search_tools":
         return backend.search_tools(
-            arguments["query"], int(arguments.get("limit", 8)), arguments.get("server")
+            arguments["query"],
+            int(arguments.get("limit", 8)),
+            arguments.get("server"),
+            arguments.get("kind", "tool"),
+        )
+    if name == "read_resource":
+        return backend.read_resource(
+            arguments["server"],
+            arguments.get("uri"),
+            arguments.get("prompt"),
+            dict(arguments.get("arguments") or {}),
         )
     if name == "get_types":
         return backend.get_types(list(arguments["tools"]), bool(arguments.get("example")))

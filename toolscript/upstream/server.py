@@ -17,10 +17,22 @@ from mcp.client.session import ClientSession
 from mcp.shared.message import SessionMessage
 
 from toolscript.config import ServerConfig
-from toolscript.errors import ServerUnavailableError, ToolTimeoutError, UpstreamError
+from toolscript.errors import (
+    NotFoundError,
+    ServerUnavailableError,
+    ToolscriptError,
+    ToolTimeoutError,
+    UpstreamError,
+)
 from toolscript.plumbing.processes import pid_exists
 from toolscript.plumbing.redact import redact
-from toolscript.upstream.base import CALL_PROGRESS, ProgressReport, ServerState, ToolsChanged
+from toolscript.upstream.base import (
+    CALL_PROGRESS,
+    Elicit,
+    ProgressReport,
+    ServerState,
+    ToolsChanged,
+)
 from toolscript.upstream.sdk import TransportStreams
 from toolscript.upstream.tolerant import repair_call_result, repair_tool_list
 
@@ -44,8 +56,10 @@ class UpstreamServer:
         *,
         connect_timeout: float = 30.0,
         on_tools_changed: ToolsChanged | None = None,
+        on_elicit: Elicit | None = None,
     ) -> None:
         self.config = config
+        self._on_elicit = on_elicit
         self.name = config.name
         self.connect_timeout = connect_timeout
         self.state = ServerState.DISABLED if config.disabled else ServerState.CONNECTING
@@ -122,6 +136,8 @@ class UpstreamServer:
                     ),
                     write,
                     message_handler=self._on_message,
+                    # Declared only where someone may answer: servers offer more tools then.
+                    elicitation_callback=self._elicit if self._on_elicit is not None else None,
                 )
             )
             # stop() cancels this: a server stuck in initialize never holds up a shutdown.
@@ -249,6 +265,24 @@ class UpstreamServer:
             cursor = result.next_cursor
             if not cursor:
                 return tools
+
+    async def _elicit(self, context: Any, params: Any) -> Any:
+        """The server asks the user something during a call: the gateway's answer, or an
+        error the server hears (nobody can answer, or the question is not a form)."""
+        assert self._on_elicit is not None
+        message = str(getattr(params, "message", ""))
+        schema = getattr(params, "requested_schema", None)
+        if schema is None:  # a URL elicitation: toolscript opens no browser for a server
+            return mcp_types.ErrorData(
+                code=mcp_types.INVALID_REQUEST,
+                message="toolscript answers form elicitations only, not URL ones",
+            )
+        try:
+            answer = await self._on_elicit(self.name, message, schema)
+        except ToolscriptError as exc:
+            said = exc.message + (f"; {exc.hint}" if exc.hint else "")
+            return mcp_types.ErrorData(code=mcp_types.INVALID_REQUEST, message=said)
+        return mcp_types.ElicitResult.model_validate(answer)
 
     async def _on_message(self, message: Any) -> None:
         if getattr(message, "method", None) != "notifications/tools/list_changed":
@@ -479,6 +513,47 @@ class UpstreamServer:
         result: dict[str, Any] = answer.result
         return result
 
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """One request of the server's other offerings (``OFFERINGS``: resources, resource
+        templates, prompts), its result as JSON; a listing's pages joined. A server that
+        does not declare the capability is told nothing: the caller gets NotFoundError."""
+        request, result_type, listed = OFFERINGS[method]
+        session = await self._connected_session()
+        capability = method.partition("/")[0]
+        declared = session.server_capabilities
+        if declared is None or getattr(declared, capability, None) is None:
+            raise NotFoundError(
+                f"server {self.name!r} offers no {capability}",
+                hint="`toolscript list-servers` shows what each server offers",
+            )
+        joined: dict[str, Any] = {}
+        cursor: str | None = None
+        try:
+            with anyio.fail_after(self.config.timeout):
+                while True:
+                    sent = dict(params or {}) | ({"cursor": cursor} if cursor else {})
+                    message = request.model_validate({"method": method, "params": sent or None})
+                    result = await session.send_request(message, result_type)
+                    page: dict[str, Any] = result.model_dump(
+                        mode="json", by_alias=True, exclude_none=True
+                    )
+                    if not listed:
+                        return page
+                    joined.setdefault(listed, []).extend(page.get(listed) or [])
+                    cursor = page.get("nextCursor")
+                    if not cursor:
+                        return joined
+        except TimeoutError as exc:
+            raise ToolTimeoutError.after(self.name, method, self.config.timeout) from exc
+        except ToolscriptError:
+            raise
+        except Exception as exc:
+            if self._lost.is_set() or self._session is not session:
+                raise self._went_away(method, exc) from exc
+            raise UpstreamError(
+                f"{self.name}: {method} failed: {self._redact(_describe(exc))}"
+            ) from exc
+
     def _cancel_raw(self, writer: Any, request_id: str, reason: str) -> None:
         """Tell the server to stop working on an abandoned call (notifications/cancelled), as the
         SDK's session does for its own requests; sent from a task so a cancelled caller can too."""
@@ -575,6 +650,21 @@ class UpstreamServer:
             "attempts": self.attempts,
             "connected_at": self.connected_at,
         }
+
+
+# method -> (request model, result model, the listed field a listing's pages join; "" for one
+# answer): what ``UpstreamServer.request`` sends besides tool calls.
+OFFERINGS: dict[str, tuple[Any, Any, str]] = {
+    "resources/list": (mcp_types.ListResourcesRequest, mcp_types.ListResourcesResult, "resources"),
+    "resources/templates/list": (
+        mcp_types.ListResourceTemplatesRequest,
+        mcp_types.ListResourceTemplatesResult,
+        "resourceTemplates",
+    ),
+    "resources/read": (mcp_types.ReadResourceRequest, mcp_types.ReadResourceResult, ""),
+    "prompts/list": (mcp_types.ListPromptsRequest, mcp_types.ListPromptsResult, "prompts"),
+    "prompts/get": (mcp_types.GetPromptRequest, mcp_types.GetPromptResult, ""),
+}
 
 
 class _RecordingWriter:

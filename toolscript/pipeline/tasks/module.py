@@ -46,6 +46,7 @@ class ModuleTask:
 
     def module(self) -> dict[str, Any]:
         from toolscript.codegen.module import ToolFragment, render_module
+        from toolscript.codegen.naming import assign_names
 
         fragments: list[ToolFragment] = []
         for server in self.settings.servers:
@@ -53,5 +54,13 @@ class ModuleTask:
                 ToolFragment.from_dict(item)
                 for item in read_json(self.settings.layout.server_fragments(server.name))
             )
-        write_if_changed(self.settings.layout.tools_only, render_module(fragments))
+        namespaces = assign_names(self.settings.server_names, what="server").names
+        offering = [
+            (server.name, namespaces[server.name])
+            for server in self.settings.servers
+            if server.transport != "local"  # a tool file offers no resources or prompts
+        ]
+        write_if_changed(
+            self.settings.layout.tools_only, render_module(fragments, offering=offering)
+        )
         return target_digests([self.settings.layout.tools_only])
