@@ -1,0 +1,67 @@
+"""Background runs and progress under attack: a cap on runs at once, and what a hostile
+script or server can make a run's output, progress or the gateway do."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from litestar.testing import TestClient
+
+from toolscript.config import Config, SearchConfig
+from toolscript.gateway import background
+from toolscript.gateway.app import build_app
+from toolscript.gateway.core import Gateway
+from toolscript.gateway.runbook import Run
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Gateway:
+    tmp_path = tmp_path_factory.mktemp("background-attacks")
+    config = Config(path=None, project_dir=tmp_path, servers=())
+    return Gateway(
+        config, cache=tmp_path / "cache", search=SearchConfig(semantic=False, cache=False)
+    )
+
+
+@pytest.fixture(scope="module")
+def client(gateway: Gateway) -> Iterator[TestClient[Any]]:
+    with TestClient(app=build_app(gateway)) as test_client:
+        yield test_client
+
+
+def test_the_gateway_runs_a_bounded_number_of_background_runs_at_once(
+    gateway: Gateway, client: TestClient[Any], tmp_path: Path
+) -> None:
+    """The agent's token starts a run with one request: a loop of them (a script the agent
+    was talked into) must not start a runner and a Deno each, without end."""
+    runs = gateway.background
+    live = {
+        f"live-{number}": background._Runner(_run(f"live-{number}"), tmp_path)
+        for number in range(background.MAX_LIVE)
+    }
+    runs._runners.update(live)
+    try:
+        answer = client.post("/runs/start", json={"script": "1"})
+    finally:
+        for key in live:
+            runs._runners.pop(key, None)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"] == "usage_error"
+    assert f"already runs {background.MAX_LIVE} background runs" in answer.json()["message"]
+    assert "toolscript runs stop" in answer.json()["hint"]
+    assert gateway.runs.live == 0  # refused before any run was registered
+
+
+def _run(run_id: str) -> Run:
+    return Run(
+        id=run_id,
+        token="",
+        script_hash="",
+        origin="background",
+        interactive=False,
+        max_calls=1,
+        started=0.0,
+    )
