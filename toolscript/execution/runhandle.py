@@ -29,6 +29,7 @@ __all__ = [
     "format_progress",
     "format_trace",
     "show_on_stderr",
+    "show_within",
     "start_run",
     "stop_message",
     "stopped_script",
@@ -295,3 +296,25 @@ def show_on_stderr(report: dict[str, Any]) -> None:
     """``ProgressWatcher``'s ``show`` for exec: a line on stderr."""
     sys.stderr.write(format_progress(report))
     sys.stderr.flush()
+
+
+def show_within(limit: int) -> Callable[[dict[str, Any]], None]:
+    """``show_on_stderr`` for at most ``limit`` bytes of lines, then one line saying the
+    rest is not shown: where stderr is a file (a background run's), a script reporting
+    progress in a loop would fill the disk past its ``--max-output``."""
+    shown = [0]
+
+    def show(report: dict[str, Any]) -> None:
+        if shown[0] > limit:
+            return
+        line = format_progress(report)
+        shown[0] += len(line.encode())
+        if shown[0] > limit:
+            line = (
+                f"toolscript: progress: more than {limit} bytes of progress reports; "
+                "the rest are not shown (`--max-output` bounds them)\n"
+            )
+        sys.stderr.write(line)
+        sys.stderr.flush()
+
+    return show
