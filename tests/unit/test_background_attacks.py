@@ -65,3 +65,34 @@ def _run(run_id: str) -> Run:
         max_calls=1,
         started=0.0,
     )
+
+
+def test_a_servers_progress_numbers_no_float_holds_are_dropped_not_raised() -> None:
+    """A server's notifications/progress is read off the stream every call of that server
+    shares: a number that fails to convert (an integer of 400 digits) ended it, failing
+    the calls under way ("went away during a call"); NaN and Infinity are no progress."""
+    import mcp_types
+
+    from toolscript.config import ServerConfig
+    from toolscript.upstream.server import RAW_ID_PREFIX, UpstreamServer
+
+    server = UpstreamServer(ServerConfig(name="evil", transport="stdio", command="x"))
+    reported: list[tuple[float, float | None, str | None]] = []
+    token = f"{RAW_ID_PREFIX}1"
+    server._raw_progress[token] = lambda done, total, text: reported.append((done, total, text))
+
+    def sent(progress: object, total: object = None) -> bool:
+        params = {"progressToken": token, "progress": progress, "total": total, "message": "m"}
+        notification = mcp_types.JSONRPCNotification(
+            jsonrpc="2.0", method="notifications/progress", params=params
+        )
+        return server._take_raw_progress(notification)
+
+    assert sent(10**400, 2)
+    assert sent(float("nan"))
+    assert sent(float("inf"))
+    assert sent(True)
+    assert reported == []
+    assert sent(1, 10**400)  # a total no float holds: the report stands without it
+    assert sent(0.5, 2)
+    assert reported == [(1.0, None, "m"), (0.5, 2.0, "m")]
