@@ -96,3 +96,19 @@ def test_a_servers_progress_numbers_no_float_holds_are_dropped_not_raised() -> N
     assert sent(1, 10**400)  # a total no float holds: the report stands without it
     assert sent(0.5, 2)
     assert reported == [(1.0, None, "m"), (0.5, 2.0, "m")]
+
+
+@pytest.mark.parametrize("run_id", ["../../health", "a/b", "x?stdout=9", "..", ""])
+def test_runs_wait_and_stop_say_what_is_wrong_with_an_id_that_names_another_route(
+    run_id: str,
+) -> None:
+    """A run id went into the route as typed: `runs wait a/b` answered "Not Found" and
+    `runs wait ..` "unauthorized", neither saying the id is wrong."""
+    from toolscript.errors import UsageError
+    from toolscript.execution.background import stop_background, wait_background
+
+    unreachable = "http://127.0.0.1:9/token"  # never asked: the id is refused first
+    with pytest.raises(UsageError, match="is not a run id"):
+        wait_background(unreachable, run_id)
+    with pytest.raises(UsageError, match="is not a run id"):
+        stop_background(unreachable, run_id)
