@@ -49,3 +49,19 @@ console.log("done");
     assert len(waited.stderr.encode()) < 2000 + 2 * 1024
     kept = project_state_dir(gateway.directory) / "background" / run_id / "stderr"
     assert kept.stat().st_size < 2000 + 2 * 1024
+
+
+def test_a_flood_of_progress_reports_shows_a_few_and_counts_the_rest(
+    gateway: GatewayProcess, toolscript_home: Path
+) -> None:
+    """Each report was a line on exec's stderr (and an MCP notification of the face's): a
+    script reporting in a tight loop flooded them, thousands of lines a second."""
+    code = """import { progress } from "toolscript";
+for (let i = 0; i < 3000; i++) await progress(`item ${i}`);
+"""
+    result = cli(gateway, toolscript_home, "exec", code)
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if "toolscript: progress:" in line]
+    assert len(lines) < 1500
+    assert any(line.endswith("reports skipped)") for line in lines)
+    assert lines[-1] == "toolscript: progress: item 2999"  # the last one always shows

@@ -38,6 +38,11 @@ __all__ = [
 
 PROMPT_SECONDS = 60.0  # how long the terminal prompt waits for an answer
 _POLL = 20.0
+# A script reporting progress in a tight loop (thousands a second) would flood the terminal
+# or the MCP client: each look shows at most PROGRESS_SHOWN reports (the newest, after a
+# line counting those skipped), and the next look waits PROGRESS_PACE seconds.
+PROGRESS_SHOWN = 10
+PROGRESS_PACE = 0.2
 
 
 @dataclass(frozen=True)
@@ -277,14 +282,22 @@ class ProgressWatcher(threading.Thread):
             if body is None:
                 return
             found = json.loads(body)
-            for report in found.get("progress", []):
+            reports = list(found.get("progress", []))
+            following = int(found.get("next", self.next))
+            skipped = following - self.next - min(len(reports), PROGRESS_SHOWN)
+            shown = reports[-PROGRESS_SHOWN:]
+            if skipped > 0:
+                shown.insert(0, {"message": f"({skipped} reports skipped)", "source": "script"})
+            for report in shown:
                 try:
                     self.show(report)
                 except Exception:  # whoever shows it failed: the run goes on regardless
                     return
-            self.next = int(found.get("next", self.next))
+            self.next = following
             if found.get("ended") or self.done.is_set():
                 return
+            if reports:
+                self.done.wait(PROGRESS_PACE)  # the reports of a flood gather meanwhile
 
     def stop(self, wait: float = 2.0) -> None:
         """The run ended: what was reported before is shown (waiting up to ``wait`` s)."""
