@@ -3,6 +3,7 @@ face serves many clients, and a run's id is in the run log any of them can read.
 
 from __future__ import annotations
 
+import threading
 from types import SimpleNamespace
 from typing import Any
 
@@ -63,3 +64,36 @@ def test_run_script_yields_after_the_faces_yield_after_for_its_client() -> None:
     anyio.run(run)
     assert seen["yield_after"] == 2.5
     assert seen["owner"] is client.session
+
+
+def test_two_waits_on_one_run_both_get_its_result() -> None:
+    """The client's second wait_run of the same run (a retry, another of its agents) ended
+    with "KeyError" when the first took the run off the face's list."""
+    backend = Backend(None, None, Lifeline(catch_signals=False))
+    client = SimpleNamespace(session=object())
+    waiting = threading.Semaphore(0)
+
+    class Done(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            waiting.release()  # one more wait_run is under way
+            return super().wait(timeout)
+
+    run = FaceRun(loop=None, id="20261126-010000-abcdef", owner=client.session, done=Done())
+    backend._keep_yielded(run)
+    answers: list[Any] = []
+
+    async def wait() -> None:
+        answers.append(await _dispatch(backend, "wait_run", {"run": run.id}, client))
+
+    async def both() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(wait)
+            group.start_soon(wait)
+            for _ in range(2):
+                await anyio.to_thread.run_sync(waiting.acquire)
+            run.outcome = (0, b"done\n", b"", None)
+            run.done.set()
+
+    anyio.run(both)
+    assert len(answers) == 2
+    assert all("done" in answer.text for answer in answers)

@@ -533,7 +533,7 @@ class Backend:
             run.report = None
         if not finished:
             return _shown(run.yielded_answer())
-        del self._yielded[run_id]
+        self._yielded.pop(run_id, None)  # a second wait_run of the same run may end too
         return self._finished(run)
 
     def _keep_yielded(self, run: FaceRun) -> None:
