@@ -112,3 +112,13 @@ def test_runs_wait_and_stop_say_what_is_wrong_with_an_id_that_names_another_rout
         wait_background(unreachable, run_id)
     with pytest.raises(UsageError, match="is not a run id"):
         stop_background(unreachable, run_id)
+
+
+def test_runs_wait_refuses_a_timeout_of_nan() -> None:
+    """`--timeout nan` passed typer's min=0 and compared false with every clock: the wait
+    asked the gateway again and again, without pause and without end."""
+    from toolscript.errors import UsageError
+    from toolscript.execution.background import wait_background
+
+    with pytest.raises(UsageError, match="not nan"):
+        wait_background("http://127.0.0.1:9/token", "20261126-010000-abcdef", float("nan"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 import sys
 import time
@@ -113,6 +114,10 @@ def wait_background(
     With ``timeout`` (seconds), a run still going then leaves with ``EXIT_STILL_RUNNING``
     and says how to go on waiting."""
     _checked(run_id)
+    if timeout is not None and not math.isfinite(timeout):
+        if math.isnan(timeout):  # it compared false with every clock: a busy loop, no end
+            raise UsageError("--timeout takes a number of seconds, not nan", hint="e.g. 100")
+        timeout = None  # inf: no timeout
     out = stdout if stdout is not None else sys.stdout.buffer
     err = stderr if stderr is not None else sys.stderr.buffer
     shown_out = _shown(out)
