@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import base64
 import json
+import math
+import re
 import sys
 import time
 from typing import IO, Any
@@ -28,6 +30,18 @@ __all__ = [
 EXIT_STILL_RUNNING = 3  # `runs wait --timeout` ran out while the run goes on
 WAIT_PIECE = 20.0  # seconds one request for output waits at most
 STOPPED_EXIT = 143  # a run stopped by `runs stop` (as SIGTERM's)
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")  # what new_run_id makes, and no more
+
+
+def _checked(run_id: str) -> str:
+    """``run_id`` as a path segment of the gateway's routes: one with a "/", "?" or ".."
+    would name another route (answered "Not Found" or "unauthorized", saying nothing)."""
+    if not _RUN_ID.fullmatch(run_id):
+        raise UsageError(
+            f"{run_id!r} is not a run id",
+            hint="run ids look like 20261124-101500-3f9a1c: `toolscript runs` lists them",
+        )
+    return run_id
 
 
 def background_gateway(config: str | None, cache: str | None) -> str:
@@ -99,6 +113,11 @@ def wait_background(
     """Stream what run ``run_id`` prints (from ``start`` on) until it ends; its exit code.
     With ``timeout`` (seconds), a run still going then leaves with ``EXIT_STILL_RUNNING``
     and says how to go on waiting."""
+    _checked(run_id)
+    if timeout is not None and not math.isfinite(timeout):
+        if math.isnan(timeout):  # it compared false with every clock: a busy loop, no end
+            raise UsageError("--timeout takes a number of seconds, not nan", hint="e.g. 100")
+        timeout = None  # inf: no timeout
     out = stdout if stdout is not None else sys.stdout.buffer
     err = stderr if stderr is not None else sys.stderr.buffer
     shown_out = _shown(out)
@@ -164,7 +183,7 @@ def _ended(result: dict[str, Any], err: IO[bytes]) -> int:
 
 def stop_background(url: str, run_id: str) -> dict[str, Any]:
     """Stop run ``run_id``; how it ended."""
-    body = gateway_request(url, f"/runs/{run_id}/stop", 30, json_body=b"{}", answers=True)
+    body = gateway_request(url, f"/runs/{_checked(run_id)}/stop", 30, json_body=b"{}", answers=True)
     if body is None:
         raise GatewayError("the gateway stopped answering")
     return dict(json.loads(body))

@@ -46,7 +46,7 @@ def run_background(spec: dict[str, Any]) -> int:
     from toolscript.errors import GatewayUnreachableError
     from toolscript.execution.lifeline import Lifeline
     from toolscript.execution.locate import module_file, module_hash
-    from toolscript.execution.runhandle import ProgressWatcher, RunHandle, show_on_stderr
+    from toolscript.execution.runhandle import ProgressWatcher, RunHandle, show_within
     from toolscript.execution.sandbox import Limits, Script, run_toolscript
 
     url = str(spec["gateway"])
@@ -57,7 +57,8 @@ def run_background(spec: dict[str, Any]) -> int:
         if digest is None:
             raise GatewayUnreachableError("the gateway stopped answering before the run started")
         handle = RunHandle(url, str(spec["run"]), str(spec["script_url"]), None)
-        progress = ProgressWatcher(handle, show_on_stderr)
+        # its lines go to the run's stderr file: bounded as the script's own output is
+        progress = ProgressWatcher(handle, show_within(int(max_output)))
         progress.start()
         try:
             return run_toolscript(

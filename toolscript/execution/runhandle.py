@@ -29,6 +29,7 @@ __all__ = [
     "format_progress",
     "format_trace",
     "show_on_stderr",
+    "show_within",
     "start_run",
     "stop_message",
     "stopped_script",
@@ -38,6 +39,11 @@ __all__ = [
 
 PROMPT_SECONDS = 60.0  # how long the terminal prompt waits for an answer
 _POLL = 20.0
+# A script reporting progress in a tight loop (thousands a second) would flood the terminal
+# or the MCP client: each look shows at most PROGRESS_SHOWN reports (the newest, after a
+# line counting those skipped), and the next look waits PROGRESS_PACE seconds.
+PROGRESS_SHOWN = 10
+PROGRESS_PACE = 0.2
 
 
 @dataclass(frozen=True)
@@ -391,14 +397,22 @@ class ProgressWatcher(threading.Thread):
             if body is None:
                 return
             found = json.loads(body)
-            for report in found.get("progress", []):
+            reports = list(found.get("progress", []))
+            following = int(found.get("next", self.next))
+            skipped = following - self.next - min(len(reports), PROGRESS_SHOWN)
+            shown = reports[-PROGRESS_SHOWN:]
+            if skipped > 0:
+                shown.insert(0, {"message": f"({skipped} reports skipped)", "source": "script"})
+            for report in shown:
                 try:
                     self.show(report)
                 except Exception:  # whoever shows it failed: the run goes on regardless
                     return
-            self.next = int(found.get("next", self.next))
+            self.next = following
             if found.get("ended") or self.done.is_set():
                 return
+            if reports:
+                self.done.wait(PROGRESS_PACE)  # the reports of a flood gather meanwhile
 
     def stop(self, wait: float = 2.0) -> None:
         """The run ended: what was reported before is shown (waiting up to ``wait`` s)."""
@@ -410,3 +424,25 @@ def show_on_stderr(report: dict[str, Any]) -> None:
     """``ProgressWatcher``'s ``show`` for exec: a line on stderr."""
     sys.stderr.write(format_progress(report))
     sys.stderr.flush()
+
+
+def show_within(limit: int) -> Callable[[dict[str, Any]], None]:
+    """``show_on_stderr`` for at most ``limit`` bytes of lines, then one line saying the
+    rest is not shown: where stderr is a file (a background run's), a script reporting
+    progress in a loop would fill the disk past its ``--max-output``."""
+    shown = [0]
+
+    def show(report: dict[str, Any]) -> None:
+        if shown[0] > limit:
+            return
+        line = format_progress(report)
+        shown[0] += len(line.encode())
+        if shown[0] > limit:
+            line = (
+                f"toolscript: progress: more than {limit} bytes of progress reports; "
+                "the rest are not shown (`--max-output` bounds them)\n"
+            )
+        sys.stderr.write(line)
+        sys.stderr.flush()
+
+    return show

@@ -47,6 +47,9 @@ STOP_GRACE = 5.0  # seconds a runner has to stop its sandbox before it is killed
 OUTPUT_PIECE = 1024 * 1024  # bytes of each stream one answer carries at most
 OUTPUT_POLL = 0.05  # seconds between looks at a running run's files
 MAX_WAIT = 60.0  # seconds one request for output may wait for more
+# Background runs live at once: each is a runner and a Deno of up to its memory limit, and
+# the agent (or a loop it was talked into) starts them with one request each.
+MAX_LIVE = 16
 
 
 @dataclass
@@ -72,6 +75,7 @@ class BackgroundRuns:
         self._runners: dict[str, _Runner] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._closing = False
+        self._starting = 0  # runs past the cap's check, not yet among ``_runners``
 
     @property
     def live(self) -> int:
@@ -83,23 +87,38 @@ class BackgroundRuns:
 
         if self._closing:
             raise UsageError("the gateway is stopping; start the run on the next one")
+        if self.live + self._starting >= MAX_LIVE:
+            raise UsageError(
+                f"this gateway already runs {MAX_LIVE} background runs, as many as it runs at once",
+                hint="wait for one to end (`toolscript runs wait RUN_ID`) or stop one "
+                "(`toolscript runs stop RUN_ID`), then start this one",
+            )
         url = self._url()
         if not url:
             raise UsageError("this gateway has no URL yet; try again in a moment")
-        run = await self.runs.register(
-            script_hash=request.script_hash,
-            origin="background",
-            max_calls=request.max_calls,
-            resume=request.resume,
-            script=request.script,
-            script_name=(request.display_name, request.file_name),
-        )
-        run.background = True
-        folder = self.folder / run.id
-        runner = _Runner(run, folder)
-        self._runners[run.id] = runner
+        self._starting += 1  # counted from here: starts at once must not pass the cap together
         try:
-            await anyio.to_thread.run_sync(self._make_folder, folder)
+            run = await self.runs.register(
+                script_hash=request.script_hash,
+                origin="background",
+                max_calls=request.max_calls,
+                resume=request.resume,
+                script=request.script,
+                script_name=(request.display_name, request.file_name),
+            )
+            run.background = True
+            folder = self.folder / run.id
+            runner = _Runner(run, folder)
+            self._runners[run.id] = runner
+        finally:
+            self._starting -= 1
+        try:
+            # The folders are read in a thread, the runners only here: a start that runs
+            # while another is supervised must not change the dict under its loop.
+            live = {key for key, kept in self._runners.items() if not kept.done.is_set()}
+            pruned = await anyio.to_thread.run_sync(self._make_folder, folder, live)
+            for name in pruned:
+                self._runners.pop(name, None)
             base = url.rstrip("/").rsplit("/", 1)[0]
             spec = {
                 "gateway": agent_url(url),
@@ -125,13 +144,13 @@ class BackgroundRuns:
         task.add_done_callback(self._tasks.discard)
         return run
 
-    def _make_folder(self, folder: Path) -> None:
+    def _make_folder(self, folder: Path, live: set[str]) -> list[str]:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self._prune()
+        return self._prune(live)
 
-    def _prune(self) -> None:
-        """Drop the folders of the oldest ended runs past KEEP_FOLDERS (never a live one)."""
-        live = {run_id for run_id, r in self._runners.items() if not r.done.is_set()}
+    def _prune(self, live: set[str]) -> list[str]:
+        """Drop the folders of the oldest ended runs past KEEP_FOLDERS (never one of
+        ``live``); the names of those dropped."""
         try:
             folders = sorted(
                 (entry for entry in os.scandir(self.folder) if entry.is_dir()),
@@ -139,11 +158,11 @@ class BackgroundRuns:
                 reverse=True,
             )
         except OSError:
-            return
+            return []
         ended = [entry for entry in folders if entry.name not in live]
         for entry in ended[KEEP_FOLDERS:]:
             shutil.rmtree(entry.path, ignore_errors=True)
-            self._runners.pop(entry.name, None)
+        return [entry.name for entry in ended[KEEP_FOLDERS:]]
 
     async def _spawn(self, folder: Path, spec: dict[str, Any]) -> asyncio.subprocess.Process:
         stdout = os.open(folder / "stdout", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

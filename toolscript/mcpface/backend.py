@@ -293,6 +293,9 @@ class FaceRun:
     outcome: tuple[int, bytes, bytes, dict[str, Any] | None] | None = None
     failure: BaseException | None = None
     shown: tuple[int, int] = (0, 0)  # bytes of stdout and stderr already answered
+    # the client's session that started it: only that one continues it (an HTTP face has
+    # many clients, and a run's id is in the run log any of them can read)
+    owner: object | None = None
 
     def started(self, run_id: str) -> None:
         self.id = run_id
@@ -513,11 +516,15 @@ class Backend:
         timeout: float,
         ask: Approver | None = None,
         report: Reporter | None = None,
+        owner: object | None = None,
     ) -> Answer:
-        """Run saved script ``name`` with ``arguments`` as its input, as ``execute`` runs code."""
+        """Run saved script ``name`` with ``arguments`` as its input, as ``execute`` runs code
+        (yielding as it does, after the face's ``yield_after``)."""
         require_saved(await self._get("/scripts"), name)
         code = saved_script_call(name, json.dumps(arguments))
-        return await self.execute(code, timeout, ask, report=report)
+        return await self.execute(
+            code, timeout, ask, yield_after=self.yield_after, report=report, owner=owner
+        )
 
     async def save_script(
         self, name: str, code: str, description: str | None, force: bool
@@ -542,13 +549,15 @@ class Backend:
         *,
         yield_after: float = YIELD_AFTER,
         report: Reporter | None = None,
+        owner: object | None = None,
     ) -> Answer:
         """Run ``code`` as a run of the gateway; ``ask`` (the client's elicitation) answers
         approval prompts, else a call that needs approval stops the run. A run still going
         after ``yield_after`` seconds goes on: the answer is its id and what it printed so
-        far, and ``wait_run`` continues it. ``report`` sends its progress to the client."""
+        far, and ``wait_run`` continues it for ``owner`` (the client's session) only.
+        ``report`` sends its progress to the client."""
         loop = anyio.lowlevel.current_token()  # the watcher threads reach the client through it
-        run = FaceRun(loop=loop, report=report)
+        run = FaceRun(loop=loop, report=report, owner=owner)
 
         def watch(pid: int, *, group: bool) -> None:
             run.pids.append(pid)
@@ -581,12 +590,17 @@ class Backend:
         return self._finished(run)
 
     async def wait_run(
-        self, run_id: str, wait: float = YIELD_AFTER, report: Reporter | None = None
+        self,
+        run_id: str,
+        wait: float = YIELD_AFTER,
+        report: Reporter | None = None,
+        owner: object | None = None,
     ) -> Answer:
-        """Wait up to ``wait`` seconds more for a run ``execute`` yielded: its result, or
-        what it printed since the last answer."""
+        """Wait up to ``wait`` seconds more for a run ``execute`` yielded to ``owner``: its
+        result, or what it printed since the last answer. Another client's run is answered
+        as no run at all (its output and result are that client's)."""
         run = self._yielded.get(run_id)
-        if run is None:
+        if run is None or run.owner is not owner:
             raise UsageError(
                 f"no running script with run id {run_id!r}",
                 hint="wait_run continues a run that execute answered as still running, "
@@ -599,7 +613,7 @@ class Backend:
             run.report = None
         if not finished:
             return _shown(run.yielded_answer())
-        del self._yielded[run_id]
+        self._yielded.pop(run_id, None)  # a second wait_run of the same run may end too
         return self._finished(run)
 
     def _keep_yielded(self, run: FaceRun) -> None:

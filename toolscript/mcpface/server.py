@@ -91,6 +91,13 @@ def _approver(context: Any) -> Approver | None:
     return ask
 
 
+def _client(context: Any) -> object | None:
+    """Who makes this request, the same object for each request of one client: the MCP
+    SDK's connection (its session is made anew for each request). A yielded run is its."""
+    session = getattr(context, "session", None)
+    return getattr(session, "_connection", session)
+
+
 def _reporter(context: Any) -> Reporter | None:
     """How a run of this request shows its progress: MCP progress notifications, when the
     client asked for them (a progress token in the request's ``_meta``)."""
@@ -162,10 +169,14 @@ def _dispatch(
             ask=_approver(context),
             yield_after=backend.yield_after,
             report=_reporter(context),
+            owner=_client(context),
         )
     if name == "wait_run":
         return backend.wait_run(
-            str(arguments["run"]), backend.yield_after, report=_reporter(context)
+            str(arguments["run"]),
+            backend.yield_after,
+            report=_reporter(context),
+            owner=_client(context),
         )
     if name == "run_script":
         return backend.run_script(
@@ -174,6 +185,7 @@ def _dispatch(
             float(arguments.get("timeout", EXECUTE_TIMEOUT)),
             ask=_approver(context),
             report=_reporter(context),
+            owner=_client(context),
         )
     if name == "save_script":
         return backend.save_script(

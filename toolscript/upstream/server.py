@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import math
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
@@ -597,14 +598,12 @@ class UpstreamServer:
         if not isinstance(token, str) or not token.startswith(RAW_ID_PREFIX):
             return False
         report = self._raw_progress.get(token)
-        done, total = message.params.get("progress"), message.params.get("total")
+        done, total = _finite(message.params.get("progress")), message.params.get("total")
         text = message.params.get("message")
-        if report is not None and isinstance(done, int | float):
-            report(
-                float(done),
-                float(total) if isinstance(total, int | float) else None,
-                self._redact(text) if isinstance(text, str) else None,
-            )
+        # The server's numbers as they came (an integer of 400 digits, no float can hold):
+        # what fails to convert here would end the stream every call of this server reads.
+        if report is not None and done is not None:
+            report(done, _finite(total), self._redact(text) if isinstance(text, str) else None)
         return True
 
     def _fail_raw_calls(self) -> None:
@@ -665,6 +664,17 @@ OFFERINGS: dict[str, tuple[Any, Any, str]] = {
     "prompts/list": (mcp_types.ListPromptsRequest, mcp_types.ListPromptsResult, "prompts"),
     "prompts/get": (mcp_types.GetPromptRequest, mcp_types.GetPromptResult, ""),
 }
+
+
+def _finite(value: Any) -> float | None:
+    """A server's progress number as a finite float; None for anything else."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 class _RecordingWriter:
