@@ -35,6 +35,28 @@ HEAVY_PACKAGES = ("toolscript.search", "toolscript.pipeline", "toolscript.gatewa
             (("list-tools",), {"config": None, "server": "time", "verbose": True}),
         ),
         (["get-types", "time"], (("get-types",), {"config": None, "server": "time"})),
+        (["gateway", "start"], (("gateway", "start"), {"config": None, "cache": None})),
+        (
+            ["gateway", "start", "-p", "0", "--ephemeral", "--no-search-index", "--ready-wait=2"],
+            (
+                ("gateway", "start"),
+                {
+                    "config": None,
+                    "cache": None,
+                    "port": 0,
+                    "ephemeral": True,
+                    "no_search_index": True,
+                    "ready_wait": 2.0,
+                },
+            ),
+        ),
+        (
+            ["gateway", "start", "--cache-dir", "c", "--search-threshold", "0.4", "--no-state"],
+            (
+                ("gateway", "start"),
+                {"config": None, "cache": "c", "search_threshold": 0.4, "no_state": True},
+            ),
+        ),
         (
             ["get-types", "--json", "time", "get_current_time"],
             (
@@ -75,6 +97,7 @@ def test_the_fast_parser_reads_what_typer_reads(
     argv: list[str], expected: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("TOOLSCRIPT_CONFIG", raising=False)
+    monkeypatch.delenv("TOOLSCRIPT_CACHE_DIR", raising=False)
     assert fast_arguments(argv) == expected
 
 
@@ -95,7 +118,11 @@ def test_the_fast_parser_takes_the_config_variable_as_typer_does(
     "argv",
     [
         ["exec", "return 1"],
-        ["gateway", "start"],
+        ["gateway", "start", "--port", "70000"],
+        ["gateway", "start", "--connect-timeout", "0"],
+        ["gateway", "start", "--search-alpha", "2"],
+        ["gateway", "start", "--ephemeral=1"],
+        ["gateway", "start", "--bogus"],
         ["gateway"],
         ["runs", "show", "x"],
         ["list-servers", "--bogus"],

@@ -83,6 +83,34 @@ _FAST_COMMANDS: dict[tuple[str, ...], tuple[tuple[str, ...], int, dict[str, tupl
         | {"--output": ("output", ("table", "types")), "-o": ("output", ("table", "types"))}
         | {"--explain": ("explain", "flag"), "-e": ("explain", "flag")},
     ),
+    # Its own start overlaps its servers' (cli/gateway.py): typer's parse (it loads pydantic)
+    # would come before that.
+    ("gateway", "start"): (
+        (),
+        0,
+        _CONFIG
+        | {"--cache-dir": ("cache", str), "--host": ("host", str)}
+        | {"--port": ("port", int, 0, 65535), "-p": ("port", int, 0, 65535)}
+        | {"--connect-timeout": ("connect_timeout", float, 0.1)}
+        | {
+            "--ready-wait": ("ready_wait", float, 0),
+            "--max-request-mb": ("max_request_mb", float, 0.001),
+        }
+        | {"--search-alpha": ("search_alpha", float, 0, 1)}
+        | {"--search-threshold": ("search_threshold", float, 0, 1)}
+        | {"--search-model": ("search_model", str), "--search-device": ("search_device", str)}
+        | {
+            flag: (flag[2:].replace("-", "_"), "flag")
+            for flag in (
+                "--search-no-cache",
+                "--ephemeral",
+                "--no-warm-checker",
+                "--no-inferred",
+                "--no-search-index",
+                "--no-state",
+            )
+        },
+    ),
 }
 _NUMBER = {int: re.compile(r"[0-9]+"), float: re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")}
 
@@ -96,6 +124,8 @@ def fast_arguments(arguments: list[str]) -> tuple[tuple[str, ...], dict[str, Any
     command = found[0]
     positional, required, options = _FAST_COMMANDS[command]
     values: dict[str, Any] = {"config": os.environ.get("TOOLSCRIPT_CONFIG") or None}
+    if "--cache-dir" in options:
+        values["cache"] = os.environ.get("TOOLSCRIPT_CACHE_DIR") or None
     given: list[str] = []
     rest = arguments[len(command) :]
     index = 0
@@ -166,6 +196,10 @@ def _run_fast(command: tuple[str, ...], values: dict[str, Any]) -> int:
             from toolscript.cli.tools import list_tools
 
             list_tools(**values)
+        elif command == ("gateway", "start"):
+            from toolscript.cli.gateway import start
+
+            start(**values)
         elif command == ("get-types",):
             from toolscript.cli.types import get_types
 
@@ -258,13 +292,22 @@ def main() -> None:
             sys.stdout.write(f"toolscript {__version__}\n")
             _leave(0)
         fast = fast_arguments(command) if not {"--help", "-h"} & set(command) else None
+        marked = _mark_gateway_start(arguments)
         if fast is not None:
             try:
                 code = _run_fast(*fast)
             except BrokenPipeError:  # a reader that stopped early, as click takes it
                 code = 1
+            finally:
+                if marked:
+                    from toolscript.gateway.state import abandon_start
+
+                    abandon_start()
+            if fast[0] == ("gateway", "start"):  # see below
+                from toolscript.plumbing.processes import reap_children
+
+                reap_children()
             _leave(code)
-        marked = _mark_gateway_start(arguments)
         try:
             from toolscript.cli.main import app
 

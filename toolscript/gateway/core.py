@@ -79,6 +79,7 @@ from toolscript.store.savedscripts import (
 from toolscript.store.trust import require_trust, trust_file
 from toolscript.upstream.base import ServerState, Upstream
 from toolscript.upstream.connect import upstream_for
+from toolscript.upstream.early import EarlyServer
 
 __all__ = ["Gateway", "split_tool_name"]
 
@@ -220,13 +221,17 @@ class Gateway:
         infer_results: bool = True,
         after_url: bool = False,
         search_index: bool = True,
+        early: dict[str, EarlyServer] | None = None,
     ) -> None:
         """``after_url``: the background work waits for ``url_announced`` (the runner calls
         it once the URL is printed), else it starts when the servers are ready.
         ``search_index`` False: a gateway for one script's calls, which keeps no search
-        documents (its search answers nothing)."""
+        documents (its search answers nothing). ``early``: server processes spawned before
+        the gateway's imports (``upstream/early.py``), each taken by its server's first
+        connection (popped from the dict: what is left there nobody took)."""
         self.config = config
         self._announced = anyio.Event()
+        self.first_build = anyio.Event()  # the artifacts of the servers' first tool lists
         if not after_url:
             self._announced.set()
         self.search_index = search_index
@@ -250,9 +255,14 @@ class Gateway:
         self._rebuild_scope: anyio.CancelScope | None = None
         self._semantic_scope: anyio.CancelScope | None = None
         self._pipeline_lock = anyio.Lock()
+        early = early if early is not None else {}
         self.upstreams: dict[str, Upstream] = {
             server.name: upstream_for(
-                server, self, connect_timeout=connect_timeout, on_tools_changed=self._tools_changed
+                server,
+                self,
+                connect_timeout=connect_timeout,
+                on_tools_changed=self._tools_changed,
+                early=early.pop(server.name, None),
             )
             for server in config.servers
         }
@@ -318,9 +328,9 @@ class Gateway:
                     ", ".join(late),
                     self.ready_wait,
                 )
-            await self.rebuild_artifacts()
-            if quick is not None and quick.early:
-                await quick.start()
+            # The first build runs while the URL goes out: requests that read what it makes
+            # wait for it (``first_build``), tool calls do not.
+            tasks.start_soon(self._first_build, quick, name="first build")
             tasks.start_soon(self._rebuild_when_tools_change, name="artifact rebuilds")
             self._watch_scope = anyio.CancelScope()
             tasks.start_soon(self._watch_config, name="config watch")
@@ -358,6 +368,14 @@ class Gateway:
                     await upstream.stop()
                 if self.search.embedder is not None:
                     await anyio.to_thread.run_sync(self.search.embedder.close)
+
+    async def _first_build(self, quick: _QuickQueries | None) -> None:
+        try:
+            await self.rebuild_artifacts()
+            if quick is not None and quick.early:
+                await quick.start()
+        finally:
+            self.first_build.set()
 
     def url_announced(self) -> None:
         """The URL is out: the work that waits for it may start (when no run is under way)."""
