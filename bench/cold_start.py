@@ -196,10 +196,7 @@ def main() -> None:
             after - before for after, before in zip(results[case], results[baseline], strict=True)
         )
         floor = min(results[case]) - min(results[baseline])
-        print(
-            f"{label}: {paired:+.2f} s paired, {floor:+.2f} s min-min"
-            f" (target <= +{target:g} s)"
-        )
+        print(f"{label}: {paired:+.2f} s paired, {floor:+.2f} s min-min (target <= +{target:g} s)")
     shutil.rmtree(work, ignore_errors=True)
 
 
