@@ -128,6 +128,7 @@ def run_exec(
     else:
         script = Script("", "") if from_run else _read_script(code, file)
     limits = Limits(timeout=timeout, memory_mb=memory, max_output=max_output)
+    found: list[str] = []
     with (
         Lifeline() as lifeline,
         gateway_for_run(
@@ -136,6 +137,7 @@ def run_exec(
             needed=uses_gateway(script.code) or resume is not None,
             on_start=lifeline.watch,
             code=script.code,
+            found=found,
         ) as (url, module_hash),
     ):
         if saved is not None:
@@ -168,6 +170,9 @@ def run_exec(
             resume=resume,
             trace=trace,
             config=config,
+            # A gateway that runs already has a warm checker: the script is likely to need
+            # no Deno check, and a spare Deno starts while the run is registered and checked.
+            spare=found == ["running"],
         )
 
 
@@ -192,6 +197,7 @@ def _run_in_gateway(
     resume: str | None,
     trace: bool,
     config: str | None = None,
+    spare: bool = False,
 ) -> int:
     from toolscript.execution.locate import module_file
     from toolscript.execution.runhandle import (
@@ -205,16 +211,27 @@ def _run_in_gateway(
     from toolscript.execution.sandbox import run_toolscript
 
     interactive = stdin_available and sys.stdin.isatty() and sys.stderr.isatty()
-    run = start_run(
-        url,
-        script.code,
-        origin="cli",
-        display_name=script.display_name,
-        file_name=script.file_name,
-        interactive=interactive,
-        max_calls=max_calls,
-        resume=resume,
-    )
+    module = module_file(url, module_hash)
+    ahead = None
+    if spare and not os.environ.get("TOOLSCRIPT_NO_SPARE"):
+        from toolscript.execution.spare import Spare
+
+        ahead = Spare(url, module, limits.memory_mb, Path.cwd())
+    try:
+        run = start_run(
+            url,
+            script.code,
+            origin="cli",
+            display_name=script.display_name,
+            file_name=script.file_name,
+            interactive=interactive,
+            max_calls=max_calls,
+            resume=resume,
+        )
+    except BaseException:
+        if ahead is not None:
+            ahead.discard()
+        raise
     if run.resumed_from:
         sys.stderr.write(
             f"toolscript: resuming run {run.resumed_from}: calls it made are answered from its log\n"
@@ -229,13 +246,14 @@ def _run_in_gateway(
             url,
             module_hash,
             on_start=lifeline.watch,
-            module=module_file(url, module_hash),
+            module=module,
             check=check,
             limits=limits,
             cwd=Path.cwd(),
             warm_check=True,
             script_url=run.script_url,
             spill=_spill_file(config, run.id),
+            spare=ahead,
         )
     finally:
         if watcher is not None:

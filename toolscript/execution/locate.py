@@ -209,14 +209,18 @@ def gateway_for_run(
     on_start: Callable[..., None] | None = None,
     code: str = "",
     search: bool = False,
+    found: list[str] | None = None,
 ) -> Iterator[tuple[str, str]]:
     """``(url, module hash)`` of a gateway that stays up for the run. With ``needed`` False
     (the script calls no tool) no gateway is started when none runs: NO_GATEWAY_URL.
+    ``found`` gets ``"running"`` or ``"started"``: which gateway that is.
 
     A gateway started here has only what a run needs: no warm checker, no search model,
     and (without ``search``: a script's calls need none) no search index."""
     running = running_gateway(config, cache, siblings=needed)
     if running is not None:
+        if found is not None:
+            found.append("running")
         yield running
         return
     if not needed:
@@ -225,11 +229,13 @@ def gateway_for_run(
     from toolscript.store.trust import require_trust
 
     require_trust(find_config_path(config))  # an untrusted project's config starts nothing
+    if found is not None:
+        found.append("started")
     with _ephemeral_gateway(config, cache, on_start, code, search) as url:
-        found = module_hash(url)
-        if found is None:
+        digest = module_hash(url)
+        if digest is None:
             raise ExecutionError("the ephemeral gateway stopped answering")
-        yield url, found
+        yield url, digest
 
 
 @contextmanager

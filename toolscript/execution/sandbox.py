@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 from toolscript.errors import ExecutionError, GatewayUnreachableError
 from toolscript.execution.source import PreparedSource, SourceMap, prepare
+from toolscript.execution.spare import Spare
 from toolscript.plumbing.denobinary import (
     deno_binary,
     deno_cache_dir,
@@ -157,13 +158,16 @@ def _command(
     check: bool,
     limits: Limits,
     remote_module: bool = False,
+    *,
+    readable: Path | None = None,
 ) -> list[str]:
     """Deno's command line. Imports from the gateway are allowed only for a ``remote_module``
     (no gateway module as a file): a script importing URLs would make Deno keep each.
 
     ``--allow-import=HOST`` replaces Deno's default list (deno.land, jsr.io, esm.sh...);
     ``--deny-import=HOST`` then refuses that one too. A bare ``--deny-import`` would not do:
-    Deno still fetches from its default list with it.
+    Deno still fetches from its default list with it. ``readable``: the one file a spare
+    sandbox (``execution/spare.py``) may read, its script's copy, which it imports.
     """
     host = urlsplit(gateway_url).netloc
     return [
@@ -180,6 +184,7 @@ def _command(
         "--allow-env=TOOLSCRIPT_GATEWAY_URL",
         f"--import-map={import_map}",
         f"--v8-flags=--max-old-space-size={limits.memory_mb}",
+        *([f"--allow-read={readable}"] if readable is not None else []),
         "--check" if check else "--no-check",
         str(script_path),
     ]
@@ -647,6 +652,7 @@ def run_toolscript(
     warm_check: bool = False,
     script_url: str | None = None,
     spill: Path | None = None,
+    spare: Spare | None = None,
 ) -> int:
     """Run ``script`` to completion, streaming its output; returns the exit code.
 
@@ -659,10 +665,17 @@ def run_toolscript(
     reaches the gateway at ``script_url`` (its
     run's URL, see ``execution/runhandle.py``; ``gateway_url`` when None). With ``spill``,
     stdout past ``max_output`` goes to that file with the rest (exit 123, a preview printed)
-    instead of stopping the script.
+    instead of stopping the script. ``spare``: a Deno spawned ahead (``execution/spare.py``)
+    that runs the script when it fits this run and no Deno check is needed; it is used or
+    discarded here either way.
     """
-    script_url = script_url or gateway_url
-    script_path, prepared = _write_script(script)
+    try:
+        script_url = script_url or gateway_url
+        script_path, prepared = _write_script(script)
+    except BaseException:
+        if spare is not None:
+            spare.discard()
+        raise
     source_map = prepared.map
     streams = _Streams(
         _for_people(stdout if stdout is not None else sys.stdout.buffer),
@@ -676,8 +689,29 @@ def run_toolscript(
             lines = output.encode().splitlines(keepends=True)
             streams.write_error(b"".join(rewrite(line) for line in lines))
             streams.finish()
+            if spare is not None:
+                spare.discard()
             return 1  # what deno exits with when a check fails; nothing of the script ran
         check = status != "passed"
+    if spare is not None:
+        if (
+            not check
+            and module is not None
+            and spare.fits(script_url, module, limits.memory_mb, cwd)
+        ):
+            return _run_in_spare(
+                spare,
+                prepared.code,
+                script,
+                script_url,
+                on_start,
+                limits,
+                streams,
+                module,
+                source_map,
+                spill,
+            )
+        spare.discard()
     _close_web_storage(deno_cache_dir())
     imports = {
         "toolscript": (
@@ -717,6 +751,45 @@ def run_toolscript(
             )
     finally:
         map_path.unlink(missing_ok=True)
+        streams.finish()
+
+
+def _run_in_spare(
+    spare: Spare,
+    code: str,
+    script: Script,
+    script_url: str,
+    on_start: Callable[..., None] | None,
+    limits: Limits,
+    streams: _Streams,
+    module: Path,
+    source_map: SourceMap,
+    spill: Path | None,
+) -> int:
+    """``_start_and_supervise`` with the spare's process: the script and the run's URL handed
+    in, then supervised as a fresh one is (its errors name the user's script, not the copy)."""
+    try:
+        process = spare.hand_over(code, script_url)
+        if on_start is not None:
+            on_start(process.pid, group=True)
+        try:
+            return _supervise(
+                process,
+                script,
+                spare.script_path,
+                script_url,
+                limits,
+                streams,
+                module,
+                source_map,
+                spill,
+            )
+        except BaseException:
+            _kill(process)
+            process.wait()
+            raise
+    finally:
+        spare.close()
         streams.finish()
 
 
