@@ -36,6 +36,11 @@ HEAVY_PACKAGES = ("toolscript.search", "toolscript.pipeline", "toolscript.gatewa
         ),
         (["get-types", "time"], (("get-types",), {"config": None, "server": "time"})),
         (["gateway", "start"], (("gateway", "start"), {"config": None, "cache": None})),
+        (["mcp"], (("mcp",), {"config": None, "cache": None})),
+        (
+            ["mcp", "--http", "-p", "8765", "-c", "x.json"],
+            (("mcp",), {"config": "x.json", "cache": None, "http": True, "port": 8765}),
+        ),
         (
             ["gateway", "start", "-p", "0", "--ephemeral", "--no-search-index", "--ready-wait=2"],
             (
@@ -123,6 +128,9 @@ def test_the_fast_parser_takes_the_config_variable_as_typer_does(
         ["gateway", "start", "--search-alpha", "2"],
         ["gateway", "start", "--ephemeral=1"],
         ["gateway", "start", "--bogus"],
+        ["mcp", "--port", "65536"],
+        ["mcp", "--http=yes"],
+        ["mcp", "--port", "8765"],
         ["gateway"],
         ["runs", "show", "x"],
         ["list-servers", "--bogus"],
@@ -316,3 +324,47 @@ def test_options_recorded_without_typer_are_typer_s_own_in_help() -> None:
         result = CliRunner().invoke(app, [*command, "--help"])
         assert result.exit_code == 0, command
         assert all(option in result.output for option in options), (command, result.output)
+
+
+# `toolscript mcp` and `gateway start` in a process that records what was imported when
+# their first process was spawned (the face's gateway; the gateway's servers), then stops.
+SPAWN_PROBE = """
+import json, sys
+import toolscript.execution.locate as locate
+import toolscript.upstream.early as early
+from toolscript.cli.entry import main
+
+def probe(*args, **kwargs):
+    heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("pydantic", "typer", "mcp"))
+    print(json.dumps(heavy))
+    sys.stdout.flush()
+    raise SystemExit(0)
+
+locate.spawn_owned_gateway = early.spawn_early = probe
+sys.argv = ["toolscript", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.parametrize("arguments", [["mcp"], ["gateway", "start", "--port", "0"]])
+def test_the_first_spawn_comes_before_typer_and_pydantic(
+    arguments: list[str], tmp_path: Path
+) -> None:
+    (tmp_path / ".toolscript.json").write_text(json.dumps({"mcpServers": {}}))
+    home = tmp_path / "home"
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "TOOLSCRIPT_HOME": str(home),
+        "TOOLSCRIPT_CONFIG_HOME": str(home / "config"),
+        "TOOLSCRIPT_TRUSTED_PATHS": str(tmp_path / ".toolscript.json"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", SPAWN_PROBE, *arguments],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == []

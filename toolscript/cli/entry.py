@@ -83,6 +83,15 @@ _FAST_COMMANDS: dict[tuple[str, ...], tuple[tuple[str, ...], int, dict[str, tupl
         | {"--output": ("output", ("table", "types")), "-o": ("output", ("table", "types"))}
         | {"--explain": ("explain", "flag"), "-e": ("explain", "flag")},
     ),
+    # The face spawns its gateway first thing (cli/mcp.py): typer's parse (it loads
+    # pydantic) would come before that.
+    ("mcp",): (
+        (),
+        0,
+        _CONFIG
+        | {"--cache-dir": ("cache", str), "--http": ("http", "flag")}
+        | {"--port": ("port", int, 0, 65535), "-p": ("port", int, 0, 65535)},
+    ),
     # Its own start overlaps its servers' (cli/gateway.py): typer's parse (it loads pydantic)
     # would come before that.
     ("gateway", "start"): (
@@ -165,6 +174,8 @@ def fast_arguments(arguments: list[str]) -> tuple[tuple[str, ...], dict[str, Any
         values[parameter] = value
     if not required <= len(given) <= len(positional):
         return None
+    if command == ("mcp",) and values.get("port") and not values.get("http"):
+        return None  # typer says that --port needs --http
     values.update(zip(positional, given, strict=False))
     return command, values
 
@@ -196,6 +207,10 @@ def _run_fast(command: tuple[str, ...], values: dict[str, Any]) -> int:
             from toolscript.cli.tools import list_tools
 
             list_tools(**values)
+        elif command == ("mcp",):
+            from toolscript.cli.mcp import mcp_command
+
+            mcp_command(**values)
         elif command == ("gateway", "start"):
             from toolscript.cli.gateway import start
 
@@ -307,6 +322,8 @@ def main() -> None:
                 from toolscript.plumbing.processes import reap_children
 
                 reap_children()
+            if fast[0] == ("mcp",):  # a long-lived server: the interpreter's own exit
+                sys.exit(code)
             _leave(code)
         try:
             from toolscript.cli.main import app
