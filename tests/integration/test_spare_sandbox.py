@@ -91,12 +91,13 @@ def test_before_its_script_a_spare_holds_no_token_and_no_more_permissions(
         assert not any(token in value for value in process.environ().values())
         assert not any(token in part for part in process.cmdline())
         assert not spare.script_path.exists()  # nothing to import until the hand-over
-        # The sandbox's own flags (a fresh run's), but the one file it may read, its copy.
+        # The sandbox's own flags (a fresh run's), but reading what its script imports: its
+        # copy and the module (no saved scripts here).
         fresh = _command(Path("x.ts"), gateway.url, Path("map.json"), False, Limits())
         flags = [f for f in process.cmdline()[1:-1] if not f.startswith("--import-map=")]
         expected = [f for f in fresh[1:-1] if not f.startswith("--import-map=")]
         extra = [f for f in flags if f not in expected]
-        assert extra == [f"--allow-read={spare.script_path}"]
+        assert extra == [f"--allow-read={spare.script_path},{module}"]
         assert [f for f in expected if f not in flags] == []
     finally:
         spare.discard()

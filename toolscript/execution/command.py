@@ -216,7 +216,8 @@ def _run_in_gateway(
     if spare and not os.environ.get("TOOLSCRIPT_NO_SPARE"):
         from toolscript.execution.spare import Spare
 
-        ahead = Spare(url, module, limits.memory_mb, Path.cwd())
+        with contextlib.suppress(OSError, ToolscriptError):  # a fresh Deno runs it instead
+            ahead = Spare(url, module, limits.memory_mb, Path.cwd())
     try:
         run = start_run(
             url,

@@ -159,15 +159,15 @@ def _command(
     limits: Limits,
     remote_module: bool = False,
     *,
-    readable: Path | None = None,
+    readable: list[Path] | None = None,
 ) -> list[str]:
     """Deno's command line. Imports from the gateway are allowed only for a ``remote_module``
     (no gateway module as a file): a script importing URLs would make Deno keep each.
 
     ``--allow-import=HOST`` replaces Deno's default list (deno.land, jsr.io, esm.sh...);
     ``--deny-import=HOST`` then refuses that one too. A bare ``--deny-import`` would not do:
-    Deno still fetches from its default list with it. ``readable``: the one file a spare
-    sandbox (``execution/spare.py``) may read, its script's copy, which it imports.
+    Deno still fetches from its default list with it. ``readable``: the files a spare
+    sandbox (``execution/spare.py``) may read, those its script imports.
     """
     host = urlsplit(gateway_url).netloc
     return [
@@ -184,7 +184,7 @@ def _command(
         "--allow-env=TOOLSCRIPT_GATEWAY_URL",
         f"--import-map={import_map}",
         f"--v8-flags=--max-old-space-size={limits.memory_mb}",
-        *([f"--allow-read={readable}"] if readable is not None else []),
+        *([f"--allow-read={','.join(map(str, readable))}"] if readable else []),
         "--check" if check else "--no-check",
         str(script_path),
     ]

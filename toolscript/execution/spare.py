@@ -4,8 +4,10 @@ Deno's own start (V8, the runtime, reading the import map) is most of what a run
 a gateway runs; a spare pays it while the run is registered and its script checked, or
 between two runs of the MCP face. Its permissions are fixed at its spawn and are the
 sandbox's own (``sandbox._command``: the gateway's host only, the one variable, no files,
-no subprocesses), plus reading one file: the script's own copy, at a path of this spare's
-private ``DENO_DIR`` that holds nothing until the script comes.
+no subprocesses), plus reading what the script imports: its own copy (at a path of this
+spare's private ``DENO_DIR`` that holds nothing until the script comes), the module and the
+saved scripts beside it. The script is imported by a specifier Deno cannot see ahead, so
+these are always read at the import, whenever the script comes.
 
 Until then the spare runs only ``BOOT`` (below), which waits on its stdin. The run's URL
 (its token) is handed in on stdin with the script: the spare holds no token before it, and
@@ -27,7 +29,9 @@ import signal
 import subprocess
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
+from toolscript.errors import ExecutionError
 from toolscript.plumbing.denobinary import deno_environment, run_deno_dir
 from toolscript.plumbing.privatefile import write_private
 from toolscript.plumbing.processes import signal_quietly
@@ -44,15 +48,14 @@ for await (const part of Deno.stdin.readable) parts.push(part);
 const text = new TextDecoder().decode(await new Blob(parts).arrayBuffer());
 if (text.trim()) {
   Deno.env.set("TOOLSCRIPT_GATEWAY_URL", JSON.parse(text).url);
-  await import(%s);
+  const script: string = %s;
+  await import(script);
 }
 """
 
 
 def spare_key(gateway_url: str, module: Path, memory_mb: int, cwd: Path | None) -> tuple[Any, ...]:
     """What a spare was spawned for: a run that differs in any of these needs another."""
-    from urllib.parse import urlsplit
-
     return (urlsplit(gateway_url).netloc, str(module), memory_mb, str(cwd) if cwd else None)
 
 
@@ -82,19 +85,25 @@ class Spare:
                 self.script_path.as_uri(): self.script_path.as_uri(),
                 module.as_uri(): module.as_uri(),
             }
-            imports.update(module_imports(module))
+            saved = module_imports(module)
+            imports.update(saved)
             map_path = write_private(
                 user_cache_dir() / "run" / f"importmap-spare-{deno_dir.name}.json",
                 json.dumps({"imports": imports}),
             )
             self._stack.callback(map_path.unlink, missing_ok=True)
+            readable = [self.script_path, module]
+            readable += [Path(unquote(urlsplit(url).path)) for url in saved.values()]
+            if any("," in str(path) for path in readable):  # Deno's list separator
+                raise ExecutionError("a path holds a comma: no spare sandbox")
             command = _command(
                 boot,
                 gateway_url,
                 map_path,
                 False,
                 Limits(memory_mb=memory_mb),
-                readable=self.script_path,
+                # What the script imports, read when it does: nothing it could not import.
+                readable=readable,
             )
             env = {"NO_COLOR": "1"} | deno_environment(deno_dir)
             self.process = subprocess.Popen(

@@ -421,7 +421,10 @@ class Backend:
             return spare
         if spare is not None:
             spare.discard()
-        return Spare(url, module, self.memory_mb, self.cwd)
+        try:
+            return Spare(url, module, self.memory_mb, self.cwd)
+        except (OSError, ToolscriptError):  # a fresh Deno runs it instead
+            return None
 
     def _spawn_spare(self, url: str, module: Path) -> None:
         if not self.spares:
