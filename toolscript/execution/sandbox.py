@@ -30,7 +30,6 @@ from urllib.parse import urlsplit
 
 from toolscript.errors import ExecutionError, GatewayUnreachableError
 from toolscript.execution.source import PreparedSource, SourceMap, prepare
-from toolscript.execution.spare import Spare
 from toolscript.plumbing.denobinary import (
     deno_binary,
     deno_cache_dir,
@@ -188,6 +187,20 @@ def _command(
         "--check" if check else "--no-check",
         str(script_path),
     ]
+
+
+class Spare(Protocol):
+    """A Deno spawned ahead for one script (``execution/spare.py`` makes them)."""
+
+    script_path: Path  # where the script's copy goes (what its errors name)
+
+    def fits(self, gateway_url: str, module: Path, memory_mb: int, cwd: Path | None) -> bool: ...
+
+    def hand_over(self, code: str, script_url: str) -> subprocess.Popen[bytes]: ...
+
+    def discard(self) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class Sink(Protocol):

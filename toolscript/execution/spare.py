@@ -32,6 +32,8 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from toolscript.errors import ExecutionError
+from toolscript.execution.sandbox import REFUSED_FILE_URL, Limits, _command
+from toolscript.execution.sandbox import _close_web_storage as close_web_storage
 from toolscript.plumbing.denobinary import deno_environment, run_deno_dir
 from toolscript.plumbing.privatefile import write_private
 from toolscript.plumbing.processes import signal_quietly
@@ -60,11 +62,10 @@ def spare_key(gateway_url: str, module: Path, memory_mb: int, cwd: Path | None) 
 
 
 class Spare:
-    """One Deno process waiting for one script (see the module's docstring)."""
+    """One Deno process waiting for one script (see the module's docstring); what
+    ``sandbox.run_toolscript`` takes as its ``spare``."""
 
     def __init__(self, gateway_url: str, module: Path, memory_mb: int, cwd: Path | None) -> None:
-        from toolscript.execution.sandbox import REFUSED_FILE_URL, Limits, _command
-        from toolscript.execution.sandbox import _close_web_storage as close_web_storage
         from toolscript.plumbing.denobinary import deno_cache_dir
         from toolscript.plumbing.paths import user_cache_dir
         from toolscript.store.savedscripts import module_imports

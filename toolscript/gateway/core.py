@@ -328,9 +328,12 @@ class Gateway:
                     ", ".join(late),
                     self.ready_wait,
                 )
-            # The first build runs while the URL goes out: requests that read what it makes
-            # wait for it (``first_build``), tool calls do not.
-            tasks.start_soon(self._first_build, quick, name="first build")
+            if self._announced.is_set():  # no URL to wait for (in-process: tests, tools)
+                await self._first_build(quick)
+            else:
+                # The first build runs while the URL goes out: requests that read what it
+                # makes wait for it (the runner's ``_AfterFirstBuild``), tool calls do not.
+                tasks.start_soon(self._first_build, quick, name="first build")
             tasks.start_soon(self._rebuild_when_tools_change, name="artifact rebuilds")
             self._watch_scope = anyio.CancelScope()
             tasks.start_soon(self._watch_config, name="config watch")
