@@ -147,3 +147,27 @@ def test_a_server_stopped_before_it_connected_stops_its_early_process() -> None:
     server = UpstreamServer(fx_entry(), early=taken)
     anyio.run(server.stop)
     wait_for_exit(taken.process.pid)
+
+
+def test_a_gateway_for_one_script_starts_only_the_servers_it_names(tmp_path: Path) -> None:
+    from toolscript.execution.locate import private_gateway_args, script_namespaces
+    from toolscript.gateway.launch import start_gateway
+
+    config = {"mcpServers": {"fx": fixture_server(), "other": fixture_server()}}
+    (tmp_path / ".toolscript.json").write_text(json.dumps(config))
+    code = 'import { tools } from "toolscript";\nreturn await tools.fx.plainText({});\n'
+    needs = script_namespaces(code)
+    args = private_gateway_args("--ephemeral", None, None, search=False, needs=needs)
+    launched = start_gateway(*args, cwd=tmp_path, env=clean_env(TOOLSCRIPT_HOME=str(tmp_path)))
+    try:
+        assert launched.url
+        with httpx.Client(base_url=launched.url + "/", timeout=60) as client:
+            servers = client.get("health").json()["servers"]
+            assert servers["fx"]["state"] == "connected"
+            assert servers["other"]["attempts"] == 0  # not started with the script's
+            assert len(psutil.Process(launched.process.pid).children()) == 1
+            answer = client.post("tools/other__plain_text", json={})  # its first call
+            assert answer.status_code == 200, answer.text
+            assert client.get("health").json()["servers"]["other"]["state"] == "connected"
+    finally:
+        launched.stop(20)

@@ -108,6 +108,7 @@ _FAST_COMMANDS: dict[tuple[str, ...], tuple[tuple[str, ...], int, dict[str, tupl
         | {"--search-alpha": ("search_alpha", float, 0, 1)}
         | {"--search-threshold": ("search_threshold", float, 0, 1)}
         | {"--search-model": ("search_model", str), "--search-device": ("search_device", str)}
+        | {"--needs": ("needs", str)}
         | {
             flag: (flag[2:].replace("-", "_"), "flag")
             for flag in (

@@ -126,6 +126,15 @@ def start(
             "--no-state", hidden=True, help="Write no state file (a gateway `toolscript mcp` owns)."
         ),
     ] = False,
+    needs: Annotated[
+        str | None,
+        typer.Option(
+            "--needs",
+            hidden=True,
+            help="The tools namespaces one script names (exec's): their servers start now, "
+            "the others at their first call.",
+        ),
+    ] = None,
 ) -> None:
     """Run the gateway until Ctrl+C or SIGTERM.
 
@@ -165,7 +174,13 @@ def start(
     # Litestar), so the URL waits for the slowest of them rather than for both in turn.
     from toolscript.upstream.early import discard, spawn_early
 
-    early = spawn_early(loaded.servers)
+    deferred: set[str] = set()
+    if needs is not None:
+        from toolscript.codegen.naming import to_camel_case
+
+        named = {name for name in needs.split(",") if name}
+        deferred = {s.name for s in loaded.servers if to_camel_case(s.name) not in named}
+    early = spawn_early(s for s in loaded.servers if s.name not in deferred)
     try:
         from toolscript.gateway.runner import configure_logging, serve
         from toolscript.search.engine import SearchOptions
@@ -205,6 +220,7 @@ def start(
                 infer_results=not no_inferred,
                 search_index=not no_search_index,
                 early=early,
+                deferred=deferred,
             )
         finally:
             if not private:

@@ -47,6 +47,35 @@ EPHEMERAL_START_WAIT = 120.0  # seconds for a gateway to try every server and pr
 _GATEWAY_USE = re.compile(r"""["'`]toolscript(?:/[^"'`]*)?["'`]|TOOLSCRIPT_GATEWAY_URL""")
 
 
+_TOOLS_IMPORT = re.compile(r"""\bimport\s+(?:type\s+)?\{([^}]*)\}\s*from\s*["']toolscript["']""")
+_TOOLS_WORD = re.compile(r"\btools\b")
+_TOOLS_MEMBER = re.compile(
+    r"""\btools\s*(?:\?\.|\.)\s*([A-Za-z_$][\w$]*)"""
+    r"""|\btools\s*(?:\?\.)?\[\s*(["'])([A-Za-z_$][\w$]*)\2\s*\]"""
+)
+_OPAQUE = re.compile(r"""\bscripts\b|["'`]toolscript/|TOOLSCRIPT_GATEWAY_URL|import\s*\*""")
+
+
+def script_namespaces(code: str) -> list[str] | None:
+    """The ``tools.<namespace>`` a script names, when every use of ``tools`` in it is one
+    (``tools.time.x``, ``tools["time"]``); None when it may reach others (``tools`` passed
+    around or renamed, saved scripts, the gateway's URL read): then it needs every server."""
+    if _OPAQUE.search(code):
+        return None
+    for names in _TOOLS_IMPORT.findall(code):
+        if any(
+            part.split()[1:2] == ["as"]
+            for part in names.split(",")
+            if part.split()[:1] == ["tools"]
+        ):
+            return None
+    rest = _TOOLS_IMPORT.sub("", code)
+    members = [found[0] or found[2] for found in _TOOLS_MEMBER.findall(rest)]
+    if len(_TOOLS_WORD.findall(rest)) != len(members):
+        return None
+    return sorted(set(members))
+
+
 def uses_gateway(code: str) -> bool:
     """Whether a script imports the tools (or reads the gateway URL): else it needs no gateway."""
     return _GATEWAY_USE.search(code) is not None
@@ -155,14 +184,23 @@ def running_gateway(
 
 
 def private_gateway_args(
-    kind: str, config: str | None, cache: str | None, *, search: bool = True
+    kind: str,
+    config: str | None,
+    cache: str | None,
+    *,
+    search: bool = True,
+    needs: list[str] | None = None,
 ) -> list[str]:
     """``gateway start`` arguments for a gateway one process owns (``kind``: ``--ephemeral``
     for one exec or command, ``--no-state`` for the MCP face), on a free port. Without
-    ``search`` it builds no search index (a gateway for one script's calls)."""
+    ``search`` it builds no search index (a gateway for one script's calls); ``needs``: the
+    ``tools`` namespaces that script names (``script_namespaces``), whose servers start now
+    (the others at their first call)."""
     args = ["--port", "0", kind]
     if not search:
         args.append("--no-search-index")
+    if needs is not None:
+        args.append("--needs=" + ",".join(needs))
     if config:
         args += ["--config", config]
     if cache:
@@ -250,7 +288,9 @@ def _ephemeral_gateway(
     line naming the servers the script uses that could not start."""
     from toolscript.gateway.launch import start_gateway
 
-    args = private_gateway_args("--ephemeral", config, cache, search=search)
+    # Only the servers the script names start with it (the others at a first call).
+    needs = None if search else script_namespaces(code)
+    args = private_gateway_args("--ephemeral", config, cache, search=search, needs=needs)
     env = dict(os.environ)
     env.setdefault("TOOLSCRIPT_LOG_LEVEL", "WARNING")
     errors: list[str] = []

@@ -222,15 +222,20 @@ class Gateway:
         after_url: bool = False,
         search_index: bool = True,
         early: dict[str, EarlyServer] | None = None,
+        deferred: set[str] | None = None,
     ) -> None:
         """``after_url``: the background work waits for ``url_announced`` (the runner calls
         it once the URL is printed), else it starts when the servers are ready.
         ``search_index`` False: a gateway for one script's calls, which keeps no search
         documents (its search answers nothing). ``early``: server processes spawned before
         the gateway's imports (``upstream/early.py``), each taken by its server's first
-        connection (popped from the dict: what is left there nobody took)."""
+        connection (popped from the dict: what is left there nobody took). ``deferred``:
+        servers that connect at their first call (``start_deferred``), not at the start (a
+        gateway for one script, which names the servers it needs)."""
         self.config = config
         self._announced = anyio.Event()
+        self._deferred = set(deferred or ())  # not started yet
+        self._was_deferred = set(self._deferred)
         self.first_build = anyio.Event()  # the artifacts of the servers' first tool lists
         if not after_url:
             self._announced.set()
@@ -315,13 +320,18 @@ class Gateway:
                 if await anyio.to_thread.run_sync(self.search.vectors_stored):
                     tasks.start_soon(quick.prepare, name="quick queries")
                     quick.early = True
-            log.info("connecting %d servers", len(self.upstreams))
-            for upstream in self.upstreams.values():
+            starting = [u for name, u in self.upstreams.items() if name not in self._deferred]
+            log.info(
+                "connecting %d servers%s",
+                len(starting),
+                f" ({len(self._deferred)} at their first call)" if self._deferred else "",
+            )
+            for upstream in starting:
                 tasks.start_soon(upstream.run, name=f"upstream {upstream.name}")
             with anyio.move_on_after(self.ready_wait):
-                for upstream in self.upstreams.values():
+                for upstream in starting:
                     await upstream.first_attempt_done.wait()
-            late = [u.name for u in self.upstreams.values() if not u.first_attempt_done.is_set()]
+            late = [u.name for u in starting if not u.first_attempt_done.is_set()]
             if late:
                 log.warning(
                     "serving without %s (still connecting after %g s; joins when connected)",
@@ -379,6 +389,22 @@ class Gateway:
                 await quick.start()
         finally:
             self.first_build.set()
+
+    async def start_deferred(self, server: str) -> None:
+        """A server deferred at the start connects now, at its first call (which waits for
+        that, as calls wait for a server still connecting)."""
+        if server not in self._was_deferred:
+            return
+        upstream = self.upstreams.get(server)
+        if upstream is None:
+            return
+        if server in self._deferred:
+            self._deferred.discard(server)
+            assert self._tasks is not None
+            log.info("%s: connecting at its first call", server)
+            self._tasks.start_soon(upstream.run, name=f"upstream {server}")
+        with anyio.move_on_after(self.connect_timeout):
+            await upstream.first_attempt_done.wait()
 
     def url_announced(self) -> None:
         """The URL is out: the work that waits for it may start (when no run is under way)."""

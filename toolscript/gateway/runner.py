@@ -109,6 +109,7 @@ def serve(
     infer_results: bool = True,
     search_index: bool = True,
     early: dict[str, EarlyServer] | None = None,
+    deferred: set[str] | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM; ``announce`` gets the URL once every server has been tried.
 
@@ -116,7 +117,8 @@ def serve(
     after it (``Gateway.url_announced``). ``search_index`` False: a gateway for one script's
     calls (exec's), which builds no search index.
 
-    ``early``: server processes spawned before these imports (``upstream/early.py``).
+    ``early``: server processes spawned before these imports (``upstream/early.py``);
+    ``deferred``: servers that connect at their first call, not at the start.
 
     ``previous`` is the state of another gateway of the project that ran when this one
     started (``mark_starting``): it is named in a warning, and found again after this one.
@@ -150,6 +152,7 @@ def serve(
         after_url=True,
         search_index=search_index,
         early=early,
+        deferred=deferred,
     )
     state_dir = cache if write_state else None
     app = TokenGuard(
