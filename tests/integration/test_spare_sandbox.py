@@ -19,6 +19,7 @@ from mcp.client.stdio import stdio_client
 
 from tests.helpers import (
     GatewayProcess,
+    argv,
     face_parameters,
     fixture_server,
     running_gateway,
@@ -179,6 +180,15 @@ def test_the_face_runs_each_execute_in_a_spare_and_not_with_spares_off(
     # A spare runs scripts that need no Deno check: the warm checker's verdict, once it is up.
     wait_until(lambda: gateway.health()["checker"]["state"], lambda s: s == "ready", 120, "checker")
 
+    spares: list[int] = []
+
+    def spares_of_faces() -> list[int]:
+        return [
+            p.pid
+            for p in psutil.Process().children(recursive=True)
+            if any(part.endswith("/boot.ts") for part in argv(p))
+        ]
+
     async def executes(env: dict[str, str]) -> list[bool]:
         parameters = face_parameters(gateway)
         parameters.env = (parameters.env or {}) | env
@@ -194,10 +204,19 @@ def test_the_face_runs_each_execute_in_a_spare_and_not_with_spares_off(
                 )
                 assert not result.is_error, result
                 found.append(result.structured_content["result"])
+            if not env:  # the next execute's spare, spawned after this one's answer
+                spares.extend(wait_until(spares_of_faces, bool, 60, "a spare"))
+            else:
+                spares.extend(spares_of_faces())
         return found
 
     assert anyio.run(executes, {}) == [True, True]
+    assert spares  # one is ready for a next execute
+    for pid in spares:  # and goes with the face
+        wait_for_exit(pid)
+    spares.clear()
     assert anyio.run(executes, {"TOOLSCRIPT_NO_SPARE": "1"}) == [False, False]
+    assert spares == []
 
 
 def test_exec_through_a_running_gateway_runs_in_a_spare(

@@ -228,6 +228,7 @@ class Backend:
     _http: httpx.AsyncClient = field(default_factory=lambda: httpx.AsyncClient(timeout=120))
     # a Deno spawned ahead for the next execute (``execution/spare.py``); None when off
     _spare: Spare | None = None
+    _closed: bool = False
     spares: bool = field(default_factory=lambda: not os.environ.get("TOOLSCRIPT_NO_SPARE"))
 
     def __post_init__(self) -> None:
@@ -298,6 +299,7 @@ class Backend:
             owned, self._owned, self._url = self._owned, None, None
             early, self.early = self.early, None
             spare, self._spare = self._spare, None
+            self._closed = True
         if spare is not None:
             spare.discard()
         if early is not None:  # spawned, never asked for
@@ -427,16 +429,17 @@ class Backend:
             return None
 
     def _spawn_spare(self, url: str, module: Path) -> None:
-        if not self.spares:
-            return
         try:
             spare = Spare(url, module, self.memory_mb, self.cwd)
         except (OSError, ToolscriptError):  # never fatal: the next run spawns its own
             return
         with self._lock:
             old, self._spare = self._spare, spare
+            closing = self._closed
         if old is not None:
             old.discard()
+        if closing:  # the face closed meanwhile
+            self.close()
 
     def state_dir(self) -> Path:
         """The project's state directory (where cut outputs are kept)."""
@@ -514,7 +517,8 @@ class Backend:
             if watcher is not None:
                 watcher.stop()
             ended = end_run(run, exit_code)
-            self._spawn_spare(url, module)  # for the next execute
+            if self.spares:  # for the next execute, while this one's answer goes out
+                threading.Thread(target=self._spawn_spare, args=(url, module), daemon=True).start()
         stopped = (ended or {}).get("stopped")
         return exit_code, out.getvalue(), err.getvalue(), stopped, run.id
 
