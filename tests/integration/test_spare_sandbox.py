@@ -7,8 +7,9 @@ from __future__ import annotations
 import io
 import json
 import signal
+import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import anyio
@@ -19,6 +20,7 @@ from mcp.client.stdio import stdio_client
 
 from tests.helpers import (
     GatewayProcess,
+    LocalHTTPServer,
     argv,
     face_parameters,
     fixture_server,
@@ -26,6 +28,7 @@ from tests.helpers import (
     wait_for_exit,
     wait_until,
 )
+from tests.integration.test_sandbox import CASES, SECRET, assert_refused, escape_cases
 from toolscript.execution.locate import module_file, module_hash
 from toolscript.execution.runhandle import end_run, start_run
 from toolscript.execution.sandbox import Limits, Script, _command, run_toolscript
@@ -219,19 +222,56 @@ def test_the_face_runs_each_execute_in_a_spare_and_not_with_spares_off(
     assert spares == []
 
 
-def test_exec_through_a_running_gateway_runs_in_a_spare(
+def test_exec_through_a_running_gateway_runs_a_new_script_in_a_spare(
     gateway: GatewayProcess, tmp_path: Path
 ) -> None:
+    """The spare's start overlaps the warm checker's round trip: a script checked before has
+    none, and --no-check none either; those get a fresh Deno."""
     import subprocess
+    import uuid
 
     from tests.helpers import clean_env
 
-    code = "console.log(Deno.mainModule.endsWith('/boot.ts'))"
+    wait_until(lambda: gateway.health()["checker"]["state"], lambda s: s == "ready", 120, "checker")
+    code = f"console.log(Deno.mainModule.endsWith('/boot.ts')); // {uuid.uuid4()}"
     env = clean_env(TOOLSCRIPT_GATEWAY_URL=gateway.url)
-    command = [sys.executable, "-m", "toolscript", "exec", "--no-check", code]
-    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "true"
-    env["TOOLSCRIPT_NO_SPARE"] = "1"
-    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
-    assert done.stdout.strip() == "false"
+
+    def spare_ran(*options: str, **extra: str) -> bool:
+        command = [sys.executable, "-m", "toolscript", "exec", *options, code]
+        done = subprocess.run(
+            command, cwd=tmp_path, env=env | extra, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        return {"true": True, "false": False}[done.stdout.strip()]
+
+    assert spare_ran(TOOLSCRIPT_NO_SPARE="1") is False
+    code += " // again"
+    assert spare_ran() is True  # new: checked by the warm checker meanwhile
+    assert spare_ran() is False  # checked before
+    assert spare_ran("--no-check") is False
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_escape_attempt_fails_in_a_spare_too(
+    case: str,
+    gateway: GatewayProcess,
+    local_http_server: Callable[[bytes], LocalHTTPServer],
+    tmp_path: Path,
+) -> None:
+    """tests/integration/test_sandbox.py's escapes, run by a spare (exec takes one for a new
+    script only, so those tests mostly run in a fresh Deno)."""
+    secret = tmp_path / "secret" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text(SECRET)
+    (secret.parent / "secret.json").write_text(json.dumps({"secret": SECRET}))
+    other = local_http_server(SECRET.encode()).port
+    gateway_port = int(gateway.url.split(":")[2].split("/")[0])
+    code = escape_cases(secret, other, gateway_port)[case]
+    spare = Spare(gateway.url, module_of(gateway), 512, tmp_path)
+    exit_code, out, err, _ = run(gateway, code, spare, tmp_path)
+    assert spare.process.poll() is not None  # it was the spare that ran it
+    result = subprocess.CompletedProcess([], exit_code, out, err)
+    assert exit_code != 0, out + err
+    assert_refused(result)
+    if case == "write_file":
+        assert not (secret.parent / "written.txt").exists()

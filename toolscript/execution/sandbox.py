@@ -108,6 +108,13 @@ def _write_script(script: Script) -> tuple[Path, PreparedSource]:
     return path, prepared
 
 
+def checked_before(script: Script, module_hash: str) -> bool:
+    """Whether the warm checker passed this script against this module before (``_warm_check``
+    then answers at once, without asking the gateway)."""
+    path, _ = _write_script(script)
+    return (path.parent / f".{path.name}.checked-{module_hash}").exists()
+
+
 def _warm_check(
     gateway_url: str, script_path: Path, code: str, module: Path, module_hash: str
 ) -> tuple[str, str]:
