@@ -5,8 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Annotated
 
-import typer
-
+from toolscript.cli.lazy import typer
 from toolscript.cli.options import CacheDirOption, ConfigOption
 from toolscript.config import load_config
 from toolscript.mcpface.tools import YIELD_AFTER

@@ -141,6 +141,7 @@ def run_exec(
         return _start_in_background(
             script, config, cache, check, limits, max_calls, resume, saved, trace, as_json
         )
+    found: list[str] = []
     with (
         Lifeline() as lifeline,
         gateway_for_run(
@@ -149,6 +150,7 @@ def run_exec(
             needed=uses_gateway(script.code) or resume is not None,
             on_start=lifeline.watch,
             code=script.code,
+            found=found,
         ) as (url, module_hash),
     ):
         if saved is not None:
@@ -181,6 +183,9 @@ def run_exec(
             resume=resume,
             trace=trace,
             config=config,
+            # A gateway that runs already has a warm checker: a new script is likely to need
+            # no Deno check, and a spare Deno starts while the run is registered and checked.
+            spare=found == ["running"],
         )
 
 
@@ -247,6 +252,7 @@ def _run_in_gateway(
     resume: str | None,
     trace: bool,
     config: str | None = None,
+    spare: bool = False,
 ) -> int:
     from toolscript.execution.locate import module_file
     from toolscript.execution.runhandle import (
@@ -262,16 +268,37 @@ def _run_in_gateway(
     from toolscript.execution.sandbox import run_toolscript
 
     interactive = stdin_available and sys.stdin.isatty() and sys.stderr.isatty()
-    run = start_run(
-        url,
-        script.code,
-        origin="cli",
-        display_name=script.display_name,
-        file_name=script.file_name,
-        interactive=interactive,
-        max_calls=max_calls,
-        resume=resume,
-    )
+    module = module_file(url, module_hash)
+    ahead = None
+    # A spare pays off when Deno's start overlaps the warm checker's round trip (measured:
+    # 140 ms less for a new script; 100 ms more for one checked before, which has none).
+    from toolscript.execution.sandbox import checked_before
+
+    if (
+        spare
+        and check
+        and not os.environ.get("TOOLSCRIPT_NO_SPARE")
+        and not checked_before(script, module_hash)
+    ):
+        from toolscript.execution.spare import Spare
+
+        with contextlib.suppress(OSError, ToolscriptError):  # a fresh Deno runs it instead
+            ahead = Spare(url, module, limits.memory_mb, Path.cwd())
+    try:
+        run = start_run(
+            url,
+            script.code,
+            origin="cli",
+            display_name=script.display_name,
+            file_name=script.file_name,
+            interactive=interactive,
+            max_calls=max_calls,
+            resume=resume,
+        )
+    except BaseException:
+        if ahead is not None:
+            ahead.discard()
+        raise
     if run.resumed_from:
         sys.stderr.write(
             f"toolscript: resuming run {run.resumed_from}: calls it made are answered from its log\n"
@@ -288,13 +315,14 @@ def _run_in_gateway(
             url,
             module_hash,
             on_start=lifeline.watch,
-            module=module_file(url, module_hash),
+            module=module,
             check=check,
             limits=limits,
             cwd=Path.cwd(),
             warm_check=True,
             script_url=run.script_url,
             spill=_spill_file(config, run.id),
+            spare=ahead,
         )
     finally:
         if watcher is not None:

@@ -90,6 +90,7 @@ from toolscript.store.savedscripts import (
 from toolscript.store.trust import require_trust, trust_file
 from toolscript.upstream.base import ServerState, Upstream
 from toolscript.upstream.connect import upstream_for
+from toolscript.upstream.early import EarlyServer
 
 __all__ = ["Gateway", "split_tool_name"]
 
@@ -233,13 +234,22 @@ class Gateway:
         infer_results: bool = True,
         after_url: bool = False,
         search_index: bool = True,
+        early: dict[str, EarlyServer] | None = None,
+        deferred: set[str] | None = None,
     ) -> None:
         """``after_url``: the background work waits for ``url_announced`` (the runner calls
         it once the URL is printed), else it starts when the servers are ready.
         ``search_index`` False: a gateway for one script's calls, which keeps no search
-        documents (its search answers nothing)."""
+        documents (its search answers nothing). ``early``: server processes spawned before
+        the gateway's imports (``upstream/early.py``), each taken by its server's first
+        connection (popped from the dict: what is left there nobody took). ``deferred``:
+        servers that connect at their first call (``start_deferred``), not at the start (a
+        gateway for one script, which names the servers it needs)."""
         self.config = config
         self._announced = anyio.Event()
+        self._deferred = set(deferred or ())  # not started yet
+        self._was_deferred = set(self._deferred)
+        self.first_build = anyio.Event()  # the artifacts of the servers' first tool lists
         if not after_url:
             self._announced.set()
         self.search_index = search_index
@@ -263,6 +273,7 @@ class Gateway:
         self._rebuild_scope: anyio.CancelScope | None = None
         self._semantic_scope: anyio.CancelScope | None = None
         self._pipeline_lock = anyio.Lock()
+        early = early if early is not None else {}
         self.upstreams: dict[str, Upstream] = {
             server.name: upstream_for(
                 server,
@@ -270,6 +281,7 @@ class Gateway:
                 connect_timeout=connect_timeout,
                 on_tools_changed=self._tools_changed,
                 on_elicit=self.elicit,
+                early=early.pop(server.name, None),
             )
             for server in config.servers
         }
@@ -331,22 +343,30 @@ class Gateway:
                     quick.early = True
             for warning in self.config.import_warnings:
                 log.warning("import: %s", warning)
-            log.info("connecting %d servers", len(self.upstreams))
-            for upstream in self.upstreams.values():
+            starting = [u for name, u in self.upstreams.items() if name not in self._deferred]
+            log.info(
+                "connecting %d servers%s",
+                len(starting),
+                f" ({len(self._deferred)} at their first call)" if self._deferred else "",
+            )
+            for upstream in starting:
                 tasks.start_soon(upstream.run, name=f"upstream {upstream.name}")
             with anyio.move_on_after(self.ready_wait):
-                for upstream in self.upstreams.values():
+                for upstream in starting:
                     await upstream.first_attempt_done.wait()
-            late = [u.name for u in self.upstreams.values() if not u.first_attempt_done.is_set()]
+            late = [u.name for u in starting if not u.first_attempt_done.is_set()]
             if late:
                 log.warning(
                     "serving without %s (still connecting after %g s; joins when connected)",
                     ", ".join(late),
                     self.ready_wait,
                 )
-            await self.rebuild_artifacts()
-            if quick is not None and quick.early:
-                await quick.start()
+            if self._announced.is_set():  # no URL to wait for (in-process: tests, tools)
+                await self._first_build(quick)
+            else:
+                # The first build runs while the URL goes out: requests that read what it
+                # makes wait for it (the runner's ``_AfterFirstBuild``), tool calls do not.
+                tasks.start_soon(self._first_build, quick, name="first build")
             tasks.start_soon(self._rebuild_when_tools_change, name="artifact rebuilds")
             self._watch_scope = anyio.CancelScope()
             tasks.start_soon(self._watch_config, name="config watch")
@@ -394,6 +414,30 @@ class Gateway:
         self.runs.closing = True
         task = asyncio.get_running_loop().create_task(self.background.close())
         self._closing_task = task  # held until it is done
+
+    async def _first_build(self, quick: _QuickQueries | None) -> None:
+        try:
+            await self.rebuild_artifacts()
+            if quick is not None and quick.early:
+                await quick.start()
+        finally:
+            self.first_build.set()
+
+    async def start_deferred(self, server: str) -> None:
+        """A server deferred at the start connects now, at its first call (which waits for
+        that, as calls wait for a server still connecting)."""
+        if server not in self._was_deferred:
+            return
+        upstream = self.upstreams.get(server)
+        if upstream is None:
+            return
+        if server in self._deferred:
+            self._deferred.discard(server)
+            assert self._tasks is not None
+            log.info("%s: connecting at its first call", server)
+            self._tasks.start_soon(upstream.run, name=f"upstream {server}")
+        with anyio.move_on_after(self.connect_timeout):
+            await upstream.first_attempt_done.wait()
 
     def url_announced(self) -> None:
         """The URL is out: the work that waits for it may start (when no run is under way)."""

@@ -18,7 +18,7 @@ from toolscript.errors import (
     ToolNotFoundError,
     ToolscriptError,
 )
-from toolscript.gateway.core import Gateway
+from toolscript.gateway.core import SEPARATOR, Gateway
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -73,6 +73,7 @@ async def call_tool_bytes(
                 f"arguments for {name} must be a JSON object",
                 errors=[{"path": "/", "message": "expected an object"}],
             )
+        await gateway.start_deferred(name.partition(SEPARATOR)[0])  # exec's gateway: --needs
         if run_id is not None:
             run = gateway.runs.get(run_id)
             return await gateway.runs.call(run, name, arguments, len(body), gateway.make_call)

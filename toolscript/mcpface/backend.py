@@ -55,6 +55,7 @@ from toolscript.execution.sandbox import (
     Script,
     run_toolscript,
 )
+from toolscript.execution.spare import Spare
 from toolscript.gateway.launch import LaunchedGateway, start_gateway, wait_for_url
 from toolscript.mcpface.tools import YIELD_AFTER
 from toolscript.plumbing.paths import find_config_path, project_state_dir
@@ -356,6 +357,10 @@ class Backend:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _http: httpx.AsyncClient = field(default_factory=lambda: httpx.AsyncClient(timeout=120))
     _yielded: dict[str, FaceRun] = field(default_factory=dict)  # runs wait_run may continue
+    # a Deno spawned ahead for the next execute (``execution/spare.py``); None when off
+    _spare: Spare | None = None
+    _closed: bool = False
+    spares: bool = field(default_factory=lambda: not os.environ.get("TOOLSCRIPT_NO_SPARE"))
 
     def __post_init__(self) -> None:
         if self.early is not None:
@@ -424,6 +429,10 @@ class Backend:
         with self._lock:
             owned, self._owned, self._url = self._owned, None, None
             early, self.early = self.early, None
+            spare, self._spare = self._spare, None
+            self._closed = True
+        if spare is not None:
+            spare.discard()
         if early is not None:  # spawned, never asked for
             owned = LaunchedGateway(early, "")
         if owned is not None:
@@ -636,6 +645,35 @@ class Backend:
             return _shown(cut_answer(out, err, output_uri(run.id), kept.stat().st_size))
         return _shown(execution_answer(exit_code, out, err))
 
+    def _take_spare(self, url: str, module: Path) -> Spare | None:
+        """The spare spawned after the last execute when it fits this run, else a new one
+        (its start then overlaps the run's registration and check); None when spares are off."""
+        if not self.spares:
+            return None
+        with self._lock:
+            spare, self._spare = self._spare, None
+        if spare is not None and spare.fits(url, module, self.memory_mb, self.cwd):
+            return spare
+        if spare is not None:
+            spare.discard()
+        try:
+            return Spare(url, module, self.memory_mb, self.cwd)
+        except (OSError, ToolscriptError):  # a fresh Deno runs it instead
+            return None
+
+    def _spawn_spare(self, url: str, module: Path) -> None:
+        try:
+            spare = Spare(url, module, self.memory_mb, self.cwd)
+        except (OSError, ToolscriptError):  # never fatal: the next run spawns its own
+            return
+        with self._lock:
+            old, self._spare = self._spare, spare
+            closing = self._closed
+        if old is not None:
+            old.discard()
+        if closing:  # the face closed meanwhile
+            self.close()
+
     def state_dir(self) -> Path:
         """The project's state directory (where cut outputs are kept)."""
         return project_state_dir(find_config_path(self.config, self.cwd).parent)
@@ -669,14 +707,21 @@ class Backend:
             if digest is None:
                 raise GatewayUnreachableError("the gateway stopped answering")
         out, err = face_run.out, face_run.err
-        run = start_run(
-            url,
-            code,
-            origin="mcp",
-            display_name=SCRIPT_NAME,
-            file_name=SCRIPT_NAME,
-            interactive=ask is not None,
-        )
+        module = module_file(url, digest)
+        spare = self._take_spare(url, module)
+        try:
+            run = start_run(
+                url,
+                code,
+                origin="mcp",
+                display_name=SCRIPT_NAME,
+                file_name=SCRIPT_NAME,
+                interactive=ask is not None,
+            )
+        except BaseException:
+            if spare is not None:
+                spare.discard()
+            raise
         face_run.started(run.id)
         progress = ProgressWatcher(run, face_run.forward)
         progress.start()
@@ -693,7 +738,7 @@ class Backend:
                 Script(code, SCRIPT_NAME, SCRIPT_NAME, result_marker=RESULT_MARKER),
                 url,
                 digest,
-                module=module_file(url, digest),
+                module=module,
                 on_start=watch,
                 limits=Limits(timeout=timeout, memory_mb=self.memory_mb, max_output=MAX_OUTPUT),
                 cwd=self.cwd,
@@ -703,12 +748,15 @@ class Backend:
                 warm_check=True,
                 script_url=run.script_url,
                 spill=self.output_path(run.id),
+                spare=spare,
             )
         finally:
             if watcher is not None:
                 watcher.stop()
             ended = end_run(run, exit_code)
             progress.stop()
+            if self.spares:  # for the next execute, while this one's answer goes out
+                threading.Thread(target=self._spawn_spare, args=(url, module), daemon=True).start()
         stopped = (ended or {}).get("stopped")
         return exit_code, out.getvalue(), err.getvalue(), stopped
 

@@ -34,6 +34,7 @@ from toolscript.upstream.base import (
     ServerState,
     ToolsChanged,
 )
+from toolscript.upstream.early import EarlyServer
 from toolscript.upstream.sdk import TransportStreams
 from toolscript.upstream.tolerant import repair_call_result, repair_tool_list
 
@@ -58,9 +59,13 @@ class UpstreamServer:
         connect_timeout: float = 30.0,
         on_tools_changed: ToolsChanged | None = None,
         on_elicit: Elicit | None = None,
+        early: EarlyServer | None = None,
     ) -> None:
+        """``early``: this server's process, spawned before the gateway's imports
+        (``upstream/early.py``), for the first connection."""
         self.config = config
         self._on_elicit = on_elicit
+        self._early = early
         self.name = config.name
         self.connect_timeout = connect_timeout
         self.state = ServerState.DISABLED if config.disabled else ServerState.CONNECTING
@@ -176,11 +181,20 @@ class UpstreamServer:
     async def _transport(self) -> AsyncIterator[TransportStreams]:
         config = self.config
         if config.transport == "stdio":
-            from toolscript.upstream.stdio import stdio_transport
+            from toolscript.upstream.stdio import early_transport, stdio_transport
 
             assert config.command is not None
             if self._stderr is not None:
                 self._stderr.close()
+            early, self._early = self._early, None
+            if early is not None and early.usable(config):
+                self._stderr = early.stderr
+                self._spawned(early.process.pid)
+                async with early_transport(early) as streams:
+                    yield streams
+                return
+            if early is not None:  # it exited already, or the entry changed: a fresh one
+                await anyio.to_thread.run_sync(early.stop)
             self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - lives as long as the server process
             async with stdio_transport(
                 config.command,
@@ -399,6 +413,9 @@ class UpstreamServer:
     async def stop(self) -> None:
         """Ask ``run`` to close the session (and the server process) and return."""
         self._stopping = True
+        if self._early is not None:  # never connected: its process is still ours to stop
+            early, self._early = self._early, None
+            await anyio.to_thread.run_sync(early.stop)
         if self._connecting is not None:
             self._connecting.cancel()
         self._lost.set()
