@@ -30,7 +30,7 @@ from toolscript.gateway.core import SEPARATOR, Gateway, split_tool_name
 from toolscript.gateway.guard import AGENT, CREDENTIAL_SCOPE_KEY, RUN_SCOPE_KEY, agent_refused
 from toolscript.gateway.results import RESULT_HEADER
 from toolscript.gateway.toolcall import call_tool_bytes, requested_tool
-from toolscript.search.engine import FUSIONS, MODES, readings
+from toolscript.search.engine import MODES, readings
 from toolscript.search.needs import is_implied
 
 __all__ = [
@@ -330,18 +330,14 @@ class DiscoveryController(Controller):
         mode: FromQuery[str] = "hybrid",
         explain: FromQuery[bool] = False,
         split: FromQuery[bool] = True,
-        fusion: FromQuery[str] = "adaptive",
     ) -> dict[str, Any]:
         """Ranked tools for a query; keyword-only until the embedding model is ready.
         ``explain``: each hit's keyword and semantic parts and the need it answers;
-        ``split=false`` and ``fusion=fixed`` rank as before splitting and adaptive fusion
-        (for comparisons)."""
+        ``split=false`` ranks the request whole."""
         if server is not None:
             gateway.upstream(server)
         if mode not in MODES:
             raise UsageError(f"unknown search mode {mode!r}; one of {', '.join(MODES)}")
-        if fusion not in FUSIONS:
-            raise UsageError(f"unknown fusion {fusion!r}; one of {', '.join(FUSIONS)}")
         hits, used, needs = gateway.search.explain(
             q,
             limit=max(1, min(limit, 100)),
@@ -349,7 +345,6 @@ class DiscoveryController(Controller):
             server=server,
             mode=mode,
             split=split,
-            adaptive=fusion == "adaptive",
         )
         calls = _calls(gateway)
         calls.update(gateway.script_calls())
@@ -370,7 +365,7 @@ class DiscoveryController(Controller):
             ],
             "search": gateway.search.status(),
         } | (  # what keyword search and the model read of the request and of each need
-            {"readings": readings(q, needs, used, adaptive=fusion == "adaptive")} if explain else {}
+            {"readings": readings(q, needs, used)} if explain else {}
         )
 
     @get("/types", sync_to_thread=False)
