@@ -17,7 +17,9 @@ retriever reads the tools far better than the other; hybrid should still match t
 
 ``--in-process`` skips the gateway and its servers and asks the same SearchEngine
 directly (same documents, same embedding cache): seconds instead of a minute, for
-trying ranking ideas; quote figures from the gateway run.
+trying ranking ideas; quote figures from the gateway run. The "seed" and "fixed" rows are
+earlier designs, not modes of the product: they are ranked in process in either run
+(bench/search/comparison.py, over an engine of the same documents).
 
     python bench/search_quality.py [--subset lmb|all|both] [--alpha 0.5] [--in-process]
                                    [--catalogue full|empty|short] [--half all|dev|test]
@@ -44,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpus import ROOT, corpus_dir
 from harness import running_gateway
+from search.comparison import COMPARISONS, compared
 
 SERVER = Path(__file__).resolve().parent / "search" / "corpus_server.py"
 # Our labelled sets: "ours" was written while the ranking was designed; "heldout" was written
@@ -59,12 +62,11 @@ LABELLED = {
 # threshold, as `toolscript search` runs it: does the threshold cut answers?
 RETRIEVERS = ("keyword", "semantic", "seed", "fixed")
 REPORTED = (*RETRIEVERS, "adaptive", "hybrid", "default")
-# mode -> the /search parameters that ask for it
+# mode -> the /search parameters that ask for it; the others ("seed", "fixed") are
+# comparisons, ranked in process (bench/search/comparison.py)
 PARAMETERS: dict[str, dict[str, Any]] = {
     "keyword": {"mode": "keyword", "split": "false"},
     "semantic": {"mode": "semantic", "split": "false"},
-    "seed": {"mode": "seed"},
-    "fixed": {"mode": "hybrid", "fusion": "fixed", "split": "false"},
     "adaptive": {"mode": "hybrid", "split": "false"},
     "hybrid": {"mode": "hybrid"},
 }
@@ -253,10 +255,15 @@ def through_gateway(
     name = subset if catalogue == "full" else f"{subset}-{catalogue}"
     directory = ROOT / "cache" / "search-eval" / name
     config = corpus_config(files, alpha, catalogue_dir(files, catalogue))
-    with running_gateway(directory, config) as url:
+    with (
+        running_gateway(directory, config) as url,
+        in_process(files, alpha, subset, catalogue) as (compare, _),
+    ):
         wait_for_search(url)
 
         def rank(query: str, mode: str) -> list[tuple[str, str]]:
+            if mode in COMPARISONS:
+                return compare(query, mode)
             params = urlencode(
                 {"q": query, "limit": 10, "mode": "hybrid"}
                 if mode == "default"
@@ -295,6 +302,8 @@ def in_process(
     def rank(query: str, mode: str) -> list[tuple[str, str]]:
         if mode == "default":
             hits, _ = engine.search(query, limit=10)
+        elif mode in COMPARISONS:
+            hits, _, _ = compared(engine, query, mode, limit=10, threshold=0)
         else:
             chosen = PARAMETERS[mode]
             hits, _ = engine.search(
@@ -303,7 +312,6 @@ def in_process(
                 threshold=0,
                 mode=chosen["mode"],
                 split=chosen.get("split") != "false",
-                adaptive=chosen.get("fusion") != "fixed",
             )
         return [(hit.server, hit.tool) for hit in hits]
 

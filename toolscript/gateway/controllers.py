@@ -35,7 +35,7 @@ from toolscript.gateway.core import SEPARATOR, Gateway, split_tool_name
 from toolscript.gateway.guard import AGENT, CREDENTIAL_SCOPE_KEY, RUN_SCOPE_KEY, agent_refused
 from toolscript.gateway.results import RESULT_HEADER
 from toolscript.gateway.toolcall import call_tool_bytes, requested_tool, unless_disconnected
-from toolscript.search.engine import FUSIONS, MODES, readings
+from toolscript.search.engine import MODES, readings
 from toolscript.search.needs import is_implied
 
 __all__ = [
@@ -406,7 +406,6 @@ def _search_tools(
     mode: str,
     explain: bool,
     split: bool,
-    fusion: str,
 ) -> dict[str, Any]:
     """``GET /search``'s tools, ranked (blocking: run in a worker thread)."""
     hits, used, needs = gateway.search.explain(
@@ -416,7 +415,6 @@ def _search_tools(
         server=server,
         mode=mode,
         split=split,
-        adaptive=fusion == "adaptive",
     )
     calls = _calls(gateway)
     calls.update(gateway.script_calls())
@@ -437,7 +435,7 @@ def _search_tools(
         ],
         "search": gateway.search.status(),
     } | (  # what keyword search and the model read of the request and of each need
-        {"readings": readings(q, needs, used, adaptive=fusion == "adaptive")} if explain else {}
+        {"readings": readings(q, needs, used)} if explain else {}
     )
 
 
@@ -455,19 +453,15 @@ class DiscoveryController(Controller):
         mode: FromQuery[str] = "hybrid",
         explain: FromQuery[bool] = False,
         split: FromQuery[bool] = True,
-        fusion: FromQuery[str] = "adaptive",
         kind: FromQuery[str] = "tool",
     ) -> dict[str, Any]:
         """Ranked tools for a query; keyword-only until the embedding model is ready.
         ``explain``: each hit's keyword and semantic parts and the need it answers;
-        ``split=false`` and ``fusion=fixed`` rank as before splitting and adaptive fusion
-        (for comparisons); ``kind``: resource, prompt, or all (tools, then the others)."""
+        ``split=false`` ranks the request whole; ``kind``: resource, prompt, or all (tools, then the others)."""
         if server is not None:
             gateway.upstream(server)
         if mode not in MODES:
             raise UsageError(f"unknown search mode {mode!r}; one of {', '.join(MODES)}")
-        if fusion not in FUSIONS:
-            raise UsageError(f"unknown fusion {fusion!r}; one of {', '.join(FUSIONS)}")
         if kind not in offerings.KINDS:
             raise UsageError(f"unknown kind {kind!r}; one of {', '.join(offerings.KINDS)}")
         limit = max(1, min(limit, 100))
@@ -487,7 +481,7 @@ class DiscoveryController(Controller):
                 "search": gateway.search.status(),
             }
         ranked = functools.partial(
-            _search_tools, gateway, q, limit, threshold, server, mode, explain, split, fusion
+            _search_tools, gateway, q, limit, threshold, server, mode, explain, split
         )
         answer = await anyio.to_thread.run_sync(ranked)
         answer["hits"].extend(found)

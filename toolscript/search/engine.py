@@ -49,10 +49,10 @@ from toolscript.search.semantic import DEFAULT_MODEL, Embedder, EmbeddingStore
 from toolscript.search.text import ToolDocument, keyword_query, mostly_cjk, semantic_query
 
 __all__ = [
-    "FUSIONS",
     "MODES",
     "Hit",
     "SearchEngine",
+    "SearchIndex",
     "SearchOptions",
     "embed_missing",
     "readings",
@@ -60,9 +60,9 @@ __all__ = [
 
 log = logging.getLogger("toolscript.search")
 
-# "seed" (the original design's blend) and the "fixed" fusion are for comparisons
-MODES = ("hybrid", "keyword", "semantic", "seed")
-FUSIONS = ("adaptive", "fixed")  # the hybrid blend's weight: per query, or alpha itself
+# The comparisons with earlier designs (the seed blend, the fixed fusion) are not modes: they
+# rank in bench/search/comparison.py, with this engine's index and model.
+MODES = ("hybrid", "keyword", "semantic")
 RECOVERY_INTERVAL = 30.0  # seconds between attempts to reload a model that failed
 
 
@@ -113,7 +113,6 @@ class SearchRequest(TypedDict, total=False):
     mode: str
     alpha: float | None
     split: bool
-    adaptive: bool
 
 
 class SearchEngine:
@@ -304,9 +303,7 @@ class SearchEngine:
         """Ranked hits and the mode actually used (``keyword`` until semantic is ready).
 
         A request that asks for several things (needs.py) is ranked need by need and the
-        lists merged (ranking.merged); ``split=False`` ranks it whole. ``adaptive=False`` ranks
-        as the design before adaptive fusion, for comparisons: the fixed ``alpha``, and the
-        model reads the request with its literal values.
+        lists merged (ranking.merged); ``split=False`` ranks it whole.
         """
         hits, mode, _ = self.explain(query, **options)
         return hits, mode
@@ -321,7 +318,6 @@ class SearchEngine:
         mode: str = "hybrid",
         alpha: float | None = None,
         split: bool = True,
-        adaptive: bool = True,
     ) -> tuple[list[Hit], str, list[str]]:
         """``search``, and the needs the request was split into (one: it was not): read the
         request, retrieve, blend each need's ranking, add the needs the ranking implies,
@@ -330,23 +326,43 @@ class SearchEngine:
             index = _Index(self.documents, self.lexical, self._semantic)
         if not index.documents or not query.strip():
             return [], "keyword" if index.semantic.state != "ready" else mode, [query]
-        if not index.has_vectors and mode in ("hybrid", "semantic", "seed"):
+        if not index.has_vectors and mode in ("hybrid", "semantic"):
             mode = "keyword"  # not ready, or new tools whose vectors are on their way
-        request = _read(query, mode, split and mode != "seed", adaptive, self.parameters)
+        request = _read(query, mode, split, self.parameters)
         keywords, cosines, mode = self._retrieve(request, index, mode)
         cutoff = self.options.threshold if threshold is None else threshold
-        how = Ranking(mode, self._alpha(query, alpha), adaptive, cutoff, server, limit)
+        how = Ranking(
+            mode,
+            self.weight(query, alpha),
+            adaptive=True,
+            cutoff=cutoff,
+            server=server,
+            limit=limit,
+        )
         rankings = [
-            rank_need(text, index.documents, keywords[n], cosines[n], how, n - 1, self.parameters)
-            for n, text in enumerate(request.texts)
+            rank_need(index.documents, keywords[n], cosines[n], how, n - 1, self.parameters)
+            for n in range(len(request.texts))
         ]
         needs = request.needs
-        if split and mode != "seed":
+        if split:
             rankings, needs = self._with_implied(request, rankings, index, how)
         return self._merge(query, rankings, index, cosines, how), mode, needs
 
-    def _alpha(self, query: str, alpha: float | None) -> float:
-        """The semantic weight: the option's, unless the request is mostly Chinese, Japanese
+    def index(self) -> SearchIndex:
+        """What a search reads, taken together: the tools, their keyword index, and their
+        vectors (None until every tool has one), for rankings composed outside this
+        pipeline from its pieces (bench/search/comparison.py)."""
+        with self._lock:
+            index = _Index(self.documents, self.lexical, self._semantic)
+        matrix = index.semantic.matrix if index.has_vectors else None
+        return SearchIndex(index.documents, index.lexical, matrix)
+
+    def query_vectors(self, texts: list[str]) -> list[Any]:
+        """The model's vectors of ``texts``, as it reads them (no reading of this engine's)."""
+        return self._query_vectors(texts)
+
+    def weight(self, query: str, alpha: float | None) -> float:
+        """The semantic weight: ``alpha`` if given, else the option's, unless the request is mostly Chinese, Japanese
         or Korean and the model is the default one, which reads English only: on such
         requests its similarities are noise, so keywords (which match such descriptions)
         lead, up to ``cjk_alpha``."""
@@ -424,7 +440,7 @@ class SearchEngine:
                 if how.mode != "keyword" and cosines is None:
                     continue  # no model to ask: no implied need
                 ranking = rank_need(
-                    need.text, index.documents, keyword, cosines, how, len(needs), self.parameters
+                    index.documents, keyword, cosines, how, len(needs), self.parameters
                 )
                 if need.prefer:
                     ranking = preferring(ranking, need.prefer, self.parameters)
@@ -510,6 +526,15 @@ class SearchEngine:
         return list(self.embedder.embed_queries(texts))
 
 
+class SearchIndex(NamedTuple):
+    """The tools a search ranks, their keyword index, and their vectors (``matrix``, aligned
+    with ``documents``; None while search is keyword-only)."""
+
+    documents: list[ToolDocument]
+    lexical: LexicalIndex
+    matrix: Any
+
+
 class _Index(NamedTuple):
     """What one search reads, taken together under the engine's lock."""
 
@@ -539,28 +564,25 @@ class _Request(NamedTuple):
     kept: set[int]  # texts whose vectors are kept (implied needs: the same for any request)
 
 
-def _read(
-    query: str, mode: str, split: bool, adaptive: bool, parameters: SearchParameters
-) -> _Request:
+def _read(query: str, mode: str, split: bool, parameters: SearchParameters) -> _Request:
     """Read a request: its needs (needs.py; ``split`` False: the request whole), and how
     each half reads the request and each need (the model nothing in keyword ``mode``). A
     split request is ranked whole too (what no single need names, the whole may find)."""
     needs = split_needs(query, parameters) if split else [query]
     texts = [query, *needs] if len(needs) > 1 else [query]
-    model, kept = _model_readings(texts, adaptive) if mode != "keyword" else ([], set())
-    return _Request(query, needs, texts, _keyword_readings(texts, adaptive), model, kept)
+    model, kept = _model_readings(texts) if mode != "keyword" else ([], set())
+    return _Request(query, needs, texts, _keyword_readings(texts), model, kept)
 
 
-def _keyword_readings(texts: list[str], adaptive: bool) -> list[str]:
+def _keyword_readings(texts: list[str]) -> list[str]:
     """How keyword search reads a request and its needs (``texts``: the whole request first)."""
-    return [keyword_query(text) if adaptive else text for text in texts]
+    return [keyword_query(text) for text in texts]
 
 
-def _model_readings(texts: list[str], adaptive: bool) -> tuple[list[str], set[int]]:
+def _model_readings(texts: list[str]) -> tuple[list[str], set[int]]:
     """How the model reads a request and its needs (``texts``, the whole request first), and
     which are implied needs (their vectors are kept): an implied need reads as what it
     needs ("write file", "read pdf file"): a file's name tells the model nothing."""
-    read = semantic_query if adaptive else str  # "fixed": the design before
     readings: list[str] = []
     kept: set[int] = set()
     for number, text in enumerate(texts):
@@ -569,13 +591,11 @@ def _model_readings(texts: list[str], adaptive: bool) -> tuple[list[str], set[in
             readings.append(rule.reading(text))
             kept.add(number)
         else:
-            readings.append(read(text))
+            readings.append(semantic_query(text))
     return readings, kept
 
 
-def readings(
-    query: str, needs: list[str], mode: str, *, adaptive: bool = True
-) -> list[dict[str, str | None]]:
+def readings(query: str, needs: list[str], mode: str) -> list[dict[str, str | None]]:
     """What each half read of a request ranked in ``mode`` and of each of its ``needs`` (one
     need: the request itself), for ``--explain``: ``keywords`` and ``model`` (None where the
     model read nothing: keyword search, or a split request whole, whose vector is its needs'
@@ -583,8 +603,8 @@ def readings(
     texts = [query, *needs] if len(needs) > 1 else [query]
     asked = [need for need in needs if not _implied_by_ranking(need)]
     split = len(asked) > 1
-    keywords = _keyword_readings(texts, adaptive)
-    reads = [None] * len(texts) if mode == "keyword" else _model_readings(texts, adaptive)[0]
+    keywords = _keyword_readings(texts)
+    reads = [None] * len(texts) if mode == "keyword" else _model_readings(texts)[0]
     return [
         {
             "text": text,

@@ -94,16 +94,17 @@ class Hit:
 class Ranking(NamedTuple):
     """How one search ranks each of its needs."""
 
-    mode: str  # keyword | semantic | hybrid | seed
+    mode: str  # keyword | semantic | hybrid
     alpha: float  # the semantic weight (around which the adaptive blend moves)
-    adaptive: bool  # the blend's weight per query; False: ``alpha`` itself (a comparison)
+    # the blend's weight per query; False: ``alpha`` itself, and no retriever's best placed
+    # (the design before adaptive fusion: bench/search/comparison.py)
+    adaptive: bool
     cutoff: float  # hits scoring under it are dropped
     server: str | None  # only this server's tools
     limit: int
 
 
 def rank_need(
-    query: str,
     documents: list[ToolDocument],
     keyword: dict[int, float],
     cosines: Any,
@@ -118,9 +119,8 @@ def rank_need(
     ranked: Iterable[tuple[int, float]]
     # Ranked to at least ``bests_within``, so that a shorter list is the longer one's start.
     depth = max(how.limit, parameters.bests_within)
-    if how.mode in ("keyword", "seed"):
-        scored = keyword if how.mode == "keyword" else _seed_blend(query, documents, cosines)
-        ranked = sorted(scored.items(), key=lambda item: -item[1])
+    if how.mode == "keyword":
+        ranked = sorted(keyword.items(), key=lambda item: -item[1])
     else:  # every tool has a score: numpy orders them (faster than a Python sort)
         if how.mode == "semantic":
             values = cosines
@@ -330,18 +330,6 @@ def matched_nothing(
     return all(
         float(values.max()) < parameters.weak_cosine for values in cosines if values is not None
     )
-
-
-def _seed_blend(query: str, documents: list[ToolDocument], cosines: Any) -> dict[int, float]:
-    """The original design: 0.7 x cosine + 0.3 x fuzzy ratio (for comparison only)."""
-    from thefuzz import fuzz
-
-    lowered = query.lower()
-    return {
-        index: 0.7 * float(cosines[index])
-        + 0.3 * fuzz.token_set_ratio(lowered, f"{d.name} {d.description}".lower()) / 100
-        for index, d in enumerate(documents)
-    }
 
 
 def _first_line(text: str) -> str:
