@@ -33,6 +33,8 @@ def running_gateway(directory: Path, config: dict[str, Any], **env: str) -> Iter
     """``toolscript gateway start`` on ``config`` in ``directory``; yields its URL."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / ".toolscript.json").write_text(json.dumps(config))
+    # the bench wrote this config itself: trusted without touching the user's trust records
+    env = {"TOOLSCRIPT_TRUSTED_PATHS": str(directory), **env}
     gateway = start_gateway(cwd=directory, env=gateway_env(**env), stderr=None)
     try:
         if not gateway.url:
