@@ -67,6 +67,27 @@ def test_the_checker_waits_for_the_url_and_for_no_run(
     anyio.run(main)
 
 
+def test_runs_back_to_back_hold_the_checker_back_only_so_long(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that always has a run under way still gets the warm checker, not a cold
+    `deno check` for every new script."""
+    monkeypatch.setattr(core, "IDLE_BEFORE_BACKGROUND", 0.3)
+    monkeypatch.setattr(core, "BACKGROUND_AT_THE_LATEST", 1.0)
+    served = gateway(tmp_path, after_url=True)
+    checker: FakeChecker = served.checker  # type: ignore[assignment]
+
+    async def main() -> None:
+        async with served.running():
+            run = await served.runs.register()
+            served.url_announced()
+            with anyio.fail_after(5):
+                await checker.started.wait()
+            assert not served.runs.get(run.id).ended, "the run ended before the checker"
+
+    anyio.run(main)
+
+
 def test_without_a_runner_the_checker_starts_when_ready(tmp_path: Path) -> None:
     """A gateway served in-process (tests, the app's test client) has no URL to wait for."""
     served = gateway(tmp_path)

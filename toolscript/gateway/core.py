@@ -108,6 +108,9 @@ CONFIG_SETTLE_TRIES = 20  # a file that keeps changing is read as it is after th
 # first script. (On a restart the quick encoder gets ready with the servers: it is what makes
 # search hybrid at once.)
 IDLE_BEFORE_BACKGROUND = 1.0
+# ... but no later than this after the URL: a client that keeps a run under way (an agent
+# calling `execute` back to back) would otherwise keep every new script on a cold `deno check`.
+BACKGROUND_AT_THE_LATEST = 8.0
 
 
 def split_tool_name(qualified: str) -> tuple[str, str]:
@@ -445,11 +448,15 @@ class Gateway:
 
     async def _start_background(self, quick: _QuickQueries | None) -> None:
         """The warm checker, the quick query encoder and the embedding worker, once the URL
-        is out and the gateway idle (a first script's `deno check` goes first)."""
+        is out and the gateway idle (a first script's `deno check` goes first), or at the
+        latest ``BACKGROUND_AT_THE_LATEST`` after the URL."""
         with self._background_scope:
             await self._announced.wait()
-            idle_since = time.monotonic()
-            while time.monotonic() - idle_since < IDLE_BEFORE_BACKGROUND:
+            idle_since = announced = time.monotonic()
+            while (
+                time.monotonic() - idle_since < IDLE_BEFORE_BACKGROUND
+                and time.monotonic() - announced < BACKGROUND_AT_THE_LATEST
+            ):
                 await anyio.sleep(0.1)
                 # a background run may take hours: the work does not wait for it
                 if self.runs.live > self.background.live:
