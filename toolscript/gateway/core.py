@@ -307,7 +307,7 @@ class Gateway:
                 # A restart (vectors of this model stored): the numpy query encoder (half a
                 # second, no torch) gets ready while the servers connect, so search is hybrid
                 # as the URL appears when every tool's vector is stored. A first start has
-                # nothing cached: the encoder would be of no use, and waits with the rest.
+                # nothing cached: the encoder would be of no use (see _start_background).
                 if await anyio.to_thread.run_sync(self.search.vectors_stored):
                     tasks.start_soon(quick.prepare, name="quick queries")
                     quick.early = True
@@ -339,7 +339,7 @@ class Gateway:
             if self.search.embedder is not None:
                 self._semantic_scope = anyio.CancelScope()
             self._background_scope = anyio.CancelScope()
-            tasks.start_soon(self._start_background, quick, name="background start")
+            tasks.start_soon(self._start_background, name="background start")
             log.info(
                 "ready: %d/%d servers connected, %d tools",
                 sum(u.state == ServerState.CONNECTED for u in self.upstreams.values()),
@@ -371,27 +371,27 @@ class Gateway:
         """The URL is out: the work that waits for it may start (when no run is under way)."""
         self._announced.set()
 
-    async def _start_background(self, quick: _QuickQueries | None) -> None:
-        """The warm checker, the quick query encoder and the embedding worker, once the URL
-        is out and the gateway idle (a first script's `deno check` goes first)."""
+    async def _start_background(self) -> None:
+        """The embedding worker as soon as the URL is out (a process of its own, torch-free
+        on a first start too: search turns hybrid seconds after the URL); the warm checker
+        once the gateway is idle too (a first script's `deno check` goes first)."""
         with self._background_scope:
             await self._announced.wait()
+            assert self._tasks is not None
+            # (No numpy query encoder here when no vector was stored as the gateway started:
+            # it would have no tool vector to compare a query with, and the worker it would
+            # hold up embeds the tools and serves queries in seconds.)
+            if self.search.embedder is not None:
+                self._tasks.start_soon(self._load_semantic_search, name="semantic search")
             idle_since = time.monotonic()
             while time.monotonic() - idle_since < IDLE_BEFORE_BACKGROUND:
                 await anyio.sleep(0.1)
                 if self.runs.live:
                     idle_since = time.monotonic()
             self.background_started = time.time()
-            log.debug("background work starts (checker, search model)")
-            assert self._tasks is not None
+            log.debug("background work starts (checker)")
             if self.checker is not None:
                 self._tasks.start_soon(self._run_checker, name="type checker")
-            if quick is not None and not quick.early:
-                # The numpy query encoder (half a second, no torch) before the worker's model.
-                self._tasks.start_soon(quick.prepare, name="quick queries")
-                await quick.start()
-            if self.search.embedder is not None:
-                self._tasks.start_soon(self._load_semantic_search, name="semantic search")
 
     async def _flush_runs(self) -> None:
         with self._flush_scope:
