@@ -183,9 +183,11 @@ class EmbedderProcess(Embedder):
         """Stop the workers (without waiting for a request in flight: that one fails)."""
         self._closed = True
         self._cancel_retirement()
-        for worker in (self._light_worker, self._model_worker):
-            if worker is not None:
-                worker.stop()
+        workers = [w for w in (self._light_worker, self._model_worker) if w is not None]
+        for worker in workers:  # all asked at once: they exit side by side
+            worker.ask_to_stop()
+        for worker in workers:
+            worker.stop()
 
     # -- the workers -----------------------------------------------------------
 
@@ -200,6 +202,8 @@ class EmbedderProcess(Embedder):
         return self.fast_queries and self.device == "cpu"
 
     def _start_model(self) -> _Worker:
+        if self._closed:  # (a light worker stopped by close() is no reason to start torch)
+            raise SemanticUnavailable("the gateway is shutting down")
         if self._model_worker is not None:
             # A worker that failed may still be dying (a killed process with torch loaded
             # takes a moment to go): wait for it, whatever state it is in, and start afresh.
@@ -294,14 +298,18 @@ class _Worker:
     def returncode(self) -> int | None:
         return self._process.poll()
 
-    def stop(self) -> None:
-        """Close its stdin (it exits), waiting for a request in flight for a moment only."""
-        process = self._process
-        if process.stdin is not None:
+    def ask_to_stop(self) -> None:
+        """Close its stdin: it exits (at once, unless a request is in flight)."""
+        if self._process.stdin is not None:
             # Closing flushes what a failed request left in the buffer: to a dead worker that
             # is a broken pipe, and nothing to worry about.
             with suppress(OSError):
-                process.stdin.close()
+                self._process.stdin.close()
+
+    def stop(self) -> None:
+        """Close its stdin (it exits), waiting for a request in flight for a moment only."""
+        process = self._process
+        self.ask_to_stop()
         # Closing stdin asked it to stop; a worker still loading the model reads nothing
         # until it has, and holds nothing worth waiting for: SIGTERM soon after.
         stop_process(process, 0.3, ask=False)
@@ -594,4 +602,8 @@ def _serve_light(out: IO[bytes], model: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    # stdin closed: the gateway is stopping (or gone), and waits for us. Nothing is left to
+    # write; tearing down torch or ONNX Runtime took a few tenths of a second more.
+    sys.stderr.flush()
+    os._exit(code)
