@@ -5,13 +5,14 @@ tokenizing holds it on every batch: inside the gateway, tool calls stalled for u
 190 ms while the model loaded. Here the gateway only writes requests to a pipe and reads
 vectors back; the model cannot take the gateway down, and its memory is its own.
 
-Two kinds of worker. The model's (``model``: torch and sentence-transformers, about
-800 MB) embeds tools; once no tool has waited for it for ``RETIRE_AFTER`` seconds it
-hands queries to a light one (``queries``: ONNX Runtime or numpy with the model's export
-or weights, about a fifth of that, no torch) and exits. A tool added later starts the
-model's worker again for as long as it takes. The light worker runs what
-``semantic.Embedder.save_light`` wrote to the user's cache, once per model: a later
-gateway whose tools' vectors are all stored never imports torch at all.
+Two kinds of worker. The light one (``queries``: ONNX Runtime or numpy, about a fifth
+of torch's memory, no torch) runs what ``semantic.Embedder.save_light`` wrote to the
+user's cache, or, with nothing saved (a first start), the model's ONNX graph built from
+its own weights (packed._bert_graph; sentence-transformers' vectors to ~1e-7): it embeds
+a start's tools and answers queries, so search is hybrid seconds after the URL. The
+model's (``model``: torch and sentence-transformers, about 800 MB) embeds what the light
+one cannot run, and tools added once search has served a query; once no tool has waited
+for it for ``RETIRE_AFTER`` seconds it hands queries to the light one and exits.
 
 Protocol (the worker's stdin and a private copy of its stdout): one JSON request per
 line, ``{"op": "load"}``, ``{"op": "embed", "texts": [...]}`` (tools) or ``{"op": "query",

@@ -7,7 +7,7 @@ none of that: a sentence-transformers model that is a BERT encoder with mean poo
 safetensors weights and tokenizer.json, with ``tokenizers`` and ``safetensors`` (both
 installed with the semantic extra; they import in milliseconds). Its vectors equal
 the worker's to about 1e-6, so cached tool vectors and these query vectors compare.
-Bulk embedding stays with the worker: torch is much faster at batches.
+Bulk embedding goes to the worker (ONNX Runtime, or torch).
 """
 
 from __future__ import annotations
