@@ -109,4 +109,187 @@ async function call<T>(tool: string, params: unknown): Promise<T> {
   return body as T;
 }
 
+/**
+ * Say how far the script is: `progress("fetched 40 of 120 issues", 0.33)`. Shown on
+ * exec's stderr (and `runs wait`'s), and sent as MCP progress through the MCP face.
+ * `fraction` runs from 0 to 1. Never throws: progress is news, not work.
+ */
+export async function progress(message: string, fraction?: number): Promise<void> {
+  try {
+    const response = await fetch(new URL("../progress", TOOLS_URL), {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ message: String(message), fraction: Number.isFinite(fraction) ? fraction : null }),
+    });
+    await response.body?.cancel();
+  } catch {
+    // the gateway could not be reached: the next tool call will say so
+  }
+}
+
+// ---- what servers offer besides tools, and finding tools at run time ----
+
+/** A resource a server lists (`resources.<server>.list()`). */
+export interface ResourceInfo {
+  uri: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+  size?: number;
+}
+
+/** A resource template: read it with a URI made from `uriTemplate` and its `parameters`. */
+export interface ResourceTemplateInfo {
+  uriTemplate: string;
+  name: string;
+  /** The template's variables, e.g. ["id"] for `test://resource/{id}`. */
+  parameters: string[];
+  title?: string;
+  description?: string;
+  mimeType?: string;
+}
+
+/** What `resources.<server>.read(uri)` answers: text, or bytes, with the mime type. */
+export type ResourceContent =
+  | { uri: string; mimeType?: string; text: string }
+  | { uri: string; mimeType?: string; bytes: Uint8Array };
+
+/** A prompt a server lists, with the arguments `prompts.<server>.get` takes. */
+export interface PromptInfo {
+  name: string;
+  title?: string;
+  description?: string;
+  arguments?: { name: string; description?: string; required?: boolean }[];
+}
+
+/** One message of a prompt. */
+export interface PromptMessage {
+  role: "user" | "assistant";
+  content: ContentBlock;
+}
+
+/** A server's resources. */
+export interface ServerResources {
+  list(): Promise<{ resources: ResourceInfo[]; templates: ResourceTemplateInfo[] }>;
+  read(uri: string): Promise<ResourceContent[]>;
+}
+
+/** A server's prompts. */
+export interface ServerPrompts {
+  list(): Promise<PromptInfo[]>;
+  get(name: string, args?: Record<string, string>): Promise<{ description?: string; messages: PromptMessage[] }>;
+}
+
+/** A hit of `search`: what it is and how a script calls or reads it. */
+export interface SearchHit {
+  kind: "tool" | "resource" | "prompt" | "script";
+  server: string;
+  /** The tool's MCP name (a resource's URI or template, a prompt's name). */
+  tool: string;
+  /** How a script calls it, e.g. `tools.github.createIssue`. */
+  call: string | null;
+  description: string;
+  score: number;
+}
+
+/** What `describe` answers about one tool. */
+export interface ToolDescription {
+  server: string;
+  tool: string;
+  call: string;
+  description: string;
+  inputSchema: JsonObject;
+  outputSchema: JsonObject | null;
+  /** allow, ask or deny: what the policy does with its calls. */
+  policy: string;
+  /** Its parameters and result as TypeScript declarations. */
+  typescript: string;
+  example: string;
+}
+
+const GATEWAY_URL = new URL("../", TOOLS_URL);
+
+async function ask<T>(what: string, path: string, init?: RequestInit): Promise<T> {
+  let response: Response;
+  try {
+    response = await fetch(new URL(path, GATEWAY_URL), init);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new ToolError(what, `the gateway could not be reached: ${reason}`, 0, { error: "transport" });
+  }
+  const text = await response.text();
+  let body: JsonValue;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    body = text;
+  }
+  if (!response.ok) {
+    const details: JsonObject = body !== null && typeof body === "object" && !Array.isArray(body)
+      ? body
+      : { message: String(body) };
+    const message = typeof details.message === "string" ? details.message : `HTTP ${response.status}`;
+    const stop = typeof details.error === "string" ? RUN_STOPS[details.error] : undefined;
+    if (stop !== undefined) Deno.exit(stop);
+    throw new ToolError(what, message, response.status, details);
+  }
+  return body as T;
+}
+
+function post(body: unknown): RequestInit {
+  return { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
+}
+
+function serverPath(server: string, rest: string): string {
+  return `servers/${encodeURIComponent(server)}/${rest}`;
+}
+
+function bytesOf(base64: string): Uint8Array {
+  const raw = atob(base64);
+  const bytes = new Uint8Array(raw.length);
+  for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+  return bytes;
+}
+
+function serverResources(server: string): ServerResources {
+  return {
+    list: () => ask(`${server}: resources`, serverPath(server, "resources")),
+    read: async (uri) => {
+      const read = await ask<{ contents: JsonObject[] }>(`${server}: ${uri}`, serverPath(server, "resources/read"), post({ uri }));
+      return read.contents.map((item) => {
+        const base = { uri: String(item.uri), ...(typeof item.mimeType === "string" ? { mimeType: item.mimeType } : {}) };
+        return typeof item.blob === "string" ? { ...base, bytes: bytesOf(item.blob) } : { ...base, text: String(item.text ?? "") };
+      });
+    },
+  };
+}
+
+function serverPrompts(server: string): ServerPrompts {
+  return {
+    list: async () => (await ask<{ prompts: PromptInfo[] }>(`${server}: prompts`, serverPath(server, "prompts"))).prompts,
+    get: (name, args) => ask(`${server}: prompt ${name}`, serverPath(server, "prompts/get"), post({ name, arguments: args ?? {} })),
+  };
+}
+
+/**
+ * Tools (or, with `kind`, resources and prompts) for a need, best first, ranked by the
+ * gateway's search; each hit says how to call it.
+ */
+export async function search(
+  query: string,
+  options: { limit?: number; server?: string; kind?: "tool" | "resource" | "prompt" | "all" } = {},
+): Promise<SearchHit[]> {
+  const params = new URLSearchParams({ q: query, limit: String(options.limit ?? 10) });
+  if (options.server) params.set("server", options.server);
+  if (options.kind) params.set("kind", options.kind);
+  const found = await ask<{ hits: SearchHit[] }>("search", `runtime/search?${params}`);
+  return found.hits.map((hit) => ({ ...hit, kind: hit.kind ?? "tool" }));
+}
+
+/** One tool's parameters and result, as JSON Schema and as TypeScript, and how to call it. */
+export function describe(server: string, tool: string): Promise<ToolDescription> {
+  return ask(`${server}__${tool}`, `runtime/describe?${new URLSearchParams({ server, tool })}`);
+}
+
 // ---- generated from the servers' tool schemas ----

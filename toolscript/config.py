@@ -16,13 +16,20 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolscript.errors import ConfigError, ServerNotFoundError, ToolscriptError
-from toolscript.otherclients import Imports, read_imports
+from toolscript.otherclients import MAX_CONFIG_BYTES, Imports, read_imports
+from toolscript.plumbing.boundedread import read_regular_file
 from toolscript.plumbing.redact import embedded_secrets, secret_setting
 from toolscript.policy import Asking, Decision, decide, matching, timeout_for
 
 if TYPE_CHECKING:
     from jsonschema import ValidationError
-from toolscript.plumbing.jsonpos import JsonPath, PositionedJson, format_path, parse_with_positions
+from toolscript.plumbing.jsonpos import (
+    JsonPath,
+    PositionedJson,
+    deepest_at,
+    format_path,
+    parse_with_positions,
+)
 from toolscript.plumbing.paths import (
     CONFIG_FILENAME,
     find_config_path,
@@ -186,6 +193,7 @@ class Config:
     # `import`: what the other clients' configs made toolscript skip, and every file of
     # theirs it reads (present or not: the gateway watches them as it watches this file)
     import_warnings: tuple[str, ...] = ()
+    import_errors: tuple[str, ...] = ()  # imported files that could not be read (warned too)
     imported_files: tuple[Path, ...] = ()
 
     def decision(self, server: ServerConfig, tool: str, annotations: Any) -> Decision:
@@ -252,14 +260,29 @@ def load_config(
             )
         return Config(path=None, project_dir=path.parent)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_regular_file(path, MAX_CONFIG_BYTES).decode("utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config file: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: cannot read config file: {exc}") from exc
-    return parse_config(text, path, os.environ if environ is None else environ)
+    loaded = parse_config(text, path, os.environ if environ is None else environ)
+    if require_trust:  # an imported file that changed while it was read is judged again
+        refuse_untrusted(path)
+    return loaded
 
 
 def parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
     """Build a Config from the text of ``path``."""
+    try:
+        return _parse_config(text, path, environ)
+    except RecursionError:  # [[[[...]]]] thousands deep: no traceback
+        line, col = deepest_at(text)
+        raise ConfigError(
+            f"{path}:{line}:{col}: nested too deeply to read", hint="fix the file"
+        ) from None
+
+
+def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
     if not text.strip():
         # Never zero servers: an editor's save passes through an empty file (truncate, write).
         raise ConfigError(
@@ -310,6 +333,7 @@ def parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
         project_dir=path.parent,
         servers=servers + imported + local,
         import_warnings=imports.warnings,
+        import_errors=imports.broken,
         imported_files=imports.watched,
         search=search,
         asking=(expanded.get("policy") or {}).get("ask", "destructive"),
@@ -390,9 +414,15 @@ def _local_servers(
         name = file.stem
         if name.startswith("_"):
             continue
-        if name in taken or "__" in name:
+        if name in taken or "__" in name or name.endswith("_"):
             line, col = doc.line_col(("localTools", "dir"))
-            reason = "has the name of an MCP server" if name in taken else "contains '__'"
+            reason = (
+                "has the name of an MCP server"
+                if name in taken
+                else "contains '__'"
+                if "__" in name
+                else f"ends in '_' (its tool t would be server {name[:-1]!r} and tool '_t')"
+            )
             raise ConfigError(
                 f"{path}:{line}:{col}: localTools: {file.name} {reason}; rename the file"
             )
@@ -485,7 +515,10 @@ def _describe(error: ValidationError, doc: PositionedJson, path: Path) -> str:
             f'"jsr:@std/path@^1", got {json.dumps(error.instance)}'
         )
     elif "propertyNames" in error.schema_path:
-        expected = f"invalid server name {json.dumps(error.instance)}: no '/' and no '__'"
+        expected = (
+            f"invalid server name {json.dumps(error.instance)}: no '/', no '__' and no '_' at "
+            "its end (a_ and tool b would be server a and tool _b)"
+        )
         at, on_key = (*at, str(error.instance)), True
     else:
         expected = error.message

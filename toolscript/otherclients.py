@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import sys
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
@@ -21,10 +22,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from toolscript.errors import ConfigError
-from toolscript.plumbing.jsonpos import JsonPath, format_path, parse_with_positions
+from toolscript.plumbing.boundedread import read_regular_file
+from toolscript.plumbing.jsonpos import JsonLocator, JsonPath, deepest_at, format_path
 
 __all__ = [
     "CLIENTS",
+    "MAX_CONFIG_BYTES",
     "ClientFile",
     "Discovery",
     "ImportedServer",
@@ -61,7 +64,7 @@ Scope = Literal["project", "user"]
 Dialect = Literal["claude", "editor", "vscode", "windsurf", "gemini", "literal"]
 
 # A server's own name must fit toolscript's (the schema's propertyNames).
-_NAME = re.compile(r"^(?!.*__)[^/]+$")
+_NAME = re.compile(r"^(?!.*__)[^/]+$")  # and no "_" at its end (gateway/core.split_tool_name)
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,7 @@ class Imports:
     files: tuple[Path, ...] = ()  # files that exist and were read
     watched: tuple[Path, ...] = ()  # every candidate file, present or not, and env files
     itself: tuple[str, ...] = ()  # entries skipped as toolscript's own MCP face
+    broken: tuple[str, ...] = ()  # files that could not be read or parsed (in warnings too)
 
 
 def home_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -194,33 +198,47 @@ def _env_files_inside(place: ClientFile, project_dir: Path) -> list[Path]:
         return []
     try:
         document = json.loads(strip_json_comments(text))
-    except ValueError:
+    except (ValueError, RecursionError):
         return []
     section: Any = document
     for key in place.section:
         section = section.get(key) if isinstance(section, dict) else None
     if not isinstance(section, dict):
         return []
-    predefined = {
-        "${workspaceFolder}": str(project_dir),
-        "${workspaceRoot}": str(project_dir),
-        "${workspaceFolderBasename}": project_dir.name,
-        "${userHome}": str(home_dir()),
-        "${pathSeparator}": os.sep,
-        "${/}": os.sep,
-        "${cwd}": str(project_dir),
-    }
     found = []
     for entry in section.values():
         written = entry.get("envFile") if isinstance(entry, dict) else None
-        if not isinstance(written, str):
-            continue
-        for variable, value in predefined.items():
-            written = written.replace(variable, value)
-        path = Path(os.path.normpath(project_dir / Path(written).expanduser()))
-        if path.is_relative_to(project_dir):
+        path = _env_file_inside(written, project_dir) if isinstance(written, str) else None
+        if path is not None:
             found.append(path)
     return found
+
+
+def _editor_predefined(project_dir: Path, home: Path) -> dict[str, str]:
+    """The variables Cursor and VS Code define themselves (no environment's)."""
+    return {
+        "workspaceFolder": str(project_dir),
+        "workspaceRoot": str(project_dir),
+        "workspaceFolderBasename": project_dir.name,
+        "userHome": str(home),
+        "pathSeparator": os.sep,
+        "/": os.sep,
+        "cwd": str(project_dir),
+    }
+
+
+def _env_file_inside(written: str, project_dir: Path) -> Path | None:
+    """The file an ``envFile`` names when it lies in the project, its editor variables
+    expanded in one pass (a folder named ``${userHome}`` stays itself); None outside. A
+    ``${env:...}`` is left as written: such a file is not covered, and not read either."""
+    predefined = _editor_predefined(project_dir, home_dir())
+
+    def substitute(match: re.Match[str]) -> str:
+        return predefined.get(match.group(1), match.group(0))
+
+    expanded = _BRACED.sub(substitute, written)
+    path = Path(os.path.normpath(project_dir / Path(expanded).expanduser()))
+    return path if path.is_relative_to(project_dir) else None
 
 
 def imported_clients(config_text: bytes | str) -> tuple[str, ...]:
@@ -228,7 +246,7 @@ def imported_clients(config_text: bytes | str) -> tuple[str, ...]:
     loading it reports why)."""
     try:
         value = json.loads(config_text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return ()
     imports = value.get("import") if isinstance(value, dict) else None
     if not isinstance(imports, list):
@@ -248,7 +266,8 @@ def read_imports(
     """Every server ``clients`` define for ``project_dir``; a name's first definition wins
     (the clients in the order given, each client's own precedence within it), even one
     skipped with a warning: a project's entry that cannot run does not let the user's
-    entry of that name take its place unseen."""
+    entry of that name take its place unseen. A file that cannot be read or parsed is a
+    warning naming file:line:col (in ``broken`` too): the other files' servers stay."""
     environ = os.environ if environ is None else environ
     servers: dict[str, ImportedServer] = {}
     claimed: set[str] = set()
@@ -256,24 +275,47 @@ def read_imports(
     files: list[Path] = []
     watched: list[Path] = []
     itself: list[str] = []
+    broken: list[str] = []
     for client in dict.fromkeys(clients):
         places = client_files(client, project_dir, environ, platform)
         texts: dict[Path, str | None] = {}
-        documents: dict[Path, Any] = {}  # ~/.claude.json, large, holds two places: read once
+        # ~/.claude.json, large, holds two places: parsed once (and whether it has comments)
+        documents: dict[Path, tuple[Any, bool]] = {}
         for place in places:
-            if place.path not in texts:
-                texts[place.path] = _read(place.path)
-                watched.append(place.path)
-                if texts[place.path] is not None:
-                    files.append(place.path)
-            text = texts[place.path]
-            if text is None:
+            try:
+                if place.path not in texts:
+                    watched.append(place.path)
+                    texts[place.path] = None  # a broken file is reported once
+                    texts[place.path] = _read(place.path)
+                    if texts[place.path] is not None:
+                        files.append(place.path)
+                text = texts[place.path]
+                if text is None:
+                    continue
+                reader = _Reader(place, text, project_dir, environ, *documents.get(place.path, ()))
+            except (ConfigError, RecursionError) as exc:
+                if isinstance(exc, ConfigError):
+                    problem = exc.message + (f" ({exc.hint})" if exc.hint else "")
+                else:  # [[[[...]]]] thousands deep
+                    line, col = deepest_at(texts.get(place.path) or "")
+                    problem = f"{place.path}:{line}:{col}: nested too deeply to read"
+                texts[place.path] = None  # its other places (~/.claude.json's) are skipped too
+                broken.append(problem)
+                warnings.append(f"{problem}; its servers were skipped")
                 continue
-            reader = _Reader(place, text, project_dir, environ, documents.get(place.path))
-            documents[place.path] = reader.document
+            documents[place.path] = (reader.document, reader.plain)
             for server in reader.servers():
                 if server.name not in claimed:
                     servers[server.name] = server
+                    continue
+                first = servers.get(server.name)
+                if first is not None and first.client != client and first.entry != server.entry:
+                    # another client's own precedence is its business; across clients, say so
+                    at = reader.where((*place.section, server.name), key=True)
+                    reader.warnings.append(
+                        f"{at}: {CLIENT_TITLES[first.client]} defines {server.name!r} too "
+                        f"({first.source}), first in import; this one is not used"
+                    )
             claimed.update(reader.names)
             warnings.extend(reader.warnings)
             itself.extend(reader.itself)
@@ -284,16 +326,42 @@ def read_imports(
         files=tuple(files),
         watched=tuple(dict.fromkeys(watched)),
         itself=tuple(dict.fromkeys(itself)),
+        broken=tuple(broken),
     )
 
 
+# The largest client config read (Claude Code's ~/.claude.json keeps history and grows) and
+# the largest env file or ${file:...}: a repository's symlink to a huge file is refused.
+MAX_CONFIG_BYTES = 64_000_000
+MAX_VALUE_FILE_BYTES = 1_000_000
+
+
 def _read(path: Path) -> str | None:
+    """The text of a client's config; None when absent. A device, FIFO, huge file or one
+    not UTF-8 raises ConfigError naming the file (and the line of a bad byte)."""
     try:
-        return path.read_text(encoding="utf-8")
+        data = read_regular_file(path, MAX_CONFIG_BYTES)
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read an imported client config: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(
+            f"{path}: cannot read an imported client config: {exc.strerror or exc}"
+        ) from exc
+    return _decode(path, data)
+
+
+def _decode(path: Path, data: bytes) -> str:
+    """UTF-8 text (a byte-order mark dropped, as editors on Windows write one)."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        before = data[: exc.start]
+        line = before.count(b"\n") + 1
+        col = len(before) - (before.rfind(b"\n") + 1) + 1
+        raise ConfigError(
+            f"{path}:{line}:{col}: not UTF-8 text (byte 0x{data[exc.start]:02x})",
+            hint="save the file as UTF-8",
+        ) from exc
 
 
 _TOOLSCRIPT = re.compile(r"^toolscript(?:[=@<>~!].*)?$")
@@ -301,15 +369,35 @@ _TOOLSCRIPT = re.compile(r"^toolscript(?:[=@<>~!].*)?$")
 
 def is_toolscript_itself(command: str, args: Iterable[str]) -> bool:
     """Whether a stdio entry runs ``toolscript mcp`` (directly, or through uvx, pipx, npx,
-    ``python -m``): importing it would make the gateway a server of itself."""
-    words = [command, *args]
+    ``python -m``, a shell's ``-c`` line): importing it would make the gateway a server of
+    itself."""
+    words = [command]
+    for arg in args:  # a shell's -c string (what Claude Desktop needs for a login PATH)
+        words.extend(_shell_words(arg) if any(c.isspace() for c in arg) else [arg])
     for i, word in enumerate(words):
         name = Path(word).name if "/" in word or "\\" in word else word
         if name.endswith(".exe"):
             name = name[:-4]
-        if _TOOLSCRIPT.match(name) and "mcp" in words[i + 1 :]:
+        if not _TOOLSCRIPT.match(name):
+            continue
+        rest = words[i + 1 :]
+        ends = [at for at, later in enumerate(rest) if later in _SHELL_SEPARATORS]
+        if "mcp" in rest[: ends[0] if ends else None]:  # in the same shell command
             return True
     return False
+
+
+_SHELL_SEPARATORS = frozenset({"&&", "||", ";", "|", "&", ";;", "(", ")"})
+
+
+def _shell_words(text: str) -> list[str]:
+    """The words of a shell command line, its separators (``&&``, ``;``) their own."""
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        return list(lexer)
+    except ValueError:  # an unbalanced quote
+        return text.split()
 
 
 class _Reader:
@@ -322,6 +410,7 @@ class _Reader:
         project_dir: Path,
         environ: Mapping[str, str],
         document: Any = None,
+        plain: bool = True,
     ) -> None:
         self.place = place
         self.text = text
@@ -332,6 +421,8 @@ class _Reader:
         self.env_files: list[Path] = []  # the envFile files its entries read (watched too)
         self.names: list[str] = []  # every name its place defines, skipped ones too
         self._positions: Callable[[JsonPath, bool], tuple[int, int]] | None = None
+        self._locator: JsonLocator | None = None
+        self.plain = plain  # JSON without comments: positions are found in the text as it is
         self.document = self._parse() if document is None else document
 
     # -- the file as a whole
@@ -357,6 +448,7 @@ class _Reader:
         try:
             return json.loads(self.text)
         except json.JSONDecodeError:
+            self.plain = False
             pass  # perhaps JSON with comments (JSONC), which VS Code and Gemini CLI read
         try:
             return json.loads(strip_json_comments(self.text))
@@ -377,13 +469,16 @@ class _Reader:
         if self._positions is None:
             if self.place.client == "codex":
                 self._positions = self._toml_position
-            else:  # positions only when a warning needs them: ~/.claude.json can be large
-                try:
-                    doc = parse_with_positions(self.text)
-                except json.JSONDecodeError:
-                    doc = parse_with_positions(strip_json_comments(self.text))
-                self._positions = lambda path, on_key: doc.line_col(path, key=on_key)
+            else:  # positions only when a warning needs them, and only along its path:
+                # ~/.claude.json can be megabytes (parsing it for positions took seconds)
+                self._positions = self._json_position
         return self._positions(at, key)
+
+    def _json_position(self, at: JsonPath, key: bool = False) -> tuple[int, int]:
+        if self._locator is None:  # JSONC: located with its comments blanked
+            text = self.text if self.plain else strip_json_comments(self.text)
+            self._locator = JsonLocator(text)
+        return self._locator.line_col(at, key=key)
 
     def _toml_position(self, at: JsonPath, key: bool = False) -> tuple[int, int]:
         """The line of a server's table (``[mcp_servers.NAME]``) or of one of its keys."""
@@ -426,9 +521,10 @@ class _Reader:
             if not isinstance(raw, dict):
                 self.warnings.append(f"{self.where(at)}: expected an object; skipped")
                 continue
-            if not _NAME.match(name):
+            if not _NAME.match(name) or name.endswith("_"):
+                what = "has '/' or '__'" if not _NAME.match(name) else "ends in '_'"
                 self.warnings.append(
-                    f"{self.where(at, key=True)}: the name {name!r} has '/' or '__', which toolscript "
+                    f"{self.where(at, key=True)}: the name {name!r} {what}, which toolscript "
                     "server names cannot; skipped (define it in .toolscript.json under another name)"
                 )
                 continue
@@ -515,10 +611,21 @@ class _Reader:
             return {}
         expanded = self._expand_string(written, (*at, "envFile"), [])
         path = Path(expanded).expanduser()
-        path = path if path.is_absolute() else self.project_dir / path
+        # ".." taken away as trust takes it away: the OS would resolve a symlinked folder
+        # first (.cursor/../x is beside .cursor's target), a file trust does not hash
+        path = Path(os.path.normpath(path if path.is_absolute() else self.project_dir / path))
+        inside = path.is_relative_to(self.project_dir)
+        if inside and _env_file_inside(written, self.project_dir) != path:
+            # Trust hashes the project's env files it can name without the environment:
+            # one found through ${env:...} could change after `toolscript trust` unseen.
+            raise _Skip(
+                (*at, "envFile"),
+                f"{written} names a file of the project through an environment variable, "
+                "which `toolscript trust` cannot cover; write it with ${workspaceFolder}",
+            )
         self.env_files.append(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_regular_file(path, MAX_VALUE_FILE_BYTES).decode("utf-8", "replace")
         except OSError as exc:
             raise _Skip((*at, "envFile"), f"cannot read {path}: {exc.strerror or exc}") from exc
         found = {}
@@ -602,19 +709,12 @@ class _Reader:
                 file = Path(argument)
                 if argument.startswith("~/"):
                     file = home_dir(self.environ) / argument[2:]
-                return file.read_text(encoding="utf-8").strip()
+                data = read_regular_file(file, MAX_VALUE_FILE_BYTES)
+                return data.decode("utf-8", "replace").strip()
             except OSError as exc:
                 raise _Skip(at, f"{written}: cannot read the file ({exc.strerror or exc})") from exc
         if not colon and dialect in ("editor", "vscode"):
-            predefined = {
-                "workspaceFolder": str(self.project_dir),
-                "workspaceRoot": str(self.project_dir),
-                "workspaceFolderBasename": self.project_dir.name,
-                "userHome": str(home_dir(self.environ)),
-                "pathSeparator": os.sep,
-                "/": os.sep,
-                "cwd": str(self.project_dir),
-            }
+            predefined = _editor_predefined(self.project_dir, home_dir(self.environ))
             if body in predefined:
                 return predefined[body]
         raise _Skip(at, f"{written}: a variable toolscript does not expand")
@@ -897,11 +997,9 @@ def discover(
     ``project_dir`` (toolscript's own entry aside), and those whose file is broken."""
     found = []
     for client in CLIENTS:
-        try:
-            imports = read_imports([client], project_dir, environ, platform)
-        except ConfigError as exc:
-            found.append(Discovery(client, Imports(), exc.message))
-            continue
-        if imports.servers:
+        imports = read_imports([client], project_dir, environ, platform)
+        if imports.broken:
+            found.append(Discovery(client, imports, imports.broken[0]))
+        elif imports.servers:
             found.append(Discovery(client, imports))
     return tuple(found)

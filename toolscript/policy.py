@@ -21,11 +21,14 @@ from typing import Any, Literal
 __all__ = [
     "ASKING",
     "DECISIONS",
+    "READ_ONLY",
     "Asking",
     "Decision",
     "Rules",
     "decide",
+    "is_offering",
     "matching",
+    "offering_name",
     "timeout_for",
 ]
 
@@ -72,6 +75,22 @@ def decide(
     if asking == "writes" and hints.get("readOnlyHint") is not True:
         return "ask"
     return "allow"
+
+
+# A resource read and a prompt get are decided as read-only calls named so (``offering_name``):
+# a rule for ``resource:*`` or ``prompt:review`` matches them, and ``*`` as for any tool.
+OFFERING_KINDS = ("resource", "prompt")
+READ_ONLY: Mapping[str, Any] = {"readOnlyHint": True}
+
+
+def offering_name(kind: str, name: str) -> str:
+    """What the policy, approvals and the run log call a resource read (``resource:URI``)
+    or a prompt get (``prompt:NAME``) of a server."""
+    return f"{kind}:{name}"
+
+
+def is_offering(name: str) -> bool:
+    return name.partition(":")[0] in OFFERING_KINDS and ":" in name
 
 
 def timeout_for(timeouts: Mapping[str, float], tool: str, default: float) -> float:

@@ -159,4 +159,4 @@ def test_list_servers_adds_live_state(project: GatewayProcess) -> None:
     assert servers[0]["state"] == "connected"
     assert servers[0]["tools"] == 2
     text = run("list-servers", cwd=project.directory).stdout
-    assert text.splitlines()[0] == "time\tstdio\tconnected\t2\t\tClock"
+    assert text.splitlines()[0] == "time\tstdio\tconnected\t2\t\tClock\t.toolscript.json"

@@ -142,8 +142,10 @@ def test_stdio_face_end_to_end_with_a_gateway_of_its_own(
                 "search_tools",
                 "get_types",
                 "execute",
+                "wait_run",
                 "run_script",
                 "save_script",
+                "read_resource",
                 "list_servers",
             }
             assert by_name["search_tools"].annotations.read_only_hint is True
@@ -198,7 +200,7 @@ def test_stdio_face_end_to_end_with_a_gateway_of_its_own(
             assert "shinyNewTool(" in text(
                 await session.call_tool("get_types", {"tools": ["fx.shiny_new_tool"]})
             )
-            assert len((await session.list_tools()).tools) == 6
+            assert len((await session.list_tools()).tools) == 8
 
     anyio.run(session_work)
     assert seen, "the face was never seen running"
@@ -325,7 +327,7 @@ def test_http_face_serves_two_clients_behind_the_token_and_host_checks(tmp_path:
             ):
                 initialized = await session.initialize()
                 assert "search_tools" in (initialized.instructions or "")
-                assert len((await session.list_tools()).tools) == 6
+                assert len((await session.list_tools()).tools) == 8
                 results[number] = await execute(session, TWO_SERVERS)
 
         async def both() -> None:

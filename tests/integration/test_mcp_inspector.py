@@ -107,8 +107,10 @@ def test_the_inspector_lists_the_face_tools(project: GatewayProcess) -> None:
         "search_tools",
         "get_types",
         "execute",
+        "wait_run",
         "run_script",
         "save_script",
+        "read_resource",
         "list_servers",
     }
     assert "outputSchema" in tools["execute"]

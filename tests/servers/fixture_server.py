@@ -96,6 +96,12 @@ async def sleep(seconds: float) -> str:
     return f"slept {seconds}"
 
 
+@server.resource("fx://sleep/{seconds}")
+async def slow_resource(seconds: str) -> str:
+    """Sleep, then answer: a resource read the client may cancel (counted as ``sleep``'s)."""
+    return await sleep(float(seconds))
+
+
 @server.tool(structured_output=False)
 async def wait_for(sleeping: float = 0, cancelled: float = 0, within: float = 1) -> str:
     """Answer "yes" once a sleep of ``sleeping`` seconds is under way (or one of ``cancelled``

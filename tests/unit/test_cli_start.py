@@ -35,6 +35,37 @@ HEAVY_PACKAGES = ("toolscript.search", "toolscript.pipeline", "toolscript.gatewa
             (("list-tools",), {"config": None, "server": "time", "verbose": True}),
         ),
         (["get-types", "time"], (("get-types",), {"config": None, "server": "time"})),
+        (["gateway", "start"], (("gateway", "start"), {"config": None, "cache": None})),
+        (["mcp"], (("mcp",), {"config": None, "cache": None})),
+        (
+            ["mcp", "--http", "-p", "8765", "-c", "x.json"],
+            (("mcp",), {"config": "x.json", "cache": None, "http": True, "port": 8765}),
+        ),
+        (
+            ["mcp", "--yield-after", "25"],
+            (("mcp",), {"config": None, "cache": None, "yield_after": 25.0}),
+        ),
+        (
+            ["gateway", "start", "-p", "0", "--ephemeral", "--no-search-index", "--ready-wait=2"],
+            (
+                ("gateway", "start"),
+                {
+                    "config": None,
+                    "cache": None,
+                    "port": 0,
+                    "ephemeral": True,
+                    "no_search_index": True,
+                    "ready_wait": 2.0,
+                },
+            ),
+        ),
+        (
+            ["gateway", "start", "--cache-dir", "c", "--search-threshold", "0.4", "--no-state"],
+            (
+                ("gateway", "start"),
+                {"config": None, "cache": "c", "search_threshold": 0.4, "no_state": True},
+            ),
+        ),
         (
             ["get-types", "--json", "time", "get_current_time"],
             (
@@ -75,6 +106,7 @@ def test_the_fast_parser_reads_what_typer_reads(
     argv: list[str], expected: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("TOOLSCRIPT_CONFIG", raising=False)
+    monkeypatch.delenv("TOOLSCRIPT_CACHE_DIR", raising=False)
     assert fast_arguments(argv) == expected
 
 
@@ -95,7 +127,15 @@ def test_the_fast_parser_takes_the_config_variable_as_typer_does(
     "argv",
     [
         ["exec", "return 1"],
-        ["gateway", "start"],
+        ["gateway", "start", "--port", "70000"],
+        ["gateway", "start", "--connect-timeout", "0"],
+        ["gateway", "start", "--search-alpha", "2"],
+        ["gateway", "start", "--ephemeral=1"],
+        ["gateway", "start", "--bogus"],
+        ["mcp", "--port", "65536"],
+        ["mcp", "--http=yes"],
+        ["mcp", "--port", "8765"],
+        ["mcp", "--yield-after", "-1"],
         ["gateway"],
         ["runs", "show", "x"],
         ["list-servers", "--bogus"],
@@ -289,3 +329,47 @@ def test_options_recorded_without_typer_are_typer_s_own_in_help() -> None:
         result = CliRunner().invoke(app, [*command, "--help"])
         assert result.exit_code == 0, command
         assert all(option in result.output for option in options), (command, result.output)
+
+
+# `toolscript mcp` and `gateway start` in a process that records what was imported when
+# their first process was spawned (the face's gateway; the gateway's servers), then stops.
+SPAWN_PROBE = """
+import json, sys
+import toolscript.execution.locate as locate
+import toolscript.upstream.early as early
+from toolscript.cli.entry import main
+
+def probe(*args, **kwargs):
+    heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("pydantic", "typer", "mcp"))
+    print(json.dumps(heavy))
+    sys.stdout.flush()
+    raise SystemExit(0)
+
+locate.spawn_owned_gateway = early.spawn_early = probe
+sys.argv = ["toolscript", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.parametrize("arguments", [["mcp"], ["gateway", "start", "--port", "0"]])
+def test_the_first_spawn_comes_before_typer_and_pydantic(
+    arguments: list[str], tmp_path: Path
+) -> None:
+    (tmp_path / ".toolscript.json").write_text(json.dumps({"mcpServers": {}}))
+    home = tmp_path / "home"
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "TOOLSCRIPT_HOME": str(home),
+        "TOOLSCRIPT_CONFIG_HOME": str(home / "config"),
+        "TOOLSCRIPT_TRUSTED_PATHS": str(tmp_path / ".toolscript.json"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", SPAWN_PROBE, *arguments],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == []

@@ -244,3 +244,17 @@ def test_local_tool_name_clashing_with_a_server(tmp_path: Path) -> None:
     (tmp_path / "tools" / "github.py").write_text("")
     text = json.dumps({"mcpServers": {"github": {"command": "x"}}, "localTools": {"dir": "tools"}})
     assert "github.py has the name of an MCP server" in error_of(tmp_path, text)
+
+
+def test_a_server_name_ending_in_underscore_is_refused(tmp_path: Path) -> None:
+    """Server "a_" and tool "b" would be "a___b": the gateway reads server "a", tool "_b"
+    (another server's tool, given its calls and shown its examples)."""
+    message = error_of(tmp_path, '{"mcpServers": {"a": {"command": "x"}, "a_": {"command": "y"}}}')
+    assert 'invalid server name "a_"' in message and "no '_' at its end" in message
+
+
+def test_a_local_tool_file_ending_in_underscore_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "weather_.py").write_text("def f() -> int:\n    return 1\n")
+    message = error_of(tmp_path, '{"localTools": {"dir": "tools"}}')
+    assert "weather_.py ends in '_'" in message and "rename the file" in message

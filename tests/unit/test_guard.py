@@ -146,3 +146,69 @@ def test_a_run_token_reaches_its_calls_and_module_only() -> None:
     assert _as(run, "GET", "/runtime/hash")[0] is None
     for method, path in [("POST", "/runs"), ("GET", "/runs/x/prompt"), ("GET", "/health")]:
         assert _as(run, method, path)[0] == 401
+
+
+def test_the_agent_token_starts_watches_and_stops_background_runs() -> None:
+    agent = agent_token("secret")
+    for method, path in [
+        ("POST", "/runs/start"),
+        ("GET", "/runs/20261124-101500-3f9a1c/output"),
+        ("POST", "/runs/20261124-101500-3f9a1c/stop"),
+        ("GET", "/runs/20261124-101500-3f9a1c/progress"),
+    ]:
+        status, scope = _as(agent, method, path)
+        assert status is None, (method, path)
+        assert scope["toolscript.credential"] == "agent"
+    # the agent reports no progress of its own: that is a run's
+    assert _as(agent, "POST", "/progress")[0] == 403
+
+
+def test_a_run_token_reports_its_progress_and_reaches_no_other_run() -> None:
+    """A script must never wait on, stop or start a run (its own or another's)."""
+    run = "r" * 33
+    status, scope = _as(run, "POST", "/progress")
+    assert status is None and scope["toolscript.run"] == "run-1"
+    for method, path in [
+        ("POST", "/runs/start"),
+        ("GET", "/runs/x/output"),
+        ("POST", "/runs/x/stop"),
+        ("GET", "/runs/x/progress"),
+        ("POST", "/runs/x/end"),
+        ("GET", "/progress"),
+        ("POST", "/progress/../runs/x/stop"),
+    ]:
+        assert _as(run, method, path)[0] == 401, (method, path)
+
+
+def test_a_run_token_reaches_the_resources_prompts_search_and_describe_its_module_asks() -> None:
+    run = "r" * 33
+    for method, path in [
+        ("GET", "/servers/docs/resources"),
+        ("POST", "/servers/docs/resources/read"),
+        ("GET", "/servers/docs/prompts"),
+        ("POST", "/servers/docs/prompts/get"),
+        ("GET", "/runtime/search"),
+        ("GET", "/runtime/describe"),
+    ]:
+        status, scope = _as(run, method, path)
+        assert status is None, (method, path)
+        assert scope["toolscript.run"] == "run-1"
+    for method, path in [
+        ("GET", "/search"),  # the owner's and the agent's: a script asks /runtime/search
+        ("GET", "/servers/docs/tools"),
+        ("POST", "/servers/docs/resources"),
+        ("GET", "/servers/docs/resources/../../runs/x/prompt"),
+    ]:
+        assert _as(run, method, path)[0] == 401, (method, path)
+
+
+def test_the_agent_token_lists_and_reads_what_servers_offer() -> None:
+    agent = agent_token("secret")
+    for method, path in [
+        ("GET", "/servers/docs/resources"),
+        ("POST", "/servers/docs/resources/read"),
+        ("GET", "/servers/docs/prompts"),
+        ("POST", "/servers/docs/prompts/get"),
+        ("GET", "/runtime/describe"),
+    ]:
+        assert _as(agent, method, path)[0] is None, (method, path)

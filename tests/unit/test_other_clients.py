@@ -173,9 +173,9 @@ def test_codex_invalid_toml_names_file_line_and_column(home: Path, repo: Path) -
     path = home / ".codex" / "config.toml"
     path.parent.mkdir()
     path.write_text('[mcp_servers.x]\ncommand = "a"\nargs = [\n')
-    with pytest.raises(ConfigError) as failed:
-        read_imports(["codex"], repo, environ(home))
-    assert failed.value.message.startswith(f"{path}:4:1: invalid TOML")
+    imports = read_imports(["codex"], repo, environ(home))
+    assert imports.broken[0].startswith(f"{path}:4:1: invalid TOML")
+    assert any(warning.startswith(f"{path}:4:1: invalid TOML") for warning in imports.warnings)
 
 
 def test_cursor_project_over_global_with_its_variables_and_env_file(home: Path, repo: Path) -> None:
@@ -265,9 +265,8 @@ def test_an_unsupported_key_is_named_and_the_server_kept(home: Path, repo: Path)
 def test_invalid_json_of_an_imported_file_names_its_line_and_column(home: Path, repo: Path) -> None:
     (repo / ".cursor").mkdir()
     (repo / ".cursor" / "mcp.json").write_text('{\n  "mcpServers": {\n    "a": {command: 1}\n')
-    with pytest.raises(ConfigError) as failed:
-        read_imports(["cursor"], repo, environ(home))
-    assert failed.value.message.startswith(f"{repo / '.cursor' / 'mcp.json'}:3:11: invalid JSON")
+    imports = read_imports(["cursor"], repo, environ(home))
+    assert imports.broken[0].startswith(f"{repo / '.cursor' / 'mcp.json'}:3:11: invalid JSON")
 
 
 def test_toolscript_itself_is_recognised_however_it_is_started() -> None:
@@ -404,7 +403,7 @@ def test_init_with_claude_code_and_cursor_configs_imports_them(
     assert result.exit_code == 0, result.output
     assert "Claude Code (claude-code)" in result.stdout and ".cursor/mcp.json" in result.stdout
     assert "~/.cursor/mcp.json" in result.stdout
-    assert "Write .toolscript.json importing claude-code, cursor?" in result.stdout
+    assert "Write .toolscript.json importing claude-code, cursor?" in result.stderr  # the terminal
     assert json.loads((repo / ".toolscript.json").read_text()) == {
         "import": ["claude-code", "cursor"]
     }
@@ -555,3 +554,12 @@ def test_a_skipped_entry_shadows_a_lower_one_of_the_same_name(home: Path, repo: 
     servers, found = by_name(["cursor"], repo, environ(home))
     assert servers == {}
     assert "DB_URL is not set" in found.warnings[0]
+
+
+def test_an_imported_server_name_ending_in_underscore_is_skipped(home: Path, repo: Path) -> None:
+    (repo / ".mcp.json").write_text(
+        '{"mcpServers": {"a": {"command": "x"}, "a_": {"command": "y"}}}'
+    )
+    servers, found = by_name(["claude-code"], repo, environ(home))
+    assert list(servers) == ["a"]
+    assert any("the name 'a_' ends in '_'" in warning for warning in found.warnings), found

@@ -270,3 +270,17 @@ def test_the_session_status_line_names_the_packages(
     assert "could not be fetched: packages: deno could not fetch" in line
     del health["packages"]
     assert "packages" not in hooks._status_line("http://127.0.0.1:9", tmp_path)
+
+
+def test_a_locked_package_gone_from_the_cache_says_what_to_do(tmp_path: Path) -> None:
+    text = "export const tools = {};\n" + packages_section(PACKAGES, json.dumps(LOCK))
+    module = write_module(tmp_path / "abc.ts", text, {})
+    shown = rewritten(
+        [
+            "error: Failed caching npm package 'csv-parse@5.6.0'\n",
+            '    0: npm package not found in cache: "csv-parse", --cached-only is specified.\n',
+        ],
+        module,
+    )
+    assert "csv-parse@5.6.0 is locked but gone from toolscript's package cache" in shown
+    assert "restart the gateway" in shown and "--cached-only" not in shown

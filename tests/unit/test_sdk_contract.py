@@ -67,3 +67,16 @@ def test_spawn_and_stop_a_process_group() -> None:
             return process.returncode
 
     assert anyio.run(main) is not None
+
+
+def test_early_spawns_inherit_what_the_sdk_s_spawn_inherits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """upstream/early.py spawns servers before the SDK is imported, with a copy of its list."""
+    from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS
+
+    from toolscript.upstream.early import INHERITED_ENV, inherited_environment
+
+    assert tuple(DEFAULT_INHERITED_ENV_VARS) == INHERITED_ENV
+    monkeypatch.setenv("SHELL", "() { :; }")  # a shell function is left out by both
+    assert inherited_environment() == sdk.get_default_environment()

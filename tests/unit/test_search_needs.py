@@ -7,27 +7,18 @@ from typing import Any
 import pytest
 
 from toolscript.config import SearchConfig
-from toolscript.search.engine import (
-    BESTS_WITHIN,
-    NEED_WEIGHT,
-    THIN_DESCRIPTION,
-    Hit,
-    SearchEngine,
-    _best_first,
-    _first_hits,
-    _merged,
-    _with_bests,
-    readings,
-)
+from toolscript.search.engine import SearchEngine, readings
 from toolscript.search.fusion import _median, blend, semantic_parts, semantic_weight
 from toolscript.search.needs import (
-    MAX_NEEDS,
     PLACE_COORDINATES,
     file_reading,
     gives_coordinates,
     is_implied,
     split_needs,
 )
+from toolscript.search.parameters import PARAMETERS
+from toolscript.search.ranking import Hit, best_first, first_hits, with_bests
+from toolscript.search.ranking import merged as merged_rankings
 from toolscript.search.semantic import EmbeddingStore
 from toolscript.search.text import (
     document_for,
@@ -222,7 +213,7 @@ def test_a_split_request_writes_at_most_two_files_as_needs() -> None:
 def test_more_needs_than_the_cap_join_the_last() -> None:
     request = ". ".join(f"create report number {n} for team {n}" for n in range(9))
     needs = split_needs(request)
-    assert len(needs) == MAX_NEEDS
+    assert len(needs) == PARAMETERS.max_needs
     assert needs[-1].startswith("create report number 5") and "number 8" in needs[-1]
 
 
@@ -361,7 +352,7 @@ def test_shortcuts_of_a_ranking_give_the_full_computations_results() -> None:
         values = generator.integers(0, 20, size).astype(numpy.float64) / 20
         full = (-values).argsort(kind="stable")
         for count in (1, 5, 10, size, None):
-            first = _best_first(values, count)
+            first = best_first(values, count)
             shown = size if count is None else min(count, size)
             assert first[:shown].tolist() == full[:shown].tolist(), (size, count)
         assert _median(values) == float(numpy.median(values))
@@ -425,12 +416,12 @@ def test_a_needs_other_hits_weigh_half_against_the_whole_requests() -> None:
 
     whole = [(0, hit("a", 1.0)), (1, hit("b", 0.7)), (2, hit("c", 0.3))]
     need = [(3, hit("x", 1.0, 0)), (4, hit("y", 0.9, 0)), (1, hit("b", 0.5, 0))]
-    assert NEED_WEIGHT == 0.5
+    assert PARAMETERS.need_weight == 0.5
     # each ranking's best first; then y (0.9 x 0.5) after the whole's b (0.7), before c (0.3)
-    merged = [hit.tool for _, hit in _merged([whole, need])]
+    merged = [hit.tool for _, hit in merged_rankings([whole, need])]
     assert merged == ["a", "x", "b", "y", "c", "b"]  # the caller skips the repeated b
-    assert [hit.score for _, hit in _merged([whole, need])][3] == 0.9  # shown as scored
-    assert [hit.tool for _, hit in _merged([whole])] == ["a", "b", "c"]
+    assert [hit.score for _, hit in merged_rankings([whole, need])][3] == 0.9  # shown as scored
+    assert [hit.tool for _, hit in merged_rankings([whole])] == ["a", "b", "c"]
 
 
 def test_the_whole_requests_hit_that_is_a_needs_best_is_shown_as_that_needs() -> None:
@@ -440,7 +431,7 @@ def test_the_whole_requests_hit_that_is_a_needs_best_is_shown_as_that_needs() ->
     whole = [(0, hit("a", 1.0)), (1, hit("b", 0.7)), (2, hit("c", 0.3))]
     first = [(1, hit("b", 1.0, 0)), (3, hit("x", 0.8, 0))]
     second = [(0, hit("a", 1.0, 1)), (4, hit("y", 0.9, 1))]
-    merged = _first_hits([whole, first, second], limit=5)
+    merged = first_hits([whole, first, second], limit=5)
     # the merge's order, each tool once; a and b answer needs, c only the whole request
     assert [(hit.tool, hit.need) for _, hit in merged] == [
         ("a", 1),
@@ -484,18 +475,18 @@ def ranked(*tools: str) -> list[tuple[int, Hit]]:
 
 def test_a_retrievers_buried_best_takes_the_fifth_place() -> None:
     blend = ranked("a", "b", "c", "d", "e", "f", "g")
-    assert BESTS_WITHIN == 5
+    assert PARAMETERS.bests_within == 5
     keyword_best = (40, Hit("s", "k", 0.2, 1.0, None, ""))
-    placed = _with_bests(blend, [keyword_best])
+    placed = with_bests(blend, [keyword_best])
     assert [hit.tool for _, hit in placed] == ["a", "b", "c", "d", "k", "e", "f", "g"]
     # two bests: fourth and fifth, the better blended score first; one the blend ranked
     # seventh moves up rather than coming twice
     semantic_best = (6, blend[6][1])
-    placed = _with_bests(blend, [keyword_best, semantic_best])
+    placed = with_bests(blend, [keyword_best, semantic_best])
     assert [hit.tool for _, hit in placed] == ["a", "b", "c", "g", "k", "d", "e", "f"]
     # a best the blend already placed in the first five stays where it is
-    assert _with_bests(blend, [(2, blend[2][1])]) == blend
-    assert _with_bests(ranked("a", "b"), [keyword_best])[-1][1].tool == "k"
+    assert with_bests(blend, [(2, blend[2][1])]) == blend
+    assert with_bests(ranked("a", "b"), [keyword_best])[-1][1].tool == "k"
 
 
 class HandMadeModel:
@@ -571,14 +562,14 @@ def test_hybrid_search_keeps_a_thinly_described_best_in_its_first_five() -> None
     hits, mode = engine.search("zebra lookup", alpha=0.9, threshold=0)
     assert mode == "hybrid"
     names = [hit.tool for hit in hits]
-    assert names.index("zebra_lookup") == BESTS_WITHIN - 1
+    assert names.index("zebra_lookup") == PARAMETERS.bests_within - 1
     assert names[:4] == ["tool_0", "tool_1", "tool_2", "tool_3"]
     assert len(names) == len(set(names))
     assert hits[4].explanation(["zebra lookup"])["placed"] == "keyword"  # --explain says why
     assert all(hit.placed is None for hit in hits if hit.tool != "zebra_lookup")
     # the design before (fixed fusion) and semantic-only keep the plain order
     fixed, _ = engine.search("zebra lookup", alpha=0.9, threshold=0, adaptive=False)
-    assert [hit.tool for hit in fixed].index("zebra_lookup") > BESTS_WITHIN - 1
+    assert [hit.tool for hit in fixed].index("zebra_lookup") > PARAMETERS.bests_within - 1
     # a shorter list is the longer one's start; a server filter that excludes it drops it
     short, _ = engine.search("zebra lookup", alpha=0.9, threshold=0, limit=3)
     assert [hit.tool for hit in short] == names[:3]
@@ -588,13 +579,13 @@ def test_hybrid_search_keeps_a_thinly_described_best_in_its_first_five() -> None
 def test_a_well_described_best_keeps_its_blended_place() -> None:
     # Its description tells both retrievers what it does: the blend's verdict stands.
     described = "Looks up a zebra by its stripe pattern in the herd registry."
-    assert len(described) >= THIN_DESCRIPTION
+    assert len(described) >= PARAMETERS.thin_description
     tools = {**LIKED, **FILLER, "zebra_lookup": [0.0, 1.0]}
     hits, _ = hand_made_vectors(tools, [1.0, 0.0], described).search(
         "zebra lookup", alpha=0.9, threshold=0
     )
     names = [hit.tool for hit in hits]
-    assert names.index("zebra_lookup") > BESTS_WITHIN - 1
+    assert names.index("zebra_lookup") > PARAMETERS.bests_within - 1
     assert all(hit.placed is None for hit in hits)
 
 

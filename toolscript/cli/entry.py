@@ -83,6 +83,45 @@ _FAST_COMMANDS: dict[tuple[str, ...], tuple[tuple[str, ...], int, dict[str, tupl
         | {"--output": ("output", ("table", "types")), "-o": ("output", ("table", "types"))}
         | {"--explain": ("explain", "flag"), "-e": ("explain", "flag")},
     ),
+    # The face spawns its gateway first thing (cli/mcp.py): typer's parse (it loads
+    # pydantic) would come before that.
+    ("mcp",): (
+        (),
+        0,
+        _CONFIG
+        | {"--cache-dir": ("cache", str), "--http": ("http", "flag")}
+        | {"--port": ("port", int, 0, 65535), "-p": ("port", int, 0, 65535)}
+        | {"--yield-after": ("yield_after", float, 0)},
+    ),
+    # Its own start overlaps its servers' (cli/gateway.py): typer's parse (it loads pydantic)
+    # would come before that.
+    ("gateway", "start"): (
+        (),
+        0,
+        _CONFIG
+        | {"--cache-dir": ("cache", str), "--host": ("host", str)}
+        | {"--port": ("port", int, 0, 65535), "-p": ("port", int, 0, 65535)}
+        | {"--connect-timeout": ("connect_timeout", float, 0.1)}
+        | {
+            "--ready-wait": ("ready_wait", float, 0),
+            "--max-request-mb": ("max_request_mb", float, 0.001),
+        }
+        | {"--search-alpha": ("search_alpha", float, 0, 1)}
+        | {"--search-threshold": ("search_threshold", float, 0, 1)}
+        | {"--search-model": ("search_model", str), "--search-device": ("search_device", str)}
+        | {"--needs": ("needs", str)}
+        | {
+            flag: (flag[2:].replace("-", "_"), "flag")
+            for flag in (
+                "--search-no-cache",
+                "--ephemeral",
+                "--no-warm-checker",
+                "--no-inferred",
+                "--no-search-index",
+                "--no-state",
+            )
+        },
+    ),
 }
 _NUMBER = {int: re.compile(r"[0-9]+"), float: re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")}
 
@@ -96,6 +135,8 @@ def fast_arguments(arguments: list[str]) -> tuple[tuple[str, ...], dict[str, Any
     command = found[0]
     positional, required, options = _FAST_COMMANDS[command]
     values: dict[str, Any] = {"config": os.environ.get("TOOLSCRIPT_CONFIG") or None}
+    if "--cache-dir" in options:
+        values["cache"] = os.environ.get("TOOLSCRIPT_CACHE_DIR") or None
     given: list[str] = []
     rest = arguments[len(command) :]
     index = 0
@@ -135,6 +176,8 @@ def fast_arguments(arguments: list[str]) -> tuple[tuple[str, ...], dict[str, Any
         values[parameter] = value
     if not required <= len(given) <= len(positional):
         return None
+    if command == ("mcp",) and values.get("port") and not values.get("http"):
+        return None  # typer says that --port needs --http
     values.update(zip(positional, given, strict=False))
     return command, values
 
@@ -166,6 +209,14 @@ def _run_fast(command: tuple[str, ...], values: dict[str, Any]) -> int:
             from toolscript.cli.tools import list_tools
 
             list_tools(**values)
+        elif command == ("mcp",):
+            from toolscript.cli.mcp import mcp_command
+
+            mcp_command(**values)
+        elif command == ("gateway", "start"):
+            from toolscript.cli.gateway import start
+
+            start(**values)
         elif command == ("get-types",):
             from toolscript.cli.types import get_types
 
@@ -258,13 +309,24 @@ def main() -> None:
             sys.stdout.write(f"toolscript {__version__}\n")
             _leave(0)
         fast = fast_arguments(command) if not {"--help", "-h"} & set(command) else None
+        marked = _mark_gateway_start(arguments)
         if fast is not None:
             try:
                 code = _run_fast(*fast)
             except BrokenPipeError:  # a reader that stopped early, as click takes it
                 code = 1
+            finally:
+                if marked:
+                    from toolscript.gateway.state import abandon_start
+
+                    abandon_start()
+            if fast[0] == ("gateway", "start"):  # see below
+                from toolscript.plumbing.processes import reap_children
+
+                reap_children()
+            if fast[0] == ("mcp",):  # a long-lived server: the interpreter's own exit
+                sys.exit(code)
             _leave(code)
-        marked = _mark_gateway_start(arguments)
         try:
             from toolscript.cli.main import app
 

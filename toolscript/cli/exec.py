@@ -13,6 +13,10 @@ from toolscript.execution.command import EXEC_OPTIONS, run_exec
 __all__ = ["TRACE_HELP", "exec_command", "exec_option"]
 
 TRACE_HELP = "After the result, list the run's tool calls on stderr."
+BACKGROUND_HELP = (
+    "Let the running gateway run it and print the run's id at once; `toolscript runs wait "
+    "ID` shows its output and result, `toolscript runs stop ID` stops it."
+)
 
 
 def exec_option(name: str) -> Any:
@@ -48,6 +52,10 @@ def exec_command(
         ),
     ] = EXEC_OPTIONS["resume"].default,
     trace: Annotated[bool, typer.Option("--trace", help=TRACE_HELP)] = False,
+    background: Annotated[bool, typer.Option("--background", help=BACKGROUND_HELP)] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help='With --background: print {"run": ID}.')
+    ] = False,
     config: ConfigOption = None,
     cache: CacheDirOption = None,
 ) -> None:
@@ -72,6 +80,8 @@ def exec_command(
         toolscript script.ts
         toolscript exec --trace script.ts          # and list its tool calls
         toolscript exec --resume 20261124-101500-3f9a1c   # after `toolscript approve`
+        toolscript exec --background long-job.ts   # prints the run id; then:
+        toolscript runs wait 20261124-101500-3f9a1c --timeout 100
     """
     raise typer.Exit(
         run_exec(
@@ -86,5 +96,7 @@ def exec_command(
             max_calls=max_calls,
             resume=resume,
             trace=trace,
+            background=background,
+            as_json=as_json,
         )
     )

@@ -126,6 +126,15 @@ def start(
             "--no-state", hidden=True, help="Write no state file (a gateway `toolscript mcp` owns)."
         ),
     ] = False,
+    needs: Annotated[
+        str | None,
+        typer.Option(
+            "--needs",
+            hidden=True,
+            help="The tools namespaces one script names (exec's): their servers start now, "
+            "the others at their first call.",
+        ),
+    ] = None,
 ) -> None:
     """Run the gateway until Ctrl+C or SIGTERM.
 
@@ -154,51 +163,70 @@ def start(
         if not private:
             abandon_start()
         raise
-    from toolscript.gateway.runner import configure_logging, serve
-    from toolscript.search.engine import SearchOptions
-
-    configure_logging()
-    chosen = loaded.search
-    options = SearchOptions(
-        alpha=chosen.alpha if search_alpha is None else search_alpha,
-        threshold=chosen.threshold if search_threshold is None else search_threshold,
-        model=search_model or chosen.model,
-        device=search_device or chosen.device,
-        cache=chosen.cache and not search_no_cache,
-        # A gateway that lives for one `exec` has no use for the model: keyword search only.
-        semantic=chosen.semantic and not ephemeral,
-    )
-    for name, value in (
-        ("--search-alpha", options.alpha),
-        ("--search-threshold", options.threshold),
-    ):
-        if not 0 <= value <= 1:
+    for name, value in (("--search-alpha", search_alpha), ("--search-threshold", search_threshold)):
+        if value is not None and not 0 <= value <= 1:
             raise UsageError(f"{name} must be between 0 and 1, got {value}")
     # Commands run right after `gateway start &` wait for this gateway rather than find none:
     # the entry point marked it before its imports; this finds that mark (or makes it).
     if not private and not claim_project(loaded.cache_dir(cache)):
         raise already_serving(loaded.cache_dir(cache))  # one gateway per project
-    previous = None if private else mark_starting(loaded.cache_dir(cache))
+    # The servers start now: their own start overlaps the gateway's imports (the MCP SDK,
+    # Litestar), so the URL waits for the slowest of them rather than for both in turn.
+    from toolscript.upstream.early import discard, spawn_early
+
+    deferred: set[str] = set()
+    if needs is not None:
+        from toolscript.codegen.naming import to_camel_case
+
+        named = {name for name in needs.split(",") if name}
+        deferred = {s.name for s in loaded.servers if to_camel_case(s.name) not in named}
+    early = spawn_early(s for s in loaded.servers if s.name not in deferred)
     try:
-        serve(
-            loaded,
-            search=options,
-            host=host,
-            port=port,
-            cache=loaded.cache_dir(cache),
-            write_state=not private,
-            connect_timeout=connect_timeout,
-            ready_wait=ready_wait,
-            max_request_bytes=int(max_request_mb * 1024 * 1024),
-            previous=previous,
-            # A gateway for one exec has no use for it: that script is checked by deno check.
-            warm_checker=not (ephemeral or no_warm_checker),
-            infer_results=not no_inferred,
-            search_index=not no_search_index,
+        from toolscript.gateway.runner import configure_logging, serve
+        from toolscript.search.engine import SearchOptions
+
+        configure_logging()
+        chosen = loaded.search
+        options = SearchOptions(
+            alpha=chosen.alpha if search_alpha is None else search_alpha,
+            threshold=chosen.threshold if search_threshold is None else search_threshold,
+            model=search_model or chosen.model,
+            device=search_device or chosen.device,
+            cache=chosen.cache and not search_no_cache,
+            # A gateway that lives for one `exec` has no use for the model: keyword search only.
+            semantic=chosen.semantic and not ephemeral,
         )
+        for name, value in (
+            ("--search-alpha", options.alpha),
+            ("--search-threshold", options.threshold),
+        ):
+            if not 0 <= value <= 1:
+                raise UsageError(f"{name} must be between 0 and 1, got {value}")
+        previous = None if private else mark_starting(loaded.cache_dir(cache))
+        try:
+            serve(
+                loaded,
+                search=options,
+                host=host,
+                port=port,
+                cache=loaded.cache_dir(cache),
+                write_state=not private,
+                connect_timeout=connect_timeout,
+                ready_wait=ready_wait,
+                max_request_bytes=int(max_request_mb * 1024 * 1024),
+                previous=previous,
+                # A gateway for one exec has no use for it: that script is checked by deno check.
+                warm_checker=not (ephemeral or no_warm_checker),
+                infer_results=not no_inferred,
+                search_index=not no_search_index,
+                early=early,
+                deferred=deferred,
+            )
+        finally:
+            if not private:
+                abandon_start(loaded.cache_dir(cache))
     finally:
-        if not private:
-            abandon_start(loaded.cache_dir(cache))
+        discard(early)  # what no server took (a start that failed before they connected)
 
 
 @app.command("status")

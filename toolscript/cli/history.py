@@ -75,7 +75,8 @@ def list_runs(
     as_json: JsonOption = False,
     header: HeaderOption = False,
 ) -> None:
-    """List the project's recent runs, newest first (`runs show RUN_ID` for one).
+    """List the project's recent runs, newest first (`runs show RUN_ID` for one; `runs
+    wait RUN_ID` and `runs stop RUN_ID` for a background run).
 
     Every script run (exec, the plugin, the MCP face) is logged with its tool
     calls, arguments redacted. How many runs are kept: "runs" in the config.
@@ -170,6 +171,67 @@ def show_run(
             for call in calls
         ],
     )
+
+
+@app.command("wait")
+def wait_run(
+    run_id: Annotated[str, typer.Argument(help="The background run's id.")],
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            min=0,
+            help="Give up waiting after this many seconds (the run goes on; exit 3).",
+            show_default=False,
+        ),
+    ] = None,
+    offsets: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            metavar="STDOUT:STDERR",
+            help="Skip the bytes of each stream already shown (a timed-out wait names them).",
+            show_default=False,
+        ),
+    ] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Stream what a background run prints, then end with its result and exit code.
+
+    Examples:
+
+    \b
+        toolscript runs wait 20261124-101500-3f9a1c
+        toolscript runs wait 20261124-101500-3f9a1c --timeout 100
+        toolscript runs wait 20261124-101500-3f9a1c --from 2048:130
+    """
+    from toolscript.execution.background import background_gateway, parse_offsets, wait_background
+
+    start = parse_offsets(offsets)
+    url = background_gateway(config, None)
+    raise typer.Exit(wait_background(url, run_id, timeout, start=start))
+
+
+@app.command("stop")
+def stop_run(
+    run_id: Annotated[str, typer.Argument(help="The background run's id.")],
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Stop a background run (its sandbox is killed; the calls it made stay in the log).
+
+    Examples:
+
+    \b
+        toolscript runs stop 20261124-101500-3f9a1c
+    """
+    from toolscript.execution.background import background_gateway, stop_background
+
+    ended = stop_background(background_gateway(config, None), run_id)
+    if as_json:
+        print_json(ended)
+        return
+    sys.stdout.write(f"run {ended.get('id', run_id)}: {ended.get('status', 'stopped')}\n")
 
 
 def _short(arguments: Any, width: int = 60) -> str:
@@ -305,10 +367,13 @@ def _check_tool_exists(config: str | None, qualified: str) -> None:
     import difflib
 
     from toolscript.config import load_config
+    from toolscript.policy import is_offering
 
     loaded = load_config(config)
     server, _, name = qualified.partition("__")
     loaded.server(server)  # "server not found", with the configured names close to it
+    if is_offering(name):  # resource:URI or prompt:NAME, which the server answers when read
+        return
     names = _tool_names(loaded, server)
     if names is None:
         raise UsageError(

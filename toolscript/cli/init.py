@@ -57,8 +57,9 @@ def init_command(
             hint='add "import": [...] to it by hand, or run `toolscript init --force` '
             "to set its import key (its other keys are kept)",
         )
+    existing = _existing_config(path) if path.exists() else {}
     found = discover(project_dir)
-    importable = [item for item in found if item.error is None]
+    importable = [item for item in found if item.imports.servers]
     clients = [item.client for item in importable]
     report: dict[str, Any] = {
         "path": str(path),
@@ -82,10 +83,21 @@ def init_command(
             print_json(report)
             return
         question = f"Write {CONFIG_FILENAME} importing {', '.join(clients)}?"
-        if not typer.confirm(question, default=True):
+        try:
+            # asked on stderr: the terminal, even when stdout is piped
+            agreed = typer.confirm(question, default=True, err=True)
+        except typer.Abort:
+            if sys.stdin.isatty():
+                raise  # Ctrl+C
+            sys.stderr.write("\n")
+            raise UsageError(  # an agent's shell, a pipe: no one answered
+                f"no answer on stdin (not a terminal): {CONFIG_FILENAME} not written",
+                hint="run `toolscript init --yes` to write it (`--json` reports what it found)",
+            ) from None
+        if not agreed:
             sys.stderr.write("nothing written\n")
             raise typer.Exit(1)
-    _write_config(path, clients)
+    _write_config(path, existing, clients)
     report["written"] = True
     report["gitignore"] = _ignore_cache(project_dir)
     servers = sum(len(item.imports.servers) for item in importable)
@@ -128,45 +140,64 @@ def _found(item: Discovery, project_dir: Path) -> dict[str, Any]:
 
 
 def _show(found: tuple[Discovery, ...], project_dir: Path) -> None:
+    out = sys.stdout
     if not found:
         return
-    sys.stdout.write("Found MCP servers in:\n")
+    out.write("Found MCP servers in:\n")
     for item in found:
-        if item.error is not None:
-            sys.stdout.write(f"  {item.title}: not readable, skipped: {item.error}\n")
+        if not item.imports.servers:
+            out.write(f"  {item.title}: not readable, skipped: {item.error}\n")
             continue
-        sys.stdout.write(f"  {item.title} ({item.client})\n")
+        out.write(f"  {item.title} ({item.client})\n")
         for entry in _found(item, project_dir)["files"]:
-            sys.stdout.write(f"    {entry['shown']}\n")
+            out.write(f"    {entry['shown']}\n")
             for server in entry["servers"]:
-                sys.stdout.write(f"      {server['name']}: {server['target']}\n")
+                out.write(f"      {server['name']}: {server['target']}\n")
         for warning in item.imports.warnings:
-            sys.stdout.write(f"    warning: {warning}\n")
+            out.write(f"    warning: {warning}\n")
 
 
-def _write_config(path: Path, clients: list[str]) -> None:
-    document: dict[str, Any] = {}
-    if path.exists():
-        try:
-            existing = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            existing = None
-        if isinstance(existing, dict):
-            document = existing
-    document["import"] = clients
+def _existing_config(path: Path) -> dict[str, Any]:
+    """The ``.toolscript.json`` that ``--force`` changes: one it cannot read as a JSON
+    object is refused, never replaced (its servers would be lost)."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise UsageError(
+            f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}; not changed",
+            hint='fix it first (`toolscript config check`), or add "import" to it by hand',
+        ) from exc
+    except (OSError, UnicodeDecodeError, RecursionError) as exc:
+        raise UsageError(f"{path}: cannot read it: {exc}; not changed") from exc
+    if not isinstance(document, dict):
+        raise UsageError(f"{path}: not a JSON object; not changed")
+    return document
+
+
+def _write_config(path: Path, existing: dict[str, Any], clients: list[str]) -> None:
+    document = {**existing, "import": clients}
     path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
 
 
 def _ignore_cache(project_dir: Path) -> bool:
-    """Add ``.toolscript/`` to the project's ``.gitignore``; False when it is there."""
+    """Add ``.toolscript/`` to the project's ``.gitignore``; False when it is there (or the
+    file cannot be written: said on stderr, the config is written already)."""
     ignore = project_dir / ".gitignore"
     try:
-        text = ignore.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        text = ""
-    lines = {line.strip() for line in text.splitlines()}
-    if lines & {".toolscript", ".toolscript/", "/.toolscript", "/.toolscript/"}:
+        try:
+            data = ignore.read_bytes()  # any encoding: only ASCII lines are compared
+        except FileNotFoundError:
+            data = b""
+        lines = {line.strip() for line in data.splitlines()}
+        if lines & {b".toolscript", b".toolscript/", b"/.toolscript", b"/.toolscript/"}:
+            return False
+        separator = b"" if not data or data.endswith(b"\n") else b"\n"
+        with ignore.open("ab") as file:
+            file.write(separator + GITIGNORED.encode() + b"\n")
+    except OSError as exc:
+        sys.stderr.write(
+            f"warning: could not add {GITIGNORED} to {ignore} ({exc.strerror or exc}); "
+            "add it yourself: it holds the project's cache\n"
+        )
         return False
-    separator = "" if not text or text.endswith("\n") else "\n"
-    ignore.write_text(f"{text}{separator}{GITIGNORED}\n", encoding="utf-8")
     return True

@@ -24,6 +24,7 @@ Examples:
   toolscript list-tools github --verbose
   toolscript search "open a github issue" --output types
   toolscript get-types github create_issue
+  toolscript list-resources docs; toolscript read-resource docs file:///README.md
   toolscript exec 'import { tools } from "toolscript"; return await tools.github.listIssues({})'
   toolscript script.ts                  # run a file
   toolscript save weeklyReport report.ts   # keep it as a saved script (toolscripts/)
@@ -88,6 +89,7 @@ def _register() -> None:
         history,
         init,
         mcp,
+        offerings,
         scripts,
         search,
         servers,
@@ -99,6 +101,10 @@ def _register() -> None:
     app.command("list-servers")(servers.list_servers)
     app.command("list-tools")(tools.list_tools)
     app.command("get-types")(types.get_types)
+    app.command("list-resources")(offerings.list_resources)
+    app.command("read-resource")(offerings.read_resource)
+    app.command("list-prompts")(offerings.list_prompts)
+    app.command("get-prompt")(offerings.get_prompt)
     app.command("search")(search.search)
     app.command("exec")(exec.exec_command)
     app.command("save")(scripts.save_command)

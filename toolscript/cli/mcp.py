@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 from typing import Annotated
 
-import typer
-
+from toolscript.cli.lazy import typer
 from toolscript.cli.options import CacheDirOption, ConfigOption
 from toolscript.config import load_config
+from toolscript.mcpface.tools import YIELD_AFTER
 
 __all__ = ["mcp_command"]
 
@@ -22,11 +22,22 @@ def mcp_command(
         int,
         typer.Option("--port", "-p", min=0, max=65535, help="Port for --http; 0 picks a free one."),
     ] = 0,
+    yield_after: Annotated[
+        float,
+        typer.Option(
+            "--yield-after",
+            min=0,
+            help="Seconds before execute answers a script still running with its run id "
+            "and its output so far (wait_run continues it); keep it under the client's "
+            "tool-call timeout.",
+        ),
+    ] = YIELD_AFTER,
     config: ConfigOption = None,
     cache: CacheDirOption = None,
 ) -> None:
-    """Serve MCP: six tools (search_tools, get_types, execute, run_script, save_script,
-    list_servers) that stand in for every tool of every configured server.
+    """Serve MCP: eight tools (search_tools, get_types, execute, wait_run, run_script,
+    save_script, read_resource, list_servers) that stand in for every tool, resource and
+    prompt of every configured server.
 
     Uses the project's running gateway, or starts one and stops it (with every
     server) when the client disconnects. With --http, prints the URL to give the
@@ -38,6 +49,7 @@ def mcp_command(
         toolscript mcp                       # stdio: what an MCP client's config runs
         claude mcp add toolscript -- toolscript mcp
         toolscript mcp --http --port 8765    # prints http://127.0.0.1:8765/<secret>/mcp
+        toolscript mcp --yield-after 25      # for a client that gives up after 30 s
     """
     loaded = load_config(config)
     if port and not http:
@@ -61,6 +73,7 @@ def mcp_command(
             http=http,
             port=port,
             early=early,
+            yield_after=yield_after,
         )
     finally:
         if early is not None and early.poll() is None:  # the face failed before it took it

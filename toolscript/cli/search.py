@@ -21,6 +21,13 @@ class Output(StrEnum):
     types = "types"
 
 
+class Kind(StrEnum):
+    tool = "tool"
+    resource = "resource"
+    prompt = "prompt"
+    all = "all"
+
+
 def search(
     query: Annotated[str, typer.Argument(help="What the tool should do, in your words.")],
     limit: Annotated[
@@ -54,6 +61,14 @@ def search(
             "model and keyword search read of the request where that differs from it.",
         ),
     ] = False,
+    kind: Annotated[
+        Kind,
+        typer.Option(
+            "--kind",
+            "-k",
+            help="What to search: tools, the servers' resources or prompts, or all of them.",
+        ),
+    ] = Kind.tool,
     config: ConfigOption = None,
     as_json: JsonOption = False,
     header: HeaderOption = False,
@@ -73,6 +88,7 @@ def search(
         toolscript search "current time in tokyo" --limit 3 --output types
         toolscript search "screenshot" --server playwright --json
         toolscript search "list open PRs and post a summary to slack" --explain
+        toolscript search "architecture notes" --kind resource
     """
     loaded = load_config(config)
     if server is not None:
@@ -84,6 +100,8 @@ def search(
         params["server"] = server
     if explain:
         params["explain"] = "true"
+    if kind != Kind.tool:
+        params["kind"] = kind.value
     with gateway_client(loaded) as client:
         answer: dict[str, Any] = client.get_json("/search", **params)
         hits = answer["hits"]
@@ -91,7 +109,7 @@ def search(
         if server is not None and not hits and not as_json:
             absent = _unconnected(client, server)
         if output == Output.types and hits and not as_json:
-            names = ",".join(hit["name"] for hit in hits if hit.get("kind") != "script")
+            names = ",".join(hit["name"] for hit in hits if hit.get("kind", "tool") == "tool")
             if names:
                 typer.echo(render_markdown(client.get_json("/types", names=names)), nl=False)
             _print_script_hits(hits)
@@ -108,6 +126,22 @@ def search(
         raise typer.Exit(1)
     if explain:
         _print_explained(answer, header)
+        return
+    if kind != Kind.tool:  # resources and prompts: what each hit is, and how to reach it
+        print_rows(
+            ["kind", "server", "name", "score", "call"],
+            [
+                [
+                    hit.get("kind", "tool"),
+                    _server(hit),
+                    hit["tool"],
+                    f"{hit['score']:.2f}",
+                    hit.get("call") or "",
+                ]
+                for hit in hits
+            ],
+            header=header,
+        )
         return
     print_rows(
         ["server", "tool", "score", "description"],

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
+from toolscript.codegen.fingerprint import generator_fingerprint
 from toolscript.codegen.naming import first_free, to_pascal_case
 from toolscript.codegen.shapes import inferred_label
 from toolscript.codegen.typescript import (
@@ -39,17 +38,6 @@ __all__ = [
     "scripts_section",
     "type_names",
 ]
-
-
-@functools.cache
-def generator_fingerprint() -> str:
-    """A hash of the generator's own code (this package and the runtime template): the
-    types task depends on it, so upgrading toolscript rebuilds the types by itself."""
-    digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    digest.update(runtime_source().encode())
-    return digest.hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -248,7 +236,12 @@ def _grouped(fragments: list[ToolFragment]) -> dict[str, list[ToolFragment]]:
     return groups
 
 
-def render_module(fragments: list[ToolFragment], *, header: str = "") -> str:
+def render_module(
+    fragments: list[ToolFragment],
+    *,
+    header: str = "",
+    offering: list[tuple[str, str]] | None = None,
+) -> str:
     """A complete module for Deno: runtime, types, and ``export const tools: Tools``.
 
     ``tools`` has a declared type, an interface per server: a script's check then resolves
@@ -278,7 +271,32 @@ def render_module(fragments: list[ToolFragment], *, header: str = "") -> str:
         for namespace, group in groups.items()
     )
     parts.append(f"export const tools: {root} = {_braced(body)};")
+    if offering is None:
+        offering = list({f.server: f.namespace for f in fragments}.items())
+    parts.extend(_offerings_section(offering, taken))
     return "\n\n".join(parts) + "\n"
+
+
+def _offerings_section(servers: list[tuple[str, str]], taken: set[str]) -> list[str]:
+    """``resources`` and ``prompts``, a member per server (``(server, namespace)``) that may
+    offer them; the server's name is in the code only as a JSON string."""
+    parts = []
+    for value, kind, make in (
+        ("resources", "ServerResources", "serverResources"),
+        ("prompts", "ServerPrompts", "serverPrompts"),
+    ):
+        interface = first_free(to_pascal_case(value), taken)
+        taken.add(interface)
+        members = "".join(f"  {namespace}: {kind};\n" for _, namespace in servers)
+        body = "".join(
+            f"  {namespace}: {make}({json.dumps(server)}),\n" for server, namespace in servers
+        )
+        parts.append(
+            f"/** Each server's {value} (`{value}.<server>.list()`). */\n"
+            f"export interface {interface} {_braced(members)}\n"
+            f"export const {value}: {interface} = {_braced(body)};"
+        )
+    return parts
 
 
 def _braced(lines: str) -> str:

@@ -52,6 +52,38 @@ _GATEWAY_USE = re.compile(
 )
 
 
+_TOOLS_IMPORT = re.compile(r"""\bimport\s+(?:type\s+)?\{([^}]*)\}\s*from\s*["']toolscript["']""")
+_TOOLS_WORD = re.compile(r"\btools\b")
+_TOOLS_MEMBER = re.compile(
+    r"""\btools\s*(?:\?\.|\.)\s*([A-Za-z_$][\w$]*)"""
+    r"""|\btools\s*(?:\?\.)?\[\s*(["'])([A-Za-z_$][\w$]*)\2\s*\]"""
+)
+_OPAQUE = re.compile(r"""\bscripts\b|["'`]toolscript/|TOOLSCRIPT_GATEWAY_URL|import\s*\*""")
+# What the module offers that reaches servers by name, not as ``tools.<namespace>``: a script
+# importing one needs every server (``resources.<server>``, ``describe("server", ...)``).
+_BY_NAME = frozenset({"resources", "prompts", "search", "describe"})
+
+
+def script_namespaces(code: str) -> list[str] | None:
+    """The ``tools.<namespace>`` a script names, when every use of ``tools`` in it is one
+    (``tools.time.x``, ``tools["time"]``); None when it may reach others (``tools`` passed
+    around or renamed, saved scripts, the gateway's URL read, ``resources``, ``prompts``,
+    ``search`` or ``describe`` imported): then it needs every server."""
+    if _OPAQUE.search(code):
+        return None
+    for names in _TOOLS_IMPORT.findall(code):
+        parts = [part.split() for part in names.split(",")]
+        if any(words[1:2] == ["as"] for words in parts if words[:1] == ["tools"]):
+            return None
+        if any(_BY_NAME.intersection(words[:2]) for words in parts):  # "type x" or "x as y"
+            return None
+    rest = _TOOLS_IMPORT.sub("", code)
+    members = [found[0] or found[2] for found in _TOOLS_MEMBER.findall(rest)]
+    if len(_TOOLS_WORD.findall(rest)) != len(members):
+        return None
+    return sorted(set(members))
+
+
 def uses_gateway(code: str) -> bool:
     """Whether a script imports the tools or a package (or reads the gateway URL): else it
     needs no gateway."""
@@ -161,14 +193,23 @@ def running_gateway(
 
 
 def private_gateway_args(
-    kind: str, config: str | None, cache: str | None, *, search: bool = True
+    kind: str,
+    config: str | None,
+    cache: str | None,
+    *,
+    search: bool = True,
+    needs: list[str] | None = None,
 ) -> list[str]:
     """``gateway start`` arguments for a gateway one process owns (``kind``: ``--ephemeral``
     for one exec or command, ``--no-state`` for the MCP face), on a free port. Without
-    ``search`` it builds no search index (a gateway for one script's calls)."""
+    ``search`` it builds no search index (a gateway for one script's calls); ``needs``: the
+    ``tools`` namespaces that script names (``script_namespaces``), whose servers start now
+    (the others at their first call)."""
     args = ["--port", "0", kind]
     if not search:
         args.append("--no-search-index")
+    if needs is not None:
+        args.append("--needs=" + ",".join(needs))
     if config:
         args += ["--config", config]
     if cache:
@@ -215,14 +256,18 @@ def gateway_for_run(
     on_start: Callable[..., None] | None = None,
     code: str = "",
     search: bool = False,
+    found: list[str] | None = None,
 ) -> Iterator[tuple[str, str]]:
     """``(url, module hash)`` of a gateway that stays up for the run. With ``needed`` False
     (the script calls no tool) no gateway is started when none runs: NO_GATEWAY_URL.
+    ``found`` gets ``"running"`` or ``"started"``: which gateway that is.
 
     A gateway started here has only what a run needs: no warm checker, no search model,
     and (without ``search``: a script's calls need none) no search index."""
     running = running_gateway(config, cache, siblings=needed)
     if running is not None:
+        if found is not None:
+            found.append("running")
         yield running
         return
     if not needed:
@@ -231,11 +276,13 @@ def gateway_for_run(
     from toolscript.store.trust import require_trust
 
     require_trust(find_config_path(config))  # an untrusted project's config starts nothing
+    if found is not None:
+        found.append("started")
     with _ephemeral_gateway(config, cache, on_start, code, search) as url:
-        found = module_hash(url)
-        if found is None:
+        digest = module_hash(url)
+        if digest is None:
             raise ExecutionError("the ephemeral gateway stopped answering")
-        yield url, found
+        yield url, digest
 
 
 @contextmanager
@@ -250,7 +297,9 @@ def _ephemeral_gateway(
     line naming the servers the script uses that could not start."""
     from toolscript.gateway.launch import start_gateway
 
-    args = private_gateway_args("--ephemeral", config, cache, search=search)
+    # Only the servers the script names start with it (the others at a first call).
+    needs = None if search else script_namespaces(code)
+    args = private_gateway_args("--ephemeral", config, cache, search=search, needs=needs)
     env = dict(os.environ)
     env.setdefault("TOOLSCRIPT_LOG_LEVEL", "WARNING")
     errors: list[str] = []

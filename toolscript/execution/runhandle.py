@@ -22,18 +22,28 @@ from toolscript.execution.sandbox import Script
 
 __all__ = [
     "PROMPT_SECONDS",
+    "ProgressWatcher",
     "PromptWatcher",
     "RunHandle",
     "end_run",
+    "format_progress",
     "format_trace",
+    "show_on_stderr",
+    "show_within",
     "start_run",
     "stop_message",
     "stopped_script",
     "terminal_answer",
+    "terminal_form",
 ]
 
 PROMPT_SECONDS = 60.0  # how long the terminal prompt waits for an answer
 _POLL = 20.0
+# A script reporting progress in a tight loop (thousands a second) would flood the terminal
+# or the MCP client: each look shows at most PROGRESS_SHOWN reports (the newest, after a
+# line counting those skipped), and the next look waits PROGRESS_PACE seconds.
+PROGRESS_SHOWN = 10
+PROGRESS_PACE = 0.2
 
 
 @dataclass(frozen=True)
@@ -158,10 +168,13 @@ def terminal_answer(
     stdin: IO[str] | None = None,
     stderr: IO[str] | None = None,
     timeout: float = PROMPT_SECONDS,
-) -> str:
-    """Ask on the terminal: ``yes``, ``no``, ``always``, or ``stop`` when nobody answers."""
+) -> Any:
+    """Ask on the terminal: ``yes``, ``no``, ``always``, or ``stop`` when nobody answers; a
+    server's question (``kind`` elicitation) is a form (``terminal_form``)."""
     source = stdin or sys.stdin
     out = stderr or sys.stderr
+    if prompt.get("kind") == "elicitation":
+        return terminal_form(prompt, source, out, timeout)
     arguments = json.dumps(prompt.get("arguments", {}), ensure_ascii=False)
     if len(arguments) > 500:
         arguments = arguments[:497] + "..."
@@ -186,10 +199,119 @@ def terminal_answer(
     )
 
 
+def _read_line(source: IO[str], timeout: float) -> str | None:
+    """One line typed on ``source`` (None: nothing within ``timeout`` s), read a byte at a
+    time from its descriptor: lines typed ahead stay there for the next question."""
+    try:
+        descriptor = source.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a test's StringIO)
+        return source.readline()
+    line = b""
+    while True:
+        ready, _, _ = select.select([descriptor], [], [], timeout)
+        if not ready:
+            return None
+        byte = os.read(descriptor, 1)
+        if byte in (b"", b"\n"):
+            return line.decode("utf-8", "replace").rstrip("\r")
+        line += byte
+
+
+def _typed_value(text: str, spec: dict[str, Any]) -> Any:
+    """What the user typed as the JSON type of the field ``spec``; raises ValueError."""
+    kind = spec.get("type")
+    if kind == "boolean":
+        if text.lower() in ("y", "yes", "true"):
+            return True
+        if text.lower() in ("n", "no", "false"):
+            return False
+        raise ValueError("answer yes or no")
+    if kind == "integer":
+        return int(text)
+    if kind == "number":
+        return float(text)
+    if kind == "array":
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return text
+
+
+def _choices(spec: dict[str, Any]) -> list[str]:
+    listed = spec.get("enum") or (spec.get("items") or {}).get("enum") or []
+    titled = spec.get("oneOf") or spec.get("anyOf") or (spec.get("items") or {}).get("anyOf")
+    if not listed and isinstance(titled, list):
+        listed = [str(option.get("const")) for option in titled if isinstance(option, dict)]
+    return [str(choice) for choice in listed]
+
+
+def terminal_form(
+    prompt: dict[str, Any], source: IO[str], out: IO[str], timeout: float = PROMPT_SECONDS
+) -> dict[str, Any]:
+    """A server's question on the terminal: accept or decline, then a line per field of
+    its schema (empty: the field's default, or none). Everything the server sent is shown
+    with its control characters made visible; what the user types is only ever data."""
+    from toolscript.store.outputs import visible_controls
+
+    given = prompt.get("schema")
+    schema: dict[str, Any] = given if isinstance(given, dict) else {}
+    listed = schema.get("properties")
+    fields: dict[str, Any] = listed if isinstance(listed, dict) else {}
+    required = set(schema.get("required") or [])
+    out.write(
+        f"\ntoolscript: server {visible_controls(str(prompt.get('tool', '')))} asks you, "
+        "during the script's call:\n"
+        f"  {visible_controls(str(prompt.get('message', '')))}\n"
+        f"  answer it? [y]es / [n]o (decline) [{timeout:g} s, then it is cancelled]: "
+    )
+    out.flush()
+    first = _read_line(source, timeout)
+    if first is None:
+        out.write("\ntoolscript: no answer; the question is cancelled\n")
+        out.flush()
+        return {"action": "cancel"}
+    if first.strip().lower() not in ("y", "yes"):
+        return {"action": "decline"}
+    content: dict[str, Any] = {}
+    for name, spec in fields.items():
+        spec = spec if isinstance(spec, dict) else {}
+        label = str(spec.get("title") or name)
+        about = str(spec.get("description") or "")
+        hints = [f"one of {', '.join(_choices(spec))}"] if _choices(spec) else []
+        if "default" in spec:
+            hints.append(f"default {json.dumps(spec['default'], ensure_ascii=False)}")
+        if name in required:
+            hints.append("required")
+        for _attempt in range(3):
+            shown = visible_controls(f"{label}{f' ({about})' if about else ''}")
+            tail = visible_controls(f" [{'; '.join(hints)}]") if hints else ""
+            out.write(f"  {shown}{tail}: ")
+            out.flush()
+            typed = _read_line(source, timeout)
+            if typed is None:
+                out.write("\ntoolscript: no answer; the question is cancelled\n")
+                out.flush()
+                return {"action": "cancel"}
+            typed = typed.strip()
+            if not typed:
+                if "default" in spec:
+                    content[name] = spec["default"]
+                if name in required and "default" not in spec:
+                    out.write("  (required)\n")
+                    continue
+                break
+            try:
+                content[name] = _typed_value(typed, spec)
+                break
+            except ValueError as exc:
+                out.write(f"  ({exc})\n")
+        else:
+            return {"action": "cancel"}
+    return {"action": "accept", "content": content}
+
+
 class PromptWatcher(threading.Thread):
     """While a run runs, waits for its approval prompts and answers them with ``ask``."""
 
-    def __init__(self, handle: RunHandle, ask: Callable[[dict[str, Any]], str]) -> None:
+    def __init__(self, handle: RunHandle, ask: Callable[[dict[str, Any]], Any]) -> None:
         super().__init__(daemon=True, name=f"prompts of {handle.id}")
         self.handle = handle
         self.ask = ask
@@ -212,19 +334,115 @@ class PromptWatcher(threading.Thread):
                 if found.get("ended"):
                     return
                 continue
+            asking = prompt.get("kind") == "elicitation"  # a server's question
             try:
                 answer = self.ask(prompt)
             except Exception:  # whoever asks failed: the run stops, approvable later
-                answer = "stop"
+                answer = {"action": "cancel"} if asking else "stop"
+            said: dict[str, Any] = {"seq": prompt["seq"], "answer": answer}
+            if isinstance(answer, dict):
+                said = {"seq": prompt["seq"], "answer": answer.get("action", "cancel")}
+                said["content"] = answer.get("content")
             try:
                 gateway_request(
-                    self.handle.gateway_url,
-                    route,
-                    30,
-                    json_body=json.dumps({"seq": prompt["seq"], "answer": answer}).encode(),
+                    self.handle.gateway_url, route, 30, json_body=json.dumps(said).encode()
                 )
             except GatewayError:
                 return
 
     def stop(self) -> None:
         self.done.set()
+
+
+def format_progress(report: dict[str, Any]) -> str:
+    """A progress report as stderr shows it: ``toolscript: progress: MESSAGE (33%)``; a
+    server's names its tool."""
+    from toolscript.store.outputs import visible_controls
+
+    source = str(report.get("source") or "script")
+    server, _, tool = source.partition("__")
+    who = f"{server}.{tool}: " if tool else ""
+    # one report, one line: a message cannot end it and forge a line of toolscript's own
+    message = " ".join(str(report.get("message") or "").splitlines())
+    fraction = report.get("fraction")
+    if isinstance(fraction, int | float):
+        share = f"{fraction * 100:.0f}%"
+        message = f"{message} ({share})" if message else share
+    elif report.get("progress") is not None and not message:
+        message = f"{report['progress']:g}"
+    return visible_controls(f"toolscript: progress: {who}{message}") + "\n"
+
+
+class ProgressWatcher(threading.Thread):
+    """While a run runs, hands each of its progress reports (its script's ``progress()``,
+    its servers' notifications) to ``show``; ``stop`` hands over what is left and ends it."""
+
+    def __init__(self, handle: RunHandle, show: Callable[[dict[str, Any]], None]) -> None:
+        super().__init__(daemon=True, name=f"progress of {handle.id}")
+        self.handle = handle
+        self.show = show
+        self.done = threading.Event()
+        self.next = 0
+
+    def run(self) -> None:
+        route = f"/runs/{self.handle.id}/progress"
+        while True:
+            wait = 0.0 if self.done.is_set() else _POLL
+            try:
+                body = gateway_request(
+                    self.handle.gateway_url, f"{route}?after={self.next}&wait={wait:g}", wait + 10
+                )
+            except GatewayError:
+                return
+            if body is None:
+                return
+            found = json.loads(body)
+            reports = list(found.get("progress", []))
+            following = int(found.get("next", self.next))
+            skipped = following - self.next - min(len(reports), PROGRESS_SHOWN)
+            shown = reports[-PROGRESS_SHOWN:]
+            if skipped > 0:
+                shown.insert(0, {"message": f"({skipped} reports skipped)", "source": "script"})
+            for report in shown:
+                try:
+                    self.show(report)
+                except Exception:  # whoever shows it failed: the run goes on regardless
+                    return
+            self.next = following
+            if found.get("ended") or self.done.is_set():
+                return
+            if reports:
+                self.done.wait(PROGRESS_PACE)  # the reports of a flood gather meanwhile
+
+    def stop(self, wait: float = 2.0) -> None:
+        """The run ended: what was reported before is shown (waiting up to ``wait`` s)."""
+        self.done.set()
+        self.join(wait)
+
+
+def show_on_stderr(report: dict[str, Any]) -> None:
+    """``ProgressWatcher``'s ``show`` for exec: a line on stderr."""
+    sys.stderr.write(format_progress(report))
+    sys.stderr.flush()
+
+
+def show_within(limit: int) -> Callable[[dict[str, Any]], None]:
+    """``show_on_stderr`` for at most ``limit`` bytes of lines, then one line saying the
+    rest is not shown: where stderr is a file (a background run's), a script reporting
+    progress in a loop would fill the disk past its ``--max-output``."""
+    shown = [0]
+
+    def show(report: dict[str, Any]) -> None:
+        if shown[0] > limit:
+            return
+        line = format_progress(report)
+        shown[0] += len(line.encode())
+        if shown[0] > limit:
+            line = (
+                f"toolscript: progress: more than {limit} bytes of progress reports; "
+                "the rest are not shown (`--max-output` bounds them)\n"
+            )
+        sys.stderr.write(line)
+        sys.stderr.flush()
+
+    return show

@@ -43,7 +43,13 @@ from toolscript.plumbing.paths import user_cache_dir
 from toolscript.plumbing.privatefile import write_private
 from toolscript.plumbing.processes import signal_quietly
 from toolscript.store.outputs import kept_output_limit
-from toolscript.store.packages import Packages, declare_hint, import_entries, packages_beside
+from toolscript.store.packages import (
+    Packages,
+    declare_hint,
+    import_entries,
+    npm_set,
+    packages_beside,
+)
 from toolscript.store.savedscripts import module_imports
 
 __all__ = [
@@ -112,6 +118,13 @@ def _write_script(script: Script) -> tuple[Path, PreparedSource]:
     return path, prepared
 
 
+def checked_before(script: Script, module_hash: str) -> bool:
+    """Whether the warm checker passed this script against this module before (``_warm_check``
+    then answers at once, without asking the gateway)."""
+    path, _ = _write_script(script)
+    return (path.parent / f".{path.name}.checked-{module_hash}").exists()
+
+
 def _warm_check(
     gateway_url: str, script_path: Path, code: str, module: Path, module_hash: str
 ) -> tuple[str, str]:
@@ -162,13 +175,16 @@ def _command(
     limits: Limits,
     remote_module: bool = False,
     packages: Packages | None = None,
+    *,
+    readable: list[Path] | None = None,
 ) -> list[str]:
     """Deno's command line. Imports from the gateway are allowed only for a ``remote_module``
     (no gateway module as a file): a script importing URLs would make Deno keep each.
 
     ``--allow-import=HOST`` replaces Deno's default list (deno.land, jsr.io, esm.sh...);
     ``--deny-import=HOST`` then refuses that one too. A bare ``--deny-import`` would not do:
-    Deno still fetches from its default list with it.
+    Deno still fetches from its default list with it. ``readable``: the files a spare
+    sandbox (``execution/spare.py``) may read, those its script imports.
     """
     host = urlsplit(gateway_url).netloc
     npm = (
@@ -189,9 +205,24 @@ def _command(
         "--allow-env=TOOLSCRIPT_GATEWAY_URL",
         f"--import-map={import_map}",
         f"--v8-flags=--max-old-space-size={limits.memory_mb}",
+        *([f"--allow-read={','.join(map(str, readable))}"] if readable else []),
         "--check" if check else "--no-check",
         str(script_path),
     ]
+
+
+class Spare(Protocol):
+    """A Deno spawned ahead for one script (``execution/spare.py`` makes them)."""
+
+    script_path: Path  # where the script's copy goes (what its errors name)
+
+    def fits(self, gateway_url: str, module: Path, memory_mb: int, cwd: Path | None) -> bool: ...
+
+    def hand_over(self, code: str, script_url: str) -> subprocess.Popen[bytes]: ...
+
+    def discard(self) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class Sink(Protocol):
@@ -532,6 +563,7 @@ _UNDECLARED = "scripts import only the packages the project declares"
 _LOCK_DIFF = re.compile(r"\s*(?:changes:|\d*\s*\|)")
 _ADDED_SPECIFIER = re.compile(r'\|\s*\+\s*"((?:npm|jsr):[^"]+)":')
 _NOT_CACHED = re.compile(r'Failed loading https?://\S+ for package "([^"]+)"')
+_LOST = re.compile(r"error: Failed caching npm package '([^']+)'")
 _DENO_ADD = re.compile(r"\s*hint: If you want to use the npm package, try running `deno add")
 # Deno's words after a failed check: "it still might work", "Re-run with --no-check".
 _CHECK_ADVICE = re.compile(
@@ -608,6 +640,12 @@ class _ErrorRewriter:
             return f"error: {_UNDECLARED} (tried npm:{found[1]}): {self.hint()}\n"
         if "npm package not found in cache" in text:
             return ""
+        if (lost := _LOST.match(text)) is not None:
+            return (
+                f"error: the package {lost[1]} is locked but gone from toolscript's package "
+                "cache (removed since the gateway fetched it): restart the gateway "
+                "(toolscript gateway start), which fetches it again\n"
+            )
         if _DENO_ADD.match(text):
             return f"  hint: {self.hint()}\n"
         return None
@@ -699,6 +737,7 @@ def run_toolscript(
     warm_check: bool = False,
     script_url: str | None = None,
     spill: Path | None = None,
+    spare: Spare | None = None,
 ) -> int:
     """Run ``script`` to completion, streaming its output; returns the exit code.
 
@@ -711,10 +750,17 @@ def run_toolscript(
     reaches the gateway at ``script_url`` (its
     run's URL, see ``execution/runhandle.py``; ``gateway_url`` when None). With ``spill``,
     stdout past ``max_output`` goes to that file with the rest (exit 123, a preview printed)
-    instead of stopping the script.
+    instead of stopping the script. ``spare``: a Deno spawned ahead (``execution/spare.py``)
+    that runs the script when it fits this run and no Deno check is needed; it is used or
+    discarded here either way.
     """
-    script_url = script_url or gateway_url
-    script_path, prepared = _write_script(script)
+    try:
+        script_url = script_url or gateway_url
+        script_path, prepared = _write_script(script)
+    except BaseException:
+        if spare is not None:
+            spare.discard()
+        raise
     source_map = prepared.map
     streams = _Streams(
         _for_people(stdout if stdout is not None else sys.stdout.buffer),
@@ -728,8 +774,29 @@ def run_toolscript(
             lines = output.encode().splitlines(keepends=True)
             streams.write_error(b"".join(rewrite(line) for line in lines))
             streams.finish()
+            if spare is not None:
+                spare.discard()
             return 1  # what deno exits with when a check fails; nothing of the script ran
         check = status != "passed"
+    if spare is not None:
+        if (
+            not check
+            and module is not None
+            and spare.fits(script_url, module, limits.memory_mb, cwd)
+        ):
+            return _run_in_spare(
+                spare,
+                prepared.code,
+                script,
+                script_url,
+                on_start,
+                limits,
+                streams,
+                module,
+                source_map,
+                spill,
+            )
+        spare.discard()
     _close_web_storage(deno_cache_dir())
     imports = {
         "toolscript": (
@@ -753,7 +820,8 @@ def run_toolscript(
     # Colors would reach a terminal as escapes (control characters are shown, not obeyed).
     env = {"TOOLSCRIPT_GATEWAY_URL": script_url, "NO_COLOR": "1"}
     try:
-        with run_deno_dir(packages=packages is not None) as deno_dir:
+        npm = npm_set(deno_cache_dir(), _read(packages.lock)) if packages else None
+        with run_deno_dir(packages=packages is not None, npm=npm) as deno_dir:
             _close_web_storage(deno_dir)
             env.update(deno_environment(deno_dir))
             command = _command(
@@ -775,6 +843,52 @@ def run_toolscript(
             )
     finally:
         map_path.unlink(missing_ok=True)
+        streams.finish()
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return ""  # no lock, no packages: Deno says so
+
+
+def _run_in_spare(
+    spare: Spare,
+    code: str,
+    script: Script,
+    script_url: str,
+    on_start: Callable[..., None] | None,
+    limits: Limits,
+    streams: _Streams,
+    module: Path,
+    source_map: SourceMap,
+    spill: Path | None,
+) -> int:
+    """``_start_and_supervise`` with the spare's process: the script and the run's URL handed
+    in, then supervised as a fresh one is (its errors name the user's script, not the copy)."""
+    try:
+        process = spare.hand_over(code, script_url)
+        if on_start is not None:
+            on_start(process.pid, group=True)
+        try:
+            return _supervise(
+                process,
+                script,
+                spare.script_path,
+                script_url,
+                limits,
+                streams,
+                module,
+                source_map,
+                spill,
+            )
+        except BaseException:
+            _kill(process)
+            process.wait()
+            raise
+    finally:
+        spare.close()
         streams.finish()
 
 

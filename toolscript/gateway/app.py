@@ -10,17 +10,32 @@
 ``GET  /scripts``                   every saved script: signature, status, errors
 ``POST /scripts``                   save one: ``{name, code, description?, force?}``, checked first
 ``POST /runtime/check``             type-check a prepared script with the warm checker
-``GET  /search?q=&limit=&threshold=&server=&mode=&explain=``  ranked tools
+``GET  /search?q=&limit=&threshold=&server=&mode=&explain=&kind=``  ranked tools (resources,
+                                    prompts with ``kind``)
+``GET  /runtime/search?...``        the same, for a script's ``search()``
+``GET  /runtime/describe?server=&tool=``  one tool: how to call it, JSON Schemas, TypeScript
+``GET  /servers/{server}/resources`` its resources and resource templates
+``POST /servers/{server}/resources/read``  ``{uri}``: the resource's contents
+``GET  /servers/{server}/prompts``  its prompts
+``POST /servers/{server}/prompts/get``  ``{name, arguments}``: the prompt's messages
 ``GET  /types?server=&tool=``       declarations and usage examples (for get-types)
 ``POST /runs``                      register a run: its id and the URL its script gets
 ``GET  /runs/{id}/prompt?wait=``    the call of an interactive run waiting for an answer
-``POST /runs/{id}/prompt``          answer it: yes, no, always or stop
+``POST /runs/{id}/prompt``          answer it: yes, no, always or stop (a server's question:
+                                    accept with content, decline or cancel)
 ``POST /runs/{id}/end``             the run ended: its status, stop and calls
+``POST /runs/start``                run a script in the background: ``{"run": id}``
+``GET  /runs/{id}/output?stdout=&stderr=&wait=``  a background run's output from offsets
+``POST /runs/{id}/stop``            stop a background run
+``GET  /runs/{id}/progress?after=&wait=``  a run's progress reports
+``POST /progress``                  (a run's token) its script's progress
 ``GET  /schema``                    this API as OpenAPI
 
-A run's own URL (``/<run token>``) reaches ``POST /tools/*`` and ``GET /runtime/*`` only;
-its calls are that run's (``gateway.runs``). The agent's URL reaches ``guard.AGENT_ROUTES``
-and registers non-interactive runs only; prompts need the gateway's own token.
+A run's own URL (``/<run token>``) reaches ``POST /tools/*``, ``GET /runtime/*`` (its
+search and describe too), ``POST /progress`` and the servers' resources and prompts only;
+its calls, reads and gets are that run's (``gateway.runs``). The agent's URL reaches
+``guard.AGENT_ROUTES`` and registers non-interactive runs only; prompts need the gateway's
+own token.
 
 Errors answer ``{"error": kind, "message": ..., "hint"?: ..., ...}`` with the
 status of the ``toolscript.errors`` class that was raised.
@@ -28,7 +43,6 @@ status of the ``toolscript.errors`` class that was raised.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from typing import Any
 
@@ -46,7 +60,7 @@ from toolscript.gateway.controllers import CONTROLLERS
 from toolscript.gateway.core import Gateway
 from toolscript.gateway.guard import RUN_SCOPE_KEY, answer_error
 from toolscript.gateway.results import RESULT_HEADER
-from toolscript.gateway.toolcall import call_tool_bytes, requested_tool
+from toolscript.gateway.toolcall import call_tool_bytes, requested_tool, unless_disconnected
 
 __all__ = ["ToolCallFastPath", "build_app", "call_tool_bytes", "requested_tool"]
 
@@ -99,29 +113,6 @@ def _http_error_response(request: Request[Any, Any, Any], exc: HTTPException) ->
     return _error_response(request, error)
 
 
-async def _unless_disconnected(call: Any, receive: Any) -> Any:
-    """The result of ``call``, or None when the client disconnects first; then the call is
-    cancelled, which tells the server (``notifications/cancelled``) or stops a local tool."""
-    import asyncio
-
-    work = asyncio.ensure_future(call)
-    gone = asyncio.ensure_future(_disconnected(receive))
-    try:
-        await asyncio.wait((work, gone), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        if not work.done():
-            work.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await work
-        gone.cancel()
-    return work.result() if not work.cancelled() else None
-
-
-async def _disconnected(receive: Any) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
-
-
 class ToolCallFastPath:
     """Serves ``POST /tools/{name}`` straight from ASGI; everything else goes to Litestar.
 
@@ -148,7 +139,7 @@ class ToolCallFastPath:
         except ToolscriptError as exc:
             await answer_error(send, exc)
             return
-        answered = await _unless_disconnected(
+        answered = await unless_disconnected(
             call_tool_bytes(self.gateway, name, body, scope.get(RUN_SCOPE_KEY)), receive
         )
         if answered is None:

@@ -19,9 +19,13 @@ from toolscript.errors import UsageError
 from toolscript.gateway.runbook import DEFAULT_MAX_CALLS
 
 __all__ = [
+    "BackgroundStart",
     "Body",
     "CheckRequest",
+    "ProgressReport",
     "PromptAnswer",
+    "PromptGet",
+    "ResourceRead",
     "RunEnd",
     "RunRequest",
     "ScriptToSave",
@@ -56,8 +60,29 @@ class PromptAnswer(Body, frozen=True):
 
     seq: int
     answer: str | None = None
+    content: dict[str, Any] | None = None  # what the user filled in for a server's question
 
     problems: ClassVar[Mapping[str, str]] = {"seq": "give seq, the number of the call answered"}
+
+
+class ResourceRead(Body, frozen=True):
+    """``POST /servers/{server}/resources/read``: the resource to read."""
+
+    uri: str
+
+    problems: ClassVar[Mapping[str, str]] = {"uri": "expected a JSON object with a string uri"}
+
+
+class PromptGet(Body, frozen=True):
+    """``POST /servers/{server}/prompts/get``: the prompt and its arguments (strings)."""
+
+    name: str
+    arguments: dict[str, str] = msgspec.field(default_factory=dict)
+
+    problems: ClassVar[Mapping[str, str]] = {
+        "name": "expected a JSON object with a string name",
+        "arguments": "a prompt's arguments are an object of strings",
+    }
 
 
 class RunEnd(Body, frozen=True):
@@ -81,6 +106,44 @@ class ScriptToSave(Body, frozen=True):
         "name": _NAME_AND_CODE,
         "code": _NAME_AND_CODE,
         "description": "description must be a string",
+    }
+
+
+MIN_MEMORY_MB = 16  # exec's own floor (execution/command.py): V8 starts no script below it
+
+
+class BackgroundStart(Body, frozen=True):
+    """``POST /runs/start``: a script to run in the background, with exec's limits."""
+
+    script: str
+    display_name: str = "inline.ts"
+    file_name: str = "inline.ts"
+    check: bool = True
+    timeout: Annotated[float, msgspec.Meta(ge=0)] = 300.0
+    memory_mb: Annotated[int, msgspec.Meta(ge=MIN_MEMORY_MB)] = 512
+    max_output: Annotated[int, msgspec.Meta(ge=1)] = 10 * 1024 * 1024
+    max_calls: Annotated[int, msgspec.Meta(ge=1)] = DEFAULT_MAX_CALLS
+    resume: str | None = None
+    script_hash: str = ""
+
+    problems: ClassVar[Mapping[str, str]] = {
+        "script": "give the script to run, a string",
+        "timeout": "timeout must be 0 (none) or more seconds",
+        "memory_mb": f"memory_mb must be at least {MIN_MEMORY_MB}",
+        "max_output": "max_output must be a positive integer",
+        "max_calls": "max_calls must be a positive integer",
+    }
+
+
+class ProgressReport(Body, frozen=True):
+    """``POST /progress``: a script's ``progress(message, fraction)``."""
+
+    message: str
+    fraction: float | None = None
+
+    problems: ClassVar[Mapping[str, str]] = {
+        "message": "progress takes a message, a string",
+        "fraction": "a progress fraction is a number from 0 to 1",
     }
 
 

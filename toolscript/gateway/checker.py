@@ -63,6 +63,10 @@ RESTART_DELAYS = (0.5, 2.0, 10.0, 30.0)  # between attempts after failures in a 
 # past MAX_RSS_MB after a check is replaced (its program is rebuilt from the module).
 HEAP_MB = 512
 MAX_RSS_MB = 640
+# V8's young generation kept small: each of its semi-spaces grows to 16 MB by default, in
+# each isolate the server runs; at 1 MB a warm checker at 40 tools held 247 MB against 306
+# after a dozen checks, its checks as fast (minor collections of 1 MB cost microseconds).
+SEMI_SPACE_MB = 1
 
 
 @dataclass(frozen=True)
@@ -255,11 +259,14 @@ class _LanguageServer:
 
 
 def _v8_flags() -> str:
-    """The user's own DENO_V8_FLAGS and the heap bound (``deno lsp`` takes no --v8-flags)."""
+    """The user's own DENO_V8_FLAGS and the heap bounds (``deno lsp`` takes no --v8-flags);
+    a bound the user set is theirs."""
     own = os.environ.get("DENO_V8_FLAGS", "")
-    if "max-old-space-size" in own:
-        return own
-    return ",".join(filter(None, [own, f"--max-old-space-size={HEAP_MB}"]))
+    bounds = [
+        f"--max-old-space-size={HEAP_MB}" if "max-old-space-size" not in own else "",
+        f"--max-semi-space-size={SEMI_SPACE_MB}" if "semi-space-size" not in own else "",
+    ]
+    return ",".join(filter(None, [own, *bounds]))
 
 
 class WarmChecker:

@@ -8,26 +8,41 @@ is also listed in ``guard.AGENT_ROUTES``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import Any
 
+import anyio.to_thread
 from litestar import Controller, Request, Response, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody
 
 from toolscript.codegen.module import recent_call_comment, render_declarations, render_module
 from toolscript.errors import UsageError
-from toolscript.gateway.bodies import CheckRequest, PromptAnswer, RunEnd, RunRequest, ScriptToSave
+from toolscript.gateway import offerings
+from toolscript.gateway.bodies import (
+    BackgroundStart,
+    CheckRequest,
+    ProgressReport,
+    PromptAnswer,
+    PromptGet,
+    ResourceRead,
+    RunEnd,
+    RunRequest,
+    ScriptToSave,
+)
 from toolscript.gateway.core import SEPARATOR, Gateway, split_tool_name
 from toolscript.gateway.guard import AGENT, CREDENTIAL_SCOPE_KEY, RUN_SCOPE_KEY, agent_refused
 from toolscript.gateway.results import RESULT_HEADER
-from toolscript.gateway.toolcall import call_tool_bytes, requested_tool
+from toolscript.gateway.toolcall import call_tool_bytes, requested_tool, unless_disconnected
 from toolscript.search.engine import FUSIONS, MODES, readings
 from toolscript.search.needs import is_implied
 
 __all__ = [
     "CONTROLLERS",
     "DiscoveryController",
+    "OfferingsController",
+    "ProgressController",
     "RunsController",
     "RuntimeController",
     "ScriptsController",
@@ -83,7 +98,8 @@ class ToolsController(Controller):
 
 
 class RunsController(Controller):
-    """Runs: registered by exec and the MCP face, prompted, ended."""
+    """Runs: registered by exec and the MCP face, prompted, ended; background runs
+    started, watched and stopped; progress read."""
 
     path = "/runs"
 
@@ -126,8 +142,10 @@ class RunsController(Controller):
     async def answer_prompt(
         self, gateway: NamedDependency[Gateway], run_id: FromPath[str], data: JSONBody[PromptAnswer]
     ) -> dict[str, Any]:
-        """``{"seq", "answer": "yes" | "no" | "always" | "stop"}``; ``{"answered": bool}``."""
-        return {"answered": gateway.runs.answer(run_id, data.seq, str(data.answer))}
+        """``{"seq", "answer": "yes" | "no" | "always" | "stop"}`` (a server's question:
+        ``"accept"`` with ``"content"``, ``"decline"`` or ``"cancel"``); ``{"answered": bool}``."""
+        answered = gateway.runs.answer(run_id, data.seq, str(data.answer), data.content)
+        return {"answered": answered}
 
     @get("/{run_id:str}/script")
     async def run_script(
@@ -157,6 +175,67 @@ class RunsController(Controller):
             "replayed": run.replayed,
             "calls": gateway.runs.trace(run),
         }
+
+    @post("/start", status_code=200)
+    async def start_background_run(
+        self, gateway: NamedDependency[Gateway], data: JSONBody[BackgroundStart]
+    ) -> dict[str, Any]:
+        """Run a script in the background (``gateway/background.py``); ``{"run": id}``."""
+        run = await gateway.background.start(data)
+        return {"run": run.id}
+
+    @get("/{run_id:str}/output")
+    async def background_output(
+        self,
+        gateway: NamedDependency[Gateway],
+        run_id: FromPath[str],
+        stdout: FromQuery[int] = 0,
+        stderr: FromQuery[int] = 0,
+        wait: FromQuery[float] = 0.0,
+    ) -> dict[str, Any]:
+        """What a background run printed from these offsets (base64), waiting up to
+        ``wait`` s for more; ``result`` once it ended."""
+        return await gateway.background.output(run_id, stdout, stderr, wait)
+
+    @post("/{run_id:str}/stop", status_code=200)
+    async def stop_background_run(
+        self, gateway: NamedDependency[Gateway], run_id: FromPath[str]
+    ) -> dict[str, Any]:
+        """Stop a background run; how it ended."""
+        return await gateway.background.stop(run_id)
+
+    @get("/{run_id:str}/progress")
+    async def run_progress(
+        self,
+        gateway: NamedDependency[Gateway],
+        run_id: FromPath[str],
+        after: FromQuery[int] = 0,
+        wait: FromQuery[float] = 0.0,
+    ) -> dict[str, Any]:
+        """A run's progress reports from number ``after`` on (``wait``: seconds to wait for
+        one); ``{"progress": [...], "next", "ended"}``."""
+        return await gateway.runs.wait_progress(run_id, max(0, after), max(0.0, wait))
+
+
+class ProgressController(Controller):
+    """A run's own script says how far it is (the run's token reaches this, nothing else
+    of the runs)."""
+
+    path = "/progress"
+
+    @post("/", status_code=200)
+    async def report_progress(
+        self,
+        gateway: NamedDependency[Gateway],
+        request: Request[Any, Any, Any],
+        data: JSONBody[ProgressReport],
+    ) -> dict[str, bool]:
+        """The calling run's ``progress(message, fraction)``."""
+        run_id = request.scope.get(RUN_SCOPE_KEY)
+        if not isinstance(run_id, str):
+            raise UsageError("progress is reported by a run's script, with its own URL")
+        gateway.runs.report_progress(gateway.runs.get(run_id), data.message, data.fraction)
+        return {"reported": True}
 
 
 class RuntimeController(Controller):
@@ -209,6 +288,79 @@ class RuntimeController(Controller):
         verdict = await gateway.checker.check(data.code, data.path, data.module, data.hash)
         return verdict.to_dict()
 
+    @get("/describe", sync_to_thread=False)
+    def describe(
+        self, gateway: NamedDependency[Gateway], server: FromQuery[str], tool: FromQuery[str]
+    ) -> dict[str, Any]:
+        """One tool (a script's ``describe``): how to call it, its JSON Schemas, its
+        TypeScript."""
+        return offerings.describe(gateway, server, tool)
+
+
+class OfferingsController(Controller):
+    """What servers offer besides tools: resources, resource templates and prompts (reads
+    and gets of a run are its calls: checked by the policy, logged; see ``offerings.py``)."""
+
+    path = "/servers/{server:str}"
+
+    @get("/resources")
+    async def server_resources(
+        self, gateway: NamedDependency[Gateway], server: FromPath[str]
+    ) -> dict[str, Any]:
+        """A server's resources and resource templates (each with its ``parameters``)."""
+        return await offerings.list_resources(gateway, server)
+
+    @get("/prompts")
+    async def server_prompts(
+        self, gateway: NamedDependency[Gateway], server: FromPath[str]
+    ) -> dict[str, Any]:
+        """A server's prompts with their arguments."""
+        return await offerings.list_prompts(gateway, server)
+
+    @post("/resources/read", status_code=200)
+    async def read_resource(
+        self,
+        gateway: NamedDependency[Gateway],
+        request: Request[Any, Any, Any],
+        server: FromPath[str],
+        data: JSONBody[ResourceRead],
+    ) -> Response[bytes]:
+        """``{"uri"}`` in; ``{"contents": [{uri, mimeType?, text | blob}]}`` out."""
+        size = len(await request.body())
+        read = offerings.read_resource(gateway, server, data.uri, _run_of(request), size)
+        return _answer(await unless_disconnected(read, request.receive))
+
+    @post("/prompts/get", status_code=200)
+    async def get_prompt(
+        self,
+        gateway: NamedDependency[Gateway],
+        request: Request[Any, Any, Any],
+        server: FromPath[str],
+        data: JSONBody[PromptGet],
+    ) -> Response[bytes]:
+        """``{"name", "arguments"?}`` in; ``{"description"?, "messages"}`` out."""
+        size = len(await request.body())
+        got = offerings.get_prompt(
+            gateway, server, data.name, data.arguments, _run_of(request), size
+        )
+        return _answer(await unless_disconnected(got, request.receive))
+
+
+def _run_of(request: Request[Any, Any, Any]) -> str | None:
+    """The id of the run whose token made ``request`` (None: the owner's or agent's)."""
+    run_id = request.scope.get(RUN_SCOPE_KEY)
+    return run_id if isinstance(run_id, str) else None
+
+
+def _answer(answered: tuple[int, str, bytes] | None) -> Response[bytes]:
+    """A read's or a get's answer; None: the caller went away and it was cancelled (the
+    server told so), an answer nobody reads."""
+    if answered is None:
+        return Response(content=b"", status_code=499)
+    status, shape, payload = answered
+    headers = {RESULT_HEADER: shape} if shape else {}
+    return Response(content=payload, status_code=status, media_type=_JSON, headers=headers)
+
 
 class ScriptsController(Controller):
     """The project's saved scripts."""
@@ -245,11 +397,55 @@ def _calls(gateway: Gateway) -> dict[tuple[str, str], str]:
     return found
 
 
+def _search_tools(
+    gateway: Gateway,
+    q: str,
+    limit: int,
+    threshold: float | None,
+    server: str | None,
+    mode: str,
+    explain: bool,
+    split: bool,
+    fusion: str,
+) -> dict[str, Any]:
+    """``GET /search``'s tools, ranked (blocking: run in a worker thread)."""
+    hits, used, needs = gateway.search.explain(
+        q,
+        limit=limit,
+        threshold=threshold,
+        server=server,
+        mode=mode,
+        split=split,
+        adaptive=fusion == "adaptive",
+    )
+    calls = _calls(gateway)
+    calls.update(gateway.script_calls())
+    return {
+        "query": q,
+        "mode": used,
+        "needs": needs,
+        # the needs the request implies (a file to write, a place's coordinates), by index
+        "implied": [number for number, need in enumerate(needs) if is_implied(need)],
+        # nothing matched well (no word of the request in any tool, none close in
+        # meaning): the hits are only the nearest tools
+        "weak": any(hit.weak for hit in hits),
+        "hits": [
+            hit.to_dict()
+            | {"call": calls.get((hit.server, hit.tool))}
+            | ({"explain": hit.explanation(needs)} if explain else {})
+            for hit in hits
+        ],
+        "search": gateway.search.status(),
+    } | (  # what keyword search and the model read of the request and of each need
+        {"readings": readings(q, needs, used, adaptive=fusion == "adaptive")} if explain else {}
+    )
+
+
 class DiscoveryController(Controller):
     """Finding tools: ranked search and the types of chosen tools (get-types)."""
 
-    @get("/search", sync_to_thread=True)
-    def search(
+    @get(["/search", "/runtime/search"])  # the second: a script's search() (its run's token)
+    async def search(
         self,
         gateway: NamedDependency[Gateway],
         q: FromQuery[str],
@@ -260,47 +456,42 @@ class DiscoveryController(Controller):
         explain: FromQuery[bool] = False,
         split: FromQuery[bool] = True,
         fusion: FromQuery[str] = "adaptive",
+        kind: FromQuery[str] = "tool",
     ) -> dict[str, Any]:
         """Ranked tools for a query; keyword-only until the embedding model is ready.
         ``explain``: each hit's keyword and semantic parts and the need it answers;
         ``split=false`` and ``fusion=fixed`` rank as before splitting and adaptive fusion
-        (for comparisons)."""
+        (for comparisons); ``kind``: resource, prompt, or all (tools, then the others)."""
         if server is not None:
             gateway.upstream(server)
         if mode not in MODES:
             raise UsageError(f"unknown search mode {mode!r}; one of {', '.join(MODES)}")
         if fusion not in FUSIONS:
             raise UsageError(f"unknown fusion {fusion!r}; one of {', '.join(FUSIONS)}")
-        hits, used, needs = gateway.search.explain(
-            q,
-            limit=max(1, min(limit, 100)),
-            threshold=threshold,
-            server=server,
-            mode=mode,
-            split=split,
-            adaptive=fusion == "adaptive",
+        if kind not in offerings.KINDS:
+            raise UsageError(f"unknown kind {kind!r}; one of {', '.join(offerings.KINDS)}")
+        limit = max(1, min(limit, 100))
+        found = (
+            []
+            if kind == "tool"
+            else await offerings.search_offerings(gateway, q, kind, limit, server)
         )
-        calls = _calls(gateway)
-        calls.update(gateway.script_calls())
-        return {
-            "query": q,
-            "mode": used,
-            "needs": needs,
-            # the needs the request implies (a file to write, a place's coordinates), by index
-            "implied": [number for number, need in enumerate(needs) if is_implied(need)],
-            # nothing matched well (no word of the request in any tool, none close in
-            # meaning): the hits are only the nearest tools
-            "weak": any(hit.weak for hit in hits),
-            "hits": [
-                hit.to_dict()
-                | {"call": calls.get((hit.server, hit.tool))}
-                | ({"explain": hit.explanation(needs)} if explain else {})
-                for hit in hits
-            ],
-            "search": gateway.search.status(),
-        } | (  # what keyword search and the model read of the request and of each need
-            {"readings": readings(q, needs, used, adaptive=fusion == "adaptive")} if explain else {}
+        if kind in ("resource", "prompt"):
+            return {
+                "query": q,
+                "mode": "keyword",
+                "needs": [q],
+                "implied": [],
+                "weak": False,
+                "hits": found,
+                "search": gateway.search.status(),
+            }
+        ranked = functools.partial(
+            _search_tools, gateway, q, limit, threshold, server, mode, explain, split, fusion
         )
+        answer = await anyio.to_thread.run_sync(ranked)
+        answer["hits"].extend(found)
+        return answer
 
     @get("/types", sync_to_thread=False)
     def types(
@@ -356,7 +547,9 @@ CONTROLLERS: tuple[type[Controller], ...] = (
     ServersController,
     ToolsController,
     RunsController,
+    ProgressController,
     RuntimeController,
     ScriptsController,
     DiscoveryController,
+    OfferingsController,
 )

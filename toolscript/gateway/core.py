@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import difflib
@@ -39,11 +40,13 @@ from toolscript.errors import (
     ToolscriptError,
     UsageError,
 )
+from toolscript.gateway.background import BackgroundRuns
 from toolscript.gateway.checker import WarmChecker
 from toolscript.gateway.inferred import ResultShapes
 from toolscript.gateway.recentcalls import RecentCalls
 from toolscript.gateway.results import tool_result
 from toolscript.gateway.runbook import RunBook, approve_commands
+from toolscript.otherclients import MAX_CONFIG_BYTES
 from toolscript.pipeline.artifacts import Artifacts, CacheLayout
 from toolscript.pipeline.sources import SnapshotSource
 from toolscript.pipeline.tasks import (
@@ -59,9 +62,16 @@ from toolscript.pipeline.tasks.scripts import (
     check_saved,
     load_verdicts,
 )
+from toolscript.plumbing.boundedread import read_regular_file
 from toolscript.plumbing.paths import project_state_dir
-from toolscript.plumbing.processes import identity_alive, memory_of, process_identity
+from toolscript.plumbing.processes import (
+    identity_alive,
+    memory_of,
+    process_identity,
+    return_free_memory,
+)
 from toolscript.plumbing.redact import redact, redact_value
+from toolscript.policy import READ_ONLY, is_offering
 from toolscript.search.engine import SearchEngine, SearchOptions
 from toolscript.search.process import EmbedderProcess
 from toolscript.search.semantic import EmbeddingStore, model_directory
@@ -80,6 +90,7 @@ from toolscript.store.savedscripts import (
 from toolscript.store.trust import require_trust, trust_file
 from toolscript.upstream.base import ServerState, Upstream
 from toolscript.upstream.connect import upstream_for
+from toolscript.upstream.early import EarlyServer
 
 __all__ = ["Gateway", "split_tool_name"]
 
@@ -120,7 +131,7 @@ def _fingerprint(path: Path) -> tuple[int, int] | None:
 def _read_text(path: Path) -> bytes | None:
     """The file's bytes; None when there is no file (or it cannot be read now)."""
     try:
-        return path.read_bytes()
+        return read_regular_file(path, MAX_CONFIG_BYTES)  # never a FIFO or /dev/zero
     except OSError:
         return None
 
@@ -137,7 +148,9 @@ def _parse_config(text: bytes | None, path: Path, project_dir: Path) -> Config:
         decoded = text.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: cannot read config file: {exc}") from exc
-    return parse_config(decoded, path, os.environ)
+    loaded = parse_config(decoded, path, os.environ)
+    require_trust(path)  # an imported file changed (a `git pull`) between the hash and the read
+    return loaded
 
 
 def _write_script(path: Path, source: str) -> None:
@@ -221,13 +234,22 @@ class Gateway:
         infer_results: bool = True,
         after_url: bool = False,
         search_index: bool = True,
+        early: dict[str, EarlyServer] | None = None,
+        deferred: set[str] | None = None,
     ) -> None:
         """``after_url``: the background work waits for ``url_announced`` (the runner calls
         it once the URL is printed), else it starts when the servers are ready.
         ``search_index`` False: a gateway for one script's calls, which keeps no search
-        documents (its search answers nothing)."""
+        documents (its search answers nothing). ``early``: server processes spawned before
+        the gateway's imports (``upstream/early.py``), each taken by its server's first
+        connection (popped from the dict: what is left there nobody took). ``deferred``:
+        servers that connect at their first call (``start_deferred``), not at the start (a
+        gateway for one script, which names the servers it needs)."""
         self.config = config
         self._announced = anyio.Event()
+        self._deferred = set(deferred or ())  # not started yet
+        self._was_deferred = set(self._deferred)
+        self.first_build = anyio.Event()  # the artifacts of the servers' first tool lists
         if not after_url:
             self._announced.set()
         self.search_index = search_index
@@ -251,9 +273,15 @@ class Gateway:
         self._rebuild_scope: anyio.CancelScope | None = None
         self._semantic_scope: anyio.CancelScope | None = None
         self._pipeline_lock = anyio.Lock()
+        early = early if early is not None else {}
         self.upstreams: dict[str, Upstream] = {
             server.name: upstream_for(
-                server, self, connect_timeout=connect_timeout, on_tools_changed=self._tools_changed
+                server,
+                self,
+                connect_timeout=connect_timeout,
+                on_tools_changed=self._tools_changed,
+                on_elicit=self.elicit,
+                early=early.pop(server.name, None),
             )
             for server in config.servers
         }
@@ -285,6 +313,8 @@ class Gateway:
             telemetry,
             owner=process_identity(os.getpid()),
         )
+        self.url = ""  # the gateway's own URL, once it listens (``gateway/runner.py``)
+        self.background = BackgroundRuns(self.runs, state_dir, config.project_dir, lambda: self.url)
 
     def _check_runlog(self) -> None:
         """Set a damaged run log aside; settle the runs a gateway gone before this one held."""
@@ -313,22 +343,30 @@ class Gateway:
                     quick.early = True
             for warning in self.config.import_warnings:
                 log.warning("import: %s", warning)
-            log.info("connecting %d servers", len(self.upstreams))
-            for upstream in self.upstreams.values():
+            starting = [u for name, u in self.upstreams.items() if name not in self._deferred]
+            log.info(
+                "connecting %d servers%s",
+                len(starting),
+                f" ({len(self._deferred)} at their first call)" if self._deferred else "",
+            )
+            for upstream in starting:
                 tasks.start_soon(upstream.run, name=f"upstream {upstream.name}")
             with anyio.move_on_after(self.ready_wait):
-                for upstream in self.upstreams.values():
+                for upstream in starting:
                     await upstream.first_attempt_done.wait()
-            late = [u.name for u in self.upstreams.values() if not u.first_attempt_done.is_set()]
+            late = [u.name for u in starting if not u.first_attempt_done.is_set()]
             if late:
                 log.warning(
                     "serving without %s (still connecting after %g s; joins when connected)",
                     ", ".join(late),
                     self.ready_wait,
                 )
-            await self.rebuild_artifacts()
-            if quick is not None and quick.early:
-                await quick.start()
+            if self._announced.is_set():  # no URL to wait for (in-process: tests, tools)
+                await self._first_build(quick)
+            else:
+                # The first build runs while the URL goes out: requests that read what it
+                # makes wait for it (the runner's ``_AfterFirstBuild``), tool calls do not.
+                tasks.start_soon(self._first_build, quick, name="first build")
             tasks.start_soon(self._rebuild_when_tools_change, name="artifact rebuilds")
             self._watch_scope = anyio.CancelScope()
             tasks.start_soon(self._watch_config, name="config watch")
@@ -349,6 +387,8 @@ class Gateway:
             try:
                 yield self
             finally:
+                with anyio.CancelScope(shield=True):
+                    await self.background.close()
                 self._background_scope.cancel()
                 self._watch_scope.cancel()
                 self._flush_scope.cancel()
@@ -366,6 +406,38 @@ class Gateway:
                     await upstream.stop()
                 if self.search.embedder is not None:
                     await anyio.to_thread.run_sync(self.search.embedder.close)
+
+    def begin_shutdown(self) -> None:
+        """A signal asked the gateway to stop: the requests that wait (runs' progress, a
+        background run's output) answer now, and the background runs stop, so the HTTP
+        server's graceful shutdown does not wait on them."""
+        self.runs.closing = True
+        task = asyncio.get_running_loop().create_task(self.background.close())
+        self._closing_task = task  # held until it is done
+
+    async def _first_build(self, quick: _QuickQueries | None) -> None:
+        try:
+            await self.rebuild_artifacts()
+            if quick is not None and quick.early:
+                await quick.start()
+        finally:
+            self.first_build.set()
+
+    async def start_deferred(self, server: str) -> None:
+        """A server deferred at the start connects now, at its first call (which waits for
+        that, as calls wait for a server still connecting)."""
+        if server not in self._was_deferred:
+            return
+        upstream = self.upstreams.get(server)
+        if upstream is None:
+            return
+        if server in self._deferred:
+            self._deferred.discard(server)
+            assert self._tasks is not None
+            log.info("%s: connecting at its first call", server)
+            self._tasks.start_soon(upstream.run, name=f"upstream {server}")
+        with anyio.move_on_after(self.connect_timeout):
+            await upstream.first_attempt_done.wait()
 
     def url_announced(self) -> None:
         """The URL is out: the work that waits for it may start (when no run is under way)."""
@@ -386,7 +458,8 @@ class Gateway:
             idle_since = time.monotonic()
             while time.monotonic() - idle_since < IDLE_BEFORE_BACKGROUND:
                 await anyio.sleep(0.1)
-                if self.runs.live:
+                # a background run may take hours: the work does not wait for it
+                if self.runs.live > self.background.live:
                     idle_since = time.monotonic()
             self.background_started = time.time()
             log.debug("background work starts (checker)")
@@ -473,6 +546,10 @@ class Gateway:
             text = await anyio.to_thread.run_sync(_read_text, path)
         try:
             new = await anyio.to_thread.run_sync(_parse_config, text, path, self.config.project_dir)
+            broke = [error for error in new.import_errors if error not in self.config.import_errors]
+            if broke:  # an imported file caught mid-write (Claude Code rewrites ~/.claude.json
+                # often): its servers keep running, as for an invalid .toolscript.json
+                raise ConfigError(broke[0])
         except ConfigError as exc:
             error = exc.message + (f" (hint: {exc.hint})" if exc.hint else "")
             if error != self.config_error:
@@ -571,6 +648,7 @@ class Gateway:
         if self.search_index:
             documents = load_documents(self.layout, servers)
             self.search.set_documents(documents + [_script_document(s) for s in saved])
+        return_free_memory()  # what the build parsed and dropped (tool lists, fragments)
         return result
 
     async def _run_checker(self) -> None:
@@ -594,6 +672,7 @@ class Gateway:
             with self._semantic_scope as scope:  # cancelled at shutdown, before the worker stops
                 await anyio.to_thread.run_sync(self.search.embedder.load, abandon_on_cancel=True)
                 self.search.model_loaded()
+                await self.first_build.wait()  # (the worker started beside it: tools now)
                 async with self._pipeline_lock:
                     await anyio.to_thread.run_sync(self._index_and_load, abandon_on_cancel=True)
             if scope.cancelled_caught:
@@ -878,8 +957,12 @@ class Gateway:
         key = (server, tool)
         found = self._decisions.get(key)
         if found is None:
-            upstream, spec = self.tool(server, tool)
-            found = self.config.decision(upstream.config, tool, spec.get("annotations"))
+            offering = self.upstream(server)
+            if tool not in offering.tools and is_offering(tool):  # resource:URI, prompt:NAME
+                found = self.config.decision(offering.config, tool, READ_ONLY)
+            else:
+                upstream, spec = self.tool(server, tool)
+                found = self.config.decision(upstream.config, tool, spec.get("annotations"))
             self._decisions[key] = found
         return found
 
@@ -914,6 +997,32 @@ class Gateway:
             self._types_learned = True  # built within a second, with whatever else is learned
         self.recent.note(qualified, arguments, value)
         return shape, value
+
+    async def elicit(self, server: str, message: str, schema: Any) -> dict[str, Any]:
+        """A server asks the user something during a call (MCP elicitation): asked through
+        the run making the call, when a person can answer it (an interactive exec on a
+        terminal, the MCP face through its client's own elicitation). Raises UsageError,
+        which the server hears as an error, where nobody can answer."""
+        runs = self.runs.calling(server)
+        if len(runs) != 1:
+            raise UsageError(
+                f"server {server!r} asked the user something, but "
+                + (
+                    "no script's call of it is under way"
+                    if not runs
+                    else f"{len(runs)} scripts call it at once and it did not say which asks"
+                )
+                + ": nobody can answer, so the question is refused"
+            )
+        run = runs[0]
+        if not run.interactive:
+            raise UsageError(
+                f"server {server!r} asked the user something during run {run.id}, but nobody "
+                "can answer: the script runs without a terminal (or an MCP client that "
+                "supports elicitation), so the question is refused",
+                hint="run the script with `toolscript exec` on a terminal to answer it",
+            )
+        return await self.runs.elicit(run, server, message, schema)
 
     # -- reporting -----------------------------------------------------------
 

@@ -15,8 +15,9 @@ Three kinds of token, each reaching what its holder needs and nothing more:
   ``AGENT_ROUTES``. It registers non-interactive runs only (the route checks
   ``CREDENTIAL_SCOPE_KEY``), so a call that needs approval stops its run for a person
   to approve; it never answers a prompt;
-- a **run**'s token (``runs``: token -> run id): ``POST /tools/*`` and
-  ``GET /runtime/*``, the calls of that run.
+- a **run**'s token (``runs``: token -> run id): ``POST /tools/*``, ``GET /runtime/*``,
+  ``POST /progress`` and the servers' resources and prompts (list, read, get), the calls
+  and progress of that run (never another run's output, its end or its stop).
 """
 
 from __future__ import annotations
@@ -61,14 +62,17 @@ OWNER, AGENT, RUN = "owner", "agent", "run"
 AGENT_PREFIX = "agent-"
 
 # What the agent's token reaches (method, path after the token): run scripts (register a
-# run, its module, its type check, its end, a stopped run's script for --resume), read
-# tools, types, search, health and saved scripts, save a script. Not the prompts of runs.
+# run, its module, its type check, its end, a stopped run's script for --resume; start,
+# watch and stop a background run, read a run's progress), read tools, resources, prompts,
+# types, search, health and saved scripts, save a script. Not the prompts of runs.
 AGENT_ROUTES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (method, re.compile(pattern))
     for method, pattern in (
         ("GET", r"/health"),
         ("GET", r"/servers"),
         ("GET", r"/servers/[^/]+/tools"),
+        ("GET", r"/servers/[^/]+/(?:resources|prompts)"),
+        ("POST", r"/servers/[^/]+/(?:resources/read|prompts/get)"),
         ("GET", r"/runtime/[^/]+"),
         ("POST", r"/runtime/check"),
         ("GET", r"/search"),
@@ -78,11 +82,20 @@ AGENT_ROUTES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("POST", r"/runs"),
         ("GET", r"/runs/[^/]+/script"),
         ("POST", r"/runs/[^/]+/end"),
+        ("POST", r"/runs/start"),  # a background run (``gateway/background.py``)
+        ("GET", r"/runs/[^/]+/output"),
+        ("POST", r"/runs/[^/]+/stop"),
+        ("GET", r"/runs/[^/]+/progress"),
     )
 )
 RUN_ROUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("POST", re.compile(r"/tools/.+")),  # the fast path serves every one: no other route
     ("GET", re.compile(r"/runtime/[^/]+")),
+    ("POST", re.compile(r"/progress")),  # the run's own progress, nobody else's
+    # what the module's resources and prompts ask (reads and gets are the run's, checked
+    # and logged as its calls are); its search and describe are under /runtime/
+    ("GET", re.compile(r"/servers/[^/]+/(?:resources|prompts)")),
+    ("POST", re.compile(r"/servers/[^/]+/(?:resources/read|prompts/get)")),
 )
 
 

@@ -47,6 +47,7 @@ from toolscript.errors import (
 from toolscript.plumbing.processes import identity_alive, process_identity
 from toolscript.plumbing.redact import holds_secret, redact, redact_value
 from toolscript.store.runlog import RunLog, new_run_id
+from toolscript.upstream.base import CALL_PROGRESS
 
 __all__ = ["DEFAULT_MAX_CALLS", "PROMPT_LIMIT", "Run", "RunBook", "approve_commands"]
 
@@ -58,7 +59,13 @@ FLUSH_SECONDS = 1.0
 PENDING_CALLS = 10_000  # calls kept in memory while the run log cannot be written
 ENDED_KEPT = 200  # ended runs kept in memory (for /runs/{id}/end answered twice, prompts)
 ANSWERS = ("yes", "no", "always", "stop")
+ELICITATION = "elicitation"  # the kind of prompt that carries a server's question
+ELICIT_ANSWERS = ("accept", "decline", "cancel")
 REPLAY_BYTES = 64 * 1024 * 1024  # answers a run keeps in memory for a resume
+PROGRESS_KEPT = 500  # progress reports a run keeps for its watchers (older ones are dropped)
+MAX_PROGRESS_MESSAGE = 1000  # characters of a report's message
+PROGRESS_WAIT = 60.0  # seconds a watcher's request may wait for the next report
+CLOSING_CHECK = 0.25  # seconds between a waiting watcher's looks at a gateway stopping
 
 Answered = tuple[int, str, bytes]  # status, result shape, JSON body
 Caller = Callable[[str, dict[str, Any]], Awaitable[tuple[str, Any]]]
@@ -87,7 +94,7 @@ class Prompt:
     """A call of an interactive run waiting for the user's answer."""
 
     call: dict[str, Any]
-    answer: asyncio.Future[str]
+    answer: asyncio.Future[Any]  # an approval's answer (ANSWERS), or an elicitation's result
 
 
 @dataclass(eq=False)
@@ -119,12 +126,20 @@ class Run:
     script_name: tuple[str, str] = ("inline.ts", "inline.ts")
     client: str = ""  # the process running the script (process_identity), when it said
     died: bool = False  # that process went away before the run ended
+    background: bool = False  # run by the gateway's own runner (``gateway/background.py``)
+    cancelled: bool = False  # stopped by `toolscript runs stop` (or the MCP face's client)
+    progress: list[dict[str, Any]] = field(default_factory=list)  # the newest reports
+    progress_dropped: int = 0  # reports before ``progress[0]``, no longer kept
+    progressed: asyncio.Event = field(default_factory=asyncio.Event)  # set at each report
+    calling: dict[str, int] = field(default_factory=dict)  # server -> its calls under way
 
     @property
     def status(self) -> str:
         if self.died:
             return "died"
-        if self.prompt is not None and not self.ended:
+        if self.cancelled and self.ended:
+            return "stopped"
+        if self.approving:
             return "prompting"  # kept so: a gateway gone meanwhile leaves it approvable
         if self.stopped is not None:
             return (
@@ -136,11 +151,20 @@ class Run:
             return "running"
         return "ok" if self.exit == 0 else "failed"
 
+    @property
+    def approving(self) -> bool:
+        """Whether a call waits for the user's approval (not a server's question)."""
+        return (
+            self.prompt is not None
+            and not self.ended
+            and self.prompt.call.get("kind") != ELICITATION
+        )
+
     def row(self, known: tuple[str, ...] = ()) -> dict[str, Any]:
         """The run's record; the script only while it waits for approval (``--resume`` runs
         it again), and never when a configured secret is written in it."""
         stopped = self.stopped.to_dict() if self.stopped is not None else None
-        if self.prompt is not None and not self.ended:
+        if self.prompt is not None and self.approving:
             stopped = {"error": "approval_required", "call": self.prompt.call | {"run": self.id}}
         keep_script = self.status in ("awaiting_approval", "prompting") and not holds_secret(
             self.script, known
@@ -185,6 +209,7 @@ class RunBook:
         self._flush_lock = anyio.Lock()
         self._replays: dict[str, Run] = {}  # runs stopped for approval: their answers to keep
         self._unwritten_since: float | None = None
+        self.closing = False  # the gateway is stopping: watchers' waits answer at once
 
     # -- registration ----------------------------------------------------------
 
@@ -297,8 +322,10 @@ class RunBook:
             run.ended_at = time.time()
             run.exit = exit_code
             if run.prompt is not None and not run.prompt.answer.done():
-                run.prompt.answer.set_result("stop")
+                asking = run.prompt.call.get("kind") == ELICITATION
+                run.prompt.answer.set_result({"action": "cancel"} if asking else "stop")
             run.prompted.set()  # a watcher waiting for a prompt learns that the run ended
+            run.progressed.set()  # and one waiting for progress
             self._by_token.pop(run.token, None)
             self._dirty[run.id] = run
             if self.telemetry is not None:
@@ -308,6 +335,58 @@ class RunBook:
             for old in ended[: max(0, len(ended) - ENDED_KEPT)]:
                 del self._runs[old.id]
         return run
+
+    # -- progress --------------------------------------------------------------
+
+    def report_progress(
+        self,
+        run: Run,
+        message: str,
+        progress: float | None = None,
+        total: float | None = None,
+        source: str = "script",
+    ) -> None:
+        """Keep a progress report of ``run`` (its script's ``progress()``, or a server's
+        ``notifications/progress`` during one of its calls) for whoever watches it."""
+        if run.ended:
+            return
+        fraction = None
+        if progress is not None and total:
+            fraction = max(0.0, min(1.0, progress / total))
+        elif progress is not None and total is None and 0.0 <= progress <= 1.0:
+            fraction = progress
+        run.progress.append(
+            {
+                "message": message[:MAX_PROGRESS_MESSAGE],
+                "progress": progress,
+                "total": total,
+                "fraction": fraction,
+                "source": source,
+            }
+        )
+        if len(run.progress) > PROGRESS_KEPT:
+            dropped = len(run.progress) - PROGRESS_KEPT
+            del run.progress[:dropped]
+            run.progress_dropped += dropped
+        run.progressed.set()
+
+    async def wait_progress(self, run_id: str, after: int, wait: float) -> dict[str, Any]:
+        """The reports of ``run_id`` from number ``after`` on, waiting up to ``wait`` seconds
+        for one: ``{"progress": [...], "next": N, "ended": bool}``."""
+        run = self.get(run_id)
+        if after >= run.progress_dropped + len(run.progress) and not run.ended and wait > 0:
+            run.progressed.clear()
+            with anyio.move_on_after(min(wait, PROGRESS_WAIT)):
+                while not (run.progressed.is_set() or self.closing):
+                    with anyio.move_on_after(CLOSING_CHECK):
+                        await run.progressed.wait()
+        start = max(0, after - run.progress_dropped)
+        reports = run.progress[start:]
+        return {
+            "progress": reports,
+            "next": run.progress_dropped + len(run.progress),
+            "ended": run.ended,
+        }
 
     # -- calls -----------------------------------------------------------------
 
@@ -344,7 +423,18 @@ class RunBook:
             if self._decision(qualified) == "ask":
                 key = key or digest(qualified, arguments)
                 await self._approval(run, seq, qualified, arguments, key)
-            shape, value = await make(qualified, arguments)
+            reporting = CALL_PROGRESS.set(
+                lambda done, total, message: self.report_progress(
+                    run, message or "", done, total, source=qualified
+                )
+            )
+            server = qualified.partition("__")[0]
+            run.calling[server] = run.calling.get(server, 0) + 1
+            try:
+                shape, value = await make(qualified, arguments)
+            finally:
+                run.calling[server] -= 1
+                CALL_PROGRESS.reset(reporting)
             body = msgspec.json.encode(value)
             return 200, shape, body
         except ToolscriptError as exc:
@@ -480,6 +570,32 @@ class RunBook:
         run.prompted = asyncio.Event()
         self._dirty[run.id] = run
 
+    def calling(self, server: str) -> list[Run]:
+        """The live runs with a call of ``server`` under way."""
+        return [r for r in self._by_token.values() if not r.ended and r.calling.get(server)]
+
+    async def elicit(self, run: Run, server: str, message: str, schema: Any) -> dict[str, Any]:
+        """A server's question (elicitation) during a call of ``run``, asked through whoever
+        started it (its prompt watcher): ``{"action": "accept", "content"}``, ``decline`` or
+        ``cancel`` (no answer within PROMPT_LIMIT)."""
+        while run.prompt is not None:  # one question at a time
+            with contextlib.suppress(Exception):
+                await asyncio.shield(run.prompt.answer)
+        call = {"seq": run.seq, "kind": ELICITATION, "tool": server, "message": message}
+        prompt = Prompt(call | {"schema": schema}, asyncio.get_running_loop().create_future())
+        run.prompt = prompt
+        run.prompted.set()
+        try:
+            answered: dict[str, Any] = await asyncio.wait_for(
+                asyncio.shield(prompt.answer), PROMPT_LIMIT
+            )
+            return answered
+        except TimeoutError:
+            return {"action": "cancel"}
+        finally:
+            if run.prompt is prompt:
+                self._clear_prompt(run)
+
     async def wait_prompt(self, run_id: str, wait: float) -> dict[str, Any] | None:
         """The call waiting for an answer in ``run_id`` (waiting up to ``wait`` s for one)."""
         run = self.get(run_id)
@@ -488,15 +604,22 @@ class RunBook:
                 await asyncio.wait_for(run.prompted.wait(), wait)
         return None if run.prompt is None else run.prompt.call
 
-    def answer(self, run_id: str, seq: int, answer: str) -> bool:
-        """Answer the prompt of call ``seq``; False when no such prompt waits."""
-        if answer not in ANSWERS:
-            raise UsageError(f"answer one of {', '.join(ANSWERS)}, not {answer!r}")
+    def answer(self, run_id: str, seq: int, answer: str, content: Any = None) -> bool:
+        """Answer the prompt of call ``seq`` (a server's question: ``accept`` with
+        ``content``, ``decline`` or ``cancel``); False when no such prompt waits."""
         run = self.get(run_id)
         prompt = run.prompt
+        asking = prompt is not None and prompt.call.get("kind") == ELICITATION
+        allowed = ELICIT_ANSWERS if asking else ANSWERS
+        if answer not in allowed:
+            raise UsageError(f"answer one of {', '.join(allowed)}, not {answer!r}")
         if prompt is None or prompt.call["seq"] != seq or prompt.answer.done():
             return False
-        prompt.answer.set_result(answer)
+        if asking:
+            given = content if answer == "accept" and isinstance(content, dict) else None
+            prompt.answer.set_result({"action": answer} | ({"content": given} if given else {}))
+        else:
+            prompt.answer.set_result(answer)
         # Answered: no longer shown, though the run may still be flushing as it asks (a
         # watcher polling meanwhile would otherwise ask the person again).
         self._clear_prompt(run)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import secrets
@@ -24,6 +25,7 @@ from toolscript.gateway.state import (
     write_gateway_state,
 )
 from toolscript.search.engine import SearchOptions
+from toolscript.upstream.early import EarlyServer
 
 __all__ = ["gateway_url", "serve"]
 
@@ -66,6 +68,19 @@ def _allowed_hosts(host: str, port: int) -> set[str]:
     return {f"{name}:{port}" for name in names}
 
 
+class _AfterFirstBuild:
+    """The routes answer once the first build is in (the module, types, search, scripts all
+    read it); the URL goes out before it, and tool calls (the fast path) never wait."""
+
+    def __init__(self, app: Any, gateway: Any) -> None:
+        self.app, self.gateway = app, gateway
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and not self.gateway.first_build.is_set():
+            await self.gateway.first_build.wait()
+        await self.app(scope, receive, send)
+
+
 def configure_logging() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads: see search/semantic
     logging.basicConfig(
@@ -94,12 +109,17 @@ def serve(
     warm_checker: bool = True,
     infer_results: bool = True,
     search_index: bool = True,
+    early: dict[str, EarlyServer] | None = None,
+    deferred: set[str] | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM; ``announce`` gets the URL once every server has been tried.
 
     Nothing that can wait comes before the URL: the warm checker and the search model start
     after it (``Gateway.url_announced``). ``search_index`` False: a gateway for one script's
     calls (exec's), which builds no search index.
+
+    ``early``: server processes spawned before these imports (``upstream/early.py``);
+    ``deferred``: servers that connect at their first call, not at the start.
 
     ``previous`` is the state of another gateway of the project that ran when this one
     started (``mark_starting``): it is named in a warning, and found again after this one.
@@ -132,10 +152,12 @@ def serve(
         infer_results=infer_results,
         after_url=True,
         search_index=search_index,
+        early=early,
+        deferred=deferred,
     )
     state_dir = cache if write_state else None
     app = TokenGuard(
-        ToolCallFastPath(build_app(gateway), gateway, max_request_bytes),
+        ToolCallFastPath(_AfterFirstBuild(build_app(gateway), gateway), gateway, max_request_bytes),
         token,
         _allowed_hosts(host, port),
         runs=gateway.runs.by_token,
@@ -148,6 +170,9 @@ def serve(
             if self.should_exit and sig == signal.SIGINT:
                 self.force_exit = True
             else:
+                if not self.should_exit:
+                    with contextlib.suppress(RuntimeError):  # no loop yet: nothing waits
+                        asyncio.get_running_loop().call_soon_threadsafe(gateway.begin_shutdown)
                 self.should_exit = True
 
     server = Server(
@@ -201,6 +226,7 @@ def serve(
                 gateway_url(host, port, "<token>"),
                 _since_process_start(),
             )
+            gateway.url = url  # background runs reach the gateway at it
             (announce or _print_url)(url)
             gateway.url_announced()
             # stdout carried the URL; a print() in an internal tool goes to the log

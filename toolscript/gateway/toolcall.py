@@ -18,9 +18,15 @@ from toolscript.errors import (
     ToolNotFoundError,
     ToolscriptError,
 )
-from toolscript.gateway.core import Gateway
+from toolscript.gateway.core import SEPARATOR, Gateway
 
-__all__ = ["MAX_JSON_DEPTH", "TOOLS_PREFIX", "call_tool_bytes", "requested_tool"]
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "TOOLS_PREFIX",
+    "call_tool_bytes",
+    "requested_tool",
+    "unless_disconnected",
+]
 
 log = logging.getLogger("toolscript.gateway")
 
@@ -67,6 +73,7 @@ async def call_tool_bytes(
                 f"arguments for {name} must be a JSON object",
                 errors=[{"path": "/", "message": "expected an object"}],
             )
+        await gateway.start_deferred(name.partition(SEPARATOR)[0])  # exec's gateway: --needs
         if run_id is not None:
             run = gateway.runs.get(run_id)
             return await gateway.runs.call(run, name, arguments, len(body), gateway.make_call)
@@ -105,3 +112,26 @@ def requested_tool(scope: Any) -> str:
             hint="call tools through the generated module (tools.server.tool(...))",
         )
     return name
+
+
+async def unless_disconnected(call: Any, receive: Any) -> Any:
+    """The result of ``call``, or None when the client disconnects first; then the call is
+    cancelled, which tells the server (``notifications/cancelled``) or stops a local tool."""
+    import asyncio
+
+    work = asyncio.ensure_future(call)
+    gone = asyncio.ensure_future(_disconnected(receive))
+    try:
+        await asyncio.wait((work, gone), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not work.done():
+            work.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await work
+        gone.cancel()
+    return work.result() if not work.cancelled() else None
+
+
+async def _disconnected(receive: Any) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass

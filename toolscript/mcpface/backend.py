@@ -22,6 +22,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import anyio.from_thread
@@ -44,7 +45,7 @@ from toolscript.execution.locate import (
     private_gateway_args,
     running_gateway,
 )
-from toolscript.execution.runhandle import PromptWatcher, end_run, start_run
+from toolscript.execution.runhandle import ProgressWatcher, PromptWatcher, end_run, start_run
 from toolscript.execution.sandbox import (
     EXIT_MEMORY,
     EXIT_OUTPUT,
@@ -54,7 +55,9 @@ from toolscript.execution.sandbox import (
     Script,
     run_toolscript,
 )
+from toolscript.execution.spare import Spare
 from toolscript.gateway.launch import LaunchedGateway, start_gateway, wait_for_url
+from toolscript.mcpface.tools import YIELD_AFTER
 from toolscript.plumbing.paths import find_config_path, project_state_dir
 from toolscript.plumbing.processes import signal_quietly
 from toolscript.store.outputs import output_file, visible_controls
@@ -62,9 +65,19 @@ from toolscript.store.packages import offered_note
 from toolscript.store.trust import require_trust
 
 # Asks the user to approve a call of a run: "yes", "no", "always" or "stop".
-Approver = Callable[[dict[str, Any]], Coroutine[Any, Any, str]]
+Approver = Callable[[dict[str, Any]], Coroutine[Any, Any, Any]]  # an answer, or a form's result
 
-__all__ = ["Answer", "Approver", "Backend", "execution_answer", "search_answer", "servers_answer"]
+__all__ = [
+    "YIELD_AFTER",
+    "Answer",
+    "Approver",
+    "Backend",
+    "FaceRun",
+    "Reporter",
+    "execution_answer",
+    "search_answer",
+    "servers_answer",
+]
 
 RESULT_MARKER = "\x1etoolscript-result:"  # the line holding a script's return value
 SCRIPT_NAME = "script.ts"  # what type errors and stack frames call the agent's code
@@ -141,6 +154,55 @@ def search_answer(answer: dict[str, Any]) -> Answer:
     return Answer(text, {"hits": hits})
 
 
+def resource_answer(read: dict[str, Any]) -> Answer:
+    """A resource's text as text (bytes as their size and type; base64 in the data)."""
+    parts = []
+    for item in read.get("contents", []):
+        if isinstance(item.get("text"), str):
+            parts.append(item["text"])
+        else:
+            size = len(str(item.get("blob", ""))) * 3 // 4
+            parts.append(f"({size} bytes of {item.get('mimeType') or 'binary data'})")
+    return Answer(visible_controls("\n".join(parts)), read)
+
+
+def prompt_answer(got: dict[str, Any]) -> Answer:
+    """A prompt's messages, each as ``[role] text``."""
+    lines = []
+    for message in got.get("messages", []):
+        content = message.get("content") or {}
+        text = content.get("text")
+        shown = text if isinstance(text, str) else json.dumps(content, ensure_ascii=False)
+        lines.append(f"[{message.get('role', '')}] {shown}")
+    return Answer(visible_controls("\n".join(lines)), got)
+
+
+def offerings_answer(resources: dict[str, Any], prompts: dict[str, Any]) -> Answer:
+    """What a server offers besides tools, a line each."""
+    lines = [
+        f"resource {item.get('uri', '')}: {_one_line(item.get('description') or item.get('name') or '')}"
+        for item in resources.get("resources", [])
+    ]
+    lines += [
+        f"template {item.get('uriTemplate', '')} ({', '.join(item.get('parameters', []))}): "
+        f"{_one_line(item.get('description') or item.get('name') or '')}"
+        for item in resources.get("templates", [])
+    ]
+    lines += [
+        f"prompt {item.get('name', '')}"
+        f"({', '.join(str(a.get('name', '')) for a in item.get('arguments') or [])}): "
+        f"{_one_line(item.get('description') or item.get('title') or '')}"
+        for item in prompts.get("prompts", [])
+    ]
+    data = {
+        "resources": resources.get("resources", []),
+        "templates": resources.get("templates", []),
+        "prompts": prompts.get("prompts", []),
+    }
+    text = "\n".join(lines) or "This server offers no resources or prompts."
+    return Answer(visible_controls(text), data)
+
+
 def servers_answer(servers: list[dict[str, Any]]) -> Answer:
     rows = [
         {
@@ -211,6 +273,73 @@ def execution_answer(exit_code: int, stdout: bytes, stderr: bytes) -> Answer:
     return Answer("\n".join(parts), is_error=True)
 
 
+YIELDED_KEPT = 20  # runs execute yielded that the face keeps for wait_run once they ended
+# Sends a progress report (``gateway/runbook.py``'s shape) to the client of one request.
+Reporter = Callable[[dict[str, Any]], Coroutine[Any, Any, None]]
+
+
+@dataclass(eq=False)
+class FaceRun:
+    """A script the face runs in a thread of its own: what it printed, how it ended, and
+    where its progress goes (the request waiting for it, if any)."""
+
+    loop: Any  # the face's event loop, as anyio.from_thread reaches it
+    report: Reporter | None = None
+    id: str = ""
+    out: io.BytesIO = field(default_factory=io.BytesIO)
+    err: io.BytesIO = field(default_factory=io.BytesIO)
+    pids: list[int] = field(default_factory=list)
+    done: threading.Event = field(default_factory=threading.Event)
+    registered: threading.Event = field(default_factory=threading.Event)
+    outcome: tuple[int, bytes, bytes, dict[str, Any] | None] | None = None
+    failure: BaseException | None = None
+    shown: tuple[int, int] = (0, 0)  # bytes of stdout and stderr already answered
+    # the client's session that started it: only that one continues it (an HTTP face has
+    # many clients, and a run's id is in the run log any of them can read)
+    owner: object | None = None
+
+    def started(self, run_id: str) -> None:
+        self.id = run_id
+        self.registered.set()
+
+    def wait_for_result(self, seconds: float) -> bool:
+        """Whether the run ended within ``seconds`` (a run not registered by then, whose
+        gateway is slow, is waited for: a yielded answer needs its id)."""
+        if self.done.wait(seconds):
+            return True
+        while not self.registered.wait(1.0):
+            if self.done.is_set():
+                return True
+        return self.done.is_set()
+
+    def forward(self, report: dict[str, Any]) -> None:
+        """``ProgressWatcher``'s ``show``: to the client of the request waiting, if any."""
+        send = self.report
+        if send is not None:
+            anyio.from_thread.run(send, report, token=self.loop)
+
+    def kill(self) -> None:
+        for pid in self.pids:
+            signal_quietly(pid, signal.SIGKILL, group=True)
+
+    def yielded_answer(self) -> Answer:
+        """What it printed since the last answer, and how to go on waiting."""
+        out, err = self.out.getvalue(), self.err.getvalue()
+        new_out, new_err = out[self.shown[0] :], err[self.shown[1] :]
+        self.shown = (len(out), len(err))
+        printed = new_out.decode("utf-8", "replace").replace(RESULT_MARKER, "").strip("\n")
+        errors = new_err.decode("utf-8", "replace").strip("\n")
+        text = (
+            f"The script is still running as run {self.id}. Call wait_run with this run id "
+            "to wait for more of its output and its result."
+        )
+        if printed:
+            text += "\nOutput since the last answer:\n" + printed
+        if errors:
+            text += "\n" + errors
+        return Answer(text, {"run": self.id, "running": True})
+
+
 @dataclass
 class Backend:
     """The face's link to a gateway, and the runs it started."""
@@ -220,12 +349,18 @@ class Backend:
     lifeline: Lifeline
     cwd: Path = field(default_factory=Path.cwd)
     memory_mb: int = 512
+    yield_after: float = YIELD_AFTER  # seconds before execute answers a run still going
     # the face's own gateway, spawned before the face's imports (``spawn_owned_gateway``)
     early: subprocess.Popen[str] | None = None
     _url: str | None = None
     _owned: LaunchedGateway | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _http: httpx.AsyncClient = field(default_factory=lambda: httpx.AsyncClient(timeout=120))
+    _yielded: dict[str, FaceRun] = field(default_factory=dict)  # runs wait_run may continue
+    # a Deno spawned ahead for the next execute (``execution/spare.py``); None when off
+    _spare: Spare | None = None
+    _closed: bool = False
+    spares: bool = field(default_factory=lambda: not os.environ.get("TOOLSCRIPT_NO_SPARE"))
 
     def __post_init__(self) -> None:
         if self.early is not None:
@@ -294,6 +429,10 @@ class Backend:
         with self._lock:
             owned, self._owned, self._url = self._owned, None, None
             early, self.early = self.early, None
+            spare, self._spare = self._spare, None
+            self._closed = True
+        if spare is not None:
+            spare.discard()
         if early is not None:  # spawned, never asked for
             owned = LaunchedGateway(early, "")
         if owned is not None:
@@ -329,11 +468,41 @@ class Backend:
         raise AssertionError("unreachable")
 
     # -- the tools -----------------------------------------------------------------------
-    async def search_tools(self, query: str, limit: int = 8, server: str | None = None) -> Answer:
+    async def search_tools(
+        self, query: str, limit: int = 8, server: str | None = None, kind: str = "tool"
+    ) -> Answer:
         params: dict[str, Any] = {"q": query, "limit": limit}
         if server:
             params["server"] = server
+        if kind != "tool":
+            params["kind"] = kind
         return search_answer(await self._get("/search", params))
+
+    async def read_resource(
+        self, server: str, uri: str | None, prompt: str | None, arguments: dict[str, Any]
+    ) -> Answer:
+        """A resource's contents (``uri``), a prompt's messages (``prompt``), or, with
+        neither, what the server offers."""
+        where = f"/servers/{quote(server, safe='')}"
+        if uri:
+            return resource_answer(await self._post(f"{where}/resources/read", {"uri": uri}))
+        if prompt:
+            given = {key: str(value) for key, value in arguments.items()}
+            body = {"name": prompt, "arguments": given}
+            return prompt_answer(await self._post(f"{where}/prompts/get", body))
+        return offerings_answer(
+            await self._optional(f"{where}/resources"), await self._optional(f"{where}/prompts")
+        )
+
+    async def _optional(self, path: str) -> dict[str, Any]:
+        """What ``path`` answers; {} where the server offers none of it."""
+        try:
+            answer: dict[str, Any] = await self._get(path)
+        except GatewayResponseError as exc:
+            if exc.status_code != 404 or exc.body.get("error") != "not_found":
+                raise
+            return {}
+        return answer
 
     async def get_types(self, names: list[str], example: bool = False) -> Answer:
         wanted = ",".join(normalize_tool_name(name) for name in names if name.strip())
@@ -350,11 +519,21 @@ class Backend:
         return servers_answer(await self._get("/servers"))
 
     async def run_script(
-        self, name: str, arguments: dict[str, Any], timeout: float, ask: Approver | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        timeout: float,
+        ask: Approver | None = None,
+        report: Reporter | None = None,
+        owner: object | None = None,
     ) -> Answer:
-        """Run saved script ``name`` with ``arguments`` as its input, as ``execute`` runs code."""
+        """Run saved script ``name`` with ``arguments`` as its input, as ``execute`` runs code
+        (yielding as it does, after the face's ``yield_after``)."""
         require_saved(await self._get("/scripts"), name)
-        return await self.execute(saved_script_call(name, json.dumps(arguments)), timeout, ask)
+        code = saved_script_call(name, json.dumps(arguments))
+        return await self.execute(
+            code, timeout, ask, yield_after=self.yield_after, report=report, owner=owner
+        )
 
     async def save_script(
         self, name: str, code: str, description: str | None, force: bool
@@ -376,35 +555,124 @@ class Backend:
         code: str,
         timeout: float,
         ask: Approver | None = None,
+        *,
+        yield_after: float = YIELD_AFTER,
+        report: Reporter | None = None,
+        owner: object | None = None,
     ) -> Answer:
         """Run ``code`` as a run of the gateway; ``ask`` (the client's elicitation) answers
-        approval prompts, else a call that needs approval stops the run."""
-        started: list[int] = []
-        loop = anyio.lowlevel.current_token()  # the watcher thread asks the client through it
+        approval prompts, else a call that needs approval stops the run. A run still going
+        after ``yield_after`` seconds goes on: the answer is its id and what it printed so
+        far, and ``wait_run`` continues it for ``owner`` (the client's session) only.
+        ``report`` sends its progress to the client."""
+        loop = anyio.lowlevel.current_token()  # the watcher threads reach the client through it
+        run = FaceRun(loop=loop, report=report, owner=owner)
 
         def watch(pid: int, *, group: bool) -> None:
-            started.append(pid)
+            run.pids.append(pid)
             self.lifeline.watch(pid, group=group)
 
+        def work() -> None:
+            try:
+                run.outcome = self._run(code, timeout, watch, ask, loop, run)
+            except BaseException as exc:  # handed to whoever waits for the run
+                run.failure = exc
+            finally:
+                for pid in run.pids:
+                    self.lifeline.forget(pid, group=True)
+                run.done.set()
+
+        threading.Thread(target=work, daemon=True, name="face run").start()
         try:
-            exit_code, out, err, stopped, run_id = await anyio.to_thread.run_sync(
-                lambda: self._run(code, timeout, watch, ask, loop), abandon_on_cancel=True
+            finished = await anyio.to_thread.run_sync(
+                run.wait_for_result, yield_after, abandon_on_cancel=True
             )
         except BaseException:
             # The client went away or cancelled the call: the sandbox stops now (the
             # gateway then cancels the calls it was making).
-            for pid in started:
-                signal_quietly(pid, signal.SIGKILL, group=True)
+            run.kill()
             raise
+        if not finished:
+            run.report = None  # that request is answered; a wait_run brings its own
+            self._keep_yielded(run)
+            return _shown(run.yielded_answer())
+        return self._finished(run)
+
+    async def wait_run(
+        self,
+        run_id: str,
+        wait: float = YIELD_AFTER,
+        report: Reporter | None = None,
+        owner: object | None = None,
+    ) -> Answer:
+        """Wait up to ``wait`` seconds more for a run ``execute`` yielded to ``owner``: its
+        result, or what it printed since the last answer. Another client's run is answered
+        as no run at all (its output and result are that client's)."""
+        run = self._yielded.get(run_id)
+        if run is None or run.owner is not owner:
+            raise UsageError(
+                f"no running script with run id {run_id!r}",
+                hint="wait_run continues a run that execute answered as still running, "
+                "until its result is given once",
+            )
+        run.report = report
+        try:
+            finished = await anyio.to_thread.run_sync(run.done.wait, wait, abandon_on_cancel=True)
         finally:
-            for pid in started:
-                self.lifeline.forget(pid, group=True)
+            run.report = None
+        if not finished:
+            return _shown(run.yielded_answer())
+        self._yielded.pop(run_id, None)  # a second wait_run of the same run may end too
+        return self._finished(run)
+
+    def _keep_yielded(self, run: FaceRun) -> None:
+        """Keep ``run`` for wait_run; the oldest ended runs nobody waited for are dropped
+        past ``YIELDED_KEPT``."""
+        self._yielded[run.id] = run
+        ended = [key for key, kept in self._yielded.items() if kept.done.is_set()]
+        for key in ended[: max(0, len(self._yielded) - YIELDED_KEPT)]:
+            del self._yielded[key]
+
+    def _finished(self, run: FaceRun) -> Answer:
+        if run.failure is not None:
+            raise run.failure
+        assert run.outcome is not None
+        exit_code, out, err, stopped = run.outcome
         if stopped is not None:
             return _shown(stopped_answer(stopped, out))
-        kept = self.output_path(run_id)
+        kept = self.output_path(run.id)
         if exit_code == EXIT_OUTPUT and kept.exists():
-            return _shown(cut_answer(out, err, output_uri(run_id), kept.stat().st_size))
+            return _shown(cut_answer(out, err, output_uri(run.id), kept.stat().st_size))
         return _shown(execution_answer(exit_code, out, err))
+
+    def _take_spare(self, url: str, module: Path) -> Spare | None:
+        """The spare spawned after the last execute when it fits this run, else a new one
+        (its start then overlaps the run's registration and check); None when spares are off."""
+        if not self.spares:
+            return None
+        with self._lock:
+            spare, self._spare = self._spare, None
+        if spare is not None and spare.fits(url, module, self.memory_mb, self.cwd):
+            return spare
+        if spare is not None:
+            spare.discard()
+        try:
+            return Spare(url, module, self.memory_mb, self.cwd)
+        except (OSError, ToolscriptError):  # a fresh Deno runs it instead
+            return None
+
+    def _spawn_spare(self, url: str, module: Path) -> None:
+        try:
+            spare = Spare(url, module, self.memory_mb, self.cwd)
+        except (OSError, ToolscriptError):  # never fatal: the next run spawns its own
+            return
+        with self._lock:
+            old, self._spare = self._spare, spare
+            closing = self._closed
+        if old is not None:
+            old.discard()
+        if closing:  # the face closed meanwhile
+            self.close()
 
     def state_dir(self) -> Path:
         """The project's state directory (where cut outputs are kept)."""
@@ -427,9 +695,10 @@ class Backend:
         code: str,
         timeout: float,
         watch: Callable[..., None],
-        ask: Approver | None = None,
-        loop: Any = None,
-    ) -> tuple[int, bytes, bytes, dict[str, Any] | None, str]:
+        ask: Approver | None,
+        loop: Any,
+        face_run: FaceRun,
+    ) -> tuple[int, bytes, bytes, dict[str, Any] | None]:
         url = self.gateway_url()
         digest = module_hash(url)
         if digest is None:
@@ -437,15 +706,25 @@ class Backend:
             digest = module_hash(url)
             if digest is None:
                 raise GatewayUnreachableError("the gateway stopped answering")
-        out, err = io.BytesIO(), io.BytesIO()
-        run = start_run(
-            url,
-            code,
-            origin="mcp",
-            display_name=SCRIPT_NAME,
-            file_name=SCRIPT_NAME,
-            interactive=ask is not None,
-        )
+        out, err = face_run.out, face_run.err
+        module = module_file(url, digest)
+        spare = self._take_spare(url, module)
+        try:
+            run = start_run(
+                url,
+                code,
+                origin="mcp",
+                display_name=SCRIPT_NAME,
+                file_name=SCRIPT_NAME,
+                interactive=ask is not None,
+            )
+        except BaseException:
+            if spare is not None:
+                spare.discard()
+            raise
+        face_run.started(run.id)
+        progress = ProgressWatcher(run, face_run.forward)
+        progress.start()
         watcher = None
         if ask is not None and run.interactive:
             approve = ask
@@ -459,7 +738,7 @@ class Backend:
                 Script(code, SCRIPT_NAME, SCRIPT_NAME, result_marker=RESULT_MARKER),
                 url,
                 digest,
-                module=module_file(url, digest),
+                module=module,
                 on_start=watch,
                 limits=Limits(timeout=timeout, memory_mb=self.memory_mb, max_output=MAX_OUTPUT),
                 cwd=self.cwd,
@@ -469,13 +748,17 @@ class Backend:
                 warm_check=True,
                 script_url=run.script_url,
                 spill=self.output_path(run.id),
+                spare=spare,
             )
         finally:
             if watcher is not None:
                 watcher.stop()
             ended = end_run(run, exit_code)
+            progress.stop()
+            if self.spares:  # for the next execute, while this one's answer goes out
+                threading.Thread(target=self._spawn_spare, args=(url, module), daemon=True).start()
         stopped = (ended or {}).get("stopped")
-        return exit_code, out.getvalue(), err.getvalue(), stopped, run.id
+        return exit_code, out.getvalue(), err.getvalue(), stopped
 
 
 _OUTPUT_URI = re.compile(r"toolscript://runs/([0-9A-Za-z-]+)/output")

@@ -30,8 +30,14 @@ from mcp.server.lowlevel import Server
 from toolscript import __version__
 from toolscript.errors import ToolscriptError, UsageError
 from toolscript.execution.lifeline import Lifeline
-from toolscript.mcpface.backend import Answer, Approver, Backend, error_answer
-from toolscript.mcpface.tools import EXECUTE_TIMEOUT, INSTRUCTIONS, TOOLS
+from toolscript.mcpface.backend import (
+    Answer,
+    Approver,
+    Backend,
+    Reporter,
+    error_answer,
+)
+from toolscript.mcpface.tools import EXECUTE_TIMEOUT, INSTRUCTIONS, TOOLS, YIELD_AFTER
 from toolscript.plumbing.paths import user_cache_dir
 from toolscript.plumbing.privatefile import write_private
 
@@ -53,7 +59,18 @@ def _approver(context: Any) -> Approver | None:
     if session is None or capabilities is None or capabilities.elicitation is None:
         return None
 
-    async def ask(prompt: dict[str, Any]) -> str:
+    async def ask(prompt: dict[str, Any]) -> Any:
+        if prompt.get("kind") == "elicitation":  # a server's question: the client asks it
+            try:
+                asked = await session.elicit_form(
+                    f"{prompt.get('tool')} asks: {prompt.get('message', '')}",
+                    prompt.get("schema") or {"type": "object", "properties": {}},
+                    related_request_id=getattr(context, "request_id", None),
+                )
+            except Exception:
+                log.warning("elicitation failed; the server's question is cancelled", exc_info=True)
+                return {"action": "cancel"}
+            return {"action": asked.action, "content": asked.content}
         arguments = json.dumps(prompt.get("arguments", {}), ensure_ascii=False)
         if len(arguments) > 1000:
             arguments = arguments[:997] + "..."
@@ -75,6 +92,46 @@ def _approver(context: Any) -> Approver | None:
     return ask
 
 
+def _client(context: Any) -> object | None:
+    """Who makes this request, the same object for each request of one client: the MCP
+    SDK's connection (its session is made anew for each request). A yielded run is its."""
+    session = getattr(context, "session", None)
+    return getattr(session, "_connection", session)
+
+
+def _reporter(context: Any) -> Reporter | None:
+    """How a run of this request shows its progress: MCP progress notifications, when the
+    client asked for them (a progress token in the request's ``_meta``)."""
+    session = getattr(context, "session", None)
+    meta = getattr(context, "meta", None) or {}
+    token = (
+        meta.get("progress_token", meta.get("progressToken")) if isinstance(meta, dict) else None
+    )
+    if session is None or token is None:
+        return None
+    reported = [0.0]  # MCP progress must increase with each notification
+
+    async def report(progress: dict[str, Any]) -> None:
+        from toolscript.execution.runhandle import format_progress
+
+        fraction = progress.get("fraction")
+        value = float(fraction) if isinstance(fraction, int | float) else None
+        reported[0] = max(reported[0] + 1e-6, value if value is not None else reported[0] + 1)
+        message = format_progress(progress).removeprefix("toolscript: progress: ").strip()
+        try:
+            await session.send_progress_notification(
+                token,
+                reported[0],
+                1.0 if value is not None else None,
+                message,
+                related_request_id=getattr(context, "request_id", None),
+            )
+        except Exception:  # the client went away: the run goes on regardless
+            log.debug("progress notification failed", exc_info=True)
+
+    return report
+
+
 APPROVAL_SCHEMA = {
     "type": "object",
     "properties": {
@@ -92,7 +149,17 @@ def _dispatch(
 ) -> Awaitable[Answer]:
     if name == "search_tools":
         return backend.search_tools(
-            arguments["query"], int(arguments.get("limit", 8)), arguments.get("server")
+            arguments["query"],
+            int(arguments.get("limit", 8)),
+            arguments.get("server"),
+            arguments.get("kind", "tool"),
+        )
+    if name == "read_resource":
+        return backend.read_resource(
+            arguments["server"],
+            arguments.get("uri"),
+            arguments.get("prompt"),
+            dict(arguments.get("arguments") or {}),
         )
     if name == "get_types":
         return backend.get_types(list(arguments["tools"]), bool(arguments.get("example")))
@@ -101,6 +168,16 @@ def _dispatch(
             arguments["code"],
             float(arguments.get("timeout", EXECUTE_TIMEOUT)),
             ask=_approver(context),
+            yield_after=backend.yield_after,
+            report=_reporter(context),
+            owner=_client(context),
+        )
+    if name == "wait_run":
+        return backend.wait_run(
+            str(arguments["run"]),
+            backend.yield_after,
+            report=_reporter(context),
+            owner=_client(context),
         )
     if name == "run_script":
         return backend.run_script(
@@ -108,6 +185,8 @@ def _dispatch(
             dict(arguments.get("input") or {}),
             float(arguments.get("timeout", EXECUTE_TIMEOUT)),
             ask=_approver(context),
+            report=_reporter(context),
+            owner=_client(context),
         )
     if name == "save_script":
         return backend.save_script(
@@ -296,14 +375,16 @@ def serve(
     http: bool,
     port: int,
     early: subprocess.Popen[str] | None = None,
+    yield_after: float = YIELD_AFTER,
 ) -> None:
     """Serve until the client disconnects (stdio) or a signal; then stop what was started.
-    ``early``: the face's own gateway, spawned before the face's imports."""
+    ``early``: the face's own gateway, spawned before the face's imports; ``yield_after``:
+    seconds before ``execute`` answers a run still going with its id."""
     listener = _listen(port) if http else None
 
     async def main() -> None:
         with Lifeline(catch_signals=False) as lifeline:
-            backend = Backend(config, cache, lifeline, early=early)
+            backend = Backend(config, cache, lifeline, early=early, yield_after=yield_after)
             server = build_server(backend)
             try:
                 async with anyio.create_task_group() as group:

@@ -8,31 +8,32 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["EXECUTE_TIMEOUT", "INSTRUCTIONS", "MAX_EXECUTE_TIMEOUT", "TOOLS"]
+__all__ = ["EXECUTE_TIMEOUT", "INSTRUCTIONS", "MAX_EXECUTE_TIMEOUT", "TOOLS", "YIELD_AFTER"]
 
 EXECUTE_TIMEOUT = 120.0  # seconds a script may run unless the call asks for another limit
 MAX_EXECUTE_TIMEOUT = 3600.0
+# Seconds execute waits for a script before it answers with the run's id and what it printed
+# so far (the script goes on; wait_run continues): below the 60 s many MCP clients allow.
+YIELD_AFTER = 45.0
 
 INSTRUCTIONS = """\
 Code mode for the user's MCP servers: call their tools from one TypeScript program.
-1. search_tools("what you need"): a need or a whole step (its needs are searched each);
-   hits name tools.<server>.<function>.
-2. get_types(["server.tool", ...]): the declarations of the tools you will call.
-3. execute(code): `import { tools } from "toolscript";`, await the calls (Promise.all runs
-   them in parallel), filter in code, `return` only what you need (it comes back as JSON).
-   The code is type-checked first; a failed call throws ToolError. No files, network or
+1. search_tools("what you need"): hits name tools.<server>.<function>.
+2. get_types(["server.tool", ...]) for the tools you will call.
+3. execute(code): `import { tools } from "toolscript";` (resources, prompts, search,
+   describe too), await the calls (Promise.all runs them in parallel), filter in code,
+   `return` only what you need. A failed call throws ToolError. No files, network or
    environment: the script reaches only the tools. A call that needs the user's approval
    stops the run: tell the user the approve command it names, never run it yourself.
 4. save_script keeps a program that worked for later sessions; search_tools finds
-   saved scripts (script.<name>): run_script, or `scripts.<name>(input)` in execute.
-list_servers() says which servers are connected."""
+   saved scripts (script.<name>): run_script, or `scripts.<name>(input)` in execute."""
 
 _SEARCH_HIT = {
     "type": "object",
     "properties": {
         "server": {"type": "string"},
-        "tool": {"type": "string", "description": "the MCP tool name"},
-        "call": {"type": "string", "description": "how a script calls it: tools.server.fn"},
+        "tool": {"type": "string"},  # the MCP name (a resource's URI, a prompt's name)
+        "call": {"type": "string"},  # how a script calls it: tools.server.fn
         "description": {"type": "string"},
         "score": {"type": "number"},
     },
@@ -42,7 +43,6 @@ _SEARCH_HIT = {
 TOOLS: list[dict[str, Any]] = [
     {
         "name": "search_tools",
-        "title": "Search tools",
         "description": "Find the tools for a need, or for each need of a step, best first.",
         "inputSchema": {
             "type": "object",
@@ -52,7 +52,8 @@ TOOLS: list[dict[str, Any]] = [
                     "description": 'The need in words, e.g. "create a github issue".',
                 },
                 "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 8},
-                "server": {"type": "string", "description": "Only this server's tools."},
+                "server": {"type": "string"},
+                "kind": {"enum": ["tool", "resource", "prompt", "all"]},
             },
             "required": ["query"],
             "additionalProperties": False,
@@ -66,7 +67,6 @@ TOOLS: list[dict[str, Any]] = [
     },
     {
         "name": "get_types",
-        "title": "Get TypeScript types",
         "description": "TypeScript declarations of tools, to call them from execute.",
         "inputSchema": {
             "type": "object",
@@ -91,10 +91,8 @@ TOOLS: list[dict[str, Any]] = [
     },
     {
         "name": "execute",
-        "title": "Execute a TypeScript program",
         "description": (
-            "Type-check and run a TypeScript program that calls tools "
-            '(import { tools } from "toolscript"). Its top-level return value comes back '
+            "Type-check and run a TypeScript program; its top-level return value comes back "
             "as JSON, with what it printed."
         ),
         "inputSchema": {
@@ -124,6 +122,17 @@ TOOLS: list[dict[str, Any]] = [
         "annotations": {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": True},
     },
     {
+        # execute answers a run still going after YIELD_AFTER s with {run: ID, running: true}
+        "name": "wait_run",
+        "description": "Continue a run execute left running.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"run": {"type": "string"}},
+            "required": ["run"],
+        },
+        "annotations": {"readOnlyHint": True},
+    },
+    {
         "name": "run_script",
         "description": "Run a saved script with its input; its return value comes back.",
         "inputSchema": {
@@ -141,8 +150,8 @@ TOOLS: list[dict[str, Any]] = [
     {
         "name": "save_script",
         "description": (
-            "Keep a program in the project's toolscripts/. It must type-check and "
-            "export default an async function of one object argument (its input)."
+            "Keep a program in the project's toolscripts/: it must type-check and "
+            "export default an async function of its input object."
         ),
         "inputSchema": {
             "type": "object",
@@ -158,28 +167,29 @@ TOOLS: list[dict[str, Any]] = [
         "annotations": {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False},
     },
     {
-        "name": "list_servers",
-        "title": "List servers",
-        "description": "The user's MCP servers: state, tool count, description.",
-        "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
-        "outputSchema": {
+        "name": "read_resource",
+        "description": "A server's resources and prompts; uri or prompt reads one.",
+        "inputSchema": {
             "type": "object",
             "properties": {
-                "servers": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "name": {"type": "string"},
-                            "state": {"type": "string"},
-                            "tools": {"type": "integer"},
-                            "description": {"type": ["string", "null"]},
-                            "error": {"type": ["string", "null"]},
-                        },
-                        "required": ["name", "state", "tools"],
-                    },
-                }
+                "server": {"type": "string"},
+                "uri": {"type": "string"},
+                "prompt": {"type": "string"},
+                "arguments": {"type": "object"},
             },
+            "required": ["server"],
+            "additionalProperties": False,
+        },
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "list_servers",
+        "description": "The user's MCP servers: state, tool count, description.",
+        "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
+        # Each server: name, state, tools (a count), description, error; the text says it too.
+        "outputSchema": {
+            "type": "object",
+            "properties": {"servers": {"type": "array", "items": {"type": "object"}}},
             "required": ["servers"],
         },
         "annotations": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},

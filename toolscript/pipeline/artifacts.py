@@ -14,7 +14,6 @@
                              tools and the saved scripts that type-check (the scripts task)
       saved-scripts.json     which saved scripts check, the errors of those that do not
       packages.json          the declared packages as locked, and the lock (the packages task)
-      packages/deno.json     what the packages task has Deno fetch and lock
       saved-check/           where the scripts task checks them
       saved-check-save/      where the gateway checks a script before saving it
       catalogue.db           servers and tools (content hash, names, schemas) for sqlite-utils
@@ -28,10 +27,12 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from toolscript.codegen.module import ToolFragment
 from toolscript.store.packages import offered
+
+if TYPE_CHECKING:
+    from toolscript.codegen.module import ToolFragment
 
 __all__ = [
     "Artifacts",
@@ -133,10 +134,6 @@ class CacheLayout:
         return self.root / "packages.json"
 
     @property
-    def packages_dir(self) -> Path:
-        return self.root / "packages"
-
-    @property
     def catalogue(self) -> Path:
         return self.root / "catalogue.db"
 
@@ -177,6 +174,8 @@ class Artifacts:
 
     @classmethod
     def load(cls, layout: CacheLayout, servers: list[str]) -> Artifacts:
+        from toolscript.codegen.module import ToolFragment
+
         module = layout.module.read_text(encoding="utf-8")
         fragments: list[ToolFragment] = []
         for server in servers:

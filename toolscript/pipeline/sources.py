@@ -58,6 +58,8 @@ class SnapshotSource:
     """Tool lists captured from live sessions (None for a server that is not connected),
     and the result types the gateway learned (``inferred``: server -> tool -> outputSchema)."""
 
+    starts_servers = False
+
     def __init__(
         self,
         tools: Mapping[str, list[dict[str, Any]] | None],
@@ -76,6 +78,8 @@ class SnapshotSource:
 class ConnectingSource:
     """Connects to every server once, on first use, for standalone ``doit``; the result types
     are those the project's gateways learned (none when the config turns learning off)."""
+
+    starts_servers = True
 
     def __init__(self, config: Config, *, connect_timeout: float = 30.0) -> None:
         self._config = config

@@ -57,10 +57,11 @@ def deno_environment(deno_dir: Path | None = None) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def run_deno_dir(packages: bool = False) -> Iterator[Path]:
+def run_deno_dir(packages: bool = False, npm: Path | None = None) -> Iterator[Path]:
     """A fresh ``DENO_DIR`` for one sandbox run (0700), removed when the run ends; those of
     runs whose process died without removing theirs are removed first. With ``packages``
-    it reads npm packages from the shared cache (read-only: ``store/packages.py``)."""
+    it reads npm packages from ``npm`` (the packages of its lock: ``store/packages.npm_set``),
+    else from the shared cache (read-only: ``store/packages.py``)."""
     root = user_cache_dir() / "run"
     root.mkdir(parents=True, exist_ok=True, mode=0o700)
     _remove_orphans(root)
@@ -69,8 +70,10 @@ def run_deno_dir(packages: bool = False) -> Iterator[Path]:
     path = root / f"{_RUN_PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
     path.mkdir(mode=0o700)
     try:
-        for name in (*SHARED_CACHES, *(PACKAGE_CACHES if packages else ())):
+        for name in SHARED_CACHES:
             (path / name).symlink_to(shared / name)
+        if packages or npm is not None:
+            (path / PACKAGE_CACHES[0]).symlink_to(npm or shared / PACKAGE_CACHES[0])
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)

@@ -8,7 +8,14 @@ from dataclasses import dataclass
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
-__all__ = ["JsonPath", "PositionedJson", "format_path", "parse_with_positions"]
+__all__ = [
+    "JsonLocator",
+    "JsonPath",
+    "PositionedJson",
+    "deepest_at",
+    "format_path",
+    "parse_with_positions",
+]
 
 JsonPath = tuple[str | int, ...]
 
@@ -99,6 +106,77 @@ def parse_with_positions(text: str) -> PositionedJson:
     return PositionedJson(text=text, value=value, value_offsets=values, key_offsets=keys)
 
 
+class JsonLocator:
+    """``PositionedJson.line_col`` for a large valid document, without walking all of it:
+    only the objects and arrays along the paths asked for are read member by member, each
+    sibling skipped by the C decoder (``~/.claude.json`` is megabytes of history)."""
+
+    _decoder = json.JSONDecoder()
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        # container offset -> its members: key (or index) -> (key offset or None, value offset)
+        self._members: dict[int, dict[str | int, tuple[int | None, int]]] = {}
+
+    def line_col(self, path: JsonPath, *, key: bool = False) -> tuple[int, int]:
+        """1-based line and column of the value (or its key) at ``path``; the nearest
+        ancestor's value when ``path`` is not in the document."""
+        offset = self._skip(0)
+        found: tuple[int | None, int] | None = None
+        for depth, part in enumerate(path):
+            member = self._members_of(offset).get(part)
+            if member is None:
+                break
+            offset = member[1]
+            if depth == len(path) - 1:
+                found = member
+        if key and found is not None and found[0] is not None:
+            offset = found[0]
+        elif key and found is not None:
+            offset = self._value_at(path[:-1])
+        text = self.text
+        return text.count("\n", 0, offset) + 1, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+    def _value_at(self, path: JsonPath) -> int:
+        offset = self._skip(0)
+        for part in path:
+            member = self._members_of(offset).get(part)
+            if member is None:
+                break
+            offset = member[1]
+        return offset
+
+    def _skip(self, i: int) -> int:
+        match = _WHITESPACE.match(self.text, i)
+        assert match is not None
+        return match.end()
+
+    def _members_of(self, offset: int) -> dict[str | int, tuple[int | None, int]]:
+        if offset in self._members:
+            return self._members[offset]
+        text, members = self.text, {}
+        opening = text[offset : offset + 1]
+        if opening in ("{", "["):
+            closing = "}" if opening == "{" else "]"
+            i = self._skip(offset + 1)
+            index = 0
+            while i < len(text) and text[i] != closing:
+                name: str | int = index
+                key_at: int | None = None
+                if opening == "{":
+                    key_at = i
+                    name, i = scanstring(text, i + 1)
+                    i = self._skip(self._skip(i) + 1)  # past the colon
+                members[name] = (key_at, i)  # a repeated key: the last, as json.loads keeps
+                _, i = self._decoder.raw_decode(text, i)
+                i = self._skip(i)
+                if text[i : i + 1] == ",":
+                    i = self._skip(i + 1)
+                index += 1
+        self._members[offset] = members
+        return members
+
+
 def format_path(path: JsonPath) -> str:
     """``('mcpServers', 'gh', 'args', 0)`` -> ``mcpServers.gh.args[0]``."""
     out = ""
@@ -110,3 +188,26 @@ def format_path(path: JsonPath) -> str:
         else:
             out += f"[{json.dumps(part)}]"
     return out or "(root)"
+
+
+def deepest_at(text: str, limit: int = 200) -> tuple[int, int]:
+    """1-based line and column where ``[`` / ``{`` (or a TOML ``[``) first nest deeper than
+    ``limit``, strings aside: where a document too deep to parse goes wrong; else 1:1."""
+    depth = 0
+    i, n = 0, len(text)
+    while i < n:
+        char = text[i]
+        if char in "\"'":
+            end = text.find(char, i + 1)
+            while end > 0 and text[end - 1] == "\\" and char == '"':
+                end = text.find(char, end + 1)
+            i = n if end < 0 else end + 1
+            continue
+        if char in "[{":
+            depth += 1
+            if depth > limit:
+                return text.count("\n", 0, i) + 1, i - (text.rfind("\n", 0, i) + 1) + 1
+        elif char in "]}":
+            depth -= 1
+        i += 1
+    return 1, 1

@@ -28,6 +28,7 @@ __all__ = [
     "process_alive",
     "process_identity",
     "reap_children",
+    "return_free_memory",
     "siblings",
     "signal_quietly",
     "stop_process",
@@ -97,6 +98,24 @@ def reap_children(grace: float = 0.5) -> None:
         with contextlib.suppress(psutil.Error):
             child.kill()
     psutil.wait_procs(alive, timeout=grace)
+
+
+def return_free_memory() -> bool:
+    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``): after a
+    large load (a model's graph parsed, a build's JSON) freed memory otherwise stays in
+    the process's RSS. False where there is no such call (macOS, musl)."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        trim = ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):
+        trim = None
+    if trim is None:
+        return False
+    trim(0)
+    return True
 
 
 def descendants(pid: int) -> list[int]:

@@ -38,7 +38,7 @@ _OPAQUE = re.compile(r"(?![/.~])(?!.*://)\S+")
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret replaced by ``***``: whole, JSON-escaped, URL-encoded,
+    """``text`` with every secret replaced by ``***``: whole, JSON-escaped, URL-encoded, in hex,
     base64-encoded, and every run of 8 characters or more of one (its start, its end, its
     middle) when it reads as one opaque value (no spaces, not a path or a URL)."""
     forms, grams = _prepared(tuple(sorted(set(secrets))))
@@ -81,12 +81,13 @@ def _prepared(secrets: tuple[str, ...]) -> tuple[tuple[str, ...], _Grams]:
 
 
 def _spellings(secret: str) -> set[str]:
-    """``secret`` as it is, JSON-escaped, URL-encoded and base64-encoded (at each of the three
+    """``secret`` as it is, JSON-escaped, URL-encoded, in hex and base64-encoded (at each of the three
     byte alignments it may have inside a longer encoded text, without the characters the
     neighbouring bytes decide)."""
     found = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
     found |= {quote(secret, safe=""), quote_plus(secret, safe=""), quote(secret)}
     raw = secret.encode()
+    found |= {raw.hex(), raw.hex().upper()}
     if len(raw) >= 6:
         for shift in range(3):
             for encode in (base64.b64encode, base64.urlsafe_b64encode):

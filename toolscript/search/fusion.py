@@ -7,13 +7,12 @@ knows differs from query to query: when one tool's words match the query far bet
 than the rest (the tenth-best keyword score is a small share of the best), the keywords
 found something specific, and the blend leans on them; when ten tools match about as
 well (common words, a paraphrase), the keywords cannot tell them apart and meaning
-decides. The semantic weight therefore moves from ``alpha - 0.1`` (a peaked keyword
-ranking) to ``alpha + 0.2`` (a flat one), shrunk towards the ends so that ``alpha`` 0
-and 1 stay keyword-only and semantic-only. Chosen on half of each query set and checked
-on the other half (bench/search_quality.py); the gain is small on average, and larger
-where one retriever fails, such as catalogues whose tools have no descriptions
-(``--catalogue empty``: there the engine also keeps a retriever's best in the first
-five, engine._with_bests).
+decides. The semantic weight therefore moves from ``alpha + peaked_shift`` (a peaked
+keyword ranking) to ``alpha + flat_shift`` (a flat one), shrunk towards the ends so that
+``alpha`` 0 and 1 stay keyword-only and semantic-only (parameters.py; how the shifts were
+chosen: bench/NOTES.md). It helps most where one retriever fails, such as catalogues
+whose tools have no descriptions (there the engine also keeps a retriever's best in the
+first five, engine._with_bests).
 """
 
 from __future__ import annotations
@@ -21,22 +20,24 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
+from toolscript.search.parameters import PARAMETERS, SearchParameters
+
 __all__ = ["Blend", "blend", "semantic_parts", "semantic_weight"]
 
-PEAKED_SHIFT = -0.1  # the semantic weight's change when the keyword ranking is peaked
-FLAT_SHIFT = 0.2  # ... and when its tenth-best hit scores as high as its best
-DEPTH = 10  # the rank whose keyword score tells a peaked ranking from a flat one
 
-
-def semantic_weight(alpha: float, keyword: dict[int, float]) -> float:
+def semantic_weight(
+    alpha: float, keyword: dict[int, float], parameters: SearchParameters = PARAMETERS
+) -> float:
     """The semantic weight for a query whose keyword scores are ``keyword`` (0..1)."""
-    ranked = heapq.nlargest(DEPTH, keyword.values())
-    return _weight(alpha, ranked[DEPTH - 1] if len(ranked) >= DEPTH else 0.0)
+    depth = parameters.flat_depth
+    ranked = heapq.nlargest(depth, keyword.values())
+    return _weight(alpha, ranked[depth - 1] if len(ranked) >= depth else 0.0, parameters)
 
 
-def _weight(alpha: float, tenth: float) -> float:
-    """``semantic_weight`` for a query whose ``DEPTH``-th keyword score is ``tenth``."""
-    shift = PEAKED_SHIFT + (FLAT_SHIFT - PEAKED_SHIFT) * tenth
+def _weight(alpha: float, tenth: float, parameters: SearchParameters) -> float:
+    """``semantic_weight`` for a query whose ``flat_depth``-th keyword score is ``tenth``."""
+    peaked, flat = parameters.peaked_shift, parameters.flat_shift
+    shift = peaked + (flat - peaked) * tenth
     return min(1.0, max(0.0, alpha + 4 * alpha * (1 - alpha) * shift))
 
 
@@ -67,7 +68,12 @@ class Blend:
     is ``alpha`` itself unless ``adaptive`` (``semantic_weight``)."""
 
     def __init__(
-        self, keyword: dict[int, float], cosines: Any, alpha: float, adaptive: bool
+        self,
+        keyword: dict[int, float],
+        cosines: Any,
+        alpha: float,
+        adaptive: bool,
+        parameters: SearchParameters = PARAMETERS,
     ) -> None:
         import numpy
 
@@ -80,12 +86,13 @@ class Blend:
         values = numpy.fromiter(keyword.values(), dtype=numpy.float64, count=count)
         self.weight = alpha
         if adaptive:
+            depth = parameters.flat_depth
             tenth = (
-                float(numpy.partition(values, count - DEPTH)[count - DEPTH])
-                if count >= DEPTH
+                float(numpy.partition(values, count - depth)[count - depth])
+                if count >= depth
                 else 0.0
             )
-            self.weight = _weight(alpha, tenth)
+            self.weight = _weight(alpha, tenth, parameters)
         scores = self.weight * self.semantic
         if count:  # every tool at most once: one vector step adds them all
             scores[indices] += (1 - self.weight) * values
@@ -94,6 +101,13 @@ class Blend:
         self.scores = scores
 
 
-def blend(keyword: dict[int, float], cosines: Any, alpha: float, *, adaptive: bool = True) -> Blend:
+def blend(
+    keyword: dict[int, float],
+    cosines: Any,
+    alpha: float,
+    *,
+    adaptive: bool = True,
+    parameters: SearchParameters = PARAMETERS,
+) -> Blend:
     """The hybrid scores of one query: adaptive weight unless ``adaptive`` is False."""
-    return Blend(keyword, cosines, alpha, adaptive)
+    return Blend(keyword, cosines, alpha, adaptive, parameters)

@@ -1,7 +1,7 @@
 """Keyword retrieval over tool documents: BM25F with typo-tolerant query terms, plus name coverage.
 
-A tool's keyword score runs from 0 to 1: ``(1 - NAME_WEIGHT)`` of it is its BM25F score
-scaled by the query's best, ``NAME_WEIGHT`` of it is how much of the tool's name the query
+A tool's keyword score runs from 0 to 1: ``(1 - name_weight)`` of it is its BM25F score
+scaled by the query's best, ``name_weight`` of it is how much of the tool's name the query
 explains (``jira_create_issue`` is fully explained by "create a jira ticket";
 ``jira_batch_create_issues`` is not, as nothing asked for a batch). BM25 alone ranks them
 nearly alike; the coverage puts the tool whose name says what was asked first.
@@ -14,66 +14,25 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from toolscript.search.text import ToolDocument, query_tokens, tokenize
+from toolscript.search.parameters import PARAMETERS, SearchParameters
+from toolscript.search.text import ToolDocument, query_tokens, stem, tokenize
+from toolscript.search.words import IMPLIED_WORDS, SYNONYM_GROUPS
 
-__all__ = ["FIELD_WEIGHTS", "NAME_WEIGHT", "LexicalIndex"]
+__all__ = ["SYNONYMS", "LexicalIndex", "implied_words"]
 
-# Example values in parameter descriptions ("e.g., 'Asia/Tokyo'") say what a value looks like,
-# and another tool a parameter cites ("the train_no from get-tickets") where it comes from, not
-# what the tool does: they count, but little ("asides").
-FIELD_WEIGHTS = {"name": 3.0, "description": 1.0, "parameters": 0.5, "server": 0.5, "asides": 0.2}
-SYNONYM_WEIGHT = 0.5
-NAME_WEIGHT = 0.2  # share of the keyword score given to name coverage
-NAME_SYNONYM_CREDIT = 0.7  # a name word the query only says with a synonym ("ticket" for issue)
-# Words users say for the verbs and nouns tool names use (general English, not tuned to a corpus).
-_SYNONYM_GROUPS = [
-    "create make new add generate build open start",
-    "delete remove drop erase destroy",
-    "list show all enumerate browse",
-    "get fetch retrieve read load obtain look",
-    "search find query lookup locate seek",
-    "update edit change modify set rename",
-    "send post publish message notify email",
-    "run execute trigger launch invoke start",
-    "stop cancel kill terminate end abort",
-    "picture image photo screenshot snapshot",
-    "file document doc",
-    "folder directory dir",
-    "weather forecast temperature rain",
-    "price quote cost value",
-    "issue ticket bug",
-    "repo repository project",
-    "chart graph plot diagram visualization",
-    "map location place address geocode",
-    "translate convert transform",
-    "download save export",
-    "write save store",
-    "upload attach",
-    "comment reply note",
-    "user person member people account",
-    "time date clock",
-    "current now present latest live",
-]
-# Questions that ask about the present without saying so ("what time is it in Tokyo" asks
-# for the current time): general English, the words they imply join the query's synonyms.
-_IMPLIED = [
-    (re.compile(r"\bwhat\s+(?:time|day|date)\s+is\s+it\b|\bright\s+now\b|\btoday\b"), "current"),
-]
+_IMPLIED = [(re.compile(pattern), word) for pattern, word in IMPLIED_WORDS]
 
 
 def implied_words(query: str) -> list[str]:
-    """Stemmed words a query means without saying them (see ``_IMPLIED``)."""
-    from toolscript.search.text import stem
-
+    """Stemmed words a query means without saying them (words.IMPLIED_WORDS)."""
     lowered = query.lower()
     return [stem(word) for pattern, word in _IMPLIED if pattern.search(lowered)]
 
 
 def _synonyms() -> dict[str, list[str]]:
-    from toolscript.search.text import stem
-
+    """Each stemmed word of a synonym group: the other words of its groups."""
     table: dict[str, list[str]] = {}
-    for group in _SYNONYM_GROUPS:
+    for group in SYNONYM_GROUPS:
         words = [stem(word) for word in group.split()]
         for word in words:
             table.setdefault(word, []).extend(
@@ -83,40 +42,38 @@ def _synonyms() -> dict[str, list[str]]:
 
 
 SYNONYMS = _synonyms()
-# A query's unknown words are matched to close vocabulary words (typos); past this many, the
-# rest of a long request (a pasted log line, base64, a list of names) matches nothing: each
-# would cost a pass over the vocabulary.
-MOST_UNKNOWN_WORDS = 24
 CLOSE_WORDS_KEPT = 10_000  # unknown tokens whose close words an index remembers
-K1 = 1.2
-B = 0.75
 
 
 class LexicalIndex:
     """BM25 over weighted fields; unknown query words are matched to close vocabulary words."""
 
-    def __init__(self, documents: list[ToolDocument]) -> None:
+    def __init__(
+        self, documents: list[ToolDocument], parameters: SearchParameters = PARAMETERS
+    ) -> None:
         self.documents = documents
+        self.parameters = parameters
+        k1, b = parameters.k1, parameters.b
         counted: list[dict[str, float]] = []
         for document in documents:
             weighted: dict[str, float] = defaultdict(float)
             for field, tokens in document.fields.items():
-                weight = FIELD_WEIGHTS.get(field, 1.0)
+                weight = parameters.field_weights.get(field, 1.0)
                 for token in tokens:
                     weighted[token] += weight
             counted.append(weighted)
         lengths = [sum(weighted.values()) for weighted in counted]
         average = (sum(lengths) / len(lengths)) if lengths else 1.0
-        # A posting holds its document's BM25 term part, ``f (K1 + 1) / (f + K1 (1 - B + B
+        # A posting holds its document's BM25 term part, ``f (k1 + 1) / (f + k1 (1 - b + b
         # length / average))``: a query only weighs it by the word's idf (half the time of
         # a query's keyword scores went to computing it again for every posting).
         self._postings: dict[str, list[tuple[int, float]]] = defaultdict(list)
         for index, weighted in enumerate(counted):
-            norm = K1 * (1 - B + B * lengths[index] / average)
+            norm = k1 * (1 - b + b * lengths[index] / average)
             for token, frequency in weighted.items():
-                self._postings[token].append((index, frequency * (K1 + 1) / (frequency + norm)))
+                self._postings[token].append((index, frequency * (k1 + 1) / (frequency + norm)))
         # ... and as numpy arrays where numpy is installed (the semantic extra): a request's
-        # words add up thousands of postings, 0.36 of a text's 0.68 ms in a Python loop.
+        # words add up thousands of postings, half of its keyword time in a Python loop.
         self._arrays: dict[str, tuple[Any, Any]] | None = None
         try:
             import numpy
@@ -151,7 +108,7 @@ class LexicalIndex:
         """The token itself when known, else close vocabulary words (typos, partial names)."""
         if token in self._postings:
             return [(token, 1.0)]
-        if len(token) < 4:
+        if len(token) < self.parameters.close_min_length:
             return []
         known = self._close.get(token)
         if known is None:
@@ -163,17 +120,18 @@ class LexicalIndex:
     def _close_words(self, token: str) -> list[tuple[str, float]]:
         from thefuzz import fuzz
 
+        p = self.parameters
         candidates = []
         for word in self._vocabulary_by_initial.get(token[:1], []):
-            if abs(len(word) - len(token)) > 3:
+            if abs(len(word) - len(token)) > p.close_length_gap:
                 continue
             similarity = fuzz.ratio(token, word)
-            if similarity >= 80:
-                candidates.append((word, similarity / 100 * 0.8))
-            elif word.startswith(token) and len(token) >= 4:
-                candidates.append((word, 0.6))
+            if similarity >= p.close_similarity:
+                candidates.append((word, similarity / 100 * p.close_credit))
+            elif word.startswith(token) and len(token) >= p.close_min_length:
+                candidates.append((word, p.prefix_credit))
         candidates.sort(key=lambda item: -item[1])
-        return candidates[:3]
+        return candidates[: p.close_kept]
 
     def scores(self, query: str) -> dict[int, float]:
         """The keyword score (0 to 1) of every document matching at least one query word."""
@@ -185,20 +143,21 @@ class LexicalIndex:
             return {}
         said = set(tokens)
         related: set[str] = set(implied)
-        for word in every:  # "show" still means "list"
+        for word in every:  # stop words too: "show" means "list" (words.STOP_WORDS)
             related.update(SYNONYMS.get(word, ()))
         related -= said  # the synonyms of every word the query has
         # How much of each tool's name the query says: its own words count 1, synonyms less.
         covered: dict[int, float] = defaultdict(float)
-        for words, credit in ((said, 1.0), (related, NAME_SYNONYM_CREDIT)):
+        for words, credit in ((said, 1.0), (related, self.parameters.name_synonym_credit)):
             for word in words:
                 for index in self._named.get(word, ()):
                     covered[index] += credit
-        scale = (1 - NAME_WEIGHT) / best
+        name_weight = self.parameters.name_weight
+        scale = (1 - name_weight) / best
         scores = {index: total * scale for index, total in totals.items()}
         for index, credit in covered.items():
             if index in scores:  # a named tool counts when its text matches too
-                scores[index] += NAME_WEIGHT * credit / self._name_sizes[index]
+                scores[index] += name_weight * credit / self._name_sizes[index]
         if strength < 1.0:  # no word of the query is in any tool: only synonyms or typos
             return {index: score * strength for index, score in scores.items()}
         return scores
@@ -217,18 +176,21 @@ class LexicalIndex:
         is in some tool's text; less: only its synonyms or close words are)."""
         tokens = list(dict.fromkeys(said))
         unknown = [token for token in tokens if token not in self._postings]
-        if len(unknown) > MOST_UNKNOWN_WORDS:  # pasted data, not words to correct
-            tokens = [t for t in tokens if t in self._postings] + unknown[:MOST_UNKNOWN_WORDS]
+        most = self.parameters.most_unknown_words
+        if len(unknown) > most:  # pasted data, not words to correct: each costs a vocabulary pass
+            tokens = [t for t in tokens if t in self._postings] + unknown[:most]
         weighted: dict[str, float] = {}
         for word in implied:
             if word in self._postings and word not in tokens:
-                weighted[word] = SYNONYM_WEIGHT
+                weighted[word] = self.parameters.synonym_weight
         for token in tokens:
             for word, weight in self.expand(token):
                 weighted[word] = max(weighted.get(word, 0.0), weight)
             for related in SYNONYMS.get(token, ()):
                 if related in self._postings and related not in tokens:
-                    weighted[related] = max(weighted.get(related, 0.0), SYNONYM_WEIGHT)
+                    weighted[related] = max(
+                        weighted.get(related, 0.0), self.parameters.synonym_weight
+                    )
         strength = max(weighted.values(), default=0.0)
         if self._arrays is not None:
             import numpy

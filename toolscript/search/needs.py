@@ -15,56 +15,30 @@ General English only: nothing here is fitted to a tool catalogue or a query set.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from toolscript.search.text import QUOTED, file_names, tokenize, without_data
+from toolscript.search.parameters import PARAMETERS, SearchParameters
+from toolscript.search.text import QUOTED, ToolDocument, file_names, tokenize, without_data
+from toolscript.search.words import ABBREVIATIONS, DOCUMENT_KINDS, OUTPUT_VERBS, VERBS
 
 __all__ = [
-    "MAX_NEEDS",
+    "IMPLIED_NEEDS",
     "PLACE_COORDINATES",
     "READ_FILE",
     "WRITE_FILE",
+    "Implication",
+    "Implied",
+    "ImpliedNeed",
     "file_reading",
     "gives_coordinates",
+    "implied_by",
     "is_file_need",
     "is_implied",
     "is_written_file",
     "split_needs",
 ]
 
-MAX_NEEDS = 6  # more pieces than this are joined into the sixth
-MAX_WRITTEN = 2  # files a request asks to write that each add a need (see _file_needs)
-MAX_READ = 1  # files a split request names, not to write, that each add a need
-MIN_WORDS = 2  # content words a piece needs to count as a request of its own
-
-# Verbs that start a request, in the imperative (the base form: "sorted by size" and
-# "including their sizes" describe the request before them, they ask for nothing new).
-_VERBS = """
-acknowledge activate add adjust aggregate analyse analyze annotate append apply approve archive
-arrange ask assign attach audit back backup ban block book bookmark browse build buy calculate
-call cancel capture change charge check clean clear click clone close collect combine comment
-commit compare compile compose compress compute configure confirm connect convert copy count
-crawl create crop deactivate debug decode delete deny deploy deposit describe design detect
-determine diff disable discard disconnect dismiss download draft drag draw drop duplicate edit
-email embed enable encode escalate estimate evaluate examine execute expand explain explore
-export extract fetch fill filter find fix follow forecast fork format forward gather generate
-geocode get give go grab grant graph hide highlight hover import include inform insert inspect
-install invite invoice join keep kill label launch leave list load locate lock log look make
-manage map mark measure mention merge message migrate monitor mount move mute navigate notify
-obtain open optimize order organize outline paste pause pay pick pin ping plan play plot post
-predict prepare present press preview print process produce provide provision publish pull
-purchase push put query rate read rebase reboot receive recommend record redirect redo refresh
-refund register reject reload remind remove rename render renew reopen reply report request
-rerun reserve reset resize resolve restart restore resume retrieve retry return retweet revert
-review revoke rewrite rollback rotate run save scale scan schedule scrape scroll search select
-sell send set share show sign silence snooze sort split squash star start stop store submit
-subscribe suggest summarise summarize switch sync tag take tell terminate throw toggle track
-trade transcribe transfer transform translate trigger turn tweet unarchive unassign unblock
-underline undo unhide uninstall unlock unmount unmute unpin unsubscribe update upgrade upload
-upvote validate verify view visit visualize vote wait watch withdraw write zip
-"""
-VERBS = frozenset(_VERBS.split())
-
-_ABBREVIATIONS = frozenset(["e.g.", "i.e.", "etc.", "vs.", "approx.", "no.", "mr.", "ms.", "dr."])
 # Sentence ends (a stop, question or exclamation mark, or a semicolon, then a space) and line
 # breaks; list markers ("1.", "2)", "-", "*") at a line's start are dropped with them.
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\s*\n\s*(?:[-*\u2022]|\d+[.)])?\s*")
@@ -94,7 +68,7 @@ def _sentences(text: str) -> list[str]:
         part = part.strip()
         if part:
             # "e.g. x" and "etc. and" do not end a sentence: join such a piece to the next.
-            if pieces and pieces[-1].split()[-1].lower() in _ABBREVIATIONS:
+            if pieces and pieces[-1].split()[-1].lower() in ABBREVIATIONS:
                 pieces[-1] = f"{pieces[-1]} {part}"
             else:
                 pieces.append(part)
@@ -134,16 +108,8 @@ def _unshield(text: str) -> str:
     return text.replace("\x00", " ").replace("\x01", ",")
 
 
-# Verbs that put something into a file named after them ("save it to /root/cv.md", "generate
-# a report in report.md", "a page saved at /srv/ai.html"), in any inflection.
-_OUTPUT_VERB = re.compile(
-    r"\b(?:sav(?:e|es|ed|ing)|writ(?:e|es|ing|ten)|wrote|export(?:s|ed|ing)?"
-    r"|stor(?:e|es|ed|ing)|output(?:s|ted|ting)?|creat(?:e|es|ed|ing)|generat(?:e|es|ed|ing)"
-    r"|draft(?:s|ed|ing)?|mak(?:e|es|ing)|made|produc(?:e|es|ed|ing)|dump(?:s|ed|ing)?"
-    r"|put(?:s|ting)?|compos(?:e|es|ed|ing)|prepar(?:e|es|ed|ing)|record(?:s|ed|ing)?"
-    r"|append(?:s|ed|ing)?)\b",
-    re.IGNORECASE,
-)
+# Verbs that put something into a file named after them (words.OUTPUT_VERBS).
+_OUTPUT_VERB = re.compile(rf"\b(?:{'|'.join(OUTPUT_VERBS)})\b", re.IGNORECASE)
 # ... and the word that says the file is where it goes, just before its name ("to", "in",
 # "as", "at", "named": "save it to cv.md", not "compare old.txt and new.txt").
 _DESTINATION = re.compile(
@@ -155,25 +121,49 @@ _DESTINATION = re.compile(
 
 WRITE_FILE = "write file"  # a written file's need: "write file <name>"
 READ_FILE = "read file"  # a file the request names otherwise: "read file <name>"
+# The need a request has when a tool it wants takes a latitude and longitude and the request
+# names places ("park near the Forbidden City", "the weather in Paris"): a geocoder first.
+PLACE_COORDINATES = "find the latitude and longitude coordinates of a place or address"
+_COORDINATES = re.compile(
+    r"-?\d{1,3}\.\d{2,}|\b(?:coordinates?|latitudes?|longitudes?|geocod\w*|lat|lon|lng)\b",
+    re.IGNORECASE,
+)
 
-# The kind of document a file's extension names, in the words its tools use: a ".pptx" is
-# written by a presentation tool and a ".pdf" read by a PDF reader, not a plain file writer
-# or reader. Other files are plain files.
-_FORMATS = {
-    "ppt": "presentation",
-    "pptx": "presentation",
-    "odp": "presentation",
-    "doc": "word document",
-    "docx": "word document",
-    "odt": "word document",
-    "xls": "excel spreadsheet",
-    "xlsx": "excel spreadsheet",
-    "ods": "spreadsheet",
-    "pdf": "pdf",
-    **dict.fromkeys(("mp3", "wav", "flac", "ogg", "m4a", "aac"), "audio"),
-    **dict.fromkeys(("png", "jpg", "jpeg", "gif", "webp", "bmp", "tiff"), "image"),
-    **dict.fromkeys(("mp4", "mov", "avi", "mkv", "webm"), "video"),
-}
+
+@dataclass(frozen=True)
+class Implication:
+    """What a rule of ``IMPLIED_NEEDS`` reads: the request, the needs it asks for (its pieces:
+    one when it asks for one thing), and the tools ranked first for it (none yet for a rule
+    that does not read the ranking)."""
+
+    query: str
+    asked: list[str]
+    first: Sequence[ToolDocument]
+    parameters: SearchParameters
+
+
+@dataclass(frozen=True)
+class Implied:
+    """A need a request implies, and the servers whose tools it prefers (engine.py counts
+    their scores ``same_server`` times: the tool that implied it reads their output)."""
+
+    text: str
+    prefer: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class ImpliedNeed:
+    """A kind of need a request has without asking for it: ``find`` gives a request's needs
+    of this kind, ``owns`` tells them from asked ones, and ``reading`` is how the model reads
+    one (the words that say what is needed: their vector is computed once and kept). A rule
+    that ``reads_ranking`` is applied after the request's first ranking, to its first hits;
+    the others with the request's own needs, before it."""
+
+    name: str
+    reads_ranking: bool
+    find: Callable[[Implication], list[Implied]]
+    owns: Callable[[str], bool]
+    reading: Callable[[str], str]
 
 
 def is_written_file(need: str) -> bool:
@@ -191,11 +181,11 @@ def file_reading(need: str) -> str:
     kind of document its extension names ("write presentation file" for "slides.pptx",
     "read pdf file"); the file's own name tells the model nothing."""
     action, _, rest = need.partition(" file ")
-    kind = _FORMATS.get(rest.rpartition(".")[2].lower())
+    kind = DOCUMENT_KINDS.get(rest.rpartition(".")[2].lower())
     return f"{action} {kind} file" if kind else f"{action} file"
 
 
-def _file_needs(needs: list[str]) -> list[str]:
+def _file_needs(request: Implication) -> list[Implied]:
     """A need of its own for each file the request asks to write ("write file <name>"), and,
     when the request asks for several things, for a file it names otherwise ("read file
     <name>").
@@ -204,13 +194,13 @@ def _file_needs(needs: list[str]) -> list[str]:
     that writes files, which neither the words nor the meaning of "generate a walkthrough"
     point to: the request names the file, not the tool. A need that names the file with
     an output verb before it ("save", "write", "generate", "made", ...) and a destination
-    word just before it ("to", "in", "as", ...) adds one that does
-    (LiveMCPBench whole tasks: a file writer is wanted by 18 of 94 and ranked 11th or lower
-    in every ranking of 14 of them). A file named otherwise is read, edited or compared:
+    word just before it ("to", "in", "as", ...) adds one that does (bench/NOTES.md: how
+    often whole tasks want a file writer that no ranking finds). A file named otherwise is read, edited or compared:
     "read the customers in /root/customers.csv and tell me Sheryl's email" needs a file
     reader that the clause about the customers does not find. A request for one thing is
     ranked whole for it ("read the paper in /root/WebArena.pdf" adds nothing).
     """
+    needs = request.asked
     written: list[str] = []  # the files' names, in the request's order
     read: list[str] = []
     for need in needs:
@@ -219,18 +209,75 @@ def _file_needs(needs: list[str]) -> list[str]:
             named = written if _OUTPUT_VERB.search(before) and _DESTINATION.search(before) else read
             if name not in named:
                 named.append(name)
-    read = [name for name in read if name not in written][:MAX_READ] if len(needs) > 1 else []
-    return [f"{WRITE_FILE} {name}" for name in written[:MAX_WRITTEN]] + [
-        f"{READ_FILE} {name}" for name in read
+    read = [name for name in read if name not in written][: request.parameters.max_read]
+    read = read if len(needs) > 1 else []
+    return [
+        *(Implied(f"{WRITE_FILE} {name}") for name in written[: request.parameters.max_written]),
+        *(Implied(f"{READ_FILE} {name}") for name in read),
     ]
 
 
-def split_needs(query: str) -> list[str]:
-    """The needs of ``query``, in its order, then a need for each file it asks to write and,
-    if it asks for several things, for a file it names to read (``_file_needs``); ``[query]``
-    itself when it asks for one thing."""
-    # Pasted data is no need, and cutting 18,000 characters of it into sentences and
-    # clauses, and looking for file names in it, took 9 ms.
+def gives_coordinates(query: str) -> bool:
+    """Whether ``query`` gives coordinates ("48.8584, 2.2945") or is itself about them ("turn
+    these coordinates into an address"): then no geocoder is implied."""
+    return _COORDINATES.search(query) is not None
+
+
+def _place_coordinates(request: Implication) -> list[Implied]:
+    """A geocoder's need, when a tool among the first ``implied_within`` hits takes a latitude
+    and longitude and the request names places instead ("show me where to park near the
+    Forbidden City" needs the Forbidden City's coordinates first); it prefers the servers of
+    those tools (a geocoder gives coordinates as its own server's tools read them)."""
+    takers = [
+        document
+        for document in request.first[: request.parameters.implied_within]
+        if document.takes_coordinates
+    ]
+    if not takers or gives_coordinates(request.query):
+        return []
+    return [Implied(PLACE_COORDINATES, frozenset(document.server for document in takers))]
+
+
+IMPLIED_NEEDS = (
+    ImpliedNeed("files", False, _file_needs, is_file_need, file_reading),
+    ImpliedNeed(
+        "place coordinates",
+        True,
+        _place_coordinates,
+        lambda need: need == PLACE_COORDINATES,
+        lambda need: need,
+    ),
+)
+
+
+def implied_by(need: str) -> ImpliedNeed | None:
+    """The rule of ``IMPLIED_NEEDS`` that ``need`` comes from; None for a need asked for."""
+    return next((rule for rule in IMPLIED_NEEDS if rule.owns(need)), None)
+
+
+def is_implied(need: str) -> bool:
+    """Whether ``need`` is one the request implies rather than asks: a file to write or read,
+    or the coordinates of a place."""
+    return implied_by(need) is not None
+
+
+def split_needs(query: str, parameters: SearchParameters = PARAMETERS) -> list[str]:
+    """The needs of ``query``, in its order, then those it implies (``IMPLIED_NEEDS`` that
+    read the request alone: a file it asks to write, ...); ``[query]`` itself when it asks for
+    one thing and implies nothing."""
+    asked = _asked(query, parameters)
+    request = Implication(query, asked, (), parameters)
+    implied = [
+        need.text for rule in IMPLIED_NEEDS if not rule.reads_ranking for need in rule.find(request)
+    ]
+    if len(asked) <= 1 and not implied:
+        return [query]
+    return [*(asked if len(asked) > 1 else [query]), *implied]
+
+
+def _asked(query: str, parameters: SearchParameters) -> list[str]:
+    """The pieces of ``query`` that ask for something each (at least one)."""
+    # Pasted data is no need (and cutting it into sentences and clauses costs).
     text = without_data(query)
     pieces = [
         _unshield(clause) for sentence in _sentences(_shield(text)) for clause in _clauses(sentence)
@@ -239,7 +286,7 @@ def split_needs(query: str) -> list[str]:
     pending = ""  # a piece too short to stand alone, waiting to join the next one
     for piece in pieces:
         text = f"{pending} {piece}".strip() if pending else piece
-        if _content_words(text) < MIN_WORDS:
+        if _content_words(text) < parameters.min_words:
             pending = text
             continue
         pending = ""
@@ -249,30 +296,7 @@ def split_needs(query: str) -> list[str]:
             needs[-1] = f"{needs[-1]} {pending}"
         else:
             needs.append(pending)
-    if len(needs) > MAX_NEEDS:
-        needs = [*needs[: MAX_NEEDS - 1], " ".join(needs[MAX_NEEDS - 1 :])]
-    files = _file_needs(needs or [text])
-    if len(needs) <= 1 and not files:
-        return [query]
-    return [*(needs if len(needs) > 1 else [query]), *files]
-
-
-# The need a request has when a tool it wants takes a latitude and longitude and the request
-# names places ("park near the Forbidden City", "the weather in Paris"): a geocoder first.
-PLACE_COORDINATES = "find the latitude and longitude coordinates of a place or address"
-_COORDINATES = re.compile(
-    r"-?\d{1,3}\.\d{2,}|\b(?:coordinates?|latitudes?|longitudes?|geocod\w*|lat|lon|lng)\b",
-    re.IGNORECASE,
-)
-
-
-def gives_coordinates(query: str) -> bool:
-    """Whether ``query`` gives coordinates ("48.8584, 2.2945") or is itself about them ("turn
-    these coordinates into an address"): then no geocoder is implied."""
-    return _COORDINATES.search(query) is not None
-
-
-def is_implied(need: str) -> bool:
-    """Whether ``need`` is one the request implies rather than asks: a file to write or read,
-    or the coordinates of a place."""
-    return is_file_need(need) or need == PLACE_COORDINATES
+    most = parameters.max_needs
+    if len(needs) > most:
+        needs = [*needs[: most - 1], " ".join(needs[most - 1 :])]
+    return needs or [text]

@@ -7,9 +7,8 @@ that through torch).
 
 ``OnnxQueries`` runs the same transformer through ONNX Runtime, which spends far less
 around each operation than torch's modules do; a query is a few dozen tokens, so that
-work was most of a model call. On 2 cores (AMD EPYC without AVX-512, float32, in process)
-a one-need query took 4.5 ms against torch's 11.2, and a LiveMCPBench task's needs 7.2
-against 14.2 (p50). The transformer is exported to ONNX in memory as the model loads
+work was most of a model call (a query took less than half torch's time: bench/NOTES.md).
+The transformer is exported to ONNX in memory as the model loads
 (about a second, with the ``onnx`` package), and ``semantic.Embedder`` uses it only when
 it gives ``encode``'s vectors and is faster on this machine.
 
@@ -210,8 +209,7 @@ def _session(graph: bytes | str, *, spinning: bool = True) -> Any:
     options.inter_op_num_threads = 1
     options.log_severity_level = 3  # errors only
     # (Its threads spin a moment for more work after each step, as by default: kept from
-    # spinning, a gateway's one-need query took 7.6 to 8.3 ms at the median against 6.1
-    # to 6.6, a whole task 14.2 to 15.4 against 12.2 to 12.8; 2 cores, side by side.)
+    # spinning, queries took a fifth longer: bench/NOTES.md.)
     if not spinning:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])

@@ -226,12 +226,12 @@ class Embedder:
         """A copy of the model whose transformer computes in bfloat16, for queries, when it
         gives the same vectors and is faster on this machine; else None.
 
-        A query is a few tokens, so the model's time goes to reading its weights (a 3-token
-        forward took 9 ms, 86% of it in matrix products); half-size weights took 0.6x the
-        time on a CPU with AVX-512 BF16, and may take more on one without bfloat16
-        arithmetic, so it is measured here rather than assumed. The pooling and
-        what follows stay float32 (cosine >= 0.9999 with the exact vectors on every request
-        of the benchmarks). Tools are always embedded exactly: cached vectors stay valid.
+        A query is a few tokens, so the model's time goes to reading its weights (mostly
+        matrix products); half-size weights take less time on a CPU with bfloat16
+        arithmetic, and may take more on one without, so it is measured here rather than
+        assumed (bench/NOTES.md). The pooling and what follows stay float32 (the vectors
+        agree with the exact ones: ``SAME_VECTOR``). Tools are always embedded exactly:
+        cached vectors stay valid.
         """
         if self.device != "cpu":
             return None
@@ -359,8 +359,8 @@ def _encode(model: Any, texts: list[str]) -> Any:
 
 def _forward(model: Any, texts: list[str]) -> Any:
     """``_encode`` for a few short texts, straight through the model's modules: ``encode``
-    also puts every module in evaluation mode again, sorts by length and batches, which
-    took 1.8 of a split request's 13.6 ms (p50, LiveMCPBench's whole tasks, 2 cores)."""
+    also puts every module in evaluation mode again, sorts by length and batches: an eighth
+    of a split request's time (bench/NOTES.md)."""
     import torch
 
     # ``preprocess`` in newer sentence-transformers (``tokenize`` is deprecated there)
@@ -390,10 +390,8 @@ def _direct_agrees(model: Any) -> bool:
 def _packed(model: Any, texts: list[str]) -> Any:
     """``_forward`` for several texts as one sequence (packed.py): each text's tokens attend
     only to one another and count their positions from 0, so each gets the vector it gets
-    alone, and the model reads the texts' own tokens rather than each padded to the longest.
-    A split request's needs differ in length (3 to 52 tokens): a LiveMCPBench task's
-    batch was 39 tokens padded and 34 packed at the median, 260 and 130 at the most; its
-    model time p50 19.1 -> 16.4 ms, p99 53 -> 38 (2 cores, float32, no AVX-512)."""
+    alone, and the model reads the texts' own tokens rather than each padded to the longest:
+    a split request's needs differ in length, and packed they cost less (bench/NOTES.md)."""
     import torch
 
     from toolscript.search.packed import pack

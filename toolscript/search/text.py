@@ -8,6 +8,16 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from toolscript.search.parameters import PARAMETERS, SearchParameters
+from toolscript.search.words import (
+    BARE_FILE_EXTENSIONS,
+    LATITUDE_NAMES,
+    LONGITUDE_NAMES,
+    SHORT_FORMS,
+    STOP_WORDS,
+    SUFFIXES,
+)
+
 __all__ = [
     "QUOTED",
     "ToolDocument",
@@ -31,111 +41,6 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
 _WORD = re.compile(rf"[A-Za-z0-9]+|[{_CJK}]+")
 _CJK_CHAR = re.compile(rf"[{_CJK}]")
 _CJK_RUN = re.compile(rf"[{_CJK}]+")
-# Function words: they say nothing of what a tool does, yet in a small catalogue a rare one
-# weighs like a topic ("remember a fact about a person" found the one tool whose description
-# says "metadata about content"). Pronouns, auxiliaries, conjunctions and the like; not the
-# prepositions tools name ("scroll up", "sign out") nor "may" and "us" (a month, a country).
-# Nor the modals ("should", "could", "must"): as stop words they cut the keyword hits of "what
-# recipe should I cook tonight" to the four recipe tools, a ranking the blend reads as peaked
-# (fusion.py), and its semantic weight fell from 0.48 to 0.40: the meal recommender, found only
-# by meaning, fell under the threshold (bench/search_quality.py, "ours" R@5 0.989 -> 0.978).
-STOP_WORDS = frozenset(
-    [
-        "about",
-        "also",
-        "am",
-        "because",
-        "been",
-        "being",
-        "but",
-        "did",
-        "he",
-        "her",
-        "here",
-        "him",
-        "his",
-        "if",
-        "just",
-        "our",
-        "she",
-        "so",
-        "such",
-        "than",
-        "they",
-        "those",
-        "too",
-        "very",
-        "we",
-        "were",
-        "whom",
-        "whose",
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "can",
-        "do",
-        "does",
-        "for",
-        "from",
-        "get",
-        "give",
-        "has",
-        "have",
-        "how",
-        "i",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "please",
-        "show",
-        "that",
-        "the",
-        "their",
-        "them",
-        "then",
-        "there",
-        "these",
-        "this",
-        "to",
-        "use",
-        "using",
-        "want",
-        "was",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-        "all",
-        "some",
-        "any",
-        "one",
-        "need",
-        "tell",
-        "find",
-        "let",
-        "i'd",
-        "i'm",
-    ]
-)
-_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "es", "ed", "ly", "s")
 
 
 # Literal values in a request say what an argument looks like, not which tool is wanted:
@@ -148,8 +53,8 @@ _PATH = re.compile(r"(?<![\w/])(?:~|\.{1,2})?/(?:[\w.\-~]+/)*([\w.\-~]+)")
 _CSS_CLASS = re.compile(r"(?<!\S)\.[A-Za-z_][\w-]*")
 _NUMBERED_VALUE = re.compile(r"(?<!\S)\S*\d[./:;]\S*")  # versions, coordinates, times, ids
 # Pasted data (base64, digests, keys): a long run of letters, digits and "+/=_-" with a digit
-# in it. Neither half reads it: its fragments match no tool's words, and a pasted image cost
-# keyword search 47 ms of tokenizing.
+# in it. Neither half reads it: its fragments match no tool's words, and tokenizing a pasted
+# image costs keyword search more than a search (bench/NOTES.md).
 _DATA = re.compile(r"[A-Za-z0-9+/=_-]{64,}")
 # A quoted value ("rename issue 88 to 'crash on startup'"). Single quotes open and close
 # outside words: the apostrophes of "I'm" and "what's" quote nothing (read as quotes, they
@@ -166,41 +71,14 @@ _MESSAGE = re.compile(
 )
 
 
-# Short forms people type for words tools spell out ("list my open PRs" asks for
-# list_pull_requests): general software and chat vocabulary, not fitted to a catalogue.
-# Forms that tools use as they are ("docs", "config", "info") are left alone.
-_SHORT_FORMS = {
-    "pr": "pull request",
-    "prs": "pull requests",
-    "repo": "repository",
-    "repos": "repositories",
-    "db": "database",
-    "dbs": "databases",
-    "env": "environment",
-    "envs": "environments",
-    "dir": "directory",
-    "dirs": "directories",
-    "auth": "authentication",
-    "k8s": "kubernetes",
-    "msg": "message",
-    "msgs": "messages",
-    "dm": "direct message",
-    "dms": "direct messages",
-    "vm": "virtual machine",
-    "vms": "virtual machines",
-    "img": "image",
-    "imgs": "images",
-    "pic": "picture",
-    "pics": "pictures",
-}
-_SHORT_FORM = re.compile(r"\b(" + "|".join(_SHORT_FORMS) + r")\b", re.IGNORECASE)
+_SHORT_FORM = re.compile(r"\b(" + "|".join(SHORT_FORMS) + r")\b", re.IGNORECASE)
 
 
 def expand_abbreviations(text: str) -> str:
     """``text`` with each short form spelled out after it (a tool may use either)."""
 
     def spelled(found: re.Match[str]) -> str:
-        return f"{found.group(1)} ({_SHORT_FORMS[found.group(1).lower()]})"
+        return f"{found.group(1)} ({SHORT_FORMS[found.group(1).lower()]})"
 
     return _SHORT_FORM.sub(spelled, text)
 
@@ -211,11 +89,10 @@ def without_data(text: str) -> str:
 
 
 _EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}$")
-# A file named without a folder ("save it as notes.md"): only with a common document, data,
-# image or archive extension, for "next.js", "example.com" or "e.g." name no file.
+# A file named without a folder ("save it as notes.md"): only with a common extension
+# (words.BARE_FILE_EXTENSIONS).
 _BARE_FILE = re.compile(
-    r"(?<![\w/.@-])[\w-]+(?:\.[\w-]+)*\.(?:md|markdown|txt|csv|tsv|json|jsonl|ya?ml|xml|html?"
-    r"|pdf|docx?|xlsx?|pptx?|odt|ods|png|jpe?g|gif|svg|webp|mp3|wav|mp4|zip|log|ics)(?![\w/-])",
+    rf"(?<![\w/.@-])[\w-]+(?:\.[\w-]+)*\.(?:{'|'.join(BARE_FILE_EXTENSIONS)})(?![\w/-])",
     re.IGNORECASE,
 )
 
@@ -319,7 +196,7 @@ def stem(word: str) -> str:
     """A light suffix stripper: ``issues`` -> ``issu``, ``issue`` -> ``issu``, ``created`` -> ``creat``."""
     if len(word) <= 3 or word.isdigit():
         return word
-    for suffix in _SUFFIXES:
+    for suffix in SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             word = word[: -len(suffix)]
             break
@@ -372,13 +249,9 @@ def _parameters(schema: Any) -> list[tuple[str, str]]:
     return found
 
 
-_LATITUDE = frozenset(["lat", "latitude"])
-_LONGITUDE = frozenset(["lon", "lng", "long", "longitude"])
-
-
 def _takes_coordinates(parameters: list[tuple[str, str]]) -> bool:
     names = {name.lower() for name, _ in parameters}
-    return bool(names & _LATITUDE and names & _LONGITUDE)
+    return bool(names & LATITUDE_NAMES and names & LONGITUDE_NAMES)
 
 
 def name_words(server: str, name: str) -> frozenset[str]:
@@ -411,7 +284,10 @@ def _without_examples(text: str) -> str:
 
 
 def documents_for(
-    server: str, server_description: str, tools: list[dict[str, Any]]
+    server: str,
+    server_description: str,
+    tools: list[dict[str, Any]],
+    parameters: SearchParameters = PARAMETERS,
 ) -> list[ToolDocument]:
     """One server's tools as search sees them. A parameter whose description names another
     tool of the server ("the train_no from `get-tickets`", "call get-current-date first")
@@ -420,7 +296,7 @@ def documents_for(
     A tool's own description naming another ("then read_process_output") tells how the two
     are used together, and counts as it is."""
     siblings = _tool_names([str(tool.get("name", "")) for tool in tools])
-    return [document_for(server, server_description, tool, siblings) for tool in tools]
+    return [document_for(server, server_description, tool, siblings, parameters) for tool in tools]
 
 
 def _tool_names(names: list[str]) -> re.Pattern[str] | None:
@@ -439,6 +315,7 @@ def document_for(
     server_description: str,
     tool: dict[str, Any],
     siblings: re.Pattern[str] | None = None,
+    parameters: SearchParameters = PARAMETERS,
 ) -> ToolDocument:
     """``tool`` as search sees it; ``siblings`` matches the names of its server's tools,
     another of which a parameter's description may cite: weak evidence (``documents_for``).
@@ -454,7 +331,7 @@ def document_for(
         or ""
     )
     description = str(tool.get("description") or "")
-    parameters = _parameters(tool.get("inputSchema"))
+    arguments = _parameters(tool.get("inputSchema"))
     cited: list[str] = []
 
     def uncited(found: re.Match[str]) -> str:
@@ -464,24 +341,26 @@ def document_for(
         return " "
 
     if siblings is not None:
-        parameters = [(parameter, siblings.sub(uncited, text)) for parameter, text in parameters]
+        arguments = [(argument, siblings.sub(uncited, text)) for argument, text in arguments]
     fields = {
         "name": tokenize(f"{name} {title}", keep_stop_words=True),
         "server": tokenize(f"{server} {server_description}"),
         "description": tokenize(description),
-        "parameters": tokenize(" ".join(f"{p} {_without_examples(d)}" for p, d in parameters)),
+        "parameters": tokenize(" ".join(f"{p} {_without_examples(d)}" for p, d in arguments)),
         # weak evidence: example values, and the tools the parameters cite
-        "asides": tokenize(" ".join([*(_examples(d) for _, d in parameters), *cited])),
+        "asides": tokenize(" ".join([*(_examples(d) for _, d in arguments), *cited])),
     }
     readable_name = " ".join(split_identifier(name))
-    parameter_names = ", ".join(" ".join(split_identifier(p)) for p, _ in parameters[:12])
+    parameter_names = ", ".join(
+        " ".join(split_identifier(p)) for p, _ in arguments[: parameters.model_parameter_names]
+    )
     server_words = " ".join(split_identifier(server))
-    text = f"{server_words}: {readable_name}. {title + '. ' if title else ''}{description[:600]}".strip()
+    text = f"{server_words}: {readable_name}. {title + '. ' if title else ''}{description[: parameters.model_description_chars]}".strip()
     if parameter_names:
         text += f" Parameters: {parameter_names}."
     # What the server is for (its config's description) helps most where a tool says little;
     # last, so that a long description of the tool's own comes first within the model's window.
-    about = " ".join(server_description.split())[:200]
+    about = " ".join(server_description.split())[: parameters.model_server_chars]
     if about:
         text += f" Server: {about}"
     return ToolDocument(
@@ -492,5 +371,5 @@ def document_for(
         name_words=name_words(server, name),
         text=text,
         content_hash=hashlib.sha256(text.encode()).hexdigest(),
-        takes_coordinates=_takes_coordinates(parameters),
+        takes_coordinates=_takes_coordinates(arguments),
     )

@@ -11,9 +11,13 @@ declared packages, from the cache, and any other specifier is out of the lock an
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
 import re
+import secrets
+import shutil
 import stat
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -28,6 +32,8 @@ __all__ = [
     "declare_hint",
     "import_entries",
     "lock_path",
+    "locked_names",
+    "npm_set",
     "offered",
     "offered_note",
     "package_name",
@@ -40,6 +46,9 @@ __all__ = [
 
 LOCK_FILENAME = ".toolscript.lock"
 PACKAGES_MARKER = "// toolscript-packages: "
+NPM_SETS = "npm-sets"  # in toolscript's Deno cache: the packages of each lock, on their own
+# A package's name as an "npm" key of a lock spells it ("@scope/name@1.0.0_peer@2"): no path.
+_LOCKED_NAME = re.compile(r"((?:@[A-Za-z0-9_~-][A-Za-z0-9._~-]*/)?[A-Za-z0-9_~-][A-Za-z0-9._~-]*)@")
 _SPECIFIER = re.compile(r"^(npm|jsr):((?:@[^/@]+/)?[^/@]+)@([^/@]+)$")
 
 
@@ -216,3 +225,92 @@ def set_read_only(root: Path, read_only: bool) -> None:
         change(folder)
         for name in files:
             change(os.path.join(folder, name))
+
+
+def locked_names(lock_text: str) -> set[str]:
+    """The names of every npm package a lock holds (declared ones and their dependencies);
+    a key that is no package name (``../x@1``) names nothing."""
+    try:
+        npm = json.loads(lock_text).get("npm")
+    except (ValueError, AttributeError):
+        return set()
+    if not isinstance(npm, dict):
+        return set()
+    return {found[1] for key in npm if (found := _LOCKED_NAME.match(str(key))) is not None}
+
+
+def npm_set(cache: Path, lock_text: str) -> Path:
+    """The npm packages ``lock_text`` holds, as an npm cache of their own (hard links into
+    ``cache``'s ``npm/``, read-only), for a run's ``DENO_DIR`` to link as its ``npm``.
+
+    Deno lets a package read (and ``require``) any file of the npm cache without
+    ``--allow-read``, and a script reaches ``require`` through ``process.getBuiltinModule``:
+    with the whole shared cache linked, a script loaded every package any project of the
+    user had fetched. Here it finds only its own lock's packages. Built once per lock (by
+    its text's hash), again when a package it lacks has since reached the shared cache."""
+    names = locked_names(lock_text)
+    shared = cache / "npm"
+    registries = _folders(shared)
+    target = cache / NPM_SETS / hashlib.sha256(lock_text.encode()).hexdigest()[:32]
+    wanted = {(r.name, n) for r in registries for n in names if (r / n).is_dir()}
+
+    def complete() -> bool:
+        return target.is_dir() and all((target / r / n).is_dir() for r, n in wanted)
+
+    if complete():
+        return target
+    building = cache / NPM_SETS / f".building-{secrets.token_hex(6)}"
+    building.mkdir(parents=True, mode=0o700)
+    for registry, name in sorted(wanted):
+        _link_tree(shared / registry / name, building / registry / name)
+    _folders_writable(building, False)
+    if complete():  # another run built it meanwhile: theirs is as good (and may be in use)
+        _remove(building)
+        return target
+    if target.exists():  # a set missing a package the shared cache has again: set aside
+        stale = cache / NPM_SETS / f".stale-{secrets.token_hex(6)}"
+        with contextlib.suppress(OSError):
+            os.rename(target, stale)
+            _remove(stale)
+    try:
+        os.rename(building, target)
+    except OSError:  # another run's set took the place first
+        _remove(building)
+    return target
+
+
+def _folders(path: Path) -> list[Path]:
+    try:
+        return [entry for entry in path.iterdir() if entry.is_dir() and not entry.is_symlink()]
+    except OSError:
+        return []
+
+
+def _link_tree(source: Path, target: Path) -> None:
+    """``source``'s folders made again under ``target``, its files hard-linked (copied where
+    a link cannot be made); symbolic links are left out (Deno's cache makes none)."""
+    for folder, folders, files in os.walk(source):
+        here = target / os.path.relpath(folder, source)
+        here.mkdir(parents=True, exist_ok=True, mode=0o700)
+        folders[:] = [f for f in folders if not os.path.islink(os.path.join(folder, f))]
+        for name in files:
+            origin = os.path.join(folder, name)
+            if os.path.islink(origin):
+                continue
+            try:
+                os.link(origin, here / name)  # one file: read-only as the shared cache keeps it
+            except OSError:
+                shutil.copyfile(origin, here / name)
+                os.chmod(here / name, 0o400)
+
+
+def _folders_writable(root: Path, writable: bool) -> None:
+    """Only the folders: a set's files are the shared cache's own (their mode is theirs)."""
+    for folder, _, _ in os.walk(root, topdown=not writable):
+        with contextlib.suppress(OSError):
+            os.chmod(folder, 0o700 if writable else 0o500)
+
+
+def _remove(path: Path) -> None:
+    _folders_writable(path, True)
+    shutil.rmtree(path, ignore_errors=True)

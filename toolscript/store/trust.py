@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from toolscript.errors import UntrustedConfigError
-from toolscript.otherclients import imported_clients, project_files
+from toolscript.otherclients import MAX_CONFIG_BYTES, imported_clients, project_files
+from toolscript.plumbing.boundedread import read_regular_file
 from toolscript.plumbing.privatefile import write_private
 
 __all__ = [
@@ -63,7 +64,7 @@ def trust_key(config: Path) -> str:
 def _fingerprint(config: Path) -> str:
     """The hash of the config and of the project files it imports (each one's name and
     content, or its absence): a config that imports none hashes as its bytes alone."""
-    content = config.read_bytes()
+    content = read_regular_file(config, MAX_CONFIG_BYTES)
     imported = _imported_project_files(config, content)
     if not imported:
         return hashlib.sha256(content).hexdigest()
@@ -71,9 +72,11 @@ def _fingerprint(config: Path) -> str:
     for path in imported:
         digest.update(b"\0" + path.name.encode() + b"\0" + str(path.parent).encode() + b"\0")
         try:
-            digest.update(b"1" + hashlib.sha256(path.read_bytes()).digest())
+            digest.update(b"1" + hashlib.sha256(read_regular_file(path, MAX_CONFIG_BYTES)).digest())
         except FileNotFoundError:
             digest.update(b"0")
+        except OSError:  # a FIFO, a device, a huge file: never read (loading skips it too)
+            digest.update(b"2")
     return digest.hexdigest()
 
 
@@ -87,7 +90,7 @@ def _imported_project_files(config: Path, content: bytes) -> tuple[Path, ...]:
 def imported_project_files(config: Path) -> tuple[Path, ...]:
     """The project files of other clients that trusting ``config`` covers (present or not)."""
     try:
-        return _imported_project_files(config, config.read_bytes())
+        return _imported_project_files(config, read_regular_file(config, MAX_CONFIG_BYTES))
     except OSError:
         return ()
 

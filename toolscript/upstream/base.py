@@ -8,14 +8,25 @@ protocols, so the upstream package never imports the gateway.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import anyio
 
 from toolscript.config import Config, ServerConfig
 
-__all__ = ["ServerState", "ToolHost", "ToolSearch", "ToolsChanged", "Upstream"]
+__all__ = [
+    "CALL_PROGRESS",
+    "Elicit",
+    "Offerings",
+    "ProgressReport",
+    "ServerState",
+    "ToolHost",
+    "ToolSearch",
+    "ToolsChanged",
+    "Upstream",
+]
 
 
 class ServerState(StrEnum):
@@ -29,6 +40,15 @@ class ServerState(StrEnum):
 
 
 ToolsChanged = Callable[[Any], Awaitable[None]]  # called with the upstream whose tools changed
+# A server's question to the user during a call (MCP elicitation): (server, message, requested
+# schema) -> {"action": "accept" | "decline" | "cancel", "content"?}; raises where nobody can answer.
+Elicit = Callable[[str, str, Any], Awaitable[dict[str, Any]]]
+
+# A server's ``notifications/progress`` during a call: (progress, total, message).
+ProgressReport = Callable[[float, float | None, str | None], None]
+# Where the progress of the call being made goes (the gateway sets it around a run's call);
+# a server asked with a progress token only when one is set.
+CALL_PROGRESS: ContextVar[ProgressReport | None] = ContextVar("CALL_PROGRESS", default=None)
 
 
 class Upstream(Protocol):
@@ -52,6 +72,14 @@ class Upstream(Protocol):
 
     def status(self) -> dict[str, Any]:
         """State, error, tool count and warnings, safe to show."""
+
+
+@runtime_checkable
+class Offerings(Protocol):
+    """A server that may offer more than tools (an MCP server; a tool file offers tools only)."""
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``resources/list``, ``resources/read``, ``prompts/get``, ...: the result as JSON."""
 
 
 class ToolSearch(Protocol):

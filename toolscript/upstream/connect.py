@@ -7,7 +7,8 @@ from typing import Any
 import anyio
 
 from toolscript.config import ServerConfig
-from toolscript.upstream.base import ServerState, ToolHost, ToolsChanged, Upstream
+from toolscript.upstream.base import Elicit, ServerState, ToolHost, ToolsChanged, Upstream
+from toolscript.upstream.early import EarlyServer
 from toolscript.upstream.local import LocalToolServer
 from toolscript.upstream.server import UpstreamServer
 
@@ -20,12 +21,19 @@ def upstream_for(
     *,
     connect_timeout: float = 30.0,
     on_tools_changed: ToolsChanged | None = None,
+    on_elicit: Elicit | None = None,
+    early: EarlyServer | None = None,
 ) -> Upstream:
-    """What serves ``server``: its tool file (local), or an MCP session (stdio, http, sse)."""
+    """What serves ``server``: its tool file (local), or an MCP session (stdio, http, sse);
+    ``early``: its process, spawned ahead (``upstream/early.py``)."""
     if server.transport == "local":
         return LocalToolServer(server, gateway, on_tools_changed=on_tools_changed)
     return UpstreamServer(
-        server, connect_timeout=connect_timeout, on_tools_changed=on_tools_changed
+        server,
+        connect_timeout=connect_timeout,
+        on_tools_changed=on_tools_changed,
+        on_elicit=on_elicit,
+        early=early,
     )
 
 

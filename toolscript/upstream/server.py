@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import math
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
@@ -17,10 +18,23 @@ from mcp.client.session import ClientSession
 from mcp.shared.message import SessionMessage
 
 from toolscript.config import ServerConfig
-from toolscript.errors import ServerUnavailableError, ToolTimeoutError, UpstreamError
+from toolscript.errors import (
+    NotFoundError,
+    ServerUnavailableError,
+    ToolscriptError,
+    ToolTimeoutError,
+    UpstreamError,
+)
 from toolscript.plumbing.processes import pid_exists
 from toolscript.plumbing.redact import redact
-from toolscript.upstream.base import ServerState, ToolsChanged
+from toolscript.upstream.base import (
+    CALL_PROGRESS,
+    Elicit,
+    ProgressReport,
+    ServerState,
+    ToolsChanged,
+)
+from toolscript.upstream.early import EarlyServer
 from toolscript.upstream.sdk import TransportStreams
 from toolscript.upstream.tolerant import repair_call_result, repair_tool_list
 
@@ -44,8 +58,14 @@ class UpstreamServer:
         *,
         connect_timeout: float = 30.0,
         on_tools_changed: ToolsChanged | None = None,
+        on_elicit: Elicit | None = None,
+        early: EarlyServer | None = None,
     ) -> None:
+        """``early``: this server's process, spawned before the gateway's imports
+        (``upstream/early.py``), for the first connection."""
         self.config = config
+        self._on_elicit = on_elicit
+        self._early = early
         self.name = config.name
         self.connect_timeout = connect_timeout
         self.state = ServerState.DISABLED if config.disabled else ServerState.CONNECTING
@@ -58,6 +78,7 @@ class UpstreamServer:
         self._session: ClientSession | None = None
         self._raw_writer: Any = None
         self._raw_pending: dict[str, asyncio.Future[Any]] = {}
+        self._raw_progress: dict[str, ProgressReport] = {}  # by request id: its progress goes
         self._raw_ids = itertools.count(1)
         self._courtesy: set[asyncio.Task[None]] = set()  # cancellations on their way out
         self._lost = anyio.Event()
@@ -121,6 +142,8 @@ class UpstreamServer:
                     ),
                     write,
                     message_handler=self._on_message,
+                    # Declared only where someone may answer: servers offer more tools then.
+                    elicitation_callback=self._elicit if self._on_elicit is not None else None,
                 )
             )
             # stop() cancels this: a server stuck in initialize never holds up a shutdown.
@@ -158,11 +181,20 @@ class UpstreamServer:
     async def _transport(self) -> AsyncIterator[TransportStreams]:
         config = self.config
         if config.transport == "stdio":
-            from toolscript.upstream.stdio import stdio_transport
+            from toolscript.upstream.stdio import early_transport, stdio_transport
 
             assert config.command is not None
             if self._stderr is not None:
                 self._stderr.close()
+            early, self._early = self._early, None
+            if early is not None and early.usable(config):
+                self._stderr = early.stderr
+                self._spawned(early.process.pid)
+                async with early_transport(early) as streams:
+                    yield streams
+                return
+            if early is not None:  # it exited already, or the entry changed: a fresh one
+                await anyio.to_thread.run_sync(early.stop)
             self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - lives as long as the server process
             async with stdio_transport(
                 config.command,
@@ -248,6 +280,24 @@ class UpstreamServer:
             cursor = result.next_cursor
             if not cursor:
                 return tools
+
+    async def _elicit(self, context: Any, params: Any) -> Any:
+        """The server asks the user something during a call: the gateway's answer, or an
+        error the server hears (nobody can answer, or the question is not a form)."""
+        assert self._on_elicit is not None
+        message = str(getattr(params, "message", ""))
+        schema = getattr(params, "requested_schema", None)
+        if schema is None:  # a URL elicitation: toolscript opens no browser for a server
+            return mcp_types.ErrorData(
+                code=mcp_types.INVALID_REQUEST,
+                message="toolscript answers form elicitations only, not URL ones",
+            )
+        try:
+            answer = await self._on_elicit(self.name, message, schema)
+        except ToolscriptError as exc:
+            said = exc.message + (f"; {exc.hint}" if exc.hint else "")
+            return mcp_types.ErrorData(code=mcp_types.INVALID_REQUEST, message=said)
+        return mcp_types.ElicitResult.model_validate(answer)
 
     async def _on_message(self, message: Any) -> None:
         if getattr(message, "method", None) != "notifications/tools/list_changed":
@@ -363,6 +413,9 @@ class UpstreamServer:
     async def stop(self) -> None:
         """Ask ``run`` to close the session (and the server process) and return."""
         self._stopping = True
+        if self._early is not None:  # never connected: its process is still ours to stop
+            early, self._early = self._early, None
+            await anyio.to_thread.run_sync(early.stop)
         if self._connecting is not None:
             self._connecting.cancel()
         self._lost.set()
@@ -403,6 +456,12 @@ class UpstreamServer:
             session = await self._connected_session()
         if self._raw_writer is not None:
             return await self._call_raw(self._raw_writer, tool, arguments)
+        report = CALL_PROGRESS.get()
+
+        async def progressed(progress: float, total: float | None, message: str | None) -> None:
+            if report is not None:
+                report(progress, total, self._redact(message) if message else None)
+
         try:
             with anyio.fail_after(self.config.timeout_for(tool)):
                 # send_request, not call_tool: a result that differs from the tool's own
@@ -412,6 +471,7 @@ class UpstreamServer:
                         params=mcp_types.CallToolRequestParams(name=tool, arguments=arguments)
                     ),
                     mcp_types.CallToolResult,
+                    progress_callback=progressed if report is not None else None,
                 )
         except TimeoutError as exc:
             raise self._timeout(tool) from exc
@@ -442,12 +502,14 @@ class UpstreamServer:
                 reply.set_exception(self._timeout(tool))
 
         expiry = loop.call_later(self.config.timeout_for(tool), expire)
+        params: dict[str, Any] = {"name": tool, "arguments": arguments}
+        report = CALL_PROGRESS.get()
+        if report is not None:  # the server may send notifications/progress with this token
+            params["_meta"] = {"progressToken": request_id}
+            self._raw_progress[request_id] = report
         try:
             message = mcp_types.JSONRPCRequest(
-                jsonrpc="2.0",
-                id=request_id,
-                method="tools/call",
-                params={"name": tool, "arguments": arguments},
+                jsonrpc="2.0", id=request_id, method="tools/call", params=params
             )
             try:
                 await writer.send(SessionMessage(message))
@@ -462,11 +524,53 @@ class UpstreamServer:
         finally:
             expiry.cancel()
             self._raw_pending.pop(request_id, None)
+            self._raw_progress.pop(request_id, None)
             self._repairs.pop(request_id, None)
         if isinstance(answer, mcp_types.JSONRPCError):
             raise UpstreamError(f"{self.name}__{tool} failed: {self._redact(answer.error.message)}")
         result: dict[str, Any] = answer.result
         return result
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """One request of the server's other offerings (``OFFERINGS``: resources, resource
+        templates, prompts), its result as JSON; a listing's pages joined. A server that
+        does not declare the capability is told nothing: the caller gets NotFoundError."""
+        request, result_type, listed = OFFERINGS[method]
+        session = await self._connected_session()
+        capability = method.partition("/")[0]
+        declared = session.server_capabilities
+        if declared is None or getattr(declared, capability, None) is None:
+            raise NotFoundError(
+                f"server {self.name!r} offers no {capability}",
+                hint="`toolscript list-servers` shows what each server offers",
+            )
+        joined: dict[str, Any] = {}
+        cursor: str | None = None
+        try:
+            with anyio.fail_after(self.config.timeout):
+                while True:
+                    sent = dict(params or {}) | ({"cursor": cursor} if cursor else {})
+                    message = request.model_validate({"method": method, "params": sent or None})
+                    result = await session.send_request(message, result_type)
+                    page: dict[str, Any] = result.model_dump(
+                        mode="json", by_alias=True, exclude_none=True
+                    )
+                    if not listed:
+                        return page
+                    joined.setdefault(listed, []).extend(page.get(listed) or [])
+                    cursor = page.get("nextCursor")
+                    if not cursor:
+                        return joined
+        except TimeoutError as exc:
+            raise ToolTimeoutError.after(self.name, method, self.config.timeout) from exc
+        except ToolscriptError:
+            raise
+        except Exception as exc:
+            if self._lost.is_set() or self._session is not session:
+                raise self._went_away(method, exc) from exc
+            raise UpstreamError(
+                f"{self.name}: {method} failed: {self._redact(_describe(exc))}"
+            ) from exc
 
     def _cancel_raw(self, writer: Any, request_id: str, reason: str) -> None:
         """Tell the server to stop working on an abandoned call (notifications/cancelled), as the
@@ -490,6 +594,8 @@ class UpstreamServer:
     def _take_raw_reply(self, item: Any) -> bool:
         """Whether ``item`` answers a raw call (then it is delivered here, not to the session)."""
         message = getattr(item, "message", None)
+        if isinstance(message, mcp_types.JSONRPCNotification):
+            return self._take_raw_progress(message)
         if not isinstance(message, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError):
             return False
         request_id = message.id
@@ -499,6 +605,23 @@ class UpstreamServer:
         if reply is not None and not reply.done():
             reply.set_result(message)
         return True  # a late reply to an expired call is dropped too
+
+    def _take_raw_progress(self, message: Any) -> bool:
+        """Whether ``message`` is the progress of a raw call (then it goes to that call's
+        ``CALL_PROGRESS``); a report of a call no longer waiting is dropped."""
+        if message.method != "notifications/progress" or not isinstance(message.params, dict):
+            return False
+        token = message.params.get("progressToken")
+        if not isinstance(token, str) or not token.startswith(RAW_ID_PREFIX):
+            return False
+        report = self._raw_progress.get(token)
+        done, total = _finite(message.params.get("progress")), message.params.get("total")
+        text = message.params.get("message")
+        # The server's numbers as they came (an integer of 400 digits, no float can hold):
+        # what fails to convert here would end the stream every call of this server reads.
+        if report is not None and done is not None:
+            report(done, _finite(total), self._redact(text) if isinstance(text, str) else None)
+        return True
 
     def _fail_raw_calls(self) -> None:
         pending = [reply for reply in self._raw_pending.values() if not reply.done()]
@@ -543,6 +666,32 @@ class UpstreamServer:
             "attempts": self.attempts,
             "connected_at": self.connected_at,
         }
+
+
+# method -> (request model, result model, the listed field a listing's pages join; "" for one
+# answer): what ``UpstreamServer.request`` sends besides tool calls.
+OFFERINGS: dict[str, tuple[Any, Any, str]] = {
+    "resources/list": (mcp_types.ListResourcesRequest, mcp_types.ListResourcesResult, "resources"),
+    "resources/templates/list": (
+        mcp_types.ListResourceTemplatesRequest,
+        mcp_types.ListResourceTemplatesResult,
+        "resourceTemplates",
+    ),
+    "resources/read": (mcp_types.ReadResourceRequest, mcp_types.ReadResourceResult, ""),
+    "prompts/list": (mcp_types.ListPromptsRequest, mcp_types.ListPromptsResult, "prompts"),
+    "prompts/get": (mcp_types.GetPromptRequest, mcp_types.GetPromptResult, ""),
+}
+
+
+def _finite(value: Any) -> float | None:
+    """A server's progress number as a finite float; None for anything else."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 class _RecordingWriter:

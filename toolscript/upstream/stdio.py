@@ -9,8 +9,10 @@ SDK's own, with shorter waits: a server stops within two seconds whatever it doe
 
 from __future__ import annotations
 
+import os
 import signal
-from collections.abc import AsyncIterator, Callable
+import subprocess
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
@@ -23,6 +25,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
 from toolscript.plumbing.processes import signal_quietly
+from toolscript.upstream.early import EarlyServer
 from toolscript.upstream.sdk import (
     TransportStreams,
     create_process,
@@ -31,7 +34,7 @@ from toolscript.upstream.sdk import (
     stop_server_process,
 )
 
-__all__ = ["stdio_transport"]
+__all__ = ["early_transport", "stdio_transport"]
 
 WRITER_FLUSH_TIMEOUT = 0.5
 # Stopping a server takes at most their sum, whatever it does (a gateway's stop waits for it):
@@ -60,6 +63,24 @@ async def stdio_transport(
     )
     if on_spawn is not None:
         on_spawn(process.pid)
+    async with _message_streams(process, _stop_server) as streams:
+        yield streams
+
+
+@asynccontextmanager
+async def early_transport(early: EarlyServer) -> AsyncIterator[TransportStreams]:
+    """The streams of a server spawned before the gateway's imports (``upstream/early.py``);
+    stopped as ``stdio_transport`` stops its own."""
+    process = _EarlyProcess(early.process)
+    async with _message_streams(process, _stop_early) as streams:
+        yield streams
+
+
+@asynccontextmanager
+async def _message_streams(
+    process: Any, stop: Callable[[Any], Awaitable[None]]
+) -> AsyncIterator[TransportStreams]:
+    """(read, write) message streams over ``process``'s stdout and stdin; ``stop`` at the end."""
     to_session, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, from_session = anyio.create_memory_object_stream[SessionMessage](0)
     writer_done = anyio.Event()
@@ -108,7 +129,7 @@ async def stdio_transport(
                 write_stream.close()
                 with anyio.move_on_after(WRITER_FLUSH_TIMEOUT):
                     await writer_done.wait()
-                await _stop_server(process)
+                await stop(process)
                 for stream in (read_stream, write_stream, to_session, from_session):
                     await stream.aclose()
             tasks.cancel_scope.cancel()
@@ -127,6 +148,84 @@ async def _stop_server(process: Any) -> None:
         with anyio.move_on_after(grace):
             await stop_server_process(process)  # returns once the process is gone
             return
+
+
+class _EarlyProcess:
+    """What the streams and the stop need of a ``subprocess.Popen``: a pid, stdout to
+    receive from and stdin to send to without blocking the event loop."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        self.process = process
+        self.pid = process.pid
+        self.stdout = _PipeReader(process.stdout)
+        self.stdin = _PipeWriter(process.stdin)
+
+
+class _PipeReader:
+    def __init__(self, pipe: IO[bytes]) -> None:
+        self.pipe, self.fd = pipe, pipe.fileno()
+        os.set_blocking(self.fd, False)
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        while True:
+            if self.pipe.closed:
+                raise anyio.ClosedResourceError
+            try:
+                data = os.read(self.fd, max_bytes)
+            except BlockingIOError:
+                await anyio.wait_readable(self.fd)
+                continue
+            if not data:
+                raise anyio.EndOfStream
+            return data
+
+    async def aclose(self) -> None:
+        if not self.pipe.closed:
+            anyio.notify_closing(self.fd)
+            self.pipe.close()
+
+
+class _PipeWriter:
+    def __init__(self, pipe: IO[bytes]) -> None:
+        self.pipe, self.fd = pipe, pipe.fileno()
+        os.set_blocking(self.fd, False)
+
+    async def send(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            if self.pipe.closed:
+                raise anyio.ClosedResourceError
+            try:
+                written = os.write(self.fd, view)
+            except BlockingIOError:
+                await anyio.wait_writable(self.fd)
+                continue
+            view = view[written:]
+
+    async def aclose(self) -> None:
+        if not self.pipe.closed:
+            anyio.notify_closing(self.fd)
+            self.pipe.close()
+
+
+async def _stop_early(process: _EarlyProcess) -> None:
+    """``_stop_server`` for a process spawned early: close stdin, wait, TERM then KILL the
+    group, each with the same grace; then its stdout."""
+    await process.stdin.aclose()
+    for sig, grace in (
+        (None, STDIN_GRACE),
+        (signal.SIGTERM, TERM_GRACE),
+        (signal.SIGKILL, KILL_GRACE),
+    ):
+        if sig is not None:
+            signal_quietly(process.pid, sig, group=True)
+        with anyio.move_on_after(grace):
+            while process.process.poll() is None:
+                await anyio.sleep(0.01)
+        if process.process.returncode is not None:
+            break
+    await process.stdout.aclose()
 
 
 async def _deliver_lines(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolscript.codegen.module import generator_fingerprint
+from toolscript.codegen.fingerprint import generator_fingerprint
 from toolscript.config import Config
 from toolscript.pipeline.artifacts import CacheLayout
 from toolscript.pipeline.tasks.catalogue import CatalogueTask

@@ -7,14 +7,23 @@ the gateway learned, the one source of the inferred marker.
 
 Up to date when the live list equals the file byte for byte, so a server whose tools
 did not change leaves every later task up to date. An unreachable server keeps its file.
+Where asking means starting the server (standalone ``doit``: ``ToolSource.starts_servers``),
+a server is not asked again while what could change its list did not: its settings (command,
+args, env, URL, filters, a local tool's file), the result types learned for it, and a file
+written from a successful answer; ``doit -a fetch`` asks every server anyway.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Protocol
 
-from toolscript.codegen.shapes import without_own_keys
+from doit.tools import config_changed
+
+from toolscript.codegen.shapes import INFERRED_KEY, without_own_keys
 from toolscript.config import ServerConfig
 from toolscript.pipeline.artifacts import listed_json, write_if_changed
 from toolscript.pipeline.tasks.settings import SubtasksUpToDate, TaskSettings
@@ -24,6 +33,10 @@ __all__ = ["FetchTasks", "ToolSource"]
 
 class ToolSource(Protocol):
     """Where fetching gets tool lists: the gateway's live sessions, or fresh connections."""
+
+    # True when asking for tools starts the servers: a server whose settings did not change
+    # is then not asked again (the fetch task's file stands for its answer).
+    starts_servers: bool
 
     def tools(self, server: str) -> list[dict[str, Any]] | None:
         """The server's tools, or None when it is unavailable (keep what is on disk)."""
@@ -51,7 +64,10 @@ class FetchTasks:
                 "name": server.name,
                 "actions": [(self.fetch, [server])],
                 "targets": [self.settings.layout.server_tools(server.name)],
-                "uptodate": [(self.up_to_date, [server])],
+                "uptodate": [
+                    config_changed(settings_digest(server)),
+                    (self.up_to_date, [server]),
+                ],
                 "clean": True,
                 "verbosity": 0,
             }
@@ -80,8 +96,10 @@ class FetchTasks:
         learned = self.source.inferred(server).get(tool["name"])
         return tool if learned is None else tool | {"outputSchema": learned}
 
-    def up_to_date(self, server: ServerConfig) -> bool:
+    def up_to_date(self, task: Any, values: dict[str, Any], server: ServerConfig) -> bool:
         target = self.settings.layout.server_tools(server.name)
+        if self.source.starts_servers:
+            return values.get("reached") is True and self._relearned(server, target)
         tools = self.live(server)
         if tools is None:
             return target.exists()
@@ -90,9 +108,56 @@ class FetchTasks:
         except (OSError, UnicodeDecodeError):  # missing or damaged: fetch again
             return False
 
-    def fetch(self, server: ServerConfig) -> None:
+    def _relearned(self, server: ServerConfig, target: Path) -> bool:
+        """Whether the file holds its tools with the result types learned now (without
+        asking the server: its tools are those of the file)."""
+        try:
+            text = target.read_text(encoding="utf-8")
+            kept = json.loads(text)
+        except (OSError, ValueError):  # missing or damaged: fetch again
+            return False
+        if not isinstance(kept, list) or not all(isinstance(tool, dict) for tool in kept):
+            return False
+        as_sent = [_without_learned(tool) for tool in kept]
+        return text == listed_json([self._with_learned(server.name, tool) for tool in as_sent])
+
+    def fetch(self, server: ServerConfig) -> dict[str, Any]:
         tools = self.live(server)
         target = self.settings.layout.server_tools(server.name)
         if tools is None and target.exists():
-            return
+            return {"reached": False}
         write_if_changed(target, listed_json(tools or []))
+        return {"reached": tools is not None}
+
+
+def _without_learned(tool: dict[str, Any]) -> dict[str, Any]:
+    schema = tool.get("outputSchema")
+    if isinstance(schema, dict) and INFERRED_KEY in schema:
+        return {key: value for key, value in tool.items() if key != "outputSchema"}
+    return tool
+
+
+def settings_digest(server: ServerConfig) -> str:
+    """A digest of what decides a server's tool list: how it is reached (env and header
+    values included, hashed, never kept), its filters, and a local tool's file."""
+    settings = {
+        "transport": server.transport,
+        "command": server.command,
+        "args": list(server.args),
+        "env": sorted(server.env.items()),
+        "cwd": str(server.cwd) if server.cwd else None,
+        "url": server.url,
+        "headers": sorted(server.headers.items()),
+        "include": list(server.include_tools),
+        "exclude": list(server.exclude_tools),
+        "policy": sorted(server.policy.items()),
+        "settings": dict(server.settings),
+        "oauth": repr(server.oauth),
+    }
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode())
+    if server.transport == "local" and server.command:
+        try:
+            digest.update(Path(server.command).read_bytes())
+        except OSError:
+            digest.update(b"\0missing")
+    return digest.hexdigest()

@@ -10,22 +10,18 @@ import logging
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from doit.tools import config_changed
 
 from toolscript.config import ServerConfig
 from toolscript.pipeline.artifacts import CacheLayout
 from toolscript.pipeline.tasks.settings import TaskSettings, read_json
-from toolscript.search.engine import embed_missing
-from toolscript.search.semantic import (
-    DEFAULT_MODEL,
-    NEEDS_EXTRA,
-    Embedder,
-    EmbeddingStore,
-    semantic_installed,
-)
-from toolscript.search.text import ToolDocument, documents_for
+from toolscript.search.semantic import DEFAULT_MODEL, NEEDS_EXTRA, semantic_installed
+
+if TYPE_CHECKING:  # the search stack is imported when the index is built, never to plan
+    from toolscript.search.semantic import Embedder, EmbeddingStore
+    from toolscript.search.text import ToolDocument
 
 __all__ = ["IndexTask", "SearchIndexing", "load_documents"]
 
@@ -42,6 +38,8 @@ class SearchIndexing:
 
 def load_documents(layout: CacheLayout, servers: list[ServerConfig]) -> list[ToolDocument]:
     """Search documents for every tool the fetch task wrote."""
+    from toolscript.search.text import documents_for
+
     documents = []
     for server in servers:
         path = layout.server_tools(server.name)
@@ -90,6 +88,9 @@ class IndexTask:
         }
 
     def index(self) -> None:
+        from toolscript.search.engine import embed_missing
+        from toolscript.search.semantic import Embedder, EmbeddingStore
+
         layout = self.settings.layout
         if self.indexing is None and not semantic_installed():  # keyword search needs no index
             EmbeddingStore(layout.embeddings)  # the (empty) target, so the task is up to date

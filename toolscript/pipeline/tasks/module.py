@@ -3,11 +3,10 @@ adds the saved scripts to make ``tools.ts``, the module scripts import)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from doit.tools import config_changed
 
-from toolscript.codegen.module import ToolFragment, render_module
 from toolscript.pipeline.artifacts import write_if_changed
 from toolscript.pipeline.tasks.settings import (
     TaskSettings,
@@ -16,6 +15,9 @@ from toolscript.pipeline.tasks.settings import (
     target_digests,
     targets_as_built,
 )
+
+if TYPE_CHECKING:
+    from toolscript.codegen.module import ToolFragment
 
 __all__ = ["ModuleTask"]
 
@@ -43,11 +45,22 @@ class ModuleTask:
         }
 
     def module(self) -> dict[str, Any]:
+        from toolscript.codegen.module import ToolFragment, render_module
+        from toolscript.codegen.naming import assign_names
+
         fragments: list[ToolFragment] = []
         for server in self.settings.servers:
             fragments.extend(
                 ToolFragment.from_dict(item)
                 for item in read_json(self.settings.layout.server_fragments(server.name))
             )
-        write_if_changed(self.settings.layout.tools_only, render_module(fragments))
+        namespaces = assign_names(self.settings.server_names, what="server").names
+        offering = [
+            (server.name, namespaces[server.name])
+            for server in self.settings.servers
+            if server.transport != "local"  # a tool file offers no resources or prompts
+        ]
+        write_if_changed(
+            self.settings.layout.tools_only, render_module(fragments, offering=offering)
+        )
         return target_digests([self.settings.layout.tools_only])

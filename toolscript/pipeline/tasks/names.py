@@ -11,7 +11,6 @@ from typing import Any
 
 from doit.tools import config_changed
 
-from toolscript.codegen.module import type_names
 from toolscript.codegen.naming import assign_names, first_free, to_pascal_case
 from toolscript.pipeline.artifacts import canonical_json, write_if_changed
 from toolscript.pipeline.tasks.settings import TaskSettings, read_json
@@ -42,6 +41,8 @@ class NamesTask:
         }
 
     def names(self) -> None:
+        from toolscript.codegen.module import type_names
+
         layout = self.settings.layout
         namespaces = assign_names(self.settings.server_names, what="server")
         warnings = list(namespaces.warnings)

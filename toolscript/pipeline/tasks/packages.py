@@ -1,6 +1,7 @@
 """``packages``: the project's declared packages fetched and locked, outside the sandbox.
 
-Deno fetches them (``deno install`` of a generated ``deno.json`` whose imports are the
+Deno fetches them (``deno install`` of a generated ``deno.json``, in a folder of toolscript's
+own, never the project's ``.toolscript/``, whose imports are the
 declared packages, ``nodeModulesDir: none``: no ``node_modules``, no lifecycle scripts, which
 Deno runs only with ``--allow-scripts``) into toolscript's own Deno cache, and keeps the
 project's lock (``.toolscript.lock`` beside the config: exact versions, integrity hashes;
@@ -31,11 +32,13 @@ from doit.tools import config_changed
 from toolscript.pipeline.artifacts import write_if_changed
 from toolscript.pipeline.tasks.settings import TaskSettings, target_digests, targets_as_built
 from toolscript.plumbing.denobinary import deno_binary, deno_cache_dir, deno_environment
+from toolscript.plumbing.paths import user_cache_dir
 from toolscript.store.packages import Package, lock_path, package_name, set_read_only
 
 __all__ = [
     "FETCH_TIMEOUT",
     "PackagesTask",
+    "declared_only",
     "fetch_command",
     "fetch_config",
     "npm_cache",
@@ -100,6 +103,21 @@ def _cache_open() -> Iterator[None]:
             set_read_only(npm_cache(), True)
 
 
+@contextlib.contextmanager
+def _fetch_folder(config: dict[str, Any]) -> Iterator[Path]:
+    """A folder of toolscript's own (0700, removed after) holding only ``config`` as its
+    ``deno.json``: Deno reads ``.npmrc`` (the registry), ``package.json`` (more packages) and
+    a workspace's ``deno.json`` from where it runs and above, and the project's
+    ``.toolscript/`` comes with a cloned repository, which ``toolscript trust`` does not cover."""
+    import tempfile
+
+    root = user_cache_dir() / "fetch"
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with tempfile.TemporaryDirectory(prefix="packages-", dir=root) as folder:
+        (Path(folder) / "deno.json").write_text(json.dumps(config, indent=1) + "\n")
+        yield Path(folder)
+
+
 def fetch_config(declared: list[str], lock: Path) -> dict[str, Any]:
     """The ``deno.json`` Deno fetches by: the packages as its imports, the project's lock, and
     no ``node_modules`` (so no lifecycle script: Deno runs them only in a ``node_modules``
@@ -109,6 +127,72 @@ def fetch_config(declared: list[str], lock: Path) -> dict[str, Any]:
         "lock": {"path": str(lock)},
         "nodeModulesDir": "none",
     }
+
+
+def declared_only(lock: Path, declared: list[str]) -> str:
+    """The lock's text after a fetch, keeping only what scripts of the declared packages need.
+
+    A cloned repository's lock is not part of what ``toolscript trust`` read, and Deno keeps
+    a ``specifiers`` entry it finds there when it is not among the ``workspace``
+    dependencies (those it prunes by): a planted ``"npm:other@1"`` would be fetched and then
+    importable under ``--frozen``. So the lock keeps only the specifiers Deno resolved for the
+    declared packages (its ``workspace`` dependencies, of a declared name), their ``npm``
+    entries, and nothing of ``jsr``, ``remote`` or ``redirects`` (which scripts never use)."""
+    text = lock.read_text(encoding="utf-8")
+    data = json.loads(text)
+    names = {package_name(specifier) for specifier in declared}
+    workspace = data.get("workspace", {}).get("dependencies", [])
+    wanted = {str(s) for s in workspace if _declared_name(str(s)) in names}
+    specifiers = data.get("specifiers", {})
+    kept_specifiers = {k: v for k, v in specifiers.items() if k in wanted}
+    kept: dict[str, Any] = {
+        "version": data.get("version"),
+        "specifiers": kept_specifiers,
+        **({"npm": _reached(data["npm"], kept_specifiers)} if "npm" in data else {}),
+        **({"workspace": data["workspace"]} if "workspace" in data else {}),
+    }
+    if kept == data:
+        return text
+    for key in sorted(set(specifiers) - set(kept["specifiers"])):
+        log.warning("packages: %s left out of %s: no declared package is %s", key, lock, key)
+    text = json.dumps(kept, indent=2) + "\n"
+    lock.write_text(text, encoding="utf-8")
+    return text
+
+
+def _reached(npm: dict[str, Any], specifiers: dict[str, Any]) -> dict[str, Any]:
+    """The ``npm`` entries the kept specifiers reach, through each entry's dependencies
+    (an entry nothing reaches, a planted one, would otherwise sit in a run's npm cache).
+    A dependency spelled in a way this does not follow keeps them all: a lock missing an
+    entry a run needs would fail every run."""
+    todo = [f"{_declared_name(key)}@{value}" for key, value in specifiers.items()]
+    reached: set[str] = set()
+    while todo:
+        key = todo.pop()
+        if key in reached:
+            continue
+        if key not in npm or not isinstance(npm[key], dict):
+            return npm
+        reached.add(key)
+        for field, names in npm[key].items():
+            if not field.endswith(("ependencies", "Peers")) or not isinstance(names, list):
+                continue
+            for name in map(str, names):
+                target = name.split("@npm:", 1)[1] if "@npm:" in name else name
+                found = (
+                    [target] if target in npm else [k for k in npm if k.startswith(target + "@")]
+                )
+                if not found:
+                    return npm
+                todo.extend(found)
+    return {key: entry for key, entry in npm.items() if key in reached}
+
+
+def _declared_name(specifier: str) -> str:
+    try:
+        return package_name(specifier)
+    except ValueError:
+        return ""
 
 
 def fetch_command() -> list[str]:
@@ -156,15 +240,19 @@ class PackagesTask:
             write_if_changed(layout.packages, json.dumps({"packages": [], "lock": None}) + "\n")
             built = {"lock": [str(lock), _digest(lock)], "cached": []}
             return {**target_digests([layout.packages]), **built}
+        if lock.is_symlink():
+            return TaskFailed(
+                f"packages: {lock} is a symbolic link (to {os.readlink(lock)}); Deno would "
+                "write the lock through it: remove it, and toolscript writes the lock there"
+            )
         config = fetch_config(declared, lock)
-        write_if_changed(layout.packages_dir / "deno.json", json.dumps(config, indent=1) + "\n")
         env = {**deno_environment(), "NO_COLOR": "1"}
         env.update({name: os.environ[name] for name in _PASSED if name in os.environ})
         try:
-            with _cache_open():
+            with _cache_open(), _fetch_folder(config) as folder:
                 done = subprocess.run(
                     fetch_command(),
-                    cwd=layout.packages_dir,
+                    cwd=folder,
                     env=env,
                     capture_output=True,
                     timeout=FETCH_TIMEOUT,
@@ -178,7 +266,7 @@ class PackagesTask:
                 f"packages: deno could not fetch and lock {', '.join(declared)}: {why} "
                 "(check the names and version ranges, and that this machine reaches the registry)"
             )
-        lock_text = lock.read_text(encoding="utf-8")
+        lock_text = declared_only(lock, declared)
         locked = json.loads(lock_text).get("specifiers", {})
         versions = {package_name(key): str(value) for key, value in locked.items()}
         packages = [Package(s, versions.get(package_name(s), "")) for s in declared]

@@ -29,11 +29,9 @@ from typing import Any
 
 from doit.tools import config_changed
 
-from toolscript.codegen.module import scripts_section
 from toolscript.pipeline.artifacts import write_if_changed
 from toolscript.pipeline.tasks.packages import read_packages
 from toolscript.pipeline.tasks.settings import TaskSettings, target_digests, targets_as_built
-from toolscript.plumbing.denobinary import deno_binary, deno_environment
 from toolscript.plumbing.privatefile import write_private
 from toolscript.store.packages import packages_section
 from toolscript.store.savedscripts import (
@@ -139,6 +137,8 @@ class ScriptsTask:
 
 
 def compose_module(tools_module: str, scripts: list[SavedScript]) -> str:
+    from toolscript.codegen.module import scripts_section
+
     return tools_module + scripts_section(
         tools_module, [(s.name, s.description, s.digest) for s in scripts]
     )
@@ -189,6 +189,8 @@ def _check_round(
 ) -> dict[str, list[str]]:
     """One ``deno check`` of ``scripts`` with the module that offers them all: the errors
     of each script that has any."""
+    from toolscript.plumbing.denobinary import deno_binary, deno_environment
+
     shutil.rmtree(workdir, ignore_errors=True)
     folder = workdir / "scripts"
     module_text = compose_module(tools_module, scripts)

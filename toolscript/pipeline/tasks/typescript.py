@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from doit.tools import config_changed
 
-from toolscript.codegen.module import ToolFragment, TypeNames, render_module, render_tool
 from toolscript.config import ServerConfig
 from toolscript.pipeline.artifacts import canonical_json, write_if_changed
 from toolscript.pipeline.tasks.settings import (
@@ -21,6 +20,9 @@ from toolscript.pipeline.tasks.settings import (
     read_json,
     runtime_template,
 )
+
+if TYPE_CHECKING:
+    from toolscript.codegen.module import ToolFragment
 
 __all__ = ["TypesTasks"]
 
@@ -60,6 +62,8 @@ class TypesTasks:
             }
 
     def types(self, server: ServerConfig) -> None:
+        from toolscript.codegen.module import render_module
+
         layout = self.settings.layout
         tools = read_json(layout.server_tools(server.name))
         naming = read_json(layout.server_names(server.name))
@@ -81,6 +85,8 @@ def _own_names(base: str) -> tuple[str, str]:
 
 
 def _fragment(server: str, naming: dict[str, Any], tool: dict[str, Any]) -> ToolFragment:
+    from toolscript.codegen.module import TypeNames, render_tool
+
     names = naming["tools"][tool["name"]]
     given = names.get("names")  # module-wide names (absent from an older names file)
     types = TypeNames.from_dict(given) if given else TypeNames(*_own_names(names["type"]))

@@ -1,0 +1,105 @@
+"""Standalone ``doit`` with nothing changed reads its database and starts no server; a changed
+server setting, a server that was down, or ``doit -a fetch`` asks the server again."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.helpers import FIXTURE_SERVER, clean_env
+
+# Notes each start in STARTS_FILE, refuses to start while DOWN_FILE exists, else the fixture.
+WRAPPER = f"""
+import os, sys
+with open(os.environ["STARTS_FILE"], "a") as starts:
+    starts.write("started\\n")
+if os.path.exists(os.environ["DOWN_FILE"]):
+    sys.exit(3)
+os.execv(sys.executable, [sys.executable, {str(FIXTURE_SERVER)!r}])
+"""
+
+
+def project(tmp_path: Path, **env: str) -> Path:
+    (tmp_path / "wrapper.py").write_text(WRAPPER)
+    write_config(tmp_path, **env)
+    (tmp_path / "dodo.py").write_text("from toolscript.pipeline.dodo import *  # noqa: F403\n")
+    return tmp_path
+
+
+def write_config(tmp_path: Path, **env: str) -> None:
+    server: dict[str, Any] = {
+        "command": sys.executable,
+        "args": [str(tmp_path / "wrapper.py")],
+        "env": {
+            "STARTS_FILE": str(tmp_path / "starts"),
+            "DOWN_FILE": str(tmp_path / "down"),
+            **env,
+        },
+    }
+    config = {"mcpServers": {"fx": server}, "search": {"semantic": False}}
+    (tmp_path / ".toolscript.json").write_text(json.dumps(config))
+
+
+def doit(directory: Path, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "doit", *args],
+        cwd=directory,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def starts(directory: Path) -> int:
+    path = directory / "starts"
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def ran(output: str) -> list[str]:
+    return [line[3:] for line in output.splitlines() if line.startswith(".  ")]
+
+
+def test_doit_with_nothing_changed_starts_no_server(tmp_path: Path) -> None:
+    directory = project(tmp_path)
+    assert "fetch:fx" in ran(doit(directory))
+    assert starts(directory) == 1
+    assert ran(doit(directory)) == []
+    listed = doit(directory, "list", "--all", "--status")
+    assert {line.split()[0] for line in listed.splitlines()} == {"U"}, listed
+    assert starts(directory) == 1  # neither run nor list started the server
+
+
+def test_a_changed_server_setting_asks_the_server_again(tmp_path: Path) -> None:
+    directory = project(tmp_path)
+    doit(directory)
+    write_config(directory, SOME_SETTING="1")
+    # Asked again; the same tools leave everything after the fetch up to date.
+    assert ran(doit(directory)) == ["fetch:fx"]
+    assert starts(directory) == 2
+    assert ran(doit(directory)) == []
+    assert starts(directory) == 2
+
+
+def test_doit_always_fetching_asks_every_server(tmp_path: Path) -> None:
+    directory = project(tmp_path)
+    doit(directory)
+    assert ran(doit(directory, "-a", "fetch")) == ["fetch:fx"]
+    assert starts(directory) == 2
+
+
+def test_a_server_that_was_down_is_asked_again(tmp_path: Path) -> None:
+    directory = project(tmp_path)
+    (directory / "down").touch()
+    doit(directory)
+    assert json.loads((directory / ".toolscript" / "servers" / "fx.json").read_text()) == []
+    (directory / "down").unlink()
+    assert "fetch:fx" in ran(doit(directory))
+    tools = json.loads((directory / ".toolscript" / "servers" / "fx.json").read_text())
+    assert "plain_text" in {tool["name"] for tool in tools}
+    assert starts(directory) == 2

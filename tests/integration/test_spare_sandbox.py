@@ -1,0 +1,277 @@
+"""Issue 45: a spare sandbox (execution/spare.py), a Deno spawned ahead for one script: it
+holds no token and no permission beyond the sandbox's before its script comes, serves
+exactly one script, and is discarded for a run it does not fit."""
+
+from __future__ import annotations
+
+import io
+import json
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import anyio
+import psutil
+import pytest
+from mcp import ClientSession
+from mcp.client.stdio import stdio_client
+
+from tests.helpers import (
+    GatewayProcess,
+    LocalHTTPServer,
+    argv,
+    face_parameters,
+    fixture_server,
+    running_gateway,
+    wait_for_exit,
+    wait_until,
+)
+from tests.integration.test_sandbox import CASES, SECRET, assert_refused, escape_cases
+from toolscript.execution.locate import module_file, module_hash
+from toolscript.execution.runhandle import end_run, start_run
+from toolscript.execution.sandbox import Limits, Script, _command, run_toolscript
+from toolscript.execution.spare import Spare
+
+CONFIG = {"mcpServers": {"fx": fixture_server()}, "search": {"semantic": False}}
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    with running_gateway(CONFIG, tmp_path_factory.mktemp("spare")) as started:
+        yield started
+
+
+def module_of(gateway: GatewayProcess) -> Path:
+    digest = module_hash(gateway.url)
+    assert digest is not None
+    return module_file(gateway.url, digest)
+
+
+def run(
+    gateway: GatewayProcess,
+    code: str,
+    spare: Spare | None,
+    cwd: Path,
+    *,
+    check: bool = False,
+    memory_mb: int = 512,
+) -> tuple[int, str, str, str]:
+    """``code`` as a run of the gateway: exit code, stdout, stderr and the run's URL."""
+    digest = module_hash(gateway.url)
+    assert digest is not None
+    handle = start_run(gateway.url, code, origin="cli", display_name="job.ts", file_name="job.ts")
+    out, err = io.BytesIO(), io.BytesIO()
+    code_ = 1
+    try:
+        code_ = run_toolscript(
+            Script(code, "job.ts", "job.ts"),
+            gateway.url,
+            digest,
+            module=module_file(gateway.url, digest),
+            check=check,
+            limits=Limits(timeout=60, memory_mb=memory_mb),
+            cwd=cwd,
+            stdout=out,
+            stderr=err,
+            script_url=handle.script_url,
+            spare=spare,
+        )
+    finally:
+        end_run(handle, code_)
+    return code_, out.getvalue().decode(), err.getvalue().decode(), handle.script_url
+
+
+def test_before_its_script_a_spare_holds_no_token_and_no_more_permissions(
+    gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    module = module_of(gateway)
+    spare = Spare(gateway.url, module, 512, tmp_path)
+    try:
+        process = psutil.Process(spare.process.pid)
+        token = gateway.url.rsplit("/", 1)[1]
+        assert "TOOLSCRIPT_GATEWAY_URL" not in process.environ()
+        assert not any(token in value for value in process.environ().values())
+        assert not any(token in part for part in process.cmdline())
+        assert not spare.script_path.exists()  # nothing to import until the hand-over
+        # The sandbox's own flags (a fresh run's), but reading what its script imports: its
+        # copy and the module (no saved scripts here).
+        fresh = _command(Path("x.ts"), gateway.url, Path("map.json"), False, Limits())
+        flags = [f for f in process.cmdline()[1:-1] if not f.startswith("--import-map=")]
+        expected = [f for f in fresh[1:-1] if not f.startswith("--import-map=")]
+        extra = [f for f in flags if f not in expected]
+        assert extra == [f"--allow-read={spare.script_path},{module}"]
+        assert [f for f in expected if f not in flags] == []
+    finally:
+        spare.discard()
+    wait_for_exit(spare.process.pid)
+    assert not spare.script_path.parent.exists()  # its DENO_DIR went with it
+
+
+def test_a_spare_runs_one_script_with_the_run_s_url_then_is_gone(
+    gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    spare = Spare(gateway.url, module_of(gateway), 512, tmp_path)
+    code = (
+        'import { tools } from "toolscript";\n'
+        "const said = await tools.fx.plainText({});\n"
+        'console.log(JSON.stringify({ url: Deno.env.get("TOOLSCRIPT_GATEWAY_URL"), said,'
+        ' boot: Deno.mainModule.endsWith("/boot.ts") }));\n'
+    )
+    exit_code, out, err, script_url = run(gateway, code, spare, tmp_path)
+    assert exit_code == 0, err
+    seen = json.loads(out)
+    assert seen["url"] == script_url and seen["boot"] is True
+    assert "hello" in json.dumps(seen["said"])
+    assert spare.process.poll() is not None
+    assert not spare.fits(gateway.url, module_of(gateway), 512, tmp_path)  # one script only
+    assert not spare.script_path.parent.exists()
+
+
+def test_a_spare_s_script_reads_nothing_from_stdin_and_no_file_beside_its_copy(
+    gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    spare = Spare(gateway.url, module_of(gateway), 512, tmp_path)
+    beside = spare.script_path.parent / "boot.ts"
+    code = (
+        "const got = await Deno.stdin.read(new Uint8Array(64)).catch(() => null);\n"
+        'console.log("stdin", JSON.stringify(got));\n'
+        f"try {{ Deno.readTextFileSync({json.dumps(str(beside))}); console.log('ESCAPED'); }}\n"
+        "catch (error) { console.log('refused', (error as Error).name); }\n"
+    )
+    exit_code, out, err, _ = run(gateway, code, spare, tmp_path)
+    assert exit_code == 0, err
+    assert "stdin null" in out
+    assert "ESCAPED" not in out and "refused NotCapable" in out
+
+
+def test_a_spare_whose_parent_goes_away_exits_without_running_anything(
+    gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    spare = Spare(gateway.url, module_of(gateway), 512, tmp_path)
+    assert spare.process.stdin is not None
+    spare.process.stdin.close()  # what the parent's death does to its end of the pipe
+    assert spare.process.wait(60) == 0
+    assert not spare.script_path.exists()
+    spare.close()
+
+
+def test_a_spare_that_does_not_fit_the_run_is_discarded(
+    gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    spare = Spare(gateway.url, module_of(gateway), 256, tmp_path)  # another memory limit
+    exit_code, out, err, _ = run(gateway, "console.log(Deno.mainModule)", spare, tmp_path)
+    assert exit_code == 0, err
+    assert "boot.ts" not in out  # a fresh Deno ran it
+    wait_for_exit(spare.process.pid)
+    assert spare.process.returncode == -signal.SIGKILL
+
+
+def test_a_script_deno_must_check_gets_a_fresh_deno(
+    gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    spare = Spare(gateway.url, module_of(gateway), 512, tmp_path)
+    exit_code, _, err, _ = run(gateway, "const n: number = 'text';\n", spare, tmp_path, check=True)
+    assert exit_code == 1 and "TS2322" in err  # Deno's check ran, and refused it
+    wait_for_exit(spare.process.pid)
+
+
+def test_the_face_runs_each_execute_in_a_spare_and_not_with_spares_off(
+    gateway: GatewayProcess,
+) -> None:
+    # A spare runs scripts that need no Deno check: the warm checker's verdict, once it is up.
+    wait_until(lambda: gateway.health()["checker"]["state"], lambda s: s == "ready", 120, "checker")
+
+    spares: list[int] = []
+
+    def spares_of_faces() -> list[int]:
+        return [
+            p.pid
+            for p in psutil.Process().children(recursive=True)
+            if any(part.endswith("/boot.ts") for part in argv(p))
+        ]
+
+    async def executes(env: dict[str, str]) -> list[bool]:
+        parameters = face_parameters(gateway)
+        parameters.env = (parameters.env or {}) | env
+        found = []
+        async with (
+            stdio_client(parameters) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            for _ in range(2):
+                result = await session.call_tool(
+                    "execute", {"code": 'return Deno.mainModule.endsWith("/boot.ts");'}
+                )
+                assert not result.is_error, result
+                found.append(result.structured_content["result"])
+            if not env:  # the next execute's spare, spawned after this one's answer
+                spares.extend(wait_until(spares_of_faces, bool, 60, "a spare"))
+            else:
+                spares.extend(spares_of_faces())
+        return found
+
+    assert anyio.run(executes, {}) == [True, True]
+    assert spares  # one is ready for a next execute
+    for pid in spares:  # and goes with the face
+        wait_for_exit(pid)
+    spares.clear()
+    assert anyio.run(executes, {"TOOLSCRIPT_NO_SPARE": "1"}) == [False, False]
+    assert spares == []
+
+
+def test_exec_through_a_running_gateway_runs_a_new_script_in_a_spare(
+    gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    """The spare's start overlaps the warm checker's round trip: a script checked before has
+    none, and --no-check none either; those get a fresh Deno."""
+    import subprocess
+    import uuid
+
+    from tests.helpers import clean_env
+
+    wait_until(lambda: gateway.health()["checker"]["state"], lambda s: s == "ready", 120, "checker")
+    code = f"console.log(Deno.mainModule.endsWith('/boot.ts')); // {uuid.uuid4()}"
+    env = clean_env(TOOLSCRIPT_GATEWAY_URL=gateway.url)
+
+    def spare_ran(*options: str, **extra: str) -> bool:
+        command = [sys.executable, "-m", "toolscript", "exec", *options, code]
+        done = subprocess.run(
+            command, cwd=tmp_path, env=env | extra, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        return {"true": True, "false": False}[done.stdout.strip()]
+
+    assert spare_ran(TOOLSCRIPT_NO_SPARE="1") is False
+    code += " // again"
+    assert spare_ran() is True  # new: checked by the warm checker meanwhile
+    assert spare_ran() is False  # checked before
+    assert spare_ran("--no-check") is False
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_escape_attempt_fails_in_a_spare_too(
+    case: str,
+    gateway: GatewayProcess,
+    local_http_server: Callable[[bytes], LocalHTTPServer],
+    tmp_path: Path,
+) -> None:
+    """tests/integration/test_sandbox.py's escapes, run by a spare (exec takes one for a new
+    script only, so those tests mostly run in a fresh Deno)."""
+    secret = tmp_path / "secret" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text(SECRET)
+    (secret.parent / "secret.json").write_text(json.dumps({"secret": SECRET}))
+    other = local_http_server(SECRET.encode()).port
+    gateway_port = int(gateway.url.split(":")[2].split("/")[0])
+    code = escape_cases(secret, other, gateway_port)[case]
+    spare = Spare(gateway.url, module_of(gateway), 512, tmp_path)
+    exit_code, out, err, _ = run(gateway, code, spare, tmp_path)
+    assert spare.process.poll() is not None  # it was the spare that ran it
+    result = subprocess.CompletedProcess([], exit_code, out, err)
+    assert exit_code != 0, out + err
+    assert_refused(result)
+    if case == "write_file":
+        assert not (secret.parent / "written.txt").exists()

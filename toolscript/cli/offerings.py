@@ -1,0 +1,170 @@
+"""``list-resources``, ``read-resource``, ``list-prompts``, ``get-prompt``: what a server
+offers besides tools, from the gateway (reads and gets follow the tool policy)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from typing import Annotated, Any
+from urllib.parse import quote
+
+from toolscript.cli.client import for_terminal, gateway_client
+from toolscript.cli.lazy import typer
+from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
+from toolscript.cli.output import print_json, print_rows
+from toolscript.config import load_config
+from toolscript.errors import UsageError
+
+__all__ = ["get_prompt", "list_prompts", "list_resources", "read_resource"]
+
+ServerArgument = Annotated[str, typer.Argument(help="Server name, as in list-servers.")]
+
+
+def _path(server: str, rest: str) -> str:
+    return f"/servers/{quote(server, safe='')}/{rest}"
+
+
+def _ask(config: str | None, server: str, method: str, rest: str, body: Any = None) -> Any:
+    loaded = load_config(config)
+    loaded.server(server)  # a clear "server not found" even without a gateway
+    with gateway_client(loaded) as client:
+        if method == "GET":
+            return client.get_json(_path(server, rest))
+        return for_terminal(client.request("POST", _path(server, rest), json=body).json())
+
+
+def list_resources(
+    server: ServerArgument,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+    header: HeaderOption = False,
+) -> None:
+    """List a server's resources and resource templates.
+
+    Examples:
+
+    \b
+        toolscript list-resources everything
+        toolscript list-resources everything --json | jq -r '.resources[].uri'
+
+    A template's parameters are the names in braces of its URI template: fill
+    them in and read the URI with read-resource.
+    """
+    listed: dict[str, Any] = _ask(config, server, "GET", "resources")
+    if as_json:
+        print_json(listed)
+        return
+    rows = [
+        [item.get("uri", ""), item.get("mimeType", ""), item.get("name", "")]
+        for item in listed["resources"]
+    ] + [
+        [item.get("uriTemplate", ""), item.get("mimeType", ""), item.get("name", "")]
+        for item in listed["templates"]
+    ]
+    print_rows(["uri", "mime type", "name"], rows, header=header)
+
+
+def read_resource(
+    server: ServerArgument,
+    uri: Annotated[str, typer.Argument(help="The resource's URI, as list-resources shows it.")],
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Read one resource: its text, or its bytes (written as they are when piped).
+
+    Examples:
+
+    \b
+        toolscript read-resource everything demo://resource/static/document/features.md
+        toolscript read-resource files file:///logo.png > logo.png
+    """
+    read: dict[str, Any] = _ask(config, server, "POST", "resources/read", {"uri": uri})
+    if as_json:
+        print_json(read)
+        return
+    for item in read.get("contents", []):
+        if isinstance(item.get("text"), str):
+            typer.echo(item["text"], nl=not item["text"].endswith("\n"))
+        elif isinstance(item.get("blob"), str):
+            data = base64.b64decode(item["blob"])
+            if sys.stdout.isatty():  # bytes on a terminal would be obeyed, not shown
+                typer.echo(
+                    f"({len(data)} bytes of {item.get('mimeType') or 'binary data'}: "
+                    "redirect the output to a file, or use --json)"
+                )
+            else:
+                sys.stdout.buffer.write(data)
+                sys.stdout.flush()
+
+
+def list_prompts(
+    server: ServerArgument,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+    header: HeaderOption = False,
+) -> None:
+    """List a server's prompts and their arguments (a * marks a required one).
+
+    Examples:
+
+    \b
+        toolscript list-prompts everything
+        toolscript list-prompts everything --json | jq -r '.prompts[].name'
+    """
+    listed: dict[str, Any] = _ask(config, server, "GET", "prompts")
+    if as_json:
+        print_json(listed)
+        return
+    rows = [
+        [
+            prompt.get("name", ""),
+            " ".join(
+                str(argument.get("name", "")) + ("*" if argument.get("required") else "")
+                for argument in prompt.get("arguments") or []
+            ),
+            prompt.get("description") or prompt.get("title") or "",
+        ]
+        for prompt in listed["prompts"]
+    ]
+    print_rows(["prompt", "arguments", "description"], rows, header=header)
+
+
+def get_prompt(
+    server: ServerArgument,
+    name: Annotated[str, typer.Argument(help="The prompt's name, as list-prompts shows it.")],
+    arg: Annotated[
+        list[str] | None,
+        typer.Option("--arg", "-a", help="An argument as KEY=VALUE (repeat it for each)."),
+    ] = None,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Get a prompt's messages, its arguments filled in.
+
+    Examples:
+
+    \b
+        toolscript get-prompt everything args-prompt --arg city=Paris
+        toolscript get-prompt everything simple-prompt --json
+    """
+    arguments: dict[str, str] = {}
+    for given in arg or []:
+        key, equals, value = given.partition("=")
+        if not equals or not key:
+            raise UsageError(f"--arg takes KEY=VALUE, not {given!r}")
+        arguments[key] = value
+    got: dict[str, Any] = _ask(
+        config, server, "POST", "prompts/get", {"name": name, "arguments": arguments}
+    )
+    if as_json:
+        print_json(got)
+        return
+    for message in got.get("messages", []):
+        content = message.get("content") or {}
+        text = (
+            content["text"]
+            if isinstance(content.get("text"), str)
+            else json.dumps(content, ensure_ascii=False)
+        )
+        typer.echo(f"[{message.get('role', '')}]\n{text}")

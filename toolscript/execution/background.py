@@ -1,0 +1,189 @@
+"""Background runs as the CLI sees them: ``exec --background`` starts one in the running
+gateway and prints its id; ``runs wait`` streams what it prints and ends with its exit
+code; ``runs stop`` stops it. The gateway runs them (``gateway/background.py``).
+
+Stdlib only, like the rest of the exec path.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import re
+import sys
+import time
+from typing import IO, Any
+
+from toolscript.errors import GatewayError, UsageError
+from toolscript.execution.locate import gateway_request, running_gateway
+from toolscript.execution.sandbox import Limits, Script
+
+__all__ = [
+    "EXIT_STILL_RUNNING",
+    "background_gateway",
+    "start_background",
+    "stop_background",
+    "wait_background",
+]
+
+EXIT_STILL_RUNNING = 3  # `runs wait --timeout` ran out while the run goes on
+WAIT_PIECE = 20.0  # seconds one request for output waits at most
+STOPPED_EXIT = 143  # a run stopped by `runs stop` (as SIGTERM's)
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")  # what new_run_id makes, and no more
+
+
+def _checked(run_id: str) -> str:
+    """``run_id`` as a path segment of the gateway's routes: one with a "/", "?" or ".."
+    would name another route (answered "Not Found" or "unauthorized", saying nothing)."""
+    if not _RUN_ID.fullmatch(run_id):
+        raise UsageError(
+            f"{run_id!r} is not a run id",
+            hint="run ids look like 20261124-101500-3f9a1c: `toolscript runs` lists them",
+        )
+    return run_id
+
+
+def background_gateway(config: str | None, cache: str | None) -> str:
+    """The URL of the project's running gateway: a background run is the gateway's, so it
+    needs one that outlives this command (exec's own ephemeral gateway would not)."""
+    found = running_gateway(config, cache)
+    if found is None:
+        raise UsageError(
+            "a background run needs a running gateway (it runs the script, so the run "
+            "outlives this command)",
+            hint="start one first: `toolscript gateway start &`",
+        )
+    return found[0]
+
+
+def start_background(
+    url: str,
+    script: Script,
+    *,
+    check: bool,
+    limits: Limits,
+    max_calls: int,
+    resume: str | None = None,
+) -> str:
+    """Start ``script`` as a background run of the gateway at ``url``; its id."""
+    from toolscript.execution.runhandle import script_hash
+
+    request = {
+        "script": script.code,
+        "display_name": script.display_name,
+        "file_name": script.file_name,
+        "check": check,
+        "timeout": limits.timeout,
+        "memory_mb": limits.memory_mb,
+        "max_output": limits.max_output,
+        "max_calls": max_calls,
+        "resume": resume,
+        "script_hash": script_hash(script.code),
+    }
+    body = gateway_request(
+        url, "/runs/start", 30, json_body=json.dumps(request).encode(), answers=True
+    )
+    if body is None:
+        raise GatewayError("the gateway stopped answering before the run started")
+    return str(json.loads(body)["run"])
+
+
+def parse_offsets(text: str | None) -> tuple[int, int]:
+    """``--from STDOUT:STDERR`` (bytes of each already shown) as two offsets."""
+    if not text:
+        return 0, 0
+    out, colon, err = text.partition(":")
+    if not (colon and out.isdigit() and err.isdigit()):
+        raise UsageError(
+            f"--from takes STDOUT:STDERR byte offsets, not {text!r}", hint="e.g. --from 1024:80"
+        )
+    return int(out), int(err)
+
+
+def wait_background(
+    url: str,
+    run_id: str,
+    timeout: float | None = None,
+    *,
+    start: tuple[int, int] = (0, 0),
+    stdout: IO[bytes] | None = None,
+    stderr: IO[bytes] | None = None,
+) -> int:
+    """Stream what run ``run_id`` prints (from ``start`` on) until it ends; its exit code.
+    With ``timeout`` (seconds), a run still going then leaves with ``EXIT_STILL_RUNNING``
+    and says how to go on waiting."""
+    _checked(run_id)
+    if timeout is not None and not math.isfinite(timeout):
+        if math.isnan(timeout):  # it compared false with every clock: a busy loop, no end
+            raise UsageError("--timeout takes a number of seconds, not nan", hint="e.g. 100")
+        timeout = None  # inf: no timeout
+    out = stdout if stdout is not None else sys.stdout.buffer
+    err = stderr if stderr is not None else sys.stderr.buffer
+    shown_out = _shown(out)
+    shown_err = _shown(err)
+    offsets = list(start)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        left = WAIT_PIECE if deadline is None else max(0.0, deadline - time.monotonic())
+        wait = min(WAIT_PIECE, left)
+        route = f"/runs/{run_id}/output?stdout={offsets[0]}&stderr={offsets[1]}&wait={wait:g}"
+        body = gateway_request(url, route, wait + 30, answers=True)
+        if body is None:
+            raise GatewayError(
+                "the gateway stopped answering; a background run ends with its gateway",
+                hint=f"`toolscript runs show {run_id}` shows how it ended",
+            )
+        answer = json.loads(body)
+        for data, target in ((answer["stdout"], shown_out), (answer["stderr"], shown_err)):
+            if data:
+                target.write(base64.b64decode(data))
+                target.flush()
+        offsets = [int(answer["offsets"][0]), int(answer["offsets"][1])]
+        if answer.get("ended"):
+            return _ended(answer.get("result") or {}, err)
+        if deadline is not None and time.monotonic() >= deadline:
+            err.write(
+                f"toolscript: run {run_id} is still running; go on waiting with "
+                f"`toolscript runs wait {run_id} --from {offsets[0]}:{offsets[1]}`\n".encode()
+            )
+            err.flush()
+            return EXIT_STILL_RUNNING
+
+
+def _shown(target: IO[bytes]) -> Any:
+    """A terminal sees a script's control characters as escapes, as exec shows them."""
+    from toolscript.execution.sandbox import _for_people
+
+    return _for_people(target)
+
+
+def _ended(result: dict[str, Any], err: IO[bytes]) -> int:
+    from toolscript.execution.runhandle import stop_message
+
+    stopped = stop_message(result)
+    if stopped is not None:
+        from toolscript.store.outputs import visible_controls
+
+        err.write(visible_controls(stopped[0]).encode())
+        err.flush()
+        return stopped[1]
+    if result.get("status") == "stopped":
+        err.write(
+            f"toolscript: run {result.get('id')} was stopped (`toolscript runs stop`)\n".encode()
+        )
+        err.flush()
+        return STOPPED_EXIT
+    if result.get("status") == "died":
+        err.write(f"toolscript: run {result.get('id')} died with its runner\n".encode())
+        return 1
+    code = result.get("exit")
+    return int(code) if isinstance(code, int) else 1
+
+
+def stop_background(url: str, run_id: str) -> dict[str, Any]:
+    """Stop run ``run_id``; how it ended."""
+    body = gateway_request(url, f"/runs/{_checked(run_id)}/stop", 30, json_body=b"{}", answers=True)
+    if body is None:
+        raise GatewayError("the gateway stopped answering")
+    return dict(json.loads(body))

@@ -1,0 +1,192 @@
+"""A spare sandbox: a Deno process spawned ahead of its script, for exactly one script.
+
+Deno's own start (V8, the runtime, reading the import map) is most of what a run costs once
+a gateway runs; a spare pays it while the run is registered and its script checked, or
+between two runs of the MCP face. Its permissions are fixed at its spawn and are the
+sandbox's own (``sandbox._command``: the gateway's host only, the one variable, no files,
+no subprocesses), plus reading what the script imports: its own copy (at a path of this
+spare's private ``DENO_DIR`` that holds nothing until the script comes), the module and the
+saved scripts beside it. The script is imported by a specifier Deno cannot see ahead, so
+these are always read at the import, whenever the script comes.
+
+Until then the spare runs only ``BOOT`` (below), which waits on its stdin. The run's URL
+(its token) is handed in on stdin with the script: the spare holds no token before it, and
+stdin is closed at once (a script reads nothing from it, as from /dev/null). The script is
+then imported: one spare serves exactly one script, and is never reused. A spare whose
+parent goes away sees its stdin end and exits without running anything.
+
+A spare is only for a script that needs no ``--check`` (the warm checker passed it, or it
+passed before, or ``--no-check``): it runs with ``--no-check``; anything else gets a fresh
+Deno as before. It is spawned for one gateway host, module, memory limit, folder and the
+packages the module offers (``key``; with packages, the same npm flags, import-map entries and
+per-lock npm set as ``sandbox.run_toolscript`` gives a fresh Deno); a run that differs in
+any of these (packages declared, changed or locked anew since the spawn) discards it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from toolscript.errors import ExecutionError
+from toolscript.execution.sandbox import REFUSED_FILE_URL, Limits, _command, _read
+from toolscript.execution.sandbox import _close_web_storage as close_web_storage
+from toolscript.plumbing.denobinary import deno_environment, run_deno_dir
+from toolscript.plumbing.privatefile import write_private
+from toolscript.plumbing.processes import signal_quietly
+from toolscript.store.packages import Packages, import_entries, npm_set, packages_beside
+
+__all__ = ["BOOT", "Spare", "spare_key"]
+
+SPARE_SCRIPT = "script.ts"  # the script's copy, inside the spare's own DENO_DIR
+
+# The spare's main module: read the hand-over (until stdin ends), set the run's URL, import
+# the script. Nothing else runs before the script; an empty hand-over runs nothing.
+BOOT = """\
+const parts: Uint8Array[] = [];
+for await (const part of Deno.stdin.readable) parts.push(part);
+const text = new TextDecoder().decode(await new Blob(parts).arrayBuffer());
+if (text.trim()) {
+  Deno.env.set("TOOLSCRIPT_GATEWAY_URL", JSON.parse(text).url);
+  const script: string = %s;
+  await import(script);
+}
+"""
+
+
+def spare_key(
+    gateway_url: str,
+    module: Path,
+    memory_mb: int,
+    cwd: Path | None,
+    packages: Packages | None = None,
+) -> tuple[Any, ...]:
+    """What a spare was spawned for: a run that differs in any of these needs another (the
+    packages the module offers, as ``sandbox.run_toolscript`` reads them, included; read
+    now when not given)."""
+    return (
+        urlsplit(gateway_url).netloc,
+        str(module),
+        memory_mb,
+        str(cwd) if cwd else None,
+        _packages_key(packages if packages is not None else packages_beside(module)),
+    )
+
+
+def _packages_key(packages: Packages | None) -> tuple[Any, ...] | None:
+    """The packages, their lock's path and its text (the npm set is built from that text)."""
+    if packages is None:
+        return None
+    lock = hashlib.sha256(_read(packages.lock).encode()).hexdigest()
+    return (packages.packages, str(packages.lock), lock)
+
+
+class Spare:
+    """One Deno process waiting for one script (see the module's docstring); what
+    ``sandbox.run_toolscript`` takes as its ``spare``."""
+
+    def __init__(self, gateway_url: str, module: Path, memory_mb: int, cwd: Path | None) -> None:
+        from toolscript.plumbing.denobinary import deno_cache_dir
+        from toolscript.plumbing.paths import user_cache_dir
+        from toolscript.store.savedscripts import module_imports
+
+        packages = packages_beside(module)
+        self.key = spare_key(gateway_url, module, memory_mb, cwd, packages)
+        self.used = False
+        self._stack = contextlib.ExitStack()
+        try:
+            close_web_storage(deno_cache_dir())
+            npm = npm_set(deno_cache_dir(), _read(packages.lock)) if packages else None
+            deno_dir = self._stack.enter_context(
+                run_deno_dir(packages=packages is not None, npm=npm)
+            )
+            close_web_storage(deno_dir)
+            self.script_path = deno_dir / SPARE_SCRIPT
+            boot = write_private(deno_dir / "boot.ts", BOOT % json.dumps(self.script_path.as_uri()))
+            imports = {
+                "toolscript": module.as_uri(),
+                "file:///": REFUSED_FILE_URL,
+                boot.as_uri(): boot.as_uri(),
+                self.script_path.as_uri(): self.script_path.as_uri(),
+                module.as_uri(): module.as_uri(),
+            }
+            saved = module_imports(module)
+            imports.update(saved)
+            if packages is not None:
+                imports.update(import_entries(packages.packages))
+            map_path = write_private(
+                user_cache_dir() / "run" / f"importmap-spare-{deno_dir.name}.json",
+                json.dumps({"imports": imports}),
+            )
+            self._stack.callback(map_path.unlink, missing_ok=True)
+            readable = [self.script_path, module]
+            readable += [Path(unquote(urlsplit(url).path)) for url in saved.values()]
+            if any("," in str(path) for path in readable):  # Deno's list separator
+                raise ExecutionError("a path holds a comma: no spare sandbox")
+            command = _command(
+                boot,
+                gateway_url,
+                map_path,
+                False,
+                Limits(memory_mb=memory_mb),
+                packages=packages,
+                # What the script imports, read when it does: nothing it could not import.
+                readable=readable,
+            )
+            env = {"NO_COLOR": "1"} | deno_environment(deno_dir)
+            self.process = subprocess.Popen(
+                command,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except BaseException:
+            self._stack.close()
+            raise
+
+    def fits(self, gateway_url: str, module: Path, memory_mb: int, cwd: Path | None) -> bool:
+        """Whether this spare can run a script of that run (and is still waiting for one)."""
+        return (
+            not self.used
+            and self.process.poll() is None
+            and self.key == spare_key(gateway_url, module, memory_mb, cwd)
+        )
+
+    def hand_over(self, code: str, script_url: str) -> subprocess.Popen[bytes]:
+        """Give the spare its one script and the run's URL; the process now runs it."""
+        assert not self.used, "a spare serves one script"
+        self.used = True
+        write_private(self.script_path, code)
+        assert self.process.stdin is not None
+        with contextlib.suppress(BrokenPipeError):  # it died: the run reports its exit
+            self.process.stdin.write(json.dumps({"url": script_url}).encode())
+        with contextlib.suppress(BrokenPipeError):
+            self.process.stdin.close()
+        return self.process
+
+    def discard(self) -> None:
+        """Stop it unused (or after its run): its process, then its DENO_DIR and map."""
+        self.used = True
+        if self.process.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()  # an empty hand-over: it exits by itself
+        signal_quietly(self.process.pid, signal.SIGKILL, group=True)  # nothing of value runs
+        self.process.wait()
+        for stream in (self.process.stdout, self.process.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        self.close()
+
+    def close(self) -> None:
+        """Remove its DENO_DIR and import map (its process has ended)."""
+        self._stack.close()

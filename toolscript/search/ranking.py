@@ -1,0 +1,349 @@
+"""One need's ranking, and the merge of several: pure functions over a catalogue's documents,
+its keyword scores and cosines (engine.py computes those and calls these).
+
+A need is ranked by its blend (``rank_need``): keyword scores alone, cosines alone, or
+both blended (fusion.py); a thinly described tool that either retriever ranks first keeps
+a place in the first ``bests_within`` (``with_bests``). The rankings of a split request
+(the whole request's, then each need's) are merged (``first_hits``): the whole's best,
+each need's best, then every hit by its score, a need's weighed ``need_weight``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
+
+from toolscript.search.fusion import Blend, blend
+from toolscript.search.lexical import LexicalIndex
+from toolscript.search.parameters import PARAMETERS, SearchParameters
+from toolscript.search.text import ToolDocument
+
+__all__ = [
+    "Hit",
+    "Ranking",
+    "best_first",
+    "first_hits",
+    "in_rank_order",
+    "matched_nothing",
+    "merged",
+    "preferring",
+    "rank_need",
+    "with_bests",
+]
+
+
+@dataclass
+class Hit:
+    """One tool (or saved script) found, with what made its score."""
+
+    server: str
+    tool: str
+    score: float
+    keyword: float  # the keyword part, 0..1
+    semantic: float | None  # the cosine similarity, None without the model
+    description: str
+    semantic_part: float | None = None  # the cosine scaled for the blend, 0..1 (hybrid)
+    semantic_weight: float | None = None  # the blend's semantic weight for this query
+    need: int = -1  # which need of a split request this hit answers (-1: the whole request)
+    kind: str = "tool"  # or "script": a saved script, called as ``scripts.<tool>``
+    # "keyword" or "semantic": that retriever's best, placed in the first ``bests_within``
+    # although the blend ranked it lower (see ``with_bests``)
+    placed: str | None = None
+    # its score in its own ranking (the need's, or the whole request's); ``score`` is that,
+    # at most the score of the hit above it (``in_rank_order``)
+    blended: float | None = None
+    # nothing matched the request well (``matched_nothing``): these are only the nearest
+    weak: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "server": self.server,
+            "tool": self.tool,
+            "name": f"scripts.{self.tool}"
+            if self.kind == "script"
+            else f"{self.server}__{self.tool}",
+            "score": round(self.score, 4),
+            "keyword": round(self.keyword, 4),
+            "semantic": None if self.semantic is None else round(self.semantic, 4),
+            "description": self.description,
+        }
+
+    def explanation(self, needs: list[str]) -> dict[str, Any]:
+        """What made the score: the parts, the weight, and the need it answers."""
+
+        def rounded(value: float | None) -> float | None:
+            return None if value is None else round(value, 4)
+
+        return {
+            # the score in the hit's own ranking: ``score`` is at most the one above it's
+            "blended": round(self.score if self.blended is None else self.blended, 4),
+            "keyword": round(self.keyword, 4),
+            "semantic": rounded(self.semantic_part),
+            "cosine": rounded(self.semantic),
+            "semantic_weight": rounded(self.semantic_weight),
+            # A split request's hit answers one of its needs, or the request read whole.
+            "need": needs[self.need] if len(needs) > 1 and self.need >= 0 else None,
+            "need_index": self.need if len(needs) > 1 and self.need >= 0 else None,
+            # "keyword"/"semantic": placed in the first five as that retriever's best
+            "placed": self.placed,
+        }
+
+
+class Ranking(NamedTuple):
+    """How one search ranks each of its needs."""
+
+    mode: str  # keyword | semantic | hybrid | seed
+    alpha: float  # the semantic weight (around which the adaptive blend moves)
+    adaptive: bool  # the blend's weight per query; False: ``alpha`` itself (a comparison)
+    cutoff: float  # hits scoring under it are dropped
+    server: str | None  # only this server's tools
+    limit: int
+
+
+def rank_need(
+    query: str,
+    documents: list[ToolDocument],
+    keyword: dict[int, float],
+    cosines: Any,
+    how: Ranking,
+    need: int,
+    parameters: SearchParameters = PARAMETERS,
+) -> list[tuple[int, Hit]]:
+    """One need's best tools (at most ``how.limit``, none under the cutoff), best first."""
+    parts: Any = None
+    weight: float | None = None
+    blended: Blend | None = None
+    ranked: Iterable[tuple[int, float]]
+    # Ranked to at least ``bests_within``, so that a shorter list is the longer one's start.
+    depth = max(how.limit, parameters.bests_within)
+    if how.mode in ("keyword", "seed"):
+        scored = keyword if how.mode == "keyword" else _seed_blend(query, documents, cosines)
+        ranked = sorted(scored.items(), key=lambda item: -item[1])
+    else:  # every tool has a score: numpy orders them (faster than a Python sort)
+        if how.mode == "semantic":
+            values = cosines
+        else:
+            blended = blend(
+                keyword, cosines, how.alpha, adaptive=how.adaptive, parameters=parameters
+            )
+            parts, weight = blended.semantic, blended.weight
+            values = blended.scores
+        # only the first ``depth`` are needed, unless a server's tools are picked out
+        order = best_first(values, None if how.server else depth)
+        ranked = ((int(index), float(values[index])) for index in order)
+
+    def hit(index: int, score: float, placed: str | None = None) -> Hit:
+        document = documents[index]
+        return Hit(
+            server=document.server,
+            tool=document.name,
+            score=score,
+            keyword=keyword.get(index, 0.0),
+            semantic=None if cosines is None else float(cosines[index]),
+            description=_first_line(document.description),
+            semantic_part=None if parts is None else float(parts[index]),
+            semantic_weight=weight,
+            need=need,
+            kind=document.kind,
+            placed=placed,
+        )
+
+    ranking: list[tuple[int, Hit]] = []
+    for index, score in ranked:
+        if score < how.cutoff or len(ranking) >= depth:
+            break
+        if how.server is not None and documents[index].server != how.server:
+            continue
+        ranking.append((index, hit(index, score)))
+    if blended is not None and how.adaptive:
+        bests = _retriever_bests(blended, documents, how.server)
+        thin = [
+            (index, hit(index, float(values[index]), placed=retriever))
+            for index, retriever in bests
+            if values[index] >= how.cutoff
+            and len(documents[index].description.strip()) < parameters.thin_description
+        ]
+        ranking = with_bests(ranking, thin, parameters)
+    return ranking[: how.limit]
+
+
+def best_first(values: Any, count: int | None) -> Any:
+    """Indices of ``values``, the highest first and ties in tool order (as ``sorted()`` and a
+    stable sort order them); with ``count``, at least the first ``count`` of that order
+    (those scoring as high as the ``count``-th best: no full sort)."""
+    import numpy
+
+    if count is None or count >= len(values):
+        return (-values).argsort(kind="stable")
+    least = numpy.partition(values, len(values) - count)[len(values) - count]
+    chosen = numpy.flatnonzero(values >= least)
+    return chosen[(-values[chosen]).argsort(kind="stable")]
+
+
+def _retriever_bests(
+    blended: Blend, documents: list[ToolDocument], server: str | None
+) -> list[tuple[int, str]]:
+    """The keyword ranking's best tool and the semantic one's (of ``server``'s, if given),
+    each with the retriever's name."""
+    import numpy
+
+    keyword, cosines = blended.keyword, blended.cosines
+    if server is None:
+        keyword_best = blended.keyword_best
+        semantic_best = int(numpy.argmax(cosines))
+    else:
+        allowed = [index for index, document in enumerate(documents) if document.server == server]
+        if not allowed:
+            return []
+        scoped = {i: score for i, score in keyword.items() if documents[i].server == server}
+        keyword_best = max(scoped, key=scoped.__getitem__, default=None)
+        if keyword_best is not None and scoped[keyword_best] <= 0:
+            keyword_best = None
+        semantic_best = allowed[int(numpy.argmax(numpy.asarray(cosines)[allowed]))]
+    found = [] if keyword_best is None else [(keyword_best, "keyword")]
+    if semantic_best != keyword_best:
+        found.append((semantic_best, "semantic"))
+    return found
+
+
+def with_bests(
+    ranking: list[tuple[int, Hit]],
+    bests: list[tuple[int, Hit]],
+    parameters: SearchParameters = PARAMETERS,
+) -> list[tuple[int, Hit]]:
+    """``ranking`` with each retriever's best tool (``bests``) in its first ``bests_within``:
+    a best already there stays where it is; one the blend put lower (or left out) takes the
+    last places of the first ``bests_within``, the better blended score first, and the rest
+    move down one. The first places, where most answers are, keep the blend's order.
+
+    A thinly described tool is known to both retrievers by little more than its name:
+    keywords read the name's words, the model its meaning, and no description makes them
+    agree, so a blend of the two can bury the right tool that one of them ranked first."""
+    within = parameters.bests_within
+    placed = {index for index, _ in ranking[:within]}
+    missing = sorted(
+        (item for item in bests if item[0] not in placed), key=lambda item: -item[1].score
+    )
+    if not missing:
+        return ranking
+    moved = {index for index, _ in missing}
+    rest = [item for item in ranking if item[0] not in moved]
+    keep = within - len(missing)
+    return [*rest[:keep], *missing, *rest[keep:]]
+
+
+def preferring(
+    ranking: list[tuple[int, Hit]],
+    servers: frozenset[str],
+    parameters: SearchParameters = PARAMETERS,
+) -> list[tuple[int, Hit]]:
+    """``ranking`` in the order of its scores with those of ``servers``' tools counted
+    ``same_server`` times (the scores themselves unchanged)."""
+    return sorted(
+        ranking,
+        key=lambda item: (
+            -item[1].score * (parameters.same_server if item[1].server in servers else 1.0)
+        ),
+    )
+
+
+def first_hits(
+    rankings: list[list[tuple[int, Hit]]],
+    limit: int,
+    parameters: SearchParameters = PARAMETERS,
+) -> list[tuple[int, Hit]]:
+    """The first ``limit`` tools of the merged rankings, each once. A tool the whole
+    request found that is also a need's best is shown as that need's hit (``--explain``
+    says which need it answers; the order stays the merge's)."""
+    answers: dict[int, Hit] = {}
+    for ranking in rankings[1:]:
+        if ranking:
+            answers.setdefault(ranking[0][0], ranking[0][1])
+    hits: list[tuple[int, Hit]] = []
+    seen: set[int] = set()
+    for index, hit in merged(rankings, parameters):
+        if index in seen:
+            continue
+        seen.add(index)
+        hits.append((index, answers.get(index, hit) if hit.need < 0 else hit))
+        if len(hits) >= limit:
+            break
+    return hits
+
+
+def merged(
+    rankings: list[list[tuple[int, Hit]]], parameters: SearchParameters = PARAMETERS
+) -> Iterator[tuple[int, Hit]]:
+    """One ranking as it is; several (the whole request's, then each need's): the first
+    one's best, each other's best, then every hit by score, a need's at ``need_weight`` of
+    its own (a tool found by several rankings comes where its best placing puts it; the
+    caller skips repeats).
+
+    Each ranking's scores run to 1 at its own best, and a need's second hit answers a part
+    of the request, which the whole's second hit answers as a whole: a need's hits after
+    its best weigh less ("set include comments to true" found comment tools ahead of the
+    whole request's second hit)."""
+    if len(rankings) == 1:
+        yield from rankings[0]
+        return
+    for ranking in rankings:
+        yield from ranking[:1]
+    rest = [
+        (hit.score * (1.0 if number == 0 else parameters.need_weight), index, hit)
+        for number, ranking in enumerate(rankings)
+        for index, hit in ranking[1:]
+    ]
+    rest.sort(key=lambda item: -item[0])
+    yield from ((index, hit) for _, index, hit in rest)
+
+
+def in_rank_order(hits: list[Hit]) -> list[Hit]:
+    """``hits`` with scores that do not rise down the list: each at most the one above it's.
+    A split request's list puts each need's best after the whole request's whatever their
+    scores (0.96, 0.99, ...), and a thinly described best keeps a place in the first five
+    (``with_bests``): the order is the answer, so the scores shown follow it. Each hit's
+    own score stays in ``blended`` (``--explain``); as none is lowered below the next
+    one's own, none falls under the threshold."""
+    ranked: list[Hit] = []
+    ceiling = float("inf")
+    for hit in hits:
+        ceiling = min(ceiling, hit.score)
+        ranked.append(replace(hit, score=ceiling, blended=hit.score))
+    return ranked
+
+
+def matched_nothing(
+    lexical: LexicalIndex,
+    query: str,
+    cosines: list[Any],
+    parameters: SearchParameters = PARAMETERS,
+) -> bool:
+    """Whether nothing matches ``query``: no word of it is in any tool's text and no tool is
+    close in meaning to it or to any of its needs (every cosine under ``weak_cosine``). Both
+    halves scale their scores per query, so the nearest tools of "xyzzy plugh" score as
+    high as a real query's: only these unscaled readings tell them apart. A flag, not a
+    cut: the hits still show."""
+    if lexical.says_a_word(query):
+        return False
+    return all(
+        float(values.max()) < parameters.weak_cosine for values in cosines if values is not None
+    )
+
+
+def _seed_blend(query: str, documents: list[ToolDocument], cosines: Any) -> dict[int, float]:
+    """The original design: 0.7 x cosine + 0.3 x fuzzy ratio (for comparison only)."""
+    from thefuzz import fuzz
+
+    lowered = query.lower()
+    return {
+        index: 0.7 * float(cosines[index])
+        + 0.3 * fuzz.token_set_ratio(lowered, f"{d.name} {d.description}".lower()) / 100
+        for index, d in enumerate(documents)
+    }
+
+
+def _first_line(text: str) -> str:
+    stripped = text.strip()
+    return stripped.splitlines()[0][:200] if stripped else ""

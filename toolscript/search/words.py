@@ -1,0 +1,182 @@
+"""The word lists search reads requests and tools with: data, general English and software
+vocabulary, not fitted to a tool catalogue or a query set.
+
+Each list says what it is for; the mechanisms that read them are text.py (stop words,
+suffixes, short forms, coordinate parameter names), lexical.py (synonyms, implied words)
+and needs.py (request verbs, abbreviations, document kinds).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ABBREVIATIONS",
+    "BARE_FILE_EXTENSIONS",
+    "DOCUMENT_KINDS",
+    "IMPLIED_WORDS",
+    "LATITUDE_NAMES",
+    "LONGITUDE_NAMES",
+    "OUTPUT_VERBS",
+    "SHORT_FORMS",
+    "STOP_WORDS",
+    "SUFFIXES",
+    "SYNONYM_GROUPS",
+    "VERBS",
+]
+
+# Function words: they say nothing of what a tool does, yet in a small catalogue a rare one
+# weighs like a topic ("remember a fact about a person" found the one tool whose description
+# says "metadata about content"). Pronouns, auxiliaries, conjunctions and the like; not the
+# prepositions tools name ("scroll up", "sign out") nor "may" and "us" (a month, a country).
+# Nor the modals ("should", "could", "must"): as stop words they narrowed the keyword hits of
+# "what recipe should I cook tonight" to the recipe tools, a ranking the blend reads as
+# peaked (fusion.py), and the meal recommender, found only by meaning, fell under the
+# threshold (bench/NOTES.md). A stop word's synonyms still count for a
+# tool's name ("show" means "list": lexical.py's name coverage), not for BM25.
+_STOP_WORDS = """
+    a about all also am an and any are as at be because been being but by can did do does
+    find for from get give has have he her here him his how i i'd i'm if in into is it its
+    just let me my need of on one or our please she show so some such tell than that the
+    their them then there these they this those to too use using very want was we were what
+    when where which who whom whose will with would you your
+    """
+STOP_WORDS = frozenset(_STOP_WORDS.split())
+
+# Suffixes the light stemmer strips (text.stem), the longest first.
+SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "es", "ed", "ly", "s")
+
+# Short forms people type for words tools spell out ("list my open PRs" asks for
+# list_pull_requests): general software and chat vocabulary, not fitted to a catalogue.
+# Forms that tools use as they are ("docs", "config", "info") are left alone.
+SHORT_FORMS = {
+    "pr": "pull request",
+    "prs": "pull requests",
+    "repo": "repository",
+    "repos": "repositories",
+    "db": "database",
+    "dbs": "databases",
+    "env": "environment",
+    "envs": "environments",
+    "dir": "directory",
+    "dirs": "directories",
+    "auth": "authentication",
+    "k8s": "kubernetes",
+    "msg": "message",
+    "msgs": "messages",
+    "dm": "direct message",
+    "dms": "direct messages",
+    "vm": "virtual machine",
+    "vms": "virtual machines",
+    "img": "image",
+    "imgs": "images",
+    "pic": "picture",
+    "pics": "pictures",
+}
+
+# Words users say for the verbs and nouns tool names use (general English, not tuned to a corpus).
+SYNONYM_GROUPS = (
+    "create make new add generate build open start",
+    "delete remove drop erase destroy",
+    "list show all enumerate browse",
+    "get fetch retrieve read load obtain look",
+    "search find query lookup locate seek",
+    "update edit change modify set rename",
+    "send post publish message notify email",
+    "run execute trigger launch invoke start",
+    "stop cancel kill terminate end abort",
+    "picture image photo screenshot snapshot",
+    "file document doc",
+    "folder directory dir",
+    "weather forecast temperature rain",
+    "price quote cost value",
+    "issue ticket bug",
+    "repo repository project",
+    "chart graph plot diagram visualization",
+    "map location place address geocode",
+    "translate convert transform",
+    "download save export",
+    "write save store",
+    "upload attach",
+    "comment reply note",
+    "user person member people account",
+    "time date clock",
+    "current now present latest live",
+)
+
+# Questions that ask about the present without saying so ("what time is it in Tokyo" asks
+# for the current time): a pattern of the lowered request, and the word it implies (it joins
+# the query's synonyms).
+IMPLIED_WORDS = ((r"\bwhat\s+(?:time|day|date)\s+is\s+it\b|\bright\s+now\b|\btoday\b", "current"),)
+
+# Parameter names that make a tool one that takes coordinates (both kinds needed).
+LATITUDE_NAMES = frozenset(["lat", "latitude"])
+LONGITUDE_NAMES = frozenset(["lon", "lng", "long", "longitude"])
+
+# Verbs that start a request, in the imperative (the base form: "sorted by size" and
+# "including their sizes" describe the request before them, they ask for nothing new).
+_VERBS = """
+acknowledge activate add adjust aggregate analyse analyze annotate append apply approve archive
+arrange ask assign attach audit back backup ban block book bookmark browse build buy calculate
+call cancel capture change charge check clean clear click clone close collect combine comment
+commit compare compile compose compress compute configure confirm connect convert copy count
+crawl create crop deactivate debug decode delete deny deploy deposit describe design detect
+determine diff disable discard disconnect dismiss download draft drag draw drop duplicate edit
+email embed enable encode escalate estimate evaluate examine execute expand explain explore
+export extract fetch fill filter find fix follow forecast fork format forward gather generate
+geocode get give go grab grant graph hide highlight hover import include inform insert inspect
+install invite invoice join keep kill label launch leave list load locate lock log look make
+manage map mark measure mention merge message migrate monitor mount move mute navigate notify
+obtain open optimize order organize outline paste pause pay pick pin ping plan play plot post
+predict prepare present press preview print process produce provide provision publish pull
+purchase push put query rate read rebase reboot receive recommend record redirect redo refresh
+refund register reject reload remind remove rename render renew reopen reply report request
+rerun reserve reset resize resolve restart restore resume retrieve retry return retweet revert
+review revoke rewrite rollback rotate run save scale scan schedule scrape scroll search select
+sell send set share show sign silence snooze sort split squash star start stop store submit
+subscribe suggest summarise summarize switch sync tag take tell terminate throw toggle track
+trade transcribe transfer transform translate trigger turn tweet unarchive unassign unblock
+underline undo unhide uninstall unlock unmount unmute unpin unsubscribe update upgrade upload
+upvote validate verify view visit visualize vote wait watch withdraw write zip
+"""
+VERBS = frozenset(_VERBS.split())
+
+# Verbs that put something into a file named after them ("save it to /root/cv.md", "generate
+# a report in report.md", "a page saved at /srv/ai.html"), in every inflection.
+_OUTPUT_VERBS = """
+save saves saved saving write writes writing written wrote export exports exported exporting
+store stores stored storing output outputs outputted outputting create creates created creating
+generate generates generated generating draft drafts drafted drafting make makes making made
+produce produces produced producing dump dumps dumped dumping put puts putting compose composes
+composed composing prepare prepares prepared preparing record records recorded recording append
+appends appended appending
+"""
+OUTPUT_VERBS = tuple(_OUTPUT_VERBS.split())
+
+# The extensions of a file named without a folder ("save it as notes.md"): common documents,
+# data, images and archives, for "next.js", "example.com" or "e.g." name no file.
+_BARE_FILE_EXTENSIONS = """
+md markdown txt csv tsv json jsonl yaml yml xml html htm pdf doc docx xls xlsx ppt pptx odt ods
+png jpg jpeg gif svg webp mp3 wav mp4 zip log ics
+"""
+BARE_FILE_EXTENSIONS = tuple(_BARE_FILE_EXTENSIONS.split())
+
+# Abbreviations whose stop ends no sentence.
+ABBREVIATIONS = frozenset(["e.g.", "i.e.", "etc.", "vs.", "approx.", "no.", "mr.", "ms.", "dr."])
+
+# The kind of document a file's extension names, in the words its tools use: a ".pptx" is
+# written by a presentation tool and a ".pdf" read by a PDF reader, not a plain file writer
+# or reader. Other files are plain files.
+DOCUMENT_KINDS = {
+    "ppt": "presentation",
+    "pptx": "presentation",
+    "odp": "presentation",
+    "doc": "word document",
+    "docx": "word document",
+    "odt": "word document",
+    "xls": "excel spreadsheet",
+    "xlsx": "excel spreadsheet",
+    "ods": "spreadsheet",
+    "pdf": "pdf",
+    **dict.fromkeys(("mp3", "wav", "flac", "ogg", "m4a", "aac"), "audio"),
+    **dict.fromkeys(("png", "jpg", "jpeg", "gif", "webp", "bmp", "tiff"), "image"),
+    **dict.fromkeys(("mp4", "mov", "avi", "mkv", "webm"), "video"),
+}

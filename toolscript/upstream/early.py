@@ -1,0 +1,118 @@
+"""Stdio servers spawned as soon as the trusted config is read, before the gateway's imports.
+
+A server's own start (a Python or Node interpreter loading its SDK) takes about as long as
+the gateway's imports (the MCP SDK, Litestar); spawned first, the two overlap and the URL
+comes when the slowest server is ready rather than after both. Only the standard library
+is imported here: this runs before anything heavy is.
+
+Each process is spawned exactly as ``upstream/stdio.py`` spawns one (the SDK's inherited
+environment plus the entry's ``env``, its ``cwd``, a process group of its own, stderr to a
+temporary file); ``UpstreamServer`` takes it for its first connection (``stdio.early_transport``)
+when the entry is still the same, and a process nobody took is stopped (``discard``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import IO, Any
+
+from toolscript.config import ServerConfig
+
+__all__ = ["INHERITED_ENV", "EarlyServer", "discard", "spawn_early", "spawn_key"]
+
+# The SDK's DEFAULT_INHERITED_ENV_VARS on POSIX (mcp.client.stdio), copied so that this
+# module imports no SDK; tests/unit/test_sdk_contract.py pins the two together.
+INHERITED_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
+
+
+def inherited_environment() -> dict[str, str]:
+    """What ``mcp.client.stdio.get_default_environment`` returns (shell functions left out)."""
+    return {
+        key: value
+        for key in INHERITED_ENV
+        if (value := os.environ.get(key)) is not None and not value.startswith("()")
+    }
+
+
+def spawn_key(server: ServerConfig) -> tuple[Any, ...]:
+    """What a spawn depends on: a process spawned for another key is not this entry's."""
+    return (server.command, tuple(server.args), tuple(sorted(server.env.items())), server.cwd)
+
+
+@dataclass
+class EarlyServer:
+    """A server process spawned ahead of its connection, and its stderr file."""
+
+    process: subprocess.Popen[bytes]
+    stderr: IO[str]
+    key: tuple[Any, ...]
+
+    def usable(self, server: ServerConfig) -> bool:
+        return self.process.poll() is None and self.key == spawn_key(server)
+
+    def stop(self) -> None:
+        """Close its stdin (the spec's polite ask), then TERM and KILL its process group."""
+        stop_early(self.process)
+        self.stderr.close()
+
+
+def spawn_early(servers: Iterable[ServerConfig]) -> dict[str, EarlyServer]:
+    """Spawn every enabled stdio server now; a server that cannot be spawned is left to the
+    gateway, which reports why as it would have."""
+    spawned: dict[str, EarlyServer] = {}
+    for server in servers:
+        if server.disabled or server.transport != "stdio" or server.command is None:
+            continue
+        stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - lives as long as the server process
+        try:
+            process = subprocess.Popen(
+                [server.command, *server.args],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                env=inherited_environment() | dict(server.env),
+                cwd=server.cwd,
+                start_new_session=True,
+                bufsize=0,
+            )
+        except OSError:
+            stderr.close()
+            continue
+        spawned[server.name] = EarlyServer(process, stderr, spawn_key(server))
+    return spawned
+
+
+def discard(early: dict[str, EarlyServer]) -> None:
+    """Stop every process in ``early`` (none was taken by a connection)."""
+    while early:
+        _, server = early.popitem()
+        server.stop()
+
+
+STOP_GRACES = ((None, 1.0), (signal.SIGTERM, 0.5), (signal.SIGKILL, 0.5))
+
+
+def stop_early(process: subprocess.Popen[bytes]) -> None:
+    """The stdio transport's stop, blocking: close stdin, wait, TERM then KILL the group."""
+    if process.stdin is not None:
+        with contextlib.suppress(OSError):
+            process.stdin.close()
+    for sig, grace in STOP_GRACES:
+        if sig is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, sig)
+        deadline = time.monotonic() + grace
+        while process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if process.returncode is not None:
+            break
+    if process.stdout is not None:
+        with contextlib.suppress(OSError):
+            process.stdout.close()
