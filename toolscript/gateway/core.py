@@ -340,7 +340,7 @@ class Gateway:
                 # A restart (vectors of this model stored): the numpy query encoder (half a
                 # second, no torch) gets ready while the servers connect, so search is hybrid
                 # as the URL appears when every tool's vector is stored. A first start has
-                # nothing cached: the encoder would be of no use, and waits with the rest.
+                # nothing cached: the encoder would be of no use (see _start_background).
                 if await anyio.to_thread.run_sync(self.search.vectors_stored):
                     tasks.start_soon(quick.prepare, name="quick queries")
                     quick.early = True
@@ -380,7 +380,7 @@ class Gateway:
             if self.search.embedder is not None:
                 self._semantic_scope = anyio.CancelScope()
             self._background_scope = anyio.CancelScope()
-            tasks.start_soon(self._start_background, quick, name="background start")
+            tasks.start_soon(self._start_background, name="background start")
             log.info(
                 "ready: %d/%d servers connected, %d tools",
                 sum(u.state == ServerState.CONNECTED for u in self.upstreams.values()),
@@ -446,12 +446,19 @@ class Gateway:
         """The URL is out: the work that waits for it may start (when no run is under way)."""
         self._announced.set()
 
-    async def _start_background(self, quick: _QuickQueries | None) -> None:
-        """The warm checker, the quick query encoder and the embedding worker, once the URL
-        is out and the gateway idle (a first script's `deno check` goes first), or at the
+    async def _start_background(self) -> None:
+        """The embedding worker as soon as the URL is out (a process of its own, torch-free
+        on a first start too: search turns hybrid seconds after the URL); the warm checker
+        once the gateway is idle too (a first script's `deno check` goes first), or at the
         latest ``BACKGROUND_AT_THE_LATEST`` after the URL."""
         with self._background_scope:
             await self._announced.wait()
+            assert self._tasks is not None
+            # (No numpy query encoder here when no vector was stored as the gateway started:
+            # it would have no tool vector to compare a query with, and the worker it would
+            # hold up embeds the tools and serves queries in seconds.)
+            if self.search.embedder is not None:
+                self._tasks.start_soon(self._load_semantic_search, name="semantic search")
             idle_since = announced = time.monotonic()
             while (
                 time.monotonic() - idle_since < IDLE_BEFORE_BACKGROUND
@@ -462,16 +469,9 @@ class Gateway:
                 if self.runs.live > self.background.live:
                     idle_since = time.monotonic()
             self.background_started = time.time()
-            log.debug("background work starts (checker, search model)")
-            assert self._tasks is not None
+            log.debug("background work starts (checker)")
             if self.checker is not None:
                 self._tasks.start_soon(self._run_checker, name="type checker")
-            if quick is not None and not quick.early:
-                # The numpy query encoder (half a second, no torch) before the worker's model.
-                self._tasks.start_soon(quick.prepare, name="quick queries")
-                await quick.start()
-            if self.search.embedder is not None:
-                self._tasks.start_soon(self._load_semantic_search, name="semantic search")
 
     async def _flush_runs(self) -> None:
         with self._flush_scope:
@@ -679,6 +679,7 @@ class Gateway:
             with self._semantic_scope as scope:  # cancelled at shutdown, before the worker stops
                 await anyio.to_thread.run_sync(self.search.embedder.load, abandon_on_cancel=True)
                 self.search.model_loaded()
+                await self.first_build.wait()  # (the worker started beside it: tools now)
                 async with self._pipeline_lock:
                     await anyio.to_thread.run_sync(self._index_and_load, abandon_on_cancel=True)
             if scope.cancelled_caught:

@@ -7,6 +7,7 @@ or over streamable HTTP on 127.0.0.1 behind the gateway's guard (secret path, Ho
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -399,6 +400,19 @@ def serve(
                     await backend.aclose()
 
     anyio.run(main)
+    if listener is None:
+        _leave()
+
+
+def _leave() -> None:
+    """The client closed stdin and what the face started has stopped: exit now. Left to
+    the interpreter, the exit waited for an idle thread of anyio's pool for seconds (3.3 s
+    from the client's disconnect to the face gone, where the SDK's client sends SIGTERM
+    after 2 s); nothing is left to finish but what the streams hold."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # (a client gone with its pipe)
+            stream.flush()
+    os._exit(0)
 
 
 async def _warm_up(backend: Backend) -> None:

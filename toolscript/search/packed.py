@@ -31,6 +31,7 @@ TOKENIZER_FILE = "tokenizer.json"
 
 # The exported graph's inputs, in the order the wrapped transformer takes them.
 INPUTS = ("input_ids", "token_type_ids", "position_ids", "mask")
+DOCUMENTS_PER_RUN = 1  # tool documents per run of the session (OnnxQueries.documents)
 
 
 class Packed(NamedTuple):
@@ -95,6 +96,9 @@ class OnnxQueries:
             )
         self._graph: bytes | None = graph.getvalue()
         self._session = _session(self._graph)
+        self._documents_source: bytes | str | None = None  # (the model's worker embeds tools)
+        self._documents_session: Any = None
+        self._graph_for_queries: bytes | None = None  # (a session of their own is built)
         self._tokenizer = model.tokenizer
         self._max_length = int(model.max_seq_length)
 
@@ -104,7 +108,26 @@ class OnnxQueries:
         runner = cls.__new__(cls)
         runner._graph = None
         runner._session = _session(str(folder / GRAPH_FILE))
+        runner._documents_source, runner._documents_session = str(folder / GRAPH_FILE), None
+        runner._graph_for_queries = None
         runner._tokenizer = _FileTokenizer(folder / TOKENIZER_FILE)
+        runner._max_length = max_length
+        return runner
+
+    @classmethod
+    def from_weights(cls, directory: Path, max_length: int) -> OnnxQueries:
+        """The same graph built from a BERT model's own files (``quick.quick_runs``: its
+        safetensors weights and tokenizer.json), with the ``onnx`` package and no torch: a
+        first start embeds its tools and queries without importing torch at all."""
+        runner = cls.__new__(cls)
+        runner._graph = None
+        # The documents' session now, the queries' at the first query (a start's tools
+        # come first; ``end_documents`` follows).
+        runner._graph_for_queries = graph = _bert_graph(directory)
+        runner._session = None
+        runner._documents_source = graph
+        runner._documents_session = _session(graph, spinning=False)
+        runner._tokenizer = _FileTokenizer(directory / TOKENIZER_FILE)
         runner._max_length = max_length
         return runner
 
@@ -123,7 +146,26 @@ class OnnxQueries:
         """Drop the exported graph's bytes (a copy of the weights) once nothing will save it."""
         self._graph = None
 
-    def __call__(self, texts: list[str]) -> Any:
+    def documents(self, texts: list[str]) -> Any:
+        """Unit vectors of tool documents (up to ``max_length`` tokens each), a run each:
+        attention grows with the square of a sequence's length (46 documents packed whole
+        took 6.2 s, one by one 5.1, four to a run 5.5; 2 busy cores)."""
+        import numpy
+
+        if self._documents_session is None and self._documents_source is not None:
+            self._documents_session = _session(self._documents_source, spinning=False)
+        session = self._documents_session or self._session
+        runs = [
+            self(texts[at : at + DOCUMENTS_PER_RUN], session)
+            for at in range(0, len(texts), DOCUMENTS_PER_RUN)
+        ]
+        return numpy.concatenate(runs) if runs else numpy.zeros((0, 0), dtype=numpy.float32)
+
+    def end_documents(self) -> None:
+        """No more tool documents (queries from now on): let their session go."""
+        self._documents_source = self._documents_session = None
+
+    def __call__(self, texts: list[str], session: Any = None) -> Any:
         """Unit vectors (numpy, float32), one per text, from one run of the session."""
         import numpy
 
@@ -143,7 +185,10 @@ class OnnxQueries:
             )[None],
             "mask": numpy.where(apart, minimum, numpy.float32(0.0))[None, None],
         }
-        states = self._session.run(None, inputs)[0][0]
+        if session is None and self._session is None:
+            self._session = _session(self._graph_for_queries or b"")
+            self._graph_for_queries = None
+        states = (session or self._session).run(None, inputs)[0][0]
         starts = numpy.cumsum([0, *packed.lengths[:-1]])
         means = (
             numpy.add.reduceat(states, starts, axis=0)
@@ -153,8 +198,10 @@ class OnnxQueries:
         return (means / numpy.maximum(norms, 1e-12)).astype(numpy.float32)
 
 
-def _session(graph: bytes | str) -> Any:
-    """An ONNX Runtime session of ``graph`` (its bytes, or a file's path)."""
+def _session(graph: bytes | str, *, spinning: bool = True) -> Any:
+    """An ONNX Runtime session of ``graph`` (its bytes, or a file's path). ``spinning``
+    False: its threads sleep at once between steps, for tool documents (46 documents,
+    2 threads, 2 busy cores: 0.8 s against 1.6 spinning, 1.8 on one thread)."""
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
@@ -163,6 +210,8 @@ def _session(graph: bytes | str) -> Any:
     options.log_severity_level = 3  # errors only
     # (Its threads spin a moment for more work after each step, as by default: kept from
     # spinning, queries took a fifth longer: bench/NOTES.md.)
+    if not spinning:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
 
 
@@ -208,3 +257,90 @@ def _states_module(transformer: Any) -> Any:
             ).last_hidden_state
 
     return Transformer()
+
+
+def _bert_graph(directory: Path) -> bytes:
+    """The ONNX graph of a BERT encoder's last hidden states (the four ``INPUTS`` in, as
+    the torch export takes them), written op by op from the model's weights."""
+    import json
+    import math
+
+    import numpy
+    from onnx import TensorProto, helper, numpy_helper
+    from safetensors.numpy import load_file
+
+    config = json.loads((directory / "config.json").read_text())
+    heads, width = int(config["num_attention_heads"]), int(config["hidden_size"])
+    eps = float(config.get("layer_norm_eps", 1e-12))
+    weights = {
+        name.removeprefix("bert."): value.astype(numpy.float32)
+        for name, value in load_file(str(directory / "model.safetensors")).items()
+    }
+    nodes: list[Any] = []
+    initializers: list[Any] = []
+    counter = iter(range(1_000_000))
+
+    def constant(value: Any, name: str | None = None) -> str:
+        name = name or f"c{next(counter)}"
+        initializers.append(numpy_helper.from_array(numpy.asarray(value), name))
+        return name
+
+    def op(kind: str, *inputs: str, **attributes: Any) -> str:
+        output = f"t{next(counter)}"
+        nodes.append(helper.make_node(kind, list(inputs), [output], **attributes))
+        return output
+
+    def dense(x: str, name: str) -> str:
+        kernel = constant(weights[name + ".weight"].T.copy(), name + ".kernel")
+        return op("Add", op("MatMul", x, kernel), constant(weights[name + ".bias"], name + ".b"))
+
+    def norm(x: str, name: str) -> str:
+        scale, bias = constant(weights[name + ".weight"]), constant(weights[name + ".bias"])
+        return op("LayerNormalization", x, scale, bias, axis=-1, epsilon=eps)
+
+    size = width // heads
+    split = constant(numpy.array([0, 0, heads, size], dtype=numpy.int64), "split")
+    joined = constant(numpy.array([0, 0, width], dtype=numpy.int64), "joined")
+    x = op(
+        "Add",
+        op(
+            "Add",
+            op("Gather", constant(weights["embeddings.word_embeddings.weight"]), "input_ids"),
+            op(
+                "Gather", constant(weights["embeddings.position_embeddings.weight"]), "position_ids"
+            ),
+        ),
+        op(
+            "Gather", constant(weights["embeddings.token_type_embeddings.weight"]), "token_type_ids"
+        ),
+    )
+    x = norm(x, "embeddings.LayerNorm")
+    scale = constant(numpy.float32(1.0 / math.sqrt(size)))
+    half, one = constant(numpy.float32(0.5)), constant(numpy.float32(1.0))
+    root2 = constant(numpy.float32(math.sqrt(2.0)))
+    for layer in range(int(config["num_hidden_layers"])):
+        prefix = f"encoder.layer.{layer}."
+
+        def heads_of(name: str, perm: list[int], x: str = x, prefix: str = prefix) -> str:
+            shaped = op("Reshape", dense(x, prefix + f"attention.self.{name}"), split)
+            return op("Transpose", shaped, perm=perm)
+
+        query = heads_of("query", [0, 2, 1, 3])
+        key = heads_of("key", [0, 2, 3, 1])
+        value = heads_of("value", [0, 2, 1, 3])
+        scores = op("Add", op("Mul", op("MatMul", query, key), scale), "mask")
+        context = op("MatMul", op("Softmax", scores, axis=-1), value)
+        context = op("Reshape", op("Transpose", context, perm=[0, 2, 1, 3]), joined)
+        attended = dense(context, prefix + "attention.output.dense")
+        x = norm(op("Add", x, attended), prefix + "attention.output.LayerNorm")
+        hidden = dense(x, prefix + "intermediate.dense")
+        erf = op("Erf", op("Div", hidden, root2))
+        hidden = op("Mul", op("Mul", hidden, half), op("Add", erf, one))
+        x = norm(op("Add", x, dense(hidden, prefix + "output.dense")), prefix + "output.LayerNorm")
+    nodes.append(helper.make_node("Identity", [x], ["states"]))
+    ids = [helper.make_tensor_value_info(n, TensorProto.INT64, [1, "tokens"]) for n in INPUTS[:3]]
+    mask = helper.make_tensor_value_info("mask", TensorProto.FLOAT, [1, 1, "tokens", "tokens"])
+    states = helper.make_tensor_value_info("states", TensorProto.FLOAT, [1, "tokens", width])
+    graph = helper.make_graph(nodes, "bert", [*ids, mask], [states], initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return bytes(model.SerializeToString())

@@ -5,13 +5,14 @@ tokenizing holds it on every batch: inside the gateway, tool calls stalled for u
 190 ms while the model loaded. Here the gateway only writes requests to a pipe and reads
 vectors back; the model cannot take the gateway down, and its memory is its own.
 
-Two kinds of worker. The model's (``model``: torch and sentence-transformers, about
-800 MB) embeds tools; once no tool has waited for it for ``RETIRE_AFTER`` seconds it
-hands queries to a light one (``queries``: ONNX Runtime or numpy with the model's export
-or weights, about a fifth of that, no torch) and exits. A tool added later starts the
-model's worker again for as long as it takes. The light worker runs what
-``semantic.Embedder.save_light`` wrote to the user's cache, once per model: a later
-gateway whose tools' vectors are all stored never imports torch at all.
+Two kinds of worker. The light one (``queries``: ONNX Runtime or numpy, about a fifth
+of torch's memory, no torch) runs what ``semantic.Embedder.save_light`` wrote to the
+user's cache, or, with nothing saved (a first start), the model's ONNX graph built from
+its own weights (packed._bert_graph; sentence-transformers' vectors to ~1e-7): it embeds
+a start's tools and answers queries, so search is hybrid seconds after the URL. The
+model's (``model``: torch and sentence-transformers, about 800 MB) embeds what the light
+one cannot run, and tools added once search has served a query; once no tool has waited
+for it for ``RETIRE_AFTER`` seconds it hands queries to the light one and exits.
 
 Protocol (the worker's stdin and a private copy of its stdout): one JSON request per
 line, ``{"op": "load"}``, ``{"op": "embed", "texts": [...]}`` (tools) or ``{"op": "query",
@@ -43,11 +44,16 @@ from typing import IO, Any
 
 from toolscript.errors import EmbedderFailed, SemanticUnavailable
 from toolscript.plumbing.processes import return_free_memory, stop_process
+from toolscript.search.quick import quick_runs
 from toolscript.search.semantic import (
+    DEFAULT_MODEL,
+    MAX_TOKENS,
     NEEDS_EXTRA,
     Embedder,
+    _limit_threads,
     _same_vectors,
     light_ready,
+    model_directory,
     semantic_installed,
 )
 
@@ -76,6 +82,9 @@ class EmbedderProcess(Embedder):
         self._light: dict[str, Any] | None = None  # what the light worker runs (light_ready)
         self._loaded = False
         self._closed = False
+        # Search has served a query: the start's tools are embedded (by the light worker,
+        # where it runs the model), and tools added later go to the model's worker.
+        self._queried = False
         self._workers_lock = threading.RLock()  # starting, stopping and embedding
         self._retire_timer: threading.Timer | None = None
 
@@ -111,10 +120,12 @@ class EmbedderProcess(Embedder):
             if self._serving() is not None:
                 self._loaded = True
                 return
-            light = light_ready(self.requested) if self._light_allowed() else None
-            if light is not None and self._start_light(light):
-                self._loaded = True
-                return
+            if self._light_allowed():
+                light = light_ready(self.requested)
+                runs = light is not None or quick_runs(model_directory(self.requested))
+                if runs and self._start_light(light):
+                    self._loaded = True
+                    return
             self._start_model()
             self._loaded = True
 
@@ -127,6 +138,16 @@ class EmbedderProcess(Embedder):
             if self._closed:
                 raise SemanticUnavailable("the gateway is shutting down")
             self._cancel_retirement()
+            light = self._light_worker
+            if not self._queried and light is not None and light.alive():
+                # The tools of a start (search waits for them): the light worker embeds
+                # them, with the model's vectors, in seconds where torch took a minute.
+                started = time.perf_counter()
+                _, vectors = light.request({"op": "embed", "texts": list(texts)})
+                took = time.perf_counter() - started
+                log.debug("search: %d tools embedded in %.2f s (light worker)", len(texts), took)
+                self.computed += len(texts)
+                return vectors
             worker = self._model_worker
             if worker is None or not worker.alive():
                 if not semantic_installed():
@@ -151,6 +172,7 @@ class EmbedderProcess(Embedder):
             dead = self._light_worker or self._model_worker
             code = dead.returncode() if dead is not None else None
             raise EmbedderFailed(f"the embedding process is not running (exit code {code})")
+        self._queried = True
         try:
             _, vectors = worker.request({"op": "query", "texts": list(texts)})
         except EmbedderFailed:
@@ -162,9 +184,11 @@ class EmbedderProcess(Embedder):
         """Stop the workers (without waiting for a request in flight: that one fails)."""
         self._closed = True
         self._cancel_retirement()
-        for worker in (self._light_worker, self._model_worker):
-            if worker is not None:
-                worker.stop()
+        workers = [w for w in (self._light_worker, self._model_worker) if w is not None]
+        for worker in workers:  # all asked at once: they exit side by side
+            worker.ask_to_stop()
+        for worker in workers:
+            worker.stop()
 
     # -- the workers -----------------------------------------------------------
 
@@ -179,6 +203,8 @@ class EmbedderProcess(Embedder):
         return self.fast_queries and self.device == "cpu"
 
     def _start_model(self) -> _Worker:
+        if self._closed:  # (a light worker stopped by close() is no reason to start torch)
+            raise SemanticUnavailable("the gateway is shutting down")
         if self._model_worker is not None:
             # A worker that failed may still be dying (a killed process with torch loaded
             # takes a moment to go): wait for it, whatever state it is in, and start afresh.
@@ -202,11 +228,12 @@ class EmbedderProcess(Embedder):
         self._light = header.get("light") if self._light_allowed() else None
         return worker
 
-    def _start_light(self, light: dict[str, Any]) -> bool:
-        """Start the light worker for ``light``; False (and none running) when it cannot
-        give the model's vectors here."""
+    def _start_light(self, light: dict[str, Any] | None) -> bool:
+        """Start the light worker for ``light`` (None: the model's own files, nothing saved
+        yet); False (and none running) when it cannot give the model's vectors here."""
         if self._light_worker is not None:
             self._light_worker.stop()
+        started = time.perf_counter()
         worker = _Worker("queries", ["--light", self.requested])
         try:
             header, _ = worker.request({"op": "load"})
@@ -214,6 +241,7 @@ class EmbedderProcess(Embedder):
             log.info("search: queries through the model's worker (%s)", exc)
             worker.stop()
             return False
+        log.debug("search: the light worker is up in %.2f s", time.perf_counter() - started)
         self._light_worker, self._light = worker, light
         self.model_id = header["model_id"]
         self.query_precision = header.get("query_precision", "float32")
@@ -271,14 +299,18 @@ class _Worker:
     def returncode(self) -> int | None:
         return self._process.poll()
 
-    def stop(self) -> None:
-        """Close its stdin (it exits), waiting for a request in flight for a moment only."""
-        process = self._process
-        if process.stdin is not None:
+    def ask_to_stop(self) -> None:
+        """Close its stdin: it exits (at once, unless a request is in flight)."""
+        if self._process.stdin is not None:
             # Closing flushes what a failed request left in the buffer: to a dead worker that
             # is a broken pipe, and nothing to worry about.
             with suppress(OSError):
-                process.stdin.close()
+                self._process.stdin.close()
+
+    def stop(self) -> None:
+        """Close its stdin (it exits), waiting for a request in flight for a moment only."""
+        process = self._process
+        self.ask_to_stop()
         # Closing stdin asked it to stop; a worker still loading the model reads nothing
         # until it has, and holds nothing worth waiting for: SIGTERM soon after.
         stop_process(process, 0.3, ask=False)
@@ -455,13 +487,16 @@ class LightQueries:
 
         light = light_ready(model)
         if light is None:
-            raise SemanticUnavailable("no torch-free query runtime is saved for this model")
+            self._from_model_files(model)
+            return
         self.model_id = str(light["model_id"])
         self.runtime = str(light["runtime"])
         if self.runtime == "onnxruntime":
             from toolscript.search.packed import OnnxQueries
 
-            self._run: Any = OnnxQueries.from_folder(Path(light["folder"]), light["max_length"])
+            runner = OnnxQueries.from_folder(Path(light["folder"]), light["max_length"])
+            self._run: Any = runner
+            self._documents: Any = runner.documents
         else:
             from toolscript.search.quick import quick_encoder_for
 
@@ -469,17 +504,66 @@ class LightQueries:
             if quick is None:
                 raise SemanticUnavailable("the numpy encoder cannot run this model")
             self._run = lambda texts: numpy.stack([quick.encode(text) for text in texts])
+            self._documents = self._run
         exact = numpy.asarray(light["vectors"], dtype=numpy.float32)
         if not _same_vectors(exact, self(list(light["probe"]))):
             raise SemanticUnavailable(f"{self.runtime} does not give the model's vectors here")
 
+    def _from_model_files(self, model: str | None) -> None:
+        """Nothing saved yet (a first start): the model's own files, where it is a BERT the
+        ONNX graph (packed._bert_graph) or the numpy encoder runs, without torch; their
+        vectors are sentence-transformers' to ~1e-7 (tests compare them on every run)."""
+        import numpy
+
+        from toolscript.search.quick import quick_encoder_for, quick_runs
+
+        directory = model_directory(model)
+        if directory is None or not quick_runs(directory):
+            raise SemanticUnavailable("no torch-free query runtime is saved for this model")
+        self.model_id = model or DEFAULT_MODEL
+        try:
+            from toolscript.search.packed import OnnxQueries
+
+            onnx = OnnxQueries.from_weights(directory, _max_tokens(directory))
+        except ImportError:  # no onnx or onnxruntime installed: numpy it is
+            quick = quick_encoder_for(directory)
+            if quick is None:
+                raise SemanticUnavailable("the numpy encoder cannot run this model") from None
+            self.runtime = "numpy"
+            self._run = lambda texts: numpy.stack([quick.encode(text) for text in texts])
+            self._documents = self._run
+            return
+        self.runtime, self._run, self._documents = "onnxruntime", onnx, onnx.documents
+
     def __call__(self, texts: list[str]) -> Any:
         return self._run(texts).astype("float32")
 
+    def end_documents(self) -> None:
+        """Queries from now on: what only tool documents needed goes."""
+        with suppress(AttributeError):  # (the numpy encoder keeps nothing for them)
+            self._run.end_documents()
+
+    def documents(self, texts: list[str]) -> Any:
+        """Tool documents' vectors (each run alone: packing long texts costs, see
+        packed.OnnxQueries.documents)."""
+        return self._documents(texts).astype("float32")
+
+
+def _max_tokens(directory: Path) -> int:
+    """The tokens a document is cut to, as ``Embedder._open`` cuts them for this model."""
+    try:
+        declared = json.loads((directory / "sentence_bert_config.json").read_text())
+        length = int(declared.get("max_seq_length") or MAX_TOKENS)
+    except (OSError, ValueError, TypeError):
+        length = MAX_TOKENS
+    return min(length, MAX_TOKENS)
+
 
 def _serve_light(out: IO[bytes], model: str) -> int:
-    """The light worker: queries only, no torch (``embed`` is the model worker's)."""
+    """The light worker: queries, and a start's tools, without torch."""
+    _limit_threads()
     queries: LightQueries | None = None
+    querying = False
     for line in sys.stdin.buffer:
         request = json.loads(line)
         try:
@@ -504,7 +588,12 @@ def _serve_light(out: IO[bytes], model: str) -> int:
                     },
                 )
             elif request["op"] == "query" and queries is not None:
+                if not querying:
+                    queries.end_documents()
+                    querying = True
                 _answer(out, {}, queries(request["texts"]))
+            elif request["op"] == "embed" and queries is not None:
+                _answer(out, {}, queries.documents(request["texts"]))
             else:
                 raise EmbedderFailed(f"the query worker does not {request['op']}")
         except SemanticUnavailable as exc:
@@ -515,4 +604,8 @@ def _serve_light(out: IO[bytes], model: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    # stdin closed: the gateway is stopping (or gone), and waits for us. Nothing is left to
+    # write; tearing down torch or ONNX Runtime took a few tenths of a second more.
+    sys.stderr.flush()
+    os._exit(code)

@@ -7,7 +7,7 @@ none of that: a sentence-transformers model that is a BERT encoder with mean poo
 safetensors weights and tokenizer.json, with ``tokenizers`` and ``safetensors`` (both
 installed with the semantic extra; they import in milliseconds). Its vectors equal
 the worker's to about 1e-6, so cached tool vectors and these query vectors compare.
-Bulk embedding stays with the worker: torch is much faster at batches.
+Bulk embedding goes to the worker (ONNX Runtime, or torch).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-__all__ = ["QuickEncoder", "quick_encoder_for"]
+__all__ = ["QuickEncoder", "quick_encoder_for", "quick_runs"]
 
 MAX_TOKENS = 128  # a query longer than this is cut, as the worker cuts documents
 
@@ -104,19 +104,19 @@ def _gelu(np: Any, x: Any) -> Any:
     return 0.5 * x * (1.0 + erf)
 
 
-def quick_encoder_for(directory: Path | None) -> QuickEncoder | None:
-    """An encoder for the model in ``directory`` when it is a BERT with mean pooling and
-    normalization; None otherwise (that model's queries wait for the worker)."""
+def quick_runs(directory: Path | None) -> bool:
+    """Whether ``directory`` holds a model the numpy encoder runs (a BERT with mean pooling
+    and normalization), reading its small config files only (no weights)."""
     if directory is None:
-        return None
+        return False
     try:
         config = json.loads((directory / "config.json").read_text())
         pooling = json.loads((directory / "1_Pooling" / "config.json").read_text())
         modules = json.loads((directory / "modules.json").read_text())
     except (OSError, ValueError):
-        return None
+        return False
     kinds = [str(module.get("type", "")).rsplit(".", 1)[-1] for module in modules]
-    if (
+    return not (
         config.get("model_type") != "bert"
         or config.get("hidden_act") != "gelu"
         or config.get("position_embedding_type", "absolute") != "absolute"
@@ -132,7 +132,13 @@ def quick_encoder_for(directory: Path | None) -> QuickEncoder | None:
         )
         or not (directory / "model.safetensors").exists()
         or not (directory / "tokenizer.json").exists()
-    ):
+    )
+
+
+def quick_encoder_for(directory: Path | None) -> QuickEncoder | None:
+    """An encoder for the model in ``directory`` when it is a BERT with mean pooling and
+    normalization; None otherwise (that model's queries wait for the worker)."""
+    if directory is None or not quick_runs(directory):
         return None
     try:
         return QuickEncoder(directory)
