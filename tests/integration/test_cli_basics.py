@@ -58,8 +58,12 @@ def test_list_servers_text_pipes_cleanly(tmp_path: Path) -> None:
     result = run("list-servers", cwd=tmp_path)
     assert result.returncode == 0
     lines = result.stdout.splitlines()
-    # six columns whatever the state (server, transport, state, tools, reason, description)
-    assert lines == ["github\tstdio\t\t\t\tGitHub issues", "docs\thttp\t\t\t\t"]
+    # seven columns whatever the state (server, transport, state, tools, reason, description,
+    # source)
+    assert lines == [
+        "github\tstdio\t\t\t\tGitHub issues\t.toolscript.json",
+        "docs\thttp\t\t\t\t\t.toolscript.json",
+    ]
     assert "\x1b[" not in result.stdout
 
 
