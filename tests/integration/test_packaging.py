@@ -49,6 +49,10 @@ def test_wheel_ships_every_module_schema_and_template(tmp_path: Path) -> None:
         if path.is_file() and path.suffix in (".py", ".typed") and "__pycache__" not in path.parts
     }
     expected |= {f"toolscript/schemas/{path.name}" for path in (ROOT / "schemas").glob("*.json")}
-    expected |= {f"toolscript/templates/{path.name}" for path in (ROOT / "templates").iterdir()}
+    expected |= {  # (a __pycache__ appears once anything imported toolscript.templates)
+        f"toolscript/templates/{path.name}"
+        for path in (ROOT / "templates").iterdir()
+        if path.is_file()
+    }
     assert "toolscript/search/engine.py" in expected  # the walk found the tree
     assert sorted(expected - shipped) == []
