@@ -260,6 +260,8 @@ def test_the_cache_directory_deleted_while_running(tmp_path: Path) -> None:
         cache = tmp_path / ".toolscript"
         import shutil
 
+        # the first build comes after the URL: the routes answer once it is written
+        assert gateway.client.get("runtime/tools.ts").status_code == 200
         shutil.rmtree(cache)
         assert text_of(gateway.call("fx__add_tool", {"name": "late"})) == "added"
         wait_until(
@@ -269,7 +271,14 @@ def test_the_cache_directory_deleted_while_running(tmp_path: Path) -> None:
             "the module with late",
             log=lambda: gateway.log,
         )
-        assert (cache / "tools.ts").exists(), "the artifacts were written again"
+        written = cache / "tools.ts"  # written again, after the module is served
+        wait_until(
+            lambda: written.read_text() if written.exists() else "",
+            lambda module: "late" in module,
+            20,
+            "the artifacts written again",
+            log=lambda: gateway.log,
+        )
         assert text_of(gateway.call("fx__late")) == {"result": "extra"}
 
 
@@ -282,6 +291,8 @@ def test_the_cache_directory_replaced_by_a_file(tmp_path: Path) -> None:
         cache = tmp_path / ".toolscript"
         import shutil
 
+        # the first build comes after the URL: the routes answer once it is written
+        assert gateway.client.get("runtime/tools.ts").status_code == 200
         shutil.rmtree(cache)
         cache.write_text("not a directory")
         assert text_of(gateway.call("fx__add_tool", {"name": "late"})) == "added"
