@@ -433,7 +433,7 @@ def _search_tools(
             | ({"explain": hit.explanation(needs)} if explain else {})
             for hit in hits
         ],
-        "search": gateway.search.status(),
+        "search": gateway.search.answered_status(used, mode),
     } | (  # what keyword search and the model read of the request and of each need
         {"readings": readings(q, needs, used)} if explain else {}
     )

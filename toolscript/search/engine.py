@@ -136,6 +136,7 @@ class SearchEngine:
             self._semantic = _Semantic(state="disabled", reason="semantic search is turned off")
         self._lock = threading.Lock()
         self._recovering = False
+        self.last_failure: str | None = None  # why the model last failed, kept past a reload
         self._last_recovery = -RECOVERY_INTERVAL
         self._quick: Any = None  # a numpy query encoder while the worker's model loads
         # The keyword scores of needs implied by a ranking (for one index, by text), and the
@@ -191,6 +192,16 @@ class SearchEngine:
         self._quick = None
 
     # -- state ---------------------------------------------------------------
+
+    def answered_status(self, used: str, asked: str) -> dict[str, Any]:
+        """``status`` as an answer ranked in mode ``used`` should carry it: a query the model
+        failed on answers with keywords, and says why even when the model was reloaded
+        between that answer's ranking and now."""
+        status = self.status()
+        if used == "keyword" and asked != "keyword" and status["ready"]:
+            reason = f"{self.last_failure or 'the embedding model failed'}; reloaded since"
+            status |= {"ready": False, "mode": "keyword", "reason": reason, "queries": None}
+        return status
 
     def status(self) -> dict[str, Any]:
         semantic = self._semantic
@@ -256,7 +267,8 @@ class SearchEngine:
                 )
                 return
             self._recovering, self._last_recovery = True, now
-        reason = f"the embedding model failed ({exc}); reloading it"
+        self.last_failure = f"the embedding model failed ({exc})"
+        reason = f"{self.last_failure}; reloading it"
         self._semantic = _Semantic(state="loading", reason=reason)
         threading.Thread(target=self._recover, name="search model reload", daemon=True).start()
 
