@@ -191,7 +191,7 @@ def test_stdio_face_end_to_end_with_a_gateway_of_its_own(
                 'return await tools.fx.addTool({ name: "shiny_new_tool" });',
             )
             assert not added.is_error, text(added)
-            for _ in range(100):
+            for _ in range(600):  # the rebuild waits for the tools' embeddings (busy machine)
                 found = await session.call_tool("search_tools", {"query": "shiny_new_tool"})
                 if "shiny_new_tool" in text(found):
                     break

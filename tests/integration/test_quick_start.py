@@ -54,6 +54,7 @@ class GatewayWatch:
     def __init__(self, root: int) -> None:
         self.root = root
         self.seen: dict[int, list[str]] = {}
+        self.parents: dict[int, int] = {}
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
         self._thread.start()
@@ -66,16 +67,19 @@ class GatewayWatch:
                 return
             for process in below:
                 try:
-                    line = argv(process)
+                    line, parent = argv(process), process.ppid()
                 except psutil.Error:
                     continue
                 if line[1:5] == ["-m", "toolscript", "gateway", "start"]:
                     self.seen.setdefault(process.pid, line)
+                    self.parents.setdefault(process.pid, parent)
 
     def stop(self) -> dict[int, list[str]]:
+        """The gateways seen, without a gateway's own children caught between fork and exec
+        (they carry its command line for that moment)."""
         self._done.set()
         self._thread.join(5)
-        return self.seen
+        return {pid: line for pid, line in self.seen.items() if self.parents[pid] not in self.seen}
 
 
 def run_block(
