@@ -92,7 +92,7 @@ def ranked(engine: Any, query: str, options: dict[str, Any]) -> dict[str, Any]:
     if "comparison" in options:
         hits, mode, needs = compared(engine, query, limit=10, **options)
     else:
-        hits, mode, needs = engine.explain(query, limit=10, **options)
+        hits, mode, needs, _ = engine.explain(query, limit=10, **options)
     return {
         "mode": mode,
         "needs": needs,

@@ -219,7 +219,7 @@ def main() -> None:
                 restarted.embedder = model
                 for query in queries[kind][block : block + BLOCK]:
                     started = time.perf_counter()
-                    _, _, split = restarted.explain(query, limit=10, **options)
+                    _, _, split, _ = restarted.explain(query, limit=10, **options)
                     latencies[label].append((time.perf_counter() - started) * 1000)
                     if label == "tasks, worker":
                         needs.append(len(split))

@@ -78,17 +78,28 @@ function atTheCall(error: ToolError): ToolError {
 }
 
 async function call<T>(tool: string, params: unknown): Promise<T> {
+  // One path segment, encoded: a name holding "/", "..", "?" or "#" names only itself.
+  const url = new URL(encodeURIComponent(tool), TOOLS_URL);
+  try {
+    return await answerOf<T>(fetch(url, post(params ?? {})), tool);
+  } catch (error) {
+    throw error instanceof ToolError ? atTheCall(error) : error;
+  }
+}
+
+/**
+ * The gateway's answer to a request about `what` (a tool's name, or what a script asked
+ * of the gateway): its JSON body (or text); a ToolError when the gateway could not be
+ * reached (status 0) or answered with an error status; an error that stops the whole
+ * run ends the script at once with its exit code.
+ */
+async function answerOf<T>(request: Promise<Response>, what: string): Promise<T> {
   let response: Response;
   try {
-    // One path segment, encoded: a name holding "/", "..", "?" or "#" names only itself.
-    response = await fetch(new URL(encodeURIComponent(tool), TOOLS_URL), {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(params ?? {}),
-    });
+    response = await request;
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
-    throw atTheCall(new ToolError(tool, `the gateway could not be reached: ${reason}`, 0, { error: "transport" }));
+    throw new ToolError(what, `the gateway could not be reached: ${reason}`, 0, { error: "transport" });
   }
   const text = await response.text();
   let body: JsonValue;
@@ -104,9 +115,13 @@ async function call<T>(tool: string, params: unknown): Promise<T> {
     const message = typeof details.message === "string" ? details.message : `HTTP ${response.status}`;
     const stop = typeof details.error === "string" ? RUN_STOPS[details.error] : undefined;
     if (stop !== undefined) Deno.exit(stop);
-    throw atTheCall(new ToolError(tool, message, response.status, details));
+    throw new ToolError(what, message, response.status, details);
   }
   return body as T;
+}
+
+function post(body: unknown): RequestInit {
+  return { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
 }
 
 /**
@@ -210,35 +225,8 @@ export interface ToolDescription {
 
 const GATEWAY_URL = new URL("../", TOOLS_URL);
 
-async function ask<T>(what: string, path: string, init?: RequestInit): Promise<T> {
-  let response: Response;
-  try {
-    response = await fetch(new URL(path, GATEWAY_URL), init);
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new ToolError(what, `the gateway could not be reached: ${reason}`, 0, { error: "transport" });
-  }
-  const text = await response.text();
-  let body: JsonValue;
-  try {
-    body = text ? JSON.parse(text) : null;
-  } catch {
-    body = text;
-  }
-  if (!response.ok) {
-    const details: JsonObject = body !== null && typeof body === "object" && !Array.isArray(body)
-      ? body
-      : { message: String(body) };
-    const message = typeof details.message === "string" ? details.message : `HTTP ${response.status}`;
-    const stop = typeof details.error === "string" ? RUN_STOPS[details.error] : undefined;
-    if (stop !== undefined) Deno.exit(stop);
-    throw new ToolError(what, message, response.status, details);
-  }
-  return body as T;
-}
-
-function post(body: unknown): RequestInit {
-  return { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
+function ask<T>(what: string, path: string, init?: RequestInit): Promise<T> {
+  return answerOf(fetch(new URL(path, GATEWAY_URL), init), what);
 }
 
 function serverPath(server: string, rest: string): string {

@@ -3,33 +3,15 @@ script or server can make a run's output, progress or the gateway do."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from litestar.testing import TestClient
 
-from toolscript.config import Config, SearchConfig
 from toolscript.gateway import background
-from toolscript.gateway.app import build_app
 from toolscript.gateway.core import Gateway
 from toolscript.gateway.runbook import Run
-
-
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Gateway:
-    tmp_path = tmp_path_factory.mktemp("background-attacks")
-    config = Config(path=None, project_dir=tmp_path, servers=())
-    return Gateway(
-        config, cache=tmp_path / "cache", search=SearchConfig(semantic=False, cache=False)
-    )
-
-
-@pytest.fixture(scope="module")
-def client(gateway: Gateway) -> Iterator[TestClient[Any]]:
-    with TestClient(app=build_app(gateway)) as test_client:
-        yield test_client
 
 
 def test_the_gateway_runs_a_bounded_number_of_background_runs_at_once(

@@ -3,30 +3,12 @@ started here: the integration suite's test_background_runs.py runs real ones).""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from litestar.testing import TestClient
 
-from toolscript.config import Config, SearchConfig
-from toolscript.gateway.app import build_app
 from toolscript.gateway.core import Gateway
-
-
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Gateway:
-    tmp_path = tmp_path_factory.mktemp("background-routes")
-    config = Config(path=None, project_dir=tmp_path, servers=())
-    return Gateway(
-        config, cache=tmp_path / "cache", search=SearchConfig(semantic=False, cache=False)
-    )
-
-
-@pytest.fixture(scope="module")
-def client(gateway: Gateway) -> Iterator[TestClient[Any]]:
-    with TestClient(app=build_app(gateway)) as test_client:
-        yield test_client
 
 
 @pytest.mark.parametrize(

@@ -22,35 +22,6 @@ runner = CliRunner()
 SAMPLES = Path(__file__).resolve().parents[1] / "client_configs"
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    for name in (
-        "XDG_CONFIG_HOME",
-        "CLAUDE_CONFIG_DIR",
-        "CODEX_HOME",
-        "APPDATA",
-        "TOOLSCRIPT_CONFIG",
-        "TOOLSCRIPT_TRUSTED_PATHS",
-        "TOOLSCRIPT_GATEWAY_URL",
-        "TOOLSCRIPT_CACHE_DIR",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path / "toolscript-home"))
-    monkeypatch.setenv("TOOLSCRIPT_CONFIG_HOME", str(tmp_path / "trust"))
-    return home
-
-
-@pytest.fixture
-def repo(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    repo = home / "code" / "repo"
-    repo.mkdir(parents=True)
-    monkeypatch.chdir(repo)
-    return repo
-
-
 def write(path: Path, value: object) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(value if isinstance(value, str) else json.dumps(value))

@@ -25,35 +25,6 @@ SAMPLES = Path(__file__).resolve().parents[1] / "client_configs"
 runner = CliRunner()
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    for name in (
-        "XDG_CONFIG_HOME",
-        "CLAUDE_CONFIG_DIR",
-        "CODEX_HOME",
-        "APPDATA",
-        "TOOLSCRIPT_CONFIG",
-        "TOOLSCRIPT_TRUSTED_PATHS",
-        "TOOLSCRIPT_GATEWAY_URL",
-        "TOOLSCRIPT_CACHE_DIR",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path / "toolscript-home"))
-    monkeypatch.setenv("TOOLSCRIPT_CONFIG_HOME", str(tmp_path / "trust"))
-    return home
-
-
-@pytest.fixture
-def repo(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    repo = home / "code" / "repo"
-    repo.mkdir(parents=True)
-    monkeypatch.chdir(repo)
-    return repo
-
-
 def place(sample: str, target: Path, project_dir: Path | None = None) -> Path:
     """Copy a sample where its client keeps it (``PROJECT_DIR`` made the real folder)."""
     target.parent.mkdir(parents=True, exist_ok=True)

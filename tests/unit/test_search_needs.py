@@ -398,7 +398,7 @@ def test_each_need_of_a_split_request_gets_its_best_tool_near_the_top(
     keyword_engine: SearchEngine,
 ) -> None:
     request = "list the open pull requests about auth and then post a summary to slack"
-    hits, mode, needs = keyword_engine.explain(request, limit=3, threshold=0)
+    hits, mode, needs, _ = keyword_engine.explain(request, limit=3, threshold=0)
     assert mode == "keyword"
     assert needs == ["list the open pull requests about auth", "post a summary to slack"]
     names = [hit.tool for hit in hits]
@@ -605,7 +605,7 @@ def test_a_file_the_request_writes_brings_a_file_writer_into_the_first_hits() ->
         "Find today's LeetCode daily challenge and generate a detailed markdown document"
         " in /root/markdown/daily.md that walks through it"
     )
-    hits, _, needs = engine.explain(request, limit=3, threshold=0)
+    hits, _, needs, _ = engine.explain(request, limit=3, threshold=0)
     assert needs[-1] == "write file daily.md"
     assert [hit.tool for hit in hits] == ["get_daily_challenge", "generate_document", "write_file"]
     assert hits[2].explanation(needs)["need"] == "write file daily.md"
@@ -676,7 +676,7 @@ def test_a_tool_that_takes_coordinates_brings_a_geocoder_for_a_named_place(
     places_engine: SearchEngine,
 ) -> None:
     request = "show me where to park near the Forbidden City"
-    hits, _, needs = places_engine.explain(request, limit=2, threshold=0)
+    hits, _, needs, _ = places_engine.explain(request, limit=2, threshold=0)
     assert needs == [request, PLACE_COORDINATES]
     assert [hit.tool for hit in hits] == ["find_parking", "geocode_address"]
     assert hits[1].explanation(needs)["need"] == PLACE_COORDINATES
@@ -692,14 +692,14 @@ def test_the_geocoder_of_the_server_that_takes_the_coordinates_is_preferred(
     places_engine: SearchEngine,
 ) -> None:
     parking = "show me where to park near the Forbidden City"
-    hits, _, needs = places_engine.explain(parking, limit=2, threshold=0)
+    hits, _, needs, _ = places_engine.explain(parking, limit=2, threshold=0)
     assert [(hit.server, hit.tool) for hit in hits] == [
         ("maps", "find_parking"),
         ("maps", "geocode_address"),
     ]
     assert hits[1].score < places_engine.explain(PLACE_COORDINATES, limit=1)[0][0].score
     # a server without a geocoder of its own: the best geocoder anywhere
-    hits, _, needs = places_engine.explain("the weather forecast for Oslo", limit=2, threshold=0)
+    hits, _, needs, _ = places_engine.explain("the weather forecast for Oslo", limit=2, threshold=0)
     assert needs[-1] == PLACE_COORDINATES
     assert [(hit.server, hit.tool) for hit in hits] == [
         ("weather", "forecast"),
@@ -720,7 +720,7 @@ def counting_model() -> tuple[SearchEngine, HandMadeModel]:
 def test_a_written_files_need_is_embedded_once_for_every_request() -> None:
     engine, model = counting_model()
     for city in ("Paris", "Oslo", "Oslo.v2"):  # "Oslo.v2.md": a name the model's reading drops
-        _, mode, needs = engine.explain(
+        _, mode, needs, _ = engine.explain(
             f"get the weather in {city} and save it to ~/{city}.md", threshold=0
         )
         assert mode == "hybrid" and needs[-1] == f"write file {city}.md"
@@ -735,7 +735,7 @@ def test_a_written_files_need_is_embedded_once_for_every_request() -> None:
 def test_a_file_to_read_is_read_by_its_kind_and_embedded_once() -> None:
     engine, model = counting_model()
     for name in ("a.pdf", "b.PDF", "notes.md"):
-        _, _, needs = engine.explain(f"summarize /x/{name} and email it to bob", threshold=0)
+        _, _, needs, _ = engine.explain(f"summarize /x/{name} and email it to bob", threshold=0)
         assert needs[-1] == f"read file {name}"
     asked = [text for call in model.asked for text in call]
     assert asked.count("read pdf file") == 1 and asked.count("read file") == 1

@@ -66,7 +66,7 @@ def engine() -> SearchEngine:
 
 
 def ranking(search: SearchEngine, request: str, options: dict[str, Any]) -> dict[str, Any]:
-    hits, mode, needs = search.explain(request, **options)
+    hits, mode, needs, _ = search.explain(request, **options)
     return {
         "mode": mode,
         "needs": needs,

@@ -408,7 +408,7 @@ def _search_tools(
     split: bool,
 ) -> dict[str, Any]:
     """``GET /search``'s tools, ranked (blocking: run in a worker thread)."""
-    hits, used, needs = gateway.search.explain(
+    answer = gateway.search.explain(
         q,
         limit=limit,
         threshold=threshold,
@@ -416,6 +416,7 @@ def _search_tools(
         mode=mode,
         split=split,
     )
+    hits, used, needs = answer.hits, answer.mode, answer.needs
     calls = _calls(gateway)
     calls.update(gateway.script_calls())
     return {
@@ -433,7 +434,9 @@ def _search_tools(
             | ({"explain": hit.explanation(needs)} if explain else {})
             for hit in hits
         ],
-        "search": gateway.search.answered_status(used, mode),
+        # where search is, as this answer was ranked: a keyword answer says why, as it
+        # was then (the model may be back by now)
+        "search": gateway.search.status(answer),
     } | (  # what keyword search and the model read of the request and of each need
         {"readings": readings(q, needs, used)} if explain else {}
     )

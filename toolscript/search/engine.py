@@ -50,6 +50,7 @@ from toolscript.search.text import ToolDocument, keyword_query, mostly_cjk, sema
 
 __all__ = [
     "MODES",
+    "Answer",
     "Hit",
     "SearchEngine",
     "SearchIndex",
@@ -136,7 +137,6 @@ class SearchEngine:
             self._semantic = _Semantic(state="disabled", reason="semantic search is turned off")
         self._lock = threading.Lock()
         self._recovering = False
-        self.last_failure: str | None = None  # why the model last failed, kept past a reload
         self._last_recovery = -RECOVERY_INTERVAL
         self._quick: Any = None  # a numpy query encoder while the worker's model loads
         # The keyword scores of needs implied by a ranking (for one index, by text), and the
@@ -193,20 +193,13 @@ class SearchEngine:
 
     # -- state ---------------------------------------------------------------
 
-    def answered_status(self, used: str, asked: str) -> dict[str, Any]:
-        """``status`` as an answer ranked in mode ``used`` should carry it: a query the model
-        failed on answers with keywords, and says why even when the model was reloaded
-        between that answer's ranking and now."""
-        status = self.status()
-        if used == "keyword" and asked != "keyword" and status["ready"]:
-            reason = f"{self.last_failure or 'the embedding model failed'}; reloaded since"
-            status |= {"ready": False, "mode": "keyword", "reason": reason, "queries": None}
-        return status
-
-    def status(self) -> dict[str, Any]:
+    def status(self, answer: Answer | None = None) -> dict[str, Any]:
+        """Where search is now: hybrid or keyword-only and why, the model and what runs it,
+        the tools. With ``answer``, as that answer was ranked: keyword-only and why when it
+        fell back to keywords (``Answer.fallback``, as it was then: the model may be back)."""
         semantic = self._semantic
         ready = semantic.state == "ready"
-        return {
+        status: dict[str, Any] = {
             "ready": ready,
             "mode": "hybrid" if ready else "keyword",
             "semantic": semantic.state,
@@ -240,6 +233,14 @@ class SearchEngine:
             "alpha": self.options.alpha,
             "threshold": self.options.threshold,
         }
+        if answer is not None and answer.fallback is not None:
+            status |= {
+                "ready": False,
+                "mode": "keyword",
+                "reason": answer.fallback,
+                "queries": None,
+            }
+        return status
 
     def set_documents(self, documents: list[ToolDocument]) -> None:
         """New tool set: keyword index now; vectors from the store when semantic is ready."""
@@ -252,25 +253,27 @@ class SearchEngine:
     def semantic_failed(self, reason: str) -> None:
         self._semantic = _Semantic(state="unavailable", reason=reason)
 
-    def _embedding_failed(self, exc: Exception) -> None:
+    def _embedding_failed(self, exc: Exception) -> str:
         """Keyword-only now; reload the model in the background, unless it failed again soon
-        after the last reload (then keyword-only until the gateway restarts: no crash loop)."""
+        after the last reload (then keyword-only until the gateway restarts: no crash loop).
+        Why search is keyword-only, for the answer the failure met."""
         log.warning("search: keyword only, the embedding model failed: %s", exc)
+        reason = f"the embedding model failed ({exc}); reloading it"
         now = time.monotonic()
         with self._lock:
             if self._recovering:
-                return
+                return reason
             if now - self._last_recovery < RECOVERY_INTERVAL:
-                self.semantic_failed(
+                reason = (
                     f"the embedding model failed again soon after a reload ({exc}); "
                     "keyword search only until the gateway restarts"
                 )
-                return
+                self.semantic_failed(reason)
+                return reason
             self._recovering, self._last_recovery = True, now
-        self.last_failure = f"the embedding model failed ({exc})"
-        reason = f"{self.last_failure}; reloading it"
         self._semantic = _Semantic(state="loading", reason=reason)
         threading.Thread(target=self._recover, name="search model reload", daemon=True).start()
+        return reason
 
     def _recover(self) -> None:
         assert self.embedder is not None
@@ -317,8 +320,8 @@ class SearchEngine:
         A request that asks for several things (needs.py) is ranked need by need and the
         lists merged (ranking.merged); ``split=False`` ranks it whole.
         """
-        hits, mode, _ = self.explain(query, **options)
-        return hits, mode
+        answer = self.explain(query, **options)
+        return answer.hits, answer.mode
 
     def explain(
         self,
@@ -330,18 +333,23 @@ class SearchEngine:
         mode: str = "hybrid",
         alpha: float | None = None,
         split: bool = True,
-    ) -> tuple[list[Hit], str, list[str]]:
-        """``search``, and the needs the request was split into (one: it was not): read the
-        request, retrieve, blend each need's ranking, add the needs the ranking implies,
-        merge (this module's docstring)."""
+    ) -> Answer:
+        """``search``, with the needs the request was split into (one: it was not) and why
+        it fell back to keywords: read the request, retrieve, blend each need's ranking, add
+        the needs the ranking implies, merge (this module's docstring)."""
         with self._lock:
             index = _Index(self.documents, self.lexical, self._semantic)
         if not index.documents or not query.strip():
-            return [], "keyword" if index.semantic.state != "ready" else mode, [query]
+            if index.semantic.state == "ready" or mode == "keyword":
+                return Answer([], mode, [query], None)
+            return Answer([], "keyword", [query], index.semantic.reason)
+        fallback = None
         if not index.has_vectors and mode in ("hybrid", "semantic"):
-            mode = "keyword"  # not ready, or new tools whose vectors are on their way
+            # not ready, or new tools whose vectors are on their way
+            fallback = index.semantic.reason or "the new tools are being embedded"
+            mode = "keyword"
         request = _read(query, mode, split, self.parameters)
-        keywords, cosines, mode = self._retrieve(request, index, mode)
+        keywords, cosines, mode, failure = self._retrieve(request, index, mode)
         cutoff = self.options.threshold if threshold is None else threshold
         how = Ranking(
             mode,
@@ -358,7 +366,8 @@ class SearchEngine:
         needs = request.needs
         if split:
             rankings, needs = self._with_implied(request, rankings, index, how)
-        return self._merge(query, rankings, index, cosines, how), mode, needs
+        hits = self._merge(query, rankings, index, cosines, how)
+        return Answer(hits, mode, needs, fallback or failure)
 
     def index(self) -> SearchIndex:
         """What a search reads, taken together: the tools, their keyword index, and their
@@ -408,12 +417,14 @@ class SearchEngine:
 
     def _retrieve(
         self, request: _Request, index: _Index, mode: str
-    ) -> tuple[list[dict[int, float]], list[Any], str]:
-        """Each text's keyword scores and cosines (None in keyword mode), and the mode used:
-        keyword when the model went away (search answers with keywords and says why)."""
+    ) -> tuple[list[dict[int, float]], list[Any], str, str | None]:
+        """Each text's keyword scores and cosines (None in keyword mode), the mode used, and
+        why that is keyword when the model went away (search answers with keywords and says
+        why)."""
         cosines: list[Any] = [None] * len(request.texts)
         if mode == "keyword":
-            return [index.lexical.scores(text) for text in request.keywords], cosines, mode
+            return [index.lexical.scores(text) for text in request.keywords], cosines, mode, None
+        failure = None
         # The keyword scores while the model works (most of a query's time, in the worker):
         # on another thread, so that this one sends the request first and need not wait for
         # the interpreter lock.
@@ -424,9 +435,9 @@ class SearchEngine:
             vectors = numpy.stack(self._request_vectors(request.model, request.kept))
             cosines = list((index.semantic.matrix @ vectors.T).T)  # the matrix read once
         except Exception as exc:  # the model went away: answer with keywords, say why
-            self._embedding_failed(exc)
+            failure = self._embedding_failed(exc)
             mode = "keyword"
-        return scoring.result(), cosines, mode
+        return scoring.result(), cosines, mode, failure
 
     def _with_implied(
         self,
@@ -536,6 +547,18 @@ class SearchEngine:
             return [quick.encode(text) for text in texts]
         self._quick = None  # the worker serves queries now: the numpy copy's 90 MB can go
         return list(self.embedder.embed_queries(texts))
+
+
+class Answer(NamedTuple):
+    """What a search answers: the hits, the mode they were ranked in, the needs the request
+    was split into (one: it was not), and why a request that asked for the model was ranked
+    with keywords (``fallback``: the model not ready, or failing on this very request),
+    as it was at that moment; None when it was ranked as asked."""
+
+    hits: list[Hit]
+    mode: str
+    needs: list[str]
+    fallback: str | None
 
 
 class SearchIndex(NamedTuple):

@@ -281,6 +281,10 @@ class _Worker:
     def __init__(self, role: str, arguments: list[str]) -> None:
         self.role = role
         self.torch = role == "model"
+        # A request found it gone (no answer, a broken pipe, killed for its time): it serves
+        # nothing more, though its process may not have exited yet (a killed worker with a
+        # model in memory takes a moment to go, and looks alive until then).
+        self.failed = False
         self._request_lock = threading.Lock()
         self._watchdog = _Watchdog()
         self._process = subprocess.Popen(
@@ -294,7 +298,7 @@ class _Worker:
         return self._process.pid
 
     def alive(self) -> bool:
-        return self._process.poll() is None
+        return not self.failed and self._process.poll() is None
 
     def returncode(self) -> int | None:
         return self._process.poll()
@@ -329,6 +333,7 @@ class _Worker:
         with self._request_lock:
             process = self._process
             if process.poll() is not None:
+                self.failed = True
                 raise EmbedderFailed(
                     f"the embedding process is not running (exit code {process.returncode})"
                 )
@@ -351,6 +356,7 @@ class _Worker:
                 if len(data) != size:
                     raise OSError("a short answer")
             except (OSError, ValueError) as exc:
+                self.failed = True  # the next load() starts another, not this one again
                 code = process.poll()
                 why = f"no answer within {deadline:g} s" if self._watchdog.fired else str(exc)
                 raise EmbedderFailed(
