@@ -49,6 +49,7 @@ TEXT_TEMPLATE = {
     "mimeType": "text/plain",
 }
 HOSTILE = "*/ `${Deno.exit(7)}` \"'\\\n\u2028</script> /* x"
+VARIABLE = "*/ \"'`\\ x"  # a template variable holds no brace
 
 
 def everything_offered() -> dict[str, list[dict[str, Any]]]:
@@ -118,7 +119,7 @@ def test_server_strings_are_data_in_the_module_never_code() -> None:
                 "arguments": [{"name": HOSTILE, "description": HOSTILE, "required": True}],
             }
         ],
-        TEMPLATES: [{"uriTemplate": "x://{" + HOSTILE + "}", "name": HOSTILE}],
+        TEMPLATES: [{"uriTemplate": "x://{" + VARIABLE + "}", "name": HOSTILE}],
     }
     module = render_module([], offering=[(HOSTILE, "evil")], offered={HOSTILE: offered})
     assert HOSTILE not in module and "\u2028" not in module
@@ -129,6 +130,7 @@ def test_server_strings_are_data_in_the_module_never_code() -> None:
     assert commented in module
     # Wherever the server's text is, it is a JSON string or that escaped comment line.
     assert "Deno.exit(7)" not in module.replace(quoted, "").replace(commented, "")
+    assert f"    {json.dumps(VARIABLE)}: string;" in module
     declarations = render_declarations([], offered={"evil": offered})
     assert HOSTILE not in declarations and "*\\/ `${Deno.exit(7)}`" in declarations
 

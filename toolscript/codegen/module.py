@@ -327,7 +327,7 @@ def _offerings_section(
     """``resources`` and ``prompts``, a member per server (``(server, namespace)``) that may
     offer them, typed by what it offers; the server's name is in the code only as a JSON
     string, what it offers only in types and comments (``codegen/offered.py``)."""
-    parts = []
+    parts: list[str] = []
     roots = {}
     for value in _OFFERINGS:
         roots[value] = first_free(to_pascal_case(value), taken)

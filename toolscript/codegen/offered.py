@@ -76,7 +76,8 @@ def _object_type(members: list[tuple[str, bool, str]], indent: str) -> str:
     """``{ name: string; ... }`` from ``(name, required, description)``, one a line."""
     inner = indent + "  "
     lines = [
-        doc_comment([description], inner) + f"{inner}{property_key(name)}{'' if need else '?'}: "
+        doc_comment(description.strip().splitlines(), inner)
+        + f"{inner}{property_key(name)}{'' if need else '?'}: "
         "string;"
         for name, need, description in members
     ]
@@ -132,7 +133,7 @@ _EXPANSION: dict[str, tuple[str, str, bool, str, bool]] = {
     "?": ("?", "&", True, "=", False),
     "&": ("&", "&", True, "=", False),
 }
-_OPTIONAL_OPERATORS = "?&"  # query parameters: left out when not given
+_OPTIONAL_OPERATORS = ("?", "&")  # query parameters: left out when not given
 _RESERVED = ":/?#[]@!$&'()*+,;="
 _PERCENT = re.compile(r"(%[0-9A-Fa-f]{2})")
 
