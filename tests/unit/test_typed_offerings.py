@@ -27,6 +27,7 @@ from toolscript.codegen.offered import (
 from toolscript.config import Config, SearchConfig, ServerConfig
 from toolscript.gateway.app import build_app
 from toolscript.gateway.core import Gateway
+from toolscript.gateway.offerings import _offering_hit
 from toolscript.pipeline.artifacts import CacheLayout
 from toolscript.pipeline.sources import SnapshotSource
 from toolscript.pipeline.tasks import run_pipeline
@@ -274,3 +275,11 @@ def test_a_template_read_with_wrong_params_or_name_says_what_it_takes(
     assert "its parameters: id, lang" in unknown.json()["hint"]
     absent = read("docs://pages/{id}", id="1")
     assert absent.status_code == 404 and "docs://page/{id}{?lang}" in absent.json()["hint"]
+
+
+def test_a_template_hit_says_how_to_read_it_typed() -> None:
+    template = {"uriTemplate": "docs://page/{id}{?lang}", "name": "page"}
+    hit = _offering_hit("docs", "resource", template, 1.0, "docs")
+    assert (
+        hit["call"] == 'resources.docs.template("docs://page/{id}{?lang}", { id: ..., lang: ... })'
+    )

@@ -25,6 +25,7 @@ from toolscript.codegen.offered import (
     template_parameters,
     template_variables,
 )
+from toolscript.codegen.typescript import property_key
 from toolscript.errors import ApprovalRequiredError, NotFoundError, ToolDeniedError, UsageError
 from toolscript.gateway.runbook import Answered, approve_commands
 from toolscript.policy import offering_name
@@ -337,7 +338,7 @@ def _offering_hit(
         call = f"prompts.{namespace}.get({quoted(name)}, {{ ... }})"
     elif "uriTemplate" in item:
         name = str(item["uriTemplate"])
-        params = ", ".join(f"{quoted(p)}: ..." for p in template_parameters(name))
+        params = ", ".join(f"{property_key(p)}: ..." for p in template_parameters(name))
         call = (
             f"resources.{namespace}.template({quoted(name)}, {{{f' {params} ' if params else ''}}})"
         )
