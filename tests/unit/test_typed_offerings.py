@@ -138,7 +138,8 @@ def test_server_strings_are_data_in_the_module_never_code() -> None:
 
 def test_declarations_show_the_typed_prompts_and_templates() -> None:
     shown = render_declarations([], offered={"everything": everything_offered()})
-    assert "declare const prompts: {\n  everything: {\n    list(): Promise<PromptInfo[]>;" in shown
+    assert "declare const prompts: {\n  everything: {\n    /** No arguments */" in shown
+    assert "list()" not in shown  # every server has those: not worth the tokens
     assert '    get(name: "args-prompt", args: {' in shown
     assert "declare const resources: {" in shown and "template(template: " in shown
     assert "declare const prompts" not in render_declarations([], offered={"x": {PROMPTS: []}})

@@ -384,22 +384,19 @@ def render_declarations(
 
 
 def _offered_declarations(offered: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """``declare const prompts`` and ``resources`` for the namespaces that offer some."""
+    """``declare const prompts`` and ``resources`` for the namespaces that offer some: the
+    typed members only (``list`` and ``read`` are every server's, and cost tokens)."""
     parts = []
-    for value, (_, _, kind, render, common) in _OFFERINGS.items():
+    for value, (_, _, kind, render, _) in _OFFERINGS.items():
         body = []
         for namespace, lists in offered.items():
             if not lists.get(kind):  # unknown or none: nothing an agent could use
                 continue
             members = render(lists[kind], "    ") or ""
-            body.append(f"  {namespace}: {{\n{_indented(common)}{members}  }};")
+            body.append(f"  {namespace}: {{\n{members}  }};")
         if body:
             parts.append(f"declare const {value}: {{\n" + "\n".join(body) + "\n};")
     return parts
-
-
-def _indented(lines: str) -> str:
-    return "".join(f"  {line}\n" for line in lines.splitlines())
 
 
 def recent_call_comment(fragment: ToolFragment, arguments: str, result: str, cut: bool) -> str:
