@@ -315,7 +315,12 @@ class UpstreamServer:
                 with anyio.fail_after(OFFERED_LIST_TIMEOUT):
                     listed = await self._pages(session, method, None)
             except Exception as exc:
-                self._warn(f"{method} failed, so scripts see no {kind} typed: {_describe(exc)}")
+                why = (
+                    f"no answer in {OFFERED_LIST_TIMEOUT:.0f} s"
+                    if isinstance(exc, TimeoutError)
+                    else _describe(exc)
+                )
+                self._warn(f"{method} failed, so scripts see no {kind} typed: {why}")
                 continue
             offered[kind] = [item for item in listed.get(kind) or [] if isinstance(item, dict)]
         return offered
