@@ -184,16 +184,31 @@ export interface PromptMessage {
   content: ContentBlock;
 }
 
-/** A server's resources. */
+/** What `prompts.<server>.get` answers. */
+export interface PromptResult {
+  description?: string;
+  messages: PromptMessage[];
+}
+
+/**
+ * A server's resources. A server whose templates toolscript listed has its own interface:
+ * `template` then takes one of its URI templates (or a template's name) and exactly its
+ * variables.
+ */
 export interface ServerResources {
   list(): Promise<{ resources: ResourceInfo[]; templates: ResourceTemplateInfo[] }>;
   read(uri: string): Promise<ResourceContent[]>;
+  /** Read the resource a URI template gives with `params` (RFC 6570, values percent-encoded). */
+  template(template: string, params?: Record<string, string>): Promise<ResourceContent[]>;
 }
 
-/** A server's prompts. */
+/**
+ * A server's prompts. A server whose prompts toolscript listed has its own interface: `get`
+ * then takes one of its prompts' names and that prompt's arguments.
+ */
 export interface ServerPrompts {
   list(): Promise<PromptInfo[]>;
-  get(name: string, args?: Record<string, string>): Promise<{ description?: string; messages: PromptMessage[] }>;
+  get(name: string, args?: Record<string, string>): Promise<PromptResult>;
 }
 
 /** A hit of `search`: what it is and how a script calls or reads it. */
@@ -241,15 +256,18 @@ function bytesOf(base64: string): Uint8Array {
 }
 
 function serverResources(server: string): ServerResources {
+  const read = async (what: string, body: unknown): Promise<ResourceContent[]> => {
+    const answer = await ask<{ contents: JsonObject[] }>(`${server}: ${what}`, serverPath(server, "resources/read"), post(body));
+    return answer.contents.map((item) => {
+      const base = { uri: String(item.uri), ...(typeof item.mimeType === "string" ? { mimeType: item.mimeType } : {}) };
+      return typeof item.blob === "string" ? { ...base, bytes: bytesOf(item.blob) } : { ...base, text: String(item.text ?? "") };
+    });
+  };
   return {
     list: () => ask(`${server}: resources`, serverPath(server, "resources")),
-    read: async (uri) => {
-      const read = await ask<{ contents: JsonObject[] }>(`${server}: ${uri}`, serverPath(server, "resources/read"), post({ uri }));
-      return read.contents.map((item) => {
-        const base = { uri: String(item.uri), ...(typeof item.mimeType === "string" ? { mimeType: item.mimeType } : {}) };
-        return typeof item.blob === "string" ? { ...base, bytes: bytesOf(item.blob) } : { ...base, text: String(item.text ?? "") };
-      });
-    },
+    read: (uri) => read(uri, { uri }),
+    // The gateway finds the template, checks the parameters and expands it.
+    template: (template, params) => read(template, { template, params: params ?? {} }),
   };
 }
 

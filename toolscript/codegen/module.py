@@ -12,6 +12,7 @@ from typing import Any
 
 from toolscript.codegen.fingerprint import generator_fingerprint
 from toolscript.codegen.naming import first_free, to_pascal_case
+from toolscript.codegen.offered import PROMPTS, TEMPLATES, prompt_members, template_members
 from toolscript.codegen.shapes import inferred_label
 from toolscript.codegen.typescript import (
     TypeContext,
@@ -241,8 +242,11 @@ def render_module(
     *,
     header: str = "",
     offering: list[tuple[str, str]] | None = None,
+    offered: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> str:
-    """A complete module for Deno: runtime, types, and ``export const tools: Tools``.
+    """A complete module for Deno: runtime, types, and ``export const tools: Tools``;
+    ``resources`` and ``prompts`` for the ``offering`` servers, typed by what each server
+    offers (``offered``: its prompts and templates, by server; ``codegen/offered.py``).
 
     ``tools`` has a declared type, an interface per server: a script's check then resolves
     only the members it uses, where the type of a bare object literal made the checker
@@ -273,23 +277,74 @@ def render_module(
     parts.append(f"export const tools: {root} = {_braced(body)};")
     if offering is None:
         offering = list({f.server: f.namespace for f in fragments}.items())
-    parts.extend(_offerings_section(offering, taken))
+    parts.extend(_offerings_section(offering, taken, offered or {}))
     return "\n\n".join(parts) + "\n"
 
 
-def _offerings_section(servers: list[tuple[str, str]], taken: set[str]) -> list[str]:
+# value -> (the loose interface, the runtime's maker, the kind typed, the typed members,
+# the members every server's interface has)
+_OFFERINGS = {
+    "resources": (
+        "ServerResources",
+        "serverResources",
+        TEMPLATES,
+        template_members,
+        "  list(): Promise<{ resources: ResourceInfo[]; templates: ResourceTemplateInfo[] }>;\n"
+        "  read(uri: string): Promise<ResourceContent[]>;\n",
+    ),
+    "prompts": (
+        "ServerPrompts",
+        "serverPrompts",
+        PROMPTS,
+        prompt_members,
+        "  list(): Promise<PromptInfo[]>;\n",
+    ),
+}
+
+
+def offered_interfaces(
+    servers: list[tuple[str, str]], offered: Mapping[str, Mapping[str, Any]], taken: set[str]
+) -> dict[str, dict[str, tuple[str, str]]]:
+    """Each server's own ``resources`` and ``prompts`` interfaces, by value and namespace:
+    ``(name, declaration)``, named apart from everything in ``taken``; a server whose list
+    is unknown has none (the runtime's loose interface types it)."""
+    found: dict[str, dict[str, tuple[str, str]]] = {}
+    for value, (_, _, kind, render, common) in _OFFERINGS.items():
+        found[value] = {}
+        for server, namespace in servers:
+            members = render((offered.get(server) or {}).get(kind))
+            if members is None:
+                continue
+            name = first_free(to_pascal_case(namespace) + to_pascal_case(value), taken)
+            taken.add(name)
+            found[value][namespace] = (name, f"export interface {name} {{\n{common}{members}}}")
+    return found
+
+
+def _offerings_section(
+    servers: list[tuple[str, str]], taken: set[str], offered: Mapping[str, Mapping[str, Any]]
+) -> list[str]:
     """``resources`` and ``prompts``, a member per server (``(server, namespace)``) that may
-    offer them; the server's name is in the code only as a JSON string."""
-    parts = []
-    for value, kind, make in (
-        ("resources", "ServerResources", "serverResources"),
-        ("prompts", "ServerPrompts", "serverPrompts"),
-    ):
-        interface = first_free(to_pascal_case(value), taken)
-        taken.add(interface)
-        members = "".join(f"  {namespace}: {kind};\n" for _, namespace in servers)
+    offer them, typed by what it offers; the server's name is in the code only as a JSON
+    string, what it offers only in types and comments (``codegen/offered.py``)."""
+    parts: list[str] = []
+    roots = {}
+    for value in _OFFERINGS:
+        roots[value] = first_free(to_pascal_case(value), taken)
+        taken.add(roots[value])
+    typed = offered_interfaces(servers, offered, taken)
+    for value, (kind, make, _, _, _) in _OFFERINGS.items():
+        interface, own = roots[value], typed[value]
+        parts.extend(declaration for _, declaration in own.values())
+        members = "".join(
+            f"  {namespace}: {own[namespace][0] if namespace in own else kind};\n"
+            for _, namespace in servers
+        )
         body = "".join(
-            f"  {namespace}: {make}({json.dumps(server)}),\n" for server, namespace in servers
+            f"  {namespace}: {make}({json.dumps(server)})"
+            + (f" as {own[namespace][0]}" if namespace in own else "")
+            + ",\n"
+            for server, namespace in servers
         )
         parts.append(
             f"/** Each server's {value} (`{value}.<server>.list()`). */\n"
@@ -305,11 +360,14 @@ def _braced(lines: str) -> str:
 
 
 def render_declarations(
-    fragments: list[ToolFragment], notes: Mapping[str, str] | None = None
+    fragments: list[ToolFragment],
+    notes: Mapping[str, str] | None = None,
+    offered: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> str:
     """Types and method signatures only (what ``get-types`` shows an agent); ``notes``
     (comments by ``server__tool``, as ``recent_call_comment`` writes them) follow a tool's
-    types."""
+    types; ``offered`` (prompts and resource templates by namespace) adds the typed
+    ``prompts`` and ``resources`` of the servers that offer some."""
     found = notes or {}
     parts = [
         fragment.types + (f"\n{note}" if (note := found.get(fragment.qualified)) else "")
@@ -321,7 +379,24 @@ def render_declarations(
     for namespace, members in _grouped(fragments).items():
         body.append(f"  {namespace}: {{\n" + "\n".join(m.signature for m in members) + "\n  };")
     parts.append("declare const tools: {\n" + "\n".join(body) + "\n};")
+    parts.extend(_offered_declarations(offered or {}))
     return "\n\n".join(parts)
+
+
+def _offered_declarations(offered: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """``declare const prompts`` and ``resources`` for the namespaces that offer some: the
+    typed members only (``list`` and ``read`` are every server's, and cost tokens)."""
+    parts = []
+    for value, (_, _, kind, render, _) in _OFFERINGS.items():
+        body = []
+        for namespace, lists in offered.items():
+            if not lists.get(kind):  # unknown or none: nothing an agent could use
+                continue
+            members = render(lists[kind], "    ") or ""
+            body.append(f"  {namespace}: {{\n{members}  }};")
+        if body:
+            parts.append(f"declare const {value}: {{\n" + "\n".join(body) + "\n};")
+    return parts
 
 
 def recent_call_comment(fragment: ToolFragment, arguments: str, result: str, cut: bool) -> str:

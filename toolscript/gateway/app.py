@@ -15,7 +15,7 @@
 ``GET  /runtime/search?...``        the same, for a script's ``search()``
 ``GET  /runtime/describe?server=&tool=``  one tool: how to call it, JSON Schemas, TypeScript
 ``GET  /servers/{server}/resources`` its resources and resource templates
-``POST /servers/{server}/resources/read``  ``{uri}``: the resource's contents
+``POST /servers/{server}/resources/read``  ``{uri}`` or ``{template, params}``: the resource's contents
 ``GET  /servers/{server}/prompts``  its prompts
 ``POST /servers/{server}/prompts/get``  ``{name, arguments}``: the prompt's messages
 ``GET  /types?server=&tool=``       declarations and usage examples (for get-types)

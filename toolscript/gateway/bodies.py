@@ -66,11 +66,18 @@ class PromptAnswer(Body, frozen=True):
 
 
 class ResourceRead(Body, frozen=True):
-    """``POST /servers/{server}/resources/read``: the resource to read."""
+    """``POST /servers/{server}/resources/read``: the resource to read, by its ``uri`` or
+    by one of the server's ``template``s (its URI template or name) and its ``params``."""
 
-    uri: str
+    uri: str = ""
+    template: str = ""
+    params: dict[str, str] = msgspec.field(default_factory=dict)
 
-    problems: ClassVar[Mapping[str, str]] = {"uri": "expected a JSON object with a string uri"}
+    problems: ClassVar[Mapping[str, str]] = {
+        "uri": "expected a JSON object with a string uri",
+        "template": "expected a JSON object with a string template",
+        "params": "a template's params are an object of strings",
+    }
 
 
 class PromptGet(Body, frozen=True):

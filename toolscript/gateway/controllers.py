@@ -325,9 +325,13 @@ class OfferingsController(Controller):
         server: FromPath[str],
         data: JSONBody[ResourceRead],
     ) -> Response[bytes]:
-        """``{"uri"}`` in; ``{"contents": [{uri, mimeType?, text | blob}]}`` out."""
+        """``{"uri"}`` (or ``{"template", "params"}``) in; ``{"contents": [{uri, mimeType?,
+        text | blob}]}`` out."""
         size = len(await request.body())
-        read = offerings.read_resource(gateway, server, data.uri, _run_of(request), size)
+        uri = data.uri
+        if data.template:
+            uri = await offerings.template_uri(gateway, server, data.template, data.params)
+        read = offerings.read_resource(gateway, server, uri, _run_of(request), size)
         return _answer(await unless_disconnected(read, request.receive))
 
     @post("/prompts/get", status_code=200)
@@ -500,21 +504,30 @@ class DiscoveryController(Controller):
     ) -> dict[str, Any]:
         """Declarations and usage examples for get-types (``names``: server__tool or a whole
         server, comma-separated)."""
+        whole: list[str] = []  # servers asked for entirely: their prompts and templates too
         if names:
+            asked = [qualified.strip() for qualified in names.split(",") if qualified.strip()]
             fragments = [
                 fragment
-                for qualified in names.split(",")
-                if qualified.strip()
+                for qualified in asked
                 for fragment in (
-                    gateway.fragments(*split_tool_name(qualified.strip()))
+                    gateway.fragments(*split_tool_name(qualified))
                     if SEPARATOR in qualified
-                    else gateway.fragments(qualified.strip())
+                    else gateway.fragments(qualified)
                 )
             ]
+            whole = [qualified for qualified in asked if SEPARATOR not in qualified]
         elif server is None:
             raise UsageError("give ?server=NAME (and &tool=NAME), or ?names=server__tool,...")
         else:
             fragments = gateway.fragments(server, tool)
+            whole = [server] if tool is None else []
+        namespaces = offerings.namespaces_of(gateway) if whole else {}
+        offered = {
+            namespaces[name]: gateway.artifacts.offered[name]
+            for name in dict.fromkeys(whole)
+            if name in namespaces and gateway.artifacts.offered.get(name)
+        }
         recent = [gateway.recent.of(fragment.qualified) for fragment in fragments]
         notes = {
             fragment.qualified: recent_call_comment(fragment, *call)
@@ -522,7 +535,7 @@ class DiscoveryController(Controller):
             if call is not None
         }
         return {
-            "declarations": render_declarations(fragments, notes),
+            "declarations": render_declarations(fragments, notes, offered),
             "examples": [fragment.example for fragment in fragments],
             # one recent successful call of each tool (redacted, trimmed; None: none kept)
             "recent": [call.to_dict() if call is not None else None for call in recent],

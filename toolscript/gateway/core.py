@@ -88,7 +88,7 @@ from toolscript.store.savedscripts import (
     with_description,
 )
 from toolscript.store.trust import require_trust, trust_file
-from toolscript.upstream.base import ServerState, Upstream
+from toolscript.upstream.base import ListedOfferings, ServerState, Upstream
 from toolscript.upstream.connect import upstream_for
 from toolscript.upstream.early import EarlyServer
 
@@ -727,6 +727,11 @@ class Gateway:
                 name: self.shapes.learned(name, list(up.tools.values()))
                 for name, up in self.upstreams.items()
                 if up.state == ServerState.CONNECTED
+            },
+            offered={
+                name: dict(up.offered)
+                for name, up in self.upstreams.items()
+                if up.state == ServerState.CONNECTED and isinstance(up, ListedOfferings)
             },
         )
         started = time.perf_counter()

@@ -11,17 +11,25 @@ Everything a server sends here is data: it is answered as JSON, never written in
 
 from __future__ import annotations
 
-import re
+import difflib
 import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from toolscript.codegen.module import render_declarations
+from toolscript.codegen.offered import (
+    PROMPTS,
+    TEMPLATES,
+    expand_template,
+    template_parameters,
+    template_variables,
+)
+from toolscript.codegen.typescript import property_key
 from toolscript.errors import ApprovalRequiredError, NotFoundError, ToolDeniedError, UsageError
 from toolscript.gateway.runbook import Answered, approve_commands
 from toolscript.policy import offering_name
-from toolscript.upstream.base import Offerings, ServerState
+from toolscript.upstream.base import ListedOfferings, Offerings, ServerState
 
 if TYPE_CHECKING:
     from toolscript.gateway.core import Gateway
@@ -35,23 +43,11 @@ __all__ = [
     "read_resource",
     "search_offerings",
     "template_parameters",
+    "template_uri",
 ]
 
 KINDS = ("tool", "resource", "prompt", "all")  # what search may look through
 LISTING_TTL = 30.0  # seconds a server's listing serves search before it is asked again
-_EXPRESSION = re.compile(r"\{([^{}]*)\}")
-_OPERATORS = "+#./;?&"
-
-
-def template_parameters(template: str) -> list[str]:
-    """The variables of an RFC 6570 URI template: ``file:///{path}{?a,b*}`` -> path, a, b."""
-    names: list[str] = []
-    for expression in _EXPRESSION.findall(template):
-        for variable in expression.lstrip(_OPERATORS).split(","):
-            name = variable.split(":", 1)[0].rstrip("*").strip()
-            if name and name not in names:
-                names.append(name)
-    return names
 
 
 def _offering_upstream(gateway: Gateway, server: str) -> Offerings:
@@ -75,6 +71,7 @@ async def list_resources(gateway: Gateway, server: str) -> dict[str, Any]:
         )
     except NotFoundError:
         templates = []
+    await _noted(upstream, TEMPLATES, templates)
     for template in templates:
         template["parameters"] = template_parameters(str(template.get("uriTemplate", "")))
     return {"resources": listed.get("resources", []), "templates": templates}
@@ -82,8 +79,60 @@ async def list_resources(gateway: Gateway, server: str) -> dict[str, Any]:
 
 async def list_prompts(gateway: Gateway, server: str) -> dict[str, Any]:
     """``{"prompts": [{name, description?, arguments?}, ...]}``."""
-    listed = await _offering_upstream(gateway, server).request("prompts/list")
+    upstream = _offering_upstream(gateway, server)
+    listed = await upstream.request("prompts/list")
+    await _noted(upstream, PROMPTS, listed.get("prompts", []))
     return {"prompts": listed.get("prompts", [])}
+
+
+async def _noted(upstream: Offerings, kind: str, items: list[dict[str, Any]]) -> None:
+    """A live listing reaches the module's types as a list_changed would (a server that
+    changed its prompts without saying so)."""
+    if isinstance(upstream, ListedOfferings):
+        await upstream.note_offered(kind, [dict(item) for item in items])
+
+
+async def template_uri(gateway: Gateway, server: str, template: str, params: dict[str, str]) -> str:
+    """The URI one of the server's resource templates (its URI template, or its name when
+    no other template has it) gives with ``params``, each percent-encoded (RFC 6570).
+    Raises for a template the server does not list, a parameter it does not take, or one
+    its URIs need that is missing."""
+    upstream = _offering_upstream(gateway, server)
+    known = upstream.offered.get(TEMPLATES) if isinstance(upstream, ListedOfferings) else None
+    templates = [t for t in known or [] if isinstance(t.get("uriTemplate"), str)]
+    if not any(template in (t["uriTemplate"], t.get("name")) for t in templates):
+        templates = (await list_resources(gateway, server))["templates"]
+    uris = [str(t.get("uriTemplate", "")) for t in templates]
+    named = [u for u, t in zip(uris, templates, strict=True) if t.get("name") == template]
+    if template in uris:
+        uri_template = template
+    elif len(named) == 1:
+        uri_template = named[0]
+    else:
+        close = difflib.get_close_matches(template, uris, n=3, cutoff=0.5)
+        raise NotFoundError(
+            f"server {server!r} has no resource template {template!r}"
+            + (" (several have that name: give its URI template)" if named else ""),
+            hint=(f"did you mean {', '.join(map(repr, close))}? " if close else "")
+            + f"`toolscript list-resources {server}` lists its templates",
+        )
+    variables = dict(template_variables(uri_template))
+    unknown = sorted(set(params) - set(variables))
+    missing = [name for name, needed in variables.items() if needed and name not in params]
+    if unknown or missing:
+        said = "; ".join(
+            part
+            for part in (
+                f"it takes no {', '.join(unknown)}" if unknown else "",
+                f"it needs {', '.join(missing)}" if missing else "",
+            )
+            if part
+        )
+        raise UsageError(
+            f"resource template {uri_template!r} of server {server!r}: {said}",
+            hint=f"its parameters: {', '.join(variables) or 'none'}",
+        )
+    return expand_template(uri_template, params)
 
 
 def _checked(gateway: Gateway, server: str, name: str) -> str:
@@ -289,7 +338,10 @@ def _offering_hit(
         call = f"prompts.{namespace}.get({quoted(name)}, {{ ... }})"
     elif "uriTemplate" in item:
         name = str(item["uriTemplate"])
-        call = f"resources.{namespace}.read(uri)  // uri: {quoted(name)} filled in"
+        params = ", ".join(f"{property_key(p)}: ..." for p in template_parameters(name))
+        call = (
+            f"resources.{namespace}.template({quoted(name)}, {{{f' {params} ' if params else ''}}})"
+        )
     else:
         name = str(item.get("uri", ""))
         call = f"resources.{namespace}.read({quoted(name)})"

@@ -5,6 +5,8 @@
     <cache>/
       .doit.db               doit's dependency database (sqlite3 backend)
       servers/<server>.json  each server's tool list, filtered, by name (listed_json)
+      offered/<server>.json  its prompts and resource templates, for their types (absent
+                             kinds unknown: the server was not reached)
       names/<server>.json    its namespace and tool identifiers
       names.json             the whole name map, with collision warnings
       types/<server>.ts      a standalone TypeScript module for that server
@@ -40,6 +42,7 @@ __all__ = [
     "canonical_json",
     "content_hash",
     "listed_json",
+    "read_offered",
     "write_if_changed",
 ]
 
@@ -75,6 +78,24 @@ def write_if_changed(path: Path, text: str) -> bool:
     return True
 
 
+def read_offered(layout: CacheLayout, server: str) -> dict[str, list[dict[str, Any]]]:
+    """A server's prompts and resource templates as the fetch task kept them, by kind ({}:
+    unknown); read again as that task keeps them, so a file edited by hand types what it can."""
+    from toolscript.codegen.offered import PROMPTS, TEMPLATES, offered_entries
+
+    try:
+        offered = json.loads(layout.server_offered(server).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(offered, dict):
+        return {}
+    return {
+        kind: offered_entries(kind, offered[kind])
+        for kind in (PROMPTS, TEMPLATES)
+        if kind in offered
+    }
+
+
 def file_slug(name: str) -> str:
     """A file name for a server name (which may hold any character but ``/``), distinct
     from every other server's also where file names ignore case (macOS, Windows)."""
@@ -94,6 +115,9 @@ class CacheLayout:
 
     def server_tools(self, server: str) -> Path:
         return self.root / "servers" / f"{file_slug(server)}.json"
+
+    def server_offered(self, server: str) -> Path:
+        return self.root / "offered" / f"{file_slug(server)}.json"
 
     def server_names(self, server: str) -> Path:
         return self.root / "names" / f"{file_slug(server)}.json"
@@ -146,7 +170,7 @@ class CacheLayout:
         checked on their own), so the next run builds it all again."""
         import shutil
 
-        for directory in ("servers", "names", "types", self.saved_check.name):
+        for directory in ("servers", "offered", "names", "types", self.saved_check.name):
             shutil.rmtree(self.root / directory, ignore_errors=True)
         for path in (
             self.names,
@@ -171,6 +195,7 @@ class Artifacts:
     warnings: list[str] = field(default_factory=list)
     packages: list[dict[str, str]] = field(default_factory=list)  # what the module offers
     packages_error: str | None = None  # why the declared packages could not be fetched
+    offered: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)  # by server
 
     @classmethod
     def load(cls, layout: CacheLayout, servers: list[str]) -> Artifacts:
@@ -178,6 +203,7 @@ class Artifacts:
 
         module = layout.module.read_text(encoding="utf-8")
         fragments: list[ToolFragment] = []
+        kept = {server: read_offered(layout, server) for server in servers}
         for server in servers:
             path = layout.server_fragments(server)
             if path.exists():
@@ -196,4 +222,5 @@ class Artifacts:
             warnings=warnings,
             packages=offered(module),
             packages_error=packages_error,
+            offered=kept,
         )

@@ -54,9 +54,14 @@ def stored_result_types(state_dir: Path) -> dict[str, dict[str, Any]]:
     return schemas
 
 
+Offered = dict[str, list[dict[str, Any]]]  # kind ("prompts", "resourceTemplates") -> items
+
+
 class SnapshotSource:
     """Tool lists captured from live sessions (None for a server that is not connected),
-    and the result types the gateway learned (``inferred``: server -> tool -> outputSchema)."""
+    the result types the gateway learned (``inferred``: server -> tool -> outputSchema), and
+    what else each server offers (``offered``: its prompts and resource templates by kind;
+    a server or kind absent: unknown)."""
 
     starts_servers = False
 
@@ -64,12 +69,17 @@ class SnapshotSource:
         self,
         tools: Mapping[str, list[dict[str, Any]] | None],
         inferred: Mapping[str, dict[str, dict[str, Any]]] | None = None,
+        offered: Mapping[str, Offered | None] | None = None,
     ) -> None:
         self._tools = dict(tools)
         self._inferred = dict(inferred or {})
+        self._offered = dict(offered or {})
 
     def tools(self, server: str) -> list[dict[str, Any]] | None:
         return self._tools.get(server)
+
+    def offered(self, server: str) -> Offered | None:
+        return self._offered.get(server)
 
     def inferred(self, server: str) -> dict[str, dict[str, Any]]:
         return self._inferred.get(server, {})
@@ -84,24 +94,30 @@ class ConnectingSource:
     def __init__(self, config: Config, *, connect_timeout: float = 30.0) -> None:
         self._config = config
         self._connect_timeout = connect_timeout
-        self._tools: dict[str, list[dict[str, Any]] | None] | None = None
+        self._listed: dict[str, tuple[list[dict[str, Any]] | None, Offered | None]] | None = None
         self._learned: dict[str, dict[str, Any]] | None = None
 
-    def tools(self, server: str) -> list[dict[str, Any]] | None:
-        if self._tools is None:
+    def _lists(self, server: str) -> tuple[list[dict[str, Any]] | None, Offered | None]:
+        if self._listed is None:
             import anyio
 
-            from toolscript.upstream.connect import fetch_tools_once
+            from toolscript.upstream.connect import fetch_lists_once
 
-            self._tools = anyio.run(
-                lambda: fetch_tools_once(
+            self._listed = anyio.run(
+                lambda: fetch_lists_once(
                     list(self._config.enabled_servers), connect_timeout=self._connect_timeout
                 )
             )
-            for name, tools in self._tools.items():
+            for name, (tools, _) in self._listed.items():
                 if tools is None:
                     log.warning("%s: not reachable; keeping its previous artifacts", name)
-        return self._tools.get(server)
+        return self._listed.get(server, (None, None))
+
+    def tools(self, server: str) -> list[dict[str, Any]] | None:
+        return self._lists(server)[0]
+
+    def offered(self, server: str) -> Offered | None:
+        return self._lists(server)[1]
 
     def inferred(self, server: str) -> dict[str, dict[str, Any]]:
         if self._learned is None:

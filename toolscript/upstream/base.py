@@ -19,6 +19,7 @@ from toolscript.config import Config, ServerConfig
 __all__ = [
     "CALL_PROGRESS",
     "Elicit",
+    "ListedOfferings",
     "Offerings",
     "ProgressReport",
     "ServerState",
@@ -80,6 +81,17 @@ class Offerings(Protocol):
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """``resources/list``, ``resources/read``, ``prompts/get``, ...: the result as JSON."""
+
+
+@runtime_checkable
+class ListedOfferings(Protocol):
+    """A server whose prompts and resource templates toolscript keeps for their types."""
+
+    # kind ("prompts", "resourceTemplates") -> the listed items; none yet: not connected
+    offered: dict[str, list[dict[str, Any]]]
+
+    async def note_offered(self, kind: str, items: list[dict[str, Any]]) -> None:
+        """A listing made meanwhile: kept, and the artifacts rebuilt when it changed."""
 
 
 class ToolSearch(Protocol):

@@ -7,12 +7,19 @@ from typing import Any
 import anyio
 
 from toolscript.config import ServerConfig
-from toolscript.upstream.base import Elicit, ServerState, ToolHost, ToolsChanged, Upstream
+from toolscript.upstream.base import (
+    Elicit,
+    ListedOfferings,
+    ServerState,
+    ToolHost,
+    ToolsChanged,
+    Upstream,
+)
 from toolscript.upstream.early import EarlyServer
 from toolscript.upstream.local import LocalToolServer
 from toolscript.upstream.server import UpstreamServer
 
-__all__ = ["fetch_tools_once", "upstream_for"]
+__all__ = ["Listed", "fetch_lists_once", "fetch_tools_once", "upstream_for"]
 
 
 def upstream_for(
@@ -41,18 +48,32 @@ async def fetch_tools_once(
     servers: list[ServerConfig], *, connect_timeout: float = 30.0
 ) -> dict[str, list[dict[str, Any]] | None]:
     """Connect every server concurrently, list its tools, disconnect (None: it failed)."""
+    found = await fetch_lists_once(servers, connect_timeout=connect_timeout)
+    return {name: tools for name, (tools, _) in found.items()}
+
+
+Listed = tuple[list[dict[str, Any]] | None, dict[str, list[dict[str, Any]]] | None]
+
+
+async def fetch_lists_once(
+    servers: list[ServerConfig], *, connect_timeout: float = 30.0
+) -> dict[str, Listed]:
+    """Connect every server concurrently, take its tools and what else it offers (prompts,
+    resource templates: ``ListedOfferings.offered``), disconnect (None: it failed; a tool
+    file offers tools only)."""
     upstreams = [upstream_for(server, None, connect_timeout=connect_timeout) for server in servers]
     async with anyio.create_task_group() as tasks:
         for upstream in upstreams:
             tasks.start_soon(upstream.run)
         for upstream in upstreams:
             await upstream.first_attempt_done.wait()
-        found = {
-            upstream.name: (
-                list(upstream.tools.values()) if upstream.state == ServerState.CONNECTED else None
-            )
-            for upstream in upstreams
-        }
+        found: dict[str, Listed] = {}
+        for upstream in upstreams:
+            if upstream.state != ServerState.CONNECTED:
+                found[upstream.name] = (None, None)
+                continue
+            offered = upstream.offered if isinstance(upstream, ListedOfferings) else {}
+            found[upstream.name] = (list(upstream.tools.values()), dict(offered))
         for upstream in upstreams:
             await upstream.stop()
     return found

@@ -17,6 +17,7 @@ import mcp_types
 from mcp.client.session import ClientSession
 from mcp.shared.message import SessionMessage
 
+from toolscript.codegen.offered import PROMPTS, TEMPLATES, offered_entries
 from toolscript.config import ServerConfig
 from toolscript.errors import (
     NotFoundError,
@@ -46,6 +47,21 @@ STDERR_TAIL_LINES = 20
 RAW_ID_PREFIX = "toolscript-"
 MAX_BACKOFF = 60.0
 RELIST_INTERVAL = 1.0  # at least this many seconds between two tools/list of a server
+# Each listing of prompts or templates on connecting: a server that never answers it is
+# typed as offering none, still connected.
+OFFERED_LIST_TIMEOUT = 10.0
+# kind kept in ``offered`` -> (its listing, the capability a server declares for it)
+OFFERED_LISTS = {
+    PROMPTS: ("prompts/list", "prompts"),
+    TEMPLATES: ("resources/templates/list", "resources"),
+}
+LIST_CHANGED = frozenset(
+    {
+        "notifications/tools/list_changed",
+        "notifications/prompts/list_changed",
+        "notifications/resources/list_changed",
+    }
+)
 SIGN_IN_POLL = 1.0  # seconds between looks at the token store while a server needs a sign-in
 
 
@@ -72,6 +88,9 @@ class UpstreamServer:
         self.error: str | None = None
         self.stderr_tail: list[str] = []
         self.tools: dict[str, dict[str, Any]] = {}
+        # Its prompts and resource templates by kind (``OFFERED_LISTS``), for their types;
+        # listed on connecting and again when the server says they changed.
+        self.offered: dict[str, list[dict[str, Any]]] = {}
         self.attempts = 0
         self.connected_at: float | None = None
         self._on_tools_changed = on_tools_changed
@@ -147,15 +166,17 @@ class UpstreamServer:
                 )
             )
             # stop() cancels this: a server stuck in initialize never holds up a shutdown.
-            with anyio.CancelScope() as self._connecting, anyio.fail_after(self.connect_timeout):
-                await session.initialize()
-                tools = await self._list_tools(session)
+            with anyio.CancelScope() as self._connecting:
+                with anyio.fail_after(self.connect_timeout):
+                    await session.initialize()
+                    tools = await self._list_tools(session)
+                offered = await self._list_offered(session)  # never fails the connection
             self._connecting = None
             if self._stopping:
                 return
             self._session = session
             self._raw_writer = write if self.config.transport == "stdio" else None
-            self.tools = tools
+            self.tools, self.offered = tools, offered
             self.error = None
             self.connected_at = time.time()
             self._set_state(ServerState.CONNECTED)
@@ -281,6 +302,41 @@ class UpstreamServer:
             if not cursor:
                 return tools
 
+    async def _list_offered(self, session: ClientSession) -> dict[str, list[dict[str, Any]]]:
+        """Its prompts and resource templates; a kind whose capability the server does not
+        declare, or whose listing fails, is none (a warning says which failed, once)."""
+        offered: dict[str, list[dict[str, Any]]] = {}
+        declared = session.server_capabilities
+        for kind, (method, capability) in OFFERED_LISTS.items():
+            offered[kind] = []
+            if declared is None or getattr(declared, capability, None) is None:
+                continue
+            try:
+                with anyio.fail_after(OFFERED_LIST_TIMEOUT):
+                    listed = await self._pages(session, method, None)
+            except Exception as exc:
+                why = (
+                    f"no answer in {OFFERED_LIST_TIMEOUT:.0f} s"
+                    if isinstance(exc, TimeoutError)
+                    else _describe(exc)
+                )
+                self._warn(f"{method} failed, so scripts see no {kind} typed: {why}")
+                continue
+            offered[kind] = [item for item in listed.get(kind) or [] if isinstance(item, dict)]
+        return offered
+
+    async def note_offered(self, kind: str, items: list[dict[str, Any]]) -> None:
+        """A listing of ``kind`` made meanwhile (a script's or the CLI's): kept, and the
+        artifacts rebuilt when their types would change, as after a list_changed."""
+        if kind not in OFFERED_LISTS or kind not in self.offered:
+            return
+        if offered_entries(kind, items) == offered_entries(kind, self.offered[kind]):
+            return
+        self.offered = self.offered | {kind: items}
+        log.info("%s: %s changed, now %d", self.name, kind, len(items))
+        if self._on_tools_changed is not None:
+            await self._on_tools_changed(self)
+
     async def _elicit(self, context: Any, params: Any) -> Any:
         """The server asks the user something during a call: the gateway's answer, or an
         error the server hears (nobody can answer, or the question is not a form)."""
@@ -300,7 +356,7 @@ class UpstreamServer:
         return mcp_types.ElicitResult.model_validate(answer)
 
     async def _on_message(self, message: Any) -> None:
-        if getattr(message, "method", None) != "notifications/tools/list_changed":
+        if getattr(message, "method", None) not in LIST_CHANGED:
             await anyio.lowlevel.checkpoint()
             return
         if self._relisting:  # a burst of notifications: one more listing after this one
@@ -318,15 +374,23 @@ class UpstreamServer:
             self._relisting = False
 
     async def _relist(self, session: ClientSession) -> None:
+        """Tools, prompts and templates listed again (whichever the server said changed)."""
         try:
             tools = await self._list_tools(session)
         except Exception as exc:
             log.warning("%s: re-listing tools failed: %s", self.name, self._redact(str(exc)))
             return
-        if tools == self.tools:  # servers announce changes that are none; nothing to rebuild
+        offered = await self._list_offered(session)
+        same_offered = all(
+            offered_entries(kind, offered[kind]) == offered_entries(kind, self.offered.get(kind))
+            for kind in offered
+        )
+        if tools == self.tools and same_offered:  # changes announced that are none
             return
-        self.tools = tools
-        log.info("%s: tools changed, now %d", self.name, len(self.tools))
+        self.tools, self.offered = tools, offered
+        log.info(
+            "%s: tools, prompts or templates changed, now %d tools", self.name, len(self.tools)
+        )
         if self._on_tools_changed is not None:
             await self._on_tools_changed(self)
 
@@ -535,7 +599,6 @@ class UpstreamServer:
         """One request of the server's other offerings (``OFFERINGS``: resources, resource
         templates, prompts), its result as JSON; a listing's pages joined. A server that
         does not declare the capability is told nothing: the caller gets NotFoundError."""
-        request, result_type, listed = OFFERINGS[method]
         session = await self._connected_session()
         capability = method.partition("/")[0]
         declared = session.server_capabilities
@@ -544,23 +607,9 @@ class UpstreamServer:
                 f"server {self.name!r} offers no {capability}",
                 hint="`toolscript list-servers` shows what each server offers",
             )
-        joined: dict[str, Any] = {}
-        cursor: str | None = None
         try:
             with anyio.fail_after(self.config.timeout):
-                while True:
-                    sent = dict(params or {}) | ({"cursor": cursor} if cursor else {})
-                    message = request.model_validate({"method": method, "params": sent or None})
-                    result = await session.send_request(message, result_type)
-                    page: dict[str, Any] = result.model_dump(
-                        mode="json", by_alias=True, exclude_none=True
-                    )
-                    if not listed:
-                        return page
-                    joined.setdefault(listed, []).extend(page.get(listed) or [])
-                    cursor = page.get("nextCursor")
-                    if not cursor:
-                        return joined
+                return await self._pages(session, method, params)
         except TimeoutError as exc:
             raise ToolTimeoutError.after(self.name, method, self.config.timeout) from exc
         except ToolscriptError:
@@ -571,6 +620,25 @@ class UpstreamServer:
             raise UpstreamError(
                 f"{self.name}: {method} failed: {self._redact(_describe(exc))}"
             ) from exc
+
+    async def _pages(
+        self, session: ClientSession, method: str, params: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """One request of ``OFFERINGS`` on ``session``, a listing's pages joined."""
+        request, result_type, listed = OFFERINGS[method]
+        joined: dict[str, Any] = {}
+        cursor: str | None = None
+        while True:
+            sent = dict(params or {}) | ({"cursor": cursor} if cursor else {})
+            message = request.model_validate({"method": method, "params": sent or None})
+            result = await session.send_request(message, result_type)
+            page: dict[str, Any] = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+            if not listed:
+                return page
+            joined.setdefault(listed, []).extend(page.get(listed) or [])
+            cursor = page.get("nextCursor")
+            if not cursor:
+                return joined
 
     def _cancel_raw(self, writer: Any, request_id: str, reason: str) -> None:
         """Tell the server to stop working on an abandoned call (notifications/cancelled), as the

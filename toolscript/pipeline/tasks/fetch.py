@@ -1,5 +1,8 @@
 """``fetch:<server>``: each server's tool list, filtered and sorted by name (``listed_json``:
-each tool's keys in the server's order).
+each tool's keys in the server's order), and beside it what else it offers that scripts
+see typed: its prompts and resource templates (``offered/<server>.json``, the fields types
+read; a kind absent: not known yet). The module task depends on that file by checksum, so
+a prompt that changed rebuilds the module and leaves the tools' names and types as built.
 
 What a server sends is data: any ``x-toolscript-*`` key of its own is dropped
 (``without_own_keys``), and only then do tools without an outputSchema get the result type
@@ -23,12 +26,15 @@ from typing import Any, Protocol
 
 from doit.tools import config_changed
 
+from toolscript.codegen.offered import PROMPTS, TEMPLATES, offered_entries
 from toolscript.codegen.shapes import INFERRED_KEY, without_own_keys
 from toolscript.config import ServerConfig
 from toolscript.pipeline.artifacts import listed_json, write_if_changed
 from toolscript.pipeline.tasks.settings import SubtasksUpToDate, TaskSettings
 
 __all__ = ["FetchTasks", "ToolSource"]
+
+KINDS = (PROMPTS, TEMPLATES)
 
 
 class ToolSource(Protocol):
@@ -43,6 +49,9 @@ class ToolSource(Protocol):
 
     def inferred(self, server: str) -> dict[str, dict[str, Any]]:
         """The outputSchemas toolscript learned for the server's tools, by tool name."""
+
+    def offered(self, server: str) -> dict[str, list[dict[str, Any]]] | None:
+        """Its prompts and resource templates by kind, or None when unknown (keep the file)."""
 
 
 class FetchTasks:
@@ -63,7 +72,10 @@ class FetchTasks:
                 "basename": "fetch",
                 "name": server.name,
                 "actions": [(self.fetch, [server])],
-                "targets": [self.settings.layout.server_tools(server.name)],
+                "targets": [
+                    self.settings.layout.server_tools(server.name),
+                    self.settings.layout.server_offered(server.name),
+                ],
                 "uptodate": [
                     config_changed(settings_digest(server)),
                     (self.up_to_date, [server]),
@@ -90,6 +102,15 @@ class FetchTasks:
             )
         return self._live[server.name]
 
+    def live_offered(self, server: ServerConfig) -> str | None:
+        """What the offered file should hold now (None: unknown, keep the file)."""
+        offered = self.source.offered(server.name)
+        if offered is None:
+            return None
+        return listed_json(
+            {kind: offered_entries(kind, offered[kind]) for kind in KINDS if kind in offered}
+        )
+
     def _with_learned(self, server: str, tool: dict[str, Any]) -> dict[str, Any]:
         if tool.get("outputSchema") is not None:
             return tool
@@ -98,15 +119,18 @@ class FetchTasks:
 
     def up_to_date(self, task: Any, values: dict[str, Any], server: ServerConfig) -> bool:
         target = self.settings.layout.server_tools(server.name)
+        offered = self.settings.layout.server_offered(server.name)
         if self.source.starts_servers:
-            return values.get("reached") is True and self._relearned(server, target)
-        tools = self.live(server)
-        if tools is None:
-            return target.exists()
-        try:
-            return target.read_text(encoding="utf-8") == listed_json(tools)
-        except (OSError, UnicodeDecodeError):  # missing or damaged: fetch again
+            return (
+                values.get("reached") is True
+                and offered.exists()
+                and self._relearned(server, target)
+            )
+        live_offered = self.live_offered(server)
+        if not (offered.exists() if live_offered is None else _holds(offered, live_offered)):
             return False
+        tools = self.live(server)
+        return target.exists() if tools is None else _holds(target, listed_json(tools))
 
     def _relearned(self, server: ServerConfig, target: Path) -> bool:
         """Whether the file holds its tools with the result types learned now (without
@@ -124,10 +148,22 @@ class FetchTasks:
     def fetch(self, server: ServerConfig) -> dict[str, Any]:
         tools = self.live(server)
         target = self.settings.layout.server_tools(server.name)
+        offered, live_offered = self.settings.layout.server_offered(server.name), None
+        if tools is not None:
+            live_offered = self.live_offered(server)
+        if live_offered is not None or not offered.exists():
+            write_if_changed(offered, live_offered or listed_json({}))
         if tools is None and target.exists():
             return {"reached": False}
         write_if_changed(target, listed_json(tools or []))
         return {"reached": tools is not None}
+
+
+def _holds(path: Path, text: str) -> bool:
+    try:
+        return path.read_text(encoding="utf-8") == text
+    except (OSError, UnicodeDecodeError):  # missing or damaged: fetch again
+        return False
 
 
 def _without_learned(tool: dict[str, Any]) -> dict[str, Any]:

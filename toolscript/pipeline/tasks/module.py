@@ -1,5 +1,6 @@
-"""``module``: every server's fragments merged into ``tools-only.ts`` (the ``scripts`` task
-adds the saved scripts to make ``tools.ts``, the module scripts import)."""
+"""``module``: every server's fragments merged into ``tools-only.ts``, with each server's
+``resources`` and ``prompts`` typed by what it offers (``offered/<server>.json``); the
+``scripts`` task adds the saved scripts to make ``tools.ts``, the module scripts import."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from doit.tools import config_changed
 
-from toolscript.pipeline.artifacts import write_if_changed
+from toolscript.config import ServerConfig
+from toolscript.pipeline.artifacts import read_offered, write_if_changed
 from toolscript.pipeline.tasks.settings import (
     TaskSettings,
     read_json,
@@ -32,6 +34,7 @@ class ModuleTask:
         return {
             "actions": [self.module],
             "file_dep": [layout.server_fragments(s.name) for s in self.settings.servers]
+            + [layout.server_offered(s.name) for s in self._offering()]
             + [runtime_template()],
             "targets": [layout.tools_only],
             "uptodate": [
@@ -55,12 +58,17 @@ class ModuleTask:
                 for item in read_json(self.settings.layout.server_fragments(server.name))
             )
         namespaces = assign_names(self.settings.server_names, what="server").names
-        offering = [
-            (server.name, namespaces[server.name])
-            for server in self.settings.servers
-            if server.transport != "local"  # a tool file offers no resources or prompts
-        ]
+        servers = self._offering()
+        offering = [(server.name, namespaces[server.name]) for server in servers]
+        offered = {
+            server.name: read_offered(self.settings.layout, server.name) for server in servers
+        }
         write_if_changed(
-            self.settings.layout.tools_only, render_module(fragments, offering=offering)
+            self.settings.layout.tools_only,
+            render_module(fragments, offering=offering, offered=offered),
         )
         return target_digests([self.settings.layout.tools_only])
+
+    def _offering(self) -> list[ServerConfig]:
+        """The servers that may offer resources and prompts (a tool file offers neither)."""
+        return [server for server in self.settings.servers if server.transport != "local"]
