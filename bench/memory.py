@@ -42,13 +42,17 @@ def health(url: str) -> dict[str, Any]:
 
 
 def settled(url: str) -> dict[str, Any]:
-    """Health once search is hybrid (or keyword only) and the model's worker has gone."""
+    """Health once search is hybrid (or keyword only), the model's worker has gone and the
+    warm checker is up (it starts once the gateway is idle: measured without it, the row
+    left out a process the next exec has)."""
     deadline = time.monotonic() + 1800
     while time.monotonic() < deadline:
         state = health(url)
         roles = [w["role"] for w in state["processes"]["search"]]
-        if state["search"]["semantic"] == "unavailable" or (
-            state["search"]["semantic"] == "ready" and "model" not in roles
+        checker = state["checker"]["state"] in ("ready", "failed", "off")
+        if checker and (
+            state["search"]["semantic"] == "unavailable"
+            or (state["search"]["semantic"] == "ready" and "model" not in roles)
         ):
             time.sleep(2)  # what exits goes
             return health(url)

@@ -144,3 +144,72 @@ def test_a_tool_added_later_starts_the_model_again_briefly(
     finally:
         embedder.close()
     assert embedder.workers() == []
+
+
+TOOLS = [
+    "get_current_time: Get the current time in a specific timezone. timezone: IANA name",
+    "convert_time: Convert time between timezones. " + "source and target zones " * 30,
+    "create_issue: Open an issue in a GitHub repository with a title and a body",
+    "read_file: Read a file of the workspace as text",
+]
+
+
+@needs_semantic
+def test_once_tools_are_embedded_the_query_worker_holds_one_copy_of_the_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolscript.search.process import EmbedderProcess
+
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path))  # a first start: nothing saved
+    embedder = EmbedderProcess()
+    try:
+        embedder.load()
+        vectors = embedder.embed(TOOLS)
+        (worker,) = embedder.workers()
+        process = psutil.Process(worker["pid"])
+        before = process.memory_info().rss
+        embedder.documents_embedded()  # the index holds every tool's vector
+        after = process.memory_info().rss
+        # The documents' session and the graph the queries' was to be built from went; one
+        # session stays (the model's weights less its word table: 44 MB).
+        assert after < before - 30e6, (before, after)
+        # the same vectors as before, for a tool added before any query and for queries
+        assert float(embedder.embed([TOOLS[2]])[0] @ vectors[2]) >= 0.99999
+        assert [w["role"] for w in embedder.workers()] == ["queries"]
+        assert float(embedder.embed_queries([TOOLS[0]])[0] @ vectors[0]) >= 0.99999
+        # every vector already stored (a restart): the worker starts with the queries' alone
+        restarted = EmbedderProcess()
+        try:
+            restarted.documents_embedded()
+            restarted.load()
+            (worker,) = restarted.workers()
+            assert psutil.Process(worker["pid"]).memory_info().rss < before - 30e6
+            assert float(restarted.embed_queries([TOOLS[1]])[0] @ vectors[1]) >= 0.99999
+        finally:
+            restarted.close()
+    finally:
+        embedder.close()
+
+
+@needs_semantic
+def test_word_vectors_are_read_from_the_models_file_as_the_graph_held_them() -> None:
+    import numpy
+    from safetensors.numpy import load_file
+
+    from toolscript.search import semantic
+    from toolscript.search.packed import WEIGHTS_FILE, WORDS, OnnxQueries, WordTable
+
+    directory = semantic.model_directory(None)
+    assert directory is not None
+    held = {k.removeprefix("bert."): v for k, v in load_file(str(directory / WEIGHTS_FILE)).items()}
+    table = WordTable.of(directory / WEIGHTS_FILE)
+    assert table is not None and table.shape == held[WORDS].shape
+    ids = numpy.array([101, 2054, 2051, 2003, 2009, 0, held[WORDS].shape[0] - 1, 2054])
+    assert numpy.array_equal(table.rows(ids), held[WORDS][ids])
+    with pytest.raises(ValueError, match="not in the model's"):
+        table.rows(numpy.array([held[WORDS].shape[0]]))
+    # the graph built from the weights takes the rows in, and holds no word table itself
+    built = OnnxQueries.from_weights(directory, semantic.MAX_TOKENS)
+    built.end_documents()
+    inputs = {i.name for i in built._session.get_inputs()}
+    assert "words" in inputs and "input_ids" not in inputs

@@ -30,3 +30,12 @@ def test_freed_memory_is_given_back_where_the_c_library_can() -> None:
     given_back = return_free_memory()
     if platform.libc_ver()[0] == "glibc":
         assert given_back  # malloc_trim
+
+
+def test_the_checker_runs_without_optimizing_compilers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DENO_V8_FLAGS", raising=False)
+    flags = _v8_flags().split(",")
+    assert "--no-opt" in flags and "--no-maglev" in flags
+    monkeypatch.setenv("DENO_V8_FLAGS", "--maglev,--optimize-for-size")  # theirs stays theirs
+    flags = _v8_flags().split(",")
+    assert "--maglev" in flags and "--no-maglev" not in flags and "--no-opt" in flags

@@ -511,6 +511,9 @@ class HandMadeModel:
     def close(self) -> None:
         pass
 
+    def documents_embedded(self) -> None:
+        pass
+
     def embed(self, texts: list[str]) -> Any:
         import numpy
 

@@ -67,6 +67,10 @@ MAX_RSS_MB = 640
 # each isolate the server runs; at 1 MB a warm checker at 40 tools held 247 MB against 306
 # after a dozen checks, its checks as fast (minor collections of 1 MB cost microseconds).
 SEMI_SPACE_MB = 1
+# No optimizing compilers (TurboFan, Maglev): a warm check is tens of milliseconds of
+# TypeScript that the interpreter and the baseline compiler run as fast, and the optimized
+# code with its feedback held 30 MB at 40 tools, 45 MB at 1,600 (bench/NOTES.md).
+NO_OPTIMIZING_TIERS = ("--no-opt", "--no-maglev")
 
 
 @dataclass(frozen=True)
@@ -259,12 +263,14 @@ class _LanguageServer:
 
 
 def _v8_flags() -> str:
-    """The user's own DENO_V8_FLAGS and the heap bounds (``deno lsp`` takes no --v8-flags);
-    a bound the user set is theirs."""
+    """The user's own DENO_V8_FLAGS, the heap bounds and the compilers left off (``deno
+    lsp`` takes no --v8-flags); a bound or compiler the user set is theirs."""
     own = os.environ.get("DENO_V8_FLAGS", "")
+    named = {flag.split("=")[0].strip().lstrip("-").removeprefix("no-") for flag in own.split(",")}
     bounds = [
         f"--max-old-space-size={HEAP_MB}" if "max-old-space-size" not in own else "",
         f"--max-semi-space-size={SEMI_SPACE_MB}" if "semi-space-size" not in own else "",
+        *(tier for tier in NO_OPTIMIZING_TIERS if tier.removeprefix("--no-") not in named),
     ]
     return ",".join(filter(None, [own, *bounds]))
 

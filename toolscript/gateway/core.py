@@ -714,6 +714,7 @@ class Gateway:
             indexing=SearchIndexing(self.search.embedder, self.search.store),
         )
         self.search.load_vectors()
+        return_free_memory()  # what the index task read and dropped (tool documents, vectors)
 
     async def rebuild_artifacts(self) -> None:
         """Run the doit pipeline on a snapshot of the live tool lists; reload what it made."""

@@ -180,6 +180,7 @@ class SearchEngine:
         matrix = numpy.stack(
             [numpy.frombuffer(vectors[d.content_hash], dtype=numpy.float32) for d in documents]
         )
+        self.embedder.documents_embedded()  # (the worker, not started yet, embeds none)
         with self._lock:
             if documents is self.documents and self._semantic.state == "loading":
                 self._semantic = _Semantic(
@@ -295,6 +296,7 @@ class SearchEngine:
         documents = self.documents
         self._semantic.state = "indexing" if self._semantic.state != "ready" else "ready"
         embed_missing(documents, self.embedder, self.store)
+        self.embedder.documents_embedded()  # (before search turns hybrid: no query waits)
         vectors = self.store.get((d.content_hash for d in documents), self.embedder.model_id)
         if documents:
             matrix = numpy.stack(

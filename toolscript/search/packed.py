@@ -14,20 +14,27 @@ it gives ``encode``'s vectors and is faster on this machine.
 
 Exporting needs torch; running the export does not. ``OnnxQueries.save`` writes the graph
 and the tokenizer to a folder of the user's cache (``semantic.light_folder``), and
-``OnnxQueries.from_folder`` runs them with ``onnxruntime`` and ``tokenizers`` alone: the
-light query process (process.py) that serves queries once every tool is embedded.
+``OnnxQueries.from_folder`` runs them with ``onnxruntime`` and ``tokenizers`` alone.
+``OnnxQueries.from_weights`` builds the same graph from a BERT's own files without torch,
+its word vectors read from the weights file as a text needs them (``WordTable``): what
+the light query process (process.py) runs. It keeps one session at a time: the tool
+documents' while a start embeds them, the queries' after (``end_documents``).
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import Any, NamedTuple
 
-__all__ = ["OnnxQueries", "Packed", "pack"]
+__all__ = ["OnnxQueries", "Packed", "WordTable", "pack"]
 
 GRAPH_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
+
+WEIGHTS_FILE = "model.safetensors"
+WORDS = "embeddings.word_embeddings.weight"  # (a BERT's own name for it, less "bert.")
 
 # The exported graph's inputs, in the order the wrapped transformer takes them.
 INPUTS = ("input_ids", "token_type_ids", "position_ids", "mask")
@@ -95,41 +102,47 @@ class OnnxQueries:
                 dynamo=False,  # the torch.export one needs onnxscript too
             )
         self._graph: bytes | None = graph.getvalue()
-        self._session = _session(self._graph)
+        self._session: Any = _session(self._graph)
         self._documents_source: bytes | str | None = None  # (the model's worker embeds tools)
         self._documents_session: Any = None
-        self._graph_for_queries: bytes | None = None  # (a session of their own is built)
+        self._queries_source: bytes | str | None = None  # (a session of their own is built)
+        self._words: WordTable | None = None  # (the graph looks its words up itself)
         self._tokenizer = model.tokenizer
         self._max_length = int(model.max_seq_length)
 
     @classmethod
-    def from_folder(cls, folder: Path, max_length: int) -> OnnxQueries:
+    def from_folder(cls, folder: Path, max_length: int, *, documents: bool = True) -> OnnxQueries:
         """The queries of a graph and tokenizer ``save`` wrote: no torch, no transformers."""
         runner = cls.__new__(cls)
-        runner._graph = None
-        runner._session = _session(str(folder / GRAPH_FILE))
-        runner._documents_source, runner._documents_session = str(folder / GRAPH_FILE), None
-        runner._graph_for_queries = None
+        runner._graph, runner._words = None, None
         runner._tokenizer = _FileTokenizer(folder / TOKENIZER_FILE)
         runner._max_length = max_length
+        runner._begin(str(folder / GRAPH_FILE), documents)
         return runner
 
     @classmethod
-    def from_weights(cls, directory: Path, max_length: int) -> OnnxQueries:
+    def from_weights(
+        cls, directory: Path, max_length: int, *, documents: bool = True
+    ) -> OnnxQueries:
         """The same graph built from a BERT model's own files (``quick.quick_runs``: its
         safetensors weights and tokenizer.json), with the ``onnx`` package and no torch: a
         first start embeds its tools and queries without importing torch at all."""
         runner = cls.__new__(cls)
         runner._graph = None
-        # The documents' session now, the queries' at the first query (a start's tools
-        # come first; ``end_documents`` follows).
-        runner._graph_for_queries = graph = _bert_graph(directory)
-        runner._session = None
-        runner._documents_source = graph
-        runner._documents_session = _session(graph, spinning=False)
+        runner._words = WordTable.of(directory / WEIGHTS_FILE)
         runner._tokenizer = _FileTokenizer(directory / TOKENIZER_FILE)
         runner._max_length = max_length
+        runner._begin(_bert_graph(directory, words=runner._words is not None), documents)
         return runner
+
+    def _begin(self, graph: bytes | str, documents: bool) -> None:
+        """One session at a time: with ``documents`` (a start's tools come first) the
+        documents' now and the queries' once they begin (``end_documents``), else the
+        queries' now (every tool's vector is stored: they come first)."""
+        self._session = None if documents else _session(graph)
+        self._queries_source = graph if documents else None
+        self._documents_source = graph if documents else None
+        self._documents_session = _session(graph, spinning=False) if documents else None
 
     def save(self, folder: Path) -> None:
         """Write the exported graph and the tokenizer for ``from_folder`` (then forget the
@@ -162,8 +175,12 @@ class OnnxQueries:
         return numpy.concatenate(runs) if runs else numpy.zeros((0, 0), dtype=numpy.float32)
 
     def end_documents(self) -> None:
-        """No more tool documents (queries from now on): let their session go."""
+        """No more tool documents (queries from now on): their session goes, and the
+        queries' is built (after it went: the two each hold the model's weights)."""
         self._documents_source = self._documents_session = None
+        if self._session is None and self._queries_source is not None:
+            self._session = _session(self._queries_source)
+        self._queries_source = None  # (from_weights: the graph's bytes, a copy of the weights)
 
     def __call__(self, texts: list[str], session: Any = None) -> Any:
         """Unit vectors (numpy, float32), one per text, from one run of the session."""
@@ -175,7 +192,7 @@ class OnnxQueries:
         segment = numpy.repeat(numpy.arange(len(texts)), packed.lengths)
         apart = segment[:, None] != segment[None, :]
         minimum = numpy.finfo(numpy.float32).min
-        inputs = {
+        inputs: dict[str, Any] = {
             "input_ids": ids,
             "token_type_ids": numpy.zeros_like(ids)
             if types is None
@@ -185,10 +202,13 @@ class OnnxQueries:
             )[None],
             "mask": numpy.where(apart, minimum, numpy.float32(0.0))[None, None],
         }
-        if session is None and self._session is None:
-            self._session = _session(self._graph_for_queries or b"")
-            self._graph_for_queries = None
-        states = (session or self._session).run(None, inputs)[0][0]
+        if self._words is not None:  # the words' vectors, read from the model's file
+            inputs["words"] = self._words.rows(inputs.pop("input_ids")[0])[None]
+        if session is None:
+            if self._session is None and self._documents_session is None:
+                self.end_documents()  # (a first query)
+            session = self._session or self._documents_session  # (tools still come: a probe)
+        states = session.run(None, inputs)[0][0]
         starts = numpy.cumsum([0, *packed.lengths[:-1]])
         means = (
             numpy.add.reduceat(states, starts, axis=0)
@@ -208,11 +228,21 @@ def _session(graph: bytes | str, *, spinning: bool = True) -> Any:
     options.intra_op_num_threads = min(2, os.cpu_count() or 1)
     options.inter_op_num_threads = 1
     options.log_severity_level = 3  # errors only
+    # No arena: what a run allocates goes back at its end (a query's tensors are a few
+    # hundred KB; the arena kept 10-20 MB it had grown to, and queries took as long).
+    options.enable_cpu_mem_arena = False
     # (Its threads spin a moment for more work after each step, as by default: kept from
     # spinning, queries took a fifth longer: bench/NOTES.md.)
     if not spinning:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+    if isinstance(graph, str):
+        return onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+    # Given bytes, ONNX Runtime's Python session keeps them for its life (a copy of the
+    # weights: the queries' session held 91 MB more than it ran); given a file, nothing.
+    with tempfile.TemporaryDirectory(prefix="toolscript-graph-") as folder:
+        path = Path(folder) / GRAPH_FILE
+        path.write_bytes(graph)
+        return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
 class _FileTokenizer:
@@ -259,9 +289,52 @@ def _states_module(transformer: Any) -> Any:
     return Transformer()
 
 
-def _bert_graph(directory: Path) -> bytes:
+class WordTable:
+    """A BERT's word embeddings read from its safetensors file, the rows a text needs at a
+    time: the vectors a lookup in the graph gives, without the table in the process. It is
+    half of a MiniLM's weights (47 of its 91 MB), all resident in a session that held it,
+    and a mapping of the file kept 64 KB around each word used resident (14 MB after 100
+    searches); each row is read (a few microseconds; the system keeps the file cached)."""
+
+    def __init__(self, path: Path, start: int, shape: tuple[int, int]) -> None:
+        self.path, self.start, self.shape = path, start, shape
+
+    @classmethod
+    def of(cls, path: Path) -> WordTable | None:
+        """The table of a safetensors file, where it is a float32 matrix (else None)."""
+        import json
+
+        with path.open("rb") as file:
+            size = int.from_bytes(file.read(8), "little")
+            header = json.loads(file.read(size))
+        for name, entry in header.items():
+            shape = [int(n) for n in entry.get("shape", ())]
+            named = name.removeprefix("bert.") == WORDS
+            if named and entry.get("dtype") == "F32" and len(shape) == 2:
+                return cls(path, 8 + size + int(entry["data_offsets"][0]), (shape[0], shape[1]))
+        return None
+
+    def rows(self, ids: Any) -> Any:
+        """The vectors of token ``ids`` (float32, one row each)."""
+        import numpy
+
+        words, width = self.shape
+        rows = numpy.empty((len(ids), width), dtype="<f4")
+        size = width * 4
+        with open(self.path, "rb", buffering=0) as file:
+            for row, word in enumerate(ids.tolist()):
+                if not 0 <= word < words:
+                    raise ValueError(f"token id {word} is not in the model's {words} words")
+                file.seek(self.start + word * size)
+                if file.readinto(memoryview(rows[row]).cast("B")) != size:
+                    raise ValueError(f"{self.path} ends before word {word}")
+        return rows
+
+
+def _bert_graph(directory: Path, *, words: bool = False) -> bytes:
     """The ONNX graph of a BERT encoder's last hidden states (the four ``INPUTS`` in, as
-    the torch export takes them), written op by op from the model's weights."""
+    the torch export takes them), written op by op from the model's weights. ``words``:
+    the words' vectors come in (``words``, float) for ``input_ids``: see WordTable."""
     import json
     import math
 
@@ -273,8 +346,9 @@ def _bert_graph(directory: Path) -> bytes:
     heads, width = int(config["num_attention_heads"]), int(config["hidden_size"])
     eps = float(config.get("layer_norm_eps", 1e-12))
     weights = {
-        name.removeprefix("bert."): value.astype(numpy.float32)
-        for name, value in load_file(str(directory / "model.safetensors")).items()
+        name.removeprefix("bert."): value.astype(numpy.float32, copy=False)
+        for name, value in load_file(str(directory / WEIGHTS_FILE)).items()
+        if not (words and name.removeprefix("bert.") == WORDS)
     }
     nodes: list[Any] = []
     initializers: list[Any] = []
@@ -305,7 +379,7 @@ def _bert_graph(directory: Path) -> bytes:
         "Add",
         op(
             "Add",
-            op("Gather", constant(weights["embeddings.word_embeddings.weight"]), "input_ids"),
+            "words" if words else op("Gather", constant(weights[WORDS]), "input_ids"),
             op(
                 "Gather", constant(weights["embeddings.position_embeddings.weight"]), "position_ids"
             ),
@@ -339,6 +413,8 @@ def _bert_graph(directory: Path) -> bytes:
         x = norm(op("Add", x, dense(hidden, prefix + "output.dense")), prefix + "output.LayerNorm")
     nodes.append(helper.make_node("Identity", [x], ["states"]))
     ids = [helper.make_tensor_value_info(n, TensorProto.INT64, [1, "tokens"]) for n in INPUTS[:3]]
+    if words:
+        ids[0] = helper.make_tensor_value_info("words", TensorProto.FLOAT, [1, "tokens", width])
     mask = helper.make_tensor_value_info("mask", TensorProto.FLOAT, [1, 1, "tokens", "tokens"])
     states = helper.make_tensor_value_info("states", TensorProto.FLOAT, [1, "tokens", width])
     graph = helper.make_graph(nodes, "bert", [*ids, mask], [states], initializers)

@@ -5,20 +5,23 @@ tokenizing holds it on every batch: inside the gateway, tool calls stalled for u
 190 ms while the model loaded. Here the gateway only writes requests to a pipe and reads
 vectors back; the model cannot take the gateway down, and its memory is its own.
 
-Two kinds of worker. The light one (``queries``: ONNX Runtime or numpy, about a fifth
-of torch's memory, no torch) runs what ``semantic.Embedder.save_light`` wrote to the
-user's cache, or, with nothing saved (a first start), the model's ONNX graph built from
-its own weights (packed._bert_graph; sentence-transformers' vectors to ~1e-7): it embeds
-a start's tools and answers queries, so search is hybrid seconds after the URL. The
+Two kinds of worker. The light one (``queries``: ONNX Runtime or numpy, no torch) runs
+the model's ONNX graph built from its own weights where it is a BERT (packed._bert_graph;
+sentence-transformers' vectors to ~1e-7; its word vectors read from the model's file,
+not held), else what ``semantic.Embedder.save_light`` wrote to the user's cache: it
+embeds a start's tools and answers queries, so search is hybrid seconds after the URL;
+once the index holds every tool (``queries``) it keeps one session, the queries'. The
 model's (``model``: torch and sentence-transformers, about 800 MB) embeds what the light
 one cannot run, and tools added once search has served a query; once no tool has waited
 for it for ``RETIRE_AFTER`` seconds it hands queries to the light one and exits.
 
 Protocol (the worker's stdin and a private copy of its stdout): one JSON request per
-line, ``{"op": "load"}``, ``{"op": "embed", "texts": [...]}`` (tools) or ``{"op": "query",
-"texts": [...]}`` (a request's needs, answered within seconds); each answered by one JSON header line (``ok``, ``rows``, ``dims``,
-``model_id``, ``warning``, ``query_precision``, ``query_runtime``, ``light``, ``torch``, or ``error`` and ``unavailable``) followed by ``rows * dims``
-float32 values. The worker exits when its stdin closes, so it never outlives the gateway.
+line, ``{"op": "load"}``, ``{"op": "embed", "texts": [...]}`` (tools), ``{"op": "query",
+"texts": [...]}`` (a request's needs, answered within seconds) or ``{"op": "queries"}`` (the
+light worker's tools are embedded: it keeps only what queries need); each answered by one
+JSON header line (``ok``, ``rows``, ``dims``, ``model_id``, ``warning``,
+``query_precision``, ``query_runtime``, ``light``, ``torch``, or ``error`` and
+``unavailable``) followed by ``rows * dims`` float32 values. The worker exits when its stdin closes, so it never outlives the gateway.
 
     python -m toolscript.search.process MODEL DEVICE fast|exact
     python -m toolscript.search.process --light MODEL
@@ -63,7 +66,8 @@ log = logging.getLogger("toolscript.search")
 
 # Seconds a request may take before the worker counts as hung and is killed: loading imports
 # torch (seconds, minutes on a slow disk); a batch of 128 tools takes about a second here.
-DEADLINES = {"load": 600.0, "embed": 600.0, "query": 5.0}
+# "queries": the light worker swaps its documents' session for the queries' (a second or so).
+DEADLINES = {"load": 600.0, "embed": 600.0, "query": 5.0, "queries": 120.0}
 # Seconds after the last tools were embedded before the model's worker hands queries to
 # the light one and exits (a burst of tool changes is embedded by one worker).
 RETIRE_AFTER = 3.0
@@ -86,6 +90,7 @@ class EmbedderProcess(Embedder):
         # where it runs the model), and tools added later go to the model's worker.
         self._queried = False
         self._workers_lock = threading.RLock()  # starting, stopping and embedding
+        self._documents_done = False  # every tool's vector is stored (documents_embedded)
         self._retire_timer: threading.Timer | None = None
 
     @property
@@ -159,6 +164,22 @@ class EmbedderProcess(Embedder):
                 self._retire_later()
             self.computed += len(texts)
         return vectors
+
+    def documents_embedded(self) -> None:
+        """The index holds every tool's vector (called before search turns hybrid): the
+        light worker gets ready for queries, letting its documents' session go (two
+        sessions each held the model's weights: 291 MB after indexing, 196 once a query had
+        let one go), or, not started yet, starts ready for them. Tools added from now on
+        still go where ``embed`` sends them; a failure here is the next query's to find."""
+        self._documents_done = True
+        worker = self._light_worker
+        if self._queried or worker is None or worker.querying or not worker.alive():
+            return
+        try:
+            worker.request({"op": "queries"})
+            worker.querying = True
+        except (EmbedderFailed, SemanticUnavailable) as exc:
+            log.info("search: the query worker could not get ready for queries: %s", exc)
 
     def embed_query(self, text: str) -> Any:
         """The query's vector; fails at once (no restart on a query's time) if the worker died."""
@@ -236,7 +257,8 @@ class EmbedderProcess(Embedder):
         started = time.perf_counter()
         worker = _Worker("queries", ["--light", self.requested])
         try:
-            header, _ = worker.request({"op": "load"})
+            header, _ = worker.request({"op": "load", "queries": self._documents_done})
+            worker.querying = self._documents_done
         except (SemanticUnavailable, EmbedderFailed) as exc:
             log.info("search: queries through the model's worker (%s)", exc)
             worker.stop()
@@ -285,6 +307,7 @@ class _Worker:
         # nothing more, though its process may not have exited yet (a killed worker with a
         # model in memory takes a moment to go, and looks alive until then).
         self.failed = False
+        self.querying = False  # (the light one) it holds what queries need, not documents
         self._request_lock = threading.Lock()
         self._watchdog = _Watchdog()
         self._process = subprocess.Popen(
@@ -484,23 +507,27 @@ def main(argv: list[str]) -> int:
 
 
 class LightQueries:
-    """Queries of the model without torch: what ``Embedder.save_light`` wrote, run by ONNX
-    Runtime (the export) or numpy (quick.py), checked at load against the exact vectors
-    of its probe (``SemanticUnavailable`` when they differ: the model's worker serves)."""
+    """Queries of the model without torch, where ``Embedder.save_light`` wrote what runs
+    them: ONNX Runtime running the graph built from a BERT's weights (else the saved
+    export), or numpy (quick.py); checked at load against the exact vectors of its probe
+    (``SemanticUnavailable`` when they differ: the model's worker serves)."""
 
-    def __init__(self, model: str | None) -> None:
+    def __init__(self, model: str | None, *, documents: bool = True) -> None:
         import numpy
 
         light = light_ready(model)
         if light is None:
-            self._from_model_files(model)
+            self._from_model_files(model, documents)
             return
         self.model_id = str(light["model_id"])
         self.runtime = str(light["runtime"])
         if self.runtime == "onnxruntime":
             from toolscript.search.packed import OnnxQueries
 
-            runner = OnnxQueries.from_folder(Path(light["folder"]), light["max_length"])
+            length = int(light["max_length"])
+            runner = _from_weights(model, length, documents)
+            if runner is None:
+                runner = OnnxQueries.from_folder(Path(light["folder"]), length, documents=documents)
             self._run: Any = runner
             self._documents: Any = runner.documents
         else:
@@ -515,7 +542,7 @@ class LightQueries:
         if not _same_vectors(exact, self(list(light["probe"]))):
             raise SemanticUnavailable(f"{self.runtime} does not give the model's vectors here")
 
-    def _from_model_files(self, model: str | None) -> None:
+    def _from_model_files(self, model: str | None, documents: bool) -> None:
         """Nothing saved yet (a first start): the model's own files, where it is a BERT the
         ONNX graph (packed._bert_graph) or the numpy encoder runs, without torch; their
         vectors are sentence-transformers' to ~1e-7 (tests compare them on every run)."""
@@ -530,7 +557,7 @@ class LightQueries:
         try:
             from toolscript.search.packed import OnnxQueries
 
-            onnx = OnnxQueries.from_weights(directory, _max_tokens(directory))
+            onnx = OnnxQueries.from_weights(directory, _max_tokens(directory), documents=documents)
         except ImportError:  # no onnx or onnxruntime installed: numpy it is
             quick = quick_encoder_for(directory)
             if quick is None:
@@ -555,6 +582,23 @@ class LightQueries:
         return self._documents(texts).astype("float32")
 
 
+def _from_weights(model: str | None, max_length: int, documents: bool) -> Any:
+    """The graph built from a BERT's own files (packed.OnnxQueries.from_weights), which
+    reads its word vectors from the mapped file rather than holding them (a saved export
+    holds them all: 47 of its 91 MB); None where it cannot be built here."""
+    from toolscript.search.quick import quick_runs
+
+    directory = model_directory(model)
+    if directory is None or not quick_runs(directory):
+        return None
+    try:
+        from toolscript.search.packed import OnnxQueries
+
+        return OnnxQueries.from_weights(directory, max_length, documents=documents)
+    except ImportError:  # no onnx package: the saved export runs
+        return None
+
+
 def _max_tokens(directory: Path) -> int:
     """The tokens a document is cut to, as ``Embedder._open`` cuts them for this model."""
     try:
@@ -574,8 +618,9 @@ def _serve_light(out: IO[bytes], model: str) -> int:
         request = json.loads(line)
         try:
             if request["op"] == "load":
+                querying = bool(request.get("queries"))  # no tool to embed first
                 try:
-                    queries = LightQueries(model)
+                    queries = LightQueries(model, documents=not querying)
                 except SemanticUnavailable:
                     raise
                 except Exception as exc:  # a damaged or foreign cache folder
@@ -593,11 +638,15 @@ def _serve_light(out: IO[bytes], model: str) -> int:
                         "torch": "torch" in sys.modules,
                     },
                 )
-            elif request["op"] == "query" and queries is not None:
-                if not querying:
+            elif request["op"] in ("query", "queries") and queries is not None:
+                if not querying:  # the documents' session goes, the queries' comes
                     queries.end_documents()
+                    return_free_memory()
                     querying = True
-                _answer(out, {}, queries(request["texts"]))
+                if request["op"] == "queries":  # (ready for them: nothing to answer yet)
+                    _answer(out, {})
+                else:
+                    _answer(out, {}, queries(request["texts"]))
             elif request["op"] == "embed" and queries is not None:
                 _answer(out, {}, queries.documents(request["texts"]))
             else:

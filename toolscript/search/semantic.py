@@ -284,6 +284,10 @@ class Embedder:
     def close(self) -> None:
         """Let go of the model's resources (nothing to do in-process)."""
 
+    def documents_embedded(self) -> None:
+        """Every tool of the index has its vector: what only embedding them needed may go
+        (nothing to do in-process)."""
+
     def save_light(self) -> dict[str, Any] | None:
         """Write (once per model, in the user's cache) what serves this model's queries
         without torch: its ONNX export and tokenizer where ONNX Runtime gives ``encode``'s
