@@ -36,6 +36,9 @@ class FailingOnceModel:
     def load(self) -> None:
         self.loaded = True
 
+    def documents_embedded(self) -> None:
+        pass
+
     def embed(self, texts: list[str]) -> Any:
         return numpy.array([[1.0, float(n)] for n in range(len(texts))], dtype=numpy.float32)
 
