@@ -71,7 +71,8 @@ class ResourceRead(Body, frozen=True):
 
     uri: str = ""
     template: str = ""
-    params: dict[str, str] = msgspec.field(default_factory=dict)
+    # Checked by the template read, which names the template and the parameter at fault.
+    params: dict[str, Any] = msgspec.field(default_factory=dict)
 
     problems: ClassVar[Mapping[str, str]] = {
         "uri": "expected a JSON object with a string uri",

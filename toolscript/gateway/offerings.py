@@ -92,7 +92,7 @@ async def _noted(upstream: Offerings, kind: str, items: list[dict[str, Any]]) ->
         await upstream.note_offered(kind, [dict(item) for item in items])
 
 
-async def template_uri(gateway: Gateway, server: str, template: str, params: dict[str, str]) -> str:
+async def template_uri(gateway: Gateway, server: str, template: str, params: dict[str, Any]) -> str:
     """The URI one of the server's resource templates (its URI template, or its name when
     no other template has it) gives with ``params``, each percent-encoded (RFC 6570).
     Raises for a template the server does not list, a parameter it does not take, or one
@@ -119,12 +119,18 @@ async def template_uri(gateway: Gateway, server: str, template: str, params: dic
     variables = dict(template_variables(uri_template))
     unknown = sorted(set(params) - set(variables))
     missing = [name for name, needed in variables.items() if needed and name not in params]
-    if unknown or missing:
+    untyped = [
+        f"{name} ({type(value).__name__ if value is not None else 'null'})"
+        for name, value in params.items()
+        if name in variables and not isinstance(value, str)
+    ]
+    if unknown or missing or untyped:
         said = "; ".join(
             part
             for part in (
                 f"it takes no {', '.join(unknown)}" if unknown else "",
                 f"it needs {', '.join(missing)}" if missing else "",
+                f"its parameters are strings, not {', '.join(untyped)}" if untyped else "",
             )
             if part
         )
