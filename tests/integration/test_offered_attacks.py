@@ -199,3 +199,22 @@ def test_a_server_hanging_on_prompts_list_is_connected_and_called_without_waitin
     assert json.loads(called.stdout) == ["pong", "notes://a/b"]
     servers = {s["name"]: s for s in hanging.client.get("servers").json()}
     assert not any("prompts/list" in w for w in servers["notes"]["warnings"]), servers
+
+
+@pytest.mark.parametrize("args", [{"topic": 1}, {"topic": None}, {"topic": ["a"]}])
+def test_a_prompt_argument_of_the_wrong_type_is_named(
+    notes: GatewayProcess, args: dict[str, object]
+) -> None:
+    code = f"""import {{ prompts }} from "toolscript";
+try {{
+  await prompts.notes.get("hello", {json.dumps(args)} as any);
+}} catch (error) {{
+  const e = error as {{ name: string; status: number; message: string }};
+  return {{ error: e.name, status: e.status, message: e.message }};
+}}
+"""
+    done = toolscript_cli("exec", code, cwd=notes.directory)
+    assert done.returncode == 0, done.stdout + done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["error"] == "ToolError" and answer["status"] == 400, answer
+    assert "hello" in answer["message"] and "topic" in answer["message"], answer

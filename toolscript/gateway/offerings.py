@@ -217,15 +217,24 @@ async def get_prompt(
     gateway: Gateway,
     server: str,
     name: str,
-    arguments: dict[str, str],
+    arguments: dict[str, Any],
     run_id: str | None = None,
     size: int = 0,
 ) -> Answered:
     """``{"description"?, "messages": [{role, content}]}`` of one prompt."""
     if not name:
         raise UsageError("give the name of the prompt")
-    if not all(isinstance(value, str) for value in arguments.values()):
-        raise UsageError("a prompt's arguments are strings: give each as text")
+    untyped = [
+        f"{argument} ({type(value).__name__ if value is not None else 'null'})"
+        for argument, value in arguments.items()
+        if not isinstance(value, str)
+    ]
+    if untyped:
+        raise UsageError(
+            f"prompt {name!r} of server {server!r}: its arguments are strings, "
+            f"not {', '.join(untyped)}",
+            hint="give each argument as text",
+        )
     upstream = _offering_upstream(gateway, server)
 
     async def fetch() -> dict[str, Any]:
