@@ -77,7 +77,7 @@ class ResourceRead(Body, frozen=True):
     problems: ClassVar[Mapping[str, str]] = {
         "uri": "expected a JSON object with a string uri",
         "template": "expected a JSON object with a string template",
-        "params": "a template's params are an object: {\"name\": \"text\", ...}",
+        "params": 'a template\'s params are an object: {"name": "text", ...}',
     }
 
 
@@ -90,7 +90,7 @@ class PromptGet(Body, frozen=True):
 
     problems: ClassVar[Mapping[str, str]] = {
         "name": "expected a JSON object with a string name",
-        "arguments": "a prompt's arguments are an object: {\"name\": \"text\", ...}",
+        "arguments": 'a prompt\'s arguments are an object: {"name": "text", ...}',
     }
 
 
