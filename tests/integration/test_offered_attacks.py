@@ -218,3 +218,20 @@ try {{
     answer = json.loads(done.stdout)
     assert answer["error"] == "ToolError" and answer["status"] == 400, answer
     assert "hello" in answer["message"] and "topic" in answer["message"], answer
+
+
+def test_a_build_without_a_gateway_still_waits_for_the_prompts(tmp_path: Path) -> None:
+    # Prompts are listed after a server is connected: a one-off fetch waits for them.
+    import anyio
+
+    from toolscript.config import load_config
+    from toolscript.upstream.connect import fetch_lists_once
+
+    path = tmp_path / ".toolscript.json"
+    path.write_text(json.dumps(_config(tmp_path)))
+    config = load_config(path)
+    found = anyio.run(lambda: fetch_lists_once(list(config.enabled_servers)))
+    tools, offered = found["notes"]
+    assert tools is not None and offered is not None
+    assert [prompt["name"] for prompt in offered["prompts"]] == ["hello"]
+    assert len(offered["resourceTemplates"]) == 2

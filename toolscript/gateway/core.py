@@ -426,9 +426,10 @@ class Gateway:
         # types them if they answer soon; one that answers later is typed by a rebuild.
         with anyio.move_on_after(OFFERED_GRACE):
             for upstream in self.upstreams.values():
-                listed = getattr(upstream, "offered_listed", None)
-                if isinstance(listed, anyio.Event) and upstream.state == ServerState.CONNECTED:
-                    await listed.wait()
+                if upstream.state == ServerState.CONNECTED and isinstance(
+                    upstream, ListedOfferings
+                ):
+                    await upstream.offered_listed.wait()
         try:
             await self.rebuild_artifacts()
             if quick is not None and quick.early:

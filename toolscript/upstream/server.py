@@ -169,7 +169,6 @@ class UpstreamServer:
                     elicitation_callback=self._elicit if self._on_elicit is not None else None,
                 )
             )
-            listing = await stack.enter_async_context(anyio.create_task_group())
             # stop() cancels this: a server stuck in initialize never holds up a shutdown.
             with anyio.CancelScope() as self._connecting:
                 with anyio.fail_after(self.connect_timeout):
@@ -177,7 +176,6 @@ class UpstreamServer:
                     tools = await self._list_tools(session)
             self._connecting = None
             if self._stopping:
-                listing.cancel_scope.cancel()
                 return
             self._session = session
             self._raw_writer = write if self.config.transport == "stdio" else None
@@ -189,9 +187,10 @@ class UpstreamServer:
             self.first_attempt_done.set()
             if self._on_tools_changed is not None:
                 await self._on_tools_changed(self)
-            listing.start_soon(self._offered_listing, session, name=f"{self.name} offered")
-            await self._lost.wait()
-            listing.cancel_scope.cancel()
+            async with anyio.create_task_group() as listing:  # left before any raise below
+                listing.start_soon(self._offered_listing, session, name=f"{self.name} offered")
+                await self._lost.wait()
+                listing.cancel_scope.cancel()
             self._session = None
             self._raw_writer = None
             if not self._stopping:
@@ -337,15 +336,15 @@ class UpstreamServer:
         the artifacts rebuilt when they change what the module types."""
         try:
             offered = await self._list_offered(session)
+            if self._session is not session:
+                return
+            same = set(offered) == set(self.offered) and all(
+                offered_entries(kind, offered[kind]) == offered_entries(kind, self.offered[kind])
+                for kind in offered
+            )
+            self.offered = offered
         finally:
-            self.offered_listed.set()
-        if self._session is not session:
-            return
-        same = set(offered) == set(self.offered) and all(
-            offered_entries(kind, offered[kind]) == offered_entries(kind, self.offered[kind])
-            for kind in offered
-        )
-        self.offered = offered
+            self.offered_listed.set()  # kept before the first build looks
         if not same and self._on_tools_changed is not None:
             await self._on_tools_changed(self)
 
