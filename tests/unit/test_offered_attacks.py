@@ -98,3 +98,26 @@ def test_an_exact_rule_for_a_spelled_uri_is_kept() -> None:
     rules = {"resource:*": "deny", "resource:files://a%20b": "allow"}
     assert decide(rules, "never", "resource:files://a%20b", None) == "allow"
     assert decide(rules, "never", "resource:files://a b", None) == "deny"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "resource:files://$(touch pwned)",
+        "resource:files://a b;rm -rf x",
+        "prompt:`id`",
+        "resource:x://'quoted'\"too\"",
+    ],
+)
+def test_an_approval_command_quotes_what_a_script_or_server_named(name: str) -> None:
+    # The hint is a shell command a user (or an agent) runs as shown: a URI or a prompt's
+    # name in it is one argument, never shell syntax.
+    import shlex
+
+    from toolscript.gateway.runbook import approve_commands
+
+    for run_id in (None, "r1"):
+        hint = approve_commands(run_id, f"notes__{name}")
+        shown = hint[hint.index("`toolscript approve --tool") + 1 : hint.index("` (this tool")]
+        argv = shlex.split(shown)
+        assert argv == ["toolscript", "approve", "--tool", f"notes.{name}"], hint
