@@ -235,3 +235,15 @@ def test_a_build_without_a_gateway_still_waits_for_the_prompts(tmp_path: Path) -
     assert tools is not None and offered is not None
     assert [prompt["name"] for prompt in offered["prompts"]] == ["hello"]
     assert len(offered["resourceTemplates"]) == 2
+
+
+def test_search_over_prompts_is_not_held_by_a_server_hanging_on_them(
+    hanging: GatewayProcess,
+) -> None:
+    # Its prompts/list never answers (the server's own timeout is a minute, longer than this
+    # client waits): search answers with what it could list, the templates here.
+    hanging.wait_for_health(lambda h: h["servers"]["notes"]["state"] == "connected")
+    found = hanging.client.get("runtime/search", params={"q": "note", "kind": "all"})
+    assert found.status_code == 200, found.text
+    hits = found.json()["hits"]
+    assert any(hit["kind"] == "resource" and hit["name"] == "note" for hit in hits), hits

@@ -48,6 +48,9 @@ __all__ = [
 
 KINDS = ("tool", "resource", "prompt", "all")  # what search may look through
 LISTING_TTL = 30.0  # seconds a server's listing serves search before it is asked again
+# Seconds search waits for one server's listing: one that does not answer by then (a server
+# hanging on prompts/list) offers nothing to search for LISTING_TTL, and holds up no search.
+LISTING_WAIT = 5.0
 
 
 def _offering_upstream(gateway: Gateway, server: str) -> Offerings:
@@ -276,11 +279,12 @@ async def _listing(gateway: Gateway, server: str, kind: str) -> list[dict[str, A
         return kept[1]
     items: list[dict[str, Any]] = []
     try:
-        if kind == "resource":
-            listed = await list_resources(gateway, server)
-            items = listed["resources"] + listed["templates"]
-        else:
-            items = (await list_prompts(gateway, server))["prompts"]
+        with anyio.fail_after(LISTING_WAIT):
+            if kind == "resource":
+                listed = await list_resources(gateway, server)
+                items = listed["resources"] + listed["templates"]
+            else:
+                items = (await list_prompts(gateway, server))["prompts"]
     except Exception:  # search answers with what the other servers offer
         items = []
     _LISTINGS[key] = (time.monotonic(), items)
@@ -297,15 +301,22 @@ async def search_offerings(
 
     kinds = ("resource", "prompt") if kind == "all" else (kind,)
     servers = [server] if server else list(gateway.upstreams)
-    found: list[tuple[str, str, dict[str, Any]]] = []
-    for name in servers:
-        upstream = gateway.upstreams.get(name)
-        if upstream is None or upstream.state != ServerState.CONNECTED:
-            continue
-        if not isinstance(upstream, Offerings):
-            continue
-        for each in kinds:
-            found.extend((name, each, item) for item in await _listing(gateway, name, each))
+    asked = [
+        (name, each)
+        for name in servers
+        if isinstance(upstream := gateway.upstreams.get(name), Offerings)
+        and upstream.state == ServerState.CONNECTED
+        for each in kinds
+    ]
+    listings: dict[tuple[str, str], list[dict[str, Any]]] = {}
+
+    async def list_one(name: str, each: str) -> None:
+        listings[name, each] = await _listing(gateway, name, each)
+
+    async with anyio.create_task_group() as tasks:  # each server at once, none waited on long
+        for name, each in asked:
+            tasks.start_soon(list_one, name, each)
+    found = [(name, each, item) for name, each in asked for item in listings[name, each]]
     if not found:
         return []
     documents = [
