@@ -1,8 +1,9 @@
 """Template reads attacked from a script, with a real server whose templates keep reserved
 characters (``{+path}``): the policy's ``resource:URI`` rules hold for the expanded URI
 whatever the parameters hold (``/``, ``..``, ``%2F``), the run log and an approval name the
-expanded URI, a parameter of the wrong type is a ToolError naming the template; and a
-server that hangs on ``prompts/list`` is connected, its tools called, without waiting."""
+expanded URI, a parameter (or a prompt's argument) of the wrong type is a ToolError naming
+the template (prompt) and the parameter; and a server that hangs on ``prompts/list`` is
+connected, its tools called and search answered without waiting for it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Prompts and resource templates attacked: a hostile server's strings stay data (and the
 module's text stays one TypeScript line per line), template variables are read and
 expanded alike, and the policy's ``resource:URI`` rules hold for a URI however its path is
-spelled (``%2F``, ``..``, ``.``, encoded letters, the scheme's case)."""
+spelled (``%2F``, ``..``, ``.``, encoded letters, the scheme's case); an approval's command
+quotes the URI or prompt name it holds."""
 
 from __future__ import annotations
 
