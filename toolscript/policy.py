@@ -85,7 +85,8 @@ _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 
 def resource_spellings(uri: str) -> list[str]:
     """``uri`` and the URI a server decoding it reads: scheme in lower case, percent-escapes
-    decoded (as often as they nest) and ``.``/``..`` path segments resolved, so that
+    decoded (as often as they nest), ``.``/``..`` path segments resolved and empty ones
+    dropped, so that
     ``files://pub/..%2Fetc/passwd`` is also ``files://etc/passwd`` to the rules."""
     from urllib.parse import unquote
 
@@ -100,11 +101,12 @@ def resource_spellings(uri: str) -> list[str]:
     if rest.startswith("//"):  # its first segment too, as ``notes://{folder}/...`` has it
         head, rest = head + "//", rest[2:]
     kept: list[str] = []
-    for segment in rest.split("/"):
+    segments = rest.split("/")
+    for index, segment in enumerate(segments):
         if segment == "..":
             if kept:
                 kept.pop()
-        elif segment != ".":
+        elif segment not in (".", "") or index == len(segments) - 1:  # a//b is a/b
             kept.append(segment)
     resolved = head + "/".join(kept)
     return [uri] if resolved == uri else [uri, resolved]

@@ -86,6 +86,9 @@ RULES = {
         ("SECRET://x", "deny"),
         ("Secret:%2F%2Fx", "deny"),
         ("files://pub/../asked/x", "ask"),
+        ("files:///etc/passwd", "deny"),  # {+path} with /etc/passwd
+        ("files://pub//..//etc/passwd", "deny"),
+        ("files://pub/", "allow"),
         ("files://pub/a%20b", "allow"),
         ("files://pub/x/../y", "allow"),
         ("notes://public/key", "allow"),
