@@ -3,7 +3,8 @@
 Decided per call from the config and the tool's annotations, most specific first:
 
 1. the server's ``policy`` rule whose pattern matches the tool: an exact name before any
-   glob, a longer glob before a shorter one (``delete_*`` before ``*``);
+   glob, a longer glob before a shorter one (``delete_*`` before ``*``); a resource's URI
+   as spelled and as decoded and resolved (``resource_spellings``), the stricter winning;
 2. the project's ``policy.ask`` setting against the tool's annotations:
    ``destructive`` (the default) asks for tools annotated ``destructiveHint: true``,
    ``writes`` for every tool not annotated ``readOnlyHint: true``, ``never`` for none;
@@ -15,6 +16,7 @@ Pure logic: no I/O, no gateway.
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -29,6 +31,7 @@ __all__ = [
     "is_offering",
     "matching",
     "offering_name",
+    "resource_spellings",
     "timeout_for",
 ]
 
@@ -64,7 +67,54 @@ def matching(patterns: Mapping[str, Any], tool: str) -> Any | None:
 def decide(
     rules: Rules, asking: Asking, tool: str, annotations: Mapping[str, Any] | None
 ) -> Decision:
-    """The decision for ``tool`` of a server whose rules are ``rules``."""
+    """The decision for ``tool`` of a server whose rules are ``rules``. A resource's URI
+    is decided as spelled and as its server may read it (``resource_spellings``), the
+    strictest decision winning, unless a rule names the URI exactly as spelled."""
+    if tool.startswith("resource:") and tool not in rules:
+        decided = [
+            _decide(rules, asking, f"resource:{uri}", annotations)
+            for uri in resource_spellings(tool.removeprefix("resource:"))
+        ]
+        return max(decided, key=DECISIONS.index)
+    return _decide(rules, asking, tool, annotations)
+
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+def resource_spellings(uri: str) -> list[str]:
+    """``uri`` and the URI a server decoding it reads: scheme in lower case, percent-escapes
+    decoded (as often as they nest), ``.``/``..`` path segments resolved and empty ones
+    dropped, so that
+    ``files://pub/..%2Fetc/passwd`` is also ``files://etc/passwd`` to the rules."""
+    from urllib.parse import unquote
+
+    decoded = uri
+    for _ in range(8):  # %252F -> %2F -> /
+        if not _ESCAPE.search(decoded):
+            break
+        decoded = unquote(decoded, errors="surrogateescape")
+    scheme = _SCHEME.match(decoded)
+    head = scheme.group(0).lower() if scheme else ""
+    rest = decoded[len(head) :]
+    if rest.startswith("//"):  # its first segment too, as ``notes://{folder}/...`` has it
+        head, rest = head + "//", rest[2:]
+    kept: list[str] = []
+    segments = rest.split("/")
+    for index, segment in enumerate(segments):
+        if segment == "..":
+            if kept:
+                kept.pop()
+        elif segment not in (".", "") or index == len(segments) - 1:  # a//b is a/b
+            kept.append(segment)
+    resolved = head + "/".join(kept)
+    return [uri] if resolved == uri else [uri, resolved]
+
+
+def _decide(
+    rules: Rules, asking: Asking, tool: str, annotations: Mapping[str, Any] | None
+) -> Decision:
     ruled = matching(rules, tool)
     if ruled is not None:
         decision: Decision = ruled

@@ -133,7 +133,8 @@ _EXPANSION: dict[str, tuple[str, str, bool, str, bool]] = {
     "?": ("?", "&", True, "=", False),
     "&": ("&", "&", True, "=", False),
 }
-_OPTIONAL_OPERATORS = ("?", "&")  # query parameters: left out when not given
+# A query's parameters and a fragment: left out when not given (a URI needs neither).
+_OPTIONAL_OPERATORS = ("?", "&", "#")
 _RESERVED = ":/?#[]@!$&'()*+,;="
 _PERCENT = re.compile(r"(%[0-9A-Fa-f]{2})")
 
@@ -145,10 +146,17 @@ def template_variables(template: str) -> list[tuple[str, bool]]:
     for expression in _EXPRESSION.findall(template):
         operator = expression[:1] if expression[:1] in _OPERATORS else ""
         for variable in expression[len(operator) :].split(","):
-            name = variable.split(":", 1)[0].rstrip("*").strip()
+            name, _ = _varspec(variable)
             if name:
                 found[name] = found.get(name, False) or operator not in _OPTIONAL_OPERATORS
     return list(found.items())
+
+
+def _varspec(variable: str) -> tuple[str, str]:
+    """A variable's name and prefix length (``a:3`` -> a, 3; the explode ``*`` dropped),
+    read alike for the types and the expansion, whatever the order of ``:`` and ``*``."""
+    spec, _, prefix = variable.partition(":")
+    return spec.rstrip("*").strip(), prefix.rstrip("*").strip()
 
 
 def template_parameters(template: str) -> list[str]:
@@ -177,8 +185,7 @@ def expand_template(template: str, values: Mapping[str, str]) -> str:
         first, separator, named, if_empty, reserved = _EXPANSION[operator]
         parts = []
         for variable in expression[len(operator) :].split(","):
-            spec, _, prefix = variable.rstrip("*").partition(":")
-            name = spec.strip()
+            name, prefix = _varspec(variable)
             if name not in values:
                 continue
             value = str(values[name])
@@ -196,7 +203,7 @@ def expand_template(template: str, values: Mapping[str, str]) -> str:
 def template_members(templates: list[dict[str, Any]] | None, indent: str = "  ") -> str | None:
     """The ``template`` overloads of a server's resource templates (None: unknown): each
     takes the URI template, or its name where no other template has that name, and an
-    object of its variables (those of a query, ``{?q}``, optional)."""
+    object of its variables (those of a query, ``{?q}``, or a fragment, ``{#f}``, optional)."""
     if templates is None:
         return None
     if not templates:

@@ -71,12 +71,13 @@ class ResourceRead(Body, frozen=True):
 
     uri: str = ""
     template: str = ""
-    params: dict[str, str] = msgspec.field(default_factory=dict)
+    # Checked by the template read, which names the template and the parameter at fault.
+    params: dict[str, Any] = msgspec.field(default_factory=dict)
 
     problems: ClassVar[Mapping[str, str]] = {
         "uri": "expected a JSON object with a string uri",
         "template": "expected a JSON object with a string template",
-        "params": "a template's params are an object of strings",
+        "params": 'a template\'s params are an object: {"name": "text", ...}',
     }
 
 
@@ -84,11 +85,12 @@ class PromptGet(Body, frozen=True):
     """``POST /servers/{server}/prompts/get``: the prompt and its arguments (strings)."""
 
     name: str
-    arguments: dict[str, str] = msgspec.field(default_factory=dict)
+    # Checked by the get, which names the prompt and the argument at fault.
+    arguments: dict[str, Any] = msgspec.field(default_factory=dict)
 
     problems: ClassVar[Mapping[str, str]] = {
         "name": "expected a JSON object with a string name",
-        "arguments": "a prompt's arguments are an object of strings",
+        "arguments": 'a prompt\'s arguments are an object: {"name": "text", ...}',
     }
 
 

@@ -111,6 +111,9 @@ IDLE_BEFORE_BACKGROUND = 1.0
 # ... but no later than this after the URL: a client that keeps a run under way (an agent
 # calling `execute` back to back) would otherwise keep every new script on a cold `deno check`.
 BACKGROUND_AT_THE_LATEST = 8.0
+# How long the first build waits for connected servers' prompts and templates (listed after
+# they connect); a server slower than this has them typed by a rebuild when they come.
+OFFERED_GRACE = 2.0
 
 
 def split_tool_name(qualified: str) -> tuple[str, str]:
@@ -419,6 +422,14 @@ class Gateway:
         self._closing_task = task  # held until it is done
 
     async def _first_build(self, quick: _QuickQueries | None) -> None:
+        # Connected servers list their prompts and templates meanwhile: the first module
+        # types them if they answer soon; one that answers later is typed by a rebuild.
+        with anyio.move_on_after(OFFERED_GRACE):
+            for upstream in self.upstreams.values():
+                if upstream.state == ServerState.CONNECTED and isinstance(
+                    upstream, ListedOfferings
+                ):
+                    await upstream.offered_listed.wait()
         try:
             await self.rebuild_artifacts()
             if quick is not None and quick.early:

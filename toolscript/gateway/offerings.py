@@ -48,6 +48,9 @@ __all__ = [
 
 KINDS = ("tool", "resource", "prompt", "all")  # what search may look through
 LISTING_TTL = 30.0  # seconds a server's listing serves search before it is asked again
+# Seconds search waits for one server's listing: one that does not answer by then (a server
+# hanging on prompts/list) offers nothing to search for LISTING_TTL, and holds up no search.
+LISTING_WAIT = 5.0
 
 
 def _offering_upstream(gateway: Gateway, server: str) -> Offerings:
@@ -92,7 +95,7 @@ async def _noted(upstream: Offerings, kind: str, items: list[dict[str, Any]]) ->
         await upstream.note_offered(kind, [dict(item) for item in items])
 
 
-async def template_uri(gateway: Gateway, server: str, template: str, params: dict[str, str]) -> str:
+async def template_uri(gateway: Gateway, server: str, template: str, params: dict[str, Any]) -> str:
     """The URI one of the server's resource templates (its URI template, or its name when
     no other template has it) gives with ``params``, each percent-encoded (RFC 6570).
     Raises for a template the server does not list, a parameter it does not take, or one
@@ -119,12 +122,18 @@ async def template_uri(gateway: Gateway, server: str, template: str, params: dic
     variables = dict(template_variables(uri_template))
     unknown = sorted(set(params) - set(variables))
     missing = [name for name, needed in variables.items() if needed and name not in params]
-    if unknown or missing:
+    untyped = [
+        f"{name} ({type(value).__name__ if value is not None else 'null'})"
+        for name, value in params.items()
+        if name in variables and not isinstance(value, str)
+    ]
+    if unknown or missing or untyped:
         said = "; ".join(
             part
             for part in (
                 f"it takes no {', '.join(unknown)}" if unknown else "",
                 f"it needs {', '.join(missing)}" if missing else "",
+                f"its parameters are strings, not {', '.join(untyped)}" if untyped else "",
             )
             if part
         )
@@ -211,15 +220,24 @@ async def get_prompt(
     gateway: Gateway,
     server: str,
     name: str,
-    arguments: dict[str, str],
+    arguments: dict[str, Any],
     run_id: str | None = None,
     size: int = 0,
 ) -> Answered:
     """``{"description"?, "messages": [{role, content}]}`` of one prompt."""
     if not name:
         raise UsageError("give the name of the prompt")
-    if not all(isinstance(value, str) for value in arguments.values()):
-        raise UsageError("a prompt's arguments are strings: give each as text")
+    untyped = [
+        f"{argument} ({type(value).__name__ if value is not None else 'null'})"
+        for argument, value in arguments.items()
+        if not isinstance(value, str)
+    ]
+    if untyped:
+        raise UsageError(
+            f"prompt {name!r} of server {server!r}: its arguments are strings, "
+            f"not {', '.join(untyped)}",
+            hint="give each argument as text",
+        )
     upstream = _offering_upstream(gateway, server)
 
     async def fetch() -> dict[str, Any]:
@@ -261,11 +279,12 @@ async def _listing(gateway: Gateway, server: str, kind: str) -> list[dict[str, A
         return kept[1]
     items: list[dict[str, Any]] = []
     try:
-        if kind == "resource":
-            listed = await list_resources(gateway, server)
-            items = listed["resources"] + listed["templates"]
-        else:
-            items = (await list_prompts(gateway, server))["prompts"]
+        with anyio.fail_after(LISTING_WAIT):
+            if kind == "resource":
+                listed = await list_resources(gateway, server)
+                items = listed["resources"] + listed["templates"]
+            else:
+                items = (await list_prompts(gateway, server))["prompts"]
     except Exception:  # search answers with what the other servers offer
         items = []
     _LISTINGS[key] = (time.monotonic(), items)
@@ -282,15 +301,22 @@ async def search_offerings(
 
     kinds = ("resource", "prompt") if kind == "all" else (kind,)
     servers = [server] if server else list(gateway.upstreams)
-    found: list[tuple[str, str, dict[str, Any]]] = []
-    for name in servers:
-        upstream = gateway.upstreams.get(name)
-        if upstream is None or upstream.state != ServerState.CONNECTED:
-            continue
-        if not isinstance(upstream, Offerings):
-            continue
-        for each in kinds:
-            found.extend((name, each, item) for item in await _listing(gateway, name, each))
+    asked = [
+        (name, each)
+        for name in servers
+        if isinstance(upstream := gateway.upstreams.get(name), Offerings)
+        and upstream.state == ServerState.CONNECTED
+        for each in kinds
+    ]
+    listings: dict[tuple[str, str], list[dict[str, Any]]] = {}
+
+    async def list_one(name: str, each: str) -> None:
+        listings[name, each] = await _listing(gateway, name, each)
+
+    async with anyio.create_task_group() as tasks:  # each server at once, none waited on long
+        for name, each in asked:
+            tasks.start_soon(list_one, name, each)
+    found = [(name, each, item) for name, each in asked for item in listings[name, each]]
     if not found:
         return []
     documents = [

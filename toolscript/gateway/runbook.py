@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import logging
 import secrets
+import shlex
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -80,7 +81,11 @@ def digest(tool: str, arguments: Any) -> str:
 def approve_commands(run_id: str | None, tool: str) -> str:
     """The commands that approve a call, as every refusal names them."""
     server, _, name = tool.partition("__")
-    forever = f"`toolscript approve --tool {server}.{name}` (this tool, from now on)"
+    # Shell-quoted: a resource's URI (a script's) or a prompt's name (a server's) is one
+    # argument of a command a user runs as shown, never shell syntax.
+    forever = (
+        f"`toolscript approve --tool {shlex.quote(f'{server}.{name}')}` (this tool, from now on)"
+    )
     if run_id is None:
         return f"approve it with {forever}"
     return (

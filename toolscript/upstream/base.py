@@ -89,6 +89,8 @@ class ListedOfferings(Protocol):
 
     # kind ("prompts", "resourceTemplates") -> the listed items; none yet: not connected
     offered: dict[str, list[dict[str, Any]]]
+    # set once the first listing after connecting is done (listed after "connected")
+    offered_listed: anyio.Event
 
     async def note_offered(self, kind: str, items: list[dict[str, Any]]) -> None:
         """A listing made meanwhile: kept, and the artifacts rebuilt when it changed."""

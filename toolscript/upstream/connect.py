@@ -67,6 +67,8 @@ async def fetch_lists_once(
             tasks.start_soon(upstream.run)
         for upstream in upstreams:
             await upstream.first_attempt_done.wait()
+            if upstream.state == ServerState.CONNECTED and isinstance(upstream, ListedOfferings):
+                await upstream.offered_listed.wait()  # its prompts and templates too
         found: dict[str, Listed] = {}
         for upstream in upstreams:
             if upstream.state != ServerState.CONNECTED:

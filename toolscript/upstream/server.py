@@ -106,6 +106,10 @@ class UpstreamServer:
         self._stopping = False
         self._connecting: anyio.CancelScope | None = None  # while initialize and tools/list run
         self.first_attempt_done = anyio.Event()
+        # Set once the first listing of its prompts and templates is done (or gave up):
+        # they are listed after it is connected, so a server slow to list them holds up
+        # neither its state, its tools and calls, nor the gateway's URL.
+        self.offered_listed = anyio.Event()
         self._stderr: IO[str] | None = None
         self.warnings: list[str] = []  # what this server sent that bends the spec, each once
         self._warned: set[str] = set()
@@ -170,13 +174,12 @@ class UpstreamServer:
                 with anyio.fail_after(self.connect_timeout):
                     await session.initialize()
                     tools = await self._list_tools(session)
-                offered = await self._list_offered(session)  # never fails the connection
             self._connecting = None
             if self._stopping:
                 return
             self._session = session
             self._raw_writer = write if self.config.transport == "stdio" else None
-            self.tools, self.offered = tools, offered
+            self.tools = tools
             self.error = None
             self.connected_at = time.time()
             self._set_state(ServerState.CONNECTED)
@@ -184,7 +187,10 @@ class UpstreamServer:
             self.first_attempt_done.set()
             if self._on_tools_changed is not None:
                 await self._on_tools_changed(self)
-            await self._lost.wait()
+            async with anyio.create_task_group() as listing:  # left before any raise below
+                listing.start_soon(self._offered_listing, session, name=f"{self.name} offered")
+                await self._lost.wait()
+                listing.cancel_scope.cancel()
             self._session = None
             self._raw_writer = None
             if not self._stopping:
@@ -324,6 +330,23 @@ class UpstreamServer:
                 continue
             offered[kind] = [item for item in listed.get(kind) or [] if isinstance(item, dict)]
         return offered
+
+    async def _offered_listing(self, session: ClientSession) -> None:
+        """Its prompts and templates listed once connected (never failing the connection);
+        the artifacts rebuilt when they change what the module types."""
+        try:
+            offered = await self._list_offered(session)
+            if self._session is not session:
+                return
+            same = set(offered) == set(self.offered) and all(
+                offered_entries(kind, offered[kind]) == offered_entries(kind, self.offered[kind])
+                for kind in offered
+            )
+            self.offered = offered
+        finally:
+            self.offered_listed.set()  # kept before the first build looks
+        if not same and self._on_tools_changed is not None:
+            await self._on_tools_changed(self)
 
     async def note_offered(self, kind: str, items: list[dict[str, Any]]) -> None:
         """A listing of ``kind`` made meanwhile (a script's or the CLI's): kept, and the
