@@ -11,6 +11,8 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import psutil
@@ -33,6 +35,7 @@ from toolscript.execution.locate import module_file, module_hash
 from toolscript.execution.runhandle import end_run, start_run
 from toolscript.execution.sandbox import Limits, Script, _command, run_toolscript
 from toolscript.execution.spare import Spare
+from toolscript.gateway.guard import LIVENESS_PATH
 
 CONFIG = {"mcpServers": {"fx": fixture_server()}, "search": {"semantic": False}}
 
@@ -107,6 +110,30 @@ def test_before_its_script_a_spare_holds_no_token_and_no_more_permissions(
         spare.discard()
     wait_for_exit(spare.process.pid)
     assert not spare.script_path.parent.exists()  # its DENO_DIR went with it
+
+
+def test_a_spare_connects_to_the_gateway_ahead_through_the_path_that_takes_no_token(
+    gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    """Deno's HTTP client and a kept-alive connection are ready before the script comes, so
+    its first call costs what the others do; the spare still holds no token."""
+    spare = Spare(gateway.url, module_of(gateway), 512, tmp_path)
+    try:
+        port = urlsplit(gateway.url).port
+
+        def to_the_gateway() -> list[Any]:
+            return [
+                connection
+                for connection in psutil.Process(spare.process.pid).net_connections()
+                if connection.raddr and connection.raddr.port == port
+            ]
+
+        wait_until(to_the_gateway, bool, 60, "the spare's connection to the gateway")
+        boot = (spare.script_path.parent / "boot.ts").read_text()
+        assert f'{LIVENESS_PATH}"' in boot
+        assert gateway.url.rsplit("/", 1)[1] not in boot
+    finally:
+        spare.discard()
 
 
 def test_a_spare_runs_one_script_with_the_run_s_url_then_is_gone(
