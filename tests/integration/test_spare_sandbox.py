@@ -129,6 +129,8 @@ def test_a_spare_connects_to_the_gateway_ahead_through_the_path_that_takes_no_to
             ]
 
         wait_until(to_the_gateway, bool, 60, "the spare's connection to the gateway")
+        # and it writes no V8 code cache into a DENO_DIR that goes with it
+        assert not list(spare.script_path.parent.glob("v8_code_cache*"))
         boot = (spare.script_path.parent / "boot.ts").read_text()
         assert f'{LIVENESS_PATH}"' in boot
         assert gateway.url.rsplit("/", 1)[1] not in boot
