@@ -30,6 +30,7 @@ import hashlib
 import json
 import signal
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -105,7 +106,19 @@ class Spare:
     """One Deno process waiting for one script (see the module's docstring); what
     ``sandbox.run_toolscript`` takes as its ``spare``."""
 
-    def __init__(self, gateway_url: str, module: Path, memory_mb: int, cwd: Path | None) -> None:
+    def __init__(
+        self,
+        gateway_url: str,
+        module: Path,
+        memory_mb: int,
+        cwd: Path | None,
+        *,
+        tidy_later: bool = False,
+    ) -> None:
+        """``tidy_later``: its DENO_DIR is removed by a thread after its run, not before the
+        run's answer (the MCP face, which lives on: removing the files Deno just wrote took
+        12-80 ms on a busy disk); a process that exits meanwhile leaves it to the next run's
+        ``run_deno_dir``, which removes the folders of processes gone."""
         from toolscript.plumbing.denobinary import deno_cache_dir
         from toolscript.plumbing.paths import user_cache_dir
         from toolscript.store.savedscripts import module_imports
@@ -113,6 +126,7 @@ class Spare:
         packages = packages_beside(module)
         self.key = spare_key(gateway_url, module, memory_mb, cwd, packages)
         self.used = False
+        self.tidy_later = tidy_later
         self._stack = contextlib.ExitStack()
         try:
             close_web_storage(deno_cache_dir())
@@ -203,8 +217,12 @@ class Spare:
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
-        self.close()
+        self._stack.close()
 
     def close(self) -> None:
-        """Remove its DENO_DIR and import map (its process has ended)."""
+        """Remove its DENO_DIR and import map (its process has ended); with ``tidy_later``,
+        a thread does after its run."""
+        if self.tidy_later and self.used and self.process.poll() is not None:
+            threading.Thread(target=self._stack.close, daemon=True, name="spare tidy").start()
+            return
         self._stack.close()

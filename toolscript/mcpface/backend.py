@@ -657,13 +657,13 @@ class Backend:
         if spare is not None:
             spare.discard()
         try:
-            return Spare(url, module, self.memory_mb, self.cwd)
+            return Spare(url, module, self.memory_mb, self.cwd, tidy_later=True)
         except (OSError, ToolscriptError):  # a fresh Deno runs it instead
             return None
 
     def _spawn_spare(self, url: str, module: Path) -> None:
         try:
-            spare = Spare(url, module, self.memory_mb, self.cwd)
+            spare = Spare(url, module, self.memory_mb, self.cwd, tidy_later=True)
         except (OSError, ToolscriptError):  # never fatal: the next run spawns its own
             return
         with self._lock:
