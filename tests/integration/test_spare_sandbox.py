@@ -9,8 +9,11 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import psutil
@@ -33,6 +36,7 @@ from toolscript.execution.locate import module_file, module_hash
 from toolscript.execution.runhandle import end_run, start_run
 from toolscript.execution.sandbox import Limits, Script, _command, run_toolscript
 from toolscript.execution.spare import Spare
+from toolscript.gateway.guard import LIVENESS_PATH
 
 CONFIG = {"mcpServers": {"fx": fixture_server()}, "search": {"semantic": False}}
 
@@ -90,6 +94,8 @@ def test_before_its_script_a_spare_holds_no_token_and_no_more_permissions(
     spare = Spare(gateway.url, module, 512, tmp_path)
     try:
         process = psutil.Process(spare.process.pid)
+        # (a deno on PATH may be a shell script that execs the binary: wait for that)
+        wait_until(lambda: process.cmdline()[1:2], lambda run: run == ["run"], 60, "deno run")
         token = gateway.url.rsplit("/", 1)[1]
         assert "TOOLSCRIPT_GATEWAY_URL" not in process.environ()
         assert not any(token in value for value in process.environ().values())
@@ -107,6 +113,32 @@ def test_before_its_script_a_spare_holds_no_token_and_no_more_permissions(
         spare.discard()
     wait_for_exit(spare.process.pid)
     assert not spare.script_path.parent.exists()  # its DENO_DIR went with it
+
+
+def test_a_spare_connects_to_the_gateway_ahead_through_the_path_that_takes_no_token(
+    gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    """Deno's HTTP client and a kept-alive connection are ready before the script comes, so
+    its first call costs what the others do; the spare still holds no token."""
+    spare = Spare(gateway.url, module_of(gateway), 512, tmp_path)
+    try:
+        port = urlsplit(gateway.url).port
+
+        def to_the_gateway() -> list[Any]:
+            return [
+                connection
+                for connection in psutil.Process(spare.process.pid).net_connections()
+                if connection.raddr and connection.raddr.port == port
+            ]
+
+        wait_until(to_the_gateway, bool, 60, "the spare's connection to the gateway")
+        # and it writes no V8 code cache into a DENO_DIR that goes with it
+        assert not list(spare.script_path.parent.glob("v8_code_cache*"))
+        boot = (spare.script_path.parent / "boot.ts").read_text()
+        assert f'{LIVENESS_PATH}"' in boot
+        assert gateway.url.rsplit("/", 1)[1] not in boot
+    finally:
+        spare.discard()
 
 
 def test_a_spare_runs_one_script_with_the_run_s_url_then_is_gone(
@@ -127,6 +159,36 @@ def test_a_spare_runs_one_script_with_the_run_s_url_then_is_gone(
     assert spare.process.poll() is not None
     assert not spare.fits(gateway.url, module_of(gateway), 512, tmp_path)  # one script only
     assert not spare.script_path.parent.exists()
+
+
+def test_the_face_s_spare_is_tidied_after_its_run_answers(
+    gateway: GatewayProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Removing the files Deno just wrote can take tens of milliseconds on a busy disk: the
+    face's answer does not wait for it, and the folder still goes."""
+    import shutil
+
+    import toolscript.plumbing.denobinary as denobinary
+
+    spare = Spare(gateway.url, module_of(gateway), 512, tmp_path, tidy_later=True)
+    folder = spare.script_path.parent
+    disk = threading.Event()
+    real = shutil.rmtree
+
+    def slow_rmtree(path: Any, *args: Any, **kwargs: Any) -> None:
+        if Path(path) == folder:
+            disk.wait(60)
+        real(path, *args, **kwargs)
+
+    monkeypatch.setattr(denobinary.shutil, "rmtree", slow_rmtree)
+    exit_code, out, err, _ = run(
+        gateway, "console.log(Deno.mainModule.endsWith('/boot.ts'))", spare, tmp_path
+    )
+    assert exit_code == 0, err
+    assert out.strip() == "true"
+    assert folder.exists()  # answered before the disk was done
+    disk.set()
+    wait_until(folder.exists, lambda there: not there, 60, "the spare's folder removed")
 
 
 def test_a_spare_s_script_reads_nothing_from_stdin_and_no_file_beside_its_copy(

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from toolscript.config import Config, SearchConfig
-from toolscript.execution.locate import private_gateway_args
+from toolscript.execution.locate import face_gateway_args, private_gateway_args
 from toolscript.gateway import core
 from toolscript.gateway.core import Gateway
 
@@ -153,3 +153,88 @@ def test_the_face_spawns_its_gateway_before_importing_the_mcp_sdk(tmp_path: Path
     )
     assert done.returncode == 17, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+class FakeModel:
+    """Stands for the search model's worker: records when the gateway starts loading it."""
+
+    def __init__(self) -> None:
+        self.started = anyio.Event()
+
+    def close(self) -> None:
+        pass
+
+
+async def with_model(served: Gateway) -> FakeModel:
+    """A running gateway, its first build done, gets a model to start (the real one's start
+    is a process of its own)."""
+    await served.first_build.wait()
+    model = FakeModel()
+    served.search.embedder = model  # type: ignore[assignment]
+
+    async def load() -> None:
+        model.started.set()
+
+    served._load_semantic_search = load  # type: ignore[method-assign]
+    return model
+
+
+def test_the_face_s_gateway_starts_the_search_model_once_no_run_is_under_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its first script does not share the two cores with the model's start."""
+    assert "--search-when-idle" in face_gateway_args(None, None)
+    monkeypatch.setattr(core, "IDLE_BEFORE_BACKGROUND", 0.3)
+    served = gateway(tmp_path, after_url=True, search_when_idle=True)
+
+    async def main() -> None:
+        async with served.running():
+            model = await with_model(served)
+            run = await served.runs.register()
+            served.url_announced()
+            await anyio.sleep(0.6)
+            assert not model.started.is_set(), "the model started while a run was under way"
+            await served.runs.end(run.id, 0)
+            with anyio.fail_after(5):
+                await model.started.wait()
+
+    anyio.run(main)
+
+
+def test_a_first_search_starts_a_model_that_waits_for_an_idle_gateway(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(core, "IDLE_BEFORE_BACKGROUND", 60.0)
+    served = gateway(tmp_path, after_url=True, search_when_idle=True)
+
+    async def main() -> None:
+        async with served.running():
+            model = await with_model(served)
+            await served.runs.register()
+            served.url_announced()
+            await anyio.sleep(0.3)
+            assert not model.started.is_set()
+            served.search_wanted()
+            with anyio.fail_after(5):
+                await model.started.wait()
+
+    anyio.run(main)
+
+
+def test_a_gateway_started_by_hand_starts_the_search_model_at_its_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`gateway start`: search turns hybrid seconds after the URL, runs or not."""
+    assert "--search-when-idle" not in private_gateway_args("--no-state", None, None)
+    monkeypatch.setattr(core, "IDLE_BEFORE_BACKGROUND", 60.0)
+    served = gateway(tmp_path, after_url=True)
+
+    async def main() -> None:
+        async with served.running():
+            model = await with_model(served)
+            await served.runs.register()
+            served.url_announced()
+            with anyio.fail_after(5):
+                await model.started.wait()
+
+    anyio.run(main)

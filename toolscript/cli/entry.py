@@ -119,6 +119,7 @@ _FAST_COMMANDS: dict[tuple[str, ...], tuple[tuple[str, ...], int, dict[str, tupl
                 "--no-inferred",
                 "--no-search-index",
                 "--no-state",
+                "--search-when-idle",
             )
         },
     ),

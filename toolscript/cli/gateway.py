@@ -126,6 +126,15 @@ def start(
             "--no-state", hidden=True, help="Write no state file (a gateway `toolscript mcp` owns)."
         ),
     ] = False,
+    search_when_idle: Annotated[
+        bool,
+        typer.Option(
+            "--search-when-idle",
+            hidden=True,
+            help="Start the search model once no run is under way, or at a first search "
+            "(the gateway `toolscript mcp` owns).",
+        ),
+    ] = False,
     needs: Annotated[
         str | None,
         typer.Option(
@@ -221,6 +230,7 @@ def start(
                 search_index=not no_search_index,
                 early=early,
                 deferred=deferred,
+                search_when_idle=search_when_idle,
             )
         finally:
             if not private:

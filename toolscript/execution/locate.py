@@ -26,6 +26,7 @@ from toolscript.store.savedscripts import write_module
 
 __all__ = [
     "NO_GATEWAY_URL",
+    "face_gateway_args",
     "gateway_for_run",
     "gateway_request",
     "module_file",
@@ -217,6 +218,13 @@ def private_gateway_args(
     return args
 
 
+def face_gateway_args(config: str | None, cache: str | None) -> list[str]:
+    """``gateway start`` arguments of the MCP face's own gateway: no state file, and the
+    search model starts once no run is under way or at a first search (the face's first
+    script should not share two cores with the model's start)."""
+    return [*private_gateway_args("--no-state", config, cache), "--search-when-idle"]
+
+
 def spawn_owned_gateway(config: str | None, cache: str | None) -> subprocess.Popen[str] | None:
     """The MCP face's own gateway (``--no-state``), spawned first thing, before the face's
     imports, so its servers start meanwhile; None when a gateway runs (or is set) or the
@@ -238,7 +246,7 @@ def spawn_owned_gateway(config: str | None, cache: str | None) -> subprocess.Pop
     env = dict(os.environ)
     env.setdefault("TOOLSCRIPT_LOG_LEVEL", "WARNING")
     return subprocess.Popen(
-        gateway_command(*private_gateway_args("--no-state", config, cache)),
+        gateway_command(*face_gateway_args(config, cache)),
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,

@@ -472,6 +472,7 @@ class DiscoveryController(Controller):
         if kind not in offerings.KINDS:
             raise UsageError(f"unknown kind {kind!r}; one of {', '.join(offerings.KINDS)}")
         limit = max(1, min(limit, 100))
+        gateway.search_wanted()
         found = (
             []
             if kind == "tool"

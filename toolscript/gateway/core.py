@@ -242,6 +242,7 @@ class Gateway:
         search_index: bool = True,
         early: dict[str, EarlyServer] | None = None,
         deferred: set[str] | None = None,
+        search_when_idle: bool = False,
     ) -> None:
         """``after_url``: the background work waits for ``url_announced`` (the runner calls
         it once the URL is printed), else it starts when the servers are ready.
@@ -250,8 +251,13 @@ class Gateway:
         the gateway's imports (``upstream/early.py``), each taken by its server's first
         connection (popped from the dict: what is left there nobody took). ``deferred``:
         servers that connect at their first call (``start_deferred``), not at the start (a
-        gateway for one script, which names the servers it needs)."""
+        gateway for one script, which names the servers it needs). ``search_when_idle``: the
+        embedding worker starts with the warm checker, once no run has been under way for a
+        second, or at the first search, whichever comes first (the MCP face's own gateway:
+        its first script should not share two cores with the model's start)."""
         self.config = config
+        self.search_when_idle = search_when_idle
+        self._semantic_started = False
         self._announced = anyio.Event()
         self._deferred = set(deferred or ())  # not started yet
         self._was_deferred = set(self._deferred)
@@ -460,16 +466,17 @@ class Gateway:
     async def _start_background(self) -> None:
         """The embedding worker as soon as the URL is out (a process of its own, torch-free
         on a first start too: search turns hybrid seconds after the URL); the warm checker
-        once the gateway is idle too (a first script's `deno check` goes first), or at the
-        latest ``BACKGROUND_AT_THE_LATEST`` after the URL."""
+        (and with ``search_when_idle`` the worker) once the gateway is idle too (a first
+        script's `deno check` goes first), or at the latest ``BACKGROUND_AT_THE_LATEST``
+        after the URL."""
         with self._background_scope:
             await self._announced.wait()
             assert self._tasks is not None
             # (No numpy query encoder here when no vector was stored as the gateway started:
             # it would have no tool vector to compare a query with, and the worker it would
             # hold up embeds the tools and serves queries in seconds.)
-            if self.search.embedder is not None:
-                self._tasks.start_soon(self._load_semantic_search, name="semantic search")
+            if not self.search_when_idle:
+                self._start_semantic()
             idle_since = announced = time.monotonic()
             while (
                 time.monotonic() - idle_since < IDLE_BEFORE_BACKGROUND
@@ -481,8 +488,22 @@ class Gateway:
                     idle_since = time.monotonic()
             self.background_started = time.time()
             log.debug("background work starts (checker)")
+            self._start_semantic()
             if self.checker is not None:
                 self._tasks.start_soon(self._run_checker, name="type checker")
+
+    def search_wanted(self) -> None:
+        """A search came: a model that waits for an idle gateway (``search_when_idle``)
+        starts now (this search is answered with keywords, as while any model loads)."""
+        if self._announced.is_set():
+            self._start_semantic()
+
+    def _start_semantic(self) -> None:
+        """The embedding worker's start, once (none without semantic search)."""
+        if self._semantic_started or self.search.embedder is None or self._tasks is None:
+            return
+        self._semantic_started = True
+        self._tasks.start_soon(self._load_semantic_search, name="semantic search")
 
     async def _flush_runs(self) -> None:
         with self._flush_scope:

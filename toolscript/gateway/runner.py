@@ -111,6 +111,7 @@ def serve(
     search_index: bool = True,
     early: dict[str, EarlyServer] | None = None,
     deferred: set[str] | None = None,
+    search_when_idle: bool = False,
 ) -> None:
     """Serve until SIGINT/SIGTERM; ``announce`` gets the URL once every server has been tried.
 
@@ -119,7 +120,9 @@ def serve(
     calls (exec's), which builds no search index.
 
     ``early``: server processes spawned before these imports (``upstream/early.py``);
-    ``deferred``: servers that connect at their first call, not at the start.
+    ``deferred``: servers that connect at their first call, not at the start;
+    ``search_when_idle``: the search model starts once no run is under way, or at a first
+    search (``Gateway``).
 
     ``previous`` is the state of another gateway of the project that ran when this one
     started (``mark_starting``): it is named in a warning, and found again after this one.
@@ -154,6 +157,7 @@ def serve(
         search_index=search_index,
         early=early,
         deferred=deferred,
+        search_when_idle=search_when_idle,
     )
     state_dir = cache if write_state else None
     app = TokenGuard(

@@ -40,9 +40,9 @@ from toolscript.errors import (
 from toolscript.execution.command import require_saved, saved_script_call
 from toolscript.execution.lifeline import Lifeline
 from toolscript.execution.locate import (
+    face_gateway_args,
     module_file,
     module_hash,
-    private_gateway_args,
     running_gateway,
 )
 from toolscript.execution.runhandle import ProgressWatcher, PromptWatcher, end_run, start_run
@@ -404,7 +404,7 @@ class Backend:
             self._owned.stop(20)
             self.lifeline.forget(self._owned.process.pid, group=False)
             self._owned = None
-        args = private_gateway_args("--no-state", self.config, self.cache)
+        args = face_gateway_args(self.config, self.cache)
         env = dict(os.environ)
         env.setdefault("TOOLSCRIPT_LOG_LEVEL", "WARNING")
         gateway = start_gateway(
@@ -657,13 +657,13 @@ class Backend:
         if spare is not None:
             spare.discard()
         try:
-            return Spare(url, module, self.memory_mb, self.cwd)
+            return Spare(url, module, self.memory_mb, self.cwd, tidy_later=True)
         except (OSError, ToolscriptError):  # a fresh Deno runs it instead
             return None
 
     def _spawn_spare(self, url: str, module: Path) -> None:
         try:
-            spare = Spare(url, module, self.memory_mb, self.cwd)
+            spare = Spare(url, module, self.memory_mb, self.cwd, tidy_later=True)
         except (OSError, ToolscriptError):  # never fatal: the next run spawns its own
             return
         with self._lock:
