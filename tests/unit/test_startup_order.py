@@ -4,6 +4,7 @@ script's calls builds no search index."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from toolscript.config import Config, SearchConfig
 from toolscript.execution.locate import face_gateway_args, private_gateway_args
 from toolscript.gateway import core
+from toolscript.gateway.checker import CheckVerdict
 from toolscript.gateway.core import Gateway
 
 
@@ -31,6 +33,9 @@ class FakeChecker:
     async def run(self) -> None:
         self.started.set()
         await anyio.sleep_forever()
+
+    async def check(self, *args: str) -> CheckVerdict:
+        return CheckVerdict("unavailable", "the checker is starting")
 
 
 def gateway(tmp_path: Path, **options: Any) -> Gateway:
@@ -86,6 +91,31 @@ def test_runs_back_to_back_hold_the_checker_back_only_so_long(
             assert not served.runs.get(run.id).ended, "the run ended before the checker"
 
     anyio.run(main)
+
+
+def test_new_scripts_checked_the_slow_way_start_the_checker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent writing new scripts back to back: each was checked with a cold `deno check`
+    while the warm checker waited for an idle second; the second such script starts it."""
+    from litestar.testing import TestClient
+
+    from toolscript.gateway.app import build_app
+
+    monkeypatch.setattr(core, "IDLE_BEFORE_BACKGROUND", 60.0)
+    monkeypatch.setattr(core, "BACKGROUND_AT_THE_LATEST", 60.0)
+    served = gateway(tmp_path)
+    checker: FakeChecker = served.checker  # type: ignore[assignment]
+    script = {"code": "return 1", "path": "s.ts", "module": "m.ts", "hash": "h"}
+    with TestClient(app=build_app(served)) as client:
+        assert client.post("/runtime/check", json=script).json()["status"] == "unavailable"
+        time.sleep(0.5)
+        assert not checker.started.is_set(), "one slow check started the checker"
+        client.post("/runtime/check", json=script)
+        deadline = time.monotonic() + 5
+        while not checker.started.is_set() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert checker.started.is_set(), "the checker waits while new scripts go the slow way"
 
 
 def test_without_a_runner_the_checker_starts_when_ready(tmp_path: Path) -> None:

@@ -286,6 +286,8 @@ class RuntimeController(Controller):
         if gateway.checker is None:
             return {"status": "unavailable", "output": "this gateway keeps no type checker"}
         verdict = await gateway.checker.check(data.code, data.path, data.module, data.hash)
+        if verdict.status == "unavailable" and gateway.background_started is None:
+            gateway.slow_checks += 1  # (exec checks it with deno check: see _start_background)
         return verdict.to_dict()
 
     @get("/describe", sync_to_thread=False)

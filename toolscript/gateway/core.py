@@ -111,6 +111,9 @@ IDLE_BEFORE_BACKGROUND = 1.0
 # ... but no later than this after the URL: a client that keeps a run under way (an agent
 # calling `execute` back to back) would otherwise keep every new script on a cold `deno check`.
 BACKGROUND_AT_THE_LATEST = 8.0
+# ... or once this many new scripts were checked the slow way meanwhile: a client writing
+# new scripts back to back (an agent's loop) needs the warm checker more than the cores.
+SLOW_CHECKS_BEFORE_BACKGROUND = 2
 # How long the first build waits for connected servers' prompts and templates (listed after
 # they connect); a server slower than this has them typed by a rebuild when they come.
 OFFERED_GRACE = 2.0
@@ -266,6 +269,7 @@ class Gateway:
             self._announced.set()
         self.search_index = search_index
         self.background_started: float | None = None  # when the work that waits began
+        self.slow_checks = 0  # scripts exec checked with deno check before the checker started
         self.config_file = config.path or config.project_dir / CONFIG_FILENAME
         self.config_error: str | None = (
             None  # the edited file's error while the last good one serves
@@ -467,8 +471,9 @@ class Gateway:
         """The embedding worker as soon as the URL is out (a process of its own, torch-free
         on a first start too: search turns hybrid seconds after the URL); the warm checker
         (and with ``search_when_idle`` the worker) once the gateway is idle too (a first
-        script's `deno check` goes first), or at the latest ``BACKGROUND_AT_THE_LATEST``
-        after the URL."""
+        script's `deno check` goes first), or after ``SLOW_CHECKS_BEFORE_BACKGROUND`` new
+        scripts were checked without it, or at the latest ``BACKGROUND_AT_THE_LATEST`` after
+        the URL."""
         with self._background_scope:
             await self._announced.wait()
             assert self._tasks is not None
@@ -481,6 +486,7 @@ class Gateway:
             while (
                 time.monotonic() - idle_since < IDLE_BEFORE_BACKGROUND
                 and time.monotonic() - announced < BACKGROUND_AT_THE_LATEST
+                and self.slow_checks < SLOW_CHECKS_BEFORE_BACKGROUND
             ):
                 await anyio.sleep(0.1)
                 # a background run may take hours: the work does not wait for it
