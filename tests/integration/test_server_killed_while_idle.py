@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from tests.helpers import SERVERS, wait_for_exit
+from tests.helpers import SERVERS, wait_for_exit, wait_until
 from toolscript.config import ServerConfig
 from toolscript.plumbing.processes import process_alive
 from toolscript.upstream.base import ServerState
@@ -43,6 +43,21 @@ def faulty_entry(*args: str) -> ServerConfig:
 def pid_of(result: dict[str, Any]) -> int:
     assert not result.get("isError"), result
     return int(result["content"][0]["text"])
+
+
+def wait_until_exited(pid: int) -> None:
+    """Until our child ``pid`` has exited, all its threads, but is not reaped (its pid still
+    exists). ``wait_for_exit`` may return sooner: the main thread is a zombie while the
+    others still die, and the process's stdout is open until the last one is gone."""
+    if not hasattr(os, "waitid"):  # macOS before Python 3.13: the zombie is the nearest
+        wait_for_exit(pid)
+        return
+    wait_until(
+        lambda: os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT),
+        lambda exited: exited is not None,
+        10,
+        f"process {pid}'s exit",
+    )
 
 
 class BusySupervisor:
@@ -82,7 +97,7 @@ def test_a_server_killed_while_the_gateway_was_too_busy_to_read_its_end() -> Non
 
     async def kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
-        wait_for_exit(pid)  # blocking the event loop: the end of its stdout is not read yet
+        wait_until_exited(pid)  # blocking the event loop: the end of its stdout is not read
 
     anyio.run(killed_while_idle, server, kill)
     wait_for_exit(early.process.pid)
@@ -95,7 +110,7 @@ def test_a_call_before_the_busy_supervisor_lets_go_waits_for_the_reconnect() -> 
 
     async def kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
-        await anyio.to_thread.run_sync(wait_for_exit, pid)  # the gateway reads its end meanwhile
+        await anyio.to_thread.run_sync(wait_until_exited, pid)  # its end is read meanwhile
         busy.released.set()  # the call below comes before the supervisor runs again
 
     anyio.run(killed_while_idle, server, kill)
