@@ -116,6 +116,7 @@ class UpstreamServer:
         self._relisting = False
         self._relist_again = False
         self._server_pid: int | None = None  # of a stdio server, while connected
+        self._server_ended: Callable[[], bool] = lambda: False  # whether that process exited
         self._repairs: dict[Any, str] = {}  # request id -> method whose result gets repaired
         self._unauthorized = False  # the server answered 401 since this connection began
         self._sign_in_stamp = 0.0  # the token store's stamp when this connection began
@@ -196,8 +197,11 @@ class UpstreamServer:
             if not self._stopping:
                 raise UpstreamError("connection lost (the server closed it or exited)")
 
-    def _spawned(self, pid: int) -> None:
+    def _spawned(self, pid: int, ended: Callable[[], bool] | None = None) -> None:
+        """``ended``: whether the process exited, a zombie too; without it, whether its pid
+        is gone (a child the event loop reaps as it exits)."""
         self._server_pid = pid
+        self._server_ended = ended if ended is not None else lambda: not pid_exists(pid)
 
     @property
     def server_pid(self) -> int | None:
@@ -216,7 +220,10 @@ class UpstreamServer:
             early, self._early = self._early, None
             if early is not None and early.usable(config):
                 self._stderr = early.stderr
-                self._spawned(early.process.pid)
+                process = early.process
+                # Nobody reaps it until it is stopped: killed, it stays a zombie, and its pid
+                # exists all that time. poll() tells (and reaps it).
+                self._spawned(process.pid, lambda: process.poll() is not None)
                 async with early_transport(early) as streams:
                     yield streams
                 return
@@ -511,6 +518,12 @@ class UpstreamServer:
     # -- calls ---------------------------------------------------------------
 
     async def _connected_session(self) -> ClientSession:
+        if self._session is not None and self._session_over():
+            # Its server exited while idle, or the end of its stream was read, and ``run`` has
+            # not let the session go yet (under load, or while it stops the old process): what
+            # is sent now would be lost with it, as the SDK closes the write stream once the
+            # read one ends. The server never saw this call: reconnect first.
+            self._drop_session()
         if self._session is not None:
             return self._session
         if self.state == ServerState.DISABLED:
@@ -530,17 +543,16 @@ class UpstreamServer:
             )
         return self._session
 
+    def _session_over(self) -> bool:
+        """Whether the current session is done for though ``run`` has not yet let it go."""
+        return self._lost.is_set() or (self._server_pid is not None and self._server_ended())
+
     async def call_tool(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """Call ``tool``: the CallToolResult as JSON (``content``, ``structuredContent``, ``isError``).
 
         Raises ToolTimeoutError, ServerUnavailableError or UpstreamError.
         """
         session = await self._connected_session()
-        if self._server_pid is not None and not pid_exists(self._server_pid):
-            # Killed while idle, and the end of its stdout not read yet: a call sent now would
-            # be lost with it. Reconnect first (the server never saw this call).
-            self._drop_session()
-            session = await self._connected_session()
         if self._raw_writer is not None:
             return await self._call_raw(self._raw_writer, tool, arguments)
         report = CALL_PROGRESS.get()
