@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -152,7 +154,7 @@ def test_a_path_to_a_file_asks_for_a_file_tool() -> None:
     assert keyword_query("read ./a/b.py") == "read ./a/b.py file"
 
 
-def test_postings_add_up_alike_with_numpy_and_without() -> None:
+def test_postings_add_up_alike_with_numpy_and_without(monkeypatch: pytest.MonkeyPatch) -> None:
     """Where numpy is installed, a query's postings are added up as arrays; keyword-only
     installs add them up in a loop: the same scores, in tool order, either way."""
     pytest.importorskip("numpy", reason="numpy comes with the semantic extra")
@@ -163,10 +165,38 @@ def test_postings_add_up_alike_with_numpy_and_without() -> None:
         {"name": "get_weather", "description": "Current weather and forecast for a city"},
     ]
     documents = [document_for("server", "", tool) for tool in tools]
-    with_arrays, in_a_loop = LexicalIndex(documents), LexicalIndex(documents)
-    in_a_loop._arrays = None
+    with_arrays = LexicalIndex(documents)
+    with monkeypatch.context() as without_numpy:  # as a keyword-only install builds it
+        without_numpy.setitem(sys.modules, "numpy", None)
+        in_a_loop = LexicalIndex(documents)
+    assert in_a_loop._arrays is None
     for query in ("what time is it in tokyo", "open a ticket", "wether in paris today", "x"):
         text = keyword_query(query)
         assert list(with_arrays.scores(text).items()) == list(in_a_loop.scores(text).items())
         assert list(with_arrays.bm25(text).items()) == list(in_a_loop.bm25(text).items())
         assert list(with_arrays.scores(text)) == sorted(with_arrays.scores(text))
+
+
+def test_postings_are_kept_once_as_arrays_where_numpy_is_installed() -> None:
+    """With numpy, the postings' arrays are the only copy: no (tool, part) tuple per
+    posting stays beside them (90 bytes each against 16; 5 MB of a gateway at 1,600
+    tools). Scores are the same either way (the test above)."""
+    pytest.importorskip("numpy", reason="numpy comes with the semantic extra")
+    tools = [
+        {"name": f"tool_{n}", "description": f"Read the file number {n} of a repository"}
+        for n in range(50)
+    ]
+    index = LexicalIndex([document_for("server", "", tool) for tool in tools])
+    seen: set[int] = set()
+    pending: list[object] = [index.__dict__]
+    postings = 0
+    while pending:
+        item = pending.pop()
+        if id(item) in seen or type(item).__module__ == "numpy":
+            continue
+        seen.add(id(item))
+        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], int):
+            postings += isinstance(item[1], float)
+        if isinstance(item, dict | list | tuple):
+            pending.extend(gc.get_referents(item))
+    assert postings == 0

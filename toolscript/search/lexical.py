@@ -67,13 +67,16 @@ class LexicalIndex:
         # A posting holds its document's BM25 term part, ``f (k1 + 1) / (f + k1 (1 - b + b
         # length / average))``: a query only weighs it by the word's idf (half the time of
         # a query's keyword scores went to computing it again for every posting).
-        self._postings: dict[str, list[tuple[int, float]]] = defaultdict(list)
+        postings: dict[str, list[tuple[int, float]]] = defaultdict(list)
         for index, weighted in enumerate(counted):
             norm = k1 * (1 - b + b * lengths[index] / average)
             for token, frequency in weighted.items():
-                self._postings[token].append((index, frequency * (k1 + 1) / (frequency + norm)))
+                postings[token].append((index, frequency * (k1 + 1) / (frequency + norm)))
         # ... and as numpy arrays where numpy is installed (the semantic extra): a request's
-        # words add up thousands of postings, half of its keyword time in a Python loop.
+        # words add up thousands of postings, half of its keyword time in a Python loop. The
+        # arrays are then the only copy: a posting as a Python tuple and float is 90 bytes
+        # against 16 (5 MB of the gateway at 1,600 tools).
+        self._postings: dict[str, list[tuple[int, float]]] | None = postings
         self._arrays: dict[str, tuple[Any, Any]] | None = None
         try:
             import numpy
@@ -82,23 +85,25 @@ class LexicalIndex:
         else:
             self._arrays = {
                 token: (
-                    numpy.fromiter((index for index, _ in postings), numpy.intp, len(postings)),
-                    numpy.fromiter((part for _, part in postings), numpy.float64, len(postings)),
+                    numpy.fromiter((index for index, _ in found), numpy.intp, len(found)),
+                    numpy.fromiter((part for _, part in found), numpy.float64, len(found)),
                 )
-                for token, postings in self._postings.items()
+                for token, found in postings.items()
             }
+            self._postings = None
         self._name_sizes = [len(document.name_words) for document in documents]
         total = len(documents)
+        # Its keys are the vocabulary: ``token in self._idf`` is whether any tool says it.
         self._idf = {
-            token: math.log(1 + (total - len(postings) + 0.5) / (len(postings) + 0.5))
-            for token, postings in self._postings.items()
+            token: math.log(1 + (total - len(found) + 0.5) / (len(found) + 0.5))
+            for token, found in postings.items()
         }
         self._named: dict[str, list[int]] = defaultdict(list)  # a word: tools it names
         for index, document in enumerate(documents):
             for word in document.name_words:
                 self._named[word].append(index)
         self._vocabulary_by_initial: dict[str, list[str]] = defaultdict(list)
-        for token in self._postings:
+        for token in postings:
             self._vocabulary_by_initial[token[:1]].append(token)
         # Close words of unknown tokens, by token: a split request asks for the same ones
         # once for the whole request and again for its needs.
@@ -106,7 +111,7 @@ class LexicalIndex:
 
     def expand(self, token: str) -> list[tuple[str, float]]:
         """The token itself when known, else close vocabulary words (typos, partial names)."""
-        if token in self._postings:
+        if token in self._idf:
             return [(token, 1.0)]
         if len(token) < self.parameters.close_min_length:
             return []
@@ -164,7 +169,7 @@ class LexicalIndex:
 
     def says_a_word(self, query: str) -> bool:
         """Whether a word of ``query`` (not a stop word) is in some tool's text as it is."""
-        return any(token in self._postings for token in query_tokens(query)[0])
+        return any(token in self._idf for token in query_tokens(query)[0])
 
     def bm25(self, query: str) -> dict[int, float]:
         """BM25 score of every document matching at least one query word."""
@@ -175,19 +180,19 @@ class LexicalIndex:
         by tool in tool order; and the weight of its strongest word (1: a word of the query
         is in some tool's text; less: only its synonyms or close words are)."""
         tokens = list(dict.fromkeys(said))
-        unknown = [token for token in tokens if token not in self._postings]
+        unknown = [token for token in tokens if token not in self._idf]
         most = self.parameters.most_unknown_words
         if len(unknown) > most:  # pasted data, not words to correct: each costs a vocabulary pass
-            tokens = [t for t in tokens if t in self._postings] + unknown[:most]
+            tokens = [t for t in tokens if t in self._idf] + unknown[:most]
         weighted: dict[str, float] = {}
         for word in implied:
-            if word in self._postings and word not in tokens:
+            if word in self._idf and word not in tokens:
                 weighted[word] = self.parameters.synonym_weight
         for token in tokens:
             for word, weight in self.expand(token):
                 weighted[word] = max(weighted.get(word, 0.0), weight)
             for related in SYNONYMS.get(token, ()):
-                if related in self._postings and related not in tokens:
+                if related in self._idf and related not in tokens:
                     weighted[related] = max(
                         weighted.get(related, 0.0), self.parameters.synonym_weight
                     )
@@ -201,6 +206,7 @@ class LexicalIndex:
                 dense[indices] += weight * self._idf[word] * parts
             matched = numpy.flatnonzero(dense)  # every part is positive
             return dict(zip(matched.tolist(), dense[matched].tolist(), strict=True)), strength
+        assert self._postings is not None  # kept where there are no arrays
         totals: dict[int, float] = defaultdict(float)
         for word, weight in weighted.items():
             scaled = weight * self._idf[word]
