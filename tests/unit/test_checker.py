@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -137,3 +138,25 @@ def test_a_message_chain_keeps_its_indentation() -> None:
 def test_what_deno_check_would_print_otherwise_is_left_to_it(found: dict[str, Any]) -> None:
     with pytest.raises(_Unsure):
         render_diagnostics([found], documents("x"))
+
+
+def test_the_modules_lines_are_read_from_its_file_when_an_error_shows_one(
+    tmp_path: Path,
+) -> None:
+    """The checker keeps no copy of the module's lines (2 MB at 1,600 tools): an error
+    placed in the module shows its line read from the module's file, as deno check does."""
+    module = tmp_path / "0123.ts"
+    module.write_text("type P = {\n  timezone: string;\n};\n", encoding="utf-8")
+    span = {"start": {"line": 1, "character": 2}, "end": {"line": 1, "character": 10}}
+    related = {"location": {"uri": MODULE, "range": span}, "message": "declared here"}
+    found = diagnostic(
+        0, 0, 1, 2741, "Property 'timezone' is missing.", relatedInformation=[related]
+    )
+    shown = "file:///home/me/.cache/toolscript/modules/0123.ts"
+    from_file = {**documents("x"), MODULE: Document(shown, path=module)}
+    given = {**documents("x"), MODULE: Document(shown, module.read_text().split("\n"))}
+    assert render_diagnostics([found], from_file) == render_diagnostics([found], given)
+    assert "  timezone: string;\n" in render_diagnostics([found], from_file)
+    module.unlink()  # gone (a cache cleaned): deno check says it, not a wrong line
+    with pytest.raises(_Unsure):
+        render_diagnostics([found], {**documents("x"), MODULE: Document(shown, path=module)})

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import json
 import logging
@@ -75,10 +76,23 @@ NO_OPTIMIZING_TIERS = ("--no-opt", "--no-maglev")
 
 @dataclass(frozen=True)
 class Document:
-    """A file as diagnostics show it: its URL in ``at`` lines, and its lines."""
+    """A file as diagnostics show it: its URL in ``at`` lines, and its lines; or, with
+    ``path``, its lines read from that file when a diagnostic first shows one (the module:
+    its lines were 2 MB of the gateway at 1,600 tools, for the rare error placed in it)."""
 
     url: str
-    lines: list[str]
+    given: list[str] | None = None
+    path: Path | None = None
+
+    @functools.cached_property
+    def lines(self) -> list[str]:
+        if self.given is not None:
+            return self.given
+        assert self.path is not None
+        try:
+            return self.path.read_text(encoding="utf-8").split("\n")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise _Unsure(f"cannot read {self.path}: {exc}") from exc
 
 
 @dataclass(frozen=True)
@@ -285,8 +299,7 @@ class WarmChecker:
         self._wake = asyncio.Event()
         self._server: _LanguageServer | None = None
         self._module: str | None = None  # the hash the running server checks against
-        self._module_uri = ""  # the module as the server knows it, and its lines
-        self._module_lines: list[str] = []
+        self._module_uri = ""  # the module as the server knows it
         self._lock = asyncio.Lock()
         self._names = itertools.count(1)
         self.state = "starting"
@@ -366,7 +379,6 @@ class WarmChecker:
             return True
         self._server, self._module = server, module_hash
         self._module_uri = module_cache_file(module_hash).as_uri()
-        self._module_lines = module.split("\n")
         self.state, self.error = "ready", None
         log.info("type checker: ready in %.1f s", time.perf_counter() - started)
         return True
@@ -481,7 +493,7 @@ class WarmChecker:
             uri = (self.root / "scripts" / f"slot{suffix}").as_uri()
             documents = {
                 uri: Document(Path(script_path).as_uri(), code.split("\n")),
-                self._module_uri: Document(Path(module_path).as_uri(), self._module_lines),
+                self._module_uri: Document(Path(module_path).as_uri(), path=Path(module_path)),
             }
             # A name no script uses, on a line of its own after the script: its "Cannot find
             # name" error proves the answer is about this text (not an earlier one), and
