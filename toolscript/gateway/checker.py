@@ -295,7 +295,7 @@ class WarmChecker:
     def __init__(self) -> None:
         self.root = user_cache_dir() / "checker"
         # (module hash, module text, saved scripts it offers by name)
-        self._wanted: tuple[str, str, dict[str, str]] | None = None
+        self._wanted: tuple[str, bytes, dict[str, str]] | None = None  # the module as UTF-8
         self._wake = asyncio.Event()
         self._server: _LanguageServer | None = None
         self._module: str | None = None  # the hash the running server checks against
@@ -321,7 +321,7 @@ class WarmChecker:
         return server.process.pid if server is not None and server.alive else None
 
     def module_changed(
-        self, module_hash: str, module: str, scripts: dict[str, str] | None = None
+        self, module_hash: str, module: bytes, scripts: dict[str, str] | None = None
     ) -> None:
         """The gateway built a new module: a server for it replaces the current one."""
         if self._wanted is None or self._wanted[0] != module_hash:
@@ -364,7 +364,7 @@ class WarmChecker:
         if server is not None:
             await server.close()
 
-    async def _replace(self, module_hash: str, module: str, scripts: dict[str, str]) -> bool:
+    async def _replace(self, module_hash: str, module: bytes, scripts: dict[str, str]) -> bool:
         self.state = "starting"
         started = time.perf_counter()
         await self._stop_server()
@@ -384,11 +384,12 @@ class WarmChecker:
         return True
 
     async def _start(
-        self, module_hash: str, module: str, scripts: dict[str, str]
+        self, module_hash: str, module: bytes, scripts: dict[str, str]
     ) -> _LanguageServer:
         module_path = module_cache_file(module_hash)
+        text = module.decode()  # while the server starts
         if not module_path.exists():
-            write_module(module_path, module, scripts)
+            write_module(module_path, text, scripts)
         imports = {"toolscript": module_path.as_uri(), **module_imports(module_path)}
         lock: Any = False
         packages = packages_beside(module_path)
@@ -414,7 +415,7 @@ class WarmChecker:
         try:
             # The module itself must check (deno check would fail every script otherwise),
             # and checking it once warms the server up for every script after it.
-            errors = await self._diagnose(server, module_path.as_uri(), module)
+            errors = await self._diagnose(server, module_path.as_uri(), text)
             if errors:
                 raise _Unsure(f"the generated module does not type-check ({errors[0]['message']})")
             warm_up = (self.root / "scripts" / "warm-up.ts").as_uri()

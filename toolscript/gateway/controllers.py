@@ -253,16 +253,16 @@ class RuntimeController(Controller):
     ) -> Response[bytes]:
         """The generated TypeScript client; ``?server=`` and ``&tool=`` narrow it."""
         if server is None and tool is None:
-            text = gateway.artifacts.module
+            content = gateway.artifacts.module
             etag = gateway.artifacts.module_hash
         else:
-            text = render_module(gateway.fragments(server, tool))
-            etag = hashlib.sha256(text.encode()).hexdigest()[:16]
+            content = render_module(gateway.fragments(server, tool)).encode()
+            etag = hashlib.sha256(content).hexdigest()[:16]
         quoted = f'"{etag}"'
         if request.headers.get("if-none-match") == quoted:
             return Response(content=b"", status_code=304, headers={"ETag": quoted})
         return Response(
-            content=text.encode(),
+            content=content,
             media_type="application/typescript; charset=utf-8",
             headers={"ETag": quoted, "Cache-Control": "no-cache"},
         )

@@ -187,9 +187,12 @@ class CacheLayout:
 
 @dataclass
 class Artifacts:
-    """What the gateway serves: the whole module and every tool's fragment."""
+    """What the gateway serves: the whole module and every tool's fragment.
 
-    module: str = "export const tools = {};\n"
+    The module is kept as the UTF-8 the routes send: a str of it takes four bytes a character
+    as soon as one tool's description has an emoji (4 MB against 1 at 1,600 tools)."""
+
+    module: bytes = b"export const tools = {};\n"
     module_hash: str = ""
     fragments: list[ToolFragment] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -201,7 +204,7 @@ class Artifacts:
     def load(cls, layout: CacheLayout, servers: list[str]) -> Artifacts:
         from toolscript.codegen.module import ToolFragment
 
-        module = layout.module.read_text(encoding="utf-8")
+        text = layout.module.read_text(encoding="utf-8")
         fragments: list[ToolFragment] = []
         kept = {server: read_offered(layout, server) for server in servers}
         for server in servers:
@@ -215,12 +218,15 @@ class Artifacts:
         packages_error = None
         if layout.packages.exists():
             packages_error = json.loads(layout.packages.read_text(encoding="utf-8")).get("error")
+        module = text.encode()
+        packages = offered(text)
+        del text  # (the str goes here, the bytes stay)
         return cls(
             module=module,
-            module_hash=hashlib.sha256(module.encode()).hexdigest()[:16],
+            module_hash=hashlib.sha256(module).hexdigest()[:16],
             fragments=fragments,
             warnings=warnings,
-            packages=offered(module),
+            packages=packages,
             packages_error=packages_error,
             offered=kept,
         )
