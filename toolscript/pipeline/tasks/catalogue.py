@@ -6,7 +6,9 @@ Rewritten whole on each run: it is small and derived.
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from doit.tools import config_changed
@@ -56,14 +58,14 @@ class CatalogueTask:
             "verbosity": 0,
         }
 
-    def rows(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """The servers table's rows and the tools table's rows."""
+    def server_rows(self) -> list[dict[str, Any]]:
+        """The servers table's rows."""
         layout = self.settings.layout
-        server_rows, tool_rows = [], []
+        rows = []
         for server in self.settings.servers:
             tools = read_json(layout.server_tools(server.name))
             naming = read_json(layout.server_names(server.name))
-            server_rows.append(
+            rows.append(
                 {
                     "name": server.name,
                     "namespace": naming["namespace"],
@@ -73,29 +75,38 @@ class CatalogueTask:
                     "content_hash": content_hash(tools),
                 }
             )
+        return rows
+
+    def tool_rows(self) -> Iterator[dict[str, Any]]:
+        """The tools table's rows, one server's tools read at a time: the table's rows are
+        written a batch at a time, not all of them held at once (12 MB at 1,600 tools, which
+        the gateway's build then kept as freed memory it could not give back)."""
+        layout = self.settings.layout
+        for server in self.settings.servers:
+            tools = read_json(layout.server_tools(server.name))
+            naming = read_json(layout.server_names(server.name))
             for tool in tools:
                 names = naming["tools"][tool["name"]]
-                tool_rows.append(
-                    {
-                        "id": f"{server.name}__{tool['name']}",
-                        "server": server.name,
-                        "name": tool["name"],
-                        "function": names["function"],
-                        "type_name": names["type"],
-                        "title": tool.get("title"),
-                        "description": tool.get("description", ""),
-                        "input_schema": json.dumps(tool.get("inputSchema")),
-                        "output_schema": json.dumps(tool.get("outputSchema")),
-                        "annotations": json.dumps(tool.get("annotations")),
-                        "content_hash": content_hash(tool),
-                    }
-                )
-        return server_rows, tool_rows
+                yield {
+                    "id": f"{server.name}__{tool['name']}",
+                    "server": server.name,
+                    "name": tool["name"],
+                    "function": names["function"],
+                    "type_name": names["type"],
+                    "title": tool.get("title"),
+                    "description": tool.get("description", ""),
+                    "input_schema": json.dumps(tool.get("inputSchema")),
+                    "output_schema": json.dumps(tool.get("outputSchema")),
+                    "annotations": json.dumps(tool.get("annotations")),
+                    "content_hash": content_hash(tool),
+                }
 
     def catalogue(self) -> None:
         import sqlite_utils
 
-        server_rows, tool_rows = self.rows()
+        server_rows = self.server_rows()
+        tool_rows = self.tool_rows()
+        first_tool = next(tool_rows, None)
         database = sqlite_utils.Database(self.settings.layout.catalogue)
         servers_table = database.table("servers")
         tools_table = database.table("tools")
@@ -104,9 +115,11 @@ class CatalogueTask:
             tools_table.delete_where()
             if server_rows:
                 servers_table.insert_all(server_rows, pk="name")
-            if tool_rows:
+            if first_tool is not None:
                 tools_table.insert_all(
-                    tool_rows, pk="id", foreign_keys=[("server", "servers", "name")]
+                    itertools.chain([first_tool], tool_rows),
+                    pk="id",
+                    foreign_keys=[("server", "servers", "name")],
                 )
         if not tools_table.exists():
             tools_table.create(TOOL_COLUMNS, pk="id")
