@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import hashlib
+import json
+import sqlite3
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from toolscript.config import ServerConfig
 from toolscript.pipeline.artifacts import Artifacts, CacheLayout
+from toolscript.pipeline.tasks import catalogue
+from toolscript.pipeline.tasks.catalogue import CatalogueTask
+from toolscript.pipeline.tasks.settings import TaskSettings
 
 
 def test_the_module_is_held_as_the_utf8_it_is_served_as(tmp_path: Path) -> None:
@@ -20,3 +29,41 @@ def test_the_module_is_held_as_the_utf8_it_is_served_as(tmp_path: Path) -> None:
     assert artifacts.module == text.encode()
     assert artifacts.module_hash == hashlib.sha256(text.encode()).hexdigest()[:16]
     assert len(artifacts.module) < 2 * len(text)  # not four bytes a character
+
+
+def test_the_catalogue_reads_one_servers_tools_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The catalogue's tool rows are made a server at a time as they are written, not all
+    held at once (the build's peak at 1,600 tools); the table is the same."""
+    layout = CacheLayout(tmp_path)
+    servers = [ServerConfig(name=name, transport="stdio", command="x") for name in ("a", "b")]
+    for server in servers:
+        tools = [{"name": f"{server.name}_{n}", "inputSchema": {"type": "object"}} for n in (1, 2)]
+        naming = {
+            "namespace": server.name,
+            "tools": {t["name"]: {"function": t["name"], "type": t["name"].upper()} for t in tools},
+        }
+        layout.server_tools(server.name).parent.mkdir(parents=True, exist_ok=True)
+        layout.server_tools(server.name).write_text(json.dumps(tools))
+        layout.server_names(server.name).parent.mkdir(parents=True, exist_ok=True)
+        layout.server_names(server.name).write_text(json.dumps(naming))
+    task = CatalogueTask(TaskSettings(layout, servers, "test"))
+    read: list[Path] = []
+    original = catalogue.read_json
+
+    def reading(path: Path) -> Any:
+        read.append(path)
+        return original(path)
+
+    monkeypatch.setattr(catalogue, "read_json", reading)
+    rows = task.tool_rows()
+    assert next(rows)["id"] == "a__a_1"
+    assert layout.server_tools("b") not in read  # b's tools: when its rows are written
+    assert [row["id"] for row in rows] == ["a__a_2", "b__b_1", "b__b_2"]
+    task.catalogue()
+    with sqlite3.connect(layout.catalogue) as connection:
+        ids = [row[0] for row in connection.execute("select id from tools order by rowid")]
+        counts = dict(connection.execute("select name, tool_count from servers").fetchall())
+    assert ids == ["a__a_1", "a__a_2", "b__b_1", "b__b_2"]
+    assert counts == {"a": 2, "b": 2}
