@@ -14,6 +14,7 @@ from toolscript.config import ServerConfig
 from toolscript.pipeline.artifacts import Artifacts, CacheLayout
 from toolscript.pipeline.tasks import catalogue
 from toolscript.pipeline.tasks.catalogue import CatalogueTask
+from toolscript.pipeline.tasks.index import IndexTask, SearchIndexing
 from toolscript.pipeline.tasks.settings import TaskSettings
 
 
@@ -67,3 +68,37 @@ def test_the_catalogue_reads_one_servers_tools_at_a_time(
         counts = dict(connection.execute("select name, tool_count from servers").fetchall())
     assert ids == ["a__a_1", "a__a_2", "b__b_1", "b__b_2"]
     assert counts == {"a": 2, "b": 2}
+
+
+class _CountingEmbedder:
+    """Vectors of 2 numbers; remembers what it was given (a real model takes seconds)."""
+
+    model_id = requested = "counting"
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def load(self) -> None:
+        pass
+
+    def embed(self, texts: list[str]) -> Any:
+        import numpy
+
+        self.texts.extend(texts)
+        return numpy.ones((len(texts), 2), dtype=numpy.float32)
+
+
+def test_the_gateways_index_task_embeds_the_documents_its_build_made(tmp_path: Path) -> None:
+    """The gateway hands the index task the tools' documents its build made from the same
+    files: they are not read and tokenized a second time while every tool is embedded."""
+    pytest.importorskip("numpy", reason="numpy comes with the semantic extra")
+    from toolscript.search.semantic import EmbeddingStore
+    from toolscript.search.text import document_for
+
+    server = ServerConfig(name="a", transport="stdio", command="x")
+    settings = TaskSettings(CacheLayout(tmp_path), [server], "test")  # no tool file written
+    document = document_for("a", "", {"name": "read_file", "description": "Read a file"})
+    embedder = _CountingEmbedder()
+    indexing = SearchIndexing(embedder, EmbeddingStore(None), [document])  # type: ignore[arg-type]
+    IndexTask(settings, indexing, None).index()
+    assert embedder.texts == [document.text]

@@ -744,12 +744,16 @@ class Gateway:
 
     def _index_and_load(self) -> None:
         assert self.search.embedder is not None
+        # The build (under the same lock) made these from the files the index task reads.
+        tools = [d for d in self.search.documents if d.kind == "tool"]
         run_pipeline(
             self.config,
             self.layout,
             SnapshotSource({}),
             tasks=["index"],
-            indexing=SearchIndexing(self.search.embedder, self.search.store),
+            indexing=SearchIndexing(
+                self.search.embedder, self.search.store, tools if self.search_index else None
+            ),
         )
         self.search.load_vectors()
         return_free_memory()  # what the index task read and dropped (tool documents, vectors)

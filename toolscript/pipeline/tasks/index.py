@@ -34,6 +34,9 @@ class SearchIndexing:
 
     embedder: Embedder
     store: EmbeddingStore
+    # The tools' documents as the gateway's build made them from the same files: not read
+    # and tokenized again (a second copy of every tool's words while it runs).
+    documents: list[ToolDocument] | None = None
 
 
 def load_documents(layout: CacheLayout, servers: list[ServerConfig]) -> list[ToolDocument]:
@@ -99,7 +102,9 @@ class IndexTask:
         chosen = self.indexing or SearchIndexing(
             Embedder(self.model), EmbeddingStore(layout.embeddings)
         )
-        documents = load_documents(layout, self.settings.servers)
+        documents = chosen.documents
+        if documents is None:
+            documents = load_documents(layout, self.settings.servers)
         embedded = embed_missing(documents, chosen.embedder, chosen.store, _progress_reporter())
         log.info(
             "index: %d tools, %d embedded with %s",
