@@ -71,6 +71,34 @@ def test_a_damaged_run_log_is_set_aside_and_a_new_one_started(
     assert [run["id"] for run in log.recent()] == ["new"]
 
 
+def test_a_log_damaged_under_the_gateway_s_kept_connection_is_set_aside(tmp_path: Path) -> None:
+    """Damaged while the gateway holds its connection open (written by another process,
+    so changed since the gateway's last call): the next call finds what a new connection
+    would, sets the file aside, and goes on with a new one."""
+    path = tmp_path / "runs.sqlite"
+    log = _filled(path, keep_open=True)
+    assert len(log.recent()) == 20
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    assert log.recent() == []
+    assert len(_set_aside(path)) == 1
+    log.write(runs=[{"id": "new", "status": "ok", "started": 1.0}])
+    assert [run["id"] for run in log.recent()] == ["new"]
+
+
+def test_what_the_kept_connection_writes_is_in_the_file_itself(tmp_path: Path) -> None:
+    """Each write is checkpointed: the file alone (without its WAL) holds it, as it did
+    when every write closed its connection."""
+    path = tmp_path / "runs.sqlite"
+    log = RunLog(path, keep_open=True)
+    log.write(runs=[{"id": "r1", "status": "ok", "started": 1.0, "ended": 2.0}])
+    log.approve_tool("s__t")
+    copy = tmp_path / "copy.sqlite"
+    copy.write_bytes(path.read_bytes())
+    alone = RunLog(copy)
+    assert [run["id"] for run in alone.recent()] == ["r1"]
+    assert alone.tool_approved("s__t")
+
+
 def test_the_check_at_start_sets_a_damaged_log_aside(tmp_path: Path) -> None:
     path = tmp_path / "runs.sqlite"
     _filled(path)

@@ -136,16 +136,19 @@ class RunLog:
         keep_open: bool = False,
     ) -> None:
         """``keep_open``: one connection is kept between calls (the gateway, which writes
-        each run as it ends: closing the last connection to a WAL file checkpoints it, and
-        that cost most of each write), closed by ``close``, by an error, or when the file
-        at ``path`` is no longer the one it opened (deleted or set aside meanwhile)."""
+        each run as it ends: closing the last connection to a WAL file checkpoints it and
+        removes the WAL, and that cost most of each write; a call that wrote checkpoints
+        without closing), closed by ``close``, by an error, or when the file
+        at ``path`` changed since its last call (deleted, set aside, damaged, or written by
+        another process's checkpoint): the next call then opens it as a new connection
+        would, and finds what a new one finds."""
         self.path = path
         self.keep = keep
         self.max_bytes = max_bytes
         self.keep_open = keep_open
         self._lock = threading.Lock()
         self._ready = False
-        self._kept: tuple[Any, tuple[int, int]] | None = None  # (database, file identity)
+        self._kept: tuple[Any, tuple[int, ...]] | None = None  # (database, file as left)
 
     def close(self) -> None:
         """Close the kept connection, if any (a later call opens one again)."""
@@ -159,19 +162,24 @@ class RunLog:
                 db.conn.close()
 
     def _release(self, db: Any, *, failed: bool = False) -> None:
-        """Close ``db`` after its work, unless it is the kept one and the work went well."""
+        """Close ``db`` after its work, unless it is the kept one and the work went well
+        (then the file as this work left it is noted)."""
         if self._kept is not None and self._kept[0] is db:
-            if not failed:
+            identity = None if failed else self._identity()
+            if identity is not None:
+                self._kept = (db, identity)
                 return
             self._kept = None
         db.conn.close()
 
-    def _identity(self) -> tuple[int, int] | None:
+    def _identity(self) -> tuple[int, ...] | None:
+        """The file at ``path`` as the kept connection must find it: which file, its size
+        and its modification time (in WAL mode only a checkpoint writes it)."""
         try:
             found = self.path.stat()
         except OSError:
             return None
-        return (found.st_dev, found.st_ino)
+        return (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns)
 
     def _open(self) -> Any:
         """The kept connection while its file is still at ``path``, else a new one."""
@@ -235,8 +243,13 @@ class RunLog:
             for attempt in (1, 2):
                 try:
                     db = self._open()
+                    changes = db.conn.total_changes
                     try:
                         answer = work(db)
+                        if self.keep_open and db.conn.total_changes != changes:
+                            # What was written goes into the file now, as a close would
+                            # (without a close's cost): the file alone holds the log.
+                            db.execute("PRAGMA wal_checkpoint(PASSIVE)")
                     except BaseException:
                         self._release(db, failed=True)
                         raise
