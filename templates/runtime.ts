@@ -57,10 +57,16 @@ export class ToolError extends Error {
 }
 
 // Served by the gateway, the module finds the tools beside itself; as a file of the
-// user's cache (how `toolscript exec` runs it) it is told the gateway's URL.
-const TOOLS_URL = import.meta.url.startsWith("file:")
-  ? new URL(`${Deno.env.get("TOOLSCRIPT_GATEWAY_URL") ?? "http://127.0.0.1:9/no-gateway"}/tools/`)
-  : new URL("../tools/", import.meta.url);
+// user's cache (how `toolscript exec` runs it) it is told the gateway's URL. Read at the
+// first request, not at the import: a spare sandbox loads this module before its run's URL
+// is handed in.
+let toolsUrl: URL | undefined;
+function toolsURL(): URL {
+  toolsUrl ??= import.meta.url.startsWith("file:")
+    ? new URL(`${Deno.env.get("TOOLSCRIPT_GATEWAY_URL") ?? "http://127.0.0.1:9/no-gateway"}/tools/`)
+    : new URL("../tools/", import.meta.url);
+  return toolsUrl;
+}
 
 // Errors that stop the whole run (the gateway refuses every further call of it): the script
 // ends at once with its exit code, and exec says why and what to do.
@@ -79,7 +85,7 @@ function atTheCall(error: ToolError): ToolError {
 
 async function call<T>(tool: string, params: unknown): Promise<T> {
   // One path segment, encoded: a name holding "/", "..", "?" or "#" names only itself.
-  const url = new URL(encodeURIComponent(tool), TOOLS_URL);
+  const url = new URL(encodeURIComponent(tool), toolsURL());
   try {
     return await answerOf<T>(fetch(url, post(params ?? {})), tool);
   } catch (error) {
@@ -131,7 +137,7 @@ function post(body: unknown): RequestInit {
  */
 export async function progress(message: string, fraction?: number): Promise<void> {
   try {
-    const response = await fetch(new URL("../progress", TOOLS_URL), {
+    const response = await fetch(new URL("../progress", toolsURL()), {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ message: String(message), fraction: Number.isFinite(fraction) ? fraction : null }),
@@ -238,10 +244,8 @@ export interface ToolDescription {
   example: string;
 }
 
-const GATEWAY_URL = new URL("../", TOOLS_URL);
-
 function ask<T>(what: string, path: string, init?: RequestInit): Promise<T> {
-  return answerOf(fetch(new URL(path, GATEWAY_URL), init), what);
+  return answerOf(fetch(new URL(path, new URL("../", toolsURL())), init), what);
 }
 
 function serverPath(server: string, rest: string): string {

@@ -141,6 +141,59 @@ def test_a_spare_connects_to_the_gateway_ahead_through_the_path_that_takes_no_to
         spare.discard()
 
 
+def test_a_spare_loads_the_module_ahead_and_the_module_reads_the_run_s_url_at_its_call(
+    gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    """The module the script imports is loaded while the spare waits (before its warm-up
+    connection, which follows it), so the script does not pay for it: a module's top level
+    has run before the run's URL came. The generated module reads the URL at its first
+    request, so its calls still reach the run."""
+    probe = tmp_path / "probe" / "module.ts"
+    probe.parent.mkdir()
+    probe.write_text(
+        'export const urlAtImport = Deno.env.get("TOOLSCRIPT_GATEWAY_URL") ?? "none yet";\n'
+    )
+    spare = Spare(gateway.url, probe, 512, tmp_path)
+    connected(spare, gateway)
+    out = io.BytesIO()
+    code = 'import { urlAtImport } from "toolscript";\nconsole.log(urlAtImport);\n'
+    exit_code = run_toolscript(
+        Script(code, "job.ts", "job.ts"),
+        gateway.url,
+        "probe",
+        module=probe,
+        check=False,
+        limits=Limits(timeout=60),
+        cwd=tmp_path,
+        stdout=out,
+        stderr=io.BytesIO(),
+        spare=spare,
+    )
+    assert (exit_code, out.getvalue()) == (0, b"none yet\n")
+    assert spare.used
+    # the generated module, loaded as early, calls through the run's URL
+    real = Spare(gateway.url, module_of(gateway), 512, tmp_path)
+    connected(real, gateway)
+    calls = 'import { tools } from "toolscript";\nconsole.log(JSON.stringify(await tools.fx.plainText({})));\n'
+    exit_code, printed, errors, _ = run(gateway, calls, real, tmp_path)
+    assert exit_code == 0, errors
+    assert "hello" in printed
+
+
+def connected(spare: Spare, gateway: GatewayProcess) -> None:
+    """Wait for the spare's warm-up connection to the gateway (its boot is that far)."""
+    port = urlsplit(gateway.url).port
+
+    def to_the_gateway() -> list[Any]:
+        return [
+            connection
+            for connection in psutil.Process(spare.process.pid).net_connections()
+            if connection.raddr and connection.raddr.port == port
+        ]
+
+    wait_until(to_the_gateway, bool, 60, "the spare's connection to the gateway")
+
+
 def test_a_spare_runs_one_script_with_the_run_s_url_then_is_gone(
     gateway: GatewayProcess, tmp_path: Path
 ) -> None:

@@ -20,8 +20,13 @@ from toolscript.store.runlog import RunLog
 STOPPED = json.dumps({"call": {"tool": "s__delete", "digest": "d1"}})
 
 
-def _filled(path: Path, runs: int = 30) -> RunLog:
-    log = RunLog(path)
+# The CLI's log opens a connection per call; the gateway's keeps one (``keep_open``): the
+# faults below must be survived by both.
+KEPT_OR_NOT = pytest.mark.parametrize("keep_open", [False, True], ids=["per-call", "kept"])
+
+
+def _filled(path: Path, runs: int = 30, keep_open: bool = False) -> RunLog:
+    log = RunLog(path, keep_open=keep_open)
     log.write(
         runs=[
             {"id": f"run-{n:03}", "status": "ok", "started": float(n), "script": "x" * 2000}
@@ -49,13 +54,14 @@ def _set_aside(path: Path) -> list[Path]:
         ),
     ],
 )
+@KEPT_OR_NOT
 def test_a_damaged_run_log_is_set_aside_and_a_new_one_started(
-    tmp_path: Path, damage: Any, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, damage: Any, caplog: pytest.LogCaptureFixture, keep_open: bool
 ) -> None:
     path = tmp_path / "runs.sqlite"
     _filled(path)
     damage(path)
-    log = RunLog(path)
+    log = RunLog(path, keep_open=keep_open)
     with caplog.at_level(logging.WARNING, logger="toolscript.cache"):
         assert log.recent() == []  # no traceback: a fresh log
     kept = _set_aside(path)
@@ -63,6 +69,34 @@ def test_a_damaged_run_log_is_set_aside_and_a_new_one_started(
     assert sum("set aside" in record.getMessage() for record in caplog.records) == 1
     log.write(runs=[{"id": "new", "status": "ok", "started": 1.0}])
     assert [run["id"] for run in log.recent()] == ["new"]
+
+
+def test_a_log_damaged_under_the_gateway_s_kept_connection_is_set_aside(tmp_path: Path) -> None:
+    """Damaged while the gateway holds its connection open (written by another process,
+    so changed since the gateway's last call): the next call finds what a new connection
+    would, sets the file aside, and goes on with a new one."""
+    path = tmp_path / "runs.sqlite"
+    log = _filled(path, keep_open=True)
+    assert len(log.recent()) == 20
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    assert log.recent() == []
+    assert len(_set_aside(path)) == 1
+    log.write(runs=[{"id": "new", "status": "ok", "started": 1.0}])
+    assert [run["id"] for run in log.recent()] == ["new"]
+
+
+def test_what_the_kept_connection_writes_is_in_the_file_itself(tmp_path: Path) -> None:
+    """Each write is checkpointed: the file alone (without its WAL) holds it, as it did
+    when every write closed its connection."""
+    path = tmp_path / "runs.sqlite"
+    log = RunLog(path, keep_open=True)
+    log.write(runs=[{"id": "r1", "status": "ok", "started": 1.0, "ended": 2.0}])
+    log.approve_tool("s__t")
+    copy = tmp_path / "copy.sqlite"
+    copy.write_bytes(path.read_bytes())
+    alone = RunLog(copy)
+    assert [run["id"] for run in alone.recent()] == ["r1"]
+    assert alone.tool_approved("s__t")
 
 
 def test_the_check_at_start_sets_a_damaged_log_aside(tmp_path: Path) -> None:
@@ -74,9 +108,12 @@ def test_the_check_at_start_sets_a_damaged_log_aside(tmp_path: Path) -> None:
     assert RunLog(path).check() is None  # a missing file is fine: it is made when needed
 
 
-def test_a_run_log_deleted_while_in_use_gets_its_tables_again(tmp_path: Path) -> None:
+@KEPT_OR_NOT
+def test_a_run_log_deleted_while_in_use_gets_its_tables_again(
+    tmp_path: Path, keep_open: bool
+) -> None:
     path = tmp_path / "runs.sqlite"
-    log = _filled(path, runs=1)
+    log = _filled(path, runs=1, keep_open=keep_open)
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     log.write(runs=[{"id": "after", "status": "ok", "started": 2.0}])
@@ -101,12 +138,13 @@ def test_a_locked_run_log_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert len(log.recent()) == 1
 
 
+@KEPT_OR_NOT
 def test_runs_and_calls_wait_in_memory_while_the_log_is_held(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep_open: bool
 ) -> None:
     monkeypatch.setattr("toolscript.store.runlog.BUSY_SECONDS", 0.2)
     path = tmp_path / "runs.sqlite"
-    runs = RunBook(RunLog(path), lambda: (), lambda qualified: "allow")
+    runs = RunBook(RunLog(path, keep_open=keep_open), lambda: (), lambda qualified: "allow")
 
     async def made(tool: str, arguments: dict[str, Any]) -> tuple[str, Any]:
         return "json", {"ok": True}
@@ -128,6 +166,56 @@ def test_runs_and_calls_wait_in_memory_while_the_log_is_held(
         assert [call["tool"] for call in shown["calls_made"]] == ["s__read"]
 
     anyio.run(scenario)
+
+
+def test_the_gateways_kept_log_is_read_by_others_at_once_and_closed_whole(
+    tmp_path: Path,
+) -> None:
+    """What the gateway writes with its connection kept is what `toolscript runs` (another
+    connection) reads right after; closed, the log is one file again (no WAL left)."""
+    path = tmp_path / "runs.sqlite"
+    gateway = RunLog(path, keep_open=True)
+    reader = RunLog(path)
+    for number in range(3):
+        gateway.write(
+            runs=[{"id": f"r{number}", "status": "ok", "started": float(number), "ended": 9.0}],
+            calls=[{"run_id": f"r{number}", "seq": 1, "tool": "s__t", "arguments": "{}"}],
+        )
+        assert reader.recent()[0]["id"] == f"r{number}"
+    shown = reader.run("r2")
+    assert shown is not None and [call["tool"] for call in shown["calls_made"]] == ["s__t"]
+    gateway.close()
+    assert not Path(f"{path}-wal").exists()
+    gateway.write(runs=[{"id": "later", "status": "ok", "started": 5.0}])  # opens again
+    assert reader.recent()[0]["id"] == "later"
+
+
+@KEPT_OR_NOT
+def test_a_write_is_one_transaction(tmp_path: Path, keep_open: bool) -> None:
+    """A write whose calls cannot be stored stores nothing of it (the run row neither), and
+    the log goes on."""
+    path = tmp_path / "runs.sqlite"
+    log = RunLog(path, keep_open=keep_open)
+    with pytest.raises(RunLogError):
+        log.write(
+            runs=[{"id": "half", "status": "ok", "started": 1.0}],
+            calls=[{"run_id": "half", "seq": 1, "no_such_column": 1}],
+        )
+    assert log.recent() == []
+    log.write(runs=[{"id": "whole", "status": "ok", "started": 2.0}])
+    assert [run["id"] for run in log.recent()] == ["whole"]
+
+
+def test_an_update_keeps_the_columns_it_does_not_give(tmp_path: Path) -> None:
+    """A run written again (its end) keeps what only its first write gave; a list or dict
+    value is kept as JSON."""
+    log = RunLog(tmp_path / "runs.sqlite")
+    log.write(runs=[{"id": "r", "status": "running", "started": 1.0, "script": "code"}])
+    log.write(runs=[{"id": "r", "status": "ok", "ended": 2.0, "stopped": ["a", {"b": 1}]}])
+    shown = log.run("r")
+    assert shown is not None
+    assert (shown["status"], shown["script"], shown["ended"]) == ("ok", "code", 2.0)
+    assert shown["stopped"] == ["a", {"b": 1}]
 
 
 def _stopped_log(path: Path) -> RunLog:

@@ -265,7 +265,7 @@ def test_without_a_raw_path_a_slash_in_the_decoded_one_is_refused() -> None:
 def test_the_runtime_encodes_the_tool_name_as_one_segment() -> None:
     from toolscript.codegen.module import runtime_source
 
-    assert "new URL(encodeURIComponent(tool), TOOLS_URL)" in runtime_source()
+    assert "new URL(encodeURIComponent(tool), toolsURL())" in runtime_source()
 
 
 # -- finding 16: a top-level return ends the run -----------------------------------------

@@ -986,13 +986,7 @@ def _supervise(
         pump.start()
     memory = _MemoryWatch(process, process_memory_cap(limits.memory_mb))
     memory.start()
-    timed_out = False
-    try:
-        process.wait(timeout=limits.timeout or None)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill(process)
-    process.wait()
+    timed_out = _wait_within(process, limits.timeout)
     memory.stop.set()
     for pump in pumps:
         pump.join(60 if isinstance(pump, _SpillingPump) else 5)
@@ -1005,6 +999,28 @@ def _supervise(
             return outcome.exit_code
     code = process.returncode
     return code if code >= 0 else 128 - code
+
+
+def _wait_within(process: subprocess.Popen[bytes], timeout: float | None) -> bool:
+    """Wait for ``process`` to exit, killing it (and saying True) once ``timeout`` seconds
+    have passed. A blocking wait with a timer, not ``Popen.wait(timeout)``: that one polls,
+    sleeping up to 50 ms between looks, so a run was noticed late by up to half its length."""
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        _kill(process)
+
+    timer = threading.Timer(timeout, expire) if timeout else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
+    try:
+        process.wait()
+    finally:
+        if timer is not None:
+            timer.cancel()
+    return expired.is_set()
 
 
 class _Ended(NamedTuple):

@@ -7,9 +7,10 @@ sandbox's own (``sandbox._command``: the gateway's host only, the one variable, 
 no subprocesses), plus reading what the script imports: its own copy (at a path of this
 spare's private ``DENO_DIR`` that holds nothing until the script comes), the module and the
 saved scripts beside it. The script is imported by a specifier Deno cannot see ahead, so
-these are always read at the import, whenever the script comes.
+these are read at its import, whenever the script comes; only the module is loaded ahead.
 
-Until then the spare runs only ``BOOT`` (below), which waits on its stdin. The run's URL
+Until then the spare runs only ``BOOT`` (below), which loads the module (whose top level
+only defines what it exports) and waits on its stdin. The run's URL
 (its token) is handed in on stdin with the script: the spare holds no token before it, and
 stdin is closed at once (a script reads nothing from it, as from /dev/null). The script is
 then imported: one spare serves exactly one script, and is never reused. A spare whose
@@ -50,18 +51,25 @@ SPARE_SCRIPT = "script.ts"  # the script's copy, inside the spare's own DENO_DIR
 
 # The spare's main module: warm what the script's first call needs, read the hand-over
 # (until stdin ends), set the run's URL, import the script. Nothing of the script's runs
-# before it; an empty hand-over runs nothing. The warm-up asks the gateway's liveness path,
-# the one path that takes no token (the spare holds none), for Deno's HTTP client and a
-# kept-alive connection; the first call then costs what the ones after it do (measured: a
-# first fetch 7-41 ms cold, 1-6 ms warm); and it loads a module, so the script's import
-# finds Deno's module loader ready. The script does not wait for it.
+# before it; an empty hand-over runs nothing. The warm-up loads the module the script
+# imports as "toolscript" (toolscript's own generated code, which reads the run's URL at
+# its first request, not at its import): the script's import finds it parsed and run
+# (measured: 5 ms of each run for a one-server module, more with more tools). Then it asks
+# the gateway's liveness path, the one path that takes no token (the spare holds none),
+# for Deno's HTTP client and a kept-alive connection; the first call then costs what the
+# ones after it do (measured: a first fetch 7-41 ms cold, 1-6 ms warm). The script does
+# not wait for it.
 BOOT = """\
 (async () => {
   try {
-    await (await fetch(%s)).arrayBuffer();
-    await import("data:application/javascript,export{}");
+    await import("toolscript");
   } catch {
-    // only a warm-up: the script's own calls say what is wrong
+    // only a warm-up: the script's own import says what is wrong
+  }
+  try {
+    await (await fetch(%s)).arrayBuffer();
+  } catch {
+    // and its own calls
   }
 })();
 const parts: Uint8Array[] = [];

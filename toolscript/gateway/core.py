@@ -321,6 +321,7 @@ class Gateway:
             runlog_path(state_dir),
             keep=config.runs.keep,
             max_bytes=int(config.runs.max_megabytes * 1024 * 1024),
+            keep_open=True,  # each run's end writes it: no checkpoint at each write's close
         )
         self.runs = RunBook(
             runlog,
@@ -537,6 +538,7 @@ class Gateway:
             await self.runs.flush()
         except Exception:
             log.exception("runs: cannot write the run log")
+        await anyio.to_thread.run_sync(self.runs.runlog.close)
         if self.runs.telemetry is not None:
             await anyio.to_thread.run_sync(self.runs.telemetry.shutdown)
         await self._save_shapes()

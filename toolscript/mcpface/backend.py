@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,6 +84,9 @@ RESULT_MARKER = "\x1etoolscript-result:"  # the line holding a script's return v
 SCRIPT_NAME = "script.ts"  # what type errors and stack frames call the agent's code
 MAX_OUTPUT = 1024 * 1024  # bytes a script may print: it all goes into the model's context
 OWNED_START_WAIT = 120.0
+# seconds the next spare waits after a run: its spawn (Python work and a fork) then competes
+# with the answer's way out of the face for neither the GIL nor the CPU
+SPARE_AFTER = 0.005
 SAVE_TIMEOUT = 240.0  # seconds: saving type-checks every saved script
 FACE_ADVICE = Advice(
     timeout="pass a larger timeout, in seconds",
@@ -662,6 +666,7 @@ class Backend:
             return None
 
     def _spawn_spare(self, url: str, module: Path) -> None:
+        time.sleep(SPARE_AFTER)
         try:
             spare = Spare(url, module, self.memory_mb, self.cwd, tidy_later=True)
         except (OSError, ToolscriptError):  # never fatal: the next run spawns its own

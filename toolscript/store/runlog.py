@@ -127,12 +127,73 @@ SCHEMA_VERSION = len(MIGRATIONS)
 class RunLog:
     """One project's ``runs.sqlite``; every method opens, works and closes (thread-safe)."""
 
-    def __init__(self, path: Path, *, keep: int = 1000, max_bytes: int = 50 * 1024 * 1024) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        keep: int = 1000,
+        max_bytes: int = 50 * 1024 * 1024,
+        keep_open: bool = False,
+    ) -> None:
+        """``keep_open``: one connection is kept between calls (the gateway, which writes
+        each run as it ends: closing the last connection to a WAL file checkpoints it and
+        removes the WAL, and that cost most of each write; a call that wrote checkpoints
+        without closing), closed by ``close``, by an error, or when the file
+        at ``path`` changed since its last call (deleted, set aside, damaged, or written by
+        another process's checkpoint): the next call then opens it as a new connection
+        would, and finds what a new one finds."""
         self.path = path
         self.keep = keep
         self.max_bytes = max_bytes
+        self.keep_open = keep_open
         self._lock = threading.Lock()
         self._ready = False
+        self._kept: tuple[Any, tuple[int, ...]] | None = None  # (database, file as left)
+
+    def close(self) -> None:
+        """Close the kept connection, if any (a later call opens one again)."""
+        with self._lock:
+            self._drop_kept()
+
+    def _drop_kept(self) -> None:
+        if self._kept is not None:
+            db, self._kept = self._kept[0], None
+            with contextlib.suppress(Exception):
+                db.conn.close()
+
+    def _release(self, db: Any, *, failed: bool = False) -> None:
+        """Close ``db`` after its work, unless it is the kept one and the work went well
+        (then the file as this work left it is noted)."""
+        if self._kept is not None and self._kept[0] is db:
+            identity = None if failed else self._identity()
+            if identity is not None:
+                self._kept = (db, identity)
+                return
+            self._kept = None
+        db.conn.close()
+
+    def _identity(self) -> tuple[int, ...] | None:
+        """The file at ``path`` as the kept connection must find it: which file, its size
+        and its modification time (in WAL mode only a checkpoint writes it)."""
+        try:
+            found = self.path.stat()
+        except OSError:
+            return None
+        return (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns)
+
+    def _open(self) -> Any:
+        """The kept connection while its file is still at ``path``, else a new one."""
+        if not self.keep_open:
+            return self._connect()
+        if self._kept is not None:
+            if self._identity() == self._kept[1]:
+                return self._kept[0]
+            self._drop_kept()
+        db = self._connect()
+        identity = self._identity()
+        if identity is not None:
+            self._kept = (db, identity)
+        return db
 
     def _connect(self) -> Any:
         import sqlite3
@@ -144,7 +205,9 @@ class RunLog:
             self._ready = False  # deleted while we ran: the new file needs its tables
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             self.path.touch(mode=0o600)
-        connection = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None)
+        connection = sqlite3.connect(
+            self.path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False
+        )
         db = sqlite_utils.Database(connection)
         try:
             if fresh:
@@ -179,11 +242,19 @@ class RunLog:
         with self._lock:
             for attempt in (1, 2):
                 try:
-                    db = self._connect()
+                    db = self._open()
+                    changes = db.conn.total_changes
                     try:
-                        return work(db)
-                    finally:
-                        db.conn.close()
+                        answer = work(db)
+                        if self.keep_open and db.conn.total_changes != changes:
+                            # What was written goes into the file now, as a close would
+                            # (without a close's cost): the file alone holds the log.
+                            db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                    except BaseException:
+                        self._release(db, failed=True)
+                        raise
+                    self._release(db)
+                    return answer
                 except sqlite3.Error as exc:
                     if attempt == 1 and is_damage(exc):
                         set_aside(self.path, str(exc))
@@ -210,6 +281,7 @@ class RunLog:
     def check(self) -> str | None:
         """Set the file aside when it is damaged (one warning); what was wrong, else None."""
         with self._lock:
+            self._drop_kept()
             reason = damage_of(self.path)
             if reason is not None:
                 set_aside(self.path, reason)
@@ -230,13 +302,15 @@ class RunLog:
             return
 
         def work(db: Any) -> None:
-            with db.conn:
-                if runs:
-                    db["runs"].upsert_all(runs, pk="id", alter=False)
-                if calls:
-                    db["calls"].upsert_all(calls, pk=("run_id", "seq"))
-                if replay:
-                    db["replay"].upsert_all(replay, pk=("run_id", "seq"))
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                _upsert(db, "runs", runs, ("id",))
+                _upsert(db, "calls", calls, ("run_id", "seq"))
+                _upsert(db, "replay", replay, ("run_id", "seq"))
+            except BaseException:
+                db.conn.rollback()
+                raise
+            db.conn.commit()
             if any(run.get("ended") for run in runs):
                 self._prune(db)
 
@@ -516,6 +590,28 @@ class RunLog:
             [run_id, tool, digest],
         ).fetchone()
         return found is not None
+
+
+def _upsert(db: Any, table: str, rows: list[dict[str, Any]], pk: tuple[str, ...]) -> None:
+    """Insert ``rows``, or update the columns they give of the rows already there (what
+    sqlite_utils' ``upsert_all`` does, in plain SQL: it asked SQLite's version each call).
+    A list or dict value is kept as JSON, as sqlite_utils keeps it."""
+    for columns in dict.fromkeys(tuple(row) for row in rows):
+        names = ", ".join(f'"{column}"' for column in columns)
+        updates = ", ".join(f'"{c}" = excluded."{c}"' for c in columns if c not in pk)
+        conflict = f"DO UPDATE SET {updates}" if updates else "DO NOTHING"
+        keys = ", ".join(f'"{column}"' for column in pk)
+        db.conn.executemany(
+            f'INSERT INTO "{table}" ({names}) VALUES ({", ".join("?" * len(columns))}) '
+            f"ON CONFLICT ({keys}) {conflict}",
+            [[_stored(row[column]) for column in columns] for row in rows if tuple(row) == columns],
+        )
+
+
+def _stored(value: Any) -> Any:
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, default=repr, ensure_ascii=False)
+    return value
 
 
 def _add_approval(db: Any, scope: str, tool: str, run_id: str, call: dict[str, Any]) -> None:
