@@ -32,6 +32,10 @@ __all__ = ["PendingSignIn", "SignIn", "TokenStore", "auth_dir", "forget", "signe
 
 
 KEYRING_SERVICE = "toolscript-oauth"
+# Kept tokens are refreshed this long before they expire (at most a third of their life):
+# a server counts their life in whole seconds from when it issued them, and a request on its
+# way takes time, so one used to its last second is refused (a 401 that asks for a sign-in).
+EARLY_REFRESH = 30.0
 _SECRETS = ("tokens", "client")
 
 
@@ -148,7 +152,9 @@ class TokenStore:
         token = OAuthToken.model_validate(data["tokens"])
         expires_at = data.get("expires_at")
         if expires_at is not None:  # what is left of its life, as the SDK counts from now
-            token.expires_in = max(0, int(expires_at - time.time()))
+            life = token.expires_in or 0
+            early = min(EARLY_REFRESH, life / 3)
+            token.expires_in = max(0, int(expires_at - early - time.time()))
         return token
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
@@ -177,7 +183,7 @@ class TokenStore:
         if signed.client is not None:
             data["client"] = signed.client.model_dump(mode="json", exclude_none=True)
         assert signed.tokens is not None
-        _put_tokens(data, signed.tokens)
+        _put_tokens(data, signed.tokens, signed.received_at)
         self._write(data)
 
 
@@ -188,12 +194,16 @@ class PendingSignIn:
     def __init__(self, client: OAuthClientInformationFull | None) -> None:
         self.client = client  # an app registered by hand; else the SDK registers one
         self.tokens: OAuthToken | None = None
+        # When they came: their life counts from then, not from when the sign-in is kept
+        # (after a session was opened and closed with them, seconds later under load).
+        self.received_at: float | None = None
 
     async def get_tokens(self) -> OAuthToken | None:
         return self.tokens
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
         self.tokens = tokens
+        self.received_at = time.time()
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         return self.client
@@ -202,10 +212,12 @@ class PendingSignIn:
         self.client = client_info
 
 
-def _put_tokens(data: dict[str, Any], tokens: OAuthToken) -> None:
+def _put_tokens(data: dict[str, Any], tokens: OAuthToken, received_at: float | None = None) -> None:
+    """``received_at``: when the tokens came (now if not said), whence their life counts."""
     now = time.time()
+    start = now if received_at is None else received_at
     data["tokens"] = tokens.model_dump(mode="json", exclude_none=True)
-    data["expires_at"] = now + tokens.expires_in if tokens.expires_in is not None else None
+    data["expires_at"] = start + tokens.expires_in if tokens.expires_in is not None else None
     data["updated_at"] = now
     data.setdefault("signed_in_at", now)
 
