@@ -32,10 +32,6 @@ __all__ = ["PendingSignIn", "SignIn", "TokenStore", "auth_dir", "forget", "signe
 
 
 KEYRING_SERVICE = "toolscript-oauth"
-# Kept tokens are refreshed this long before they expire (at most a third of their life):
-# a server counts their life in whole seconds from when it issued them, and a request on its
-# way takes time, so one used to its last second is refused (a 401 that asks for a sign-in).
-EARLY_REFRESH = 30.0
 _SECRETS = ("tokens", "client")
 
 
@@ -152,9 +148,7 @@ class TokenStore:
         token = OAuthToken.model_validate(data["tokens"])
         expires_at = data.get("expires_at")
         if expires_at is not None:  # what is left of its life, as the SDK counts from now
-            life = token.expires_in or 0
-            early = min(EARLY_REFRESH, life / 3)
-            token.expires_in = max(0, int(expires_at - early - time.time()))
+            token.expires_in = max(0, int(expires_at - time.time()))
         return token
 
     async def set_tokens(self, tokens: OAuthToken) -> None:

@@ -35,6 +35,11 @@ __all__ = ["SignInFailed", "SignInNeeded", "gateway_auth", "sign_in", "sign_in_c
 
 CALLBACK_PATH = "/callback"
 SIGN_IN_TIMEOUT = 300.0  # seconds a person has to finish signing in
+# The gateway refreshes tokens this long before they expire (at most a third of their life):
+# a server counts their life in whole seconds from when it issued them, and a request takes
+# time on its way, so a token used to its last second is refused, and that 401 asks for a
+# sign-in (the session is dropped).
+EARLY_REFRESH = 30.0
 
 _DONE_PAGE = (
     b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nConnection: close\r\n\r\n"
@@ -339,15 +344,28 @@ def gateway_auth(
 def _provider_class() -> type[OAuthClientProvider]:
     """The SDK's provider, but one that knows when kept tokens expire. The SDK (2.3) loads
     stored tokens without their expiry, so it never refreshed them: the first request after
-    expiry got a 401 and started a whole new sign-in. (Private SDK pieces: ``_initialize``
-    and ``context``; tests/test_oauth.py's refresh test fails if they change.)"""
+    expiry got a 401 and started a whole new sign-in. Every expiry it counts is moved
+    ``EARLY_REFRESH`` ahead. (Private SDK pieces: ``_initialize`` and ``context``;
+    tests/test_oauth.py's refresh test fails if they change.)"""
     from mcp.client.auth import OAuthClientProvider
 
     class KeptTokensProvider(OAuthClientProvider):
         async def _initialize(self) -> None:
             await super()._initialize()
-            tokens = self.context.current_tokens
+            context = self.context
+            if not getattr(context, "refreshes_early", False):  # once: it may run again
+                counted = context.update_token_expiry
+
+                def early(token: Any) -> None:  # for refreshed tokens too
+                    counted(token)
+                    if context.token_expiry_time is not None and token.expires_in:
+                        life = int(token.expires_in)
+                        context.token_expiry_time -= min(EARLY_REFRESH, life / 3)
+
+                context.update_token_expiry = early  # type: ignore[method-assign]
+                context.refreshes_early = True  # type: ignore[attr-defined]
+            tokens = context.current_tokens
             if tokens is not None and tokens.expires_in is not None:
-                self.context.update_token_expiry(tokens)
+                context.update_token_expiry(tokens)
 
     return KeptTokensProvider
