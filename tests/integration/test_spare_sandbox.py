@@ -122,16 +122,7 @@ def test_a_spare_connects_to_the_gateway_ahead_through_the_path_that_takes_no_to
     its first call costs what the others do; the spare still holds no token."""
     spare = Spare(gateway.url, module_of(gateway), 512, tmp_path)
     try:
-        port = urlsplit(gateway.url).port
-
-        def to_the_gateway() -> list[Any]:
-            return [
-                connection
-                for connection in psutil.Process(spare.process.pid).net_connections()
-                if connection.raddr and connection.raddr.port == port
-            ]
-
-        wait_until(to_the_gateway, bool, 60, "the spare's connection to the gateway")
+        connected(spare, gateway)
         # and it writes no V8 code cache into a DENO_DIR that goes with it
         assert not list(spare.script_path.parent.glob("v8_code_cache*"))
         boot = (spare.script_path.parent / "boot.ts").read_text()
