@@ -345,15 +345,20 @@ class UpstreamServer:
             offered = await self._list_offered(session)
             if self._session is not session:
                 return
-            same = set(offered) == set(self.offered) and all(
-                offered_entries(kind, offered[kind]) == offered_entries(kind, self.offered[kind])
-                for kind in offered
-            )
+            same = self._offered_as_kept(offered)
             self.offered = offered
         finally:
             self.offered_listed.set()  # kept before the first build looks
         if not same and self._on_tools_changed is not None:
             await self._on_tools_changed(self)
+
+    def _offered_as_kept(self, offered: dict[str, list[dict[str, Any]]]) -> bool:
+        """Whether a listing of prompts and templates types what ``offered`` already does
+        (a kind never listed yet is not "none")."""
+        return set(offered) == set(self.offered) and all(
+            offered_entries(kind, offered[kind]) == offered_entries(kind, self.offered[kind])
+            for kind in offered
+        )
 
     async def note_offered(self, kind: str, items: list[dict[str, Any]]) -> None:
         """A listing of ``kind`` made meanwhile (a script's or the CLI's): kept, and the
@@ -411,11 +416,7 @@ class UpstreamServer:
             log.warning("%s: re-listing tools failed: %s", self.name, self._redact(str(exc)))
             return
         offered = await self._list_offered(session)
-        same_offered = all(
-            offered_entries(kind, offered[kind]) == offered_entries(kind, self.offered.get(kind))
-            for kind in offered
-        )
-        if tools == self.tools and same_offered:  # changes announced that are none
+        if tools == self.tools and self._offered_as_kept(offered):  # changes that are none
             return
         self.tools, self.offered = tools, offered
         log.info(
