@@ -1,8 +1,9 @@
 """What the MCP face's tools do, free of MCP: a gateway to ask, and scripts run as exec runs them.
 
 The gateway is the project's running one (or ``TOOLSCRIPT_GATEWAY_URL``'s) when there is
-one; otherwise the face starts one of its own, with no state file, and stops it when it
-exits. A gateway that stops answering is looked for (or started) again on the next call,
+one; otherwise the face starts one of its own, with no state file, served in a thread of
+the face's own process (``gateway/inprocess.py``; a ``gateway start`` process with
+``TOOLSCRIPT_FACE_GATEWAY=process``), and stops it when it exits. A gateway that stops answering is looked for (or started) again on the next call,
 so a face outlives the gateway it borrowed.
 """
 
