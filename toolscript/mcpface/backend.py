@@ -3,8 +3,9 @@
 The gateway is the project's running one (or ``TOOLSCRIPT_GATEWAY_URL``'s) when there is
 one; otherwise the face starts one of its own, with no state file, served in a thread of
 the face's own process (``gateway/inprocess.py``; a ``gateway start`` process with
-``TOOLSCRIPT_FACE_GATEWAY=process``), and stops it when it exits. A gateway that stops answering is looked for (or started) again on the next call,
-so a face outlives the gateway it borrowed.
+``TOOLSCRIPT_FACE_GATEWAY=process``), and stops it when it exits. A gateway that stops
+answering is looked for (or started) again on the next call, so a face outlives the
+gateway it borrowed.
 """
 
 from __future__ import annotations
