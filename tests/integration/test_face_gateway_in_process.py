@@ -225,3 +225,20 @@ def test_a_face_signalled_while_its_gateway_starts_leaves_no_process(tmp_path: P
         assert alive == [], [argv(p) for p in alive]
     finally:
         stop_process(process, 5)
+
+
+def test_a_face_gateway_asked_to_stop_before_it_started_stops_the_servers_spawned_for_it(
+    tmp_path: Path,
+) -> None:
+    """The face failed after its servers were spawned and before it started the gateway
+    (a port in use for --http, say): the servers go with it."""
+    from toolscript.gateway.inprocess import InProcessGateway
+
+    config = tmp_path / ".toolscript.json"
+    config.write_text(json.dumps({"mcpServers": {"slow": {"command": "sleep", "args": ["60"]}}}))
+    gateway = InProcessGateway(str(config), None)
+    gateway.prepare()
+    (server,) = [p for p in psutil.Process().children() if argv(p)[:2] == ["sleep", "60"]]
+    gateway.stop(5)
+    assert psutil.wait_procs([server], timeout=10)[1] == []
+    assert gateway.wait_for_url(0) == ""
