@@ -242,3 +242,62 @@ def test_a_face_gateway_asked_to_stop_before_it_started_stops_the_servers_spawne
     gateway.stop(5)
     assert psutil.wait_procs([server], timeout=10)[1] == []
     assert gateway.wait_for_url(0) == ""
+
+
+def test_the_face_s_own_gateway_asks_through_the_client_and_follows_config_edits(
+    tmp_path: Path,
+) -> None:
+    """Policy and approvals through elicitation, and a config reload, as with the gateway
+    the face used to start as a process."""
+    import mcp_types
+
+    from tests.integration.test_policy import WRITE_THEN_DELETE, journal_tools, records_config
+
+    journal = tmp_path / "journal.jsonl"
+    directory = tmp_path / "project"
+    directory.mkdir()
+    config = directory / ".toolscript.json"
+    config.write_text(json.dumps(records_config(journal) | {"policy": {"ask": "writes"}}))
+    parameters = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolscript", "mcp", "--config", str(config)],
+        cwd=str(directory),
+        env=clean_env(TOOLSCRIPT_LOG_LEVEL="WARNING", TOOLSCRIPT_HOME=str(tmp_path / "home")),
+    )
+    asked: list[str] = []
+
+    async def approve(context: Any, params: Any) -> mcp_types.ElicitResult:
+        asked.append(params.message)
+        return mcp_types.ElicitResult(action="accept", content={"always": False})
+
+    async def session_work() -> None:
+        async with (
+            stdio_client(parameters) as (read, write),
+            ClientSession(read, write, elicitation_callback=approve) as session,
+        ):
+            await session.initialize()
+            approved = await session.call_tool("execute", {"code": WRITE_THEN_DELETE})
+            assert not approved.is_error, approved.content
+            (face,) = [
+                child
+                for child in psutil.Process().children()
+                if argv(child)[1:4] == ["-m", "toolscript", "mcp"]
+            ]
+            assert gateway_processes(tree(face)) == []
+
+            edited = records_config(journal)
+            edited["mcpServers"]["time"] = {"command": python_bin("mcp-server-time")}
+            config.write_text(json.dumps(edited | {"policy": {"ask": "writes"}}))
+            for _ in range(600):
+                listed = await session.call_tool("list_servers", {})
+                if "time: connected" in listed.content[0].text:  # type: ignore[union-attr]
+                    break
+                await anyio.sleep(0.1)
+            assert "time: connected" in listed.content[0].text  # type: ignore[union-attr]
+
+    anyio.run(session_work)
+    assert [message.split(",")[0] for message in asked] == [
+        "A script calls records__write_record",
+        "A script calls records__delete_record",
+    ]
+    assert journal_tools(journal) == ["write_record", "delete_record"]
