@@ -195,6 +195,9 @@ def serve(
             timeout_graceful_shutdown=5,
             log_config=None,
             http=BoundedHTTPProtocol,
+            # No websockets (the guard refuses them): uvicorn's "auto" would import the
+            # websockets package (29 modules, 0.7 MB) for upgrades it then hands the guard.
+            ws="none",
         )
     )
 
