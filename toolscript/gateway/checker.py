@@ -10,7 +10,8 @@ The answer must be the one ``deno check`` would give, or none: anything the chec
 not sure to render as Deno does (a resolution error, a syntax error, a warning, a place
 in a file it does not hold) makes it answer "unavailable", and exec checks the slow way.
 The server runs with a config file of its own (so no ``deno.json`` above the cache
-changes the compiler options) and the import map exec runs with; it is replaced when
+changes the compiler options; the libs of ``plumbing/checkoptions.py``, as ``deno check``
+has them) and the import map exec runs with; it is replaced when
 the module changes, when it dies, and when a check hangs.
 """
 
@@ -32,6 +33,7 @@ from typing import Any
 import anyio
 
 from toolscript.errors import ExecutionError
+from toolscript.plumbing.checkoptions import names_node_globals, write_check_config
 from toolscript.plumbing.denobinary import deno_binary, deno_environment
 from toolscript.plumbing.paths import module_cache_file, user_cache_dir
 from toolscript.plumbing.privatefile import write_private
@@ -396,9 +398,7 @@ class WarmChecker:
         if packages is not None:  # as a run sees them: the frozen lock, the shared cache
             imports.update(import_entries(packages.packages))
             lock = {"path": str(packages.lock), "frozen": True}
-        config = write_private(
-            self.root / f"deno-{module_hash}.json", json.dumps({"lock": lock}) + "\n"
-        )
+        config = write_check_config(self.root / f"deno-{module_hash}.json", lock)
         import_map = write_private(
             self.root / f"importmap-{module_hash}.json", json.dumps({"imports": imports})
         )
@@ -479,6 +479,8 @@ class WarmChecker:
         suffix = Path(script_path).suffix
         if suffix not in CHECKED_SUFFIXES:
             return CheckVerdict("unavailable", f"{suffix} scripts are checked by deno check")
+        if names_node_globals(code):  # deno check gives it Node's types: its checker does
+            return CheckVerdict("unavailable", "a script naming Node's globals")
         try:
             await asyncio.wait_for(self._lock.acquire(), LOCK_WAIT)
         except TimeoutError:

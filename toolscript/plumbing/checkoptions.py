@@ -1,0 +1,170 @@
+"""The compiler options a script's type check uses: Deno's libs without Node's types.
+
+Deno's default lib (``deno.window``) pulls in all of ``@types/node`` through its shared
+globals: a warm checker held 206 MB with it, 124-131 MB without. A script's check (the
+gateway's warm checker, ``deno run --check`` and the saved scripts' ``deno check`` alike)
+reads one config file of toolscript's own, written in its cache: the web and ``Deno``
+libs (``SCRIPT_LIBS``) and a globals file (``globals-<tag>.d.ts``) holding what only the
+shared globals declare (``console``, ``fetch``, ``performance``, ``queueMicrotask``,
+``WebAssembly``, ...: Deno's own text, read from ``deno types``, its Node reference
+left out) and the timers, which Deno types with Node's (``setTimeout`` returns a
+``Timeout`` object there, as it does at run time).
+
+Node's types still come when a script asks for them: importing a ``node:`` module brings
+them in, and a script naming one of Node's globals (``process``, ``Buffer``...: they run
+in the sandbox) is checked with Deno's default lib, as before (``names_node_globals``).
+``check_tag`` names these options: every cache of a verdict keys on it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from toolscript.errors import ExecutionError
+from toolscript.plumbing.denobinary import deno_binary, deno_environment
+from toolscript.plumbing.paths import user_cache_dir
+from toolscript.plumbing.privatefile import write_private
+
+__all__ = [
+    "SCRIPT_LIBS",
+    "check_config",
+    "check_imports",
+    "check_tag",
+    "names_node_globals",
+    "write_check_config",
+]
+
+SCRIPT_LIBS = (
+    "esnext",
+    "deno.ns",
+    "deno.console",
+    "deno.url",
+    "deno.web",
+    "deno.fetch",
+    "deno.crypto",
+    "deno.websocket",
+    "deno.broadcast_channel",
+    "deno.webstorage",
+    "deno.cache",
+    "deno.webgpu",  # `navigator.gpu`
+    "deno.unstable",
+)
+
+# Node's own globals a script may use in the sandbox (Deno defines them), and the
+# namespace of their types: a script naming one is checked with Node's types.
+NODE_GLOBALS = ("process", "Buffer", "global", "setImmediate", "clearImmediate", "NodeJS")
+_NODE_GLOBAL = re.compile(r"(?<![\w$])(?:" + "|".join(NODE_GLOBALS) + r")(?![\w$])")
+# Comments and quoted strings, found left to right (a `//` in a string is no comment);
+# template literals stay: their `${...}` is code.
+_NOT_CODE = re.compile(r"""//[^\n]*|/\*[\s\S]*?\*/|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'""")
+
+# The two files of `deno types` that reference Node's types (the shared globals) or the
+# file that does (the window: `self`, `navigator`...), each named by a line of its head;
+# their text is kept, their references dropped.
+_FILE_HEADS = ('/// <reference lib="node" />\n', '/// <reference lib="deno.shared_globals" />\n')
+_FILE_START = "// Copyright "
+_REFERENCE = re.compile(r"^/// <reference [^\n]*\n", re.MULTILINE)
+
+# The timers, typed as Deno runs them (a Timeout object, a number as a primitive); with
+# Node's types loaded too (a `node:` import) these merge with Node's own declarations.
+TIMERS = """
+declare namespace NodeJS {
+  interface Timeout {
+    ref(): this;
+    unref(): this;
+    hasRef(): boolean;
+    refresh(): this;
+    [Symbol.toPrimitive](): number;
+  }
+}
+declare function setTimeout<TArgs extends any[]>(
+  callback: (...args: TArgs) => void,
+  ms?: number,
+  ...args: TArgs
+): NodeJS.Timeout;
+declare function setInterval<TArgs extends any[]>(
+  callback: (...args: TArgs) => void,
+  ms?: number,
+  ...args: TArgs
+): NodeJS.Timeout;
+declare function clearTimeout(timeout: NodeJS.Timeout | string | number | undefined): void;
+declare function clearInterval(interval: NodeJS.Timeout | string | number | undefined): void;
+"""
+_VERSION = "1"  # of what this module writes: a change here is a new tag
+
+
+def names_node_globals(code: str) -> bool:
+    """Whether ``code`` names one of Node's globals outside comments and strings (then its
+    check needs Node's types, as Deno's default lib gives them)."""
+    return _NODE_GLOBAL.search(_NOT_CODE.sub(" ", code)) is not None
+
+
+@functools.cache
+def check_tag() -> str:
+    """A short name for these options with this Deno binary: verdicts keep it in their keys."""
+    binary = deno_binary()
+    try:
+        stat = os.stat(binary)
+        seen = f"{stat.st_size}:{stat.st_mtime_ns}"
+    except OSError:
+        seen = ""
+    text = json.dumps([_VERSION, SCRIPT_LIBS, TIMERS, binary, seen])
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def check_config(lock: object = False) -> dict[str, object]:
+    """The config's content (``lock`` as Deno reads it), its globals file written first."""
+    globals_file = _globals_file()
+    return {
+        "lock": lock,
+        "compilerOptions": {"lib": list(SCRIPT_LIBS), "types": [globals_file.as_uri()]},
+    }
+
+
+def write_check_config(path: Path | None = None, lock: object = False) -> Path:
+    """The config file a check reads: at ``path`` (the warm checker's, with its lock), else
+    the one of this tag in the cache (written once). Private, as everything there."""
+    if path is None:
+        path = user_cache_dir() / "check" / f"deno-{check_tag()}.json"
+        if path.exists():
+            return path
+    return write_private(path, json.dumps(check_config(lock)) + "\n")
+
+
+def check_imports() -> dict[str, str]:
+    """Import map entries the check needs: its globals file, by its exact URL (a map that
+    sends every other ``file:`` URL elsewhere must let this one through)."""
+    url = _globals_file().as_uri()
+    return {url: url}
+
+
+def _globals_file() -> Path:
+    path = user_cache_dir() / "check" / f"globals-{check_tag()}.d.ts"
+    if not path.exists():
+        write_private(path, _globals_text())
+    return path
+
+
+def _globals_text() -> str:
+    types = subprocess.run(
+        [deno_binary(), "types"],
+        capture_output=True,
+        env=deno_environment(),
+        timeout=60,
+        check=True,
+    ).stdout.decode()
+    parts = ["// toolscript: Deno's shared and window globals without Node's types\n"]
+    for head in _FILE_HEADS:
+        found = types.find(head)
+        start = types.rfind(_FILE_START, 0, found)
+        end = types.find(_FILE_START, found)
+        if found < 0 or start < 0:
+            raise ExecutionError(f"`deno types` has no file with {head.strip()}")
+        parts.append(_REFERENCE.sub("", types[start : end if end >= 0 else len(types)]))
+    return "".join(parts) + TIMERS
