@@ -233,3 +233,40 @@ def test_a_symlinked_saved_script_is_skipped(tmp_path: Path) -> None:
     (folder / "linked.ts").symlink_to(secret)
     saved, warnings = load_saved(tmp_path)
     assert saved == [] and warnings == ["toolscripts/linked.ts skipped: a symbolic link"]
+
+
+def test_a_saved_script_is_checked_without_nodes_globals_and_told_how_to_import_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Saved scripts join the module every script's check reads, with the libs of
+    ``plumbing/checkoptions.py``: Node's globals must come from a `node:` import."""
+    from toolscript.pipeline.tasks.scripts import NODE_GLOBAL_HINT, ScriptVerdicts, check_saved
+    from toolscript.store.savedscripts import SavedScript
+
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path / "home"))
+    body = "export default async function {}(input: {{ text: string }}) {{\n  {}\n}}\n"
+    sources = {
+        "bare": body.format("bare", 'return Buffer.from(input.text).toString("base64");'),
+        "imported": 'import { Buffer } from "node:buffer";\n'
+        + body.format("imported", 'return Buffer.from(input.text).toString("base64");'),
+        "web": body.format(
+            "web",
+            "const t = setTimeout(() => {}, 1); clearTimeout(t); console.log(performance.now());"
+            " return new TextEncoder().encode(input.text).length + crypto.randomUUID().length;",
+        ),
+    }
+    scripts = {
+        name: SavedScript.of(name, tmp_path / f"{name}.ts", s) for name, s in sources.items()
+    }
+
+    def check(*names: str) -> ScriptVerdicts:
+        chosen = [scripts[name] for name in names]
+        return check_saved("export const tools = {};\n", chosen, tmp_path / "check", None)
+
+    # (Checked together, the import would bring Node's types to all: as in a run's check.)
+    assert check("imported").passing == ["imported"]
+    verdicts = check("bare", "web")
+    assert verdicts.passing == ["web"]
+    (error,) = verdicts.broken["bare"]
+    assert error.startswith("toolscripts/bare.ts:2:10: TS2591 Cannot find name 'Buffer'"), error
+    assert error.endswith(NODE_GLOBAL_HINT)

@@ -36,7 +36,7 @@ from toolscript.execution.source import PreparedSource, SourceMap, prepare
 from toolscript.plumbing.checkoptions import (
     check_imports,
     check_tag,
-    names_node_globals,
+    uses_node,
     write_check_config,
 )
 from toolscript.plumbing.denobinary import (
@@ -829,8 +829,8 @@ def run_toolscript(
         packages = packages_beside(module)
         if packages is not None:
             imports.update(import_entries(packages.packages))
-    # The check's libs leave Node's types out, unless the script names Node's globals.
-    config = write_check_config() if check and not names_node_globals(prepared.code) else None
+    # The check's libs leave Node's types out, unless the script uses Node.
+    config = write_check_config() if check and not uses_node(prepared.code) else None
     if config is not None:
         imports.update(check_imports())
     import_map = {"imports": imports}

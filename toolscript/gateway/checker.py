@@ -33,7 +33,7 @@ from typing import Any
 import anyio
 
 from toolscript.errors import ExecutionError
-from toolscript.plumbing.checkoptions import names_node_globals, write_check_config
+from toolscript.plumbing.checkoptions import uses_node, write_check_config
 from toolscript.plumbing.denobinary import deno_binary, deno_environment
 from toolscript.plumbing.paths import module_cache_file, user_cache_dir
 from toolscript.plumbing.privatefile import write_private
@@ -479,8 +479,8 @@ class WarmChecker:
         suffix = Path(script_path).suffix
         if suffix not in CHECKED_SUFFIXES:
             return CheckVerdict("unavailable", f"{suffix} scripts are checked by deno check")
-        if names_node_globals(code):  # deno check gives it Node's types: its checker does
-            return CheckVerdict("unavailable", "a script naming Node's globals")
+        if uses_node(code):  # deno check gives it Node's types (here they would stay)
+            return CheckVerdict("unavailable", "a script using Node is checked by deno check")
         try:
             await asyncio.wait_for(self._lock.acquire(), LOCK_WAIT)
         except TimeoutError:

@@ -10,9 +10,10 @@ shared globals declare (``console``, ``fetch``, ``performance``, ``queueMicrotas
 left out) and the timers, which Deno types with Node's (``setTimeout`` returns a
 ``Timeout`` object there, as it does at run time).
 
-Node's types still come when a script asks for them: importing a ``node:`` module brings
-them in, and a script naming one of Node's globals (``process``, ``Buffer``...: they run
-in the sandbox) is checked with Deno's default lib, as before (``names_node_globals``).
+A script that uses Node (a ``node:`` module, or one of Node's globals: ``process``,
+``Buffer``..., which run in the sandbox) is checked as before, by ``deno check`` with
+Deno's default lib (``uses_node``); the warm checker leaves it to Deno (a ``node:`` import
+in its program would bring Node's types to the scripts after it).
 ``check_tag`` names these options: every cache of a verdict keys on it.
 """
 
@@ -36,7 +37,7 @@ __all__ = [
     "check_config",
     "check_imports",
     "check_tag",
-    "names_node_globals",
+    "uses_node",
     "write_check_config",
 ]
 
@@ -60,6 +61,7 @@ SCRIPT_LIBS = (
 # namespace of their types: a script naming one is checked with Node's types.
 NODE_GLOBALS = ("process", "Buffer", "global", "setImmediate", "clearImmediate", "NodeJS")
 _NODE_GLOBAL = re.compile(r"(?<![\w$])(?:" + "|".join(NODE_GLOBALS) + r")(?![\w$])")
+_NODE_SPECIFIER = re.compile(r"""["'`]node:""")
 # Comments and quoted strings, found left to right (a `//` in a string is no comment);
 # template literals stay: their `${...}` is code.
 _NOT_CODE = re.compile(r"""//[^\n]*|/\*[\s\S]*?\*/|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'""")
@@ -80,7 +82,9 @@ declare namespace NodeJS {
     unref(): this;
     hasRef(): boolean;
     refresh(): this;
+    close(): this;
     [Symbol.toPrimitive](): number;
+    [Symbol.dispose](): void;
   }
 }
 declare function setTimeout<TArgs extends any[]>(
@@ -88,20 +92,24 @@ declare function setTimeout<TArgs extends any[]>(
   ms?: number,
   ...args: TArgs
 ): NodeJS.Timeout;
+declare function setTimeout(callback: (_: void) => void, ms?: number): NodeJS.Timeout;
 declare function setInterval<TArgs extends any[]>(
   callback: (...args: TArgs) => void,
   ms?: number,
   ...args: TArgs
 ): NodeJS.Timeout;
+declare function setInterval(callback: (_: void) => void, ms?: number): NodeJS.Timeout;
 declare function clearTimeout(timeout: NodeJS.Timeout | string | number | undefined): void;
 declare function clearInterval(interval: NodeJS.Timeout | string | number | undefined): void;
 """
 _VERSION = "1"  # of what this module writes: a change here is a new tag
 
 
-def names_node_globals(code: str) -> bool:
-    """Whether ``code`` names one of Node's globals outside comments and strings (then its
-    check needs Node's types, as Deno's default lib gives them)."""
+def uses_node(code: str) -> bool:
+    """Whether ``code`` names a ``node:`` module or one of Node's globals (outside comments
+    and strings): then it is checked as before, with Deno's default lib and Node's types."""
+    if _NODE_SPECIFIER.search(code):
+        return True
     return _NODE_GLOBAL.search(_NOT_CODE.sub(" ", code)) is not None
 
 
