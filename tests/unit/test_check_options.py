@@ -75,6 +75,11 @@ def test_the_config_names_libs_without_nodes_types_and_a_globals_file_of_its_own
     text = Path(globals_url.removeprefix("file://")).read_text()
     assert "declare var console: Console;" in text and "declare var self:" in text
     assert "declare function setTimeout" in text and "<reference" not in text
+    # A module's packages are declared as their fetch declared them (a frozen lock's terms).
+    declared = {"left-pad": "npm:left-pad@^1"}
+    with_packages = write_check_config(dependencies=declared)
+    assert with_packages != path and with_packages.parent == path.parent
+    assert json.loads(with_packages.read_text())["imports"] == declared
     with_lock = write_check_config(cache / "mine.json", {"path": "/l", "frozen": True})
     assert json.loads(with_lock.read_text())["lock"] == {"path": "/l", "frozen": True}
 

@@ -830,8 +830,12 @@ def run_toolscript(
         if packages is not None:
             imports.update(import_entries(packages.packages))
     # The check's libs leave Node's types out, unless the script uses Node.
-    config = write_check_config() if check and not uses_node(prepared.code) else None
-    if config is not None:
+    config = None
+    if check and not uses_node(prepared.code):
+        # With packages, the config declares them as their fetch did (a frozen lock's
+        # `workspace` part is compared with a config's imports).
+        declared = {p.name: p.specifier for p in packages.packages} if packages else None
+        config = write_check_config(dependencies=declared)
         imports.update(check_imports())
     import_map = {"imports": imports}
     map_path = write_private(

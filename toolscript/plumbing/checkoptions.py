@@ -26,6 +26,7 @@ import os
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from toolscript.errors import ExecutionError
 from toolscript.plumbing.denobinary import deno_binary, deno_environment
@@ -126,23 +127,39 @@ def check_tag() -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def check_config(lock: object = False) -> dict[str, object]:
-    """The config's content (``lock`` as Deno reads it), its globals file written first."""
+def check_config(
+    lock: object = False, dependencies: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The config's content (``lock`` as Deno reads it), its globals file written first.
+
+    ``dependencies``: a module's packages as their fetch declared them (name to specifier):
+    Deno compares a config's imports with the ``workspace`` part of a frozen lock, and
+    the lock was written with these."""
     globals_file = _globals_file()
-    return {
+    config: dict[str, Any] = {
         "lock": lock,
         "compilerOptions": {"lib": list(SCRIPT_LIBS), "types": [globals_file.as_uri()]},
     }
+    if dependencies:
+        config["imports"] = dependencies
+    return config
 
 
-def write_check_config(path: Path | None = None, lock: object = False) -> Path:
+def write_check_config(
+    path: Path | None = None, lock: object = False, dependencies: dict[str, str] | None = None
+) -> Path:
     """The config file a check reads: at ``path`` (the warm checker's, with its lock), else
-    the one of this tag in the cache (written once). Private, as everything there."""
+    the one of this tag (and these ``dependencies``) in the cache, written once. Private,
+    as everything there."""
     if path is None:
-        path = user_cache_dir() / "check" / f"deno-{check_tag()}.json"
+        name = f"deno-{check_tag()}"
+        if dependencies:
+            listed = json.dumps(sorted(dependencies.items())).encode()
+            name += "-" + hashlib.sha256(listed).hexdigest()[:12]
+        path = user_cache_dir() / "check" / f"{name}.json"
         if path.exists():
             return path
-    return write_private(path, json.dumps(check_config(lock)) + "\n")
+    return write_private(path, json.dumps(check_config(lock, dependencies)) + "\n")
 
 
 def check_imports() -> dict[str, str]:
