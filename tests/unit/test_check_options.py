@@ -12,9 +12,9 @@ from toolscript.execution.sandbox import Script, _write_script, checked_before
 from toolscript.plumbing import checkoptions
 from toolscript.plumbing.checkoptions import (
     SCRIPT_LIBS,
-    check_config,
     check_imports,
     check_tag,
+    shared_check_config,
     uses_node,
     write_check_config,
 )
@@ -68,7 +68,7 @@ def test_the_config_names_libs_without_nodes_types_and_a_globals_file_of_its_own
     assert path.parent == cache / "check" and check_tag() in path.name
     assert path.stat().st_mode & 0o077 == 0  # private, as the cache is
     config = json.loads(path.read_text())
-    assert config == check_config()
+    assert config["compilerOptions"]["lib"] == list(SCRIPT_LIBS)
     assert config["lock"] is False
     (globals_url,) = config["compilerOptions"]["types"]
     assert check_imports() == {globals_url: globals_url}  # through the sandbox's import map
@@ -97,5 +97,16 @@ def test_a_pass_under_other_options_is_not_taken_for_one(
     check_tag.cache_clear()
     try:
         assert not checked_before(script, "abc")
+    finally:
+        check_tag.cache_clear()
+
+
+def test_without_denos_types_the_check_keeps_denos_default_lib(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TOOLSCRIPT_DENO", "/bin/false")  # a Deno whose `deno types` fails
+    check_tag.cache_clear()
+    try:
+        assert shared_check_config() is None  # then `--no-config`, as before
     finally:
         check_tag.cache_clear()

@@ -36,8 +36,8 @@ from toolscript.execution.source import PreparedSource, SourceMap, prepare
 from toolscript.plumbing.checkoptions import (
     check_imports,
     check_tag,
+    shared_check_config,
     uses_node,
-    write_check_config,
 )
 from toolscript.plumbing.denobinary import (
     deno_binary,
@@ -835,7 +835,8 @@ def run_toolscript(
         # With packages, the config declares them as their fetch did (a frozen lock's
         # `workspace` part is compared with a config's imports).
         declared = {p.name: p.specifier for p in packages.packages} if packages else None
-        config = write_check_config(dependencies=declared)
+        config = shared_check_config(declared)
+    if config is not None:
         imports.update(check_imports())
     import_map = {"imports": imports}
     map_path = write_private(

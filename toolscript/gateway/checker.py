@@ -398,7 +398,8 @@ class WarmChecker:
         if packages is not None:  # as a run sees them: the frozen lock, the shared cache
             imports.update(import_entries(packages.packages))
             lock = {"path": str(packages.lock), "frozen": True}
-        config = write_check_config(self.root / f"deno-{module_hash}.json", lock)
+        config_path = self.root / f"deno-{module_hash}.json"
+        config = await asyncio.to_thread(write_check_config, config_path, lock)
         import_map = write_private(
             self.root / f"importmap-{module_hash}.json", json.dumps({"imports": imports})
         )

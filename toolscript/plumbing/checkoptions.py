@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import os
 import re
 import subprocess
@@ -35,12 +36,14 @@ from toolscript.plumbing.privatefile import write_private
 
 __all__ = [
     "SCRIPT_LIBS",
-    "check_config",
     "check_imports",
     "check_tag",
+    "shared_check_config",
     "uses_node",
     "write_check_config",
 ]
+
+log = logging.getLogger("toolscript.checker")
 
 SCRIPT_LIBS = (
     "esnext",
@@ -127,30 +130,18 @@ def check_tag() -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def check_config(
-    lock: object = False, dependencies: dict[str, str] | None = None
-) -> dict[str, Any]:
-    """The config's content (``lock`` as Deno reads it), its globals file written first.
+def write_check_config(
+    path: Path | None = None, lock: object = False, dependencies: dict[str, str] | None = None
+) -> Path:
+    """The config file a check reads: at ``path`` (the warm checker's, with its ``lock`` as
+    Deno reads it), else the one of this tag (and these ``dependencies``) in the cache,
+    written once; its globals file first. Private, as everything there. ``ExecutionError``
+    when Deno's types cannot be read.
 
     ``dependencies``: a module's packages as their fetch declared them (name to specifier):
     Deno compares a config's imports with the ``workspace`` part of a frozen lock, and
     the lock was written with these."""
     globals_file = _globals_file()
-    config: dict[str, Any] = {
-        "lock": lock,
-        "compilerOptions": {"lib": list(SCRIPT_LIBS), "types": [globals_file.as_uri()]},
-    }
-    if dependencies:
-        config["imports"] = dependencies
-    return config
-
-
-def write_check_config(
-    path: Path | None = None, lock: object = False, dependencies: dict[str, str] | None = None
-) -> Path:
-    """The config file a check reads: at ``path`` (the warm checker's, with its lock), else
-    the one of this tag (and these ``dependencies``) in the cache, written once. Private,
-    as everything there."""
     if path is None:
         name = f"deno-{check_tag()}"
         if dependencies:
@@ -159,7 +150,21 @@ def write_check_config(
         path = user_cache_dir() / "check" / f"{name}.json"
         if path.exists():
             return path
-    return write_private(path, json.dumps(check_config(lock, dependencies)) + "\n")
+    options = {"lib": list(SCRIPT_LIBS), "types": [globals_file.as_uri()]}
+    config: dict[str, Any] = {"lock": lock, "compilerOptions": options}
+    if dependencies:
+        config["imports"] = dependencies
+    return write_private(path, json.dumps(config) + "\n")
+
+
+def shared_check_config(dependencies: dict[str, str] | None = None) -> Path | None:
+    """``write_check_config``'s file in the cache; None when Deno's types cannot be read:
+    then Deno checks with its default lib, as before (the warm checker does not start)."""
+    try:
+        return write_check_config(dependencies=dependencies)
+    except ExecutionError as exc:
+        log.warning("type checks: %s; checking with Deno's default lib", exc)
+        return None
 
 
 def check_imports() -> dict[str, str]:
@@ -177,13 +182,16 @@ def _globals_file() -> Path:
 
 
 def _globals_text() -> str:
-    types = subprocess.run(
-        [deno_binary(), "types"],
-        capture_output=True,
-        env=deno_environment(),
-        timeout=60,
-        check=True,
-    ).stdout.decode()
+    try:
+        types = subprocess.run(
+            [deno_binary(), "types"],
+            capture_output=True,
+            env=deno_environment(),
+            timeout=60,
+            check=True,
+        ).stdout.decode()
+    except (OSError, subprocess.SubprocessError, UnicodeDecodeError) as exc:
+        raise ExecutionError(f"`deno types` failed: {exc}") from exc
     parts = ["// toolscript: Deno's shared and window globals without Node's types\n"]
     for head in _FILE_HEADS:
         found = types.find(head)

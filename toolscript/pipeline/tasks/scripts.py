@@ -198,7 +198,7 @@ def _check_round(
 ) -> dict[str, list[str]]:
     """One ``deno check`` of ``scripts`` with the module that offers them all: the errors
     of each script that has any."""
-    from toolscript.plumbing.checkoptions import check_imports, write_check_config
+    from toolscript.plumbing.checkoptions import check_imports, shared_check_config
     from toolscript.plumbing.denobinary import deno_binary, deno_environment
 
     shutil.rmtree(workdir, ignore_errors=True)
@@ -215,13 +215,15 @@ def _check_round(
     names = [s.name for s in scripts]
     contract = write_private(workdir / "contract.ts", contract_source(names))
     imports[contract.as_uri()] = contract.as_uri()
-    imports.update(check_imports())
+    config = shared_check_config()
+    if config is not None:
+        imports.update(check_imports())
     import_map = write_private(workdir / "importmap.json", json.dumps({"imports": imports}))
     command = [
         deno_binary(),
         "check",
         "--quiet",
-        f"--config={write_check_config()}",  # the libs a run's check has
+        f"--config={config}" if config is not None else "--no-config",  # a run's libs
         "--no-lock",
         "--no-npm",
         "--no-remote",
