@@ -110,3 +110,13 @@ def test_without_denos_types_the_check_keeps_denos_default_lib(
         assert shared_check_config() is None  # then `--no-config`, as before
     finally:
         check_tag.cache_clear()
+
+
+def test_a_checked_run_reads_the_checks_config_and_no_other(tmp_path: Path) -> None:
+    from toolscript.execution.sandbox import DEFAULT_LIMITS, _command
+
+    config = tmp_path / "deno-x.json"
+    args = (tmp_path / "s.ts", "http://127.0.0.1:9", tmp_path / "m.json", True, DEFAULT_LIMITS)
+    command = _command(*args, config=config)
+    assert f"--config={config}" in command and "--no-config" not in command
+    assert "--no-config" in _command(*args)
