@@ -214,3 +214,56 @@ def test_the_warm_checker_reads_libs_without_nodes_types(
     assert "declare var console: Console;" in globals_text
     assert "declare function setTimeout" in globals_text
     assert '<reference lib="node"' not in globals_text and "<reference" not in globals_text
+
+
+ENCODE = """import { Buffer } from "node:buffer";
+
+/** Base64 of a text. */
+export default async function encode(input: { text: string }): Promise<string> {
+  return Buffer.from(input.text).toString("base64");
+}
+"""
+
+
+def test_a_saved_script_importing_node_keeps_both_checks_agreeing(
+    home: Path, tmp_path: Path
+) -> None:
+    """Its `node:` import would bring Node's types into the warm checker's program: every
+    check against that module has Node's types (Deno's default lib, as before), the
+    warm checker's and Deno's alike, even of a script that does not import the module."""
+    projects = []
+    for name in ("warm", "cold"):
+        project = tmp_path / name
+        (project / "toolscripts").mkdir(parents=True)
+        (project / "toolscripts" / "encode.ts").write_text(ENCODE)
+        (project / ".toolscript.json").write_text(json.dumps(CONFIG))
+        projects.append(project)
+    started = GatewayProcess(CONFIG, projects[0], env={"TOOLSCRIPT_HOME": str(home)})
+    # The same module through a gateway without a checker: Deno checks every script.
+    unchecked = GatewayProcess(
+        CONFIG, projects[1], "--no-warm-checker", env={"TOOLSCRIPT_HOME": str(home)}
+    )
+    try:
+        helpers.wait_until(
+            lambda: checker(started)["state"] == "ready", bool, 120, "no warm checker"
+        )
+        call = 'import { scripts } from "toolscript";\n'
+        for code, output in [
+            (call + 'return await scripts.encode({ text: "hi" });', '"aGk="\n'),
+            (call + "const s: string = scripts.encode;", ""),
+            ("const here: number = __dirname;", ""),  # Node's types declare it a string
+        ]:
+            code += f"\n// {time.time_ns()}\n"
+            before = checker(started)["checks"]
+            warm = run(code, home, projects[0], started)
+            assert checker(started)["checks"] == before + 1, "the warm checker did not answer"
+            cold = run(code, home, projects[1], unchecked)
+            assert warm.stdout == output, warm.stderr
+            assert (warm.returncode, warm.stdout, warm.stderr) == (
+                cold.returncode,
+                cold.stdout,
+                cold.stderr,
+            )
+    finally:
+        started.stop()
+        unchecked.stop()

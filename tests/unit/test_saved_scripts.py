@@ -235,12 +235,13 @@ def test_a_symlinked_saved_script_is_skipped(tmp_path: Path) -> None:
     assert saved == [] and warnings == ["toolscripts/linked.ts skipped: a symbolic link"]
 
 
-def test_a_saved_script_is_checked_without_nodes_globals_and_told_how_to_import_them(
+def test_saved_scripts_are_checked_without_nodes_types_unless_one_uses_node(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Saved scripts join the module every script's check reads, with the libs of
-    ``plumbing/checkoptions.py``: Node's globals must come from a `node:` import."""
-    from toolscript.pipeline.tasks.scripts import NODE_GLOBAL_HINT, ScriptVerdicts, check_saved
+    ``plumbing/checkoptions.py``; a saved script using Node keeps Node's types for all
+    (as a run of the module's scripts then has them)."""
+    from toolscript.pipeline.tasks.scripts import ScriptVerdicts, check_saved
     from toolscript.store.savedscripts import SavedScript
 
     monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path / "home"))
@@ -254,6 +255,7 @@ def test_a_saved_script_is_checked_without_nodes_globals_and_told_how_to_import_
             "const t = setTimeout(() => {}, 1); clearTimeout(t); console.log(performance.now());"
             " return new TextEncoder().encode(input.text).length + crypto.randomUUID().length;",
         ),
+        "dirname": body.format("dirname", "return input.text + __dirname;"),
     }
     scripts = {
         name: SavedScript.of(name, tmp_path / f"{name}.ts", s) for name, s in sources.items()
@@ -263,10 +265,10 @@ def test_a_saved_script_is_checked_without_nodes_globals_and_told_how_to_import_
         chosen = [scripts[name] for name in names]
         return check_saved("export const tools = {};\n", chosen, tmp_path / "check", None)
 
-    # (Checked together, the import would bring Node's types to all: as in a run's check.)
-    assert check("imported").passing == ["imported"]
-    verdicts = check("bare", "web")
+    assert sorted(check("bare", "imported", "web").passing) == ["bare", "imported", "web"]
+    # Node's types declare `__dirname`, which no script has: without them, an error.
+    verdicts = check("web", "dirname")
     assert verdicts.passing == ["web"]
-    (error,) = verdicts.broken["bare"]
-    assert error.startswith("toolscripts/bare.ts:2:10: TS2591 Cannot find name 'Buffer'"), error
-    assert error.endswith(NODE_GLOBAL_HINT)
+    (error,) = verdicts.broken["dirname"]
+    assert error.startswith("toolscripts/dirname.ts:2:23: TS2552 Cannot find name '__dirname'")
+    assert check("dirname", "bare").passing == ["dirname", "bare"]  # as before

@@ -56,7 +56,7 @@ from toolscript.store.packages import (
     npm_set,
     packages_beside,
 )
-from toolscript.store.savedscripts import module_imports
+from toolscript.store.savedscripts import module_imports, offered_sources
 
 __all__ = [
     "EXIT_MEMORY",
@@ -829,9 +829,9 @@ def run_toolscript(
         packages = packages_beside(module)
         if packages is not None:
             imports.update(import_entries(packages.packages))
-    # The check's libs leave Node's types out, unless the script uses Node.
+    # The check's libs leave Node's types out, unless the script (or the module) uses Node.
     config = None
-    if check and not uses_node(prepared.code):
+    if check and not _uses_node(prepared.code, module):
         # With packages, the config declares them as their fetch did (a frozen lock's
         # `workspace` part is compared with a config's imports).
         declared = {p.name: p.specifier for p in packages.packages} if packages else None
@@ -877,6 +877,14 @@ def run_toolscript(
     finally:
         map_path.unlink(missing_ok=True)
         streams.finish()
+
+
+def _uses_node(code: str, module: Path | None) -> bool:
+    """Whether the check is Deno's default lib's (Node's types, as before): the script uses
+    Node, or a saved script its module offers does (as the warm checker decides)."""
+    if uses_node(code):
+        return True
+    return module is not None and any(uses_node(s) for s in offered_sources(module))
 
 
 def _read(path: Path) -> str:

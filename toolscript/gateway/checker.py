@@ -39,7 +39,7 @@ from toolscript.plumbing.paths import module_cache_file, user_cache_dir
 from toolscript.plumbing.privatefile import write_private
 from toolscript.plumbing.processes import memory_of, signal_quietly, stop_process_async
 from toolscript.store.packages import import_entries, packages_beside
-from toolscript.store.savedscripts import module_imports, write_module
+from toolscript.store.savedscripts import module_imports, offered_sources, write_module
 
 __all__ = [
     "CheckVerdict",
@@ -174,6 +174,7 @@ class _LanguageServer:
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self.versions: dict[str, int] = {}  # open documents: their last version
+        self.node_types = False  # Deno's default lib (Node's types), not the lean one
         self._killed = False
         self._reader = asyncio.create_task(self._read())
 
@@ -399,7 +400,13 @@ class WarmChecker:
             imports.update(import_entries(packages.packages))
             lock = {"path": str(packages.lock), "frozen": True}
         config_path = self.root / f"deno-{module_hash}.json"
-        config = await asyncio.to_thread(write_check_config, config_path, lock)
+        # A saved script using Node gives every check of the module Node's types (Deno's
+        # default lib, as before): a `node:` import in the module's graph brings them anyway.
+        node = any(uses_node(source) for source in offered_sources(module_path))
+        if node:
+            config = write_private(config_path, json.dumps({"lock": lock}) + "\n")
+        else:
+            config = await asyncio.to_thread(write_check_config, config_path, lock)
         import_map = write_private(
             self.root / f"importmap-{module_hash}.json", json.dumps({"imports": imports})
         )
@@ -413,6 +420,7 @@ class WarmChecker:
             "certificateStores": None,
         }
         server = await _LanguageServer.start(self.root, settings)
+        server.node_types = node
         try:
             # The module itself must check (deno check would fail every script otherwise),
             # and checking it once warms the server up for every script after it.
@@ -480,8 +488,6 @@ class WarmChecker:
         suffix = Path(script_path).suffix
         if suffix not in CHECKED_SUFFIXES:
             return CheckVerdict("unavailable", f"{suffix} scripts are checked by deno check")
-        if uses_node(code):  # deno check gives it Node's types (here they would stay)
-            return CheckVerdict("unavailable", "a script using Node is checked by deno check")
         try:
             await asyncio.wait_for(self._lock.acquire(), LOCK_WAIT)
         except TimeoutError:
@@ -494,6 +500,10 @@ class WarmChecker:
                 return CheckVerdict("unavailable", f"the checker is {self.state}")
             if self._module != module_hash:
                 return CheckVerdict("unavailable", "the checker has another module")
+            if not server.node_types and uses_node(code):
+                # deno check gives it Node's types; a `node:` import here would leave them
+                # in the server's program for the scripts after it
+                return CheckVerdict("unavailable", "a script using Node is checked by deno check")
             uri = (self.root / "scripts" / f"slot{suffix}").as_uri()
             documents = {
                 uri: Document(Path(script_path).as_uri(), code.split("\n")),

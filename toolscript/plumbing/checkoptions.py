@@ -1,19 +1,19 @@
 """The compiler options a script's type check uses: Deno's libs without Node's types.
 
 Deno's default lib (``deno.window``) pulls in all of ``@types/node`` through its shared
-globals: a warm checker held 206 MB with it, 124-131 MB without. A script's check (the
+globals: a warm checker held 206 MB with it, 124-141 MB without. A script's check (the
 gateway's warm checker, ``deno run --check`` and the saved scripts' ``deno check`` alike)
 reads one config file of toolscript's own, written in its cache: the web and ``Deno``
-libs (``SCRIPT_LIBS``) and a globals file (``globals-<tag>.d.ts``) holding what only the
-shared globals declare (``console``, ``fetch``, ``performance``, ``queueMicrotask``,
-``WebAssembly``, ...: Deno's own text, read from ``deno types``, its Node reference
-left out) and the timers, which Deno types with Node's (``setTimeout`` returns a
-``Timeout`` object there, as it does at run time).
+libs (``SCRIPT_LIBS``) and a globals file (``globals-<tag>.d.ts``) holding what the shared
+globals and the window declare (``console``, ``fetch``, ``performance``,
+``queueMicrotask``, ``WebAssembly``, ``self``, ``navigator``...: Deno's own text, read
+from ``deno types``, their references dropped), and the timers, which Deno types with
+Node's (``setTimeout`` returns a ``Timeout`` object, as it does at run time).
 
 A script that uses Node (a ``node:`` module, or one of Node's globals: ``process``,
-``Buffer``..., which run in the sandbox) is checked as before, by ``deno check`` with
-Deno's default lib (``uses_node``); the warm checker leaves it to Deno (a ``node:`` import
-in its program would bring Node's types to the scripts after it).
+``Buffer``..., which run in the sandbox) is checked as before, with Deno's default lib
+(``uses_node``); so is every script of a module one of whose saved scripts does (its
+``node:`` import would bring Node's types into every check of the module anyway).
 ``check_tag`` names these options: every cache of a verdict keys on it.
 """
 

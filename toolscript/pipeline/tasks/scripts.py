@@ -198,7 +198,7 @@ def _check_round(
 ) -> dict[str, list[str]]:
     """One ``deno check`` of ``scripts`` with the module that offers them all: the errors
     of each script that has any."""
-    from toolscript.plumbing.checkoptions import check_imports, shared_check_config
+    from toolscript.plumbing.checkoptions import check_imports, shared_check_config, uses_node
     from toolscript.plumbing.denobinary import deno_binary, deno_environment
 
     shutil.rmtree(workdir, ignore_errors=True)
@@ -215,7 +215,9 @@ def _check_round(
     names = [s.name for s in scripts]
     contract = write_private(workdir / "contract.ts", contract_source(names))
     imports[contract.as_uri()] = contract.as_uri()
-    config = shared_check_config()
+    # Lean libs, unless a script uses Node: then Node's types for all, as for their runs.
+    node = any(uses_node(script.source) for script in scripts)
+    config = None if node else shared_check_config()
     if config is not None:
         imports.update(check_imports())
     import_map = write_private(workdir / "importmap.json", json.dumps({"imports": imports}))
@@ -300,24 +302,12 @@ CONTRACT_MESSAGE = (
 )
 
 
-NODE_GLOBAL_HINT = (
-    " (a saved script is checked without Node's types: import what it uses from its"
-    ' `node:` module, like `import { Buffer } from "node:buffer"`, or use `globalThis`)'
-)
-_NODE_GLOBAL_UNKNOWN = re.compile(
-    r"Cannot find (?:name|namespace) '(?:process|Buffer|global|setImmediate|clearImmediate"
-    r"|NodeJS)'\.?$"
-)
-
-
 def _readable(message: str, where: str) -> str:
     """``toolscripts/x.ts:3:7: TS2322 Type ...``; the contract's errors said plainly."""
     code = _CODE.match(message)
     text = message[code.end() :] if code else message.removeprefix("error: ")
     if "has no default export" in text or "Saved<" in text or "'true'" in text:
         text = CONTRACT_MESSAGE
-    if _NODE_GLOBAL_UNKNOWN.search(text):
-        text += NODE_GLOBAL_HINT
     prefix = f"{where}: " if where else ""
     return f"{prefix}{code[1] + ' ' if code else ''}{text}"
 
