@@ -120,12 +120,12 @@ def uses_node(code: str) -> bool:
 @functools.cache
 def check_tag() -> str:
     """A short name for these options with this Deno binary: verdicts keep it in their keys."""
-    binary = deno_binary()
     try:
+        binary = deno_binary()
         stat = os.stat(binary)
         seen = f"{stat.st_size}:{stat.st_mtime_ns}"
-    except OSError:
-        seen = ""
+    except (OSError, ExecutionError):  # no Deno: its check fails and says so
+        binary, seen = "", ""
     text = json.dumps([_VERSION, SCRIPT_LIBS, TIMERS, binary, seen])
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 

@@ -11,9 +11,9 @@ their errors (``list-scripts``, ``gateway status``) and their files are kept.
 
 The task is due when the tools' module, any saved script or the check's options
 (``plumbing/checkoptions.py``: the libs, without Node's types) change (names, digests and
-the options' tag are in its ``config_changed``). Verdicts are kept by the hash of everything checked, in
-``saved-scripts.json`` and in memory (the gateway checks a script before saving it; the task
-then reuses that verdict).
+the options' tag are in its ``config_changed``). Verdicts are kept by the hash of
+everything checked, in ``saved-scripts.json`` and in memory (the gateway checks a script
+before saving it; the task then reuses that verdict).
 """
 
 from __future__ import annotations
