@@ -213,3 +213,57 @@ def test_word_vectors_are_read_from_the_models_file_as_the_graph_held_them() -> 
     built.end_documents()
     inputs = {i.name for i in built._session.get_inputs()}
     assert "words" in inputs and "input_ids" not in inputs
+
+
+@needs_semantic
+def test_the_queries_session_keeps_the_weights_in_half_precision() -> None:
+    """Queries run on float16 weights cast to float32 as they are used: the session holds
+    about half of what the float32 graph's does, and gives sentence-transformers' vectors."""
+    from toolscript.plumbing.processes import return_free_memory
+    from toolscript.search import packed, semantic
+
+    directory = semantic.model_directory(None)
+    assert directory is not None
+    process = psutil.Process()
+
+    def growth(build: Any) -> tuple[Any, float]:
+        return_free_memory()
+        before = process.memory_info().rss
+        built = build()
+        return_free_memory()
+        return built, process.memory_info().rss - before
+
+    def whole() -> Any:  # what the queries' session was: the float32 graph, the tokenizer
+        graph = packed._bert_graph(directory, words=True)
+        return packed._session(graph), packed._FileTokenizer(directory / packed.TOKENIZER_FILE)
+
+    growth(whole)  # (what a first session loads once: ONNX Runtime's kernels, onnx)
+    queries, half_growth = growth(
+        lambda: packed.OnnxQueries.from_weights(directory, semantic.MAX_TOKENS, documents=False)
+    )
+    kept, whole_growth = growth(whole)
+    # float32, the model less its word table: 44 MB of weights; float16: 22
+    assert half_growth < whole_growth - 15e6, (half_growth, whole_growth)
+    del kept
+    # the tool documents' graph keeps float32 weights; the queries' only the matrices in half
+    import onnx
+
+    kinds = {
+        half: {
+            tensor.name: tensor.data_type
+            for tensor in onnx.load_from_string(
+                packed._bert_graph(directory, words=True, half=half)
+            ).graph.initializer
+        }
+        for half in (False, True)
+    }
+    assert onnx.TensorProto.FLOAT16 not in kinds[False].values()
+    assert kinds[True]["encoder.layer.5.output.dense.kernel.h"] == onnx.TensorProto.FLOAT16
+    assert onnx.TensorProto.FLOAT in kinds[True].values()  # (the norms' scales, the biases)
+    texts = ["list my open pull requests", "post a summary to Slack", "what TIME is it in Tokyo"]
+    embedder = semantic.Embedder()
+    embedder.load()
+    encoded = semantic._encode(embedder._model, texts)  # sentence-transformers' own
+    assert (queries(texts) * encoded).sum(axis=1).min() >= 0.99999
+    for number, text in enumerate(texts):
+        assert float(queries([text])[0] @ encoded[number]) >= 0.99999
