@@ -107,8 +107,8 @@ class OnnxQueries:
         self._session: Any = _session(self._graph)
         self._documents_source: bytes | str | None = None  # (the model's worker embeds tools)
         self._documents_session: Any = None
-        # What builds the queries' graph, while a session of their own is still to come.
-        self._queries_source: Callable[[], bytes | str | _HalfGraph] | None = None
+        # What makes the queries' session, while a session of their own is still to come.
+        self._queries_source: Callable[[], Any] | None = None
         self._words: WordTable | None = None  # (the graph looks its words up itself)
         self._tokenizer = model.tokenizer
         self._max_length = int(model.max_seq_length)
@@ -121,16 +121,19 @@ class OnnxQueries:
         runner._tokenizer = _FileTokenizer(folder / TOKENIZER_FILE)
         runner._max_length = max_length
         graph = str(folder / GRAPH_FILE)
-        runner._begin((lambda: graph) if documents else None, lambda: graph)
+        runner._begin((lambda: graph) if documents else None, lambda: _session(graph))
         return runner
 
     @classmethod
     def from_weights(
-        cls, directory: Path, max_length: int, *, documents: bool = True
+        cls, directory: Path, max_length: int, *, documents: bool = True, kept: Path | None = None
     ) -> OnnxQueries:
         """The same graph built from a BERT model's own files (``quick.quick_runs``: its
         safetensors weights and tokenizer.json), with the ``onnx`` package and no torch: a
-        first start embeds its tools and queries without importing torch at all."""
+        first start embeds its tools and queries without importing torch at all. ``kept``:
+        the file (of the user's cache: ``semantic.queries_graph``) where the queries' graph
+        is kept once built, which a later start's queries run without importing onnx (9 MB
+        of the query process) or building it."""
         runner = cls.__new__(cls)
         runner._graph = None
         runner._words = WordTable.of(directory / WEIGHTS_FILE)
@@ -139,19 +142,19 @@ class OnnxQueries:
         words = runner._words is not None
         runner._begin(
             (lambda: _bert_graph(directory, words=words)) if documents else None,
-            lambda: _HalfGraph(_bert_graph(directory, words=words, half=True)),
+            lambda: _half_session(directory, words=words, kept=kept if words else None),
         )
         return runner
 
     def _begin(
         self,
         documents: Callable[[], bytes | str] | None,
-        queries: Callable[[], bytes | str | _HalfGraph],
+        queries: Callable[[], Any],
     ) -> None:
         """One session at a time: with ``documents`` (a start's tools come first) the
         documents' now and the queries' once they begin (``end_documents``), else the
         queries' now (every tool's vector is stored: they come first)."""
-        self._session = None if documents else _session(queries())
+        self._session = None if documents else queries()
         self._queries_source = queries if documents else None
         self._documents_source = documents() if documents else None
         self._documents_session = (
@@ -193,7 +196,7 @@ class OnnxQueries:
         queries' is built (after it went: the two each hold the model's weights)."""
         self._documents_source = self._documents_session = None
         if self._session is None and self._queries_source is not None:
-            self._session = _session(self._queries_source())
+            self._session = self._queries_source()
         self._queries_source = None
 
     def __call__(self, texts: list[str], session: Any = None) -> Any:
@@ -237,7 +240,7 @@ class _HalfGraph(NamedTuple):
     (``_bert_graph(half=True)``): its session must not fold the casts back into float32
     copies of the weights."""
 
-    graph: bytes
+    graph: bytes | str  # (bytes, or a file's path)
 
 
 def _session(graph: bytes | str | _HalfGraph, *, spinning: bool = True) -> Any:
@@ -274,6 +277,27 @@ def _session(graph: bytes | str | _HalfGraph, *, spinning: bool = True) -> Any:
         path = Path(folder) / GRAPH_FILE
         path.write_bytes(graph)
         return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def _half_session(directory: Path, *, words: bool, kept: Path | None) -> Any:
+    """The queries' session: the half graph of ``directory``'s weights, read from ``kept``
+    where an earlier start left it (else built, and left there)."""
+    if kept is not None and kept.is_file():
+        try:
+            return _session(_HalfGraph(str(kept)))
+        except Exception:  # (damaged: a disk that was full) built again
+            kept.unlink(missing_ok=True)
+    graph = _bert_graph(directory, words=words, half=True)
+    if kept is not None:
+        partial = kept.with_name(f"{kept.name}.{os.getpid()}.partial")
+        try:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            partial.write_bytes(graph)
+            partial.replace(kept)  # (whole or not at all, for another process reading it)
+            return _session(_HalfGraph(str(kept)))
+        except OSError:  # (a read-only cache: built each time)
+            partial.unlink(missing_ok=True)
+    return _session(_HalfGraph(graph))
 
 
 class _FileTokenizer:
@@ -385,10 +409,9 @@ def _bert_graph(directory: Path, *, words: bool = False, half: bool = False) -> 
         if not (words and name.removeprefix("bert.") == WORDS)
     }
     nodes: list[Any] = []
+    casts: list[Any] = []  # (half) each weight's cast, before any node that uses it
     initializers: list[Any] = []
     counter = iter(range(1_000_000))
-
-    casts: list[Any] = []  # (half) each weight's cast, before any node that uses it
 
     def constant(value: Any, name: str | None = None) -> str:
         name = name or f"c{next(counter)}"

@@ -57,6 +57,7 @@ from toolscript.search.semantic import (
     _same_vectors,
     light_ready,
     model_directory,
+    queries_graph,
     semantic_installed,
 )
 
@@ -71,6 +72,9 @@ DEADLINES = {"load": 600.0, "embed": 600.0, "query": 5.0, "queries": 120.0}
 # Seconds after the last tools were embedded before the model's worker hands queries to
 # the light one and exits (a burst of tool changes is embedded by one worker).
 RETIRE_AFTER = 3.0
+# The light worker's C heap maps blocks from this size apart (_map_large_blocks).
+M_MMAP_THRESHOLD = -3  # (glibc's mallopt parameter)
+LARGE_BLOCK = 128 * 1024
 
 
 class EmbedderProcess(Embedder):
@@ -166,15 +170,25 @@ class EmbedderProcess(Embedder):
         return vectors
 
     def documents_embedded(self) -> None:
-        """The index holds every tool's vector (called before search turns hybrid): the
-        light worker gets ready for queries, letting its documents' session go (two
-        sessions each held the model's weights: 291 MB after indexing, 196 once a query had
-        let one go), or, not started yet, starts ready for them. Tools added from now on
-        still go where ``embed`` sends them; a failure here is the next query's to find."""
+        """The index holds every tool's vector (called before search turns hybrid): a new
+        light worker, for queries alone, replaces the one that embedded the tools (else
+        that one lets its documents' session go: two sessions each held the model's
+        weights, 291 MB after indexing, 196 once a query had let one go), or, not started
+        yet, starts ready for them. Tools added from now on still go where ``embed`` sends
+        them; a failure here is the next query's to find."""
         self._documents_done = True
         worker = self._light_worker
         if self._queried or worker is None or worker.querying or not worker.alive():
             return
+        with self._workers_lock:
+            # A new worker for queries alone, and the one that embedded the tools goes: it
+            # would keep what embedding them left (the onnx package, 9 MB, and freed memory
+            # it holds on to: 114 MB against 102 for the new one).
+            fresh = None if self._closed or self._light_worker is not worker else self._new_light()
+            if fresh is not None:
+                self._light_worker = fresh
+                worker.stop()
+                return
         try:
             worker.request({"op": "queries"})
             worker.querying = True
@@ -254,21 +268,37 @@ class EmbedderProcess(Embedder):
         yet); False (and none running) when it cannot give the model's vectors here."""
         if self._light_worker is not None:
             self._light_worker.stop()
+        worker = self._new_light()
+        if worker is None:
+            return False
+        self._light_worker, self._light = worker, light
+        return True
+
+    def _new_light(self) -> _Worker | None:
+        """A light worker, loaded (for queries alone once every tool's vector is stored);
+        None when it cannot give the model's vectors here."""
         started = time.perf_counter()
         worker = _Worker("queries", ["--light", self.requested])
         try:
-            header, _ = worker.request({"op": "load", "queries": self._documents_done})
+            header, _ = worker.request(
+                {
+                    "op": "load",
+                    "queries": self._documents_done,
+                    # (found here: the worker hashes no model files)
+                    "light": light_ready(self.requested),
+                    "kept": str(queries_graph(self.requested)),
+                }
+            )
             worker.querying = self._documents_done
         except (SemanticUnavailable, EmbedderFailed) as exc:
             log.info("search: queries through the model's worker (%s)", exc)
             worker.stop()
-            return False
+            return None
         log.debug("search: the light worker is up in %.2f s", time.perf_counter() - started)
-        self._light_worker, self._light = worker, light
         self.model_id = header["model_id"]
         self.query_precision = header.get("query_precision", "float32")
         self.query_runtime = header.get("query_runtime", "onnxruntime")
-        return True
+        return worker
 
     def _retire_later(self) -> None:
         if self._light is None or self._closed:
@@ -510,13 +540,24 @@ class LightQueries:
     """Queries of the model without torch, where ``Embedder.save_light`` wrote what runs
     them: ONNX Runtime running the graph built from a BERT's weights (else the saved
     export), or numpy (quick.py); checked at load against the exact vectors of its probe
-    (``SemanticUnavailable`` when they differ: the model's worker serves)."""
+    (``SemanticUnavailable`` when they differ: the model's worker serves). ``light`` and
+    ``kept``, where the gateway gave them: ``light_ready``'s answer and ``queries_graph``
+    (the worker then hashes no model files: hashlib's OpenSSL is 4 MB of its memory)."""
 
-    def __init__(self, model: str | None, *, documents: bool = True) -> None:
+    def __init__(
+        self,
+        model: str | None,
+        *,
+        documents: bool = True,
+        light: dict[str, Any] | bool | None = True,
+        kept: str | None = None,
+    ) -> None:
         import numpy
 
-        light = light_ready(model)
-        if light is None:
+        if light is True:
+            light = light_ready(model)
+        self._kept = Path(kept) if kept else queries_graph(model)
+        if not isinstance(light, dict):
             self._from_model_files(model, documents)
             return
         self.model_id = str(light["model_id"])
@@ -525,7 +566,7 @@ class LightQueries:
             from toolscript.search.packed import OnnxQueries
 
             length = int(light["max_length"])
-            runner = _from_weights(model, length, documents)
+            runner = _from_weights(model, length, documents, self._kept)
             if runner is None:
                 runner = OnnxQueries.from_folder(Path(light["folder"]), length, documents=documents)
             self._run: Any = runner
@@ -557,7 +598,9 @@ class LightQueries:
         try:
             from toolscript.search.packed import OnnxQueries
 
-            onnx = OnnxQueries.from_weights(directory, _max_tokens(directory), documents=documents)
+            onnx = OnnxQueries.from_weights(
+                directory, _max_tokens(directory), documents=documents, kept=self._kept
+            )
         except ImportError:  # no onnx or onnxruntime installed: numpy it is
             quick = quick_encoder_for(directory)
             if quick is None:
@@ -582,7 +625,7 @@ class LightQueries:
         return self._documents(texts).astype("float32")
 
 
-def _from_weights(model: str | None, max_length: int, documents: bool) -> Any:
+def _from_weights(model: str | None, max_length: int, documents: bool, kept: Path) -> Any:
     """The graph built from a BERT's own files (packed.OnnxQueries.from_weights), which
     reads its word vectors from the mapped file rather than holding them (a saved export
     holds them all: 47 of its 91 MB); None where it cannot be built here."""
@@ -594,7 +637,7 @@ def _from_weights(model: str | None, max_length: int, documents: bool) -> Any:
     try:
         from toolscript.search.packed import OnnxQueries
 
-        return OnnxQueries.from_weights(directory, max_length, documents=documents)
+        return OnnxQueries.from_weights(directory, max_length, documents=documents, kept=kept)
     except ImportError:  # no onnx package: the saved export runs
         return None
 
@@ -609,9 +652,25 @@ def _max_tokens(directory: Path) -> int:
     return min(length, MAX_TOKENS)
 
 
+def _map_large_blocks() -> bool:
+    """Have the C heap map blocks of ``LARGE_BLOCK`` bytes or more apart, unmapped when
+    freed (glibc's ``mallopt``; False where there is none). A query casts each weight of
+    the half graph to float32 as it runs (packed._bert_graph), 44 MB freed as it goes:
+    glibc's own threshold grows with the blocks freed, and the heap kept the casts (after
+    100, 400 queries: 124, 136 MB of RSS against 103 with this; queries as fast)."""
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(M_MMAP_THRESHOLD, LARGE_BLOCK))
+
+
 def _serve_light(out: IO[bytes], model: str) -> int:
     """The light worker: queries, and a start's tools, without torch."""
     _limit_threads()
+    _map_large_blocks()
     queries: LightQueries | None = None
     querying = False
     for line in sys.stdin.buffer:
@@ -620,7 +679,12 @@ def _serve_light(out: IO[bytes], model: str) -> int:
             if request["op"] == "load":
                 querying = bool(request.get("queries"))  # no tool to embed first
                 try:
-                    queries = LightQueries(model, documents=not querying)
+                    queries = LightQueries(
+                        model,
+                        documents=not querying,
+                        light=request.get("light", True),
+                        kept=request.get("kept"),
+                    )
                 except SemanticUnavailable:
                     raise
                 except Exception as exc:  # a damaged or foreign cache folder
