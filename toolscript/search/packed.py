@@ -70,6 +70,8 @@ class OnnxQueries:
     mean pooling; raises when ``onnxruntime`` or ``onnx`` is missing or the export fails.
     """
 
+    _keep: Callable[[], bool] | None = None  # (from_weights) leaves the queries' graph on disk
+
     def __init__(self, model: Any) -> None:
         import io
         import warnings
@@ -140,9 +142,14 @@ class OnnxQueries:
         runner._tokenizer = _FileTokenizer(directory / TOKENIZER_FILE)
         runner._max_length = max_length
         words = runner._words is not None
+        kept = kept if words else None
+        if kept is not None:
+            runner._keep = lambda: (
+                kept.is_file() or _keep_half_graph(directory, words=True, kept=kept) is None
+            )
         runner._begin(
             (lambda: _bert_graph(directory, words=words)) if documents else None,
-            lambda: _half_session(directory, words=words, kept=kept if words else None),
+            lambda: _half_session(directory, words=words, kept=kept),
         )
         return runner
 
@@ -171,6 +178,12 @@ class OnnxQueries:
         if backend is None:
             raise ValueError("the model's tokenizer is not a fast (tokenizers) one")
         backend.save(str(folder / TOKENIZER_FILE))
+
+    def keep_queries_graph(self) -> bool:
+        """Leave the queries' graph where ``from_weights`` was told to keep it, for a new
+        process to read (the one that built it keeps the onnx package); False where it
+        was not told to, or cannot."""
+        return self._keep() if self._keep is not None else False
 
     def forget_graph(self) -> None:
         """Drop the exported graph's bytes (a copy of the weights) once nothing will save it."""
@@ -287,17 +300,27 @@ def _half_session(directory: Path, *, words: bool, kept: Path | None) -> Any:
             return _session(_HalfGraph(str(kept)))
         except Exception:  # (damaged: a disk that was full) built again
             kept.unlink(missing_ok=True)
-    graph = _bert_graph(directory, words=words, half=True)
-    if kept is not None:
-        partial = kept.with_name(f"{kept.name}.{os.getpid()}.partial")
-        try:
-            kept.parent.mkdir(parents=True, exist_ok=True)
-            partial.write_bytes(graph)
-            partial.replace(kept)  # (whole or not at all, for another process reading it)
-            return _session(_HalfGraph(str(kept)))
-        except OSError:  # (a read-only cache: built each time)
-            partial.unlink(missing_ok=True)
+    graph = _keep_half_graph(directory, words=words, kept=kept)
+    if graph is None:
+        return _session(_HalfGraph(str(kept)))
     return _session(_HalfGraph(graph))
+
+
+def _keep_half_graph(directory: Path, *, words: bool, kept: Path | None) -> bytes | None:
+    """Build the half graph and leave it in ``kept``: None once it is there, else (no file
+    to keep it in, or one that cannot be written) its bytes."""
+    graph = _bert_graph(directory, words=words, half=True)
+    if kept is None:
+        return graph
+    partial = kept.with_name(f"{kept.name}.{os.getpid()}.partial")
+    try:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_bytes(graph)
+        partial.replace(kept)  # (whole or not at all, for another process reading it)
+    except OSError:  # (a read-only cache: built each time)
+        partial.unlink(missing_ok=True)
+        return graph
+    return None
 
 
 class _FileTokenizer:

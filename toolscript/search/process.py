@@ -68,7 +68,8 @@ log = logging.getLogger("toolscript.search")
 # Seconds a request may take before the worker counts as hung and is killed: loading imports
 # torch (seconds, minutes on a slow disk); a batch of 128 tools takes about a second here.
 # "queries": the light worker swaps its documents' session for the queries' (a second or so).
-DEADLINES = {"load": 600.0, "embed": 600.0, "query": 5.0, "queries": 120.0}
+# "keep": it writes the queries' graph for the worker that replaces it (a second or so).
+DEADLINES = {"load": 600.0, "embed": 600.0, "query": 5.0, "queries": 120.0, "keep": 120.0}
 # Seconds after the last tools were embedded before the model's worker hands queries to
 # the light one and exits (a burst of tool changes is embedded by one worker).
 RETIRE_AFTER = 3.0
@@ -184,7 +185,11 @@ class EmbedderProcess(Embedder):
             # A new worker for queries alone, and the one that embedded the tools goes: it
             # would keep what embedding them left (the onnx package, 9 MB, and freed memory
             # it holds on to: 114 MB against 102 for the new one).
-            fresh = None if self._closed or self._light_worker is not worker else self._new_light()
+            fresh = None
+            if not self._closed and self._light_worker is worker:
+                with suppress(EmbedderFailed, SemanticUnavailable):  # (the new one builds it)
+                    worker.request({"op": "keep"})  # the queries' graph, for the new one
+                fresh = self._new_light()
             if fresh is not None:
                 self._light_worker = fresh
                 worker.stop()
@@ -614,6 +619,12 @@ class LightQueries:
     def __call__(self, texts: list[str]) -> Any:
         return self._run(texts).astype("float32")
 
+    def keep_graph(self) -> bool:
+        """Leave the queries' graph in the user's cache for a new worker to read (see
+        packed.OnnxQueries.keep_queries_graph); False where there is none to leave."""
+        keep = getattr(self._run, "keep_queries_graph", None)
+        return bool(keep()) if keep is not None else False
+
     def end_documents(self) -> None:
         """Queries from now on: what only tool documents needed goes."""
         with suppress(AttributeError):  # (the numpy encoder keeps nothing for them)
@@ -711,6 +722,8 @@ def _serve_light(out: IO[bytes], model: str) -> int:
                     _answer(out, {})
                 else:
                     _answer(out, {}, queries(request["texts"]))
+            elif request["op"] == "keep" and queries is not None:
+                _answer(out, {"kept": queries.keep_graph()})
             elif request["op"] == "embed" and queries is not None:
                 _answer(out, {}, queries.documents(request["texts"]))
             else:
