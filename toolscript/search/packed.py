@@ -18,7 +18,10 @@ and the tokenizer to a folder of the user's cache (``semantic.light_folder``), a
 ``OnnxQueries.from_weights`` builds the same graph from a BERT's own files without torch,
 its word vectors read from the weights file as a text needs them (``WordTable``): what
 the light query process (process.py) runs. It keeps one session at a time: the tool
-documents' while a start embeds them, the queries' after (``end_documents``).
+documents' while a start embeds them, the queries' after (``end_documents``). The queries'
+graph keeps its weights in float16, each cast to float32 as a run uses it (32 MB of
+session against 54; vectors within 2e-7 of the model's), and is kept in the user's cache
+once built (``kept``), so a later query process reads it without the ``onnx`` package.
 """
 
 from __future__ import annotations

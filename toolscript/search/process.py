@@ -10,15 +10,18 @@ the model's ONNX graph built from its own weights where it is a BERT (packed._be
 sentence-transformers' vectors to ~1e-7; its word vectors read from the model's file,
 not held), else what ``semantic.Embedder.save_light`` wrote to the user's cache: it
 embeds a start's tools and answers queries, so search is hybrid seconds after the URL;
-once the index holds every tool (``queries``) it keeps one session, the queries'. The
+once the index holds every tool a new light worker serves queries alone (``keep``: the
+one that embedded the tools leaves the queries' graph, its weights in float16, in the
+user's cache, and goes; the new one reads that graph, without the onnx package). The
 model's (``model``: torch and sentence-transformers, about 800 MB) embeds what the light
 one cannot run, and tools added once search has served a query; once no tool has waited
 for it for ``RETIRE_AFTER`` seconds it hands queries to the light one and exits.
 
 Protocol (the worker's stdin and a private copy of its stdout): one JSON request per
 line, ``{"op": "load"}``, ``{"op": "embed", "texts": [...]}`` (tools), ``{"op": "query",
-"texts": [...]}`` (a request's needs, answered within seconds) or ``{"op": "queries"}`` (the
-light worker's tools are embedded: it keeps only what queries need); each answered by one
+"texts": [...]}`` (a request's needs, answered within seconds), ``{"op": "keep"}`` (the light
+worker leaves the queries' graph in the cache) or ``{"op": "queries"}`` (the light worker's
+tools are embedded: it keeps only what queries need); each answered by one
 JSON header line (``ok``, ``rows``, ``dims``, ``model_id``, ``warning``,
 ``query_precision``, ``query_runtime``, ``light``, ``torch``, or ``error`` and
 ``unavailable``) followed by ``rows * dims`` float32 values. The worker exits when its stdin closes, so it never outlives the gateway.
