@@ -100,6 +100,8 @@ class EmbedderProcess(Embedder):
         self._workers_lock = threading.RLock()  # starting, stopping and embedding
         self._documents_done = False  # every tool's vector is stored (documents_embedded)
         self._retire_timer: threading.Timer | None = None
+        # A light worker that will replace the one that embedded the tools (_hand_over).
+        self._starting: _Worker | None = None
 
     @property
     def loaded(self) -> bool:
@@ -111,10 +113,11 @@ class EmbedderProcess(Embedder):
         return worker.pid if worker is not None else None
 
     def workers(self) -> list[dict[str, Any]]:
-        """The running workers: pid, role (``model`` or ``queries``), whether torch is in it."""
+        """The running workers: pid, role (``model`` or ``queries``), whether torch is in it
+        (a query worker that replaces the one that embedded the tools: both, a moment)."""
         return [
             {"pid": worker.pid, "role": worker.role, "torch": worker.torch}
-            for worker in (self._model_worker, self._light_worker)
+            for worker in (self._model_worker, self._light_worker, self._starting)
             if worker is not None and worker.alive()
         ]
 
@@ -174,32 +177,58 @@ class EmbedderProcess(Embedder):
         return vectors
 
     def documents_embedded(self) -> None:
-        """The index holds every tool's vector (called before search turns hybrid): a new
-        light worker, for queries alone, replaces the one that embedded the tools (else
-        that one lets its documents' session go: two sessions each held the model's
-        weights, 291 MB after indexing, 196 once a query had let one go), or, not started
-        yet, starts ready for them. Tools added from now on still go where ``embed`` sends
-        them; a failure here is the next query's to find."""
+        """The index holds every tool's vector (called before search turns hybrid): the
+        light worker that embedded the tools serves queries at once, and a new one, for
+        queries alone, replaces it in the background (``_hand_over``); or, not started
+        yet, it starts ready for them. Tools added from now on still go where ``embed``
+        sends them; a failure here is the next query's to find."""
         self._documents_done = True
         worker = self._light_worker
         if self._queried or worker is None or worker.querying or not worker.alive():
             return
+        worker.querying = True  # (handed over once)
         with self._workers_lock:
-            # A new worker for queries alone, and the one that embedded the tools goes: it
-            # would keep what embedding them left (the onnx package, 9 MB, and freed memory
-            # it holds on to: 114 MB against 102 for the new one).
-            fresh = None
-            if not self._closed and self._light_worker is worker:
-                with suppress(EmbedderFailed, SemanticUnavailable):  # (the new one builds it)
-                    worker.request({"op": "keep"})  # the queries' graph, for the new one
-                fresh = self._new_light()
-            if fresh is not None:
-                self._light_worker = fresh
-                worker.stop()
+            if self._closed:
                 return
+            # Started now (Python and its imports meanwhile), loaded once the graph is kept;
+            # listed by workers() from now on, beside the one it replaces.
+            self._starting = _Worker("queries", ["--light", self.requested])
+        threading.Thread(
+            target=self._hand_over, args=(worker,), name="search query worker", daemon=True
+        ).start()
+
+    def _hand_over(self, worker: _Worker) -> None:
+        """A new light worker for queries alone replaces ``worker``, which embedded the
+        tools: it would keep what embedding them left (the onnx package, 9 MB, and freed
+        memory it holds on to: 114 MB against 98 for the new one). Where none can start,
+        ``worker`` lets its documents' session go (two sessions each held the model's
+        weights: 291 MB after indexing, 196 once a query had let one go)."""
+        with suppress(EmbedderFailed, SemanticUnavailable):  # (else the new one builds it)
+            worker.request({"op": "keep"})  # the queries' graph, for the new one to read
+        spawned = self._starting
+        fresh = None if self._closed or spawned is None else self._new_light(spawned)
+        with self._workers_lock:
+            replaced = (
+                fresh is not None
+                and not self._closed
+                and self._light_worker is worker
+                and worker.alive()
+            )
+            if replaced:
+                self._light_worker = fresh
+            self._starting = None
+        if replaced:
+            worker.stop()
+            if self._closed and fresh is not None:  # (close() may have read the old one)
+                fresh.stop()
+            return
+        if fresh is not None:  # (closed, or the worker failed meanwhile: a reload decides)
+            fresh.stop()
+            return
+        if spawned is not None:  # (not loaded: closed meanwhile)
+            spawned.stop()
         try:
             worker.request({"op": "queries"})
-            worker.querying = True
         except (EmbedderFailed, SemanticUnavailable) as exc:
             log.info("search: the query worker could not get ready for queries: %s", exc)
 
@@ -227,7 +256,9 @@ class EmbedderProcess(Embedder):
         """Stop the workers (without waiting for a request in flight: that one fails)."""
         self._closed = True
         self._cancel_retirement()
-        workers = [w for w in (self._light_worker, self._model_worker) if w is not None]
+        workers = [
+            w for w in (self._light_worker, self._model_worker, self._starting) if w is not None
+        ]
         for worker in workers:  # all asked at once: they exit side by side
             worker.ask_to_stop()
         for worker in workers:
@@ -282,11 +313,11 @@ class EmbedderProcess(Embedder):
         self._light_worker, self._light = worker, light
         return True
 
-    def _new_light(self) -> _Worker | None:
-        """A light worker, loaded (for queries alone once every tool's vector is stored);
-        None when it cannot give the model's vectors here."""
+    def _new_light(self, spawned: _Worker | None = None) -> _Worker | None:
+        """A light worker (``spawned``, else one started now), loaded (for queries alone once
+        every tool's vector is stored); None when it cannot give the model's vectors here."""
         started = time.perf_counter()
-        worker = _Worker("queries", ["--light", self.requested])
+        worker = spawned or _Worker("queries", ["--light", self.requested])
         try:
             header, _ = worker.request(
                 {
