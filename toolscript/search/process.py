@@ -718,6 +718,7 @@ def _serve_light(out: IO[bytes], model: str) -> int:
     _map_large_blocks()
     queries: LightQueries | None = None
     querying = False
+    leaving = False  # a new worker replaces this one: its documents' session serves till then
     for line in sys.stdin.buffer:
         request = json.loads(line)
         try:
@@ -748,7 +749,8 @@ def _serve_light(out: IO[bytes], model: str) -> int:
                     },
                 )
             elif request["op"] in ("query", "queries") and queries is not None:
-                if not querying:  # the documents' session goes, the queries' comes
+                if not querying and (request["op"] == "queries" or not leaving):
+                    # the documents' session goes, the queries' comes
                     queries.end_documents()
                     return_free_memory()
                     querying = True
@@ -757,6 +759,7 @@ def _serve_light(out: IO[bytes], model: str) -> int:
                 else:
                     _answer(out, {}, queries(request["texts"]))
             elif request["op"] == "keep" and queries is not None:
+                leaving = True
                 _answer(out, {"kept": queries.keep_graph()})
             elif request["op"] == "embed" and queries is not None:
                 _answer(out, {}, queries.documents(request["texts"]))
