@@ -345,3 +345,29 @@ def test_the_query_workers_memory_does_not_grow_with_queries(
         assert process.memory_info().rss < before + 10e6, (before, process.memory_info().rss)
     finally:
         embedder.close()
+
+
+@needs_semantic
+def test_a_worker_being_replaced_answers_queries_without_building_their_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between the graph kept for its successor and its end, the worker that embedded the
+    tools answers a query from the session it has, rather than building another."""
+    import numpy
+
+    from toolscript.search.process import _Worker
+    from toolscript.search.semantic import queries_graph
+
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path))  # nothing kept yet
+    worker = _Worker("queries", ["--light", "all-MiniLM-L6-v2"])
+    try:
+        worker.request({"op": "load", "queries": False})
+        _, documents = worker.request({"op": "embed", "texts": TOOLS})
+        header, _ = worker.request({"op": "keep"})
+        assert header["kept"] is True and queries_graph(None).is_file()
+        # the documents' own session answers (the same run as the tool's: the same vector),
+        # not a queries' one built for the moment left (its float16 weights: another)
+        _, vectors = worker.request({"op": "query", "texts": [TOOLS[0]]})
+        assert numpy.array_equal(vectors[0], documents[0])
+    finally:
+        worker.stop()
