@@ -8,7 +8,7 @@ kind's latency, and the last execute of each kind as a timeline (ms from the cli
 call; `deno` lines are the spare's boot and the script's first line). `--pythonpath` puts
 another checkout first (the old code, for a paired run); `--notrace` measures CPU only.
 
-    python bench/face_trace.py [--n 10] [--kinds seen,new] [--notrace]
+    python bench/face_trace.py [--n 10] [--kinds seen,new] [--notrace] [--settle 5]
 """
 
 from __future__ import annotations
@@ -91,6 +91,7 @@ async def workload(args: argparse.Namespace, params: StdioServerParameters, log:
         }
         for _ in range(11):
             await execute("warm", codes["seen"]())
+        await anyio.sleep(args.settle)  # the warm checker's start out of the way
         before = cpu_by_process(me)
         for _ in range(args.n):
             for kind in args.kinds.split(","):
@@ -133,6 +134,7 @@ def main() -> None:
     parser.add_argument("--kinds", default="seen,new,sequential,parallel")
     parser.add_argument("--pythonpath", default="", help="a checkout to run instead")
     parser.add_argument("--notrace", action="store_true")
+    parser.add_argument("--settle", type=float, default=0.0, help="seconds after the warm-up")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="toolscript-face-trace-"))
     log = work / "trace.log"
