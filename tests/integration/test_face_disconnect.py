@@ -80,7 +80,8 @@ def test_a_face_whose_client_left_exits_by_itself_with_its_tree(tmp_path: Path) 
 
     anyio.run(client)
     assert any(" -m toolscript mcp " in command for command in commands), commands
-    assert any(" -m toolscript gateway" in command for command in commands), commands
+    # its gateway runs in its own process (tests/integration/test_face_gateway_in_process.py)
+    assert not any(" -m toolscript gateway" in command for command in commands), commands
     assert any("mcp-server-time" in command for command in commands), commands
     _, alive = psutil.wait_procs(seen, timeout=30)
     for leftover in alive:

@@ -176,10 +176,14 @@ def test_stdio_face_end_to_end_with_a_gateway_of_its_own(
             assert states["time"]["state"] == "connected" and states["fx"]["tools"] >= 10
             assert "time: connected, 2 tools (Clock)" in text(servers)
 
-            # The face started a gateway of its own: no state file, so no other command uses it.
+            # The face started a gateway of its own, in its own process (its servers are the
+            # face's children): no state file, so no other command uses it.
             (face,) = faces()
             seen.extend(tree(face))
-            assert any("gateway" in argv(p) for p in seen)
+            assert not any(argv(p)[1:4] == ["-m", "toolscript", "gateway"] for p in seen)
+            assert any(
+                "mcp-server-time" in " ".join(argv(p)) and p.ppid() == face.pid for p in seen
+            )
             monkeypatch.setenv("TOOLSCRIPT_HOME", str(home))
             assert (home / "deno").is_dir(), "the face did not use its TOOLSCRIPT_HOME"
             assert not gateway_state_file(directory / ".toolscript").exists()
@@ -267,6 +271,8 @@ def test_stdio_face_reuses_the_project_gateway_and_stops_a_script_whose_client_l
             assert not (await session.call_tool("list_servers", {})).is_error
             (face,) = faces()
             assert not any("gateway" in argv(p) for p in tree(face)), "started its own"
+            # nor one in its own process, which would have started the servers
+            assert not any("mcp-server-time" in " ".join(argv(p)) for p in tree(face))
             code = (
                 'import { tools } from "toolscript";\nreturn await tools.fx.sleep({ seconds: 30 });'
             )
@@ -362,7 +368,11 @@ def test_http_face_serves_two_clients_behind_the_token_and_host_checks(tmp_path:
         wait_until(lambda: sandboxes(face), lambda left: not left, 10, "the sandbox's end")
 
         processes = tree(face)
-        assert any("gateway" in argv(p) for p in processes)
+        # its gateway is in its own process: the servers are the face's children
+        assert not any(argv(p)[1:4] == ["-m", "toolscript", "gateway"] for p in processes)
+        assert any(
+            "mcp-server-time" in " ".join(argv(p)) and p.ppid() == face.pid for p in processes
+        )
         process.send_signal(signal.SIGTERM)
         process.wait(30)
     assert survivors(processes) == []
@@ -390,6 +400,7 @@ def test_an_untrusted_project_config_starts_nothing(tmp_path: Path) -> None:
             assert "toolscript trust" in text(refused)
             (face,) = faces()
             assert not any("gateway" in argv(p) for p in tree(face))
+            assert not any("mcp-server-time" in " ".join(argv(p)) for p in tree(face))
 
     anyio.run(session_work)
 
@@ -477,7 +488,8 @@ def test_a_signalled_stdio_face_stops_its_gateway_and_servers(tmp_path: Path, si
             60,
             "the face's gateway and its server",
         )
-        assert any("gateway" in argv(p) for p in seen), "no gateway was started"
+        # the face's gateway, in the face's own process, started the server
+        assert not any(argv(p)[1:4] == ["-m", "toolscript", "gateway"] for p in seen)
         process.send_signal(sig)
         assert process.wait(40) is not None
         assert survivors(seen) == []

@@ -233,3 +233,42 @@ def test_a_symlinked_saved_script_is_skipped(tmp_path: Path) -> None:
     (folder / "linked.ts").symlink_to(secret)
     saved, warnings = load_saved(tmp_path)
     assert saved == [] and warnings == ["toolscripts/linked.ts skipped: a symbolic link"]
+
+
+def test_saved_scripts_are_checked_without_nodes_types_unless_one_uses_node(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Saved scripts join the module every script's check reads, with the libs of
+    ``plumbing/checkoptions.py``; a saved script using Node keeps Node's types for all
+    (as a run of the module's scripts then has them)."""
+    from toolscript.pipeline.tasks.scripts import ScriptVerdicts, check_saved
+    from toolscript.store.savedscripts import SavedScript
+
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path / "home"))
+    body = "export default async function {}(input: {{ text: string }}) {{\n  {}\n}}\n"
+    sources = {
+        "bare": body.format("bare", 'return Buffer.from(input.text).toString("base64");'),
+        "imported": 'import { Buffer } from "node:buffer";\n'
+        + body.format("imported", 'return Buffer.from(input.text).toString("base64");'),
+        "web": body.format(
+            "web",
+            "const t = setTimeout(() => {}, 1); clearTimeout(t); console.log(performance.now());"
+            " return new TextEncoder().encode(input.text).length + crypto.randomUUID().length;",
+        ),
+        "dirname": body.format("dirname", "return input.text + __dirname;"),
+    }
+    scripts = {
+        name: SavedScript.of(name, tmp_path / f"{name}.ts", s) for name, s in sources.items()
+    }
+
+    def check(*names: str) -> ScriptVerdicts:
+        chosen = [scripts[name] for name in names]
+        return check_saved("export const tools = {};\n", chosen, tmp_path / "check", None)
+
+    assert sorted(check("bare", "imported", "web").passing) == ["bare", "imported", "web"]
+    # Node's types declare `__dirname`, which no script has: without them, an error.
+    verdicts = check("web", "dirname")
+    assert verdicts.passing == ["web"]
+    (error,) = verdicts.broken["dirname"]
+    assert error.startswith("toolscripts/dirname.ts:2:23: TS2552 Cannot find name '__dirname'")
+    assert check("dirname", "bare").passing == ["dirname", "bare"]  # as before

@@ -56,7 +56,8 @@ def mcp_command(
         raise typer.BadParameter("--port needs --http", param_hint="--port")
     from toolscript.execution.locate import spawn_owned_gateway
 
-    # Its servers start while the face imports the MCP SDK (a second or more).
+    # Its servers start while the face imports the MCP SDK (a second or more); the gateway
+    # itself is served in a thread of this process once the face has imported.
     early = spawn_owned_gateway(config, cache)
     from toolscript.mcpface.server import serve
 
@@ -76,7 +77,11 @@ def mcp_command(
             yield_after=yield_after,
         )
     finally:
-        if early is not None and early.poll() is None:  # the face failed before it took it
+        from toolscript.gateway.inprocess import InProcessGateway
+
+        if isinstance(early, InProcessGateway):
+            early.stop(20)  # (nothing left to do when the face stopped it)
+        elif early is not None and early.poll() is None:  # the face failed before it took it
             from toolscript.plumbing.processes import stop_process
 
             stop_process(early, 20)

@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from toolscript.errors import ExecutionError, GatewayResponseError, GatewayUnreachableError
@@ -24,9 +25,13 @@ from toolscript.gateway.state import ready_gateway_state
 from toolscript.plumbing.paths import find_config_path, module_cache_file, project_cache_dir
 from toolscript.store.savedscripts import write_module
 
+if TYPE_CHECKING:
+    from toolscript.gateway.inprocess import InProcessGateway
+
 __all__ = [
     "NO_GATEWAY_URL",
     "face_gateway_args",
+    "face_gateway_in_process",
     "gateway_for_run",
     "gateway_request",
     "module_file",
@@ -225,11 +230,23 @@ def face_gateway_args(config: str | None, cache: str | None) -> list[str]:
     return [*private_gateway_args("--no-state", config, cache), "--search-when-idle"]
 
 
-def spawn_owned_gateway(config: str | None, cache: str | None) -> subprocess.Popen[str] | None:
-    """The MCP face's own gateway (``--no-state``), spawned first thing, before the face's
+def face_gateway_in_process() -> bool:
+    """Whether the MCP face serves its own gateway in its own process (the default), or
+    starts it as a ``gateway start`` process (``TOOLSCRIPT_FACE_GATEWAY=process``)."""
+    return os.environ.get("TOOLSCRIPT_FACE_GATEWAY", "").strip().lower() != "process"
+
+
+def spawn_owned_gateway(
+    config: str | None, cache: str | None
+) -> InProcessGateway | subprocess.Popen[str] | None:
+    """The MCP face's own gateway (no state file), begun first thing, before the face's
     imports, so its servers start meanwhile; None when a gateway runs (or is set) or the
-    project is not trusted (the face then says why on its first call). Read its URL with
-    ``launch.wait_for_url``."""
+    project is not trusted (the face then says why on its first call).
+
+    By default a gateway served in a thread of the face (``gateway/inprocess.py``): its
+    servers are spawned now, the gateway starts with ``start`` once the face imported;
+    with ``TOOLSCRIPT_FACE_GATEWAY=process`` a ``gateway start`` process (``--no-state``)
+    spawned now, whose URL ``launch.wait_for_url`` reads."""
     if os.environ.get("TOOLSCRIPT_GATEWAY_URL", "").strip():
         return None
     from toolscript.errors import ToolscriptError
@@ -241,6 +258,13 @@ def spawn_owned_gateway(config: str | None, cache: str | None) -> subprocess.Pop
         require_trust(find_config_path(config))
     except ToolscriptError:
         return None
+    if face_gateway_in_process():
+        from toolscript.gateway.inprocess import InProcessGateway, log_level_default
+
+        log_level_default()
+        gateway = InProcessGateway(config, cache)
+        gateway.prepare()
+        return gateway
     from toolscript.gateway.launch import gateway_command
 
     env = dict(os.environ)

@@ -33,6 +33,12 @@ from urllib.parse import urlsplit
 
 from toolscript.errors import ExecutionError, GatewayUnreachableError
 from toolscript.execution.source import PreparedSource, SourceMap, prepare
+from toolscript.plumbing.checkoptions import (
+    check_imports,
+    check_tag,
+    shared_check_config,
+    uses_node,
+)
 from toolscript.plumbing.denobinary import (
     deno_binary,
     deno_cache_dir,
@@ -50,7 +56,7 @@ from toolscript.store.packages import (
     npm_set,
     packages_beside,
 )
-from toolscript.store.savedscripts import module_imports
+from toolscript.store.savedscripts import module_imports, offered_sources
 
 __all__ = [
     "EXIT_MEMORY",
@@ -119,10 +125,18 @@ def _write_script(script: Script) -> tuple[Path, PreparedSource]:
 
 
 def checked_before(script: Script, module_hash: str) -> bool:
-    """Whether the warm checker passed this script against this module before (``_warm_check``
-    then answers at once, without asking the gateway)."""
+    """Whether this script passed a check against this module before (``_warm_check`` then
+    answers at once, without asking the gateway)."""
     path, _ = _write_script(script)
-    return (path.parent / f".{path.name}.checked-{module_hash}").exists()
+    return _passed_mark(path, module_hash).exists()
+
+
+def _passed_mark(script_path: Path, module_hash: str) -> Path:
+    """The file that says a check passed: per module and per check options (``check_tag``:
+    a pass under other libs says nothing of these). Written when the warm checker passed the
+    script, or when Deno's own ``--check`` did (a run that checked and then exited 0: a
+    failed check exits 1 before anything runs)."""
+    return script_path.parent / f".{script_path.name}.checked-{module_hash}-{check_tag()}"
 
 
 def _warm_check(
@@ -133,7 +147,7 @@ def _warm_check(
     A pass is remembered beside the script, per module, so a script run again is not checked
     again (as Deno's own cache does for ``--check``).
     """
-    passed = script_path.parent / f".{script_path.name}.checked-{module_hash}"
+    passed = _passed_mark(script_path, module_hash)
     if passed.exists():
         return "passed", ""
     from toolscript.execution.locate import gateway_request
@@ -177,6 +191,7 @@ def _command(
     packages: Packages | None = None,
     *,
     readable: list[Path] | None = None,
+    config: Path | None = None,
 ) -> list[str]:
     """Deno's command line. Imports from the gateway are allowed only for a ``remote_module``
     (no gateway module as a file): a script importing URLs would make Deno keep each.
@@ -184,7 +199,8 @@ def _command(
     ``--allow-import=HOST`` replaces Deno's default list (deno.land, jsr.io, esm.sh...);
     ``--deny-import=HOST`` then refuses that one too. A bare ``--deny-import`` would not do:
     Deno still fetches from its default list with it. ``readable``: the files a spare
-    sandbox (``execution/spare.py``) may read, those its script imports.
+    sandbox (``execution/spare.py``) may read, those its script imports. ``config``: the
+    check's own (``plumbing/checkoptions.py``); none reads a project's ``deno.json``.
     """
     host = urlsplit(gateway_url).netloc
     npm = (
@@ -197,7 +213,7 @@ def _command(
         "run",
         "--quiet",
         "--no-prompt",
-        "--no-config",
+        f"--config={config}" if config is not None else "--no-config",
         *npm,
         f"--allow-import={host}",
         *([] if remote_module else [f"--deny-import={host}"]),
@@ -815,6 +831,15 @@ def run_toolscript(
         packages = packages_beside(module)
         if packages is not None:
             imports.update(import_entries(packages.packages))
+    # The check's libs leave Node's types out, unless the script (or the module) uses Node.
+    config = None
+    if check and not _uses_node(prepared.code, module):
+        # With packages, the config declares them as their fetch did (a frozen lock's
+        # `workspace` part is compared with a config's imports).
+        declared = {p.name: p.specifier for p in packages.packages} if packages else None
+        config = shared_check_config(declared)
+    if config is not None:
+        imports.update(check_imports())
     import_map = {"imports": imports}
     map_path = write_private(
         user_cache_dir() / "run" / f"importmap-{os.getpid()}-{threading.get_ident()}.json",
@@ -828,9 +853,16 @@ def run_toolscript(
             _close_web_storage(deno_dir)
             env.update(deno_environment(deno_dir))
             command = _command(
-                script_path, script_url, map_path, check, limits, module is None, packages
+                script_path,
+                script_url,
+                map_path,
+                check,
+                limits,
+                module is None,
+                packages,
+                config=config,
             )
-            return _start_and_supervise(
+            exit_code = _start_and_supervise(
                 command,
                 env,
                 cwd,
@@ -844,9 +876,25 @@ def run_toolscript(
                 source_map,
                 spill,
             )
+            if check and exit_code == 0:
+                # Deno checked it (the warm checker could not): the next run of the same
+                # script needs no check, and the MCP face's spare can take it (measured: a
+                # run checked by Deno again, its check cached, took 90-210 ms against 25-35
+                # in a spare, under load).
+                with contextlib.suppress(OSError):
+                    write_private(_passed_mark(script_path, module_hash), "")
+            return exit_code
     finally:
         map_path.unlink(missing_ok=True)
         streams.finish()
+
+
+def _uses_node(code: str, module: Path | None) -> bool:
+    """Whether the check is Deno's default lib's (Node's types, as before): the script uses
+    Node, or a saved script its module offers does (as the warm checker decides)."""
+    if uses_node(code):
+        return True
+    return module is not None and any(uses_node(s) for s in offered_sources(module))
 
 
 def _read(path: Path) -> str:

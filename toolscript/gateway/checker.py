@@ -10,7 +10,8 @@ The answer must be the one ``deno check`` would give, or none: anything the chec
 not sure to render as Deno does (a resolution error, a syntax error, a warning, a place
 in a file it does not hold) makes it answer "unavailable", and exec checks the slow way.
 The server runs with a config file of its own (so no ``deno.json`` above the cache
-changes the compiler options) and the import map exec runs with; it is replaced when
+changes the compiler options; the libs of ``plumbing/checkoptions.py``, as ``deno check``
+has them) and the import map exec runs with; it is replaced when
 the module changes, when it dies, and when a check hangs.
 """
 
@@ -32,12 +33,13 @@ from typing import Any
 import anyio
 
 from toolscript.errors import ExecutionError
+from toolscript.plumbing.checkoptions import uses_node, write_check_config
 from toolscript.plumbing.denobinary import deno_binary, deno_environment
 from toolscript.plumbing.paths import module_cache_file, user_cache_dir
 from toolscript.plumbing.privatefile import write_private
 from toolscript.plumbing.processes import memory_of, signal_quietly, stop_process_async
 from toolscript.store.packages import import_entries, packages_beside
-from toolscript.store.savedscripts import module_imports, write_module
+from toolscript.store.savedscripts import module_imports, offered_sources, write_module
 
 __all__ = [
     "CheckVerdict",
@@ -172,6 +174,7 @@ class _LanguageServer:
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self.versions: dict[str, int] = {}  # open documents: their last version
+        self.node_types = False  # Deno's default lib (Node's types), not the lean one
         self._killed = False
         self._reader = asyncio.create_task(self._read())
 
@@ -396,9 +399,14 @@ class WarmChecker:
         if packages is not None:  # as a run sees them: the frozen lock, the shared cache
             imports.update(import_entries(packages.packages))
             lock = {"path": str(packages.lock), "frozen": True}
-        config = write_private(
-            self.root / f"deno-{module_hash}.json", json.dumps({"lock": lock}) + "\n"
-        )
+        config_path = self.root / f"deno-{module_hash}.json"
+        # A saved script using Node gives every check of the module Node's types (Deno's
+        # default lib, as before): a `node:` import in the module's graph brings them anyway.
+        node = any(uses_node(source) for source in offered_sources(module_path))
+        if node:
+            config = write_private(config_path, json.dumps({"lock": lock}) + "\n")
+        else:
+            config = await asyncio.to_thread(write_check_config, config_path, lock)
         import_map = write_private(
             self.root / f"importmap-{module_hash}.json", json.dumps({"imports": imports})
         )
@@ -412,6 +420,7 @@ class WarmChecker:
             "certificateStores": None,
         }
         server = await _LanguageServer.start(self.root, settings)
+        server.node_types = node
         try:
             # The module itself must check (deno check would fail every script otherwise),
             # and checking it once warms the server up for every script after it.
@@ -491,6 +500,10 @@ class WarmChecker:
                 return CheckVerdict("unavailable", f"the checker is {self.state}")
             if self._module != module_hash:
                 return CheckVerdict("unavailable", "the checker has another module")
+            if not server.node_types and uses_node(code):
+                # deno check gives it Node's types; a `node:` import here would leave them
+                # in the server's program for the scripts after it
+                return CheckVerdict("unavailable", "a script using Node is checked by deno check")
             uri = (self.root / "scripts" / f"slot{suffix}").as_uri()
             documents = {
                 uri: Document(Path(script_path).as_uri(), code.split("\n")),

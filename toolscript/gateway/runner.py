@@ -112,6 +112,8 @@ def serve(
     early: dict[str, EarlyServer] | None = None,
     deferred: set[str] | None = None,
     search_when_idle: bool = False,
+    own_stdout: bool = True,
+    on_loop: Callable[[Callable[[], None]], None] | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM; ``announce`` gets the URL once every server has been tried.
 
@@ -126,6 +128,11 @@ def serve(
 
     ``previous`` is the state of another gateway of the project that ran when this one
     started (``mark_starting``): it is named in a warning, and found again after this one.
+
+    Served in a thread of another program (the MCP face's own gateway, ``inprocess.py``):
+    ``own_stdout`` False leaves ``sys.stdout`` alone (it is that program's), and ``on_loop``
+    gets, once the loop runs, a function any thread may call to stop the gateway as SIGTERM
+    does (no signal reaches a thread that is not the main one).
     """
     import uvicorn
 
@@ -197,6 +204,13 @@ def serve(
         # call). This thread only ever runs asyncio, so say so once.
         if sniffio is not None:
             sniffio.thread_local.name = "asyncio"
+        if on_loop is not None:
+            loop = asyncio.get_running_loop()
+
+            def stop() -> None:
+                loop.call_soon_threadsafe(server.handle_exit, signal.SIGTERM, None)
+
+            on_loop(stop)
         other = previous
         state = {
             "url": url,
@@ -233,8 +247,8 @@ def serve(
             gateway.url = url  # background runs reach the gateway at it
             (announce or _print_url)(url)
             gateway.url_announced()
-            # stdout carried the URL; a print() in an internal tool goes to the log
-            sys.stdout = sys.stderr
+            if own_stdout:  # stdout carried the URL; a print() in an internal tool goes to the log
+                sys.stdout = sys.stderr
             await serving
         finally:
             if state_dir is not None:

@@ -1,9 +1,11 @@
 """What the MCP face's tools do, free of MCP: a gateway to ask, and scripts run as exec runs them.
 
 The gateway is the project's running one (or ``TOOLSCRIPT_GATEWAY_URL``'s) when there is
-one; otherwise the face starts one of its own, with no state file, and stops it when it
-exits. A gateway that stops answering is looked for (or started) again on the next call,
-so a face outlives the gateway it borrowed.
+one; otherwise the face starts one of its own, with no state file, served in a thread of
+the face's own process (``gateway/inprocess.py``; a ``gateway start`` process with
+``TOOLSCRIPT_FACE_GATEWAY=process``), and stops it when it exits. A gateway that stops
+answering is looked for (or started) again on the next call, so a face outlives the
+gateway it borrowed.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from toolscript.execution.command import require_saved, saved_script_call
 from toolscript.execution.lifeline import Lifeline
 from toolscript.execution.locate import (
     face_gateway_args,
+    face_gateway_in_process,
     module_file,
     module_hash,
     running_gateway,
@@ -57,6 +60,7 @@ from toolscript.execution.sandbox import (
     run_toolscript,
 )
 from toolscript.execution.spare import Spare
+from toolscript.gateway.inprocess import InProcessGateway
 from toolscript.gateway.launch import LaunchedGateway, start_gateway, wait_for_url
 from toolscript.mcpface.tools import YIELD_AFTER
 from toolscript.plumbing.paths import find_config_path, project_state_dir
@@ -354,10 +358,11 @@ class Backend:
     cwd: Path = field(default_factory=Path.cwd)
     memory_mb: int = 512
     yield_after: float = YIELD_AFTER  # seconds before execute answers a run still going
-    # the face's own gateway, spawned before the face's imports (``spawn_owned_gateway``)
-    early: subprocess.Popen[str] | None = None
+    # the face's own gateway, begun before the face's imports (``spawn_owned_gateway``):
+    # served in this process (its servers spawned), or a ``gateway start`` process
+    early: InProcessGateway | subprocess.Popen[str] | None = None
     _url: str | None = None
-    _owned: LaunchedGateway | None = None
+    _owned: InProcessGateway | LaunchedGateway | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _http: httpx.AsyncClient = field(default_factory=lambda: httpx.AsyncClient(timeout=120))
     _yielded: dict[str, FaceRun] = field(default_factory=dict)  # runs wait_run may continue
@@ -367,7 +372,9 @@ class Backend:
     spares: bool = field(default_factory=lambda: not os.environ.get("TOOLSCRIPT_NO_SPARE"))
 
     def __post_init__(self) -> None:
-        if self.early is not None:
+        if isinstance(self.early, InProcessGateway):
+            self.early.start()  # the face has imported: the gateway's imports go in its thread
+        elif self.early is not None:
             self.lifeline.watch(self.early.pid, group=False)
 
     # -- the gateway ---------------------------------------------------------------------
@@ -383,8 +390,9 @@ class Backend:
             return self._url
 
     def _find(self) -> str | None:
-        if self._owned is not None and self._owned.url and self._owned.process.poll() is None:
-            return self._owned.url
+        owned = self._owned
+        if owned is not None and owned.url and _alive(owned):
+            return owned.url
         running = running_gateway(self.config, self.cache)
         return running[0] if running else None
 
@@ -397,17 +405,22 @@ class Backend:
     def _start_owned(self) -> str:
         early, self.early = self.early, None
         if early is not None:
-            gateway = wait_for_url(early, OWNED_START_WAIT)
+            gateway: InProcessGateway | LaunchedGateway
+            if isinstance(early, InProcessGateway):
+                gateway = early
+                gateway.wait_for_url(OWNED_START_WAIT)
+            else:
+                gateway = wait_for_url(early, OWNED_START_WAIT)
             if gateway.url:
                 self._owned = gateway
                 return gateway.url
-            gateway.stop(5)  # it did not start: a new one says why
-            self.lifeline.forget(early.pid, group=False)
+            self._stop_owned(gateway, 5)  # it did not start: a new one says why
         self._refuse_untrusted()
         if self._owned is not None:
-            self._owned.stop(20)
-            self.lifeline.forget(self._owned.process.pid, group=False)
+            self._stop_owned(self._owned, 20)
             self._owned = None
+        if face_gateway_in_process():
+            return self._start_in_process()
         args = face_gateway_args(self.config, self.cache)
         env = dict(os.environ)
         env.setdefault("TOOLSCRIPT_LOG_LEVEL", "WARNING")
@@ -420,13 +433,27 @@ class Backend:
             on_spawn=lambda process: self.lifeline.watch(process.pid, group=False),
         )
         if not gateway.url:
-            gateway.stop(5)
-            raise ExecutionError(
-                "no gateway runs for this project and one could not be started",
-                hint="run `toolscript gateway start` in the project to see why",
-            )
+            self._stop_owned(gateway, 5)
+            raise _not_started()
         self._owned = gateway
         return gateway.url
+
+    def _start_in_process(self) -> str:
+        """A gateway served in a thread of the face (``gateway/inprocess.py``)."""
+        gateway = InProcessGateway(self.config, self.cache)
+        gateway.start()
+        if not gateway.wait_for_url(OWNED_START_WAIT):
+            gateway.stop(5)
+            if isinstance(gateway.error, ToolscriptError):
+                raise gateway.error
+            raise _not_started()
+        self._owned = gateway
+        return gateway.url
+
+    def _stop_owned(self, owned: InProcessGateway | LaunchedGateway, grace: float) -> None:
+        owned.stop(grace)
+        if isinstance(owned, LaunchedGateway):
+            self.lifeline.forget(owned.process.pid, group=False)
 
     def close(self) -> None:
         """Stop the gateway this face started (with its servers), if any."""
@@ -437,11 +464,12 @@ class Backend:
             self._closed = True
         if spare is not None:
             spare.discard()
-        if early is not None:  # spawned, never asked for
+        if isinstance(early, InProcessGateway):  # begun, never asked for
+            owned = early
+        elif early is not None:
             owned = LaunchedGateway(early, "")
         if owned is not None:
-            owned.stop(20)
-            self.lifeline.forget(owned.process.pid, group=False)
+            self._stop_owned(owned, 20)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -764,6 +792,19 @@ class Backend:
                 threading.Thread(target=self._spawn_spare, args=(url, module), daemon=True).start()
         stopped = (ended or {}).get("stopped")
         return exit_code, out.getvalue(), err.getvalue(), stopped
+
+
+def _alive(owned: InProcessGateway | LaunchedGateway) -> bool:
+    if isinstance(owned, InProcessGateway):
+        return owned.alive()
+    return owned.process.poll() is None
+
+
+def _not_started() -> ExecutionError:
+    return ExecutionError(
+        "no gateway runs for this project and one could not be started",
+        hint="run `toolscript gateway start` in the project to see why",
+    )
 
 
 _OUTPUT_URI = re.compile(r"toolscript://runs/([0-9A-Za-z-]+)/output")

@@ -30,6 +30,7 @@ from mcp.server.lowlevel import Server
 from toolscript import __version__
 from toolscript.errors import ToolscriptError, UsageError
 from toolscript.execution.lifeline import Lifeline
+from toolscript.gateway.inprocess import InProcessGateway
 from toolscript.mcpface.backend import (
     Answer,
     Approver,
@@ -332,8 +333,12 @@ def _listen(port: int) -> socket.socket:
     return listener
 
 
-async def _serve_http(server: Server[Any], listener: socket.socket, token: str) -> None:
-    """Streamable HTTP on 127.0.0.1 until SIGINT or SIGTERM (uvicorn's own handling)."""
+async def _serve_http(
+    server: Server[Any], listener: socket.socket, token: str, stdout: Any
+) -> None:
+    """Streamable HTTP on 127.0.0.1 until SIGINT or SIGTERM (uvicorn's own handling); the
+    URL goes to ``stdout`` (the process's, taken before the gateway's thread could swap
+    ``sys.stdout`` for a moment: its pipeline's steps capture their output)."""
     import uvicorn
 
     from toolscript.gateway.guard import TokenGuard
@@ -358,8 +363,8 @@ async def _serve_http(server: Server[Any], listener: socket.socket, token: str) 
     async def announce() -> None:
         while not runner.started:
             await anyio.sleep(0.02)
-        sys.stdout.write(f"http://127.0.0.1:{bound}/{token}/mcp\n")
-        sys.stdout.flush()
+        stdout.write(f"http://127.0.0.1:{bound}/{token}/mcp\n")
+        stdout.flush()
 
     async with anyio.create_task_group() as group:
         group.start_soon(announce)
@@ -374,13 +379,14 @@ def serve(
     cache_dir: Path,
     http: bool,
     port: int,
-    early: subprocess.Popen[str] | None = None,
+    early: InProcessGateway | subprocess.Popen[str] | None = None,
     yield_after: float = YIELD_AFTER,
 ) -> None:
     """Serve until the client disconnects (stdio) or a signal; then stop what was started.
-    ``early``: the face's own gateway, spawned before the face's imports; ``yield_after``:
+    ``early``: the face's own gateway, begun before the face's imports; ``yield_after``:
     seconds before ``execute`` answers a run still going with its id."""
     listener = _listen(port) if http else None
+    stdout = sys.stdout
 
     async def main() -> None:
         with Lifeline(catch_signals=False) as lifeline:
@@ -390,7 +396,7 @@ def serve(
                 async with anyio.create_task_group() as group:
                     group.start_soon(_warm_up, backend)
                     if listener is not None:
-                        await _serve_http(server, listener, face_token(cache_dir))
+                        await _serve_http(server, listener, face_token(cache_dir), stdout)
                     else:
                         group.start_soon(_until_signalled, backend)
                         await _serve_stdio(server)

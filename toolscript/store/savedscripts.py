@@ -10,6 +10,7 @@ file (the sandbox reads no project file).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import keyword
 import re
@@ -30,6 +31,7 @@ __all__ = [
     "has_default_export",
     "load_saved",
     "module_imports",
+    "offered_sources",
     "scripts_dir",
     "scripts_fingerprint",
     "signature_of",
@@ -261,6 +263,19 @@ def write_module(module: Path, text: str, scripts: dict[str, str]) -> Path:
     if PACKAGES_MARKER in text:
         write_packages_beside(module, text)
     return write_private(module, text)
+
+
+def offered_sources(module: Path) -> list[str]:
+    """The sources of the saved scripts a module offers: the copies beside it."""
+    try:
+        paths = sorted(_scripts_beside(module).glob("*.ts"))
+    except OSError:
+        return []
+    sources = []
+    for path in paths:
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            sources.append(path.read_text(encoding="utf-8"))
+    return sources
 
 
 def module_imports(module: Path) -> dict[str, str]:

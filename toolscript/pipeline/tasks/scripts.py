@@ -9,10 +9,11 @@ leaves the module, and the rest are checked again (a script calling a broken one
 script never fails the type check of every other run; the broken ones are listed with
 their errors (``list-scripts``, ``gateway status``) and their files are kept.
 
-The task is due when the tools' module or any saved script changes (names and digests
-are in its ``config_changed``). Verdicts are kept by the hash of everything checked, in
-``saved-scripts.json`` and in memory (the gateway checks a script before saving it; the task
-then reuses that verdict).
+The task is due when the tools' module, any saved script or the check's options
+(``plumbing/checkoptions.py``: the libs, without Node's types) change (names, digests and
+the options' tag are in its ``config_changed``). Verdicts are kept by the hash of
+everything checked, in ``saved-scripts.json`` and in memory (the gateway checks a script
+before saving it; the task then reuses that verdict).
 """
 
 from __future__ import annotations
@@ -103,6 +104,8 @@ class ScriptsTask:
                         "scripts": [(s.name, s.digest) for s in saved],
                         "folder": str(self.settings.project_dir),
                         "generator": self.settings.generator,
+                        # the check's options: saved scripts checked under others again
+                        "check": _check_tag() if saved else "",
                     }
                 ),
                 targets_as_built,
@@ -144,8 +147,14 @@ def compose_module(tools_module: str, scripts: list[SavedScript]) -> str:
     )
 
 
+def _check_tag() -> str:
+    from toolscript.plumbing.checkoptions import check_tag
+
+    return check_tag()
+
+
 def _verdict_key(tools_module: str, scripts: list[SavedScript]) -> str:
-    digest = hashlib.sha256(tools_module.encode())
+    digest = hashlib.sha256(f"{_check_tag()}\0{tools_module}".encode())
     for script in scripts:
         digest.update(f"\0{script.name}\0{script.digest}".encode())
     return digest.hexdigest()[:24]
@@ -189,6 +198,7 @@ def _check_round(
 ) -> dict[str, list[str]]:
     """One ``deno check`` of ``scripts`` with the module that offers them all: the errors
     of each script that has any."""
+    from toolscript.plumbing.checkoptions import check_imports, shared_check_config, uses_node
     from toolscript.plumbing.denobinary import deno_binary, deno_environment
 
     shutil.rmtree(workdir, ignore_errors=True)
@@ -205,12 +215,17 @@ def _check_round(
     names = [s.name for s in scripts]
     contract = write_private(workdir / "contract.ts", contract_source(names))
     imports[contract.as_uri()] = contract.as_uri()
+    # Lean libs, unless a script uses Node: then Node's types for all, as for their runs.
+    node = any(uses_node(script.source) for script in scripts)
+    config = None if node else shared_check_config()
+    if config is not None:
+        imports.update(check_imports())
     import_map = write_private(workdir / "importmap.json", json.dumps({"imports": imports}))
     command = [
         deno_binary(),
         "check",
         "--quiet",
-        "--no-config",
+        f"--config={config}" if config is not None else "--no-config",  # a run's libs
         "--no-lock",
         "--no-npm",
         "--no-remote",
