@@ -64,7 +64,7 @@ def main() -> None:
         "mcpServers": {"time": {"command": str(Path(sys.executable).parent / "mcp-server-time")}},
         "search": {"semantic": False},  # no embedding work competing for the CPU meanwhile
     }
-    base_env = gateway_env(TOOLSCRIPT_HOME=str(work / "home"))
+    base_env = gateway_env(TOOLSCRIPT_HOME=str(work / "home"), TOOLSCRIPT_TRUSTED_PATHS=str(work))
     catalogues: dict[str, dict[str, list[float]]] = {}
     with running_gateway(work, config) as url:
         wait_for_checker(url)

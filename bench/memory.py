@@ -52,7 +52,8 @@ def settled(url: str) -> dict[str, Any]:
         checker = state["checker"]["state"] in ("ready", "failed", "off")
         if checker and (
             state["search"]["semantic"] == "unavailable"
-            or (state["search"]["semantic"] == "ready" and "model" not in roles)
+            # (one query worker: a new one replaces the one that embedded the tools)
+            or (state["search"]["semantic"] == "ready" and "model" not in roles and len(roles) < 2)
         ):
             time.sleep(2)  # what exits goes
             return health(url)

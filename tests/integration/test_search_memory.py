@@ -23,6 +23,11 @@ def holds_torch(process: psutil.Process) -> bool:
         return False
 
 
+def holds(process: psutil.Process, library: str) -> bool:
+    """Whether ``process`` maps a file whose path holds ``library``."""
+    return any(library in mapped.path for mapped in process.memory_maps())
+
+
 def search_workers(gateway: GatewayProcess) -> list[psutil.Process]:
     return [p for p in gateway.descendants() if "toolscript.search.process" in argv(p)]
 
@@ -169,10 +174,19 @@ def test_once_tools_are_embedded_the_query_worker_holds_one_copy_of_the_model(
         process = psutil.Process(worker["pid"])
         before = process.memory_info().rss
         embedder.documents_embedded()  # the index holds every tool's vector
-        after = process.memory_info().rss
-        # The documents' session and the graph the queries' was to be built from went; one
-        # session stays (the model's weights less its word table: 44 MB).
+        # A new worker serves queries (started in the background), and the one that
+        # embedded the tools goes (with what embedding them left: the onnx package, the
+        # documents' session and graph).
+        deadline = time.monotonic() + 60
+        while len(embedder.workers()) != 1 or embedder.workers()[0]["pid"] == worker["pid"]:
+            assert time.monotonic() < deadline, embedder.workers()
+            time.sleep(0.1)
+        (serving,) = embedder.workers()
+        process.wait(10)
+        after = psutil.Process(serving["pid"]).memory_info().rss
+        # one session (the model's weights less its word table, in float16: 22 MB)
         assert after < before - 30e6, (before, after)
+        assert not holds(psutil.Process(serving["pid"]), "onnx_cpp2py_export")
         # the same vectors as before, for a tool added before any query and for queries
         assert float(embedder.embed([TOOLS[2]])[0] @ vectors[2]) >= 0.99999
         assert [w["role"] for w in embedder.workers()] == ["queries"]
@@ -213,3 +227,147 @@ def test_word_vectors_are_read_from_the_models_file_as_the_graph_held_them() -> 
     built.end_documents()
     inputs = {i.name for i in built._session.get_inputs()}
     assert "words" in inputs and "input_ids" not in inputs
+
+
+@needs_semantic
+def test_the_queries_session_keeps_the_weights_in_half_precision() -> None:
+    """Queries run on float16 weights cast to float32 as they are used: the session holds
+    about half of what the float32 graph's does, and gives sentence-transformers' vectors."""
+    from toolscript.plumbing.processes import return_free_memory
+    from toolscript.search import packed, semantic
+
+    directory = semantic.model_directory(None)
+    assert directory is not None
+    process = psutil.Process()
+
+    def growth(build: Any) -> tuple[Any, float]:
+        return_free_memory()
+        before = process.memory_info().rss
+        built = build()
+        return_free_memory()
+        return built, process.memory_info().rss - before
+
+    def whole() -> Any:  # what the queries' session was: the float32 graph, the tokenizer
+        graph = packed._bert_graph(directory, words=True)
+        return packed._session(graph), packed._FileTokenizer(directory / packed.TOKENIZER_FILE)
+
+    growth(whole)  # (what a first session loads once: ONNX Runtime's kernels, onnx)
+    queries, half_growth = growth(
+        lambda: packed.OnnxQueries.from_weights(directory, semantic.MAX_TOKENS, documents=False)
+    )
+    kept, whole_growth = growth(whole)
+    # float32, the model less its word table: 44 MB of weights; float16: 22
+    assert half_growth < whole_growth - 15e6, (half_growth, whole_growth)
+    del kept
+    # the tool documents' graph keeps float32 weights; the queries' only the matrices in half
+    import onnx
+
+    kinds = {
+        half: {
+            tensor.name: tensor.data_type
+            for tensor in onnx.load_from_string(
+                packed._bert_graph(directory, words=True, half=half)
+            ).graph.initializer
+        }
+        for half in (False, True)
+    }
+    assert onnx.TensorProto.FLOAT16 not in kinds[False].values()
+    assert kinds[True]["encoder.layer.5.output.dense.kernel.h"] == onnx.TensorProto.FLOAT16
+    assert onnx.TensorProto.FLOAT in kinds[True].values()  # (the norms' scales, the biases)
+    texts = ["list my open pull requests", "post a summary to Slack", "what TIME is it in Tokyo"]
+    embedder = semantic.Embedder()
+    embedder.load()
+    encoded = semantic._encode(embedder._model, texts)  # sentence-transformers' own
+    assert (queries(texts) * encoded).sum(axis=1).min() >= 0.99999
+    for number, text in enumerate(texts):
+        assert float(queries([text])[0] @ encoded[number]) >= 0.99999
+
+
+@needs_semantic
+def test_a_restarts_query_worker_reads_its_graph_and_holds_no_onnx_openssl_or_sqlite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The queries' graph is kept in the user's cache once built: a restart's worker reads
+    it (no onnx package, no graph to build), and is given its folders (no hashing: no
+    OpenSSL), and it keeps no SQLite (issue 45: each was megabytes of its memory)."""
+    from toolscript.search.process import EmbedderProcess
+
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path))  # a cache of this test's own
+    first = EmbedderProcess()
+    try:
+        first.documents_embedded()  # (every tool's vector stored: queries alone)
+        first.load()
+        vector = first.embed_queries(["what time is it in Tokyo"])[0]
+    finally:
+        first.close()
+    restarted = EmbedderProcess()
+    try:
+        restarted.documents_embedded()
+        restarted.load()
+        assert float(restarted.embed_queries(["what time is it in Tokyo"])[0] @ vector) >= 0.99999
+        (worker,) = restarted.workers()
+        process = psutil.Process(worker["pid"])
+        for library in ("onnx_cpp2py_export", "libcrypto", "libssl", "sqlite3"):
+            assert not holds(process, library), library
+    finally:
+        restarted.close()
+    from toolscript.search.semantic import queries_graph
+
+    assert queries_graph(None).is_file()  # kept by the first start, in the user's cache
+
+
+@needs_semantic
+def test_the_query_workers_memory_does_not_grow_with_queries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each query casts the half graph's weights to float32 as it runs (44 MB, freed as it
+    goes): the worker's heap keeps none of it (it grew by 20-35 MB over 100-400 queries)."""
+    from toolscript.search.process import EmbedderProcess
+
+    queries = [
+        line.split(" | ")[0]
+        for line in (Path(__file__).parents[2] / "bench" / "search" / "queries.txt")
+        .read_text()
+        .splitlines()
+        if line and not line.startswith("#")
+    ]
+    embedder = EmbedderProcess()
+    try:
+        embedder.documents_embedded()
+        embedder.load()
+        embedder.embed_queries(queries[:3])
+        (worker,) = embedder.workers()
+        process = psutil.Process(worker["pid"])
+        before = process.memory_info().rss
+        for number in range(150):
+            at = number % len(queries)
+            embedder.embed_queries(queries[at : at + 1 + number % 3])
+        assert process.memory_info().rss < before + 10e6, (before, process.memory_info().rss)
+    finally:
+        embedder.close()
+
+
+@needs_semantic
+def test_a_worker_being_replaced_answers_queries_without_building_their_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between the graph kept for its successor and its end, the worker that embedded the
+    tools answers a query from the session it has, rather than building another."""
+    import numpy
+
+    from toolscript.search.process import _Worker
+    from toolscript.search.semantic import queries_graph
+
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path))  # nothing kept yet
+    worker = _Worker("queries", ["--light", "all-MiniLM-L6-v2"])
+    try:
+        worker.request({"op": "load", "queries": False})
+        _, documents = worker.request({"op": "embed", "texts": TOOLS})
+        header, _ = worker.request({"op": "keep"})
+        assert header["kept"] is True and queries_graph(None).is_file()
+        # the documents' own session answers (the same run as the tool's: the same vector),
+        # not a queries' one built for the moment left (its float16 weights: another)
+        _, vectors = worker.request({"op": "query", "texts": [TOOLS[0]]})
+        assert numpy.array_equal(vectors[0], documents[0])
+    finally:
+        worker.stop()

@@ -268,3 +268,29 @@ def test_a_gateway_started_by_hand_starts_the_search_model_at_its_url(
                 await model.started.wait()
 
     anyio.run(main)
+
+
+def test_runs_back_to_back_of_a_script_checked_before_start_the_checker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client running a script again and again asks for no check (its pass is remembered
+    beside it) and never leaves the gateway idle: its second run starts the checker, which
+    the new scripts that follow then find ready, not a cold `deno check` each."""
+    from litestar.testing import TestClient
+
+    from toolscript.gateway.app import build_app
+
+    monkeypatch.setattr(core, "IDLE_BEFORE_BACKGROUND", 60.0)
+    monkeypatch.setattr(core, "BACKGROUND_AT_THE_LATEST", 60.0)
+    served = gateway(tmp_path)
+    checker: FakeChecker = served.checker  # type: ignore[assignment]
+    run = {"script": "return 1", "origin": "mcp"}
+    with TestClient(app=build_app(served)) as client:
+        assert client.post("/runs", json=run).status_code == 200
+        time.sleep(0.5)
+        assert not checker.started.is_set(), "one run started the checker"
+        assert client.post("/runs", json=run).status_code == 200
+        deadline = time.monotonic() + 5
+        while not checker.started.is_set() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert checker.started.is_set(), "the checker waits while runs come back to back"

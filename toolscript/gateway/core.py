@@ -116,6 +116,10 @@ BACKGROUND_AT_THE_LATEST = 8.0
 # ... or once this many new scripts were checked the slow way meanwhile: a client writing
 # new scripts back to back (an agent's loop) needs the warm checker more than the cores.
 SLOW_CHECKS_BEFORE_BACKGROUND = 2
+# ... or once this many runs were registered meanwhile: a client running scripts back to back
+# (a script checked before asks for no check: its pass is remembered beside it) writes new
+# ones next, and those need the checker ready.
+RUNS_BEFORE_BACKGROUND = 2
 # How long the first build waits for connected servers' prompts and templates (listed after
 # they connect); a server slower than this has them typed by a rebuild when they come.
 OFFERED_GRACE = 2.0
@@ -272,6 +276,7 @@ class Gateway:
         self.search_index = search_index
         self.background_started: float | None = None  # when the work that waits began
         self.slow_checks = 0  # scripts exec checked with deno check before the checker started
+        self.early_runs = 0  # runs registered before the checker started
         self.config_file = config.path or config.project_dir / CONFIG_FILENAME
         self.config_error: str | None = (
             None  # the edited file's error while the last good one serves
@@ -475,8 +480,8 @@ class Gateway:
         on a first start too: search turns hybrid seconds after the URL); the warm checker
         (and with ``search_when_idle`` the worker) once the gateway is idle too (a first
         script's `deno check` goes first), or after ``SLOW_CHECKS_BEFORE_BACKGROUND`` new
-        scripts were checked without it, or at the latest ``BACKGROUND_AT_THE_LATEST`` after
-        the URL."""
+        scripts were checked without it or ``RUNS_BEFORE_BACKGROUND`` runs were registered,
+        or at the latest ``BACKGROUND_AT_THE_LATEST`` after the URL."""
         with self._background_scope:
             await self._announced.wait()
             assert self._tasks is not None
@@ -490,6 +495,7 @@ class Gateway:
                 time.monotonic() - idle_since < IDLE_BEFORE_BACKGROUND
                 and time.monotonic() - announced < BACKGROUND_AT_THE_LATEST
                 and self.slow_checks < SLOW_CHECKS_BEFORE_BACKGROUND
+                and self.early_runs < RUNS_BEFORE_BACKGROUND
             ):
                 await anyio.sleep(0.1)
                 # a background run may take hours: the work does not wait for it

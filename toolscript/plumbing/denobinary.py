@@ -4,7 +4,8 @@ gateway's type checker alike: one type-check cache, so a check warms the other's
 A sandbox run gets a ``DENO_DIR`` of its own (``run_deno_dir``), removed when it ends:
 whatever a script makes Deno cache (emitted ``data:`` modules, code caches) is gone with
 the run, and only the type-check cache is shared, through a link (and the read-only npm
-packages, for a project that declares any).
+packages, for a project that declares any); the analysis caches it would make are kept in
+memory (``MEMORY_CACHES``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ __all__ = ["SHARED_CACHES", "deno_binary", "deno_cache_dir", "deno_environment",
 
 SHARED_CACHES = ("check_cache_v2",)  # what a run's DENO_DIR links to the shared one: hashes only
 PACKAGE_CACHES = ("npm",)  # and with packages: the fetched npm packages (read-only)
+# SQLite caches Deno makes at a run's start and would fill for nothing (the folder goes with
+# the run): a folder in their place makes Deno keep them in memory, silently (measured with
+# Deno 2.9.8: 1.5-2.5 ms of CPU of each run's 22-26, the files' creation and writes).
+MEMORY_CACHES = ("dep_analysis_cache_v2", "node_analysis_cache_v2")
 _RUN_PREFIX = "deno-"
 
 
@@ -74,6 +79,8 @@ def run_deno_dir(packages: bool = False, npm: Path | None = None) -> Iterator[Pa
             (path / name).symlink_to(shared / name)
         if packages or npm is not None:
             (path / PACKAGE_CACHES[0]).symlink_to(npm or shared / PACKAGE_CACHES[0])
+        for name in MEMORY_CACHES:
+            (path / name).mkdir(mode=0o700)
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)

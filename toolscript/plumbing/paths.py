@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 from pathlib import Path
 
@@ -142,6 +141,8 @@ def is_storage_failure(exc: OSError) -> bool:
 
 
 def _project_key(project_dir: Path) -> str:
+    import hashlib  # (here: the search query worker imports this module, not OpenSSL)
+
     return hashlib.sha256(str(project_dir.resolve()).encode()).hexdigest()[:24]
 
 

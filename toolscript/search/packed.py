@@ -18,13 +18,17 @@ and the tokenizer to a folder of the user's cache (``semantic.light_folder``), a
 ``OnnxQueries.from_weights`` builds the same graph from a BERT's own files without torch,
 its word vectors read from the weights file as a text needs them (``WordTable``): what
 the light query process (process.py) runs. It keeps one session at a time: the tool
-documents' while a start embeds them, the queries' after (``end_documents``).
+documents' while a start embeds them, the queries' after (``end_documents``). The queries'
+graph keeps its weights in float16, each cast to float32 as a run uses it (32 MB of
+session against 54; vectors within 2e-7 of the model's), and is kept in the user's cache
+once built (``kept``), so a later query process reads it without the ``onnx`` package.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -39,6 +43,7 @@ WORDS = "embeddings.word_embeddings.weight"  # (a BERT's own name for it, less "
 # The exported graph's inputs, in the order the wrapped transformer takes them.
 INPUTS = ("input_ids", "token_type_ids", "position_ids", "mask")
 DOCUMENTS_PER_RUN = 1  # tool documents per run of the session (OnnxQueries.documents)
+HALF_FROM = 1024  # the least values of a weight kept in float16 by a half graph (the matrices)
 
 
 class Packed(NamedTuple):
@@ -67,6 +72,8 @@ class OnnxQueries:
     transformer (token type and position ids, a 4-d additive attention mask) followed by
     mean pooling; raises when ``onnxruntime`` or ``onnx`` is missing or the export fails.
     """
+
+    _keep: Callable[[], bool] | None = None  # (from_weights) leaves the queries' graph on disk
 
     def __init__(self, model: Any) -> None:
         import io
@@ -105,7 +112,8 @@ class OnnxQueries:
         self._session: Any = _session(self._graph)
         self._documents_source: bytes | str | None = None  # (the model's worker embeds tools)
         self._documents_session: Any = None
-        self._queries_source: bytes | str | None = None  # (a session of their own is built)
+        # What makes the queries' session, while a session of their own is still to come.
+        self._queries_source: Callable[[], Any] | None = None
         self._words: WordTable | None = None  # (the graph looks its words up itself)
         self._tokenizer = model.tokenizer
         self._max_length = int(model.max_seq_length)
@@ -117,32 +125,51 @@ class OnnxQueries:
         runner._graph, runner._words = None, None
         runner._tokenizer = _FileTokenizer(folder / TOKENIZER_FILE)
         runner._max_length = max_length
-        runner._begin(str(folder / GRAPH_FILE), documents)
+        graph = str(folder / GRAPH_FILE)
+        runner._begin((lambda: graph) if documents else None, lambda: _session(graph))
         return runner
 
     @classmethod
     def from_weights(
-        cls, directory: Path, max_length: int, *, documents: bool = True
+        cls, directory: Path, max_length: int, *, documents: bool = True, kept: Path | None = None
     ) -> OnnxQueries:
         """The same graph built from a BERT model's own files (``quick.quick_runs``: its
         safetensors weights and tokenizer.json), with the ``onnx`` package and no torch: a
-        first start embeds its tools and queries without importing torch at all."""
+        first start embeds its tools and queries without importing torch at all. ``kept``:
+        the file (of the user's cache: ``semantic.queries_graph``) where the queries' graph
+        is kept once built, which a later start's queries run without importing onnx (9 MB
+        of the query process) or building it."""
         runner = cls.__new__(cls)
         runner._graph = None
         runner._words = WordTable.of(directory / WEIGHTS_FILE)
         runner._tokenizer = _FileTokenizer(directory / TOKENIZER_FILE)
         runner._max_length = max_length
-        runner._begin(_bert_graph(directory, words=runner._words is not None), documents)
+        words = runner._words is not None
+        kept = kept if words else None
+        if kept is not None:
+            runner._keep = lambda: (
+                kept.is_file() or _keep_half_graph(directory, words=True, kept=kept) is None
+            )
+        runner._begin(
+            (lambda: _bert_graph(directory, words=words)) if documents else None,
+            lambda: _half_session(directory, words=words, kept=kept),
+        )
         return runner
 
-    def _begin(self, graph: bytes | str, documents: bool) -> None:
+    def _begin(
+        self,
+        documents: Callable[[], bytes | str] | None,
+        queries: Callable[[], Any],
+    ) -> None:
         """One session at a time: with ``documents`` (a start's tools come first) the
         documents' now and the queries' once they begin (``end_documents``), else the
         queries' now (every tool's vector is stored: they come first)."""
-        self._session = None if documents else _session(graph)
-        self._queries_source = graph if documents else None
-        self._documents_source = graph if documents else None
-        self._documents_session = _session(graph, spinning=False) if documents else None
+        self._session = None if documents else queries()
+        self._queries_source = queries if documents else None
+        self._documents_source = documents() if documents else None
+        self._documents_session = (
+            _session(self._documents_source, spinning=False) if self._documents_source else None
+        )
 
     def save(self, folder: Path) -> None:
         """Write the exported graph and the tokenizer for ``from_folder`` (then forget the
@@ -154,6 +181,12 @@ class OnnxQueries:
         if backend is None:
             raise ValueError("the model's tokenizer is not a fast (tokenizers) one")
         backend.save(str(folder / TOKENIZER_FILE))
+
+    def keep_queries_graph(self) -> bool:
+        """Leave the queries' graph where ``from_weights`` was told to keep it, for a new
+        process to read (the one that built it keeps the onnx package); False where it
+        was not told to, or cannot."""
+        return self._keep() if self._keep is not None else False
 
     def forget_graph(self) -> None:
         """Drop the exported graph's bytes (a copy of the weights) once nothing will save it."""
@@ -179,8 +212,8 @@ class OnnxQueries:
         queries' is built (after it went: the two each hold the model's weights)."""
         self._documents_source = self._documents_session = None
         if self._session is None and self._queries_source is not None:
-            self._session = _session(self._queries_source)
-        self._queries_source = None  # (from_weights: the graph's bytes, a copy of the weights)
+            self._session = self._queries_source()
+        self._queries_source = None
 
     def __call__(self, texts: list[str], session: Any = None) -> Any:
         """Unit vectors (numpy, float32), one per text, from one run of the session."""
@@ -218,13 +251,30 @@ class OnnxQueries:
         return (means / numpy.maximum(norms, 1e-12)).astype(numpy.float32)
 
 
-def _session(graph: bytes | str, *, spinning: bool = True) -> Any:
+class _HalfGraph(NamedTuple):
+    """A graph whose weights are kept in float16 and cast to float32 as a run uses them
+    (``_bert_graph(half=True)``): its session must not fold the casts back into float32
+    copies of the weights."""
+
+    graph: bytes | str  # (bytes, or a file's path)
+
+
+def _session(graph: bytes | str | _HalfGraph, *, spinning: bool = True) -> Any:
     """An ONNX Runtime session of ``graph`` (its bytes, or a file's path). ``spinning``
     False: its threads sleep at once between steps, for tool documents (46 documents,
     2 threads, 2 busy cores: 0.8 s against 1.6 spinning, 1.8 on one thread)."""
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
+    if isinstance(graph, _HalfGraph):
+        # Folding constants would cast every weight once, for good: a float32 copy of each
+        # (the session held 54 MB, against 32 with the casts run; the levels above basic
+        # fold them too). Basic's other steps are kept; queries took as long.
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        options.add_session_config_entry(
+            "optimization.disable_specified_optimizers", "ConstantFolding"
+        )
+        graph = graph.graph
     options.intra_op_num_threads = min(2, os.cpu_count() or 1)
     options.inter_op_num_threads = 1
     options.log_severity_level = 3  # errors only
@@ -243,6 +293,37 @@ def _session(graph: bytes | str, *, spinning: bool = True) -> Any:
         path = Path(folder) / GRAPH_FILE
         path.write_bytes(graph)
         return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def _half_session(directory: Path, *, words: bool, kept: Path | None) -> Any:
+    """The queries' session: the half graph of ``directory``'s weights, read from ``kept``
+    where an earlier start left it (else built, and left there)."""
+    if kept is not None and kept.is_file():
+        try:
+            return _session(_HalfGraph(str(kept)))
+        except Exception:  # (damaged: a disk that was full) built again
+            kept.unlink(missing_ok=True)
+    graph = _keep_half_graph(directory, words=words, kept=kept)
+    if graph is None:
+        return _session(_HalfGraph(str(kept)))
+    return _session(_HalfGraph(graph))
+
+
+def _keep_half_graph(directory: Path, *, words: bool, kept: Path | None) -> bytes | None:
+    """Build the half graph and leave it in ``kept``: None once it is there, else (no file
+    to keep it in, or one that cannot be written) its bytes."""
+    graph = _bert_graph(directory, words=words, half=True)
+    if kept is None:
+        return graph
+    partial = kept.with_name(f"{kept.name}.{os.getpid()}.partial")
+    try:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_bytes(graph)
+        partial.replace(kept)  # (whole or not at all, for another process reading it)
+    except OSError:  # (a read-only cache: built each time)
+        partial.unlink(missing_ok=True)
+        return graph
+    return None
 
 
 class _FileTokenizer:
@@ -331,10 +412,13 @@ class WordTable:
         return rows
 
 
-def _bert_graph(directory: Path, *, words: bool = False) -> bytes:
+def _bert_graph(directory: Path, *, words: bool = False, half: bool = False) -> bytes:
     """The ONNX graph of a BERT encoder's last hidden states (the four ``INPUTS`` in, as
     the torch export takes them), written op by op from the model's weights. ``words``:
-    the words' vectors come in (``words``, float) for ``input_ids``: see WordTable."""
+    the words' vectors come in (``words``, float) for ``input_ids``: see WordTable.
+    ``half``: the weights are kept in float16, each cast to float32 where it is used (the
+    computation is float32's): half the memory, vectors within 2e-7 of the model's (cosine;
+    a weight moves by at most 2^-11 of itself). Its session: ``_session(_HalfGraph(...))``."""
     import json
     import math
 
@@ -351,12 +435,18 @@ def _bert_graph(directory: Path, *, words: bool = False) -> bytes:
         if not (words and name.removeprefix("bert.") == WORDS)
     }
     nodes: list[Any] = []
+    casts: list[Any] = []  # (half) each weight's cast, before any node that uses it
     initializers: list[Any] = []
     counter = iter(range(1_000_000))
 
     def constant(value: Any, name: str | None = None) -> str:
         name = name or f"c{next(counter)}"
-        initializers.append(numpy_helper.from_array(numpy.asarray(value), name))
+        value = numpy.asarray(value)
+        if half and value.dtype == numpy.float32 and value.size >= HALF_FROM:
+            initializers.append(numpy_helper.from_array(value.astype(numpy.float16), name + ".h"))
+            casts.append(helper.make_node("Cast", [name + ".h"], [name], to=TensorProto.FLOAT))
+            return name
+        initializers.append(numpy_helper.from_array(value, name))
         return name
 
     def op(kind: str, *inputs: str, **attributes: Any) -> str:
@@ -390,7 +480,7 @@ def _bert_graph(directory: Path, *, words: bool = False) -> bytes:
     )
     x = norm(x, "embeddings.LayerNorm")
     scale = constant(numpy.float32(1.0 / math.sqrt(size)))
-    half, one = constant(numpy.float32(0.5)), constant(numpy.float32(1.0))
+    halved, one = constant(numpy.float32(0.5)), constant(numpy.float32(1.0))
     root2 = constant(numpy.float32(math.sqrt(2.0)))
     for layer in range(int(config["num_hidden_layers"])):
         prefix = f"encoder.layer.{layer}."
@@ -409,7 +499,7 @@ def _bert_graph(directory: Path, *, words: bool = False) -> bytes:
         x = norm(op("Add", x, attended), prefix + "attention.output.LayerNorm")
         hidden = dense(x, prefix + "intermediate.dense")
         erf = op("Erf", op("Div", hidden, root2))
-        hidden = op("Mul", op("Mul", hidden, half), op("Add", erf, one))
+        hidden = op("Mul", op("Mul", hidden, halved), op("Add", erf, one))
         x = norm(op("Add", x, dense(hidden, prefix + "output.dense")), prefix + "output.LayerNorm")
     nodes.append(helper.make_node("Identity", [x], ["states"]))
     ids = [helper.make_tensor_value_info(n, TensorProto.INT64, [1, "tokens"]) for n in INPUTS[:3]]
@@ -417,6 +507,6 @@ def _bert_graph(directory: Path, *, words: bool = False) -> bytes:
         ids[0] = helper.make_tensor_value_info("words", TensorProto.FLOAT, [1, "tokens", width])
     mask = helper.make_tensor_value_info("mask", TensorProto.FLOAT, [1, 1, "tokens", "tokens"])
     states = helper.make_tensor_value_info("states", TensorProto.FLOAT, [1, "tokens", width])
-    graph = helper.make_graph(nodes, "bert", [*ids, mask], [states], initializers)
+    graph = helper.make_graph([*casts, *nodes], "bert", [*ids, mask], [states], initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     return bytes(model.SerializeToString())

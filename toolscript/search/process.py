@@ -10,15 +10,18 @@ the model's ONNX graph built from its own weights where it is a BERT (packed._be
 sentence-transformers' vectors to ~1e-7; its word vectors read from the model's file,
 not held), else what ``semantic.Embedder.save_light`` wrote to the user's cache: it
 embeds a start's tools and answers queries, so search is hybrid seconds after the URL;
-once the index holds every tool (``queries``) it keeps one session, the queries'. The
+once the index holds every tool a new light worker serves queries alone (``keep``: the
+one that embedded the tools leaves the queries' graph, its weights in float16, in the
+user's cache, and goes; the new one reads that graph, without the onnx package). The
 model's (``model``: torch and sentence-transformers, about 800 MB) embeds what the light
 one cannot run, and tools added once search has served a query; once no tool has waited
 for it for ``RETIRE_AFTER`` seconds it hands queries to the light one and exits.
 
 Protocol (the worker's stdin and a private copy of its stdout): one JSON request per
 line, ``{"op": "load"}``, ``{"op": "embed", "texts": [...]}`` (tools), ``{"op": "query",
-"texts": [...]}`` (a request's needs, answered within seconds) or ``{"op": "queries"}`` (the
-light worker's tools are embedded: it keeps only what queries need); each answered by one
+"texts": [...]}`` (a request's needs, answered within seconds), ``{"op": "keep"}`` (the light
+worker leaves the queries' graph in the cache) or ``{"op": "queries"}`` (the light worker's
+tools are embedded: it keeps only what queries need); each answered by one
 JSON header line (``ok``, ``rows``, ``dims``, ``model_id``, ``warning``,
 ``query_precision``, ``query_runtime``, ``light``, ``torch``, or ``error`` and
 ``unavailable``) followed by ``rows * dims`` float32 values. The worker exits when its stdin closes, so it never outlives the gateway.
@@ -57,6 +60,7 @@ from toolscript.search.semantic import (
     _same_vectors,
     light_ready,
     model_directory,
+    queries_graph,
     semantic_installed,
 )
 
@@ -67,10 +71,14 @@ log = logging.getLogger("toolscript.search")
 # Seconds a request may take before the worker counts as hung and is killed: loading imports
 # torch (seconds, minutes on a slow disk); a batch of 128 tools takes about a second here.
 # "queries": the light worker swaps its documents' session for the queries' (a second or so).
-DEADLINES = {"load": 600.0, "embed": 600.0, "query": 5.0, "queries": 120.0}
+# "keep": it writes the queries' graph for the worker that replaces it (a second or so).
+DEADLINES = {"load": 600.0, "embed": 600.0, "query": 5.0, "queries": 120.0, "keep": 120.0}
 # Seconds after the last tools were embedded before the model's worker hands queries to
 # the light one and exits (a burst of tool changes is embedded by one worker).
 RETIRE_AFTER = 3.0
+# The light worker's C heap maps blocks from this size apart (_map_large_blocks).
+M_MMAP_THRESHOLD = -3  # (glibc's mallopt parameter)
+LARGE_BLOCK = 128 * 1024
 
 
 class EmbedderProcess(Embedder):
@@ -92,6 +100,8 @@ class EmbedderProcess(Embedder):
         self._workers_lock = threading.RLock()  # starting, stopping and embedding
         self._documents_done = False  # every tool's vector is stored (documents_embedded)
         self._retire_timer: threading.Timer | None = None
+        # A light worker that will replace the one that embedded the tools (_hand_over).
+        self._starting: _Worker | None = None
 
     @property
     def loaded(self) -> bool:
@@ -103,10 +113,11 @@ class EmbedderProcess(Embedder):
         return worker.pid if worker is not None else None
 
     def workers(self) -> list[dict[str, Any]]:
-        """The running workers: pid, role (``model`` or ``queries``), whether torch is in it."""
+        """The running workers: pid, role (``model`` or ``queries``), whether torch is in it
+        (a query worker that replaces the one that embedded the tools: both, a moment)."""
         return [
             {"pid": worker.pid, "role": worker.role, "torch": worker.torch}
-            for worker in (self._model_worker, self._light_worker)
+            for worker in (self._model_worker, self._light_worker, self._starting)
             if worker is not None and worker.alive()
         ]
 
@@ -167,17 +178,57 @@ class EmbedderProcess(Embedder):
 
     def documents_embedded(self) -> None:
         """The index holds every tool's vector (called before search turns hybrid): the
-        light worker gets ready for queries, letting its documents' session go (two
-        sessions each held the model's weights: 291 MB after indexing, 196 once a query had
-        let one go), or, not started yet, starts ready for them. Tools added from now on
-        still go where ``embed`` sends them; a failure here is the next query's to find."""
+        light worker that embedded the tools serves queries at once, and a new one, for
+        queries alone, replaces it in the background (``_hand_over``); or, not started
+        yet, it starts ready for them. Tools added from now on still go where ``embed``
+        sends them; a failure here is the next query's to find."""
         self._documents_done = True
         worker = self._light_worker
         if self._queried or worker is None or worker.querying or not worker.alive():
             return
+        worker.querying = True  # (handed over once)
+        with self._workers_lock:
+            if self._closed:
+                return
+            # Started now (Python and its imports meanwhile), loaded once the graph is kept;
+            # listed by workers() from now on, beside the one it replaces.
+            self._starting = _Worker("queries", ["--light", self.requested])
+        threading.Thread(
+            target=self._hand_over, args=(worker,), name="search query worker", daemon=True
+        ).start()
+
+    def _hand_over(self, worker: _Worker) -> None:
+        """A new light worker for queries alone replaces ``worker``, which embedded the
+        tools: it would keep what embedding them left (the onnx package, 9 MB, and freed
+        memory it holds on to: 114 MB against 98 for the new one). Where none can start,
+        ``worker`` lets its documents' session go (two sessions each held the model's
+        weights: 291 MB after indexing, 196 once a query had let one go)."""
+        with suppress(EmbedderFailed, SemanticUnavailable):  # (else the new one builds it)
+            worker.request({"op": "keep"})  # the queries' graph, for the new one to read
+        spawned = self._starting
+        fresh = None if self._closed or spawned is None else self._new_light(spawned)
+        with self._workers_lock:
+            replaced = (
+                fresh is not None
+                and not self._closed
+                and self._light_worker is worker
+                and worker.alive()
+            )
+            if replaced:
+                self._light_worker = fresh
+            self._starting = None
+        if replaced:
+            worker.stop()
+            if self._closed and fresh is not None:  # (close() may have read the old one)
+                fresh.stop()
+            return
+        if fresh is not None:  # (closed, or the worker failed meanwhile: a reload decides)
+            fresh.stop()
+            return
+        if spawned is not None:  # (not loaded: closed meanwhile)
+            spawned.stop()
         try:
             worker.request({"op": "queries"})
-            worker.querying = True
         except (EmbedderFailed, SemanticUnavailable) as exc:
             log.info("search: the query worker could not get ready for queries: %s", exc)
 
@@ -205,7 +256,9 @@ class EmbedderProcess(Embedder):
         """Stop the workers (without waiting for a request in flight: that one fails)."""
         self._closed = True
         self._cancel_retirement()
-        workers = [w for w in (self._light_worker, self._model_worker) if w is not None]
+        workers = [
+            w for w in (self._light_worker, self._model_worker, self._starting) if w is not None
+        ]
         for worker in workers:  # all asked at once: they exit side by side
             worker.ask_to_stop()
         for worker in workers:
@@ -254,21 +307,37 @@ class EmbedderProcess(Embedder):
         yet); False (and none running) when it cannot give the model's vectors here."""
         if self._light_worker is not None:
             self._light_worker.stop()
+        worker = self._new_light()
+        if worker is None:
+            return False
+        self._light_worker, self._light = worker, light
+        return True
+
+    def _new_light(self, spawned: _Worker | None = None) -> _Worker | None:
+        """A light worker (``spawned``, else one started now), loaded (for queries alone once
+        every tool's vector is stored); None when it cannot give the model's vectors here."""
         started = time.perf_counter()
-        worker = _Worker("queries", ["--light", self.requested])
+        worker = spawned or _Worker("queries", ["--light", self.requested])
         try:
-            header, _ = worker.request({"op": "load", "queries": self._documents_done})
+            header, _ = worker.request(
+                {
+                    "op": "load",
+                    "queries": self._documents_done,
+                    # (found here: the worker hashes no model files)
+                    "light": light_ready(self.requested),
+                    "kept": str(queries_graph(self.requested)),
+                }
+            )
             worker.querying = self._documents_done
         except (SemanticUnavailable, EmbedderFailed) as exc:
             log.info("search: queries through the model's worker (%s)", exc)
             worker.stop()
-            return False
+            return None
         log.debug("search: the light worker is up in %.2f s", time.perf_counter() - started)
-        self._light_worker, self._light = worker, light
         self.model_id = header["model_id"]
         self.query_precision = header.get("query_precision", "float32")
         self.query_runtime = header.get("query_runtime", "onnxruntime")
-        return True
+        return worker
 
     def _retire_later(self) -> None:
         if self._light is None or self._closed:
@@ -510,13 +579,24 @@ class LightQueries:
     """Queries of the model without torch, where ``Embedder.save_light`` wrote what runs
     them: ONNX Runtime running the graph built from a BERT's weights (else the saved
     export), or numpy (quick.py); checked at load against the exact vectors of its probe
-    (``SemanticUnavailable`` when they differ: the model's worker serves)."""
+    (``SemanticUnavailable`` when they differ: the model's worker serves). ``light`` and
+    ``kept``, where the gateway gave them: ``light_ready``'s answer and ``queries_graph``
+    (the worker then hashes no model files: hashlib's OpenSSL is 4 MB of its memory)."""
 
-    def __init__(self, model: str | None, *, documents: bool = True) -> None:
+    def __init__(
+        self,
+        model: str | None,
+        *,
+        documents: bool = True,
+        light: dict[str, Any] | bool | None = True,
+        kept: str | None = None,
+    ) -> None:
         import numpy
 
-        light = light_ready(model)
-        if light is None:
+        if light is True:
+            light = light_ready(model)
+        self._kept = Path(kept) if kept else queries_graph(model)
+        if not isinstance(light, dict):
             self._from_model_files(model, documents)
             return
         self.model_id = str(light["model_id"])
@@ -525,7 +605,7 @@ class LightQueries:
             from toolscript.search.packed import OnnxQueries
 
             length = int(light["max_length"])
-            runner = _from_weights(model, length, documents)
+            runner = _from_weights(model, length, documents, self._kept)
             if runner is None:
                 runner = OnnxQueries.from_folder(Path(light["folder"]), length, documents=documents)
             self._run: Any = runner
@@ -557,7 +637,9 @@ class LightQueries:
         try:
             from toolscript.search.packed import OnnxQueries
 
-            onnx = OnnxQueries.from_weights(directory, _max_tokens(directory), documents=documents)
+            onnx = OnnxQueries.from_weights(
+                directory, _max_tokens(directory), documents=documents, kept=self._kept
+            )
         except ImportError:  # no onnx or onnxruntime installed: numpy it is
             quick = quick_encoder_for(directory)
             if quick is None:
@@ -571,6 +653,12 @@ class LightQueries:
     def __call__(self, texts: list[str]) -> Any:
         return self._run(texts).astype("float32")
 
+    def keep_graph(self) -> bool:
+        """Leave the queries' graph in the user's cache for a new worker to read (see
+        packed.OnnxQueries.keep_queries_graph); False where there is none to leave."""
+        keep = getattr(self._run, "keep_queries_graph", None)
+        return bool(keep()) if keep is not None else False
+
     def end_documents(self) -> None:
         """Queries from now on: what only tool documents needed goes."""
         with suppress(AttributeError):  # (the numpy encoder keeps nothing for them)
@@ -582,7 +670,7 @@ class LightQueries:
         return self._documents(texts).astype("float32")
 
 
-def _from_weights(model: str | None, max_length: int, documents: bool) -> Any:
+def _from_weights(model: str | None, max_length: int, documents: bool, kept: Path) -> Any:
     """The graph built from a BERT's own files (packed.OnnxQueries.from_weights), which
     reads its word vectors from the mapped file rather than holding them (a saved export
     holds them all: 47 of its 91 MB); None where it cannot be built here."""
@@ -594,7 +682,7 @@ def _from_weights(model: str | None, max_length: int, documents: bool) -> Any:
     try:
         from toolscript.search.packed import OnnxQueries
 
-        return OnnxQueries.from_weights(directory, max_length, documents=documents)
+        return OnnxQueries.from_weights(directory, max_length, documents=documents, kept=kept)
     except ImportError:  # no onnx package: the saved export runs
         return None
 
@@ -609,18 +697,40 @@ def _max_tokens(directory: Path) -> int:
     return min(length, MAX_TOKENS)
 
 
+def _map_large_blocks() -> bool:
+    """Have the C heap map blocks of ``LARGE_BLOCK`` bytes or more apart, unmapped when
+    freed (glibc's ``mallopt``; False where there is none). A query casts each weight of
+    the half graph to float32 as it runs (packed._bert_graph), 44 MB freed as it goes:
+    glibc's own threshold grows with the blocks freed, and the heap kept the casts (after
+    100, 400 queries: 124, 136 MB of RSS against 103 with this; queries as fast)."""
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(M_MMAP_THRESHOLD, LARGE_BLOCK))
+
+
 def _serve_light(out: IO[bytes], model: str) -> int:
     """The light worker: queries, and a start's tools, without torch."""
     _limit_threads()
+    _map_large_blocks()
     queries: LightQueries | None = None
     querying = False
+    leaving = False  # a new worker replaces this one: its documents' session serves till then
     for line in sys.stdin.buffer:
         request = json.loads(line)
         try:
             if request["op"] == "load":
                 querying = bool(request.get("queries"))  # no tool to embed first
                 try:
-                    queries = LightQueries(model, documents=not querying)
+                    queries = LightQueries(
+                        model,
+                        documents=not querying,
+                        light=request.get("light", True),
+                        kept=request.get("kept"),
+                    )
                 except SemanticUnavailable:
                     raise
                 except Exception as exc:  # a damaged or foreign cache folder
@@ -639,7 +749,8 @@ def _serve_light(out: IO[bytes], model: str) -> int:
                     },
                 )
             elif request["op"] in ("query", "queries") and queries is not None:
-                if not querying:  # the documents' session goes, the queries' comes
+                if not querying and (request["op"] == "queries" or not leaving):
+                    # the documents' session goes, the queries' comes
                     queries.end_documents()
                     return_free_memory()
                     querying = True
@@ -647,6 +758,9 @@ def _serve_light(out: IO[bytes], model: str) -> int:
                     _answer(out, {})
                 else:
                     _answer(out, {}, queries(request["texts"]))
+            elif request["op"] == "keep" and queries is not None:
+                leaving = True
+                _answer(out, {"kept": queries.keep_graph()})
             elif request["op"] == "embed" and queries is not None:
                 _answer(out, {}, queries.documents(request["texts"]))
             else:

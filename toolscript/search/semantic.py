@@ -13,22 +13,20 @@ tool is embedded.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
 import shutil
-import socket
-import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlparse
+from typing import TYPE_CHECKING, Any
 
 from toolscript.errors import SemanticUnavailable
-from toolscript.plumbing.cachefiles import discard_if_damaged
 from toolscript.plumbing.paths import user_cache_dir
+
+if TYPE_CHECKING:
+    import sqlite3
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -57,6 +55,7 @@ CASED_PROBE = [*PROBE, "Post the Summary to SLACK"]
 SAME_VECTOR = 0.999  # the least cosine between a probe's exact and fast vectors to use a fast way
 FASTER = 0.85  # the copy must take at most this share of the exact model's time
 LIGHT_FORMAT = 1  # of the folders save_light writes; a new one is written when it changes
+QUERIES_GRAPH_FORMAT = 1  # of the graph queries_graph names (packed._bert_graph(half=True))
 LIGHT_META = "light.json"
 
 
@@ -112,6 +111,9 @@ def _hub_reachable() -> bool:
     proxies = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
     if any(os.environ.get(name) for name in proxies) or os.environ.get("HF_HUB_OFFLINE"):
         return True  # a proxy decides; HF_HUB_OFFLINE already keeps the library local
+    import socket
+    from urllib.parse import urlparse
+
     host = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co").hostname
     try:
         socket.getaddrinfo(host or "huggingface.co", 443)
@@ -131,9 +133,18 @@ def light_folder(requested: str | None) -> Path:
         for child in sorted(directory.iterdir()):
             with_stat = child.stat()
             identity.append(f"{child.name}:{with_stat.st_size}:{with_stat.st_mtime_ns}")
+    import hashlib  # (here: the query worker is given its folders, and holds no OpenSSL)
+
     digest = hashlib.sha256("\n".join(identity).encode()).hexdigest()[:16]
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(name).name)[:40]
     return user_cache_dir() / "models" / f"{safe}-{digest}"
+
+
+def queries_graph(requested: str | None) -> Path:
+    """Where the light query process keeps the queries' graph of a BERT model's own
+    weights (``packed.OnnxQueries.from_weights``): beside ``light_folder``, named as it is."""
+    folder = light_folder(requested)
+    return folder.with_name(f"{folder.name}.queries-{QUERIES_GRAPH_FORMAT}.onnx")
 
 
 def light_ready(requested: str | None) -> dict[str, Any] | None:
@@ -533,11 +544,15 @@ class EmbeddingStore:
         self._memory: dict[tuple[str, str], bytes] = {}
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
+            from toolscript.plumbing.cachefiles import discard_if_damaged
+
             discard_if_damaged(path)
             with self._connect() as db:
                 migrate(db)
 
     def _connect(self) -> sqlite3.Connection:
+        import sqlite3
+
         assert self.path is not None
         return sqlite3.connect(self.path, timeout=30)
 
