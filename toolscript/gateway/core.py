@@ -16,12 +16,10 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
-import jsonschema
-from jsonschema.protocols import Validator
 
 from toolscript.codegen.module import ToolFragment
 from toolscript.config import CONFIG_FILENAME, Config, parse_config
@@ -91,6 +89,10 @@ from toolscript.store.trust import require_trust, trust_file
 from toolscript.upstream.base import ListedOfferings, ServerState, Upstream
 from toolscript.upstream.connect import upstream_for
 from toolscript.upstream.early import EarlyServer
+
+if TYPE_CHECKING:  # jsonschema is imported by a tool's first call (validators are made then)
+    import jsonschema
+    from jsonschema.protocols import Validator
 
 __all__ = ["Gateway", "split_tool_name"]
 
@@ -994,6 +996,8 @@ class Gateway:
         key = (server, tool["name"])
         cached = self._validators.get(key)
         if cached is None or cached[0] is not schema:
+            import jsonschema
+
             cls = jsonschema.validators.validator_for(
                 schema, default=jsonschema.Draft202012Validator
             )

@@ -27,7 +27,7 @@ from toolscript.gateway.state import (
 from toolscript.search.engine import SearchOptions
 from toolscript.upstream.early import EarlyServer
 
-__all__ = ["gateway_url", "serve"]
+__all__ = ["gateway_url", "serve", "uvicorn_config"]
 
 log = logging.getLogger("toolscript.gateway")
 
@@ -66,6 +66,26 @@ def _bind(host: str, port: int) -> socket.socket:
 def _allowed_hosts(host: str, port: int) -> set[str]:
     names = {"127.0.0.1", "localhost", "[::1]", host if ":" not in host else f"[{host}]"}
     return {f"{name}:{port}" for name in names}
+
+
+def uvicorn_config(app: Any) -> Any:
+    """How uvicorn serves the gateway's ``app`` (its ``uvicorn.Config``)."""
+    import uvicorn
+
+    from toolscript.gateway.connections import BoundedHTTPProtocol
+
+    return uvicorn.Config(
+        app,
+        log_level="warning",
+        lifespan="on",
+        access_log=False,
+        timeout_graceful_shutdown=5,
+        log_config=None,
+        http=BoundedHTTPProtocol,
+        # No websockets (the guard refuses them): uvicorn's "auto" would import the
+        # websockets package (29 modules, 0.7 MB) for upgrades it then hands the guard.
+        ws="none",
+    )
 
 
 class _AfterFirstBuild:
@@ -141,7 +161,7 @@ def serve(
     except ImportError:  # anyio works without it, and then asks asyncio directly
         sniffio = None  # type: ignore[assignment]
     from toolscript.gateway.app import ToolCallFastPath, build_app
-    from toolscript.gateway.connections import BoundedHTTPProtocol, raise_file_limit
+    from toolscript.gateway.connections import raise_file_limit
     from toolscript.gateway.core import Gateway
     from toolscript.gateway.guard import TokenGuard
     from toolscript.gateway.telemetry import telemetry_from_environment
@@ -186,17 +206,7 @@ def serve(
                         asyncio.get_running_loop().call_soon_threadsafe(gateway.begin_shutdown)
                 self.should_exit = True
 
-    server = Server(
-        uvicorn.Config(
-            app,
-            log_level="warning",
-            lifespan="on",
-            access_log=False,
-            timeout_graceful_shutdown=5,
-            log_config=None,
-            http=BoundedHTTPProtocol,
-        )
-    )
+    server = Server(uvicorn_config(app))
 
     async def main() -> None:
         # anyio asks sniffio which event loop runs on every cancel scope and stream operation;

@@ -31,7 +31,10 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
-import httpx
+
+# The MCP SDK's own HTTP client (the SDK imports it in any case); ``httpx`` would add
+# itself, httpcore and, through its command line, rich and pygments (4 MB).
+import httpx2
 
 from toolscript.errors import (
     ExecutionError,
@@ -364,7 +367,7 @@ class Backend:
     _url: str | None = None
     _owned: InProcessGateway | LaunchedGateway | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _http: httpx.AsyncClient = field(default_factory=lambda: httpx.AsyncClient(timeout=120))
+    _http: httpx2.AsyncClient = field(default_factory=lambda: httpx2.AsyncClient(timeout=120))
     _yielded: dict[str, FaceRun] = field(default_factory=dict)  # runs wait_run may continue
     # a Deno spawned ahead for the next execute (``execution/spare.py``); None when off
     _spare: Spare | None = None
@@ -487,7 +490,7 @@ class Backend:
             url = await anyio.to_thread.run_sync(functools.partial(self.gateway_url, stale=stale))
             try:
                 response = await self._http.request(method, url + path, **options)
-            except httpx.TransportError:
+            except httpx2.TransportError:
                 if attempt:
                     raise GatewayUnreachableError(
                         "the gateway stopped answering", hint="call the tool again"

@@ -8,6 +8,7 @@ or over streamable HTTP on 127.0.0.1 behind the gateway's guard (secret path, Ho
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -23,7 +24,6 @@ from types import FrameType
 from typing import Any
 
 import anyio
-import jsonschema
 from mcp import types
 from mcp.server.lowlevel import Server
 
@@ -47,9 +47,15 @@ __all__ = ["build_server", "serve"]
 log = logging.getLogger("toolscript.mcp")
 
 _TOOLS = {tool["name"]: tool for tool in TOOLS}
-_VALIDATORS = {
-    name: jsonschema.Draft202012Validator(tool["inputSchema"]) for name, tool in _TOOLS.items()
-}
+
+
+@functools.cache
+def _validator(name: str) -> Any:
+    """The validator of one of the face's tools, made at its first call (jsonschema is
+    imported then, as the gateway's own validators are)."""
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(_TOOLS[name]["inputSchema"])
 
 
 def _approver(context: Any) -> Approver | None:
@@ -230,7 +236,7 @@ def build_server(backend: Backend) -> Server[Any]:
             return _result(
                 Answer(f"unknown tool {name!r}; tools: {', '.join(_TOOLS)}", is_error=True)
             )
-        problem = next(iter(_VALIDATORS[name].iter_errors(arguments)), None)
+        problem = next(iter(_validator(name).iter_errors(arguments)), None)
         if problem is not None:
             from toolscript.gateway.core import plain_message
 

@@ -8,13 +8,19 @@ will not start.
 
 from __future__ import annotations
 
+import importlib.abc
 import logging
 import sqlite3
+import sys
+import threading
 import time
+from collections.abc import Sequence
 from contextlib import closing
+from importlib.machinery import ModuleSpec
 from pathlib import Path
+from types import ModuleType
 
-__all__ = ["damage_of", "discard_if_damaged", "is_damage", "set_aside"]
+__all__ = ["damage_of", "discard_if_damaged", "is_damage", "load_sqlite_utils", "set_aside"]
 
 log = logging.getLogger("toolscript.cache")
 
@@ -68,3 +74,32 @@ def set_aside(path: Path, reason: str) -> Path:
         "%s is damaged (%s): it was set aside as %s and a new one started", path, reason, kept.name
     )
     return kept
+
+
+class _RefusedInThread(importlib.abc.MetaPathFinder):
+    """Refuses ``names`` to one thread (as if they were not installed); others import them."""
+
+    def __init__(self, names: set[str], thread: int) -> None:
+        self.names, self.thread = names, thread
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if fullname in self.names and threading.get_ident() == self.thread:
+            raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
+        return None
+
+
+def load_sqlite_utils() -> None:
+    """Import sqlite_utils (the run log's and the catalogue's) without numpy and pandas,
+    unless this process has them already: it imports both wherever they are installed, for
+    cell types toolscript never stores (numpy is 12 MB of a gateway whose search does not
+    need it). They are refused to this thread only, while it imports sqlite_utils."""
+    if "sqlite_utils" in sys.modules:
+        return
+    refused = _RefusedInThread({"numpy", "pandas"} - set(sys.modules), threading.get_ident())
+    sys.meta_path.insert(0, refused)
+    try:
+        import sqlite_utils  # noqa: F401
+    finally:
+        sys.meta_path.remove(refused)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections import defaultdict
 from typing import Any
 
@@ -43,6 +44,22 @@ def _synonyms() -> dict[str, list[str]]:
 
 SYNONYMS = _synonyms()
 CLOSE_WORDS_KEPT = 10_000  # unknown tokens whose close words an index remembers
+# Postings from which an index imports numpy for its arrays (about 800 tools): below, the
+# tuples (74 bytes more each, 1.5 MB at most) weigh less than numpy's import (12 MB).
+ARRAYS_FROM = 20_000
+
+
+def _numpy_for(postings: int) -> Any:
+    """numpy for an index of ``postings``: the process's own once it has one (the semantic
+    search's), else imported from ``ARRAYS_FROM`` postings; None for a loop instead
+    (keyword-only installs, and small indexes of a process without numpy)."""
+    if "numpy" in sys.modules or postings >= ARRAYS_FROM:
+        try:
+            import numpy
+        except ImportError:  # keyword-only installs: the loop it is
+            return None
+        return numpy
+    return None
 
 
 class LexicalIndex:
@@ -78,11 +95,8 @@ class LexicalIndex:
         # against 16 (5 MB of the gateway at 1,600 tools).
         self._postings: dict[str, list[tuple[int, float]]] | None = postings
         self._arrays: dict[str, tuple[Any, Any]] | None = None
-        try:
-            import numpy
-        except ImportError:  # keyword-only installs: the loop it is
-            pass
-        else:
+        numpy = _numpy_for(sum(len(found) for found in postings.values()))
+        if numpy is not None:
             self._arrays = {
                 token: (
                     numpy.fromiter((index for index, _ in found), numpy.intp, len(found)),

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from toolscript.errors import RunLogError, UsageError
-from toolscript.plumbing.cachefiles import damage_of, is_damage, set_aside
+from toolscript.plumbing.cachefiles import damage_of, is_damage, load_sqlite_utils, set_aside
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "RunLog", "new_run_id", "runlog_path"]
 
@@ -198,6 +198,7 @@ class RunLog:
     def _connect(self) -> Any:
         import sqlite3
 
+        load_sqlite_utils()
         import sqlite_utils
 
         fresh = not self.path.exists()

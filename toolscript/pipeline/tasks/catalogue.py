@@ -102,6 +102,9 @@ class CatalogueTask:
                 }
 
     def catalogue(self) -> None:
+        from toolscript.plumbing.cachefiles import load_sqlite_utils
+
+        load_sqlite_utils()
         import sqlite_utils
 
         server_rows = self.server_rows()
