@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from toolscript.gateway.checker import FAILED_TAIL, Document, _Unsure, render_diagnostics
+from toolscript.gateway.checker import (
+    FAILED_TAIL,
+    Document,
+    _Unsure,
+    _v8_flags,
+    render_diagnostics,
+)
 
 SCRIPT = "file:///checker/scripts/slot.ts"
 MODULE = "file:///cache/modules/0123.ts"
@@ -160,3 +166,20 @@ def test_the_modules_lines_are_read_from_its_file_when_an_error_shows_one(
     module.unlink()  # gone (a cache cleaned): deno check says it, not a wrong line
     with pytest.raises(_Unsure):
         render_diagnostics([found], {**documents("x"), MODULE: Document(shown, path=module)})
+
+
+@pytest.mark.parametrize(
+    ("own", "expected"),
+    [
+        ("", "--max-old-space-size=512,--max-semi-space-size=1,--no-opt,--no-maglev,--lite-mode"),
+        (
+            "--no-lite-mode,--max-old-space-size=2048,--opt",
+            "--no-lite-mode,--max-old-space-size=2048,--opt,--max-semi-space-size=1,--no-maglev",
+        ),
+    ],
+)
+def test_the_checker_runs_lean_unless_the_user_set_the_same_flags(
+    monkeypatch: pytest.MonkeyPatch, own: str, expected: str
+) -> None:
+    monkeypatch.setenv("DENO_V8_FLAGS", own)
+    assert _v8_flags() == expected
