@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from toolscript.plumbing.checkoptions import uses_node
@@ -37,3 +39,90 @@ def test_node_named_in_a_templates_substitution_is_seen(code: str) -> None:
 )
 def test_node_named_in_a_templates_text_is_not_code(code: str) -> None:
     assert not uses_node(code)
+
+
+class _Listener:
+    """A socket on 127.0.0.1 that answers every request 200 and keeps its first line."""
+
+    def __init__(self) -> None:
+        import socket
+        import threading
+
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.lines: list[bytes] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                self.lines.append(data.split(b"\r\n", 1)[0])
+                body = b'{"ok": true}'
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                    b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+                )
+
+    def close(self) -> None:
+        self.server.close()
+
+
+@pytest.fixture
+def proxy_and_gateway(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[_Listener, _Listener]]:
+    proxy, gateway = _Listener(), _Listener()
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY"):
+        monkeypatch.setenv(name, f"http://127.0.0.1:{proxy.port}")
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    try:
+        yield proxy, gateway
+    finally:
+        proxy.close()
+        gateway.close()
+
+
+def test_the_faces_requests_to_its_gateway_go_to_no_proxy(
+    proxy_and_gateway: tuple[_Listener, _Listener],
+) -> None:
+    """With HTTP_PROXY set, the face sent every request to its gateway through the proxy: its
+    URL, the owner's token in it, to whoever runs the proxy."""
+    import anyio
+
+    from toolscript.execution.lifeline import Lifeline
+    from toolscript.mcpface.backend import Backend
+
+    proxy, gateway = proxy_and_gateway
+    backend = Backend(None, None, Lifeline(catch_signals=False))
+
+    async def ask() -> int:
+        try:
+            url = f"http://127.0.0.1:{gateway.port}/owner-secret/health"
+            return (await backend._http.get(url)).status_code
+        finally:
+            await backend.aclose()
+
+    assert anyio.run(ask) == 200
+    assert proxy.lines == []
+    assert gateway.lines == [b"GET /owner-secret/health HTTP/1.1"]
+
+
+def test_the_clis_requests_to_its_gateway_go_to_no_proxy(
+    proxy_and_gateway: tuple[_Listener, _Listener],
+) -> None:
+    from toolscript.cli.client import GatewayClient
+
+    proxy, gateway = proxy_and_gateway
+    with GatewayClient(f"http://127.0.0.1:{gateway.port}/owner-secret") as client:
+        assert client.request("POST", "/runs", json={}).status_code == 200
+    assert proxy.lines == []
+    assert gateway.lines == [b"POST /owner-secret/runs HTTP/1.1"]
