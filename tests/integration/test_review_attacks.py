@@ -3,6 +3,7 @@ its process) that worked, each kept as the test that failed before its fix."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from collections.abc import Iterator
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests import helpers
-from tests.helpers import GatewayProcess, fixture_server, toolscript_cli
+from tests.helpers import GatewayProcess, clean_env, fixture_server, python_bin, toolscript_cli
 
 CONFIG = {"mcpServers": {"fx": fixture_server()}, "types": {"inferResults": False}}
 
@@ -72,3 +73,67 @@ def test_a_script_left_in_the_checker_lends_no_types_to_the_next(
     # and it is not taken for checked the next time
     again, _ = run(gateway, home, tmp_path, victim)
     assert "Cannot find name 'require'" in again.stderr, again.stderr
+
+
+# A cloned repository's Python files, named as toolscript's own package and as a module of the
+# standard library: importing either leaves a line in the marker file.
+PLANTED = 'open({marker!r}, "a").write("imported {name}\\n")\n'
+
+
+def planted_project(directory: Path, marker: Path) -> Path:
+    """A project whose config names nothing to run (trusted: a person read it), beside a
+    `toolscript/` package and a `json.py` of the repository's."""
+    directory.mkdir(exist_ok=True)
+    (directory / ".toolscript.json").write_text(json.dumps({"mcpServers": {}}))
+    package = directory / "toolscript"
+    package.mkdir()
+    for name in ("__init__.py", "__main__.py"):
+        (package / name).write_text(PLANTED.format(marker=str(marker), name="toolscript"))
+    (directory / "json.py").write_text(PLANTED.format(marker=str(marker), name="json"))
+    return directory
+
+
+def installed_cli(
+    *args: str, cwd: Path, env: dict[str, str], timeout: float = 180
+) -> subprocess.CompletedProcess[str]:
+    """The `toolscript` command as installed (its console script), as a user runs it."""
+    return subprocess.run(
+        [python_bin("toolscript"), *args],
+        cwd=cwd,
+        env=clean_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_exec_in_a_cloned_repository_imports_none_of_its_python(tmp_path: Path, home: Path) -> None:
+    """`toolscript exec` started its ephemeral gateway as `python -m toolscript` in the
+    current folder, which Python puts first on the module path: a repository's
+    `toolscript/` ran outside the sandbox, its config trusted but naming nothing to run."""
+    marker = tmp_path / "marker"
+    project = planted_project(tmp_path / "repo", marker)
+    code = 'import { tools } from "toolscript";\nconsole.log(typeof tools);\n'
+    done = installed_cli("exec", code, cwd=project, env={"TOOLSCRIPT_HOME": str(home)})
+    assert not marker.exists(), marker.read_text()
+    assert (done.returncode, done.stdout) == (0, "object\n"), done.stderr
+
+
+def test_a_gateway_and_its_background_runner_import_none_of_the_projects_python(
+    tmp_path: Path, home: Path
+) -> None:
+    """`gateway start` (as the plugin's hook starts it) and a background run's runner, whose
+    folder is the project's, were `python -m` processes in that folder."""
+    marker = tmp_path / "marker"
+    project = planted_project(tmp_path / "repo", marker)
+    gateway = GatewayProcess({"mcpServers": {}}, project, env={"TOOLSCRIPT_HOME": str(home)})
+    try:
+        env = {"TOOLSCRIPT_HOME": str(home), "TOOLSCRIPT_GATEWAY_URL": gateway.url}
+        started = installed_cli("exec", "--background", "--json", "return 7;", cwd=project, env=env)
+        assert started.returncode == 0, started.stderr
+        run_id = json.loads(started.stdout)["run"]
+        waited = installed_cli("runs", "wait", run_id, cwd=project, env=env)
+        assert waited.returncode == 0, waited.stderr
+    finally:
+        gateway.stop()
+    assert not marker.exists(), marker.read_text()
