@@ -73,6 +73,8 @@ _NOT_CODE = re.compile(
     r"""//[^\n]*|/\*[\s\S]*?\*/|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'"""
     r"""|`(?:\\[\s\S]|\$(?!\{)|[^`\\$])*(?:`|\$\{)"""
 )
+# Where something not code may start, or a template's `${...}` end.
+_MARK = re.compile(r"[/\"'`{}]")
 # In a template's `${...}`: the rest of its text once the braces close.
 _TEMPLATE_REST = re.compile(r"""(?:\\[\s\S]|\$(?!\{)|[^`\\$])*(?:`|\$\{)""")
 
@@ -128,33 +130,42 @@ def _code_only(code: str) -> str:
     kept: list[str] = []
     depths: list[int] = []  # per open `${`: the braces opened inside it
     at = 0
-    while at < len(code):
+    while (next_mark := _MARK.search(code, at)) is not None:
+        kept.append(code[at : next_mark.start()])
+        at = next_mark.start()
         char = code[at]
-        if depths and char in "{}":
-            if char == "{":
+        if char in "{}":
+            if not depths:
+                kept.append(char)
+                at += 1
+            elif char == "{":
                 depths[-1] += 1
+                kept.append(char)
+                at += 1
             elif depths[-1]:
                 depths[-1] -= 1
+                kept.append(char)
+                at += 1
             else:  # the `${` closes: the template's text goes on
                 depths.pop()
                 rest = _TEMPLATE_REST.match(code, at + 1)
-                if rest is None:  # never closed: the rest is read as code
-                    at += 1
-                    continue
-                if rest.group().endswith("${"):
-                    depths.append(0)
-                kept.append(" ")
-                at = rest.end()
-                continue
-        found = _NOT_CODE.match(code, at) if char in "/\"'`" else None
+                at += 1
+                if rest is not None:  # (never closed: the rest is read as code)
+                    if rest.group().endswith("${"):
+                        depths.append(0)
+                    kept.append(" ")
+                    at = rest.end()
+            continue
+        found = _NOT_CODE.match(code, at)
         if found is None:
             kept.append(char)
             at += 1
             continue
-        if found.group().endswith("${") and char == "`":
+        if char == "`" and found.group().endswith("${"):
             depths.append(0)
         kept.append(" ")
         at = found.end()
+    kept.append(code[at:])
     return "".join(kept)
 
 
