@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -126,3 +127,36 @@ def test_the_clis_requests_to_its_gateway_go_to_no_proxy(
         assert client.request("POST", "/runs", json={}).status_code == 200
     assert proxy.lines == []
     assert gateway.lines == [b"POST /owner-secret/runs HTTP/1.1"]
+
+
+def test_a_module_read_is_kept_only_under_its_own_hash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gateway rebuilt between exec's two asks (its hash, then its module: a server's tool
+    list changed) gave a module that was kept under the first hash, for good: every later
+    run and remembered pass of that hash read another module."""
+    import socket
+    import threading
+
+    from toolscript.errors import GatewayUnreachableError
+    from toolscript.execution.locate import module_file
+    from toolscript.plumbing.paths import module_cache_file
+
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path / "home"))
+    newer = b"export const tools = { rebuilt: true };\n"
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def answer() -> None:
+        conn, _ = server.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.0 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(newer), newer))
+
+    threading.Thread(target=answer, daemon=True).start()
+    asked = "0123456789abcdef"  # the hash of the module before the rebuild
+    try:
+        with pytest.raises(GatewayUnreachableError, match="changed while it was read"):
+            module_file(f"http://127.0.0.1:{server.getsockname()[1]}/token", asked, 10)
+    finally:
+        server.close()
+    assert not module_cache_file(asked).exists()
