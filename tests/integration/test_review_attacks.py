@@ -137,3 +137,32 @@ def test_a_gateway_and_its_background_runner_import_none_of_the_projects_python(
     finally:
         gateway.stop()
     assert not marker.exists(), marker.read_text()
+
+
+def test_a_linked_check_folder_in_the_cache_is_not_written_through(
+    tmp_path: Path, home: Path
+) -> None:
+    """The saved scripts' check folder of a cloned repository's `.toolscript/`, a link to a
+    folder elsewhere: the module, the import map and the scripts were written there."""
+    victim = tmp_path / "elsewhere"
+    victim.mkdir()
+    (victim / "kept.txt").write_text("kept\n")
+    project = tmp_path / "repo"
+    (project / ".toolscript").mkdir(parents=True)
+    (project / ".toolscript" / "saved-check").symlink_to(victim)
+    (project / "toolscripts").mkdir()
+    (project / "toolscripts" / "hello.ts").write_text(
+        "/** Says hello. */\n"
+        "export default async function hello(args: { name: string }): Promise<string> {\n"
+        "  return `hello ${args.name}`;\n}\n"
+    )
+    config = {"mcpServers": {"fx": fixture_server()}, "search": {"semantic": False}}
+    gateway = GatewayProcess(
+        config, project, "--no-warm-checker", env={"TOOLSCRIPT_HOME": str(home)}
+    )
+    try:
+        scripts = gateway.client.get("runtime/scripts.json").json()
+    finally:
+        gateway.stop()
+    assert sorted(p.name for p in victim.iterdir()) == ["kept.txt"]
+    assert "hello" in json.dumps(scripts)  # it was checked, in a folder of its own

@@ -160,3 +160,25 @@ def test_a_module_read_is_kept_only_under_its_own_hash(
     finally:
         server.close()
     assert not module_cache_file(asked).exists()
+
+
+def test_a_linked_toolscript_folder_is_not_the_projects_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cloned repository's `.toolscript` may be a link to any folder of the user's (`../..`
+    is the home of a repository cloned in ~/src): the cache was written, and rebuilt, there."""
+    from toolscript.plumbing.paths import project_cache_dir
+
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("TOOLSCRIPT_CACHE_DIR", raising=False)
+    victim = tmp_path / "elsewhere"
+    victim.mkdir()
+    project = tmp_path / "repo"
+    project.mkdir()
+    (project / ".toolscript").symlink_to(victim)
+    chosen = project_cache_dir(project)
+    assert chosen.resolve() != victim.resolve()
+    assert (tmp_path / "home") in chosen.parents
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert project_cache_dir(plain) == plain / ".toolscript"
