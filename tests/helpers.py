@@ -115,11 +115,14 @@ def _running(pid: int) -> bool:
 
 def argv(process: psutil.Process) -> list[str]:
     """A process's command line, or [] once it has exited or is a zombie not yet reaped
-    (children of the gateway come and go while a test looks at them)."""
+    (children of the gateway come and go while a test looks at them). The ``-P`` that
+    toolscript gives the Python processes it starts is left out: ``[1:4]`` reads
+    ``-m toolscript ...`` whichever started it."""
     try:
-        return process.cmdline()
+        line = process.cmdline()
     except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
         return []
+    return [line[0], *line[2:]] if line[1:2] == ["-P"] else line
 
 
 def wait_for_exit(pid: int, timeout: float = 10) -> None:

@@ -91,7 +91,14 @@ class GatewayClient:
         if self._client is None:
             import httpx  # lazily: 100 ms (its own CLI, rich) that a GET does not need
 
-            self._client = httpx.Client(timeout=self._timeout)
+            # the gateway on this machine directly, whatever HTTP_PROXY says (a proxy
+            # would be sent the URL, the token in it)
+            direct: dict[str, None] = {
+                "all://127.0.0.1": None,
+                "all://localhost": None,
+                "all://[::1]": None,
+            }
+            self._client = httpx.Client(timeout=self._timeout, mounts=direct)
         return self._client
 
     def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:

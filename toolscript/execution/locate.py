@@ -114,6 +114,14 @@ def module_file(url: str, digest: str, timeout: float = 30.0) -> Path:
     body = gateway_request(url, f"/runtime/tools.ts?_t={digest}", timeout)
     if body is None:
         raise GatewayUnreachableError("the gateway stopped answering while its module was read")
+    import hashlib
+
+    if hashlib.sha256(body).hexdigest()[:16] != digest:
+        # Rebuilt since its hash was asked (a server's tools changed): kept under the old
+        # hash, every later run and check of that hash would have read this one.
+        raise GatewayUnreachableError(
+            "the gateway's module changed while it was read", hint="run the script again"
+        )
     scripts: dict[str, str] = {}
     if b'"toolscript/scripts/' in body:  # it offers saved scripts: their copies go beside it
         answer = gateway_request(url, f"/runtime/scripts.json?_t={digest}", timeout)

@@ -170,6 +170,7 @@ class BackgroundRuns:
         try:
             process = await asyncio.create_subprocess_exec(
                 sys.executable,
+                "-P",  # the project's folder is its cwd: none of its modules for ours
                 "-m",
                 RUNNER_MODULE,
                 stdin=asyncio.subprocess.PIPE,

@@ -509,6 +509,12 @@ class WarmChecker:
                 # in the server's program for the scripts after it
                 return CheckVerdict("unavailable", "a script using Node is checked by deno check")
             uri = (self.root / "scripts" / f"slot{suffix}").as_uri()
+            # One script in the program at a time: another slot's script left open (a .mts
+            # one before this .ts) would lend this one its `/// <reference lib="node" />`
+            # or `declare global`, and pass what deno check refuses.
+            for other in [open_uri for open_uri in server.versions if open_uri != uri]:
+                server.notify("textDocument/didClose", {"textDocument": {"uri": other}})
+                server.versions.pop(other, None)
             documents = {
                 uri: Document(Path(script_path).as_uri(), code.split("\n")),
                 self._module_uri: Document(Path(module_path).as_uri(), path=Path(module_path)),

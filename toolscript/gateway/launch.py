@@ -23,7 +23,9 @@ __all__ = ["LaunchedGateway", "gateway_command", "start_gateway", "wait_for_url"
 
 def gateway_command(*args: str) -> list[str]:
     """The command line of ``toolscript gateway start ARGS`` with this interpreter."""
-    return [sys.executable, "-m", "toolscript", "gateway", "start", *args]
+    # -P: no folder of the caller's on the module path (run in a cloned repository, its
+    # `toolscript/` or `json.py` would be imported in place of ours, trusted config or not)
+    return [sys.executable, "-P", "-m", "toolscript", "gateway", "start", *args]
 
 
 @dataclass

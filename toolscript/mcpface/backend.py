@@ -367,7 +367,9 @@ class Backend:
     _url: str | None = None
     _owned: InProcessGateway | LaunchedGateway | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _http: httpx2.AsyncClient = field(default_factory=lambda: httpx2.AsyncClient(timeout=120))
+    _http: httpx2.AsyncClient = field(
+        default_factory=lambda: httpx2.AsyncClient(timeout=120, mounts=LOOPBACK_DIRECT)
+    )
     _yielded: dict[str, FaceRun] = field(default_factory=dict)  # runs wait_run may continue
     # a Deno spawned ahead for the next execute (``execution/spare.py``); None when off
     _spare: Spare | None = None
@@ -808,6 +810,15 @@ def _not_started() -> ExecutionError:
         "no gateway runs for this project and one could not be started",
         hint="run `toolscript gateway start` in the project to see why",
     )
+
+
+# The gateway on this machine is asked directly, whatever HTTP_PROXY says: a proxy would be
+# sent its URL, the owner's token in it (and could not reach 127.0.0.1 anyway).
+LOOPBACK_DIRECT: dict[str, None] = {
+    "all://127.0.0.1": None,
+    "all://localhost": None,
+    "all://[::1]": None,
+}
 
 
 _OUTPUT_URI = re.compile(r"toolscript://runs/([0-9A-Za-z-]+)/output")

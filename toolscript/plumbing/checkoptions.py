@@ -66,9 +66,17 @@ SCRIPT_LIBS = (
 NODE_GLOBALS = ("process", "Buffer", "global", "setImmediate", "clearImmediate", "NodeJS")
 _NODE_GLOBAL = re.compile(r"(?<![\w$])(?:" + "|".join(NODE_GLOBALS) + r")(?![\w$])")
 _NODE_SPECIFIER = re.compile(r"""["'`]node:""")
-# Comments and quoted strings, found left to right (a `//` in a string is no comment);
-# template literals stay: their `${...}` is code.
-_NOT_CODE = re.compile(r"""//[^\n]*|/\*[\s\S]*?\*/|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'""")
+# What is not code, found left to right: a comment, a quoted string, a template literal's
+# text up to its end or its next `${` (a `//` in a string is no comment, a quote in a
+# template's text opens no string).
+_NOT_CODE = re.compile(
+    r"""//[^\n]*|/\*[\s\S]*?\*/|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'"""
+    r"""|`(?:\\[\s\S]|\$(?!\{)|[^`\\$])*(?:`|\$\{)"""
+)
+# Where something not code may start, or a template's `${...}` end.
+_MARK = re.compile(r"[/\"'`{}]")
+# In a template's `${...}`: the rest of its text once the braces close.
+_TEMPLATE_REST = re.compile(r"""(?:\\[\s\S]|\$(?!\{)|[^`\\$])*(?:`|\$\{)""")
 
 # The two files of `deno types` that reference Node's types (the shared globals) or the
 # file that does (the window: `self`, `navigator`...), each named by a line of its head;
@@ -114,7 +122,51 @@ def uses_node(code: str) -> bool:
     and strings): then it is checked as before, with Deno's default lib and Node's types."""
     if _NODE_SPECIFIER.search(code):
         return True
-    return _NODE_GLOBAL.search(_NOT_CODE.sub(" ", code)) is not None
+    return _NODE_GLOBAL.search(_code_only(code)) is not None
+
+
+def _code_only(code: str) -> str:
+    """``code`` with its comments, strings and templates' text left out (``${...}`` kept)."""
+    kept: list[str] = []
+    depths: list[int] = []  # per open `${`: the braces opened inside it
+    at = 0
+    while (next_mark := _MARK.search(code, at)) is not None:
+        kept.append(code[at : next_mark.start()])
+        at = next_mark.start()
+        char = code[at]
+        if char in "{}":
+            if not depths:
+                kept.append(char)
+                at += 1
+            elif char == "{":
+                depths[-1] += 1
+                kept.append(char)
+                at += 1
+            elif depths[-1]:
+                depths[-1] -= 1
+                kept.append(char)
+                at += 1
+            else:  # the `${` closes: the template's text goes on
+                depths.pop()
+                rest = _TEMPLATE_REST.match(code, at + 1)
+                at += 1
+                if rest is not None:  # (never closed: the rest is read as code)
+                    if rest.group().endswith("${"):
+                        depths.append(0)
+                    kept.append(" ")
+                    at = rest.end()
+            continue
+        found = _NOT_CODE.match(code, at)
+        if found is None:
+            kept.append(char)
+            at += 1
+            continue
+        if char == "`" and found.group().endswith("${"):
+            depths.append(0)
+        kept.append(" ")
+        at = found.end()
+    kept.append(code[at:])
+    return "".join(kept)
 
 
 @functools.cache

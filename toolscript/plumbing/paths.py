@@ -64,10 +64,12 @@ def project_cache_dir(project_dir: Path, explicit: str | os.PathLike[str] | None
     if chosen:
         return Path(chosen).expanduser().resolve()
     inside = project_dir / ".toolscript"
-    if len(str(inside.resolve())) <= LONGEST_CACHE_DIR:
+    # A `.toolscript` that is a link (a cloned repository's) would have the cache written, and
+    # rebuilt, in whatever folder it names: such a project's cache is kept in the user's.
+    if not inside.is_symlink() and len(str(inside.resolve())) <= LONGEST_CACHE_DIR:
         return inside
-    # SQLite opens no file whose path is over 512 bytes (its side files add "-journal"):
-    # a project this deep keeps its cache in the user's, under the same key as its state.
+    # (So does a project this deep: SQLite opens no file whose path is over 512 bytes, its
+    # side files add "-journal"; under the same key as its state.)
     return user_cache_dir() / "projects" / _project_key(project_dir)
 
 

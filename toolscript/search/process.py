@@ -380,7 +380,8 @@ class _Worker:
         self._request_lock = threading.Lock()
         self._watchdog = _Watchdog()
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "toolscript.search.process", *arguments],
+            # -P: the gateway's cwd (a project's folder) is not on its module path
+            [sys.executable, "-P", "-m", "toolscript.search.process", *arguments],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )

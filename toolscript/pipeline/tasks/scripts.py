@@ -201,6 +201,8 @@ def _check_round(
     from toolscript.plumbing.checkoptions import check_imports, shared_check_config, uses_node
     from toolscript.plumbing.denobinary import deno_binary, deno_environment
 
+    if workdir.is_symlink():  # a cloned repository's `.toolscript/` may hold one: not followed
+        workdir.unlink()
     shutil.rmtree(workdir, ignore_errors=True)
     folder = workdir / "scripts"
     module_text = compose_module(tools_module, scripts)
