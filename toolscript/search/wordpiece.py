@@ -2,15 +2,15 @@
 
 The light query process (process.py) tokenizes a few queries at a time; the ``tokenizers``
 library and a tokenizer loaded from tokenizer.json hold about 15 MB of its memory, this
-(the vocabulary as a dict) about 3 (bench/NOTES.md). ``WordPiece.of`` reads exactly
+(the vocabulary as a dict) about 4 (bench/NOTES.md). ``WordPiece.of`` reads exactly
 what a BERT's tokenizer.json says, and gives None for any other (a different normalizer,
 pre-tokenizer, model, post-processor, or added tokens matched in other ways): those run
-through ``tokenizers`` as before. Its steps are the library's (tokenizers 0.2x):
+through ``tokenizers`` as before. Its steps are the library's (checked with 0.23):
 
 - added tokens (``[CLS]``, ``[SEP]``... not normalized) are found in the raw text first,
   leftmost-longest, and give their own id;
-- ``BertNormalizer``: clean_text drops NUL, U+FFFD and "other" characters (Cc, Cf, Co,
-  Cn) but tab, newline and return, and makes whitespace a space; handle_chinese_chars
+- ``BertNormalizer``: clean_text drops NUL, U+FFFD and "other" characters (Cc, Cf, Co;
+  not unassigned ones) but tab, newline and return, and makes whitespace a space; handle_chinese_chars
   spaces out CJK ideographs; strip_accents (NFD, then no Mn); lowercase, a character at a
   time (no final sigma: Rust's ``char::to_lowercase``);
 - ``BertPreTokenizer``: words split at Unicode White_Space, each punctuation character
