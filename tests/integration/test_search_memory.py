@@ -284,12 +284,13 @@ def test_the_queries_session_keeps_the_weights_in_half_precision() -> None:
 
 
 @needs_semantic
-def test_a_restarts_query_worker_reads_its_graph_and_holds_no_onnx_openssl_or_sqlite(
+def test_a_restarts_query_worker_reads_its_graph_and_holds_no_onnx_openssl_sqlite_or_tokenizers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The queries' graph is kept in the user's cache once built: a restart's worker reads
     it (no onnx package, no graph to build), and is given its folders (no hashing: no
-    OpenSSL), and it keeps no SQLite (issue 45: each was megabytes of its memory)."""
+    OpenSSL), and it keeps no SQLite; a BERT's queries are tokenized in Python, without the
+    ``tokenizers`` library (issue 45: each was megabytes of its memory)."""
     from toolscript.search.process import EmbedderProcess
 
     monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path))  # a cache of this test's own
@@ -307,7 +308,7 @@ def test_a_restarts_query_worker_reads_its_graph_and_holds_no_onnx_openssl_or_sq
         assert float(restarted.embed_queries(["what time is it in Tokyo"])[0] @ vector) >= 0.99999
         (worker,) = restarted.workers()
         process = psutil.Process(worker["pid"])
-        for library in ("onnx_cpp2py_export", "libcrypto", "libssl", "sqlite3"):
+        for library in ("onnx_cpp2py_export", "libcrypto", "libssl", "sqlite3", "tokenizers.abi3"):
             assert not holds(process, library), library
     finally:
         restarted.close()

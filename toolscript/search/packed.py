@@ -14,7 +14,8 @@ it gives ``encode``'s vectors and is faster on this machine.
 
 Exporting needs torch; running the export does not. ``OnnxQueries.save`` writes the graph
 and the tokenizer to a folder of the user's cache (``semantic.light_folder``), and
-``OnnxQueries.from_folder`` runs them with ``onnxruntime`` and ``tokenizers`` alone.
+``OnnxQueries.from_folder`` runs them with ``onnxruntime`` and ``tokenizers`` alone (a
+BERT's tokenizer in Python: wordpiece.py).
 ``OnnxQueries.from_weights`` builds the same graph from a BERT's own files without torch,
 its word vectors read from the weights file as a text needs them (``WordTable``): what
 the light query process (process.py) runs. It keeps one session at a time: the tool
@@ -328,22 +329,37 @@ def _keep_half_graph(directory: Path, *, words: bool, kept: Path | None) -> byte
 
 class _FileTokenizer:
     """A saved fast tokenizer called as ``pack`` calls transformers' (the same ids: it is
-    the backend transformers runs), without importing transformers."""
+    the backend transformers runs), without importing transformers. A BERT's runs in
+    Python (wordpiece.py: the library's ids, 10 MB less), the library loaded only for a
+    text that cannot (a character whose tables differ) or another kind of tokenizer."""
 
     def __init__(self, path: Path) -> None:
+        from toolscript.search.wordpiece import WordPiece
+
+        self._path = path
+        self._pure = WordPiece.of(path)
+        self._library: Any = None if self._pure is not None else self._load()
+
+    def _load(self) -> Any:
         from tokenizers import Tokenizer
 
-        self._tokenizer = Tokenizer.from_file(str(path))
-        self._tokenizer.no_padding()
+        tokenizer = Tokenizer.from_file(str(self._path))
+        tokenizer.no_padding()
+        return tokenizer
 
     def __call__(
         self, texts: list[str], *, truncation: bool, max_length: int
     ) -> dict[str, list[list[int]]]:
+        pure = self._pure
+        if pure is not None and all(pure.handles(text) for text in texts):
+            return pure(texts, truncation=truncation, max_length=max_length)
+        if self._library is None:
+            self._library = self._load()
         if truncation:
-            self._tokenizer.enable_truncation(max_length)
+            self._library.enable_truncation(max_length)
         else:
-            self._tokenizer.no_truncation()
-        encoded = self._tokenizer.encode_batch(texts)
+            self._library.no_truncation()
+        encoded = self._library.encode_batch(texts)
         return {
             "input_ids": [e.ids for e in encoded],
             "token_type_ids": [e.type_ids for e in encoded],
