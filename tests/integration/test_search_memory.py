@@ -4,6 +4,7 @@ memory of each process in ``gateway status --json`` (issue 45)."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -249,7 +250,7 @@ def test_the_queries_session_keeps_the_weights_in_half_precision() -> None:
 
     def whole() -> Any:  # what the queries' session was: the float32 graph, the tokenizer
         graph = packed._bert_graph(directory, words=True)
-        return packed._session(graph), packed._FileTokenizer(directory / packed.TOKENIZER_FILE)
+        return packed._session(graph), packed.FileTokenizer(directory / packed.TOKENIZER_FILE)
 
     growth(whole)  # (what a first session loads once: ONNX Runtime's kernels, onnx)
     queries, half_growth = growth(
@@ -372,3 +373,44 @@ def test_a_worker_being_replaced_answers_queries_without_building_their_session(
         assert numpy.array_equal(vectors[0], documents[0])
     finally:
         worker.stop()
+
+
+@needs_semantic
+def test_the_gateways_first_query_encoder_gives_the_models_vectors_without_tokenizers(
+    tmp_path: Path,
+) -> None:
+    """The numpy encoder a gateway answers its first queries with (search/quick.py) gives
+    sentence-transformers' vectors, and a BERT's queries are tokenized in Python: the
+    gateway maps no ``tokenizers`` library for them (issue 45)."""
+    import subprocess
+    import sys
+
+    texts = ["what TIME is it in Tokyo", "café résumé naïve", "東京の天気", "ls -la | grep x"]
+    probe = (
+        "import json, sys\n"
+        "from toolscript.search.quick import quick_encoder_for\n"
+        "from toolscript.search.semantic import model_directory\n"
+        "encoder = quick_encoder_for(model_directory(None))\n"
+        "assert encoder is not None\n"
+        "vectors = [encoder.encode(t).tolist() for t in json.loads(sys.argv[1])]\n"
+        "print(json.dumps({'vectors': vectors, 'tokenizers': 'tokenizers' in sys.modules}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, json.dumps(texts)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env={**os.environ, "TOOLSCRIPT_HOME": str(tmp_path)},
+    )
+    answer = json.loads(done.stdout)
+    assert answer["tokenizers"] is False
+    import numpy
+
+    from toolscript.search import semantic
+
+    embedder = semantic.Embedder()
+    embedder.load()
+    expected = semantic._encode(embedder._model, texts)
+    got = numpy.asarray(answer["vectors"])
+    assert (got * expected).sum(axis=1).min() >= 0.99999

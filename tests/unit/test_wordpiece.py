@@ -153,7 +153,7 @@ def test_every_character_it_handles_gives_the_librarys_ids() -> None:
 
 def test_texts_it_does_not_handle_go_to_the_library() -> None:
     path = model_tokenizer()
-    file_tokenizer = packed._FileTokenizer(path)
+    file_tokenizer = packed.FileTokenizer(path)
     doubtful = "ready\u2e43 set \u166d go \u0898"  # punctuation, a symbol, a mark, all new
     assert file_tokenizer._pure is not None and not file_tokenizer._pure.handles(doubtful)
     texts = ["list my pull requests", doubtful]
@@ -222,11 +222,11 @@ def test_another_kind_of_tokenizer_runs_through_the_library(tmp_path: Path, chan
     path = tmp_path / "tokenizer.json"
     path.write_text(variant(model_tokenizer(), change))
     assert WordPiece.of(path) is None
-    file_tokenizer = packed._FileTokenizer(path)
+    file_tokenizer = packed.FileTokenizer(path)
     assert file_tokenizer._pure is None and file_tokenizer._library is not None
 
 
 def test_the_light_worker_loads_the_library_only_for_a_text_that_needs_it() -> None:
-    file_tokenizer = packed._FileTokenizer(model_tokenizer())
+    file_tokenizer = packed.FileTokenizer(model_tokenizer())
     file_tokenizer(["what time is it in Tokyo", "Café ☕ 東京"], truncation=True, max_length=128)
     assert file_tokenizer._library is None

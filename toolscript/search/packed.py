@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-__all__ = ["OnnxQueries", "Packed", "WordTable", "pack"]
+__all__ = ["FileTokenizer", "OnnxQueries", "Packed", "WordTable", "pack"]
 
 GRAPH_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
@@ -124,7 +124,7 @@ class OnnxQueries:
         """The queries of a graph and tokenizer ``save`` wrote: no torch, no transformers."""
         runner = cls.__new__(cls)
         runner._graph, runner._words = None, None
-        runner._tokenizer = _FileTokenizer(folder / TOKENIZER_FILE)
+        runner._tokenizer = FileTokenizer(folder / TOKENIZER_FILE)
         runner._max_length = max_length
         graph = str(folder / GRAPH_FILE)
         runner._begin((lambda: graph) if documents else None, lambda: _session(graph))
@@ -143,7 +143,7 @@ class OnnxQueries:
         runner = cls.__new__(cls)
         runner._graph = None
         runner._words = WordTable.of(directory / WEIGHTS_FILE)
-        runner._tokenizer = _FileTokenizer(directory / TOKENIZER_FILE)
+        runner._tokenizer = FileTokenizer(directory / TOKENIZER_FILE)
         runner._max_length = max_length
         words = runner._words is not None
         kept = kept if words else None
@@ -327,7 +327,7 @@ def _keep_half_graph(directory: Path, *, words: bool, kept: Path | None) -> byte
     return None
 
 
-class _FileTokenizer:
+class FileTokenizer:
     """A saved fast tokenizer called as ``pack`` calls transformers' (the same ids: it is
     the backend transformers runs), without importing transformers. A BERT's runs in
     Python (wordpiece.py: the library's ids, 10 MB less), the library loaded only for a

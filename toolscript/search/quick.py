@@ -4,8 +4,8 @@ Importing sentence-transformers (torch, transformers, scikit-learn) takes 5 to 1
 seconds; until then search would be keyword-only. Embedding one short query needs
 none of that: a sentence-transformers model that is a BERT encoder with mean pooling
 (the packaged all-MiniLM-L6-v2 is one) runs here in numpy, reading the same
-safetensors weights and tokenizer.json, with ``tokenizers`` and ``safetensors`` (both
-installed with the semantic extra; they import in milliseconds). Its vectors equal
+safetensors weights and tokenizer.json, with ``safetensors`` and a BERT tokenizer in
+Python (``wordpiece.py``; ``tokenizers`` for any other), both in milliseconds. Its vectors equal
 the worker's to about 1e-6, so cached tool vectors and these query vectors compare.
 Bulk embedding goes to the worker (ONNX Runtime, or torch).
 """
@@ -28,7 +28,8 @@ class QuickEncoder:
     def __init__(self, directory: Path) -> None:
         import numpy
         from safetensors.numpy import load_file
-        from tokenizers import Tokenizer
+
+        from toolscript.search.packed import FileTokenizer
 
         config = json.loads((directory / "config.json").read_text())
         self._heads = int(config["num_attention_heads"])
@@ -38,15 +39,15 @@ class QuickEncoder:
             name.removeprefix("bert."): value
             for name, value in load_file(str(directory / "model.safetensors")).items()
         }
-        self._tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
-        self._tokenizer.no_padding()
-        self._tokenizer.enable_truncation(MAX_TOKENS)
+        # A BERT's in Python (the library's ids): the gateway maps no ``tokenizers``
+        self._tokenizer = FileTokenizer(directory / "tokenizer.json")
         self._numpy = numpy
 
     def encode(self, text: str) -> Any:
         np = self._numpy
         w = self._weights
-        ids = np.array(self._tokenizer.encode(text).ids, dtype=np.int64)
+        encoded = self._tokenizer([text], truncation=True, max_length=MAX_TOKENS)
+        ids = np.array(encoded["input_ids"][0], dtype=np.int64)
         x = (
             w["embeddings.word_embeddings.weight"][ids]
             + w["embeddings.position_embeddings.weight"][: len(ids)]
