@@ -60,9 +60,9 @@ def tree(process: psutil.Process) -> list[psutil.Process]:
 class RawClient:
     """A client speaking JSON-RPC over the face's pipes, keeping every line it wrote."""
 
-    def __init__(self, config: Path, env: dict[str, str]) -> None:
+    def __init__(self, config: Path, env: dict[str, str], command: list[str] | None = None) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "toolscript", "mcp", "--config", str(config)],
+            command or [sys.executable, "-m", "toolscript", "mcp", "--config", str(config)],
             cwd=config.parent,
             env=env,
             stdin=subprocess.PIPE,
@@ -301,3 +301,50 @@ def test_the_face_s_own_gateway_asks_through_the_client_and_follows_config_edits
         "A script calls records__delete_record",
     ]
     assert journal_tools(journal) == ["write_record", "delete_record"]
+
+
+# The face's process with its gateway's start swapping sys.stdout as a doit task of that
+# gateway's build does (for the whole process, from the gateway's thread), at the worst
+# moment: before the face's stdio transport has taken its streams.
+SWAPPED_AT_GATEWAY_START = """
+import io, sys, threading
+from toolscript.gateway.inprocess import InProcessGateway
+started = InProcessGateway.start
+def start(self):
+    real = sys.stdout
+    sys.stdout = io.StringIO()
+    threading.Timer(3.0, lambda: setattr(sys, "stdout", real)).start()
+    return started(self)
+InProcessGateway.start = start
+sys.argv = ["toolscript", "mcp", "--config", sys.argv[1]]
+from toolscript.cli.entry import main
+main()
+"""
+
+
+def test_the_faces_transport_holds_whatever_its_gateways_build_does_to_sys_stdout(
+    tmp_path: Path,
+) -> None:
+    """The face takes stdin and stdout for the wire before its gateway's thread starts: a
+    build task swapping sys.stdout in that thread cannot take the wire from the face."""
+    config = project(tmp_path / "project")
+    env = clean_env(TOOLSCRIPT_HOME=str(tmp_path / "home"))
+    client = RawClient(config, env, [sys.executable, "-c", SWAPPED_AT_GATEWAY_START, str(config)])
+    try:
+        started = client.ask(
+            1,
+            "initialize",
+            {
+                "protocolVersion": LATEST_PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        )
+        assert started["result"]["serverInfo"]["name"] == "toolscript", client.stderr
+        client.send({"method": "notifications/initialized"})
+        ran = client.ask(2, "tools/call", {"name": "execute", "arguments": {"code": SCRIPT}})
+        assert ran["result"]["structuredContent"]["result"]["city"] == "Paris", ran
+    finally:
+        assert client.process.stdin is not None
+        client.process.stdin.close()
+        client.process.wait(30)

@@ -18,7 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -286,11 +286,16 @@ async def _until_signalled(backend: Backend) -> None:
             os._exit(128 + signum)
 
 
-async def _serve_stdio(server: Server[Any]) -> None:
+@contextlib.asynccontextmanager
+async def _stdio_unless(listener: socket.socket | None) -> AsyncIterator[tuple[Any, Any] | None]:
+    """The SDK's stdio streams (fd 0 and 1 claimed for the wire), or None for the HTTP face."""
+    if listener is not None:
+        yield None
+        return
     from mcp.server.stdio import stdio_server
 
-    async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+    async with stdio_server() as streams:
+        yield streams
 
 
 def face_token(cache_dir: Path) -> str:
@@ -395,6 +400,13 @@ def serve(
     stdout = sys.stdout
 
     async def main() -> None:
+        # stdio is claimed before the backend starts its gateway's thread: that gateway's
+        # build (doit) swaps sys.stdout for the whole process while a task runs, and the
+        # SDK's stdio server takes the stream sys.stdout is when it starts.
+        async with _stdio_unless(listener) as stdio:
+            await _served(stdio)
+
+    async def _served(stdio: tuple[Any, Any] | None) -> None:
         with Lifeline(catch_signals=False) as lifeline:
             backend = Backend(config, cache, lifeline, early=early, yield_after=yield_after)
             server = build_server(backend)
@@ -403,9 +415,9 @@ def serve(
                     group.start_soon(_warm_up, backend)
                     if listener is not None:
                         await _serve_http(server, listener, face_token(cache_dir), stdout)
-                    else:
+                    elif stdio is not None:
                         group.start_soon(_until_signalled, backend)
-                        await _serve_stdio(server)
+                        await server.run(*stdio, server.create_initialization_options())
                     group.cancel_scope.cancel()
             finally:
                 with anyio.CancelScope(shield=True):
