@@ -283,7 +283,10 @@ def test_a_restart_searches_hybrid_from_the_first_query(tmp_path: Path) -> None:
         by_model = search(first, query)
     with running_gateway(config, tmp_path) as second:
         status = second.client.get("health").json()["search"]  # at once, no waiting
-        assert (status["semantic"], status["queries"]) == ("ready", "numpy"), status
+        assert (status["semantic"], status["queries"]) == ("ready", "numpy"), (
+            status,
+            "".join(second.stderr_lines),  # (why the numpy encoder did not start)
+        )
         by_numpy = search(second, query)
     assert by_numpy["mode"] == "hybrid"
     assert by_numpy["hits"][0]["name"] == "time__get_current_time"

@@ -224,6 +224,8 @@ class _QuickQueries:
     async def start(self) -> None:
         with anyio.move_on_after(5):
             await self.prepared.wait()
+        if not self.prepared.is_set():
+            log.info("search: the numpy query encoder was not ready in 5 s")
         try:
             ready = await anyio.to_thread.run_sync(self.search.quick_start)
         except Exception:  # never fatal: search turns hybrid when the worker's model is ready
@@ -231,6 +233,11 @@ class _QuickQueries:
             return
         if ready:
             log.info("search: hybrid (cached tool vectors, queries in numpy until the model loads)")
+        else:
+            log.info(
+                "search: keyword-only until the model loads (no numpy query encoder, or a "
+                "tool without a stored vector)"
+            )
 
 
 class Gateway:
