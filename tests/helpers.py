@@ -263,6 +263,10 @@ class GatewayProcess:
             self.health, condition, timeout, what or "the gateway's health", log=lambda: self.log
         )
 
+    def checker(self) -> dict[str, Any]:
+        """The warm checker as health shows it (``state``, ``checks``, ``module``...)."""
+        return dict(self.health()["checker"])
+
     def call(self, tool: str, arguments: dict[str, Any] | None = None) -> httpx.Response:
         return self.client.post(f"tools/{tool}", json=arguments or {})
 
@@ -312,6 +316,19 @@ def face_parameters(gateway: GatewayProcess) -> Any:
         cwd=str(gateway.directory),
         env=clean_env(),
     )
+
+
+@contextmanager
+def gateway_with_warm_checker(
+    config: dict[str, Any], directory: Path, home: Path
+) -> Iterator[GatewayProcess]:
+    """A gateway on ``config`` (``home`` its TOOLSCRIPT_HOME) once its warm checker is ready."""
+    gateway = GatewayProcess(config, directory, env={"TOOLSCRIPT_HOME": str(home)})
+    try:
+        gateway.wait_for_health(lambda h: h["checker"]["state"] == "ready", 120, "warm checker")
+        yield gateway
+    finally:
+        gateway.stop()
 
 
 @contextmanager

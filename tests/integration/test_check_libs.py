@@ -12,12 +12,10 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests import helpers
-from tests.helpers import GatewayProcess, fixture_server, toolscript_cli
+from tests.helpers import GatewayProcess, fixture_server, gateway_with_warm_checker, toolscript_cli
 
 CONFIG = {"mcpServers": {"fx": fixture_server()}, "types": {"inferResults": False}}
 
@@ -69,16 +67,8 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory, home: Path) -> Iterator[GatewayProcess]:
-    started = GatewayProcess(
-        CONFIG, tmp_path_factory.mktemp("libs"), env={"TOOLSCRIPT_HOME": str(home)}
-    )
-    try:
-        helpers.wait_until(
-            lambda: checker(started)["state"] == "ready", bool, 120, "no warm checker"
-        )
+    with gateway_with_warm_checker(CONFIG, tmp_path_factory.mktemp("libs"), home) as started:
         yield started
-    finally:
-        started.stop()
 
 
 @pytest.fixture(scope="module")
@@ -90,10 +80,6 @@ def cold_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     loose = {"compilerOptions": {"strict": False, "lib": ["deno.window", "dom"]}}
     (directory / "deno.json").write_text(json.dumps(loose))
     return directory
-
-
-def checker(gateway: GatewayProcess) -> dict[str, Any]:
-    return dict(gateway.client.get("health").json()["checker"])
 
 
 def run(
@@ -111,9 +97,9 @@ def both_ways(
     """The script through the warm checker and through Deno's own check, and how many
     checks the warm checker answered for it."""
     code += f"\n// {time.time_ns()}\n"  # never checked before
-    before = checker(gateway)["checks"]
+    before = gateway.checker()["checks"]
     warm = run(code, home, tmp_path, gateway)
-    answered = checker(gateway)["checks"] - before
+    answered = gateway.checker()["checks"] - before
     cold = run(code, home, cold_project)
     return warm, cold, answered
 
@@ -201,7 +187,7 @@ def test_scripts_using_nodes_globals_still_check_and_run(
 def test_the_warm_checker_reads_libs_without_nodes_types(
     gateway: GatewayProcess, home: Path
 ) -> None:
-    module = checker(gateway)["module"]
+    module = gateway.checker()["module"]
     config = json.loads((home / "checker" / f"deno-{module}.json").read_text())
     libs = config["compilerOptions"]["lib"]
     assert "deno.window" not in libs and "deno.shared_globals" not in libs
@@ -241,9 +227,7 @@ def test_a_saved_script_importing_node_keeps_both_checks_agreeing(
         CONFIG, projects[1], "--no-warm-checker", env={"TOOLSCRIPT_HOME": str(home)}
     )
     try:
-        helpers.wait_until(
-            lambda: checker(started)["state"] == "ready", bool, 120, "no warm checker"
-        )
+        started.wait_for_health(lambda h: h["checker"]["state"] == "ready", 120, "warm checker")
         call = 'import { scripts } from "toolscript";\n'
         for code, output in [
             (call + 'return await scripts.encode({ text: "hi" });', '"aGk="\n'),
@@ -251,9 +235,9 @@ def test_a_saved_script_importing_node_keeps_both_checks_agreeing(
             ("const here: number = __dirname;", ""),  # Node's types declare it a string
         ]:
             code += f"\n// {time.time_ns()}\n"
-            before = checker(started)["checks"]
+            before = started.checker()["checks"]
             warm = run(code, home, projects[0], started)
-            assert checker(started)["checks"] == before + 1, "the warm checker did not answer"
+            assert started.checker()["checks"] == before + 1, "the warm checker did not answer"
             cold = run(code, home, projects[1], unchecked)
             assert warm.stdout == output, warm.stderr
             assert (warm.returncode, warm.stdout, warm.stderr) == (

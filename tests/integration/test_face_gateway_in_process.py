@@ -90,6 +90,17 @@ class RawClient:
         self.process.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
         self.process.stdin.flush()
 
+    def initialize(self) -> dict[str, Any]:
+        """The MCP handshake (request 1): the face's answer to ``initialize``."""
+        params = {
+            "protocolVersion": LATEST_PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        }
+        started = self.ask(1, "initialize", params)
+        self.send({"method": "notifications/initialized"})
+        return started
+
     def ask(self, number: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
         self.send({"id": number, "method": method, "params": params})
         while True:
@@ -107,17 +118,8 @@ def test_the_face_serves_its_own_gateway_in_its_own_process_and_nothing_else_on_
     env = clean_env(TOOLSCRIPT_LOG_LEVEL="INFO", TOOLSCRIPT_HOME=str(tmp_path / "home"))
     client = RawClient(config, env)
     try:
-        started = client.ask(
-            1,
-            "initialize",
-            {
-                "protocolVersion": LATEST_PROTOCOL_VERSION,
-                "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "0"},
-            },
-        )
+        started = client.initialize()
         assert started["result"]["serverInfo"]["name"] == "toolscript"
-        client.send({"method": "notifications/initialized"})
         ran = client.ask(2, "tools/call", {"name": "execute", "arguments": {"code": SCRIPT}})
         assert not ran["result"]["isError"], ran
         assert ran["result"]["structuredContent"] == {
@@ -331,17 +333,8 @@ def test_the_faces_transport_holds_whatever_its_gateways_build_does_to_sys_stdou
     env = clean_env(TOOLSCRIPT_HOME=str(tmp_path / "home"))
     client = RawClient(config, env, [sys.executable, "-c", SWAPPED_AT_GATEWAY_START, str(config)])
     try:
-        started = client.ask(
-            1,
-            "initialize",
-            {
-                "protocolVersion": LATEST_PROTOCOL_VERSION,
-                "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "0"},
-            },
-        )
+        started = client.initialize()
         assert started["result"]["serverInfo"]["name"] == "toolscript", client.stderr
-        client.send({"method": "notifications/initialized"})
         ran = client.ask(2, "tools/call", {"name": "execute", "arguments": {"code": SCRIPT}})
         assert ran["result"]["structuredContent"]["result"]["city"] == "Paris", ran
     finally:

@@ -8,12 +8,17 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests import helpers
-from tests.helpers import GatewayProcess, clean_env, fixture_server, python_bin, toolscript_cli
+from tests.helpers import (
+    GatewayProcess,
+    clean_env,
+    fixture_server,
+    gateway_with_warm_checker,
+    python_bin,
+    toolscript_cli,
+)
 
 CONFIG = {"mcpServers": {"fx": fixture_server()}, "types": {"inferResults": False}}
 
@@ -25,30 +30,18 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory, home: Path) -> Iterator[GatewayProcess]:
-    started = GatewayProcess(
-        CONFIG, tmp_path_factory.mktemp("attacks"), env={"TOOLSCRIPT_HOME": str(home)}
-    )
-    try:
-        helpers.wait_until(
-            lambda: checker(started)["state"] == "ready", bool, 120, "no warm checker"
-        )
+    with gateway_with_warm_checker(CONFIG, tmp_path_factory.mktemp("attacks"), home) as started:
         yield started
-    finally:
-        started.stop()
-
-
-def checker(gateway: GatewayProcess) -> dict[str, Any]:
-    return dict(gateway.client.get("health").json()["checker"])
 
 
 def run(
     gateway: GatewayProcess, home: Path, cwd: Path, *args: str
 ) -> tuple[subprocess.CompletedProcess[str], int]:
     """``toolscript exec args`` through ``gateway``, and how many checks its checker answered."""
-    before = checker(gateway)["checks"]
+    before = gateway.checker()["checks"]
     env = {"TOOLSCRIPT_HOME": str(home), "TOOLSCRIPT_GATEWAY_URL": gateway.url}
     done = toolscript_cli("exec", *args, cwd=cwd, env=env, timeout=180)
-    return done, checker(gateway)["checks"] - before
+    return done, gateway.checker()["checks"] - before
 
 
 def test_a_script_left_in_the_checker_lends_no_types_to_the_next(
