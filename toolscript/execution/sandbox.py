@@ -56,7 +56,7 @@ from toolscript.store.packages import (
     npm_set,
     packages_beside,
 )
-from toolscript.store.savedscripts import module_imports, offered_sources
+from toolscript.store.savedscripts import module_imports, offers_node
 
 __all__ = [
     "EXIT_MEMORY",
@@ -892,9 +892,7 @@ def run_toolscript(
 def _uses_node(code: str, module: Path | None) -> bool:
     """Whether the check is Deno's default lib's (Node's types, as before): the script uses
     Node, or a saved script its module offers does (as the warm checker decides)."""
-    if uses_node(code):
-        return True
-    return module is not None and any(uses_node(s) for s in offered_sources(module))
+    return uses_node(code) or (module is not None and offers_node(module))
 
 
 def _read(path: Path) -> str:

@@ -39,7 +39,7 @@ from toolscript.plumbing.paths import module_cache_file, user_cache_dir
 from toolscript.plumbing.privatefile import write_private
 from toolscript.plumbing.processes import memory_of, signal_quietly, stop_process_async
 from toolscript.store.packages import import_entries, packages_beside
-from toolscript.store.savedscripts import module_imports, offered_sources, write_module
+from toolscript.store.savedscripts import module_imports, offers_node, write_module
 
 __all__ = [
     "CheckVerdict",
@@ -406,7 +406,7 @@ class WarmChecker:
         config_path = self.root / f"deno-{module_hash}.json"
         # A saved script using Node gives every check of the module Node's types (Deno's
         # default lib, as before): a `node:` import in the module's graph brings them anyway.
-        node = any(uses_node(source) for source in offered_sources(module_path))
+        node = offers_node(module_path)
         if node:
             config = write_private(config_path, json.dumps({"lock": lock}) + "\n")
         else:

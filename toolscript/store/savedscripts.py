@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from toolscript.errors import UsageError
+from toolscript.plumbing.checkoptions import uses_node
 from toolscript.plumbing.privatefile import write_private
 from toolscript.store.packages import PACKAGES_MARKER, write_packages_beside
 
@@ -31,7 +32,7 @@ __all__ = [
     "has_default_export",
     "load_saved",
     "module_imports",
-    "offered_sources",
+    "offers_node",
     "scripts_dir",
     "scripts_fingerprint",
     "signature_of",
@@ -265,17 +266,18 @@ def write_module(module: Path, text: str, scripts: dict[str, str]) -> Path:
     return write_private(module, text)
 
 
-def offered_sources(module: Path) -> list[str]:
-    """The sources of the saved scripts a module offers: the copies beside it."""
+def offers_node(module: Path) -> bool:
+    """Whether a saved script the module offers (a copy beside it) uses Node: then every
+    check against the module is Deno's default lib's, with Node's types (``uses_node``)."""
     try:
         paths = sorted(_scripts_beside(module).glob("*.ts"))
     except OSError:
-        return []
-    sources = []
+        return False
     for path in paths:
         with contextlib.suppress(OSError, UnicodeDecodeError):
-            sources.append(path.read_text(encoding="utf-8"))
-    return sources
+            if uses_node(path.read_text(encoding="utf-8")):
+                return True
+    return False
 
 
 def module_imports(module: Path) -> dict[str, str]:
