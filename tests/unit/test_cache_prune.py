@@ -222,6 +222,10 @@ def test_files_of_a_process_that_ended_go_and_a_live_ones_stay(cache: Path) -> N
     ended_spare = run / f"importmap-spare-deno-{dead}-ab12.json"
     ended_dir = run / f"deno-{dead}-cd34"
     ended_dir.mkdir()
+    shared = cache / "deno" / "npm"  # a run's DENO_DIR links the shared caches
+    shared.mkdir(parents=True)
+    (shared / "package.json").write_text("{}")
+    (ended_dir / "npm").symlink_to(shared, target_is_directory=True)
     live = run / f"importmap-{os.getpid()}-140.json"
     for path in (ended, ended_spare, live):
         path.write_text("{}")
@@ -233,6 +237,21 @@ def test_files_of_a_process_that_ended_go_and_a_live_ones_stay(cache: Path) -> N
     prune_cache(cache)
 
     assert sorted(p.name for p in run.iterdir()) == sorted([live.name, just_now.name])
+    assert (shared / "package.json").exists()
+
+
+def test_an_abandoned_light_folder_under_way_goes(cache: Path) -> None:
+    models = cache / "models"
+    abandoned = models / f"m-0000.{dead_pid()}.partial"
+    under_way = models / f"m-0000.{os.getpid()}.partial"
+    for folder in (abandoned, under_way):
+        folder.mkdir(parents=True)
+        (folder / "model.onnx").write_bytes(b"half")
+        aged(folder, 2 * HOUR)
+
+    prune_cache(cache)
+
+    assert not abandoned.exists() and under_way.is_dir()
 
 
 def test_a_gateways_state_goes_with_it_and_a_held_lock_is_kept(cache: Path) -> None:
@@ -258,7 +277,9 @@ def test_a_gateways_state_goes_with_it_and_a_held_lock_is_kept(cache: Path) -> N
     assert sorted(p.name for p in gateways.iterdir()) == sorted([running.name, held.name])
 
 
-def test_a_lock_removed_by_a_prune_is_claimed_afresh(cache: Path, tmp_path: Path) -> None:
+def test_a_lock_removed_by_a_prune_is_claimed_afresh(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from toolscript.gateway import state
 
     project = tmp_path / "project" / ".toolscript"
@@ -267,10 +288,20 @@ def test_a_lock_removed_by_a_prune_is_claimed_afresh(cache: Path, tmp_path: Path
     lock.parent.mkdir(parents=True, exist_ok=True)
     lock.touch()
     aged(lock, (KEEP_DAYS + 1) * DAY)
-    prune_cache(cache)
-    assert not lock.exists()
+    # The prune runs between the claim's open of the lock and its flock: the claim must
+    # not hold a lock no longer at the path (a second gateway would lock a new file).
+    real_flock, pruned = fcntl.flock, []
+
+    def flock_after_a_prune(descriptor: int, operation: int) -> None:
+        if not pruned:
+            monkeypatch.setattr(fcntl, "flock", real_flock)  # (the prune's own flock)
+            pruned.append(prune_cache(cache))
+        real_flock(descriptor, operation)
+
+    monkeypatch.setattr(fcntl, "flock", flock_after_a_prune)
     try:
         assert state.claim_project(project)
+        assert [r.reason for r in pruned[0].removed] == ["unused"]
         assert lock.exists()  # the lock held is the one at the path
         held = state._claims[project.resolve()]
         assert os.fstat(held).st_ino == lock.stat().st_ino

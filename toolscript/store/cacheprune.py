@@ -256,7 +256,7 @@ def _models(rules: _Rules, folder: Path) -> Iterator[_Candidate]:
             continue
         unfinished = _PARTIAL.match(entry.name)
         if unfinished:  # a save_light under way, or of a process that died
-            if not _pid_runs(int(unfinished["pid"])) and rules.unused(_newest(path)):
+            if not _pid_runs(int(unfinished["pid"])) and not rules.young(_newest(path)):
                 yield _Candidate((path,), "unfinished")
             continue
         beside = tuple(graphs.pop(entry.name, []))
