@@ -134,6 +134,29 @@ def test_light_ready_marks_its_folder_used(cache: Path, tmp_path: Path) -> None:
     assert prune_cache(cache).removed == []
 
 
+def test_a_light_folder_written_before_they_recorded_their_model_records_it_at_its_use(
+    cache: Path, tmp_path: Path
+) -> None:
+    from toolscript.search.semantic import LIGHT_FORMAT, light_folder, light_ready
+
+    directory = model_dir(tmp_path, "venv-model")
+    folder = light_folder(str(directory))
+    folder.mkdir(parents=True)
+    (folder / "light.json").write_text(json.dumps({"format": LIGHT_FORMAT, "model_id": "m"}))
+
+    assert light_ready(str(directory)) is not None
+
+    meta = json.loads((folder / "light.json").read_text())
+    assert meta["directory"] == str(directory.resolve())
+    assert meta["files"] == model_files(directory) and meta["model_id"] == "m"
+    aged(folder, 2 * HOUR)
+    assert prune_cache(cache).removed == []  # its model is there
+    (directory / "model.safetensors").unlink()
+    directory.rmdir()  # the venv removed
+    assert [r.reason for r in prune_cache(cache).removed] == ["model gone"]
+    assert not folder.exists()
+
+
 def test_modules_and_what_is_beside_them_go_when_unused(cache: Path) -> None:
     modules = cache / "modules"
     (modules / "aaaaaaaaaaaaaaaa.scripts").mkdir(parents=True)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolscript.errors import SemanticUnavailable
 from toolscript.plumbing.paths import user_cache_dir
+from toolscript.plumbing.privatefile import write_private
 from toolscript.store.cacheprune import model_files, touch
 
 if TYPE_CHECKING:
@@ -163,7 +164,22 @@ def light_ready(requested: str | None) -> dict[str, Any] | None:
             folder.with_name(f"{folder.name}.queries-{QUERIES_GRAPH_FORMAT}.onnx"),
         ]
     )
+    if "files" not in meta:
+        _record_model(folder, meta, requested)
     return {**meta, "folder": str(folder)}
+
+
+def _record_model(folder: Path, meta: dict[str, Any], requested: str | None) -> None:
+    """A light folder written before they recorded their model's directory records it now
+    (its name says it is this directory's, with these files): once that directory is gone
+    or changed, the cache's prune removes the folder (store/cacheprune.py)."""
+    directory = model_directory(requested)
+    if directory is None:
+        return
+    with contextlib.suppress(OSError):
+        recorded = {"directory": str(directory.resolve()), **meta}
+        recorded["files"] = model_files(directory)
+        write_private(folder / LIGHT_META, json.dumps(recorded))
 
 
 class Embedder:

@@ -23,7 +23,8 @@ Files vanishing meanwhile (another gateway pruning too) are not errors; other fa
 kept in the report and logged once. ``prune_if_due`` runs the whole at most once a day
 (a stamp file); ``toolscript cache prune`` runs it now.
 
-Stdlib only at import: ``search/semantic.py`` (the query worker) imports ``model_files``.
+Light at import (no dataclasses, no hashing): ``search/semantic.py``, which the query worker
+imports, uses ``model_files`` and ``touch``.
 """
 
 from __future__ import annotations
@@ -37,10 +38,9 @@ import shutil
 import stat
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "GRACE",
@@ -68,8 +68,7 @@ LONGEST_META = 1 << 20  # bytes of a light folder's description read at most
 _logged_errors = False  # failures are logged once per process
 
 
-@dataclass(frozen=True)
-class Removal:
+class Removal(NamedTuple):
     """One entry of the cache removed (or that would be, in a dry run), and why."""
 
     folder: str
@@ -78,13 +77,13 @@ class Removal:
     reason: str
 
 
-@dataclass
 class PruneReport:
     """What a prune removed (or would), per folder, and what it could not."""
 
-    dry_run: bool
-    removed: list[Removal] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    def __init__(self, dry_run: bool) -> None:
+        self.dry_run = dry_run
+        self.removed: list[Removal] = []
+        self.errors: list[str] = []
 
     @property
     def freed(self) -> int:
@@ -188,8 +187,7 @@ def prune_cache(
     return report
 
 
-@dataclass(frozen=True)
-class _Candidate:
+class _Candidate(NamedTuple):
     """Entries removed together (a module and what is beside it), with the check that
     still holds just before they go (a file touched meanwhile is kept)."""
 
@@ -198,8 +196,7 @@ class _Candidate:
     still: Callable[[], bool] = lambda: True
 
 
-@dataclass(frozen=True)
-class _Rules:
+class _Rules(NamedTuple):
     now: float
     keep: float
 
@@ -239,22 +236,23 @@ def _unused(rules: _Rules, *paths: Path) -> Callable[[], bool]:
 
 # --- models/ -------------------------------------------------------------------------
 
-_GRAPH = re.compile(r"^(?P<folder>.+)\.queries-[0-9]+\.onnx$")
-_PARTIAL = re.compile(r"^.+\.(?P<pid>[0-9]+)\.partial$")
+# (names as patterns: compiled at a prune's first use, by re's cache, not at import)
+_GRAPH = r"^(?P<folder>.+)\.queries-[0-9]+\.onnx$"
+_PARTIAL = r"^.+\.(?P<pid>[0-9]+)\.partial$"
 
 
 def _models(rules: _Rules, folder: Path) -> Iterator[_Candidate]:
     entries = list(_entries(folder))
     graphs: dict[str, list[Path]] = {}
     for entry in entries:
-        matched = _GRAPH.match(entry.name)
+        matched = re.match(_GRAPH, entry.name)
         if matched and entry.is_file(follow_symlinks=False):
             graphs.setdefault(matched["folder"], []).append(Path(entry.path))
     for entry in entries:
         path = Path(entry.path)
         if not entry.is_dir(follow_symlinks=False):
             continue
-        unfinished = _PARTIAL.match(entry.name)
+        unfinished = re.match(_PARTIAL, entry.name)
         if unfinished:  # a save_light under way, or of a process that died
             if not _pid_runs(int(unfinished["pid"])) and not rules.young(_newest(path)):
                 yield _Candidate((path,), "unfinished")
@@ -306,19 +304,19 @@ def _read_small(path: Path) -> str:
 
 # --- modules/, checker/, scripts/, valid-configs/ -------------------------------------
 
-_HASHED = re.compile(r"^(?P<hash>[0-9a-f]{8,64})\.")
-_CHECKER = re.compile(r"^(?:deno|importmap)-(?P<hash>[0-9a-f]{8,64})\.json(?:\..+\.tmp)?$")
-_HEX = re.compile(r"^[0-9a-f]{16,64}$")
+_HASHED = r"^(?P<hash>[0-9a-f]{8,64})\."
+_CHECKER = r"^(?:deno|importmap)-(?P<hash>[0-9a-f]{8,64})\.json(?:\..+\.tmp)?$"
+_HEX = r"^[0-9a-f]{16,64}$"
 
 
-def _by_hash(pattern: re.Pattern[str]) -> Callable[[_Rules, Path], Iterator[_Candidate]]:
+def _by_hash(pattern: str) -> Callable[[_Rules, Path], Iterator[_Candidate]]:
     """Entries grouped by the hash their names start with; a group goes when none of them
     was touched for ``keep_days``."""
 
     def find(rules: _Rules, folder: Path) -> Iterator[_Candidate]:
         groups: dict[str, list[Path]] = {}
         for entry in _entries(folder):
-            matched = pattern.match(entry.name)
+            matched = re.match(pattern, entry.name)
             if matched:
                 groups.setdefault(matched["hash"], []).append(Path(entry.path))
         for paths in groups.values():
@@ -332,7 +330,7 @@ def _by_hash(pattern: re.Pattern[str]) -> Callable[[_Rules, Path], Iterator[_Can
 def _hex_named(rules: _Rules, folder: Path) -> Iterator[_Candidate]:
     """Entries named by a hash alone (a prepared script's folder, a config's memo)."""
     for entry in _entries(folder):
-        if _HEX.match(entry.name):
+        if re.match(_HEX, entry.name):
             check = _unused(rules, Path(entry.path))
             if check():
                 yield _Candidate((Path(entry.path),), "unused", check)
@@ -340,7 +338,7 @@ def _hex_named(rules: _Rules, folder: Path) -> Iterator[_Candidate]:
 
 # --- run/, gateways/ -----------------------------------------------------------------
 
-_OF_PROCESS = re.compile(
+_OF_PROCESS = (
     r"^(?:importmap-(?:spare-deno-)?|deno-)(?P<pid>[0-9]+)-[0-9a-f]+(?:\.json)?(?:\..+\.tmp)?$"
 )
 
@@ -348,7 +346,7 @@ _OF_PROCESS = re.compile(
 def _of_processes(rules: _Rules, folder: Path) -> Iterator[_Candidate]:
     """One process's files (a run's import map, its ``DENO_DIR``): once it is gone."""
     for entry in _entries(folder):
-        matched = _OF_PROCESS.match(entry.name)
+        matched = re.match(_OF_PROCESS, entry.name)
         if matched and not _pid_runs(int(matched["pid"])):
             path = Path(entry.path)
             if not rules.young(_newest(path)):
@@ -356,8 +354,8 @@ def _of_processes(rules: _Rules, folder: Path) -> Iterator[_Candidate]:
                 yield _Candidate((path,), "process ended", partial(_pid_ended, pid))
 
 
-_STATE = re.compile(r"^(?P<key>[0-9a-f]{16,64})\.json$")
-_LOCK = re.compile(r"^(?P<key>[0-9a-f]{16,64})\.lock$")
+_STATE = r"^(?P<key>[0-9a-f]{16,64})\.json$"
+_LOCK = r"^(?P<key>[0-9a-f]{16,64})\.lock$"
 
 
 def _gateways(rules: _Rules, folder: Path) -> Iterator[_Candidate]:
@@ -365,11 +363,11 @@ def _gateways(rules: _Rules, folder: Path) -> Iterator[_Candidate]:
     and no process holds it (``_remove`` takes it first)."""
     for entry in _entries(folder):
         path = Path(entry.path)
-        if _STATE.match(entry.name) and not _state_runs(path):
+        if re.match(_STATE, entry.name) and not _state_runs(path):
             if not rules.young(_newest(path)):
                 yield _Candidate((path,), "gateway ended", partial(_state_ended, path))
         elif (
-            _LOCK.match(entry.name)
+            re.match(_LOCK, entry.name)
             and rules.unused(_newest(path))
             and not _state_runs(path.with_suffix(".json"))
         ):
