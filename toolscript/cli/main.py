@@ -83,6 +83,7 @@ def _root(
 def _register() -> None:
     from toolscript.cli import (
         auth,
+        cache,
         config,
         exec,
         gateway,
@@ -118,6 +119,7 @@ def _register() -> None:
     app.add_typer(real_app(history.app), name="runs")
     app.add_typer(real_app(gateway.app), name="gateway")
     app.add_typer(real_app(config.app), name="config")
+    app.add_typer(real_app(cache.app), name="cache")
     app.add_typer(real_app(gateway.hook_app), name="hook", hidden=True)
     _resolve(app)
 

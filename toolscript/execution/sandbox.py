@@ -119,8 +119,11 @@ def _write_script(script: Script) -> tuple[Path, PreparedSource]:
     # (messages still show the script's own name).
     safe_name = _UNSAFE_IN_URL.sub("_", script.file_name) or "script.ts"
     path = user_cache_dir() / "scripts" / digest / safe_name
-    if not path.exists():
-        write_private(path, prepared.code)
+    try:
+        os.utime(path)  # used now: the cache's prune keeps it (store/cacheprune.py)
+    except OSError:
+        if not path.exists():
+            write_private(path, prepared.code)
     return path, prepared
 
 

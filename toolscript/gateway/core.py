@@ -61,7 +61,7 @@ from toolscript.pipeline.tasks.scripts import (
     load_verdicts,
 )
 from toolscript.plumbing.boundedread import read_regular_file
-from toolscript.plumbing.paths import project_state_dir
+from toolscript.plumbing.paths import project_state_dir, user_cache_dir
 from toolscript.plumbing.processes import (
     identity_alive,
     memory_of,
@@ -120,6 +120,10 @@ SLOW_CHECKS_BEFORE_BACKGROUND = 2
 # (a script checked before asks for no check: its pass is remembered beside it) writes new
 # ones next, and those need the checker ready.
 RUNS_BEFORE_BACKGROUND = 2
+# The user's cache is kept (store/cacheprune.py) this long after the background work starts,
+# once no run is under way, and again every CACHE_KEEPING_EVERY (it prunes once a day).
+CACHE_KEEPING_DELAY = 10.0
+CACHE_KEEPING_EVERY = 6 * 3600.0
 # How long the first build waits for connected servers' prompts and templates (listed after
 # they connect); a server slower than this has them typed by a rebuild when they come.
 OFFERED_GRACE = 2.0
@@ -408,6 +412,7 @@ class Gateway:
             if self.search.embedder is not None:
                 self._semantic_scope = anyio.CancelScope()
             self._background_scope = anyio.CancelScope()
+            self._cache_scope = anyio.CancelScope()
             tasks.start_soon(self._start_background, name="background start")
             log.info(
                 "ready: %d/%d servers connected, %d tools",
@@ -421,6 +426,7 @@ class Gateway:
                 with anyio.CancelScope(shield=True):
                     await self.background.close()
                 self._background_scope.cancel()
+                self._cache_scope.cancel()
                 self._watch_scope.cancel()
                 self._flush_scope.cancel()
                 with anyio.CancelScope(shield=True):
@@ -513,6 +519,30 @@ class Gateway:
             self._start_semantic()
             if self.checker is not None:
                 self._tasks.start_soon(self._run_checker, name="type checker")
+            self._tasks.start_soon(self._keep_cache, name="cache keeping")
+
+    async def _keep_cache(self) -> None:
+        """Every ``CACHE_KEEPING_EVERY``: this gateway's module marked used, and the user's
+        cache pruned when no gateway did it for a day (``store/cacheprune.py``; a thread)."""
+        from toolscript.store.cacheprune import prune_if_due, touch_module
+
+        def keep() -> None:
+            root = user_cache_dir()
+            if self.artifacts.module_hash:
+                touch_module(root, self.artifacts.module_hash)
+            prune_if_due(root)
+
+        with self._cache_scope:
+            await self.first_build.wait()
+            await anyio.sleep(CACHE_KEEPING_DELAY)
+            while True:
+                while self.runs.live > self.background.live:
+                    await anyio.sleep(1.0)
+                try:
+                    await anyio.to_thread.run_sync(keep)
+                except Exception as exc:  # a cache that cannot be kept is not the gateway's end
+                    log.warning("cache: %s", exc)
+                await anyio.sleep(CACHE_KEEPING_EVERY)
 
     def search_wanted(self) -> None:
         """A search came: a model that waits for an idle gateway (``search_when_idle``)

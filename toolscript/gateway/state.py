@@ -211,12 +211,22 @@ def claim_project(directory: Path) -> bool:
 
     path = gateway_state_file(directory).with_suffix(".lock")
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    while True:
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(descriptor)
+            return False
+        # The cache's prune removes an unused lock while holding it: the file locked must
+        # still be the one at the path, else another process could lock a new one too.
+        try:
+            held = os.fstat(descriptor).st_ino == os.stat(path).st_ino
+        except FileNotFoundError:
+            held = False
+        if held:
+            break
         os.close(descriptor)
-        return False
     _claims[key] = descriptor
     return True
 

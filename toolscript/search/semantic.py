@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from toolscript.errors import SemanticUnavailable
 from toolscript.plumbing.paths import user_cache_dir
+from toolscript.plumbing.privatefile import write_private
+from toolscript.store.cacheprune import model_files, touch
 
 if TYPE_CHECKING:
     import sqlite3
@@ -130,9 +132,7 @@ def light_folder(requested: str | None) -> Path:
     directory = model_directory(name)
     if directory is not None:
         identity.append(str(directory.resolve()))
-        for child in sorted(directory.iterdir()):
-            with_stat = child.stat()
-            identity.append(f"{child.name}:{with_stat.st_size}:{with_stat.st_mtime_ns}")
+        identity.extend(model_files(directory))
     import hashlib  # (here: the query worker is given its folders, and holds no OpenSSL)
 
     digest = hashlib.sha256("\n".join(identity).encode()).hexdigest()[:16]
@@ -157,7 +157,29 @@ def light_ready(requested: str | None) -> dict[str, Any] | None:
         return None
     if not isinstance(meta, dict) or meta.get("format") != LIGHT_FORMAT:
         return None
+    # used now: the cache's prune keeps what was used lately (store/cacheprune.py)
+    touch(
+        [
+            folder / LIGHT_META,
+            folder.with_name(f"{folder.name}.queries-{QUERIES_GRAPH_FORMAT}.onnx"),
+        ]
+    )
+    if "files" not in meta:
+        _record_model(folder, meta, requested)
     return {**meta, "folder": str(folder)}
+
+
+def _record_model(folder: Path, meta: dict[str, Any], requested: str | None) -> None:
+    """A light folder written before they recorded their model's directory records it now
+    (its name says it is this directory's, with these files): once that directory is gone
+    or changed, the cache's prune removes the folder (store/cacheprune.py)."""
+    directory = model_directory(requested)
+    if directory is None:
+        return
+    with contextlib.suppress(OSError):
+        recorded = {"directory": str(directory.resolve()), **meta}
+        recorded["files"] = model_files(directory)
+        write_private(folder / LIGHT_META, json.dumps(recorded))
 
 
 class Embedder:
@@ -327,13 +349,16 @@ class Embedder:
             "probe": CASED_PROBE,
             "vectors": exact.astype("float32").tolist(),
         }
+        directory = model_directory(self.requested)
+        if directory is not None:  # what the cache's prune checks (store/cacheprune.py)
+            meta["directory"] = str(directory.resolve())
+            meta["files"] = model_files(directory)
         try:
             runner = self._onnx if self._onnx is not None else _onnx_runner(self._model)
             if runner is not None:
                 runner.save(partial)
                 meta["runtime"] = "onnxruntime"
             else:
-                directory = model_directory(self.requested)
                 if quick_encoder_for(directory) is None:
                     return None
                 meta["runtime"], meta["directory"] = "numpy", str(directory)
