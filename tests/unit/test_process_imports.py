@@ -53,6 +53,12 @@ import toolscript.upstream.sdk
 print(json.dumps(sorted(sys.modules)))
 """
 
+IMPORT_GATEWAY = """
+import json, sys
+import toolscript.gateway.app, toolscript.gateway.runner, toolscript.upstream.connect
+print(json.dumps(sorted(sys.modules)))
+"""
+
 IMPORT_FACE = """
 import json, sys
 import toolscript.mcpface.server
@@ -143,6 +149,14 @@ def test_the_gateway_imports_the_sdk_client_without_its_package_inits() -> None:
     assert isinstance(imported, list)
     assert "mcp.client.session" in imported and "mcp.client.stdio" in imported
     assert [name for name in SDK_UNUSED if name in imported] == []
+
+
+def test_a_gateway_of_stdio_servers_imports_no_http_client() -> None:
+    """httpx2 (the SDK's HTTP client) comes with the first HTTP server."""
+    imported = _run(IMPORT_GATEWAY)
+    assert isinstance(imported, list)
+    assert "litestar" in imported and "mcp.client.stdio" in imported
+    assert "httpx2" not in imported
 
 
 def test_the_face_imports_the_sdk_server_without_its_package_inits() -> None:
