@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import gc
 import json
-import random
-import string
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from toolscript.search.lexical import LexicalIndex, implied_words, similarity_to
+from toolscript.search.lexical import LexicalIndex, implied_words
 from toolscript.search.text import document_for, documents_for, keyword_query
 
 TIME_TOOLS = json.loads((Path(__file__).parent / "data" / "time_tools.json").read_text())
@@ -203,28 +200,3 @@ def test_postings_are_kept_once_as_arrays_where_numpy_is_installed() -> None:
         if isinstance(item, dict | list | tuple):
             pending.extend(gc.get_referents(item))
     assert postings == 0
-
-
-def test_close_words_are_scored_as_thefuzz_scores_them() -> None:
-    """``similarity_to`` is thefuzz's ``fuzz.ratio`` (rounding at .5 included: 97.5 of two
-    40-letter words), on random words of small and large alphabets and on near copies."""
-    fuzz = pytest.importorskip("thefuzz.fuzz")
-    chance = random.Random(45)
-    pairs = [("a" * 39 + "b", "a" * 40), ("", ""), ("", "x"), ("search", "serach")]
-    pairs += [("zeitzone", "zeitzöne"), ("abcdefgh", "abcdefgx"), ("ab" * 30, "ba" * 30)]
-    for _ in range(3000):
-        letters = string.ascii_lowercase[: chance.randint(1, 26)] + "éß_"
-        token = "".join(chance.choice(letters) for _ in range(chance.randint(0, 45)))
-        for _ in range(6):
-            cut = chance.randint(0, len(token))
-            typo = "".join(chance.choice(letters) for _ in range(chance.randint(0, 3)))
-            near = token[:cut] + typo + token[cut + chance.randint(0, 2) :]
-            other = "".join(chance.choice(letters) for _ in range(chance.randint(0, 45)))
-            pairs += [(token, near), (token, other)]
-    ratios: dict[str, Callable[[str], int]] = {}
-    mismatched = [
-        (token, word)
-        for token, word in pairs
-        if ratios.setdefault(token, similarity_to(token))(word) != fuzz.ratio(token, word)
-    ]
-    assert mismatched == []

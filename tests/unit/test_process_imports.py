@@ -195,23 +195,6 @@ def test_threads_asking_at_once_run_the_init_once() -> None:
     assert _run(IN_THREADS) == [8, 1, "module"]
 
 
-TYPO_QUERY = """
-import json, sys
-from toolscript.search.lexical import LexicalIndex
-from toolscript.search.text import document_for, keyword_query
-
-tools = [{"name": "get_current_time", "description": "The current time in a timezone"}]
-index = LexicalIndex([document_for("time", "", tool) for tool in tools])
-print(json.dumps([sorted(index.scores(keyword_query("curent tmezone"))),
-                  sorted({name.split(".")[0] for name in sys.modules} & {"rapidfuzz", "thefuzz"})]))
-"""
-
-
-def test_a_query_with_typos_imports_no_string_matching_package() -> None:
-    """The close words of a typo are scored without rapidfuzz (3.4 MB of the gateway)."""
-    assert _run(TYPO_QUERY) == [[0], []]
-
-
 KEYWORD_ONLY = """
 import json, sys
 from pathlib import Path

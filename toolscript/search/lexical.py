@@ -13,14 +13,13 @@ import math
 import re
 import sys
 from collections import defaultdict
-from collections.abc import Callable
 from typing import Any
 
 from toolscript.search.parameters import PARAMETERS, SearchParameters
 from toolscript.search.text import ToolDocument, query_tokens, stem, tokenize
 from toolscript.search.words import IMPLIED_WORDS, SYNONYM_GROUPS
 
-__all__ = ["SYNONYMS", "LexicalIndex", "implied_words", "similarity_to"]
+__all__ = ["SYNONYMS", "LexicalIndex", "implied_words"]
 
 _IMPLIED = [(re.compile(pattern), word) for pattern, word in IMPLIED_WORDS]
 
@@ -29,30 +28,6 @@ def implied_words(query: str) -> list[str]:
     """Stemmed words a query means without saying them (words.IMPLIED_WORDS)."""
     lowered = query.lower()
     return [stem(word) for pattern, word in _IMPLIED if pattern.search(lowered)]
-
-
-def similarity_to(token: str) -> Callable[[str], int]:
-    """thefuzz's ``fuzz.ratio(token, word)`` for any word: their Indel similarity in percent,
-    rounded (100 * (1 - (len sum - 2 * LCS) / len sum), the LCS by Hyyrö's bit-parallel
-    algorithm). Computed here because importing rapidfuzz for it held 3.4 MB (41 modules)
-    in the gateway from its first typo on; the unit tests check it against thefuzz."""
-    masks: dict[str, int] = {}
-    for place, char in enumerate(token):
-        masks[char] = masks.get(char, 0) | 1 << place
-    every = (1 << len(token)) - 1
-
-    def ratio(word: str) -> int:
-        total = len(token) + len(word)
-        if not total:
-            return 100
-        row = every
-        for char in word:
-            matched = row & masks.get(char, 0)
-            row = ((row + matched) | (row - matched)) & every
-        common = len(token) - row.bit_count()
-        return round((1.0 - (total - 2 * common) / total) * 100)
-
-    return ratio
 
 
 def _synonyms() -> dict[str, list[str]]:
@@ -162,13 +137,14 @@ class LexicalIndex:
         return known
 
     def _close_words(self, token: str) -> list[tuple[str, float]]:
+        from thefuzz import fuzz
+
         p = self.parameters
-        ratio = similarity_to(token)
         candidates = []
         for word in self._vocabulary_by_initial.get(token[:1], []):
             if abs(len(word) - len(token)) > p.close_length_gap:
                 continue
-            similarity = ratio(word)
+            similarity = fuzz.ratio(token, word)
             if similarity >= p.close_similarity:
                 candidates.append((word, similarity / 100 * p.close_credit))
             elif word.startswith(token) and len(token) >= p.close_min_length:
