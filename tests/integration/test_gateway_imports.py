@@ -1,8 +1,7 @@
 """What a running gateway has imported after real work: a server connected, a tool called,
 a search with typos. Nothing there asks the SDK's packages for a name, so their
-``__init__`` files stay unrun (``plumbing/deferredinit.py``), and neither the SDK's HTTP
-client nor a string-matching package comes in (``test_process_imports.py`` checks the
-imports alone)."""
+``__init__`` files stay unrun (``plumbing/deferredinit.py``), and the SDK's HTTP client
+does not come in for stdio servers (``test_process_imports.py`` checks the imports alone)."""
 
 from __future__ import annotations
 
@@ -40,7 +39,7 @@ print(json.dumps({
     "deferred": [type(sys.modules[name]).__name__ for name in ("mcp", "mcp.client")],
     "imported": sorted(
         name for name in ("mcp.server.mcpserver", "mcp.client.client", "sse_starlette",
-                          "cryptography", "httpx2", "rapidfuzz", "thefuzz")
+                          "cryptography", "httpx2")
         if name in sys.modules
     ),
 }))
