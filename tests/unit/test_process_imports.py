@@ -43,6 +43,84 @@ config.load()
 print(json.dumps([config.ws_protocol_class is None, "websockets" in sys.modules]))
 """
 
+# What the SDK's package __init__ files import and the gateway's and face's runs never use.
+SDK_UNUSED = ("mcp.server.mcpserver", "mcp.client.client", "sse_starlette", "cryptography")
+
+IMPORT_UPSTREAM = """
+import json, sys
+import toolscript.upstream.server
+import toolscript.upstream.sdk
+print(json.dumps(sorted(sys.modules)))
+"""
+
+IMPORT_GATEWAY = """
+import json, sys
+import toolscript.gateway.app, toolscript.gateway.runner, toolscript.upstream.connect
+print(json.dumps(sorted(sys.modules)))
+"""
+
+IMPORT_FACE = """
+import json, sys
+import toolscript.mcpface.server
+print(json.dumps(sorted(sys.modules)))
+"""
+
+SDK_NAMES_AFTER = """
+import json, sys, types
+import toolscript.upstream.server
+import toolscript.mcpface.server
+import mcp
+deferred = type(mcp).__name__
+loaders = {type(mcp.__loader__).__name__, type(mcp.__spec__.loader).__name__,
+           type(sys.modules["mcp.server"].__loader__).__name__}
+tool = mcp.types.Tool  # a submodule: the __init__ still deferred
+still = type(mcp).__name__
+from mcp.client import ClientSession
+from mcp import Client, ClientSession as Same, stdio_server
+from mcp.server import MCPServer, Server
+namespace = {}
+exec("from mcp import *", namespace)
+import mcp.client.session, mcp.server.lowlevel, mcp.client.client
+print(json.dumps([
+    deferred, still, tool is sys.modules["mcp_types"].Tool,
+    ClientSession is Same is mcp.client.session.ClientSession,
+    Client is mcp.client.client.Client, Server is mcp.server.lowlevel.Server,
+    MCPServer is sys.modules["mcp.server.mcpserver"].MCPServer,
+    stdio_server is sys.modules["mcp.server.stdio"].stdio_server,
+    namespace["Client"] is Client and sorted(mcp.__all__) == sorted(
+        name for name in namespace if name != "__builtins__"),
+    [type(sys.modules[name]) is types.ModuleType for name in ("mcp", "mcp.client", "mcp.server")],
+    [sys.modules[name].__spec__.name for name in ("mcp", "mcp.client", "mcp.server")],
+    mcp.client is sys.modules["mcp.client"] and mcp.server is sys.modules["mcp.server"],
+    sorted(loaders),
+]))
+"""
+
+ALREADY_IMPORTED = """
+import json, sys
+import mcp
+before = {name: sys.modules[name] for name in ("mcp", "mcp.client", "mcp.server")}
+import toolscript.upstream.server
+from toolscript.plumbing.deferredinit import defer_mcp_inits
+defer_mcp_inits()
+print(json.dumps([sys.modules[name] is module and type(module).__name__ == "module"
+                  for name, module in before.items()]
+                 + [[type(finder).__name__ for finder in sys.meta_path if "Defer" in type(finder).__name__]]))
+"""
+
+IN_THREADS = """
+import json, sys, threading
+import toolscript.upstream.server
+import mcp
+found = []
+threads = [threading.Thread(target=lambda: found.append(mcp.Client)) for _ in range(8)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(json.dumps([len(found), len(set(map(id, found))), type(mcp).__name__]))
+"""
+
 
 def _run(code: str) -> object:
     done = subprocess.run(
@@ -62,6 +140,59 @@ def test_the_gateway_and_the_face_import_nothing_their_runs_do_not_use() -> None
 def test_the_gateway_serves_without_the_websockets_package() -> None:
     """uvicorn's default would import it for upgrades the guard then refuses."""
     assert _run(SERVE_CONFIG) == [True, False]
+
+
+def test_the_gateway_imports_the_sdk_client_without_its_package_inits() -> None:
+    """``mcp/__init__.py`` imports the SDK's servers and OAuth: 54 MB the gateway never
+    uses (``plumbing/deferredinit.py``)."""
+    imported = _run(IMPORT_UPSTREAM)
+    assert isinstance(imported, list)
+    assert "mcp.client.session" in imported and "mcp.client.stdio" in imported
+    assert [name for name in SDK_UNUSED if name in imported] == []
+
+
+def test_a_gateway_of_stdio_servers_imports_no_http_client() -> None:
+    """httpx2 (the SDK's HTTP client) comes with the first HTTP server."""
+    imported = _run(IMPORT_GATEWAY)
+    assert isinstance(imported, list)
+    assert "litestar" in imported and "mcp.client.stdio" in imported
+    assert "httpx2" not in imported
+
+
+def test_the_face_imports_the_sdk_server_without_its_package_inits() -> None:
+    """(``sse_starlette`` stays: the low-level server's own module imports it.)"""
+    imported = _run(IMPORT_FACE)
+    assert isinstance(imported, list)
+    assert "mcp.server.lowlevel" in imported
+    assert [name for name in SDK_UNUSED if name in imported] == ["sse_starlette"]
+
+
+def test_the_sdk_packages_still_answer_every_name_after_deferring() -> None:
+    """Their ``__init__`` runs at the first name that is not a submodule: the packages
+    are then the very modules Python makes."""
+    assert _run(SDK_NAMES_AFTER) == [
+        "_DeferredPackage",
+        "_DeferredPackage",
+        True,
+        True,
+        True,
+        True,
+        True,
+        True,
+        True,
+        [True, True, True],
+        ["mcp", "mcp.client", "mcp.server"],
+        True,
+        ["SourceFileLoader"],
+    ]
+
+
+def test_an_sdk_imported_before_is_left_alone() -> None:
+    assert _run(ALREADY_IMPORTED) == [True, True, True, []]
+
+
+def test_threads_asking_at_once_run_the_init_once() -> None:
+    assert _run(IN_THREADS) == [8, 1, "module"]
 
 
 KEYWORD_ONLY = """

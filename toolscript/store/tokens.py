@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolscript.plumbing.deferredinit import defer_mcp_inits
 from toolscript.plumbing.paths import user_state_dir
 from toolscript.plumbing.privatefile import write_private
 
@@ -32,6 +33,7 @@ __all__ = ["PendingSignIn", "SignIn", "TokenStore", "auth_dir", "forget", "signe
 
 
 KEYRING_SERVICE = "toolscript-oauth"
+defer_mcp_inits()  # before the ``mcp.shared.auth`` imports below
 _SECRETS = ("tokens", "client")
 
 

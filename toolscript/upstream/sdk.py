@@ -9,10 +9,14 @@ that breaks one fails loudly in CI rather than in a user's gateway:
   results and to take raw tools/call replies off the read stream.
 - the stdio transport's spawn and shutdown (process group, close stdin, TERM, KILL),
   reused by ``upstream/stdio.py`` around its own linear line reader.
-- ``create_mcp_http_client``: the httpx client the SDK's HTTP transports expect.
+- ``create_mcp_http_client``: the httpx client the SDK's HTTP transports expect (imported
+  at the first HTTP server: its module imports httpx2, 2 MB that a gateway of stdio
+  servers never uses).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from mcp.client._transport import TransportStreams
 from mcp.client.stdio import (
@@ -25,7 +29,9 @@ from mcp.client.stdio import (
     _stop_server_process as stop_server_process,
 )
 from mcp.client.stdio import get_default_environment
-from mcp.shared._httpx_utils import create_mcp_http_client
+
+if TYPE_CHECKING:
+    import httpx2
 
 __all__ = [
     "TransportStreams",
@@ -35,3 +41,12 @@ __all__ = [
     "get_default_environment",
     "stop_server_process",
 ]
+
+
+def create_mcp_http_client(
+    headers: dict[str, str] | None = None, auth: httpx2.Auth | None = None
+) -> httpx2.AsyncClient:
+    """The SDK's ``create_mcp_http_client`` (its default timeouts)."""
+    from mcp.shared._httpx_utils import create_mcp_http_client as create
+
+    return create(headers=headers, auth=auth)
