@@ -4,6 +4,7 @@ processes still running on its list and never runs what it reads."""
 
 from __future__ import annotations
 
+import shutil
 import signal
 import subprocess
 import sys
@@ -11,8 +12,10 @@ import threading
 from pathlib import Path
 
 import psutil
+import pytest
 
 from tests.helpers import wait_until
+from toolscript.execution import watchdog
 from toolscript.execution.lifeline import Lifeline
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,3 +158,26 @@ def test_the_watchdog_is_no_python() -> None:
     finally:
         watched.kill()
         watched.wait()
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash here")
+def test_bash_as_sh_runs_the_watchdog_alike(tmp_path: Path) -> None:
+    """macOS's /bin/sh is bash in POSIX mode (Linux's is often dash): the same words, the
+    same outcome."""
+    ended, watched = sleeper(), sleeper()
+    try:
+        words = ["g$(touch ran)", f"g{ended.pid}", "g1", f"g{watched.pid}", f"fg{ended.pid}"]
+        subprocess.run(
+            ["bash", "--posix", "-c", watchdog.SCRIPT, "watchdog"],
+            input="".join(f"{word}\n" for word in words),
+            text=True,
+            cwd=tmp_path,
+            timeout=60,
+            check=True,
+        )
+        assert watched.wait(10) == -signal.SIGKILL
+        assert ended.poll() is None and list(tmp_path.iterdir()) == []
+    finally:
+        for each in (ended, watched):
+            each.kill()
+            each.wait()
