@@ -6,6 +6,7 @@ TOOLSCRIPT_FACE_GATEWAY=process the face still starts a `gateway start` process.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import subprocess
@@ -341,3 +342,41 @@ def test_the_faces_transport_holds_whatever_its_gateways_build_does_to_sys_stdou
         assert client.process.stdin is not None
         client.process.stdin.close()
         client.process.wait(30)
+
+
+def test_a_face_killed_by_sigkill_leaves_no_process(tmp_path: Path) -> None:
+    """SIGKILL gives the face no clean-up: its watchdog stops the spare sandbox and what
+    else it named, the servers and the type checker leave when their pipes close."""
+    config = project(tmp_path / "project")
+    env = clean_env(TOOLSCRIPT_LOG_LEVEL="WARNING", TOOLSCRIPT_HOME=str(tmp_path / "home"))
+    client = RawClient(config, env)
+    seen: list[psutil.Process] = []
+    try:
+        client.initialize()
+        for number in (2, 3):  # the second run takes the spare the first one left
+            ran = client.ask(
+                number, "tools/call", {"name": "execute", "arguments": {"code": SCRIPT}}
+            )
+            assert not ran["result"]["isError"], ran
+        face = psutil.Process(client.process.pid)
+        seen.extend(
+            wait_until(
+                lambda: tree(face),
+                lambda found: (
+                    any("lsp" in argv(p) for p in found)
+                    and any("run" in argv(p) and "deno" in p.name() for p in found)
+                    and any("watchdog.py" in " ".join(argv(p)) for p in found)
+                ),
+                60,
+                "the face's type checker, spare sandbox and watchdog",
+            )
+        )
+        client.process.kill()
+        client.process.wait(10)
+        _, alive = psutil.wait_procs(seen[1:], timeout=30)
+        assert alive == [], [" ".join(argv(p))[:120] for p in alive]
+    finally:
+        for leftover in seen[1:]:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                leftover.kill()
+        stop_process(client.process, 5)

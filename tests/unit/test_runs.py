@@ -243,6 +243,32 @@ def test_a_stopped_run_resumes_from_its_log_and_makes_the_approved_call_once(
     anyio.run(scenario)
 
 
+def test_an_ended_run_keeps_none_of_its_answers_in_memory(tmp_path: Path) -> None:
+    """The gateway keeps its last ENDED_KEPT ended runs; their results (up to REPLAY_BYTES
+    each) are not kept with them: a run stopped for approval resumes from the log."""
+    server = FakeServer()
+    big = {"text": "x" * 100_000}
+
+    async def scenario() -> None:
+        runs = book(tmp_path)
+        done = await runs.register(script_hash="done", script="code")
+        assert (await runs.call(done, "s__read", big, 7, server.make))[0] == 200
+        assert done.answered  # kept while the run goes on: a stop would need them
+        await runs.end(done.id, 0)
+        stopped = await runs.register(script_hash="stopped", script="code")
+        first = await runs.call(stopped, "s__read", big, 7, server.make)
+        await runs.call(stopped, "s__delete", {"k": 1}, 7, server.make)
+        await runs.end(stopped.id, 120)
+        assert done.answered == [] and stopped.answered == []
+        runs.runlog.approve_call(stopped.id)
+        resumed = await runs.register(script_hash="stopped")
+        assert resumed.resumed_from == stopped.id
+        assert await runs.call(resumed, "s__read", big, 7, server.make) == first
+        assert len(server.made) == 2  # the read answered again from the log
+
+    anyio.run(scenario)
+
+
 def test_a_diverging_replay_and_too_many_calls_stop_the_run(tmp_path: Path) -> None:
     server = FakeServer()
 

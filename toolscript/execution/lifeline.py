@@ -3,9 +3,9 @@
 SIGINT, SIGTERM and SIGHUP become exceptions, so the ``finally`` blocks of the run stop
 the sandbox and any ephemeral gateway; should that clean-up itself hang, exec leaves
 anyway after ``EXIT_DEADLINE`` seconds. SIGKILL cannot be caught: for it (and for that
-forced exit) a watchdog process holds the read end of a pipe whose write end only exec
-holds, and stops everything exec named when that pipe closes without a last word
-(``watchdog.py``).
+forced exit) a watchdog process (a POSIX shell) holds the read end of a pipe whose write
+end only exec holds, and stops everything exec named when that pipe closes without a last
+word (``watchdog.py``).
 """
 
 from __future__ import annotations
@@ -14,11 +14,10 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
-from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
+from toolscript.execution import watchdog
 from toolscript.plumbing.processes import stop_process
 
 __all__ = ["Lifeline"]
@@ -67,7 +66,7 @@ class Lifeline:
         read, write = os.pipe()
         try:
             self._watchdog = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(Path(__file__).with_name("watchdog.py"))],
+                watchdog.command(),
                 stdin=read,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,

@@ -336,6 +336,8 @@ class RunBook:
             if self.telemetry is not None:
                 self.telemetry.run_ended(run)
             await self.flush(replay_of=run if run.status == "awaiting_approval" else None)
+            if run.id not in self._replays:  # its answers written for a resume, or not wanted
+                run.answered = []  # an ended run is kept (ENDED_KEPT), its results need not be
             ended = [r for r in self._runs.values() if r.ended]
             for old in ended[: max(0, len(ended) - ENDED_KEPT)]:
                 del self._runs[old.id]
@@ -710,6 +712,8 @@ class RunBook:
             except ToolscriptError as exc:
                 self._keep_unwritten(calls, runs, replays, exc)
                 return
+            for run in replays.values():
+                run.answered = []  # written: a resume reads them from the log
             if self._unwritten_since is not None:
                 log.warning("runs: the run log is written again; nothing was lost")
                 self._unwritten_since = None

@@ -1,0 +1,183 @@
+"""The watchdog that stops what exec or the MCP face started when that process dies
+(``toolscript/execution/watchdog.py``): a shell, not a Python, that keeps only the
+processes still running on its list and never runs what it reads."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.helpers import wait_until
+from toolscript.execution import watchdog
+from toolscript.execution.lifeline import Lifeline
+
+ROOT = Path(__file__).resolve().parents[2]
+WATCHDOG = ROOT / "toolscript" / "execution" / "watchdog.py"
+
+
+def sleeper(*, session: bool = True) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(["sleep", "60"], start_new_session=session)
+
+
+def fire(words: list[str], cwd: Path | None = None) -> None:
+    """The watchdog reads ``words`` and its input ends without "done": its owner died."""
+    subprocess.run(
+        [sys.executable, "-I", "-S", str(WATCHDOG)],
+        input="".join(f"{word}\n" for word in words),
+        text=True,
+        cwd=cwd,
+        timeout=60,
+        check=True,
+    )
+
+
+def test_the_watchdog_stops_only_what_is_still_on_its_list() -> None:
+    """Groups and processes named, some then said to have ended: the ended ones are
+    spared, a number named twice and forgotten once is still stopped, groups are killed
+    and processes terminated."""
+    ended_group, group, twice = sleeper(), sleeper(), sleeper()
+    ended_process, process = sleeper(), sleeper()
+    everyone = [ended_group, group, twice, ended_process, process]
+    reaper = threading.Thread(target=process.wait)  # else it lingers, a zombie, for 20 s
+    reaper.start()
+    try:
+        fire(
+            [
+                f"g{ended_group.pid}",
+                f"g{group.pid}",
+                f"p{ended_process.pid}",
+                f"g{twice.pid}",
+                f"g{twice.pid}",
+                f"fg{ended_group.pid}",
+                f"p{process.pid}",
+                f"fp{ended_process.pid}",
+                f"fg{twice.pid}",
+            ]
+        )
+        assert group.wait(10) == -signal.SIGKILL
+        assert twice.wait(10) == -signal.SIGKILL
+        reaper.join(10)
+        assert process.returncode == -signal.SIGTERM
+        assert ended_group.poll() is None and ended_process.poll() is None
+    finally:
+        for each in everyone:
+            each.kill()
+            each.wait()
+
+
+def test_the_watchdog_never_runs_what_it_reads(tmp_path: Path) -> None:
+    """Words that a shell would run, or that name no process (0 is the watchdog's own
+    group, 1 every process), are skipped; the words after them still count."""
+    watched = sleeper()
+    try:
+        fire(
+            [
+                "g$(touch ran-1)",
+                "p`touch ran-2`",
+                f"g{watched.pid};touch ran-3",
+                "p1 && touch ran-4",
+                "g*",
+                "g-1",
+                "g0",
+                "g1",
+                "p0",
+                "p1",
+                "fg",
+                "",
+                "g" + "9" * 40,
+                "$(touch ran-5)",
+                f"g{watched.pid}",
+            ],
+            cwd=tmp_path,
+        )
+        assert watched.wait(10) == -signal.SIGKILL
+        assert list(tmp_path.iterdir()) == []
+    finally:
+        watched.kill()
+        watched.wait()
+
+
+def test_a_last_word_without_a_newline_counts() -> None:
+    watched = sleeper()
+    try:
+        subprocess.run(
+            [sys.executable, "-I", "-S", str(WATCHDOG)],
+            input=f"g{watched.pid}",
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        assert watched.wait(10) == -signal.SIGKILL
+    finally:
+        watched.kill()
+        watched.wait()
+
+
+def test_a_process_that_ignores_sigterm_is_killed() -> None:
+    stubborn = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print(flush=True); time.sleep(120)",
+        ],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert stubborn.stdout is not None
+        stubborn.stdout.readline()  # SIGTERM is ignored from here on
+        fire([f"p{stubborn.pid}"])  # the watchdog waits for it, then kills it
+        assert stubborn.wait(10) == -signal.SIGKILL
+    finally:
+        stubborn.kill()
+        stubborn.wait()
+
+
+def test_the_watchdog_is_no_python() -> None:
+    """exec and the face keep a watchdog for their whole life: a shell holds a few MB
+    where a Python holds ten."""
+    watched = sleeper()
+    try:
+        with Lifeline(catch_signals=False) as lifeline:
+            lifeline.watch(watched.pid, group=True)
+            (dog,) = wait_until(
+                lambda: [p for p in psutil.Process().children() if p.pid != watched.pid],
+                lambda found: len(found) == 1 and found[0].cmdline() != [],
+                10,
+                "the watchdog",
+            )
+            assert "python" not in dog.name().lower()
+            assert dog.memory_info().rss < 6_000_000
+        assert watched.poll() is None  # "done": the run stopped what it started itself
+    finally:
+        watched.kill()
+        watched.wait()
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash here")
+def test_bash_as_sh_runs_the_watchdog_alike(tmp_path: Path) -> None:
+    """macOS's /bin/sh is bash in POSIX mode (Linux's is often dash): the same words, the
+    same outcome."""
+    ended, watched = sleeper(), sleeper()
+    try:
+        words = ["g$(touch ran)", f"g{ended.pid}", "g1", f"g{watched.pid}", f"fg{ended.pid}"]
+        subprocess.run(
+            ["bash", "--posix", "-c", watchdog.SCRIPT, "watchdog"],
+            input="".join(f"{word}\n" for word in words),
+            text=True,
+            cwd=tmp_path,
+            timeout=60,
+            check=True,
+        )
+        assert watched.wait(10) == -signal.SIGKILL
+        assert ended.poll() is None and list(tmp_path.iterdir()) == []
+    finally:
+        for each in (ended, watched):
+            each.kill()
+            each.wait()
