@@ -190,7 +190,7 @@ def test_a_client_that_leaves_leaves_no_process(tmp_path: Path, mode: str) -> No
 
     anyio.run(client)
     assert any("mcp-server-time" in command for command in commands), commands
-    assert any("watchdog.py" in command for command in commands), commands
+    assert any("watchdog.sh" in command for command in commands), commands
     assert bool(gateways) == (mode == "process"), commands
     _, alive = psutil.wait_procs(seen, timeout=30)
     for leftover in alive:
@@ -365,7 +365,7 @@ def test_a_face_killed_by_sigkill_leaves_no_process(tmp_path: Path) -> None:
                 lambda found: (
                     any("lsp" in argv(p) for p in found)
                     and any("run" in argv(p) and "deno" in p.name() for p in found)
-                    and any("watchdog.py" in " ".join(argv(p)) for p in found)
+                    and any("watchdog.sh" in " ".join(argv(p)) for p in found)
                 ),
                 60,
                 "the face's type checker, spare sandbox and watchdog",

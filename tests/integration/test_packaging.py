@@ -46,7 +46,9 @@ def test_wheel_ships_every_module_schema_and_template(tmp_path: Path) -> None:
     expected = {
         path.relative_to(ROOT).as_posix()
         for path in (ROOT / "toolscript").rglob("*")
-        if path.is_file() and path.suffix in (".py", ".typed") and "__pycache__" not in path.parts
+        if path.is_file()
+        and path.suffix in (".py", ".typed", ".sh")
+        and "__pycache__" not in path.parts
     }
     expected |= {f"toolscript/schemas/{path.name}" for path in (ROOT / "schemas").glob("*.json")}
     expected |= {  # (a __pycache__ appears once anything imported toolscript.templates)
@@ -55,4 +57,5 @@ def test_wheel_ships_every_module_schema_and_template(tmp_path: Path) -> None:
         if path.is_file()
     }
     assert "toolscript/search/engine.py" in expected  # the walk found the tree
+    assert "toolscript/execution/watchdog.sh" in expected  # (the watchdog is a shell script)
     assert sorted(expected - shipped) == []

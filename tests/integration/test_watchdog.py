@@ -153,6 +153,8 @@ def test_the_watchdog_is_no_python() -> None:
                 "the watchdog",
             )
             assert "python" not in dog.name().lower()
+            # one line in ps: the shell and the script shipped beside watchdog.py
+            assert dog.cmdline() == ["/bin/sh", str(watchdog.SCRIPT.resolve())]
             assert dog.memory_info().rss < 6_000_000
         assert watched.poll() is None  # "done": the run stopped what it started itself
     finally:
@@ -168,7 +170,7 @@ def test_bash_as_sh_runs_the_watchdog_alike(tmp_path: Path) -> None:
     try:
         words = ["g$(touch ran)", f"g{ended.pid}", "g1", f"g{watched.pid}", f"fg{ended.pid}"]
         subprocess.run(
-            ["bash", "--posix", "-c", watchdog.SCRIPT, "watchdog"],
+            ["bash", "--posix", str(watchdog.SCRIPT)],
             input="".join(f"{word}\n" for word in words),
             text=True,
             cwd=tmp_path,

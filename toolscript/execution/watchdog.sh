@@ -1,0 +1,35 @@
+# toolscript's watchdog (see watchdog.py): reads g<pgid>, p<pid>, fg<pgid>, fp<pid> and done
+# on stdin; at end of input without done, kills every group named and stops every process.
+# A word is only ever compared with patterns: none is evaluated.
+number() {
+  case $1 in ''|*[!0-9]*|0*|1) return 1 ;; esac
+}
+without() {
+  gone=$1 kept=
+  shift
+  for n do
+    if [ "$n" = "$gone" ]; then gone=; else kept="$kept $n"; fi
+  done
+}
+groups= processes=
+while read -r word || [ -n "$word" ]; do
+  case $word in
+    done) exit 0 ;;
+    g*) number "${word#g}" && groups="$groups ${word#g}" ;;
+    p*) number "${word#p}" && processes="$processes ${word#p}" ;;
+    fg*) number "${word#fg}" && { without "${word#fg}" $groups; groups=$kept; } ;;
+    fp*) number "${word#fp}" && { without "${word#fp}" $processes; processes=$kept; } ;;
+  esac
+done
+for n in $groups; do kill -s KILL -- "-$n" 2>/dev/null; done
+for n in $processes; do kill -s TERM "$n" 2>/dev/null; done
+tries=200
+while [ -n "$processes" ] && [ "$tries" -gt 0 ]; do
+  sleep 0.1 2>/dev/null || sleep 1
+  tries=$((tries - 1))
+  alive=
+  for n in $processes; do kill -s 0 "$n" 2>/dev/null && alive="$alive $n"; done
+  processes=$alive
+done
+for n in $processes; do kill -s KILL "$n" 2>/dev/null; done
+exit 0
