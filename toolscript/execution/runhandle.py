@@ -28,6 +28,7 @@ __all__ = [
     "end_run",
     "format_progress",
     "format_trace",
+    "registered",
     "show_on_stderr",
     "show_within",
     "start_run",
@@ -97,7 +98,12 @@ def start_run(
     body = gateway_request(url, "/runs", 30, json_body=json.dumps(request).encode(), answers=True)
     if body is None:
         raise GatewayError("the gateway stopped answering before the run started")
-    answer = json.loads(body)
+    return registered(url, json.loads(body), interactive)
+
+
+def registered(url: str, answer: dict[str, Any], interactive: bool = False) -> RunHandle:
+    """The run the gateway at ``url`` registered, from its answer (``POST /runs``'s): the
+    script gets the gateway's URL with the run's token in place of the gateway's own."""
     base = url.rstrip("/").rsplit("/", 1)[0]
     return RunHandle(
         url, answer["id"], f"{base}/{answer['token']}", answer.get("resumed_from"), interactive
