@@ -146,7 +146,7 @@ def cpu_seconds(processes: list[psutil.Process]) -> float:
 
 async def one_round(side: str, params: StdioServerParameters, calls: int) -> dict[str, Any]:
     """Spawn, run the workload, disconnect: every row's value(s) for this round."""
-    scripts = SCRIPTS[side]
+    scripts = SCRIPTS["toolscript" if side == "baseline" else side]
     me = psutil.Process()
     out: dict[str, Any] = {"seen": [], "new": [], "sequential": [], "parallel": []}
 
