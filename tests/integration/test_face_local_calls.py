@@ -1,8 +1,9 @@
 """The MCP face asks its own gateway (served in its process) for each run's registration, end
 and module hash on that gateway's loop, not over HTTP (issue 45: the fixed cost of an
-execute), with the promises of the HTTP routes: the run log holds the run when execute
-answers, a run the gateway stopped is told from its end, a refusal is the gateway's own
-error, and a gateway gone is looked for again. Tool calls, progress and prompts stay HTTP."""
+execute), and for its progress reports, with the promises of the HTTP routes: the run log
+holds the run when execute answers, a run the gateway stopped is told from its end, the
+reports come in order, a refusal is the gateway's own error, and a gateway gone is looked
+for again. The script's tool calls and prompts stay HTTP."""
 
 from __future__ import annotations
 
@@ -89,7 +90,35 @@ def test_a_run_is_registered_and_ended_on_the_gateway_s_loop_and_logged_by_its_a
     # (the module itself is read once over HTTP, then from the cache; progress is polled)
     asked = [route.split("?")[0] for route in requested]
     assert not [route for route in asked if route in ("GET /runtime/hash", "POST /runs")]
-    assert not [route for route in asked if route.endswith("/end")]
+    assert not [route for route in asked if route.endswith(("/end", "/progress"))]
+
+
+def test_a_script_s_progress_reaches_the_face_from_its_gateway_s_loop(
+    face: Backend, requested: list[str]
+) -> None:
+    """The long poll of a run's progress, on the loop too: the reports in order, the last
+    one (sent just before the script ends) included."""
+    code = """import { progress } from "toolscript";
+await progress("one of three", 1 / 3);
+await new Promise((resolve) => setTimeout(resolve, 300));
+await progress("two of three", 2 / 3);
+await progress("three of three", 1);
+return "done";
+"""
+    seen: list[dict[str, Any]] = []
+
+    async def report(found: dict[str, Any]) -> None:
+        seen.append(found)
+
+    answer = anyio.run(lambda: face.execute(code, 60.0, report=report))
+    assert answer.structured == {"result": "done"}, answer.text
+    assert [found["message"] for found in seen] == [
+        "one of three",
+        "two of three",
+        "three of three",
+    ]
+    assert seen[0]["fraction"] == pytest.approx(1 / 3)
+    assert not [route for route in requested if "/progress" in route]
 
 
 def test_a_run_the_gateway_stopped_is_told_from_its_end_on_the_loop(

@@ -383,26 +383,35 @@ class ProgressWatcher(threading.Thread):
     """While a run runs, hands each of its progress reports (its script's ``progress()``,
     its servers' notifications) to ``show``; ``stop`` hands over what is left and ends it."""
 
-    def __init__(self, handle: RunHandle, show: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(
+        self,
+        handle: RunHandle,
+        show: Callable[[dict[str, Any]], None],
+        ask: Callable[[str, int, float], dict[str, Any] | None] | None = None,
+    ) -> None:
+        """``ask(run_id, after, wait)``: what ``GET /runs/{id}/progress`` answers, asked
+        another way (the MCP face, on its own gateway's loop); None: nobody answers."""
         super().__init__(daemon=True, name=f"progress of {handle.id}")
         self.handle = handle
         self.show = show
+        self.ask = ask or self._ask_over_http
         self.done = threading.Event()
         self.next = 0
 
+    def _ask_over_http(self, run_id: str, after: int, wait: float) -> dict[str, Any] | None:
+        route = f"/runs/{run_id}/progress?after={after}&wait={wait:g}"
+        body = gateway_request(self.handle.gateway_url, route, wait + 10)
+        return None if body is None else dict(json.loads(body))
+
     def run(self) -> None:
-        route = f"/runs/{self.handle.id}/progress"
         while True:
             wait = 0.0 if self.done.is_set() else _POLL
             try:
-                body = gateway_request(
-                    self.handle.gateway_url, f"{route}?after={self.next}&wait={wait:g}", wait + 10
-                )
+                found = self.ask(self.handle.id, self.next, wait)
             except GatewayError:
                 return
-            if body is None:
+            if found is None:
                 return
-            found = json.loads(body)
             reports = list(found.get("progress", []))
             following = int(found.get("next", self.next))
             skipped = following - self.next - min(len(reports), PROGRESS_SHOWN)

@@ -4,10 +4,11 @@ The face and the gateway it serves in a thread (``inprocess.py``) share one proc
 the face asks of each run (the module's hash, the run's registration and its end) is the
 routes' own work (``Gateway.register_run``, ``RunBook.end``) run on the gateway's loop
 from the face's thread, without a connection, a request to parse and an answer to encode
-(measured: about 1 ms of the face's CPU an execute). The answers are the routes': a
-refusal raises the error the route's answer stands for (``GatewayResponseError``); a
-gateway gone (its loop closed) is ``None``, as nothing listening is over HTTP, so the face
-looks for a gateway again. Everything else (tool calls, progress, prompts) stays HTTP.
+(measured: about 1 ms of the face's CPU an execute), and its progress reports' long poll
+(``RunBook.wait_progress``). The answers are the routes': a refusal raises the error the
+route's answer stands for (``GatewayResponseError``); a gateway gone (its loop closed) is
+``None``, as nothing listening is over HTTP, so the face looks for a gateway again.
+Everything else (the script's tool calls, prompts) stays HTTP.
 
 Standard library only at import: the face imports it before its gateway's imports.
 """
@@ -39,8 +40,9 @@ class LocalGateway:
         self.gateway = gateway
         self.loop = loop
 
-    def _call(self, work: Coroutine[Any, Any, T]) -> T | None:
-        """``work`` run on the gateway's loop; None when that loop is gone (or going)."""
+    def _call(self, work: Coroutine[Any, Any, T], wait: float = WAIT) -> T | None:
+        """``work`` run on the gateway's loop (``wait`` seconds at most); None when that loop
+        is gone (or going)."""
         if self.loop.is_closed() or self.gateway.runs.closing:
             work.close()
             return None
@@ -50,13 +52,13 @@ class LocalGateway:
             work.close()
             return None
         try:
-            return future.result(WAIT)
+            return future.result(wait)
         except TimeoutError:
             future.cancel()
             from toolscript.errors import GatewayUnreachableError
 
             raise GatewayUnreachableError(
-                f"the face's gateway did not answer within {WAIT:g} s",
+                f"the face's gateway did not answer within {wait:g} s",
                 hint="check the face's log (the MCP client's) for what its gateway is doing",
             ) from None
         except asyncio.CancelledError:  # its loop stopped with the work pending
@@ -133,6 +135,18 @@ class LocalGateway:
             "resumed_from": run.resumed_from or None,
             "replayed": run.replayed,
         }
+
+    def progress(self, run_id: str, after: int, wait: float) -> dict[str, Any] | None:
+        """What ``GET /runs/{id}/progress?after=&wait=`` answers (``runhandle.ProgressWatcher``'s
+        ``ask``); None when the gateway is gone."""
+        return self._call(
+            self._answered(lambda: self._progress(run_id, max(0, after), max(0.0, wait))),
+            wait + 10,
+        )
+
+    async def _progress(self, run_id: str, after: int, wait: float) -> dict[str, Any]:
+        await self.gateway.first_build.wait()
+        return await self.gateway.runs.wait_progress(run_id, after, wait)
 
     @staticmethod
     async def _answered(work: Callable[[], Awaitable[T]]) -> T:

@@ -799,7 +799,7 @@ class Backend:
                 spare.discard()
             raise
         face_run.started(run.id)
-        progress = ProgressWatcher(run, face_run.forward)
+        progress = ProgressWatcher(run, face_run.forward, local.progress if local else None)
         progress.start()
         watcher = None
         if ask is not None and run.interactive:
