@@ -16,9 +16,11 @@ Standard library only at import: the face imports it before its gateway's import
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -31,6 +33,7 @@ log = logging.getLogger("toolscript.gateway")
 
 T = TypeVar("T")
 WAIT = 30.0  # seconds, as the face's HTTP requests to its gateway
+LOOK = 0.5  # seconds between looks at whether the loop still runs, while waiting
 
 
 class LocalGateway:
@@ -51,18 +54,25 @@ class LocalGateway:
         except RuntimeError:  # closed meanwhile
             work.close()
             return None
-        try:
-            return future.result(wait)
-        except TimeoutError:
-            future.cancel()
-            from toolscript.errors import GatewayUnreachableError
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                return future.result(max(0.0, min(LOOK, deadline - time.monotonic())))
+            except concurrent.futures.CancelledError:  # its loop stopped with the work pending
+                return None
+            except TimeoutError:
+                if not self.loop.is_running():  # stopped before it took the work
+                    future.cancel()
+                    return None
+                if time.monotonic() >= deadline:
+                    break
+        future.cancel()
+        from toolscript.errors import GatewayUnreachableError
 
-            raise GatewayUnreachableError(
-                f"the face's gateway did not answer within {wait:g} s",
-                hint="check the face's log (the MCP client's) for what its gateway is doing",
-            ) from None
-        except asyncio.CancelledError:  # its loop stopped with the work pending
-            return None
+        raise GatewayUnreachableError(
+            f"the face's gateway did not answer within {wait:g} s",
+            hint="check the face's log (the MCP client's) for what its gateway is doing",
+        )
 
     def module_hash(self) -> str | None:
         """What ``GET /runtime/hash`` answers (after the first build, as that route); None
