@@ -61,18 +61,13 @@ def face(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Backend]:
     config["mcpServers"]["time"] = {"command": python_bin("mcp-server-time")}
     directory = _project(tmp_path, config)
     monkeypatch.chdir(directory)
-    backend = Backend(
-        None,
-        None,
-        Lifeline(catch_signals=False),
-        cwd=directory,
-        early=InProcessGateway(None, None),
-    )
-    backend.spares = False  # a fresh Deno a run: nothing left running after the test
-    try:
-        yield backend
-    finally:
-        backend.close()
+    with Lifeline(catch_signals=False) as lifeline:
+        backend = Backend(None, None, lifeline, cwd=directory, early=InProcessGateway(None, None))
+        backend.spares = False  # a fresh Deno a run: nothing left running after the test
+        try:
+            yield backend
+        finally:
+            backend.close()
 
 
 def _runs(directory: Path) -> list[dict[str, Any]]:
