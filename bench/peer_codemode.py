@@ -17,7 +17,7 @@ FastMCP is never a dependency of this project: it is installed, with its code-mo
 in a virtual environment of this bench's own under the user's cache folder (`uv venv`,
 `uv pip install`), made on first use.
 
-    python bench/peer_codemode.py [--rounds 3] [--calls 10]
+    python bench/peer_codemode.py [--rounds 3] [--calls 10] [--baseline OTHER_CHECKOUT]
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def cpu_seconds(processes: list[psutil.Process]) -> float:
 
 async def one_round(side: str, params: StdioServerParameters, calls: int) -> dict[str, Any]:
     """Spawn, run the workload, disconnect: every row's value(s) for this round."""
-    scripts = SCRIPTS[side]
+    scripts = SCRIPTS["toolscript" if side == "baseline" else side]
     me = psutil.Process()
     out: dict[str, Any] = {"seen": [], "new": [], "sequential": [], "parallel": []}
 
@@ -193,6 +193,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls", type=int, default=10, help="samples per latency row a round")
+    parser.add_argument(
+        "--baseline",
+        default="",
+        help="another toolscript checkout, run as a third side (on PYTHONPATH) in each round",
+    )
     args = parser.parse_args()
     peer = peer_python()
     work = Path(tempfile.mkdtemp(prefix="toolscript-peer-"))
@@ -211,6 +216,13 @@ def main() -> None:
             env={**env, "FASTMCP_LOG_LEVEL": "WARNING"},
         ),
     }
+    if args.baseline:  # the same face, another checkout's code: old against new, paired
+        sides["baseline"] = StdioServerParameters(
+            command=str(BIN / "toolscript"),
+            args=["mcp"],
+            cwd=str(work / "project"),
+            env={**env, "PYTHONPATH": args.baseline},
+        )
     results: dict[str, dict[str, list[float]]] = {
         side: {key: [] for key in ROWS.values()} for side in sides
     }
@@ -248,7 +260,11 @@ def report(results: dict[str, dict[str, list[float]]], rounds: int, peer: Path) 
             for values in (ours, theirs)
         ]
         ratio = statistics.median(ours) / statistics.median(theirs)
-        print(f"{row:30}{cells[0]:>27}{cells[1]:>27}{ratio:7.2f}x")
+        line = f"{row:30}{cells[0]:>27}{cells[1]:>27}{ratio:7.2f}x"
+        if "baseline" in results:
+            base = results["baseline"][key]
+            line += "   baseline" + "".join(fmt(f(base)) for f in (min, statistics.median, max))
+        print(line)
     print("ratio: toolscript's median / FastMCP's (below 1: toolscript is faster or smaller)")
 
 

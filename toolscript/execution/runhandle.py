@@ -28,6 +28,7 @@ __all__ = [
     "end_run",
     "format_progress",
     "format_trace",
+    "registered",
     "show_on_stderr",
     "show_within",
     "start_run",
@@ -97,7 +98,12 @@ def start_run(
     body = gateway_request(url, "/runs", 30, json_body=json.dumps(request).encode(), answers=True)
     if body is None:
         raise GatewayError("the gateway stopped answering before the run started")
-    answer = json.loads(body)
+    return registered(url, json.loads(body), interactive)
+
+
+def registered(url: str, answer: dict[str, Any], interactive: bool = False) -> RunHandle:
+    """The run the gateway at ``url`` registered, from its answer (``POST /runs``'s): the
+    script gets the gateway's URL with the run's token in place of the gateway's own."""
     base = url.rstrip("/").rsplit("/", 1)[0]
     return RunHandle(
         url, answer["id"], f"{base}/{answer['token']}", answer.get("resumed_from"), interactive
@@ -377,26 +383,35 @@ class ProgressWatcher(threading.Thread):
     """While a run runs, hands each of its progress reports (its script's ``progress()``,
     its servers' notifications) to ``show``; ``stop`` hands over what is left and ends it."""
 
-    def __init__(self, handle: RunHandle, show: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(
+        self,
+        handle: RunHandle,
+        show: Callable[[dict[str, Any]], None],
+        ask: Callable[[str, int, float], dict[str, Any] | None] | None = None,
+    ) -> None:
+        """``ask(run_id, after, wait)``: what ``GET /runs/{id}/progress`` answers, asked
+        another way (the MCP face, on its own gateway's loop); None: nobody answers."""
         super().__init__(daemon=True, name=f"progress of {handle.id}")
         self.handle = handle
         self.show = show
+        self.ask = ask or self._ask_over_http
         self.done = threading.Event()
         self.next = 0
 
+    def _ask_over_http(self, run_id: str, after: int, wait: float) -> dict[str, Any] | None:
+        route = f"/runs/{run_id}/progress?after={after}&wait={wait:g}"
+        body = gateway_request(self.handle.gateway_url, route, wait + 10)
+        return None if body is None else dict(json.loads(body))
+
     def run(self) -> None:
-        route = f"/runs/{self.handle.id}/progress"
         while True:
             wait = 0.0 if self.done.is_set() else _POLL
             try:
-                body = gateway_request(
-                    self.handle.gateway_url, f"{route}?after={self.next}&wait={wait:g}", wait + 10
-                )
+                found = self.ask(self.handle.id, self.next, wait)
             except GatewayError:
                 return
-            if body is None:
+            if found is None:
                 return
-            found = json.loads(body)
             reports = list(found.get("progress", []))
             following = int(found.get("next", self.next))
             skipped = following - self.next - min(len(reports), PROGRESS_SHOWN)

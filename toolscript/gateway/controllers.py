@@ -113,13 +113,11 @@ class RunsController(Controller):
         """Register a run; ``{"id", "token", "resumed_from"}`` out. The script gets the
         gateway's URL with the token in place of the gateway's own."""
         body = data or RunRequest()
-        if gateway.background_started is None:
-            gateway.early_runs += 1  # (they start the checker: see _start_background)
         if body.interactive and _by_agent(request):
             # An interactive run's prompts are answered with the owner token: a run the agent
             # registers stops at a call that needs approval, for a person to approve.
             raise agent_refused()
-        run = await gateway.runs.register(
+        run = await gateway.register_run(
             script_hash=body.script_hash,
             origin=body.origin or "http",
             interactive=body.interactive,

@@ -43,7 +43,7 @@ from toolscript.gateway.checker import WarmChecker
 from toolscript.gateway.inferred import ResultShapes
 from toolscript.gateway.recentcalls import RecentCalls
 from toolscript.gateway.results import tool_result
-from toolscript.gateway.runbook import RunBook, approve_commands
+from toolscript.gateway.runbook import Run, RunBook, approve_commands
 from toolscript.otherclients import MAX_CONFIG_BYTES
 from toolscript.pipeline.artifacts import Artifacts, CacheLayout
 from toolscript.pipeline.sources import SnapshotSource
@@ -543,6 +543,14 @@ class Gateway:
                 except Exception as exc:  # a cache that cannot be kept is not the gateway's end
                     log.warning("cache: %s", exc)
                 await anyio.sleep(CACHE_KEEPING_EVERY)
+
+    async def register_run(self, **options: Any) -> Run:
+        """A run registered (``RunBook.register``'s ``options``), as ``POST /runs`` and the
+        MCP face's own calls (``local.py``) do: those before the checker started count
+        towards starting it (``_start_background``)."""
+        if self.background_started is None:
+            self.early_runs += 1
+        return await self.runs.register(**options)
 
     def search_wanted(self) -> None:
         """A search came: a model that waits for an idle gateway (``search_when_idle``)

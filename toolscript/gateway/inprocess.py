@@ -3,7 +3,8 @@
 What ``gateway start --port 0 --no-state --search-when-idle`` serves, with no second
 interpreter: one copy of the MCP SDK and the rest in memory rather than two (about 70 MB).
 The gateway keeps an event loop of its own in its thread, so its work never holds up the
-face's loop, and the face still reaches it over HTTP on 127.0.0.1. It writes no state file
+face's loop; the face reaches it over HTTP on 127.0.0.1, except for each run's
+registration and end, which it asks on that loop (``local``: ``local.py``). It writes no state file
 (other commands do not find it) and leaves the face's stdout alone: its log goes where the
 face's goes (stderr), and every process it starts has pipes or files for its stdout.
 
@@ -19,8 +20,12 @@ import logging
 import os
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from toolscript.upstream.early import EarlyServer, discard, spawn_early
+
+if TYPE_CHECKING:
+    from toolscript.gateway.local import LocalGateway
 
 __all__ = ["InProcessGateway"]
 
@@ -42,6 +47,8 @@ class InProcessGateway:
         self._stop: Callable[[], None] | None = None
         self._stopping = False
         self._thread: threading.Thread | None = None
+        # the gateway as calls on its loop (``local.py``), once that loop runs
+        self.local: LocalGateway | None = None
 
     def prepare(self) -> None:
         """Read the trusted config and spawn its stdio servers now (standard library only),
@@ -83,9 +90,10 @@ class InProcessGateway:
         else:
             discard(self._early)  # never started: what was spawned for it goes
 
-    def _on_loop(self, stop: Callable[[], None]) -> None:
+    def _on_loop(self, stop: Callable[[], None], local: LocalGateway) -> None:
         with self._lock:
             self._stop = stop
+            self.local = local
             stopping = self._stopping
         if stopping:  # asked to stop before it could be
             stop()
@@ -135,6 +143,7 @@ class InProcessGateway:
         finally:
             discard(early)  # what no server took (a start that failed before they connected)
             self.url = ""
+            self.local = None
             self._ended.set()
             self._announced.set()
 

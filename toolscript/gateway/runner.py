@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolscript.config import Config
 from toolscript.errors import UsageError
@@ -26,6 +26,9 @@ from toolscript.gateway.state import (
 )
 from toolscript.search.engine import SearchOptions
 from toolscript.upstream.early import EarlyServer
+
+if TYPE_CHECKING:
+    from toolscript.gateway.local import LocalGateway
 
 __all__ = ["gateway_url", "serve", "uvicorn_config"]
 
@@ -133,7 +136,7 @@ def serve(
     deferred: set[str] | None = None,
     search_when_idle: bool = False,
     own_stdout: bool = True,
-    on_loop: Callable[[Callable[[], None]], None] | None = None,
+    on_loop: Callable[[Callable[[], None], LocalGateway], None] | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM; ``announce`` gets the URL once every server has been tried.
 
@@ -152,7 +155,8 @@ def serve(
     Served in a thread of another program (the MCP face's own gateway, ``inprocess.py``):
     ``own_stdout`` False leaves ``sys.stdout`` alone (it is that program's), and ``on_loop``
     gets, once the loop runs, a function any thread may call to stop the gateway as SIGTERM
-    does (no signal reaches a thread that is not the main one).
+    does (no signal reaches a thread that is not the main one), and the gateway as that
+    program may call it on its loop (``local.py``).
     """
     import uvicorn
 
@@ -220,7 +224,9 @@ def serve(
             def stop() -> None:
                 loop.call_soon_threadsafe(server.handle_exit, signal.SIGTERM, None)
 
-            on_loop(stop)
+            from toolscript.gateway.local import LocalGateway
+
+            on_loop(stop, LocalGateway(gateway, loop))
         other = previous
         state = {
             "url": url,

@@ -52,7 +52,15 @@ from toolscript.execution.locate import (
     module_hash,
     running_gateway,
 )
-from toolscript.execution.runhandle import ProgressWatcher, PromptWatcher, end_run, start_run
+from toolscript.execution.runhandle import (
+    ProgressWatcher,
+    PromptWatcher,
+    RunHandle,
+    end_run,
+    registered,
+    script_hash,
+    start_run,
+)
 from toolscript.execution.sandbox import (
     EXIT_MEMORY,
     EXIT_OUTPUT,
@@ -65,6 +73,7 @@ from toolscript.execution.sandbox import (
 from toolscript.execution.spare import Spare
 from toolscript.gateway.inprocess import InProcessGateway
 from toolscript.gateway.launch import LaunchedGateway, start_gateway, wait_for_url
+from toolscript.gateway.local import LocalGateway
 from toolscript.mcpface.tools import YIELD_AFTER
 from toolscript.plumbing.paths import find_config_path, project_state_dir
 from toolscript.plumbing.processes import signal_quietly
@@ -305,6 +314,7 @@ class FaceRun:
     outcome: tuple[int, bytes, bytes, dict[str, Any] | None] | None = None
     failure: BaseException | None = None
     shown: tuple[int, int] = (0, 0)  # bytes of stdout and stderr already answered
+    spill: Path | None = None  # where its output past the cap is kept (once registered)
     # the client's session that started it: only that one continues it (an HTTP face has
     # many clients, and a run's id is in the run log any of them can read)
     owner: object | None = None
@@ -374,6 +384,7 @@ class Backend:
     # a Deno spawned ahead for the next execute (``execution/spare.py``); None when off
     _spare: Spare | None = None
     _closed: bool = False
+    _state_dir: Path | None = None  # the project's, once found (``state_dir``)
     spares: bool = field(default_factory=lambda: not os.environ.get("TOOLSCRIPT_NO_SPARE"))
 
     def __post_init__(self) -> None:
@@ -677,10 +688,43 @@ class Backend:
         exit_code, out, err, stopped = run.outcome
         if stopped is not None:
             return _shown(stopped_answer(stopped, out))
-        kept = self.output_path(run.id)
-        if exit_code == EXIT_OUTPUT and kept.exists():
+        kept = (run.spill or self.output_path(run.id)) if exit_code == EXIT_OUTPUT else None
+        if kept is not None and kept.exists():
             return _shown(cut_answer(out, err, output_uri(run.id), kept.stat().st_size))
         return _shown(execution_answer(exit_code, out, err))
+
+    def _local(self, url: str) -> LocalGateway | None:
+        """The gateway at ``url`` as calls on its loop, when it is the face's own served in
+        this process (``gateway/local.py``); None for any other (asked over HTTP)."""
+        owned = self._owned
+        if isinstance(owned, InProcessGateway) and owned.url == url:
+            return owned.local
+        return None
+
+    @staticmethod
+    def _start_run(
+        url: str, local: LocalGateway | None, code: str, *, interactive: bool
+    ) -> RunHandle:
+        """The run registered: on the loop of the face's own gateway, else over HTTP (and
+        when that gateway is gone meanwhile: nothing listens, as its error says)."""
+        if local is not None:
+            answer = local.register(
+                code,
+                script_hash=script_hash(code),
+                origin="mcp",
+                script_name=(SCRIPT_NAME, SCRIPT_NAME),
+                interactive=interactive,  # its URL is the owner's: prompts are answered
+            )
+            if answer is not None:
+                return registered(url, answer, interactive)
+        return start_run(
+            url,
+            code,
+            origin="mcp",
+            display_name=SCRIPT_NAME,
+            file_name=SCRIPT_NAME,
+            interactive=interactive,
+        )
 
     def _take_spare(self, url: str, module: Path) -> Spare | None:
         """The spare spawned after the last execute when it fits this run, else a new one
@@ -713,8 +757,14 @@ class Backend:
             self.close()
 
     def state_dir(self) -> Path:
-        """The project's state directory (where cut outputs are kept)."""
-        return project_state_dir(find_config_path(self.config, self.cwd).parent)
+        """The project's state directory (where cut outputs are kept): found once (the face
+        serves one project; finding it again was about 0.5 ms of CPU an execute), and made
+        again as at first if it went."""
+        found = self._state_dir
+        if found is None or not found.is_dir():
+            found = project_state_dir(find_config_path(self.config, self.cwd).parent)
+            self._state_dir = found
+        return found
 
     def output_path(self, run_id: str) -> Path:
         return output_file(self.state_dir(), run_id)
@@ -738,30 +788,25 @@ class Backend:
         face_run: FaceRun,
     ) -> tuple[int, bytes, bytes, dict[str, Any] | None]:
         url = self.gateway_url()
-        digest = module_hash(url)
+        local = self._local(url)
+        digest = local.module_hash() if local is not None else module_hash(url)
         if digest is None:
             url = self.gateway_url(stale=url)
-            digest = module_hash(url)
+            local = self._local(url)
+            digest = local.module_hash() if local is not None else module_hash(url)
             if digest is None:
                 raise GatewayUnreachableError("the gateway stopped answering")
         out, err = face_run.out, face_run.err
         module = module_file(url, digest)
         spare = self._take_spare(url, module)
         try:
-            run = start_run(
-                url,
-                code,
-                origin="mcp",
-                display_name=SCRIPT_NAME,
-                file_name=SCRIPT_NAME,
-                interactive=ask is not None,
-            )
+            run = self._start_run(url, local, code, interactive=ask is not None)
         except BaseException:
             if spare is not None:
                 spare.discard()
             raise
         face_run.started(run.id)
-        progress = ProgressWatcher(run, face_run.forward)
+        progress = ProgressWatcher(run, face_run.forward, local.progress if local else None)
         progress.start()
         watcher = None
         if ask is not None and run.interactive:
@@ -772,6 +817,7 @@ class Backend:
             watcher.start()
         exit_code = 1
         try:
+            face_run.spill = self.output_path(run.id)
             exit_code = run_toolscript(
                 Script(code, SCRIPT_NAME, SCRIPT_NAME, result_marker=RESULT_MARKER),
                 url,
@@ -785,13 +831,15 @@ class Backend:
                 advice=FACE_ADVICE,
                 warm_check=True,
                 script_url=run.script_url,
-                spill=self.output_path(run.id),
+                spill=face_run.spill,
                 spare=spare,
             )
         finally:
             if watcher is not None:
                 watcher.stop()
-            ended = end_run(run, exit_code)
+            ended = local.end(run.id, exit_code) if local is not None else None
+            if ended is None:  # not the face's own gateway, or it went (as over HTTP, then)
+                ended = end_run(run, exit_code)
             progress.stop()
             if self.spares:  # for the next execute, while this one's answer goes out
                 threading.Thread(target=self._spawn_spare, args=(url, module), daemon=True).start()
