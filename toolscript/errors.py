@@ -62,6 +62,7 @@ __all__ = [
     "GatewayResponseError",
     "GatewayUnreachableError",
     "InternalError",
+    "ModuleChangedError",
     "NotFoundError",
     "PolicyError",
     "ReplayDivergedError",
@@ -240,6 +241,11 @@ class GatewayError(ToolscriptError):
 
 class GatewayUnreachableError(GatewayError):
     """Nothing answers at the gateway URL."""
+
+
+class ModuleChangedError(GatewayUnreachableError):
+    """The gateway rebuilt its module between its hash and its text (``current_module``
+    asks again)."""
 
 
 class GatewayResponseError(GatewayError):

@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import ClassVar
+
 import pytest
 
-from toolscript.execution.locate import private_gateway_args, script_namespaces
+from toolscript.errors import ModuleChangedError
+from toolscript.execution.locate import (
+    MODULE_TRIES,
+    current_module,
+    private_gateway_args,
+    script_namespaces,
+)
 
 IMPORT = 'import { tools } from "toolscript";\n'
 
@@ -57,3 +71,68 @@ def test_the_gateway_is_told_what_the_script_needs() -> None:
     assert args[-1] == "--needs=time,fx"
     assert "--needs=" in private_gateway_args("--ephemeral", None, None, needs=[])
     assert not any(a.startswith("--needs") for a in private_gateway_args("--ephemeral", None, None))
+
+
+class _Rebuilding(BaseHTTPRequestHandler):
+    """A gateway whose module is rebuilt between each answer to its hash and its text, the
+    first ``rebuilds`` times (its result types learned, say), then stays put."""
+
+    modules: ClassVar[list[bytes]] = []
+    asked: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        self.asked.append(self.path)
+        route = self.path.split("?")[0]
+        if route == "/runtime/hash":
+            body = json.dumps({"hash": _digest(self.modules[0])}).encode()
+        elif route == "/runtime/tools.ts":
+            if len(self.modules) > 1:
+                self.modules.pop(0)  # rebuilt since its hash was asked
+            body = self.modules[0]
+        else:
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _digest(module: bytes) -> str:
+    return hashlib.sha256(module).hexdigest()[:16]
+
+
+@pytest.fixture
+def rebuilding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path / "home"))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Rebuilding)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    _Rebuilding.asked.clear()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("rebuilds", [1, MODULE_TRIES - 1])
+def test_a_module_rebuilt_while_it_is_read_is_read_again(rebuilding: str, rebuilds: int) -> None:
+    modules = [f"export const v = {n};\n".encode() for n in range(rebuilds + 1)]
+    _Rebuilding.modules[:] = list(modules)
+    first = _digest(modules[0])
+    digest, path = current_module(rebuilding, first)
+    assert (digest, path.read_bytes()) == (_digest(modules[-1]), modules[-1])
+    assert path.name == f"{digest}.ts"
+
+
+def test_a_module_rebuilt_at_every_read_is_given_up_with_a_hint(rebuilding: str) -> None:
+    modules = [f"export const v = {n};\n".encode() for n in range(MODULE_TRIES + 1)]
+    _Rebuilding.modules[:] = list(modules)
+    with pytest.raises(ModuleChangedError) as raised:
+        current_module(rebuilding, _digest(modules[0]))
+    assert raised.value.hint == "run the script again"
+    assert sum(path.startswith("/runtime/tools.ts") for path in _Rebuilding.asked) == MODULE_TRIES

@@ -254,7 +254,7 @@ def _run_in_gateway(
     config: str | None = None,
     spare: bool = False,
 ) -> int:
-    from toolscript.execution.locate import module_file
+    from toolscript.execution.locate import current_module
     from toolscript.execution.runhandle import (
         ProgressWatcher,
         PromptWatcher,
@@ -268,7 +268,7 @@ def _run_in_gateway(
     from toolscript.execution.sandbox import run_toolscript
 
     interactive = stdin_available and sys.stdin.isatty() and sys.stderr.isatty()
-    module = module_file(url, module_hash)
+    module_hash, module = current_module(url, module_hash)
     ahead = None
     # A spare pays off when Deno's start overlaps the warm checker's round trip (measured:
     # 140 ms less for a new script; 100 ms more for one checked before, which has none).

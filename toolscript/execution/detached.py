@@ -45,7 +45,7 @@ def run_background(spec: dict[str, Any]) -> int:
     """Run the script ``spec`` describes; its exit code."""
     from toolscript.errors import GatewayUnreachableError
     from toolscript.execution.lifeline import Lifeline
-    from toolscript.execution.locate import module_file, module_hash
+    from toolscript.execution.locate import current_module, module_hash
     from toolscript.execution.runhandle import ProgressWatcher, RunHandle, show_within
     from toolscript.execution.sandbox import Limits, Script, run_toolscript
 
@@ -56,6 +56,7 @@ def run_background(spec: dict[str, Any]) -> int:
         digest = module_hash(url)
         if digest is None:
             raise GatewayUnreachableError("the gateway stopped answering before the run started")
+        digest, module = current_module(url, digest)
         handle = RunHandle(url, str(spec["run"]), str(spec["script_url"]), None)
         # its lines go to the run's stderr file: bounded as the script's own output is
         progress = ProgressWatcher(handle, show_within(int(max_output)))
@@ -65,7 +66,7 @@ def run_background(spec: dict[str, Any]) -> int:
                 Script(str(spec["code"]), str(spec["display_name"]), str(spec["file_name"])),
                 url,
                 digest,
-                module=module_file(url, digest),
+                module=module,
                 on_start=lifeline.watch,
                 check=bool(spec["check"]),
                 limits=Limits(

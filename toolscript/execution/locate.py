@@ -20,7 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from toolscript.errors import ExecutionError, GatewayResponseError, GatewayUnreachableError
+from toolscript.errors import (
+    ExecutionError,
+    GatewayResponseError,
+    GatewayUnreachableError,
+    ModuleChangedError,
+)
 from toolscript.gateway.state import ready_gateway_state
 from toolscript.plumbing.paths import find_config_path, module_cache_file, project_cache_dir
 from toolscript.store.savedscripts import write_module
@@ -47,6 +52,8 @@ __all__ = [
 # discard port, so a script that reaches for a gateway anyway gets "connection refused".
 NO_GATEWAY_URL = "http://127.0.0.1:9/no-gateway"
 EPHEMERAL_START_WAIT = 120.0  # seconds for a gateway to try every server and print its URL
+# Reads of the module that may find it rebuilt since its hash was asked (``current_module``).
+MODULE_TRIES = 3
 
 # A script needs the gateway when it names the module ("toolscript", in any quotes) or reads
 # the gateway's URL itself.
@@ -102,6 +109,23 @@ def module_hash(url: str, timeout: float = 30.0) -> str | None:
     return None if body is None else str(json.loads(body)["hash"])
 
 
+def current_module(url: str, digest: str, timeout: float = 30.0) -> tuple[str, Path]:
+    """``(hash, file)`` of the gateway's module: ``digest``'s, or where the gateway rebuilt
+    it since (a server's tools changed, a tool's result type was learned) the new one's,
+    asked again up to ``MODULE_TRIES`` times in all."""
+    for _ in range(MODULE_TRIES - 1):
+        try:
+            return digest, module_file(url, digest, timeout)
+        except ModuleChangedError:
+            newer = module_hash(url, timeout)
+            if newer is None:
+                raise GatewayUnreachableError(
+                    "the gateway stopped answering while its module was read"
+                ) from None
+            digest = newer
+    return digest, module_file(url, digest, timeout)
+
+
 def module_file(url: str, digest: str, timeout: float = 30.0) -> Path:
     """The gateway's module as a file of the user's cache, named by its content hash.
 
@@ -119,7 +143,7 @@ def module_file(url: str, digest: str, timeout: float = 30.0) -> Path:
     if hashlib.sha256(body).hexdigest()[:16] != digest:
         # Rebuilt since its hash was asked (a server's tools changed): kept under the old
         # hash, every later run and check of that hash would have read this one.
-        raise GatewayUnreachableError(
+        raise ModuleChangedError(
             "the gateway's module changed while it was read", hint="run the script again"
         )
     scripts: dict[str, str] = {}
@@ -127,7 +151,7 @@ def module_file(url: str, digest: str, timeout: float = 30.0) -> Path:
         answer = gateway_request(url, f"/runtime/scripts.json?_t={digest}", timeout)
         listing = json.loads(answer) if answer else {}
         if listing.get("hash") != digest:
-            raise GatewayUnreachableError(
+            raise ModuleChangedError(
                 "the gateway's saved scripts changed while its module was read",
                 hint="run the script again",
             )

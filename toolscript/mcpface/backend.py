@@ -46,9 +46,9 @@ from toolscript.errors import (
 from toolscript.execution.command import require_saved, saved_script_call
 from toolscript.execution.lifeline import Lifeline
 from toolscript.execution.locate import (
+    current_module,
     face_gateway_args,
     face_gateway_in_process,
-    module_file,
     module_hash,
     running_gateway,
 )
@@ -797,7 +797,7 @@ class Backend:
             if digest is None:
                 raise GatewayUnreachableError("the gateway stopped answering")
         out, err = face_run.out, face_run.err
-        module = module_file(url, digest)
+        digest, module = current_module(url, digest)
         spare = self._take_spare(url, module)
         try:
             run = self._start_run(url, local, code, interactive=ask is not None)
