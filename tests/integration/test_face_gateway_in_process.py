@@ -241,7 +241,13 @@ def test_a_face_gateway_asked_to_stop_before_it_started_stops_the_servers_spawne
     config.write_text(json.dumps({"mcpServers": {"slow": {"command": "sleep", "args": ["60"]}}}))
     gateway = InProcessGateway(str(config), None)
     gateway.prepare()
-    (server,) = [p for p in psutil.Process().children() if argv(p)[:2] == ["sleep", "60"]]
+    # (a child forked a moment ago shows this process's command line until it execs)
+    (server,) = wait_until(
+        lambda: [p for p in psutil.Process().children() if argv(p)[:2] == ["sleep", "60"]],
+        lambda found: len(found) == 1,
+        10,
+        "the server spawned for the gateway",
+    )
     gateway.stop(5)
     assert psutil.wait_procs([server], timeout=10)[1] == []
     assert gateway.wait_for_url(0) == ""
