@@ -11,7 +11,8 @@ wherever pipes and ``/bin/sh`` do (Linux, macOS).
 
 The shell never evaluates a word it reads: a word is compared with patterns, and only a
 number (no sign, no leading zero, not 0 or 1, which ``kill`` reads as "my group" and
-"every process") reaches ``kill``. ``python -I -S watchdog.py`` runs the same shell.
+"every process", at most 9 digits, which no shell's ``kill`` wraps round to those) reaches
+``kill``. ``python -I -S watchdog.py`` runs the same shell.
 """
 
 from __future__ import annotations

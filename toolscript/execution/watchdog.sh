@@ -1,8 +1,8 @@
 # toolscript's watchdog (see watchdog.py): reads g<pgid>, p<pid>, fg<pgid>, fp<pid> and done
 # on stdin; at end of input without done, kills every group named and stops every process.
 # A word is only ever compared with patterns: none is evaluated.
-number() {
-  case $1 in ''|*[!0-9]*|0*|1) return 1 ;; esac
+number() {  # a pid: digits, no leading zero, not 0 or 1, at most 9 (no kill wraps it)
+  case $1 in ''|*[!0-9]*|0*|1|??????????*) return 1 ;; esac
 }
 without() {
   gone=$1 kept=

@@ -18,7 +18,10 @@ Each folder has its rule (``RULES``), applied in one loop:
   those of a process that no longer runs; a gateway's lock only when no process holds it.
 
 Never removed: anything younger than ``GRACE`` (it may be being written), anything through
-a symbolic link (links are neither followed nor removed), anything outside these folders.
+a symbolic link (links are neither followed nor removed), anything outside these folders,
+anything not named as toolscript names it (hashes of other lengths, a ``models/`` folder
+without a light runtime's description, a process id no process can have: a
+``TOOLSCRIPT_HOME`` may be a folder the user keeps other files in).
 Files vanishing meanwhile (another gateway pruning too) are not errors; other failures are
 kept in the report and logged once. ``prune_if_due`` runs the whole at most once a day
 (a stamp file); ``toolscript cache prune`` runs it now.
@@ -276,14 +279,16 @@ def _light_verdict(rules: _Rules, path: Path) -> str | None:
         used = found.st_mtime  # (light_ready touches it at each use)
     except (OSError, ValueError):
         meta, used = None, _newest(path)
+    if not isinstance(meta, dict) or "format" not in meta:
+        return None  # no light runtime's description: not toolscript's (a shared home's models/)
     if rules.young(used):
         return None
-    directory = meta.get("directory") if isinstance(meta, dict) else None
+    directory = meta.get("directory")
     if isinstance(directory, str) and os.path.isabs(directory):
         model = Path(directory)
         if not model.is_dir():
             return "model gone"
-        recorded = meta.get("files") if isinstance(meta, dict) else None
+        recorded = meta.get("files")
         try:
             changed = isinstance(recorded, list) and model_files(model) != recorded
         except OSError:
@@ -304,9 +309,13 @@ def _read_small(path: Path) -> str:
 
 # --- modules/, checker/, scripts/, valid-configs/ -------------------------------------
 
-_HASHED = r"^(?P<hash>[0-9a-f]{8,64})\."
-_CHECKER = r"^(?:deno|importmap)-(?P<hash>[0-9a-f]{8,64})\.json(?:\..+\.tmp)?$"
-_HEX = r"^[0-9a-f]{16,64}$"
+# (the lengths toolscript names with: a module's hash 16, a prepared script's 24, a config
+# check's 64, a gateway's key 24; other names, in a TOOLSCRIPT_HOME shared with other files,
+# are not toolscript's)
+_HASHED = r"^(?P<hash>[0-9a-f]{16})\."
+_CHECKER = r"^(?:deno|importmap)-(?P<hash>[0-9a-f]{16})\.json(?:\..+\.tmp)?$"
+_SCRIPT = r"^[0-9a-f]{24}$"
+_CONFIG_CHECK = r"^[0-9a-f]{64}$"
 
 
 def _by_hash(pattern: str) -> Callable[[_Rules, Path], Iterator[_Candidate]]:
@@ -327,13 +336,17 @@ def _by_hash(pattern: str) -> Callable[[_Rules, Path], Iterator[_Candidate]]:
     return find
 
 
-def _hex_named(rules: _Rules, folder: Path) -> Iterator[_Candidate]:
+def _hex_named(pattern: str) -> Callable[[_Rules, Path], Iterator[_Candidate]]:
     """Entries named by a hash alone (a prepared script's folder, a config's memo)."""
-    for entry in _entries(folder):
-        if re.match(_HEX, entry.name):
-            check = _unused(rules, Path(entry.path))
-            if check():
-                yield _Candidate((Path(entry.path),), "unused", check)
+
+    def find(rules: _Rules, folder: Path) -> Iterator[_Candidate]:
+        for entry in _entries(folder):
+            if re.match(pattern, entry.name):
+                check = _unused(rules, Path(entry.path))
+                if check():
+                    yield _Candidate((Path(entry.path),), "unused", check)
+
+    return find
 
 
 # --- run/, gateways/ -----------------------------------------------------------------
@@ -354,8 +367,8 @@ def _of_processes(rules: _Rules, folder: Path) -> Iterator[_Candidate]:
                 yield _Candidate((path,), "process ended", partial(_pid_ended, pid))
 
 
-_STATE = r"^(?P<key>[0-9a-f]{16,64})\.json$"
-_LOCK = r"^(?P<key>[0-9a-f]{16,64})\.lock$"
+_STATE = r"^(?P<key>[0-9a-f]{24})\.json$"
+_LOCK = r"^(?P<key>[0-9a-f]{24})\.lock$"
 
 
 def _gateways(rules: _Rules, folder: Path) -> Iterator[_Candidate]:
@@ -393,10 +406,15 @@ def _pid_ended(pid: int) -> bool:
     return not _pid_runs(pid)
 
 
+_LARGEST_PID = 0x7FFFFFFF  # (a pid_t: a larger number is no process's, and os.kill overflows)
+
+
 def _pid_runs(pid: int) -> bool:
+    """Whether process ``pid`` runs; a number no pid can be counts as running: what names
+    it is not toolscript's, and is kept."""
     from toolscript.plumbing.processes import pid_exists
 
-    return pid_exists(pid)
+    return pid > _LARGEST_PID or pid_exists(pid)
 
 
 # Each folder of the cache this prune looks in, and the rule that finds what may go there.
@@ -404,8 +422,8 @@ RULES: tuple[tuple[str, Callable[[_Rules, Path], Iterator[_Candidate]]], ...] = 
     ("models", _models),
     ("modules", _by_hash(_HASHED)),
     ("checker", _by_hash(_CHECKER)),
-    ("scripts", _hex_named),
-    ("valid-configs", _hex_named),
+    ("scripts", _hex_named(_SCRIPT)),
+    ("valid-configs", _hex_named(_CONFIG_CHECK)),
     ("run", _of_processes),
     ("gateways", _gateways),
 )

@@ -1,0 +1,133 @@
+"""Attacks on this stop's changes that held no longer: the cache's prune in a
+TOOLSCRIPT_HOME shared with other files, names that merely look like toolscript's, numbers
+too long for a process id (in the prune's names and in the watchdog's words)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from toolscript.execution import watchdog
+from toolscript.store.cacheprune import KEEP_DAYS, prune_cache
+
+DAY = 86400.0
+OLD = (KEEP_DAYS + 60) * DAY
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """TOOLSCRIPT_HOME pointed at a folder the user keeps other things in (their home)."""
+    root = tmp_path / "home"
+    root.mkdir()
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(root))
+    return root
+
+
+def aged(path: Path, seconds: float) -> Path:
+    when = time.time() - seconds
+    for parent, folders, files in os.walk(path) if path.is_dir() else []:
+        for name in folders + files:
+            os.utime(os.path.join(parent, name), (when, when), follow_symlinks=False)
+    os.utime(path, (when, when), follow_symlinks=False)
+    return path
+
+
+def test_a_models_folder_toolscript_did_not_write_is_never_removed(home: Path) -> None:
+    """The user's own ``~/models/my-bert`` (weights, no light runtime's description) is
+    not a light folder, however long unused; nor a folder whose ``light.json`` is no
+    description of toolscript's."""
+    mine = home / "models" / "my-bert"
+    mine.mkdir(parents=True)
+    (mine / "model.safetensors").write_bytes(b"weights")
+    other = home / "models" / "notes"
+    other.mkdir()
+    (other / "light.json").write_text(json.dumps(["not", "ours"]))
+    aged(mine, OLD)
+    aged(other, OLD)
+
+    report = prune_cache(home)
+
+    assert (mine / "model.safetensors").read_bytes() == b"weights"
+    assert (other / "light.json").exists()
+    assert report.removed == []
+
+
+def test_names_that_merely_look_like_hashes_are_kept(home: Path) -> None:
+    """Only the lengths toolscript names its files with: a dated file (8 digits are hex),
+    an md5-named folder (32), a 16-hex JSON where gateways' keys are 24."""
+    dated = home / "modules" / "20240101.csv"
+    dated.parent.mkdir()
+    dated.write_text("a,b")
+    md5 = home / "scripts" / ("0123456789abcdef" * 2)
+    md5.mkdir(parents=True)
+    (md5 / "data.txt").write_text("mine")
+    short_key = home / "gateways" / ("a" * 16 + ".json")
+    short_key.parent.mkdir()
+    short_key.write_text("{}")
+    for path in (dated, md5, short_key):
+        aged(path, OLD)
+
+    report = prune_cache(home)
+
+    assert dated.exists() and (md5 / "data.txt").exists() and short_key.exists()
+    assert report.removed == []
+
+
+@pytest.mark.parametrize(
+    "name", ["deno-99999999999999999999-ab12cd34ef56", "importmap-4294967297-140.json"]
+)
+def test_a_number_too_long_for_a_pid_leaves_the_prune_whole(home: Path, name: str) -> None:
+    """A name (or a gateway's state) whose process id no process can have: the prune does
+    not raise (OverflowError), keeps it, and prunes the rest."""
+    run = home / "run"
+    run.mkdir()
+    odd = run / name
+    odd.mkdir() if name.startswith("deno-") else odd.write_text("{}")
+    state = home / "gateways" / ("b" * 24 + ".json")
+    state.parent.mkdir()
+    state.write_text(json.dumps({"pid": 10**30}))
+    unused = home / "scripts" / ("1" * 24)
+    unused.mkdir(parents=True)
+    for path in (odd, state, unused):
+        aged(path, OLD)
+
+    report = prune_cache(home)
+
+    assert odd.exists() and state.exists()
+    assert not unused.exists() and report.errors == []
+
+
+SHELLS = [shell for shell in (["dash"], ["bash", "--posix"]) if shutil.which(shell[0])]
+
+
+@pytest.mark.parametrize("shell", SHELLS, ids=[shell[0] for shell in SHELLS])
+def test_the_watchdog_gives_kill_no_number_a_pid_cannot_be(
+    shell: list[str], tmp_path: Path
+) -> None:
+    """A number past any pid reaches no ``kill``: a shell whose kill converts it with
+    ``atoi`` (zsh as sh) wraps -4294967297 to -1, every process of the user, and
+    -4294967296 to 0, its own group. (``kill`` is a function here that writes down what
+    it was given.)"""
+    said = tmp_path / "kills"
+    words = ["g4294967297", "g4294967296", "p4294967297", "g99999999999999999999", "g4242"]
+    subprocess.run(
+        [
+            *shell,
+            "-c",
+            'kill() { echo "$*" >> "$SAID"; return 1; }; sleep() { :; }; . "$0"',
+            str(watchdog.SCRIPT),
+        ],
+        input="".join(f"{word}\n" for word in words),
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "SAID": str(said)},
+        text=True,
+        timeout=30,
+        check=True,
+    )
+
+    assert said.read_text().splitlines() == ["-s KILL -- -4242"]
