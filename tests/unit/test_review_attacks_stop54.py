@@ -131,3 +131,22 @@ def test_the_watchdog_gives_kill_no_number_a_pid_cannot_be(
     )
 
     assert said.read_text().splitlines() == ["-s KILL -- -4242"]
+
+
+@pytest.mark.parametrize("answered", ["../../../elsewhere/planted", "/tmp/x", "", "A" * 16])
+def test_a_module_hash_that_is_no_hash_names_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answered: str
+) -> None:
+    """The gateway's answer to ``/runtime/hash`` becomes a file name of the cache: one that
+    climbs out of it (a ``.ts`` the user has elsewhere) is refused, not run as the module,
+    and no request is made (nothing listens at the URL)."""
+    from toolscript.errors import GatewayUnreachableError
+    from toolscript.execution.locate import module_file
+
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path / "home" / "cache"))
+    (tmp_path / "home" / "cache" / "modules").mkdir(parents=True)
+    planted = tmp_path / "elsewhere" / "planted.ts"
+    planted.parent.mkdir()
+    planted.write_text("export const tools = {};\n")
+    with pytest.raises(GatewayUnreachableError, match="as its module's hash"):
+        module_file("http://127.0.0.1:9/token", answered, timeout=2)

@@ -52,6 +52,8 @@ __all__ = [
 # discard port, so a script that reaches for a gateway anyway gets "connection refused".
 NO_GATEWAY_URL = "http://127.0.0.1:9/no-gateway"
 EPHEMERAL_START_WAIT = 120.0  # seconds for a gateway to try every server and print its URL
+# A module's hash as gateways give it (``hashlib.sha256(text).hexdigest()[:16]``).
+_MODULE_HASH = re.compile(r"[0-9a-f]{16}")
 # Reads of the module that may find it rebuilt since its hash was asked (``current_module``).
 MODULE_TRIES = 3
 
@@ -132,6 +134,11 @@ def module_file(url: str, digest: str, timeout: float = 30.0) -> Path:
     The same tools give the same file whatever gateway (port, token) served them, so
     Deno's type-check cache holds across exec runs and gateway restarts.
     """
+    if not _MODULE_HASH.fullmatch(digest):  # a file name: never a path out of the cache
+        raise GatewayUnreachableError(
+            f"the gateway answered {digest[:40]!r} as its module's hash",
+            hint="check TOOLSCRIPT_GATEWAY_URL (token included) with `toolscript gateway status`",
+        )
     path = module_cache_file(digest)
     if path.exists():
         return path
