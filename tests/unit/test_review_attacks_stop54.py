@@ -150,3 +150,24 @@ def test_a_module_hash_that_is_no_hash_names_no_file(
     planted.write_text("export const tools = {};\n")
     with pytest.raises(GatewayUnreachableError, match="as its module's hash"):
         module_file("http://127.0.0.1:9/token", answered, timeout=2)
+
+
+def test_a_module_a_run_takes_from_the_cache_is_kept_by_a_prune(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """exec (or the face) takes a module of the cache that no gateway marked lately (an
+    ephemeral gateway marks its own only 10 s after its first build): a prune that comes
+    meanwhile (another gateway's daily one) leaves it to the run."""
+    from toolscript.execution.locate import module_file
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(home))
+    module = home / "modules" / "0123456789abcdef.ts"
+    module.parent.mkdir(parents=True)
+    module.write_text("export const tools = {};\n")
+    aged(module, OLD)
+
+    assert module_file("http://127.0.0.1:9/token", "0123456789abcdef", timeout=2) == module
+    prune_cache(home)
+
+    assert module.exists()

@@ -7,6 +7,7 @@ the run and stopped after it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -141,6 +142,8 @@ def module_file(url: str, digest: str, timeout: float = 30.0) -> Path:
         )
     path = module_cache_file(digest)
     if path.exists():
+        with contextlib.suppress(OSError):  # used now: the cache's prune keeps it
+            os.utime(path)  # (store/cacheprune.py; its gateway marks it only every 6 h)
         return path
     body = gateway_request(url, f"/runtime/tools.ts?_t={digest}", timeout)
     if body is None:
