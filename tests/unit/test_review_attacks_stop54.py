@@ -171,3 +171,37 @@ def test_a_module_a_run_takes_from_the_cache_is_kept_by_a_prune(
     prune_cache(home)
 
     assert module.exists()
+
+
+@pytest.mark.parametrize("older_than", [0.0, 0.1])
+def test_a_short_older_than_keeps_what_a_running_gateway_marked_since_its_last_round(
+    home: Path, older_than: float
+) -> None:
+    """A running gateway marks its module and checker files used every 6 h
+    (``CACHE_KEEPING_EVERY``): ``cache prune --older-than 0`` two hours after its last
+    round removed them, though nothing a running gateway uses is removed."""
+    from toolscript.gateway.core import CACHE_KEEPING_EVERY
+    from toolscript.store.cacheprune import touch_module
+
+    digest = "fedcba9876543210"
+    module = home / "modules" / f"{digest}.ts"
+    module.parent.mkdir()
+    module.write_text("export {}\n")
+    config = home / "checker" / f"deno-{digest}.json"
+    config.parent.mkdir()
+    config.write_text("{}")
+    touch_module(home, digest)
+    since = CACHE_KEEPING_EVERY - 60  # its next round is a minute away
+    for path in (module, config):
+        aged(path, since)
+
+    prune_cache(home, keep_days=older_than)
+
+    assert module.exists() and config.exists()
+
+
+def test_gateways_mark_what_they_use_more_often_than_any_prune_removes_it() -> None:
+    from toolscript.gateway.core import CACHE_KEEPING_EVERY
+    from toolscript.store.cacheprune import MARKED_WITHIN
+
+    assert CACHE_KEEPING_EVERY * 2 <= MARKED_WITHIN

@@ -30,7 +30,8 @@ def prune(
         typer.Option(
             "--older-than",
             min=0,
-            help="Days a file named by a hash is kept after its last use.",
+            help="Days a file named by a hash is kept after its last use (1 at least: "
+            "running gateways mark what they use every 6 hours).",
         ),
     ] = KEEP_DAYS,
     as_json: JsonOption = False,

@@ -12,8 +12,9 @@ Each folder has its rule (``RULES``), applied in one loop:
 - ``modules/`` (a generated module with its saved scripts, lock and packages beside it),
   ``checker/`` (the warm checker's config and import map per module), ``scripts/``
   (prepared scripts and their check marks), ``valid-configs/``: untouched for
-  ``keep_days``. A running gateway touches its own module and checker files every day
-  (``touch``); exec touches the script it runs.
+  ``keep_days`` (a day at least, ``MARKED_WITHIN``: a running gateway touches its own
+  module and checker files every 6 h, ``touch``); exec and the face touch the script they
+  run and the module they take from the cache.
 - ``run/`` (one run's import map and ``DENO_DIR``) and ``gateways/`` (a gateway's state):
   those of a process that no longer runs; a gateway's lock only when no process holds it.
 
@@ -48,6 +49,7 @@ from typing import Any, NamedTuple
 __all__ = [
     "GRACE",
     "KEEP_DAYS",
+    "MARKED_WITHIN",
     "PRUNE_EVERY",
     "STAMP",
     "PruneReport",
@@ -63,6 +65,9 @@ log = logging.getLogger("toolscript.cache")
 
 KEEP_DAYS = 30.0  # days a file named by a hash is kept after its last use
 GRACE = 3600.0  # seconds: anything younger may still be being written, or about to be read
+# seconds a file is kept after its last use whatever ``keep_days`` says: a running gateway
+# marks what it uses only every 6 h (gateway/core.CACHE_KEEPING_EVERY, which must be less)
+MARKED_WITHIN = 86400.0
 PRUNE_EVERY = 86400.0  # seconds between two automatic prunes (the stamp's age)
 STAMP = ".pruned"  # the stamp file, in the cache's root
 LIGHT_META = "light.json"  # (search/semantic.LIGHT_META: the search layer is above this one)
@@ -207,7 +212,7 @@ class _Rules(NamedTuple):
         return self.now - mtime < GRACE
 
     def unused(self, mtime: float) -> bool:
-        return self.now - mtime >= max(self.keep, GRACE)
+        return self.now - mtime >= max(self.keep, GRACE, MARKED_WITHIN)
 
 
 def _entries(folder: Path) -> Iterator[os.DirEntry[str]]:
