@@ -10,6 +10,8 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
@@ -205,3 +207,48 @@ def test_gateways_mark_what_they_use_more_often_than_any_prune_removes_it() -> N
     from toolscript.store.cacheprune import MARKED_WITHIN
 
     assert CACHE_KEEPING_EVERY * 2 <= MARKED_WITHIN
+
+
+def test_a_gateway_with_a_run_that_never_ends_still_marks_its_module(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that never ends (registered over HTTP with no pid, or with a pid that stays,
+    as ``{"pid": 1}``: the orphan reaper ends only runs whose client went): the gateway's
+    cache keeping waited for no live run before marking its module and checker files
+    used, so it never marked them again, and after 30 days a prune (another gateway's)
+    removed what it still serves. Only the prune waits for its runs."""
+    import anyio
+
+    from toolscript.gateway import core
+
+    digest = "0011223344556677"
+    module = home / "modules" / f"{digest}.ts"
+    module.parent.mkdir()
+    module.write_text("export {}\n")
+    config = home / "checker" / f"deno-{digest}.json"
+    config.parent.mkdir()
+    config.write_text("{}")
+    for path in (module, config):
+        aged(path, OLD)
+    monkeypatch.setattr(core, "CACHE_KEEPING_DELAY", 0.0)
+
+    async def keep_a_while() -> None:
+        gateway = SimpleNamespace(
+            _cache_scope=anyio.CancelScope(),
+            first_build=anyio.Event(),
+            artifacts=SimpleNamespace(module_hash=digest),
+            runs=SimpleNamespace(live=1),  # the run that never ends
+            background=SimpleNamespace(live=0),
+        )
+        gateway.first_build.set()
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(core.Gateway._keep_cache, cast("core.Gateway", gateway))
+            with anyio.move_on_after(10):
+                while time.time() - module.stat().st_mtime > DAY:
+                    await anyio.sleep(0.05)
+            gateway._cache_scope.cancel()
+
+    anyio.run(keep_a_while)
+
+    assert time.time() - module.stat().st_mtime < DAY
+    assert time.time() - config.stat().st_mtime < DAY

@@ -13,7 +13,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -523,26 +523,34 @@ class Gateway:
 
     async def _keep_cache(self) -> None:
         """Every ``CACHE_KEEPING_EVERY``: this gateway's module marked used, and the user's
-        cache pruned when no gateway did it for a day (``store/cacheprune.py``; a thread)."""
+        cache pruned when no gateway did it for a day (``store/cacheprune.py``; a thread)
+        once no run is under way (only the prune waits: a run whose exec was killed stays
+        live, and what this gateway serves must still be marked)."""
         from toolscript.store.cacheprune import prune_if_due, touch_module
 
-        def keep() -> None:
-            root = user_cache_dir()
+        def mark() -> None:
             if self.artifacts.module_hash:
-                touch_module(root, self.artifacts.module_hash)
-            prune_if_due(root)
+                touch_module(user_cache_dir(), self.artifacts.module_hash)
+
+        async def kept(work: Callable[[], object]) -> None:
+            try:
+                await anyio.to_thread.run_sync(work)
+            except Exception as exc:  # a cache that cannot be kept is not the gateway's end
+                log.warning("cache: %s", exc)
 
         with self._cache_scope:
             await self.first_build.wait()
             await anyio.sleep(CACHE_KEEPING_DELAY)
             while True:
-                while self.runs.live > self.background.live:
+                await kept(mark)
+                next_round = anyio.current_time() + CACHE_KEEPING_EVERY
+                while self.runs.live > self.background.live:  # the prune waits for no run
+                    if anyio.current_time() >= next_round:  # (until the next round at most)
+                        break
                     await anyio.sleep(1.0)
-                try:
-                    await anyio.to_thread.run_sync(keep)
-                except Exception as exc:  # a cache that cannot be kept is not the gateway's end
-                    log.warning("cache: %s", exc)
-                await anyio.sleep(CACHE_KEEPING_EVERY)
+                else:
+                    await kept(lambda: prune_if_due(user_cache_dir()))
+                await anyio.sleep(max(0.0, next_round - anyio.current_time()))
 
     async def register_run(self, **options: Any) -> Run:
         """A run registered (``RunBook.register``'s ``options``), as ``POST /runs`` and the
