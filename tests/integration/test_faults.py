@@ -356,3 +356,22 @@ def test_config_edits_are_picked_up_while_running(tmp_path: Path) -> None:
         _wait_for(lambda: gateway.client.get("health").json()["config"]["error"] is None, gateway)
         assert set(servers()) == {"c"}
         assert_no_leftovers(gateway)
+
+
+def test_a_server_down_for_good_is_warned_of_once(tmp_path: Path) -> None:
+    """A server that fails at every attempt is retried with backoff for as long as the
+    gateway runs: the same failure is one warning in its log, not one a minute."""
+    down = {
+        "command": sys.executable,
+        "args": ["-c", "import sys; print('no luck', file=sys.stderr); sys.exit(3)"],
+    }
+    gateway = GatewayProcess({"mcpServers": {"down": down}}, tmp_path)
+    try:
+        gateway.wait_for_health(
+            lambda health: health["servers"]["down"]["attempts"] >= 3, timeout=60
+        )
+        warned = [line for line in gateway.log.splitlines() if "down: " in line]
+        assert len(warned) == 1, gateway.log
+        assert "WARNING" in warned[0] and "no luck" in warned[0], warned
+    finally:
+        assert gateway.stop() == []

@@ -120,6 +120,7 @@ class UpstreamServer:
         self._repairs: dict[Any, str] = {}  # request id -> method whose result gets repaired
         self._unauthorized = False  # the server answered 401 since this connection began
         self._sign_in_stamp = 0.0  # the token store's stamp when this connection began
+        self._failure_logged: str | None = None  # the failure warned of, till it connects
 
     # -- supervision ---------------------------------------------------------
 
@@ -184,6 +185,7 @@ class UpstreamServer:
             self.error = None
             self.connected_at = time.time()
             self._set_state(ServerState.CONNECTED)
+            self._failure_logged = None
             log.info("%s: connected, %d tools", self.name, len(tools))
             self.first_attempt_done.set()
             if self._on_tools_changed is not None:
@@ -484,7 +486,14 @@ class UpstreamServer:
         was_connected = self.state == ServerState.CONNECTED
         self._set_state(ServerState.RECONNECTING if was_connected else ServerState.FAILED)
         tail = ("; stderr: " + " | ".join(self.stderr_tail[-3:])) if self.stderr_tail else ""
-        log.warning("%s: %s%s", self.name, self.error, self._redact(tail))
+        # A server down for hours is retried every minute: its failure is a warning once,
+        # the same failure again only a debug line, until it connects.
+        line = f"{self.name}: {self.error}{self._redact(tail)}"
+        if line == self._failure_logged:
+            log.debug("%s (attempt %d)", line, self.attempts)
+        else:
+            self._failure_logged = line
+            log.warning("%s", line)
 
     def _read_stderr_tail(self) -> list[str]:
         if self._stderr is None:
