@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,7 +16,9 @@ import pytest
 from toolscript.errors import ModuleChangedError
 from toolscript.execution.locate import (
     MODULE_TRIES,
+    _warn_face_gateway,
     current_module,
+    face_gateway_in_process,
     private_gateway_args,
     script_namespaces,
 )
@@ -136,3 +139,34 @@ def test_a_module_rebuilt_at_every_read_is_given_up_with_a_hint(rebuilding: str)
         current_module(rebuilding, _digest(modules[0]))
     assert raised.value.hint == "run the script again"
     assert sum(path.startswith("/runtime/tools.ts") for path in _Rebuilding.asked) == MODULE_TRIES
+
+
+@pytest.mark.parametrize(
+    ("value", "in_process", "warned"),
+    [
+        ("", True, False),
+        ("inprocess", True, False),
+        (" Process ", False, False),
+        ("thread", True, True),
+    ],
+)
+def test_the_faces_gateway_setting_and_a_value_it_does_not_know(
+    value: str,
+    in_process: bool,
+    warned: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setenv("TOOLSCRIPT_FACE_GATEWAY", value)
+    _warn_face_gateway.cache_clear()
+    with caplog.at_level(logging.WARNING, logger="toolscript.face"):
+        assert face_gateway_in_process() is in_process
+        assert face_gateway_in_process() is in_process
+    said = [record.getMessage() for record in caplog.records]
+    assert said == (
+        [
+            "TOOLSCRIPT_FACE_GATEWAY=thread is neither 'process' nor 'inprocess': the face's gateway runs inside the face's process"
+        ]
+        if warned
+        else []
+    )

@@ -8,6 +8,7 @@ the run and stopped after it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -273,9 +274,24 @@ def face_gateway_args(config: str | None, cache: str | None) -> list[str]:
 
 
 def face_gateway_in_process() -> bool:
-    """Whether the MCP face serves its own gateway in its own process (the default), or
-    starts it as a ``gateway start`` process (``TOOLSCRIPT_FACE_GATEWAY=process``)."""
-    return os.environ.get("TOOLSCRIPT_FACE_GATEWAY", "").strip().lower() != "process"
+    """Whether the MCP face serves its own gateway in its own process (the default, or
+    ``TOOLSCRIPT_FACE_GATEWAY=inprocess``), or starts it as a ``gateway start`` process
+    (``TOOLSCRIPT_FACE_GATEWAY=process``); another value is warned of once."""
+    value = os.environ.get("TOOLSCRIPT_FACE_GATEWAY", "").strip().lower()
+    if value not in ("", "process", "inprocess"):
+        _warn_face_gateway(value)
+    return value != "process"
+
+
+@functools.cache
+def _warn_face_gateway(value: str) -> None:
+    import logging
+
+    logging.getLogger("toolscript.face").warning(
+        "TOOLSCRIPT_FACE_GATEWAY=%s is neither 'process' nor 'inprocess': the face's gateway "
+        "runs inside the face's process",
+        value,
+    )
 
 
 def spawn_owned_gateway(
