@@ -398,7 +398,7 @@ def _tool_names(loaded: Any, server: str) -> list[str] | None:
 
     from toolscript.cli.client import GatewayClient, find_gateway_url
     from toolscript.errors import ToolscriptError
-    from toolscript.pipeline.artifacts import CacheLayout
+    from toolscript.pipeline.artifacts import CacheLayout, read_artifact
 
     url = find_gateway_url(loaded)
     if url:
@@ -409,7 +409,7 @@ def _tool_names(loaded: Any, server: str) -> list[str] | None:
         except (ToolscriptError, OSError, ValueError, KeyError, TypeError):
             pass  # a gateway that cannot answer: the fetched lists may
     try:
-        cached = json.loads(CacheLayout(loaded.cache_dir()).server_tools(server).read_text())
+        cached = json.loads(read_artifact(CacheLayout(loaded.cache_dir()).server_tools(server)))
         return [str(tool["name"]) for tool in cached]
     except (OSError, ValueError, KeyError, TypeError):
         return None

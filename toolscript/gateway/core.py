@@ -45,7 +45,7 @@ from toolscript.gateway.recentcalls import RecentCalls
 from toolscript.gateway.results import tool_result
 from toolscript.gateway.runbook import Run, RunBook, approve_commands
 from toolscript.otherclients import MAX_CONFIG_BYTES
-from toolscript.pipeline.artifacts import Artifacts, CacheLayout
+from toolscript.pipeline.artifacts import Artifacts, CacheLayout, read_artifact
 from toolscript.pipeline.sources import SnapshotSource
 from toolscript.pipeline.tasks import (
     ARTIFACT_TASKS,
@@ -62,6 +62,7 @@ from toolscript.pipeline.tasks.scripts import (
 )
 from toolscript.plumbing.boundedread import read_regular_file
 from toolscript.plumbing.paths import project_state_dir, user_cache_dir
+from toolscript.plumbing.privatefile import write_new
 from toolscript.plumbing.processes import (
     identity_alive,
     memory_of,
@@ -176,7 +177,7 @@ def _write_script(path: Path, source: str) -> None:
     """A saved script, written whole or not at all (it is the user's, committed: 0644)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(source, encoding="utf-8")
+    write_new(partial, source)  # never through a link planted as the partial
     partial.replace(path)
 
 
@@ -948,7 +949,7 @@ class Gateway:
         }
 
     def _check_candidates(self, scripts: list[SavedScript]) -> ScriptVerdicts:
-        tools = self.layout.tools_only.read_text(encoding="utf-8")
+        tools = read_artifact(self.layout.tools_only)
         return check_saved(tools, scripts, self.layout.save_check, None)
 
     # -- lookup --------------------------------------------------------------

@@ -26,11 +26,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolscript.plumbing.privatefile import write_new
 from toolscript.store.packages import offered
 
 if TYPE_CHECKING:
@@ -42,6 +44,7 @@ __all__ = [
     "canonical_json",
     "content_hash",
     "listed_json",
+    "read_artifact",
     "read_offered",
     "write_if_changed",
 ]
@@ -65,17 +68,27 @@ def content_hash(value: Any) -> str:
 
 
 def write_if_changed(path: Path, text: str) -> bool:
-    """Write ``text`` unless the file already holds it; True when written."""
+    """Write ``text`` unless the file already holds it; True when written. A link there is
+    replaced, never written through (nor kept: its target's content could change)."""
     try:
-        if path.read_text(encoding="utf-8") == text:
+        if read_artifact(path) == text:
             return False
-    except (OSError, UnicodeDecodeError):  # missing or damaged: written anew
+    except (OSError, UnicodeDecodeError):  # missing, damaged or a link: written anew
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".tmp")
-    partial.write_text(text, encoding="utf-8")
+    write_new(partial, text)  # never through a link planted as the partial
     partial.replace(path)
     return True
+
+
+def read_artifact(path: Path) -> str:
+    """The text of an artifact of the cache; a link raises ``OSError`` (ELOOP), as if the
+    file were missing or unreadable: a cloned repository's ``.toolscript/`` may hold one to
+    ``~/.ssh/id_rsa``, whose content must never be served."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(descriptor, "rb") as handle:
+        return handle.read().decode("utf-8")
 
 
 def read_offered(layout: CacheLayout, server: str) -> dict[str, list[dict[str, Any]]]:
@@ -84,7 +97,7 @@ def read_offered(layout: CacheLayout, server: str) -> dict[str, list[dict[str, A
     from toolscript.codegen.offered import PROMPTS, TEMPLATES, offered_entries
 
     try:
-        offered = json.loads(layout.server_offered(server).read_text(encoding="utf-8"))
+        offered = json.loads(read_artifact(layout.server_offered(server)))
     except (OSError, ValueError):
         return {}
     if not isinstance(offered, dict):
@@ -165,6 +178,19 @@ class CacheLayout:
     def embeddings(self) -> Path:
         return self.root / "embeddings.db"
 
+    def drop_links(self) -> None:
+        """Remove the links among the cache's folders and databases (a cloned repository's
+        ``.toolscript/servers`` linked to a folder of the user's would have tool lists
+        written over its files): each is made anew in the cache. Files are read and written
+        without following links (``read_artifact``, ``write_if_changed``)."""
+        from toolscript.plumbing.cachefiles import drop_links
+
+        for directory in ("servers", "offered", "names", "types", self.saved_check.name):
+            if (self.root / directory).is_symlink():
+                (self.root / directory).unlink()
+        for database in (self.dep_file, self.catalogue, self.embeddings):
+            drop_links(database)
+
     def discard_derived(self) -> None:
         """Remove everything the artifact tasks make (embeddings stay: they are costly and
         checked on their own), so the next run builds it all again."""
@@ -204,20 +230,20 @@ class Artifacts:
     def load(cls, layout: CacheLayout, servers: list[str]) -> Artifacts:
         from toolscript.codegen.module import ToolFragment
 
-        text = layout.module.read_text(encoding="utf-8")
+        text = read_artifact(layout.module)
         fragments: list[ToolFragment] = []
         kept = {server: read_offered(layout, server) for server in servers}
         for server in servers:
             path = layout.server_fragments(server)
             if path.exists():
-                data = json.loads(path.read_text(encoding="utf-8"))
+                data = json.loads(read_artifact(path))
                 fragments.extend(ToolFragment.from_dict(item) for item in data)
         warnings: list[str] = []
         if layout.names.exists():
-            warnings = json.loads(layout.names.read_text(encoding="utf-8")).get("warnings", [])
+            warnings = json.loads(read_artifact(layout.names)).get("warnings", [])
         packages_error = None
         if layout.packages.exists():
-            packages_error = json.loads(layout.packages.read_text(encoding="utf-8")).get("error")
+            packages_error = json.loads(read_artifact(layout.packages)).get("error")
         module = text.encode()
         packages = offered(text)
         del text  # (the str goes here, the bytes stay)

@@ -20,7 +20,14 @@ from importlib.machinery import ModuleSpec
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["damage_of", "discard_if_damaged", "is_damage", "load_sqlite_utils", "set_aside"]
+__all__ = [
+    "damage_of",
+    "discard_if_damaged",
+    "drop_links",
+    "is_damage",
+    "load_sqlite_utils",
+    "set_aside",
+]
 
 log = logging.getLogger("toolscript.cache")
 
@@ -50,9 +57,24 @@ def is_damage(exc: sqlite3.Error) -> bool:
     return isinstance(exc, sqlite3.DatabaseError)
 
 
+def drop_links(path: Path) -> bool:
+    """Remove the database at ``path`` and its side files where any is a link (a cloned
+    repository's cache may hold ``.doit.db`` linked to a database of the user's, which
+    SQLite would write into): it is made anew in the cache. True when one was removed."""
+    linked = [Path(f"{path}{suffix}") for suffix in ("", *_SIDE_FILES)]
+    if not any(side.is_symlink() for side in linked):
+        return False
+    log.warning("%s is a link: it is not followed but made anew", path)
+    for side in linked:
+        side.unlink(missing_ok=True)
+    return True
+
+
 def discard_if_damaged(path: Path) -> bool:
-    """Remove the SQLite database at ``path`` (and its side files) when it cannot be read;
-    True when it was removed."""
+    """Remove the SQLite database at ``path`` (and its side files) when it cannot be read
+    or is a link; True when it was removed."""
+    if drop_links(path):
+        return True
     reason = damage_of(path)
     if reason is None:
         return False

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from pathlib import Path
 
-__all__ = ["write_private"]
+__all__ = ["write_new", "write_private"]
+
+
+def write_new(path: Path, data: str | bytes, mode: int = 0o644) -> None:
+    """Write ``data`` to a file made anew at ``path``: whatever is there is removed first,
+    and ``O_EXCL`` refuses to follow a link planted since (a cloned repository's cache may
+    hold one, named as a temporary file, pointing at ``~/.bashrc``), so no write goes
+    through a link."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(data.encode() if isinstance(data, str) else data)
 
 
 def write_private(path: Path, data: str | bytes) -> Path:
@@ -15,8 +28,6 @@ def write_private(path: Path, data: str | bytes) -> Path:
     face runs scripts side by side) each have a temporary file of their own."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "wb") as handle:
-        handle.write(data.encode() if isinstance(data, str) else data)
+    write_new(partial, data, 0o600)
     os.replace(partial, path)
     return path

@@ -59,6 +59,7 @@ def build_tasks(
         config.packages,
     )
     make_cache_dir(layout.root)  # doit opens its database there
+    layout.drop_links()  # a cloned repository's links (also for a standalone `doit`)
     return {
         "task_fetch": FetchTasks(settings, source).tasks,
         "task_names": NamesTask(settings).tasks,

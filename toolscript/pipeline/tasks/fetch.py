@@ -29,7 +29,7 @@ from doit.tools import config_changed
 from toolscript.codegen.offered import PROMPTS, TEMPLATES, offered_entries
 from toolscript.codegen.shapes import INFERRED_KEY, without_own_keys
 from toolscript.config import ServerConfig
-from toolscript.pipeline.artifacts import listed_json, write_if_changed
+from toolscript.pipeline.artifacts import listed_json, read_artifact, write_if_changed
 from toolscript.pipeline.tasks.settings import SubtasksUpToDate, TaskSettings
 
 __all__ = ["FetchTasks", "ToolSource"]
@@ -136,7 +136,7 @@ class FetchTasks:
         """Whether the file holds its tools with the result types learned now (without
         asking the server: its tools are those of the file)."""
         try:
-            text = target.read_text(encoding="utf-8")
+            text = read_artifact(target)
             kept = json.loads(text)
         except (OSError, ValueError):  # missing or damaged: fetch again
             return False
@@ -161,7 +161,7 @@ class FetchTasks:
 
 def _holds(path: Path, text: str) -> bool:
     try:
-        return path.read_text(encoding="utf-8") == text
+        return read_artifact(path) == text
     except (OSError, UnicodeDecodeError):  # missing or damaged: fetch again
         return False
 

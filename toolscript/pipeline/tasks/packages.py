@@ -29,7 +29,7 @@ from typing import Any
 from doit.exceptions import TaskFailed
 from doit.tools import config_changed
 
-from toolscript.pipeline.artifacts import write_if_changed
+from toolscript.pipeline.artifacts import read_artifact, write_if_changed
 from toolscript.pipeline.tasks.settings import TaskSettings, target_digests, targets_as_built
 from toolscript.plumbing.denobinary import deno_binary, deno_cache_dir, deno_environment
 from toolscript.plumbing.paths import user_cache_dir
@@ -64,7 +64,7 @@ def npm_cache() -> Path:
 def read_packages(path: Path) -> tuple[list[Package], str]:
     """The packages as locked and the lock's text, from ``packages.json`` (none if absent)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_artifact(path))
         return [Package(str(s), str(v)) for s, v in data["packages"]], str(data["lock"] or "")
     except (OSError, ValueError, KeyError, TypeError):
         return [], ""

@@ -30,7 +30,7 @@ from typing import Any
 
 from doit.tools import config_changed
 
-from toolscript.pipeline.artifacts import write_if_changed
+from toolscript.pipeline.artifacts import read_artifact, write_if_changed
 from toolscript.pipeline.tasks.packages import read_packages
 from toolscript.pipeline.tasks.settings import TaskSettings, target_digests, targets_as_built
 from toolscript.plumbing.privatefile import write_private
@@ -116,7 +116,7 @@ class ScriptsTask:
 
     def build(self) -> dict[str, Any]:
         layout = self.settings.layout
-        tools = layout.tools_only.read_text(encoding="utf-8")
+        tools = read_artifact(layout.tools_only)
         saved, warnings = load_saved(self.settings.project_dir)
         verdicts = check_saved(
             tools, saved, layout.saved_check, load_verdicts(layout.saved_scripts)
@@ -316,7 +316,7 @@ def _readable(message: str, where: str) -> str:
 
 def load_verdicts(path: Path) -> ScriptVerdicts | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_artifact(path))
         return ScriptVerdicts(
             key=str(data["key"]),
             passing=[str(n) for n in data["passing"]],

@@ -12,7 +12,7 @@ from typing import Any
 from doit.dependency import UptodateCalculator
 
 from toolscript.config import ServerConfig
-from toolscript.pipeline.artifacts import CacheLayout
+from toolscript.pipeline.artifacts import CacheLayout, read_artifact
 
 __all__ = [
     "SubtasksUpToDate",
@@ -40,7 +40,7 @@ class TaskSettings:
 
 
 def read_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
+    return json.loads(read_artifact(path))
 
 
 def runtime_template() -> Path:
@@ -53,9 +53,11 @@ def target_digests(targets: list[Path]) -> dict[str, Any]:
     digests = {}
     for target in targets:
         try:
-            digests[str(target)] = hashlib.sha256(target.read_bytes()).hexdigest()
-        except OSError:
-            digests[str(target)] = ""
+            digests[str(target)] = hashlib.sha256(read_artifact(target).encode()).hexdigest()
+        except OSError:  # missing, or a link: never as built
+            digests[str(target)] = "linked" if target.is_symlink() else ""
+        except UnicodeDecodeError:
+            digests[str(target)] = "undecodable"
     return {"targets": digests}
 
 
