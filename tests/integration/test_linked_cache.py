@@ -73,7 +73,8 @@ def link(cache: Path, name: str, target: Path) -> None:
 def every_command(project: Path, env: dict[str, str]) -> str:
     """What the user runs in the cloned project, its output and the gateway's answers."""
     said = []
-    for args in (["list-tools", "fx"], ["get-types", "fx"], ["search", "add"]):
+    script = 'import { tools } from "toolscript";\nreturn "ran:" + Object.keys(tools.fx).length;'
+    for args in (["list-tools", "fx"], ["get-types", "fx"], ["search", "add"], ["exec", script]):
         done = toolscript_cli(*args, cwd=project, env=env)
         said.append(done.stdout + done.stderr)
     gateway = GatewayProcess({"mcpServers": {"fx": fixture_server()}}, project, env=env)
@@ -100,6 +101,7 @@ def test_linked_artifacts_are_neither_served_nor_written_through(
     said = every_command(project, env)
 
     assert SECRET not in said
+    assert "ran:" in said  # exec ran a script on the module built anew
     for name, secret in secrets.items():
         assert secret.read_text() == f"{SECRET} {name}\n"  # not written through, not removed
         assert not (cache / name).is_symlink(), name  # the link replaced by the artifact
