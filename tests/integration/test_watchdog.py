@@ -143,11 +143,13 @@ def test_the_watchdog_is_no_python() -> None:
     """exec and the face keep a watchdog for their whole life: a shell holds a few MB
     where a Python holds ten."""
     watched = sleeper()
+    # (children left by another test of this worker are not the watchdog)
+    before = {child.pid for child in psutil.Process().children()}
     try:
         with Lifeline(catch_signals=False) as lifeline:
             lifeline.watch(watched.pid, group=True)
             (dog,) = wait_until(
-                lambda: [p for p in psutil.Process().children() if p.pid != watched.pid],
+                lambda: [p for p in psutil.Process().children() if p.pid not in before],
                 lambda found: len(found) == 1 and found[0].cmdline() != [],
                 10,
                 "the watchdog",
