@@ -166,15 +166,7 @@ class RunsController(Controller):
         if _by_agent(request) and gateway.runs.get(run_id).interactive:
             raise agent_refused()  # ending it would answer a person's open prompt
         run = await gateway.runs.end(run_id, (data or RunEnd()).exit)
-        return {
-            "id": run.id,
-            "status": run.status,
-            "stopped": run.stopped.to_dict() if run.stopped is not None else None,
-            "exit_code": run.stopped.exit_code if run.stopped is not None else None,
-            "resumed_from": run.resumed_from or None,
-            "replayed": run.replayed,
-            "calls": gateway.runs.trace(run),
-        }
+        return run.ended_answer() | {"calls": gateway.runs.trace(run)}
 
     @post("/start", status_code=200)
     async def start_background_run(

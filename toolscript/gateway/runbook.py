@@ -165,6 +165,18 @@ class Run:
             and self.prompt.call.get("kind") != ELICITATION
         )
 
+    def ended_answer(self) -> dict[str, Any]:
+        """What ending the run answers (``POST /runs/{id}/end``, the face's own call): its
+        status and the error it stopped with."""
+        return {
+            "id": self.id,
+            "status": self.status,
+            "stopped": self.stopped.to_dict() if self.stopped is not None else None,
+            "exit_code": self.stopped.exit_code if self.stopped is not None else None,
+            "resumed_from": self.resumed_from or None,
+            "replayed": self.replayed,
+        }
+
     def row(self, known: tuple[str, ...] = ()) -> dict[str, Any]:
         """The run's record; the script only while it waits for approval (``--resume`` runs
         it again), and never when a configured secret is written in it."""
