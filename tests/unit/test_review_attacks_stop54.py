@@ -15,6 +15,7 @@ from typing import cast
 
 import pytest
 
+from tests.unit.test_cache_prune import aged
 from toolscript.execution import watchdog
 from toolscript.store.cacheprune import KEEP_DAYS, prune_cache
 
@@ -31,13 +32,15 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def aged(path: Path, seconds: float) -> Path:
-    when = time.time() - seconds
-    for parent, folders, files in os.walk(path) if path.is_dir() else []:
-        for name in folders + files:
-            os.utime(os.path.join(parent, name), (when, when), follow_symlinks=False)
-    os.utime(path, (when, when), follow_symlinks=False)
-    return path
+def gateway_files(home: Path, digest: str) -> tuple[Path, Path]:
+    """A gateway's module of ``digest`` and its checker's config, in the cache."""
+    module = home / "modules" / f"{digest}.ts"
+    module.parent.mkdir()
+    module.write_text("export {}\n")
+    config = home / "checker" / f"deno-{digest}.json"
+    config.parent.mkdir()
+    config.write_text("{}")
+    return module, config
 
 
 def test_a_models_folder_toolscript_did_not_write_is_never_removed(home: Path) -> None:
@@ -186,12 +189,7 @@ def test_a_short_older_than_keeps_what_a_running_gateway_marked_since_its_last_r
     from toolscript.store.cacheprune import touch_module
 
     digest = "fedcba9876543210"
-    module = home / "modules" / f"{digest}.ts"
-    module.parent.mkdir()
-    module.write_text("export {}\n")
-    config = home / "checker" / f"deno-{digest}.json"
-    config.parent.mkdir()
-    config.write_text("{}")
+    module, config = gateway_files(home, digest)
     touch_module(home, digest)
     since = CACHE_KEEPING_EVERY - 60  # its next round is a minute away
     for path in (module, config):
@@ -222,12 +220,7 @@ def test_a_gateway_with_a_run_that_never_ends_still_marks_its_module(
     from toolscript.gateway import core
 
     digest = "0011223344556677"
-    module = home / "modules" / f"{digest}.ts"
-    module.parent.mkdir()
-    module.write_text("export {}\n")
-    config = home / "checker" / f"deno-{digest}.json"
-    config.parent.mkdir()
-    config.write_text("{}")
+    module, config = gateway_files(home, digest)
     for path in (module, config):
         aged(path, OLD)
     monkeypatch.setattr(core, "CACHE_KEEPING_DELAY", 0.0)
