@@ -245,3 +245,20 @@ def test_a_gateway_with_a_run_that_never_ends_still_marks_its_module(
 
     assert time.time() - module.stat().st_mtime < DAY
     assert time.time() - config.stat().st_mtime < DAY
+
+
+def test_a_number_too_long_for_a_pid_is_no_process(tmp_path: Path) -> None:
+    """``pid_exists`` on a number read from a name or a state file that no process id can
+    be: none (os.kill raised OverflowError), so Deno's run folders named by one are still
+    cleared of orphans, the rest kept."""
+    from toolscript.plumbing import denobinary
+    from toolscript.plumbing.processes import pid_exists
+
+    assert not pid_exists(10**30)
+    assert pid_exists(os.getpid())
+    odd = tmp_path / f"{denobinary._RUN_PREFIX}{10**30}-x"
+    mine = tmp_path / f"{denobinary._RUN_PREFIX}{os.getpid()}-x"
+    for folder in (odd, mine):
+        folder.mkdir()
+    denobinary._remove_orphans(tmp_path)
+    assert not odd.exists() and mine.exists()

@@ -38,12 +38,13 @@ __all__ = [
 
 
 def pid_exists(pid: int) -> bool:
-    """Whether a process ``pid`` exists (a zombie counts); the cheap check of a state file."""
+    """Whether a process ``pid`` exists (a zombie counts); the cheap check of a state file.
+    A number no process id can be (read from a file's name or a state file) is none."""
     if pid <= 0:
         return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):
         return False
     except PermissionError:
         return True

@@ -411,7 +411,7 @@ def _pid_ended(pid: int) -> bool:
     return not _pid_runs(pid)
 
 
-_LARGEST_PID = 0x7FFFFFFF  # (a pid_t: a larger number is no process's, and os.kill overflows)
+_LARGEST_PID = 0x7FFFFFFF  # (a pid_t: a larger number is no process's)
 
 
 def _pid_runs(pid: int) -> bool:
