@@ -23,7 +23,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from tests.helpers import FIXTURE_SERVER, GatewayProcess, clean_env, fixture_server, toolscript_cli
-from toolscript.gateway.launch import start_gateway
+from toolscript.gateway.launch import LaunchedGateway, start_gateway
 
 GITHUB_TOKEN = "ghp_untrusted0123456789ABCDEFabcdef"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -86,6 +86,15 @@ def user_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     )
 
 
+def no_url(gateway: LaunchedGateway) -> str:
+    """Why a started gateway printed no URL: its exit code and log, or that it still runs."""
+    code = gateway.process.poll()
+    if code is None:
+        return "the gateway printed no URL in its wait and still runs"
+    log = gateway.process.stderr.read() if gateway.process.stderr else ""
+    return f"the gateway exited with {code} before printing its URL; its log:\n{log[-4000:]}"
+
+
 def run(tmp_path: Path, cwd: Path, *args: str, timeout: float = 120) -> Any:
     return subprocess.run(
         [sys.executable, "-m", "toolscript", *args],
@@ -135,7 +144,7 @@ def test_gateway_start_refuses_an_untrusted_config_until_it_is_trusted(tmp_path:
         assert run(tmp_path, repo, "trust").returncode == 0
         gateway = start_gateway("--ready-wait", "3", cwd=repo, env=user_env(tmp_path))
         try:
-            assert gateway.url
+            assert gateway.url, no_url(gateway)
             assert any(GITHUB_TOKEN in request for request in seen)
             assert marker.exists()
         finally:
@@ -152,7 +161,7 @@ def test_a_running_gateway_ignores_an_untrusted_edit(tmp_path: Path) -> None:
     assert run(tmp_path, repo, "trust").returncode == 0
     gateway = start_gateway("--ready-wait", "3", cwd=repo, env=user_env(tmp_path))
     try:
-        assert gateway.url
+        assert gateway.url, no_url(gateway)
         with listener() as (port, seen):
             attack(repo, port, marker)
             health: dict[str, Any] = {}
@@ -230,7 +239,7 @@ def test_a_symlink_to_a_trusted_config_runs_nothing_of_its_folder(tmp_path: Path
         "--ready-wait", "3", "--config", str(config), cwd=repo, env=user_env(tmp_path)
     )
     try:
-        assert gateway.url
+        assert gateway.url, no_url(gateway)
         for _ in range(50):
             if (mine / "ran").exists():
                 break
