@@ -51,6 +51,9 @@ __all__ = [
 ]
 
 _JSON = "application/json"
+# A search request's length: splitting a query into its needs costs the square of its length
+# (a script's 16,000 characters held the gateway for seconds a request; 2,000 take ms).
+MAX_QUERY = 2000
 
 
 def _by_agent(request: Request[Any, Any, Any]) -> bool:
@@ -459,6 +462,11 @@ class DiscoveryController(Controller):
         """Ranked tools for a query; keyword-only until the embedding model is ready.
         ``explain``: each hit's keyword and semantic parts and the need it answers;
         ``split=false`` ranks the request whole; ``kind``: resource, prompt, or all (tools, then the others)."""
+        if len(q) > MAX_QUERY:
+            raise UsageError(
+                f"a search query of {len(q)} characters; at most {MAX_QUERY}",
+                hint="describe the task in a sentence or two: search for each part on its own",
+            )
         if server is not None:
             gateway.upstream(server)
         if mode not in MODES:

@@ -110,9 +110,10 @@ FACE_ADVICE = Advice(
     memory="hold less in memory at once",
 )
 _TYPE_ERROR = re.compile(r"\bTS\d+ \[ERROR\]|error: Type checking failed")
-# Deno's advice after a failed check names a flag the face does not have.
+# Deno's advice after a failed check names a flag the face does not have. Blanks within
+# its line only: "\s*" crossed lines, quadratic in the blank lines a script printed.
 _CHECK_ADVICE = re.compile(
-    r"^\s*(?:info: The program failed type-checking.*|hint: Re-run with --no-check.*)\n?",
+    r"^[ \t]*(?:info: The program failed type-checking.*|hint: Re-run with --no-check.*)\n?",
     re.MULTILINE,
 )
 

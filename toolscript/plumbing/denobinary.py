@@ -52,12 +52,15 @@ def deno_cache_dir() -> Path:
 
 
 def deno_environment(deno_dir: Path | None = None) -> dict[str, str]:
-    """The whole environment Deno gets: its cache (the shared one unless ``deno_dir``), and
-    no update checks or prompts."""
+    """The whole environment Deno gets: its cache (the shared one unless ``deno_dir``), no
+    update checks or prompts, and no GPU: WebGPU needs no permission, and a script's
+    ``navigator.gpu.requestAdapter()`` would load the machine's graphics drivers into the
+    sandbox and hand it the device (memory the sandbox's cap does not count)."""
     return {
         "DENO_DIR": str(deno_dir or deno_cache_dir()),
         "DENO_NO_UPDATE_CHECK": "1",
         "DENO_NO_PROMPT": "1",
+        "DENO_WEBGPU_BACKEND": "none",
     }
 
 
