@@ -201,3 +201,40 @@ def test_escapes_that_failed_stay_refused(
     escaped = {name: why for name, why in seen.items() if why == "ESCAPED" or SECRET in why}
     assert escaped == {}, seen
     assert sorted(p.name for p in tmp_path.iterdir()) == ["secret.db", "secret.json", "secret.txt"]
+
+
+def test_a_run_s_token_reaches_no_route_beyond_its_calls(
+    gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    # The warm checker takes paths (a file to write, a module to read), runs/start starts a
+    # process: a script's token reaches neither, nor a route through "..", HEAD, or a GET
+    # of a tool; a websocket to its own URL is closed.
+    code = """
+const url = Deno.env.get("TOOLSCRIPT_GATEWAY_URL")!;
+const check = JSON.stringify({ code: "x", path: "/tmp/x.ts", module: "/etc/passwd", hash: "x" });
+const tries: [string, RequestInit][] = [
+  ["/runtime/check", { method: "POST", body: check }],
+  ["/runs", { method: "POST", body: "{}" }],
+  ["/runs/start", { method: "POST", body: "{}" }],
+  ["/scripts", { method: "POST", body: "{}" }],
+  ["/runtime/%2e%2e/health", {}],
+  ["/runtime/hash", { method: "HEAD" }],
+  ["/tools/fx__plain_text", {}],
+];
+const statuses = [];
+for (const [path, init] of tries) {
+  const answer = await fetch(url + path, init);
+  await answer.body?.cancel();
+  statuses.push(answer.status);
+}
+const socket = await new Promise((resolve) => {
+  const ws = new WebSocket(url.replace("http", "ws") + "/runtime/hash");
+  ws.onopen = () => resolve("open");
+  ws.onerror = () => {};
+  ws.onclose = () => resolve("closed");
+});
+console.log(JSON.stringify([statuses, socket]));
+"""
+    done = exec_script(gateway, code, tmp_path, "--no-check")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [[401] * 7, "closed"]
