@@ -71,13 +71,19 @@ def test_a_script_gets_no_gpu_in_a_fresh_deno_or_a_spare(
 
 
 # Lines to stderr that exec rewrites (its refusals in toolscript's words, a source excerpt's
-# caret): a lazy ".+?" from each "Requires" to the line's end, and two runs of blanks tried
-# at every split, cost seconds of exec's CPU per 64 KB line, with the GIL held. Three such
-# excerpts and twenty refusal lines (1.5 MB) kept this script past a 60 s timeout.
+# caret, a lock's diff, a position in the script): a lazy ".+?" from each "Requires" to the
+# line's end, and two runs of blanks tried at every split, cost seconds of exec's CPU per
+# 64 KB line, with the GIL held (three such excerpts and twenty refusal lines, 1.5 MB, kept
+# this script past a 60 s timeout); a position of 5,000 digits made int() raise in the pump,
+# which stopped reading: the script blocked on its next lines until the timeout.
 ERROR_LINES = """
 const refusal = "Requires x access to ".repeat(3100).slice(0, 65000);
 for (let i = 0; i < 20; i++) console.error(refusal);
 for (let i = 0; i < 3; i++) console.error("})();\\n" + " ".repeat(65000) + "x");
+console.error("The lockfile is out of date\\n" + " ".repeat(65000) + "x");
+console.error("    at <inline>.ts:1:" + "9".repeat(5000));
+console.error("9".repeat(5000) + " | x");
+for (let i = 0; i < 100; i++) console.error("after " + i + " ".repeat(2000));
 console.error("ALL PRINTED");
 return 1;
 """

@@ -578,7 +578,9 @@ _V8_DUMP = (
     b"# Fatal error in",
     b"==== C stack trace",
 )
-_GUTTER = re.compile(r"^(\s*)(\d+)( \| ?)(.*)$")  # a syntax error's excerpt: "3 | })();"
+# A syntax error's excerpt: "3 | })();". Line and column numbers have at most 9 digits:
+# int() refuses more than 4,300, and a script printing such a "position" stopped the pump.
+_GUTTER = re.compile(r"^(\s*)(\d{1,9})( \| ?)(.*)$")
 # Possessive: two runs of blanks side by side, tried at every split, were quadratic.
 _CARET = re.compile(r"^(\s*+(?:\| ?)?)(\s*+)([\^~]+)\s*$")
 _FRAME = re.compile(r"^\s+at ")
@@ -586,7 +588,7 @@ _FRAME = re.compile(r"^\s+at ")
 
 # Deno's words for an npm package the sandbox does not offer, and toolscript's.
 _UNDECLARED = "scripts import only the packages the project declares"
-_LOCK_DIFF = re.compile(r"\s*(?:changes:|\d*\s*\|)")
+_LOCK_DIFF = re.compile(r"\s*+(?:changes:|\d*\s*\|)")  # possessive: linear
 _ADDED_SPECIFIER = re.compile(r'\|\s*\+\s*"((?:npm|jsr):[^"]+)":')
 _NOT_CACHED = re.compile(r'Failed loading https?://\S+ for package "([^"]+)"')
 _LOST = re.compile(r"error: Failed caching npm package '([^']+)'")
@@ -624,7 +626,7 @@ class _ErrorRewriter:
         self.display_name = display_name
         self.strip_colors = not sys.stderr.isatty()
         self.mapping = source_map or SourceMap([])
-        self.position = re.compile(re.escape(display_name) + r":(\d+):(\d+)")
+        self.position = re.compile(re.escape(display_name) + r":(\d{1,9}):(\d{1,9})(?!\d)")
         self.quoted: list[tuple[int, str]] = []  # the wrapper line an excerpt showed, for its caret
         self.after_frame = False  # the last line was a stack frame (the first one is the place)
         self.dying = False  # V8's fatal-error dump began
