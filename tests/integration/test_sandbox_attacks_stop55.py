@@ -97,28 +97,47 @@ def test_error_lines_a_script_prints_cost_exec_no_more_than_their_length(
     assert "ALL PRINTED" in done.stderr
 
 
-def test_the_face_answers_a_faked_type_error_with_blank_lines_at_once(
+def test_the_face_answers_a_faked_type_error_and_a_deep_result_itself(
     gateway: GatewayProcess,
 ) -> None:
     # "error: Type checking failed" on stderr makes the face drop Deno's advice with a
     # multi-line regex whose "^\\s*" crossed lines: 900,000 blank lines after it held the
-    # face (and its in-process gateway) for about half an hour.
-    code = 'console.error("error: Type checking failed" + "\\n".repeat(900000) + "x");Deno.exit(1);'
+    # face (and its in-process gateway) for about half an hour. A value nested 5,000 deep
+    # made the face's json.loads raise RecursionError: "execute failed", a traceback.
+    fake = 'console.error("error: Type checking failed" + "\\n".repeat(900000) + "x");Deno.exit(1);'
+    deep = "let v: unknown = 1; for (let i = 0; i < 5000; i++) v = [v]; return v;"
 
-    async def execute() -> str:
+    async def execute() -> list[tuple[bool, str]]:
+        answers = []
         with anyio.fail_after(120):
             async with (
                 stdio_client(face_parameters(gateway)) as (read, write),
                 ClientSession(read, write) as session,
             ):
                 await session.initialize()
-                result = await session.call_tool("execute", {"code": code})
-                assert result.is_error
-                text = result.content[0].text  # type: ignore[union-attr]
-                assert isinstance(text, str)
-                return text
+                for code in (fake, deep):
+                    result = await session.call_tool("execute", {"code": code})
+                    text = result.content[0].text  # type: ignore[union-attr]
+                    assert isinstance(text, str)
+                    answers.append((result.is_error, text))
+        return answers
 
-    assert "Type checking failed" in anyio.run(execute)
+    (fake_failed, fake_text), (deep_failed, deep_text) = anyio.run(execute)
+    assert fake_failed and "Type checking failed" in fake_text
+    assert not deep_failed, deep_text
+    assert deep_text.startswith("[[[[") and "RecursionError" not in deep_text
+
+
+def test_output_nested_past_python_s_limit_is_previewed_as_text(
+    gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    # The preview of output past --max-output parsed it as JSON: "[" 100,000 deep raised
+    # RecursionError, and exec died with a traceback instead of its preview and exit 123.
+    code = 'console.log("[".repeat(100000) + "]".repeat(100000));'
+    done = exec_script(gateway, code, tmp_path, "--no-check", "--max-output", "1000")
+    assert done.returncode == 123, done.stderr[-2000:]
+    assert "output cut" in done.stderr and "Traceback" not in done.stderr
+    assert done.stdout.startswith("[[[[")
 
 
 def test_a_long_search_query_is_refused_before_it_holds_the_gateway(

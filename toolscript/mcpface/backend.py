@@ -265,7 +265,7 @@ def execution_answer(exit_code: int, stdout: bytes, stderr: bytes) -> Answer:
         if line.startswith(RESULT_MARKER):
             try:
                 result, has_result = json.loads(line[len(RESULT_MARKER) :]), True
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested past Python's limit
                 printed_lines.append(line[len(RESULT_MARKER) :])
         else:
             printed_lines.append(line)

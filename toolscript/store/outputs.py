@@ -178,7 +178,7 @@ def preview(data: bytes, budget: int) -> tuple[str, bool]:
     text = data.decode("utf-8", "replace")
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past Python's limit ("[[[[..."): text
         value = None
     else:
         if isinstance(value, dict | list):
