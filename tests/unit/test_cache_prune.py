@@ -225,6 +225,53 @@ def test_prepared_scripts_and_config_checks_go_when_unused(cache: Path) -> None:
     assert not old.exists() and fresh.exists() and not memo.exists()
 
 
+def _emitted_for(cache: Path, source: Path, age: float) -> Path:
+    """The JavaScript Deno emits for ``source``, in the shared ``gen/file``, ``age`` old."""
+    path = cache / "deno" / "gen" / "file" / f"{source.as_posix().lstrip('/')}.js"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("// emitted\n")
+    return aged(path, age)
+
+
+def test_javascript_emitted_for_a_file_goes_with_the_file_or_when_unused(
+    cache: Path, tmp_path: Path
+) -> None:
+    module = cache / "modules" / ("a" * 16 + ".ts")
+    module.parent.mkdir()
+    module.write_text("export {};\n")
+    gone = cache / "modules" / ("b" * 16 + ".ts")  # pruned, or never there
+    used = _emitted_for(cache, module, 2 * DAY)
+    orphan = _emitted_for(cache, gone, 2 * HOUR)
+    just_written = _emitted_for(cache, gone.with_name("c" * 16 + ".ts"), 60)
+    stale = _emitted_for(cache, module.with_name("d" * 16 + ".ts"), (KEEP_DAYS + 1) * DAY)
+    old_but_there = tmp_path / "saved.ts"
+    old_but_there.write_text("export {};\n")
+    unused = _emitted_for(cache, old_but_there, (KEEP_DAYS + 1) * DAY)
+    not_deno_named = _emitted_for(cache, tmp_path / "notes.txt", (KEEP_DAYS + 1) * DAY)
+
+    report = prune_cache(cache)
+
+    assert used.exists() and just_written.exists() and not_deno_named.exists()
+    assert not orphan.exists() and not stale.exists() and not unused.exists()
+    reasons = report.to_dict()["folders"]["deno/gen/file"]["reasons"]
+    assert reasons == {"file gone": 2, "unused": 1}
+
+
+def test_emitted_javascript_behind_a_linked_folder_is_left_alone(
+    cache: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "gen" / "file").mkdir(parents=True)
+    kept = elsewhere / "gen" / "file" / "x.ts.js"
+    kept.write_text("// someone's\n")
+    aged(kept, (KEEP_DAYS + 1) * DAY)
+    (cache / "deno").symlink_to(elsewhere)
+
+    prune_cache(cache)
+
+    assert kept.exists()
+
+
 def test_exec_marks_the_prepared_script_it_runs_used(cache: Path) -> None:
     from toolscript.execution.sandbox import Script, _write_script
 

@@ -18,8 +18,7 @@ from toolscript.cli.entry import fast_arguments
 from toolscript.config import load_config
 from toolscript.errors import ConfigError, GatewayResponseError, GatewayUnreachableError
 
-# (click comes with sqlite_utils, which reads the run log: `runs` has it, typer-free)
-HEAVY = ("typer", "pydantic", "rich", "httpx", "litestar", "jsonschema", "numpy")
+HEAVY = ("typer", "pydantic", "rich", "httpx", "litestar", "jsonschema", "numpy", "sqlite_utils")
 HEAVY_PACKAGES = ("toolscript.search", "toolscript.pipeline", "toolscript.gateway.app")
 
 

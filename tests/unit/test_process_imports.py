@@ -165,6 +165,8 @@ def test_the_face_imports_the_sdk_server_without_its_package_inits() -> None:
     assert isinstance(imported, list)
     assert "mcp.server.lowlevel" in imported
     assert [name for name in SDK_UNUSED if name in imported] == ["sse_starlette"]
+    # it asks its gateway as exec does (``gateway_request``), with no HTTP client of its own
+    assert "httpx2" not in imported and "httpx" not in imported
 
 
 def test_the_sdk_packages_still_answer_every_name_after_deferring() -> None:
@@ -222,7 +224,8 @@ def test_a_keyword_only_gateway_imports_no_numpy(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == [True, True, False]
+    # and the run log, in plain SQL, imports no sqlite_utils (1.6 MB of the face's process)
+    assert json.loads(done.stdout) == [True, False, False]
 
 
 LARGE_INDEX = """

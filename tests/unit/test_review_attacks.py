@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -105,16 +106,17 @@ def test_the_faces_requests_to_its_gateway_go_to_no_proxy(
     proxy, gateway = proxy_and_gateway
     backend = Backend(None, None, Lifeline(catch_signals=False))
 
-    async def ask() -> int:
+    backend.gateway_url = lambda stale=None: f"http://127.0.0.1:{gateway.port}/owner-secret"  # type: ignore[method-assign]
+
+    async def ask() -> Any:
         try:
-            url = f"http://127.0.0.1:{gateway.port}/owner-secret/health"
-            return (await backend._http.get(url)).status_code
+            return await backend._get("/search", {"q": "a b"})
         finally:
             await backend.aclose()
 
-    assert anyio.run(ask) == 200
+    assert anyio.run(ask) == {"ok": True}
     assert proxy.lines == []
-    assert gateway.lines == [b"GET /owner-secret/health HTTP/1.1"]
+    assert gateway.lines == [b"GET /owner-secret/search?q=a+b HTTP/1.0"]
 
 
 def test_the_clis_requests_to_its_gateway_go_to_no_proxy(

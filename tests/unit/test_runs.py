@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import sqlite3
@@ -186,6 +187,70 @@ def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
     sqlite3.connect(path).execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     with pytest.raises(RunLogError, match="newer toolscript"):
         RunLog(path).recent()
+
+
+def _written_by_sqlite_utils(path: Path, version: int) -> None:
+    """A run log as toolscript wrote it with sqlite_utils' ``create`` (schema ``version``)."""
+    import sqlite_utils
+
+    db = sqlite_utils.Database(path)
+    db["runs"].create(
+        {
+            "id": str, "script_hash": str, "origin": str, "started": float, "ended": float,
+            "exit": int, "status": str, "calls": int, "resumed_from": str, "stopped": str,
+            "script": str, "script_name": str,
+        },
+        pk="id",
+    )  # fmt: skip
+    db["runs"].create_index(["started"])
+    db["runs"].create_index(["script_hash"])
+    db["calls"].create(
+        {
+            "run_id": str, "seq": int, "tool": str, "arguments": str, "arguments_bytes": int,
+            "result_bytes": int, "started": float, "ms": float, "outcome": str, "error": str,
+        },
+        pk=("run_id", "seq"),
+    )  # fmt: skip
+    db["replay"].create(
+        {"run_id": str, "seq": int, "tool": str, "digest": str, "status": int, "shape": str,
+         "body": bytes},
+        pk=("run_id", "seq"),
+    )  # fmt: skip
+    db["approvals"].create(
+        {"id": int, "scope": str, "tool": str, "run_id": str, "digest": str,
+         "created": float, "used_by": str},
+        pk="id",
+    )  # fmt: skip
+    db["approvals"].create_index(["scope", "tool"])
+    if version >= 2:
+        db["runs"].add_column("owner", str, not_null_default="")
+        db["runs"].add_column("client", str, not_null_default="")
+    db["runs"].insert({"id": "old", "origin": "cli", "started": 1.0, "status": "ok"})
+    db.execute(f"PRAGMA user_version = {version}")
+    db.conn.close()
+
+
+def _schema(path: Path) -> list[tuple[str, str, str | None]]:
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        return list(connection.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name"))
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_the_run_log_reads_and_upgrades_a_file_sqlite_utils_wrote(
+    tmp_path: Path, version: int
+) -> None:
+    """The run log's tables are now made in plain SQL: a new file's are the very ones
+    sqlite_utils made, and a file it wrote, at either schema, is read and brought up to date."""
+    old, new = tmp_path / "old.sqlite", tmp_path / "new.sqlite"
+    _written_by_sqlite_utils(old, version)
+    RunLog(new).recent()
+    runlog = RunLog(old)
+    assert [run["id"] for run in runlog.recent()] == ["old"]
+    assert runlog.run("old")["status"] == "ok"
+    assert _schema(old) == _schema(new)
+    reference = tmp_path / "reference.sqlite"
+    _written_by_sqlite_utils(reference, SCHEMA_VERSION)
+    assert _schema(new) == _schema(reference)
 
 
 class FakeServer:

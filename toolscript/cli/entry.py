@@ -197,12 +197,6 @@ def _run_fast(command: tuple[str, ...], values: dict[str, Any]) -> int:
         elif command == ("runs",):
             from types import SimpleNamespace
 
-            # sqlite_utils imports numpy and pandas when it finds them (300 ms) for cell
-            # types the run log never holds: this process, which only lists runs, goes
-            # without (an import of either now fails, and sqlite_utils does without).
-            for unneeded in ("numpy", "pandas"):
-                sys.modules.setdefault(unneeded, None)  # type: ignore[arg-type]
-
             from toolscript.cli.history import list_runs
 
             list_runs(cast(Any, SimpleNamespace(invoked_subcommand=None)), **values)

@@ -193,9 +193,10 @@ def gateway_request(
     try:
         with socket.create_connection(address, timeout) as sock:
             sock.sendall(request)
-            answer = b""
+            chunks = []  # joined once: a long answer (every tool's types) read in parts
             while chunk := sock.recv(65536):
-                answer += chunk
+                chunks.append(chunk)
+            answer = b"".join(chunks)
     except TimeoutError as exc:
         raise GatewayUnreachableError(
             f"the gateway at {parts.netloc} did not answer within {timeout:g} s",

@@ -25,16 +25,12 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
-
-# The MCP SDK's own HTTP client (the SDK imports it in any case); ``httpx`` would add
-# itself, httpcore and, through its command line, rich and pygments (4 MB).
-import httpx2
 
 from toolscript.errors import (
     ExecutionError,
@@ -49,6 +45,7 @@ from toolscript.execution.locate import (
     current_module,
     face_gateway_args,
     face_gateway_in_process,
+    gateway_request,
     module_hash,
     running_gateway,
 )
@@ -104,6 +101,7 @@ OWNED_START_WAIT = 120.0
 # with the answer's way out of the face for neither the GIL nor the CPU
 SPARE_AFTER = 0.005
 SAVE_TIMEOUT = 240.0  # seconds: saving type-checks every saved script
+REQUEST_TIMEOUT = 120.0  # seconds for any other answer of the gateway's
 FACE_ADVICE = Advice(
     timeout="pass a larger timeout, in seconds",
     output="print less: filter in the script and return only what is needed",
@@ -378,9 +376,6 @@ class Backend:
     _url: str | None = None
     _owned: InProcessGateway | LaunchedGateway | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _http: httpx2.AsyncClient = field(
-        default_factory=lambda: httpx2.AsyncClient(timeout=120, mounts=LOOPBACK_DIRECT)
-    )
     _yielded: dict[str, FaceRun] = field(default_factory=dict)  # runs wait_run may continue
     # a Deno spawned ahead for the next execute (``execution/spare.py``); None when off
     _spare: Spare | None = None
@@ -489,31 +484,37 @@ class Backend:
             self._stop_owned(owned, 20)
 
     async def aclose(self) -> None:
-        await self._http.aclose()
         await anyio.to_thread.run_sync(self.close)
 
     async def _get(self, path: str, params: dict[str, Any] | None = None) -> Any:
-        return await self._request("GET", path, params=params)
+        return await self._request(path + (f"?{urlencode(params)}" if params else ""))
 
     async def _post(self, path: str, body: dict[str, Any]) -> Any:
-        return await self._request("POST", path, json=body, timeout=SAVE_TIMEOUT)
+        return await self._request(path, json.dumps(body).encode(), SAVE_TIMEOUT)
 
-    async def _request(self, method: str, path: str, **options: Any) -> Any:
+    async def _request(
+        self, route: str, body: bytes | None = None, timeout: float = REQUEST_TIMEOUT
+    ) -> Any:
+        """The gateway's JSON answer to GET ``route`` (POST of ``body``), asked as exec asks
+        it (``gateway_request``: straight to the gateway, whatever HTTP_PROXY says, since a
+        proxy would be sent the owner's token; no HTTP client's 1.3 MB in the face), in a
+        thread left behind should the client cancel. A gateway gone is looked for again."""
         stale: str | None = None
         for attempt in range(2):
             url = await anyio.to_thread.run_sync(functools.partial(self.gateway_url, stale=stale))
-            try:
-                response = await self._http.request(method, url + path, **options)
-            except httpx2.TransportError:
-                if attempt:
-                    raise GatewayUnreachableError(
-                        "the gateway stopped answering", hint="call the tool again"
-                    ) from None
-                stale = url
-                continue
-            if response.status_code >= 400:
-                raise GatewayResponseError.from_response(response.status_code, response.content)
-            return response.json()
+            answer = await anyio.to_thread.run_sync(
+                functools.partial(
+                    gateway_request, url, route, timeout, json_body=body, answers=True
+                ),
+                abandon_on_cancel=True,
+            )
+            if answer is not None:
+                return json.loads(answer)
+            if attempt:
+                raise GatewayUnreachableError(
+                    "the gateway stopped answering", hint="call the tool again"
+                )
+            stale = url
         raise AssertionError("unreachable")
 
     # -- the tools -----------------------------------------------------------------------
@@ -859,15 +860,6 @@ def _not_started() -> ExecutionError:
         "no gateway runs for this project and one could not be started",
         hint="run `toolscript gateway start` in the project to see why",
     )
-
-
-# The gateway on this machine is asked directly, whatever HTTP_PROXY says: a proxy would be
-# sent its URL, the owner's token in it (and could not reach 127.0.0.1 anyway).
-LOOPBACK_DIRECT: dict[str, None] = {
-    "all://127.0.0.1": None,
-    "all://localhost": None,
-    "all://[::1]": None,
-}
 
 
 _OUTPUT_URI = re.compile(r"toolscript://runs/([0-9A-Za-z-]+)/output")

@@ -2,10 +2,13 @@
 gateway's type checker alike: one type-check cache, so a check warms the other's).
 
 A sandbox run gets a ``DENO_DIR`` of its own (``run_deno_dir``), removed when it ends:
-whatever a script makes Deno cache (emitted ``data:`` modules, code caches) is gone with
-the run, and only the type-check cache is shared, through a link (and the read-only npm
-packages, for a project that declares any); the analysis caches it would make are kept in
-memory (``MEMORY_CACHES``).
+whatever a script makes Deno cache (emitted ``data:`` and gateway modules, code caches) is
+gone with the run. Shared through links: the type-check cache, and the JavaScript emitted
+for local files (``gen/file``: only toolscript's own, since a script may import no file but
+its module and itself: the generated module, saved and prepared scripts), so the module is
+transpiled once, not by each run (measured with Deno 2.9.8: 130 ms of each run's start at
+1,600 tools); and the read-only npm packages, for a project that declares any. The analysis
+caches a run would make are kept in memory (``MEMORY_CACHES``).
 """
 
 from __future__ import annotations
@@ -21,9 +24,21 @@ from toolscript.errors import ExecutionError
 from toolscript.plumbing.paths import user_cache_dir
 from toolscript.plumbing.processes import pid_exists
 
-__all__ = ["SHARED_CACHES", "deno_binary", "deno_cache_dir", "deno_environment", "run_deno_dir"]
+__all__ = [
+    "SHARED_CACHES",
+    "SHARED_FOLDERS",
+    "deno_binary",
+    "deno_cache_dir",
+    "deno_environment",
+    "run_deno_dir",
+]
 
-SHARED_CACHES = ("check_cache_v2",)  # what a run's DENO_DIR links to the shared one: hashes only
+# What a run's DENO_DIR links to the shared one: check verdicts (hashes), and the emitted
+# JavaScript of local files (Deno checks each against its source's hash before use). Not
+# all of ``gen``: a script's `data:` imports are emitted there, and a loop of them would
+# fill the user's disk; they stay in the run's own ``gen``.
+SHARED_CACHES = ("check_cache_v2",)  # files
+SHARED_FOLDERS = ("gen/file",)
 PACKAGE_CACHES = ("npm",)  # and with packages: the fetched npm packages (read-only)
 # SQLite caches Deno makes at a run's start and would fill for nothing (the folder goes with
 # the run): a folder in their place makes Deno keep them in memory, silently (measured with
@@ -79,6 +94,10 @@ def run_deno_dir(packages: bool = False, npm: Path | None = None) -> Iterator[Pa
     path.mkdir(mode=0o700)
     try:
         for name in SHARED_CACHES:
+            (path / name).symlink_to(shared / name)
+        for name in SHARED_FOLDERS:
+            (shared / name).mkdir(parents=True, exist_ok=True, mode=0o700)
+            (path / name).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             (path / name).symlink_to(shared / name)
         if packages or npm is not None:
             (path / PACKAGE_CACHES[0]).symlink_to(npm or shared / PACKAGE_CACHES[0])

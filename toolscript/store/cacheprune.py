@@ -15,6 +15,9 @@ Each folder has its rule (``RULES``), applied in one loop:
   ``keep_days`` (a day at least, ``MARKED_WITHIN``: a running gateway touches its own
   module and checker files every 6 h, ``touch``); exec and the face touch the script they
   run and the module they take from the cache.
+- ``deno/gen/file/`` (the JavaScript Deno emitted for a module or a script, at the file's
+  own path, shared by every run: ``plumbing/denobinary.SHARED_FOLDERS``): once that file
+  is gone, or when unused for ``keep_days`` (Deno emits it again when next needed).
 - ``run/`` (one run's import map and ``DENO_DIR``) and ``gateways/`` (a gateway's state):
   those of a process that no longer runs; a gateway's lock only when no process holds it.
 
@@ -354,6 +357,38 @@ def _hex_named(pattern: str) -> Callable[[_Rules, Path], Iterator[_Candidate]]:
     return find
 
 
+# --- deno/gen/file/ ---------------------------------------------------------------------
+
+_EMITTED = r"^.+\.(?:[cm]?[jt]sx?)\.js$"  # Deno names it by its source: `script.ts.js`
+
+
+def _emitted(rules: _Rules, folder: Path) -> Iterator[_Candidate]:
+    """JavaScript emitted for a local file (``<folder>/<the file's path>.js``): once that
+    file is gone (its module or script pruned), or when unused for ``keep_days``."""
+    if any(part.is_symlink() for part in (folder.parent, folder.parent.parent)):
+        return
+    for parent, _folders, files in os.walk(folder):  # (links to folders are not entered)
+        for name in files:
+            path = Path(parent, name)
+            if not re.match(_EMITTED, name):
+                continue
+            try:
+                found = path.lstat()
+            except OSError:
+                continue
+            if not stat.S_ISREG(found.st_mode) or rules.young(found.st_mtime):
+                continue
+            source = "/" + path.relative_to(folder).as_posix()[: -len(".js")]
+            if not os.path.lexists(source):
+                yield _Candidate((path,), "file gone", partial(_gone, source))
+            elif rules.unused(found.st_mtime):
+                yield _Candidate((path,), "unused", _unused(rules, path))
+
+
+def _gone(source: str) -> bool:
+    return not os.path.lexists(source)
+
+
 # --- run/, gateways/ -----------------------------------------------------------------
 
 _OF_PROCESS = (
@@ -429,6 +464,7 @@ RULES: tuple[tuple[str, Callable[[_Rules, Path], Iterator[_Candidate]]], ...] = 
     ("checker", _by_hash(_CHECKER)),
     ("scripts", _hex_named(_SCRIPT)),
     ("valid-configs", _hex_named(_CONFIG_CHECK)),
+    ("deno/gen/file", _emitted),
     ("run", _of_processes),
     ("gateways", _gateways),
 )

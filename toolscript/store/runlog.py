@@ -28,12 +28,15 @@ import json
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolscript.errors import RunLogError, UsageError
-from toolscript.plumbing.cachefiles import damage_of, is_damage, load_sqlite_utils, set_aside
+from toolscript.plumbing.cachefiles import damage_of, is_damage, set_aside
+
+if TYPE_CHECKING:
+    import sqlite3
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "RunLog", "new_run_id", "runlog_path"]
 
@@ -52,71 +55,60 @@ def new_run_id() -> str:
 
 
 def _version_1(db: Any) -> None:
-    db["runs"].create(
-        {
-            "id": str,
-            "script_hash": str,
-            "origin": str,
-            "started": float,
-            "ended": float,
-            "exit": int,
-            "status": str,
-            "calls": int,
-            "resumed_from": str,
-            "stopped": str,  # JSON: the error the run stopped with (its call redacted)
-            "script": str,  # the script, kept while the run waits for approval (for --resume)
-            "script_name": str,  # JSON: [display name, file name]
-        },
-        pk="id",
+    # The tables as sqlite_utils' ``create`` wrote them (files of earlier versions have
+    # exactly these): plain SQL, so no process that opens a run log imports sqlite_utils.
+    db.execute(
+        'CREATE TABLE "runs" (\n   "id" TEXT PRIMARY KEY,\n   "script_hash" TEXT,\n'
+        '   "origin" TEXT,\n   "started" REAL,\n   "ended" REAL,\n   "exit" INTEGER,\n'
+        '   "status" TEXT,\n   "calls" INTEGER,\n   "resumed_from" TEXT,\n'
+        # "stopped": JSON, the error the run stopped with (its call redacted); "script":
+        # kept while the run waits for approval (for --resume); "script_name": JSON,
+        # [display name, file name]
+        '   "stopped" TEXT,\n   "script" TEXT,\n   "script_name" TEXT\n)'
     )
-    db["runs"].create_index(["started"])
-    db["runs"].create_index(["script_hash"])
-    db["calls"].create(
-        {
-            "run_id": str,
-            "seq": int,
-            "tool": str,
-            "arguments": str,
-            "arguments_bytes": int,
-            "result_bytes": int,
-            "started": float,
-            "ms": float,
-            "outcome": str,
-            "error": str,
-        },
-        pk=("run_id", "seq"),
+    db.execute('CREATE INDEX "idx_runs_started"\n    ON "runs" ("started")')
+    db.execute('CREATE INDEX "idx_runs_script_hash"\n    ON "runs" ("script_hash")')
+    db.execute(
+        'CREATE TABLE "calls" (\n   "run_id" TEXT,\n   "seq" INTEGER,\n   "tool" TEXT,\n'
+        '   "arguments" TEXT,\n   "arguments_bytes" INTEGER,\n   "result_bytes" INTEGER,\n'
+        '   "started" REAL,\n   "ms" REAL,\n   "outcome" TEXT,\n   "error" TEXT,\n'
+        '   PRIMARY KEY ("run_id", "seq")\n)'
     )
-    db["replay"].create(
-        {
-            "run_id": str,
-            "seq": int,
-            "tool": str,
-            "digest": str,
-            "status": int,
-            "shape": str,
-            "body": bytes,
-        },
-        pk=("run_id", "seq"),
+    db.execute(
+        'CREATE TABLE "replay" (\n   "run_id" TEXT,\n   "seq" INTEGER,\n   "tool" TEXT,\n'
+        '   "digest" TEXT,\n   "status" INTEGER,\n   "shape" TEXT,\n   "body" BLOB,\n'
+        '   PRIMARY KEY ("run_id", "seq")\n)'
     )
-    db["approvals"].create(
-        {
-            "id": int,
-            "scope": str,
-            "tool": str,
-            "run_id": str,
-            "digest": str,
-            "created": float,
-            "used_by": str,
-        },
-        pk="id",
+    db.execute(
+        'CREATE TABLE "approvals" (\n   "id" INTEGER PRIMARY KEY,\n   "scope" TEXT,\n'
+        '   "tool" TEXT,\n   "run_id" TEXT,\n   "digest" TEXT,\n   "created" REAL,\n'
+        '   "used_by" TEXT\n)'
     )
-    db["approvals"].create_index(["scope", "tool"])
+    db.execute('CREATE INDEX "idx_approvals_scope_tool"\n    ON "approvals" ("scope", "tool")')
 
 
 def _version_2(db: Any) -> None:
     # who holds each live run: its gateway and the process that runs its script
-    db["runs"].add_column("owner", str, not_null_default="")
-    db["runs"].add_column("client", str, not_null_default="")
+    db.execute("""ALTER TABLE "runs" ADD COLUMN "owner" TEXT NOT NULL DEFAULT ''""")
+    db.execute("""ALTER TABLE "runs" ADD COLUMN "client" TEXT NOT NULL DEFAULT ''""")
+
+
+class _Database:
+    """A run log's open connection: ``execute``, ``query`` (rows as dicts) and ``conn``,
+    which is all the run log used of sqlite_utils' ``Database`` (whose import cost each
+    process holding a run log, the MCP face's among them, 1.6 MB and 10 ms)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, parameters: Sequence[Any] = ()) -> sqlite3.Cursor:
+        return self.conn.execute(sql, parameters)
+
+    def query(self, sql: str, parameters: Sequence[Any] = ()) -> Iterator[dict[str, Any]]:
+        cursor = self.conn.execute(sql, parameters)
+        names = [column[0] for column in cursor.description]
+        for row in cursor:
+            yield dict(zip(names, row, strict=True))
 
 
 # Index i brings a file of version i to version i + 1.
@@ -198,9 +190,6 @@ class RunLog:
     def _connect(self) -> Any:
         import sqlite3
 
-        load_sqlite_utils()
-        import sqlite_utils
-
         fresh = not self.path.exists()
         if fresh:
             self._ready = False  # deleted while we ran: the new file needs its tables
@@ -209,7 +198,7 @@ class RunLog:
         connection = sqlite3.connect(
             self.path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False
         )
-        db = sqlite_utils.Database(connection)
+        db = _Database(connection)
         try:
             if fresh:
                 db.execute("PRAGMA auto_vacuum = INCREMENTAL")
