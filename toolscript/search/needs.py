@@ -284,12 +284,14 @@ def _asked(query: str, parameters: SearchParameters) -> list[str]:
     ]
     needs: list[str] = []
     pending = ""  # a piece too short to stand alone, waiting to join the next one
+    pending_words = 0  # its words, counted once (a recount at each piece was quadratic)
     for piece in pieces:
         text = f"{pending} {piece}".strip() if pending else piece
-        if _content_words(text) < parameters.min_words:
-            pending = text
+        words = pending_words + _content_words(piece)
+        if words < parameters.min_words:
+            pending, pending_words = text, words
             continue
-        pending = ""
+        pending, pending_words = "", 0
         needs.append(text)
     if pending:
         if needs:
