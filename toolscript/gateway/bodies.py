@@ -50,9 +50,12 @@ class RunRequest(Body, frozen=True):
     resume: str | None = None
     script: str = ""
     script_name: tuple[str, str] = ("inline.ts", "inline.ts")
-    pid: int | None = None
+    pid: Annotated[int, msgspec.Meta(ge=1)] | None = None  # the process running the script
 
-    problems: ClassVar[Mapping[str, str]] = {"max_calls": "max_calls must be a positive integer"}
+    problems: ClassVar[Mapping[str, str]] = {
+        "max_calls": "max_calls must be a positive integer",
+        "pid": "pid is the id of the process running the script, a positive integer",
+    }
 
 
 class PromptAnswer(Body, frozen=True):

@@ -43,6 +43,7 @@ from toolscript.errors import (
     RunLogError,
     ToolscriptError,
     TooManyCallsError,
+    TooManyRunsError,
     UsageError,
 )
 from toolscript.plumbing.processes import identity_alive, process_identity
@@ -50,7 +51,15 @@ from toolscript.plumbing.redact import holds_secret, redact, redact_value
 from toolscript.store.runlog import RunLog, new_run_id
 from toolscript.upstream.base import CALL_PROGRESS
 
-__all__ = ["DEFAULT_MAX_CALLS", "PROMPT_LIMIT", "Run", "RunBook", "approve_commands"]
+__all__ = [
+    "DEFAULT_MAX_CALLS",
+    "MAX_LIVE_RUNS",
+    "PROMPT_LIMIT",
+    "UNCLAIMED_SILENCE",
+    "Run",
+    "RunBook",
+    "approve_commands",
+]
 
 log = logging.getLogger("toolscript.runs")
 
@@ -59,6 +68,17 @@ PROMPT_LIMIT = 600.0  # seconds a call waits for an answer at the prompt before 
 FLUSH_SECONDS = 1.0
 PENDING_CALLS = 10_000  # calls kept in memory while the run log cannot be written
 ENDED_KEPT = 200  # ended runs kept in memory (for /runs/{id}/end answered twice, prompts)
+# Runs under way at once (registered, not ended): each holds its script, calls and progress
+# in memory and its row in the run log, which keeps every live run. The agent's URL
+# registers them with one request each, and none need ever start or end: past this a
+# registration is refused (429) rather than the gateway growing without bound. Exec and the
+# face register one run per script they run, so only a flood comes near it.
+MAX_LIVE_RUNS = 64
+# Seconds a run no process claimed (registered without the pid of a process still running:
+# exec and the face always give theirs) may go without a sign of life (its token shown, a
+# call, a progress report) before it ends as "expired"; never while a call or a prompt of
+# it is under way, never a background run (its runner is the gateway's own).
+UNCLAIMED_SILENCE = 600.0
 ANSWERS = ("yes", "no", "always", "stop")
 ELICITATION = "elicitation"  # the kind of prompt that carries a server's question
 ELICIT_ANSWERS = ("accept", "decline", "cancel")
@@ -137,11 +157,15 @@ class Run:
     progress_dropped: int = 0  # reports before ``progress[0]``, no longer kept
     progressed: asyncio.Event = field(default_factory=asyncio.Event)  # set at each report
     calling: dict[str, int] = field(default_factory=dict)  # server -> its calls under way
+    seen: float = field(default_factory=time.monotonic)  # its last sign of life
+    expired: bool = False  # no process claimed it and it went silent (UNCLAIMED_SILENCE)
 
     @property
     def status(self) -> str:
         if self.died:
             return "died"
+        if self.expired:
+            return "expired"
         if self.cancelled and self.ended:
             return "stopped"
         if self.approving:
@@ -226,6 +250,7 @@ class RunBook:
         self._flush_lock = anyio.Lock()
         self._replays: dict[str, Run] = {}  # runs stopped for approval: their answers to keep
         self._unwritten_since: float | None = None
+        self._registering = 0  # registrations past the MAX_LIVE_RUNS check, not yet live
         self.closing = False  # the gateway is stopping: watchers' waits answer at once
 
     # -- registration ----------------------------------------------------------
@@ -238,7 +263,10 @@ class RunBook:
     def by_token(self, token: str) -> str | None:
         """The id of the live run whose token is ``token`` (the guard's question)."""
         run = self._by_token.get(token)
-        return None if run is None or run.ended else run.id
+        if run is None or run.ended:
+            return None
+        run.seen = time.monotonic()  # a sign of life: its script is at work
+        return run.id
 
     async def register(
         self,
@@ -252,7 +280,42 @@ class RunBook:
         client_pid: int | None = None,
     ) -> Run:
         """A new run; it resumes ``resume``, or else the newest run of the same script that
-        stopped for a call approved since."""
+        stopped for a call approved since. Refused past MAX_LIVE_RUNS runs under way."""
+        if self.live + self._registering >= MAX_LIVE_RUNS:
+            raise TooManyRunsError(
+                f"this gateway already has {MAX_LIVE_RUNS} runs under way (registered and "
+                "not ended), as many as it holds at once; this run was not registered",
+                hint="wait for a run to end, or end the runs registered and never run "
+                "(POST /runs/RUN_ID/end); a run no running process claims ends by itself "
+                f"after {UNCLAIMED_SILENCE / 60:.0f} minutes without a call, and "
+                "`toolscript gateway stop` ends them all (`toolscript runs` lists them)",
+            )
+        self._registering += 1  # counted from here: registrations at once pass the cap alone
+        try:
+            return await self._register(
+                script_hash,
+                origin,
+                interactive,
+                max_calls,
+                resume,
+                script,
+                script_name,
+                client_pid,
+            )
+        finally:
+            self._registering -= 1
+
+    async def _register(
+        self,
+        script_hash: str,
+        origin: str,
+        interactive: bool,
+        max_calls: int,
+        resume: str | None,
+        script: str,
+        script_name: tuple[str, str],
+        client_pid: int | None,
+    ) -> Run:
         previous: dict[str, Any] | None = None
         if resume:
             previous = await anyio.to_thread.run_sync(self.runlog.run, resume)
@@ -369,6 +432,7 @@ class RunBook:
         ``notifications/progress`` during one of its calls) for whoever watches it."""
         if run.ended:
             return
+        run.seen = time.monotonic()
         fraction = None
         if progress is not None and total:
             fraction = max(0.0, min(1.0, progress / total))
@@ -415,6 +479,7 @@ class RunBook:
         """One call of ``run``, through the checks of this module's docstring."""
         started = time.time()
         clock = time.perf_counter()
+        run.seen = time.monotonic()
         run.seq += 1
         seq = run.seq
         key = ""  # the call's digest: computed only where a replay or an approval needs it
@@ -453,6 +518,7 @@ class RunBook:
                 shape, value = await make(qualified, arguments)
             finally:
                 run.calling[server] -= 1
+                run.seen = time.monotonic()  # silence counts from its last call's end
                 CALL_PROGRESS.reset(reporting)
             body = msgspec.json.encode(value)
             return 200, shape, body
@@ -689,11 +755,25 @@ class RunBook:
             except Exception:  # nothing the log does takes the gateway down
                 log.exception("runs: cannot write the run log")
 
-    async def end_orphans(self) -> None:
-        """End, as ``died``, each live run whose script's process is gone (an exec killed)."""
+    async def end_orphans(self, now: float | None = None) -> None:
+        """End, as ``died``, each live run whose script's process is gone (an exec killed),
+        and as ``expired`` each that no process claimed and that went silent."""
+        now = time.monotonic() if now is None else now
         for run in list(self._runs.values()):
-            if not run.ended and run.client and not identity_alive(run.client):
-                run.died = True
+            if run.ended:
+                continue
+            if run.client:
+                if not identity_alive(run.client):
+                    run.died = True
+                    await self.end(run.id, None)
+            elif (
+                not run.background
+                and now - run.seen > UNCLAIMED_SILENCE
+                and run.prompt is None
+                and not any(run.calling.values())
+            ):
+                log.info("runs: run %s expired (no process claimed it, no call)", run.id)
+                run.expired = True
                 await self.end(run.id, None)
 
     async def flush(self, replay_of: Run | None = None) -> None:

@@ -1,0 +1,72 @@
+"""The agent's URL (what an AI agent's shell gets) attacks the gateway's memory and disk:
+each route it reaches grows nothing without bound, and an honest exec still runs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.helpers import GatewayProcess, fixture_server, running_gateway, toolscript_cli
+from toolscript.gateway.guard import agent_url
+from toolscript.gateway.runbook import MAX_LIVE_RUNS
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    config = {"mcpServers": {"fx": fixture_server()}}
+    with running_gateway(config, tmp_path_factory.mktemp("agent-limits")) as started:
+        yield started
+
+
+@pytest.fixture
+def agent(gateway: GatewayProcess) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=agent_url(gateway.url) + "/", timeout=30) as client:
+        yield client
+
+
+def test_runs_registered_and_never_run_stop_at_the_cap_and_an_exec_says_what_to_do(
+    gateway: GatewayProcess, agent: httpx.Client, toolscript_home: Path
+) -> None:
+    """Before: every POST /runs of the agent's URL kept a run (its script too: 1 MB each
+    took the gateway past 2 GB in 2000 requests) that no one ever ended: a pid of a process
+    that never exits (1) keeps it from ending as "died"."""
+    registered: list[str] = []
+    try:
+        for _ in range(MAX_LIVE_RUNS):
+            answer = agent.post("runs", json={"script": "x" * 1000, "pid": 1})
+            assert answer.status_code == 200, answer.text
+            registered.append(answer.json()["id"])
+        refused = agent.post("runs", json={"script": "one more", "pid": 1})
+        assert refused.status_code == 429, refused.text
+        body = refused.json()
+        assert body["error"] == "too_many_runs" and "/runs/RUN_ID/end" in body["hint"]
+
+        env = {  # the agent's shell: its exec registers with the agent's URL too
+            "TOOLSCRIPT_HOME": str(toolscript_home),
+            "TOOLSCRIPT_GATEWAY_URL": agent_url(gateway.url),
+        }
+        code = 'import { tools } from "toolscript";\nconsole.log(await tools.fx.plainText({ text: "honest" }));\n'
+
+        blocked = toolscript_cli("exec", code, cwd=gateway.directory, env=env, timeout=240)
+        assert blocked.returncode != 0
+        assert f"{MAX_LIVE_RUNS} runs under way" in blocked.stderr
+
+        ended = agent.post(f"runs/{registered.pop()}/end", json={"exit": 0})
+        assert ended.status_code == 200, ended.text
+        honest = toolscript_cli("exec", code, cwd=gateway.directory, env=env, timeout=240)
+        assert honest.returncode == 0, honest.stderr
+        assert "honest" in honest.stdout
+    finally:
+        for run_id in registered:
+            agent.post(f"runs/{run_id}/end", json={"exit": 0})
+
+
+def test_a_pid_no_process_can_have_is_a_usage_error(agent: httpx.Client) -> None:
+    """Before: ``"pid": -1`` reached psutil, which raised: an internal error (500)."""
+    answer = agent.post("runs", json={"pid": -1})
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"] == "usage_error"
+    assert "pid" in answer.json()["message"]

@@ -1,0 +1,133 @@
+"""What bounds the runs a gateway holds: the agent's URL registers them one request each,
+and none need ever start or end (``RunBook``'s MAX_LIVE_RUNS and UNCLAIMED_SILENCE)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from toolscript.errors import TooManyRunsError
+from toolscript.gateway.runbook import MAX_LIVE_RUNS, UNCLAIMED_SILENCE, RunBook
+from toolscript.store.runlog import RunLog
+
+
+def book(tmp_path: Path) -> RunBook:
+    return RunBook(RunLog(tmp_path / "runs.sqlite"), lambda: (), lambda qualified: "allow")
+
+
+async def echo(tool: str, arguments: dict[str, Any]) -> tuple[str, Any]:
+    return "json", arguments
+
+
+def test_past_the_cap_a_registration_is_refused_and_an_ended_run_makes_room(
+    tmp_path: Path,
+) -> None:
+    """Before: every POST /runs added a run (and its script) that nothing ever dropped."""
+
+    async def scenario() -> None:
+        runs = book(tmp_path)
+        held = [await runs.register(script="x" * 100) for _ in range(MAX_LIVE_RUNS)]
+        with pytest.raises(TooManyRunsError) as refused:
+            await runs.register(script="one more")
+        error = refused.value
+        assert error.status_code == 429 and error.kind == "too_many_runs"
+        assert f"{MAX_LIVE_RUNS} runs under way" in error.message
+        assert error.hint is not None and "/runs/RUN_ID/end" in error.hint
+        assert runs.live == MAX_LIVE_RUNS
+        await runs.end(held[0].id, 0)
+        again = await runs.register()  # one ended: room for one
+        assert runs.by_token(again.token) == again.id
+        with pytest.raises(TooManyRunsError):
+            await runs.register()
+
+    anyio.run(scenario)
+
+
+def test_registrations_at_once_pass_the_cap_no_further(tmp_path: Path) -> None:
+    """Each waits on the log (a resumable run of its script) before it is live: counted
+    from the check on, many at once cannot all pass it."""
+
+    async def scenario() -> None:
+        runs = book(tmp_path)
+        for _ in range(MAX_LIVE_RUNS - 2):
+            await runs.register()
+        outcomes: list[str] = []
+
+        async def register(number: int) -> None:
+            try:
+                await runs.register(script_hash=f"h{number}")
+                outcomes.append("ok")
+            except TooManyRunsError:
+                outcomes.append("refused")
+
+        async with anyio.create_task_group() as group:
+            for number in range(10):
+                group.start_soon(register, number)
+        assert outcomes.count("ok") == 2 and outcomes.count("refused") == 8
+        assert runs.live == MAX_LIVE_RUNS
+
+    anyio.run(scenario)
+
+
+def test_a_run_no_process_claims_expires_once_silent(tmp_path: Path) -> None:
+    """Registered with no pid (or with one of a process gone) and never used: it ends as
+    "expired" after UNCLAIMED_SILENCE, its token reaching nothing from then on."""
+
+    async def scenario() -> None:
+        runs = book(tmp_path)
+        run = await runs.register(script="never started")
+        await runs.end_orphans(time.monotonic() + UNCLAIMED_SILENCE / 2)
+        assert not run.ended  # not yet
+        await runs.end_orphans(time.monotonic() + UNCLAIMED_SILENCE + 1)
+        assert run.ended and run.status == "expired"
+        assert runs.by_token(run.token) is None and runs.live == 0
+        logged = runs.runlog.run(run.id)
+        assert logged is not None and logged["status"] == "expired"
+
+    anyio.run(scenario)
+
+
+def test_a_sign_of_life_keeps_an_unclaimed_run(tmp_path: Path) -> None:
+    """Its token shown, a call or a progress report counts the silence from then on; a
+    call under way, a prompt or a background run never expires."""
+
+    async def scenario() -> None:
+        runs = book(tmp_path)
+        used = await runs.register()
+        called = await runs.register()
+        reporting = await runs.register()
+        background = await runs.register()
+        background.background = True
+        for run in (used, called, reporting, background):
+            run.seen -= UNCLAIMED_SILENCE + 1
+        assert runs.by_token(used.token) == used.id
+        await runs.call(called, "s__t", {}, 2, echo)
+        runs.report_progress(reporting, "half way", 0.5)
+        calling = await runs.register()
+        calling.seen -= UNCLAIMED_SILENCE + 1
+        calling.calling["s"] = 1  # a call of it under way (a slow tool)
+        await runs.end_orphans()
+        assert not any(r.ended for r in (used, called, reporting, background, calling))
+        await runs.end_orphans(time.monotonic() + UNCLAIMED_SILENCE + 1)
+        assert {r.status for r in (used, called, reporting)} == {"expired"}
+        assert not background.ended and not calling.ended
+
+    anyio.run(scenario)
+
+
+def test_a_run_its_living_process_claims_never_expires(tmp_path: Path) -> None:
+    """exec and the face give their pid: a script that calls nothing for an hour is theirs
+    to end (the gateway ends it as "died" when that process goes)."""
+
+    async def scenario() -> None:
+        runs = book(tmp_path)
+        run = await runs.register(client_pid=os.getpid())
+        await runs.end_orphans(time.monotonic() + 100 * UNCLAIMED_SILENCE)
+        assert not run.ended and run.status == "running"
+
+    anyio.run(scenario)
