@@ -12,6 +12,8 @@ import pytest
 from tests.helpers import GatewayProcess, fixture_server, running_gateway, toolscript_cli
 from toolscript.gateway.guard import agent_url
 from toolscript.gateway.runbook import MAX_LIVE_RUNS
+from toolscript.plumbing.paths import project_state_dir
+from toolscript.store.runlog import RunLog, runlog_path
 
 
 @pytest.fixture(scope="module")
@@ -70,3 +72,32 @@ def test_a_pid_no_process_can_have_is_a_usage_error(agent: httpx.Client) -> None
     assert answer.status_code == 400, answer.text
     assert answer.json()["error"] == "usage_error"
     assert "pid" in answer.json()["message"]
+
+
+def test_a_run_calling_in_a_loop_with_large_arguments_keeps_its_log_small(
+    gateway: GatewayProcess, agent: httpx.Client
+) -> None:
+    """Before: every call's arguments went whole into memory (--trace) and the run log,
+    for as many calls as the run's max_calls, which the agent's URL sets (500 calls of
+    1 MB: a 478 MB run log, a 700 MB gateway)."""
+    answer = agent.post("runs", json={"max_calls": 10**9, "pid": 1})
+    assert answer.status_code == 200, answer.text
+    run = answer.json()
+    base = gateway.url.rstrip("/").rsplit("/", 1)[0]
+    text = "y" * 200_000
+    try:
+        with httpx.Client(base_url=f"{base}/{run['token']}/", timeout=60) as script:
+            for _ in range(20):
+                called = script.post("tools/fx__plain_text", json={"text": text})
+                assert called.status_code == 200, called.text[:300]
+    finally:
+        ended = agent.post(f"runs/{run['id']}/end", json={"exit": 0})
+    assert ended.status_code == 200, ended.text
+    trace = ended.json()["calls"]
+    assert len(trace) == 20 and all(len(call["arguments"]) < 4000 for call in trace)
+    shown = RunLog(runlog_path(project_state_dir(gateway.directory))).run(run["id"])
+    assert shown is not None and shown["calls"] == 20
+    logged = [call["arguments"]["text"] for call in shown["calls_made"]]
+    assert len(logged) == 20 and all(value.startswith("yyy") for value in logged)
+    assert all(len(value) < 3000 for value in logged)
+    assert all(call["arguments_bytes"] > 200_000 for call in shown["calls_made"])

@@ -3,6 +3,7 @@ and none need ever start or end (``RunBook``'s MAX_LIVE_RUNS and UNCLAIMED_SILEN
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -12,7 +13,14 @@ import anyio
 import pytest
 
 from toolscript.errors import TooManyRunsError
-from toolscript.gateway.runbook import MAX_LIVE_RUNS, UNCLAIMED_SILENCE, RunBook
+from toolscript.gateway import runbook
+from toolscript.gateway.runbook import (
+    KEPT_SCRIPT_BYTES,
+    MAX_LIVE_RUNS,
+    TRACES_KEPT,
+    UNCLAIMED_SILENCE,
+    RunBook,
+)
 from toolscript.store.runlog import RunLog
 
 
@@ -129,5 +137,111 @@ def test_a_run_its_living_process_claims_never_expires(tmp_path: Path) -> None:
         run = await runs.register(client_pid=os.getpid())
         await runs.end_orphans(time.monotonic() + 100 * UNCLAIMED_SILENCE)
         assert not run.ended and run.status == "running"
+
+    anyio.run(scenario)
+
+
+class Echo:
+    """A server that answers every call with its arguments."""
+
+    def __init__(self) -> None:
+        self.made = 0
+
+    async def make(self, tool: str, arguments: dict[str, Any]) -> tuple[str, Any]:
+        self.made += 1
+        return "json", {"n": self.made}
+
+
+def logged_arguments(runs: RunBook, run_id: str) -> list[Any]:
+    shown = runs.runlog.run(run_id)
+    assert shown is not None
+    return [call["arguments"] for call in shown["calls_made"]]
+
+
+def test_large_arguments_are_logged_trimmed_and_a_resume_still_knows_the_call(
+    tmp_path: Path,
+) -> None:
+    """Before: each call's arguments were kept whole in memory (--trace) and in the log: 500
+    calls of 1 MB through the agent's URL took the run log to 478 MB and the gateway to
+    700 MB, and a run's calls have no bound (``max_calls``)."""
+    server = Echo()
+    big = {"path": "notes.txt", "content": "y" * 1_000_000 + "topsecret-value"}
+
+    async def scenario() -> None:
+        runs = RunBook(
+            RunLog(tmp_path / "runs.sqlite"),
+            lambda: ("topsecret-value",),
+            lambda qualified: "ask" if qualified == "s__delete" else "allow",
+        )
+        run = await runs.register(script_hash="h", script="code")
+        size = len(json.dumps(big))
+        assert (await runs.call(run, "s__write", big, size, server.make))[0] == 200
+        await runs.call(run, "s__delete", {"k": 1}, 8, server.make)  # stops for approval
+        await runs.end(run.id, 120)
+        logged = logged_arguments(runs, run.id)[0]
+        assert logged["path"] == "notes.txt"
+        assert logged["content"].startswith("yyy") and len(logged["content"]) < 3000
+        assert "topsecret" not in json.dumps(runs.trace(run))
+        assert runs.runlog.run(run.id)["calls_made"][0]["arguments_bytes"] == size
+        runs.runlog.approve_call(run.id)
+        again = await runs.register(script_hash="h")
+        assert again.resumed_from == run.id
+        replayed = await runs.call(again, "s__write", big, size, server.make)
+        assert replayed[0] == 200 and server.made == 1  # answered from the log
+        other = dict(big, content="z")  # other arguments: not the logged call
+        diverged = await runs.call(again, "s__write", other, 20, server.make)
+        assert diverged[0] == 409
+
+    anyio.run(scenario)
+
+
+def test_a_run_itemizes_its_calls_up_to_a_budget_and_counts_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run may call as often as its max_calls lets it; what the log and --trace keep of
+    its calls is bounded (RUN_LOG_BYTES), the count stays true."""
+    monkeypatch.setattr(runbook, "RUN_LOG_BYTES", 10 * runbook.CALL_RECORD_BYTES + 100)
+    server = Echo()
+
+    async def scenario() -> None:
+        runs = book(tmp_path)
+        run = await runs.register(max_calls=10**9)
+        for number in range(25):
+            assert (await runs.call(run, "s__t", {"n": number}, 8, server.make))[0] == 200
+        assert len(run.records) == 10 and run.unlogged == 15
+        await runs.end(run.id, 0)
+        shown = runs.runlog.run(run.id)
+        assert shown is not None and shown["calls"] == 25 and len(shown["calls_made"]) == 10
+
+    anyio.run(scenario)
+
+
+def test_only_the_newest_ended_runs_keep_their_calls_in_memory(tmp_path: Path) -> None:
+    """ENDED_KEPT ended runs stay (an end asked twice); their calls, written to the log,
+    only for the newest TRACES_KEPT."""
+    server = Echo()
+
+    async def scenario() -> None:
+        runs = book(tmp_path)
+        ended = []
+        for _ in range(TRACES_KEPT + 3):
+            run = await runs.register()
+            await runs.call(run, "s__t", {"k": 1}, 8, server.make)
+            await runs.end(run.id, 0)
+            ended.append(run)
+        assert [len(run.records) for run in ended] == [0] * 3 + [1] * TRACES_KEPT
+        assert len(logged_arguments(runs, ended[0].id)) == 1  # the log keeps them
+
+    anyio.run(scenario)
+
+
+def test_a_huge_script_is_not_kept_for_a_resume(tmp_path: Path) -> None:
+    """Each live run held its script whole (up to the 10 MB of a request body)."""
+
+    async def scenario() -> None:
+        runs = book(tmp_path)
+        small = await runs.register(script="console.log(1)")
+        huge = await runs.register(script="x" * (KEPT_SCRIPT_BYTES + 1))
+        assert small.script == "console.log(1)" and huge.script == ""
 
     anyio.run(scenario)

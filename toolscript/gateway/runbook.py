@@ -46,6 +46,7 @@ from toolscript.errors import (
     TooManyRunsError,
     UsageError,
 )
+from toolscript.gateway.recentcalls import MORE, Limits, shrunk
 from toolscript.plumbing.processes import identity_alive, process_identity
 from toolscript.plumbing.redact import holds_secret, redact, redact_value
 from toolscript.store.runlog import RunLog, new_run_id
@@ -73,7 +74,22 @@ ENDED_KEPT = 200  # ended runs kept in memory (for /runs/{id}/end answered twice
 # registers them with one request each, and none need ever start or end: past this a
 # registration is refused (429) rather than the gateway growing without bound. Exec and the
 # face register one run per script they run, so only a flood comes near it.
-MAX_LIVE_RUNS = 64
+MAX_LIVE_RUNS = 32
+KEPT_SCRIPT_BYTES = 1024 * 1024  # characters of a run's script kept for ``exec --resume``
+# Bytes of a call's arguments the log and --trace keep whole; larger ones are kept trimmed
+# (their long strings cut, their first items and members: ``ARGUMENT_LIMITS``).
+LOGGED_ARGUMENTS = 16 * 1024
+ARGUMENT_LIMITS = Limits(
+    arguments=LOGGED_ARGUMENTS, result=LOGGED_ARGUMENTS, string=2000, items=20, keys=100, depth=8
+)
+LOGGED_ERROR = 8 * 1024  # bytes of a call's error body kept (the log keeps 2000 characters)
+# Bytes of call records one run keeps itemized (its calls in the log and in --trace), each
+# call counting CALL_RECORD_BYTES besides its kept arguments and error: a run may make any
+# number of calls (``--max-calls``), the calls past this are counted (the run's "calls")
+# but not itemized, so a run calling in a loop cannot fill the memory and the log's disk.
+RUN_LOG_BYTES = 32 * 1024 * 1024
+CALL_RECORD_BYTES = 256
+TRACES_KEPT = 8  # ended runs whose itemized calls stay in memory (for an end asked twice)
 # Seconds a run no process claimed (registered without the pid of a process still running:
 # exec and the face always give theirs) may go without a sign of life (its token shown, a
 # call, a progress report) before it ends as "expired"; never while a call or a prompt of
@@ -159,6 +175,8 @@ class Run:
     calling: dict[str, int] = field(default_factory=dict)  # server -> its calls under way
     seen: float = field(default_factory=time.monotonic)  # its last sign of life
     expired: bool = False  # no process claimed it and it went silent (UNCLAIMED_SILENCE)
+    logged_bytes: int = 0  # of its itemized call records (RUN_LOG_BYTES)
+    unlogged: int = 0  # calls made past RUN_LOG_BYTES: counted, not itemized
 
     @property
     def status(self) -> str:
@@ -347,7 +365,7 @@ class RunBook:
             interactive=interactive,
             max_calls=max_calls,
             started=time.time(),
-            script=script,
+            script=script if len(script) <= KEPT_SCRIPT_BYTES else "",
             script_name=script_name,
             client=process_identity(client_pid) if client_pid else "",
         )
@@ -416,6 +434,8 @@ class RunBook:
             ended = [r for r in self._runs.values() if r.ended]
             for old in ended[: max(0, len(ended) - ENDED_KEPT)]:
                 del self._runs[old.id]
+            for old in ended[: max(0, len(ended) - TRACES_KEPT)]:
+                old.records = []  # written to the log; only the newest answer --trace
         return run
 
     # -- progress --------------------------------------------------------------
@@ -527,8 +547,12 @@ class RunBook:
             status, body = exc.status_code, msgspec.json.encode(exc.to_dict())
             return status, "", body
         finally:
+            kept = arguments
+            if size > LOGGED_ARGUMENTS:  # kept trimmed: identified by its digest for replay
+                key = key or digest(qualified, arguments)
+                kept = _trimmed(arguments, self._secrets_of())
             if outcome not in _NOT_ANSWERED and run.resumable:
-                run.kept_bytes += len(body)
+                run.kept_bytes += len(body) + min(size, LOGGED_ARGUMENTS)
                 if run.kept_bytes > REPLAY_BYTES:
                     run.resumable, run.answered = False, []
                 else:
@@ -537,7 +561,7 @@ class RunBook:
                             "seq": len(run.answered) + 1,
                             "tool": qualified,
                             "digest": key,  # "" until the run's answers are kept
-                            "arguments": arguments,
+                            "arguments": kept,
                             "status": status,
                             "shape": shape,
                             "body": body,
@@ -547,7 +571,7 @@ class RunBook:
                 run,
                 seq,
                 qualified,
-                arguments,
+                kept,
                 size,
                 len(body),
                 started,
@@ -726,6 +750,9 @@ class RunBook:
         error_body: bytes,
     ) -> None:
         ms = (time.perf_counter() - clock) * 1000
+        if len(error_body) > LOGGED_ERROR:
+            error_body = _short_error(error_body)
+        cost = CALL_RECORD_BYTES + min(size, LOGGED_ARGUMENTS) + len(error_body)
         record = {
             "run_id": run.id,
             "seq": seq,
@@ -738,11 +765,22 @@ class RunBook:
             "outcome": outcome,
             "error": error_body,
         }
-        self._calls.append(record)
-        run.records.append(record)
         self._dirty[run.id] = run
         if self.telemetry is not None:
             self.telemetry.call(run, record)
+        if run.logged_bytes + cost > RUN_LOG_BYTES:
+            if not run.unlogged:
+                log.warning(
+                    "runs: run %s made calls past the %d bytes of its calls the log keeps "
+                    "itemized: the rest are counted only",
+                    run.id,
+                    RUN_LOG_BYTES,
+                )
+            run.unlogged += 1
+            return
+        run.logged_bytes += cost
+        self._calls.append(record)
+        run.records.append(record)
 
     async def run_flusher(self) -> None:
         """Write what runs did every FLUSH_SECONDS (the gateway's task group runs this), and
@@ -847,6 +885,34 @@ def _kept(entry: dict[str, Any], run_id: str, known: tuple[str, ...]) -> dict[st
     kept = {key: value for key, value in entry.items() if key != "arguments"}
     key = entry["digest"] or digest(entry["tool"], entry["arguments"])
     return kept | {"run_id": run_id, "body": body, "digest": key}
+
+
+def _trimmed(arguments: dict[str, Any], known: tuple[str, ...]) -> Any:
+    """Large arguments as the log keeps them: their first items and members, strings cut
+    at ``ARGUMENT_LIMITS.string`` (after redaction: no piece of a secret is left)."""
+    value, _ = shrunk(arguments, known, ARGUMENT_LIMITS, LOGGED_ARGUMENTS)
+    limit = ARGUMENT_LIMITS.string
+
+    def cut(item: Any) -> Any:
+        if isinstance(item, str):
+            return item if len(item) <= limit else item[:limit] + MORE
+        if isinstance(item, list):
+            return [cut(element) for element in item]
+        if isinstance(item, dict):
+            return {cut(key): cut(member) for key, member in item.items()}
+        return item
+
+    return cut(redact_value(value, known))
+
+
+def _short_error(body: bytes) -> bytes:
+    """A large error body as its message's first LOGGED_ERROR characters (what the log
+    keeps of it is shorter still)."""
+    try:
+        message = str(msgspec.json.decode(body).get("message", ""))
+    except (msgspec.DecodeError, AttributeError):
+        message = body[:LOGGED_ERROR].decode("utf-8", "replace")
+    return msgspec.json.encode({"message": message[:LOGGED_ERROR]})
 
 
 def _call_row(record: dict[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
