@@ -101,3 +101,17 @@ def test_a_run_calling_in_a_loop_with_large_arguments_keeps_its_log_small(
     assert len(logged) == 20 and all(value.startswith("yyy") for value in logged)
     assert all(len(value) < 3000 for value in logged)
     assert all(call["arguments_bytes"] > 200_000 for call in shown["calls_made"])
+
+
+def test_a_background_run_asking_for_endless_output_is_refused_with_the_bound(
+    agent: httpx.Client,
+) -> None:
+    """Before: POST /runs/start took any max_output: a script printing in a loop with no
+    timeout (`"timeout": 0`) wrote its output file in the gateway's state at 90 MB a
+    second, 16 such runs at once, until the disk was full."""
+    code = 'const s = "z".repeat(1 << 20); for (;;) console.log(s);'
+    start = {"script": code, "timeout": 0, "check": False, "max_output": 10**12}
+    refused = agent.post("runs/start", json=start)
+    assert refused.status_code == 400, refused.text
+    body = refused.json()
+    assert body["error"] == "usage_error" and "at most 256 MB" in body["message"]

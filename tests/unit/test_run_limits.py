@@ -10,10 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
 
 from toolscript.errors import TooManyRunsError
-from toolscript.gateway import runbook
+from toolscript.gateway import background, runbook
+from toolscript.gateway.background import BackgroundRuns
+from toolscript.gateway.bodies import MAX_BACKGROUND_OUTPUT, BackgroundStart
 from toolscript.gateway.runbook import (
     KEPT_SCRIPT_BYTES,
     MAX_LIVE_RUNS,
@@ -245,3 +248,35 @@ def test_a_huge_script_is_not_kept_for_a_resume(tmp_path: Path) -> None:
         assert small.script == "console.log(1)" and huge.script == ""
 
     anyio.run(scenario)
+
+
+def test_ended_background_runs_keep_a_bounded_total_of_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: the newest KEEP_FOLDERS ended runs' output was kept whatever its size (each
+    up to its max_output, which had no bound either)."""
+    monkeypatch.setattr(background, "KEEP_BYTES", 1300)
+    runs = BackgroundRuns(book(tmp_path), tmp_path / "state", tmp_path, lambda: "")
+    names = [f"20261126-12000{number}-abcdef" for number in range(5)]
+    for name in names:
+        folder = runs.folder / name
+        folder.mkdir(parents=True)
+        (folder / "stdout").write_bytes(b"x" * 600)
+        (folder / "stderr").write_bytes(b"")
+    dropped = runs._prune(live={names[-1]})  # the newest still runs: never counted
+    assert sorted(dropped) == names[:2]
+    assert sorted(entry.name for entry in runs.folder.iterdir()) == names[2:]
+    # however large the newest ended run's output, it is kept
+    (runs.folder / names[4] / "stdout").write_bytes(b"x" * 5000)
+    assert sorted(runs._prune(live=set())) == names[2:4]
+    assert [entry.name for entry in runs.folder.iterdir()] == [names[4]]
+
+
+def test_a_background_runs_output_file_has_a_bound() -> None:
+    """Before: max_output had none: a script printing in a loop with no timeout filled the
+    gateway's state at 90 MB a second."""
+    start = {"script": "console.log(1)", "max_output": MAX_BACKGROUND_OUTPUT}
+    assert msgspec.json.decode(json.dumps(start), type=BackgroundStart).max_output > 0
+    with pytest.raises(msgspec.ValidationError):
+        too_much = start | {"max_output": MAX_BACKGROUND_OUTPUT + 1}
+        msgspec.json.decode(json.dumps(too_much), type=BackgroundStart)

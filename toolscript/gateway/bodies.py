@@ -19,6 +19,7 @@ from toolscript.errors import UsageError
 from toolscript.gateway.runbook import DEFAULT_MAX_CALLS
 
 __all__ = [
+    "MAX_BACKGROUND_OUTPUT",
     "BackgroundStart",
     "Body",
     "CheckRequest",
@@ -122,6 +123,10 @@ class ScriptToSave(Body, frozen=True):
 
 
 MIN_MEMORY_MB = 16  # exec's own floor (execution/command.py): V8 starts no script below it
+# Bytes a background run's output file may take (``--max-output``): its runner writes what
+# the script prints there, in the gateway's state, for as long as it runs (what passes
+# --max-output is kept apart, bounded by the kept outputs' own limit).
+MAX_BACKGROUND_OUTPUT = 256 * 1024 * 1024
 
 
 class BackgroundStart(Body, frozen=True):
@@ -133,7 +138,7 @@ class BackgroundStart(Body, frozen=True):
     check: bool = True
     timeout: Annotated[float, msgspec.Meta(ge=0)] = 300.0
     memory_mb: Annotated[int, msgspec.Meta(ge=MIN_MEMORY_MB)] = 512
-    max_output: Annotated[int, msgspec.Meta(ge=1)] = 10 * 1024 * 1024
+    max_output: Annotated[int, msgspec.Meta(ge=1, le=MAX_BACKGROUND_OUTPUT)] = 10 * 1024 * 1024
     max_calls: Annotated[int, msgspec.Meta(ge=1)] = DEFAULT_MAX_CALLS
     resume: str | None = None
     script_hash: str = ""
@@ -142,7 +147,9 @@ class BackgroundStart(Body, frozen=True):
         "script": "give the script to run, a string",
         "timeout": "timeout must be 0 (none) or more seconds",
         "memory_mb": f"memory_mb must be at least {MIN_MEMORY_MB}",
-        "max_output": "max_output must be a positive integer",
+        "max_output": "max_output must be a positive integer, at most "
+        f"{MAX_BACKGROUND_OUTPUT // (1024 * 1024)} MB for a background run (what it prints "
+        "past --max-output is kept in a file of its own: the run's output says where)",
         "max_calls": "max_calls must be a positive integer",
     }
 
