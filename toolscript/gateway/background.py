@@ -32,7 +32,7 @@ from typing import Any
 import anyio
 
 from toolscript.errors import NotFoundError, UsageError
-from toolscript.gateway.bodies import BackgroundStart
+from toolscript.gateway.bodies import MAX_BACKGROUND_OUTPUT, BackgroundStart
 from toolscript.gateway.runbook import Run, RunBook
 from toolscript.plumbing.processes import signal_quietly
 from toolscript.store.outputs import output_file
@@ -88,6 +88,13 @@ class BackgroundRuns:
 
         if self._closing:
             raise UsageError("the gateway is stopping; start the run on the next one")
+        if request.max_output > MAX_BACKGROUND_OUTPUT:
+            raise UsageError(
+                f"max_output is at most {MAX_BACKGROUND_OUTPUT // (1024 * 1024)} MB for a "
+                "background run: its output file is kept in the gateway's state",
+                hint="give a smaller --max-output: what the script prints past it is kept "
+                "in a file of its own (the run's output says where), or write to a file",
+            )
         if self.live + self._starting >= MAX_LIVE:
             raise UsageError(
                 f"this gateway already runs {MAX_LIVE} background runs, as many as it runs at once",
