@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from tests.helpers import GatewayProcess, fixture_server, running_gateway, toolscript_cli
+from toolscript.gateway.core import MAX_SAVED_SCRIPTS
 from toolscript.gateway.guard import agent_url
 from toolscript.gateway.runbook import MAX_LIVE_RUNS
 from toolscript.plumbing.paths import project_state_dir
@@ -115,3 +116,34 @@ def test_a_background_run_asking_for_endless_output_is_refused_with_the_bound(
     assert refused.status_code == 400, refused.text
     body = refused.json()
     assert body["error"] == "usage_error" and "at most 256 MB" in body["message"]
+
+
+def test_saved_scripts_past_the_size_and_count_the_gateway_keeps_are_refused(
+    gateway: GatewayProcess, agent: httpx.Client
+) -> None:
+    """Before: POST /scripts wrote a 9 MB script (which the gateway then skips when it
+    loads the folder: over 512 KB) and any number of new ones, each save checking all of
+    them again and the module growing with each."""
+    big = "export default async () => 1;\n//" + "x" * 600_000 + "\n"
+    refused = agent.post("scripts", json={"name": "big", "code": big})
+    assert refused.status_code == 400, refused.text
+    assert "over 512 KB" in refused.json()["message"]
+    folder = gateway.directory / "toolscripts"
+    assert not (folder / "big.ts").exists()
+
+    folder.mkdir(exist_ok=True)
+    for number in range(MAX_SAVED_SCRIPTS):
+        (folder / f"kept{number}.ts").write_text(f"export default async () => {number};\n")
+    try:
+        crowded = agent.post("scripts", json={"name": "extra", "code": "export default 1;\n"})
+        assert crowded.status_code == 400, crowded.text
+        assert f"as many as the gateway saves ({MAX_SAVED_SCRIPTS})" in crowded.json()["message"]
+        assert not (folder / "extra.ts").exists()
+        replaced = agent.post(
+            "scripts",
+            json={"name": "kept0", "code": "export default async () => 100;\n", "force": True},
+        )
+        assert replaced.status_code == 201, replaced.text  # replacing one stays open
+    finally:
+        for number in range(MAX_SAVED_SCRIPTS):
+            (folder / f"kept{number}.ts").unlink(missing_ok=True)
