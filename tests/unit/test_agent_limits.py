@@ -1,5 +1,7 @@
-"""What bounds the runs a gateway holds: the agent's URL registers them one request each,
-and none need ever start or end (``RunBook``'s MAX_LIVE_RUNS and UNCLAIMED_SILENCE)."""
+"""What bounds what the agent's URL can make a gateway hold: the runs it registers (one
+request each, none need ever start or end: ``RunBook``'s MAX_LIVE_RUNS and
+UNCLAIMED_SILENCE), their calls in memory and in the run log, background runs' output, and
+the words of its searches."""
 
 from __future__ import annotations
 
@@ -281,3 +283,15 @@ def test_a_background_runs_output_file_has_a_bound(tmp_path: Path) -> None:
     with pytest.raises(UsageError) as refused:
         anyio.run(background_runs.start, too_much)
     assert "at most 256 MB" in refused.value.message and runs.live == 0
+
+
+def test_a_searchs_long_made_up_words_are_not_cached() -> None:
+    """Before: every word's stem was cached, 65,536 of them: 300 searches of one 60 KB word
+    each took 53 MB (a full cache: gigabytes)."""
+    from toolscript.search import text
+
+    before = text._cached_stem.cache_info().currsize
+    word = "q" * (text.CACHED_WORD + 1) + "ing"
+    assert text.stem(word) == "q" * (text.CACHED_WORD + 1)
+    assert text._cached_stem.cache_info().currsize == before
+    assert text.stem("issues") == "issu" and text.stem("created") == "creat"
