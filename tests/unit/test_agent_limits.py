@@ -295,3 +295,34 @@ def test_a_searchs_long_made_up_words_are_not_cached() -> None:
     assert text.stem(word) == "q" * (text.CACHED_WORD + 1)
     assert text._cached_stem.cache_info().currsize == before
     assert text.stem("issues") == "issu" and text.stem("created") == "creat"
+
+
+def test_an_index_remembers_the_close_words_of_plausible_words_only() -> None:
+    """Before: the close words of each unknown token were kept, 10,000 tokens of up to the
+    URL's length each, by every index a search asks."""
+    from toolscript.search.lexical import LexicalIndex
+    from toolscript.search.text import CACHED_WORD, document_for
+
+    tool = {"name": "create_issue", "description": "Create an issue in a repository"}
+    index = LexicalIndex([document_for("gh", "", tool)])
+    long_word = "x" * (CACHED_WORD + 1)
+    assert index.expand(long_word) == []
+    assert long_word not in index._close
+    assert index.expand("isue") == index._close["isue"]  # a typo: remembered
+
+
+def test_an_ended_run_keeps_its_script_only_for_a_resume(tmp_path: Path) -> None:
+    """ENDED_KEPT ended runs stay in memory: each held its script (up to a request body,
+    10 MB), though the log keeps one only for a run stopped for approval."""
+
+    async def scenario() -> None:
+        runs = RunBook(RunLog(tmp_path / "runs.sqlite"), lambda: (), lambda qualified: "ask")
+        done = await runs.register(script="console.log(1)")
+        await runs.end(done.id, 0)
+        stopped = await runs.register(script="await tools.s.delete()")
+        await runs.call(stopped, "s__delete", {}, 2, echo)
+        await runs.end(stopped.id, 120)
+        assert done.script == "" and stopped.script == "await tools.s.delete()"
+        assert (await runs.stopped_script(stopped.id))["code"] == "await tools.s.delete()"
+
+    anyio.run(scenario)

@@ -431,6 +431,8 @@ class RunBook:
             await self.flush(replay_of=run if run.status == "awaiting_approval" else None)
             if run.id not in self._replays:  # its answers written for a resume, or not wanted
                 run.answered = []  # an ended run is kept (ENDED_KEPT), its results need not be
+            if run.status != "awaiting_approval":
+                run.script = ""  # the log keeps a script only for a resume (``Run.row``)
             ended = [r for r in self._runs.values() if r.ended]
             for old in ended[: max(0, len(ended) - ENDED_KEPT)]:
                 del self._runs[old.id]
