@@ -326,3 +326,31 @@ def test_an_ended_run_keeps_its_script_only_for_a_resume(tmp_path: Path) -> None
         assert (await runs.stopped_script(stopped.id))["code"] == "await tools.s.delete()"
 
     anyio.run(scenario)
+
+
+def test_the_answers_all_live_runs_keep_for_a_resume_have_one_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each run kept up to REPLAY_BYTES of answers (64 MB): MAX_LIVE_RUNS runs of an echoing
+    tool, each calling with large arguments, held that many times over."""
+    monkeypatch.setattr(runbook, "REPLAY_TOTAL", 10_000)
+    big = {"text": "y" * 3000}
+
+    async def reply(tool: str, arguments: dict[str, Any]) -> tuple[str, Any]:
+        return "json", arguments  # about 3 KB back, and 3 KB of arguments: 6 KB kept
+
+    async def scenario() -> None:
+        runs = book(tmp_path)
+        first, second = await runs.register(), await runs.register()
+        await runs.call(first, "s__echo", big, 3013, reply)
+        assert first.resumable and runs.answers_held == first.held > 6000
+        await runs.call(second, "s__echo", big, 3013, reply)  # past the total: kept none
+        assert not second.resumable and second.answered == [] and second.held == 0
+        assert first.resumable and runs.answers_held == first.held
+        await runs.end(first.id, 0)
+        assert runs.answers_held == 0  # an ended run's answers are let go
+        third = await runs.register()
+        await runs.call(third, "s__echo", big, 3013, reply)
+        assert third.resumable and runs.answers_held == third.held
+
+    anyio.run(scenario)

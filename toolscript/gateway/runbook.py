@@ -99,6 +99,10 @@ ANSWERS = ("yes", "no", "always", "stop")
 ELICITATION = "elicitation"  # the kind of prompt that carries a server's question
 ELICIT_ANSWERS = ("accept", "decline", "cancel")
 REPLAY_BYTES = 64 * 1024 * 1024  # answers a run keeps in memory for a resume
+# and all live runs together: past it the run whose answer passes it keeps none (as past
+# REPLAY_BYTES: it can be run again, not resumed), so MAX_LIVE_RUNS runs of the agent's
+# cannot hold MAX_LIVE_RUNS times REPLAY_BYTES
+REPLAY_TOTAL = 256 * 1024 * 1024
 PROGRESS_KEPT = 500  # progress reports a run keeps for its watchers (older ones are dropped)
 MAX_PROGRESS_MESSAGE = 1000  # characters of a report's message
 PROGRESS_WAIT = 60.0  # seconds a watcher's request may wait for the next report
@@ -161,6 +165,7 @@ class Run:
     ended_at: float | None = None
     exit: int | None = None
     kept_bytes: int = 0  # of answers kept for a resume
+    held: int = 0  # bytes of ``answered`` now (counted in RunBook's REPLAY_TOTAL)
     resumable: bool = True  # False once the answers outgrew REPLAY_BYTES
     span: Any = None
     script: str = ""
@@ -269,6 +274,7 @@ class RunBook:
         self._replays: dict[str, Run] = {}  # runs stopped for approval: their answers to keep
         self._unwritten_since: float | None = None
         self._registering = 0  # registrations past the MAX_LIVE_RUNS check, not yet live
+        self.answers_held = 0  # bytes of every run's ``answered`` (REPLAY_TOTAL)
         self.closing = False  # the gateway is stopping: watchers' waits answer at once
 
     # -- registration ----------------------------------------------------------
@@ -430,7 +436,7 @@ class RunBook:
                 self.telemetry.run_ended(run)
             await self.flush(replay_of=run if run.status == "awaiting_approval" else None)
             if run.id not in self._replays:  # its answers written for a resume, or not wanted
-                run.answered = []  # an ended run is kept (ENDED_KEPT), its results need not be
+                self._drop_answers(run)  # an ended run is kept (ENDED_KEPT), its results not
             if run.status != "awaiting_approval":
                 run.script = ""  # the log keeps a script only for a resume (``Run.row``)
             ended = [r for r in self._runs.values() if r.ended]
@@ -554,10 +560,14 @@ class RunBook:
                 key = key or digest(qualified, arguments)
                 kept = _trimmed(arguments, self._secrets_of())
             if outcome not in _NOT_ANSWERED and run.resumable:
-                run.kept_bytes += len(body) + min(size, LOGGED_ARGUMENTS)
-                if run.kept_bytes > REPLAY_BYTES:
-                    run.resumable, run.answered = False, []
+                added = len(body) + min(size, LOGGED_ARGUMENTS)
+                run.kept_bytes += added
+                if run.kept_bytes > REPLAY_BYTES or self.answers_held + added > REPLAY_TOTAL:
+                    run.resumable = False
+                    self._drop_answers(run)
                 else:
+                    run.held += added
+                    self.answers_held += added
                     run.answered.append(
                         {
                             "seq": len(run.answered) + 1,
@@ -581,6 +591,10 @@ class RunBook:
                 outcome,
                 body if status != 200 else b"",
             )
+
+    def _drop_answers(self, run: Run) -> None:
+        self.answers_held -= run.held
+        run.held, run.answered = 0, []
 
     def _stop(self, run: Run, error: PolicyError) -> PolicyError:
         if run.stopped is None:
@@ -845,7 +859,7 @@ class RunBook:
                 self._keep_unwritten(calls, runs, replays, exc)
                 return
             for run in replays.values():
-                run.answered = []  # written: a resume reads them from the log
+                self._drop_answers(run)  # written: a resume reads them from the log
             if self._unwritten_since is not None:
                 log.warning("runs: the run log is written again; nothing was lost")
                 self._unwritten_since = None
