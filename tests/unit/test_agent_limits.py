@@ -182,6 +182,12 @@ def test_large_arguments_are_logged_trimmed_and_a_resume_still_knows_the_call(
         assert (await runs.call(run, "s__write", big, size, server.make))[0] == 200
         await runs.call(run, "s__delete", {"k": 1}, 8, server.make)  # stops for approval
         await runs.end(run.id, 120)
+        stopped_big = await runs.register(script_hash="other")
+        await runs.call(stopped_big, "s__delete", big, size, server.make)
+        await runs.end(stopped_big.id, 120)
+        assert stopped_big.stopped is not None  # kept in memory with the run: trimmed
+        assert len(json.dumps(stopped_big.stopped.to_dict())) < 2 * runbook.LOGGED_ARGUMENTS
+        assert "topsecret" not in json.dumps(stopped_big.stopped.to_dict())
         logged = logged_arguments(runs, run.id)[0]
         assert logged["path"] == "notes.txt"
         assert logged["content"].startswith("yyy") and len(logged["content"]) < 3000

@@ -639,7 +639,10 @@ class RunBook:
             return
         if await anyio.to_thread.run_sync(self.runlog.tool_approved, qualified):
             return
-        shown = redact_value(arguments, self._secrets_of())
+        known = self._secrets_of()
+        shown = redact_value(arguments, known)
+        if len(msgspec.json.encode(shown)) > LOGGED_ARGUMENTS:  # kept with the run: trimmed
+            shown = _trimmed(arguments, known)
         call = {"seq": seq, "tool": qualified, "arguments": shown, "digest": key}
         if run.interactive:
             answer = await self._ask(run, call)
