@@ -228,7 +228,7 @@ def test_a_run_itemizes_its_calls_up_to_a_budget_and_counts_the_rest(
 
 def test_only_the_newest_ended_runs_keep_their_calls_in_memory(tmp_path: Path) -> None:
     """ENDED_KEPT ended runs stay (an end asked twice); their calls, written to the log,
-    only for the newest TRACES_KEPT."""
+    and their progress reports (up to 500 KB a run) only for the newest TRACES_KEPT."""
     server = Echo()
 
     async def scenario() -> None:
@@ -237,9 +237,13 @@ def test_only_the_newest_ended_runs_keep_their_calls_in_memory(tmp_path: Path) -
         for _ in range(TRACES_KEPT + 3):
             run = await runs.register()
             await runs.call(run, "s__t", {"k": 1}, 8, server.make)
+            runs.report_progress(run, "p" * 1000)
             await runs.end(run.id, 0)
             ended.append(run)
         assert [len(run.records) for run in ended] == [0] * 3 + [1] * TRACES_KEPT
+        assert [len(run.progress) for run in ended] == [0] * 3 + [1] * TRACES_KEPT
+        read = await runs.wait_progress(ended[0].id, 0, 0)
+        assert read == {"progress": [], "next": 1, "ended": True}
         assert len(logged_arguments(runs, ended[0].id)) == 1  # the log keeps them
 
     anyio.run(scenario)

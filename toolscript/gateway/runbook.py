@@ -89,7 +89,7 @@ LOGGED_ERROR = 8 * 1024  # bytes of a call's error body kept (the log keeps 2000
 # but not itemized, so a run calling in a loop cannot fill the memory and the log's disk.
 RUN_LOG_BYTES = 32 * 1024 * 1024
 CALL_RECORD_BYTES = 256
-TRACES_KEPT = 8  # ended runs whose itemized calls stay in memory (for an end asked twice)
+TRACES_KEPT = 8  # ended runs whose calls and progress stay in memory (an end asked twice)
 # Seconds a run no process claimed (registered without the pid of a process still running:
 # exec and the face always give theirs) may go without a sign of life (its token shown, a
 # call, a progress report) before it ends as "expired"; never while a call or a prompt of
@@ -439,11 +439,14 @@ class RunBook:
                 self._drop_answers(run)  # an ended run is kept (ENDED_KEPT), its results not
             if run.status != "awaiting_approval":
                 run.script = ""  # the log keeps a script only for a resume (``Run.row``)
+            run.replay = []  # the answers of the run it resumed: needed no more
             ended = [r for r in self._runs.values() if r.ended]
             for old in ended[: max(0, len(ended) - ENDED_KEPT)]:
                 del self._runs[old.id]
             for old in ended[: max(0, len(ended) - TRACES_KEPT)]:
                 old.records = []  # written to the log; only the newest answer --trace
+                old.progress_dropped += len(old.progress)  # and their watchers' last reads
+                old.progress = []
         return run
 
     # -- progress --------------------------------------------------------------
