@@ -439,7 +439,6 @@ class RunBook:
                 self._drop_answers(run)  # an ended run is kept (ENDED_KEPT), its results not
             if run.status != "awaiting_approval":
                 run.script = ""  # the log keeps a script only for a resume (``Run.row``)
-            run.replay = []  # the answers of the run it resumed: needed no more
             ended = [r for r in self._runs.values() if r.ended]
             for old in ended[: max(0, len(ended) - ENDED_KEPT)]:
                 del self._runs[old.id]
