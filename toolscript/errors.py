@@ -34,6 +34,7 @@ HTTP response with ``status_code``::
     ├── ScriptExistsError               HTTP 409 a saved script of that name exists (save --force)
     ├── ScriptCheckError                HTTP 422 a script to save does not type-check
     ├── RunLogError                     HTTP 503 the run log cannot be read or written now
+    ├── TooManyRunsError                HTTP 429 as many runs are under way as a gateway holds
     ├── StorageError                             a folder toolscript keeps files in is not writable
     ├── SearchError                     HTTP 503 search could not use its embedding model
     │   ├── SemanticUnavailable                  the semantic extra or the model is missing
@@ -77,6 +78,7 @@ __all__ = [
     "ServerUnavailableError",
     "StorageError",
     "TooManyCallsError",
+    "TooManyRunsError",
     "ToolCallError",
     "ToolDeniedError",
     "ToolNotFoundError",
@@ -362,6 +364,14 @@ class TooManyCallsError(PolicyError):
     status_code = 429
     exit_code = 122
     kind = "too_many_calls"
+
+
+class TooManyRunsError(ToolscriptError):
+    """A run registered while as many runs are under way (registered, not ended) as the
+    gateway holds at once."""
+
+    status_code = 429
+    kind = "too_many_runs"
 
 
 class ExecutionError(ToolscriptError):

@@ -32,7 +32,7 @@ from typing import Any
 import anyio
 
 from toolscript.errors import NotFoundError, UsageError
-from toolscript.gateway.bodies import BackgroundStart
+from toolscript.gateway.bodies import MAX_BACKGROUND_OUTPUT, BackgroundStart
 from toolscript.gateway.runbook import Run, RunBook
 from toolscript.plumbing.processes import signal_quietly
 from toolscript.store.outputs import output_file
@@ -43,6 +43,7 @@ log = logging.getLogger("toolscript.background")
 
 RUNNER_MODULE = "toolscript.execution.detached"
 KEEP_FOLDERS = 50  # ended background runs whose output is kept (the newest)
+KEEP_BYTES = 1024 * 1024 * 1024  # and at most this many bytes of them (the newest one always)
 STOP_GRACE = 5.0  # seconds a runner has to stop its sandbox before it is killed
 OUTPUT_PIECE = 1024 * 1024  # bytes of each stream one answer carries at most
 OUTPUT_POLL = 0.05  # seconds between looks at a running run's files
@@ -87,6 +88,13 @@ class BackgroundRuns:
 
         if self._closing:
             raise UsageError("the gateway is stopping; start the run on the next one")
+        if request.max_output > MAX_BACKGROUND_OUTPUT:
+            raise UsageError(
+                f"max_output is at most {MAX_BACKGROUND_OUTPUT // (1024 * 1024)} MB for a "
+                "background run: its output file is kept in the gateway's state",
+                hint="give a smaller --max-output: what the script prints past it is kept "
+                "in a file of its own (the run's output says where), or write to a file",
+            )
         if self.live + self._starting >= MAX_LIVE:
             raise UsageError(
                 f"this gateway already runs {MAX_LIVE} background runs, as many as it runs at once",
@@ -149,8 +157,8 @@ class BackgroundRuns:
         return self._prune(live)
 
     def _prune(self, live: set[str]) -> list[str]:
-        """Drop the folders of the oldest ended runs past KEEP_FOLDERS (never one of
-        ``live``); the names of those dropped."""
+        """Drop the folders of the oldest ended runs past KEEP_FOLDERS, or past KEEP_BYTES
+        (never one of ``live``, never the newest ended); the names of those dropped."""
         try:
             folders = sorted(
                 (entry for entry in os.scandir(self.folder) if entry.is_dir()),
@@ -160,9 +168,15 @@ class BackgroundRuns:
         except OSError:
             return []
         ended = [entry for entry in folders if entry.name not in live]
-        for entry in ended[KEEP_FOLDERS:]:
+        kept, held = 0, 0
+        for entry in ended[:KEEP_FOLDERS]:
+            held += _folder_bytes(entry.path)
+            if kept and held > KEEP_BYTES:
+                break
+            kept += 1
+        for entry in ended[kept:]:
             shutil.rmtree(entry.path, ignore_errors=True)
-        return [entry.name for entry in ended[KEEP_FOLDERS:]]
+        return [entry.name for entry in ended[kept:]]
 
     async def _spawn(self, folder: Path, spec: dict[str, Any]) -> asyncio.subprocess.Process:
         stdout = os.open(folder / "stdout", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -289,6 +303,15 @@ def ended_answer(run: Run) -> dict[str, Any]:
         "exit_code": run.stopped.exit_code if run.stopped is not None else None,
         "resumed_from": run.resumed_from or None,
     }
+
+
+def _folder_bytes(folder: str) -> int:
+    """Bytes of a run's output files (a file gone meanwhile counts nothing)."""
+    total = 0
+    for name in ("stdout", "stderr"):
+        with contextlib.suppress(OSError):
+            total += os.stat(os.path.join(folder, name)).st_size
+    return total
 
 
 def _read_pieces(folder: Path, stdout_from: int, stderr_from: int) -> tuple[bytes, bytes]:

@@ -19,6 +19,7 @@ from toolscript.errors import UsageError
 from toolscript.gateway.runbook import DEFAULT_MAX_CALLS
 
 __all__ = [
+    "MAX_BACKGROUND_OUTPUT",
     "BackgroundStart",
     "Body",
     "CheckRequest",
@@ -50,9 +51,12 @@ class RunRequest(Body, frozen=True):
     resume: str | None = None
     script: str = ""
     script_name: tuple[str, str] = ("inline.ts", "inline.ts")
-    pid: int | None = None
+    pid: Annotated[int, msgspec.Meta(ge=1)] | None = None  # the process running the script
 
-    problems: ClassVar[Mapping[str, str]] = {"max_calls": "max_calls must be a positive integer"}
+    problems: ClassVar[Mapping[str, str]] = {
+        "max_calls": "max_calls must be a positive integer",
+        "pid": "pid is the id of the process running the script, a positive integer",
+    }
 
 
 class PromptAnswer(Body, frozen=True):
@@ -119,6 +123,10 @@ class ScriptToSave(Body, frozen=True):
 
 
 MIN_MEMORY_MB = 16  # exec's own floor (execution/command.py): V8 starts no script below it
+# Bytes a background run's output file may take (``--max-output``): its runner writes what
+# the script prints there, in the gateway's state, for as long as it runs (what passes
+# --max-output is kept apart, bounded by the kept outputs' own limit).
+MAX_BACKGROUND_OUTPUT = 256 * 1024 * 1024
 
 
 class BackgroundStart(Body, frozen=True):
@@ -130,7 +138,7 @@ class BackgroundStart(Body, frozen=True):
     check: bool = True
     timeout: Annotated[float, msgspec.Meta(ge=0)] = 300.0
     memory_mb: Annotated[int, msgspec.Meta(ge=MIN_MEMORY_MB)] = 512
-    max_output: Annotated[int, msgspec.Meta(ge=1)] = 10 * 1024 * 1024
+    max_output: Annotated[int, msgspec.Meta(ge=1)] = 10 * 1024 * 1024  # MAX_BACKGROUND_OUTPUT
     max_calls: Annotated[int, msgspec.Meta(ge=1)] = DEFAULT_MAX_CALLS
     resume: str | None = None
     script_hash: str = ""

@@ -77,6 +77,7 @@ from toolscript.search.semantic import EmbeddingStore, model_directory
 from toolscript.search.text import ToolDocument, document_for, tokenize
 from toolscript.store.runlog import RunLog, runlog_path
 from toolscript.store.savedscripts import (
+    MAX_SCRIPT_BYTES,
     SCRIPTS_DIRNAME,
     SavedScript,
     check_name,
@@ -128,6 +129,10 @@ CACHE_KEEPING_EVERY = 6 * 3600.0
 # How long the first build waits for connected servers' prompts and templates (listed after
 # they connect); a server slower than this has them typed by a rebuild when they come.
 OFFERED_GRACE = 2.0
+# Saved scripts ``POST /scripts`` writes (the agent's URL reaches it): each is a file of the
+# project, type-checked with all the others at every save and offered in the module, so a
+# save of a new name past this many is refused (replacing one stays open).
+MAX_SAVED_SCRIPTS = 200
 
 
 def split_tool_name(qualified: str) -> tuple[str, str]:
@@ -908,6 +913,12 @@ class Gateway:
                 errors=[f"{SCRIPTS_DIRNAME}/{name}.ts: {CONTRACT_MESSAGE}"],
             )
         source = with_description(code, description) if description else code
+        if len(source.encode()) > MAX_SCRIPT_BYTES:
+            raise UsageError(
+                f"{name} was not saved: it is over {MAX_SCRIPT_BYTES // 1024} KB, more than "
+                "the gateway loads of a saved script",
+                hint="keep data out of the script: read it from a file or a tool",
+            )
         folder = scripts_dir(self.config.project_dir)
         path = folder / f"{name}.ts"
         async with self._saving:
@@ -919,6 +930,13 @@ class Gateway:
                     hint="add --force to replace it",
                 )
             others = [s for s in saved if s.name.lower() != name.lower()]
+            if not clash and len(others) >= MAX_SAVED_SCRIPTS:
+                raise UsageError(
+                    f"{name} was not saved: the project has {len(others)} saved scripts, "
+                    f"as many as the gateway saves ({MAX_SAVED_SCRIPTS})",
+                    hint=f"remove the ones no longer used from {folder}, or replace one "
+                    "(save it again under its name with --force)",
+                )
             candidate = SavedScript.of(name, path, source)
             every = sorted([*others, candidate], key=lambda s: s.name)
             verdicts = await anyio.to_thread.run_sync(self._check_candidates, every)

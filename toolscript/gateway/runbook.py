@@ -43,14 +43,24 @@ from toolscript.errors import (
     RunLogError,
     ToolscriptError,
     TooManyCallsError,
+    TooManyRunsError,
     UsageError,
 )
+from toolscript.gateway.recentcalls import MORE, Limits, shrunk
 from toolscript.plumbing.processes import identity_alive, process_identity
 from toolscript.plumbing.redact import holds_secret, redact, redact_value
 from toolscript.store.runlog import RunLog, new_run_id
 from toolscript.upstream.base import CALL_PROGRESS
 
-__all__ = ["DEFAULT_MAX_CALLS", "PROMPT_LIMIT", "Run", "RunBook", "approve_commands"]
+__all__ = [
+    "DEFAULT_MAX_CALLS",
+    "MAX_LIVE_RUNS",
+    "PROMPT_LIMIT",
+    "UNCLAIMED_SILENCE",
+    "Run",
+    "RunBook",
+    "approve_commands",
+]
 
 log = logging.getLogger("toolscript.runs")
 
@@ -59,10 +69,40 @@ PROMPT_LIMIT = 600.0  # seconds a call waits for an answer at the prompt before 
 FLUSH_SECONDS = 1.0
 PENDING_CALLS = 10_000  # calls kept in memory while the run log cannot be written
 ENDED_KEPT = 200  # ended runs kept in memory (for /runs/{id}/end answered twice, prompts)
+# Runs under way at once (registered, not ended): each holds its script, calls and progress
+# in memory and its row in the run log, which keeps every live run. The agent's URL
+# registers them with one request each, and none need ever start or end: past this a
+# registration is refused (429) rather than the gateway growing without bound. Exec and the
+# face register one run per script they run, so only a flood comes near it.
+MAX_LIVE_RUNS = 32
+KEPT_SCRIPT_BYTES = 1024 * 1024  # characters of a run's script kept for ``exec --resume``
+# Bytes of a call's arguments the log and --trace keep whole; larger ones are kept trimmed
+# (their long strings cut, their first items and members: ``ARGUMENT_LIMITS``).
+LOGGED_ARGUMENTS = 16 * 1024
+ARGUMENT_LIMITS = Limits(
+    arguments=LOGGED_ARGUMENTS, result=LOGGED_ARGUMENTS, string=2000, items=20, keys=100, depth=8
+)
+LOGGED_ERROR = 8 * 1024  # bytes of a call's error body kept (the log keeps 2000 characters)
+# Bytes of call records one run keeps itemized (its calls in the log and in --trace), each
+# call counting CALL_RECORD_BYTES besides its kept arguments and error: a run may make any
+# number of calls (``--max-calls``), the calls past this are counted (the run's "calls")
+# but not itemized, so a run calling in a loop cannot fill the memory and the log's disk.
+RUN_LOG_BYTES = 32 * 1024 * 1024
+CALL_RECORD_BYTES = 256
+TRACES_KEPT = 8  # ended runs whose calls and progress stay in memory (an end asked twice)
+# Seconds a run no process claimed (registered without the pid of a process still running:
+# exec and the face always give theirs) may go without a sign of life (its token shown, a
+# call, a progress report) before it ends as "expired"; never while a call or a prompt of
+# it is under way, never a background run (its runner is the gateway's own).
+UNCLAIMED_SILENCE = 600.0
 ANSWERS = ("yes", "no", "always", "stop")
 ELICITATION = "elicitation"  # the kind of prompt that carries a server's question
 ELICIT_ANSWERS = ("accept", "decline", "cancel")
 REPLAY_BYTES = 64 * 1024 * 1024  # answers a run keeps in memory for a resume
+# and all live runs together: past it the run whose answer passes it keeps none (as past
+# REPLAY_BYTES: it can be run again, not resumed), so MAX_LIVE_RUNS runs of the agent's
+# cannot hold MAX_LIVE_RUNS times REPLAY_BYTES
+REPLAY_TOTAL = 256 * 1024 * 1024
 PROGRESS_KEPT = 500  # progress reports a run keeps for its watchers (older ones are dropped)
 MAX_PROGRESS_MESSAGE = 1000  # characters of a report's message
 PROGRESS_WAIT = 60.0  # seconds a watcher's request may wait for the next report
@@ -125,6 +165,7 @@ class Run:
     ended_at: float | None = None
     exit: int | None = None
     kept_bytes: int = 0  # of answers kept for a resume
+    held: int = 0  # bytes of ``answered`` now (counted in RunBook's REPLAY_TOTAL)
     resumable: bool = True  # False once the answers outgrew REPLAY_BYTES
     span: Any = None
     script: str = ""
@@ -137,11 +178,17 @@ class Run:
     progress_dropped: int = 0  # reports before ``progress[0]``, no longer kept
     progressed: asyncio.Event = field(default_factory=asyncio.Event)  # set at each report
     calling: dict[str, int] = field(default_factory=dict)  # server -> its calls under way
+    seen: float = field(default_factory=time.monotonic)  # its last sign of life
+    expired: bool = False  # no process claimed it and it went silent (UNCLAIMED_SILENCE)
+    logged_bytes: int = 0  # of its itemized call records (RUN_LOG_BYTES)
+    unlogged: int = 0  # calls made past RUN_LOG_BYTES: counted, not itemized
 
     @property
     def status(self) -> str:
         if self.died:
             return "died"
+        if self.expired:
+            return "expired"
         if self.cancelled and self.ended:
             return "stopped"
         if self.approving:
@@ -226,6 +273,8 @@ class RunBook:
         self._flush_lock = anyio.Lock()
         self._replays: dict[str, Run] = {}  # runs stopped for approval: their answers to keep
         self._unwritten_since: float | None = None
+        self._registering = 0  # registrations past the MAX_LIVE_RUNS check, not yet live
+        self.answers_held = 0  # bytes of every run's ``answered`` (REPLAY_TOTAL)
         self.closing = False  # the gateway is stopping: watchers' waits answer at once
 
     # -- registration ----------------------------------------------------------
@@ -238,7 +287,10 @@ class RunBook:
     def by_token(self, token: str) -> str | None:
         """The id of the live run whose token is ``token`` (the guard's question)."""
         run = self._by_token.get(token)
-        return None if run is None or run.ended else run.id
+        if run is None or run.ended:
+            return None
+        run.seen = time.monotonic()  # a sign of life: its script is at work
+        return run.id
 
     async def register(
         self,
@@ -252,7 +304,42 @@ class RunBook:
         client_pid: int | None = None,
     ) -> Run:
         """A new run; it resumes ``resume``, or else the newest run of the same script that
-        stopped for a call approved since."""
+        stopped for a call approved since. Refused past MAX_LIVE_RUNS runs under way."""
+        if self.live + self._registering >= MAX_LIVE_RUNS:
+            raise TooManyRunsError(
+                f"this gateway already has {MAX_LIVE_RUNS} runs under way (registered and "
+                "not ended), as many as it holds at once; this run was not registered",
+                hint="wait for a run to end, or end the runs registered and never run "
+                "(POST /runs/RUN_ID/end); a run no running process claims ends by itself "
+                f"after {UNCLAIMED_SILENCE / 60:.0f} minutes without a call, and "
+                "`toolscript gateway stop` ends them all (`toolscript runs` lists them)",
+            )
+        self._registering += 1  # counted from here: registrations at once pass the cap alone
+        try:
+            return await self._register(
+                script_hash,
+                origin,
+                interactive,
+                max_calls,
+                resume,
+                script,
+                script_name,
+                client_pid,
+            )
+        finally:
+            self._registering -= 1
+
+    async def _register(
+        self,
+        script_hash: str,
+        origin: str,
+        interactive: bool,
+        max_calls: int,
+        resume: str | None,
+        script: str,
+        script_name: tuple[str, str],
+        client_pid: int | None,
+    ) -> Run:
         previous: dict[str, Any] | None = None
         if resume:
             previous = await anyio.to_thread.run_sync(self.runlog.run, resume)
@@ -284,7 +371,7 @@ class RunBook:
             interactive=interactive,
             max_calls=max_calls,
             started=time.time(),
-            script=script,
+            script=script if len(script) <= KEPT_SCRIPT_BYTES else "",
             script_name=script_name,
             client=process_identity(client_pid) if client_pid else "",
         )
@@ -349,10 +436,16 @@ class RunBook:
                 self.telemetry.run_ended(run)
             await self.flush(replay_of=run if run.status == "awaiting_approval" else None)
             if run.id not in self._replays:  # its answers written for a resume, or not wanted
-                run.answered = []  # an ended run is kept (ENDED_KEPT), its results need not be
+                self._drop_answers(run)  # an ended run is kept (ENDED_KEPT), its results not
+            if run.status != "awaiting_approval":
+                run.script = ""  # the log keeps a script only for a resume (``Run.row``)
             ended = [r for r in self._runs.values() if r.ended]
             for old in ended[: max(0, len(ended) - ENDED_KEPT)]:
                 del self._runs[old.id]
+            for old in ended[: max(0, len(ended) - TRACES_KEPT)]:
+                old.records = []  # written to the log; only the newest answer --trace
+                old.progress_dropped += len(old.progress)  # and their watchers' last reads
+                old.progress = []
         return run
 
     # -- progress --------------------------------------------------------------
@@ -369,6 +462,7 @@ class RunBook:
         ``notifications/progress`` during one of its calls) for whoever watches it."""
         if run.ended:
             return
+        run.seen = time.monotonic()
         fraction = None
         if progress is not None and total:
             fraction = max(0.0, min(1.0, progress / total))
@@ -415,6 +509,7 @@ class RunBook:
         """One call of ``run``, through the checks of this module's docstring."""
         started = time.time()
         clock = time.perf_counter()
+        run.seen = time.monotonic()
         run.seq += 1
         seq = run.seq
         key = ""  # the call's digest: computed only where a replay or an approval needs it
@@ -453,6 +548,7 @@ class RunBook:
                 shape, value = await make(qualified, arguments)
             finally:
                 run.calling[server] -= 1
+                run.seen = time.monotonic()  # silence counts from its last call's end
                 CALL_PROGRESS.reset(reporting)
             body = msgspec.json.encode(value)
             return 200, shape, body
@@ -461,17 +557,25 @@ class RunBook:
             status, body = exc.status_code, msgspec.json.encode(exc.to_dict())
             return status, "", body
         finally:
+            kept = arguments
+            if size > LOGGED_ARGUMENTS:  # kept trimmed: identified by its digest for replay
+                key = key or digest(qualified, arguments)
+                kept = _trimmed(arguments, self._secrets_of())
             if outcome not in _NOT_ANSWERED and run.resumable:
-                run.kept_bytes += len(body)
-                if run.kept_bytes > REPLAY_BYTES:
-                    run.resumable, run.answered = False, []
+                added = len(body) + min(size, LOGGED_ARGUMENTS)
+                run.kept_bytes += added
+                if run.kept_bytes > REPLAY_BYTES or self.answers_held + added > REPLAY_TOTAL:
+                    run.resumable = False
+                    self._drop_answers(run)
                 else:
+                    run.held += added
+                    self.answers_held += added
                     run.answered.append(
                         {
                             "seq": len(run.answered) + 1,
                             "tool": qualified,
                             "digest": key,  # "" until the run's answers are kept
-                            "arguments": arguments,
+                            "arguments": kept,
                             "status": status,
                             "shape": shape,
                             "body": body,
@@ -481,7 +585,7 @@ class RunBook:
                 run,
                 seq,
                 qualified,
-                arguments,
+                kept,
                 size,
                 len(body),
                 started,
@@ -489,6 +593,10 @@ class RunBook:
                 outcome,
                 body if status != 200 else b"",
             )
+
+    def _drop_answers(self, run: Run) -> None:
+        self.answers_held -= run.held
+        run.held, run.answered = 0, []
 
     def _stop(self, run: Run, error: PolicyError) -> PolicyError:
         if run.stopped is None:
@@ -533,7 +641,10 @@ class RunBook:
             return
         if await anyio.to_thread.run_sync(self.runlog.tool_approved, qualified):
             return
-        shown = redact_value(arguments, self._secrets_of())
+        known = self._secrets_of()
+        shown = redact_value(arguments, known)
+        if len(msgspec.json.encode(shown)) > LOGGED_ARGUMENTS:  # kept with the run: trimmed
+            shown = _trimmed(arguments, known)
         call = {"seq": seq, "tool": qualified, "arguments": shown, "digest": key}
         if run.interactive:
             answer = await self._ask(run, call)
@@ -660,6 +771,9 @@ class RunBook:
         error_body: bytes,
     ) -> None:
         ms = (time.perf_counter() - clock) * 1000
+        if len(error_body) > LOGGED_ERROR:
+            error_body = _short_error(error_body)
+        cost = CALL_RECORD_BYTES + min(size, LOGGED_ARGUMENTS) + len(error_body)
         record = {
             "run_id": run.id,
             "seq": seq,
@@ -672,11 +786,22 @@ class RunBook:
             "outcome": outcome,
             "error": error_body,
         }
-        self._calls.append(record)
-        run.records.append(record)
         self._dirty[run.id] = run
         if self.telemetry is not None:
             self.telemetry.call(run, record)
+        if run.logged_bytes + cost > RUN_LOG_BYTES:
+            if not run.unlogged:
+                log.warning(
+                    "runs: run %s made calls past the %d bytes of its calls the log keeps "
+                    "itemized: the rest are counted only",
+                    run.id,
+                    RUN_LOG_BYTES,
+                )
+            run.unlogged += 1
+            return
+        run.logged_bytes += cost
+        self._calls.append(record)
+        run.records.append(record)
 
     async def run_flusher(self) -> None:
         """Write what runs did every FLUSH_SECONDS (the gateway's task group runs this), and
@@ -689,11 +814,25 @@ class RunBook:
             except Exception:  # nothing the log does takes the gateway down
                 log.exception("runs: cannot write the run log")
 
-    async def end_orphans(self) -> None:
-        """End, as ``died``, each live run whose script's process is gone (an exec killed)."""
+    async def end_orphans(self, now: float | None = None) -> None:
+        """End, as ``died``, each live run whose script's process is gone (an exec killed),
+        and as ``expired`` each that no process claimed and that went silent."""
+        now = time.monotonic() if now is None else now
         for run in list(self._runs.values()):
-            if not run.ended and run.client and not identity_alive(run.client):
-                run.died = True
+            if run.ended:
+                continue
+            if run.client:
+                if not identity_alive(run.client):
+                    run.died = True
+                    await self.end(run.id, None)
+            elif (
+                not run.background
+                and now - run.seen > UNCLAIMED_SILENCE
+                and run.prompt is None
+                and not any(run.calling.values())
+            ):
+                log.info("runs: run %s expired (no process claimed it, no call)", run.id)
+                run.expired = True
                 await self.end(run.id, None)
 
     async def flush(self, replay_of: Run | None = None) -> None:
@@ -725,7 +864,7 @@ class RunBook:
                 self._keep_unwritten(calls, runs, replays, exc)
                 return
             for run in replays.values():
-                run.answered = []  # written: a resume reads them from the log
+                self._drop_answers(run)  # written: a resume reads them from the log
             if self._unwritten_since is not None:
                 log.warning("runs: the run log is written again; nothing was lost")
                 self._unwritten_since = None
@@ -767,6 +906,34 @@ def _kept(entry: dict[str, Any], run_id: str, known: tuple[str, ...]) -> dict[st
     kept = {key: value for key, value in entry.items() if key != "arguments"}
     key = entry["digest"] or digest(entry["tool"], entry["arguments"])
     return kept | {"run_id": run_id, "body": body, "digest": key}
+
+
+def _trimmed(arguments: dict[str, Any], known: tuple[str, ...]) -> Any:
+    """Large arguments as the log keeps them: their first items and members, strings cut
+    at ``ARGUMENT_LIMITS.string`` (after redaction: no piece of a secret is left)."""
+    value, _ = shrunk(arguments, known, ARGUMENT_LIMITS, LOGGED_ARGUMENTS)
+    limit = ARGUMENT_LIMITS.string
+
+    def cut(item: Any) -> Any:
+        if isinstance(item, str):
+            return item if len(item) <= limit else item[:limit] + MORE
+        if isinstance(item, list):
+            return [cut(element) for element in item]
+        if isinstance(item, dict):
+            return {cut(key): cut(member) for key, member in item.items()}
+        return item
+
+    return cut(redact_value(value, known))
+
+
+def _short_error(body: bytes) -> bytes:
+    """A large error body as its message's first LOGGED_ERROR characters (what the log
+    keeps of it is shorter still)."""
+    try:
+        message = str(msgspec.json.decode(body).get("message", ""))
+    except (msgspec.DecodeError, AttributeError):
+        message = body[:LOGGED_ERROR].decode("utf-8", "replace")
+    return msgspec.json.encode({"message": message[:LOGGED_ERROR]})
 
 
 def _call_row(record: dict[str, Any], known: tuple[str, ...]) -> dict[str, Any]:

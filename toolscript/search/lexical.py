@@ -16,7 +16,7 @@ from collections import defaultdict
 from typing import Any
 
 from toolscript.search.parameters import PARAMETERS, SearchParameters
-from toolscript.search.text import ToolDocument, query_tokens, stem, tokenize
+from toolscript.search.text import CACHED_WORD, ToolDocument, query_tokens, stem, tokenize
 from toolscript.search.words import IMPLIED_WORDS, SYNONYM_GROUPS
 
 __all__ = ["SYNONYMS", "LexicalIndex", "implied_words"]
@@ -129,6 +129,8 @@ class LexicalIndex:
             return [(token, 1.0)]
         if len(token) < self.parameters.close_min_length:
             return []
+        if len(token) > CACHED_WORD:  # a made-up word as long as the URL: not remembered
+            return self._close_words(token)
         known = self._close.get(token)
         if known is None:
             if len(self._close) >= CLOSE_WORDS_KEPT:

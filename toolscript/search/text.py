@@ -189,11 +189,23 @@ def mostly_cjk(text: str) -> bool:
     return letters > 0 and cjk * 2 >= letters
 
 
-@functools.lru_cache(
-    maxsize=65_536
-)  # a request's words, over and over: a third of its keyword time
+CACHED_WORD = 64  # characters of the longest word whose stem is cached
+
+
 def stem(word: str) -> str:
     """A light suffix stripper: ``issues`` -> ``issu``, ``issue`` -> ``issu``, ``created`` -> ``creat``."""
+    # A request's words, over and over: a third of its keyword time. Only words of a
+    # plausible length are cached: a query of long made-up words (a search's ``q`` is up to
+    # the URL's length) would otherwise keep gigabytes in the cache's 65,536 entries.
+    return _cached_stem(word) if len(word) <= CACHED_WORD else _stem(word)
+
+
+@functools.lru_cache(maxsize=65_536)
+def _cached_stem(word: str) -> str:
+    return _stem(word)
+
+
+def _stem(word: str) -> str:
     if len(word) <= 3 or word.isdigit():
         return word
     for suffix in SUFFIXES:

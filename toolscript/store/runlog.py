@@ -6,7 +6,8 @@ never inside the project). Tables:
 - ``runs``: one row per run: its id, the script's hash, where it came from, start, end,
   exit code, status (``running``, ``prompting``: a person is asked about a call, ``ok``,
   ``failed``, ``awaiting_approval``, ``replay_diverged``, ``too_many_calls``, ``died``: its
-  gateway or its exec went away mid-run), call count, the run it resumed, the call it
+  gateway or its exec went away mid-run, ``expired``: no process claimed it and it went
+  silent), call count, the run it resumed, the call it
   stopped at (redacted), and who held it while it ran (``owner``: the gateway's process,
   ``client``: exec's).
 - ``calls``: per call of a run: the tool, its arguments (redacted), the sizes of arguments
