@@ -440,5 +440,5 @@ class InternalError(ToolscriptError):
         return cls(
             f"the gateway failed unexpectedly: {type(exc).__name__}: {exc}",
             hint="the gateway's log has the traceback (`toolscript gateway status` shows the "
-            "gateway; restart it with `toolscript gateway stop` and `gateway start`)",
+            "gateway and its pid; restart it: Ctrl+C or `kill PID`, then `gateway start`)",
         )

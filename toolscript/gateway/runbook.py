@@ -311,8 +311,8 @@ class RunBook:
                 "not ended), as many as it holds at once; this run was not registered",
                 hint="wait for a run to end, or end the runs registered and never run "
                 "(POST /runs/RUN_ID/end); a run no running process claims ends by itself "
-                f"after {UNCLAIMED_SILENCE / 60:.0f} minutes without a call, and "
-                "`toolscript gateway stop` ends them all (`toolscript runs` lists them)",
+                f"after {UNCLAIMED_SILENCE / 60:.0f} minutes without a call, and a restart of the "
+                "gateway ends them all (`toolscript runs` lists them)",
             )
         self._registering += 1  # counted from here: registrations at once pass the cap alone
         try:
