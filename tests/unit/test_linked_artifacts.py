@@ -3,6 +3,7 @@ written through, not kept (tests/integration/test_linked_cache.py makes the atta
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -68,3 +69,27 @@ def test_linked_databases_and_folders_are_dropped(tmp_path: Path) -> None:
     layout.embeddings.symlink_to(theirs)
     assert discard_if_damaged(layout.embeddings)
     assert not layout.embeddings.is_symlink() and theirs.exists()
+
+
+def test_linked_or_odd_artifact_files_are_dropped(tmp_path: Path) -> None:
+    theirs = tmp_path / "id_rsa"
+    theirs.write_text("secret")
+    layout = CacheLayout(tmp_path / "cache")
+    for folder in ("servers", "offered", "types"):
+        (layout.root / folder).mkdir(parents=True)
+    layout.server_tools("gone").symlink_to(theirs)  # a server not reached keeps its file
+    os.mkfifo(layout.server_offered("gone"))  # reading it would never end
+    layout.server_fragments("gone").mkdir()  # a folder where a file goes
+    (layout.server_fragments("gone") / "inside").symlink_to(theirs)
+    layout.module.symlink_to(theirs)
+    layout.server_module("fx").write_text("// kept\n")
+    layout.drop_links()
+    for dropped in (
+        layout.server_tools("gone"),
+        layout.server_offered("gone"),
+        layout.server_fragments("gone"),
+        layout.module,
+    ):
+        assert not os.path.lexists(dropped), dropped
+    assert theirs.read_text() == "secret"
+    assert layout.server_module("fx").read_text() == "// kept\n"

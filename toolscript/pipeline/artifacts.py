@@ -24,6 +24,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -179,15 +180,30 @@ class CacheLayout:
         return self.root / "embeddings.db"
 
     def drop_links(self) -> None:
-        """Remove the links among the cache's folders and databases (a cloned repository's
-        ``.toolscript/servers`` linked to a folder of the user's would have tool lists
-        written over its files): each is made anew in the cache. Files are read and written
-        without following links (``read_artifact``, ``write_if_changed``)."""
-        from toolscript.plumbing.cachefiles import drop_links
+        """Remove the links among the cache's folders, files and databases (a cloned
+        repository's ``.toolscript/servers`` linked to a folder of the user's would have tool
+        lists written over its files; ``servers/<s>.json`` linked to a file of the user's
+        would stay the tool list of a server not reached), and any artifact that is no
+        regular file (a FIFO never reads to its end): each is made anew in the cache. Files
+        are read and written without following links (``read_artifact``,
+        ``write_if_changed``)."""
+        from toolscript.plumbing.cachefiles import drop_links, drop_unless_regular
 
         for directory in ("servers", "offered", "names", "types", self.saved_check.name):
             if (self.root / directory).is_symlink():
                 (self.root / directory).unlink()
+        for directory in ("servers", "offered", "names", "types"):
+            with contextlib.suppress(OSError):  # missing, or no folder: made by its task
+                for entry in list(os.scandir(self.root / directory)):
+                    drop_unless_regular(Path(entry.path))
+        for artifact in (
+            self.names,
+            self.tools_only,
+            self.module,
+            self.saved_scripts,
+            self.packages,
+        ):
+            drop_unless_regular(artifact)
         for database in (self.dep_file, self.catalogue, self.embeddings):
             drop_links(database)
 

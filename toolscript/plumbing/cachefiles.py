@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import importlib.abc
 import logging
+import os
+import shutil
 import sqlite3
+import stat
 import sys
 import threading
 import time
@@ -24,6 +27,7 @@ __all__ = [
     "damage_of",
     "discard_if_damaged",
     "drop_links",
+    "drop_unless_regular",
     "is_damage",
     "load_sqlite_utils",
     "set_aside",
@@ -67,6 +71,24 @@ def drop_links(path: Path) -> bool:
     log.warning("%s is a link: it is not followed but made anew", path)
     for side in linked:
         side.unlink(missing_ok=True)
+    return True
+
+
+def drop_unless_regular(path: Path) -> bool:
+    """Remove what stands at ``path`` unless it is a regular file (a cloned repository's
+    cache may hold a link to a file of the user's, a FIFO whose reading never ends, or a
+    folder where a file goes): it is made anew in the cache. True when one was removed."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return False
+    if stat.S_ISREG(mode):
+        return False
+    log.warning("%s is no regular file: it is not followed but made anew", path)
+    if stat.S_ISDIR(mode):
+        shutil.rmtree(path)  # (never follows a link inside it)
+    else:
+        path.unlink()
     return True
 
 

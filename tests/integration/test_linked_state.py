@@ -1,0 +1,93 @@
+"""A cloned repository's `.toolscript/`, `.toolscript.json` and `toolscripts/` are the
+attacker's: beyond the artifacts (`test_linked_cache.py`), nothing toolscript reads or
+writes there may go through a link to a file of the user's. Each attack made for real,
+with the gateway and the commands started as a user starts them, in a temporary home."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.helpers import GatewayProcess, clean_env, fixture_server, toolscript_cli
+from tests.integration.test_linked_cache import SECRET, link, user_file
+
+GONE = {"command": sys.executable, "args": ["-c", "raise SystemExit(3)"]}
+SECRET_TOOLS = json.dumps(
+    [{"name": "leak", "description": SECRET, "inputSchema": {"type": "object"}}]
+)
+
+
+def cloned(
+    tmp_path: Path, toolscript_home: Path, config: dict[str, Any]
+) -> tuple[Path, dict[str, str]]:
+    """A project whose cache a gateway built for ``config``, as a repository would commit it."""
+    project = tmp_path / "cloned"
+    project.mkdir()
+    env = {"TOOLSCRIPT_HOME": str(toolscript_home)}
+    gateway = GatewayProcess(config, project, "--no-warm-checker", env=env)
+    try:
+        assert "add_tool" in gateway.client.get("runtime/tools.ts").text
+    finally:
+        gateway.stop()
+    return project, env
+
+
+def standalone_doit(project: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``doit`` run in the project, as types.md shows it."""
+    (project / "dodo.py").write_text("from toolscript.pipeline.dodo import *  # noqa: F403\n")
+    return subprocess.run(
+        [sys.executable, "-m", "doit"],
+        cwd=project,
+        env=clean_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def commands(project: Path, env: dict[str, str], config: dict[str, Any], *servers: str) -> str:
+    """What the user runs in the cloned project, its output and a gateway's answers."""
+    said = []
+    script = 'import { tools } from "toolscript";\nreturn "ran:" + Object.keys(tools.fx).length;'
+    runs = [["list-tools", *servers[:1]], ["search", "leak"], ["exec", script]]
+    runs += [["get-types", server] for server in servers]
+    for args in runs:
+        done = toolscript_cli(*args, cwd=project, env=env)
+        said.append(done.stdout + done.stderr)
+    gateway = GatewayProcess(config, project, "--no-warm-checker", env=env)
+    try:
+        said.append(gateway.client.get("runtime/tools.ts").text)
+        said.append(gateway.client.get("search?q=leak").text)
+        for server in servers:
+            said.append(gateway.client.get(f"servers/{server}/tools").text)
+            said.append(gateway.client.get(f"types?server={server}").text)
+        said.append(gateway.log)
+    finally:
+        gateway.stop()
+    return "\n".join(said)
+
+
+def test_an_unreachable_servers_linked_tool_list_is_neither_read_nor_written(
+    tmp_path: Path, toolscript_home: Path
+) -> None:
+    config = {"mcpServers": {"fx": fixture_server(), "gone": GONE}}
+    project, env = cloned(tmp_path, toolscript_home, config)
+    cache = project / ".toolscript"
+    secret = user_file(tmp_path / "user" / "gone.json", SECRET_TOOLS)
+    link(cache, "servers/gone.json", secret)
+    (cache / "offered" / "gone.json").unlink()
+    os.mkfifo(cache / "offered" / "gone.json")  # reading a FIFO would never end
+
+    built = standalone_doit(project, env)  # `gone` is not reached: its files are kept...
+    said = built.stdout + built.stderr + commands(project, env, config, "fx", "gone")
+
+    assert built.returncode == 0, built.stdout + built.stderr  # ...but never a link
+    assert SECRET not in said
+    assert "ran:" in said
+    assert secret.read_text() == SECRET_TOOLS  # not written through, not removed
+    assert json.loads((cache / "servers" / "gone.json").read_text()) == []  # as not reached
+    assert (cache / "offered" / "gone.json").is_file()
