@@ -91,3 +91,52 @@ def test_an_unreachable_servers_linked_tool_list_is_neither_read_nor_written(
     assert secret.read_text() == SECRET_TOOLS  # not written through, not removed
     assert json.loads((cache / "servers" / "gone.json").read_text()) == []  # as not reached
     assert (cache / "offered" / "gone.json").is_file()
+
+
+def saved_script(description: str) -> str:
+    return (
+        f"/** {description} */\n"
+        "export default async function mine(input: { a: number }): Promise<number> {\n"
+        "  return input.a;\n"
+        "}\n"
+    )
+
+
+def test_a_linked_scripts_folder_is_neither_read_nor_written_into(
+    tmp_path: Path, toolscript_home: Path
+) -> None:
+    config = {"mcpServers": {"fx": fixture_server()}}
+    project, env = cloned(tmp_path, toolscript_home, config)
+    theirs = tmp_path / "user" / "scripts"
+    user_file(theirs / "mine.ts", saved_script(f"{SECRET} Counts the quokkas."))
+    (project / "toolscripts").symlink_to(theirs)
+    draft = user_file(project / "draft.ts", saved_script("Returns a."))
+
+    gateway = GatewayProcess(config, project, "--no-warm-checker", env=env)
+    try:
+        said = [gateway.client.get(route).text for route in ("runtime/tools.ts", "scripts")]
+        said.append(gateway.client.get("search", params={"q": "count quokkas"}).text)
+        listed = toolscript_cli("list-scripts", "--json", cwd=project, env=env)
+        saved = toolscript_cli("save", "report", str(draft), cwd=project, env=env)
+    finally:
+        gateway.stop()
+
+    assert SECRET not in "\n".join(said) + listed.stdout + listed.stderr
+    assert "toolscripts/ skipped: a symbolic link" in listed.stdout
+    assert saved.returncode != 0
+    assert "is a symbolic link" in saved.stderr
+    assert sorted(p.name for p in theirs.iterdir()) == ["mine.ts"]  # nothing written into it
+
+
+def test_a_fifo_among_saved_scripts_is_skipped(tmp_path: Path, toolscript_home: Path) -> None:
+    config = {"mcpServers": {"fx": fixture_server()}}
+    project, env = cloned(tmp_path, toolscript_home, config)
+    user_file(project / "toolscripts" / "mine.ts", saved_script("Returns a."))
+    os.mkfifo(project / "toolscripts" / "hang.ts")  # reading it would never end
+
+    listed = toolscript_cli("list-scripts", "--json", cwd=project, env=env, timeout=60)
+
+    assert listed.returncode == 0, listed.stderr
+    found = json.loads(listed.stdout)
+    assert [s["name"] for s in found["scripts"]] == ["mine"]
+    assert any("hang.ts skipped" in warning for warning in found["warnings"])
