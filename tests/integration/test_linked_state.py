@@ -140,3 +140,29 @@ def test_a_fifo_among_saved_scripts_is_skipped(tmp_path: Path, toolscript_home: 
     found = json.loads(listed.stdout)
     assert [s["name"] for s in found["scripts"]] == ["mine"]
     assert any("hang.ts skipped" in warning for warning in found["warnings"])
+
+
+def test_init_writes_no_config_or_gitignore_through_a_link(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    project = home / "cloned"
+    user_file(project / ".mcp.json", json.dumps({"mcpServers": {"a": fixture_server()}}))
+    env = {"HOME": str(home), "TOOLSCRIPT_HOME": str(tmp_path / "toolscript")}
+    autostart = home / ".config" / "autostart" / "evil.desktop"  # its folder only, yet
+    autostart.parent.mkdir(parents=True)
+    (project / ".toolscript.json").symlink_to(autostart)
+    bashrc = user_file(home / ".bashrc", "export PATH=mine\n")
+
+    refused = toolscript_cli("init", "--yes", cwd=project, env=env)
+
+    assert refused.returncode != 0
+    assert "is a symbolic link" in refused.stderr and "Traceback" not in refused.stderr
+    assert not autostart.exists()
+
+    (project / ".toolscript.json").unlink()  # a config of the project's own, now
+    (project / ".gitignore").symlink_to(bashrc)
+    written = toolscript_cli("init", "--yes", cwd=project, env=env)
+
+    assert written.returncode == 0, written.stderr
+    assert bashrc.read_text() == "export PATH=mine\n"
+    assert "add it yourself" in written.stderr
+    assert json.loads((project / ".toolscript.json").read_text()) == {"import": ["claude-code"]}
