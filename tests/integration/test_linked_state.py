@@ -166,3 +166,64 @@ def test_init_writes_no_config_or_gitignore_through_a_link(tmp_path: Path) -> No
     assert bashrc.read_text() == "export PATH=mine\n"
     assert "add it yourself" in written.stderr
     assert json.loads((project / ".toolscript.json").read_text()) == {"import": ["claude-code"]}
+
+
+STATE_FILES = ["result-shapes.json", "recent-calls.json", "runs.sqlite", "mcp-token"]
+STATE_FOLDERS = ["background", "runs", "projects", "gateways"]
+
+
+def test_what_a_gateway_keeps_for_the_project_is_never_kept_in_its_folder(
+    tmp_path: Path, toolscript_home: Path, monkeypatch: Any
+) -> None:
+    """Learned result types, recent calls, the run log, background runs, kept output, the
+    state file: all in the user's own folders, keyed by the project, so a link planted under
+    their names in `.toolscript/` is never reached (no fix: this keeps it so)."""
+    config = {"mcpServers": {"fx": fixture_server()}}
+    project, env = cloned(tmp_path, toolscript_home, config)
+    cache = project / ".toolscript"
+    planted = {name: user_file(tmp_path / "user" / name, "mine\n") for name in STATE_FILES}
+    for name, mine in planted.items():
+        link(cache, name, mine)
+    folders = {name: tmp_path / "user" / f"{name}-folder" for name in STATE_FOLDERS}
+    for name, folder in folders.items():
+        user_file(folder / "mine", "mine\n")
+        link(cache, name, folder)
+
+    gateway = GatewayProcess(config, project, "--no-warm-checker", env=env)
+    try:
+        for _ in range(3):
+            assert gateway.call("fx__env", {"name": "HOME"}).status_code == 200
+        script = 'import { tools } from "toolscript";\nconsole.log("x".repeat(300000));'
+        ran = toolscript_cli("exec", "--max-output", "1000", script, cwd=project, env=env)
+        background = toolscript_cli("exec", "--background", script, cwd=project, env=env)
+        run = background.stdout.split()[-1]
+        waited = toolscript_cli("runs", "wait", run, cwd=project, env=env)
+    finally:
+        gateway.stop()
+
+    assert ran.returncode != 0 and "output" in ran.stderr  # past --max-output: kept
+    assert background.returncode == 0 and waited.returncode == 0, waited.stderr
+    assert "Traceback" not in ran.stderr + background.stderr + waited.stderr
+    for name, mine in planted.items():
+        assert mine.read_text() == "mine\n", name
+    for name, folder in folders.items():
+        assert [p.name for p in folder.iterdir()] == ["mine"], name
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(toolscript_home))
+    from toolscript.plumbing.paths import project_state_dir
+
+    kept = project_state_dir(project)
+    assert set(STATE_FILES[:3]) | {"background", "runs"} <= {p.name for p in kept.iterdir()}
+
+
+def test_a_fifo_as_the_packages_lock_does_not_hang_the_build(
+    tmp_path: Path, toolscript_home: Path
+) -> None:
+    config = {"mcpServers": {"fx": fixture_server()}}
+    project, env = cloned(tmp_path, toolscript_home, config)
+    os.mkfifo(project / ".toolscript.lock")  # reading it would never end
+    (project / ".toolscript" / ".doit.db").unlink()  # so the packages task runs
+
+    listed = toolscript_cli("list-tools", "fx", cwd=project, env=env, timeout=90)
+
+    assert listed.returncode == 0, listed.stderr
+    assert "add_tool" in listed.stdout

@@ -93,3 +93,12 @@ def test_linked_or_odd_artifact_files_are_dropped(tmp_path: Path) -> None:
         assert not os.path.lexists(dropped), dropped
     assert theirs.read_text() == "secret"
     assert layout.server_module("fx").read_text() == "// kept\n"
+
+
+@pytest.mark.timeout(30)
+def test_an_artifact_that_is_a_fifo_or_a_folder_reads_as_unreadable(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "tools.ts")  # no writer: a blocking open would never return
+    (tmp_path / "names.json").mkdir()
+    for odd in ("tools.ts", "names.json"):
+        with pytest.raises(OSError):
+            read_artifact(tmp_path / odd)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolscript.plumbing.boundedread import read_regular_file
 from toolscript.plumbing.privatefile import write_new
 from toolscript.store.packages import offered
 
@@ -49,6 +50,9 @@ __all__ = [
     "read_offered",
     "write_if_changed",
 ]
+
+
+MAX_ARTIFACT_BYTES = 1_000_000_000  # a bound on what is read whole, far past any module
 
 
 def canonical_json(value: Any) -> str:
@@ -86,10 +90,9 @@ def write_if_changed(path: Path, text: str) -> bool:
 def read_artifact(path: Path) -> str:
     """The text of an artifact of the cache; a link raises ``OSError`` (ELOOP), as if the
     file were missing or unreadable: a cloned repository's ``.toolscript/`` may hold one to
-    ``~/.ssh/id_rsa``, whose content must never be served."""
-    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(descriptor, "rb") as handle:
-        return handle.read().decode("utf-8")
+    ``~/.ssh/id_rsa``, whose content must never be served. So does a FIFO (never waited on)
+    or a folder."""
+    return read_regular_file(path, MAX_ARTIFACT_BYTES, links=False).decode("utf-8")
 
 
 def read_offered(layout: CacheLayout, server: str) -> dict[str, list[dict[str, Any]]]:
