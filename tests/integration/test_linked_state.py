@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from tests.helpers import GatewayProcess, clean_env, fixture_server, toolscript_cli
-from tests.integration.test_linked_cache import SECRET, link, user_file
+from tests.integration.test_linked_cache import (
+    DATABASES,
+    SECRET,
+    link,
+    tables,
+    user_database,
+    user_file,
+)
 
 GONE = {"command": sys.executable, "args": ["-c", "raise SystemExit(3)"]}
 SECRET_TOOLS = json.dumps(
@@ -227,3 +234,20 @@ def test_a_fifo_as_the_packages_lock_does_not_hang_the_build(
 
     assert listed.returncode == 0, listed.stderr
     assert "add_tool" in listed.stdout
+
+
+def test_hard_linked_databases_are_not_written_into(tmp_path: Path, toolscript_home: Path) -> None:
+    config = {"mcpServers": {"fx": fixture_server()}}
+    project, env = cloned(tmp_path, toolscript_home, config)
+    cache = project / ".toolscript"
+    theirs = {name: user_database(tmp_path / "user" / f"mine{name}") for name in DATABASES}
+    for name, database in theirs.items():
+        (cache / name).unlink()
+        os.link(database, cache / name)  # one file, two names: SQLite writes in place
+
+    said = commands(project, env, config, "fx")
+
+    assert "ran:" in said
+    for name, database in theirs.items():
+        assert tables(database) == ["mine"], name
+        assert (cache / name).stat().st_nlink == 1, name

@@ -102,3 +102,19 @@ def test_an_artifact_that_is_a_fifo_or_a_folder_reads_as_unreadable(tmp_path: Pa
     for odd in ("tools.ts", "names.json"):
         with pytest.raises(OSError):
             read_artifact(tmp_path / odd)
+
+
+def test_a_hard_linked_or_odd_database_is_dropped(tmp_path: Path) -> None:
+    theirs = tmp_path / "theirs.db"
+    with sqlite3.connect(theirs) as db:
+        db.execute("create table mine (x)")
+    layout = CacheLayout(tmp_path / "cache")
+    layout.root.mkdir()
+    os.link(theirs, layout.catalogue)  # SQLite writes in place: into the user's file too
+    os.mkfifo(layout.dep_file)
+    layout.embeddings.mkdir()
+    layout.drop_links()
+    for database in (layout.catalogue, layout.dep_file, layout.embeddings):
+        assert not os.path.lexists(database), database
+    with sqlite3.connect(theirs) as db:
+        assert [r[0] for r in db.execute("select name from sqlite_master")] == ["mine"]
