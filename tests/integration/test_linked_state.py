@@ -251,3 +251,42 @@ def test_hard_linked_databases_are_not_written_into(tmp_path: Path, toolscript_h
     for name, database in theirs.items():
         assert tables(database) == ["mine"], name
         assert (cache / name).stat().st_nlink == 1, name
+
+
+def test_the_mcp_face_neither_reads_nor_saves_into_a_linked_scripts_folder(
+    tmp_path: Path, toolscript_home: Path
+) -> None:
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    config = {"mcpServers": {"fx": fixture_server()}}
+    project, env = cloned(tmp_path, toolscript_home, config)
+    theirs = tmp_path / "user" / "scripts"
+    user_file(theirs / "mine.ts", saved_script(f"{SECRET} Counts the quokkas."))
+    (project / "toolscripts").symlink_to(theirs)
+    face = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolscript", "mcp"],
+        cwd=str(project),
+        env=clean_env(**env),
+    )
+    listing = 'import { scripts } from "toolscript";\nreturn Object.keys(scripts);'
+
+    async def session_work() -> list[Any]:
+        async with stdio_client(face) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return [
+                await session.call_tool("search_tools", {"query": "count quokkas"}),
+                await session.call_tool("execute", {"code": listing}),
+                await session.call_tool(
+                    "save_script", {"name": "report", "code": saved_script("Returns a.")}
+                ),
+            ]
+
+    searched, listed, saved = anyio.run(session_work)
+    texts = [block.text for answer in (searched, listed, saved) for block in answer.content]
+    assert SECRET not in "\n".join(texts)
+    assert not listed.is_error and listed.structured_content["result"] == []
+    assert saved.is_error and "is a symbolic link" in "\n".join(texts)
+    assert sorted(p.name for p in theirs.iterdir()) == ["mine.ts"]
