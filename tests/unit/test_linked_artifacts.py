@@ -3,6 +3,7 @@ written through, not kept (tests/integration/test_linked_cache.py makes the atta
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -68,3 +69,52 @@ def test_linked_databases_and_folders_are_dropped(tmp_path: Path) -> None:
     layout.embeddings.symlink_to(theirs)
     assert discard_if_damaged(layout.embeddings)
     assert not layout.embeddings.is_symlink() and theirs.exists()
+
+
+def test_linked_or_odd_artifact_files_are_dropped(tmp_path: Path) -> None:
+    theirs = tmp_path / "id_rsa"
+    theirs.write_text("secret")
+    layout = CacheLayout(tmp_path / "cache")
+    for folder in ("servers", "offered", "types"):
+        (layout.root / folder).mkdir(parents=True)
+    layout.server_tools("gone").symlink_to(theirs)  # a server not reached keeps its file
+    os.mkfifo(layout.server_offered("gone"))  # reading it would never end
+    layout.server_fragments("gone").mkdir()  # a folder where a file goes
+    (layout.server_fragments("gone") / "inside").symlink_to(theirs)
+    layout.module.symlink_to(theirs)
+    layout.server_module("fx").write_text("// kept\n")
+    layout.drop_links()
+    for dropped in (
+        layout.server_tools("gone"),
+        layout.server_offered("gone"),
+        layout.server_fragments("gone"),
+        layout.module,
+    ):
+        assert not os.path.lexists(dropped), dropped
+    assert theirs.read_text() == "secret"
+    assert layout.server_module("fx").read_text() == "// kept\n"
+
+
+@pytest.mark.timeout(30)
+def test_an_artifact_that_is_a_fifo_or_a_folder_reads_as_unreadable(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "tools.ts")  # no writer: a blocking open would never return
+    (tmp_path / "names.json").mkdir()
+    for odd in ("tools.ts", "names.json"):
+        with pytest.raises(OSError):
+            read_artifact(tmp_path / odd)
+
+
+def test_a_hard_linked_or_odd_database_is_dropped(tmp_path: Path) -> None:
+    theirs = tmp_path / "theirs.db"
+    with sqlite3.connect(theirs) as db:
+        db.execute("create table mine (x)")
+    layout = CacheLayout(tmp_path / "cache")
+    layout.root.mkdir()
+    os.link(theirs, layout.catalogue)  # SQLite writes in place: into the user's file too
+    os.mkfifo(layout.dep_file)
+    layout.embeddings.mkdir()
+    layout.drop_links()
+    for database in (layout.catalogue, layout.dep_file, layout.embeddings):
+        assert not os.path.lexists(database), database
+    with sqlite3.connect(theirs) as db:
+        assert [r[0] for r in db.execute("select name from sqlite_master")] == ["mine"]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -13,7 +15,8 @@ from toolscript.cli.options import JsonOption
 from toolscript.cli.output import print_json
 from toolscript.config import CONFIG_FILENAME
 from toolscript.errors import UsageError
-from toolscript.otherclients import Discovery, discover, home_dir
+from toolscript.otherclients import MAX_CONFIG_BYTES, Discovery, discover, home_dir
+from toolscript.plumbing.boundedread import read_regular_file
 
 __all__ = ["init_command"]
 
@@ -51,6 +54,12 @@ def init_command(
     """
     project_dir = Path.cwd().resolve()
     path = project_dir / CONFIG_FILENAME
+    if path.is_symlink():  # a cloned repository's may name any file of the user's
+        raise UsageError(
+            f"{path} is a symbolic link (to {os.readlink(path)}): not written through",
+            hint='add "import": [...] to the file it names by hand, or remove the link '
+            "and run `toolscript init` again",
+        )
     if path.exists() and not force:
         raise UsageError(
             f"{path} exists already",
@@ -161,7 +170,7 @@ def _existing_config(path: Path) -> dict[str, Any]:
     """The ``.toolscript.json`` that ``--force`` changes: one it cannot read as a JSON
     object is refused, never replaced (its servers would be lost)."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = json.loads(read_regular_file(path, MAX_CONFIG_BYTES))  # never a FIFO
     except json.JSONDecodeError as exc:
         raise UsageError(
             f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}; not changed",
@@ -184,8 +193,11 @@ def _ignore_cache(project_dir: Path) -> bool:
     file cannot be written: said on stderr, the config is written already)."""
     ignore = project_dir / ".gitignore"
     try:
+        if ignore.is_symlink():  # a cloned repository's may name any file of the user's
+            raise OSError(errno.ELOOP, f"a symbolic link (to {os.readlink(ignore)})")
         try:
-            data = ignore.read_bytes()  # any encoding: only ASCII lines are compared
+            # any encoding: only ASCII lines are compared; never a FIFO
+            data = read_regular_file(ignore, MAX_CONFIG_BYTES)
         except FileNotFoundError:
             data = b""
         lines = {line.strip() for line in data.splitlines()}

@@ -921,6 +921,11 @@ class Gateway:
             )
         folder = scripts_dir(self.config.project_dir)
         path = folder / f"{name}.ts"
+        if folder.is_symlink():  # a cloned repository's: saving would write through it
+            raise UsageError(
+                f"{name} was not saved: {folder} is a symbolic link (to {os.readlink(folder)})",
+                hint=f"make {SCRIPTS_DIRNAME}/ a folder of the project, then save again",
+            )
         async with self._saving:
             saved, _ = await anyio.to_thread.run_sync(load_saved, self.config.project_dir)
             clash = [s for s in saved if s.name.lower() == name.lower()]

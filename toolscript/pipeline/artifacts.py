@@ -24,6 +24,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolscript.plumbing.boundedread import read_regular_file
 from toolscript.plumbing.privatefile import write_new
 from toolscript.store.packages import offered
 
@@ -48,6 +50,9 @@ __all__ = [
     "read_offered",
     "write_if_changed",
 ]
+
+
+MAX_ARTIFACT_BYTES = 1_000_000_000  # a bound on what is read whole, far past any module
 
 
 def canonical_json(value: Any) -> str:
@@ -85,10 +90,9 @@ def write_if_changed(path: Path, text: str) -> bool:
 def read_artifact(path: Path) -> str:
     """The text of an artifact of the cache; a link raises ``OSError`` (ELOOP), as if the
     file were missing or unreadable: a cloned repository's ``.toolscript/`` may hold one to
-    ``~/.ssh/id_rsa``, whose content must never be served."""
-    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(descriptor, "rb") as handle:
-        return handle.read().decode("utf-8")
+    ``~/.ssh/id_rsa``, whose content must never be served. So does a FIFO (never waited on)
+    or a folder."""
+    return read_regular_file(path, MAX_ARTIFACT_BYTES, links=False).decode("utf-8")
 
 
 def read_offered(layout: CacheLayout, server: str) -> dict[str, list[dict[str, Any]]]:
@@ -179,15 +183,30 @@ class CacheLayout:
         return self.root / "embeddings.db"
 
     def drop_links(self) -> None:
-        """Remove the links among the cache's folders and databases (a cloned repository's
-        ``.toolscript/servers`` linked to a folder of the user's would have tool lists
-        written over its files): each is made anew in the cache. Files are read and written
-        without following links (``read_artifact``, ``write_if_changed``)."""
-        from toolscript.plumbing.cachefiles import drop_links
+        """Remove the links among the cache's folders, files and databases (a cloned
+        repository's ``.toolscript/servers`` linked to a folder of the user's would have tool
+        lists written over its files; ``servers/<s>.json`` linked to a file of the user's
+        would stay the tool list of a server not reached), and any artifact that is no
+        regular file (a FIFO never reads to its end): each is made anew in the cache. Files
+        are read and written without following links (``read_artifact``,
+        ``write_if_changed``)."""
+        from toolscript.plumbing.cachefiles import drop_links, drop_unless_regular
 
         for directory in ("servers", "offered", "names", "types", self.saved_check.name):
             if (self.root / directory).is_symlink():
                 (self.root / directory).unlink()
+        for directory in ("servers", "offered", "names", "types"):
+            with contextlib.suppress(OSError):  # missing, or no folder: made by its task
+                for entry in list(os.scandir(self.root / directory)):
+                    drop_unless_regular(Path(entry.path))
+        for artifact in (
+            self.names,
+            self.tools_only,
+            self.module,
+            self.saved_scripts,
+            self.packages,
+        ):
+            drop_unless_regular(artifact)
         for database in (self.dep_file, self.catalogue, self.embeddings):
             drop_links(database)
 

@@ -16,10 +16,12 @@ from pathlib import Path
 __all__ = ["read_regular_file"]
 
 
-def read_regular_file(path: Path, limit: int) -> bytes:
+def read_regular_file(path: Path, limit: int, *, links: bool = True) -> bytes:
     """The bytes of ``path``; FileNotFoundError when it is absent, another OSError (with a
-    ``strerror`` to show) when it is no regular file or larger than ``limit`` bytes."""
-    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    ``strerror`` to show) when it is no regular file or larger than ``limit`` bytes, and,
+    without ``links``, when it is a symbolic link (ELOOP)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if links else os.O_NOFOLLOW)
+    descriptor = os.open(path, flags)
     try:
         status = os.fstat(descriptor)
         if not stat.S_ISREG(status.st_mode):

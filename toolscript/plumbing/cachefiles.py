@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import importlib.abc
 import logging
+import os
+import shutil
 import sqlite3
+import stat
 import sys
 import threading
 import time
@@ -24,6 +27,7 @@ __all__ = [
     "damage_of",
     "discard_if_damaged",
     "drop_links",
+    "drop_unless_regular",
     "is_damage",
     "load_sqlite_utils",
     "set_aside",
@@ -60,13 +64,44 @@ def is_damage(exc: sqlite3.Error) -> bool:
 def drop_links(path: Path) -> bool:
     """Remove the database at ``path`` and its side files where any is a link (a cloned
     repository's cache may hold ``.doit.db`` linked to a database of the user's, which
-    SQLite would write into): it is made anew in the cache. True when one was removed."""
+    SQLite would write into), a hard link among them (SQLite writes in place: into every
+    name of the file) or a FIFO: it is made anew in the cache. True when one was removed."""
     linked = [Path(f"{path}{suffix}") for suffix in ("", *_SIDE_FILES)]
-    if not any(side.is_symlink() for side in linked):
+    if not any(_linked(side) for side in linked):
         return False
     log.warning("%s is a link: it is not followed but made anew", path)
     for side in linked:
-        side.unlink(missing_ok=True)
+        if side.is_dir() and not side.is_symlink():
+            shutil.rmtree(side)
+        else:
+            side.unlink(missing_ok=True)
+    return True
+
+
+def _linked(path: Path) -> bool:
+    """Whether ``path`` is a link (symbolic or hard), or anything but a regular file."""
+    try:
+        status = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    return not stat.S_ISREG(status.st_mode) or status.st_nlink > 1
+
+
+def drop_unless_regular(path: Path) -> bool:
+    """Remove what stands at ``path`` unless it is a regular file (a cloned repository's
+    cache may hold a link to a file of the user's, a FIFO whose reading never ends, or a
+    folder where a file goes): it is made anew in the cache. True when one was removed."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return False
+    if stat.S_ISREG(mode):
+        return False
+    log.warning("%s is no regular file: it is not followed but made anew", path)
+    if stat.S_ISDIR(mode):
+        shutil.rmtree(path)  # (never follows a link inside it)
+    else:
+        path.unlink()
     return True
 
 

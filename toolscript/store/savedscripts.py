@@ -13,11 +13,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import keyword
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from toolscript.errors import UsageError
+from toolscript.plumbing.boundedread import read_regular_file
 from toolscript.plumbing.checkoptions import uses_node
 from toolscript.plumbing.privatefile import write_private
 from toolscript.store.packages import PACKAGES_MARKER, write_packages_beside
@@ -208,6 +210,8 @@ def load_saved(project_dir: Path) -> tuple[list[SavedScript], list[str]]:
     folder = scripts_dir(project_dir)
     saved: list[SavedScript] = []
     warnings: list[str] = []
+    if folder.is_symlink():  # a committed link could name any folder of the user's
+        return [], [f"{SCRIPTS_DIRNAME}/ skipped: a symbolic link (to {os.readlink(folder)})"]
     try:
         paths = sorted(folder.glob("*.ts"))
     except OSError:
@@ -230,7 +234,8 @@ def load_saved(project_dir: Path) -> tuple[list[SavedScript], list[str]]:
                     f"{SCRIPTS_DIRNAME}/{path.name} skipped: over {MAX_SCRIPT_BYTES} bytes"
                 )
                 continue
-            source = path.read_text(encoding="utf-8")
+            # never a FIFO, whose reading would not end
+            source = read_regular_file(path, MAX_SCRIPT_BYTES).decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             warnings.append(f"{SCRIPTS_DIRNAME}/{path.name} skipped: {exc}")
             continue

@@ -71,9 +71,10 @@ def read_packages(path: Path) -> tuple[list[Package], str]:
 
 
 def _digest(path: Path) -> str:
+    """The lock's digest; "" when it is missing, or a link or FIFO (a cloned repository's)."""
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
+        return hashlib.sha256(read_artifact(path).encode()).hexdigest()
+    except (OSError, UnicodeDecodeError):
         return ""
 
 
@@ -244,6 +245,11 @@ class PackagesTask:
             return TaskFailed(
                 f"packages: {lock} is a symbolic link (to {os.readlink(lock)}); Deno would "
                 "write the lock through it: remove it, and toolscript writes the lock there"
+            )
+        if lock.exists() and not lock.is_file():
+            return TaskFailed(
+                f"packages: {lock} is no regular file (a FIFO or a folder); Deno could not "
+                "read it: remove it, and toolscript writes the lock there"
             )
         config = fetch_config(declared, lock)
         env = {**deno_environment(), "NO_COLOR": "1"}

@@ -93,7 +93,7 @@ class ScriptsTask:
     def tasks(self) -> dict[str, Any]:
         """Check the saved scripts (toolscripts/) and write the whole module with them."""
         layout = self.settings.layout
-        saved, _ = load_saved(self.settings.project_dir)
+        saved, skipped = load_saved(self.settings.project_dir)
         return {
             "actions": [self.build],
             "file_dep": [layout.tools_only, layout.packages],
@@ -102,6 +102,7 @@ class ScriptsTask:
                 config_changed(
                     {
                         "scripts": [(s.name, s.digest) for s in saved],
+                        "skipped": skipped,  # what saved-scripts.json warns of
                         "folder": str(self.settings.project_dir),
                         "generator": self.settings.generator,
                         # the check's options: saved scripts checked under others again
