@@ -15,7 +15,10 @@ exec at most 250 ms p50 at 1,600 tools and 200 ms with one small server; hello w
 The package is byte-compiled first, as `pip install` does (a checkout run with
 PYTHONDONTWRITEBYTECODE compiles every module on every run).
 
-    python bench/exec_overhead.py [--runs 11] [--skip-large]
+    python bench/exec_overhead.py [--runs 11] [--skip-large] [--baseline OTHER_CHECKOUT]
+
+With ``--baseline``, toolscript's cases run a second time in each round with another
+checkout's code (on PYTHONPATH, same gateway): old against new, paired.
 """
 
 from __future__ import annotations
@@ -51,6 +54,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=11)
     parser.add_argument("--skip-large", action="store_true", help="no 1,600-tool catalogue")
+    parser.add_argument(
+        "--baseline", default="", help="another toolscript checkout, run beside (PYTHONPATH)"
+    )
     args = parser.parse_args()
     import compileall
 
@@ -68,7 +74,7 @@ def main() -> None:
     catalogues: dict[str, dict[str, list[float]]] = {}
     with running_gateway(work, config) as url:
         wait_for_checker(url)
-        catalogues["1 server"] = measure(url, work, base_env, deno_bin, args.runs)
+        catalogues["1 server"] = measure(url, work, base_env, deno_bin, args.runs, args.baseline)
         measure_without_gateway(url, work, config, base_env, min(args.runs, 5))
     if not args.skip_large:
         large = corpus_config(corpus_files("all"), 0.5)
@@ -77,7 +83,7 @@ def main() -> None:
         with running_gateway(work / "large", large) as url:
             wait_for_checker(url)
             name = f"{tool_count(url)} tools"
-            catalogues[name] = measure(url, work, base_env, deno_bin, args.runs)
+            catalogues[name] = measure(url, work, base_env, deno_bin, args.runs, args.baseline)
     report(catalogues, args.runs)
 
 
@@ -103,10 +109,11 @@ def tool_count(url: str) -> int:
 
 
 CASES = ("hello: bare deno", "hello: toolscript", "checked: bare deno", "checked: toolscript")
+BASELINE_CASES = ("hello: baseline", "checked: baseline")
 
 
 def measure(
-    url: str, work: Path, base_env: dict[str, str], deno_bin: str, runs: int
+    url: str, work: Path, base_env: dict[str, str], deno_bin: str, runs: int, baseline: str = ""
 ) -> dict[str, list[float]]:
     """Cases (a), (b) and (d) for the catalogue ``url`` serves: interleaved runs, in ms."""
     host = url.split("/")[2]
@@ -118,6 +125,10 @@ def measure(
     call = 'import { tools } from "MODULE";\nconst now = await tools.time.getCurrentTime({ timezone: "UTC" });\nconsole.log(now.timezone); // RUN\n'
     bare_run = [deno_bin, "run", "--check", f"--allow-import={host}", f"--allow-net={host}"]
     results: dict[str, list[float]] = {case: [] for case in CASES}
+    sides = [("toolscript", toolscript_env)]
+    if baseline:
+        sides.append(("baseline", {**toolscript_env, "PYTHONPATH": baseline}))
+        results.update({case: [] for case in BASELINE_CASES})
     # warm: the module download and its transpiled form in both caches, the Deno binary
     warm = work / f"warm-{uuid.uuid4().hex}.ts"
     warm.write_text(call.replace("MODULE", f"{url}/runtime/tools.ts").replace("RUN", "warm"))
@@ -131,16 +142,18 @@ def measure(
         results["hello: bare deno"].append(
             timed([deno_bin, "run", "--no-check", str(hello)], deno_env, work)
         )
-        results["hello: toolscript"].append(
-            timed([*toolscript, "--no-check", 'console.log("hello");'], toolscript_env, work)
-        )
+        for side, env in sides:
+            results[f"hello: {side}"].append(
+                timed([*toolscript, "--no-check", 'console.log("hello");'], env, work)
+            )
         bare = work / f"bare-{uuid.uuid4().hex}.ts"
         bare.write_text(
             call.replace("MODULE", f"{url}/runtime/tools.ts").replace("RUN", uuid.uuid4().hex)
         )
         results["checked: bare deno"].append(timed([*bare_run, str(bare)], deno_env, work))
-        ours = call.replace("MODULE", "toolscript").replace("RUN", uuid.uuid4().hex)
-        results["checked: toolscript"].append(timed([*toolscript, ours], toolscript_env, work))
+        for side, env in sides:
+            ours = call.replace("MODULE", "toolscript").replace("RUN", uuid.uuid4().hex)
+            results[f"checked: {side}"].append(timed([*toolscript, ours], env, work))
     return results
 
 
@@ -148,7 +161,7 @@ def report(catalogues: dict[str, dict[str, list[float]]], runs: int) -> None:
     """min / p50 / max of every case per catalogue, then each target's line."""
     print(f"\nexec overhead by catalogue, {runs} interleaved runs each (ms: min p50 max)")
     print(f"{'case':22}" + "".join(f"{name:>22}" for name in catalogues))
-    for case in CASES:
+    for case in [*CASES, *(c for c in BASELINE_CASES if c in next(iter(catalogues.values())))]:
         cells = (
             f"{min(v):6.0f}{statistics.median(v):8.0f}{max(v):8.0f}"
             for v in (results[case] for results in catalogues.values())
