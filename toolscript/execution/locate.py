@@ -207,9 +207,10 @@ def gateway_request(
     head_bytes, _, body = answer.partition(b"\r\n\r\n")
     fields = head_bytes.split(b" ", 2)
     status = fields[1].decode() if len(fields) > 1 else "?"
-    if status != "200" and answers and status.isdigit():
+    succeeded = len(status) == 3 and status.startswith("2") and status.isdigit()  # 201: saved
+    if not succeeded and answers and status.isdigit():
         raise GatewayResponseError.from_response(int(status), body)
-    if status != "200":
+    if not succeeded:
         raise GatewayUnreachableError(
             f"the gateway answered HTTP {status} ({body[:200].decode('utf-8', 'replace')})",
             hint="check TOOLSCRIPT_GATEWAY_URL (token included) with `toolscript gateway status`",

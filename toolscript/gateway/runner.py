@@ -264,7 +264,7 @@ def serve(
             (announce or _print_url)(url)
             gateway.url_announced()
             if own_stdout:  # stdout carried the URL; a print() in an internal tool goes to the log
-                sys.stdout = sys.stderr
+                _stdout_to_log()
             await serving
         finally:
             if state_dir is not None:
@@ -284,5 +284,23 @@ def _since_process_start() -> float:
 
 
 def _print_url(url: str) -> None:
-    sys.stdout.write(url + "\n")
-    sys.stdout.flush()
+    """The URL on the stream the process started with, not on whatever ``sys.stdout`` is
+    now: doit swaps ``sys.stdout`` for the whole process while a step of the build runs in
+    its thread, and a URL printed meanwhile went into doit's capture (the gateway served,
+    and whoever started it waited in vain)."""
+    out = sys.__stdout__
+    if out is not None:
+        out.write(url + "\n")
+        out.flush()
+
+
+def _stdout_to_log() -> None:
+    """After the URL, stdout is the log's: its file descriptor becomes stderr's, so a
+    print() anywhere (an internal tool's) lands in the log whichever stream object a
+    build step of doit's left in ``sys.stdout``, and never after the URL in a URL file."""
+    out, log_stream = sys.__stdout__, sys.__stderr__
+    if out is not None and log_stream is not None:
+        with contextlib.suppress(OSError, ValueError):
+            out.flush()
+            os.dup2(log_stream.fileno(), out.fileno())
+    sys.stdout = sys.stderr
