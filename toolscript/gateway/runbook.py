@@ -228,7 +228,7 @@ class Run:
             "exit_code": self.stopped.exit_code if self.stopped is not None else None,
             "resumed_from": self.resumed_from or None,
             "replayed": self.replayed,
-            "calls": self.seq,  # calls the script asked for (made, refused or stopped at)
+            "call_count": self.seq,  # calls the script asked for (made, refused, stopped at)
         }
 
     def row(self, known: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -858,7 +858,7 @@ class Backend:
             if self.spares:  # for the next execute, while this one's answer goes out
                 threading.Thread(target=self._spawn_spare, args=(url, module), daemon=True).start()
         stopped = (ended or {}).get("stopped")
-        calls = (ended or {}).get("calls")
+        calls = (ended or {}).get("call_count")
         face_run.calls = calls if isinstance(calls, int) else None
         return exit_code, out.getvalue(), err.getvalue(), stopped
 
