@@ -165,3 +165,16 @@ def test_the_face_says_nothing_ran_only_when_no_call_was_made() -> None:
     assert "nothing ran" not in after_calls and "2 tool calls" in after_calls
     unknown = execution_answer(1, b"", printed, None).text
     assert "nothing ran" not in unknown and "not known" in unknown
+
+
+def test_a_message_shows_them_on_one_line_shortened_the_same_way() -> None:
+    assert shown_arguments({"key": "a"}, 2000, one_line=True).text == '{"key":"a"}'
+    shown = shown_arguments(HUGE, 2000, one_line=True)
+    assert shown.shortened and "\n" not in shown.text and len(shown.text) <= 2000
+    assert '[… 19417 characters not shown …]"' in shown.text and '; rm -rf ~"' in shown.text
+
+
+def test_a_lone_surrogate_is_shown_as_an_escape_a_terminal_can_print() -> None:
+    shown = shown_arguments({"a": "x\ud800y"})
+    shown.text.encode()  # no UnicodeEncodeError
+    assert "\\ud800" in shown.text

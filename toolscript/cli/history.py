@@ -152,7 +152,7 @@ def show_run(
         message = str(stopped.get("message", ""))
         call = stopped.get("call")
         if isinstance(call, dict):  # its arguments are shown below, whole
-            message = message.split("\n", 1)[0].removesuffix(" Arguments:")
+            message = message.split(" Arguments: ", 1)[0]
         lines.append(f"stopped   {message}")
         if stopped.get("hint"):
             lines.append(f"          {stopped['hint']}")

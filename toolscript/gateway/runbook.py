@@ -667,10 +667,10 @@ class RunBook:
                 raise CallRefusedError(
                     f"{qualified}: the user refused this call", hint="do not retry it"
                 )
-        view = shown_arguments(shown, MESSAGE_ARGUMENTS)
+        view = shown_arguments(shown, MESSAGE_ARGUMENTS, one_line=True)
         arguments_text = view.text
         if view.shortened:
-            arguments_text += f"\n({shortened_notice(view, run.id)})"
+            arguments_text += f" ({shortened_notice(view, run.id)})"
         hint = approve_commands(run.id, qualified)
         if not run.resumable:
             hint = approve_commands(None, qualified) + (
@@ -681,7 +681,7 @@ class RunBook:
             run,
             ApprovalRequiredError(
                 f"{qualified} needs approval before it runs; the call was not made and run "
-                f"{run.id} stopped. Arguments:\n{arguments_text}",
+                f"{run.id} stopped. Arguments: {arguments_text}",
                 hint=hint,
                 call=call,
             ),

@@ -39,9 +39,10 @@ class Ends(NamedTuple):
 # Tried in turn until the view fits; past the last, the view itself keeps its two ends.
 SHORTENINGS = (Ends(300, 10, 25, 12), Ends(120, 4, 10, 8), Ends(40, 2, 4, 5))
 # Invisible characters that move or hide text (bidi controls, zero-width, line and
-# paragraph separators, soft hyphen), shown as \uXXXX like the control characters.
+# paragraph separators, soft hyphen), and lone surrogates (which no terminal can print),
+# shown as \uXXXX like the control characters.
 _INVISIBLE = re.compile(
-    "[\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]"
+    "[\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb\ud800-\udfff]"
 )
 
 
@@ -54,22 +55,28 @@ class ShownArguments(NamedTuple):
     size: int
 
 
-def shown_arguments(arguments: Any, limit: int | None = SHOWN_WHOLE) -> ShownArguments:
-    """``arguments`` (already redacted) as pretty JSON with every character visible: whole
-    when it fits in ``limit`` characters (None: always whole), else shortened with
-    markers saying how much is not shown where."""
-    size = len(json.dumps(arguments, ensure_ascii=False, separators=(",", ":")).encode())
-    whole = _visible(json.dumps(arguments, ensure_ascii=False, indent=2))
+def shown_arguments(
+    arguments: Any, limit: int | None = SHOWN_WHOLE, *, one_line: bool = False
+) -> ShownArguments:
+    """``arguments`` (already redacted) as pretty JSON (``one_line``: compact, for a
+    message) with every character visible: whole when it fits in ``limit`` characters
+    (None: always whole), else shortened with markers saying how much is not shown where."""
+    compact = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+    size = len(compact.encode("utf-8", "surrogatepass"))
+    whole = _visible(compact if one_line else json.dumps(arguments, ensure_ascii=False, indent=2))
     if limit is None or len(whole) <= limit:
         return ShownArguments(whole, False, size)
     text = whole
     for ends in SHORTENINGS:
-        text = _visible("\n".join(_lines(arguments, ends, 0)))
+        lines = _lines(arguments, ends, 0)
+        joined = " ".join(line.lstrip(" ") for line in lines) if one_line else "\n".join(lines)
+        text = _visible(joined)
         if len(text) <= limit:
             return ShownArguments(text, True, size)
     half = max(1, limit // 2)
     hidden = len(text) - 2 * half
-    text = f"{text[:half]}\n[… {hidden} characters of this view not shown …]\n{text[-half:]}"
+    gap = " " if one_line else "\n"
+    text = f"{text[:half]}{gap}[… {hidden} characters of this view not shown …]{gap}{text[-half:]}"
     return ShownArguments(text, True, size)
 
 
