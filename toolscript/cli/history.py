@@ -149,7 +149,7 @@ def show_run(
         lines.append(f"resumed   {run['resumed_from']}")
     stopped = run.get("stopped")
     if stopped:
-        message = str(stopped.get("message", ""))
+        message = str(stopped.get("message") or "at a call waiting for an answer at its prompt")
         call = stopped.get("call")
         if isinstance(call, dict):  # its arguments are shown below, whole
             message = message.split(" Arguments: ", 1)[0]
