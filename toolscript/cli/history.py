@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 import time
 from typing import Annotated, Any
@@ -148,9 +149,15 @@ def show_run(
         lines.append(f"resumed   {run['resumed_from']}")
     stopped = run.get("stopped")
     if stopped:
-        lines.append(f"stopped   {stopped.get('message', '')}")
+        message = str(stopped.get("message") or "at a call waiting for an answer at its prompt")
+        call = stopped.get("call")
+        if isinstance(call, dict):  # its arguments are shown below, whole
+            message = message.split(" Arguments: ", 1)[0]
+        lines.append(f"stopped   {message}")
         if stopped.get("hint"):
             lines.append(f"          {stopped['hint']}")
+        if isinstance(call, dict):
+            lines.extend(_stopped_call(call))
     sys.stdout.write("\n".join(lines) + "\n")
     calls = run["calls_made"]
     if not calls:
@@ -232,6 +239,38 @@ def stop_run(
         print_json(ended)
         return
     sys.stdout.write(f"run {ended.get('id', run_id)}: {ended.get('status', 'stopped')}\n")
+
+
+def _stopped_call(call: dict[str, Any]) -> list[str]:
+    """The call a run stopped at, its arguments whole as the run log keeps them (a call
+    waiting for approval: up to the gateway's ``APPROVAL_ARGUMENTS``)."""
+    from toolscript.store.approvalview import shown_arguments
+    from toolscript.store.outputs import visible_controls
+
+    lines = [f"call      {visible_controls(_dotted(str(call.get('tool', ''))))}"]
+    if call.get("arguments_whole") is False:
+        lines.append(
+            f"          its arguments ({call.get('arguments_bytes')} bytes) are more than a run "
+            "keeps whole for an approval: TRIMMED below (strings cut, first items kept)"
+        )
+    view = shown_arguments(call.get("arguments", {}), None)
+    lines.append("arguments")
+    lines.extend(f"  {line}" for line in view.text.split("\n"))
+    return lines
+
+
+def _approved_call(call: dict[str, Any], run_id: str) -> str:
+    """What ``approve RUN_ID`` approved: the tool and its arguments (shortened past
+    ``SHOWN_WHOLE``, saying so and where the whole is)."""
+    from toolscript.store.approvalview import shortened_notice, shown_arguments
+    from toolscript.store.outputs import visible_controls
+
+    view = shown_arguments(call.get("arguments", {}))
+    text = f"  call: {visible_controls(_dotted(str(call.get('tool', ''))))}\n  arguments:\n"
+    text += "".join(f"    {line}\n" for line in view.text.split("\n"))
+    if view.shortened:
+        text += f"  {visible_controls(shortened_notice(view, run_id))}\n"
+    return text
 
 
 def _short(arguments: Any, width: int = 60) -> str:
@@ -328,6 +367,7 @@ def approve_command(
     if revoke:
         raise UsageError("--revoke takes back a tool approval: give --revoke SERVER.TOOL")
     assert run_id is not None
+    _refuse_unshowable(runlog.run(run_id))
     try:
         run = runlog.approve_call(run_id)
     except KeyError:
@@ -345,9 +385,28 @@ def approve_command(
         as_json,
         {"approved": run["id"], "call": call, "recorded": recorded},
         f"{'approved' if recorded else 'already approved'}: "
-        f"{_dotted(str(call.get('tool', '')))} as run {run['id']} called it; "
+        f"{_dotted(str(call.get('tool', '')))} as run {run['id']} called it:\n"
+        f"{_approved_call(call, run['id'])}"
         f"now `toolscript exec --resume {run['id']}` (or run the same script again)\n",
     )
+
+
+def _refuse_unshowable(run: dict[str, Any] | None) -> None:
+    """Raise when ``run`` stopped at a call whose arguments were too large to keep whole:
+    nobody could see what approving it would let run."""
+    call = ((run or {}).get("stopped") or {}).get("call") or {}
+    if run is None or run.get("status") != "awaiting_approval":
+        return  # approve_call says what is wrong
+    if call.get("arguments_whole") is False:
+        tool = _dotted(str(call.get("tool", "")))
+        raise UsageError(
+            f"run {run['id']} stopped at a call of {tool} whose arguments "
+            f"({call.get('arguments_bytes')} bytes) are too large to be shown whole, so it "
+            "cannot be approved by itself",
+            hint="approve the tool for every call with "
+            f"`toolscript approve --tool {shlex.quote(tool)}` "
+            f"if that is safe, then `toolscript exec --resume {run['id']}`",
+        )
 
 
 def _qualified(tool: str) -> str:

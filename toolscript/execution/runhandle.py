@@ -181,16 +181,19 @@ def terminal_answer(
     out = stderr or sys.stderr
     if prompt.get("kind") == "elicitation":
         return terminal_form(prompt, source, out, timeout)
-    arguments = json.dumps(prompt.get("arguments", {}), ensure_ascii=False)
-    if len(arguments) > 500:
-        arguments = arguments[:497] + "..."
+    from toolscript.store.approvalview import shortened_notice, shown_arguments
     from toolscript.store.outputs import visible_controls
 
+    view = shown_arguments(prompt.get("arguments", {}))
+    notice = ""
+    if view.shortened:
+        notice = f"  {visible_controls(shortened_notice(view, str(prompt.get('run') or '')))}\n"
+    arguments = "\n".join(f"    {line}" for line in view.text.split("\n"))
     out.write(
         f"\ntoolscript: the script calls {visible_controls(str(prompt['tool']))}, which asks "
-        "for approval.\n"
-        f"  arguments: {visible_controls(arguments)}\n"
-        f"  allow it? [y]es / [n]o / [a]lways (this tool, in this project) "
+        f"for approval.\n{notice}  arguments:\n{arguments}\n{notice}"
+        f"  allow it{' (its arguments are SHORTENED above)' if view.shortened else ''}? "
+        f"[y]es / [n]o / [a]lways (this tool, in this project) "
         f"[{timeout:g} s, then the run stops]: "
     )
     out.flush()

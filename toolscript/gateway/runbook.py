@@ -49,6 +49,7 @@ from toolscript.errors import (
 from toolscript.gateway.recentcalls import MORE, Limits, shrunk
 from toolscript.plumbing.processes import identity_alive, process_identity
 from toolscript.plumbing.redact import holds_secret, redact, redact_value
+from toolscript.store.approvalview import shortened_notice, shown_arguments
 from toolscript.store.runlog import RunLog, new_run_id
 from toolscript.upstream.base import CALL_PROGRESS
 
@@ -82,6 +83,11 @@ LOGGED_ARGUMENTS = 16 * 1024
 ARGUMENT_LIMITS = Limits(
     arguments=LOGGED_ARGUMENTS, result=LOGGED_ARGUMENTS, string=2000, items=20, keys=100, depth=8
 )
+# Bytes of the arguments of a call waiting for approval kept whole (its prompt, the log,
+# `toolscript runs show`): a person approves only what they could see, so a call whose
+# arguments are larger cannot be approved by itself (only its tool, for every call).
+APPROVAL_ARGUMENTS = 1024 * 1024
+MESSAGE_ARGUMENTS = 2000  # characters of them a stop's message shows (shortened past it, saying so)
 LOGGED_ERROR = 8 * 1024  # bytes of a call's error body kept (the log keeps 2000 characters)
 # Bytes of call records one run keeps itemized (its calls in the log and in --trace), each
 # call counting CALL_RECORD_BYTES besides its kept arguments and error: a run may make any
@@ -222,6 +228,7 @@ class Run:
             "exit_code": self.stopped.exit_code if self.stopped is not None else None,
             "resumed_from": self.resumed_from or None,
             "replayed": self.replayed,
+            "call_count": self.seq,  # calls the script asked for (made, refused, stopped at)
         }
 
     def row(self, known: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -439,6 +446,8 @@ class RunBook:
                 self._drop_answers(run)  # an ended run is kept (ENDED_KEPT), its results not
             if run.status != "awaiting_approval":
                 run.script = ""  # the log keeps a script only for a resume (``Run.row``)
+            if run.id not in self._dirty:  # written: the log keeps the stopped call whole
+                self._lighten_stop(run)
             ended = [r for r in self._runs.values() if r.ended]
             for old in ended[: max(0, len(ended) - ENDED_KEPT)]:
                 del self._runs[old.id]
@@ -643,9 +652,10 @@ class RunBook:
             return
         known = self._secrets_of()
         shown = redact_value(arguments, known)
-        if len(msgspec.json.encode(shown)) > LOGGED_ARGUMENTS:  # kept with the run: trimmed
-            shown = _trimmed(arguments, known)
-        call = {"seq": seq, "tool": qualified, "arguments": shown, "digest": key}
+        size = len(msgspec.json.encode(shown))
+        call = {"seq": seq, "tool": qualified, "arguments": shown, "digest": key, "run": run.id}
+        if size > APPROVAL_ARGUMENTS:  # kept with the run trimmed: it cannot be shown whole
+            raise self._stop(run, self._unshowable(run, call, arguments, size))
         if run.interactive:
             answer = await self._ask(run, call)
             if answer == "yes":
@@ -657,9 +667,10 @@ class RunBook:
                 raise CallRefusedError(
                     f"{qualified}: the user refused this call", hint="do not retry it"
                 )
-        arguments_text = msgspec.json.encode(shown).decode()
-        if len(arguments_text) > 400:
-            arguments_text = arguments_text[:400] + "..."
+        view = shown_arguments(shown, MESSAGE_ARGUMENTS, one_line=True)
+        arguments_text = view.text
+        if view.shortened:
+            arguments_text += f" ({shortened_notice(view, run.id)})"
         hint = approve_commands(run.id, qualified)
         if not run.resumable:
             hint = approve_commands(None, qualified) + (
@@ -672,8 +683,43 @@ class RunBook:
                 f"{qualified} needs approval before it runs; the call was not made and run "
                 f"{run.id} stopped. Arguments: {arguments_text}",
                 hint=hint,
-                call=call | {"run": run.id},
+                call=call,
             ),
+        )
+
+    def _lighten_stop(self, run: Run) -> None:
+        """An ended run, kept in memory (ENDED_KEPT), holds the call it stopped at trimmed
+        past LOGGED_ARGUMENTS: the log has it whole, for `runs show` and `approve`."""
+        stopped = run.stopped
+        if not isinstance(stopped, ApprovalRequiredError):
+            return
+        arguments = stopped.call.get("arguments")
+        size = len(msgspec.json.encode(arguments))
+        if isinstance(arguments, dict) and size > LOGGED_ARGUMENTS:
+            stopped.call = stopped.call | {
+                "arguments": _trimmed(arguments, self._secrets_of()),
+                "arguments_whole": False,  # should this copy be written again, it says so
+                "arguments_bytes": stopped.call.get("arguments_bytes", size),
+            }
+
+    def _unshowable(
+        self, run: Run, call: dict[str, Any], arguments: dict[str, Any], size: int
+    ) -> ApprovalRequiredError:
+        """The stop of a call too large to show whole: approvable only as its tool."""
+        qualified = call["tool"]
+        kept = call | {
+            "arguments": _trimmed(arguments, self._secrets_of()),
+            "arguments_whole": False,
+            "arguments_bytes": size,
+        }
+        after = f"`toolscript exec --resume {run.id}`" if run.resumable else "run the script again"
+        return ApprovalRequiredError(
+            f"{qualified} needs approval before it runs, and its arguments ({size} bytes) are "
+            f"more than an approval can show whole ({APPROVAL_ARGUMENTS} bytes), so this call "
+            f"cannot be approved by itself; the call was not made and run {run.id} stopped",
+            hint=f"{approve_commands(None, qualified)} if every call of it may run unseen, "
+            f"then {after}; or make the script pass smaller arguments",
+            call=kept,
         )
 
     async def _ask(self, run: Run, call: dict[str, Any]) -> str:

@@ -256,8 +256,12 @@ def normalize_tool_name(name: str) -> str:
     return f"{server}__{tool}" if dot and tool else server
 
 
-def execution_answer(exit_code: int, stdout: bytes, stderr: bytes) -> Answer:
-    """A finished run as a tool result: the return value as data, output and errors as text."""
+def execution_answer(exit_code: int, stdout: bytes, stderr: bytes, calls: int | None = 0) -> Answer:
+    """A finished run as a tool result: the return value as data, output and errors as text.
+    ``calls``: the tool calls the script asked for, as its gateway counted them (None:
+    unknown).
+    A failed check is told from what was printed, which a script can print too: "nothing
+    ran" is said only when no call was made, as an agent told so runs the script again."""
     printed_lines, result, has_result = [], None, False
     for line in stdout.decode("utf-8", "replace").split("\n"):
         if line.startswith(RESULT_MARKER):
@@ -274,7 +278,7 @@ def execution_answer(exit_code: int, stdout: bytes, stderr: bytes) -> Answer:
         if has_result:
             parts.append(json.dumps(result, ensure_ascii=False))
         return Answer("\n".join(parts) or "(no output)", {"result": result})
-    if _TYPE_ERROR.search(errors):
+    if calls == 0 and _TYPE_ERROR.search(errors):
         errors = _CHECK_ADVICE.sub("", errors).strip("\n")
         headline = (
             "The script does not type-check, so nothing ran. Fix these errors "
@@ -284,6 +288,13 @@ def execution_answer(exit_code: int, stdout: bytes, stderr: bytes) -> Answer:
         headline = "The script was stopped at a limit."
     else:
         headline = f"The script failed (exit code {exit_code})."
+    if calls:
+        headline += (
+            f" It ran and asked for {calls} tool call{'s' * (calls != 1)} before it ended: "
+            "check what they did before running it again."
+        )
+    elif calls is None and exit_code not in (EXIT_TIMEOUT, EXIT_OUTPUT, EXIT_MEMORY):
+        headline += " Whether it made tool calls is not known: check before running it again."
     parts = [headline]
     if printed:
         parts.append("Output before the failure:\n" + printed)
@@ -317,6 +328,7 @@ class FaceRun:
     # the client's session that started it: only that one continues it (an HTTP face has
     # many clients, and a run's id is in the run log any of them can read)
     owner: object | None = None
+    calls: int | None = None  # tool calls the script asked for, as its gateway counted them
 
     def started(self, run_id: str) -> None:
         self.id = run_id
@@ -693,7 +705,7 @@ class Backend:
         kept = (run.spill or self.output_path(run.id)) if exit_code == EXIT_OUTPUT else None
         if kept is not None and kept.exists():
             return _shown(cut_answer(out, err, output_uri(run.id), kept.stat().st_size))
-        return _shown(execution_answer(exit_code, out, err))
+        return _shown(execution_answer(exit_code, out, err, run.calls))
 
     def _local(self, url: str) -> LocalGateway | None:
         """The gateway at ``url`` as calls on its loop, when it is the face's own served in
@@ -846,6 +858,8 @@ class Backend:
             if self.spares:  # for the next execute, while this one's answer goes out
                 threading.Thread(target=self._spawn_spare, args=(url, module), daemon=True).start()
         stopped = (ended or {}).get("stopped")
+        calls = (ended or {}).get("call_count")
+        face_run.calls = calls if isinstance(calls, int) else None
         return exit_code, out.getvalue(), err.getvalue(), stopped
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import json
 import logging
 import os
 import secrets
@@ -78,13 +77,18 @@ def _approver(context: Any) -> Approver | None:
                 log.warning("elicitation failed; the server's question is cancelled", exc_info=True)
                 return {"action": "cancel"}
             return {"action": asked.action, "content": asked.content}
-        arguments = json.dumps(prompt.get("arguments", {}), ensure_ascii=False)
-        if len(arguments) > 1000:
-            arguments = arguments[:997] + "..."
+        from toolscript.store.approvalview import shortened_notice, shown_arguments
+        from toolscript.store.outputs import visible_controls
+
+        view = shown_arguments(prompt.get("arguments", {}))
+        notice = ""
+        if view.shortened:
+            notice = visible_controls(shortened_notice(view, str(prompt.get("run") or "")))
+            notice = notice[0].upper() + notice[1:] + ".\n"
         try:
             result = await session.elicit_form(
-                f"A script calls {prompt['tool']}, which needs your approval.\n"
-                f"Arguments: {arguments}\nAllow this call?",
+                f"A script calls {visible_controls(str(prompt['tool']))}, which needs your "
+                f"approval.\n{notice}Arguments:\n{view.text}\n{notice}Allow this call?",
                 APPROVAL_SCHEMA,
                 related_request_id=getattr(context, "request_id", None),
             )
