@@ -38,11 +38,17 @@ class Ends(NamedTuple):
 
 # Tried in turn until the view fits; past the last, the view itself keeps its two ends.
 SHORTENINGS = (Ends(300, 10, 25, 12), Ends(120, 4, 10, 8), Ends(40, 2, 4, 5))
-# Invisible characters that move or hide text (bidi controls, zero-width, line and
-# paragraph separators, soft hyphen), and lone surrogates (which no terminal can print),
-# shown as \uXXXX like the control characters.
+# Invisible characters that move or hide text, shown as \uXXXX like the control
+# characters: every format character of Unicode (bidi controls, zero-width, soft hyphen,
+# the tag characters U+E0000.., an invisible twin of each ASCII character), line and
+# paragraph separators, variation selectors (which hide bytes after a visible letter),
+# the combining grapheme joiner, blank fillers, and lone surrogates (no terminal prints
+# them).
 _INVISIBLE = re.compile(
-    "[\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb\ud800-\udfff]"
+    "[\u00ad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160"
+    "\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f"
+    "\ufeff\uffa0\ufff0-\ufffb\ud800-\udfff\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
 )
 
 
@@ -95,7 +101,16 @@ def shortened_notice(shown: ShownArguments, run_id: str | None) -> str:
 
 def _visible(text: str) -> str:
     text = visible_controls(text)
-    return _INVISIBLE.sub(lambda found: f"\\u{ord(found[0]):04x}", text)
+    return _INVISIBLE.sub(_escape, text)
+
+
+def _escape(found: re.Match[str]) -> str:
+    """A character as JSON escapes it (past U+FFFF: its surrogate pair, never ambiguous)."""
+    code = ord(found[0])
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def _scalar(value: Any, ends: Ends) -> str:
