@@ -86,6 +86,26 @@ def test_registrations_at_once_pass_the_cap_no_further(tmp_path: Path) -> None:
     anyio.run(scenario)
 
 
+def test_the_agents_runs_never_take_the_owners_room(tmp_path: Path) -> None:
+    """The agent's URL registered MAX_LIVE_RUNS runs claimed by a process that never exits
+    (pid 1: the pid is the registrant's word), which never expire: every exec and the MCP
+    face of the user were refused (429) until the gateway restarted. The agent's runs are
+    bounded apart; the owner's registrations are not refused for them."""
+
+    async def scenario() -> None:
+        runs = book(tmp_path)
+        for _ in range(MAX_LIVE_RUNS):
+            await runs.register(script="x" * 100, client_pid=1, by_agent=True)
+        with pytest.raises(TooManyRunsError):
+            await runs.register(client_pid=1, by_agent=True)
+        await runs.end_orphans(time.monotonic() + 10 * UNCLAIMED_SILENCE)
+        owners = await runs.register(client_pid=os.getpid())  # exec's, the face's
+        assert runs.by_token(owners.token) == owners.id
+        assert runs.live == MAX_LIVE_RUNS + 1
+
+    anyio.run(scenario)
+
+
 def test_a_run_no_process_claims_expires_once_silent(tmp_path: Path) -> None:
     """Registered with no pid (or with one of a process gone) and never used: it ends as
     "expired" after UNCLAIMED_SILENCE, its token reaching nothing from then on."""

@@ -82,8 +82,9 @@ class BackgroundRuns:
     def live(self) -> int:
         return sum(not runner.done.is_set() for runner in self._runners.values())
 
-    async def start(self, request: BackgroundStart) -> Run:
-        """Register a run and start its runner; returns once the runner has its script."""
+    async def start(self, request: BackgroundStart, *, by_agent: bool = False) -> Run:
+        """Register a run and start its runner; returns once the runner has its script.
+        ``by_agent``: asked through the agent's URL (its runs are bounded apart)."""
         from toolscript.gateway.guard import agent_url
 
         if self._closing:
@@ -113,6 +114,7 @@ class BackgroundRuns:
                 resume=request.resume,
                 script=request.script,
                 script_name=(request.display_name, request.file_name),
+                by_agent=by_agent,
             )
             run.background = True
             folder = self.folder / run.id

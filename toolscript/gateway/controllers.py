@@ -129,6 +129,7 @@ class RunsController(Controller):
             script=body.script,
             script_name=body.script_name,
             client_pid=body.pid,
+            by_agent=_by_agent(request),  # bounded apart: it never refuses the owner's runs
         )
         return {"id": run.id, "token": run.token, "resumed_from": run.resumed_from or None}
 
@@ -173,10 +174,13 @@ class RunsController(Controller):
 
     @post("/start", status_code=200)
     async def start_background_run(
-        self, gateway: NamedDependency[Gateway], data: JSONBody[BackgroundStart]
+        self,
+        gateway: NamedDependency[Gateway],
+        request: Request[Any, Any, Any],
+        data: JSONBody[BackgroundStart],
     ) -> dict[str, Any]:
         """Run a script in the background (``gateway/background.py``); ``{"run": id}``."""
-        run = await gateway.background.start(data)
+        run = await gateway.background.start(data, by_agent=_by_agent(request))
         return {"run": run.id}
 
     @get("/{run_id:str}/output")

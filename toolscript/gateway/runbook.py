@@ -74,7 +74,9 @@ ENDED_KEPT = 200  # ended runs kept in memory (for /runs/{id}/end answered twice
 # in memory and its row in the run log, which keeps every live run. The agent's URL
 # registers them with one request each, and none need ever start or end: past this a
 # registration is refused (429) rather than the gateway growing without bound. Exec and the
-# face register one run per script they run, so only a flood comes near it.
+# face register one run per script they run, so only a flood comes near it. Counted apart
+# for the agent's URL and the owner's: the agent's runs may claim a process that never
+# exits (pid 1), so never expire, and must not refuse the user's exec and face.
 MAX_LIVE_RUNS = 32
 KEPT_SCRIPT_BYTES = 1024 * 1024  # characters of a run's script kept for ``exec --resume``
 # Bytes of a call's arguments the log and --trace keep whole; larger ones are kept trimmed
@@ -186,6 +188,7 @@ class Run:
     calling: dict[str, int] = field(default_factory=dict)  # server -> its calls under way
     seen: float = field(default_factory=time.monotonic)  # its last sign of life
     expired: bool = False  # no process claimed it and it went silent (UNCLAIMED_SILENCE)
+    by_agent: bool = False  # registered through the agent's URL (its own MAX_LIVE_RUNS)
     logged_bytes: int = 0  # of its itemized call records (RUN_LOG_BYTES)
     unlogged: int = 0  # calls made past RUN_LOG_BYTES: counted, not itemized
 
@@ -280,7 +283,8 @@ class RunBook:
         self._flush_lock = anyio.Lock()
         self._replays: dict[str, Run] = {}  # runs stopped for approval: their answers to keep
         self._unwritten_since: float | None = None
-        self._registering = 0  # registrations past the MAX_LIVE_RUNS check, not yet live
+        # registrations past the MAX_LIVE_RUNS check, not yet live: the owner's, the agent's
+        self._registering = [0, 0]
         self.answers_held = 0  # bytes of every run's ``answered`` (REPLAY_TOTAL)
         self.closing = False  # the gateway is stopping: watchers' waits answer at once
 
@@ -309,19 +313,23 @@ class RunBook:
         script: str = "",
         script_name: tuple[str, str] = ("inline.ts", "inline.ts"),
         client_pid: int | None = None,
+        by_agent: bool = False,
     ) -> Run:
         """A new run; it resumes ``resume``, or else the newest run of the same script that
-        stopped for a call approved since. Refused past MAX_LIVE_RUNS runs under way."""
-        if self.live + self._registering >= MAX_LIVE_RUNS:
+        stopped for a call approved since. Refused past MAX_LIVE_RUNS runs under way of
+        those the same URL registered (``by_agent``: the agent's, else the owner's)."""
+        mine = sum(run.by_agent == by_agent for run in self._by_token.values())
+        if mine + self._registering[by_agent] >= MAX_LIVE_RUNS:
             raise TooManyRunsError(
-                f"this gateway already has {MAX_LIVE_RUNS} runs under way (registered and "
-                "not ended), as many as it holds at once; this run was not registered",
+                f"this gateway already has {MAX_LIVE_RUNS} runs under way (registered "
+                f"{'through the agent' + chr(39) + 's URL ' if by_agent else ''}and not ended), "
+                "as many as it holds at once; this run was not registered",
                 hint="wait for a run to end, or end the runs registered and never run "
                 "(POST /runs/RUN_ID/end); a run no running process claims ends by itself "
                 f"after {UNCLAIMED_SILENCE / 60:.0f} minutes without a call, and a restart of the "
                 "gateway ends them all (`toolscript runs` lists them)",
             )
-        self._registering += 1  # counted from here: registrations at once pass the cap alone
+        self._registering[by_agent] += 1  # counted from here: those at once pass the cap alone
         try:
             return await self._register(
                 script_hash,
@@ -332,9 +340,10 @@ class RunBook:
                 script,
                 script_name,
                 client_pid,
+                by_agent,
             )
         finally:
-            self._registering -= 1
+            self._registering[by_agent] -= 1
 
     async def _register(
         self,
@@ -346,6 +355,7 @@ class RunBook:
         script: str,
         script_name: tuple[str, str],
         client_pid: int | None,
+        by_agent: bool,
     ) -> Run:
         previous: dict[str, Any] | None = None
         if resume:
@@ -381,6 +391,7 @@ class RunBook:
             script=script if len(script) <= KEPT_SCRIPT_BYTES else "",
             script_name=script_name,
             client=process_identity(client_pid) if client_pid else "",
+            by_agent=by_agent,
         )
         if previous is not None and not await anyio.to_thread.run_sync(
             self.runlog.claim_resume, previous["id"]
