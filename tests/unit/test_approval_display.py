@@ -203,3 +203,43 @@ def test_no_invisible_character_can_carry_hidden_text_past_the_approval() -> Non
         assert [ch for ch in hiding if ch in text] == []
     # An escape names the character exactly (as JSON would: a pair past U+FFFF).
     assert shown_arguments({"c": "\U000e0041"}).text == '{\n  "c": "\\udb40\\udc41"\n}'
+
+
+def test_a_call_ending_after_its_run_leaves_the_stopped_call_whole_and_approvable(
+    tmp_path: Path,
+) -> None:
+    """A script's calls run side by side: one stops the run for approval, the run ends, a
+    slow one of the same script ends after it and the run is written again. That write
+    put the copy kept in memory (trimmed past 16 KB) in the log: `approve RUN_ID` refused a
+    call of 20 KB as "too large to be shown whole", and `runs show` showed it TRIMMED."""
+    from toolscript.cli.history import _refuse_unshowable
+
+    big = {"command": "echo " + "x" * 20_000 + "; rm -rf ~"}
+    runs = RunBook(
+        RunLog(tmp_path / "runs.sqlite"),
+        lambda: (),
+        lambda qualified: "ask" if qualified == "shell__run" else "allow",
+    )
+    release = anyio.Event()
+
+    async def slow(tool: str, arguments: dict[str, Any]) -> tuple[str, Any]:
+        await release.wait()
+        return "json", {}
+
+    async def scenario() -> Any:
+        run = await runs.register(script_hash="h", script="code")
+        async with anyio.create_task_group() as group:
+            group.start_soon(runs.call, run, "slow__wait", {}, 2, slow)
+            await anyio.sleep(0)
+            await runs.call(run, "shell__run", big, len(json.dumps(big)), Maker().make)
+            await runs.end(run.id, 120)
+            release.set()
+        await runs.flush()
+        return run
+
+    run = anyio.run(scenario)
+    logged = runs.runlog.run(run.id)
+    assert logged is not None and logged["status"] == "awaiting_approval"
+    assert logged["stopped"]["call"]["arguments"] == big
+    assert "arguments_whole" not in logged["stopped"]["call"]
+    _refuse_unshowable(logged)  # approvable by itself

@@ -189,6 +189,7 @@ class Run:
     seen: float = field(default_factory=time.monotonic)  # its last sign of life
     expired: bool = False  # no process claimed it and it went silent (UNCLAIMED_SILENCE)
     by_agent: bool = False  # registered through the agent's URL (its own MAX_LIVE_RUNS)
+    stop_logged: bool = False  # the log has its stopped call whole; ``stopped`` is trimmed
     logged_bytes: int = 0  # of its itemized call records (RUN_LOG_BYTES)
     unlogged: int = 0  # calls made past RUN_LOG_BYTES: counted, not itemized
 
@@ -243,7 +244,7 @@ class Run:
         keep_script = self.status in ("awaiting_approval", "prompting") and not holds_secret(
             self.script, known
         )
-        return {
+        row = {
             "id": self.id,
             "script_hash": self.script_hash,
             "origin": self.origin,
@@ -258,6 +259,9 @@ class Run:
             "script_name": msgspec.json.encode(self.script_name).decode(),
             "client": self.client,
         }
+        if self.stop_logged:  # written again (a call that ended after it): keep the whole
+            del row["stopped"]
+        return row
 
 
 class RunBook:
@@ -707,9 +711,10 @@ class RunBook:
         arguments = stopped.call.get("arguments")
         size = len(msgspec.json.encode(arguments))
         if isinstance(arguments, dict) and size > LOGGED_ARGUMENTS:
+            run.stop_logged = True
             stopped.call = stopped.call | {
                 "arguments": _trimmed(arguments, self._secrets_of()),
-                "arguments_whole": False,  # should this copy be written again, it says so
+                "arguments_whole": False,  # never written: ``Run.row`` leaves the log's
                 "arguments_bytes": stopped.call.get("arguments_bytes", size),
             }
 
