@@ -384,3 +384,24 @@ def test_the_answers_all_live_runs_keep_for_a_resume_have_one_bound(
         assert third.resumable and runs.answers_held == third.held
 
     anyio.run(scenario)
+
+
+def test_an_unclaimed_run_stopped_for_approval_stays_approvable_once_expired(
+    tmp_path: Path,
+) -> None:
+    """A client of the HTTP API (no pid) whose run stopped at a call needing approval, and
+    that never ended it: its expiry made it "expired", and the approval the stop message
+    asked for was refused (`approve RUN_ID`: nothing awaits approval)."""
+
+    async def scenario() -> None:
+        runs = RunBook(RunLog(tmp_path / "runs.sqlite"), lambda: (), lambda qualified: "ask")
+        run = await runs.register(script_hash="h", script="code")
+        await runs.call(run, "shell__run", {"command": "ls"}, 20, echo)
+        await runs.end_orphans(time.monotonic() + UNCLAIMED_SILENCE + 1)
+        assert run.ended and runs.live == 0
+        assert run.status == "awaiting_approval"
+        approved = runs.runlog.approve_call(run.id)
+        assert approved["approval"] == "recorded"
+        assert approved["stopped"]["call"]["tool"] == "shell__run"
+
+    anyio.run(scenario)

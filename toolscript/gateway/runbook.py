@@ -197,8 +197,8 @@ class Run:
     def status(self) -> str:
         if self.died:
             return "died"
-        if self.expired:
-            return "expired"
+        if self.expired and not isinstance(self.stopped, ApprovalRequiredError):
+            return "expired"  # (one stopped for approval stays approvable, as it would ended)
         if self.cancelled and self.ended:
             return "stopped"
         if self.approving:
