@@ -243,3 +243,13 @@ def test_a_call_ending_after_its_run_leaves_the_stopped_call_whole_and_approvabl
     assert logged["stopped"]["call"]["arguments"] == big
     assert "arguments_whole" not in logged["stopped"]["call"]
     _refuse_unshowable(logged)  # approvable by itself
+
+
+def test_a_resource_uri_the_script_chose_cannot_hide_in_the_prompts_tool_line() -> None:
+    """A resource read is asked about as ``server__resource:URI``, the URI the script's:
+    its bidi override turned the rest of the prompt's first line around, and its tag
+    characters passed unseen (only C0 and C1 controls were escaped there)."""
+    tool = "docs__resource:file:///notes\u202e\U000e0041txt.etc"
+    shown = prompt_text({"tool": tool, "arguments": {"uri": "x"}, "run": "R1"})
+    assert "\u202e" not in shown and "\U000e0041" not in shown
+    assert "\\u202e" in shown

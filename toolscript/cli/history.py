@@ -244,10 +244,9 @@ def stop_run(
 def _stopped_call(call: dict[str, Any]) -> list[str]:
     """The call a run stopped at, its arguments whole as the run log keeps them (a call
     waiting for approval: up to the gateway's ``APPROVAL_ARGUMENTS``)."""
-    from toolscript.store.approvalview import shown_arguments
-    from toolscript.store.outputs import visible_controls
+    from toolscript.store.approvalview import shown_arguments, visible_text
 
-    lines = [f"call      {visible_controls(_dotted(str(call.get('tool', ''))))}"]
+    lines = [f"call      {visible_text(_dotted(str(call.get('tool', ''))))}"]
     if call.get("arguments_whole") is False:
         lines.append(
             f"          its arguments ({call.get('arguments_bytes')} bytes) are more than a run "
@@ -262,11 +261,11 @@ def _stopped_call(call: dict[str, Any]) -> list[str]:
 def _approved_call(call: dict[str, Any], run_id: str) -> str:
     """What ``approve RUN_ID`` approved: the tool and its arguments (shortened past
     ``SHOWN_WHOLE``, saying so and where the whole is)."""
-    from toolscript.store.approvalview import shortened_notice, shown_arguments
+    from toolscript.store.approvalview import shortened_notice, shown_arguments, visible_text
     from toolscript.store.outputs import visible_controls
 
     view = shown_arguments(call.get("arguments", {}))
-    text = f"  call: {visible_controls(_dotted(str(call.get('tool', ''))))}\n  arguments:\n"
+    text = f"  call: {visible_text(_dotted(str(call.get('tool', ''))))}\n  arguments:\n"
     text += "".join(f"    {line}\n" for line in view.text.split("\n"))
     if view.shortened:
         text += f"  {visible_controls(shortened_notice(view, run_id))}\n"

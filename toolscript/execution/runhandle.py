@@ -181,7 +181,7 @@ def terminal_answer(
     out = stderr or sys.stderr
     if prompt.get("kind") == "elicitation":
         return terminal_form(prompt, source, out, timeout)
-    from toolscript.store.approvalview import shortened_notice, shown_arguments
+    from toolscript.store.approvalview import shortened_notice, shown_arguments, visible_text
     from toolscript.store.outputs import visible_controls
 
     view = shown_arguments(prompt.get("arguments", {}))
@@ -190,7 +190,7 @@ def terminal_answer(
         notice = f"  {visible_controls(shortened_notice(view, str(prompt.get('run') or '')))}\n"
     arguments = "\n".join(f"    {line}" for line in view.text.split("\n"))
     out.write(
-        f"\ntoolscript: the script calls {visible_controls(str(prompt['tool']))}, which asks "
+        f"\ntoolscript: the script calls {visible_text(str(prompt['tool']))}, which asks "
         f"for approval.\n{notice}  arguments:\n{arguments}\n{notice}"
         f"  allow it{' (its arguments are SHORTENED above)' if view.shortened else ''}? "
         f"[y]es / [n]o / [a]lways (this tool, in this project) "

@@ -77,7 +77,7 @@ def _approver(context: Any) -> Approver | None:
                 log.warning("elicitation failed; the server's question is cancelled", exc_info=True)
                 return {"action": "cancel"}
             return {"action": asked.action, "content": asked.content}
-        from toolscript.store.approvalview import shortened_notice, shown_arguments
+        from toolscript.store.approvalview import shortened_notice, shown_arguments, visible_text
         from toolscript.store.outputs import visible_controls
 
         view = shown_arguments(prompt.get("arguments", {}))
@@ -87,7 +87,7 @@ def _approver(context: Any) -> Approver | None:
             notice = notice[0].upper() + notice[1:] + ".\n"
         try:
             result = await session.elicit_form(
-                f"A script calls {visible_controls(str(prompt['tool']))}, which needs your "
+                f"A script calls {visible_text(str(prompt['tool']))}, which needs your "
                 f"approval.\n{notice}Arguments:\n{view.text}\n{notice}Allow this call?",
                 APPROVAL_SCHEMA,
                 related_request_id=getattr(context, "request_id", None),

@@ -22,6 +22,7 @@ __all__ = [
     "ShownArguments",
     "shortened_notice",
     "shown_arguments",
+    "visible_text",
 ]
 
 SHOWN_WHOLE = 8000  # characters of pretty JSON a prompt shows whole; longer is shortened
@@ -97,6 +98,12 @@ def shortened_notice(shown: ShownArguments, run_id: str | None) -> str:
         f"the arguments are SHORTENED ({shown.size} bytes in all; each [… …] marks what is "
         f"not shown): {where}"
     )
+
+
+def visible_text(text: str) -> str:
+    """``text`` with its control and invisible characters as escapes (as in a view): for
+    what an approval shows besides the arguments, such as a resource's URI in its name."""
+    return _visible(text)
 
 
 def _visible(text: str) -> str:
