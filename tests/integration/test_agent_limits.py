@@ -3,6 +3,7 @@ each route it reaches grows nothing without bound, and an honest exec still runs
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -45,7 +46,7 @@ def test_runs_registered_and_never_run_stop_at_the_cap_and_an_exec_says_what_to_
         refused = agent.post("runs", json={"script": "one more", "pid": 1})
         assert refused.status_code == 429, refused.text
         body = refused.json()
-        assert body["error"] == "too_many_runs" and "/runs/RUN_ID/end" in body["hint"]
+        assert body["error"] == "too_many_runs" and "toolscript runs stop" in body["hint"]
 
         env = {  # the agent's shell: its exec registers with the agent's URL too
             "TOOLSCRIPT_HOME": str(toolscript_home),
@@ -65,6 +66,33 @@ def test_runs_registered_and_never_run_stop_at_the_cap_and_an_exec_says_what_to_
     finally:
         for run_id in registered:
             agent.post(f"runs/{run_id}/end", json={"exit": 0})
+
+
+def test_runs_stop_ends_a_run_registered_and_never_run(
+    gateway: GatewayProcess, agent: httpx.Client, toolscript_home: Path
+) -> None:
+    """The hint of a full gateway said to POST /runs/RUN_ID/end: `runs stop` took only
+    background runs. It ends any run now; the agent's URL stops only the agent's own."""
+    registered = agent.post("runs", json={"script": "x", "pid": 1})
+    assert registered.status_code == 200, registered.text
+    run_id, token = registered.json()["id"], registered.json()["token"]
+    env = {"TOOLSCRIPT_HOME": str(toolscript_home), "TOOLSCRIPT_GATEWAY_URL": gateway.url}
+    stopped = toolscript_cli("runs", "stop", run_id, "--json", cwd=gateway.directory, env=env)
+    assert stopped.returncode == 0, stopped.stderr
+    assert json.loads(stopped.stdout) == {"id": run_id, "status": "stopped"}
+    run_url = gateway.url.rsplit("/", 1)[0] + f"/{token}"
+    refused = httpx.post(f"{run_url}/tools/fx/plain_text", json={"text": "late"}, timeout=30)
+    assert refused.status_code == 401  # its token reaches nothing now
+    again = toolscript_cli("runs", "stop", run_id, cwd=gateway.directory, env=env)
+    assert again.returncode == 0 and "stopped" in again.stdout  # stopping twice is no error
+
+    owners = httpx.post(f"{gateway.url}/runs", json={"script": "y", "pid": 1}, timeout=30)
+    assert owners.status_code == 200, owners.text
+    owner_run = owners.json()["id"]
+    try:
+        assert agent.post(f"runs/{owner_run}/stop").status_code == 403
+    finally:
+        httpx.post(f"{gateway.url}/runs/{owner_run}/stop", timeout=30)
 
 
 def test_a_pid_no_process_can_have_is_a_usage_error(agent: httpx.Client) -> None:

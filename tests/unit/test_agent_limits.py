@@ -49,7 +49,7 @@ def test_past_the_cap_a_registration_is_refused_and_an_ended_run_makes_room(
         error = refused.value
         assert error.status_code == 429 and error.kind == "too_many_runs"
         assert f"{MAX_LIVE_RUNS} runs under way" in error.message
-        assert error.hint is not None and "/runs/RUN_ID/end" in error.hint
+        assert error.hint is not None and "toolscript runs stop RUN_ID" in error.hint
         assert runs.live == MAX_LIVE_RUNS
         await runs.end(held[0].id, 0)
         again = await runs.register()  # one ended: room for one

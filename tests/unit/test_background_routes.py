@@ -30,10 +30,18 @@ def test_a_background_run_is_refused_limits_exec_would_refuse(
     assert answer.json()["message"] == message
 
 
-def test_only_a_background_run_has_output_to_wait_on_or_a_stop(client: TestClient[Any]) -> None:
-    for answer in (client.get("/runs/nope/output"), client.post("/runs/nope/stop")):
-        assert answer.status_code == 404
-        assert "no background run 'nope'" in answer.json()["message"]
+def test_only_a_background_run_has_output_to_wait_on(client: TestClient[Any]) -> None:
+    answer = client.get("/runs/nope/output")
+    assert answer.status_code == 404
+    assert "no background run 'nope'" in answer.json()["message"]
+
+
+def test_a_stop_of_no_run_under_way_says_where_runs_are(client: TestClient[Any]) -> None:
+    """(Any run under way stops: a background one's sandbox, another's token.)"""
+    answer = client.post("/runs/nope/stop")
+    assert answer.status_code == 404
+    assert "no run 'nope' under way" in answer.json()["message"]
+    assert "toolscript runs show" in answer.json()["hint"]
 
 
 def test_progress_needs_a_runs_own_url(client: TestClient[Any]) -> None:

@@ -221,11 +221,13 @@ def wait_run(
 
 @app.command("stop")
 def stop_run(
-    run_id: Annotated[str, typer.Argument(help="The background run's id.")],
+    run_id: Annotated[str, typer.Argument(help="The run's id (`toolscript runs` lists them).")],
     config: ConfigOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Stop a background run (its sandbox is killed; the calls it made stay in the log).
+    """Stop a run under way: a background run's sandbox is killed; any other run (an
+    exec's, or one registered and never run) is ended, and its script's further calls are
+    refused. The calls it made stay in the log.
 
     Examples:
 

@@ -219,6 +219,10 @@ class BackgroundRuns:
         finally:
             runner.done.set()
 
+    def holds(self, run_id: str) -> bool:
+        """Whether ``run_id`` is a background run of this gateway's (ended or not)."""
+        return run_id in self._runners
+
     def _runner(self, run_id: str) -> _Runner:
         runner = self._runners.get(run_id)
         if runner is None:

@@ -18,7 +18,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody
 
 from toolscript.codegen.module import recent_call_comment, render_declarations, render_module
-from toolscript.errors import UsageError
+from toolscript.errors import NotFoundError, UsageError
 from toolscript.gateway import offerings
 from toolscript.gateway.bodies import (
     BackgroundStart,
@@ -198,11 +198,32 @@ class RunsController(Controller):
         return await gateway.background.output(run_id, stdout, stderr, wait)
 
     @post("/{run_id:str}/stop", status_code=200)
-    async def stop_background_run(
-        self, gateway: NamedDependency[Gateway], run_id: FromPath[str]
+    async def stop_run(
+        self,
+        gateway: NamedDependency[Gateway],
+        request: Request[Any, Any, Any],
+        run_id: FromPath[str],
     ) -> dict[str, Any]:
-        """Stop a background run; how it ended."""
-        return await gateway.background.stop(run_id)
+        """Stop a run under way; how it ended. A background run's sandbox is stopped; any
+        other run (an exec's, or one registered and never run) is ended now, and its token
+        reaches nothing after (a script still running gets its calls refused). Through the
+        agent's URL, only the agent's own runs of the kind."""
+        if gateway.background.holds(run_id):
+            return await gateway.background.stop(run_id)
+        try:
+            run = gateway.runs.get(run_id)
+        except NotFoundError:
+            raise NotFoundError(
+                f"no run {run_id!r} under way in this gateway",
+                hint="`toolscript runs` lists the runs; one that ended (or ran under another "
+                "gateway) is in `toolscript runs show RUN_ID`",
+            ) from None
+        if _by_agent(request) and (run.interactive or not run.by_agent):
+            raise agent_refused()  # the owner's run, or a person's open prompt
+        if not run.ended:
+            run.cancelled = True
+            await gateway.runs.end(run_id, None)
+        return {"id": run.id, "status": run.status}
 
     @get("/{run_id:str}/progress")
     async def run_progress(

@@ -328,8 +328,8 @@ class RunBook:
                 f"this gateway already has {MAX_LIVE_RUNS} runs under way (registered "
                 f"{'through the agent' + chr(39) + 's URL ' if by_agent else ''}and not ended), "
                 "as many as it holds at once; this run was not registered",
-                hint="wait for a run to end, or end the runs registered and never run "
-                "(POST /runs/RUN_ID/end); a run no running process claims ends by itself "
+                hint="wait for a run to end, or stop the runs registered and never run "
+                "(`toolscript runs stop RUN_ID`); a run no running process claims ends by itself "
                 f"after {UNCLAIMED_SILENCE / 60:.0f} minutes without a call, and a restart of the "
                 "gateway ends them all (`toolscript runs` lists them)",
             )
