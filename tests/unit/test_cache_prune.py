@@ -272,6 +272,46 @@ def test_emitted_javascript_behind_a_linked_folder_is_left_alone(
     assert kept.exists()
 
 
+def test_a_check_tags_files_go_together_when_unused(cache: Path) -> None:
+    """check/ only grew: a config and a globals file per Deno binary and options (63 here)."""
+    check = cache / "check"
+    check.mkdir()
+    old_tag, used_tag = "a" * 12, "b" * 12
+    old = [check / f"deno-{old_tag}.json", check / f"globals-{old_tag}.d.ts"]
+    old.append(check / f"deno-{old_tag}-{'c' * 12}.json")  # a module's packages declared
+    used = [check / f"deno-{used_tag}.json", check / f"globals-{used_tag}.d.ts"]
+    foreign = check / "notes.json"
+    for path in [*old, *used, foreign]:
+        path.write_text("{}\n")
+        aged(path, (KEEP_DAYS + 1) * DAY)
+    os.utime(used[0])  # a check read it lately: its tag's globals file stays with it
+
+    prune_cache(cache)
+
+    assert [path.exists() for path in old] == [False, False, False]
+    assert all(path.exists() for path in used) and foreign.exists()
+
+
+def test_a_checks_use_marks_its_config_and_globals_used(cache: Path) -> None:
+    from toolscript.plumbing.checkoptions import check_tag, write_check_config
+
+    tag = check_tag()
+    config = cache / "check" / f"deno-{tag}.json"
+    globals_file = cache / "check" / f"globals-{tag}.d.ts"
+    config.parent.mkdir()
+    globals_file.write_text("declare const x: number;\n")
+    config.write_text("{}\n")
+    for path in (config, globals_file):
+        aged(path, (KEEP_DAYS + 1) * DAY)
+
+    assert write_check_config() == config  # as it was: only marked, not written again
+    assert config.read_text() == "{}\n"
+
+    prune_cache(cache)
+
+    assert config.exists() and globals_file.exists()
+
+
 def test_exec_marks_the_prepared_script_it_runs_used(cache: Path) -> None:
     from toolscript.execution.sandbox import Script, _write_script
 

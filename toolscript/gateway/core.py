@@ -532,11 +532,13 @@ class Gateway:
         cache pruned when no gateway did it for a day (``store/cacheprune.py``; a thread)
         once no run is under way (only the prune waits: a run whose exec was killed stays
         live, and what this gateway serves must still be marked)."""
+        from toolscript.plumbing.checkoptions import mark_check_files_used
         from toolscript.store.cacheprune import prune_if_due, touch_module
 
         def mark() -> None:
             if self.artifacts.module_hash:
                 touch_module(user_cache_dir(), self.artifacts.module_hash)
+            mark_check_files_used()  # its warm checker's globals file among them
 
         async def kept(work: Callable[[], object]) -> None:
             try:

@@ -202,7 +202,7 @@ def write_check_config(
             listed = json.dumps(sorted(dependencies.items())).encode()
             name += "-" + hashlib.sha256(listed).hexdigest()[:12]
         path = user_cache_dir() / "check" / f"{name}.json"
-        if path.exists():
+        if _mark_used(path):
             return path
     options = {"lib": list(SCRIPT_LIBS), "types": [globals_file.as_uri()]}
     config: dict[str, Any] = {"lock": lock, "compilerOptions": options}
@@ -230,9 +230,30 @@ def check_imports() -> dict[str, str]:
 
 def _globals_file() -> Path:
     path = user_cache_dir() / "check" / f"globals-{check_tag()}.d.ts"
-    if not path.exists():
+    if not _mark_used(path):
         write_private(path, _globals_text())
     return path
+
+
+def mark_check_files_used() -> None:
+    """This tag's shared config and globals file marked used (a running gateway's warm
+    checker reads the globals file through its own config: ``store/cacheprune.py`` keeps
+    what was used within a day)."""
+    root = user_cache_dir() / "check"
+    for path in (root / f"deno-{check_tag()}.json", root / f"globals-{check_tag()}.d.ts"):
+        _mark_used(path)
+
+
+def _mark_used(path: Path) -> bool:
+    """Whether ``path`` is there; if so it is marked used now (its modification time:
+    the cache's prune removes what went unused for ``--older-than`` days)."""
+    try:
+        os.utime(path)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return path.exists()
+    return True
 
 
 def _globals_text() -> str:

@@ -15,6 +15,9 @@ Each folder has its rule (``RULES``), applied in one loop:
   ``keep_days`` (a day at least, ``MARKED_WITHIN``: a running gateway touches its own
   module and checker files every 6 h, ``touch``); exec and the face touch the script they
   run and the module they take from the cache.
+- ``check/`` (a check's config and the globals file it names, per ``check_tag``):
+  untouched for ``keep_days``, a tag's files together (each use marks them, and a running
+  gateway its own every 6 h).
 - ``deno/gen/file/`` (the JavaScript Deno emitted for a module or a script, at the file's
   own path, shared by every run: ``plumbing/denobinary.SHARED_FOLDERS``): once that file
   is gone, or when unused for ``keep_days`` (Deno emits it again when next needed).
@@ -323,6 +326,10 @@ def _read_small(path: Path) -> str:
 _HASHED = r"^(?P<hash>[0-9a-f]{16})\."
 _CHECKER = r"^(?:deno|importmap)-(?P<hash>[0-9a-f]{16})\.json(?:\..+\.tmp)?$"
 _SCRIPT = r"^[0-9a-f]{24}$"
+# (the config of a tag, of a tag and a module's packages, and the tag's globals file)
+_CHECK = (
+    r"^(?:deno|globals)-(?P<hash>[0-9a-f]{12})(?:-[0-9a-f]{12})?\.(?:json|d\.ts)(?:\..+\.tmp)?$"
+)
 _CONFIG_CHECK = r"^[0-9a-f]{64}$"
 
 
@@ -462,6 +469,7 @@ RULES: tuple[tuple[str, Callable[[_Rules, Path], Iterator[_Candidate]]], ...] = 
     ("models", _models),
     ("modules", _by_hash(_HASHED)),
     ("checker", _by_hash(_CHECKER)),
+    ("check", _by_hash(_CHECK)),
     ("scripts", _hex_named(_SCRIPT)),
     ("valid-configs", _hex_named(_CONFIG_CHECK)),
     ("deno/gen/file", _emitted),
