@@ -448,10 +448,17 @@ def on_a_terminal(*args: str, cwd: Path, env: dict[str, str]) -> bytes:
 
 
 def answer_on_a_terminal(
-    *args: str, cwd: Path, env: dict[str, str], asked: bytes, answer: bytes
+    *args: str,
+    cwd: Path,
+    env: dict[str, str],
+    asked: bytes,
+    answer: bytes,
+    meanwhile: Callable[[bytes], object] | None = None,
 ) -> tuple[int, bytes, bytes]:
     """``python -m toolscript ARGS`` with stdin and stderr on a pty: waits for ``asked`` on
-    the terminal, types ``answer``; ``(exit code, what the terminal showed, stdout)``."""
+    the terminal, types ``answer``; ``(exit code, what the terminal showed, stdout)``.
+    ``meanwhile``: called with what the terminal showed while the question waits, before
+    the answer is typed."""
     import pty
     import select
 
@@ -472,7 +479,12 @@ def answer_on_a_terminal(
         while asked not in seen and time.monotonic() < deadline:
             ready, _, _ = select.select([leader], [], [], 1)
             if ready:
-                seen += os.read(leader, 4096)
+                try:
+                    seen += os.read(leader, 4096)
+                except OSError:  # the terminal closed: the command ended without asking
+                    break
+        if meanwhile is not None:
+            meanwhile(seen)
         if asked in seen:
             os.write(leader, answer)
         out, _ = process.communicate(timeout=60)

@@ -233,44 +233,26 @@ def test_the_face_says_nothing_ran_only_when_no_call_was_made(project: Any) -> N
 
 def test_runs_show_shows_the_whole_call_while_the_terminal_prompt_waits(project: Any) -> None:
     """Where the shortened prompt sends the person: `runs show` in another terminal."""
-    import os
-    import pty
-    import select
-    import subprocess
-    import time
-
     gateway, journal = project
     script = gateway.directory / "huge-asking.ts"
     script.write_text(HUGE + "// asking\n")  # not the script of a run approved earlier
-    leader, follower = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "toolscript", "exec", str(script)],
-        cwd=gateway.directory,
-        env=clean_env(),
-        stdin=follower,
-        stdout=subprocess.PIPE,
-        stderr=follower,
-        start_new_session=True,
-    )
-    os.close(follower)
-    seen = b""
-    try:
-        deadline = time.monotonic() + 90
-        while b"[y]es" not in seen and time.monotonic() < deadline:
-            if select.select([leader], [], [], 1)[0]:
-                try:
-                    seen += os.read(leader, 4096)
-                except OSError:  # the terminal closed: exec ended without asking
-                    break
+    shows: list[Any] = []
+
+    def show_the_run(seen: bytes) -> None:
         found = re.search(rb"toolscript runs show (\S+)`", seen)
         assert found is not None, seen
-        shown = toolscript_cli("runs", "show", found[1].decode(), cwd=gateway.directory)
-        os.write(leader, b"n\n")
-        process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-        os.close(leader)
+        shows.append(toolscript_cli("runs", "show", found[1].decode(), cwd=gateway.directory))
+
+    answer_on_a_terminal(
+        "exec",
+        str(script),
+        cwd=gateway.directory,
+        env=clean_env(),
+        asked=b"[y]es",
+        answer=b"n\n",
+        meanwhile=show_the_run,
+    )
+    [shown] = shows
     assert shown.returncode == 0, shown.stderr
     assert "records.delete_record" in shown.stdout
     assert '"echo hi' + " " * 20000 + TAIL + '"' in shown.stdout
