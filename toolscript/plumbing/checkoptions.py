@@ -239,8 +239,8 @@ def mark_check_files_used() -> None:
     """This tag's shared config and globals file marked used (a running gateway's warm
     checker reads the globals file through its own config: ``store/cacheprune.py`` keeps
     what was used within a day)."""
-    root = user_cache_dir() / "check"
-    for path in (root / f"deno-{check_tag()}.json", root / f"globals-{check_tag()}.d.ts"):
+    root, tag = user_cache_dir() / "check", check_tag()
+    for path in (root / f"deno-{tag}.json", root / f"globals-{tag}.d.ts"):
         _mark_used(path)
 
 
