@@ -228,6 +228,35 @@ def test_a_module_change_is_seen_by_the_next_check(home: Path, tmp_path: Path) -
         assert gateway.stop() == []
 
 
+def test_a_check_during_the_checkers_start_waits_for_it(home: Path, tmp_path: Path) -> None:
+    """A script that comes while the checker starts is checked by it once it is up, not
+    by a cold deno check racing it for the CPU."""
+    gateway = start(CONFIG, tmp_path / "project", home)
+    try:
+        (old,) = language_servers(gateway)
+        config = {"mcpServers": {"time": CONFIG["mcpServers"]["time"]}}
+        gateway.config_path.write_text(json.dumps(config))  # a server goes: a new checker
+        found: list[psutil.Process] = []
+        wait_until(
+            lambda: found.extend(p for p in language_servers(gateway) if p.pid != old.pid) or found,
+            "no new checker started",
+        )
+        starting = found[0]
+        starting.suspend()  # held in its start
+        assert checker(gateway)["state"] == "starting"
+        before = checker(gateway)["checks"]
+        code = f'return "fine"; // {time.time_ns()}'
+        running = exec_process(code, home=home, cwd=tmp_path, gateway=gateway)
+        time.sleep(1.5)
+        assert running.poll() is None, "the script was checked without the starting checker"
+        starting.resume()
+        out, err = running.communicate(timeout=120)
+        assert (running.returncode, out) == (0, b'"fine"\n'), err
+        assert checker(gateway)["checks"] == before + 1
+    finally:
+        assert gateway.stop() == []
+
+
 def test_a_hung_or_killed_checker_falls_back_and_is_replaced(home: Path, tmp_path: Path) -> None:
     gateway = start(CONFIG, tmp_path / "project", home)
 

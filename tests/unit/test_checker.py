@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from toolscript.gateway import checker as checker_module
 from toolscript.gateway.checker import (
     FAILED_TAIL,
     Document,
+    WarmChecker,
     _Unsure,
     _v8_flags,
     render_diagnostics,
@@ -183,3 +187,52 @@ def test_the_checker_runs_lean_unless_the_user_set_the_same_flags(
 ) -> None:
     monkeypatch.setenv("DENO_V8_FLAGS", own)
     assert _v8_flags() == expected
+
+
+def _starting_checker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[WarmChecker, asyncio.Event, asyncio.Event]:
+    """A checker whose server's start blocks until ``release`` is set, then fails."""
+    checker = WarmChecker()
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def blocked_start(*_: Any) -> Any:
+        started.set()
+        await release.wait()
+        raise OSError("no server here")
+
+    monkeypatch.setattr(checker, "_start", blocked_start)
+    return checker, started, release
+
+
+def test_a_check_during_a_start_waits_for_it_to_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def scenario() -> None:
+        checker, started, release = _starting_checker(monkeypatch)
+        await checker._await_start()  # no start under way: at once
+        replacing = asyncio.create_task(checker._replace("hash", b"", {}))
+        await started.wait()
+        waiting = asyncio.create_task(checker._await_start())
+        await asyncio.sleep(0.05)
+        assert not waiting.done(), "the check did not wait for the start under way"
+        release.set()
+        await asyncio.wait_for(waiting, 1)
+        assert await replacing is False and checker.state == "failed"
+        await asyncio.wait_for(checker._await_start(), 1)  # none under way again
+
+    asyncio.run(scenario())
+
+
+def test_a_check_waits_for_a_start_only_so_long(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(checker_module, "START_WAIT", 0.1)
+
+    async def scenario() -> None:
+        checker, started, release = _starting_checker(monkeypatch)
+        replacing = asyncio.create_task(checker._replace("hash", b"", {}))
+        await started.wait()
+        began = time.perf_counter()
+        await asyncio.wait_for(checker._await_start(), 5)
+        assert time.perf_counter() - began < 2
+        release.set()
+        await replacing
+
+    asyncio.run(scenario())
