@@ -420,9 +420,13 @@ def probes(base: str, module: Path, folder: Path, only: str = "") -> None:
                     )
                 except (TimeoutError, EOFError) as error:
                     print(f"  run {number}: {type(error).__name__}: {str(error)[:600]}")
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        host.process.wait(5)
                     break
-            with contextlib.suppress(Exception):
-                print(f"  host alive: {host.process.poll() is None}, RSS {host.rss_mb():.0f} MB")
+            if host.process.poll() is None:
+                print(f"  host alive, RSS {host.rss_mb():.0f} MB")
+            else:
+                print(f"  host ended, exit {host.process.returncode}")
         finally:
             host.close()
             errors = b"".join(host.errors).decode(errors="replace").strip()

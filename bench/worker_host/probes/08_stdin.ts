@@ -1,5 +1,6 @@
 // The host's stdin carries the hand-overs (and their nonces): can a script's unref'd
-// nested worker read the next run's hand-over?
+// nested worker read the next run's hand-over by an async read? (No: an orphan's event
+// loop does not turn. A synchronous read can: 18.)
 // --- run
 import { Worker } from "node:worker_threads";
 const code = `
