@@ -397,3 +397,22 @@ def test_the_readme_asks_for_the_node_the_pinned_packages_need() -> None:
     said = re.search(r"Node (\d+)\+", (ROOT / "README.md").read_text())
     assert said, "the README's install section names the Node version"
     assert all(int(said.group(1)) >= version for version in needed.values()), needed
+
+
+def test_a_stale_pid_file_stops_no_other_process(tmp_path: Path) -> None:
+    """A session's PID file left by a crash or a reboot names a number another process may
+    have taken since: ending (or resuming) that session must not kill it."""
+    home, env_file = tmp_path / "home", tmp_path / "env.sh"
+    (home / "sessions").mkdir(parents=True)
+    bystander = subprocess.Popen(["sleep", "300"])
+    try:
+        pid_file = home / "sessions" / "crashed.pid"
+        pid_file.write_text(str(bystander.pid))
+        an_hour_ago = pid_file.stat().st_mtime - 3600  # written before the crash
+        os.utime(pid_file, (an_hour_ago, an_hour_ago))
+        assert hook("SessionEnd", "crashed", tmp_path, home, env_file).returncode == 0
+        assert bystander.poll() is None, "the hook killed a process it did not start"
+        assert not pid_file.exists()
+    finally:
+        bystander.kill()
+        bystander.wait()

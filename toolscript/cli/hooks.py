@@ -21,7 +21,7 @@ from typing import Any
 from toolscript.gateway.guard import agent_url
 from toolscript.gateway.launch import start_gateway
 from toolscript.gateway.state import sessions_dir
-from toolscript.plumbing.processes import process_alive, terminate_tree
+from toolscript.plumbing.processes import started_by, terminate_tree
 
 __all__ = ["approval_decision", "pre_tool_use", "session_end", "session_start"]
 
@@ -190,10 +190,12 @@ def session_end_for(session_id: str) -> None:
     pid_file, _, _ = _session_files(session_id)
     try:
         pid = int(pid_file.read_text().strip())
+        written = pid_file.stat().st_mtime
     except (OSError, ValueError):
         _cleanup(session_id)
         return
-    if process_alive(pid):
+    # a file left by a crash or before a reboot may name a process that took the number later
+    if started_by(pid, written):
         terminate_tree(pid, STOP_GRACE)
     _cleanup(session_id)
 

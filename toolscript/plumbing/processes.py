@@ -31,6 +31,7 @@ __all__ = [
     "return_free_memory",
     "siblings",
     "signal_quietly",
+    "started_by",
     "stop_process",
     "stop_process_async",
     "terminate_tree",
@@ -81,6 +82,21 @@ def identity_alive(identity: str) -> bool:
     if not pid_text.isdigit() or not process_alive(int(pid_text)):
         return False
     return not started or process_identity(int(pid_text)) == identity
+
+
+def started_by(pid: int, moment: float, slack: float = 2.0) -> bool:
+    """Whether ``pid`` runs and started by ``moment`` (seconds since the epoch, give or take
+    ``slack``): the process a pid file written at ``moment`` named, not a later one that
+    was given the same number after it ended (a crash or a reboot left the file behind)."""
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        return bool(
+            process.status() != psutil.STATUS_ZOMBIE and process.create_time() <= moment + slack
+        )
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
 
 
 def reap_children(grace: float = 0.5) -> None:
