@@ -347,6 +347,9 @@ def test_an_untrusted_project_config_starts_nothing(tmp_path: Path) -> None:
     started = hook("SessionStart", "u1", project, home, env_file, trusted=False)
     assert started.returncode == 0
     assert "is not trusted yet" in started.stdout and "toolscript trust" in started.stdout
+    # said to the agent: the user trusts it (an agent told to run it would), and no paths
+    assert "ask them to read it" in started.stdout and "not yours" in started.stdout
+    assert str(tmp_path) not in started.stdout
     assert not (home / "sessions" / "u1.pid").exists(), "no gateway was started"
     # Nothing runs in the project (a gateway starting late would) and nothing ran there.
     assert processes_in(project) == []

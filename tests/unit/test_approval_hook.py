@@ -150,3 +150,28 @@ def test_everyday_commands_pass_unasked(command: str) -> None:
 def test_only_bash_commands_are_read() -> None:
     assert approval_decision({"tool_name": "Read", "tool_input": {"file_path": "x"}}) is None
     assert approval_decision({"tool_name": "Bash", "tool_input": {}}) is None
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "toolscript trust",
+        "cd app && toolscript trust -c .toolscript.json",
+        "python -m toolscript trust",
+    ],
+)
+def test_trusting_a_config_is_asked(command: str) -> None:
+    """The SessionStart hook tells the agent a config is untrusted; trusting it (which lets
+    its programs start) is the person's decision, whatever the allow rules say."""
+    decision = approval_decision({"tool_name": "Bash", "tool_input": {"command": command}})
+    assert decision is not None, command
+    output = decision["hookSpecificOutput"]
+    assert output["permissionDecision"] == "ask"
+    assert "an agent must not trust it for you" in output["permissionDecisionReason"]
+
+
+@pytest.mark.parametrize(
+    "command", ["toolscript trust --list", "toolscript trust --revoke", "toolscript search trust"]
+)
+def test_reading_or_revoking_trust_passes_unasked(command: str) -> None:
+    assert approval_decision({"tool_name": "Bash", "tool_input": {"command": command}}) is None

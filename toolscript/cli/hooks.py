@@ -63,9 +63,10 @@ def session_start() -> int:
         return 0
     if untrusted is not None:
         print(
-            f"toolscript: {untrusted} is not trusted yet, so its MCP servers were not started "
-            "(a repository's config names programs to run). Read it, then run `toolscript trust` "
-            f"in {project} and restart the session."
+            "toolscript: the project's .toolscript.json is not trusted yet, so its MCP servers "
+            "were not started (a repository's config names programs to run). Trusting it is "
+            "the user's decision, not yours: ask them to read it, run `toolscript trust` in the "
+            "project themselves, and restart the session."
         )
         return 0
     url_file.touch(mode=0o600)
@@ -359,6 +360,13 @@ def _readings(segment: list[str]) -> list[list[str]]:
     return readings
 
 
+# `toolscript trust` lets a project's config start programs: the person reads it and decides.
+TRUSTS = (
+    "it trusts the project's .toolscript.json, whose servers are programs toolscript will start"
+)
+_TRUST_READS = frozenset({"--list", "--revoke", "-h", "--help"})
+
+
 def approval_reason(command: str) -> str | None:
     """Why ``command`` could reach an approval of toolscript calls, None when it cannot
     as far as can be read (see the notes above: a pattern, not a boundary)."""
@@ -372,6 +380,9 @@ def approval_reason(command: str) -> str | None:
                 return reason
     if _PYTHON_IMPORT.search(command):
         return "it runs toolscript's own code outside its commands"
+    subcommand = _toolscript_subcommand(words)
+    if subcommand is not None and subcommand[0] == "trust" and not _TRUST_READS & set(words):
+        return TRUSTS
     hidden = _hidden_reason(command, list(words))
     if hidden is not None:
         return hidden
@@ -647,7 +658,10 @@ def approval_decision(data: dict[str, Any]) -> dict[str, Any] | None:
             "hookEventName": "PreToolUse",
             "permissionDecision": "ask",
             "permissionDecisionReason": (
-                f"toolscript: {reason}. Approving tool calls that the project's policy holds "
+                f"toolscript: {reason}. Trusting a project's config is yours to do, after "
+                "reading it; an agent must not trust it for you."
+                if reason == TRUSTS
+                else f"toolscript: {reason}. Approving tool calls that the project's policy holds "
                 "for a person is yours to do; an agent must not approve its own calls. Read "
                 "the command (and the call: `toolscript runs show RUN_ID`) before you allow it."
             ),
