@@ -419,3 +419,25 @@ def test_a_stale_pid_file_stops_no_other_process(tmp_path: Path) -> None:
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_the_status_line_names_a_server_still_connecting(tmp_path: Path) -> None:
+    """A server that has not answered when the gateway starts serving is named, so the agent
+    does not read "1/2 servers connected" and guess which one is missing."""
+    project, home, env_file = tmp_path / "project", tmp_path / "home", tmp_path / "env.sh"
+    project.mkdir()
+    servers = {
+        "time": {"command": python_bin("mcp-server-time")},
+        "slow": {"command": "sleep", "args": ["300"]},  # never answers initialize
+    }
+    (project / ".toolscript.json").write_text(json.dumps({"mcpServers": servers}))
+    started = hook("SessionStart", "late", project, home, env_file)
+    try:
+        assert started.returncode == 0, started.stderr
+        assert "1/2 servers connected" in started.stdout
+        assert "Still connecting" in started.stdout and "slow" in started.stdout
+    finally:
+        processes = family(pid_of(home, "late"))
+        hook("SessionEnd", "late", project, home, env_file)
+        _, alive = psutil.wait_procs(processes, timeout=5)
+        assert alive == []

@@ -163,6 +163,12 @@ def _status_line(url: str, project: Path) -> str:
     )
     if failed:
         line += " Not connected: " + "; ".join(failed) + "."
+    late = [name for name, s in servers.items() if s["state"] in ("connecting", "reconnecting")]
+    if late:
+        line += (
+            " Still connecting (their tools join when they answer; `toolscript list-servers` "
+            "shows them): " + ", ".join(late) + "."
+        )
     packages = health.get("packages") or {}
     if packages.get("offered"):
         line += " Scripts may import these packages: " + ", ".join(packages["offered"]) + "."
