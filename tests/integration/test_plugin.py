@@ -38,6 +38,7 @@ def hook(
     path: str | None = None,
     *,
     trusted: bool = True,
+    **fields: str,
 ) -> subprocess.CompletedProcess[str]:
     env = clean_env(
         CLAUDE_PLUGIN_ROOT=str(PLUGIN),
@@ -63,6 +64,7 @@ def hook(
         "cwd": str(project),
         "hook_event_name": name,
         "transcript_path": "/dev/null",
+        **fields,
     }
     command = json.loads((PLUGIN / "hooks" / "hooks.json").read_text())["hooks"][name][0]["hooks"][
         0
@@ -441,3 +443,20 @@ def test_the_status_line_names_a_server_still_connecting(tmp_path: Path) -> None
         hook("SessionEnd", "late", project, home, env_file)
         _, alive = psutil.wait_procs(processes, timeout=5)
         assert alive == []
+
+
+def test_a_compaction_keeps_the_session_gateway(tmp_path: Path) -> None:
+    """Claude Code runs SessionStart again (source "compact") in the same session after a
+    compaction: the gateway goes on (its runs, its port), and the agent is told again."""
+    project, home, env_file = tmp_path / "project", tmp_path / "home", tmp_path / "env.sh"
+    project.mkdir()
+    assert hook("SessionStart", "k", project, home, env_file, source="startup").returncode == 0
+    first = pid_of(home, "k")
+    compacted = hook("SessionStart", "k", project, home, env_file, source="compact")
+    assert compacted.returncode == 0
+    assert "gateway ready" in compacted.stdout
+    assert pid_of(home, "k") == first and psutil.Process(first).is_running()
+    urls = [line.split("=", 1)[1] for line in env_file.read_text().splitlines()]
+    assert len(urls) == 2 and urls[0] == urls[1]
+    hook("SessionEnd", "k", project, home, env_file)
+    wait_for_exit(first, 15)

@@ -51,6 +51,11 @@ def session_start() -> int:
     project = Path(os.environ.get("CLAUDE_PROJECT_DIR") or data.get("cwd") or os.getcwd())
     pid_file, url_file, log_file = _session_files(session_id)
     if pid_file.exists():
+        running = _running_url(pid_file, url_file)
+        if running and data.get("source") == "compact":  # the same session goes on
+            _export(running)
+            print(_status_line(running, project))
+            return 0
         session_end_for(session_id)  # a resumed session: replace its old gateway
     try:
         untrusted = _untrusted_config(project)
@@ -98,14 +103,28 @@ def session_start() -> int:
             f"fix the problem (try `toolscript gateway start` in {project}) and restart the session."
         )
         return 0
+    _export(url)
+    print(_status_line(url, project))
+    return 0
+
+
+def _export(url: str) -> None:
     env_file = os.environ.get("CLAUDE_ENV_FILE")
     if env_file:
         with open(env_file, "a") as handle:
             # The agent's token: it runs scripts and reads tools, but cannot answer an
             # approval prompt. The gateway's own token stays in the 0600 url file.
             handle.write(f"export TOOLSCRIPT_GATEWAY_URL={agent_url(url)}\n")
-    print(_status_line(url, project))
-    return 0
+
+
+def _running_url(pid_file: Path, url_file: Path) -> str | None:
+    """The URL of the session's gateway when it still runs (a compaction keeps it)."""
+    try:
+        pid = int(pid_file.read_text().strip())
+        url = url_file.read_text().strip()
+        return url if url and started_by(pid, pid_file.stat().st_mtime) else None
+    except (OSError, ValueError):
+        return None
 
 
 def _untrusted_config(project: Path) -> Path | None:
