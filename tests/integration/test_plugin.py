@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -161,6 +162,53 @@ def test_no_config_tells_how_to_add_servers(tmp_path: Path) -> None:
     assert "no servers" in started.stdout
     assert ".toolscript.json" in started.stdout
     hook("SessionEnd", "empty", tmp_path, home, env_file)
+
+
+def test_servers_added_after_start_join_the_session_gateway(tmp_path: Path) -> None:
+    """A Claude Code project with its servers in .mcp.json only: the status line names
+    `toolscript init`, which imports them, and (once trusted) the running gateway starts
+    them with no restart of the session. It says no machine path."""
+    project, home, env_file = tmp_path / "project", tmp_path / "home", tmp_path / "env.sh"
+    project.mkdir()
+    (project / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}})
+    )
+    started = hook("SessionStart", "later", project, home, env_file)
+    try:
+        assert "no servers" in started.stdout and "`toolscript init --yes`" in started.stdout
+        assert "restart" not in started.stdout and str(tmp_path) not in started.stdout
+        env = clean_env(
+            TOOLSCRIPT_HOME=str(home),
+            TOOLSCRIPT_CONFIG_HOME=str(home / "config"),
+            TOOLSCRIPT_TRUSTED_PATHS="",
+        )
+        agent = f"source {env_file} && {sys.executable} -m toolscript"
+        for command in ("init --yes", "trust"):  # the agent, then the user
+            ran = subprocess.run(
+                ["bash", "-c", f"{agent} {command}"],
+                cwd=project,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert ran.returncode == 0, ran.stderr
+        listed = ""
+        for _ in range(100):
+            listed = subprocess.run(
+                ["bash", "-c", f"{agent} list-servers --json"],
+                cwd=project,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            ).stdout
+            if '"connected"' in listed:
+                break
+            time.sleep(0.2)
+        assert '"connected"' in listed, listed
+    finally:
+        hook("SessionEnd", "later", project, home, env_file)
 
 
 def test_invalid_config_never_fails_the_session(tmp_path: Path) -> None:

@@ -54,7 +54,7 @@ def session_start() -> int:
         running = _running_url(pid_file, url_file)
         if running and data.get("source") == "compact":  # the same session goes on
             _export(running)
-            print(_status_line(running, project))
+            print(_status_line(running))
             return 0
         session_end_for(session_id)  # a resumed session: replace its old gateway
     try:
@@ -104,7 +104,7 @@ def session_start() -> int:
         )
         return 0
     _export(url)
-    print(_status_line(url, project))
+    print(_status_line(url))
     return 0
 
 
@@ -157,7 +157,7 @@ def _last_error(log_file: Path) -> str:
     return (errors or lines or ["no output"])[-1].replace("toolscript: error: ", "")[:400]
 
 
-def _status_line(url: str, project: Path) -> str:
+def _status_line(url: str) -> str:
     from toolscript.cli.client import GatewayClient
     from toolscript.errors import GatewayError
 
@@ -169,9 +169,11 @@ def _status_line(url: str, project: Path) -> str:
     servers = health.get("servers", {})
     if not servers:
         return (
-            f"toolscript: gateway ready with no servers (no .toolscript.json in {project}). "
-            "Add MCP servers under mcpServers in .toolscript.json (Claude Code's format) and restart "
-            "the session; `toolscript exec` already works."
+            "toolscript: gateway ready with no servers (the project has no .toolscript.json). "
+            "`toolscript init --yes` writes one that imports the servers of .mcp.json and other "
+            "clients' configs, or add servers under mcpServers in .toolscript.json (Claude Code's "
+            "format); once the user has read it and run `toolscript trust`, this gateway starts "
+            "them. `toolscript exec` already works."
         )
     connected = [name for name, s in servers.items() if s["state"] == "connected"]
     failed = [f"{name} ({s['error']})" for name, s in servers.items() if s["state"] == "failed"]
