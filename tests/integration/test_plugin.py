@@ -508,3 +508,12 @@ def test_a_compaction_keeps_the_session_gateway(tmp_path: Path) -> None:
     assert len(urls) == 2 and urls[0] == urls[1]
     hook("SessionEnd", "k", project, home, env_file)
     wait_for_exit(first, 15)
+
+
+def test_the_configuration_reference_says_an_edit_needs_trust() -> None:
+    """An edited config is untrusted: restarting the session (the reference's old advice)
+    then starts no gateway at all, while the user's `toolscript trust` lets the running
+    gateway follow the edit."""
+    text = (SKILL / "references" / "configuration.md").read_text()
+    assert "restart the session" not in text
+    assert "`toolscript trust`" in text and "do not run it yourself" in text
