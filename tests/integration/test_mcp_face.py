@@ -259,6 +259,22 @@ def test_stdio_face_error_results(tmp_path: Path) -> None:
     anyio.run(session_work)
 
 
+def test_face_hints_name_the_face_tools_not_commands(tmp_path: Path) -> None:
+    """An MCP client's model may have no shell: a hint names the face's own tool."""
+    directory, home = project(tmp_path / "project"), tmp_path / "home"
+
+    async def session_work() -> None:
+        async with stdio_face(directory, home, "-c", str(config_of(directory))) as session:
+            missing = await session.call_tool("get_types", {"tools": ["time.nothing_close"]})
+            assert missing.is_error and 'get_types with ["time"]' in text(missing)
+            unsaved = await session.call_tool("run_script", {"name": "weekly"})
+            assert unsaved.is_error and "save_script" in text(unsaved)
+            for result in (missing, unsaved):
+                assert "`toolscript " not in text(result), text(result)
+
+    anyio.run(session_work)
+
+
 @pytest.fixture
 def shared_gateway(tmp_path: Path) -> Iterator[Any]:
     directory = project(tmp_path / "project")

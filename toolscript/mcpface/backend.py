@@ -132,13 +132,24 @@ def _shown(answer: Answer) -> Answer:
     return dataclasses.replace(answer, text=visible_controls(answer.text))
 
 
+# Hints the gateway words for the command line, as this face's tools do the same: an MCP
+# client's model may have no shell to run them in.
+_FACE_HINTS = (
+    (re.compile(r"see `toolscript list-tools ([^`]+)`"), r'get_types with ["\1"] lists them'),
+    (re.compile(r"`toolscript save NAME FILE\.ts`"), "save_script"),
+)
+
+
 def error_answer(error: ToolscriptError) -> Answer:
     """The message, any errors it lists (a script that does not type-check), the hint."""
     listed = getattr(error, "errors", None)
     if listed is None and isinstance(error, GatewayResponseError):
         listed = error.body.get("errors")
     text = error.message + "".join(f"\n{line}" for line in listed or [])
-    text += f"\nhint: {error.hint}" if error.hint else ""
+    hint = error.hint or ""
+    for cli, face in _FACE_HINTS:
+        hint = cli.sub(face, hint)
+    text += f"\nhint: {hint}" if hint else ""
     return Answer(text, is_error=True)
 
 
