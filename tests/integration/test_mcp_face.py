@@ -430,9 +430,16 @@ def test_an_untrusted_project_config_starts_nothing(tmp_path: Path) -> None:
             refused = await session.call_tool("list_servers", {})
             assert refused.is_error and "is not trusted yet" in text(refused)
             assert "toolscript trust" in text(refused)
+            assert "not you: ask them" in text(refused)  # the model reads it, the user trusts
             (face,) = faces()
             assert not any("gateway" in argv(p) for p in tree(face))
             assert not any("mcp-server-time" in " ".join(argv(p)) for p in tree(face))
+            # as the hint says: once the user trusts it, the next tool call starts its servers
+            subprocess.run(
+                [sys.executable, "-m", "toolscript", "trust"], cwd=directory, env=env, check=True
+            )
+            listed = await session.call_tool("list_servers", {})
+            assert not listed.is_error and "time: connected" in text(listed), text(listed)
 
     anyio.run(session_work)
 

@@ -137,6 +137,11 @@ def _shown(answer: Answer) -> Answer:
 _FACE_HINTS = (
     (re.compile(r"see `toolscript list-tools ([^`]+)`"), r'get_types with ["\1"] lists them'),
     (re.compile(r"`toolscript save NAME FILE\.ts`"), "save_script"),
+    (  # the person trusts a config, never the model (a client with a shell would run it)
+        re.compile(r"^read it, then run `toolscript trust` in (.+)$"),
+        r"the user must read it and run `toolscript trust` in \1 themselves (not you: ask "
+        r"them); tool calls then start its servers",
+    ),
 )
 
 
