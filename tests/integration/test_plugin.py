@@ -517,3 +517,15 @@ def test_the_configuration_reference_says_an_edit_needs_trust() -> None:
     text = (SKILL / "references" / "configuration.md").read_text()
     assert "restart the session" not in text
     assert "`toolscript trust`" in text and "do not run it yourself" in text
+
+
+def test_a_failing_start_hook_tells_the_agent_why(tmp_path: Path) -> None:
+    """The agent reads only stdout: when the hook itself fails, the reason (on stderr) is
+    in what it says, not only "run toolscript gateway start" (which blocks a shell)."""
+    not_a_folder = tmp_path / "home"
+    not_a_folder.write_text("")
+    started = hook("SessionStart", "f", tmp_path, not_a_folder, tmp_path / "env.sh")
+    assert started.returncode == 0
+    assert "failed (exit 1)" in started.stdout
+    assert "set TOOLSCRIPT_HOME to a folder you can write" in started.stdout
+    assert "gateway start" not in started.stdout
