@@ -54,7 +54,7 @@ def session_start() -> int:
         running = _running_url(pid_file, url_file)
         if running and data.get("source") == "compact":  # the same session goes on
             _export(running)
-            print(_status_line(running))
+            print(_status_line(running, project))
             return 0
         session_end_for(session_id)  # a resumed session: replace its old gateway
     try:
@@ -104,7 +104,7 @@ def session_start() -> int:
         )
         return 0
     _export(url)
-    print(_status_line(url))
+    print(_status_line(url, project))
     return 0
 
 
@@ -157,7 +157,7 @@ def _last_error(log_file: Path) -> str:
     return (errors or lines or ["no output"])[-1].replace("toolscript: error: ", "")[:400]
 
 
-def _status_line(url: str) -> str:
+def _status_line(url: str, project: Path) -> str:
     from toolscript.cli.client import GatewayClient
     from toolscript.errors import GatewayError
 
