@@ -529,3 +529,29 @@ def test_a_failing_start_hook_tells_the_agent_why(tmp_path: Path) -> None:
     assert "failed (exit 1)" in started.stdout
     assert "set TOOLSCRIPT_HOME to a folder you can write" in started.stdout
     assert "gateway start" not in started.stdout
+
+
+def test_list_servers_says_why_an_edited_server_is_not_there(tmp_path: Path) -> None:
+    """An edit waits for `toolscript trust` while the gateway keeps its previous config:
+    list-servers, which the skill names, says so for the new server instead of "unknown"."""
+    project, home, env_file = tmp_path / "project", tmp_path / "home", tmp_path / "env.sh"
+    project.mkdir()
+    servers = {"time": {"command": python_bin("mcp-server-time")}}
+    (project / ".toolscript.json").write_text(json.dumps({"mcpServers": servers}))
+    hook("SessionStart", "edit", project, home, env_file)
+    try:
+        servers["clock"] = servers["time"]
+        (project / ".toolscript.json").write_text(json.dumps({"mcpServers": servers}))
+        listed = subprocess.run(
+            ["bash", "-c", f"source {env_file} && {sys.executable} -m toolscript list-servers"],
+            cwd=project,
+            env=clean_env(TOOLSCRIPT_HOME=str(home), TOOLSCRIPT_CONFIG_HOME=str(home / "config")),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert listed.returncode == 0, listed.stderr
+        (clock,) = [line for line in listed.stdout.splitlines() if line.startswith("clock")]
+        assert "not loaded: see `toolscript gateway status`" in clock
+    finally:
+        hook("SessionEnd", "edit", project, home, env_file)

@@ -62,7 +62,9 @@ def list_servers(
                 server["transport"] + (" (disabled)" if server["disabled"] else ""),
                 str(server.get("state") or ("unknown" if live else "")),
                 str(server.get("tools", "")),
-                _short(server.get("error")),
+                _short(
+                    server.get("error") or (_NOT_LOADED if live and "state" not in server else None)
+                ),
                 server["description"],
                 _shown_path(server["source"], loaded.project_dir),
             ]
@@ -72,6 +74,11 @@ def list_servers(
     )
     if any(server.get("error") for server in servers):
         sys.stderr.write("the whole reason: `toolscript list-servers --json` or `gateway status`\n")
+
+
+# A server in the file that the running gateway does not have (an edit not trusted yet, or
+# one it could not load): it keeps its previous configuration.
+_NOT_LOADED = "not loaded: see `toolscript gateway status`"
 
 
 def _shown_path(source: str, project_dir: Path) -> str:
