@@ -218,6 +218,7 @@ def test_invalid_config_never_fails_the_session(tmp_path: Path) -> None:
     assert started.returncode == 0
     assert "did not start" in started.stdout
     assert "mcpServers.x.type" in started.stdout
+    assert "`toolscript config check` in the project" in started.stdout  # not the machine's path
     assert not (home / "sessions" / "bad.pid").exists()
     assert not env_file.exists()
 

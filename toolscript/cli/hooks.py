@@ -62,7 +62,7 @@ def session_start() -> int:
     except _InvalidConfig as exc:
         print(
             f"toolscript: the gateway did not start ({exc}). Tools are unavailable this "
-            f"session; fix the problem (`toolscript config check` in {project} says it again) "
+            "session; fix the problem (`toolscript config check` in the project says it again) "
             "and restart the session."
         )
         return 0
@@ -100,7 +100,8 @@ def session_start() -> int:
             _cleanup(session_id)
         print(
             f"toolscript: the gateway did not start ({problem}). Tools are unavailable this session; "
-            f"fix the problem (try `toolscript gateway start` in {project}) and restart the session."
+            "fix the problem and restart the session (`toolscript gateway start` in the project, "
+            "in a terminal, shows its whole log)."
         )
         return 0
     _export(url)
