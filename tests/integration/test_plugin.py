@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -556,3 +558,64 @@ def test_list_servers_says_why_an_edited_server_is_not_there(tmp_path: Path) -> 
         assert "not loaded: see `toolscript gateway status`" in clock
     finally:
         hook("SessionEnd", "edit", project, home, env_file)
+
+
+def test_session_end_removes_its_files_before_it_waits(tmp_path: Path) -> None:
+    """Claude Code gives SessionEnd about 1.5 s in all, whatever the hook's timeout says,
+    then cancels it (seen with the real CLI: "SessionEnd hook ... cancelled"). The gateway
+    gets its TERM and the session's files go before the wait for it to end, so a cancelled
+    hook leaves neither. A stand-in gateway that ignores TERM shows the order."""
+    home = tmp_path / "home"
+    (home / "sessions").mkdir(parents=True)
+    stubborn = subprocess.Popen(
+        ["bash", "-c", "trap '' TERM; echo ready; while :; do sleep 0.1; done"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    hook_process = None
+    try:
+        assert stubborn.stdout is not None and stubborn.stdout.readline() == "ready\n"
+        pid_file = home / "sessions" / "slow.pid"
+        pid_file.write_text(str(stubborn.pid))
+        env = clean_env(
+            CLAUDE_PLUGIN_ROOT=str(PLUGIN),
+            CLAUDE_PROJECT_DIR=str(tmp_path),
+            TOOLSCRIPT_HOME=str(home),
+            PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        )
+        command = json.loads((PLUGIN / "hooks" / "hooks.json").read_text())["hooks"]["SessionEnd"]
+        hook_process = subprocess.Popen(
+            ["bash", "-c", command[0]["hooks"][0]["command"]],
+            stdin=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+        )
+        assert hook_process.stdin is not None
+        hook_process.stdin.write(json.dumps({"session_id": "slow"}).encode())
+        hook_process.stdin.close()
+        while pid_file.exists() and hook_process.poll() is None:
+            time.sleep(0.02)
+        assert not pid_file.exists()
+        assert stubborn.poll() is None, "the files were removed only after the wait and KILL"
+    finally:
+        if hook_process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(hook_process.pid, signal.SIGKILL)  # as Claude Code cancels it
+            hook_process.wait()
+        stubborn.kill()
+        stubborn.wait()
+
+
+def test_the_hooks_skip_the_command_line_parser() -> None:
+    """PreToolUse runs before every Bash command and SessionEnd has about 1.5 s: the hooks
+    do not load typer (about half a second on a busy machine)."""
+    loaded = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "toolscript", "hook", "pre-tool-use"],
+        input=json.dumps({"tool_name": "Bash", "tool_input": {"command": "ls"}}),
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert loaded.returncode == 0, loaded.stderr
+    assert not re.search(r"\|\s+(typer|click)\b", loaded.stderr)

@@ -275,6 +275,13 @@ def _note_config_elsewhere(arguments: list[str]) -> None:
             sys.stderr.write(f"toolscript: using {found}\n")
 
 
+_HOOKS = {
+    "session-start": "session_start",
+    "session-end": "session_end",
+    "pre-tool-use": "pre_tool_use",
+}
+
+
 def main() -> None:
     """Entry point: run the app and turn toolscript errors into a message and exit code."""
     if sys.platform == "win32":
@@ -303,6 +310,12 @@ def main() -> None:
 
             sys.stdout.write(f"toolscript {__version__}\n")
             _leave(0)
+        if len(command) == 2 and command[0] == "hook" and command[1] in _HOOKS:
+            # Claude Code waits for these (PreToolUse on every Bash command) and gives
+            # SessionEnd about 1.5 s in all, whatever its timeout says: no typer
+            from toolscript.cli import hooks
+
+            _leave(getattr(hooks, _HOOKS[command[1]])())
         fast = fast_arguments(command) if not {"--help", "-h"} & set(command) else None
         marked = _mark_gateway_start(arguments)
         if fast is not None:

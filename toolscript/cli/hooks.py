@@ -14,6 +14,7 @@ import itertools
 import json
 import os
 import re
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,12 @@ from typing import Any
 from toolscript.gateway.guard import agent_url
 from toolscript.gateway.launch import start_gateway
 from toolscript.gateway.state import sessions_dir
-from toolscript.plumbing.processes import started_by, terminate_tree
+from toolscript.plumbing.processes import (
+    descendants,
+    signal_quietly,
+    started_by,
+    terminate_tree,
+)
 
 __all__ = ["approval_decision", "pre_tool_use", "session_end", "session_start"]
 
@@ -224,9 +230,15 @@ def session_end_for(session_id: str) -> None:
         _cleanup(session_id)
         return
     # a file left by a crash or before a reboot may name a process that took the number later
-    if started_by(pid, written):
-        terminate_tree(pid, STOP_GRACE)
+    if not started_by(pid, written):
+        _cleanup(session_id)
+        return
+    family = descendants(pid)
+    signal_quietly(pid, signal.SIGTERM)
+    # Claude Code may cancel this hook at any moment now (it gives SessionEnd about 1.5 s):
+    # the gateway has its TERM, so the files go first, and the wait and KILL come last
     _cleanup(session_id)
+    terminate_tree(pid, STOP_GRACE, family=family)
 
 
 def _cleanup(session_id: str) -> None:
