@@ -619,3 +619,27 @@ def test_the_hooks_skip_the_command_line_parser() -> None:
     )
     assert loaded.returncode == 0, loaded.stderr
     assert not re.search(r"\|\s+(typer|click)\b", loaded.stderr)
+
+
+def test_session_end_returns_before_the_gateway_has_ended(tmp_path: Path) -> None:
+    """So Claude Code does not cancel it ("Hook cancelled" at every exit): the hook returns
+    once the gateway has its TERM, and a child of its own still KILLs a gateway that does
+    not end within the grace. A stand-in gateway that ignores TERM shows both."""
+    home = tmp_path / "home"
+    (home / "sessions").mkdir(parents=True)
+    stubborn = subprocess.Popen(
+        ["bash", "-c", "trap '' TERM; echo ready; while :; do sleep 0.1; done"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert stubborn.stdout is not None and stubborn.stdout.readline() == "ready\n"
+        (home / "sessions" / "quick.pid").write_text(str(stubborn.pid))
+        ended = hook("SessionEnd", "quick", tmp_path, home, tmp_path / "env.sh")
+        assert ended.returncode == 0
+        assert stubborn.poll() is None, "the hook waited for the gateway to end"
+        assert not (home / "sessions" / "quick.pid").exists()
+        wait_for_exit(stubborn.pid, 60)  # KILLed after the grace, by the hook's child
+    finally:
+        stubborn.kill()
+        stubborn.wait()

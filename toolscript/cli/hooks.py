@@ -217,11 +217,13 @@ def session_end() -> int:
     data = _read_input()
     session_id = str(data.get("session_id") or os.environ.get("CLAUDE_SESSION_ID") or "")
     if session_id:
-        session_end_for(session_id)
+        session_end_for(session_id, wait=False)
     return 0
 
 
-def session_end_for(session_id: str) -> None:
+def session_end_for(session_id: str, *, wait: bool = True) -> None:
+    """Stop the session's gateway and remove its files. Without ``wait``, return once the
+    gateway has its TERM: a child of its own waits for it and KILLs what is left."""
     pid_file, _, _ = _session_files(session_id)
     try:
         pid = int(pid_file.read_text().strip())
@@ -235,10 +237,29 @@ def session_end_for(session_id: str) -> None:
         return
     family = descendants(pid)
     signal_quietly(pid, signal.SIGTERM)
-    # Claude Code may cancel this hook at any moment now (it gives SessionEnd about 1.5 s):
-    # the gateway has its TERM, so the files go first, and the wait and KILL come last
+    # Claude Code may cancel this hook at any moment now (it gives SessionEnd about 1.5 s,
+    # whatever the hook's timeout, and says "Hook cancelled"): the gateway has its TERM, so
+    # the files go first, and the wait and KILL come last, out of the hook's way
     _cleanup(session_id)
-    terminate_tree(pid, STOP_GRACE, family=family)
+    if wait:
+        terminate_tree(pid, STOP_GRACE, family=family)
+    elif not _forked_off():
+        terminate_tree(pid, STOP_GRACE, family=family)
+        os._exit(0)  # the forked child's work is done
+
+
+def _forked_off() -> bool:
+    """In the hook: True in the hook itself, which returns at once; False in a child of a
+    session of its own (that Claude Code's cancel of the hook does not reach), which goes
+    on. True also when no child can be made: the hook then just returns."""
+    try:
+        child = os.fork()
+    except OSError:
+        return True
+    if child:
+        return True
+    os.setsid()
+    return False
 
 
 def _cleanup(session_id: str) -> None:
