@@ -158,6 +158,11 @@ def test_only_bash_commands_are_read() -> None:
         "toolscript trust",
         "cd app && toolscript trust -c .toolscript.json",
         "python -m toolscript trust",
+        # a config the user names is their own, so trusted: the same decision by a setting
+        "TOOLSCRIPT_CONFIG=.toolscript.json toolscript exec 'return 1'",
+        "TOOLSCRIPT_TRUSTED_PATHS=$PWD toolscript search time",
+        "export TOOLSCRIPT_TRUSTED_PATHS=/ && toolscript list-servers",
+        "env TOOLSCRIPT_CONFIG=./.toolscript.json toolscript exec -",
     ],
 )
 def test_trusting_a_config_is_asked(command: str) -> None:

@@ -426,6 +426,12 @@ TRUSTS = (
     "it trusts the project's .toolscript.json, whose servers are programs toolscript will start"
 )
 _TRUST_READS = frozenset({"--list", "--revoke", "-h", "--help"})
+# The settings that make a config the user's own, so trusted (docs/security.md)
+TRUSTS_BY_SETTING = (
+    "it trusts a config by a setting (TOOLSCRIPT_CONFIG or TOOLSCRIPT_TRUSTED_PATHS make a "
+    "config the user's own), whose servers are programs toolscript will start"
+)
+_TRUSTING_SETTINGS = re.compile(r"\bTOOLSCRIPT_(?:CONFIG|TRUSTED_PATHS)\s*=")
 
 
 def approval_reason(command: str) -> str | None:
@@ -444,6 +450,8 @@ def approval_reason(command: str) -> str | None:
     subcommand = _toolscript_subcommand(words)
     if subcommand is not None and subcommand[0] == "trust" and not _TRUST_READS & set(words):
         return TRUSTS
+    if _TRUSTING_SETTINGS.search(command) or _TRUSTING_SETTINGS.search(" ".join(words)):
+        return TRUSTS_BY_SETTING
     hidden = _hidden_reason(command, list(words))
     if hidden is not None:
         return hidden
@@ -721,7 +729,7 @@ def approval_decision(data: dict[str, Any]) -> dict[str, Any] | None:
             "permissionDecisionReason": (
                 f"toolscript: {reason}. Trusting a project's config is yours to do, after "
                 "reading it; an agent must not trust it for you."
-                if reason == TRUSTS
+                if reason in (TRUSTS, TRUSTS_BY_SETTING)
                 else f"toolscript: {reason}. Approving tool calls that the project's policy holds "
                 "for a person is yours to do; an agent must not approve its own calls. Read "
                 "the command (and the call: `toolscript runs show RUN_ID`) before you allow it."
