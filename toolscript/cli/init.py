@@ -17,6 +17,7 @@ from toolscript.config import CONFIG_FILENAME
 from toolscript.errors import UsageError
 from toolscript.otherclients import MAX_CONFIG_BYTES, Discovery, discover, home_dir
 from toolscript.plumbing.boundedread import read_regular_file
+from toolscript.plumbing.jsonpos import json_syntax_error
 
 __all__ = ["init_command"]
 
@@ -173,7 +174,7 @@ def _existing_config(path: Path) -> dict[str, Any]:
         document = json.loads(read_regular_file(path, MAX_CONFIG_BYTES))  # never a FIFO
     except json.JSONDecodeError as exc:
         raise UsageError(
-            f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}; not changed",
+            f"{path}:{json_syntax_error(exc)}; not changed",
             hint='fix it first (`toolscript config check`), or add "import" to it by hand',
         ) from exc
     except (OSError, UnicodeDecodeError, RecursionError) as exc:
