@@ -18,7 +18,10 @@ from toolscript.errors import ConfigError
 __all__ = ["app"]
 
 app = typer.Typer(
-    help="The configuration file: its JSON Schema, and checking it.",
+    help="The configuration file: its JSON Schema, and checking it.\n\n"
+    "Examples:\n\n\b\n"
+    "    toolscript config check              # exit 0 valid, 2 with file:line:col of a problem\n"
+    "    toolscript config schema > toolscript.schema.json",
     no_args_is_help=True,
     rich_markup_mode=None,
 )

@@ -15,7 +15,11 @@ from toolscript.errors import ConfigError, GatewayError, UsageError
 __all__ = ["app"]
 
 app = typer.Typer(
-    help="Start the gateway or check on it.",
+    help="Start the gateway or check on it.\n\n"
+    "Examples:\n\n\b\n"
+    "    toolscript gateway start &           # prints its URL once every server was tried\n"
+    "    toolscript gateway status            # exit 0 healthy, 3 a server not connected, 1 not running\n"
+    "    toolscript gateway status --json | jq .servers",
     no_args_is_help=True,
     rich_markup_mode=None,
 )

@@ -15,7 +15,12 @@ from toolscript.errors import NotFoundError, ToolNotFoundError, UsageError
 __all__ = ["app", "approve_command"]
 
 app = typer.Typer(
-    help="The log of runs: every script run, its tool calls and how it ended.",
+    help="The log of runs: every script run, its tool calls and how it ended.\n\n"
+    "Examples:\n\n\b\n"
+    "    toolscript runs                      # the last 20 runs (-n, --json, --header)\n"
+    "    toolscript runs show 20261124-1015   # one run and its calls (a unique start of its id)\n"
+    "    toolscript runs wait RUN_ID          # a background run's output and result\n"
+    "    toolscript runs stop RUN_ID",
     invoke_without_command=True,
     no_args_is_help=False,
 )
