@@ -151,6 +151,23 @@ def test_a_failed_server_is_explained_not_empty(gateway_with_a_ghost: GatewayPro
     assert ghost["error"] == "command not found: no-such-program-for-toolscript"
 
 
+def test_a_script_naming_a_failed_server_says_where_to_see_why(
+    gateway_with_a_ghost: GatewayProcess,
+) -> None:
+    # A gateway runs: the note sent the user to `gateway start`, which refuses (one serves).
+    result = run(
+        gateway_with_a_ghost.directory,
+        "exec",
+        'import { tools } from "toolscript"; return await tools.ghost.anything({})',
+    )
+    assert result.returncode == 1
+    notes = [line for line in result.stderr.splitlines() if "not available" in line]
+    assert notes == [
+        "toolscript: warning: not available: ghost (command not found: "
+        "no-such-program-for-toolscript); `toolscript gateway status` shows why"
+    ]
+
+
 def test_exec_without_a_gateway_keeps_the_gateways_log_out(project: Path) -> None:
     config = {"mcpServers": {"fx": fixture_server(), "ghost": GHOST}}
     (project / ".toolscript.json").write_text(json.dumps(config))
@@ -171,6 +188,7 @@ def test_exec_without_a_gateway_keeps_the_gateways_log_out(project: Path) -> Non
     assert uses_ghost.returncode == 1
     notes = [line for line in uses_ghost.stderr.splitlines() if "not available" in line]
     assert len(notes) == 1 and "ghost (command not found" in notes[0]
+    assert notes[0].endswith("run `toolscript gateway start` to see why")
     assert "WARNING" not in uses_ghost.stderr
 
 
