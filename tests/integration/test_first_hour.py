@@ -192,6 +192,46 @@ def test_exec_without_a_gateway_keeps_the_gateways_log_out(project: Path) -> Non
     assert "WARNING" not in uses_ghost.stderr
 
 
+def test_an_edit_that_did_not_load_is_named_where_its_server_is_missing(project: Path) -> None:
+    # The user trusts the config, starts the gateway, then adds a server: the edit waits for
+    # `toolscript trust` again. list-servers said "unknown" and list-tools "server not
+    # found (configured: fx)" of a server in the file, neither saying why.
+    env = {
+        "TOOLSCRIPT_HOME": str(project / "home"),
+        "TOOLSCRIPT_CONFIG_HOME": str(project / "trust"),
+        "TOOLSCRIPT_TRUSTED_PATHS": "",
+    }
+    config = {"mcpServers": {"fx": fixture_server()}}
+    (project / ".toolscript.json").write_text(json.dumps(config))
+    assert run(project, "trust", **env).returncode == 0
+    gateway = GatewayProcess(config, project, env=env)
+    try:
+        edited = {"mcpServers": {**config["mcpServers"], "more": fixture_server()}}
+        (project / ".toolscript.json").write_text(json.dumps(edited))
+        gateway.wait_for_log("is not trusted yet")
+        listed = run(project, "list-servers", **env)
+        assert listed.returncode == 0, listed.stderr
+        assert "more\tstdio\tunknown" in listed.stdout
+        assert "note: the config's last edit did not load" in listed.stderr
+        assert "is not trusted yet" in listed.stderr and "toolscript trust" in listed.stderr
+        tools = run(project, "list-tools", "more", **env)
+        assert tools.returncode == 1
+        assert "server not found: 'more' (configured: fx)" in tools.stderr
+        assert "hint: the config's last edit did not load" in tools.stderr
+        assert "toolscript trust" in tools.stderr
+    finally:
+        assert gateway.stop() == []
+
+
+def test_list_servers_without_a_gateway_says_why_state_is_empty(project: Path) -> None:
+    (project / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}))
+    listed = run(project, "list-servers")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.startswith("fx\tstdio\t\t\t")
+    assert "no gateway runs for this project" in listed.stderr
+    assert "toolscript gateway start &" in listed.stderr
+
+
 # -- what a script's errors look like -------------------------------------------------
 
 

@@ -38,7 +38,7 @@ def list_servers(
     for warning in loaded.import_warnings:
         sys.stderr.write(f"warning: import: {warning}\n")
     servers = [server.summary() for server in loaded.servers]
-    live = _live_states(loaded)
+    live, config_error = _live_states(loaded)
     for server in servers:
         if server["name"] in live:
             server["state"] = live[server["name"]]["state"]
@@ -72,6 +72,16 @@ def list_servers(
     )
     if any(server.get("error") for server in servers):
         sys.stderr.write("the whole reason: `toolscript list-servers --json` or `gateway status`\n")
+    if not live:
+        sys.stderr.write(
+            "note: no gateway runs for this project, so state and tools are empty: "
+            "`toolscript gateway start &` connects the servers\n"
+        )
+    elif config_error:
+        sys.stderr.write(
+            "note: the config's last edit did not load, so the gateway serves the previous "
+            f"one (state unknown: not started): {config_error}\n"
+        )
 
 
 def _shown_path(source: str, project_dir: Path) -> str:
@@ -91,14 +101,19 @@ def _short(error: str | None, width: int = 48) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _live_states(config: Config) -> dict[str, dict[str, Any]]:
-    """Per-server state from a running gateway; empty when none answers."""
+def _live_states(config: Config) -> tuple[dict[str, dict[str, Any]], str | None]:
+    """Per-server state from a running gateway (empty when none answers), and why it serves
+    an older configuration than the file's when a server of the file is not among them."""
     try:
         url = find_gateway_url(config)  # a gateway still starting is waited for
         if not url:
-            return {}
+            return {}, None
         with GatewayClient(url, timeout=2) as client:
-            return {server["name"]: server for server in client.get_json("/servers")}
+            live = {server["name"]: server for server in client.get_json("/servers")}
+            if all(server.name in live for server in config.servers):
+                return live, None
+            health = client.get_json("/health")
+            return live, (health.get("config") or {}).get("error")
     except GatewayError as exc:
         if os.environ.get(URL_VARIABLE, "").strip():  # named on purpose: not "no gateway"
             raise GatewayUnreachableError(
@@ -106,4 +121,4 @@ def _live_states(config: Config) -> dict[str, dict[str, Any]]:
                 hint=f"unset {URL_VARIABLE} (the project's own gateway is then used), "
                 "or point it at a gateway that runs",
             ) from exc
-        return {}
+        return {}, None

@@ -988,6 +988,11 @@ class Gateway:
                 f"server not found: {server!r}"
                 + (f" (configured: {', '.join(names)})" if names else " (zero servers configured)"),
                 suggestions=difflib.get_close_matches(server, names, n=3, cutoff=0.5),
+                # An edit that added it did not load: say why, not only what still serves.
+                hint=f"the config's last edit did not load, so the previous one still serves: "
+                f"{self.config_error}"
+                if self.config_error
+                else None,
             ) from None
 
     def server_tools(self, server: str) -> list[dict[str, Any]]:
