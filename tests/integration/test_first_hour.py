@@ -168,6 +168,31 @@ def test_a_script_naming_a_failed_server_says_where_to_see_why(
     ]
 
 
+def test_a_server_that_never_answers_says_what_to_check(project: Path) -> None:
+    # A command that runs but speaks no MCP (a typo'd subcommand, a server waiting for a
+    # login prompt) said only "timed out while connecting".
+    silent = {"command": sys.executable, "args": ["-c", "import time; time.sleep(60)"]}
+    gateway = GatewayProcess(
+        {"mcpServers": {"fx": fixture_server(), "silent": silent}},
+        project,
+        "--connect-timeout",
+        "1",
+        "--ready-wait",
+        "5",
+        env={"TOOLSCRIPT_HOME": str(project / "home")},
+    )
+    try:
+        gateway.wait_for_log("silent: timed out while connecting")
+        listed = json.loads(run(project, "list-servers", "--json").stdout)
+        error = next(server for server in listed if server["name"] == "silent")["error"]
+        assert error == (
+            "timed out while connecting: no MCP answer in 1 s (is it an MCP server on stdio? "
+            "a slow one gets longer with `toolscript gateway start --connect-timeout SECONDS`)"
+        )
+    finally:
+        assert gateway.stop() == []
+
+
 def test_exec_without_a_gateway_keeps_the_gateways_log_out(project: Path) -> None:
     config = {"mcpServers": {"fx": fixture_server(), "ghost": GHOST}}
     (project / ".toolscript.json").write_text(json.dumps(config))

@@ -472,6 +472,12 @@ class UpstreamServer:
     def _fail(self, exc: BaseException) -> None:
         self.stderr_tail = self._read_stderr_tail()
         message = _describe(exc)
+        if message == TIMED_OUT:  # what the user can check, and what gives it longer
+            message += (
+                f": no MCP answer in {self.connect_timeout:g} s (is it an MCP server"
+                f"{' on stdio' if self.config.transport == 'stdio' else ''}? a slow one gets "
+                "longer with `toolscript gateway start --connect-timeout SECONDS`)"
+            )
         self.error = self._redact(message)
         self.connected_at = None
         if self._stopping:
@@ -938,12 +944,15 @@ def _needs_sign_in(exc: BaseException) -> bool:
     return False
 
 
+TIMED_OUT = "timed out while connecting"
+
+
 def _describe(exc: BaseException) -> str:
     """A one-line description of a connection failure, digging into exception groups."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     if isinstance(exc, TimeoutError):
-        return "timed out while connecting"
+        return TIMED_OUT
     if isinstance(exc, FileNotFoundError):
         return f"command not found: {exc.filename or exc}"
     text = str(exc) or type(exc).__name__
