@@ -151,6 +151,23 @@ def test_a_failed_server_is_explained_not_empty(gateway_with_a_ghost: GatewayPro
     assert ghost["error"] == "command not found: no-such-program-for-toolscript"
 
 
+def test_save_names_the_users_file_in_its_errors(gateway_with_a_ghost: GatewayProcess) -> None:
+    # It named toolscripts/report.ts:5:9, a file that was never written.
+    directory = gateway_with_a_ghost.directory
+    (directory / "draft.ts").write_text(
+        "/** A report. */\n"
+        "export default async function report(input: { a: string }) {\n"
+        "  const n: number = input.a;\n"
+        "  return n;\n"
+        "}\n"
+    )
+    saved = run(directory, "save", "report", "draft.ts")
+    assert saved.returncode == 1
+    assert saved.stderr.startswith("draft.ts:3:9: TS2322 ")
+    assert "toolscripts/report.ts" not in saved.stderr
+    assert not (directory / "toolscripts" / "report.ts").exists()
+
+
 def test_a_script_naming_a_failed_server_says_where_to_see_why(
     gateway_with_a_ghost: GatewayProcess,
 ) -> None:

@@ -77,7 +77,10 @@ def save_command(
             saved: dict[str, Any] = client.request("POST", "/scripts", json=request).json()
         except GatewayResponseError as exc:
             if exc.body.get("errors") and not as_json:
-                sys.stderr.write("".join(f"{error}\n" for error in exc.body["errors"]))
+                errors = [str(error) for error in exc.body["errors"]]
+                if description is None:  # the lines are the file's own: name the file
+                    errors = [_in_file(error, name, file) for error in errors]
+                sys.stderr.write("".join(f"{error}\n" for error in errors))
             if as_json:
                 print_json(exc.body)
             raise
@@ -90,6 +93,13 @@ def save_command(
     typer.echo(f"  call it: toolscript run {saved['name']} --input '{{...}}'")
     for other, errors in saved["broken"].items():
         typer.echo(f"warning: {other} no longer type-checks: {errors[0]}", err=True)
+
+
+def _in_file(error: str, name: str, file: Path) -> str:
+    """``error`` about the script saved as ``name`` (``toolscripts/NAME.ts:4:31: ...``),
+    naming the user's ``file`` instead: nothing was written at the path the gateway names."""
+    saved = f"toolscripts/{name}.ts:"
+    return f"{file}:{error[len(saved) :]}" if error.startswith(saved) else error
 
 
 def list_scripts(
