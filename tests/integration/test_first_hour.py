@@ -272,6 +272,12 @@ def test_list_servers_without_a_gateway_says_why_state_is_empty(project: Path) -
     assert listed.stdout.startswith("fx\tstdio\t\t\t")
     assert "no gateway runs for this project" in listed.stderr
     assert "toolscript gateway start &" in listed.stderr
+    # A project not trusted yet: `gateway start` would refuse, so trust is the next step.
+    untrusted = {"TOOLSCRIPT_TRUSTED_PATHS": "", "TOOLSCRIPT_CONFIG_HOME": str(project / "trust")}
+    listed = run(project, "list-servers", **untrusted)
+    assert listed.returncode == 0, listed.stderr
+    assert "is not trusted yet" in listed.stderr and "run `toolscript trust`" in listed.stderr
+    assert "gateway start" not in listed.stderr
 
 
 # -- what a script's errors look like -------------------------------------------------

@@ -73,15 +73,28 @@ def list_servers(
     if any(server.get("error") for server in servers):
         sys.stderr.write("the whole reason: `toolscript list-servers --json` or `gateway status`\n")
     if not live:
-        sys.stderr.write(
-            "note: no gateway runs for this project, so state and tools are empty: "
-            "`toolscript gateway start &` connects the servers\n"
-        )
+        sys.stderr.write(_no_gateway_note(loaded))
     elif config_error:
         sys.stderr.write(
             "note: the config's last edit did not load, so the gateway serves the previous "
             f"one (state unknown: not started): {config_error}\n"
         )
+
+
+def _no_gateway_note(loaded: Config) -> str:
+    """Why state and tools are empty, and what fills them: a gateway, or trust first."""
+    from toolscript.errors import UntrustedConfigError
+    from toolscript.store.trust import require_trust
+
+    try:
+        if loaded.path is not None:
+            require_trust(loaded.path)
+    except UntrustedConfigError as exc:
+        return f"note: no gateway runs for this project: {exc.message}; {exc.hint}\n"
+    return (
+        "note: no gateway runs for this project, so state and tools are empty: "
+        "`toolscript gateway start &` connects the servers\n"
+    )
 
 
 def _shown_path(source: str, project_dir: Path) -> str:
