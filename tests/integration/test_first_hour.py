@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -206,6 +207,26 @@ def test_a_server_that_never_answers_says_what_to_check(project: Path) -> None:
             "timed out while connecting: no MCP answer in 1 s (is it an MCP server on stdio? "
             "a slow one gets longer with `toolscript gateway start --connect-timeout SECONDS`)"
         )
+    finally:
+        assert gateway.stop() == []
+
+
+def test_a_url_server_that_cannot_be_reached_names_where(project: Path) -> None:
+    # httpx's "All connection attempts failed" named no host; a token in the URL stays out.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    closed = {"url": f"http://user:pw@127.0.0.1:{port}/mcp?token=abc123"}
+    gateway = GatewayProcess(
+        {"mcpServers": {"fx": fixture_server(), "closed": closed}},
+        project,
+        env={"TOOLSCRIPT_HOME": str(project / "home")},
+    )
+    try:
+        listed = json.loads(run(project, "list-servers", "--json").stdout)
+        error = next(server for server in listed if server["name"] == "closed")["error"]
+        assert error.startswith(f"cannot connect to http://127.0.0.1:{port}: "), error
+        assert "abc123" not in error and "pw" not in error
     finally:
         assert gateway.stop() == []
 

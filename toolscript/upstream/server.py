@@ -472,6 +472,9 @@ class UpstreamServer:
     def _fail(self, exc: BaseException) -> None:
         self.stderr_tail = self._read_stderr_tail()
         message = _describe(exc)
+        if self.config.url is not None and _unwrapped(exc).__class__.__name__ == "ConnectError":
+            # httpx says "All connection attempts failed" without saying where to.
+            message = f"cannot connect to {_origin(self.config.url)}: {message}"
         if message == TIMED_OUT:  # what the user can check, and what gives it longer
             message += (
                 f": no MCP answer in {self.connect_timeout:g} s (is it an MCP server"
@@ -947,10 +950,29 @@ def _needs_sign_in(exc: BaseException) -> bool:
 TIMED_OUT = "timed out while connecting"
 
 
-def _describe(exc: BaseException) -> str:
-    """A one-line description of a connection failure, digging into exception groups."""
+def _unwrapped(exc: BaseException) -> BaseException:
+    """The first exception of (nested) exception groups; ``exc`` itself otherwise."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    return exc
+
+
+def _origin(url: str) -> str:
+    """``scheme://host:port`` of ``url``: never its user, path or query (which may hold a
+    token)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        port = ""
+    return f"{parts.scheme}://{parts.hostname or ''}{port}"
+
+
+def _describe(exc: BaseException) -> str:
+    """A one-line description of a connection failure, digging into exception groups."""
+    exc = _unwrapped(exc)
     if isinstance(exc, TimeoutError):
         return TIMED_OUT
     if isinstance(exc, FileNotFoundError):
