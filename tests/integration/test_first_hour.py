@@ -358,6 +358,29 @@ def test_the_schema_ships_with_the_package(project: Path) -> None:
     assert "schemas/toolscript.schema.json" not in checked.stderr
 
 
+def test_doit_with_a_config_it_cannot_use_says_why_without_a_traceback(project: Path) -> None:
+    (project / "dodo.py").write_text("from toolscript.pipeline.dodo import *  # noqa: F403\n")
+    (project / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}))
+    for trusted_paths, said in (("", "is not trusted yet"), (str(project), "a comma after")):
+        if trusted_paths:
+            (project / ".toolscript.json").write_text('{"mcpServers": {},}')
+        doit = subprocess.run(
+            [python_bin("doit"), "list"],
+            cwd=project,
+            env=clean_env(
+                TOOLSCRIPT_HOME=str(project / "home"),
+                TOOLSCRIPT_CONFIG_HOME=str(project / "trust"),
+                TOOLSCRIPT_TRUSTED_PATHS=trusted_paths,
+            ),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert doit.returncode == 2, doit.stderr
+        assert "Traceback" not in doit.stderr
+        assert doit.stderr.startswith("toolscript: error: ") and said in doit.stderr
+
+
 @needs_semantic
 def test_doit_after_the_gateway_finds_everything_up_to_date(project: Path) -> None:
     (project / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}))
