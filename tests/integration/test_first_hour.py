@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -379,6 +380,44 @@ def test_doit_with_a_config_it_cannot_use_says_why_without_a_traceback(project: 
         assert doit.returncode == 2, doit.stderr
         assert "Traceback" not in doit.stderr
         assert doit.stderr.startswith("toolscript: error: ") and said in doit.stderr
+
+
+def test_doit_after_an_edit_that_restarted_a_server_finds_its_fetch_up_to_date(
+    project: Path,
+) -> None:
+    # The gateway built while fx restarted (its policy changed), so its fetch recorded "not
+    # reached", and was never run again once fx answered: `doit` then listed it "R".
+    (project / "dodo.py").write_text("from toolscript.pipeline.dodo import *  # noqa: F403\n")
+    config: dict[str, Any] = {"mcpServers": {"fx": fixture_server()}}
+    env = {"TOOLSCRIPT_HOME": str(project / "home")}
+    gateway = GatewayProcess(config, project, env=env)
+    try:
+        config["mcpServers"]["fx"]["policy"] = {"echo": "ask"}
+        (project / ".toolscript.json").write_text(json.dumps(config))
+
+        def after_the_restart() -> list[str]:
+            lines = gateway.log.splitlines()
+            reconnected = [i for i, line in enumerate(lines) if "fx: connected" in line]
+            return lines[reconnected[1] :] if len(reconnected) > 1 else []
+
+        wait_until(
+            after_the_restart,
+            lambda lines: any("artifacts:" in line for line in lines),
+            60,
+            "fx's restart and the build after it",
+        )
+        doit = subprocess.run(
+            [python_bin("doit"), "list", "--all", "--status"],
+            cwd=project,
+            env=clean_env(**env),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert doit.returncode == 0, doit.stderr
+        assert [line for line in doit.stdout.splitlines() if line.startswith("R fetch")] == []
+    finally:
+        assert gateway.stop() == []
 
 
 @needs_semantic
