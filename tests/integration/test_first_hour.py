@@ -212,6 +212,23 @@ def test_a_server_that_never_answers_says_what_to_check(project: Path) -> None:
         assert gateway.stop() == []
 
 
+def test_a_server_that_exits_while_connecting_says_its_last_words(project: Path) -> None:
+    # A wrong argument (mcp-server-git --repository /nonexistent) said "Connection closed"
+    # in list-servers and --json, the cause only in `gateway status`'s stderr column.
+    exits = {"command": sys.executable, "args": ["-c", "import sys; sys.exit('no repo at /nope')"]}
+    gateway = GatewayProcess(
+        {"mcpServers": {"fx": fixture_server(), "exits": exits}},
+        project,
+        env={"TOOLSCRIPT_HOME": str(project / "home")},
+    )
+    try:
+        listed = json.loads(run(project, "list-servers", "--json").stdout)
+        error = next(server for server in listed if server["name"] == "exits")["error"]
+        assert error.startswith("exited while connecting: no repo at /nope ("), error
+    finally:
+        assert gateway.stop() == []
+
+
 def test_a_url_server_that_cannot_be_reached_names_where(project: Path) -> None:
     # httpx's "All connection attempts failed" named no host; a token in the URL stays out.
     with socket.socket() as probe:

@@ -475,6 +475,15 @@ class UpstreamServer:
         if self.config.url is not None and _unwrapped(exc).__class__.__name__ == "ConnectError":
             # httpx says "All connection attempts failed" without saying where to.
             message = f"cannot connect to {_origin(self.config.url)}: {message}"
+        if (
+            getattr(_unwrapped(exc), "code", None) == mcp_types.CONNECTION_CLOSED
+            and self.config.transport == "stdio"
+            and self.state != ServerState.CONNECTED
+            and self.stderr_tail
+        ):
+            # It exited before it answered (a wrong argument, a missing path): its last
+            # words say why, where "Connection closed" alone does not.
+            message = f"exited while connecting: {self.stderr_tail[-1]} ({message})"
         if message == TIMED_OUT:  # what the user can check, and what gives it longer
             message += (
                 f": no MCP answer in {self.connect_timeout:g} s (is it an MCP server"
