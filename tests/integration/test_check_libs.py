@@ -163,6 +163,11 @@ def test_an_error_on_a_global_reads_the_same_both_ways(
             "console.log(Buffer.from('hi').toString('base64'), typeof process.env.TOOLSCRIPT_GATEWAY_URL);",
             "aGk= string\n",
         ),
+        # After a regular expression holding a quote (which opens no string).
+        (
+            'const quoted = /"/.test("a"); console.log(quoted, typeof process.pid, "x");',
+            "false number x\n",
+        ),
         # Named, even when imported.
         (
             'import { Buffer } from "node:buffer";\nconsole.log(Buffer.from("hi").toString("base64"));',

@@ -128,6 +128,29 @@ def test_the_cli_lists_reads_and_gets(gateway: GatewayProcess) -> None:
     assert hits[0]["call"] == f"resources.everything.read({json.dumps(ARCHITECTURE)})"
 
 
+def test_the_cli_reads_through_a_resource_template(gateway: GatewayProcess) -> None:
+    where = gateway.directory
+    by_name = toolscript_cli(
+        "read-resource", "everything", "--template", "Dynamic Text Resource",
+        "--arg", "resourceId=3", cwd=where,
+    )  # fmt: skip
+    assert by_name.returncode == 0 and by_name.stdout.startswith("Resource 3:"), by_name.stderr
+    by_uri_template = toolscript_cli(
+        "read-resource", "everything", "--json",
+        "--template", "demo://resource/dynamic/text/{resourceId}", "-a", "resourceId=4",
+        cwd=where,
+    )  # fmt: skip
+    assert by_uri_template.returncode == 0, by_uri_template.stderr
+    read = json.loads(by_uri_template.stdout)["contents"][0]
+    assert read["uri"] == "demo://resource/dynamic/text/4"
+    missing = toolscript_cli(
+        "read-resource", "everything", "--template", "Dynamic Text Resource", cwd=where
+    )
+    assert missing.returncode != 0 and "it needs resourceId" in missing.stderr
+    neither = toolscript_cli("read-resource", "everything", cwd=where)
+    assert neither.returncode == 2 and "URI or --template" in neither.stderr
+
+
 def test_the_mcp_face_lists_reads_and_gets(gateway: GatewayProcess) -> None:
     from mcp import ClientSession
     from mcp.client.stdio import stdio_client

@@ -523,3 +523,24 @@ def test_cache_prune_command_dry_run_json(cache: Path, tmp_path: Path) -> None:
         "toolscript cache prune --dry-run"
         in CliRunner().invoke(app, ["cache", "prune", "--help"]).output
     )
+
+
+def test_cache_prune_makes_no_missing_cache_and_changes_no_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dry run writes nothing (nor does a prune of a cache that is not there): the
+    TOOLSCRIPT_HOME named is neither made nor has its mode changed."""
+    from toolscript.cli.main import app
+
+    missing = tmp_path / "no-home-yet"
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(missing))
+    for args in (["--dry-run"], ["--dry-run", "--json"], []):
+        result = CliRunner().invoke(app, ["cache", "prune", *args])
+        assert result.exit_code == 0, result.output
+        assert str(missing) in result.output and not missing.exists()
+    shared = tmp_path / "shared-home"
+    shared.mkdir(mode=0o755)
+    shared.chmod(0o755)
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(shared))
+    assert CliRunner().invoke(app, ["cache", "prune", "--dry-run"]).exit_code == 0
+    assert shared.stat().st_mode & 0o777 == 0o755 and not any(shared.iterdir())

@@ -38,6 +38,24 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         'import os from "node:os";',
         "const m = await import('node:fs');",
         "const url = `${process.argv}`;",
+        # a regular expression's quote, backtick or slashes open no string, template or
+        # comment that would hide what follows
+        'if (/"/.test(s)) console.log(process.env.HOME, "x");',
+        "const ok = /'/.test(s) && process.exit(0) || 'y';",
+        "const q = /`/.test(s);\nconst b = Buffer.from('x');\nconst t = `y`;",
+        "const u = s.replace(/\\/\\//g, ''); process.exit(0);",
+        "const r = /[/*]/;\nconsole.log(process.env.X);\nconst z = 1; /* c */",
+        'function f(s: string) { return /"/.test(s) }\nconsole.log(process.argv, "x");',
+        "const t = `${/`/.test(s)}`;\nconst b = Buffer.alloc(1);",
+        'const x = /"/.test(s);\nimport "node:fs";',
+        # a division is no regular expression: the string after it is one
+        'const half = a / 2; const s = "/"; console.log(process.pid, "x");',
+        # a `/` that may begin one and begins none: unsure, so yes
+        "let i = 0; const h = i++ / 2;",
+        # Node's types by name, and a global by a string
+        'const e: BufferEncoding = "utf8";',
+        'const p = globalThis["process"];',
+        "const b = globalThis?.['Buffer'];",
     ],
 )
 def test_a_script_using_node_is_checked_with_nodes_types(code: str) -> None:
@@ -53,6 +71,10 @@ def test_a_script_using_node_is_checked_with_nodes_types(code: str) -> None:
         "console.log(\"process\", 'Buffer');",
         "const $process = 1; const process_ = 2;",
         'console.log("http://x/" + 1); // process',
+        "const x = a / b / c; console.log('process');",
+        "const r = /a\\/b/g; const n = (1 + 2) / 3; console.log(`process ${n / 2}`);",
+        # CommonJS's names are undefined in the sandbox: the lean check says so before a run
+        "console.log(__dirname, __filename);",
     ],
 )
 def test_a_script_not_using_node_gets_the_lean_libs(code: str) -> None:

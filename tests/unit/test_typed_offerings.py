@@ -24,6 +24,7 @@ from toolscript.codegen.offered import (
     template_members,
     template_variables,
 )
+from toolscript.codegen.typescript import TypeContext, render_schema
 from toolscript.config import Config, SearchConfig, ServerConfig
 from toolscript.gateway.app import build_app
 from toolscript.gateway.core import Gateway
@@ -134,6 +135,49 @@ def test_server_strings_are_data_in_the_module_never_code() -> None:
     assert f"    {json.dumps(VARIABLE)}: string;" in module
     declarations = render_declarations([], offered={"evil": offered})
     assert HOSTILE not in declarations and "*\\/ `${Deno.exit(7)}`" in declarations
+
+
+def test_arguments_named_as_objects_own_members_are_typed_as_data() -> None:
+    """An optional argument named as a member every object inherits (toString) takes what
+    it inherits too, or no object literal leaving it out would type-check; a __proto__
+    says how to give it (a literal's plain __proto__: sets the prototype)."""
+    prompt = {
+        "name": "odd",
+        "arguments": [
+            {"name": "__proto__", "required": True},
+            {"name": "constructor", "required": True},
+            {"name": "toString"},
+            {"name": "valueOf"},
+            {"name": "hasOwnProperty"},
+        ],
+    }
+    members = prompt_members(offered_entries(PROMPTS, [prompt])) or ""
+    assert "    __proto__: string;\n" in members
+    assert '["__proto__"]: value' in members
+    assert "    constructor: string;\n" in members  # required: the literal gives it
+    for name in ("toString", "valueOf", "hasOwnProperty"):
+        assert f'    {name}?: string | Object["{name}"];\n' in members
+    template = {"uriTemplate": "x://{constructor}{?toString}", "name": "t"}
+    typed = template_members(offered_entries(TEMPLATES, [template])) or ""
+    assert '    constructor: string;\n    toString?: string | Object["toString"];\n' in typed
+
+
+def test_tool_parameters_named_as_objects_own_members_are_typed_as_data() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "constructor": {"type": "string"},
+            "toString": {"type": "integer"},
+            "__proto__": {"type": "string", "description": "A key."},
+            "name": {"type": "string"},
+        },
+        "required": ["toString"],
+    }
+    rendered = render_schema(schema, TypeContext(prefix="T"))
+    assert 'constructor?: string | Object["constructor"];' in rendered
+    assert "toString: number;" in rendered  # required: the literal gives it
+    assert "name?: string;" in rendered
+    assert '["__proto__"]: value' in rendered and "__proto__?: string;" in rendered
 
 
 def test_declarations_show_the_typed_prompts_and_templates() -> None:

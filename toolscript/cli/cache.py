@@ -8,7 +8,7 @@ import typer
 
 from toolscript.cli.options import JsonOption
 from toolscript.cli.output import print_json
-from toolscript.plumbing.paths import user_cache_dir
+from toolscript.plumbing.paths import user_cache_path
 from toolscript.store.cacheprune import KEEP_DAYS, prune_cache
 
 __all__ = ["app"]
@@ -50,7 +50,7 @@ def prune(
         toolscript cache prune --dry-run
         toolscript cache prune --older-than 7 --json
     """
-    root = user_cache_dir()
+    root = user_cache_path()  # a missing cache is not made: there is nothing to prune
     report = prune_cache(root, keep_days=older_than, dry_run=dry_run)
     summary = report.to_dict()
     if as_json:

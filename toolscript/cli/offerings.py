@@ -48,8 +48,9 @@ def list_resources(
         toolscript list-resources everything
         toolscript list-resources everything --json | jq -r '.resources[].uri'
 
-    A template's parameters are the names in braces of its URI template: fill
-    them in and read the URI with read-resource.
+    A template's parameters are the names in braces of its URI template: read
+    through it with read-resource --template NAME --arg PARAM=VALUE (or fill
+    them in and read the URI).
     """
     listed: dict[str, Any] = _ask(config, server, "GET", "resources")
     if as_json:
@@ -67,7 +68,31 @@ def list_resources(
 
 def read_resource(
     server: ServerArgument,
-    uri: Annotated[str, typer.Argument(help="The resource's URI, as list-resources shows it.")],
+    uri: Annotated[
+        str | None,
+        typer.Argument(
+            help="The resource's URI, as list-resources shows it (or a template's, filled in).",
+            show_default=False,
+        ),
+    ] = None,
+    template: Annotated[
+        str | None,
+        typer.Option(
+            "--template",
+            help="Read through one of the server's resource templates instead (its URI "
+            "template or name, as list-resources shows them), filled in by --arg.",
+            show_default=False,
+        ),
+    ] = None,
+    arg: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--arg",
+            "-a",
+            help="A --template parameter as KEY=VALUE (repeat it for each); the value is "
+            "percent-encoded into the URI.",
+        ),
+    ] = None,
     config: ConfigOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -78,8 +103,21 @@ def read_resource(
     \b
         toolscript read-resource everything demo://resource/static/document/features.md
         toolscript read-resource files file:///logo.png > logo.png
+        toolscript read-resource everything --template "Dynamic Text Resource" -a resourceId=3
     """
-    read: dict[str, Any] = _ask(config, server, "POST", "resources/read", {"uri": uri})
+    if (uri is None) == (template is None):
+        raise UsageError(
+            "read-resource takes a resource's URI or --template, one of them",
+            hint=f"`toolscript list-resources {server}` lists its resources and templates",
+        )
+    if arg and template is None:
+        raise UsageError("--arg fills a --template's parameters: give --template too")
+    body: dict[str, Any] = (
+        {"uri": uri}
+        if template is None
+        else {"template": template, "params": _key_values(arg or [])}
+    )
+    read: dict[str, Any] = _ask(config, server, "POST", "resources/read", body)
     if as_json:
         print_json(read)
         return
@@ -148,12 +186,7 @@ def get_prompt(
         toolscript get-prompt everything args-prompt --arg city=Paris
         toolscript get-prompt everything simple-prompt --json
     """
-    arguments: dict[str, str] = {}
-    for given in arg or []:
-        key, equals, value = given.partition("=")
-        if not equals or not key:
-            raise UsageError(f"--arg takes KEY=VALUE, not {given!r}")
-        arguments[key] = value
+    arguments = _key_values(arg or [])
     got: dict[str, Any] = _ask(
         config, server, "POST", "prompts/get", {"name": name, "arguments": arguments}
     )
@@ -168,3 +201,14 @@ def get_prompt(
             else json.dumps(content, ensure_ascii=False)
         )
         typer.echo(f"[{message.get('role', '')}]\n{text}")
+
+
+def _key_values(given: list[str]) -> dict[str, str]:
+    """``--arg KEY=VALUE`` options as a mapping (the value may hold ``=``)."""
+    pairs: dict[str, str] = {}
+    for each in given:
+        key, equals, value = each.partition("=")
+        if not equals or not key:
+            raise UsageError(f"--arg takes KEY=VALUE, not {each!r}")
+        pairs[key] = value
+    return pairs

@@ -12,6 +12,7 @@ from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
 from toolscript.cli.types import render_markdown
 from toolscript.config import load_config
+from toolscript.search.parameters import check_query_length
 
 __all__ = ["search"]
 
@@ -90,6 +91,7 @@ def search(
         toolscript search "list open PRs and post a summary to slack" --explain
         toolscript search "architecture notes" --kind resource
     """
+    check_query_length(query)  # before a gateway is started for it
     loaded = load_config(config)
     if server is not None:
         loaded.server(server)

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from toolscript.codegen.typescript import doc_comment, property_key
+from toolscript.codegen.typescript import doc_comment, member_notes, member_type, property_key
 
 __all__ = [
     "PROMPTS",
@@ -76,9 +76,9 @@ def _object_type(members: list[tuple[str, bool, str]], indent: str) -> str:
     """``{ name: string; ... }`` from ``(name, required, description)``, one a line."""
     inner = indent + "  "
     lines = [
-        doc_comment(description.strip().splitlines(), inner)
+        doc_comment(description.strip().splitlines() + member_notes(name), inner)
         + f"{inner}{property_key(name)}{'' if need else '?'}: "
-        "string;"
+        f"{member_type(name, 'string', not need)};"
         for name, need, description in members
     ]
     return "{\n" + "\n".join(lines) + f"\n{indent}}}"

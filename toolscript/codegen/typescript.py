@@ -24,6 +24,8 @@ __all__ = [
     "comment_text",
     "doc_comment",
     "jsdoc",
+    "member_notes",
+    "member_type",
     "ref_pointers",
     "render_schema",
 ]
@@ -123,10 +125,11 @@ def comment_text(text: str) -> str:
     return text.replace("*/", "*\\/")
 
 
-def jsdoc(schema: Any, indent: str = "") -> str:
-    """A JSDoc block (then ``indent``) from description, format, default, examples, deprecated."""
+def jsdoc(schema: Any, indent: str = "", notes: list[str] | None = None) -> str:
+    """A JSDoc block (then ``indent``) from description, format, default, examples,
+    deprecated, then ``notes``."""
     if not isinstance(schema, dict):
-        return ""
+        schema = {}
     lines: list[str] = []
     description = schema.get("description") or schema.get("title")
     if isinstance(description, str) and description.strip():
@@ -140,6 +143,7 @@ def jsdoc(schema: Any, indent: str = "") -> str:
         lines.extend(f"@example {json.dumps(example)}" for example in examples[:3])
     if schema.get("deprecated") is True:
         lines.append("@deprecated")
+    lines.extend(notes or [])
     comment = doc_comment(lines, indent)
     return comment[len(indent) :] + indent if comment else ""
 
@@ -264,6 +268,39 @@ def property_key(name: str) -> str:
     return name if _IDENTIFIER.match(name) else json.dumps(name)
 
 
+# What every object has (TypeScript's `Object` interface): an object literal leaving out a
+# member of one of these names still has it, a function, so no literal leaving out an optional
+# member so named would be accepted as the type's unless that member also takes the function.
+_OBJECT_MEMBERS = frozenset(
+    {
+        "constructor",
+        "hasOwnProperty",
+        "isPrototypeOf",
+        "propertyIsEnumerable",
+        "toLocaleString",
+        "toString",
+        "valueOf",
+    }
+)
+_PROTO_NOTE = (
+    'Give it as ["__proto__"]: value (a plain __proto__: in an object literal sets its '
+    "prototype and is not sent)."
+)
+
+
+def member_type(name: str, rendered: str, optional: bool) -> str:
+    """The type of an object type's member ``name``: ``rendered``, or for an optional member
+    named as one every object inherits (``toString``), that or what it inherits."""
+    if optional and name in _OBJECT_MEMBERS:
+        return f"{rendered} | Object[{json.dumps(name)}]"
+    return rendered
+
+
+def member_notes(name: str) -> list[str]:
+    """What a member's doc comment adds for its name: how to give a ``__proto__``."""
+    return [_PROTO_NOTE] if name == "__proto__" else []
+
+
 def _object(schema: dict[str, Any], context: TypeContext, depth: int) -> str:
     properties = schema.get("properties")
     properties = properties if isinstance(properties, dict) else {}
@@ -272,10 +309,11 @@ def _object(schema: dict[str, Any], context: TypeContext, depth: int) -> str:
     indent = "  " * (depth + 1)
     lines: list[str] = []
     for name, subschema in properties.items():
-        optional = "" if name in required_set else "?"
+        optional = name not in required_set
+        rendered = member_type(name, render_schema(subschema, context, depth + 1), optional)
         lines.append(
-            f"{jsdoc(subschema, indent)}{property_key(name)}{optional}: "
-            f"{render_schema(subschema, context, depth + 1)};"
+            f"{jsdoc(subschema, indent, member_notes(name))}{property_key(name)}"
+            f"{'?' if optional else ''}: {rendered};"
         )
     for name in sorted(required_set - set(properties)):
         if isinstance(name, str):

@@ -37,6 +37,7 @@ from toolscript.gateway.results import RESULT_HEADER
 from toolscript.gateway.toolcall import call_tool_bytes, requested_tool, unless_disconnected
 from toolscript.search.engine import MODES, readings
 from toolscript.search.needs import is_implied
+from toolscript.search.parameters import check_query_length
 
 __all__ = [
     "CONTROLLERS",
@@ -51,10 +52,6 @@ __all__ = [
 ]
 
 _JSON = "application/json"
-# A search request's length, bounding each request's work: room for a task with data pasted
-# in (which the split leaves out), none for a document (splitting into needs was quadratic
-# once: a script's 16,000 characters held the gateway for seconds; linear now, 17 ms).
-MAX_QUERY = 8000
 
 
 def _by_agent(request: Request[Any, Any, Any]) -> bool:
@@ -488,11 +485,7 @@ class DiscoveryController(Controller):
         """Ranked tools for a query; keyword-only until the embedding model is ready.
         ``explain``: each hit's keyword and semantic parts and the need it answers;
         ``split=false`` ranks the request whole; ``kind``: resource, prompt, or all (tools, then the others)."""
-        if len(q) > MAX_QUERY:
-            raise UsageError(
-                f"a search query of {len(q)} characters; at most {MAX_QUERY}",
-                hint="describe the task in a sentence or two: search for each part on its own",
-            )
+        check_query_length(q)
         if server is not None:
             gateway.upstream(server)
         if mode not in MODES:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from toolscript.search.parameters import MAX_QUERY
+
 __all__ = ["EXECUTE_TIMEOUT", "INSTRUCTIONS", "MAX_EXECUTE_TIMEOUT", "TOOLS", "YIELD_AFTER"]
 
 EXECUTE_TIMEOUT = 120.0  # seconds a script may run unless the call asks for another limit
@@ -49,6 +51,7 @@ TOOLS: list[dict[str, Any]] = [
             "properties": {
                 "query": {
                     "type": "string",
+                    "maxLength": MAX_QUERY,
                     "description": 'The need in words, e.g. "create a github issue".',
                 },
                 "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 8},

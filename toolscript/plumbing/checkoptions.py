@@ -64,10 +64,27 @@ SCRIPT_LIBS = (
 )
 
 # Node's own globals a script may use in the sandbox (Deno defines them), and the
-# namespace of their types: a script naming one is checked with Node's types.
-NODE_GLOBALS = ("process", "Buffer", "global", "setImmediate", "clearImmediate", "NodeJS")
-_NODE_GLOBAL = re.compile(r"(?<![\w$])(?:" + "|".join(NODE_GLOBALS) + r")(?![\w$])")
+# namespace and types of theirs: a script naming one is checked with Node's types (naming
+# one otherwise, a variable called `global`, only costs it the warm checker). Not
+# CommonJS's (`require`, `module`, `__dirname`...): undefined in the sandbox, their check
+# fails before the run, not in it.
+NODE_GLOBALS = (
+    "process",
+    "Buffer",
+    "global",
+    "setImmediate",
+    "clearImmediate",
+    "NodeJS",
+    "BufferEncoding",
+    "BufferConstructor",
+    "AllowSharedBuffer",
+    "NonSharedBuffer",
+)
+_NAMES = "|".join(NODE_GLOBALS)
+_NODE_GLOBAL = re.compile(r"(?<![\w$])(?:" + _NAMES + r")(?![\w$])")
 _NODE_SPECIFIER = re.compile(r"""["'`]node:""")
+# A global named by a string: `globalThis["process"]`.
+_NODE_INDEXED = re.compile(r"""\[\s*(["'`])(?:""" + _NAMES + r""")\1\s*\]""")
 # What is not code, found left to right: a comment, a quoted string, a template literal's
 # text up to its end or its next `${` (a `//` in a string is no comment, a quote in a
 # template's text opens no string).
@@ -77,6 +94,29 @@ _NOT_CODE = re.compile(
 )
 # Where something not code may start, or a template's `${...}` end.
 _MARK = re.compile(r"[/\"'`{}]")
+# A regular expression literal (its quotes, backticks and slashes open nothing), where one
+# may stand: not after a value (`a / b / c` divides), but after an operator, a keyword, `(`,
+# `{`, `}` or the start.
+_REGEX = re.compile(r"/(?![/*])(?:\\[^\n]|\[(?:\\[^\n]|[^\]\\\n])*\]|[^/\\\n\[])+/[\w$]*")
+_REGEX_AFTER_WORDS = frozenset(
+    [
+        "await",
+        "case",
+        "delete",
+        "do",
+        "else",
+        "extends",
+        "in",
+        "instanceof",
+        "new",
+        "of",
+        "return",
+        "throw",
+        "typeof",
+        "void",
+        "yield",
+    ]
+)
 # In a template's `${...}`: the rest of its text once the braces close.
 _TEMPLATE_REST = re.compile(r"""(?:\\[\s\S]|\$(?!\{)|[^`\\$])*(?:`|\$\{)""")
 
@@ -121,22 +161,31 @@ _VERSION = "1"  # of what this module writes: a change here is a new tag
 
 def uses_node(code: str) -> bool:
     """Whether ``code`` names a ``node:`` module or one of Node's globals (outside comments
-    and strings): then it is checked as before, with Deno's default lib and Node's types."""
-    if _NODE_SPECIFIER.search(code):
+    and strings): then it is checked as before, with Deno's default lib and Node's types.
+    Where it cannot tell, it says yes: a wrong no fails a script Node's types would pass."""
+    if _NODE_SPECIFIER.search(code) or _NODE_INDEXED.search(code):
         return True
-    return _NODE_GLOBAL.search(_code_only(code)) is not None
+    kept = _code_only(code)
+    return kept is None or _NODE_GLOBAL.search(kept) is not None
 
 
-def _code_only(code: str) -> str:
-    """``code`` with its comments, strings and templates' text left out (``${...}`` kept)."""
+def _code_only(code: str) -> str | None:
+    """``code`` with its comments, strings and templates' text left out (``${...}`` kept,
+    and regular expression literals); None where a ``/`` that may begin one begins none
+    (``i++ / 2``: which it is would take a parser)."""
     kept: list[str] = []
     depths: list[int] = []  # per open `${`: the braces opened inside it
+    value = False  # whether what came last is a value (a `/` after it divides)
     at = 0
     while (next_mark := _MARK.search(code, at)) is not None:
-        kept.append(code[at : next_mark.start()])
+        between = code[at : next_mark.start()]
+        kept.append(between)
+        if between.strip():
+            value = _ends_in_value(between)
         at = next_mark.start()
         char = code[at]
         if char in "{}":
+            value = False
             if not depths:
                 kept.append(char)
                 at += 1
@@ -155,20 +204,52 @@ def _code_only(code: str) -> str:
                 if rest is not None:  # (never closed: the rest is read as code)
                     if rest.group().endswith("${"):
                         depths.append(0)
+                    else:
+                        value = True
                     kept.append(" ")
                     at = rest.end()
+            continue
+        if char == "/" and code[at + 1 : at + 2] not in ("/", "*"):
+            if not value:
+                regex = _REGEX.match(code, at)
+                if regex is None:
+                    return None
+                kept.append(regex.group())  # (its text may name a global: a yes, harmless)
+                at = regex.end()
+                value = True
+                continue
+            kept.append(char)  # a division
+            at += 1
+            value = False
             continue
         found = _NOT_CODE.match(code, at)
         if found is None:
             kept.append(char)
             at += 1
             continue
-        if char == "`" and found.group().endswith("${"):
-            depths.append(0)
+        if char in "\"'":
+            value = True
+        elif char == "`":
+            opens = found.group().endswith("${")
+            if opens:
+                depths.append(0)
+            value = not opens
         kept.append(" ")
         at = found.end()
     kept.append(code[at:])
     return "".join(kept)
+
+
+def _ends_in_value(code: str) -> bool:
+    """Whether ``code`` (of a script, not a comment or string) ends in a value: a name, a
+    number, ``)`` or ``]``, not a keyword a regular expression may follow."""
+    code = code.rstrip()
+    if code[-1] in ")]":
+        return True
+    start = len(code)
+    while start and (code[start - 1].isalnum() or code[start - 1] in "_$"):
+        start -= 1
+    return start < len(code) and code[start:] not in _REGEX_AFTER_WORDS
 
 
 @functools.cache

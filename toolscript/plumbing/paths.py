@@ -22,6 +22,7 @@ __all__ = [
     "project_state_dir",
     "storage_error",
     "user_cache_dir",
+    "user_cache_path",
     "user_state_dir",
 ]
 
@@ -79,6 +80,12 @@ def user_cache_dir() -> Path:
     return _private_user_dir("XDG_CACHE_HOME", Path(".cache"))
 
 
+def user_cache_path() -> Path:
+    """Where ``user_cache_dir`` is, neither made nor changed: for what only reads it (or
+    removes from it, as ``cache prune`` does)."""
+    return _user_dir_path("XDG_CACHE_HOME", Path(".cache"))
+
+
 def user_state_dir() -> Path:
     """What toolscript keeps for its user beyond any cache (sign-ins): ``TOOLSCRIPT_HOME``
     when set, else ``$XDG_STATE_HOME/toolscript`` (``~/.local/state/toolscript``); only
@@ -89,12 +96,7 @@ def user_state_dir() -> Path:
 def _private_user_dir(variable: str, under_home: Path) -> Path:
     """``TOOLSCRIPT_HOME``, else ``$variable/toolscript`` (``~/under_home/toolscript``),
     made 0700 when it is ours to change."""
-    chosen = os.environ.get("TOOLSCRIPT_HOME")
-    if chosen:
-        path = Path(chosen).expanduser().resolve()
-    else:
-        base = os.environ.get(variable) or str(Path.home() / under_home)
-        path = Path(base) / "toolscript"
+    path = _user_dir_path(variable, under_home)
     try:
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
         if path.stat().st_mode & 0o077:
@@ -104,6 +106,14 @@ def _private_user_dir(variable: str, under_home: Path) -> Path:
             raise storage_error(exc, path) from exc
         # a folder not ours to change mode: the commands that write there say so
     return path
+
+
+def _user_dir_path(variable: str, under_home: Path) -> Path:
+    chosen = os.environ.get("TOOLSCRIPT_HOME")
+    if chosen:
+        return Path(chosen).expanduser().resolve()
+    base = os.environ.get(variable) or str(Path.home() / under_home)
+    return Path(base) / "toolscript"
 
 
 _NOT_WRITABLE = {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.ENOTDIR}

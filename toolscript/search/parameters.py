@@ -12,7 +12,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-__all__ = ["PARAMETERS", "SearchParameters"]
+from toolscript.errors import UsageError
+
+__all__ = ["MAX_QUERY", "PARAMETERS", "SearchParameters", "check_query_length"]
+
+# A search request's length, bounding each request's work: room for a task with data pasted
+# in (which the split leaves out), none for a document (splitting into needs was quadratic
+# once: a script's 16,000 characters held the gateway for seconds; linear now, 17 ms).
+# The gateway refuses a longer one; the CLI before it starts a gateway, the MCP face's
+# search_tools in its input schema.
+MAX_QUERY = 8000
+
+
+def check_query_length(query: str) -> None:
+    """Refuse a search request longer than ``MAX_QUERY`` characters, saying the cap."""
+    if len(query) > MAX_QUERY:
+        raise UsageError(
+            f"a search query of {len(query)} characters; at most {MAX_QUERY}",
+            hint="describe the task in a sentence or two: search for each part on its own",
+        )
 
 
 @dataclass(frozen=True)
