@@ -187,6 +187,24 @@ def test_a_script_naming_a_failed_server_says_where_to_see_why(
     ]
 
 
+def test_a_command_with_its_arguments_in_one_string_says_where_they_go(project: Path) -> None:
+    # "command": "npx -y @modelcontextprotocol/server-memory" is a new user's first config.
+    spaced = {"command": "no-such-program-for-toolscript --stdio -v"}
+    (project / ".toolscript.json").write_text(json.dumps({"mcpServers": {"spaced": spaced}}))
+    result = run(
+        project,
+        "exec",
+        "--no-check",
+        'import { tools } from "toolscript"; return await tools.spaced.anything({})',
+    )
+    assert result.returncode == 1
+    assert (
+        "not available: spaced (command not found: no-such-program-for-toolscript --stdio -v "
+        '(the program goes in "command", each argument in "args": '
+        '"command": "no-such-program-for-toolscript", "args": ["--stdio", "-v"]))'
+    ) in result.stderr
+
+
 def test_a_server_that_never_answers_says_what_to_check(project: Path) -> None:
     # A command that runs but speaks no MCP (a typo'd subcommand, a server waiting for a
     # login prompt) said only "timed out while connecting".

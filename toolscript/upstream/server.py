@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import logging
 import math
 import tempfile
@@ -484,6 +485,14 @@ class UpstreamServer:
             # It exited before it answered (a wrong argument, a missing path): its last
             # words say why, where "Connection closed" alone does not.
             message = f"exited while connecting: {self.stderr_tail[-1]} ({message})"
+        command = self.config.command or ""
+        if isinstance(_unwrapped(exc), FileNotFoundError) and len(command.split()) > 1:
+            # "npx -y some-server" as one command: a program of that whole name is not found.
+            program, *args = command.split()
+            message += (
+                f' (the program goes in "command", each argument in "args": '
+                f'"command": {json.dumps(program)}, "args": {json.dumps(args)})'
+            )
         if message == TIMED_OUT:  # what the user can check, and what gives it longer
             message += (
                 f": no MCP answer in {self.connect_timeout:g} s (is it an MCP server"
