@@ -318,6 +318,13 @@ def test_an_edit_that_did_not_load_is_named_where_its_server_is_missing(project:
         assert "server not found: 'more' (configured: fx)" in tools.stderr
         assert "hint: the config's last edit did not load" in tools.stderr
         assert "toolscript trust" in tools.stderr
+        # An edit of fx's own entry: every name is served, the edit is not.
+        config["mcpServers"]["fx"]["description"] = "edited"
+        (project / ".toolscript.json").write_text(json.dumps(config))
+        listed = run(project, "list-servers", **env)  # (the file is judged as it is now)
+        assert listed.returncode == 0, listed.stderr
+        assert "note: the gateway serves the config as it was when trusted: " in listed.stderr
+        assert "run `toolscript trust`" in listed.stderr
     finally:
         assert gateway.stop() == []
 

@@ -72,17 +72,28 @@ def list_servers(
     )
     if any(server.get("error") for server in servers):
         sys.stderr.write("the whole reason: `toolscript list-servers --json` or `gateway status`\n")
+    untrusted = _untrusted(loaded)
     if not live:
-        sys.stderr.write(_no_gateway_note(loaded))
+        sys.stderr.write(
+            f"note: no gateway runs for this project: {untrusted}\n"
+            if untrusted
+            else "note: no gateway runs for this project, so state and tools are empty: "
+            "`toolscript gateway start &` connects the servers\n"
+        )
     elif config_error:
         sys.stderr.write(
             "note: the config's last edit did not load, so the gateway serves the previous "
             f"one (state unknown: not started): {config_error}\n"
         )
+    elif untrusted:  # an edit of a server's entry, the gateway still serving the entry as was
+        sys.stderr.write(
+            f"note: the gateway serves the config as it was when trusted: {untrusted}\n"
+        )
 
 
-def _no_gateway_note(loaded: Config) -> str:
-    """Why state and tools are empty, and what fills them: a gateway, or trust first."""
+def _untrusted(loaded: Config) -> str | None:
+    """Why the config as it is now starts nothing (an edit since `toolscript trust`, or a
+    cloned project's), with what to do; None when it may start its servers."""
     from toolscript.errors import UntrustedConfigError
     from toolscript.store.trust import require_trust
 
@@ -90,11 +101,8 @@ def _no_gateway_note(loaded: Config) -> str:
         if loaded.path is not None:
             require_trust(loaded.path)
     except UntrustedConfigError as exc:
-        return f"note: no gateway runs for this project: {exc.message}; {exc.hint}\n"
-    return (
-        "note: no gateway runs for this project, so state and tools are empty: "
-        "`toolscript gateway start &` connects the servers\n"
-    )
+        return f"{exc.message}; {exc.hint}"
+    return None
 
 
 def _shown_path(source: str, project_dir: Path) -> str:
