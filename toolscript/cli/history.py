@@ -464,7 +464,7 @@ def _tool_names(loaded: Any, server: str) -> list[str] | None:
     if url:
         try:
             with GatewayClient(url) as client:
-                tools = client.get_json(f"/servers/{server}/tools")
+                tools = client.get_json(f"/servers/{server}/tools", exact=True)
             return [str(tool["name"]) for tool in tools]
         except (ToolscriptError, OSError, ValueError, KeyError, TypeError):
             pass  # a gateway that cannot answer: the fetched lists may

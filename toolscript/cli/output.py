@@ -15,7 +15,12 @@ def stdout_is_terminal() -> bool:
 
 
 def print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+    """``value`` as JSON, exactly: a control character in one of its strings is written as
+    its JSON escape (``\\u001b``, ``\\u202e``), the same value, shown on a terminal and
+    never obeyed."""
+    from toolscript.store.outputs import visible_controls
+
+    sys.stdout.write(visible_controls(json.dumps(value, indent=2, ensure_ascii=False)) + "\n")
 
 
 def print_rows(
@@ -28,7 +33,8 @@ def print_rows(
 ) -> None:
     """A rich table on a terminal; tab-separated lines in a pipe, the same columns in every
     row, headed by the column names with ``header`` (``--header``). Columns named in
-    ``whole`` (ids) are never cut or wrapped, however narrow the terminal."""
+    ``whole`` (ids) are never cut or wrapped, however narrow the terminal. Cells are text
+    as it is (never rich markup), their control characters shown as escapes."""
     if not stdout_is_terminal():
         lines = [list(headers), *rows] if header else rows
         for row in lines:
@@ -36,6 +42,9 @@ def print_rows(
         return
     from rich.console import Console
     from rich.table import Column, Table
+    from rich.text import Text
+
+    from toolscript.store.outputs import visible_controls
 
     columns = [
         Column(
@@ -45,7 +54,10 @@ def print_rows(
         )
         for index, name in enumerate(headers)
     ]
-    table = Table(*columns, title=title or None, title_justify="left")
+    # Text, not markup: a cell may hold what a server sent ("[link=...]", a stray "[/b]")
+    table = Table(
+        *columns, title=Text(visible_controls(title)) if title else None, title_justify="left"
+    )
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(Text(visible_controls(cell)) for cell in row))
     Console().print(table)

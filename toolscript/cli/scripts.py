@@ -110,7 +110,7 @@ def list_scripts(
     """
     loaded = load_config(config)
     with gateway_client(loaded) as client:
-        listing: dict[str, Any] = client.get_json("/scripts")
+        listing: dict[str, Any] = client.get_json("/scripts", exact=as_json)
     if as_json:
         print_json(listing)
         return

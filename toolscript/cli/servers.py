@@ -38,7 +38,7 @@ def list_servers(
     for warning in loaded.import_warnings:
         sys.stderr.write(f"warning: import: {warning}\n")
     servers = [server.summary() for server in loaded.servers]
-    live = _live_states(loaded)
+    live = _live_states(loaded, exact=as_json)
     for server in servers:
         if server["name"] in live:
             server["state"] = live[server["name"]]["state"]
@@ -91,14 +91,15 @@ def _short(error: str | None, width: int = 48) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _live_states(config: Config) -> dict[str, dict[str, Any]]:
-    """Per-server state from a running gateway; empty when none answers."""
+def _live_states(config: Config, *, exact: bool) -> dict[str, dict[str, Any]]:
+    """Per-server state from a running gateway (``exact``: as it came, for --json); empty
+    when none answers."""
     try:
         url = find_gateway_url(config)  # a gateway still starting is waited for
         if not url:
             return {}
         with GatewayClient(url, timeout=2) as client:
-            return {server["name"]: server for server in client.get_json("/servers")}
+            return {server["name"]: server for server in client.get_json("/servers", exact=exact)}
     except GatewayError as exc:
         if os.environ.get(URL_VARIABLE, "").strip():  # named on purpose: not "no gateway"
             raise GatewayUnreachableError(

@@ -49,7 +49,7 @@ def get_types(
     loaded.server(server)
     params = {"server": server} | ({"tool": tool} if tool else {})
     with gateway_client(loaded) as client:
-        answer: dict[str, Any] = client.get_json("/types", **params)
+        answer: dict[str, Any] = client.get_json("/types", exact=as_json, **params)
     if as_json:
         print_json(answer)
         return

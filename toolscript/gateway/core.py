@@ -13,7 +13,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -1075,14 +1075,18 @@ class Gateway:
         key = (server, tool["name"])
         cached = self._validators.get(key)
         if cached is None or cached[0] is not schema:
-            import jsonschema
-
-            cls = jsonschema.validators.validator_for(
-                schema, default=jsonschema.Draft202012Validator
-            )
-            cached = (schema, cls(schema))
+            cached = (schema, argument_validator(schema))
             self._validators[key] = cached
-        errors = sorted(cached[1].iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        try:
+            found = list(cached[1].iter_errors(arguments))
+        except (
+            Exception
+        ):  # a schema the gateway cannot evaluate (a loop, a $ref outside it): the server checks
+            log.debug(
+                "%s%s%s: its input schema cannot be evaluated", server, SEPARATOR, tool["name"]
+            )
+            return
+        errors = sorted(found, key=lambda e: list(e.absolute_path))
         if errors:
             details = [
                 {
@@ -1254,6 +1258,28 @@ def _json_kind(value: Any) -> str:
         return "an integer"
     kinds = {float: "a number", str: "a string", dict: "an object", list: "an array"}
     return kinds.get(type(value), type(value).__name__)
+
+
+def argument_validator(schema: dict[str, Any]) -> Validator:
+    """A validator of tool arguments for the input schema a server sent, which is untrusted:
+    a ``$ref`` resolves inside the schema only (a URL or a file is never fetched), and the
+    server's regular expressions (``pattern``, ``patternProperties`` and the keywords that
+    depend on them) are left to the server: Python's ``re`` can take exponential time on
+    one, and the gateway's event loop would stall with it."""
+    import jsonschema
+    from referencing import Registry
+
+    base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    left: dict[str, Any] = {"pattern": _unchecked, "patternProperties": _unchecked}
+    if "patternProperties" in json.dumps(schema):  # which keys a pattern takes is unknown
+        left |= {"additionalProperties": _unchecked, "unevaluatedProperties": _unchecked}
+    cls: type[Validator] = jsonschema.validators.extend(base, left)  # type: ignore[no-untyped-call]
+    return cls(schema, registry=Registry())  # a Registry that retrieves nothing
+
+
+def _unchecked(*_: Any) -> Iterator[jsonschema.ValidationError]:
+    """A keyword the gateway leaves to the server."""
+    return iter(())
 
 
 def plain_message(error: jsonschema.ValidationError) -> str:
