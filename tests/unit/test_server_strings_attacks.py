@@ -104,3 +104,12 @@ def test_the_rest_of_a_schema_is_still_checked() -> None:
     tool = {"name": "t", "inputSchema": {"required": ["n"]}}
     with pytest.raises(ArgumentValidationError):
         gateway().validate("s", tool, {})
+
+
+def test_a_text_result_nested_past_pythons_limit_is_its_text() -> None:
+    from toolscript.gateway.results import tool_result
+
+    text = "[" * 100_000 + "]" * 100_000
+    result = {"content": [{"type": "text", "text": text}]}
+    assert tool_result("s__t", result) == ("text", text)  # was: RecursionError, a 500
+    assert tool_result("s__t", {"content": [{"type": "text", "text": "[[1]]"}]}) == ("json", [[1]])
