@@ -92,6 +92,9 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
     servers = {
         "evil": hostile(directory, "evil", SPEC),
         "broken": hostile(directory, "broken", {"stderr": "dying" + CONTROLS + "\n", "exit": 3}),
+        "refusing": hostile(
+            directory, "refusing", {"init_error": {"code": -32000, "message": "no" + CONTROLS}}
+        ),
     }
     started = GatewayProcess({"mcpServers": servers, "search": {"semantic": False}}, directory)
     yield started
@@ -122,6 +125,10 @@ COMMANDS = {
         "exec",
         'import { tools } from "toolscript";\nreturn await tools.evil.shout({});',
     ),
+    "exec-unavailable": (
+        "exec",
+        'import { tools } from "toolscript";\nawait tools.refusing.anything({});',
+    ),
     "exec-error": ("exec", 'import { tools } from "toolscript";\nawait tools.evil.fail({});'),
 }
 
@@ -131,8 +138,8 @@ def test_what_a_server_sends_reaches_a_terminal_shown_not_obeyed(
     gateway: GatewayProcess, command: tuple[str, ...]
 ) -> None:
     shown = shown_on_a_terminal(gateway, *command)
-    # list-servers shows the first line of a failed server's error, none of its stderr
-    assert_shown_not_obeyed(shown, b"broken" if command == ("list-servers",) else b"TITLEPWN")
+    # list-servers shows the first words of a failed server's error
+    assert_shown_not_obeyed(shown, b"refusing" if command == ("list-servers",) else b"TITLEPWN")
 
 
 def test_rich_markup_in_a_description_is_text_on_a_terminal(gateway: GatewayProcess) -> None:

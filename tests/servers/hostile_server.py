@@ -8,9 +8,9 @@ SPEC holds any of: ``tools`` (the tools/list answer's list, as it is), ``results
 name -> its tools/call result), ``errors`` (a tool's name -> the JSON-RPC error its call
 answers), ``prompts`` and ``prompt_results`` (name -> prompts/get result), ``resources``,
 ``templates`` and ``contents`` (URI -> the contents list resources/read answers),
-``instructions``, ``server_name``, ``stderr`` (written once, at start) and ``exit`` (a
-status to exit with right after that stderr). A tool with no result answers with its own
-name.
+``init_error`` (the JSON-RPC error initialize answers), ``instructions``, ``server_name``,
+``stderr`` (written once, at start) and ``exit`` (a status to exit with right after that
+stderr). A tool with no result answers with its own name.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ def send(message: dict[str, Any]) -> None:
 
 def answer(spec: dict[str, Any], method: str, params: dict[str, Any]) -> Any:
     if method == "initialize":
+        if "init_error" in spec:
+            raise LookupError(spec["init_error"])
         result: dict[str, Any] = {
             "protocolVersion": params.get("protocolVersion", "2025-06-18"),
             "capabilities": {"tools": {}, "prompts": {}, "resources": {}},

@@ -450,6 +450,10 @@ def note_unavailable_servers(url: str, code: str) -> None:
     )
     if missing and line not in _NOTED:  # said once a run, before it or after it failed
         _NOTED.add(line)
+        if sys.stderr.isatty():  # a server's error is what it sent: shown, not obeyed
+            from toolscript.store.outputs import visible_controls
+
+            line = visible_controls(line)
         sys.stderr.write(line)
         sys.stderr.flush()
 
