@@ -5,13 +5,25 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Collection, Sequence
-from typing import Any
+from typing import Any, TextIO
 
-__all__ = ["print_json", "print_rows", "stdout_is_terminal"]
+__all__ = ["print_json", "print_rows", "stdout_is_terminal", "write_shown"]
 
 
 def stdout_is_terminal() -> bool:
     return sys.stdout.isatty()
+
+
+def write_shown(text: str, stream: TextIO | None = None) -> None:
+    """Write ``text`` to ``stream`` (stdout): on a terminal with its control characters as
+    escapes, as what a server or a repository's file says is shown, never obeyed (a ``\\r``
+    and an erased line would hide the command ``trust`` names); elsewhere as it is."""
+    stream = stream or sys.stdout
+    if stream.isatty():
+        from toolscript.store.outputs import visible_controls
+
+        text = visible_controls(text)
+    stream.write(text)
 
 
 def print_json(value: Any) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from toolscript.cli.client import URL_VARIABLE, GatewayClient, find_gateway_url
 from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
-from toolscript.cli.output import print_json, print_rows
+from toolscript.cli.output import print_json, print_rows, write_shown
 from toolscript.config import Config, load_config
 from toolscript.errors import GatewayError, GatewayUnreachableError
 from toolscript.otherclients import home_dir
@@ -36,7 +36,7 @@ def list_servers(
     """
     loaded = load_config(config)
     for warning in loaded.import_warnings:
-        sys.stderr.write(f"warning: import: {warning}\n")
+        write_shown(f"warning: import: {warning}\n", sys.stderr)  # quoting other clients' files
     servers = [server.summary() for server in loaded.servers]
     live = _live_states(loaded, exact=as_json)
     for server in servers:
