@@ -232,6 +232,7 @@ def referring_gateway(
         {"name": "meta", "inputSchema": {"$schema": url, "$id": url, "$ref": "other.json"}},
         {"name": "loop", "inputSchema": {"$ref": "#"}},
         {"name": "typed", "inputSchema": {"type": "object", "required": ["n"]}},
+        {"name": "doubling", "inputSchema": doubling(40)},
         *TOOLS[2:],
     ]
     config = {"mcpServers": {"refs": hostile(directory, "refs", {"tools": tools})}}
@@ -250,6 +251,26 @@ def test_a_ref_in_a_schema_is_never_fetched_nor_read(
     assert SECRET not in answer.text
     assert remote.seen == []
     assert gateway.call("refs__typed", {}).status_code == 400  # checks still made
+
+
+def doubling(levels: int) -> dict[str, Any]:
+    """A small schema that takes 2^levels evaluations: each level names the next twice."""
+    defs: dict[str, Any] = {
+        f"d{i}": {"allOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}]}
+        for i in range(levels)
+    }
+    defs[f"d{levels}"] = {"type": "string"}
+    return {"type": "object", "$defs": defs, "properties": {"x": {"$ref": "#/$defs/d0"}}}
+
+
+@pytest.mark.timeout(120)
+def test_a_schema_that_doubles_at_each_level_never_stalls_the_gateway(
+    referring_gateway: tuple[GatewayProcess, LocalHTTPServer],
+) -> None:
+    gateway, _ = referring_gateway
+    answer = gateway.call("refs__doubling", {"x": "a"})
+    assert answer.status_code == 200, answer.text
+    assert gateway.health()["status"] == "ok"
 
 
 @pytest.mark.timeout(120)

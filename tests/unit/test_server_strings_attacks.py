@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from toolscript.errors import ArgumentValidationError
-from toolscript.gateway.core import Gateway, argument_validator
+from toolscript.gateway.arguments import MAX_STEPS, ArgumentCheck
+from toolscript.gateway.core import Gateway
 from toolscript.store.outputs import visible_controls
 
 BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
@@ -89,7 +90,7 @@ def test_a_servers_regular_expressions_are_never_run() -> None:
 
 
 def test_the_rest_of_a_schema_is_still_checked() -> None:
-    validator = argument_validator(
+    check = ArgumentCheck(
         {
             "$defs": {"n": {"type": "integer", "minimum": 0}},
             "properties": {"n": {"$ref": "#/$defs/n"}, "s": {"pattern": "^x"}},
@@ -97,13 +98,41 @@ def test_the_rest_of_a_schema_is_still_checked() -> None:
             "additionalProperties": False,
         }
     )
-    assert [error.validator for error in validator.iter_errors({"n": -1, "s": "y"})] == ["minimum"]
-    assert [error.validator for error in validator.iter_errors({"n": 1, "z": 0})] == [
+    assert [error.validator for error in check.errors({"n": -1, "s": "y"}) or []] == ["minimum"]
+    assert [error.validator for error in check.errors({"n": 1, "z": 0}) or []] == [
         "additionalProperties"
     ]
     tool = {"name": "t", "inputSchema": {"required": ["n"]}}
     with pytest.raises(ArgumentValidationError):
         gateway().validate("s", tool, {})
+
+
+def doubling(levels: int) -> dict[str, Any]:
+    """A small schema whose check takes 2^levels evaluations: each level names the next twice."""
+    defs: dict[str, Any] = {
+        f"d{i}": {"allOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}]}
+        for i in range(levels)
+    }
+    defs[f"d{levels}"] = {"type": "string"}
+    return {"$defs": defs, "properties": {"x": {"$ref": "#/$defs/d0"}}}
+
+
+@pytest.mark.timeout(30)
+def test_a_schema_that_doubles_at_each_level_is_left_to_the_server() -> None:
+    assert ArgumentCheck(doubling(60)).errors({"x": "a"}) is None  # was: 2^60 evaluations
+    gateway().validate("s", {"name": "t", "inputSchema": doubling(60)}, {"x": 1})
+    assert ArgumentCheck(doubling(4)).errors({"x": "a"}) == []  # a small one is checked
+    assert len(ArgumentCheck(doubling(4)).errors({"x": 1}) or []) == 16
+
+
+def test_a_long_list_of_arguments_is_still_checked_whole() -> None:
+    item = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    check = ArgumentCheck({"properties": {"items": {"type": "array", "items": item}}})
+    items = [{"n": index} for index in range(MAX_STEPS // 10)] + [{}]
+    errors = check.errors({"items": items})
+    assert errors is not None and [list(error.absolute_path) for error in errors] == [
+        ["items", MAX_STEPS // 10]
+    ]
 
 
 def test_a_text_result_nested_past_pythons_limit_is_its_text() -> None:

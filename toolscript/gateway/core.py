@@ -13,7 +13,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +38,7 @@ from toolscript.errors import (
     ToolscriptError,
     UsageError,
 )
+from toolscript.gateway.arguments import ArgumentCheck
 from toolscript.gateway.background import BackgroundRuns
 from toolscript.gateway.checker import WarmChecker
 from toolscript.gateway.inferred import ResultShapes
@@ -94,7 +95,6 @@ from toolscript.upstream.early import EarlyServer
 
 if TYPE_CHECKING:  # jsonschema is imported by a tool's first call (validators are made then)
     import jsonschema
-    from jsonschema.protocols import Validator
 
 __all__ = ["Gateway", "split_tool_name"]
 
@@ -325,7 +325,7 @@ class Gateway:
             )
             for server in config.servers
         }
-        self._validators: dict[tuple[str, str], tuple[dict[str, Any], Validator]] = {}
+        self._validators: dict[tuple[str, str], ArgumentCheck] = {}
         options = search or config.search
         store = EmbeddingStore(self.layout.embeddings if options.cache else None)
         embedder = EmbedderProcess(options.model, options.device) if options.semantic else None
@@ -1073,18 +1073,12 @@ class Gateway:
     def validate(self, server: str, tool: dict[str, Any], arguments: Any) -> None:
         schema = tool.get("inputSchema") or {"type": "object"}
         key = (server, tool["name"])
-        cached = self._validators.get(key)
-        if cached is None or cached[0] is not schema:
-            cached = (schema, argument_validator(schema))
-            self._validators[key] = cached
-        try:
-            found = list(cached[1].iter_errors(arguments))
-        except (
-            Exception
-        ):  # a schema the gateway cannot evaluate (a loop, a $ref outside it): the server checks
-            log.debug(
-                "%s%s%s: its input schema cannot be evaluated", server, SEPARATOR, tool["name"]
-            )
+        check = self._validators.get(key)
+        if check is None or check.schema is not schema:
+            check = self._validators[key] = ArgumentCheck(schema)
+        found = check.errors(arguments)
+        if found is None:  # a schema it cannot evaluate safely: the server checks them
+            log.debug("%s%s%s: arguments left to the server", server, SEPARATOR, tool["name"])
             return
         errors = sorted(found, key=lambda e: list(e.absolute_path))
         if errors:
@@ -1258,28 +1252,6 @@ def _json_kind(value: Any) -> str:
         return "an integer"
     kinds = {float: "a number", str: "a string", dict: "an object", list: "an array"}
     return kinds.get(type(value), type(value).__name__)
-
-
-def argument_validator(schema: dict[str, Any]) -> Validator:
-    """A validator of tool arguments for the input schema a server sent, which is untrusted:
-    a ``$ref`` resolves inside the schema only (a URL or a file is never fetched), and the
-    server's regular expressions (``pattern``, ``patternProperties`` and the keywords that
-    depend on them) are left to the server: Python's ``re`` can take exponential time on
-    one, and the gateway's event loop would stall with it."""
-    import jsonschema
-    from referencing import Registry
-
-    base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    left: dict[str, Any] = {"pattern": _unchecked, "patternProperties": _unchecked}
-    if "patternProperties" in json.dumps(schema):  # which keys a pattern takes is unknown
-        left |= {"additionalProperties": _unchecked, "unevaluatedProperties": _unchecked}
-    cls: type[Validator] = jsonschema.validators.extend(base, left)  # type: ignore[no-untyped-call]
-    return cls(schema, registry=Registry())  # a Registry that retrieves nothing
-
-
-def _unchecked(*_: Any) -> Iterator[jsonschema.ValidationError]:
-    """A keyword the gateway leaves to the server."""
-    return iter(())
 
 
 def plain_message(error: jsonschema.ValidationError) -> str:
