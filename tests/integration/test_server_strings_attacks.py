@@ -160,6 +160,25 @@ def test_runs_show_shows_a_servers_error_not_obeyed(gateway: GatewayProcess) -> 
     assert_shown_not_obeyed(shown)
 
 
+def test_runs_show_shows_a_stopped_calls_tool_name_not_obeyed(tmp_path: Path) -> None:
+    """Where a person reads what to approve, a tool's name cannot clear the screen or
+    overwrite the line."""
+    tools = [{"name": "wipe" + CONTROLS, "inputSchema": {"type": "object"}}]
+    server = hostile(tmp_path, "asking", {"tools": tools}) | {"policy": {"*": "ask"}}
+    config = {"mcpServers": {"asking": server}, "search": {"semantic": False}}
+    started = GatewayProcess(config, tmp_path)
+    try:
+        code = 'import { tools } from "toolscript";\nconst t: any = tools.asking;\n'
+        stopped = toolscript_cli("exec", code + "await t[Object.keys(t)[0]]({});", cwd=tmp_path)
+        assert stopped.returncode == 120, stopped.stderr  # awaiting approval
+        runs = json.loads(toolscript_cli("runs", "--json", cwd=tmp_path).stdout)
+        shown = on_a_terminal("runs", "show", str(runs[0]["id"]), cwd=tmp_path, env=clean_env())
+    finally:
+        started.stop()
+    assert b"stopped   asking__wipe\\u001b]0;TITLEPWN" in shown, shown
+    assert_shown_not_obeyed(shown)
+
+
 def beside_a_terminal(gateway: GatewayProcess, *args: str) -> bytes:
     """Stdout of ``toolscript ARGS`` piped (`| jq`, `> file`) while stderr is a terminal."""
     leader, follower = pty.openpty()

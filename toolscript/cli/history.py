@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
-from toolscript.cli.output import print_json, print_rows
+from toolscript.cli.output import print_json, print_rows, write_shown
 from toolscript.errors import NotFoundError, ToolNotFoundError, UsageError
 
 __all__ = ["app", "approve_command"]
@@ -158,7 +158,7 @@ def show_run(
             lines.append(f"          {stopped['hint']}")
         if isinstance(call, dict):
             lines.extend(_stopped_call(call))
-    sys.stdout.write("\n".join(lines) + "\n")
+    write_shown("\n".join(lines) + "\n")  # a stopped call's message names its tool
     calls = run["calls_made"]
     if not calls:
         sys.stdout.write("no tool calls\n")
@@ -484,4 +484,4 @@ def _say(as_json: bool, value: dict[str, Any], text: str) -> None:
     if as_json:
         print_json(value)
     else:
-        sys.stdout.write(text)
+        write_shown(text)
