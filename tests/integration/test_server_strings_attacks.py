@@ -44,7 +44,10 @@ TOOLS: list[dict[str, Any]] = [
         "description": "Shout" + CONTROLS + " " + MARKUP,
         "inputSchema": {
             "type": "object",
-            "properties": {"text": {"type": "string", "description": "what" + CONTROLS}},
+            "properties": {
+                "text": {"type": "string", "description": "what" + CONTROLS},
+                "tone": {"enum": ["loud" + CONTROLS]},
+            },
         },
     },
     {"name": "fail", "description": "Fails.", "inputSchema": {"type": "object"}},
@@ -176,6 +179,21 @@ def test_runs_show_shows_a_stopped_calls_tool_name_not_obeyed(tmp_path: Path) ->
     finally:
         started.stop()
     assert b"stopped   asking__wipe\\u001b]0;TITLEPWN" in shown, shown
+    assert_shown_not_obeyed(shown)
+
+
+def test_save_shows_a_type_error_quoting_a_server_not_obeyed(
+    gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    script = tmp_path / "probe.ts"
+    script.write_text(
+        'import { tools } from "toolscript";\n'
+        "export default async function probe() {\n"
+        '  return await tools.evil.shout({ tone: "quiet" });\n'
+        "}\n"
+    )
+    shown = shown_on_a_terminal(gateway, "save", "probe", str(script))
+    assert b"TS2322" in shown, shown  # not saved: "quiet" is not the server's one tone
     assert_shown_not_obeyed(shown)
 
 

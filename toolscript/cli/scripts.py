@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from toolscript.cli.client import gateway_client
+from toolscript.cli.client import for_terminal, gateway_client
 from toolscript.cli.exec import TRACE_HELP, exec_option
 from toolscript.cli.options import CacheDirOption, ConfigOption, HeaderOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
@@ -77,13 +77,15 @@ def save_command(
             saved: dict[str, Any] = client.request("POST", "/scripts", json=request).json()
         except GatewayResponseError as exc:
             if exc.body.get("errors") and not as_json:
-                sys.stderr.write("".join(f"{error}\n" for error in exc.body["errors"]))
+                errors = for_terminal([str(error) for error in exc.body["errors"]])
+                sys.stderr.write("".join(f"{error}\n" for error in errors))
             if as_json:
                 print_json(exc.body)
             raise
     if as_json:
         print_json(saved)
         return
+    saved = for_terminal(saved)  # other saved scripts' errors quote a repository's files
     verb = "replaced" if saved["replaced"] else "saved"
     typer.echo(f"{verb} {saved['name']}: {saved['path']}")
     typer.echo(f"  {saved['signature']}")
