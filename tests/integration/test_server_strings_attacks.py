@@ -335,3 +335,35 @@ def test_trust_shows_the_command_it_trusted_whole_on_a_terminal(tmp_path: Path) 
     assert f"notes: sh -c {hidden}".encode() in shown, shown
     assert b"\x1b" not in shown and b"\r\x1b" not in shown, shown
     assert b"\\u000d\\u001b[2K" in shown
+
+
+# -- listings that never end -----------------------------------------------------------
+
+
+def test_a_listing_that_never_ends_is_refused_and_the_rest_serve(tmp_path: Path) -> None:
+    tools = [{"name": "fine", "inputSchema": {"type": "object"}}]
+    servers = {
+        "endless": hostile(tmp_path, "endless", {"tools": tools, "endless": ["tools/list"]}),
+        "pages": hostile(
+            tmp_path,
+            "pages",
+            {
+                "tools": tools,
+                "resources": [{"uri": "mem://a", "name": "a"}],
+                "endless": ["resources/list"],
+            },
+        ),
+    }
+    started = GatewayProcess({"mcpServers": servers, "search": {"semantic": False}}, tmp_path)
+    try:
+        health = started.wait_for_health(
+            lambda health: health["servers"]["endless"]["state"] == "failed",
+            what="the endless server failed",
+        )  # was: "connecting" for ever, the gateway's memory growing with each page
+        assert "1000 pages" in health["servers"]["endless"]["error"]
+        listed = toolscript_cli("list-resources", "pages", cwd=tmp_path)
+        assert listed.returncode != 0 and "1000 pages" in listed.stderr, listed.stderr
+        code = 'import { tools } from "toolscript";\nreturn await tools.pages.fine({});'
+        assert toolscript_cli("exec", code, cwd=tmp_path).stdout.strip() == '"fine"'
+    finally:
+        started.stop()

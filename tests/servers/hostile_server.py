@@ -9,8 +9,9 @@ name -> its tools/call result), ``errors`` (a tool's name -> the JSON-RPC error 
 answers), ``prompts`` and ``prompt_results`` (name -> prompts/get result), ``resources``,
 ``templates`` and ``contents`` (URI -> the contents list resources/read answers),
 ``init_error`` (the JSON-RPC error initialize answers), ``instructions``, ``server_name``,
-``stderr`` (written once, at start) and ``exit`` (a status to exit with right after that
-stderr). A tool with no result answers with its own name.
+``stderr`` (written once, at start), ``exit`` (a status to exit with right after that
+stderr) and ``endless`` (listing methods, such as ``tools/list``, whose every page names
+a next one). A tool with no result answers with its own name.
 """
 
 from __future__ import annotations
@@ -26,6 +27,13 @@ def send(message: dict[str, Any]) -> None:
 
 
 def answer(spec: dict[str, Any], method: str, params: dict[str, Any]) -> Any:
+    result = _answer(spec, method, params)
+    if method in spec.get("endless", []):  # one more page, always
+        result["nextCursor"] = str(int(params.get("cursor") or 0) + 1)
+    return result
+
+
+def _answer(spec: dict[str, Any], method: str, params: dict[str, Any]) -> Any:
     if method == "initialize":
         if "init_error" in spec:
             raise LookupError(spec["init_error"])
