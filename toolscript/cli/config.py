@@ -11,7 +11,7 @@ from typing import Any
 import typer
 
 from toolscript.cli.options import ConfigOption, JsonOption
-from toolscript.cli.output import print_json
+from toolscript.cli.output import print_json, write_shown
 from toolscript.config import find_config_path, load_config
 from toolscript.errors import ConfigError
 
@@ -73,9 +73,9 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
             }
         )
         return
-    for warning in loaded.import_warnings:
-        sys.stderr.write(f"warning: import: {warning}\n")
-    typer.echo(f"{where}: valid, {len(loaded.servers)} servers")
+    for warning in loaded.import_warnings:  # they quote other clients' files
+        write_shown(f"warning: import: {warning}\n", sys.stderr)
+    write_shown(f"{where}: valid, {len(loaded.servers)} servers\n")
 
 
 # "FILE:LINE:COL: FIELD: MESSAGE", FIELD left out where the problem is not one key's

@@ -268,7 +268,7 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     try:
         url = find_gateway_url(loaded)  # a gateway still starting is waited for
         with GatewayClient(url, timeout=5) as client:
-            health: dict[str, Any] = client.get_json("/health")
+            health: dict[str, Any] = client.get_json("/health", exact=as_json)
     except GatewayError as exc:
         if config_problem is not None:
             raise config_problem from None

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
-from toolscript.cli.output import print_json, print_rows
+from toolscript.cli.output import print_json, print_rows, write_shown
 from toolscript.errors import NotFoundError, ToolNotFoundError, UsageError
 
 __all__ = ["app", "approve_command"]
@@ -163,7 +163,7 @@ def show_run(
             lines.append(f"          {stopped['hint']}")
         if isinstance(call, dict):
             lines.extend(_stopped_call(call))
-    sys.stdout.write("\n".join(lines) + "\n")
+    write_shown("\n".join(lines) + "\n")  # a stopped call's message names its tool
     calls = run["calls_made"]
     if not calls:
         sys.stdout.write("no tool calls\n")
@@ -469,7 +469,7 @@ def _tool_names(loaded: Any, server: str) -> list[str] | None:
     if url:
         try:
             with GatewayClient(url) as client:
-                tools = client.get_json(f"/servers/{server}/tools")
+                tools = client.get_json(f"/servers/{server}/tools", exact=True)
             return [str(tool["name"]) for tool in tools]
         except (ToolscriptError, OSError, ValueError, KeyError, TypeError):
             pass  # a gateway that cannot answer: the fetched lists may
@@ -489,4 +489,4 @@ def _say(as_json: bool, value: dict[str, Any], text: str) -> None:
     if as_json:
         print_json(value)
     else:
-        sys.stdout.write(text)
+        write_shown(text)

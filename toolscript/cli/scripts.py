@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from toolscript.cli.client import gateway_client
+from toolscript.cli.client import for_terminal, gateway_client
 from toolscript.cli.exec import TRACE_HELP, exec_option
 from toolscript.cli.options import CacheDirOption, ConfigOption, HeaderOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
@@ -80,6 +80,7 @@ def save_command(
                 errors = [str(error) for error in exc.body["errors"]]
                 if description is None:  # the lines are the file's own: name the file
                     errors = [_in_file(error, name, file) for error in errors]
+                errors = for_terminal(errors)
                 sys.stderr.write("".join(f"{error}\n" for error in errors))
             if as_json:
                 print_json(exc.body)
@@ -87,6 +88,7 @@ def save_command(
     if as_json:
         print_json(saved)
         return
+    saved = for_terminal(saved)  # other saved scripts' errors quote a repository's files
     verb = "replaced" if saved["replaced"] else "saved"
     typer.echo(f"{verb} {saved['name']}: {saved['path']}")
     typer.echo(f"  {saved['signature']}")
@@ -120,7 +122,7 @@ def list_scripts(
     """
     loaded = load_config(config)
     with gateway_client(loaded) as client:
-        listing: dict[str, Any] = client.get_json("/scripts")
+        listing: dict[str, Any] = client.get_json("/scripts", exact=as_json)
     if as_json:
         print_json(listing)
         return

@@ -9,7 +9,7 @@ from typing import Any
 
 from toolscript.cli.client import URL_VARIABLE, GatewayClient, find_gateway_url
 from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
-from toolscript.cli.output import print_json, print_rows
+from toolscript.cli.output import print_json, print_rows, write_shown
 from toolscript.config import Config, load_config
 from toolscript.errors import GatewayError, GatewayUnreachableError
 from toolscript.otherclients import home_dir
@@ -36,9 +36,9 @@ def list_servers(
     """
     loaded = load_config(config)
     for warning in loaded.import_warnings:
-        sys.stderr.write(f"warning: import: {warning}\n")
+        write_shown(f"warning: import: {warning}\n", sys.stderr)  # quoting other clients' files
     servers = [server.summary() for server in loaded.servers]
-    live, config_error = _live_states(loaded)
+    live, config_error = _live_states(loaded, exact=as_json)
     for server in servers:
         if server["name"] in live:
             server["state"] = live[server["name"]]["state"]
@@ -122,15 +122,16 @@ def _short(error: str | None, width: int = 48) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _live_states(config: Config) -> tuple[dict[str, dict[str, Any]], str | None]:
-    """Per-server state from a running gateway (empty when none answers), and why it serves
-    an older configuration than the file's when a server of the file is not among them."""
+def _live_states(config: Config, *, exact: bool) -> tuple[dict[str, dict[str, Any]], str | None]:
+    """Per-server state from a running gateway (``exact``: as it came, for --json; empty
+    when none answers), and why it serves an older configuration than the file's when a
+    server of the file is not among them."""
     try:
         url = find_gateway_url(config)  # a gateway still starting is waited for
         if not url:
             return {}, None
         with GatewayClient(url, timeout=2) as client:
-            live = {server["name"]: server for server in client.get_json("/servers")}
+            live = {server["name"]: server for server in client.get_json("/servers", exact=exact)}
             if all(server.name in live for server in config.servers):
                 return live, None
             health = client.get_json("/health")

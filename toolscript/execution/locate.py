@@ -447,10 +447,14 @@ def note_unavailable_servers(
         namespace = re.escape(to_camel_case(server["name"]))
         if re.search(rf"""\btools\s*(?:\.\s*{namespace}\b|\[\s*["'`]{namespace}["'`])""", code):
             missing.append(f"{server['name']} ({server.get('error') or server.get('state')})")
-    said = "; ".join(missing)
-    if missing and said not in _NOTED:  # said once a run, before it or after it failed
-        _NOTED.add(said)
-        sys.stderr.write(f"toolscript: warning: not available: {said}; {see_why}\n")
+    line = f"toolscript: warning: not available: {'; '.join(missing)}; {see_why}\n"
+    if missing and line not in _NOTED:  # said once a run, before it or after it failed
+        _NOTED.add(line)
+        if sys.stderr.isatty():  # a server's error is what it sent: shown, not obeyed
+            from toolscript.store.outputs import visible_controls
+
+            line = visible_controls(line)
+        sys.stderr.write(line)
         sys.stderr.flush()
 
 

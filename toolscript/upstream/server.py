@@ -64,6 +64,9 @@ LIST_CHANGED = frozenset(
     }
 )
 SIGN_IN_POLL = 1.0  # seconds between looks at the token store while a server needs a sign-in
+# Pages of one listing a server may answer with: a cursor that never ends (a loop, a server
+# that makes up pages) would hold the server "connecting" while the gateway's memory grows.
+MAX_PAGES = 1000
 
 
 class UpstreamServer:
@@ -306,7 +309,7 @@ class UpstreamServer:
     async def _list_tools(self, session: ClientSession) -> dict[str, dict[str, Any]]:
         tools: dict[str, dict[str, Any]] = {}
         cursor: str | None = None
-        while True:
+        for _ in range(MAX_PAGES):
             params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
             result = await session.list_tools(params=params)
             for tool in result.tools:
@@ -317,6 +320,7 @@ class UpstreamServer:
             cursor = result.next_cursor
             if not cursor:
                 return tools
+        raise _endless("tools/list")
 
     async def _list_offered(self, session: ClientSession) -> dict[str, list[dict[str, Any]]]:
         """Its prompts and resource templates; a kind whose capability the server does not
@@ -700,7 +704,7 @@ class UpstreamServer:
         request, result_type, listed = OFFERINGS[method]
         joined: dict[str, Any] = {}
         cursor: str | None = None
-        while True:
+        for _ in range(MAX_PAGES):
             sent = dict(params or {}) | ({"cursor": cursor} if cursor else {})
             message = request.model_validate({"method": method, "params": sent or None})
             result = await session.send_request(message, result_type)
@@ -711,6 +715,7 @@ class UpstreamServer:
             cursor = page.get("nextCursor")
             if not cursor:
                 return joined
+        raise _endless(method)
 
     def _cancel_raw(self, writer: Any, request_id: str, reason: str) -> None:
         """Tell the server to stop working on an abandoned call (notifications/cancelled), as the
@@ -821,6 +826,13 @@ OFFERINGS: dict[str, tuple[Any, Any, str]] = {
     "prompts/list": (mcp_types.ListPromptsRequest, mcp_types.ListPromptsResult, "prompts"),
     "prompts/get": (mcp_types.GetPromptRequest, mcp_types.GetPromptResult, ""),
 }
+
+
+def _endless(method: str) -> UpstreamError:
+    return UpstreamError(
+        f"its {method} answered {MAX_PAGES} pages and asked for more (nextCursor): "
+        "no listing that long is taken"
+    )
 
 
 def _finite(value: Any) -> float | None:
