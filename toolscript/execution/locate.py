@@ -447,9 +447,10 @@ def note_unavailable_servers(
         namespace = re.escape(to_camel_case(server["name"]))
         if re.search(rf"""\btools\s*(?:\.\s*{namespace}\b|\[\s*["'`]{namespace}["'`])""", code):
             missing.append(f"{server['name']} ({server.get('error') or server.get('state')})")
-    line = f"toolscript: warning: not available: {'; '.join(missing)}; {see_why}\n"
-    if missing and line not in _NOTED:  # said once a run, before it or after it failed
-        _NOTED.add(line)
+    said = "; ".join(missing)
+    if missing and said not in _NOTED:  # said once a run, before it or after it failed
+        _NOTED.add(said)
+        line = f"toolscript: warning: not available: {said}; {see_why}\n"
         if sys.stderr.isatty():  # a server's error is what it sent: shown, not obeyed
             from toolscript.store.outputs import visible_controls
 
