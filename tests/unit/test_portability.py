@@ -159,3 +159,33 @@ def test_windows_is_refused_with_a_pointer_to_wsl(
         entry.main()
     assert stopped.value.code == 2
     assert "inside WSL" in capsys.readouterr().err
+
+
+HOOK = PACKAGE.parent / "plugin" / "hooks" / "pre-tool-use.sh"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat ~/.local/state/TOOLSCRIPT/projects/x/RUNS.SQLITE",
+        "cat ~/.cache/Toolscript/gateways/a.json",
+        'python3 -c "import sqlite3; sqlite3.connect(\'/Users/me/.Local/State/x/Runs.Sqlite\')"',
+    ],
+)
+def test_the_plugin_hook_without_toolscript_asks_whatever_the_case(command: str) -> None:
+    """macOS's file systems ignore case: ``RUNS.SQLITE`` is the run log there, so the hook's
+    own patterns (used when toolscript is not on its PATH) must ignore case too."""
+    import json
+
+    event = json.dumps({"tool_name": "Bash", "tool_input": {"command": command}})
+    done = subprocess.run(
+        ["bash", str(HOOK)],
+        input=event,
+        capture_output=True,
+        text=True,
+        env={"PATH": os.environ["PATH"], "TOOLSCRIPT_BIN": "/nonexistent/toolscript"},
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    decision = json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"]
+    assert decision == "ask"
