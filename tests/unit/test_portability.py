@@ -189,3 +189,30 @@ def test_the_plugin_hook_without_toolscript_asks_whatever_the_case(command: str)
     assert done.returncode == 0, done.stderr
     decision = json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"]
     assert decision == "ask"
+
+
+@pytest.mark.parametrize("written", ["../REPO/evil.env", "${workspaceFolder}/../Repo/evil.env"])
+def test_an_env_file_named_in_another_case_is_covered_by_trust(
+    home: Path, repo: Path, written: str
+) -> None:
+    """On macOS ``../REPO/evil.env`` is the project's own ``evil.env``: trust must hash it
+    (else a `git pull` could add a DYLD_INSERT_LIBRARIES to a trusted command unseen). The
+    case-blind file system is played here by links named in the other cases."""
+    import json
+
+    from toolscript.config import load_config
+    from toolscript.store import trust
+
+    for other in ("REPO", "Repo"):
+        (repo.parent / other).symlink_to(repo)
+    config = repo / ".toolscript.json"
+    config.write_text(json.dumps({"import": ["cursor"]}))
+    (repo / ".cursor").mkdir()
+    entry = {"command": "echo", "envFile": written}
+    (repo / ".cursor" / "mcp.json").write_text(json.dumps({"mcpServers": {"c": entry}}))
+    (repo / "evil.env").write_text("MODE=1\n")
+    trust.trust(config)
+    (repo / "evil.env").write_text("DYLD_INSERT_LIBRARIES=/tmp/evil.dylib\n")  # a pull
+    assert trust.needs_trust(config)
+    with pytest.raises(Exception, match="trust"):
+        load_config(config, require_trust=True)
