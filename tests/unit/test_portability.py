@@ -48,6 +48,24 @@ def _is_docstring(tree: ast.AST, node: ast.Constant) -> bool:
     return False
 
 
+def test_only_the_processes_module_asks_psutil() -> None:
+    """Process facts go through ``plumbing/processes.py`` alone, where each call is guarded
+    for what macOS refuses (AccessDenied) or lacks: no other module may import psutil."""
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        if path == PACKAGE / "plumbing" / "processes.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            if any(name.split(".")[0] == "psutil" for name in names):
+                offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert offenders == []
+
+
 PROC_READS: list[str] = []
 
 
@@ -169,7 +187,7 @@ HOOK = PACKAGE.parent / "plugin" / "hooks" / "pre-tool-use.sh"
     [
         "cat ~/.local/state/TOOLSCRIPT/projects/x/RUNS.SQLITE",
         "cat ~/.cache/Toolscript/gateways/a.json",
-        'python3 -c "import sqlite3; sqlite3.connect(\'/Users/me/.Local/State/x/Runs.Sqlite\')"',
+        "python3 -c \"import sqlite3; sqlite3.connect('/Users/me/.Local/State/x/Runs.Sqlite')\"",
     ],
 )
 def test_the_plugin_hook_without_toolscript_asks_whatever_the_case(command: str) -> None:
@@ -216,3 +234,24 @@ def test_an_env_file_named_in_another_case_is_covered_by_trust(
     assert trust.needs_trust(config)
     with pytest.raises(Exception, match="trust"):
         load_config(config, require_trust=True)
+
+
+def test_memory_and_start_time_the_system_refuses_read_as_unknown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """macOS may refuse a process's facts (AccessDenied): the memory watch samples again,
+    the gateway's start-up log says 0 s, neither raises."""
+    import psutil
+
+    def refused(self: psutil.Process) -> Any:
+        raise psutil.AccessDenied(self.pid)
+
+    read = processes.resident_reader(os.getpid())
+    assert read is not None and (read() or 0) > 0
+    monkeypatch.setattr(psutil.Process, "memory_info", refused)
+    monkeypatch.setattr(psutil.Process, "create_time", refused)
+    assert read() is None
+    assert processes.seconds_since_start() == 0.0
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    assert processes.resident_reader(child.pid) is None

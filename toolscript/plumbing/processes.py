@@ -28,7 +28,9 @@ __all__ = [
     "process_alive",
     "process_identity",
     "reap_children",
+    "resident_reader",
     "return_free_memory",
+    "seconds_since_start",
     "siblings",
     "signal_quietly",
     "stop_process",
@@ -99,6 +101,39 @@ def reap_children(grace: float = 0.5) -> None:
         with contextlib.suppress(psutil.Error):
             child.kill()
     psutil.wait_procs(alive, timeout=grace)
+
+
+def seconds_since_start() -> float:
+    """How long ago this process started (0.0 when the system does not say)."""
+    import psutil
+
+    try:
+        return max(0.0, time.time() - psutil.Process().create_time())
+    except psutil.Error:
+        return 0.0
+
+
+def resident_reader(pid: int) -> Callable[[], int | None] | None:
+    """A function giving ``pid``'s resident bytes at each call, for a watch that asks often
+    (one handle, no lookup per call): None from it when the system would not say this time
+    (macOS may refuse), ProcessLookupError once the process is gone. None when it is gone
+    already."""
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return None
+
+    def read() -> int | None:
+        try:
+            return int(process.memory_info().rss)
+        except psutil.NoSuchProcess as exc:
+            raise ProcessLookupError(pid) from exc
+        except psutil.Error:
+            return None
+
+    return read
 
 
 def return_free_memory() -> bool:
