@@ -255,3 +255,34 @@ def test_memory_and_start_time_the_system_refuses_read_as_unknown(
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     assert processes.resident_reader(child.pid) is None
+
+
+def test_siblings_are_found_when_the_parents_command_line_is_hidden(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """macOS hides another user's process's command line (AccessDenied; Linux shows it):
+    a parent run as another user (``sudo -u``) must not hide this process's own jobs."""
+    import psutil
+
+    real_cmdline = psutil.Process.cmdline
+
+    def cmdline(self: psutil.Process) -> list[str]:
+        if self.pid == os.getppid():
+            raise psutil.AccessDenied(self.pid)
+        return real_cmdline(self)
+
+    monkeypatch.setattr(psutil.Process, "cmdline", cmdline)
+    job = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "gateway"])
+    try:
+        import time
+
+        for _ in range(100):  # until it has exec'd (its command line is its own)
+            found = processes.siblings(lambda argv: "gateway" in argv)
+            if found:
+                break
+            time.sleep(0.05)
+        assert [sibling.pid for sibling in found] == [job.pid]
+        assert not found[0].forked
+    finally:
+        job.kill()
+        job.wait()

@@ -208,8 +208,9 @@ def siblings(wanted: Callable[[tuple[str, ...]], bool] = lambda argv: True) -> l
         parent_line: tuple[str, ...] = ()
         if os.getppid() > 1:
             parent = psutil.Process(os.getppid())
-            parent_line = tuple(parent.cmdline())
             children += parent.children()
+            with contextlib.suppress(psutil.AccessDenied):  # macOS: another user's parent
+                parent_line = tuple(parent.cmdline())
     except psutil.Error:
         return []
     found = []
@@ -219,7 +220,7 @@ def siblings(wanted: Callable[[tuple[str, ...]], bool] = lambda argv: True) -> l
         try:
             with child.oneshot():
                 argv = tuple(child.cmdline())
-                forked = child.ppid() != me and argv == parent_line
+                forked = child.ppid() != me and bool(parent_line) and argv == parent_line
                 if not forked and not wanted(argv):
                     continue
                 cwd = child.cwd()
