@@ -286,3 +286,16 @@ def test_siblings_are_found_when_the_parents_command_line_is_hidden(
     finally:
         job.kill()
         job.wait()
+
+
+def test_freed_memory_is_given_back_without_tools_to_find_the_c_library(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A minimal Linux image has no ldconfig, gcc or ld, so ``find_library`` finds no C
+    library; its glibc still has ``malloc_trim``. macOS and musl have none: False."""
+    import ctypes.util
+    import platform
+
+    monkeypatch.setattr(ctypes.util, "find_library", lambda name: None)
+    given_back = processes.return_free_memory()
+    assert given_back == (platform.libc_ver()[0] == "glibc")
