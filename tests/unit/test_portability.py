@@ -1,4 +1,6 @@
-"""What keeps toolscript portable to macOS: no /proc, file names that ignore case."""
+"""What keeps toolscript portable to macOS: no /proc, psutil in one module with what macOS
+refuses read as unknown, file names and paths judged as a file system that ignores case
+reads them, and no reliance on Linux's own tools (ldconfig)."""
 
 from __future__ import annotations
 
