@@ -451,7 +451,8 @@ _LOOPBACK_RUNS = re.compile(
     re.IGNORECASE,
 )
 _WRITERS_TO_LAST = frozenset({"cp", "mv", "install", "ln", "rsync", "scp"})
-_RUNNERS_OF_FILES = frozenset({"make", "gmake", "source", ".", "exec", "just", "ninja"})
+# (macOS's `open` runs a `.command` file in a new Terminal window)
+_RUNNERS_OF_FILES = frozenset({"make", "gmake", "source", ".", "exec", "just", "ninja", "open"})
 
 
 def _braces(word: str, limit: int = 64) -> list[str]:
