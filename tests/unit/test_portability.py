@@ -318,3 +318,23 @@ def test_a_file_written_then_opened_on_macos_is_put_to_the_person(command: str) 
 
     assert approval_reason(command) is not None
     assert approval_reason("open report.html") is None
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        """osascript -e 'tell application "System Events" to keystroke "y" & return'""",
+        """osascript -e 'tell application "Terminal" to do script "y" in front window'""",
+        """osascript -l JavaScript -e 'Application("System Events").keystroke("y")'""",
+        """osascript -e 'tell application "iTerm2" to tell current session of current window
+  write text "y"
+end tell'""",
+    ],
+)
+def test_typing_into_a_terminal_through_applescript_is_put_to_the_person(command: str) -> None:
+    """macOS's way of typing into the terminal where exec asks for approval: what
+    ``tmux send-keys`` is elsewhere."""
+    from toolscript.cli.hooks import approval_reason
+
+    assert approval_reason(command) is not None
+    assert approval_reason("osascript -e 'display notification \"done\"'") is None
