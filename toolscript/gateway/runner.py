@@ -289,9 +289,9 @@ def serve(
 
 
 def _since_process_start() -> float:
-    import psutil
+    from toolscript.plumbing.processes import seconds_since_start
 
-    return time.time() - psutil.Process().create_time()
+    return seconds_since_start()
 
 
 def _print_url(url: str) -> None:
