@@ -388,7 +388,8 @@ async def through_face(directory: Path, runs: int) -> dict[str, Any]:
         command=sys.executable,
         args=["-m", "toolscript", "mcp", "--config", str(directory / ".toolscript.json")],
         cwd=str(directory),
-        env=gateway_env(),
+        # the bench wrote this config itself: trusted without touching the user's trust records
+        env=gateway_env(TOOLSCRIPT_TRUSTED_PATHS=str(directory)),
     )
     measured: dict[str, Any] = {"tasks": []}
     async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:

@@ -28,6 +28,7 @@ from toolscript.plumbing.jsonpos import (
     PositionedJson,
     deepest_at,
     format_path,
+    json_syntax_error,
     parse_with_positions,
 )
 from toolscript.plumbing.paths import (
@@ -293,8 +294,7 @@ def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
         doc = parse_with_positions(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(
-            f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}",
-            hint="fix the JSON syntax at that position",
+            f"{path}:{json_syntax_error(exc)}", hint="fix the JSON syntax at that position"
         ) from exc
     _validate(doc, path)
     substituted: list[tuple[JsonPath, str, str]] = []

@@ -238,7 +238,20 @@ def _env_file_inside(written: str, project_dir: Path) -> Path | None:
 
     expanded = _BRACED.sub(substitute, written)
     path = Path(os.path.normpath(project_dir / Path(expanded).expanduser()))
-    return path if path.is_relative_to(project_dir) else None
+    return path if _inside(path, project_dir) else None
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` lies in ``folder`` also where file names ignore case and Unicode
+    normalization (macOS): there ``../REPO/x.env`` is the project's own file. Read so
+    everywhere: a case-sensitive system only has trust hash a file more."""
+    return Path(_folded(path)).is_relative_to(_folded(folder))
+
+
+def _folded(path: Path) -> str:
+    import unicodedata
+
+    return unicodedata.normalize("NFD", unicodedata.normalize("NFD", str(path)).casefold())
 
 
 def imported_clients(config_text: bytes | str) -> tuple[str, ...]:
@@ -614,7 +627,7 @@ class _Reader:
         # ".." taken away as trust takes it away: the OS would resolve a symlinked folder
         # first (.cursor/../x is beside .cursor's target), a file trust does not hash
         path = Path(os.path.normpath(path if path.is_absolute() else self.project_dir / path))
-        inside = path.is_relative_to(self.project_dir)
+        inside = _inside(path, self.project_dir)
         if inside and _env_file_inside(written, self.project_dir) != path:
             # Trust hashes the project's env files it can name without the environment:
             # one found through ${env:...} could change after `toolscript trust` unseen.

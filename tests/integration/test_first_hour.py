@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -151,6 +153,120 @@ def test_a_failed_server_is_explained_not_empty(gateway_with_a_ghost: GatewayPro
     assert ghost["error"] == "command not found: no-such-program-for-toolscript"
 
 
+def test_save_names_the_users_file_in_its_errors(gateway_with_a_ghost: GatewayProcess) -> None:
+    # It named toolscripts/report.ts:5:9, a file that was never written.
+    directory = gateway_with_a_ghost.directory
+    (directory / "draft.ts").write_text(
+        "/** A report. */\n"
+        "export default async function report(input: { a: string }) {\n"
+        "  const n: number = input.a;\n"
+        "  return n;\n"
+        "}\n"
+    )
+    saved = run(directory, "save", "report", "draft.ts")
+    assert saved.returncode == 1
+    assert saved.stderr.startswith("draft.ts:3:9: TS2322 ")
+    assert "toolscripts/report.ts" not in saved.stderr
+    assert not (directory / "toolscripts" / "report.ts").exists()
+
+
+def test_a_script_naming_a_failed_server_says_where_to_see_why(
+    gateway_with_a_ghost: GatewayProcess,
+) -> None:
+    # A gateway runs: the note sent the user to `gateway start`, which refuses (one serves).
+    result = run(
+        gateway_with_a_ghost.directory,
+        "exec",
+        'import { tools } from "toolscript"; return await tools.ghost.anything({})',
+    )
+    assert result.returncode == 1
+    notes = [line for line in result.stderr.splitlines() if "not available" in line]
+    assert notes == [
+        "toolscript: warning: not available: ghost (command not found: "
+        "no-such-program-for-toolscript); `toolscript gateway status` shows why"
+    ]
+
+
+def test_a_command_with_its_arguments_in_one_string_says_where_they_go(project: Path) -> None:
+    # "command": "npx -y @modelcontextprotocol/server-memory" is a new user's first config.
+    spaced = {"command": "no-such-program-for-toolscript --stdio -v"}
+    (project / ".toolscript.json").write_text(json.dumps({"mcpServers": {"spaced": spaced}}))
+    result = run(
+        project,
+        "exec",
+        "--no-check",
+        'import { tools } from "toolscript"; return await tools.spaced.anything({})',
+    )
+    assert result.returncode == 1
+    assert (
+        "not available: spaced (command not found: no-such-program-for-toolscript --stdio -v "
+        '(the program goes in "command", each argument in "args": '
+        '"command": "no-such-program-for-toolscript", "args": ["--stdio", "-v"]))'
+    ) in result.stderr
+
+
+def test_a_server_that_never_answers_says_what_to_check(project: Path) -> None:
+    # A command that runs but speaks no MCP (a typo'd subcommand, a server waiting for a
+    # login prompt) said only "timed out while connecting".
+    silent = {"command": sys.executable, "args": ["-c", "import time; time.sleep(60)"]}
+    gateway = GatewayProcess(
+        {"mcpServers": {"fx": fixture_server(), "silent": silent}},
+        project,
+        "--connect-timeout",
+        "1",
+        "--ready-wait",
+        "5",
+        env={"TOOLSCRIPT_HOME": str(project / "home")},
+    )
+    try:
+        gateway.wait_for_log("silent: timed out while connecting")
+        listed = json.loads(run(project, "list-servers", "--json").stdout)
+        error = next(server for server in listed if server["name"] == "silent")["error"]
+        assert error == (
+            "timed out while connecting: no MCP answer in 1 s (is it an MCP server on stdio? "
+            "a slow one gets longer with `toolscript gateway start --connect-timeout SECONDS`)"
+        )
+    finally:
+        assert gateway.stop() == []
+
+
+def test_a_server_that_exits_while_connecting_says_its_last_words(project: Path) -> None:
+    # A wrong argument (mcp-server-git --repository /nonexistent) said "Connection closed"
+    # in list-servers and --json, the cause only in `gateway status`'s stderr column.
+    exits = {"command": sys.executable, "args": ["-c", "import sys; sys.exit('no repo at /nope')"]}
+    gateway = GatewayProcess(
+        {"mcpServers": {"fx": fixture_server(), "exits": exits}},
+        project,
+        env={"TOOLSCRIPT_HOME": str(project / "home")},
+    )
+    try:
+        listed = json.loads(run(project, "list-servers", "--json").stdout)
+        error = next(server for server in listed if server["name"] == "exits")["error"]
+        assert error.startswith("exited while connecting: no repo at /nope ("), error
+    finally:
+        assert gateway.stop() == []
+
+
+def test_a_url_server_that_cannot_be_reached_names_where(project: Path) -> None:
+    # httpx's "All connection attempts failed" named no host; a token in the URL stays out.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    closed = {"url": f"http://user:pw@127.0.0.1:{port}/mcp?token=abc123"}
+    gateway = GatewayProcess(
+        {"mcpServers": {"fx": fixture_server(), "closed": closed}},
+        project,
+        env={"TOOLSCRIPT_HOME": str(project / "home")},
+    )
+    try:
+        listed = json.loads(run(project, "list-servers", "--json").stdout)
+        error = next(server for server in listed if server["name"] == "closed")["error"]
+        assert error.startswith(f"cannot connect to http://127.0.0.1:{port}: "), error
+        assert "abc123" not in error and "pw" not in error
+    finally:
+        assert gateway.stop() == []
+
+
 def test_exec_without_a_gateway_keeps_the_gateways_log_out(project: Path) -> None:
     config = {"mcpServers": {"fx": fixture_server(), "ghost": GHOST}}
     (project / ".toolscript.json").write_text(json.dumps(config))
@@ -171,7 +287,61 @@ def test_exec_without_a_gateway_keeps_the_gateways_log_out(project: Path) -> Non
     assert uses_ghost.returncode == 1
     notes = [line for line in uses_ghost.stderr.splitlines() if "not available" in line]
     assert len(notes) == 1 and "ghost (command not found" in notes[0]
+    assert notes[0].endswith("run `toolscript gateway start` to see why")
     assert "WARNING" not in uses_ghost.stderr
+
+
+def test_an_edit_that_did_not_load_is_named_where_its_server_is_missing(project: Path) -> None:
+    # The user trusts the config, starts the gateway, then adds a server: the edit waits for
+    # `toolscript trust` again. list-servers said "unknown" and list-tools "server not
+    # found (configured: fx)" of a server in the file, neither saying why.
+    env = {
+        "TOOLSCRIPT_HOME": str(project / "home"),
+        "TOOLSCRIPT_CONFIG_HOME": str(project / "trust"),
+        "TOOLSCRIPT_TRUSTED_PATHS": "",
+    }
+    config = {"mcpServers": {"fx": fixture_server()}}
+    (project / ".toolscript.json").write_text(json.dumps(config))
+    assert run(project, "trust", **env).returncode == 0
+    gateway = GatewayProcess(config, project, env=env)
+    try:
+        edited = {"mcpServers": {**config["mcpServers"], "more": fixture_server()}}
+        (project / ".toolscript.json").write_text(json.dumps(edited))
+        gateway.wait_for_log("is not trusted yet")
+        listed = run(project, "list-servers", **env)
+        assert listed.returncode == 0, listed.stderr
+        assert "more\tstdio\tunknown" in listed.stdout
+        assert "note: the config's last edit did not load" in listed.stderr
+        assert "is not trusted yet" in listed.stderr and "toolscript trust" in listed.stderr
+        tools = run(project, "list-tools", "more", **env)
+        assert tools.returncode == 1
+        assert "server not found: 'more' (configured: fx)" in tools.stderr
+        assert "hint: the config's last edit did not load" in tools.stderr
+        assert "toolscript trust" in tools.stderr
+        # An edit of fx's own entry: every name is served, the edit is not.
+        config["mcpServers"]["fx"]["description"] = "edited"
+        (project / ".toolscript.json").write_text(json.dumps(config))
+        listed = run(project, "list-servers", **env)  # (the file is judged as it is now)
+        assert listed.returncode == 0, listed.stderr
+        assert "note: the gateway serves the config as it was when trusted: " in listed.stderr
+        assert "run `toolscript trust`" in listed.stderr
+    finally:
+        assert gateway.stop() == []
+
+
+def test_list_servers_without_a_gateway_says_why_state_is_empty(project: Path) -> None:
+    (project / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}))
+    listed = run(project, "list-servers")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.startswith("fx\tstdio\t\t\t")
+    assert "no gateway runs for this project" in listed.stderr
+    assert "toolscript gateway start &" in listed.stderr
+    # A project not trusted yet: `gateway start` would refuse, so trust is the next step.
+    untrusted = {"TOOLSCRIPT_TRUSTED_PATHS": "", "TOOLSCRIPT_CONFIG_HOME": str(project / "trust")}
+    listed = run(project, "list-servers", **untrusted)
+    assert listed.returncode == 0, listed.stderr
+    assert "is not trusted yet" in listed.stderr and "run `toolscript trust`" in listed.stderr
+    assert "gateway start" not in listed.stderr
 
 
 # -- what a script's errors look like -------------------------------------------------
@@ -229,6 +399,67 @@ def test_the_schema_ships_with_the_package(project: Path) -> None:
     assert checked.returncode == 2
     assert "toolscript config schema" in checked.stderr
     assert "schemas/toolscript.schema.json" not in checked.stderr
+
+
+def test_doit_with_a_config_it_cannot_use_says_why_without_a_traceback(project: Path) -> None:
+    (project / "dodo.py").write_text("from toolscript.pipeline.dodo import *  # noqa: F403\n")
+    (project / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}))
+    for trusted_paths, said in (("", "is not trusted yet"), (str(project), "a comma after")):
+        if trusted_paths:
+            (project / ".toolscript.json").write_text('{"mcpServers": {},}')
+        doit = subprocess.run(
+            [python_bin("doit"), "list"],
+            cwd=project,
+            env=clean_env(
+                TOOLSCRIPT_HOME=str(project / "home"),
+                TOOLSCRIPT_CONFIG_HOME=str(project / "trust"),
+                TOOLSCRIPT_TRUSTED_PATHS=trusted_paths,
+            ),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert doit.returncode == 2, doit.stderr
+        assert "Traceback" not in doit.stderr
+        assert doit.stderr.startswith("toolscript: error: ") and said in doit.stderr
+
+
+def test_doit_after_an_edit_that_restarted_a_server_finds_its_fetch_up_to_date(
+    project: Path,
+) -> None:
+    # The gateway built while fx restarted (its policy changed), so its fetch recorded "not
+    # reached", and was never run again once fx answered: `doit` then listed it "R".
+    (project / "dodo.py").write_text("from toolscript.pipeline.dodo import *  # noqa: F403\n")
+    config: dict[str, Any] = {"mcpServers": {"fx": fixture_server()}}
+    env = {"TOOLSCRIPT_HOME": str(project / "home")}
+    gateway = GatewayProcess(config, project, env=env)
+    try:
+        config["mcpServers"]["fx"]["policy"] = {"echo": "ask"}
+        (project / ".toolscript.json").write_text(json.dumps(config))
+
+        def after_the_restart() -> list[str]:
+            lines = gateway.log.splitlines()
+            reconnected = [i for i, line in enumerate(lines) if "fx: connected" in line]
+            return lines[reconnected[1] :] if len(reconnected) > 1 else []
+
+        wait_until(
+            after_the_restart,
+            lambda lines: any("artifacts:" in line for line in lines),
+            60,
+            "fx's restart and the build after it",
+        )
+        doit = subprocess.run(
+            [python_bin("doit"), "list", "--all", "--status"],
+            cwd=project,
+            env=clean_env(**env),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert doit.returncode == 0, doit.stderr
+        assert [line for line in doit.stdout.splitlines() if line.startswith("R fetch")] == []
+    finally:
+        assert gateway.stop() == []
 
 
 @needs_semantic

@@ -49,6 +49,28 @@ def test_each_command_has_help_with_examples() -> None:
         assert "Examples:" in result.output, command
 
 
+def test_every_command_and_group_has_help_with_examples() -> None:
+    # The README says "Every command has --help with examples": groups (gateway, runs,
+    # config, cache) too, which a new user's first `--help` reaches.
+    import click
+    import typer
+
+    def walk(command: click.Command, path: list[str]) -> list[list[str]]:
+        found = [path]
+        for name, sub in getattr(command, "commands", {}).items():
+            if not sub.hidden:
+                found += walk(sub, [*path, name])
+        return found
+
+    lacking = []
+    for path in walk(typer.main.get_command(app), []):
+        result = runner.invoke(app, [*path, "--help"])
+        assert result.exit_code == 0, path
+        if "Examples:" not in result.output:
+            lacking.append(" ".join(path))
+    assert lacking == []
+
+
 def test_version() -> None:
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0

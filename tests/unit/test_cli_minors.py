@@ -399,7 +399,7 @@ def test_list_scripts_verbose_shows_signature_and_description(
     }
 
     class Client:
-        def get_json(self, path: str) -> Any:
+        def get_json(self, path: str, exact: bool = False) -> Any:
             return listing
 
     @contextlib.contextmanager
@@ -436,7 +436,7 @@ def test_list_tools_verbose_takes_the_same_header_option(
     from toolscript.cli import tools
 
     class Client:
-        def get_json(self, path: str) -> Any:
+        def get_json(self, path: str, exact: bool = False) -> Any:
             return [{"name": "now", "policy": "allow", "description": "The time"}]
 
     @contextlib.contextmanager

@@ -147,6 +147,24 @@ def test_invalid_json_reports_line_and_column(tmp_path: Path) -> None:
     assert ":3:" in message
 
 
+def test_a_trailing_comma_is_named_at_the_comma(tmp_path: Path) -> None:
+    # json says "Expecting property name enclosed in double quotes" at the brace after it.
+    message = error_of(tmp_path, '{\n  "mcpServers": {\n    "a": {"command": "x"},\n  }\n}\n')
+    assert message.endswith(":3:26: invalid JSON: a comma after the last entry (JSON allows none)")
+    message = error_of(tmp_path, '{"mcpServers": {"a": {"command": "x", "args": ["y",\n]}}}')
+    assert message.endswith(":1:51: invalid JSON: a comma after the last entry (JSON allows none)")
+
+
+def test_a_comment_is_named_as_such(tmp_path: Path) -> None:
+    message = error_of(tmp_path, '{\n  // my servers\n  "mcpServers": {}\n}\n')
+    assert message.endswith(":2:3: invalid JSON: a comment (JSON allows none)")
+
+
+def test_other_syntax_errors_keep_json_s_words(tmp_path: Path) -> None:
+    message = error_of(tmp_path, '{"mcpServers": {"a": {"command": }}}')
+    assert message.endswith(":1:34: invalid JSON: Expecting value")
+
+
 def test_wrong_type(tmp_path: Path) -> None:
     message = error_of(
         tmp_path, '{\n  "mcpServers": {\n    "a": {"command": "x", "args": "no"}\n  }\n}'

@@ -106,3 +106,17 @@ def test_mcp_help_and_docs_name_every_tool_the_face_serves() -> None:
     for name in names:
         assert name in helped.output, name
         assert f"`{name}`" in page, name
+
+
+def test_the_readme_and_mcp_page_count_the_face_s_tools_right() -> None:
+    # The README said "six small tools" after the face had eight.
+    from toolscript.mcpface.tools import TOOLS
+
+    words = {6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten", 11: "eleven", 12: "twelve"}
+    count = words[len(TOOLS)]
+    readme = (ROOT / "README.md").read_text()
+    mcp_page = (DOCS / "mcp.md").read_text()
+    assert f"{count} small tools" in readme
+    assert f"{count} small tools" in mcp_page and f"{count.capitalize()} tools:" in mcp_page
+    for other in set(words.values()) - {count}:
+        assert f"{other} small tools" not in readme + mcp_page

@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # `toolscript WORD [WORD]`, in backticks (messages and docs) or a docstring's example line
 # not commands: docs/plugin.md's spellings an agent might hide `approve` in (`appr`+`ove`)
 NOT_COMMANDS = {("appr", "")}
+_CONTINUED = re.compile(r'"\s*\n\s*[rf]?"')
 _NAMED = re.compile(r"`toolscript ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?(?=[\s`])")
 
 
@@ -28,7 +29,12 @@ def _named() -> dict[tuple[str, str], str]:
     found: dict[tuple[str, str], str] = {}
     sources = [*ROOT.joinpath("toolscript").rglob("*.py"), *ROOT.joinpath("docs").glob("*.md")]
     for path in [*sources, ROOT / "README.md"]:
-        for number, line in enumerate(path.read_text().splitlines(), 1):
+        text = path.read_text()
+        if path.suffix == ".py":
+            # A message's string literals that Python joins ("... `toolscript gateway "
+            # "stop`") read as one (line numbers after it then run a little short).
+            text = _CONTINUED.sub("", text)
+        for number, line in enumerate(text.splitlines(), 1):
             for match in _NAMED.finditer(line):
                 where = f"{path.relative_to(ROOT)}:{number}"
                 found.setdefault((match[1], match[2] or ""), where)

@@ -169,7 +169,8 @@ def test_init_force_never_replaces_a_config_it_cannot_parse(home: Path, repo: Pa
     config = write(repo / ".toolscript.json", written)
     result = runner.invoke(app, ["init", "--force", "--yes"])
     assert isinstance(result.exception, UsageError)
-    assert f"{config}:3:1: invalid JSON" in str(result.exception)
+    # The position is the trailing comma's, and the message names it.
+    assert f"{config}:2:46: invalid JSON: a comma after the last entry" in str(result.exception)
     assert config.read_text() == written
 
 

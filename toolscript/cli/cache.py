@@ -14,7 +14,10 @@ from toolscript.store.cacheprune import KEEP_DAYS, prune_cache
 __all__ = ["app"]
 
 app = typer.Typer(
-    help="toolscript's cache in your folder (TOOLSCRIPT_HOME, else ~/.cache/toolscript).",
+    help="toolscript's cache in your folder (TOOLSCRIPT_HOME, else ~/.cache/toolscript).\n\n"
+    "Examples:\n\n\b\n"
+    "    toolscript cache prune --dry-run     # what would go, per folder\n"
+    "    toolscript cache prune --older-than 7",
     no_args_is_help=True,
     rich_markup_mode=None,
 )

@@ -112,18 +112,20 @@ class GatewayClient:
             raise GatewayResponseError.from_response(response.status_code, response.content)
         return response
 
-    def get_json(self, path: str, **params: Any) -> Any:
-        """GET ``path`` with ``params`` and read its JSON: a plain HTTP/1.0 request over a
-        socket for the usual http:// gateway (httpx and http.client cost a command that only
-        asks the gateway something more than the asking)."""
+    def get_json(self, path: str, exact: bool = False, **params: Any) -> Any:
+        """GET ``path`` with ``params`` and read its JSON (``for_terminal``, unless ``exact``:
+        for ``--json``, which ``print_json`` makes safe itself): a plain HTTP/1.0 request over
+        a socket for the usual http:// gateway (httpx and http.client cost a command that
+        only asks the gateway something more than the asking)."""
         import json
 
         if not self.url.startswith("http://"):
-            return for_terminal(self.request("GET", path, params=params or None).json())
+            read = self.request("GET", path, params=params or None).json()
+            return read if exact else for_terminal(read)
         status, body = self._get(path + ("?" + _query(params) if params else ""))
         if status >= 400:
             raise GatewayResponseError.from_response(status, body)
-        return for_terminal(json.loads(body))
+        return json.loads(body) if exact else for_terminal(json.loads(body))
 
     def _get(self, target: str) -> tuple[int, bytes]:
         import socket

@@ -11,14 +11,17 @@ from typing import Any
 import typer
 
 from toolscript.cli.options import ConfigOption, JsonOption
-from toolscript.cli.output import print_json
+from toolscript.cli.output import print_json, write_shown
 from toolscript.config import find_config_path, load_config
 from toolscript.errors import ConfigError
 
 __all__ = ["app"]
 
 app = typer.Typer(
-    help="The configuration file: its JSON Schema, and checking it.",
+    help="The configuration file: its JSON Schema, and checking it.\n\n"
+    "Examples:\n\n\b\n"
+    "    toolscript config check              # exit 0 valid, 2 with file:line:col of a problem\n"
+    "    toolscript config schema > toolscript.schema.json",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -70,9 +73,9 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
             }
         )
         return
-    for warning in loaded.import_warnings:
-        sys.stderr.write(f"warning: import: {warning}\n")
-    typer.echo(f"{where}: valid, {len(loaded.servers)} servers")
+    for warning in loaded.import_warnings:  # they quote other clients' files
+        write_shown(f"warning: import: {warning}\n", sys.stderr)
+    write_shown(f"{where}: valid, {len(loaded.servers)} servers\n")
 
 
 # "FILE:LINE:COL: FIELD: MESSAGE", FIELD left out where the problem is not one key's

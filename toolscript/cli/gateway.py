@@ -15,7 +15,11 @@ from toolscript.errors import ConfigError, GatewayError, UsageError
 __all__ = ["app"]
 
 app = typer.Typer(
-    help="Start the gateway or check on it.",
+    help="Start the gateway or check on it.\n\n"
+    "Examples:\n\n\b\n"
+    "    toolscript gateway start &           # prints its URL once every server was tried\n"
+    "    toolscript gateway status            # exit 0 healthy, 3 a server not connected, 1 not running\n"
+    "    toolscript gateway status --json | jq .servers",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -264,7 +268,7 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     try:
         url = find_gateway_url(loaded)  # a gateway still starting is waited for
         with GatewayClient(url, timeout=5) as client:
-            health: dict[str, Any] = client.get_json("/health")
+            health: dict[str, Any] = client.get_json("/health", exact=as_json)
     except GatewayError as exc:
         if config_problem is not None:
             raise config_problem from None

@@ -9,13 +9,18 @@ from typing import Annotated, Any
 
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
-from toolscript.cli.output import print_json, print_rows
+from toolscript.cli.output import print_json, print_rows, write_shown
 from toolscript.errors import NotFoundError, ToolNotFoundError, UsageError
 
 __all__ = ["app", "approve_command"]
 
 app = typer.Typer(
-    help="The log of runs: every script run, its tool calls and how it ended.",
+    help="The log of runs: every script run, its tool calls and how it ended.\n\n"
+    "Examples:\n\n\b\n"
+    "    toolscript runs                      # the last 20 runs (-n, --json, --header)\n"
+    "    toolscript runs show 20261124-1015   # one run and its calls (a unique start of its id)\n"
+    "    toolscript runs wait RUN_ID          # a background run's output and result\n"
+    "    toolscript runs stop RUN_ID",
     invoke_without_command=True,
     no_args_is_help=False,
 )
@@ -158,7 +163,7 @@ def show_run(
             lines.append(f"          {stopped['hint']}")
         if isinstance(call, dict):
             lines.extend(_stopped_call(call))
-    sys.stdout.write("\n".join(lines) + "\n")
+    write_shown("\n".join(lines) + "\n")  # a stopped call's message names its tool
     calls = run["calls_made"]
     if not calls:
         sys.stdout.write("no tool calls\n")
@@ -464,7 +469,7 @@ def _tool_names(loaded: Any, server: str) -> list[str] | None:
     if url:
         try:
             with GatewayClient(url) as client:
-                tools = client.get_json(f"/servers/{server}/tools")
+                tools = client.get_json(f"/servers/{server}/tools", exact=True)
             return [str(tool["name"]) for tool in tools]
         except (ToolscriptError, OSError, ValueError, KeyError, TypeError):
             pass  # a gateway that cannot answer: the fetched lists may
@@ -484,4 +489,4 @@ def _say(as_json: bool, value: dict[str, Any], text: str) -> None:
     if as_json:
         print_json(value)
     else:
-        sys.stdout.write(text)
+        write_shown(text)

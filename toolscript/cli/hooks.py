@@ -330,7 +330,10 @@ _MENTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             "it names the files that hold the gateway's own token or the run log",
         ),
         (
-            r"\bimport\s+pty\b|\bpty\.(?:spawn|fork|openpty)\b|\bopenpty\b|\bsend-keys\b|-X\s+stuff\b",
+            r"\bimport\s+pty\b|\bpty\.(?:spawn|fork|openpty)\b|\bopenpty\b|\bsend-keys\b|-X\s+stuff\b"
+            # macOS: AppleScript types into the front window or a Terminal's, or iTerm's
+            # (anchored: one pass over the command, however many times it says osascript)
+            r"|\A(?=[\s\S]*\bosascript\b)[\s\S]*?\b(?:keystroke|key\s+code|do\s+script|write\s+text)\b",
             "it drives a terminal, where a prompt could be answered",
         ),
     )
@@ -533,7 +536,8 @@ _LOOPBACK_RUNS = re.compile(
     re.IGNORECASE,
 )
 _WRITERS_TO_LAST = frozenset({"cp", "mv", "install", "ln", "rsync", "scp"})
-_RUNNERS_OF_FILES = frozenset({"make", "gmake", "source", ".", "exec", "just", "ninja"})
+# (macOS's `open` runs a `.command` file in a new Terminal window)
+_RUNNERS_OF_FILES = frozenset({"make", "gmake", "source", ".", "exec", "just", "ninja", "open"})
 
 
 def _braces(word: str, limit: int = 64) -> list[str]:

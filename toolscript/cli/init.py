@@ -12,11 +12,12 @@ from typing import Annotated, Any
 import typer
 
 from toolscript.cli.options import JsonOption
-from toolscript.cli.output import print_json
+from toolscript.cli.output import print_json, write_shown
 from toolscript.config import CONFIG_FILENAME
 from toolscript.errors import UsageError
 from toolscript.otherclients import MAX_CONFIG_BYTES, Discovery, discover, home_dir
 from toolscript.plumbing.boundedread import read_regular_file
+from toolscript.plumbing.jsonpos import json_syntax_error
 
 __all__ = ["init_command"]
 
@@ -149,21 +150,22 @@ def _found(item: Discovery, project_dir: Path) -> dict[str, Any]:
 
 
 def _show(found: tuple[Discovery, ...], project_dir: Path) -> None:
-    out = sys.stdout
+    """What was found, before the question: shown, never obeyed (a repository's
+    ``.mcp.json`` can hold a ``\\r`` and an erased line in a command's args)."""
     if not found:
         return
-    out.write("Found MCP servers in:\n")
+    write_shown("Found MCP servers in:\n")
     for item in found:
         if not item.imports.servers:
-            out.write(f"  {item.title}: not readable, skipped: {item.error}\n")
+            write_shown(f"  {item.title}: not readable, skipped: {item.error}\n")
             continue
-        out.write(f"  {item.title} ({item.client})\n")
+        write_shown(f"  {item.title} ({item.client})\n")
         for entry in _found(item, project_dir)["files"]:
-            out.write(f"    {entry['shown']}\n")
+            write_shown(f"    {entry['shown']}\n")
             for server in entry["servers"]:
-                out.write(f"      {server['name']}: {server['target']}\n")
+                write_shown(f"      {server['name']}: {server['target']}\n")
         for warning in item.imports.warnings:
-            out.write(f"    warning: {warning}\n")
+            write_shown(f"    warning: {warning}\n")
 
 
 def _existing_config(path: Path) -> dict[str, Any]:
@@ -173,7 +175,7 @@ def _existing_config(path: Path) -> dict[str, Any]:
         document = json.loads(read_regular_file(path, MAX_CONFIG_BYTES))  # never a FIFO
     except json.JSONDecodeError as exc:
         raise UsageError(
-            f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}; not changed",
+            f"{path}:{json_syntax_error(exc)}; not changed",
             hint='fix it first (`toolscript config check`), or add "import" to it by hand',
         ) from exc
     except (OSError, UnicodeDecodeError, RecursionError) as exc:

@@ -15,6 +15,7 @@ from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
 from toolscript.config import load_config
 from toolscript.errors import UsageError
+from toolscript.store.outputs import visible_controls
 
 __all__ = ["get_prompt", "list_prompts", "list_resources", "read_resource"]
 
@@ -25,13 +26,17 @@ def _path(server: str, rest: str) -> str:
     return f"/servers/{quote(server, safe='')}/{rest}"
 
 
-def _ask(config: str | None, server: str, method: str, rest: str, body: Any = None) -> Any:
+def _ask(
+    config: str | None, server: str, method: str, rest: str, body: Any = None, *, exact: bool
+) -> Any:
+    """What the gateway answers; ``exact`` for --json, else ``for_terminal``."""
     loaded = load_config(config)
     loaded.server(server)  # a clear "server not found" even without a gateway
     with gateway_client(loaded) as client:
         if method == "GET":
-            return client.get_json(_path(server, rest))
-        return for_terminal(client.request("POST", _path(server, rest), json=body).json())
+            return client.get_json(_path(server, rest), exact=exact)
+        read = client.request("POST", _path(server, rest), json=body).json()
+        return read if exact else for_terminal(read)
 
 
 def list_resources(
@@ -52,7 +57,7 @@ def list_resources(
     through it with read-resource --template NAME --arg PARAM=VALUE (or fill
     them in and read the URI).
     """
-    listed: dict[str, Any] = _ask(config, server, "GET", "resources")
+    listed: dict[str, Any] = _ask(config, server, "GET", "resources", exact=as_json)
     if as_json:
         print_json(listed)
         return
@@ -117,13 +122,16 @@ def read_resource(
         if template is None
         else {"template": template, "params": _key_values(arg or [])}
     )
-    read: dict[str, Any] = _ask(config, server, "POST", "resources/read", body)
+    read: dict[str, Any] = _ask(config, server, "POST", "resources/read", body, exact=True)
     if as_json:
         print_json(read)
         return
     for item in read.get("contents", []):
         if isinstance(item.get("text"), str):
-            typer.echo(item["text"], nl=not item["text"].endswith("\n"))
+            text = item["text"]  # as it is into a file (typer.echo drops escapes there)
+            text = visible_controls(text) if sys.stdout.isatty() else text  # shown, not obeyed
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+            sys.stdout.flush()
         elif isinstance(item.get("blob"), str):
             data = base64.b64decode(item["blob"])
             if sys.stdout.isatty():  # bytes on a terminal would be obeyed, not shown
@@ -150,7 +158,7 @@ def list_prompts(
         toolscript list-prompts everything
         toolscript list-prompts everything --json | jq -r '.prompts[].name'
     """
-    listed: dict[str, Any] = _ask(config, server, "GET", "prompts")
+    listed: dict[str, Any] = _ask(config, server, "GET", "prompts", exact=as_json)
     if as_json:
         print_json(listed)
         return
@@ -188,7 +196,7 @@ def get_prompt(
     """
     arguments = _key_values(arg or [])
     got: dict[str, Any] = _ask(
-        config, server, "POST", "prompts/get", {"name": name, "arguments": arguments}
+        config, server, "POST", "prompts/get", {"name": name, "arguments": arguments}, exact=as_json
     )
     if as_json:
         print_json(got)

@@ -5,17 +5,34 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Collection, Sequence
-from typing import Any
+from typing import Any, TextIO
 
-__all__ = ["print_json", "print_rows", "stdout_is_terminal"]
+__all__ = ["print_json", "print_rows", "stdout_is_terminal", "write_shown"]
 
 
 def stdout_is_terminal() -> bool:
     return sys.stdout.isatty()
 
 
+def write_shown(text: str, stream: TextIO | None = None) -> None:
+    """Write ``text`` to ``stream`` (stdout): on a terminal with its control characters as
+    escapes, as what a server or a repository's file says is shown, never obeyed (a ``\\r``
+    and an erased line would hide the command ``trust`` names); elsewhere as it is."""
+    stream = stream or sys.stdout
+    if stream.isatty():
+        from toolscript.store.outputs import visible_controls
+
+        text = visible_controls(text)
+    stream.write(text)
+
+
 def print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+    """``value`` as JSON, exactly: a control character in one of its strings is written as
+    its JSON escape (``\\u001b``, ``\\u202e``), the same value, shown on a terminal and
+    never obeyed."""
+    from toolscript.store.outputs import visible_controls
+
+    sys.stdout.write(visible_controls(json.dumps(value, indent=2, ensure_ascii=False)) + "\n")
 
 
 def print_rows(
@@ -28,7 +45,8 @@ def print_rows(
 ) -> None:
     """A rich table on a terminal; tab-separated lines in a pipe, the same columns in every
     row, headed by the column names with ``header`` (``--header``). Columns named in
-    ``whole`` (ids) are never cut or wrapped, however narrow the terminal."""
+    ``whole`` (ids) are never cut or wrapped, however narrow the terminal. Cells are text
+    as it is (never rich markup), their control characters shown as escapes."""
     if not stdout_is_terminal():
         lines = [list(headers), *rows] if header else rows
         for row in lines:
@@ -36,6 +54,9 @@ def print_rows(
         return
     from rich.console import Console
     from rich.table import Column, Table
+    from rich.text import Text
+
+    from toolscript.store.outputs import visible_controls
 
     columns = [
         Column(
@@ -45,7 +66,10 @@ def print_rows(
         )
         for index, name in enumerate(headers)
     ]
-    table = Table(*columns, title=title or None, title_justify="left")
+    # Text, not markup: a cell may hold what a server sent ("[link=...]", a stray "[/b]")
+    table = Table(
+        *columns, title=Text(visible_controls(title)) if title else None, title_justify="left"
+    )
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(Text(visible_controls(cell)) for cell in row))
     Console().print(table)

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from toolscript.cli.client import gateway_client
+from toolscript.cli.client import for_terminal, gateway_client
 from toolscript.cli.exec import TRACE_HELP, exec_option
 from toolscript.cli.options import CacheDirOption, ConfigOption, HeaderOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
@@ -77,19 +77,31 @@ def save_command(
             saved: dict[str, Any] = client.request("POST", "/scripts", json=request).json()
         except GatewayResponseError as exc:
             if exc.body.get("errors") and not as_json:
-                sys.stderr.write("".join(f"{error}\n" for error in exc.body["errors"]))
+                errors = [str(error) for error in exc.body["errors"]]
+                if description is None:  # the lines are the file's own: name the file
+                    errors = [_in_file(error, name, file) for error in errors]
+                errors = for_terminal(errors)
+                sys.stderr.write("".join(f"{error}\n" for error in errors))
             if as_json:
                 print_json(exc.body)
             raise
     if as_json:
         print_json(saved)
         return
+    saved = for_terminal(saved)  # other saved scripts' errors quote a repository's files
     verb = "replaced" if saved["replaced"] else "saved"
     typer.echo(f"{verb} {saved['name']}: {saved['path']}")
     typer.echo(f"  {saved['signature']}")
     typer.echo(f"  call it: toolscript run {saved['name']} --input '{{...}}'")
     for other, errors in saved["broken"].items():
         typer.echo(f"warning: {other} no longer type-checks: {errors[0]}", err=True)
+
+
+def _in_file(error: str, name: str, file: Path) -> str:
+    """``error`` about the script saved as ``name`` (``toolscripts/NAME.ts:4:31: ...``),
+    naming the user's ``file`` instead: nothing was written at the path the gateway names."""
+    saved = f"toolscripts/{name}.ts:"
+    return f"{file}:{error[len(saved) :]}" if error.startswith(saved) else error
 
 
 def list_scripts(
@@ -110,7 +122,7 @@ def list_scripts(
     """
     loaded = load_config(config)
     with gateway_client(loaded) as client:
-        listing: dict[str, Any] = client.get_json("/scripts")
+        listing: dict[str, Any] = client.get_json("/scripts", exact=as_json)
     if as_json:
         print_json(listing)
         return

@@ -105,7 +105,7 @@ def search(
     if kind != Kind.tool:
         params["kind"] = kind.value
     with gateway_client(loaded) as client:
-        answer: dict[str, Any] = client.get_json("/search", **params)
+        answer: dict[str, Any] = client.get_json("/search", exact=as_json, **params)
         hits = answer["hits"]
         absent = None  # why a server's search is empty, asked only to print it
         if server is not None and not hits and not as_json:

@@ -9,7 +9,7 @@ from typing import Any
 
 from toolscript.cli.client import URL_VARIABLE, GatewayClient, find_gateway_url
 from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
-from toolscript.cli.output import print_json, print_rows
+from toolscript.cli.output import print_json, print_rows, write_shown
 from toolscript.config import Config, load_config
 from toolscript.errors import GatewayError, GatewayUnreachableError
 from toolscript.otherclients import home_dir
@@ -36,9 +36,9 @@ def list_servers(
     """
     loaded = load_config(config)
     for warning in loaded.import_warnings:
-        sys.stderr.write(f"warning: import: {warning}\n")
+        write_shown(f"warning: import: {warning}\n", sys.stderr)  # quoting other clients' files
     servers = [server.summary() for server in loaded.servers]
-    live = _live_states(loaded)
+    live, config_error = _live_states(loaded, exact=as_json)
     for server in servers:
         if server["name"] in live:
             server["state"] = live[server["name"]]["state"]
@@ -74,6 +74,37 @@ def list_servers(
     )
     if any(server.get("error") for server in servers):
         sys.stderr.write("the whole reason: `toolscript list-servers --json` or `gateway status`\n")
+    untrusted = _untrusted(loaded)
+    if not live:
+        sys.stderr.write(
+            f"note: no gateway runs for this project: {untrusted}\n"
+            if untrusted
+            else "note: no gateway runs for this project, so state and tools are empty: "
+            "`toolscript gateway start &` connects the servers\n"
+        )
+    elif config_error:
+        sys.stderr.write(
+            "note: the config's last edit did not load, so the gateway serves the previous "
+            f"one (state unknown: not started): {config_error}\n"
+        )
+    elif untrusted:  # an edit of a server's entry, the gateway still serving the entry as was
+        sys.stderr.write(
+            f"note: the gateway serves the config as it was when trusted: {untrusted}\n"
+        )
+
+
+def _untrusted(loaded: Config) -> str | None:
+    """Why the config as it is now starts nothing (an edit since `toolscript trust`, or a
+    cloned project's), with what to do; None when it may start its servers."""
+    from toolscript.errors import UntrustedConfigError
+    from toolscript.store.trust import require_trust
+
+    try:
+        if loaded.path is not None:
+            require_trust(loaded.path)
+    except UntrustedConfigError as exc:
+        return f"{exc.message}; {exc.hint}"
+    return None
 
 
 # A server in the file that the running gateway does not have (an edit not trusted yet, or
@@ -98,14 +129,20 @@ def _short(error: str | None, width: int = 48) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _live_states(config: Config) -> dict[str, dict[str, Any]]:
-    """Per-server state from a running gateway; empty when none answers."""
+def _live_states(config: Config, *, exact: bool) -> tuple[dict[str, dict[str, Any]], str | None]:
+    """Per-server state from a running gateway (``exact``: as it came, for --json; empty
+    when none answers), and why it serves an older configuration than the file's when a
+    server of the file is not among them."""
     try:
         url = find_gateway_url(config)  # a gateway still starting is waited for
         if not url:
-            return {}
+            return {}, None
         with GatewayClient(url, timeout=2) as client:
-            return {server["name"]: server for server in client.get_json("/servers")}
+            live = {server["name"]: server for server in client.get_json("/servers", exact=exact)}
+            if all(server.name in live for server in config.servers):
+                return live, None
+            health = client.get_json("/health")
+            return live, (health.get("config") or {}).get("error")
     except GatewayError as exc:
         if os.environ.get(URL_VARIABLE, "").strip():  # named on purpose: not "no gateway"
             raise GatewayUnreachableError(
@@ -113,4 +150,4 @@ def _live_states(config: Config) -> dict[str, dict[str, Any]]:
                 hint=f"unset {URL_VARIABLE} (the project's own gateway is then used), "
                 "or point it at a gateway that runs",
             ) from exc
-        return {}
+        return {}, None

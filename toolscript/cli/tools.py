@@ -36,7 +36,7 @@ def list_tools(
     loaded = load_config(config)
     loaded.server(server)  # a clear "server not found" even without a gateway
     with gateway_client(loaded) as client:
-        tools: list[dict[str, Any]] = client.get_json(f"/servers/{server}/tools")
+        tools: list[dict[str, Any]] = client.get_json(f"/servers/{server}/tools", exact=as_json)
     if as_json:
         print_json(tools)
         return

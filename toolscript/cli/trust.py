@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from toolscript.cli.options import ConfigOption, JsonOption
-from toolscript.cli.output import print_json
+from toolscript.cli.output import print_json, write_shown
 from toolscript.config import find_config_path, load_config
 from toolscript.errors import UsageError
 
@@ -67,8 +67,8 @@ def trust_command(
     if as_json:
         print_json({"trusted": str(path), "imported": imported, "servers": servers})
         return
-    sys.stdout.write(f"trusted: {path}\n")
+    write_shown(f"trusted: {path}\n")
     for file in imported:
-        sys.stdout.write(f"  with the file it imports: {file}\n")
+        write_shown(f"  with the file it imports: {file}\n")
     for server in servers:
-        sys.stdout.write(f"  {server['name']}: {server['target']}\n")
+        write_shown(f"  {server['name']}: {server['target']}\n")

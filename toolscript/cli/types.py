@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 from toolscript.cli.client import gateway_client
@@ -23,7 +24,15 @@ def render_markdown(answer: dict[str, Any]) -> str:
     example = 'import { tools } from "toolscript";\n\n' + "\n\n".join(calls)
     note = offered_note(answer.get("packages") or [])
     declarations = answer["declarations"] + (f"\n\n{note.rstrip()}" if note else "")
-    return f"```typescript\n{declarations}\n```\n\n```typescript\n{example}\n```\n"
+    return _fenced(declarations) + "\n" + _fenced(example)
+
+
+def _fenced(code: str) -> str:
+    """``code`` in a Markdown code block whose fence no backticks in it (a server's
+    description, say) can close: longer than the longest run of them."""
+    longest = max((len(run) for run in re.findall("`+", code)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}typescript\n{code}\n{fence}\n"
 
 
 def get_types(
@@ -49,7 +58,7 @@ def get_types(
     loaded.server(server)
     params = {"server": server} | ({"tool": tool} if tool else {})
     with gateway_client(loaded) as client:
-        answer: dict[str, Any] = client.get_json("/types", **params)
+        answer: dict[str, Any] = client.get_json("/types", exact=as_json, **params)
     if as_json:
         print_json(answer)
         return

@@ -419,7 +419,8 @@ def _ephemeral_gateway(
                 + (f": {detail[-1]}" if detail else ""),
                 hint="run `toolscript gateway start` to see why",
             )
-        note_unavailable_servers(gateway.url, code)
+        # This run's own gateway is gone after it: a started one shows why, and keeps it.
+        note_unavailable_servers(gateway.url, code, "run `toolscript gateway start` to see why")
         yield gateway.url
     finally:
         gateway.stop(20)
@@ -430,8 +431,11 @@ def _collect(stream: object, lines: list[str]) -> None:
         lines.append(line)
 
 
-def note_unavailable_servers(url: str, code: str) -> None:
-    """One line on stderr for servers the script names that the gateway could not start."""
+def note_unavailable_servers(
+    url: str, code: str, see_why: str = "`toolscript gateway status` shows why"
+) -> None:
+    """One line on stderr for servers the script names that the gateway could not start;
+    ``see_why``: where the user reads why (the running gateway's status by default)."""
     from toolscript.codegen.naming import to_camel_case
 
     body = gateway_request(url, "/servers", 10)
@@ -443,13 +447,14 @@ def note_unavailable_servers(url: str, code: str) -> None:
         namespace = re.escape(to_camel_case(server["name"]))
         if re.search(rf"""\btools\s*(?:\.\s*{namespace}\b|\[\s*["'`]{namespace}["'`])""", code):
             missing.append(f"{server['name']} ({server.get('error') or server.get('state')})")
-    line = (
-        "toolscript: warning: not available: "
-        + "; ".join(missing)
-        + "; run `toolscript gateway start` to see why\n"
-    )
-    if missing and line not in _NOTED:  # said once a run, before it or after it failed
-        _NOTED.add(line)
+    said = "; ".join(missing)
+    if missing and said not in _NOTED:  # said once a run, before it or after it failed
+        _NOTED.add(said)
+        line = f"toolscript: warning: not available: {said}; {see_why}\n"
+        if sys.stderr.isatty():  # a server's error is what it sent: shown, not obeyed
+            from toolscript.store.outputs import visible_controls
+
+            line = visible_controls(line)
         sys.stderr.write(line)
         sys.stderr.flush()
 

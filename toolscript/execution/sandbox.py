@@ -361,8 +361,8 @@ class _MemoryWatch(threading.Thread):
     reads every process's ``stat`` (1.8 ms of CPU with 113 processes, 20 times a second of
     every run, more on a desktop with hundreds); its own memory is one read (0.01 ms).
 
-    psutil works the same on Linux and macOS; it is imported here, off the exec path's
-    critical start-up, and only once the first interval has passed: a script done by then
+    Read through ``plumbing/processes.py`` (psutil, the same on Linux and macOS), imported
+    off the exec path's critical start-up, and only once the first interval has passed: a script done by then
     (most are) never pays its 40 ms of imports, which would compete with Deno for the CPU.
     """
 
@@ -377,18 +377,17 @@ class _MemoryWatch(threading.Thread):
     def run(self) -> None:
         if self.stop.wait(self.INTERVAL):
             return
-        import psutil
+        from toolscript.plumbing.processes import resident_reader
 
-        try:
-            root = psutil.Process(self.process.pid)
-        except psutil.NoSuchProcess:
+        read = resident_reader(self.process.pid)
+        if read is None:
             return
         while not self.stop.wait(self.INTERVAL):
             try:
-                used = root.memory_info().rss
-            except psutil.NoSuchProcess:
+                used = read()
+            except ProcessLookupError:
                 return
-            except psutil.Error:
+            if used is None:
                 continue
             if used > self.cap:
                 self.exceeded.set()

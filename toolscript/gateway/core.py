@@ -38,6 +38,7 @@ from toolscript.errors import (
     ToolscriptError,
     UsageError,
 )
+from toolscript.gateway.arguments import ArgumentCheck
 from toolscript.gateway.background import BackgroundRuns
 from toolscript.gateway.checker import WarmChecker
 from toolscript.gateway.inferred import ResultShapes
@@ -94,7 +95,6 @@ from toolscript.upstream.early import EarlyServer
 
 if TYPE_CHECKING:  # jsonschema is imported by a tool's first call (validators are made then)
     import jsonschema
-    from jsonschema.protocols import Validator
 
 __all__ = ["Gateway", "split_tool_name"]
 
@@ -325,7 +325,7 @@ class Gateway:
             )
             for server in config.servers
         }
-        self._validators: dict[tuple[str, str], tuple[dict[str, Any], Validator]] = {}
+        self._validators: dict[tuple[str, str], ArgumentCheck] = {}
         options = search or config.search
         store = EmbeddingStore(self.layout.embeddings if options.cache else None)
         embedder = EmbedderProcess(options.model, options.device) if options.semantic else None
@@ -988,6 +988,11 @@ class Gateway:
                 f"server not found: {server!r}"
                 + (f" (configured: {', '.join(names)})" if names else " (zero servers configured)"),
                 suggestions=difflib.get_close_matches(server, names, n=3, cutoff=0.5),
+                # An edit that added it did not load: say why, not only what still serves.
+                hint=f"the config's last edit did not load, so the previous one still serves: "
+                f"{self.config_error}"
+                if self.config_error
+                else None,
             ) from None
 
     def server_tools(self, server: str) -> list[dict[str, Any]]:
@@ -1073,16 +1078,14 @@ class Gateway:
     def validate(self, server: str, tool: dict[str, Any], arguments: Any) -> None:
         schema = tool.get("inputSchema") or {"type": "object"}
         key = (server, tool["name"])
-        cached = self._validators.get(key)
-        if cached is None or cached[0] is not schema:
-            import jsonschema
-
-            cls = jsonschema.validators.validator_for(
-                schema, default=jsonschema.Draft202012Validator
-            )
-            cached = (schema, cls(schema))
-            self._validators[key] = cached
-        errors = sorted(cached[1].iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        check = self._validators.get(key)
+        if check is None or check.schema is not schema:
+            check = self._validators[key] = ArgumentCheck(schema)
+        found = check.errors(arguments)
+        if found is None:  # a schema it cannot evaluate safely: the server checks them
+            log.debug("%s%s%s: arguments left to the server", server, SEPARATOR, tool["name"])
+            return
+        errors = sorted(found, key=lambda e: list(e.absolute_path))
         if errors:
             details = [
                 {

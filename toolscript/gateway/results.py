@@ -35,7 +35,7 @@ def _text_value(text: str) -> tuple[str, Any]:
     if stripped[:1] in ("{", "["):
         try:
             return "json", json.loads(stripped)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past Python's limit: the text it was
             pass
     return "text", text
 

@@ -104,12 +104,23 @@ class _AfterFirstBuild:
         await self.app(scope, receive, send)
 
 
+class _VisibleFormatter(logging.Formatter):
+    """Log lines with their control characters as escapes: a line may quote what a server
+    sent (its stderr, an error, a tool's name), and the log is read on a terminal."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from toolscript.store.outputs import visible_controls
+
+        return visible_controls(super().format(record))
+
+
 def configure_logging() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads: see search/semantic
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_VisibleFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(
         level=os.environ.get("TOOLSCRIPT_LOG_LEVEL", "INFO").upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
+        handlers=[handler],
         force=True,
     )
     for noisy in ("mcp", "httpx", "httpx2", "httpcore", "uvicorn.access"):
@@ -278,9 +289,9 @@ def serve(
 
 
 def _since_process_start() -> float:
-    import psutil
+    from toolscript.plumbing.processes import seconds_since_start
 
-    return time.time() - psutil.Process().create_time()
+    return seconds_since_start()
 
 
 def _print_url(url: str) -> None:

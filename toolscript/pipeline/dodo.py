@@ -9,15 +9,30 @@ connects to the servers itself when a task needs their tools.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
-from toolscript.config import load_config
+from toolscript.config import Config, load_config
+from toolscript.errors import ToolscriptError
 from toolscript.pipeline.artifacts import CacheLayout
 from toolscript.pipeline.sources import ConnectingSource
 from toolscript.pipeline.tasks import build_tasks
 
-# It connects to the servers: a project's config runs only once the user trusted it.
-_config = load_config(os.environ.get("TOOLSCRIPT_CONFIG"), require_trust=True)
+
+def _load() -> Config:
+    """The project's config, as the CLI reads it. A config that is invalid or not trusted
+    yet is the CLI's message and exit code, not a traceback from doit's loader."""
+    try:
+        # It connects to the servers: a project's config runs only once the user trusted it.
+        return load_config(os.environ.get("TOOLSCRIPT_CONFIG"), require_trust=True)
+    except ToolscriptError as exc:
+        sys.stderr.write(
+            f"toolscript: error: {exc.message}\n" + (f"hint: {exc.hint}\n" if exc.hint else "")
+        )
+        raise SystemExit(exc.exit_code) from None
+
+
+_config = _load()
 _namespace: dict[str, Any] = build_tasks(
     _config,
     CacheLayout(_config.cache_dir()),

@@ -14,6 +14,7 @@ __all__ = [
     "PositionedJson",
     "deepest_at",
     "format_path",
+    "json_syntax_error",
     "parse_with_positions",
 ]
 
@@ -188,6 +189,25 @@ def format_path(path: JsonPath) -> str:
         else:
             out += f"[{json.dumps(part)}]"
     return out or "(root)"
+
+
+def json_syntax_error(exc: json.JSONDecodeError) -> str:
+    """``line:col: invalid JSON: what is wrong`` for the document ``json.loads`` refused
+    with ``exc``. A comma after the last entry and a comment are named as such, at where
+    they stand: json's own words for them ("Expecting property name enclosed in double
+    quotes" at the closing brace) send a person looking for a missing quote."""
+    text = exc.doc
+    before = text[: exc.pos].rstrip(" \t\r\n")
+    if text[exc.pos : exc.pos + 1] in ("}", "]") and before.endswith(","):
+        line, col = _line_col(text, len(before) - 1)
+        return f"{line}:{col}: invalid JSON: a comma after the last entry (JSON allows none)"
+    if text.startswith(("//", "/*"), exc.pos):
+        return f"{exc.lineno}:{exc.colno}: invalid JSON: a comment (JSON allows none)"
+    return f"{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}"
+
+
+def _line_col(text: str, offset: int) -> tuple[int, int]:
+    return text.count("\n", 0, offset) + 1, offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
 def deepest_at(text: str, limit: int = 200) -> tuple[int, int]:

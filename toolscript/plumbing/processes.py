@@ -28,7 +28,9 @@ __all__ = [
     "process_alive",
     "process_identity",
     "reap_children",
+    "resident_reader",
     "return_free_memory",
+    "seconds_since_start",
     "siblings",
     "signal_quietly",
     "started_by",
@@ -117,19 +119,52 @@ def reap_children(grace: float = 0.5) -> None:
     psutil.wait_procs(alive, timeout=grace)
 
 
+def seconds_since_start() -> float:
+    """How long ago this process started (0.0 when the system does not say)."""
+    import psutil
+
+    try:
+        return max(0.0, time.time() - psutil.Process().create_time())
+    except psutil.Error:
+        return 0.0
+
+
+def resident_reader(pid: int) -> Callable[[], int | None] | None:
+    """A function giving ``pid``'s resident bytes at each call, for a watch that asks often
+    (one handle, no lookup per call): None from it when the system would not say this time
+    (macOS may refuse), ProcessLookupError once the process is gone. None when it is gone
+    already."""
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return None
+
+    def read() -> int | None:
+        try:
+            return int(process.memory_info().rss)
+        except psutil.NoSuchProcess as exc:
+            raise ProcessLookupError(pid) from exc
+        except psutil.Error:
+            return None
+
+    return read
+
+
 def return_free_memory() -> bool:
     """Give the C heap's free pages back to the system (glibc's ``malloc_trim``): after a
     large load (a model's graph parsed, a build's JSON) freed memory otherwise stays in
-    the process's RSS. False where there is no such call (macOS, musl)."""
-    import ctypes
-    import ctypes.util
+    the process's RSS. False where there is no such call (macOS, musl).
 
-    name = ctypes.util.find_library("c")
+    Looked up in what the process has loaded, not found by name: ``find_library`` runs
+    ``ldconfig``, ``gcc`` or ``ld`` on Linux (12 ms a call), and finds none where a minimal
+    image has none of them, though its glibc has the call."""
+    import ctypes
+
     try:
-        trim = ctypes.CDLL(name).malloc_trim if name else None
+        trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):
-        trim = None
-    if trim is None:
         return False
     trim(0)
     return True
@@ -189,8 +224,9 @@ def siblings(wanted: Callable[[tuple[str, ...]], bool] = lambda argv: True) -> l
         parent_line: tuple[str, ...] = ()
         if os.getppid() > 1:
             parent = psutil.Process(os.getppid())
-            parent_line = tuple(parent.cmdline())
             children += parent.children()
+            with contextlib.suppress(psutil.AccessDenied):  # macOS: another user's parent
+                parent_line = tuple(parent.cmdline())
     except psutil.Error:
         return []
     found = []
@@ -200,7 +236,7 @@ def siblings(wanted: Callable[[tuple[str, ...]], bool] = lambda argv: True) -> l
         try:
             with child.oneshot():
                 argv = tuple(child.cmdline())
-                forked = child.ppid() != me and argv == parent_line
+                forked = child.ppid() != me and bool(parent_line) and argv == parent_line
                 if not forked and not wanted(argv):
                     continue
                 cwd = child.cwd()

@@ -41,13 +41,16 @@ __all__ = [
 KEEP = 20
 MAX_BYTES = 512 * 1024 * 1024
 MORE_KEY = "…"  # the key that counts an object's keys left out
-# C0 controls but newline and tab, DEL, C1 controls; shown as JSON escapes (\u001b), which
-# keep a JSON text valid where a raw C1 character stood in one of its strings.
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 controls but newline and tab, DEL, C1 controls, and the bidirectional formatting
+# characters (which reorder what a terminal shows after them: "Trojan Source"); shown as
+# JSON escapes (\u001b), which keep a JSON text valid and its value the same where one
+# stood in one of its strings.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def visible_controls(text: str) -> str:
-    """``text`` with its control characters (ESC, BEL, CR, C1...) as visible escapes."""
+    """``text`` with its control characters (ESC, BEL, CR, C1, bidi overrides...) as
+    visible escapes."""
     return _CONTROLS.sub(lambda found: f"\\u{ord(found[0]):04x}", text)
 
 

@@ -139,7 +139,7 @@ def require_trust(config: Path) -> None:
     if needs_trust(config):
         shown = trust_key(config)
         imported = [
-            str(path.relative_to(Path(shown).parent))
+            os.path.relpath(path, Path(shown).parent)  # ../REPO/x.env: inside where case is not
             for path in imported_project_files(config)
             if path.exists()
         ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import logging
 import math
 import tempfile
@@ -63,6 +64,9 @@ LIST_CHANGED = frozenset(
     }
 )
 SIGN_IN_POLL = 1.0  # seconds between looks at the token store while a server needs a sign-in
+# Pages of one listing a server may answer with: a cursor that never ends (a loop, a server
+# that makes up pages) would hold the server "connecting" while the gateway's memory grows.
+MAX_PAGES = 1000
 
 
 class UpstreamServer:
@@ -305,7 +309,7 @@ class UpstreamServer:
     async def _list_tools(self, session: ClientSession) -> dict[str, dict[str, Any]]:
         tools: dict[str, dict[str, Any]] = {}
         cursor: str | None = None
-        while True:
+        for _ in range(MAX_PAGES):
             params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
             result = await session.list_tools(params=params)
             for tool in result.tools:
@@ -316,6 +320,7 @@ class UpstreamServer:
             cursor = result.next_cursor
             if not cursor:
                 return tools
+        raise _endless("tools/list")
 
     async def _list_offered(self, session: ClientSession) -> dict[str, list[dict[str, Any]]]:
         """Its prompts and resource templates; a kind whose capability the server does not
@@ -472,6 +477,32 @@ class UpstreamServer:
     def _fail(self, exc: BaseException) -> None:
         self.stderr_tail = self._read_stderr_tail()
         message = _describe(exc)
+        if self.config.url is not None and _unwrapped(exc).__class__.__name__ == "ConnectError":
+            # httpx says "All connection attempts failed" without saying where to.
+            message = f"cannot connect to {_origin(self.config.url)}: {message}"
+        if (
+            getattr(_unwrapped(exc), "code", None) == mcp_types.CONNECTION_CLOSED
+            and self.config.transport == "stdio"
+            and self.state != ServerState.CONNECTED
+            and self.stderr_tail
+        ):
+            # It exited before it answered (a wrong argument, a missing path): its last
+            # words say why, where "Connection closed" alone does not.
+            message = f"exited while connecting: {self.stderr_tail[-1]} ({message})"
+        command = self.config.command or ""
+        if isinstance(_unwrapped(exc), FileNotFoundError) and len(command.split()) > 1:
+            # "npx -y some-server" as one command: a program of that whole name is not found.
+            program, *args = command.split()
+            message += (
+                f' (the program goes in "command", each argument in "args": '
+                f'"command": {json.dumps(program)}, "args": {json.dumps(args)})'
+            )
+        if message == TIMED_OUT:  # what the user can check, and what gives it longer
+            message += (
+                f": no MCP answer in {self.connect_timeout:g} s (is it an MCP server"
+                f"{' on stdio' if self.config.transport == 'stdio' else ''}? a slow one gets "
+                "longer with `toolscript gateway start --connect-timeout SECONDS`)"
+            )
         self.error = self._redact(message)
         self.connected_at = None
         if self._stopping:
@@ -673,7 +704,7 @@ class UpstreamServer:
         request, result_type, listed = OFFERINGS[method]
         joined: dict[str, Any] = {}
         cursor: str | None = None
-        while True:
+        for _ in range(MAX_PAGES):
             sent = dict(params or {}) | ({"cursor": cursor} if cursor else {})
             message = request.model_validate({"method": method, "params": sent or None})
             result = await session.send_request(message, result_type)
@@ -684,6 +715,7 @@ class UpstreamServer:
             cursor = page.get("nextCursor")
             if not cursor:
                 return joined
+        raise _endless(method)
 
     def _cancel_raw(self, writer: Any, request_id: str, reason: str) -> None:
         """Tell the server to stop working on an abandoned call (notifications/cancelled), as the
@@ -794,6 +826,13 @@ OFFERINGS: dict[str, tuple[Any, Any, str]] = {
     "prompts/list": (mcp_types.ListPromptsRequest, mcp_types.ListPromptsResult, "prompts"),
     "prompts/get": (mcp_types.GetPromptRequest, mcp_types.GetPromptResult, ""),
 }
+
+
+def _endless(method: str) -> UpstreamError:
+    return UpstreamError(
+        f"its {method} answered {MAX_PAGES} pages and asked for more (nextCursor): "
+        "no listing that long is taken"
+    )
 
 
 def _finite(value: Any) -> float | None:
@@ -938,12 +977,34 @@ def _needs_sign_in(exc: BaseException) -> bool:
     return False
 
 
-def _describe(exc: BaseException) -> str:
-    """A one-line description of a connection failure, digging into exception groups."""
+TIMED_OUT = "timed out while connecting"
+
+
+def _unwrapped(exc: BaseException) -> BaseException:
+    """The first exception of (nested) exception groups; ``exc`` itself otherwise."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    return exc
+
+
+def _origin(url: str) -> str:
+    """``scheme://host:port`` of ``url``: never its user, path or query (which may hold a
+    token)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        port = ""
+    return f"{parts.scheme}://{parts.hostname or ''}{port}"
+
+
+def _describe(exc: BaseException) -> str:
+    """A one-line description of a connection failure, digging into exception groups."""
+    exc = _unwrapped(exc)
     if isinstance(exc, TimeoutError):
-        return "timed out while connecting"
+        return TIMED_OUT
     if isinstance(exc, FileNotFoundError):
         return f"command not found: {exc.filename or exc}"
     text = str(exc) or type(exc).__name__

@@ -126,10 +126,14 @@ class FetchTasks:
                 and offered.exists()
                 and self._relearned(server, target)
             )
+        tools = self.live(server)
+        if values.get("reached") is False and tools is not None:
+            # Built while the server was (re)starting: once it answers, record that it was
+            # reached, or a standalone `doit` sees this task out of date and starts it.
+            return False
         live_offered = self.live_offered(server)
         if not (offered.exists() if live_offered is None else _holds(offered, live_offered)):
             return False
-        tools = self.live(server)
         return target.exists() if tools is None else _holds(target, listed_json(tools))
 
     def _relearned(self, server: ServerConfig, target: Path) -> bool:

@@ -1,0 +1,93 @@
+"""An MCP server over stdio (stdlib only) that sends whatever a JSON file tells it to, for
+attacks with what a server says (names, descriptions, schemas, results, errors, prompts,
+resources, its stderr).
+
+    python hostile_server.py SPEC.json
+
+SPEC holds any of: ``tools`` (the tools/list answer's list, as it is), ``results`` (a tool's
+name -> its tools/call result), ``errors`` (a tool's name -> the JSON-RPC error its call
+answers), ``prompts`` and ``prompt_results`` (name -> prompts/get result), ``resources``,
+``templates`` and ``contents`` (URI -> the contents list resources/read answers),
+``init_error`` (the JSON-RPC error initialize answers), ``instructions``, ``server_name``,
+``stderr`` (written once, at start), ``exit`` (a status to exit with right after that
+stderr) and ``endless`` (listing methods, such as ``tools/list``, whose every page names
+a next one). A tool with no result answers with its own name.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+
+def send(message: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def answer(spec: dict[str, Any], method: str, params: dict[str, Any]) -> Any:
+    result = _answer(spec, method, params)
+    if method in spec.get("endless", []):  # one more page, always
+        result["nextCursor"] = str(int(params.get("cursor") or 0) + 1)
+    return result
+
+
+def _answer(spec: dict[str, Any], method: str, params: dict[str, Any]) -> Any:
+    if method == "initialize":
+        if "init_error" in spec:
+            raise LookupError(spec["init_error"])
+        result: dict[str, Any] = {
+            "protocolVersion": params.get("protocolVersion", "2025-06-18"),
+            "capabilities": {"tools": {}, "prompts": {}, "resources": {}},
+            "serverInfo": {"name": spec.get("server_name", "hostile"), "version": "1"},
+        }
+        if "instructions" in spec:
+            result["instructions"] = spec["instructions"]
+        return result
+    if method == "ping":
+        return {}
+    if method == "tools/list":
+        return {"tools": spec.get("tools", [])}
+    if method == "tools/call":
+        name = params.get("name", "")
+        if name in spec.get("errors", {}):
+            raise LookupError(spec["errors"][name])
+        return spec.get("results", {}).get(name, {"content": [{"type": "text", "text": name}]})
+    if method == "prompts/list":
+        return {"prompts": spec.get("prompts", [])}
+    if method == "prompts/get":
+        return spec.get("prompt_results", {}).get(params.get("name", ""), {"messages": []})
+    if method == "resources/list":
+        return {"resources": spec.get("resources", [])}
+    if method == "resources/templates/list":
+        return {"resourceTemplates": spec.get("templates", [])}
+    if method == "resources/read":
+        return {"contents": spec.get("contents", {}).get(params.get("uri", ""), [])}
+    raise LookupError({"code": -32601, "message": "not here"})
+
+
+def main() -> None:
+    with open(sys.argv[1], encoding="utf-8") as handle:
+        spec: dict[str, Any] = json.load(handle)
+    if "stderr" in spec:
+        sys.stderr.write(spec["stderr"])
+        sys.stderr.flush()
+    if "exit" in spec:
+        sys.exit(int(spec["exit"]))
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        message = json.loads(line)
+        if "id" not in message:
+            continue
+        try:
+            result = answer(spec, str(message.get("method")), message.get("params") or {})
+        except LookupError as exc:
+            send({"jsonrpc": "2.0", "id": message["id"], "error": exc.args[0]})
+            continue
+        send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+
+if __name__ == "__main__":
+    main()
