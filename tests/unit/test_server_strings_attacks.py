@@ -69,8 +69,10 @@ def test_a_ref_to_a_file_is_never_read(tmp_path: Path) -> None:
         {"properties": {"x": {"$ref": "#/properties/x"}}},
         {"properties": {"x": {"$ref": "https://example.invalid/schema.json"}}},
         {"properties": 5},
+        {"$schema": ["https://json-schema.org/draft/2020-12/schema"]},
+        {"$schema": {}},
     ],
-    ids=["loop", "self", "remote", "malformed"],
+    ids=["loop", "self", "remote", "malformed", "dialect-a-list", "dialect-an-object"],
 )
 def test_a_schema_the_gateway_cannot_evaluate_is_left_to_the_server(schema: Any) -> None:
     gateway().validate("s", {"name": "t", "inputSchema": schema}, {"x": 1})

@@ -45,7 +45,13 @@ class ArgumentCheck:
 
         self.schema = schema
         self._left = 0
-        base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        self._validator: Validator | None = None
+        try:  # a "$schema" that is no string (a list) fails here: unhashable
+            base = jsonschema.validators.validator_for(
+                schema, default=jsonschema.Draft202012Validator
+            )
+        except Exception:
+            return
         keywords = {name: self._counted(keyword) for name, keyword in base.VALIDATORS.items()}
         keywords |= {"pattern": _unchecked, "patternProperties": _unchecked}
         if "patternProperties" in json.dumps(schema):  # which keys a pattern takes is unknown
@@ -56,6 +62,8 @@ class ArgumentCheck:
     def errors(self, arguments: Any) -> list[jsonschema.ValidationError] | None:
         """What is wrong with ``arguments``; None when the schema cannot be evaluated within
         the bounds above (the server checks them)."""
+        if self._validator is None:
+            return None
         self._left = MAX_STEPS
         try:
             return list(self._validator.iter_errors(arguments))
