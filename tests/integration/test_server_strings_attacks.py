@@ -79,7 +79,11 @@ SPEC: dict[str, Any] = {
         }
     },
     "resources": [{"uri": "mem://note", "name": "note" + CONTROLS, "description": CONTROLS}],
-    "contents": {"mem://note": [{"uri": "mem://note", "text": "line one\r\nnote" + CONTROLS}]},
+    "contents": {
+        "mem://note": [{"uri": "mem://note", "text": "line one\r\nnote" + CONTROLS}],
+        # a terminal is told a blob's size and type, not its bytes
+        "mem://blob": [{"uri": "mem://blob", "blob": "AAEC", "mimeType": "x/y" + CONTROLS}],
+    },
 }
 
 
@@ -122,6 +126,7 @@ COMMANDS = {
     "get-prompt": ("get-prompt", "evil", "greet", "--arg", "who=me"),
     "list-resources": ("list-resources", "evil"),
     "read-resource": ("read-resource", "evil", "mem://note"),
+    "read-resource-blob": ("read-resource", "evil", "mem://blob"),
     "list-servers": ("list-servers",),
     "gateway-status": ("gateway", "status"),
     "exec-result": (
