@@ -344,6 +344,34 @@ def test_list_servers_without_a_gateway_says_why_state_is_empty(project: Path) -
     assert "gateway start" not in listed.stderr
 
 
+def test_list_servers_with_a_gateway_of_no_servers_yet_says_it_runs(project: Path) -> None:
+    # init found no servers, the gateway runs, the user adds one: the edit waits for
+    # `toolscript trust`. list-servers said "no gateway runs for this project", though one
+    # serves (every server it serves, none, was taken for no gateway).
+    env = {
+        "TOOLSCRIPT_HOME": str(project / "home"),
+        "TOOLSCRIPT_CONFIG_HOME": str(project / "trust"),
+        "TOOLSCRIPT_TRUSTED_PATHS": "",
+    }
+    config: dict[str, Any] = {"mcpServers": {}}
+    (project / ".toolscript.json").write_text(json.dumps(config))
+    assert run(project, "trust", **env).returncode == 0
+    gateway = GatewayProcess(config, project, env=env)
+    try:
+        (project / ".toolscript.json").write_text(
+            json.dumps({"mcpServers": {"fx": fixture_server()}})
+        )
+        gateway.wait_for_log("is not trusted yet")
+        listed = run(project, "list-servers", **env)
+        assert listed.returncode == 0, listed.stderr
+        assert "fx\tstdio\tunknown" in listed.stdout
+        assert "no gateway runs" not in listed.stderr
+        assert "note: the config's last edit did not load" in listed.stderr
+        assert "is not trusted yet" in listed.stderr and "toolscript trust" in listed.stderr
+    finally:
+        assert gateway.stop() == []
+
+
 # -- what a script's errors look like -------------------------------------------------
 
 
