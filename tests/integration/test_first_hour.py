@@ -205,6 +205,24 @@ def test_a_command_with_its_arguments_in_one_string_says_where_they_go(project: 
     ) in result.stderr
 
 
+def test_a_missing_path_with_spaces_is_not_split_into_arguments(project: Path) -> None:
+    # macOS keeps programs under "~/Library/Application Support": a path with a space that
+    # is not there is not found, and splitting it at the space is no program and arguments.
+    missing = str(project / "Application Support" / "server")
+    (project / ".toolscript.json").write_text(
+        json.dumps({"mcpServers": {"spaced": {"command": missing}}})
+    )
+    result = run(
+        project,
+        "exec",
+        "--no-check",
+        'import { tools } from "toolscript"; return await tools.spaced.anything({})',
+    )
+    assert result.returncode == 1
+    assert f"not available: spaced (command not found: {missing})" in result.stderr
+    assert "the program goes in" not in result.stderr
+
+
 def test_a_server_that_never_answers_says_what_to_check(project: Path) -> None:
     # A command that runs but speaks no MCP (a typo'd subcommand, a server waiting for a
     # login prompt) said only "timed out while connecting".
