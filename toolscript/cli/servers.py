@@ -73,22 +73,25 @@ def list_servers(
     )
     if any(server.get("error") for server in servers):
         sys.stderr.write("the whole reason: `toolscript list-servers --json` or `gateway status`\n")
-    untrusted = _untrusted(loaded)
+    untrusted = _untrusted(loaded)  # it names a repository's files: shown, not obeyed
     if answered is None:
-        sys.stderr.write(
+        write_shown(
             f"note: no gateway runs for this project: {untrusted}\n"
             if untrusted
             else "note: no gateway runs for this project, so state and tools are empty: "
-            "`toolscript gateway start &` connects the servers\n"
+            "`toolscript gateway start &` connects the servers\n",
+            sys.stderr,
         )
     elif config_error:
-        sys.stderr.write(
+        write_shown(
             "note: the config's last edit did not load, so the gateway serves the previous "
-            f"one (state unknown: not started): {config_error}\n"
+            f"one (state unknown: not started): {config_error}\n",
+            sys.stderr,
         )
     elif untrusted:  # an edit of a server's entry, the gateway still serving the entry as was
-        sys.stderr.write(
-            f"note: the gateway serves the config as it was when trusted: {untrusted}\n"
+        write_shown(
+            f"note: the gateway serves the config as it was when trusted: {untrusted}\n",
+            sys.stderr,
         )
 
 
