@@ -109,6 +109,19 @@ def test_the_rest_of_a_schema_is_still_checked() -> None:
         gateway().validate("s", tool, {})
 
 
+def test_additional_properties_are_checked_beside_no_patterns() -> None:
+    """Only the object schema that has patternProperties leaves its other keys to the
+    server: one elsewhere in the schema (a headers map) keeps a typo at the top refused."""
+    headers = {"type": "object", "patternProperties": {"^x-": {}}, "additionalProperties": False}
+    check = ArgumentCheck(
+        {"properties": {"headers": headers, "url": {}}, "additionalProperties": False}
+    )
+    assert [error.validator for error in check.errors({"url": 1, "ulr": 2}) or []] == [
+        "additionalProperties"
+    ]
+    assert check.errors({"headers": {"y": 1}}) == []  # its keys: the server's to judge
+
+
 def doubling(levels: int) -> dict[str, Any]:
     """A small schema whose check takes 2^levels evaluations: each level names the next twice."""
     defs: dict[str, Any] = {
