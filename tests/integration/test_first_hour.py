@@ -205,6 +205,24 @@ def test_a_command_with_its_arguments_in_one_string_says_where_they_go(project: 
     ) in result.stderr
 
 
+def test_a_missing_path_with_spaces_is_not_split_into_arguments(project: Path) -> None:
+    # macOS keeps programs under "~/Library/Application Support": a path with a space that
+    # is not there is not found, and splitting it at the space is no program and arguments.
+    missing = str(project / "Application Support" / "server")
+    (project / ".toolscript.json").write_text(
+        json.dumps({"mcpServers": {"spaced": {"command": missing}}})
+    )
+    result = run(
+        project,
+        "exec",
+        "--no-check",
+        'import { tools } from "toolscript"; return await tools.spaced.anything({})',
+    )
+    assert result.returncode == 1
+    assert f"not available: spaced (command not found: {missing})" in result.stderr
+    assert "the program goes in" not in result.stderr
+
+
 def test_a_server_that_never_answers_says_what_to_check(project: Path) -> None:
     # A command that runs but speaks no MCP (a typo'd subcommand, a server waiting for a
     # login prompt) said only "timed out while connecting".
@@ -342,6 +360,34 @@ def test_list_servers_without_a_gateway_says_why_state_is_empty(project: Path) -
     assert listed.returncode == 0, listed.stderr
     assert "is not trusted yet" in listed.stderr and "run `toolscript trust`" in listed.stderr
     assert "gateway start" not in listed.stderr
+
+
+def test_list_servers_with_a_gateway_of_no_servers_yet_says_it_runs(project: Path) -> None:
+    # init found no servers, the gateway runs, the user adds one: the edit waits for
+    # `toolscript trust`. list-servers said "no gateway runs for this project", though one
+    # serves (every server it serves, none, was taken for no gateway).
+    env = {
+        "TOOLSCRIPT_HOME": str(project / "home"),
+        "TOOLSCRIPT_CONFIG_HOME": str(project / "trust"),
+        "TOOLSCRIPT_TRUSTED_PATHS": "",
+    }
+    config: dict[str, Any] = {"mcpServers": {}}
+    (project / ".toolscript.json").write_text(json.dumps(config))
+    assert run(project, "trust", **env).returncode == 0
+    gateway = GatewayProcess(config, project, env=env)
+    try:
+        (project / ".toolscript.json").write_text(
+            json.dumps({"mcpServers": {"fx": fixture_server()}})
+        )
+        gateway.wait_for_log("is not trusted yet")
+        listed = run(project, "list-servers", **env)
+        assert listed.returncode == 0, listed.stderr
+        assert "fx\tstdio\tunknown" in listed.stdout
+        assert "no gateway runs" not in listed.stderr
+        assert "note: the config's last edit did not load" in listed.stderr
+        assert "is not trusted yet" in listed.stderr and "toolscript trust" in listed.stderr
+    finally:
+        assert gateway.stop() == []
 
 
 # -- what a script's errors look like -------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import select
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -79,7 +80,11 @@ SPEC: dict[str, Any] = {
         }
     },
     "resources": [{"uri": "mem://note", "name": "note" + CONTROLS, "description": CONTROLS}],
-    "contents": {"mem://note": [{"uri": "mem://note", "text": "line one\r\nnote" + CONTROLS}]},
+    "contents": {
+        "mem://note": [{"uri": "mem://note", "text": "line one\r\nnote" + CONTROLS}],
+        # a terminal is told a blob's size and type, not its bytes
+        "mem://blob": [{"uri": "mem://blob", "blob": "AAEC", "mimeType": "x/y" + CONTROLS}],
+    },
 }
 
 
@@ -122,6 +127,7 @@ COMMANDS = {
     "get-prompt": ("get-prompt", "evil", "greet", "--arg", "who=me"),
     "list-resources": ("list-resources", "evil"),
     "read-resource": ("read-resource", "evil", "mem://note"),
+    "read-resource-blob": ("read-resource", "evil", "mem://blob"),
     "list-servers": ("list-servers",),
     "gateway-status": ("gateway", "status"),
     "exec-result": (
@@ -357,6 +363,59 @@ def test_trust_shows_the_command_it_trusted_whole_on_a_terminal(tmp_path: Path) 
     assert f"notes: sh -c {HIDDEN}".encode() in shown, shown
     assert b"\x1b" not in shown, shown
     assert b"\\u000d\\u001b[2K" in shown
+
+
+def test_list_servers_names_an_untrusted_projects_files_whole_on_a_terminal(
+    tmp_path: Path,
+) -> None:
+    """The note on a project not trusted yet names the files it imports: a cloned
+    repository's file name cannot erase it and print another on a terminal."""
+    name = "x\r\x1b[2KOK.env"
+    (tmp_path / name).write_text("MODE=1\n")
+    (tmp_path / ".cursor").mkdir()
+    entry = {"command": "echo", "envFile": name}
+    (tmp_path / ".cursor" / "mcp.json").write_text(json.dumps({"mcpServers": {"c": entry}}))
+    (tmp_path / ".toolscript.json").write_text(json.dumps({"import": ["cursor"]}))
+    shown = on_a_terminal("list-servers", cwd=tmp_path, env=own_user(tmp_path))
+    assert b"is not trusted yet" in shown and b"\\u000d\\u001b[2KOK.env" in shown, shown
+    assert b"\r\x1b[2K" not in shown, shown
+
+
+def test_doit_names_an_untrusted_projects_files_whole_on_a_terminal(tmp_path: Path) -> None:
+    """doit's refusal of a project not trusted yet is the CLI's, escapes and all."""
+    name = "x\r\x1b[2KOK.env"
+    (tmp_path / name).write_text("MODE=1\n")
+    (tmp_path / ".cursor").mkdir()
+    entry = {"command": "echo", "envFile": name}
+    (tmp_path / ".cursor" / "mcp.json").write_text(json.dumps({"mcpServers": {"c": entry}}))
+    (tmp_path / ".toolscript.json").write_text(json.dumps({"import": ["cursor"]}))
+    (tmp_path / "dodo.py").write_text("from toolscript.pipeline.dodo import *  # noqa: F403\n")
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "doit", "list"],
+            cwd=tmp_path,
+            env=own_user(tmp_path),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=follower,
+            timeout=120,
+        )
+        os.close(follower)
+        shown = b""
+        while select.select([leader], [], [], 5)[0]:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the pty's other end closed (Linux)
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(leader)
+    assert done.returncode == 2, shown
+    assert b"is not trusted yet" in shown and b"\\u000d\\u001b[2KOK.env" in shown, shown
+    assert b"\r\x1b[2K" not in shown, shown
 
 
 # -- listings that never end -----------------------------------------------------------

@@ -69,8 +69,10 @@ def test_a_ref_to_a_file_is_never_read(tmp_path: Path) -> None:
         {"properties": {"x": {"$ref": "#/properties/x"}}},
         {"properties": {"x": {"$ref": "https://example.invalid/schema.json"}}},
         {"properties": 5},
+        {"$schema": ["https://json-schema.org/draft/2020-12/schema"]},
+        {"$schema": {}},
     ],
-    ids=["loop", "self", "remote", "malformed"],
+    ids=["loop", "self", "remote", "malformed", "dialect-a-list", "dialect-an-object"],
 )
 def test_a_schema_the_gateway_cannot_evaluate_is_left_to_the_server(schema: Any) -> None:
     gateway().validate("s", {"name": "t", "inputSchema": schema}, {"x": 1})
@@ -105,6 +107,19 @@ def test_the_rest_of_a_schema_is_still_checked() -> None:
     tool = {"name": "t", "inputSchema": {"required": ["n"]}}
     with pytest.raises(ArgumentValidationError):
         gateway().validate("s", tool, {})
+
+
+def test_additional_properties_are_checked_beside_no_patterns() -> None:
+    """Only the object schema that has patternProperties leaves its other keys to the
+    server: one elsewhere in the schema (a headers map) keeps a typo at the top refused."""
+    headers = {"type": "object", "patternProperties": {"^x-": {}}, "additionalProperties": False}
+    check = ArgumentCheck(
+        {"properties": {"headers": headers, "url": {}}, "additionalProperties": False}
+    )
+    assert [error.validator for error in check.errors({"url": 1, "ulr": 2}) or []] == [
+        "additionalProperties"
+    ]
+    assert check.errors({"headers": {"y": 1}}) == []  # its keys: the server's to judge
 
 
 def doubling(levels: int) -> dict[str, Any]:

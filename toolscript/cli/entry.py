@@ -362,14 +362,10 @@ def main() -> None:
     except ToolscriptError as exc:
         if debug:
             raise
-        message, hint = exc.message, exc.hint
-        if sys.stderr.isatty():  # an error may quote what a server sent: shown, not obeyed
-            from toolscript.store.outputs import visible_controls
+        from toolscript.store.outputs import error_lines
 
-            message, hint = visible_controls(message), hint and visible_controls(hint)
-        sys.stderr.write(f"toolscript: error: {message}\n")
-        if hint:
-            sys.stderr.write(f"hint: {hint}\n")
+        # an error may quote what a server sent: shown on a terminal, not obeyed
+        sys.stderr.write(error_lines(exc.message, exc.hint, sys.stderr.isatty()))
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)

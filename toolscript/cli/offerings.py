@@ -135,9 +135,9 @@ def read_resource(
         elif isinstance(item.get("blob"), str):
             data = base64.b64decode(item["blob"])
             if sys.stdout.isatty():  # bytes on a terminal would be obeyed, not shown
+                kind = visible_controls(str(item.get("mimeType") or "binary data"))
                 typer.echo(
-                    f"({len(data)} bytes of {item.get('mimeType') or 'binary data'}: "
-                    "redirect the output to a file, or use --json)"
+                    f"({len(data)} bytes of {kind}: redirect the output to a file, or use --json)"
                 )
             else:
                 sys.stdout.buffer.write(data)

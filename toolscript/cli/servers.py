@@ -38,7 +38,8 @@ def list_servers(
     for warning in loaded.import_warnings:
         write_shown(f"warning: import: {warning}\n", sys.stderr)  # quoting other clients' files
     servers = [server.summary() for server in loaded.servers]
-    live, config_error = _live_states(loaded, exact=as_json)
+    answered, config_error = _live_states(loaded, exact=as_json)
+    live = answered or {}
     for server in servers:
         if server["name"] in live:
             server["state"] = live[server["name"]]["state"]
@@ -60,7 +61,7 @@ def list_servers(
             [
                 server["name"],
                 server["transport"] + (" (disabled)" if server["disabled"] else ""),
-                str(server.get("state") or ("unknown" if live else "")),
+                str(server.get("state") or ("unknown" if answered is not None else "")),
                 str(server.get("tools", "")),
                 _short(
                     server.get("error") or (_NOT_LOADED if live and "state" not in server else None)
@@ -74,22 +75,25 @@ def list_servers(
     )
     if any(server.get("error") for server in servers):
         sys.stderr.write("the whole reason: `toolscript list-servers --json` or `gateway status`\n")
-    untrusted = _untrusted(loaded)
-    if not live:
-        sys.stderr.write(
+    untrusted = _untrusted(loaded)  # it names a repository's files: shown, not obeyed
+    if answered is None:
+        write_shown(
             f"note: no gateway runs for this project: {untrusted}\n"
             if untrusted
             else "note: no gateway runs for this project, so state and tools are empty: "
-            "`toolscript gateway start &` connects the servers\n"
+            "`toolscript gateway start &` connects the servers\n",
+            sys.stderr,
         )
     elif config_error:
-        sys.stderr.write(
+        write_shown(
             "note: the config's last edit did not load, so the gateway serves the previous "
-            f"one (state unknown: not started): {config_error}\n"
+            f"one (state unknown: not started): {config_error}\n",
+            sys.stderr,
         )
     elif untrusted:  # an edit of a server's entry, the gateway still serving the entry as was
-        sys.stderr.write(
-            f"note: the gateway serves the config as it was when trusted: {untrusted}\n"
+        write_shown(
+            f"note: the gateway serves the config as it was when trusted: {untrusted}\n",
+            sys.stderr,
         )
 
 
@@ -129,14 +133,16 @@ def _short(error: str | None, width: int = 48) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _live_states(config: Config, *, exact: bool) -> tuple[dict[str, dict[str, Any]], str | None]:
-    """Per-server state from a running gateway (``exact``: as it came, for --json; empty
-    when none answers), and why it serves an older configuration than the file's when a
-    server of the file is not among them."""
+def _live_states(
+    config: Config, *, exact: bool
+) -> tuple[dict[str, dict[str, Any]] | None, str | None]:
+    """Per-server state from a running gateway (``exact``: as it came, for --json; None
+    when none answers, empty when it serves no server), and why it serves an older
+    configuration than the file's when a server of the file is not among them."""
     try:
         url = find_gateway_url(config)  # a gateway still starting is waited for
         if not url:
-            return {}, None
+            return None, None
         with GatewayClient(url, timeout=2) as client:
             live = {server["name"]: server for server in client.get_json("/servers", exact=exact)}
             if all(server.name in live for server in config.servers):
@@ -150,4 +156,4 @@ def _live_states(config: Config, *, exact: bool) -> tuple[dict[str, dict[str, An
                 hint=f"unset {URL_VARIABLE} (the project's own gateway is then used), "
                 "or point it at a gateway that runs",
             ) from exc
-        return {}, None
+        return None, None

@@ -45,17 +45,26 @@ class ArgumentCheck:
 
         self.schema = schema
         self._left = 0
-        base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        self._validator: Validator | None = None
+        try:  # a "$schema" that is no string (a list) fails here: unhashable
+            base = jsonschema.validators.validator_for(
+                schema, default=jsonschema.Draft202012Validator
+            )
+        except Exception:
+            return
         keywords = {name: self._counted(keyword) for name, keyword in base.VALIDATORS.items()}
         keywords |= {"pattern": _unchecked, "patternProperties": _unchecked}
+        keywords["additionalProperties"] = _beside_no_patterns(keywords["additionalProperties"])
         if "patternProperties" in json.dumps(schema):  # which keys a pattern takes is unknown
-            keywords |= {"additionalProperties": _unchecked, "unevaluatedProperties": _unchecked}
+            keywords |= {"unevaluatedProperties": _unchecked}
         cls: type[Validator] = jsonschema.validators.extend(base, keywords)  # type: ignore[no-untyped-call]
         self._validator = cls(schema, registry=Registry())  # a Registry that retrieves nothing
 
     def errors(self, arguments: Any) -> list[jsonschema.ValidationError] | None:
         """What is wrong with ``arguments``; None when the schema cannot be evaluated within
         the bounds above (the server checks them)."""
+        if self._validator is None:
+            return None
         self._left = MAX_STEPS
         try:
             return list(self._validator.iter_errors(arguments))
@@ -70,6 +79,18 @@ class ArgumentCheck:
             return keyword(validator, value, instance, schema)
 
         return counted
+
+
+def _beside_no_patterns(keyword: Keyword) -> Keyword:
+    """``additionalProperties``, left to the server in an object schema with
+    ``patternProperties`` (which keys those take is unknown), checked in every other."""
+
+    def additional(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+        if "patternProperties" in schema:
+            return iter(())
+        return keyword(validator, value, instance, schema)
+
+    return additional
 
 
 def _unchecked(*_: Any) -> Iterator[jsonschema.ValidationError]:

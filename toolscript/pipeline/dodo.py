@@ -17,6 +17,7 @@ from toolscript.errors import ToolscriptError
 from toolscript.pipeline.artifacts import CacheLayout
 from toolscript.pipeline.sources import ConnectingSource
 from toolscript.pipeline.tasks import build_tasks
+from toolscript.store.outputs import error_lines
 
 
 def _load() -> Config:
@@ -25,10 +26,8 @@ def _load() -> Config:
     try:
         # It connects to the servers: a project's config runs only once the user trusted it.
         return load_config(os.environ.get("TOOLSCRIPT_CONFIG"), require_trust=True)
-    except ToolscriptError as exc:
-        sys.stderr.write(
-            f"toolscript: error: {exc.message}\n" + (f"hint: {exc.hint}\n" if exc.hint else "")
-        )
+    except ToolscriptError as exc:  # (it may name a repository's files: shown, not obeyed)
+        sys.stderr.write(error_lines(exc.message, exc.hint, sys.stderr.isatty()))
         raise SystemExit(exc.exit_code) from None
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "KEEP",
     "MAX_BYTES",
     "VisibleControls",
+    "error_lines",
     "json_preview",
     "kept_output",
     "kept_output_limit",
@@ -52,6 +53,15 @@ def visible_controls(text: str) -> str:
     """``text`` with its control characters (ESC, BEL, CR, C1, bidi overrides...) as
     visible escapes."""
     return _CONTROLS.sub(lambda found: f"\\u{ord(found[0]):04x}", text)
+
+
+def error_lines(message: str, hint: str | None, terminal: bool) -> str:
+    """An error as the CLI writes it on stderr (``toolscript: error: ...`` and its hint); on
+    a ``terminal`` with its control characters as escapes: it may quote what a server sent
+    or a repository's file names."""
+    if terminal:
+        message, hint = visible_controls(message), hint and visible_controls(hint)
+    return f"toolscript: error: {message}\n" + (f"hint: {hint}\n" if hint else "")
 
 
 class VisibleControls:

@@ -11,6 +11,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from pathlib import Path
 from typing import IO, Any
 
 import anyio
@@ -490,9 +491,14 @@ class UpstreamServer:
             # words say why, where "Connection closed" alone does not.
             message = f"exited while connecting: {self.stderr_tail[-1]} ({message})"
         command = self.config.command or ""
-        if isinstance(_unwrapped(exc), FileNotFoundError) and len(command.split()) > 1:
+        program, *args = command.split() or [""]
+        if (
+            isinstance(_unwrapped(exc), FileNotFoundError)
+            and args
+            # a path with spaces (macOS's "Application Support") is no program and arguments
+            and ("/" not in program or Path(program).exists())
+        ):
             # "npx -y some-server" as one command: a program of that whole name is not found.
-            program, *args = command.split()
             message += (
                 f' (the program goes in "command", each argument in "args": '
                 f'"command": {json.dumps(program)}, "args": {json.dumps(args)})'
