@@ -247,7 +247,10 @@ def test_a_check_during_the_checkers_start_waits_for_it(home: Path, tmp_path: Pa
         before = checker(gateway)["checks"]
         code = f'return "fine"; // {time.time_ns()}'
         running = exec_process(code, home=home, cwd=tmp_path, gateway=gateway)
-        time.sleep(1.5)
+        wait_until(  # (the old code answered "unavailable" at once: a cold deno check)
+            lambda: checker(gateway).get("waiting") == 1 or running.poll() is not None,
+            "the script's check never came",
+        )
         assert running.poll() is None, "the script was checked without the starting checker"
         starting.resume()
         out, err = running.communicate(timeout=120)

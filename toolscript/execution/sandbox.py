@@ -80,7 +80,7 @@ _OOM_MARKERS = (b"out of memory", b"Reached heap limit", b"allocation failed")
 Rewrite = Callable[[bytes], bytes]
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _PATH_STOPS = frozenset(" \t\n\r\f\v\"'()[]")
-WARM_CHECK_WAIT = 20.0  # seconds for the gateway's checker (it gives up sooner by itself)
+WARM_CHECK_WAIT = 25.0  # seconds for the gateway's checker (it gives up sooner by itself)
 
 
 class Limits(NamedTuple):

@@ -59,12 +59,12 @@ FAILED_TAIL = (
 )
 WARM_UP_SCRIPT = 'import { tools } from "toolscript";\nexport type All = typeof tools;\n'
 LOCK_WAIT = 3.0  # seconds a check waits for the one before it; then exec checks the slow way
-# A check that comes while the server is starting waits for it, up to this long after the
-# start began: a cold `deno check` does the same work (TypeScript, the module's types) from
-# nothing, and on two cores the two slowed each other so much that the start, begun first,
-# was ready no sooner than the check was done (bench/NOTES.md). With the lock's wait and a
-# check's timeout it stays within what exec waits for an answer (WARM_CHECK_WAIT, 20 s).
-START_WAIT = 6.0
+# A check that comes while the server is starting waits for it, up to this long: a cold
+# `deno check` does the same work (TypeScript, the module's types) from nothing, and on two
+# cores the two slowed each other so much that the start, begun first, was ready no sooner
+# than the check was done (bench/NOTES.md). With the lock's wait and a check's timeout it
+# stays within what exec waits for an answer (sandbox.WARM_CHECK_WAIT, 25 s).
+START_WAIT = 8.0
 CHECK_TIMEOUT = 10.0  # seconds one check may take before the server is taken for hung
 START_TIMEOUT = 120.0  # seconds to start the server and check the module once
 RESTART_DELAYS = (0.5, 2.0, 10.0, 30.0)  # between attempts after failures in a row
@@ -318,8 +318,9 @@ class WarmChecker:
         self.state = "starting"
         self.error: str | None = None
         self.checks = 0
-        self._launched: float | None = None  # when the start under way began
+        self._starting = False  # a start is under way
         self._settled = asyncio.Event()  # set when a start ends, ready or failed
+        self.waiting = 0  # checks waiting for the start under way
 
     def status(self) -> dict[str, Any]:
         return {
@@ -327,6 +328,7 @@ class WarmChecker:
             "error": self.error,
             "module": self._module,
             "checks": self.checks,  # scripts it answered for (passed or failed)
+            "waiting": self.waiting,  # checks waiting for its start
         }
 
     @property
@@ -381,12 +383,12 @@ class WarmChecker:
 
     async def _replace(self, module_hash: str, module: bytes, scripts: dict[str, str]) -> bool:
         self.state = "starting"
-        self._launched = started = time.perf_counter()
+        self._starting, started = True, time.perf_counter()
         self._settled = asyncio.Event()
         try:
             return await self._replace_now(module_hash, module, scripts, started)
         finally:
-            self._launched = None
+            self._starting = False
             self._settled.set()
 
     async def _replace_now(
@@ -564,15 +566,16 @@ class WarmChecker:
             self._lock.release()
 
     async def _await_start(self) -> None:
-        """Wait for a start under way to end (ready or failed), up to ``START_WAIT`` after
-        it began; return at once when none is."""
-        launched = self._launched
-        if self.state == "ready" or launched is None:
+        """Wait for a start under way to end (ready or failed), up to ``START_WAIT``; return
+        at once when none is."""
+        if self.state == "ready" or not self._starting:
             return
-        remaining = START_WAIT - (time.perf_counter() - launched)
-        if remaining > 0:
+        self.waiting += 1
+        try:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._settled.wait(), remaining)
+                await asyncio.wait_for(self._settled.wait(), START_WAIT)
+        finally:
+            self.waiting -= 1
 
 
 def _rss_mb(pid: int) -> float:
