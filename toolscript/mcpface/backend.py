@@ -496,7 +496,11 @@ class Backend:
             self.lifeline.forget(owned.process.pid, group=False)
 
     def close(self) -> None:
-        """Stop the gateway this face started (with its servers), if any."""
+        """Stop the runs still going (a yielded one no request waits for) and the gateway
+        this face started (with its servers), if any."""
+        for run in list(self._yielded.values()):
+            if not run.done.is_set():
+                run.kill()
         with self._lock:
             owned, self._owned, self._url = self._owned, None, None
             early, self.early = self.early, None

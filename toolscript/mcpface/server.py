@@ -276,18 +276,14 @@ def build_server(backend: Backend) -> Server[Any]:
     )
 
 
-async def _until_signalled(backend: Backend) -> None:
-    """SIGTERM, SIGINT or SIGHUP end a stdio face: its gateway stops, then it leaves at once.
-
-    The SDK reads stdin in a worker thread that no cancellation reaches, so the face cannot
-    wait for the transport to wind down; the watchdog stops any sandbox still running.
-    """
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as received:
-        async for signum in received:
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(backend.close)
-            sys.stderr.flush()
-            os._exit(128 + signum)
+async def _first_signal(received: AsyncIterator[int], serving: anyio.CancelScope) -> int:
+    """The signal (SIGTERM, SIGINT or SIGHUP) that ends a stdio face: its serving stops as
+    when the client closes stdin. Later signals (Claude Code sends SIGINT, then SIGTERM
+    0.1 s later) wait unread while the face stops what it started."""
+    async for signum in received:
+        serving.cancel()
+        return signum
+    return 0
 
 
 @contextlib.asynccontextmanager
@@ -411,36 +407,49 @@ def serve(
             await _served(stdio)
 
     async def _served(stdio: tuple[Any, Any] | None) -> None:
-        with Lifeline(catch_signals=False) as lifeline:
+        # (an HTTP face leaves its signals to uvicorn)
+        signals = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP) if listener is None else ()
+        ended: list[int] = []  # the signal that ended a stdio face, if one did
+        with (
+            anyio.open_signal_receiver(*signals) as received,
+            Lifeline(catch_signals=False) as lifeline,
+        ):
             backend = Backend(config, cache, lifeline, early=early, yield_after=yield_after)
             server = build_server(backend)
+
+            async def until_signalled(serving: anyio.CancelScope) -> None:
+                ended.append(await _first_signal(received, serving))
+
             try:
                 async with anyio.create_task_group() as group:
                     group.start_soon(_warm_up, backend)
                     if listener is not None:
                         await _serve_http(server, listener, face_token(cache_dir), stdout)
                     elif stdio is not None:
-                        group.start_soon(_until_signalled, backend)
+                        group.start_soon(until_signalled, group.cancel_scope)
                         await server.run(*stdio, server.create_initialization_options())
                     group.cancel_scope.cancel()
             finally:
                 with anyio.CancelScope(shield=True):
                     await backend.aclose()
+        if stdio is not None:
+            # The SDK reads stdin in a worker thread no cancellation reaches: after a signal
+            # its transport would wait for input for ever, so the face leaves from here.
+            _leave(128 + ended[0] if ended and ended[0] else 0)
 
     anyio.run(main)
-    if listener is None:
-        _leave()
 
 
-def _leave() -> None:
-    """The client closed stdin and what the face started has stopped: exit now. Left to
+def _leave(code: int) -> None:
+    """The client closed stdin (``code`` 0) or a signal came (128 + its number), and what
+    the face started has stopped: exit now. Left to
     the interpreter, the exit waited for an idle thread of anyio's pool for seconds (3.3 s
     from the client's disconnect to the face gone, where the SDK's client sends SIGTERM
     after 2 s); nothing is left to finish but what the streams hold."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # (a client gone with its pipe)
             stream.flush()
-    os._exit(0)
+    os._exit(code)
 
 
 async def _warm_up(backend: Backend) -> None:
