@@ -139,6 +139,19 @@ def test_the_face_tools_are_valid_mcp_tools_with_valid_schemas() -> None:
     assert len(json.dumps(TOOLS)) + len(INSTRUCTIONS) < 5000  # read by every session
 
 
+def test_every_face_tool_refuses_an_argument_it_does_not_know() -> None:
+    """A model's typo (``runId`` for ``run``) is refused with the schema's word, not
+    dropped: each tool's schema names its properties and allows no others."""
+    for tool in TOOLS:
+        schema = tool["inputSchema"]
+        assert schema.get("additionalProperties") is False, tool["name"]
+        required = {name: "x" for name in schema.get("required", [])}
+        errors = list(
+            jsonschema.Draft202012Validator(schema).iter_errors({**required, "runId": "x"})
+        )
+        assert any("runId" in error.message for error in errors), tool["name"]
+
+
 def test_doc_comments_keep_the_text_and_squeeze_blank_runs() -> None:
     assert doc_comment(["One line."], "  ") == "  /** One line. */\n"
     assert doc_comment([], "") == ""

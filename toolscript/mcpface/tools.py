@@ -127,11 +127,12 @@ TOOLS: list[dict[str, Any]] = [
     {
         # execute answers a run still going after YIELD_AFTER s with {run: ID, running: true}
         "name": "wait_run",
-        "description": "Continue a run execute left running.",
+        "description": "Continue, by its id, a run execute left running.",
         "inputSchema": {
             "type": "object",
             "properties": {"run": {"type": "string"}},
             "required": ["run"],
+            "additionalProperties": False,
         },
         "annotations": {"readOnlyHint": True},
     },
