@@ -255,6 +255,11 @@ def test_stdio_face_error_results(tmp_path: Path) -> None:
             assert invalid.is_error and 'missing required property "code"' in text(invalid)
             unknown = await session.call_tool("get_types", {"tools": ["ghost"]})
             assert unknown.is_error and "ghost" in text(unknown)
+            # named as the agent wrote it, not as the gateway's fx__nope
+            for spelling in ("tools.fx.nope", "fx.nope"):
+                typo = await session.call_tool("get_types", {"tools": [spelling]})
+                assert typo.is_error and f"tool not found: {spelling}" in text(typo), text(typo)
+                assert "fx__nope" not in text(typo)
 
     anyio.run(session_work)
 

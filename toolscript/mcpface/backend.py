@@ -272,6 +272,22 @@ def normalize_tool_name(name: str) -> str:
     return f"{server}__{tool}" if dot and tool else server
 
 
+def in_their_words(error: GatewayResponseError, typed: dict[str, str]) -> GatewayResponseError:
+    """``error`` naming each tool as the agent wrote it (``tools.time.nope``), not as the
+    gateway's ``time__nope``, which the agent never typed."""
+
+    def spelled(text: str) -> str:
+        for internal, own in typed.items():
+            if internal != own and "__" in internal:
+                text = re.sub(rf"(?<![\w.]){re.escape(internal)}(?!\w)", own, text)
+        return text
+
+    body = {**error.body, "message": spelled(error.message)}
+    if error.hint:
+        body["hint"] = spelled(error.hint)
+    return GatewayResponseError(body["message"], status_code=error.status_code, body=body)
+
+
 def execution_answer(exit_code: int, stdout: bytes, stderr: bytes, calls: int | None = 0) -> Answer:
     """A finished run as a tool result: the return value as data, output and errors as text.
     ``calls``: the tool calls the script asked for, as its gateway counted them (None:
@@ -587,8 +603,11 @@ class Backend:
         return answer
 
     async def get_types(self, names: list[str], example: bool = False) -> Answer:
-        wanted = ",".join(normalize_tool_name(name) for name in names if name.strip())
-        answer = await self._get("/types", {"names": wanted})
+        typed = {normalize_tool_name(name): name.strip() for name in names if name.strip()}
+        try:
+            answer = await self._get("/types", {"names": ",".join(typed)})
+        except GatewayResponseError as error:
+            raise in_their_words(error, typed) from None
         text = answer["declarations"]
         if answer.get("packages"):
             text += "\n\n" + offered_note(answer["packages"]).rstrip("\n")
