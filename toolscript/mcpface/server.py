@@ -442,10 +442,10 @@ def serve(
 
 def _leave(code: int) -> None:
     """The client closed stdin (``code`` 0) or a signal came (128 + its number), and what
-    the face started has stopped: exit now. Left to
-    the interpreter, the exit waited for an idle thread of anyio's pool for seconds (3.3 s
-    from the client's disconnect to the face gone, where the SDK's client sends SIGTERM
-    after 2 s); nothing is left to finish but what the streams hold."""
+    the face started has stopped: exit now. Left to the interpreter, the exit waited for an
+    idle thread of anyio's pool for seconds (3.3 s from the client's disconnect to the face
+    gone, where the SDK's client sends SIGTERM after 2 s); nothing is left to finish but
+    what the streams hold."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # (a client gone with its pipe)
             stream.flush()
