@@ -415,12 +415,18 @@ def corpus_files() -> list[Path]:
 def on_a_terminal(*args: str, cwd: Path, env: dict[str, str]) -> bytes:
     """What a terminal receives from ``python -m toolscript ARGS`` (stdout and stderr on one
     pty, stdin closed), read until the program closes it."""
+    return run_on_a_terminal("toolscript", *args, cwd=cwd, env=env)[1]
+
+
+def run_on_a_terminal(module: str, *args: str, cwd: Path, env: dict[str, str]) -> tuple[int, bytes]:
+    """``python -m MODULE ARGS`` with stdout and stderr on one pty, stdin closed: its exit
+    code and what the terminal received, read until the program closed it."""
     import pty
     import select
 
     leader, follower = pty.openpty()
     process = subprocess.Popen(
-        [sys.executable, "-m", "toolscript", *args],
+        [sys.executable, "-m", module, *args],
         cwd=cwd,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -443,8 +449,7 @@ def on_a_terminal(*args: str, cwd: Path, env: dict[str, str]) -> bytes:
             received += chunk
     finally:
         os.close(leader)
-        process.wait(30)
-    return received
+    return process.wait(30), received
 
 
 def answer_on_a_terminal(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import pty
-import select
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -25,6 +24,7 @@ from tests.helpers import (
     LocalHTTPServer,
     clean_env,
     on_a_terminal,
+    run_on_a_terminal,
     toolscript_cli,
 )
 
@@ -365,17 +365,23 @@ def test_trust_shows_the_command_it_trusted_whole_on_a_terminal(tmp_path: Path) 
     assert b"\\u000d\\u001b[2K" in shown
 
 
+def _importing_a_hostile_env_file(project: Path) -> None:
+    """A project (not trusted) whose config imports Cursor's, naming an env file whose name
+    would erase a terminal's line and print another."""
+    name = "x\r\x1b[2KOK.env"
+    (project / name).write_text("MODE=1\n")
+    (project / ".cursor").mkdir()
+    entry = {"command": "echo", "envFile": name}
+    (project / ".cursor" / "mcp.json").write_text(json.dumps({"mcpServers": {"c": entry}}))
+    (project / ".toolscript.json").write_text(json.dumps({"import": ["cursor"]}))
+
+
 def test_list_servers_names_an_untrusted_projects_files_whole_on_a_terminal(
     tmp_path: Path,
 ) -> None:
     """The note on a project not trusted yet names the files it imports: a cloned
     repository's file name cannot erase it and print another on a terminal."""
-    name = "x\r\x1b[2KOK.env"
-    (tmp_path / name).write_text("MODE=1\n")
-    (tmp_path / ".cursor").mkdir()
-    entry = {"command": "echo", "envFile": name}
-    (tmp_path / ".cursor" / "mcp.json").write_text(json.dumps({"mcpServers": {"c": entry}}))
-    (tmp_path / ".toolscript.json").write_text(json.dumps({"import": ["cursor"]}))
+    _importing_a_hostile_env_file(tmp_path)
     shown = on_a_terminal("list-servers", cwd=tmp_path, env=own_user(tmp_path))
     assert b"is not trusted yet" in shown and b"\\u000d\\u001b[2KOK.env" in shown, shown
     assert b"\r\x1b[2K" not in shown, shown
@@ -383,37 +389,10 @@ def test_list_servers_names_an_untrusted_projects_files_whole_on_a_terminal(
 
 def test_doit_names_an_untrusted_projects_files_whole_on_a_terminal(tmp_path: Path) -> None:
     """doit's refusal of a project not trusted yet is the CLI's, escapes and all."""
-    name = "x\r\x1b[2KOK.env"
-    (tmp_path / name).write_text("MODE=1\n")
-    (tmp_path / ".cursor").mkdir()
-    entry = {"command": "echo", "envFile": name}
-    (tmp_path / ".cursor" / "mcp.json").write_text(json.dumps({"mcpServers": {"c": entry}}))
-    (tmp_path / ".toolscript.json").write_text(json.dumps({"import": ["cursor"]}))
+    _importing_a_hostile_env_file(tmp_path)
     (tmp_path / "dodo.py").write_text("from toolscript.pipeline.dodo import *  # noqa: F403\n")
-    leader, follower = pty.openpty()
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "doit", "list"],
-            cwd=tmp_path,
-            env=own_user(tmp_path),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=follower,
-            timeout=120,
-        )
-        os.close(follower)
-        shown = b""
-        while select.select([leader], [], [], 5)[0]:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # the pty's other end closed (Linux)
-                break
-            if not chunk:
-                break
-            shown += chunk
-    finally:
-        os.close(leader)
-    assert done.returncode == 2, shown
+    code, shown = run_on_a_terminal("doit", "list", cwd=tmp_path, env=own_user(tmp_path))
+    assert code == 2, shown
     assert b"is not trusted yet" in shown and b"\\u000d\\u001b[2KOK.env" in shown, shown
     assert b"\r\x1b[2K" not in shown, shown
 
