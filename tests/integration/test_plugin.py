@@ -185,8 +185,9 @@ def test_servers_added_after_start_join_the_session_gateway(tmp_path: Path) -> N
             TOOLSCRIPT_TRUSTED_PATHS="",
         )
         agent = f"source {env_file} && {sys.executable} -m toolscript"
-        for command in ("init --yes", "trust"):  # the agent, then the user
-            ran = subprocess.run(
+
+        def toolscript(command: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
                 ["bash", "-c", f"{agent} {command}"],
                 cwd=project,
                 env=env,
@@ -194,17 +195,13 @@ def test_servers_added_after_start_join_the_session_gateway(tmp_path: Path) -> N
                 text=True,
                 timeout=60,
             )
+
+        for command in ("init --yes", "trust"):  # the agent, then the user
+            ran = toolscript(command)
             assert ran.returncode == 0, ran.stderr
         listed = ""
         for _ in range(100):
-            listed = subprocess.run(
-                ["bash", "-c", f"{agent} list-servers --json"],
-                cwd=project,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=60,
-            ).stdout
+            listed = toolscript("list-servers --json").stdout
             if '"connected"' in listed:
                 break
             time.sleep(0.2)
