@@ -309,19 +309,25 @@ def test_exec_without_a_gateway_keeps_the_gateways_log_out(project: Path) -> Non
     assert "WARNING" not in uses_ghost.stderr
 
 
-def test_an_edit_that_did_not_load_is_named_where_its_server_is_missing(project: Path) -> None:
-    # The user trusts the config, starts the gateway, then adds a server: the edit waits for
-    # `toolscript trust` again. list-servers said "unknown" and list-tools "server not
-    # found (configured: fx)" of a server in the file, neither saying why.
+def trusted_gateway(project: Path, config: dict[str, Any]) -> tuple[GatewayProcess, dict[str, str]]:
+    """A gateway on ``config``, trusted as a user does it (`toolscript trust`, trust records
+    of the project's own, nothing trusted by path), and the environment of its commands."""
     env = {
         "TOOLSCRIPT_HOME": str(project / "home"),
         "TOOLSCRIPT_CONFIG_HOME": str(project / "trust"),
         "TOOLSCRIPT_TRUSTED_PATHS": "",
     }
-    config = {"mcpServers": {"fx": fixture_server()}}
     (project / ".toolscript.json").write_text(json.dumps(config))
     assert run(project, "trust", **env).returncode == 0
-    gateway = GatewayProcess(config, project, env=env)
+    return GatewayProcess(config, project, env=env), env
+
+
+def test_an_edit_that_did_not_load_is_named_where_its_server_is_missing(project: Path) -> None:
+    # The user trusts the config, starts the gateway, then adds a server: the edit waits for
+    # `toolscript trust` again. list-servers said "unknown" and list-tools "server not
+    # found (configured: fx)" of a server in the file, neither saying why.
+    config = {"mcpServers": {"fx": fixture_server()}}
+    gateway, env = trusted_gateway(project, config)
     try:
         edited = {"mcpServers": {**config["mcpServers"], "more": fixture_server()}}
         (project / ".toolscript.json").write_text(json.dumps(edited))
@@ -366,15 +372,8 @@ def test_list_servers_with_a_gateway_of_no_servers_yet_says_it_runs(project: Pat
     # init found no servers, the gateway runs, the user adds one: the edit waits for
     # `toolscript trust`. list-servers said "no gateway runs for this project", though one
     # serves (every server it serves, none, was taken for no gateway).
-    env = {
-        "TOOLSCRIPT_HOME": str(project / "home"),
-        "TOOLSCRIPT_CONFIG_HOME": str(project / "trust"),
-        "TOOLSCRIPT_TRUSTED_PATHS": "",
-    }
     config: dict[str, Any] = {"mcpServers": {}}
-    (project / ".toolscript.json").write_text(json.dumps(config))
-    assert run(project, "trust", **env).returncode == 0
-    gateway = GatewayProcess(config, project, env=env)
+    gateway, env = trusted_gateway(project, config)
     try:
         (project / ".toolscript.json").write_text(
             json.dumps({"mcpServers": {"fx": fixture_server()}})
