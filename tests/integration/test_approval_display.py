@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -81,18 +81,30 @@ def stopped_run(directory: Path, code: str, name: str) -> tuple[str, str]:
     return found[1], done.stderr
 
 
-def test_the_terminal_prompt_shows_the_whole_call(project: Any) -> None:
-    gateway, journal = project
-    script = gateway.directory / "padded.ts"
-    script.write_text(PADDED)
-    code, seen, out = answer_on_a_terminal(
+def refused_on_a_terminal(
+    gateway: GatewayProcess,
+    name: str,
+    code: str,
+    meanwhile: Callable[[bytes], None] | None = None,
+) -> tuple[int, bytes, bytes]:
+    """``exec`` of ``code`` (written to NAME) on a terminal whose person answers no at the
+    approval prompt: the exit code, what the terminal showed, the output."""
+    script = gateway.directory / name
+    script.write_text(code)
+    return answer_on_a_terminal(
         "exec",
         str(script),
         cwd=gateway.directory,
         env=clean_env(),
         asked=b"[y]es",
         answer=b"n\n",
+        meanwhile=meanwhile,
     )
+
+
+def test_the_terminal_prompt_shows_the_whole_call(project: Any) -> None:
+    gateway, journal = project
+    code, seen, out = refused_on_a_terminal(gateway, "padded.ts", PADDED)
     shown = seen.decode()
     assert "records__delete_record" in shown, shown
     assert "echo hi" + " " * 600 + TAIL in shown  # every byte, before the question
@@ -105,16 +117,7 @@ def test_the_terminal_prompt_says_when_it_shortens_and_where_the_whole_is(
     project: Any,
 ) -> None:
     gateway, journal = project
-    script = gateway.directory / "huge.ts"
-    script.write_text(HUGE)
-    code, seen, _ = answer_on_a_terminal(
-        "exec",
-        str(script),
-        cwd=gateway.directory,
-        env=clean_env(),
-        asked=b"[y]es",
-        answer=b"n\n",
-    )
+    code, seen, _ = refused_on_a_terminal(gateway, "huge.ts", HUGE)
     shown = seen.decode()
     question = shown[shown.index("allow it") :]
     assert "SHORTENED" in question.split("\n", 1)[0], shown  # on the prompt's line itself
@@ -234,8 +237,6 @@ def test_the_face_says_nothing_ran_only_when_no_call_was_made(project: Any) -> N
 def test_runs_show_shows_the_whole_call_while_the_terminal_prompt_waits(project: Any) -> None:
     """Where the shortened prompt sends the person: `runs show` in another terminal."""
     gateway, journal = project
-    script = gateway.directory / "huge-asking.ts"
-    script.write_text(HUGE + "// asking\n")  # not the script of a run approved earlier
     shows: list[Any] = []
 
     def show_the_run(seen: bytes) -> None:
@@ -243,15 +244,8 @@ def test_runs_show_shows_the_whole_call_while_the_terminal_prompt_waits(project:
         assert found is not None, seen
         shows.append(toolscript_cli("runs", "show", found[1].decode(), cwd=gateway.directory))
 
-    answer_on_a_terminal(
-        "exec",
-        str(script),
-        cwd=gateway.directory,
-        env=clean_env(),
-        asked=b"[y]es",
-        answer=b"n\n",
-        meanwhile=show_the_run,
-    )
+    # (not the script of a run approved earlier)
+    refused_on_a_terminal(gateway, "huge-asking.ts", HUGE + "// asking\n", show_the_run)
     [shown] = shows
     assert shown.returncode == 0, shown.stderr
     assert "records.delete_record" in shown.stdout
