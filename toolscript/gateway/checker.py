@@ -318,8 +318,8 @@ class WarmChecker:
         self.state = "starting"
         self.error: str | None = None
         self.checks = 0
-        self._starting = False  # a start is under way
-        self._settled = asyncio.Event()  # set when a start ends, ready or failed
+        self._settled = asyncio.Event()  # clear while a start is under way
+        self._settled.set()
         self.waiting = 0  # checks waiting for the start under way
 
     def status(self) -> dict[str, Any]:
@@ -383,17 +383,14 @@ class WarmChecker:
 
     async def _replace(self, module_hash: str, module: bytes, scripts: dict[str, str]) -> bool:
         self.state = "starting"
-        self._starting, started = True, time.perf_counter()
         self._settled = asyncio.Event()
         try:
-            return await self._replace_now(module_hash, module, scripts, started)
+            return await self._replace_now(module_hash, module, scripts)
         finally:
-            self._starting = False
             self._settled.set()
 
-    async def _replace_now(
-        self, module_hash: str, module: bytes, scripts: dict[str, str], started: float
-    ) -> bool:
+    async def _replace_now(self, module_hash: str, module: bytes, scripts: dict[str, str]) -> bool:
+        started = time.perf_counter()
         await self._stop_server()
         try:
             server = await self._start(module_hash, module, scripts)
@@ -568,7 +565,7 @@ class WarmChecker:
     async def _await_start(self) -> None:
         """Wait for a start under way to end (ready or failed), up to ``START_WAIT``; return
         at once when none is."""
-        if self.state == "ready" or not self._starting:
+        if self._settled.is_set():
             return
         self.waiting += 1
         try:
