@@ -12,7 +12,7 @@ from urllib.parse import quote
 from toolscript.cli.client import for_terminal, gateway_client
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
-from toolscript.cli.output import print_json, print_rows
+from toolscript.cli.output import print_json, print_rows, write_shown
 from toolscript.config import load_config
 from toolscript.errors import UsageError
 from toolscript.store.outputs import visible_controls
@@ -129,8 +129,7 @@ def read_resource(
     for item in read.get("contents", []):
         if isinstance(item.get("text"), str):
             text = item["text"]  # as it is into a file (typer.echo drops escapes there)
-            text = visible_controls(text) if sys.stdout.isatty() else text  # shown, not obeyed
-            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+            write_shown(text if text.endswith("\n") else text + "\n")  # shown, not obeyed
             sys.stdout.flush()
         elif isinstance(item.get("blob"), str):
             data = base64.b64decode(item["blob"])

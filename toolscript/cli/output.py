@@ -15,15 +15,11 @@ def stdout_is_terminal() -> bool:
 
 
 def write_shown(text: str, stream: TextIO | None = None) -> None:
-    """Write ``text`` to ``stream`` (stdout): on a terminal with its control characters as
-    escapes, as what a server or a repository's file says is shown, never obeyed (a ``\\r``
-    and an erased line would hide the command ``trust`` names); elsewhere as it is."""
-    stream = stream or sys.stdout
-    if stream.isatty():
-        from toolscript.store.outputs import visible_controls
+    """``store.outputs.write_shown`` to ``stream`` (stdout): escapes on a terminal, the text
+    as it is elsewhere (imported when called: the CLI's start does without it)."""
+    from toolscript.store.outputs import write_shown as write
 
-        text = visible_controls(text)
-    stream.write(text)
+    write(text, stream or sys.stdout)
 
 
 def print_json(value: Any) -> None:

@@ -450,12 +450,10 @@ def note_unavailable_servers(
     said = "; ".join(missing)
     if missing and said not in _NOTED:  # said once a run, before it or after it failed
         _NOTED.add(said)
-        line = f"toolscript: warning: not available: {said}; {see_why}\n"
-        if sys.stderr.isatty():  # a server's error is what it sent: shown, not obeyed
-            from toolscript.store.outputs import visible_controls
+        from toolscript.store.outputs import write_shown
 
-            line = visible_controls(line)
-        sys.stderr.write(line)
+        # a server's error is what it sent: shown, not obeyed
+        write_shown(f"toolscript: warning: not available: {said}; {see_why}\n", sys.stderr)
         sys.stderr.flush()
 
 

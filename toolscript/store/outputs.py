@@ -22,7 +22,7 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 __all__ = [
     "KEEP",
@@ -37,6 +37,7 @@ __all__ = [
     "preview",
     "prune_outputs",
     "visible_controls",
+    "write_shown",
 ]
 
 KEEP = 20
@@ -53,6 +54,13 @@ def visible_controls(text: str) -> str:
     """``text`` with its control characters (ESC, BEL, CR, C1, bidi overrides...) as
     visible escapes."""
     return _CONTROLS.sub(lambda found: f"\\u{ord(found[0]):04x}", text)
+
+
+def write_shown(text: str, stream: TextIO) -> None:
+    """Write ``text`` to ``stream``: on a terminal with its control characters as escapes,
+    as what a server or a repository's file says is shown, never obeyed (a ``\\r`` and an
+    erased line would hide the command ``trust`` names); elsewhere as it is."""
+    stream.write(visible_controls(text) if stream.isatty() else text)
 
 
 def error_lines(message: str, hint: str | None, terminal: bool) -> str:
