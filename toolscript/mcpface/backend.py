@@ -886,6 +886,7 @@ class Backend:
                 script_url=run.script_url,
                 spill=face_run.spill,
                 spare=spare,
+                checker=local.check if local is not None else None,
             )
         finally:
             if watcher is not None:
