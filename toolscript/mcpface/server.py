@@ -27,7 +27,7 @@ from mcp import types
 from mcp.server.lowlevel import Server
 
 from toolscript import __version__
-from toolscript.errors import ToolscriptError, UsageError
+from toolscript.errors import ConfigError, ToolscriptError, UsageError
 from toolscript.execution.lifeline import Lifeline
 from toolscript.gateway.inprocess import InProcessGateway
 from toolscript.mcpface.backend import (
@@ -37,7 +37,13 @@ from toolscript.mcpface.backend import (
     Reporter,
     error_answer,
 )
-from toolscript.mcpface.tools import EXECUTE_TIMEOUT, INSTRUCTIONS, TOOLS, YIELD_AFTER
+from toolscript.mcpface.tools import (
+    CONFIG_BROKEN,
+    EXECUTE_TIMEOUT,
+    INSTRUCTIONS,
+    TOOLS,
+    YIELD_AFTER,
+)
 from toolscript.plumbing.paths import user_cache_dir
 from toolscript.plumbing.privatefile import write_private
 
@@ -227,8 +233,10 @@ def _result(answer: Answer) -> types.CallToolResult:
     )
 
 
-def build_server(backend: Backend) -> Server[Any]:
-    """The MCP server: its tools never change; what they answer follows the gateway."""
+def build_server(backend: Backend, *, config_broken: bool = False) -> Server[Any]:
+    """The MCP server: its tools never change; what they answer follows the gateway.
+    ``config_broken``: the project's config could not be used at the start (the
+    instructions say so; each tool call says why)."""
     listed = types.ListToolsResult(tools=[types.Tool.model_validate(tool) for tool in TOOLS])
 
     async def list_tools(context: Any, params: Any) -> types.ListToolsResult:
@@ -268,7 +276,7 @@ def build_server(backend: Backend) -> Server[Any]:
         "toolscript",
         version=__version__,
         title="toolscript: MCP code mode",
-        instructions=INSTRUCTIONS,
+        instructions=INSTRUCTIONS + (CONFIG_BROKEN if config_broken else ""),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,
@@ -415,7 +423,12 @@ def serve(
             Lifeline(catch_signals=False) as lifeline,
         ):
             backend = Backend(config, cache, lifeline, early=early, yield_after=yield_after)
-            server = build_server(backend)
+            try:
+                backend.check_config()
+                broken = False
+            except ConfigError:  # served all the same: each tool call says why
+                broken = True
+            server = build_server(backend, config_broken=broken)
 
             async def until_signalled(serving: anyio.CancelScope) -> None:
                 ended.append(await _first_signal(received, serving))
