@@ -27,7 +27,7 @@ from mcp import types
 from mcp.server.lowlevel import Server
 
 from toolscript import __version__
-from toolscript.errors import ConfigError, ToolscriptError, UsageError
+from toolscript.errors import ToolscriptError, UsageError
 from toolscript.execution.lifeline import Lifeline
 from toolscript.gateway.inprocess import InProcessGateway
 from toolscript.mcpface.backend import (
@@ -426,7 +426,7 @@ def serve(
             try:
                 backend.check_config()
                 broken = False
-            except ConfigError:  # served all the same: each tool call says why
+            except Exception:  # served all the same (a loader's fault too): calls say why
                 broken = True
             server = build_server(backend, config_broken=broken)
 
@@ -471,3 +471,5 @@ async def _warm_up(backend: Backend) -> None:
         await anyio.to_thread.run_sync(backend.gateway_url, abandon_on_cancel=True)
     except ToolscriptError as error:
         log.warning("%s (tool calls will try again)", error.message)
+    except Exception:  # the face serves on: each tool call says what broke
+        log.warning("the gateway could not be found or started", exc_info=True)
