@@ -46,6 +46,7 @@ from toolscript.mcpface.tools import (
 )
 from toolscript.plumbing.paths import user_cache_dir
 from toolscript.plumbing.privatefile import write_private
+from toolscript.store.outputs import visible_controls
 
 __all__ = ["build_server", "serve"]
 
@@ -423,11 +424,7 @@ def serve(
             Lifeline(catch_signals=False) as lifeline,
         ):
             backend = Backend(config, cache, lifeline, early=early, yield_after=yield_after)
-            try:
-                backend.check_config()
-                broken = False
-            except Exception:  # served all the same (a loader's fault too): calls say why
-                broken = True
+            broken = _config_problem(backend)
             server = build_server(backend, config_broken=broken)
 
             async def until_signalled(serving: anyio.CancelScope) -> None:
@@ -435,7 +432,8 @@ def serve(
 
             try:
                 async with anyio.create_task_group() as group:
-                    group.start_soon(_warm_up, backend)
+                    if not broken:  # (no gateway could start: the first call tries again)
+                        group.start_soon(_warm_up, backend)
                     if listener is not None:
                         await _serve_http(server, listener, face_token(cache_dir), stdout)
                     elif stdio is not None:
@@ -463,6 +461,25 @@ def _leave(code: int) -> None:
         with contextlib.suppress(OSError, ValueError):  # (a client gone with its pipe)
             stream.flush()
     os._exit(code)
+
+
+def _config_problem(backend: Backend) -> bool:
+    """Whether the project's config cannot be used as the face starts (said on stderr, the
+    client's log, once): the face serves all the same, and each tool call says why."""
+    try:
+        backend.check_config()
+    except ToolscriptError as error:
+        hint = f"\nhint: {error.hint}" if error.hint else ""
+        log.warning(
+            "%s%s\n(served all the same: each tool call says this until it is fixed)",
+            visible_controls(error.message),
+            visible_controls(hint),
+        )
+        return True
+    except Exception:  # a fault of the loader: the tool calls say what broke
+        log.warning("the project's config could not be read", exc_info=True)
+        return True
+    return False
 
 
 async def _warm_up(backend: Backend) -> None:
