@@ -15,6 +15,8 @@ from toolscript.errors import ConfigError, UntrustedConfigError
 from toolscript.mcpface import configwatch
 from toolscript.mcpface.backend import Backend, error_answer
 from toolscript.mcpface.configwatch import ConfigWatch
+from toolscript.mcpface.server import build_server
+from toolscript.mcpface.tools import CONFIG_BROKEN, INSTRUCTIONS
 from toolscript.store.trust import trust
 
 WRONG_TYPE = '{"mcpServers": {"time": {"command": 5}}}'  # the field at 1:37
@@ -137,3 +139,13 @@ def test_a_config_error_as_a_tool_result_shows_the_files_controls_and_what_to_do
     )
     assert "the user must read it and run `toolscript trust` in /p" in untrusted.text
     assert "reads it again" not in untrusted.text
+
+
+def test_the_instructions_say_in_one_line_that_the_config_cannot_be_used() -> None:
+    """Only when it cannot be used as the face starts: every byte is in every session."""
+    usable = build_server(object(), config_broken=False)  # type: ignore[arg-type]
+    broken = build_server(object(), config_broken=True)  # type: ignore[arg-type]
+    assert usable.create_initialization_options().instructions == INSTRUCTIONS
+    said = broken.create_initialization_options().instructions or ""
+    assert said == INSTRUCTIONS + CONFIG_BROKEN and CONFIG_BROKEN.count("\n") == 1
+    assert "config cannot be used" in said
