@@ -11,6 +11,7 @@ import pytest
 
 from tests.helpers import corpus_files
 from toolscript.upstream.limits import (
+    BRIEF_LIMIT,
     ENUM_LIMIT,
     NAME_LIMIT,
     SCHEMA_LIMIT,
@@ -164,10 +165,22 @@ def test_a_title_and_an_annotations_title_are_cut() -> None:
     assert len(kept["annotations"]["title"]) < TEXT_LIMIT + 50
 
 
+def test_a_prompt_with_an_outsized_argument_name_is_skipped() -> None:
+    prompts = [
+        {"name": "bad", "arguments": [{"name": "a" * (NAME_LIMIT + 1)}]},
+        {"name": "good", "arguments": [{"name": "who"}]},
+    ]
+    bounded, cuts = bound_listing("prompts/list", {"prompts": prompts})
+    assert [prompt["name"] for prompt in bounded["prompts"]] == ["good"]
+    assert "prompt argument names" in cuts.warnings()
+
+
 def test_an_outsized_other_field_is_dropped() -> None:
     icon = {"src": "data:image/png;base64," + "A" * 1_000_000}
-    kept, warnings = _one("tools/list", "tools", _tool(icons=[icon], _meta={"ok": 1}))
-    assert "icons" not in kept
+    hints = {"readOnlyHint": True, "x-padding": "p" * 1_000_000}
+    tool = _tool(icons=[icon], _meta={"ok": 1}, annotations=hints)
+    kept, warnings = _one("tools/list", "tools", tool)
+    assert "icons" not in kept and "annotations" not in kept
     assert kept["_meta"] == {"ok": 1}
     assert "other tool fields" in warnings
 
@@ -210,10 +223,13 @@ def test_past_a_listings_bound_later_tools_are_served_open() -> None:
         "properties": {f"p{i}": {"type": "string", "description": "d" * 2_000} for i in range(100)},
     }
     assert len(json.dumps(big)) < SCHEMA_LIMIT
-    listing = {"tools": [_tool(str(i), inputSchema=big) for i in range(100)]}
+    described = "w" * 5_000
+    listing = {"tools": [_tool(str(i), inputSchema=big, description=described) for i in range(100)]}
     bounded, cuts = bound_listing("tools/list", listing)
     assert bounded["tools"][0]["inputSchema"] == big
+    assert bounded["tools"][0]["description"] == described
     assert bounded["tools"][-1]["inputSchema"] == ANY_ARGUMENTS
+    assert bounded["tools"][-1]["description"].startswith("w" * BRIEF_LIMIT + "… [cut: ")
     assert len(json.dumps(bounded)) < 2 * 16 * 1024 * 1024
     assert "tool input schemas" in cuts.warnings()
 

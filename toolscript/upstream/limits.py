@@ -18,7 +18,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolscript.upstream.tolerant import ANY_ARGUMENTS
+
 __all__ = [
+    "BRIEF_LIMIT",
     "ENUM_LIMIT",
     "LISTING_LIMIT",
     "NAME_LIMIT",
@@ -31,6 +34,7 @@ __all__ = [
 ]
 
 TEXT_LIMIT = 32_768  # characters of a description, title or the server's instructions
+BRIEF_LIMIT = 1_024  # characters of each text of an entry past its listing's LISTING_LIMIT
 NAME_LIMIT = 256  # characters of a tool, prompt, argument or resource name
 URI_LIMIT = 8_192  # characters of a resource's URI or a template's URI template
 VALUE_LIMIT = 4_096  # characters (as JSON) of a schema's default or of one of its examples
@@ -41,8 +45,6 @@ SCHEMA_NODES = 20_000  # objects and arrays in one schema
 FIELD_LIMIT = 65_536  # characters (as JSON) of any other field of an entry (icons, _meta)
 LISTING_LIMIT = 16 * 1024 * 1024  # characters (as JSON) of one page of a listing
 
-ANY_ARGUMENTS: dict[str, Any] = {"type": "object", "additionalProperties": True}
-
 _TEXT_KEYS = ("description", "title", "$comment")
 # Keywords whose value maps names to schemas (the map itself is no schema).
 _SCHEMA_MAPS = frozenset(
@@ -51,10 +53,10 @@ _SCHEMA_MAPS = frozenset(
 # Keywords whose value is data, not schemas: never walked (their size counts in the whole).
 _DATA_KEYS = frozenset({"enum", "const", "default", "examples", "required"})
 _ENTRY_TEXT = ("description", "title")
-# Fields of an entry bounded on their own; any other field is held to FIELD_LIMIT.
-_KNOWN = frozenset(
-    {"name", "title", "description", "inputSchema", "outputSchema", "annotations"}
-    | {"arguments", "uri", "uriTemplate", "mimeType", "size"}
+# Fields of an entry bounded on their own; any other (arguments, annotations, icons, _meta)
+# is held to FIELD_LIMIT as a whole, after its texts are cut.
+_BOUNDED_ABOVE = frozenset(
+    {"name", "uri", "uriTemplate", "title", "description", "inputSchema", "outputSchema"}
 )
 # listing method -> (the list in its result, what one entry is called, its identifying field)
 _LISTINGS = {
@@ -113,103 +115,113 @@ def bound_listing(method: str, result: Any) -> tuple[Any, Cuts]:
     if not isinstance(entries, list):
         return result, cuts
     kept: list[Any] = []
-    spent = 0
+    spent = 0  # characters of the entries kept so far
     for entry in entries:
         if not isinstance(entry, dict):
             kept.append(entry)
             continue
-        bounded = _bound_entry(entry, what, identity, cuts, spent > LISTING_LIMIT)
-        if bounded is not None:
-            kept.append(bounded)
-            spent += _size(bounded) or LISTING_LIMIT
+        if _outsized_identity(entry, what, identity, cuts):
+            continue
+        bounded = _Entry(dict(entry), what, cuts, brief=spent > LISTING_LIMIT).bounded()
+        kept.append(bounded)
+        spent += _size(bounded) or LISTING_LIMIT
     if not cuts.found:  # the listing as it came: nothing to copy
         return result, cuts
     return result | {key: kept}, cuts
 
 
-def _bound_entry(
-    entry: dict[str, Any], what: str, identity: str, cuts: Cuts, over_budget: bool
-) -> dict[str, Any] | None:
-    """One listed tool, prompt, resource or template held to its bounds (None: skipped)."""
-    limit = URI_LIMIT if identity != "name" else NAME_LIMIT
-    for key, key_limit in ((identity, limit), ("name", NAME_LIMIT)):
-        value = entry.get(key)
-        if isinstance(value, str) and len(value) > key_limit:
-            cuts.note(
-                f"{what} {'names' if key == 'name' else key + 's'}",
-                len(value),
-                f"over {key_limit:,} characters skipped, with their {what}",
-            )
-            return None
-    entry = dict(entry)
-    for key in _ENTRY_TEXT:
-        text = entry.get(key)
-        if isinstance(text, str) and len(text) > TEXT_LIMIT:
-            cuts.note(f"{what} {key}s", len(text), f"over {TEXT_LIMIT:,} characters cut")
-            entry[key] = cut_text(text)
-    notes: list[str] = []
-    for key in ("inputSchema", "outputSchema"):
-        schema = entry.get(key)
-        if not isinstance(schema, dict):
-            continue
-        bounded, why = (
-            (None, f"past the {LISTING_LIMIT:,} characters its listing may hold")
-            if over_budget
-            else bound_schema(schema, cuts)
-        )
-        if bounded is not None:
-            entry[key] = bounded
-            continue
-        cuts.note(
-            f"{what} {'input' if key == 'inputSchema' else 'output'} schemas",
-            _size(schema) or 0,
-            f"too large to type, served open with a note in the {what}'s description",
-        )
-        if key == "inputSchema":
-            entry[key] = dict(ANY_ARGUMENTS)
-            notes.append(f"[arguments not typed: the server's input schema is {why}]")
-        else:
-            entry.pop(key)
-            notes.append(f"[result not typed: the server's output schema is {why}]")
-    if notes:
-        description = entry.get("description")
-        before = description + "\n\n" if isinstance(description, str) and description else ""
-        entry["description"] = before + " ".join(notes)
-    annotations = entry.get("annotations")
-    if isinstance(annotations, dict):
-        title = annotations.get("title")
-        if isinstance(title, str) and len(title) > TEXT_LIMIT:
-            cuts.note(f"{what} titles", len(title), f"over {TEXT_LIMIT:,} characters cut")
-            entry["annotations"] = annotations | {"title": cut_text(title)}
+def _outsized_identity(entry: dict[str, Any], what: str, identity: str, cuts: Cuts) -> bool:
+    """Whether ``entry``'s name (or URI), or a prompt argument's name, is past its bound:
+    cut, it would name nothing the server knows, so the entry is skipped."""
+    names = [(identity, entry.get(identity)), ("name", entry.get("name"))]
     arguments = entry.get("arguments")
     if isinstance(arguments, list):
-        for argument in arguments:
-            name = argument.get("name") if isinstance(argument, dict) else None
-            if isinstance(name, str) and len(name) > NAME_LIMIT:
-                cuts.note(
-                    f"{what} argument names",
-                    len(name),
-                    f"over {NAME_LIMIT:,} characters skipped, with their {what}",
+        names += [("argument name", a.get("name")) for a in arguments if isinstance(a, dict)]
+    for field_name, value in names:
+        limit = NAME_LIMIT if field_name in ("name", "argument name") else URI_LIMIT
+        if isinstance(value, str) and len(value) > limit:
+            cuts.note(
+                f"{what} {field_name}s",
+                len(value),
+                f"over {limit:,} characters skipped, with their {what}",
+            )
+            return True
+    return False
+
+
+@dataclass
+class _Entry:
+    """One listed tool, prompt, resource or template (a copy) being held to its bounds;
+    ``brief``: past its listing's bound, so its texts are cut short and its schemas open."""
+
+    entry: dict[str, Any]
+    what: str
+    cuts: Cuts
+    brief: bool
+
+    def bounded(self) -> dict[str, Any]:
+        self.entry = self._texts(self.entry, self.what)
+        notes = [note for key in ("inputSchema", "outputSchema") if (note := self._schema(key))]
+        if notes:
+            description = self.entry.get("description")
+            before = f"{description}\n\n" if isinstance(description, str) and description else ""
+            self.entry["description"] = before + " ".join(notes)
+        annotations = self.entry.get("annotations")
+        if isinstance(annotations, dict):
+            self.entry["annotations"] = self._texts(annotations, f"{self.what} annotation")
+        arguments = self.entry.get("arguments")
+        if isinstance(arguments, list):
+            self.entry["arguments"] = [
+                self._texts(argument, f"{self.what} argument")
+                if isinstance(argument, dict)
+                else argument
+                for argument in arguments
+            ]
+        for key in [key for key in self.entry if key not in _BOUNDED_ABOVE]:
+            size = _size(self.entry[key])
+            if size is None or size > FIELD_LIMIT:
+                self.cuts.note(
+                    f"other {self.what} fields",
+                    size or 0,
+                    f"over {FIELD_LIMIT:,} characters dropped",
                 )
-                return None
-        entry["arguments"] = [_bound_argument(argument, what, cuts) for argument in arguments]
-    for key in [key for key in entry if key not in _KNOWN]:
-        size = _size(entry[key])
-        if size is None or size > FIELD_LIMIT:
-            cuts.note(f"other {what} fields", size or 0, f"over {FIELD_LIMIT:,} characters dropped")
-            entry.pop(key)
-    return entry
+                self.entry.pop(key)
+        return self.entry
 
+    def _texts(self, holder: dict[str, Any], kind: str) -> dict[str, Any]:
+        """``holder`` with its description and title cut to their bound (a copy if cut)."""
+        limit = BRIEF_LIMIT if self.brief else TEXT_LIMIT
+        for key in _ENTRY_TEXT:
+            text = holder.get(key)
+            if isinstance(text, str) and len(text) > limit:
+                self.cuts.note(f"{kind} {key}s", len(text), f"over {limit:,} characters cut")
+                holder = holder | {key: cut_text(text, limit)}
+        return holder
 
-def _bound_argument(argument: Any, what: str, cuts: Cuts) -> Any:
-    if not isinstance(argument, dict):
-        return argument
-    for key in _ENTRY_TEXT:
-        text = argument.get(key)
-        if isinstance(text, str) and len(text) > TEXT_LIMIT:
-            cuts.note(f"{what} argument {key}s", len(text), f"over {TEXT_LIMIT:,} characters cut")
-            argument = argument | {key: cut_text(text)}
-    return argument
+    def _schema(self, key: str) -> str | None:
+        """Bound the entry's input or output schema; the note its description then gets."""
+        schema = self.entry.get(key)
+        if not isinstance(schema, dict):
+            return None
+        bounded, why = (
+            (None, f"past the {LISTING_LIMIT:,} characters its listing may hold")
+            if self.brief
+            else bound_schema(schema, self.cuts)
+        )
+        if bounded is not None:
+            self.entry[key] = bounded
+            return None
+        side = "input" if key == "inputSchema" else "output"
+        self.cuts.note(
+            f"{self.what} {side} schemas",
+            _size(schema) or 0,
+            f"too large to type, served open with a note in the {self.what}'s description",
+        )
+        if key == "inputSchema":
+            self.entry[key] = dict(ANY_ARGUMENTS)
+            return f"[arguments not typed: the server's input schema is {why}]"
+        self.entry.pop(key)
+        return f"[result not typed: the server's output schema is {why}]"
 
 
 class _TooLarge(Exception):
