@@ -13,6 +13,7 @@ from tests.helpers import corpus_files
 from toolscript.upstream.limits import (
     BRIEF_LIMIT,
     ENUM_LIMIT,
+    LISTING_LIMIT,
     NAME_LIMIT,
     SCHEMA_LIMIT,
     TEXT_LIMIT,
@@ -241,3 +242,14 @@ def test_no_real_servers_listing_is_touched() -> None:
         bounded, cuts = bound_listing("tools/list", listing)
         assert bounded == listing, path
         assert not cuts.warnings(), path
+
+
+def test_a_listings_bound_counts_its_earlier_pages() -> None:
+    page = {"tools": [_tool("t", description="w" * 5_000)]}
+    _, first = bound_listing("tools/list", page)
+    assert 5_000 < first.spent < 6_000
+    bounded, _ = bound_listing("tools/list", page, spent=LISTING_LIMIT + 1)
+    assert len(bounded["tools"][0]["description"]) < BRIEF_LIMIT + 50
+    bounded, last = bound_listing("tools/list", page, spent=2 * LISTING_LIMIT + 1)
+    assert bounded["tools"] == []
+    assert last.warnings()["tools"] == "tools: 1 past what one listing may hold skipped"

@@ -43,7 +43,9 @@ SCHEMA_LIMIT = 262_144  # characters (as JSON) of one tool's input or output sch
 SCHEMA_DEPTH = 64  # levels of nesting in one schema
 SCHEMA_NODES = 20_000  # objects and arrays in one schema
 FIELD_LIMIT = 65_536  # characters (as JSON) of any other field of an entry (icons, _meta)
-LISTING_LIMIT = 16 * 1024 * 1024  # characters (as JSON) of one page of a listing
+# Characters (as JSON) of one listing, its pages together: past it each entry is brief
+# (short texts, open schemas), past twice it the rest are skipped.
+LISTING_LIMIT = 16 * 1024 * 1024
 
 _TEXT_KEYS = ("description", "title", "$comment")
 # Keywords whose value maps names to schemas (the map itself is no schema).
@@ -81,6 +83,7 @@ class Cuts:
 
     found: dict[str, list[int]] = field(default_factory=dict)  # kind -> [count, largest]
     actions: dict[str, tuple[str, str]] = field(default_factory=dict)  # kind -> (done, unit)
+    spent: int = 0  # characters of the listing's entries kept, its earlier pages' included
 
     def note(self, kind: str, size: int, action: str, unit: str = "characters") -> None:
         count, largest = self.found.get(kind, [0, 0])
@@ -92,14 +95,17 @@ class Cuts:
         lines = {}
         for kind, (count, largest) in self.found.items():
             action, unit = self.actions[kind]
-            lines[kind] = f"{kind}: {count} {action}; the largest had {largest:,} {unit}"
+            lines[kind] = f"{kind}: {count} {action}" + (
+                f"; the largest had {largest:,} {unit}" if unit else ""
+            )
         return lines
 
 
-def bound_listing(method: str, result: Any) -> tuple[Any, Cuts]:
+def bound_listing(method: str, result: Any, spent: int = 0) -> tuple[Any, Cuts]:
     """``result`` (of ``method``: a listing or ``initialize``) with every string and schema
-    held to its bound, and what was cut; anything not understood is left to the repairs."""
-    cuts = Cuts()
+    held to its bound, and what was cut; anything not understood is left to the repairs.
+    ``spent``: characters the listing's earlier pages kept (``Cuts.spent`` after this one)."""
+    cuts = Cuts(spent=spent)
     if not isinstance(result, dict):
         return result, cuts
     if method == "initialize":
@@ -115,16 +121,18 @@ def bound_listing(method: str, result: Any) -> tuple[Any, Cuts]:
     if not isinstance(entries, list):
         return result, cuts
     kept: list[Any] = []
-    spent = 0  # characters of the entries kept so far
     for entry in entries:
         if not isinstance(entry, dict):
             kept.append(entry)
             continue
+        if cuts.spent > 2 * LISTING_LIMIT:  # even brief entries: the rest cannot be kept
+            cuts.note(f"{what}s", cuts.spent, "past what one listing may hold skipped", "")
+            continue
         if _outsized_identity(entry, what, identity, cuts):
             continue
-        bounded = _Entry(dict(entry), what, cuts, brief=spent > LISTING_LIMIT).bounded()
+        bounded = _Entry(dict(entry), what, cuts, brief=cuts.spent > LISTING_LIMIT).bounded()
         kept.append(bounded)
-        spent += _size(bounded) or LISTING_LIMIT
+        cuts.spent += _size(bounded) or LISTING_LIMIT
     if not cuts.found:  # the listing as it came: nothing to copy
         return result, cuts
     return result | {key: kept}, cuts
@@ -203,11 +211,15 @@ class _Entry:
         schema = self.entry.get(key)
         if not isinstance(schema, dict):
             return None
-        bounded, why = (
-            (None, f"past the {LISTING_LIMIT:,} characters its listing may hold")
-            if self.brief
-            else bound_schema(schema, self.cuts)
-        )
+        if self.brief:  # a small schema is kept whole, a larger one left open
+            size = _size(schema)
+            small = size is not None and size <= BRIEF_LIMIT
+            bounded, why = (
+                (schema if small else None),
+                (f"past the {LISTING_LIMIT:,} characters its listing may hold"),
+            )
+        else:
+            bounded, why = bound_schema(schema, self.cuts)
         if bounded is not None:
             self.entry[key] = bounded
             return None

@@ -119,6 +119,8 @@ class UpstreamServer:
         self._stderr: IO[str] | None = None
         self.warnings: list[str] = []  # what this server sent that bends the spec, each once
         self._warned: set[str] = set()
+        # characters each listing under way kept, its pages together (upstream.limits)
+        self._listing_spent: dict[str, int] = {}
         self._relisting = False
         self._relist_again = False
         self._server_pid: int | None = None  # of a stdio server, while connected
@@ -311,6 +313,7 @@ class UpstreamServer:
     async def _list_tools(self, session: ClientSession) -> dict[str, dict[str, Any]]:
         tools: dict[str, dict[str, Any]] = {}
         cursor: str | None = None
+        self._listing_spent["tools/list"] = 0
         for _ in range(MAX_PAGES):
             params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
             result = await session.list_tools(params=params)
@@ -480,7 +483,8 @@ class UpstreamServer:
     def _bounded(self, method: str, result: Any) -> Any:
         """``result`` with what the server sent held to ``upstream.limits``' bounds; what was
         cut is one warning per kind for the server's lifetime, however many listings."""
-        bounded, cuts = bound_listing(method, result)
+        bounded, cuts = bound_listing(method, result, self._listing_spent.get(method, 0))
+        self._listing_spent[method] = cuts.spent
         for kind, warning in cuts.warnings().items():
             if f"bounded {kind}" not in self._warned:
                 self._warned.add(f"bounded {kind}")
@@ -728,6 +732,7 @@ class UpstreamServer:
         request, result_type, listed = OFFERINGS[method]
         joined: dict[str, Any] = {}
         cursor: str | None = None
+        self._listing_spent[method] = 0
         for _ in range(MAX_PAGES):
             sent = dict(params or {}) | ({"cursor": cursor} if cursor else {})
             message = request.model_validate({"method": method, "params": sent or None})
