@@ -4,7 +4,7 @@ input schema, beside a server of ordinary tools (tests/servers/hostile_server.py
 For each case a gateway starts on that pair and, once its warm checker is ready, the table
 gives the generated module's size, the wall time of ``toolscript exec`` running a new
 one-line script that calls the ordinary server's tool (the first, and the median of
-``--runs``), that median again with a gateway started ``--no-warm-checker`` (each check a
+``--runs``), both again with a gateway started ``--no-warm-checker`` (each check a
 ``deno check``, as while the checker starts or after it gave up), and the gateway's and the
 checker's RSS. With ``--baseline OTHER_CHECKOUT`` each case runs a second time with that
 checkout's code (on PYTHONPATH, gateway and CLI both): old against new, side by side.
@@ -67,7 +67,9 @@ def ready(url: str) -> dict[str, Any]:
     while time.monotonic() < deadline:
         state = health(url)
         connected = all(s["state"] == "connected" for s in state["servers"].values())
-        if connected and state["checker"]["state"] in ("ready", "failed", "off"):
+        checker = state["checker"]["state"]
+        running = checker == "ready" and state["processes"]["checker"] is not None
+        if connected and (running or checker in ("failed", "off")):
             return state
         time.sleep(0.5)
     raise SystemExit("the gateway never settled")
@@ -116,7 +118,7 @@ def measure(case: str, code: str, runs: int, *, warm: bool) -> dict[str, float]:
                 times.append(time.perf_counter() - started)
                 if done.returncode != 0:
                     raise SystemExit(f"exec failed: {done.stderr}")
-            processes = health(url)["processes"]
+            processes = ready(url)["processes"]  # (a checker being replaced has no process)
         finally:
             gateway.stop(60)
     checker = processes["checker"]["rss"] if processes["checker"] else 0
@@ -136,13 +138,14 @@ def main() -> None:
     args = parser.parse_args()
     sides = [("new", "")] + ([("old", args.baseline)] if args.baseline else [])
     print(f"load average: {', '.join(f'{x:.2f}' for x in os.getloadavg())}; median of {args.runs}")
-    columns = ["module MB", "1st exec s", "exec s", "exec s, no warm", "gateway RSS MB"]
-    columns.append("checker RSS MB")
+    columns = ["module MB", "1st exec s", "exec s", "1st, no warm", "exec s, no warm"]
+    columns += ["gateway RSS MB", "checker RSS MB"]
     print(f"{'case':20}{'':5}" + "".join(f"{c:>17}" for c in columns))
     for case in CASES:
         for side, code in sides:
             figures = measure(case, code, args.runs, warm=True)
-            figures["exec s, no warm"] = measure(case, code, args.runs, warm=False)["exec s"]
+            cold = measure(case, code, args.runs, warm=False)
+            figures["1st, no warm"], figures["exec s, no warm"] = cold["1st exec s"], cold["exec s"]
             print(f"{case:20}{side:5}" + "".join(f"{figures[c]:17.2f}" for c in columns))
     print(f"load average: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
