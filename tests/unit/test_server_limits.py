@@ -196,9 +196,10 @@ def test_prompts_resources_and_templates_are_bounded() -> None:
     assert len(kept["description"]) < TEXT_LIMIT + 50
     assert len(kept["arguments"][0]["description"]) < TEXT_LIMIT + 50
     assert set(warnings) == {"prompt descriptions", "prompt argument descriptions"}
-    resource = {"uri": "file:///a", "name": "a", "description": "r" * HUGE}
+    resource = {"uri": "file:///a", "name": "n" * 1_000, "description": "r" * HUGE}
     kept, _ = _one("resources/list", "resources", resource)
     assert len(kept["description"]) < TEXT_LIMIT + 50
+    assert kept["name"].startswith("n" * NAME_LIMIT + "… [cut: 744 more")  # a name to show
     templates = {"resourceTemplates": [{"uriTemplate": "x://" + "u" * HUGE, "name": "t"}]}
     bounded, cuts = bound_listing("resources/templates/list", templates)
     assert bounded["resourceTemplates"] == []
