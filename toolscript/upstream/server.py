@@ -38,6 +38,7 @@ from toolscript.upstream.base import (
     ToolsChanged,
 )
 from toolscript.upstream.early import EarlyServer
+from toolscript.upstream.limits import bound_listing
 from toolscript.upstream.sdk import TransportStreams
 from toolscript.upstream.tolerant import repair_call_result, repair_tool_list
 
@@ -118,6 +119,8 @@ class UpstreamServer:
         self._stderr: IO[str] | None = None
         self.warnings: list[str] = []  # what this server sent that bends the spec, each once
         self._warned: set[str] = set()
+        # characters each listing under way kept, its pages together (upstream.limits)
+        self._listing_spent: dict[str, int] = {}
         self._relisting = False
         self._relist_again = False
         self._server_pid: int | None = None  # of a stdio server, while connected
@@ -310,6 +313,7 @@ class UpstreamServer:
     async def _list_tools(self, session: ClientSession) -> dict[str, dict[str, Any]]:
         tools: dict[str, dict[str, Any]] = {}
         cursor: str | None = None
+        self._listing_spent["tools/list"] = 0
         for _ in range(MAX_PAGES):
             params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
             result = await session.list_tools(params=params)
@@ -452,22 +456,40 @@ class UpstreamServer:
                 )
             return None
         message = getattr(item, "message", None)
-        if not isinstance(message, mcp_types.JSONRPCResponse):
+        if not isinstance(message, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError):
             return item
         method = self._repairs.pop(message.id, None)
-        if method is None:
+        if method is None or isinstance(message, mcp_types.JSONRPCError):
             return item
-        if method == "tools/list":
-            repaired, problems = repair_tool_list(message.result)
-        else:
+        if method == "tools/call":
             # A raw call's result goes to the gateway as JSON; only the SDK needs its models.
             raw = isinstance(message.id, str) and message.id.startswith(RAW_ID_PREFIX)
             repaired, problems = repair_call_result(message.result, conform=not raw)
-        for problem in problems:
-            self._warn(problem if method == "tools/list" else f"a tools/call result: {problem}")
-        if problems:
+            for problem in problems:
+                self._warn(f"a tools/call result: {problem}")
+            changed = bool(problems)
+        else:  # a listing, or initialize
+            bounded = self._bounded(method, message.result)
+            repaired, problems = (
+                repair_tool_list(bounded) if method == "tools/list" else (bounded, [])
+            )
+            for problem in problems:
+                self._warn(problem)
+            changed = bool(problems) or bounded is not message.result
+        if changed:
             item.message = message.model_copy(update={"result": repaired})
         return item
+
+    def _bounded(self, method: str, result: Any) -> Any:
+        """``result`` with what the server sent held to ``upstream.limits``' bounds; what was
+        cut is one warning per kind for the server's lifetime, however many listings."""
+        bounded, cuts = bound_listing(method, result, self._listing_spent.get(method, 0))
+        self._listing_spent[method] = cuts.spent
+        for kind, warning in cuts.warnings().items():
+            if f"bounded {kind}" not in self._warned:
+                self._warned.add(f"bounded {kind}")
+                self._warn(warning)
+        return bounded
 
     def _warn(self, text: str) -> None:
         text = self._redact(text)
@@ -710,6 +732,7 @@ class UpstreamServer:
         request, result_type, listed = OFFERINGS[method]
         joined: dict[str, Any] = {}
         cursor: str | None = None
+        self._listing_spent[method] = 0
         for _ in range(MAX_PAGES):
             sent = dict(params or {}) | ({"cursor": cursor} if cursor else {})
             message = request.model_validate({"method": method, "params": sent or None})
@@ -855,7 +878,14 @@ def _finite(value: Any) -> float | None:
 class _RecordingWriter:
     """The transport's write stream, noting the ids of requests whose results get repaired."""
 
-    _REPAIRED = ("tools/list", "tools/call")
+    _REPAIRED = (
+        "tools/call",
+        "initialize",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+    )
 
     def __init__(self, inner: Any, repairs: dict[Any, str]) -> None:
         self._inner = inner
