@@ -35,6 +35,7 @@ BIG_TOOLS: list[dict[str, Any]] = [
         "description": "Deep.",
         "inputSchema": {"$nest": {"type": "string"}, "$times": 100},
     },
+    {"name": "fails", "description": "Fails.", "inputSchema": {"type": "object"}},
 ]
 GOOD_TOOLS: list[dict[str, Any]] = [{"name": "find", "description": REAL, "inputSchema": OPEN}]
 
@@ -56,6 +57,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
                 "tools": BIG_TOOLS,
                 "instructions": {"$repeat": "i", "$times": HUGE},
                 "prompts": [{"name": "p", "description": {"$repeat": "p", "$times": HUGE}}],
+                "errors": {"fails": {"code": -32000, "message": {"$repeat": "e", "$times": HUGE}}},
             },
         ),
         "good": hostile(directory, "good", {"tools": GOOD_TOOLS}),
@@ -125,3 +127,24 @@ def test_one_warning_per_kind_however_many_listings(gateway: GatewayProcess) -> 
     assert "good: " not in log.replace("good: connected", "")
     warnings = gateway.health()["servers"]["big"].get("warnings") or []
     assert any(line.startswith("tool descriptions: 1 over 32,768") for line in warnings), warnings
+
+
+def test_a_huge_error_message_of_a_call_is_cut(gateway: GatewayProcess) -> None:
+    """A call's error is the server's text too: the script, its output and the run log get
+    it cut with the marker, not 20 MB of it."""
+    script = """import { tools } from "toolscript";
+try {
+  await tools.big.fails({});
+} catch (error) {
+  return (error as Error).message.length;
+}"""
+    length = json.loads(cli(gateway, "exec", script))
+    assert 1_000 < length < 40_000, length
+    done = toolscript_cli(
+        "exec",
+        'import { tools } from "toolscript"; await tools.big.fails({});',
+        cwd=gateway.directory,
+        timeout=300,
+    )
+    assert done.returncode == 1
+    assert "[cut: 19,96" in done.stderr and len(done.stderr) < 100_000

@@ -38,7 +38,7 @@ from toolscript.upstream.base import (
     ToolsChanged,
 )
 from toolscript.upstream.early import EarlyServer
-from toolscript.upstream.limits import bound_listing
+from toolscript.upstream.limits import bound_listing, cut_text
 from toolscript.upstream.sdk import TransportStreams
 from toolscript.upstream.tolerant import repair_call_result, repair_tool_list
 
@@ -647,7 +647,7 @@ class UpstreamServer:
             if self._lost.is_set() or self._session is not session:
                 raise self._went_away(tool, exc) from exc
             raise UpstreamError(
-                f"{self.name}__{tool} failed: {self._redact(_describe(exc))}"
+                f"{self.name}__{tool} failed: {cut_text(self._redact(_describe(exc)))}"
             ) from exc
         if not isinstance(result, mcp_types.CallToolResult):
             raise UpstreamError(
@@ -695,7 +695,10 @@ class UpstreamServer:
             self._raw_progress.pop(request_id, None)
             self._repairs.pop(request_id, None)
         if isinstance(answer, mcp_types.JSONRPCError):
-            raise UpstreamError(f"{self.name}__{tool} failed: {self._redact(answer.error.message)}")
+            # the server's text: cut as its listings' are (a script, its output and the run
+            # log would each hold it whole)
+            said = cut_text(self._redact(answer.error.message))
+            raise UpstreamError(f"{self.name}__{tool} failed: {said}")
         result: dict[str, Any] = answer.result
         return result
 
@@ -722,7 +725,7 @@ class UpstreamServer:
             if self._lost.is_set() or self._session is not session:
                 raise self._went_away(method, exc) from exc
             raise UpstreamError(
-                f"{self.name}: {method} failed: {self._redact(_describe(exc))}"
+                f"{self.name}: {method} failed: {cut_text(self._redact(_describe(exc)))}"
             ) from exc
 
     async def _pages(
