@@ -38,6 +38,7 @@ BIG_TOOLS: list[dict[str, Any]] = [
     {"name": "fails", "description": "Fails.", "inputSchema": {"type": "object"}},
 ]
 GOOD_TOOLS: list[dict[str, Any]] = [{"name": "find", "description": REAL, "inputSchema": OPEN}]
+FIND = 'import { tools } from "toolscript"; return await tools.good.find({ q: "x" });'
 
 
 def hostile(directory: Path, name: str, spec: dict[str, Any]) -> dict[str, Any]:
@@ -148,3 +149,44 @@ try {
     )
     assert done.returncode == 1
     assert "[cut: 19,96" in done.stderr and len(done.stderr) < 100_000
+
+
+@pytest.mark.timeout(300)
+def test_a_message_with_no_end_drops_its_server_not_the_gateway(tmp_path: Path) -> None:
+    """A server that writes one line with no newline, past what any answer holds: its
+    connection is dropped (the call fails, the server is started again), not every byte
+    held until the gateway runs out of memory."""
+    tools = [
+        {"name": name, "description": name, "inputSchema": {"type": "object"}}
+        for name in ("flood", "fine")
+    ]
+    servers = {
+        "flooding": hostile(tmp_path, "flooding", {"tools": tools, "flood": {"flood": 160}}),
+        "good": hostile(tmp_path, "good", {"tools": GOOD_TOOLS}),
+    }
+    started = GatewayProcess({"mcpServers": servers, "search": {"semantic": False}}, tmp_path)
+    try:
+        started.wait_for_health(
+            lambda health: all(s["state"] == "connected" for s in health["servers"].values()),
+            timeout=120,
+            what="both servers connected",
+        )
+        flooded = toolscript_cli(
+            "exec",
+            'import { tools } from "toolscript"; await tools.flooding.flood({});',
+            cwd=tmp_path,
+            timeout=240,
+        )
+        assert flooded.returncode == 1, flooded.stdout
+        assert "server 'flooding' went away" in flooded.stderr, flooded.stderr
+        started.wait_for_log("a message over 128 MB (no newline yet)")
+        assert json.loads(cli(started, "exec", FIND)) == "find"
+        started.wait_for_health(
+            lambda health: health["servers"]["flooding"]["state"] == "connected",
+            timeout=120,
+            what="the flooding server started again",
+        )
+        fine = 'import { tools } from "toolscript"; return await tools.flooding.fine({});'
+        assert json.loads(cli(started, "exec", fine)) == "fine"
+    finally:
+        started.stop()

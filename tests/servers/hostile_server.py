@@ -10,7 +10,8 @@ answers), ``prompts`` and ``prompt_results`` (name -> prompts/get result), ``res
 ``templates`` and ``contents`` (URI -> the contents list resources/read answers),
 ``init_error`` (the JSON-RPC error initialize answers), ``instructions``, ``server_name``,
 ``stderr`` (written once, at start), ``exit`` (a status to exit with right after that
-stderr) and ``endless`` (listing methods, such as ``tools/list``, whose every page names
+stderr), ``flood`` (a tool's name -> how many MB its call writes as one line with no end:
+the server goes on answering nothing after it) and ``endless`` (listing methods, such as ``tools/list``, whose every page names
 a next one). A tool with no result answers with its own name.
 
 Sizes no spec file should hold are made at start: anywhere in SPEC, ``{"$repeat": TEXT,
@@ -105,6 +106,16 @@ def main() -> None:
         message = json.loads(line)
         if "id" not in message:
             continue
+        flooded = spec.get("flood", {}).get((message.get("params") or {}).get("name"))
+        if message.get("method") == "tools/call" and flooded:
+            sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message["id"]})[:-1])
+            sys.stdout.write(', "result": "')
+            block = "x" * (1024 * 1024)
+            for _ in range(int(flooded)):
+                sys.stdout.write(block)
+            sys.stdout.flush()
+            sys.stdin.read()  # (never a newline: the line has no end)
+            return
         try:
             result = answer(spec, str(message.get("method")), message.get("params") or {})
         except LookupError as exc:

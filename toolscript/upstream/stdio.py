@@ -9,6 +9,7 @@ SDK's own, with shorter waits: a server stops within two seconds whatever it doe
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -36,7 +37,14 @@ from toolscript.upstream.sdk import (
 
 __all__ = ["early_transport", "stdio_transport"]
 
+log = logging.getLogger("toolscript.upstream")
+
 WRITER_FLUSH_TIMEOUT = 0.5
+# One message (a line) a server may send: past it the server is taken as broken, its
+# connection dropped (its calls fail at once; it is started again), rather than every byte
+# it writes with no newline held until the gateway runs out of memory. Real answers are a
+# few MB at most; the gateway reads 50 MB ones in well under a second.
+MAX_LINE = 128 * 1024 * 1024
 # Stopping a server takes at most their sum, whatever it does (a gateway's stop waits for it):
 STDIN_GRACE = 1.0  # to exit once its stdin is closed (the spec's polite ask)
 TERM_GRACE = 0.5  # to exit after SIGTERM to its process group, before SIGKILL
@@ -95,7 +103,10 @@ async def _message_streams(
                 ConnectionError,
                 OSError,
             ):
-                await _deliver_lines(process.stdout, to_session)
+                try:
+                    await _deliver_lines(process.stdout, to_session)
+                except _Oversized as exc:
+                    log.warning("the server of pid %s: %s", getattr(process, "pid", "?"), exc)
         # The session is gone or the server closed stdout: keep the pipe drained so a
         # server flushing its last output can still exit.
         with (
@@ -254,6 +265,15 @@ async def _deliver_lines(
                 del message
         if start < len(chunk):
             pending += memoryview(chunk)[start:]
+            if len(pending) > MAX_LINE:
+                raise _Oversized(
+                    f"a message over {MAX_LINE // (1024 * 1024)} MB (no newline yet): its "
+                    "connection is dropped"
+                )
+
+
+class _Oversized(ConnectionError):
+    """A server's line past ``MAX_LINE``."""
 
 
 def parse_line(line: bytes | bytearray) -> SessionMessage | Exception:
