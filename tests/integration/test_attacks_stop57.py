@@ -11,13 +11,19 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import GatewayProcess, clean_env, fixture_server, running_gateway
+from tests.helpers import (
+    GatewayProcess,
+    LocalHTTPServer,
+    clean_env,
+    fixture_server,
+    running_gateway,
+)
 
 
 @pytest.fixture(scope="module")
@@ -135,3 +141,36 @@ def test_a_servers_question_reaches_the_mcp_client_shown_not_obeyed(tmp_path: Pa
     assert "\\u001b[2K\\u000dA script calls x, \\u202eevil" in asked[0].message
     assert field["title"] == "Allow\\u001b[2K\\u000dthis call?"
     assert field["type"] == "boolean"
+
+
+EXTERNAL_TOOL = """# /// script
+# dependencies = []
+# ///
+def hello(name: str) -> str:
+    \"\"\"Say hello.\"\"\"
+    return "hello " + name
+"""
+
+
+def test_an_external_tool_s_worker_reads_no_uv_setting_of_the_repository(
+    tmp_path: Path, local_http_server: Callable[[bytes], LocalHTTPServer]
+) -> None:
+    """A repository's .python-version naming its own program as the interpreter, and its
+    uv.toml naming another package index, are files `toolscript trust` neither shows nor
+    covers: the worker of an external tool (code the person read) must not obey them."""
+    marker = tmp_path / "interpreter-ran"
+    interpreter = tmp_path / "python"
+    interpreter.write_text(f'#!/bin/sh\necho ran > {marker}\nexec {sys.executable} "$@"\n')
+    interpreter.chmod(0o755)
+    index = local_http_server(b"no packages here")
+    (tmp_path / ".python-version").write_text(f"{interpreter}\n")
+    (tmp_path / "uv.toml").write_text(f'index-url = "http://127.0.0.1:{index.port}/simple"\n')
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "greet.py").write_text(EXTERNAL_TOOL)
+    config = {"localTools": {"dir": "tools"}, "search": {"semantic": False}}
+    with running_gateway(config, tmp_path) as gateway:
+        called = gateway.call("greet__hello", {"name": "you"})
+    assert called.status_code == 200, called.text
+    assert "hello you" in called.text
+    assert not marker.exists()
+    assert index.seen == [], index.seen
