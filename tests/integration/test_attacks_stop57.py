@@ -1,9 +1,17 @@
-"""Stop 57's attacks by an untrusted script (real Deno, a real gateway), each made for real.
+"""Stop 57's attacks, each made for real (real Deno, a real gateway, the MCP face, uv).
 
-Got through, fixed: a body nested past the decoder's recursion (``[[[[...``) sent with a
-run's token to a route it reaches besides tool calls (a prompt's get, a resource's read)
-was an internal error whose traceback each such request added to the gateway's log; it is
-the caller's usage error now, logged as nothing.
+Got through, fixed:
+
+- a body nested past the decoder's recursion (``[[[[...``) sent with a run's token to a
+  route it reaches besides tool calls (a prompt's get, a resource's read, progress) was an
+  internal error whose traceback each such request added to the gateway's log; it is the
+  caller's usage error now, logged as nothing;
+- a server's question (elicitation) reached the MCP client with its controls as sent
+  (erase line, carriage return, OSC title and clipboard, bidi overrides), where exec's
+  terminal shows them as escapes;
+- an external local tool's ``uv run`` read the repository's ``uv.toml`` (the package
+  index) and ``.python-version`` (which may name the repository's own program as the
+  interpreter), files ``toolscript trust`` neither shows nor covers.
 """
 
 from __future__ import annotations

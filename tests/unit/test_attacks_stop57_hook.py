@@ -40,7 +40,14 @@ def test_choosing_or_writing_the_trusted_configs_file_is_asked(command: str) -> 
 
 @pytest.mark.parametrize(
     "command",
-    ["cat ~/.config/git/config", "ls ~/.config/gh", "echo $HOME", "toolscript trust --list"],
+    [
+        "cat ~/.config/git/config",
+        "ls ~/.config/gh",
+        "echo $HOME",
+        "toolscript trust --list",
+        "JAVA_HOME=/usr/lib/jvm toolscript exec 'return 1'",
+        "cat $XDG_CONFIG_HOME/git/config",
+    ],
 )
 def test_other_programs_settings_pass_unasked(command: str) -> None:
     assert _decision(command) is None, command
