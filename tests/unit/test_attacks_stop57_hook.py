@@ -30,6 +30,8 @@ def _decision(command: str) -> dict[str, str] | None:
         "cd ~/.config && cp /tmp/t.json toolscript/trusted.json",
         "cp /tmp/t.json ~/.config/t*/",
         "cd ~/.config",
+        "env $(cat /tmp/vars) toolscript exec 'return 1'",
+        "sudo -E env `cat /tmp/vars` toolscript gateway start",
     ],
 )
 def test_choosing_or_writing_the_trusted_configs_file_is_asked(command: str) -> None:

@@ -454,6 +454,11 @@ _TRUSTING_SETTINGS = re.compile(
     r"|\btrusted\.json\b"
 )
 
+# env $(cat vars) toolscript ...: settings (XDG_CONFIG_HOME=...) that only exist when it runs
+_COMPUTED_SETTINGS = re.compile(
+    r"(?:^|[\s;&|(])(?:env|sudo|doas)\b[^;&|\n]*?\s[$`][^;&|\n]*?\btoolscript\b"
+)
+
 
 def approval_reason(command: str) -> str | None:
     """Why ``command`` could reach an approval of toolscript calls, None when it cannot
@@ -473,6 +478,8 @@ def approval_reason(command: str) -> str | None:
         return TRUSTS
     if _TRUSTING_SETTINGS.search(command) or _TRUSTING_SETTINGS.search(" ".join(words)):
         return TRUSTS_BY_SETTING
+    if _COMPUTED_SETTINGS.search(command):
+        return "toolscript runs with settings computed when it runs, which hides what it runs"
     hidden = _hidden_reason(command, list(words))
     if hidden is not None:
         return hidden
