@@ -699,7 +699,11 @@ async def _lines(stream: asyncio.StreamReader) -> AsyncIterator[bytes]:
 
 
 def _user_uv_config() -> Path | None:
-    """The user's own ``uv.toml`` (``$XDG_CONFIG_HOME/uv``, else ``~/.config/uv``), if any."""
+    """The user's own ``uv.toml`` (``UV_CONFIG_FILE``, else ``$XDG_CONFIG_HOME/uv``, else
+    ``~/.config/uv``), if any."""
+    chosen = os.environ.get("UV_CONFIG_FILE")
+    if chosen:
+        return Path(chosen)
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     path = Path(base) / "uv" / "uv.toml"
     return path if path.is_file() else None
