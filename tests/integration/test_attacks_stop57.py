@@ -11,7 +11,11 @@ Got through, fixed:
   terminal shows them as escapes;
 - an external local tool's ``uv run`` read the repository's ``uv.toml`` (the package
   index) and ``.python-version`` (which may name the repository's own program as the
-  interpreter), files ``toolscript trust`` neither shows nor covers.
+  interpreter), files ``toolscript trust`` neither shows nor covers;
+- exec on a terminal showed what the script printed while the person was being asked: a
+  question about a harmless call forged under the real one (blank lines pushing the real
+  one away) got the person's "always" for the destructive tool. The run's output is held
+  until the answer now.
 """
 
 from __future__ import annotations
