@@ -71,12 +71,27 @@ def decide(
     is decided as spelled and as its server may read it (``resource_spellings``), the
     strictest decision winning, unless a rule names the URI exactly as spelled."""
     if tool.startswith("resource:") and tool not in rules:
-        decided = [
-            _decide(rules, asking, f"resource:{uri}", annotations)
-            for uri in resource_spellings(tool.removeprefix("resource:"))
+        spellings = resource_spellings(tool.removeprefix("resource:"))
+        decided = [_decide(rules, asking, f"resource:{uri}", annotations) for uri in spellings]
+        # and in any case: a host is (RFC 3986), and so is a path on macOS's or Windows's
+        # disks (``files://ETC/passwd``, ``file:///Users/me/.SSH/id_rsa``)
+        folded = _folded(rules)
+        decided += [
+            _decide(folded, asking, f"resource:{uri}".casefold(), annotations) for uri in spellings
         ]
         return max(decided, key=DECISIONS.index)
     return _decide(rules, asking, tool, annotations)
+
+
+def _folded(rules: Rules) -> dict[str, Decision]:
+    """``rules`` with their patterns in case-folded form (of two that fold alike, the
+    stricter)."""
+    folded: dict[str, Decision] = {}
+    for pattern, decision in rules.items():
+        key = pattern.casefold()
+        if key not in folded or DECISIONS.index(decision) > DECISIONS.index(folded[key]):
+            folded[key] = decision
+    return folded
 
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
@@ -100,6 +115,9 @@ def resource_spellings(uri: str) -> list[str]:
     rest = decoded[len(head) :]
     if rest.startswith("//"):  # its first segment too, as ``notes://{folder}/...`` has it
         head, rest = head + "//", rest[2:]
+        # the host as a server's URL parser reads it: without a user (``x@``) or an empty port
+        host, slash, path = rest.partition("/")
+        rest = host.rpartition("@")[2].removesuffix(":") + slash + path
     kept: list[str] = []
     segments = rest.split("/")
     for index, segment in enumerate(segments):

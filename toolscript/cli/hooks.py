@@ -444,9 +444,20 @@ _TRUST_READS = frozenset({"--list", "--revoke", "-h", "--help"})
 # The settings that make a config the user's own, so trusted (docs/security.md)
 TRUSTS_BY_SETTING = (
     "it trusts a config by a setting (TOOLSCRIPT_CONFIG or TOOLSCRIPT_TRUSTED_PATHS make a "
-    "config the user's own), whose servers are programs toolscript will start"
+    "config the user's own; TOOLSCRIPT_CONFIG_HOME, XDG_CONFIG_HOME or HOME choose the file "
+    "of trusted configs), whose servers are programs toolscript will start"
 )
-_TRUSTING_SETTINGS = re.compile(r"\bTOOLSCRIPT_(?:CONFIG|TRUSTED_PATHS)\s*=")
+# (the trusted configs' file moves with its folder's settings: one the agent writes would
+# trust its own edit of the policy)
+_TRUSTING_SETTINGS = re.compile(
+    r"\bTOOLSCRIPT_(?:CONFIG|CONFIG_HOME|TRUSTED_PATHS)\s*=|\bXDG_CONFIG_HOME\s*=|(?<![\w$])HOME\s*="
+    r"|\btrusted\.json\b"
+)
+
+# env $(cat vars) toolscript ...: settings (XDG_CONFIG_HOME=...) that only exist when it runs
+_COMPUTED_SETTINGS = re.compile(
+    r"(?:^|[\s;&|(])(?:env|sudo|doas)\b[^;&|\n]*?\s[$`][^;&|\n]*?\btoolscript\b"
+)
 
 
 def approval_reason(command: str) -> str | None:
@@ -467,6 +478,8 @@ def approval_reason(command: str) -> str | None:
         return TRUSTS
     if _TRUSTING_SETTINGS.search(command) or _TRUSTING_SETTINGS.search(" ".join(words)):
         return TRUSTS_BY_SETTING
+    if _COMPUTED_SETTINGS.search(command):
+        return "toolscript runs with settings computed when it runs, which hides what it runs"
     hidden = _hidden_reason(command, list(words))
     if hidden is not None:
         return hidden
@@ -538,10 +551,11 @@ _HIDDEN_NAMES = (
 # Quoted pieces joined by an operator or nothing: 'appr'+'ove', "tool" . "script", "a" "b".
 _JOINS = re.compile(r"""["']\s*(?:\+|\.\.?|,|<>|\|\|)?\s*["']""")
 _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
-# toolscript's folders: ~/.cache/toolscript and ~/.local/state/toolscript (or the XDG ones)
+# toolscript's folders: ~/.cache/toolscript and ~/.local/state/toolscript (or the XDG ones),
+# and ~/.config/toolscript, whose trusted.json trusts a config (and so its policy)
 _USER_DIRS = re.compile(
     r"(?:^|[\s=:'\"])(?:~|\$\{?HOME\}?|/(?:home|Users)/[^/\s]+|/root)?/*"
-    r"(?:\.cache|\.local/+state)(?=/|$|[\s'\"])(/+[^\s/'\"]*)?"
+    r"(?:\.cache|\.local/+state|\.config)(?=/|$|[\s'\"])(/+[^\s/'\"]*)?"
 )
 _LOOPBACK_RUNS = re.compile(
     r"(?:localhost|127\.\d+\.\d+\.\d+|\[::1\]|0\.0\.0\.0|\$\{?\w+\}?)(?::\d+)?/\S*runs/",
@@ -687,7 +701,10 @@ def _hidden_reason(command: str, words: list[str]) -> str | None:
         if not any(space in word for space in " \t\n") and _glob_reaches(word):
             return "a glob in it could name toolscript's approvals or files"
         if _reaches_user_dirs(word):
-            return "it reaches into the folders that hold the gateway's own token or the run log"
+            return (
+                "it reaches into the folders that hold the gateway's own token, the run log "
+                "or the configs you trusted"
+            )
         if _LOOPBACK_RUNS.search(word):
             return "it calls a local gateway's runs, where prompts are answered"
     found = _toolscript_subcommand(words)

@@ -303,10 +303,20 @@ def _run_in_gateway(
         sys.stderr.write(
             f"toolscript: resuming run {run.resumed_from}: calls it made are answered from its log\n"
         )
-    watcher = PromptWatcher(run, terminal_answer) if run.interactive else None
+    from toolscript.execution.sandbox import TERMINAL
+
+    def ask(prompt: dict[str, Any]) -> Any:
+        """The person's answer on the terminal, the run's output held meanwhile."""
+        TERMINAL.hold()
+        try:
+            return terminal_answer(prompt)
+        finally:
+            TERMINAL.release()
+
+    watcher = PromptWatcher(run, ask) if run.interactive else None
     if watcher is not None:
         watcher.start()
-    progress = ProgressWatcher(run, show_on_stderr)
+    progress = ProgressWatcher(run, lambda report: TERMINAL.show(lambda: show_on_stderr(report)))
     progress.start()
     code = 1
     try:

@@ -271,8 +271,44 @@ class Sink(Protocol):
     def flush(self) -> None: ...
 
 
+class TerminalHold:
+    """What a run shows on the terminal, held while toolscript asks the person there (an
+    approval, a server's question) and shown after the answer. Printed under the question,
+    a script's own lines would be what the person answers: a question about another call
+    forged below the real one, or blank lines pushing the real one off the screen."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: list[Callable[[], object]] | None = None
+
+    def hold(self) -> None:
+        with self._lock:
+            if self._held is None:
+                self._held = []
+
+    def release(self) -> None:
+        """Show what was held, in order; from now on, shown as it comes."""
+        with self._lock:
+            held, self._held = self._held or [], None
+            for show in held:
+                with contextlib.suppress(BrokenPipeError, ValueError, OSError):
+                    show()
+
+    def show(self, show: Callable[[], object]) -> None:
+        """``show()`` now, or after the question being asked."""
+        with self._lock:
+            if self._held is not None:
+                self._held.append(show)
+                return
+            show()
+
+
+TERMINAL = TerminalHold()  # this process's terminal (exec's): one person, one question
+
+
 class _Shown:
-    """A terminal as the pumps write to it: the script's control characters made visible."""
+    """A terminal as the pumps write to it: the script's control characters made visible,
+    and nothing while toolscript asks the person a question there (``TERMINAL``)."""
 
     def __init__(self, target: Sink) -> None:
         from toolscript.store.outputs import VisibleControls
@@ -281,17 +317,22 @@ class _Shown:
         self.controls = VisibleControls()
 
     def write(self, data: bytes, /) -> int:
-        self.target.write(self.controls.feed(data))
+        shown = self.controls.feed(data)
+        TERMINAL.show(lambda: self._write(shown))
         return len(data)
 
-    def flush(self) -> None:
+    def _write(self, shown: bytes) -> None:
+        self.target.write(shown)
         self.target.flush()
+
+    def flush(self) -> None:
+        TERMINAL.show(self.target.flush)
 
     def finish(self) -> None:
         """What an unfinished UTF-8 sequence at the very end held back."""
         with contextlib.suppress(BrokenPipeError, ValueError):
-            self.target.write(self.controls.feed(b"", final=True))
-            self.target.flush()
+            shown = self.controls.feed(b"", final=True)
+            TERMINAL.show(lambda: self._write(shown))
 
 
 def _for_people(target: Sink) -> Sink:

@@ -53,7 +53,13 @@ from litestar.exceptions import HTTPException
 from litestar.openapi import OpenAPIConfig
 
 from toolscript import __version__
-from toolscript.errors import InternalError, RequestError, RequestTooLargeError, ToolscriptError
+from toolscript.errors import (
+    InternalError,
+    RequestError,
+    RequestTooLargeError,
+    ToolscriptError,
+    UsageError,
+)
 from toolscript.gateway.bodies import body_error
 from toolscript.gateway.connections import BodyBudget
 from toolscript.gateway.controllers import CONTROLLERS
@@ -89,6 +95,15 @@ def _unexpected_response(request: Request[Any, Any, Any], exc: Exception) -> Res
     """Any other exception: logged with its traceback, answered as an error of the tree."""
     log.exception("gateway: %s %s failed unexpectedly", request.method, request.url.path)
     return _error_response(request, InternalError.of(exc))
+
+
+def _too_deep_response(request: Request[Any, Any, Any], exc: RecursionError) -> Response[bytes]:
+    """A body nested past what the decoder recurses into (``[[[[...`` sent to any route a
+    run's token or the agent's reaches): the caller's error, never an internal one whose
+    traceback each such request would add to the gateway's log."""
+    return _error_response(
+        request, UsageError("the request body is not usable JSON: nested too deeply")
+    )
 
 
 def _http_error_response(request: Request[Any, Any, Any], exc: HTTPException) -> Response[bytes]:
@@ -222,6 +237,7 @@ def build_app(gateway: Gateway) -> Litestar:
         exception_handlers={
             ToolscriptError: _error_response,
             HTTPException: _http_error_response,
+            RecursionError: _too_deep_response,
             Exception: _unexpected_response,
         },
         lifespan=[lambda app: gateway.running()],

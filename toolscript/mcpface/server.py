@@ -74,10 +74,15 @@ def _approver(context: Any) -> Approver | None:
 
     async def ask(prompt: dict[str, Any]) -> Any:
         if prompt.get("kind") == "elicitation":  # a server's question: the client asks it
+            from toolscript.store.outputs import visible_controls
+
+            # shown as exec's terminal shows it: the server's controls made visible, so its
+            # question cannot erase, retitle or reorder what the person reads
+            message = visible_controls(f"{prompt.get('tool')} asks: {prompt.get('message', '')}")
             try:
                 asked = await session.elicit_form(
-                    f"{prompt.get('tool')} asks: {prompt.get('message', '')}",
-                    prompt.get("schema") or {"type": "object", "properties": {}},
+                    message,
+                    _shown_schema(prompt.get("schema") or {"type": "object", "properties": {}}),
                     related_request_id=getattr(context, "request_id", None),
                 )
             except Exception:
@@ -108,6 +113,28 @@ def _approver(context: Any) -> Approver | None:
         return "no" if result.action == "decline" else "stop"
 
     return ask
+
+
+_SHOWN_KEYS = frozenset({"title", "description", "enumNames"})
+
+
+def _shown_schema(schema: Any) -> Any:
+    """A server's question's schema with the text the client shows (titles, descriptions,
+    an enum's names) made visible; the values answered (``enum``, ``const``, ``default``)
+    stay as the server wrote them."""
+
+    def shown(value: Any, key: str = "") -> Any:
+        from toolscript.store.outputs import visible_controls
+
+        if isinstance(value, dict):
+            return {k: shown(v, str(k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [shown(item, key if key == "enumNames" else "") for item in value]
+        if isinstance(value, str) and key in _SHOWN_KEYS:
+            return visible_controls(value)
+        return value
+
+    return shown(schema)
 
 
 def _client(context: Any) -> object | None:

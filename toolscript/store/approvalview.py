@@ -102,8 +102,10 @@ def shortened_notice(shown: ShownArguments, run_id: str | None) -> str:
 
 def visible_text(text: str) -> str:
     """``text`` with its control and invisible characters as escapes (as in a view): for
-    what an approval shows besides the arguments, such as a resource's URI in its name."""
-    return _visible(text)
+    what an approval shows besides the arguments, such as a resource's URI in its name. On
+    one line: a line break or tab the script put in a URI is an escape too, or lines of the
+    script's own below the real first line would read as the rest of the question."""
+    return _visible(text).replace("\n", "\\u000a").replace("\t", "\\u0009")
 
 
 def _visible(text: str) -> str:

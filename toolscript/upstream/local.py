@@ -334,7 +334,13 @@ class LocalToolServer:
         from uv import find_uv_bin
 
         metadata = (self.metadata if metadata is None else metadata) or {}
-        command = [find_uv_bin(), "run", "--no-project", "--quiet"]
+        # The project's uv.toml, pyproject.toml and .python-version are not read (a cloned
+        # repository's would choose the index the packages come from, or the interpreter:
+        # `toolscript trust` covers none of them); the user's own uv.toml still is.
+        command = [find_uv_bin(), "run", "--no-project", "--no-config", "--quiet"]
+        own = _user_uv_config()
+        if own is not None:
+            command += ["--config-file", str(own)]
         if isinstance(metadata.get("requires-python"), str):
             command += ["--python", sys.executable]
         for dependency in metadata.get("dependencies") or []:
@@ -690,3 +696,14 @@ async def _lines(stream: asyncio.StreamReader) -> AsyncIterator[bytes]:
         if not line:
             return
         yield line
+
+
+def _user_uv_config() -> Path | None:
+    """The user's own ``uv.toml`` (``UV_CONFIG_FILE``, else ``$XDG_CONFIG_HOME/uv``, else
+    ``~/.config/uv``), if any."""
+    chosen = os.environ.get("UV_CONFIG_FILE")
+    if chosen:
+        return Path(chosen)
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    path = Path(base) / "uv" / "uv.toml"
+    return path if path.is_file() else None

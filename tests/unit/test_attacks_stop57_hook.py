@@ -1,0 +1,55 @@
+"""The trusted configs' file is an approval too: an agent that writes one trusts its own
+edit of a project's policy (``"policy": {"ask": "never"}``), and its next exec makes an
+``ask`` call unasked. Made for real, the attack was: edit ``.toolscript.json``, write
+``{"<path>": {"sha256": "<its hash>"}}`` to ``/tmp/c/toolscript/trusted.json``, run
+``XDG_CONFIG_HOME=/tmp/c toolscript exec ...``: the destructive call ran. The PreToolUse
+hook makes Claude Code ask before each way of choosing or writing that file."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolscript.cli.hooks import approval_decision
+
+
+def _decision(command: str) -> dict[str, str] | None:
+    decision = approval_decision({"tool_name": "Bash", "tool_input": {"command": command}})
+    return None if decision is None else decision["hookSpecificOutput"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "XDG_CONFIG_HOME=/tmp/c toolscript exec 'return 1'",
+        "env XDG_CONFIG_HOME=/tmp/c toolscript exec -",
+        "TOOLSCRIPT_CONFIG_HOME=/tmp/c toolscript gateway start",
+        "export TOOLSCRIPT_CONFIG_HOME=/tmp/c && toolscript run deploy",
+        "HOME=/tmp/fake toolscript exec 'return 1'",
+        "export HOME=/tmp/fake; toolscript list-tools",
+        "cp /tmp/t.json /tmp/c/toolscript/trusted.json",
+        "cd ~/.config && cp /tmp/t.json toolscript/trusted.json",
+        "cp /tmp/t.json ~/.config/t*/",
+        "cd ~/.config",
+        "env $(cat /tmp/vars) toolscript exec 'return 1'",
+        "sudo -E env `cat /tmp/vars` toolscript gateway start",
+    ],
+)
+def test_choosing_or_writing_the_trusted_configs_file_is_asked(command: str) -> None:
+    output = _decision(command)
+    assert output is not None, command
+    assert output["permissionDecision"] == "ask"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat ~/.config/git/config",
+        "ls ~/.config/gh",
+        "echo $HOME",
+        "toolscript trust --list",
+        "JAVA_HOME=/usr/lib/jvm toolscript exec 'return 1'",
+        "cat $XDG_CONFIG_HOME/git/config",
+    ],
+)
+def test_other_programs_settings_pass_unasked(command: str) -> None:
+    assert _decision(command) is None, command
