@@ -40,6 +40,7 @@ from toolscript.mcpface.backend import (
 from toolscript.mcpface.tools import EXECUTE_TIMEOUT, INSTRUCTIONS, TOOLS, YIELD_AFTER
 from toolscript.plumbing.paths import user_cache_dir
 from toolscript.plumbing.privatefile import write_private
+from toolscript.plumbing.processes import stop_tethered, watch_tethered
 
 __all__ = ["build_server", "serve"]
 
@@ -414,6 +415,9 @@ def serve(
             anyio.open_signal_receiver(*signals) as received,
             Lifeline(catch_signals=False) as lifeline,
         ):
+            # What its own gateway starts (servers, deno lsp, search workers, spares) dies
+            # with the face however it dies: its watchdog stops them after a SIGKILL too.
+            unwatch = watch_tethered(lifeline.tethered)
             backend = Backend(config, cache, lifeline, early=early, yield_after=yield_after)
             server = build_server(backend)
 
@@ -432,6 +436,9 @@ def serve(
             finally:
                 with anyio.CancelScope(shield=True):
                     await backend.aclose()
+                    # (what its gateway's stop left, as a gateway that did not stop in time)
+                    await anyio.to_thread.run_sync(stop_tethered)
+                unwatch()
         if stdio is not None:
             # The SDK reads stdin in a worker thread no cancellation reaches: after a signal
             # its transport would wait for input for ever, so the face leaves from here.

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from toolscript.config import ServerConfig
+from toolscript.plumbing.processes import signal_quietly, tether, untether
 
 __all__ = ["INHERITED_ENV", "EarlyServer", "discard", "spawn_early", "spawn_key"]
 
@@ -85,34 +86,43 @@ def spawn_early(servers: Iterable[ServerConfig]) -> dict[str, EarlyServer]:
         except OSError:
             stderr.close()
             continue
+        tether(process.pid, group=True, server=True)
         spawned[server.name] = EarlyServer(process, stderr, spawn_key(server))
     return spawned
 
 
 def discard(early: dict[str, EarlyServer]) -> None:
-    """Stop every process in ``early`` (none was taken by a connection)."""
-    while early:
-        _, server = early.popitem()
-        server.stop()
+    """Stop every process in ``early`` (none was taken by a connection), side by side."""
+    servers = list(early.values())
+    early.clear()
+    stop_early(*(server.process for server in servers))
+    for server in servers:
+        server.stderr.close()
 
 
 STOP_GRACES = ((None, 1.0), (signal.SIGTERM, 0.5), (signal.SIGKILL, 0.5))
 
 
-def stop_early(process: subprocess.Popen[bytes]) -> None:
-    """The stdio transport's stop, blocking: close stdin, wait, TERM then KILL the group."""
-    if process.stdin is not None:
-        with contextlib.suppress(OSError):
-            process.stdin.close()
+def stop_early(*processes: subprocess.Popen[bytes]) -> None:
+    """The stdio transport's stop, blocking, for each of ``processes`` at once: close its
+    stdin, wait, TERM then KILL its group (the waits shared: the slowest sets the time)."""
+    for process in processes:
+        if process.stdin is not None:
+            with contextlib.suppress(OSError):
+                process.stdin.close()
+    left = list(processes)
     for sig, grace in STOP_GRACES:
         if sig is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, sig)
+            for process in left:
+                signal_quietly(process.pid, sig, group=True)
         deadline = time.monotonic() + grace
-        while process.poll() is None and time.monotonic() < deadline:
+        while any(process.poll() is None for process in left) and time.monotonic() < deadline:
             time.sleep(0.01)
-        if process.returncode is not None:
+        left = [process for process in left if process.returncode is None]
+        if not left:
             break
-    if process.stdout is not None:
-        with contextlib.suppress(OSError):
-            process.stdout.close()
+    for process in processes:
+        untether(process.pid, group=True)
+        if process.stdout is not None:
+            with contextlib.suppress(OSError):
+                process.stdout.close()

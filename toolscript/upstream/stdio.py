@@ -24,7 +24,7 @@ import msgspec
 from anyio.streams.memory import MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
-from toolscript.plumbing.processes import signal_quietly
+from toolscript.plumbing.processes import signal_quietly, tether, untether
 from toolscript.upstream.early import EarlyServer
 from toolscript.upstream.sdk import (
     TransportStreams,
@@ -61,6 +61,7 @@ async def stdio_transport(
         errlog=errlog,  # type: ignore[arg-type]
         cwd=cwd,
     )
+    tether(process.pid, group=True, server=True)
     if on_spawn is not None:
         on_spawn(process.pid)
     async with _message_streams(process, _stop_server) as streams:
@@ -130,6 +131,7 @@ async def _message_streams(
                 with anyio.move_on_after(WRITER_FLUSH_TIMEOUT):
                     await writer_done.wait()
                 await stop(process)
+                untether(process.pid, group=True)
                 for stream in (read_stream, write_stream, to_session, from_session):
                     await stream.aclose()
             tasks.cancel_scope.cancel()
