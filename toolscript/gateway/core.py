@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import dataclasses
 import difflib
+import functools
 import hashlib
 import json
 import logging
@@ -458,14 +459,14 @@ class Gateway:
             self.runs.closing = True
             self._closing_task = loop.create_task(self.background.close())  # held till done
         if at_once and self._stopping_task is None:
-            self._stopping_task = loop.create_task(self.stop_processes())
+            self._stopping_task = loop.create_task(self.stop_processes(hurry=True))
 
-    async def stop_processes(self) -> None:
+    async def stop_processes(self, *, hurry: bool = False) -> None:
         """Stop every process the gateway started, side by side: each server (its stdin
-        closed, then TERM, then KILL: ``upstream/stdio.py``), the warm checker's ``deno lsp``
-        and the search workers; returns once the servers were asked and the workers are gone
-        (the servers' own stops end with their tasks). Once: a second call waits for the
-        first."""
+        closed, then TERM, then KILL: ``upstream/stdio.py``; ``hurry``: with the short graces
+        of a program leaving, ``upstream/early.py``), the warm checker's ``deno lsp`` and the
+        search workers; returns once the servers were asked and the workers are gone (the
+        servers' own stops end with their tasks). Once: a second call waits for the first."""
         if self._processes_stopped is not None:
             await self._processes_stopped.wait()
             return
@@ -477,7 +478,8 @@ class Gateway:
                     scope.cancel()  # the checker's task stops its server as it ends
             async with anyio.create_task_group() as stops:
                 for upstream in self.upstreams.values():
-                    stops.start_soon(upstream.stop, name=f"stop {upstream.name}")
+                    stop = functools.partial(upstream.stop, hurry=hurry)
+                    stops.start_soon(stop, name=f"stop {upstream.name}")
                 if self.search.embedder is not None:
                     stops.start_soon(anyio.to_thread.run_sync, self.search.embedder.close)
         finally:

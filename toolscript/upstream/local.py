@@ -193,8 +193,8 @@ class LocalToolServer:
         await self._stop_worker()
         self.state = ServerState.STOPPED
 
-    async def stop(self) -> None:
-        self._stopping.set()
+    async def stop(self, *, hurry: bool = False) -> None:
+        self._stopping.set()  # (its worker is sent SIGTERM at once either way)
 
     async def _unless_stopped(self, work: Awaitable[None]) -> bool:
         """Await ``work`` unless the server is stopped first (then it is cancelled, which
