@@ -18,6 +18,7 @@ in a virtual environment of this bench's own under the user's cache folder (`uv 
 `uv pip install`), made on first use.
 
     python bench/peer_codemode.py [--rounds 3] [--calls 10] [--baseline OTHER_CHECKOUT]
+                                  [--breakdown]
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ UPSTREAM = str(BIN / "mcp-server-time")
 PEER_HOME = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "toolscript-bench"
 PEER_VENV = PEER_HOME / "peer-fastmcp"
 PEER_PACKAGE = "fastmcp[code-mode]"
+BREAKDOWN = False  # --breakdown
 
 # The peer: a FastMCP proxy of the upstream, on one shared session, with CodeMode.
 PEER_SERVER = """
@@ -144,6 +146,17 @@ def cpu_seconds(processes: list[psutil.Process]) -> float:
     return total
 
 
+def print_breakdown(side: str, processes: list[psutil.Process]) -> None:
+    """Each process of the tree: its RSS and CPU (reaped children's included), on stderr."""
+    for process in processes:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            times = process.cpu_times()
+            name = " ".join([process.name(), *process.cmdline()[1:2]])[:40]
+            cpu = times.user + times.system + times.children_user + times.children_system
+            rss = process.memory_info().rss / 1e6
+            print(f"  {side:10} {name:40} {rss:7.1f} MB {cpu:6.2f} s CPU", file=sys.stderr)
+
+
 async def one_round(side: str, params: StdioServerParameters, calls: int) -> dict[str, Any]:
     """Spawn, run the workload, disconnect: every row's value(s) for this round."""
     scripts = SCRIPTS["toolscript" if side == "baseline" else side]
@@ -179,6 +192,8 @@ async def one_round(side: str, params: StdioServerParameters, calls: int) -> dic
             out["parallel"].append(await execute(session, scripts["parallel"]) * 1000)
         children = [p for p in tree(me) if p.pid != me.pid]
         out["rss"] = rss_mb(children)
+        if BREAKDOWN:
+            print_breakdown(side, children)
         out["cpu"] = cpu_seconds(children)
         leaving = time.perf_counter()
     while any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in children):
@@ -194,11 +209,18 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls", type=int, default=10, help="samples per latency row a round")
     parser.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="print each process's RSS and CPU after each round's workload (stderr)",
+    )
+    parser.add_argument(
         "--baseline",
         default="",
         help="another toolscript checkout, run as a third side (on PYTHONPATH) in each round",
     )
     args = parser.parse_args()
+    global BREAKDOWN
+    BREAKDOWN = args.breakdown
     peer = peer_python()
     work = Path(tempfile.mkdtemp(prefix="toolscript-peer-"))
     (work / "project").mkdir()

@@ -297,6 +297,7 @@ def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
             f"{path}:{json_syntax_error(exc)}", hint="fix the JSON syntax at that position"
         ) from exc
     _validate(doc, path)
+    _refuse_nul_folders(doc, path)
     substituted: list[tuple[JsonPath, str, str]] = []
     expanded = _expand(doc.value, (), doc, path, environ, substituted)
 
@@ -469,6 +470,25 @@ def _validate(doc: PositionedJson, path: Path) -> None:
         "\n".join(messages) if len(messages) > 1 else messages[0],
         hint=f"the schema is {_schema_location()}",
     )
+
+
+def _refuse_nul_folders(doc: PositionedJson, path: Path) -> None:
+    """A folder the loader resolves (a server's ``cwd``, ``localTools.dir``) may not hold a
+    NUL (``\\u0000``), which no file system takes: an error at its place, not a crash."""
+    value = doc.value
+    servers = value.get("mcpServers") or {}
+    places: list[JsonPath] = [("localTools", "dir"), *(("mcpServers", n, "cwd") for n in servers)]
+    for at in places:
+        found: Any = value
+        for key in at:
+            found = found.get(key) if isinstance(found, dict) else None
+        if isinstance(found, str) and "\x00" in found:
+            line, col = doc.line_col(at)
+            raise ConfigError(
+                f"{path}:{line}:{col}: {format_path(at)}: a folder's name cannot hold a NUL "
+                "character (\\u0000)",
+                hint="remove it from the name",
+            )
 
 
 def _validated_memo(schema: str, value: Any) -> Path | None:

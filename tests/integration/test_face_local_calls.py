@@ -88,6 +88,21 @@ def test_a_run_is_registered_and_ended_on_the_gateway_s_loop_and_logged_by_its_a
     assert not [route for route in asked if route.endswith(("/end", "/progress"))]
 
 
+def test_a_new_script_s_check_is_asked_on_the_gateway_s_loop(
+    face: Backend, requested: list[str]
+) -> None:
+    """The warm checker's verdict on a new script, failed or passed, comes from the loop:
+    the type error as deno check prints it, nothing run; then a new script that checks runs."""
+    wrong = 'import { tools } from "toolscript";\nconst n: number = "one";\nreturn n;\n'
+    for attempt in range(2):  # the first may come before the checker started (deno checks)
+        refused = anyio.run(face.execute, wrong + f"// {attempt}\n", 60.0)
+        assert refused.is_error and "TS2322" in refused.text, refused.text
+    assert face._local(face.gateway_url()) is not None
+    answer = anyio.run(face.execute, TIME_SCRIPT + "// new\n", 60.0)
+    assert answer.structured == {"result": "UTC"}, answer.text
+    assert "POST /runtime/check" not in requested
+
+
 def test_a_script_s_progress_reaches_the_face_from_its_gateway_s_loop(
     face: Backend, requested: list[str]
 ) -> None:

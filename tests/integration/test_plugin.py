@@ -43,6 +43,24 @@ def hook(
     trusted: bool = True,
     **fields: str,
 ) -> subprocess.CompletedProcess[str]:
+    argv, env, payload = hook_call(
+        name, session, project, home, env_file, path, trusted=trusted, **fields
+    )
+    return subprocess.run(argv, input=payload, env=env, capture_output=True, text=True, timeout=120)
+
+
+def hook_call(
+    name: str,
+    session: str,
+    project: Path,
+    home: Path,
+    env_file: Path,
+    path: str | None = None,
+    *,
+    trusted: bool = True,
+    **fields: str,
+) -> tuple[list[str], dict[str, str], str]:
+    """The hook's command line, environment and input, as Claude Code gives them."""
     env = clean_env(
         CLAUDE_PLUGIN_ROOT=str(PLUGIN),
         CLAUDE_PROJECT_DIR=str(project),
@@ -72,14 +90,7 @@ def hook(
     command = json.loads((PLUGIN / "hooks" / "hooks.json").read_text())["hooks"][name][0]["hooks"][
         0
     ]["command"]
-    return subprocess.run(
-        ["bash", "-c", command],
-        input=json.dumps(payload),
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return ["bash", "-c", command], env, json.dumps(payload)
 
 
 def pid_of(home: Path, session: str) -> int:
@@ -491,6 +502,45 @@ def test_the_status_line_names_a_server_still_connecting(tmp_path: Path) -> None
         hook("SessionEnd", "late", project, home, env_file)
         _, alive = psutil.wait_procs(processes, timeout=5)
         assert alive == []
+
+
+# Claude Code as the hooks see it: a program that runs a hook, then goes on (until killed).
+FAKE_CLAUDE_CODE = """
+import json, subprocess, sys, time
+argv, env, payload = json.loads(sys.argv[1])
+subprocess.run(argv, input=payload, env=env, text=True, capture_output=True, timeout=120)
+print("hook done", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_claude_code_stops_its_session_gateway(tmp_path: Path) -> None:
+    """No SessionEnd ever comes for a Claude Code that was killed (or its terminal closed):
+    the session's gateway follows that process (the hook's first ancestor that is not a
+    shell) and stops with its servers."""
+    project, home, env_file = tmp_path / "project", tmp_path / "home", tmp_path / "env.sh"
+    project.mkdir()
+    (project / ".toolscript.json").write_text(
+        json.dumps({"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}})
+    )
+    call = hook_call("SessionStart", "killed", project, home, env_file)
+    claude_code = subprocess.Popen(
+        [sys.executable, "-c", FAKE_CLAUDE_CODE, json.dumps(call)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert claude_code.stdout is not None
+        assert claude_code.stdout.readline().strip() == "hook done"
+        gateway = family(pid_of(home, "killed"))  # the gateway, its server, its workers
+        server = [p for p in gateway if "mcp-server-time" in " ".join(p.cmdline())]
+        time.sleep(3)  # the gateway looks at its owner: it serves while that one runs
+        assert gateway[0].is_running() and server and server[0].is_running()
+    finally:
+        claude_code.kill()
+        claude_code.wait()
+    _, alive = psutil.wait_procs(gateway, timeout=30)
+    assert alive == [], alive
 
 
 def test_a_compaction_keeps_the_session_gateway(tmp_path: Path) -> None:

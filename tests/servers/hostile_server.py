@@ -12,6 +12,11 @@ answers), ``prompts`` and ``prompt_results`` (name -> prompts/get result), ``res
 ``stderr`` (written once, at start), ``exit`` (a status to exit with right after that
 stderr) and ``endless`` (listing methods, such as ``tools/list``, whose every page names
 a next one). A tool with no result answers with its own name.
+
+Sizes no spec file should hold are made at start: anywhere in SPEC, ``{"$repeat": TEXT,
+"$times": N}`` is TEXT N times over, ``{"$many": VALUE, "$times": N}`` an object of N
+members (``p0``, ``p1``, ...) each VALUE, and ``{"$nest": VALUE, "$times": N}`` VALUE as the
+one property of N nested object schemas.
 """
 
 from __future__ import annotations
@@ -19,6 +24,25 @@ from __future__ import annotations
 import json
 import sys
 from typing import Any
+
+
+def expand(value: Any) -> Any:
+    """``value`` with its ``$repeat``, ``$many`` and ``$nest`` placeholders made."""
+    if isinstance(value, list):
+        return [expand(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if "$repeat" in value:
+        return str(value["$repeat"]) * int(value["$times"])
+    if "$many" in value:
+        member = expand(value["$many"])
+        return {f"p{i}": member for i in range(int(value["$times"]))}
+    if "$nest" in value:
+        nested = expand(value["$nest"])
+        for _ in range(int(value["$times"])):
+            nested = {"type": "object", "properties": {"a": nested}}
+        return nested
+    return {key: expand(item) for key, item in value.items()}
 
 
 def send(message: dict[str, Any]) -> None:
@@ -69,7 +93,7 @@ def _answer(spec: dict[str, Any], method: str, params: dict[str, Any]) -> Any:
 
 def main() -> None:
     with open(sys.argv[1], encoding="utf-8") as handle:
-        spec: dict[str, Any] = json.load(handle)
+        spec: dict[str, Any] = expand(json.load(handle))
     if "stderr" in spec:
         sys.stderr.write(spec["stderr"])
         sys.stderr.flush()

@@ -174,10 +174,15 @@ def test_the_modules_lines_are_read_from_its_file_when_an_error_shows_one(
 @pytest.mark.parametrize(
     ("own", "expected"),
     [
-        ("", "--max-old-space-size=512,--max-semi-space-size=1,--no-opt,--no-maglev,--lite-mode"),
         (
-            "--no-lite-mode,--max-old-space-size=2048,--opt",
-            "--no-lite-mode,--max-old-space-size=2048,--opt,--max-semi-space-size=1,--no-maglev",
+            "",
+            "--max-old-space-size=512,--max-semi-space-size=1,--no-opt,--no-maglev,"
+            "--optimize-for-size",
+        ),
+        (
+            "--no-optimize-for-size,--max-old-space-size=2048,--opt",
+            "--no-optimize-for-size,--max-old-space-size=2048,--opt,--max-semi-space-size=1,"
+            "--no-maglev",
         ),
     ],
 )

@@ -276,3 +276,12 @@ def test_a_local_tool_file_ending_in_underscore_is_refused(tmp_path: Path) -> No
     (tmp_path / "tools" / "weather_.py").write_text("def f() -> int:\n    return 1\n")
     message = error_of(tmp_path, '{"localTools": {"dir": "tools"}}')
     assert "weather_.py ends in '_'" in message and "rename the file" in message
+
+
+def test_a_folder_with_a_nul_in_its_name_is_an_error_at_its_place(tmp_path: Path) -> None:
+    """No file system takes a NUL: a config error, not a ValueError out of the loader (which
+    a running gateway's reload and the MCP face would meet as a crash)."""
+    message = error_of(tmp_path, '{"mcpServers": {"a": {"command": "x", "cwd": "sub\\u0000"}}}')
+    assert ":1:46: mcpServers.a.cwd: a folder's name cannot hold a NUL" in message
+    message = error_of(tmp_path, '{"localTools": {"dir": "\\u0000"}}')
+    assert ":1:24: localTools.dir: a folder's name cannot hold a NUL" in message

@@ -39,6 +39,8 @@ def test_a_closed_loop_or_a_gateway_shutting_down_answers_nothing() -> None:
     try:
         local = LocalGateway(_gateway(closing=True), running)
         assert local.module_hash() is None
+        check = {"code": "return 1", "path": "script.ts", "module": "m.ts", "hash": "0123"}
+        assert local.check(check, 1.0) is None
         assert (
             local.register(
                 "return 1",

@@ -452,7 +452,7 @@ def test_config_check_and_trust_name_what_import_skips_and_covers(home: Path, re
     (repo / ".toolscript.json").write_text(json.dumps({"import": ["vscode"]}))
     checked = runner.invoke(app, ["config", "check"])
     assert checked.exit_code == 0
-    assert "valid, 1 servers" in checked.stdout  # fetch; the others wait (named below)
+    assert "valid, 1 server\n" in checked.stdout  # fetch; the others wait (named below)
     assert "${input:perplexity-key}" in checked.stderr and "workspace-tools" in checked.stderr
     report = json.loads(runner.invoke(app, ["config", "check", "--json"]).stdout)
     assert len(report["warnings"]) == 3  # an input, CONTOSO_TOKEN, the .env

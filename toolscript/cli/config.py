@@ -75,7 +75,8 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         return
     for warning in loaded.import_warnings:  # they quote other clients' files
         write_shown(f"warning: import: {warning}\n", sys.stderr)
-    write_shown(f"{where}: valid, {len(loaded.servers)} servers\n")
+    count = len(loaded.servers)
+    write_shown(f"{where}: valid, {count} server{'' if count == 1 else 's'}\n")
 
 
 # "FILE:LINE:COL: FIELD: MESSAGE", FIELD left out where the problem is not one key's

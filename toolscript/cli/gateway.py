@@ -139,6 +139,15 @@ def start(
             "(the gateway `toolscript mcp` owns).",
         ),
     ] = False,
+    stop_with: Annotated[
+        str | None,
+        typer.Option(
+            "--stop-with",
+            hidden=True,
+            help="PID:START_TIME of a process whose end stops the gateway as SIGTERM does "
+            "(the Claude Code that started a session's gateway).",
+        ),
+    ] = None,
     needs: Annotated[
         str | None,
         typer.Option(
@@ -169,6 +178,8 @@ def start(
     )
 
     private = ephemeral or no_state  # owned by one process: other commands must not find it
+    if stop_with is not None:
+        _stop_with(stop_with)
     try:
         loaded = load_config(config, require_trust=True)
     except BaseException:
@@ -241,6 +252,28 @@ def start(
                 abandon_start(loaded.cache_dir(cache))
     finally:
         discard(early)  # what no server took (a start that failed before they connected)
+
+
+def _stop_with(identity: str) -> None:
+    """Stop this gateway as SIGTERM does once the process ``identity`` names has ended: a
+    session's gateway outlives no Claude Code killed before its SessionEnd hook ran."""
+    import logging
+    import os
+    import signal
+
+    from toolscript.plumbing.processes import when_gone
+
+    pid, _, started = identity.partition(":")
+    if not pid.isdigit() or not started.replace(".", "", 1).isdigit():
+        raise UsageError(f"--stop-with takes PID:START_TIME, got {identity!r}")
+
+    def stop() -> None:
+        logging.getLogger("toolscript.gateway").info(
+            "process %s (which this gateway serves) ended: stopping", pid
+        )
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    when_gone(identity, stop)
 
 
 @app.command("status")

@@ -90,6 +90,9 @@ def session_start() -> int:
             # state file, so a gateway the user runs in a terminal and a second session's
             # each keep theirs (one stateful gateway per project)
             "--no-state",
+            # it stops with the Claude Code that started it, should that end with no
+            # SessionEnd (killed, its terminal closed): nothing left running for days
+            *_follow_claude_code(),
             cwd=project,
             stderr=log_out,
             url_file=url_file,
@@ -113,6 +116,15 @@ def session_start() -> int:
     _export(url)
     print(_status_line(url, project))
     return 0
+
+
+def _follow_claude_code() -> list[str]:
+    """``--stop-with`` the program that ran this hook through its shells (Claude Code), when
+    there is one to follow."""
+    from toolscript.plumbing.processes import first_ancestor_not_a_shell
+
+    owner = first_ancestor_not_a_shell()
+    return ["--stop-with", owner] if owner and not owner.endswith(":") else []
 
 
 def _export(url: str) -> None:

@@ -117,7 +117,8 @@ def init_command(
     if as_json:
         print_json(report)
         return
-    sys.stdout.write(f"wrote {path} (import: {', '.join(clients)}; {servers} servers)\n")
+    plural = "" if servers == 1 else "s"
+    sys.stdout.write(f"wrote {path} (import: {', '.join(clients)}; {servers} server{plural})\n")
     if report["gitignore"]:
         sys.stdout.write(f"added {GITIGNORED} to .gitignore\n")
     if report["needs_trust"]:

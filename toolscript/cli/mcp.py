@@ -7,8 +7,8 @@ from typing import Annotated
 
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import CacheDirOption, ConfigOption
-from toolscript.config import load_config
 from toolscript.mcpface.tools import YIELD_AFTER
+from toolscript.plumbing.paths import find_config_path, project_cache_dir
 
 __all__ = ["mcp_command"]
 
@@ -51,7 +51,6 @@ def mcp_command(
         toolscript mcp --http --port 8765    # prints http://127.0.0.1:8765/<secret>/mcp
         toolscript mcp --yield-after 25      # for a client that gives up after 30 s
     """
-    loaded = load_config(config)
     if port and not http:
         raise typer.BadParameter("--port needs --http", param_hint="--port")
     from toolscript.execution.locate import spawn_owned_gateway
@@ -70,7 +69,9 @@ def mcp_command(
         serve(
             config=config,
             cache=cache,
-            cache_dir=loaded.cache_dir(cache),
+            # (the config itself is not read here: one that cannot be used is served all
+            # the same, and each tool call says why)
+            cache_dir=project_cache_dir(find_config_path(config).parent, cache),
             http=http,
             port=port,
             early=early,

@@ -29,7 +29,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, NamedTuple, Protocol
+from typing import IO, Any, NamedTuple, Protocol
 from urllib.parse import urlsplit
 
 from toolscript.errors import ExecutionError, GatewayUnreachableError
@@ -81,6 +81,9 @@ Rewrite = Callable[[bytes], bytes]
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _PATH_STOPS = frozenset(" \t\n\r\f\v\"'()[]")
 WARM_CHECK_WAIT = 25.0  # seconds for the gateway's checker (it gives up sooner by itself)
+# The warm checker asked without HTTP: a ``POST /runtime/check`` body and a wait in seconds
+# to its answer, None when that gateway is gone (``gateway/local.py``).
+Checker = Callable[[dict[str, str], float], dict[str, str] | None]
 
 
 class Limits(NamedTuple):
@@ -144,9 +147,16 @@ def _passed_mark(script_path: Path, module_hash: str) -> Path:
 
 
 def _warm_check(
-    gateway_url: str, script_path: Path, code: str, module: Path, module_hash: str
+    gateway_url: str,
+    script_path: Path,
+    code: str,
+    module: Path,
+    module_hash: str,
+    checker: Checker | None = None,
 ) -> tuple[str, str]:
-    """The gateway's warm checker's verdict: ``("passed" | "failed" | "unavailable", output)``.
+    """The gateway's warm checker's verdict: ``("passed" | "failed" | "unavailable", output)``,
+    asked of ``checker`` (the MCP face's own gateway, on its loop) when given and there,
+    else over HTTP.
 
     A pass is remembered beside the script, per module, so a script run again is not checked
     again (as Deno's own cache does for ``--check``).
@@ -158,10 +168,15 @@ def _warm_check(
 
     request = {"code": code, "path": str(script_path), "module": str(module), "hash": module_hash}
     try:
-        answer = gateway_request(
-            gateway_url, "/runtime/check", WARM_CHECK_WAIT, json_body=json.dumps(request).encode()
-        )
-        verdict = json.loads(answer) if answer else {}
+        verdict: Any = checker(request, WARM_CHECK_WAIT) if checker is not None else None
+        if verdict is None:
+            answer = gateway_request(
+                gateway_url,
+                "/runtime/check",
+                WARM_CHECK_WAIT,
+                json_body=json.dumps(request).encode(),
+            )
+            verdict = json.loads(answer) if answer else {}
     except (GatewayUnreachableError, ValueError):  # an older gateway, or one that went away
         return "unavailable", ""
     status = verdict.get("status") if isinstance(verdict, dict) else None
@@ -777,6 +792,7 @@ def run_toolscript(
     script_url: str | None = None,
     spill: Path | None = None,
     spare: Spare | None = None,
+    checker: Checker | None = None,
 ) -> int:
     """Run ``script`` to completion, streaming its output; returns the exit code.
 
@@ -791,7 +807,8 @@ def run_toolscript(
     stdout past ``max_output`` goes to that file with the rest (exit 123, a preview printed)
     instead of stopping the script. ``spare``: a Deno spawned ahead (``execution/spare.py``)
     that runs the script when it fits this run and no Deno check is needed; it is used or
-    discarded here either way.
+    discarded here either way. ``checker`` asks the warm checker without HTTP (the MCP
+    face's own gateway: ``LocalGateway.check``); None from it, as without it, asks over HTTP.
     """
     try:
         script_url = script_url or gateway_url
@@ -807,7 +824,9 @@ def run_toolscript(
         advice,
     )
     if check and warm_check and module is not None:
-        status, output = _warm_check(gateway_url, script_path, prepared.code, module, module_hash)
+        status, output = _warm_check(
+            gateway_url, script_path, prepared.code, module, module_hash, checker
+        )
         if status == "failed":
             rewrite = _rewriter(script_path, script.display_name, gateway_url, module, source_map)
             lines = output.encode().splitlines(keepends=True)

@@ -85,11 +85,11 @@ SEMI_SPACE_MB = 1
 # No optimizing compilers (TurboFan, Maglev): a warm check is tens of milliseconds of
 # TypeScript that the interpreter and the baseline compiler run as fast, and the optimized
 # code with its feedback held 30 MB at 40 tools, 45 MB at 1,600 (bench/NOTES.md).
-# V8's lite mode besides (feedback vectors made lazily, functions compiled at most
-# lazily): 4-5 MB less at 40 tools after indexing, 10-13 MB after 20 new scripts; new
-# scripts checked as fast (110 / 189 ms a checked exec at 1 / 1,661 tools either way); the
-# server ready 0.7 s later at 40 tools, 2-4 s at 1,600 (bench/NOTES.md).
-LEAN_V8 = ("--no-opt", "--no-maglev", "--lite-mode")
+# Not V8's lite mode: it turns the baseline compiler (Sparkplug) off too, and TypeScript's
+# start in the interpreter alone cost the server 0.5 s more CPU at 40 tools, 1.6 s at
+# 1,600, before its first answer. V8's size-first heuristics instead keep its memory
+# where lite mode had it: within 0-5 MB at 40 and 1,600 tools (bench/NOTES.md).
+LEAN_V8 = ("--no-opt", "--no-maglev", "--optimize-for-size")
 
 
 @dataclass(frozen=True)
@@ -303,8 +303,8 @@ class _LanguageServer:
 
 
 def _v8_flags() -> str:
-    """The user's own DENO_V8_FLAGS, the heap bounds, the compilers left off and lite mode
-    (``deno lsp`` takes no --v8-flags); a bound, compiler or mode the user set is theirs."""
+    """The user's own DENO_V8_FLAGS, the heap bounds, the compilers left off and the size-first
+    mode (``deno lsp`` takes no --v8-flags); a bound, compiler or mode the user set is theirs."""
     own = os.environ.get("DENO_V8_FLAGS", "")
     named = {flag.split("=")[0].strip().lstrip("-").removeprefix("no-") for flag in own.split(",")}
     bounds = [

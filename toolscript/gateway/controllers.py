@@ -301,12 +301,7 @@ class RuntimeController(Controller):
     ) -> dict[str, str]:
         """The warm checker's verdict on a script exec prepared: ``{"status": "passed" |
         "failed" | "unavailable", "output"}`` (on "unavailable", exec checks with deno check)."""
-        if gateway.checker is None:
-            return {"status": "unavailable", "output": "this gateway keeps no type checker"}
-        verdict = await gateway.checker.check(data.code, data.path, data.module, data.hash)
-        if verdict.status == "unavailable" and gateway.background_started is None:
-            gateway.slow_checks += 1  # (exec checks it with deno check: see _start_background)
-        return verdict.to_dict()
+        return await gateway.check_script(data.code, data.path, data.module, data.hash)
 
     @get("/describe", sync_to_thread=False)
     def describe(

@@ -598,6 +598,20 @@ class Gateway:
             self.early_runs += 1
         return await self.runs.register(**options)
 
+    async def check_script(
+        self, code: str, path: str, module: str, module_hash: str
+    ) -> dict[str, str]:
+        """The warm checker's verdict on a script exec prepared, as ``POST /runtime/check``
+        and the MCP face's own calls (``local.py``) answer it: ``{"status": "passed" |
+        "failed" | "unavailable", "output"}``. An unavailable one before the checker started
+        counts towards starting it (exec checks that script with deno check meanwhile)."""
+        if self.checker is None:
+            return {"status": "unavailable", "output": "this gateway keeps no type checker"}
+        verdict = await self.checker.check(code, path, module, module_hash)
+        if verdict.status == "unavailable" and self.background_started is None:
+            self.slow_checks += 1  # (see _start_background)
+        return verdict.to_dict()
+
     def search_wanted(self) -> None:
         """A search came: a model that waits for an idle gateway (``search_when_idle``)
         starts now (this search is answered with keywords, as while any model loads)."""

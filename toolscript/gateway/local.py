@@ -1,9 +1,10 @@
 """The MCP face's own gateway reached by calls on its event loop, not over HTTP.
 
 The face and the gateway it serves in a thread (``inprocess.py``) share one process: what
-the face asks of each run (the module's hash, the run's registration and its end) is the
-routes' own work (``Gateway.register_run``, ``RunBook.end``) run on the gateway's loop
-from the face's thread, without a connection, a request to parse and an answer to encode
+the face asks of each run (the module's hash, the run's registration, a new script's check
+and the run's end) is the routes' own work (``Gateway.register_run``,
+``Gateway.check_script``, ``RunBook.end``) run on the gateway's loop from the face's
+thread, without a connection, a request to parse and an answer to encode
 (measured: about 1 ms of the face's CPU an execute), and its progress reports' long poll
 (``RunBook.wait_progress``). The answers are the routes': a refusal raises the error the
 route's answer stands for (``GatewayResponseError``); a gateway gone (its loop closed) is
@@ -122,6 +123,18 @@ class LocalGateway:
             client_pid=os.getpid(),
         )
         return {"id": run.id, "token": run.token, "resumed_from": run.resumed_from or None}
+
+    def check(self, request: dict[str, str], wait: float) -> dict[str, str] | None:
+        """What ``POST /runtime/check`` answers for ``request`` (its body: ``code``,
+        ``path``, ``module``, ``hash``), within ``wait`` seconds; None when the gateway is
+        gone."""
+        return self._call(self._answered(lambda: self._check(request)), wait)
+
+    async def _check(self, request: dict[str, str]) -> dict[str, str]:
+        await self.gateway.first_build.wait()
+        return await self.gateway.check_script(
+            request["code"], request["path"], request["module"], request["hash"]
+        )
 
     def end(self, run_id: str, exit_code: int) -> dict[str, Any] | None:
         """What ``POST /runs/{id}/end`` answers that the face reads (the run's status and the

@@ -33,10 +33,12 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from toolscript.errors import (
+    ConfigError,
     ExecutionError,
     GatewayResponseError,
     GatewayUnreachableError,
     ToolscriptError,
+    UntrustedConfigError,
     UsageError,
 )
 from toolscript.execution.command import require_saved, saved_script_call
@@ -71,12 +73,12 @@ from toolscript.execution.spare import Spare
 from toolscript.gateway.inprocess import InProcessGateway
 from toolscript.gateway.launch import LaunchedGateway, start_gateway, wait_for_url
 from toolscript.gateway.local import LocalGateway
+from toolscript.mcpface.configwatch import ConfigWatch
 from toolscript.mcpface.tools import YIELD_AFTER
 from toolscript.plumbing.paths import find_config_path, project_state_dir
 from toolscript.plumbing.processes import signal_quietly
 from toolscript.store.outputs import output_file, visible_controls
 from toolscript.store.packages import offered_note
-from toolscript.store.trust import require_trust
 
 # Asks the user to approve a call of a run: "yes", "no", "always" or "stop".
 Approver = Callable[[dict[str, Any]], Coroutine[Any, Any, Any]]  # an answer, or a form's result
@@ -145,6 +147,12 @@ _FACE_HINTS = (
 )
 
 
+_CONFIG_NEXT = (
+    "No tool can be used until the config file is fixed (by you or the user); the next tool "
+    "call reads it again."
+)
+
+
 def error_answer(error: ToolscriptError) -> Answer:
     """The message, any errors it lists (a script that does not type-check), the hint."""
     listed = getattr(error, "errors", None)
@@ -155,6 +163,10 @@ def error_answer(error: ToolscriptError) -> Answer:
     for cli, face in _FACE_HINTS:
         hint = cli.sub(face, hint)
     text += f"\nhint: {hint}" if hint else ""
+    if isinstance(error, ConfigError):  # it quotes the file, which a repository may have made
+        text = visible_controls(text)
+        if not isinstance(error, UntrustedConfigError):
+            text += f"\n{_CONFIG_NEXT}"
     return Answer(text, is_error=True)
 
 
@@ -426,8 +438,10 @@ class Backend:
     _closed: bool = False
     _state_dir: Path | None = None  # the project's, once found (``state_dir``)
     spares: bool = field(default_factory=lambda: not os.environ.get("TOOLSCRIPT_NO_SPARE"))
+    config_watch: ConfigWatch = field(init=False)  # whether the project's config can be used
 
     def __post_init__(self) -> None:
+        self.config_watch = ConfigWatch(self.config, self.cwd)
         if isinstance(self.early, InProcessGateway):
             self.early.start()  # the face has imported: the gateway's imports go in its thread
         elif self.early is not None:
@@ -438,12 +452,25 @@ class Backend:
         """The URL of a gateway that answers (blocking: call it from a worker thread).
 
         ``stale`` is a URL that just failed: it is not trusted again without a check.
+
+        A project config that cannot be used now raises its ConfigError, which the tool
+        call answers, whatever gateway runs; the face serves on and reads the file again at
+        the next call. Untrusted, it starts nothing, as in the Claude Code hook
+        (TOOLSCRIPT_CONFIG is the user's own): a cloned repository's config names programs
+        to run.
         """
         with self._lock:
+            self.check_config()
             if self._url and self._url != stale:
                 return self._url
             self._url = self._find() or self._start_owned()
             return self._url
+
+    def check_config(self) -> None:
+        """Raise the ConfigError of the project's config when it cannot be used now (not
+        with TOOLSCRIPT_GATEWAY_URL: that gateway's config need not be this one)."""
+        if not os.environ.get("TOOLSCRIPT_GATEWAY_URL", "").strip():
+            self.config_watch.check()
 
     def _find(self) -> str | None:
         owned = self._owned
@@ -451,12 +478,6 @@ class Backend:
             return owned.url
         running = running_gateway(self.config, self.cache)
         return running[0] if running else None
-
-    def _refuse_untrusted(self) -> None:
-        """A project's config starts its servers only once the user trusted it, as in the
-        Claude Code hook (TOOLSCRIPT_CONFIG is the user's own): a cloned repository's
-        config names programs to run."""
-        require_trust(find_config_path(self.config, self.cwd))
 
     def _start_owned(self) -> str:
         early, self.early = self.early, None
@@ -471,7 +492,6 @@ class Backend:
                 self._owned = gateway
                 return gateway.url
             self._stop_owned(gateway, 5)  # it did not start: a new one says why
-        self._refuse_untrusted()
         if self._owned is not None:
             self._stop_owned(self._owned, 20)
             self._owned = None
@@ -890,6 +910,7 @@ class Backend:
                 script_url=run.script_url,
                 spill=face_run.spill,
                 spare=spare,
+                checker=local.check if local is not None else None,
             )
         finally:
             if watcher is not None:

@@ -37,10 +37,17 @@ from toolscript.mcpface.backend import (
     Reporter,
     error_answer,
 )
-from toolscript.mcpface.tools import EXECUTE_TIMEOUT, INSTRUCTIONS, TOOLS, YIELD_AFTER
+from toolscript.mcpface.tools import (
+    CONFIG_BROKEN,
+    EXECUTE_TIMEOUT,
+    INSTRUCTIONS,
+    TOOLS,
+    YIELD_AFTER,
+)
 from toolscript.plumbing.paths import user_cache_dir
 from toolscript.plumbing.privatefile import write_private
 from toolscript.plumbing.processes import stop_tethered, watch_tethered
+from toolscript.store.outputs import visible_controls
 
 __all__ = ["build_server", "serve"]
 
@@ -228,8 +235,10 @@ def _result(answer: Answer) -> types.CallToolResult:
     )
 
 
-def build_server(backend: Backend) -> Server[Any]:
-    """The MCP server: its tools never change; what they answer follows the gateway."""
+def build_server(backend: Backend, *, config_broken: bool = False) -> Server[Any]:
+    """The MCP server: its tools never change; what they answer follows the gateway.
+    ``config_broken``: the project's config could not be used at the start (the
+    instructions say so; each tool call says why)."""
     listed = types.ListToolsResult(tools=[types.Tool.model_validate(tool) for tool in TOOLS])
 
     async def list_tools(context: Any, params: Any) -> types.ListToolsResult:
@@ -269,7 +278,7 @@ def build_server(backend: Backend) -> Server[Any]:
         "toolscript",
         version=__version__,
         title="toolscript: MCP code mode",
-        instructions=INSTRUCTIONS,
+        instructions=INSTRUCTIONS + (CONFIG_BROKEN if config_broken else ""),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,
@@ -419,14 +428,16 @@ def serve(
             # with the face however it dies: its watchdog stops them after a SIGKILL too.
             unwatch = watch_tethered(lifeline.tethered)
             backend = Backend(config, cache, lifeline, early=early, yield_after=yield_after)
-            server = build_server(backend)
+            broken = _config_problem(backend)
+            server = build_server(backend, config_broken=broken)
 
             async def until_signalled(serving: anyio.CancelScope) -> None:
                 ended.append(await _first_signal(received, serving))
 
             try:
                 async with anyio.create_task_group() as group:
-                    group.start_soon(_warm_up, backend)
+                    if not broken:  # (no gateway could start: the first call tries again)
+                        group.start_soon(_warm_up, backend)
                     if listener is not None:
                         await _serve_http(server, listener, face_token(cache_dir), stdout)
                     elif stdio is not None:
@@ -459,9 +470,30 @@ def _leave(code: int) -> None:
     os._exit(code)
 
 
+def _config_problem(backend: Backend) -> bool:
+    """Whether the project's config cannot be used as the face starts (said on stderr, the
+    client's log, once): the face serves all the same, and each tool call says why."""
+    try:
+        backend.check_config()
+    except ToolscriptError as error:
+        hint = f"\nhint: {error.hint}" if error.hint else ""
+        log.warning(
+            "%s%s\n(served all the same: each tool call says this until it is fixed)",
+            visible_controls(error.message),
+            visible_controls(hint),
+        )
+        return True
+    except Exception:  # a fault of the loader: the tool calls say what broke
+        log.warning("the project's config could not be read", exc_info=True)
+        return True
+    return False
+
+
 async def _warm_up(backend: Backend) -> None:
     """Find or start the gateway at once, so the first tool call does not wait for it."""
     try:
         await anyio.to_thread.run_sync(backend.gateway_url, abandon_on_cancel=True)
     except ToolscriptError as error:
         log.warning("%s (tool calls will try again)", error.message)
+    except Exception:  # the face serves on: each tool call says what broke
+        log.warning("the gateway could not be found or started", exc_info=True)

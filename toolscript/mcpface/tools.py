@@ -10,7 +10,14 @@ from typing import Any
 
 from toolscript.search.parameters import MAX_QUERY
 
-__all__ = ["EXECUTE_TIMEOUT", "INSTRUCTIONS", "MAX_EXECUTE_TIMEOUT", "TOOLS", "YIELD_AFTER"]
+__all__ = [
+    "CONFIG_BROKEN",
+    "EXECUTE_TIMEOUT",
+    "INSTRUCTIONS",
+    "MAX_EXECUTE_TIMEOUT",
+    "TOOLS",
+    "YIELD_AFTER",
+]
 
 EXECUTE_TIMEOUT = 120.0  # seconds a script may run unless the call asks for another limit
 MAX_EXECUTE_TIMEOUT = 3600.0
@@ -29,6 +36,10 @@ Code mode for the user's MCP servers: call their tools from one TypeScript progr
    stops the run: tell the user the approve command it names, never run it yourself.
 4. save_script keeps a program that worked for later sessions; search_tools finds
    saved scripts (script.<name>): run_script, or `scripts.<name>(input)` in execute."""
+
+# Added to the instructions when the project's config cannot be used as the face starts.
+CONFIG_BROKEN = """
+The project's config cannot be used yet: each tool call says why until it is fixed."""
 
 _SEARCH_HIT = {
     "type": "object",

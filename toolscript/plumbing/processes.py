@@ -21,9 +21,11 @@ if TYPE_CHECKING:  # asyncio costs the exec path's start-up; only its types are 
     from collections.abc import Callable
 
 __all__ = [
+    "SHELLS",
     "Sibling",
     "Tethered",
     "descendants",
+    "first_ancestor_not_a_shell",
     "identity_alive",
     "memory_of",
     "pid_exists",
@@ -44,6 +46,7 @@ __all__ = [
     "tethered",
     "untether",
     "watch_tethered",
+    "when_gone",
 ]
 
 
@@ -91,6 +94,19 @@ def identity_alive(identity: str) -> bool:
     if not pid_text.isdigit() or not process_alive(int(pid_text)):
         return False
     return not started or process_identity(int(pid_text)) == identity
+
+
+def when_gone(identity: str, then: Callable[[], None], every: float = 2.0) -> None:
+    """Call ``then`` once the process ``process_identity`` named has ended (or at once, if it
+    has), looking every ``every`` seconds from a daemon thread."""
+    import threading
+
+    def follow() -> None:
+        while identity_alive(identity):
+            time.sleep(every)
+        then()
+
+    threading.Thread(target=follow, name="follows its owner", daemon=True).start()
 
 
 def started_by(pid: int, moment: float, slack: float = 2.0) -> bool:
@@ -175,6 +191,45 @@ def return_free_memory() -> bool:
         return False
     trim(0)
     return True
+
+
+# What a command's hooks and scripts run in between the program that started them and
+# them (a hook's `sh -c`, its script's bash, a `$(...)` subshell).
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "busybox"})
+
+
+def first_ancestor_not_a_shell() -> str | None:
+    """``process_identity`` of the nearest ancestor of this process that is not a shell: the
+    program that ran us through shells (Claude Code, for a hook). None when that is the
+    system's first process (launchd, init: nothing to follow) or cannot be read."""
+    import psutil
+
+    try:
+        for ancestor in psutil.Process().parents():
+            if ancestor.pid <= 1:
+                return None
+            if not _is_shell(ancestor):
+                return process_identity(ancestor.pid)
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+    return None
+
+
+def _is_shell(process: Any) -> bool:
+    """By its program, not its name: a shell running a script is named for the script
+    (``session-start.sh``) on Linux."""
+    import psutil
+
+    try:
+        program = process.exe()
+    except (psutil.AccessDenied, psutil.ZombieProcess, OSError):
+        program = ""
+    return _base_name(program or process.name()) in SHELLS
+
+
+def _base_name(name: str) -> str:
+    """``-bash`` (a login shell), ``bash.exe``, ``/bin/sh``: ``bash``, ``bash``, ``sh``."""
+    return os.path.basename(name).lstrip("-").removesuffix(".exe").lower()
 
 
 def descendants(pid: int) -> list[int]:

@@ -38,6 +38,7 @@ from toolscript.upstream.base import (
     ToolsChanged,
 )
 from toolscript.upstream.early import HURRIED, POLITE, EarlyServer, StopGraces
+from toolscript.upstream.limits import bound_listing, cut_text
 from toolscript.upstream.sdk import TransportStreams
 from toolscript.upstream.tolerant import repair_call_result, repair_tool_list
 
@@ -119,6 +120,8 @@ class UpstreamServer:
         self._stderr: IO[str] | None = None
         self.warnings: list[str] = []  # what this server sent that bends the spec, each once
         self._warned: set[str] = set()
+        # characters each listing under way kept, its pages together (upstream.limits)
+        self._listing_spent: dict[str, int] = {}
         self._relisting = False
         self._relist_again = False
         self._server_pid: int | None = None  # of a stdio server, while connected
@@ -316,6 +319,7 @@ class UpstreamServer:
     async def _list_tools(self, session: ClientSession) -> dict[str, dict[str, Any]]:
         tools: dict[str, dict[str, Any]] = {}
         cursor: str | None = None
+        self._listing_spent["tools/list"] = 0
         for _ in range(MAX_PAGES):
             params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
             result = await session.list_tools(params=params)
@@ -458,22 +462,40 @@ class UpstreamServer:
                 )
             return None
         message = getattr(item, "message", None)
-        if not isinstance(message, mcp_types.JSONRPCResponse):
+        if not isinstance(message, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError):
             return item
         method = self._repairs.pop(message.id, None)
-        if method is None:
+        if method is None or isinstance(message, mcp_types.JSONRPCError):
             return item
-        if method == "tools/list":
-            repaired, problems = repair_tool_list(message.result)
-        else:
+        if method == "tools/call":
             # A raw call's result goes to the gateway as JSON; only the SDK needs its models.
             raw = isinstance(message.id, str) and message.id.startswith(RAW_ID_PREFIX)
             repaired, problems = repair_call_result(message.result, conform=not raw)
-        for problem in problems:
-            self._warn(problem if method == "tools/list" else f"a tools/call result: {problem}")
-        if problems:
+            for problem in problems:
+                self._warn(f"a tools/call result: {problem}")
+            changed = bool(problems)
+        else:  # a listing, or initialize
+            bounded = self._bounded(method, message.result)
+            repaired, problems = (
+                repair_tool_list(bounded) if method == "tools/list" else (bounded, [])
+            )
+            for problem in problems:
+                self._warn(problem)
+            changed = bool(problems) or bounded is not message.result
+        if changed:
             item.message = message.model_copy(update={"result": repaired})
         return item
+
+    def _bounded(self, method: str, result: Any) -> Any:
+        """``result`` with what the server sent held to ``upstream.limits``' bounds; what was
+        cut is one warning per kind for the server's lifetime, however many listings."""
+        bounded, cuts = bound_listing(method, result, self._listing_spent.get(method, 0))
+        self._listing_spent[method] = cuts.spent
+        for kind, warning in cuts.warnings().items():
+            if f"bounded {kind}" not in self._warned:
+                self._warned.add(f"bounded {kind}")
+                self._warn(warning)
+        return bounded
 
     def _warn(self, text: str) -> None:
         text = self._redact(text)
@@ -633,7 +655,7 @@ class UpstreamServer:
             if self._lost.is_set() or self._session is not session:
                 raise self._went_away(tool, exc) from exc
             raise UpstreamError(
-                f"{self.name}__{tool} failed: {self._redact(_describe(exc))}"
+                f"{self.name}__{tool} failed: {cut_text(self._redact(_describe(exc)))}"
             ) from exc
         if not isinstance(result, mcp_types.CallToolResult):
             raise UpstreamError(
@@ -681,7 +703,10 @@ class UpstreamServer:
             self._raw_progress.pop(request_id, None)
             self._repairs.pop(request_id, None)
         if isinstance(answer, mcp_types.JSONRPCError):
-            raise UpstreamError(f"{self.name}__{tool} failed: {self._redact(answer.error.message)}")
+            # the server's text: cut as its listings' are (a script, its output and the run
+            # log would each hold it whole)
+            said = cut_text(self._redact(answer.error.message))
+            raise UpstreamError(f"{self.name}__{tool} failed: {said}")
         result: dict[str, Any] = answer.result
         return result
 
@@ -708,7 +733,7 @@ class UpstreamServer:
             if self._lost.is_set() or self._session is not session:
                 raise self._went_away(method, exc) from exc
             raise UpstreamError(
-                f"{self.name}: {method} failed: {self._redact(_describe(exc))}"
+                f"{self.name}: {method} failed: {cut_text(self._redact(_describe(exc)))}"
             ) from exc
 
     async def _pages(
@@ -718,6 +743,7 @@ class UpstreamServer:
         request, result_type, listed = OFFERINGS[method]
         joined: dict[str, Any] = {}
         cursor: str | None = None
+        self._listing_spent[method] = 0
         for _ in range(MAX_PAGES):
             sent = dict(params or {}) | ({"cursor": cursor} if cursor else {})
             message = request.model_validate({"method": method, "params": sent or None})
@@ -863,7 +889,14 @@ def _finite(value: Any) -> float | None:
 class _RecordingWriter:
     """The transport's write stream, noting the ids of requests whose results get repaired."""
 
-    _REPAIRED = ("tools/list", "tools/call")
+    _REPAIRED = (
+        "tools/call",
+        "initialize",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+    )
 
     def __init__(self, inner: Any, repairs: dict[Any, str]) -> None:
         self._inner = inner

@@ -1,0 +1,150 @@
+"""A server that lists strings and schemas of absurd size (tests/servers/hostile_server.py)
+against a real gateway, real Deno and the real CLI: its texts are cut with a marker, its
+schemas too large to type are served open, its tools still type-check and run, one
+warning says so per kind, and another server's tools are not touched."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import ROOT, GatewayProcess, toolscript_cli
+
+HOSTILE = ROOT / "tests" / "servers" / "hostile_server.py"
+HUGE = 20_000_000
+# A real description, a little longer than the longest in the public tool corpus (3,866).
+REAL = "Searches the catalogue. " * 200
+OPEN = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+BIG_TOOLS: list[dict[str, Any]] = [
+    {"name": "huge", "description": {"$repeat": "x", "$times": HUGE}, "inputSchema": OPEN},
+    {
+        "name": "wide",  # a 5 MB input schema
+        "description": "Wide.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"$many": {"type": "string", "description": "d" * 400}, "$times": 12_000},
+        },
+    },
+    {
+        "name": "deep",
+        "description": "Deep.",
+        "inputSchema": {"$nest": {"type": "string"}, "$times": 100},
+    },
+    {"name": "fails", "description": "Fails.", "inputSchema": {"type": "object"}},
+]
+GOOD_TOOLS: list[dict[str, Any]] = [{"name": "find", "description": REAL, "inputSchema": OPEN}]
+
+
+def hostile(directory: Path, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    path = directory / f"{name}.json"
+    path.write_text(json.dumps(spec))
+    return {"command": sys.executable, "args": [str(HOSTILE), str(path)]}
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    directory = tmp_path_factory.mktemp("sizes")
+    servers = {
+        "big": hostile(
+            directory,
+            "big",
+            {
+                "tools": BIG_TOOLS,
+                "instructions": {"$repeat": "i", "$times": HUGE},
+                "prompts": [{"name": "p", "description": {"$repeat": "p", "$times": HUGE}}],
+                "errors": {"fails": {"code": -32000, "message": {"$repeat": "e", "$times": HUGE}}},
+            },
+        ),
+        "good": hostile(directory, "good", {"tools": GOOD_TOOLS}),
+    }
+    started = GatewayProcess({"mcpServers": servers, "search": {"semantic": False}}, directory)
+    started.wait_for_health(
+        lambda health: all(s["state"] == "connected" for s in health["servers"].values()),
+        timeout=120,
+        what="both servers connected",
+    )
+    yield started
+    started.stop()
+
+
+def cli(gateway: GatewayProcess, *args: str) -> str:
+    done = toolscript_cli(*args, cwd=gateway.directory, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_huge_description_is_cut_with_a_marker(gateway: GatewayProcess) -> None:
+    types = cli(gateway, "get-types", "big")
+    assert f"… [cut: {HUGE - 32_768:,} more characters]" in types
+    assert len(types) < 1_000_000  # was: the whole 20 MB, and every script's check read it
+    listed = cli(gateway, "list-tools", "big", "--json")
+    assert len(listed) < 1_000_000
+
+
+def test_a_schema_too_large_to_type_is_served_open_with_a_note(gateway: GatewayProcess) -> None:
+    types = cli(gateway, "get-types", "big")
+    assert "[arguments not typed: the server's input schema is over 262,144 characters]" in types
+    assert "[arguments not typed: the server's input schema is nested over 64 levels" in types
+
+
+@pytest.mark.timeout(300)
+def test_its_tools_still_type_check_and_run(gateway: GatewayProcess) -> None:
+    script = (
+        'import { tools } from "toolscript";\n'
+        'const a = await tools.big.huge({ q: "x" });\n'
+        "const b = await tools.big.wide({ p0: 'y', anything: 1 });\n"
+        "const c = await tools.big.deep({ a: {} });\n"
+        "return [a, b, c];"
+    )
+    assert json.loads(cli(gateway, "exec", script)) == ["huge", "wide", "deep"]
+    wrong = toolscript_cli(
+        "exec",
+        'import { tools } from "toolscript";\nawait tools.big.huge({ q: 1 });',
+        cwd=gateway.directory,
+        timeout=300,
+    )
+    assert wrong.returncode != 0 and "q" in wrong.stderr  # a tool cut short keeps its types
+
+
+def test_another_servers_tools_are_untouched(gateway: GatewayProcess) -> None:
+    types = cli(gateway, "get-types", "good")
+    assert REAL.strip() in types and "[cut:" not in types
+    [tool] = json.loads(cli(gateway, "list-tools", "good", "--json"))
+    assert tool["description"] == REAL
+
+
+def test_one_warning_per_kind_however_many_listings(gateway: GatewayProcess) -> None:
+    cli(gateway, "list-prompts", "big")  # a listing again: no second warning
+    cli(gateway, "list-prompts", "big")
+    log = gateway.log
+    for kind in ("tool descriptions", "tool input schemas", "instructions", "prompt descriptions"):
+        assert log.count(f"big: {kind}: ") == 1, (kind, log[-5000:])
+    assert "good: " not in log.replace("good: connected", "")
+    warnings = gateway.health()["servers"]["big"].get("warnings") or []
+    assert any(line.startswith("tool descriptions: 1 over 32,768") for line in warnings), warnings
+
+
+def test_a_huge_error_message_of_a_call_is_cut(gateway: GatewayProcess) -> None:
+    """A call's error is the server's text too: the script, its output and the run log get
+    it cut with the marker, not 20 MB of it."""
+    script = """import { tools } from "toolscript";
+try {
+  await tools.big.fails({});
+} catch (error) {
+  return (error as Error).message.length;
+}"""
+    length = json.loads(cli(gateway, "exec", script))
+    assert 1_000 < length < 40_000, length
+    done = toolscript_cli(
+        "exec",
+        'import { tools } from "toolscript"; await tools.big.fails({});',
+        cwd=gateway.directory,
+        timeout=300,
+    )
+    assert done.returncode == 1
+    assert "[cut: 19,96" in done.stderr and len(done.stderr) < 100_000

@@ -1,0 +1,65 @@
+"""Following the process a gateway serves (a session's Claude Code): found past the shells
+between it and a hook, and followed by its start time as well as its number."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from toolscript.cli.gateway import _stop_with
+from toolscript.errors import UsageError
+from toolscript.plumbing.processes import (
+    _base_name,
+    first_ancestor_not_a_shell,
+    process_identity,
+    when_gone,
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "base"),
+    [("bash", "bash"), ("-zsh", "zsh"), ("/bin/sh", "sh"), ("bash.exe", "bash"), ("node", "node")],
+)
+def test_a_shell_is_known_by_its_program_s_base_name(name: str, base: str) -> None:
+    assert _base_name(name) == base
+
+
+def test_the_owner_is_the_nearest_ancestor_that_is_not_a_shell() -> None:
+    """This test's process runs a shell that runs a shell that asks: the answer is this one."""
+    asked = f"{sys.executable} -c 'from toolscript.plumbing.processes import *; print(first_ancestor_not_a_shell())'"
+    found = subprocess.run(
+        ["bash", "-c", f'sh -c "{asked}"; true'], capture_output=True, text=True, timeout=30
+    )
+    assert found.stdout.strip() == process_identity(os.getpid()), found.stderr
+    assert first_ancestor_not_a_shell() is not None  # (pytest's own parent, here)
+
+
+def test_when_gone_calls_once_the_process_ended_and_not_before() -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
+    ended = threading.Event()
+    when_gone(process_identity(child.pid), ended.set, every=0.02)
+    assert not ended.wait(0.2)
+    assert child.stdin is not None
+    child.stdin.close()
+    child.wait()
+    assert ended.wait(5)
+
+
+def test_a_pid_reused_by_another_process_is_not_the_owner() -> None:
+    """The same number with another start time names a process that has ended."""
+    ended = threading.Event()
+    pid = os.getpid()
+    when_gone(f"{pid}:1.00", ended.set, every=0.02)
+    assert ended.wait(5)
+
+
+@pytest.mark.parametrize("identity", ["", "123", "abc:1.0", "12:x", "-1:2.0"])
+def test_stop_with_takes_a_process_identity(identity: str) -> None:
+    with pytest.raises(UsageError, match="PID:START_TIME"):
+        _stop_with(identity)
