@@ -202,3 +202,27 @@ def test_a_stubborn_server_is_killed_before_a_signalled_face_exits(tmp_path: Pat
             process.kill()
     assert code == 128 + signal.SIGTERM, code
     assert left == [], f"still running once the face exited: {left}"
+
+
+def test_a_face_killed_while_it_starts_leaves_no_server(tmp_path: Path) -> None:
+    """The face spawns its servers first thing, then imports the MCP SDK (a second or
+    more): killed meanwhile, before it serves, it still leaves none running."""
+    directory = tmp_path / "project"
+    directory.mkdir()
+    (directory / ".toolscript.json").write_text(json.dumps({"mcpServers": {"stuck": STUBBORN}}))
+    face = Face(directory, tmp_path / "home")
+    root = psutil.Process(face.process.pid)
+    try:
+        tree = wait_until(
+            lambda: root.children(recursive=True),
+            lambda found: "stubborn server" in {_kind(process) for process in found},
+            what="the stubborn server's spawn",
+        )
+    finally:
+        face.process.kill()
+        face.process.wait()
+    _, alive = psutil.wait_procs(tree, timeout=20)
+    left = [f"{_kind(process)} ({process.pid})" for process in alive if _running(process)]
+    for process in alive:
+        process.kill()
+    assert left == [], f"left running after the face was killed: {left}"

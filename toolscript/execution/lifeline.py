@@ -15,11 +15,12 @@ import os
 import signal
 import subprocess
 import threading
+from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
 
 from toolscript.execution import watchdog
-from toolscript.plumbing.processes import Tethered, stop_process
+from toolscript.plumbing.processes import Tethered, stop_process, watch_tethered
 
 __all__ = ["Lifeline"]
 
@@ -41,6 +42,7 @@ class Lifeline:
         self._catch_signals = catch_signals
         self._lock = threading.Lock()  # (runs' threads and the gateway's watch at once)
         self._ended = False  # a watch after the end would start a watchdog nothing stops
+        self._unwatch: Callable[[], None] | None = None  # (``follow_tethered``)
 
     def __enter__(self) -> Lifeline:
         if not self._catch_signals:
@@ -73,9 +75,18 @@ class Lifeline:
                 with contextlib.suppress(OSError):
                     os.write(self._write, word.encode())
 
+    def follow_tethered(self) -> None:
+        """Watch every process tethered to this one (``processes.watch_tethered``) from now
+        to this lifeline's end: what the MCP face's own gateway starts (its servers, ``deno
+        lsp``, search workers, spares) is stopped if the face dies. The watchdog starts now,
+        before any of them: none is ever running but not yet named to it."""
+        with self._lock:
+            if self._write is None and not self._ended:
+                self._start_watchdog()
+        self._unwatch = watch_tethered(self.tethered)
+
     def tethered(self, process: Tethered, started: bool) -> None:
-        """``processes.watch_tethered``'s watcher: what this process's own gateway started
-        (its servers, ``deno lsp``, search workers) is stopped if it dies."""
+        """``processes.watch_tethered``'s watcher (``follow_tethered``)."""
         if started:
             self.watch(process.pid, group=process.group, server=process.server)
         else:
@@ -103,6 +114,10 @@ class Lifeline:
     ) -> None:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
+        self._previous = {}
+        unwatch, self._unwatch = self._unwatch, None
+        if unwatch is not None:
+            unwatch()
         with self._lock:
             self._ended = True
             if self._write is not None:
@@ -112,6 +127,10 @@ class Lifeline:
                 self._write = None
         if self._watchdog is not None:
             stop_process(self._watchdog, 2, ask=False)  # "done" asked it to stop
+
+    def close(self) -> None:
+        """End it as leaving its ``with`` does (once: a second call does nothing more)."""
+        self.__exit__(None, None, None)
 
 
 def _raise_exit(signum: int, frame: FrameType | None) -> None:
