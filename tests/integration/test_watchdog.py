@@ -185,3 +185,35 @@ def test_bash_as_sh_runs_the_watchdog_alike(tmp_path: Path) -> None:
         for each in (ended, watched):
             each.kill()
             each.wait()
+
+
+def test_a_server_group_gets_its_grace_then_sigterm_then_sigkill() -> None:
+    """``s<pgid>``: a stdio server's group (the face's own gateway's servers). Its stdin
+    closed with its owner: one that leaves within the grace is not signalled, one that
+    stays is sent SIGTERM, one that ignores SIGTERM is killed; one forgotten is spared."""
+    leaves = subprocess.Popen(["sleep", "0.3"], start_new_session=True)
+    stays = sleeper()
+    forgotten = sleeper()
+    stubborn = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print(flush=True); time.sleep(120)",
+        ],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    everyone = [leaves, stays, forgotten, stubborn]
+    try:
+        assert stubborn.stdout is not None
+        stubborn.stdout.readline()  # SIGTERM is ignored from here on
+        words = [f"s{p.pid}" for p in (leaves, stays, forgotten, stubborn)]
+        fire([*words, f"fs{forgotten.pid}"])
+        assert leaves.wait(10) == 0
+        assert stays.wait(10) == -signal.SIGTERM
+        assert stubborn.wait(10) == -signal.SIGKILL
+        assert forgotten.poll() is None
+    finally:
+        for each in everyone:
+            each.kill()
+            each.wait()

@@ -49,7 +49,7 @@ class InProcessUpstream:
         self.first_attempt_done.set()
         await self._stopped.wait()
 
-    async def stop(self) -> None:
+    async def stop(self, *, hurry: bool = False) -> None:
         self.state = ServerState.STOPPED
         self._stopped.set()
 

@@ -53,8 +53,12 @@ def mcp_command(
     """
     if port and not http:
         raise typer.BadParameter("--port needs --http", param_hint="--port")
+    from toolscript.execution.lifeline import Lifeline
     from toolscript.execution.locate import spawn_owned_gateway
 
+    # Followed before the servers spawn: a face killed while it imports leaves none running.
+    lifeline = Lifeline(catch_signals=False)
+    lifeline.follow_tethered()
     # Its servers start while the face imports the MCP SDK (a second or more); the gateway
     # itself is served in a thread of this process once the face has imported.
     early = spawn_owned_gateway(config, cache)
@@ -76,6 +80,7 @@ def mcp_command(
             port=port,
             early=early,
             yield_after=yield_after,
+            lifeline=lifeline,
         )
     finally:
         from toolscript.gateway.inprocess import InProcessGateway
@@ -86,3 +91,4 @@ def mcp_command(
             from toolscript.plumbing.processes import stop_process
 
             stop_process(early, 20)
+        lifeline.close()  # (serve ended it, unless it failed before)

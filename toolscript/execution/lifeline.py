@@ -14,11 +14,13 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
+from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
 
 from toolscript.execution import watchdog
-from toolscript.plumbing.processes import stop_process
+from toolscript.plumbing.processes import Tethered, stop_process, watch_tethered
 
 __all__ = ["Lifeline"]
 
@@ -38,6 +40,9 @@ class Lifeline:
         self._watchdog: subprocess.Popen[bytes] | None = None
         self._previous: dict[int, Any] = {}
         self._catch_signals = catch_signals
+        self._lock = threading.Lock()  # (runs' threads and the gateway's watch at once)
+        self._ended = False  # a watch after the end would start a watchdog nothing stops
+        self._unwatch: Callable[[], None] | None = None  # (``follow_tethered``)
 
     def __enter__(self) -> Lifeline:
         if not self._catch_signals:
@@ -49,18 +54,43 @@ class Lifeline:
             self._previous[sig] = signal.signal(sig, _raise_exit)
         return self
 
-    def watch(self, pid: int, *, group: bool) -> None:
-        """Stop ``pid`` (its whole process group with ``group``) if exec dies."""
-        if self._write is None:
-            self._start_watchdog()
-        assert self._write is not None
-        os.write(self._write, f"{'g' if group else 'p'}{pid}\n".encode())
+    def watch(self, pid: int, *, group: bool, server: bool = False) -> None:
+        """Stop ``pid`` (its whole process group with ``group``) if exec dies; ``server``: a
+        stdio server's group, stopped politely (a grace to leave once its stdin closed with
+        exec, then TERM, then KILL)."""
+        word = f"{'s' if server else 'g' if group else 'p'}{pid}\n"
+        with self._lock:
+            if self._ended:
+                return
+            if self._write is None:
+                self._start_watchdog()
+            assert self._write is not None
+            os.write(self._write, word.encode())
 
-    def forget(self, pid: int, *, group: bool) -> None:
+    def forget(self, pid: int, *, group: bool, server: bool = False) -> None:
         """``pid`` ended: the watchdog no longer stops it (its number may be reused)."""
-        if self._write is not None:
-            with contextlib.suppress(OSError):
-                os.write(self._write, f"f{'g' if group else 'p'}{pid}\n".encode())
+        word = f"f{'s' if server else 'g' if group else 'p'}{pid}\n"
+        with self._lock:
+            if self._write is not None:
+                with contextlib.suppress(OSError):
+                    os.write(self._write, word.encode())
+
+    def follow_tethered(self) -> None:
+        """Watch every process tethered to this one (``processes.watch_tethered``) from now
+        to this lifeline's end: what the MCP face's own gateway starts (its servers, ``deno
+        lsp``, search workers, spares) is stopped if the face dies. The watchdog starts now,
+        before any of them: none is ever running but not yet named to it."""
+        with self._lock:
+            if self._write is None and not self._ended:
+                self._start_watchdog()
+        self._unwatch = watch_tethered(self.tethered)
+
+    def tethered(self, process: Tethered, started: bool) -> None:
+        """``processes.watch_tethered``'s watcher (``follow_tethered``)."""
+        if started:
+            self.watch(process.pid, group=process.group, server=process.server)
+        else:
+            self.forget(process.pid, group=process.group, server=process.server)
 
     def _start_watchdog(self) -> None:
         read, write = os.pipe()
@@ -84,13 +114,23 @@ class Lifeline:
     ) -> None:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
-        if self._write is not None:
-            with contextlib.suppress(OSError):  # every process was stopped by the run itself
-                os.write(self._write, b"done\n")
-            os.close(self._write)
-            self._write = None
+        self._previous = {}
+        unwatch, self._unwatch = self._unwatch, None
+        if unwatch is not None:
+            unwatch()
+        with self._lock:
+            self._ended = True
+            if self._write is not None:
+                with contextlib.suppress(OSError):  # every process was stopped by the run itself
+                    os.write(self._write, b"done\n")
+                os.close(self._write)
+                self._write = None
         if self._watchdog is not None:
             stop_process(self._watchdog, 2, ask=False)  # "done" asked it to stop
+
+    def close(self) -> None:
+        """End it as leaving its ``with`` does (once: a second call does nothing more)."""
+        self.__exit__(None, None, None)
 
 
 def _raise_exit(signum: int, frame: FrameType | None) -> None:

@@ -42,7 +42,7 @@ from toolscript.execution.sandbox import _close_web_storage as close_web_storage
 from toolscript.gateway.guard import LIVENESS_PATH
 from toolscript.plumbing.denobinary import deno_environment, run_deno_dir
 from toolscript.plumbing.privatefile import write_private
-from toolscript.plumbing.processes import signal_quietly
+from toolscript.plumbing.processes import signal_quietly, tether, untether
 from toolscript.store.packages import Packages, import_entries, npm_set, packages_beside
 
 __all__ = ["BOOT", "Spare", "spare_key"]
@@ -192,6 +192,7 @@ class Spare:
         except BaseException:
             self._stack.close()
             raise
+        tether(self.process.pid, group=True)  # (killed at once should its program die)
 
     def fits(self, gateway_url: str, module: Path, memory_mb: int, cwd: Path | None) -> bool:
         """Whether this spare can run a script of that run (and is still waiting for one)."""
@@ -221,6 +222,7 @@ class Spare:
                 self.process.stdin.close()  # an empty hand-over: it exits by itself
         signal_quietly(self.process.pid, signal.SIGKILL, group=True)  # nothing of value runs
         self.process.wait()
+        untether(self.process.pid, group=True)
         for stream in (self.process.stdout, self.process.stderr):
             if stream is not None:
                 with contextlib.suppress(OSError):
@@ -230,6 +232,8 @@ class Spare:
     def close(self) -> None:
         """Remove its DENO_DIR and import map (its process has ended); with ``tidy_later``,
         a thread does after its run."""
+        if self.process.poll() is not None:
+            untether(self.process.pid, group=True)
         if self.tidy_later and self.used and self.process.poll() is not None:
             threading.Thread(target=self._stack.close, daemon=True, name="spare tidy").start()
             return

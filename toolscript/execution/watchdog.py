@@ -2,11 +2,14 @@
 
 The watchdog is a POSIX shell script (``watchdog.sh`` beside this file, run by
 ``/bin/sh``: a few MB where a Python holds ten; ``ps`` shows ``/bin/sh …/watchdog.sh``) with a pipe on stdin whose only write end the exec process holds. exec writes
-``g<pgid>`` for a process group to kill (the Deno sandbox) and ``p<pid>`` for a process to
-terminate (an ephemeral gateway, which stops its servers), ``fg<pgid>``/``fp<pid>`` when
-one ended by itself, then ``done`` when it finished normally. End of input without
-``done`` means exec died, even by SIGKILL, which no handler sees: every group named is
-killed, every process named is sent SIGTERM and, still there after 20 s, SIGKILL. Works
+``g<pgid>`` for a process group to kill (the Deno sandbox), ``s<pgid>`` for a stdio server's
+group (the MCP face's own gateway's servers), ``p<pid>`` for a process to terminate (an
+ephemeral gateway, which stops its servers), ``fg<pgid>``/``fs<pgid>``/``fp<pid>`` when one
+ended by itself, then ``done`` when it finished normally. End of input without ``done``
+means exec died, even by SIGKILL, which no handler sees: every group named is killed,
+every server's group is given a second to leave (its stdin closed with exec), then
+SIGTERM and half a second, then SIGKILL (the spec's order), and every process named is
+sent SIGTERM and, still there after 20 s, SIGKILL. Works
 wherever pipes and ``/bin/sh`` do (Linux, macOS).
 
 The shell never evaluates a word it reads: a word is compared with patterns, and only a

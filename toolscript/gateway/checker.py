@@ -37,7 +37,13 @@ from toolscript.plumbing.checkoptions import uses_node, write_check_config
 from toolscript.plumbing.denobinary import deno_binary, deno_environment
 from toolscript.plumbing.paths import module_cache_file, user_cache_dir
 from toolscript.plumbing.privatefile import write_private
-from toolscript.plumbing.processes import memory_of, signal_quietly, stop_process_async
+from toolscript.plumbing.processes import (
+    memory_of,
+    signal_quietly,
+    stop_process_async,
+    tether,
+    untether,
+)
 from toolscript.store.packages import import_entries, packages_beside
 from toolscript.store.savedscripts import module_imports, offers_node, write_module
 
@@ -200,20 +206,26 @@ class _LanguageServer:
             stderr=asyncio.subprocess.DEVNULL,
             start_new_session=True,  # Ctrl+C in the gateway's terminal is the gateway's to handle
         )
+        tether(process.pid, group=True)  # (killed at once should the gateway's program die)
         server = cls(process, settings)
-        await server.request(
-            "initialize",
-            {
-                "processId": os.getpid(),
-                "rootUri": root.as_uri(),
-                "capabilities": {
-                    "workspace": {"configuration": True},
-                    "textDocument": {"diagnostic": {"dynamicRegistration": False}},
+        try:
+            await server.request(
+                "initialize",
+                {
+                    "processId": os.getpid(),
+                    "rootUri": root.as_uri(),
+                    "capabilities": {
+                        "workspace": {"configuration": True},
+                        "textDocument": {"diagnostic": {"dynamicRegistration": False}},
+                    },
+                    "initializationOptions": settings,
                 },
-                "initializationOptions": settings,
-            },
-            START_TIMEOUT,
-        )
+                START_TIMEOUT,
+            )
+        except BaseException:  # it never answered: it goes (killed, nothing left to stop)
+            server.kill()
+            untether(process.pid, group=True)
+            raise
         server.notify("initialized", {})
         return server
 
@@ -283,6 +295,7 @@ class _LanguageServer:
             if self.process.stdin is not None:
                 self.process.stdin.close()
         await stop_process_async(self.process, 2.0, group=True)
+        untether(self.process.pid, group=True)
 
     def kill(self) -> None:
         self._killed = True  # dead from now on, whenever the system reaps it

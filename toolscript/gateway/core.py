@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import dataclasses
 import difflib
+import functools
 import hashlib
 import json
 import logging
@@ -312,6 +313,10 @@ class Gateway:
         self._rebuild = anyio.Event()
         self._rebuild_scope: anyio.CancelScope | None = None
         self._semantic_scope: anyio.CancelScope | None = None
+        self._background_scope: anyio.CancelScope | None = None  # the work after the URL
+        self._closing_task: asyncio.Task[None] | None = None  # (begin_shutdown's)
+        self._stopping_task: asyncio.Task[None] | None = None
+        self._processes_stopped: anyio.Event | None = None  # (stop_processes under way)
         self._pipeline_lock = anyio.Lock()
         early = early if early is not None else {}
         self.upstreams: dict[str, Upstream] = {
@@ -437,26 +442,48 @@ class Gateway:
                 self._flush_scope.cancel()
                 with anyio.CancelScope(shield=True):
                     await self._final_flush()
-                if self._checker_scope is not None:
-                    self._checker_scope.cancel()
                 if self._rebuild_scope is not None:
                     self._rebuild_scope.cancel()
-                if self._semantic_scope is not None:
-                    self._semantic_scope.cancel()
-                # The servers stop in their own tasks meanwhile (a shutdown waits for the
-                # slowest, not the sum).
-                for upstream in self.upstreams.values():
-                    await upstream.stop()
-                if self.search.embedder is not None:
-                    await anyio.to_thread.run_sync(self.search.embedder.close)
+                with anyio.CancelScope(shield=True):
+                    await self.stop_processes()
 
-    def begin_shutdown(self) -> None:
+    def begin_shutdown(self, *, at_once: bool = False) -> None:
         """A signal asked the gateway to stop: the requests that wait (runs' progress, a
         background run's output) answer now, and the background runs stop, so the HTTP
-        server's graceful shutdown does not wait on them."""
-        self.runs.closing = True
-        task = asyncio.get_running_loop().create_task(self.background.close())
-        self._closing_task = task  # held until it is done
+        server's graceful shutdown does not wait on them. ``at_once``: the processes it
+        started stop now too (``stop_processes``), beside that shutdown rather than after
+        it, for a program leaving with its gateway (the MCP face's, served in its process),
+        whose requests in flight are its own and already ended."""
+        loop = asyncio.get_running_loop()
+        if self._closing_task is None:
+            self.runs.closing = True
+            self._closing_task = loop.create_task(self.background.close())  # held till done
+        if at_once and self._stopping_task is None:
+            self._stopping_task = loop.create_task(self.stop_processes(hurry=True))
+
+    async def stop_processes(self, *, hurry: bool = False) -> None:
+        """Stop every process the gateway started, side by side: each server (its stdin
+        closed, then TERM, then KILL: ``upstream/stdio.py``; ``hurry``: with the short graces
+        of a program leaving, ``upstream/early.py``), the warm checker's ``deno lsp`` and the
+        search workers; returns once the servers were asked and the workers are gone (the
+        servers' own stops end with their tasks). Once: a second call waits for the first."""
+        if self._processes_stopped is not None:
+            await self._processes_stopped.wait()
+            return
+        self._processes_stopped = anyio.Event()
+        try:
+            # (no checker or worker starts from now on: ``_start_background``)
+            for scope in (self._background_scope, self._checker_scope, self._semantic_scope):
+                if scope is not None:
+                    scope.cancel()  # the checker's task stops its server as it ends
+            async with anyio.create_task_group() as stops:
+                for upstream in self.upstreams.values():
+                    stop = functools.partial(upstream.stop, hurry=hurry)
+                    stops.start_soon(stop, name=f"stop {upstream.name}")
+                if self.search.embedder is not None:
+                    stops.start_soon(anyio.to_thread.run_sync, self.search.embedder.close)
+        finally:
+            self._processes_stopped.set()
 
     async def _first_build(self, quick: _QuickQueries | None) -> None:
         # Connected servers list their prompts and templates meanwhile: the first module
@@ -501,6 +528,9 @@ class Gateway:
         script's `deno check` goes first), or after ``SLOW_CHECKS_BEFORE_BACKGROUND`` new
         scripts were checked without it or ``RUNS_BEFORE_BACKGROUND`` runs were registered,
         or at the latest ``BACKGROUND_AT_THE_LATEST`` after the URL."""
+        assert self._background_scope is not None
+        if self._processes_stopped is not None:  # stopped before it began
+            return
         with self._background_scope:
             await self._announced.wait()
             assert self._tasks is not None

@@ -166,8 +166,9 @@ def serve(
     Served in a thread of another program (the MCP face's own gateway, ``inprocess.py``):
     ``own_stdout`` False leaves ``sys.stdout`` alone (it is that program's), and ``on_loop``
     gets, once the loop runs, a function any thread may call to stop the gateway as SIGTERM
-    does (no signal reaches a thread that is not the main one), and the gateway as that
-    program may call it on its loop (``local.py``).
+    does (no signal reaches a thread that is not the main one), its processes stopping at
+    once (``Gateway.begin_shutdown``), and the gateway as that program may call it on its
+    loop (``local.py``).
     """
     import uvicorn
 
@@ -232,8 +233,14 @@ def serve(
         if on_loop is not None:
             loop = asyncio.get_running_loop()
 
+            def stop_at_once() -> None:
+                # Its program is leaving: the servers, checker and workers stop beside the
+                # HTTP server's shutdown, not after it (``begin_shutdown``).
+                gateway.begin_shutdown(at_once=True)
+                server.handle_exit(signal.SIGTERM, None)
+
             def stop() -> None:
-                loop.call_soon_threadsafe(server.handle_exit, signal.SIGTERM, None)
+                loop.call_soon_threadsafe(stop_at_once)
 
             from toolscript.gateway.local import LocalGateway
 

@@ -542,14 +542,18 @@ class Backend:
             early, self.early = self.early, None
             spare, self._spare = self._spare, None
             self._closed = True
-        if spare is not None:
-            spare.discard()
+        discarding = None
+        if spare is not None:  # beside the gateway's stop, not before it
+            discarding = threading.Thread(target=spare.discard, name="spare discard")
+            discarding.start()
         if isinstance(early, InProcessGateway):  # begun, never asked for
             owned = early
         elif early is not None:
             owned = LaunchedGateway(early, "")
         if owned is not None:
             self._stop_owned(owned, 20)
+        if discarding is not None:
+            discarding.join()
 
     async def aclose(self) -> None:
         await anyio.to_thread.run_sync(self.close)

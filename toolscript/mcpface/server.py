@@ -46,6 +46,7 @@ from toolscript.mcpface.tools import (
 )
 from toolscript.plumbing.paths import user_cache_dir
 from toolscript.plumbing.privatefile import write_private
+from toolscript.plumbing.processes import stop_tethered
 from toolscript.store.outputs import visible_controls
 
 __all__ = ["build_server", "serve"]
@@ -428,10 +429,13 @@ def serve(
     port: int,
     early: InProcessGateway | subprocess.Popen[str] | None = None,
     yield_after: float = YIELD_AFTER,
+    lifeline: Lifeline | None = None,
 ) -> None:
     """Serve until the client disconnects (stdio) or a signal; then stop what was started.
     ``early``: the face's own gateway, begun before the face's imports; ``yield_after``:
-    seconds before ``execute`` answers a run still going with its id."""
+    seconds before ``execute`` answers a run still going with its id; ``lifeline``: the
+    face's, following what is tethered since before ``early`` spawned its servers (one is
+    made here otherwise), ended here."""
     listener = _listen(port) if http else None
     stdout = sys.stdout
 
@@ -446,11 +450,14 @@ def serve(
         # (an HTTP face leaves its signals to uvicorn)
         signals = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP) if listener is None else ()
         ended: list[int] = []  # the signal that ended a stdio face, if one did
-        with (
-            anyio.open_signal_receiver(*signals) as received,
-            Lifeline(catch_signals=False) as lifeline,
-        ):
-            backend = Backend(config, cache, lifeline, early=early, yield_after=yield_after)
+        # What its own gateway starts (servers, deno lsp, search workers, spares) dies with
+        # the face however it dies: its watchdog stops them after a SIGKILL too.
+        face_lifeline = lifeline
+        if face_lifeline is None:
+            face_lifeline = Lifeline(catch_signals=False)
+            face_lifeline.follow_tethered()
+        with anyio.open_signal_receiver(*signals) as received, face_lifeline:
+            backend = Backend(config, cache, face_lifeline, early=early, yield_after=yield_after)
             broken = _config_problem(backend)
             server = build_server(backend, config_broken=broken)
 
@@ -470,6 +477,8 @@ def serve(
             finally:
                 with anyio.CancelScope(shield=True):
                     await backend.aclose()
+                    # (what its gateway's stop left, as a gateway that did not stop in time)
+                    await anyio.to_thread.run_sync(stop_tethered)
         if stdio is not None:
             # The SDK reads stdin in a worker thread no cancellation reaches: after a signal
             # its transport would wait for input for ever, so the face leaves from here.

@@ -11,6 +11,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ if TYPE_CHECKING:  # asyncio costs the exec path's start-up; only its types are 
 __all__ = [
     "SHELLS",
     "Sibling",
+    "Tethered",
     "descendants",
     "first_ancestor_not_a_shell",
     "identity_alive",
@@ -38,7 +40,12 @@ __all__ = [
     "started_by",
     "stop_process",
     "stop_process_async",
+    "stop_tethered",
     "terminate_tree",
+    "tether",
+    "tethered",
+    "untether",
+    "watch_tethered",
     "when_gone",
 ]
 
@@ -371,3 +378,94 @@ def terminate_tree(pid: int, grace: float = 10.0, *, family: list[int] | None = 
                 process.kill()
     _, alive = psutil.wait_procs(processes, timeout=5)
     return not alive
+
+
+@dataclass(frozen=True)
+class Tethered:
+    """A process this one started that must not outlive it: ``pid`` (its whole process
+    group with ``group``); ``server`` a stdio server, whose stop is the spec's polite one
+    (its stdin's end, then TERM, then KILL) where any other may be killed at once."""
+
+    pid: int
+    group: bool = False
+    server: bool = False
+
+
+# What the gateway's pieces started (servers, ``deno lsp``, search workers, spares), kept so
+# that a program serving that gateway in its own process (the MCP face) can have a watchdog
+# stop them should it die without stopping them (SIGKILL): the pieces below it know nothing
+# of that program, and it knows nothing of what they start.
+_tethered: dict[tuple[int, bool], Tethered] = {}
+_watchers: list[Callable[[Tethered, bool], None]] = []
+_tether_lock = threading.Lock()
+
+
+def tether(pid: int, *, group: bool = False, server: bool = False) -> None:
+    """``pid`` was started here and must end with this process (``Tethered``); each
+    watcher (``watch_tethered``) is told."""
+    tied = Tethered(pid, group, server)
+    with _tether_lock:
+        _tethered[(pid, group)] = tied
+        for watcher in _watchers:
+            watcher(tied, True)
+
+
+def untether(pid: int, *, group: bool = False) -> None:
+    """``pid`` ended (it was reaped): nothing is to stop it now (its number may be reused)."""
+    with _tether_lock:
+        tied = _tethered.pop((pid, group), None)
+        if tied is not None:
+            for watcher in _watchers:
+                watcher(tied, False)
+
+
+def tethered() -> list[Tethered]:
+    """The processes tethered to this one now, oldest first."""
+    with _tether_lock:
+        return list(_tethered.values())
+
+
+def watch_tethered(watcher: Callable[[Tethered, bool], None]) -> Callable[[], None]:
+    """Call ``watcher(process, True)`` for each process tethered now and from now on, and
+    ``watcher(process, False)`` as each is untethered; returns what stops the calls."""
+    with _tether_lock:
+        _watchers.append(watcher)
+        for tied in _tethered.values():
+            watcher(tied, True)
+
+    def unwatch() -> None:
+        with _tether_lock, contextlib.suppress(ValueError):
+            _watchers.remove(watcher)
+
+    return unwatch
+
+
+def stop_tethered(grace: float = 0.5) -> None:
+    """Stop every process still tethered here, before an exit that would leave them: a
+    server is sent SIGTERM (its stdin closed with this process's or earlier), any other
+    SIGKILL, and after ``grace`` seconds every group and every process still there SIGKILL;
+    this process's children among them are reaped."""
+    import psutil
+
+    left = tethered()
+    if not left:
+        return
+    for tied in left:
+        signal_quietly(
+            tied.pid, signal.SIGTERM if tied.server else signal.SIGKILL, group=tied.group
+        )
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(process_alive(tied.pid) for tied in left):
+        time.sleep(0.01)
+    children = []
+    for tied in left:
+        # A group's leader gone may leave its members (a server's own children): the group
+        # is killed either way.
+        if tied.group or process_alive(tied.pid):
+            signal_quietly(tied.pid, signal.SIGKILL, group=tied.group)
+        with contextlib.suppress(psutil.Error):
+            process = psutil.Process(tied.pid)
+            if process.ppid() == os.getpid():
+                children.append(process)
+        untether(tied.pid, group=tied.group)
+    psutil.wait_procs(children, timeout=grace)  # waits on (so reaps) them

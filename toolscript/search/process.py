@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from toolscript.errors import EmbedderFailed, SemanticUnavailable
-from toolscript.plumbing.processes import return_free_memory, stop_process
+from toolscript.plumbing.processes import return_free_memory, stop_process, tether, untether
 from toolscript.search.quick import quick_runs
 from toolscript.search.semantic import (
     DEFAULT_MODEL,
@@ -98,6 +98,9 @@ class EmbedderProcess(Embedder):
         # where it runs the model), and tools added later go to the model's worker.
         self._queried = False
         self._workers_lock = threading.RLock()  # starting, stopping and embedding
+        # Every worker started, one still loading (not yet named above) too: close() stops it.
+        self._made: list[_Worker] = []
+        self._made_lock = threading.Lock()
         self._documents_done = False  # every tool's vector is stored (documents_embedded)
         self._retire_timer: threading.Timer | None = None
         # A light worker that will replace the one that embedded the tools (_hand_over).
@@ -192,7 +195,7 @@ class EmbedderProcess(Embedder):
                 return
             # Started now (Python and its imports meanwhile), loaded once the graph is kept;
             # listed by workers() from now on, beside the one it replaces.
-            self._starting = _Worker("queries", ["--light", self.requested])
+            self._starting = self._worker("queries", ["--light", self.requested])
         threading.Thread(
             target=self._hand_over, args=(worker,), name="search query worker", daemon=True
         ).start()
@@ -253,16 +256,27 @@ class EmbedderProcess(Embedder):
         return vectors
 
     def close(self) -> None:
-        """Stop the workers (without waiting for a request in flight: that one fails)."""
+        """Stop the workers (without waiting for a request in flight: that one fails), one
+        still loading too."""
         self._closed = True
         self._cancel_retirement()
-        workers = [
-            w for w in (self._light_worker, self._model_worker, self._starting) if w is not None
-        ]
+        named = [self._light_worker, self._model_worker, self._starting]
+        with self._made_lock:
+            running = [made for made in self._made if made.returncode() is None]
+        workers = list(dict.fromkeys(w for w in (*named, *running) if w is not None))
         for worker in workers:  # all asked at once: they exit side by side
             worker.ask_to_stop()
         for worker in workers:
             worker.stop()
+
+    def _worker(self, role: str, arguments: list[str]) -> _Worker:
+        """A worker started now, kept for close() (a worker that ended is let go)."""
+        worker = _Worker(role, arguments)
+        with self._made_lock:
+            self._made = [made for made in self._made if made.returncode() is None] + [worker]
+        if self._closed:  # close() came while it was starting: it goes at once
+            worker.stop()
+        return worker
 
     # -- the workers -----------------------------------------------------------
 
@@ -283,7 +297,7 @@ class EmbedderProcess(Embedder):
             # A worker that failed may still be dying (a killed process with torch loaded
             # takes a moment to go): wait for it, whatever state it is in, and start afresh.
             self._model_worker.stop()
-        worker = _Worker(
+        worker = self._worker(
             "model",
             [self.requested, self.device, "fast" if self.fast_queries else "exact"],
         )
@@ -317,7 +331,7 @@ class EmbedderProcess(Embedder):
         """A light worker (``spawned``, else one started now), loaded (for queries alone once
         every tool's vector is stored); None when it cannot give the model's vectors here."""
         started = time.perf_counter()
-        worker = spawned or _Worker("queries", ["--light", self.requested])
+        worker = spawned or self._worker("queries", ["--light", self.requested])
         try:
             header, _ = worker.request(
                 {
@@ -385,6 +399,7 @@ class _Worker:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )
+        tether(self._process.pid)
 
     @property
     def pid(self) -> int:
@@ -407,11 +422,15 @@ class _Worker:
     def stop(self) -> None:
         """Close its stdin (it exits), waiting for a request in flight for a moment only."""
         process = self._process
+        busy = self._request_lock.locked()
         self.ask_to_stop()
-        # Closing stdin asked it to stop; a worker still loading the model reads nothing
-        # until it has, and holds nothing worth waiting for: SIGTERM soon after.
-        stop_process(process, 0.3, ask=False)
+        # Closing stdin asked it to stop; a worker still loading the model (or answering)
+        # reads nothing until it has, and holds nothing worth waiting for: SIGTERM soon
+        # after, at once when a request is in flight.
+        if not busy:
+            stop_process(process, 0.3, ask=False)
         stop_process(process, 0.5)
+        untether(process.pid)
         self._watchdog.stop()
         if self._request_lock.acquire(timeout=1):  # a request in flight has failed by now
             try:

@@ -65,8 +65,9 @@ class Upstream(Protocol):
     async def run(self) -> None:
         """Connect (or load) and keep it so until ``stop``."""
 
-    async def stop(self) -> None:
-        """Ask ``run`` to end, stopping every process it started."""
+    async def stop(self, *, hurry: bool = False) -> None:
+        """Ask ``run`` to end, stopping every process it started (``hurry``: with the short
+        graces of a program leaving, ``upstream/early.py``'s ``HURRIED``)."""
 
     async def call_tool(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """The CallToolResult as JSON."""

@@ -24,8 +24,41 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from toolscript.config import ServerConfig
+from toolscript.plumbing.processes import signal_quietly, tether, untether
 
-__all__ = ["INHERITED_ENV", "EarlyServer", "discard", "spawn_early", "spawn_key"]
+__all__ = [
+    "HURRIED",
+    "INHERITED_ENV",
+    "POLITE",
+    "EarlyServer",
+    "StopGraces",
+    "discard",
+    "spawn_early",
+    "spawn_key",
+]
+
+
+@dataclass(frozen=True)
+class StopGraces:
+    """Seconds a stdio server's stop gives it at each step of the spec's order (close its
+    stdin, then SIGTERM, then SIGKILL to its process group): to exit once its stdin is
+    closed, to exit after SIGTERM, and for its end to be seen after SIGKILL. A server is
+    gone within their sum whatever it does."""
+
+    stdin: float
+    term: float
+    kill: float = 0.5
+
+    def steps(self) -> tuple[tuple[signal.Signals | None, float], ...]:
+        return ((None, self.stdin), (signal.SIGTERM, self.term), (signal.SIGKILL, self.kill))
+
+
+# A gateway stopping (SIGTERM; the session's end gives it 10 s).
+POLITE = StopGraces(stdin=1.0, term=0.5)
+# A program leaving with its gateway (the MCP face, whose client kills it soon after asking
+# it to stop: Claude Code's SIGKILL comes about 0.5 s after its SIGINT, the grace it gives
+# its own stdio servers): TERM and KILL come sooner, each server's wait beside the others'.
+HURRIED = StopGraces(stdin=0.25, term=0.2)
 
 # The SDK's DEFAULT_INHERITED_ENV_VARS on POSIX (mcp.client.stdio), copied so that this
 # module imports no SDK; tests/unit/test_sdk_contract.py pins the two together.
@@ -57,9 +90,9 @@ class EarlyServer:
     def usable(self, server: ServerConfig) -> bool:
         return self.process.poll() is None and self.key == spawn_key(server)
 
-    def stop(self) -> None:
+    def stop(self, graces: StopGraces = POLITE) -> None:
         """Close its stdin (the spec's polite ask), then TERM and KILL its process group."""
-        stop_early(self.process)
+        stop_early(self.process, graces=graces)
         self.stderr.close()
 
 
@@ -85,34 +118,40 @@ def spawn_early(servers: Iterable[ServerConfig]) -> dict[str, EarlyServer]:
         except OSError:
             stderr.close()
             continue
+        tether(process.pid, group=True, server=True)
         spawned[server.name] = EarlyServer(process, stderr, spawn_key(server))
     return spawned
 
 
 def discard(early: dict[str, EarlyServer]) -> None:
-    """Stop every process in ``early`` (none was taken by a connection)."""
-    while early:
-        _, server = early.popitem()
-        server.stop()
+    """Stop every process in ``early`` (none was taken by a connection), side by side."""
+    servers = list(early.values())
+    early.clear()
+    stop_early(*(server.process for server in servers))
+    for server in servers:
+        server.stderr.close()
 
 
-STOP_GRACES = ((None, 1.0), (signal.SIGTERM, 0.5), (signal.SIGKILL, 0.5))
-
-
-def stop_early(process: subprocess.Popen[bytes]) -> None:
-    """The stdio transport's stop, blocking: close stdin, wait, TERM then KILL the group."""
-    if process.stdin is not None:
-        with contextlib.suppress(OSError):
-            process.stdin.close()
-    for sig, grace in STOP_GRACES:
+def stop_early(*processes: subprocess.Popen[bytes], graces: StopGraces = POLITE) -> None:
+    """The stdio transport's stop, blocking, for each of ``processes`` at once: close its
+    stdin, wait, TERM then KILL its group (the waits shared: the slowest sets the time)."""
+    for process in processes:
+        if process.stdin is not None:
+            with contextlib.suppress(OSError):
+                process.stdin.close()
+    left = list(processes)
+    for sig, grace in graces.steps():
         if sig is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, sig)
+            for process in left:
+                signal_quietly(process.pid, sig, group=True)
         deadline = time.monotonic() + grace
-        while process.poll() is None and time.monotonic() < deadline:
+        while any(process.poll() is None for process in left) and time.monotonic() < deadline:
             time.sleep(0.01)
-        if process.returncode is not None:
+        left = [process for process in left if process.returncode is None]
+        if not left:
             break
-    if process.stdout is not None:
-        with contextlib.suppress(OSError):
-            process.stdout.close()
+    for process in processes:
+        untether(process.pid, group=True)
+        if process.stdout is not None:
+            with contextlib.suppress(OSError):
+                process.stdout.close()

@@ -39,7 +39,13 @@ import anyio.to_thread
 
 from toolscript.config import ServerConfig
 from toolscript.errors import ServerUnavailableError, ToolTimeoutError, UpstreamError
-from toolscript.plumbing.processes import process_alive, signal_quietly, stop_process_async
+from toolscript.plumbing.processes import (
+    process_alive,
+    signal_quietly,
+    stop_process_async,
+    tether,
+    untether,
+)
 from toolscript.plumbing.redact import redact
 from toolscript.upstream.base import ServerState, ToolHost, ToolsChanged
 
@@ -187,8 +193,8 @@ class LocalToolServer:
         await self._stop_worker()
         self.state = ServerState.STOPPED
 
-    async def stop(self) -> None:
-        self._stopping.set()
+    async def stop(self, *, hurry: bool = False) -> None:
+        self._stopping.set()  # (its worker is sent SIGTERM at once either way)
 
     async def _unless_stopped(self, work: Awaitable[None]) -> bool:
         """Await ``work`` unless the server is stopped first (then it is cancelled, which
@@ -236,7 +242,7 @@ class LocalToolServer:
         async def retire() -> None:
             while worker.busy and worker.process.returncode is None:
                 await asyncio.sleep(0.1)
-            await stop_process_async(worker.process, 5, group=True)
+            await _stop_worker_process(worker.process)
 
         task = asyncio.ensure_future(retire())
         self._retiring[task] = worker
@@ -382,9 +388,11 @@ class LocalToolServer:
             if _serving(worker):
                 assert worker is not None
                 return worker
-            if worker is not None and worker.process.returncode is None:
+            if worker is not None:
                 # Its Python died and `uv run` has yet to exit: that tree goes now.
-                signal_quietly(worker.process.pid, signal.SIGKILL, group=True)
+                if worker.process.returncode is None:
+                    signal_quietly(worker.process.pid, signal.SIGKILL, group=True)
+                untether(worker.process.pid, group=True)
             process = await asyncio.create_subprocess_exec(
                 *self._worker_command(),
                 stdin=asyncio.subprocess.PIPE,
@@ -394,6 +402,7 @@ class LocalToolServer:
                 start_new_session=True,
                 limit=WORKER_LINE_LIMIT,
             )
+            tether(process.pid, group=True, server=True)  # (its stdin's end stops it)
             worker = _Worker(process=process, ready=asyncio.get_running_loop().create_future())
             self._worker = worker
             self.workers_started += 1
@@ -482,11 +491,10 @@ class LocalToolServer:
         if self._stopping.is_set():  # older versions' workers go too, without waiting
             for task, retired in list(self._retiring.items()):
                 task.cancel()
-                await stop_process_async(retired.process, 5, group=True)
+                await _stop_worker_process(retired.process)
         worker, self._worker = self._worker, None
-        if worker is None or worker.process.returncode is not None:
-            return
-        await stop_process_async(worker.process, 5, group=True)
+        if worker is not None:
+            await _stop_worker_process(worker.process)
 
     def worker_pid(self) -> int | None:
         worker = self._worker
@@ -707,3 +715,9 @@ def _user_uv_config() -> Path | None:
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     path = Path(base) / "uv" / "uv.toml"
     return path if path.is_file() else None
+
+
+async def _stop_worker_process(process: asyncio.subprocess.Process) -> None:
+    """A worker's whole tree stopped (TERM, KILL after 5 s), and untethered."""
+    await stop_process_async(process, 5, group=True)
+    untether(process.pid, group=True)

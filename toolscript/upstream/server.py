@@ -37,7 +37,7 @@ from toolscript.upstream.base import (
     ServerState,
     ToolsChanged,
 )
-from toolscript.upstream.early import EarlyServer
+from toolscript.upstream.early import HURRIED, POLITE, EarlyServer, StopGraces
 from toolscript.upstream.limits import bound_listing, cut_text
 from toolscript.upstream.sdk import TransportStreams
 from toolscript.upstream.tolerant import repair_call_result, repair_tool_list
@@ -88,6 +88,7 @@ class UpstreamServer:
         self.config = config
         self._on_elicit = on_elicit
         self._early = early
+        self._hurried = False  # stopped by a program leaving with its gateway (``stop``)
         self.name = config.name
         self.connect_timeout = connect_timeout
         self.state = ServerState.DISABLED if config.disabled else ServerState.CONNECTING
@@ -207,6 +208,10 @@ class UpstreamServer:
             if not self._stopping:
                 raise UpstreamError("connection lost (the server closed it or exited)")
 
+    def _stop_graces(self) -> StopGraces:
+        """How long its process's stop waits at each step, read as it stops."""
+        return HURRIED if self._hurried else POLITE
+
     def _spawned(self, pid: int, ended: Callable[[], bool] | None = None) -> None:
         """``ended``: whether the process exited, a zombie too; without it, whether its pid
         is gone (a child the event loop reaps as it exits)."""
@@ -234,7 +239,7 @@ class UpstreamServer:
                 # Nobody reaps it until it is stopped: killed, it stays a zombie, and its pid
                 # exists all that time. poll() tells (and reaps it).
                 self._spawned(process.pid, lambda: process.poll() is not None)
-                async with early_transport(early) as streams:
+                async with early_transport(early, self._stop_graces) as streams:
                     yield streams
                 return
             if early is not None:  # it exited already, or the entry changed: a fresh one
@@ -247,6 +252,7 @@ class UpstreamServer:
                 cwd=config.cwd,
                 errlog=self._stderr,
                 on_spawn=self._spawned,
+                graces=self._stop_graces,
             ) as streams:
                 yield streams
         elif config.transport == "http":
@@ -573,12 +579,14 @@ class UpstreamServer:
     def _redact(self, text: str) -> str:
         return redact(text, self.config.secrets)
 
-    async def stop(self) -> None:
-        """Ask ``run`` to close the session (and the server process) and return."""
+    async def stop(self, *, hurry: bool = False) -> None:
+        """Ask ``run`` to close the session (and the server process) and return; ``hurry``:
+        its process is given ``HURRIED``'s graces, not ``POLITE``'s (``upstream/early.py``)."""
         self._stopping = True
+        self._hurried = self._hurried or hurry
         if self._early is not None:  # never connected: its process is still ours to stop
             early, self._early = self._early, None
-            await anyio.to_thread.run_sync(early.stop)
+            await anyio.to_thread.run_sync(early.stop, self._stop_graces())
         if self._connecting is not None:
             self._connecting.cancel()
         self._lost.set()

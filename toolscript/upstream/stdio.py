@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
@@ -25,8 +24,8 @@ import msgspec
 from anyio.streams.memory import MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
-from toolscript.plumbing.processes import signal_quietly
-from toolscript.upstream.early import EarlyServer
+from toolscript.plumbing.processes import signal_quietly, tether, untether
+from toolscript.upstream.early import POLITE, EarlyServer, StopGraces
 from toolscript.upstream.sdk import (
     TransportStreams,
     create_process,
@@ -45,10 +44,6 @@ WRITER_FLUSH_TIMEOUT = 0.5
 # it writes with no newline held until the gateway runs out of memory. Real answers are a
 # few MB at most; the gateway reads 50 MB ones in well under a second.
 MAX_LINE = 128 * 1024 * 1024
-# Stopping a server takes at most their sum, whatever it does (a gateway's stop waits for it):
-STDIN_GRACE = 1.0  # to exit once its stdin is closed (the spec's polite ask)
-TERM_GRACE = 0.5  # to exit after SIGTERM to its process group, before SIGKILL
-KILL_GRACE = 0.5  # for the event loop to see it die
 
 
 @asynccontextmanager
@@ -60,8 +55,10 @@ async def stdio_transport(
     cwd: str | Path | None,
     errlog: IO[str],
     on_spawn: Callable[[int], None] | None = None,
+    graces: Callable[[], StopGraces] = lambda: POLITE,
 ) -> AsyncIterator[TransportStreams]:
-    """Start the server; yield (read, write) message streams; stop it and its children."""
+    """Start the server; yield (read, write) message streams; stop it and its children,
+    with the ``graces`` its stop is given then (``early.py``)."""
     process = await create_process(
         command=await executable_command(command),
         args=args,
@@ -69,18 +66,23 @@ async def stdio_transport(
         errlog=errlog,  # type: ignore[arg-type]
         cwd=cwd,
     )
+    tether(process.pid, group=True, server=True)
     if on_spawn is not None:
         on_spawn(process.pid)
-    async with _message_streams(process, _stop_server) as streams:
+    async with _message_streams(
+        process, lambda process: _stop_server(process, graces())
+    ) as streams:
         yield streams
 
 
 @asynccontextmanager
-async def early_transport(early: EarlyServer) -> AsyncIterator[TransportStreams]:
+async def early_transport(
+    early: EarlyServer, graces: Callable[[], StopGraces] = lambda: POLITE
+) -> AsyncIterator[TransportStreams]:
     """The streams of a server spawned before the gateway's imports (``upstream/early.py``);
     stopped as ``stdio_transport`` stops its own."""
     process = _EarlyProcess(early.process)
-    async with _message_streams(process, _stop_early) as streams:
+    async with _message_streams(process, lambda process: _stop_early(process, graces())) as streams:
         yield streams
 
 
@@ -141,19 +143,16 @@ async def _message_streams(
                 with anyio.move_on_after(WRITER_FLUSH_TIMEOUT):
                     await writer_done.wait()
                 await stop(process)
+                untether(process.pid, group=True)
                 for stream in (read_stream, write_stream, to_session, from_session):
                     await stream.aclose()
             tasks.cancel_scope.cancel()
 
 
-async def _stop_server(process: Any) -> None:
+async def _stop_server(process: Any, graces: StopGraces) -> None:
     """The SDK's shutdown (close stdin, wait, then TERM and KILL the process group, closing the
     pipes once it exited), with its waits cut short: TERM and KILL come sooner here."""
-    for sig, grace in (
-        (None, STDIN_GRACE),
-        (signal.SIGTERM, TERM_GRACE),
-        (signal.SIGKILL, KILL_GRACE),
-    ):
+    for sig, grace in graces.steps():
         if sig is not None:
             signal_quietly(process.pid, sig, group=True)
         with anyio.move_on_after(grace):
@@ -220,15 +219,11 @@ class _PipeWriter:
             self.pipe.close()
 
 
-async def _stop_early(process: _EarlyProcess) -> None:
+async def _stop_early(process: _EarlyProcess, graces: StopGraces) -> None:
     """``_stop_server`` for a process spawned early: close stdin, wait, TERM then KILL the
     group, each with the same grace; then its stdout."""
     await process.stdin.aclose()
-    for sig, grace in (
-        (None, STDIN_GRACE),
-        (signal.SIGTERM, TERM_GRACE),
-        (signal.SIGKILL, KILL_GRACE),
-    ):
+    for sig, grace in graces.steps():
         if sig is not None:
             signal_quietly(process.pid, sig, group=True)
         with anyio.move_on_after(grace):
