@@ -5,9 +5,12 @@ warning says so per kind, and another server's tools are not touched."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -190,3 +193,101 @@ def test_a_message_with_no_end_drops_its_server_not_the_gateway(tmp_path: Path) 
         assert json.loads(cli(started, "exec", fine)) == "fine"
     finally:
         started.stop()
+
+
+class _FloodingHTTP(BaseHTTPRequestHandler):
+    """A streamable HTTP server whose `flood` answer is a JSON body with no end."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *_: Any) -> None:  # quiet
+        pass
+
+    def do_GET(self) -> None:  # no stream of its own: the spec's 405
+        self.send_response(405)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_DELETE(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_POST(self) -> None:
+        message = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if "id" not in message:
+            self.send_response(202)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        method, params = message["method"], message.get("params") or {}
+        if method == "tools/call" and params.get("name") == "flood":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            with contextlib.suppress(OSError):
+                self.wfile.write(b'{"jsonrpc": "2.0", "id": %d, "result": "' % message["id"])
+                for _ in range(200):  # MB: past the bound, and no end
+                    self.wfile.write(b"x" * (1024 * 1024))
+            self.close_connection = True
+            return
+        if method == "initialize":
+            result: Any = {
+                "protocolVersion": params["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "flooding", "version": "1"},
+            }
+        elif method == "tools/list":
+            result = {
+                "tools": [
+                    {"name": name, "inputSchema": {"type": "object"}} for name in ("flood", "fine")
+                ]
+            }
+        else:
+            result = {"content": [{"type": "text", "text": params.get("name", "")}]}
+        body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Mcp-Session-Id", "session")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.mark.timeout(300)
+def test_an_http_answer_with_no_end_drops_its_server_not_the_gateway(tmp_path: Path) -> None:
+    """As a stdio line: an HTTP server's answer past the bound fails its call at once and
+    its session is started again, rather than the gateway reading it until out of memory."""
+    http = ThreadingHTTPServer(("127.0.0.1", 0), _FloodingHTTP)
+    threading.Thread(target=http.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{http.server_address[1]}/mcp"
+    servers = {"flooding": {"url": url}, "good": hostile(tmp_path, "good", {"tools": GOOD_TOOLS})}
+    started = GatewayProcess({"mcpServers": servers, "search": {"semantic": False}}, tmp_path)
+    try:
+        started.wait_for_health(
+            lambda health: all(s["state"] == "connected" for s in health["servers"].values()),
+            timeout=120,
+            what="both servers connected",
+        )
+        flooded = toolscript_cli(
+            "exec",
+            'import { tools } from "toolscript"; await tools.flooding.flood({});',
+            cwd=tmp_path,
+            timeout=240,
+        )
+        assert flooded.returncode == 1, flooded.stdout
+        # (not the whole 200 MB read, then "Failed to parse JSON response")
+        assert "server 'flooding' went away" in flooded.stderr, flooded.stderr
+        started.wait_for_log("the server sent a message over 128 MB")
+        assert json.loads(cli(started, "exec", FIND)) == "find"
+        fine = 'import { tools } from "toolscript"; return await tools.flooding.fine({});'
+        started.wait_for_health(
+            lambda health: health["servers"]["flooding"]["state"] == "connected",
+            timeout=120,
+            what="the flooding server connected again",
+        )
+        assert json.loads(cli(started, "exec", fine)) == "fine"
+    finally:
+        started.stop()
+        http.shutdown()

@@ -9,9 +9,9 @@ that breaks one fails loudly in CI rather than in a user's gateway:
   results and to take raw tools/call replies off the read stream.
 - the stdio transport's spawn and shutdown (process group, close stdin, TERM, KILL),
   reused by ``upstream/stdio.py`` around its own linear line reader.
-- ``create_mcp_http_client``: the httpx client the SDK's HTTP transports expect (imported
-  at the first HTTP server: its module imports httpx2, 2 MB that a gateway of stdio
-  servers never uses).
+- ``create_mcp_http_client``: the httpx client the SDK's HTTP transports expect, made as
+  the SDK makes it with its timeouts, its responses bounded (``bounded.py``; imported at
+  the first HTTP server: httpx2 is 2 MB that a gateway of stdio servers never uses).
 """
 
 from __future__ import annotations
@@ -44,9 +44,21 @@ __all__ = [
 
 
 def create_mcp_http_client(
-    headers: dict[str, str] | None = None, auth: httpx2.Auth | None = None
+    headers: dict[str, str] | None = None,
+    timeout: httpx2.Timeout | None = None,
+    auth: httpx2.Auth | None = None,
 ) -> httpx2.AsyncClient:
-    """The SDK's ``create_mcp_http_client`` (its default timeouts)."""
-    from mcp.shared._httpx_utils import create_mcp_http_client as create
+    """The client the SDK's ``create_mcp_http_client`` makes (its default timeouts), its
+    responses read through ``bounded.BoundedTransport``; the SDK's client factory's
+    signature (``sse_client``'s ``httpx_client_factory``)."""
+    import httpx2
+    from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
-    return create(headers=headers, auth=auth)
+    from toolscript.upstream.bounded import BoundedTransport
+
+    return httpx2.AsyncClient(
+        headers=headers,
+        timeout=timeout or httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
+        auth=auth,
+        transport=BoundedTransport(httpx2.AsyncHTTPTransport()),
+    )

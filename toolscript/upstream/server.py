@@ -269,9 +269,14 @@ class UpstreamServer:
         else:
             from mcp.client.sse import sse_client
 
+            from toolscript.upstream.sdk import create_mcp_http_client
+
             assert config.url is not None
             async with sse_client(
-                config.url, headers=dict(config.headers), auth=self._auth()
+                config.url,
+                headers=dict(config.headers),
+                auth=self._auth(),
+                httpx_client_factory=create_mcp_http_client,
             ) as streams:
                 yield streams
 

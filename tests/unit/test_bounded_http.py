@@ -1,0 +1,68 @@
+"""An HTTP server's answers and events read through a bound (``upstream/bounded.py``): one
+answer or one event past it fails as a broken connection does; a long stream of events
+within it is read whole."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import anyio
+import httpx2
+import pytest
+
+from toolscript.upstream.bounded import BoundedTransport
+
+
+class _Chunks(httpx2.AsyncByteStream):
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+        self.closed = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self.chunks:
+            yield chunk
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+class _Answers(httpx2.AsyncBaseTransport):
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.stream = _Chunks(chunks)
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, stream=self.stream, request=request)
+
+
+def _read(chunks: list[bytes], limit: int = 10) -> bytes:
+    async def main() -> bytes:
+        transport = BoundedTransport(_Answers(chunks), limit)
+        async with httpx2.AsyncClient(transport=transport) as client:
+            response = await client.get("http://server.invalid/mcp")
+            return await response.aread()
+
+    return anyio.run(main)
+
+
+def test_an_answer_within_the_bound_is_read_whole() -> None:
+    assert _read([b"0123", b"45678"]) == b"012345678"
+
+
+def test_an_answer_past_the_bound_fails_as_a_broken_connection() -> None:
+    with pytest.raises(httpx2.RemoteProtocolError, match="over"):
+        _read([b"0123456", b"789ab"])
+
+
+def test_events_each_within_the_bound_are_read_however_long_the_stream() -> None:
+    events = [b"data: 1234\n\n"] * 50  # 600 bytes, each event 12 with its blank line
+    assert _read(events, limit=12) == b"".join(events)
+
+
+def test_a_boundary_split_across_two_chunks_still_ends_an_event() -> None:
+    chunks = [b"data: 12345\n", b"\ndata: 6789", b"\n\n"]  # 12, then 11: 23 with no end
+    assert _read(chunks, limit=14) == b"".join(chunks)
+
+
+def test_one_event_past_the_bound_fails_even_after_short_ones() -> None:
+    with pytest.raises(httpx2.RemoteProtocolError):
+        _read([b"data: 1\n\n", b"data: 0123", b"456789ab"])
