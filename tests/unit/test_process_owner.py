@@ -63,3 +63,29 @@ def test_a_pid_reused_by_another_process_is_not_the_owner() -> None:
 def test_stop_with_takes_a_process_identity(identity: str) -> None:
     with pytest.raises(UsageError, match="PID:START_TIME"):
         _stop_with(identity)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's start times move")
+def test_the_owner_is_still_followed_after_the_system_clock_is_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On Linux a start time in seconds since the epoch is the boot time (which follows the
+    system clock: an NTP step, a VM's clock set again) plus the start since boot: a clock
+    set while Claude Code runs must not stop its session's gateway."""
+    import psutil
+    import psutil._pslinux as linux
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
+    ended = threading.Event()
+    identity = process_identity(child.pid)
+    when_gone(identity, ended.set, every=0.02)
+    stepped = psutil.boot_time() + 7  # the clock set 7 s forward
+    monkeypatch.setattr(linux, "boot_time", lambda: stepped)
+    assert process_identity(child.pid) != identity  # (the step is seen)
+    assert not ended.wait(0.3)
+    assert child.stdin is not None
+    child.stdin.close()
+    child.wait()
+    assert ended.wait(5)

@@ -98,15 +98,41 @@ def identity_alive(identity: str) -> bool:
 
 def when_gone(identity: str, then: Callable[[], None], every: float = 2.0) -> None:
     """Call ``then`` once the process ``process_identity`` named has ended (or at once, if it
-    has), looking every ``every`` seconds from a daemon thread."""
-    import threading
+    has), looking every ``every`` seconds from a daemon thread.
+
+    The name is matched once, now; from then on the process is followed as psutil knows it
+    (by its start since boot where the system keeps one): on Linux a start time in seconds
+    since the epoch moves with the system clock (an NTP step, a VM's or WSL's clock set
+    again), and a gateway following it would stop while its owner still runs."""
+    import psutil
+
+    followed: psutil.Process | None = None
+    pid_text, _, started = identity.partition(":")
+    if pid_text.isdigit() and started:
+        with contextlib.suppress(psutil.Error):
+            process = psutil.Process(int(pid_text))
+            if process_identity(process.pid) == identity:
+                followed = process
 
     def follow() -> None:
-        while identity_alive(identity):
+        while followed is not None and _still_runs(followed):
             time.sleep(every)
         then()
 
     threading.Thread(target=follow, name="follows its owner", daemon=True).start()
+
+
+def _still_runs(process: Any) -> bool:
+    """Whether ``process`` (a ``psutil.Process``) runs: not ended, not a zombie, its pid not
+    given to another process since."""
+    import psutil
+
+    try:
+        return bool(process.is_running() and process.status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True
 
 
 def started_by(pid: int, moment: float, slack: float = 2.0) -> bool:
