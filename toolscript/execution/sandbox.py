@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple, Protocol
 from urllib.parse import urlsplit
 
-from toolscript.errors import ExecutionError, GatewayUnreachableError
+from toolscript.errors import ExecutionError, GatewayError
 from toolscript.execution.source import PreparedSource, SourceMap, prepare
 from toolscript.plumbing.checkoptions import (
     check_imports,
@@ -177,7 +177,9 @@ def _warm_check(
                 json_body=json.dumps(request).encode(),
             )
             verdict = json.loads(answer) if answer else {}
-    except (GatewayUnreachableError, ValueError):  # an older gateway, or one that went away
+    except (GatewayError, ValueError):
+        # an older gateway, one that went away or failed (an error status over HTTP, the
+        # error that status stands for from ``LocalGateway.check``): deno check decides
         return "unavailable", ""
     status = verdict.get("status") if isinstance(verdict, dict) else None
     if status == "passed":
