@@ -53,3 +53,21 @@ def test_choosing_or_writing_the_trusted_configs_file_is_asked(command: str) -> 
 )
 def test_other_programs_settings_pass_unasked(command: str) -> None:
     assert _decision(command) is None, command
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        # the folder's setting in braces, as a default, or quoted (the file globbed or a
+        # folder holding a trusted.json copied in): the same file as $XDG_CONFIG_HOME/...
+        "cp /tmp/t.json ${XDG_CONFIG_HOME}/toolscript/trusted.jso?",
+        'cp -r /tmp/c/. "${XDG_CONFIG_HOME:-$HOME/.config}"/toolscript/',
+        "cp -r /tmp/c/. ${XDG_CONFIG_HOME:-~/.config}/toolscript",
+    ],
+)
+def test_the_trusted_configs_folder_named_by_its_setting_in_braces_is_asked(
+    command: str,
+) -> None:
+    output = _decision(command)
+    assert output is not None, command
+    assert output["permissionDecision"] == "ask"

@@ -336,7 +336,7 @@ _MENTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             "it names the approvals",
         ),
         (
-            r"(?:\.cache|cache|state|config|home)/+toolscript\b|toolscript/+(?:gateways|sessions)\b"
+            r"(?:\.cache|cache|state|config|home)\}?/+toolscript\b|toolscript/+(?:gateways|sessions)\b"
             r"|\bgateways/|sessions/[^\s]*\.url|\*\.url\b|\bTOOLSCRIPT_HOME\b|\bXDG_(?:CACHE|STATE)_HOME\b"
             r"|\bowner_url\b|\bgateway_state_file\b|\buser_(?:cache|state)_dir\b|\bsessions_dir\b",
             "it names the files that hold the gateway's own token or the run log",
