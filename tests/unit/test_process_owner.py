@@ -38,6 +38,29 @@ def test_the_owner_is_the_nearest_ancestor_that_is_not_a_shell() -> None:
     assert first_ancestor_not_a_shell() is not None  # (pytest's own parent, here)
 
 
+def test_a_launcher_that_waits_on_toolscript_is_not_the_owner() -> None:
+    """A wrapper's ``uv run ... toolscript`` (uv waits on its child, and ends with the hook):
+    following uv would stop the session's gateway as soon as the hook returned."""
+    import shutil
+
+    uv = shutil.which("uv", path=os.path.dirname(sys.executable)) or shutil.which("uv")
+    if uv is None:
+        pytest.skip("no uv here")
+    asked = "from toolscript.plumbing.processes import *; print(first_ancestor_not_a_shell())"
+    found = subprocess.run(
+        [
+            "bash",
+            "-c",
+            f'{uv} run --no-project --no-config --offline --quiet --python "{sys.executable}" '
+            f'python -c "{asked}"; true',
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert found.stdout.strip() == process_identity(os.getpid()), found.stderr
+
+
 def test_when_gone_calls_once_the_process_ended_and_not_before() -> None:
     child = subprocess.Popen(
         [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # asyncio costs the exec path's start-up; only its types are 
     from collections.abc import Callable
 
 __all__ = [
+    "LAUNCHERS",
     "SHELLS",
     "Sibling",
     "Tethered",
@@ -222,35 +223,39 @@ def return_free_memory() -> bool:
 # What a command's hooks and scripts run in between the program that started them and
 # them (a hook's `sh -c`, its script's bash, a `$(...)` subshell).
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "busybox"})
+# Programs that run a command as their child and wait for it, ending with it: a wrapper's
+# `uv run toolscript ...` or `timeout 50 toolscript ...` (not followed: it ends with the hook).
+LAUNCHERS = frozenset({"uv", "uvx", "timeout"})
 
 
 def first_ancestor_not_a_shell() -> str | None:
-    """``process_identity`` of the nearest ancestor of this process that is not a shell: the
-    program that ran us through shells (Claude Code, for a hook). None when that is the
-    system's first process (launchd, init: nothing to follow) or cannot be read."""
+    """``process_identity`` of the nearest ancestor of this process that is not a shell (nor
+    a ``LAUNCHERS`` program, which ends with us): the program that ran us through shells
+    (Claude Code, for a hook). None when that is the system's first process (launchd, init:
+    nothing to follow) or cannot be read."""
     import psutil
 
     try:
         for ancestor in psutil.Process().parents():
             if ancestor.pid <= 1:
                 return None
-            if not _is_shell(ancestor):
+            if not _passed_through(ancestor):
                 return process_identity(ancestor.pid)
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return None
     return None
 
 
-def _is_shell(process: Any) -> bool:
-    """By its program, not its name: a shell running a script is named for the script
-    (``session-start.sh``) on Linux."""
+def _passed_through(process: Any) -> bool:
+    """Whether ``process`` is a shell or a launcher (``LAUNCHERS``), by its program, not its
+    name: a shell running a script is named for the script (``session-start.sh``) on Linux."""
     import psutil
 
     try:
         program = process.exe()
     except (psutil.AccessDenied, psutil.ZombieProcess, OSError):
         program = ""
-    return _base_name(program or process.name()) in SHELLS
+    return _base_name(program or process.name()) in SHELLS | LAUNCHERS
 
 
 def _base_name(name: str) -> str:
