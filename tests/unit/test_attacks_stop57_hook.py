@@ -71,3 +71,34 @@ def test_the_trusted_configs_folder_named_by_its_setting_in_braces_is_asked(
     output = _decision(command)
     assert output is not None, command
     assert output["permissionDecision"] == "ask"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "/usr/bin/env $(cat /tmp/vars) toolscript exec a.ts",
+        '"env" $(cat /tmp/vars) toolscript exec a.ts',
+        'env -S "$(cat /tmp/vars) toolscript exec a.ts"',
+        "export $(cat /tmp/vars); toolscript exec a.ts",
+        "export `cat /tmp/vars` && toolscript gateway start",
+        "declare -x $(cat /tmp/vars); toolscript run deploy",
+    ],
+)
+def test_settings_computed_when_it_runs_are_asked_however_env_or_export_is_spelled(
+    command: str,
+) -> None:
+    output = _decision(command)
+    assert output is not None, command
+    assert output["permissionDecision"] == "ask"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "export PATH=$PATH:~/bin; toolscript exec a.ts",
+        "export NODE_OPTIONS=$(cat /tmp/opts); npm test",
+        "env FOO=$(date +%s) toolscript list-tools",
+    ],
+)
+def test_everyday_computed_settings_pass_unasked(command: str) -> None:
+    assert _decision(command) is None, command

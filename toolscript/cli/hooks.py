@@ -455,8 +455,10 @@ _TRUSTING_SETTINGS = re.compile(
 )
 
 # env $(cat vars) toolscript ...: settings (XDG_CONFIG_HOME=...) that only exist when it runs
+# (env by its path too); export $(cat vars) before toolscript, in the same command line
 _COMPUTED_SETTINGS = re.compile(
-    r"(?:^|[\s;&|(])(?:env|sudo|doas)\b[^;&|\n]*?\s[$`][^;&|\n]*?\btoolscript\b"
+    r"(?:^|[\s;&|(])(?:[\w.-]*/)*(?:env|sudo|doas)\b[^;&|\n]*?\s[$`][^;&|\n]*?\btoolscript\b"
+    r"|(?:^|[\s;&|(])(?:export|declare|typeset|readonly)\b[^;&|\n]*?\s[$`][^\n]*?\btoolscript\b"
 )
 
 
@@ -478,7 +480,7 @@ def approval_reason(command: str) -> str | None:
         return TRUSTS
     if _TRUSTING_SETTINGS.search(command) or _TRUSTING_SETTINGS.search(" ".join(words)):
         return TRUSTS_BY_SETTING
-    if _COMPUTED_SETTINGS.search(command):
+    if _COMPUTED_SETTINGS.search(command) or _COMPUTED_SETTINGS.search(text):
         return "toolscript runs with settings computed when it runs, which hides what it runs"
     hidden = _hidden_reason(command, list(words))
     if hidden is not None:
