@@ -109,10 +109,11 @@ def when_gone(identity: str, then: Callable[[], None], every: float = 2.0) -> No
 
     followed: psutil.Process | None = None
     pid_text, _, started = identity.partition(":")
-    if pid_text.isdigit() and started:
+    if pid_text.isdigit():
         with contextlib.suppress(psutil.Error):
             process = psutil.Process(int(pid_text))
-            if process_identity(process.pid) == identity:
+            # (a name without a start time, ``pid:``, is its number alone: identity_alive)
+            if not started or process_identity(process.pid) == identity:
                 followed = process
 
     def follow() -> None:
