@@ -102,3 +102,14 @@ def test_settings_computed_when_it_runs_are_asked_however_env_or_export_is_spell
 )
 def test_everyday_computed_settings_pass_unasked(command: str) -> None:
     assert _decision(command) is None, command
+
+
+def test_a_command_padded_with_env_words_is_read_to_its_end() -> None:
+    """Each simple command is read once: a pattern over the whole line scanned the rest of
+    it from each `env` (about a minute for this one), past the hook's 30 s limit, when
+    Claude Code runs the command unasked."""
+    padded = "env " * 40_000 + "$(cat /tmp/vars) toolscript exec a.ts"
+    output = _decision(padded)
+    assert output is not None
+    assert output["permissionDecision"] == "ask"
+    assert _decision("env " * 40_000 + "true") is None
