@@ -458,7 +458,7 @@ _TRUSTING_SETTINGS = re.compile(
 # (env by its path too); export $(cat vars) before toolscript, in the same command line.
 # Read a simple command at a time (``_computes_settings``): one pattern over the whole line
 # scanned the rest of it from each `env`, minutes for a command padded with them, past the
-# hook's time limit (when Claude Code runs the command unasked).
+# hook's time limit (its ask lost: only Claude Code's own permission rules decide).
 _SIMPLE_COMMANDS = re.compile(r"[;&|\n]")
 _SETTING_RUNNER = re.compile(
     r"(?:^|[\s(])(?:[\w.-]*/)*(env|sudo|doas|export|declare|typeset|readonly)\b"
