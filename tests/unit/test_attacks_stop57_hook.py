@@ -106,7 +106,7 @@ def test_everyday_computed_settings_pass_unasked(command: str) -> None:
 
 def test_a_command_padded_with_env_words_is_read_to_its_end() -> None:
     """Each simple command is read once: a pattern over the whole line scanned the rest of
-    it from each `env` (about a minute for this one), past the hook's 30 s limit, when
+    it from each `env` (about a minute for this one), past the hook's 30 s limit, where
     its ask is lost: only Claude Code's own permission rules decide."""
     padded = "env " * 40_000 + "$(cat /tmp/vars) toolscript exec a.ts"
     output = _decision(padded)
