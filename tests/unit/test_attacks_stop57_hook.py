@@ -53,3 +53,63 @@ def test_choosing_or_writing_the_trusted_configs_file_is_asked(command: str) -> 
 )
 def test_other_programs_settings_pass_unasked(command: str) -> None:
     assert _decision(command) is None, command
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        # the folder's setting in braces, as a default, or quoted (the file globbed or a
+        # folder holding a trusted.json copied in): the same file as $XDG_CONFIG_HOME/...
+        "cp /tmp/t.json ${XDG_CONFIG_HOME}/toolscript/trusted.jso?",
+        'cp -r /tmp/c/. "${XDG_CONFIG_HOME:-$HOME/.config}"/toolscript/',
+        "cp -r /tmp/c/. ${XDG_CONFIG_HOME:-~/.config}/toolscript",
+    ],
+)
+def test_the_trusted_configs_folder_named_by_its_setting_in_braces_is_asked(
+    command: str,
+) -> None:
+    output = _decision(command)
+    assert output is not None, command
+    assert output["permissionDecision"] == "ask"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "/usr/bin/env $(cat /tmp/vars) toolscript exec a.ts",
+        '"env" $(cat /tmp/vars) toolscript exec a.ts',
+        'env -S "$(cat /tmp/vars) toolscript exec a.ts"',
+        "export $(cat /tmp/vars); toolscript exec a.ts",
+        "export `cat /tmp/vars` && toolscript gateway start",
+        "declare -x $(cat /tmp/vars); toolscript run deploy",
+    ],
+)
+def test_settings_computed_when_it_runs_are_asked_however_env_or_export_is_spelled(
+    command: str,
+) -> None:
+    output = _decision(command)
+    assert output is not None, command
+    assert output["permissionDecision"] == "ask"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "export PATH=$PATH:~/bin; toolscript exec a.ts",
+        "export NODE_OPTIONS=$(cat /tmp/opts); npm test",
+        "env FOO=$(date +%s) toolscript list-tools",
+    ],
+)
+def test_everyday_computed_settings_pass_unasked(command: str) -> None:
+    assert _decision(command) is None, command
+
+
+def test_a_command_padded_with_env_words_is_read_to_its_end() -> None:
+    """Each simple command is read once: a pattern over the whole line scanned the rest of
+    it from each `env` (about a minute for this one), past the hook's 30 s limit, where
+    its ask is lost: only Claude Code's own permission rules decide."""
+    padded = "env " * 40_000 + "$(cat /tmp/vars) toolscript exec a.ts"
+    output = _decision(padded)
+    assert output is not None
+    assert output["permissionDecision"] == "ask"
+    assert _decision("env " * 40_000 + "true") is None

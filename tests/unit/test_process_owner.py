@@ -38,6 +38,29 @@ def test_the_owner_is_the_nearest_ancestor_that_is_not_a_shell() -> None:
     assert first_ancestor_not_a_shell() is not None  # (pytest's own parent, here)
 
 
+def test_a_launcher_that_waits_on_toolscript_is_not_the_owner() -> None:
+    """A wrapper's ``uv run ... toolscript`` (uv waits on its child, and ends with the hook):
+    following uv would stop the session's gateway as soon as the hook returned."""
+    import shutil
+
+    uv = shutil.which("uv", path=os.path.dirname(sys.executable)) or shutil.which("uv")
+    if uv is None:
+        pytest.skip("no uv here")
+    asked = "from toolscript.plumbing.processes import *; print(first_ancestor_not_a_shell())"
+    found = subprocess.run(
+        [
+            "bash",
+            "-c",
+            f'{uv} run --no-project --no-config --offline --quiet --python "{sys.executable}" '
+            f'python -c "{asked}"; true',
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert found.stdout.strip() == process_identity(os.getpid()), found.stderr
+
+
 def test_when_gone_calls_once_the_process_ended_and_not_before() -> None:
     child = subprocess.Popen(
         [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
@@ -63,3 +86,29 @@ def test_a_pid_reused_by_another_process_is_not_the_owner() -> None:
 def test_stop_with_takes_a_process_identity(identity: str) -> None:
     with pytest.raises(UsageError, match="PID:START_TIME"):
         _stop_with(identity)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's start times move")
+def test_the_owner_is_still_followed_after_the_system_clock_is_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On Linux a start time in seconds since the epoch is the boot time (which follows the
+    system clock: an NTP step, a VM's clock set again) plus the start since boot: a clock
+    set while Claude Code runs must not stop its session's gateway."""
+    import psutil
+    import psutil._pslinux as linux
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
+    ended = threading.Event()
+    identity = process_identity(child.pid)
+    when_gone(identity, ended.set, every=0.02)
+    stepped = psutil.boot_time() + 7  # the clock set 7 s forward
+    monkeypatch.setattr(linux, "boot_time", lambda: stepped)
+    assert process_identity(child.pid) != identity  # (the step is seen)
+    assert not ended.wait(0.3)
+    assert child.stdin is not None
+    child.stdin.close()
+    child.wait()
+    assert ended.wait(5)

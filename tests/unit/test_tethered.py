@@ -84,3 +84,25 @@ def test_what_is_still_tethered_is_stopped_and_reaped_before_an_exit(tmp_path: P
             each.kill()
             each.wait()
     assert sorted(path.name for path in tmp_path.iterdir()) == ["server-got-term"]
+
+
+def test_a_face_whose_watchdog_was_killed_still_starts_what_it_tethers() -> None:
+    """``tether`` runs right after a server's spawn: an error out of it (the watchdog's pipe
+    broken) would fail that start and leave the process spawned running."""
+    import os
+    import signal
+
+    from toolscript.execution.lifeline import Lifeline
+
+    lifeline = Lifeline(catch_signals=False)
+    lifeline.follow_tethered()
+    try:
+        watchdog = lifeline._watchdog
+        assert watchdog is not None
+        os.kill(watchdog.pid, signal.SIGKILL)
+        watchdog.wait()
+        tether(999_994, group=True, server=True)
+        assert Tethered(999_994, group=True, server=True) in tethered()
+    finally:
+        untether(999_994, group=True)
+        lifeline.close()

@@ -336,7 +336,7 @@ _MENTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             "it names the approvals",
         ),
         (
-            r"(?:\.cache|cache|state|config|home)/+toolscript\b|toolscript/+(?:gateways|sessions)\b"
+            r"(?:\.cache|cache|state|config|home)\}?/+toolscript\b|toolscript/+(?:gateways|sessions)\b"
             r"|\bgateways/|sessions/[^\s]*\.url|\*\.url\b|\bTOOLSCRIPT_HOME\b|\bXDG_(?:CACHE|STATE)_HOME\b"
             r"|\bowner_url\b|\bgateway_state_file\b|\buser_(?:cache|state)_dir\b|\bsessions_dir\b",
             "it names the files that hold the gateway's own token or the run log",
@@ -455,9 +455,41 @@ _TRUSTING_SETTINGS = re.compile(
 )
 
 # env $(cat vars) toolscript ...: settings (XDG_CONFIG_HOME=...) that only exist when it runs
-_COMPUTED_SETTINGS = re.compile(
-    r"(?:^|[\s;&|(])(?:env|sudo|doas)\b[^;&|\n]*?\s[$`][^;&|\n]*?\btoolscript\b"
+# (env by its path too); export $(cat vars) before toolscript, in the same command line.
+# Read a simple command at a time (``_computes_settings``): one pattern over the whole line
+# scanned the rest of it from each `env`, minutes for a command padded with them, past the
+# hook's time limit (its ask lost: only Claude Code's own permission rules decide).
+_SIMPLE_COMMANDS = re.compile(r"[;&|\n]")
+_SETTING_RUNNER = re.compile(
+    r"(?:^|[\s(])(?:[\w.-]*/)*(env|sudo|doas|export|declare|typeset|readonly)\b"
 )
+_COMPUTED_WORD = re.compile(r"\s[$`]")
+_TOOLSCRIPT_WORD = re.compile(r"\btoolscript\b")
+
+
+def _computes_settings(command: str) -> bool:
+    """Whether ``command`` gives toolscript settings computed as it runs: ``env`` (``sudo``,
+    ``doas``) with a word that starts with ``$`` or a backtick before toolscript in the same
+    simple command, or ``export`` (``declare``...) with one before toolscript on the line."""
+    pieces = _SIMPLE_COMMANDS.split(command)
+    named = [bool(_TOOLSCRIPT_WORD.search(piece)) for piece in pieces]
+    later = [False] * len(pieces)  # toolscript named in a piece after this one
+    for index in range(len(pieces) - 2, -1, -1):
+        later[index] = later[index + 1] or named[index + 1]
+    for index, piece in enumerate(pieces):
+        if not (named[index] or later[index]):
+            continue
+        runner = _SETTING_RUNNER.search(piece)
+        if runner is None:
+            continue
+        computed = _COMPUTED_WORD.search(piece, runner.end())
+        if computed is None:
+            continue
+        if _TOOLSCRIPT_WORD.search(piece, computed.end()):
+            return True
+        if runner[1] not in ("env", "sudo", "doas") and later[index]:
+            return True
+    return False
 
 
 def approval_reason(command: str) -> str | None:
@@ -478,7 +510,7 @@ def approval_reason(command: str) -> str | None:
         return TRUSTS
     if _TRUSTING_SETTINGS.search(command) or _TRUSTING_SETTINGS.search(" ".join(words)):
         return TRUSTS_BY_SETTING
-    if _COMPUTED_SETTINGS.search(command):
+    if _computes_settings(command) or _computes_settings(text):
         return "toolscript runs with settings computed when it runs, which hides what it runs"
     hidden = _hidden_reason(command, list(words))
     if hidden is not None:

@@ -337,6 +337,9 @@ def _run_in_gateway(
     finally:
         if watcher is not None:
             watcher.stop()
+        # A run that ended while the person was asked (the script exited, or was stopped):
+        # what it printed meanwhile is shown now, not lost with this process.
+        TERMINAL.release()
         answer = end_run(run, code)
         progress.stop()
     if code != 0:

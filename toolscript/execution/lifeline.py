@@ -86,9 +86,12 @@ class Lifeline:
         self._unwatch = watch_tethered(self.tethered)
 
     def tethered(self, process: Tethered, started: bool) -> None:
-        """``processes.watch_tethered``'s watcher (``follow_tethered``)."""
+        """``processes.watch_tethered``'s watcher (``follow_tethered``). A watchdog gone (killed
+        by hand) cannot be told: the process still starts, stopped by its owner's own stop
+        (an error here would leave it running, its start failed after its spawn)."""
         if started:
-            self.watch(process.pid, group=process.group, server=process.server)
+            with contextlib.suppress(OSError):
+                self.watch(process.pid, group=process.group, server=process.server)
         else:
             self.forget(process.pid, group=process.group, server=process.server)
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple, Protocol
 from urllib.parse import urlsplit
 
-from toolscript.errors import ExecutionError, GatewayUnreachableError
+from toolscript.errors import ExecutionError, GatewayError
 from toolscript.execution.source import PreparedSource, SourceMap, prepare
 from toolscript.plumbing.checkoptions import (
     check_imports,
@@ -177,7 +177,9 @@ def _warm_check(
                 json_body=json.dumps(request).encode(),
             )
             verdict = json.loads(answer) if answer else {}
-    except (GatewayUnreachableError, ValueError):  # an older gateway, or one that went away
+    except (GatewayError, ValueError):
+        # an older gateway, one that went away or failed (an error status over HTTP, the
+        # error that status stands for from ``LocalGateway.check``): deno check decides
         return "unavailable", ""
     status = verdict.get("status") if isinstance(verdict, dict) else None
     if status == "passed":
@@ -335,10 +337,30 @@ class _Shown:
             TERMINAL.show(lambda: self._write(shown))
 
 
-def _for_people(target: Sink) -> Sink:
-    """``target`` as the pumps write to it: through ``_Shown`` when it is a terminal."""
+class _Held:
+    """This process's own stdout or stderr when not a terminal, held as the terminal is while
+    toolscript asks the person there (``TERMINAL``): piped to ``tee`` or ``less``, what the
+    script prints is on the person's screen all the same."""
+
+    def __init__(self, target: Sink) -> None:
+        self.target = target
+
+    def write(self, data: bytes, /) -> int:
+        chunk = bytes(data)
+        TERMINAL.show(lambda: self.target.write(chunk))
+        return len(chunk)
+
+    def flush(self) -> None:
+        TERMINAL.show(self.target.flush)
+
+
+def _for_people(target: Sink, *, own: bool = False) -> Sink:
+    """``target`` as the pumps write to it: through ``_Shown`` when it is a terminal, through
+    ``_Held`` when it is this process's own stream (``own``) otherwise."""
     isatty = getattr(target, "isatty", None)
-    return _Shown(target) if isatty is not None and isatty() else target
+    if isatty is not None and isatty():
+        return _Shown(target)
+    return _Held(target) if own else target
 
 
 class _Pump(threading.Thread):
@@ -860,8 +882,8 @@ def run_toolscript(
         raise
     source_map = prepared.map
     streams = _Streams(
-        _for_people(stdout if stdout is not None else sys.stdout.buffer),
-        _for_people(stderr if stderr is not None else sys.stderr.buffer),
+        _for_people(stdout if stdout is not None else sys.stdout.buffer, own=stdout is None),
+        _for_people(stderr if stderr is not None else sys.stderr.buffer, own=stderr is None),
         advice,
     )
     if check and warm_check and module is not None:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # asyncio costs the exec path's start-up; only its types are 
     from collections.abc import Callable
 
 __all__ = [
+    "LAUNCHERS",
     "SHELLS",
     "Sibling",
     "Tethered",
@@ -98,15 +99,42 @@ def identity_alive(identity: str) -> bool:
 
 def when_gone(identity: str, then: Callable[[], None], every: float = 2.0) -> None:
     """Call ``then`` once the process ``process_identity`` named has ended (or at once, if it
-    has), looking every ``every`` seconds from a daemon thread."""
-    import threading
+    has), looking every ``every`` seconds from a daemon thread.
+
+    The name is matched once, now; from then on the process is followed as psutil knows it
+    (by its start since boot where the system keeps one): on Linux a start time in seconds
+    since the epoch moves with the system clock (an NTP step, a VM's or WSL's clock set
+    again), and a gateway following it would stop while its owner still runs."""
+    import psutil
+
+    followed: psutil.Process | None = None
+    pid_text, _, started = identity.partition(":")
+    if pid_text.isdigit():
+        with contextlib.suppress(psutil.Error):
+            process = psutil.Process(int(pid_text))
+            # (a name without a start time, ``pid:``, is its number alone: identity_alive)
+            if not started or process_identity(process.pid) == identity:
+                followed = process
 
     def follow() -> None:
-        while identity_alive(identity):
+        while followed is not None and _still_runs(followed):
             time.sleep(every)
         then()
 
     threading.Thread(target=follow, name="follows its owner", daemon=True).start()
+
+
+def _still_runs(process: Any) -> bool:
+    """Whether ``process`` (a ``psutil.Process``) runs: not ended, not a zombie, its pid not
+    given to another process since."""
+    import psutil
+
+    try:
+        return bool(process.is_running() and process.status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True
 
 
 def started_by(pid: int, moment: float, slack: float = 2.0) -> bool:
@@ -196,35 +224,39 @@ def return_free_memory() -> bool:
 # What a command's hooks and scripts run in between the program that started them and
 # them (a hook's `sh -c`, its script's bash, a `$(...)` subshell).
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "busybox"})
+# Programs that run a command as their child and wait for it, ending with it: a wrapper's
+# `uv run toolscript ...` or `timeout 50 toolscript ...` (not followed: it ends with the hook).
+LAUNCHERS = frozenset({"uv", "uvx", "timeout"})
 
 
 def first_ancestor_not_a_shell() -> str | None:
-    """``process_identity`` of the nearest ancestor of this process that is not a shell: the
-    program that ran us through shells (Claude Code, for a hook). None when that is the
-    system's first process (launchd, init: nothing to follow) or cannot be read."""
+    """``process_identity`` of the nearest ancestor of this process that is not a shell (nor
+    a ``LAUNCHERS`` program, which ends with us): the program that ran us through shells
+    (Claude Code, for a hook). None when that is the system's first process (launchd, init:
+    nothing to follow) or cannot be read."""
     import psutil
 
     try:
         for ancestor in psutil.Process().parents():
             if ancestor.pid <= 1:
                 return None
-            if not _is_shell(ancestor):
+            if not _passed_through(ancestor):
                 return process_identity(ancestor.pid)
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return None
     return None
 
 
-def _is_shell(process: Any) -> bool:
-    """By its program, not its name: a shell running a script is named for the script
-    (``session-start.sh``) on Linux."""
+def _passed_through(process: Any) -> bool:
+    """Whether ``process`` is a shell or a launcher (``LAUNCHERS``), by its program, not its
+    name: a shell running a script is named for the script (``session-start.sh``) on Linux."""
     import psutil
 
     try:
         program = process.exe()
     except (psutil.AccessDenied, psutil.ZombieProcess, OSError):
         program = ""
-    return _base_name(program or process.name()) in SHELLS
+    return _base_name(program or process.name()) in SHELLS | LAUNCHERS
 
 
 def _base_name(name: str) -> str:
