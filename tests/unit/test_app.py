@@ -220,3 +220,18 @@ def test_a_body_a_route_cannot_use_is_a_usage_error_of_the_tree(
 def test_a_run_registers_with_an_empty_body_and_unknown_keys(client: TestClient[Any]) -> None:
     assert client.post("/runs", content=b"").json()["id"]
     assert client.post("/runs", json={"resume": None, "from_a_newer_client": 1}).json()["id"]
+
+
+def test_a_recursion_error_of_a_request_with_no_body_is_the_gateway_s_own() -> None:
+    """Only a body can be nested too deeply: with none, the error is an internal one (500,
+    logged), not the caller's (400)."""
+    from types import SimpleNamespace
+
+    from toolscript.gateway.app import _too_deep_response
+
+    def request(**headers: str) -> Any:
+        return SimpleNamespace(headers=headers, method="GET", url=SimpleNamespace(path="/x"))
+
+    assert _too_deep_response(request(), RecursionError()).status_code == 500
+    sent = request(**{"content-length": "90000"})
+    assert _too_deep_response(sent, RecursionError()).status_code == 400

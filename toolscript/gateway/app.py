@@ -100,7 +100,12 @@ def _unexpected_response(request: Request[Any, Any, Any], exc: Exception) -> Res
 def _too_deep_response(request: Request[Any, Any, Any], exc: RecursionError) -> Response[bytes]:
     """A body nested past what the decoder recurses into (``[[[[...`` sent to any route a
     run's token or the agent's reaches): the caller's error, never an internal one whose
-    traceback each such request would add to the gateway's log."""
+    traceback each such request would add to the gateway's log. A request with no body
+    raised one of the gateway's own: that is unexpected, and logged as such."""
+    if request.headers.get("content-length", "0") in ("", "0") and not request.headers.get(
+        "transfer-encoding"
+    ):
+        return _unexpected_response(request, exc)
     return _error_response(
         request, UsageError("the request body is not usable JSON: nested too deeply")
     )
