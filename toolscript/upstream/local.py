@@ -707,14 +707,20 @@ async def _lines(stream: asyncio.StreamReader) -> AsyncIterator[bytes]:
 
 
 def _user_uv_config() -> Path | None:
-    """The user's own ``uv.toml`` (``UV_CONFIG_FILE``, else ``$XDG_CONFIG_HOME/uv``, else
-    ``~/.config/uv``), if any."""
+    """The uv settings that are the user's or the machine's, never a project's: ``UV_CONFIG_FILE``,
+    else the user's ``uv.toml`` (``$XDG_CONFIG_HOME/uv``, else ``~/.config/uv``), else the
+    system's (``$XDG_CONFIG_DIRS/uv``, else ``/etc/xdg/uv``, then ``/etc/uv``: a company's
+    package mirror is often set there). uv reads one file given by name, so the first found."""
     chosen = os.environ.get("UV_CONFIG_FILE")
     if chosen:
         return Path(chosen)
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    path = Path(base) / "uv" / "uv.toml"
-    return path if path.is_file() else None
+    system = (os.environ.get("XDG_CONFIG_DIRS") or "/etc/xdg").split(os.pathsep)
+    for folder in [base, *filter(None, system), "/etc"]:
+        path = Path(folder) / "uv" / "uv.toml"
+        if path.is_file():
+            return path
+    return None
 
 
 async def _stop_worker_process(process: asyncio.subprocess.Process) -> None:
