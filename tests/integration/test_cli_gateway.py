@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.helpers import (
@@ -160,3 +161,57 @@ def test_list_servers_adds_live_state(project: GatewayProcess) -> None:
     assert servers[0]["tools"] == 2
     text = run("list-servers", cwd=project.directory).stdout
     assert text.splitlines()[0] == "time\tstdio\tconnected\t2\t\tClock\t.toolscript.json"
+
+
+def test_gateway_stop_stops_the_project_gateway_and_its_servers(tmp_path: Path) -> None:
+    config = {"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}}
+    with running_gateway(config, tmp_path) as gateway:
+        family = gateway.descendants()
+        assert family  # its server
+        stopped = run("gateway", "stop", cwd=tmp_path)
+        assert stopped.returncode == 0, stopped.stderr
+        assert f"gateway: stopped (pid {gateway.process.pid})" in stopped.stdout
+        assert gateway.process.wait(timeout=10) is not None
+        _, alive = psutil.wait_procs(family, timeout=10)
+        assert alive == []
+        assert run("gateway", "status", cwd=tmp_path).returncode == 1
+        again = run("gateway", "stop", "--json", cwd=tmp_path)
+        assert again.returncode == 0
+        assert json.loads(again.stdout) == {"running": False, "stopped": False}
+
+
+def test_gateway_stop_never_signals_another_program_given_the_gateway_s_pid(
+    tmp_path: Path,
+) -> None:
+    """A gateway killed outright leaves its state file; a program later given its number is
+    not that gateway (no answer at the file's URL, started after the file): left alone."""
+    cache = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from toolscript.plumbing.paths import user_cache_dir as d; print(d())",
+        ],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    with running_gateway({"mcpServers": {}}, tmp_path) as gateway:
+        (state_file,) = [
+            path
+            for path in (Path(cache) / "gateways").glob("*.json")
+            if json.loads(path.read_text()).get("pid") == gateway.process.pid
+        ]
+        gateway.process.kill()
+        gateway.process.wait(timeout=10)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        state = json.loads(state_file.read_text())
+        state_file.write_text(json.dumps(state | {"pid": other.pid, "started": time.time() - 3600}))
+        left = run("gateway", "stop", cwd=tmp_path)
+        assert left.returncode == 0 and "not running" in left.stderr, left.stderr
+        assert other.poll() is None
+    finally:
+        other.kill()
+        other.wait()
+        state_file.unlink(missing_ok=True)

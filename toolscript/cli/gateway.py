@@ -15,11 +15,12 @@ from toolscript.errors import ConfigError, GatewayError, UsageError
 __all__ = ["app"]
 
 app = typer.Typer(
-    help="Start the gateway or check on it.\n\n"
+    help="Start the gateway, check on it, or stop it.\n\n"
     "Examples:\n\n\b\n"
     "    toolscript gateway start &           # prints its URL once every server was tried\n"
     "    toolscript gateway status            # exit 0 healthy, 3 a server not connected, 1 not running\n"
-    "    toolscript gateway status --json | jq .servers",
+    "    toolscript gateway status --json | jq .servers\n"
+    "    toolscript gateway stop              # its servers with it",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -274,6 +275,88 @@ def _stop_with(identity: str) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
     when_gone(identity, stop)
+
+
+@app.command("stop")
+def stop(
+    config: ConfigOption = None,
+    wait: Annotated[
+        float,
+        typer.Option("--wait", min=0, help="Seconds to wait for it to exit, its servers stopped."),
+    ] = 15.0,
+    as_json: JsonOption = False,
+) -> None:
+    """Stop this project's gateway (the one `gateway start` runs here), its servers with it.
+
+    Sends it SIGTERM, as Ctrl+C in its terminal does, and waits until it has exited. A
+    session's gateway (the Claude Code plugin's) or an MCP client's `toolscript mcp` are
+    not this one: their owners stop them. Exit 0 once it stopped or when none runs, 1 when
+    it is still stopping after --wait seconds.
+
+    Examples:
+
+    \b
+        toolscript gateway stop
+        toolscript gateway stop --wait 60 --json
+    """
+    import signal
+    import time
+
+    from toolscript.gateway.state import read_gateway_state
+    from toolscript.plumbing.processes import process_alive, signal_quietly
+
+    try:
+        directory = load_config(config).cache_dir()
+    except ConfigError:  # the gateway serves its last good configuration: it runs all the same
+        directory = Config(path=None, project_dir=find_config_path(config).parent).cache_dir()
+    state = read_gateway_state(directory)
+    pid = state.get("pid") if state else None
+    if state is None or not isinstance(pid, int) or not _is_the_gateway(state):
+        _said(as_json, {"running": False, "stopped": False}, "gateway: not running\n")
+        return
+    signal_quietly(pid, signal.SIGTERM)
+    deadline = time.monotonic() + wait
+    while process_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if process_alive(pid):
+        _said(
+            as_json,
+            {"running": True, "stopped": False, "pid": pid},
+            f"gateway: still stopping after {wait:g} s (pid {pid}); its log says what it "
+            f"waits for, and `kill -9 {pid}` ends it at once (servers that ignore their "
+            "closed stdin may then be left)\n",
+        )
+        raise typer.Exit(1)
+    _said(
+        as_json, {"running": False, "stopped": True, "pid": pid}, f"gateway: stopped (pid {pid})\n"
+    )
+
+
+def _is_the_gateway(state: dict[str, Any]) -> bool:
+    """Whether the process the state file names is that gateway, not another program given
+    its number since: it answers at the file's URL with that pid, or (still starting, with
+    no URL yet) started when the file says."""
+    from toolscript.plumbing.processes import started_by
+
+    pid, url = state["pid"], state.get("url")
+    if url and not state.get("starting"):
+        try:
+            with GatewayClient(str(url).rstrip("/"), timeout=5) as client:
+                health: dict[str, Any] = client.get_json("/health")
+        except GatewayError:
+            pass
+        else:
+            return bool((health.get("processes") or {}).get("gateway", {}).get("pid") == pid)
+    started = state.get("started")
+    return isinstance(started, int | float) and started_by(pid, float(started))
+
+
+def _said(as_json: bool, data: dict[str, Any], text: str) -> None:
+    """``data`` with --json, else ``text``: on stdout once stopped, on stderr otherwise."""
+    if as_json:
+        print_json(data)
+    else:
+        (sys.stdout if data.get("stopped") else sys.stderr).write(text)
 
 
 @app.command("status")
