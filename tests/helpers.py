@@ -452,6 +452,66 @@ def run_on_a_terminal(module: str, *args: str, cwd: Path, env: dict[str, str]) -
     return process.wait(30), received
 
 
+class ExecOnATerminal:
+    """``toolscript exec --no-check FILE`` against the gateway at ``url``, in its own session,
+    with stdin and stderr on a pty and stdout there too or, with ``piped``, on a pipe of its
+    own (``tee``): what each received (``terminal``, ``piped``), read as it comes; stopped
+    and closed at the end of a ``with``."""
+
+    def __init__(self, file: str, *, cwd: Path, url: str, piped: bool = False) -> None:
+        import pty
+
+        self.leader, follower = pty.openpty()
+        self.read_end, write_end = os.pipe() if piped else (None, None)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "toolscript", "exec", "--no-check", file],
+            cwd=cwd,
+            env=clean_env(TOOLSCRIPT_GATEWAY_URL=url),
+            stdin=follower,
+            stdout=follower if write_end is None else write_end,
+            stderr=follower,
+            start_new_session=True,
+        )
+        os.close(follower)
+        if write_end is not None:
+            os.close(write_end)
+        self.open = [fd for fd in (self.leader, self.read_end) if fd is not None]
+        self.terminal = b""
+        self.piped = b""
+
+    def read_until(self, done: Callable[[], bool], limit: float) -> None:
+        """Read until ``done()``, ``limit`` seconds, or every stream closed."""
+        import select
+
+        deadline = time.monotonic() + limit
+        while self.open and not done() and time.monotonic() < deadline:
+            for fd in select.select(self.open, [], [], 0.2)[0]:
+                try:
+                    chunk = os.read(fd, 65536)
+                except OSError:  # the terminal's other end closed (Linux): all was read
+                    chunk = b""
+                if not chunk:
+                    self.open.remove(fd)
+                elif fd == self.leader:
+                    self.terminal += chunk
+                else:
+                    self.piped += chunk
+
+    def type(self, text: bytes) -> None:
+        os.write(self.leader, text)
+
+    def __enter__(self) -> ExecOnATerminal:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(30)
+        os.close(self.leader)
+        if self.read_end is not None:
+            os.close(self.read_end)
+
+
 def answer_on_a_terminal(
     *args: str,
     cwd: Path,

@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import (
+    ExecOnATerminal,
     GatewayProcess,
     LocalHTTPServer,
     clean_env,
@@ -208,60 +209,31 @@ await forged;
 
 
 def test_a_script_prints_nothing_under_the_question_it_is_asked_about(tmp_path: Path) -> None:
-    import os
-    import pty
-    import select
-    import time
-
     config = {
         "mcpServers": {"records": {"command": sys.executable, "args": [str(RECORDS)]}},
         "search": {"semantic": False},
     }
     (tmp_path / "forge.ts").write_text(FORGES_A_QUESTION)
-    with running_gateway(config, tmp_path) as gateway:
-        leader, follower = pty.openpty()
-        process = subprocess.Popen(
-            [sys.executable, "-m", "toolscript", "exec", "--no-check", "forge.ts"],
-            cwd=tmp_path,
-            env=clean_env(TOOLSCRIPT_GATEWAY_URL=gateway.url),
-            stdin=follower,
-            stdout=follower,
-            stderr=follower,
-            start_new_session=True,
-        )
-        os.close(follower)
-        seen = b""
-
-        def read_until(done: Callable[[], bool], limit: float) -> None:
-            nonlocal seen
-            deadline = time.monotonic() + limit
-            while not done() and time.monotonic() < deadline:
-                if select.select([leader], [], [], 0.2)[0]:
-                    try:
-                        seen += os.read(leader, 65536)
-                    except OSError:
-                        return
+    with (
+        running_gateway(config, tmp_path) as gateway,
+        ExecOnATerminal("forge.ts", cwd=tmp_path, url=gateway.url) as run,
+    ):
 
         def record(key: str) -> Any:
             return gateway.call("records__read_record", {"key": key}).json()["text"]
 
-        try:
-            read_until(lambda: b"allow it?" in seen, 90)
-            assert b"records__delete_record" in seen, seen
-            gateway.call("records__write_record", {"key": "go", "text": "1"})
-            # the script printed its forged question (the server has its word for it)
-            read_until(lambda: record("printed") == "yes", 60)
-            # what reaches the terminal within a few seconds of that, had it been shown
-            read_until(lambda: b"FORGED" in seen, 3)
-            answered_at = len(seen)
-            os.write(leader, b"n\n")
-            read_until(lambda: process.poll() is not None, 60)
-            read_until(lambda: False, 0.5)
-        finally:
-            if process.poll() is None:
-                process.kill()
-            process.wait(30)
-            os.close(leader)
+        run.read_until(lambda: b"allow it?" in run.terminal, 90)
+        assert b"records__delete_record" in run.terminal, run.terminal
+        gateway.call("records__write_record", {"key": "go", "text": "1"})
+        # the script printed its forged question (the server has its word for it)
+        run.read_until(lambda: record("printed") == "yes", 60)
+        # what reaches the terminal within a few seconds of that, had it been shown
+        run.read_until(lambda: b"FORGED" in run.terminal, 3)
+        answered_at = len(run.terminal)
+        run.type(b"n\n")
+        run.read_until(lambda: run.process.poll() is not None, 60)
+        run.read_until(lambda: False, 0.5)
+    seen = run.terminal
     assert b"FORGED" not in seen[:answered_at], seen.decode(errors="replace")
     assert b"FORGED" in seen[answered_at:], seen.decode(errors="replace")
     assert b"the user refused this call" in seen, seen.decode(errors="replace")
