@@ -25,7 +25,7 @@ from tests.helpers import (
     toolscript_cli,
     wait_until,
 )
-from tests.integration.test_mcp_face_signals import QUICK_RUN, Face
+from tests.integration.test_mcp_face_signals import QUICK_RUN, Face, started_face
 from toolscript.search.semantic import semantic_installed
 
 # ignores SIGTERM and stays when its stdin closes: only SIGKILL ends it
@@ -53,25 +53,6 @@ def _kind(process: psutil.Process) -> str:
         if mark in line:
             return kind
     return line
-
-
-def _face(tmp_path: Path, servers: dict[str, object]) -> Face:
-    """A face (initialized) on a project of ``servers``, its home in ``tmp_path``; the same
-    project and home for a second call."""
-    directory = tmp_path / "project"
-    directory.mkdir(exist_ok=True)
-    (directory / ".toolscript.json").write_text(json.dumps({"mcpServers": servers}))
-    face = Face(directory, tmp_path / "home")
-    face.ask(
-        "initialize",
-        {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "shutdown-test", "version": "1"},
-        },
-    )
-    face.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    return face
 
 
 def _ran(face: Face) -> None:
@@ -110,10 +91,19 @@ def _left(tree: list[psutil.Process]) -> list[str]:
     return [f"{_kind(process)} ({process.pid})" for process in tree if _running(process)]
 
 
+def _left_after_a_wait(tree: list[psutil.Process]) -> list[str]:
+    """What of ``tree`` still runs after 20 s (then killed, so no test leaves it)."""
+    _, alive = psutil.wait_procs(tree, timeout=20)
+    left = _left(alive)
+    for process in alive:
+        process.kill()
+    return left
+
+
 def test_after_sigterm_nothing_of_the_face_is_left_once_it_exits(tmp_path: Path) -> None:
     """A search worker still loading as the face stopped was unknown to the gateway's stop:
     it outlived the face until its load ended."""
-    face = _face(tmp_path, {"time": {"command": python_bin("mcp-server-time")}})
+    face = started_face(tmp_path, {"time": {"command": python_bin("mcp-server-time")}})
     _ran(face)
     tree = _whole_tree(face, "time server")
     face.process.send_signal(signal.SIGTERM)
@@ -132,18 +122,15 @@ def test_a_killed_face_leaves_nothing_and_the_next_one_starts(tmp_path: Path) ->
     SIGKILL), ``deno lsp``, the spare and the search worker, and leaves; a second face in
     the same project and home serves, runs a script and logs it."""
     servers = {"time": {"command": python_bin("mcp-server-time")}, "stuck": STUBBORN}
-    face = _face(tmp_path, servers)
+    face = started_face(tmp_path, servers)
     _ran(face)
     tree = _whole_tree(face, "time server", "stubborn server")
     face.process.kill()
     face.process.wait()
-    _, alive = psutil.wait_procs(tree, timeout=20)
-    left = [f"{_kind(process)} ({process.pid})" for process in alive if _running(process)]
-    for process in alive:
-        process.kill()
+    left = _left_after_a_wait(tree)
     assert left == [], f"left running after the face was killed: {left}"
 
-    again = _face(tmp_path, servers)
+    again = started_face(tmp_path, servers)
     try:
         _ran(again)
         assert again.process.stdin is not None
@@ -162,7 +149,7 @@ def test_a_stubborn_server_is_killed_when_claude_code_ends_the_face(tmp_path: Pa
     ignores both its stdin's end and SIGTERM; it is gone in the end all the same (by the
     face's own stop, or by its watchdog once the face was killed)."""
     servers = {"time": {"command": python_bin("mcp-server-time")}, "stuck": STUBBORN}
-    face = _face(tmp_path, servers)
+    face = started_face(tmp_path, servers)
     _ran(face)
     tree = _whole_tree(face, "time server", "stubborn server")
     face.process.send_signal(signal.SIGINT)
@@ -173,10 +160,7 @@ def test_a_stubborn_server_is_killed_when_claude_code_ends_the_face(tmp_path: Pa
     except subprocess.TimeoutExpired:
         face.process.kill()
     face.process.wait()
-    _, alive = psutil.wait_procs(tree, timeout=20)
-    left = [f"{_kind(process)} ({process.pid})" for process in alive if _running(process)]
-    for process in alive:
-        process.kill()
+    left = _left_after_a_wait(tree)
     assert left == [], f"left running after the face ended: {left}"
 
 
@@ -184,7 +168,7 @@ def test_a_stubborn_server_is_killed_before_a_signalled_face_exits(tmp_path: Pat
     """SIGTERM alone: the face stops the server itself (stdin closed, SIGTERM, SIGKILL)
     before it exits by itself."""
     servers = {"time": {"command": python_bin("mcp-server-time")}, "stuck": STUBBORN}
-    face = _face(tmp_path, servers)
+    face = started_face(tmp_path, servers)
     _ran(face)
     root = psutil.Process(face.process.pid)
     tree = wait_until(
@@ -221,8 +205,5 @@ def test_a_face_killed_while_it_starts_leaves_no_server(tmp_path: Path) -> None:
     finally:
         face.process.kill()
         face.process.wait()
-    _, alive = psutil.wait_procs(tree, timeout=20)
-    left = [f"{_kind(process)} ({process.pid})" for process in alive if _running(process)]
-    for process in alive:
-        process.kill()
+    left = _left_after_a_wait(tree)
     assert left == [], f"left running after the face was killed: {left}"

@@ -62,22 +62,27 @@ class Face:
         return self.ask("tools/call", {"name": "execute", "arguments": {"code": code}})
 
 
-def _started(tmp_path: Path) -> Face:
+def started_face(tmp_path: Path, servers: dict[str, object]) -> Face:
+    """A face (initialized) on a project of ``servers``, its home in ``tmp_path``; the same
+    project and home for a second call."""
     directory = tmp_path / "project"
-    directory.mkdir()
-    config = {"mcpServers": {"time": {"command": python_bin("mcp-server-time")}}}
-    (directory / ".toolscript.json").write_text(json.dumps(config))
+    directory.mkdir(exist_ok=True)
+    (directory / ".toolscript.json").write_text(json.dumps({"mcpServers": servers}))
     face = Face(directory, tmp_path / "home")
     face.ask(
         "initialize",
         {
             "protocolVersion": "2025-06-18",
             "capabilities": {},
-            "clientInfo": {"name": "signals-test", "version": "1"},
+            "clientInfo": {"name": "face-test", "version": "1"},
         },
     )
     face.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
     return face
+
+
+def _started(tmp_path: Path) -> Face:
+    return started_face(tmp_path, {"time": {"command": python_bin("mcp-server-time")}})
 
 
 def _stopped(face: Face, stop: signal.Signals | None) -> tuple[int | None, list[psutil.Process]]:
