@@ -17,6 +17,12 @@ def _decision(command: str) -> dict[str, str] | None:
     return None if decision is None else decision["hookSpecificOutput"]
 
 
+def _assert_asked(command: str) -> None:
+    output = _decision(command)
+    assert output is not None, command
+    assert output["permissionDecision"] == "ask"
+
+
 @pytest.mark.parametrize(
     "command",
     [
@@ -35,9 +41,7 @@ def _decision(command: str) -> dict[str, str] | None:
     ],
 )
 def test_choosing_or_writing_the_trusted_configs_file_is_asked(command: str) -> None:
-    output = _decision(command)
-    assert output is not None, command
-    assert output["permissionDecision"] == "ask"
+    _assert_asked(command)
 
 
 @pytest.mark.parametrize(
@@ -68,9 +72,7 @@ def test_other_programs_settings_pass_unasked(command: str) -> None:
 def test_the_trusted_configs_folder_named_by_its_setting_in_braces_is_asked(
     command: str,
 ) -> None:
-    output = _decision(command)
-    assert output is not None, command
-    assert output["permissionDecision"] == "ask"
+    _assert_asked(command)
 
 
 @pytest.mark.parametrize(
@@ -87,9 +89,7 @@ def test_the_trusted_configs_folder_named_by_its_setting_in_braces_is_asked(
 def test_settings_computed_when_it_runs_are_asked_however_env_or_export_is_spelled(
     command: str,
 ) -> None:
-    output = _decision(command)
-    assert output is not None, command
-    assert output["permissionDecision"] == "ask"
+    _assert_asked(command)
 
 
 @pytest.mark.parametrize(
