@@ -462,7 +462,9 @@ class ExecOnATerminal:
         import pty
 
         self.leader, follower = pty.openpty()
-        self.read_end, write_end = os.pipe() if piped else (None, None)
+        pipe = os.pipe() if piped else None
+        self.read_end: int | None = pipe[0] if pipe else None
+        write_end = pipe[1] if pipe else None
         self.process = subprocess.Popen(
             [sys.executable, "-m", "toolscript", "exec", "--no-check", file],
             cwd=cwd,

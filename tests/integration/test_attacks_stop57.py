@@ -21,7 +21,6 @@ Got through, fixed:
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,10 +32,10 @@ from tests.helpers import (
     ExecOnATerminal,
     GatewayProcess,
     LocalHTTPServer,
-    clean_env,
     fixture_server,
     running_gateway,
 )
+from tests.integration.test_sandbox_attacks_stop55 import exec_script
 
 
 @pytest.fixture(scope="module")
@@ -44,19 +43,6 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
     config = {"mcpServers": {"fx": fixture_server()}, "search": {"semantic": False}}
     with running_gateway(config, tmp_path_factory.mktemp("stop57")) as started:
         yield started
-
-
-def exec_script(
-    gateway: GatewayProcess, code: str, cwd: Path, *args: str
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "toolscript", "exec", "--no-check", *args, code],
-        cwd=cwd,
-        env=clean_env(TOOLSCRIPT_GATEWAY_URL=gateway.url),
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
 
 
 def test_a_deeply_nested_body_on_any_route_a_run_reaches_is_its_own_error(
@@ -79,7 +65,7 @@ for (let round = 0; round < 5; round++) {
 }
 console.log(JSON.stringify(seen));
 """
-    done = exec_script(gateway, code, tmp_path)
+    done = exec_script(gateway, code, tmp_path, "--no-check")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [[400, "usage_error"]] * 15
     assert "Traceback" not in gateway.log
