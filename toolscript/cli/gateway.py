@@ -305,11 +305,7 @@ def stop(
     from toolscript.gateway.state import read_gateway_state
     from toolscript.plumbing.processes import process_alive, signal_quietly
 
-    try:
-        directory = load_config(config).cache_dir()
-    except ConfigError:  # the gateway serves its last good configuration: it runs all the same
-        directory = Config(path=None, project_dir=find_config_path(config).parent).cache_dir()
-    state = read_gateway_state(directory)
+    state = read_gateway_state(_project_config(config)[0].cache_dir())
     pid = state.get("pid") if state else None
     if state is None or not isinstance(pid, int) or not _is_the_gateway(state):
         _said(as_json, {"running": False, "stopped": False}, "gateway: not running\n")
@@ -330,6 +326,16 @@ def stop(
     _said(
         as_json, {"running": False, "stopped": True, "pid": pid}, f"gateway: stopped (pid {pid})\n"
     )
+
+
+def _project_config(config: str | None) -> tuple[Config, ConfigError | None]:
+    """The project's config, or, when it cannot be loaded, the project's folder alone and why:
+    a running gateway serves its last good configuration (and reports the error itself), so
+    it is found, checked on and stopped all the same."""
+    try:
+        return load_config(config), None
+    except ConfigError as exc:
+        return Config(path=None, project_dir=find_config_path(config).parent), exc
 
 
 def _is_the_gateway(state: dict[str, Any]) -> bool:
@@ -373,13 +379,7 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         toolscript gateway status
         toolscript gateway status --json | jq '.servers'
     """
-    config_problem: ConfigError | None = None
-    try:
-        loaded = load_config(config)
-    except ConfigError as exc:
-        # A running gateway serves its last good configuration and reports this error itself.
-        config_problem = exc
-        loaded = Config(path=None, project_dir=find_config_path(config).parent)
+    loaded, config_problem = _project_config(config)
     url: str | None = None
     try:
         url = find_gateway_url(loaded)  # a gateway still starting is waited for
