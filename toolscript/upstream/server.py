@@ -584,6 +584,11 @@ class UpstreamServer:
     def _redact(self, text: str) -> str:
         return redact(text, self.config.secrets)
 
+    def _said(self, text: str) -> str:
+        """The server's ``text`` as an error quotes it: its secrets out, cut as its listings'
+        texts are (a script, its output and the run log would each hold it whole)."""
+        return cut_text(self._redact(text))
+
     async def stop(self, *, hurry: bool = False) -> None:
         """Ask ``run`` to close the session (and the server process) and return; ``hurry``:
         its process is given ``HURRIED``'s graces, not ``POLITE``'s (``upstream/early.py``)."""
@@ -660,7 +665,7 @@ class UpstreamServer:
             if self._lost.is_set() or self._session is not session:
                 raise self._went_away(tool, exc) from exc
             raise UpstreamError(
-                f"{self.name}__{tool} failed: {cut_text(self._redact(_describe(exc)))}"
+                f"{self.name}__{tool} failed: {self._said(_describe(exc))}"
             ) from exc
         if not isinstance(result, mcp_types.CallToolResult):
             raise UpstreamError(
@@ -708,10 +713,7 @@ class UpstreamServer:
             self._raw_progress.pop(request_id, None)
             self._repairs.pop(request_id, None)
         if isinstance(answer, mcp_types.JSONRPCError):
-            # the server's text: cut as its listings' are (a script, its output and the run
-            # log would each hold it whole)
-            said = cut_text(self._redact(answer.error.message))
-            raise UpstreamError(f"{self.name}__{tool} failed: {said}")
+            raise UpstreamError(f"{self.name}__{tool} failed: {self._said(answer.error.message)}")
         result: dict[str, Any] = answer.result
         return result
 
@@ -738,7 +740,7 @@ class UpstreamServer:
             if self._lost.is_set() or self._session is not session:
                 raise self._went_away(method, exc) from exc
             raise UpstreamError(
-                f"{self.name}: {method} failed: {cut_text(self._redact(_describe(exc)))}"
+                f"{self.name}: {method} failed: {self._said(_describe(exc))}"
             ) from exc
 
     async def _pages(
