@@ -38,7 +38,7 @@ from toolscript.upstream.base import (
     ToolsChanged,
 )
 from toolscript.upstream.early import HURRIED, POLITE, EarlyServer, StopGraces
-from toolscript.upstream.limits import bound_listing, cut_text
+from toolscript.upstream.limits import QUESTION_LIMIT, bound_listing, cut_text
 from toolscript.upstream.sdk import TransportStreams
 from toolscript.upstream.tolerant import repair_call_result, repair_tool_list
 
@@ -397,9 +397,10 @@ class UpstreamServer:
 
     async def _elicit(self, context: Any, params: Any) -> Any:
         """The server asks the user something during a call: the gateway's answer, or an
-        error the server hears (nobody can answer, or the question is not a form)."""
+        error the server hears (nobody can answer, or the question is not a form). Its
+        message is cut to ``QUESTION_LIMIT``, as a prompt shows it (terminal or MCP face)."""
         assert self._on_elicit is not None
-        message = str(getattr(params, "message", ""))
+        message = cut_text(str(getattr(params, "message", "")), QUESTION_LIMIT)
         schema = getattr(params, "requested_schema", None)
         if schema is None:  # a URL elicitation: toolscript opens no browser for a server
             return mcp_types.ErrorData(
