@@ -36,8 +36,20 @@ def start(
     ] = 0,
     host: Annotated[
         str,
-        typer.Option("--host", help="Address to bind. Keep the loopback default unless needed."),
+        typer.Option(
+            "--host",
+            help="Address to bind: a loopback one (127.0.0.1, ::1, localhost); any other "
+            "only with --allow-remote.",
+        ),
     ] = "127.0.0.1",
+    allow_remote: Annotated[
+        bool,
+        typer.Option(
+            "--allow-remote",
+            help="Let --host be an address other machines reach. Anyone who sees the "
+            "gateway's URL (plain HTTP, its token in the path) can then call every tool.",
+        ),
+    ] = False,
     connect_timeout: Annotated[
         float,
         typer.Option("--connect-timeout", min=0.1, help="Seconds a server may take to connect."),
@@ -163,7 +175,9 @@ def start(
 
     Connects every configured server, then prints the gateway URL (token
     included) on stdout; logs go to stderr. A server slower than --ready-wait
-    does not hold up the others: it joins when it connects.
+    does not hold up the others: it joins when it connects. It listens on
+    loopback only: a --host other machines reach is refused unless
+    --allow-remote is given.
 
     Examples:
 
@@ -182,6 +196,7 @@ def start(
     if stop_with is not None:
         _stop_with(stop_with)
     try:
+        _refuse_remote(host, allow_remote)
         loaded = load_config(config, require_trust=True)
     except BaseException:
         # The entry point marked the start before reading anything (see entry.py).
@@ -253,6 +268,45 @@ def start(
                 abandon_start(loaded.cache_dir(cache))
     finally:
         discard(early)  # what no server took (a start that failed before they connected)
+
+
+def _refuse_remote(host: str, allow_remote: bool) -> None:
+    """A ``--host`` other machines reach only with ``--allow-remote``, and then with a
+    warning: the gateway speaks plain HTTP, and whoever reads its URL (the token is its
+    path) calls every tool and runs scripts as the user."""
+    if _loopback(host):
+        return
+    risk = (
+        f"--host {host} is not a loopback address: other machines could reach the gateway, "
+        "and anyone who sees its URL (plain HTTP, the token in its path) could call every "
+        "tool and run scripts as you"
+    )
+    if not allow_remote:
+        raise UsageError(
+            risk,
+            hint="keep the loopback default (from another machine, use an SSH tunnel: "
+            "`ssh -L PORT:127.0.0.1:PORT HOST`), or pass --allow-remote to accept that risk",
+        )
+    print(f"toolscript: warning: {risk} (--allow-remote)", file=sys.stderr, flush=True)
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address, or a name whose every address is one (a name
+    that does not resolve is left to the bind, which says so)."""
+    import ipaddress
+    import socket
+
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    try:
+        found = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except OSError:
+        return True
+    return all(
+        ipaddress.ip_address(str(info[4][0]).partition("%")[0]).is_loopback for info in found
+    )
 
 
 def _stop_with(identity: str) -> None:
