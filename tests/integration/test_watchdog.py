@@ -217,3 +217,99 @@ def test_a_server_group_gets_its_grace_then_sigterm_then_sigkill() -> None:
         for each in everyone:
             each.kill()
             each.wait()
+
+
+def _started(process: subprocess.Popen[bytes]) -> int:
+    return int(psutil.Process(process.pid).create_time())
+
+
+def test_a_pid_given_to_another_process_since_is_not_signalled() -> None:
+    """A word may carry the start time of the process it names (``@<seconds>``, what the
+    MCP face's watchdog is told): one that ended by itself may have given its pid to another
+    since (pids wrap fast on macOS). A pid, or a group, whose process (its leader) started
+    at another time is left alone; one that started then is stopped as before."""
+    group, reused_group, server, reused_server, process, reused_process = (
+        sleeper() for _ in range(6)
+    )
+    everyone = [group, reused_group, server, reused_server, process, reused_process]
+    reaper = threading.Thread(target=process.wait)  # else it lingers, a zombie, for 20 s
+    reaper.start()
+    try:
+        fire(
+            [
+                f"g{group.pid}@{_started(group)}",
+                f"g{reused_group.pid}@{_started(reused_group) - 3600}",
+                f"s{server.pid}@{_started(server)}",
+                f"s{reused_server.pid}@{_started(reused_server) + 3600}",
+                f"p{process.pid}@{_started(process)}",
+                f"p{reused_process.pid}@{_started(reused_process) - 60}",
+            ]
+        )
+        assert group.wait(10) == -signal.SIGKILL
+        assert server.wait(10) == -signal.SIGTERM
+        reaper.join(10)
+        assert process.returncode == -signal.SIGTERM
+        assert [each.poll() for each in (reused_group, reused_server, reused_process)] == [None] * 3
+    finally:
+        for each in everyone:
+            each.kill()
+            each.wait()
+
+
+def test_without_ps_a_pid_is_signalled_by_its_number_alone(tmp_path: Path) -> None:
+    """A system with no ``ps`` (a slim container) cannot say when a process started: the
+    watchdog stops what it was told of by number, as before start times were told."""
+    for program in ("sleep", "date"):
+        found = shutil.which(program)
+        assert found is not None
+        (tmp_path / program).symlink_to(found)
+    watched = sleeper()
+    try:
+        subprocess.run(
+            ["/bin/sh", str(watchdog.SCRIPT)],
+            input=f"g{watched.pid}@{_started(watched) - 3600}\n",
+            text=True,
+            env={"PATH": str(tmp_path)},
+            timeout=60,
+            check=True,
+        )
+        assert watched.wait(10) == -signal.SIGKILL
+    finally:
+        watched.kill()
+        watched.wait()
+
+
+# A face's watchdog told of two processes as its gateway tethers them, then the face killed.
+_FACE = """
+import os, signal, sys
+from toolscript.execution.lifeline import Lifeline
+from toolscript.plumbing.processes import Tethered
+
+lifeline = Lifeline(catch_signals=False)
+lifeline.follow_tethered()
+for pid, started in zip(sys.argv[1::2], sys.argv[2::2]):
+    lifeline.tethered(Tethered(int(pid), group=True, started=float(started)), True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_the_face_s_watchdog_is_told_each_tethered_process_s_start_time() -> None:
+    """The start time ``tether`` recorded reaches the watchdog: a pid whose process started
+    at another time than the one tethered (its number given to another since) is spared."""
+    tethered, reused = sleeper(), sleeper()
+    try:
+        face = subprocess.run(
+            [
+                *(sys.executable, "-c", _FACE),
+                *(str(tethered.pid), str(psutil.Process(tethered.pid).create_time())),
+                *(str(reused.pid), str(psutil.Process(reused.pid).create_time() - 3600)),
+            ],
+            timeout=60,
+        )
+        assert face.returncode == -signal.SIGKILL
+        assert tethered.wait(10) == -signal.SIGKILL
+        assert reused.poll() is None
+    finally:
+        for each in (tethered, reused):
+            each.kill()
+            each.wait()

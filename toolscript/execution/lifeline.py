@@ -54,11 +54,15 @@ class Lifeline:
             self._previous[sig] = signal.signal(sig, _raise_exit)
         return self
 
-    def watch(self, pid: int, *, group: bool, server: bool = False) -> None:
+    def watch(
+        self, pid: int, *, group: bool, server: bool = False, started: float | None = None
+    ) -> None:
         """Stop ``pid`` (its whole process group with ``group``) if exec dies; ``server``: a
         stdio server's group, stopped politely (a grace to leave once its stdin closed with
-        exec, then TERM, then KILL)."""
-        word = f"{'s' if server else 'g' if group else 'p'}{pid}\n"
+        exec, then TERM, then KILL); ``started``: its start time (``create_time``), without
+        which the watchdog signals whatever process has that number then."""
+        since = "" if started is None else f"@{int(started)}"
+        word = f"{'s' if server else 'g' if group else 'p'}{pid}{since}\n"
         with self._lock:
             if self._ended:
                 return
@@ -91,7 +95,9 @@ class Lifeline:
         (an error here would leave it running, its start failed after its spawn)."""
         if started:
             with contextlib.suppress(OSError):
-                self.watch(process.pid, group=process.group, server=process.server)
+                self.watch(
+                    process.pid, group=process.group, server=process.server, started=process.started
+                )
         else:
             self.forget(process.pid, group=process.group, server=process.server)
 
