@@ -102,9 +102,9 @@ def test_a_server_that_kills_its_face_as_it_starts_is_stopped(tmp_path: Path) ->
     then to run on ignoring its stdin's end and SIGTERM. Its program runs only once the face
     tethered it, so the face's watchdog stops it.
 
-    (On the code before the gate this passes too, nearly always: the face tethers a server
-    microseconds after its spawn returns, sooner than a shell starts to kill it. The test
-    above takes the face down in that instant itself.)"""
+    (On the code before the gate this fails only when the attacker wins the race, now and
+    then: the face tethers a server microseconds after its spawn returns, mostly sooner than
+    a shell starts to kill it. The test above takes the face down in that instant itself.)"""
     directory = tmp_path / "project"
     directory.mkdir()
     pid_file = tmp_path / "attacker-pid"
