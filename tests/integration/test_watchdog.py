@@ -219,13 +219,25 @@ def test_a_server_group_gets_its_grace_then_sigterm_then_sigkill() -> None:
             each.wait()
 
 
-def _started(process: subprocess.Popen[bytes]) -> int:
-    return int(psutil.Process(process.pid).create_time())
+def fire_told_starts(
+    named: list[tuple[str, subprocess.Popen[bytes], float]], env: dict[str, str] | None = None
+) -> None:
+    """The watchdog reads a word for each (kind, process, shift) as the face writes it (the
+    process's start in whole seconds after the watchdog's, moved by ``shift``: a pid given
+    to another process since, which started at another time), then its input ends."""
+    dog = subprocess.Popen(watchdog.command(), stdin=subprocess.PIPE, text=True, env=env)
+    own = psutil.Process(dog.pid).create_time()
+    words = [
+        f"{kind}{each.pid}@{round(psutil.Process(each.pid).create_time() - own + shift)}\n"
+        for kind, each, shift in named
+    ]
+    dog.communicate("".join(words), timeout=60)
+    assert dog.returncode == 0
 
 
 def test_a_pid_given_to_another_process_since_is_not_signalled() -> None:
-    """A word may carry the start time of the process it names (``@<seconds>``, what the
-    MCP face's watchdog is told): one that ended by itself may have given its pid to another
+    """A word may carry the start of the process it names (``@<seconds>``, what the MCP
+    face's watchdog is told): one that ended by itself may have given its pid to another
     since (pids wrap fast on macOS). A pid, or a group, whose process (its leader) started
     at another time is left alone; one that started then is stopped as before."""
     group, reused_group, server, reused_server, process, reused_process = (
@@ -235,14 +247,14 @@ def test_a_pid_given_to_another_process_since_is_not_signalled() -> None:
     reaper = threading.Thread(target=process.wait)  # else it lingers, a zombie, for 20 s
     reaper.start()
     try:
-        fire(
+        fire_told_starts(
             [
-                f"g{group.pid}@{_started(group)}",
-                f"g{reused_group.pid}@{_started(reused_group) - 3600}",
-                f"s{server.pid}@{_started(server)}",
-                f"s{reused_server.pid}@{_started(reused_server) + 3600}",
-                f"p{process.pid}@{_started(process)}",
-                f"p{reused_process.pid}@{_started(reused_process) - 60}",
+                ("g", group, 0),
+                ("g", reused_group, -3600),
+                ("s", server, 0),
+                ("s", reused_server, 3600),
+                ("p", process, 0),
+                ("p", reused_process, -60),
             ]
         )
         assert group.wait(10) == -signal.SIGKILL
@@ -259,20 +271,12 @@ def test_a_pid_given_to_another_process_since_is_not_signalled() -> None:
 def test_without_ps_a_pid_is_signalled_by_its_number_alone(tmp_path: Path) -> None:
     """A system with no ``ps`` (a slim container) cannot say when a process started: the
     watchdog stops what it was told of by number, as before start times were told."""
-    for program in ("sleep", "date"):
-        found = shutil.which(program)
-        assert found is not None
-        (tmp_path / program).symlink_to(found)
+    found = shutil.which("sleep")
+    assert found is not None
+    (tmp_path / "sleep").symlink_to(found)
     watched = sleeper()
     try:
-        subprocess.run(
-            ["/bin/sh", str(watchdog.SCRIPT)],
-            input=f"g{watched.pid}@{_started(watched) - 3600}\n",
-            text=True,
-            env={"PATH": str(tmp_path)},
-            timeout=60,
-            check=True,
-        )
+        fire_told_starts([("g", watched, -3600)], env={"PATH": str(tmp_path)})
         assert watched.wait(10) == -signal.SIGKILL
     finally:
         watched.kill()
@@ -313,3 +317,29 @@ def test_the_face_s_watchdog_is_told_each_tethered_process_s_start_time() -> Non
         for each in (tethered, reused):
             each.kill()
             each.wait()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's start times move")
+def test_a_system_clock_set_after_the_watchdog_started_still_stops_what_was_tethered() -> None:
+    """On Linux a start time in seconds since the epoch is the boot time (which follows the
+    system clock: an NTP step, a VM's clock set again) plus the start since boot: a clock
+    set between the watchdog's start and a tether must not spare the process tethered."""
+    tethered = sleeper()
+    face = (
+        "import os, signal, sys\n"
+        "import psutil, psutil._pslinux as linux\n"
+        "from toolscript.execution.lifeline import Lifeline\n"
+        "from toolscript.plumbing.processes import tether\n"
+        "Lifeline(catch_signals=False).follow_tethered()\n"
+        "stepped = psutil.boot_time() + 7\n"  # the clock set 7 s forward
+        "linux.boot_time = lambda: stepped\n"
+        "tether(int(sys.argv[1]), group=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    try:
+        done = subprocess.run([sys.executable, "-c", face, str(tethered.pid)], timeout=60)
+        assert done.returncode == -signal.SIGKILL
+        assert tethered.wait(10) == -signal.SIGKILL
+    finally:
+        tethered.kill()
+        tethered.wait()

@@ -61,15 +61,15 @@ class Lifeline:
         stdio server's group, stopped politely (a grace to leave once its stdin closed with
         exec, then TERM, then KILL); ``started``: its start time (``create_time``), without
         which the watchdog signals whatever process has that number then."""
-        since = "" if started is None else f"@{int(started)}"
-        word = f"{'s' if server else 'g' if group else 'p'}{pid}{since}\n"
+        kind = "s" if server else "g" if group else "p"
         with self._lock:
             if self._ended:
                 return
             if self._write is None:
                 self._start_watchdog()
-            assert self._write is not None
-            os.write(self._write, word.encode())
+            assert self._write is not None and self._watchdog is not None
+            since = "" if started is None else _seconds_after(started, self._watchdog.pid)
+            os.write(self._write, f"{kind}{pid}{since}\n".encode())
 
     def forget(self, pid: int, *, group: bool, server: bool = False) -> None:
         """``pid`` ended: the watchdog no longer stops it (its number may be reused)."""
@@ -140,6 +140,17 @@ class Lifeline:
     def close(self) -> None:
         """End it as leaving its ``with`` does (once: a second call does nothing more)."""
         self.__exit__(None, None, None)
+
+
+def _seconds_after(started: float, watchdog: int) -> str:
+    """``@<seconds>``: a start time as the watchdog checks it, in whole seconds after its own
+    (as ``ps`` tells their ages; both start times read now, so that a system clock set since
+    moves neither: Linux counts them from a boot time that follows the clock); "" when the
+    watchdog's start cannot be read."""
+    from toolscript.plumbing.processes import start_time
+
+    own = start_time(watchdog)
+    return "" if own is None else f"@{round(started - own)}"
 
 
 def _raise_exit(signum: int, frame: FrameType | None) -> None:

@@ -1,5 +1,5 @@
 # toolscript's watchdog (see watchdog.py): reads g<pgid>, s<pgid>, p<pid> (each may end
-# with @<start time>), fg<pgid>, fs<pgid>, fp<pid> and done on stdin; at end of input without
+# with @<its start>), fg<pgid>, fs<pgid>, fp<pid> and done on stdin; at end of input without
 # done, kills every group named, stops every server's group (a grace, TERM, a grace, KILL)
 # and stops every process, each only while its pid (a group's leader) is still the process
 # named: one that ended may have given its number to another since.
@@ -7,9 +7,12 @@
 number() {  # a pid: digits, no leading zero, not 0 or 1, at most 9 (no kill wraps it)
   case $1 in ''|*[!0-9]*|0*|1|??????????*) return 1 ;; esac
 }
-entry() {  # <pid> or <pid>@<start time> (whole seconds since the epoch): valid, in $entry
+entry() {  # <pid>, or <pid>@<start> (in whole seconds after this watchdog's, - before): in $entry
   entry=$1
-  case $1 in *@*) case ${1#*@} in ''|*[!0-9]*|0*|????????????*) return 1 ;; esac ;; esac
+  case $1 in *@*)
+    case ${1#*@} in -*) since=${1#*@-} ;; *) since=${1#*@} ;; esac
+    case $since in ''|*[!0-9]*|0?*|??????????*) return 1 ;; esac
+  esac
   number "${1%%@*}"
 }
 without() {
@@ -38,17 +41,12 @@ age() {  # how long ago $1 started, in whole seconds, in $total; fails when ps d
   set -- $(ps -o etime= -p "$1" 2>/dev/null)
   [ $# -eq 1 ] && seconds "$1"
 }
-ps_says=
-same() {  # $1 pid, $2 start time: whether $1 is still the process started then (give or take
-  # 3 s: ps and date say whole seconds); yes where ps cannot tell (none, or another kind)
-  if [ -z "$ps_says" ]; then
-    if age $$; then ps_says=yes; else ps_says=no; fi
-  fi
-  [ "$ps_says" = yes ] || return 0
-  now=$(date +%s)
-  case $now in ''|*[!0-9]*) return 0 ;; esac
+same() {  # $1 pid, $2 its start (as entry's): whether $1 is still the process started then,
+  # give or take 3 s (ps says whole seconds); yes where ps does not say (none here: by number)
+  age $$ || return 0
+  mine=$total
   age "$1" || return 1
-  off=$((now - total - $2))
+  off=$((mine - total - ($2)))
   [ "$off" -ge -3 ] && [ "$off" -le 3 ]
 }
 still_named() {  # the pid of each entry still the process it named, in $named

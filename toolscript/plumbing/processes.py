@@ -41,6 +41,7 @@ __all__ = [
     "seconds_since_start",
     "siblings",
     "signal_quietly",
+    "start_time",
     "started_by",
     "stop_process",
     "stop_process_async",
@@ -460,15 +461,15 @@ _tether_lock = threading.Lock()
 def tether(pid: int, *, group: bool = False, server: bool = False) -> None:
     """``pid`` was started here and must end with this process (``Tethered``); each
     watcher (``watch_tethered``) is told."""
-    tied = Tethered(pid, group, server, _start_time(pid))
+    tied = Tethered(pid, group, server, start_time(pid))
     with _tether_lock:
         _tethered[(pid, group)] = tied
         for watcher in _watchers:
             watcher(tied, True)
 
 
-def _start_time(pid: int) -> float | None:
-    """``pid``'s ``create_time`` (None when it is gone or the system does not say)."""
+def start_time(pid: int) -> float | None:
+    """When ``pid`` started (``create_time``; None when it is gone or the system does not say)."""
     import psutil
 
     try:
