@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from toolscript.cli.client import GatewayClient, find_gateway_url, public_url
@@ -193,8 +194,9 @@ def start(
     )
 
     private = ephemeral or no_state  # owned by one process: other commands must not find it
-    if stop_with is not None:
-        _stop_with(stop_with)
+    # (followed once the gateway serves: a SIGTERM before its handlers would kill it with
+    # its servers left running)
+    follow_owner = None if stop_with is None else _stop_with(stop_with)
     try:
         _refuse_remote(host, allow_remote)
         loaded = load_config(config, require_trust=True)
@@ -262,6 +264,7 @@ def start(
                 early=early,
                 deferred=deferred,
                 search_when_idle=search_when_idle,
+                when_serving=follow_owner,
             )
         finally:
             if not private:
@@ -309,26 +312,28 @@ def _loopback(host: str) -> bool:
     )
 
 
-def _stop_with(identity: str) -> None:
-    """Stop this gateway as SIGTERM does once the process ``identity`` names has ended: a
-    session's gateway outlives no Claude Code killed before its SessionEnd hook ran."""
+def _stop_with(identity: str) -> Callable[[], None]:
+    """What stops this gateway as SIGTERM does once the process ``identity`` names has ended
+    (read now: a UsageError when it names none), to start once SIGTERM does that (its
+    handlers in place): a session's gateway outlives no Claude Code killed before its
+    SessionEnd hook ran, even while it starts."""
     import logging
     import os
     import signal
 
-    from toolscript.plumbing.processes import when_gone
+    from toolscript.plumbing.processes import read_identity, when_gone
 
-    pid, _, started = identity.partition(":")
-    if not pid.isdigit() or not started.replace(".", "", 1).isdigit():
+    named = read_identity(identity)
+    if named is None or named[1] is None:
         raise UsageError(f"--stop-with takes PID:START_TIME, got {identity!r}")
 
     def stop() -> None:
         logging.getLogger("toolscript.gateway").info(
-            "process %s (which this gateway serves) ended: stopping", pid
+            "process %s (which this gateway serves) ended: stopping", named[0]
         )
         os.kill(os.getpid(), signal.SIGTERM)
 
-    when_gone(identity, stop)
+    return lambda: when_gone(identity, stop)
 
 
 @app.command("stop")
