@@ -11,7 +11,7 @@ Rows: spawn to the first `execute` result; when the call speed is steady after s
 end of the first call within 1.25x of the round's settled median); one `execute` with one
 tool call, the script seen before and a new one (each sent as soon as the last answer
 came, as the rows below); the seen script again after a pause (`IDLE`: an agent's turn
-between two executes is seconds long); 10 sequential and 10 parallel calls in one script; RSS of the whole process tree after the workload; client disconnect to the
+between two executes is seconds long); 10 sequential and 10 parallel calls in one script; RSS of the whole process tree a second after the workload (what it keeps); client disconnect to the
 exit of the whole tree; CPU seconds of the tree (reaped children included) for the workload.
 
 FastMCP is never a dependency of this project: it is installed, with its code-mode extra,
@@ -96,6 +96,7 @@ SCRIPTS: dict[str, dict[str, str]] = {
     },
 }
 IDLE = 0.25  # seconds before the "after a pause" row's execute
+SETTLE = 1.0  # seconds after the workload before the RSS is read
 FRESH = itertools.count(int(time.time()))  # a number no earlier run's script held
 ROWS = {
     "spawn to first result (s)": "first",
@@ -195,6 +196,7 @@ async def one_round(side: str, params: StdioServerParameters, calls: int) -> dic
             out["parallel"].append(await execute(session, scripts["parallel"]) * 1000)
             await anyio.sleep(IDLE)
             out["idle"].append(await execute(session, seen) * 1000)
+        await anyio.sleep(SETTLE)  # what the last execute leaves (toolscript: its next spare)
         children = [p for p in tree(me) if p.pid != me.pid]
         out["rss"] = rss_mb(children)
         if BREAKDOWN:
