@@ -11,8 +11,10 @@ Rows: spawn to the first `execute` result; when the call speed is steady after s
 end of the first call within 1.25x of the round's settled median); one `execute` with one
 tool call, the script seen before and a new one (each sent as soon as the last answer
 came, as the rows below); the seen script again after a pause (`IDLE`: an agent's turn
-between two executes is seconds long); 10 sequential and 10 parallel calls in one script; RSS of the whole process tree a second after the workload (what it keeps); client disconnect to the
-exit of the whole tree; CPU seconds of the tree (reaped children included) for the workload.
+between two executes is seconds long); 10 sequential and 10 parallel calls in one script;
+RSS of the whole process tree a second after the workload (what it keeps); client
+disconnect to the exit of the whole tree; CPU seconds of the tree (reaped children
+included) for the workload.
 
 FastMCP is never a dependency of this project: it is installed, with its code-mode extra,
 in a virtual environment of this bench's own under the user's cache folder (`uv venv`,
