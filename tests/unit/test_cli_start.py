@@ -384,6 +384,9 @@ def test_the_first_spawn_comes_before_typer_and_pydantic(
         ("0.0.0.0", False),
         ("::", False),
         ("192.0.2.7", False),
+        ("::ffff:127.0.0.1", True),  # an IPv6 socket bound there answers loopback alone
+        ("::ffff:0.0.0.0", False),
+        ("", False),  # the bind takes "" for every address (0.0.0.0)
     ],
 )
 def test_gateway_start_refuses_a_host_other_machines_reach(host: str, loopback: bool) -> None:

@@ -294,22 +294,28 @@ def _refuse_remote(host: str, allow_remote: bool) -> None:
 
 
 def _loopback(host: str) -> bool:
-    """Whether ``host`` is a loopback address, or a name whose every address is one (a name
-    that does not resolve is left to the bind, which says so)."""
+    """Whether ``host`` is a loopback address (``::ffff:127.0.0.1`` too), or a name whose
+    every address is one (a name that does not resolve is left to the bind, which says so;
+    "" is no name: the bind takes it for every address)."""
     import ipaddress
     import socket
 
+    def loopback(text: str) -> bool:
+        address = ipaddress.ip_address(text)
+        mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
+        return (mapped or address).is_loopback
+
+    if not host:
+        return False
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        return loopback(host.strip("[]"))
     except ValueError:
         pass
     try:
         found = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
     except OSError:
         return True
-    return all(
-        ipaddress.ip_address(str(info[4][0]).partition("%")[0]).is_loopback for info in found
-    )
+    return all(loopback(str(info[4][0]).partition("%")[0]) for info in found)
 
 
 def _stop_with(identity: str) -> Callable[[], None]:
