@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from toolscript.plumbing import processes
 from toolscript.plumbing.processes import (
@@ -122,3 +125,65 @@ def test_a_tethered_process_is_known_by_its_start_time_too() -> None:
         untether(child.pid)
         child.kill()
         child.wait()
+
+
+def _gate_followed() -> Callable[[], None]:
+    """Something follows what is tethered here (a face's watchdog): servers are gated."""
+    return watch_tethered(lambda process, started: None)
+
+
+def test_a_program_the_system_runs_itself_is_gated(tmp_path: Path) -> None:
+    """(What the tests below compare with: a script with ``#!`` and a binary are gated.)"""
+    script = tmp_path / "server"
+    script.write_text("#!/bin/sh\nexec cat\n")
+    script.chmod(0o755)
+    unwatch = _gate_followed()
+    try:
+        assert processes.gated(["./server"], env={}, cwd=tmp_path)[:1] == ["/bin/sh"]
+        binary = [sys.executable, "-c", "pass"]
+        assert processes.gated(binary, env={"PATH": "/bin"}, cwd=None)[:1] == ["/bin/sh"]
+    finally:
+        unwatch()
+
+
+def test_a_script_without_a_shebang_is_not_run_by_the_gate_s_shell(tmp_path: Path) -> None:
+    """Spawned as it is, it fails ("Exec format error", the gateway says so); behind the
+    gate, /bin/sh would run its lines as shell commands (a Python file's ``import os``:
+    ImageMagick's ``import``, which writes a screenshot to a file named ``os``)."""
+    script = tmp_path / "server.py"
+    script.write_text("import os\nprint('hello')\n")
+    script.chmod(0o755)
+    unwatch = _gate_followed()
+    try:
+        launched = processes.gated(["./server.py"], env={"PATH": "/bin"}, cwd=tmp_path)
+    finally:
+        unwatch()
+    assert launched == ["./server.py"]
+    with pytest.raises(OSError, match="Exec format error"):
+        subprocess.run(launched, cwd=tmp_path, env={}, check=False)
+
+
+def test_a_server_without_path_in_its_environment_is_not_gated() -> None:
+    """The spawn searches ``os.defpath`` (/bin:/usr/bin) for it; a shell its own longer
+    list, /usr/local/bin first: another program of that name would run."""
+    unwatch = _gate_followed()
+    try:
+        assert processes.gated(["sh", "-c", "true"], env={}, cwd=None) == ["sh", "-c", "true"]
+    finally:
+        unwatch()
+
+
+def test_on_macos_a_server_given_dyld_variables_is_not_gated(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """macOS purges ``DYLD_*`` when a program System Integrity Protection protects starts,
+    /bin/sh among them: behind the gate the server would run without them."""
+    monkeypatch.setattr(sys, "platform", "darwin")
+    argv = [sys.executable, "-c", "pass"]
+    env = {"PATH": "/bin", "DYLD_LIBRARY_PATH": "/opt/lib"}
+    unwatch = _gate_followed()
+    try:
+        assert processes.gated(argv, env=env, cwd=None) == argv
+        assert processes.gated(argv, env={"PATH": "/bin"}, cwd=None) != argv
+    finally:
+        unwatch()

@@ -11,6 +11,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -491,19 +492,51 @@ def gated(
     argv: list[str], *, env: Mapping[str, str] | None, cwd: str | os.PathLike[str] | None
 ) -> list[str]:
     """``argv`` behind the gate when something follows what is tethered here and its program
-    is found (with ``env``'s PATH, from ``cwd``); ``argv`` itself otherwise: nothing to wait
-    for, or a program not found fails its spawn as it always did (the gateway says so)."""
+    is found (with ``env``'s PATH, from ``cwd``) and is one the system runs itself (``#!`` or
+    a binary); ``argv`` itself otherwise: nothing to wait for, or a program the shell would
+    run otherwise than the spawn does, which fails or runs it as it always did. Not found,
+    or a file without ``#!`` (the spawn fails, "Exec format error", where a shell runs it as
+    a script of its own), or no PATH (a shell searches a longer list than the spawn's
+    ``os.defpath``, /usr/local/bin first), or on macOS ``DYLD_`` variables (purged when
+    /bin/sh starts, a program System Integrity Protection protects)."""
     import shutil
 
     with _tether_lock:
         followed = bool(_watchers)
+    environment = os.environ if env is None else env
+    if not followed or (
+        sys.platform == "darwin" and any(name.startswith("DYLD_") for name in environment)
+    ):
+        return argv
     program = argv[0]
     if os.sep in program:
         found = shutil.which(os.path.join(cwd or os.curdir, program))
+    elif "PATH" in environment:
+        found = shutil.which(program, path=environment["PATH"])
     else:
-        path = (os.environ if env is None else env).get("PATH", os.defpath)
-        found = shutil.which(program, path=path)
-    return [*_GATE, *argv] if followed and found else argv
+        found = None
+    return [*_GATE, *argv] if found and _runs_itself(found) else argv
+
+
+# How a file the system runs itself begins: ``#!``, ELF, Mach-O (32, 64 bits, each byte
+# order) and a universal Mach-O binary
+_RUNNABLE = (
+    b"#!",
+    b"\x7fELF",
+    b"\xfe\xed\xfa\xce",
+    b"\xce\xfa\xed\xfe",
+    b"\xfe\xed\xfa\xcf",
+    b"\xcf\xfa\xed\xfe",
+    b"\xca\xfe\xba\xbe",
+)
+
+
+def _runs_itself(path: str) -> bool:
+    try:
+        with open(path, "rb") as file:
+            return file.read(4).startswith(_RUNNABLE)
+    except OSError:
+        return False
 
 
 def untether(pid: int, *, group: bool = False) -> None:
