@@ -98,3 +98,26 @@ def test_the_environments_proxies_are_honoured_as_the_sdks_client_does_each_boun
     assert isinstance(proxied, BoundedTransport) and isinstance(direct, BoundedTransport)
     assert proxied is not direct and direct is ours._transport
     assert all(isinstance(t, BoundedTransport) for t in ours._mounts.values() if t is not None)
+
+
+def test_a_socks_proxy_of_the_environment_is_reached_bounded_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``ALL_PROXY=socks5://…`` (what many proxy tools set, on macOS too): httpx2 builds a
+    SOCKS proxy's transport only with ``socksio``, which its ``socks`` extra brings. Without
+    it every HTTP server failed to connect ("ImportError: … pip install httpx[socks]"),
+    where it connected before the environment's proxies were honoured."""
+    import tomllib
+
+    from tests.helpers import ROOT
+    from toolscript.upstream.sdk import create_mcp_http_client
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert any(dep.replace(" ", "").startswith("httpx2[socks]") for dep in project["dependencies"])
+    for name in _PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    monkeypatch.setenv("ALL_PROXY", "socks5://127.0.0.1:7890")
+    client = create_mcp_http_client()
+    proxied = client._transport_for_url(httpx2.URL("https://mcp.example/mcp"))
+    assert isinstance(proxied, BoundedTransport) and proxied is not client._transport
