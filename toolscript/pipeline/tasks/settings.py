@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
+import hmac
 import json
+import os
+import secrets
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -13,6 +18,9 @@ from doit.dependency import UptodateCalculator
 
 from toolscript.config import ServerConfig
 from toolscript.pipeline.artifacts import CacheLayout, read_artifact
+from toolscript.plumbing.boundedread import read_regular_file
+from toolscript.plumbing.paths import user_cache_dir
+from toolscript.plumbing.privatefile import write_new
 
 __all__ = [
     "SubtasksUpToDate",
@@ -48,17 +56,52 @@ def runtime_template() -> Path:
 
 
 def target_digests(targets: list[Path]) -> dict[str, Any]:
-    """What a task's action returns for ``targets_as_built``: the content hash of each of
-    its targets that only it writes (doit keeps it as the task's values)."""
+    """What a task's action returns for ``targets_as_built``: a digest of each of its
+    targets that only it writes (doit keeps it as the task's values), keyed by the user's
+    own ``digest_key``: a cloned repository's ``.doit.db`` may record the digests of the
+    artifacts it planted beside it, and only this user's key makes one that matches."""
+    key = digest_key(user_cache_dir())
     digests = {}
     for target in targets:
         try:
-            digests[str(target)] = hashlib.sha256(read_artifact(target).encode()).hexdigest()
+            text = read_artifact(target).encode()
+            digests[str(target)] = hmac.new(key, text, hashlib.sha256).hexdigest()
         except OSError:  # missing, or a link: never as built
             digests[str(target)] = "linked" if target.is_symlink() else ""
         except UnicodeDecodeError:
             digests[str(target)] = "undecodable"
     return {"targets": digests}
+
+
+DIGEST_KEY = "artifact-digest.key"
+
+
+@functools.cache
+def digest_key(cache: Path) -> bytes:
+    """The user's key for artifact digests, in their private cache: made once, by whichever
+    process first needs it (a link makes it appear whole; a damaged one is made anew)."""
+    path = cache / DIGEST_KEY
+    with contextlib.suppress(OSError, ValueError):
+        return _read_key(path)
+    partial = cache / f".{DIGEST_KEY}.{os.getpid()}.{secrets.token_hex(4)}"
+    write_new(partial, secrets.token_bytes(32), 0o600)
+    try:
+        os.link(partial, path)
+    except FileExistsError:  # another process made it meanwhile, or it is damaged
+        try:
+            return _read_key(path)
+        except (OSError, ValueError):
+            os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+    return _read_key(path)
+
+
+def _read_key(path: Path) -> bytes:
+    key = read_regular_file(path, 64, links=False)
+    if len(key) != 32:
+        raise ValueError(f"{path}: not a key")
+    return key
 
 
 def targets_as_built(task: Any, values: dict[str, Any]) -> bool:
