@@ -1,22 +1,36 @@
 """Attacks of stop 58 with a real gateway, real Deno and real (or hostile) servers: a
 project's ``.toolscript/`` edited after its build (a pull, a repository that commits it)
-never puts its code into the module a script imports."""
+never puts its code into the module a script imports; a script's type-only import of a
+file of the disk makes the warm checker read nothing (its errors quoted the file's types:
+a constant's value)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
-from tests.helpers import GatewayProcess, clean_env, fixture_server
+import pytest
+
+from tests.helpers import GatewayProcess, clean_env, fixture_server, gateway_with_warm_checker
 
 PLANTED = "Promise.resolve('planted')"
 
 
-def exec_script(gateway: GatewayProcess, code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    directory, home = tmp_path_factory.mktemp("warm58"), tmp_path_factory.mktemp("home58")
+    with gateway_with_warm_checker({"mcpServers": {"fx": fixture_server()}}, directory, home) as g:
+        yield g
+
+
+def exec_script(
+    gateway: GatewayProcess, code: str, cwd: Path, *args: str
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "toolscript", "exec", "--no-check", code],
+        [sys.executable, "-m", "toolscript", "exec", *(args or ["--no-check"]), code],
         cwd=cwd,
         env=clean_env(TOOLSCRIPT_GATEWAY_URL=gateway.url),
         capture_output=True,
@@ -47,3 +61,20 @@ def test_fragments_edited_after_the_build_never_reach_the_module(tmp_path: Path)
         assert "planted" not in shown.stdout
     finally:
         gateway.stop()
+
+
+def test_a_type_only_import_reads_no_file_through_the_warm_checker(
+    warm: GatewayProcess, tmp_path: Path
+) -> None:
+    secret = tmp_path / "config.ts"
+    secret.write_text('export const API_KEY = "sk-live-K7MDENG";\n')
+    relative = "../" * len(tmp_path.parts) + str(secret).lstrip("/")
+    for specifier in (secret.as_uri(), relative):
+        code = (
+            f"import type * as C from {json.dumps(specifier)};\n"
+            'const key: typeof C.API_KEY = "guess";\nconsole.log("RAN", key);\n'
+        )
+        done = exec_script(warm, code, tmp_path, "--timeout", "120")
+        assert done.returncode != 0, done.stdout
+        assert "RAN" not in done.stdout
+        assert "K7MDENG" not in done.stdout + done.stderr, done.stderr
