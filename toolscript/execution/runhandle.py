@@ -252,6 +252,10 @@ def _choices(spec: dict[str, Any]) -> list[str]:
     return [str(choice) for choice in listed]
 
 
+def _one_line(text: str) -> str:
+    return " ".join(text.splitlines())
+
+
 def terminal_form(
     prompt: dict[str, Any], source: IO[str], out: IO[str], timeout: float = PROMPT_SECONDS
 ) -> dict[str, Any]:
@@ -265,10 +269,17 @@ def terminal_form(
     listed = schema.get("properties")
     fields: dict[str, Any] = listed if isinstance(listed, dict) else {}
     required = set(schema.get("required") or [])
+    # Each line of the server's message indented: none reads as a line of toolscript's own
+    # (a forged approval question above the server's "answer it?").
+    message = (
+        "".join(
+            f"  {line}\n" for line in visible_controls(str(prompt.get("message", ""))).splitlines()
+        )
+        or "  \n"
+    )
     out.write(
         f"\ntoolscript: server {visible_controls(str(prompt.get('tool', '')))} asks you, "
-        "during the script's call:\n"
-        f"  {visible_controls(str(prompt.get('message', '')))}\n"
+        f"during the script's call:\n{message}"
         f"  answer it? [y]es / [n]o (decline) [{timeout:g} s, then it is cancelled]: "
     )
     out.flush()
@@ -290,8 +301,9 @@ def terminal_form(
         if name in required:
             hints.append("required")
         for _attempt in range(3):
-            shown = visible_controls(f"{label}{f' ({about})' if about else ''}")
-            tail = visible_controls(f" [{'; '.join(hints)}]") if hints else ""
+            # a field, a line: what the server wrote in it never starts another
+            shown = _one_line(visible_controls(f"{label}{f' ({about})' if about else ''}"))
+            tail = _one_line(visible_controls(f" [{'; '.join(hints)}]")) if hints else ""
             out.write(f"  {shown}{tail}: ")
             out.flush()
             typed = _read_line(source, timeout)
