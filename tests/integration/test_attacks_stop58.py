@@ -69,7 +69,13 @@ def test_a_type_only_import_reads_no_file_through_the_warm_checker(
     secret = tmp_path / "config.ts"
     secret.write_text('export const API_KEY = "sk-live-K7MDENG";\n')
     relative = "../" * len(tmp_path.parts) + str(secret).lstrip("/")
-    for specifier in (secret.as_uri(), relative):
+    # and a package of the project's node_modules, named bare (Deno resolves those itself)
+    package = tmp_path / "node_modules" / "settings"
+    package.mkdir(parents=True)
+    (package / "package.json").write_text('{"name": "settings", "types": "config.d.ts"}')
+    (package / "config.d.ts").write_text('export declare const API_KEY: "sk-live-K7MDENG";\n')
+    (tmp_path / "package.json").write_text('{"dependencies": {"settings": "1.0.0"}}')
+    for specifier in (secret.as_uri(), relative, "settings"):
         code = (
             f"import type * as C from {json.dumps(specifier)};\n"
             'const key: typeof C.API_KEY = "guess";\nconsole.log("RAN", key);\n'
