@@ -2,7 +2,9 @@
 project's ``.toolscript/`` edited after its build (a pull, a repository that commits it)
 never puts its code into the module a script imports; a script's type-only import of a
 file of the disk makes the warm checker read nothing (its errors quoted the file's types:
-a constant's value)."""
+a constant's value), nor does the agent's URL naming a file as the module to check
+(its errors quoted that file's lines: an agent kept out of your files by a sandbox read
+them, the gateway's own token among them)."""
 
 from __future__ import annotations
 
@@ -12,9 +14,11 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.helpers import GatewayProcess, clean_env, fixture_server, gateway_with_warm_checker
+from toolscript.gateway.guard import agent_url
 
 PLANTED = "Promise.resolve('planted')"
 
@@ -84,3 +88,20 @@ def test_a_type_only_import_reads_no_file_through_the_warm_checker(
         assert done.returncode != 0, done.stdout
         assert "RAN" not in done.stdout
         assert "K7MDENG" not in done.stdout + done.stderr, done.stderr
+
+
+def test_the_agents_url_reads_no_file_through_the_warm_checker(
+    warm: GatewayProcess, tmp_path: Path
+) -> None:
+    private = tmp_path / "id_rsa"
+    private.write_text("".join(f"line {n}: K7MDENG\n" for n in range(1, 20_000)))
+    agent = httpx.Client(base_url=agent_url(warm.url) + "/", timeout=120)
+    module_hash = agent.get("runtime/hash").json()["hash"]
+    # an error whose "declared here" is a line of the module, which the answer quotes
+    code = 'import { tools } from "toolscript";\nawait tools.fx.structured({ city: 1 });\n'
+    asked = {"code": code, "path": str(tmp_path / "a.ts"), "module": str(private)}
+    answer = agent.post("runtime/check", json={**asked, "hash": module_hash})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["status"] == "failed", answer.text
+    assert "declared here" in answer.json()["output"]
+    assert "K7MDENG" not in answer.text

@@ -561,7 +561,12 @@ class WarmChecker:
                 server.versions.pop(other, None)
             documents = {
                 uri: Document(Path(script_path).as_uri(), code.split("\n")),
-                self._module_uri: Document(Path(module_path).as_uri(), path=Path(module_path)),
+                # its lines from the checker's own copy of that module, never from the
+                # path the request names (the agent's URL asks too: any file it named
+                # had its lines quoted)
+                self._module_uri: Document(
+                    Path(module_path).as_uri(), path=module_cache_file(module_hash)
+                ),
             }
             # A name no script uses, on a line of its own after the script: its "Cannot find
             # name" error proves the answer is about this text (not an earlier one), and
