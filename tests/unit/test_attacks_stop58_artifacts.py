@@ -17,6 +17,7 @@ from toolscript.pipeline.artifacts import CacheLayout
 from toolscript.pipeline.sources import SnapshotSource
 from toolscript.pipeline.tasks import run_pipeline
 from toolscript.pipeline.tasks.scripts import ScriptVerdicts, _verdict_key, check_saved
+from toolscript.pipeline.tasks.settings import DIGEST_KEY, digest_key
 from toolscript.store.savedscripts import SavedScript
 
 PLANTED = "Promise.resolve('planted')"
@@ -87,3 +88,12 @@ def test_a_planted_verdict_never_passes_a_saved_script_that_reads_a_file(tmp_pat
     verdicts = check_saved("// tools", [script], tmp_path / "check", vouched)
     assert verdicts.passing == []
     assert "reads no file" in verdicts.broken["planted"][0]
+
+
+def test_the_digest_key_is_the_users_own_and_found_again(tmp_path: Path) -> None:
+    key = digest_key.__wrapped__(tmp_path)  # (each process reads it once)
+    assert len(key) == 32 and digest_key.__wrapped__(tmp_path) == key
+    assert (tmp_path / DIGEST_KEY).stat().st_mode & 0o777 == 0o600
+    # where it cannot be kept, a key of this process's own: rebuilt, never believed
+    assert len(digest_key.__wrapped__(tmp_path / "missing")) == 32
+    assert not (tmp_path / "missing").exists()

@@ -79,22 +79,27 @@ DIGEST_KEY = "artifact-digest.key"
 @functools.cache
 def digest_key(cache: Path) -> bytes:
     """The user's key for artifact digests, in their private cache: made once, by whichever
-    process first needs it (a link makes it appear whole; a damaged one is made anew)."""
+    process first needs it (a link makes it appear whole; a damaged one is made anew). A
+    cache it cannot be kept in gives this process a key of its own: its first build
+    remakes what it finds, as with a cloned database."""
     path = cache / DIGEST_KEY
     with contextlib.suppress(OSError, ValueError):
         return _read_key(path)
+    key = secrets.token_bytes(32)
     partial = cache / f".{DIGEST_KEY}.{os.getpid()}.{secrets.token_hex(4)}"
-    write_new(partial, secrets.token_bytes(32), 0o600)
     try:
-        os.link(partial, path)
-    except FileExistsError:  # another process made it meanwhile, or it is damaged
+        write_new(partial, key, 0o600)
         try:
-            return _read_key(path)
-        except (OSError, ValueError):
+            os.link(partial, path)
+        except FileExistsError:  # another process made it meanwhile, or it is damaged
+            with contextlib.suppress(OSError, ValueError):
+                return _read_key(path)
             os.replace(partial, path)
+        return _read_key(path)
+    except (OSError, ValueError):
+        return key
     finally:
         partial.unlink(missing_ok=True)
-    return _read_key(path)
 
 
 def _read_key(path: Path) -> bytes:
