@@ -17,7 +17,7 @@ from typing import Any
 from doit.dependency import UptodateCalculator
 
 from toolscript.config import ServerConfig
-from toolscript.pipeline.artifacts import CacheLayout, read_artifact
+from toolscript.pipeline.artifacts import MAX_ARTIFACT_BYTES, CacheLayout, read_artifact
 from toolscript.plumbing.boundedread import read_regular_file
 from toolscript.plumbing.paths import user_cache_dir
 from toolscript.plumbing.privatefile import write_new
@@ -63,13 +63,11 @@ def target_digests(targets: list[Path]) -> dict[str, Any]:
     key = digest_key(user_cache_dir())
     digests = {}
     for target in targets:
-        try:
-            text = read_artifact(target).encode()
-            digests[str(target)] = hmac.new(key, text, hashlib.sha256).hexdigest()
+        try:  # (its bytes, as read_artifact reads them: never through a link)
+            content = read_regular_file(target, MAX_ARTIFACT_BYTES, links=False)
+            digests[str(target)] = hmac.new(key, content, hashlib.sha256).hexdigest()
         except OSError:  # missing, or a link: never as built
             digests[str(target)] = "linked" if target.is_symlink() else ""
-        except UnicodeDecodeError:
-            digests[str(target)] = "undecodable"
     return {"targets": digests}
 
 
