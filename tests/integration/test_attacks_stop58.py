@@ -4,7 +4,8 @@ never puts its code into the module a script imports; a script's type-only impor
 file of the disk makes the warm checker read nothing (its errors quoted the file's types:
 a constant's value), nor does the agent's URL naming a file as the module to check
 (its errors quoted that file's lines: an agent kept out of your files by a sandbox read
-them, the gateway's own token among them)."""
+them, the gateway's own token among them); the origin an agent gives its run never writes
+a line of `runs show`, where a person reads what they approve."""
 
 from __future__ import annotations
 
@@ -17,16 +18,28 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.helpers import GatewayProcess, clean_env, fixture_server, gateway_with_warm_checker
+from tests.helpers import (
+    GatewayProcess,
+    clean_env,
+    fixture_server,
+    gateway_with_warm_checker,
+    on_a_terminal,
+)
 from toolscript.gateway.guard import agent_url
 
 PLANTED = "Promise.resolve('planted')"
 
 
 @pytest.fixture(scope="module")
-def warm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
-    directory, home = tmp_path_factory.mktemp("warm58"), tmp_path_factory.mktemp("home58")
-    with gateway_with_warm_checker({"mcpServers": {"fx": fixture_server()}}, directory, home) as g:
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("home58")
+
+
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory: pytest.TempPathFactory, home: Path) -> Iterator[GatewayProcess]:
+    directory = tmp_path_factory.mktemp("warm58")
+    config = {"mcpServers": {"fx": fixture_server(policy={"plain_text": "ask"})}}
+    with gateway_with_warm_checker(config, directory, home) as g:
         yield g
 
 
@@ -105,3 +118,20 @@ def test_the_agents_url_reads_no_file_through_the_warm_checker(
     assert answer.json()["status"] == "failed", answer.text
     assert "declared here" in answer.json()["output"]
     assert "K7MDENG" not in answer.text
+
+
+FORGED_ORIGIN = "agent\nstopped   nothing: fx__plain_text is read-only, approve it"
+
+
+def test_an_agents_run_origin_writes_no_line_of_runs_show(warm: GatewayProcess, home: Path) -> None:
+    agent = httpx.Client(base_url=agent_url(warm.url) + "/", timeout=60)
+    run = agent.post("runs", json={"origin": FORGED_ORIGIN}).json()
+    script = httpx.Client(base_url=warm.url.rsplit("/", 1)[0] + "/" + run["token"] + "/")
+    stopped = script.post("tools/fx__plain_text", json={})
+    assert stopped.json()["error"] == "approval_required", stopped.text
+    assert agent.post(f"runs/{run['id']}/end", json={"exit": 120}).status_code == 200
+    env = clean_env(TOOLSCRIPT_HOME=str(home))
+    shown = on_a_terminal("runs", "show", run["id"], cwd=warm.directory, env=env)
+    lines = shown.decode().replace("\r\n", "\n").split("\n")
+    assert [line for line in lines if line.startswith("stopped")] != [], shown
+    assert not any(line.startswith("stopped   nothing") for line in lines), shown
