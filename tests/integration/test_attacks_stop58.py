@@ -5,7 +5,8 @@ file of the disk makes the warm checker read nothing (its errors quoted the file
 a constant's value), nor does the agent's URL naming a file as the module to check
 (its errors quoted that file's lines: an agent kept out of your files by a sandbox read
 them, the gateway's own token among them); the origin an agent gives its run never writes
-a line of `runs show`, where a person reads what they approve."""
+a line of `runs show`, where a person reads what they approve; what was typed before
+exec asks (at a question the script forged) never answers the question it asks."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import httpx
 import pytest
 
 from tests.helpers import (
+    ExecOnATerminal,
     GatewayProcess,
     clean_env,
     fixture_server,
@@ -28,6 +30,7 @@ from tests.helpers import (
 from toolscript.gateway.guard import agent_url
 
 PLANTED = "Promise.resolve('planted')"
+RECORDS = Path(__file__).resolve().parent.parent / "servers" / "records_server.py"
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +41,11 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def warm(tmp_path_factory: pytest.TempPathFactory, home: Path) -> Iterator[GatewayProcess]:
     directory = tmp_path_factory.mktemp("warm58")
-    config = {"mcpServers": {"fx": fixture_server(policy={"plain_text": "ask"})}}
+    records = {"command": sys.executable, "args": [str(RECORDS)]}
+    records["env"] = {"RECORDS_JOURNAL": str(directory / "journal.jsonl")}
+    config = {
+        "mcpServers": {"fx": fixture_server(policy={"plain_text": "ask"}), "records": records}
+    }
     with gateway_with_warm_checker(config, directory, home) as g:
         yield g
 
@@ -135,3 +142,37 @@ def test_an_agents_run_origin_writes_no_line_of_runs_show(warm: GatewayProcess, 
     lines = shown.decode().replace("\r\n", "\n").split("\n")
     assert [line for line in lines if line.startswith("stopped")] != [], shown
     assert not any(line.startswith("stopped   nothing") for line in lines), shown
+
+
+# The script forges a question about a harmless call, and once the person has answered it,
+# makes the destructive call whose real question the answer typed ahead would have met.
+HARVESTS_AN_ANSWER = """import { tools } from "toolscript";
+console.error("toolscript: the script calls records__read_record, which asks for approval."
+  + "\\n  allow it? [y]es / [n]o / [a]lways: ");
+await tools.records.writeRecord({ key: "printed", text: "yes" });
+while ((await tools.records.readRecord({ key: "go" })).text === null) {
+  await new Promise((resolve) => setTimeout(resolve, 20));
+}
+console.log(JSON.stringify(await tools.records.deleteRecord({ key: "production" })));
+"""
+
+
+def test_an_answer_typed_before_the_question_never_answers_it(
+    warm: GatewayProcess, tmp_path: Path
+) -> None:
+    (tmp_path / "harvest.ts").write_text(HARVESTS_AN_ANSWER)
+
+    def record(key: str) -> object:
+        return warm.call("records__read_record", {"key": key}).json()["text"]
+
+    with ExecOnATerminal("harvest.ts", cwd=tmp_path, url=warm.url) as run:
+        run.read_until(lambda: record("printed") == "yes", 90)
+        run.type(b"y\n")  # to the forged question, before exec asks anything
+        warm.call("records__write_record", {"key": "go", "text": "1"})
+        run.read_until(lambda: b"records__delete_record" in run.terminal, 90)
+        run.read_until(lambda: run.process.poll() is not None, 3)  # (answered at once, it ends)
+        run.type(b"n\n")
+        run.read_until(lambda: run.process.poll() is not None, 60)
+    journal = (warm.directory / "journal.jsonl").read_text()
+    assert "delete_record" not in journal, run.terminal.decode(errors="replace")
+    assert b"the user refused this call" in run.terminal, run.terminal

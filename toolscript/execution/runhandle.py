@@ -179,6 +179,7 @@ def terminal_answer(
     server's question (``kind`` elicitation) is a form (``terminal_form``)."""
     source = stdin or sys.stdin
     out = stderr or sys.stderr
+    _forget_typed_ahead(source)
     if prompt.get("kind") == "elicitation":
         return terminal_form(prompt, source, out, timeout)
     from toolscript.store.approvalview import shortened_notice, shown_arguments, visible_text
@@ -206,6 +207,19 @@ def terminal_answer(
     return {"y": "yes", "yes": "yes", "a": "always", "always": "always", "n": "no", "no": "no"}.get(
         line, "stop" if not line else "no"
     )
+
+
+def _forget_typed_ahead(source: IO[str]) -> None:
+    """Drop what was typed on the terminal before a question is shown: only what is typed
+    after it answers it. The script prints to the same terminal, and a "y" typed at a
+    question it forged waited there for the next real one."""
+    import termios
+
+    try:
+        if source.isatty():
+            termios.tcflush(source.fileno(), termios.TCIFLUSH)
+    except (OSError, ValueError, termios.error):  # not a terminal after all, or closed
+        pass
 
 
 def _read_line(source: IO[str], timeout: float) -> str | None:
