@@ -145,6 +145,18 @@ def test_an_unknown_tool_is_named_back_as_the_agent_wrote_it() -> None:
         assert said.hint == "did you mean: fx.nope2?"
 
 
+def test_an_unknown_tool_with_a_backslash_is_named_back_verbatim() -> None:
+    """What the agent wrote is put back as it is: "\\p" or "\\1" in it is no escape or
+    group of a pattern's template (that raised re.error instead of the gateway's answer)."""
+    from toolscript.errors import GatewayResponseError
+
+    for typed in ("tools.fx.no\\pe", "tools.fx.a\\1"):
+        internal = normalize_tool_name(typed)
+        body = {"message": f"tool not found: {internal.replace('__', '.')}"}
+        error = GatewayResponseError(body["message"], status_code=404, body=body)
+        assert in_their_words(error, {internal: typed}).message == f"tool not found: {typed}"
+
+
 def test_the_face_tools_are_valid_mcp_tools_with_valid_schemas() -> None:
     for tool in TOOLS:
         parsed = types.Tool.model_validate(tool)

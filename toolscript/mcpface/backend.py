@@ -294,7 +294,9 @@ def in_their_words(error: GatewayResponseError, typed: dict[str, str]) -> Gatewa
                 continue
             for other in (internal, internal.replace("__", ".", 1)):
                 if other != own:
-                    text = re.sub(rf"(?<![\w.]){re.escape(other)}(?!\w)", own, text)
+                    # (``own`` is the agent's text: its "\1" or "\p" no template's escape)
+                    verbatim = own.replace("\\", "\\\\")
+                    text = re.sub(rf"(?<![\w.]){re.escape(other)}(?!\w)", verbatim, text)
         return text
 
     body = {**error.body, "message": spelled(error.message)}
