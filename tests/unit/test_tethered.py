@@ -187,3 +187,32 @@ def test_on_macos_a_server_given_dyld_variables_is_not_gated(
         assert processes.gated(argv, env={"PATH": "/bin"}, cwd=None) != argv
     finally:
         unwatch()
+
+
+def test_a_fifo_named_as_the_program_does_not_hold_the_spawn(tmp_path: Path) -> None:
+    """Whether the program begins with ``#!`` is read without waiting: a FIFO where it is
+    expected (executable, so ``which`` finds it) is no program, and its open would wait for
+    a writer, holding the face's start."""
+    import os
+    import threading
+
+    fifo = tmp_path / "server"
+    os.mkfifo(fifo, 0o755)
+    launched: list[list[str]] = []
+    unwatch = _gate_followed()
+    try:
+        asking = threading.Thread(
+            target=lambda: launched.append(processes.gated(["./server"], env={}, cwd=tmp_path)),
+            daemon=True,
+        )
+        asking.start()
+        asking.join(30)
+        waited = asking.is_alive()
+        if waited:  # (let it go: a writer opens the FIFO)
+            with open(fifo, "wb"):
+                pass
+            asking.join(30)
+    finally:
+        unwatch()
+    assert not waited, "gated() waited for a writer of the FIFO"
+    assert launched == [["./server"]]

@@ -532,11 +532,16 @@ _RUNNABLE = (
 
 
 def _runs_itself(path: str) -> bool:
-    try:
-        with open(path, "rb") as file:
-            return file.read(4).startswith(_RUNNABLE)
+    try:  # (not blocking: a FIFO's open waits for a writer, its read for a byte)
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return False
+    try:
+        return os.read(descriptor, 4).startswith(_RUNNABLE)
+    except OSError:
+        return False
+    finally:
+        os.close(descriptor)
 
 
 def untether(pid: int, *, group: bool = False) -> None:
