@@ -414,6 +414,17 @@ def test_errors_point_at_the_users_own_lines(project: Path) -> None:
     assert re.search(r"<stdin>\.ts:1:7\b", piped.stderr), piped.stderr
 
 
+def test_a_script_without_its_import_is_told_the_line_it_lacks(project: Path) -> None:
+    forgot = "return await tools.time.getCurrentTime({ timezone: 'UTC' })"
+    for args in (["exec", forgot], ["exec", "--no-check", forgot]):
+        ran = run(project, *args)
+        assert ran.returncode == 1
+        assert 'import { tools } from "toolscript";' in ran.stderr, ran.stderr
+    thrown = run(project, "exec", "const tools = { a: 1 }; throw new Error(String(tools.a))")
+    assert thrown.returncode == 1
+    assert "import {" not in thrown.stderr  # its own `tools`: nothing forgotten
+
+
 def test_refusals_say_what_scripts_cannot_do(project: Path) -> None:
     refused = run(project, "exec", "--no-check", 'return Deno.readTextFileSync("/etc/hostname")')
     assert refused.returncode == 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
@@ -24,6 +25,7 @@ __all__ = [
     "ExecOption",
     "exec_parser",
     "fast_exec",
+    "missing_import",
     "require_saved",
     "run_exec",
     "saved_script_call",
@@ -161,7 +163,7 @@ def run_exec(
             assert resume is not None
             script = stopped_script(url, resume)
         if module_hash == "none":  # no gateway, and the script needs none: no run either
-            return run_toolscript(
+            ran = run_toolscript(
                 script,
                 url,
                 module_hash,
@@ -171,6 +173,13 @@ def run_exec(
                 cwd=Path.cwd(),
                 spill=_spill_file(config, new_run_id()),
             )
+            missing = missing_import(script.code) if ran == 1 else None
+            if missing is not None:
+                sys.stderr.write(
+                    f"hint: `{missing}` comes from toolscript's module: begin the script with "
+                    f'import {{ {missing} }} from "toolscript";\n'
+                )
+            return ran
         return _run_in_gateway(
             script,
             url,
@@ -359,6 +368,26 @@ def _run_in_gateway(
         sys.stderr.write(visible_controls(stopped[0]))
         return stopped[1]
     return code
+
+
+# What toolscript's module exports that a script uses as ``NAME.member`` or ``NAME(``; a
+# script that imports nothing from "toolscript" and uses one of them forgot its import.
+_MODULE_NAMES = re.compile(
+    r"(?<![\w$.])(tools|scripts|resources|prompts)\s*(?:\?\.|\.|\[)"
+    r"|(?<![\w$.])(search|describe)\s*\("
+)
+_DECLARED = r"(?:\b(?:const|let|var|function|class|import)\b[^;=]*?\b{name}\b)"
+
+
+def missing_import(code: str) -> str | None:
+    """The name of toolscript's module (``tools``, ``scripts``, ...) a script uses without
+    importing or declaring it: the script that failed forgot ``import { tools } from
+    "toolscript"``. None when it uses none, or declares what it uses."""
+    for match in _MODULE_NAMES.finditer(code):
+        name = match.group(1) or match.group(2)
+        if not re.search(_DECLARED.format(name=name), code):
+            return name
+    return None
 
 
 def saved_script_call(name: str, input_text: str) -> str:
