@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -22,8 +23,10 @@ from tests.helpers import (
     GatewayProcess,
     clean_env,
     fixture_server,
+    fx_waits_for,
     needs_semantic,
     python_bin,
+    running_gateway,
     toolscript_cli,
     wait_until,
 )
@@ -423,6 +426,36 @@ def test_a_script_without_its_import_is_told_the_line_it_lacks(project: Path) ->
     thrown = run(project, "exec", "const tools = { a: 1 }; throw new Error(String(tools.a))")
     assert thrown.returncode == 1
     assert "import {" not in thrown.stderr  # its own `tools`: nothing forgotten
+
+
+def test_a_run_stopped_by_ctrl_c_is_logged_with_the_exit_code_the_shell_saw(
+    project: Path,
+) -> None:
+    config = {"mcpServers": {"fx": fixture_server(timeout=60)}, "search": {"semantic": False}}
+    code = 'import { tools } from "toolscript";\nawait tools.fx.sleep({ seconds: 7.25 });'
+    with running_gateway(config, project) as gateway:
+        stopped = subprocess.Popen(
+            [sys.executable, "-m", "toolscript", "exec", code],
+            cwd=project,
+            env=clean_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            # What a terminal's Ctrl-C reaches: a process with the default SIGINT handler.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler),
+        )
+        try:
+            fx_waits_for(gateway, sleeping=7.25, timeout=60)
+            stopped.send_signal(signal.SIGINT)
+            stopped.communicate(timeout=60)
+        finally:
+            if stopped.poll() is None:
+                stopped.kill()
+        assert stopped.returncode == 130
+        logged = toolscript_cli("runs", "--json", "-n", "1", cwd=project, env={})
+        assert logged.returncode == 0, logged.stderr
+        (run_row,) = json.loads(logged.stdout)
+        assert run_row["exit"] == 130, run_row
 
 
 def test_refusals_say_what_scripts_cannot_do(project: Path) -> None:

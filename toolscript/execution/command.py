@@ -36,6 +36,7 @@ DEFAULT_MEMORY_MB = 512
 DEFAULT_MAX_OUTPUT = 10 * 1024 * 1024
 DEFAULT_MAX_CALLS = 1000  # the gateway's own default too (gateway/runbook.py)
 MIN_MEMORY_MB = 16  # below this V8 cannot start a script at all
+INTERRUPTED = 130  # exit code of a run stopped by Ctrl+C (128 + SIGINT), as cli/entry.py exits
 
 
 class ExecOption(NamedTuple):
@@ -343,6 +344,11 @@ def _run_in_gateway(
             spill=_spill_file(config, run.id),
             spare=ahead,
         )
+    except (KeyboardInterrupt, SystemExit) as exc:  # Ctrl+C, a signal (execution/lifeline.py)
+        # The run's log says what the shell's $? says: 130 for Ctrl+C, 143 for SIGTERM.
+        stopped_by = exc.code if isinstance(exc, SystemExit) else None
+        code = stopped_by if isinstance(stopped_by, int) and stopped_by else INTERRUPTED
+        raise
     finally:
         if watcher is not None:
             watcher.stop()
