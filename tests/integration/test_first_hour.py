@@ -371,6 +371,19 @@ def test_list_servers_without_a_gateway_says_why_state_is_empty(project: Path) -
     assert "gateway start" not in listed.stderr
 
 
+def test_search_without_a_gateway_says_why_it_is_keyword_only(project: Path) -> None:
+    """The gateway started for one search loads no model: the user turned nothing off."""
+    (project / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}))
+    found = run(project, "search", "echo a message", "-n", "1")
+    assert found.returncode == 0, found.stderr
+    assert "loads no embedding model" in found.stderr
+    assert "turned off" not in found.stderr
+    (project / ".toolscript.json").write_text("{}")
+    nothing = run(project, "search", "echo a message")
+    assert nothing.returncode == 1
+    assert "no servers configured (add them under mcpServers in " in nothing.stderr
+
+
 def test_list_servers_with_a_gateway_of_no_servers_yet_says_it_runs(project: Path) -> None:
     # init found no servers, the gateway runs, the user adds one: the edit waits for
     # `toolscript trust`. list-servers said "no gateway runs for this project", though one

@@ -58,6 +58,7 @@ def gateway_client(
         ) as found,
         GatewayClient(found[0], timeout=timeout) as client,
     ):
+        client.ephemeral = True
         yield client
 
 
@@ -78,6 +79,7 @@ class GatewayClient:
         self.url = url.rstrip("/")
         self._timeout = timeout
         self._client: httpx.Client | None = None  # made for the first request beyond a GET
+        self.ephemeral = False  # a gateway started for this one command (``gateway_client``)
 
     def __enter__(self) -> GatewayClient:
         return self

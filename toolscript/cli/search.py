@@ -115,13 +115,17 @@ def search(
             if names:
                 typer.echo(render_markdown(client.get_json("/types", names=names)), nl=False)
             _print_script_hits(hits)
-            _note_mode(answer)
+            _note_mode(answer, client.ephemeral and loaded.search.semantic)
             return
+        ephemeral = client.ephemeral and loaded.search.semantic
     if as_json:
         print_json(answer)
         return
-    _note_mode(answer)
+    _note_mode(answer, ephemeral)
     if not hits:
+        if not loaded.servers:
+            where = loaded.path or loaded.project_dir / ".toolscript.json"
+            absent = f"no servers configured (add them under mcpServers in {where})\n"
         sys.stderr.write(
             absent or "no tool matches; try other words, a lower --threshold, or list-tools\n"
         )
@@ -248,9 +252,16 @@ def _print_reading(reading: dict[str, Any] | None, indent: str) -> None:
             typer.echo(f"{indent}{label}: {read or '(nothing)'}")
 
 
-def _note_mode(answer: dict[str, Any]) -> None:
+def _note_mode(answer: dict[str, Any], ephemeral: bool = False) -> None:
+    """Say on stderr what a keyword-only search or a weak match means; ``ephemeral``: the
+    gateway was started for this command only, and such a gateway loads no model."""
     if answer.get("mode") == "keyword":
         reason = answer.get("search", {}).get("reason") or "semantic search is not ready"
+        if ephemeral:
+            reason = (
+                "a gateway started for one command loads no embedding model; a running "
+                "one searches by meaning too"
+            )
         sys.stderr.write(f"note: keyword search only ({reason})\n")
     if answer.get("hits") and answer.get("weak"):
         sys.stderr.write(
