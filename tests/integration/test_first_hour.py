@@ -491,6 +491,13 @@ def test_out_of_memory_is_one_line(project: Path) -> None:
 # -- hints and docs that point somewhere ----------------------------------------------
 
 
+def test_config_check_without_a_file_says_how_to_make_one(project: Path) -> None:
+    checked = run(project, "config", "check")
+    assert checked.returncode == 0  # zero servers is a valid project
+    assert "no .toolscript.json here or in a folder above" in checked.stderr
+    assert "toolscript init" in checked.stderr
+
+
 def test_the_schema_ships_with_the_package(project: Path) -> None:
     printed = run(project, "config", "schema")
     assert printed.returncode == 0
