@@ -126,8 +126,9 @@ def search(
         if not loaded.servers:
             where = loaded.path or loaded.project_dir / ".toolscript.json"
             absent = f"no servers configured (add them under mcpServers in {where})\n"
+        what, listing = _NO_MATCH[kind.value]
         sys.stderr.write(
-            absent or "no tool matches; try other words, a lower --threshold, or list-tools\n"
+            absent or f"no {what} matches; try other words, a lower --threshold, or {listing}\n"
         )
         raise typer.Exit(1)
     if explain:
@@ -252,11 +253,22 @@ def _print_reading(reading: dict[str, Any] | None, indent: str) -> None:
             typer.echo(f"{indent}{label}: {read or '(nothing)'}")
 
 
+# What a search of each kind found none of, and the command that lists them all.
+_NO_MATCH = {
+    "tool": ("tool", "list-tools"),
+    "resource": ("resource", "list-resources"),
+    "prompt": ("prompt", "list-prompts"),
+    "all": ("tool, resource or prompt", "list-tools"),
+}
+
+
 def _note_mode(answer: dict[str, Any], ephemeral: bool = False) -> None:
     """Say on stderr what a keyword-only search or a weak match means; ``ephemeral``: the
     gateway was started for this command only, and such a gateway loads no model."""
-    if answer.get("mode") == "keyword":
-        reason = answer.get("search", {}).get("reason") or "semantic search is not ready"
+    search = answer.get("search") or {}
+    # Resources and prompts are searched by keywords alone: no note when that is the reason.
+    if answer.get("mode") == "keyword" and search.get("mode") != "hybrid":
+        reason = search.get("reason") or "semantic search is not ready"
         if ephemeral:
             reason = (
                 "a gateway started for one command loads no embedding model; a running "
