@@ -238,3 +238,15 @@ def test_a_resource_search_with_semantic_search_ready_has_no_keyword_only_note(
         assert "keyword search only" not in found.stderr, found.stderr
     finally:
         started.stop()
+
+
+def test_a_threshold_drops_resources_and_prompts_below_it(gateway: GatewayProcess) -> None:
+    def scores(*extra: str) -> list[float]:
+        found = toolscript_cli(
+            "search", "architecture notes", "--kind", "all", "--json", *extra,
+            cwd=gateway.directory,
+        )  # fmt: skip
+        return [hit["score"] for hit in json.loads(found.stdout)["hits"]]
+
+    assert any(score < 0.99 for score in scores())  # else the threshold below drops nothing
+    assert all(score >= 0.99 for score in scores("--threshold", "0.99"))
