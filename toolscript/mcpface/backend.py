@@ -41,7 +41,7 @@ from toolscript.errors import (
     UntrustedConfigError,
     UsageError,
 )
-from toolscript.execution.command import require_saved, saved_script_call
+from toolscript.execution.command import missing_import, require_saved, saved_script_call
 from toolscript.execution.lifeline import Lifeline
 from toolscript.execution.locate import (
     current_module,
@@ -373,6 +373,7 @@ class FaceRun:
     # many clients, and a run's id is in the run log any of them can read)
     owner: object | None = None
     calls: int | None = None  # tool calls the script asked for, as its gateway counted them
+    code: str = ""  # the script, for a hint when it failed
 
     def started(self, run_id: str) -> None:
         self.id = run_id
@@ -691,7 +692,7 @@ class Backend:
         far, and ``wait_run`` continues it for ``owner`` (the client's session) only.
         ``report`` sends its progress to the client."""
         loop = anyio.lowlevel.current_token()  # the watcher threads reach the client through it
-        run = FaceRun(loop=loop, report=report, owner=owner)
+        run = FaceRun(loop=loop, report=report, owner=owner, code=code)
 
         def watch(pid: int, *, group: bool) -> None:
             run.pids.append(pid)
@@ -768,7 +769,15 @@ class Backend:
         kept = (run.spill or self.output_path(run.id)) if exit_code == EXIT_OUTPUT else None
         if kept is not None and kept.exists():
             return _shown(cut_answer(out, err, output_uri(run.id), kept.stat().st_size))
-        return _shown(execution_answer(exit_code, out, err, run.calls))
+        answer = execution_answer(exit_code, out, err, run.calls)
+        missing = missing_import(run.code) if exit_code == 1 else None
+        if missing is not None:  # Deno says only "Cannot find name 'tools'"
+            answer = dataclasses.replace(
+                answer,
+                text=f"{answer.text}\n`{missing}` comes from toolscript's module: begin the "
+                f'script with import {{ {missing} }} from "toolscript";',
+            )
+        return _shown(answer)
 
     def _local(self, url: str) -> LocalGateway | None:
         """The gateway at ``url`` as calls on its loop, when it is the face's own served in
