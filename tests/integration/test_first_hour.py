@@ -371,6 +371,18 @@ def test_list_servers_without_a_gateway_says_why_state_is_empty(project: Path) -
     assert "gateway start" not in listed.stderr
 
 
+def test_get_types_takes_a_tool_named_as_approve_and_scripts_name_it(project: Path) -> None:
+    config = {"mcpServers": {"my-fx": fixture_server()}}
+    (project / ".toolscript.json").write_text(json.dumps(config))
+    for spelled in ("my-fx.plain_text", "tools.myFx.plainText", "my-fx plainText"):
+        typed = run(project, "get-types", *spelled.split())
+        assert typed.returncode == 0, (spelled, typed.stderr)
+        assert "plainText(" in typed.stdout and "jsonText(" not in typed.stdout, spelled
+    whole = run(project, "get-types", "tools.myFx")
+    assert whole.returncode == 0, whole.stderr
+    assert "plainText(" in whole.stdout and "jsonText(" in whole.stdout
+
+
 def test_search_without_a_gateway_says_why_it_is_keyword_only(project: Path) -> None:
     """The gateway started for one search loads no model: the user turned nothing off."""
     (project / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}))
