@@ -393,7 +393,7 @@ def test_search_without_a_gateway_says_why_it_is_keyword_only(project: Path) -> 
     (project / ".toolscript.json").write_text("{}")
     nothing = run(project, "search", "echo a message")
     assert nothing.returncode == 1
-    assert "no servers configured (add them under mcpServers in " in nothing.stderr
+    assert "no servers are configured (add them under mcpServers in " in nothing.stderr
 
 
 def test_list_servers_with_a_gateway_of_no_servers_yet_says_it_runs(project: Path) -> None:

@@ -125,7 +125,10 @@ def search(
     if not hits:
         if not loaded.servers:
             where = loaded.path or loaded.project_dir / ".toolscript.json"
-            absent = f"no servers configured (add them under mcpServers in {where})\n"
+            absent = (
+                f"no {_NO_MATCH[kind.value][0]} matches: no servers are configured (add them "
+                f"under mcpServers in {where})\n"
+            )
         what, listing = _NO_MATCH[kind.value]
         sys.stderr.write(
             absent or f"no {what} matches; try other words, a lower --threshold, or {listing}\n"
