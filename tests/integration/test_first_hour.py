@@ -453,6 +453,26 @@ def test_a_script_without_its_import_is_told_the_line_it_lacks(project: Path) ->
     assert "import {" not in thrown.stderr  # its own `tools`: nothing forgotten
 
 
+def test_a_saved_script_run_with_exec_says_how_it_runs(project: Path) -> None:
+    """A file in the shape `save --help` shows only defines its function: exec ran it and
+    printed nothing, exit 0."""
+    (project / "report.ts").write_text(
+        "/** Echo the team. */\n"
+        "export default async function report(input: { team: string }) {\n"
+        "  return input.team;\n}\n"
+    )
+    ran = run(project, "report.ts")
+    assert ran.returncode == 0, ran.stderr
+    assert "toolscript save NAME report.ts" in ran.stderr
+    assert "toolscript run NAME --input" in ran.stderr
+    (project / "calls.ts").write_text(
+        "export default async function f(i: { a: number }) { return i.a }\nreturn await f({ a: 4 });\n"
+    )
+    called = run(project, "calls.ts")
+    assert called.returncode == 0 and called.stdout.strip() == "4"
+    assert called.stderr == ""
+
+
 def test_a_run_stopped_by_ctrl_c_is_logged_with_the_exit_code_the_shell_saw(
     project: Path,
 ) -> None:

@@ -29,6 +29,7 @@ __all__ = [
     "require_saved",
     "run_exec",
     "saved_script_call",
+    "uncalled_default_export",
 ]
 
 DEFAULT_TIMEOUT = 300.0
@@ -180,23 +181,32 @@ def run_exec(
                     f"hint: `{missing}` comes from toolscript's module: begin the script with "
                     f'import {{ {missing} }} from "toolscript";\n'
                 )
-            return ran
-        return _run_in_gateway(
-            script,
-            url,
-            module_hash,
-            lifeline,
-            check,
-            limits,
-            code != "-",
-            max_calls=max_calls,
-            resume=resume,
-            trace=trace,
-            config=config,
-            # A gateway that runs already has a warm checker: a new script is likely to need
-            # no Deno check, and a spare Deno starts while the run is registered and checked.
-            spare=found == ["running"],
-        )
+        else:
+            ran = _run_in_gateway(
+                script,
+                url,
+                module_hash,
+                lifeline,
+                check,
+                limits,
+                code != "-",
+                max_calls=max_calls,
+                resume=resume,
+                trace=trace,
+                config=config,
+                # A gateway that runs already has a warm checker: a new script is likely to
+                # need no Deno check, and a spare Deno starts while the run is registered
+                # and checked.
+                spare=found == ["running"],
+            )
+        if ran == 0 and saved is None and uncalled_default_export(script.code):
+            shown = "FILE.ts" if script.display_name.startswith("<") else script.display_name
+            sys.stderr.write(
+                "note: the script's default export is a function that nothing called: exec "
+                "runs a file's top level. Save it and run it with its input: `toolscript save "
+                f"NAME {shown}`, then `toolscript run NAME --input '{{...}}'`\n"
+            )
+        return ran
 
 
 def _start_in_background(
@@ -394,6 +404,22 @@ def missing_import(code: str) -> str | None:
         if not re.search(_DECLARED.format(name=name), code):
             return name
     return None
+
+
+_DEFAULT_FUNCTION = re.compile(r"\bexport\s+default\s+(?:async\s+)?function\b\s*\*?\s*([\w$]*)")
+
+
+def uncalled_default_export(code: str) -> bool:
+    """Whether a script's default export is a function the script never names again (a saved
+    script's shape, run with exec: its top level only defines it)."""
+    found = _DEFAULT_FUNCTION.search(code)
+    if found is None:
+        return False
+    name = found.group(1)
+    if not name:  # anonymous: nothing in the script can call it
+        return True
+    elsewhere = code[: found.start()] + code[found.end() :]
+    return re.search(rf"(?<![\w$]){re.escape(name)}(?![\w$])", elsewhere) is None
 
 
 def saved_script_call(name: str, input_text: str) -> str:
