@@ -503,6 +503,24 @@ def test_a_run_stopped_by_ctrl_c_is_logged_with_the_exit_code_the_shell_saw(
         assert run_row["exit"] == 130, run_row
 
 
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("10n", "serialize a BigInt"),
+        ("() => 1", "it is a function"),
+        ("(() => { const a: any = {}; a.self = a; return a; })()", "circular structure"),
+    ],
+)
+def test_a_return_value_json_cannot_hold_is_one_clear_error(
+    project: Path, value: str, why: str
+) -> None:
+    ran = run(project, "exec", f"return {value}")
+    assert ran.returncode == 1
+    assert ran.stdout == ""  # not "undefined" as if it were the value
+    assert "return value cannot be written as JSON" in ran.stderr and why in ran.stderr
+    assert "__toolscript" not in ran.stderr and len(ran.stderr.splitlines()) == 1
+
+
 def test_refusals_say_what_scripts_cannot_do(project: Path) -> None:
     refused = run(project, "exec", "--no-check", 'return Deno.readTextFileSync("/etc/hostname")')
     assert refused.returncode == 1
