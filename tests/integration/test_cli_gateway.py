@@ -71,6 +71,9 @@ def test_status_when_nothing_runs(tmp_path: Path) -> None:
     hint = told.stderr.split("hint: ", 1)[1]
     assert "gateway status" not in hint  # not this very command again
     assert "unset TOOLSCRIPT_GATEWAY_URL" in hint
+    elsewhere = run("search", "x", cwd=tmp_path, TOOLSCRIPT_GATEWAY_URL="http://127.0.0.1:9/x")
+    assert elsewhere.returncode == 1
+    assert "unset TOOLSCRIPT_GATEWAY_URL" in elsewhere.stderr  # the URL came from it
 
 
 def test_gateway_stop_says_the_gateway_of_the_environment_is_not_its_own(

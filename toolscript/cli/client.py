@@ -159,8 +159,15 @@ class GatewayClient:
         return int(fields[1]), body
 
     def _unreachable(self, kind: str) -> GatewayUnreachableError:
+        hint = _START_HINT
+        if os.environ.get(URL_VARIABLE, "").strip().rstrip("/") == self.url:
+            # a session's gateway that ended, say: the variable outlived it
+            hint = (
+                f"{URL_VARIABLE} names it (a session that ended?): unset {URL_VARIABLE} and "
+                "commands use this project's gateway, or start one for themselves"
+            )
         return GatewayUnreachableError(
-            f"the gateway at {public_url(self.url)} does not answer ({kind})", hint=_START_HINT
+            f"the gateway at {public_url(self.url)} does not answer ({kind})", hint=hint
         )
 
 
