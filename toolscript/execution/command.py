@@ -458,16 +458,26 @@ def require_saved(listing: dict[str, Any], name: str) -> None:
     if name not in scripts:
         import difflib
 
+        close = difflib.get_close_matches(name, list(scripts), n=3)
+        hint = None  # the close names are the hint
+        if not close:
+            hint = (
+                "`toolscript list-scripts` lists them"
+                if scripts
+                else "save one with `toolscript save NAME FILE.ts`"
+            )
         raise NotFoundError(
             f"no saved script named {name} in {listing.get('directory', 'toolscripts/')}",
-            suggestions=difflib.get_close_matches(name, list(scripts), n=3),
-            hint=None if scripts else "save one with `toolscript save NAME FILE.ts`",
+            suggestions=close,
+            hint=hint,
         )
     if scripts[name]["status"] == "broken":
         errors = "\n".join(f"  {e}" for e in scripts[name]["errors"])
         raise ExecutionError(
             f"saved script {name} does not type-check against the current tools:\n{errors}",
-            hint="fix it and save it again with `toolscript save --force`",
+            hint=f"edit {listing.get('directory', 'toolscripts')}/{name}.ts until it checks "
+            "(the gateway checks it again at each edit; `toolscript list-scripts` shows it), "
+            f"or save a fixed copy over it: `toolscript save --force {name} FILE.ts`",
         )
 
 

@@ -139,6 +139,11 @@ def _shown(answer: Answer) -> Answer:
 _FACE_HINTS = (
     (re.compile(r"see `toolscript list-tools ([^`]+)`"), r'get_types with ["\1"] lists them'),
     (re.compile(r"`toolscript save NAME FILE\.ts`"), "save_script"),
+    (re.compile(r"`toolscript list-scripts` lists them"), "search_tools finds them (script.NAME)"),
+    (  # a saved script that no longer checks (execution/command.py, require_saved)
+        re.compile(r"^edit .+ until it checks .*`toolscript save --force (\S+) FILE\.ts`$"),
+        r"save_script with name \1, the fixed code and force: true",
+    ),
     (  # the person trusts a config, never the model (a client with a shell would run it)
         re.compile(r"^read it, then run `toolscript trust` in (.+)$"),
         r"the user must read it and run `toolscript trust` in \1 themselves (not you: ask "
