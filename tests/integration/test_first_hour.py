@@ -572,6 +572,25 @@ def test_a_return_value_json_cannot_hold_is_one_clear_error(
     assert "__toolscript" not in ran.stderr and len(ran.stderr.splitlines()) == 1
 
 
+def test_a_run_that_ended_is_said_to_have_ended(project: Path) -> None:
+    """`runs stop`, `runs wait` and `exec --resume` of a run that finished, with no gateway
+    running: they spoke of background runs, or of a script the log does not keep."""
+    (project / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}))
+    ran = run(project, "exec", 'import { tools } from "toolscript"; return 1')
+    assert ran.returncode == 0, ran.stderr
+    listed = run(project, "runs", "--json", "-n", "1")
+    run_id = json.loads(listed.stdout)[0]["id"]
+    for command in ("stop", "wait"):
+        left = run(project, "runs", command, run_id)
+        assert left.returncode == 2
+        assert f"run {run_id} is not under way" in left.stderr, left.stderr
+        assert "background run needs" not in left.stderr
+    resumed = run(project, "exec", "--resume", run_id)
+    assert resumed.returncode != 0
+    assert "did not stop for an approval (ok): there is nothing to resume" in resumed.stderr
+    assert "keeps no script" not in resumed.stderr
+
+
 def test_refusals_say_what_scripts_cannot_do(project: Path) -> None:
     refused = run(project, "exec", "--no-check", 'return Deno.readTextFileSync("/etc/hostname")')
     assert refused.returncode == 1
