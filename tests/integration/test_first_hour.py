@@ -270,6 +270,22 @@ def test_a_server_that_exits_while_connecting_says_its_last_words(project: Path)
         assert gateway.stop() == []
 
 
+def test_a_server_whose_cwd_is_missing_is_not_called_a_missing_command(project: Path) -> None:
+    # "cwd": "nope" said "command not found: /project/nope": the command is there.
+    gateway = GatewayProcess(
+        {"mcpServers": {"fx": fixture_server(), "lost": fixture_server(cwd="nope")}},
+        project,
+        env={"TOOLSCRIPT_HOME": str(project / "home")},
+    )
+    try:
+        listed = json.loads(run(project, "list-servers", "--json").stdout)
+        error = next(server for server in listed if server["name"] == "lost")["error"]
+        assert "command not found" not in error
+        assert f'"cwd" is not a folder: {project / "nope"}' in error, error
+    finally:
+        assert gateway.stop() == []
+
+
 def test_a_url_server_that_cannot_be_reached_names_where(project: Path) -> None:
     # httpx's "All connection attempts failed" named no host; a token in the URL stays out.
     with socket.socket() as probe:
