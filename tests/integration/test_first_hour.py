@@ -450,6 +450,14 @@ def test_get_types_takes_a_tool_named_as_approve_and_scripts_name_it(project: Pa
     assert "plainText(" in whole.stdout and "jsonText(" in whole.stdout
 
 
+def test_a_server_with_no_prompts_is_said_to_have_none(project: Path) -> None:
+    (project / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}))
+    listed = run(project, "list-prompts", "fx")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout == ""
+    assert "fx offers no prompts" in listed.stderr  # it printed nothing at all
+
+
 def test_search_without_a_gateway_says_why_it_is_keyword_only(project: Path) -> None:
     """The gateway started for one search loads no model: the user turned nothing off."""
     (project / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}))
