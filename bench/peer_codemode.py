@@ -9,9 +9,12 @@ whole workload, and disconnects.
 
 Rows: spawn to the first `execute` result; when the call speed is steady after spawn (the
 end of the first call within 1.25x of the round's settled median); one `execute` with one
-tool call, the script seen before and a new one; 10 sequential and 10 parallel calls in
-one script; RSS of the whole process tree after the workload; client disconnect to the
-exit of the whole tree; CPU seconds of the tree (reaped children included) for the workload.
+tool call, the script seen before and a new one (each sent as soon as the last answer
+came, as the rows below); the seen script again after a pause (`IDLE`: an agent's turn
+between two executes is seconds long); 10 sequential and 10 parallel calls in one script;
+RSS of the whole process tree a second after the workload (what it keeps); client
+disconnect to the exit of the whole tree; CPU seconds of the tree (reaped children
+included) for the workload.
 
 FastMCP is never a dependency of this project: it is installed, with its code-mode extra,
 in a virtual environment of this bench's own under the user's cache folder (`uv venv`,
@@ -94,12 +97,15 @@ SCRIPTS: dict[str, dict[str, str]] = {
         f"out = await asyncio.gather(*[{PY_CALL} for _ in range(10)])\nreturn len(out)\n",
     },
 }
+IDLE = 0.25  # seconds before the "after a pause" row's execute
+SETTLE = 1.0  # seconds after the workload before the RSS is read
 FRESH = itertools.count(int(time.time()))  # a number no earlier run's script held
 ROWS = {
     "spawn to first result (s)": "first",
     "steady speed after spawn (s)": "steady",
     "1 call, script seen (ms)": "seen",
     "1 call, new script (ms)": "new",
+    f"1 call, seen, {IDLE:.2f} s idle (ms)": "idle",
     "10 sequential calls (ms)": "sequential",
     "10 parallel calls (ms)": "parallel",
     "RSS after the run (MB)": "rss",
@@ -161,7 +167,7 @@ async def one_round(side: str, params: StdioServerParameters, calls: int) -> dic
     """Spawn, run the workload, disconnect: every row's value(s) for this round."""
     scripts = SCRIPTS["toolscript" if side == "baseline" else side]
     me = psutil.Process()
-    out: dict[str, Any] = {"seen": [], "new": [], "sequential": [], "parallel": []}
+    out: dict[str, Any] = {"seen": [], "new": [], "sequential": [], "parallel": [], "idle": []}
 
     async def execute(session: ClientSession, code: str) -> float:
         started = time.perf_counter()
@@ -190,6 +196,9 @@ async def one_round(side: str, params: StdioServerParameters, calls: int) -> dic
             out["new"].append(await execute(session, new) * 1000)
             out["sequential"].append(await execute(session, scripts["sequential"]) * 1000)
             out["parallel"].append(await execute(session, scripts["parallel"]) * 1000)
+            await anyio.sleep(IDLE)
+            out["idle"].append(await execute(session, seen) * 1000)
+        await anyio.sleep(SETTLE)  # what the last execute leaves (toolscript: its next spare)
         children = [p for p in tree(me) if p.pid != me.pid]
         out["rss"] = rss_mb(children)
         if BREAKDOWN:
@@ -274,7 +283,7 @@ def report(results: dict[str, dict[str, list[float]]], rounds: int, peer: Path) 
         f"{rounds} interleaved rounds; load {load:.1f} on {os.cpu_count()} cores"
     )
     fmt: Callable[[float], str] = lambda v: f"{v:8.2f}" if v < 100 else f"{v:8.0f}"  # noqa: E731
-    print(f"{'row':30}{'toolscript min/p50/max':>27}{'fastmcp min/p50/max':>27}{'ratio':>8}")
+    print(f"{'row':32}{'toolscript min/p50/max':>27}{'fastmcp min/p50/max':>27}{'ratio':>8}")
     for row, key in ROWS.items():
         ours, theirs = results["toolscript"][key], results["fastmcp"][key]
         cells = [
@@ -282,7 +291,7 @@ def report(results: dict[str, dict[str, list[float]]], rounds: int, peer: Path) 
             for values in (ours, theirs)
         ]
         ratio = statistics.median(ours) / statistics.median(theirs)
-        line = f"{row:30}{cells[0]:>27}{cells[1]:>27}{ratio:7.2f}x"
+        line = f"{row:32}{cells[0]:>27}{cells[1]:>27}{ratio:7.2f}x"
         if "baseline" in results:
             base = results["baseline"][key]
             line += "   baseline" + "".join(fmt(f(base)) for f in (min, statistics.median, max))

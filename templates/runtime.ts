@@ -46,7 +46,9 @@ export class ToolError extends Error {
   readonly details: JsonObject;
 
   constructor(tool: string, message: string, status: number, details: JsonObject = {}) {
-    super(message.includes(tool) ? message : `${tool}: ${message}`);
+    // A message naming the tool already (`time__get_time`, or as users write it, `time.get_time`)
+    // is not prefixed with its name again.
+    super(message.includes(tool) || message.includes(tool.replace("__", ".")) ? message : `${tool}: ${message}`);
     this.name = "ToolError";
     this.tool = tool;
     this.status = status;

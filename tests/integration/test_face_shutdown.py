@@ -202,8 +202,8 @@ def test_a_face_killed_while_it_starts_leaves_no_server(tmp_path: Path) -> None:
             lambda found: "stubborn server" in {_kind(process) for process in found},
             what="the stubborn server's spawn",
         )
-        # (killed within the import of the MCP SDK, not in the instant between the spawn and
-        # its tether to the watchdog: that race is known, and left)
+        # (killed within the import of the MCP SDK; the instant between the spawn and its
+        # tether to the watchdog is test_tether_race's)
         time.sleep(0.3)
     finally:
         face.process.kill()

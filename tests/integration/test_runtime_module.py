@@ -167,8 +167,10 @@ def test_get_types_whole_server_and_errors(gateway: GatewayProcess) -> None:
     assert "ToolResult = string" in whole.stdout
     unknown_tool = cli("get-types", "fx", "plain_txt", cwd=gateway.directory)
     assert unknown_tool.returncode == 1
-    assert "tool not found: fx__plain_txt" in unknown_tool.stderr
-    assert "plain_text" in unknown_tool.stderr
+    # named as users write it, the close name suggested so too (not the gateway's fx__...)
+    assert "tool not found: fx.plain_txt" in unknown_tool.stderr
+    assert "did you mean: fx.plain_text" in unknown_tool.stderr
+    assert "fx__" not in unknown_tool.stderr
     unknown_server = cli("get-types", "github", cwd=gateway.directory)
     assert unknown_server.returncode == 1
     assert "server not found: 'github'" in unknown_server.stderr

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
 import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -167,12 +169,15 @@ def test_a_message_with_no_end_drops_its_server_not_the_gateway(tmp_path: Path) 
     _flood_drops_only_its_server(tmp_path, flooding, "a message over 128 MB (no newline yet)")
 
 
-def _flood_drops_only_its_server(tmp_path: Path, flooding: dict[str, Any], logged: str) -> None:
+def _flood_drops_only_its_server(
+    tmp_path: Path, flooding: dict[str, Any], logged: str, env: dict[str, str] | None = None
+) -> None:
     """A gateway with ``flooding`` (whose `flood` answer has no end) and a good server: the
     call fails as its server going away, the log says ``logged``, the good server still
-    answers, and ``flooding`` connects again and answers its `fine`."""
+    answers, and ``flooding`` connects again and answers its `fine`. ``env``: the gateway's."""
     servers = {"flooding": flooding, "good": hostile(tmp_path, "good", {"tools": GOOD_TOOLS})}
-    started = GatewayProcess({"mcpServers": servers, "search": {"semantic": False}}, tmp_path)
+    config = {"mcpServers": servers, "search": {"semantic": False}}
+    started = GatewayProcess(config, tmp_path, env=env)
     try:
         started.wait_for_health(
             lambda health: all(s["state"] == "connected" for s in health["servers"].values()),
@@ -273,4 +278,81 @@ def test_an_http_answer_with_no_end_drops_its_server_not_the_gateway(tmp_path: P
             tmp_path, {"url": url}, "the server sent a message over 128 MB"
         )
     finally:
+        http.shutdown()
+
+
+class _ForwardProxy:
+    """A forward HTTP proxy, as a corporate one is to the gateway: a request in absolute
+    form (``POST http://host:port/mcp HTTP/1.1``) is sent on to its host in origin form,
+    and the two connections are then piped both ways. ``forwarded``: connections relayed."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.forwarded = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self) -> None:
+        self.listener.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:  # closed
+                return
+            threading.Thread(target=self._relay, args=(client,), daemon=True).start()
+
+    def _relay(self, client: socket.socket) -> None:
+        head = b""
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(client)
+            while b"\r\n\r\n" not in head:
+                chunk = client.recv(65536)
+                if not chunk:
+                    return
+                head += chunk
+            line, _, rest = head.partition(b"\r\n")
+            method, target, version = line.split(b" ", 2)
+            url = urlsplit(target.decode())
+            assert url.hostname is not None and url.port is not None, target
+            origin = (url.path or "/") + (f"?{url.query}" if url.query else "")
+            server = stack.enter_context(socket.create_connection((url.hostname, url.port)))
+            self.forwarded += 1
+            server.sendall(b" ".join([method, origin.encode(), version]) + b"\r\n" + rest)
+            back = threading.Thread(target=self._pipe, args=(server, client), daemon=True)
+            back.start()
+            self._pipe(client, server)
+            back.join()
+
+    @staticmethod
+    def _pipe(source: socket.socket, target: socket.socket) -> None:
+        """Bytes from ``source`` to ``target`` until either ends; then both are shut."""
+        with contextlib.suppress(OSError):
+            while chunk := source.recv(1024 * 1024):
+                target.sendall(chunk)
+        for end in (source, target):
+            with contextlib.suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)
+
+
+@pytest.mark.timeout(300)
+def test_an_http_answer_with_no_end_through_the_environments_proxy_is_bounded_too(
+    tmp_path: Path,
+) -> None:
+    """A user behind a proxy (HTTP_PROXY, as the SDK's own client honours it) reaches an
+    HTTP server through it, and an answer with no end relayed by the proxy drops its server
+    as a direct one does, rather than growing the gateway until it runs out of memory."""
+    http = ThreadingHTTPServer(("127.0.0.1", 0), _FloodingHTTP)
+    threading.Thread(target=http.serve_forever, daemon=True).start()
+    proxy = _ForwardProxy()
+    url = f"http://127.0.0.1:{http.server_address[1]}/mcp"
+    env = {"HTTP_PROXY": proxy.url, "http_proxy": proxy.url, "NO_PROXY": "", "no_proxy": ""}
+    try:
+        _flood_drops_only_its_server(
+            tmp_path, {"url": url}, "the server sent a message over 128 MB", env=env
+        )
+        assert proxy.forwarded > 0  # the server was reached through the proxy
+    finally:
+        proxy.close()
         http.shutdown()

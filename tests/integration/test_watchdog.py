@@ -4,6 +4,7 @@ processes still running on its list and never runs what it reads."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import signal
 import subprocess
@@ -217,3 +218,156 @@ def test_a_server_group_gets_its_grace_then_sigterm_then_sigkill() -> None:
         for each in everyone:
             each.kill()
             each.wait()
+
+
+def fire_told_starts(
+    named: list[tuple[str, subprocess.Popen[bytes], float]], env: dict[str, str] | None = None
+) -> None:
+    """The watchdog reads a word for each (kind, process, shift) as the face writes it (the
+    process's start in whole seconds after the watchdog's, moved by ``shift``: a pid given
+    to another process since, which started at another time), then its input ends."""
+    dog = subprocess.Popen(watchdog.command(), stdin=subprocess.PIPE, text=True, env=env)
+    own = psutil.Process(dog.pid).create_time()
+    words = [
+        f"{kind}{each.pid}@{round(psutil.Process(each.pid).create_time() - own + shift)}\n"
+        for kind, each, shift in named
+    ]
+    dog.communicate("".join(words), timeout=60)
+    assert dog.returncode == 0
+
+
+def test_a_pid_given_to_another_process_since_is_not_signalled() -> None:
+    """A word may carry the start of the process it names (``@<seconds>``, what the MCP
+    face's watchdog is told): one that ended by itself may have given its pid to another
+    since (pids wrap fast on macOS). A pid, or a group, whose process (its leader) started
+    at another time is left alone; one that started then is stopped as before."""
+    group, reused_group, server, reused_server, process, reused_process = (
+        sleeper() for _ in range(6)
+    )
+    everyone = [group, reused_group, server, reused_server, process, reused_process]
+    reaper = threading.Thread(target=process.wait)  # else it lingers, a zombie, for 20 s
+    reaper.start()
+    try:
+        fire_told_starts(
+            [
+                ("g", group, 0),
+                ("g", reused_group, -3600),
+                ("s", server, 0),
+                ("s", reused_server, 3600),
+                ("p", process, 0),
+                ("p", reused_process, -60),
+            ]
+        )
+        assert group.wait(10) == -signal.SIGKILL
+        assert server.wait(10) == -signal.SIGTERM
+        reaper.join(10)
+        assert process.returncode == -signal.SIGTERM
+        assert [each.poll() for each in (reused_group, reused_server, reused_process)] == [None] * 3
+    finally:
+        for each in everyone:
+            each.kill()
+            each.wait()
+
+
+def test_a_group_whose_leader_ended_is_still_killed() -> None:
+    """A server's leader may end and leave a child in its group: the group's id stays that
+    group's while any member lives (no other process is given it), so the watchdog, told
+    of the group with its leader's start, kills what is left of it."""
+    leader = subprocess.Popen(
+        ["sh", "-c", "sleep 60 & echo $!; read -r line"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert leader.stdin is not None and leader.stdout is not None
+    started = psutil.Process(leader.pid).create_time()
+    member = psutil.Process(int(leader.stdout.readline()))
+    try:
+        leader.stdin.close()  # the leader leaves; its child stays in the group
+        leader.wait(10)
+        dog = subprocess.Popen(watchdog.command(), stdin=subprocess.PIPE, text=True)
+        own = psutil.Process(dog.pid).create_time()
+        dog.communicate(f"g{leader.pid}@{round(started - own)}\n", timeout=60)
+        gone, _ = psutil.wait_procs([member], timeout=10)
+        assert gone, "the group's member outlived the watchdog"
+    finally:
+        with contextlib.suppress(psutil.Error):
+            member.kill()
+
+
+def test_without_ps_a_pid_is_signalled_by_its_number_alone(tmp_path: Path) -> None:
+    """A system with no ``ps`` (a slim container) cannot say when a process started: the
+    watchdog stops what it was told of by number, as before start times were told."""
+    found = shutil.which("sleep")
+    assert found is not None
+    (tmp_path / "sleep").symlink_to(found)
+    watched = sleeper()
+    try:
+        fire_told_starts([("g", watched, -3600)], env={"PATH": str(tmp_path)})
+        assert watched.wait(10) == -signal.SIGKILL
+    finally:
+        watched.kill()
+        watched.wait()
+
+
+# A face's watchdog told of two processes as its gateway tethers them, then the face killed.
+_FACE = """
+import os, signal, sys
+from toolscript.execution.lifeline import Lifeline
+from toolscript.plumbing.processes import Tethered
+
+lifeline = Lifeline(catch_signals=False)
+lifeline.follow_tethered()
+for pid, started in zip(sys.argv[1::2], sys.argv[2::2]):
+    lifeline.tethered(Tethered(int(pid), group=True, started=float(started)), True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_the_face_s_watchdog_is_told_each_tethered_process_s_start_time() -> None:
+    """The start time ``tether`` recorded reaches the watchdog: a pid whose process started
+    at another time than the one tethered (its number given to another since) is spared."""
+    tethered, reused = sleeper(), sleeper()
+    try:
+        face = subprocess.run(
+            [
+                *(sys.executable, "-c", _FACE),
+                *(str(tethered.pid), str(psutil.Process(tethered.pid).create_time())),
+                *(str(reused.pid), str(psutil.Process(reused.pid).create_time() - 3600)),
+            ],
+            timeout=60,
+        )
+        assert face.returncode == -signal.SIGKILL
+        assert tethered.wait(10) == -signal.SIGKILL
+        assert reused.poll() is None
+    finally:
+        for each in (tethered, reused):
+            each.kill()
+            each.wait()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's start times move")
+def test_a_system_clock_set_after_the_watchdog_started_still_stops_what_was_tethered() -> None:
+    """On Linux a start time in seconds since the epoch is the boot time (which follows the
+    system clock: an NTP step, a VM's clock set again) plus the start since boot: a clock
+    set between the watchdog's start and a tether must not spare the process tethered."""
+    tethered = sleeper()
+    face = (
+        "import os, signal, sys\n"
+        "import psutil, psutil._pslinux as linux\n"
+        "from toolscript.execution.lifeline import Lifeline\n"
+        "from toolscript.plumbing.processes import tether\n"
+        "Lifeline(catch_signals=False).follow_tethered()\n"
+        "stepped = psutil.boot_time() + 7\n"  # the clock set 7 s forward
+        "linux.boot_time = lambda: stepped\n"
+        "tether(int(sys.argv[1]), group=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    try:
+        done = subprocess.run([sys.executable, "-c", face, str(tethered.pid)], timeout=60)
+        assert done.returncode == -signal.SIGKILL
+        assert tethered.wait(10) == -signal.SIGKILL
+    finally:
+        tethered.kill()
+        tethered.wait()

@@ -116,7 +116,7 @@ def test_unknown_names_answer_404_with_suggestions(client: TestClient[Any]) -> N
     tool = client.post("/tools/calc__ad", json={})
     assert tool.status_code == 404
     assert tool.json()["error"] == "tool_not_found"
-    assert "calc__add" in tool.json()["suggestions"]
+    assert "calc.add" in tool.json()["suggestions"]
     server = client.get("/servers/calk/tools")
     assert server.status_code == 404
     assert server.json()["error"] == "server_not_found"
@@ -150,6 +150,29 @@ def test_types_and_the_module_carry_the_tools(client: TestClient[Any]) -> None:
     again = client.get("/runtime/tools.ts", headers={"If-None-Match": module.headers["etag"]})
     assert again.status_code == 304
     assert client.get("/runtime/hash").json()["hash"] == types["hash"]
+
+
+def test_an_unknown_tool_is_named_as_users_write_it_with_the_close_one(
+    client: TestClient[Any],
+) -> None:
+    """`time.get_time`, as `approve --tool` takes it and docs write it: never the gateway's
+    `calc__ad`, which nobody typed; the close name suggested in that spelling too, for a
+    call and for get-types (the camelCase function name as well)."""
+    for answer in (
+        client.post("/tools/calc__ad", json={}),
+        client.get("/types", params={"server": "calc", "tool": "ad"}),
+        client.get("/types", params={"names": "calc__ad"}),
+        client.get("/types", params={"server": "calc", "tool": "Add"}),
+    ):
+        body = answer.json()
+        assert answer.status_code == 404 and body["error"] == "tool_not_found", body
+        assert body["message"].startswith("tool not found: calc.")
+        assert body["suggestions"] == ["calc.add"], body
+        assert body["hint"] == "did you mean: calc.add?"
+        assert "__" not in body["message"] + body["hint"]
+    far = client.post("/tools/calc__zzzzzz", json={}).json()
+    assert far["message"] == "tool not found: calc.zzzzzz" and far["suggestions"] == []
+    assert far["hint"] == "server 'calc' has 2 tools: see `toolscript list-tools calc`"
 
 
 def test_types_without_a_selection_is_a_usage_error(client: TestClient[Any]) -> None:

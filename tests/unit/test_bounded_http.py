@@ -66,3 +66,35 @@ def test_a_boundary_split_across_two_chunks_still_ends_an_event() -> None:
 def test_one_event_past_the_bound_fails_even_after_short_ones() -> None:
     with pytest.raises(httpx2.RemoteProtocolError):
         _read([b"data: 1\n\n", b"data: 0123", b"456789ab"])
+
+
+_PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+
+
+def test_the_environments_proxies_are_honoured_as_the_sdks_client_does_each_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A user behind a proxy reaches an HTTP server through it (as the SDK's own client
+    would), and what the proxy relays is bounded as a direct answer is. httpx2 mounts a
+    transport per proxy of the environment (``_mounts``; ``_transport`` otherwise): each
+    one is read through the bound."""
+    from mcp.shared._httpx_utils import create_mcp_http_client as sdk_client
+
+    from toolscript.upstream.sdk import create_mcp_http_client
+
+    for name in _PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
+    monkeypatch.setenv("NO_PROXY", "inside.example")
+    outside, inside = httpx2.URL("https://mcp.example/mcp"), httpx2.URL("https://inside.example/")
+
+    theirs = sdk_client()
+    assert theirs._transport_for_url(outside) is not theirs._transport  # the proxy's
+    assert theirs._transport_for_url(inside) is theirs._transport
+
+    ours = create_mcp_http_client()
+    proxied, direct = ours._transport_for_url(outside), ours._transport_for_url(inside)
+    assert isinstance(proxied, BoundedTransport) and isinstance(direct, BoundedTransport)
+    assert proxied is not direct and direct is ours._transport
+    assert all(isinstance(t, BoundedTransport) for t in ours._mounts.values() if t is not None)

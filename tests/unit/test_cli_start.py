@@ -372,3 +372,41 @@ def test_the_first_spawn_comes_before_typer_and_pydantic(
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1]) == []
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.0.2.7", False),
+    ],
+)
+def test_gateway_start_refuses_a_host_other_machines_reach(host: str, loopback: bool) -> None:
+    """The gateway answers on loopback (docs/security.md); any other --host only with
+    --allow-remote, the error saying the risk and the way out."""
+    from toolscript.cli.gateway import _refuse_remote
+    from toolscript.errors import UsageError
+
+    if loopback:
+        _refuse_remote(host, allow_remote=False)
+        return
+    with pytest.raises(UsageError, match="not a loopback address") as refused:
+        _refuse_remote(host, allow_remote=False)
+    assert "call every tool" in refused.value.message
+    assert refused.value.hint is not None and "--allow-remote" in refused.value.hint
+    _refuse_remote(host, allow_remote=True)  # a warning, not an error
+
+
+def test_the_fast_parser_reads_allow_remote(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TOOLSCRIPT_CONFIG", raising=False)
+    monkeypatch.delenv("TOOLSCRIPT_CACHE_DIR", raising=False)
+    argv = ["gateway", "start", "--host", "0.0.0.0", "--allow-remote"]
+    assert fast_arguments(argv) == (
+        ("gateway", "start"),
+        {"config": None, "cache": None, "host": "0.0.0.0", "allow_remote": True},
+    )

@@ -70,6 +70,7 @@ def test_a_usable_config_is_read_again_only_when_a_file_it_depends_on_changed(
     trusted: Path, repo: Path, reads: list[str | None]
 ) -> None:
     trusted.write_text(VALID)
+    os.utime(trusted, ns=(1_000_000_000, 1_000_000_000))  # long settled
     watch = ConfigWatch(None, repo)
     for _ in range(3):
         watch.check()
@@ -77,6 +78,21 @@ def test_a_usable_config_is_read_again_only_when_a_file_it_depends_on_changed(
     edit(trusted, VALID + "\n")
     watch.check()
     assert len(reads) == 2
+
+
+def test_a_same_size_edit_within_the_clocks_tick_is_seen(trusted: Path, repo: Path) -> None:
+    """A file system whose mtime ticks once a second gives an edit saved in the same second
+    as the last read the same fingerprint: a file changed that recently is read again."""
+    trusted.write_text(VALID)
+    watch = ConfigWatch(None, repo)
+    watch.check()
+    tick = trusted.stat().st_mtime_ns
+    broken = '{"mcpServers": {"time": {"command": 5' + " " * (len(VALID) - 40) + "}}}"
+    assert len(broken) == len(VALID)
+    trusted.write_text(broken)  # in place: the same inode, the same size
+    os.utime(trusted, ns=(tick, tick))  # and the same tick
+    with pytest.raises(ConfigError, match=r"mcpServers\.time\.command"):
+        watch.check()
 
 
 def test_a_config_that_cannot_be_used_is_read_again_at_each_check(

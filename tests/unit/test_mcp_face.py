@@ -15,6 +15,7 @@ from toolscript.execution.sandbox import EXIT_TIMEOUT
 from toolscript.mcpface.backend import (
     RESULT_MARKER,
     execution_answer,
+    in_their_words,
     normalize_tool_name,
     search_answer,
     servers_answer,
@@ -129,6 +130,19 @@ def test_tool_names_in_every_spelling_an_agent_uses() -> None:
     assert normalize_tool_name("tools.github.createIssue") == "github__createIssue"
     assert normalize_tool_name("github__create_issue") == "github__create_issue"
     assert normalize_tool_name(" github ") == "github"
+
+
+def test_an_unknown_tool_is_named_back_as_the_agent_wrote_it() -> None:
+    """The gateway names a tool as users write it (`fx.nope`); an agent that wrote
+    `tools.fx.nope` reads that, and never the gateway's `fx__nope`."""
+    from toolscript.errors import GatewayResponseError
+
+    body = {"message": "tool not found: fx.nope", "hint": "did you mean: fx.nope2?"}
+    error = GatewayResponseError(body["message"], status_code=404, body=body)
+    for typed, expected in (("tools.fx.nope", "tools.fx.nope"), ("fx.nope", "fx.nope")):
+        said = in_their_words(error, {"fx__nope": typed})
+        assert said.message == f"tool not found: {expected}"
+        assert said.hint == "did you mean: fx.nope2?"
 
 
 def test_the_face_tools_are_valid_mcp_tools_with_valid_schemas() -> None:

@@ -15,6 +15,7 @@ from toolscript.errors import UsageError
 from toolscript.plumbing.processes import (
     _base_name,
     process_identity,
+    read_identity,
     when_gone,
 )
 
@@ -110,3 +111,25 @@ def test_the_owner_is_still_followed_after_the_system_clock_is_set(
     child.stdin.close()
     child.wait()
     assert ended.wait(5)
+
+
+@pytest.mark.parametrize(
+    ("identity", "named"),
+    [
+        ("123:1795725620.69", (123, 1795725620.69)),
+        ("123:", (123, None)),  # the system did not say when it started
+        ("123", (123, None)),
+        ("", None),
+        ("abc:1.0", None),
+        ("12:x", None),
+        ("-1:2.0", None),
+        ("0:2.0", None),
+        ("12:1.2.3", None),
+        ("\u00b2:1.0", None),
+    ],
+)
+def test_a_process_identity_is_read_in_one_place(
+    identity: str, named: tuple[int, float | None] | None
+) -> None:
+    """``--stop-with``, a run's client, a hook's owner: every ``pid:start`` read alike."""
+    assert read_identity(identity) == named

@@ -254,3 +254,48 @@ def test_a_listings_bound_counts_its_earlier_pages() -> None:
     bounded, last = bound_listing("tools/list", page, spent=2 * LISTING_LIMIT + 1)
     assert bounded["tools"] == []
     assert last.warnings()["tools"] == "tools: 1 past what one listing may hold skipped"
+
+
+def test_a_servers_question_is_cut_before_any_prompt_shows_it() -> None:
+    """An elicitation's message is the server's text: one of 20 MB reaches the prompt (exec's
+    terminal, the MCP face's dialog) cut with the marker, its controls still made visible."""
+    import io
+    import os
+    from types import SimpleNamespace
+
+    import anyio
+
+    from toolscript.config import ServerConfig
+    from toolscript.execution.runhandle import terminal_form
+    from toolscript.upstream.limits import QUESTION_LIMIT
+    from toolscript.upstream.server import UpstreamServer
+
+    asked: list[str] = []
+
+    async def on_elicit(server: str, message: str, schema: Any) -> dict[str, Any]:
+        asked.append(message)
+        return {"action": "decline"}
+
+    server = UpstreamServer(
+        ServerConfig(name="evil", transport="stdio", command="x"), on_elicit=on_elicit
+    )
+    params = SimpleNamespace(message="\x1b[2J" + "q" * HUGE, requested_schema={"type": "object"})
+    anyio.run(server._elicit, None, params)
+    [message] = asked
+    assert (
+        message
+        == "\x1b[2J"
+        + "q" * (QUESTION_LIMIT - 4)
+        + f"… [cut: {HUGE - QUESTION_LIMIT + 4:,} more characters]"
+    )
+
+    reading, writing = os.pipe()
+    os.write(writing, b"n\n")
+    os.close(writing)
+    out = io.StringIO()
+    prompt = {"kind": "elicitation", "tool": "evil", "message": message, "schema": {}}
+    with os.fdopen(reading) as source:
+        assert terminal_form(prompt, source, out, timeout=5) == {"action": "decline"}
+    shown = out.getvalue()
+    assert "\\u001b[2J" in shown and "\x1b" not in shown
+    assert len(shown) < QUESTION_LIMIT + 1_000

@@ -106,3 +106,19 @@ def test_a_face_whose_watchdog_was_killed_still_starts_what_it_tethers() -> None
     finally:
         untether(999_994, group=True)
         lifeline.close()
+
+
+def test_a_tethered_process_is_known_by_its_start_time_too() -> None:
+    """What the watchdog checks before it signals a pid (a process that ended by itself may
+    have given it to another since): the start time of the process tethered."""
+    import psutil
+
+    child = subprocess.Popen([sys.executable, "-I", "-S", "-c", "import time; time.sleep(60)"])
+    try:
+        tether(child.pid)
+        (tied,) = [each for each in tethered() if each.pid == child.pid]
+        assert tied.started == psutil.Process(child.pid).create_time()
+    finally:
+        untether(child.pid)
+        child.kill()
+        child.wait()

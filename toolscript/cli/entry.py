@@ -120,6 +120,7 @@ _FAST_COMMANDS: dict[tuple[str, ...], tuple[tuple[str, ...], int, dict[str, tupl
                 "--no-search-index",
                 "--no-state",
                 "--search-when-idle",
+                "--allow-remote",
             )
         },
     ),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from toolscript.cli.client import URL_VARIABLE, GatewayClient, find_gateway_url, public_url
@@ -37,8 +38,20 @@ def start(
     ] = 0,
     host: Annotated[
         str,
-        typer.Option("--host", help="Address to bind. Keep the loopback default unless needed."),
+        typer.Option(
+            "--host",
+            help="Address to bind: a loopback one (127.0.0.1, ::1, localhost); any other "
+            "only with --allow-remote.",
+        ),
     ] = "127.0.0.1",
+    allow_remote: Annotated[
+        bool,
+        typer.Option(
+            "--allow-remote",
+            help="Let --host be an address other machines reach. Anyone who sees the "
+            "gateway's URL (plain HTTP, its token in the path) can then call every tool.",
+        ),
+    ] = False,
     connect_timeout: Annotated[
         float,
         typer.Option("--connect-timeout", min=0.1, help="Seconds a server may take to connect."),
@@ -164,7 +177,9 @@ def start(
 
     Connects every configured server, then prints the gateway URL (token
     included) on stdout; logs go to stderr. A server slower than --ready-wait
-    does not hold up the others: it joins when it connects.
+    does not hold up the others: it joins when it connects. It listens on
+    loopback only: a --host other machines reach is refused unless
+    --allow-remote is given.
 
     Examples:
 
@@ -180,9 +195,11 @@ def start(
     )
 
     private = ephemeral or no_state  # owned by one process: other commands must not find it
-    if stop_with is not None:
-        _stop_with(stop_with)
+    # (followed once the gateway serves: a SIGTERM before its handlers would kill it with
+    # its servers left running)
+    follow_owner = None if stop_with is None else _stop_with(stop_with)
     try:
+        _refuse_remote(host, allow_remote)
         loaded = load_config(config, require_trust=True)
     except BaseException:
         # The entry point marked the start before reading anything (see entry.py).
@@ -248,6 +265,7 @@ def start(
                 early=early,
                 deferred=deferred,
                 search_when_idle=search_when_idle,
+                when_serving=follow_owner,
             )
         finally:
             if not private:
@@ -256,26 +274,67 @@ def start(
         discard(early)  # what no server took (a start that failed before they connected)
 
 
-def _stop_with(identity: str) -> None:
-    """Stop this gateway as SIGTERM does once the process ``identity`` names has ended: a
-    session's gateway outlives no Claude Code killed before its SessionEnd hook ran."""
+def _refuse_remote(host: str, allow_remote: bool) -> None:
+    """A ``--host`` other machines reach only with ``--allow-remote``, and then with a
+    warning: the gateway speaks plain HTTP, and whoever reads its URL (the token is its
+    path) calls every tool and runs scripts as the user."""
+    if _loopback(host):
+        return
+    risk = (
+        f"--host {host} is not a loopback address: other machines could reach the gateway, "
+        "and anyone who sees its URL (plain HTTP, the token in its path) could call every "
+        "tool and run scripts as you"
+    )
+    if not allow_remote:
+        raise UsageError(
+            risk,
+            hint="keep the loopback default (from another machine, use an SSH tunnel: "
+            "`ssh -L PORT:127.0.0.1:PORT HOST`), or pass --allow-remote to accept that risk",
+        )
+    print(f"toolscript: warning: {risk} (--allow-remote)", file=sys.stderr, flush=True)
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address, or a name whose every address is one (a name
+    that does not resolve is left to the bind, which says so)."""
+    import ipaddress
+    import socket
+
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    try:
+        found = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except OSError:
+        return True
+    return all(
+        ipaddress.ip_address(str(info[4][0]).partition("%")[0]).is_loopback for info in found
+    )
+
+
+def _stop_with(identity: str) -> Callable[[], None]:
+    """What stops this gateway as SIGTERM does once the process ``identity`` names has ended
+    (read now: a UsageError when it names none), to start once SIGTERM does that (its
+    handlers in place): a session's gateway outlives no Claude Code killed before its
+    SessionEnd hook ran, even while it starts."""
     import logging
     import os
     import signal
 
-    from toolscript.plumbing.processes import when_gone
+    from toolscript.plumbing.processes import read_identity, when_gone
 
-    pid, _, started = identity.partition(":")
-    if not pid.isdigit() or not started.replace(".", "", 1).isdigit():
+    named = read_identity(identity)
+    if named is None or named[1] is None:
         raise UsageError(f"--stop-with takes PID:START_TIME, got {identity!r}")
 
     def stop() -> None:
         logging.getLogger("toolscript.gateway").info(
-            "process %s (which this gateway serves) ended: stopping", pid
+            "process %s (which this gateway serves) ended: stopping", named[0]
         )
         os.kill(os.getpid(), signal.SIGTERM)
 
-    when_gone(identity, stop)
+    return lambda: when_gone(identity, stop)
 
 
 @app.command("stop")

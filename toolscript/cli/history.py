@@ -145,7 +145,8 @@ def show_run(
         return
     lines = [
         f"run       {run['id']}",
-        f"origin    {run['origin']}",
+        # whoever registered the run named it (the agent's URL too): one line, never more
+        f"origin    {' '.join(str(run['origin']).splitlines())}",
         f"started   {_when(run['started'])}",
         f"took      {_duration(run)}",
         f"status    {run['status']}" + ("" if run["exit"] is None else f" (exit {run['exit']})"),

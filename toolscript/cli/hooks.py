@@ -121,10 +121,12 @@ def session_start() -> int:
 def _follow_claude_code() -> list[str]:
     """``--stop-with`` the program that ran this hook through its shells (Claude Code), when
     there is one to follow."""
-    from toolscript.plumbing.processes import first_ancestor_not_a_shell
+    from toolscript.plumbing.processes import first_ancestor_not_a_shell, read_identity
 
     owner = first_ancestor_not_a_shell()
-    return ["--stop-with", owner] if owner and not owner.endswith(":") else []
+    named = read_identity(owner) if owner else None
+    # (a start time the system did not say cannot tell that process from a later one)
+    return ["--stop-with", owner] if owner and named and named[1] is not None else []
 
 
 def _export(url: str) -> None:

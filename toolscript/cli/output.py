@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Collection, Sequence
 from typing import Any, TextIO
 
 __all__ = ["print_json", "print_rows", "stdout_is_terminal", "write_shown"]
+
+# What would end a cell of a tab-separated row, or the row (a run's origin, a server's text)
+_ONE_CELL = re.compile(r"[\t\n\r]")
 
 
 def stdout_is_terminal() -> bool:
@@ -46,7 +50,7 @@ def print_rows(
     if not stdout_is_terminal():
         lines = [list(headers), *rows] if header else rows
         for row in lines:
-            sys.stdout.write("\t".join(cell.replace("\n", " ") for cell in row) + "\n")
+            sys.stdout.write("\t".join(_ONE_CELL.sub(" ", cell) for cell in row) + "\n")
         return
     from rich.console import Console
     from rich.table import Column, Table

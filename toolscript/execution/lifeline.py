@@ -54,18 +54,22 @@ class Lifeline:
             self._previous[sig] = signal.signal(sig, _raise_exit)
         return self
 
-    def watch(self, pid: int, *, group: bool, server: bool = False) -> None:
+    def watch(
+        self, pid: int, *, group: bool, server: bool = False, started: float | None = None
+    ) -> None:
         """Stop ``pid`` (its whole process group with ``group``) if exec dies; ``server``: a
         stdio server's group, stopped politely (a grace to leave once its stdin closed with
-        exec, then TERM, then KILL)."""
-        word = f"{'s' if server else 'g' if group else 'p'}{pid}\n"
+        exec, then TERM, then KILL); ``started``: its start time (``create_time``), without
+        which the watchdog signals whatever process has that number then."""
+        kind = "s" if server else "g" if group else "p"
         with self._lock:
             if self._ended:
                 return
             if self._write is None:
                 self._start_watchdog()
-            assert self._write is not None
-            os.write(self._write, word.encode())
+            assert self._write is not None and self._watchdog is not None
+            since = "" if started is None else _seconds_after(started, self._watchdog.pid)
+            os.write(self._write, f"{kind}{pid}{since}\n".encode())
 
     def forget(self, pid: int, *, group: bool, server: bool = False) -> None:
         """``pid`` ended: the watchdog no longer stops it (its number may be reused)."""
@@ -91,7 +95,9 @@ class Lifeline:
         (an error here would leave it running, its start failed after its spawn)."""
         if started:
             with contextlib.suppress(OSError):
-                self.watch(process.pid, group=process.group, server=process.server)
+                self.watch(
+                    process.pid, group=process.group, server=process.server, started=process.started
+                )
         else:
             self.forget(process.pid, group=process.group, server=process.server)
 
@@ -134,6 +140,17 @@ class Lifeline:
     def close(self) -> None:
         """End it as leaving its ``with`` does (once: a second call does nothing more)."""
         self.__exit__(None, None, None)
+
+
+def _seconds_after(started: float, watchdog: int) -> str:
+    """``@<seconds>``: a start time as the watchdog checks it, in whole seconds after its own
+    (as ``ps`` tells their ages; both start times read now, so that a system clock set since
+    moves neither: Linux counts them from a boot time that follows the clock); "" when the
+    watchdog's start cannot be read."""
+    from toolscript.plumbing.processes import start_time
+
+    own = start_time(watchdog)
+    return "" if own is None else f"@{round(started - own)}"
 
 
 def _raise_exit(signum: int, frame: FrameType | None) -> None:

@@ -179,6 +179,7 @@ def terminal_answer(
     server's question (``kind`` elicitation) is a form (``terminal_form``)."""
     source = stdin or sys.stdin
     out = stderr or sys.stderr
+    _forget_typed_ahead(source)
     if prompt.get("kind") == "elicitation":
         return terminal_form(prompt, source, out, timeout)
     from toolscript.store.approvalview import shortened_notice, shown_arguments, visible_text
@@ -206,6 +207,19 @@ def terminal_answer(
     return {"y": "yes", "yes": "yes", "a": "always", "always": "always", "n": "no", "no": "no"}.get(
         line, "stop" if not line else "no"
     )
+
+
+def _forget_typed_ahead(source: IO[str]) -> None:
+    """Drop what was typed on the terminal before a question is shown: only what is typed
+    after it answers it. The script prints to the same terminal, and a "y" typed at a
+    question it forged waited there for the next real one."""
+    import termios
+
+    try:
+        if source.isatty():
+            termios.tcflush(source.fileno(), termios.TCIFLUSH)
+    except (OSError, ValueError, termios.error):  # not a terminal after all, or closed
+        pass
 
 
 def _read_line(source: IO[str], timeout: float) -> str | None:
@@ -252,6 +266,10 @@ def _choices(spec: dict[str, Any]) -> list[str]:
     return [str(choice) for choice in listed]
 
 
+def _one_line(text: str) -> str:
+    return " ".join(text.splitlines())
+
+
 def terminal_form(
     prompt: dict[str, Any], source: IO[str], out: IO[str], timeout: float = PROMPT_SECONDS
 ) -> dict[str, Any]:
@@ -265,10 +283,17 @@ def terminal_form(
     listed = schema.get("properties")
     fields: dict[str, Any] = listed if isinstance(listed, dict) else {}
     required = set(schema.get("required") or [])
+    # Each line of the server's message indented: none reads as a line of toolscript's own
+    # (a forged approval question above the server's "answer it?").
+    message = (
+        "".join(
+            f"  {line}\n" for line in visible_controls(str(prompt.get("message", ""))).splitlines()
+        )
+        or "  \n"
+    )
     out.write(
         f"\ntoolscript: server {visible_controls(str(prompt.get('tool', '')))} asks you, "
-        "during the script's call:\n"
-        f"  {visible_controls(str(prompt.get('message', '')))}\n"
+        f"during the script's call:\n{message}"
         f"  answer it? [y]es / [n]o (decline) [{timeout:g} s, then it is cancelled]: "
     )
     out.flush()
@@ -290,8 +315,9 @@ def terminal_form(
         if name in required:
             hints.append("required")
         for _attempt in range(3):
-            shown = visible_controls(f"{label}{f' ({about})' if about else ''}")
-            tail = visible_controls(f" [{'; '.join(hints)}]") if hints else ""
+            # a field, a line: what the server wrote in it never starts another
+            shown = _one_line(visible_controls(f"{label}{f' ({about})' if about else ''}"))
+            tail = _one_line(visible_controls(f" [{'; '.join(hints)}]")) if hints else ""
             out.write(f"  {shown}{tail}: ")
             out.flush()
             typed = _read_line(source, timeout)

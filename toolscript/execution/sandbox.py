@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 from toolscript.errors import ExecutionError, GatewayError
 from toolscript.execution.source import PreparedSource, SourceMap, prepare
 from toolscript.plumbing.checkoptions import (
+    REFUSED_FILE_URL,
     check_imports,
     check_tag,
     shared_check_config,
@@ -75,7 +76,6 @@ EXIT_OUTPUT = 123
 EXIT_TIMEOUT = 124
 EXIT_MEMORY = 125
 SPILL_MINIMUM = 64 * 1024 * 1024  # stdout kept in the file: 16 times the cap, at least this
-REFUSED_FILE_URL = "https://local-files-are-not-available-to-toolscripts.invalid/"
 _OOM_MARKERS = (b"out of memory", b"Reached heap limit", b"allocation failed")
 Rewrite = Callable[[bytes], bytes]
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

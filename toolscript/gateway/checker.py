@@ -33,7 +33,12 @@ from typing import Any
 import anyio
 
 from toolscript.errors import ExecutionError
-from toolscript.plumbing.checkoptions import uses_node, write_check_config
+from toolscript.plumbing.checkoptions import (
+    REFUSED_FILE_URL,
+    check_imports,
+    uses_node,
+    write_check_config,
+)
 from toolscript.plumbing.denobinary import deno_binary, deno_environment
 from toolscript.plumbing.paths import module_cache_file, user_cache_dir
 from toolscript.plumbing.privatefile import write_private
@@ -427,7 +432,14 @@ class WarmChecker:
         text = module.decode()  # while the server starts
         if not module_path.exists():
             write_module(module_path, text, scripts)
-        imports = {"toolscript": module_path.as_uri(), **module_imports(module_path)}
+        # As a run's map: no file of the disk but the module's (a script's type-only import
+        # of one is read by the checker alone, and its errors quote the file's types).
+        imports = {
+            "toolscript": module_path.as_uri(),
+            "file:///": REFUSED_FILE_URL,
+            module_path.as_uri(): module_path.as_uri(),
+            **module_imports(module_path),
+        }
         lock: Any = False
         packages = packages_beside(module_path)
         if packages is not None:  # as a run sees them: the frozen lock, the shared cache
@@ -441,6 +453,7 @@ class WarmChecker:
             config = write_private(config_path, json.dumps({"lock": lock}) + "\n")
         else:
             config = await asyncio.to_thread(write_check_config, config_path, lock)
+            imports.update(await asyncio.to_thread(check_imports))
         import_map = write_private(
             self.root / f"importmap-{module_hash}.json", json.dumps({"imports": imports})
         )
@@ -548,7 +561,12 @@ class WarmChecker:
                 server.versions.pop(other, None)
             documents = {
                 uri: Document(Path(script_path).as_uri(), code.split("\n")),
-                self._module_uri: Document(Path(module_path).as_uri(), path=Path(module_path)),
+                # its lines from the checker's own copy of that module, never from the
+                # path the request names (the agent's URL asks too: any file it named
+                # had its lines quoted)
+                self._module_uri: Document(
+                    Path(module_path).as_uri(), path=module_cache_file(module_hash)
+                ),
             }
             # A name no script uses, on a line of its own after the script: its "Cannot find
             # name" error proves the answer is about this text (not an earlier one), and

@@ -205,6 +205,20 @@ def _script_document(script: SavedScript) -> ToolDocument:
     )
 
 
+def _tool_not_found(server: str, tool: str, spellings: dict[str, str]) -> ToolNotFoundError:
+    """No tool ``tool`` on ``server``, named as users write it (``time.get_time``, as
+    `approve --tool` takes it; never the gateway's ``time__get_time``), with the close
+    names of ``spellings`` (how a tool may be written, its camelCase function too -> its
+    name) as suggestions."""
+    close = difflib.get_close_matches(tool, list(spellings), n=6, cutoff=0.5)
+    names = list(dict.fromkeys(spellings[found] for found in close))[:3]
+    return ToolNotFoundError(
+        f"tool not found: {server}.{tool}",
+        suggestions=[f"{server}.{name}" for name in names],
+        hint=None if names else _list_tools_hint(server, sorted(set(spellings.values()))),
+    )
+
+
 def _list_tools_hint(server: str, names: list[str]) -> str:
     """What to say when no tool name comes close to the one asked for."""
     if not names:
@@ -1083,13 +1097,7 @@ class Gateway:
                 f"{self.config_file}",
                 hint='scripts cannot call it; change its rule under "policy" to allow it',
             )
-        names = list(upstream.tools)
-        close = difflib.get_close_matches(tool, names, n=3, cutoff=0.5)
-        raise ToolNotFoundError(
-            f"tool not found: {server}{SEPARATOR}{tool}",
-            suggestions=[f"{server}{SEPARATOR}{name}" for name in close],
-            hint=None if close else _list_tools_hint(server, names),
-        )
+        raise _tool_not_found(server, tool, {name: name for name in upstream.tools})
 
     def fragments(self, server: str | None = None, tool: str | None = None) -> list[ToolFragment]:
         """Generated fragments, optionally of one server and one tool (original or camelCase)."""
@@ -1105,13 +1113,8 @@ class Gateway:
             return selected
         matching = [f for f in selected if tool in (f.tool, f.function)]
         if not matching:
-            names = [f.tool for f in selected]
-            close = difflib.get_close_matches(tool, names, n=3, cutoff=0.5)
-            raise ToolNotFoundError(
-                f"tool not found: {server}{SEPARATOR}{tool}",
-                suggestions=close,
-                hint=None if close else _list_tools_hint(server, names),
-            )
+            spellings = {f.function: f.tool for f in selected} | {f.tool: f.tool for f in selected}
+            raise _tool_not_found(server, tool, spellings)
         return matching
 
     def all_tools(self) -> list[tuple[str, dict[str, Any]]]:

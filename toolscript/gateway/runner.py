@@ -162,6 +162,7 @@ def serve(
     search_when_idle: bool = False,
     own_stdout: bool = True,
     on_loop: Callable[[Callable[[], None], LocalGateway], None] | None = None,
+    when_serving: Callable[[], None] | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM; ``announce`` gets the URL once every server has been tried.
 
@@ -183,6 +184,9 @@ def serve(
     does (no signal reaches a thread that is not the main one), its processes stopping at
     once (``Gateway.begin_shutdown``), and the gateway as that program may call it on its
     loop (``local.py``).
+
+    ``when_serving`` is called once it serves, SIGTERM then stopping it as it should (its
+    handlers in place; before them SIGTERM kills it, leaving its servers running).
     """
     import uvicorn
 
@@ -285,6 +289,8 @@ def serve(
                     await serving
                     return
                 await asyncio.sleep(0.01)
+            if when_serving is not None:
+                when_serving()
             if state_dir is not None:
                 write_gateway_state(state_dir, state)
             log.info(

@@ -291,12 +291,15 @@ def normalize_tool_name(name: str) -> str:
 
 def in_their_words(error: GatewayResponseError, typed: dict[str, str]) -> GatewayResponseError:
     """``error`` naming each tool as the agent wrote it (``tools.time.nope``), not as the
-    gateway's ``time__nope``, which the agent never typed."""
+    gateway's ``time__nope`` or ``time.nope``, which the agent never typed."""
 
     def spelled(text: str) -> str:
         for internal, own in typed.items():
-            if internal != own and "__" in internal:
-                text = re.sub(rf"(?<![\w.]){re.escape(internal)}(?!\w)", own, text)
+            if "__" not in internal:
+                continue
+            for other in (internal, internal.replace("__", ".", 1)):
+                if other != own:
+                    text = re.sub(rf"(?<![\w.]){re.escape(other)}(?!\w)", own, text)
         return text
 
     body = {**error.body, "message": spelled(error.message)}

@@ -5,12 +5,15 @@ or a file that cannot be read is answered as each tool call's error (the CLI's t
 line, column, field and hint), never by an exit the client would show as a lost connection.
 The file is read again only when it, the trust records or a file it imports changed, and at
 each call while it cannot be used (what it names, a folder or another client's file, may
-be what changed).
+be what changed). A file changed within the last ``SETTLING`` seconds is read again at the
+next call too: an edit of the same size within its clock's tick (a second on some file
+systems) leaves the same fingerprint.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +24,7 @@ from toolscript.store.trust import trust_file
 __all__ = ["ConfigWatch"]
 
 Fingerprint = tuple[int, int, int] | None  # a file's inode, size and mtime; None: no file
+SETTLING = 2.0  # seconds after a file's last change during which it is not taken as read
 
 
 def _fingerprint(path: Path) -> Fingerprint:
@@ -53,4 +57,7 @@ class ConfigWatch:
         self._seen = None
         loaded = load_config(self.explicit, cwd=self.cwd, require_trust=True)  # or raises
         self._files = (*watched, *loaded.imported_files)
-        self._seen = before + tuple(_fingerprint(file) for file in loaded.imported_files)
+        seen = before + tuple(_fingerprint(file) for file in loaded.imported_files)
+        settled = time.time_ns() - int(SETTLING * 1e9)
+        if all(found is None or found[2] < settled for found in seen):
+            self._seen = seen

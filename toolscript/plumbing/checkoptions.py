@@ -35,6 +35,7 @@ from toolscript.plumbing.paths import user_cache_dir
 from toolscript.plumbing.privatefile import write_private
 
 __all__ = [
+    "REFUSED_FILE_URL",
     "SCRIPT_LIBS",
     "check_imports",
     "check_tag",
@@ -44,6 +45,11 @@ __all__ = [
 ]
 
 log = logging.getLogger("toolscript.checker")
+
+# Where an import map sends every ``file:`` URL (exact entries let the module and the
+# check's own files through): a script reads no file of the disk, neither when it runs nor
+# when it is type-checked (a type-only import is read by the checker alone).
+REFUSED_FILE_URL = "https://local-files-are-not-available-to-toolscripts.invalid/"
 
 SCRIPT_LIBS = (
     "esnext",

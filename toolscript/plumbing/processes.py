@@ -18,26 +18,30 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # asyncio costs the exec path's start-up; only its types are needed here
     import asyncio
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
 __all__ = [
+    "GATE_OPEN",
     "LAUNCHERS",
     "SHELLS",
     "Sibling",
     "Tethered",
     "descendants",
     "first_ancestor_not_a_shell",
+    "gated",
     "identity_alive",
     "memory_of",
     "pid_exists",
     "process_alive",
     "process_identity",
+    "read_identity",
     "reap_children",
     "resident_reader",
     "return_free_memory",
     "seconds_since_start",
     "siblings",
     "signal_quietly",
+    "start_time",
     "started_by",
     "stop_process",
     "stop_process_async",
@@ -89,12 +93,30 @@ def process_identity(pid: int) -> str:
         return f"{pid}:"
 
 
+def read_identity(identity: str) -> tuple[int, float | None] | None:
+    """The pid and start time a ``process_identity`` names (None for the start of one made
+    when the system did not say: ``pid:``, or a pid alone); None when ``identity`` names no
+    process that way (``--stop-with``'s, a run's client, a hook's owner are all read here)."""
+    pid_text, _, started = identity.partition(":")
+    if not _digits(pid_text) or int(pid_text) <= 0:
+        return None
+    if not started:
+        return int(pid_text), None
+    if not _digits(started.replace(".", "", 1)):
+        return None
+    return int(pid_text), float(started)
+
+
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()  # (``isdigit`` alone takes "²", which int() refuses)
+
+
 def identity_alive(identity: str) -> bool:
     """Whether the process ``process_identity`` named still runs (an empty name: no)."""
-    pid_text, _, started = identity.partition(":")
-    if not pid_text.isdigit() or not process_alive(int(pid_text)):
+    named = read_identity(identity)
+    if named is None or not process_alive(named[0]):
         return False
-    return not started or process_identity(int(pid_text)) == identity
+    return named[1] is None or process_identity(named[0]) == identity
 
 
 def when_gone(identity: str, then: Callable[[], None], every: float = 2.0) -> None:
@@ -108,12 +130,12 @@ def when_gone(identity: str, then: Callable[[], None], every: float = 2.0) -> No
     import psutil
 
     followed: psutil.Process | None = None
-    pid_text, _, started = identity.partition(":")
-    if pid_text.isdigit():
+    named = read_identity(identity)
+    if named is not None:
         with contextlib.suppress(psutil.Error):
-            process = psutil.Process(int(pid_text))
+            process = psutil.Process(named[0])
             # (a name without a start time, ``pid:``, is its number alone: identity_alive)
-            if not started or process_identity(process.pid) == identity:
+            if named[1] is None or process_identity(process.pid) == identity:
                 followed = process
 
     def follow() -> None:
@@ -416,11 +438,15 @@ def terminate_tree(pid: int, grace: float = 10.0, *, family: list[int] | None = 
 class Tethered:
     """A process this one started that must not outlive it: ``pid`` (its whole process
     group with ``group``); ``server`` a stdio server, whose stop is the spec's polite one
-    (its stdin's end, then TERM, then KILL) where any other may be killed at once."""
+    (its stdin's end, then TERM, then KILL) where any other may be killed at once;
+    ``started`` its start time (``create_time``; None when the system did not say), which
+    a watchdog checks before it signals that pid: one that ended by itself may have been
+    given to another process since."""
 
     pid: int
     group: bool = False
     server: bool = False
+    started: float | None = None
 
 
 # What the gateway's pieces started (servers, ``deno lsp``, search workers, spares), kept so
@@ -435,11 +461,49 @@ _tether_lock = threading.Lock()
 def tether(pid: int, *, group: bool = False, server: bool = False) -> None:
     """``pid`` was started here and must end with this process (``Tethered``); each
     watcher (``watch_tethered``) is told."""
-    tied = Tethered(pid, group, server)
+    tied = Tethered(pid, group, server, start_time(pid))
     with _tether_lock:
         _tethered[(pid, group)] = tied
         for watcher in _watchers:
             watcher(tied, True)
+
+
+def start_time(pid: int) -> float | None:
+    """When ``pid`` started (``create_time``; None when it is gone or the system does not say)."""
+    import psutil
+
+    try:
+        return float(psutil.Process(pid).create_time())
+    except psutil.Error:
+        return None
+
+
+# A stdio server's program runs only once it is tethered, where a watchdog follows what is
+# tethered here (the MCP face's): spawned behind this shell, which reads one line of the
+# server's stdin (``GATE_OPEN``, written after ``tether``) before it runs the program.
+# Killed in between (SIGKILL), this process never writes it: stdin ends, the shell leaves,
+# and the program never ran, where it would otherwise run unknown to the watchdog.
+_GATE = ("/bin/sh", "-c", 'read -r gate && exec "$@"', "sh")
+GATE_OPEN = b"\n"
+
+
+def gated(
+    argv: list[str], *, env: Mapping[str, str] | None, cwd: str | os.PathLike[str] | None
+) -> list[str]:
+    """``argv`` behind the gate when something follows what is tethered here and its program
+    is found (with ``env``'s PATH, from ``cwd``); ``argv`` itself otherwise: nothing to wait
+    for, or a program not found fails its spawn as it always did (the gateway says so)."""
+    import shutil
+
+    with _tether_lock:
+        followed = bool(_watchers)
+    program = argv[0]
+    if os.sep in program:
+        found = shutil.which(os.path.join(cwd or os.curdir, program))
+    else:
+        path = (os.environ if env is None else env).get("PATH", os.defpath)
+        found = shutil.which(program, path=path)
+    return [*_GATE, *argv] if followed and found else argv
 
 
 def untether(pid: int, *, group: bool = False) -> None:

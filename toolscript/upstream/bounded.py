@@ -3,7 +3,8 @@
 The SDK's HTTP transports read a JSON answer whole, and an event stream event by event,
 into memory: a server that sends one answer or one event with no end would grow the
 gateway until it runs out of memory. Every response the gateway reads from a server goes
-through ``BoundedTransport``: past ``MAX_MESSAGE`` bytes since the last event boundary
+through ``BoundedTransport`` (``bounded_client``: each transport of a client, the proxies it
+took from the environment's ``HTTPS_PROXY``, ``HTTP_PROXY`` and ``ALL_PROXY`` included): past ``MAX_MESSAGE`` bytes since the last event boundary
 (a blank line; a JSON answer has none, so its whole body counts), reading fails as a
 broken connection does, and the server's session is dropped and started again.
 
@@ -16,7 +17,7 @@ from collections.abc import AsyncIterator
 
 import httpx2
 
-__all__ = ["MAX_MESSAGE", "BoundedTransport"]
+__all__ = ["MAX_MESSAGE", "BoundedTransport", "bounded_client"]
 
 MAX_MESSAGE = 128 * 1024 * 1024  # bytes of one answer, or of one event of a stream
 _BOUNDARIES = (b"\n\n", b"\r\n\r\n", b"\r\r")
@@ -37,6 +38,20 @@ class BoundedTransport(httpx2.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+def bounded_client(client: httpx2.AsyncClient, limit: int = MAX_MESSAGE) -> httpx2.AsyncClient:
+    """``client`` with every transport it may send through read through ``BoundedTransport``:
+    its own, and those it mounted for the environment's proxies (``NO_PROXY``'s hosts are
+    mounted as None: they use its own). httpx2 builds those from its arguments and keeps
+    them in ``_transport`` and ``_mounts`` (pinned by ``tests/unit/test_bounded_http.py``);
+    a transport passed to it instead would turn the environment's proxies off."""
+    client._transport = BoundedTransport(client._transport, limit)
+    client._mounts = {
+        pattern: None if transport is None else BoundedTransport(transport, limit)
+        for pattern, transport in client._mounts.items()
+    }
+    return client
 
 
 class _BoundedStream(httpx2.AsyncByteStream):

@@ -7,7 +7,8 @@ is imported here: this runs before anything heavy is.
 
 Each process is spawned exactly as ``upstream/stdio.py`` spawns one (the SDK's inherited
 environment plus the entry's ``env``, its ``cwd``, a process group of its own, stderr to a
-temporary file); ``UpstreamServer`` takes it for its first connection (``stdio.early_transport``)
+temporary file, behind ``processes.gated``'s gate where a watchdog follows what is
+tethered); ``UpstreamServer`` takes it for its first connection (``stdio.early_transport``)
 when the entry is still the same, and a process nobody took is stopped (``discard``).
 """
 
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from toolscript.config import ServerConfig
-from toolscript.plumbing.processes import signal_quietly, tether, untether
+from toolscript.plumbing.processes import GATE_OPEN, gated, signal_quietly, tether, untether
 
 __all__ = [
     "HURRIED",
@@ -104,13 +105,16 @@ def spawn_early(servers: Iterable[ServerConfig]) -> dict[str, EarlyServer]:
         if server.disabled or server.transport != "stdio" or server.command is None:
             continue
         stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - lives as long as the server process
+        env = inherited_environment() | dict(server.env)
+        argv = [server.command, *server.args]
+        launched = gated(argv, env=env, cwd=server.cwd)
         try:
             process = subprocess.Popen(
-                [server.command, *server.args],
+                launched,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
-                env=inherited_environment() | dict(server.env),
+                env=env,
                 cwd=server.cwd,
                 start_new_session=True,
                 bufsize=0,
@@ -119,6 +123,10 @@ def spawn_early(servers: Iterable[ServerConfig]) -> dict[str, EarlyServer]:
             stderr.close()
             continue
         tether(process.pid, group=True, server=True)
+        if launched != argv:  # (its program runs from here: the watchdog knows it)
+            with contextlib.suppress(OSError):
+                assert process.stdin is not None
+                process.stdin.write(GATE_OPEN)
         spawned[server.name] = EarlyServer(process, stderr, spawn_key(server))
     return spawned
 

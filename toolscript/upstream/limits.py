@@ -27,6 +27,7 @@ __all__ = [
     "ENUM_LIMIT",
     "LISTING_LIMIT",
     "NAME_LIMIT",
+    "QUESTION_LIMIT",
     "SCHEMA_LIMIT",
     "TEXT_LIMIT",
     "Cuts",
@@ -36,6 +37,9 @@ __all__ = [
 ]
 
 TEXT_LIMIT = 32_768  # characters of a description, title or the server's instructions
+# characters of a server's question (elicitation) shown in a prompt, on a terminal or in an
+# MCP client's dialog: a screen or two, what a person reads before answering
+QUESTION_LIMIT = 4_096
 BRIEF_LIMIT = 1_024  # characters of each text of an entry past its listing's LISTING_LIMIT
 NAME_LIMIT = 256  # characters of a tool, prompt, argument, resource or template name
 URI_LIMIT = 8_192  # characters of a resource's URI or a template's URI template

@@ -9,8 +9,8 @@ that breaks one fails loudly in CI rather than in a user's gateway:
   results and to take raw tools/call replies off the read stream.
 - the stdio transport's spawn and shutdown (process group, close stdin, TERM, KILL),
   reused by ``upstream/stdio.py`` around its own linear line reader.
-- ``create_mcp_http_client``: the httpx client the SDK's HTTP transports expect, made as
-  the SDK makes it with its timeouts, its responses bounded (``bounded.py``; imported at
+- ``create_mcp_http_client``: the httpx client the SDK's HTTP transports expect, the SDK's
+  own (its timeouts, the environment's proxies), its responses bounded (``bounded.py``; imported at
   the first HTTP server: httpx2 is 2 MB that a gateway of stdio servers never uses).
 """
 
@@ -48,17 +48,12 @@ def create_mcp_http_client(
     timeout: httpx2.Timeout | None = None,
     auth: httpx2.Auth | None = None,
 ) -> httpx2.AsyncClient:
-    """The client the SDK's ``create_mcp_http_client`` makes (its default timeouts), its
-    responses read through ``bounded.BoundedTransport``; the SDK's client factory's
-    signature (``sse_client``'s ``httpx_client_factory``)."""
-    import httpx2
-    from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
+    """The client the SDK's ``create_mcp_http_client`` makes (its default timeouts, the
+    environment's proxies as it honours them), every response of it read through
+    ``bounded.BoundedTransport``, a proxy's too; the SDK's client factory's signature
+    (``sse_client``'s ``httpx_client_factory``)."""
+    from mcp.shared._httpx_utils import create_mcp_http_client as sdk_client
 
-    from toolscript.upstream.bounded import BoundedTransport
+    from toolscript.upstream.bounded import bounded_client
 
-    return httpx2.AsyncClient(
-        headers=headers,
-        timeout=timeout or httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
-        auth=auth,
-        transport=BoundedTransport(httpx2.AsyncHTTPTransport()),
-    )
+    return bounded_client(sdk_client(headers=headers, timeout=timeout, auth=auth))

@@ -38,7 +38,7 @@ from toolscript.upstream.base import (
     ToolsChanged,
 )
 from toolscript.upstream.early import HURRIED, POLITE, EarlyServer, StopGraces
-from toolscript.upstream.limits import bound_listing, cut_text
+from toolscript.upstream.limits import QUESTION_LIMIT, bound_listing, cut_text
 from toolscript.upstream.sdk import TransportStreams
 from toolscript.upstream.tolerant import repair_call_result, repair_tool_list
 
@@ -397,9 +397,10 @@ class UpstreamServer:
 
     async def _elicit(self, context: Any, params: Any) -> Any:
         """The server asks the user something during a call: the gateway's answer, or an
-        error the server hears (nobody can answer, or the question is not a form)."""
+        error the server hears (nobody can answer, or the question is not a form). Its
+        message is cut to ``QUESTION_LIMIT``, as a prompt shows it (terminal or MCP face)."""
         assert self._on_elicit is not None
-        message = str(getattr(params, "message", ""))
+        message = cut_text(str(getattr(params, "message", "")), QUESTION_LIMIT)
         schema = getattr(params, "requested_schema", None)
         if schema is None:  # a URL elicitation: toolscript opens no browser for a server
             return mcp_types.ErrorData(
@@ -584,6 +585,11 @@ class UpstreamServer:
     def _redact(self, text: str) -> str:
         return redact(text, self.config.secrets)
 
+    def _said(self, text: str) -> str:
+        """The server's ``text`` as an error quotes it: its secrets out, cut as its listings'
+        texts are (a script, its output and the run log would each hold it whole)."""
+        return cut_text(self._redact(text))
+
     async def stop(self, *, hurry: bool = False) -> None:
         """Ask ``run`` to close the session (and the server process) and return; ``hurry``:
         its process is given ``HURRIED``'s graces, not ``POLITE``'s (``upstream/early.py``)."""
@@ -660,7 +666,7 @@ class UpstreamServer:
             if self._lost.is_set() or self._session is not session:
                 raise self._went_away(tool, exc) from exc
             raise UpstreamError(
-                f"{self.name}__{tool} failed: {cut_text(self._redact(_describe(exc)))}"
+                f"{self.name}__{tool} failed: {self._said(_describe(exc))}"
             ) from exc
         if not isinstance(result, mcp_types.CallToolResult):
             raise UpstreamError(
@@ -708,10 +714,7 @@ class UpstreamServer:
             self._raw_progress.pop(request_id, None)
             self._repairs.pop(request_id, None)
         if isinstance(answer, mcp_types.JSONRPCError):
-            # the server's text: cut as its listings' are (a script, its output and the run
-            # log would each hold it whole)
-            said = cut_text(self._redact(answer.error.message))
-            raise UpstreamError(f"{self.name}__{tool} failed: {said}")
+            raise UpstreamError(f"{self.name}__{tool} failed: {self._said(answer.error.message)}")
         result: dict[str, Any] = answer.result
         return result
 
@@ -738,7 +741,7 @@ class UpstreamServer:
             if self._lost.is_set() or self._session is not session:
                 raise self._went_away(method, exc) from exc
             raise UpstreamError(
-                f"{self.name}: {method} failed: {cut_text(self._redact(_describe(exc)))}"
+                f"{self.name}: {method} failed: {self._said(_describe(exc))}"
             ) from exc
 
     async def _pages(

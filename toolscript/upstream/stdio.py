@@ -24,7 +24,7 @@ import msgspec
 from anyio.streams.memory import MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
-from toolscript.plumbing.processes import signal_quietly, tether, untether
+from toolscript.plumbing.processes import GATE_OPEN, gated, signal_quietly, tether, untether
 from toolscript.upstream.early import POLITE, EarlyServer, StopGraces
 from toolscript.upstream.sdk import (
     TransportStreams,
@@ -61,14 +61,21 @@ async def stdio_transport(
     with the ``graces`` its stop is given then (``early.py``)."""
     if cwd is not None and not Path(cwd).is_dir():  # else "command not found: CWD"
         raise NotADirectoryError(f'its "cwd" is not a folder: {cwd}')
+    environment = get_default_environment() | (env or {})
+    argv = [await executable_command(command), *args]
+    launched = gated(argv, env=environment, cwd=cwd)
     process = await create_process(
-        command=await executable_command(command),
-        args=args,
-        env=get_default_environment() | (env or {}),
+        command=launched[0],
+        args=launched[1:],
+        env=environment,
         errlog=errlog,  # type: ignore[arg-type]
         cwd=cwd,
     )
     tether(process.pid, group=True, server=True)
+    if launched != argv:  # (its program runs from here: the watchdog knows it)
+        assert process.stdin is not None
+        with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await process.stdin.send(GATE_OPEN)
     if on_spawn is not None:
         on_spawn(process.pid)
     async with _message_streams(

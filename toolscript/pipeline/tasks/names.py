@@ -13,7 +13,12 @@ from doit.tools import config_changed
 
 from toolscript.codegen.naming import assign_names, first_free, to_pascal_case
 from toolscript.pipeline.artifacts import canonical_json, write_if_changed
-from toolscript.pipeline.tasks.settings import TaskSettings, read_json
+from toolscript.pipeline.tasks.settings import (
+    TaskSettings,
+    read_json,
+    target_digests,
+    targets_as_built,
+)
 
 __all__ = ["NamesTask"]
 
@@ -34,13 +39,14 @@ class NamesTask:
             "uptodate": [
                 config_changed(
                     {"servers": self.settings.server_names, "generator": self.settings.generator}
-                )
+                ),
+                targets_as_built,  # the types task renders the identifiers as code
             ],
             "clean": True,
             "verbosity": 0,
         }
 
-    def names(self) -> None:
+    def names(self) -> dict[str, Any]:
         from toolscript.codegen.module import type_names
 
         layout = self.settings.layout
@@ -80,3 +86,6 @@ class NamesTask:
         for warning in warnings:
             log.warning("naming: %s", warning)
         write_if_changed(layout.names, canonical_json({"servers": whole, "warnings": warnings}))
+        return target_digests(
+            [layout.names, *(layout.server_names(s.name) for s in self.settings.servers)]
+        )

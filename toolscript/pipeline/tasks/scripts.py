@@ -168,7 +168,9 @@ def check_saved(
     key = _verdict_key(tools_module, scripts)
     if not scripts:
         return ScriptVerdicts(key=key)
-    if cached is not None and cached.key == key:
+    reading = {s.name for s in scripts if file_uses(s.source)}
+    # saved-scripts.json is the project's: one that passes a script reading a file is planted
+    if cached is not None and cached.key == key and not reading & set(cached.passing):
         return cached
     if key in _remembered:
         return _remembered[key]

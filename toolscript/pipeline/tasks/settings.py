@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
+import hmac
 import json
+import os
+import secrets
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -12,7 +17,10 @@ from typing import Any
 from doit.dependency import UptodateCalculator
 
 from toolscript.config import ServerConfig
-from toolscript.pipeline.artifacts import CacheLayout, read_artifact
+from toolscript.pipeline.artifacts import MAX_ARTIFACT_BYTES, CacheLayout, read_artifact
+from toolscript.plumbing.boundedread import read_regular_file
+from toolscript.plumbing.paths import user_cache_dir
+from toolscript.plumbing.privatefile import write_new
 
 __all__ = [
     "SubtasksUpToDate",
@@ -48,17 +56,55 @@ def runtime_template() -> Path:
 
 
 def target_digests(targets: list[Path]) -> dict[str, Any]:
-    """What a task's action returns for ``targets_as_built``: the content hash of each of
-    its targets that only it writes (doit keeps it as the task's values)."""
+    """What a task's action returns for ``targets_as_built``: a digest of each of its
+    targets that only it writes (doit keeps it as the task's values), keyed by the user's
+    own ``digest_key``: a cloned repository's ``.doit.db`` may record the digests of the
+    artifacts it planted beside it, and only this user's key makes one that matches."""
+    key = digest_key(user_cache_dir())
     digests = {}
     for target in targets:
-        try:
-            digests[str(target)] = hashlib.sha256(read_artifact(target).encode()).hexdigest()
+        try:  # (its bytes, as read_artifact reads them: never through a link)
+            content = read_regular_file(target, MAX_ARTIFACT_BYTES, links=False)
+            digests[str(target)] = hmac.new(key, content, hashlib.sha256).hexdigest()
         except OSError:  # missing, or a link: never as built
             digests[str(target)] = "linked" if target.is_symlink() else ""
-        except UnicodeDecodeError:
-            digests[str(target)] = "undecodable"
     return {"targets": digests}
+
+
+DIGEST_KEY = "artifact-digest.key"
+
+
+@functools.cache
+def digest_key(cache: Path) -> bytes:
+    """The user's key for artifact digests, in their private cache: made once, by whichever
+    process first needs it (a link makes it appear whole; a damaged one is made anew). A
+    cache it cannot be kept in gives this process a key of its own: its first build
+    remakes what it finds, as with a cloned database."""
+    path = cache / DIGEST_KEY
+    with contextlib.suppress(OSError, ValueError):
+        return _read_key(path)
+    key = secrets.token_bytes(32)
+    partial = cache / f".{DIGEST_KEY}.{os.getpid()}.{secrets.token_hex(4)}"
+    try:
+        write_new(partial, key, 0o600)
+        try:
+            os.link(partial, path)
+        except FileExistsError:  # another process made it meanwhile, or it is damaged
+            with contextlib.suppress(OSError, ValueError):
+                return _read_key(path)
+            os.replace(partial, path)
+        return _read_key(path)
+    except (OSError, ValueError):
+        return key
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def _read_key(path: Path) -> bytes:
+    key = read_regular_file(path, 64, links=False)
+    if len(key) != 32:
+        raise ValueError(f"{path}: not a key")
+    return key
 
 
 def targets_as_built(task: Any, values: dict[str, Any]) -> bool:
