@@ -196,14 +196,17 @@ async def one_round(side: str, params: StdioServerParameters, calls: int) -> dic
             out["new"].append(await execute(session, new) * 1000)
             out["sequential"].append(await execute(session, scripts["sequential"]) * 1000)
             out["parallel"].append(await execute(session, scripts["parallel"]) * 1000)
-            await anyio.sleep(IDLE)
-            out["idle"].append(await execute(session, seen) * 1000)
         await anyio.sleep(SETTLE)  # what the last execute leaves (toolscript: its next spare)
         children = [p for p in tree(me) if p.pid != me.pid]
         out["rss"] = rss_mb(children)
         if BREAKDOWN:
             print_breakdown(side, children)
         out["cpu"] = cpu_seconds(children)
+        for _ in range(calls):  # (after the CPU's reading: the workload has none)
+            await anyio.sleep(IDLE)
+            out["idle"].append(await execute(session, seen) * 1000)
+        await anyio.sleep(SETTLE)
+        children = [p for p in tree(me) if p.pid != me.pid]  # (the spares are new)
         leaving = time.perf_counter()
     while any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in children):
         if time.perf_counter() - leaving > 60:

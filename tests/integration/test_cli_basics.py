@@ -21,6 +21,8 @@ def test_help_lists_commands_with_examples(tmp_path: Path) -> None:
     assert result.returncode == 0
     assert "list-servers" in result.stdout
     assert "Examples" in result.stdout
+    # the quick start's order: nothing of a project's config starts before `trust`
+    assert result.stdout.index("toolscript trust") < result.stdout.index("gateway start &")
 
 
 def test_version(tmp_path: Path) -> None:

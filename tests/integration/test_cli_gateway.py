@@ -66,6 +66,28 @@ def test_status_when_nothing_runs(tmp_path: Path) -> None:
     )
     assert dead.returncode == 1
     assert json.loads(dead.stdout)["running"] is False
+    told = run("gateway", "status", cwd=tmp_path, TOOLSCRIPT_GATEWAY_URL="http://127.0.0.1:9/x")
+    assert told.returncode == 1
+    hint = told.stderr.split("hint: ", 1)[1]
+    assert "gateway status" not in hint  # not this very command again
+    assert "unset TOOLSCRIPT_GATEWAY_URL" in hint
+    elsewhere = run("search", "x", cwd=tmp_path, TOOLSCRIPT_GATEWAY_URL="http://127.0.0.1:9/x")
+    assert elsewhere.returncode == 1
+    assert "unset TOOLSCRIPT_GATEWAY_URL" in elsewhere.stderr  # the URL came from it
+
+
+def test_gateway_stop_says_the_gateway_of_the_environment_is_not_its_own(
+    project: GatewayProcess, tmp_path: Path
+) -> None:
+    """In a Claude Code session TOOLSCRIPT_GATEWAY_URL names the session's gateway, which
+    `gateway status` reports running: `gateway stop` says why it leaves it, not that none runs."""
+    left = run("gateway", "stop", cwd=tmp_path, TOOLSCRIPT_GATEWAY_URL=project.url)
+    assert left.returncode == 0
+    assert "TOOLSCRIPT_GATEWAY_URL" in left.stderr
+    assert left.stderr != "gateway: not running\n"
+    assert (
+        run("gateway", "status", cwd=tmp_path, TOOLSCRIPT_GATEWAY_URL=project.url).returncode == 0
+    )
 
 
 def test_a_second_gateway_for_a_project_names_the_first_and_exits(tmp_path: Path) -> None:
@@ -74,6 +96,7 @@ def test_a_second_gateway_for_a_project_names_the_first_and_exits(tmp_path: Path
         second = run("gateway", "start", "--port", "0", cwd=tmp_path)
         assert second.returncode == 1, second.stderr
         assert f"a gateway already serves this project (pid {first.process.pid}" in second.stderr
+        assert "`toolscript gateway stop`" in second.stderr
         assert second.stdout == ""  # no URL: nothing started
         status = json.loads(run("gateway", "status", "--json", cwd=tmp_path).stdout)
         assert status["running"] is True and status["url"] == first.url

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import re
+import select
+import signal
 import socket
 import subprocess
 import sys
@@ -22,8 +25,10 @@ from tests.helpers import (
     GatewayProcess,
     clean_env,
     fixture_server,
+    fx_waits_for,
     needs_semantic,
     python_bin,
+    running_gateway,
     toolscript_cli,
     wait_until,
 )
@@ -265,6 +270,22 @@ def test_a_server_that_exits_while_connecting_says_its_last_words(project: Path)
         assert gateway.stop() == []
 
 
+def test_a_server_whose_cwd_is_missing_is_not_called_a_missing_command(project: Path) -> None:
+    # "cwd": "nope" said "command not found: /project/nope": the command is there.
+    gateway = GatewayProcess(
+        {"mcpServers": {"fx": fixture_server(), "lost": fixture_server(cwd="nope")}},
+        project,
+        env={"TOOLSCRIPT_HOME": str(project / "home")},
+    )
+    try:
+        listed = json.loads(run(project, "list-servers", "--json").stdout)
+        error = next(server for server in listed if server["name"] == "lost")["error"]
+        assert "command not found" not in error
+        assert f'"cwd" is not a folder: {project / "nope"}' in error, error
+    finally:
+        assert gateway.stop() == []
+
+
 def test_a_url_server_that_cannot_be_reached_names_where(project: Path) -> None:
     # httpx's "All connection attempts failed" named no host; a token in the URL stays out.
     with socket.socket() as probe:
@@ -353,6 +374,55 @@ def test_an_edit_that_did_not_load_is_named_where_its_server_is_missing(project:
         assert gateway.stop() == []
 
 
+class InteractiveShell:
+    """bash on a terminal of its own, with job control, as a person types into it."""
+
+    def __init__(self, project: Path) -> None:
+        env = clean_env(TOOLSCRIPT_HOME=str(project / "home"), PS1="$ ", TERM="dumb")
+        self.pid, self.terminal = pty.fork()
+        if self.pid == 0:  # the child: a session of its own, the terminal its controlling one
+            os.chdir(project)
+            os.execvpe("bash", ["bash", "--norc", "--noprofile", "-i"], env)
+        self.seen = ""
+
+    def type(self, line: str) -> None:
+        os.write(self.terminal, line.encode() + b"\n")
+
+    def read(self) -> str:
+        while select.select([self.terminal], [], [], 0.1)[0]:
+            try:
+                chunk = os.read(self.terminal, 65536)
+            except OSError:  # the shell exited
+                break
+            if not chunk:
+                break
+            self.seen += chunk.decode(errors="replace")
+        return self.seen
+
+    def close(self) -> None:
+        self.type("exit")
+        os.waitpid(self.pid, 0)
+        os.close(self.terminal)
+
+
+def test_a_gateway_started_with_ampersand_keeps_its_info_lines_off_the_terminal(
+    project: Path,
+) -> None:
+    """`toolscript gateway start &` shares the user's terminal: its INFO lines landed among
+    the output of the commands typed after it, and on the prompt."""
+    (project / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}))
+    start = f"{sys.executable} -m toolscript gateway start &"
+    shell = InteractiveShell(project)
+    try:
+        shell.type(start)
+        wait_until(shell.read, lambda seen: "http://127.0.0.1:" in seen, 60, "the gateway's URL")
+        shell.type(f"{sys.executable} -m toolscript gateway stop")
+        wait_until(shell.read, lambda seen: "gateway: stopped" in seen, 60, "the stop")
+    finally:
+        shell.close()
+    assert " INFO " not in shell.seen, shell.seen
+
+
 def test_list_servers_without_a_gateway_says_why_state_is_empty(project: Path) -> None:
     (project / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}))
     listed = run(project, "list-servers")
@@ -366,6 +436,39 @@ def test_list_servers_without_a_gateway_says_why_state_is_empty(project: Path) -
     assert listed.returncode == 0, listed.stderr
     assert "is not trusted yet" in listed.stderr and "run `toolscript trust`" in listed.stderr
     assert "gateway start" not in listed.stderr
+
+
+def test_get_types_takes_a_tool_named_as_approve_and_scripts_name_it(project: Path) -> None:
+    config = {"mcpServers": {"my-fx": fixture_server()}}
+    (project / ".toolscript.json").write_text(json.dumps(config))
+    for spelled in ("my-fx.plain_text", "tools.myFx.plainText", "my-fx plainText"):
+        typed = run(project, "get-types", *spelled.split())
+        assert typed.returncode == 0, (spelled, typed.stderr)
+        assert "plainText(" in typed.stdout and "jsonText(" not in typed.stdout, spelled
+    whole = run(project, "get-types", "tools.myFx")
+    assert whole.returncode == 0, whole.stderr
+    assert "plainText(" in whole.stdout and "jsonText(" in whole.stdout
+
+
+def test_a_server_with_no_prompts_is_said_to_have_none(project: Path) -> None:
+    (project / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}))
+    listed = run(project, "list-prompts", "fx")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout == ""
+    assert "fx offers no prompts" in listed.stderr  # it printed nothing at all
+
+
+def test_search_without_a_gateway_says_why_it_is_keyword_only(project: Path) -> None:
+    """The gateway started for one search loads no model: the user turned nothing off."""
+    (project / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}))
+    found = run(project, "search", "echo a message", "-n", "1")
+    assert found.returncode == 0, found.stderr
+    assert "loads no embedding model" in found.stderr
+    assert "turned off" not in found.stderr
+    (project / ".toolscript.json").write_text("{}")
+    nothing = run(project, "search", "echo a message")
+    assert nothing.returncode == 1
+    assert "no servers are configured (add them under mcpServers in " in nothing.stderr
 
 
 def test_list_servers_with_a_gateway_of_no_servers_yet_says_it_runs(project: Path) -> None:
@@ -414,6 +517,104 @@ def test_errors_point_at_the_users_own_lines(project: Path) -> None:
     assert re.search(r"<stdin>\.ts:1:7\b", piped.stderr), piped.stderr
 
 
+def test_a_script_without_its_import_is_told_the_line_it_lacks(project: Path) -> None:
+    forgot = "return await tools.time.getCurrentTime({ timezone: 'UTC' })"
+    for args in (["exec", forgot], ["exec", "--no-check", forgot]):
+        ran = run(project, *args)
+        assert ran.returncode == 1
+        assert 'import { tools } from "toolscript";' in ran.stderr, ran.stderr
+    thrown = run(project, "exec", "const tools = { a: 1 }; throw new Error(String(tools.a))")
+    assert thrown.returncode == 1
+    assert "import {" not in thrown.stderr  # its own `tools`: nothing forgotten
+
+
+def test_a_saved_script_run_with_exec_says_how_it_runs(project: Path) -> None:
+    """A file in the shape `save --help` shows only defines its function: exec ran it and
+    printed nothing, exit 0."""
+    (project / "report.ts").write_text(
+        "/** Echo the team. */\n"
+        "export default async function report(input: { team: string }) {\n"
+        "  return input.team;\n}\n"
+    )
+    ran = run(project, "report.ts")
+    assert ran.returncode == 0, ran.stderr
+    assert "toolscript save NAME report.ts" in ran.stderr
+    assert "toolscript run NAME --input" in ran.stderr
+    (project / "calls.ts").write_text(
+        "export default async function f(i: { a: number }) { return i.a }\nreturn await f({ a: 4 });\n"
+    )
+    called = run(project, "calls.ts")
+    assert called.returncode == 0 and called.stdout.strip() == "4"
+    assert called.stderr == ""
+
+
+def test_a_run_stopped_by_ctrl_c_is_logged_with_the_exit_code_the_shell_saw(
+    project: Path,
+) -> None:
+    config = {"mcpServers": {"fx": fixture_server(timeout=60)}, "search": {"semantic": False}}
+    code = 'import { tools } from "toolscript";\nawait tools.fx.sleep({ seconds: 7.25 });'
+    with running_gateway(config, project) as gateway:
+        stopped = subprocess.Popen(
+            [sys.executable, "-m", "toolscript", "exec", code],
+            cwd=project,
+            env=clean_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            # What a terminal's Ctrl-C reaches: a process with the default SIGINT handler.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler),
+        )
+        try:
+            fx_waits_for(gateway, sleeping=7.25, timeout=60)
+            stopped.send_signal(signal.SIGINT)
+            stopped.communicate(timeout=60)
+        finally:
+            if stopped.poll() is None:
+                stopped.kill()
+        assert stopped.returncode == 130
+        logged = toolscript_cli("runs", "--json", "-n", "1", cwd=project, env={})
+        assert logged.returncode == 0, logged.stderr
+        (run_row,) = json.loads(logged.stdout)
+        assert run_row["exit"] == 130, run_row
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("10n", "serialize a BigInt"),
+        ("() => 1", "it is a function"),
+        ("(() => { const a: any = {}; a.self = a; return a; })()", "circular structure"),
+    ],
+)
+def test_a_return_value_json_cannot_hold_is_one_clear_error(
+    project: Path, value: str, why: str
+) -> None:
+    ran = run(project, "exec", f"return {value}")
+    assert ran.returncode == 1
+    assert ran.stdout == ""  # not "undefined" as if it were the value
+    assert "return value cannot be written as JSON" in ran.stderr and why in ran.stderr
+    assert "__toolscript" not in ran.stderr and len(ran.stderr.splitlines()) == 1
+
+
+def test_a_run_that_ended_is_said_to_have_ended(project: Path) -> None:
+    """`runs stop`, `runs wait` and `exec --resume` of a run that finished, with no gateway
+    running: they spoke of background runs, or of a script the log does not keep."""
+    (project / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}))
+    ran = run(project, "exec", 'import { tools } from "toolscript"; return 1')
+    assert ran.returncode == 0, ran.stderr
+    listed = run(project, "runs", "--json", "-n", "1")
+    run_id = json.loads(listed.stdout)[0]["id"]
+    for command in ("stop", "wait"):
+        left = run(project, "runs", command, run_id)
+        assert left.returncode == 2
+        assert f"run {run_id} is not under way" in left.stderr, left.stderr
+        assert "background run needs" not in left.stderr
+    resumed = run(project, "exec", "--resume", run_id)
+    assert resumed.returncode != 0
+    assert "did not stop for an approval (ok): there is nothing to resume" in resumed.stderr
+    assert "keeps no script" not in resumed.stderr
+
+
 def test_refusals_say_what_scripts_cannot_do(project: Path) -> None:
     refused = run(project, "exec", "--no-check", 'return Deno.readTextFileSync("/etc/hostname")')
     assert refused.returncode == 1
@@ -432,6 +633,13 @@ def test_out_of_memory_is_one_line(project: Path) -> None:
 
 
 # -- hints and docs that point somewhere ----------------------------------------------
+
+
+def test_config_check_without_a_file_says_how_to_make_one(project: Path) -> None:
+    checked = run(project, "config", "check")
+    assert checked.returncode == 0  # zero servers is a valid project
+    assert "no .toolscript.json here or in a folder above" in checked.stderr
+    assert "toolscript init" in checked.stderr
 
 
 def test_the_schema_ships_with_the_package(project: Path) -> None:

@@ -229,6 +229,10 @@ def test_stdio_face_error_results(tmp_path: Path) -> None:
             assert "script.ts:1:7" in text(typed)
             assert "--no-check" not in text(typed)
 
+            forgot = await execute(session, 'return await tools.fx.fail({ message: "x" });')
+            assert forgot.is_error
+            assert 'import { tools } from "toolscript";' in text(forgot), text(forgot)
+
             thrown = await execute(session, 'throw new Error("no such project");')
             assert thrown.is_error and "no such project" in text(thrown)
             assert "script.ts:1:7" in text(thrown)

@@ -12,7 +12,13 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.helpers import GatewayProcess, face_parameters, node_server, toolscript_cli
+from tests.helpers import (
+    GatewayProcess,
+    face_parameters,
+    needs_semantic,
+    node_server,
+    toolscript_cli,
+)
 
 ARCHITECTURE = "demo://resource/static/document/architecture.md"
 
@@ -203,3 +209,44 @@ console.log(got.messages.length > 0 ? "got it" : "empty");
     assert approved.returncode == 0, approved.stderr
     again = toolscript_cli("exec", code, cwd=gateway.directory)
     assert again.returncode == 0 and again.stdout.strip() == "got it", again.stderr
+
+
+def test_a_search_of_prompts_that_finds_none_names_list_prompts(gateway: GatewayProcess) -> None:
+    found = toolscript_cli(
+        "search", "zzqx nothing like it", "--kind", "prompt", cwd=gateway.directory
+    )
+    assert found.returncode == 1
+    assert "no prompt matches" in found.stderr and "list-prompts" in found.stderr
+    assert "no tool matches" not in found.stderr
+
+
+@needs_semantic
+def test_a_resource_search_with_semantic_search_ready_has_no_keyword_only_note(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Resources and prompts are searched by keywords alone, by design: that is not the
+    gateway's semantic search being down, which the note says."""
+    config = everything_config() | {"search": {}}
+    started = GatewayProcess(config, tmp_path_factory.mktemp("hybrid"))
+    try:
+        started.wait_for_health(lambda h: h["search"]["ready"], 120, "search ready")
+        found = toolscript_cli(
+            "search", "architecture", "--kind", "resource", cwd=started.directory
+        )
+        assert found.returncode == 0, found.stderr
+        assert ARCHITECTURE in found.stdout
+        assert "keyword search only" not in found.stderr, found.stderr
+    finally:
+        started.stop()
+
+
+def test_a_threshold_drops_resources_and_prompts_below_it(gateway: GatewayProcess) -> None:
+    def scores(*extra: str) -> list[float]:
+        found = toolscript_cli(
+            "search", "architecture notes", "--kind", "all", "--json", *extra,
+            cwd=gateway.directory,
+        )  # fmt: skip
+        return [hit["score"] for hit in json.loads(found.stdout)["hits"]]
+
+    assert any(score < 0.99 for score in scores())  # else the threshold below drops nothing
+    assert all(score >= 0.99 for score in scores("--threshold", "0.99"))

@@ -160,6 +160,22 @@ def test_a_comment_is_named_as_such(tmp_path: Path) -> None:
     assert message.endswith(":2:3: invalid JSON: a comment (JSON allows none)")
 
 
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('\ufeff{"mcpServers": {}}', ":1:1: invalid JSON: a byte order mark starts the file"),
+        ("{'mcpServers': {}}", ":1:2: invalid JSON: a single quote (JSON strings take double"),
+        ('{"mcpServers": {}}\n{}', ":2:1: invalid JSON: more text after the end of the document"),
+    ],
+)
+def test_syntax_errors_python_words_would_mislead_are_named(
+    tmp_path: Path, text: str, said: str
+) -> None:
+    message = error_of(tmp_path, text)
+    assert said in message, message
+    assert "utf-8-sig" not in message and "Extra data" not in message
+
+
 def test_other_syntax_errors_keep_json_s_words(tmp_path: Path) -> None:
     message = error_of(tmp_path, '{"mcpServers": {"a": {"command": }}}')
     assert message.endswith(":1:34: invalid JSON: Expecting value")

@@ -187,6 +187,12 @@ def test_a_run_of_a_missing_or_broken_script_says_so() -> None:
     with pytest.raises(ExecutionError) as broken:
         require_saved(listing, "daily")
     assert "TS2339" in broken.value.message
+    assert broken.value.hint is not None
+    assert "/p/toolscripts/daily.ts" in broken.value.hint  # where to fix it
+    assert "`toolscript save --force daily FILE.ts`" in broken.value.hint  # a whole command
+    with pytest.raises(NotFoundError) as unlike:
+        require_saved(listing, "zzz")
+    assert unlike.value.hint is not None and "toolscript list-scripts" in unlike.value.hint
     with pytest.raises(NotFoundError) as none:
         require_saved({"scripts": []}, "x")
     assert none.value.hint is not None and "toolscript save" in none.value.hint
@@ -272,3 +278,22 @@ def test_saved_scripts_are_checked_without_nodes_types_unless_one_uses_node(
     (error,) = verdicts.broken["dirname"]
     assert error.startswith("toolscripts/dirname.ts:2:23: TS2552 Cannot find name '__dirname'")
     assert check("dirname", "bare").passing == ["dirname", "bare"]  # as before
+
+
+def test_the_face_words_a_saved_scripts_hints_as_its_own_tools() -> None:
+    """An MCP client's model may have no shell: require_saved's CLI hints name face tools."""
+    from toolscript.errors import ToolscriptError
+    from toolscript.mcpface.backend import error_answer
+
+    listing = {
+        "directory": "/p/toolscripts",
+        "scripts": [{"name": "daily", "status": "broken", "errors": ["daily.ts:1:1: TS2339 x"]}],
+    }
+    for name in ("daily", "zzz"):
+        with pytest.raises(ToolscriptError) as refused:
+            require_saved(listing, name)
+        text = error_answer(refused.value).text
+        assert "`toolscript " not in text, text
+    with pytest.raises(ExecutionError) as broken:
+        require_saved(listing, "daily")
+    assert "save_script with name daily" in error_answer(broken.value).text

@@ -58,6 +58,7 @@ def gateway_client(
         ) as found,
         GatewayClient(found[0], timeout=timeout) as client,
     ):
+        client.ephemeral = True
         yield client
 
 
@@ -78,6 +79,7 @@ class GatewayClient:
         self.url = url.rstrip("/")
         self._timeout = timeout
         self._client: httpx.Client | None = None  # made for the first request beyond a GET
+        self.ephemeral = False  # a gateway started for this one command (``gateway_client``)
 
     def __enter__(self) -> GatewayClient:
         return self
@@ -157,8 +159,15 @@ class GatewayClient:
         return int(fields[1]), body
 
     def _unreachable(self, kind: str) -> GatewayUnreachableError:
+        hint = _START_HINT
+        if os.environ.get(URL_VARIABLE, "").strip().rstrip("/") == self.url:
+            # a session's gateway that ended, say: the variable outlived it
+            hint = (
+                f"{URL_VARIABLE} names it (a session that ended?): unset {URL_VARIABLE} and "
+                "commands use this project's gateway, or start one for themselves"
+            )
         return GatewayUnreachableError(
-            f"the gateway at {public_url(self.url)} does not answer ({kind})", hint=_START_HINT
+            f"the gateway at {public_url(self.url)} does not answer ({kind})", hint=hint
         )
 
 

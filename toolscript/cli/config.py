@@ -62,7 +62,6 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         first["hint"] = exc.hint
         print_json({"valid": False, "path": str(path), "error": first, "errors": problems})
         raise typer.Exit(exc.exit_code) from None
-    where = str(loaded.path) if loaded.path else "(no config file: zero servers)"
     if as_json:
         print_json(
             {
@@ -73,10 +72,16 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
             }
         )
         return
+    if loaded.path is None:
+        sys.stderr.write(
+            "no .toolscript.json here or in a folder above: zero servers (write one with "
+            "`mcpServers`, or `toolscript init` to import your other clients' servers)\n"
+        )
+        return
     for warning in loaded.import_warnings:  # they quote other clients' files
         write_shown(f"warning: import: {warning}\n", sys.stderr)
     count = len(loaded.servers)
-    write_shown(f"{where}: valid, {count} server{'' if count == 1 else 's'}\n")
+    write_shown(f"{loaded.path}: valid, {count} server{'' if count == 1 else 's'}\n")
 
 
 # "FILE:LINE:COL: FIELD: MESSAGE", FIELD left out where the problem is not one key's

@@ -63,10 +63,11 @@ def exec_command(
 
     `import { tools } from "toolscript"` gives the typed client. A top-level
     `return VALUE` prints VALUE as JSON. Type errors are reported before anything
-    runs. Exit codes: 0 success, 1 script error, 120 a call needs approval (the
-    run stopped; see `toolscript approve`), 121 a resumed run called something
-    else, 122 --max-calls reached, 123 output past --max-output (a preview is
-    printed, the whole output kept in a file), 124 time limit, 125 memory limit.
+    runs. Exit codes: 0 success, 1 script error, 2 a usage or config error, 120 a
+    call needs approval (the run stopped; see `toolscript approve`), 121 a resumed
+    run called something else, 122 --max-calls reached, 123 output past
+    --max-output (a preview is printed, the whole output kept in a file), 124 time
+    limit, 125 memory limit, 130 Ctrl+C.
 
     Examples:
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from toolscript.cli.client import GatewayClient, find_gateway_url, public_url
+from toolscript.cli.client import URL_VARIABLE, GatewayClient, find_gateway_url, public_url
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import CacheDirOption, ConfigOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
@@ -373,7 +374,14 @@ def stop(
     state = read_gateway_state(_project_config(config)[0].cache_dir())
     pid = state.get("pid") if state else None
     if state is None or not isinstance(pid, int) or not _is_the_gateway(state):
-        _said(as_json, {"running": False, "stopped": False}, "gateway: not running\n")
+        text = "gateway: not running\n"
+        if os.environ.get(URL_VARIABLE, "").strip():
+            text = (
+                "gateway: this project's own gateway is not running; the one "
+                f"{URL_VARIABLE} names is not stopped by this command (a Claude Code "
+                "session's stops with the session, a `toolscript mcp`'s with its client)\n"
+            )
+        _said(as_json, {"running": False, "stopped": False}, text)
         return
     signal_quietly(pid, signal.SIGTERM)
     deadline = time.monotonic() + wait
@@ -465,8 +473,13 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         else:
             sys.stderr.write(f"gateway: not running ({exc.message})\n")
             sys.stderr.write(f"config: {loaded.path or 'none (zero servers)'}\n")
-            if exc.hint:
-                sys.stderr.write(f"hint: {exc.hint}\n")
+            hint = exc.hint
+            if hint and "`toolscript gateway status`" in hint:  # this very command: no help
+                hint = "start one with `toolscript gateway start`"
+                if os.environ.get(URL_VARIABLE, "").strip():
+                    hint = f"unset {URL_VARIABLE} to find this project's own gateway, or {hint}"
+            if hint:
+                sys.stderr.write(f"hint: {hint}\n")
         raise typer.Exit(1) from None
     healthy = health.get("status") == "ok"
     if as_json:

@@ -221,7 +221,7 @@ def wait_run(
     from toolscript.execution.background import background_gateway, parse_offsets, wait_background
 
     start = parse_offsets(offsets)
-    url = background_gateway(config, None)
+    url = background_gateway(config, None, run_id)
     raise typer.Exit(wait_background(url, run_id, timeout, start=start))
 
 
@@ -242,7 +242,7 @@ def stop_run(
     """
     from toolscript.execution.background import background_gateway, stop_background
 
-    ended = stop_background(background_gateway(config, None), run_id)
+    ended = stop_background(background_gateway(config, None, run_id), run_id)
     if as_json:
         print_json(ended)
         return

@@ -19,6 +19,7 @@ Examples:
 
 \b
   toolscript init                       # import the servers Claude Code, Cursor, ... define
+  toolscript trust                      # you read .toolscript.json: its servers may start
   toolscript gateway start &            # connect the servers in .toolscript.json
   toolscript list-servers
   toolscript list-tools github --verbose

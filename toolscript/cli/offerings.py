@@ -68,6 +68,12 @@ def list_resources(
         [item.get("uriTemplate", ""), item.get("mimeType", ""), item.get("name", "")]
         for item in listed["templates"]
     ]
+    if not rows:  # say so, rather than print nothing
+        sys.stderr.write(
+            f"{server} offers no resources (`toolscript list-tools {server}`: its tools)\n"
+        )
+        if not header:  # a script asking for the header row still gets it
+            return
     print_rows(["uri", "mime type", "name"], rows, header=header)
 
 
@@ -172,6 +178,12 @@ def list_prompts(
         ]
         for prompt in listed["prompts"]
     ]
+    if not rows:  # say so, rather than print nothing
+        sys.stderr.write(
+            f"{server} offers no prompts (`toolscript list-tools {server}`: its tools)\n"
+        )
+        if not header:  # a script asking for the header row still gets it
+            return
     print_rows(["prompt", "arguments", "description"], rows, header=header)
 
 

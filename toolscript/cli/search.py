@@ -115,15 +115,23 @@ def search(
             if names:
                 typer.echo(render_markdown(client.get_json("/types", names=names)), nl=False)
             _print_script_hits(hits)
-            _note_mode(answer)
+            _note_mode(answer, client.ephemeral and loaded.search.semantic)
             return
+        ephemeral = client.ephemeral and loaded.search.semantic
     if as_json:
         print_json(answer)
         return
-    _note_mode(answer)
+    _note_mode(answer, ephemeral)
     if not hits:
+        if not loaded.servers:
+            where = loaded.path or loaded.project_dir / ".toolscript.json"
+            absent = (
+                f"no {_NO_MATCH[kind.value][0]} matches: no servers are configured (add them "
+                f"under mcpServers in {where})\n"
+            )
+        what, listing = _NO_MATCH[kind.value]
         sys.stderr.write(
-            absent or "no tool matches; try other words, a lower --threshold, or list-tools\n"
+            absent or f"no {what} matches; try other words, a lower --threshold, or {listing}\n"
         )
         raise typer.Exit(1)
     if explain:
@@ -248,9 +256,27 @@ def _print_reading(reading: dict[str, Any] | None, indent: str) -> None:
             typer.echo(f"{indent}{label}: {read or '(nothing)'}")
 
 
-def _note_mode(answer: dict[str, Any]) -> None:
-    if answer.get("mode") == "keyword":
-        reason = answer.get("search", {}).get("reason") or "semantic search is not ready"
+# What a search of each kind found none of, and the command that lists them all.
+_NO_MATCH = {
+    "tool": ("tool", "list-tools"),
+    "resource": ("resource", "list-resources"),
+    "prompt": ("prompt", "list-prompts"),
+    "all": ("tool, resource or prompt", "list-tools"),
+}
+
+
+def _note_mode(answer: dict[str, Any], ephemeral: bool = False) -> None:
+    """Say on stderr what a keyword-only search or a weak match means; ``ephemeral``: the
+    gateway was started for this command only, and such a gateway loads no model."""
+    search = answer.get("search") or {}
+    # Resources and prompts are searched by keywords alone: no note when that is the reason.
+    if answer.get("mode") == "keyword" and search.get("mode") != "hybrid":
+        reason = search.get("reason") or "semantic search is not ready"
+        if ephemeral:
+            reason = (
+                "a gateway started for one command loads no embedding model; a running "
+                "one searches by meaning too"
+            )
         sys.stderr.write(f"note: keyword search only ({reason})\n")
     if answer.get("hits") and answer.get("weak"):
         sys.stderr.write(

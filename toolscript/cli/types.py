@@ -9,7 +9,7 @@ from toolscript.cli.client import gateway_client
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import ConfigOption, JsonOption
 from toolscript.cli.output import print_json
-from toolscript.config import load_config
+from toolscript.config import Config, load_config
 from toolscript.store.packages import offered_note
 
 __all__ = ["get_types", "render_markdown"]
@@ -35,6 +35,24 @@ def _fenced(code: str) -> str:
     return f"{fence}typescript\n{code}\n{fence}\n"
 
 
+def _one_name(loaded: Config, server: str, tool: str | None) -> tuple[str, str | None]:
+    """``SERVER [TOOL]`` as given, or one word naming both the way search, approve and
+    scripts write them (``time.get_current_time``, ``tools.time.getCurrentTime``)."""
+    names = [configured.name for configured in loaded.servers]
+    if tool is not None or server in names:
+        return server, tool
+    from toolscript.codegen.naming import to_camel_case
+
+    dotted = server.removeprefix("tools.")
+    for name in names:
+        for spelled in dict.fromkeys((name, to_camel_case(name))):
+            if dotted == spelled:
+                return name, None
+            if dotted.startswith(spelled + ".") and len(dotted) > len(spelled) + 1:
+                return name, dotted[len(spelled) + 1 :]
+    return server, tool
+
+
 def get_types(
     server: Annotated[str, typer.Argument(help="Server name, as in list-servers.")],
     tool: Annotated[
@@ -53,8 +71,10 @@ def get_types(
     \b
         toolscript get-types time
         toolscript get-types github create_issue
+        toolscript get-types github.create_issue     # as approve and search name it
     """
     loaded = load_config(config)
+    server, tool = _one_name(loaded, server, tool)
     loaded.server(server)
     params = {"server": server} | ({"tool": tool} if tool else {})
     with gateway_client(loaded) as client:

@@ -44,10 +44,16 @@ def _checked(run_id: str) -> str:
     return run_id
 
 
-def background_gateway(config: str | None, cache: str | None) -> str:
+def background_gateway(config: str | None, cache: str | None, run_id: str | None = None) -> str:
     """The URL of the project's running gateway: a background run is the gateway's, so it
-    needs one that outlives this command (exec's own ephemeral gateway would not)."""
+    needs one that outlives this command (exec's own ephemeral gateway would not).
+    ``run_id``: the run a command would wait for or stop, which none can be running."""
     found = running_gateway(config, cache)
+    if found is None and run_id is not None:
+        raise UsageError(
+            f"no gateway runs for this project, so run {run_id} is not under way",
+            hint=f"`toolscript runs show {run_id}` shows how it ended",
+        )
     if found is None:
         raise UsageError(
             "a background run needs a running gateway (it runs the script, so the run "

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
@@ -24,9 +25,11 @@ __all__ = [
     "ExecOption",
     "exec_parser",
     "fast_exec",
+    "missing_import",
     "require_saved",
     "run_exec",
     "saved_script_call",
+    "uncalled_default_export",
 ]
 
 DEFAULT_TIMEOUT = 300.0
@@ -34,6 +37,7 @@ DEFAULT_MEMORY_MB = 512
 DEFAULT_MAX_OUTPUT = 10 * 1024 * 1024
 DEFAULT_MAX_CALLS = 1000  # the gateway's own default too (gateway/runbook.py)
 MIN_MEMORY_MB = 16  # below this V8 cannot start a script at all
+INTERRUPTED = 130  # exit code of a run stopped by Ctrl+C (128 + SIGINT), as cli/entry.py exits
 
 
 class ExecOption(NamedTuple):
@@ -161,7 +165,7 @@ def run_exec(
             assert resume is not None
             script = stopped_script(url, resume)
         if module_hash == "none":  # no gateway, and the script needs none: no run either
-            return run_toolscript(
+            ran = run_toolscript(
                 script,
                 url,
                 module_hash,
@@ -171,22 +175,38 @@ def run_exec(
                 cwd=Path.cwd(),
                 spill=_spill_file(config, new_run_id()),
             )
-        return _run_in_gateway(
-            script,
-            url,
-            module_hash,
-            lifeline,
-            check,
-            limits,
-            code != "-",
-            max_calls=max_calls,
-            resume=resume,
-            trace=trace,
-            config=config,
-            # A gateway that runs already has a warm checker: a new script is likely to need
-            # no Deno check, and a spare Deno starts while the run is registered and checked.
-            spare=found == ["running"],
-        )
+            missing = missing_import(script.code) if ran == 1 else None
+            if missing is not None:
+                sys.stderr.write(
+                    f"hint: `{missing}` comes from toolscript's module: begin the script with "
+                    f'import {{ {missing} }} from "toolscript";\n'
+                )
+        else:
+            ran = _run_in_gateway(
+                script,
+                url,
+                module_hash,
+                lifeline,
+                check,
+                limits,
+                code != "-",
+                max_calls=max_calls,
+                resume=resume,
+                trace=trace,
+                config=config,
+                # A gateway that runs already has a warm checker: a new script is likely to
+                # need no Deno check, and a spare Deno starts while the run is registered
+                # and checked.
+                spare=found == ["running"],
+            )
+        if ran == 0 and saved is None and uncalled_default_export(script.code):
+            shown = "FILE.ts" if script.display_name.startswith("<") else script.display_name
+            sys.stderr.write(
+                "note: the script's default export is a function that nothing called: exec "
+                "runs a file's top level. Save it and run it with its input: `toolscript save "
+                f"NAME {shown}`, then `toolscript run NAME --input '{{...}}'`\n"
+            )
+        return ran
 
 
 def _start_in_background(
@@ -334,6 +354,11 @@ def _run_in_gateway(
             spill=_spill_file(config, run.id),
             spare=ahead,
         )
+    except (KeyboardInterrupt, SystemExit) as exc:  # Ctrl+C, a signal (execution/lifeline.py)
+        # The run's log says what the shell's $? says: 130 for Ctrl+C, 143 for SIGTERM.
+        stopped_by = exc.code if isinstance(exc, SystemExit) else None
+        code = stopped_by if isinstance(stopped_by, int) and stopped_by else INTERRUPTED
+        raise
     finally:
         if watcher is not None:
             watcher.stop()
@@ -359,6 +384,42 @@ def _run_in_gateway(
         sys.stderr.write(visible_controls(stopped[0]))
         return stopped[1]
     return code
+
+
+# What toolscript's module exports that a script uses as ``NAME.member`` or ``NAME(``; a
+# script that imports nothing from "toolscript" and uses one of them forgot its import.
+_MODULE_NAMES = re.compile(
+    r"(?<![\w$.])(tools|scripts|resources|prompts)\s*(?:\?\.|\.|\[)"
+    r"|(?<![\w$.])(search|describe)\s*\("
+)
+_DECLARED = r"(?:\b(?:const|let|var|function|class|import)\b[^;=]*?\b{name}\b)"
+
+
+def missing_import(code: str) -> str | None:
+    """The name of toolscript's module (``tools``, ``scripts``, ...) a script uses without
+    importing or declaring it: the script that failed forgot ``import { tools } from
+    "toolscript"``. None when it uses none, or declares what it uses."""
+    for match in _MODULE_NAMES.finditer(code):
+        name = match.group(1) or match.group(2)
+        if not re.search(_DECLARED.format(name=name), code):
+            return name
+    return None
+
+
+_DEFAULT_FUNCTION = re.compile(r"\bexport\s+default\s+(?:async\s+)?function\b\s*\*?\s*([\w$]*)")
+
+
+def uncalled_default_export(code: str) -> bool:
+    """Whether a script's default export is a function the script never names again (a saved
+    script's shape, run with exec: its top level only defines it)."""
+    found = _DEFAULT_FUNCTION.search(code)
+    if found is None:
+        return False
+    name = found.group(1)
+    if not name:  # anonymous: nothing in the script can call it
+        return True
+    elsewhere = code[: found.start()] + code[found.end() :]
+    return re.search(rf"(?<![\w$]){re.escape(name)}(?![\w$])", elsewhere) is None
 
 
 def saved_script_call(name: str, input_text: str) -> str:
@@ -397,16 +458,26 @@ def require_saved(listing: dict[str, Any], name: str) -> None:
     if name not in scripts:
         import difflib
 
+        close = difflib.get_close_matches(name, list(scripts), n=3)
+        hint = None  # the close names are the hint
+        if not close:
+            hint = (
+                "`toolscript list-scripts` lists them"
+                if scripts
+                else "save one with `toolscript save NAME FILE.ts`"
+            )
         raise NotFoundError(
             f"no saved script named {name} in {listing.get('directory', 'toolscripts/')}",
-            suggestions=difflib.get_close_matches(name, list(scripts), n=3),
-            hint=None if scripts else "save one with `toolscript save NAME FILE.ts`",
+            suggestions=close,
+            hint=hint,
         )
     if scripts[name]["status"] == "broken":
         errors = "\n".join(f"  {e}" for e in scripts[name]["errors"])
         raise ExecutionError(
             f"saved script {name} does not type-check against the current tools:\n{errors}",
-            hint="fix it and save it again with `toolscript save --force`",
+            hint=f"edit {listing.get('directory', 'toolscripts')}/{name}.ts until it checks "
+            "(the gateway checks it again at each edit; `toolscript list-scripts` shows it), "
+            f"or save a fixed copy over it: `toolscript save --force {name} FILE.ts`",
         )
 
 

@@ -108,6 +108,20 @@ _CLOSE = "})();"
 # The script's top level settled: the run is over, whatever timers or calls it left behind
 # (an interval would otherwise keep calling tools until --timeout).
 _END_RUN = "Deno.exit(0);"
+_JSON_VARIABLE = "__toolscriptJson"
+_WHY_VARIABLE = "__toolscriptWhy"
+# The return value as JSON, or one line saying why it cannot be (a BigInt, a cycle, a
+# function) and exit 1: not JSON.stringify's stack at a line the user never wrote, and not
+# "undefined" printed as if it were the value. Plain JavaScript that type-checks.
+_AS_JSON = (
+    f'let {_JSON_VARIABLE}; let {_WHY_VARIABLE} = ""; '
+    f"try {{ {_JSON_VARIABLE} = JSON.stringify({RESULT_VARIABLE}); }} catch (e) {{ "
+    f'{_WHY_VARIABLE} = String(e instanceof Error ? e.message : e).split("\\n")[0]; }} '
+    f'if (typeof {_JSON_VARIABLE} !== "string") {{ console.error("toolscript: error: the '
+    f'script\'s return value cannot be written as JSON (" + ({_WHY_VARIABLE} || "it is a " + '
+    f'typeof {RESULT_VARIABLE}) + "); return plain data: objects, arrays, strings, numbers, '
+    f'booleans or null"); Deno.exit(1); }}'
+)
 
 
 def prepare_source(code: str) -> str:
@@ -179,9 +193,9 @@ def prepare(code: str, *, result_marker: str = "") -> PreparedSource:
         head,
         *lines,
         _CLOSE,
-        f"if ({RESULT_VARIABLE} !== undefined) "
+        f"if ({RESULT_VARIABLE} !== undefined) {{ {_AS_JSON} "
         f"console.log({json.dumps(result_marker) + ' + ' if result_marker else ''}"
-        f"JSON.stringify({RESULT_VARIABLE})); {_END_RUN}",
+        f"{_JSON_VARIABLE}); }} {_END_RUN}",
     ]
     return PreparedSource(
         "\n".join(prepared),

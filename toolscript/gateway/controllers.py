@@ -494,6 +494,8 @@ class DiscoveryController(Controller):
             if kind == "tool"
             else await offerings.search_offerings(gateway, q, kind, limit, server)
         )
+        if threshold is not None:  # asked for: resources and prompts are held to it too
+            found = [hit for hit in found if hit["score"] >= threshold]
         if kind in ("resource", "prompt"):
             return {
                 "query": q,

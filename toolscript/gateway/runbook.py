@@ -120,6 +120,21 @@ Answered = tuple[int, str, bytes]  # status, result shape, JSON body
 Caller = Callable[[str, dict[str, Any]], Awaitable[tuple[str, Any]]]
 
 
+def _require_resumable(previous: dict[str, Any]) -> None:
+    """Refuse ``exec --resume`` of a run that did not stop for an approval, saying why."""
+    if previous["status"] == "resumed":
+        raise UsageError(
+            f"run {previous['id']} was resumed already",
+            hint="`toolscript runs` shows the run that resumed it",
+        )
+    if previous["status"] != "awaiting_approval":
+        raise UsageError(
+            f"run {previous['id']} did not stop for an approval "
+            f"({previous['status']}): there is nothing to resume",
+            hint="run the script again instead",
+        )
+
+
 def digest(tool: str, arguments: Any) -> str:
     """What identifies a call for replay and approval: its tool and exact arguments."""
     canonical = msgspec.json.encode(arguments, order="sorted")
@@ -368,17 +383,7 @@ class RunBook:
                 raise NotFoundError(
                     f"no run {resume!r} in this project's log", hint="`toolscript runs` lists them"
                 )
-            if previous["status"] == "resumed":
-                raise UsageError(
-                    f"run {previous['id']} was resumed already",
-                    hint="`toolscript runs` shows the run that resumed it",
-                )
-            if previous["status"] != "awaiting_approval":
-                raise UsageError(
-                    f"run {previous['id']} did not stop for an approval "
-                    f"({previous['status']}): there is nothing to resume",
-                    hint="run the script again instead",
-                )
+            _require_resumable(previous)
         elif script_hash:
             try:
                 previous = await anyio.to_thread.run_sync(self.runlog.resumable, script_hash)
@@ -425,6 +430,7 @@ class RunBook:
             raise NotFoundError(
                 f"no run {run_id!r} in this project's log", hint="`toolscript runs` lists them"
             )
+        _require_resumable(found)
         if not found.get("script"):
             raise UsageError(
                 f"the log keeps no script for run {found['id']} ({found['status']})",

@@ -115,16 +115,30 @@ class _VisibleFormatter(logging.Formatter):
 
 
 def configure_logging() -> None:
+    """Log to stderr: INFO and up, or TOOLSCRIPT_LOG_LEVEL's. A gateway in the background of
+    an interactive shell (`gateway start &`) logs warnings and errors only, since its
+    terminal is the user's prompt and their other commands' output."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads: see search/semantic
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_VisibleFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    default = "WARNING" if _in_the_background() else "INFO"
     logging.basicConfig(
-        level=os.environ.get("TOOLSCRIPT_LOG_LEVEL", "INFO").upper(),
+        level=(os.environ.get("TOOLSCRIPT_LOG_LEVEL") or default).upper(),
         handlers=[handler],
         force=True,
     )
     for noisy in ("mcp", "httpx", "httpx2", "httpcore", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _in_the_background() -> bool:
+    """Whether stderr is this process's terminal and another process group has it in the
+    foreground (a job started with `&` in a shell with job control)."""
+    try:
+        descriptor = sys.stderr.fileno()
+        return os.isatty(descriptor) and os.tcgetpgrp(descriptor) != os.getpgrp()
+    except (OSError, ValueError, AttributeError):  # not our terminal, or no descriptor
+        return False
 
 
 def serve(

@@ -243,8 +243,8 @@ def already_serving(directory: Path, wait: float = START_WAIT) -> AlreadyServing
     where = f" at {url.rsplit('/', 1)[0]}/<token>" if url else ""
     return AlreadyServingError(
         f"a gateway already serves this project (pid {pid}{where})",
-        hint=f"use it (`toolscript gateway status`), or stop it first (Ctrl+C where it runs, "
-        f"or `kill {pid}`); `--no-state` starts a private one beside it",
+        hint="use it (`toolscript gateway status`), or stop it first (`toolscript gateway "
+        "stop`, or Ctrl+C where it runs); `--no-state` starts a private one beside it",
     )
 
 

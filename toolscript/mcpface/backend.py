@@ -41,7 +41,7 @@ from toolscript.errors import (
     UntrustedConfigError,
     UsageError,
 )
-from toolscript.execution.command import require_saved, saved_script_call
+from toolscript.execution.command import missing_import, require_saved, saved_script_call
 from toolscript.execution.lifeline import Lifeline
 from toolscript.execution.locate import (
     current_module,
@@ -139,6 +139,11 @@ def _shown(answer: Answer) -> Answer:
 _FACE_HINTS = (
     (re.compile(r"see `toolscript list-tools ([^`]+)`"), r'get_types with ["\1"] lists them'),
     (re.compile(r"`toolscript save NAME FILE\.ts`"), "save_script"),
+    (re.compile(r"`toolscript list-scripts` lists them"), "search_tools finds them (script.NAME)"),
+    (  # a saved script that no longer checks (execution/command.py, require_saved)
+        re.compile(r"^edit .+ until it checks .*`toolscript save --force (\S+) FILE\.ts`$"),
+        r"save_script with name \1, the fixed code and force: true",
+    ),
     (  # the person trusts a config, never the model (a client with a shell would run it)
         re.compile(r"^read it, then run `toolscript trust` in (.+)$"),
         r"the user must read it and run `toolscript trust` in \1 themselves (not you: ask "
@@ -378,6 +383,7 @@ class FaceRun:
     # many clients, and a run's id is in the run log any of them can read)
     owner: object | None = None
     calls: int | None = None  # tool calls the script asked for, as its gateway counted them
+    code: str = ""  # the script, for a hint when it failed
 
     def started(self, run_id: str) -> None:
         self.id = run_id
@@ -696,7 +702,7 @@ class Backend:
         far, and ``wait_run`` continues it for ``owner`` (the client's session) only.
         ``report`` sends its progress to the client."""
         loop = anyio.lowlevel.current_token()  # the watcher threads reach the client through it
-        run = FaceRun(loop=loop, report=report, owner=owner)
+        run = FaceRun(loop=loop, report=report, owner=owner, code=code)
 
         def watch(pid: int, *, group: bool) -> None:
             run.pids.append(pid)
@@ -773,7 +779,15 @@ class Backend:
         kept = (run.spill or self.output_path(run.id)) if exit_code == EXIT_OUTPUT else None
         if kept is not None and kept.exists():
             return _shown(cut_answer(out, err, output_uri(run.id), kept.stat().st_size))
-        return _shown(execution_answer(exit_code, out, err, run.calls))
+        answer = execution_answer(exit_code, out, err, run.calls)
+        missing = missing_import(run.code) if exit_code == 1 else None
+        if missing is not None:  # Deno says only "Cannot find name 'tools'"
+            answer = dataclasses.replace(
+                answer,
+                text=f"{answer.text}\n`{missing}` comes from toolscript's module: begin the "
+                f'script with import {{ {missing} }} from "toolscript";',
+            )
+        return _shown(answer)
 
     def _local(self, url: str) -> LocalGateway | None:
         """The gateway at ``url`` as calls on its loop, when it is the face's own served in

@@ -203,6 +203,15 @@ def json_syntax_error(exc: json.JSONDecodeError) -> str:
         return f"{line}:{col}: invalid JSON: a comma after the last entry (JSON allows none)"
     if text.startswith(("//", "/*"), exc.pos):
         return f"{exc.lineno}:{exc.colno}: invalid JSON: a comment (JSON allows none)"
+    if exc.msg.startswith("Unexpected UTF-8 BOM"):  # json's words name a Python codec
+        return "1:1: invalid JSON: a byte order mark starts the file (save it as UTF-8 without one)"
+    if text.startswith("'", exc.pos):
+        return f"{exc.lineno}:{exc.colno}: invalid JSON: a single quote (JSON strings take double quotes)"
+    if exc.msg == "Extra data":
+        return (
+            f"{exc.lineno}:{exc.colno}: invalid JSON: more text after the end of the document "
+            "(the file holds one object)"
+        )
     return f"{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}"
 
 

@@ -59,6 +59,8 @@ async def stdio_transport(
 ) -> AsyncIterator[TransportStreams]:
     """Start the server; yield (read, write) message streams; stop it and its children,
     with the ``graces`` its stop is given then (``early.py``)."""
+    if cwd is not None and not Path(cwd).is_dir():  # else "command not found: CWD"
+        raise NotADirectoryError(f'its "cwd" is not a folder: {cwd}')
     environment = get_default_environment() | (env or {})
     argv = [await executable_command(command), *args]
     launched = gated(argv, env=environment, cwd=cwd)
