@@ -100,6 +100,29 @@ def test_the_environments_proxies_are_honoured_as_the_sdks_client_does_each_boun
     assert all(isinstance(t, BoundedTransport) for t in ours._mounts.values() if t is not None)
 
 
+def test_a_proxy_of_the_systems_settings_alone_is_not_taken(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With no proxy variable set, urllib reads macOS's system settings' proxy too (without
+    their exceptions), and httpx2 with it: a server on localhost would be sent to a
+    corporate proxy. Only the environment's proxies are honoured."""
+    import httpx2._utils
+
+    from toolscript.upstream.sdk import create_mcp_http_client
+
+    for name in _PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    system = {"http": "http://corp.invalid:8080", "https": "http://corp.invalid:8080"}
+    monkeypatch.setattr(httpx2._utils, "getproxies", lambda: system)  # as on macOS
+    local = httpx2.URL("http://127.0.0.1:8765/mcp")
+
+    ours = create_mcp_http_client()
+    assert ours._transport_for_url(local) is ours._transport
+    assert isinstance(ours._transport, BoundedTransport)
+    assert ours._mounts == {}
+
+
 def test_a_socks_proxy_of_the_environment_is_reached_bounded_too(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -49,11 +49,19 @@ def create_mcp_http_client(
     auth: httpx2.Auth | None = None,
 ) -> httpx2.AsyncClient:
     """The client the SDK's ``create_mcp_http_client`` makes (its default timeouts, the
-    environment's proxies as it honours them), every response of it read through
+    environment's proxies as it honours them, but no proxy of the system's settings), every response of it read through
     ``bounded.BoundedTransport``, a proxy's too; the SDK's client factory's signature
     (``sse_client``'s ``httpx_client_factory``)."""
+    import urllib.request
+
     from mcp.shared._httpx_utils import create_mcp_http_client as sdk_client
 
     from toolscript.upstream.bounded import bounded_client
 
-    return bounded_client(sdk_client(headers=headers, timeout=timeout, auth=auth))
+    client = sdk_client(headers=headers, timeout=timeout, auth=auth)
+    if not urllib.request.getproxies_environment():
+        # With no proxy variable set, urllib (so httpx2) takes macOS's system settings' proxy
+        # as well, without their exceptions: a server on localhost went through a
+        # corporate proxy. The environment's proxies alone are honoured (unset: direct).
+        client._mounts = {}
+    return bounded_client(client)
