@@ -162,7 +162,7 @@ def test_arguments_validated_before_the_server(gateway: GatewayProcess) -> None:
 def test_unknown_tool_and_server_suggest(gateway: GatewayProcess) -> None:
     tool = gateway.call("time__get_curent_time")
     assert tool.status_code == 404
-    assert tool.json()["suggestions"][0] == "time__get_current_time"
+    assert tool.json()["suggestions"][0] == "time.get_current_time"  # as users write it
     # Nothing close: say where to look instead.
     far = gateway.call("time__launch_rocket").json()
     assert far["suggestions"] == []
