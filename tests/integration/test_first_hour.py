@@ -257,15 +257,25 @@ def test_a_server_that_exits_while_connecting_says_its_last_words(project: Path)
     # A wrong argument (mcp-server-git --repository /nonexistent) said "Connection closed"
     # in list-servers and --json, the cause only in `gateway status`'s stderr column.
     exits = {"command": sys.executable, "args": ["-c", "import sys; sys.exit('no repo at /nope')"]}
+    # `npx -y` of a package that does not exist ends with its log's path, after the reason
+    npx = "print('npm error 404  @x/server-nope@* could not be found'); print('npm error 404'); "
+    npx += "print('npm error A complete log of this run can be found in: /x.log'); exit(1)"
+    missing = {
+        "command": sys.executable,
+        "args": ["-c", f"import sys; sys.stdout = sys.stderr; {npx}"],
+    }
     gateway = GatewayProcess(
-        {"mcpServers": {"fx": fixture_server(), "exits": exits}},
+        {"mcpServers": {"fx": fixture_server(), "exits": exits, "missing": missing}},
         project,
         env={"TOOLSCRIPT_HOME": str(project / "home")},
     )
     try:
         listed = json.loads(run(project, "list-servers", "--json").stdout)
-        error = next(server for server in listed if server["name"] == "exits")["error"]
-        assert error.startswith("exited while connecting: no repo at /nope ("), error
+        errors = {server["name"]: server["error"] for server in listed}
+        assert errors["exits"].startswith("exited while connecting: no repo at /nope ("), errors
+        assert errors["missing"].startswith(
+            "exited while connecting: npm error 404  @x/server-nope@* could not be found ("
+        ), errors
     finally:
         assert gateway.stop() == []
 

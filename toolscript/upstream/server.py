@@ -7,6 +7,7 @@ import itertools
 import json
 import logging
 import math
+import re
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
@@ -42,11 +43,31 @@ from toolscript.upstream.limits import QUESTION_LIMIT, bound_listing, cut_text
 from toolscript.upstream.sdk import TransportStreams
 from toolscript.upstream.tolerant import repair_call_result, repair_tool_list
 
-__all__ = ["ServerState", "UpstreamServer"]
+__all__ = ["ServerState", "UpstreamServer", "telling_line"]
 
 log = logging.getLogger("toolscript.upstream")
 
 STDERR_TAIL_LINES = 20
+# What a failing program prints after the line that says why: npm's pointer to its log, its
+# note on other ways to install, an error line with no words but its code.
+_AFTERWORDS = re.compile(
+    r"A complete log of this run can be found in"
+    r"|Note that you can also install from a"
+    r"|tarball, folder, http url, or git url"
+    r"|^npm (?:error|ERR!)(?: \d{3}| code \S+)?\s*$"
+)
+
+
+def telling_line(tail: list[str]) -> str:
+    """Of a server's last stderr lines (not empty), the one that says why it exited: the
+    last, but for the afterwords a package runner prints after it (``npx`` of a package that
+    does not exist: "... could not be found", not "A complete log of this run ...")."""
+    for line in reversed(tail):
+        if not _AFTERWORDS.search(line):
+            return line
+    return tail[-1]
+
+
 RAW_ID_PREFIX = "toolscript-"
 MAX_BACKOFF = 60.0
 RELIST_INTERVAL = 1.0  # at least this many seconds between two tools/list of a server
@@ -523,7 +544,7 @@ class UpstreamServer:
         ):
             # It exited before it answered (a wrong argument, a missing path): its last
             # words say why, where "Connection closed" alone does not.
-            message = f"exited while connecting: {self.stderr_tail[-1]} ({message})"
+            message = f"exited while connecting: {telling_line(self.stderr_tail)} ({message})"
         command = self.config.command or ""
         program, *args = command.split() or [""]
         if (
