@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SERVERS = ROOT / "tests" / "servers"
 NODE_BIN = SERVERS / "node_modules" / ".bin"
 FIXTURE_SERVER = SERVERS / "fixture_server.py"
+RECORDS_SERVER = SERVERS / "records_server.py"
 CORPUS = ROOT.parent / "shared" / "toolcorpus"  # ../shared/toolcorpus, beside the repository
 
 
@@ -47,6 +48,11 @@ def python_bin(name: str) -> str:
 
 def fixture_server(**extra: Any) -> dict[str, Any]:
     return {"command": sys.executable, "args": [str(FIXTURE_SERVER)], **extra}
+
+
+def records_server(**extra: Any) -> dict[str, Any]:
+    """The records server (a tool that asks for approval, a journal of what it did)."""
+    return {"command": sys.executable, "args": [str(RECORDS_SERVER)], **extra}
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -384,6 +390,22 @@ def toolscript_cli(
         capture_output=True,
         text=True,
         timeout=timeout,
+    )
+
+
+def interruptible_exec(code: str, *args: str, cwd: Path) -> subprocess.Popen[str]:
+    """``toolscript exec CODE ARGS`` started as a terminal starts it, so that a SIGINT sent
+    to it is a Ctrl-C (the default SIGINT handler); its stderr piped, its stdout dropped."""
+    import signal
+
+    return subprocess.Popen(
+        [sys.executable, "-m", "toolscript", "exec", code, *args],
+        cwd=cwd,
+        env=clean_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler),
     )
 
 

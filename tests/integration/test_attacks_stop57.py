@@ -33,6 +33,7 @@ from tests.helpers import (
     GatewayProcess,
     LocalHTTPServer,
     fixture_server,
+    records_server,
     running_gateway,
 )
 from tests.integration.test_sandbox_attacks_stop55 import exec_script
@@ -175,8 +176,6 @@ def test_an_external_tool_s_worker_reads_no_uv_setting_of_the_repository(
     assert index.seen == [], index.seen
 
 
-RECORDS = Path(__file__).resolve().parent.parent / "servers" / "records_server.py"
-
 # The script asks for a destructive call, and while the person is asked about it, prints
 # a question about a harmless call under it: what the person would answer "always" to.
 FORGES_A_QUESTION = """import { tools } from "toolscript";
@@ -196,7 +195,7 @@ await forged;
 
 def test_a_script_prints_nothing_under_the_question_it_is_asked_about(tmp_path: Path) -> None:
     config = {
-        "mcpServers": {"records": {"command": sys.executable, "args": [str(RECORDS)]}},
+        "mcpServers": {"records": records_server()},
         "search": {"semantic": False},
     }
     (tmp_path / "forge.ts").write_text(FORGES_A_QUESTION)

@@ -26,11 +26,11 @@ from tests.helpers import (
     fixture_server,
     gateway_with_warm_checker,
     on_a_terminal,
+    records_server,
 )
 from toolscript.gateway.guard import agent_url
 
 PLANTED = "Promise.resolve('planted')"
-RECORDS = Path(__file__).resolve().parent.parent / "servers" / "records_server.py"
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +41,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def warm(tmp_path_factory: pytest.TempPathFactory, home: Path) -> Iterator[GatewayProcess]:
     directory = tmp_path_factory.mktemp("warm58")
-    records = {"command": sys.executable, "args": [str(RECORDS)]}
-    records["env"] = {"RECORDS_JOURNAL": str(directory / "journal.jsonl")}
+    records = records_server(env={"RECORDS_JOURNAL": str(directory / "journal.jsonl")})
     config = {
         "mcpServers": {"fx": fixture_server(policy={"plain_text": "ask"}), "records": records}
     }

@@ -5,13 +5,11 @@ the work (the fixture server counts the sleeps a cancellation interrupted)."""
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import clean_env, fixture_server, fx_waits_for, running_gateway
+from tests.helpers import fixture_server, fx_waits_for, interruptible_exec, running_gateway
 
 SLEEP = 'import { tools } from "toolscript";\nawait tools.fx.sleep({ seconds: %s });'
 
@@ -22,16 +20,7 @@ def test_a_stopped_script_cancels_its_call_at_the_server(tmp_path: Path, how: st
     config = {"mcpServers": {"fx": fixture_server(timeout=60)}, "search": {"semantic": False}}
     with running_gateway(config, tmp_path) as gateway:
         limit = ["--no-check", "--timeout", "6"] if how == "timeout" else []
-        exec_process = subprocess.Popen(
-            [sys.executable, "-m", "toolscript", "exec", SLEEP % seconds, *limit],
-            cwd=tmp_path,
-            env=clean_env(),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            # What a terminal's Ctrl-C reaches: a process with the default SIGINT handler.
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler),
-        )
+        exec_process = interruptible_exec(SLEEP % seconds, *limit, cwd=tmp_path)
         try:
             fx_waits_for(gateway, sleeping=seconds, timeout=60)
             if how == "ctrl-c":
@@ -51,15 +40,7 @@ def test_a_resource_read_is_cancelled_when_its_script_is_stopped(tmp_path: Path)
     config = {"mcpServers": {"fx": fixture_server(timeout=60)}, "search": {"semantic": False}}
     code = 'import { resources } from "toolscript";\nawait resources.fx.read("fx://sleep/7.5");'
     with running_gateway(config, tmp_path) as gateway:
-        exec_process = subprocess.Popen(
-            [sys.executable, "-m", "toolscript", "exec", code],
-            cwd=tmp_path,
-            env=clean_env(),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler),
-        )
+        exec_process = interruptible_exec(code, cwd=tmp_path)
         try:
             fx_waits_for(gateway, sleeping=7.5, timeout=60)
             exec_process.send_signal(signal.SIGINT)

@@ -26,6 +26,7 @@ from tests.helpers import (
     clean_env,
     fixture_server,
     fx_waits_for,
+    interruptible_exec,
     needs_semantic,
     python_bin,
     running_gateway,
@@ -564,16 +565,7 @@ def test_a_run_stopped_by_ctrl_c_is_logged_with_the_exit_code_the_shell_saw(
     config = {"mcpServers": {"fx": fixture_server(timeout=60)}, "search": {"semantic": False}}
     code = 'import { tools } from "toolscript";\nawait tools.fx.sleep({ seconds: 7.25 });'
     with running_gateway(config, project) as gateway:
-        stopped = subprocess.Popen(
-            [sys.executable, "-m", "toolscript", "exec", code],
-            cwd=project,
-            env=clean_env(),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            # What a terminal's Ctrl-C reaches: a process with the default SIGINT handler.
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler),
-        )
+        stopped = interruptible_exec(code, cwd=project)
         try:
             fx_waits_for(gateway, sleeping=7.25, timeout=60)
             stopped.send_signal(signal.SIGINT)

@@ -4,12 +4,9 @@ and also when the run ends before any answer comes, not lost with the process.""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from tests.helpers import ExecOnATerminal, running_gateway
-
-RECORDS = Path(__file__).resolve().parent.parent / "servers" / "records_server.py"
+from tests.helpers import ExecOnATerminal, records_server, running_gateway
 
 # The script asks for a destructive call without waiting for it, prints, and exits while
 # the person is still being asked.
@@ -28,7 +25,7 @@ def test_what_a_run_printed_while_asked_is_shown_when_it_ends_unanswered(
     tmp_path: Path,
 ) -> None:
     config = {
-        "mcpServers": {"records": {"command": sys.executable, "args": [str(RECORDS)]}},
+        "mcpServers": {"records": records_server()},
         "search": {"semantic": False},
     }
     (tmp_path / "ends.ts").write_text(ENDS_WHILE_ASKED)
@@ -65,7 +62,7 @@ def test_a_piped_stdout_shows_nothing_under_the_question(tmp_path: Path) -> None
     """``toolscript exec forge.ts | tee log``: the question is on the terminal (stdin and
     stderr), what the script prints reaches it through the pipe."""
     config = {
-        "mcpServers": {"records": {"command": sys.executable, "args": [str(RECORDS)]}},
+        "mcpServers": {"records": records_server()},
         "search": {"semantic": False},
     }
     (tmp_path / "forge.ts").write_text(FORGES_ON_STDOUT)
