@@ -4,9 +4,10 @@ The SDK's HTTP transports read a JSON answer whole, and an event stream event by
 into memory: a server that sends one answer or one event with no end would grow the
 gateway until it runs out of memory. Every response the gateway reads from a server goes
 through ``BoundedTransport`` (``bounded_client``: each transport of a client, the proxies it
-took from the environment's ``HTTPS_PROXY``, ``HTTP_PROXY`` and ``ALL_PROXY`` included): past ``MAX_MESSAGE`` bytes since the last event boundary
-(a blank line; a JSON answer has none, so its whole body counts), reading fails as a
-broken connection does, and the server's session is dropped and started again.
+took from the environment's ``HTTPS_PROXY``, ``HTTP_PROXY`` and ``ALL_PROXY`` included):
+past ``MAX_MESSAGE`` bytes since the last event boundary (a blank line; a JSON answer has
+none, so its whole body counts), reading fails as a broken connection does, and the
+server's session is dropped and started again.
 
 Imported with the first HTTP server (it needs httpx2).
 """

@@ -10,8 +10,9 @@ that breaks one fails loudly in CI rather than in a user's gateway:
 - the stdio transport's spawn and shutdown (process group, close stdin, TERM, KILL),
   reused by ``upstream/stdio.py`` around its own linear line reader.
 - ``create_mcp_http_client``: the httpx client the SDK's HTTP transports expect, the SDK's
-  own (its timeouts, the environment's proxies), its responses bounded (``bounded.py``; imported at
-  the first HTTP server: httpx2 is 2 MB that a gateway of stdio servers never uses).
+  own (its timeouts, the environment's proxies), its responses bounded (``bounded.py``;
+  imported at the first HTTP server: httpx2 is 2 MB that a gateway of stdio servers never
+  uses).
 """
 
 from __future__ import annotations
@@ -49,9 +50,9 @@ def create_mcp_http_client(
     auth: httpx2.Auth | None = None,
 ) -> httpx2.AsyncClient:
     """The client the SDK's ``create_mcp_http_client`` makes (its default timeouts, the
-    environment's proxies as it honours them, but no proxy of the system's settings), every response of it read through
-    ``bounded.BoundedTransport``, a proxy's too; the SDK's client factory's signature
-    (``sse_client``'s ``httpx_client_factory``)."""
+    environment's proxies as it honours them, but no proxy of the system's settings), every
+    response of it read through ``bounded.BoundedTransport``, a proxy's too; the SDK's
+    client factory's signature (``sse_client``'s ``httpx_client_factory``)."""
     import urllib.request
 
     from mcp.shared._httpx_utils import create_mcp_http_client as sdk_client
