@@ -44,6 +44,8 @@ from toolscript.search.text import (
     tokenize,
 )
 
+JOINING = ("connecting", "reconnecting")
+
 
 def wait_for_search(
     gateway: GatewayProcess, state: str = "ready", timeout: float = 120
@@ -54,9 +56,22 @@ def wait_for_search(
     def settled(health: dict[str, Any]) -> bool:
         search = health["search"]
         assert search["semantic"] not in ("unavailable",) or state == "unavailable", search
-        return bool(search["semantic"] == state)
+        if state != "ready":
+            return bool(search["semantic"] == state)
+        # Ready for every server's tools: a server still connecting joins later, and until
+        # its tools are embedded a search falls back to keywords (search is "ready" meanwhile)
+        joining = [s for s in health["servers"].values() if s["state"] in JOINING]
+        return search["semantic"] == state and not joining and search["tools"] == health["tools"]
 
     search: dict[str, Any] = gateway.wait_for_health(settled, timeout, f"search {state}")["search"]
+    if state == "ready":
+        wait_until(
+            lambda: gateway.client.get("search", params={"q": "time"}).json()["mode"],
+            lambda mode: mode == "hybrid",
+            timeout,
+            "every tool's vector",
+            log=lambda: gateway.log,
+        )
     return search
 
 
