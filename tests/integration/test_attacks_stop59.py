@@ -119,3 +119,24 @@ def test_a_result_nested_past_every_parsers_depth_fails_its_call_and_nothing_els
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["deep failed ToolError", "ok"]
     assert gateway.health()["status"] in ("ok", "degraded")
+
+
+def test_a_server_named_past_a_file_names_length_leaves_every_server_working(
+    tmp_path: Path, toolscript_home: Path
+) -> None:
+    """Before: a server's name became its artifacts' file names whole; one of 300
+    characters (the config allows any length) failed every build (ENAMETOOLONG): no
+    module, and every exec of every server failed with "the gateway answered '' as its
+    module's hash". Its files now keep 100 characters of it and a hash of the whole."""
+    long_name = "B" * 300
+    config = {"mcpServers": {"fx": fixture_server(), long_name: fixture_server()}}
+    code = (
+        'import { tools } from "toolscript";\n'
+        'console.log(await tools.fx.plainText({ text: "short" }));\n'
+        f'console.log(await tools["{long_name.lower()}"].plainText({{ text: "long" }}));\n'
+    )
+    with running_gateway(config, tmp_path) as gateway:
+        env = {"TOOLSCRIPT_HOME": str(toolscript_home), "TOOLSCRIPT_GATEWAY_URL": gateway.url}
+        done = toolscript_cli("exec", code, cwd=gateway.directory, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["short", "long"]
