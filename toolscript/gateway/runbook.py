@@ -842,8 +842,8 @@ class RunBook:
         ms = (time.perf_counter() - clock) * 1000
         if len(error_body) > LOGGED_ERROR:
             error_body = _short_error(error_body)
-        name = _logged_name(qualified)
-        cost = CALL_RECORD_BYTES + len(name) + min(size, LOGGED_ARGUMENTS) + len(error_body)
+        name = _logged_name(qualified)  # a tool's fits CALL_RECORD_BYTES; a resource's may not
+        cost = max(CALL_RECORD_BYTES, len(name)) + min(size, LOGGED_ARGUMENTS) + len(error_body)
         record = {
             "run_id": run.id,
             "seq": seq,
