@@ -11,7 +11,9 @@ answers), ``prompts`` and ``prompt_results`` (name -> prompts/get result), ``res
 ``init_error`` (the JSON-RPC error initialize answers), ``instructions``, ``server_name``,
 ``stderr`` (written once, at start), ``exit`` (a status to exit with right after that
 stderr), ``flood`` (a tool's name -> how many MB its call writes as one line with no end:
-the server goes on answering nothing after it) and ``endless`` (listing methods, such as ``tools/list``, whose every page names
+the server goes on answering nothing after it), ``raw`` (a tool's name -> the text of its
+call's ``result`` as it is sent, a list of strings joined: JSON no encoder here would write,
+nested past any parser's depth) and ``endless`` (listing methods, such as ``tools/list``, whose every page names
 a next one). A tool with no result answers with its own name.
 
 Sizes no spec file should hold are made at start: anywhere in SPEC, ``{"$repeat": TEXT,
@@ -116,6 +118,12 @@ def main() -> None:
             sys.stdout.flush()
             sys.stdin.read()  # (never a newline: the line has no end)
             return
+        raw = spec.get("raw", {}).get((message.get("params") or {}).get("name"))
+        if message.get("method") == "tools/call" and raw is not None:
+            head = json.dumps({"jsonrpc": "2.0", "id": message["id"]})[:-1]
+            sys.stdout.write(head + ', "result": ' + "".join(raw) + "}\n")
+            sys.stdout.flush()
+            continue
         try:
             result = answer(spec, str(message.get("method")), message.get("params") or {})
         except LookupError as exc:

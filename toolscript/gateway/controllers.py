@@ -164,9 +164,13 @@ class RunsController(Controller):
         run_id: FromPath[str],
         data: JSONBody[RunEnd | None] = None,
     ) -> dict[str, Any]:
-        """``{"exit": code}`` in; the run's status, the error it stopped with and its calls."""
-        if _by_agent(request) and gateway.runs.get(run_id).interactive:
-            raise agent_refused()  # ending it would answer a person's open prompt
+        """``{"exit": code}`` in; the run's status, the error it stopped with and its calls.
+        Through the agent's URL, only the agent's own runs, as ``stop``: ending an
+        interactive run would answer a person's open prompt, and ending any other of the
+        owner's would stop it as ``stop`` may not (and answer with its calls)."""
+        run = gateway.runs.get(run_id)
+        if _by_agent(request) and (run.interactive or not run.by_agent):
+            raise agent_refused()
         run = await gateway.runs.end(run_id, (data or RunEnd()).exit)
         return run.ended_answer() | {"calls": gateway.runs.trace(run)}
 

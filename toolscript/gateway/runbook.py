@@ -592,7 +592,8 @@ class RunBook:
                 key = key or digest(qualified, arguments)
                 kept = _trimmed(arguments, self._secrets_of())
             if outcome not in _NOT_ANSWERED and run.resumable:
-                added = len(body) + min(size, LOGGED_ARGUMENTS)
+                # the name too: a resource's holds its URI, as long as the request was
+                added = len(body) + min(size, LOGGED_ARGUMENTS) + len(qualified)
                 run.kept_bytes += added
                 if run.kept_bytes > REPLAY_BYTES or self.answers_held + added > REPLAY_TOTAL:
                     run.resumable = False
@@ -841,11 +842,12 @@ class RunBook:
         ms = (time.perf_counter() - clock) * 1000
         if len(error_body) > LOGGED_ERROR:
             error_body = _short_error(error_body)
-        cost = CALL_RECORD_BYTES + min(size, LOGGED_ARGUMENTS) + len(error_body)
+        name = _logged_name(qualified)  # a tool's fits CALL_RECORD_BYTES; a resource's may not
+        cost = max(CALL_RECORD_BYTES, len(name)) + min(size, LOGGED_ARGUMENTS) + len(error_body)
         record = {
             "run_id": run.id,
             "seq": seq,
-            "tool": qualified,
+            "tool": name,
             "arguments": arguments,  # redacted when flushed: off the call's path
             "arguments_bytes": size,
             "result_bytes": result_bytes,
@@ -992,6 +994,14 @@ def _trimmed(arguments: dict[str, Any], known: tuple[str, ...]) -> Any:
         return item
 
     return cut(redact_value(value, known))
+
+
+def _logged_name(qualified: str) -> str:
+    """A call's name as the log and ``--trace`` keep it: a resource's (``server__resource:
+    URI``) cut at ``ARGUMENT_LIMITS.string`` as its arguments are, its URI being the script's
+    to make as long as a request (a tool's name is 256 characters at most)."""
+    limit = ARGUMENT_LIMITS.string
+    return qualified if len(qualified) <= limit else qualified[:limit] + MORE
 
 
 def _short_error(body: bytes) -> bytes:

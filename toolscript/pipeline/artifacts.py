@@ -113,12 +113,18 @@ def read_offered(layout: CacheLayout, server: str) -> dict[str, list[dict[str, A
     }
 
 
+# Characters of a server's name its files keep: a name may be of any length, a file's name
+# is 255 bytes at most (a 300-character name failed every build: no module, no tool ran).
+SLUG_CHARACTERS = 100
+
+
 def file_slug(name: str) -> str:
-    """A file name for a server name (which may hold any character but ``/``), distinct
-    from every other server's also where file names ignore case (macOS, Windows)."""
+    """A file name for a server name (which may hold any character but ``/``, and be of any
+    length), distinct from every other server's also where file names ignore case (macOS,
+    Windows)."""
     slug = re.sub(r"[^a-z0-9_-]", "_", name.lower())
-    if slug != name:
-        slug += "-" + hashlib.sha256(name.encode()).hexdigest()[:8]
+    if slug != name or len(slug) > SLUG_CHARACTERS:
+        slug = slug[:SLUG_CHARACTERS] + "-" + hashlib.sha256(name.encode()).hexdigest()[:8]
     return slug
 
 
