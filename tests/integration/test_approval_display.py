@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,15 +18,14 @@ from typing import Any
 import pytest
 
 from tests.helpers import (
-    SERVERS,
     GatewayProcess,
     answer_on_a_terminal,
     clean_env,
     face_parameters,
+    records_server,
     toolscript_cli,
 )
 
-RECORDS = SERVERS / "records_server.py"
 TAIL = "; rm -rf ~"
 
 
@@ -49,11 +47,7 @@ TOO_LARGE = deleting(f'"echo hi" + " ".repeat(1200000) + "{TAIL}"')  # past what
 def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayProcess, Path]]:
     directory = tmp_path_factory.mktemp("approval-display")
     journal = directory / "journal.jsonl"
-    entry = {
-        "command": sys.executable,
-        "args": [str(RECORDS)],
-        "env": {"RECORDS_JOURNAL": str(journal)},
-    }
+    entry = records_server(env={"RECORDS_JOURNAL": str(journal)})
     gateway = GatewayProcess(
         {"mcpServers": {"records": entry}, "search": {"semantic": False}}, directory
     )

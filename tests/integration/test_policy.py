@@ -14,15 +14,14 @@ import pytest
 
 from tests.helpers import (
     ROOT,
-    SERVERS,
     GatewayProcess,
     answer_on_a_terminal,
     clean_env,
     face_parameters,
+    records_server,
     toolscript_cli,
 )
 
-RECORDS = SERVERS / "records_server.py"
 SECRET = "sk-live-policy-test-0123456789"
 
 WRITE_THEN_DELETE = """import { tools } from "toolscript";
@@ -33,12 +32,7 @@ console.log("finished");
 
 
 def records_config(journal: Path, **server: Any) -> dict[str, Any]:
-    entry = {
-        "command": sys.executable,
-        "args": [str(RECORDS)],
-        "env": {"RECORDS_JOURNAL": str(journal), "RECORDS_TOKEN": SECRET},
-        **server,
-    }
+    entry = records_server(env={"RECORDS_JOURNAL": str(journal), "RECORDS_TOKEN": SECRET}, **server)
     return {"mcpServers": {"records": entry}, "search": {"semantic": False}}
 
 
