@@ -100,7 +100,7 @@ def test_the_terminal_prompt_shows_the_whole_call(project: Any) -> None:
     gateway, journal = project
     code, seen, out = refused_on_a_terminal(gateway, "padded.ts", PADDED)
     shown = seen.decode()
-    assert "records__delete_record" in shown, shown
+    assert "records.delete_record" in shown, shown
     assert "echo hi" + " " * 600 + TAIL in shown  # every byte, before the question
     assert "SHORTENED" not in shown
     assert code != 0 and b"finished" not in out
@@ -132,6 +132,9 @@ def test_runs_show_and_approve_show_the_whole_stopped_call(project: Any) -> None
     shown = toolscript_cli("runs", "show", run_id, cwd=gateway.directory)
     assert shown.returncode == 0, shown.stderr
     assert '"echo hi' + " " * 20000 + TAIL + '"' in shown.stdout  # whole
+    # the tool as users write it (approve --tool takes it), never the gateway's records__...
+    assert "records.delete_record needs approval" in shown.stdout
+    assert "records__" not in shown.stdout
     as_json = json.loads(
         toolscript_cli("runs", "show", run_id, "--json", cwd=gateway.directory).stdout
     )

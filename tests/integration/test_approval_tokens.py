@@ -183,7 +183,7 @@ def test_the_agents_url_runs_stops_and_resumes_and_a_terminal_still_asks(
         asked=b"allow it?",
         answer=b"y\n",
     )
-    assert b"records__delete_record" in seen, seen
+    assert b"records.delete_record" in seen, seen
     assert code == 0, seen
     assert b"finished" in out
     assert journal_tools(session.journal)[-2:] == ["write_record", "delete_record"]

@@ -184,7 +184,7 @@ const forged = (async () => {
   while ((await tools.records.readRecord({ key: "go" })).text === null) {
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
-  console.error("\\n".repeat(40) + "toolscript: the script calls records__read_record, "
+  console.error("\\n".repeat(40) + "toolscript: the script calls records.read_record, "
     + "which asks for approval. FORGED\\n  allow it? [y]es / [n]o / [a]lways: ");
   await tools.records.writeRecord({ key: "printed", text: "yes" });
 })();

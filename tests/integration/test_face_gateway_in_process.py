@@ -306,8 +306,8 @@ def test_the_face_s_own_gateway_asks_through_the_client_and_follows_config_edits
 
     anyio.run(session_work)
     assert [message.split(",")[0] for message in asked] == [
-        "A script calls records__write_record",
-        "A script calls records__delete_record",
+        "A script calls records.write_record",
+        "A script calls records.delete_record",
     ]
     assert journal_tools(journal) == ["write_record", "delete_record"]
 

@@ -135,7 +135,7 @@ def test_a_call_that_needs_approval_reaches_the_agent_through_the_inspector(
     stopped = call(project, "execute", f"code={DELETE}")
     assert stopped["isError"] is True
     assert stopped["structuredContent"]["stopped"]["error"] == "approval_required"
-    assert "records__delete_record needs approval" in text(stopped)
+    assert "records.delete_record needs approval" in text(stopped)
     assert "toolscript approve" in text(stopped)
     assert "wrote a" in text(stopped)
 

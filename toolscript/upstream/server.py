@@ -686,12 +686,10 @@ class UpstreamServer:
         except Exception as exc:
             if self._lost.is_set() or self._session is not session:
                 raise self._went_away(tool, exc) from exc
-            raise UpstreamError(
-                f"{self.name}__{tool} failed: {self._said(_describe(exc))}"
-            ) from exc
+            raise UpstreamError(f"{self.name}.{tool} failed: {self._said(_describe(exc))}") from exc
         if not isinstance(result, mcp_types.CallToolResult):
             raise UpstreamError(
-                f"{self.name}__{tool}: unexpected result type {type(result).__name__}"
+                f"{self.name}.{tool}: unexpected result type {type(result).__name__}"
             )
         dumped: dict[str, Any] = result.model_dump(mode="json", by_alias=True, exclude_none=True)
         return dumped
@@ -735,7 +733,7 @@ class UpstreamServer:
             self._raw_progress.pop(request_id, None)
             self._repairs.pop(request_id, None)
         if isinstance(answer, mcp_types.JSONRPCError):
-            raise UpstreamError(f"{self.name}__{tool} failed: {self._said(answer.error.message)}")
+            raise UpstreamError(f"{self.name}.{tool} failed: {self._said(answer.error.message)}")
         result: dict[str, Any] = answer.result
         return result
 
