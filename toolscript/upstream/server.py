@@ -29,7 +29,7 @@ from toolscript.errors import (
     ToolTimeoutError,
     UpstreamError,
 )
-from toolscript.plumbing.processes import pid_exists
+from toolscript.plumbing.processes import ProgramNotRunnable, pid_exists
 from toolscript.plumbing.redact import redact
 from toolscript.upstream.base import (
     CALL_PROGRESS,
@@ -549,6 +549,7 @@ class UpstreamServer:
         program, *args = command.split() or [""]
         if (
             isinstance(_unwrapped(exc), FileNotFoundError)
+            and not isinstance(_unwrapped(exc), ProgramNotRunnable)
             and args
             # a path with spaces (macOS's "Application Support") is no program and arguments
             and ("/" not in program or Path(program).exists())
@@ -1079,6 +1080,8 @@ def _describe(exc: BaseException) -> str:
     exc = _unwrapped(exc)
     if isinstance(exc, TimeoutError):
         return TIMED_OUT
+    if isinstance(exc, ProgramNotRunnable):  # its message says which file and what to write
+        return str(exc.strerror)
     if isinstance(exc, FileNotFoundError):
         return f"command not found: {exc.filename or exc}"
     text = str(exc) or type(exc).__name__
