@@ -82,7 +82,7 @@ async def call_tool_bytes(
     except ToolscriptError as exc:
         return exc.status_code, "", msgspec.json.encode(exc.to_dict())
     except Exception as exc:  # logged with its cause; the caller gets an error of the tree
-        log.exception("gateway: the call of %s failed unexpectedly", name)
+        log.exception("gateway: the call of %s failed unexpectedly", tool_named(name))
         return 500, "", msgspec.json.encode(InternalError.of(exc).to_dict())
     return 200, shape, msgspec.json.encode(value)
 
