@@ -164,12 +164,18 @@ def test_a_script_without_a_shebang_is_not_run_by_the_gate_s_shell(tmp_path: Pat
         subprocess.run(launched, cwd=tmp_path, env={}, check=False)
 
 
-def test_a_server_without_path_in_its_environment_is_not_gated() -> None:
-    """The spawn searches ``os.defpath`` (/bin:/usr/bin) for it; a shell its own longer
-    list, /usr/local/bin first: another program of that name would run."""
+def test_a_bare_name_is_not_gated_and_the_spawn_s_path_is(tmp_path: Path) -> None:
+    """The gate's shell would search its own list (without PATH: /usr/local/bin first, where
+    the spawn searches ``os.defpath``), its relative entries from another folder than the
+    gate's look-up: it is given a path (``program_to_spawn``) and searches nothing. A bare
+    name is one no PATH folder has, for the spawn to say "command not found"."""
     unwatch = _gate_followed()
     try:
-        assert processes.gated(["sh", "-c", "true"], env={}, cwd=None) == ["sh", "-c", "true"]
+        for env in ({}, {"PATH": os.defpath}):
+            bare = ["sh", "-c", "true"]
+            assert processes.gated(bare, env=env, cwd=None) == bare
+            found = [processes.program_to_spawn("sh", env=env, cwd=tmp_path), "-c", "true"]
+            assert processes.gated(found, env=env, cwd=tmp_path) == [*processes._GATE, *found]
     finally:
         unwatch()
 

@@ -575,14 +575,15 @@ GATE_OPEN = b"\n"
 def gated(
     argv: list[str], *, env: Mapping[str, str] | None, cwd: str | os.PathLike[str] | None
 ) -> list[str]:
-    """``argv`` behind the gate when something follows what is tethered here and its program
-    is found (with ``env``'s PATH, from ``cwd``) and is one the system runs itself (``#!`` or
-    a binary); ``argv`` itself otherwise: nothing to wait for, or a program the shell would
-    run otherwise than the spawn does, which fails or runs it as it always did. Not found,
-    or a file without ``#!`` (the spawn fails, "Exec format error", where a shell runs it as
-    a script of its own), or no PATH (a shell searches a longer list than the spawn's
-    ``os.defpath``, /usr/local/bin first), or on macOS ``DYLD_`` variables (purged when
-    /bin/sh starts, a program System Integrity Protection protects)."""
+    """``argv`` behind the gate when something follows what is tethered here and its program,
+    a path (``program_to_spawn`` gives one for every program PATH has: the gate's shell
+    searches nothing), is one the system runs itself (``#!`` or a binary) from ``cwd``;
+    ``argv`` itself otherwise: nothing to wait for, or a program the shell would run
+    otherwise than the spawn does, which fails or runs it as it always did. A bare name (no
+    PATH folder has it: the spawn says "command not found", a shell "exec: ...: not
+    found"), a file without ``#!`` (the spawn fails, "Exec format error", where a shell runs
+    it as a script of its own), or on macOS ``DYLD_`` variables (purged when /bin/sh
+    starts, a program System Integrity Protection protects)."""
     import shutil
 
     with _tether_lock:
@@ -593,12 +594,7 @@ def gated(
     ):
         return argv
     program = argv[0]
-    if os.sep in program:
-        found = shutil.which(os.path.join(cwd or os.curdir, program))
-    elif "PATH" in environment:
-        found = shutil.which(program, path=environment["PATH"])
-    else:
-        found = None
+    found = shutil.which(os.path.join(cwd or os.curdir, program)) if os.sep in program else None
     return [*_GATE, *argv] if found and _runs_itself(found) else argv
 
 
