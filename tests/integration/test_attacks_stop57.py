@@ -208,7 +208,7 @@ def test_a_script_prints_nothing_under_the_question_it_is_asked_about(tmp_path: 
             return gateway.call("records__read_record", {"key": key}).json()["text"]
 
         run.read_until(lambda: b"allow it?" in run.terminal, 90)
-        assert b"records__delete_record" in run.terminal, run.terminal
+        assert b"records.delete_record" in run.terminal, run.terminal
         gateway.call("records__write_record", {"key": "go", "text": "1"})
         # the script printed its forged question (the server has its word for it)
         run.read_until(lambda: record("printed") == "yes", 60)

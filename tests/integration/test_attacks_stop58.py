@@ -168,7 +168,7 @@ def test_an_answer_typed_before_the_question_never_answers_it(
         run.read_until(lambda: record("printed") == "yes", 90)
         run.type(b"y\n")  # to the forged question, before exec asks anything
         warm.call("records__write_record", {"key": "go", "text": "1"})
-        run.read_until(lambda: b"records__delete_record" in run.terminal, 90)
+        run.read_until(lambda: b"records.delete_record" in run.terminal, 90)
         run.read_until(lambda: run.process.poll() is not None, 3)  # (answered at once, it ends)
         run.type(b"n\n")
         run.read_until(lambda: run.process.poll() is not None, 60)
