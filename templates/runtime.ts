@@ -45,10 +45,14 @@ export class ToolError extends Error {
   /** Everything the gateway said, for example `errors` of `invalid_arguments`. */
   readonly details: JsonObject;
 
-  constructor(tool: string, message: string, status: number, details: JsonObject = {}) {
-    // A message naming the tool already (`time__get_time`, or as users write it, `time.get_time`)
-    // is not prefixed with its name again.
-    super(message.includes(tool) || message.includes(tool.replace("__", ".")) ? message : `${tool}: ${message}`);
+  /**
+   * `named`: the tool as its message names it, as users write it (`time.get_time`, as
+   * `toolscript approve --tool` takes it), never the gateway's `time__get_time`.
+   */
+  constructor(tool: string, message: string, status: number, details: JsonObject = {}, named: string = tool) {
+    // A message naming the tool already (`time.get_time`, or `time__get_time`) is not
+    // prefixed with its name again.
+    super(message.includes(named) || message.includes(tool) ? message : `${named}: ${message}`);
     this.name = "ToolError";
     this.tool = tool;
     this.status = status;
@@ -85,11 +89,17 @@ function atTheCall(error: ToolError): ToolError {
   return error;
 }
 
+// `server.tool`, as users write it, from the gateway's `server__tool` (a server's name holds
+// no `__`: the first one ends it).
+function named(tool: string): string {
+  return tool.replace("__", ".");
+}
+
 async function call<T>(tool: string, params: unknown): Promise<T> {
   // One path segment, encoded: a name holding "/", "..", "?" or "#" names only itself.
   const url = new URL(encodeURIComponent(tool), toolsURL());
   try {
-    return await answerOf<T>(fetch(url, post(params ?? {})), tool);
+    return await answerOf<T>(fetch(url, post(params ?? {})), tool, named(tool));
   } catch (error) {
     throw error instanceof ToolError ? atTheCall(error) : error;
   }
@@ -97,17 +107,17 @@ async function call<T>(tool: string, params: unknown): Promise<T> {
 
 /**
  * The gateway's answer to a request about `what` (a tool's name, or what a script asked
- * of the gateway): its JSON body (or text); a ToolError when the gateway could not be
- * reached (status 0) or answered with an error status; an error that stops the whole
- * run ends the script at once with its exit code.
+ * of the gateway; `named`, how a message names it): its JSON body (or text); a ToolError
+ * when the gateway could not be reached (status 0) or answered with an error status; an
+ * error that stops the whole run ends the script at once with its exit code.
  */
-async function answerOf<T>(request: Promise<Response>, what: string): Promise<T> {
+async function answerOf<T>(request: Promise<Response>, what: string, named: string = what): Promise<T> {
   let response: Response;
   try {
     response = await request;
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
-    throw new ToolError(what, `the gateway could not be reached: ${reason}`, 0, { error: "transport" });
+    throw new ToolError(what, `the gateway could not be reached: ${reason}`, 0, { error: "transport" }, named);
   }
   const text = await response.text();
   let body: JsonValue;
@@ -123,7 +133,7 @@ async function answerOf<T>(request: Promise<Response>, what: string): Promise<T>
     const message = typeof details.message === "string" ? details.message : `HTTP ${response.status}`;
     const stop = typeof details.error === "string" ? RUN_STOPS[details.error] : undefined;
     if (stop !== undefined) Deno.exit(stop);
-    throw new ToolError(what, message, response.status, details);
+    throw new ToolError(what, message, response.status, details, named);
   }
   return body as T;
 }
@@ -246,8 +256,8 @@ export interface ToolDescription {
   example: string;
 }
 
-function ask<T>(what: string, path: string, init?: RequestInit): Promise<T> {
-  return answerOf(fetch(new URL(path, new URL("../", toolsURL())), init), what);
+function ask<T>(what: string, path: string, init?: RequestInit, named: string = what): Promise<T> {
+  return answerOf(fetch(new URL(path, new URL("../", toolsURL())), init), what, named);
 }
 
 function serverPath(server: string, rest: string): string {
@@ -301,7 +311,8 @@ export async function search(
 
 /** One tool's parameters and result, as JSON Schema and as TypeScript, and how to call it. */
 export function describe(server: string, tool: string): Promise<ToolDescription> {
-  return ask(`${server}__${tool}`, `runtime/describe?${new URLSearchParams({ server, tool })}`);
+  const path = `runtime/describe?${new URLSearchParams({ server, tool })}`;
+  return ask(`${server}__${tool}`, path, undefined, `${server}.${tool}`);
 }
 
 // ---- generated from the servers' tool schemas ----

@@ -88,7 +88,17 @@ __all__ = [
     "UntrustedConfigError",
     "UpstreamError",
     "UsageError",
+    "tool_named",
 ]
+
+
+def tool_named(qualified: str) -> str:
+    """A tool as messages name it, as users write it and `approve --tool` takes it
+    (``time.get_time``), from the gateway's ``time__get_time``, which is an identifier
+    (URLs, the run log, the generated module) and no spelling anyone types. A server's
+    name holds no ``__``: the first one separates it from the tool's."""
+    server, separator, tool = qualified.partition("__")
+    return f"{server}.{tool}" if separator and server and tool else qualified
 
 
 class ToolscriptError(Exception):
@@ -295,7 +305,7 @@ class ToolTimeoutError(UpstreamError):
     def after(cls, server: str, tool: str, seconds: float) -> ToolTimeoutError:
         """The one wording of a timed-out call, for MCP servers and local tool files alike."""
         return cls(
-            f"{server}__{tool} timed out after {seconds:g} s",
+            f"{server}.{tool} timed out after {seconds:g} s",
             hint=f'raise "timeout" for server {server!r} in the config if it needs longer',
         )
 

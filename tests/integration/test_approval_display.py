@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,15 +18,14 @@ from typing import Any
 import pytest
 
 from tests.helpers import (
-    SERVERS,
     GatewayProcess,
     answer_on_a_terminal,
     clean_env,
     face_parameters,
+    records_server,
     toolscript_cli,
 )
 
-RECORDS = SERVERS / "records_server.py"
 TAIL = "; rm -rf ~"
 
 
@@ -49,11 +47,7 @@ TOO_LARGE = deleting(f'"echo hi" + " ".repeat(1200000) + "{TAIL}"')  # past what
 def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayProcess, Path]]:
     directory = tmp_path_factory.mktemp("approval-display")
     journal = directory / "journal.jsonl"
-    entry = {
-        "command": sys.executable,
-        "args": [str(RECORDS)],
-        "env": {"RECORDS_JOURNAL": str(journal)},
-    }
+    entry = records_server(env={"RECORDS_JOURNAL": str(journal)})
     gateway = GatewayProcess(
         {"mcpServers": {"records": entry}, "search": {"semantic": False}}, directory
     )
@@ -106,7 +100,7 @@ def test_the_terminal_prompt_shows_the_whole_call(project: Any) -> None:
     gateway, journal = project
     code, seen, out = refused_on_a_terminal(gateway, "padded.ts", PADDED)
     shown = seen.decode()
-    assert "records__delete_record" in shown, shown
+    assert "records.delete_record" in shown, shown
     assert "echo hi" + " " * 600 + TAIL in shown  # every byte, before the question
     assert "SHORTENED" not in shown
     assert code != 0 and b"finished" not in out
@@ -138,6 +132,9 @@ def test_runs_show_and_approve_show_the_whole_stopped_call(project: Any) -> None
     shown = toolscript_cli("runs", "show", run_id, cwd=gateway.directory)
     assert shown.returncode == 0, shown.stderr
     assert '"echo hi' + " " * 20000 + TAIL + '"' in shown.stdout  # whole
+    # the tool as users write it (approve --tool takes it), never the gateway's records__...
+    assert "records.delete_record needs approval" in shown.stdout
+    assert "records__" not in shown.stdout
     as_json = json.loads(
         toolscript_cli("runs", "show", run_id, "--json", cwd=gateway.directory).stdout
     )

@@ -17,11 +17,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.helpers import ROOT, SERVERS, answer_on_a_terminal, clean_env, toolscript_cli
+from tests.helpers import ROOT, answer_on_a_terminal, clean_env, records_server, toolscript_cli
 from toolscript.plumbing.processes import stop_process
 
 PLUGIN = ROOT / "plugin"
-RECORDS = SERVERS / "records_server.py"
 
 WRITE_THEN_DELETE = """import { tools } from "toolscript";
 console.log(JSON.stringify(await tools.records.writeRecord({ key: "KEY", text: "hello" })));
@@ -75,11 +74,7 @@ class Session:
         self.project, self.home = tmp_path / "project", tmp_path / "home"
         self.env_file, self.journal = tmp_path / "env.sh", tmp_path / "journal.jsonl"
         self.project.mkdir()
-        entry = {
-            "command": sys.executable,
-            "args": [str(RECORDS)],
-            "env": {"RECORDS_JOURNAL": str(self.journal)},
-        }
+        entry = records_server(env={"RECORDS_JOURNAL": str(self.journal)})
         config = {"mcpServers": {"records": entry}, "search": {"semantic": False}}
         (self.project / ".toolscript.json").write_text(json.dumps(config))
         self.env = clean_env(
@@ -188,7 +183,7 @@ def test_the_agents_url_runs_stops_and_resumes_and_a_terminal_still_asks(
         asked=b"allow it?",
         answer=b"y\n",
     )
-    assert b"records__delete_record" in seen, seen
+    assert b"records.delete_record" in seen, seen
     assert code == 0, seen
     assert b"finished" in out
     assert journal_tools(session.journal)[-2:] == ["write_record", "delete_record"]

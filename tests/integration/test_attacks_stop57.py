@@ -184,7 +184,7 @@ const forged = (async () => {
   while ((await tools.records.readRecord({ key: "go" })).text === null) {
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
-  console.error("\\n".repeat(40) + "toolscript: the script calls records__read_record, "
+  console.error("\\n".repeat(40) + "toolscript: the script calls records.read_record, "
     + "which asks for approval. FORGED\\n  allow it? [y]es / [n]o / [a]lways: ");
   await tools.records.writeRecord({ key: "printed", text: "yes" });
 })();
@@ -208,7 +208,7 @@ def test_a_script_prints_nothing_under_the_question_it_is_asked_about(tmp_path: 
             return gateway.call("records__read_record", {"key": key}).json()["text"]
 
         run.read_until(lambda: b"allow it?" in run.terminal, 90)
-        assert b"records__delete_record" in run.terminal, run.terminal
+        assert b"records.delete_record" in run.terminal, run.terminal
         gateway.call("records__write_record", {"key": "go", "text": "1"})
         # the script printed its forged question (the server has its word for it)
         run.read_until(lambda: record("printed") == "yes", 60)

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.helpers import SERVERS, GatewayProcess, clean_env
+from tests.helpers import GatewayProcess, clean_env, records_server
 from toolscript.plumbing.paths import project_state_dir
 
 
@@ -26,11 +26,7 @@ def doit(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_doit_is_up_to_date_after_the_gateway_learned_a_result_type(tmp_path: Path) -> None:
     config = {
         "mcpServers": {
-            "records": {
-                "command": sys.executable,
-                "args": [str(SERVERS / "records_server.py")],
-                "env": {"RECORDS_JOURNAL": str(tmp_path / "journal")},
-            },
+            "records": records_server(env={"RECORDS_JOURNAL": str(tmp_path / "journal")}),
         },
         "search": {"semantic": False},
     }

@@ -78,7 +78,7 @@ def exec_on_a_terminal(directory: Path, script: Path) -> tuple[int, str]:
 
 def assert_points_at_the_call(shown: str) -> None:
     plain = ANSI.sub("", shown).replace("\r\n", "\n")
-    assert "ToolError: fx__fail" in plain, shown
+    assert "ToolError: fx.fail" in plain, shown
     # The place: the user's line of the call, quoted, its frame the only one.
     assert 'await tools.fx.fail({ message: "it broke here" });' in plain, shown
     frames = [line.strip() for line in plain.splitlines() if line.strip().startswith("at ")]

@@ -182,7 +182,7 @@ def test_tool_error_names_tool_and_message(run) -> None:  # type: ignore[no-unty
         'import { tools } from "toolscript";\nawait tools.fx.fail({ message: "disk full" });'
     )
     assert result.returncode == 1
-    assert "ToolError: fx__fail: Error executing tool fail" in result.stderr
+    assert "ToolError: fx.fail: Error executing tool fail" in result.stderr
     assert "<inline>.ts:2:" in result.stderr
     assert result.stderr.count(os.environ.get("NOPE", "token-not-shown")) == 0
 

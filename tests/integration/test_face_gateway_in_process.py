@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import queue
 import subprocess
 import sys
@@ -241,9 +242,14 @@ def test_a_face_gateway_asked_to_stop_before_it_started_stops_the_servers_spawne
     config.write_text(json.dumps({"mcpServers": {"slow": {"command": "sleep", "args": ["60"]}}}))
     gateway = InProcessGateway(str(config), None)
     gateway.prepare()
-    # (a child forked a moment ago shows this process's command line until it execs)
+    # (a child forked a moment ago shows this process's command line until it execs; the
+    # server is spawned by its path on PATH, /bin/sleep)
     (server,) = wait_until(
-        lambda: [p for p in psutil.Process().children() if argv(p)[:2] == ["sleep", "60"]],
+        lambda: [
+            p
+            for p in psutil.Process().children()
+            if [os.path.basename(word) for word in argv(p)[:2]] == ["sleep", "60"]
+        ],
         lambda found: len(found) == 1,
         10,
         "the server spawned for the gateway",
@@ -306,8 +312,8 @@ def test_the_face_s_own_gateway_asks_through_the_client_and_follows_config_edits
 
     anyio.run(session_work)
     assert [message.split(",")[0] for message in asked] == [
-        "A script calls records__write_record",
-        "A script calls records__delete_record",
+        "A script calls records.write_record",
+        "A script calls records.delete_record",
     ]
     assert journal_tools(journal) == ["write_record", "delete_record"]
 

@@ -141,7 +141,7 @@ def test_is_error_is_an_error_response(gateway: GatewayProcess) -> None:
     assert response.status_code == 422
     body = response.json()
     assert body["error"] == "tool_error"
-    assert body["message"].startswith("fx__fail: ")
+    assert body["message"].startswith("fx.fail: ")
     assert body["content"][0]["type"] == "text"
 
 

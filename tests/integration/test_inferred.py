@@ -6,23 +6,22 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import SERVERS, GatewayProcess, node_server, toolscript_cli, wait_until
-
-RECORDS = SERVERS / "records_server.py"
+from tests.helpers import (
+    GatewayProcess,
+    node_server,
+    records_server,
+    toolscript_cli,
+    wait_until,
+)
 
 
 def config(journal: Path) -> dict[str, Any]:
     return {
         "mcpServers": {
-            "records": {
-                "command": sys.executable,
-                "args": [str(RECORDS)],
-                "env": {"RECORDS_JOURNAL": str(journal)},
-            },
+            "records": records_server(env={"RECORDS_JOURNAL": str(journal)}),
             "everything": {"command": node_server("mcp-server-everything")},
         },
         "search": {"semantic": False},

@@ -242,7 +242,7 @@ def test_stdio_face_error_results(tmp_path: Path) -> None:
                 'import { tools } from "toolscript";\nawait tools.fx.fail({ message: "bad id" });',
             )
             assert failed_call.is_error and "ToolError" in text(failed_call)
-            assert "fx__fail" in text(failed_call) and "script.ts:2:1" in text(failed_call)
+            assert "fx.fail" in text(failed_call) and "script.ts:2:1" in text(failed_call)
 
             slow = await execute(
                 session, "await new Promise((r) => setTimeout(r, 60000));", timeout=1

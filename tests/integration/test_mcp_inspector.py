@@ -17,9 +17,8 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import NODE_BIN, SERVERS, GatewayProcess, clean_env, python_bin
+from tests.helpers import NODE_BIN, GatewayProcess, clean_env, python_bin, records_server
 
-RECORDS = SERVERS / "records_server.py"
 DELETE = (
     'import { tools } from "toolscript";\n'
     'await tools.records.writeRecord({ key: "a", text: "hello" });\n'
@@ -46,11 +45,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
     config = {
         "mcpServers": {
             "time": {"command": python_bin("mcp-server-time"), "description": "Clock"},
-            "records": {
-                "command": sys.executable,
-                "args": [str(RECORDS)],
-                "env": {"RECORDS_JOURNAL": str(directory / "journal.jsonl")},
-            },
+            "records": records_server(env={"RECORDS_JOURNAL": str(directory / "journal.jsonl")}),
         },
         "search": {"semantic": False},
     }
@@ -140,7 +135,7 @@ def test_a_call_that_needs_approval_reaches_the_agent_through_the_inspector(
     stopped = call(project, "execute", f"code={DELETE}")
     assert stopped["isError"] is True
     assert stopped["structuredContent"]["stopped"]["error"] == "approval_required"
-    assert "records__delete_record needs approval" in text(stopped)
+    assert "records.delete_record needs approval" in text(stopped)
     assert "toolscript approve" in text(stopped)
     assert "wrote a" in text(stopped)
 

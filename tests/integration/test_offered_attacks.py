@@ -149,7 +149,7 @@ def test_an_asked_template_read_needs_the_approval_of_its_expanded_uri(
     )
     done = toolscript_cli("exec", code, cwd=notes.directory)
     assert done.returncode == 120, done.stdout + done.stderr
-    assert "notes__resource:notes://asked/n%201" in done.stderr, done.stderr
+    assert "notes.resource:notes://asked/n%201" in done.stderr, done.stderr
 
 
 @pytest.mark.parametrize(

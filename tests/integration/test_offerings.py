@@ -201,7 +201,7 @@ console.log(got.messages.length > 0 ? "got it" : "empty");
 """
     stopped = toolscript_cli("exec", code, cwd=gateway.directory)
     assert stopped.returncode == 120, stopped.stderr
-    assert "everything__prompt:completable-prompt needs approval" in stopped.stderr
+    assert "everything.prompt:completable-prompt needs approval" in stopped.stderr
     assert "toolscript approve --tool everything.prompt:completable-prompt" in stopped.stderr
     approved = toolscript_cli(
         "approve", "--tool", "everything.prompt:completable-prompt", cwd=gateway.directory

@@ -14,15 +14,14 @@ import pytest
 
 from tests.helpers import (
     ROOT,
-    SERVERS,
     GatewayProcess,
     answer_on_a_terminal,
     clean_env,
     face_parameters,
+    records_server,
     toolscript_cli,
 )
 
-RECORDS = SERVERS / "records_server.py"
 SECRET = "sk-live-policy-test-0123456789"
 
 WRITE_THEN_DELETE = """import { tools } from "toolscript";
@@ -33,12 +32,7 @@ console.log("finished");
 
 
 def records_config(journal: Path, **server: Any) -> dict[str, Any]:
-    entry = {
-        "command": sys.executable,
-        "args": [str(RECORDS)],
-        "env": {"RECORDS_JOURNAL": str(journal), "RECORDS_TOKEN": SECRET},
-        **server,
-    }
+    entry = records_server(env={"RECORDS_JOURNAL": str(journal), "RECORDS_TOKEN": SECRET}, **server)
     return {"mcpServers": {"records": entry}, "search": {"semantic": False}}
 
 
@@ -78,7 +72,7 @@ def test_a_destructive_call_stops_the_run_with_nothing_done(project: Any) -> Non
     assert '{"key":"a","written":true}' in done.stdout
     assert "finished" not in done.stdout
     message = done.stderr
-    assert "records__delete_record needs approval" in message
+    assert "records.delete_record needs approval" in message
     assert '{"key":"a"}' in message  # its arguments
     run_id = run_id_of(message)
     assert f"toolscript exec --resume {run_id}" in message
@@ -106,7 +100,7 @@ def test_approve_then_resume_makes_each_call_once(project: Any) -> None:
     assert "finished" in resumed.stdout
     assert '{"key":"a","written":true}' in resumed.stdout  # answered from the log
     assert journal_tools(journal) == ["write_record", "delete_record"]
-    assert "replayed" in resumed.stderr and "records__delete_record" in resumed.stderr
+    assert "replayed" in resumed.stderr and "records.delete_record" in resumed.stderr
     # The approval was used once: the same call in a new run asks again.
     fresh = exec_script(gateway.directory, WRITE_THEN_DELETE.replace('"a"', '"b"'))
     assert fresh.returncode == 120
@@ -122,7 +116,7 @@ def test_a_replay_that_diverges_stops_before_calling_anything(project: Any) -> N
     diverged = exec_script(gateway.directory, other, "--resume", run_id)
     assert diverged.returncode == 121, diverged.stderr
     assert (
-        "records__write_record" in diverged.stderr and "nothing more was called" in diverged.stderr
+        "records.write_record" in diverged.stderr and "nothing more was called" in diverged.stderr
     )
     assert journal_tools(journal) == ["write_record"]
 
@@ -198,7 +192,7 @@ def test_writes_setting_asks_for_every_tool_not_read_only(tmp_path: Path) -> Non
         assert read.returncode == 0, read.stderr
         write = exec_script(tmp_path, WRITE_THEN_DELETE)
         assert write.returncode == 120
-        assert "records__write_record needs approval" in write.stderr
+        assert "records.write_record needs approval" in write.stderr
     finally:
         gateway.stop()
     assert journal_tools(journal) == ["read_record"]
@@ -228,7 +222,7 @@ await tools.records.dropTable({{ name: "t-{SECRET}", password: "hunter2-password
 """
         done = exec_script(tmp_path, code, "--trace")
         assert done.returncode == 0, done.stderr
-        assert "records__drop_table" in done.stderr and "hunter2" not in done.stderr
+        assert "records.drop_table" in done.stderr and "hunter2" not in done.stderr
         for _ in range(4):
             exec_script(
                 tmp_path,
@@ -299,7 +293,7 @@ def test_the_terminal_prompt_approves_through_a_pty(project: Any) -> None:
         asked=b"allow it?",
         answer=b"y\n",
     )
-    assert b"records__delete_record" in seen, seen
+    assert b"records.delete_record" in seen, seen
     assert code == 0, seen
     assert b"finished" in out
     assert journal_tools(journal) == ["write_record", "delete_record"]
@@ -374,11 +368,11 @@ def test_the_mcp_face_asks_through_elicitation_or_says_how_to_approve(project: A
 
     approved, stopped = anyio.run(session_work)
     assert not approved.is_error, approved.content
-    assert len(asked) == 1 and "records__delete_record" in asked[0] and '"a"' in asked[0]
+    assert len(asked) == 1 and "records.delete_record" in asked[0] and '"a"' in asked[0]
     assert "finished" in approved.content[0].text
     assert stopped.is_error
     message = stopped.content[0].text
-    assert "records__delete_record needs approval" in message
+    assert "records.delete_record needs approval" in message
     assert "toolscript approve" in message
     assert journal_tools(journal) == ["write_record", "delete_record", "write_record"]
     runs = json.loads(toolscript_cli("runs", "--json", cwd=gateway.directory).stdout)
@@ -463,14 +457,14 @@ def test_local_tools_take_annotations_from_their_decorator_and_the_policy(
             tmp_path,
             'import { tools } from "toolscript"; await tools.notes.eraseNote({ key: "k" });',
         )
-        assert erase.returncode == 120 and "notes__erase_note needs approval" in erase.stderr
+        assert erase.returncode == 120 and "notes.erase_note needs approval" in erase.stderr
         shred = exec_script(
             tmp_path,
             'import { tools } from "toolscript"; console.log(await tools.shredder.nothing({}));\n'
             'await tools.shredder.shred({ path: "x" });',
         )
         assert shred.returncode == 120, shred.stderr
-        assert "shredder__shred needs approval" in shred.stderr and "ok" in shred.stdout
+        assert "shredder.shred needs approval" in shred.stderr and "ok" in shred.stdout
     finally:
         gateway.stop()
 

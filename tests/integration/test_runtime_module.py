@@ -81,7 +81,7 @@ def test_filtered_module(gateway: GatewayProcess) -> None:
 
 def test_client_calls_tools_and_throws_tool_error(gateway: GatewayProcess, tmp_path: Path) -> None:
     code = """
-import { tools, ToolError } from "MODULE";
+import { describe, tools, ToolError } from "MODULE";
 const now = await tools.time.getCurrentTime({ timezone: "UTC" });
 console.log(JSON.stringify({ tz: now.timezone }));
 console.log(JSON.stringify(await tools.fx.jsonText({ count: 3 })));
@@ -97,6 +97,16 @@ try {
 } catch (error) {
   if (error instanceof ToolError) console.log(error.kind, JSON.stringify(error.details.errors));
 }
+for (const attempt of [
+  () => tools.fx.plainText("not an object" as unknown as { text?: string }),
+  () => describe("nope", "some_tool"),
+]) {
+  try {
+    await attempt();
+  } catch (error) {
+    if (error instanceof ToolError) console.log(JSON.stringify({ tool: error.tool, message: error.message }));
+  }
+}
 """
     result = run_deno(gateway, code, tmp_path)
     assert result.returncode == 0, result.stderr
@@ -108,9 +118,21 @@ try {
     assert failure["tool"] == "fx__fail"
     assert failure["kind"] == "tool_error"
     assert failure["status"] == 422
-    assert failure["message"].startswith("fx__fail: ")
+    assert failure["message"].startswith("fx.fail: ")  # as users write it; .tool is the id
     assert lines[4].startswith("invalid_arguments ")
     assert "/timezone" in lines[4]
+    # Messages name a tool as users write it (approve --tool fx.plain_text); .tool keeps
+    # the gateway's name, an identifier: the gateway's own message, and the runtime's
+    # prefix of one that does not name the tool.
+    not_an_object = json.loads(lines[5])
+    assert not_an_object == {
+        "tool": "fx__plain_text",
+        "message": "arguments for fx.plain_text must be a JSON object",
+    }
+    unknown_server = json.loads(lines[6])
+    assert unknown_server["tool"] == "nope__some_tool"
+    assert unknown_server["message"].startswith("nope.some_tool: server not found"), lines[6]
+    assert "__" not in failure["message"] + not_an_object["message"]
 
 
 def test_type_errors_are_caught_by_the_generated_types(

@@ -11,9 +11,13 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import SERVERS, GatewayProcess, face_parameters, toolscript_cli, wait_until
-
-RECORDS = SERVERS / "records_server.py"
+from tests.helpers import (
+    GatewayProcess,
+    face_parameters,
+    records_server,
+    toolscript_cli,
+    wait_until,
+)
 
 RECORD_SIZES = """\
 import { tools } from "toolscript";
@@ -39,12 +43,7 @@ export default async (input: { keys: string[] }): Promise<number> => {
 
 
 def config(journal: Path, **server: Any) -> dict[str, Any]:
-    entry = {
-        "command": sys.executable,
-        "args": [str(RECORDS)],
-        "env": {"RECORDS_JOURNAL": str(journal)},
-        **server,
-    }
+    entry = records_server(env={"RECORDS_JOURNAL": str(journal)}, **server)
     return {"mcpServers": {"records": entry}, "search": {"semantic": False}}
 
 

@@ -184,7 +184,7 @@ def test_runs_show_shows_a_stopped_calls_tool_name_not_obeyed(tmp_path: Path) ->
         shown = on_a_terminal("runs", "show", str(runs[0]["id"]), cwd=tmp_path, env=clean_env())
     finally:
         started.stop()
-    assert b"stopped   asking__wipe\\u001b]0;TITLEPWN" in shown, shown
+    assert b"stopped   asking.wipe\\u001b]0;TITLEPWN" in shown, shown
     assert_shown_not_obeyed(shown)
 
 

@@ -34,7 +34,7 @@ def test_what_a_run_printed_while_asked_is_shown_when_it_ends_unanswered(
         ExecOnATerminal("ends.ts", cwd=tmp_path, url=gateway.url) as run,
     ):
         run.read_until(lambda: b"allow it?" in run.terminal, 90)
-        assert b"records__delete_record" in run.terminal, run.terminal
+        assert b"records.delete_record" in run.terminal, run.terminal
         gateway.call("records__write_record", {"key": "go", "text": "1"})
         code = run.process.wait(60)  # the script exits: no answer is given
         run.read_until(lambda: False, 2)
@@ -51,7 +51,7 @@ const asked = tools.records.deleteRecord({ key: "production" });
 while ((await tools.records.readRecord({ key: "go" })).text === null) {
   await new Promise((resolve) => setTimeout(resolve, 20));
 }
-console.log("\\n".repeat(40) + "toolscript: the script calls records__read_record, "
+console.log("\\n".repeat(40) + "toolscript: the script calls records.read_record, "
   + "which asks for approval. FORGED\\n  allow it? [y]es / [n]o / [a]lways: ");
 await tools.records.writeRecord({ key: "printed", text: "yes" });
 console.log(JSON.stringify(await asked.catch((error) => String(error))));
@@ -75,7 +75,7 @@ def test_a_piped_stdout_shows_nothing_under_the_question(tmp_path: Path) -> None
             return gateway.call("records__read_record", {"key": key}).json()["text"]
 
         run.read_until(lambda: b"allow it?" in run.terminal, 90)
-        assert b"records__delete_record" in run.terminal, run.terminal
+        assert b"records.delete_record" in run.terminal, run.terminal
         gateway.call("records__write_record", {"key": "go", "text": "1"})
         run.read_until(lambda: record("printed") == "yes", 60)  # the script printed it
         run.read_until(lambda: b"FORGED" in run.piped, 3)  # what reached the pipe by then

@@ -5,6 +5,7 @@ processes still running on its list and never runs what it reads."""
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import signal
 import subprocess
@@ -309,6 +310,31 @@ def test_without_ps_a_pid_is_signalled_by_its_number_alone(tmp_path: Path) -> No
     finally:
         watched.kill()
         watched.wait()
+
+
+def test_one_ps_reads_both_ages_of_each_told_start(tmp_path: Path) -> None:
+    """Each pid told with its start costs one ``ps`` (its age and the watchdog's read
+    together, the same instant), not one for the watchdog's age and one for the pid's; the
+    one still the process told of is stopped, the one given to another since is spared."""
+    real = shutil.which("ps")
+    assert real is not None
+    log = tmp_path / "ps.log"
+    (tmp_path / "ps").write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec {real} "$@"\n')
+    (tmp_path / "ps").chmod(0o755)
+    told, reused = sleeper(), sleeper()
+    try:
+        env = {"PATH": os.pathsep.join([str(tmp_path), os.environ["PATH"]])}
+        fire_told_starts([("g", told, 0), ("g", reused, -3600)], env=env)
+        assert told.wait(10) == -signal.SIGKILL
+        assert reused.poll() is None
+    finally:
+        for each in (told, reused):
+            each.kill()
+            each.wait()
+    calls = log.read_text().splitlines()
+    assert len(calls) == 2, calls
+    for call, each in zip(calls, (told, reused), strict=True):
+        assert call.startswith("-o pid= -o etime= -p ") and call.endswith(f",{each.pid}"), call
 
 
 # A face's watchdog told of two processes as its gateway tethers them, then the face killed.

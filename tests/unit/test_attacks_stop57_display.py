@@ -1,4 +1,4 @@
-"""A resource read is asked about as ``server__resource:URI``, the URI the script's: line
+"""A resource read is asked about as ``server.resource:URI``, the URI the script's: line
 breaks in it (``files://secrets/key#`` then a hundred of them, then ``pub/readme``) pushed
 the URI's start off the screen, leaving a harmless one as the first line of the question.
 Every line of the question is toolscript's own: the URI's breaks and tabs are escapes."""
@@ -24,7 +24,7 @@ def test_a_uri_s_line_breaks_stay_on_the_question_s_first_line() -> None:
         assert terminal_answer(prompt, stdin=source, stderr=out, timeout=5) == "no"
     shown = out.getvalue()
     first = shown.strip("\n").split("\n")[0]
-    assert first.startswith("toolscript: the script calls docs__resource:files://secrets/key#")
+    assert first.startswith("toolscript: the script calls docs.resource:files://secrets/key#")
     assert first.endswith("files://pub/readme, which asks for approval.")
     assert "\\u000a" * 100 + "\\u0009" in first
     assert "\t" not in shown

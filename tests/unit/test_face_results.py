@@ -45,7 +45,7 @@ TYPE_ERROR = (
     b"    at script.ts:1:7\n\nerror: Type checking failed.\n"
 )
 APPROVAL = ApprovalRequiredError(
-    "records__delete_record needs approval; the run 0193-abc stopped",
+    "records.delete_record needs approval; the run 0193-abc stopped",
     hint="a person approves it with `toolscript approve 0193-abc`, then run the script again",
     call={"tool": "records__delete_record", "arguments": {"key": "a"}, "seq": 2},
 )

@@ -236,3 +236,11 @@ def test_private_files_written_from_many_threads_at_once(tmp_path: Path) -> None
     assert errors == []
     assert target.read_text() == "export const tools = {};\n"
     assert list(target.parent.iterdir()) == [target]
+
+
+def test_a_server_s_error_is_listed_whole_not_to_its_first_sentence() -> None:
+    """An error is no description: "#! " or "? " in it ends no sentence (the face showed
+    "command not found: /x/python (the #!" and nothing of what the error went on to say)."""
+    error = "command not found: /x/python (the #! interpreter of ./server.sh)"
+    answer = servers_answer([{"name": "s", "state": "failed", "error": error}])
+    assert answer.text == f"s: failed, 0 tools; error: {error}"

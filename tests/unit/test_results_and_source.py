@@ -37,7 +37,8 @@ def test_images_and_mixes_stay_content() -> None:
 
 
 def test_is_error_raises_with_the_tools_words() -> None:
-    with pytest.raises(ToolCallError, match="s__t: it broke") as raised:
+    # named as users write it (approve --tool s.t), never the gateway's s__t
+    with pytest.raises(ToolCallError, match=r"^s\.t: it broke") as raised:
         tool_result("s__t", {"content": [text("it broke")], "isError": True})
     assert raised.value.status_code == 422
     with pytest.raises(ToolCallError, match="without a message"):

@@ -3,6 +3,7 @@ gateway starts, told to the face's watchdog (``Lifeline``), and stopped before i
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -163,12 +164,18 @@ def test_a_script_without_a_shebang_is_not_run_by_the_gate_s_shell(tmp_path: Pat
         subprocess.run(launched, cwd=tmp_path, env={}, check=False)
 
 
-def test_a_server_without_path_in_its_environment_is_not_gated() -> None:
-    """The spawn searches ``os.defpath`` (/bin:/usr/bin) for it; a shell its own longer
-    list, /usr/local/bin first: another program of that name would run."""
+def test_a_bare_name_is_not_gated_and_the_spawn_s_path_is(tmp_path: Path) -> None:
+    """The gate's shell would search its own list (without PATH: /usr/local/bin first, where
+    the spawn searches ``os.defpath``), its relative entries from another folder than the
+    gate's look-up: it is given a path (``program_to_spawn``) and searches nothing. A bare
+    name is one no PATH folder has, for the spawn to say "command not found"."""
     unwatch = _gate_followed()
     try:
-        assert processes.gated(["sh", "-c", "true"], env={}, cwd=None) == ["sh", "-c", "true"]
+        for env in ({}, {"PATH": os.defpath}):
+            bare = ["sh", "-c", "true"]
+            assert processes.gated(bare, env=env, cwd=None) == bare
+            found = [processes.program_to_spawn("sh", env=env, cwd=tmp_path), "-c", "true"]
+            assert processes.gated(found, env=env, cwd=tmp_path) == [*processes._GATE, *found]
     finally:
         unwatch()
 
@@ -216,3 +223,56 @@ def test_a_fifo_named_as_the_program_does_not_hold_the_spawn(tmp_path: Path) -> 
         unwatch()
     assert not waited, "gated() waited for a writer of the FIFO"
     assert launched == [["./server"]]
+
+
+def _program(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+def test_a_server_s_program_is_looked_up_on_absolute_path_entries_alone(tmp_path: Path) -> None:
+    """A relative PATH entry names a folder of the server's (a cloned repository's): a name
+    the config spells as a system program's never runs the repository's ``bin/`` copy,
+    gated or not; the absolute entries' program is given as its path, so the gate's shell
+    and the spawn run the same file."""
+    system = _program(tmp_path / "system" / "tool", "#!/bin/sh\nexit 0\n")
+    _program(tmp_path / "repo" / "bin" / "tool", "#!/bin/sh\nexit 0\n")
+    _program(tmp_path / "repo" / "only", "#!/bin/sh\nexit 0\n")
+    repo = tmp_path / "repo"
+    path = os.pathsep.join(["bin", ".", "", str(system.parent)])
+    assert processes.program_to_spawn("tool", env={"PATH": path}, cwd=repo) == str(system)
+    with pytest.raises(processes.ProgramNotRunnable) as raised:
+        processes.program_to_spawn("only", env={"PATH": path}, cwd=repo)
+    assert raised.value.strerror == (
+        "command not found: only (only PATH's relative entry '.' has it, which toolscript "
+        'does not search: write "command": "./only" to run that one)'
+    )
+    # what no entry holds is the spawn's to report, as before
+    assert processes.program_to_spawn("nowhere", env={"PATH": path}, cwd=repo) == "nowhere"
+    # a path is the config's own choice, from the server's folder
+    assert processes.program_to_spawn("bin/tool", env={"PATH": path}, cwd=repo) == "bin/tool"
+    # no PATH: the spawn's own list, os.defpath
+    found = processes.program_to_spawn("sh", env={}, cwd=repo)
+    assert os.path.isabs(found) and os.path.dirname(found) in os.defpath.split(os.pathsep)
+
+
+def test_a_missing_interpreter_is_named_before_either_spawn(tmp_path: Path) -> None:
+    """The spawn said only "command not found: ./server" (the script is there), the gate's
+    shell "exec: ./server: not found": both now name the ``#!`` interpreter, which is
+    looked for as the kernel does, a relative one from the server's folder."""
+    _program(tmp_path / "server", "#!/nonexistent/python3 -u\nprint(1)\n")
+    with pytest.raises(processes.ProgramNotRunnable) as raised:
+        processes.program_to_spawn("./server", env={"PATH": "/bin"}, cwd=tmp_path)
+    assert raised.value.strerror == (
+        "command not found: /nonexistent/python3 (the #! interpreter of ./server)"
+    )
+    assert isinstance(raised.value, FileNotFoundError)
+    _program(tmp_path / "relative", "#!venv/python\n")
+    with pytest.raises(processes.ProgramNotRunnable, match="venv/python"):
+        processes.program_to_spawn("./relative", env={"PATH": "/bin"}, cwd=tmp_path)
+    _program(tmp_path / "venv" / "python", "#!/bin/sh\nexit 0\n")
+    assert processes.program_to_spawn("./relative", env={}, cwd=tmp_path) == "./relative"
+    _program(tmp_path / "fine", "#!/bin/sh\nexit 0\n")
+    assert processes.program_to_spawn("./fine", env={}, cwd=tmp_path) == "./fine"

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
 from toolscript.cli.output import print_json, print_rows, write_shown
-from toolscript.errors import NotFoundError, ToolNotFoundError, UsageError
+from toolscript.errors import NotFoundError, ToolNotFoundError, UsageError, tool_named
 
 __all__ = ["app", "approve_command"]
 
@@ -174,7 +174,7 @@ def show_run(
         [
             [
                 str(call["seq"]),
-                call["tool"],
+                tool_named(call["tool"]),
                 _short(call["arguments"]),
                 call["outcome"] + (f": {call['error'][:80]}" if call.get("error") else ""),
                 f"{call['ms']:.1f}",
@@ -254,7 +254,7 @@ def _stopped_call(call: dict[str, Any]) -> list[str]:
     waiting for approval: up to the gateway's ``APPROVAL_ARGUMENTS``)."""
     from toolscript.store.approvalview import shown_arguments, visible_text
 
-    lines = [f"call      {visible_text(_dotted(str(call.get('tool', ''))))}"]
+    lines = [f"call      {visible_text(tool_named(str(call.get('tool', ''))))}"]
     if call.get("arguments_whole") is False:
         lines.append(
             f"          its arguments ({call.get('arguments_bytes')} bytes) are more than a run "
@@ -273,7 +273,7 @@ def _approved_call(call: dict[str, Any], run_id: str) -> str:
     from toolscript.store.outputs import visible_controls
 
     view = shown_arguments(call.get("arguments", {}))
-    text = f"  call: {visible_text(_dotted(str(call.get('tool', ''))))}\n  arguments:\n"
+    text = f"  call: {visible_text(tool_named(str(call.get('tool', ''))))}\n  arguments:\n"
     text += "".join(f"    {line}\n" for line in view.text.split("\n"))
     if view.shortened:
         text += f"  {visible_controls(shortened_notice(view, run_id))}\n"
@@ -343,7 +343,7 @@ def approve_command(
                 [
                     [
                         a["scope"],
-                        a["tool"],
+                        tool_named(a["tool"]),
                         a["run_id"] or "-",
                         _when(a["created"]),
                         a["used_by"] or "-",
@@ -392,7 +392,7 @@ def approve_command(
         as_json,
         {"approved": run["id"], "call": call, "recorded": recorded},
         f"{'approved' if recorded else 'already approved'}: "
-        f"{_dotted(str(call.get('tool', '')))} as run {run['id']} called it:\n"
+        f"{tool_named(str(call.get('tool', '')))} as run {run['id']} called it:\n"
         f"{_approved_call(call, run['id'])}"
         f"now `toolscript exec --resume {run['id']}` (or run the same script again)\n",
     )
@@ -405,7 +405,7 @@ def _refuse_unshowable(run: dict[str, Any] | None) -> None:
     if run is None or run.get("status") != "awaiting_approval":
         return  # approve_call says what is wrong
     if call.get("arguments_whole") is False:
-        tool = _dotted(str(call.get("tool", "")))
+        tool = tool_named(str(call.get("tool", "")))
         raise UsageError(
             f"run {run['id']} stopped at a call of {tool} whose arguments "
             f"({call.get('arguments_bytes')} bytes) are too large to be shown whole, so it "
@@ -443,7 +443,7 @@ def _check_tool_exists(config: str | None, qualified: str) -> None:
     names = _tool_names(loaded, server)
     if names is None:
         raise UsageError(
-            f"cannot check that {_dotted(qualified)} exists: no gateway runs for this project "
+            f"cannot check that {tool_named(qualified)} exists: no gateway runs for this project "
             f"and the tools of {server!r} were never fetched",
             hint="start the gateway (`toolscript gateway start &`), then approve again",
         )
@@ -479,11 +479,6 @@ def _tool_names(loaded: Any, server: str) -> list[str] | None:
         return [str(tool["name"]) for tool in cached]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-
-
-def _dotted(qualified: str) -> str:
-    server, _, tool = qualified.partition("__")
-    return f"{server}.{tool}" if tool else qualified
 
 
 def _say(as_json: bool, value: dict[str, Any], text: str) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
-from toolscript.errors import GatewayError
+from toolscript.errors import GatewayError, tool_named
 from toolscript.execution.locate import gateway_request
 from toolscript.execution.sandbox import Script
 
@@ -159,7 +159,7 @@ def format_trace(answer: dict[str, Any] | None) -> str:
         if len(arguments) > 120:
             arguments = arguments[:117] + "..."
         line = (
-            f"  {call['seq']:>3}  {call['tool']}({arguments})  {call['outcome']}  "
+            f"  {call['seq']:>3}  {tool_named(call['tool'])}({arguments})  {call['outcome']}  "
             f"{call['ms']:.1f} ms  {call['arguments_bytes']} B in, {call['result_bytes']} B out"
         )
         if call.get("error"):
@@ -191,8 +191,8 @@ def terminal_answer(
         notice = f"  {visible_controls(shortened_notice(view, str(prompt.get('run') or '')))}\n"
     arguments = "\n".join(f"    {line}" for line in view.text.split("\n"))
     out.write(
-        f"\ntoolscript: the script calls {visible_text(str(prompt['tool']))}, which asks "
-        f"for approval.\n{notice}  arguments:\n{arguments}\n{notice}"
+        f"\ntoolscript: the script calls {visible_text(tool_named(str(prompt['tool'])))}, which "
+        f"asks for approval.\n{notice}  arguments:\n{arguments}\n{notice}"
         f"  allow it{' (its arguments are SHORTENED above)' if view.shortened else ''}? "
         f"[y]es / [n]o / [a]lways (this tool, in this project) "
         f"[{timeout:g} s, then the run stops]: "
@@ -395,8 +395,7 @@ def format_progress(report: dict[str, Any]) -> str:
     from toolscript.store.outputs import visible_controls
 
     source = str(report.get("source") or "script")
-    server, _, tool = source.partition("__")
-    who = f"{server}.{tool}: " if tool else ""
+    who = f"{tool_named(source)}: " if "__" in source else ""
     # one report, one line: a message cannot end it and forge a line of toolscript's own
     message = " ".join(str(report.get("message") or "").splitlines())
     fraction = report.get("fraction")

@@ -13,8 +13,8 @@ every server's group is given a second to leave (its stdin closed with exec), th
 SIGTERM and half a second, then SIGKILL (the spec's order), and every process named is
 sent SIGTERM and, still there after 20 s, SIGKILL. A pid told with its start is signalled
 only while its process (a group's leader) started then, give or take 3 s, by the ages
-``ps -o etime=`` gives it and the watchdog (a difference of ages, which no setting of the
-system clock moves): one that ended by itself may have given its number to another since.
+``ps -o etime=`` gives it and the watchdog, read together by one ``ps`` per pid (a
+difference of ages, which no setting of the system clock moves): one that ended by itself may have given its number to another since.
 Where ``ps`` does not say, by its number alone, as before. Works wherever pipes and
 ``/bin/sh`` do (Linux, macOS).
 

@@ -37,18 +37,22 @@ seconds() {  # ps's elapsed time, [[dd-]hh:]mm:ss, as seconds in $total
   done
   total=$((total + ${days:-0} * 86400))
 }
-age() {  # how long ago $1 started, in whole seconds, in $total; fails when ps does not say
-  set -- $(ps -o etime= -p "$1" 2>/dev/null)
-  [ $# -eq 1 ] && seconds "$1"
-}
 same() {  # $1 pid, $2 its start (as entry's): whether $1 is still the process started then,
   # give or take 3 s (ps says whole seconds); yes where ps does not say (none here: by number)
-  age $$ || return 0
+  pid=$1 start=$2 mine= theirs=
+  # One ps reads both ages, this watchdog's and $1's: "pid etime" lines, in no set order
+  # (-p takes a comma-separated list on Linux and macOS alike, as POSIX has it)
+  set -- $(ps -o pid= -o etime= -p "$$,$pid" 2>/dev/null)
+  while [ $# -ge 2 ]; do
+    case $1 in "$$") mine=$2 ;; "$pid") theirs=$2 ;; esac
+    shift 2
+  done
+  seconds "$mine" || return 0
   mine=$total
   # No process has that number: a group's members left keep it theirs (no process group's
   # id is reused while the group lives), and a process alone is gone (its signal finds none)
-  age "$1" || return 0
-  off=$((mine - total - ($2)))
+  seconds "$theirs" || return 0
+  off=$((mine - total - ($start)))
   [ "$off" -ge -3 ] && [ "$off" -le 3 ]
 }
 still_named() {  # the pid of each entry still the process it named, in $named

@@ -38,6 +38,7 @@ from toolscript.errors import (
     ToolNotFoundError,
     ToolscriptError,
     UsageError,
+    tool_named,
 )
 from toolscript.gateway.arguments import ArgumentCheck
 from toolscript.gateway.background import BackgroundRuns
@@ -1093,7 +1094,7 @@ class Gateway:
             raise self._unavailable(upstream)
         if upstream.config.denies(tool):
             raise ToolDeniedError(
-                f"{server}{SEPARATOR}{tool} is denied by the policy of server {server!r} in "
+                f"{server}.{tool} is denied by the policy of server {server!r} in "
                 f"{self.config_file}",
                 hint='scripts cannot call it; change its rule under "policy" to allow it',
             )
@@ -1130,7 +1131,7 @@ class Gateway:
             check = self._validators[key] = ArgumentCheck(schema)
         found = check.errors(arguments)
         if found is None:  # a schema it cannot evaluate safely: the server checks them
-            log.debug("%s%s%s: arguments left to the server", server, SEPARATOR, tool["name"])
+            log.debug("%s.%s: arguments left to the server", server, tool["name"])
             return
         errors = sorted(found, key=lambda e: list(e.absolute_path))
         if errors:
@@ -1143,7 +1144,7 @@ class Gateway:
             ]
             summary = "; ".join(f"{d['path']}: {d['message']}" for d in details)
             raise ArgumentValidationError(
-                f"invalid arguments for {server}{SEPARATOR}{tool['name']}: {summary}",
+                f"invalid arguments for {server}.{tool['name']}: {summary}",
                 errors=details,
             )
 
@@ -1172,7 +1173,7 @@ class Gateway:
             self.runs.runlog.tool_approved, qualified
         ):
             raise ApprovalRequiredError(
-                f"{qualified} needs approval before it runs; the call was not made",
+                f"{tool_named(qualified)} needs approval before it runs; the call was not made",
                 hint=approve_commands(None, qualified),
                 call={"tool": qualified},
             )

@@ -22,7 +22,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from toolscript.errors import ToolCallError
+from toolscript.errors import ToolCallError, tool_named
 
 __all__ = ["RESULT_HEADER", "tool_result"]
 
@@ -46,7 +46,7 @@ def tool_result(qualified_name: str, result: Mapping[str, Any]) -> tuple[str, An
     if result.get("isError"):
         texts = [block["text"] for block in blocks if block.get("type") == "text"]
         message = "\n".join(texts).strip() or "the tool reported an error without a message"
-        raise ToolCallError(f"{qualified_name}: {message}", content=blocks)
+        raise ToolCallError(f"{tool_named(qualified_name)}: {message}", content=blocks)
     if result.get("structuredContent") is not None:
         return "structured", result["structuredContent"]
     if not blocks:

@@ -45,6 +45,7 @@ from toolscript.errors import (
     TooManyCallsError,
     TooManyRunsError,
     UsageError,
+    tool_named,
 )
 from toolscript.gateway.recentcalls import MORE, Limits, shrunk
 from toolscript.plumbing.processes import identity_alive, process_identity
@@ -553,7 +554,7 @@ class RunBook:
                     run,
                     TooManyCallsError(
                         f"the run made more than {run.max_calls} tool calls and was stopped "
-                        f"(at {qualified})",
+                        f"(at {tool_named(qualified)})",
                         hint="raise --max-calls if the script really needs more",
                     ),
                 )
@@ -653,8 +654,8 @@ class RunBook:
         raise self._stop(
             run,
             ReplayDivergedError(
-                f"run {run.id} resumed {run.resumed_from}, whose log holds a call of {expected} "
-                f"at this point, but the script called {qualified} (or other arguments); "
+                f"run {run.id} resumed {run.resumed_from}, whose log holds a call of {tool_named(expected)} "
+                f"at this point, but the script called {tool_named(qualified)} (or other arguments); "
                 "nothing more was called",
                 hint="the script or what its tools return changed: run it again without "
                 "--resume (earlier calls will be made again)",
@@ -687,7 +688,7 @@ class RunBook:
                 return
             if answer == "no":
                 raise CallRefusedError(
-                    f"{qualified}: the user refused this call", hint="do not retry it"
+                    f"{tool_named(qualified)}: the user refused this call", hint="do not retry it"
                 )
         view = shown_arguments(shown, MESSAGE_ARGUMENTS, one_line=True)
         arguments_text = view.text
@@ -702,7 +703,7 @@ class RunBook:
         raise self._stop(
             run,
             ApprovalRequiredError(
-                f"{qualified} needs approval before it runs; the call was not made and run "
+                f"{tool_named(qualified)} needs approval before it runs; the call was not made and run "
                 f"{run.id} stopped. Arguments: {arguments_text}",
                 hint=hint,
                 call=call,
@@ -737,7 +738,7 @@ class RunBook:
         }
         after = f"`toolscript exec --resume {run.id}`" if run.resumable else "run the script again"
         return ApprovalRequiredError(
-            f"{qualified} needs approval before it runs, and its arguments ({size} bytes) are "
+            f"{tool_named(qualified)} needs approval before it runs, and its arguments ({size} bytes) are "
             f"more than an approval can show whole ({APPROVAL_ARGUMENTS} bytes), so this call "
             f"cannot be approved by itself; the call was not made and run {run.id} stopped",
             hint=f"{approve_commands(None, qualified)} if every call of it may run unseen, "

@@ -17,6 +17,7 @@ from toolscript.errors import (
     InternalError,
     ToolNotFoundError,
     ToolscriptError,
+    tool_named,
 )
 from toolscript.gateway.core import SEPARATOR, Gateway
 
@@ -65,12 +66,12 @@ async def call_tool_bytes(
             ) from None
         if _too_deep(arguments):
             raise ArgumentValidationError(
-                f"arguments for {name} nest deeper than {MAX_JSON_DEPTH} levels",
+                f"arguments for {tool_named(name)} nest deeper than {MAX_JSON_DEPTH} levels",
                 errors=[{"path": "/", "message": f"deeper than {MAX_JSON_DEPTH} levels"}],
             )
         if not isinstance(arguments, dict):
             raise ArgumentValidationError(
-                f"arguments for {name} must be a JSON object",
+                f"arguments for {tool_named(name)} must be a JSON object",
                 errors=[{"path": "/", "message": "expected an object"}],
             )
         await gateway.start_deferred(name.partition(SEPARATOR)[0])  # exec's gateway: --needs
@@ -81,7 +82,7 @@ async def call_tool_bytes(
     except ToolscriptError as exc:
         return exc.status_code, "", msgspec.json.encode(exc.to_dict())
     except Exception as exc:  # logged with its cause; the caller gets an error of the tree
-        log.exception("gateway: the call of %s failed unexpectedly", name)
+        log.exception("gateway: the call of %s failed unexpectedly", tool_named(name))
         return 500, "", msgspec.json.encode(InternalError.of(exc).to_dict())
     return 200, shape, msgspec.json.encode(value)
 

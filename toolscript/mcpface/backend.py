@@ -175,10 +175,11 @@ def error_answer(error: ToolscriptError) -> Answer:
     return Answer(text, is_error=True)
 
 
-def _one_line(text: str, width: int = 160) -> str:
-    """The first sentence or line of a description, cut to ``width``."""
+def _one_line(text: str, width: int = 160, *, sentence: bool = True) -> str:
+    """The first sentence (or, for an error, whose "#! " or "? " ends none, the first line)
+    of ``text``, cut to ``width``."""
     first = (text or "").strip().split("\n", 1)[0]
-    cut = re.split(r"(?<=[.!?])\s", first, maxsplit=1)[0]
+    cut = re.split(r"(?<=[.!?])\s", first, maxsplit=1)[0] if sentence else first
     return cut if len(cut) <= width else cut[: width - 1] + "…"
 
 
@@ -272,7 +273,7 @@ def servers_answer(servers: list[dict[str, Any]]) -> Answer:
         if row["description"]:
             line += f" ({_one_line(row['description'], 100)})"
         if row["error"]:
-            line += f"; error: {_one_line(row['error'], 200)}"
+            line += f"; error: {_one_line(row['error'], 200, sentence=False)}"
         lines.append(line)
     return Answer("\n".join(lines) or "No servers are configured.", {"servers": rows})
 

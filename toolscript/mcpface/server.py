@@ -27,7 +27,7 @@ from mcp import types
 from mcp.server.lowlevel import Server
 
 from toolscript import __version__
-from toolscript.errors import ToolscriptError, UsageError
+from toolscript.errors import ToolscriptError, UsageError, tool_named
 from toolscript.execution.lifeline import Lifeline
 from toolscript.gateway.inprocess import InProcessGateway
 from toolscript.mcpface.backend import (
@@ -100,7 +100,7 @@ def _approver(context: Any) -> Approver | None:
             notice = notice[0].upper() + notice[1:] + ".\n"
         try:
             result = await session.elicit_form(
-                f"A script calls {visible_text(str(prompt['tool']))}, which needs your "
+                f"A script calls {visible_text(tool_named(str(prompt['tool'])))}, which needs your "
                 f"approval.\n{notice}Arguments:\n{view.text}\n{notice}Allow this call?",
                 APPROVAL_SCHEMA,
                 related_request_id=getattr(context, "request_id", None),

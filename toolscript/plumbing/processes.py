@@ -8,6 +8,7 @@ in toolscript reads ``/proc``. It is imported only by the helpers that need it: 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import subprocess
@@ -25,6 +26,7 @@ __all__ = [
     "GATE_OPEN",
     "LAUNCHERS",
     "SHELLS",
+    "ProgramNotRunnable",
     "Sibling",
     "Tethered",
     "descendants",
@@ -35,6 +37,7 @@ __all__ = [
     "pid_exists",
     "process_alive",
     "process_identity",
+    "program_to_spawn",
     "read_identity",
     "reap_children",
     "resident_reader",
@@ -479,6 +482,87 @@ def start_time(pid: int) -> float | None:
         return None
 
 
+class ProgramNotRunnable(FileNotFoundError):
+    """A server's program that no spawn could run (or only one from a relative PATH entry),
+    its message saying which file is missing and what to write instead."""
+
+    def __init__(self, message: str, program: str) -> None:
+        super().__init__(errno.ENOENT, message, program)
+
+
+def program_to_spawn(
+    program: str, *, env: Mapping[str, str], cwd: str | os.PathLike[str] | None
+) -> str:
+    """The file a server's spawn runs for ``program``, the same whether it is gated or not: a
+    name without "/" is looked up on the absolute entries of ``env``'s PATH (``os.defpath``
+    without one) and given as its path; a relative entry (``.``, ``bin``, an empty one) is
+    never searched: it names a folder of the server's (its config's folder, a cloned
+    repository's), where a name the config spells as a system program's ("node") would
+    run the repository's own ``bin/node``. A name found nowhere is left to the spawn, which
+    says "command not found". Raises ProgramNotRunnable for a name only a relative entry
+    has, and for a script whose ``#!`` interpreter does not exist (the spawn says only
+    that the script is not found, a shell "exec: ...: not found")."""
+    base = os.fspath(cwd) if cwd is not None else os.curdir
+    if os.sep in program:
+        found = program
+    else:
+        entries = os.get_exec_path(dict(env))
+        found = next(
+            (
+                candidate
+                for entry in entries
+                if os.path.isabs(entry) and _executable(candidate := os.path.join(entry, program))
+            ),
+            "",
+        )
+        if not found:
+            relative = next(
+                (
+                    entry
+                    for entry in entries
+                    if not os.path.isabs(entry) and _executable(os.path.join(base, entry, program))
+                ),
+                None,
+            )
+            if relative is None:
+                return program
+            spelled = os.path.join(relative, program) if relative else program
+            raise ProgramNotRunnable(
+                f"command not found: {program} (only PATH's relative entry {relative!r} has "
+                f'it, which toolscript does not search: write "command": '
+                f'"./{os.path.normpath(spelled)}" to run that one)',
+                program,
+            )
+    missing = _missing_interpreter(os.path.join(base, found), base)
+    if missing is not None:
+        raise ProgramNotRunnable(
+            f"command not found: {missing} (the #! interpreter of {found})", found
+        )
+    return found
+
+
+def _executable(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+# The longest #! line the kernel reads (Linux: 256 bytes, macOS: 512)
+_SHEBANG_BYTES = 512
+
+
+def _missing_interpreter(path: str, base: str) -> str | None:
+    """The interpreter named by ``path``'s ``#!`` line when it is no file the system can
+    run (a relative one from ``base``, the server's folder, as the kernel reads it); None
+    otherwise."""
+    head = _first_bytes(path, _SHEBANG_BYTES)
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split(b"\n", 1)[0].split()
+    if not words:
+        return None
+    interpreter = os.fsdecode(words[0])
+    return None if _executable(os.path.join(base, interpreter)) else interpreter
+
+
 # A stdio server's program runs only once it is tethered, where a watchdog follows what is
 # tethered here (the MCP face's): spawned behind this shell, which reads one line of the
 # server's stdin (``GATE_OPEN``, written after ``tether``) before it runs the program.
@@ -491,14 +575,15 @@ GATE_OPEN = b"\n"
 def gated(
     argv: list[str], *, env: Mapping[str, str] | None, cwd: str | os.PathLike[str] | None
 ) -> list[str]:
-    """``argv`` behind the gate when something follows what is tethered here and its program
-    is found (with ``env``'s PATH, from ``cwd``) and is one the system runs itself (``#!`` or
-    a binary); ``argv`` itself otherwise: nothing to wait for, or a program the shell would
-    run otherwise than the spawn does, which fails or runs it as it always did. Not found,
-    or a file without ``#!`` (the spawn fails, "Exec format error", where a shell runs it as
-    a script of its own), or no PATH (a shell searches a longer list than the spawn's
-    ``os.defpath``, /usr/local/bin first), or on macOS ``DYLD_`` variables (purged when
-    /bin/sh starts, a program System Integrity Protection protects)."""
+    """``argv`` behind the gate when something follows what is tethered here and its program,
+    a path (``program_to_spawn`` gives one for every program PATH has: the gate's shell
+    searches nothing), is one the system runs itself (``#!`` or a binary) from ``cwd``;
+    ``argv`` itself otherwise: nothing to wait for, or a program the shell would run
+    otherwise than the spawn does, which fails or runs it as it always did. A bare name (no
+    PATH folder has it: the spawn says "command not found", a shell "exec: ...: not
+    found"), a file without ``#!`` (the spawn fails, "Exec format error", where a shell runs
+    it as a script of its own), or on macOS ``DYLD_`` variables (purged when /bin/sh
+    starts, a program System Integrity Protection protects)."""
     import shutil
 
     with _tether_lock:
@@ -509,12 +594,7 @@ def gated(
     ):
         return argv
     program = argv[0]
-    if os.sep in program:
-        found = shutil.which(os.path.join(cwd or os.curdir, program))
-    elif "PATH" in environment:
-        found = shutil.which(program, path=environment["PATH"])
-    else:
-        found = None
+    found = shutil.which(os.path.join(cwd or os.curdir, program)) if os.sep in program else None
     return [*_GATE, *argv] if found and _runs_itself(found) else argv
 
 
@@ -532,14 +612,19 @@ _RUNNABLE = (
 
 
 def _runs_itself(path: str) -> bool:
+    return _first_bytes(path, 4).startswith(_RUNNABLE)
+
+
+def _first_bytes(path: str, size: int) -> bytes:
+    """Up to ``size`` bytes of ``path``'s start (none when it cannot be read)."""
     try:  # (not blocking: a FIFO's open waits for a writer, its read for a byte)
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
-        return False
+        return b""
     try:
-        return os.read(descriptor, 4).startswith(_RUNNABLE)
+        return os.read(descriptor, size)
     except OSError:
-        return False
+        return b""
     finally:
         os.close(descriptor)
 

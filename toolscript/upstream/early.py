@@ -25,7 +25,14 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from toolscript.config import ServerConfig
-from toolscript.plumbing.processes import GATE_OPEN, gated, signal_quietly, tether, untether
+from toolscript.plumbing.processes import (
+    GATE_OPEN,
+    gated,
+    program_to_spawn,
+    signal_quietly,
+    tether,
+    untether,
+)
 
 __all__ = [
     "HURRIED",
@@ -106,9 +113,9 @@ def spawn_early(servers: Iterable[ServerConfig]) -> dict[str, EarlyServer]:
             continue
         stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - lives as long as the server process
         env = inherited_environment() | dict(server.env)
-        argv = [server.command, *server.args]
-        launched = gated(argv, env=env, cwd=server.cwd)
         try:
+            argv = [program_to_spawn(server.command, env=env, cwd=server.cwd), *server.args]
+            launched = gated(argv, env=env, cwd=server.cwd)
             process = subprocess.Popen(
                 launched,
                 stdin=subprocess.PIPE,

@@ -29,7 +29,7 @@ from toolscript.errors import (
     ToolTimeoutError,
     UpstreamError,
 )
-from toolscript.plumbing.processes import pid_exists
+from toolscript.plumbing.processes import ProgramNotRunnable, pid_exists
 from toolscript.plumbing.redact import redact
 from toolscript.upstream.base import (
     CALL_PROGRESS,
@@ -549,6 +549,7 @@ class UpstreamServer:
         program, *args = command.split() or [""]
         if (
             isinstance(_unwrapped(exc), FileNotFoundError)
+            and not isinstance(_unwrapped(exc), ProgramNotRunnable)
             and args
             # a path with spaces (macOS's "Application Support") is no program and arguments
             and ("/" not in program or Path(program).exists())
@@ -686,12 +687,10 @@ class UpstreamServer:
         except Exception as exc:
             if self._lost.is_set() or self._session is not session:
                 raise self._went_away(tool, exc) from exc
-            raise UpstreamError(
-                f"{self.name}__{tool} failed: {self._said(_describe(exc))}"
-            ) from exc
+            raise UpstreamError(f"{self.name}.{tool} failed: {self._said(_describe(exc))}") from exc
         if not isinstance(result, mcp_types.CallToolResult):
             raise UpstreamError(
-                f"{self.name}__{tool}: unexpected result type {type(result).__name__}"
+                f"{self.name}.{tool}: unexpected result type {type(result).__name__}"
             )
         dumped: dict[str, Any] = result.model_dump(mode="json", by_alias=True, exclude_none=True)
         return dumped
@@ -735,7 +734,7 @@ class UpstreamServer:
             self._raw_progress.pop(request_id, None)
             self._repairs.pop(request_id, None)
         if isinstance(answer, mcp_types.JSONRPCError):
-            raise UpstreamError(f"{self.name}__{tool} failed: {self._said(answer.error.message)}")
+            raise UpstreamError(f"{self.name}.{tool} failed: {self._said(answer.error.message)}")
         result: dict[str, Any] = answer.result
         return result
 
@@ -1081,6 +1080,8 @@ def _describe(exc: BaseException) -> str:
     exc = _unwrapped(exc)
     if isinstance(exc, TimeoutError):
         return TIMED_OUT
+    if isinstance(exc, ProgramNotRunnable):  # its message says which file and what to write
+        return str(exc.strerror)
     if isinstance(exc, FileNotFoundError):
         return f"command not found: {exc.filename or exc}"
     text = str(exc) or type(exc).__name__

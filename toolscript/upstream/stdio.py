@@ -24,7 +24,14 @@ import msgspec
 from anyio.streams.memory import MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
-from toolscript.plumbing.processes import GATE_OPEN, gated, signal_quietly, tether, untether
+from toolscript.plumbing.processes import (
+    GATE_OPEN,
+    gated,
+    program_to_spawn,
+    signal_quietly,
+    tether,
+    untether,
+)
 from toolscript.upstream.early import POLITE, EarlyServer, StopGraces
 from toolscript.upstream.sdk import (
     TransportStreams,
@@ -62,7 +69,7 @@ async def stdio_transport(
     if cwd is not None and not Path(cwd).is_dir():  # else "command not found: CWD"
         raise NotADirectoryError(f'its "cwd" is not a folder: {cwd}')
     environment = get_default_environment() | (env or {})
-    argv = [await executable_command(command), *args]
+    argv = [program_to_spawn(await executable_command(command), env=environment, cwd=cwd), *args]
     launched = gated(argv, env=environment, cwd=cwd)
     process = await create_process(
         command=launched[0],

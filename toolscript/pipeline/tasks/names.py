@@ -68,7 +68,7 @@ class NamesTask:
                 type_name = first_free(base, type_bases)
                 if type_name != base:
                     warnings.append(
-                        f"type name {base!r} taken; {server.name}__{original} uses {type_name!r}"
+                        f"type name {base!r} taken; {server.name}.{original} uses {type_name!r}"
                     )
                 type_bases.add(type_name)
                 entry["tools"][original] = {"function": function, "type": type_name}
