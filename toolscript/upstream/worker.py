@@ -7,7 +7,8 @@ library and pydantic, so it runs in the tool's own environment.
 
 Protocol, one JSON object per line:
 
-- worker -> gateway, once imported: ``{"ready": true, "pid": N}``
+- worker -> gateway, once imported: ``{"ready": true, "pid": N}``; with ``--describe``,
+  ``{"tools": [...], "notes": [why a public function is not a tool, ...]}`` instead
 - request: ``{"id": 1, "function": "name", "kwargs": {...}, "config": {...}, "secrets": {...}}``
 - response: ``{"id": 1, "result": ..., "error": null}`` or ``{"id": 1, "result": null, "error": "message"}``
 
@@ -174,15 +175,29 @@ def _output_schema(function: Callable[..., Any]) -> dict[str, Any] | None:
     return schema
 
 
-def describe_module(module: ModuleType) -> list[dict[str, Any]]:
-    """MCP tool definitions for the module's public functions."""
+def describe_module(module: ModuleType, notes: list[str] | None = None) -> list[dict[str, Any]]:
+    """MCP tool definitions for the module's public functions; why a public function of it is
+    not a tool goes in ``notes`` (an unannotated one is skipped by rule, not by mistake, but
+    its writer meant a tool more often than a helper)."""
+    said = notes if notes is not None else []
     tools = []
     for name, function in public_functions(module).items():
         try:
             tools.append(_describe_function(name, function))
         except Exception as exc:  # one function pydantic cannot describe never hides the others
-            logging.getLogger("toolscript.tool").warning(
-                "%s: skipped %s(): %s", module.__file__, name, str(exc).splitlines()[0]
+            said.append(f"{name}() is not a tool: {str(exc).splitlines()[0]}")
+            logging.getLogger("toolscript.tool").warning("%s: %s", module.__file__, said[-1])
+    for name, value in vars(module).items():
+        if (
+            not name.startswith("_")
+            and inspect.isfunction(value)
+            and value.__module__ == module.__name__
+            and not getattr(value, "__annotations__", None)
+        ):
+            said.append(
+                f"{name}() is not a tool: it has no type hints (annotate its parameters and "
+                f"result, as in `def {name}(text: str) -> str`, or name it _{name} to keep it "
+                "a helper)"
             )
     return tools
 
@@ -276,7 +291,9 @@ def main() -> None:
     if "--describe" in sys.argv:
         _exit_with_parent()
         module = load_module(path, "toolscript_tool")
-        protocol.write(json.dumps({"tools": describe_module(module)}) + "\n")
+        notes: list[str] = []
+        described = describe_module(module, notes)
+        protocol.write(json.dumps({"tools": described, "notes": notes}) + "\n")
         return
     module = load_module(path, "toolscript_tool")
     functions = public_functions(module)

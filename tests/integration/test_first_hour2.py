@@ -1,0 +1,230 @@
+"""A new user's first hour, the paths the first pass (test_first_hour.py) did not take: HTTP
+and SSE servers configured a little wrong, and Python tool files written by hand.
+
+Each test asserts what the user is told, as the CLI shows it, with real servers and a real
+gateway process.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import socketserver
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import (
+    FIXTURE_SERVER,
+    GatewayProcess,
+    background_server,
+    free_port,
+    toolscript_cli,
+    wait_until,
+)
+
+SECRET = "s3cret-token-value"
+
+
+class Refusing:
+    """An HTTP server that answers every request 401 Unauthorized, as an API refusing a key."""
+
+    def __init__(self) -> None:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", "Bearer")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_POST = do_GET
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.port: int = self._server.server_address[1]
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def run(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return toolscript_cli(*args, cwd=project, env={"TOOLSCRIPT_HOME": str(project / "home")})
+
+
+def listed(project: Path) -> dict[str, dict[str, Any]]:
+    servers = json.loads(run(project, "list-servers", "--json").stdout)
+    return {server["name"]: server for server in servers}
+
+
+# -- HTTP and SSE servers -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def url_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A gateway of URL servers each configured the way a user gets it wrong at first."""
+    project = tmp_path_factory.mktemp("url-servers")
+    http_port, sse_port = free_port(), free_port()
+    refusing = Refusing()
+    with ExitStack() as stack:
+        stack.callback(refusing.close)
+        for transport, port in (("streamable-http", http_port), ("sse", sse_port)):
+            stack.enter_context(
+                background_server([sys.executable, str(FIXTURE_SERVER), transport, str(port)], port)
+            )
+        http, sse, closed = (
+            f"http://127.0.0.1:{http_port}",
+            f"http://127.0.0.1:{sse_port}",
+            f"http://127.0.0.1:{refusing.port}",
+        )
+        config = {
+            "mcpServers": {
+                "good": {"url": f"{http}/mcp"},
+                "wrongpath": {"url": f"{http}/api/mcp?key={SECRET}"},
+                "ssenottyped": {"url": f"{sse}/sse"},
+                "httpassse": {"type": "sse", "url": f"{http}/mcp"},
+                "keyed": {"url": f"{closed}/mcp", "headers": {"Authorization": f"Bearer {SECRET}"}},
+                "keyedsse": {"type": "sse", "url": f"{closed}/sse", "headers": {"X-Api-Key": "k"}},
+                "oauth": {"url": f"{closed}/mcp"},
+            },
+            "search": {"semantic": False},
+        }
+        gateway = GatewayProcess(
+            config, project, "--no-warm-checker", env={"TOOLSCRIPT_HOME": str(project / "home")}
+        )
+        stack.callback(gateway.stop)
+        wait_until(
+            lambda: listed(project),
+            lambda servers: all(s["state"] not in ("connecting", "") for s in servers.values()),
+            60,
+            "every server tried",
+        )
+        yield project
+
+
+def test_a_url_that_is_not_the_endpoint_names_the_http_status(url_servers: Path) -> None:
+    # It said "MCPError: Not Found": not which answer, nor what to check.
+    error = listed(url_servers)["wrongpath"]["error"]
+    assert "answered HTTP 404 Not Found" in error, error
+    assert "is the URL its MCP endpoint?" in error
+    assert SECRET not in error  # the path and query may hold a token: only the origin is named
+
+
+def test_an_sse_server_without_its_type_is_told_to_say_sse(url_servers: Path) -> None:
+    # It said "MCPError: Server returned an error response".
+    error = listed(url_servers)["ssenottyped"]["error"]
+    assert "answered HTTP 405" in error, error
+    assert '"type": "sse"' in error
+
+
+def test_a_streamable_server_typed_sse_is_told_to_drop_the_type(url_servers: Path) -> None:
+    # It said httpx's "Client error '400 Bad Request' for url '...'", the whole URL included.
+    error = listed(url_servers)["httpassse"]["error"]
+    assert 'remove "type": "sse"' in error, error
+    assert "/mcp" not in error
+
+
+@pytest.mark.parametrize(
+    ("name", "header"), [("keyed", "Authorization"), ("keyedsse", "X-Api-Key")]
+)
+def test_a_401_to_the_configured_headers_names_the_headers_not_a_sign_in(
+    url_servers: Path, name: str, header: str
+) -> None:
+    # It said "needs a sign-in: run `toolscript auth keyed`", which then asked the user to
+    # register an OAuth app with a server that only wanted the right key.
+    server = listed(url_servers)[name]
+    assert server["state"] == "failed", server
+    assert f"headers.{header}" in server["error"]
+    assert SECRET not in server["error"]
+
+
+def test_a_401_with_no_headers_still_asks_for_a_sign_in(url_servers: Path) -> None:
+    server = listed(url_servers)["oauth"]
+    assert server["state"] == "needs_auth", server
+    assert "toolscript auth oauth" in server["error"]
+
+
+# -- Python tool files --------------------------------------------------------------
+
+INTERNAL = '''
+"""Text tools."""
+
+
+def shout(text: str) -> str:
+    """Upper-case a text."""
+    return text.upper()
+
+
+def whisper(text):
+    """Lower-case a text (its writer forgot the type hints)."""
+    return text.lower()
+'''
+
+EXTERNAL = """# /// script
+# dependencies = []
+# ///
+
+
+def count(text: str) -> int:
+    \"\"\"Count the words.\"\"\"
+    return len(text.split())
+
+
+def loose(text):
+    return text
+"""
+
+
+@pytest.fixture(scope="module")
+def tool_files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    project = tmp_path_factory.mktemp("tool-files")
+    (project / "tools").mkdir()
+    (project / "tools" / "text.py").write_text(INTERNAL)
+    (project / "tools" / "words.py").write_text(EXTERNAL)
+    gateway = GatewayProcess(
+        {"localTools": {"dir": "tools"}, "search": {"semantic": False}},
+        project,
+        "--no-warm-checker",
+        env={"TOOLSCRIPT_HOME": str(project / "home")},
+    )
+    try:
+        wait_until(
+            lambda: listed(project),
+            lambda servers: all(s["state"] == "connected" for s in servers.values()),
+            120,
+            "both tool files loaded",
+        )
+        yield project
+    finally:
+        gateway.stop()
+
+
+@pytest.mark.parametrize(("server", "function"), [("text", "whisper"), ("words", "loose")])
+def test_a_function_without_type_hints_is_said_not_to_be_a_tool(
+    tool_files: Path, server: str, function: str
+) -> None:
+    # It was left out without a word: the user's tool was simply not there.
+    status = run(tool_files, "gateway", "status")
+    assert f"warning: {server}: {function}() is not a tool: it has no type hints" in status.stdout
+    assert f"name it _{function}" in status.stdout
+    asked = run(tool_files, "get-types", server, function)
+    assert asked.returncode == 1
+    assert f"{server}.{function}() is not a tool: it has no type hints" in asked.stderr
+    assert "did you mean" not in asked.stderr
+
+
+def test_the_annotated_functions_of_those_files_are_tools(tool_files: Path) -> None:
+    tools = json.loads(run(tool_files, "list-tools", "text", "--json").stdout)
+    assert [tool["name"] for tool in tools] == ["shout"]
+    tools = json.loads(run(tool_files, "list-tools", "words", "--json").stdout)
+    assert [tool["name"] for tool in tools] == ["count"]
