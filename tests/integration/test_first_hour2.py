@@ -185,12 +185,19 @@ def loose(text):
 """
 
 
+MISSING = "import a_module_nobody_installed\n\n\ndef f(x: int) -> int:\n    return x\n"
+
+
 @pytest.fixture(scope="module")
 def tool_files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     project = tmp_path_factory.mktemp("tool-files")
     (project / "tools").mkdir()
     (project / "tools" / "text.py").write_text(INTERNAL)
     (project / "tools" / "words.py").write_text(EXTERNAL)
+    (project / "tools" / "needsdep.py").write_text(MISSING)
+    (project / "tools" / "undeclared.py").write_text(
+        "# /// script\n# dependencies = []\n# ///\n" + MISSING
+    )
     gateway = GatewayProcess(
         {"localTools": {"dir": "tools"}, "search": {"semantic": False}},
         project,
@@ -200,9 +207,12 @@ def tool_files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     try:
         wait_until(
             lambda: listed(project),
-            lambda servers: all(s["state"] == "connected" for s in servers.values()),
+            lambda servers: (
+                len(servers) == 4
+                and all(s["state"] in ("connected", "failed") for s in servers.values())
+            ),
             120,
-            "both tool files loaded",
+            "every tool file tried",
         )
         yield project
     finally:
@@ -228,3 +238,22 @@ def test_the_annotated_functions_of_those_files_are_tools(tool_files: Path) -> N
     assert [tool["name"] for tool in tools] == ["shout"]
     tools = json.loads(run(tool_files, "list-tools", "words", "--json").stdout)
     assert [tool["name"] for tool in tools] == ["count"]
+
+
+def test_a_module_an_internal_file_cannot_import_says_where_it_may_come_from(
+    tool_files: Path,
+) -> None:
+    # It said "ModuleNotFoundError: No module named ..." and no more.
+    error = listed(tool_files)["needsdep"]["error"]
+    assert error.startswith("ModuleNotFoundError: No module named 'a_module_nobody_installed'")
+    assert "PEP 723 header" in error and '"dependencies"' in error
+
+
+def test_a_module_a_worker_file_does_not_declare_is_named_without_its_traceback(
+    tool_files: Path,
+) -> None:
+    # It said five lines of traceback joined by " / ", frozen importlib frames first.
+    error = listed(tool_files)["undeclared"]["error"]
+    assert "No module named 'a_module_nobody_installed'" in error
+    assert '"dependencies" of the file\'s PEP 723 header' in error
+    assert "frozen importlib" not in error

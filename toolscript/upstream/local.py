@@ -61,6 +61,7 @@ TOOL_FILE_POLL = 1.0  # seconds between looks at a tool file for edits
 TOOL_FILE_SETTLE = 0.25  # an edited file is read again after this long, until two reads agree
 NOTES_SHOWN = 10  # why public functions are not tools: at most this many in status, then a count
 NOTE_CHARS = 400  # and each cut to this many characters
+_MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '[^']+'")
 _HEADER = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
 
 
@@ -306,6 +307,13 @@ class LocalToolServer:
         # deadline or at shutdown, and the interpreter does not wait for it to exit.
         try:
             return await _in_daemon_thread(load, f"import {self.path.name}", IMPORT_TIMEOUT)
+        except ModuleNotFoundError as exc:
+            raise ModuleNotFoundError(
+                f"{exc} ({self.path.name} imports it, in the gateway's Python: install its "
+                "package there, or give the file a PEP 723 header naming the package in "
+                '"dependencies", and it runs in an environment of its own)',
+                name=exc.name,
+            ) from exc
         except TimeoutError:
             raise UpstreamError(
                 f"importing {self.path} took over {IMPORT_TIMEOUT:g} s, so its tools are not "
@@ -341,6 +349,12 @@ class LocalToolServer:
                     await process.wait()
         if process.returncode != 0 or not stdout.strip():
             message = stderr.decode("utf-8", "replace").strip().splitlines()
+            missing = _MISSING_MODULE.fullmatch(message[-1].strip()) if message else None
+            if missing is not None:  # the traceback's frames say less than its last line
+                raise UpstreamError(
+                    f"uv could not run {self.path.name}: {missing.group(0)} (add the package "
+                    'that provides it to the "dependencies" of the file\'s PEP 723 header)'
+                )
             raise UpstreamError(
                 f"uv could not run {self.path.name}: "
                 + (" / ".join(message[-5:]) or f"exit {process.returncode}")
