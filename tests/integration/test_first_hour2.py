@@ -257,3 +257,37 @@ def test_a_module_a_worker_file_does_not_declare_is_named_without_its_traceback(
     assert "No module named 'a_module_nobody_installed'" in error
     assert '"dependencies" of the file\'s PEP 723 header' in error
     assert "frozen importlib" not in error
+
+
+# -- trust --------------------------------------------------------------------------
+
+
+def test_trust_of_a_config_naming_an_unset_variable_trusts_it_and_says_so(
+    tmp_path: Path,
+) -> None:
+    # It refused (exit 2, "environment variable ... is not set"): the user who read the file
+    # had to export a token before trust would record what the file says.
+    config = {
+        "mcpServers": {
+            "api": {
+                "url": "https://api.example.com/mcp",
+                "headers": {"Authorization": "Bearer ${TOOLSCRIPT_TEST_UNSET_TOKEN}"},
+            }
+        }
+    }
+    (tmp_path / ".toolscript.json").write_text(json.dumps(config))
+    env = {
+        "TOOLSCRIPT_HOME": str(tmp_path / "home"),
+        "TOOLSCRIPT_CONFIG_HOME": str(tmp_path / "trust"),
+        "TOOLSCRIPT_TRUSTED_PATHS": "",
+    }
+    trusted = toolscript_cli("trust", cwd=tmp_path, env=env)
+    assert trusted.returncode == 0, trusted.stderr
+    assert "api: https://api.example.com/mcp" in trusted.stdout
+    assert "not set here: TOOLSCRIPT_TEST_UNSET_TOKEN" in trusted.stderr
+    listed = toolscript_cli("trust", "--list", cwd=tmp_path, env=env)
+    assert str(tmp_path / ".toolscript.json") in listed.stdout
+    # what starts servers still names the variable
+    started = toolscript_cli("gateway", "start", cwd=tmp_path, env=env)
+    assert started.returncode == 2
+    assert "TOOLSCRIPT_TEST_UNSET_TOKEN is not set" in started.stderr
