@@ -25,6 +25,7 @@ import inspect
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import traceback
@@ -232,7 +233,19 @@ def call_function(
     result = function(**arguments)
     if inspect.isawaitable(result):
         result = asyncio.run(_await(result))
-    return _result_adapter(function).dump_python(result, mode="json")
+    import pydantic_core
+
+    try:
+        return _result_adapter(function).dump_python(result, mode="json")
+    except pydantic_core.PydanticSerializationError as exc:
+        # pydantic names the class by the module the gateway imported the file as
+        named = re.search(r"<class '(?:[\w.]*\.)?(\w+)'>", str(exc))
+        kind = named.group(1) if named else type(result).__name__
+        raise TypeError(
+            f"{function.__name__}() returned a value JSON cannot hold (a {kind}): return "
+            "dicts, lists, strings, numbers, booleans and None (dataclasses and pydantic "
+            "models too)"
+        ) from None
 
 
 async def _await(awaitable: Any) -> Any:
