@@ -49,3 +49,17 @@ def test_a_result_json_cannot_hold_names_its_class_not_the_gateways_module() -> 
     message = str(raised.value)
     assert message.startswith("make() returned a value JSON cannot hold (a Thing)")
     assert "PydanticSerializationError" not in message and "test_tool_functions" not in message
+
+
+def test_a_type_hint_naming_nothing_the_file_has_is_named() -> None:
+    # pydantic said "`f_arguments` is not fully defined; you should define `Frame`, then
+    # call `f_arguments.model_rebuild()`".
+    def table(rows: Frame) -> int:  # type: ignore[name-defined]  # noqa: F821
+        return 0
+
+    notes: list[str] = []
+    assert describe_module(module_of(table=table), notes) == []
+    assert notes == [
+        "table() is not a tool: its type hints name 'Frame', which the file neither defines "
+        "nor imports"
+    ]

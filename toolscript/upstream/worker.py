@@ -178,16 +178,26 @@ def _output_schema(function: Callable[..., Any]) -> dict[str, Any] | None:
 
 def describe_module(module: ModuleType, notes: list[str] | None = None) -> list[dict[str, Any]]:
     """MCP tool definitions for the module's public functions; why a public function of it is
-    not a tool goes in ``notes`` (an unannotated one is skipped by rule, not by mistake, but
-    its writer meant a tool more often than a helper)."""
+    not a tool goes in ``notes``, which the gateway logs and shows in status (an unannotated
+    one is skipped by rule, not by mistake, but its writer meant a tool more often than a
+    helper)."""
     said = notes if notes is not None else []
     tools = []
     for name, function in public_functions(module).items():
         try:
+            typing.get_type_hints(function, include_extras=True)
+        except NameError as exc:  # pydantic's words for it ask for a model_rebuild() call
+            said.append(
+                f"{name}() is not a tool: its type hints name {exc.name or str(exc)!r}, which "
+                "the file neither defines nor imports"
+            )
+            continue
+        except Exception:  # pydantic may still make sense of them: it says below if not
+            pass
+        try:
             tools.append(_describe_function(name, function))
         except Exception as exc:  # one function pydantic cannot describe never hides the others
             said.append(f"{name}() is not a tool: {str(exc).splitlines()[0]}")
-            logging.getLogger("toolscript.tool").warning("%s: %s", module.__file__, said[-1])
     for name, value in vars(module).items():
         if (
             not name.startswith("_")
