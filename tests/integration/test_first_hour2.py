@@ -32,16 +32,20 @@ from tests.helpers import (
 SECRET = "s3cret-token-value"
 
 
-class Refusing:
-    """An HTTP server that answers every request 401 Unauthorized, as an API refusing a key."""
+class Answering:
+    """An HTTP server that answers every request alike: 401 Unauthorized, as an API refusing
+    a key, or a web page."""
 
-    def __init__(self) -> None:
+    def __init__(self, status: int, body: bytes = b"") -> None:
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                self.send_response(401)
-                self.send_header("WWW-Authenticate", "Bearer")
-                self.send_header("Content-Length", "0")
+                self.send_response(status)
+                if status == 401:
+                    self.send_header("WWW-Authenticate", "Bearer")
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
+                self.wfile.write(body)
 
             do_POST = do_GET
 
@@ -75,9 +79,10 @@ def url_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A gateway of URL servers each configured the way a user gets it wrong at first."""
     project = tmp_path_factory.mktemp("url-servers")
     http_port, sse_port = free_port(), free_port()
-    refusing = Refusing()
+    refusing, page = Answering(401), Answering(200, b"<html><body>Welcome</body></html>")
     with ExitStack() as stack:
         stack.callback(refusing.close)
+        stack.callback(page.close)
         for transport, port in (("streamable-http", http_port), ("sse", sse_port)):
             stack.enter_context(
                 background_server([sys.executable, str(FIXTURE_SERVER), transport, str(port)], port)
@@ -96,6 +101,8 @@ def url_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
                 "keyed": {"url": f"{closed}/mcp", "headers": {"Authorization": f"Bearer {SECRET}"}},
                 "keyedsse": {"type": "sse", "url": f"{closed}/sse", "headers": {"X-Api-Key": "k"}},
                 "oauth": {"url": f"{closed}/mcp"},
+                "webpage": {"url": f"http://127.0.0.1:{page.port}/"},
+                "webpagesse": {"type": "sse", "url": f"http://127.0.0.1:{page.port}/"},
             },
             "search": {"semantic": False},
         }
@@ -146,6 +153,13 @@ def test_a_401_to_the_configured_headers_names_the_headers_not_a_sign_in(
     assert server["state"] == "failed", server
     assert f"headers.{header}" in server["error"]
     assert SECRET not in server["error"]
+
+
+@pytest.mark.parametrize("name", ["webpage", "webpagesse"])
+def test_a_url_that_answers_with_a_web_page_is_said_to(url_servers: Path, name: str) -> None:
+    # It said "MCPError: Unexpected content type: text/html" (an SSEError for sse).
+    error = listed(url_servers)[name]["error"]
+    assert "the URL answers with a web page: is it the server's MCP endpoint?" in error, error
 
 
 def test_a_401_with_no_headers_still_asks_for_a_sign_in(url_servers: Path) -> None:

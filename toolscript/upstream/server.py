@@ -576,6 +576,8 @@ class UpstreamServer:
             )
         if self._refused is not None and self.state != ServerState.CONNECTED:
             message = refused_message(self.config, *self._refused)
+        elif self.config.url is not None and "text/html" in message:
+            message += " (the URL answers with a web page: is it the server's MCP endpoint?)"
         if message == TIMED_OUT:  # what the user can check, and what gives it longer
             message += (
                 f": no MCP answer in {self.connect_timeout:g} s (is it an MCP server"
