@@ -298,6 +298,7 @@ def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
         ) from exc
     _validate(doc, path)
     _refuse_nul_folders(doc, path)
+    _refuse_keys_of_another_transport(doc, path)
     substituted: list[tuple[JsonPath, str, str]] = []
     expanded = _expand(doc.value, (), doc, path, environ, substituted)
 
@@ -470,6 +471,39 @@ def _validate(doc: PositionedJson, path: Path) -> None:
         "\n".join(messages) if len(messages) > 1 else messages[0],
         hint=f"the schema is {_schema_location()}",
     )
+
+
+# The keys of one kind of server that another kind ignores: a token in a URL server's "env"
+# never reached it, silently.
+_STDIO_KEYS = ("command", "args", "env", "cwd")
+_URL_KEYS = ("url", "headers", "oauth")
+
+
+def _refuse_keys_of_another_transport(doc: PositionedJson, path: Path) -> None:
+    """A server entry with a key only another kind of server reads: an error at that key,
+    saying where such a value goes instead (an empty one says nothing, and passes)."""
+    for name, entry in (doc.value.get("mcpServers") or {}).items():
+        if not isinstance(entry, dict):
+            continue
+        kind = entry.get("type") or ("stdio" if "command" in entry else "http")
+        ignored = _URL_KEYS if kind == "stdio" else _STDIO_KEYS
+        for key in (key for key in ignored if entry.get(key) not in (None, {}, [], "")):
+            line, col = doc.line_col(("mcpServers", name, key), key=True)
+            if kind == "stdio":
+                said = f"{key!r} is for http and sse servers, and {name!r} is a stdio server"
+                hint = 'pass values to a stdio server in its "env", or remove the key'
+            else:
+                said = (
+                    f"{key!r} is for stdio servers, and {name!r} is an {kind} server: "
+                    "toolscript starts no program for it"
+                )
+                hint = (
+                    'send values to it in "headers" ("Authorization": "Bearer ${TOKEN}"), '
+                    "or remove the key"
+                )
+            raise ConfigError(
+                f"{path}:{line}:{col}: {format_path(('mcpServers', name, key))}: {said}", hint=hint
+            )
 
 
 def _refuse_nul_folders(doc: PositionedJson, path: Path) -> None:

@@ -447,3 +447,11 @@ def test_list_tools_verbose_takes_the_same_header_option(
     monkeypatch.setattr(tools, "gateway_client", client)
     lines = runner.invoke(app, ["list-tools", "time", "-v", "--header"]).stdout.splitlines()
     assert lines == ["tool\tpolicy\tdescription", "now\tallow\tThe time"]
+
+
+def test_auth_logout_without_a_server_asks_for_the_server_to_sign_out_of() -> None:
+    # It said "name a server to sign in to" to a user signing out.
+    shown = runner.invoke(app, ["auth", "--logout"])
+    assert isinstance(shown.exception, UsageError)  # exit 2 once the entry point shows it
+    assert shown.exception.message == "name the server to sign out of"
+    assert "toolscript auth --logout SERVER" in (shown.exception.hint or "")

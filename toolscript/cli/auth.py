@@ -77,6 +77,11 @@ def auth_command(
             ],
         )
         return
+    if server is None and logout:
+        raise UsageError(
+            "name the server to sign out of",
+            hint="toolscript auth --logout SERVER (--list names them)",
+        )
     if server is None:
         raise UsageError("name a server to sign in to", hint="toolscript auth SERVER, or --list")
     configured = load_config(config, require_trust=True).server(server)

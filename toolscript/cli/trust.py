@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import re
 import sys
-from typing import Annotated
+from collections.abc import Iterator, Mapping
+from typing import Annotated, Any
 
 import typer
 
@@ -13,6 +16,32 @@ from toolscript.config import find_config_path, load_config
 from toolscript.errors import UsageError
 
 __all__ = ["trust_command"]
+
+
+class _UnsetAsEmpty(Mapping[str, str]):
+    """The environment, with a variable the config names and it lacks read as empty (and
+    noted): trust is about what the file says, and a token exported later changes none of
+    it. Any other name reads as the environment has it."""
+
+    def __init__(self, environ: Mapping[str, str], named: set[str]) -> None:
+        self.environ, self.named = environ, named
+        self.unset: list[str] = []
+
+    def __getitem__(self, name: str) -> str:
+        return self.environ[name]
+
+    def get(self, name: str, default: object = None) -> Any:
+        if name in self.environ or name not in self.named:
+            return self.environ.get(name, default)
+        if name not in self.unset:
+            self.unset.append(name)
+        return ""
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.environ)
+
+    def __len__(self) -> int:
+        return len(self.environ)
 
 
 def trust_command(
@@ -59,16 +88,30 @@ def trust_command(
         return
     if not path.exists():
         raise UsageError(f"{path}: no config file to trust", hint="create .toolscript.json first")
-    loaded = load_config(path)  # an invalid file is reported, not trusted
+    named = set(
+        re.findall(
+            r"\$\{([A-Za-z_][A-Za-z0-9_]*)", path.read_text(encoding="utf-8", errors="replace")
+        )
+    )
+    environ = _UnsetAsEmpty(os.environ, named)
+    loaded = load_config(path, environ=environ)  # an invalid file is reported, not trusted
     trust.trust(path)
     servers = [server.summary() for server in loaded.servers]
     # the repository's files of other clients it imports: trusted with it, as they are now
     imported = [str(file) for file in trust.imported_project_files(path) if file.is_file()]
     if as_json:
-        print_json({"trusted": str(path), "imported": imported, "servers": servers})
+        print_json(
+            {"trusted": str(path), "imported": imported, "servers": servers, "unset": environ.unset}
+        )
         return
     write_shown(f"trusted: {path}\n")
     for file in imported:
         write_shown(f"  with the file it imports: {file}\n")
     for server in servers:
         write_shown(f"  {server['name']}: {server['target']}\n")
+    if environ.unset:
+        names = ", ".join(environ.unset)
+        sys.stderr.write(
+            f"note: not set here: {names}; export each before its servers start (until then, "
+            "starting them names what is missing)\n"
+        )

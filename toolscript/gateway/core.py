@@ -206,11 +206,22 @@ def _script_document(script: SavedScript) -> ToolDocument:
     )
 
 
-def _tool_not_found(server: str, tool: str, spellings: dict[str, str]) -> ToolNotFoundError:
+def _tool_not_found(upstream: Upstream, tool: str, spellings: dict[str, str]) -> ToolNotFoundError:
     """No tool ``tool`` on ``server``, named as users write it (``time.get_time``, as
     `approve --tool` takes it; never the gateway's ``time__get_time``), with the close
     names of ``spellings`` (how a tool may be written, its camelCase function too -> its
-    name) as suggestions."""
+    name) as suggestions; or, for a function of a tool file that is not a tool, why not."""
+    server = upstream.name
+    why = next(
+        (
+            str(warning)
+            for warning in upstream.status().get("warnings") or []
+            if str(warning).startswith(f"{tool}() is not a tool: ")
+        ),
+        None,
+    )
+    if why is not None:
+        return ToolNotFoundError(f"{server}.{why}")
     close = difflib.get_close_matches(tool, list(spellings), n=6, cutoff=0.5)
     names = list(dict.fromkeys(spellings[found] for found in close))[:3]
     return ToolNotFoundError(
@@ -1098,7 +1109,7 @@ class Gateway:
                 f"{self.config_file}",
                 hint='scripts cannot call it; change its rule under "policy" to allow it',
             )
-        raise _tool_not_found(server, tool, {name: name for name in upstream.tools})
+        raise _tool_not_found(upstream, tool, {name: name for name in upstream.tools})
 
     def fragments(self, server: str | None = None, tool: str | None = None) -> list[ToolFragment]:
         """Generated fragments, optionally of one server and one tool (original or camelCase)."""
@@ -1115,7 +1126,7 @@ class Gateway:
         matching = [f for f in selected if tool in (f.tool, f.function)]
         if not matching:
             spellings = {f.function: f.tool for f in selected} | {f.tool: f.tool for f in selected}
-            raise _tool_not_found(server, tool, spellings)
+            raise _tool_not_found(upstream, tool, spellings)
         return matching
 
     def all_tools(self) -> list[tuple[str, dict[str, Any]]]:

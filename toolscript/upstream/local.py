@@ -59,6 +59,9 @@ IMPORT_TIMEOUT = 120.0  # seconds an internal tool file may take to import (to b
 WORKER_LINE_LIMIT = 64 * 1024 * 1024  # the largest reply a worker may send
 TOOL_FILE_POLL = 1.0  # seconds between looks at a tool file for edits
 TOOL_FILE_SETTLE = 0.25  # an edited file is read again after this long, until two reads agree
+NOTES_SHOWN = 10  # why public functions are not tools: at most this many in status, then a count
+NOTE_CHARS = 400  # and each cut to this many characters
+_MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '[^']+'")
 _HEADER = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
 
 
@@ -151,6 +154,7 @@ class LocalToolServer:
         self._on_tools_changed = on_tools_changed
         self.workers_started = 0
         self.warnings: list[str] = []  # an edit of the file that could not be loaded
+        self.notes: list[str] = []  # why a public function of the loaded file is not a tool
         self._file_seen: tuple[int, int] | None = None  # the file as last loaded
         self._retiring: dict[asyncio.Future[None], _Worker] = {}  # workers of older versions
 
@@ -224,14 +228,21 @@ class LocalToolServer:
         metadata = parse_script_metadata(self.path, text)
         self.docstring = module_docstring(text)
         functions: dict[str, Any] = {}
+        notes: list[str] = []
         if metadata is not None:
-            described = await self._describe_external(metadata)
+            described = await self._describe_external(metadata, notes)
         else:
-            described, functions = await self._describe_internal()
+            described, functions = await self._describe_internal(notes)
         tools = {tool["name"]: tool for tool in described if self.config.allows_tool(tool["name"])}
         # No await from here on: a call sees the old code with the old tools, or the new with
         # the new.
         self.metadata, self._functions, self.tools = metadata, functions, tools
+        shown = [self._redact(note[:NOTE_CHARS]) for note in notes[:NOTES_SHOWN]]
+        if len(notes) > NOTES_SHOWN:
+            shown.append(f"and {len(notes) - NOTES_SHOWN} more functions that are not tools")
+        self.notes = shown
+        for note in self.notes:
+            log.warning("%s: %s", self.name, note)
         old, self._worker = self._worker, None
         if old is not None:
             self._retire(old)
@@ -280,7 +291,9 @@ class LocalToolServer:
         if self._on_tools_changed is not None:
             await self._on_tools_changed(self)
 
-    async def _describe_internal(self) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    async def _describe_internal(
+        self, notes: list[str]
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         from toolscript.upstream import worker
 
         def load() -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -288,19 +301,28 @@ class LocalToolServer:
                 "toolscript_local_" + hashlib.sha256(str(self.path).encode()).hexdigest()[:12]
             )
             module = worker.load_module(self.path, module_name)
-            return worker.describe_module(module), worker.public_functions(module)
+            return worker.describe_module(module, notes), worker.public_functions(module)
 
         # A daemon thread, not a worker thread: an import that hangs is abandoned at its
         # deadline or at shutdown, and the interpreter does not wait for it to exit.
         try:
             return await _in_daemon_thread(load, f"import {self.path.name}", IMPORT_TIMEOUT)
+        except ModuleNotFoundError as exc:
+            raise ModuleNotFoundError(
+                f"{exc} ({self.path.name} imports it, in the gateway's Python: install its "
+                "package there, or give the file a PEP 723 header naming the package in "
+                '"dependencies", and it runs in an environment of its own)',
+                name=exc.name,
+            ) from exc
         except TimeoutError:
             raise UpstreamError(
                 f"importing {self.path} took over {IMPORT_TIMEOUT:g} s, so its tools are not "
                 "loaded; do slow work inside the tool functions, not at import"
             ) from None
 
-    async def _describe_external(self, metadata: dict[str, Any]) -> list[dict[str, Any]]:
+    async def _describe_external(
+        self, metadata: dict[str, Any], notes: list[str]
+    ) -> list[dict[str, Any]]:
         process = await asyncio.create_subprocess_exec(
             *self._worker_command(metadata),
             "--describe",
@@ -327,11 +349,19 @@ class LocalToolServer:
                     await process.wait()
         if process.returncode != 0 or not stdout.strip():
             message = stderr.decode("utf-8", "replace").strip().splitlines()
+            missing = _MISSING_MODULE.fullmatch(message[-1].strip()) if message else None
+            if missing is not None:  # the traceback's frames say less than its last line
+                raise UpstreamError(
+                    f"uv could not run {self.path.name}: {missing.group(0)} (add the package "
+                    'that provides it to the "dependencies" of the file\'s PEP 723 header)'
+                )
             raise UpstreamError(
                 f"uv could not run {self.path.name}: "
                 + (" / ".join(message[-5:]) or f"exit {process.returncode}")
             )
-        tools: list[dict[str, Any]] = json.loads(stdout.decode().strip().splitlines()[-1])["tools"]
+        described = json.loads(stdout.decode().strip().splitlines()[-1])
+        notes.extend(str(note) for note in described.get("notes") or [])
+        tools: list[dict[str, Any]] = described["tools"]
         return tools
 
     def _worker_command(self, metadata: dict[str, Any] | None = None) -> list[str]:
@@ -597,7 +627,7 @@ class LocalToolServer:
             "error": self.error,
             "stderr": [],
             "tools": len(self.tools),
-            "warnings": list(self.warnings),
+            "warnings": [*self.warnings, *self.notes],
             "attempts": self.attempts,
             "kind": "external" if self.external else "internal",
         }

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import urlsplit
 
 import anyio
 import mcp_types
@@ -149,6 +150,8 @@ class UpstreamServer:
         self._server_ended: Callable[[], bool] = lambda: False  # whether that process exited
         self._repairs: dict[Any, str] = {}  # request id -> method whose result gets repaired
         self._unauthorized = False  # the server answered 401 since this connection began
+        self._refused: tuple[int, str] | None = None  # its first other HTTP error, likewise
+        self._signed_in = False  # whether this connection sends a kept OAuth sign-in
         self._sign_in_stamp = 0.0  # the token store's stamp when this connection began
         self._failure_logged: str | None = None  # the failure warned of, till it connects
 
@@ -186,6 +189,7 @@ class UpstreamServer:
     async def _connect_and_serve(self) -> None:
         self._lost = anyio.Event()
         self._unauthorized = False
+        self._refused = None
         self._repairs.clear()
         async with AsyncExitStack() as stack:
             read, raw_write = await stack.enter_async_context(self._transport())
@@ -293,17 +297,27 @@ class UpstreamServer:
             from toolscript.upstream.sdk import create_mcp_http_client
 
             assert config.url is not None
+
+            def noting_client(
+                headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None
+            ) -> Any:
+                http = create_mcp_http_client(headers=headers, timeout=timeout, auth=auth)
+                http.event_hooks["response"] = [*http.event_hooks["response"], self._note_response]
+                return http
+
             async with sse_client(
                 config.url,
                 headers=dict(config.headers),
                 auth=self._auth(),
-                httpx_client_factory=create_mcp_http_client,
+                httpx_client_factory=noting_client,
             ) as streams:
                 yield streams
 
     async def _note_response(self, response: Any) -> None:
         if response.status_code == 401:
             self._unauthorized = True
+        elif response.status_code >= 400 and self._refused is None:
+            self._refused = (response.status_code, response.reason_phrase or "")
 
     def _auth(self) -> Any:
         """The kept OAuth sign-in's tokens (refreshed as they expire), or None."""
@@ -313,7 +327,9 @@ class UpstreamServer:
         assert self.config.url is not None
         # What the store held when this attempt began: a sign-in after it means try again.
         self._sign_in_stamp = TokenStore(self.config.url, self.name).stamp()
-        return gateway_auth(self.config, self._sign_in_needed)
+        auth = gateway_auth(self.config, self._sign_in_needed)
+        self._signed_in = auth is not None
+        return auth
 
     def _sign_in_hint(self) -> str | None:
         if self.state != ServerState.NEEDS_AUTH:
@@ -559,6 +575,10 @@ class UpstreamServer:
                 f' (the program goes in "command", each argument in "args": '
                 f'"command": {json.dumps(program)}, "args": {json.dumps(args)})'
             )
+        if self._refused is not None and self.state != ServerState.CONNECTED:
+            message = refused_message(self.config, *self._refused)
+        elif self.config.url is not None and "text/html" in message:
+            message += " (the URL answers with a web page: is it the server's MCP endpoint?)"
         if message == TIMED_OUT:  # what the user can check, and what gives it longer
             message += (
                 f": no MCP answer in {self.connect_timeout:g} s (is it an MCP server"
@@ -569,7 +589,11 @@ class UpstreamServer:
         self.connected_at = None
         if self._stopping:
             return
-        if (self._unauthorized or _needs_sign_in(exc)) and self.config.url is not None:
+        unauthorized = self._unauthorized or _needs_sign_in(exc)
+        if unauthorized and self.config.headers and not self._signed_in:
+            # Its headers carry a token (an API key, a bearer): that token is what it refused.
+            self.error = self._redact(headers_refused_message(self.config))
+        elif unauthorized and self.config.url is not None:
             from toolscript.upstream.oauth import sign_in_command
 
             self.error = f"needs a sign-in: run `{sign_in_command(self.name)}`"
@@ -1073,6 +1097,38 @@ def _origin(url: str) -> str:
     except ValueError:
         port = ""
     return f"{parts.scheme}://{parts.hostname or ''}{port}"
+
+
+def refused_message(config: ServerConfig, status: int, reason: str) -> str:
+    """A connection an HTTP error refused, said with its status and what to check: the SDK's
+    own words ("Not Found", "Server returned an error response") name neither, and httpx's
+    name the whole URL, whose path or query may hold a token."""
+    said = f"{_origin(config.url or '')} answered HTTP {status}{f' {reason}' if reason else ''}"
+    path = urlsplit(config.url or "").path.rstrip("/")
+    if config.transport == "http" and (path.endswith("/sse") or status == 405):
+        check = 'if it is an SSE server, give its entry "type": "sse"'
+    elif config.transport == "sse" and path.endswith("/mcp"):
+        check = 'if it is a streamable HTTP server, remove "type": "sse" from its entry'
+    elif status == 404:
+        check = (
+            "is the URL its MCP endpoint? (streamable HTTP servers often serve /mcp, SSE ones /sse)"
+        )
+    else:
+        check = "is the URL its MCP endpoint?"
+    return f"{said} while connecting: {check}"
+
+
+def headers_refused_message(config: ServerConfig) -> str:
+    """A 401 to a server whose entry sends headers: a sign-in would not help as much as
+    looking at those headers' values (a token expired, a ${VAR} with the wrong value)."""
+    from toolscript.upstream.oauth import sign_in_command
+
+    names = ", ".join(f"headers.{name}" for name in config.headers)
+    return (
+        f"answered 401 Unauthorized to the headers of its entry: check the value of {names} "
+        f"in the config (and the variables it names); if it uses OAuth, run "
+        f"`{sign_in_command(config.name)}`"
+    )
 
 
 def _describe(exc: BaseException) -> str:

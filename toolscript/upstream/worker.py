@@ -7,7 +7,8 @@ library and pydantic, so it runs in the tool's own environment.
 
 Protocol, one JSON object per line:
 
-- worker -> gateway, once imported: ``{"ready": true, "pid": N}``
+- worker -> gateway, once imported: ``{"ready": true, "pid": N}``; with ``--describe``,
+  ``{"tools": [...], "notes": [why a public function is not a tool, ...]}`` instead
 - request: ``{"id": 1, "function": "name", "kwargs": {...}, "config": {...}, "secrets": {...}}``
 - response: ``{"id": 1, "result": ..., "error": null}`` or ``{"id": 1, "result": null, "error": "message"}``
 
@@ -24,6 +25,7 @@ import inspect
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import traceback
@@ -174,15 +176,39 @@ def _output_schema(function: Callable[..., Any]) -> dict[str, Any] | None:
     return schema
 
 
-def describe_module(module: ModuleType) -> list[dict[str, Any]]:
-    """MCP tool definitions for the module's public functions."""
+def describe_module(module: ModuleType, notes: list[str] | None = None) -> list[dict[str, Any]]:
+    """MCP tool definitions for the module's public functions; why a public function of it is
+    not a tool goes in ``notes``, which the gateway logs and shows in status (an unannotated
+    one is skipped by rule, not by mistake, but its writer meant a tool more often than a
+    helper)."""
+    said = notes if notes is not None else []
     tools = []
     for name, function in public_functions(module).items():
         try:
+            typing.get_type_hints(function, include_extras=True)
+        except NameError as exc:  # pydantic's words for it ask for a model_rebuild() call
+            said.append(
+                f"{name}() is not a tool: its type hints name {exc.name or str(exc)!r}, which "
+                "the file neither defines nor imports"
+            )
+            continue
+        except Exception:  # pydantic may still make sense of them: it says below if not
+            pass
+        try:
             tools.append(_describe_function(name, function))
         except Exception as exc:  # one function pydantic cannot describe never hides the others
-            logging.getLogger("toolscript.tool").warning(
-                "%s: skipped %s(): %s", module.__file__, name, str(exc).splitlines()[0]
+            said.append(f"{name}() is not a tool: {str(exc).splitlines()[0]}")
+    for name, value in vars(module).items():
+        if (
+            not name.startswith("_")
+            and inspect.isfunction(value)
+            and value.__module__ == module.__name__
+            and not getattr(value, "__annotations__", None)
+        ):
+            said.append(
+                f"{name}() is not a tool: it has no type hints (annotate its parameters and "
+                f"result, as in `def {name}(text: str) -> str`, or name it _{name} to keep it "
+                "a helper)"
             )
     return tools
 
@@ -217,7 +243,19 @@ def call_function(
     result = function(**arguments)
     if inspect.isawaitable(result):
         result = asyncio.run(_await(result))
-    return _result_adapter(function).dump_python(result, mode="json")
+    import pydantic_core
+
+    try:
+        return _result_adapter(function).dump_python(result, mode="json")
+    except pydantic_core.PydanticSerializationError as exc:
+        # pydantic names the class by the module the gateway imported the file as
+        named = re.search(r"<class '(?:[\w.]*\.)?(\w+)'>", str(exc))
+        kind = named.group(1) if named else type(result).__name__
+        raise TypeError(
+            f"{function.__name__}() returned a value JSON cannot hold (a {kind}): return "
+            "dicts, lists, strings, numbers, booleans and None (dataclasses and pydantic "
+            "models too)"
+        ) from None
 
 
 async def _await(awaitable: Any) -> Any:
@@ -276,7 +314,9 @@ def main() -> None:
     if "--describe" in sys.argv:
         _exit_with_parent()
         module = load_module(path, "toolscript_tool")
-        protocol.write(json.dumps({"tools": describe_module(module)}) + "\n")
+        notes: list[str] = []
+        described = describe_module(module, notes)
+        protocol.write(json.dumps({"tools": described, "notes": notes}) + "\n")
         return
     module = load_module(path, "toolscript_tool")
     functions = public_functions(module)

@@ -1,0 +1,65 @@
+"""What a Python tool file's writer is told about a function: one that is not a tool, and a
+result that JSON cannot hold (upstream/worker.py, pure logic on a module made here)."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from toolscript.upstream.worker import ToolContext, call_function, describe_module
+
+
+class Thing:
+    pass
+
+
+def module_of(**functions: object) -> types.ModuleType:
+    module = types.ModuleType("tool_file")
+    for name, function in functions.items():
+        function.__module__ = "tool_file"
+        setattr(module, name, function)
+    return module
+
+
+def test_a_public_function_without_type_hints_is_noted_not_silently_left_out() -> None:
+    def shout(text: str) -> str:
+        return text.upper()
+
+    def whisper(text):  # type: ignore[no-untyped-def]
+        return text.lower()
+
+    def _helper(text):  # type: ignore[no-untyped-def]
+        return text
+
+    notes: list[str] = []
+    tools = describe_module(module_of(shout=shout, whisper=whisper, _helper=_helper), notes)
+    assert [tool["name"] for tool in tools] == ["shout"]
+    assert len(notes) == 1
+    assert notes[0].startswith("whisper() is not a tool: it has no type hints")
+    assert "_whisper" in notes[0]
+
+
+def test_a_result_json_cannot_hold_names_its_class_not_the_gateways_module() -> None:
+    def make(x: int) -> object:
+        return {"thing": Thing()}
+
+    with pytest.raises(TypeError) as raised:
+        call_function(make, {"x": 1}, ToolContext())
+    message = str(raised.value)
+    assert message.startswith("make() returned a value JSON cannot hold (a Thing)")
+    assert "PydanticSerializationError" not in message and "test_tool_functions" not in message
+
+
+def test_a_type_hint_naming_nothing_the_file_has_is_named() -> None:
+    # pydantic said "`f_arguments` is not fully defined; you should define `Frame`, then
+    # call `f_arguments.model_rebuild()`".
+    def table(rows: Frame) -> int:  # type: ignore[name-defined]  # noqa: F821
+        return 0
+
+    notes: list[str] = []
+    assert describe_module(module_of(table=table), notes) == []
+    assert notes == [
+        "table() is not a tool: its type hints name 'Frame', which the file neither defines "
+        "nor imports"
+    ]
