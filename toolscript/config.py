@@ -194,6 +194,8 @@ class Config:
     # `import`: what the other clients' configs made toolscript skip, and every file of
     # theirs it reads (present or not: the gateway watches them as it watches this file)
     import_warnings: tuple[str, ...] = ()
+    # what this file says that toolscript ignores (a key of another kind of server), warned
+    warnings: tuple[str, ...] = ()
     import_errors: tuple[str, ...] = ()  # imported files that could not be read (warned too)
     imported_files: tuple[Path, ...] = ()
 
@@ -298,7 +300,7 @@ def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
         ) from exc
     _validate(doc, path)
     _refuse_nul_folders(doc, path)
-    _refuse_keys_of_another_transport(doc, path)
+    ignored = _keys_of_another_transport(doc, path)
     substituted: list[tuple[JsonPath, str, str]] = []
     expanded = _expand(doc.value, (), doc, path, environ, substituted)
 
@@ -335,6 +337,7 @@ def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
         project_dir=path.parent,
         servers=servers + imported + local,
         import_warnings=imports.warnings,
+        warnings=tuple(ignored),
         import_errors=imports.broken,
         imported_files=imports.watched,
         search=search,
@@ -479,9 +482,12 @@ _STDIO_KEYS = ("command", "args", "env", "cwd")
 _URL_KEYS = ("url", "headers", "oauth")
 
 
-def _refuse_keys_of_another_transport(doc: PositionedJson, path: Path) -> None:
-    """A server entry with a key only another kind of server reads: an error at that key,
-    saying where such a value goes instead (an empty one says nothing, and passes)."""
+def _keys_of_another_transport(doc: PositionedJson, path: Path) -> list[str]:
+    """A warning for each key of a server entry that only another kind of server reads, at
+    that key, saying where such a value goes (an empty one says nothing). Warned, not
+    refused: other clients (Claude Code among them) ignore such a key, so a config copied
+    from one keeps its servers."""
+    warnings = []
     for name, entry in (doc.value.get("mcpServers") or {}).items():
         if not isinstance(entry, dict):
             continue
@@ -491,19 +497,19 @@ def _refuse_keys_of_another_transport(doc: PositionedJson, path: Path) -> None:
             line, col = doc.line_col(("mcpServers", name, key), key=True)
             if kind == "stdio":
                 said = f"{key!r} is for http and sse servers, and {name!r} is a stdio server"
-                hint = 'pass values to a stdio server in its "env", or remove the key'
+                where = 'pass values to a stdio server in its "env", or remove the key'
             else:
                 said = (
                     f"{key!r} is for stdio servers, and {name!r} is an {kind} server: "
                     "toolscript starts no program for it"
                 )
-                hint = (
+                where = (
                     'send values to it in "headers" ("Authorization": "Bearer ${TOKEN}"), '
                     "or remove the key"
                 )
-            raise ConfigError(
-                f"{path}:{line}:{col}: {format_path(('mcpServers', name, key))}: {said}", hint=hint
-            )
+            place = f"{path}:{line}:{col}: {format_path(('mcpServers', name, key))}"
+            warnings.append(f"{place}: {said}; ignored ({where})")
+    return warnings
 
 
 def _refuse_nul_folders(doc: PositionedJson, path: Path) -> None:

@@ -68,7 +68,7 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
                 "valid": True,
                 "path": str(loaded.path) if loaded.path else None,
                 "servers": [server.name for server in loaded.servers],
-                "warnings": list(loaded.import_warnings),
+                "warnings": [*loaded.warnings, *loaded.import_warnings],
             }
         )
         return
@@ -78,6 +78,8 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
             "`mcpServers`, or `toolscript init` to import your other clients' servers)\n"
         )
         return
+    for warning in loaded.warnings:
+        write_shown(f"warning: {warning}\n", sys.stderr)
     for warning in loaded.import_warnings:  # they quote other clients' files
         write_shown(f"warning: import: {warning}\n", sys.stderr)
     count = len(loaded.servers)

@@ -35,6 +35,8 @@ def list_servers(
         toolscript list-servers --json | jq '.[].name'
     """
     loaded = load_config(config)
+    for warning in loaded.warnings:
+        write_shown(f"warning: {warning}\n", sys.stderr)
     for warning in loaded.import_warnings:
         write_shown(f"warning: import: {warning}\n", sys.stderr)  # quoting other clients' files
     servers = [server.summary() for server in loaded.servers]

@@ -413,6 +413,8 @@ class Gateway:
                 if await anyio.to_thread.run_sync(self.search.vectors_stored):
                     tasks.start_soon(quick.prepare, name="quick queries")
                     quick.early = True
+            for warning in self.config.warnings:
+                log.warning("config: %s", warning)
             for warning in self.config.import_warnings:
                 log.warning("import: %s", warning)
             starting = [u for name, u in self.upstreams.items() if name not in self._deferred]
@@ -749,6 +751,9 @@ class Gateway:
         removed = [name for name in old if name not in fresh]
         added = [name for name in fresh if name not in old]
         changed = [name for name in fresh if name in old and fresh[name] != old[name]]
+        for warning in new.warnings:
+            if warning not in self.config.warnings:
+                log.warning("config: %s", warning)
         for warning in new.import_warnings:
             if warning not in self.config.import_warnings:
                 log.warning("import: %s", warning)
