@@ -256,3 +256,5 @@ def test_a_files_name_is_a_value_its_extension_a_kind() -> None:
     assert first_of(tools, "show me ~/app/config.yaml") == "read_file"
     assert keyword_query("read ./a/b.py") == "read py file"
     assert keyword_query("save it as notes.md") == "save it as md file"
+    # a document's kind in its tools' words: a spreadsheet tool, not a plain file reader
+    assert keyword_query("read ~/q3/sales.xlsx") == "read xlsx excel spreadsheet file"

@@ -11,6 +11,7 @@ from typing import Any
 from toolscript.search.parameters import PARAMETERS, SearchParameters
 from toolscript.search.words import (
     BARE_FILE_EXTENSIONS,
+    DOCUMENT_KINDS,
     LATITUDE_NAMES,
     LONGITUDE_NAMES,
     SHORT_FORMS,
@@ -147,8 +148,11 @@ def keyword_query(text: str) -> str:
 
 
 def _kind(name: str) -> str:
-    """The kind of file ``name`` is, as its extension says ("report.md" -> "md")."""
-    return name.rpartition(".")[2]
+    """The kind of file ``name`` is, as its extension says and in its tools' words for a
+    document ("report.md" -> "md", "sales.xlsx" -> "xlsx excel spreadsheet")."""
+    extension = name.rpartition(".")[2]
+    kind = DOCUMENT_KINDS.get(extension.lower())
+    return f"{extension} {kind}" if kind else extension
 
 
 def _bare_files_kind(text: str) -> str:
