@@ -54,6 +54,8 @@ SERVER = Path(__file__).resolve().parent / "search" / "corpus_server.py"
 LABELLED = {
     "ours": Path(__file__).resolve().parent / "search" / "queries.txt",
     "heldout": Path(__file__).resolve().parent / "search" / "queries_heldout.txt",
+    # written blind, in agents' own phrasings, over the servers the tests run and the corpus
+    "agent": Path(__file__).resolve().parent / "search" / "queries_agent_styles.txt",
 }
 # The four retrievers and the final design. "fixed" is the design before adaptive fusion and
 # splitting (hybrid blend with the fixed alpha, the request ranked whole); "adaptive" adds the
@@ -121,16 +123,20 @@ def load_query_sets(files: list[str]) -> dict[str, list[tuple[str, Gold]]]:
         for line in path.read_text().splitlines():
             if not line.strip() or line.startswith("#"):
                 continue
-            query, gold_text = line.split(" | ")
-            options = set()
-            for item in gold_text.split(";"):
-                file, tool = item.strip().split(":")
-                if (server_name(file), tool) in present:
-                    options.add((server_name(file), tool))
-                elif file.startswith("livemcpbench/") or len(files) > 100:
-                    missing.append(item.strip())
-            if options:
-                sets[name].append((query, [options]))
+            # "query | need" or, for a multi-step request, "query | need | need ..."
+            query, *needs = line.split(" | ")
+            gold: Gold = []
+            for gold_text in needs:
+                options = set()
+                for item in gold_text.split(";"):
+                    file, tool = item.strip().split(":")
+                    if (server_name(file), tool) in present:
+                        options.add((server_name(file), tool))
+                    elif file.startswith("livemcpbench/") or len(files) > 100:
+                        missing.append(item.strip())
+                gold.append(options)
+            if all(gold):
+                sets[name].append((query, gold))
     if missing and len(files) > 100:
         raise SystemExit(f"labelled queries name tools the corpus lacks: {missing}")
     sample = json.loads((root / "queries_sample.json").read_text())
@@ -339,6 +345,25 @@ def evaluate(rank: Ranker, queries: list[tuple[str, Gold]], mode: str) -> dict[s
     return scores
 
 
+def show_misses(rank: Ranker, name: str, queries: list[tuple[str, Gold]]) -> None:
+    """Each query of ``queries`` whose needs are not all met at rank 1 (a multi-step request's
+    at ranks 1..n), in keyword and hybrid mode, with the top 5 it got: what failure
+    classes are read from (only ever on the dev half)."""
+    for mode in ("keyword", "hybrid"):
+        for query, gold in queries:
+            ranked = rank(query, mode)
+            top = set(ranked[: len(gold)])
+            if all(options & top for options in gold):
+                continue
+            ranks = [
+                next((i for i, item in enumerate(ranked, 1) if item in options), None)
+                for options in gold
+            ]
+            wanted = " | ".join(sorted(f"{s}.{t}" for s, t in options)[0] for options in gold)
+            print(f"MISS {name} {mode:8} {query!r} ranks={ranks} wanted={wanted}")
+            print("     got: " + ", ".join(f"{s}.{t}" for s, t in ranked[:5]))
+
+
 def margin(
     ours: list[float], baseline: list[float], rounds: int = 2000
 ) -> tuple[float, float, float]:
@@ -376,6 +401,11 @@ def main() -> None:
     parser.add_argument(
         "--catalogue", choices=CATALOGUES, default="full", help="how tersely tools are described"
     )
+    parser.add_argument(
+        "--misses",
+        action="store_true",
+        help="also list each query whose tools are not all in the top 1, with its top 5, per mode",
+    )
     args = parser.parse_args()
     searcher = in_process if args.in_process else through_gateway
     subsets = ["lmb", "all"] if args.subset == "both" else [args.subset]
@@ -397,6 +427,8 @@ def main() -> None:
             for name, all_queries in sets.items():
                 queries = half_of(all_queries, args.half)
                 results = {mode: evaluate(rank, queries, mode) for mode in REPORTED}
+                if args.misses:
+                    show_misses(rank, name, queries)
                 for mode, scores in results.items():
                     print(
                         f"{name:14}{len(queries):8} {mode:9}"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from toolscript.search.lexical import LexicalIndex, implied_words
-from toolscript.search.text import document_for, documents_for, keyword_query
+from toolscript.search.text import document_for, documents_for, keyword_query, tokenize
 
 TIME_TOOLS = json.loads((Path(__file__).parent / "data" / "time_tools.json").read_text())
 
@@ -151,7 +151,6 @@ def test_a_path_to_a_file_asks_for_a_file_tool() -> None:
     assert first("write the notes to ~/notes.txt") == "write_file"
     assert first("write the summary as summary.md") == "write_file"  # a file without a folder
     assert keyword_query("open /settings/profile") == "open /settings/profile"
-    assert keyword_query("read ./a/b.py") == "read ./a/b.py file"
 
 
 def test_postings_add_up_alike_with_numpy_and_without(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -200,3 +199,62 @@ def test_postings_are_kept_once_as_arrays_where_numpy_is_installed() -> None:
         if isinstance(item, dict | list | tuple):
             pending.extend(gc.get_referents(item))
     assert postings == 0
+
+
+def first_of(tools: list[dict[str, str]], query: str) -> str:
+    documents = [document_for("tools", "", tool) for tool in tools]
+    scores = LexicalIndex(documents).scores(keyword_query(query))
+    return documents[max(scores, key=lambda i: scores[i])].name
+
+
+def test_a_contraction_typed_without_its_apostrophe_is_a_stop_word() -> None:
+    """ "whats" stemmed is "what": a word of whatToEat's name, not of the request."""
+    tools = [
+        {"name": "whatToEat", "description": "Suggest dishes for a number of people."},
+        {"name": "read_file", "description": "Read the contents of a file."},
+    ]
+    assert first_of(tools, "whats in notes.md") == "read_file"
+    assert tokenize("whats hows whos dont cant im") == []
+
+
+def test_a_shell_command_asks_for_what_it_does() -> None:
+    """ "mkdir reports/2026" asks for a directory maker, "tz" is a time zone."""
+    tools = [
+        {"name": "create_directory", "description": "Create a new directory."},
+        {"name": "get_sandbox_report", "description": "Get the sandbox report of a file."},
+        {"name": "convert_time", "description": "Convert time between timezones."},
+        {"name": "exchange_rate", "description": "Conversion rate between currencies."},
+    ]
+    assert first_of(tools, "mkdir reports/2026") == "create_directory"
+    assert first_of(tools, "tz conversion 9am PST to IST") == "convert_time"
+
+
+def test_everyday_words_for_what_tools_name() -> None:
+    """ "mail" is e-mail, "newest" is latest, "nuke" and "wipe" delete."""
+    tools = [
+        {"name": "findMessage", "description": "Search for messages containing words."},
+        {"name": "sendMessage", "description": "Send an email message."},
+        {"name": "get_latest_release", "description": "Get the latest release of a repo."},
+        {"name": "find_releases", "description": "Find releases of a project."},
+        {"name": "browser_cookie_clear", "description": "Clear all cookies."},
+        {"name": "browser_cookie_delete", "description": "Delete a cookie."},
+    ]
+    assert first_of(tools, "any mail from my landlord?") in ("findMessage", "sendMessage")
+    assert first_of(tools, "whats the newest release of vercel/next.js") == "get_latest_release"
+    assert first_of(tools, "nuke the session cookie") == "browser_cookie_delete"
+
+
+def test_a_files_name_is_a_value_its_extension_a_kind() -> None:
+    """ "read customers.csv" wants a file reader: the file's name says which file, not which
+    tool ("customers" is a word of list_customers)."""
+    tools = [
+        {"name": "list_customers", "description": "Lists existing customers."},
+        {"name": "read_file", "description": "Read the contents of a file."},
+        {"name": "get_config", "description": "Get the server configuration."},
+    ]
+    assert first_of(tools, "read customers.csv") == "read_file"
+    assert first_of(tools, "show me ~/app/config.yaml") == "read_file"
+    assert keyword_query("read ./a/b.py") == "read py file"
+    assert keyword_query("save it as notes.md") == "save it as md file"
+    # a document's kind in its tools' words: a spreadsheet tool, not a plain file reader
+    assert keyword_query("read ~/q3/sales.xlsx") == "read xlsx excel spreadsheet file"

@@ -268,11 +268,12 @@ def test_a_file_named_without_a_folder_reads_as_a_file() -> None:
     assert semantic_query("read the contents of config.yaml from disk") == (
         "read the contents of config.yaml file from disk"
     )
+    # keywords read the file as its kind: its name is a value ("config" is not what is asked)
     assert keyword_query("read the contents of config.yaml from disk") == (
-        "read the contents of config.yaml file from disk"
+        "read the contents of yaml file from disk"
     )
     assert keyword_query("save it to /tmp/a.md and notes.txt") == (
-        "save it to /tmp/a.md file and notes.txt file"
+        "save it to md file and txt file"
     )
     # names that are not files: a framework, a domain, an abbreviation
     for kept in ("deploy next.js to vercel", "check example.com", "e.g. this"):
@@ -758,7 +759,7 @@ def test_readings_say_what_each_half_read() -> None:
     needs = ["summarize the open issues", "save it to notes.md", "write file notes.md"]
     read = readings(request, needs, "hybrid")
     assert [reading["text"] for reading in read] == [request, *needs]
-    assert read[0]["model"] is None and read[0]["keywords"].endswith("notes.md file")
+    assert read[0]["model"] is None and read[0]["keywords"].endswith("to md file")
     assert read[1]["model"] == "summarize the open issues"
     assert read[3]["model"] == "write file"
     # a place's coordinates are implied after the request was ranked whole, by the model too

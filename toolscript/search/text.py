@@ -11,6 +11,7 @@ from typing import Any
 from toolscript.search.parameters import PARAMETERS, SearchParameters
 from toolscript.search.words import (
     BARE_FILE_EXTENSIONS,
+    DOCUMENT_KINDS,
     LATITUDE_NAMES,
     LONGITUDE_NAMES,
     SHORT_FORMS,
@@ -133,14 +134,32 @@ def _file_case(extension: str) -> bool:
 
 def keyword_query(text: str) -> str:
     """``text`` as keyword search reads it: without pasted data, short forms spelled out, and
-    a file's path or name followed by the word "file" ("write the report to /tmp/report.md"
-    wants a file writer, not ``issue_write``; "read config.yaml from disk" a file reader, not
-    ``get_config``; a path without an extension may be a folder or a page)."""
+    a file's path or name read as the kind of file it is: its extension and the word "file"
+    ("write the report to /tmp/report.md" wants a file writer, not ``issue_write``). The
+    file's own name and folders are a value, not what is asked: "whats in config.yaml?"
+    wants a file reader, not ``get_config``, and "read customers.csv" a reader, not
+    ``list_customers``. A path without an extension may be a folder or a page: left as it is."""
 
     def marked(found: re.Match[str]) -> str:
-        return found.group(0) if _file_name(found) is None else f"{found.group(0)} file"
+        name = _file_name(found)
+        return found.group(0) if name is None else f"{_kind(name)} file"
 
-    return expand_abbreviations(_bare_files_marked(_PATH.sub(marked, without_data(text))))
+    return expand_abbreviations(_bare_files_kind(_PATH.sub(marked, without_data(text))))
+
+
+def _kind(name: str) -> str:
+    """The kind of file ``name`` is, as its extension says and in its tools' words for a
+    document ("report.md" -> "md", "sales.xlsx" -> "xlsx excel spreadsheet")."""
+    extension = name.rpartition(".")[2]
+    kind = DOCUMENT_KINDS.get(extension.lower())
+    return f"{extension} {kind}" if kind else extension
+
+
+def _bare_files_kind(text: str) -> str:
+    """``text`` with each file it names without a folder ("notes.md") read as its kind."""
+    for found in reversed(_bare_files(text)):
+        text = f"{text[: found.start()]}{_kind(found.group(0))} file{text[found.end() :]}"
+    return text
 
 
 def _bare_files_marked(text: str) -> str:

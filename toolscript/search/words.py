@@ -31,13 +31,16 @@ __all__ = [
 # "what recipe should I cook tonight" to the recipe tools, a ranking the blend reads as
 # peaked (fusion.py), and the meal recommender, found only by meaning, fell under the
 # threshold (bench/NOTES.md). A stop word's synonyms still count for a
-# tool's name ("show" means "list": lexical.py's name coverage), not for BM25.
+# tool's name ("show" means "list": lexical.py's name coverage), not for BM25. Contractions
+# typed without their apostrophe ("whats", "dont") are stop words too: stemmed, "whats" was
+# "what", a word of whatToEat's name, found first for "whats in config.yaml?".
 _STOP_WORDS = """
     a about all also am an and any are as at be because been being but by can did do does
     find for from get give has have he her here him his how i i'd i'm if in into is it its
     just let me my need of on one or our please she show so some such tell than that the
     their them then there these they this those to too use using very want was we were what
     when where which who whom whose will with would you your
+    whats hows whos wheres thats dont doesnt didnt cant isnt arent wasnt wont im ive youre
     """
 STOP_WORDS = frozenset(_STOP_WORDS.split())
 
@@ -70,14 +73,22 @@ SHORT_FORMS = {
     "imgs": "images",
     "pic": "picture",
     "pics": "pictures",
+    # shell commands typed as requests ("mkdir reports/2026", "ls ~/projects")
+    "mkdir": "make directory",
+    "rmdir": "remove directory",
+    "ls": "list",
+    "rm": "remove",
+    "mv": "move",
+    "cp": "copy",
+    "tz": "timezone",
 }
 
 # Words users say for the verbs and nouns tool names use (general English, not tuned to a corpus).
 SYNONYM_GROUPS = (
     "create make new add generate build open start",
-    "delete remove drop erase destroy",
+    "delete remove drop erase destroy wipe purge nuke forget",
     "list show all enumerate browse",
-    "get fetch retrieve read load obtain look",
+    "get fetch retrieve read load obtain look grab",
     "search find query lookup locate seek",
     "update edit change modify set rename",
     "send post publish message notify email",
@@ -99,7 +110,8 @@ SYNONYM_GROUPS = (
     "comment reply note",
     "user person member people account",
     "time date clock",
-    "current now present latest live",
+    "current now present latest live newest",
+    "email mail inbox",
 )
 
 # Questions that ask about the present without saying so ("what time is it in Tokyo" asks
