@@ -93,11 +93,12 @@ SEMI_SPACE_MB = 1
 # compiler, only for the functions called 8,000 times (20 times its default) and with no
 # inlining: TypeScript's start (its libs parsed and bound, the module checked) is most of
 # the server's CPU, in a few hot functions; those compiled took 0.5 s off its 1.7 s to ready
-# (0.7 off 2.0 at 40 tools) for 3-5 MB, where Maglev at its defaults took as much for 10 MB
-# (bench/NOTES.md). Not V8's lite mode: it turns the baseline compiler (Sparkplug) off too,
-# and TypeScript's start in the interpreter alone cost the server 0.5 s more CPU at 40
-# tools, 1.6 s at 1,600, before its first answer. V8's size-first heuristics instead keep
-# its memory where lite mode had it: within 0-5 MB at 40 and 1,600 tools (bench/NOTES.md).
+# (0.6-0.7 off 1.8-2.0 at 40 tools, 1.7 off 4.4 at 1,600) for 3-5 MB at 40 tools, where
+# Maglev at its defaults took as much for 10 MB (bench/NOTES.md). Not V8's lite mode: it
+# turns the baseline compiler (Sparkplug) off too, and TypeScript's start in the interpreter
+# alone cost the server 0.5 s more CPU at 40 tools, 1.6 s at 1,600, before its first answer.
+# V8's size-first heuristics instead keep its memory where lite mode had it: within 0-5 MB
+# at 40 and 1,600 tools (bench/NOTES.md).
 LEAN_V8 = (
     "--no-opt",
     "--maglev",
