@@ -16,6 +16,11 @@ RSS of the whole process tree a second after the workload (what it keeps); clien
 disconnect to the exit of the whole tree; CPU seconds of the tree (reaped children
 included) for the workload.
 
+Both checkouts (this one and `--baseline`) and the peer's environment are byte-compiled
+first, as `pip install` leaves a package (`uv pip install` does not): run with
+PYTHONDONTWRITEBYTECODE, a side compiles each module it imports at every start, CPU that an
+installed copy never spends (about 0.2 s of the face's).
+
 FastMCP is never a dependency of this project: it is installed, with its code-mode extra,
 in a virtual environment of this bench's own under the user's cache folder (`uv venv`,
 `uv pip install`), made on first use.
@@ -27,6 +32,7 @@ in a virtual environment of this bench's own under the user's cache folder (`uv 
 from __future__ import annotations
 
 import argparse
+import compileall
 import contextlib
 import itertools
 import json
@@ -123,6 +129,8 @@ def peer_python() -> Path:
         subprocess.run([uv, "venv", "-q", "--python", sys.executable, str(PEER_VENV)], check=True)
         env = {**os.environ, "VIRTUAL_ENV": str(PEER_VENV)}
         subprocess.run([uv, "pip", "install", "-q", PEER_PACKAGE], check=True, env=env)
+    # byte-compiled as pip leaves an install (uv does not): each side's start reads .pyc files
+    subprocess.run([str(python), "-m", "compileall", "-q", str(PEER_VENV / "lib")], check=True)
     return python
 
 
@@ -153,14 +161,19 @@ def cpu_seconds(processes: list[psutil.Process]) -> float:
 
 
 def print_breakdown(side: str, processes: list[psutil.Process]) -> None:
-    """Each process of the tree: its RSS and CPU (reaped children's included), on stderr."""
+    """Each process of the tree: its RSS, its own CPU and its reaped children's (the face's
+    Deno processes), on stderr."""
     for process in processes:
         with contextlib.suppress(psutil.NoSuchProcess):
             times = process.cpu_times()
             name = " ".join([process.name(), *process.cmdline()[1:2]])[:40]
-            cpu = times.user + times.system + times.children_user + times.children_system
+            reaped = times.children_user + times.children_system
             rss = process.memory_info().rss / 1e6
-            print(f"  {side:10} {name:40} {rss:7.1f} MB {cpu:6.2f} s CPU", file=sys.stderr)
+            print(
+                f"  {side:10} {name:40} {rss:7.1f} MB {times.user + times.system:6.2f} s CPU"
+                f" + {reaped:5.2f} s reaped",
+                file=sys.stderr,
+            )
 
 
 async def one_round(side: str, params: StdioServerParameters, calls: int) -> dict[str, Any]:
@@ -234,6 +247,8 @@ def main() -> None:
     global BREAKDOWN
     BREAKDOWN = args.breakdown
     peer = peer_python()
+    for checkout in [Path(__file__).resolve().parent.parent, *filter(None, [args.baseline])]:
+        compileall.compile_dir(str(Path(checkout) / "toolscript"), quiet=1)
     work = Path(tempfile.mkdtemp(prefix="toolscript-peer-"))
     (work / "project").mkdir()
     config = {"mcpServers": {"time": {"command": UPSTREAM}}, "search": {"semantic": False}}

@@ -168,6 +168,32 @@ def test_type_errors_read_as_deno_checks_and_nothing_runs(
     assert warm.stderr == cold.stderr
 
 
+def test_a_file_beside_the_checkers_scripts_is_not_part_of_their_check(tmp_path: Path) -> None:
+    """``deno check`` sees the script and what it imports: a stray `.ts` in the checker's
+    folder (declaring a global) is no part of a script's check."""
+    home = tmp_path / "home"
+    where = "from toolscript.plumbing.paths import user_cache_dir; print(user_cache_dir())"
+    cache = subprocess.run(
+        [sys.executable, "-c", where],
+        env=clean_env(TOOLSCRIPT_HOME=str(home)),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    stray = Path(cache) / "checker" / "stray.ts"
+    stray.parent.mkdir(parents=True, exist_ok=True)
+    stray.write_text("declare global {\n  var strayGlobal: number;\n}\nexport {};\n")
+    gateway = start({"mcpServers": {"fx": fixture_server()}}, tmp_path / "project", home)
+    try:
+        before = checker(gateway)["checks"]
+        found = run_exec("return strayGlobal;", home=home, cwd=tmp_path, gateway=gateway)
+        assert checker(gateway)["checks"] == before + 1, "the warm checker did not answer"
+        assert found.returncode == 1 and found.stdout == ""
+        assert "TS2304 [ERROR]: Cannot find name 'strayGlobal'." in found.stderr, found.stderr
+    finally:
+        assert gateway.stop() == []
+
+
 def test_a_checked_script_runs_and_is_not_checked_again(
     gateway: GatewayProcess, home: Path, tmp_path: Path
 ) -> None:

@@ -176,13 +176,18 @@ def test_the_modules_lines_are_read_from_its_file_when_an_error_shows_one(
     [
         (
             "",
-            "--max-old-space-size=512,--max-semi-space-size=1,--no-opt,--no-maglev,"
-            "--optimize-for-size",
+            "--max-old-space-size=512,--max-semi-space-size=1,--no-opt,--maglev,"
+            "--no-maglev-inlining,--invocation-count-for-maglev=8000,--optimize-for-size",
         ),
         (
             "--no-optimize-for-size,--max-old-space-size=2048,--opt",
             "--no-optimize-for-size,--max-old-space-size=2048,--opt,--max-semi-space-size=1,"
-            "--no-maglev",
+            "--maglev,--no-maglev-inlining,--invocation-count-for-maglev=8000",
+        ),
+        (
+            "--no-maglev,--invocation-count-for-maglev=400",
+            "--no-maglev,--invocation-count-for-maglev=400,--max-old-space-size=512,"
+            "--max-semi-space-size=1,--no-opt,--no-maglev-inlining,--optimize-for-size",
         ),
     ],
 )

@@ -32,10 +32,14 @@ def test_freed_memory_is_given_back_where_the_c_library_can() -> None:
         assert given_back  # malloc_trim
 
 
-def test_the_checker_runs_without_optimizing_compilers(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_checker_runs_without_turbofan_and_maglev_for_its_hottest_code(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv("DENO_V8_FLAGS", raising=False)
     flags = _v8_flags().split(",")
-    assert "--no-opt" in flags and "--no-maglev" in flags
-    monkeypatch.setenv("DENO_V8_FLAGS", "--maglev,--optimize-for-size")  # theirs stays theirs
+    assert "--no-opt" in flags and "--no-maglev" not in flags
+    assert "--maglev" in flags and "--no-maglev-inlining" in flags
+    assert "--invocation-count-for-maglev=8000" in flags
+    monkeypatch.setenv("DENO_V8_FLAGS", "--no-maglev,--optimize-for-size")  # theirs stays theirs
     flags = _v8_flags().split(",")
-    assert "--maglev" in flags and "--no-maglev" not in flags and "--no-opt" in flags
+    assert "--no-maglev" in flags and "--maglev" not in flags and "--no-opt" in flags

@@ -87,14 +87,25 @@ MAX_RSS_MB = 640
 # each isolate the server runs; at 1 MB a warm checker at 40 tools held 247 MB against 306
 # after a dozen checks, its checks as fast (minor collections of 1 MB cost microseconds).
 SEMI_SPACE_MB = 1
-# No optimizing compilers (TurboFan, Maglev): a warm check is tens of milliseconds of
-# TypeScript that the interpreter and the baseline compiler run as fast, and the optimized
-# code with its feedback held 30 MB at 40 tools, 45 MB at 1,600 (bench/NOTES.md).
-# Not V8's lite mode: it turns the baseline compiler (Sparkplug) off too, and TypeScript's
-# start in the interpreter alone cost the server 0.5 s more CPU at 40 tools, 1.6 s at
-# 1,600, before its first answer. V8's size-first heuristics instead keep its memory
-# where lite mode had it: within 0-5 MB at 40 and 1,600 tools (bench/NOTES.md).
-LEAN_V8 = ("--no-opt", "--no-maglev", "--optimize-for-size")
+# No TurboFan: a warm check is tens of milliseconds of TypeScript that the interpreter and
+# the baseline compiler run as fast, and TurboFan's and Maglev's optimized code with its
+# feedback held 30 MB at 40 tools, 45 MB at 1,600 (bench/NOTES.md). Maglev, V8's mid-tier
+# compiler, only for the functions called 8,000 times (20 times its default) and with no
+# inlining: TypeScript's start (its libs parsed and bound, the module checked) is most of
+# the server's CPU, in a few hot functions; those compiled took 0.5 s off its 1.7 s to ready
+# (0.6-0.7 off 1.8-2.0 at 40 tools, 1.7 off 4.4 at 1,600) for 3-5 MB at 40 tools, where
+# Maglev at its defaults took as much for 10 MB (bench/NOTES.md). Not V8's lite mode: it
+# turns the baseline compiler (Sparkplug) off too, and TypeScript's start in the interpreter
+# alone cost the server 0.5 s more CPU at 40 tools, 1.6 s at 1,600, before its first answer.
+# V8's size-first heuristics instead keep its memory where lite mode had it: within 0-5 MB
+# at 40 and 1,600 tools (bench/NOTES.md).
+LEAN_V8 = (
+    "--no-opt",
+    "--maglev",
+    "--no-maglev-inlining",
+    "--invocation-count-for-maglev=8000",
+    "--optimize-for-size",
+)
 
 
 @dataclass(frozen=True)
@@ -308,16 +319,23 @@ class _LanguageServer:
 
 
 def _v8_flags() -> str:
-    """The user's own DENO_V8_FLAGS, the heap bounds, the compilers left off and the size-first
-    mode (``deno lsp`` takes no --v8-flags); a bound, compiler or mode the user set is theirs."""
+    """The user's own DENO_V8_FLAGS, the heap bounds, the compilers as ``LEAN_V8`` has them and
+    the size-first mode (``deno lsp`` takes no --v8-flags); a bound, compiler, threshold or
+    mode the user set is theirs."""
     own = os.environ.get("DENO_V8_FLAGS", "")
-    named = {flag.split("=")[0].strip().lstrip("-").removeprefix("no-") for flag in own.split(",")}
+    named = {_flag_name(flag) for flag in own.split(",")}
     bounds = [
         f"--max-old-space-size={HEAP_MB}" if "max-old-space-size" not in own else "",
         f"--max-semi-space-size={SEMI_SPACE_MB}" if "semi-space-size" not in own else "",
-        *(flag for flag in LEAN_V8 if flag.removeprefix("--no-").lstrip("-") not in named),
+        *(flag for flag in LEAN_V8 if _flag_name(flag) not in named),
     ]
     return ",".join(filter(None, [own, *bounds]))
+
+
+def _flag_name(flag: str) -> str:
+    """A V8 flag's name without its dashes, its ``no-`` and its value: ``maglev`` for
+    ``--no-maglev``, ``invocation-count-for-maglev`` for ``--invocation-count-for-maglev=9``."""
+    return flag.split("=")[0].strip().lstrip("-").removeprefix("no-")
 
 
 class WarmChecker:
@@ -459,6 +477,10 @@ class WarmChecker:
         )
         settings = {
             "enable": True,
+            # No file of its folder loaded into TypeScript at the start: a stray `.ts` there
+            # (one declaring globals) joined every script's program, where `deno check` sees
+            # only the script and what it imports; and the preload held 9 MB.
+            "documentPreloadLimit": 0,
             "lint": False,
             "config": str(config),
             "importMap": str(import_map),
