@@ -19,6 +19,7 @@ from tests.helpers import ROOT, GatewayProcess, fixture_server, running_gateway,
 from toolscript.gateway.guard import agent_url
 
 HOSTILE = ROOT / "tests" / "servers" / "hostile_server.py"
+MALLOC_FIXED = {"MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_TRIM_THRESHOLD_": "131072"}
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +32,14 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
     (directory / "quiet.json").write_text(json.dumps(spec | {"raw": {"deep": deep}}))
     quiet = {"command": sys.executable, "args": [str(HOSTILE), str(directory / "quiet.json")]}
     config = {"mcpServers": {"fx": fixture_server(), "quiet": quiet}}
-    with running_gateway(config, directory) as started:
+    # glibc's malloc keeps freed memory of a size it saw freed before (its mmap threshold
+    # rises to it): fixed thresholds give back what is freed, so the gateway's RSS is what
+    # it holds, not what it once held (other systems ignore these variables)
+    started = GatewayProcess(config, directory, env=MALLOC_FIXED)
+    try:
         yield started
+    finally:
+        started.stop()
 
 
 def _resident_mb(gateway: GatewayProcess) -> float:
