@@ -76,3 +76,29 @@ def test_revoke_takes_the_tool_as_its_argument(project: Path) -> None:
     assert _approvals() == []
     again = runner.invoke(app, ["approve", "--revoke", "time.convert_time"])
     assert again.exit_code != 0 and "was not approved" in _said(again)
+
+
+def test_a_tool_is_approved_as_messages_name_it_when_names_hold_dots_or_underscores(
+    project: Path,
+) -> None:
+    """Messages name a tool ``server.tool`` (errors.tool_named) and the hint's command is
+    ``approve --tool`` with that spelling: a server's name may hold a dot and a tool's
+    "__", and the command takes it back as the gateway names the tool."""
+    servers = {
+        "my.docs": {"command": "uvx", "args": ["docs"]},
+        "gh": {"command": "uvx", "args": ["gh"]},
+    }
+    (project / ".toolscript.json").write_text(json.dumps({"mcpServers": servers}))
+    layout = CacheLayout(project / ".toolscript")
+    for server, tools in (("my.docs", ["search"]), ("gh", ["repo__list"])):
+        path = layout.server_tools(server)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps([{"name": name} for name in tools]))
+    for spelled in ("my.docs.search", "gh.repo__list"):
+        approved = runner.invoke(app, ["approve", "--tool", spelled])
+        assert approved.exit_code == 0, _said(approved)
+    assert sorted(_approvals()) == ["gh__repo__list", "my.docs__search"]
+    for spelled in ("my.docs.search", "gh.repo__list"):
+        revoked = runner.invoke(app, ["approve", "--revoke", spelled])
+        assert revoked.exit_code == 0, _said(revoked)
+    assert _approvals() == []

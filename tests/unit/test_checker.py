@@ -189,6 +189,11 @@ def test_the_modules_lines_are_read_from_its_file_when_an_error_shows_one(
             "--no-maglev,--invocation-count-for-maglev=400,--max-old-space-size=512,"
             "--max-semi-space-size=1,--no-opt,--no-maglev-inlining,--optimize-for-size",
         ),
+        (  # V8 reads "_" as "-", and "no" with or without its dash
+            "--max_old_space_size=4096,--nomaglev,--no_opt,--min_semi_space_size=4",
+            "--max_old_space_size=4096,--nomaglev,--no_opt,--min_semi_space_size=4,"
+            "--no-maglev-inlining,--invocation-count-for-maglev=8000,--optimize-for-size",
+        ),
     ],
 )
 def test_the_checker_runs_lean_unless_the_user_set_the_same_flags(

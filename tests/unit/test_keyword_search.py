@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from toolscript.search.lexical import LexicalIndex, implied_words
-from toolscript.search.text import document_for, documents_for, keyword_query, tokenize
+from toolscript.search.text import document_for, documents_for, file_names, keyword_query, tokenize
 
 TIME_TOOLS = json.loads((Path(__file__).parent / "data" / "time_tools.json").read_text())
 
@@ -258,3 +258,12 @@ def test_a_files_name_is_a_value_its_extension_a_kind() -> None:
     assert keyword_query("save it as notes.md") == "save it as md file"
     # a document's kind in its tools' words: a spreadsheet tool, not a plain file reader
     assert keyword_query("read ~/q3/sales.xlsx") == "read xlsx excel spreadsheet file"
+
+
+def test_an_email_address_names_no_file() -> None:
+    """An address's local part may end as a file's name does ("jane.doc@corp.com"): read as
+    one, it made the request ask for a word document."""
+    assert keyword_query("email jane.doc@corp.com the notes") == (
+        "email jane.doc@corp.com the notes"
+    )
+    assert file_names("ping data.csv@x.org about report.pdf") == [(26, "report.pdf")]

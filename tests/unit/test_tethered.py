@@ -276,3 +276,22 @@ def test_a_missing_interpreter_is_named_before_either_spawn(tmp_path: Path) -> N
     assert processes.program_to_spawn("./relative", env={}, cwd=tmp_path) == "./relative"
     _program(tmp_path / "fine", "#!/bin/sh\nexit 0\n")
     assert processes.program_to_spawn("./fine", env={}, cwd=tmp_path) == "./fine"
+
+
+def test_a_script_the_spawn_refuses_is_not_said_to_lack_its_interpreter(tmp_path: Path) -> None:
+    """A script that is not executable (or a folder) is refused by the spawn with "Permission
+    denied" naming it, whatever its ``#!`` says: fixing the interpreter would not run it. An
+    interpreter that is there but not runnable is not "not found" either."""
+    script = tmp_path / "server"
+    script.write_text("#!/nonexistent/python3\nprint(1)\n")
+    script.chmod(0o644)
+    assert processes.program_to_spawn("./server", env={}, cwd=tmp_path) == "./server"
+    with pytest.raises(PermissionError):
+        subprocess.run(["./server"], cwd=tmp_path, check=False)
+    (tmp_path / "folder").mkdir()
+    assert processes.program_to_spawn("./folder", env={}, cwd=tmp_path) == "./folder"
+    interpreter = tmp_path / "interp"
+    interpreter.write_text("#!/bin/sh\n")
+    interpreter.chmod(0o644)
+    _program(tmp_path / "uses", f"#!{interpreter}\n")
+    assert processes.program_to_spawn("./uses", env={}, cwd=tmp_path) == "./uses"

@@ -361,7 +361,7 @@ def approve_command(
             "give a RUN_ID or --tool SERVER.TOOL (not both)", hint="toolscript approve --help"
         )
     if tool is not None:
-        qualified = _qualified(tool)
+        qualified = _qualified(tool, _spelled_servers(config, runlog, revoke=revoke))
         if revoke:
             if not runlog.revoke_tool(qualified):
                 raise UsageError(f"{tool} was not approved", hint="toolscript approve --list")
@@ -416,8 +416,32 @@ def _refuse_unshowable(run: dict[str, Any] | None) -> None:
         )
 
 
-def _qualified(tool: str) -> str:
-    """``server.tool`` (or ``server__tool``) as the gateway names it."""
+def _spelled_servers(config: str | None, runlog: Any, *, revoke: bool) -> list[str]:
+    """The server names a SERVER.TOOL may begin with: the config's (approve), those of the
+    tool approvals on record (revoke, which a server since removed may hold)."""
+    if not revoke:
+        from toolscript.config import load_config
+
+        return [server.name for server in load_config(config).servers]
+    return [
+        approval["tool"].partition("__")[0]
+        for approval in runlog.approvals()
+        if approval["scope"] == "tool"
+    ]
+
+
+def _qualified(tool: str, servers: list[str]) -> str:
+    """``server.tool`` (or ``server__tool``) as the gateway names it. A name of ``servers``
+    it begins with is read first, the longest: a server's name may hold a dot and a tool's
+    "__" (``my.docs.search``, ``github.repo__list``, as messages name them); the first
+    separator otherwise."""
+    for server in sorted(set(servers), key=len, reverse=True):
+        for separator in (".", "__"):
+            name = (
+                tool[len(server) + len(separator) :] if tool.startswith(server + separator) else ""
+            )
+            if name:
+                return f"{server}__{name}"
     if "__" in tool:
         return tool
     server, dot, name = tool.partition(".")

@@ -324,18 +324,23 @@ def _v8_flags() -> str:
     mode the user set is theirs."""
     own = os.environ.get("DENO_V8_FLAGS", "")
     named = {_flag_name(flag) for flag in own.split(",")}
+    semi = {"max-semi-space-size", "min-semi-space-size", "semi-space-size"}
     bounds = [
-        f"--max-old-space-size={HEAP_MB}" if "max-old-space-size" not in own else "",
-        f"--max-semi-space-size={SEMI_SPACE_MB}" if "semi-space-size" not in own else "",
+        f"--max-old-space-size={HEAP_MB}" if "max-old-space-size" not in named else "",
+        f"--max-semi-space-size={SEMI_SPACE_MB}" if not semi & named else "",
         *(flag for flag in LEAN_V8 if _flag_name(flag) not in named),
     ]
     return ",".join(filter(None, [own, *bounds]))
 
 
 def _flag_name(flag: str) -> str:
-    """A V8 flag's name without its dashes, its ``no-`` and its value: ``maglev`` for
-    ``--no-maglev``, ``invocation-count-for-maglev`` for ``--invocation-count-for-maglev=9``."""
-    return flag.split("=")[0].strip().lstrip("-").removeprefix("no-")
+    """A V8 flag's name as V8 reads it, without its dashes, its ``no`` and its value:
+    ``maglev`` for ``--no-maglev``, ``--no_maglev`` or ``--nomaglev``,
+    ``max-old-space-size`` for ``--max_old_space_size=4096`` (V8 takes "_" for "-", the
+    spelling Node's documentation uses: the user's flag, matched, is not overridden by ours
+    after it, the last of a flag being the one V8 keeps)."""
+    name = flag.split("=")[0].strip().lstrip("-").replace("_", "-")
+    return name.removeprefix("no").removeprefix("-") if name.startswith("no") else name
 
 
 class WarmChecker:

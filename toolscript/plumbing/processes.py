@@ -534,7 +534,7 @@ def program_to_spawn(
                 program,
             )
     missing = _missing_interpreter(os.path.join(base, found), base)
-    if missing is not None:
+    if missing is not None:  # (a script the spawn may run: its own refusal is told otherwise)
         raise ProgramNotRunnable(
             f"command not found: {missing} (the #! interpreter of {found})", found
         )
@@ -550,9 +550,13 @@ _SHEBANG_BYTES = 512
 
 
 def _missing_interpreter(path: str, base: str) -> str | None:
-    """The interpreter named by ``path``'s ``#!`` line when it is no file the system can
-    run (a relative one from ``base``, the server's folder, as the kernel reads it); None
-    otherwise."""
+    """The interpreter named by ``path``'s ``#!`` line when it does not exist (a relative one
+    from ``base``, the server's folder, as the kernel reads it); None otherwise, and for a
+    ``path`` the spawn refuses before reading it (not executable, a folder: "Permission
+    denied", which names the right file) or an interpreter that is there but not runnable
+    (the spawn's "Permission denied" again, not "not found")."""
+    if not _executable(path):
+        return None
     head = _first_bytes(path, _SHEBANG_BYTES)
     if not head.startswith(b"#!"):
         return None
@@ -560,7 +564,7 @@ def _missing_interpreter(path: str, base: str) -> str | None:
     if not words:
         return None
     interpreter = os.fsdecode(words[0])
-    return None if _executable(os.path.join(base, interpreter)) else interpreter
+    return None if os.path.exists(os.path.join(base, interpreter)) else interpreter
 
 
 # A stdio server's program runs only once it is tethered, where a watchdog follows what is

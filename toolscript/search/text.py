@@ -91,9 +91,10 @@ def without_data(text: str) -> str:
 
 _EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}$")
 # A file named without a folder ("save it as notes.md"): only with a common extension
-# (words.BARE_FILE_EXTENSIONS).
+# (words.BARE_FILE_EXTENSIONS); neither side of an e-mail address ("jane.doc@corp.com" is
+# no word document).
 _BARE_FILE = re.compile(
-    rf"(?<![\w/.@-])[\w-]+(?:\.[\w-]+)*\.(?:{'|'.join(BARE_FILE_EXTENSIONS)})(?![\w/-])",
+    rf"(?<![\w/.@-])[\w-]+(?:\.[\w-]+)*\.(?:{'|'.join(BARE_FILE_EXTENSIONS)})(?![\w/@-])",
     re.IGNORECASE,
 )
 

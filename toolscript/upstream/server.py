@@ -316,7 +316,14 @@ class UpstreamServer:
     async def _note_response(self, response: Any) -> None:
         if response.status_code == 401:
             self._unauthorized = True
-        elif response.status_code >= 400 and self._refused is None:
+        elif (
+            response.status_code >= 400
+            and self._refused is None
+            # A streamable HTTP server's answer to the SDK's GET (its own stream: a 405 is the
+            # spec's "none") or DELETE (the session's end) fails no connection: only its POSTs
+            # do, where such a 405 would be told as the failure of a tools/list that timed out.
+            and (self.config.transport != "http" or response.request.method == "POST")
+        ):
             self._refused = (response.status_code, response.reason_phrase or "")
 
     def _auth(self) -> Any:

@@ -1,0 +1,44 @@
+"""A URL server's failed connection told by the HTTP error that refused it (upstream/server.py
+``refused_message``), and only by one that did."""
+
+from __future__ import annotations
+
+import anyio
+import httpx
+
+from toolscript.config import ServerConfig
+from toolscript.upstream.server import TIMED_OUT, UpstreamServer
+
+URL = "http://127.0.0.1:9/mcp"
+
+
+def _answered(server: UpstreamServer, method: str, status: int) -> None:
+    response = httpx.Response(status, request=httpx.Request(method, URL))
+    anyio.run(server._note_response, response)
+
+
+def test_a_streamable_server_s_405_to_its_get_stream_is_not_the_failure() -> None:
+    """The SDK opens a GET stream once initialized; a server without one answers 405, as the
+    spec says, and the connection goes on: a tools/list timing out after it was said to be
+    'answered HTTP 405 ...: if it is an SSE server, give its entry "type": "sse"'."""
+    server = UpstreamServer(ServerConfig(name="remote", transport="http", url=URL))
+    _answered(server, "GET", 405)
+    _answered(server, "DELETE", 405)
+    server._fail(TimeoutError())
+    assert server.error is not None and server.error.startswith(TIMED_OUT), server.error
+    assert "405" not in server.error
+
+
+def test_a_refused_post_is_the_failure_told() -> None:
+    server = UpstreamServer(ServerConfig(name="remote", transport="http", url=URL + "?k=s3cret"))
+    _answered(server, "POST", 404)
+    server._fail(RuntimeError("Client error '404 Not Found' for url '" + URL + "?k=s3cret'"))
+    assert server.error is not None
+    assert server.error.startswith(
+        "http://127.0.0.1:9 answered HTTP 404 Not Found while connecting"
+    )
+    assert "s3cret" not in server.error
+    sse = UpstreamServer(ServerConfig(name="events", transport="sse", url="http://127.0.0.1:9/x"))
+    _answered(sse, "GET", 404)
+    sse._fail(RuntimeError("refused"))
+    assert sse.error is not None and "answered HTTP 404" in sse.error
