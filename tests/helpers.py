@@ -434,6 +434,22 @@ def corpus_files() -> list[Path]:
     ]
 
 
+def question_declined(prompt: dict[str, Any]) -> str:
+    """exec's question for ``prompt`` (an approval) as it is written, answered "n" from a pipe
+    (as from a terminal's descriptor); the answer must be "no"."""
+    import io
+
+    from toolscript.execution.runhandle import terminal_answer
+
+    reading, writing = os.pipe()
+    os.write(writing, b"n\n")
+    os.close(writing)
+    out = io.StringIO()
+    with os.fdopen(reading) as source:
+        assert terminal_answer(prompt, stdin=source, stderr=out, timeout=5) == "no"
+    return out.getvalue()
+
+
 def on_a_terminal(*args: str, cwd: Path, env: dict[str, str]) -> bytes:
     """What a terminal receives from ``python -m toolscript ARGS`` (stdout and stderr on one
     pty, stdin closed), read until the program closes it."""

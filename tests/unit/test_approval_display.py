@@ -4,17 +4,15 @@ with a marker where its middle was, and names where the whole is (``runs show``)
 
 from __future__ import annotations
 
-import io
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
+from tests.helpers import question_declined
 from toolscript.errors import ApprovalRequiredError
-from toolscript.execution.runhandle import terminal_answer
 from toolscript.gateway import runbook
 from toolscript.gateway.runbook import RunBook
 from toolscript.mcpface.backend import execution_answer
@@ -89,20 +87,10 @@ def test_runs_show_may_ask_for_the_whole_however_large() -> None:
     assert not shown.shortened and json.loads(shown.text) == HUGE
 
 
-def prompt_text(prompt: dict[str, Any]) -> str:
-    reading, writing = os.pipe()
-    os.write(writing, b"n\n")
-    os.close(writing)
-    out = io.StringIO()
-    with os.fdopen(reading) as source:
-        assert terminal_answer(prompt, stdin=source, stderr=out, timeout=5) == "no"
-    return out.getvalue()
-
-
 def test_the_terminal_prompt_shows_all_or_says_it_is_shortened_on_its_question_line() -> None:
-    shown = prompt_text({"tool": "shell__run", "arguments": ATTACK, "run": "R1"})
+    shown = question_declined({"tool": "shell__run", "arguments": ATTACK, "run": "R1"})
     assert "echo hi" + " " * 600 + "; rm -rf ~" in shown and "SHORTENED" not in shown
-    shortened = prompt_text({"tool": "shell__run", "arguments": HUGE, "run": "R1"})
+    shortened = question_declined({"tool": "shell__run", "arguments": HUGE, "run": "R1"})
     question = shortened.rsplit("\n", 1)[1]
     assert question.startswith("  allow it (its arguments are SHORTENED above)?")
     assert "`toolscript runs show R1` shows them whole" in shortened
@@ -250,6 +238,6 @@ def test_a_resource_uri_the_script_chose_cannot_hide_in_the_prompts_tool_line() 
     its bidi override turned the rest of the prompt's first line around, and its tag
     characters passed unseen (only C0 and C1 controls were escaped there)."""
     tool = "docs__resource:file:///notes\u202e\U000e0041txt.etc"
-    shown = prompt_text({"tool": tool, "arguments": {"uri": "x"}, "run": "R1"})
+    shown = question_declined({"tool": tool, "arguments": {"uri": "x"}, "run": "R1"})
     assert "\u202e" not in shown and "\U000e0041" not in shown
     assert "\\u202e" in shown

@@ -5,24 +5,15 @@ Every line of the question is toolscript's own: the URI's breaks and tabs are es
 
 from __future__ import annotations
 
-import io
-import os
-
-from toolscript.execution.runhandle import terminal_answer
+from tests.helpers import question_declined
 from toolscript.store.approvalview import visible_text
 
 URI = "files://secrets/key#" + "\n" * 100 + "\tfiles://pub/readme"
 
 
 def test_a_uri_s_line_breaks_stay_on_the_question_s_first_line() -> None:
-    reading, writing = os.pipe()
-    os.write(writing, b"n\n")
-    os.close(writing)
-    out = io.StringIO()
-    with os.fdopen(reading) as source:
-        prompt = {"tool": f"docs__resource:{URI}", "arguments": {"uri": URI}, "run": "R1"}
-        assert terminal_answer(prompt, stdin=source, stderr=out, timeout=5) == "no"
-    shown = out.getvalue()
+    prompt = {"tool": f"docs__resource:{URI}", "arguments": {"uri": URI}, "run": "R1"}
+    shown = question_declined(prompt)
     first = shown.strip("\n").split("\n")[0]
     assert first.startswith("toolscript: the script calls docs.resource:files://secrets/key#")
     assert first.endswith("files://pub/readme, which asks for approval.")

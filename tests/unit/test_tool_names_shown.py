@@ -3,11 +3,9 @@ never as the gateway's ``time__get_time``, an identifier nobody types."""
 
 from __future__ import annotations
 
-import io
-import os
-
+from tests.helpers import question_declined
 from toolscript.errors import ToolTimeoutError, tool_named
-from toolscript.execution.runhandle import format_trace, terminal_answer
+from toolscript.execution.runhandle import format_trace
 
 
 def test_the_first_separator_ends_the_servers_name() -> None:
@@ -24,14 +22,9 @@ def test_a_timeout_names_the_tool_as_users_write_it() -> None:
 
 
 def test_exec_s_question_and_trace_name_the_tool_as_users_write_it() -> None:
-    reading, writing = os.pipe()
-    os.write(writing, b"n\n")
-    os.close(writing)
-    out = io.StringIO()
-    with os.fdopen(reading) as source:
-        prompt = {"tool": "records__delete_record", "arguments": {"key": "a"}, "run": "R1"}
-        assert terminal_answer(prompt, stdin=source, stderr=out, timeout=5) == "no"
-    assert "the script calls records.delete_record, which asks" in out.getvalue()
+    prompt = {"tool": "records__delete_record", "arguments": {"key": "a"}, "run": "R1"}
+    question = question_declined(prompt)
+    assert "the script calls records.delete_record, which asks" in question
     trace = format_trace(
         {
             "id": "R1",
@@ -49,4 +42,4 @@ def test_exec_s_question_and_trace_name_the_tool_as_users_write_it() -> None:
         }
     )
     assert '  1  records.delete_record({"key":"a"})  ok' in trace
-    assert "__" not in trace + out.getvalue()
+    assert "__" not in trace + question
