@@ -238,6 +238,7 @@ def test_server_filter_limit_and_threshold(gateway: GatewayProcess) -> None:
     assert 0 < len(only["hits"]) <= 3
     assert {hit["server"] for hit in only["hits"]} == {"memory"}
     everything = search(gateway, "echo a message back", threshold=0, limit=100)
+    assert everything["mode"] == "hybrid", everything["search"]  # (keywords match a few)
     assert len(everything["hits"]) == gateway.client.get("health").json()["tools"]
     strict = search(gateway, "echo a message back", threshold=0.99)
     assert len(strict["hits"]) <= 2

@@ -414,3 +414,52 @@ def test_the_gateways_first_query_encoder_gives_the_models_vectors_without_token
     expected = semantic._encode(embedder._model, texts)
     got = numpy.asarray(answer["vectors"])
     assert (got * expected).sum(axis=1).min() >= 0.99999
+
+
+def queries_while(embedder: Any, done: Any, vector: Any) -> tuple[int, list[str]]:
+    """Queries sent one after another until ``done()``: how many, and why any failed."""
+    failures: list[str] = []
+    count = 0
+    while not done():
+        try:
+            assert float(embedder.embed_queries([TOOLS[0]])[0] @ vector) >= 0.99999
+        except Exception as exc:
+            failures.append(repr(exc))
+        count += 1
+    return count, failures
+
+
+@needs_semantic
+def test_queries_in_flight_while_workers_are_replaced_are_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A query sent to a worker as it is replaced (the one that embedded the tools, by the
+    query worker; the model's, when it retires after embedding a tool added later) is
+    answered, by the worker that had it or by the one that replaces it: a search of that
+    moment stays hybrid (it fell back to keywords, and search reloaded the model)."""
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path))  # a first start: nothing saved
+    from toolscript.search.process import EmbedderProcess
+
+    embedder = EmbedderProcess()
+    try:
+        embedder.load()
+        vectors = embedder.embed(TOOLS)
+        (first,) = embedder.workers()
+        embedder.documents_embedded()  # a new worker replaces the first in the background
+        count, failures = queries_while(
+            embedder,
+            lambda: (
+                len(pids := [w["pid"] for w in embedder.workers()]) == 1 and pids != [first["pid"]]
+            ),
+            vectors[0],
+        )
+        assert count > 1 and failures == [], failures
+        # a tool added later: the model's worker embeds it, then retires
+        embedder.embed([TOOLS[3] + " (changed)"])
+        assert "model" in [w["role"] for w in embedder.workers()]
+        count, failures = queries_while(
+            embedder, lambda: "model" not in [w["role"] for w in embedder.workers()], vectors[0]
+        )
+        assert count > 1 and failures == [], failures
+    finally:
+        embedder.close()

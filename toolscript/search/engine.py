@@ -170,16 +170,11 @@ class SearchEngine:
         embeds it. True when search is hybrid now."""
         if self._quick is None or self.embedder is None or self._semantic.state != "loading":
             return self._semantic.state == "ready"
-        import numpy  # the encoder exists: so does numpy
-
         documents = self.documents
-        vectors = self.store.get((d.content_hash for d in documents), self.embedder.model_id)
-        if not documents or any(d.content_hash not in vectors for d in documents):
+        matrix = self._stored_matrix(documents)
+        if matrix is None:
             self._quick = None  # new tools need the worker to embed them: its weights can go
             return False
-        matrix = numpy.stack(
-            [numpy.frombuffer(vectors[d.content_hash], dtype=numpy.float32) for d in documents]
-        )
         self.embedder.documents_embedded()  # (the worker, not started yet, embeds none)
         with self._lock:
             if documents is self.documents and self._semantic.state == "loading":
@@ -244,12 +239,32 @@ class SearchEngine:
         return status
 
     def set_documents(self, documents: list[ToolDocument]) -> None:
-        """New tool set: keyword index now; vectors from the store when semantic is ready."""
+        """New tool set: keyword index now; vectors from the store when semantic is ready.
+        Where the store holds every new tool's vector (the build embedded them), the tools
+        and their vectors change together: no search in between falls back to keywords, or
+        reads one tool's vector as another's."""
         lexical = LexicalIndex(documents, self.parameters)
+        matrix = self._stored_matrix(documents) if self._semantic.state == "ready" else None
         with self._lock:
             self.documents, self.lexical = documents, lexical
-        if self._semantic.state in ("ready", "indexing"):
+            if matrix is not None:
+                assert self.embedder is not None
+                cached = max(0, len(documents) - self.embedder.computed)
+                self._semantic = replace(self._semantic, matrix=matrix, cached=cached)
+        if matrix is None and self._semantic.state in ("ready", "indexing"):
             self.load_vectors()
+
+    def _stored_matrix(self, documents: list[ToolDocument]) -> Any:
+        """``documents``' vectors from the store, in their order; None when one is missing."""
+        import numpy
+
+        assert self.embedder is not None  # (semantic is ready)
+        vectors = self.store.get((d.content_hash for d in documents), self.embedder.model_id)
+        if not documents or any(d.content_hash not in vectors for d in documents):
+            return None
+        return numpy.stack(
+            [numpy.frombuffer(vectors[d.content_hash], dtype=numpy.float32) for d in documents]
+        )
 
     def semantic_failed(self, reason: str) -> None:
         self._semantic = _Semantic(state="unavailable", reason=reason)

@@ -221,7 +221,7 @@ class EmbedderProcess(Embedder):
                 self._light_worker = fresh
             self._starting = None
         if replaced:
-            worker.stop()
+            worker.retire()
             if self._closed and fresh is not None:  # (close() may have read the old one)
                 fresh.stop()
             return
@@ -240,20 +240,24 @@ class EmbedderProcess(Embedder):
         return self.embed_queries([text])[0]
 
     def embed_queries(self, texts: Sequence[str]) -> Any:
-        """Vectors of a request's needs, in one round trip."""
-        worker = self._serving()
-        if worker is None:
-            self._loaded = False
-            dead = self._light_worker or self._model_worker
-            code = dead.returncode() if dead is not None else None
-            raise EmbedderFailed(f"the embedding process is not running (exit code {code})")
-        self._queried = True
-        try:
-            _, vectors = worker.request({"op": "query", "texts": list(texts)})
-        except EmbedderFailed:
-            self._loaded = False  # the next load() starts a new worker
-            raise
-        return vectors
+        """Vectors of a request's needs, in one round trip: two when the worker it went to
+        was replaced meanwhile (its successor answers: no fallback to keywords, no reload)."""
+        while True:
+            worker = self._serving()
+            if worker is None:
+                self._loaded = False
+                dead = self._light_worker or self._model_worker
+                code = dead.returncode() if dead is not None else None
+                raise EmbedderFailed(f"the embedding process is not running (exit code {code})")
+            self._queried = True
+            try:
+                _, vectors = worker.request({"op": "query", "texts": list(texts)})
+            except EmbedderFailed:
+                if worker.replaced:
+                    continue
+                self._loaded = False  # the next load() starts a new worker
+                raise
+            return vectors
 
     def close(self) -> None:
         """Stop the workers (without waiting for a request in flight: that one fails), one
@@ -376,7 +380,7 @@ class EmbedderProcess(Embedder):
                 self._light = None  # (the model's worker keeps serving queries)
                 return
             self._model_worker = None
-        model.stop()
+        model.retire()
         log.info("search: the model's worker exited; queries go through %s", self.query_runtime)
 
 
@@ -391,6 +395,8 @@ class _Worker:
         # model in memory takes a moment to go, and looks alive until then).
         self.failed = False
         self.querying = False  # (the light one) it holds what queries need, not documents
+        # Another worker serves in its place: a request it fails goes to that one (retire).
+        self.replaced = False
         self._request_lock = threading.Lock()
         self._watchdog = _Watchdog()
         self._process = subprocess.Popen(
@@ -410,6 +416,14 @@ class _Worker:
 
     def returncode(self) -> int | None:
         return self._process.poll()
+
+    def retire(self) -> None:
+        """Stop it once the request it may be answering is answered: another worker took
+        its place, and a request that was on its way to it goes there (``replaced``)."""
+        self.replaced = True
+        if self._request_lock.acquire(timeout=DEADLINES["query"]):
+            self._request_lock.release()
+        self.stop()
 
     def ask_to_stop(self) -> None:
         """Close its stdin: it exits (at once, unless a request is in flight)."""
