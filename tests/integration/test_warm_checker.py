@@ -239,10 +239,14 @@ def test_a_module_change_is_seen_by_the_next_check(home: Path, tmp_path: Path) -
         assert "Property 'fx' does not exist on type 'Tools'" in missing.stderr
         first = checker(gateway)
         gateway.config_path.write_text(json.dumps(CONFIG))  # a server (and its tools) arrives
+        # fx connected, and the checker holding the module built since: the module changes
+        # more than once (the types setting at once, fx's tools once it has connected)
         wait_until(
             lambda: (
-                (now := checker(gateway))["state"] == "ready"
+                gateway.health()["servers"].get("fx", {}).get("state") == "connected"
+                and (now := checker(gateway))["state"] == "ready"
                 and now["module"] not in (None, first["module"])
+                and now["module"] == gateway.client.get("runtime/hash").json()["hash"]
             ),
             "the checker never took the new module",
         )
