@@ -61,11 +61,16 @@ def hybrid_engine() -> SearchEngine:
     return engine
 
 
-def reloaded(engine: SearchEngine) -> None:
-    """Wait for the reload the failure started (a thread of the engine's) to end."""
+def reload_ended() -> None:
+    """Wait for a reload under way (a thread of the engine's) to end."""
     for thread in threading.enumerate():
         if thread.name == "search model reload":
             thread.join()
+
+
+def reloaded(engine: SearchEngine) -> None:
+    """Wait for the reload the failure started to end."""
+    reload_ended()
     assert engine.status()["mode"] == "hybrid"  # the model is back
 
 
@@ -99,3 +104,56 @@ def test_a_keyword_question_or_a_model_not_ready_says_so_with_the_answer() -> No
     off = SearchEngine(SearchConfig(semantic=False), EmbeddingStore(None), None)
     off.set_documents(engine.documents)
     assert off.explain("what time is it").fallback == "semantic search is turned off"
+
+
+class KeepsFailingModel(FailingOnceModel):
+    """A model whose queries fail while ``failing`` (a worker killed for its time, on a busy
+    machine), reloaded at once each time."""
+
+    failing = True
+
+    def embed_queries(self, texts: list[str]) -> Any:
+        if self.failing:
+            self.loaded = False
+            raise EmbedderFailed("no answer to a query within 5 s")
+        return numpy.array([[1.0, 0.0]] * len(texts), dtype=numpy.float32)
+
+
+def test_a_model_that_fails_again_soon_after_its_reload_is_tried_again_later(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Keyword-only for a while, not for the gateway's life: the first search after the
+    wait reloads the model; each failure soon after a reload doubles the wait."""
+    from types import SimpleNamespace
+
+    from toolscript.search import engine as engine_module
+
+    clock = [1000.0]
+    monkeypatch.setattr(engine_module, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    model = KeepsFailingModel()
+    documents = [
+        document_for("clock", "", {"name": name, "description": f"{name} things"})
+        for name in ("get_time", "convert_time")
+    ]
+    engine = SearchEngine(SearchConfig(), EmbeddingStore(None), model)  # type: ignore[arg-type]
+    engine.set_documents(documents)
+    engine.load_vectors()
+    assert engine.explain("what time is it").mode == "keyword"  # failed: reloading
+    reloaded(engine)
+    clock[0] += 5  # failed again, soon after the reload
+    answer = engine.explain("what time is it")
+    assert answer.mode == "keyword"
+    assert answer.fallback is not None and answer.fallback.endswith("tried again in 60 s")
+    assert engine.status()["semantic"] == "unavailable"
+    clock[0] += 59  # not yet: keywords, the model not asked
+    assert engine.explain("what time is it").fallback == answer.fallback
+    clock[0] += 1  # the wait is over: this search reloads the model (and answers meanwhile)
+    engine.explain("what time is it")
+    reload_ended()
+    clock[0] += 5  # failed again soon: a longer wait
+    assert str(engine.explain("what time is it").fallback).endswith("tried again in 120 s")
+    clock[0] += 120
+    model.failing = False  # the machine is quiet again
+    engine.explain("what time is it")
+    reloaded(engine)
+    assert engine.explain("what time is it").mode == "hybrid"

@@ -65,6 +65,10 @@ log = logging.getLogger("toolscript.search")
 # rank in bench/search/comparison.py, with this engine's index and model.
 MODES = ("hybrid", "keyword", "semantic")
 RECOVERY_INTERVAL = 30.0  # seconds between attempts to reload a model that failed
+# A model that failed again soon after its reload is tried again after this many seconds,
+# doubled at each such failure up to RETRY_LONGEST: a busy machine (a query past its
+# deadline, twice) costs hybrid search a while, not the gateway's life.
+RETRY_FIRST, RETRY_LONGEST = 60.0, 960.0
 
 
 # The gateway's search settings are the config's ``search`` section, overridden by options.
@@ -138,6 +142,8 @@ class SearchEngine:
         self._lock = threading.Lock()
         self._recovering = False
         self._last_recovery = -RECOVERY_INTERVAL
+        self._retry_after = RETRY_FIRST  # the next wait of a model that keeps failing
+        self._retry_at: float | None = None  # when a model that kept failing is tried again
         self._quick: Any = None  # a numpy query encoder while the worker's model loads
         # The keyword scores of needs implied by a ranking (for one index, by text), and the
         # vectors of implied needs (by model and reading): the same for every request
@@ -271,8 +277,9 @@ class SearchEngine:
 
     def _embedding_failed(self, exc: Exception) -> str:
         """Keyword-only now; reload the model in the background, unless it failed again soon
-        after the last reload (then keyword-only until the gateway restarts: no crash loop).
-        Why search is keyword-only, for the answer the failure met."""
+        after the last reload: then keyword-only for a while (no crash loop), the model
+        tried again by the first search after it, each such wait twice the last (up to
+        RETRY_LONGEST). Why search is keyword-only, for the answer the failure met."""
         log.warning("search: keyword only, the embedding model failed: %s", exc)
         reason = f"the embedding model failed ({exc}); reloading it"
         now = time.monotonic()
@@ -282,14 +289,35 @@ class SearchEngine:
             if now - self._last_recovery < RECOVERY_INTERVAL:
                 reason = (
                     f"the embedding model failed again soon after a reload ({exc}); "
-                    "keyword search only until the gateway restarts"
+                    f"keyword search only, {self._wait_to_retry()}"
                 )
                 self.semantic_failed(reason)
                 return reason
+            self._retry_after = RETRY_FIRST  # (long after the last reload: a first failure)
             self._recovering, self._last_recovery = True, now
+        self._reload(reason)
+        return reason
+
+    def _wait_to_retry(self) -> str:
+        """Schedule the next try of a model that keeps failing (under the lock); says when."""
+        wait, self._retry_at = self._retry_after, time.monotonic() + self._retry_after
+        self._retry_after = min(2 * self._retry_after, RETRY_LONGEST)
+        return f"the model is tried again in {wait:.0f} s"
+
+    def _reload(self, reason: str) -> None:
         self._semantic = _Semantic(state="loading", reason=reason)
         threading.Thread(target=self._recover, name="search model reload", daemon=True).start()
-        return reason
+
+    def _retry_when_due(self) -> None:
+        """The model that kept failing reloaded, once its wait is over (the caller's search
+        still answers with keywords: the reload takes a moment)."""
+        with self._lock:
+            due = self._retry_at is not None and time.monotonic() >= self._retry_at
+            if not due or self._recovering:
+                return
+            self._retry_at = None
+            self._recovering, self._last_recovery = True, time.monotonic()
+        self._reload("the embedding model failed before; reloading it")
 
     def _recover(self) -> None:
         assert self.embedder is not None
@@ -298,7 +326,11 @@ class SearchEngine:
             self.load_vectors()  # from the store: nothing is embedded again
             log.info("search: hybrid again, the embedding model was reloaded")
         except Exception as exc:
-            self.semantic_failed(f"the embedding model failed and could not be reloaded: {exc}")
+            with self._lock:
+                when = self._wait_to_retry()
+            self.semantic_failed(
+                f"the embedding model failed and could not be reloaded ({exc}); {when}"
+            )
             log.warning("search: keyword only, reloading the embedding model failed: %s", exc)
         finally:
             self._recovering = False
@@ -354,6 +386,8 @@ class SearchEngine:
         """``search``, with the needs the request was split into (one: it was not) and why
         it fell back to keywords: read the request, retrieve, blend each need's ranking, add
         the needs the ranking implies, merge (this module's docstring)."""
+        if self._retry_at is not None:
+            self._retry_when_due()
         with self._lock:
             index = _Index(self.documents, self.lexical, self._semantic)
         if not index.documents or not query.strip():
