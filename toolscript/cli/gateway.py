@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 from toolscript.cli.client import URL_VARIABLE, GatewayClient, find_gateway_url, public_url
@@ -381,7 +382,9 @@ def stop(
                 f"{URL_VARIABLE} names is not stopped by this command (a Claude Code "
                 "session's stops with the session, a `toolscript mcp`'s with its client)\n"
             )
-        _said(as_json, {"running": False, "stopped": False}, text)
+        sessions = _session_gateways_of(config)
+        text += _sessions_text(sessions)
+        _said(as_json, {"running": False, "stopped": False, "sessions": sessions}, text)
         return
     signal_quietly(pid, signal.SIGTERM)
     deadline = time.monotonic() + wait
@@ -461,6 +464,7 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     except GatewayError as exc:
         if config_problem is not None:
             raise config_problem from None
+        sessions = _session_gateways_of(config)
         if as_json:
             print_json(
                 {
@@ -468,11 +472,14 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
                     "url": public_url(url) if url else None,
                     "error": exc.message,
                     "config": {"path": str(loaded.path) if loaded.path else None},
+                    "sessions": sessions,
                 }
             )
         else:
-            sys.stderr.write(f"gateway: not running ({exc.message})\n")
+            own = "this project's own gateway is not running" if sessions else "not running"
+            sys.stderr.write(f"gateway: {own} ({exc.message})\n")
             sys.stderr.write(f"config: {loaded.path or 'none (zero servers)'}\n")
+            sys.stderr.write(_sessions_text(sessions))
             hint = exc.hint
             if hint and "`toolscript gateway status`" in hint:  # this very command: no help
                 hint = "start one with `toolscript gateway start`"
@@ -516,6 +523,53 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
                 f"config: error, the previous configuration still serves: {config_error}\n"
             )
     raise typer.Exit(0 if healthy else 3)
+
+
+def _session_gateways_of(config: str | None) -> list[dict[str, Any]]:
+    """The Claude Code sessions' own gateways (the plugin's, private: no state file names
+    them) that serve this project's config: how each is, its URL without its token."""
+    from toolscript.gateway.state import session_gateways
+
+    wanted = find_config_path(config)
+    found = []
+    for pid, url in session_gateways():
+        try:
+            with GatewayClient(url, timeout=3) as client:
+                health: dict[str, Any] = client.get_json("/health")
+        except GatewayError:
+            continue
+        served = (health.get("config") or {}).get("path")
+        if not served or Path(served) != wanted:
+            continue
+        servers = list((health.get("servers") or {}).values())
+        found.append(
+            {
+                "pid": pid,
+                "url": public_url(url),
+                "status": health.get("status"),
+                "servers": len(servers),
+                "connected": sum(1 for server in servers if server.get("state") == "connected"),
+                "tools": health.get("tools", 0),
+            }
+        )
+    return found
+
+
+def _sessions_text(sessions: list[dict[str, Any]]) -> str:
+    """What ``gateway status`` and ``stop`` say of the sessions' gateways of the project."""
+    if not sessions:
+        return ""
+    lines = [
+        f"Claude Code sessions: {len(sessions)} run a gateway of their own for this project "
+        "(each session's agent uses its own; it stops with its session):\n"
+    ]
+    for session in sessions:
+        lines.append(
+            f"  pid {session['pid']} at {session['url']}: {session['status']}, "
+            f"{session['connected']}/{session['servers']} servers connected, "
+            f"{session['tools']} tools\n"
+        )
+    return "".join(lines)
 
 
 def _print_scripts(scripts: dict[str, Any]) -> None:

@@ -1,0 +1,104 @@
+"""A new user's first hour, third pass: the angles the first two (test_first_hour.py,
+test_first_hour2.py) did not take. Two gateways of one project (a Claude Code session's
+beside the terminal), a gateway left running by an older toolscript across an upgrade, and
+the commands a user reaches for in a script (``runs wait --json``).
+
+Each test asserts what the user is told, as the CLI shows it, with real processes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import fixture_server, toolscript_cli, wait_until
+
+
+def run(project: Path, *args: str, home: Path, stdin: str | None = None, **env: str) -> Any:
+    return toolscript_cli(
+        *args, cwd=project, env={"TOOLSCRIPT_HOME": str(home), **env}, stdin=stdin
+    )
+
+
+# -- a Claude Code session's gateway beside the user's terminal ---------------------
+
+
+@pytest.fixture(scope="module")
+def session_project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, int]]:
+    """A project whose only gateway is a Claude Code session's (started by the plugin's
+    SessionStart hook): the project, the toolscript home, the session gateway's pid."""
+    base = tmp_path_factory.mktemp("session-project")
+    project, home = base / "project", base / "home"
+    (project / "src" / "deep").mkdir(parents=True)
+    (project / ".toolscript.json").write_text(
+        json.dumps({"mcpServers": {"fx": fixture_server()}, "search": {"semantic": False}})
+    )
+    payload = json.dumps({"session_id": "session-one", "cwd": str(project)})
+    started = run(
+        project,
+        "hook",
+        "session-start",
+        home=home,
+        stdin=payload,
+        CLAUDE_PROJECT_DIR=str(project),
+    )
+    assert "gateway ready" in started.stdout, started.stdout + started.stderr
+    pid = int((home / "sessions" / "session-one.pid").read_text())
+    yield project, home, pid
+    run(project, "hook", "session-end", home=home, stdin=payload)
+    import psutil
+
+    wait_until(lambda: psutil.pid_exists(pid), lambda alive: not alive, 30, "the session's end")
+
+
+def test_status_in_a_terminal_names_the_sessions_gateway_of_the_project(
+    session_project: tuple[Path, Path, int],
+) -> None:
+    """`gateway status` said "not running" and nothing more while the project's Claude Code
+    session ran its own gateway: a user checking why the agent's tools fail (or whether the
+    plugin works) was told none runs. It still exits 1 (the project's own gateway is not
+    running), and says which session gateway serves the project and how it is."""
+    project, home, pid = session_project
+    status = run(project / "src" / "deep", "gateway", "status", home=home)
+    assert status.returncode == 1
+    assert "this project's own gateway is not running" in status.stderr
+    assert "Claude Code sessions: 1 run a gateway of their own for this project" in status.stderr
+    assert f"pid {pid} at http://127.0.0.1:" in status.stderr
+    assert "ok, 1/1 servers connected" in status.stderr
+    token = (home / "sessions" / "session-one.url").read_text().strip().rsplit("/", 1)[1]
+    assert token not in status.stderr + status.stdout  # its URL without its token
+
+    as_json = run(project, "gateway", "status", "--json", home=home)
+    assert as_json.returncode == 1
+    sessions = json.loads(as_json.stdout)["sessions"]
+    assert [(s["pid"], s["status"], s["connected"], s["servers"]) for s in sessions] == [
+        (pid, "ok", 1, 1)
+    ]
+
+
+def test_stop_in_a_terminal_says_the_sessions_gateway_is_the_sessions_to_stop(
+    session_project: tuple[Path, Path, int],
+) -> None:
+    project, home, pid = session_project
+    stopped = run(project, "gateway", "stop", home=home)
+    assert stopped.returncode == 0
+    assert "gateway: not running" in stopped.stderr
+    assert f"pid {pid}" in stopped.stderr and "it stops with its session" in stopped.stderr
+    import psutil
+
+    assert psutil.pid_exists(pid)  # left alone: its session's to stop
+
+
+def test_another_projects_status_does_not_name_this_projects_session(
+    session_project: tuple[Path, Path, int], tmp_path: Path
+) -> None:
+    _, home, _ = session_project
+    (tmp_path / ".toolscript.json").write_text("{}")
+    status = run(tmp_path, "gateway", "status", home=home)
+    assert status.returncode == 1
+    assert "gateway: not running" in status.stderr
+    assert "Claude Code sessions" not in status.stderr
