@@ -9,13 +9,16 @@ Each test asserts what the user is told, as the CLI shows it, with real processe
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import fixture_server, toolscript_cli, wait_until
+import toolscript
+from tests.helpers import clean_env, fixture_server, toolscript_cli, wait_until
 
 
 def run(project: Path, *args: str, home: Path, stdin: str | None = None, **env: str) -> Any:
@@ -102,3 +105,63 @@ def test_another_projects_status_does_not_name_this_projects_session(
     assert status.returncode == 1
     assert "gateway: not running" in status.stderr
     assert "Claude Code sessions" not in status.stderr
+
+
+def test_a_gateway_of_the_installed_code_is_not_said_to_be_older(
+    session_project: tuple[Path, Path, int],
+) -> None:
+    project, home, _ = session_project
+    url = (home / "sessions" / "session-one.url").read_text().strip()
+    status = run(project, "gateway", "status", home=home, TOOLSCRIPT_GATEWAY_URL=url)
+    assert status.returncode == 0, status.stderr
+    assert "gateway: running" in status.stdout
+    assert "not the one installed now" not in status.stdout + status.stderr
+
+
+# -- upgrading while a gateway runs ---------------------------------------------------
+
+# A gateway started by the toolscript installed before an upgrade: the code it loaded is
+# what it runs (its version as it reports it; the package in the test's place is shared).
+OLDER_GATEWAY = (
+    "import sys, toolscript; toolscript.__version__ = '0.0.1'; "
+    "from toolscript.cli.entry import main; sys.argv[0] = 'toolscript'; main()"
+)
+
+
+def test_a_gateway_started_before_an_upgrade_is_said_to_run_the_older_code(
+    tmp_path: Path,
+) -> None:
+    """After `pip install -U toolscript` a gateway started before goes on running the code it
+    loaded, beside a CLI of the new one: `gateway status` said nothing of it. It now names
+    both and says how to restart it."""
+    home = tmp_path / "home"
+    (tmp_path / ".toolscript.json").write_text(
+        json.dumps({"mcpServers": {"fx": fixture_server()}, "search": {"semantic": False}})
+    )
+    gateway = subprocess.Popen(
+        [sys.executable, "-c", OLDER_GATEWAY, "gateway", "start", "--no-warm-checker"],
+        cwd=tmp_path,
+        env=clean_env(TOOLSCRIPT_HOME=str(home)),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert gateway.stdout is not None
+        assert gateway.stdout.readline().startswith("http://127.0.0.1:")
+        status = run(tmp_path, "gateway", "status", home=home)
+        assert status.returncode == 0, status.stderr
+        assert "warning: this gateway runs toolscript 0.0.1 (code " in status.stdout
+        assert f"not the one installed now, toolscript {toolscript.__version__}" in status.stdout
+        assert "restart it to run the new one (`toolscript gateway stop`" in status.stdout
+        as_json = json.loads(run(tmp_path, "gateway", "status", "--json", home=home).stdout)
+        assert as_json["toolscript"]["version"] == "0.0.1"
+        assert as_json["installed"]["version"] == toolscript.__version__
+        stopped = run(tmp_path, "gateway", "stop", home=home)
+        assert stopped.returncode == 0, stopped.stderr
+        assert gateway.wait(30) is not None
+    finally:
+        if gateway.poll() is None:
+            gateway.kill()
+            gateway.wait()

@@ -490,7 +490,7 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         raise typer.Exit(1) from None
     healthy = health.get("status") == "ok"
     if as_json:
-        print_json({"running": True, "url": url, **health})
+        print_json({"running": True, "url": url, **health, "installed": _installed()})
     else:
         sys.stdout.write(f"gateway: running at {url} ({health.get('status')})\n")
         served = (health.get("config") or {}).get("path")
@@ -517,12 +517,42 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         memory = _memory_line(health.get("processes") or {})
         if memory:
             sys.stdout.write(memory + "\n")
+        older = _older_code(health)
+        if older:
+            sys.stdout.write(f"warning: {older}\n")
         config_error = (health.get("config") or {}).get("error")
         if config_error:
             sys.stdout.write(
                 f"config: error, the previous configuration still serves: {config_error}\n"
             )
     raise typer.Exit(0 if healthy else 3)
+
+
+def _installed() -> dict[str, str]:
+    """The toolscript installed now: its version and code (as a gateway's /health says its own)."""
+    from toolscript import __version__
+    from toolscript.plumbing.build import installed_build
+
+    return {"version": __version__, "build": installed_build()}
+
+
+def _older_code(health: dict[str, Any]) -> str | None:
+    """What to say when the gateway runs other code than the toolscript installed now (it
+    was started before an upgrade, or by another installation); None when it runs this."""
+    running = health.get("toolscript")
+    installed = _installed()
+    if isinstance(running, dict) and all(running.get(k) == v for k, v in installed.items()):
+        return None
+    if isinstance(running, dict):
+        was = f"toolscript {running.get('version')} (code {running.get('build')})"
+    else:
+        was = "an older toolscript (one that does not report its version)"
+    return (
+        f"this gateway runs {was}, not the one installed now, toolscript "
+        f"{installed['version']} (code {installed['build']}): restart it to run the new one "
+        "(`toolscript gateway stop`, then `toolscript gateway start &`; a Claude Code "
+        "session's gateway restarts with its session)"
+    )
 
 
 def _session_gateways_of(config: str | None) -> list[dict[str, Any]]:

@@ -647,9 +647,7 @@ class Backend:
         servers: list[str] = []
         if any("." in name and "__" not in name for name in names):
             servers = [server["name"] for server in await self._get("/servers")]
-        typed = {
-            normalize_tool_name(name, servers): name.strip() for name in names if name.strip()
-        }
+        typed = {normalize_tool_name(name, servers): name.strip() for name in names if name.strip()}
         try:
             answer = await self._get("/types", {"names": ",".join(typed)})
         except GatewayResponseError as error:
