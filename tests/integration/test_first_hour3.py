@@ -165,3 +165,50 @@ def test_a_gateway_started_before_an_upgrade_is_said_to_run_the_older_code(
         if gateway.poll() is None:
             gateway.kill()
             gateway.wait()
+
+
+# -- runs wait in a script ------------------------------------------------------------
+
+
+def test_runs_wait_json_prints_one_object_with_how_the_run_ended(
+    session_project: tuple[Path, Path, int],
+) -> None:
+    """`runs wait` had no --json (every other command that prints data has one): a shell
+    script waiting on a background run had to split its streams and read its exit code."""
+    project, home, _ = session_project
+    url = (home / "sessions" / "session-one.url").read_text().strip()
+
+    def cli(*args: str) -> Any:
+        return run(project, *args, home=home, TOOLSCRIPT_GATEWAY_URL=url)
+
+    def started(code: str) -> str:
+        launched = cli("exec", "--background", "--json", code)
+        assert launched.returncode == 0, launched.stderr
+        return str(json.loads(launched.stdout)["run"])
+
+    done = started('console.log("hello"); console.error("careful"); return { n: 1 };')
+    waited = cli("runs", "wait", done, "--json")
+    assert waited.returncode == 0, waited.stderr
+    answer = json.loads(waited.stdout)
+    assert {k: answer[k] for k in ("run", "ended", "status", "exit")} == {
+        "run": done,
+        "ended": True,
+        "status": "ok",
+        "exit": 0,
+    }
+    assert answer["stdout"].splitlines()[0] == "hello"
+    assert json.loads(answer["stdout"].splitlines()[-1]) == {"n": 1}
+    assert "careful" in answer["stderr"]
+
+    going = started('console.log("started"); await new Promise((r) => setTimeout(r, 600_000));')
+    still = wait_until(
+        lambda: cli("runs", "wait", going, "--json", "--timeout", "1"),
+        lambda waited: json.loads(waited.stdout)["stdout"],
+        120,
+        "the run's first line",
+    )
+    assert still.returncode == 3
+    answer = json.loads(still.stdout)
+    assert answer["ended"] is False and answer["status"] == "running"
+    assert answer["stdout"] == "started\n" and answer["from"] == "8:0"
+    assert cli("runs", "stop", going).returncode == 0

@@ -208,6 +208,14 @@ def wait_run(
         ),
     ] = None,
     config: ConfigOption = None,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print nothing until the wait ends, then one object: run, ended, status, "
+            "exit, stdout, stderr (and from, for a run still going).",
+        ),
+    ] = False,
 ) -> None:
     """Stream what a background run prints, then end with its result and exit code.
 
@@ -217,12 +225,34 @@ def wait_run(
         toolscript runs wait 20261124-101500-3f9a1c
         toolscript runs wait 20261124-101500-3f9a1c --timeout 100
         toolscript runs wait 20261124-101500-3f9a1c --from 2048:130
+        toolscript runs wait 20261124-101500-3f9a1c --json | jq -r .stdout
     """
     from toolscript.execution.background import background_gateway, parse_offsets, wait_background
 
     start = parse_offsets(offsets)
     url = background_gateway(config, None, run_id)
-    raise typer.Exit(wait_background(url, run_id, timeout, start=start))
+    if not as_json:
+        raise typer.Exit(wait_background(url, run_id, timeout, start=start))
+    import io
+
+    out, err = io.BytesIO(), io.BytesIO()
+    outcome: dict[str, Any] = {}
+    code = wait_background(
+        url, run_id, timeout, start=start, stdout=out, stderr=err, outcome=outcome
+    )
+    still = outcome.pop("from", None)
+    print_json(
+        {
+            "run": run_id,
+            "ended": still is None,
+            "status": outcome.get("status", "running" if still else None),
+            "exit": code,
+            "stdout": out.getvalue().decode("utf-8", "replace"),
+            "stderr": err.getvalue().decode("utf-8", "replace"),
+            **({"from": still} if still else {}),
+        }
+    )
+    raise typer.Exit(code)
 
 
 @app.command("stop")

@@ -115,10 +115,12 @@ def wait_background(
     start: tuple[int, int] = (0, 0),
     stdout: IO[bytes] | None = None,
     stderr: IO[bytes] | None = None,
+    outcome: dict[str, Any] | None = None,
 ) -> int:
     """Stream what run ``run_id`` prints (from ``start`` on) until it ends; its exit code.
     With ``timeout`` (seconds), a run still going then leaves with ``EXIT_STILL_RUNNING``
-    and says how to go on waiting."""
+    and says how to go on waiting. ``outcome`` gets how it ended (``ended_answer``), or
+    ``{"from": "STDOUT:STDERR"}`` for a run still going."""
     _checked(run_id)
     if timeout is not None and not math.isfinite(timeout):
         if math.isnan(timeout):  # it compared false with every clock: a busy loop, no end
@@ -147,8 +149,12 @@ def wait_background(
                 target.flush()
         offsets = [int(answer["offsets"][0]), int(answer["offsets"][1])]
         if answer.get("ended"):
+            if outcome is not None:
+                outcome.update(answer.get("result") or {})
             return _ended(answer.get("result") or {}, err)
         if deadline is not None and time.monotonic() >= deadline:
+            if outcome is not None:
+                outcome["from"] = f"{offsets[0]}:{offsets[1]}"
             err.write(
                 f"toolscript: run {run_id} is still running; go on waiting with "
                 f"`toolscript runs wait {run_id} --from {offsets[0]}:{offsets[1]}`\n".encode()
