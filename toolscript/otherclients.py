@@ -1006,13 +1006,14 @@ class Discovery:
 def discover(
     project_dir: Path, environ: Mapping[str, str] | None = None, platform: str | None = None
 ) -> tuple[Discovery, ...]:
-    """The clients that define at least one server toolscript can import for
-    ``project_dir`` (toolscript's own entry aside), and those whose file is broken."""
+    """The clients that define at least one server for ``project_dir`` (toolscript's own
+    entry aside), those whose file is broken, and those whose every entry was skipped
+    (with the warnings that say why: a user who has servers there is told why none came)."""
     found = []
     for client in CLIENTS:
         imports = read_imports([client], project_dir, environ, platform)
         if imports.broken:
             found.append(Discovery(client, imports, imports.broken[0]))
-        elif imports.servers:
+        elif imports.servers or imports.warnings:
             found.append(Discovery(client, imports))
     return tuple(found)

@@ -212,3 +212,61 @@ def test_runs_wait_json_prints_one_object_with_how_the_run_ended(
     assert answer["ended"] is False and answer["status"] == "running"
     assert answer["stdout"] == "started\n" and answer["from"] == "8:0"
     assert cli("runs", "stop", going).returncode == 0
+
+
+# -- servers defined in other clients -------------------------------------------------
+
+
+def init_in(project: Path, *args: str) -> Any:
+    """`toolscript init` with a home of the test's own (no real client's config read)."""
+    home = project / "home"
+    home.mkdir(exist_ok=True)
+    return toolscript_cli("init", *args, cwd=project, env={"HOME": str(home)})
+
+
+def test_init_says_why_no_entry_of_a_clients_file_was_imported(tmp_path: Path) -> None:
+    """A .mcp.json whose every entry toolscript cannot run (a command as an array, a
+    websocket server, env values that are objects) made init say it "found no MCP servers"
+    with not one word of the three entries it skipped, or why."""
+    (tmp_path / ".mcp.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "split": {"command": ["npx", "-y", "some-server"]},
+                    "socket": {"type": "websocket", "url": "https://example.com/mcp"},
+                    "nested": {"command": "some-server", "env": {"OPTIONS": {"a": 1}}},
+                }
+            }
+        )
+    )
+    for args in ((), ("--yes",), ("--json",)):
+        said = init_in(tmp_path, *args)
+        assert said.returncode == 2, said.stderr
+        assert "found no MCP server toolscript can run as written in Claude Code" in said.stderr, (
+            said.stderr
+        )
+        assert "export the variable it names" in said.stderr
+    assert not (tmp_path / ".toolscript.json").exists()
+    shown = init_in(tmp_path).stdout
+    assert "mcpServers.split.command: expected a string, got array; 'split' skipped" in shown
+    assert "transport 'websocket' is not one toolscript connects to; 'socket' skipped" in shown
+    assert "mcpServers.nested.env.OPTIONS: expected a string, got object" in shown
+    report = json.loads(init_in(tmp_path, "--json").stdout)
+    assert report["import"] == [] and len(report["found"][0]["warnings"]) == 3
+
+
+def test_init_json_reports_what_it_finds_beside_an_existing_config(tmp_path: Path) -> None:
+    """`init --json` "alone only reports", its help says: in a project that has a
+    .toolscript.json already (the Quick start's) it refused with "exists already"."""
+    (tmp_path / ".toolscript.json").write_text('{"mcpServers": {}}\n')
+    (tmp_path / ".mcp.json").write_text('{"mcpServers": {"t": {"command": "mcp-server-time"}}}')
+    report = init_in(tmp_path, "--json")
+    assert report.returncode == 0, report.stderr
+    answer = json.loads(report.stdout)
+    assert answer["import"] == ["claude-code"]
+    assert answer["exists"] is True and answer["written"] is False
+    assert (tmp_path / ".toolscript.json").read_text() == '{"mcpServers": {}}\n'
+    asked = init_in(tmp_path)  # shows what it found, then says how to add it
+    assert asked.returncode == 2
+    assert "t: mcp-server-time" in asked.stdout
+    assert 'add "import": ["claude-code"] to it by hand' in asked.stderr
