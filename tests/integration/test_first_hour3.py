@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import toolscript
-from tests.helpers import clean_env, fixture_server, toolscript_cli, wait_until
+from tests.helpers import GatewayProcess, clean_env, fixture_server, toolscript_cli, wait_until
 
 
 def run(project: Path, *args: str, home: Path, stdin: str | None = None, **env: str) -> Any:
@@ -270,3 +270,42 @@ def test_init_json_reports_what_it_finds_beside_an_existing_config(tmp_path: Pat
     assert asked.returncode == 2
     assert "t: mcp-server-time" in asked.stdout
     assert 'add "import": ["claude-code"] to it by hand' in asked.stderr
+
+
+# -- an OAuth server whose entry also sends headers -----------------------------------
+
+
+def test_a_sign_in_to_a_server_whose_headers_were_refused_is_taken_at_once(
+    tmp_path: Path,
+) -> None:
+    """A server with headers in its entry that answers 401 is retried with backoff (its
+    headers may hold a token that expired): `toolscript auth`, which its error suggests for
+    an OAuth server, was seen only at the next retry, up to a minute later, where its help
+    says a running gateway picks a sign-in up within seconds."""
+    from tests.integration.test_oauth import OAuthServer, project
+
+    server = OAuthServer("http")
+    try:
+        directory, env = project(tmp_path, server, headers={"X-Team": "infra"})
+        gateway = GatewayProcess(
+            json.loads((directory / ".toolscript.json").read_text()), directory, env=env
+        )
+        try:
+            failed = gateway.wait_for_health(
+                lambda health: health["servers"]["secure"]["attempts"] >= 5,
+                60,
+                "five refused attempts (the next one 16 s away)",
+            )["servers"]["secure"]
+            assert failed["state"] == "failed"
+            assert "`toolscript auth secure`" in failed["error"]
+            signed = toolscript_cli("auth", "secure", cwd=directory, env=env, timeout=60)
+            assert signed.returncode == 0, signed.stderr
+            gateway.wait_for_health(
+                lambda health: health["servers"]["secure"]["state"] == "connected",
+                8,
+                "the sign-in taken before the next retry",
+            )
+        finally:
+            assert gateway.stop() == []
+    finally:
+        server.stop()
