@@ -309,3 +309,22 @@ def test_a_sign_in_to_a_server_whose_headers_were_refused_is_taken_at_once(
             assert gateway.stop() == []
     finally:
         server.stop()
+
+
+def test_list_servers_in_another_project_does_not_show_the_named_gateways_states(
+    session_project: tuple[Path, Path, int], tmp_path: Path
+) -> None:
+    """TOOLSCRIPT_GATEWAY_URL (a session's, exported in one project) and a command run in
+    another project: list-servers showed this project's servers with the states of the
+    other's servers of the same names, "connected" for a server nothing had started."""
+    project, home, _ = session_project
+    url = (home / "sessions" / "session-one.url").read_text().strip()
+    (tmp_path / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}))
+    other = run(tmp_path, "list-servers", "--json", home=home, TOOLSCRIPT_GATEWAY_URL=url)
+    assert other.returncode == 0, other.stderr
+    (listed,) = json.loads(other.stdout)
+    assert listed["name"] == "fx" and "state" not in listed
+    said = run(tmp_path, "list-servers", home=home, TOOLSCRIPT_GATEWAY_URL=url).stderr
+    assert f"serves {project / '.toolscript.json'}, not this project's config" in said
+    own = run(project / "src", "list-servers", "--json", home=home, TOOLSCRIPT_GATEWAY_URL=url)
+    assert json.loads(own.stdout)[0]["state"] == "connected"
