@@ -91,6 +91,8 @@ def test_stop_in_a_terminal_says_the_sessions_gateway_is_the_sessions_to_stop(
     assert stopped.returncode == 0
     assert "gateway: not running" in stopped.stderr
     assert f"pid {pid}" in stopped.stderr and "it stops with its session" in stopped.stderr
+    as_json = json.loads(run(project, "gateway", "stop", "--json", home=home).stdout)
+    assert as_json["stopped"] is False and [s["pid"] for s in as_json["sessions"]] == [pid]
     import psutil
 
     assert psutil.pid_exists(pid)  # left alone: its session's to stop

@@ -384,7 +384,10 @@ def stop(
             )
         sessions = _session_gateways_of(config)
         text += _sessions_text(sessions)
-        _said(as_json, {"running": False, "stopped": False, "sessions": sessions}, text)
+        data: dict[str, Any] = {"running": False, "stopped": False}
+        if sessions:
+            data["sessions"] = sessions
+        _said(as_json, data, text)
         return
     signal_quietly(pid, signal.SIGTERM)
     deadline = time.monotonic() + wait
