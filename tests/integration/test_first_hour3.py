@@ -330,3 +330,38 @@ def test_list_servers_in_another_project_does_not_show_the_named_gateways_states
     assert f"serves {project / '.toolscript.json'}, not this project's config" in said
     own = run(project / "src", "list-servers", "--json", home=home, TOOLSCRIPT_GATEWAY_URL=url)
     assert json.loads(own.stdout)[0]["state"] == "connected"
+
+
+def test_a_sessions_gateway_started_before_an_upgrade_is_said_to_be_older(
+    tmp_path: Path,
+) -> None:
+    """A Claude Code session's gateway, started before the upgrade, is listed by `gateway
+    status` in a terminal with what to do: restart the session."""
+    home = tmp_path / "home"
+    (tmp_path / ".toolscript.json").write_text(
+        json.dumps({"mcpServers": {"fx": fixture_server()}, "search": {"semantic": False}})
+    )
+    gateway = subprocess.Popen(  # as the plugin starts one: private, no state file
+        [sys.executable, "-c", OLDER_GATEWAY, "gateway", "start", "--no-state"],
+        cwd=tmp_path,
+        env=clean_env(TOOLSCRIPT_HOME=str(home)),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert gateway.stdout is not None
+        url = gateway.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:")
+        sessions = home / "sessions"  # the files the SessionStart hook keeps
+        sessions.mkdir(parents=True)
+        (sessions / "old-session.pid").write_text(str(gateway.pid))
+        (sessions / "old-session.url").write_text(url + "\n")
+        status = run(tmp_path, "gateway", "status", home=home)
+        assert status.returncode == 1
+        assert f"pid {gateway.pid} at " in status.stderr
+        assert "(it runs the toolscript installed before; restart the session" in status.stderr
+    finally:
+        gateway.terminate()
+        gateway.wait(30)

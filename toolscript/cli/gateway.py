@@ -583,6 +583,7 @@ def _session_gateways_of(config: str | None) -> list[dict[str, Any]]:
                 "servers": len(servers),
                 "connected": sum(1 for server in servers if server.get("state") == "connected"),
                 "tools": health.get("tools", 0),
+                "older_code": _older_code(health) is not None,
             }
         )
     return found
@@ -600,7 +601,13 @@ def _sessions_text(sessions: list[dict[str, Any]]) -> str:
         lines.append(
             f"  pid {session['pid']} at {session['url']}: {session['status']}, "
             f"{session['connected']}/{session['servers']} servers connected, "
-            f"{session['tools']} tools\n"
+            f"{session['tools']} tools"
+            + (
+                " (it runs the toolscript installed before; restart the session for the new one)"
+                if session["older_code"]
+                else ""
+            )
+            + "\n"
         )
     return "".join(lines)
 
