@@ -609,6 +609,8 @@ def _type_fix(at: JsonPath, wanted: Any, value: Any) -> str:
         except ValueError:
             words = value.split()
         return f' (each argument its own string: "args": {json.dumps(words)})'
+    if wanted == "array" and isinstance(value, str):
+        return f" (a list: {json.dumps([value])})"
     if wanted == "string" and isinstance(value, bool | int | float):
         return f" (in quotes: {json.dumps(json.dumps(value))})"
     return ""

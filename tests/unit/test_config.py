@@ -323,3 +323,5 @@ def test_a_wrong_type_copied_from_another_clients_config_says_how_to_write_it(
         'expected array, got string (each argument its own string: "args": ["--port", "3000"])'
         in joined
     )
+    one = error_of(tmp_path, '{"import": "cursor"}')
+    assert 'import: expected array, got string (a list: ["cursor"])' in one
