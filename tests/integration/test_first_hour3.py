@@ -365,3 +365,17 @@ def test_a_sessions_gateway_started_before_an_upgrade_is_said_to_be_older(
     finally:
         gateway.terminate()
         gateway.wait(30)
+
+
+def test_a_resource_or_prompt_the_server_does_not_have_says_where_to_look(
+    session_project: tuple[Path, Path, int],
+) -> None:
+    project, home, _ = session_project
+    url = (home / "sessions" / "session-one.url").read_text().strip()
+    for args, lister in (
+        (("read-resource", "fx", "fx://no/such"), "list-resources"),
+        (("get-prompt", "fx", "nope"), "list-prompts"),
+    ):
+        said = run(project, *args, home=home, TOOLSCRIPT_GATEWAY_URL=url)
+        assert said.returncode == 1, said.stderr
+        assert f"hint: `toolscript {lister} fx` lists what it offers" in said.stderr

@@ -796,8 +796,12 @@ class UpstreamServer:
         except Exception as exc:
             if self._lost.is_set() or self._session is not session:
                 raise self._went_away(method, exc) from exc
+            lists = {"resources/read": "list-resources", "prompts/get": "list-prompts"}
             raise UpstreamError(
-                f"{self.name}: {method} failed: {self._said(_describe(exc))}"
+                f"{self.name}: {method} failed: {self._said(_describe(exc))}",
+                hint=f"`toolscript {lists[method]} {self.name}` lists what it offers"
+                if method in lists
+                else None,
             ) from exc
 
     async def _pages(
