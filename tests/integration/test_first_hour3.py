@@ -251,7 +251,10 @@ def test_init_says_why_no_entry_of_a_clients_file_was_imported(tmp_path: Path) -
     assert not (tmp_path / ".toolscript.json").exists()
     shown = init_in(tmp_path).stdout
     assert "mcpServers.split.command: expected a string, got array; 'split' skipped" in shown
-    assert "transport 'websocket' is not one toolscript connects to; 'socket' skipped" in shown
+    assert (
+        "transport 'websocket' is not one toolscript connects to (stdio, http, sse); 'socket' skipped"
+        in shown
+    )
     assert "mcpServers.nested.env.OPTIONS: expected a string, got object" in shown
     report = json.loads(init_in(tmp_path, "--json").stdout)
     assert report["import"] == [] and len(report["found"][0]["warnings"]) == 3
