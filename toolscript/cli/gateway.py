@@ -12,7 +12,7 @@ from toolscript.cli.client import URL_VARIABLE, GatewayClient, find_gateway_url,
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import CacheDirOption, ConfigOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
-from toolscript.config import Config, find_config_path, load_config
+from toolscript.config import CONFIG_FILENAME, Config, find_config_path, load_config
 from toolscript.errors import ConfigError, GatewayError, UsageError
 
 __all__ = ["app"]
@@ -372,7 +372,8 @@ def stop(
     from toolscript.gateway.state import read_gateway_state
     from toolscript.plumbing.processes import process_alive, signal_quietly
 
-    state = read_gateway_state(_project_config(config)[0].cache_dir())
+    project = _project_config(config)[0]
+    state = read_gateway_state(project.cache_dir())
     pid = state.get("pid") if state else None
     if state is None or not isinstance(pid, int) or not _is_the_gateway(state):
         text = "gateway: not running\n"
@@ -382,7 +383,7 @@ def stop(
                 f"{URL_VARIABLE} names is not stopped by this command (a Claude Code "
                 "session's stops with the session, a `toolscript mcp`'s with its client)\n"
             )
-        sessions = _session_gateways_of(config)
+        sessions = _session_gateways_of(project)
         text += _sessions_text(sessions)
         data: dict[str, Any] = {"running": False, "stopped": False}
         if sessions:
@@ -467,7 +468,7 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     except GatewayError as exc:
         if config_problem is not None:
             raise config_problem from None
-        sessions = _session_gateways_of(config)
+        sessions = _session_gateways_of(loaded)
         if as_json:
             print_json(
                 {
@@ -558,12 +559,12 @@ def _older_code(health: dict[str, Any]) -> str | None:
     )
 
 
-def _session_gateways_of(config: str | None) -> list[dict[str, Any]]:
+def _session_gateways_of(config: Config) -> list[dict[str, Any]]:
     """The Claude Code sessions' own gateways (the plugin's, private: no state file names
     them) that serve this project's config: how each is, its URL without its token."""
     from toolscript.gateway.state import session_gateways
 
-    wanted = find_config_path(config)
+    wanted = config.path or config.project_dir / CONFIG_FILENAME  # as the gateway names it
     found = []
     for pid, url in session_gateways():
         try:
