@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable
@@ -532,6 +533,7 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     raise typer.Exit(0 if healthy else 3)
 
 
+@functools.cache
 def _installed() -> dict[str, str]:
     """The toolscript installed now: its version and code (as a gateway's /health says its own)."""
     from toolscript import __version__

@@ -233,25 +233,10 @@ def wait_run(
     url = background_gateway(config, None, run_id)
     if not as_json:
         raise typer.Exit(wait_background(url, run_id, timeout, start=start))
-    import io
+    from toolscript.execution.background import collect_background
 
-    out, err = io.BytesIO(), io.BytesIO()
-    outcome: dict[str, Any] = {}
-    code = wait_background(
-        url, run_id, timeout, start=start, stdout=out, stderr=err, outcome=outcome
-    )
-    still = outcome.pop("from", None)
-    print_json(
-        {
-            "run": run_id,
-            "ended": still is None,
-            "status": outcome.get("status", "running" if still else None),
-            "exit": code,
-            "stdout": out.getvalue().decode("utf-8", "replace"),
-            "stderr": err.getvalue().decode("utf-8", "replace"),
-            **({"from": still} if still else {}),
-        }
-    )
+    code, answer = collect_background(url, run_id, timeout, start=start)
+    print_json(answer)
     raise typer.Exit(code)
 
 

@@ -8,6 +8,7 @@ Stdlib only, like the rest of the exec path.
 from __future__ import annotations
 
 import base64
+import io
 import json
 import math
 import re
@@ -22,6 +23,7 @@ from toolscript.execution.sandbox import Limits, Script
 __all__ = [
     "EXIT_STILL_RUNNING",
     "background_gateway",
+    "collect_background",
     "start_background",
     "stop_background",
     "wait_background",
@@ -161,6 +163,31 @@ def wait_background(
             )
             err.flush()
             return EXIT_STILL_RUNNING
+
+
+def collect_background(
+    url: str, run_id: str, timeout: float | None = None, *, start: tuple[int, int] = (0, 0)
+) -> tuple[int, dict[str, Any]]:
+    """``wait_background`` for ``runs wait --json``: its exit code, and one object with how
+    the run ended (or ``from``, where a wait on a run still going would go on) and what it
+    printed meanwhile."""
+    out, err = io.BytesIO(), io.BytesIO()
+    outcome: dict[str, Any] = {}
+    code = wait_background(
+        url, run_id, timeout, start=start, stdout=out, stderr=err, outcome=outcome
+    )
+    still = outcome.pop("from", None)
+    answer = {
+        "run": run_id,
+        "ended": still is None,
+        "status": outcome.get("status", "running" if still else None),
+        "exit": code,
+        "stdout": out.getvalue().decode("utf-8", "replace"),
+        "stderr": err.getvalue().decode("utf-8", "replace"),
+    }
+    if still:
+        answer["from"] = still
+    return code, answer
 
 
 def _shown(target: IO[bytes]) -> Any:
