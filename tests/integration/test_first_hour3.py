@@ -1,7 +1,9 @@
 """A new user's first hour, third pass: the angles the first two (test_first_hour.py,
 test_first_hour2.py) did not take. Two gateways of one project (a Claude Code session's
-beside the terminal), a gateway left running by an older toolscript across an upgrade, and
-the commands a user reaches for in a script (``runs wait --json``).
+beside the terminal) and a gateway URL exported in another project; a gateway left running
+by an older toolscript across an upgrade; servers already defined in other clients that
+`init` cannot import as written; an OAuth server whose entry sends headers; and what a user
+reaches for in a script (``runs wait --json``) or after a wrong name (resources, prompts).
 
 Each test asserts what the user is told, as the CLI shows it, with real processes.
 """
