@@ -567,6 +567,7 @@ def _describe(error: ValidationError, doc: PositionedJson, path: Path) -> str:
         expected = f"expected one of {choices}, got {json.dumps(error.instance)}"
     elif validator == "type":
         expected = f"expected {error.validator_value}, got {_json_type(error.instance)}"
+        expected += _type_fix(at, error.validator_value, error.instance)
     elif validator == "pattern" and error.path and error.path[-1] == "url":
         expected = f"expected an http:// or https:// URL, got {json.dumps(error.instance)}"
     elif validator == "pattern" and error.path and error.path[0] == "packages":
@@ -584,6 +585,35 @@ def _describe(error: ValidationError, doc: PositionedJson, path: Path) -> str:
         expected = error.message
     line, col = doc.line_col(at, key=on_key)
     return f"{path}:{line}:{col}: {format_path(at)}: {expected}"
+
+
+def _type_fix(at: JsonPath, wanted: Any, value: Any) -> str:
+    """How to write ``value`` as the type the schema wants, where that is plain (other
+    clients' configs have numbers in env, a command and its arguments in one array)."""
+    field = at[-1] if at else ""
+    if (
+        field == "command"
+        and isinstance(value, list)
+        and value
+        and all(isinstance(item, str) for item in value)
+    ):
+        return (
+            f' (the program goes in "command", each argument in "args": '
+            f'"command": {json.dumps(value[0])}, "args": {json.dumps(value[1:])})'
+        )
+    if field == "args" and isinstance(value, str):
+        import shlex
+
+        try:
+            words = shlex.split(value)
+        except ValueError:
+            words = value.split()
+        return f' (each argument its own string: "args": {json.dumps(words)})'
+    if wanted == "array" and isinstance(value, str):
+        return f" (a list: {json.dumps([value])})"
+    if wanted == "string" and isinstance(value, bool | int | float):
+        return f" (in quotes: {json.dumps(json.dumps(value))})"
+    return ""
 
 
 def _missing_message(at: JsonPath, error: ValidationError, default: str) -> str:

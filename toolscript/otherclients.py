@@ -779,7 +779,10 @@ def _transport(reader: _Reader, raw: Mapping[str, Any], at: JsonPath, default: s
     aliases = {"streamable-http": "http", "streamableHttp": "http", "local": "stdio"}
     kind = aliases.get(kind, kind)
     if kind not in ("stdio", "http", "sse"):
-        raise _Skip((*at, "type"), f"transport {kind!r} is not one toolscript connects to")
+        raise _Skip(
+            (*at, "type"),
+            f"transport {kind!r} is not one toolscript connects to (stdio, http, sse)",
+        )
     return kind
 
 
@@ -792,11 +795,17 @@ def _stdio_or_remote(
     env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The keys most clients share: command/args/env/cwd, or type/url/headers."""
+    if raw.get("type") is not None:
+        _transport(reader, raw, at, "http")  # one it cannot connect to is said first
     url = _url(reader, raw, url_key, at)
     command = reader.string(raw, "command", at)
     if command is None and url is None:
         raise _Skip(at, f"a server needs either 'command' or '{url_key}'")
     if command is not None:
+        # a type that is no stdio's is the entry's intent: never run its command silently
+        kind = _transport(reader, raw, at, "stdio")
+        if kind != "stdio":
+            raise _Skip((*at, "type"), f"an {kind} server needs '{url_key}'")
         entry: dict[str, Any] = {"type": "stdio", "command": command}
         args = reader.strings(raw, "args", at)
         if args:
@@ -828,8 +837,6 @@ def _claude_entry(reader: _Reader, raw: dict[str, Any], at: JsonPath) -> tuple[d
             "headers made by a command (headersHelper) are not supported by toolscript; "
             "define the server in .toolscript.json with its headers as ${VAR}",
         )
-    if raw.get("type") not in (None, "stdio") and raw.get("command") is not None:
-        raise _Skip((*at, "type"), f"a {raw['type']} server needs 'url'")
     entry = _stdio_or_remote(reader, raw, at)
     oauth = raw.get("oauth")
     if isinstance(oauth, dict):
@@ -1006,13 +1013,14 @@ class Discovery:
 def discover(
     project_dir: Path, environ: Mapping[str, str] | None = None, platform: str | None = None
 ) -> tuple[Discovery, ...]:
-    """The clients that define at least one server toolscript can import for
-    ``project_dir`` (toolscript's own entry aside), and those whose file is broken."""
+    """The clients that define at least one server for ``project_dir`` (toolscript's own
+    entry aside), those whose file is broken, and those whose every entry was skipped
+    (with the warnings that say why: a user who has servers there is told why none came)."""
     found = []
     for client in CLIENTS:
         imports = read_imports([client], project_dir, environ, platform)
         if imports.broken:
             found.append(Discovery(client, imports, imports.broken[0]))
-        elif imports.servers:
+        elif imports.servers or imports.warnings:
             found.append(Discovery(client, imports))
     return tuple(found)

@@ -301,3 +301,27 @@ def test_a_folder_with_a_nul_in_its_name_is_an_error_at_its_place(tmp_path: Path
     assert ":1:46: mcpServers.a.cwd: a folder's name cannot hold a NUL" in message
     message = error_of(tmp_path, '{"localTools": {"dir": "\\u0000"}}')
     assert ":1:24: localTools.dir: a folder's name cannot hold a NUL" in message
+
+
+def test_a_wrong_type_copied_from_another_clients_config_says_how_to_write_it(
+    tmp_path: Path,
+) -> None:
+    """A number in env, a command and its arguments in one array, args in one string: what
+    other clients' configs hold or their docs show. The error said only "expected string,
+    got integer" and what the schema is."""
+    port = error_of(tmp_path, '{"mcpServers": {"a": {"command": "x", "env": {"PORT": 8080}}}}')
+    assert 'mcpServers.a.env.PORT: expected string, got integer (in quotes: "8080")' in port
+    flag = error_of(tmp_path, '{"mcpServers": {"a": {"command": "x", "env": {"DEBUG": true}}}}')
+    assert '(in quotes: "true")' in flag
+    split = error_of(tmp_path, '{"mcpServers": {"a": {"command": ["npx", "-y", "srv"]}}}')
+    assert (
+        'expected string, got array (the program goes in "command", each argument in "args": '
+        '"command": "npx", "args": ["-y", "srv"])'
+    ) in split
+    joined = error_of(tmp_path, '{"mcpServers": {"a": {"command": "x", "args": "--port 3000"}}}')
+    assert (
+        'expected array, got string (each argument its own string: "args": ["--port", "3000"])'
+        in joined
+    )
+    one = error_of(tmp_path, '{"import": "cursor"}')
+    assert 'import: expected array, got string (a list: ["cursor"])' in one

@@ -244,3 +244,14 @@ def test_a_server_s_error_is_listed_whole_not_to_its_first_sentence() -> None:
     error = "command not found: /x/python (the #! interpreter of ./server.sh)"
     answer = servers_answer([{"name": "s", "state": "failed", "error": error}])
     assert answer.text == f"s: failed, 0 tools; error: {error}"
+
+
+def test_a_dotted_server_name_is_split_at_the_server_not_its_first_dot() -> None:
+    """A server may be named ``acme.docs``: ``acme.docs.search`` is its ``search`` tool and
+    ``acme.docs`` alone all of its tools (split at the first dot, both named server ``acme``)."""
+    servers = ["acme", "acme.docs", "time"]
+    assert normalize_tool_name("acme.docs.search", servers) == "acme.docs__search"
+    assert normalize_tool_name("acme.docs", servers) == "acme.docs"
+    assert normalize_tool_name("acme.search", servers) == "acme__search"
+    assert normalize_tool_name("tools.acme.docs.search", servers) == "acme.docs__search"
+    assert normalize_tool_name("time.get.v2", servers) == "time__get.v2"  # a dotted tool

@@ -534,3 +534,27 @@ def test_an_imported_server_name_ending_in_underscore_is_skipped(home: Path, rep
     servers, found = by_name(["claude-code"], repo, environ(home))
     assert list(servers) == ["a"]
     assert any("the name 'a_' ends in '_'" in warning for warning in found.warnings), found
+
+
+def test_an_entry_of_a_transport_toolscript_lacks_is_skipped_naming_its_type(
+    home: Path, repo: Path
+) -> None:
+    """A VS Code entry typed as a transport toolscript does not speak: one with a command
+    was run as a stdio server whatever its type said, one with a ws:// URL was told about
+    its URL rather than its type."""
+    (repo / ".vscode").mkdir()
+    (repo / ".vscode" / "mcp.json").write_text(
+        '{"servers": {\n'
+        ' "a": {"type": "websocket", "command": "x"},\n'
+        ' "b": {"type": "websocket", "url": "ws://localhost:1234"},\n'
+        ' "c": {"type": "sse", "command": "y"},\n'
+        ' "d": {"type": "stdio", "command": "z"}}}'
+    )
+    servers, found = by_name(["vscode"], repo, environ(home))
+    assert list(servers) == ["d"]
+    unknown = "transport 'websocket' is not one toolscript connects to (stdio, http, sse)"
+    assert [warning.split(": ", 1)[1] for warning in found.warnings] == [
+        f"servers.a.type: {unknown}; 'a' skipped",
+        f"servers.b.type: {unknown}; 'b' skipped",
+        "servers.c.type: an sse server needs 'url'; 'c' skipped",
+    ]

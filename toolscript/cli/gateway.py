@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 from toolscript.cli.client import URL_VARIABLE, GatewayClient, find_gateway_url, public_url
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import CacheDirOption, ConfigOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
-from toolscript.config import Config, find_config_path, load_config
+from toolscript.config import CONFIG_FILENAME, Config, find_config_path, load_config
 from toolscript.errors import ConfigError, GatewayError, UsageError
 
 __all__ = ["app"]
@@ -371,7 +373,8 @@ def stop(
     from toolscript.gateway.state import read_gateway_state
     from toolscript.plumbing.processes import process_alive, signal_quietly
 
-    state = read_gateway_state(_project_config(config)[0].cache_dir())
+    project = _project_config(config)[0]
+    state = read_gateway_state(project.cache_dir())
     pid = state.get("pid") if state else None
     if state is None or not isinstance(pid, int) or not _is_the_gateway(state):
         text = "gateway: not running\n"
@@ -381,7 +384,12 @@ def stop(
                 f"{URL_VARIABLE} names is not stopped by this command (a Claude Code "
                 "session's stops with the session, a `toolscript mcp`'s with its client)\n"
             )
-        _said(as_json, {"running": False, "stopped": False}, text)
+        sessions = _session_gateways_of(project)
+        text += _sessions_text(sessions)
+        data: dict[str, Any] = {"running": False, "stopped": False}
+        if sessions:
+            data["sessions"] = sessions
+        _said(as_json, data, text)
         return
     signal_quietly(pid, signal.SIGTERM)
     deadline = time.monotonic() + wait
@@ -461,6 +469,7 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     except GatewayError as exc:
         if config_problem is not None:
             raise config_problem from None
+        sessions = _session_gateways_of(loaded)
         if as_json:
             print_json(
                 {
@@ -468,11 +477,14 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
                     "url": public_url(url) if url else None,
                     "error": exc.message,
                     "config": {"path": str(loaded.path) if loaded.path else None},
+                    "sessions": sessions,
                 }
             )
         else:
-            sys.stderr.write(f"gateway: not running ({exc.message})\n")
+            own = "this project's own gateway is not running" if sessions else "not running"
+            sys.stderr.write(f"gateway: {own} ({exc.message})\n")
             sys.stderr.write(f"config: {loaded.path or 'none (zero servers)'}\n")
+            sys.stderr.write(_sessions_text(sessions))
             hint = exc.hint
             if hint and "`toolscript gateway status`" in hint:  # this very command: no help
                 hint = "start one with `toolscript gateway start`"
@@ -483,7 +495,7 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         raise typer.Exit(1) from None
     healthy = health.get("status") == "ok"
     if as_json:
-        print_json({"running": True, "url": url, **health})
+        print_json({"running": True, "url": url, **health, "installed": _installed()})
     else:
         sys.stdout.write(f"gateway: running at {url} ({health.get('status')})\n")
         served = (health.get("config") or {}).get("path")
@@ -510,12 +522,97 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         memory = _memory_line(health.get("processes") or {})
         if memory:
             sys.stdout.write(memory + "\n")
+        older = _older_code(health)
+        if older:
+            sys.stdout.write(f"warning: {older}\n")
         config_error = (health.get("config") or {}).get("error")
         if config_error:
             sys.stdout.write(
                 f"config: error, the previous configuration still serves: {config_error}\n"
             )
     raise typer.Exit(0 if healthy else 3)
+
+
+@functools.cache
+def _installed() -> dict[str, str]:
+    """The toolscript installed now: its version and code (as a gateway's /health says its own)."""
+    from toolscript import __version__
+    from toolscript.plumbing.build import installed_build
+
+    return {"version": __version__, "build": installed_build()}
+
+
+def _older_code(health: dict[str, Any]) -> str | None:
+    """What to say when the gateway runs other code than the toolscript installed now (it
+    was started before an upgrade, or by another installation); None when it runs this."""
+    running = health.get("toolscript")
+    installed = _installed()
+    if isinstance(running, dict) and all(running.get(k) == v for k, v in installed.items()):
+        return None
+    if isinstance(running, dict):
+        was = f"toolscript {running.get('version')} (code {running.get('build')})"
+    else:
+        was = "an older toolscript (one that does not report its version)"
+    return (
+        f"this gateway runs {was}, not the one installed now, toolscript "
+        f"{installed['version']} (code {installed['build']}): restart it to run the new one "
+        "(`toolscript gateway stop`, then `toolscript gateway start &`; a Claude Code "
+        "session's gateway restarts with its session)"
+    )
+
+
+def _session_gateways_of(config: Config) -> list[dict[str, Any]]:
+    """The Claude Code sessions' own gateways (the plugin's, private: no state file names
+    them) that serve this project's config: how each is, its URL without its token."""
+    from toolscript.gateway.state import session_gateways
+
+    wanted = config.path or config.project_dir / CONFIG_FILENAME  # as the gateway names it
+    found = []
+    for pid, url in session_gateways():
+        try:
+            with GatewayClient(url, timeout=3) as client:
+                health: dict[str, Any] = client.get_json("/health")
+        except GatewayError:
+            continue
+        served = (health.get("config") or {}).get("path")
+        if not served or Path(served) != wanted:
+            continue
+        servers = list((health.get("servers") or {}).values())
+        found.append(
+            {
+                "pid": pid,
+                "url": public_url(url),
+                "status": health.get("status"),
+                "servers": len(servers),
+                "connected": sum(1 for server in servers if server.get("state") == "connected"),
+                "tools": health.get("tools", 0),
+                "older_code": _older_code(health) is not None,
+            }
+        )
+    return found
+
+
+def _sessions_text(sessions: list[dict[str, Any]]) -> str:
+    """What ``gateway status`` and ``stop`` say of the sessions' gateways of the project."""
+    if not sessions:
+        return ""
+    lines = [
+        f"Claude Code sessions: {len(sessions)} run a gateway of their own for this project "
+        "(each session's agent uses its own; it stops with its session):\n"
+    ]
+    for session in sessions:
+        lines.append(
+            f"  pid {session['pid']} at {session['url']}: {session['status']}, "
+            f"{session['connected']}/{session['servers']} servers connected, "
+            f"{session['tools']} tools"
+            + (
+                " (it runs the toolscript installed before; restart the session for the new one)"
+                if session["older_code"]
+                else ""
+            )
+            + "\n"
+        )
+    return "".join(lines)
 
 
 def _print_scripts(scripts: dict[str, Any]) -> None:

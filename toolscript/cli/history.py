@@ -208,6 +208,14 @@ def wait_run(
         ),
     ] = None,
     config: ConfigOption = None,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print nothing until the wait ends, then one object: run, ended, status, "
+            "exit, stdout, stderr (and from, for a run still going).",
+        ),
+    ] = False,
 ) -> None:
     """Stream what a background run prints, then end with its result and exit code.
 
@@ -217,12 +225,19 @@ def wait_run(
         toolscript runs wait 20261124-101500-3f9a1c
         toolscript runs wait 20261124-101500-3f9a1c --timeout 100
         toolscript runs wait 20261124-101500-3f9a1c --from 2048:130
+        toolscript runs wait 20261124-101500-3f9a1c --json | jq -r .stdout
     """
     from toolscript.execution.background import background_gateway, parse_offsets, wait_background
 
     start = parse_offsets(offsets)
     url = background_gateway(config, None, run_id)
-    raise typer.Exit(wait_background(url, run_id, timeout, start=start))
+    if not as_json:
+        raise typer.Exit(wait_background(url, run_id, timeout, start=start))
+    from toolscript.execution.background import collect_background
+
+    code, answer = collect_background(url, run_id, timeout, start=start)
+    print_json(answer)
+    raise typer.Exit(code)
 
 
 @app.command("stop")

@@ -61,13 +61,8 @@ def init_command(
             hint='add "import": [...] to the file it names by hand, or remove the link '
             "and run `toolscript init` again",
         )
-    if path.exists() and not force:
-        raise UsageError(
-            f"{path} exists already",
-            hint='add "import": [...] to it by hand, or run `toolscript init --force` '
-            "to set its import key (its other keys are kept)",
-        )
-    existing = _existing_config(path) if path.exists() else {}
+    exists = path.exists() and not force
+    existing = _existing_config(path) if path.exists() and force else {}
     found = discover(project_dir)
     importable = [item for item in found if item.imports.servers]
     clients = [item.client for item in importable]
@@ -77,16 +72,35 @@ def init_command(
         "found": [_found(item, project_dir) for item in found],
         "written": False,
         "gitignore": False,
+        "exists": path.exists(),
     }
     if not as_json:
         _show(found, project_dir)
     if not clients:
         if as_json:
             print_json(report)
+        if found:  # their files define servers, each skipped: the warnings above say why
+            raise UsageError(
+                "found no MCP server toolscript can run as written in "
+                + ", ".join(item.title for item in found)
+                + (" (each warning says why)" if as_json else " (each warning above says why)"),
+                hint="do as each warning says (fix the entry, or export the variable it "
+                "names) and run `toolscript init` again, or define servers under mcpServers in "
+                f"{CONFIG_FILENAME} yourself",
+            )
         raise UsageError(
             "found no MCP servers in the configs of Claude Code, Claude Desktop, Codex, "
             "Cursor, Gemini CLI, VS Code or Windsurf",
             hint=f"define servers under mcpServers in {CONFIG_FILENAME} yourself",
+        )
+    if exists:
+        if as_json and not yes:  # --json alone only reports, as it says
+            print_json(report)
+            return
+        raise UsageError(
+            f"{path} exists already",
+            hint=f'add "import": {json.dumps(clients)} to it by hand, or run `toolscript init '
+            "--force` to set its import key (its other keys are kept)",
         )
     if not yes:
         if as_json:
@@ -157,10 +171,12 @@ def _show(found: tuple[Discovery, ...], project_dir: Path) -> None:
         return
     write_shown("Found MCP servers in:\n")
     for item in found:
-        if not item.imports.servers:
+        if item.error is not None and not item.imports.servers:
             write_shown(f"  {item.title}: not readable, skipped: {item.error}\n")
             continue
         write_shown(f"  {item.title} ({item.client})\n")
+        if not item.imports.servers:
+            write_shown("    no server toolscript can run as written:\n")
         for entry in _found(item, project_dir)["files"]:
             write_shown(f"    {entry['shown']}\n")
             for server in entry["servers"]:

@@ -40,7 +40,7 @@ def list_servers(
     for warning in loaded.import_warnings:
         write_shown(f"warning: import: {warning}\n", sys.stderr)  # quoting other clients' files
     servers = [server.summary() for server in loaded.servers]
-    answered, config_error = _live_states(loaded, exact=as_json)
+    answered, config_error, elsewhere = _live_states(loaded, exact=as_json)
     live = answered or {}
     for server in servers:
         if server["name"] in live:
@@ -78,7 +78,14 @@ def list_servers(
     if any(server.get("error") for server in servers):
         sys.stderr.write("the whole reason: `toolscript list-servers --json` or `gateway status`\n")
     untrusted = _untrusted(loaded)  # it names a repository's files: shown, not obeyed
-    if answered is None:
+    if elsewhere:
+        write_shown(
+            f"note: the gateway {URL_VARIABLE} names serves {elsewhere}, not this project's "
+            "config, so state and tools are empty (unset it to ask this project's own "
+            "gateway)\n",
+            sys.stderr,
+        )
+    elif answered is None:
         write_shown(
             f"note: no gateway runs for this project: {untrusted}\n"
             if untrusted
@@ -137,25 +144,33 @@ def _short(error: str | None, width: int = 48) -> str:
 
 def _live_states(
     config: Config, *, exact: bool
-) -> tuple[dict[str, dict[str, Any]] | None, str | None]:
+) -> tuple[dict[str, dict[str, Any]] | None, str | None, str | None]:
     """Per-server state from a running gateway (``exact``: as it came, for --json; None
-    when none answers, empty when it serves no server), and why it serves an older
-    configuration than the file's when a server of the file is not among them."""
+    when none answers, empty when it serves no server), why it serves an older
+    configuration than the file's when a server of the file is not among them, and the
+    config it serves when that is another project's (``TOOLSCRIPT_GATEWAY_URL`` set in one
+    project, the command run in another: its servers' states are not this project's)."""
+    named = bool(os.environ.get(URL_VARIABLE, "").strip())
     try:
         url = find_gateway_url(config)  # a gateway still starting is waited for
         if not url:
-            return None, None
+            return None, None, None
         with GatewayClient(url, timeout=2) as client:
+            if named:
+                served = (client.get_json("/health").get("config") or {}).get("path")
+                own = config.path or config.project_dir / ".toolscript.json"
+                if served and Path(served) != own:
+                    return None, None, str(served)
             live = {server["name"]: server for server in client.get_json("/servers", exact=exact)}
             if all(server.name in live for server in config.servers):
-                return live, None
+                return live, None, None
             health = client.get_json("/health")
-            return live, (health.get("config") or {}).get("error")
+            return live, (health.get("config") or {}).get("error"), None
     except GatewayError as exc:
-        if os.environ.get(URL_VARIABLE, "").strip():  # named on purpose: not "no gateway"
+        if named:  # named on purpose: not "no gateway"
             raise GatewayUnreachableError(
                 f"{exc.message}; {URL_VARIABLE} names it",
                 hint=f"unset {URL_VARIABLE} (the project's own gateway is then used), "
                 "or point it at a gateway that runs",
             ) from exc
-        return None, None
+        return None, None, None

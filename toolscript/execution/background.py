@@ -8,6 +8,7 @@ Stdlib only, like the rest of the exec path.
 from __future__ import annotations
 
 import base64
+import io
 import json
 import math
 import re
@@ -22,6 +23,7 @@ from toolscript.execution.sandbox import Limits, Script
 __all__ = [
     "EXIT_STILL_RUNNING",
     "background_gateway",
+    "collect_background",
     "start_background",
     "stop_background",
     "wait_background",
@@ -115,10 +117,12 @@ def wait_background(
     start: tuple[int, int] = (0, 0),
     stdout: IO[bytes] | None = None,
     stderr: IO[bytes] | None = None,
+    outcome: dict[str, Any] | None = None,
 ) -> int:
     """Stream what run ``run_id`` prints (from ``start`` on) until it ends; its exit code.
     With ``timeout`` (seconds), a run still going then leaves with ``EXIT_STILL_RUNNING``
-    and says how to go on waiting."""
+    and says how to go on waiting. ``outcome`` gets how it ended (``ended_answer``), or
+    ``{"from": "STDOUT:STDERR"}`` for a run still going."""
     _checked(run_id)
     if timeout is not None and not math.isfinite(timeout):
         if math.isnan(timeout):  # it compared false with every clock: a busy loop, no end
@@ -147,14 +151,43 @@ def wait_background(
                 target.flush()
         offsets = [int(answer["offsets"][0]), int(answer["offsets"][1])]
         if answer.get("ended"):
+            if outcome is not None:
+                outcome.update(answer.get("result") or {})
             return _ended(answer.get("result") or {}, err)
         if deadline is not None and time.monotonic() >= deadline:
+            if outcome is not None:
+                outcome["from"] = f"{offsets[0]}:{offsets[1]}"
             err.write(
                 f"toolscript: run {run_id} is still running; go on waiting with "
                 f"`toolscript runs wait {run_id} --from {offsets[0]}:{offsets[1]}`\n".encode()
             )
             err.flush()
             return EXIT_STILL_RUNNING
+
+
+def collect_background(
+    url: str, run_id: str, timeout: float | None = None, *, start: tuple[int, int] = (0, 0)
+) -> tuple[int, dict[str, Any]]:
+    """``wait_background`` for ``runs wait --json``: its exit code, and one object with how
+    the run ended (or ``from``, where a wait on a run still going would go on) and what it
+    printed meanwhile."""
+    out, err = io.BytesIO(), io.BytesIO()
+    outcome: dict[str, Any] = {}
+    code = wait_background(
+        url, run_id, timeout, start=start, stdout=out, stderr=err, outcome=outcome
+    )
+    still = outcome.pop("from", None)
+    answer = {
+        "run": run_id,
+        "ended": still is None,
+        "status": outcome.get("status", "running" if still else None),
+        "exit": code,
+        "stdout": out.getvalue().decode("utf-8", "replace"),
+        "stderr": err.getvalue().decode("utf-8", "replace"),
+    }
+    if still:
+        answer["from"] = still
+    return code, answer
 
 
 def _shown(target: IO[bytes]) -> Any:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
+from toolscript import __version__
 from toolscript.codegen.module import ToolFragment
 from toolscript.config import CONFIG_FILENAME, Config, parse_config
 from toolscript.errors import (
@@ -64,6 +65,7 @@ from toolscript.pipeline.tasks.scripts import (
     load_verdicts,
 )
 from toolscript.plumbing.boundedread import read_regular_file
+from toolscript.plumbing.build import code_build
 from toolscript.plumbing.paths import project_state_dir, user_cache_dir
 from toolscript.plumbing.privatefile import write_new
 from toolscript.plumbing.processes import (
@@ -322,6 +324,7 @@ class Gateway:
         self.slow_checks = 0  # scripts exec checked with deno check before the checker started
         self.early_runs = 0  # runs registered before the checker started
         self.config_file = config.path or config.project_dir / CONFIG_FILENAME
+        self.build = code_build()  # the code it runs, read now: an upgrade may replace it
         self.config_error: str | None = (
             None  # the edited file's error while the last good one serves
         )
@@ -1248,6 +1251,7 @@ class Gateway:
         return {
             "status": "ok" if healthy and self.config_error is None else "degraded",
             "config": {"path": str(self.config_file), "error": self.config_error},
+            "toolscript": {"version": __version__, "build": self.build},
             "types": {"hash": self.artifacts.module_hash, "warnings": self.artifacts.warnings},
             "packages": {
                 "offered": [p["specifier"] for p in self.artifacts.packages],

@@ -34,6 +34,7 @@ __all__ = [
     "ready_gateway_state",
     "remove_gateway_state",
     "restore_gateway_state",
+    "session_gateways",
     "sessions_dir",
     "start_cache_dir",
     "start_options",
@@ -313,6 +314,26 @@ def restore_gateway_state(directory: Path, state: dict[str, Any]) -> None:
 def sessions_dir() -> Path:
     """Where the Claude Code hooks keep each session's files (``<id>.url``: the owner URL)."""
     return user_cache_dir() / "sessions"
+
+
+def session_gateways() -> list[tuple[int, str]]:
+    """The pid and URL of every Claude Code session's gateway of this user that still runs
+    (the plugin's hooks keep ``<id>.pid`` and ``<id>.url`` for each): private gateways no
+    project's state file names, for ``gateway status`` to point at."""
+    from toolscript.plumbing.processes import started_by
+
+    found = []
+    for pid_file in sorted(sessions_dir().glob("*.pid")):
+        try:
+            pid = int(pid_file.read_text().strip())
+            url = pid_file.with_suffix(".url").read_text().strip()
+            written = pid_file.stat().st_mtime
+        except (OSError, ValueError):
+            continue
+        # a file left by a crash may name a process that took the number later
+        if _loopback_url(url) and started_by(pid, written):
+            found.append((pid, url.rstrip("/")))
+    return found
 
 
 def owner_url(url: str) -> str | None:

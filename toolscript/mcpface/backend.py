@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Collection, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -278,14 +278,19 @@ def servers_answer(servers: list[dict[str, Any]]) -> Answer:
     return Answer("\n".join(lines) or "No servers are configured.", {"servers": rows})
 
 
-def normalize_tool_name(name: str) -> str:
+def normalize_tool_name(name: str, servers: Collection[str] = ()) -> str:
     """``server.tool``, ``tools.server.fn`` or ``server__tool`` as the gateway's
-    ``server__tool``; a bare server name stays as it is (all of its tools)."""
+    ``server__tool``; a bare server name stays as it is (all of its tools). A server
+    name may hold dots (``acme.docs``): the longest of ``servers`` that ``name`` starts
+    with is its server, not the text before its first dot."""
     name = name.strip()
-    if name.startswith("tools."):
+    if name.startswith("tools.") and name not in servers:
         name = name[len("tools.") :]
-    if "__" in name:
+    if "__" in name or name in servers:
         return name
+    for server in sorted(servers, key=len, reverse=True):
+        if name.startswith(server + ".") and len(name) > len(server) + 1:
+            return f"{server}__{name[len(server) + 1 :]}"
     server, dot, tool = name.partition(".")
     return f"{server}__{tool}" if dot and tool else server
 
@@ -639,7 +644,10 @@ class Backend:
         return answer
 
     async def get_types(self, names: list[str], example: bool = False) -> Answer:
-        typed = {normalize_tool_name(name): name.strip() for name in names if name.strip()}
+        servers: list[str] = []
+        if any("." in name and "__" not in name for name in names):
+            servers = [server["name"] for server in await self._get("/servers")]
+        typed = {normalize_tool_name(name, servers): name.strip() for name in names if name.strip()}
         try:
             answer = await self._get("/types", {"names": ",".join(typed)})
         except GatewayResponseError as error:

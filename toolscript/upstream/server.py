@@ -150,6 +150,7 @@ class UpstreamServer:
         self._server_ended: Callable[[], bool] = lambda: False  # whether that process exited
         self._repairs: dict[Any, str] = {}  # request id -> method whose result gets repaired
         self._unauthorized = False  # the server answered 401 since this connection began
+        self._headers_refused = False  # the last attempt's 401 was to its entry's headers
         self._refused: tuple[int, str] | None = None  # its first other HTTP error, likewise
         self._signed_in = False  # whether this connection sends a kept OAuth sign-in
         self._sign_in_stamp = 0.0  # the token store's stamp when this connection began
@@ -179,7 +180,10 @@ class UpstreamServer:
                 await self._wait_for_sign_in()
             else:
                 with anyio.move_on_after(backoff):
-                    await self._retry_now.wait()
+                    if self._headers_refused:  # a `toolscript auth` may be the fix: seen at once
+                        await self._wait_for_sign_in()
+                    else:
+                        await self._retry_now.wait()
                 backoff = min(backoff * 2, MAX_BACKOFF)
             self._retry_now = anyio.Event()
             if self.state not in (ServerState.FAILED, ServerState.NEEDS_AUTH):
@@ -597,7 +601,8 @@ class UpstreamServer:
         if self._stopping:
             return
         unauthorized = self._unauthorized or _needs_sign_in(exc)
-        if unauthorized and self.config.headers and not self._signed_in:
+        self._headers_refused = bool(unauthorized and self.config.headers and not self._signed_in)
+        if self._headers_refused:
             # Its headers carry a token (an API key, a bearer): that token is what it refused.
             self.error = self._redact(headers_refused_message(self.config))
         elif unauthorized and self.config.url is not None:
@@ -791,8 +796,12 @@ class UpstreamServer:
         except Exception as exc:
             if self._lost.is_set() or self._session is not session:
                 raise self._went_away(method, exc) from exc
+            lists = {"resources/read": "list-resources", "prompts/get": "list-prompts"}
             raise UpstreamError(
-                f"{self.name}: {method} failed: {self._said(_describe(exc))}"
+                f"{self.name}: {method} failed: {self._said(_describe(exc))}",
+                hint=f"`toolscript {lists[method]} {self.name}` lists what it offers"
+                if method in lists
+                else None,
             ) from exc
 
     async def _pages(
