@@ -13,6 +13,7 @@ import logging
 import os
 import re
 import tempfile
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -324,7 +325,8 @@ class Gateway:
         self.slow_checks = 0  # scripts exec checked with deno check before the checker started
         self.early_runs = 0  # runs registered before the checker started
         self.config_file = config.path or config.project_dir / CONFIG_FILENAME
-        self.build = code_build()  # the code it runs, read now: an upgrade may replace it
+        # The code it runs, read now (an upgrade may replace it), off the way to the URL
+        threading.Thread(target=code_build, name="code build", daemon=True).start()
         self.config_error: str | None = (
             None  # the edited file's error while the last good one serves
         )
@@ -1251,7 +1253,7 @@ class Gateway:
         return {
             "status": "ok" if healthy and self.config_error is None else "degraded",
             "config": {"path": str(self.config_file), "error": self.config_error},
-            "toolscript": {"version": __version__, "build": self.build},
+            "toolscript": {"version": __version__, "build": code_build()},
             "types": {"hash": self.artifacts.module_hash, "warnings": self.artifacts.warnings},
             "packages": {
                 "offered": [p["specifier"] for p in self.artifacts.packages],

@@ -6,16 +6,25 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import threading
 from importlib import resources
 from pathlib import Path
 
 __all__ = ["code_build", "installed_build"]
 
 
-@functools.cache
+_reading = threading.Lock()
+
+
 def code_build() -> str:
     """The hash of toolscript's code as this process first read it (call it at start: the
-    files may be replaced by an upgrade later)."""
+    files may be replaced by an upgrade later), read once: a caller meanwhile waits."""
+    with _reading:
+        return _first_read()
+
+
+@functools.cache
+def _first_read() -> str:
     return installed_build()
 
 
