@@ -15,8 +15,10 @@ from toolscript.search.words import (
     LATITUDE_NAMES,
     LONGITUDE_NAMES,
     SHORT_FORMS,
+    STATEMENT_READINGS,
     STOP_WORDS,
     SUFFIXES,
+    VERBS,
 )
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "name_words",
     "semantic_query",
     "split_identifier",
+    "statements",
     "stem",
     "tokenize",
 ]
@@ -70,6 +73,80 @@ _MESSAGE = re.compile(
     r".*?(?=[.!?;,](?:\s|$)|\s(?:and|then|but)\b|$)",
     re.IGNORECASE | re.DOTALL,
 )
+
+
+# A statement of SQL or Cypher typed as the request (words.STATEMENT_READINGS): its keywords
+# in capitals, or in lower case where the syntax around them is SQL's own ("select * from",
+# "select count(" ... "from", "insert into t (", "delete from t where", "update t set c =");
+# "select the second option from the list" is English.
+_SQL = re.compile(
+    r"(?<![\w.])(?:"
+    r"(?P<select>SELECT)\s[^;]*?\sFROM\s|(?P<with>WITH)\s+\w+\s+AS\s*\("
+    r"|(?P<insert>INSERT)\s+INTO\s|(?P<update>UPDATE)\s+[\w.\"`]+\s+SET\s"
+    r"|(?P<delete>DELETE)\s+FROM\s|(?P<create>CREATE)\s+(?:TABLE|VIEW|INDEX)\s"
+    r"|(?P<alter>ALTER)\s+TABLE\s|(?P<drop>DROP)\s+(?:TABLE|VIEW|INDEX)\s"
+    r"|(?i:(?P<lselect>select)\s+(?:\*|count\s*\(|distinct\s)[^;]*?\sfrom\s"
+    r"|(?P<linsert>insert)\s+into\s+[\w.\"`]+\s*(?:\(|values\b)"
+    r"|(?P<ldelete>delete)\s+from\s+[\w.\"`]+\s+where\s"
+    r"|(?P<lupdate>update)\s+[\w.\"`]+\s+set\s+[\w.\"`]+\s*=)"
+    r")"
+)
+# Cypher: a node pattern followed by a relationship or a clause ("MATCH (n:Person) RETURN n",
+# "match (a)-[:KNOWS]->(b)"), or CREATE of a labelled node.
+_CYPHER = re.compile(
+    r"(?<![\w.])(?:(?i:(?:optional\s+)?match|merge)\s*\([^()]*\)\s*"
+    r"(?:<?-|(?i:return|where|set|delete|detach|with)\b|,)|CREATE\s*\(\s*\w*\s*:\s*\w+)"
+)
+_CYPHER_WRITES = re.compile(r"\b(?:CREATE|MERGE|SET|DELETE|REMOVE)\b", re.IGNORECASE)
+# ... to a semicolon, the line's end, the next sentence or a next request ("..., then post
+# it", "... and email it": "and" and a verb), less a last "on postgres" or "in the analytics
+# database": where to run it is part of the request.
+_STATEMENT_END = re.compile(
+    r"\s*(?:[;\n]|,?\s+(?:and\s+)?then\b|\.\s+(?=[A-Z])|,?\s+and\s+(?P<verb>[A-Za-z]+))",
+    re.IGNORECASE,
+)
+_WHERE_RUN = re.compile(
+    r"\s+(?:on|in|against|using|via)\s+(?:the\s+|my\s+|our\s+)?[A-Za-z][\w-]*"
+    r"(?:\s+(?:database|db|server|instance|cluster))?\s*[.?!]?\s*$",
+    re.IGNORECASE,
+)
+
+
+def statements(text: str) -> list[tuple[int, int, str]]:
+    """The SQL and Cypher statements ``text`` is or holds: where each starts and ends, and
+    what it reads as (words.STATEMENT_READINGS)."""
+    found: list[tuple[int, int, str]] = []
+    start = 0
+    while True:
+        sql, cypher = _SQL.search(text, start), _CYPHER.search(text, start)
+        first = min((m for m in (sql, cypher) if m), key=lambda m: m.start(), default=None)
+        if first is None:
+            return found
+        end = next(
+            (
+                stop.start()
+                for stop in _STATEMENT_END.finditer(text, first.end())
+                if stop["verb"] is None or stop["verb"].lower() in VERBS
+            ),
+            len(text),
+        )
+        where = _WHERE_RUN.search(text, first.end(), end)
+        end = where.start() if where else end
+        body = text[first.start() : end]
+        if first is sql:
+            keyword = next(name for name, value in first.groupdict().items() if value)
+            key = ("sql", keyword.removeprefix("l"))
+        else:
+            key = ("cypher", "write" if _CYPHER_WRITES.search(body) else "read")
+        found.append((first.start(), end, STATEMENT_READINGS[key]))
+        start = max(end, first.end())
+
+
+def read_statements(text: str) -> str:
+    """``text`` with each statement it holds read as words (see ``statements``)."""
+    for start, end, reading in reversed(statements(text)):
+        text = f"{text[:start]}{reading}{text[end:]}"
+    return text
 
 
 _SHORT_FORM = re.compile(r"\b(" + "|".join(SHORT_FORMS) + r")\b", re.IGNORECASE)
@@ -145,7 +222,8 @@ def keyword_query(text: str) -> str:
         name = _file_name(found)
         return found.group(0) if name is None else f"{_kind(name)} file"
 
-    return expand_abbreviations(_bare_files_kind(_PATH.sub(marked, without_data(text))))
+    text = read_statements(without_data(text))
+    return expand_abbreviations(_bare_files_kind(_PATH.sub(marked, text)))
 
 
 def _kind(name: str) -> str:
@@ -179,7 +257,7 @@ def _unless_a_file(quoted: re.Match[str]) -> str:
 def semantic_query(text: str) -> str:
     """``text`` less its literal values, a message it dictates and short forms, for the
     embedding model (see above)."""
-    text = without_data(text)
+    text = read_statements(without_data(text))
     whole = " ".join(text.split())  # what is read when nothing else is left
     text = _QUOTED.sub(_unless_a_file, _MESSAGE.sub(" ", text))
     text = _URL.sub(" URL ", text)
