@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from toolscript.search.lexical import LexicalIndex, implied_words
-from toolscript.search.text import document_for, documents_for, file_names, keyword_query, tokenize
+from toolscript.search.text import (
+    document_for,
+    documents_for,
+    file_names,
+    joined_words,
+    keyword_query,
+    tokenize,
+)
 
 TIME_TOOLS = json.loads((Path(__file__).parent / "data" / "time_tools.json").read_text())
 
@@ -344,3 +351,26 @@ def test_a_real_word_no_tool_has_is_no_typo_of_a_tools_name() -> None:
     assert index._corrected({"salar", "outli", "dashbaord"}) == {
         "dashboard": index.expand("dashbaord")[0][1]
     }
+
+
+def test_a_product_named_in_mixed_case_is_found_typed_in_one_piece() -> None:
+    """ "NuGetPackageVersions" splits into "nu get package versions"; "nuget" is how people
+    type the product."""
+    tools = [
+        {"name": "NuGetPackageVersions", "description": "Version history of a package."},
+        {"name": "npmVersions", "description": "Get all available versions of an NPM package."},
+        {"name": "jira_create_version", "description": "Create a fix version in a project."},
+    ]
+    assert first_of(tools, "which versions of Newtonsoft.Json are on nuget") == (
+        "NuGetPackageVersions"
+    )
+    assert joined_words("SonarQube MySQL NuGetPackageVersions") == [
+        "sonarqub",
+        "mysql",
+        "nuget",
+        "getpackag",
+        "packageversion",
+        "nugetpackageversion",
+    ]
+    # a camelCase identifier names no product, nor does a word in one case
+    assert joined_words("getUserProfile JSON json") == []

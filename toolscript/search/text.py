@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,7 @@ __all__ = [
     "documents_for",
     "expand_abbreviations",
     "file_names",
+    "joined_words",
     "keyword_query",
     "mostly_cjk",
     "name_words",
@@ -280,6 +282,34 @@ def split_identifier(text: str) -> list[str]:
     return words
 
 
+# A product's name written in mixed case ("SonarQube", "NuGet", "GitHub", "MySQL", "macOS")
+# is split into its parts like any identifier, but people type it in one piece ("is
+# sonarqube up", "versions on nuget"): a tool's text says it joined too. Only words that
+# start with a capital or hold a run of capitals: a camelCase identifier ("getUserProfile")
+# names no product.
+_CAPITALS = re.compile(r"[A-Z]{2}")
+
+
+def joined_words(text: str) -> list[str]:
+    """The stemmed words that mixed-case words of ``text`` make joined: each two parts next
+    to each other ("NuGetPackageVersions": "nuget", "getpackag", "packageversion"), and the
+    whole word of three or more parts."""
+    words: list[str] = []
+    for chunk in _WORD.findall(text):
+        if chunk.islower() or chunk.isupper() or _CJK_CHAR.match(chunk):
+            continue
+        if not (chunk[0].isupper() or _CAPITALS.search(chunk)):
+            continue
+        parts = [part.lower() for part in _CAMEL.sub(" ", chunk).split()]
+        if len(parts) < 2:
+            continue
+        pairs = [a + b for a, b in itertools.pairwise(parts)]
+        words.extend(
+            stem(word) for word in (pairs if len(parts) == 2 else [*pairs, "".join(parts)])
+        )
+    return words
+
+
 def mostly_cjk(text: str) -> bool:
     """Whether at least half of the letters of ``text`` are Han, kana or hangul."""
     letters = sum(map(str.isalpha, text))  # (a character at a time in C: pasted data is long)
@@ -453,7 +483,10 @@ def document_for(
     if siblings is not None:
         arguments = [(argument, siblings.sub(uncited, text)) for argument, text in arguments]
     fields = {
-        "name": tokenize(f"{name} {title}", keep_stop_words=True),
+        "name": [
+            *tokenize(f"{name} {title}", keep_stop_words=True),
+            *joined_words(f"{name} {title}"),
+        ],
         "server": tokenize(f"{server} {server_description}"),
         "description": tokenize(description),
         "parameters": tokenize(" ".join(f"{p} {_without_examples(d)}" for p, d in arguments)),
