@@ -56,6 +56,9 @@ LABELLED = {
     "heldout": Path(__file__).resolve().parent / "search" / "queries_heldout.txt",
     # written blind, in agents' own phrasings, over the servers the tests run and the corpus
     "agent": Path(__file__).resolve().parent / "search" / "queries_agent_styles.txt",
+    # written blind, over the servers and domains the sets above ask least (databases, payments,
+    # observability, CI, identity, docs and wikis, design tools, CRM)
+    "blind2": Path(__file__).resolve().parent / "search" / "queries_blind2.txt",
 }
 # The four retrievers and the final design. "fixed" is the design before adaptive fusion and
 # splitting (hybrid blend with the fixed alpha, the request ranked whole); "adaptive" adds the

@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from toolscript.search.lexical import LexicalIndex, implied_words
-from toolscript.search.text import document_for, documents_for, file_names, keyword_query, tokenize
+from toolscript.search.text import (
+    document_for,
+    documents_for,
+    file_names,
+    joined_words,
+    keyword_query,
+    tokenize,
+)
 
 TIME_TOOLS = json.loads((Path(__file__).parent / "data" / "time_tools.json").read_text())
 
@@ -267,3 +274,103 @@ def test_an_email_address_names_no_file() -> None:
         "email jane.doc@corp.com the notes"
     )
     assert file_names("ping data.csv@x.org about report.pdf") == [(26, "report.pdf")]
+
+
+DATABASE_TOOLS = [
+    {"name": "read_query", "description": "Execute a SELECT query on the SQLite database."},
+    {"name": "write_query", "description": "Execute an INSERT, UPDATE, or DELETE query."},
+    {"name": "read-cypher", "description": "Execute read-only Cypher queries against Neo4j."},
+    {"name": "write-cypher", "description": "Execute write Cypher queries against Neo4j."},
+    {"name": "list_users", "description": "List all users of the organization."},
+    {"name": "search_users", "description": "Search users by name."},
+    {"name": "select_option", "description": "Select an option in a dropdown."},
+    {"name": "get_person", "description": "Get a person's profile and who they know."},
+]
+
+
+@pytest.mark.parametrize(
+    ("request_text", "first"),
+    [
+        ("SELECT count(*) FROM users WHERE active = 1", "read_query"),
+        ("select * from users where name like 'a%'", "read_query"),
+        ("UPDATE users SET active = 0 WHERE id = 7", "write_query"),
+        ("insert into users (name) values ('Jane')", "write_query"),
+        ("MATCH (p:Person)-[:KNOWS]->(f) RETURN f.name LIMIT 10", "read-cypher"),
+        ("MERGE (a:Person {name: 'Alice'})-[:KNOWS]->(b:Person {name: 'Bob'})", "write-cypher"),
+    ],
+)
+def test_a_sql_or_cypher_statement_asks_to_run_a_query(request_text: str, first: str) -> None:
+    """A statement typed as the request asks to run it: its tables, columns and values
+    ("users", "Person") are values, not the tools wanted."""
+    assert first_of(DATABASE_TOOLS, request_text) == first
+
+
+def test_a_statement_reads_as_its_language_and_kind_and_english_stays_english() -> None:
+    assert keyword_query("run select count(*) from orders on postgres") == (
+        "run read SQL query on postgres"
+    )
+    assert (
+        keyword_query("SELECT a FROM t; then email it to bob")
+        == "read SQL query; then email it to bob"
+    )
+    assert keyword_query("SELECT * FROM t WHERE a = 1 and b = 2 and email it to bob") == (
+        "read SQL query and email it to bob"
+    )
+    for english in (
+        "select the second option from the list",
+        "update the readme and set the version",
+        "match the names in column A",
+        "delete from my calendar the 3pm meeting",
+    ):
+        assert keyword_query(english) == english
+
+
+def test_a_misspelt_word_counts_for_a_tools_name() -> None:
+    """ "dashbaords" is "dashboards": find_dashboards's name is what the request says, as
+    get_team's is for "team"."""
+    tools = [
+        {"name": "find_dashboards", "description": "Find dashboards in an organization."},
+        {"name": "get_widget", "description": "Get a widget of a dashboard by its dashboard id."},
+        {"name": "find_teams", "description": "Find teams in an organization."},
+        {"name": "get_team", "description": "Get a team."},
+        {"name": "create_team", "description": "Create a new team."},
+    ]
+    assert first_of(tools, "dashbaords for the payments team") == "find_dashboards"
+    assert first_of(tools, "dashboards for the payments team") == "find_dashboards"
+
+
+def test_a_real_word_no_tool_has_is_no_typo_of_a_tools_name() -> None:
+    """ "salaries" (stemmed "salar") is close to "solar" and "outliers" ("outli") to
+    "outline", but neither is misspelt: no tool's name is what they say."""
+    tools = [
+        {"name": "get_solar_times", "description": "Sunrise and sunset times of a place."},
+        {"name": "outline_document", "description": "The headings of a document."},
+        {"name": "find_dashboards", "description": "Find dashboards in an organization."},
+    ]
+    index = LexicalIndex([document_for("tools", "", tool) for tool in tools])
+    assert index._corrected({"salar", "outli", "dashbaord"}) == {
+        "dashboard": index.expand("dashbaord")[0][1]
+    }
+
+
+def test_a_product_named_in_mixed_case_is_found_typed_in_one_piece() -> None:
+    """ "NuGetPackageVersions" splits into "nu get package versions"; "nuget" is how people
+    type the product."""
+    tools = [
+        {"name": "NuGetPackageVersions", "description": "Version history of a package."},
+        {"name": "npmVersions", "description": "Get all available versions of an NPM package."},
+        {"name": "jira_create_version", "description": "Create a fix version in a project."},
+    ]
+    assert first_of(tools, "which versions of Newtonsoft.Json are on nuget") == (
+        "NuGetPackageVersions"
+    )
+    assert joined_words("SonarQube MySQL NuGetPackageVersions") == [
+        "sonarqub",
+        "mysql",
+        "nuget",
+        "getpackag",
+        "packageversion",
+        "nugetpackageversion",
+    ]
+    # a camelCase identifier names no product, nor does a word in one case
+    assert joined_words("getUserProfile JSON json") == []

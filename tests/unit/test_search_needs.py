@@ -784,3 +784,16 @@ def test_a_query_of_many_short_pieces_counts_each_word_once(
     query = "a. " * 4000
     assert split_needs(query) == [query]
     assert sum(counted) <= 2 * len(query)
+
+
+def test_a_sql_statement_is_one_need_and_ends_where_the_next_request_starts() -> None:
+    """Its commas and "and"s join columns and conditions ("SELECT id, name, email ..."): no
+    need starts there; "then" and "and" with a verb start one."""
+    assert split_needs("SELECT id, name, email FROM users WHERE a = 1 AND b = 2") == [
+        "SELECT id, name, email FROM users WHERE a = 1 AND b = 2"
+    ]
+    assert split_needs("run SELECT a, b FROM t, then post the count to slack") == [
+        "run SELECT a, b FROM t",
+        "post the count to slack",
+    ]
+    assert semantic_query("SELECT count(*) FROM users WHERE active = 1") == "read SQL query"

@@ -167,12 +167,16 @@ class LexicalIndex:
         for word in every:  # stop words too: "show" means "list" (words.STOP_WORDS)
             related.update(SYNONYMS.get(word, ()))
         related -= said  # the synonyms of every word the query has
-        # How much of each tool's name the query says: its own words count 1, synonyms less.
+        # How much of each tool's name the query says: its own words count 1, synonyms less,
+        # and a misspelt word ("dashbaords", "serch") what its close word weighs in BM25.
         covered: dict[int, float] = defaultdict(float)
         for words, credit in ((said, 1.0), (related, self.parameters.name_synonym_credit)):
             for word in words:
                 for index in self._named.get(word, ()):
                     covered[index] += credit
+        for word, credit in self._corrected(said - related).items():
+            for index in self._named.get(word, ()):
+                covered[index] += credit
         name_weight = self.parameters.name_weight
         scale = (1 - name_weight) / best
         scores = {index: total * scale for index, total in totals.items()}
@@ -182,6 +186,25 @@ class LexicalIndex:
         if strength < 1.0:  # no word of the query is in any tool: only synonyms or typos
             return {index: score * strength for index, score in scores.items()}
         return scores
+
+    def _corrected(self, said: set[str]) -> dict[str, float]:
+        """The words of ``said`` no tool has, as misspelt (``expand``): the closest words
+        (``close_name_similarity``) that begin and end as they do ("dashbaord" is
+        "dashboard", "forcast" "forecast"), each with its weight (the highest where two share
+        one), less the words said. A real word no tool has is no typo: its close words are
+        less alike or end otherwise ("salar", of "salaries", is not "solar", "thing" not
+        "think", "outli", of "outliers", not "outlin"), and a word it begins is a guess."""
+        least = self.parameters.close_name_similarity / 100 * self.parameters.close_credit
+        close: dict[str, float] = {}
+        for token in said:
+            if token in self._idf:
+                continue
+            for word, weight in self.expand(token):
+                if weight < least or word in said:
+                    continue
+                if word[0] == token[0] and word[-1] == token[-1]:
+                    close[word] = max(close.get(word, 0.0), weight)
+        return close
 
     def says_a_word(self, query: str) -> bool:
         """Whether a word of ``query`` (not a stop word) is in some tool's text as it is."""

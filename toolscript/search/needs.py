@@ -19,7 +19,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from toolscript.search.parameters import PARAMETERS, SearchParameters
-from toolscript.search.text import QUOTED, ToolDocument, file_names, tokenize, without_data
+from toolscript.search.text import (
+    QUOTED,
+    ToolDocument,
+    file_names,
+    statements,
+    tokenize,
+    without_data,
+)
 from toolscript.search.words import ABBREVIATIONS, DOCUMENT_KINDS, OUTPUT_VERBS, VERBS
 
 __all__ = [
@@ -95,10 +102,15 @@ def _content_words(text: str) -> int:
 
 def _shield(text: str) -> str:
     """What stands in brackets or quotes is one value ("Mozilla/5.0 (X11; Linux x86_64)",
-    "entities (companies, people)"): its spaces and commas cut nothing."""
-    return _BRACKETED.sub(
-        lambda found: found.group(0).replace(",", "\x01").translate(_SPACES), text
-    )
+    "entities (companies, people)"), and so is a SQL or Cypher statement ("SELECT id, name,
+    email FROM users": text.statements): its spaces and commas cut nothing."""
+    for start, end, _ in reversed(statements(text)):
+        text = f"{text[:start]}{_one_value(text[start:end])}{text[end:]}"
+    return _BRACKETED.sub(lambda found: _one_value(found.group(0)), text)
+
+
+def _one_value(text: str) -> str:
+    return text.replace(",", "\x01").translate(_SPACES)
 
 
 _SPACES = str.maketrans({" ": "\x00", "\t": "\x00", "\n": "\x00"})

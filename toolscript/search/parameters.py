@@ -67,6 +67,10 @@ class SearchParameters:
     close_length_gap: int = 3  # a close word's length differs by at most this much
     close_similarity: int = 80  # least fuzz ratio (0..100) of a typo's close word
     close_credit: float = 0.8  # a typo's close word weighs similarity x this
+    # least fuzz ratio of a close word that counts for a tool's name too (lexical._corrected):
+    # typos score 89 to 93 ("dashbaord", "serch", "forcast"), real words no tool has 80 to 86
+    # against their close words ("salar" of "salaries": "solar", "thing": "think")
+    close_name_similarity: int = 88
     prefix_credit: float = 0.6  # a word the unknown one begins weighs this
     close_kept: int = 3  # close words per unknown word
 

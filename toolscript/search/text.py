@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -15,8 +16,10 @@ from toolscript.search.words import (
     LATITUDE_NAMES,
     LONGITUDE_NAMES,
     SHORT_FORMS,
+    STATEMENT_READINGS,
     STOP_WORDS,
     SUFFIXES,
+    VERBS,
 )
 
 __all__ = [
@@ -26,11 +29,13 @@ __all__ = [
     "documents_for",
     "expand_abbreviations",
     "file_names",
+    "joined_words",
     "keyword_query",
     "mostly_cjk",
     "name_words",
     "semantic_query",
     "split_identifier",
+    "statements",
     "stem",
     "tokenize",
 ]
@@ -70,6 +75,80 @@ _MESSAGE = re.compile(
     r".*?(?=[.!?;,](?:\s|$)|\s(?:and|then|but)\b|$)",
     re.IGNORECASE | re.DOTALL,
 )
+
+
+# A statement of SQL or Cypher typed as the request (words.STATEMENT_READINGS): its keywords
+# in capitals, or in lower case where the syntax around them is SQL's own ("select * from",
+# "select count(" ... "from", "insert into t (", "delete from t where", "update t set c =");
+# "select the second option from the list" is English.
+_SQL = re.compile(
+    r"(?<![\w.])(?:"
+    r"(?P<select>SELECT)\s[^;]*?\sFROM\s|(?P<with>WITH)\s+\w+\s+AS\s*\("
+    r"|(?P<insert>INSERT)\s+INTO\s|(?P<update>UPDATE)\s+[\w.\"`]+\s+SET\s"
+    r"|(?P<delete>DELETE)\s+FROM\s|(?P<create>CREATE)\s+(?:TABLE|VIEW|INDEX)\s"
+    r"|(?P<alter>ALTER)\s+TABLE\s|(?P<drop>DROP)\s+(?:TABLE|VIEW|INDEX)\s"
+    r"|(?i:(?P<lselect>select)\s+(?:\*|count\s*\(|distinct\s)[^;]*?\sfrom\s"
+    r"|(?P<linsert>insert)\s+into\s+[\w.\"`]+\s*(?:\(|values\b)"
+    r"|(?P<ldelete>delete)\s+from\s+[\w.\"`]+\s+where\s"
+    r"|(?P<lupdate>update)\s+[\w.\"`]+\s+set\s+[\w.\"`]+\s*=)"
+    r")"
+)
+# Cypher: a node pattern followed by a relationship or a clause ("MATCH (n:Person) RETURN n",
+# "match (a)-[:KNOWS]->(b)"), or CREATE of a labelled node.
+_CYPHER = re.compile(
+    r"(?<![\w.])(?:(?i:(?:optional\s+)?match|merge)\s*\([^()]*\)\s*"
+    r"(?:<?-|(?i:return|where|set|delete|detach|with)\b|,)|CREATE\s*\(\s*\w*\s*:\s*\w+)"
+)
+_CYPHER_WRITES = re.compile(r"\b(?:CREATE|MERGE|SET|DELETE|REMOVE)\b", re.IGNORECASE)
+# ... to a semicolon, the line's end, the next sentence or a next request ("..., then post
+# it", "... and email it": "and" and a verb), less a last "on postgres" or "in the analytics
+# database": where to run it is part of the request.
+_STATEMENT_END = re.compile(
+    r"\s*(?:[;\n]|,?\s+(?:and\s+)?then\b|\.\s+(?=[A-Z])|,?\s+and\s+(?P<verb>[A-Za-z]+))",
+    re.IGNORECASE,
+)
+_WHERE_RUN = re.compile(
+    r"\s+(?:on|in|against|using|via)\s+(?:the\s+|my\s+|our\s+)?[A-Za-z][\w-]*"
+    r"(?:\s+(?:database|db|server|instance|cluster))?\s*[.?!]?\s*$",
+    re.IGNORECASE,
+)
+
+
+def statements(text: str) -> list[tuple[int, int, str]]:
+    """The SQL and Cypher statements ``text`` is or holds: where each starts and ends, and
+    what it reads as (words.STATEMENT_READINGS)."""
+    found: list[tuple[int, int, str]] = []
+    start = 0
+    while True:
+        sql, cypher = _SQL.search(text, start), _CYPHER.search(text, start)
+        first = min((m for m in (sql, cypher) if m), key=lambda m: m.start(), default=None)
+        if first is None:
+            return found
+        end = next(
+            (
+                stop.start()
+                for stop in _STATEMENT_END.finditer(text, first.end())
+                if stop["verb"] is None or stop["verb"].lower() in VERBS
+            ),
+            len(text),
+        )
+        where = _WHERE_RUN.search(text, first.end(), end)
+        end = where.start() if where else end
+        body = text[first.start() : end]
+        if first is sql:
+            keyword = next(name for name, value in first.groupdict().items() if value)
+            key = ("sql", keyword.removeprefix("l"))
+        else:
+            key = ("cypher", "write" if _CYPHER_WRITES.search(body) else "read")
+        found.append((first.start(), end, STATEMENT_READINGS[key]))
+        start = max(end, first.end())
+
+
+def read_statements(text: str) -> str:
+    """``text`` with each statement it holds read as words (see ``statements``)."""
+    for start, end, reading in reversed(statements(text)):
+        text = f"{text[:start]}{reading}{text[end:]}"
+    return text
 
 
 _SHORT_FORM = re.compile(r"\b(" + "|".join(SHORT_FORMS) + r")\b", re.IGNORECASE)
@@ -145,7 +224,8 @@ def keyword_query(text: str) -> str:
         name = _file_name(found)
         return found.group(0) if name is None else f"{_kind(name)} file"
 
-    return expand_abbreviations(_bare_files_kind(_PATH.sub(marked, without_data(text))))
+    text = read_statements(without_data(text))
+    return expand_abbreviations(_bare_files_kind(_PATH.sub(marked, text)))
 
 
 def _kind(name: str) -> str:
@@ -179,7 +259,7 @@ def _unless_a_file(quoted: re.Match[str]) -> str:
 def semantic_query(text: str) -> str:
     """``text`` less its literal values, a message it dictates and short forms, for the
     embedding model (see above)."""
-    text = without_data(text)
+    text = read_statements(without_data(text))
     whole = " ".join(text.split())  # what is read when nothing else is left
     text = _QUOTED.sub(_unless_a_file, _MESSAGE.sub(" ", text))
     text = _URL.sub(" URL ", text)
@@ -199,6 +279,34 @@ def split_identifier(text: str) -> list[str]:
             words.extend(chunk[i : i + 2] for i in range(max(1, len(chunk) - 1)))
         else:
             words.extend(part.lower() for part in _CAMEL.sub(" ", chunk).split())
+    return words
+
+
+# A product's name written in mixed case ("SonarQube", "NuGet", "GitHub", "MySQL", "macOS")
+# is split into its parts like any identifier, but people type it in one piece ("is
+# sonarqube up", "versions on nuget"): a tool's text says it joined too. Only words that
+# start with a capital or hold a run of capitals: a camelCase identifier ("getUserProfile")
+# names no product.
+_CAPITALS = re.compile(r"[A-Z]{2}")
+
+
+def joined_words(text: str) -> list[str]:
+    """The stemmed words that mixed-case words of ``text`` make joined: each two parts next
+    to each other ("NuGetPackageVersions": "nuget", "getpackag", "packageversion"), and the
+    whole word of three or more parts."""
+    words: list[str] = []
+    for chunk in _WORD.findall(text):
+        if chunk.islower() or chunk.isupper() or _CJK_CHAR.match(chunk):
+            continue
+        if not (chunk[0].isupper() or _CAPITALS.search(chunk)):
+            continue
+        parts = [part.lower() for part in _CAMEL.sub(" ", chunk).split()]
+        if len(parts) < 2:
+            continue
+        pairs = [a + b for a, b in itertools.pairwise(parts)]
+        words.extend(
+            stem(word) for word in (pairs if len(parts) == 2 else [*pairs, "".join(parts)])
+        )
     return words
 
 
@@ -375,7 +483,10 @@ def document_for(
     if siblings is not None:
         arguments = [(argument, siblings.sub(uncited, text)) for argument, text in arguments]
     fields = {
-        "name": tokenize(f"{name} {title}", keep_stop_words=True),
+        "name": [
+            *tokenize(f"{name} {title}", keep_stop_words=True),
+            *joined_words(f"{name} {title}"),
+        ],
         "server": tokenize(f"{server} {server_description}"),
         "description": tokenize(description),
         "parameters": tokenize(" ".join(f"{p} {_without_examples(d)}" for p, d in arguments)),

@@ -17,6 +17,7 @@ __all__ = [
     "LONGITUDE_NAMES",
     "OUTPUT_VERBS",
     "SHORT_FORMS",
+    "STATEMENT_READINGS",
     "STOP_WORDS",
     "SUFFIXES",
     "SYNONYM_GROUPS",
@@ -81,6 +82,24 @@ SHORT_FORMS = {
     "mv": "move",
     "cp": "copy",
     "tz": "timezone",
+}
+
+# A statement of a query language typed as the request ("SELECT count(*) FROM users WHERE
+# active = 1", "MATCH (p:Person)-[:KNOWS]->(f) RETURN f.name") asks to run a query of that
+# language; its tables, columns and values are values ("users" asks for no user tool). It
+# reads as these words (text.py), by its language and the keyword it starts with (Cypher:
+# "write" when it creates, merges, sets or deletes anything). General SQL and Cypher.
+STATEMENT_READINGS = {
+    ("sql", "select"): "read SQL query",
+    ("sql", "with"): "read SQL query",
+    ("sql", "insert"): "write SQL query",
+    ("sql", "update"): "write SQL query",
+    ("sql", "delete"): "write SQL query",
+    ("sql", "create"): "create table SQL query",
+    ("sql", "alter"): "alter table SQL query",
+    ("sql", "drop"): "drop table SQL query",
+    ("cypher", "read"): "read Cypher query",
+    ("cypher", "write"): "write Cypher query",
 }
 
 # Words users say for the verbs and nouns tool names use (general English, not tuned to a corpus).
