@@ -140,7 +140,6 @@ class BackgroundRuns:
                 "check": request.check,
                 "limits": [request.timeout, request.memory_mb, request.max_output],
                 "spill": str(output_file(self.state_dir, run.id)),
-                "cwd": str(self.project_dir),
             }
             runner.process = await self._spawn(folder, spec)
         except BaseException as exc:
