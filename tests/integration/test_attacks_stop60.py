@@ -1,13 +1,18 @@
-"""Attacks of stop 60 with a real gateway, real Deno and real servers: what a script learns of
-the machine without any permission. ``Deno.cwd()`` (and Node's ``process.cwd()``) named the
-folder toolscript was run from, the project's: its path names the user and the project, and
-a script may send it to any tool. Deno runs from the file system's root now, in a fresh Deno,
-a spare, a background run and the MCP face alike."""
+"""Attacks of stop 60 with a real gateway, real Deno and real servers.
+
+- What a script learns of the machine without any permission: ``Deno.cwd()`` (and Node's
+  ``process.cwd()``) named the folder toolscript was run from, the project's: its path names
+  the user and the project, and a script may send it to any tool. Deno runs from the file
+  system's root now, in a fresh Deno, a spare, a background run and the MCP face alike.
+- A server listing more tools than any real one, each small enough for every size bound:
+  all were typed into the module every script loads (20,000: a 4 MB module, a 0.95 GB type
+  checker, each exec 1.1-1.5 s); past ``ENTRY_LIMIT`` the rest are skipped, said once."""
 
 from __future__ import annotations
 
 import json
 import secrets
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,12 +20,17 @@ import anyio
 import pytest
 
 from tests.helpers import (
+    ROOT,
     GatewayProcess,
     clean_env,
     face_parameters,
     fixture_server,
+    running_gateway,
     toolscript_cli,
 )
+from toolscript.upstream.limits import ENTRY_LIMIT
+
+HOSTILE = ROOT / "tests" / "servers" / "hostile_server.py"
 
 
 @pytest.fixture(scope="module")
@@ -94,3 +104,18 @@ def test_a_script_the_mcp_face_runs_learns_no_folder_of_the_project(
     text = anyio.run(execute)
     assert str(gateway.directory) not in text and gateway.directory.name not in text, text
     assert _seen(text, gateway.directory) == {"deno": "/", "node": "/"}
+
+
+def test_a_server_listing_too_many_tools_is_cut_and_the_others_serve(tmp_path: Path) -> None:
+    listed = ENTRY_LIMIT + 1_000
+    tools = [{"name": f"t{i}", "inputSchema": {"type": "object"}} for i in range(listed)]
+    (tmp_path / "many.json").write_text(json.dumps({"tools": tools}))
+    many = {"command": sys.executable, "args": [str(HOSTILE), str(tmp_path / "many.json")]}
+    config = {"mcpServers": {"many": many, "fx": fixture_server()}}
+    with running_gateway(config, tmp_path) as gateway:
+        servers = gateway.health()["servers"]
+        assert servers["many"]["tools"] == ENTRY_LIMIT
+        assert f"tools past the first {ENTRY_LIMIT:,}: 1000 skipped" in servers["many"]["warnings"]
+        assert servers["fx"]["state"] == "connected"
+        assert gateway.call(f"many__t{ENTRY_LIMIT - 1}").status_code == 200
+        assert gateway.call(f"many__t{ENTRY_LIMIT}").status_code == 404

@@ -142,8 +142,9 @@ class UpstreamServer:
         self._stderr: IO[str] | None = None
         self.warnings: list[str] = []  # what this server sent that bends the spec, each once
         self._warned: set[str] = set()
-        # characters each listing under way kept, its pages together (upstream.limits)
-        self._listing_spent: dict[str, int] = {}
+        # characters each listing under way kept and entries it held, its pages together
+        # (upstream.limits)
+        self._listing_spent: dict[str, tuple[int, int]] = {}
         self._relisting = False
         self._relist_again = False
         self._server_pid: int | None = None  # of a stdio server, while connected
@@ -368,7 +369,7 @@ class UpstreamServer:
     async def _list_tools(self, session: ClientSession) -> dict[str, dict[str, Any]]:
         tools: dict[str, dict[str, Any]] = {}
         cursor: str | None = None
-        self._listing_spent["tools/list"] = 0
+        self._listing_spent["tools/list"] = (0, 0)
         for _ in range(MAX_PAGES):
             params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
             result = await session.list_tools(params=params)
@@ -539,8 +540,8 @@ class UpstreamServer:
     def _bounded(self, method: str, result: Any) -> Any:
         """``result`` with what the server sent held to ``upstream.limits``' bounds; what was
         cut is one warning per kind for the server's lifetime, however many listings."""
-        bounded, cuts = bound_listing(method, result, self._listing_spent.get(method, 0))
-        self._listing_spent[method] = cuts.spent
+        bounded, cuts = bound_listing(method, result, *self._listing_spent.get(method, (0, 0)))
+        self._listing_spent[method] = (cuts.spent, cuts.listed)
         for kind, warning in cuts.warnings().items():
             if f"bounded {kind}" not in self._warned:
                 self._warned.add(f"bounded {kind}")
@@ -802,7 +803,7 @@ class UpstreamServer:
         request, result_type, listed = OFFERINGS[method]
         joined: dict[str, Any] = {}
         cursor: str | None = None
-        self._listing_spent[method] = 0
+        self._listing_spent[method] = (0, 0)
         for _ in range(MAX_PAGES):
             sent = dict(params or {}) | ({"cursor": cursor} if cursor else {})
             message = request.model_validate({"method": method, "params": sent or None})
