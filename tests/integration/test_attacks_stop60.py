@@ -6,7 +6,11 @@
   system's root now, in a fresh Deno, a spare, a background run and the MCP face alike.
 - A server listing more tools than any real one, each small enough for every size bound:
   all were typed into the module every script loads (20,000: a 4 MB module, a 0.95 GB type
-  checker, each exec 1.1-1.5 s); past ``ENTRY_LIMIT`` the rest are skipped, said once."""
+  checker, each exec 1.1-1.5 s); past ``ENTRY_LIMIT`` the rest are skipped, said once.
+- The agent's URL read a person's runs: an id's prefix (``2``) answered with the ids it
+  matches, then the script of a person's run stopped for approval, a resume of it replayed
+  what its calls answered, and a person's background run's output was the agent's to read.
+  The agent's URL reaches the agent's own runs there now."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 
 from tests.helpers import (
@@ -28,6 +33,7 @@ from tests.helpers import (
     running_gateway,
     toolscript_cli,
 )
+from toolscript.gateway.guard import agent_url
 from toolscript.upstream.limits import ENTRY_LIMIT
 
 HOSTILE = ROOT / "tests" / "servers" / "hostile_server.py"
@@ -37,7 +43,8 @@ HOSTILE = ROOT / "tests" / "servers" / "hostile_server.py"
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     directory = tmp_path_factory.mktemp("attacks60") / "alice-secret-project"
     directory.mkdir()
-    started = GatewayProcess({"mcpServers": {"fx": fixture_server()}}, directory)
+    fx = fixture_server(policy={"structured": "ask"})
+    started = GatewayProcess({"mcpServers": {"fx": fx}}, directory)
     try:
         yield started
     finally:
@@ -119,3 +126,76 @@ def test_a_server_listing_too_many_tools_is_cut_and_the_others_serve(tmp_path: P
         assert servers["fx"]["state"] == "connected"
         assert gateway.call(f"many__t{ENTRY_LIMIT - 1}").status_code == 200
         assert gateway.call(f"many__t{ENTRY_LIMIT}").status_code == 404
+
+
+SECRET = "person-secret-7f3a"
+# A person's script that stops for approval at its second call, after one that answered.
+PERSONS = (
+    'import { tools } from "toolscript";\n'
+    f'const key = "{SECRET}";\n'
+    "console.log(JSON.stringify(await tools.fx.plainText({ text: key })));\n"
+    "await tools.fx.structured({ city: key });\n"
+)
+
+
+def test_the_agents_url_reads_none_of_a_persons_runs(
+    gateway: GatewayProcess, toolscript_home: Path
+) -> None:
+    person = {"TOOLSCRIPT_HOME": str(toolscript_home), "TOOLSCRIPT_GATEWAY_URL": gateway.url}
+    agent_env = person | {"TOOLSCRIPT_GATEWAY_URL": agent_url(gateway.url)}
+    code = PERSONS + f"// {secrets.token_hex(6)}\n"
+    stopped = toolscript_cli("exec", code, cwd=gateway.directory, env=person)
+    assert stopped.returncode == 120, stopped.stderr
+    persons_run = next(w for w in stopped.stderr.split() if w.count("-") == 2 and w[:8].isdigit())
+    background = toolscript_cli(
+        "exec", "--background", f'console.log("{SECRET}")', cwd=gateway.directory, env=person
+    )
+    assert background.returncode == 0, background.stderr
+    persons_background = background.stdout.strip()
+    waited = toolscript_cli("runs", "wait", persons_background, cwd=gateway.directory, env=person)
+    assert SECRET in waited.stdout  # the person reads their own
+
+    agent = httpx.Client(base_url=agent_url(gateway.url) + "/", timeout=30)
+    try:
+        for asked in (persons_run, persons_run[:1], persons_run[:10]):
+            script = agent.get(f"runs/{asked}/script")
+            assert script.status_code == 404, script.text
+            assert SECRET not in script.text, script.text
+            assert asked == persons_run or persons_run not in script.text, script.text
+        resumed = agent.post("runs", json={"resume": persons_run, "pid": 1})
+        assert resumed.status_code == 404, resumed.text
+        # the same script, registered by the agent, resumes nothing of the person's
+        same = toolscript_cli("exec", code, cwd=gateway.directory, env=agent_env)
+        assert "resuming" not in same.stderr and same.returncode == 120, same.stderr
+        output = agent.get(f"runs/{persons_background}/output")
+        assert output.status_code == 403 and SECRET not in output.text, output.text
+    finally:
+        agent.close()
+    # the person still resumes theirs
+    script = httpx.get(f"{gateway.url}/runs/{persons_run}/script", timeout=30)
+    assert script.status_code == 200 and SECRET in script.text
+
+
+def test_the_agents_url_reads_and_resumes_the_agents_own_runs(
+    gateway: GatewayProcess, toolscript_home: Path
+) -> None:
+    env = {
+        "TOOLSCRIPT_HOME": str(toolscript_home),
+        "TOOLSCRIPT_GATEWAY_URL": agent_url(gateway.url),
+    }
+    stopped = toolscript_cli(
+        "exec", PERSONS + f"// {secrets.token_hex(6)}\n", cwd=gateway.directory, env=env
+    )
+    assert stopped.returncode == 120, stopped.stderr
+    own = next(w for w in stopped.stderr.split() if w.count("-") == 2 and w[:8].isdigit())
+    with httpx.Client(base_url=agent_url(gateway.url) + "/", timeout=30) as agent:
+        script = agent.get(f"runs/{own[:17]}/script")  # a unique prefix will do
+        assert script.status_code == 200 and SECRET in script.text, script.text
+    background = toolscript_cli(
+        "exec", "--background", 'console.log("mine")', cwd=gateway.directory, env=env
+    )
+    assert background.returncode == 0, background.stderr
+    waited = toolscript_cli(
+        "runs", "wait", background.stdout.strip(), cwd=gateway.directory, env=env
+    )
+    assert waited.returncode == 0 and "mine" in waited.stdout, waited.stderr

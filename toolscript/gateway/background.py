@@ -232,6 +232,11 @@ class BackgroundRuns:
             )
         return runner
 
+    def by_agent(self, run_id: str) -> bool:
+        """Whether the background run ``run_id`` was started through the agent's URL
+        (NotFoundError when this gateway holds no such run)."""
+        return self._runner(run_id).run.by_agent
+
     async def output(
         self, run_id: str, stdout_from: int, stderr_from: int, wait: float
     ) -> dict[str, Any]:
