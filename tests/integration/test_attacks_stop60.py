@@ -7,6 +7,12 @@
 - A server listing more tools than any real one, each small enough for every size bound:
   all were typed into the module every script loads (20,000: a 4 MB module, a 0.95 GB type
   checker, each exec 1.1-1.5 s); past ``ENTRY_LIMIT`` the rest are skipped, said once.
+- A server whose tools change at every listing, announced 100 times after each: the gateway
+  listed it and rebuilt the module, search and the warm checker every second for as long as
+  it went on (35-40% of a core, every exec 3-5 s); each change soon after the last now
+  doubles the wait before the next listing (to 60 s).
+- A server sending notifications by the thousand: each was checked and handled (2,000 a
+  second took 30% of a core); past ``NOTICE_RATE`` a second they are dropped as read, said once.
 - The agent's URL read a person's runs: an id's prefix (``2``) answered with the ids it
   matches, then the script of a person's run stopped for approval, a resume of it replayed
   what its calls answered, and a person's background run's output was the agent's to read.
@@ -14,6 +20,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import secrets
 import sys
@@ -32,9 +39,10 @@ from tests.helpers import (
     fixture_server,
     running_gateway,
     toolscript_cli,
+    wait_until,
 )
 from toolscript.gateway.guard import agent_url
-from toolscript.upstream.limits import ENTRY_LIMIT
+from toolscript.upstream.limits import ENTRY_LIMIT, NOTICE_RATE
 
 HOSTILE = ROOT / "tests" / "servers" / "hostile_server.py"
 
@@ -199,3 +207,37 @@ def test_the_agents_url_reads_and_resumes_the_agents_own_runs(
         "runs", "wait", background.stdout.strip(), cwd=gateway.directory, env=env
     )
     assert waited.returncode == 0 and "mine" in waited.stdout, waited.stderr
+
+
+def test_a_server_whose_tools_change_at_every_listing_is_listed_ever_less_often(
+    tmp_path: Path,
+) -> None:
+    listed = tmp_path / "listed.txt"
+    (tmp_path / "storm.json").write_text(json.dumps({"storm": str(listed)}))
+    storm = {"command": sys.executable, "args": [str(HOSTILE), str(tmp_path / "storm.json")]}
+    config = {"mcpServers": {"storm": storm, "fx": fixture_server()}}
+    with running_gateway(config, tmp_path) as gateway:
+
+        def listings() -> list[float]:
+            return [float(line) for line in listed.read_text().split()] if listed.exists() else []
+
+        # the first listing (connecting), then one at once, then after 1, 2, 4, 8 and 16 s
+        times = wait_until(listings, lambda found: len(found) >= 7, 120, "seven listings")
+        gaps = [later - earlier for earlier, later in itertools.pairwise(times[1:])]
+        assert gaps[-1] >= 4 * gaps[0], gaps  # before: a listing each second, every gap ~1 s
+        assert gateway.call("fx__plain_text").status_code == 200
+        assert gateway.health()["servers"]["fx"]["state"] == "connected"
+
+
+def test_a_flood_of_notifications_is_dropped_past_its_rate_and_said_once(tmp_path: Path) -> None:
+    (tmp_path / "notices.json").write_text(json.dumps({"notices": 50_000, "tools": []}))
+    noisy = {"command": sys.executable, "args": [str(HOSTILE), str(tmp_path / "notices.json")]}
+    config = {"mcpServers": {"noisy": noisy, "fx": fixture_server()}}
+    with running_gateway(config, tmp_path) as gateway:
+        said = f"sent over {NOTICE_RATE} notifications a second: those past it are dropped"
+        health = gateway.wait_for_health(
+            lambda h: said in h["servers"]["noisy"]["warnings"], 60, "the flood said"
+        )
+        assert health["servers"]["noisy"]["state"] == "connected"
+        assert gateway.call("fx__plain_text").status_code == 200
+        assert gateway.log.count(said) == 1

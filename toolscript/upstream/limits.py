@@ -28,10 +28,12 @@ __all__ = [
     "ENUM_LIMIT",
     "LISTING_LIMIT",
     "NAME_LIMIT",
+    "NOTICE_RATE",
     "QUESTION_LIMIT",
     "SCHEMA_LIMIT",
     "TEXT_LIMIT",
     "Cuts",
+    "NoticeFlood",
     "bound_listing",
     "bound_schema",
     "cut_text",
@@ -60,6 +62,17 @@ LISTING_LIMIT = 16 * 1024 * 1024
 # exec 1.1-1.5 s). The bench's largest catalogue is 1,600 tools of 113 servers.
 ENTRY_LIMIT = 2_000
 _COUNTED = frozenset({"tools/list", "prompts/list", "resources/templates/list"})
+# Notifications a server may send in a second (its stdio, as they are read): past it, the
+# rest of that second are dropped before the SDK checks them, said once (``NoticeFlood``). A
+# flood of 2,000 a second (list_changed, progress) took 30% of a core of the gateway to
+# check and handle; a real server sends a few (progress during a call, one per change).
+NOTICE_RATE = 200
+
+
+class NoticeFlood(Exception):  # what a read stream passes on, not an error
+    """In a server's read stream once, when its notifications first go past
+    ``NOTICE_RATE`` a second (those past it are dropped)."""
+
 
 _TEXT_KEYS = ("description", "title", "$comment")
 # Keywords whose value maps names to schemas (the map itself is no schema).
