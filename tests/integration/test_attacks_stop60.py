@@ -13,6 +13,9 @@
   doubles the wait before the next listing (to 60 s).
 - A server sending notifications by the thousand: each was checked and handled (2,000 a
   second took 30% of a core); past ``NOTICE_RATE`` a second they are dropped as read, said once.
+- A server's schema with ``$ref`` aliases naming each other directly (``"loop": {"$ref":
+  "#/$defs/loop"}``) made ``type A = A;``: the module failed TypeScript's check, and with it
+  every script of every server (``TS2456``). Such a reference is ``unknown`` now.
 - The agent's URL read a person's runs: an id's prefix (``2``) answered with the ids it
   matches, then the script of a person's run stopped for approval, a resume of it replayed
   what its calls answered, and a person's background run's output was the agent's to read.
@@ -241,3 +244,31 @@ def test_a_flood_of_notifications_is_dropped_past_its_rate_and_said_once(tmp_pat
         assert health["servers"]["noisy"]["state"] == "connected"
         assert gateway.call("fx__plain_text").status_code == 200
         assert gateway.log.count(said) == 1
+
+
+def test_a_schema_whose_aliases_name_each_other_fails_no_script(
+    tmp_path: Path, toolscript_home: Path
+) -> None:
+    cycles = {
+        "type": "object",
+        "$defs": {
+            "loop": {"$ref": "#/$defs/loop"},
+            "p": {"anyOf": [{"$ref": "#/$defs/q"}, {"type": "string"}]},
+            "q": {"allOf": [{"$ref": "#/$defs/p"}]},
+        },
+        "properties": {"loop": {"$ref": "#/$defs/loop"}, "p": {"$ref": "#/$defs/p"}},
+        "allOf": [{"$ref": "#"}],
+    }
+    spec = {"tools": [{"name": "cyc", "inputSchema": cycles, "outputSchema": cycles}]}
+    (tmp_path / "cycles.json").write_text(json.dumps(spec))
+    evil = {"command": sys.executable, "args": [str(HOSTILE), str(tmp_path / "cycles.json")]}
+    config = {"mcpServers": {"evil": evil, "fx": fixture_server()}}
+    with running_gateway(config, tmp_path) as gateway:
+        env = {"TOOLSCRIPT_HOME": str(toolscript_home), "TOOLSCRIPT_GATEWAY_URL": gateway.url}
+        code = (
+            'import { tools } from "toolscript";\nreturn await tools.fx.plainText({ text: "ok" });'
+        )
+        done = toolscript_cli("exec", code, cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stderr  # before: TS2456 in the module, exit 1
+        assert "circularly references itself" not in done.stderr
+        assert json.loads(done.stdout) == "ok"
