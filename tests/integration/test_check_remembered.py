@@ -31,7 +31,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
 
 
 def run(
-    gateway: GatewayProcess, script: Script, cwd: Path, spare: Spare | None = None
+    gateway: GatewayProcess, script: Script, spare: Spare | None = None
 ) -> tuple[int, str, list[int]]:
     """``script`` as the MCP face runs it (the warm check asked first): exit code, stderr and
     the pid of the Deno that ran it."""
@@ -49,7 +49,6 @@ def run(
             module=module_file(gateway.url, digest),
             on_start=lambda pid, group: pids.append(pid),
             limits=Limits(timeout=60),
-            cwd=cwd,
             stdout=out,
             stderr=err,
             warm_check=True,
@@ -73,12 +72,12 @@ def test_a_script_deno_checked_runs_next_time_unchecked_in_a_spare(
     digest = module_hash(gateway.url)
     assert digest is not None
     assert not checked_before(script, digest)
-    exit_code, err, _ = run(gateway, script, tmp_path)
+    exit_code, err, _ = run(gateway, script)
     assert (exit_code, err) == (0, "")
     assert checked_before(script, digest)
 
-    spare = Spare(gateway.url, module_file(gateway.url, digest), 512, tmp_path)
-    exit_code, err, pids = run(gateway, script, tmp_path, spare)
+    spare = Spare(gateway.url, module_file(gateway.url, digest), 512)
+    exit_code, err, pids = run(gateway, script, spare)
     assert (exit_code, err) == (0, "")
     assert pids == [spare.process.pid]
 
@@ -97,6 +96,6 @@ def test_a_run_that_failed_is_not_remembered(
     script = Script(f"// {secrets.token_hex(8)}\n{body}", "script.ts", "script.ts")
     digest = module_hash(gateway.url)
     assert digest is not None
-    exit_code, _, _ = run(gateway, script, tmp_path)
+    exit_code, _, _ = run(gateway, script)
     assert exit_code == 1
     assert not checked_before(script, digest)

@@ -209,8 +209,8 @@ def test_output_is_streamed(gateway: GatewayProcess, toolscript_home: Path, tmp_
     assert process.wait(30) == 0
 
 
-def test_cwd_is_the_invocation_directory(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    assert json.loads(run("return Deno.cwd()").stdout) == str(tmp_path)
+def test_cwd_is_the_file_systems_root_not_the_invocation_directory(run) -> None:  # type: ignore[no-untyped-def]
+    assert json.loads(run("return Deno.cwd()").stdout) == "/"
 
 
 def test_only_the_gateway_url_is_visible(run, gateway: GatewayProcess) -> None:  # type: ignore[no-untyped-def]

@@ -64,8 +64,8 @@ def test_a_script_gets_no_gpu_in_a_fresh_deno_or_a_spare(
     fresh = exec_script(gateway, GPU, tmp_path, "--no-check")
     assert fresh.returncode == 0, fresh.stderr
     assert fresh.stdout == "NO GPU\n"
-    spare = Spare(gateway.url, module_of(gateway), 512, tmp_path)
-    exit_code, out, err, _ = run(gateway, GPU, spare, tmp_path)
+    spare = Spare(gateway.url, module_of(gateway), 512)
+    exit_code, out, err, _ = run(gateway, GPU, spare)
     assert spare.process.poll() is not None  # the spare ran it
     assert (exit_code, out) == (0, "NO GPU\n"), err
 

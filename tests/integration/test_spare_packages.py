@@ -43,7 +43,7 @@ def module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return written
 
 
-def run(module: Path, spare: Spare, cwd: Path) -> tuple[int, dict[str, object], str]:
+def run(module: Path, spare: Spare) -> tuple[int, dict[str, object], str]:
     out, err = io.BytesIO(), io.BytesIO()
     code = run_toolscript(
         Script(SCRIPT, "job.ts"),
@@ -52,7 +52,6 @@ def run(module: Path, spare: Spare, cwd: Path) -> tuple[int, dict[str, object], 
         module=module,
         check=False,
         limits=Limits(timeout=60),
-        cwd=cwd,
         stdout=out,
         stderr=err,
         spare=spare,
@@ -64,13 +63,13 @@ def run(module: Path, spare: Spare, cwd: Path) -> tuple[int, dict[str, object], 
 def test_a_spare_runs_a_script_that_imports_a_declared_package(
     module: Path, tmp_path: Path
 ) -> None:
-    spare = Spare(URL, module, 512, tmp_path)
+    spare = Spare(URL, module, 512)
     packages = packages_beside(module)
     assert packages is not None
     flags = list(spare.process.args)  # (as spawned: /proc's may be empty a moment after exec)
     assert f"--lock={packages.lock}" in flags
     assert "--frozen" in flags and "--cached-only" in flags and "--no-npm" not in flags
-    code, seen, err = run(module, spare, tmp_path)
+    code, seen, err = run(module, spare)
     assert code == 0, err
     assert seen == {"padded": "  a", "spare": True}
 
@@ -81,12 +80,12 @@ def test_a_spare_spawned_before_the_packages_does_not_fit_and_is_discarded(
     beside = module.with_name(module.stem + ".packages.json")
     aside = tmp_path / "aside.json"
     beside.rename(aside)  # the module as it was before packages were declared
-    spare = Spare(URL, module, 512, tmp_path)
+    spare = Spare(URL, module, 512)
     assert "--no-npm" in list(spare.process.args)
-    assert spare.fits(URL, module, 512, tmp_path)
+    assert spare.fits(URL, module, 512)
     aside.rename(beside)  # packages declared since the spare's spawn
-    assert not spare.fits(URL, module, 512, tmp_path)
-    code, seen, err = run(module, spare, tmp_path)
+    assert not spare.fits(URL, module, 512)
+    code, seen, err = run(module, spare)
     assert code == 0, err
     assert seen == {"padded": "  a", "spare": False}  # a fresh Deno, with the packages, ran it
     wait_for_exit(spare.process.pid)
@@ -96,13 +95,13 @@ def test_a_spare_spawned_before_the_packages_does_not_fit_and_is_discarded(
 def test_a_spare_does_not_fit_once_the_lock_changed(module: Path, tmp_path: Path) -> None:
     packages = packages_beside(module)
     assert packages is not None
-    spare = Spare(URL, module, 512, tmp_path)
+    spare = Spare(URL, module, 512)
     try:
-        assert spare.fits(URL, module, 512, tmp_path)
+        assert spare.fits(URL, module, 512)
         text = packages.lock.read_text()
         packages.lock.write_text(text + "\n")  # locked anew: another npm set
-        assert not spare.fits(URL, module, 512, tmp_path)
+        assert not spare.fits(URL, module, 512)
         packages.lock.write_text(text)
-        assert spare.fits(URL, module, 512, tmp_path)
+        assert spare.fits(URL, module, 512)
     finally:
         spare.discard()

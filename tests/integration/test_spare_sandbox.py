@@ -57,7 +57,6 @@ def run(
     gateway: GatewayProcess,
     code: str,
     spare: Spare | None,
-    cwd: Path,
     *,
     check: bool = False,
     memory_mb: int = 512,
@@ -76,7 +75,6 @@ def run(
             module=module_file(gateway.url, digest),
             check=check,
             limits=Limits(timeout=60, memory_mb=memory_mb),
-            cwd=cwd,
             stdout=out,
             stderr=err,
             script_url=handle.script_url,
@@ -91,7 +89,7 @@ def test_before_its_script_a_spare_holds_no_token_and_no_more_permissions(
     gateway: GatewayProcess, tmp_path: Path
 ) -> None:
     module = module_of(gateway)
-    spare = Spare(gateway.url, module, 512, tmp_path)
+    spare = Spare(gateway.url, module, 512)
     try:
         process = psutil.Process(spare.process.pid)
         # (a deno on PATH may be a shell script that execs the binary: wait for that)
@@ -120,7 +118,7 @@ def test_a_spare_connects_to_the_gateway_ahead_through_the_path_that_takes_no_to
 ) -> None:
     """Deno's HTTP client and a kept-alive connection are ready before the script comes, so
     its first call costs what the others do; the spare still holds no token."""
-    spare = Spare(gateway.url, module_of(gateway), 512, tmp_path)
+    spare = Spare(gateway.url, module_of(gateway), 512)
     try:
         connected(spare, gateway)
         # and it writes no V8 code cache into a DENO_DIR that goes with it
@@ -144,7 +142,7 @@ def test_a_spare_loads_the_module_ahead_and_the_module_reads_the_run_s_url_at_it
     probe.write_text(
         'export const urlAtImport = Deno.env.get("TOOLSCRIPT_GATEWAY_URL") ?? "none yet";\n'
     )
-    spare = Spare(gateway.url, probe, 512, tmp_path)
+    spare = Spare(gateway.url, probe, 512)
     connected(spare, gateway)
     out = io.BytesIO()
     code = 'import { urlAtImport } from "toolscript";\nconsole.log(urlAtImport);\n'
@@ -155,7 +153,6 @@ def test_a_spare_loads_the_module_ahead_and_the_module_reads_the_run_s_url_at_it
         module=probe,
         check=False,
         limits=Limits(timeout=60),
-        cwd=tmp_path,
         stdout=out,
         stderr=io.BytesIO(),
         spare=spare,
@@ -163,10 +160,10 @@ def test_a_spare_loads_the_module_ahead_and_the_module_reads_the_run_s_url_at_it
     assert (exit_code, out.getvalue()) == (0, b"none yet\n")
     assert spare.used
     # the generated module, loaded as early, calls through the run's URL
-    real = Spare(gateway.url, module_of(gateway), 512, tmp_path)
+    real = Spare(gateway.url, module_of(gateway), 512)
     connected(real, gateway)
     calls = 'import { tools } from "toolscript";\nconsole.log(JSON.stringify(await tools.fx.plainText({})));\n'
-    exit_code, printed, errors, _ = run(gateway, calls, real, tmp_path)
+    exit_code, printed, errors, _ = run(gateway, calls, real)
     assert exit_code == 0, errors
     assert "hello" in printed
 
@@ -188,20 +185,20 @@ def connected(spare: Spare, gateway: GatewayProcess) -> None:
 def test_a_spare_runs_one_script_with_the_run_s_url_then_is_gone(
     gateway: GatewayProcess, tmp_path: Path
 ) -> None:
-    spare = Spare(gateway.url, module_of(gateway), 512, tmp_path)
+    spare = Spare(gateway.url, module_of(gateway), 512)
     code = (
         'import { tools } from "toolscript";\n'
         "const said = await tools.fx.plainText({});\n"
         'console.log(JSON.stringify({ url: Deno.env.get("TOOLSCRIPT_GATEWAY_URL"), said,'
         ' boot: Deno.mainModule.endsWith("/boot.ts") }));\n'
     )
-    exit_code, out, err, script_url = run(gateway, code, spare, tmp_path)
+    exit_code, out, err, script_url = run(gateway, code, spare)
     assert exit_code == 0, err
     seen = json.loads(out)
     assert seen["url"] == script_url and seen["boot"] is True
     assert "hello" in json.dumps(seen["said"])
     assert spare.process.poll() is not None
-    assert not spare.fits(gateway.url, module_of(gateway), 512, tmp_path)  # one script only
+    assert not spare.fits(gateway.url, module_of(gateway), 512)  # one script only
     assert not spare.script_path.parent.exists()
 
 
@@ -214,7 +211,7 @@ def test_the_face_s_spare_is_tidied_after_its_run_answers(
 
     import toolscript.plumbing.denobinary as denobinary
 
-    spare = Spare(gateway.url, module_of(gateway), 512, tmp_path, tidy_later=True)
+    spare = Spare(gateway.url, module_of(gateway), 512, tidy_later=True)
     folder = spare.script_path.parent
     disk = threading.Event()
     real = shutil.rmtree
@@ -226,7 +223,7 @@ def test_the_face_s_spare_is_tidied_after_its_run_answers(
 
     monkeypatch.setattr(denobinary.shutil, "rmtree", slow_rmtree)
     exit_code, out, err, _ = run(
-        gateway, "console.log(Deno.mainModule.endsWith('/boot.ts'))", spare, tmp_path
+        gateway, "console.log(Deno.mainModule.endsWith('/boot.ts'))", spare
     )
     assert exit_code == 0, err
     assert out.strip() == "true"
@@ -238,7 +235,7 @@ def test_the_face_s_spare_is_tidied_after_its_run_answers(
 def test_a_spare_s_script_reads_nothing_from_stdin_and_no_file_beside_its_copy(
     gateway: GatewayProcess, tmp_path: Path
 ) -> None:
-    spare = Spare(gateway.url, module_of(gateway), 512, tmp_path)
+    spare = Spare(gateway.url, module_of(gateway), 512)
     beside = spare.script_path.parent / "boot.ts"
     code = (
         "const got = await Deno.stdin.read(new Uint8Array(64)).catch(() => null);\n"
@@ -246,7 +243,7 @@ def test_a_spare_s_script_reads_nothing_from_stdin_and_no_file_beside_its_copy(
         f"try {{ Deno.readTextFileSync({json.dumps(str(beside))}); console.log('ESCAPED'); }}\n"
         "catch (error) { console.log('refused', (error as Error).name); }\n"
     )
-    exit_code, out, err, _ = run(gateway, code, spare, tmp_path)
+    exit_code, out, err, _ = run(gateway, code, spare)
     assert exit_code == 0, err
     assert "stdin null" in out
     assert "ESCAPED" not in out and "refused NotCapable" in out
@@ -255,7 +252,7 @@ def test_a_spare_s_script_reads_nothing_from_stdin_and_no_file_beside_its_copy(
 def test_a_spare_whose_parent_goes_away_exits_without_running_anything(
     gateway: GatewayProcess, tmp_path: Path
 ) -> None:
-    spare = Spare(gateway.url, module_of(gateway), 512, tmp_path)
+    spare = Spare(gateway.url, module_of(gateway), 512)
     assert spare.process.stdin is not None
     spare.process.stdin.close()  # what the parent's death does to its end of the pipe
     assert spare.process.wait(60) == 0
@@ -266,8 +263,8 @@ def test_a_spare_whose_parent_goes_away_exits_without_running_anything(
 def test_a_spare_that_does_not_fit_the_run_is_discarded(
     gateway: GatewayProcess, tmp_path: Path
 ) -> None:
-    spare = Spare(gateway.url, module_of(gateway), 256, tmp_path)  # another memory limit
-    exit_code, out, err, _ = run(gateway, "console.log(Deno.mainModule)", spare, tmp_path)
+    spare = Spare(gateway.url, module_of(gateway), 256)  # another memory limit
+    exit_code, out, err, _ = run(gateway, "console.log(Deno.mainModule)", spare)
     assert exit_code == 0, err
     assert "boot.ts" not in out  # a fresh Deno ran it
     wait_for_exit(spare.process.pid)
@@ -277,8 +274,8 @@ def test_a_spare_that_does_not_fit_the_run_is_discarded(
 def test_a_script_deno_must_check_gets_a_fresh_deno(
     gateway: GatewayProcess, tmp_path: Path
 ) -> None:
-    spare = Spare(gateway.url, module_of(gateway), 512, tmp_path)
-    exit_code, _, err, _ = run(gateway, "const n: number = 'text';\n", spare, tmp_path, check=True)
+    spare = Spare(gateway.url, module_of(gateway), 512)
+    exit_code, _, err, _ = run(gateway, "const n: number = 'text';\n", spare, check=True)
     assert exit_code == 1 and "TS2322" in err  # Deno's check ran, and refused it
     wait_for_exit(spare.process.pid)
 
@@ -373,8 +370,8 @@ def test_every_escape_attempt_fails_in_a_spare_too(
     other = local_http_server(SECRET.encode()).port
     gateway_port = int(gateway.url.split(":")[2].split("/")[0])
     code = escape_cases(secret, other, gateway_port)[case]
-    spare = Spare(gateway.url, module_of(gateway), 512, tmp_path)
-    exit_code, out, err, _ = run(gateway, code, spare, tmp_path)
+    spare = Spare(gateway.url, module_of(gateway), 512)
+    exit_code, out, err, _ = run(gateway, code, spare)
     assert spare.process.poll() is not None  # it was the spare that ran it
     result = subprocess.CompletedProcess([], exit_code, out, err)
     assert exit_code != 0, out + err

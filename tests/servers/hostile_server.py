@@ -13,8 +13,11 @@ answers), ``prompts`` and ``prompt_results`` (name -> prompts/get result), ``res
 stderr), ``flood`` (a tool's name -> how many MB its call writes as one line with no end:
 the server goes on answering nothing after it), ``raw`` (a tool's name -> the text of its
 call's ``result`` as it is sent, a list of strings joined: JSON no encoder here would write,
-nested past any parser's depth) and ``endless`` (listing methods, such as ``tools/list``, whose every page names
-a next one). A tool with no result answers with its own name.
+nested past any parser's depth), ``endless`` (listing methods, such as ``tools/list``, whose every page names
+a next one) and ``storm`` (a file: each tools/list answers one new tool, its time appended to
+the file, and is followed by ``notifications/tools/list_changed`` 100 times over, as is
+``initialized``) and ``notices`` (a count: that many ``notifications/progress`` of no request,
+at once after ``initialized``). A tool with no result answers with its own name.
 
 Sizes no spec file should hold are made at start: anywhere in SPEC, ``{"$repeat": TEXT,
 "$times": N}`` is TEXT N times over, ``{"$many": VALUE, "$times": N}`` an object of N
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Any
 
 
@@ -74,6 +78,10 @@ def _answer(spec: dict[str, Any], method: str, params: dict[str, Any]) -> Any:
         return result
     if method == "ping":
         return {}
+    if method == "tools/list" and "storm" in spec:
+        with open(spec["storm"], "a", encoding="utf-8") as listed:
+            listed.write(f"{time.time()}\n")
+        return {"tools": [{"name": f"t{time.monotonic_ns()}", "inputSchema": {"type": "object"}}]}
     if method == "tools/list":
         return {"tools": spec.get("tools", [])}
     if method == "tools/call":
@@ -106,7 +114,17 @@ def main() -> None:
         if not line.strip():
             continue
         message = json.loads(line)
+        storm = "storm" in spec and message.get("method") in (
+            "notifications/initialized",
+            "tools/list",
+        )
         if "id" not in message:
+            if storm:
+                _storm()
+            if message.get("method") == "notifications/initialized":
+                for _ in range(int(spec.get("notices", 0))):
+                    notice = {"progressToken": "nobody's", "progress": 1}
+                    send({"jsonrpc": "2.0", "method": "notifications/progress", "params": notice})
             continue
         flooded = spec.get("flood", {}).get((message.get("params") or {}).get("name"))
         if message.get("method") == "tools/call" and flooded:
@@ -130,6 +148,13 @@ def main() -> None:
             send({"jsonrpc": "2.0", "id": message["id"], "error": exc.args[0]})
             continue
         send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        if storm:
+            _storm()
+
+
+def _storm() -> None:
+    for _ in range(100):
+        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
 
 
 if __name__ == "__main__":

@@ -225,6 +225,8 @@ def _written_by_sqlite_utils(path: Path, version: int) -> None:
     if version >= 2:
         db["runs"].add_column("owner", str, not_null_default="")
         db["runs"].add_column("client", str, not_null_default="")
+    if version >= 3:
+        db["runs"].add_column("by_agent", int, not_null_default=0)
     db["runs"].insert({"id": "old", "origin": "cli", "started": 1.0, "status": "ok"})
     db.execute(f"PRAGMA user_version = {version}")
     db.conn.close()
@@ -235,7 +237,7 @@ def _schema(path: Path) -> list[tuple[str, str, str | None]]:
         return list(connection.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name"))
 
 
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_the_run_log_reads_and_upgrades_a_file_sqlite_utils_wrote(
     tmp_path: Path, version: int
 ) -> None:

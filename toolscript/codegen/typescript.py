@@ -51,6 +51,11 @@ class TypeContext:
     declarations: list[str] = field(default_factory=list)
     reserved: set[str] = field(default_factory=set)  # names the caller already uses
     given: dict[str, str] = field(default_factory=dict)  # pointer -> name unique module-wide
+    # Aliases whose declaration is being rendered with no object or array between it and
+    # here: a $ref to one of them is a cycle of plain aliases (``type A = A``, ``type A = B;
+    # type B = A``, ``allOf: [{"$ref": "#"}]``), which TypeScript refuses (TS2456), and one
+    # such alias failed the whole module's check: every script of every server.
+    direct: frozenset[str] = frozenset()
 
     def alias_for(self, pointer: str) -> str | None:
         if pointer in self.aliases:
@@ -63,7 +68,11 @@ class TypeContext:
         )
         self.reserved.add(name)
         self.aliases[pointer] = name
-        body = render_schema(target, self, 0)
+        outer, self.direct = self.direct, self.direct | {pointer}
+        try:
+            body = render_schema(target, self, 0)
+        finally:
+            self.direct = outer
         self.declarations.append(f"{jsdoc(target)}export type {name} = {body};")
         return name
 
@@ -205,6 +214,10 @@ def render_schema(schema: Any, context: TypeContext, depth: int = 0) -> str:
 
 def _render(schema: dict[str, Any], context: TypeContext, depth: int) -> str:
     ref = schema.get("$ref")
+    if isinstance(ref, str) and ref in context.direct:
+        rest = {k: v for k, v in schema.items() if k not in ("$ref", "description", "title")}
+        circular = f"unknown /* circular $ref {comment_text(ref)} */"
+        return _intersection([circular, _render(rest, context, depth + 1)]) if rest else circular
     if isinstance(ref, str):
         alias = context.alias_for(ref)
         base = alias if alias else f"unknown /* unresolved $ref {comment_text(ref)} */"
@@ -253,10 +266,14 @@ def _render_own(schema: dict[str, Any], context: TypeContext, depth: int) -> str
         return None
     rendered: list[str] = []
     for kind in types:
-        if kind == "object":
-            rendered.append(_object(schema, context, depth))
-        elif kind == "array":
-            rendered.append(_array(schema, context, depth))
+        if kind in ("object", "array"):
+            # A member or an element may name any alias: TypeScript resolves it lazily.
+            outer, context.direct = context.direct, frozenset()
+            try:
+                shaped = _object if kind == "object" else _array
+                rendered.append(shaped(schema, context, depth))
+            finally:
+                context.direct = outer
         elif kind in _PRIMITIVES:
             rendered.append(_PRIMITIVES[kind])
         else:

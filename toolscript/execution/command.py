@@ -172,7 +172,6 @@ def run_exec(
                 on_start=lifeline.watch,
                 check=check,
                 limits=limits,
-                cwd=Path.cwd(),
                 spill=_spill_file(config, new_run_id()),
             )
             missing = missing_import(script.code) if ran == 1 else None
@@ -303,7 +302,7 @@ def _run_in_gateway(
         from toolscript.execution.spare import Spare
 
         with contextlib.suppress(OSError, ToolscriptError):  # a fresh Deno runs it instead
-            ahead = Spare(url, module, limits.memory_mb, Path.cwd())
+            ahead = Spare(url, module, limits.memory_mb)
     try:
         run = start_run(
             url,
@@ -348,7 +347,6 @@ def _run_in_gateway(
             module=module,
             check=check,
             limits=limits,
-            cwd=Path.cwd(),
             warm_check=True,
             script_url=run.script_url,
             spill=_spill_file(config, run.id),

@@ -72,7 +72,6 @@ def run_background(spec: dict[str, Any]) -> int:
                 limits=Limits(
                     timeout=float(timeout), memory_mb=int(memory_mb), max_output=int(max_output)
                 ),
-                cwd=Path(str(spec["cwd"])),
                 warm_check=True,
                 script_url=str(spec["script_url"]),
                 spill=Path(str(spec["spill"])),

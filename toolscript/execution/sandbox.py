@@ -110,6 +110,12 @@ class Advice(NamedTuple):
 DEFAULT_LIMITS = Limits()
 DEFAULT_ADVICE = Advice()
 
+# The folder Deno runs in, what ``Deno.cwd()`` tells a script: the file system's root, never
+# the project's folder (it named the user, the project and where it lives, to a script that
+# reads no file and could send it to any tool). Nothing of the sandbox reads its folder:
+# every path it is given is absolute, and it runs with no project config.
+SANDBOX_FOLDER = Path("/")
+
 
 _UNSAFE_IN_URL = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -256,7 +262,7 @@ class Spare(Protocol):
 
     script_path: Path  # where the script's copy goes (what its errors name)
 
-    def fits(self, gateway_url: str, module: Path, memory_mb: int, cwd: Path | None) -> bool: ...
+    def fits(self, gateway_url: str, module: Path, memory_mb: int) -> bool: ...
 
     def hand_over(self, code: str, script_url: str) -> subprocess.Popen[bytes]: ...
 
@@ -847,7 +853,6 @@ def run_toolscript(
     on_start: Callable[..., None] | None = None,
     check: bool = True,
     limits: Limits = DEFAULT_LIMITS,
-    cwd: Path | None = None,
     stdout: Sink | None = None,
     stderr: Sink | None = None,
     advice: Advice = DEFAULT_ADVICE,
@@ -900,11 +905,7 @@ def run_toolscript(
             return 1  # what deno exits with when a check fails; nothing of the script ran
         check = status != "passed"
     if spare is not None:
-        if (
-            not check
-            and module is not None
-            and spare.fits(script_url, module, limits.memory_mb, cwd)
-        ):
+        if not check and module is not None and spare.fits(script_url, module, limits.memory_mb):
             return _run_in_spare(
                 spare,
                 prepared.code,
@@ -967,7 +968,6 @@ def run_toolscript(
             exit_code = _start_and_supervise(
                 command,
                 env,
-                cwd,
                 on_start,
                 script,
                 script_path,
@@ -1046,7 +1046,6 @@ def _run_in_spare(
 def _start_and_supervise(
     command: list[str],
     env: dict[str, str],
-    cwd: Path | None,
     on_start: Callable[..., None] | None,
     script: Script,
     script_path: Path,
@@ -1060,7 +1059,7 @@ def _start_and_supervise(
     try:
         process = subprocess.Popen(
             command,
-            cwd=cwd,
+            cwd=SANDBOX_FOLDER,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

@@ -18,7 +18,7 @@ parent goes away sees its stdin end and exits without running anything.
 
 A spare is only for a script that needs no ``--check`` (the warm checker passed it, or it
 passed before, or ``--no-check``): it runs with ``--no-check``; anything else gets a fresh
-Deno as before. It is spawned for one gateway host, module, memory limit, folder and the
+Deno as before. It is spawned for one gateway host, module, memory limit and the
 packages the module offers (``key``; with packages, the same npm flags, import-map entries and
 per-lock npm set as ``sandbox.run_toolscript`` gives a fresh Deno); a run that differs in
 any of these (packages declared, changed or locked anew since the spawn) discards it.
@@ -37,7 +37,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from toolscript.errors import ExecutionError
-from toolscript.execution.sandbox import REFUSED_FILE_URL, Limits, _command, _read
+from toolscript.execution.sandbox import REFUSED_FILE_URL, SANDBOX_FOLDER, Limits, _command, _read
 from toolscript.execution.sandbox import _close_web_storage as close_web_storage
 from toolscript.gateway.guard import LIVENESS_PATH
 from toolscript.plumbing.denobinary import deno_environment, run_deno_dir
@@ -87,7 +87,6 @@ def spare_key(
     gateway_url: str,
     module: Path,
     memory_mb: int,
-    cwd: Path | None,
     packages: Packages | None = None,
 ) -> tuple[Any, ...]:
     """What a spare was spawned for: a run that differs in any of these needs another (the
@@ -97,7 +96,6 @@ def spare_key(
         urlsplit(gateway_url).netloc,
         str(module),
         memory_mb,
-        str(cwd) if cwd else None,
         _packages_key(packages if packages is not None else packages_beside(module)),
     )
 
@@ -119,7 +117,6 @@ class Spare:
         gateway_url: str,
         module: Path,
         memory_mb: int,
-        cwd: Path | None,
         *,
         tidy_later: bool = False,
     ) -> None:
@@ -132,7 +129,7 @@ class Spare:
         from toolscript.store.savedscripts import module_imports
 
         packages = packages_beside(module)
-        self.key = spare_key(gateway_url, module, memory_mb, cwd, packages)
+        self.key = spare_key(gateway_url, module, memory_mb, packages)
         self.used = False
         self.tidy_later = tidy_later
         self._stack = contextlib.ExitStack()
@@ -182,7 +179,7 @@ class Spare:
             env = {"NO_COLOR": "1"} | deno_environment(deno_dir)
             self.process = subprocess.Popen(
                 command,
-                cwd=cwd,
+                cwd=SANDBOX_FOLDER,
                 env=env,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -194,12 +191,12 @@ class Spare:
             raise
         tether(self.process.pid, group=True)  # (killed at once should its program die)
 
-    def fits(self, gateway_url: str, module: Path, memory_mb: int, cwd: Path | None) -> bool:
+    def fits(self, gateway_url: str, module: Path, memory_mb: int) -> bool:
         """Whether this spare can run a script of that run (and is still waiting for one)."""
         return (
             not self.used
             and self.process.poll() is None
-            and self.key == spare_key(gateway_url, module, memory_mb, cwd)
+            and self.key == spare_key(gateway_url, module, memory_mb)
         )
 
     def hand_over(self, code: str, script_url: str) -> subprocess.Popen[bytes]:

@@ -140,7 +140,6 @@ class BackgroundRuns:
                 "check": request.check,
                 "limits": [request.timeout, request.memory_mb, request.max_output],
                 "spill": str(output_file(self.state_dir, run.id)),
-                "cwd": str(self.project_dir),
             }
             runner.process = await self._spawn(folder, spec)
         except BaseException as exc:
@@ -232,6 +231,11 @@ class BackgroundRuns:
                 "(or before this one restarted) is in `toolscript runs show RUN_ID`",
             )
         return runner
+
+    def by_agent(self, run_id: str) -> bool:
+        """Whether the background run ``run_id`` was started through the agent's URL
+        (NotFoundError when this gateway holds no such run)."""
+        return self._runner(run_id).run.by_agent
 
     async def output(
         self, run_id: str, stdout_from: int, stderr_from: int, wait: float

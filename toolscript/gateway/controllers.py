@@ -151,10 +151,14 @@ class RunsController(Controller):
 
     @get("/{run_id:str}/script")
     async def run_script(
-        self, gateway: NamedDependency[Gateway], run_id: FromPath[str]
+        self,
+        gateway: NamedDependency[Gateway],
+        request: Request[Any, Any, Any],
+        run_id: FromPath[str],
     ) -> dict[str, str]:
-        """The script of a run that stopped for approval (what ``exec --resume`` runs)."""
-        return await gateway.runs.stopped_script(run_id)
+        """The script of a run that stopped for approval (what ``exec --resume`` runs);
+        through the agent's URL, of the agent's own runs alone."""
+        return await gateway.runs.stopped_script(run_id, by_agent=_by_agent(request))
 
     @post("/{run_id:str}/end", status_code=200)
     async def end_run(
@@ -189,13 +193,17 @@ class RunsController(Controller):
     async def background_output(
         self,
         gateway: NamedDependency[Gateway],
+        request: Request[Any, Any, Any],
         run_id: FromPath[str],
         stdout: FromQuery[int] = 0,
         stderr: FromQuery[int] = 0,
         wait: FromQuery[float] = 0.0,
     ) -> dict[str, Any]:
         """What a background run printed from these offsets (base64), waiting up to
-        ``wait`` s for more; ``result`` once it ended."""
+        ``wait`` s for more; ``result`` once it ended. Through the agent's URL, only the
+        agent's own runs: a person's output is theirs."""
+        if _by_agent(request) and not gateway.background.by_agent(run_id):
+            raise agent_refused()
         return await gateway.background.output(run_id, stdout, stderr, wait)
 
     @post("/{run_id:str}/stop", status_code=200)
@@ -235,7 +243,8 @@ class RunsController(Controller):
         wait: FromQuery[float] = 0.0,
     ) -> dict[str, Any]:
         """A run's progress reports from number ``after`` on (``wait``: seconds to wait for
-        one); ``{"progress": [...], "next", "ended"}``."""
+        one); ``{"progress": [...], "next", "ended"}``. The agent's URL reads any run's: a
+        person's background run is watched through it by its own runner."""
         return await gateway.runs.wait_progress(run_id, max(0, after), max(0.0, wait))
 
 

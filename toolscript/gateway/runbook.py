@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import logging
 import secrets
@@ -274,6 +275,7 @@ class Run:
             "script": self.script if keep_script else "",
             "script_name": msgspec.json.encode(self.script_name).decode(),
             "client": self.client,
+            "by_agent": int(self.by_agent),
         }
         if self.stop_logged:  # written again (a call that ended after it): keep the whole
             del row["stopped"]
@@ -377,17 +379,17 @@ class RunBook:
         client_pid: int | None,
         by_agent: bool,
     ) -> Run:
+        # The agent resumes only its own runs: a person's run stopped for approval replays
+        # what its calls answered, to whoever resumes it.
         previous: dict[str, Any] | None = None
         if resume:
-            previous = await anyio.to_thread.run_sync(self.runlog.run, resume)
-            if previous is None:
-                raise NotFoundError(
-                    f"no run {resume!r} in this project's log", hint="`toolscript runs` lists them"
-                )
+            previous = await self._logged_run(resume, by_agent)
             _require_resumable(previous)
         elif script_hash:
             try:
-                previous = await anyio.to_thread.run_sync(self.runlog.resumable, script_hash)
+                previous = await anyio.to_thread.run_sync(
+                    functools.partial(self.runlog.resumable, script_hash, agents_only=by_agent)
+                )
             except RunLogError as exc:  # the script still runs; it resumes nothing
                 log.warning("runs: %s; nothing is resumed", exc)
         run = Run(
@@ -424,13 +426,10 @@ class RunBook:
             run.span = self.telemetry.run_started(run)
         return run
 
-    async def stopped_script(self, run_id: str) -> dict[str, str]:
-        """The script of a run that stopped for approval, for ``exec --resume RUN_ID``."""
-        found = await anyio.to_thread.run_sync(self.runlog.run, run_id)
-        if found is None:
-            raise NotFoundError(
-                f"no run {run_id!r} in this project's log", hint="`toolscript runs` lists them"
-            )
+    async def stopped_script(self, run_id: str, by_agent: bool = False) -> dict[str, str]:
+        """The script of a run that stopped for approval, for ``exec --resume RUN_ID``;
+        ``by_agent``: asked through the agent's URL, which reads its own runs' alone."""
+        found = await self._logged_run(run_id, by_agent)
         _require_resumable(found)
         if not found.get("script"):
             raise UsageError(
@@ -439,6 +438,25 @@ class RunBook:
             )
         display, file_name = found.get("script_name") or ("inline.ts", "inline.ts")
         return {"code": found["script"], "display_name": display, "file_name": file_name}
+
+    async def _logged_run(self, run_id: str, by_agent: bool) -> dict[str, Any]:
+        """A run of the log (a unique prefix of its id will do); through the agent's URL,
+        one the agent registered: a person's runs, their scripts and what their calls
+        answered are not the agent's to read, nor their ids (an ambiguous prefix names runs)."""
+        found = await anyio.to_thread.run_sync(
+            functools.partial(self.runlog.run, run_id, agents_only=by_agent)
+        )
+        if found is not None:
+            return found
+        if by_agent:
+            raise NotFoundError(
+                f"no run {run_id!r} of the agent's in this project's log",
+                hint="the agent's URL reaches the runs it registered; a person resumes theirs "
+                "with `toolscript exec --resume RUN_ID` on their own terminal",
+            )
+        raise NotFoundError(
+            f"no run {run_id!r} in this project's log", hint="`toolscript runs` lists them"
+        )
 
     def get(self, run_id: str) -> Run:
         run = self._runs.get(run_id)

@@ -838,19 +838,19 @@ class Backend:
             return None
         with self._lock:
             spare, self._spare = self._spare, None
-        if spare is not None and spare.fits(url, module, self.memory_mb, self.cwd):
+        if spare is not None and spare.fits(url, module, self.memory_mb):
             return spare
         if spare is not None:
             spare.discard()
         try:
-            return Spare(url, module, self.memory_mb, self.cwd, tidy_later=True)
+            return Spare(url, module, self.memory_mb, tidy_later=True)
         except (OSError, ToolscriptError):  # a fresh Deno runs it instead
             return None
 
     def _spawn_spare(self, url: str, module: Path) -> None:
         time.sleep(SPARE_AFTER)
         try:
-            spare = Spare(url, module, self.memory_mb, self.cwd, tidy_later=True)
+            spare = Spare(url, module, self.memory_mb, tidy_later=True)
         except (OSError, ToolscriptError):  # never fatal: the next run spawns its own
             return
         with self._lock:
@@ -930,7 +930,6 @@ class Backend:
                 module=module,
                 on_start=watch,
                 limits=Limits(timeout=timeout, memory_mb=self.memory_mb, max_output=MAX_OUTPUT),
-                cwd=self.cwd,
                 stdout=out,
                 stderr=err,
                 advice=FACE_ADVICE,

@@ -112,8 +112,13 @@ class _Database:
             yield dict(zip(names, row, strict=True))
 
 
+def _version_3(db: Any) -> None:
+    # whose each run is: registered through the agent's URL (1), or the gateway's own (0)
+    db.execute("""ALTER TABLE "runs" ADD COLUMN "by_agent" INTEGER NOT NULL DEFAULT 0""")
+
+
 # Index i brings a file of version i to version i + 1.
-MIGRATIONS: list[Callable[[Any], None]] = [_version_1, _version_2]
+MIGRATIONS: list[Callable[[Any], None]] = [_version_1, _version_2, _version_3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -395,18 +400,23 @@ class RunLog:
             )
         )
 
-    def run(self, run_id: str) -> dict[str, Any] | None:
+    def run(self, run_id: str, *, agents_only: bool = False) -> dict[str, Any] | None:
         """One run with its calls (None when unknown); a unique prefix of its id will do
-        (UsageError naming the runs it matches when it starts several)."""
-        result: dict[str, Any] | None = self._run(lambda db: self._find(db, run_id))
+        (UsageError naming the runs it matches when it starts several). ``agents_only``:
+        among the runs registered through the agent's URL alone, as the agent asks."""
+        result: dict[str, Any] | None = self._run(
+            lambda db: self._find(db, run_id, agents_only=agents_only)
+        )
         return result
 
     @staticmethod
-    def _find(db: Any, run_id: str) -> dict[str, Any] | None:
-        exact = list(db.query("SELECT * FROM runs WHERE id = ?", [run_id]))
+    def _find(db: Any, run_id: str, *, agents_only: bool = False) -> dict[str, Any] | None:
+        whose = " AND by_agent = 1" if agents_only else ""
+        exact = list(db.query(f"SELECT * FROM runs WHERE id = ?{whose}", [run_id]))
         rows = exact or list(
             db.query(
-                "SELECT * FROM runs WHERE substr(id, 1, ?) = ? ORDER BY started DESC LIMIT ?",
+                f"SELECT * FROM runs WHERE substr(id, 1, ?) = ?{whose} "
+                "ORDER BY started DESC LIMIT ?",
                 [len(run_id), run_id, AMBIGUOUS_SHOWN + 1],
             )
         )
@@ -452,14 +462,16 @@ class RunLog:
             )
         )
 
-    def resumable(self, script_hash: str) -> dict[str, Any] | None:
+    def resumable(self, script_hash: str, *, agents_only: bool = False) -> dict[str, Any] | None:
         """The newest run of this script that stopped for approval, was not resumed yet, and
-        whose call is approved now (by a call or a tool approval)."""
+        whose call is approved now (by a call or a tool approval); ``agents_only``: of those
+        registered through the agent's URL."""
+        whose = " AND by_agent = 1" if agents_only else ""
 
         def work(db: Any) -> dict[str, Any] | None:
             for row in db.query(
-                "SELECT * FROM runs WHERE script_hash = ? AND status = 'awaiting_approval' "
-                "ORDER BY started DESC LIMIT 1",
+                "SELECT * FROM runs WHERE script_hash = ? AND status = 'awaiting_approval'"
+                f"{whose} ORDER BY started DESC LIMIT 1",
                 [script_hash],
             ):
                 run = _run_row(row)

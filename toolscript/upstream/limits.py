@@ -24,13 +24,16 @@ from toolscript.upstream.tolerant import ANY_ARGUMENTS
 
 __all__ = [
     "BRIEF_LIMIT",
+    "ENTRY_LIMIT",
     "ENUM_LIMIT",
     "LISTING_LIMIT",
     "NAME_LIMIT",
+    "NOTICE_RATE",
     "QUESTION_LIMIT",
     "SCHEMA_LIMIT",
     "TEXT_LIMIT",
     "Cuts",
+    "NoticeFlood",
     "bound_listing",
     "bound_schema",
     "cut_text",
@@ -52,6 +55,24 @@ FIELD_LIMIT = 65_536  # characters (as JSON) of any other field of an entry (ico
 # Characters (as JSON) of one listing, its pages together: past it each entry is brief
 # (short texts, open schemas), past twice it the rest are skipped.
 LISTING_LIMIT = 16 * 1024 * 1024
+# Entries of one listing typed into the module (tools, prompts, templates; its pages
+# together): past it the rest are skipped. Small entries pass every other bound, and
+# 100,000 tools of 100 characters each made a 20 MB module that every script loads, a type
+# checker of gigabytes and an hour of embedding (20,000: a 4 MB module, 0.95 GB checker,
+# exec 1.1-1.5 s). The bench's largest catalogue is 1,600 tools of 113 servers.
+ENTRY_LIMIT = 2_000
+_COUNTED = frozenset({"tools/list", "prompts/list", "resources/templates/list"})
+# Notifications a server may send in a second (its stdio, as they are read): past it, the
+# rest of that second are dropped before the SDK checks them, said once (``NoticeFlood``). A
+# flood of 2,000 a second (list_changed, progress) took 30% of a core of the gateway to
+# check and handle; a real server sends a few (progress during a call, one per change).
+NOTICE_RATE = 200
+
+
+class NoticeFlood(Exception):  # what a read stream passes on, not an error
+    """In a server's read stream once, when its notifications first go past
+    ``NOTICE_RATE`` a second (those past it are dropped)."""
+
 
 _TEXT_KEYS = ("description", "title", "$comment")
 # Keywords whose value maps names to schemas (the map itself is no schema).
@@ -90,6 +111,7 @@ class Cuts:
     found: dict[str, list[int]] = field(default_factory=dict)  # kind -> [count, largest]
     actions: dict[str, tuple[str, str]] = field(default_factory=dict)  # kind -> (done, unit)
     spent: int = 0  # characters of the listing's entries kept, its earlier pages' included
+    listed: int = 0  # entries of the listing seen, its earlier pages' included
 
     def note(self, kind: str, size: int, action: str, unit: str = "characters") -> None:
         count, largest = self.found.get(kind, [0, 0])
@@ -107,11 +129,12 @@ class Cuts:
         return lines
 
 
-def bound_listing(method: str, result: Any, spent: int = 0) -> tuple[Any, Cuts]:
+def bound_listing(method: str, result: Any, spent: int = 0, listed: int = 0) -> tuple[Any, Cuts]:
     """``result`` (of ``method``: a listing or ``initialize``) with every string and schema
     held to its bound, and what was cut; anything not understood is left to the repairs.
-    ``spent``: characters the listing's earlier pages kept (``Cuts.spent`` after this one)."""
-    cuts = Cuts(spent=spent)
+    ``spent`` and ``listed``: characters the listing's earlier pages kept and entries they
+    held (``Cuts.spent`` and ``Cuts.listed`` after this one)."""
+    cuts = Cuts(spent=spent, listed=listed)
     if not isinstance(result, dict):
         return result, cuts
     if method == "initialize":
@@ -127,7 +150,12 @@ def bound_listing(method: str, result: Any, spent: int = 0) -> tuple[Any, Cuts]:
     if not isinstance(entries, list):
         return result, cuts
     kept: list[Any] = []
+    counted = method in _COUNTED
     for entry in entries:
+        if counted and cuts.listed >= ENTRY_LIMIT:
+            cuts.note(f"{what}s past the first {ENTRY_LIMIT:,}", 0, "skipped", "")
+            continue
+        cuts.listed += 1
         if not isinstance(entry, dict):
             kept.append(entry)
             continue

@@ -40,7 +40,13 @@ from toolscript.upstream.base import (
     ToolsChanged,
 )
 from toolscript.upstream.early import HURRIED, POLITE, EarlyServer, StopGraces
-from toolscript.upstream.limits import QUESTION_LIMIT, bound_listing, cut_text
+from toolscript.upstream.limits import (
+    NOTICE_RATE,
+    QUESTION_LIMIT,
+    NoticeFlood,
+    bound_listing,
+    cut_text,
+)
 from toolscript.upstream.sdk import TransportStreams
 from toolscript.upstream.tolerant import repair_call_result, repair_tool_list
 
@@ -72,6 +78,12 @@ def telling_line(tail: list[str]) -> str:
 RAW_ID_PREFIX = "toolscript-"
 MAX_BACKOFF = 60.0
 RELIST_INTERVAL = 1.0  # at least this many seconds between two tools/list of a server
+# A server whose tools change at every listing (a list_changed storm with a new tool each
+# time) had the gateway rebuild the module, the search index and the warm checker each
+# second, for as long as it went on: 35-40% of a core, and every exec 3-5 s (the checker
+# never warm). Each listing that changes again soon after the last doubles the wait before
+# the next, up to this; a change after a quiet while (twice the wait) is listed at once.
+RELIST_MAX_INTERVAL = 60.0
 # Each listing of prompts or templates on connecting: a server that never answers it is
 # typed as offering none, still connected.
 OFFERED_LIST_TIMEOUT = 10.0
@@ -142,10 +154,13 @@ class UpstreamServer:
         self._stderr: IO[str] | None = None
         self.warnings: list[str] = []  # what this server sent that bends the spec, each once
         self._warned: set[str] = set()
-        # characters each listing under way kept, its pages together (upstream.limits)
-        self._listing_spent: dict[str, int] = {}
+        # characters each listing under way kept and entries it held, its pages together
+        # (upstream.limits)
+        self._listing_spent: dict[str, tuple[int, int]] = {}
         self._relisting = False
         self._relist_again = False
+        self._relist_hold = RELIST_INTERVAL  # the wait after the last listing that changed
+        self._last_change: float | None = None  # (monotonic) when a listing last changed
         self._server_pid: int | None = None  # of a stdio server, while connected
         self._server_ended: Callable[[], bool] = lambda: False  # whether that process exited
         self._repairs: dict[Any, str] = {}  # request id -> method whose result gets repaired
@@ -372,7 +387,7 @@ class UpstreamServer:
     async def _list_tools(self, session: ClientSession) -> dict[str, dict[str, Any]]:
         tools: dict[str, dict[str, Any]] = {}
         cursor: str | None = None
-        self._listing_spent["tools/list"] = 0
+        self._listing_spent["tools/list"] = (0, 0)
         for _ in range(MAX_PAGES):
             params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
             result = await session.list_tools(params=params)
@@ -474,28 +489,49 @@ class UpstreamServer:
             self._relist_again = True
             while self._relist_again and self._session is not None:
                 self._relist_again = False
-                await self._relist(self._session)
+                changed = await self._relist(self._session)
                 # Held a while: what a storm of notifications announces meanwhile is one listing.
-                await anyio.sleep(RELIST_INTERVAL)
+                await anyio.sleep(self._hold_after(changed, time.monotonic()))
         finally:
             self._relisting = False
 
-    async def _relist(self, session: ClientSession) -> None:
-        """Tools, prompts and templates listed again (whichever the server said changed)."""
+    def _hold_after(self, changed: bool, now: float) -> float:
+        """Seconds to wait before listing again: ``RELIST_INTERVAL``, doubled for each
+        listing that changed within twice the last wait of the one before (to
+        ``RELIST_MAX_INTERVAL``, warned once), and back to it after a quiet while."""
+        if not changed:
+            return RELIST_INTERVAL
+        quiet = self._last_change is None or now - self._last_change > 2 * self._relist_hold
+        self._relist_hold = (
+            RELIST_INTERVAL if quiet else min(RELIST_MAX_INTERVAL, 2 * self._relist_hold)
+        )
+        self._last_change = now
+        if self._relist_hold >= RELIST_MAX_INTERVAL and "relist" not in self._warned:
+            self._warned.add("relist")
+            self._warn(
+                "its tools, prompts or templates changed at each listing: listed again at "
+                f"most every {RELIST_MAX_INTERVAL:.0f} s while that goes on"
+            )
+        return self._relist_hold
+
+    async def _relist(self, session: ClientSession) -> bool:
+        """Tools, prompts and templates listed again (whichever the server said changed);
+        whether they changed."""
         try:
             tools = await self._list_tools(session)
         except Exception as exc:
             log.warning("%s: re-listing tools failed: %s", self.name, self._redact(str(exc)))
-            return
+            return False
         offered = await self._list_offered(session)
         if tools == self.tools and self._offered_as_kept(offered):  # changes that are none
-            return
+            return False
         self.tools, self.offered = tools, offered
         log.info(
             "%s: tools, prompts or templates changed, now %d tools", self.name, len(self.tools)
         )
         if self._on_tools_changed is not None:
             await self._on_tools_changed(self)
+        return True
 
     def _drop_session(self) -> None:
         """Give up the current session now; ``run`` reconnects at once."""
@@ -507,6 +543,9 @@ class UpstreamServer:
 
     def _repair(self, item: Any) -> Any:
         """What the read stream passes on: a result the SDK accepts, or None to drop the item."""
+        if isinstance(item, NoticeFlood):  # a flood of notifications (upstream/stdio.py)
+            self._warn(f"sent over {NOTICE_RATE} notifications a second: those past it are dropped")
+            return None
         if isinstance(item, Exception):  # a line on stdout that is no JSON-RPC message
             if "stdout" not in self._warned:
                 self._warned.add("stdout")
@@ -543,8 +582,8 @@ class UpstreamServer:
     def _bounded(self, method: str, result: Any) -> Any:
         """``result`` with what the server sent held to ``upstream.limits``' bounds; what was
         cut is one warning per kind for the server's lifetime, however many listings."""
-        bounded, cuts = bound_listing(method, result, self._listing_spent.get(method, 0))
-        self._listing_spent[method] = cuts.spent
+        bounded, cuts = bound_listing(method, result, *self._listing_spent.get(method, (0, 0)))
+        self._listing_spent[method] = (cuts.spent, cuts.listed)
         for kind, warning in cuts.warnings().items():
             if f"bounded {kind}" not in self._warned:
                 self._warned.add(f"bounded {kind}")
@@ -811,7 +850,7 @@ class UpstreamServer:
         request, result_type, listed = OFFERINGS[method]
         joined: dict[str, Any] = {}
         cursor: str | None = None
-        self._listing_spent[method] = 0
+        self._listing_spent[method] = (0, 0)
         for _ in range(MAX_PAGES):
             sent = dict(params or {}) | ({"cursor": cursor} if cursor else {})
             message = request.model_validate({"method": method, "params": sent or None})

@@ -33,6 +33,7 @@ from toolscript.plumbing.processes import (
     untether,
 )
 from toolscript.upstream.early import POLITE, EarlyServer, StopGraces
+from toolscript.upstream.limits import NOTICE_RATE, NoticeFlood
 from toolscript.upstream.sdk import (
     TransportStreams,
     create_process,
@@ -256,6 +257,7 @@ async def _deliver_lines(
 ) -> None:
     """Each line of ``stdout`` as a message, or as the exception its parse raised."""
     pending = bytearray()  # the line in progress, grown in place (no copy per chunk or join)
+    notices = _NoticeBudget()
     while True:
         chunk = await stdout.receive()
         start = 0
@@ -270,8 +272,14 @@ async def _deliver_lines(
             if line.strip():
                 # Parsed before the send, and not kept by this frame after it: a large
                 # line is memory only while its message is.
-                message = parse_line(line)
-                del line
+                decoded = _decode(line)
+                if _is_notification(decoded) and not notices.admit(anyio.current_time()):
+                    del line, decoded
+                    if notices.dropped == 1:
+                        await to_session.send(NoticeFlood())
+                    continue
+                message = _validated(line, decoded)
+                del line, decoded
                 await to_session.send(message)
                 del message
         if start < len(chunk):
@@ -287,16 +295,45 @@ class _Oversized(ConnectionError):
     """A server's line past ``MAX_LINE``."""
 
 
+class _NoticeBudget:
+    """``NOTICE_RATE`` notifications a second (a window that starts with the first of it)."""
+
+    def __init__(self) -> None:
+        self.window = float("-inf")
+        self.used = 0
+        self.dropped = 0  # in all
+
+    def admit(self, now: float) -> bool:
+        if now - self.window >= 1.0:
+            self.window, self.used = now, 0
+        if self.used < NOTICE_RATE:
+            self.used += 1
+            return True
+        self.dropped += 1
+        return False
+
+
+def _is_notification(decoded: Any) -> bool:
+    return isinstance(decoded, dict) and "method" in decoded and "id" not in decoded
+
+
 def parse_line(line: bytes | bytearray) -> SessionMessage | Exception:
     """One line of a server's stdout: a message, or the reason it is none.
 
     msgspec makes the JSON's strings once, straight from the line (a 50 MB text is 50 MB
     more, not twice that); pydantic then checks the message without copying them.
     """
+    return _validated(line, _decode(line))
+
+
+def _decode(line: bytes | bytearray) -> Any:
     try:
-        decoded = msgspec.json.decode(line)
+        return msgspec.json.decode(line)
     except msgspec.DecodeError:
-        decoded = _UNPARSED
+        return _UNPARSED
+
+
+def _validated(line: bytes | bytearray, decoded: Any) -> SessionMessage | Exception:
     try:
         if decoded is _UNPARSED:  # pydantic's error names what was wrong (and the line)
             message = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
