@@ -21,3 +21,17 @@ def test_only_notifications_count_never_answers_or_requests() -> None:
     assert not _is_notification({"jsonrpc": "2.0", "id": 1, "result": {}})
     assert not _is_notification({"jsonrpc": "2.0", "id": 2, "method": "elicitation/create"})
     assert not _is_notification(["not", "a", "message"])
+
+
+def test_a_listing_change_said_amid_a_flood_still_comes_through_once_a_second() -> None:
+    # a server sending progress past the rate, then saying its tools changed: dropped, the
+    # change was never listed (no later list_changed came to trigger it)
+    budget = _NoticeBudget()
+    for i in range(NOTICE_RATE + 10):
+        budget.admit(20.0 + i / 10_000, "notifications/progress")
+    assert budget.admit(20.5, "notifications/tools/list_changed")
+    assert not budget.admit(20.6, "notifications/tools/list_changed")  # one a second
+    assert budget.admit(20.6, "notifications/prompts/list_changed")  # each kind its own
+    assert not budget.admit(20.7, "notifications/progress")
+    assert not budget.admit(20.7, ["notifications/tools/list_changed"])  # a method no string
+    assert budget.admit(21.5, "notifications/progress")  # a new second

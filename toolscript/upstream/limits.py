@@ -27,6 +27,7 @@ __all__ = [
     "ENTRY_LIMIT",
     "ENUM_LIMIT",
     "LISTING_LIMIT",
+    "LIST_CHANGED",
     "NAME_LIMIT",
     "NOTICE_RATE",
     "QUESTION_LIMIT",
@@ -67,6 +68,15 @@ _COUNTED = frozenset({"tools/list", "prompts/list", "resources/templates/list"})
 # flood of 2,000 a second (list_changed, progress) took 30% of a core of the gateway to
 # check and handle; a real server sends a few (progress during a call, one per change).
 NOTICE_RATE = 200
+# The notifications that say a listing changed: past the rate, one of each kind a second is
+# still let through (dropped, a change said amid a flood of progress was never listed).
+LIST_CHANGED = frozenset(
+    {
+        "notifications/tools/list_changed",
+        "notifications/prompts/list_changed",
+        "notifications/resources/list_changed",
+    }
+)
 
 
 class NoticeFlood(Exception):  # what a read stream passes on, not an error

@@ -41,6 +41,7 @@ from toolscript.upstream.base import (
 )
 from toolscript.upstream.early import HURRIED, POLITE, EarlyServer, StopGraces
 from toolscript.upstream.limits import (
+    LIST_CHANGED,
     NOTICE_RATE,
     QUESTION_LIMIT,
     NoticeFlood,
@@ -92,13 +93,6 @@ OFFERED_LISTS = {
     PROMPTS: ("prompts/list", "prompts"),
     TEMPLATES: ("resources/templates/list", "resources"),
 }
-LIST_CHANGED = frozenset(
-    {
-        "notifications/tools/list_changed",
-        "notifications/prompts/list_changed",
-        "notifications/resources/list_changed",
-    }
-)
 SIGN_IN_POLL = 1.0  # seconds between looks at the token store while a server needs a sign-in
 # Pages of one listing a server may answer with: a cursor that never ends (a loop, a server
 # that makes up pages) would hold the server "connecting" while the gateway's memory grows.

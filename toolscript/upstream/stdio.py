@@ -33,7 +33,7 @@ from toolscript.plumbing.processes import (
     untether,
 )
 from toolscript.upstream.early import POLITE, EarlyServer, StopGraces
-from toolscript.upstream.limits import NOTICE_RATE, NoticeFlood
+from toolscript.upstream.limits import LIST_CHANGED, NOTICE_RATE, NoticeFlood
 from toolscript.upstream.sdk import (
     TransportStreams,
     create_process,
@@ -273,7 +273,9 @@ async def _deliver_lines(
                 # Parsed before the send, and not kept by this frame after it: a large
                 # line is memory only while its message is.
                 decoded = _decode(line)
-                if _is_notification(decoded) and not notices.admit(anyio.current_time()):
+                if _is_notification(decoded) and not notices.admit(
+                    anyio.current_time(), decoded["method"]
+                ):
                     del line, decoded
                     if notices.dropped == 1:
                         await to_session.send(NoticeFlood())
@@ -296,18 +298,26 @@ class _Oversized(ConnectionError):
 
 
 class _NoticeBudget:
-    """``NOTICE_RATE`` notifications a second (a window that starts with the first of it)."""
+    """``NOTICE_RATE`` notifications a second (a window that starts with the first of it);
+    past it, still the first of each kind of ``LIST_CHANGED`` in the window: the gateway
+    lists again once for any number of them, and a change said amid a flood of progress
+    would otherwise never be listed."""
 
     def __init__(self) -> None:
         self.window = float("-inf")
         self.used = 0
+        self.changes_past: set[str] = set()  # kinds of LIST_CHANGED let past the rate
         self.dropped = 0  # in all
 
-    def admit(self, now: float) -> bool:
+    def admit(self, now: float, method: Any = None) -> bool:
         if now - self.window >= 1.0:
             self.window, self.used = now, 0
+            self.changes_past.clear()
         if self.used < NOTICE_RATE:
             self.used += 1
+            return True
+        if isinstance(method, str) and method in LIST_CHANGED and method not in self.changes_past:
+            self.changes_past.add(method)
             return True
         self.dropped += 1
         return False
