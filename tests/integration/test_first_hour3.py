@@ -215,6 +215,10 @@ def test_runs_wait_json_prints_one_object_with_how_the_run_ended(
     answer = json.loads(still.stdout)
     assert answer["ended"] is False and answer["status"] == "running"
     assert answer["stdout"] == "started\n" and answer["from"] == "8:0"
+    # the object's stderr is the run's alone; how to go on waiting is said on the command's
+    # (it was in the run's stderr, as if the script had printed it)
+    assert answer["stderr"] == "", answer
+    assert f"runs wait {going} --from 8:0" in still.stderr, still.stderr
     assert cli("runs", "stop", going).returncode == 0
 
 

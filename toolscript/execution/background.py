@@ -118,11 +118,13 @@ def wait_background(
     stdout: IO[bytes] | None = None,
     stderr: IO[bytes] | None = None,
     outcome: dict[str, Any] | None = None,
+    notes: IO[bytes] | None = None,
 ) -> int:
     """Stream what run ``run_id`` prints (from ``start`` on) until it ends; its exit code.
     With ``timeout`` (seconds), a run still going then leaves with ``EXIT_STILL_RUNNING``
     and says how to go on waiting. ``outcome`` gets how it ended (``ended_answer``), or
-    ``{"from": "STDOUT:STDERR"}`` for a run still going."""
+    ``{"from": "STDOUT:STDERR"}`` for a run still going. ``notes``: where toolscript's own
+    lines go (how to go on waiting, why a run stopped); the run's stderr when not given."""
     _checked(run_id)
     if timeout is not None and not math.isfinite(timeout):
         if math.isnan(timeout):  # it compared false with every clock: a busy loop, no end
@@ -130,6 +132,7 @@ def wait_background(
         timeout = None  # inf: no timeout
     out = stdout if stdout is not None else sys.stdout.buffer
     err = stderr if stderr is not None else sys.stderr.buffer
+    said = notes if notes is not None else err
     shown_out = _shown(out)
     shown_err = _shown(err)
     offsets = list(start)
@@ -153,15 +156,15 @@ def wait_background(
         if answer.get("ended"):
             if outcome is not None:
                 outcome.update(answer.get("result") or {})
-            return _ended(answer.get("result") or {}, err)
+            return _ended(answer.get("result") or {}, said)
         if deadline is not None and time.monotonic() >= deadline:
             if outcome is not None:
                 outcome["from"] = f"{offsets[0]}:{offsets[1]}"
-            err.write(
+            said.write(
                 f"toolscript: run {run_id} is still running; go on waiting with "
                 f"`toolscript runs wait {run_id} --from {offsets[0]}:{offsets[1]}`\n".encode()
             )
-            err.flush()
+            said.flush()
             return EXIT_STILL_RUNNING
 
 
@@ -170,11 +173,19 @@ def collect_background(
 ) -> tuple[int, dict[str, Any]]:
     """``wait_background`` for ``runs wait --json``: its exit code, and one object with how
     the run ended (or ``from``, where a wait on a run still going would go on) and what it
-    printed meanwhile."""
+    printed meanwhile (toolscript's own lines, how to go on waiting or why it stopped, go
+    to this process's stderr: the object's ``stderr`` is the run's alone)."""
     out, err = io.BytesIO(), io.BytesIO()
     outcome: dict[str, Any] = {}
     code = wait_background(
-        url, run_id, timeout, start=start, stdout=out, stderr=err, outcome=outcome
+        url,
+        run_id,
+        timeout,
+        start=start,
+        stdout=out,
+        stderr=err,
+        outcome=outcome,
+        notes=sys.stderr.buffer,
     )
     still = outcome.pop("from", None)
     answer = {
