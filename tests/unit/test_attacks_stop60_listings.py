@@ -50,3 +50,17 @@ def test_a_listing_within_the_bound_is_kept_as_it_came() -> None:
     listing = {"tools": _tools(ENTRY_LIMIT)}
     bounded, cuts = bound_listing("tools/list", listing)
     assert bounded is listing and not cuts.warnings()
+
+
+def test_the_entry_bound_counts_only_the_tools_the_config_lets_through() -> None:
+    # a config that includes a server's last tools (or excludes its first): the bound cut
+    # them, counting the tools the config leaves out, and the server offered none it wanted
+    from toolscript.config import ServerConfig
+    from toolscript.upstream.server import UpstreamServer
+
+    config = ServerConfig(name="many", transport="stdio", command="x", include_tools=("keep*",))
+    server = UpstreamServer(config)
+    listed = [*_tools(ENTRY_LIMIT + 500), {"name": "keep_me", "inputSchema": {"type": "object"}}]
+    bounded = server._bounded("tools/list", {"tools": listed})
+    assert [tool["name"] for tool in bounded["tools"]] == ["keep_me"]
+    assert not server.warnings

@@ -17,6 +17,7 @@ Each bound is many times the largest seen in real servers (the pinned servers of
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,11 +140,27 @@ class Cuts:
         return lines
 
 
-def bound_listing(method: str, result: Any, spent: int = 0, listed: int = 0) -> tuple[Any, Cuts]:
+def _unwanted(entry: Any, wanted: Callable[[str], bool]) -> bool:
+    name = entry.get("name") if isinstance(entry, dict) else None
+    # (a name past its bound is skipped further on, unmatched: patterns cost by its length)
+    return isinstance(name, str) and len(name) <= NAME_LIMIT and not wanted(name)
+
+
+def bound_listing(
+    method: str,
+    result: Any,
+    spent: int = 0,
+    listed: int = 0,
+    *,
+    wanted: Callable[[str], bool] | None = None,
+) -> tuple[Any, Cuts]:
     """``result`` (of ``method``: a listing or ``initialize``) with every string and schema
     held to its bound, and what was cut; anything not understood is left to the repairs.
     ``spent`` and ``listed``: characters the listing's earlier pages kept and entries they
-    held (``Cuts.spent`` and ``Cuts.listed`` after this one)."""
+    held (``Cuts.spent`` and ``Cuts.listed`` after this one). ``wanted``: whether the config
+    lets a tool of that name through: one it does not is left out before anything counts it
+    (the config's include or exclude, its policy's deny), so the ``ENTRY_LIMIT`` tools kept
+    are of those the user asked for."""
     cuts = Cuts(spent=spent, listed=listed)
     if not isinstance(result, dict):
         return result, cuts
@@ -161,7 +178,11 @@ def bound_listing(method: str, result: Any, spent: int = 0, listed: int = 0) -> 
         return result, cuts
     kept: list[Any] = []
     counted = method in _COUNTED
+    left_out = False  # an entry the config does not want
     for entry in entries:
+        if wanted is not None and _unwanted(entry, wanted):
+            left_out = True
+            continue
         if counted and cuts.listed >= ENTRY_LIMIT:
             cuts.note(f"{what}s past the first {ENTRY_LIMIT:,}", 0, "skipped", "")
             continue
@@ -178,7 +199,7 @@ def bound_listing(method: str, result: Any, spent: int = 0, listed: int = 0) -> 
         bounded = _Entry(dict(entry), what, cuts, brief, identity != "name").bounded()
         kept.append(bounded)
         cuts.spent += _size(bounded) or LISTING_LIMIT
-    if not cuts.found:  # the listing as it came: nothing to copy
+    if not cuts.found and not left_out:  # the listing as it came: nothing to copy
         return result, cuts
     return result | {key: kept}, cuts
 

@@ -576,7 +576,12 @@ class UpstreamServer:
     def _bounded(self, method: str, result: Any) -> Any:
         """``result`` with what the server sent held to ``upstream.limits``' bounds; what was
         cut is one warning per kind for the server's lifetime, however many listings."""
-        bounded, cuts = bound_listing(method, result, *self._listing_spent.get(method, (0, 0)))
+        bounded, cuts = bound_listing(
+            method,
+            result,
+            *self._listing_spent.get(method, (0, 0)),
+            wanted=self.config.allows_tool if method == "tools/list" else None,
+        )
         self._listing_spent[method] = (cuts.spent, cuts.listed)
         for kind, warning in cuts.warnings().items():
             if f"bounded {kind}" not in self._warned:
