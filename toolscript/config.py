@@ -205,6 +205,12 @@ class Config:
         return decide(server.policy, self.asking, tool, hints)
 
     @property
+    def config_file(self) -> Path:
+        """The file it was read from, or the project's that would be (no file: zero
+        servers): what a gateway names as the config it serves."""
+        return self.path or self.project_dir / CONFIG_FILENAME
+
+    @property
     def secrets(self) -> tuple[str, ...]:
         """Every server's secret values (what no log may hold)."""
         return tuple(dict.fromkeys(value for s in self.servers for value in s.secrets))

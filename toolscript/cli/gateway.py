@@ -13,7 +13,7 @@ from toolscript.cli.client import URL_VARIABLE, GatewayClient, find_gateway_url,
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import CacheDirOption, ConfigOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
-from toolscript.config import CONFIG_FILENAME, Config, find_config_path, load_config
+from toolscript.config import Config, find_config_path, load_config
 from toolscript.errors import ConfigError, GatewayError, UsageError
 
 __all__ = ["app"]
@@ -566,7 +566,7 @@ def _session_gateways_of(config: Config) -> list[dict[str, Any]]:
     them) that serve this project's config: how each is, its URL without its token."""
     from toolscript.gateway.state import session_gateways
 
-    wanted = config.path or config.project_dir / CONFIG_FILENAME  # as the gateway names it
+    wanted = config.config_file  # as the gateway names it
     found = []
     for pid, url in session_gateways():
         try:

@@ -124,7 +124,7 @@ def search(
     _note_mode(answer, ephemeral)
     if not hits:
         if not loaded.servers:
-            where = loaded.path or loaded.project_dir / ".toolscript.json"
+            where = loaded.config_file
             absent = (
                 f"no {_NO_MATCH[kind.value][0]} matches: no servers are configured (add them "
                 f"under mcpServers in {where})\n"

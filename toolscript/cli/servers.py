@@ -54,7 +54,7 @@ def list_servers(
         print_json(servers)
         return
     if not servers:
-        where = loaded.path or loaded.project_dir / ".toolscript.json"
+        where = loaded.config_file
         sys.stderr.write(f"no servers configured (add them under mcpServers in {where})\n")
         return
     print_rows(
@@ -158,7 +158,7 @@ def _live_states(
         with GatewayClient(url, timeout=2) as client:
             if named:
                 served = (client.get_json("/health").get("config") or {}).get("path")
-                own = config.path or config.project_dir / ".toolscript.json"
+                own = config.config_file
                 if served and Path(served) != own:
                     return None, None, str(served)
             live = {server["name"]: server for server in client.get_json("/servers", exact=exact)}

@@ -25,7 +25,7 @@ import anyio.to_thread
 
 from toolscript import __version__
 from toolscript.codegen.module import ToolFragment
-from toolscript.config import CONFIG_FILENAME, Config, parse_config
+from toolscript.config import Config, parse_config
 from toolscript.errors import (
     ApprovalRequiredError,
     ArgumentValidationError,
@@ -324,7 +324,7 @@ class Gateway:
         self.background_started: float | None = None  # when the work that waits began
         self.slow_checks = 0  # scripts exec checked with deno check before the checker started
         self.early_runs = 0  # runs registered before the checker started
-        self.config_file = config.path or config.project_dir / CONFIG_FILENAME
+        self.config_file = config.config_file
         # The code it runs, read now (an upgrade may replace it), off the way to the URL
         threading.Thread(target=code_build, name="code build", daemon=True).start()
         self.config_error: str | None = (
