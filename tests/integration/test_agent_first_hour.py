@@ -1,0 +1,65 @@
+"""An agent's first hour with a shell: what it reads from the CLI while it finds tools,
+writes scripts and meets errors, on real servers (the fixture server, the time server and
+the reference filesystem server) through one shared gateway.
+
+Each test asserts what the agent is told, as the CLI prints it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import GatewayProcess, fixture_server, node_server, python_bin, toolscript_cli
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    directory = tmp_path_factory.mktemp("agent-project")
+    (directory / "data").mkdir()
+    (directory / "data" / "notes.txt").write_text("first\nsecond\n")
+    config = {
+        "mcpServers": {
+            "fx": fixture_server(),
+            "time": {"command": python_bin("mcp-server-time")},
+            "fs": {
+                "command": node_server("mcp-server-filesystem"),
+                "args": [str(directory / "data")],
+            },
+        },
+        "search": {"semantic": False},
+    }
+    gateway = GatewayProcess(config, directory, env={"TOOLSCRIPT_HOME": str(directory / "home")})
+    yield directory
+    assert gateway.stop() == []
+
+
+def run(project: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return toolscript_cli(
+        *args, cwd=project, env={"TOOLSCRIPT_HOME": str(project / "home")}, stdin=stdin
+    )
+
+
+def test_get_types_takes_the_several_tools_a_script_will_call(project: Path) -> None:
+    """An agent about to chain two tools of a server asked for both at once and was told
+    "Got unexpected extra argument": it had to run get-types once per tool, or read every
+    tool of the server. Several tools, of one server or named server.tool, come in one
+    answer with one example calling each."""
+    both = run(project, "get-types", "fx", "fail", "structured")
+    assert both.returncode == 0, both.stderr
+    assert "fail(" in both.stdout and "structured(" in both.stdout
+    assert "sleep(" not in both.stdout  # only what was asked
+    assert both.stdout.count("await tools.fx.") == 2
+
+    mixed = run(project, "get-types", "fx.structured", "time.convert_time", "--json")
+    assert mixed.returncode == 0, mixed.stderr
+    named = [(t["server"], t["tool"]) for t in json.loads(mixed.stdout)["tools"]]
+    assert named == [("fx", "structured"), ("time", "convert_time")]
+
+    wrong = run(project, "get-types", "fx", "structured", "nope")
+    assert wrong.returncode == 1
+    assert "tool not found: fx.nope" in wrong.stderr and "toolscript list-tools fx" in wrong.stderr
