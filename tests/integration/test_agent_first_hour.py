@@ -63,3 +63,14 @@ def test_get_types_takes_the_several_tools_a_script_will_call(project: Path) -> 
     wrong = run(project, "get-types", "fx", "structured", "nope")
     assert wrong.returncode == 1
     assert "tool not found: fx.nope" in wrong.stderr and "toolscript list-tools fx" in wrong.stderr
+
+
+def test_search_puts_the_filesystem_servers_deprecated_reader_after_its_replacement(
+    project: Path,
+) -> None:
+    """ "read a file" found read_file first ("DEPRECATED: Use read_text_file instead."): the
+    agent read its types and wrote its first script against the tool it was told not to use."""
+    found = run(project, "search", "read a file", "--server", "fs", "--json")
+    assert found.returncode == 0, found.stderr
+    tools = [hit["tool"] for hit in json.loads(found.stdout)["hits"]]
+    assert tools.index("read_text_file") < tools.index("read_file")

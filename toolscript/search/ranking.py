@@ -157,6 +157,7 @@ def rank_need(
         if how.server is not None and documents[index].server != how.server:
             continue
         ranking.append((index, hit(index, score)))
+    ranking = _deprecated_later(ranking, documents, parameters)
     if blended is not None and how.adaptive:
         bests = _retriever_bests(blended, documents, how.server)
         thin = [
@@ -167,6 +168,22 @@ def rank_need(
         ]
         ranking = with_bests(ranking, thin, parameters)
     return ranking[: how.limit]
+
+
+def _deprecated_later(
+    ranking: list[tuple[int, Hit]],
+    documents: list[ToolDocument],
+    parameters: SearchParameters = PARAMETERS,
+) -> list[tuple[int, Hit]]:
+    """``ranking`` with each deprecated tool's score counted ``deprecated_weight`` times,
+    in the order of the scores: "read a file" found the filesystem server's read_file
+    ("DEPRECATED: Use read_text_file instead") first, by its name."""
+    if not any(documents[index].deprecated for index, _ in ranking):
+        return ranking
+    for index, found in ranking:
+        if documents[index].deprecated:
+            found.score *= parameters.deprecated_weight
+    return sorted(ranking, key=lambda item: -item[1].score)
 
 
 def best_first(values: Any, count: int | None) -> Any:
