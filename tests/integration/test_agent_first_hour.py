@@ -9,12 +9,23 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
-from tests.helpers import GatewayProcess, fixture_server, node_server, python_bin, toolscript_cli
+from tests.helpers import (
+    GatewayProcess,
+    clean_env,
+    fixture_server,
+    node_server,
+    python_bin,
+    toolscript_cli,
+)
 
 
 @pytest.fixture(scope="module")
@@ -74,3 +85,42 @@ def test_search_puts_the_filesystem_servers_deprecated_reader_after_its_replacem
     assert found.returncode == 0, found.stderr
     tools = [hit["tool"] for hit in json.loads(found.stdout)["hits"]]
     assert tools.index("read_text_file") < tools.index("read_file")
+
+
+WRONG_NAMES = """import { tools } from "toolscript";
+const now = await tools.time.getCurrentTime({ tz: "Asia/Tokyo" });
+return now.time;
+"""
+
+
+def test_a_type_error_lists_the_members_of_the_tools_type(project: Path) -> None:
+    """A first script guessed a parameter (tz) and a result field (time): the errors named
+    TimeGetCurrentTimeParams and TimeGetCurrentTimeResult, types the agent had never read,
+    and it ran get-types to learn what they hold. Each error lists them, in the CLI and
+    through the MCP face."""
+    ran = run(project, "exec", "-", stdin=WRONG_NAMES)
+    assert ran.returncode == 1
+    assert "type 'TimeGetCurrentTimeParams' (members: timezone)" in ran.stderr
+    assert (
+        "type 'TimeGetCurrentTimeResult' (members: timezone, datetime, day_of_week, is_dst)"
+        in ran.stderr
+    )
+
+    async def through_the_face() -> str:
+        parameters = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "toolscript", "mcp"],
+            cwd=str(project),
+            env=clean_env(TOOLSCRIPT_HOME=str(project / "home")),
+        )
+        async with (
+            stdio_client(parameters) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            result = await session.call_tool("execute", {"code": WRONG_NAMES})
+            assert result.is_error
+            return "\n".join(block.text for block in result.content if block.type == "text")
+
+    answer = anyio.run(through_the_face)
+    assert "type 'TimeGetCurrentTimeParams' (members: timezone)" in answer

@@ -135,3 +135,47 @@ def test_an_underline_in_a_hoisted_import_keeps_its_length() -> None:
     )
     shown = rewritten(code, stderr).splitlines()
     assert shown[1:] == [code, "         ~~~~", "    at <inline>.ts:1:10"]
+
+
+# What the time server declares, through the real generator (descriptions on each member,
+# one of them over several lines, whose second line looks like a member).
+TIME_TOOL = {
+    "name": "get_current_time",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"timezone": {"type": "string", "description": "IANA name\n  tz: no"}},
+        "required": ["timezone"],
+    },
+    "outputSchema": {
+        "type": "object",
+        "properties": {
+            "timezone": {"type": "string", "description": "Timezone"},
+            "datetime": {"type": "string"},
+            "is-dst": {"type": "boolean"},
+        },
+        "required": ["timezone", "datetime"],
+    },
+}
+
+
+def test_a_type_error_naming_a_tools_type_lists_its_members(tmp_path: Path) -> None:
+    """ "'tz' does not exist in type 'TimeGetCurrentTimeParams'" named a type the agent had
+    never seen: it ran get-types to learn the one parameter. The members come with it."""
+    from toolscript.codegen.module import render_tool
+
+    fragment = render_tool("time", "time", "getCurrentTime", "TimeGetCurrentTime", TIME_TOOL)
+    module = tmp_path / "tools.ts"
+    module.write_text("export type Other = { a: string };\n" + fragment.types + "\n")
+    rewrite = _rewriter(SCRIPT, "<inline>.ts", URL, module, prepare("1").map)
+    lines = [
+        "TS2353 [ERROR]: Object literal may only specify known properties, and 'tz' does not "
+        "exist in type 'TimeGetCurrentTimeParams'.\n",
+        "TS2339 [ERROR]: Property 'time' does not exist on type 'TimeGetCurrentTimeResult'.\n",
+        "TS2339 [ERROR]: Property 'x' does not exist on type 'Unknown'.\n",
+    ]
+    shown = [rewrite(line.encode()).decode() for line in lines]
+    assert shown[0].endswith("type 'TimeGetCurrentTimeParams' (members: timezone).\n")
+    assert shown[1].endswith(
+        "type 'TimeGetCurrentTimeResult' (members: timezone, datetime, \"is-dst\"?).\n"
+    )
+    assert shown[2] == lines[2]  # not a type of the module: as Deno said it

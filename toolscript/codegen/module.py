@@ -28,6 +28,7 @@ from toolscript.store.savedscripts import specifier
 __all__ = [
     "ToolFragment",
     "TypeNames",
+    "declared_members",
     "example_arguments",
     "generator_fingerprint",
     "recent_call_comment",
@@ -533,3 +534,32 @@ def scripts_section(module: str, scripts: list[tuple[str, str, str]]) -> str:
         else f"export const scripts: {interface} = {{}};"
     )
     return "\n" + "\n".join(lines) + "\n"
+
+
+# A member of a declared object type, as render_schema writes it: two spaces in, its key (a
+# name, or a JSON string), "?" when optional.
+_MEMBER = re.compile(r'  ([A-Za-z_$][\w$]*|"(?:[^"\\]|\\.)*")(\??):')
+
+
+def declared_members(module: str, name: str) -> list[str] | None:
+    """The members of the object type ``name`` that ``module`` declares (``export type
+    NAME = { ... };``), an optional one marked ``?``; None when it declares no such type.
+    Comments are skipped: a description's own lines may look like members."""
+    found = re.search(rf"^export type {re.escape(name)} = \{{\n", module, re.MULTILINE)
+    if found is None:
+        return None
+    members: list[str] = []
+    in_comment = False
+    for line in module[found.end() :].split("\n"):
+        if in_comment:
+            in_comment = "*/" not in line
+            continue
+        if line == "};":
+            return members
+        if line.lstrip().startswith("/**"):
+            in_comment = "*/" not in line
+            continue
+        member = _MEMBER.match(line)
+        if member is not None:
+            members.append(member[1] + member[2])
+    return None  # not closed: not a type this module's generator wrote

@@ -681,6 +681,12 @@ _CHECK_ADVICE = re.compile(
 )
 
 
+# A type error naming one of the module's object types: "'tz' does not exist in type
+# 'TimeGetCurrentTimeParams'", "Property 'time' does not exist on type '...Result'".
+_NAMED_TYPE = re.compile(r"(?:does not exist (?:in|on)|but required in) type '([A-Za-z_$][\w$]*)'")
+MAX_MEMBERS_SHOWN = 30  # members of a type listed in a type error; the rest counted
+
+
 class _ErrorRewriter:
     """Error lines name the user's script and ``toolscript``, not cache paths and secret URLs,
     and point at the user's own lines and columns, not the wrapper's. One per run: it
@@ -714,6 +720,7 @@ class _ErrorRewriter:
         self.dying = False  # V8's fatal-error dump began
         self.module_path = module_path
         self.in_lock_diff = False  # the lines after "The lockfile is out of date"
+        self.module_text: str | None = None  # read at the first type error naming a type
 
     def __call__(self, line: bytes) -> bytes:
         if self.dying or line.startswith(_V8_DUMP):
@@ -729,8 +736,34 @@ class _ErrorRewriter:
         told = self.undeclared(plain)
         if told is not None:
             return told.encode()
-        rewritten = self.rewrite_plain(plain)
+        rewritten = self.with_members(self.rewrite_plain(plain))
         return (text if rewritten == plain and not self.strip_colors else rewritten).encode()
+
+    def with_members(self, text: str) -> str:
+        """A type error naming one of the module's object types lists its members: the
+        agent that wrote ``{ tz: ... }`` or ``.time`` fixes it without asking get-types."""
+        if self.module_path is None or "type '" not in text:
+            return text
+        return _NAMED_TYPE.sub(self.listed, text)
+
+    def listed(self, found: re.Match[str]) -> str:
+        members = self.members_of(found[1])
+        if not members:
+            return found[0]
+        shown = ", ".join(members[:MAX_MEMBERS_SHOWN])
+        more = len(members) - MAX_MEMBERS_SHOWN
+        return f"{found[0]} (members: {shown}{f', {more} more' if more > 0 else ''})"
+
+    def members_of(self, name: str) -> list[str] | None:
+        from toolscript.codegen.module import declared_members
+
+        if self.module_text is None:
+            assert self.module_path is not None
+            try:
+                self.module_text = self.module_path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                self.module_text = ""
+        return declared_members(self.module_text, name)
 
     def hint(self) -> str:
         found = packages_beside(self.module_path) if self.module_path is not None else None
