@@ -179,3 +179,16 @@ def test_a_type_error_naming_a_tools_type_lists_its_members(tmp_path: Path) -> N
         "type 'TimeGetCurrentTimeResult' (members: timezone, datetime, \"is-dst\"?).\n"
     )
     assert shown[2] == lines[2]  # not a type of the module: as Deno said it
+
+
+def test_a_types_members_are_listed_within_bounds(tmp_path: Path) -> None:
+    """A server names the members: a hundred of them, or one of 10,000 characters, stay a
+    line an agent reads."""
+    keys = {"x" * 10_000: {}} | {f"k{n}": {"type": "string"} for n in range(100)}
+    module = tmp_path / "tools.ts"
+    module.write_text(
+        "export type ManyParams = {\n" + "".join(f'  "{k}"?: string;\n' for k in keys) + "};\n"
+    )
+    rewrite = _rewriter(SCRIPT, "<inline>.ts", URL, module, prepare("1").map)
+    shown = rewrite(b"TS2339 [ERROR]: Property 'y' does not exist on type 'ManyParams'.\n").decode()
+    assert shown.endswith(", 71 more).\n") and len(shown) < 1000

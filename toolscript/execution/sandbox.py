@@ -685,6 +685,7 @@ _CHECK_ADVICE = re.compile(
 # 'TimeGetCurrentTimeParams'", "Property 'time' does not exist on type '...Result'".
 _NAMED_TYPE = re.compile(r"(?:does not exist (?:in|on)|but required in) type '([A-Za-z_$][\w$]*)'")
 MAX_MEMBERS_SHOWN = 30  # members of a type listed in a type error; the rest counted
+MAX_MEMBER_SHOWN = 80  # characters of a member's name listed (a server names them)
 
 
 class _ErrorRewriter:
@@ -750,7 +751,10 @@ class _ErrorRewriter:
         members = self.members_of(found[1])
         if not members:
             return found[0]
-        shown = ", ".join(members[:MAX_MEMBERS_SHOWN])
+        shown = ", ".join(
+            member if len(member) <= MAX_MEMBER_SHOWN else member[: MAX_MEMBER_SHOWN - 1] + "…"
+            for member in members[:MAX_MEMBERS_SHOWN]
+        )
         more = len(members) - MAX_MEMBERS_SHOWN
         return f"{found[0]} (members: {shown}{f', {more} more' if more > 0 else ''})"
 
