@@ -89,6 +89,7 @@ def test_search_puts_the_filesystem_servers_deprecated_reader_after_its_replacem
 
 WRONG_NAMES = """import { tools } from "toolscript";
 const now = await tools.time.getCurrentTime({ tz: "Asia/Tokyo" });
+const later = await tools.time.addHours({ hours: 2 });
 return now.time;
 """
 
@@ -105,6 +106,7 @@ def test_a_type_error_lists_the_members_of_the_tools_type(project: Path) -> None
         "type 'TimeGetCurrentTimeResult' (members: timezone, datetime, day_of_week, is_dst)"
         in ran.stderr
     )
+    assert "type 'TimeTools' (members: convertTime, getCurrentTime)" in ran.stderr
 
     async def through_the_face() -> str:
         parameters = StdioServerParameters(

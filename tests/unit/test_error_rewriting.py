@@ -181,6 +181,27 @@ def test_a_type_error_naming_a_tools_type_lists_its_members(tmp_path: Path) -> N
     assert shown[2] == lines[2]  # not a type of the module: as Deno said it
 
 
+def test_a_servers_interface_lists_its_functions(tmp_path: Path) -> None:
+    module = tmp_path / "tools.ts"
+    module.write_text(
+        "export interface Tools {\n  time: TimeTools;\n}\n\n"
+        "export interface TimeTools {\n"
+        "    /** Convert time between timezones */\n"
+        "    convertTime(params: TimeConvertTimeParams): Promise<TimeConvertTimeResult>;\n"
+        "    /**\nNow.\n  now(): a description line\n     */\n"
+        "    getCurrentTime(params?: P): Promise<R>;\n"
+        "}\n"
+    )
+    rewrite = _rewriter(SCRIPT, "<inline>.ts", URL, module, prepare("1").map)
+    lines = [
+        b"TS2339 [ERROR]: Property 'now' does not exist on type 'TimeTools'.\n",
+        b"TS2339 [ERROR]: Property 'tme' does not exist on type 'Tools'.\n",
+    ]
+    shown = [rewrite(line).decode() for line in lines]
+    assert shown[0].endswith("'TimeTools' (members: convertTime, getCurrentTime).\n")
+    assert shown[1].endswith("'Tools' (members: time).\n")
+
+
 def test_a_types_members_are_listed_within_bounds(tmp_path: Path) -> None:
     """A server names the members: a hundred of them, or one of 10,000 characters, stay a
     line an agent reads."""
