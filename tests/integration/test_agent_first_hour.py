@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -55,6 +56,30 @@ def run(project: Path, *args: str, stdin: str | None = None) -> subprocess.Compl
     )
 
 
+def through_the_face(project: Path, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
+    """What `toolscript mcp` answers the calls, in one session of a client."""
+
+    async def session_work() -> list[Any]:
+        parameters = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "toolscript", "mcp"],
+            cwd=str(project),
+            env=clean_env(TOOLSCRIPT_HOME=str(project / "home")),
+        )
+        async with (
+            stdio_client(parameters) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return [await session.call_tool(name, arguments) for name, arguments in calls]
+
+    return anyio.run(session_work)
+
+
+def text(result: Any) -> str:
+    return "\n".join(block.text for block in result.content if block.type == "text")
+
+
 def test_get_types_takes_the_several_tools_a_script_will_call(project: Path) -> None:
     """An agent about to chain two tools of a server asked for both at once and was told
     "Got unexpected extra argument": it had to run get-types once per tool, or read every
@@ -83,8 +108,20 @@ def test_search_puts_the_filesystem_servers_deprecated_reader_after_its_replacem
     agent read its types and wrote its first script against the tool it was told not to use."""
     found = run(project, "search", "read a file", "--server", "fs", "--json")
     assert found.returncode == 0, found.stderr
-    tools = [hit["tool"] for hit in json.loads(found.stdout)["hits"]]
+    hits = json.loads(found.stdout)["hits"]
+    tools = [hit["tool"] for hit in hits]
     assert tools.index("read_text_file") < tools.index("read_file")
+    assert [hit["tool"] for hit in hits if hit.get("deprecated")] == ["read_file"]
+
+    # The face shows a hit's first sentence: "Read the complete contents of a file as
+    # text." for both, where the second sentence said which one not to use.
+    (answer,) = through_the_face(
+        project, ("search_tools", {"query": "read a file", "server": "fs", "limit": 5})
+    )
+    named = {line.split(" ", 1)[0]: line for line in text(answer).splitlines()}
+    assert list(named).index("fs.read_text_file") < list(named).index("fs.read_file")
+    assert named["fs.read_file"].endswith("as text. (deprecated)")
+    assert not named["fs.read_text_file"].endswith("(deprecated)")
 
 
 WRONG_NAMES = """import { tools } from "toolscript";
@@ -108,21 +145,6 @@ def test_a_type_error_lists_the_members_of_the_tools_type(project: Path) -> None
     )
     assert "type 'TimeTools' (members: convertTime, getCurrentTime)" in ran.stderr
 
-    async def through_the_face() -> str:
-        parameters = StdioServerParameters(
-            command=sys.executable,
-            args=["-m", "toolscript", "mcp"],
-            cwd=str(project),
-            env=clean_env(TOOLSCRIPT_HOME=str(project / "home")),
-        )
-        async with (
-            stdio_client(parameters) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            result = await session.call_tool("execute", {"code": WRONG_NAMES})
-            assert result.is_error
-            return "\n".join(block.text for block in result.content if block.type == "text")
-
-    answer = anyio.run(through_the_face)
-    assert "type 'TimeGetCurrentTimeParams' (members: timezone)" in answer
+    (answer,) = through_the_face(project, ("execute", {"code": WRONG_NAMES}))
+    assert answer.is_error
+    assert "type 'TimeGetCurrentTimeParams' (members: timezone)" in text(answer)

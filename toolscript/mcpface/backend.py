@@ -183,6 +183,17 @@ def _one_line(text: str, width: int = 160, *, sentence: bool = True) -> str:
     return cut if len(cut) <= width else cut[: width - 1] + "…"
 
 
+def _described(hit: dict[str, Any]) -> str:
+    """A hit's first sentence, saying the tool is deprecated when the description said so
+    after it ("Read a file as text. DEPRECATED: Use read_text_file instead.")."""
+    shown = _one_line(hit.get("description") or "")
+    return (
+        f"{shown} (deprecated)"
+        if hit.get("deprecated") and "deprecat" not in shown.lower()
+        else shown
+    )
+
+
 def search_answer(answer: dict[str, Any]) -> Answer:
     """Hits as one line each (``server.tool → tools.x.y: description``) and as data."""
     hits = [
@@ -191,7 +202,7 @@ def search_answer(answer: dict[str, Any]) -> Answer:
             "server": hit["server"] if hit.get("kind") != "script" else "script",
             "tool": hit["tool"],
             "call": hit.get("call") or f"tools.{hit['server']}.{hit['tool']}",
-            "description": _one_line(hit.get("description") or ""),
+            "description": _described(hit),
             "score": hit["score"],
         }
         for hit in answer.get("hits", [])

@@ -55,6 +55,7 @@ class Hit:
     blended: float | None = None
     # nothing matched the request well (``matched_nothing``): these are only the nearest
     weak: bool = False
+    deprecated: bool = False  # its description says so (ranked lower: ``_deprecated_later``)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -68,7 +69,7 @@ class Hit:
             "keyword": round(self.keyword, 4),
             "semantic": None if self.semantic is None else round(self.semantic, 4),
             "description": self.description,
-        }
+        } | ({"deprecated": True} if self.deprecated else {})
 
     def explanation(self, needs: list[str]) -> dict[str, Any]:
         """What made the score: the parts, the weight, and the need it answers."""
@@ -148,6 +149,7 @@ def rank_need(
             need=need,
             kind=document.kind,
             placed=placed,
+            deprecated=document.deprecated,
         )
 
     ranking: list[tuple[int, Hit]] = []
