@@ -8,6 +8,7 @@ Each test asserts what the agent is told, as the CLI prints it.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -148,3 +149,40 @@ def test_a_type_error_lists_the_members_of_the_tools_type(project: Path) -> None
     (answer,) = through_the_face(project, ("execute", {"code": WRONG_NAMES}))
     assert answer.is_error
     assert "type 'TimeGetCurrentTimeParams' (members: timezone)" in text(answer)
+
+
+BIG_RESULT = """return Array.from({ length: 8000 }, (_, i) => ({ id: i, name: `item ${i}` }));"""
+
+
+def test_the_faces_answer_fits_what_a_client_takes_and_the_rest_is_a_resource(
+    project: Path,
+) -> None:
+    """A script returning 250 KB (8,000 records) came back whole through the face: 60,000
+    tokens into the model's context, which Claude Code refuses past 25,000 (or puts in a
+    file past 50,000 characters). The answer holds at most 40,000 bytes and a preview, and
+    names the resource that holds the whole output."""
+
+    async def session_work() -> tuple[Any, str]:
+        parameters = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "toolscript", "mcp"],
+            cwd=str(project),
+            env=clean_env(TOOLSCRIPT_HOME=str(project / "home")),
+        )
+        async with (
+            stdio_client(parameters) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            answer = await session.call_tool("execute", {"code": BIG_RESULT})
+            uri = re.search(r"toolscript://runs/[\w-]+/output", text(answer))
+            assert uri is not None, text(answer)[:500]
+            whole = await session.read_resource(uri[0])
+            return answer, "".join(getattr(part, "text", "") for part in whole.contents)
+
+    answer, whole = anyio.run(session_work)
+    assert not answer.is_error
+    assert len(text(answer)) < 50_000
+    assert "passed the 40000-byte cap" in text(answer)
+    records = json.loads(whole.strip().splitlines()[-1])
+    assert len(records) == 8000 and records[-1] == {"id": 7999, "name": "item 7999"}
