@@ -146,6 +146,14 @@ def test_a_type_error_lists_the_members_of_the_tools_type(project: Path) -> None
     )
     assert "type 'TimeTools' (members: convertTime, getCurrentTime)" in ran.stderr
 
+    untyped = run(
+        project,
+        "exec",
+        'import { tools } from "toolscript"; const r = await tools.fx.multiText({}); return r?.a',
+    )
+    assert untyped.returncode == 1
+    assert "(a ToolResult: the tool declares no result type. Return its result" in untyped.stderr
+
     (answer,) = through_the_face(project, ("execute", {"code": WRONG_NAMES}))
     assert answer.is_error
     assert "type 'TimeGetCurrentTimeParams' (members: timezone)" in text(answer)

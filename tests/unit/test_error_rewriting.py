@@ -213,3 +213,18 @@ def test_a_types_members_are_listed_within_bounds(tmp_path: Path) -> None:
     rewrite = _rewriter(SCRIPT, "<inline>.ts", URL, module, prepare("1").map)
     shown = rewrite(b"TS2339 [ERROR]: Property 'y' does not exist on type 'ManyParams'.\n").decode()
     assert shown.endswith(", 71 more).\n") and len(shown) < 1000
+
+
+def test_a_type_error_on_an_untyped_result_says_how_to_learn_its_shape() -> None:
+    """ "Property 'items' does not exist on type 'string | JsonObject | ...'": the first script
+    reading a field of a tool without an outputSchema, told nothing of what to do."""
+    line = (
+        "TS2339 [ERROR]: Property 'items' does not exist on type "
+        "'string | JsonObject | JsonValue[] | ContentBlock[]'.\n"
+    )
+    shown = rewritten("1", line)
+    assert shown.startswith(line[:-2])
+    assert "(a ToolResult: the tool declares no result type. Return its result once" in shown
+    assert shown.endswith("`as { ... }`).\n")
+    plain = "TS2339 [ERROR]: Property 'items' does not exist on type 'string'.\n"
+    assert rewritten("1", plain) == plain

@@ -684,6 +684,15 @@ _CHECK_ADVICE = re.compile(
 # A type error naming one of the module's object types: "'tz' does not exist in type
 # 'TimeGetCurrentTimeParams'", "Property 'time' does not exist on type '...Result'".
 _NAMED_TYPE = re.compile(r"(?:does not exist (?:in|on)|but required in) type '([A-Za-z_$][\w$]*)'")
+# A type error on a result of a tool that declares no result type (the runtime's ToolResult,
+# as TypeScript spells it out), and what to do about it.
+_TOOL_RESULT = re.compile(
+    r"(?:on|to) type 'string \| JsonObject \| JsonValue\[\] \| ContentBlock\[\](?: \| null)?'"
+)
+UNTYPED_RESULT = (
+    " (a ToolResult: the tool declares no result type. Return its result once to see it, and"
+    " later scripts get the type learned from it; or narrow it: `as { ... }`)"
+)
 MAX_MEMBERS_SHOWN = 30  # members of a type listed in a type error; the rest counted
 MAX_MEMBER_SHOWN = 80  # characters of a member's name listed (a server names them)
 
@@ -742,8 +751,14 @@ class _ErrorRewriter:
 
     def with_members(self, text: str) -> str:
         """A type error naming one of the module's object types lists its members: the
-        agent that wrote ``{ tz: ... }`` or ``.time`` fixes it without asking get-types."""
-        if self.module_path is None or "type '" not in text:
+        agent that wrote ``{ tz: ... }`` or ``.time`` fixes it without asking get-types. One
+        on an untyped result (``ToolResult``) says how to learn its shape."""
+        if "type '" not in text:
+            return text
+        if (untyped := _TOOL_RESULT.search(text)) is not None:
+            end = untyped.end()
+            return text[:end] + UNTYPED_RESULT + text[end:]
+        if self.module_path is None:
             return text
         return _NAMED_TYPE.sub(self.listed, text)
 
