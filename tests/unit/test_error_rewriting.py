@@ -228,3 +228,25 @@ def test_a_type_error_on_an_untyped_result_says_how_to_learn_its_shape() -> None
     assert shown.endswith("`as { ... }`).\n")
     plain = "TS2339 [ERROR]: Property 'items' does not exist on type 'string'.\n"
     assert rewritten("1", plain) == plain
+
+
+def test_lines_a_script_prints_cost_at_most_a_few_lookups(tmp_path: Path) -> None:
+    """Deno's stderr carries the script's own lines too: one printing a million lines shaped
+    like type errors made a pass over the module (megabytes) each, in the MCP face's process.
+    Only a diagnostic's first line is read, and a run looks up at most 16 types."""
+    module = tmp_path / "tools.ts"
+    module.write_text("export type KnownParams = {\n  a: string;\n};\n")
+    rewrite = _rewriter(SCRIPT, "<inline>.ts", URL, module, prepare("1").map)
+    printed = b"printed: does not exist on type 'KnownParams'\n"
+    assert rewrite(printed) == printed
+    known = b"TS2339 [ERROR]: Property 'x' does not exist on type 'KnownParams'.\n"
+    assert b"(members: a)" in rewrite(known)
+    for number in range(200):
+        rewrite(f"TS2339 [ERROR]: Property 'x' does not exist on type 'T{number}'.\n".encode())
+    assert b"(members: a)" in rewrite(known)  # looked up once, kept
+    other = tmp_path / "other.ts"
+    other.write_text(module.read_text())
+    fresh = _rewriter(SCRIPT, "<inline>.ts", URL, other, prepare("1").map)
+    for number in range(200):
+        fresh(f"TS2339 [ERROR]: Property 'x' does not exist on type 'T{number}'.\n".encode())
+    assert b"(members" not in fresh(known)  # past the bound: as Deno said it

@@ -695,6 +695,10 @@ UNTYPED_RESULT = (
 )
 MAX_MEMBERS_SHOWN = 30  # members of a type listed in a type error; the rest counted
 MAX_MEMBER_SHOWN = 80  # characters of a member's name listed (a server names them)
+# Types a run's errors look up in the module (each a pass over it, megabytes at 1,600 tools):
+# a check reports a few; a script printing diagnostic-like lines gets no more than these.
+MAX_TYPES_LOOKED_UP = 16
+_DIAGNOSTIC = re.compile(r"TS\d{1,6} \[ERROR\]: ")  # a type error's first line
 
 
 class _ErrorRewriter:
@@ -731,6 +735,7 @@ class _ErrorRewriter:
         self.module_path = module_path
         self.in_lock_diff = False  # the lines after "The lockfile is out of date"
         self.module_text: str | None = None  # read at the first type error naming a type
+        self.members: dict[str, list[str] | None] = {}  # of the types looked up, by name
 
     def __call__(self, line: bytes) -> bytes:
         if self.dying or line.startswith(_V8_DUMP):
@@ -753,7 +758,7 @@ class _ErrorRewriter:
         """A type error naming one of the module's object types lists its members: the
         agent that wrote ``{ tz: ... }`` or ``.time`` fixes it without asking get-types. One
         on an untyped result (``ToolResult``) says how to learn its shape."""
-        if "type '" not in text:
+        if "type '" not in text or not _DIAGNOSTIC.match(text):
             return text
         if (untyped := _TOOL_RESULT.search(text)) is not None:
             end = untyped.end()
@@ -774,6 +779,8 @@ class _ErrorRewriter:
         return f"{found[0]} (members: {shown}{f', {more} more' if more > 0 else ''})"
 
     def members_of(self, name: str) -> list[str] | None:
+        if name in self.members or len(self.members) >= MAX_TYPES_LOOKED_UP:
+            return self.members.get(name)
         from toolscript.codegen.module import declared_members
 
         if self.module_text is None:
@@ -782,7 +789,8 @@ class _ErrorRewriter:
                 self.module_text = self.module_path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 self.module_text = ""
-        return declared_members(self.module_text, name)
+        found = self.members[name] = declared_members(self.module_text, name)
+        return found
 
     def hint(self) -> str:
         found = packages_beside(self.module_path) if self.module_path is not None else None
