@@ -250,3 +250,12 @@ def test_lines_a_script_prints_cost_at_most_a_few_lookups(tmp_path: Path) -> Non
     for number in range(200):
         fresh(f"TS2339 [ERROR]: Property 'x' does not exist on type 'T{number}'.\n".encode())
     assert b"(members" not in fresh(known)  # past the bound: as Deno said it
+
+
+def test_a_saved_scripts_copy_is_named_as_the_projects_file() -> None:
+    """`toolscript run worldClock` without its input: the error pointed at the copy in the
+    user's cache (file:///home/me/.cache/toolscript/modules/<hash>.scripts/worldClock.ts)."""
+    module = Path("/cache/modules/925a1da11ce763bd.ts")
+    rewrite = _rewriter(SCRIPT, "<run worldClock>.ts", URL, module, prepare("1").map)
+    line = f"        at file://{module.parent}/925a1da11ce763bd.scripts/worldClock.ts:2:45\n"
+    assert rewrite(line.encode()).decode() == "        at toolscripts/worldClock.ts:2:45\n"

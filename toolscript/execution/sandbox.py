@@ -721,6 +721,13 @@ class _ErrorRewriter:
         if module_path is not None:
             spellings.append(r"(?:file://)?" + re.escape(str(module_path)))
         self.module_spellings = "|".join(spellings)
+        # The copies of the saved scripts beside the module: named as the project's files
+        # (a type error in calling one points into it).
+        self.scripts_spelling = (
+            None
+            if module_path is None
+            else r"(?:file://)?" + re.escape(f"{module_path.with_suffix('')}.scripts/")
+        )
         # The prepared script's path in any spelling (absolute, file://, relative): found by
         # its literal tail, then extended back over path characters. Linear in the line's
         # length, where a regex with a lazy prefix took seconds on one long line.
@@ -827,8 +834,14 @@ class _ErrorRewriter:
     def module(self) -> re.Pattern[str]:
         return re.compile(self.module_spellings)
 
+    @functools.cached_property
+    def saved_scripts(self) -> re.Pattern[str] | None:
+        return None if self.scripts_spelling is None else re.compile(self.scripts_spelling)
+
     def rewrite_plain(self, text: str) -> str:
         text = self.module.sub("toolscript", self.name_script(text))
+        if ".scripts/" in text and self.saved_scripts is not None:
+            text = self.saved_scripts.sub("toolscripts/", text)
         if "access to" in text or "Failed to spawn" in text:
             text = _REFUSAL.sub(_refusal, text)
         if not self.mapping.wrapped:
