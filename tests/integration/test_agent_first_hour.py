@@ -194,3 +194,30 @@ def test_the_faces_answer_fits_what_a_client_takes_and_the_rest_is_a_resource(
     assert "passed the 40000-byte cap" in text(answer)
     records = json.loads(whole.strip().splitlines()[-1])
     assert len(records) == 8000 and records[-1] == {"id": 7999, "name": "item 7999"}
+
+
+def test_saving_a_script_without_a_description_says_search_finds_it_by_name_alone(
+    project: Path,
+) -> None:
+    """A script saved without a description showed as an empty line among search's hits, and
+    a later session asking in other words ("the time in several cities") did not find it:
+    nothing at saving said so."""
+    body = (
+        'import { tools } from "toolscript";\n'
+        "export default async function ({ zones }: { zones: string[] }) {\n"
+        "  return await Promise.all(zones.map((timezone) => tools.time.getCurrentTime({ timezone })));\n"
+        "}\n"
+    )
+    (project / "clock.ts").write_text(body)
+    bare = run(project, "save", "worldClock", "clock.ts")
+    assert bare.returncode == 0, bare.stderr
+    assert "no description: search finds it by its name alone" in bare.stdout
+
+    (project / "clock.ts").write_text("/** The time now in several time zones. */\n" + body)
+    described = run(project, "save", "worldClock", "clock.ts", "--force")
+    assert described.returncode == 0, described.stderr
+    assert "no description" not in described.stdout
+
+    (answer,) = through_the_face(project, ("save_script", {"name": "zoneClock", "code": body}))
+    assert not answer.is_error, text(answer)
+    assert "no description: search finds it by its name alone" in text(answer)

@@ -706,6 +706,8 @@ class Backend:
             f"{saved['signature']}\ncall it: run_script, or `await scripts.{saved['name']}(...)` "
             "in execute"
         )
+        if not saved.get("description"):
+            text += "\nno description: search finds it by its name alone (save it again with one)"
         for other, errors in saved["broken"].items():
             text += f"\nwarning: {other} no longer type-checks: {errors[0]}"
         return Answer(text)
