@@ -167,7 +167,7 @@ def test_the_faces_answer_fits_what_a_client_takes_and_the_rest_is_a_resource(
 ) -> None:
     """A script returning 250 KB (8,000 records) came back whole through the face: 60,000
     tokens into the model's context, which Claude Code refuses past 25,000 (or puts in a
-    file past 50,000 characters). The answer holds at most 40,000 bytes and a preview, and
+    file past 50,000 characters). The answer holds at most 32,000 bytes and a preview, and
     names the resource that holds the whole output."""
 
     async def session_work() -> tuple[Any, str]:
@@ -191,9 +191,15 @@ def test_the_faces_answer_fits_what_a_client_takes_and_the_rest_is_a_resource(
     answer, whole = anyio.run(session_work)
     assert not answer.is_error
     assert len(text(answer)) < 50_000
-    assert "passed the 40000-byte cap" in text(answer)
+    assert "passed the 32000-byte cap" in text(answer)
     records = json.loads(whole.strip().splitlines()[-1])
     assert len(records) == 8000 and records[-1] == {"id": 7999, "name": "item 7999"}
+
+    # what fit (printed lines up to the cap) and the preview together, too
+    printed_first = f'for (let i = 0; i < 600; i++) console.log("x".repeat(50));\n{BIG_RESULT}'
+    (answer,) = through_the_face(project, ("execute", {"code": printed_first}))
+    assert "passed the 32000-byte cap" in text(answer)
+    assert 30_000 < len(text(answer)) < 50_000
 
 
 def test_saving_a_script_without_a_description_says_search_finds_it_by_name_alone(

@@ -98,10 +98,11 @@ __all__ = [
 RESULT_MARKER = "\x1etoolscript-result:"  # the line holding a script's return value
 SCRIPT_NAME = "script.ts"  # what type errors and stack frames call the agent's code
 # Bytes of a script's output an answer holds (it all goes into the model's context); past
-# them, what fit, a preview and the whole as a resource. About 10,000 tokens: Claude Code
-# warns past those, refuses a result past 25,000 tokens (MAX_MCP_OUTPUT_TOKENS) or, in newer
-# versions, puts one past 50,000 characters in a file of its own; other clients take it all.
-MAX_OUTPUT = 40_000
+# them, what fit, a preview (at most 16 KB) and the whole as a resource. With the preview,
+# under the 50,000 characters past which newer Claude Code puts a result in a file of its
+# own, and the 10,000 tokens past which it warns (it refuses one past 25,000 tokens,
+# MAX_MCP_OUTPUT_TOKENS); other clients take it all.
+MAX_OUTPUT = 32_000
 OWNED_START_WAIT = 120.0
 # seconds the next spare waits after a run: its spawn (Python work and a fork) then competes
 # with the answer's way out of the face for neither the GIL nor the CPU
