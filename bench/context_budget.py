@@ -13,6 +13,13 @@ on every run (no medians needed); --runs times the tasks too.
 
     python bench/context_budget.py            # the three tables
     python bench/context_budget.py --types    # bytes per tool of JSON and of declarations only
+    python bench/context_budget.py --first-hour   # an agent's first mistakes, real servers
+
+--first-hour measures, on the real time, memory and filesystem servers, what an agent with a
+shell reads (steps and bytes) for the moves that went wrong in its first hour: the types of
+two tools at once, a first script guessing a parameter and a result field, "read a file"
+where one tool is deprecated, and a script returning 8,000 records through the MCP face.
+Run it on two checkouts to compare them.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from typing import Any
 
 import anyio
 from corpus import ROOT, corpus_dir
-from harness import gateway_env
+from harness import gateway_env, running_gateway
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -505,11 +512,140 @@ def table(headers: list[str], rows: list[list[str]]) -> None:
     print()
 
 
+# -- an agent's first hour ----------------------------------------------------------
+GUESSED_NAMES = """import { tools } from "toolscript";
+const now = await tools.time.getCurrentTime({ tz: "Asia/Tokyo" });
+return now.time;
+"""
+EIGHT_THOUSAND = "return Array.from({ length: 8000 }, (_, i) => ({ id: i, name: `item ${i}` }));"
+
+
+def _agent(directory: Path, env: dict[str, str], *args: str, stdin: str | None = None) -> Any:
+    return subprocess.run(
+        [sys.executable, "-m", "toolscript", *args],
+        cwd=directory,
+        env=gateway_env(**env),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _read(ran: Any) -> int:
+    """Bytes the agent reads of a command: what it printed on both streams."""
+    return len(ran.stdout.encode()) + len(ran.stderr.encode())
+
+
+async def _face_answer(directory: Path, env: dict[str, str], code: str) -> str:
+    parameters = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolscript", "mcp"],
+        cwd=str(directory),
+        env=gateway_env(**env),
+    )
+    async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        return _text_of(await session.call_tool("execute", {"code": code}))
+
+
+def first_hour() -> None:
+    """Steps and bytes of the first hour's moves (see the module's docstring)."""
+    directory = Path(tempfile.mkdtemp(prefix="first-hour-"))
+    data = directory / "data"
+    data.mkdir()
+    config = {
+        "mcpServers": {
+            "time": {"command": str(Path(sys.executable).parent / "mcp-server-time")},
+            "memory": {"command": str(NODE / ".bin" / "mcp-server-memory")},
+            "fs": {"command": str(NODE / ".bin" / "mcp-server-filesystem"), "args": [str(data)]},
+        }
+    }
+    env = {"TOOLSCRIPT_HOME": str(directory / "home"), "TOOLSCRIPT_TRUSTED_PATHS": str(directory)}
+    rows = []
+    try:
+        with running_gateway(directory, config, **env):
+            for _ in range(600):  # search hybrid, as after the first minute
+                probe = _agent(directory, env, "search", "ready", "--json").stdout
+                if json.loads(probe or "{}").get("mode") == "hybrid":
+                    break
+                time.sleep(0.5)
+            # the types of the two tools a script will chain
+            both = _agent(
+                directory, env, "get-types", "memory", "create_entities", "create_relations"
+            )
+            steps, read = 1, _read(both)
+            if both.returncode != 0:  # one tool a call: two calls more
+                for tool in ("create_entities", "create_relations"):
+                    steps, read = (
+                        steps + 1,
+                        read + _read(_agent(directory, env, "get-types", "memory", tool)),
+                    )
+            rows.append(["types of two tools (memory)", str(steps), str(read), ""])
+            # a first script guessing a parameter and a result field
+            wrong = _agent(directory, env, "exec", "-", stdin=GUESSED_NAMES)
+            steps, read = 1, _read(wrong)
+            told = "(members:" in wrong.stderr
+            if not told:  # the agent reads the types to learn the names
+                steps, read = (
+                    2,
+                    read + _read(_agent(directory, env, "get-types", "time", "get_current_time")),
+                )
+            rows.append(
+                [
+                    "a guessed parameter and field",
+                    str(steps),
+                    str(read),
+                    "members in the error" if told else "",
+                ]
+            )
+            # "read a file": the first hit is the tool the agent reads the types of
+            found = json.loads(
+                _agent(directory, env, "search", "read a file", "-n", "5", "--json").stdout
+            )
+            order = [hit["tool"] for hit in found["hits"]]
+            rows.append(
+                [
+                    "search 'read a file' (fs)",
+                    "1",
+                    str(
+                        len(
+                            _agent(
+                                directory, env, "search", "read a file", "-n", "5"
+                            ).stdout.encode()
+                        )
+                    ),
+                    f"first: {order[0]}",
+                ]
+            )
+            # a script returning 8,000 records, through the MCP face
+            answer = anyio.run(_face_answer, directory, env, EIGHT_THOUSAND)
+            cut = "cap" in answer.split("\n", 1)[0]
+            rows.append(
+                [
+                    "8,000 records through the face",
+                    "1",
+                    str(len(answer.encode())),
+                    "cut, whole as a resource" if cut else "whole",
+                ]
+            )
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    print("An agent's first hour on the time, memory and filesystem servers")
+    table(["move", "steps", "bytes read", "note"], rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3, help="execute runs per task (timing)")
     parser.add_argument("--types", action="store_true", help="only bytes per tool of types")
+    parser.add_argument(
+        "--first-hour", action="store_true", help="only an agent's first mistakes, real servers"
+    )
     options = parser.parse_args()
+    if options.first_hour:
+        first_hour()
+        return
     directory = Path(tempfile.mkdtemp(prefix="context-budget-"))
     try:
         chosen = config(directory)

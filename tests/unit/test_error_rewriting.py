@@ -135,3 +135,127 @@ def test_an_underline_in_a_hoisted_import_keeps_its_length() -> None:
     )
     shown = rewritten(code, stderr).splitlines()
     assert shown[1:] == [code, "         ~~~~", "    at <inline>.ts:1:10"]
+
+
+# What the time server declares, through the real generator (descriptions on each member,
+# one of them over several lines, whose second line looks like a member).
+TIME_TOOL = {
+    "name": "get_current_time",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"timezone": {"type": "string", "description": "IANA name\n  tz: no"}},
+        "required": ["timezone"],
+    },
+    "outputSchema": {
+        "type": "object",
+        "properties": {
+            "timezone": {"type": "string", "description": "Timezone"},
+            "datetime": {"type": "string"},
+            "is-dst": {"type": "boolean"},
+        },
+        "required": ["timezone", "datetime"],
+    },
+}
+
+
+def test_a_type_error_naming_a_tools_type_lists_its_members(tmp_path: Path) -> None:
+    """ "'tz' does not exist in type 'TimeGetCurrentTimeParams'" named a type the agent had
+    never seen: it ran get-types to learn the one parameter. The members come with it."""
+    from toolscript.codegen.module import render_tool
+
+    fragment = render_tool("time", "time", "getCurrentTime", "TimeGetCurrentTime", TIME_TOOL)
+    module = tmp_path / "tools.ts"
+    module.write_text("export type Other = { a: string };\n" + fragment.types + "\n")
+    rewrite = _rewriter(SCRIPT, "<inline>.ts", URL, module, prepare("1").map)
+    lines = [
+        "TS2353 [ERROR]: Object literal may only specify known properties, and 'tz' does not "
+        "exist in type 'TimeGetCurrentTimeParams'.\n",
+        "TS2339 [ERROR]: Property 'time' does not exist on type 'TimeGetCurrentTimeResult'.\n",
+        "TS2339 [ERROR]: Property 'x' does not exist on type 'Unknown'.\n",
+    ]
+    shown = [rewrite(line.encode()).decode() for line in lines]
+    assert shown[0].endswith("type 'TimeGetCurrentTimeParams' (members: timezone).\n")
+    assert shown[1].endswith(
+        "type 'TimeGetCurrentTimeResult' (members: timezone, datetime, \"is-dst\"?).\n"
+    )
+    assert shown[2] == lines[2]  # not a type of the module: as Deno said it
+
+
+def test_a_servers_interface_lists_its_functions(tmp_path: Path) -> None:
+    module = tmp_path / "tools.ts"
+    module.write_text(
+        "export interface Tools {\n  time: TimeTools;\n}\n\n"
+        "export interface TimeTools {\n"
+        "    /** Convert time between timezones */\n"
+        "    convertTime(params: TimeConvertTimeParams): Promise<TimeConvertTimeResult>;\n"
+        "    /**\nNow.\n  now(): a description line\n     */\n"
+        "    getCurrentTime(params?: P): Promise<R>;\n"
+        "}\n"
+    )
+    rewrite = _rewriter(SCRIPT, "<inline>.ts", URL, module, prepare("1").map)
+    lines = [
+        b"TS2339 [ERROR]: Property 'now' does not exist on type 'TimeTools'.\n",
+        b"TS2339 [ERROR]: Property 'tme' does not exist on type 'Tools'.\n",
+    ]
+    shown = [rewrite(line).decode() for line in lines]
+    assert shown[0].endswith("'TimeTools' (members: convertTime, getCurrentTime).\n")
+    assert shown[1].endswith("'Tools' (members: time).\n")
+
+
+def test_a_types_members_are_listed_within_bounds(tmp_path: Path) -> None:
+    """A server names the members: a hundred of them, or one of 10,000 characters, stay a
+    line an agent reads."""
+    keys = {"x" * 10_000: {}} | {f"k{n}": {"type": "string"} for n in range(100)}
+    module = tmp_path / "tools.ts"
+    module.write_text(
+        "export type ManyParams = {\n" + "".join(f'  "{k}"?: string;\n' for k in keys) + "};\n"
+    )
+    rewrite = _rewriter(SCRIPT, "<inline>.ts", URL, module, prepare("1").map)
+    shown = rewrite(b"TS2339 [ERROR]: Property 'y' does not exist on type 'ManyParams'.\n").decode()
+    assert shown.endswith(", 71 more).\n") and len(shown) < 1000
+
+
+def test_a_type_error_on_an_untyped_result_says_how_to_learn_its_shape() -> None:
+    """ "Property 'items' does not exist on type 'string | JsonObject | ...'": the first script
+    reading a field of a tool without an outputSchema, told nothing of what to do."""
+    line = (
+        "TS2339 [ERROR]: Property 'items' does not exist on type "
+        "'string | JsonObject | JsonValue[] | ContentBlock[]'.\n"
+    )
+    shown = rewritten("1", line)
+    assert shown.startswith(line[:-2])
+    assert "(a ToolResult: the tool declares no result type. Return its result once" in shown
+    assert shown.endswith("`as { ... }`).\n")
+    plain = "TS2339 [ERROR]: Property 'items' does not exist on type 'string'.\n"
+    assert rewritten("1", plain) == plain
+
+
+def test_lines_a_script_prints_cost_at_most_a_few_lookups(tmp_path: Path) -> None:
+    """Deno's stderr carries the script's own lines too: one printing a million lines shaped
+    like type errors made a pass over the module (megabytes) each, in the MCP face's process.
+    Only a diagnostic's first line is read, and a run looks up at most 16 types."""
+    module = tmp_path / "tools.ts"
+    module.write_text("export type KnownParams = {\n  a: string;\n};\n")
+    rewrite = _rewriter(SCRIPT, "<inline>.ts", URL, module, prepare("1").map)
+    printed = b"printed: does not exist on type 'KnownParams'\n"
+    assert rewrite(printed) == printed
+    known = b"TS2339 [ERROR]: Property 'x' does not exist on type 'KnownParams'.\n"
+    assert b"(members: a)" in rewrite(known)
+    for number in range(200):
+        rewrite(f"TS2339 [ERROR]: Property 'x' does not exist on type 'T{number}'.\n".encode())
+    assert b"(members: a)" in rewrite(known)  # looked up once, kept
+    other = tmp_path / "other.ts"
+    other.write_text(module.read_text())
+    fresh = _rewriter(SCRIPT, "<inline>.ts", URL, other, prepare("1").map)
+    for number in range(200):
+        fresh(f"TS2339 [ERROR]: Property 'x' does not exist on type 'T{number}'.\n".encode())
+    assert b"(members" not in fresh(known)  # past the bound: as Deno said it
+
+
+def test_a_saved_scripts_copy_is_named_as_the_projects_file() -> None:
+    """`toolscript run worldClock` without its input: the error pointed at the copy in the
+    user's cache (file:///home/me/.cache/toolscript/modules/<hash>.scripts/worldClock.ts)."""
+    module = Path("/cache/modules/925a1da11ce763bd.ts")
+    rewrite = _rewriter(SCRIPT, "<run worldClock>.ts", URL, module, prepare("1").map)
+    line = f"        at file://{module.parent}/925a1da11ce763bd.scripts/worldClock.ts:2:45\n"
+    assert rewrite(line.encode()).decode() == "        at toolscripts/worldClock.ts:2:45\n"

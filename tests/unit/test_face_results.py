@@ -227,3 +227,29 @@ def test_each_run_shape_alone(outcome: Outcome) -> None:
         assert outcome.is_error
     else:
         jsonschema.validate(outcome.structured, execute["outputSchema"])
+
+
+def test_a_deprecated_hit_says_so_past_its_first_sentence() -> None:
+    hits = [
+        {
+            "server": "fs",
+            "tool": "read_file",
+            "call": "tools.fs.readFile",
+            "description": "Read a file as text. DEPRECATED: Use read_text_file instead.",
+            "score": 0.8,
+            "deprecated": True,
+        },
+        {
+            "server": "fs",
+            "tool": "old",
+            "call": "tools.fs.old",
+            "description": "Deprecated: use new.",
+            "score": 0.7,
+            "deprecated": True,
+        },
+    ]
+    shown = search_answer({"hits": hits, "mode": "hybrid"}).text.splitlines()
+    assert shown == [
+        "fs.read_file → tools.fs.readFile: Read a file as text. (deprecated)",
+        "fs.old → tools.fs.old: Deprecated: use new.",  # said already
+    ]

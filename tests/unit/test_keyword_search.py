@@ -374,3 +374,52 @@ def test_a_product_named_in_mixed_case_is_found_typed_in_one_piece() -> None:
     ]
     # a camelCase identifier names no product, nor does a word in one case
     assert joined_words("getUserProfile JSON json") == []
+
+
+# The filesystem reference server's two readers (descriptions as it sends them, shortened).
+FILE_READERS = [
+    {
+        "name": "read_file",
+        "description": "Read the complete contents of a file as text. DEPRECATED: Use "
+        "read_text_file instead.",
+        "inputSchema": {"properties": {"path": {}, "tail": {}, "head": {}}},
+    },
+    {
+        "name": "read_text_file",
+        "description": "Read the complete contents of a file from the file system as text. "
+        "Handles various text encodings and provides detailed error messages if the file "
+        "cannot be read. Use this tool when you need to examine the contents of a single file.",
+        "inputSchema": {"properties": {"path": {}, "tail": {}, "head": {}}},
+    },
+    {"name": "list_directory", "description": "Get a detailed listing of all files."},
+]
+
+
+def test_a_deprecated_tool_comes_after_the_one_that_replaces_it() -> None:
+    """An agent asking to "read a file" was given read_file first, by its name: the tool
+    whose description says to use read_text_file instead."""
+    from toolscript.config import SearchConfig
+    from toolscript.search.engine import SearchEngine
+    from toolscript.search.semantic import EmbeddingStore
+
+    search = SearchEngine(SearchConfig(semantic=False), EmbeddingStore(None), None)
+    search.set_documents(documents_for("fs", "", FILE_READERS))
+    hits, _, _, _ = search.explain("read a file")
+    assert [hit.tool for hit in hits[:2]] == ["read_text_file", "read_file"]
+    assert "read_file" in [hit.tool for hit in search.explain("read_file")[0]]  # still found
+
+
+@pytest.mark.parametrize(
+    ("description", "deprecated"),
+    [
+        ("Read a file. DEPRECATED: Use read_text_file instead.", True),
+        ("Delete a group. .. deprecated:: kept for old clients", True),
+        ("[Deprecated] Use search_issues.", True),
+        ("This tool is deprecated; use get_page.", True),
+        ("Check if packages are deprecated", False),
+        ("Find deprecated API calls in the code", False),
+    ],
+)
+def test_a_description_says_its_tool_is_deprecated(description: str, deprecated: bool) -> None:
+    tool = {"name": "t", "description": description}
+    assert document_for("s", "", tool).deprecated is deprecated

@@ -63,7 +63,8 @@ def _script_arguments(argv: list[str]) -> list[str]:
 _CONFIG = {"--config": ("config", str), "-c": ("config", str), "--json": ("as_json", "flag")}
 _LIMIT = ("limit", int, 1, 100)
 _FAST_COMMANDS: dict[tuple[str, ...], tuple[tuple[str, ...], int, dict[str, tuple[Any, ...]]]] = {
-    # command: (positional parameters, how many of them are required, options)
+    # command: (positional parameters, how many of them are required, options); a last
+    # parameter written "*name" takes every further word, as a list
     ("list-servers",): ((), 0, _CONFIG),
     ("gateway", "status"): ((), 0, _CONFIG),
     ("runs",): ((), 0, _CONFIG | {"--limit": ("limit", int, 1), "-n": ("limit", int, 1)}),
@@ -72,7 +73,7 @@ _FAST_COMMANDS: dict[tuple[str, ...], tuple[tuple[str, ...], int, dict[str, tupl
         1,
         _CONFIG | {"--verbose": ("verbose", "flag"), "-v": ("verbose", "flag")},
     ),
-    ("get-types",): (("server", "tool"), 1, _CONFIG),
+    ("get-types",): (("server", "*tools"), 1, _CONFIG),
     ("search",): (
         ("query",),
         1,
@@ -176,10 +177,17 @@ def fast_arguments(arguments: list[str]) -> tuple[tuple[str, ...], dict[str, Any
                 return None
             value = number
         values[parameter] = value
-    if not required <= len(given) <= len(positional):
+    rest_name = positional[-1][1:] if positional and positional[-1].startswith("*") else None
+    most = len(given) if rest_name else len(positional)
+    if not required <= len(given) <= most:
         return None
     if command == ("mcp",) and values.get("port") and not values.get("http"):
         return None  # typer says that --port needs --http
+    if rest_name is not None:
+        fixed = len(positional) - 1
+        if len(given) > fixed:
+            values[rest_name] = given[fixed:]
+        given, positional = given[:fixed], positional[:fixed]
     values.update(zip(positional, given, strict=False))
     return command, values
 

@@ -93,6 +93,11 @@ def save_command(
     typer.echo(f"{verb} {saved['name']}: {saved['path']}")
     typer.echo(f"  {saved['signature']}")
     typer.echo(f"  call it: toolscript run {saved['name']} --input '{{...}}'")
+    if not saved.get("description"):
+        typer.echo(
+            "  no description: search finds it by its name alone (--description, or a "
+            "/** doc */ above the function)"
+        )
     for other, errors in saved["broken"].items():
         typer.echo(f"warning: {other} no longer type-checks: {errors[0]}", err=True)
 

@@ -53,10 +53,27 @@ def _one_name(loaded: Config, server: str, tool: str | None) -> tuple[str, str |
     return server, tool
 
 
+def _asked(loaded: Config, server: str, tools: list[str]) -> list[tuple[str, str | None]]:
+    """Each ``(server, tool)`` the words name: ``SERVER TOOL...``, or words naming both
+    (``fx.fail time.convert_time``); a later word without a dot is a tool of the server
+    named before it."""
+    asked = [_one_name(loaded, server, None)]
+    for word in tools:
+        named = _one_name(loaded, word, None) if "." in word else (word, None)
+        if named[1] is not None:
+            asked.append(named)
+        elif asked[-1][1] is None and len(asked) == 1:
+            asked[0] = (asked[0][0], word)  # SERVER TOOL
+        else:
+            asked.append((asked[-1][0], word))
+    return list(dict.fromkeys(asked))
+
+
 def get_types(
     server: Annotated[str, typer.Argument(help="Server name, as in list-servers.")],
-    tool: Annotated[
-        str | None, typer.Argument(help="One tool (MCP name or camelCase); all when omitted.")
+    tools: Annotated[
+        list[str] | None,
+        typer.Argument(help="Tools (MCP name or camelCase); all the server's when omitted."),
     ] = None,
     config: ConfigOption = None,
     as_json: JsonOption = False,
@@ -72,11 +89,18 @@ def get_types(
         toolscript get-types time
         toolscript get-types github create_issue
         toolscript get-types github.create_issue     # as approve and search name it
+        toolscript get-types github create_issue add_issue_comment   # several at once
     """
     loaded = load_config(config)
-    server, tool = _one_name(loaded, server, tool)
-    loaded.server(server)
-    params = {"server": server} | ({"tool": tool} if tool else {})
+    asked = _asked(loaded, server, tools or [])
+    for name, _ in asked:
+        loaded.server(name)
+    if len(asked) == 1:
+        server, tool = asked[0]
+        params = {"server": server} | ({"tool": tool} if tool else {})
+    else:
+        # the gateway's qualified names (server__tool; a server name alone: all its tools)
+        params = {"names": ",".join(f"{name}__{tool}" if tool else name for name, tool in asked)}
     with gateway_client(loaded) as client:
         answer: dict[str, Any] = client.get_json("/types", exact=as_json, **params)
     if as_json:

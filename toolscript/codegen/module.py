@@ -28,6 +28,7 @@ from toolscript.store.savedscripts import specifier
 __all__ = [
     "ToolFragment",
     "TypeNames",
+    "declared_members",
     "example_arguments",
     "generator_fingerprint",
     "recent_call_comment",
@@ -533,3 +534,49 @@ def scripts_section(module: str, scripts: list[tuple[str, str, str]]) -> str:
         else f"export const scripts: {interface} = {{}};"
     )
     return "\n" + "\n".join(lines) + "\n"
+
+
+# A member of a declared object type or interface, as the generator writes them: its
+# indent, its key (a name, or a JSON string), "?" when optional, then ":" or a method's "(".
+_MEMBER = re.compile(r'( +)([A-Za-z_$][\w$]*|"(?:[^"\\]|\\.)*")(\??)[:(]')
+# How each kind is declared: its header and its closing line. Its members are indented
+# alike (as its first one), nested types' members further.
+_DECLARED_KINDS = (("export type {} = {{", "};"), ("export interface {} {{", "}"))
+
+
+def declared_members(module: str, name: str) -> list[str] | None:
+    """The members of the object type or interface ``name`` that ``module`` declares
+    (``export type NAME = { ... };``, ``export interface NAME { ... }``), an optional one
+    marked ``?``; None when it declares no such type. Comments are skipped: a description's
+    own lines may look like members."""
+    declared = (
+        (found, closing)
+        for header, closing in _DECLARED_KINDS
+        if (found := re.search("^" + re.escape(header.format(name)) + "\n", module, re.M))
+    )
+    found, closing = next(declared, (None, ""))
+    if found is None:
+        return None
+    members: list[str] = []
+    indent: str | None = None
+    in_comment = False
+    start = found.end()
+    while start < len(module):  # line by line, not splitting the (large) rest of the module
+        end = module.find("\n", start)
+        end = len(module) if end == -1 else end
+        line, start = module[start:end], end + 1
+        if in_comment:
+            in_comment = "*/" not in line
+            continue
+        if line == closing:
+            return members
+        if line.lstrip().startswith("/**"):
+            in_comment = "*/" not in line
+            continue
+        member = _MEMBER.match(line)
+        if member is None:
+            continue
+        indent = indent or member[1]
+        if member[1] == indent:
+            members.append(member[2] + member[3])
+    return None  # not closed: not a type this module's generator wrote

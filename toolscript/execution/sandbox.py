@@ -687,6 +687,26 @@ _CHECK_ADVICE = re.compile(
 )
 
 
+# A type error naming one of the module's object types: "'tz' does not exist in type
+# 'TimeGetCurrentTimeParams'", "Property 'time' does not exist on type '...Result'".
+_NAMED_TYPE = re.compile(r"(?:does not exist (?:in|on)|but required in) type '([A-Za-z_$][\w$]*)'")
+# A type error on a result of a tool that declares no result type (the runtime's ToolResult,
+# as TypeScript spells it out), and what to do about it.
+_TOOL_RESULT = re.compile(
+    r"(?:on|to) type 'string \| JsonObject \| JsonValue\[\] \| ContentBlock\[\](?: \| null)?'"
+)
+UNTYPED_RESULT = (
+    " (a ToolResult: the tool declares no result type. Return its result once to see it, and"
+    " later scripts get the type learned from it; or narrow it: `as { ... }`)"
+)
+MAX_MEMBERS_SHOWN = 30  # members of a type listed in a type error; the rest counted
+MAX_MEMBER_SHOWN = 80  # characters of a member's name listed (a server names them)
+# Types a run's errors look up in the module (each a pass over it, megabytes at 1,600 tools):
+# a check reports a few; a script printing diagnostic-like lines gets no more than these.
+MAX_TYPES_LOOKED_UP = 16
+_DIAGNOSTIC = re.compile(r"TS\d{1,6} \[ERROR\]: ")  # a type error's first line
+
+
 class _ErrorRewriter:
     """Error lines name the user's script and ``toolscript``, not cache paths and secret URLs,
     and point at the user's own lines and columns, not the wrapper's. One per run: it
@@ -707,6 +727,13 @@ class _ErrorRewriter:
         if module_path is not None:
             spellings.append(r"(?:file://)?" + re.escape(str(module_path)))
         self.module_spellings = "|".join(spellings)
+        # The copies of the saved scripts beside the module: named as the project's files
+        # (a type error in calling one points into it).
+        self.scripts_spelling = (
+            None
+            if module_path is None
+            else r"(?:file://)?" + re.escape(f"{module_path.with_suffix('')}.scripts/")
+        )
         # The prepared script's path in any spelling (absolute, file://, relative): found by
         # its literal tail, then extended back over path characters. Linear in the line's
         # length, where a regex with a lazy prefix took seconds on one long line.
@@ -720,6 +747,8 @@ class _ErrorRewriter:
         self.dying = False  # V8's fatal-error dump began
         self.module_path = module_path
         self.in_lock_diff = False  # the lines after "The lockfile is out of date"
+        self.module_text: str | None = None  # read at the first type error naming a type
+        self.members: dict[str, list[str] | None] = {}  # of the types looked up, by name
 
     def __call__(self, line: bytes) -> bytes:
         if self.dying or line.startswith(_V8_DUMP):
@@ -735,8 +764,46 @@ class _ErrorRewriter:
         told = self.undeclared(plain)
         if told is not None:
             return told.encode()
-        rewritten = self.rewrite_plain(plain)
+        rewritten = self.with_members(self.rewrite_plain(plain))
         return (text if rewritten == plain and not self.strip_colors else rewritten).encode()
+
+    def with_members(self, text: str) -> str:
+        """A type error naming one of the module's object types lists its members: the
+        agent that wrote ``{ tz: ... }`` or ``.time`` fixes it without asking get-types. One
+        on an untyped result (``ToolResult``) says how to learn its shape."""
+        if "type '" not in text or not _DIAGNOSTIC.match(text):
+            return text
+        if (untyped := _TOOL_RESULT.search(text)) is not None:
+            end = untyped.end()
+            return text[:end] + UNTYPED_RESULT + text[end:]
+        if self.module_path is None:
+            return text
+        return _NAMED_TYPE.sub(self.listed, text)
+
+    def listed(self, found: re.Match[str]) -> str:
+        members = self.members_of(found[1])
+        if not members:
+            return found[0]
+        shown = ", ".join(
+            member if len(member) <= MAX_MEMBER_SHOWN else member[: MAX_MEMBER_SHOWN - 1] + "…"
+            for member in members[:MAX_MEMBERS_SHOWN]
+        )
+        more = len(members) - MAX_MEMBERS_SHOWN
+        return f"{found[0]} (members: {shown}{f', {more} more' if more > 0 else ''})"
+
+    def members_of(self, name: str) -> list[str] | None:
+        if name in self.members or len(self.members) >= MAX_TYPES_LOOKED_UP:
+            return self.members.get(name)
+        from toolscript.codegen.module import declared_members
+
+        if self.module_text is None:
+            assert self.module_path is not None
+            try:
+                self.module_text = self.module_path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                self.module_text = ""
+        found = self.members[name] = declared_members(self.module_text, name)
+        return found
 
     def hint(self) -> str:
         found = packages_beside(self.module_path) if self.module_path is not None else None
@@ -773,8 +840,14 @@ class _ErrorRewriter:
     def module(self) -> re.Pattern[str]:
         return re.compile(self.module_spellings)
 
+    @functools.cached_property
+    def saved_scripts(self) -> re.Pattern[str] | None:
+        return None if self.scripts_spelling is None else re.compile(self.scripts_spelling)
+
     def rewrite_plain(self, text: str) -> str:
         text = self.module.sub("toolscript", self.name_script(text))
+        if ".scripts/" in text and self.saved_scripts is not None:
+            text = self.saved_scripts.sub("toolscripts/", text)
         if "access to" in text or "Failed to spawn" in text:
             text = _REFUSAL.sub(_refusal, text)
         if not self.mapping.wrapped:

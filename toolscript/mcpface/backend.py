@@ -97,7 +97,12 @@ __all__ = [
 
 RESULT_MARKER = "\x1etoolscript-result:"  # the line holding a script's return value
 SCRIPT_NAME = "script.ts"  # what type errors and stack frames call the agent's code
-MAX_OUTPUT = 1024 * 1024  # bytes a script may print: it all goes into the model's context
+# Bytes of a script's output an answer holds (it all goes into the model's context); past
+# them, what fit, a preview (at most 16 KB) and the whole as a resource. With the preview,
+# under the 50,000 characters past which newer Claude Code puts a result in a file of its
+# own, and the 10,000 tokens past which it warns (it refuses one past 25,000 tokens,
+# MAX_MCP_OUTPUT_TOKENS); other clients take it all.
+MAX_OUTPUT = 32_000
 OWNED_START_WAIT = 120.0
 # seconds the next spare waits after a run: its spawn (Python work and a fork) then competes
 # with the answer's way out of the face for neither the GIL nor the CPU
@@ -183,6 +188,17 @@ def _one_line(text: str, width: int = 160, *, sentence: bool = True) -> str:
     return cut if len(cut) <= width else cut[: width - 1] + "…"
 
 
+def _described(hit: dict[str, Any]) -> str:
+    """A hit's first sentence, saying the tool is deprecated when the description said so
+    after it ("Read a file as text. DEPRECATED: Use read_text_file instead.")."""
+    shown = _one_line(hit.get("description") or "")
+    return (
+        f"{shown} (deprecated)"
+        if hit.get("deprecated") and "deprecat" not in shown.lower()
+        else shown
+    )
+
+
 def search_answer(answer: dict[str, Any]) -> Answer:
     """Hits as one line each (``server.tool → tools.x.y: description``) and as data."""
     hits = [
@@ -191,7 +207,7 @@ def search_answer(answer: dict[str, Any]) -> Answer:
             "server": hit["server"] if hit.get("kind") != "script" else "script",
             "tool": hit["tool"],
             "call": hit.get("call") or f"tools.{hit['server']}.{hit['tool']}",
-            "description": _one_line(hit.get("description") or ""),
+            "description": _described(hit),
             "score": hit["score"],
         }
         for hit in answer.get("hits", [])
@@ -691,6 +707,8 @@ class Backend:
             f"{saved['signature']}\ncall it: run_script, or `await scripts.{saved['name']}(...)` "
             "in execute"
         )
+        if not saved.get("description"):
+            text += "\nno description: search finds it by its name alone (save it again with one)"
         for other, errors in saved["broken"].items():
             text += f"\nwarning: {other} no longer type-checks: {errors[0]}"
         return Answer(text)

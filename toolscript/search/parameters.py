@@ -83,6 +83,9 @@ class SearchParameters:
     # -- ranking and merging (engine.py) ---------------------------------------------------
     thin_description: int = 40  # a tool described in fewer characters is thinly described
     bests_within: int = 5  # a thinly described retriever's best keeps a place in these first
+    # a deprecated tool's score counts this much in its need's ranking: the tool that
+    # replaces it (which its description names) comes first, it still shows
+    deprecated_weight: float = 0.8
     need_weight: float = 0.5  # a need's hits after its best, against the whole request's
     implied_within: int = 3  # first hits whose coordinate parameters imply a geocoder
     same_server: float = 1.25  # a geocoder on the taker's server counts its score this much

@@ -55,6 +55,7 @@ class Hit:
     blended: float | None = None
     # nothing matched the request well (``matched_nothing``): these are only the nearest
     weak: bool = False
+    deprecated: bool = False  # its description says so (ranked lower: ``_deprecated_later``)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -68,7 +69,7 @@ class Hit:
             "keyword": round(self.keyword, 4),
             "semantic": None if self.semantic is None else round(self.semantic, 4),
             "description": self.description,
-        }
+        } | ({"deprecated": True} if self.deprecated else {})
 
     def explanation(self, needs: list[str]) -> dict[str, Any]:
         """What made the score: the parts, the weight, and the need it answers."""
@@ -148,6 +149,7 @@ def rank_need(
             need=need,
             kind=document.kind,
             placed=placed,
+            deprecated=document.deprecated,
         )
 
     ranking: list[tuple[int, Hit]] = []
@@ -157,6 +159,7 @@ def rank_need(
         if how.server is not None and documents[index].server != how.server:
             continue
         ranking.append((index, hit(index, score)))
+    ranking = _deprecated_later(ranking, documents, parameters)
     if blended is not None and how.adaptive:
         bests = _retriever_bests(blended, documents, how.server)
         thin = [
@@ -167,6 +170,22 @@ def rank_need(
         ]
         ranking = with_bests(ranking, thin, parameters)
     return ranking[: how.limit]
+
+
+def _deprecated_later(
+    ranking: list[tuple[int, Hit]],
+    documents: list[ToolDocument],
+    parameters: SearchParameters = PARAMETERS,
+) -> list[tuple[int, Hit]]:
+    """``ranking`` with each deprecated tool's score counted ``deprecated_weight`` times,
+    in the order of the scores: "read a file" found the filesystem server's read_file
+    ("DEPRECATED: Use read_text_file instead") first, by its name."""
+    if not any(documents[index].deprecated for index, _ in ranking):
+        return ranking
+    for index, found in ranking:
+        if documents[index].deprecated:
+            found.score *= parameters.deprecated_weight
+    return sorted(ranking, key=lambda item: -item[1].score)
 
 
 def best_first(values: Any, count: int | None) -> Any:

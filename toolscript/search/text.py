@@ -12,6 +12,7 @@ from typing import Any
 from toolscript.search.parameters import PARAMETERS, SearchParameters
 from toolscript.search.words import (
     BARE_FILE_EXTENSIONS,
+    DEPRECATION_MARKS,
     DOCUMENT_KINDS,
     LATITUDE_NAMES,
     LONGITUDE_NAMES,
@@ -370,6 +371,7 @@ class ToolDocument:
     content_hash: str  # of ``text``: the embedding cache key (with the model)
     kind: str = "tool"  # or "script": a saved script (its server is "")
     takes_coordinates: bool = False  # has latitude and longitude parameters (see needs.py)
+    deprecated: bool = False  # its description says it is kept for old clients only
 
     @property
     def key(self) -> str:
@@ -450,6 +452,9 @@ def _tool_names(names: list[str]) -> re.Pattern[str] | None:
     return re.compile(rf"(?<![\w-])(?:{alternatives})(?![\w-])")
 
 
+_DEPRECATED = re.compile(DEPRECATION_MARKS)
+
+
 def document_for(
     server: str,
     server_description: str,
@@ -515,4 +520,5 @@ def document_for(
         text=text,
         content_hash=hashlib.sha256(text.encode()).hexdigest(),
         takes_coordinates=_takes_coordinates(arguments),
+        deprecated=_DEPRECATED.search(description) is not None,
     )

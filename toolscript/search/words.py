@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = [
     "ABBREVIATIONS",
     "BARE_FILE_EXTENSIONS",
+    "DEPRECATION_MARKS",
     "DOCUMENT_KINDS",
     "IMPLIED_WORDS",
     "LATITUDE_NAMES",
@@ -137,6 +138,16 @@ SYNONYM_GROUPS = (
 # for the current time): a pattern of the lowered request, and the word it implies (it joins
 # the query's synonyms).
 IMPLIED_WORDS = ((r"\bwhat\s+(?:time|day|date)\s+is\s+it\b|\bright\s+now\b|\btoday\b", "current"),)
+
+# How a description says its tool is kept only for old clients (ranked after the tools that
+# do the same: ranking.py): "DEPRECATED: Use read_text_file instead." (the filesystem
+# server), Sphinx's ".. deprecated::", "[Deprecated]", "This tool is deprecated". Not the
+# word alone: "Check if packages are deprecated" is a tool of its own.
+DEPRECATION_MARKS = (
+    r"\bDEPRECATED\b"
+    r"|(?i:^\W*deprecated\b|\.\.\s*deprecated::|\bdeprecated\s*[:\])]"
+    r"|\b(?:tool|endpoint|function|method|command)\s+(?:is|has\s+been)\s+deprecated\b)"
+)
 
 # Parameter names that make a tool one that takes coordinates (both kinds needed).
 LATITUDE_NAMES = frozenset(["lat", "latitude"])
