@@ -104,7 +104,8 @@ def test_the_face_answers_a_faked_type_error_and_a_deep_result_itself(
     # multi-line regex whose "^\\s*" crossed lines: 900,000 blank lines after it held the
     # face (and its in-process gateway) for about half an hour. A value nested 5,000 deep
     # made the face's json.loads raise RecursionError: "execute failed", a traceback.
-    fake = 'console.error("error: Type checking failed" + "\\n".repeat(900000) + "x");Deno.exit(1);'
+    # (30,000 blank lines now: the face stops a script at 32,000 bytes of output, stderr too)
+    fake = 'console.error("error: Type checking failed" + "\\n".repeat(30000) + "x");Deno.exit(1);'
     deep = "let v: unknown = 1; for (let i = 0; i < 5000; i++) v = [v]; return v;"
 
     async def execute() -> list[tuple[bool, str]]:
