@@ -57,8 +57,11 @@ def run(project: Path, *args: str, stdin: str | None = None) -> subprocess.Compl
     )
 
 
-def through_the_face(project: Path, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
-    """What `toolscript mcp` answers the calls, in one session of a client."""
+def through_the_face(
+    project: Path, *calls: tuple[str, dict[str, Any]], linked: dict[str, str] | None = None
+) -> list[Any]:
+    """What `toolscript mcp` answers the calls, in one session of a client; with ``linked``,
+    the text of each resource the answers link to goes in it, by URI (read in that session)."""
 
     async def session_work() -> list[Any]:
         parameters = StdioServerParameters(
@@ -72,7 +75,14 @@ def through_the_face(project: Path, *calls: tuple[str, dict[str, Any]]) -> list[
             ClientSession(read, write) as session,
         ):
             await session.initialize()
-            return [await session.call_tool(name, arguments) for name, arguments in calls]
+            results = [await session.call_tool(name, arguments) for name, arguments in calls]
+            for result in results if linked is not None else ():
+                for link in result.content:
+                    if link.type == "resource_link":
+                        whole = await session.read_resource(link.uri)
+                        texts = (getattr(part, "text", "") for part in whole.contents)
+                        linked[str(link.uri)] = "".join(texts)
+            return results
 
     return anyio.run(session_work)
 
@@ -170,25 +180,11 @@ def test_the_faces_answer_fits_what_a_client_takes_and_the_rest_is_a_resource(
     file past 50,000 characters). The answer holds at most 32,000 bytes and a preview, and
     names the resource that holds the whole output."""
 
-    async def session_work() -> tuple[Any, str]:
-        parameters = StdioServerParameters(
-            command=sys.executable,
-            args=["-m", "toolscript", "mcp"],
-            cwd=str(project),
-            env=clean_env(TOOLSCRIPT_HOME=str(project / "home")),
-        )
-        async with (
-            stdio_client(parameters) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            answer = await session.call_tool("execute", {"code": BIG_RESULT})
-            uri = re.search(r"toolscript://runs/[\w-]+/output", text(answer))
-            assert uri is not None, text(answer)[:500]
-            whole = await session.read_resource(uri[0])
-            return answer, "".join(getattr(part, "text", "") for part in whole.contents)
-
-    answer, whole = anyio.run(session_work)
+    linked: dict[str, str] = {}
+    (answer,) = through_the_face(project, ("execute", {"code": BIG_RESULT}), linked=linked)
+    uri = re.search(r"toolscript://runs/[\w-]+/output", text(answer))
+    assert uri is not None, text(answer)[:500]
+    whole = linked[uri[0]]
     assert not answer.is_error
     assert len(text(answer)) < 50_000
     assert "passed the 32000-byte cap" in text(answer)
@@ -200,6 +196,33 @@ def test_the_faces_answer_fits_what_a_client_takes_and_the_rest_is_a_resource(
     (answer,) = through_the_face(project, ("execute", {"code": printed_first}))
     assert "passed the 32000-byte cap" in text(answer)
     assert 30_000 < len(text(answer)) < 50_000
+
+
+def test_the_face_lets_a_script_log_past_the_cap_and_shows_the_error_it_ends_with(
+    project: Path,
+) -> None:
+    """Stderr shared the face's 32,000-byte cap and stopped the script past it ("print
+    less"), where exec lets it log: now its first part and its end (the error) are shown,
+    with how much was cut between, and the whole is a resource."""
+    code = (
+        'for (let i = 0; i < 2000; i++) console.error(`log line ${i} ` + "-".repeat(60));\n'
+        'throw new Error("the failure at the end");'
+    )
+    linked: dict[str, str] = {}
+    (answer,) = through_the_face(project, ("execute", {"code": code}), linked=linked)
+    shown = text(answer)
+    assert answer.is_error
+    assert "stopped at a limit" not in shown and "print less" not in shown
+    assert "The script failed (exit code 1)" in shown
+    assert "log line 0 " in shown and "the failure at the end" in shown
+    assert "log line 1999 " in shown and "log line 1000 " not in shown
+    uri = re.search(r"the resource (toolscript://runs/[\w-]+/errors)", shown)
+    assert uri is not None, shown[-2000:]
+    assert re.search(r"\[\d+ bytes of the \d+ the script printed to stderr are left out", shown)
+    assert len(shown) < 50_000
+    whole = linked[uri[1]]
+    assert all(f"log line {i} " in whole for i in (0, 1000, 1999))
+    assert "the failure at the end" in whole
 
 
 def test_saving_a_script_without_a_description_says_search_finds_it_by_name_alone(

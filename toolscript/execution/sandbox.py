@@ -50,7 +50,7 @@ from toolscript.plumbing.denobinary import (
 from toolscript.plumbing.paths import user_cache_dir
 from toolscript.plumbing.privatefile import write_private
 from toolscript.plumbing.processes import signal_quietly
-from toolscript.store.outputs import kept_output_limit
+from toolscript.store.outputs import errors_file, kept_output_limit
 from toolscript.store.packages import (
     Packages,
     declare_hint,
@@ -61,6 +61,7 @@ from toolscript.store.packages import (
 from toolscript.store.savedscripts import module_imports, offers_node
 
 __all__ = [
+    "ERRORS_CUT",
     "EXIT_MEMORY",
     "EXIT_OUTPUT",
     "EXIT_TIMEOUT",
@@ -75,6 +76,7 @@ __all__ = [
 EXIT_OUTPUT = 123
 EXIT_TIMEOUT = 124
 EXIT_MEMORY = 125
+ERRORS_CUT = "toolscript: errors cut: "  # how the note on stderr cut (Limits.errors_kept) begins
 SPILL_MINIMUM = 64 * 1024 * 1024  # stdout kept in the file: 16 times the cap, at least this
 _OOM_MARKERS = (b"out of memory", b"Reached heap limit", b"allocation failed")
 Rewrite = Callable[[bytes], bytes]
@@ -90,6 +92,9 @@ class Limits(NamedTuple):
     timeout: float = 300.0  # seconds of wall-clock time; 0 means none
     memory_mb: int = 512  # V8 heap
     max_output: int = 10 * 1024 * 1024  # bytes of stdout and stderr together
+    # Bytes of stderr's end shown beside ``max_output`` (the MCP face): stderr past the budget
+    # then never stops the script, its whole kept beside the spill; 0: past it, stopped.
+    errors_kept: int = 0
 
 
 class Script(NamedTuple):
@@ -602,6 +607,118 @@ class _SpillingPump(_Pump):
             error = storage_error(self.unkept, self.spill.parent)
             why, hint = error.message, error.hint or ""
         return f"the whole output could not be kept: {why} ({hint}); filter inside the script"
+
+
+class _ErrorsPump(_Pump):
+    """Stderr with a part of its own (``Limits.errors_kept``): its lines are shown as they
+    come while they fit in the budget shared with stdout; past it, the script goes on, all
+    of stderr goes to ``spill`` (up to ``limit`` bytes) and its last ``kept`` bytes are shown
+    as it ends, after a line saying how much was cut and where the whole is (the error a
+    script ends with is at its end). The lines are rewritten as exec's are."""
+
+    def __init__(
+        self,
+        source: IO[bytes],
+        target: Sink,
+        budget: _Budget,
+        rewrite: Rewrite,
+        spill: Path,
+        kept: int,
+        limit: int,
+    ) -> None:
+        super().__init__(source, target, budget, rewrite)
+        self.spill, self.kept, self.limit = spill, kept, limit
+        self.printed = bytearray()  # kept to start the file with, should it be needed
+        self.held = bytearray()  # the last ``kept`` bytes of what did not fit
+        self.cut = 0  # bytes of what did not fit that are not held
+        self.cutting = False
+        self.file: IO[bytes] | None = None
+        self.written = 0
+        self.unkept: OSError | None = None
+
+    def run(self) -> None:
+        descriptor = self.source.fileno()
+        assert self.rewrite is not None
+        lines = _Lines(self.rewrite)
+        while chunk := os.read(descriptor, 65536):
+            self.tail = (self.tail + chunk)[-4096:]
+            self._take(lines.feed(chunk))
+        self._take(lines.flush())
+        self._end()
+
+    def _take(self, data: bytes) -> None:
+        if not self.cutting and data:
+            left = self.budget.left
+            # whole lines that fit (a chunk may hold many), or all of it
+            end = len(data) if len(data) <= left else data.rfind(b"\n", 0, max(left, 0)) + 1
+            if end and self.budget.try_spend(end):
+                self.printed += data[:end]
+                self._write(data[:end])
+                data = data[end:]
+            self.cutting = bool(data)
+        if data:
+            self._hold(data)
+
+    def _hold(self, data: bytes) -> None:
+        if self.file is None and self.unkept is None and not self.written:
+            from toolscript.store.outputs import open_output
+
+            try:
+                self.file = open_output(self.spill)
+                self._keep(bytes(self.printed))
+            except OSError as exc:
+                self._lose(exc)
+        self._keep(data)
+        self.held += data
+        if len(self.held) > self.kept:
+            self.cut += len(self.held) - self.kept
+            del self.held[: len(self.held) - self.kept]
+
+    def _keep(self, data: bytes) -> None:
+        room = self.limit - self.written
+        if self.file is None or room <= 0:
+            return
+        try:
+            self.file.write(data[:room])
+        except OSError as exc:
+            self._lose(exc)
+            return
+        self.written += min(room, len(data))
+
+    def _lose(self, exc: OSError) -> None:
+        self.unkept = exc
+        if self.file is not None:
+            with contextlib.suppress(OSError):
+                self.file.close()
+            self.file = None
+        with contextlib.suppress(OSError):
+            self.spill.unlink()
+
+    def _end(self) -> None:
+        if self.file is not None:
+            from toolscript.store.outputs import kept_output
+
+            try:
+                self.file.close()
+            except OSError as exc:
+                self._lose(exc)
+            else:
+                self.file = None
+                kept_output(self.spill)
+        if not self.cut:
+            self._write(bytes(self.held))
+            return
+        start = self.held.find(b"\n") + 1  # from a line's start
+        self.cut += start
+        total = len(self.printed) + self.cut + len(self.held) - start
+        if self.unkept is not None:
+            where = f"it could not be kept ({self.unkept.strerror or self.unkept})"
+        elif self.written < total:
+            where = f"its first {self.written} bytes are in {self.spill}"
+        else:
+            where = f"the whole of it is in {self.spill}"
+        note = f"{self.cut} bytes of its {total} are left out here; {where}\n"
+        self._write(f"\n{ERRORS_CUT}{note}".encode() + bytes(self.held[start:]))
 
 
 class _Budget:
@@ -1187,7 +1304,8 @@ def _supervise(
 ) -> int:
     assert process.stdout is not None and process.stderr is not None
     # One budget for both streams: --max-output caps what is printed in all. Spilling, the
-    # stdout that does not fit goes to the file; stderr past the budget stops the script.
+    # stdout that does not fit goes to the file; stderr past the budget stops the script,
+    # unless it has a part of its own (``Limits.errors_kept``, the MCP face's).
     budget = _Budget(limits.max_output, process)
     rewrite = _rewriter(script_path, script.display_name, gateway_url, module, source_map)
     out = (
@@ -1201,7 +1319,20 @@ def _supervise(
         if spill is not None
         else _Pump(process.stdout, streams.stdout, budget, None)
     )
-    pumps = [out, _Pump(process.stderr, streams.stderr, budget, rewrite)]
+    errors: _Pump = (
+        _ErrorsPump(
+            process.stderr,
+            streams.stderr,
+            budget,
+            rewrite,
+            errors_file(spill),
+            limits.errors_kept,
+            min(max(16 * limits.max_output, SPILL_MINIMUM), kept_output_limit()),
+        )
+        if spill is not None and limits.errors_kept
+        else _Pump(process.stderr, streams.stderr, budget, rewrite)
+    )
+    pumps = [out, errors]
     for pump in pumps:
         pump.start()
     memory = _MemoryWatch(process, process_memory_cap(limits.memory_mb))
@@ -1209,7 +1340,7 @@ def _supervise(
     timed_out = _wait_within(process, limits.timeout)
     memory.stop.set()
     for pump in pumps:
-        pump.join(60 if isinstance(pump, _SpillingPump) else 5)
+        pump.join(60 if isinstance(pump, _SpillingPump | _ErrorsPump) else 5)
     ended = _Ended(
         script, limits, streams, out, timed_out, budget, memory, process.returncode, pumps[1].tail
     )

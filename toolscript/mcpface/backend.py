@@ -61,6 +61,7 @@ from toolscript.execution.runhandle import (
     start_run,
 )
 from toolscript.execution.sandbox import (
+    ERRORS_CUT,
     EXIT_MEMORY,
     EXIT_OUTPUT,
     EXIT_TIMEOUT,
@@ -77,7 +78,7 @@ from toolscript.mcpface.configwatch import ConfigWatch
 from toolscript.mcpface.tools import YIELD_AFTER
 from toolscript.plumbing.paths import find_config_path, project_state_dir
 from toolscript.plumbing.processes import signal_quietly
-from toolscript.store.outputs import output_file, visible_controls
+from toolscript.store.outputs import errors_file, output_file, visible_controls
 from toolscript.store.packages import offered_note
 
 # Asks the user to approve a call of a run: "yes", "no", "always" or "stop".
@@ -103,6 +104,10 @@ SCRIPT_NAME = "script.ts"  # what type errors and stack frames call the agent's 
 # own, and the 10,000 tokens past which it warns (it refuses one past 25,000 tokens,
 # MAX_MCP_OUTPUT_TOKENS); other clients take it all.
 MAX_OUTPUT = 32_000
+# Of them, the last bytes of stderr, kept apart: stderr past the rest never stops a script
+# (exec's does, past --max-output); its first part, a note of what was cut and its end (the
+# error a script ends with) are shown, the whole is a resource.
+ERRORS_KEPT = 4_000
 OWNED_START_WAIT = 120.0
 # seconds the next spare waits after a run: its spawn (Python work and a fork) then competes
 # with the answer's way out of the face for neither the GIL nor the CPU
@@ -803,10 +808,15 @@ class Backend:
         exit_code, out, err, stopped = run.outcome
         if stopped is not None:
             return _shown(stopped_answer(stopped, out))
-        kept = (run.spill or self.output_path(run.id)) if exit_code == EXIT_OUTPUT else None
+        spill = run.spill or self.output_path(run.id)
+        err, errors = errors_named(err, errors_file(spill), output_uri(run.id, "errors"))
+        kept = spill if exit_code == EXIT_OUTPUT else None
         if kept is not None and kept.exists():
-            return _shown(cut_answer(out, err, output_uri(run.id), kept.stat().st_size))
-        answer = execution_answer(exit_code, out, err, run.calls)
+            cut = cut_answer(out, err, output_uri(run.id), kept.stat().st_size)
+            return _shown(dataclasses.replace(cut, outputs=cut.outputs + errors))
+        answer = dataclasses.replace(
+            execution_answer(exit_code, out, err, run.calls), outputs=errors
+        )
         missing = missing_import(run.code) if exit_code == 1 else None
         if missing is not None:  # Deno says only "Cannot find name 'tools'"
             answer = dataclasses.replace(
@@ -893,9 +903,12 @@ class Backend:
         return output_file(self.state_dir(), run_id)
 
     def read_output(self, uri: str) -> str:
-        """The whole output a ``toolscript://runs/ID/output`` resource names."""
+        """The whole output a ``toolscript://runs/ID/output`` resource names (its stderr, cut:
+        ``toolscript://runs/ID/errors``)."""
         found = _OUTPUT_URI.fullmatch(uri)
         path = self.output_path(found[1]) if found else None
+        if found and path is not None and found[2] == "errors":
+            path = errors_file(path)
         if path is None or not path.is_file():
             raise UsageError(f"no such output: {uri}", hint="the URI comes from a cut result")
         text = path.read_text(encoding="utf-8", errors="replace").replace(RESULT_MARKER, "")
@@ -947,7 +960,12 @@ class Backend:
                 digest,
                 module=module,
                 on_start=watch,
-                limits=Limits(timeout=timeout, memory_mb=self.memory_mb, max_output=MAX_OUTPUT),
+                limits=Limits(
+                    timeout=timeout,
+                    memory_mb=self.memory_mb,
+                    max_output=MAX_OUTPUT - ERRORS_KEPT,
+                    errors_kept=ERRORS_KEPT,
+                ),
                 stdout=out,
                 stderr=err,
                 advice=FACE_ADVICE,
@@ -985,11 +1003,32 @@ def _not_started() -> ExecutionError:
     )
 
 
-_OUTPUT_URI = re.compile(r"toolscript://runs/([0-9A-Za-z-]+)/output")
+_OUTPUT_URI = re.compile(r"toolscript://runs/([0-9A-Za-z-]+)/(output|errors)")
+_ERRORS_NOTE = re.compile(
+    rf"^{re.escape(ERRORS_CUT)}(\d+) bytes of its (\d+) are left out here; (.*)$", re.MULTILINE
+)
 
 
-def output_uri(run_id: str) -> str:
-    return f"toolscript://runs/{run_id}/output"
+def output_uri(run_id: str, stream: str = "output") -> str:
+    return f"toolscript://runs/{run_id}/{stream}"
+
+
+def errors_named(err: bytes, path: Path, uri: str) -> tuple[bytes, tuple[str, ...]]:
+    """A run's stderr with the sandbox's note on what of it was cut naming the resource
+    ``uri`` where it names the file (``path``) that holds it: the note the sandbox wrote
+    (a script's own such line names no file of its run); the resource too, when it is."""
+    text = err.decode("utf-8", "replace")
+    # the sandbox's note comes after all of the script's lines: the last one
+    found = next(iter(reversed(list(_ERRORS_NOTE.finditer(text)))), None)
+    if found is None:
+        return err, ()
+    where = found[3]
+    kept = path.is_file() and where.endswith(f" in {path}")
+    if kept:
+        where = where[: -len(str(path))] + f"the resource {uri} (read it)"
+    note = f"[{found[1]} bytes of the {found[2]} the script printed to stderr are left out here; {where}]"
+    text = text[: found.start()] + note + text[found.end() :]
+    return text.encode(), (uri,) if kept else ()
 
 
 def cut_answer(stdout: bytes, stderr: bytes, uri: str, size: int) -> Answer:

@@ -249,8 +249,12 @@ def _result(answer: Answer) -> types.CallToolResult:
         types.ResourceLink(
             type="resource_link",
             uri=uri,
-            name="output",
-            description="the whole output of the script (it passed the cap)",
+            name=uri.rpartition("/")[2],
+            description=(
+                "the whole stderr of the script (it was cut)"
+                if uri.endswith("/errors")
+                else "the whole output of the script (it passed the cap)"
+            ),
             mime_type="text/plain",
         )
         for uri in answer.outputs

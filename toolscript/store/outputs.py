@@ -1,7 +1,8 @@
 """Output that does not fit: the whole of it kept in the run's directory, and a preview.
 
 When a script prints more than its cap, what was not printed is kept with the rest in
-``<project state>/runs/<run id>/output.txt`` (0600; the newest ``KEEP`` such directories
+``<project state>/runs/<run id>/output.txt`` (its stderr, cut in the MCP face, in
+``errors.txt`` beside it; 0600; the newest ``KEEP`` such directories
 and at most ``MAX_BYTES``, or ``TOOLSCRIPT_KEPT_OUTPUT_MB``, are kept), and a preview takes its place: valid JSON when the
 output is JSON (the first items of each array and keys of each object, with counts of
 what was left out), else the first lines.
@@ -29,6 +30,7 @@ __all__ = [
     "MAX_BYTES",
     "VisibleControls",
     "error_lines",
+    "errors_file",
     "json_preview",
     "kept_output",
     "kept_output_limit",
@@ -86,6 +88,12 @@ class VisibleControls:
 def output_file(state_dir: Path, run_id: str) -> Path:
     """Where the whole output of ``run_id`` goes (nothing is made until it is written)."""
     return state_dir / "runs" / run_id / "output.txt"
+
+
+def errors_file(output: Path) -> Path:
+    """Where the whole stderr of the run whose output is ``output`` goes, when it is cut
+    (the MCP face's runs)."""
+    return output.with_name("errors.txt")
 
 
 def kept_output_limit() -> int:
