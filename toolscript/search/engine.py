@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, TypedDict, Unpack
 
 from toolscript.config import SearchConfig
+from toolscript.errors import SemanticUnavailable
 from toolscript.search.lexical import LexicalIndex
 from toolscript.search.needs import IMPLIED_NEEDS, Implication, implied_by, split_needs
 from toolscript.search.parameters import PARAMETERS, SearchParameters
@@ -261,12 +262,15 @@ class SearchEngine:
             self.load_vectors()
 
     def _stored_matrix(self, documents: list[ToolDocument]) -> Any:
-        """``documents``' vectors from the store, in their order; None when one is missing."""
+        """``documents``' vectors from the store, in their order (no documents: an empty
+        matrix, as nothing is to embed); None when one is missing."""
         import numpy
 
         assert self.embedder is not None  # (semantic is ready)
+        if not documents:
+            return numpy.zeros((0, 1), dtype=numpy.float32)
         vectors = self.store.get((d.content_hash for d in documents), self.embedder.model_id)
-        if not documents or any(d.content_hash not in vectors for d in documents):
+        if any(d.content_hash not in vectors for d in documents):
             return None
         return numpy.stack(
             [numpy.frombuffer(vectors[d.content_hash], dtype=numpy.float32) for d in documents]
@@ -337,20 +341,18 @@ class SearchEngine:
 
     def load_vectors(self) -> None:
         """Align stored vectors with the current documents (embedding any that are missing)."""
-        import numpy
-
         assert self.embedder is not None
         documents = self.documents
         self._semantic.state = "indexing" if self._semantic.state != "ready" else "ready"
         embed_missing(documents, self.embedder, self.store)
         self.embedder.documents_embedded()  # (before search turns hybrid: no query waits)
-        vectors = self.store.get((d.content_hash for d in documents), self.embedder.model_id)
-        if documents:
-            matrix = numpy.stack(
-                [numpy.frombuffer(vectors[d.content_hash], dtype=numpy.float32) for d in documents]
+        matrix = self._stored_matrix(documents)
+        if matrix is None:  # the store lost them since (`toolscript cache clear`, say)
+            raise SemanticUnavailable(
+                "the tools' vectors were not in the embedding store after they were embedded "
+                "(it was cleared or removed meanwhile); search is keyword-only: restart the "
+                "gateway to embed them again"
             )
-        else:
-            matrix = numpy.zeros((0, 1), dtype=numpy.float32)
         with self._lock:
             if documents is self.documents:
                 self._semantic = _Semantic(
