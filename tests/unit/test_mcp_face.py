@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 from mcp import types
@@ -255,3 +256,33 @@ def test_a_dotted_server_name_is_split_at_the_server_not_its_first_dot() -> None
     assert normalize_tool_name("acme.search", servers) == "acme__search"
     assert normalize_tool_name("tools.acme.docs.search", servers) == "acme.docs__search"
     assert normalize_tool_name("time.get.v2", servers) == "time__get.v2"  # a dotted tool
+
+
+def test_a_server_named_tools_keeps_its_tools_apart_from_the_scripts_namespace() -> None:
+    """With a server named ``tools``, ``tools.search`` was read as the script's namespace
+    and then server ``search`` (none: all of nothing). It is that server's tool ``search``,
+    unless a server ``search`` exists: then, as in a script, the server; the script's own
+    ``tools.tools.search`` is the tool whatever else is configured."""
+    assert normalize_tool_name("tools.search", ["tools"]) == "tools__search"
+    assert normalize_tool_name("tools.tools.search", ["tools"]) == "tools__search"
+    assert normalize_tool_name("tools.tools", ["tools"]) == "tools"
+    assert normalize_tool_name("tools", ["tools"]) == "tools"
+    both = ["tools", "search"]
+    assert normalize_tool_name("tools.search", both) == "search"
+    assert normalize_tool_name("tools.search.find", both) == "search__find"
+    assert normalize_tool_name("tools.tools.search", both) == "tools__search"
+    assert normalize_tool_name("tools.time.now", ["time"]) == "time__now"  # no server tools
+
+
+def test_get_types_on_the_command_line_reads_a_server_named_tools_the_same_way() -> None:
+    from toolscript.cli.types import _one_name
+    from toolscript.config import parse_config
+
+    def config(*servers: str) -> Any:
+        text = json.dumps({"mcpServers": {name: {"command": "x"} for name in servers}})
+        return parse_config(text, Path("project.json"), {})
+
+    # (`server not found: 'tools.plain_text' (configured: tools)` before)
+    assert _one_name(config("tools"), "tools.plain_text", None) == ("tools", "plain_text")
+    assert _one_name(config("tools"), "tools.tools.plainText", None) == ("tools", "plainText")
+    assert _one_name(config("tools", "time"), "tools.time.now", None) == ("time", "now")

@@ -41,9 +41,10 @@ def _one_name(loaded: Config, server: str, tool: str | None) -> tuple[str, str |
     names = [configured.name for configured in loaded.servers]
     if tool is not None or server in names:
         return server, tool
-    from toolscript.codegen.naming import to_camel_case
+    from toolscript.codegen.naming import to_camel_case, without_namespace
 
-    dotted = server.removeprefix("tools.")
+    spellings = {spelled for name in names for spelled in (name, to_camel_case(name))}
+    dotted = without_namespace(server, spellings)
     for name in names:
         for spelled in dict.fromkeys((name, to_camel_case(name))):
             if dotted == spelled:

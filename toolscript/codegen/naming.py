@@ -17,10 +17,17 @@ with a warning.
 from __future__ import annotations
 
 import re
-from collections.abc import Container, Iterable
+from collections.abc import Collection, Container, Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["NameMap", "assign_names", "first_free", "to_camel_case", "to_pascal_case"]
+__all__ = [
+    "NameMap",
+    "assign_names",
+    "first_free",
+    "to_camel_case",
+    "to_pascal_case",
+    "without_namespace",
+]
 
 _SEPARATORS = re.compile(r"[-_\s.:/]+")
 _INVALID = re.compile(r"[^A-Za-z0-9_]")
@@ -45,6 +52,21 @@ def to_pascal_case(name: str) -> str:
     """``my-api_server`` -> ``MyApiServer``; ``123server`` -> ``_123server``."""
     camel = to_camel_case(name)
     return camel[0].upper() + camel[1:] if camel[0] != "_" else camel
+
+
+def without_namespace(name: str, servers: Collection[str]) -> str:
+    """``name`` as a script writes it (``tools.time.now``) without the ``tools.`` in front:
+    ``time.now``. When a server is named ``tools``, ``tools.search`` is its tool ``search``
+    unless ``search`` (or what ``search.`` begins) is a server too: the script's spelling
+    wins, as ``tools.search`` is that server in a script; ``tools.tools.search`` is always
+    the tool. ``servers``: the names (and spellings) of the configured servers."""
+    rest = name.removeprefix("tools.")
+    if rest == name or name in servers:
+        return name
+    if "tools" not in servers:
+        return rest
+    names_a_server = any(rest == server or rest.startswith(server + ".") for server in servers)
+    return rest if names_a_server else name
 
 
 def first_free(base: str, taken: Container[str]) -> str:

@@ -32,6 +32,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
+from toolscript.codegen.naming import without_namespace
 from toolscript.errors import (
     ConfigError,
     ExecutionError,
@@ -304,9 +305,7 @@ def normalize_tool_name(name: str, servers: Collection[str] = ()) -> str:
     ``server__tool``; a bare server name stays as it is (all of its tools). A server
     name may hold dots (``acme.docs``): the longest of ``servers`` that ``name`` starts
     with is its server, not the text before its first dot."""
-    name = name.strip()
-    if name.startswith("tools.") and name not in servers:
-        name = name[len("tools.") :]
+    name = without_namespace(name.strip(), servers)
     if "__" in name or name in servers:
         return name
     for server in sorted(servers, key=len, reverse=True):
