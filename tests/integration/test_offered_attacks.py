@@ -8,6 +8,7 @@ connected, its tools called and search answered without waiting for it."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -150,6 +151,22 @@ def test_an_asked_template_read_needs_the_approval_of_its_expanded_uri(
     done = toolscript_cli("exec", code, cwd=notes.directory)
     assert done.returncode == 120, done.stdout + done.stderr
     assert "notes.resource:notes://asked/n%201" in done.stderr, done.stderr
+
+
+def test_an_asked_read_of_a_long_uri_names_it_cut_in_its_stop(notes: GatewayProcess) -> None:
+    """The stop of an asked resource's read named its URI whole, twice (the message and the
+    approve command): a script's URI as long as a request. It is cut as a server's names
+    are; the run is approved by its id."""
+    code = (
+        'import { resources } from "toolscript";\n'
+        'await resources.notes.template("note", { folder: "asked", name: "n".repeat(20000) });\n'
+    )
+    done = toolscript_cli("exec", code, cwd=notes.directory)
+    assert done.returncode == 120, done.stdout + done.stderr
+    assert "notes.resource:notes://asked/nnn" in done.stderr, done.stderr[:2000]
+    assert "more characters]" in done.stderr and len(done.stderr) < 4000, done.stderr[:2000]
+    assert "toolscript approve --tool" not in done.stderr
+    assert re.search(r"toolscript approve [\w-]+` \(this call\)", done.stderr), done.stderr
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,7 @@ from toolscript.codegen.offered import (
 )
 from toolscript.codegen.typescript import property_key
 from toolscript.errors import ApprovalRequiredError, NotFoundError, ToolDeniedError, UsageError
-from toolscript.gateway.runbook import Answered, approve_commands
+from toolscript.gateway.runbook import Answered, approve_commands, call_named
 from toolscript.policy import offering_name
 from toolscript.upstream.base import ListedOfferings, Offerings, ServerState
 
@@ -150,7 +150,7 @@ def _checked(gateway: Gateway, server: str, name: str) -> str:
     decision = gateway.decision(server, name)
     if decision == "deny":
         raise ToolDeniedError(
-            f"{server}.{name} is denied by the policy of server {server!r} in "
+            f"{call_named(f'{server}__{name}')} is denied by the policy of server {server!r} in "
             f"{gateway.config_file}",
             hint='scripts cannot read it; change its rule under "policy" to allow it',
         )
@@ -165,7 +165,7 @@ async def _outside_run(gateway: Gateway, server: str, name: str) -> None:
         gateway.runs.runlog.tool_approved, qualified
     ):
         raise ApprovalRequiredError(
-            f"{server}.{name} needs approval before it is read; nothing was read",
+            f"{call_named(qualified)} needs approval before it is read; nothing was read",
             hint=approve_commands(None, qualified),
             call={"tool": qualified},
         )

@@ -54,6 +54,7 @@ from toolscript.plumbing.redact import holds_secret, redact, redact_value
 from toolscript.store.approvalview import shortened_notice, shown_arguments
 from toolscript.store.runlog import RunLog, new_run_id
 from toolscript.upstream.base import CALL_PROGRESS
+from toolscript.upstream.limits import NAME_LIMIT, cut_text
 
 __all__ = [
     "DEFAULT_MAX_CALLS",
@@ -143,6 +144,14 @@ def digest(tool: str, arguments: Any) -> str:
     return hashlib.sha256(tool.encode() + b"\0" + canonical).hexdigest()[:32]
 
 
+def call_named(qualified: str) -> str:
+    """``tool_named``, as messages name a call: a resource's (``server__resource:URI``, the
+    script's to make as long as a request) cut at ``NAME_LIMIT`` characters, as a server's
+    names are (``upstream/limits.py``)."""
+    server, separator, name = qualified.partition("__")
+    return tool_named(f"{server}__{cut_text(name, NAME_LIMIT)}" if separator else qualified)
+
+
 def approve_commands(run_id: str | None, tool: str) -> str:
     """The commands that approve a call, as every refusal names them."""
     server, _, name = tool.partition("__")
@@ -151,6 +160,8 @@ def approve_commands(run_id: str | None, tool: str) -> str:
     forever = (
         f"`toolscript approve --tool {shlex.quote(f'{server}.{name}')}` (this tool, from now on)"
     )
+    if len(name) > NAME_LIMIT:  # a resource's long URI: no command to type, nor to show whole
+        forever = f'a rule under "policy" of server {server!r} that allows it (from now on)'
     if run_id is None:
         return f"approve it with {forever}"
     return (
@@ -572,7 +583,7 @@ class RunBook:
                     run,
                     TooManyCallsError(
                         f"the run made more than {run.max_calls} tool calls and was stopped "
-                        f"(at {tool_named(qualified)})",
+                        f"(at {call_named(qualified)})",
                         hint="raise --max-calls if the script really needs more",
                     ),
                 )
@@ -672,8 +683,8 @@ class RunBook:
         raise self._stop(
             run,
             ReplayDivergedError(
-                f"run {run.id} resumed {run.resumed_from}, whose log holds a call of {tool_named(expected)} "
-                f"at this point, but the script called {tool_named(qualified)} (or other arguments); "
+                f"run {run.id} resumed {run.resumed_from}, whose log holds a call of {call_named(expected)} "
+                f"at this point, but the script called {call_named(qualified)} (or other arguments); "
                 "nothing more was called",
                 hint="the script or what its tools return changed: run it again without "
                 "--resume (earlier calls will be made again)",
@@ -706,7 +717,7 @@ class RunBook:
                 return
             if answer == "no":
                 raise CallRefusedError(
-                    f"{tool_named(qualified)}: the user refused this call", hint="do not retry it"
+                    f"{call_named(qualified)}: the user refused this call", hint="do not retry it"
                 )
         view = shown_arguments(shown, MESSAGE_ARGUMENTS, one_line=True)
         arguments_text = view.text
@@ -721,7 +732,7 @@ class RunBook:
         raise self._stop(
             run,
             ApprovalRequiredError(
-                f"{tool_named(qualified)} needs approval before it runs; the call was not made and run "
+                f"{call_named(qualified)} needs approval before it runs; the call was not made and run "
                 f"{run.id} stopped. Arguments: {arguments_text}",
                 hint=hint,
                 call=call,
@@ -756,7 +767,7 @@ class RunBook:
         }
         after = f"`toolscript exec --resume {run.id}`" if run.resumable else "run the script again"
         return ApprovalRequiredError(
-            f"{tool_named(qualified)} needs approval before it runs, and its arguments ({size} bytes) are "
+            f"{call_named(qualified)} needs approval before it runs, and its arguments ({size} bytes) are "
             f"more than an approval can show whole ({APPROVAL_ARGUMENTS} bytes), so this call "
             f"cannot be approved by itself; the call was not made and run {run.id} stopped",
             hint=f"{approve_commands(None, qualified)} if every call of it may run unseen, "
