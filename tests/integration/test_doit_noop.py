@@ -4,12 +4,16 @@ server setting, a server that was down, or ``doit -a fetch`` asks the server aga
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.helpers import FIXTURE_SERVER, clean_env
+from toolscript.search.semantic import semantic_installed
 
 # Notes each start in STARTS_FILE, refuses to start while DOWN_FILE exists, else the fixture.
 WRAPPER = f"""
@@ -29,7 +33,7 @@ def project(tmp_path: Path, **env: str) -> Path:
     return tmp_path
 
 
-def write_config(tmp_path: Path, **env: str) -> None:
+def write_config(tmp_path: Path, semantic: bool = False, **env: str) -> None:
     server: dict[str, Any] = {
         "command": sys.executable,
         "args": [str(tmp_path / "wrapper.py")],
@@ -39,7 +43,7 @@ def write_config(tmp_path: Path, **env: str) -> None:
             **env,
         },
     }
-    config = {"mcpServers": {"fx": server}, "search": {"semantic": False}}
+    config = {"mcpServers": {"fx": server}, "search": {"semantic": semantic}}
     (tmp_path / ".toolscript.json").write_text(json.dumps(config))
 
 
@@ -103,3 +107,52 @@ def test_a_server_that_was_down_is_asked_again(tmp_path: Path) -> None:
     tools = json.loads((directory / ".toolscript" / "servers" / "fx.json").read_text())
     assert "plain_text" in {tool["name"] for tool in tools}
     assert starts(directory) == 2
+
+
+def damaged(path: Path, how: str) -> None:
+    if how == "deleted":
+        path.unlink()
+    elif how == "truncated":
+        with path.open("r+b") as file:
+            file.truncate(path.stat().st_size // 2)
+    else:
+        path.write_bytes(b"not a database\n")
+
+
+def rows(path: Path, table: str) -> int:
+    with sqlite3.connect(path) as db:
+        count: int = db.execute(f"select count(*) from {table}").fetchone()[0]
+    return count
+
+
+def test_a_deleted_truncated_or_foreign_catalogue_is_built_again_alone(tmp_path: Path) -> None:
+    """doit checked the catalogue by its inputs only: a truncated catalogue.db, or a file
+    that is not SQLite, stayed as it was (a missing one doit itself builds again)."""
+    directory = project(tmp_path)
+    doit(directory)
+    catalogue = directory / ".toolscript" / "catalogue.db"
+    tools = rows(catalogue, "tools")
+    for how in ("deleted", "truncated", "foreign"):
+        damaged(catalogue, how)
+        assert ran(doit(directory)) == ["catalogue"], how
+        assert rows(catalogue, "tools") == tools, how
+    assert ran(doit(directory)) == []
+    assert starts(directory) == 1
+
+
+def test_a_truncated_or_foreign_search_index_is_built_again(tmp_path: Path) -> None:
+    if not semantic_installed():
+        pytest.skip("the search index needs the semantic extra")
+    directory = tmp_path
+    (directory / "wrapper.py").write_text(WRAPPER)
+    write_config(directory, semantic=True)
+    (directory / "dodo.py").write_text("from toolscript.pipeline.dodo import *  # noqa: F403\n")
+    doit(directory)
+    embeddings = directory / ".toolscript" / "embeddings.db"
+    vectors = rows(embeddings, "embeddings")
+    assert vectors > 0
+    for how in ("truncated", "foreign"):
+        damaged(embeddings, how)
+        assert ran(doit(directory)) == ["index"], how
+        assert rows(embeddings, "embeddings") == vectors, how
+    assert ran(doit(directory)) == []

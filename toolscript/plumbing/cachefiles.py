@@ -30,6 +30,7 @@ __all__ = [
     "drop_unless_regular",
     "is_damage",
     "load_sqlite_utils",
+    "looks_whole",
     "set_aside",
 ]
 
@@ -52,6 +53,35 @@ def damage_of(path: Path) -> str | None:
     if verdict and verdict[0] == "ok":
         return None
     return str(verdict[0]) if verdict else "no answer to an integrity check"
+
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def looks_whole(path: Path) -> bool:
+    """Whether ``path`` is a SQLite database at least as long as its header says: a look at
+    its first 100 bytes, no SQLite (doit asks it of its artifacts on every run, so a
+    truncated one or one that is not SQLite is built again). False when it is missing,
+    empty or no regular file; damage within its pages is ``damage_of``'s to find."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False
+    try:
+        status = os.fstat(descriptor)
+        header = os.read(descriptor, 100) if stat.S_ISREG(status.st_mode) else b""
+    except OSError:
+        return False
+    finally:
+        os.close(descriptor)
+    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
+        return False
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    # the page count holds where the change counter is the one it was written with
+    counted = pages > 0 and header[24:28] == header[92:96]
+    return status.st_size >= (pages * page_size if counted else page_size)
 
 
 def is_damage(exc: sqlite3.Error) -> bool:

@@ -567,11 +567,16 @@ class EmbeddingStore:
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self._memory: dict[tuple[str, str], bytes] = {}
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
+        self.remake()
+
+    def remake(self) -> None:
+        """Its database as it should be: made where it is missing, made anew where it is
+        damaged (truncated, not SQLite), its migrations applied."""
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             from toolscript.plumbing.cachefiles import discard_if_damaged
 
-            discard_if_damaged(path)
+            discard_if_damaged(self.path)
             with self._connect() as db:
                 migrate(db)
 

@@ -6,6 +6,7 @@ Rewritten whole on each run: it is small and derived.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from doit.tools import config_changed
 
 from toolscript.pipeline.artifacts import content_hash
 from toolscript.pipeline.tasks.settings import TaskSettings, read_json
+from toolscript.plumbing.cachefiles import discard_if_damaged, looks_whole
 
 __all__ = ["CatalogueTask"]
 
@@ -53,7 +55,10 @@ class CatalogueTask:
             "file_dep": [layout.server_tools(s.name) for s in servers]
             + [layout.server_names(s.name) for s in servers],
             "targets": [layout.catalogue],
-            "uptodate": [config_changed({"servers": [s.summary() for s in servers]})],
+            "uptodate": [
+                config_changed({"servers": [s.summary() for s in servers]}),
+                functools.partial(looks_whole, layout.catalogue),  # not truncated, SQLite
+            ],
             "clean": True,
             "verbosity": 0,
         }
@@ -107,6 +112,7 @@ class CatalogueTask:
         load_sqlite_utils()
         import sqlite_utils
 
+        discard_if_damaged(self.settings.layout.catalogue)  # (truncated, or not SQLite)
         server_rows = self.server_rows()
         tool_rows = self.tool_rows()
         first_tool = next(tool_rows, None)

@@ -6,6 +6,7 @@ Without the semantic extra it writes an empty database and says why, once.
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from doit.tools import config_changed
 from toolscript.config import ServerConfig
 from toolscript.pipeline.artifacts import CacheLayout
 from toolscript.pipeline.tasks.settings import TaskSettings, read_json
+from toolscript.plumbing.cachefiles import looks_whole
 from toolscript.search.semantic import DEFAULT_MODEL, NEEDS_EXTRA, semantic_installed
 
 if TYPE_CHECKING:  # the search stack is imported when the index is built, never to plan
@@ -84,7 +86,8 @@ class IndexTask:
                         # Installing the extra later makes the index due.
                         "semantic": indexing is not None or semantic_installed(),
                     }
-                )
+                ),
+                functools.partial(looks_whole, layout.embeddings),  # not truncated, SQLite
             ],
             "clean": True,
             "verbosity": 1,  # its warnings (a model that fell back, no extra) reach the terminal
@@ -102,6 +105,8 @@ class IndexTask:
         chosen = self.indexing or SearchIndexing(
             Embedder(self.model), EmbeddingStore(layout.embeddings)
         )
+        if self.indexing is not None and not looks_whole(layout.embeddings):
+            self.indexing.store.remake()  # the gateway's: truncated, not SQLite or gone
         documents = chosen.documents
         if documents is None:
             documents = load_documents(layout, self.settings.servers)
