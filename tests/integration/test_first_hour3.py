@@ -10,6 +10,7 @@ Each test asserts what the user is told, as the CLI shows it, with real processe
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -132,19 +133,19 @@ OLDER_GATEWAY = (
 )
 
 
-def test_a_gateway_started_before_an_upgrade_is_said_to_run_the_older_code(
-    tmp_path: Path,
-) -> None:
-    """After `pip install -U toolscript` a gateway started before goes on running the code it
-    loaded, beside a CLI of the new one: `gateway status` said nothing of it. It now names
-    both and says how to restart it."""
-    home = tmp_path / "home"
-    (tmp_path / ".toolscript.json").write_text(
+@contextlib.contextmanager
+def older_gateway(
+    project: Path, home: Path, flag: str
+) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """A gateway of the toolscript installed before an upgrade (``OLDER_GATEWAY``) for the
+    fixture server in ``project``, started with ``flag``: the process and its URL; stopped
+    after, unless it was."""
+    (project / ".toolscript.json").write_text(
         json.dumps({"mcpServers": {"fx": fixture_server()}, "search": {"semantic": False}})
     )
     gateway = subprocess.Popen(
-        [sys.executable, "-c", OLDER_GATEWAY, "gateway", "start", "--no-warm-checker"],
-        cwd=tmp_path,
+        [sys.executable, "-c", OLDER_GATEWAY, "gateway", "start", flag],
+        cwd=project,
         env=clean_env(TOOLSCRIPT_HOME=str(home)),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -153,7 +154,27 @@ def test_a_gateway_started_before_an_upgrade_is_said_to_run_the_older_code(
     )
     try:
         assert gateway.stdout is not None
-        assert gateway.stdout.readline().startswith("http://127.0.0.1:")
+        url = gateway.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), url
+        yield gateway, url
+    finally:
+        if gateway.poll() is None:
+            gateway.terminate()
+            try:
+                gateway.wait(30)
+            except subprocess.TimeoutExpired:
+                gateway.kill()
+                gateway.wait()
+
+
+def test_a_gateway_started_before_an_upgrade_is_said_to_run_the_older_code(
+    tmp_path: Path,
+) -> None:
+    """After `pip install -U toolscript` a gateway started before goes on running the code it
+    loaded, beside a CLI of the new one: `gateway status` said nothing of it. It now names
+    both and says how to restart it."""
+    home = tmp_path / "home"
+    with older_gateway(tmp_path, home, "--no-warm-checker") as (gateway, _):
         status = run(tmp_path, "gateway", "status", home=home)
         assert status.returncode == 0, status.stderr
         assert "warning: this gateway runs toolscript 0.0.1 (code " in status.stdout
@@ -165,10 +186,6 @@ def test_a_gateway_started_before_an_upgrade_is_said_to_run_the_older_code(
         stopped = run(tmp_path, "gateway", "stop", home=home)
         assert stopped.returncode == 0, stopped.stderr
         assert gateway.wait(30) is not None
-    finally:
-        if gateway.poll() is None:
-            gateway.kill()
-            gateway.wait()
 
 
 # -- runs wait in a script ------------------------------------------------------------
@@ -347,22 +364,8 @@ def test_a_sessions_gateway_started_before_an_upgrade_is_said_to_be_older(
     """A Claude Code session's gateway, started before the upgrade, is listed by `gateway
     status` in a terminal with what to do: restart the session."""
     home = tmp_path / "home"
-    (tmp_path / ".toolscript.json").write_text(
-        json.dumps({"mcpServers": {"fx": fixture_server()}, "search": {"semantic": False}})
-    )
-    gateway = subprocess.Popen(  # as the plugin starts one: private, no state file
-        [sys.executable, "-c", OLDER_GATEWAY, "gateway", "start", "--no-state"],
-        cwd=tmp_path,
-        env=clean_env(TOOLSCRIPT_HOME=str(home)),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert gateway.stdout is not None
-        url = gateway.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:")
+    # as the plugin starts one: private, no state file
+    with older_gateway(tmp_path, home, "--no-state") as (gateway, url):
         sessions = home / "sessions"  # the files the SessionStart hook keeps
         sessions.mkdir(parents=True)
         (sessions / "old-session.pid").write_text(str(gateway.pid))
@@ -371,9 +374,6 @@ def test_a_sessions_gateway_started_before_an_upgrade_is_said_to_be_older(
         assert status.returncode == 1
         assert f"pid {gateway.pid} at " in status.stderr
         assert "(it runs the toolscript installed before; restart the session" in status.stderr
-    finally:
-        gateway.terminate()
-        gateway.wait(30)
 
 
 def test_a_resource_or_prompt_the_server_does_not_have_says_where_to_look(
