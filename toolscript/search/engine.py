@@ -347,7 +347,7 @@ class SearchEngine:
         embed_missing(documents, self.embedder, self.store)
         self.embedder.documents_embedded()  # (before search turns hybrid: no query waits)
         matrix = self._stored_matrix(documents)
-        if matrix is None:  # the store lost them since (`toolscript cache clear`, say)
+        if matrix is None:  # the store lost them since (`doit clean`, a damaged file remade)
             raise SemanticUnavailable(
                 "the tools' vectors were not in the embedding store after they were embedded "
                 "(it was cleared or removed meanwhile); search is keyword-only: restart the "
