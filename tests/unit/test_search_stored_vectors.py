@@ -10,47 +10,28 @@ from typing import Any
 
 import pytest
 
+from tests.unit.test_search_tool_changes import WordModel, tool
 from toolscript.config import SearchConfig
 from toolscript.errors import SemanticUnavailable
 from toolscript.search.engine import SearchEngine
 from toolscript.search.semantic import EmbeddingStore
-from toolscript.search.text import document_for
 
 numpy = pytest.importorskip("numpy")
 
 
-class Model:
-    """An embedding model as a SearchEngine is offered one; ``then`` runs once the tools
-    are embedded (where another process may clear the store)."""
-
-    model_id = "hand-made"
-    warning = None
-    query_precision = "float32"
-    query_runtime = "torch"
-    computed = 0
-    loaded = True
+class Model(WordModel):
+    """``WordModel``, and ``then`` run once the tools are embedded (where another process
+    may clear the store)."""
 
     def __init__(self, then: Any = None) -> None:
         self.then = then
-
-    def load(self) -> None:
-        pass
 
     def documents_embedded(self) -> None:
         if self.then is not None:
             self.then()
 
-    def embed(self, texts: list[str]) -> Any:
-        return numpy.array([[1.0, float(n)] for n in range(len(texts))], dtype=numpy.float32)
 
-    def embed_queries(self, texts: list[str]) -> Any:
-        return numpy.array([[1.0, 0.0]] * len(texts), dtype=numpy.float32)
-
-
-TOOLS = [
-    document_for("clock", "", {"name": name, "description": f"{name} things"})
-    for name in ("get_time", "convert_time")
-]
+TOOLS = [tool("alpha"), tool("beta")]
 
 
 def test_vectors_the_store_lost_after_embedding_make_search_unavailable_with_why(
@@ -84,6 +65,6 @@ def test_stored_vectors_are_read_in_the_tools_order_and_new_tools_embedded() -> 
     engine.set_documents(TOOLS[::-1])  # one new tool: embedded, then the matrix in order
     matrix = engine._semantic.matrix
     stored = store.get([d.content_hash for d in TOOLS[::-1]], "hand-made")
-    assert matrix.shape == (2, 2)
+    assert matrix.shape == (2, 3)
     for row, document in zip(matrix, TOOLS[::-1], strict=True):
         assert row.tobytes() == stored[document.content_hash]

@@ -583,14 +583,8 @@ class _SpillingPump(_Pump):
     def _lose(self, exc: OSError) -> None:
         """The output cannot be kept: what is in the file is not all of it, so it goes."""
         self.unkept = exc
-        if self.file is not None:
-            with contextlib.suppress(OSError):
-                self.file.close()
-            self.file = None
-        with contextlib.suppress(OSError):
-            self.spill.unlink()
-        with contextlib.suppress(OSError):
-            self.spill.parent.rmdir()
+        _give_up(self.file, self.spill)
+        self.file = None
 
     def whereabouts(self) -> str:
         """Where the whole output is, or why it is nowhere."""
@@ -607,6 +601,18 @@ class _SpillingPump(_Pump):
             error = storage_error(self.unkept, self.spill.parent)
             why, hint = error.message, error.hint or ""
         return f"the whole output could not be kept: {why} ({hint}); filter inside the script"
+
+
+def _give_up(file: IO[bytes] | None, spill: Path) -> None:
+    """A file of output that cannot be kept whole: closed and removed (its run's folder
+    too, when nothing else is in it)."""
+    if file is not None:
+        with contextlib.suppress(OSError):
+            file.close()
+    with contextlib.suppress(OSError):
+        spill.unlink()
+    with contextlib.suppress(OSError):
+        spill.parent.rmdir()
 
 
 class _ErrorsPump(_Pump):
@@ -687,12 +693,8 @@ class _ErrorsPump(_Pump):
 
     def _lose(self, exc: OSError) -> None:
         self.unkept = exc
-        if self.file is not None:
-            with contextlib.suppress(OSError):
-                self.file.close()
-            self.file = None
-        with contextlib.suppress(OSError):
-            self.spill.unlink()
+        _give_up(self.file, self.spill)
+        self.file = None
 
     def _end(self) -> None:
         if self.file is not None:
