@@ -282,6 +282,12 @@ class LocalToolServer:
             await self._load(text)
         except Exception as exc:
             problem = self._redact(f"{type(exc).__name__}: {exc}")
+            if self.state == ServerState.FAILED:
+                # No previous version serves: the file's error is this edit's, not the
+                # first load's (whose line may be gone).
+                self.error = problem
+                log.warning("%s: %s", self.name, problem)
+                return
             self.warnings = [f"the edit of {self.path.name} was not loaded: {problem}"]
             log.warning("%s: %s; the previous version still serves", self.name, self.warnings[0])
             return

@@ -1,0 +1,109 @@
+"""A new user's first hour, fourth pass: the angles the earlier ones (test_first_hour.py,
+test_first_hour2.py, test_first_hour3.py, test_agent_first_hour.py) did not take. A Python
+tool file written by hand and fixed while the gateway runs, and a tool the user's policy
+denies, asked for by name.
+
+Each test asserts what the user is told, as the CLI shows it, with a real gateway process.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import GatewayProcess, toolscript_cli, wait_until
+
+TOOLS = '''
+"""Sums."""
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+def wipe(target: str) -> str:
+    """Erase a target."""
+    return target
+'''
+
+SYNTAX_ERROR = "def f(x: int) -> int\n    return x\n"
+
+
+def run(project: Path, *args: str) -> Any:
+    return toolscript_cli(*args, cwd=project, env={"TOOLSCRIPT_HOME": str(project / "home")})
+
+
+def listed(project: Path) -> dict[str, dict[str, Any]]:
+    servers = json.loads(run(project, "list-servers", "--json").stdout)
+    return {server["name"]: server for server in servers}
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    project = tmp_path_factory.mktemp("first-hour4")
+    (project / "tools").mkdir()
+    (project / "tools" / "sums.py").write_text(TOOLS)
+    (project / "tools" / "draft.py").write_text(SYNTAX_ERROR)
+    config = {
+        "localTools": {"dir": "tools", "files": {"sums": {"policy": {"wipe": "deny"}}}},
+        "search": {"semantic": False},
+    }
+    gateway = GatewayProcess(
+        config, project, "--no-warm-checker", env={"TOOLSCRIPT_HOME": str(project / "home")}
+    )
+    try:
+        wait_until(
+            lambda: listed(project),
+            lambda servers: (
+                len(servers) == 2
+                and all(s["state"] in ("connected", "failed") for s in servers.values())
+            ),
+            60,
+            "both tool files tried",
+        )
+        yield project
+    finally:
+        gateway.stop()
+
+
+def test_a_failed_tool_file_edited_to_another_error_shows_the_new_one(project: Path) -> None:
+    # The row kept the first load's "SyntaxError ... line 1" and a warning said the edit was
+    # not loaded and "the previous version still serves": no version ever served, and the
+    # user fixing line 1 was sent back to a line that no longer had the error.
+    assert listed(project)["draft"]["error"].startswith("SyntaxError")
+    (project / "tools" / "draft.py").write_text(
+        "import a_module_nobody_installed\n\n\ndef f(x: int) -> int:\n    return x\n"
+    )
+    draft = wait_until(
+        lambda: listed(project)["draft"],
+        lambda server: "a_module_nobody_installed" in (server["error"] or ""),
+        30,
+        "the edit's error shown",
+    )
+    assert draft["state"] == "failed"
+    status = run(project, "gateway", "status").stdout
+    assert "SyntaxError" not in status
+    assert "was not loaded" not in status and "previous version" not in status
+    (project / "tools" / "draft.py").write_text("def f(x: int) -> int:\n    return x\n")
+    draft = wait_until(
+        lambda: listed(project)["draft"],
+        lambda server: server["state"] == "connected",
+        30,
+        "the fixed file loaded",
+    )
+    assert draft["error"] is None
+
+
+def test_get_types_of_a_denied_tool_says_the_policy_denies_it(project: Path) -> None:
+    # It said "tool not found: sums.wipe" and sent the user to list-tools, which does not
+    # show it either: the policy that left it out was not named.
+    asked = run(project, "get-types", "sums", "wipe")
+    assert asked.returncode != 0
+    assert "sums.wipe is denied by the policy of server 'sums'" in asked.stderr
+    assert ".toolscript.json" in asked.stderr
+    assert "not found" not in asked.stderr
