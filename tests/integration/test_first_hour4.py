@@ -1,7 +1,8 @@
 """A new user's first hour, fourth pass: the angles the earlier ones (test_first_hour.py,
 test_first_hour2.py, test_first_hour3.py, test_agent_first_hour.py) did not take. A Python
-tool file written by hand and fixed while the gateway runs, and a tool the user's policy
-denies, asked for by name.
+tool file written by hand and fixed while the gateway runs; a tool the user's policy
+denies, asked for by name; the MCP face called with wrong argument names, as the official MCP
+Inspector's CLI calls it.
 
 Each test asserts what the user is told, as the CLI shows it, with a real gateway process.
 """
@@ -9,13 +10,15 @@ Each test asserts what the user is told, as the CLI shows it, with a real gatewa
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import GatewayProcess, toolscript_cli, wait_until
+from tests.helpers import NODE_BIN, GatewayProcess, clean_env, toolscript_cli, wait_until
 
 TOOLS = '''
 """Sums."""
@@ -107,3 +110,39 @@ def test_get_types_of_a_denied_tool_says_the_policy_denies_it(project: Path) -> 
     assert "sums.wipe is denied by the policy of server 'sums'" in asked.stderr
     assert ".toolscript.json" in asked.stderr
     assert "not found" not in asked.stderr
+
+
+def face_call(project: Path, tool: str, *arguments: str) -> dict[str, Any]:
+    """tools/call of `toolscript mcp` through the MCP Inspector's CLI (it starts the face over
+    stdio; the face uses the project's running gateway)."""
+    ran = subprocess.run(
+        [
+            *(str(NODE_BIN / "mcp-inspector"), "--cli", sys.executable, "-m", "toolscript"),
+            *("mcp", "--method", "tools/call", "--tool-name", tool, "--tool-arg", *arguments),
+        ],
+        cwd=project,
+        env=clean_env(
+            TOOLSCRIPT_CONFIG=str(project / ".toolscript.json"),
+            TOOLSCRIPT_HOME=str(project / "home"),
+            TOOLSCRIPT_LOG_LEVEL="WARNING",
+        ),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert ran.returncode == 0, ran.stderr
+    result: dict[str, Any] = json.loads(ran.stdout)
+    return result
+
+
+def test_the_face_names_an_argument_it_does_not_take_and_those_it_does(project: Path) -> None:
+    # It answered only 'missing required property "code"': the model that wrote "script"
+    # was not told that "script" is no argument, nor which names are.
+    wrong = face_call(project, "execute", "script=return 1")
+    assert wrong["isError"] is True
+    said = wrong["content"][0]["text"]
+    assert 'missing required property "code"' in said
+    assert 'unknown property "script" (allowed: code, timeout)' in said
+    denied = face_call(project, "get_types", 'tools=["sums.wipe"]')
+    assert denied["isError"] is True
+    assert "sums.wipe is denied by the policy" in denied["content"][0]["text"]
