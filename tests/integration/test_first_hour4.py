@@ -34,6 +34,20 @@ def wipe(target: str) -> str:
     return target
 '''
 
+LABELS = '''
+def label(text: str) -> str:
+    """A label for a text."""
+    return text.title()
+'''
+
+LABELLED = """import { tools } from "toolscript";
+
+/** Labels a text. */
+export default async function labelled(input: { text: string }) {
+  return await tools.labels.label({ text: input.text });
+}
+"""
+
 SYNTAX_ERROR = "def f(x: int) -> int\n    return x\n"
 
 
@@ -52,6 +66,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     (project / "tools").mkdir()
     (project / "tools" / "sums.py").write_text(TOOLS)
     (project / "tools" / "draft.py").write_text(SYNTAX_ERROR)
+    (project / "tools" / "labels.py").write_text(LABELS)
     config = {
         "localTools": {"dir": "tools", "files": {"sums": {"policy": {"wipe": "deny"}}}},
         "search": {"semantic": False},
@@ -63,11 +78,11 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         wait_until(
             lambda: listed(project),
             lambda servers: (
-                len(servers) == 2
+                len(servers) == 3
                 and all(s["state"] in ("connected", "failed") for s in servers.values())
             ),
             60,
-            "both tool files tried",
+            "every tool file tried",
         )
         yield project
     finally:
@@ -146,3 +161,22 @@ def test_the_face_names_an_argument_it_does_not_take_and_those_it_does(project: 
     denied = face_call(project, "get_types", 'tools=["sums.wipe"]')
     assert denied["isError"] is True
     assert "sums.wipe is denied by the policy" in denied["content"][0]["text"]
+
+
+def test_a_saved_script_whose_tool_was_renamed_lists_the_tools_there_are(project: Path) -> None:
+    # It said "Property 'label' does not exist on type 'LabelsTools'." and no more: a run of
+    # exec lists the members of the type, the saved script's error did not.
+    (project / "labelled.ts").write_text(LABELLED)
+    saved = run(project, "save", "labelled", "labelled.ts")
+    assert saved.returncode == 0, saved.stderr
+    (project / "tools" / "labels.py").write_text(LABELS.replace("def label(", "def make_label("))
+    scripts = wait_until(
+        lambda: json.loads(run(project, "list-scripts", "--json").stdout)["scripts"],
+        lambda scripts: scripts[0]["status"] == "broken",
+        30,
+        "the script broken by the rename",
+    )
+    assert "Property 'label' does not exist on type 'LabelsTools'" in str(scripts[0])
+    ran = run(project, "run", "labelled", "--input", '{"text": "a"}')
+    assert ran.returncode == 1
+    assert "on type 'LabelsTools' (members: makeLabel)" in ran.stderr

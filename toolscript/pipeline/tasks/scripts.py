@@ -30,6 +30,7 @@ from typing import Any
 
 from doit.tools import config_changed
 
+from toolscript.codegen.module import with_members
 from toolscript.pipeline.artifacts import read_artifact, write_if_changed
 from toolscript.pipeline.tasks.packages import read_packages
 from toolscript.pipeline.tasks.settings import TaskSettings, target_digests, targets_as_built
@@ -266,7 +267,10 @@ def _check_round(
         if name is None:
             unplaced.append(f"{message} ({where})")
             continue
-        errors.setdefault(name, []).append(_readable(message, where))
+        said = errors.setdefault(name, [])
+        if len(said) < MAX_ERRORS:  # the members of a type it names (a pass over the module)
+            message = with_members(message, module_text)
+        said.append(_readable(message, where))
     if unplaced and not errors:
         # Nothing says which script: every script of the round is held out (each one
         # left in would fail every run's type check).
