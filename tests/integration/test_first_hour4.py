@@ -2,7 +2,8 @@
 test_first_hour2.py, test_first_hour3.py, test_agent_first_hour.py) did not take. A Python
 tool file written by hand and fixed while the gateway runs; a tool the user's policy
 denies, asked for by name; the MCP face called with wrong argument names, as the official MCP
-Inspector's CLI calls it.
+Inspector's CLI calls it; a saved script whose tool was renamed; standalone `doit` with a
+server it cannot reach.
 
 Each test asserts what the user is told, as the CLI shows it, with a real gateway process.
 """
@@ -180,3 +181,32 @@ def test_a_saved_script_whose_tool_was_renamed_lists_the_tools_there_are(project
     ran = run(project, "run", "labelled", "--input", '{"text": "a"}')
     assert ran.returncode == 1
     assert "on type 'LabelsTools' (members: makeLabel)" in ran.stderr
+
+
+def test_standalone_doit_says_which_server_it_could_not_reach_and_why(tmp_path: Path) -> None:
+    # doit ran every task, exit 0, and said nothing: its warning was written inside a task,
+    # whose output doit keeps unless the task fails, so the server's missing types were a
+    # surprise for the next script.
+    failing = "import sys; sys.stderr.write('no account configured\\n'); sys.exit(3)"
+    config = {
+        "mcpServers": {"broken": {"command": sys.executable, "args": ["-c", failing]}},
+        "localTools": {"dir": "tools"},
+    }
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "labels.py").write_text(LABELS)
+    (tmp_path / ".toolscript.json").write_text(json.dumps(config))
+    (tmp_path / "dodo.py").write_text("from toolscript.pipeline.dodo import *  # noqa: F403\n")
+    built = subprocess.run(
+        [sys.executable, "-m", "doit"],
+        cwd=tmp_path,
+        env=clean_env(TOOLSCRIPT_HOME=str(tmp_path / "home")),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert built.returncode == 0, built.stderr
+    warning = next(line for line in built.stderr.splitlines() if "broken" in line)
+    assert warning.startswith("toolscript: warning: broken: not reachable (")
+    assert "no account configured" in warning
+    assert "labels" not in built.stderr
+    assert "label(params" in (tmp_path / ".toolscript" / "tools.ts").read_text()
