@@ -210,3 +210,35 @@ def test_standalone_doit_says_which_server_it_could_not_reach_and_why(tmp_path: 
     assert "no account configured" in warning
     assert "labels" not in built.stderr
     assert "label(params" in (tmp_path / ".toolscript" / "tools.ts").read_text()
+
+
+def test_doit_after_a_server_was_removed_leaves_none_of_its_files(tmp_path: Path) -> None:
+    # Its tool list, names and types stayed in .toolscript/ (servers/, names/, types/,
+    # offered/), read as current by whoever opened them; `doit clean` did not name them.
+    config: dict[str, Any] = {
+        "mcpServers": {"Old Server": {"command": sys.executable, "args": ["-c", "pass"]}},
+        "localTools": {"dir": "tools"},
+    }
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "labels.py").write_text(LABELS)
+    (tmp_path / "dodo.py").write_text("from toolscript.pipeline.dodo import *  # noqa: F403\n")
+    cache = tmp_path / ".toolscript"
+
+    def build() -> None:
+        (tmp_path / ".toolscript.json").write_text(json.dumps(config))
+        built = subprocess.run(
+            [sys.executable, "-m", "doit"],
+            cwd=tmp_path,
+            env=clean_env(TOOLSCRIPT_HOME=str(tmp_path / "home")),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert built.returncode == 0, built.stderr
+
+    build()
+    assert any(path.name.startswith("old_server") for path in cache.glob("*/*"))
+    del config["mcpServers"]["Old Server"]
+    build()
+    assert not [path for path in cache.glob("*/*") if path.name.startswith("old_server")]
+    assert {path.name for path in (cache / "types").iterdir()} == {"labels.ts", "labels.json"}
