@@ -1,7 +1,7 @@
 """A new user's first hour, fourth pass: the angles the earlier ones (test_first_hour.py,
 test_first_hour2.py, test_first_hour3.py, test_agent_first_hour.py) did not take. A Python
 tool file written by hand and fixed while the gateway runs; a tool the user's policy
-denies, asked for by name; the MCP face called with wrong argument names, as the official MCP
+denies, asked for by name; a policy rule naming a tool the server does not have; the MCP face called with wrong argument names, as the official MCP
 Inspector's CLI calls it; a saved script whose tool was renamed; standalone `doit` with a
 server it cannot reach.
 
@@ -19,7 +19,14 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import NODE_BIN, GatewayProcess, clean_env, toolscript_cli, wait_until
+from tests.helpers import (
+    NODE_BIN,
+    GatewayProcess,
+    clean_env,
+    fixture_server,
+    toolscript_cli,
+    wait_until,
+)
 
 TOOLS = '''
 """Sums."""
@@ -69,7 +76,11 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     (project / "tools" / "draft.py").write_text(SYNTAX_ERROR)
     (project / "tools" / "labels.py").write_text(LABELS)
     config = {
-        "localTools": {"dir": "tools", "files": {"sums": {"policy": {"wipe": "deny"}}}},
+        "mcpServers": {"fx": fixture_server(policy={"fial": "deny", "plain_*": "ask"})},
+        "localTools": {
+            "dir": "tools",
+            "files": {"sums": {"policy": {"wipe": "deny", "ad": "ask", "delete_*": "deny"}}},
+        },
         "search": {"semantic": False},
     }
     gateway = GatewayProcess(
@@ -79,7 +90,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         wait_until(
             lambda: listed(project),
             lambda servers: (
-                len(servers) == 3
+                len(servers) == 4
                 and all(s["state"] in ("connected", "failed") for s in servers.values())
             ),
             60,
@@ -242,3 +253,20 @@ def test_doit_after_a_server_was_removed_leaves_none_of_its_files(tmp_path: Path
     build()
     assert not [path for path in cache.glob("*/*") if path.name.startswith("old_server")]
     assert {path.name for path in (cache / "types").iterdir()} == {"labels.ts", "labels.json"}
+
+
+def test_a_policy_rule_naming_no_tool_is_a_warning_with_the_name_it_may_mean(
+    project: Path,
+) -> None:
+    # "fial": "deny" was taken without a word, and fx.fail stayed callable: the user who
+    # meant to deny it (or to be asked first) had no way to see the rule matched nothing.
+    status = run(project, "gateway", "status").stdout
+    assert (
+        'warning: fx: policy rule "fial" names none of its' in status
+        and '(did you mean "fail"?)' in status
+    )
+    assert 'warning: sums: policy rule "ad" names none of its 2 tools (did you mean "add"?)' in (
+        status
+    )
+    # patterns may guard tools to come, and rules that name a tool are quiet
+    assert "plain_*" not in status and "delete_*" not in status and '"wipe"' not in status

@@ -47,6 +47,7 @@ from toolscript.plumbing.processes import (
     untether,
 )
 from toolscript.plumbing.redact import redact
+from toolscript.policy import unmatched_rules
 from toolscript.upstream.base import ServerState, ToolHost, ToolsChanged
 
 __all__ = ["GatewayView", "LocalToolServer", "module_docstring", "parse_script_metadata"]
@@ -234,6 +235,7 @@ class LocalToolServer:
         else:
             described, functions = await self._describe_internal(notes)
         tools = {tool["name"]: tool for tool in described if self.config.allows_tool(tool["name"])}
+        notes.extend(unmatched_rules(self.config.policy, [tool["name"] for tool in described]))
         # No await from here on: a call sees the old code with the old tools, or the new with
         # the new.
         self.metadata, self._functions, self.tools = metadata, functions, tools
