@@ -33,7 +33,12 @@ TOOLS = '''
 
 
 def add(a: int, b: int) -> int:
-    """Add two numbers."""
+    """Add two numbers.
+
+    Args:
+        a: The first number.
+        b: The number added to it.
+    """
     return a + b
 
 
@@ -270,3 +275,15 @@ def test_a_policy_rule_naming_no_tool_is_a_warning_with_the_name_it_may_mean(
     )
     # patterns may guard tools to come, and rules that name a tool are quiet
     assert "plain_*" not in status and "delete_*" not in status and '"wipe"' not in status
+
+
+def test_a_tool_files_args_section_describes_its_parameters_in_the_types(
+    project: Path,
+) -> None:
+    # The Args section stayed in the tool's description, and each parameter was documented
+    # only by pydantic's title of its own name ("/** A */ a: number;").
+    types = run(project, "get-types", "sums", "add")
+    assert types.returncode == 0, types.stderr
+    assert "/** The first number. */\n  a: number;" in types.stdout
+    assert "/** The number added to it. */\n  b: number;" in types.stdout
+    assert "/** Add two numbers. */" in types.stdout and "Args:" not in types.stdout
