@@ -30,7 +30,6 @@ from typing import Any
 
 from doit.tools import config_changed
 
-from toolscript.codegen.module import with_members
 from toolscript.pipeline.artifacts import read_artifact, write_if_changed
 from toolscript.pipeline.tasks.packages import read_packages
 from toolscript.pipeline.tasks.settings import TaskSettings, target_digests, targets_as_built
@@ -202,6 +201,7 @@ def _check_round(
 ) -> dict[str, list[str]]:
     """One ``deno check`` of ``scripts`` with the module that offers them all: the errors
     of each script that has any."""
+    from toolscript.codegen.module import with_members
     from toolscript.plumbing.checkoptions import check_imports, shared_check_config, uses_node
     from toolscript.plumbing.denobinary import deno_binary, deno_environment
 
