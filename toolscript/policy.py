@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "offering_name",
     "resource_spellings",
     "timeout_for",
+    "unmatched_rules",
 ]
 
 Decision = Literal["allow", "ask", "deny"]
@@ -159,6 +160,31 @@ def offering_name(kind: str, name: str) -> str:
 
 def is_offering(name: str) -> bool:
     return name.partition(":")[0] in OFFERING_KINDS and ":" in name
+
+
+_WILDCARDS = re.compile(r"[*?\[]")
+
+
+def unmatched_rules(rules: Mapping[str, Any], tools: Iterable[str]) -> list[str]:
+    """What to say of each rule of ``rules`` (a server's ``policy``) that names a tool
+    exactly but none of ``tools`` (all it lists, those a rule denies included): a misspelt
+    name leaves the tool it meant to the default decision, an allowed call where a person
+    was to say yes. The closest tool name is suggested. A pattern (``delete_*``) may guard
+    tools to come, and resource and prompt rules name no tool: neither is said."""
+    import difflib
+
+    names = list(tools)
+    said: list[str] = []
+    for pattern in rules:
+        if is_offering(pattern) or _WILDCARDS.search(pattern) or pattern in names:
+            continue
+        close = difflib.get_close_matches(pattern, names, n=1, cutoff=0.6)
+        meant = f' (did you mean "{close[0]}"?)' if close else ""
+        said.append(
+            f'policy rule "{pattern}" names none of its {len(names)} tools{meant}; '
+            "the tool it was meant for gets the default decision"
+        )
+    return said
 
 
 def timeout_for(timeouts: Mapping[str, float], tool: str, default: float) -> float:

@@ -536,6 +536,34 @@ def scripts_section(module: str, scripts: list[tuple[str, str, str]]) -> str:
     return "\n" + "\n".join(lines) + "\n"
 
 
+MAX_MEMBERS_SHOWN = 30  # members of a type listed in a type error; the rest counted
+MAX_MEMBER_SHOWN = 80  # characters of a member's name listed (a server names them)
+# A type error naming one of the module's object types: "'tz' does not exist in type
+# 'TimeGetCurrentTimeParams'", "Property 'time' does not exist on type '...Result'".
+NAMED_TYPE = re.compile(r"(?:does not exist (?:in|on)|but required in) type '([A-Za-z_$][\w$]*)'")
+
+
+def members_listed(members: list[str]) -> str:
+    """`` (members: a, b, 3 more)``, said after a type error's type: a name too long cut."""
+    shown = ", ".join(
+        member if len(member) <= MAX_MEMBER_SHOWN else member[: MAX_MEMBER_SHOWN - 1] + "…"
+        for member in members[:MAX_MEMBERS_SHOWN]
+    )
+    more = len(members) - MAX_MEMBERS_SHOWN
+    return f" (members: {shown}{f', {more} more' if more > 0 else ''})"
+
+
+def with_members(message: str, module: str) -> str:
+    """``message`` (a type error) with the members of each type of ``module`` it names as
+    missing a property listed after it."""
+
+    def listed(found: re.Match[str]) -> str:
+        members = declared_members(module, found[1])
+        return found[0] + members_listed(members) if members else found[0]
+
+    return NAMED_TYPE.sub(listed, message)
+
+
 # A member of a declared object type or interface, as the generator writes them: its
 # indent, its key (a name, or a JSON string), "?" when optional, then ":" or a method's "(".
 _MEMBER = re.compile(r'( +)([A-Za-z_$][\w$]*|"(?:[^"\\]|\\.)*")(\??)[:(]')

@@ -73,7 +73,8 @@ class TypeContext:
             body = render_schema(target, self, 0)
         finally:
             self.direct = outer
-        self.declarations.append(f"{jsdoc(target)}export type {name} = {body};")
+        named = pointer.rsplit("/", 1)[-1]
+        self.declarations.append(f"{jsdoc(target, named=named)}export type {name} = {body};")
         return name
 
 
@@ -134,13 +135,28 @@ def comment_text(text: str) -> str:
     return text.replace("*/", "*\\/")
 
 
-def jsdoc(schema: Any, indent: str = "", notes: list[str] | None = None) -> str:
+def _spelled(text: str) -> str:
+    return re.sub(r"[\s_\-]+", "", text).casefold()
+
+
+def jsdoc(
+    schema: Any, indent: str = "", notes: list[str] | None = None, named: str | None = None
+) -> str:
     """A JSDoc block (then ``indent``) from description, format, default, examples,
-    deprecated, then ``notes``."""
+    deprecated, then ``notes``. Without a description the title stands in, unless it only
+    spells ``named`` again (the property or definition it documents): pydantic titles every
+    field so (``is_dst`` -> ``Is Dst``, a model by its class name), which told a reader
+    nothing and cost a line a member."""
     if not isinstance(schema, dict):
         schema = {}
     lines: list[str] = []
-    description = schema.get("description") or schema.get("title")
+    description = schema.get("description")
+    if not (isinstance(description, str) and description.strip()):
+        title = schema.get("title")
+        redundant = (
+            isinstance(title, str) and named is not None and _spelled(title) == _spelled(named)
+        )
+        description = None if redundant else title
     if isinstance(description, str) and description.strip():
         lines.extend(description.strip().splitlines())
     if isinstance(schema.get("format"), str):
@@ -329,7 +345,7 @@ def _object(schema: dict[str, Any], context: TypeContext, depth: int) -> str:
         optional = name not in required_set
         rendered = member_type(name, render_schema(subschema, context, depth + 1), optional)
         lines.append(
-            f"{jsdoc(subschema, indent, member_notes(name))}{property_key(name)}"
+            f"{jsdoc(subschema, indent, member_notes(name), name)}{property_key(name)}"
             f"{'?' if optional else ''}: {rendered};"
         )
     for name in sorted(required_set - set(properties)):

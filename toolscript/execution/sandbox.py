@@ -806,9 +806,6 @@ _CHECK_ADVICE = re.compile(
 )
 
 
-# A type error naming one of the module's object types: "'tz' does not exist in type
-# 'TimeGetCurrentTimeParams'", "Property 'time' does not exist on type '...Result'".
-_NAMED_TYPE = re.compile(r"(?:does not exist (?:in|on)|but required in) type '([A-Za-z_$][\w$]*)'")
 # A type error on a result of a tool that declares no result type (the runtime's ToolResult,
 # as TypeScript spells it out), and what to do about it.
 _TOOL_RESULT = re.compile(
@@ -818,8 +815,6 @@ UNTYPED_RESULT = (
     " (a ToolResult: the tool declares no result type. Return its result once to see it, and"
     " later scripts get the type learned from it; or narrow it: `as { ... }`)"
 )
-MAX_MEMBERS_SHOWN = 30  # members of a type listed in a type error; the rest counted
-MAX_MEMBER_SHOWN = 80  # characters of a member's name listed (a server names them)
 # Types a run's errors look up in the module (each a pass over it, megabytes at 1,600 tools):
 # a check reports a few; a script printing diagnostic-like lines gets no more than these.
 MAX_TYPES_LOOKED_UP = 16
@@ -897,18 +892,15 @@ class _ErrorRewriter:
             return text[:end] + UNTYPED_RESULT + text[end:]
         if self.module_path is None:
             return text
-        return _NAMED_TYPE.sub(self.listed, text)
+        from toolscript.codegen.module import NAMED_TYPE
+
+        return NAMED_TYPE.sub(self.listed, text)
 
     def listed(self, found: re.Match[str]) -> str:
+        from toolscript.codegen.module import members_listed
+
         members = self.members_of(found[1])
-        if not members:
-            return found[0]
-        shown = ", ".join(
-            member if len(member) <= MAX_MEMBER_SHOWN else member[: MAX_MEMBER_SHOWN - 1] + "…"
-            for member in members[:MAX_MEMBERS_SHOWN]
-        )
-        more = len(members) - MAX_MEMBERS_SHOWN
-        return f"{found[0]} (members: {shown}{f', {more} more' if more > 0 else ''})"
+        return found[0] + members_listed(members) if members else found[0]
 
     def members_of(self, name: str) -> list[str] | None:
         if name in self.members or len(self.members) >= MAX_TYPES_LOOKED_UP:

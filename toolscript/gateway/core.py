@@ -1113,13 +1113,18 @@ class Gateway:
             return upstream, found
         if upstream.state != ServerState.CONNECTED and not upstream.tools:
             raise self._unavailable(upstream)
+        self._unless_denied(upstream, tool)
+        raise _tool_not_found(upstream, tool, {name: name for name in upstream.tools})
+
+    def _unless_denied(self, upstream: Upstream, tool: str) -> None:
+        """Raise that ``tool`` is denied when the server's policy denies it (it is absent
+        from the tools, the types and search: "not found" would send the user looking)."""
         if upstream.config.denies(tool):
             raise ToolDeniedError(
-                f"{server}.{tool} is denied by the policy of server {server!r} in "
-                f"{self.config_file}",
+                f"{upstream.name}.{tool} is denied by the policy of server {upstream.name!r} "
+                f"in {self.config_file}",
                 hint='scripts cannot call it; change its rule under "policy" to allow it',
             )
-        raise _tool_not_found(upstream, tool, {name: name for name in upstream.tools})
 
     def fragments(self, server: str | None = None, tool: str | None = None) -> list[ToolFragment]:
         """Generated fragments, optionally of one server and one tool (original or camelCase)."""
@@ -1135,6 +1140,7 @@ class Gateway:
             return selected
         matching = [f for f in selected if tool in (f.tool, f.function)]
         if not matching:
+            self._unless_denied(upstream, tool)
             spellings = {f.function: f.tool for f in selected} | {f.tool: f.tool for f in selected}
             raise _tool_not_found(upstream, tool, spellings)
         return matching

@@ -65,6 +65,29 @@ def _validator(name: str) -> Any:
     return jsonschema.Draft202012Validator(_TOOLS[name]["inputSchema"])
 
 
+def _argument_problem(name: str, arguments: dict[str, Any]) -> str | None:
+    """What is wrong with the arguments of a call of the face's tool ``name`` (None: nothing),
+    at the first place with a problem. A property missing there is said with the unknown
+    ones given instead: ``{"script": ...}`` for ``{"code": ...}`` is told both, and the
+    names it may use, where "missing code" alone left the model guessing."""
+    from toolscript.gateway.core import plain_message
+
+    errors = list(_validator(name).iter_errors(arguments))
+    if not errors:
+        return None
+    place = errors[0].absolute_path
+    rules = ("required", "additionalProperties")
+    said = [plain_message(errors[0])]
+    if errors[0].validator in rules:
+        said += [
+            plain_message(error)
+            for error in errors[1:]
+            if error.absolute_path == place and error.validator in rules
+        ]
+    where = "/".join(str(part) for part in place) or "arguments"
+    return f"invalid {where}: {'; '.join(dict.fromkeys(said))}"
+
+
 def _approver(context: Any) -> Approver | None:
     """How a run of this request asks the user to approve a call: MCP elicitation when the
     client supports it (None otherwise: the run stops and says how to approve)."""
@@ -281,12 +304,9 @@ def build_server(backend: Backend, *, config_broken: bool = False) -> Server[Any
             return _result(
                 Answer(f"unknown tool {name!r}; tools: {', '.join(_TOOLS)}", is_error=True)
             )
-        problem = next(iter(_validator(name).iter_errors(arguments)), None)
+        problem = _argument_problem(name, arguments)
         if problem is not None:
-            from toolscript.gateway.core import plain_message
-
-            where = "/".join(str(part) for part in problem.absolute_path) or "arguments"
-            return _result(Answer(f"invalid {where}: {plain_message(problem)}", is_error=True))
+            return _result(Answer(problem, is_error=True))
         try:
             return _result(await _dispatch(backend, name, arguments, context))
         except ToolscriptError as error:

@@ -118,6 +118,9 @@ def read_offered(layout: CacheLayout, server: str) -> dict[str, list[dict[str, A
 SLUG_CHARACTERS = 100
 
 
+_SLUG = re.compile(r"[a-z0-9_-]+")  # what file_slug makes of a server name
+
+
 def file_slug(name: str) -> str:
     """A file name for a server name (which may hold any character but ``/``, and be of any
     length), distinct from every other server's also where file names ignore case (macOS,
@@ -215,6 +218,25 @@ class CacheLayout:
             drop_unless_regular(artifact)
         for database in (self.dep_file, self.catalogue, self.embeddings):
             drop_links(database)
+
+    def drop_other_servers(self, servers: list[str]) -> None:
+        """Remove the per-server artifacts (``servers/``, ``offered/``, ``names/``,
+        ``types/``) of servers that are not ``servers``: a server taken out of the config
+        left its tool list and its types there, read as current by whoever opened them, and
+        no task (``doit clean`` included) names them any more."""
+        kept = {file_slug(server) for server in servers}
+        for directory in ("servers", "offered", "names", "types"):
+            with contextlib.suppress(OSError):  # missing: made by its task
+                for entry in list(os.scandir(self.root / directory)):
+                    slug, dot, suffix = entry.name.rpartition(".")
+                    if (
+                        dot
+                        and suffix in ("json", "ts")
+                        and slug not in kept
+                        and _SLUG.fullmatch(slug)
+                        and entry.is_file(follow_symlinks=False)
+                    ):
+                        Path(entry.path).unlink(missing_ok=True)
 
     def discard_derived(self) -> None:
         """Remove everything the artifact tasks make (embeddings stay: they are costly and

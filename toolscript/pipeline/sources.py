@@ -5,7 +5,7 @@ gateway builds)."""
 from __future__ import annotations
 
 import json
-import logging
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -13,6 +13,7 @@ from typing import Any
 from toolscript.codegen.shapes import INFERRED_KEY, answer_types, sample_label, to_schema
 from toolscript.config import Config
 from toolscript.plumbing.paths import project_state_dir
+from toolscript.store.outputs import visible_controls
 
 __all__ = [
     "RESULT_SHAPES_FILE",
@@ -22,7 +23,6 @@ __all__ = [
     "stored_result_types",
 ]
 
-log = logging.getLogger("toolscript.pipeline")
 
 RESULT_SHAPES_FILE = "result-shapes.json"  # in the project's state dir (gateway/inferred.py)
 
@@ -85,6 +85,24 @@ class SnapshotSource:
         return self._inferred.get(server, {})
 
 
+def unreachable_warning(name: str, error: str) -> str:
+    """What standalone ``doit`` says of a server it could not reach: why, and what its
+    types are meanwhile."""
+    return (
+        f"toolscript: warning: {name}: not reachable ({visible_controls(error[:500])}); its "
+        "types are those of the last build that reached it (none: no tools); fix its entry "
+        "and run doit again\n"
+    )
+
+
+def _say(text: str) -> None:
+    """A warning on the real stderr: doit captures a task's own output and shows it only
+    when the task fails, and an unreachable server fails no task."""
+    stream = sys.__stderr__ or sys.stderr
+    stream.write(text)
+    stream.flush()
+
+
 class ConnectingSource:
     """Connects to every server once, on first use, for standalone ``doit``; the result types
     are those the project's gateways learned (none when the config turns learning off)."""
@@ -103,14 +121,17 @@ class ConnectingSource:
 
             from toolscript.upstream.connect import fetch_lists_once
 
+            errors: dict[str, str] = {}
             self._listed = anyio.run(
                 lambda: fetch_lists_once(
-                    list(self._config.enabled_servers), connect_timeout=self._connect_timeout
+                    list(self._config.enabled_servers),
+                    connect_timeout=self._connect_timeout,
+                    errors=errors,
                 )
             )
             for name, (tools, _) in self._listed.items():
                 if tools is None:
-                    log.warning("%s: not reachable; keeping its previous artifacts", name)
+                    _say(unreachable_warning(name, errors.get(name, "")))
         return self._listed.get(server, (None, None))
 
     def tools(self, server: str) -> list[dict[str, Any]] | None:

@@ -56,11 +56,14 @@ Listed = tuple[list[dict[str, Any]] | None, dict[str, list[dict[str, Any]]] | No
 
 
 async def fetch_lists_once(
-    servers: list[ServerConfig], *, connect_timeout: float = 30.0
+    servers: list[ServerConfig],
+    *,
+    connect_timeout: float = 30.0,
+    errors: dict[str, str] | None = None,
 ) -> dict[str, Listed]:
     """Connect every server concurrently, take its tools and what else it offers (prompts,
-    resource templates: ``ListedOfferings.offered``), disconnect (None: it failed; a tool
-    file offers tools only)."""
+    resource templates: ``ListedOfferings.offered``), disconnect (None: it failed, and
+    ``errors`` gets why, secrets redacted; a tool file offers tools only)."""
     upstreams = [upstream_for(server, None, connect_timeout=connect_timeout) for server in servers]
     async with anyio.create_task_group() as tasks:
         for upstream in upstreams:
@@ -73,6 +76,8 @@ async def fetch_lists_once(
         for upstream in upstreams:
             if upstream.state != ServerState.CONNECTED:
                 found[upstream.name] = (None, None)
+                if errors is not None:
+                    errors[upstream.name] = str(upstream.status().get("error") or upstream.state)
                 continue
             offered = upstream.offered if isinstance(upstream, ListedOfferings) else {}
             found[upstream.name] = (list(upstream.tools.values()), dict(offered))

@@ -47,6 +47,7 @@ from toolscript.plumbing.processes import (
     untether,
 )
 from toolscript.plumbing.redact import redact
+from toolscript.policy import unmatched_rules
 from toolscript.upstream.base import ServerState, ToolHost, ToolsChanged
 
 __all__ = ["GatewayView", "LocalToolServer", "module_docstring", "parse_script_metadata"]
@@ -234,6 +235,7 @@ class LocalToolServer:
         else:
             described, functions = await self._describe_internal(notes)
         tools = {tool["name"]: tool for tool in described if self.config.allows_tool(tool["name"])}
+        notes.extend(unmatched_rules(self.config.policy, [tool["name"] for tool in described]))
         # No await from here on: a call sees the old code with the old tools, or the new with
         # the new.
         self.metadata, self._functions, self.tools = metadata, functions, tools
@@ -282,6 +284,12 @@ class LocalToolServer:
             await self._load(text)
         except Exception as exc:
             problem = self._redact(f"{type(exc).__name__}: {exc}")
+            if self.state == ServerState.FAILED:
+                # No previous version serves: the file's error is this edit's, not the
+                # first load's (whose line may be gone).
+                self.error = problem
+                log.warning("%s: %s", self.name, problem)
+                return
             self.warnings = [f"the edit of {self.path.name} was not loaded: {problem}"]
             log.warning("%s: %s; the previous version still serves", self.name, self.warnings[0])
             return

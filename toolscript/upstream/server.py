@@ -32,6 +32,7 @@ from toolscript.errors import (
 )
 from toolscript.plumbing.processes import ProgramNotRunnable, pid_exists
 from toolscript.plumbing.redact import redact
+from toolscript.policy import unmatched_rules
 from toolscript.upstream.base import (
     CALL_PROGRESS,
     Elicit,
@@ -148,6 +149,7 @@ class UpstreamServer:
         self._stderr: IO[str] | None = None
         self.warnings: list[str] = []  # what this server sent that bends the spec, each once
         self._warned: set[str] = set()
+        self._tools_seen: set[str] = set()  # every tool name of the listing, filtered or not
         # characters each listing under way kept and entries it held, its pages together
         # (upstream.limits)
         self._listing_spent: dict[str, tuple[int, int]] = {}
@@ -382,6 +384,7 @@ class UpstreamServer:
         tools: dict[str, dict[str, Any]] = {}
         cursor: str | None = None
         self._listing_spent["tools/list"] = (0, 0)
+        self._tools_seen = set()
         for _ in range(MAX_PAGES):
             params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
             result = await session.list_tools(params=params)
@@ -392,8 +395,14 @@ class UpstreamServer:
                     )
             cursor = result.next_cursor
             if not cursor:
+                for said in unmatched_rules(self.config.policy, sorted(self._tools_seen)):
+                    self._warn(said)
                 return tools
         raise _endless("tools/list")
+
+    def _wanted_tool(self, name: str) -> bool:
+        self._tools_seen.add(name)
+        return self.config.allows_tool(name)
 
     async def _list_offered(self, session: ClientSession) -> dict[str, list[dict[str, Any]]]:
         """Its prompts and resource templates; a kind whose capability the server does not
@@ -580,7 +589,7 @@ class UpstreamServer:
             method,
             result,
             *self._listing_spent.get(method, (0, 0)),
-            wanted=self.config.allows_tool if method == "tools/list" else None,
+            wanted=self._wanted_tool if method == "tools/list" else None,
         )
         self._listing_spent[method] = (cuts.spent, cuts.listed)
         for kind, warning in cuts.warnings().items():

@@ -213,14 +213,54 @@ def describe_module(module: ModuleType, notes: list[str] | None = None) -> list[
     return tools
 
 
+# A docstring's section of parameters (Google style) and its entries: "name: text" or
+# "name (type): text", the text going on over the lines indented further.
+_ARGS_HEADER = re.compile(r"^(Args|Arguments|Parameters):\s*$")
+_ARG_ENTRY = re.compile(r"^(\s+)\*{0,2}([A-Za-z_]\w*)(?:\s*\([^)]*\))?\s*:\s*(.*)$")
+
+
+def docstring_arguments(doc: str) -> tuple[str, dict[str, str]]:
+    """``doc`` without its ``Args:`` section, and that section's text for each parameter
+    (a Google-style docstring: the parameters described where a Python writer describes
+    them, as the input schema's descriptions the types show for each member)."""
+    lines = doc.splitlines()
+    start = next((i for i, line in enumerate(lines) if _ARGS_HEADER.match(line)), None)
+    if start is None:
+        return doc, {}
+    described: dict[str, str] = {}
+    current: str | None = None
+    indent = ""
+    end = start + 1
+    while end < len(lines):
+        line = lines[end]
+        if line.strip() and not line[0].isspace():
+            break  # the next section ("Returns:") or prose
+        entry = _ARG_ENTRY.match(line)
+        if entry and (current is None or len(entry[1]) <= len(indent)):
+            indent, current = entry[1], entry[2]
+            described[current] = entry[3].strip()
+        elif current is not None and line.strip():
+            described[current] = f"{described[current]} {line.strip()}".strip()
+        end += 1
+    kept = lines[:start] + lines[end:]
+    while kept and not kept[-1].strip():
+        kept.pop()
+    return "\n".join(kept), {name: text for name, text in described.items() if text}
+
+
 def _describe_function(name: str, function: Callable[..., Any]) -> dict[str, Any]:
     schema = _arguments_model(function).model_json_schema()
     schema.pop("title", None)
     schema.setdefault("properties", {})
+    description, arguments = docstring_arguments(inspect.getdoc(function) or "")
+    for argument, text in arguments.items():
+        member = schema["properties"].get(argument)
+        if isinstance(member, dict) and not member.get("description"):
+            member["description"] = text
     output = _output_schema(function)
     tool: dict[str, Any] = {
         "name": name,
-        "description": inspect.getdoc(function) or "",
+        "description": description,
         "inputSchema": schema,
     }
     if output is not None:

@@ -50,6 +50,7 @@ class NamesTask:
         from toolscript.codegen.module import type_names
 
         layout = self.settings.layout
+        layout.drop_other_servers(self.settings.server_names)
         namespaces = assign_names(self.settings.server_names, what="server")
         warnings = list(namespaces.warnings)
         whole: dict[str, Any] = {}

@@ -201,6 +201,7 @@ def _check_round(
 ) -> dict[str, list[str]]:
     """One ``deno check`` of ``scripts`` with the module that offers them all: the errors
     of each script that has any."""
+    from toolscript.codegen.module import with_members
     from toolscript.plumbing.checkoptions import check_imports, shared_check_config, uses_node
     from toolscript.plumbing.denobinary import deno_binary, deno_environment
 
@@ -266,7 +267,10 @@ def _check_round(
         if name is None:
             unplaced.append(f"{message} ({where})")
             continue
-        errors.setdefault(name, []).append(_readable(message, where))
+        said = errors.setdefault(name, [])
+        if len(said) < MAX_ERRORS:  # the members of a type it names (a pass over the module)
+            message = with_members(message, module_text)
+        said.append(_readable(message, where))
     if unplaced and not errors:
         # Nothing says which script: every script of the round is held out (each one
         # left in would fail every run's type check).
