@@ -530,12 +530,15 @@ class DiscoveryController(Controller):
     def types(
         self,
         gateway: NamedDependency[Gateway],
+        request: Request[Any, Any, Any],
         server: FromQuery[str | None] = None,
         tool: FromQuery[str | None] = None,
         names: FromQuery[str | None] = None,
+        agent: FromQuery[bool] = False,
     ) -> dict[str, Any]:
         """Declarations and usage examples for get-types (``names``: server__tool or a whole
-        server, comma-separated)."""
+        server, comma-separated). A recent call shown to the agent (its URL, or ``agent``:
+        the MCP face asking for it) is one its own runs made: a person's are theirs."""
         whole: list[str] = []  # servers asked for entirely: their prompts and templates too
         if names:
             asked = [qualified.strip() for qualified in names.split(",") if qualified.strip()]
@@ -560,9 +563,10 @@ class DiscoveryController(Controller):
             for name in dict.fromkeys(whole)
             if name in namespaces and gateway.artifacts.offered.get(name)
         }
-        recent = [gateway.recent.of(fragment.qualified) for fragment in fragments]
+        for_agent = agent or _by_agent(request)
+        recent = [gateway.recent.of(f.qualified, agents=for_agent) for f in fragments]
         notes = {
-            fragment.qualified: recent_call_comment(fragment, *call)
+            fragment.qualified: recent_call_comment(fragment, call.arguments, call.result, call.cut)
             for fragment, call in zip(fragments, recent, strict=True)
             if call is not None
         }

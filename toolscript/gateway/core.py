@@ -1200,8 +1200,12 @@ class Gateway:
             )
         return await self.make_call(qualified, arguments)
 
-    async def make_call(self, qualified: str, arguments: Any) -> tuple[str, Any]:
-        """Validate and forward one call; ``(shape, value)`` per the result contract."""
+    async def make_call(
+        self, qualified: str, arguments: Any, *, agents: bool = False
+    ) -> tuple[str, Any]:
+        """Validate and forward one call; ``(shape, value)`` per the result contract.
+        ``agents``: a run of the agent's makes it (``Run.agents``), whose example the agent
+        may be shown (``RecentCalls``)."""
         server, tool_name = split_tool_name(qualified)
         upstream, tool = self.tool(server, tool_name)
         self.validate(server, tool, arguments)
@@ -1215,7 +1219,7 @@ class Gateway:
             ) from None
         if self.shapes.enabled and self.shapes.observe(qualified, tool, shape, value):
             self._types_learned = True  # built within a second, with whatever else is learned
-        self.recent.note(qualified, arguments, value)
+        self.recent.note(qualified, arguments, value, agents=agents)
         return shape, value
 
     async def elicit(self, server: str, message: str, schema: Any) -> dict[str, Any]:

@@ -211,6 +211,13 @@ class Run:
     unlogged: int = 0  # calls made past RUN_LOG_BYTES: counted, not itemized
 
     @property
+    def agents(self) -> bool:
+        """Whether the agent wrote it and reads what it answers: registered through the
+        agent's URL, or run by the MCP face (the agent's own client). A person's runs (an
+        exec of theirs, a background run they started) are not shown to the agent."""
+        return self.by_agent or self.origin == "mcp"
+
+    @property
     def status(self) -> str:
         if self.died:
             return "died"

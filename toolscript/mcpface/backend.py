@@ -665,7 +665,8 @@ class Backend:
             servers = [server["name"] for server in await self._get("/servers")]
         typed = {normalize_tool_name(name, servers): name.strip() for name in names if name.strip()}
         try:
-            answer = await self._get("/types", {"names": ",".join(typed)})
+            # as the agent's URL would answer: the recent calls of the agent's runs alone
+            answer = await self._get("/types", {"names": ",".join(typed), "agent": "true"})
         except GatewayResponseError as error:
             raise in_their_words(error, typed) from None
         text = answer["declarations"]
