@@ -9,7 +9,6 @@ is also listed in ``guard.AGENT_ROUTES``.
 from __future__ import annotations
 
 import functools
-import hashlib
 from typing import Any
 
 import anyio.to_thread
@@ -274,21 +273,24 @@ class RuntimeController(Controller):
 
     path = "/runtime"
 
-    @get("/tools.ts", sync_to_thread=False)
-    def runtime_module(
+    @get("/tools.ts")
+    async def runtime_module(
         self,
         gateway: NamedDependency[Gateway],
         request: Request[Any, Any, Any],
         server: FromQuery[str | None] = None,
         tool: FromQuery[str | None] = None,
     ) -> Response[bytes]:
-        """The generated TypeScript client; ``?server=`` and ``&tool=`` narrow it."""
+        """The generated TypeScript client; ``?server=`` and ``&tool=`` narrow it (rendered
+        once per module, in a worker thread: ``gateway/narrowed.py``)."""
         if server is None and tool is None:
             content = gateway.artifacts.module
             etag = gateway.artifacts.module_hash
         else:
-            content = render_module(gateway.fragments(server, tool)).encode()
-            etag = hashlib.sha256(content).hexdigest()[:16]
+            render = functools.partial(_render_narrowed, gateway, server, tool)
+            content, etag = await anyio.to_thread.run_sync(
+                gateway.narrowed.get, gateway.artifacts.module_hash, server, tool, render
+            )
         quoted = f'"{etag}"'
         if request.headers.get("if-none-match") == quoted:
             return Response(content=b"", status_code=304, headers={"ETag": quoted})
@@ -376,6 +378,10 @@ class OfferingsController(Controller):
             gateway, server, data.name, data.arguments, _run_of(request), size
         )
         return _answer(await unless_disconnected(got, request.receive))
+
+
+def _render_narrowed(gateway: Gateway, server: str | None, tool: str | None) -> bytes:
+    return render_module(gateway.fragments(server, tool)).encode()
 
 
 def _run_of(request: Request[Any, Any, Any]) -> str | None:

@@ -46,6 +46,7 @@ from toolscript.gateway.arguments import ArgumentCheck
 from toolscript.gateway.background import BackgroundRuns
 from toolscript.gateway.checker import WarmChecker
 from toolscript.gateway.inferred import ResultShapes
+from toolscript.gateway.narrowed import NarrowedModules
 from toolscript.gateway.recentcalls import RecentCalls
 from toolscript.gateway.results import tool_result
 from toolscript.gateway.runbook import Run, RunBook, approve_commands
@@ -372,6 +373,7 @@ class Gateway:
         self._types_learned = False  # an inferred result type changed since the last build
         state_dir = project_state_dir(config.project_dir)
         self.shapes = ResultShapes(state_dir, enabled=infer_results and config.infer_results)
+        self.narrowed = NarrowedModules()  # GET /runtime/tools.ts?server=, kept per module
         self.recent = RecentCalls(
             state_dir,
             lambda: self.config.secrets,
