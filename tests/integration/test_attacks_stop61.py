@@ -5,11 +5,16 @@
   the MCP face's ``get_types`` showed the one a person's own ``exec`` had just made (a
   mail read, a secret fetched), where the agent's URL reads none of a person's runs. The
   agent is shown only the calls its own runs made now (its URL's, the MCP face's); the
-  person still sees every one."""
+  person still sees every one.
+- A script's bodies sent a byte at a time held their connections for as long as it ran:
+  300 of them took the gateway's 256 places, and every other call, a person's too, was
+  refused. A request must arrive whole within ``REQUEST_TIMEOUT`` now, and past the
+  places a new connection takes the one of the oldest request still arriving."""
 
 from __future__ import annotations
 
 import secrets
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,7 +22,8 @@ import anyio
 import httpx
 import pytest
 
-from tests.helpers import GatewayProcess, face_parameters, fixture_server
+from tests.helpers import GatewayProcess, face_parameters, fixture_server, wait_until
+from toolscript.gateway.connections import MAX_CONNECTIONS
 from toolscript.gateway.guard import agent_url
 
 
@@ -87,3 +93,62 @@ def test_a_persons_calls_are_no_example_the_agent_is_shown(gateway: GatewayProce
     _call_in_a_run(gateway.url, "mcp", "fx__plain_text", {"text": faces})
     assert faces in _face_types(gateway, "fx__plain_text")
     assert faces in _types(gateway.url, "fx__plain_text")["recent"][0]["result"]
+
+
+def _trickling(gateway: GatewayProcess, count: int) -> list[socket.socket]:
+    """``count`` connections of a run, each a tool call whose body has begun and goes on
+    a byte at a time (``_trickle``)."""
+    registered = httpx.post(f"{gateway.url}/runs", json={"pid": 1}, timeout=30).json()
+    address = gateway.url.split("/")[2]
+    host, port = address.rsplit(":", 1)
+    head = (
+        f"POST /{registered['token']}/tools/fx__plain_text HTTP/1.1\r\nHost: {address}\r\n"
+        "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"
+    )
+    connections = []
+    for _ in range(count):
+        connection = socket.create_connection((host, int(port)))
+        connection.sendall(head.encode())
+        connections.append(connection)
+    return connections
+
+
+def _trickle(connections: list[socket.socket]) -> int:
+    """One more byte of each body; how many connections the gateway has closed."""
+    closed = 0
+    for connection in connections:
+        try:
+            connection.sendall(b" ")
+            connection.setblocking(False)
+            try:
+                closed += connection.recv(1) == b""
+            except BlockingIOError:
+                pass
+            finally:
+                connection.setblocking(True)
+        except OSError:
+            closed += 1
+    return closed
+
+
+def test_bodies_sent_a_byte_at_a_time_hold_no_place_of_other_calls(
+    gateway: GatewayProcess,
+) -> None:
+    """Before: with them open, a person's call was refused (the server disconnected), and
+    they stayed open as long as bytes came."""
+    connections = _trickling(gateway, MAX_CONNECTIONS + 44)
+    try:
+        _trickle(connections)
+        persons = httpx.post(f"{gateway.url}/tools/fx__plain_text", json={}, timeout=30)
+        assert persons.status_code == 200, persons.text
+        wait_until(
+            lambda: _trickle(connections),
+            lambda closed: closed == len(connections),
+            60,
+            "the gateway closing connections whose request never arrives whole",
+            log=lambda: gateway.log,
+        )
+        assert "did not arrive whole" in gateway.log
+    finally:
+        for connection in connections:
+            connection.close()
