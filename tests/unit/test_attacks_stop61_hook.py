@@ -49,7 +49,11 @@ def test_the_question_shows_the_call_the_run_stopped_at(repo: Path) -> None:
     (repo / ".toolscript.json").write_text("{}")
     arguments = {"command": "rm -rf ~\x1b[2K", "note": "the agent said: reads the README"}
     run_id = _stopped_run(repo, arguments)
-    for command in (f"toolscript approve {run_id}", f"toolscript approve {run_id[:17]} --json"):
+    for command in (
+        f"toolscript approve {run_id}",
+        f"toolscript approve {run_id[:17]} --json",
+        f"toolscript runs show {run_id} && toolscript approve {run_id}",
+    ):
         reason = _reason(command, repo)
         assert f"Run {run_id} stopped at shell.run with " in reason, reason
         assert '"command":"rm -rf ~\\u001b[2K"' in reason and "\x1b" not in reason, reason

@@ -813,19 +813,26 @@ STOPPED_CALL_SHOWN = 600  # characters of the arguments the question shows (comp
 
 
 def _approved_by(command: str, cwd: str | None) -> str:
-    """The call ``toolscript approve RUN_ID`` would approve, as the project's run log has
-    it, for the person's question: the agent's words about a run (or a server's text it
+    """The calls ``toolscript approve RUN_ID`` would approve, as the project's run log has
+    them, for the person's question: the agent's words about a run (or a server's text it
     relays) are no guide to what its call does. "" when the command names no such run."""
     words = _expanded(_words(command))
-    try:
-        start = next(
-            i
-            for i, w in enumerate(words)
-            if Path(w).name.lower() in ("toolscript", "toolscript.exe")
-        )
-    except StopIteration:
-        return ""
-    rest, config, run_id = iter(words[start + 1 :]), None, None
+    shown = []
+    for start, word in enumerate(words):
+        if Path(word).name.lower() in ("toolscript", "toolscript.exe"):
+            run_id, config = _approve_arguments(words[start + 1 :])
+            if run_id is not None:
+                try:
+                    shown.append(_stopped_call(run_id, config, Path(cwd) if cwd else None))
+                except Exception:  # a question without the call is still asked
+                    continue
+    return "".join(shown)
+
+
+def _approve_arguments(words: list[str]) -> tuple[str | None, str | None]:
+    """``(RUN_ID, --config)`` of ``approve RUN_ID`` words (after ``toolscript``); no RUN_ID
+    for another subcommand or ``--tool`` (the tool is named in the command itself)."""
+    rest, config = iter(words), None
     seen_approve = False
     for word in rest:
         if word in _APPROVE_VALUED:
@@ -833,23 +840,18 @@ def _approved_by(command: str, cwd: str | None) -> str:
         elif word.startswith("--config="):
             config = word.partition("=")[2]
         elif word == "--tool" or word.startswith("--tool="):
-            return ""  # the tool is named in the command itself
+            return None, None
         elif word.startswith("-"):
             continue
         elif not seen_approve:
             if word != "approve":
-                return ""
+                return None, None
             seen_approve = True
+        elif word in (";", "&&", "||", "|", "&"):
+            return None, None
         else:
-            run_id = word
-            break
-    if run_id is None:
-        return ""
-    try:
-        call = _stopped_call(run_id, config, Path(cwd) if cwd else None)
-    except Exception:  # a question without the call is still asked: never fail the hook
-        return ""
-    return call
+            return word, config
+    return None, None
 
 
 def _stopped_call(run_id: str, config: str | None, cwd: Path | None) -> str:
