@@ -6,6 +6,7 @@ for each question it dropped."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -85,3 +86,29 @@ def test_questions_within_the_bound_are_each_asked(tmp_path: Path, held: int) ->
         return answers
 
     assert anyio.run(scenario) == [{"action": "decline"}] * (held + 1)
+
+
+def test_the_question_asked_is_withdrawn_when_the_call_ends(tmp_path: Path) -> None:
+    runs = RunBook(RunLog(tmp_path / "runs.sqlite"), lambda: (), lambda qualified: "allow")
+
+    async def scenario() -> tuple[Any, Any]:
+        run = await runs.register(interactive=True, script="code")
+        asked: list[Any] = []
+
+        async def asks_then_answers(tool: str, arguments: dict[str, Any]) -> tuple[str, Any]:
+            async def ask() -> None:
+                asked.append(await runs.elicit(run, "fl", "still there?", SCHEMA))
+
+            task = asyncio.get_running_loop().create_task(ask())
+            while run.prompt is None:
+                await anyio.sleep(0)
+            asked.append(task)
+            return "json", {}  # the call ends, its question unanswered
+
+        await runs.call(run, "fl__hi", {}, 2, asks_then_answers)
+        with anyio.fail_after(60):  # (before: asked on until PROMPT_LIMIT, 600 s)
+            await asked[0]
+        return asked[1], run.prompt
+
+    answer, prompt = anyio.run(scenario)
+    assert answer == {"action": "cancel"} and prompt is None

@@ -607,6 +607,8 @@ class RunBook:
                 shape, value = await make(qualified, arguments)
             finally:
                 run.calling[server] -= 1
+                if not run.calling[server]:
+                    self._withdraw_question(run, server)
                 run.seen = time.monotonic()  # silence counts from its last call's end
                 CALL_PROGRESS.reset(reporting)
             body = msgspec.json.encode(value)
@@ -792,6 +794,19 @@ class RunBook:
         finally:
             if run.prompt is prompt:  # unless its answer cleared it already
                 self._clear_prompt(run)
+
+    def _withdraw_question(self, run: Run, server: str) -> None:
+        """The question ``server`` is asking, once its calls of ``run`` ended: cancelled (it
+        is about a call no longer under way; the person is not asked on)."""
+        prompt = run.prompt
+        if (
+            prompt is not None
+            and prompt.call.get("kind") == ELICITATION
+            and prompt.call.get("tool") == server
+            and not prompt.answer.done()
+        ):
+            prompt.answer.set_result({"action": "cancel"})
+            self._clear_prompt(run)
 
     def _clear_prompt(self, run: Run) -> None:
         run.prompt = None
