@@ -101,6 +101,9 @@ class ServerConfig:
     target: str = ""
     # the file that defines it: .toolscript.json, or another client's config it imports
     source: Path | None = None
+    # each ${VAR} its entry names, with where (``headers.Authorization``, ``url``, ``env.KEY``):
+    # what of the user's environment the server is sent (``trust`` says so)
+    variables: tuple[tuple[str, str], ...] = ()
 
     def allows_tool(self, tool_name: str) -> bool:
         """Whether the include/exclude filters and the policy let ``tool_name`` through (a
@@ -742,7 +745,25 @@ def _server(
         oauth=_oauth(raw.get("oauth") or {}),
         policy=MappingProxyType(dict(raw.get("policy") or {})),
         tool_timeouts=_timeouts(raw),
+        variables=named_variables(written),
     )
+
+
+def named_variables(value: Any, where: str = "") -> tuple[tuple[str, str], ...]:
+    """Each ``${VAR}`` written in ``value`` (a config entry as in the file), with the dotted
+    path of the setting that holds it: ``(("GITHUB_TOKEN", "headers.Authorization"), ...)``."""
+    if isinstance(value, str):
+        return tuple((found[1], where or "value") for found in _VARIABLE.finditer(value))
+    if isinstance(value, Mapping):
+        return tuple(
+            variable
+            for key, item in value.items()
+            if key != "description"  # shown, never expanded (``_is_description``)
+            for variable in named_variables(item, f"{where}.{key}" if where else str(key))
+        )
+    if isinstance(value, list | tuple):
+        return tuple(variable for item in value for variable in named_variables(item, where))
+    return ()
 
 
 def _timeouts(raw: Mapping[str, Any]) -> Mapping[str, float]:

@@ -789,6 +789,7 @@ def approval_decision(data: dict[str, Any]) -> dict[str, Any] | None:
     reason = approval_reason(command)
     if reason is None:
         return None
+    cwd = data.get("cwd")
     return {
         "hookSpecificOutput": {
             "hookEventName": "PreToolUse",
@@ -800,9 +801,78 @@ def approval_decision(data: dict[str, Any]) -> dict[str, Any] | None:
                 else f"toolscript: {reason}. Approving tool calls that the project's policy holds "
                 "for a person is yours to do; an agent must not approve its own calls. Read "
                 "the command (and the call: `toolscript runs show RUN_ID`) before you allow it."
+                + _approved_by(command, cwd if isinstance(cwd, str) else None)
             ),
         }
     }
+
+
+# What `approve` takes besides its RUN_ID: the options followed by a value.
+_APPROVE_VALUED = frozenset({"-c", "--config"})
+STOPPED_CALL_SHOWN = 600  # characters of the arguments the question shows (compact JSON)
+
+
+def _approved_by(command: str, cwd: str | None) -> str:
+    """The calls ``toolscript approve RUN_ID`` would approve, as the project's run log has
+    them, for the person's question: the agent's words about a run (or a server's text it
+    relays) are no guide to what its call does. "" when the command names no such run."""
+    words = _expanded(_words(command))
+    shown = []
+    for start, word in enumerate(words):
+        if Path(word).name.lower() in ("toolscript", "toolscript.exe"):
+            run_id, config = _approve_arguments(words[start + 1 :])
+            if run_id is not None:
+                try:
+                    shown.append(_stopped_call(run_id, config, Path(cwd) if cwd else None))
+                except Exception:  # a question without the call is still asked
+                    continue
+    return "".join(shown)
+
+
+def _approve_arguments(words: list[str]) -> tuple[str | None, str | None]:
+    """``(RUN_ID, --config)`` of ``approve RUN_ID`` words (after ``toolscript``); no RUN_ID
+    for another subcommand or ``--tool`` (the tool is named in the command itself)."""
+    rest, config = iter(words), None
+    seen_approve = False
+    for word in rest:
+        if word in _APPROVE_VALUED:
+            config = next(rest, None)
+        elif word.startswith("--config="):
+            config = word.partition("=")[2]
+        elif word == "--tool" or word.startswith("--tool="):
+            return None, None
+        elif word.startswith("-"):
+            continue
+        elif not seen_approve:
+            if word != "approve":
+                return None, None
+            seen_approve = True
+        elif word in (";", "&&", "||", "|", "&"):
+            return None, None
+        else:
+            return word, config
+    return None, None
+
+
+def _stopped_call(run_id: str, config: str | None, cwd: Path | None) -> str:
+    from toolscript.errors import tool_named
+    from toolscript.plumbing.paths import find_config_path, project_state_dir
+    from toolscript.store.approvalview import shown_arguments, visible_text
+    from toolscript.store.runlog import RunLog, runlog_path
+
+    if config is not None and cwd is not None and not Path(config).is_absolute():
+        config = str(cwd / config)
+    project = find_config_path(config, cwd).parent
+    path = runlog_path(project_state_dir(project))
+    if not path.is_file():
+        return ""
+    run = RunLog(path).run(run_id)
+    if run is None or run.get("status") != "awaiting_approval":
+        return ""
+    call = (run.get("stopped") or {}).get("call") or {}
+    tool = visible_text(tool_named(str(call.get("tool", ""))))
+    shown = shown_arguments(call.get("arguments", {}), STOPPED_CALL_SHOWN, one_line=True)
+    return f" Run {visible_text(str(run['id']))} stopped at {tool} with {shown.text}: that is the call allowing this approves."
 
 
 def pre_tool_use() -> int:

@@ -96,7 +96,20 @@ def trust_command(
     environ = _UnsetAsEmpty(os.environ, named)
     loaded = load_config(path, environ=environ)  # an invalid file is reported, not trusted
     trust.trust(path)
-    servers = [server.summary() for server in loaded.servers]
+    folder = path.parent.resolve()
+    servers = [
+        server.summary()
+        # what of the user's environment each server is sent, and where it runs, when that is
+        # outside the project: a header's ${GITHUB_TOKEN} shows nowhere in the line above
+        | {
+            "sends": [{"variable": name, "in": where} for name, where in server.variables],
+            "cwd": str(server.cwd) if server.cwd and server.transport == "stdio" else None,
+            "outside": bool(
+                server.cwd and server.transport == "stdio" and not server.cwd.is_relative_to(folder)
+            ),
+        }
+        for server in loaded.servers
+    ]
     # the repository's files of other clients it imports: trusted with it, as they are now
     imported = [str(file) for file in trust.imported_project_files(path) if file.is_file()]
     if as_json:
@@ -109,6 +122,11 @@ def trust_command(
         write_shown(f"  with the file it imports: {file}\n")
     for server in servers:
         write_shown(f"  {server['name']}: {server['target']}\n")
+        if server["sends"]:
+            sent = ", ".join(f"${{{s['variable']}}} in {s['in']}" for s in server["sends"])
+            write_shown(f"    is sent your {sent}\n")
+        if server["outside"]:
+            write_shown(f"    runs in {server['cwd']}, outside the project's folder\n")
     if environ.unset:
         names = ", ".join(environ.unset)
         sys.stderr.write(

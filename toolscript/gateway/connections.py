@@ -3,8 +3,12 @@
 uvicorn times out idle keep-alive connections but not one that never sends a request,
 and takes connections until file descriptors run out; hundreds of silent sockets then
 starve /health and every tool call. Here a connection must send its request within
-``FIRST_REQUEST_TIMEOUT`` seconds, and past ``MAX_CONNECTIONS`` new ones are closed at
-once; each condition is logged once.
+``FIRST_REQUEST_TIMEOUT`` seconds, a request once begun must arrive whole within
+``REQUEST_TIMEOUT`` (a body sent a byte at a time held its connection for as long as its
+sender lived: 256 of them took every place, and the person's calls were refused). Past
+``MAX_CONNECTIONS``, a new one takes the place of the oldest that sent nothing, else of the
+oldest whose request is still arriving, else it is closed at once; each condition is
+logged once.
 
 A tool call's body is held until it is whole; ``BodyBudget`` bounds what the bodies still
 arriving may hold together, per run and in all: a script opening a hundred connections that
@@ -23,6 +27,7 @@ from uvicorn.protocols.http.auto import AutoHTTPProtocol
 __all__ = [
     "FIRST_REQUEST_TIMEOUT",
     "MAX_CONNECTIONS",
+    "REQUEST_TIMEOUT",
     "RUN_BODIES",
     "TOTAL_BODIES",
     "BodyBudget",
@@ -34,8 +39,10 @@ log = logging.getLogger("toolscript.gateway")
 
 MAX_CONNECTIONS = 256
 FIRST_REQUEST_TIMEOUT = 10.0
+REQUEST_TIMEOUT = 10.0  # from a request's first byte to its last (headers and body)
 _said: set[str] = set()
 _silent: dict[Any, None] = {}  # connections that have not sent a request yet, oldest first
+_arriving: dict[Any, None] = {}  # connections whose request is not whole yet, oldest first
 
 
 def _once(key: str, message: str) -> None:
@@ -62,7 +69,8 @@ class BoundedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
         )
 
     def _make_room(self) -> bool:
-        """Close the oldest connection that has sent nothing yet; False when there is none."""
+        """Close the oldest connection that has sent nothing yet, else the oldest whose request
+        is still arriving; False when there is none."""
         for connection in list(_silent):
             if connection.cycle is None and not connection.transport.is_closing():
                 _once(
@@ -74,11 +82,47 @@ class BoundedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
                 _silent.pop(connection, None)
                 return True
             _silent.pop(connection, None)
+        for connection in list(_arriving):
+            _arriving.pop(connection, None)
+            if not connection.transport.is_closing():
+                _once(
+                    "crowded-arriving",
+                    f"more than {MAX_CONNECTIONS} connections at once: the oldest whose "
+                    "request was still arriving are closed (bodies sent a little at a time?)",
+                )
+                connection.transport.close()
+                return True
         return False
 
     def on_message_begin(self) -> None:
         _silent.pop(self, None)
+        self._cancel_request_timer()
+        self._request_timer: asyncio.TimerHandle | None = self.loop.call_later(
+            REQUEST_TIMEOUT, self._drop_unfinished
+        )
+        _arriving[self] = None
         super().on_message_begin()
+
+    def on_message_complete(self) -> None:
+        self._cancel_request_timer()  # the app's answer may take as long as the call does
+        super().on_message_complete()
+
+    def _cancel_request_timer(self) -> None:
+        _arriving.pop(self, None)
+        timer = getattr(self, "_request_timer", None)
+        if timer is not None:
+            timer.cancel()
+            self._request_timer = None
+
+    def _drop_unfinished(self) -> None:
+        self._request_timer = None
+        if not self.transport.is_closing():
+            _once(
+                "unfinished",
+                f"closed connections whose request did not arrive whole within "
+                f"{REQUEST_TIMEOUT:g} s (a body sent a little at a time?)",
+            )
+            self.transport.close()
 
     def _drop_if_silent(self) -> None:
         _silent.pop(self, None)
@@ -91,6 +135,7 @@ class BoundedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
 
     def connection_lost(self, exc: Exception | None) -> None:
         _silent.pop(self, None)
+        self._cancel_request_timer()
         timer = getattr(self, "_first_request_timer", None)
         if timer is None and not hasattr(self, "transport"):
             return  # refused in connection_made: uvicorn never knew it

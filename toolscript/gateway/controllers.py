@@ -9,7 +9,6 @@ is also listed in ``guard.AGENT_ROUTES``.
 from __future__ import annotations
 
 import functools
-import hashlib
 from typing import Any
 
 import anyio.to_thread
@@ -274,21 +273,24 @@ class RuntimeController(Controller):
 
     path = "/runtime"
 
-    @get("/tools.ts", sync_to_thread=False)
-    def runtime_module(
+    @get("/tools.ts")
+    async def runtime_module(
         self,
         gateway: NamedDependency[Gateway],
         request: Request[Any, Any, Any],
         server: FromQuery[str | None] = None,
         tool: FromQuery[str | None] = None,
     ) -> Response[bytes]:
-        """The generated TypeScript client; ``?server=`` and ``&tool=`` narrow it."""
+        """The generated TypeScript client; ``?server=`` and ``&tool=`` narrow it (rendered
+        once per module, in a worker thread: ``gateway/narrowed.py``)."""
         if server is None and tool is None:
             content = gateway.artifacts.module
             etag = gateway.artifacts.module_hash
         else:
-            content = render_module(gateway.fragments(server, tool)).encode()
-            etag = hashlib.sha256(content).hexdigest()[:16]
+            render = functools.partial(_render_narrowed, gateway, server, tool)
+            content, etag = await anyio.to_thread.run_sync(
+                gateway.narrowed.get, gateway.artifacts.module_hash, server, tool, render
+            )
         quoted = f'"{etag}"'
         if request.headers.get("if-none-match") == quoted:
             return Response(content=b"", status_code=304, headers={"ETag": quoted})
@@ -376,6 +378,10 @@ class OfferingsController(Controller):
             gateway, server, data.name, data.arguments, _run_of(request), size
         )
         return _answer(await unless_disconnected(got, request.receive))
+
+
+def _render_narrowed(gateway: Gateway, server: str | None, tool: str | None) -> bytes:
+    return render_module(gateway.fragments(server, tool)).encode()
 
 
 def _run_of(request: Request[Any, Any, Any]) -> str | None:
@@ -530,12 +536,15 @@ class DiscoveryController(Controller):
     def types(
         self,
         gateway: NamedDependency[Gateway],
+        request: Request[Any, Any, Any],
         server: FromQuery[str | None] = None,
         tool: FromQuery[str | None] = None,
         names: FromQuery[str | None] = None,
+        agent: FromQuery[bool] = False,
     ) -> dict[str, Any]:
         """Declarations and usage examples for get-types (``names``: server__tool or a whole
-        server, comma-separated)."""
+        server, comma-separated). A recent call shown to the agent (its URL, or ``agent``:
+        the MCP face asking for it) is one its own runs made: a person's are theirs."""
         whole: list[str] = []  # servers asked for entirely: their prompts and templates too
         if names:
             asked = [qualified.strip() for qualified in names.split(",") if qualified.strip()]
@@ -560,9 +569,10 @@ class DiscoveryController(Controller):
             for name in dict.fromkeys(whole)
             if name in namespaces and gateway.artifacts.offered.get(name)
         }
-        recent = [gateway.recent.of(fragment.qualified) for fragment in fragments]
+        for_agent = agent or _by_agent(request)
+        recent = [gateway.recent.of(f.qualified, agents=for_agent) for f in fragments]
         notes = {
-            fragment.qualified: recent_call_comment(fragment, *call)
+            fragment.qualified: recent_call_comment(fragment, call.arguments, call.result, call.cut)
             for fragment, call in zip(fragments, recent, strict=True)
             if call is not None
         }

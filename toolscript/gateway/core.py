@@ -46,6 +46,7 @@ from toolscript.gateway.arguments import ArgumentCheck
 from toolscript.gateway.background import BackgroundRuns
 from toolscript.gateway.checker import WarmChecker
 from toolscript.gateway.inferred import ResultShapes
+from toolscript.gateway.narrowed import NarrowedModules
 from toolscript.gateway.recentcalls import RecentCalls
 from toolscript.gateway.results import tool_result
 from toolscript.gateway.runbook import Run, RunBook, approve_commands
@@ -372,6 +373,7 @@ class Gateway:
         self._types_learned = False  # an inferred result type changed since the last build
         state_dir = project_state_dir(config.project_dir)
         self.shapes = ResultShapes(state_dir, enabled=infer_results and config.infer_results)
+        self.narrowed = NarrowedModules()  # GET /runtime/tools.ts?server=, kept per module
         self.recent = RecentCalls(
             state_dir,
             lambda: self.config.secrets,
@@ -1206,8 +1208,12 @@ class Gateway:
             )
         return await self.make_call(qualified, arguments)
 
-    async def make_call(self, qualified: str, arguments: Any) -> tuple[str, Any]:
-        """Validate and forward one call; ``(shape, value)`` per the result contract."""
+    async def make_call(
+        self, qualified: str, arguments: Any, *, agents: bool = False
+    ) -> tuple[str, Any]:
+        """Validate and forward one call; ``(shape, value)`` per the result contract.
+        ``agents``: a run of the agent's makes it (``Run.agents``), whose example the agent
+        may be shown (``RecentCalls``)."""
         server, tool_name = split_tool_name(qualified)
         upstream, tool = self.tool(server, tool_name)
         self.validate(server, tool, arguments)
@@ -1221,7 +1227,7 @@ class Gateway:
             ) from None
         if self.shapes.enabled and self.shapes.observe(qualified, tool, shape, value):
             self._types_learned = True  # built within a second, with whatever else is learned
-        self.recent.note(qualified, arguments, value)
+        self.recent.note(qualified, arguments, value, agents=agents)
         return shape, value
 
     async def elicit(self, server: str, message: str, schema: Any) -> dict[str, Any]:

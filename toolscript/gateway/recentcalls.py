@@ -59,6 +59,7 @@ class RecentCall(NamedTuple):
     arguments: str
     result: str
     cut: bool
+    agents: bool = False  # made by a run of the agent's (``Run.agents``): shown to the agent
 
     def to_dict(self) -> dict[str, Any]:
         return self._asdict()
@@ -78,20 +79,22 @@ class RecentCalls:
         self.enabled = enabled
         self.limits = limits
         self._secrets = secrets
-        # noted, not yet redacted: arguments and result, each shrunk
-        self._pending: dict[str, tuple[tuple[Any, bool], tuple[Any, bool]]] = {}
+        # noted, not yet redacted: arguments and result, each shrunk, and whose run made it
+        self._pending: dict[str, tuple[tuple[Any, bool], tuple[Any, bool], bool]] = {}
         self._lock = threading.Lock()  # noted on the event loop, settled in a thread
         self.dirty = False
         self.calls: dict[str, RecentCall] = self._load() if enabled else {}
 
-    def note(self, qualified: str, arguments: Any, result: Any) -> None:
+    def note(self, qualified: str, arguments: Any, result: Any, *, agents: bool = False) -> None:
         """Remember a successful call: on the call's path, only as much of it as could be
-        shown is kept (``shrunk``); ``settle`` redacts it."""
+        shown is kept (``shrunk``); ``settle`` redacts it. ``agents``: a run of the agent's
+        made it (``of(..., agents=True)`` shows no other: a person's calls are theirs)."""
         if self.enabled and len(qualified) <= MAX_NAME_LENGTH:
             secrets = tuple(self._secrets())
             kept = (
                 shrunk(arguments, secrets, self.limits, self.limits.arguments),
                 shrunk(result, secrets, self.limits, self.limits.result),
+                agents,
             )
             with self._lock:
                 self._pending[qualified] = kept
@@ -103,21 +106,23 @@ class RecentCalls:
         if not pending:
             return
         secrets = tuple(self._secrets())
-        for qualified, (arguments, result) in pending.items():
+        for qualified, (arguments, result, agents) in pending.items():
             shown_arguments, _ = shown(arguments, secrets, self.limits, self.limits.arguments)
             shown_result, cut = shown(result, secrets, self.limits, self.limits.result)
             self.calls.pop(qualified, None)  # the newest last: the oldest are dropped first
-            self.calls[qualified] = RecentCall(shown_arguments, shown_result, cut)
+            self.calls[qualified] = RecentCall(shown_arguments, shown_result, cut, agents)
         while len(self.calls) > MAX_TOOLS:
             del self.calls[next(iter(self.calls))]
         self.dirty = True
 
-    def of(self, qualified: str) -> RecentCall | None:
-        """The newest call of ``qualified`` as get-types shows it (None: none kept)."""
+    def of(self, qualified: str, *, agents: bool = False) -> RecentCall | None:
+        """The newest call of ``qualified`` as get-types shows it (None: none kept).
+        ``agents``: asked for the agent, which is shown only a call a run of its own made."""
         if not self.enabled:
             return None
         self.settle()
-        return self.calls.get(qualified)
+        call = self.calls.get(qualified)
+        return None if call is None or (agents and not call.agents) else call
 
     def save(self) -> None:
         self.settle()
@@ -154,6 +159,7 @@ class RecentCalls:
                     _cut(loaded.arguments, self.limits.arguments),
                     _cut(loaded.result, self.limits.result),
                     bool(loaded.cut) or len(loaded.result) > self.limits.result,
+                    loaded.agents is True,
                 )
         return dict(list(kept.items())[-MAX_TOOLS:])
 

@@ -70,6 +70,8 @@ log = logging.getLogger("toolscript.runs")
 
 DEFAULT_MAX_CALLS = 1000
 PROMPT_LIMIT = 600.0  # seconds a call waits for an answer at the prompt before the run stops
+# a server's questions a run holds behind the one being asked; more at once are refused
+QUESTIONS_WAITING = 4
 FLUSH_SECONDS = 1.0
 PENDING_CALLS = 10_000  # calls kept in memory while the run log cannot be written
 ENDED_KEPT = 200  # ended runs kept in memory (for /runs/{id}/end answered twice, prompts)
@@ -217,9 +219,17 @@ class Run:
     seen: float = field(default_factory=time.monotonic)  # its last sign of life
     expired: bool = False  # no process claimed it and it went silent (UNCLAIMED_SILENCE)
     by_agent: bool = False  # registered through the agent's URL (its own MAX_LIVE_RUNS)
+    questions_waiting: int = 0  # a server's questions waiting for the one asked
     stop_logged: bool = False  # the log has its stopped call whole; ``stopped`` is trimmed
     logged_bytes: int = 0  # of its itemized call records (RUN_LOG_BYTES)
     unlogged: int = 0  # calls made past RUN_LOG_BYTES: counted, not itemized
+
+    @property
+    def agents(self) -> bool:
+        """Whether the agent wrote it and reads what it answers: registered through the
+        agent's URL, or run by the MCP face (the agent's own client). A person's runs (an
+        exec of theirs, a background run they started) are not shown to the agent."""
+        return self.by_agent or self.origin == "mcp"
 
     @property
     def status(self) -> str:
@@ -608,6 +618,8 @@ class RunBook:
                 shape, value = await make(qualified, arguments)
             finally:
                 run.calling[server] -= 1
+                if not run.calling[server]:
+                    self._withdraw_question(run, server)
                 run.seen = time.monotonic()  # silence counts from its last call's end
                 CALL_PROGRESS.reset(reporting)
             body = msgspec.json.encode(value)
@@ -794,6 +806,19 @@ class RunBook:
             if run.prompt is prompt:  # unless its answer cleared it already
                 self._clear_prompt(run)
 
+    def _withdraw_question(self, run: Run, server: str) -> None:
+        """The question ``server`` is asking, once its calls of ``run`` ended: cancelled (it
+        is about a call no longer under way; the person is not asked on)."""
+        prompt = run.prompt
+        if (
+            prompt is not None
+            and prompt.call.get("kind") == ELICITATION
+            and prompt.call.get("tool") == server
+            and not prompt.answer.done()
+        ):
+            prompt.answer.set_result({"action": "cancel"})
+            self._clear_prompt(run)
+
     def _clear_prompt(self, run: Run) -> None:
         run.prompt = None
         run.prompted = asyncio.Event()
@@ -806,10 +831,27 @@ class RunBook:
     async def elicit(self, run: Run, server: str, message: str, schema: Any) -> dict[str, Any]:
         """A server's question (elicitation) during a call of ``run``, asked through whoever
         started it (its prompt watcher): ``{"action": "accept", "content"}``, ``decline`` or
-        ``cancel`` (no answer within PROMPT_LIMIT)."""
-        while run.prompt is not None:  # one question at a time
-            with contextlib.suppress(Exception):
-                await asyncio.shield(run.prompt.answer)
+        ``cancel`` (no answer within PROMPT_LIMIT). One question at a time, at most
+        QUESTIONS_WAITING more held, and only while the run still calls ``server``: a server
+        asking thousands at once held each (memory, a person asked on and on after its call
+        ended, a shutdown of minutes); those are refused, the server hears why."""
+        if run.prompt is not None and run.questions_waiting >= QUESTIONS_WAITING:
+            raise UsageError(
+                f"server {server!r} asked the user more questions at once than a person "
+                f"answers ({QUESTIONS_WAITING} wait for the one asked): this one is refused"
+            )
+        run.questions_waiting += 1
+        try:
+            while run.prompt is not None:  # one question at a time
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(run.prompt.answer)
+        finally:
+            run.questions_waiting -= 1
+        if run.ended or not run.calling.get(server):
+            raise UsageError(
+                f"server {server!r} asked the user something after its call of run {run.id} "
+                "ended: nobody is asked about a call no longer under way"
+            )
         call = {"seq": run.seq, "kind": ELICITATION, "tool": server, "message": message}
         prompt = Prompt(call | {"schema": schema}, asyncio.get_running_loop().create_future())
         run.prompt = prompt

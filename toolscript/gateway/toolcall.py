@@ -6,6 +6,7 @@ status, result shape and JSON body (errors of the tree included). The ASGI fast 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from typing import Any
 from urllib.parse import unquote_to_bytes
@@ -77,7 +78,8 @@ async def call_tool_bytes(
         await gateway.start_deferred(name.partition(SEPARATOR)[0])  # exec's gateway: --needs
         if run_id is not None:
             run = gateway.runs.get(run_id)
-            return await gateway.runs.call(run, name, arguments, len(body), gateway.make_call)
+            make = functools.partial(gateway.make_call, agents=run.agents)
+            return await gateway.runs.call(run, name, arguments, len(body), make)
         shape, value = await gateway.call(name, arguments)
     except ToolscriptError as exc:
         return exc.status_code, "", msgspec.json.encode(exc.to_dict())

@@ -16,6 +16,7 @@ import io
 import json
 import os
 import re
+import secrets
 import signal
 import subprocess
 import sys
@@ -97,7 +98,11 @@ __all__ = [
     "servers_answer",
 ]
 
-RESULT_MARKER = "\x1etoolscript-result:"  # the line holding a script's return value
+# The line holding a script's return value: its prefix names this process's own nonce, so
+# a server's text the script prints (a page, a file) cannot pass for the value; a kept
+# output a face before this one wrote holds its own (``_ANY_MARKER``, taken out of it).
+RESULT_MARKER = f"\x1etoolscript-result-{secrets.token_hex(8)}:"
+_ANY_MARKER = re.compile(r"\x1etoolscript-result(?:-[0-9a-f]{16})?:")
 SCRIPT_NAME = "script.ts"  # what type errors and stack frames call the agent's code
 # Bytes of a script's output an answer holds (it all goes into the model's context); past
 # them, what fit, a preview (at most 16 KB) and the whole as a resource. With the preview,
@@ -669,7 +674,8 @@ class Backend:
             servers = [server["name"] for server in await self._get("/servers")]
         typed = {normalize_tool_name(name, servers): name.strip() for name in names if name.strip()}
         try:
-            answer = await self._get("/types", {"names": ",".join(typed)})
+            # as the agent's URL would answer: the recent calls of the agent's runs alone
+            answer = await self._get("/types", {"names": ",".join(typed), "agent": "true"})
         except GatewayResponseError as error:
             raise in_their_words(error, typed) from None
         text = answer["declarations"]
@@ -910,7 +916,7 @@ class Backend:
             path = errors_file(path)
         if path is None or not path.is_file():
             raise UsageError(f"no such output: {uri}", hint="the URI comes from a cut result")
-        text = path.read_text(encoding="utf-8", errors="replace").replace(RESULT_MARKER, "")
+        text = _ANY_MARKER.sub("", path.read_text(encoding="utf-8", errors="replace"))
         return visible_controls(text)
 
     def _run(

@@ -32,10 +32,12 @@ __all__ = [
     "NAME_LIMIT",
     "NOTICE_RATE",
     "QUESTION_LIMIT",
+    "REQUEST_RATE",
     "SCHEMA_LIMIT",
     "TEXT_LIMIT",
     "Cuts",
     "NoticeFlood",
+    "RequestFlood",
     "bound_listing",
     "bound_schema",
     "cut_text",
@@ -83,6 +85,19 @@ LIST_CHANGED = frozenset(
 class NoticeFlood(Exception):  # what a read stream passes on, not an error
     """In a server's read stream once, when its notifications first go past
     ``NOTICE_RATE`` a second (those past it are dropped)."""
+
+
+# Requests a server may send the gateway in a second (its stdio, as they are read): pings,
+# questions for the user, roots, sampling, each answered (or refused) by the gateway. Past
+# it, the rest of that second are dropped unanswered, said once (``RequestFlood``). 2,800
+# pings a second took 30% of a core, questions refused one by one 90%; a real server asks
+# one question at a time and pings every few seconds.
+REQUEST_RATE = 50
+
+
+class RequestFlood(Exception):  # what a read stream passes on, not an error
+    """In a server's read stream once, when its requests first go past ``REQUEST_RATE`` a
+    second (those past it are dropped, never answered)."""
 
 
 _TEXT_KEYS = ("description", "title", "$comment")

@@ -45,7 +45,9 @@ from toolscript.upstream.limits import (
     LIST_CHANGED,
     NOTICE_RATE,
     QUESTION_LIMIT,
+    REQUEST_RATE,
     NoticeFlood,
+    RequestFlood,
     bound_listing,
     cut_text,
 )
@@ -548,6 +550,12 @@ class UpstreamServer:
         """What the read stream passes on: a result the SDK accepts, or None to drop the item."""
         if isinstance(item, NoticeFlood):  # a flood of notifications (upstream/stdio.py)
             self._warn(f"sent over {NOTICE_RATE} notifications a second: those past it are dropped")
+            return None
+        if isinstance(item, RequestFlood):  # a flood of requests (upstream/stdio.py)
+            self._warn(
+                f"sent over {REQUEST_RATE} requests a second (pings, questions): those past it "
+                "are dropped unanswered"
+            )
             return None
         if isinstance(item, Exception):  # a line on stdout that is no JSON-RPC message
             if "stdout" not in self._warned:

@@ -33,7 +33,13 @@ from toolscript.plumbing.processes import (
     untether,
 )
 from toolscript.upstream.early import POLITE, EarlyServer, StopGraces
-from toolscript.upstream.limits import LIST_CHANGED, NOTICE_RATE, NoticeFlood
+from toolscript.upstream.limits import (
+    LIST_CHANGED,
+    NOTICE_RATE,
+    REQUEST_RATE,
+    NoticeFlood,
+    RequestFlood,
+)
 from toolscript.upstream.sdk import (
     TransportStreams,
     create_process,
@@ -258,6 +264,7 @@ async def _deliver_lines(
     """Each line of ``stdout`` as a message, or as the exception its parse raised."""
     pending = bytearray()  # the line in progress, grown in place (no copy per chunk or join)
     notices = _NoticeBudget()
+    requests = _NoticeBudget(REQUEST_RATE)  # of the server's own (pings, questions, roots)
     while True:
         chunk = await stdout.receive()
         start = 0
@@ -279,6 +286,11 @@ async def _deliver_lines(
                     del line, decoded
                     if notices.dropped == 1:
                         await to_session.send(NoticeFlood())
+                    continue
+                if _is_request(decoded) and not requests.admit(anyio.current_time()):
+                    del line, decoded
+                    if requests.dropped == 1:
+                        await to_session.send(RequestFlood())
                     continue
                 message = _validated(line, decoded)
                 del line, decoded
@@ -303,7 +315,8 @@ class _NoticeBudget:
     lists again once for any number of them, and a change said amid a flood of progress
     would otherwise never be listed."""
 
-    def __init__(self) -> None:
+    def __init__(self, rate: int = NOTICE_RATE) -> None:
+        self.rate = rate
         self.window = float("-inf")
         self.used = 0
         self.changes_past: set[str] = set()  # kinds of LIST_CHANGED let past the rate
@@ -313,7 +326,7 @@ class _NoticeBudget:
         if now - self.window >= 1.0:
             self.window, self.used = now, 0
             self.changes_past.clear()
-        if self.used < NOTICE_RATE:
+        if self.used < self.rate:
             self.used += 1
             return True
         if isinstance(method, str) and method in LIST_CHANGED and method not in self.changes_past:
@@ -325,6 +338,10 @@ class _NoticeBudget:
 
 def _is_notification(decoded: Any) -> bool:
     return isinstance(decoded, dict) and "method" in decoded and "id" not in decoded
+
+
+def _is_request(decoded: Any) -> bool:
+    return isinstance(decoded, dict) and "method" in decoded and "id" in decoded
 
 
 def parse_line(line: bytes | bytearray) -> SessionMessage | Exception:
