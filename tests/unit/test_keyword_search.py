@@ -460,6 +460,20 @@ def test_a_word_said_in_the_other_number_counts_less_for_a_tools_name() -> None:
     assert plural_name_words("x", "copy_files_to_file") == frozenset()
 
 
+def test_a_finders_name_tells_nothing_by_its_number() -> None:
+    """ "search_cards" finds one card by name as well as many: a request for one counts its
+    name as fully as a request for many ("look up a yu-gi-oh card by name" lost its finder
+    from the first five when the plural counted against it)."""
+    tools = [
+        {"name": "search_cards", "description": "Search cards by name or text."},
+        {"name": "get_card_image", "description": "Image of a card by its id."},
+    ]
+    index = LexicalIndex([document_for("ygocdb", "", tool) for tool in tools])
+    one, many = index.scores("a card by name"), index.scores("cards by name")
+    assert one[0] == pytest.approx(many[0])
+    assert one[1] > many[1]  # the getter of one card still tells them apart
+
+
 @pytest.mark.parametrize(
     ("request_text", "read"),
     [

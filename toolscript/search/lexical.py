@@ -50,6 +50,8 @@ def _synonyms() -> dict[str, list[str]]:
 
 
 SYNONYMS = _synonyms()
+# The verbs of a finder's name (stemmed): it names what it finds in the plural, one or many.
+_FINDING = frozenset(stem(word) for word in ("search", "find", "lookup", "query", "filter"))
 CLOSE_WORDS_KEPT = 10_000  # unknown tokens whose close words an index remembers
 # Postings from which an index imports numpy for its arrays (about 800 tools): below, the
 # tuples (74 bytes more each, 1.5 MB at most) weigh less than numpy's import (12 MB).
@@ -113,6 +115,9 @@ class LexicalIndex:
             }
             self._postings = None
         self._name_sizes = [len(document.name_words) for document in documents]
+        # whether a tool's name tells one thing from many by number: a finder's does not
+        # ("search_cards" looks up one card by name as well as many)
+        self._numbered = [not (document.name_words & _FINDING) for document in documents]
         total = len(documents)
         # Its keys are the vocabulary: ``token in self._idf`` is whether any tool says it.
         self._idf = {
@@ -186,8 +191,9 @@ class LexicalIndex:
             for word in words:
                 for index in self._named.get(word, ()):
                     named_plural = word in self.documents[index].plural_name_words
-                    if (word in only_plural and not named_plural) or (
-                        word in only_singular and named_plural
+                    if self._numbered[index] and (
+                        (word in only_plural and not named_plural)
+                        or (word in only_singular and named_plural)
                     ):
                         covered[index] += credit * other_number
                     else:
