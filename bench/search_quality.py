@@ -59,6 +59,9 @@ LABELLED = {
     # written blind, over the servers and domains the sets above ask least (databases, payments,
     # observability, CI, identity, docs and wikis, design tools, CRM)
     "blind2": Path(__file__).resolve().parent / "search" / "queries_blind2.txt",
+    # written blind, as agents type a search mid-task (values, nouns that are verbs, sibling
+    # traps), over the servers the sets above name least (zscaler, okta, github, atlassian, ...)
+    "blind3": Path(__file__).resolve().parent / "search" / "queries_blind3.txt",
 }
 # The four retrievers and the final design. "fixed" is the design before adaptive fusion and
 # splitting (hybrid blend with the fixed alpha, the request ranked whole); "adaptive" adds the

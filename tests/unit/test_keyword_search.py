@@ -16,6 +16,8 @@ from toolscript.search.text import (
     file_names,
     joined_words,
     keyword_query,
+    plural,
+    plural_name_words,
     tokenize,
 )
 
@@ -423,3 +425,76 @@ def test_a_deprecated_tool_comes_after_the_one_that_replaces_it() -> None:
 def test_a_description_says_its_tool_is_deprecated(description: str, deprecated: bool) -> None:
     tool = {"name": "t", "description": description}
     assert document_for("s", "", tool).deprecated is deprecated
+
+
+@pytest.mark.parametrize(
+    ("word", "is_plural"),
+    [
+        ("jobs", True),
+        ("queues", True),
+        ("watchers", True),
+        ("job", False),
+        ("status", False),
+        ("analysis", False),
+        ("access", False),
+    ],
+)
+def test_a_word_in_the_plural_ends_in_an_s_its_stem_drops(word: str, is_plural: bool) -> None:
+    assert plural(word) is is_plural
+
+
+def test_a_word_said_in_the_other_number_counts_less_for_a_tools_name() -> None:
+    """A tool for many things names them in the plural, a tool for one in the singular: "the
+    payments team" asks for get_team, "teams in acme" for get_teams (before, the shorter
+    description won both). A name writing its word in both numbers agrees with either."""
+    tools = [
+        {"name": "get_team", "description": "Get a team of the organization by its slug."},
+        {"name": "get_teams", "description": "Get the teams of the organization."},
+    ]
+    assert first_of(tools, "the payments team") == "get_team"
+    assert first_of(tools, "who is on the platform team") == "get_team"
+    assert first_of(tools, "teams in acme") == "get_teams"
+    assert document_for("x", "", tools[1]).plural_name_words == {"team"}
+    assert document_for("x", "", tools[0]).plural_name_words == frozenset()
+    assert plural_name_words("x", "list_cluster_queues") == {"queu"}
+    assert plural_name_words("x", "copy_files_to_file") == frozenset()
+
+
+def test_a_finders_name_tells_nothing_by_its_number() -> None:
+    """ "search_cards" finds one card by name as well as many: a request for one counts its
+    name as fully as a request for many ("look up a yu-gi-oh card by name" lost its finder
+    from the first five when the plural counted against it)."""
+    tools = [
+        {"name": "search_cards", "description": "Search cards by name or text."},
+        {"name": "get_card_image", "description": "Image of a card by its id."},
+    ]
+    index = LexicalIndex([document_for("ygocdb", "", tool) for tool in tools])
+    one, many = index.scores("a card by name"), index.scores("cards by name")
+    assert one[0] == pytest.approx(many[0])
+    assert one[1] > many[1]  # the getter of one card still tells them apart
+
+
+@pytest.mark.parametrize(
+    ("request_text", "read"),
+    [
+        ("whats been said in #incidents today", "whats been said in channel today"),
+        ("post the release notes in #general", "post the release notes in channel"),
+        # an issue number, and a CSS selector in a request about a page's elements
+        ("#88 is blocked by #91", "#88 is blocked by #91"),
+        ("Click the element with selector #main-nav", "Click the element with selector #main-nav"),
+        ("hover over the button identified by #checkout-btn", None),
+    ],
+)
+def test_a_channel_named_as_chat_writes_it_reads_as_a_channel(
+    request_text: str, read: str | None
+) -> None:
+    assert keyword_query(request_text) == (request_text if read is None else read)
+
+
+def test_a_channels_name_pulls_no_tool_of_its_words() -> None:
+    """ "#incidents" names where people talk, not the incidents a security tool reports."""
+    tools = [
+        {"name": "get_cyber_incidents", "description": "Cyber incidents reported today."},
+        {"name": "slack_get_channel_history", "description": "Get recent messages of a channel."},
+    ]
+    assert first_of(tools, "whats been said in #incidents today") == "slack_get_channel_history"

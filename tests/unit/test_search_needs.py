@@ -228,9 +228,16 @@ def test_the_semantic_half_reads_a_request_without_its_literal_values() -> None:
     assert semantic_query("open /root/txt/paper_list.bib") == "open paper_list.bib file"
     assert semantic_query("mail bob@example.com") == "mail email address"
     assert semantic_query("click the element .login-btn") == "click the element"
-    # words that carry meaning stay: percentages, issue keys, channel names, plain numbers
-    kept = "what is 17% of 2345 for PROJ-88 in #general"
+    # words that carry meaning stay: percentages, issue keys, plain numbers
+    kept = "what is 17% of 2345 for PROJ-88 in room 4"
     assert semantic_query(kept) == kept
+    # a channel's name is a value: "a channel" is what it says
+    assert semantic_query("what is new in #general") == "what is new in channel"
+    # an IP address is one, as a URL is; a version of four numbers is none
+    assert semantic_query("what host is 10.20.3.15") == "what host is IP address"
+    assert semantic_query("connect to 10.0.0.5:5432") == "connect to IP address"
+    assert semantic_query("block 203.0.113.0/24") == "block IP address"
+    assert semantic_query("upgrade to v1.2.3.4 now") == "upgrade to now"
     assert semantic_query("1.2.3") == "1.2.3"  # nothing but a value: read as it is
 
 
@@ -244,7 +251,7 @@ def test_the_semantic_half_reads_a_request_without_the_message_it_dictates() -> 
     assert semantic_query("email Bob with the text see you at 5") == "email Bob"
     # the message ends where the clause does: the next request stays
     assert semantic_query("post to #general saying the deploy is done and close the ticket") == (
-        "post to #general and close the ticket"
+        "post to channel and close the ticket"
     )
     assert semantic_query("send a note that says hi, then archive it") == (
         "send a note , then archive it"

@@ -16,7 +16,14 @@ from collections import defaultdict
 from typing import Any
 
 from toolscript.search.parameters import PARAMETERS, SearchParameters
-from toolscript.search.text import CACHED_WORD, ToolDocument, query_tokens, stem, tokenize
+from toolscript.search.text import (
+    CACHED_WORD,
+    ToolDocument,
+    plural_words,
+    query_tokens,
+    stem,
+    tokenize,
+)
 from toolscript.search.words import IMPLIED_WORDS, SYNONYM_GROUPS
 
 __all__ = ["SYNONYMS", "LexicalIndex", "implied_words"]
@@ -43,6 +50,8 @@ def _synonyms() -> dict[str, list[str]]:
 
 
 SYNONYMS = _synonyms()
+# The verbs of a finder's name (stemmed): it names what it finds in the plural, one or many.
+_FINDING = frozenset(stem(word) for word in ("search", "find", "lookup", "query", "filter"))
 CLOSE_WORDS_KEPT = 10_000  # unknown tokens whose close words an index remembers
 # Postings from which an index imports numpy for its arrays (about 800 tools): below, the
 # tuples (74 bytes more each, 1.5 MB at most) weigh less than numpy's import (12 MB).
@@ -106,6 +115,9 @@ class LexicalIndex:
             }
             self._postings = None
         self._name_sizes = [len(document.name_words) for document in documents]
+        # whether a tool's name tells one thing from many by number: a finder's does not
+        # ("search_cards" looks up one card by name as well as many)
+        self._numbered = [not (document.name_words & _FINDING) for document in documents]
         total = len(documents)
         # Its keys are the vocabulary: ``token in self._idf`` is whether any tool says it.
         self._idf = {
@@ -169,11 +181,23 @@ class LexicalIndex:
         related -= said  # the synonyms of every word the query has
         # How much of each tool's name the query says: its own words count 1, synonyms less,
         # and a misspelt word ("dashbaords", "serch") what its close word weighs in BM25.
+        # A word said in one number only, against a name that writes it in the other, counts
+        # less ("agent queues in the default cluster": list_cluster_queues over get_cluster_queue).
+        plurals, singulars = plural_words(query)
+        only_plural, only_singular = plurals - singulars, singulars - plurals
+        other_number = self.parameters.name_number_credit
         covered: dict[int, float] = defaultdict(float)
         for words, credit in ((said, 1.0), (related, self.parameters.name_synonym_credit)):
             for word in words:
                 for index in self._named.get(word, ()):
-                    covered[index] += credit
+                    named_plural = word in self.documents[index].plural_name_words
+                    if self._numbered[index] and (
+                        (word in only_plural and not named_plural)
+                        or (word in only_singular and named_plural)
+                    ):
+                        covered[index] += credit * other_number
+                    else:
+                        covered[index] += credit
         for word, credit in self._corrected(said - related).items():
             for index in self._named.get(word, ()):
                 covered[index] += credit

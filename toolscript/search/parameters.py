@@ -62,6 +62,10 @@ class SearchParameters:
     synonym_weight: float = 0.5  # a synonym's (or implied word's) weight against the word said
     name_weight: float = 0.2  # share of the keyword score given to name coverage
     name_synonym_credit: float = 0.7  # a name word the query says only with a synonym
+    # a name word the query says in the other number ("jobs" against "get_job", "job"
+    # against "list_jobs"): a list tool names its things in the plural, a tool for one in
+    # the singular
+    name_number_credit: float = 0.75
     most_unknown_words: int = 24  # unknown words matched to close words; the rest match nothing
     close_min_length: int = 4  # shorter unknown words have no close words
     close_length_gap: int = 3  # a close word's length differs by at most this much

@@ -26,6 +26,7 @@ from toolscript.search.words import (
 __all__ = [
     "QUOTED",
     "ToolDocument",
+    "channels_read",
     "document_for",
     "documents_for",
     "expand_abbreviations",
@@ -34,6 +35,9 @@ __all__ = [
     "keyword_query",
     "mostly_cjk",
     "name_words",
+    "plural",
+    "plural_name_words",
+    "plural_words",
     "semantic_query",
     "split_identifier",
     "statements",
@@ -58,6 +62,39 @@ _URL = re.compile(r"\b(?:https?|ftp|wss?)://\S+|\bwww\.\S+", re.IGNORECASE)
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.-]+\b")
 _PATH = re.compile(r"(?<![\w/])(?:~|\.{1,2})?/(?:[\w.\-~]+/)*([\w.\-~]+)")
 _CSS_CLASS = re.compile(r"(?<!\S)\.[A-Za-z_][\w-]*")
+# An IPv4 address, with its prefix length or port if any: the model reads "IP address" ("what
+# host is 10.20.3.15" asks for a host by IP) where it reads nothing of the digits.
+_IP_ADDRESS = re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?:/\d{1,2}|:\d{1,5})?(?![\w.])")
+# A channel named as chat writes it ("post the notes in #general"): its name is a value, what
+# it says is "a channel" (the name's own words pulled other tools: "#incidents" found incident
+# reports); said once, where the request names the chat or a channel already ("post it to
+# #general on slack": a second "channel" there ranked every channel tool of the chat above the
+# request's other need). Not in a request about a page's elements, where "#main-nav" is a CSS
+# selector; nor "#123" (an issue or pull request number).
+_CHANNEL = re.compile(r"(?<![\w&#/])#[A-Za-z][\w-]*")
+_SELECTOR_TALK = re.compile(r"\b(?:selector|element|css|iframe|identified|id|dom)\b", re.I)
+_CHAT_SAID = re.compile(r"\b(?:channels?|slack|discord|mattermost|teams)\b", re.I)
+
+
+_VERSION_BEFORE = re.compile(r"(?:\bversion|\brelease|\bv)\s*$", re.IGNORECASE)
+
+
+def _ip_address(found: re.Match[str]) -> str:
+    """An IPv4 address as the model reads it; a version of four numbers ("v1.2.3.4") is
+    none."""
+    if _VERSION_BEFORE.search(found.string, 0, found.start()):
+        return found.group(0)
+    return " IP address "
+
+
+def channels_read(text: str) -> str:
+    """``text`` with each chat channel it names ("#general") read as the word "channel", or
+    as nothing where the request says where already (``_CHAT_SAID``)."""
+    if _SELECTOR_TALK.search(text):
+        return text
+    return _CHANNEL.sub("" if _CHAT_SAID.search(text) else "channel", text)
+
+
 _NUMBERED_VALUE = re.compile(r"(?<!\S)\S*\d[./:;]\S*")  # versions, coordinates, times, ids
 # Pasted data (base64, digests, keys): a long run of letters, digits and "+/=_-" with a digit
 # in it. Neither half reads it: its fragments match no tool's words, and tokenizing a pasted
@@ -225,7 +262,7 @@ def keyword_query(text: str) -> str:
         name = _file_name(found)
         return found.group(0) if name is None else f"{_kind(name)} file"
 
-    text = read_statements(without_data(text))
+    text = channels_read(read_statements(without_data(text)))
     return expand_abbreviations(_bare_files_kind(_PATH.sub(marked, text)))
 
 
@@ -265,6 +302,7 @@ def semantic_query(text: str) -> str:
     text = _QUOTED.sub(_unless_a_file, _MESSAGE.sub(" ", text))
     text = _URL.sub(" URL ", text)
     text = _EMAIL.sub(" email address ", text)
+    text = _IP_ADDRESS.sub(_ip_address, channels_read(text))
     text = _bare_files_marked(text)
     text = _PATH.sub(lambda found: f" {found.group(1).rstrip('.')} file ", text)
     text = _CSS_CLASS.sub(" ", text)
@@ -372,6 +410,9 @@ class ToolDocument:
     kind: str = "tool"  # or "script": a saved script (its server is "")
     takes_coordinates: bool = False  # has latitude and longitude parameters (see needs.py)
     deprecated: bool = False  # its description says it is kept for old clients only
+    # those of its name words the name writes in the plural only ("list_jobs": "job"; see
+    # ``plural_name_words``)
+    plural_name_words: frozenset[str] = frozenset()
 
     @property
     def key(self) -> str:
@@ -405,6 +446,36 @@ def name_words(server: str, name: str) -> frozenset[str]:
     words = tokenize(name)
     server_words = {*tokenize(server, keep_stop_words=True), "mcp"}
     return frozenset([word for word in words if word not in server_words] or words)
+
+
+def plural(word: str) -> bool:
+    """Whether ``word`` (lower case) is written in the plural: it ends in an "s" that its stem
+    drops ("jobs", "queues", "watchers"; not "status", "analysis", "access")."""
+    return (
+        len(word) > 3
+        and word.endswith("s")
+        and not word.endswith(("ss", "us", "is"))
+        and stem(word) == stem(word[:-1])
+    )
+
+
+def plural_words(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The stems of the words of ``text`` written in the plural, and of those written in the
+    singular (a stem may be in both)."""
+    words = split_identifier(text)
+    return (
+        frozenset(stem(word) for word in words if plural(word)),
+        frozenset(stem(word) for word in words if not plural(word)),
+    )
+
+
+def plural_name_words(server: str, name: str) -> frozenset[str]:
+    """The words of a tool's name (``name_words``) that it writes in the plural and never in
+    the singular: "list_cluster_queues" -> {"queu"}; "get_cluster_queue" -> none. A list tool
+    names its things in the plural, a tool for one thing in the singular: what a request
+    names in the plural ("agent queues in the default cluster") is the list's."""
+    plurals, singulars = plural_words(name)
+    return (plurals - singulars) & name_words(server, name)
 
 
 _EXAMPLES = re.compile(
@@ -517,6 +588,7 @@ def document_for(
         description=description,
         fields=fields,
         name_words=name_words(server, name),
+        plural_name_words=plural_name_words(server, name),
         text=text,
         content_hash=hashlib.sha256(text.encode()).hexdigest(),
         takes_coordinates=_takes_coordinates(arguments),
