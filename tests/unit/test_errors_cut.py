@@ -82,7 +82,9 @@ def test_a_note_the_script_prints_is_not_taken_for_the_sandboxs(tmp_path: Path) 
     from toolscript.mcpface.backend import errors_named
 
     spill = tmp_path / "run" / "errors.txt"
-    forged = b"toolscript: errors cut: 1 bytes of its 2 are left out here; it could not be kept (x)\n"
+    forged = (
+        b"toolscript: errors cut: 1 bytes of its 2 are left out here; it could not be kept (x)\n"
+    )
     shown = pumped(LINES + forged, spill, budget=100, kept=200)
     uri = "toolscript://runs/run/errors"
     text, linked = errors_named(shown, spill, uri)
