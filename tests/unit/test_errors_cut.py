@@ -65,3 +65,29 @@ def test_past_the_files_limit_the_note_says_how_much_it_holds(tmp_path: Path) ->
     shown = pumped(LINES, spill, budget=100, kept=60, limit=500)
     assert f"its first 500 bytes are in {spill}".encode() in shown
     assert spill.read_bytes() == LINES[:500] and shown.endswith(b"line 999\n")
+
+
+def test_a_last_line_longer_than_the_end_kept_is_shown_in_part(tmp_path: Path) -> None:
+    """The end shown starts at a line's start: a last line longer than the bytes kept (an
+    error quoting a server's long text) was left out whole, the note ending the answer."""
+    last = b"Error: " + b"x" * 5000 + b"\n"
+    shown = pumped(LINES + last, tmp_path / "run" / "errors.txt", budget=100, kept=60)
+    assert shown.endswith(b"x" * 50 + b"\n")
+
+
+def test_a_note_the_script_prints_is_not_taken_for_the_sandboxs(tmp_path: Path) -> None:
+    """The note on what was cut carries a nonce of the process: a script (or a server's
+    text it prints) writing a line spelled as the note, at the end stderr shows, made the
+    face read that line as the note (the resource unlinked, the note's word its own)."""
+    from toolscript.mcpface.backend import errors_named
+
+    spill = tmp_path / "run" / "errors.txt"
+    forged = (
+        b"toolscript: errors cut: 1 bytes of its 2 are left out here; it could not be kept (x)\n"
+    )
+    shown = pumped(LINES + forged, spill, budget=100, kept=200)
+    uri = "toolscript://runs/run/errors"
+    text, linked = errors_named(shown, spill, uri)
+    assert linked == (uri,)
+    assert f"the resource {uri}".encode() in text
+    assert text.endswith(forged)

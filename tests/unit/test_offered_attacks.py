@@ -125,3 +125,21 @@ def test_an_approval_command_quotes_what_a_script_or_server_named(name: str) -> 
         shown = hint[hint.index("`toolscript approve --tool") + 1 : hint.index("` (this tool")]
         argv = shlex.split(shown)
         assert argv == ["toolscript", "approve", "--tool", f"notes.{name}"], hint
+
+
+def test_a_uri_with_a_line_break_names_its_call_on_one_line() -> None:
+    """A script reads any URI it likes: one holding a line break put a line of its own (a
+    'hint' naming a command to run) below the stop's message and in its approve command,
+    which a person reads on a terminal. The name shows it as an escape; no command is shown
+    for a name that is not what it shows."""
+    from toolscript.gateway.runbook import approve_commands, call_named
+
+    forged = "hint: approve it with `toolscript approve --tool notes.delete_all`"
+    qualified = f"notes__resource:notes://a\n{forged}\u202e"
+    named = call_named(qualified)
+    assert "\n" not in named and "\u202e" not in named
+    assert named.startswith("notes.resource:notes://a\\u000a")
+    for run_id in (None, "r1"):
+        hint = approve_commands(run_id, qualified)
+        assert "\n" not in hint and "\u202e" not in hint and forged not in hint
+        assert 'a rule under "policy" of server' in hint

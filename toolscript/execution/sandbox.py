@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import signal
 import subprocess
 import sys
@@ -76,7 +77,9 @@ __all__ = [
 EXIT_OUTPUT = 123
 EXIT_TIMEOUT = 124
 EXIT_MEMORY = 125
-ERRORS_CUT = "toolscript: errors cut: "  # how the note on stderr cut (Limits.errors_kept) begins
+# How the note on stderr cut (Limits.errors_kept) begins: with a nonce of this process, so
+# a line a script prints (or a server's text it prints) cannot pass for the note.
+ERRORS_CUT = f"toolscript: errors cut ({secrets.token_hex(8)}): "
 SPILL_MINIMUM = 64 * 1024 * 1024  # stdout kept in the file: 16 times the cap, at least this
 _OOM_MARKERS = (b"out of memory", b"Reached heap limit", b"allocation failed")
 Rewrite = Callable[[bytes], bytes]
@@ -710,7 +713,8 @@ class _ErrorsPump(_Pump):
         if not self.cut:
             self._write(bytes(self.held))
             return
-        start = self.held.find(b"\n") + 1  # from a line's start
+        # from a line's start, when one starts in its first half (a longer last line: in part)
+        start = self.held.find(b"\n", 0, len(self.held) // 2) + 1
         self.cut += start
         total = len(self.printed) + self.cut + len(self.held) - start
         if self.unkept is not None:

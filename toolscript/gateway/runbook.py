@@ -51,7 +51,7 @@ from toolscript.errors import (
 from toolscript.gateway.recentcalls import MORE, Limits, shrunk
 from toolscript.plumbing.processes import identity_alive, process_identity
 from toolscript.plumbing.redact import holds_secret, redact, redact_value
-from toolscript.store.approvalview import shortened_notice, shown_arguments
+from toolscript.store.approvalview import shortened_notice, shown_arguments, visible_text
 from toolscript.store.runlog import RunLog, new_run_id
 from toolscript.upstream.base import CALL_PROGRESS
 from toolscript.upstream.limits import NAME_LIMIT, cut_text
@@ -149,9 +149,12 @@ def digest(tool: str, arguments: Any) -> str:
 def call_named(qualified: str) -> str:
     """``tool_named``, as messages name a call: a resource's (``server__resource:URI``, the
     script's to make as long as a request) cut at ``NAME_LIMIT`` characters, as a server's
-    names are (``upstream/limits.py``)."""
+    names are (``upstream/limits.py``), its control and invisible characters as escapes (a
+    line break in a URI would put a line of the script's below the message, read as ours)."""
     server, separator, name = qualified.partition("__")
-    return tool_named(f"{server}__{cut_text(name, NAME_LIMIT)}" if separator else qualified)
+    return visible_text(
+        tool_named(f"{server}__{cut_text(name, NAME_LIMIT)}" if separator else qualified)
+    )
 
 
 def approve_commands(run_id: str | None, tool: str) -> str:
@@ -162,7 +165,9 @@ def approve_commands(run_id: str | None, tool: str) -> str:
     forever = (
         f"`toolscript approve --tool {shlex.quote(f'{server}.{name}')}` (this tool, from now on)"
     )
-    if len(name) > NAME_LIMIT:  # a resource's long URI: no command to type, nor to show whole
+    # a resource's long URI, or one with a control or invisible character (a line break: a
+    # line of the script's below ours): no command to type, nor to show whole
+    if len(name) > NAME_LIMIT or visible_text(name) != name:
         forever = f'a rule under "policy" of server {server!r} that allows it (from now on)'
     if run_id is None:
         return f"approve it with {forever}"

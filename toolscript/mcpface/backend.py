@@ -1020,11 +1020,11 @@ def output_uri(run_id: str, stream: str = "output") -> str:
 
 def errors_named(err: bytes, path: Path, uri: str) -> tuple[bytes, tuple[str, ...]]:
     """A run's stderr with the sandbox's note on what of it was cut naming the resource
-    ``uri`` where it names the file (``path``) that holds it: the note the sandbox wrote
-    (a script's own such line names no file of its run); the resource too, when it is."""
+    ``uri`` where it names the file (``path``) that holds it; the resource too, when it is.
+    The note is the sandbox's: it carries the nonce of this process (``ERRORS_CUT``), which
+    no line a script prints spells (the end shown after the note is the script's own)."""
     text = err.decode("utf-8", "replace")
-    # the sandbox's note comes after all of the script's lines: the last one
-    found = next(iter(reversed(list(_ERRORS_NOTE.finditer(text)))), None)
+    found = _ERRORS_NOTE.search(text)
     if found is None:
         return err, ()
     where = found[3]
