@@ -49,7 +49,7 @@ from toolscript.gateway.inferred import ResultShapes
 from toolscript.gateway.narrowed import NarrowedModules
 from toolscript.gateway.recentcalls import RecentCalls
 from toolscript.gateway.results import tool_result
-from toolscript.gateway.runbook import Run, RunBook, approve_commands
+from toolscript.gateway.runbook import Run, RunBook, approve_commands, call_named
 from toolscript.otherclients import MAX_CONFIG_BYTES
 from toolscript.pipeline.artifacts import Artifacts, CacheLayout, read_artifact
 from toolscript.pipeline.sources import SnapshotSource
@@ -229,7 +229,7 @@ def _tool_not_found(upstream: Upstream, tool: str, spellings: dict[str, str]) ->
     close = difflib.get_close_matches(tool, list(spellings), n=6, cutoff=0.5)
     names = list(dict.fromkeys(spellings[found] for found in close))[:3]
     return ToolNotFoundError(
-        f"tool not found: {server}.{tool}",
+        f"tool not found: {call_named(f'{server}__{tool}')}",
         suggestions=[f"{server}.{name}" for name in names],
         hint=None if names else _list_tools_hint(server, sorted(set(spellings.values()))),
     )
@@ -1123,7 +1123,8 @@ class Gateway:
         from the tools, the types and search: "not found" would send the user looking)."""
         if upstream.config.denies(tool):
             raise ToolDeniedError(
-                f"{upstream.name}.{tool} is denied by the policy of server {upstream.name!r} "
+                f"{call_named(f'{upstream.name}__{tool}')} is denied by the policy of server "
+                f"{upstream.name!r} "
                 f"in {self.config_file}",
                 hint='scripts cannot call it; change its rule under "policy" to allow it',
             )
