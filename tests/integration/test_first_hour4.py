@@ -287,3 +287,21 @@ def test_a_tool_files_args_section_describes_its_parameters_in_the_types(
     assert "/** The first number. */\n  a: number;" in types.stdout
     assert "/** The number added to it. */\n  b: number;" in types.stdout
     assert "/** Add two numbers. */" in types.stdout and "Args:" not in types.stdout
+
+
+def test_a_script_calling_a_denied_tool_is_told_the_policy_denies_it(project: Path) -> None:
+    # The type error listed the server's other members ("Property 'wipe' does not exist on
+    # type 'SumsTools' (members: add)") and no word of the policy: the agent looked for it.
+    script = 'import { tools } from "toolscript";\nawait tools.sums.wipe({ target: "x" });\n'
+    ran = run(project, "exec", script)
+    assert ran.returncode == 1
+    assert "on type 'SumsTools' (members: add); sums.wipe is denied by the policy of server " in (
+        ran.stderr
+    )
+    assert ".toolscript.json" in ran.stderr
+    missing = run(project, "exec", script.replace("wipe", "erase"))
+    assert "on type 'SumsTools' (members: add)" in missing.stderr
+    assert "denied" not in missing.stderr
+    face = face_call(project, "execute", f"code={script}")
+    assert face["isError"] is True
+    assert "sums.wipe is denied by the policy of server 'sums'" in face["content"][0]["text"]

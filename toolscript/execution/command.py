@@ -284,7 +284,7 @@ def _run_in_gateway(
         stop_message,
         terminal_answer,
     )
-    from toolscript.execution.sandbox import run_toolscript
+    from toolscript.execution.sandbox import policy_denial, run_toolscript
 
     interactive = stdin_available and sys.stdin.isatty() and sys.stderr.isatty()
     module_hash, module = current_module(url, module_hash)
@@ -351,6 +351,7 @@ def _run_in_gateway(
             script_url=run.script_url,
             spill=_spill_file(config, run.id),
             spare=ahead,
+            denial=policy_denial(config),
         )
     except (KeyboardInterrupt, SystemExit) as exc:  # Ctrl+C, a signal (execution/lifeline.py)
         # The run's log says what the shell's $? says: 130 for Ctrl+C, 143 for SIGTERM.

@@ -825,6 +825,43 @@ MAX_TYPES_LOOKED_UP = 16
 _DIAGNOSTIC = re.compile(r"TS\d{1,6} \[ERROR\]: ")  # a type error's first line
 
 
+# A missing member's name, said before "does not exist on type" ("Property 'wipe' ").
+_MISSING_PROPERTY = re.compile(r"Property '([A-Za-z_$][\w$]{0,200})' $")
+_MEMBER_SPAN = 256  # characters before a type's name where its missing member is said
+# (a server's namespace, a member its type lacks) -> what the policy says of that tool, if any
+Denial = Callable[[str, str], str | None]
+
+
+def policy_denial(explicit: str | None, cwd: Path | None = None) -> Denial:
+    """What the project's config (``--config``, or found from ``cwd``) denies, read only
+    when a type error names a member a server's type lacks: a run with no such error reads
+    nothing more. A tool is found by its name or a rule's spelled as the script calls it
+    (``deleteAll`` for a rule ``delete_all``)."""
+
+    def said(namespace: str, member: str) -> str | None:
+        from toolscript.codegen.naming import to_camel_case
+        from toolscript.config import load_config
+        from toolscript.errors import ToolscriptError
+
+        try:
+            config = load_config(explicit, cwd=cwd)
+        except (ToolscriptError, OSError, ValueError):
+            return None  # a config that cannot be read now: the type error says the rest
+        for server in config.servers:
+            if namespace not in (server.name, to_camel_case(server.name)):
+                continue
+            spellings = [member, *(r for r in server.policy if to_camel_case(r) == member)]
+            denied = next((tool for tool in spellings if server.denies(tool)), None)
+            if denied is not None:
+                return (
+                    f"{server.name}.{denied} is denied by the policy of server "
+                    f"{server.name!r} in {config.config_file}"
+                )
+        return None
+
+    return said
+
+
 class _ErrorRewriter:
     """Error lines name the user's script and ``toolscript``, not cache paths and secret URLs,
     and point at the user's own lines and columns, not the wrapper's. One per run: it
@@ -837,7 +874,9 @@ class _ErrorRewriter:
         gateway_url: str,
         module_path: Path | None = None,
         source_map: SourceMap | None = None,
+        denial: Denial | None = None,
     ) -> None:
+        self.denial = denial
         # The module's spellings, compiled at the first line to rewrite (most runs print
         # none to stderr): the run's URL holds its token, so no two runs share the pattern,
         # and compiling it was about 1 ms of the MCP face's CPU an execute.
@@ -898,13 +937,28 @@ class _ErrorRewriter:
             return text
         from toolscript.codegen.module import NAMED_TYPE
 
-        return NAMED_TYPE.sub(self.listed, text)
+        return NAMED_TYPE.sub(functools.partial(self.listed, text), text)
 
-    def listed(self, found: re.Match[str]) -> str:
+    def listed(self, text: str, found: re.Match[str]) -> str:
         from toolscript.codegen.module import members_listed
 
         members = self.members_of(found[1])
-        return found[0] + members_listed(members) if members else found[0]
+        said = found[0] + members_listed(members) if members else found[0]
+        denied = self.denied(text[max(0, found.start() - _MEMBER_SPAN) : found.start()], found[1])
+        return said if denied is None else f"{said}; {denied}"
+
+    def denied(self, before: str, type_name: str) -> str | None:
+        """What the policy says of a tool a script calls and a server's type lacks ("Property
+        'wipe' does not exist on type 'SumsTools'"): a denied tool is left out of the types,
+        and the agent told only the members looks for it."""
+        if self.denial is None or (missing := _MISSING_PROPERTY.search(before)) is None:
+            return None
+        if self.module_text is None:
+            self.members_of(type_name)  # reads the module
+        namespace = re.search(
+            rf"^  ([A-Za-z_$][\w$]*): {re.escape(type_name)};$", self.module_text or "", re.M
+        )
+        return None if namespace is None else self.denial(namespace[1], missing[1])
 
     def members_of(self, name: str) -> list[str] | None:
         if name in self.members or len(self.members) >= MAX_TYPES_LOOKED_UP:
@@ -1049,6 +1103,7 @@ def run_toolscript(
     spill: Path | None = None,
     spare: Spare | None = None,
     checker: Checker | None = None,
+    denial: Denial | None = None,
 ) -> int:
     """Run ``script`` to completion, streaming its output; returns the exit code.
 
@@ -1065,6 +1120,7 @@ def run_toolscript(
     that runs the script when it fits this run and no Deno check is needed; it is used or
     discarded here either way. ``checker`` asks the warm checker without HTTP (the MCP
     face's own gateway: ``LocalGateway.check``); None from it, as without it, asks over HTTP.
+    ``denial`` says when a tool a type error finds missing is one the policy denies.
     """
     try:
         script_url = script_url or gateway_url
@@ -1078,13 +1134,16 @@ def run_toolscript(
         _for_people(stdout if stdout is not None else sys.stdout.buffer, own=stdout is None),
         _for_people(stderr if stderr is not None else sys.stderr.buffer, own=stderr is None),
         advice,
+        denial,
     )
     if check and warm_check and module is not None:
         status, output = _warm_check(
             gateway_url, script_path, prepared.code, module, module_hash, checker
         )
         if status == "failed":
-            rewrite = _rewriter(script_path, script.display_name, gateway_url, module, source_map)
+            rewrite = _rewriter(
+                script_path, script.display_name, gateway_url, module, source_map, streams.denial
+            )
             lines = output.encode().splitlines(keepends=True)
             streams.write_error(b"".join(rewrite(line) for line in lines))
             streams.finish()
@@ -1274,6 +1333,7 @@ class _Streams(NamedTuple):
     stdout: Sink
     stderr: Sink
     advice: Advice
+    denial: Denial | None = None  # what the policy says of a missing tool (policy_denial)
 
     def finish(self) -> None:
         for stream in (self.stdout, self.stderr):
@@ -1305,7 +1365,9 @@ def _supervise(
     # stdout that does not fit goes to the file; stderr past the budget stops the script,
     # unless it has a part of its own (``Limits.errors_kept``, the MCP face's).
     budget = _Budget(limits.max_output, process)
-    rewrite = _rewriter(script_path, script.display_name, gateway_url, module, source_map)
+    rewrite = _rewriter(
+        script_path, script.display_name, gateway_url, module, source_map, streams.denial
+    )
     out = (
         _SpillingPump(
             process.stdout,

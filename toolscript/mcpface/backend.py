@@ -70,6 +70,7 @@ from toolscript.execution.sandbox import (
     Advice,
     Limits,
     Script,
+    policy_denial,
     run_toolscript,
 )
 from toolscript.execution.spare import Spare
@@ -978,6 +979,7 @@ class Backend:
                 script_url=run.script_url,
                 spill=face_run.spill,
                 spare=spare,
+                denial=policy_denial(self.config, self.cwd),
                 checker=local.check if local is not None else None,
             )
         finally:
