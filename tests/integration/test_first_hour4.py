@@ -305,3 +305,29 @@ def test_a_script_calling_a_denied_tool_is_told_the_policy_denies_it(project: Pa
     face = face_call(project, "execute", f"code={script}")
     assert face["isError"] is True
     assert "sums.wipe is denied by the policy of server 'sums'" in face["content"][0]["text"]
+
+
+ADDER = """import { tools } from "toolscript";
+
+/** Adds two numbers. */
+export default async function adder(input: { a: number; b: number }) {
+  return await tools.sums.add(input);
+}
+"""
+
+
+def test_running_a_saved_script_without_its_input_says_how_to_give_it(project: Path) -> None:
+    # It said only that "{}" misses a and b, in a file named "<run adder>.ts" the user never
+    # wrote: nothing said the input is given with --input.
+    (project / "adder.ts").write_text(ADDER)
+    saved = run(project, "save", "adder", "adder.ts")
+    assert saved.returncode == 0, saved.stderr
+    ran = run(project, "run", "adder")
+    assert ran.returncode == 1
+    assert """hint: give its input: toolscript run adder --input '{"a": ..., "b": ...}'""" in (
+        ran.stderr
+    )
+    half = run(project, "run", "adder", "--input", '{"a": 1}')
+    assert half.returncode == 1
+    assert """--input '{"b": ...}'""" in half.stderr
+    assert run(project, "run", "adder", "--input", '{"a": 1, "b": 2}').stdout.strip() == "3"

@@ -132,7 +132,9 @@ def run_exec(
 
     from_run = resume is not None and code is None and file is None
     if saved is not None:
-        script = Script(code or "", f"<run {saved}>.ts", "run.ts")
+        script = Script(
+            code or "", f"<run {saved}>.ts", "run.ts", run_command=f"toolscript run {saved}"
+        )
     else:
         script = Script("", "") if from_run else _read_script(code, file)
     limits = Limits(timeout=timeout, memory_mb=memory, max_output=max_output)

@@ -105,6 +105,9 @@ class Script(NamedTuple):
     display_name: str  # what errors call it: "inline.ts", "<stdin>.ts" or the user's path
     file_name: str = "inline.ts"
     result_marker: str = ""  # printed before the JSON of a top-level return value (if any)
+    # what runs a saved script ("toolscript run NAME"): its input missing a property, the
+    # error says how to give it (--input)
+    run_command: str = ""
 
 
 class Advice(NamedTuple):
@@ -862,6 +865,15 @@ def policy_denial(explicit: str | None, cwd: Path | None = None) -> Denial:
     return said
 
 
+# A run's input missing properties: TypeScript names the missing ones ("...: a, b" or
+# "...: a, b, and 3 more"; one: "Property 'a' is missing in type '{}' but required in type").
+_MISSING_INPUT = re.compile(
+    r"missing the following properties from type '.{0,2000}': ([\w$]+(?:, (?!and \d)[\w$]+){0,30})"
+    r"|Property '([\w$]{1,200})' is missing in type '.{0,2000}' but required in type"
+)
+_NAME = re.compile(r"[A-Za-z_$][\w$]{0,200}")
+
+
 class _ErrorRewriter:
     """Error lines name the user's script and ``toolscript``, not cache paths and secret URLs,
     and point at the user's own lines and columns, not the wrapper's. One per run: it
@@ -875,8 +887,10 @@ class _ErrorRewriter:
         module_path: Path | None = None,
         source_map: SourceMap | None = None,
         denial: Denial | None = None,
+        run_command: str = "",
     ) -> None:
         self.denial = denial
+        self.run_command = run_command
         # The module's spellings, compiled at the first line to rewrite (most runs print
         # none to stderr): the run's URL holds its token, so no two runs share the pattern,
         # and compiling it was about 1 ms of the MCP face's CPU an execute.
@@ -922,7 +936,18 @@ class _ErrorRewriter:
         if told is not None:
             return told.encode()
         rewritten = self.with_members(self.rewrite_plain(plain))
-        return (text if rewritten == plain and not self.strip_colors else rewritten).encode()
+        shown = text if rewritten == plain and not self.strip_colors else rewritten
+        return (shown + self.input_hint(plain)).encode()
+
+    def input_hint(self, text: str) -> str:
+        """After a saved script's run misses properties of its input, how to give them."""
+        if not self.run_command or (missing := _MISSING_INPUT.search(text)) is None:
+            return ""
+        names = missing[1] or missing[2]
+        shown = ", ".join(
+            f"{json.dumps(name)}: ..." for name in names.split(", ") if _NAME.fullmatch(name)
+        )
+        return f"  hint: give its input: {self.run_command} --input '{{{shown}}}'\n"
 
     def with_members(self, text: str) -> str:
         """A type error naming one of the module's object types lists its members: the
@@ -1142,7 +1167,13 @@ def run_toolscript(
         )
         if status == "failed":
             rewrite = _rewriter(
-                script_path, script.display_name, gateway_url, module, source_map, streams.denial
+                script_path,
+                script.display_name,
+                gateway_url,
+                module,
+                source_map,
+                streams.denial,
+                script.run_command,
             )
             lines = output.encode().splitlines(keepends=True)
             streams.write_error(b"".join(rewrite(line) for line in lines))
@@ -1366,7 +1397,13 @@ def _supervise(
     # unless it has a part of its own (``Limits.errors_kept``, the MCP face's).
     budget = _Budget(limits.max_output, process)
     rewrite = _rewriter(
-        script_path, script.display_name, gateway_url, module, source_map, streams.denial
+        script_path,
+        script.display_name,
+        gateway_url,
+        module,
+        source_map,
+        streams.denial,
+        script.run_command,
     )
     out = (
         _SpillingPump(
