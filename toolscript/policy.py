@@ -165,24 +165,41 @@ def is_offering(name: str) -> bool:
 _WILDCARDS = re.compile(r"[*?\[]")
 
 
+# Rules naming no tool said one by one, each with the closest tool name: difflib's match
+# is a pass over every tool (about 50 ms at 2,000), run on the gateway's loop at each listing.
+# The rest are counted in one line.
+MAX_UNMATCHED_SAID = 3
+
+
 def unmatched_rules(rules: Mapping[str, Any], tools: Iterable[str]) -> list[str]:
     """What to say of each rule of ``rules`` (a server's ``policy``) that names a tool
     exactly but none of ``tools`` (all it lists, those a rule denies included): a misspelt
     name leaves the tool it meant to the default decision, an allowed call where a person
-    was to say yes. The closest tool name is suggested. A pattern (``delete_*``) may guard
-    tools to come, and resource and prompt rules name no tool: neither is said."""
+    was to say yes. The closest tool name is suggested for the first ``MAX_UNMATCHED_SAID``;
+    the others are counted. A pattern (``delete_*``) may guard tools to come, and resource
+    and prompt rules name no tool: neither is said."""
     import difflib
 
     names = list(tools)
+    listed = set(names)
+    unmatched = [
+        pattern
+        for pattern in rules
+        if pattern not in listed and not is_offering(pattern) and not _WILDCARDS.search(pattern)
+    ]
     said: list[str] = []
-    for pattern in rules:
-        if is_offering(pattern) or _WILDCARDS.search(pattern) or pattern in names:
-            continue
+    for pattern in unmatched[:MAX_UNMATCHED_SAID]:
         close = difflib.get_close_matches(pattern, names, n=1, cutoff=0.6)
         meant = f' (did you mean "{close[0]}"?)' if close else ""
         said.append(
             f'policy rule "{pattern}" names none of its {len(names)} tools{meant}; '
             "the tool it was meant for gets the default decision"
+        )
+    if len(unmatched) > MAX_UNMATCHED_SAID:
+        said.append(
+            f"{len(unmatched) - MAX_UNMATCHED_SAID} more policy rules name none of its "
+            f"{len(names)} tools (`toolscript list-tools` lists the names); the tools they "
+            "were meant for get the default decision"
         )
     return said
 

@@ -3,7 +3,11 @@ mean: ``"convert_tme": "ask"`` was taken without a word, and ``convert_time`` ra
 
 from __future__ import annotations
 
-from toolscript.policy import unmatched_rules
+import anyio
+
+from toolscript.config import ServerConfig
+from toolscript.policy import MAX_UNMATCHED_SAID, unmatched_rules
+from toolscript.upstream.server import UpstreamServer
 
 TOOLS = ["convert_time", "get_current_time"]
 
@@ -29,3 +33,34 @@ def test_names_patterns_and_resource_rules_are_quiet() -> None:
         "prompt:secret": "ask",
     }
     assert unmatched_rules(rules, TOOLS) == []
+
+
+def test_thousands_of_rules_naming_no_tool_are_bounded() -> None:
+    # Each exact rule ran difflib against every listed tool on the gateway's event loop:
+    # 2,000 rules against 2,000 tools stalled it for minutes, and each was a warning.
+    tools = [f"tool_{i}" for i in range(2000)]
+    said = unmatched_rules({f"rule_{i}": "ask" for i in range(2000)}, tools)
+    assert len(said) == MAX_UNMATCHED_SAID + 1
+    assert said[-1].startswith(
+        f"{2000 - MAX_UNMATCHED_SAID} more policy rules name none of its 2000 tools"
+    )
+    assert unmatched_rules({f"tool_{i}": "ask" for i in range(2000)}, tools) == []
+
+
+def test_a_rule_warning_is_withdrawn_once_a_listing_has_its_tool() -> None:
+    # The warning stayed in the server's warnings (gateway status) after the server came
+    # to list the tool the rule names.
+    server = UpstreamServer(
+        ServerConfig(name="sums", transport="stdio", command="x", policy={"wipe": "deny"})
+    )
+    server.warnings.append("another warning")
+
+    async def listed(*names: str) -> list[str]:
+        server._tools_seen = set(names)
+        await server._check_rules()
+        return server.warnings
+
+    said = anyio.run(listed, "add")
+    assert said[0] == "another warning" and said[1].startswith('policy rule "wipe" names none')
+    assert anyio.run(listed, "add", "wipe") == ["another warning"]
+    assert anyio.run(listed, "add")[1].startswith('policy rule "wipe"')

@@ -152,6 +152,9 @@ class UpstreamServer:
         self.warnings: list[str] = []  # what this server sent that bends the spec, each once
         self._warned: set[str] = set()
         self._tools_seen: set[str] = set()  # every tool name of the listing, filtered or not
+        # what the last listing's policy check said (rules naming none of its tools), and of
+        # which names: withdrawn from the warnings once a later listing has the tool
+        self._rules_said: tuple[frozenset[str], list[str]] = (frozenset(), [])
         # characters each listing under way kept and entries it held, its pages together
         # (upstream.limits)
         self._listing_spent: dict[str, tuple[int, int]] = {}
@@ -397,10 +400,25 @@ class UpstreamServer:
                     )
             cursor = result.next_cursor
             if not cursor:
-                for said in unmatched_rules(self.config.policy, sorted(self._tools_seen)):
-                    self._warn(said)
+                await self._check_rules()
                 return tools
         raise _endless("tools/list")
+
+    async def _check_rules(self) -> None:
+        """Warn of the policy's rules that name none of the listed tools, and withdraw what
+        an earlier listing said of them: the check (difflib, bounded in ``unmatched_rules``)
+        runs off the event loop, and not again while the names are the same."""
+        seen = frozenset(self._tools_seen)
+        before, said = self._rules_said
+        if self.config.policy and seen != before:
+            said = await anyio.to_thread.run_sync(unmatched_rules, self.config.policy, sorted(seen))
+            said = [self._redact(text) for text in said]
+        withdrawn = set(self._rules_said[1]) - set(said)
+        if withdrawn:
+            self.warnings = [text for text in self.warnings if text not in withdrawn]
+        self._rules_said = (seen, said)
+        for text in said:
+            self._warn(text)
 
     def _wanted_tool(self, name: str) -> bool:
         self._tools_seen.add(name)
