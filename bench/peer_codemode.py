@@ -266,11 +266,19 @@ def main() -> None:
         ),
     }
     if args.baseline:  # the same face, another checkout's code: old against new, paired
+        # a project and a home of its own: the two codes' artifacts and state files differ
+        # (each side would rebuild the other's at each spawn, or set its files aside)
+        (work / "baseline").mkdir()
+        (work / "baseline" / ".toolscript.json").write_text(json.dumps(config))
         sides["baseline"] = StdioServerParameters(
             command=str(BIN / "toolscript"),
             args=["mcp"],
-            cwd=str(work / "project"),
-            env={**env, "PYTHONPATH": args.baseline},
+            cwd=str(work / "baseline"),
+            env={
+                **env,
+                "PYTHONPATH": args.baseline,
+                "TOOLSCRIPT_HOME": str(work / "baseline-home"),
+            },
         )
     results: dict[str, dict[str, list[float]]] = {
         side: {key: [] for key in ROWS.values()} for side in sides
