@@ -10,6 +10,7 @@ gateway it borrowed.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import io
@@ -79,7 +80,8 @@ from toolscript.gateway.launch import LaunchedGateway, start_gateway, wait_for_u
 from toolscript.gateway.local import LocalGateway
 from toolscript.mcpface.configwatch import ConfigWatch
 from toolscript.mcpface.tools import YIELD_AFTER
-from toolscript.plumbing.paths import find_config_path, project_state_dir
+from toolscript.plumbing.paths import find_config_path, project_state_dir, user_state_dir
+from toolscript.plumbing.privatefile import write_private
 from toolscript.plumbing.processes import signal_quietly
 from toolscript.store.outputs import errors_file, output_file, visible_controls
 from toolscript.store.packages import offered_note
@@ -95,14 +97,32 @@ __all__ = [
     "FaceRun",
     "Reporter",
     "execution_answer",
+    "result_marker",
     "search_answer",
     "servers_answer",
 ]
 
-# The line holding a script's return value: its prefix names this process's own nonce, so
-# a server's text the script prints (a page, a file) cannot pass for the value; a kept
-# output a face before this one wrote holds its own (``_ANY_MARKER``, taken out of it).
-RESULT_MARKER = f"\x1etoolscript-result-{secrets.token_hex(8)}:"
+
+def result_marker() -> str:
+    """The line holding a script's return value: its prefix names a nonce of the user's, so
+    a server's text the script prints (a page, a file) cannot pass for the value. Kept in the
+    user's state folder (0600), not drawn per process: the marker is part of the source a
+    script is checked as, and a nonce of each face's made every script new to each face (a
+    seen script checked again, the first result 0.5 s later). A kept output a face with
+    another nonce wrote holds its own (``_ANY_MARKER``, taken out of it)."""
+    path = user_state_dir() / "result-marker"
+    try:
+        nonce = path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeError):
+        nonce = ""
+    if not re.fullmatch(r"[0-9a-f]{16}", nonce):
+        nonce = secrets.token_hex(8)
+        with contextlib.suppress(OSError):  # (a folder not writable: this process's own)
+            write_private(path, nonce)
+    return f"\x1etoolscript-result-{nonce}:"
+
+
+RESULT_MARKER = result_marker()
 _ANY_MARKER = re.compile(r"\x1etoolscript-result(?:-[0-9a-f]{16})?:")
 SCRIPT_NAME = "script.ts"  # what type errors and stack frames call the agent's code
 # Bytes of a script's output an answer holds (it all goes into the model's context); past
