@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple, Protocol
 from urllib.parse import urlsplit
 
-from toolscript.errors import ExecutionError, GatewayError
+from toolscript.errors import ExecutionError, GatewayError, ToolscriptError
 from toolscript.execution.source import PreparedSource, SourceMap, prepare
 from toolscript.plumbing.checkoptions import (
     REFUSED_FILE_URL,
@@ -288,6 +288,54 @@ class Sink(Protocol):
     def write(self, data: bytes, /) -> int: ...
 
     def flush(self) -> None: ...
+
+
+class Gate(Protocol):
+    """A run's requests held at its gateway while its script's check is under way (the MCP
+    face's own gateway: ``RunBook.hold``), so the script can run beside its check."""
+
+    def hold(self) -> bool: ...
+
+    def settle(self, passed: bool) -> None: ...
+
+    def reissue(self) -> str | None: ...
+
+
+class _Gated:
+    """A stream of a run whose check is under way: what the script writes is kept until the
+    verdict, then shown (passed) or dropped. What reaches a stream is bounded by the run's
+    output budget, so what is kept is too."""
+
+    def __init__(self, target: Sink) -> None:
+        self.target = target
+        self._lock = threading.Lock()
+        self._kept: list[bytes] | None = []
+        self._shown = False
+
+    def write(self, data: bytes, /) -> int:
+        with self._lock:
+            if self._kept is not None:
+                self._kept.append(bytes(data))
+                return len(data)
+            if not self._shown:
+                return len(data)
+        return self.target.write(data)
+
+    def flush(self) -> None:
+        with self._lock:
+            shown = self._kept is None and self._shown
+        if shown:
+            self.target.flush()
+
+    def open(self, shown: bool) -> None:
+        """The verdict: what was kept written out (``shown``) or dropped, and so on from now."""
+        with self._lock:
+            kept, self._kept, self._shown = self._kept or [], None, shown
+            if shown and kept:
+                with contextlib.suppress(BrokenPipeError, ValueError):
+                    for chunk in kept:
+                        self.target.write(chunk)
+                    self.target.flush()
 
 
 class TerminalHold:
@@ -1129,6 +1177,7 @@ def run_toolscript(
     spare: Spare | None = None,
     checker: Checker | None = None,
     denial: Denial | None = None,
+    gate: Gate | None = None,
 ) -> int:
     """Run ``script`` to completion, streaming its output; returns the exit code.
 
@@ -1145,7 +1194,10 @@ def run_toolscript(
     that runs the script when it fits this run and no Deno check is needed; it is used or
     discarded here either way. ``checker`` asks the warm checker without HTTP (the MCP
     face's own gateway: ``LocalGateway.check``); None from it, as without it, asks over HTTP.
-    ``denial`` says when a tool a type error finds missing is one the policy denies.
+    ``denial`` says when a tool a type error finds missing is one the policy denies. With
+    ``gate`` (and a ready warm checker, a spare that fits, a script not checked before), the
+    spare runs the script while the checker checks it, every request of the run held at the
+    gateway until the verdict (``_run_while_checked``).
     """
     try:
         script_url = script_url or gateway_url
@@ -1161,23 +1213,40 @@ def run_toolscript(
         advice,
         denial,
     )
-    if check and warm_check and module is not None:
+    if (
+        check
+        and warm_check
+        and module is not None
+        and gate is not None
+        and spare is not None
+        and not _passed_mark(script_path, module_hash).exists()
+        and not uses_node(prepared.code)  # the checker leaves it to deno check
+        and spare.fits(script_url, module, limits.memory_mb)
+        and gate.hold()
+    ):
+        ran = _run_while_checked(
+            _Checked(gateway_url, script_path, prepared.code, module, module_hash, checker),
+            gate,
+            spare,
+            script,
+            script_url,
+            on_start,
+            limits,
+            streams,
+            source_map,
+            spill,
+        )
+        if isinstance(ran, int):
+            return ran
+        script_url, spare = ran, None  # Deno checks it as it starts, with a fresh token
+    elif check and warm_check and module is not None:
         status, output = _warm_check(
             gateway_url, script_path, prepared.code, module, module_hash, checker
         )
         if status == "failed":
-            rewrite = _rewriter(
-                script_path,
-                script.display_name,
-                gateway_url,
-                module,
-                source_map,
-                streams.denial,
-                script.run_command,
+            _tell_check_failure(
+                output, script, script_path, gateway_url, module, streams, source_map
             )
-            lines = output.encode().splitlines(keepends=True)
-            streams.write_error(b"".join(rewrite(line) for line in lines))
-            streams.finish()
             if spare is not None:
                 spare.discard()
             return 1  # what deno exits with when a check fails; nothing of the script ran
@@ -1269,6 +1338,141 @@ def run_toolscript(
         streams.finish()
 
 
+def _tell_check_failure(
+    output: str,
+    script: Script,
+    script_path: Path,
+    gateway_url: str,
+    module: Path,
+    streams: _Streams,
+    source_map: SourceMap,
+) -> None:
+    """A failed check's errors, as the script's own (its lines and names, not the copy's)."""
+    rewrite = _rewriter(
+        script_path,
+        script.display_name,
+        gateway_url,
+        module,
+        source_map,
+        streams.denial,
+        script.run_command,
+    )
+    lines = output.encode().splitlines(keepends=True)
+    streams.write_error(b"".join(rewrite(line) for line in lines))
+    streams.finish()
+
+
+class _Checked(NamedTuple):
+    """What ``_warm_check`` is asked with."""
+
+    gateway_url: str
+    script_path: Path
+    code: str
+    module: Path
+    module_hash: str
+    checker: Checker | None
+
+    def verdict(self) -> tuple[str, str]:
+        try:
+            return _warm_check(*self)
+        except Exception:  # a fault of the check's: Deno checks the script itself
+            return "unavailable", ""
+
+
+def _run_while_checked(
+    checked: _Checked,
+    gate: Gate,
+    spare: Spare,
+    script: Script,
+    script_url: str,
+    on_start: Callable[..., None] | None,
+    limits: Limits,
+    streams: _Streams,
+    source_map: SourceMap,
+    spill: Path | None,
+) -> int | str:
+    """The spare runs a new script while the warm checker checks it (measured: the check was
+    12-50 ms of a new script's execute, before the script could start). Nothing of the script
+    reaches anyone before the verdict: its requests wait at the gateway (``gate``, held by
+    the caller), what it prints is kept (``_Gated``), its timeout counts from the verdict.
+    Passed: all of it goes on. Failed: the process is killed, its requests refused, its
+    output dropped, and the check's errors are the answer, as when it was checked first. No
+    verdict (the checker failed): the same, and the fresh URL (``Gate.reissue``) is returned
+    for a run checked by Deno itself. Returns the exit code, or that URL."""
+    verdict: list[tuple[str, str]] = []
+    decided = threading.Event()
+    lock = threading.Lock()
+    pids: list[int] = []
+    gated = _Gated(streams.stdout), _Gated(streams.stderr)
+
+    def started(pid: int, **how: Any) -> None:
+        with lock:
+            pids.append(pid)
+            refused = bool(verdict) and verdict[0][0] != "passed"
+        if on_start is not None:
+            on_start(pid, **how)
+        if refused:
+            signal_quietly(pid, signal.SIGKILL, group=True)
+
+    def check() -> None:
+        found, passed = ("unavailable", ""), False
+        try:
+            found = checked.verdict()
+            passed = found[0] == "passed"
+            with contextlib.suppress(ToolscriptError):  # a gateway gone answers nothing anyway
+                gate.settle(passed)
+        finally:
+            with lock:
+                verdict.append(found)
+                killed = [] if passed else list(pids)
+            for pid in killed:
+                signal_quietly(pid, signal.SIGKILL, group=True)
+            for stream in gated:
+                stream.open(passed)
+            decided.set()
+
+    checking = threading.Thread(target=check, daemon=True, name="check beside the run")
+    checking.start()
+    try:
+        exit_code = _run_in_spare(
+            spare,
+            checked.code,
+            script,
+            script_url,
+            started,
+            limits,
+            streams._replace(stdout=gated[0], stderr=gated[1]),
+            checked.module,
+            source_map,
+            spill,
+            clock=decided,
+        )
+    finally:
+        checking.join()
+    status, output = verdict[0]
+    if status == "passed":
+        streams.finish()
+        return exit_code
+    if spill is not None:  # what the unchecked script printed is nobody's
+        spill.unlink(missing_ok=True)
+        errors_file(spill).unlink(missing_ok=True)
+    if status == "failed":
+        _tell_check_failure(
+            output,
+            script,
+            checked.script_path,
+            checked.gateway_url,
+            checked.module,
+            streams,
+            source_map,
+        )
+        return 1
+    fresh = gate.reissue()
+    if fresh is None:
+        raise GatewayError("the gateway stopped answering")
+    return fresh
+
+
 def _uses_node(code: str, module: Path | None) -> bool:
     """Whether the check is Deno's default lib's (Node's types, as before): the script uses
     Node, or a saved script its module offers does (as the warm checker decides)."""
@@ -1293,9 +1497,11 @@ def _run_in_spare(
     module: Path,
     source_map: SourceMap,
     spill: Path | None,
+    clock: threading.Event | None = None,
 ) -> int:
     """``_start_and_supervise`` with the spare's process: the script and the run's URL handed
-    in, then supervised as a fresh one is (its errors name the user's script, not the copy)."""
+    in, then supervised as a fresh one is (its errors name the user's script, not the copy).
+    ``clock``: the run's timeout counts from when it is set (``_wait_within``)."""
     try:
         process = spare.hand_over(code, script_url)
         if on_start is not None:
@@ -1311,6 +1517,7 @@ def _run_in_spare(
                 module,
                 source_map,
                 spill,
+                clock,
             )
         except BaseException:
             _kill(process)
@@ -1390,6 +1597,7 @@ def _supervise(
     module: Path | None = None,
     source_map: SourceMap | None = None,
     spill: Path | None = None,
+    clock: threading.Event | None = None,
 ) -> int:
     assert process.stdout is not None and process.stderr is not None
     # One budget for both streams: --max-output caps what is printed in all. Spilling, the
@@ -1434,7 +1642,7 @@ def _supervise(
         pump.start()
     memory = _MemoryWatch(process, process_memory_cap(limits.memory_mb))
     memory.start()
-    timed_out = _wait_within(process, limits.timeout)
+    timed_out = _wait_within(process, limits.timeout, clock)
     memory.stop.set()
     for pump in pumps:
         pump.join(60 if isinstance(pump, _SpillingPump | _ErrorsPump) else 5)
@@ -1449,24 +1657,39 @@ def _supervise(
     return code if code >= 0 else 128 - code
 
 
-def _wait_within(process: subprocess.Popen[bytes], timeout: float | None) -> bool:
+def _wait_within(
+    process: subprocess.Popen[bytes], timeout: float | None, clock: threading.Event | None = None
+) -> bool:
     """Wait for ``process`` to exit, killing it (and saying True) once ``timeout`` seconds
-    have passed. A blocking wait with a timer, not ``Popen.wait(timeout)``: that one polls,
-    sleeping up to 50 ms between looks, so a run was noticed late by up to half its length."""
+    have passed (counted from when ``clock`` is set, when given). A blocking wait with a
+    timer, not ``Popen.wait(timeout)``: that one polls, sleeping up to 50 ms between looks, so
+    a run was noticed late by up to half its length."""
     expired = threading.Event()
+    ended = threading.Event()
 
     def expire() -> None:
         expired.set()
         _kill(process)
 
-    timer = threading.Timer(timeout, expire) if timeout else None
-    if timer is not None:
+    def expire_after_clock() -> None:
+        assert clock is not None and timeout
+        clock.wait()  # (set within WARM_CHECK_WAIT: the check's verdict)
+        if not ended.wait(timeout):
+            expire()
+
+    timer: threading.Thread | None = None
+    if timeout and clock is not None:
+        timer = threading.Thread(target=expire_after_clock, daemon=True, name="run timeout")
+    elif timeout:
+        timer = threading.Timer(timeout, expire)
         timer.daemon = True
+    if timer is not None:
         timer.start()
     try:
         process.wait()
     finally:
-        if timer is not None:
+        ended.set()
+        if isinstance(timer, threading.Timer):
             timer.cancel()
     return expired.is_set()
 

@@ -17,7 +17,9 @@ Three kinds of token, each reaching what its holder needs and nothing more:
   to approve; it never answers a prompt;
 - a **run**'s token (``runs``: token -> run id): ``POST /tools/*``, ``GET /runtime/*``,
   ``POST /progress`` and the servers' resources and prompts (list, read, get), the calls
-  and progress of that run (never another run's output, its end or its stop).
+  and progress of that run (never another run's output, its end or its stop). While the
+  run's script is still being checked (``cleared``: ``RunBook.hold``), they wait for the
+  verdict, and are refused if it failed.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from urllib.parse import unquote
 from toolscript.errors import (
     AccessDeniedError,
     ForbiddenHostError,
+    ScriptCheckError,
     ToolscriptError,
     UnauthorizedError,
 )
@@ -159,9 +162,11 @@ class TokenGuard:
         runs: Callable[[str], str | None] | None = None,
         *,
         agent: bool = False,
+        cleared: Callable[[str], Awaitable[bool]] | None = None,
     ) -> None:
         self.app = app
         self._runs = runs
+        self._cleared = cleared
         self._tokens = {token.encode(): OWNER}
         if agent:
             self._tokens[agent_token(token).encode()] = AGENT
@@ -211,6 +216,9 @@ class TokenGuard:
             await answer_error(send, UnauthorizedError())
             return
         kind, run = found
+        if run is not None and self._cleared is not None and not await self._cleared(run):
+            await answer_error(send, _not_checked())
+            return
         inner = dict(scope)
         inner["path"] = rest or "/"
         raw_path = scope.get("raw_path")
@@ -220,6 +228,14 @@ class TokenGuard:
         if run is not None:
             inner[RUN_SCOPE_KEY] = run
         await self.app(inner, receive, send)
+
+
+def _not_checked() -> ScriptCheckError:
+    return ScriptCheckError(
+        "the script did not pass its type check: nothing it asks is done",
+        errors=[],
+        hint="its type errors are the run's answer",
+    )
 
 
 async def answer_error(send: Send, error: ToolscriptError) -> None:

@@ -136,6 +136,26 @@ class LocalGateway:
             request["code"], request["path"], request["module"], request["hash"]
         )
 
+    def hold(self, run_id: str) -> bool:
+        """Whether ``run_id``'s requests are now held until ``settle`` (``RunBook.hold``): only
+        while the warm checker is ready, so a check is a matter of milliseconds."""
+        return bool(self._call(self._hold(run_id)))
+
+    async def _hold(self, run_id: str) -> bool:
+        checker = self.gateway.checker
+        if checker is None or checker.state != "ready" or not self.gateway.first_build.is_set():
+            return False
+        self.gateway.runs.hold(run_id)
+        return True
+
+    def settle(self, run_id: str, passed: bool, *, reissue: bool = False) -> str | None:
+        """The check's verdict for a held run (``RunBook.settle``): with ``reissue``, the run's
+        fresh token; None otherwise or when the gateway is gone."""
+        return self._call(self._settle(run_id, passed, reissue))
+
+    async def _settle(self, run_id: str, passed: bool, reissue: bool) -> str | None:
+        return self.gateway.runs.settle(run_id, passed, reissue=reissue)
+
     def end(self, run_id: str, exit_code: int) -> dict[str, Any] | None:
         """What ``POST /runs/{id}/end`` answers that the face reads (the run's status and the
         error it stopped with), once the run log holds the run; None when the gateway is

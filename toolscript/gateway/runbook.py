@@ -15,6 +15,11 @@ through ``RunBook.call``, in this order:
    interactive run; otherwise the call is not made and the run stops, resumable;
 5. the call is made; its record (arguments redacted, sizes, duration, outcome) is kept for
    the run log, flushed to SQLite in the background (never on a call's path).
+
+Before all of these, a run whose script is still being type-checked while it already runs
+(``hold``: the MCP face hands a new script to its spare Deno beside the check) has every
+request of its token wait at the guard (``cleared``) for the check's verdict: passed, they go
+on; failed, they are refused, so nothing a script that fails its check asks is ever done.
 """
 
 from __future__ import annotations
@@ -228,6 +233,8 @@ class Run:
     stop_logged: bool = False  # the log has its stopped call whole; ``stopped`` is trimmed
     logged_bytes: int = 0  # of its itemized call records (RUN_LOG_BYTES)
     unlogged: int = 0  # calls made past RUN_LOG_BYTES: counted, not itemized
+    # its script's check under way while it runs (``RunBook.hold``): True once it passed
+    checking: asyncio.Future[bool] | None = None
 
     @property
     def agents(self) -> bool:
@@ -350,6 +357,43 @@ class RunBook:
             return None
         run.seen = time.monotonic()  # a sign of life: its script is at work
         return run.id
+
+    # -- a script run while its check is under way ----------------------------
+
+    def hold(self, run_id: str) -> None:
+        """Hold every request of ``run_id``'s token at the guard until ``settle``."""
+        run = self.get(run_id)
+        if not run.ended and (run.checking is None or run.checking.done()):
+            run.checking = asyncio.get_running_loop().create_future()
+
+    def settle(self, run_id: str, passed: bool, *, reissue: bool = False) -> str | None:
+        """The check's verdict on ``run_id``'s script: passed, its held requests go on; not,
+        they are refused. With ``reissue`` the run gets a fresh token, returned, and its
+        requests are no longer held (the script runs again, checked by Deno itself): a request
+        of the process that ran it unchecked still on its way is refused by its old token."""
+        run = self._runs.get(run_id)
+        if run is None:
+            return None
+        if run.checking is not None and not run.checking.done():
+            run.checking.set_result(passed)
+        if passed:
+            run.checking = None
+        if not reissue or run.ended:
+            return None
+        run.checking = None
+        self._by_token.pop(run.token, None)
+        run.token = "r" + secrets.token_urlsafe(24)
+        self._by_token[run.token] = run
+        return run.token
+
+    async def cleared(self, run_id: str) -> bool:
+        """Whether a request of ``run_id``'s token may go on: at once unless its script's
+        check is under way (``hold``), else once it passed."""
+        run = self._runs.get(run_id)
+        checking = run.checking if run is not None else None
+        if checking is None:
+            return True
+        return await asyncio.shield(checking)
 
     async def register(
         self,
@@ -498,6 +542,8 @@ class RunBook:
             run.ended = True
             run.ended_at = time.time()
             run.exit = exit_code
+            if run.checking is not None and not run.checking.done():
+                run.checking.set_result(False)  # ended before its check's verdict
             if run.prompt is not None and not run.prompt.answer.done():
                 asking = run.prompt.call.get("kind") == ELICITATION
                 run.prompt.answer.set_result({"action": "cancel"} if asking else "stop")

@@ -226,6 +226,7 @@ def serve(
         token,
         _allowed_hosts(host, port),
         runs=gateway.runs.by_token,
+        cleared=gateway.runs.cleared,
         agent=True,  # TOOLSCRIPT_GATEWAY_URL of an agent's environment carries that token
     )
 

@@ -38,6 +38,7 @@ from toolscript.codegen.naming import without_namespace
 from toolscript.errors import (
     ConfigError,
     ExecutionError,
+    GatewayError,
     GatewayResponseError,
     GatewayUnreachableError,
     ToolscriptError,
@@ -1001,6 +1002,7 @@ class Backend:
                 spare=spare,
                 denial=policy_denial(self.config, self.cwd),
                 checker=local.check if local is not None else None,
+                gate=_HeldRequests(local, run) if local is not None else None,
             )
         finally:
             if watcher is not None:
@@ -1015,6 +1017,29 @@ class Backend:
         calls = (ended or {}).get("call_count")
         face_run.calls = calls if isinstance(calls, int) else None
         return exit_code, out.getvalue(), err.getvalue(), stopped
+
+
+class _HeldRequests:
+    """A run's requests held by the face's own gateway while its script is checked (the
+    sandbox's ``Gate``: ``RunBook.hold``)."""
+
+    def __init__(self, local: LocalGateway, run: RunHandle) -> None:
+        self.local, self.run = local, run
+
+    def hold(self) -> bool:
+        try:
+            return self.local.hold(self.run.id)
+        except GatewayError:  # it did not answer: the script is checked first, as without
+            return False
+
+    def settle(self, passed: bool) -> None:
+        self.local.settle(self.run.id, passed)
+
+    def reissue(self) -> str | None:
+        token = self.local.settle(self.run.id, False, reissue=True)
+        if token is None:
+            return None
+        return registered(self.run.gateway_url, {"id": self.run.id, "token": token}).script_url
 
 
 def _alive(owned: InProcessGateway | LaunchedGateway) -> bool:
