@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +22,7 @@ from tests.helpers import (
     toolscript_cli,
     wait_until,
 )
+from toolscript.execution.locate import module_file, module_hash
 
 
 @pytest.fixture(scope="module")
@@ -196,3 +200,89 @@ def test_get_types_whole_server_and_errors(gateway: GatewayProcess) -> None:
     unknown_server = cli("get-types", "github", cwd=gateway.directory)
     assert unknown_server.returncode == 1
     assert "server not found: 'github'" in unknown_server.stderr
+
+
+def _answering(answers: list[bytes]) -> tuple[socket.socket, threading.Thread]:
+    """A listener that answers each connection's request with the next of ``answers``, a few
+    bytes at a time, then closes it."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        for answer in answers:
+            connection, _ = listener.accept()
+            with connection:
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    request += connection.recv(65536)
+                head, _, body = request.partition(b"\r\n\r\n")
+                length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+                while len(body) < length:
+                    body += connection.recv(65536)
+                for start in range(0, len(answer), 7):
+                    connection.sendall(answer[start : start + 7])
+                    time.sleep(0.001)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return listener, thread
+
+
+def test_a_call_reads_answers_sent_in_pieces_chunked_plain_or_cut(
+    gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    """A tool call speaks HTTP/1.1 on a socket of its own (cheaper than Deno's fetch in a
+    process that makes a few requests): an answer in pieces, a chunked one, an error status
+    with a plain body and a connection closed before any answer read as the gateway meant."""
+    digest = module_hash(gateway.url)
+    assert digest is not None
+    module = module_file(gateway.url, digest)
+    chunked = b'{"said": "in pieces", "n": 1}'
+    listener, thread = _answering(
+        [
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked"
+            b"\r\n\r\n"
+            + b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in (chunked[:9], chunked[9:]))
+            + b"0\r\n\r\n",
+            b'HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\n{"plain":1}',
+            b"HTTP/1.1 502 Bad Gateway\r\ncontent-length: 9\r\n\r\nnot json!",
+            b"",
+        ]
+    )
+    port = listener.getsockname()[1]
+    script = tmp_path / "calls.ts"
+    script.write_text(
+        f'import {{ tools, ToolError }} from "{module.as_uri()}";\n'
+        "console.log(JSON.stringify(await tools.fx.plainText({})));\n"
+        "console.log(JSON.stringify(await tools.fx.plainText({})));\n"
+        "for (let i = 0; i < 2; i++) {\n"
+        "  try { await tools.fx.plainText({}); } catch (e) {\n"
+        "    console.log((e as ToolError).status, (e as ToolError).message);\n"
+        "  }\n"
+        "}\n"
+    )
+    try:
+        done = subprocess.run(
+            [
+                deno_bin(),
+                "run",
+                "--no-check",
+                f"--allow-net=127.0.0.1:{port}",
+                f"--allow-read={module.parent}",
+                "--allow-env=TOOLSCRIPT_GATEWAY_URL",
+                str(script),
+            ],
+            env=deno_env(tmp_path / "deno")
+            | {"TOOLSCRIPT_GATEWAY_URL": f"http://127.0.0.1:{port}/run-token"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        listener.close()
+    thread.join(5)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0, done.stderr
+    assert json.loads(lines[0]) == {"said": "in pieces", "n": 1}
+    assert json.loads(lines[1]) == {"plain": 1}
+    assert lines[2].startswith("502 ") and "not json!" in lines[2]
+    assert lines[3].startswith("0 ") and "the gateway could not be reached" in lines[3]

@@ -10,10 +10,11 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import psutil
@@ -113,19 +114,20 @@ def test_before_its_script_a_spare_holds_no_token_and_no_more_permissions(
     assert not spare.script_path.parent.exists()  # its DENO_DIR went with it
 
 
-def test_a_spare_connects_to_the_gateway_ahead_through_the_path_that_takes_no_token(
+def test_a_spare_asks_nothing_ahead_and_holds_no_token(
     gateway: GatewayProcess, tmp_path: Path
 ) -> None:
-    """Deno's HTTP client and a kept-alive connection are ready before the script comes, so
-    its first call costs what the others do; the spare still holds no token."""
+    """The spare only loads the module ahead: it makes no request (its module's calls speak
+    HTTP on sockets of their own, cheaper than warming Deno's fetch) and holds no token."""
     spare = Spare(gateway.url, module_of(gateway), 512)
     try:
-        connected(spare, gateway)
+        boot = (spare.script_path.parent / "boot.ts").read_text()
+        assert "fetch(" not in boot and LIVENESS_PATH not in boot
+        assert gateway.url.rsplit("/", 1)[1] not in boot
+        time.sleep(1)  # booted by now, or about to: still no connection of its own
+        assert not connections_to(spare, gateway)
         # and it writes no V8 code cache into a DENO_DIR that goes with it
         assert not list(spare.script_path.parent.glob("v8_code_cache*"))
-        boot = (spare.script_path.parent / "boot.ts").read_text()
-        assert f'{LIVENESS_PATH}"' in boot
-        assert gateway.url.rsplit("/", 1)[1] not in boot
     finally:
         spare.discard()
 
@@ -133,17 +135,19 @@ def test_a_spare_connects_to_the_gateway_ahead_through_the_path_that_takes_no_to
 def test_a_spare_loads_the_module_ahead_and_the_module_reads_the_run_s_url_at_its_call(
     gateway: GatewayProcess, tmp_path: Path
 ) -> None:
-    """The module the script imports is loaded while the spare waits (before its warm-up
-    connection, which follows it), so the script does not pay for it: a module's top level
-    has run before the run's URL came. The generated module reads the URL at its first
-    request, so its calls still reach the run."""
+    """The module the script imports is loaded while the spare waits, so the script does not
+    pay for it: a module's top level has run before the run's URL came (this one says so by
+    asking the gateway's liveness path as it loads). The generated module reads the URL at
+    its first request, so its calls still reach the run."""
     probe = tmp_path / "probe" / "module.ts"
     probe.parent.mkdir()
+    liveness = urlunsplit(("http", urlsplit(gateway.url).netloc, LIVENESS_PATH, "", ""))
     probe.write_text(
         'export const urlAtImport = Deno.env.get("TOOLSCRIPT_GATEWAY_URL") ?? "none yet";\n'
+        f"await (await fetch({json.dumps(liveness)})).arrayBuffer();\n"
     )
     spare = Spare(gateway.url, probe, 512)
-    connected(spare, gateway)
+    wait_until(lambda: connections_to(spare, gateway), bool, 60, "the probe module's request")
     out = io.BytesIO()
     code = 'import { urlAtImport } from "toolscript";\nconsole.log(urlAtImport);\n'
     exit_code = run_toolscript(
@@ -161,25 +165,20 @@ def test_a_spare_loads_the_module_ahead_and_the_module_reads_the_run_s_url_at_it
     assert spare.used
     # the generated module, loaded as early, calls through the run's URL
     real = Spare(gateway.url, module_of(gateway), 512)
-    connected(real, gateway)
     calls = 'import { tools } from "toolscript";\nconsole.log(JSON.stringify(await tools.fx.plainText({})));\n'
     exit_code, printed, errors, _ = run(gateway, calls, real)
     assert exit_code == 0, errors
     assert "hello" in printed
 
 
-def connected(spare: Spare, gateway: GatewayProcess) -> None:
-    """Wait for the spare's warm-up connection to the gateway (its boot is that far)."""
+def connections_to(spare: Spare, gateway: GatewayProcess) -> list[Any]:
+    """The spare's connections to the gateway."""
     port = urlsplit(gateway.url).port
-
-    def to_the_gateway() -> list[Any]:
-        return [
-            connection
-            for connection in psutil.Process(spare.process.pid).net_connections()
-            if connection.raddr and connection.raddr.port == port
-        ]
-
-    wait_until(to_the_gateway, bool, 60, "the spare's connection to the gateway")
+    return [
+        connection
+        for connection in psutil.Process(spare.process.pid).net_connections()
+        if connection.raddr and connection.raddr.port == port
+    ]
 
 
 def test_a_spare_runs_one_script_with_the_run_s_url_then_is_gone(

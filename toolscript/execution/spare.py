@@ -34,12 +34,11 @@ import subprocess
 import threading
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit
 
 from toolscript.errors import ExecutionError
 from toolscript.execution.sandbox import REFUSED_FILE_URL, SANDBOX_FOLDER, Limits, _command, _read
 from toolscript.execution.sandbox import _close_web_storage as close_web_storage
-from toolscript.gateway.guard import LIVENESS_PATH
 from toolscript.plumbing.denobinary import deno_environment, run_deno_dir
 from toolscript.plumbing.privatefile import write_private
 from toolscript.plumbing.processes import signal_quietly, tether, untether
@@ -54,22 +53,16 @@ SPARE_SCRIPT = "script.ts"  # the script's copy, inside the spare's own DENO_DIR
 # before it; an empty hand-over runs nothing. The warm-up loads the module the script
 # imports as "toolscript" (toolscript's own generated code, which reads the run's URL at
 # its first request, not at its import): the script's import finds it parsed and run
-# (measured: 5 ms of each run for a one-server module, more with more tools). Then it asks
-# the gateway's liveness path, the one path that takes no token (the spare holds none),
-# for Deno's HTTP client and a kept-alive connection; the first call then costs what the
-# ones after it do (measured: a first fetch 7-41 ms cold, 1-6 ms warm). The script does
-# not wait for it.
+# (measured: 5 ms of each run for a one-server module, more with more tools). No request is
+# made ahead: the module's tool calls speak HTTP on a socket of their own (a first one costs
+# about 2 ms of CPU, where Deno's fetch warmed ahead cost 8 of every spare's). The script
+# does not wait for it.
 BOOT = """\
 (async () => {
   try {
     await import("toolscript");
   } catch {
     // only a warm-up: the script's own import says what is wrong
-  }
-  try {
-    await (await fetch(%s)).arrayBuffer();
-  } catch {
-    // and its own calls
   }
 })();
 const parts: Uint8Array[] = [];
@@ -141,11 +134,7 @@ class Spare:
             )
             close_web_storage(deno_dir)
             self.script_path = deno_dir / SPARE_SCRIPT
-            liveness = urlunsplit(("http", urlsplit(gateway_url).netloc, LIVENESS_PATH, "", ""))
-            boot = write_private(
-                deno_dir / "boot.ts",
-                BOOT % (json.dumps(liveness), json.dumps(self.script_path.as_uri())),
-            )
+            boot = write_private(deno_dir / "boot.ts", BOOT % json.dumps(self.script_path.as_uri()))
             imports = {
                 "toolscript": module.as_uri(),
                 "file:///": REFUSED_FILE_URL,
