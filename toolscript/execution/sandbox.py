@@ -1111,6 +1111,27 @@ class _ErrorRewriter:
 _rewriter = _ErrorRewriter  # what run_toolscript and the tests make one with
 
 
+def _run_rewriter(
+    script: Script,
+    script_path: Path,
+    gateway_url: str,
+    module: Path | None,
+    source_map: SourceMap | None,
+    streams: _Streams,
+) -> _ErrorRewriter:
+    """The rewriter of a run's error lines: its script's name and ``run`` command, its module,
+    and the policy's sentence for a denied tool its type errors name."""
+    return _rewriter(
+        script_path,
+        script.display_name,
+        gateway_url,
+        module,
+        source_map,
+        streams.denial,
+        script.run_command,
+    )
+
+
 def run_toolscript(
     script: Script,
     gateway_url: str,
@@ -1166,15 +1187,7 @@ def run_toolscript(
             gateway_url, script_path, prepared.code, module, module_hash, checker
         )
         if status == "failed":
-            rewrite = _rewriter(
-                script_path,
-                script.display_name,
-                gateway_url,
-                module,
-                source_map,
-                streams.denial,
-                script.run_command,
-            )
+            rewrite = _run_rewriter(script, script_path, gateway_url, module, source_map, streams)
             lines = output.encode().splitlines(keepends=True)
             streams.write_error(b"".join(rewrite(line) for line in lines))
             streams.finish()
@@ -1396,15 +1409,7 @@ def _supervise(
     # stdout that does not fit goes to the file; stderr past the budget stops the script,
     # unless it has a part of its own (``Limits.errors_kept``, the MCP face's).
     budget = _Budget(limits.max_output, process)
-    rewrite = _rewriter(
-        script_path,
-        script.display_name,
-        gateway_url,
-        module,
-        source_map,
-        streams.denial,
-        script.run_command,
-    )
+    rewrite = _run_rewriter(script, script_path, gateway_url, module, source_map, streams)
     out = (
         _SpillingPump(
             process.stdout,
