@@ -46,7 +46,7 @@ from toolscript.gateway.arguments import ArgumentCheck
 from toolscript.gateway.background import BackgroundRuns
 from toolscript.gateway.checker import WarmChecker
 from toolscript.gateway.inferred import ResultShapes
-from toolscript.gateway.narrowed import NarrowedModules
+from toolscript.gateway.narrowed import KeptRenders, NarrowedModules
 from toolscript.gateway.recentcalls import RecentCalls
 from toolscript.gateway.results import tool_result
 from toolscript.gateway.runbook import Run, RunBook, approve_commands, call_named
@@ -374,6 +374,11 @@ class Gateway:
         state_dir = project_state_dir(config.project_dir)
         self.shapes = ResultShapes(state_dir, enabled=infer_results and config.infer_results)
         self.narrowed = NarrowedModules()  # GET /runtime/tools.ts?server=, kept per module
+        # What the catalogue is now: a new build, config or server's tools count it up, and
+        # the renders kept of the one before (a server's tools, get-types') are dropped.
+        self.catalogue = 0
+        self.tool_lists: KeptRenders[str, list[dict[str, Any]]] = KeptRenders()
+        self.type_answers: KeptRenders[tuple[Any, ...], dict[str, Any]] = KeptRenders()
         self.recent = RecentCalls(
             state_dir,
             lambda: self.config.secrets,
@@ -753,6 +758,7 @@ class Gateway:
             return
         self.config_error = None
         self._decisions.clear()
+        self.catalogue += 1
         old = {server.name: server for server in self.config.servers}
         fresh = {server.name: server for server in new.servers}
         removed = [name for name in old if name not in fresh]
@@ -802,6 +808,7 @@ class Gateway:
 
     async def _tools_changed(self, upstream: Upstream) -> None:
         self._decisions.clear()
+        self.catalogue += 1
         for key in [key for key in self._validators if key[0] == upstream.name]:
             del self._validators[key]
         if self._snapshot_taken:  # a change the first build did not see is built after it
@@ -843,6 +850,7 @@ class Gateway:
         # What the module offers: the scripts that checked when it was built.
         saved = [s for s in saved if s.name in verdicts.passing or s.name in verdicts.broken]
         self.artifacts, self.saved_scripts, self.script_verdicts = artifacts, saved, verdicts
+        self.catalogue += 1
         if self.search_index:
             documents = load_documents(self.layout, servers)
             self.search.set_documents(documents + [_script_document(s) for s in saved])
@@ -1078,14 +1086,20 @@ class Gateway:
             ) from None
 
     def server_tools(self, server: str) -> list[dict[str, Any]]:
-        """A server's tools; a server that never connected is an error, not an empty list."""
+        """A server's tools with their policy, kept until the catalogue changes (a worker
+        thread's: 2,000 tools take tens of ms); a server that never connected is an error,
+        not an empty list."""
         upstream = self.upstream(server)
         if upstream.state != ServerState.CONNECTED and not upstream.tools:
             raise self._unavailable(upstream)
-        return [
-            tool | {"policy": self.decision(server, tool["name"])}
-            for tool in upstream.tools.values()
-        ]
+        return self.tool_lists.get(
+            self.catalogue,
+            server,
+            lambda: [
+                tool | {"policy": self.decision(server, tool["name"])}
+                for tool in upstream.tools.values()
+            ],
+        )
 
     def _unavailable(self, upstream: Upstream) -> ServerUnavailableError:
         name = upstream.name
