@@ -68,10 +68,13 @@ __all__ = [
     "EXIT_TIMEOUT",
     "REFUSED_FILE_URL",
     "Advice",
+    "Denial",
     "Limits",
     "Script",
     "deno_binary",
+    "policy_denial",
     "run_toolscript",
+    "with_denials",
 ]
 
 EXIT_OUTPUT = 123
@@ -842,7 +845,7 @@ def policy_denial(explicit: str | None, cwd: Path | None = None) -> Denial:
     (``deleteAll`` for a rule ``delete_all``)."""
 
     def said(namespace: str, member: str) -> str | None:
-        from toolscript.codegen.naming import to_camel_case
+        from toolscript.codegen.naming import to_camel_case, to_pascal_case
         from toolscript.config import load_config
         from toolscript.errors import ToolscriptError
 
@@ -851,7 +854,9 @@ def policy_denial(explicit: str | None, cwd: Path | None = None) -> Denial:
         except (ToolscriptError, OSError, ValueError):
             return None  # a config that cannot be read now: the type error says the rest
         for server in config.servers:
-            if namespace not in (server.name, to_camel_case(server.name)):
+            # (its namespace in scripts, or its type's name: ``SumsTools``)
+            spelled = (server.name, to_camel_case(server.name), to_pascal_case(server.name))
+            if namespace not in spelled and namespace.removesuffix("Tools") not in spelled:
                 continue
             spellings = [member, *(r for r in server.policy if to_camel_case(r) == member)]
             denied = next((tool for tool in spellings if server.denies(tool)), None)
@@ -863,6 +868,23 @@ def policy_denial(explicit: str | None, cwd: Path | None = None) -> Denial:
         return None
 
     return said
+
+
+_MISSING_ON_TYPE = re.compile(
+    r"Property '([A-Za-z_$][\w$]{0,200})' does not exist on type '([A-Za-z_$][\w$]{0,200})'"
+)
+
+
+def with_denials(errors: list[str], denial: Denial) -> list[str]:
+    """Type errors as the gateway's check of saved scripts lists them, each that finds a
+    tool missing from a server's type followed by what the policy says of it (a saved
+    script whose tool a rule now denies: "not on the type" alone sends the user looking)."""
+    told = []
+    for error in errors:
+        missing = _MISSING_ON_TYPE.search(error)
+        said = None if missing is None else denial(missing[2], missing[1])
+        told.append(error if said is None else f"{error.rstrip('.')}; {said}")
+    return told
 
 
 # A run's input missing properties: TypeScript names the missing ones ("...: a, b" or

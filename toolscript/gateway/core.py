@@ -25,6 +25,7 @@ import anyio.to_thread
 
 from toolscript import __version__
 from toolscript.codegen.module import ToolFragment
+from toolscript.codegen.naming import to_camel_case
 from toolscript.config import Config, parse_config
 from toolscript.errors import (
     ApprovalRequiredError,
@@ -398,7 +399,9 @@ class Gateway:
             owner=process_identity(os.getpid()),
         )
         self.url = ""  # the gateway's own URL, once it listens (``gateway/runner.py``)
-        self.background = BackgroundRuns(self.runs, state_dir, config.project_dir, lambda: self.url)
+        self.background = BackgroundRuns(
+            self.runs, state_dir, config.project_dir, lambda: self.url, self.config_file
+        )
 
     def _check_runlog(self) -> None:
         """Set a damaged run log aside; settle the runs a gateway gone before this one held."""
@@ -1134,10 +1137,14 @@ class Gateway:
 
     def _unless_denied(self, upstream: Upstream, tool: str) -> None:
         """Raise that ``tool`` is denied when the server's policy denies it (it is absent
-        from the tools, the types and search: "not found" would send the user looking)."""
-        if upstream.config.denies(tool):
+        from the tools, the types and search: "not found" would send the user looking). A
+        tool is found by its name or a rule's spelled as scripts call it (``wipeAll`` for a
+        rule ``wipe_all``), as a script's type error finds it (``sandbox.policy_denial``)."""
+        rules = [rule for rule in upstream.config.policy if to_camel_case(rule) == tool]
+        denied = next((name for name in (tool, *rules) if upstream.config.denies(name)), None)
+        if denied is not None:
             raise ToolDeniedError(
-                f"{call_named(f'{upstream.name}__{tool}')} is denied by the policy of server "
+                f"{call_named(f'{upstream.name}__{denied}')} is denied by the policy of server "
                 f"{upstream.name!r} "
                 f"in {self.config_file}",
                 hint='scripts cannot call it; change its rule under "policy" to allow it',
