@@ -24,6 +24,7 @@ from tests.helpers import (
     GatewayProcess,
     clean_env,
     fixture_server,
+    run_doit,
     toolscript_cli,
     wait_until,
 )
@@ -220,15 +221,7 @@ def test_standalone_doit_says_which_server_it_could_not_reach_and_why(tmp_path: 
     (tmp_path / "tools").mkdir()
     (tmp_path / "tools" / "labels.py").write_text(LABELS)
     (tmp_path / ".toolscript.json").write_text(json.dumps(config))
-    (tmp_path / "dodo.py").write_text("from toolscript.pipeline.dodo import *  # noqa: F403\n")
-    built = subprocess.run(
-        [sys.executable, "-m", "doit"],
-        cwd=tmp_path,
-        env=clean_env(TOOLSCRIPT_HOME=str(tmp_path / "home")),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    built = run_doit(tmp_path, env={"TOOLSCRIPT_HOME": str(tmp_path / "home")})
     assert built.returncode == 0, built.stderr
     warning = next(line for line in built.stderr.splitlines() if "broken" in line)
     assert warning.startswith("toolscript: warning: broken: not reachable (")
@@ -246,19 +239,11 @@ def test_doit_after_a_server_was_removed_leaves_none_of_its_files(tmp_path: Path
     }
     (tmp_path / "tools").mkdir()
     (tmp_path / "tools" / "labels.py").write_text(LABELS)
-    (tmp_path / "dodo.py").write_text("from toolscript.pipeline.dodo import *  # noqa: F403\n")
     cache = tmp_path / ".toolscript"
 
     def build() -> None:
         (tmp_path / ".toolscript.json").write_text(json.dumps(config))
-        built = subprocess.run(
-            [sys.executable, "-m", "doit"],
-            cwd=tmp_path,
-            env=clean_env(TOOLSCRIPT_HOME=str(tmp_path / "home")),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        built = run_doit(tmp_path, env={"TOOLSCRIPT_HOME": str(tmp_path / "home")})
         assert built.returncode == 0, built.stderr
 
     build()
