@@ -25,6 +25,14 @@ INTEGRATION = TESTS / "integration"
 # ran; the tests of trust itself take this away (TOOLSCRIPT_TRUSTED_PATHS="").
 os.environ["TOOLSCRIPT_TRUSTED_PATHS"] = os.pathsep.join([tempfile.gettempdir(), str(TESTS.parent)])
 
+# What toolscript keeps for its user (runs, sign-ins, the result marker) goes to a state
+# folder of the tests', not the real user's: one for every worker and run, as the user's is
+# (a gateway one worker started may serve another's), in the temporary folder. A test that
+# wants a home of its own still sets TOOLSCRIPT_HOME (the caches stay the user's: models, Deno).
+os.environ["XDG_STATE_HOME"] = str(
+    Path(tempfile.gettempdir()) / f"toolscript-tests-state-{os.getuid()}"
+)
+
 # The integration modules that take longest (a run's --durations, summed by module), longest
 # first; any other module follows them in the usual order, the unit tests last.
 LONGEST_FIRST = (

@@ -65,6 +65,25 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+DODO = "from toolscript.pipeline.dodo import *  # noqa: F403\n"  # a project's dodo.py
+
+
+def run_doit(
+    project: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Standalone ``doit`` in ``project`` with its ``dodo.py`` (as docs/types.md shows it),
+    in the tests' environment without TOOLSCRIPT_ settings (``clean_env``) plus ``env``."""
+    (project / "dodo.py").write_text(DODO)
+    return subprocess.run(
+        [sys.executable, "-m", "doit", *args],
+        cwd=project,
+        env=clean_env(**(env or {})),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 def hide_semantic_extra(directory: Path) -> str:
     """A PYTHONPATH entry under which Python finds none of the semantic extra's packages.
 

@@ -3,24 +3,11 @@ learned included), every task is up to date and ``doit`` changes nothing."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-from tests.helpers import GatewayProcess, clean_env, records_server
+from tests.helpers import GatewayProcess, records_server, run_doit
 from toolscript.plumbing.paths import project_state_dir
-
-
-def doit(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "doit", *args],
-        cwd=project,
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_doit_is_up_to_date_after_the_gateway_learned_a_result_type(tmp_path: Path) -> None:
@@ -30,7 +17,6 @@ def test_doit_is_up_to_date_after_the_gateway_learned_a_result_type(tmp_path: Pa
         },
         "search": {"semantic": False},
     }
-    (tmp_path / "dodo.py").write_text("from toolscript.pipeline.dodo import *  # noqa: F403\n")
     module = tmp_path / ".toolscript" / "tools.ts"
     shapes = project_state_dir(tmp_path) / "result-shapes.json"
     gateway = GatewayProcess(config, tmp_path)
@@ -46,14 +32,14 @@ def test_doit_is_up_to_date_after_the_gateway_learned_a_result_type(tmp_path: Pa
         assert "inferred from 1 result" in served and shapes.exists()
         assert module.read_text() == served
 
-        listed = doit(tmp_path, "list", "--all", "--status")
+        listed = run_doit(tmp_path, "list", "--all", "--status")
         assert listed.returncode == 0, listed.stderr
         statuses = dict(line.split(maxsplit=1)[::-1] for line in listed.stdout.splitlines())
         names = {name.split()[0]: status for name, status in statuses.items()}
         assert {"fetch", "fetch:records", "types", "types:records", "index"} <= set(names)
         assert set(names.values()) == {"U"}, listed.stdout
 
-        built = doit(tmp_path)
+        built = run_doit(tmp_path)
         assert built.returncode == 0, built.stdout + built.stderr
         assert ".  " not in built.stdout, built.stdout  # nothing ran
         assert module.read_text() == served  # the learned type stays

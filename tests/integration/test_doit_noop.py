@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import FIXTURE_SERVER, clean_env
+from tests.helpers import FIXTURE_SERVER, run_doit
 from toolscript.search.semantic import semantic_installed
 
 # Notes each start in STARTS_FILE, refuses to start while DOWN_FILE exists, else the fixture.
@@ -29,7 +28,6 @@ os.execv(sys.executable, [sys.executable, {str(FIXTURE_SERVER)!r}])
 def project(tmp_path: Path, **env: str) -> Path:
     (tmp_path / "wrapper.py").write_text(WRAPPER)
     write_config(tmp_path, **env)
-    (tmp_path / "dodo.py").write_text("from toolscript.pipeline.dodo import *  # noqa: F403\n")
     return tmp_path
 
 
@@ -48,14 +46,7 @@ def write_config(tmp_path: Path, semantic: bool = False, **env: str) -> None:
 
 
 def doit(directory: Path, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "doit", *args],
-        cwd=directory,
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_doit(directory, *args)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 
@@ -146,7 +137,6 @@ def test_a_truncated_or_foreign_search_index_is_built_again(tmp_path: Path) -> N
     directory = tmp_path
     (directory / "wrapper.py").write_text(WRAPPER)
     write_config(directory, semantic=True)
-    (directory / "dodo.py").write_text("from toolscript.pipeline.dodo import *  # noqa: F403\n")
     doit(directory)
     embeddings = directory / ".toolscript" / "embeddings.db"
     vectors = rows(embeddings, "embeddings")

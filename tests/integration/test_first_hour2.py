@@ -28,6 +28,7 @@ from tests.helpers import (
     toolscript_cli,
     wait_until,
 )
+from toolscript.upstream.limits import REQUEST_RATE
 
 SECRET = "s3cret-token-value"
 
@@ -95,6 +96,7 @@ def url_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         config = {
             "mcpServers": {
                 "good": {"url": f"{http}/mcp"},
+                "goodsse": {"type": "sse", "url": f"{sse}/sse"},
                 "wrongpath": {"url": f"{http}/api/mcp?key={SECRET}"},
                 "ssenottyped": {"url": f"{sse}/sse"},
                 "httpassse": {"type": "sse", "url": f"{http}/mcp"},
@@ -166,6 +168,20 @@ def test_a_401_with_no_headers_still_asks_for_a_sign_in(url_servers: Path) -> No
     server = listed(url_servers)["oauth"]
     assert server["state"] == "needs_auth", server
     assert "toolscript auth oauth" in server["error"]
+
+
+@pytest.mark.parametrize("name", ["good", "goodsse"])
+def test_an_http_or_sse_servers_flood_of_requests_is_cut_and_said(
+    url_servers: Path, name: str
+) -> None:
+    # A stdio server's own requests (pings, questions) past REQUEST_RATE a second were
+    # dropped and said once; an HTTP or SSE server's were each answered, however many.
+    script = f'import {{ tools }} from "toolscript";\nreturn await tools.{name}.pingStorm({{ count: 300 }});\n'
+    ran = run(url_servers, "exec", script)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["result"] < 300
+    status = run(url_servers, "gateway", "status").stdout
+    assert f"warning: {name}: sent over {REQUEST_RATE} requests a second" in status, status
 
 
 # -- Python tool files --------------------------------------------------------------

@@ -24,6 +24,7 @@ from tests.helpers import (
     GatewayProcess,
     clean_env,
     fixture_server,
+    run_doit,
     toolscript_cli,
     wait_until,
 )
@@ -44,6 +45,11 @@ def add(a: int, b: int) -> int:
 
 def wipe(target: str) -> str:
     """Erase a target."""
+    return target
+
+
+def wipe_all(target: str) -> str:
+    """Erase every target."""
     return target
 '''
 
@@ -84,7 +90,11 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         "mcpServers": {"fx": fixture_server(policy={"fial": "deny", "plain_*": "ask"})},
         "localTools": {
             "dir": "tools",
-            "files": {"sums": {"policy": {"wipe": "deny", "ad": "ask", "delete_*": "deny"}}},
+            "files": {
+                "sums": {
+                    "policy": {"wipe": "deny", "wipe_all": "deny", "ad": "ask", "delete_*": "deny"}
+                }
+            },
         },
         "search": {"semantic": False},
     }
@@ -211,15 +221,7 @@ def test_standalone_doit_says_which_server_it_could_not_reach_and_why(tmp_path: 
     (tmp_path / "tools").mkdir()
     (tmp_path / "tools" / "labels.py").write_text(LABELS)
     (tmp_path / ".toolscript.json").write_text(json.dumps(config))
-    (tmp_path / "dodo.py").write_text("from toolscript.pipeline.dodo import *  # noqa: F403\n")
-    built = subprocess.run(
-        [sys.executable, "-m", "doit"],
-        cwd=tmp_path,
-        env=clean_env(TOOLSCRIPT_HOME=str(tmp_path / "home")),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    built = run_doit(tmp_path, env={"TOOLSCRIPT_HOME": str(tmp_path / "home")})
     assert built.returncode == 0, built.stderr
     warning = next(line for line in built.stderr.splitlines() if "broken" in line)
     assert warning.startswith("toolscript: warning: broken: not reachable (")
@@ -237,19 +239,11 @@ def test_doit_after_a_server_was_removed_leaves_none_of_its_files(tmp_path: Path
     }
     (tmp_path / "tools").mkdir()
     (tmp_path / "tools" / "labels.py").write_text(LABELS)
-    (tmp_path / "dodo.py").write_text("from toolscript.pipeline.dodo import *  # noqa: F403\n")
     cache = tmp_path / ".toolscript"
 
     def build() -> None:
         (tmp_path / ".toolscript.json").write_text(json.dumps(config))
-        built = subprocess.run(
-            [sys.executable, "-m", "doit"],
-            cwd=tmp_path,
-            env=clean_env(TOOLSCRIPT_HOME=str(tmp_path / "home")),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        built = run_doit(tmp_path, env={"TOOLSCRIPT_HOME": str(tmp_path / "home")})
         assert built.returncode == 0, built.stderr
 
     build()
@@ -270,11 +264,11 @@ def test_a_policy_rule_naming_no_tool_is_a_warning_with_the_name_it_may_mean(
         'warning: fx: policy rule "fial" names none of its' in status
         and '(did you mean "fail"?)' in status
     )
-    assert 'warning: sums: policy rule "ad" names none of its 2 tools (did you mean "add"?)' in (
+    assert 'warning: sums: policy rule "ad" names none of its 3 tools (did you mean "add"?)' in (
         status
     )
     # patterns may guard tools to come, and rules that name a tool are quiet
-    assert "plain_*" not in status and "delete_*" not in status and '"wipe"' not in status
+    assert "plain_*" not in status and "delete_*" not in status and '"wipe' not in status
 
 
 def test_a_tool_files_args_section_describes_its_parameters_in_the_types(
@@ -331,3 +325,54 @@ def test_running_a_saved_script_without_its_input_says_how_to_give_it(project: P
     assert half.returncode == 1
     assert """--input '{"b": ...}'""" in half.stderr
     assert run(project, "run", "adder", "--input", '{"a": 1, "b": 2}').stdout.strip() == "3"
+
+
+WIPER = """import { tools } from "toolscript";
+
+/** Wipes every target. */
+export default async function wiper(input: { target: string }) {
+  return await tools.sums.wipeAll(input);
+}
+"""
+
+
+def test_a_denied_tool_asked_by_the_name_scripts_call_it_is_denied_too(project: Path) -> None:
+    # `get-types sums wipe_all` said the policy denies it, `get-types sums wipeAll` (the
+    # name a script calls it by) said "tool not found".
+    for asked_for in (("sums", "wipe_all"), ("sums", "wipeAll"), ("sums.wipeAll",)):
+        asked = run(project, "get-types", *asked_for)
+        assert asked.returncode != 0
+        assert "sums.wipe_all is denied by the policy of server 'sums'" in asked.stderr
+        assert "not found" not in asked.stderr
+
+
+def test_a_background_run_or_saved_script_calling_a_denied_tool_is_told_so(
+    project: Path,
+) -> None:
+    # exec said that the policy denies the tool; a background run and `toolscript run NAME`
+    # of a saved script calling it said only that the type has no such member.
+    script = 'import { tools } from "toolscript";\nawait tools.sums.wipeAll({ target: "x" });\n'
+    started = run(project, "exec", "--background", script)
+    assert started.returncode == 0, started.stderr
+    waited = run(project, "runs", "wait", started.stdout.strip(), "--timeout", "120")
+    assert waited.returncode == 1
+    assert "(members: add); sums.wipe_all is denied by the policy of server 'sums'" in (
+        waited.stderr
+    )
+    kept = project / "toolscripts" / "wiper.ts"
+    kept.parent.mkdir(exist_ok=True)
+    kept.write_text(WIPER)
+    try:
+        wait_until(
+            lambda: json.loads(run(project, "list-scripts", "--json").stdout)["scripts"],
+            lambda scripts: any(s["name"] == "wiper" and s["status"] == "broken" for s in scripts),
+            30,
+            "the saved script found broken",
+        )
+        ran = run(project, "run", "wiper", "--input", '{"target": "x"}')
+        assert ran.returncode == 1
+        assert "(members: add); sums.wipe_all is denied by the policy of server 'sums'" in (
+            ran.stderr
+        )
+    finally:
+        kept.unlink()

@@ -214,12 +214,24 @@ def test_slow_server_does_not_block_another(gateway: GatewayProcess) -> None:
 
 
 def test_tool_list_changed_is_picked_up(gateway: GatewayProcess) -> None:
+    """A server's tools and get-types' answer are kept until the catalogue changes: asked
+    before the change (kept), they show the new tool once it is there."""
+    before = [t["name"] for t in gateway.client.get("servers/fx/tools").json()]
+    assert before and "late_tool" not in before
+    types = gateway.client.get("types", params={"server": "fx"}).json()
+    assert "lateTool" not in types["declarations"]
     assert gateway.call("fx__add_tool", {"name": "late_tool"}).json() == "added"
     wait_until(
         lambda: [t["name"] for t in gateway.client.get("servers/fx/tools").json()],
         lambda names: "late_tool" in names,
         5,
         "fx's tool list with late_tool",
+    )
+    wait_until(
+        lambda: gateway.client.get("types", params={"server": "fx"}).json()["declarations"],
+        lambda declarations: "lateTool" in declarations,
+        30,
+        "get-types of fx with late_tool",
     )
     assert gateway.call("fx__late_tool").json() == {"result": "extra"}
 

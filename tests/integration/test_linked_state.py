@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import GatewayProcess, clean_env, fixture_server, toolscript_cli
+from tests.helpers import GatewayProcess, clean_env, fixture_server, run_doit, toolscript_cli
 from tests.integration.test_linked_cache import (
     DATABASES,
     SECRET,
@@ -41,19 +40,6 @@ def cloned(
     finally:
         gateway.stop()
     return project, env
-
-
-def standalone_doit(project: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """``doit`` run in the project, as types.md shows it."""
-    (project / "dodo.py").write_text("from toolscript.pipeline.dodo import *  # noqa: F403\n")
-    return subprocess.run(
-        [sys.executable, "-m", "doit"],
-        cwd=project,
-        env=clean_env(**env),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def commands(project: Path, env: dict[str, str], config: dict[str, Any], *servers: str) -> str:
@@ -89,7 +75,7 @@ def test_an_unreachable_servers_linked_tool_list_is_neither_read_nor_written(
     (cache / "offered" / "gone.json").unlink()
     os.mkfifo(cache / "offered" / "gone.json")  # reading a FIFO would never end
 
-    built = standalone_doit(project, env)  # `gone` is not reached: its files are kept...
+    built = run_doit(project, env=env)  # `gone` is not reached: its files are kept...
     said = built.stdout + built.stderr + commands(project, env, config, "fx", "gone")
 
     assert built.returncode == 0, built.stdout + built.stderr  # ...but never a link

@@ -136,6 +136,29 @@ def env(name: str) -> str:
     return os.environ.get(name, "<unset>")
 
 
+@server.tool()
+async def ping_storm(count: int, ctx: Context) -> int:
+    """Send the client ``count`` pings at once; how many it answered within 2 s."""
+    import anyio
+    from mcp.shared.message import ServerMessageMetadata
+
+    session = ctx.request_context.session
+    # on this call's stream (streamable HTTP), as a question asked during a call is sent
+    related = ServerMessageMetadata(related_request_id=ctx.request_id)
+    answered = 0
+
+    async def ping() -> None:
+        nonlocal answered
+        with anyio.move_on_after(2):
+            await session.send_request(types.PingRequest(), types.EmptyResult, metadata=related)
+            answered += 1
+
+    async with anyio.create_task_group() as group:
+        for _ in range(count):
+            group.start_soon(ping)
+    return answered
+
+
 @server.tool(structured_output=False)
 async def add_tool(name: str, ctx: Context) -> str:
     """Register a new tool and tell the client the list changed."""

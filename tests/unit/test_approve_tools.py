@@ -102,3 +102,19 @@ def test_a_tool_is_approved_as_messages_name_it_when_names_hold_dots_or_undersco
         revoked = runner.invoke(app, ["approve", "--revoke", spelled])
         assert revoked.exit_code == 0, _said(revoked)
     assert _approvals() == []
+
+
+def test_a_disabled_servers_tools_are_not_approved(project: Path) -> None:
+    """A disabled server is offered nowhere (its fetched tools are dropped at the next
+    build): approving one of its tools said "start the gateway", which fetches nothing of
+    it, or took the tool list a build had not dropped yet."""
+    off = {"mcpServers": {"time": TIME["mcpServers"]["time"] | {"disabled": True}}}
+    (project / ".toolscript.json").write_text(json.dumps(off))
+    for fetched in (False, True):
+        if fetched:
+            _fetched(project)
+        refused = runner.invoke(app, ["approve", "--tool", "time.convert_time"])
+        assert refused.exit_code != 0
+        assert "server 'time' is disabled in the config" in _said(refused)
+        assert 'remove "disabled": true' in _said(refused) and "gateway start" not in _said(refused)
+    assert _approvals() == []

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from toolscript.upstream.limits import NOTICE_RATE
-from toolscript.upstream.stdio import _is_notification, _NoticeBudget
+from toolscript.upstream.limits import NOTICE_RATE, RateWindow
+from toolscript.upstream.stdio import _is_notification
 
 
 def test_notifications_past_the_rate_of_a_second_are_dropped_and_counted() -> None:
-    budget = _NoticeBudget()
+    budget = RateWindow()
     admitted = [budget.admit(10.0 + i / 10_000) for i in range(NOTICE_RATE + 50)]
     assert admitted == [True] * NOTICE_RATE + [False] * 50
     assert budget.dropped == 50
@@ -26,7 +26,7 @@ def test_only_notifications_count_never_answers_or_requests() -> None:
 def test_a_listing_change_said_amid_a_flood_still_comes_through_once_a_second() -> None:
     # a server sending progress past the rate, then saying its tools changed: dropped, the
     # change was never listed (no later list_changed came to trigger it)
-    budget = _NoticeBudget()
+    budget = RateWindow()
     for i in range(NOTICE_RATE + 10):
         budget.admit(20.0 + i / 10_000, "notifications/progress")
     assert budget.admit(20.5, "notifications/tools/list_changed")

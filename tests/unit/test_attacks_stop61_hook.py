@@ -67,3 +67,34 @@ def test_no_call_is_shown_where_none_waits(repo: Path) -> None:
     (repo / ".toolscript.json").write_text("{}")
     for command in ("toolscript approve 20990101-000000-abcdef", "toolscript approve --tool a.b"):
         assert "stopped at" not in _reason(command, repo)
+
+
+def test_the_call_is_found_where_the_command_moves_to(repo: Path) -> None:
+    """The run was looked up in the hook's folder alone: an agent's `cd other && toolscript
+    approve RUN_ID` (or a subshell, a prefix, a path or python -m) asked without the call."""
+    (repo / ".toolscript.json").write_text("{}")
+    other = repo / "other"
+    other.mkdir()
+    (other / ".toolscript.json").write_text("{}")
+    run_id = _stopped_run(other, {"command": "rm -rf build"})
+    said = f"Run {run_id} stopped at shell.run with "
+    for command in (
+        f"cd other && toolscript approve {run_id}",
+        f"(cd other; toolscript approve {run_id})",
+        f"cd {other} && FOO=1 toolscript approve {run_id}",
+        f"cd other; command toolscript approve {run_id}",
+        f"cd other && /usr/local/bin/toolscript approve {run_id}",
+        f"cd other && python -m toolscript approve {run_id}",
+        f"cd other && env A=1 python3 -m toolscript -c .toolscript.json approve {run_id}",
+        f"pushd other >/dev/null && toolscript approve {run_id} | cat",
+        f"cd other/.. && cd other&&toolscript approve {run_id}",
+    ):
+        assert said in _reason(command, repo), command
+    for command in (  # the folder is not where the run is, or cannot be known
+        f"toolscript approve {run_id}",
+        f"(cd other); toolscript approve {run_id}",
+        f"cd other | toolscript approve {run_id}",
+        f"cd - && toolscript approve {run_id}",
+        f"cd $(pwd)/other && toolscript approve {run_id}",
+    ):
+        assert "stopped at" not in _reason(command, repo), command

@@ -27,10 +27,10 @@ from toolscript.errors import (
 )
 from toolscript.execution.sandbox import EXIT_MEMORY, EXIT_OUTPUT, EXIT_TIMEOUT
 from toolscript.mcpface.backend import (
-    RESULT_MARKER,
     Answer,
     cut_answer,
     execution_answer,
+    result_marker,
     search_answer,
     servers_answer,
     stopped_answer,
@@ -55,10 +55,10 @@ TOO_MANY = TooManyCallsError("the run made more than 3 tool calls and was stoppe
 def _run_shapes() -> list[Outcome]:
     """What execute (and run_script, which runs code as execute does) can answer."""
     return [
-        execution_answer(0, f'step\n{RESULT_MARKER}{{"open": 3}}\n'.encode(), b""),
-        execution_answer(0, f"{RESULT_MARKER}[1, 2]\n".encode(), b"warning\n"),
-        execution_answer(0, f"{RESULT_MARKER}null\n".encode(), b""),
-        execution_answer(0, f'{RESULT_MARKER}"text"\n'.encode(), b""),
+        execution_answer(0, f'step\n{result_marker()}{{"open": 3}}\n'.encode(), b""),
+        execution_answer(0, f"{result_marker()}[1, 2]\n".encode(), b"warning\n"),
+        execution_answer(0, f"{result_marker()}null\n".encode(), b""),
+        execution_answer(0, f'{result_marker()}"text"\n'.encode(), b""),
         execution_answer(0, b"", b""),  # returned nothing
         execution_answer(1, b"", TYPE_ERROR),
         execution_answer(EXIT_TIMEOUT, b"step 1\n", b"toolscript: error: ran longer than 1 s\n"),
@@ -68,7 +68,7 @@ def _run_shapes() -> list[Outcome]:
         stopped_answer(APPROVAL.to_dict(), b"wrote a\n"),
         stopped_answer(TOO_MANY.to_dict(), b""),
         cut_answer(
-            f'{RESULT_MARKER}{{"rows": [1, 2]}}\n'.encode(),
+            f'{result_marker()}{{"rows": [1, 2]}}\n'.encode(),
             b"toolscript: output cut: 2000000 bytes\n",
             "toolscript://runs/0193-abc/output",
             2_000_000,

@@ -14,10 +14,10 @@ from toolscript.codegen.module import render_declarations, render_tool
 from toolscript.codegen.typescript import doc_comment
 from toolscript.execution.sandbox import EXIT_TIMEOUT
 from toolscript.mcpface.backend import (
-    RESULT_MARKER,
     execution_answer,
     in_their_words,
     normalize_tool_name,
+    result_marker,
     search_answer,
     servers_answer,
 )
@@ -49,7 +49,7 @@ CREATE_PULL_REQUEST = {
 
 
 def test_a_successful_run_gives_its_value_as_data_and_its_output_as_text() -> None:
-    out = f'checking\n{RESULT_MARKER}{{"open": 3}}\n'.encode()
+    out = f'checking\n{result_marker()}{{"open": 3}}\n'.encode()
     answer = execution_answer(0, out, b"")
     assert not answer.is_error
     assert answer.structured == {"result": {"open": 3}}

@@ -10,7 +10,13 @@ from typing import Annotated, Any
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
 from toolscript.cli.output import print_json, print_rows, write_shown
-from toolscript.errors import NotFoundError, ToolNotFoundError, UsageError, tool_named
+from toolscript.errors import (
+    NotFoundError,
+    ServerUnavailableError,
+    ToolNotFoundError,
+    UsageError,
+    tool_named,
+)
 
 __all__ = ["app", "approve_command"]
 
@@ -476,7 +482,14 @@ def _check_tool_exists(config: str | None, qualified: str) -> None:
 
     loaded = load_config(config)
     server, _, name = qualified.partition("__")
-    loaded.server(server)  # "server not found", with the configured names close to it
+    if loaded.server(server).disabled:  # (else "server not found", with close names)
+        # Not offered to scripts (no types, no search, list-tools refuses it) and its fetched
+        # tools are dropped at the next build: nothing to check a name against, nor to run.
+        raise ServerUnavailableError(
+            f"server {server!r} is disabled in the config: none of its tools can be approved",
+            hint=f'remove "disabled": true from its entry in {loaded.config_file}, then approve '
+            "again",
+        )
     if is_offering(name):  # resource:URI or prompt:NAME, which the server answers when read
         return
     names = _tool_names(loaded, server)

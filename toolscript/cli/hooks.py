@@ -816,17 +816,74 @@ def _approved_by(command: str, cwd: str | None) -> str:
     """The calls ``toolscript approve RUN_ID`` would approve, as the project's run log has
     them, for the person's question: the agent's words about a run (or a server's text it
     relays) are no guide to what its call does. "" when the command names no such run."""
-    words = _expanded(_words(command))
     shown = []
-    for start, word in enumerate(words):
-        if Path(word).name.lower() in ("toolscript", "toolscript.exe"):
-            run_id, config = _approve_arguments(words[start + 1 :])
-            if run_id is not None:
-                try:
-                    shown.append(_stopped_call(run_id, config, Path(cwd) if cwd else None))
-                except Exception:  # a question without the call is still asked
-                    continue
+    for run_id, config, folder in _approvals_asked(
+        _expanded(_words(command)), Path(cwd) if cwd else None
+    ):
+        try:
+            shown.append(_stopped_call(run_id, config, folder))
+        except Exception:  # a question without the call is still asked
+            continue
     return "".join(shown)
+
+
+def _approvals_asked(
+    words: list[str], cwd: Path | None
+) -> list[tuple[str, str | None, Path | None]]:
+    """``(RUN_ID, --config, folder)`` of each ``toolscript approve RUN_ID`` in the shell
+    words, ``folder`` being where it runs: ``cd DIR`` (``pushd``) before it in the command
+    line moves it, within the subshell ``( ... )`` it is in, not from another part of a
+    pipeline (a subshell too). After a ``cd`` toolscript cannot follow (``cd -``,
+    ``cd $(...)``) the run is not looked up: no call is shown, never another project's."""
+    asked: list[tuple[str, str | None, Path | None]] = []
+    here: tuple[Path | None, bool] = (cwd, True)  # (folder, known)
+    outer: list[tuple[Path | None, bool]] = []
+    segment: list[str] = []
+    piped = False  # the segment follows a pipe
+
+    def finish(then: str) -> None:
+        nonlocal here, segment, piped
+        readings = _readings(segment)
+        run = readings[0] if readings else []
+        if run and run[0] in ("cd", "pushd") and not (piped or then == "|"):
+            moved = _moved_to(here[0], [w for w in run[1:] if w == "-" or w[:1] != "-"])
+            here = (moved, here[1] and moved is not None)
+        for start, word in enumerate(segment):
+            if Path(word).name.lower() in ("toolscript", "toolscript.exe"):
+                run_id, config = _approve_arguments(segment[start + 1 :])
+                if run_id is not None and here[1]:
+                    asked.append((run_id, config, here[0]))
+                break
+        segment, piped = [], then == "|"
+
+    for word in words:
+        if word not in _OPERATORS and not set(word) <= set(";&|()<>"):
+            segment.append(word)
+            continue
+        for operator in re.findall(r"\|\||&&|\|&?|[;&()<>{}!\n]", word) or [word]:
+            if operator in ("<", ">"):  # a redirection: its file is a word of the command
+                segment.append(operator)
+                continue
+            finish(operator)
+            if operator == "(":
+                outer.append(here)
+            elif operator == ")" and outer:
+                here = outer.pop()
+    finish(";")
+    return asked
+
+
+def _moved_to(here: Path | None, arguments: list[str]) -> Path | None:
+    """The folder ``cd`` with ``arguments`` moves to from ``here`` (None: unknown)."""
+    if not arguments:
+        return Path.home()
+    target = arguments[0]
+    if target == "-" or any(mark in target for mark in "$`*?[{"):
+        return None
+    moved = Path(target).expanduser()
+    if moved.is_absolute():
+        return moved
+    return here / moved if here is not None else None
 
 
 def _approve_arguments(words: list[str]) -> tuple[str | None, str | None]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
 
 from toolscript.errors import ToolscriptError, UsageError
-from toolscript.execution.sandbox import Script
+from toolscript.execution.sandbox import Denial, Script
 from toolscript.execution.source import SCRIPT_SUFFIXES
 
 __all__ = [
@@ -160,7 +160,7 @@ def run_exec(
         ) as (url, module_hash),
     ):
         if saved is not None:
-            _require_saved(url, saved)
+            _require_saved(url, saved, config)
         if from_run:
             from toolscript.execution.runhandle import stopped_script
 
@@ -234,7 +234,7 @@ def _start_in_background(
         )
     url = background_gateway(config, cache)
     if saved is not None:
-        _require_saved(url, saved)
+        _require_saved(url, saved, config)
     if resume is not None and not script.code:
         from toolscript.execution.runhandle import stopped_script
 
@@ -441,18 +441,20 @@ def saved_script_call(name: str, input_text: str) -> str:
     return f'import {{ scripts }} from "toolscript";\nreturn await scripts.{name}({literal});\n'
 
 
-def _require_saved(url: str, name: str) -> None:
+def _require_saved(url: str, name: str, config: str | None) -> None:
     import json
 
     from toolscript.execution.locate import gateway_request
+    from toolscript.execution.sandbox import policy_denial
 
     body = gateway_request(url, "/scripts", 30.0, answers=True)
-    require_saved(json.loads(body) if body else {}, name)
+    require_saved(json.loads(body) if body else {}, name, policy_denial(config))
 
 
-def require_saved(listing: dict[str, Any], name: str) -> None:
+def require_saved(listing: dict[str, Any], name: str, denial: Denial | None = None) -> None:
     """A clear error for a saved script the gateway's module does not offer (``listing``:
-    what ``GET /scripts`` answers)."""
+    what ``GET /scripts`` answers); ``denial`` says when a tool it calls is one the policy
+    denies."""
     from toolscript.errors import ExecutionError, NotFoundError
 
     scripts = {s["name"]: s for s in listing.get("scripts", [])}
@@ -473,7 +475,10 @@ def require_saved(listing: dict[str, Any], name: str) -> None:
             hint=hint,
         )
     if scripts[name]["status"] == "broken":
-        errors = "\n".join(f"  {e}" for e in scripts[name]["errors"])
+        from toolscript.execution.sandbox import with_denials
+
+        said = [str(error) for error in scripts[name]["errors"]]
+        errors = "\n".join(f"  {e}" for e in (with_denials(said, denial) if denial else said))
         raise ExecutionError(
             f"saved script {name} does not type-check against the current tools:\n{errors}",
             hint=f"edit {listing.get('directory', 'toolscripts')}/{name}.ts until it checks "

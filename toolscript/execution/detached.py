@@ -47,7 +47,7 @@ def run_background(spec: dict[str, Any]) -> int:
     from toolscript.execution.lifeline import Lifeline
     from toolscript.execution.locate import current_module, module_hash
     from toolscript.execution.runhandle import ProgressWatcher, RunHandle, show_within
-    from toolscript.execution.sandbox import Limits, Script, run_toolscript
+    from toolscript.execution.sandbox import Limits, Script, policy_denial, run_toolscript
 
     url = str(spec["gateway"])
     timeout, memory_mb, max_output = spec["limits"]
@@ -75,6 +75,7 @@ def run_background(spec: dict[str, Any]) -> int:
                 warm_check=True,
                 script_url=str(spec["script_url"]),
                 spill=Path(str(spec["spill"])),
+                denial=policy_denial(str(spec["config"])) if spec.get("config") else None,
             )
         finally:
             progress.stop(wait=0.5)

@@ -68,10 +68,13 @@ __all__ = [
     "EXIT_TIMEOUT",
     "REFUSED_FILE_URL",
     "Advice",
+    "Denial",
     "Limits",
     "Script",
     "deno_binary",
+    "policy_denial",
     "run_toolscript",
+    "with_denials",
 ]
 
 EXIT_OUTPUT = 123
@@ -890,7 +893,7 @@ def policy_denial(explicit: str | None, cwd: Path | None = None) -> Denial:
     (``deleteAll`` for a rule ``delete_all``)."""
 
     def said(namespace: str, member: str) -> str | None:
-        from toolscript.codegen.naming import to_camel_case
+        from toolscript.codegen.naming import to_camel_case, to_pascal_case
         from toolscript.config import load_config
         from toolscript.errors import ToolscriptError
 
@@ -899,7 +902,9 @@ def policy_denial(explicit: str | None, cwd: Path | None = None) -> Denial:
         except (ToolscriptError, OSError, ValueError):
             return None  # a config that cannot be read now: the type error says the rest
         for server in config.servers:
-            if namespace not in (server.name, to_camel_case(server.name)):
+            # (its namespace in scripts, or its type's name: ``SumsTools``)
+            spelled = (server.name, to_camel_case(server.name), to_pascal_case(server.name))
+            if namespace not in spelled and namespace.removesuffix("Tools") not in spelled:
                 continue
             spellings = [member, *(r for r in server.policy if to_camel_case(r) == member)]
             denied = next((tool for tool in spellings if server.denies(tool)), None)
@@ -911,6 +916,23 @@ def policy_denial(explicit: str | None, cwd: Path | None = None) -> Denial:
         return None
 
     return said
+
+
+_MISSING_ON_TYPE = re.compile(
+    r"Property '([A-Za-z_$][\w$]{0,200})' does not exist on type '([A-Za-z_$][\w$]{0,200})'"
+)
+
+
+def with_denials(errors: list[str], denial: Denial) -> list[str]:
+    """Type errors as the gateway's check of saved scripts lists them, each that finds a
+    tool missing from a server's type followed by what the policy says of it (a saved
+    script whose tool a rule now denies: "not on the type" alone sends the user looking)."""
+    told = []
+    for error in errors:
+        missing = _MISSING_ON_TYPE.search(error)
+        said = None if missing is None else denial(missing[2], missing[1])
+        told.append(error if said is None else f"{error.rstrip('.')}; {said}")
+    return told
 
 
 # A run's input missing properties: TypeScript names the missing ones ("...: a, b" or
@@ -1159,6 +1181,27 @@ class _ErrorRewriter:
 _rewriter = _ErrorRewriter  # what run_toolscript and the tests make one with
 
 
+def _run_rewriter(
+    script: Script,
+    script_path: Path,
+    gateway_url: str,
+    module: Path | None,
+    source_map: SourceMap | None,
+    streams: _Streams,
+) -> _ErrorRewriter:
+    """The rewriter of a run's error lines: its script's name and ``run`` command, its module,
+    and the policy's sentence for a denied tool its type errors name."""
+    return _rewriter(
+        script_path,
+        script.display_name,
+        gateway_url,
+        module,
+        source_map,
+        streams.denial,
+        script.run_command,
+    )
+
+
 def run_toolscript(
     script: Script,
     gateway_url: str,
@@ -1348,15 +1391,7 @@ def _tell_check_failure(
     source_map: SourceMap,
 ) -> None:
     """A failed check's errors, as the script's own (its lines and names, not the copy's)."""
-    rewrite = _rewriter(
-        script_path,
-        script.display_name,
-        gateway_url,
-        module,
-        source_map,
-        streams.denial,
-        script.run_command,
-    )
+    rewrite = _run_rewriter(script, script_path, gateway_url, module, source_map, streams)
     lines = output.encode().splitlines(keepends=True)
     streams.write_error(b"".join(rewrite(line) for line in lines))
     streams.finish()
@@ -1604,15 +1639,7 @@ def _supervise(
     # stdout that does not fit goes to the file; stderr past the budget stops the script,
     # unless it has a part of its own (``Limits.errors_kept``, the MCP face's).
     budget = _Budget(limits.max_output, process)
-    rewrite = _rewriter(
-        script_path,
-        script.display_name,
-        gateway_url,
-        module,
-        source_map,
-        streams.denial,
-        script.run_command,
-    )
+    rewrite = _run_rewriter(script, script_path, gateway_url, module, source_map, streams)
     out = (
         _SpillingPump(
             process.stdout,

@@ -66,9 +66,15 @@ class BackgroundRuns:
     """The gateway's background runs: start, output, stop, and all stopped at shutdown."""
 
     def __init__(
-        self, runs: RunBook, state_dir: Path, project_dir: Path, url: Callable[[], str]
+        self,
+        runs: RunBook,
+        state_dir: Path,
+        project_dir: Path,
+        url: Callable[[], str],
+        config_file: Path | None = None,
     ) -> None:
         self.runs = runs
+        self.config_file = config_file  # whose policy a run's type errors name (a denied tool)
         self.folder = state_dir / "background"
         self.state_dir = state_dir
         self.project_dir = project_dir
@@ -140,6 +146,7 @@ class BackgroundRuns:
                 "check": request.check,
                 "limits": [request.timeout, request.memory_mb, request.max_output],
                 "spill": str(output_file(self.state_dir, run.id)),
+                "config": str(self.config_file) if self.config_file is not None else None,
             }
             runner.process = await self._spawn(folder, spec)
         except BaseException as exc:

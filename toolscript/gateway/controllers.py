@@ -70,12 +70,13 @@ class ServersController(Controller):
         """Every configured server with its live state."""
         return [up.status() for up in gateway.upstreams.values()]
 
-    @get("/servers/{server:str}/tools", sync_to_thread=False)
-    def server_tools(
+    @get("/servers/{server:str}/tools")
+    async def server_tools(
         self, gateway: NamedDependency[Gateway], server: FromPath[str]
     ) -> list[dict[str, Any]]:
-        """A server's tools with their input and output schemas and annotations."""
-        return gateway.server_tools(server)
+        """A server's tools with their input and output schemas and annotations (made in a
+        worker thread, kept until the catalogue changes: ``gateway/narrowed.py``)."""
+        return await anyio.to_thread.run_sync(gateway.server_tools, server)
 
 
 class ToolsController(Controller):
@@ -532,8 +533,8 @@ class DiscoveryController(Controller):
         answer["hits"].extend(found)
         return answer
 
-    @get("/types", sync_to_thread=False)
-    def types(
+    @get("/types")
+    async def types(
         self,
         gateway: NamedDependency[Gateway],
         request: Request[Any, Any, Any],
@@ -544,55 +545,75 @@ class DiscoveryController(Controller):
     ) -> dict[str, Any]:
         """Declarations and usage examples for get-types (``names``: server__tool or a whole
         server, comma-separated). A recent call shown to the agent (its URL, or ``agent``:
-        the MCP face asking for it) is one its own runs made: a person's are theirs."""
-        whole: list[str] = []  # servers asked for entirely: their prompts and templates too
-        if names:
-            asked = [qualified.strip() for qualified in names.split(",") if qualified.strip()]
-            fragments = [
-                fragment
-                for qualified in asked
-                for fragment in (
-                    gateway.fragments(*split_tool_name(qualified))
-                    if SEPARATOR in qualified
-                    else gateway.fragments(qualified)
-                )
-            ]
-            whole = [qualified for qualified in asked if SEPARATOR not in qualified]
-        elif server is None:
+        the MCP face asking for it) is one its own runs made: a person's are theirs. Made
+        in a worker thread, kept until the catalogue or the recent calls change
+        (``gateway/narrowed.py``)."""
+        if not names and server is None:
             raise UsageError("give ?server=NAME (and &tool=NAME), or ?names=server__tool,...")
-        else:
-            fragments = gateway.fragments(server, tool)
-            whole = [server] if tool is None else []
-        namespaces = offerings.namespaces_of(gateway) if whole else {}
-        offered = {
-            namespaces[name]: gateway.artifacts.offered[name]
-            for name in dict.fromkeys(whole)
-            if name in namespaces and gateway.artifacts.offered.get(name)
-        }
-        for_agent = agent or _by_agent(request)
-        recent = [gateway.recent.of(f.qualified, agents=for_agent) for f in fragments]
-        notes = {
-            fragment.qualified: recent_call_comment(fragment, call.arguments, call.result, call.cut)
-            for fragment, call in zip(fragments, recent, strict=True)
-            if call is not None
-        }
-        return {
-            "declarations": render_declarations(fragments, notes, offered),
-            "examples": [fragment.example for fragment in fragments],
-            # one recent successful call of each tool (redacted, trimmed; None: none kept)
-            "recent": [call.to_dict() if call is not None else None for call in recent],
-            "tools": [
-                {
-                    "server": f.server,
-                    "tool": f.tool,
-                    "namespace": f.namespace,
-                    "function": f.function,
-                }
-                for f in fragments
-            ],
-            "hash": gateway.artifacts.module_hash,
-            "packages": gateway.artifacts.packages,
-        }
+        answer = functools.partial(
+            _types_answer, gateway, server, tool, names, agent or _by_agent(request)
+        )
+        return await anyio.to_thread.run_sync(answer)
+
+
+def _types_answer(
+    gateway: Gateway, server: str | None, tool: str | None, names: str | None, for_agent: bool
+) -> dict[str, Any]:
+    """get-types' answer, as kept for this catalogue and these recent calls."""
+    gateway.recent.settle()
+    generation = (gateway.catalogue, gateway.recent.version)
+    render = functools.partial(_render_types, gateway, server, tool, names, for_agent)
+    return gateway.type_answers.get(generation, (server, tool, names, for_agent), render)
+
+
+def _render_types(
+    gateway: Gateway, server: str | None, tool: str | None, names: str | None, for_agent: bool
+) -> dict[str, Any]:
+    whole: list[str] = []  # servers asked for entirely: their prompts and templates too
+    if names:
+        asked = [qualified.strip() for qualified in names.split(",") if qualified.strip()]
+        fragments = [
+            fragment
+            for qualified in asked
+            for fragment in (
+                gateway.fragments(*split_tool_name(qualified))
+                if SEPARATOR in qualified
+                else gateway.fragments(qualified)
+            )
+        ]
+        whole = [qualified for qualified in asked if SEPARATOR not in qualified]
+    else:
+        fragments = gateway.fragments(server, tool)
+        whole = [server] if server is not None and tool is None else []
+    namespaces = offerings.namespaces_of(gateway) if whole else {}
+    offered = {
+        namespaces[name]: gateway.artifacts.offered[name]
+        for name in dict.fromkeys(whole)
+        if name in namespaces and gateway.artifacts.offered.get(name)
+    }
+    recent = [gateway.recent.of(f.qualified, agents=for_agent) for f in fragments]
+    notes = {
+        fragment.qualified: recent_call_comment(fragment, call.arguments, call.result, call.cut)
+        for fragment, call in zip(fragments, recent, strict=True)
+        if call is not None
+    }
+    return {
+        "declarations": render_declarations(fragments, notes, offered),
+        "examples": [fragment.example for fragment in fragments],
+        # one recent successful call of each tool (redacted, trimmed; None: none kept)
+        "recent": [call.to_dict() if call is not None else None for call in recent],
+        "tools": [
+            {
+                "server": f.server,
+                "tool": f.tool,
+                "namespace": f.namespace,
+                "function": f.function,
+            }
+            for f in fragments
+        ],
+        "hash": gateway.artifacts.module_hash,
+        "packages": gateway.artifacts.packages,
+    }
 
 
 CONTROLLERS: tuple[type[Controller], ...] = (

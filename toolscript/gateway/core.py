@@ -25,6 +25,7 @@ import anyio.to_thread
 
 from toolscript import __version__
 from toolscript.codegen.module import ToolFragment
+from toolscript.codegen.naming import to_camel_case
 from toolscript.config import Config, parse_config
 from toolscript.errors import (
     ApprovalRequiredError,
@@ -46,7 +47,7 @@ from toolscript.gateway.arguments import ArgumentCheck
 from toolscript.gateway.background import BackgroundRuns
 from toolscript.gateway.checker import WarmChecker
 from toolscript.gateway.inferred import ResultShapes
-from toolscript.gateway.narrowed import NarrowedModules
+from toolscript.gateway.narrowed import KeptRenders, NarrowedModules
 from toolscript.gateway.recentcalls import RecentCalls
 from toolscript.gateway.results import tool_result
 from toolscript.gateway.runbook import Run, RunBook, approve_commands, call_named
@@ -374,6 +375,11 @@ class Gateway:
         state_dir = project_state_dir(config.project_dir)
         self.shapes = ResultShapes(state_dir, enabled=infer_results and config.infer_results)
         self.narrowed = NarrowedModules()  # GET /runtime/tools.ts?server=, kept per module
+        # What the catalogue is now: a new build, config or server's tools count it up, and
+        # the renders kept of the one before (a server's tools, get-types') are dropped.
+        self.catalogue = 0
+        self.tool_lists: KeptRenders[str, list[dict[str, Any]]] = KeptRenders()
+        self.type_answers: KeptRenders[tuple[Any, ...], dict[str, Any]] = KeptRenders()
         self.recent = RecentCalls(
             state_dir,
             lambda: self.config.secrets,
@@ -393,7 +399,9 @@ class Gateway:
             owner=process_identity(os.getpid()),
         )
         self.url = ""  # the gateway's own URL, once it listens (``gateway/runner.py``)
-        self.background = BackgroundRuns(self.runs, state_dir, config.project_dir, lambda: self.url)
+        self.background = BackgroundRuns(
+            self.runs, state_dir, config.project_dir, lambda: self.url, self.config_file
+        )
 
     def _check_runlog(self) -> None:
         """Set a damaged run log aside; settle the runs a gateway gone before this one held."""
@@ -753,6 +761,7 @@ class Gateway:
             return
         self.config_error = None
         self._decisions.clear()
+        self.catalogue += 1
         old = {server.name: server for server in self.config.servers}
         fresh = {server.name: server for server in new.servers}
         removed = [name for name in old if name not in fresh]
@@ -802,6 +811,7 @@ class Gateway:
 
     async def _tools_changed(self, upstream: Upstream) -> None:
         self._decisions.clear()
+        self.catalogue += 1
         for key in [key for key in self._validators if key[0] == upstream.name]:
             del self._validators[key]
         if self._snapshot_taken:  # a change the first build did not see is built after it
@@ -843,6 +853,7 @@ class Gateway:
         # What the module offers: the scripts that checked when it was built.
         saved = [s for s in saved if s.name in verdicts.passing or s.name in verdicts.broken]
         self.artifacts, self.saved_scripts, self.script_verdicts = artifacts, saved, verdicts
+        self.catalogue += 1
         if self.search_index:
             documents = load_documents(self.layout, servers)
             self.search.set_documents(documents + [_script_document(s) for s in saved])
@@ -1078,14 +1089,20 @@ class Gateway:
             ) from None
 
     def server_tools(self, server: str) -> list[dict[str, Any]]:
-        """A server's tools; a server that never connected is an error, not an empty list."""
+        """A server's tools with their policy, kept until the catalogue changes (a worker
+        thread's: 2,000 tools take tens of ms); a server that never connected is an error,
+        not an empty list."""
         upstream = self.upstream(server)
         if upstream.state != ServerState.CONNECTED and not upstream.tools:
             raise self._unavailable(upstream)
-        return [
-            tool | {"policy": self.decision(server, tool["name"])}
-            for tool in upstream.tools.values()
-        ]
+        return self.tool_lists.get(
+            self.catalogue,
+            server,
+            lambda: [
+                tool | {"policy": self.decision(server, tool["name"])}
+                for tool in upstream.tools.values()
+            ],
+        )
 
     def _unavailable(self, upstream: Upstream) -> ServerUnavailableError:
         name = upstream.name
@@ -1120,10 +1137,14 @@ class Gateway:
 
     def _unless_denied(self, upstream: Upstream, tool: str) -> None:
         """Raise that ``tool`` is denied when the server's policy denies it (it is absent
-        from the tools, the types and search: "not found" would send the user looking)."""
-        if upstream.config.denies(tool):
+        from the tools, the types and search: "not found" would send the user looking). A
+        tool is found by its name or a rule's spelled as scripts call it (``wipeAll`` for a
+        rule ``wipe_all``), as a script's type error finds it (``sandbox.policy_denial``)."""
+        rules = [rule for rule in upstream.config.policy if to_camel_case(rule) == tool]
+        denied = next((name for name in (tool, *rules) if upstream.config.denies(name)), None)
+        if denied is not None:
             raise ToolDeniedError(
-                f"{call_named(f'{upstream.name}__{tool}')} is denied by the policy of server "
+                f"{call_named(f'{upstream.name}__{denied}')} is denied by the policy of server "
                 f"{upstream.name!r} "
                 f"in {self.config_file}",
                 hint='scripts cannot call it; change its rule under "policy" to allow it',

@@ -82,7 +82,9 @@ class RecentCalls:
         # noted, not yet redacted: arguments and result, each shrunk, and whose run made it
         self._pending: dict[str, tuple[tuple[Any, bool], tuple[Any, bool], bool]] = {}
         self._lock = threading.Lock()  # noted on the event loop, settled in a thread
+        self._settling = threading.Lock()  # settled in more than one thread at a time
         self.dirty = False
+        self.version = 0  # counted up at each change of the calls (get-types' kept renders)
         self.calls: dict[str, RecentCall] = self._load() if enabled else {}
 
     def note(self, qualified: str, arguments: Any, result: Any, *, agents: bool = False) -> None:
@@ -101,19 +103,21 @@ class RecentCalls:
 
     def settle(self) -> None:
         """Redact and trim the calls noted since the last time."""
-        with self._lock:
-            pending, self._pending = self._pending, {}
-        if not pending:
-            return
-        secrets = tuple(self._secrets())
-        for qualified, (arguments, result, agents) in pending.items():
-            shown_arguments, _ = shown(arguments, secrets, self.limits, self.limits.arguments)
-            shown_result, cut = shown(result, secrets, self.limits, self.limits.result)
-            self.calls.pop(qualified, None)  # the newest last: the oldest are dropped first
-            self.calls[qualified] = RecentCall(shown_arguments, shown_result, cut, agents)
-        while len(self.calls) > MAX_TOOLS:
-            del self.calls[next(iter(self.calls))]
-        self.dirty = True
+        with self._settling:
+            with self._lock:
+                pending, self._pending = self._pending, {}
+            if not pending:
+                return
+            secrets = tuple(self._secrets())
+            for qualified, (arguments, result, agents) in pending.items():
+                shown_arguments, _ = shown(arguments, secrets, self.limits, self.limits.arguments)
+                shown_result, cut = shown(result, secrets, self.limits, self.limits.result)
+                self.calls.pop(qualified, None)  # the newest last: the oldest are dropped first
+                self.calls[qualified] = RecentCall(shown_arguments, shown_result, cut, agents)
+            while len(self.calls) > MAX_TOOLS:
+                del self.calls[next(iter(self.calls))]
+            self.dirty = True
+            self.version += 1
 
     def of(self, qualified: str, *, agents: bool = False) -> RecentCall | None:
         """The newest call of ``qualified`` as get-types shows it (None: none kept).
@@ -129,7 +133,8 @@ class RecentCalls:
         if self.path is None or not self.dirty:
             return
         self.dirty = False
-        kept = {name: call.to_dict() for name, call in self.calls.items()}
+        with self._settling:
+            kept = {name: call.to_dict() for name, call in self.calls.items()}
         write_private(self.path, json.dumps(kept, separators=(",", ":")))
 
     def _load(self) -> dict[str, RecentCall]:

@@ -98,6 +98,7 @@ __all__ = [
     "FaceRun",
     "Reporter",
     "execution_answer",
+    "read_result_marker",
     "result_marker",
     "search_answer",
     "servers_answer",
@@ -110,8 +111,19 @@ def result_marker() -> str:
     user's state folder (0600), not drawn per process: the marker is part of the source a
     script is checked as, and a nonce of each face's made every script new to each face (a
     seen script checked again, the first result 0.5 s later). A kept output a face with
-    another nonce wrote holds its own (``_ANY_MARKER``, taken out of it)."""
-    path = user_state_dir() / "result-marker"
+    another nonce wrote holds its own (``_ANY_MARKER``, taken out of it). Read on first use,
+    then kept for the process (per state folder): importing this module touches no file."""
+    return _kept_marker(user_state_dir())
+
+
+@functools.cache
+def _kept_marker(state_dir: Path) -> str:
+    return read_result_marker(state_dir)
+
+
+def read_result_marker(state_dir: Path) -> str:
+    """The marker kept in ``state_dir``, drawn (and kept there) when it has none or a damaged one."""
+    path = state_dir / "result-marker"
     try:
         nonce = path.read_text(encoding="ascii").strip()
     except (OSError, UnicodeError):
@@ -123,7 +135,6 @@ def result_marker() -> str:
     return f"\x1etoolscript-result-{nonce}:"
 
 
-RESULT_MARKER = result_marker()
 _ANY_MARKER = re.compile(r"\x1etoolscript-result(?:-[0-9a-f]{16})?:")
 SCRIPT_NAME = "script.ts"  # what type errors and stack frames call the agent's code
 # Bytes of a script's output an answer holds (it all goes into the model's context); past
@@ -370,12 +381,13 @@ def execution_answer(exit_code: int, stdout: bytes, stderr: bytes, calls: int | 
     A failed check is told from what was printed, which a script can print too: "nothing
     ran" is said only when no call was made, as an agent told so runs the script again."""
     printed_lines, result, has_result = [], None, False
+    marker = result_marker()
     for line in stdout.decode("utf-8", "replace").split("\n"):
-        if line.startswith(RESULT_MARKER):
+        if line.startswith(marker):
             try:
-                result, has_result = json.loads(line[len(RESULT_MARKER) :]), True
+                result, has_result = json.loads(line[len(marker) :]), True
             except (ValueError, RecursionError):  # RecursionError: nested past Python's limit
-                printed_lines.append(line[len(RESULT_MARKER) :])
+                printed_lines.append(line[len(marker) :])
         else:
             printed_lines.append(line)
     printed = "\n".join(printed_lines).strip("\n")
@@ -467,7 +479,7 @@ class FaceRun:
         out, err = self.out.getvalue(), self.err.getvalue()
         new_out, new_err = out[self.shown[0] :], err[self.shown[1] :]
         self.shown = (len(out), len(err))
-        printed = new_out.decode("utf-8", "replace").replace(RESULT_MARKER, "").strip("\n")
+        printed = new_out.decode("utf-8", "replace").replace(result_marker(), "").strip("\n")
         errors = new_err.decode("utf-8", "replace").strip("\n")
         text = (
             f"The script is still running as run {self.id}. Call wait_run with this run id "
@@ -722,7 +734,7 @@ class Backend:
     ) -> Answer:
         """Run saved script ``name`` with ``arguments`` as its input, as ``execute`` runs code
         (yielding as it does, after the face's ``yield_after``)."""
-        require_saved(await self._get("/scripts"), name)
+        require_saved(await self._get("/scripts"), name, policy_denial(self.config, self.cwd))
         code = saved_script_call(name, json.dumps(arguments))
         return await self.execute(
             code, timeout, ask, yield_after=self.yield_after, report=report, owner=owner
@@ -982,7 +994,7 @@ class Backend:
         try:
             face_run.spill = self.output_path(run.id)
             exit_code = run_toolscript(
-                Script(code, SCRIPT_NAME, SCRIPT_NAME, result_marker=RESULT_MARKER),
+                Script(code, SCRIPT_NAME, SCRIPT_NAME, result_marker=result_marker()),
                 url,
                 digest,
                 module=module,
@@ -1113,7 +1125,7 @@ def stopped_answer(stopped: dict[str, Any], stdout: bytes) -> Answer:
             "\nA person must approve it (do not run `toolscript approve` yourself); then call "
             "execute again with the same code: calls already made are not made again."
         )
-    printed = stdout.decode("utf-8", "replace").replace(RESULT_MARKER, "").strip("\n")
+    printed = stdout.decode("utf-8", "replace").replace(result_marker(), "").strip("\n")
     if printed:
         text += "\nOutput before the stop:\n" + printed
     return Answer(text, {"stopped": stopped}, is_error=True)

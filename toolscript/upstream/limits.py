@@ -37,6 +37,7 @@ __all__ = [
     "TEXT_LIMIT",
     "Cuts",
     "NoticeFlood",
+    "RateWindow",
     "RequestFlood",
     "bound_listing",
     "bound_schema",
@@ -66,8 +67,9 @@ LISTING_LIMIT = 16 * 1024 * 1024
 # exec 1.1-1.5 s). The bench's largest catalogue is 1,600 tools of 113 servers.
 ENTRY_LIMIT = 2_000
 _COUNTED = frozenset({"tools/list", "prompts/list", "resources/templates/list"})
-# Notifications a server may send in a second (its stdio, as they are read): past it, the
-# rest of that second are dropped before the SDK checks them, said once (``NoticeFlood``). A
+# Notifications a server may send in a second (its stdio as it is read; over HTTP or SSE as
+# the gateway's session reads them): past it, the rest of that second are dropped before
+# the SDK handles them, said once (``NoticeFlood``). A
 # flood of 2,000 a second (list_changed, progress) took 30% of a core of the gateway to
 # check and handle; a real server sends a few (progress during a call, one per change).
 NOTICE_RATE = 200
@@ -87,7 +89,7 @@ class NoticeFlood(Exception):  # what a read stream passes on, not an error
     ``NOTICE_RATE`` a second (those past it are dropped)."""
 
 
-# Requests a server may send the gateway in a second (its stdio, as they are read): pings,
+# Requests a server may send the gateway in a second (read as notifications are): pings,
 # questions for the user, roots, sampling, each answered (or refused) by the gateway. Past
 # it, the rest of that second are dropped unanswered, said once (``RequestFlood``). 2,800
 # pings a second took 30% of a core, questions refused one by one 90%; a real server asks
@@ -98,6 +100,34 @@ REQUEST_RATE = 50
 class RequestFlood(Exception):  # what a read stream passes on, not an error
     """In a server's read stream once, when its requests first go past ``REQUEST_RATE`` a
     second (those past it are dropped, never answered)."""
+
+
+class RateWindow:
+    """``rate`` messages a second of a server's (``NOTICE_RATE`` notifications, or
+    ``REQUEST_RATE`` requests), in a window that starts with the first of it; past it,
+    still the first of each kind of ``LIST_CHANGED`` in the window: the gateway
+    lists again once for any number of them, and a change said amid a flood of progress
+    would otherwise never be listed."""
+
+    def __init__(self, rate: int = NOTICE_RATE) -> None:
+        self.rate = rate
+        self.window = float("-inf")
+        self.used = 0
+        self.changes_past: set[str] = set()  # kinds of LIST_CHANGED let past the rate
+        self.dropped = 0  # in all
+
+    def admit(self, now: float, method: Any = None) -> bool:
+        if now - self.window >= 1.0:
+            self.window, self.used = now, 0
+            self.changes_past.clear()
+        if self.used < self.rate:
+            self.used += 1
+            return True
+        if isinstance(method, str) and method in LIST_CHANGED and method not in self.changes_past:
+            self.changes_past.add(method)
+            return True
+        self.dropped += 1
+        return False
 
 
 _TEXT_KEYS = ("description", "title", "$comment")

@@ -47,6 +47,7 @@ from toolscript.upstream.limits import (
     QUESTION_LIMIT,
     REQUEST_RATE,
     NoticeFlood,
+    RateWindow,
     RequestFlood,
     bound_listing,
     cut_text,
@@ -57,6 +58,11 @@ from toolscript.upstream.tolerant import repair_call_result, repair_tool_list
 __all__ = ["ServerState", "UpstreamServer", "telling_line"]
 
 log = logging.getLogger("toolscript.upstream")
+_NOTICES_DROPPED = f"sent over {NOTICE_RATE} notifications a second: those past it are dropped"
+_REQUESTS_DROPPED = (
+    f"sent over {REQUEST_RATE} requests a second (pings, questions): those past it are dropped "
+    "unanswered"
+)
 
 STDERR_TAIL_LINES = 20
 # What a failing program prints after the line that says why: npm's pointer to its log, its
@@ -165,6 +171,9 @@ class UpstreamServer:
         self._server_pid: int | None = None  # of a stdio server, while connected
         self._server_ended: Callable[[], bool] = lambda: False  # whether that process exited
         self._repairs: dict[Any, str] = {}  # request id -> method whose result gets repaired
+        # Its notifications and requests a second, over HTTP or SSE (a stdio server's are
+        # counted as its stdout is read: upstream/stdio.py); None for stdio.
+        self._rates: tuple[RateWindow, RateWindow] | None = None
         self._unauthorized = False  # the server answered 401 since this connection began
         self._headers_refused = False  # the last attempt's 401 was to its entry's headers
         self._refused: tuple[int, str] | None = None  # its first other HTTP error, likewise
@@ -211,6 +220,11 @@ class UpstreamServer:
         self._unauthorized = False
         self._refused = None
         self._repairs.clear()
+        self._rates = (
+            None
+            if self.config.transport == "stdio"
+            else (RateWindow(NOTICE_RATE), RateWindow(REQUEST_RATE))
+        )
         async with AsyncExitStack() as stack:
             read, raw_write = await stack.enter_async_context(self._transport())
             write = _RecordingWriter(raw_write, self._repairs)
@@ -564,16 +578,34 @@ class UpstreamServer:
         self._lost.set()
         self._retry_now.set()
 
+    def _over_rate(self, item: Any) -> tuple[bool, int] | None:
+        """``(a notification, how many of its kind were dropped)`` when ``item`` is a
+        notification or request of an HTTP or SSE server's past its rate; else None."""
+        if self._rates is None:
+            return None
+        message = getattr(item, "message", None)
+        if isinstance(message, mcp_types.JSONRPCNotification):
+            notices = self._rates[0]
+            if notices.admit(anyio.current_time(), message.method):
+                return None
+            return True, notices.dropped
+        if isinstance(message, mcp_types.JSONRPCRequest):
+            requests = self._rates[1]
+            return None if requests.admit(anyio.current_time()) else (False, requests.dropped)
+        return None
+
     def _repair(self, item: Any) -> Any:
         """What the read stream passes on: a result the SDK accepts, or None to drop the item."""
-        if isinstance(item, NoticeFlood):  # a flood of notifications (upstream/stdio.py)
-            self._warn(f"sent over {NOTICE_RATE} notifications a second: those past it are dropped")
+        over = self._over_rate(item)
+        if over is not None:
+            if over[1] == 1:  # the first dropped: said once
+                self._warn(_NOTICES_DROPPED if over[0] else _REQUESTS_DROPPED)
             return None
-        if isinstance(item, RequestFlood):  # a flood of requests (upstream/stdio.py)
-            self._warn(
-                f"sent over {REQUEST_RATE} requests a second (pings, questions): those past it "
-                "are dropped unanswered"
-            )
+        if isinstance(item, NoticeFlood):  # a stdio server's (upstream/stdio.py)
+            self._warn(_NOTICES_DROPPED)
+            return None
+        if isinstance(item, RequestFlood):
+            self._warn(_REQUESTS_DROPPED)
             return None
         if isinstance(item, Exception):  # a line on stdout that is no JSON-RPC message
             if "stdout" not in self._warned:

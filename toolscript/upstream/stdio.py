@@ -34,10 +34,9 @@ from toolscript.plumbing.processes import (
 )
 from toolscript.upstream.early import POLITE, EarlyServer, StopGraces
 from toolscript.upstream.limits import (
-    LIST_CHANGED,
-    NOTICE_RATE,
     REQUEST_RATE,
     NoticeFlood,
+    RateWindow,
     RequestFlood,
 )
 from toolscript.upstream.sdk import (
@@ -263,8 +262,8 @@ async def _deliver_lines(
 ) -> None:
     """Each line of ``stdout`` as a message, or as the exception its parse raised."""
     pending = bytearray()  # the line in progress, grown in place (no copy per chunk or join)
-    notices = _NoticeBudget()
-    requests = _NoticeBudget(REQUEST_RATE)  # of the server's own (pings, questions, roots)
+    notices = RateWindow()
+    requests = RateWindow(REQUEST_RATE)  # of the server's own (pings, questions, roots)
     while True:
         chunk = await stdout.receive()
         start = 0
@@ -307,33 +306,6 @@ async def _deliver_lines(
 
 class _Oversized(ConnectionError):
     """A server's line past ``MAX_LINE``."""
-
-
-class _NoticeBudget:
-    """``NOTICE_RATE`` notifications a second (a window that starts with the first of it);
-    past it, still the first of each kind of ``LIST_CHANGED`` in the window: the gateway
-    lists again once for any number of them, and a change said amid a flood of progress
-    would otherwise never be listed."""
-
-    def __init__(self, rate: int = NOTICE_RATE) -> None:
-        self.rate = rate
-        self.window = float("-inf")
-        self.used = 0
-        self.changes_past: set[str] = set()  # kinds of LIST_CHANGED let past the rate
-        self.dropped = 0  # in all
-
-    def admit(self, now: float, method: Any = None) -> bool:
-        if now - self.window >= 1.0:
-            self.window, self.used = now, 0
-            self.changes_past.clear()
-        if self.used < self.rate:
-            self.used += 1
-            return True
-        if isinstance(method, str) and method in LIST_CHANGED and method not in self.changes_past:
-            self.changes_past.add(method)
-            return True
-        self.dropped += 1
-        return False
 
 
 def _is_notification(decoded: Any) -> bool:
