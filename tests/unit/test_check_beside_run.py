@@ -101,6 +101,19 @@ def test_a_run_never_held_is_cleared_at_once(tmp_path: Path) -> None:
     assert asyncio.run(scenario())
 
 
+def test_a_run_that_ended_or_is_unknown_is_not_held(tmp_path: Path) -> None:
+    """Its script is then checked first, as without a gate (an unknown run raised instead,
+    and an ended one was said held)."""
+
+    async def scenario() -> tuple[bool, bool]:
+        book = _book(tmp_path)
+        run = await book.register(script_hash="h", origin="mcp")
+        await book.end(run.id, 0)
+        return book.hold(run.id), book.hold("no-such-run")
+
+    assert asyncio.run(scenario()) == (False, False)
+
+
 def test_what_a_run_prints_before_its_verdict_is_kept_then_shown_in_order() -> None:
     target = io.BytesIO()
     gated = _Gated(target)
