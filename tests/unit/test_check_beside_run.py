@@ -17,6 +17,7 @@ import pytest
 from toolscript.execution import sandbox
 from toolscript.execution.sandbox import (
     DEFAULT_ADVICE,
+    EXIT_OUTPUT,
     Limits,
     Script,
     _Checked,
@@ -181,20 +182,22 @@ class _Gate:
         return None
 
 
-def _failed_once_ended(spare: _Spare) -> Any:
-    """A checker that fails the script once its process ended and was reaped."""
+def _once_ended(spare: _Spare, verdict: str) -> Any:
+    """A checker that gives its ``verdict`` once the script's process ended and was reaped."""
 
     def checker(request: dict[str, str], wait: float) -> dict[str, str]:
         deadline = time.monotonic() + 60
         while spare.process is None or spare.process.returncode is None:
             assert time.monotonic() < deadline, "the script never ended"
             time.sleep(0.01)
-        return {"status": "failed", "output": "inline.ts:1:7 - error TS2322: not a number\n"}
+        return {"status": verdict, "output": "inline.ts:1:7 - error TS2322: not a number\n"}
 
     return checker
 
 
-def _run_failing(tmp_path: Path, spare: _Spare, spill: Path | None) -> tuple[int | str, bytes]:
+def _run_beside(
+    tmp_path: Path, spare: _Spare, spill: Path | None, verdict: str = "failed"
+) -> tuple[int | str, bytes]:
     module = tmp_path / "tools.ts"
     module.write_text("export const tools = {};\n")
     out, err = io.BytesIO(), io.BytesIO()
@@ -206,7 +209,7 @@ def _run_failing(tmp_path: Path, spare: _Spare, spill: Path | None) -> tuple[int
             "const n: number = 'x';\n",
             module,
             "hash",
-            _failed_once_ended(spare),
+            _once_ended(spare, verdict),
         ),
         gate,
         spare,
@@ -218,7 +221,7 @@ def _run_failing(tmp_path: Path, spare: _Spare, spill: Path | None) -> tuple[int
         prepare("const n: number = 'x';\n").map,
         spill,
     )
-    assert gate.settled == [False]
+    assert gate.settled == [verdict == "passed"]
     return ran, out.getvalue() + err.getvalue()
 
 
@@ -231,7 +234,7 @@ def test_a_script_failing_its_check_makes_no_output_file_and_prunes_none(tmp_pat
         path.parent.mkdir(parents=True)
         path.write_text("an earlier run's output\n")
     spill = output_file(state, "unchecked")
-    ran, shown = _run_failing(tmp_path, _Spare(tmp_path, LOUD), spill)
+    ran, shown = _run_beside(tmp_path, _Spare(tmp_path, LOUD), spill)
     assert ran == 1 and b"TS2322" in shown
     assert b"out\n" not in shown and b"err\n" not in shown
     assert [path for path in earlier if not path.exists()] == []
@@ -251,7 +254,16 @@ def test_a_failed_verdict_after_the_script_ended_signals_no_freed_pid(
 
     monkeypatch.setattr(sandbox, "signal_quietly", recorded)
     spare = _Spare(tmp_path, "pass")
-    ran, shown = _run_failing(tmp_path, spare, None)
+    ran, shown = _run_beside(tmp_path, spare, None)
     assert ran == 1 and b"TS2322" in shown
     assert spare.process is not None
     assert spare.process.pid not in signalled
+
+
+def test_a_script_passing_its_check_keeps_its_whole_output_as_before(tmp_path: Path) -> None:
+    """Its output past the budget waited for the verdict, then went to its file whole."""
+    spill = output_file(tmp_path / "state", "checked")
+    ran, shown = _run_beside(tmp_path, _Spare(tmp_path, LOUD), spill, "passed")
+    assert ran == EXIT_OUTPUT and b"TS2322" not in shown
+    assert spill.read_bytes() == b"out\n" * 2000
+    assert errors_file(spill).read_bytes() == b"err\n" * 1000
