@@ -310,7 +310,7 @@ class _Gated:
     """A stream of a run whose check is under way: what the script writes is kept until the
     verdict, then shown (passed) or dropped. What reaches a stream is bounded by the run's
     output budget, so what is kept is too; what does not fit waits for the verdict before
-    any file is made of it (``kept``)."""
+    any file is made of it (``may_keep``)."""
 
     def __init__(self, target: Sink) -> None:
         self.target = target
@@ -345,7 +345,7 @@ class _Gated:
                     self.target.flush()
         self._decided.set()
 
-    def kept(self) -> bool:
+    def may_keep(self) -> bool:
         """Whether a file may be made of this run's output (a spill, its errors): once the
         check passed. Waits for the verdict, the script meanwhile blocked on its full pipe: a
         file made before it pruned older runs' outputs and could be read by its URI."""
@@ -354,8 +354,8 @@ class _Gated:
 
 
 def _may_keep(target: Sink) -> bool:
-    """Whether a file may be made of the output that goes to ``target`` (``_Gated.kept``)."""
-    return target.kept() if isinstance(target, _Gated) else True
+    """Whether a file may be made of the output that goes to ``target`` (``_Gated.may_keep``)."""
+    return target.may_keep() if isinstance(target, _Gated) else True
 
 
 class TerminalHold:
