@@ -7,7 +7,9 @@ script the checker cannot judge (`@ts-nocheck`) is run again, checked by Deno, o
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -20,6 +22,7 @@ import pytest
 
 from tests.helpers import wait_until
 from tests.integration.test_policy import records_config
+from toolscript.errors import UsageError
 from toolscript.execution.lifeline import Lifeline
 from toolscript.gateway.inprocess import InProcessGateway
 from toolscript.gateway.local import LocalGateway
@@ -179,3 +182,34 @@ def test_a_script_the_checker_cannot_judge_is_run_again_checked_by_deno_once(
     assert face.held == [True] and face.reissued == 1
     assert text.count("done once") == 1
     assert len(face.written("unsure")) == 1  # the unchecked process's call was never made
+
+
+def test_what_a_failing_script_printed_past_the_budget_is_never_readable(face: Face) -> None:
+    """Past the face's budget its output went to the run's file as it came: the client read
+    it by ``toolscript://runs/ID/output`` (the ID in the answer yielded while the check went
+    on), and making it pruned an earlier run's kept output."""
+    face.settled()
+    face.held.clear()
+    code = (
+        f"// {uuid.uuid4().hex}\n"
+        'const line = "unchecked ".repeat(100);\n'
+        "for (let i = 0; i < 1000; i++) console.log(line);\n"
+        'console.error(line.repeat(20));\nconst count: number = "x";\n' + SLOW_TYPES
+    )
+    read: list[str] = []
+
+    async def scenario() -> str:
+        answer = await face.backend.execute(code, 60, yield_after=0.01)
+        found = re.search(r"as run (\S+)\.", answer.text)
+        assert found is not None, answer.text
+        while "still running" in answer.text:
+            for kind in ("output", "errors"):
+                with contextlib.suppress(UsageError):  # no such output
+                    read.append(face.backend.read_output(f"toolscript://runs/{found[1]}/{kind}"))
+            answer = await face.backend.wait_run(found[1], 0.01)
+        return answer.text
+
+    text = anyio.run(scenario)
+    assert face.held == [True]
+    assert "TS2322" in text and "unchecked" not in text
+    assert read == []

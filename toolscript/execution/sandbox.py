@@ -33,7 +33,12 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple, Protocol
 from urllib.parse import urlsplit
 
-from toolscript.errors import ExecutionError, GatewayError, ToolscriptError
+from toolscript.errors import (
+    ExecutionError,
+    GatewayError,
+    GatewayUnreachableError,
+    ToolscriptError,
+)
 from toolscript.execution.source import PreparedSource, SourceMap, prepare
 from toolscript.plumbing.checkoptions import (
     REFUSED_FILE_URL,
@@ -307,13 +312,15 @@ class Gate(Protocol):
 class _Gated:
     """A stream of a run whose check is under way: what the script writes is kept until the
     verdict, then shown (passed) or dropped. What reaches a stream is bounded by the run's
-    output budget, so what is kept is too."""
+    output budget, so what is kept is too; what does not fit waits for the verdict before
+    any file is made of it (``may_keep``)."""
 
     def __init__(self, target: Sink) -> None:
         self.target = target
         self._lock = threading.Lock()
         self._kept: list[bytes] | None = []
         self._shown = False
+        self._decided = threading.Event()
 
     def write(self, data: bytes, /) -> int:
         with self._lock:
@@ -339,6 +346,19 @@ class _Gated:
                     for chunk in kept:
                         self.target.write(chunk)
                     self.target.flush()
+        self._decided.set()
+
+    def may_keep(self) -> bool:
+        """Whether a file may be made of this run's output (a spill, its errors): once the
+        check passed. Waits for the verdict, the script meanwhile blocked on its full pipe: a
+        file made before it pruned older runs' outputs and could be read by its URI."""
+        self._decided.wait()
+        return self._shown
+
+
+def _may_keep(target: Sink) -> bool:
+    """Whether a file may be made of the output that goes to ``target`` (``_Gated.may_keep``)."""
+    return target.may_keep() if isinstance(target, _Gated) else True
 
 
 class TerminalHold:
@@ -603,6 +623,8 @@ class _SpillingPump(_Pump):
         from toolscript.store.outputs import open_output
 
         self.spilling = True
+        if not _may_keep(self.target):  # its script failed its check: no file of it
+            return data
         try:
             self.file = open_output(self.spill)
             self.file.write(bytes(self.printed))
@@ -723,7 +745,12 @@ class _ErrorsPump(_Pump):
             self._hold(data)
 
     def _hold(self, data: bytes) -> None:
-        if self.file is None and self.unkept is None and not self.written:
+        if (
+            self.file is None
+            and self.unkept is None
+            and not self.written
+            and _may_keep(self.target)  # (its script failed its check: no file of it)
+        ):
             from toolscript.store.outputs import open_output
 
             try:
@@ -1414,6 +1441,35 @@ class _Checked(NamedTuple):
             return "unavailable", ""
 
 
+class _Verdict:
+    """A check's verdict on the script that runs beside it: the run's timeout counts from it
+    (``decided``: ``_wait_within``), and any other than a pass kills the script's process,
+    handed over before it or after (``watch``). Killed through its ``Popen`` while it is not
+    reaped, never by a pid alone: a script that ended before a slow verdict has its pid (and
+    process group) free for another process by then."""
+
+    def __init__(self) -> None:
+        self.decided = threading.Event()
+        self._passed = False
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def watch(self, process: subprocess.Popen[bytes]) -> None:
+        with self._lock:
+            self._process = process
+            refused = self.decided.is_set() and not self._passed
+        if refused:
+            _kill_running(process)
+
+    def give(self, passed: bool) -> None:
+        with self._lock:
+            self._passed = passed
+            self.decided.set()
+            process = self._process
+        if process is not None and not passed:
+            _kill_running(process)
+
+
 def _run_while_checked(
     checked: _Checked,
     gate: Gate,
@@ -1434,37 +1490,22 @@ def _run_while_checked(
     output dropped, and the check's errors are the answer, as when it was checked first. No
     verdict (the checker failed): the same, and the fresh URL (``Gate.reissue``) is returned
     for a run checked by Deno itself. Returns the exit code, or that URL."""
-    verdict: list[tuple[str, str]] = []
-    decided = threading.Event()
-    lock = threading.Lock()
-    pids: list[int] = []
+    found: list[tuple[str, str]] = []
+    verdict = _Verdict()
     gated = _Gated(streams.stdout), _Gated(streams.stderr)
 
-    def started(pid: int, **how: Any) -> None:
-        with lock:
-            pids.append(pid)
-            refused = bool(verdict) and verdict[0][0] != "passed"
-        if on_start is not None:
-            on_start(pid, **how)
-        if refused:
-            signal_quietly(pid, signal.SIGKILL, group=True)
-
     def check() -> None:
-        found, passed = ("unavailable", ""), False
+        answer, passed = ("unavailable", ""), False
         try:
-            found = checked.verdict()
-            passed = found[0] == "passed"
+            answer = checked.verdict()
+            passed = answer[0] == "passed"
             with contextlib.suppress(ToolscriptError):  # a gateway gone answers nothing anyway
                 gate.settle(passed)
         finally:
-            with lock:
-                verdict.append(found)
-                killed = [] if passed else list(pids)
-            for pid in killed:
-                signal_quietly(pid, signal.SIGKILL, group=True)
+            found.append(answer)
+            verdict.give(passed)
             for stream in gated:
                 stream.open(passed)
-            decided.set()
 
     checking = threading.Thread(target=check, daemon=True, name="check beside the run")
     checking.start()
@@ -1474,23 +1515,20 @@ def _run_while_checked(
             checked.code,
             script,
             script_url,
-            started,
+            on_start,
             limits,
             streams._replace(stdout=gated[0], stderr=gated[1]),
             checked.module,
             source_map,
             spill,
-            clock=decided,
+            verdict,
         )
     finally:
         checking.join()
-    status, output = verdict[0]
+    status, output = found[0]
     if status == "passed":
         streams.finish()
         return exit_code
-    if spill is not None:  # what the unchecked script printed is nobody's
-        spill.unlink(missing_ok=True)
-        errors_file(spill).unlink(missing_ok=True)
     if status == "failed":
         _tell_check_failure(
             output,
@@ -1504,7 +1542,10 @@ def _run_while_checked(
         return 1
     fresh = gate.reissue()
     if fresh is None:
-        raise GatewayError("the gateway stopped answering")
+        raise GatewayUnreachableError(
+            "the gateway stopped answering while the script was checked",
+            hint="call the tool again",
+        )
     return fresh
 
 
@@ -1532,15 +1573,17 @@ def _run_in_spare(
     module: Path,
     source_map: SourceMap,
     spill: Path | None,
-    clock: threading.Event | None = None,
+    verdict: _Verdict | None = None,
 ) -> int:
     """``_start_and_supervise`` with the spare's process: the script and the run's URL handed
     in, then supervised as a fresh one is (its errors name the user's script, not the copy).
-    ``clock``: the run's timeout counts from when it is set (``_wait_within``)."""
+    ``verdict``: of the check under way beside it (``_run_while_checked``)."""
     try:
         process = spare.hand_over(code, script_url)
         if on_start is not None:
             on_start(process.pid, group=True)
+        if verdict is not None:
+            verdict.watch(process)
         try:
             return _supervise(
                 process,
@@ -1552,7 +1595,7 @@ def _run_in_spare(
                 module,
                 source_map,
                 spill,
-                clock,
+                verdict.decided if verdict is not None else None,
             )
         except BaseException:
             _kill(process)
@@ -1863,3 +1906,9 @@ def _show_spill(pump: _SpillingPump, result_marker: str, limits: Limits, streams
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
     signal_quietly(process.pid, signal.SIGKILL, group=True)
+
+
+def _kill_running(process: subprocess.Popen[bytes]) -> None:
+    """``_kill`` unless it was reaped (its pid may be another process's by now)."""
+    if process.poll() is None:
+        _kill(process)

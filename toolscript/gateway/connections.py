@@ -137,8 +137,8 @@ class BoundedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
         _silent.pop(self, None)
         self._cancel_request_timer()
         timer = getattr(self, "_first_request_timer", None)
-        if timer is None and not hasattr(self, "transport"):
-            return  # refused in connection_made: uvicorn never knew it
+        if timer is None and getattr(self, "transport", None) is None:
+            return  # refused in connection_made: uvicorn never knew it (its transport: None)
         if timer is not None:
             timer.cancel()
         super().connection_lost(exc)

@@ -145,8 +145,7 @@ class LocalGateway:
         checker = self.gateway.checker
         if checker is None or checker.state != "ready" or not self.gateway.first_build.is_set():
             return False
-        self.gateway.runs.hold(run_id)
-        return True
+        return self.gateway.runs.hold(run_id)
 
     def settle(self, run_id: str, passed: bool, *, reissue: bool = False) -> str | None:
         """The check's verdict for a held run (``RunBook.settle``): with ``reissue``, the run's

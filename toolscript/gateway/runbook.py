@@ -360,11 +360,15 @@ class RunBook:
 
     # -- a script run while its check is under way ----------------------------
 
-    def hold(self, run_id: str) -> None:
-        """Hold every request of ``run_id``'s token at the guard until ``settle``."""
-        run = self.get(run_id)
-        if not run.ended and (run.checking is None or run.checking.done()):
+    def hold(self, run_id: str) -> bool:
+        """Hold every request of ``run_id``'s token at the guard until ``settle``; whether
+        they are (not for a run that ended, or that this gateway does not know)."""
+        run = self._runs.get(run_id)
+        if run is None or run.ended:
+            return False
+        if run.checking is None or run.checking.done():
             run.checking = asyncio.get_running_loop().create_future()
+        return True
 
     def settle(self, run_id: str, passed: bool, *, reissue: bool = False) -> str | None:
         """The check's verdict on ``run_id``'s script: passed, its held requests go on; not,
