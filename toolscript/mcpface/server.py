@@ -121,10 +121,11 @@ def _approver(context: Any) -> Approver | None:
         if view.shortened:
             notice = visible_controls(shortened_notice(view, str(prompt.get("run") or "")))
             notice = notice[0].upper() + notice[1:] + ".\n"
+        tool = visible_text(tool_named(str(prompt["tool"])))
         try:
-            result = await session.elicit_form(
-                f"A script calls {visible_text(tool_named(str(prompt['tool'])))}, which needs your "
-                f"approval.\n{notice}Arguments:\n{view.text}\n{notice}Allow this call?",
+            result = await session.elicit_form(  # (the tool again where the person answers)
+                f"A script calls {tool}, which needs your approval.\n{notice}Arguments:\n"
+                f"{view.text}\n{notice}Allow this call of {tool}?",
                 APPROVAL_SCHEMA,
                 related_request_id=getattr(context, "request_id", None),
             )
