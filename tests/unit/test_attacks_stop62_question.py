@@ -47,3 +47,25 @@ def test_the_mcp_faces_question_line_names_the_tool() -> None:
     assert anyio.run(ask, PROMPT) == "no"
     question = client.asked[0].rstrip().rsplit("\n", 1)[1]
     assert "github.delete_repo" in question, question
+
+
+def test_a_servers_question_labels_no_field_with_controls() -> None:
+    """A client labels a field without a title by its name: a server's name holding
+    terminal controls is shown as a title made visible; the answer keeps the name."""
+    client = Client()
+    ask = _approver(SimpleNamespace(session=client, request_id=None))
+    assert ask is not None
+    named = "token\x1b]0;TITLEPWN\x07\u202e"
+    schema = {"type": "object", "properties": {named: {"type": "string"}, "plain": {}}}
+    asked: list[Any] = []
+
+    async def elicit_form(message: str, schema: Any, **_: Any) -> Any:
+        asked.append(schema)
+        return SimpleNamespace(action="accept", content={named: "x"})
+
+    client.elicit_form = elicit_form  # type: ignore[method-assign]
+    prompt = {"kind": "elicitation", "tool": "evil", "message": "?", "schema": schema}
+    assert anyio.run(ask, prompt) == {"action": "accept", "content": {named: "x"}}
+    fields = asked[0]["properties"]
+    assert fields[named]["title"] == "token\\u001b]0;TITLEPWN\\u0007\\u202e"
+    assert fields["plain"] == {}
