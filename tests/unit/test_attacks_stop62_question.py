@@ -69,3 +69,13 @@ def test_a_servers_question_labels_no_field_with_controls() -> None:
     fields = asked[0]["properties"]
     assert fields[named]["title"] == "token\\u001b]0;TITLEPWN\\u0007\\u202e"
     assert fields["plain"] == {}
+
+
+def test_padding_never_scrolls_the_first_arguments_off_the_question() -> None:
+    """400 short items after the argument that matters were 400 lines, under the size a
+    view shows whole: the repository named first was off the screen above the question.
+    The view is shortened to a screen's lines, the first argument in it."""
+    padded = {"repo": "acme/production", "tags": list(range(400))}
+    asked = question_declined({"tool": "github__delete_repo", "arguments": padded, "run": "R1"})
+    assert asked.count("\n") < 50, asked  # a screen's rows, the question's own lines with them
+    assert "SHORTENED" in asked and "acme/production" in asked
