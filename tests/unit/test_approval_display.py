@@ -51,9 +51,10 @@ def test_the_notice_names_the_size_and_the_command_that_shows_the_whole() -> Non
 def test_long_lists_and_objects_keep_their_first_and_last_entries() -> None:
     shown = shown_arguments({"rows": list(range(5000)), "names": {f"k{i}": i for i in range(900)}})
     assert shown.shortened and len(shown.text) <= SHOWN_WHOLE
-    assert "[… 4980 items not shown …]" in shown.text
+    # (shortened until it fits SHOWN_LINES too: 4 items and 10 members at each end)
+    assert "[… 4992 items not shown …]" in shown.text
     assert "    4999\n" in shown.text and "    0,\n" in shown.text
-    assert "[… 850 members not shown …]" in shown.text and '"k899": 899' in shown.text
+    assert "[… 880 members not shown …]" in shown.text and '"k899": 899' in shown.text
 
 
 def test_any_value_is_bounded_and_the_view_says_so() -> None:

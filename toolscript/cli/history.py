@@ -73,6 +73,13 @@ def _run_json(run: dict[str, Any]) -> dict[str, Any]:
     return shown
 
 
+def _origin(run: dict[str, Any]) -> str:
+    """Who started ``run``, on one line: a run registered through the agent's URL says so
+    whatever origin it gave (the agent names its own, ``cli`` as a person's exec does)."""
+    origin = " ".join(str(run["origin"]).splitlines())
+    return f"agent: {origin}" if run.get("by_agent") else origin
+
+
 def _duration(run: dict[str, Any]) -> str:
     if not run.get("ended"):
         return "-"
@@ -117,7 +124,7 @@ def list_runs(
                 run["id"],
                 _when(run["started"]),
                 _duration(run),
-                run["origin"],
+                _origin(run),
                 str(run["calls"]),
                 run["status"],
                 "-" if run["exit"] is None else str(run["exit"]),
@@ -151,8 +158,7 @@ def show_run(
         return
     lines = [
         f"run       {run['id']}",
-        # whoever registered the run named it (the agent's URL too): one line, never more
-        f"origin    {' '.join(str(run['origin']).splitlines())}",
+        f"origin    {_origin(run)}",
         f"started   {_when(run['started'])}",
         f"took      {_duration(run)}",
         f"status    {run['status']}" + ("" if run["exit"] is None else f" (exit {run['exit']})"),

@@ -345,6 +345,10 @@ _MENTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ),
         (
             r"\bimport\s+pty\b|\bpty\.(?:spawn|fork|openpty)\b|\bopenpty\b|\bsend-keys\b|-X\s+stuff\b"
+            # a pseudo-terminal from a library (Perl's, Node's, pexpect)
+            r"|IO::(?:Pty|Tty)\b|\bnode-pty\b|\bpexpect\b|\bptyprocess\b"
+            # keys typed into the person's own terminal window, where exec asks them
+            r"|\b(?:xdotool|ydotool)\b|\bwtype\b|\bsend-text\b|\bwrite-chars\b"
             # macOS: AppleScript types into the front window or a Terminal's, or iTerm's
             # (anchored: one pass over the command, however many times it says osascript)
             r"|\A(?=[\s\S]*\bosascript\b)[\s\S]*?\b(?:keystroke|key\s+code|do\s+script|write\s+text)\b",
@@ -517,6 +521,8 @@ def approval_reason(command: str) -> str | None:
     hidden = _hidden_reason(command, list(words))
     if hidden is not None:
         return hidden
+    if _ssh_terminal(words):
+        return "it runs a command on a terminal it controls, where a prompt could be answered"
     commands = _commands(list(words))
     runners = {_program(command[0]) for command in commands}
     for word in words:
@@ -532,7 +538,7 @@ def approval_reason(command: str) -> str | None:
         rest = command_words[1:]
         if name in ("eval", "source", ".") or (name == "exec" and rest):
             return "it runs text as a command (eval), which hides what it runs"
-        if name in ("script", "unbuffer", "expect", "empty", "socat", "tmux", "screen"):
+        if name in _TERMINAL_RUNNERS:
             return "it runs a command on a terminal it controls, where a prompt could be answered"
         if name.startswith("toolscript") and any(
             w.startswith(("$", "`")) or "$(" in w for w in rest[:2]
@@ -568,6 +574,38 @@ def approval_reason(command: str) -> str | None:
         if decoded or "$(" in command or "`" in command:
             return "it decodes text and runs it, which hides what it runs"
     return None
+
+
+# Programs that run a command on a pseudo-terminal they hold (and can type into).
+_TERMINAL_RUNNERS = frozenset(
+    {"script", "unbuffer", "expect", "empty", "socat", "tmux", "screen", "tmate", "byobu"}
+    | {"dtach", "abduco", "zellij"}
+)
+
+
+def _ssh_terminal(words: list[str]) -> bool:
+    """Whether an ``ssh`` of ``words`` asks for a terminal on the other side (``-t``,
+    ``-tt``, ``-o RequestTTY=...``): to this machine, what it runs asks its questions there,
+    and the agent holds that terminal."""
+    for start, word in enumerate(words):
+        if Path(word).name != "ssh":
+            continue
+        rest = iter(words[start + 1 :])
+        for option in rest:
+            if option in _OPERATORS or not option.startswith("-"):
+                break  # (its host: the rest is the remote command's)
+            for at, letter in enumerate(option[1:], 1):
+                if letter == "t":
+                    return True
+                if letter in _SSH_VALUED:  # its value: the rest of the word, or the next one
+                    value = option[at + 1 :] or next(rest, "")
+                    if "requesttty" in value.lower():
+                        return True
+                    break
+    return False
+
+
+_SSH_VALUED = frozenset("BbcDEeFIiJLlmOoPpQRSWw")  # ssh's options that take a value
 
 
 _GLOB = re.compile(r"[*?\[\]]")

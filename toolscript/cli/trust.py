@@ -104,6 +104,7 @@ def trust_command(
         | {
             "sends": [{"variable": name, "in": where} for name, where in server.variables],
             "cwd": str(server.cwd) if server.cwd and server.transport == "stdio" else None,
+            "host": _host_reached(server.summary()),
             "outside": bool(
                 server.cwd and server.transport == "stdio" and not server.cwd.is_relative_to(folder)
             ),
@@ -122,6 +123,9 @@ def trust_command(
         write_shown(f"  with the file it imports: {file}\n")
     for server in servers:
         write_shown(f"  {server['name']}: {server['target']}\n")
+        reached = _host_reached(server) if server["transport"] in ("http", "sse") else None
+        if reached:
+            write_shown(f"    reaches the host {reached} (its name as written is not ASCII)\n")
         if server["sends"]:
             sent = ", ".join(f"${{{s['variable']}}} in {s['in']}" for s in server["sends"])
             write_shown(f"    is sent your {sent}\n")
@@ -133,3 +137,25 @@ def trust_command(
             f"note: not set here: {names}; export each before its servers start (until then, "
             "starting them names what is missing)\n"
         )
+
+
+def _host_reached(server: Mapping[str, Any]) -> str | None:
+    """The host a URL server's connection reaches when its name as written is not ASCII
+    (``api.githu\u042c.com``, a Cyrillic letter, is ``api.xn--githu-10e.com``, not GitHub's):
+    the letters of another script read as the name of a host the person knows. None for
+    an ASCII host, a command, or a URL that names none yet (``https://${HOST}/mcp``)."""
+    if server.get("transport") not in ("http", "sse"):
+        return None
+    target = str(server.get("target") or "")
+    if target.isascii():
+        return None
+    from urllib.parse import urlsplit
+
+    import httpx
+
+    try:
+        if (urlsplit(target).hostname or "").isascii():
+            return None
+        return httpx.URL(target).raw_host.decode("ascii")
+    except (httpx.InvalidURL, UnicodeError, ValueError):
+        return "none (its name cannot be encoded as a host's)"

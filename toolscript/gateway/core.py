@@ -67,6 +67,7 @@ from toolscript.pipeline.tasks.scripts import (
     check_saved,
     load_verdicts,
 )
+from toolscript.pipeline.tasks.settings import digest_key
 from toolscript.plumbing.boundedread import read_regular_file
 from toolscript.plumbing.build import code_build
 from toolscript.plumbing.paths import project_state_dir, user_cache_dir
@@ -365,7 +366,10 @@ class Gateway:
         }
         self._validators: dict[tuple[str, str], ArgumentCheck] = {}
         options = search or config.search
-        store = EmbeddingStore(self.layout.embeddings if options.cache else None)
+        # (rows keyed by the user's own key: a cloned repository's vectors are never read)
+        store = EmbeddingStore(
+            self.layout.embeddings if options.cache else None, digest_key(user_cache_dir())
+        )
         embedder = EmbedderProcess(options.model, options.device) if options.semantic else None
         self.search = SearchEngine(options, store, embedder)
         self.checker = WarmChecker() if warm_checker else None

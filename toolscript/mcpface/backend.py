@@ -513,6 +513,7 @@ class Backend:
     _spare: Spare | None = None
     _closed: bool = False
     _state_dir: Path | None = None  # the project's, once found (``state_dir``)
+    _made: set[str] = field(default_factory=set)  # ids of the runs this face ran
     spares: bool = field(default_factory=lambda: not os.environ.get("TOOLSCRIPT_NO_SPARE"))
     config_watch: ConfigWatch = field(init=False)  # whether the project's config can be used
 
@@ -945,13 +946,33 @@ class Backend:
         """The whole output a ``toolscript://runs/ID/output`` resource names (its stderr, cut:
         ``toolscript://runs/ID/errors``)."""
         found = _OUTPUT_URI.fullmatch(uri)
-        path = self.output_path(found[1]) if found else None
+        path = self.output_path(found[1]) if found and self._agents(found[1]) else None
         if found and path is not None and found[2] == "errors":
             path = errors_file(path)
         if path is None or not path.is_file():
             raise UsageError(f"no such output: {uri}", hint="the URI comes from a cut result")
         text = _ANY_MARKER.sub("", path.read_text(encoding="utf-8", errors="replace"))
         return visible_controls(text)
+
+    def _agents(self, run_id: str) -> bool:
+        """Whether the run ``run_id`` is the agent's (this face's, another face's, one
+        registered through the agent's URL): the state folder keeps a person's ``exec``
+        output past its cap beside them, and the face reads none of a person's runs."""
+        if run_id in self._made:
+            return True
+        from toolscript.errors import ToolscriptError
+        from toolscript.store.runlog import RunLog, runlog_path
+
+        path = runlog_path(self.state_dir())
+        try:
+            run = RunLog(path).run(run_id) if path.is_file() else None
+        except (ToolscriptError, OSError):  # (an id matching several runs: none of them)
+            return False
+        return (
+            run is not None
+            and run["id"] == run_id
+            and (run.get("origin") == "mcp" or bool(run.get("by_agent")))
+        )
 
     def _run(
         self,
@@ -993,6 +1014,7 @@ class Backend:
         exit_code = 1
         try:
             face_run.spill = self.output_path(run.id)
+            self._made.add(run.id)
             exit_code = run_toolscript(
                 Script(code, SCRIPT_NAME, SCRIPT_NAME, result_marker=result_marker()),
                 url,

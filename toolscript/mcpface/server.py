@@ -121,10 +121,11 @@ def _approver(context: Any) -> Approver | None:
         if view.shortened:
             notice = visible_controls(shortened_notice(view, str(prompt.get("run") or "")))
             notice = notice[0].upper() + notice[1:] + ".\n"
+        tool = visible_text(tool_named(str(prompt["tool"])))
         try:
-            result = await session.elicit_form(
-                f"A script calls {visible_text(tool_named(str(prompt['tool'])))}, which needs your "
-                f"approval.\n{notice}Arguments:\n{view.text}\n{notice}Allow this call?",
+            result = await session.elicit_form(  # (the tool again where the person answers)
+                f"A script calls {tool}, which needs your approval.\n{notice}Arguments:\n"
+                f"{view.text}\n{notice}Allow this call of {tool}?",
                 APPROVAL_SCHEMA,
                 related_request_id=getattr(context, "request_id", None),
             )
@@ -145,18 +146,25 @@ _SHOWN_KEYS = frozenset({"title", "description", "enumNames"})
 def _shown_schema(schema: Any) -> Any:
     """A server's question's schema with the text the client shows (titles, descriptions,
     an enum's names) made visible; the values answered (``enum``, ``const``, ``default``)
-    stay as the server wrote them."""
+    and the fields' names stay as the server wrote them, but a field a client would label
+    with a name holding controls is given that name made visible as its title."""
+    from toolscript.store.outputs import visible_controls
 
     def shown(value: Any, key: str = "") -> Any:
-        from toolscript.store.outputs import visible_controls
-
         if isinstance(value, dict):
+            if key == "properties":
+                return {k: shown(_titled(str(k), v)) for k, v in value.items()}
             return {k: shown(v, str(k)) for k, v in value.items()}
         if isinstance(value, list):
             return [shown(item, key if key == "enumNames" else "") for item in value]
         if isinstance(value, str) and key in _SHOWN_KEYS:
             return visible_controls(value)
         return value
+
+    def _titled(name: str, field: Any) -> Any:
+        if not isinstance(field, dict) or "title" in field or visible_controls(name) == name:
+            return field
+        return {**field, "title": name}  # (made visible as every title is)
 
     return shown(schema)
 

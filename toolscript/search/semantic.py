@@ -562,10 +562,18 @@ def migrate(db: sqlite3.Connection) -> list[str]:
 
 
 class EmbeddingStore:
-    """Vectors by (content hash, model) in SQLite; ``path=None`` keeps them in memory only."""
+    """Vectors by (content hash, model) in SQLite; ``path=None`` keeps them in memory only.
 
-    def __init__(self, path: Path | None) -> None:
+    With ``key`` (the user's own, from their private cache) a row is found by the keyed
+    hash of its content hash: a cloned repository's ``.toolscript/embeddings.db`` may hold
+    vectors under the content hashes of the tools it names (they are public), chosen so
+    that any query finds the tool it wants first; no row this user's builds did not write
+    is read.
+    """
+
+    def __init__(self, path: Path | None, key: bytes | None = None) -> None:
         self.path = path
+        self._key = key
         self._memory: dict[tuple[str, str], bytes] = {}
         self.remake()
 
@@ -586,11 +594,22 @@ class EmbeddingStore:
         assert self.path is not None
         return sqlite3.connect(self.path, timeout=30)
 
+    def _row_keys(self, hashes: Iterable[str]) -> dict[str, str]:
+        """Each content hash's key in the file (the hash itself without a ``key``) -> it."""
+        if self._key is None:
+            return {h: h for h in hashes}
+        import hashlib
+        import hmac
+
+        return {hmac.new(self._key, h.encode(), hashlib.sha256).hexdigest(): h for h in hashes}
+
     def get(self, hashes: Iterable[str], model: str) -> dict[str, bytes]:
         wanted = list(dict.fromkeys(hashes))
         if self.path is None:
             return {h: self._memory[(h, model)] for h in wanted if (h, model) in self._memory}
-        return dict(self._rows("content_hash, vector", wanted, model))
+        keys = self._row_keys(wanted)
+        rows = self._rows("content_hash, vector", list(keys), model)
+        return {keys[row_key]: vector for row_key, vector in rows}
 
     def holds(self, model: str) -> bool:
         """Whether any vector of ``model`` is stored (a previous run embedded with it)."""
@@ -605,12 +624,13 @@ class EmbeddingStore:
         wanted = set(hashes)
         if self.path is None:
             return {h for h in wanted if (h, model) not in self._memory}
-        return wanted - {row[0] for row in self._rows("content_hash", list(wanted), model)}
+        keys = self._row_keys(wanted)
+        return wanted - {keys[row[0]] for row in self._rows("content_hash", list(keys), model)}
 
-    def _rows(self, columns: str, hashes: list[str], model: str) -> Iterator[tuple[Any, ...]]:
+    def _rows(self, columns: str, row_keys: list[str], model: str) -> Iterator[tuple[Any, ...]]:
         with self._connect() as db:
-            for start in range(0, len(hashes), 500):  # SQLite caps the number of parameters
-                chunk = hashes[start : start + 500]
+            for start in range(0, len(row_keys), 500):  # SQLite caps the number of parameters
+                chunk = row_keys[start : start + 500]
                 marks = ",".join("?" * len(chunk))
                 yield from db.execute(
                     f"select {columns} from embeddings where model = ? and content_hash in ({marks})",
@@ -621,8 +641,9 @@ class EmbeddingStore:
         if self.path is None:
             self._memory.update(((h, model), v) for h, v in vectors.items())
             return
+        keys = self._row_keys(vectors)
         with self._connect() as db:
             db.executemany(
                 "insert or replace into embeddings (content_hash, model, dimensions, vector) values (?, ?, ?, ?)",
-                [(h, model, dimensions, v) for h, v in vectors.items()],
+                [(row_key, model, dimensions, vectors[h]) for row_key, h in keys.items()],
             )

@@ -26,6 +26,10 @@ __all__ = [
 ]
 
 SHOWN_WHOLE = 8000  # characters of pretty JSON a prompt shows whole; longer is shortened
+# Lines of pretty JSON a prompt shows whole: more scroll its first ones (the call's first
+# arguments) off a terminal's screen above the question, 400 short list items of padding
+# after the argument that matters; past them the view is shortened as past SHOWN_WHOLE.
+SHOWN_LINES = 40
 
 
 class Ends(NamedTuple):
@@ -71,20 +75,35 @@ def shown_arguments(
     compact = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
     size = len(compact.encode("utf-8", "surrogatepass"))
     whole = _visible(compact if one_line else json.dumps(arguments, ensure_ascii=False, indent=2))
-    if limit is None or len(whole) <= limit:
+    if limit is None or _fits(whole, limit):
         return ShownArguments(whole, False, size)
     text = whole
     for ends in SHORTENINGS:
         lines = _lines(arguments, ends, 0)
         joined = " ".join(line.lstrip(" ") for line in lines) if one_line else "\n".join(lines)
         text = _visible(joined)
-        if len(text) <= limit:
+        if _fits(text, limit):
             return ShownArguments(text, True, size)
-    half = max(1, limit // 2)
-    hidden = len(text) - 2 * half
-    gap = " " if one_line else "\n"
-    text = f"{text[:half]}{gap}[… {hidden} characters of this view not shown …]{gap}{text[-half:]}"
+    if len(text) > limit:
+        half = max(1, limit // 2)
+        hidden = len(text) - 2 * half
+        gap = " " if one_line else "\n"
+        text = (
+            f"{text[:half]}{gap}[… {hidden} characters of this view not shown …]{gap}{text[-half:]}"
+        )
+    lines = text.split("\n")
+    if len(lines) > SHOWN_LINES:
+        half = SHOWN_LINES // 2
+        hidden = len(lines) - 2 * half
+        text = "\n".join(
+            [*lines[:half], f"[… {hidden} lines of this view not shown …]", *lines[-half:]]
+        )
     return ShownArguments(text, True, size)
+
+
+def _fits(text: str, limit: int) -> bool:
+    """Whether a view of ``text`` is short enough to show whole, in characters and lines."""
+    return len(text) <= limit and text.count("\n") < SHOWN_LINES
 
 
 def shortened_notice(shown: ShownArguments, run_id: str | None) -> str:

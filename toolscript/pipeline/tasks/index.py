@@ -17,8 +17,9 @@ from doit.tools import config_changed
 
 from toolscript.config import ServerConfig
 from toolscript.pipeline.artifacts import CacheLayout
-from toolscript.pipeline.tasks.settings import TaskSettings, read_json
+from toolscript.pipeline.tasks.settings import TaskSettings, digest_key, read_json
 from toolscript.plumbing.cachefiles import looks_whole
+from toolscript.plumbing.paths import user_cache_dir
 from toolscript.search.semantic import DEFAULT_MODEL, NEEDS_EXTRA, semantic_installed
 
 if TYPE_CHECKING:  # the search stack is imported when the index is built, never to plan
@@ -103,7 +104,7 @@ class IndexTask:
             log.warning("index: skipped, %s", NEEDS_EXTRA)
             return
         chosen = self.indexing or SearchIndexing(
-            Embedder(self.model), EmbeddingStore(layout.embeddings)
+            Embedder(self.model), EmbeddingStore(layout.embeddings, digest_key(user_cache_dir()))
         )
         if self.indexing is not None and not looks_whole(layout.embeddings):
             self.indexing.store.remake()  # the gateway's: truncated, not SQLite or gone
