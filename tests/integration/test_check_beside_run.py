@@ -168,11 +168,25 @@ def test_a_script_failing_its_check_that_never_ends_is_stopped_at_the_verdict(
 
 
 def test_a_script_the_checker_cannot_judge_is_run_again_checked_by_deno_once(
-    face: Face,
+    face: Face, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     face.settled()
     face.held.clear()
     face.reissued = 0
+    lifeline = face.backend.lifeline
+    seen: list[tuple[str, int]] = []
+    watch, forget = lifeline.watch, lifeline.forget
+
+    def watched(pid: int, **how: bool) -> None:
+        seen.append(("watch", pid))
+        watch(pid, **how)
+
+    def forgotten(pid: int, **how: bool) -> None:
+        seen.append(("forget", pid))
+        forget(pid, **how)
+
+    monkeypatch.setattr(lifeline, "watch", watched)
+    monkeypatch.setattr(lifeline, "forget", forgotten)
     text = face.execute(  # checking turned off: the checker is not sure it checked it
         "// @ts-nocheck\n"
         'import { tools } from "toolscript";\n'
@@ -182,6 +196,9 @@ def test_a_script_the_checker_cannot_judge_is_run_again_checked_by_deno_once(
     assert face.held == [True] and face.reissued == 1
     assert text.count("done once") == 1
     assert len(face.written("unsure")) == 1  # the unchecked process's call was never made
+    # the face kept watching only the Deno that ran it again: the first one's pid, reaped,
+    # may be another process's by the time the face stops or the client cancels
+    assert seen[:3] == [("watch", seen[0][1]), ("forget", seen[0][1]), ("watch", seen[2][1])]
 
 
 def test_what_a_failing_script_printed_past_the_budget_is_never_readable(face: Face) -> None:

@@ -777,7 +777,12 @@ class Backend:
         run = FaceRun(loop=loop, report=report, owner=owner, code=code)
 
         def watch(pid: int, *, group: bool) -> None:
-            run.pids.append(pid)
+            # One Deno of a run at a time: one watched before was reaped (a script that the
+            # checker could not judge, run again checked by Deno), and its pid may be another
+            # process's by now.
+            for reaped in run.pids:
+                self.lifeline.forget(reaped, group=True)
+            run.pids[:] = [pid]
             self.lifeline.watch(pid, group=group)
 
         def work() -> None:
