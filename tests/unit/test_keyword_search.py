@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from toolscript.search.lexical import LexicalIndex, implied_words
+from toolscript.search.lexical import LexicalIndex, implied_words, transposed
 from toolscript.search.text import (
     document_for,
     documents_for,
@@ -505,7 +505,10 @@ def test_a_channels_name_pulls_no_tool_of_its_words() -> None:
 @pytest.mark.parametrize(
     ("request_text", "read"),
     [
-        ("don't merge yet, just ask carol to review PR 90", "  yet, just ask carol to review PR 90"),
+        (
+            "don't merge yet, just ask carol to review PR 90",
+            "  yet, just ask carol to review PR 90",
+        ),
         ("stage the changes but do not commit", "stage the changes but  "),
         ("deactivate, don't delete, the okta app", "deactivate,  , the okta app"),
         ("not the logs, the events of pod api-7f9", " , the events of pod api-7f9"),
@@ -544,3 +547,29 @@ def test_a_sibling_the_request_says_it_does_not_want_ranks_after_the_one_it_asks
         assert first_of(tools, query) == wanted
     # the model reads the request without the negated word too
     assert "merge" not in semantic_query("don't merge yet, just ask carol to review PR 90")
+
+
+@pytest.mark.parametrize(
+    ("typed", "word", "swapped"),
+    [
+        ("biuld", "build", True),
+        ("serach", "search", True),
+        ("staut", "statu", True),  # "stauts" and "status", stemmed: the last letter swapped
+        ("salar", "solar", False),  # another letter, not two swapped
+        ("build", "build", False),
+        ("biuldd", "build", False),
+    ],
+)
+def test_two_neighbouring_letters_swapped_are_one_slip(
+    typed: str, word: str, swapped: bool
+) -> None:
+    assert transposed(typed, word) is swapped
+
+
+def test_a_word_typed_with_two_letters_swapped_counts_for_a_tools_name() -> None:
+    """ "biuld" is "build": create_build's name, not only its text, says what was asked."""
+    tools = [
+        {"name": "actions_run_trigger", "description": "Trigger a GitHub Actions workflow run."},
+        {"name": "create_build", "description": "Trigger a new build on a pipeline."},
+    ]
+    assert first_of(tools, "trigger a biuld on main") == "create_build"
