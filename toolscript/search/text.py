@@ -224,9 +224,17 @@ _NEGATED = re.compile(
 )
 
 
+# A word every match of ``_NEGATED`` holds: a request without one (most) is not scanned.
+_NEGATION_MARK = re.compile(
+    r"\b(?:don|dont|do|never|not|no|instead|rather|except|other|without)\b", re.I
+)
+
+
 def without_negated(text: str) -> str:
     """``text`` less each word a negation governs, and the negation (see ``_NEGATED``); as it
     is when nothing else would be left ("do not disturb")."""
+    if not _NEGATION_MARK.search(text):
+        return text
     kept = _NEGATED.sub(lambda found: f"{found['lead'] or found['comma'] or ''} ", text)
     return kept if kept == text or tokenize(kept) else text
 
