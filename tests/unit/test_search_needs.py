@@ -131,9 +131,7 @@ def test_a_request_for_one_thing_stays_whole(request_text: str) -> None:
         ("the weather in paris", False),
     ],
 )
-def test_a_sentence_that_tells_the_requests_context_asks_nothing(
-    piece: str, context: bool
-) -> None:
+def test_a_sentence_that_tells_the_requests_context_asks_nothing(piece: str, context: bool) -> None:
     assert tells_context(piece) is context
 
 
@@ -146,9 +144,12 @@ def test_a_sentence_that_tells_context_is_no_need_when_another_asks() -> None:
         "We moved to new servers last week. Check the docker image. Then list the pods."
     ) == ["Check the docker image.", "list the pods."]
     # a file it names is still read
-    assert split_needs(
-        "The customer's SLA is at /home/me/sla.pdf. Read it and then post a summary to slack."
-    )[-1] == "read file sla.pdf"
+    assert (
+        split_needs(
+            "The customer's SLA is at /home/me/sla.pdf. Read it and then post a summary to slack."
+        )[-1]
+        == "read file sla.pdf"
+    )
     # nothing asks: the pieces stay needs
     assert split_needs("The build failed. The deploy is stuck.") == [
         "The build failed.",
