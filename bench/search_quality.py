@@ -62,6 +62,9 @@ LABELLED = {
     # written blind, as agents type a search mid-task (values, nouns that are verbs, sibling
     # traps), over the servers the sets above name least (zscaler, okta, github, atlassian, ...)
     "blind3": Path(__file__).resolve().parent / "search" / "queries_blind3.txt",
+    # written blind, in the styles the sets above have least (typos, abbreviations, other
+    # products' words, task descriptions of several sentences, negations, a product named)
+    "blind4": Path(__file__).resolve().parent / "search" / "queries_blind4.txt",
 }
 # The four retrievers and the final design. "fixed" is the design before adaptive fusion and
 # splitting (hybrid blend with the fixed alpha, the request ranked whole); "adaptive" adds the

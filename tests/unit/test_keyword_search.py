@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from toolscript.search.lexical import LexicalIndex, implied_words
+from toolscript.search.lexical import LexicalIndex, implied_words, transposed
 from toolscript.search.text import (
     document_for,
     documents_for,
@@ -18,7 +18,9 @@ from toolscript.search.text import (
     keyword_query,
     plural,
     plural_name_words,
+    semantic_query,
     tokenize,
+    without_negated,
 )
 
 TIME_TOOLS = json.loads((Path(__file__).parent / "data" / "time_tools.json").read_text())
@@ -498,3 +500,76 @@ def test_a_channels_name_pulls_no_tool_of_its_words() -> None:
         {"name": "slack_get_channel_history", "description": "Get recent messages of a channel."},
     ]
     assert first_of(tools, "whats been said in #incidents today") == "slack_get_channel_history"
+
+
+@pytest.mark.parametrize(
+    ("request_text", "read"),
+    [
+        (
+            "don't merge yet, just ask carol to review PR 90",
+            "  yet, just ask carol to review PR 90",
+        ),
+        ("stage the changes but do not commit", "stage the changes but  "),
+        ("deactivate, don't delete, the okta app", "deactivate,  , the okta app"),
+        ("not the logs, the events of pod api-7f9", " , the events of pod api-7f9"),
+        ("reply in the thread, not as a new message", "reply in the thread,   message"),
+        ("archive the note instead of deleting it", "archive the note   it"),
+        ("preview the error page without publishing it", "preview the error page   it"),
+        ("plain text of the page, no html", "plain text of the page,  "),
+        # the first word after articles: "not the whole file" still asks about a file
+        ("not the whole file, just its size", "  file, just its size"),
+        # a negation that describes is read as typed
+        ("why is the pod not starting", None),
+        ("what files did I change but not stage", None),
+        ("users without MFA", None),
+        ("tasks that are not done", None),
+        ("do not disturb", None),  # nothing would be left
+    ],
+)
+def test_a_word_the_request_negates_is_not_read(request_text: str, read: str | None) -> None:
+    assert without_negated(request_text) == (request_text if read is None else read)
+
+
+def test_a_sibling_the_request_says_it_does_not_want_ranks_after_the_one_it_asks_for() -> None:
+    tools = [
+        {"name": "merge_pull_request", "description": "Merge a pull request."},
+        {"name": "request_reviewers", "description": "Ask users to review a pull request."},
+        {"name": "git_add", "description": "Stage changes: add file contents to the index."},
+        {"name": "git_commit", "description": "Record a commit in the repository."},
+        {"name": "get_logs", "description": "Get the logs of a pod."},
+        {"name": "get_pod_events", "description": "Get the events of a pod."},
+    ]
+    for query, wanted in (
+        ("don't merge yet, just ask carol to review the pull request", "request_reviewers"),
+        ("stage the changes but do not commit", "git_add"),
+        ("not the logs, the events of pod api-7f9", "get_pod_events"),
+    ):
+        assert first_of(tools, query) == wanted
+    # the model reads the request without the negated word too
+    assert "merge" not in semantic_query("don't merge yet, just ask carol to review PR 90")
+
+
+@pytest.mark.parametrize(
+    ("typed", "word", "swapped"),
+    [
+        ("biuld", "build", True),
+        ("serach", "search", True),
+        ("staut", "statu", True),  # "stauts" and "status", stemmed: the last letter swapped
+        ("salar", "solar", False),  # another letter, not two swapped
+        ("build", "build", False),
+        ("biuldd", "build", False),
+    ],
+)
+def test_two_neighbouring_letters_swapped_are_one_slip(
+    typed: str, word: str, swapped: bool
+) -> None:
+    assert transposed(typed, word) is swapped
+
+
+def test_a_word_typed_with_two_letters_swapped_counts_for_a_tools_name() -> None:
+    """ "biuld" is "build": create_build's name, not only its text, says what was asked."""
+    tools = [
+        {"name": "actions_run_trigger", "description": "Trigger a GitHub Actions workflow run."},
+        {"name": "create_build", "description": "Trigger a new build on a pipeline."},
+    ]
+    assert first_of(tools, "trigger a biuld on main") == "create_build"

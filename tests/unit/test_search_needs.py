@@ -15,6 +15,7 @@ from toolscript.search.needs import (
     gives_coordinates,
     is_implied,
     split_needs,
+    tells_context,
 )
 from toolscript.search.parameters import PARAMETERS
 from toolscript.search.ranking import Hit, best_first, first_hits, with_bests
@@ -59,11 +60,11 @@ from toolscript.search.text import (
             "create a folder and then move the files into it",
             ["create a folder", "move the files into it"],
         ),
-        (  # apostrophes inside words ("I'm", "I'd") are no quotes: the sentences still end
+        (  # apostrophes inside words ("I'm", "I'd") are no quotes: the sentences still end;
+            # the first tells the request's context (tells_context): no need
             "I'm planning a trip to Paris next month. Can you give me the weather forecast for"
             " Paris? Also, I'd like to find some hotels near the Eiffel Tower.",
             [
-                "I'm planning a trip to Paris next month.",
                 "Can you give me the weather forecast for Paris?",
                 "Also, I'd like to find some hotels near the Eiffel Tower.",
             ],
@@ -111,6 +112,49 @@ def test_a_request_for_several_things_splits_into_its_needs(
 )
 def test_a_request_for_one_thing_stays_whole(request_text: str) -> None:
     assert split_needs(request_text) == [request_text]
+
+
+@pytest.mark.parametrize(
+    ("piece", "context"),
+    [
+        ("We shipped version 2.4 of the app yesterday and crash reports are climbing.", True),
+        ("I'm preparing the quarterly board deck.", True),
+        ("Our security team flagged that someone keeps failing to log in.", True),
+        ("The nightly ETL didn't produce data this morning.", True),
+        # asking: an imperative, a question, a word that asks
+        ("Pull up the failed sign-in attempts for the last day.", False),
+        ("I need to see which errors are new since that release.", False),
+        ("The revenue is in a sheet and I'd like a line chart of it.", False),
+        ("Is the build green?", False),
+        # terse requests have no finite verb
+        ("my open PRs", False),
+        ("the weather in paris", False),
+    ],
+)
+def test_a_sentence_that_tells_the_requests_context_asks_nothing(piece: str, context: bool) -> None:
+    assert tells_context(piece) is context
+
+
+def test_a_sentence_that_tells_context_is_no_need_when_another_asks() -> None:
+    assert split_needs(
+        "I'm preparing the quarterly board deck. Make a line chart of monthly revenue."
+    ) == ["I'm preparing the quarterly board deck. Make a line chart of monthly revenue."]
+    # two asking sentences after it are still two needs
+    assert split_needs(
+        "We moved to new servers last week. Check the docker image. Then list the pods."
+    ) == ["Check the docker image.", "list the pods."]
+    # a file it names is still read
+    assert (
+        split_needs(
+            "The customer's SLA is at /home/me/sla.pdf. Read it and then post a summary to slack."
+        )[-1]
+        == "read file sla.pdf"
+    )
+    # nothing asks: the pieces stay needs
+    assert split_needs("The build failed. The deploy is stuck.") == [
+        "The build failed.",
+        "The deploy is stuck.",
+    ]
 
 
 @pytest.mark.parametrize(

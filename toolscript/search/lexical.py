@@ -26,7 +26,7 @@ from toolscript.search.text import (
 )
 from toolscript.search.words import IMPLIED_WORDS, SYNONYM_GROUPS
 
-__all__ = ["SYNONYMS", "LexicalIndex", "implied_words"]
+__all__ = ["SYNONYMS", "LexicalIndex", "implied_words", "transposed"]
 
 _IMPLIED = [(re.compile(pattern), word) for pattern, word in IMPLIED_WORDS]
 
@@ -35,6 +35,21 @@ def implied_words(query: str) -> list[str]:
     """Stemmed words a query means without saying them (words.IMPLIED_WORDS)."""
     lowered = query.lower()
     return [stem(word) for pattern, word in _IMPLIED if pattern.search(lowered)]
+
+
+def transposed(typed: str, word: str) -> bool:
+    """Whether ``typed`` is ``word`` with two neighbouring letters swapped ("biuld", "serach",
+    "staut" of "stauts"): a typist's commonest slip, one slip where the fuzz ratio counts two
+    edits (80 for "biuld" against "build", as low as "salar" against "solar")."""
+    if len(typed) != len(word) or typed == word:
+        return False
+    different = [i for i, (a, b) in enumerate(zip(typed, word, strict=True)) if a != b]
+    return (
+        len(different) == 2
+        and different[1] == different[0] + 1
+        and typed[different[0]] == word[different[1]]
+        and typed[different[1]] == word[different[0]]
+    )
 
 
 def _synonyms() -> dict[str, list[str]]:
@@ -217,17 +232,22 @@ class LexicalIndex:
         "dashboard", "forcast" "forecast"), each with its weight (the highest where two share
         one), less the words said. A real word no tool has is no typo: its close words are
         less alike or end otherwise ("salar", of "salaries", is not "solar", "thing" not
-        "think", "outli", of "outliers", not "outlin"), and a word it begins is a guess."""
+        "think", "outli", of "outliers", not "outlin"), and a word it begins is a guess. A
+        word that two neighbouring letters swapped give (``transposed``: "biuld", "serach",
+        "stauts") is a near copy whatever its ratio (a close word all the same: ``expand``)."""
         least = self.parameters.close_name_similarity / 100 * self.parameters.close_credit
         close: dict[str, float] = {}
         for token in said:
             if token in self._idf:
                 continue
             for word, weight in self.expand(token):
-                if weight < least or word in said:
+                if word in said:
                     continue
-                if word[0] == token[0] and word[-1] == token[-1]:
-                    close[word] = max(close.get(word, 0.0), weight)
+                if transposed(token, word):
+                    weight = max(weight, least)
+                elif weight < least or word[0] != token[0] or word[-1] != token[-1]:
+                    continue
+                close[word] = max(close.get(word, 0.0), weight)
         return close
 
     def says_a_word(self, query: str) -> bool:

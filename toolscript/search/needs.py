@@ -26,6 +26,7 @@ from toolscript.search.text import (
     statements,
     tokenize,
     without_data,
+    without_negated,
 )
 from toolscript.search.words import ABBREVIATIONS, DOCUMENT_KINDS, OUTPUT_VERBS, VERBS
 
@@ -44,6 +45,7 @@ __all__ = [
     "is_implied",
     "is_written_file",
     "split_needs",
+    "tells_context",
 ]
 
 # Sentence ends (a stop, question or exclamation mark, or a semicolon, then a space) and line
@@ -96,8 +98,9 @@ def _clauses(sentence: str) -> list[str]:
 
 
 def _content_words(text: str) -> int:
-    """Words that can make a need (pasted data is gone by now: ``split_needs``)."""
-    return len(tokenize(text))
+    """Words that can make a need (pasted data is gone by now: ``split_needs``); a negated
+    word makes none ("don't delete it, archive it" is one need)."""
+    return len(tokenize(without_negated(text)))
 
 
 def _shield(text: str) -> str:
@@ -273,15 +276,48 @@ def is_implied(need: str) -> bool:
     return implied_by(need) is not None
 
 
+# A sentence that tells the request's context rather than asks for anything: "We shipped 2.4
+# of the app yesterday and crash reports are climbing. I need to see which errors are new",
+# "I'm preparing the board deck. I'd like a line chart of monthly revenue". As a need of its
+# own, its best hit took a first place (get_board_visualization for the board deck). Such a
+# sentence opens with a subject (a pronoun, a possessive, an article: not an imperative's
+# verb), holds a finite verb ("is", "was", "didn't", "we're", "flagged"), and has no word
+# that asks ("need", "want", "please", "should", "can you", a question mark). It is no need
+# when another piece of the request asks; the request whole is ranked with it all the same.
+# A terse request ("my open PRs", "the weather in paris") has no finite verb: it asks.
+_SUBJECT = re.compile(
+    r"\s*(?:i|i'm|im|i've|ive|we|we're|we've|our|my|he|she|they|it|it's|its|their|his|her"
+    r"|there|the|a|an|this|that)\b",
+    re.IGNORECASE,
+)
+_FINITE = re.compile(
+    r"\b(?:am|is|are|was|were|has|have|had|do|does|did|don'?t|doesn'?t|didn'?t"
+    r"|[a-z]+'(?:s|re|ve|m)|[a-z]{3,}ed)\b",
+    re.IGNORECASE,
+)
+_ASKS = re.compile(
+    r"\?|\b(?:please|need|needs|want|wants|would\s+like|i'?d\s+like|can\s+you|could\s+you"
+    r"|help\s+me|let'?s|should|must|ha(?:ve|s)\s+to)\b",
+    re.IGNORECASE,
+)
+
+
+def tells_context(piece: str) -> bool:
+    """Whether ``piece`` of a request tells its context rather than asks (see ``_SUBJECT``)."""
+    return bool(_SUBJECT.match(piece) and _FINITE.search(piece) and not _ASKS.search(piece))
+
+
 def split_needs(query: str, parameters: SearchParameters = PARAMETERS) -> list[str]:
     """The needs of ``query``, in its order, then those it implies (``IMPLIED_NEEDS`` that
     read the request alone: a file it asks to write, ...); ``[query]`` itself when it asks for
-    one thing and implies nothing."""
-    asked = _asked(query, parameters)
-    request = Implication(query, asked, (), parameters)
+    one thing and implies nothing. A piece that tells the request's context is no need when
+    another asks (``tells_context``); a file it names is implied all the same."""
+    pieces = _asked(query, parameters)
+    request = Implication(query, pieces, (), parameters)
     implied = [
         need.text for rule in IMPLIED_NEEDS if not rule.reads_ranking for need in rule.find(request)
     ]
+    asked = [piece for piece in pieces if not tells_context(piece)] or pieces
     if len(asked) <= 1 and not implied:
         return [query]
     return [*(asked if len(asked) > 1 else [query]), *implied]

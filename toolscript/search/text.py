@@ -16,6 +16,7 @@ from toolscript.search.words import (
     DOCUMENT_KINDS,
     LATITUDE_NAMES,
     LONGITUDE_NAMES,
+    NEGATION_FILLERS,
     SHORT_FORMS,
     STATEMENT_READINGS,
     STOP_WORDS,
@@ -43,6 +44,7 @@ __all__ = [
     "statements",
     "stem",
     "tokenize",
+    "without_negated",
 ]
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -189,6 +191,54 @@ def read_statements(text: str) -> str:
     return text
 
 
+# A request that says what it does not want ("don't merge yet, just ask carol to review PR
+# 90", "not the logs, the events of pod api-7f9", "deactivate, don't delete, the app",
+# "archive the note instead of deleting it"): the negated word names a sibling of the tool
+# asked for, and both halves read it as asked (merge_pull_request, get_logs, delete_* ranked
+# first). The word a negation governs is not read: after "don't", "do not", "never" or "no
+# need to" opening a clause; after "not" and an article or possessive ("...but not the
+# whole browser", "reply in the thread, not as a new message"); after "instead of", "rather
+# than", "except", "other than"; the "-ing" verb after "without" ("preview the page without
+# publishing it"; "users without MFA" asks for MFA all the same); and "no" after a comma
+# ("plain text, no html"). One word, the first after articles and possessives
+# (words.NEGATION_FILLERS): "not a new container, show the running ones" still asks about
+# containers. A negation that describes is left as it is: "why is the pod not starting",
+# "what files did I change but not stage" (the unstaged changes: ranked 4th with "stage"
+# dropped, 1st with it read).
+_FILLERS = rf"\s+(?:(?:{'|'.join(NEGATION_FILLERS)})\s+)*"
+_DETERMINER = r"(?:a|an|the|any|its|their|his|her|my|our|your|as)\b"
+_NEGATED = re.compile(
+    "|".join(
+        (
+            # opening a clause: what the lead is, is kept
+            r"(?P<lead>^|[,;:.!?(]\s*|\b(?:but|and|so|please|just)\s+)"
+            rf"(?:don[\u2019']?t|do\s+not|never|no\s+need\s+to){_FILLERS}[A-Za-z][\w-]*",
+            rf"\bnot\s+{_DETERMINER}{_FILLERS}[A-Za-z][\w-]*",
+            rf"\b(?:instead\s+of|rather\s+than|except(?:\s+for)?|other\s+than){_FILLERS}"
+            r"[A-Za-z][\w-]*",
+            r"\bwithout\s+[A-Za-z]+ing\b",
+            r"(?P<comma>[,;:]\s*|\bbut\s+)no\s+[A-Za-z][\w-]*",
+        )
+    ),
+    re.IGNORECASE,
+)
+
+
+# A word every match of ``_NEGATED`` holds: a request without one (most) is not scanned.
+_NEGATION_MARK = re.compile(
+    r"\b(?:don|dont|do|never|not|no|instead|rather|except|other|without)\b", re.I
+)
+
+
+def without_negated(text: str) -> str:
+    """``text`` less each word a negation governs, and the negation (see ``_NEGATED``); as it
+    is when nothing else would be left ("do not disturb")."""
+    if not _NEGATION_MARK.search(text):
+        return text
+    kept = _NEGATED.sub(lambda found: f"{found['lead'] or found['comma'] or ''} ", text)
+    return kept if kept == text or tokenize(kept) else text
+
+
 _SHORT_FORM = re.compile(r"\b(" + "|".join(SHORT_FORMS) + r")\b", re.IGNORECASE)
 
 
@@ -251,7 +301,8 @@ def _file_case(extension: str) -> bool:
 
 
 def keyword_query(text: str) -> str:
-    """``text`` as keyword search reads it: without pasted data, short forms spelled out, and
+    """``text`` as keyword search reads it: without pasted data or a word it negates
+    (``without_negated``), short forms spelled out, and
     a file's path or name read as the kind of file it is: its extension and the word "file"
     ("write the report to /tmp/report.md" wants a file writer, not ``issue_write``). The
     file's own name and folders are a value, not what is asked: "whats in config.yaml?"
@@ -262,7 +313,7 @@ def keyword_query(text: str) -> str:
         name = _file_name(found)
         return found.group(0) if name is None else f"{_kind(name)} file"
 
-    text = channels_read(read_statements(without_data(text)))
+    text = channels_read(without_negated(read_statements(without_data(text))))
     return expand_abbreviations(_bare_files_kind(_PATH.sub(marked, text)))
 
 
@@ -295,9 +346,9 @@ def _unless_a_file(quoted: re.Match[str]) -> str:
 
 
 def semantic_query(text: str) -> str:
-    """``text`` less its literal values, a message it dictates and short forms, for the
-    embedding model (see above)."""
-    text = read_statements(without_data(text))
+    """``text`` less its literal values, a message it dictates, a word it negates and short
+    forms, for the embedding model (see above)."""
+    text = without_negated(read_statements(without_data(text)))
     whole = " ".join(text.split())  # what is read when nothing else is left
     text = _QUOTED.sub(_unless_a_file, _MESSAGE.sub(" ", text))
     text = _URL.sub(" URL ", text)

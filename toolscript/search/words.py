@@ -16,6 +16,7 @@ __all__ = [
     "IMPLIED_WORDS",
     "LATITUDE_NAMES",
     "LONGITUDE_NAMES",
+    "NEGATION_FILLERS",
     "OUTPUT_VERBS",
     "SHORT_FORMS",
     "STATEMENT_READINGS",
@@ -45,6 +46,15 @@ _STOP_WORDS = """
     whats hows whos wheres thats dont doesnt didnt cant isnt arent wasnt wont im ive youre
     """
 STOP_WORDS = frozenset(_STOP_WORDS.split())
+
+# Words between a negation and the word it negates ("not the logs", "don't merge yet",
+# "not as a new message"): articles, determiners and possessives (text.without_negated).
+# Not "whole", "entire", "full": "not the whole file, just its size" negates the wholeness,
+# and "file" is what is asked about.
+_NEGATION_FILLERS = """
+    a an the any its their his her my our your this that these those as to yet even ever
+    """
+NEGATION_FILLERS = tuple(_NEGATION_FILLERS.split())
 
 # Suffixes the light stemmer strips (text.stem), the longest first.
 SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "es", "ed", "ly", "s")
