@@ -146,6 +146,8 @@ def main() -> None:
             TOOLSCRIPT_HOME=str(work / "home"), TOOLSCRIPT_TRUSTED_PATHS=str(work)
         )
         paths = [args.pythonpath] if args.pythonpath else []
+        if args.pythonpath:
+            peer.own_data_folders(Path(args.pythonpath))
         if not args.notrace:
             paths.append(str(BENCH / "face_trace"))
             env["FC_TRACE_FILE"] = str(log)

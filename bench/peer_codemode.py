@@ -120,6 +120,18 @@ ROWS = {
 }
 
 
+def own_data_folders(checkout: Path) -> None:
+    """``templates/`` and ``schemas/`` ship inside the package (``toolscript.templates``) but
+    live at a checkout's top level: with only ``PYTHONPATH`` pointing at another checkout,
+    Python found them through this venv's editable install, so that side ran this
+    checkout's runtime module. Links inside its package make it find its own."""
+    for name in ("templates", "schemas"):
+        link = checkout / "toolscript" / name
+        if not link.exists() and (checkout / name).is_dir():
+            link.symlink_to(Path("..") / name)
+            print(f"linked {link} -> ../{name} (its own data folders)", file=sys.stderr)
+
+
 def peer_python() -> Path:
     """The bench's own FastMCP environment, made on first use."""
     python = PEER_VENV / "bin" / "python"
@@ -249,6 +261,8 @@ def main() -> None:
     peer = peer_python()
     for checkout in [Path(__file__).resolve().parent.parent, *filter(None, [args.baseline])]:
         compileall.compile_dir(str(Path(checkout) / "toolscript"), quiet=1)
+    if args.baseline:
+        own_data_folders(Path(args.baseline))
     work = Path(tempfile.mkdtemp(prefix="toolscript-peer-"))
     (work / "project").mkdir()
     config = {"mcpServers": {"time": {"command": UPSTREAM}}, "search": {"semantic": False}}
