@@ -38,6 +38,8 @@ def gateway_client(
     """A client of the project's gateway (or TOOLSCRIPT_GATEWAY_URL's); when none runs, of
     an ephemeral one started for this command and stopped after it, as `exec` does."""
     url = find_gateway_url(config)
+    if url and not os.environ.get(URL_VARIABLE, "").strip() and not _listens(url):
+        url = None  # the state file outlived its gateway (see ``_listens``)
     if url:
         with GatewayClient(url, timeout=timeout) as client:
             yield client
@@ -60,6 +62,25 @@ def gateway_client(
     ):
         client.ephemeral = True
         yield client
+
+
+def _listens(url: str) -> bool:
+    """Whether anything listens at a state file's URL. A gateway's file is taken for alive
+    while its pid is, and after a reboot (the gateway gone, its file left in the cache)
+    another program may have that pid: then the command starts a gateway for itself, as
+    when no file is left, rather than fail on the dead address. A TCP connection alone: no
+    HTTP exchange for the usual case of a gateway that answers."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 80), 5):
+            return True
+    except ConnectionRefusedError:
+        return False
+    except OSError:
+        return True  # slow or refused otherwise: the command's own request says how
 
 
 def public_url(url: str) -> str:
@@ -111,7 +132,9 @@ class GatewayClient:
         except httpx.TransportError as exc:
             raise self._unreachable(type(exc).__name__) from exc
         if response.status_code >= 400:
-            raise GatewayResponseError.from_response(response.status_code, response.content)
+            raise GatewayResponseError.from_response(
+                response.status_code, response.content, self._address
+            )
         return response
 
     def get_json(self, path: str, exact: bool = False, **params: Any) -> Any:
@@ -126,7 +149,7 @@ class GatewayClient:
             return read if exact else for_terminal(read)
         status, body = self._get(path + ("?" + _query(params) if params else ""))
         if status >= 400:
-            raise GatewayResponseError.from_response(status, body)
+            raise GatewayResponseError.from_response(status, body, self._address)
         return json.loads(body) if exact else for_terminal(json.loads(body))
 
     def _get(self, target: str) -> tuple[int, bytes]:
@@ -157,6 +180,13 @@ class GatewayClient:
         if not fields[0].startswith(b"HTTP/") or len(fields) < 2 or not fields[1].isdigit():
             raise self._unreachable("RemoteProtocolError")
         return int(fields[1]), body
+
+    @property
+    def _address(self) -> str:
+        """The gateway's host and port, for messages (never its token)."""
+        from urllib.parse import urlsplit
+
+        return urlsplit(self.url).netloc
 
     def _unreachable(self, kind: str) -> GatewayUnreachableError:
         hint = _START_HINT
