@@ -45,6 +45,7 @@ __all__ = [
     "RunsConfig",
     "SearchConfig",
     "ServerConfig",
+    "check_syntax",
     "config_schema",
     "find_config_path",
     "load_config",
@@ -261,9 +262,7 @@ def load_config(
     """
     path = find_config_path(explicit, cwd)
     if require_trust:
-        from toolscript.store.trust import require_trust as refuse_untrusted
-
-        refuse_untrusted(path)
+        _refuse_untrusted(path)
     if not path.exists():
         if explicit:
             raise ConfigError(
@@ -279,8 +278,27 @@ def load_config(
         raise ConfigError(f"{path}: cannot read config file: {exc}") from exc
     loaded = parse_config(text, path, os.environ if environ is None else environ)
     if require_trust:  # an imported file that changed while it was read is judged again
+        from toolscript.store.trust import require_trust as refuse_untrusted
+
         refuse_untrusted(path)
     return loaded
+
+
+def _refuse_untrusted(path: Path) -> None:
+    """Raise UntrustedConfigError when ``path`` needs the user's trust; a file that is
+    empty or not JSON is said to be so instead (``check_syntax``: its syntax is read,
+    nothing else of it), for trust would start nothing of it."""
+    from toolscript.store.trust import require_trust
+
+    try:
+        require_trust(path)
+    except ConfigError as refused:
+        try:
+            text = read_regular_file(path, MAX_CONFIG_BYTES).decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            raise refused from None
+        check_syntax(text, path)
+        raise
 
 
 def parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
@@ -294,7 +312,14 @@ def parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
         ) from None
 
 
-def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
+def check_syntax(text: str, path: Path) -> None:
+    """Raise ConfigError when ``text`` is empty or not JSON, naming ``file:line:col``. Said
+    before any question of trust: trusting a file that cannot be read starts nothing, and
+    an edit that broke the file (a comma too many, a save half done) is what to fix."""
+    _parsed(text, path)
+
+
+def _parsed(text: str, path: Path) -> PositionedJson:
     if not text.strip():
         # Never zero servers: an editor's save passes through an empty file (truncate, write).
         raise ConfigError(
@@ -302,11 +327,15 @@ def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
             hint="write {} for a project with no servers, or delete the file",
         )
     try:
-        doc = parse_with_positions(text)
+        return parse_with_positions(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"{path}:{json_syntax_error(exc)}", hint="fix the JSON syntax at that position"
         ) from exc
+
+
+def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
+    doc = _parsed(text, path)
     _validate(doc, path)
     _refuse_nul_folders(doc, path)
     ignored = _keys_of_another_transport(doc, path)

@@ -156,3 +156,49 @@ def psutil_running(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def test_an_edit_that_breaks_the_json_is_named_and_the_gateway_still_answers(
+    project: Path,
+) -> None:
+    # A trusted config saved with a comma too many: the gateway reported "not trusted yet ...
+    # run `toolscript trust`" (trust then named the comma), and while it served the last good
+    # configuration, as `exec` used it, list-tools, search and get-types refused to ask it.
+    untrusting = {"TOOLSCRIPT_TRUSTED_PATHS": ""}
+    config = project / ".toolscript.json"
+    assert run(project, "trust", **untrusting).returncode == 0
+    good = config.read_text()
+    gateway = GatewayProcess(
+        CONFIG,
+        project,
+        "--no-warm-checker",
+        env={"TOOLSCRIPT_HOME": str(project / "home"), **untrusting},
+    )
+    try:
+        config.write_text(good[:-1] + ",}")  # {"mcpServers": {...}, "search": {...},}
+        health = gateway.wait_for_health(
+            lambda health: health["config"]["error"], what="the edit's error"
+        )
+        assert health["config"]["error"].startswith(f"{config}:1:"), health["config"]
+        assert "invalid JSON" in health["config"]["error"]
+        assert "not trusted" not in gateway.log
+        status = run(project, "gateway", "status", **untrusting)
+        assert status.returncode == 3
+        assert "invalid JSON" in status.stdout
+
+        for args in (("list-tools", "fx"), ("get-types", "fx", "plain_text")):
+            answer = run(project / "src", *args, **untrusting)
+            assert answer.returncode == 0, (args, answer.stderr)
+            assert "plain_text" in answer.stdout.replace("plainText", "plain_text"), args
+            assert "invalid JSON" in answer.stderr, (args, answer.stderr)
+            assert "configuration it loaded before" in answer.stderr, (args, answer.stderr)
+        found = run(project, "search", "return the text as plain text", "-n", "1", **untrusting)
+        assert (found.returncode, found.stdout.split()[:2]) == (0, ["fx", "plain_text"])
+        checked = run(project, "config", "check", **untrusting)
+        assert checked.returncode == 2 and "invalid JSON" in checked.stderr
+
+        config.write_text(good)  # fixed as it was trusted
+        gateway.wait_for_health(lambda health: not health["config"]["error"], what="the fix")
+        assert "warning" not in run(project, "list-tools", "fx", **untrusting).stderr
+    finally:
+        assert gateway.stop() == []

@@ -9,14 +9,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from toolscript.config import Config
-from toolscript.errors import GatewayResponseError, GatewayUnreachableError
+from toolscript.config import Config, find_config_path, load_config
+from toolscript.errors import ConfigError, GatewayResponseError, GatewayUnreachableError
 from toolscript.gateway.state import ready_gateway_state
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["GatewayClient", "find_gateway_url", "gateway_client", "public_url"]
+__all__ = [
+    "GatewayClient",
+    "config_for_the_gateway",
+    "find_gateway_url",
+    "gateway_client",
+    "public_url",
+]
 
 URL_VARIABLE = "TOOLSCRIPT_GATEWAY_URL"
 _START_HINT = "check `toolscript gateway status`, or start one with `toolscript gateway start`"
@@ -29,6 +35,30 @@ def find_gateway_url(config: Config) -> str | None:
         return url.rstrip("/")
     state = ready_gateway_state(config.cache_dir())
     return str(state["url"]).rstrip("/") if state else None
+
+
+def config_for_the_gateway(config: str | None) -> tuple[Config, bool]:
+    """The project's config for a command the gateway answers (list-tools, search, get-types,
+    a server's resources and prompts), and whether it was read: ``(config, True)``. When the
+    file cannot be read (an edit broke it, a save half done) but a gateway runs for the
+    project, ``(the project's folder alone, False)`` with a warning: that gateway serves the
+    configuration it loaded before, as `exec` runs scripts through it, so it is asked."""
+    try:
+        return load_config(config), True
+    except ConfigError as exc:
+        folder = Config(path=None, project_dir=find_config_path(config).parent)
+        url = find_gateway_url(folder)
+        if url is None or not _listens(url):
+            raise
+        from toolscript.cli.output import write_shown
+
+        hint = f" ({exc.hint})" if exc.hint else ""
+        write_shown(
+            f"warning: {exc.message}{hint}; the gateway answers from the configuration it "
+            "loaded before, until the file is fixed\n",
+            sys.stderr,
+        )
+        return folder, False
 
 
 @contextmanager
