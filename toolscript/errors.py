@@ -51,6 +51,7 @@ from collections.abc import Sequence
 from typing import Any
 
 __all__ = [
+    "NOT_A_GATEWAY",
     "NOT_A_GATEWAY_HINT",
     "AccessDeniedError",
     "AlreadyServingError",
@@ -267,7 +268,9 @@ class ModuleChangedError(GatewayUnreachableError):
     asks again)."""
 
 
-# What to do when another program answers at a gateway's address.
+# An answer at a gateway's address that no gateway gives (``GatewayResponseError.body``'s
+# "error"), and what to do then.
+NOT_A_GATEWAY = "not_a_gateway"
 NOT_A_GATEWAY_HINT = (
     "a gateway that ended left its address behind, or TOOLSCRIPT_GATEWAY_URL names the wrong "
     "port: start the project's gateway with `toolscript gateway start &` (or unset "
@@ -297,13 +300,13 @@ class GatewayResponseError(GatewayError):
             body = json.loads(content)
         except ValueError:
             body = None
-        if not isinstance(body, dict) or "error" not in body:
-            return cls(
+        if not isinstance(body, dict) or not {"error", "message"} & body.keys():
+            message = (
                 f"what answers at {where} is not a toolscript gateway (HTTP {status_code}, "
-                "and not a gateway's JSON): another program listens there",
-                status_code=status_code,
-                body={"hint": NOT_A_GATEWAY_HINT},
+                "and not a gateway's JSON): another program listens there"
             )
+            body = {"error": NOT_A_GATEWAY, "message": message, "hint": NOT_A_GATEWAY_HINT}
+            return cls(message, status_code=status_code, body=body)
         message = str(body.get("message") or f"HTTP {status_code}")
         return cls(message, status_code=status_code, body=body)
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from toolscript.errors import (
+    NOT_A_GATEWAY,
     NOT_A_GATEWAY_HINT,
     ExecutionError,
     GatewayResponseError,
@@ -214,7 +215,7 @@ def gateway_request(
         raise GatewayResponseError.from_response(int(status), body, parts.netloc)
     if not succeeded:
         said = GatewayResponseError.from_response(int(status) if status.isdigit() else 0, body)
-        if "error" not in said.body:  # not a gateway's answer: another program's
+        if said.body.get("error") == NOT_A_GATEWAY:
             raise NotAGatewayError(
                 f"what answers at {parts.netloc} is not a toolscript gateway (HTTP {status})",
                 hint=NOT_A_GATEWAY_HINT,
