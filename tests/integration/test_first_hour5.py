@@ -202,3 +202,41 @@ def test_an_edit_that_breaks_the_json_is_named_and_the_gateway_still_answers(
         assert "warning" not in run(project, "list-tools", "fx", **untrusting).stderr
     finally:
         assert gateway.stop() == []
+
+
+def test_a_server_whose_token_is_not_set_is_not_started_and_the_rest_serve(
+    project: Path,
+) -> None:
+    # One server's ${VAR} not exported made the whole file an error: `gateway start`, `exec`,
+    # `search` and `list-servers` all exited 2 naming the first such variable, while `trust`
+    # had said "starting them names what is missing".
+    config = {
+        **CONFIG,
+        "mcpServers": {
+            **CONFIG["mcpServers"],
+            "tracker": fixture_server(env={"TRACKER_TOKEN": "${FIRST_HOUR5_UNSET_TOKEN}"}),
+        },
+    }
+    gateway = GatewayProcess(
+        config, project, "--no-warm-checker", env={"TOOLSCRIPT_HOME": str(project / "home")}
+    )
+    try:
+        servers = {server["name"]: server for server in gateway.health()["servers"].values()}
+        assert servers["fx"]["state"] == "connected"
+        assert servers["tracker"]["state"] == "failed"
+        error = servers["tracker"]["error"]
+        assert error.startswith(
+            "not started: environment variable FIRST_HOUR5_UNSET_TOKEN is not set "
+            "(${FIRST_HOUR5_UNSET_TOKEN} in env.TRACKER_TOKEN); export it, then start the "
+            "gateway again"
+        ), error
+        assert gateway.log.count("FIRST_HOUR5_UNSET_TOKEN is not set") == 1, gateway.log
+        ran = run(project, "exec", ECHO)
+        assert (ran.returncode, ran.stdout.strip()) == (0, '"hi"'), ran.stderr
+        listed = run(project, "list-servers", "--json")
+        assert listed.returncode == 0, listed.stderr
+        states = {server["name"]: server["state"] for server in json.loads(listed.stdout)}
+        assert states == {"fx": "connected", "tracker": "failed"}
+        assert "FIRST_HOUR5_UNSET_TOKEN is not set" in listed.stderr  # with where, once
+    finally:
+        assert gateway.stop() == []
