@@ -258,9 +258,13 @@ class GatewayError(ToolscriptError):
 class GatewayUnreachableError(GatewayError):
     """Nothing answers at the gateway URL."""
 
+    kind = "gateway_unreachable"
+
 
 class NotAGatewayError(GatewayUnreachableError):
     """Another program answers at a gateway's address (one that took a gone gateway's port)."""
+
+    kind = "not_a_gateway"
 
 
 class ModuleChangedError(GatewayUnreachableError):
@@ -285,6 +289,14 @@ class GatewayResponseError(GatewayError):
         super().__init__(message, hint=body.get("hint"))
         self.status_code = status_code
         self.body = body
+
+    def to_dict(self) -> dict[str, Any]:
+        """The error as the gateway said it: its kind (``tool_not_found``...), not this
+        class's, and its details."""
+        said = {**self.body, **super().to_dict()}  # its details (suggestions, errors) too
+        if isinstance(self.body.get("error"), str):
+            said["error"] = self.body["error"]
+        return said
 
     @classmethod
     def from_response(

@@ -240,3 +240,22 @@ def test_a_server_whose_token_is_not_set_is_not_started_and_the_rest_serve(
         assert "FIRST_HOUR5_UNSET_TOKEN is not set" in listed.stderr  # with where, once
     finally:
         assert gateway.stop() == []
+
+
+def test_an_error_of_a_command_given_json_is_json_too(project: Path) -> None:
+    # `list-tools nosuch --json | jq` read nothing: the error was text on stderr alone, and a
+    # script had only the exit code to go on.
+    cases = [
+        (("list-tools", "nosuch", "--json"), 1, "server_not_found"),
+        (("list-tools", "fx", "--json", "--config", "nowhere.json"), 2, "config_error"),
+        (("get-types", "fx", "no_such_tool", "--json"), 1, "tool_not_found"),
+        (("runs", "show", "nosuch", "--json"), 1, "not_found"),
+    ]
+    for args, code, kind in cases:
+        answer = run(project, *args)
+        assert answer.returncode == code, (args, answer)
+        said = json.loads(answer.stdout)
+        assert said["error"] == kind, (args, said)
+        assert said["message"] and said["message"] in answer.stderr, (args, answer.stderr)
+    plain = run(project, "list-tools", "nosuch")  # without --json: stderr alone, as before
+    assert plain.stdout == "" and "server not found" in plain.stderr
