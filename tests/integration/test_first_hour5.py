@@ -259,3 +259,14 @@ def test_an_error_of_a_command_given_json_is_json_too(project: Path) -> None:
         assert said["message"] and said["message"] in answer.stderr, (args, answer.stderr)
     plain = run(project, "list-tools", "nosuch")  # without --json: stderr alone, as before
     assert plain.stdout == "" and "server not found" in plain.stderr
+
+
+def test_an_empty_search_is_a_usage_error_before_any_gateway(project: Path) -> None:
+    # `search ""` started a gateway for the command, to say "no tool matches; try other
+    # words" (exit 1), as if words had been given.
+    for query in ("", "   "):
+        answer = run(project, "search", query)
+        assert answer.returncode == 2, answer
+        assert "the search query is empty" in answer.stderr
+        assert "toolscript list-tools SERVER" in answer.stderr
+        assert "one is started for this command" not in answer.stderr

@@ -91,6 +91,14 @@ def search(
         toolscript search "architecture notes" --kind resource
     """
     check_query_length(query)  # before a gateway is started for it
+    if not query.strip():  # nothing to rank by: said before a gateway is started for it
+        from toolscript.errors import UsageError
+
+        raise UsageError(
+            "the search query is empty",
+            hint='say what the tool should do (toolscript search "create a github issue"); '
+            "`toolscript list-tools SERVER` lists a server's tools",
+        )
     loaded, read = config_for_the_gateway(config)
     if server is not None and read:
         loaded.server(server)
