@@ -45,6 +45,7 @@ __all__ = [
     "RunsConfig",
     "SearchConfig",
     "ServerConfig",
+    "check_syntax",
     "config_schema",
     "find_config_path",
     "load_config",
@@ -104,6 +105,24 @@ class ServerConfig:
     # each ${VAR} its entry names, with where (``headers.Authorization``, ``url``, ``env.KEY``):
     # what of the user's environment the server is sent (``trust`` says so)
     variables: tuple[tuple[str, str], ...] = ()
+    # each ${VAR} of its entry that is not set (and has no default), with where: the server
+    # is not started (``unset_error`` says why), the rest of the project is
+    unset: tuple[tuple[str, str], ...] = ()
+
+    def unset_error(self) -> str | None:
+        """Why the server is not started when its entry names variables that are not set,
+        with what to do; None when every one is set."""
+        if not self.unset:
+            return None
+        names = list(dict.fromkeys(name for name, _ in self.unset))
+        where = ", ".join(f"${{{name}}} in {at}" for name, at in self.unset)
+        them = "it" if len(names) == 1 else "them"
+        return (
+            f"not started: environment variable{'s' if len(names) > 1 else ''} "
+            f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} not set ({where}); "
+            f"export {them}, then start the gateway again (`toolscript gateway stop`, "
+            f"`toolscript gateway start &`), or write ${{{names[0]}:-default}} in the config"
+        )
 
     def allows_tool(self, tool_name: str) -> bool:
         """Whether the include/exclude filters and the policy let ``tool_name`` through (a
@@ -261,9 +280,7 @@ def load_config(
     """
     path = find_config_path(explicit, cwd)
     if require_trust:
-        from toolscript.store.trust import require_trust as refuse_untrusted
-
-        refuse_untrusted(path)
+        _refuse_untrusted(path)
     if not path.exists():
         if explicit:
             raise ConfigError(
@@ -279,8 +296,27 @@ def load_config(
         raise ConfigError(f"{path}: cannot read config file: {exc}") from exc
     loaded = parse_config(text, path, os.environ if environ is None else environ)
     if require_trust:  # an imported file that changed while it was read is judged again
+        from toolscript.store.trust import require_trust as refuse_untrusted
+
         refuse_untrusted(path)
     return loaded
+
+
+def _refuse_untrusted(path: Path) -> None:
+    """Raise UntrustedConfigError when ``path`` needs the user's trust; a file that is
+    empty or not JSON is said to be so instead (``check_syntax``: its syntax is read,
+    nothing else of it), for trust would start nothing of it."""
+    from toolscript.store.trust import require_trust
+
+    try:
+        require_trust(path)
+    except ConfigError as refused:
+        try:
+            text = read_regular_file(path, MAX_CONFIG_BYTES).decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            raise refused from None
+        check_syntax(text, path)
+        raise
 
 
 def parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
@@ -294,7 +330,14 @@ def parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
         ) from None
 
 
-def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
+def check_syntax(text: str, path: Path) -> None:
+    """Raise ConfigError when ``text`` is empty or not JSON, naming ``file:line:col``. Said
+    before any question of trust: trusting a file that cannot be read starts nothing, and
+    an edit that broke the file (a comma too many, a save half done) is what to fix."""
+    _parsed(text, path)
+
+
+def _parsed(text: str, path: Path) -> PositionedJson:
     if not text.strip():
         # Never zero servers: an editor's save passes through an empty file (truncate, write).
         raise ConfigError(
@@ -302,16 +345,32 @@ def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
             hint="write {} for a project with no servers, or delete the file",
         )
     try:
-        doc = parse_with_positions(text)
+        return parse_with_positions(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"{path}:{json_syntax_error(exc)}", hint="fix the JSON syntax at that position"
         ) from exc
+
+
+def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
+    doc = _parsed(text, path)
     _validate(doc, path)
     _refuse_nul_folders(doc, path)
     ignored = _keys_of_another_transport(doc, path)
     substituted: list[tuple[JsonPath, str, str]] = []
-    expanded = _expand(doc.value, (), doc, path, environ, substituted)
+    # A server's entry naming a variable that is not set keeps that server from starting,
+    # not the project: the rest serves (as Claude Code treats its servers). Elsewhere in the
+    # file (search, localTools, ...) such a variable is an error.
+    rest = {key: item for key, item in doc.value.items() if key != "mcpServers"}
+    expanded = _expand(rest, (), doc, path, environ, substituted)
+    unset: dict[str, list[tuple[JsonPath, str]]] = {}
+    if "mcpServers" in doc.value:
+        entries = {}
+        for name, entry in (doc.value["mcpServers"] or {}).items():
+            unset[name] = []
+            at = ("mcpServers", name)
+            entries[name] = _expand(entry, at, doc, path, environ, substituted, unset[name])
+        expanded["mcpServers"] = entries
 
     def from_environment(*prefix: str) -> tuple[str, ...]:
         """The secret values ${VAR} put under ``prefix``: a variable named like a credential,
@@ -327,9 +386,16 @@ def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
         replace(
             _server(name, raw, path.parent, from_environment("mcpServers", name), written[name]),
             source=path,
+            unset=tuple((variable, format_path(at[2:])) for at, variable in unset[name]),
         )
         for name, raw in (expanded.get("mcpServers") or {}).items()
     )
+    not_started = [
+        f"{path}:{':'.join(map(str, doc.line_col(unset[server.name][0][0])))}: "
+        f"mcpServers.{server.name}: {server.unset_error()}"
+        for server in servers
+        if server.unset
+    ]
     search = SearchConfig(**(expanded.get("search") or {}))
     local = tuple(
         replace(server, expanded=from_environment("localTools", "files", server.name))
@@ -346,7 +412,7 @@ def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
         project_dir=path.parent,
         servers=servers + imported + local,
         import_warnings=imports.warnings,
-        warnings=tuple(ignored),
+        warnings=(*ignored, *not_started),
         import_errors=imports.broken,
         imported_files=imports.watched,
         search=search,
@@ -658,22 +724,25 @@ def _expand(
     path: Path,
     environ: Mapping[str, str],
     substituted: list[tuple[JsonPath, str, str]],
+    unset: list[tuple[JsonPath, str]] | None = None,
 ) -> Any:
     """``value`` with ``${VAR}`` expanded; each value taken from ``environ`` is noted with
     where it went and its variable, so that secrets can be kept out of logs. A server's
-    ``description`` is only ever shown, so it is kept as written."""
+    ``description`` is only ever shown, so it is kept as written. A variable that is not
+    set is an error, or with ``unset`` noted there with where it was (expanded as "")."""
     if isinstance(value, str) and _is_description(at):
         return value
     if isinstance(value, str):
-        return _expand_string(value, at, doc, path, environ, substituted)
+        return _expand_string(value, at, doc, path, environ, substituted, unset)
     if isinstance(value, dict):
         return {
-            key: _expand(item, (*at, key), doc, path, environ, substituted)
+            key: _expand(item, (*at, key), doc, path, environ, substituted, unset)
             for key, item in value.items()
         }
     if isinstance(value, list):
         return [
-            _expand(item, (*at, i), doc, path, environ, substituted) for i, item in enumerate(value)
+            _expand(item, (*at, i), doc, path, environ, substituted, unset)
+            for i, item in enumerate(value)
         ]
     return value
 
@@ -689,11 +758,15 @@ def _expand_string(
     path: Path,
     environ: Mapping[str, str],
     substituted: list[tuple[JsonPath, str, str]],
+    unset: list[tuple[JsonPath, str]] | None = None,
 ) -> str:
     def substitute(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
         found = environ.get(name)
         if found is None or (found == "" and default is not None):
+            if default is None and unset is not None:
+                unset.append((at, name))
+                return ""
             if default is None:
                 line, col = doc.line_col(at)
                 raise ConfigError(

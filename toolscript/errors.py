@@ -20,6 +20,7 @@ HTTP response with ``status_code``::
     ├── AlreadyServingError                      a second `gateway start` of a project
     ├── GatewayError                             talking to the gateway from the CLI
     │   ├── GatewayUnreachableError              nothing answers at the gateway URL
+    │   │   └── NotAGatewayError                 another program answers there
     │   └── GatewayResponseError                 the gateway answered with an error
     ├── UpstreamError                   HTTP 502 talking to an MCP server
     │   ├── ServerUnavailableError      HTTP 503 the server is not connected
@@ -50,6 +51,8 @@ from collections.abc import Sequence
 from typing import Any
 
 __all__ = [
+    "NOT_A_GATEWAY",
+    "NOT_A_GATEWAY_HINT",
     "AccessDeniedError",
     "AlreadyServingError",
     "ApprovalRequiredError",
@@ -64,6 +67,7 @@ __all__ = [
     "GatewayUnreachableError",
     "InternalError",
     "ModuleChangedError",
+    "NotAGatewayError",
     "NotFoundError",
     "PolicyError",
     "ReplayDivergedError",
@@ -254,10 +258,28 @@ class GatewayError(ToolscriptError):
 class GatewayUnreachableError(GatewayError):
     """Nothing answers at the gateway URL."""
 
+    kind = "gateway_unreachable"
+
+
+class NotAGatewayError(GatewayUnreachableError):
+    """Another program answers at a gateway's address (one that took a gone gateway's port)."""
+
+    kind = "not_a_gateway"
+
 
 class ModuleChangedError(GatewayUnreachableError):
     """The gateway rebuilt its module between its hash and its text (``current_module``
     asks again)."""
+
+
+# An answer at a gateway's address that no gateway gives (``GatewayResponseError.body``'s
+# "error"), and what to do then.
+NOT_A_GATEWAY = "not_a_gateway"
+NOT_A_GATEWAY_HINT = (
+    "a gateway that ended left its address behind, or TOOLSCRIPT_GATEWAY_URL names the wrong "
+    "port: start the project's gateway with `toolscript gateway start &` (or unset "
+    "TOOLSCRIPT_GATEWAY_URL, or set it to the URL `gateway start` printed, token included)"
+)
 
 
 class GatewayResponseError(GatewayError):
@@ -268,15 +290,35 @@ class GatewayResponseError(GatewayError):
         self.status_code = status_code
         self.body = body
 
+    def to_dict(self) -> dict[str, Any]:
+        """The error as the gateway said it: its kind (``tool_not_found``...), not this
+        class's, and its details."""
+        said = {**self.body, **super().to_dict()}  # its details (suggestions, errors) too
+        if isinstance(self.body.get("error"), str):
+            said["error"] = self.body["error"]
+        return said
+
     @classmethod
-    def from_response(cls, status_code: int, content: bytes) -> GatewayResponseError:
-        """The error an error response of the gateway stands for (its JSON body's message)."""
+    def from_response(
+        cls, status_code: int, content: bytes, where: str = "that address"
+    ) -> GatewayResponseError:
+        """The error an error response of the gateway at ``where`` stands for (its JSON
+        body's message).
+
+        Every error a gateway answers is a JSON object naming its kind; any other answer
+        (a web page, plain text) comes from another program that listens at that address,
+        say one that took the port of a gateway that ended: that is said, not its page."""
         try:
             body = json.loads(content)
         except ValueError:
-            body = {"message": content[:500].decode("utf-8", "replace")}
-        if not isinstance(body, dict):
-            body = {"message": str(body)}
+            body = None
+        if not isinstance(body, dict) or not {"error", "message"} & body.keys():
+            message = (
+                f"what answers at {where} is not a toolscript gateway (HTTP {status_code}, "
+                "and not a gateway's JSON): another program listens there"
+            )
+            body = {"error": NOT_A_GATEWAY, "message": message, "hint": NOT_A_GATEWAY_HINT}
+            return cls(message, status_code=status_code, body=body)
         message = str(body.get("message") or f"HTTP {status_code}")
         return cls(message, status_code=status_code, body=body)
 

@@ -134,11 +134,37 @@ def test_env_expansion_everywhere(tmp_path: Path) -> None:
 
 
 def test_unset_variable_names_variable_path_and_line(tmp_path: Path) -> None:
-    text = '{\n  "mcpServers": {\n    "s": {\n      "command": "x",\n      "env": {"K": "${NOPE}"}\n    }\n  }\n}\n'
+    text = '{\n  "localTools": {\n    "dir": "${NOPE}"\n  }\n}\n'
     message = error_of(tmp_path, text)
     assert "NOPE" in message
-    assert "mcpServers.s.env.K" in message
-    assert ":5:20:" in message
+    assert "localTools.dir" in message
+    assert ":3:12:" in message
+
+
+def test_a_server_naming_an_unset_variable_is_not_started_and_the_rest_loads(
+    tmp_path: Path,
+) -> None:
+    """One server's missing token made the whole file an error: no server started, and the
+    first variable was named, the next one only once it was set."""
+    text = (
+        '{\n  "mcpServers": {\n    "s": {\n      "command": "x",\n'
+        '      "env": {"K": "${NOPE}", "L": "a${ALSO_NOPE}"}\n    },\n'
+        '    "web": {"url": "http://127.0.0.1:9/mcp", "headers": {"A": "Bearer ${NOPE}"}},\n'
+        '    "fine": {"command": "y", "env": {"K": "${SET}"}}\n  }\n}\n'
+    )
+    loaded = load_config(write(tmp_path, text), environ={"SET": "v"})
+    s, web, fine = loaded.servers
+    assert s.unset == (("NOPE", "env.K"), ("ALSO_NOPE", "env.L"))
+    assert web.unset == (("NOPE", "headers.A"),)
+    assert fine.unset == () and fine.unset_error() is None and fine.env["K"] == "v"
+    error = s.unset_error() or ""
+    assert error.startswith("not started: environment variables NOPE, ALSO_NOPE are not set")
+    assert "${NOPE} in env.K, ${ALSO_NOPE} in env.L" in error
+    assert "export them" in error
+    assert [warning.split(": ")[0:2] for warning in loaded.warnings] == [
+        [f"{tmp_path / '.toolscript.json'}:5:20", "mcpServers.s"],
+        [f"{tmp_path / '.toolscript.json'}:7:63", "mcpServers.web"],
+    ]
 
 
 def test_invalid_json_reports_line_and_column(tmp_path: Path) -> None:

@@ -100,15 +100,13 @@ def test_a_config_that_cannot_be_used_is_read_again_at_each_check(
 ) -> None:
     """What it names may be what changes: here an environment variable it expands."""
     monkeypatch.delenv("FACE_WATCH_TOKEN", raising=False)
-    trusted.write_text(
-        json.dumps({"mcpServers": {"x": {"url": "https://example.com/mcp?t=${FACE_WATCH_TOKEN}"}}})
-    )
+    trusted.write_text(json.dumps({"localTools": {"dir": "${FACE_WATCH_TOKEN}"}}))
     watch = ConfigWatch(None, repo)
     for _ in range(2):
         with pytest.raises(ConfigError, match="FACE_WATCH_TOKEN is not set"):
             watch.check()
     assert len(reads) == 2
-    monkeypatch.setenv("FACE_WATCH_TOKEN", "abc")
+    monkeypatch.setenv("FACE_WATCH_TOKEN", ".")
     watch.check()
 
 

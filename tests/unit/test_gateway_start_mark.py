@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -99,6 +102,30 @@ def test_a_start_marked_twice_keeps_the_gateway_it_hid_and_hands_it_back(
     assert (read_gateway_state(cache) or {}).get("starting")
     abandon_start(cache)
     assert read_gateway_state(cache) == other
+
+
+def test_a_state_left_behind_whose_pid_another_process_has_now_is_no_gateway(
+    tmp_path: Path,
+) -> None:
+    """A gateway's file outlives it when the machine goes down under it, and after a reboot
+    its pid may be another program's: `gateway start` warned of "another gateway" there and
+    said to `kill` it, and a start mark left so was waited for (120 s), then named to kill."""
+    cache = tmp_path / ".toolscript"
+    later = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        yesterday = {"url": "http://127.0.0.1:9/t", "pid": later.pid, "port": 9}
+        write_gateway_state(cache, {**yesterday, "started": time.time() - 86_400})
+        assert mark_starting(cache) is None
+        abandon_start(cache)
+        assert read_gateway_state(cache) is None  # nor put back once this start ends
+        write_gateway_state(cache, {"pid": later.pid, "starting": True, "started": 1.0})
+        assert ready_gateway_state(cache, wait=0.2, siblings=False) is None
+        today = {**yesterday, "started": time.time()}  # written by that process: its gateway
+        write_gateway_state(cache, today)
+        assert mark_starting(cache) == today
+    finally:
+        later.kill()
+        later.wait()
 
 
 def test_a_gateway_that_never_gets_ready_is_named_not_missed(tmp_path: Path) -> None:

@@ -55,6 +55,25 @@ def test_loading_to_run_refuses_an_untrusted_config_before_expanding_it(tmp_path
         load_config(path, environ=env, require_trust=True)
 
 
+def test_an_edit_that_broke_the_file_is_named_before_trust_is_asked(tmp_path: Path) -> None:
+    """A trusted file edited to invalid JSON (a comma too many, a save half done) was called
+    "not trusted yet": the user ran `toolscript trust` and only then heard of the comma."""
+    path = project(tmp_path / "repo", {"mcpServers": {"t": {"command": "x"}}})
+    trust.trust(path)
+    path.write_text('{\n  "mcpServers": {\n    "t": {"command": "x"},\n  }\n}\n')
+    with pytest.raises(ConfigError) as refused:
+        load_config(path, require_trust=True)
+    assert not isinstance(refused.value, UntrustedConfigError)
+    assert refused.value.message.startswith(f"{path}:3:")
+    assert "invalid JSON" in refused.value.message
+    path.write_text("")
+    with pytest.raises(ConfigError, match="the config file is empty"):
+        load_config(path, require_trust=True)
+    path.write_text(json.dumps({"mcpServers": {"t": {"command": "y"}}}))  # valid: trust it
+    with pytest.raises(UntrustedConfigError):
+        load_config(path, require_trust=True)
+
+
 def test_trust_of_a_config_does_not_follow_a_symlink_to_it(tmp_path: Path) -> None:
     """Relative args resolve against the folder of the config as found: a repository whose
     .toolscript.json links to a trusted config elsewhere is not trusted with it."""

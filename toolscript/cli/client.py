@@ -9,14 +9,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from toolscript.config import Config
-from toolscript.errors import GatewayResponseError, GatewayUnreachableError
+from toolscript.config import Config, find_config_path, load_config
+from toolscript.errors import ConfigError, GatewayResponseError, GatewayUnreachableError
 from toolscript.gateway.state import ready_gateway_state
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["GatewayClient", "find_gateway_url", "gateway_client", "public_url"]
+__all__ = [
+    "GatewayClient",
+    "config_for_the_gateway",
+    "find_gateway_url",
+    "gateway_client",
+    "public_url",
+]
 
 URL_VARIABLE = "TOOLSCRIPT_GATEWAY_URL"
 _START_HINT = "check `toolscript gateway status`, or start one with `toolscript gateway start`"
@@ -31,6 +37,30 @@ def find_gateway_url(config: Config) -> str | None:
     return str(state["url"]).rstrip("/") if state else None
 
 
+def config_for_the_gateway(config: str | None) -> tuple[Config, bool]:
+    """The project's config for a command the gateway answers (list-tools, search, get-types,
+    a server's resources and prompts), and whether it was read: ``(config, True)``. When the
+    file cannot be read (an edit broke it, a save half done) but a gateway runs for the
+    project, ``(the project's folder alone, False)`` with a warning: that gateway serves the
+    configuration it loaded before, as `exec` runs scripts through it, so it is asked."""
+    try:
+        return load_config(config), True
+    except ConfigError as exc:
+        folder = Config(path=None, project_dir=find_config_path(config).parent)
+        url = find_gateway_url(folder)
+        if url is None or not _listens(url):
+            raise
+        from toolscript.cli.output import write_shown
+
+        hint = f" ({exc.hint})" if exc.hint else ""
+        write_shown(
+            f"warning: {exc.message}{hint}; the gateway answers from the configuration it "
+            "loaded before, until the file is fixed\n",
+            sys.stderr,
+        )
+        return folder, False
+
+
 @contextmanager
 def gateway_client(
     config: Config, cache: str | None = None, *, timeout: float = 30.0
@@ -38,6 +68,8 @@ def gateway_client(
     """A client of the project's gateway (or TOOLSCRIPT_GATEWAY_URL's); when none runs, of
     an ephemeral one started for this command and stopped after it, as `exec` does."""
     url = find_gateway_url(config)
+    if url and not os.environ.get(URL_VARIABLE, "").strip() and not _listens(url):
+        url = None  # the state file outlived its gateway (see ``_listens``)
     if url:
         with GatewayClient(url, timeout=timeout) as client:
             yield client
@@ -60,6 +92,25 @@ def gateway_client(
     ):
         client.ephemeral = True
         yield client
+
+
+def _listens(url: str) -> bool:
+    """Whether anything listens at a state file's URL. A gateway's file is taken for alive
+    while its pid is, and after a reboot (the gateway gone, its file left in the cache)
+    another program may have that pid: then the command starts a gateway for itself, as
+    when no file is left, rather than fail on the dead address. A TCP connection alone: no
+    HTTP exchange for the usual case of a gateway that answers."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 80), 5):
+            return True
+    except ConnectionRefusedError:
+        return False
+    except OSError:
+        return True  # slow or refused otherwise: the command's own request says how
 
 
 def public_url(url: str) -> str:
@@ -111,7 +162,9 @@ class GatewayClient:
         except httpx.TransportError as exc:
             raise self._unreachable(type(exc).__name__) from exc
         if response.status_code >= 400:
-            raise GatewayResponseError.from_response(response.status_code, response.content)
+            raise GatewayResponseError.from_response(
+                response.status_code, response.content, self._address
+            )
         return response
 
     def get_json(self, path: str, exact: bool = False, **params: Any) -> Any:
@@ -126,7 +179,7 @@ class GatewayClient:
             return read if exact else for_terminal(read)
         status, body = self._get(path + ("?" + _query(params) if params else ""))
         if status >= 400:
-            raise GatewayResponseError.from_response(status, body)
+            raise GatewayResponseError.from_response(status, body, self._address)
         return json.loads(body) if exact else for_terminal(json.loads(body))
 
     def _get(self, target: str) -> tuple[int, bytes]:
@@ -157,6 +210,13 @@ class GatewayClient:
         if not fields[0].startswith(b"HTTP/") or len(fields) < 2 or not fields[1].isdigit():
             raise self._unreachable("RemoteProtocolError")
         return int(fields[1]), body
+
+    @property
+    def _address(self) -> str:
+        """The gateway's host and port, for messages (never its token)."""
+        from urllib.parse import urlsplit
+
+        return urlsplit(self.url).netloc
 
     def _unreachable(self, kind: str) -> GatewayUnreachableError:
         hint = _START_HINT

@@ -373,6 +373,11 @@ def main() -> None:
             raise
         from toolscript.store.outputs import error_lines
 
+        output = sys.modules.get("toolscript.cli.output")
+        if "--json" in arguments and not getattr(output, "json_printed", False):
+            from toolscript.cli.output import print_json
+
+            print_json(exc.to_dict())  # what a script reads: the error too, as one object
         # an error may quote what a server sent: shown on a terminal, not obeyed
         sys.stderr.write(error_lines(exc.message, exc.hint, sys.stderr.isatty()))
         sys.exit(exc.exit_code)

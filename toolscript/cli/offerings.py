@@ -9,11 +9,10 @@ import sys
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from toolscript.cli.client import for_terminal, gateway_client
+from toolscript.cli.client import config_for_the_gateway, for_terminal, gateway_client
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
 from toolscript.cli.output import print_json, print_rows, write_shown
-from toolscript.config import load_config
 from toolscript.errors import UsageError
 from toolscript.store.outputs import visible_controls
 
@@ -30,8 +29,9 @@ def _ask(
     config: str | None, server: str, method: str, rest: str, body: Any = None, *, exact: bool
 ) -> Any:
     """What the gateway answers; ``exact`` for --json, else ``for_terminal``."""
-    loaded = load_config(config)
-    loaded.server(server)  # a clear "server not found" even without a gateway
+    loaded, read = config_for_the_gateway(config)
+    if read:
+        loaded.server(server)  # a clear "server not found" even without a gateway
     with gateway_client(loaded) as client:
         if method == "GET":
             return client.get_json(_path(server, rest), exact=exact)

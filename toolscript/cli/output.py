@@ -26,12 +26,19 @@ def write_shown(text: str, stream: TextIO | None = None) -> None:
     write(text, stream or sys.stdout)
 
 
+# Whether this process printed a JSON document on stdout: an error after it (`init --json`'s
+# report, then why nothing was written) is not printed as a second one.
+json_printed = False
+
+
 def print_json(value: Any) -> None:
     """``value`` as JSON, exactly: a control character in one of its strings is written as
     its JSON escape (``\\u001b``, ``\\u202e``), the same value, shown on a terminal and
     never obeyed."""
     from toolscript.store.outputs import visible_controls
 
+    global json_printed
+    json_printed = True
     sys.stdout.write(visible_controls(json.dumps(value, indent=2, ensure_ascii=False)) + "\n")
 
 

@@ -6,12 +6,11 @@ import sys
 from enum import StrEnum
 from typing import Annotated, Any
 
-from toolscript.cli.client import GatewayClient, gateway_client
+from toolscript.cli.client import GatewayClient, config_for_the_gateway, gateway_client
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
 from toolscript.cli.types import render_markdown
-from toolscript.config import load_config
 from toolscript.search.parameters import check_query_length
 
 __all__ = ["search"]
@@ -92,8 +91,16 @@ def search(
         toolscript search "architecture notes" --kind resource
     """
     check_query_length(query)  # before a gateway is started for it
-    loaded = load_config(config)
-    if server is not None:
+    if not query.strip():  # nothing to rank by: said before a gateway is started for it
+        from toolscript.errors import UsageError
+
+        raise UsageError(
+            "the search query is empty",
+            hint='say what the tool should do (toolscript search "create a github issue"); '
+            "`toolscript list-tools SERVER` lists a server's tools",
+        )
+    loaded, read = config_for_the_gateway(config)
+    if server is not None and read:
         loaded.server(server)
     params: dict[str, Any] = {"q": query, "limit": limit}
     if threshold is not None:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from toolscript.cli.client import gateway_client
+from toolscript.cli.client import config_for_the_gateway, gateway_client
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
-from toolscript.config import load_config
 
 __all__ = ["list_tools"]
 
@@ -33,8 +32,9 @@ def list_tools(
     The policy column says which tools ask for approval before each call
     (see `toolscript approve --help`).
     """
-    loaded = load_config(config)
-    loaded.server(server)  # a clear "server not found" even without a gateway
+    loaded, read = config_for_the_gateway(config)
+    if read:
+        loaded.server(server)  # a clear "server not found" even without a gateway
     with gateway_client(loaded) as client:
         tools: list[dict[str, Any]] = client.get_json(f"/servers/{server}/tools", exact=as_json)
     if as_json:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from toolscript.cli.client import gateway_client
+from toolscript.cli.client import config_for_the_gateway, gateway_client
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import ConfigOption, JsonOption
 from toolscript.cli.output import print_json
-from toolscript.config import Config, load_config
+from toolscript.config import Config
 from toolscript.store.packages import offered_note
 
 __all__ = ["get_types", "render_markdown"]
@@ -92,10 +92,11 @@ def get_types(
         toolscript get-types github.create_issue     # as approve and search name it
         toolscript get-types github create_issue add_issue_comment   # several at once
     """
-    loaded = load_config(config)
+    loaded, read = config_for_the_gateway(config)
     asked = _asked(loaded, server, tools or [])
     for name, _ in asked:
-        loaded.server(name)
+        if read:
+            loaded.server(name)
     if len(asked) == 1:
         server, tool = asked[0]
         params = {"server": server} | ({"tool": tool} if tool else {})

@@ -23,10 +23,13 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from toolscript.errors import (
+    NOT_A_GATEWAY,
+    NOT_A_GATEWAY_HINT,
     ExecutionError,
     GatewayResponseError,
     GatewayUnreachableError,
     ModuleChangedError,
+    NotAGatewayError,
 )
 from toolscript.gateway.state import ready_gateway_state
 from toolscript.plumbing.paths import find_config_path, module_cache_file, project_cache_dir
@@ -209,10 +212,16 @@ def gateway_request(
     status = fields[1].decode() if len(fields) > 1 else "?"
     succeeded = len(status) == 3 and status.startswith("2") and status.isdigit()  # 201: saved
     if not succeeded and answers and status.isdigit():
-        raise GatewayResponseError.from_response(int(status), body)
+        raise GatewayResponseError.from_response(int(status), body, parts.netloc)
     if not succeeded:
+        said = GatewayResponseError.from_response(int(status) if status.isdigit() else 0, body)
+        if said.body.get("error") == NOT_A_GATEWAY:
+            raise NotAGatewayError(
+                f"what answers at {parts.netloc} is not a toolscript gateway (HTTP {status})",
+                hint=NOT_A_GATEWAY_HINT,
+            )
         raise GatewayUnreachableError(
-            f"the gateway answered HTTP {status} ({body[:200].decode('utf-8', 'replace')})",
+            f"the gateway answered HTTP {status} ({said.message})",
             hint="check TOOLSCRIPT_GATEWAY_URL (token included) with `toolscript gateway status`",
         )
     return body
@@ -237,7 +246,10 @@ def running_gateway(
     config_path = find_config_path(config)
     state = ready_gateway_state(project_cache_dir(config_path.parent, cache), siblings=siblings)
     if state:
-        found = module_hash(state["url"])
+        try:
+            found = module_hash(state["url"])
+        except NotAGatewayError:
+            found = None  # the file outlived its gateway, whose port another program has now
         if found is not None:
             return str(state["url"]), found
     return None

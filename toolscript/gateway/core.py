@@ -26,7 +26,7 @@ import anyio.to_thread
 from toolscript import __version__
 from toolscript.codegen.module import ToolFragment
 from toolscript.codegen.naming import to_camel_case
-from toolscript.config import Config, parse_config
+from toolscript.config import Config, check_syntax, parse_config
 from toolscript.errors import (
     ApprovalRequiredError,
     ArgumentValidationError,
@@ -174,7 +174,13 @@ def _parse_config(text: bytes | None, path: Path, project_dir: Path) -> Config:
     trusted is refused like an invalid file: the previous configuration keeps serving."""
     if text is None:
         return Config(path=None, project_dir=project_dir)
-    require_trust(path)
+    try:
+        require_trust(path)
+    except ConfigError:
+        # an edit that broke the file is what to fix first: trust would start nothing of it
+        with contextlib.suppress(UnicodeDecodeError):
+            check_syntax(text.decode("utf-8"), path)
+        raise
     if _read_text(path) != text:  # changed again since it settled: judge it next time
         raise ConfigError(f"{path}: the config file changed while it was read")
     try:

@@ -98,6 +98,8 @@ def ready_gateway_state(
     state = read_gateway_state(directory)
     if state is None and siblings:
         state = _sibling_start(directory, deadline)
+    if state is not None and state.get("starting") and not _its_writer_runs(state):
+        state = None  # a start that never ended (killed, the machine rebooted)
     while state is not None and state.get("starting"):
         if time.monotonic() >= deadline:
             pid = state.get("pid")
@@ -109,6 +111,19 @@ def ready_gateway_state(
         time.sleep(0.05)
         state = read_gateway_state(directory)
     return state
+
+
+def _its_writer_runs(state: dict[str, Any]) -> bool:
+    """Whether the state's pid is still the process that wrote it (started by when the file
+    says), not another program given that number since: a gateway killed, or the machine
+    rebooted, leaves its file in the user's cache, and the cheap check of
+    ``read_gateway_state`` takes any process with that pid for it."""
+    from toolscript.plumbing.processes import started_by
+
+    pid, started = state.get("pid"), state.get("started")
+    if not isinstance(pid, int) or not isinstance(started, int | float):
+        return True  # a file that does not say when: the cheap check stands
+    return started_by(pid, float(started))
 
 
 def _sibling_start(directory: Path, deadline: float) -> dict[str, Any] | None:
@@ -262,7 +277,9 @@ def mark_starting(directory: Path) -> dict[str, Any] | None:
     for earlier in list(_marks):  # a process starts one gateway: a mark of another project goes
         abandon_start(earlier)
     other = read_gateway_state(directory)
-    if other is not None and (other.get("pid") == os.getpid() or other.get("starting")):
+    if other is not None and (
+        other.get("pid") == os.getpid() or other.get("starting") or not _its_writer_runs(other)
+    ):
         other = None
     write_gateway_state(directory, {"pid": os.getpid(), "starting": True, "started": time.time()})
     _marks[key] = other

@@ -188,6 +188,14 @@ class UpstreamServer:
         if self.config.disabled:
             self.first_attempt_done.set()
             return
+        unset = self.config.unset_error()
+        if unset is not None:
+            # Never started with a value missing (a token sent empty), nor tried again: the
+            # gateway's environment stays as it started. The config's warning said it once.
+            self.error = unset
+            self._set_state(ServerState.FAILED)
+            self.first_attempt_done.set()
+            return
         backoff = 1.0
         while not self._stopping:
             self.attempts += 1
