@@ -178,16 +178,22 @@ function parsed(parts: Uint8Array[]): Answer {
   return { status, text: new TextDecoder().decode(body) };
 }
 
-/** A chunked body's chunks joined. */
+/**
+ * A chunked body's chunks joined. It ends at its last (empty) chunk: a connection closed
+ * before that, between chunks or inside one, ended the answer early (never a shorter body).
+ */
 function unchunked(body: Uint8Array): Uint8Array {
   const chunks: Uint8Array[] = [];
   let at = 0;
-  while (at < body.length) {
+  for (;;) {
     let line = at;
     while (line + 1 < body.length && !(body[line] === 13 && body[line + 1] === 10)) line++;
     const size = parseInt(new TextDecoder().decode(body.subarray(at, line)), 16);
-    if (!Number.isFinite(size) || line + 1 >= body.length) throw new Error("the gateway's answer ended early");
+    if (!Number.isFinite(size) || size < 0 || line + 1 >= body.length) {
+      throw new Error("the gateway's answer ended early");
+    }
     if (size === 0) break;
+    if (line + 2 + size > body.length) throw new Error("the gateway's answer ended early");
     chunks.push(body.subarray(line + 2, line + 2 + size));
     at = line + 2 + size + 2;
   }

@@ -246,6 +246,12 @@ def test_a_call_reads_answers_sent_in_pieces_chunked_plain_or_cut(
             b'HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\n{"plain":1}',
             b"HTTP/1.1 502 Bad Gateway\r\ncontent-length: 9\r\n\r\nnot json!",
             b"",
+            # chunked, closed before its last chunk: an answer ended early, not a shorter one
+            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+            + b"%x\r\n%s\r\n" % (9, chunked[:9]),
+            # chunked, closed inside a chunk
+            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+            + b"%x\r\n%s" % (len(chunked), chunked[:9]),
         ]
     )
     port = listener.getsockname()[1]
@@ -254,7 +260,7 @@ def test_a_call_reads_answers_sent_in_pieces_chunked_plain_or_cut(
         f'import {{ tools, ToolError }} from "{module.as_uri()}";\n'
         "console.log(JSON.stringify(await tools.fx.plainText({})));\n"
         "console.log(JSON.stringify(await tools.fx.plainText({})));\n"
-        "for (let i = 0; i < 2; i++) {\n"
+        "for (let i = 0; i < 4; i++) {\n"
         "  try { await tools.fx.plainText({}); } catch (e) {\n"
         "    console.log((e as ToolError).status, (e as ToolError).message);\n"
         "  }\n"
@@ -286,3 +292,6 @@ def test_a_call_reads_answers_sent_in_pieces_chunked_plain_or_cut(
     assert json.loads(lines[1]) == {"plain": 1}
     assert lines[2].startswith("502 ") and "not json!" in lines[2]
     assert lines[3].startswith("0 ") and "the gateway could not be reached" in lines[3]
+    for cut in lines[4:6]:
+        assert cut.startswith("0 ") and "the gateway's answer ended early" in cut
+    assert len(lines) == 6
