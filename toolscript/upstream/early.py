@@ -106,10 +106,11 @@ class EarlyServer:
 
 def spawn_early(servers: Iterable[ServerConfig]) -> dict[str, EarlyServer]:
     """Spawn every enabled stdio server now; a server that cannot be spawned is left to the
-    gateway, which reports why as it would have."""
+    gateway, which reports why as it would have. One whose entry names a variable that is
+    not set is never started (its token would be sent empty): the gateway says why."""
     spawned: dict[str, EarlyServer] = {}
     for server in servers:
-        if server.disabled or server.transport != "stdio" or server.command is None:
+        if server.disabled or server.unset or server.transport != "stdio" or not server.command:
             continue
         stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - lives as long as the server process
         env = inherited_environment() | dict(server.env)
