@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from toolscript.cli.main import app
-from toolscript.errors import GatewayUnreachableError, UsageError
+from toolscript.errors import ConfigError, GatewayUnreachableError, UsageError
 
 runner = CliRunner()
 TIME = {"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}}
@@ -455,3 +455,27 @@ def test_auth_logout_without_a_server_asks_for_the_server_to_sign_out_of() -> No
     assert isinstance(shown.exception, UsageError)  # exit 2 once the entry point shows it
     assert shown.exception.message == "name the server to sign out of"
     assert "toolscript auth --logout SERVER" in (shown.exception.hint or "")
+
+
+def test_auth_of_a_server_naming_an_unset_variable_is_refused_naming_it(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An unset ${VAR} no longer fails the config: its server is not started. `auth` went on
+    # to sign in to the URL with the variable expanded as "" (another URL, or an empty secret).
+    import toolscript.upstream.oauth as oauth
+
+    tried: list[object] = []
+
+    async def sign_in(*args: Any, **kwargs: Any) -> None:
+        tried.append(args)
+        raise RuntimeError("not reached")
+
+    monkeypatch.setattr(oauth, "sign_in", sign_in)
+    entry = {"url": "https://example.invalid/${TENANT_NOT_SET}/mcp"}
+    (project / ".toolscript.json").write_text(json.dumps({"mcpServers": {"web": entry}}))
+    assert runner.invoke(app, ["trust"]).exit_code == 0
+    shown = runner.invoke(app, ["auth", "web", "--no-browser"])
+    assert tried == []
+    assert isinstance(shown.exception, ConfigError)
+    assert "TENANT_NOT_SET" in shown.exception.message and "url" in shown.exception.message
+    assert "export TENANT_NOT_SET" in (shown.exception.hint or "")

@@ -11,7 +11,7 @@ import typer
 from toolscript.cli.options import ConfigOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
 from toolscript.config import load_config
-from toolscript.errors import UsageError
+from toolscript.errors import ConfigError, UsageError
 
 __all__ = ["auth_command"]
 
@@ -85,6 +85,14 @@ def auth_command(
     if server is None:
         raise UsageError("name a server to sign in to", hint="toolscript auth SERVER, or --list")
     configured = load_config(config, require_trust=True).server(server)
+    if configured.unset:
+        # Expanded as "" the URL (or its client secret) is another: never signed in to.
+        names = ", ".join(dict.fromkeys(name for name, _ in configured.unset))
+        where = ", ".join(f"${{{name}}} in {at}" for name, at in configured.unset)
+        raise ConfigError(
+            f"server '{server}' names environment variables not set: {names} ({where})",
+            hint=f"export {names.split(', ')[0]} (each named), then run toolscript auth {server}",
+        )
     if configured.transport not in ("http", "sse") or configured.url is None:
         raise UsageError(
             f"server '{server}' is a {configured.transport} server: only http and sse servers "
