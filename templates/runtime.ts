@@ -129,10 +129,17 @@ async function posted(url: URL, body: string): Promise<Answer> {
   const request = new Uint8Array(head.length + payload.length);
   request.set(head);
   request.set(payload, head.length);
-  const connection = await Deno.connect({
-    hostname: url.hostname.replace(/^\[(.*)\]$/, "$1"),
-    port: Number(url.port || 80),
-  });
+  const hostname = url.hostname.replace(/^\[(.*)\]$/, "$1");
+  let connection: Deno.TcpConn;
+  try {
+    connection = await Deno.connect({ hostname, port: Number(url.port || 80) });
+  } catch (error) {
+    // Deno.connect tries only the first address a name resolves to (`localhost`: ::1 first
+    // on macOS, where a gateway started with --host localhost listens on 127.0.0.1); fetch
+    // tries each. An address written as such has no other.
+    if (/^[\d.]+$/.test(hostname) || hostname.includes(":")) throw error;
+    return answered(fetch(url, post(JSON.parse(body))));
+  }
   const parts: Uint8Array[] = [];
   try {
     for (let sent = 0; sent < request.length;) sent += await connection.write(request.subarray(sent));

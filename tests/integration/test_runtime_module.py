@@ -295,3 +295,47 @@ def test_a_call_reads_answers_sent_in_pieces_chunked_plain_or_cut(
     for cut in lines[4:6]:
         assert cut.startswith("0 ") and "the gateway's answer ended early" in cut
     assert len(lines) == 6
+
+
+def test_a_gateway_named_localhost_is_reached_when_its_first_address_refuses(
+    gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    """`gateway start --host localhost` listens on 127.0.0.1, and a macOS machine resolves
+    `localhost` to ::1 first: Deno.connect tries that address only (fetch tries each). This
+    machine resolves it to 127.0.0.1 alone, so the refused first address is played by the
+    script (the one failure here not caused for real)."""
+    digest = module_hash(gateway.url)
+    assert digest is not None
+    module = module_file(gateway.url, digest)
+    listener, thread = _answering([b'HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\n{"plain":1}'])
+    port = listener.getsockname()[1]
+    script = tmp_path / "localhost.ts"
+    script.write_text(
+        f'import {{ tools }} from "{module.as_uri()}";\n'
+        "(Deno as { connect: unknown }).connect = () => {\n"
+        '  throw new Deno.errors.ConnectionRefused("::1 refused");\n'
+        "};\n"
+        "console.log(JSON.stringify(await tools.fx.plainText({})));\n"
+    )
+    try:
+        done = subprocess.run(
+            [
+                deno_bin(),
+                "run",
+                "--no-check",
+                f"--allow-net=localhost:{port}",
+                f"--allow-read={module.parent}",
+                "--allow-env=TOOLSCRIPT_GATEWAY_URL",
+                str(script),
+            ],
+            env=deno_env(tmp_path / "deno")
+            | {"TOOLSCRIPT_GATEWAY_URL": f"http://localhost:{port}/run-token"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        listener.close()
+    thread.join(5)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"plain": 1}
