@@ -770,8 +770,6 @@ class Gateway:
             self.config_error = error
             return
         self.config_error = None
-        self._decisions.clear()
-        self.catalogue += 1
         old = {server.name: server for server in self.config.servers}
         fresh = {server.name: server for server in new.servers}
         removed = [name for name in old if name not in fresh]
@@ -787,6 +785,10 @@ class Gateway:
             log.warning("config: search settings changed; they apply when the gateway restarts")
         packages = new.packages != self.config.packages
         self.config = new
+        # Counted after the config they are of: a worker thread deciding or rendering (a
+        # server's tools, get-types') while it changed keeps nothing of the old one past it.
+        self._decisions = {}
+        self.catalogue += 1
         if packages:
             log.info("config: packages now %s", ", ".join(new.packages) or "none")
             self._rebuild.set()  # fetched and locked by the next build
@@ -820,7 +822,7 @@ class Gateway:
         self._rebuild.set()  # removed servers leave the artifacts now; new ones when connected
 
     async def _tools_changed(self, upstream: Upstream) -> None:
-        self._decisions.clear()
+        self._decisions = {}  # (a new dict: a worker thread deciding now keeps to the old)
         self.catalogue += 1
         for key in [key for key in self._validators if key[0] == upstream.name]:
             del self._validators[key]
@@ -1216,14 +1218,17 @@ class Gateway:
         each time: a script names as many URIs as it likes, each as long as a request body,
         and kept they grew the gateway without bound (180 MB per 900 reads of 200 KB URIs)."""
         key = (server, tool)
-        found = self._decisions.get(key)
+        # The decisions of the config read below, or of an older one (a reload replaces the
+        # dict after the config): a worker thread's decision is never kept past a reload.
+        decisions = self._decisions
+        found = decisions.get(key)
         if found is None:
             offering = self.upstream(server)
             if tool not in offering.tools and is_offering(tool):  # resource:URI, prompt:NAME
                 return self.config.decision(offering.config, tool, READ_ONLY)
             upstream, spec = self.tool(server, tool)
             found = self.config.decision(upstream.config, tool, spec.get("annotations"))
-            self._decisions[key] = found
+            decisions[key] = found
         return found
 
     async def call(self, qualified: str, arguments: Any) -> tuple[str, Any]:
