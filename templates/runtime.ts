@@ -99,7 +99,7 @@ async function call<T>(tool: string, params: unknown): Promise<T> {
   // One path segment, encoded: a name holding "/", "..", "?" or "#" names only itself.
   const url = new URL(encodeURIComponent(tool), toolsURL());
   try {
-    return await answerOf<T>(posted(url, JSON.stringify(params ?? {})), tool, named(tool));
+    return await answerOf<T>(posted(url, params ?? {}), tool, named(tool));
   } catch (error) {
     throw error instanceof ToolError ? atTheCall(error) : error;
   }
@@ -118,9 +118,9 @@ const CRLF2 = [13, 10, 13, 10];
  * costs 2 (measured; a tool call is nearly every script's first request). An `https:`
  * gateway is asked with fetch.
  */
-async function posted(url: URL, body: string): Promise<Answer> {
-  if (url.protocol !== "http:") return answered(fetch(url, post(JSON.parse(body))));
-  const payload = encoder.encode(body);
+async function posted(url: URL, params: unknown): Promise<Answer> {
+  if (url.protocol !== "http:") return answered(fetch(url, post(params)));
+  const payload = encoder.encode(JSON.stringify(params));
   const head = encoder.encode(
     `POST ${url.pathname}${url.search} HTTP/1.1\r\nhost: ${url.host}\r\n` +
       `content-type: application/json\r\ncontent-length: ${payload.length}\r\n` +
@@ -138,7 +138,7 @@ async function posted(url: URL, body: string): Promise<Answer> {
     // on macOS, where a gateway started with --host localhost listens on 127.0.0.1); fetch
     // tries each. An address written as such has no other.
     if (/^[\d.]+$/.test(hostname) || hostname.includes(":")) throw error;
-    return answered(fetch(url, post(JSON.parse(body))));
+    return answered(fetch(url, post(params)));
   }
   const parts: Uint8Array[] = [];
   try {
@@ -159,12 +159,7 @@ async function posted(url: URL, body: string): Promise<Answer> {
 
 /** An HTTP/1.1 answer read whole (`parts`, up to the connection's end): status and body. */
 function parsed(parts: Uint8Array[]): Answer {
-  const data = new Uint8Array(parts.reduce((size, part) => size + part.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    data.set(part, at);
-    at += part.length;
-  }
+  const data = joined(parts);
   let end = -1;
   for (let i = 0; i + 3 < data.length && end < 0; i++) {
     if (CRLF2.every((byte, k) => data[i + k] === byte)) end = i;
@@ -204,13 +199,18 @@ function unchunked(body: Uint8Array): Uint8Array {
     chunks.push(body.subarray(line + 2, line + 2 + size));
     at = line + 2 + size + 2;
   }
-  const joined = new Uint8Array(chunks.reduce((size, chunk) => size + chunk.length, 0));
-  let offset = 0;
-  for (const chunk of chunks) {
-    joined.set(chunk, offset);
-    offset += chunk.length;
+  return joined(chunks);
+}
+
+/** `parts` as one array, in order. */
+function joined(parts: Uint8Array[]): Uint8Array {
+  const whole = new Uint8Array(parts.reduce((size, part) => size + part.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    whole.set(part, at);
+    at += part.length;
   }
-  return joined;
+  return whole;
 }
 
 async function answered(request: Promise<Response>): Promise<Answer> {

@@ -1442,31 +1442,36 @@ class _Checked(NamedTuple):
 
 
 class _Verdict:
-    """A check's verdict on the script that runs beside it: the run's timeout counts from it
-    (``decided``: ``_wait_within``), and any other than a pass kills the script's process,
-    handed over before it or after (``watch``). Killed through its ``Popen`` while it is not
-    reaped, never by a pid alone: a script that ended before a slow verdict has its pid (and
-    process group) free for another process by then."""
+    """A check's verdict on the script that runs beside it (``answer``: the warm checker's
+    status and output): the run's timeout counts from it (``decided``: ``_wait_within``), and
+    any other than a pass kills the script's process, handed over before it or after
+    (``watch``). Killed through its ``Popen`` while it is not reaped, never by a pid alone: a
+    script that ended before a slow verdict has its pid (and process group) free for another
+    process by then."""
 
     def __init__(self) -> None:
         self.decided = threading.Event()
-        self._passed = False
+        self.answer = ("unavailable", "")
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.answer[0] == "passed"
 
     def watch(self, process: subprocess.Popen[bytes]) -> None:
         with self._lock:
             self._process = process
-            refused = self.decided.is_set() and not self._passed
+            refused = self.decided.is_set() and not self.passed
         if refused:
             _kill_running(process)
 
-    def give(self, passed: bool) -> None:
+    def give(self, answer: tuple[str, str]) -> None:
         with self._lock:
-            self._passed = passed
+            self.answer = answer
             self.decided.set()
             process = self._process
-        if process is not None and not passed:
+        if process is not None and not self.passed:
             _kill_running(process)
 
 
@@ -1490,22 +1495,19 @@ def _run_while_checked(
     output dropped, and the check's errors are the answer, as when it was checked first. No
     verdict (the checker failed): the same, and the fresh URL (``Gate.reissue``) is returned
     for a run checked by Deno itself. Returns the exit code, or that URL."""
-    found: list[tuple[str, str]] = []
     verdict = _Verdict()
     gated = _Gated(streams.stdout), _Gated(streams.stderr)
 
     def check() -> None:
-        answer, passed = ("unavailable", ""), False
+        answer = ("unavailable", "")
         try:
             answer = checked.verdict()
-            passed = answer[0] == "passed"
             with contextlib.suppress(ToolscriptError):  # a gateway gone answers nothing anyway
-                gate.settle(passed)
+                gate.settle(answer[0] == "passed")
         finally:
-            found.append(answer)
-            verdict.give(passed)
+            verdict.give(answer)
             for stream in gated:
-                stream.open(passed)
+                stream.open(verdict.passed)
 
     checking = threading.Thread(target=check, daemon=True, name="check beside the run")
     checking.start()
@@ -1525,7 +1527,7 @@ def _run_while_checked(
         )
     finally:
         checking.join()
-    status, output = found[0]
+    status, output = verdict.answer
     if status == "passed":
         streams.finish()
         return exit_code
@@ -1731,36 +1733,26 @@ def _wait_within(
     process: subprocess.Popen[bytes], timeout: float | None, clock: threading.Event | None = None
 ) -> bool:
     """Wait for ``process`` to exit, killing it (and saying True) once ``timeout`` seconds
-    have passed (counted from when ``clock`` is set, when given). A blocking wait with a
-    timer, not ``Popen.wait(timeout)``: that one polls, sleeping up to 50 ms between looks, so
-    a run was noticed late by up to half its length."""
+    have passed (counted from when ``clock`` is set, when given: within WARM_CHECK_WAIT, the
+    check's verdict). A blocking wait with a timer, not ``Popen.wait(timeout)``: that one
+    polls, sleeping up to 50 ms between looks, so a run was noticed late by up to half its
+    length."""
     expired = threading.Event()
     ended = threading.Event()
 
     def expire() -> None:
-        expired.set()
-        _kill(process)
-
-    def expire_after_clock() -> None:
-        assert clock is not None and timeout
-        clock.wait()  # (set within WARM_CHECK_WAIT: the check's verdict)
+        if clock is not None:
+            clock.wait()
         if not ended.wait(timeout):
-            expire()
+            expired.set()
+            _kill(process)
 
-    timer: threading.Thread | None = None
-    if timeout and clock is not None:
-        timer = threading.Thread(target=expire_after_clock, daemon=True, name="run timeout")
-    elif timeout:
-        timer = threading.Timer(timeout, expire)
-        timer.daemon = True
-    if timer is not None:
-        timer.start()
+    if timeout:
+        threading.Thread(target=expire, daemon=True, name="run timeout").start()
     try:
         process.wait()
     finally:
         ended.set()
-        if isinstance(timer, threading.Timer):
-            timer.cancel()
     return expired.is_set()
 
 
