@@ -40,9 +40,12 @@ class Face:
         assert local is not None
         return local
 
-    def settled(self) -> None:
+    def ready(self) -> None:
         """The checker ready with the current module (the first call of a tool teaches its
-        result's type: the module is built again, and the checker replaced with it)."""
+        result's type: the module is built again, and the checker replaced with it), and the
+        counts of the runs before cleared."""
+        self.held.clear()
+        self.reissued = 0
         gateway = self.local().gateway
         checker = gateway.checker
         assert checker is not None
@@ -96,7 +99,7 @@ def face(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Face]:
             for _ in range(2):  # the second run registered starts the checker
                 assert "written" in face.execute(WRITE % "warm-up")
             time.sleep(2)  # the result's type learned, the module built again
-            face.settled()
+            face.ready()
             hold, settle = LocalGateway.hold, LocalGateway.settle
 
             def counted_hold(local: LocalGateway, run_id: str) -> bool:
@@ -119,8 +122,7 @@ def face(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Face]:
 
 
 def test_a_passing_new_script_runs_beside_its_check_with_its_output_and_calls(face: Face) -> None:
-    face.settled()
-    face.held.clear()
+    face.ready()
     text = face.execute(
         'import { tools } from "toolscript";\n'
         'console.log("before the call");\n'
@@ -133,8 +135,7 @@ def test_a_passing_new_script_runs_beside_its_check_with_its_output_and_calls(fa
 
 
 def test_a_script_failing_its_check_has_no_call_done_and_no_output_shown(face: Face) -> None:
-    face.settled()
-    face.held.clear()
+    face.ready()
     text = face.execute(
         'import { tools } from "toolscript";\n'
         'console.log("printed unchecked");\n'
@@ -151,8 +152,7 @@ def test_a_script_failing_its_check_has_no_call_done_and_no_output_shown(face: F
 def test_a_script_failing_its_check_that_never_ends_is_stopped_at_the_verdict(
     face: Face,
 ) -> None:
-    face.settled()
-    face.held.clear()
+    face.ready()
     text = face.execute('const count: number = "x";\nwhile (true) {}\n', timeout=600)
     assert face.held == [True]
     assert "TS2322" in text and "timed out" not in text
@@ -170,9 +170,7 @@ def test_a_script_failing_its_check_that_never_ends_is_stopped_at_the_verdict(
 def test_a_script_the_checker_cannot_judge_is_run_again_checked_by_deno_once(
     face: Face, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    face.settled()
-    face.held.clear()
-    face.reissued = 0
+    face.ready()
     lifeline = face.backend.lifeline
     seen: list[tuple[str, int]] = []
     watch, forget = lifeline.watch, lifeline.forget
@@ -205,8 +203,7 @@ def test_what_a_failing_script_printed_past_the_budget_is_never_readable(face: F
     """Past the face's budget its output went to the run's file as it came: the client read
     it by ``toolscript://runs/ID/output`` (the ID in the answer yielded while the check went
     on), and making it pruned an earlier run's kept output."""
-    face.settled()
-    face.held.clear()
+    face.ready()
     code = (
         f"// {uuid.uuid4().hex}\n"
         'const line = "unchecked ".repeat(100);\n'

@@ -72,6 +72,20 @@ def listed(project: Path) -> dict[str, dict[str, Any]]:
     return {server["name"]: server for server in servers}
 
 
+def every_server_tried(project: Path, count: int, timeout: float) -> None:
+    """Wait until the project's ``count`` servers (its tool files among them) each connected
+    or failed."""
+    wait_until(
+        lambda: listed(project),
+        lambda servers: (
+            len(servers) == count
+            and all(s["state"] in ("connected", "failed") for s in servers.values())
+        ),
+        timeout,
+        "every tool file tried",
+    )
+
+
 # -- HTTP and SSE servers -----------------------------------------------------------
 
 
@@ -235,15 +249,7 @@ def tool_files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         env={"TOOLSCRIPT_HOME": str(project / "home")},
     )
     try:
-        wait_until(
-            lambda: listed(project),
-            lambda servers: (
-                len(servers) == 4
-                and all(s["state"] in ("connected", "failed") for s in servers.values())
-            ),
-            120,
-            "every tool file tried",
-        )
+        every_server_tried(project, 4, 120)
         yield project
     finally:
         gateway.stop()

@@ -25,9 +25,9 @@ from tests.helpers import (
     clean_env,
     fixture_server,
     run_doit,
-    toolscript_cli,
     wait_until,
 )
+from tests.integration.test_first_hour2 import every_server_tried, listed, run
 
 TOOLS = '''
 """Sums."""
@@ -70,15 +70,6 @@ export default async function labelled(input: { text: string }) {
 SYNTAX_ERROR = "def f(x: int) -> int\n    return x\n"
 
 
-def run(project: Path, *args: str) -> Any:
-    return toolscript_cli(*args, cwd=project, env={"TOOLSCRIPT_HOME": str(project / "home")})
-
-
-def listed(project: Path) -> dict[str, dict[str, Any]]:
-    servers = json.loads(run(project, "list-servers", "--json").stdout)
-    return {server["name"]: server for server in servers}
-
-
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     project = tmp_path_factory.mktemp("first-hour4")
@@ -102,15 +93,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         config, project, "--no-warm-checker", env={"TOOLSCRIPT_HOME": str(project / "home")}
     )
     try:
-        wait_until(
-            lambda: listed(project),
-            lambda servers: (
-                len(servers) == 4
-                and all(s["state"] in ("connected", "failed") for s in servers.values())
-            ),
-            60,
-            "every tool file tried",
-        )
+        every_server_tried(project, 4, 60)
         yield project
     finally:
         gateway.stop()

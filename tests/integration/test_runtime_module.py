@@ -22,7 +22,7 @@ from tests.helpers import (
     toolscript_cli,
     wait_until,
 )
-from toolscript.execution.locate import module_file, module_hash
+from tests.integration.test_spare_sandbox import module_of
 
 
 @pytest.fixture(scope="module")
@@ -227,15 +227,46 @@ def _answering(answers: list[bytes]) -> tuple[socket.socket, threading.Thread]:
     return listener, thread
 
 
+def _against(
+    listener: socket.socket,
+    thread: threading.Thread,
+    host: str,
+    script: Path,
+    module: Path,
+    tmp_path: Path,
+) -> subprocess.CompletedProcess[str]:
+    """``script`` run with the module as a file and ``listener`` (at ``host``) as its gateway,
+    as the sandbox allows it (that gateway's address, the module, the URL's variable)."""
+    port = listener.getsockname()[1]
+    try:
+        return subprocess.run(
+            [
+                deno_bin(),
+                "run",
+                "--no-check",
+                f"--allow-net={host}:{port}",
+                f"--allow-read={module.parent}",
+                "--allow-env=TOOLSCRIPT_GATEWAY_URL",
+                str(script),
+            ],
+            env=deno_env(tmp_path / "deno")
+            | {"TOOLSCRIPT_GATEWAY_URL": f"http://{host}:{port}/run-token"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        listener.close()
+        thread.join(5)
+
+
 def test_a_call_reads_answers_sent_in_pieces_chunked_plain_or_cut(
     gateway: GatewayProcess, tmp_path: Path
 ) -> None:
     """A tool call speaks HTTP/1.1 on a socket of its own (cheaper than Deno's fetch in a
     process that makes a few requests): an answer in pieces, a chunked one, an error status
     with a plain body and a connection closed before any answer read as the gateway meant."""
-    digest = module_hash(gateway.url)
-    assert digest is not None
-    module = module_file(gateway.url, digest)
+    module = module_of(gateway)
     chunked = b'{"said": "in pieces", "n": 1}'
     listener, thread = _answering(
         [
@@ -254,7 +285,6 @@ def test_a_call_reads_answers_sent_in_pieces_chunked_plain_or_cut(
             + b"%x\r\n%s" % (len(chunked), chunked[:9]),
         ]
     )
-    port = listener.getsockname()[1]
     script = tmp_path / "calls.ts"
     script.write_text(
         f'import {{ tools, ToolError }} from "{module.as_uri()}";\n'
@@ -266,26 +296,7 @@ def test_a_call_reads_answers_sent_in_pieces_chunked_plain_or_cut(
         "  }\n"
         "}\n"
     )
-    try:
-        done = subprocess.run(
-            [
-                deno_bin(),
-                "run",
-                "--no-check",
-                f"--allow-net=127.0.0.1:{port}",
-                f"--allow-read={module.parent}",
-                "--allow-env=TOOLSCRIPT_GATEWAY_URL",
-                str(script),
-            ],
-            env=deno_env(tmp_path / "deno")
-            | {"TOOLSCRIPT_GATEWAY_URL": f"http://127.0.0.1:{port}/run-token"},
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-    finally:
-        listener.close()
-    thread.join(5)
+    done = _against(listener, thread, "127.0.0.1", script, module, tmp_path)
     lines = done.stdout.splitlines()
     assert done.returncode == 0, done.stderr
     assert json.loads(lines[0]) == {"said": "in pieces", "n": 1}
@@ -304,11 +315,8 @@ def test_a_gateway_named_localhost_is_reached_when_its_first_address_refuses(
     `localhost` to ::1 first: Deno.connect tries that address only (fetch tries each). This
     machine resolves it to 127.0.0.1 alone, so the refused first address is played by the
     script (the one failure here not caused for real)."""
-    digest = module_hash(gateway.url)
-    assert digest is not None
-    module = module_file(gateway.url, digest)
+    module = module_of(gateway)
     listener, thread = _answering([b'HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\n{"plain":1}'])
-    port = listener.getsockname()[1]
     script = tmp_path / "localhost.ts"
     script.write_text(
         f'import {{ tools }} from "{module.as_uri()}";\n'
@@ -317,25 +325,6 @@ def test_a_gateway_named_localhost_is_reached_when_its_first_address_refuses(
         "};\n"
         "console.log(JSON.stringify(await tools.fx.plainText({})));\n"
     )
-    try:
-        done = subprocess.run(
-            [
-                deno_bin(),
-                "run",
-                "--no-check",
-                f"--allow-net=localhost:{port}",
-                f"--allow-read={module.parent}",
-                "--allow-env=TOOLSCRIPT_GATEWAY_URL",
-                str(script),
-            ],
-            env=deno_env(tmp_path / "deno")
-            | {"TOOLSCRIPT_GATEWAY_URL": f"http://localhost:{port}/run-token"},
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-    finally:
-        listener.close()
-    thread.join(5)
+    done = _against(listener, thread, "localhost", script, module, tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"plain": 1}
