@@ -109,7 +109,6 @@ async function call<T>(tool: string, params: unknown): Promise<T> {
 type Answer = { status: number; text: string };
 
 const encoder = new TextEncoder();
-const CRLF2 = [13, 10, 13, 10];
 
 /**
  * A JSON body POSTed to `url` on a connection of its own, spoken by hand (HTTP/1.1, the
@@ -140,13 +139,9 @@ async function posted(url: URL, params: unknown): Promise<Answer> {
     if (/^[\d.]+$/.test(hostname) || hostname.includes(":")) throw error;
     return answered(fetch(url, post(params)));
   }
-  const parts: Uint8Array[] = [];
   try {
     for (let sent = 0; sent < request.length;) sent += await connection.write(request.subarray(sent));
-    const buffer = new Uint8Array(64 * 1024);
-    for (let read = await connection.read(buffer); read !== null; read = await connection.read(buffer)) {
-      parts.push(buffer.slice(0, read));
-    }
+    return await answerRead(connection);
   } finally {
     try {
       connection.close();
@@ -154,30 +149,65 @@ async function posted(url: URL, params: unknown): Promise<Answer> {
       // closed by its end
     }
   }
-  return parsed(parts);
 }
 
-/** An HTTP/1.1 answer read whole (`parts`, up to the connection's end): status and body. */
-function parsed(parts: Uint8Array[]): Answer {
-  const data = joined(parts);
+/**
+ * An HTTP/1.1 answer read from `connection` up to its end: status and body. A body of a
+ * known length is read straight into its own array (a large result is held once, then as
+ * its text, as fetch held it); a chunked one is joined once read.
+ */
+async function answerRead(connection: Deno.Conn): Promise<Answer> {
+  const buffer = new Uint8Array(64 * 1024);
+  let data: Uint8Array = new Uint8Array(0);
   let end = -1;
-  for (let i = 0; i + 3 < data.length && end < 0; i++) {
-    if (CRLF2.every((byte, k) => data[i + k] === byte)) end = i;
+  while (end < 0) {
+    const read = await connection.read(buffer);
+    if (read === null) throw new Error("the gateway's answer ended before its headers did");
+    const from = Math.max(0, data.length - 3);
+    data = joined([data, buffer.subarray(0, read)]);
+    end = headEnd(data, from);
   }
-  if (end < 0) throw new Error("the gateway's answer ended before its headers did");
   const lines = new TextDecoder().decode(data.subarray(0, end)).split("\r\n");
   const status = Number(lines[0].split(" ")[1]);
   if (!Number.isInteger(status)) throw new Error(`the gateway's answer is not HTTP: ${lines[0].slice(0, 80)}`);
   const header = (name: string) =>
     lines.slice(1).find((line) => line.toLowerCase().startsWith(`${name}:`))?.slice(name.length + 1).trim();
-  let body: Uint8Array = data.subarray(end + 4);
-  if (header("transfer-encoding")?.toLowerCase() === "chunked") body = unchunked(body);
-  else {
-    const length = Number(header("content-length") ?? body.length);
-    if (body.length < length) throw new Error("the gateway's answer ended early");
-    body = body.subarray(0, length);
+  const first = data.subarray(end + 4);
+  const length = header("content-length");
+  let body: Uint8Array;
+  if (header("transfer-encoding")?.toLowerCase() === "chunked") {
+    body = unchunked(joined([first, ...await rest(connection, buffer)]));
+  } else if (length === undefined) {
+    body = joined([first, ...await rest(connection, buffer)]);
+  } else {
+    const size = Number(length);
+    if (!Number.isSafeInteger(size) || size < 0) throw new Error(`the gateway's answer has a bad length: ${length}`);
+    body = new Uint8Array(size);
+    body.set(first.subarray(0, size));
+    for (let at = Math.min(first.length, size); at < size;) {
+      const read = await connection.read(body.subarray(at));
+      if (read === null) throw new Error("the gateway's answer ended early");
+      at += read;
+    }
   }
   return { status, text: new TextDecoder().decode(body) };
+}
+
+/** Where the head of `data` ends (its blank line), looked for from `from`; -1 before it came. */
+function headEnd(data: Uint8Array, from: number): number {
+  for (let i = from; i + 3 < data.length; i++) {
+    if (data[i] === 13 && data[i + 1] === 10 && data[i + 2] === 13 && data[i + 3] === 10) return i;
+  }
+  return -1;
+}
+
+/** What is left to read on `connection`, up to its end, in parts. */
+async function rest(connection: Deno.Conn, buffer: Uint8Array): Promise<Uint8Array[]> {
+  const parts: Uint8Array[] = [];
+  for (let read = await connection.read(buffer); read !== null; read = await connection.read(buffer)) {
+    parts.push(buffer.slice(0, read));
+  }
+  return parts;
 }
 
 /**

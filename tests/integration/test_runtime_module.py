@@ -71,6 +71,21 @@ def test_whole_module(gateway: GatewayProcess) -> None:
     assert again.status_code == 304
 
 
+def test_the_generated_module_type_checks(gateway: GatewayProcess, tmp_path: Path) -> None:
+    """The module (the runtime in it) checks under Deno's strict types: the warm checker
+    refuses to check scripts against a module that does not, and every script would then
+    be checked by a cold `deno check` (a script importing the module by URL checks only
+    its own code, so no other test sees it)."""
+    done = subprocess.run(
+        [deno_bin(), "check", "--quiet", str(module_of(gateway))],
+        env=deno_env(tmp_path / "deno"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def test_filtered_module(gateway: GatewayProcess) -> None:
     server_only = gateway.client.get("runtime/tools.ts", params={"server": "time"}).text
     assert "convertTime(" in server_only and "plainText(" not in server_only
