@@ -15,6 +15,8 @@ import pytest
 
 from toolscript.errors import RunLogError, UsageError
 from toolscript.gateway.runbook import RunBook
+from tests.helpers import wait_until
+from toolscript.store import runlog
 from toolscript.store.runlog import RunLog
 
 STOPPED = json.dumps({"call": {"tool": "s__delete", "digest": "d1"}})
@@ -78,6 +80,7 @@ def test_a_log_damaged_under_the_gateway_s_kept_connection_is_set_aside(tmp_path
     path = tmp_path / "runs.sqlite"
     log = _filled(path, keep_open=True)
     assert len(log.recent()) == 20
+    log.checkpoint()  # the runs in the file itself, as they are soon after a write
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     assert log.recent() == []
     assert len(_set_aside(path)) == 1
@@ -85,18 +88,41 @@ def test_a_log_damaged_under_the_gateway_s_kept_connection_is_set_aside(tmp_path
     assert [run["id"] for run in log.recent()] == ["new"]
 
 
-def test_what_the_kept_connection_writes_is_in_the_file_itself(tmp_path: Path) -> None:
-    """Each write is checkpointed: the file alone (without its WAL) holds it, as it did
-    when every write closed its connection."""
+def _alone(path: Path, tmp_path: Path) -> RunLog:
+    """The log as its file alone holds it (a copy without its WAL)."""
+    copy = tmp_path / f"copy-{len(list(tmp_path.glob('copy-*')))}.sqlite"
+    copy.write_bytes(path.read_bytes())
+    return RunLog(copy)
+
+
+def test_what_the_kept_connection_writes_is_in_the_file_itself_soon_and_at_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write is not synced into the file on the writer's way (the checkpoint's syncs
+    were most of a run's end): the file alone (without its WAL) holds it once its
+    checkpoint came, a moment later, or at the log's close, as when every write closed
+    its connection."""
     path = tmp_path / "runs.sqlite"
+    monkeypatch.setattr(runlog, "CHECKPOINT_DELAY", 3600)
     log = RunLog(path, keep_open=True)
     log.write(runs=[{"id": "r1", "status": "ok", "started": 1.0, "ended": 2.0}])
     log.approve_tool("s__t")
-    copy = tmp_path / "copy.sqlite"
-    copy.write_bytes(path.read_bytes())
-    alone = RunLog(copy)
+    assert log.recent()[0]["id"] == "r1"  # read back through the WAL at once
+    assert _alone(path, tmp_path).recent() == []
+    log.close()
+    alone = _alone(path, tmp_path)
     assert [run["id"] for run in alone.recent()] == ["r1"]
     assert alone.tool_approved("s__t")
+
+    monkeypatch.setattr(runlog, "CHECKPOINT_DELAY", 0.05)
+    log.write(runs=[{"id": "r2", "status": "ok", "started": 3.0, "ended": 4.0}])
+    wait_until(
+        lambda: [run["id"] for run in _alone(path, tmp_path).recent()],
+        lambda ids: ids == ["r2", "r1"],
+        30,
+        "the checkpoint after a write",
+    )
+
 
 
 def test_the_check_at_start_sets_a_damaged_log_aside(tmp_path: Path) -> None:
