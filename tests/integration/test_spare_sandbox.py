@@ -201,6 +201,32 @@ def test_a_spare_runs_one_script_with_the_run_s_url_then_is_gone(
     assert not spare.script_path.parent.exists()
 
 
+def test_a_spare_ends_once_its_script_s_work_is_done_after_the_script_s_own_unload(
+    gateway: GatewayProcess,
+) -> None:
+    """A spare ends its process at once when nothing of its script is left to run (Deno's
+    teardown after that cost each run milliseconds), and not before: its timers still run,
+    its own `unload` listeners (one added at its top level, one from a timer after it) run
+    first, and the exit code it set is the run's."""
+    code = (
+        'addEventListener("unload", () => console.log("unload at the top level"));\n'
+        "setTimeout(() => {\n"
+        '  console.log("a timer");\n'
+        '  addEventListener("unload", () => console.log("unload from a timer"));\n'
+        "  Deno.exitCode = 3;\n"
+        "}, 50);\n"
+        'console.log("top level done");\n'
+    )
+    exit_code, out, err, _ = run(gateway, code, Spare(gateway.url, module_of(gateway), 512))
+    assert exit_code == 3, err
+    assert out.splitlines() == [
+        "top level done",
+        "a timer",
+        "unload at the top level",
+        "unload from a timer",
+    ]
+
+
 def test_the_face_s_spare_is_tidied_after_its_run_answers(
     gateway: GatewayProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
