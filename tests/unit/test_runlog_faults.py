@@ -13,9 +13,9 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.helpers import wait_until
 from toolscript.errors import RunLogError, UsageError
 from toolscript.gateway.runbook import RunBook
-from tests.helpers import wait_until
 from toolscript.store import runlog
 from toolscript.store.runlog import RunLog
 
@@ -122,7 +122,6 @@ def test_what_the_kept_connection_writes_is_in_the_file_itself_soon_and_at_close
         30,
         "the checkpoint after a write",
     )
-
 
 
 def test_the_check_at_start_sets_a_damaged_log_aside(tmp_path: Path) -> None:
