@@ -47,7 +47,9 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
                 "everything-sse": {"type": "sse", "url": f"http://127.0.0.1:{sse_port}/sse"},
                 "time": {"command": python_bin("mcp-server-time")},
                 "memory": {"command": node_server("mcp-server-memory")},
-                "fx": fixture_server(timeout=2, env={"FX_TOKEN": "hunter2-secret"}),
+                "fx": fixture_server(env={"FX_TOKEN": "hunter2-secret"}),
+                # a call timeout of its own: fx's calls answer under load whatever they take
+                "fxt": fixture_server(timeout=2),
                 "broken": {"command": "no-such-mcp-server-binary"},
                 "crashes": {
                     "command": sys.executable,
@@ -177,17 +179,17 @@ def test_unknown_tool_and_server_suggest(gateway: GatewayProcess) -> None:
 
 def test_timeout_keeps_gateway_responsive(gateway: GatewayProcess) -> None:
     with ThreadPoolExecutor(2) as pool:
-        slow = pool.submit(gateway.call, "fx__sleep", {"seconds": 9.5})
-        fx_waits_for(gateway, sleeping=9.5)
-        quick = gateway.call("fx__plain_text")
+        slow = pool.submit(gateway.call, "fxt__sleep", {"seconds": 9.5})
+        fx_waits_for(gateway, sleeping=9.5, server="fxt")
+        quick = gateway.call("fxt__plain_text")
         assert quick.status_code == 200
         assert not slow.done()  # answered while the hung call was still waiting
         response = slow.result()
     assert response.status_code == 504
     assert "timed out after 2 s" in response.json()["message"]
-    assert gateway.call("fx__plain_text").status_code == 200
+    assert gateway.call("fxt__plain_text").status_code == 200
     # The server was told to stop (notifications/cancelled), not left sleeping.
-    fx_waits_for(gateway, cancelled=9.5)
+    fx_waits_for(gateway, cancelled=9.5, server="fxt")
 
 
 def test_fifty_concurrent_calls(gateway: GatewayProcess) -> None:

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from tests.helpers import SERVERS, GatewayProcess, running_gateway, toolscript_cli
+from tests.helpers import SERVERS, GatewayProcess, fixture_server, running_gateway, toolscript_cli
 
 FAULTY = SERVERS / "faulty_server.py"
 
@@ -67,6 +68,41 @@ def test_an_empty_config_file_keeps_the_servers_and_is_an_error(tmp_path: Path) 
         wait_for(lambda: gateway.call("b__pid").status_code == 200, gateway)
         assert text_of(gateway.call("b__pid")) != pids["b"]
         assert text_of(gateway.call("a__pid")) == pids["a"]
+        assert gateway.stop() == [], "processes outlived the gateway"
+
+
+def test_a_call_under_way_when_a_reload_lands_is_masked_as_its_config_masked(
+    tmp_path: Path,
+) -> None:
+    # The error of a call made under one config was masked with the next one's secrets when
+    # a reload landed during the call: a token of a server taken out meanwhile came back
+    # whole in the error (and the run log, and recent calls)
+    token = "tok-live-edit-0123456789"
+    config = {
+        "mcpServers": {"fx": fixture_server(), "key": faulty() | {"env": {"API_TOKEN": token}}}
+    }
+    with running_gateway(config, tmp_path) as gateway:
+        message = f"the upstream echoed {token}"
+        answers: list[Any] = []
+        call = threading.Thread(
+            target=lambda: answers.append(
+                gateway.call("fx__fail_when_released", {"message": message})
+            )
+        )
+        call.start()
+        try:
+            held = gateway.call("fx__wait_for", {"held": message, "within": 60})
+            assert text_of(held) == "yes", gateway.log
+            gateway.config_path.write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}))
+            wait_for(lambda: "config: removed key" in gateway.log, gateway)
+        finally:
+            assert text_of(gateway.call("fx__release")) == "released 1"
+            call.join()
+        answer = answers[0]
+        assert answer.status_code != 200
+        assert "the upstream echoed" in answer.text
+        assert token not in answer.text, answer.text
+        assert token[:12] not in answer.text, answer.text
         assert gateway.stop() == [], "processes outlived the gateway"
 
 

@@ -73,7 +73,8 @@ def fail(message: str = "it broke") -> str:
 
 CANCELLED: list[float] = []  # the sleeps a client's notifications/cancelled interrupted
 SLEEPING: list[float] = []  # the sleeps under way
-CHANGED = asyncio.Condition()  # notified when either list changes
+HELD: list[str] = []  # the messages of the fail_when_released calls under way
+CHANGED = asyncio.Condition()  # notified when any of these lists changes
 
 
 async def _changed(change: Any) -> None:
@@ -102,13 +103,40 @@ async def slow_resource(seconds: str) -> str:
     return await sleep(float(seconds))
 
 
+@server.tool()
+async def fail_when_released(message: str) -> str:
+    """Wait until ``release`` is called, then fail with ``message``: an error that comes
+    back after whatever a test made happen meanwhile."""
+    await _changed(lambda: HELD.append(message))
+    async with CHANGED:
+        await CHANGED.wait_for(lambda: message not in HELD)
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    raise ToolError(message)  # (its message reaches the client, a ValueError's does not)
+
+
 @server.tool(structured_output=False)
-async def wait_for(sleeping: float = 0, cancelled: float = 0, within: float = 1) -> str:
+async def release() -> str:
+    """Let every fail_when_released call under way fail; how many there were."""
+    count = len(HELD)
+    await _changed(HELD.clear)
+    return f"released {count}"
+
+
+@server.tool(structured_output=False)
+async def wait_for(
+    sleeping: float = 0, cancelled: float = 0, held: str = "", within: float = 1
+) -> str:
     """Answer "yes" once a sleep of ``sleeping`` seconds is under way (or one of ``cancelled``
-    seconds was cancelled), "not yet" after ``within`` seconds: a readiness signal for tests."""
+    seconds was cancelled, or a fail_when_released call of ``held`` waits), "not yet" after
+    ``within`` seconds: a readiness signal for tests."""
 
     def seen() -> bool:
-        return (not sleeping or sleeping in SLEEPING) and (not cancelled or cancelled in CANCELLED)
+        return (
+            (not sleeping or sleeping in SLEEPING)
+            and (not cancelled or cancelled in CANCELLED)
+            and (not held or held in HELD)
+        )
 
     async with CHANGED:
         try:

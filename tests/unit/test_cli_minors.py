@@ -479,3 +479,59 @@ def test_auth_of_a_server_naming_an_unset_variable_is_refused_naming_it(
     assert isinstance(shown.exception, ConfigError)
     assert "TENANT_NOT_SET" in shown.exception.message and "url" in shown.exception.message
     assert "export TENANT_NOT_SET" in (shown.exception.hint or "")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message", "command"),
+    [
+        (["list-tools", "--json"], "Missing argument 'server'", "toolscript list-tools"),
+        (
+            ["list-tools", "a", "--json", "--bogus"],
+            "No such option: --bogus",
+            "toolscript list-tools",
+        ),
+        (
+            ["search", "q", "--output", "nope", "--json"],
+            "'nope' is not one of",
+            "toolscript search",
+        ),
+        (["runs", "show", "--json"], "Missing argument 'run_id'", "toolscript runs show"),
+    ],
+)
+def test_a_usage_error_given_json_is_one_json_object_too(
+    argv: list[str],
+    message: str,
+    command: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # click's own errors (a missing argument, an unknown option, a bad choice) were its text
+    # alone, where every other error of a command given --json is one object on stdout
+    from toolscript.cli import output
+    from toolscript.cli.entry import main
+
+    monkeypatch.setattr(output, "json_printed", False)
+    monkeypatch.setattr(sys, "argv", ["toolscript", *argv])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert exited.value.code == 2
+    said = capsys.readouterr()
+    body = json.loads(said.out)
+    assert body["error"] == "usage_error"
+    assert message in body["message"]
+    assert f"`{command} --help`" in body["hint"]
+    assert f"Try '{command} --help' for help." in said.err  # click's lines, as without --json
+
+
+def test_a_usage_error_without_json_is_click_s_text_alone(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from toolscript.cli.entry import main
+
+    monkeypatch.setattr(sys, "argv", ["toolscript", "list-tools"])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert exited.value.code == 2
+    said = capsys.readouterr()
+    assert said.out == ""
+    assert "Error: Missing argument 'server'." in said.err

@@ -38,6 +38,17 @@ def test_a_call_is_kept_redacted_and_survives_a_restart(tmp_path: Path) -> None:
     assert (tmp_path / "recent-calls.json").stat().st_mode & 0o077 == 0
 
 
+def test_a_call_is_redacted_of_the_secrets_of_the_config_it_was_made_under(
+    tmp_path: Path,
+) -> None:
+    # a reload during the call took the server with SECRET out: settled with the config's
+    # secrets of then alone, the call was kept (and shown to agents) with SECRET whole
+    calls = RecentCalls(tmp_path, tuple)  # the config now: no secret
+    calls.note("fx__plain_text", {"text": "hi"}, f"it said {SECRET}", secrets=[SECRET])
+    calls.save()
+    assert SECRET[:8] not in (tmp_path / "recent-calls.json").read_text()
+
+
 def test_the_newest_call_is_shown(tmp_path: Path) -> None:
     calls = RecentCalls(tmp_path, tuple)
     calls.note("fx__plain_text", {"text": "one"}, "one")

@@ -72,3 +72,29 @@ def test_a_search_while_the_tools_change_reads_each_tool_with_its_own_vector() -
     after = engine.explain("gamma")
     assert after.mode == "hybrid" and after.hits[0].tool == "gamma_tool"
     assert engine.explain("beta", mode="semantic", threshold=0.5).hits == []
+
+
+def test_a_build_that_embedded_keeps_the_vectors_of_the_tools_it_has_alone(
+    tmp_path: Any,
+) -> None:
+    # embeddings.db only grew: the rows of tools gone from the catalogue, and those of the
+    # unkeyed form earlier versions wrote, stayed for ever
+    import sqlite3
+
+    from toolscript.pipeline.artifacts import CacheLayout
+    from toolscript.pipeline.tasks.index import IndexTask, SearchIndexing
+    from toolscript.pipeline.tasks.settings import TaskSettings
+
+    layout = CacheLayout(tmp_path)
+    model, key = WordModel(), b"the user's own key"
+    embed_missing([tool("alpha")], model, EmbeddingStore(layout.embeddings))  # unkeyed form
+    store = EmbeddingStore(layout.embeddings, key)
+    embed_missing([tool("beta")], model, store)  # a tool since gone
+    current = [tool("alpha"), tool("gamma")]
+    indexing = SearchIndexing(model, store, documents=current)  # type: ignore[arg-type]
+    IndexTask(TaskSettings(layout, [], "generator"), indexing, None).index()
+    with sqlite3.connect(layout.embeddings) as db:
+        rows = db.execute("select count(*) from embeddings").fetchone()[0]
+    assert rows == 2
+    assert store.missing((d.content_hash for d in current), model.model_id) == set()
+    assert store.missing([tool("beta").content_hash], model.model_id) == {tool("beta").content_hash}

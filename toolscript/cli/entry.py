@@ -284,6 +284,41 @@ def _note_config_elsewhere(arguments: list[str]) -> None:
             sys.stderr.write(f"toolscript: using {found}\n")
 
 
+def _run_app(arguments: list[str]) -> None:
+    """The typer app on ``arguments``; with ``--json``, a usage error click finds (a missing
+    argument, an unknown option, a bad choice) is also one JSON object on stdout, as every
+    other error is, beside click's own lines on stderr and its exit code (2)."""
+    from toolscript.cli.main import app
+
+    if "--json" not in arguments:
+        app(args=arguments, prog_name="toolscript")
+        return
+    import typer
+
+    # click's classes as this typer has them (typer 0.2x carries a click of its own)
+    classes: dict[str, Any] = {k.__name__: k for k in typer.BadParameter.__mro__}
+    click_error: type[Exception] = classes["ClickException"]
+    try:
+        # Not standalone: click raises its errors here instead of printing them itself
+        code = app(args=arguments, prog_name="toolscript", standalone_mode=False)
+    except click_error as caught:
+        exc: Any = caught
+        if isinstance(exc, classes["UsageError"]):
+            from toolscript.cli.output import print_json
+            from toolscript.errors import UsageError
+
+            where = exc.ctx.command_path if exc.ctx is not None else "toolscript"
+            hint = f"run `{where} --help` for its arguments and options"
+            print_json(UsageError(exc.format_message(), hint=hint).to_dict())
+        exc.show()
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        sys.stderr.write("Aborted!\n")
+        sys.exit(1)
+    if isinstance(code, int):  # a typer.Exit (click returns its code when not standalone)
+        sys.exit(code)
+
+
 _HOOKS = {
     "session-start": "session_start",
     "session-end": "session_end",
@@ -345,9 +380,7 @@ def main() -> None:
                 sys.exit(code)
             _leave(code)
         try:
-            from toolscript.cli.main import app
-
-            app(args=arguments, prog_name="toolscript")
+            _run_app(arguments)
         except SystemExit as exit_:
             if arguments[:2] != ["gateway", "start"]:
                 raise

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from toolscript.cli.client import URL_VARIABLE, GatewayClient, find_gateway_url, public_url
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import CacheDirOption, ConfigOption, JsonOption
-from toolscript.cli.output import print_json, print_rows
+from toolscript.cli.output import print_json, print_rows, write_shown
 from toolscript.config import Config, find_config_path, load_config
 from toolscript.errors import ConfigError, GatewayError, UsageError
 
@@ -515,9 +515,9 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
                 detail += " | stderr: " + " / ".join(server["stderr"][-3:])
             rows.append([server["name"], server["state"], str(server["tools"]), detail])
         if rows:
-            print_rows(["server", "state", "tools", "error"], rows)
-        for warning in health.get("warnings", []):
-            sys.stdout.write(f"warning: {warning}\n")
+            print_rows(["server", "state", "tools", "error"], rows, names=("server",))
+        for warning in health.get("warnings", []):  # a server's words: shown, never obeyed
+            write_shown(f"warning: {warning}\n")
         _print_scripts(health.get("scripts") or {})
         memory = _memory_line(health.get("processes") or {})
         if memory:
@@ -527,9 +527,7 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
             sys.stdout.write(f"warning: {older}\n")
         config_error = (health.get("config") or {}).get("error")
         if config_error:
-            sys.stdout.write(
-                f"config: error, the previous configuration still serves: {config_error}\n"
-            )
+            write_shown(f"config: error, the previous configuration still serves: {config_error}\n")
     raise typer.Exit(0 if healthy else 3)
 
 

@@ -195,6 +195,7 @@ def show_run(
             ]
             for call in calls
         ],
+        names=("tool",),
     )
 
 
@@ -379,6 +380,7 @@ def approve_command(
                 ],
                 header=header,
                 whole=("run",),
+                names=("tool",),
             )
         return
     if revoke and tool is None and run_id is not None and ("." in run_id or "__" in run_id):

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Collection, Sequence
 from typing import Any, TextIO
 
-__all__ = ["print_json", "print_rows", "stdout_is_terminal", "write_shown"]
+__all__ = ["print_json", "print_rows", "shown_name", "stdout_is_terminal", "write_shown"]
 
 # What would end a cell of a tab-separated row, or the row (a run's origin, a server's text)
 _ONE_CELL = re.compile(r"[\t\n\r]")
@@ -24,6 +24,19 @@ def write_shown(text: str, stream: TextIO | None = None) -> None:
     from toolscript.store.outputs import write_shown as write
 
     write(text, stream or sys.stdout)
+
+
+def shown_name(name: str) -> str:
+    """A name a server sent (a tool's, a server's, a resource's) as stdout shows it: on a
+    terminal with its control, bidi and invisible characters as escapes, zero-width ones
+    too (``delete\u200b_all`` is no ``delete_all``; free text keeps them, where they join
+    emoji), as an approval shows a tool (``store.approvalview.visible_text``); elsewhere
+    as it is."""
+    if not stdout_is_terminal():
+        return name
+    from toolscript.store.approvalview import visible_text
+
+    return visible_text(name)
 
 
 # Whether this process printed a JSON document on stdout: an error after it (`init --json`'s
@@ -49,11 +62,13 @@ def print_rows(
     title: str = "",
     header: bool = False,
     whole: Collection[str] = (),
+    names: Collection[str] = (),
 ) -> None:
     """A rich table on a terminal; tab-separated lines in a pipe, the same columns in every
     row, headed by the column names with ``header`` (``--header``). Columns named in
     ``whole`` (ids) are never cut or wrapped, however narrow the terminal. Cells are text
-    as it is (never rich markup), their control characters shown as escapes."""
+    as it is (never rich markup), their control characters shown as escapes; those of the
+    columns in ``names`` (a tool's, a server's) as ``shown_name`` shows them."""
     if not stdout_is_terminal():
         lines = [list(headers), *rows] if header else rows
         for row in lines:
@@ -63,6 +78,7 @@ def print_rows(
     from rich.table import Column, Table
     from rich.text import Text
 
+    from toolscript.store.approvalview import visible_text
     from toolscript.store.outputs import visible_controls
 
     columns = [
@@ -77,6 +93,12 @@ def print_rows(
     table = Table(
         *columns, title=Text(visible_controls(title)) if title else None, title_justify="left"
     )
+    named = {index for index, name in enumerate(headers) if name in names}
     for row in rows:
-        table.add_row(*(Text(visible_controls(cell)) for cell in row))
+        table.add_row(
+            *(
+                Text(visible_text(cell) if index in named else visible_controls(cell))
+                for index, cell in enumerate(row)
+            )
+        )
     Console().print(table)

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from toolscript.cli.client import GatewayClient, config_for_the_gateway, gateway_client
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
-from toolscript.cli.output import print_json, print_rows
+from toolscript.cli.output import print_json, print_rows, write_shown
 from toolscript.cli.types import render_markdown
 from toolscript.search.parameters import check_query_length
 
@@ -120,7 +120,7 @@ def search(
         if output == Output.types and hits and not as_json:
             names = ",".join(hit["name"] for hit in hits if hit.get("kind", "tool") == "tool")
             if names:
-                typer.echo(render_markdown(client.get_json("/types", names=names)), nl=False)
+                write_shown(render_markdown(client.get_json("/types", names=names)))
             _print_script_hits(hits)
             _note_mode(answer, client.ephemeral and loaded.search.semantic)
             return
@@ -158,12 +158,14 @@ def search(
                 for hit in hits
             ],
             header=header,
+            names=("server", "name"),
         )
         return
     print_rows(
         ["server", "tool", "score", "description"],
         [[_server(hit), hit["tool"], f"{hit['score']:.2f}", hit["description"]] for hit in hits],
         header=header,
+        names=("server", "tool"),
     )
 
 
@@ -194,7 +196,7 @@ def _print_script_hits(hits: list[dict[str, Any]]) -> None:
         return
     typer.echo('\nSaved scripts (`import { scripts } from "toolscript"`):\n')
     for hit in scripts:
-        typer.echo(f"- {hit['description']}\n  `{hit['call']}`")
+        write_shown(f"- {hit['description']}\n  `{hit['call']}`\n")
 
 
 def _print_explained(answer: dict[str, Any], header: bool = False) -> None:
@@ -238,7 +240,9 @@ def _print_explained(answer: dict[str, Any], header: bool = False) -> None:
             index = why.get("need_index")
             row.append("whole" if index is None else str(index + 1))
         rows.append(row)
-    print_rows([*columns, "need"] if split else columns, rows, header=header)
+    print_rows(
+        [*columns, "need"] if split else columns, rows, header=header, names=("server", "tool")
+    )
     typer.echo(
         "score = weight x semantic + (1 - weight) x keyword, at most the score above it (its own "
         "is explain.blended in --json); semantic: the cosine scaled from the median tool (0) to "

@@ -74,6 +74,7 @@ def list_servers(
             for server in servers
         ],
         header=header,
+        names=("server",),
     )
     if any(server.get("error") for server in servers):
         sys.stderr.write("the whole reason: `toolscript list-servers --json` or `gateway status`\n")

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from toolscript.cli.client import config_for_the_gateway, gateway_client
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
-from toolscript.cli.output import print_json, print_rows
+from toolscript.cli.output import print_json, print_rows, shown_name
 
 __all__ = ["list_tools"]
 
@@ -52,10 +52,11 @@ def list_tools(
                 for tool in tools
             ],
             header=header,
+            names=("tool",),
         )
     else:
         for tool in tools:
-            typer.echo(tool["name"])
+            typer.echo(shown_name(tool["name"]))
 
 
 def _first_line(text: str) -> str:

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from toolscript.cli.options import ConfigOption, JsonOption
-from toolscript.cli.output import print_json, write_shown
+from toolscript.cli.output import print_json, shown_name, write_shown
 from toolscript.config import find_config_path, load_config
 from toolscript.errors import UsageError
 
@@ -122,7 +122,7 @@ def trust_command(
     for file in imported:
         write_shown(f"  with the file it imports: {file}\n")
     for server in servers:
-        write_shown(f"  {server['name']}: {server['target']}\n")
+        write_shown(f"  {shown_name(server['name'])}: {server['target']}\n")
         reached = _host_reached(server) if server["transport"] in ("http", "sse") else None
         if reached:
             write_shown(f"    reaches the host {reached} (its name as written is not ASCII)\n")

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from toolscript.cli.client import config_for_the_gateway, gateway_client
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import ConfigOption, JsonOption
-from toolscript.cli.output import print_json
+from toolscript.cli.output import print_json, write_shown
 from toolscript.config import Config
 from toolscript.store.packages import offered_note
 
@@ -108,4 +108,4 @@ def get_types(
     if as_json:
         print_json(answer)
         return
-    typer.echo(render_markdown(answer), nl=False)
+    write_shown(render_markdown(answer))  # a server's descriptions: shown, never obeyed

@@ -1251,6 +1251,10 @@ class Gateway:
         """Validate and forward one call; ``(shape, value)`` per the result contract.
         ``agents``: a run of the agent's makes it (``Run.agents``), whose example the agent
         may be shown (``RecentCalls``)."""
+        # The config the call is made under, for all it reads after the server answers: a
+        # reload during the call (a server taken out with its token) leaves it masking
+        # what that config knew, not what the next one does.
+        config = self.config
         server, tool_name = split_tool_name(qualified)
         upstream, tool = self.tool(server, tool_name)
         self.validate(server, tool, arguments)
@@ -1258,13 +1262,13 @@ class Gateway:
         try:
             shape, value = tool_result(qualified, result)
         except ToolCallError as exc:  # an error text is a message: no configured secret in it
-            secrets = self.config.secrets
+            secrets = config.secrets
             raise ToolCallError(
                 redact(exc.message, secrets), content=redact_value(exc.content, secrets)
             ) from None
         if self.shapes.enabled and self.shapes.observe(qualified, tool, shape, value):
             self._types_learned = True  # built within a second, with whatever else is learned
-        self.recent.note(qualified, arguments, value, agents=agents)
+        self.recent.note(qualified, arguments, value, agents=agents, secrets=config.secrets)
         return shape, value
 
     async def elicit(self, server: str, message: str, schema: Any) -> dict[str, Any]:

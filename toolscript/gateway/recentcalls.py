@@ -79,24 +79,38 @@ class RecentCalls:
         self.enabled = enabled
         self.limits = limits
         self._secrets = secrets
-        # noted, not yet redacted: arguments and result, each shrunk, and whose run made it
-        self._pending: dict[str, tuple[tuple[Any, bool], tuple[Any, bool], bool]] = {}
+        # noted, not yet redacted: arguments and result, each shrunk, whose run made it,
+        # and the secrets of the config the call was made under
+        self._pending: dict[
+            str, tuple[tuple[Any, bool], tuple[Any, bool], bool, tuple[str, ...]]
+        ] = {}
         self._lock = threading.Lock()  # noted on the event loop, settled in a thread
         self._settling = threading.Lock()  # settled in more than one thread at a time
         self.dirty = False
         self.version = 0  # counted up at each change of the calls (get-types' kept renders)
         self.calls: dict[str, RecentCall] = self._load() if enabled else {}
 
-    def note(self, qualified: str, arguments: Any, result: Any, *, agents: bool = False) -> None:
+    def note(
+        self,
+        qualified: str,
+        arguments: Any,
+        result: Any,
+        *,
+        agents: bool = False,
+        secrets: Iterable[str] | None = None,
+    ) -> None:
         """Remember a successful call: on the call's path, only as much of it as could be
-        shown is kept (``shrunk``); ``settle`` redacts it. ``agents``: a run of the agent's
-        made it (``of(..., agents=True)`` shows no other: a person's calls are theirs)."""
+        shown is kept (``shrunk``); ``settle`` redacts it, of ``secrets`` (those of the config
+        the call was made under) as well as the config's then. ``agents``: a run of the
+        agent's made it (``of(..., agents=True)`` shows no other: a person's calls are
+        theirs)."""
         if self.enabled and len(qualified) <= MAX_NAME_LENGTH:
-            secrets = tuple(self._secrets())
+            known = tuple(self._secrets() if secrets is None else secrets)
             kept = (
-                shrunk(arguments, secrets, self.limits, self.limits.arguments),
-                shrunk(result, secrets, self.limits, self.limits.result),
+                shrunk(arguments, known, self.limits, self.limits.arguments),
+                shrunk(result, known, self.limits, self.limits.result),
                 agents,
+                known,
             )
             with self._lock:
                 self._pending[qualified] = kept
@@ -108,8 +122,9 @@ class RecentCalls:
                 pending, self._pending = self._pending, {}
             if not pending:
                 return
-            secrets = tuple(self._secrets())
-            for qualified, (arguments, result, agents) in pending.items():
+            now = tuple(self._secrets())
+            for qualified, (arguments, result, agents, noted) in pending.items():
+                secrets = tuple(dict.fromkeys((*noted, *now)))
                 shown_arguments, _ = shown(arguments, secrets, self.limits, self.limits.arguments)
                 shown_result, cut = shown(result, secrets, self.limits, self.limits.result)
                 self.calls.pop(qualified, None)  # the newest last: the oldest are dropped first

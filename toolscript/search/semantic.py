@@ -637,6 +637,34 @@ class EmbeddingStore:
                     [model, *chunk],
                 )
 
+    def keep_only(self, hashes: Iterable[str]) -> int:
+        """Delete every row but those of ``hashes`` (any model's); how many were deleted.
+
+        Rows of tools no longer in the catalogue, and of the unkeyed form earlier versions
+        wrote, are read by no search again: the file would only grow. The space is given
+        back to the file system, not only to SQLite's free pages."""
+        if self.path is None:
+            kept = set(hashes)
+            gone = [key for key in self._memory if key[0] not in kept]
+            for key in gone:
+                del self._memory[key]
+            return len(gone)
+        import contextlib
+        import sqlite3
+
+        keys = self._row_keys(hashes)
+        with contextlib.closing(self._connect()) as db, db:
+            db.execute("create temp table kept (content_hash text primary key)")
+            db.executemany("insert or ignore into kept values (?)", [(key,) for key in keys])
+            deleted = db.execute(
+                "delete from embeddings where content_hash not in (select content_hash from kept)"
+            ).rowcount
+        if deleted:
+            # best effort: a search reading the file meanwhile keeps it busy past the timeout
+            with contextlib.closing(self._connect()) as db, contextlib.suppress(sqlite3.Error):
+                db.execute("vacuum")
+        return deleted
+
     def put(self, vectors: dict[str, bytes], model: str, dimensions: int) -> None:
         if self.path is None:
             self._memory.update(((h, model), v) for h, v in vectors.items())
