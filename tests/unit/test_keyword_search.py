@@ -618,6 +618,27 @@ def test_a_request_naming_a_parameter_finds_the_tool_that_takes_it() -> None:
 
 
 @pytest.mark.parametrize(
+    ("request_text", "read"),
+    [
+        # a call or member chain, a snake_case identifier: their words
+        ("page.goBack()", "page go back()"),
+        ("jira.transitionIssue(key)", "jira transition issue(key)"),
+        ("zdx_start_deeptrace", "zdx start deeptrace"),
+        # an API route: its fixed segments, not a file ("pulls file")
+        ("GET /nodes/{nodeId}/children", "GET nodes children"),
+        # a file's name stays one (its kind is read), a domain and a camelCase word too
+        ("open my_notes.md", "open my_notes.md file"),
+        ("check example.com", "check example.com"),
+        ("the token in localStorage", "the token in localStorage"),
+    ],
+)
+def test_the_model_reads_code_identifiers_and_routes_as_their_words(
+    request_text: str, read: str
+) -> None:
+    assert semantic_query(request_text) == read
+
+
+@pytest.mark.parametrize(
     ("typed", "word", "swapped"),
     [
         ("biuld", "build", True),

@@ -391,17 +391,46 @@ def _unless_a_file(quoted: re.Match[str]) -> str:
     return quoted.group(0) if file_names(quoted.group(0)) else " "
 
 
+# Code the request is written in: a call or member chain ("page.goBack()",
+# "okta.users.deactivate(userId)"), a snake_case identifier ("zdx_start_deeptrace",
+# "github.list_prs"), or an API route with placeholders ("/repos/{owner}/{repo}/pulls", read as a
+# file's path before: "pulls file"). The model reads such a word as the pieces its tokenizer cuts
+# ("go", "##back"); keyword search splits identifiers already (split_identifier), and the model
+# now reads their words too. A camelCase word alone stays as typed: tools write "localStorage"
+# or "useEffect" joined as well (browser_localstorage_get), and a file's name stays one.
+_IDENTIFIER = re.compile(
+    r"(?<![\w/.@-])(?:[A-Za-z]\w*\.)+[A-Za-z]\w*(?=\s*\()"
+    r"|\b[a-z]+(?:_[A-Za-z0-9]+)+\b(?!\.\w)"
+)
+_PLACEHOLDER = re.compile(r"\{[^{}]*\}")
+_ROUTE = re.compile(r"(?<!\S)(?:/[\w.-]*)*/\{[^{}\s]*\}(?:/[\w{}.-]*)*")
+
+
+def _route_read(text: str) -> str:
+    """``text`` with an API route as the words of its fixed segments (see ``_ROUTE``)."""
+    return _ROUTE.sub(
+        lambda found: " ".join(split_identifier(_PLACEHOLDER.sub(" ", found[0]))), text
+    )
+
+
+def _identifiers_read(text: str) -> str:
+    """``text`` with each code identifier as the words it joins (see ``_IDENTIFIER``)."""
+    return _IDENTIFIER.sub(lambda found: " ".join(split_identifier(found[0])), text)
+
+
 def semantic_query(text: str) -> str:
     """``text`` less its literal values, a message it dictates, a word it negates and short
     forms, for the embedding model (see above)."""
     text = without_done_step(without_negated(read_statements(without_data(text))))
     whole = " ".join(text.split())  # what is read when nothing else is left
+    text = _route_read(text)
     text = _QUOTED.sub(_unless_a_file, _MESSAGE.sub(" ", text))
     text = _URL.sub(" URL ", text)
     text = _EMAIL.sub(" email address ", text)
     text = _IP_ADDRESS.sub(_ip_address, channels_read(text))
     text = _bare_files_marked(text)
     text = _PATH.sub(lambda found: f" {found.group(1).rstrip('.')} file ", text)
+    text = _identifiers_read(text)
     text = _CSS_CLASS.sub(" ", text)
     cleaned = " ".join(_NUMBERED_VALUE.sub(" ", text).split())
     return expand_abbreviations(cleaned or whole)
