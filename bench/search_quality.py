@@ -65,6 +65,9 @@ LABELLED = {
     # written blind, in the styles the sets above have least (typos, abbreviations, other
     # products' words, task descriptions of several sentences, negations, a product named)
     "blind4": Path(__file__).resolve().parent / "search" / "queries_blind4.txt",
+    # written blind, in the styles the sets above have least (code identifiers and API routes, an
+    # argument or a result named, one or two words, an error's voice, a task's second step)
+    "blind5": Path(__file__).resolve().parent / "search" / "queries_blind5.txt",
 }
 # The four retrievers and the final design. "fixed" is the design before adaptive fusion and
 # splitting (hybrid blend with the fixed alpha, the request ranked whole); "adaptive" adds the

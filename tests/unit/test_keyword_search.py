@@ -20,7 +20,9 @@ from toolscript.search.text import (
     plural_name_words,
     semantic_query,
     tokenize,
+    without_done_step,
     without_negated,
+    without_signature_verbs,
 )
 
 TIME_TOOLS = json.loads((Path(__file__).parent / "data" / "time_tools.json").read_text())
@@ -547,6 +549,93 @@ def test_a_sibling_the_request_says_it_does_not_want_ranks_after_the_one_it_asks
         assert first_of(tools, query) == wanted
     # the model reads the request without the negated word too
     assert "merge" not in semantic_query("don't merge yet, just ask carol to review PR 90")
+
+
+@pytest.mark.parametrize(
+    ("request_text", "read"),
+    [
+        ("task marked done, now approve it", "task  , now approve it"),
+        ("audio loaded, now the beat positions", "audio , now the beat positions"),
+        ("got the okta group id, now add carol to it", " the okta group id, now add carol to it"),
+        # what the step names is kept: "data.gov" says which server
+        (
+            "found the dataset on data.gov; now its details",
+            " the dataset on data.gov; now its details",
+        ),
+        ("read the note: now append a line", " the note: now append a line"),
+        ("I have the pod name now, forward 8080 to it", None),  # no verb of a done step
+        # no step before "now"
+        ("approve it now", None),
+        ("which maps are strongest right now, then who won", None),
+        ("now list the open issues", None),
+    ],
+)
+def test_the_verbs_of_a_step_the_request_says_is_done_are_not_read(
+    request_text: str, read: str | None
+) -> None:
+    expected = request_text if read is None else read
+    assert without_done_step(request_text).split() == expected.split()
+
+
+def test_the_tool_a_done_step_used_ranks_after_the_one_the_request_asks_for() -> None:
+    """ "task marked done, now approve it": mark_task_done is the step done, not the one asked."""
+    tools = [
+        {"name": "mark_task_done", "description": "Mark a task as done."},
+        {"name": "approve_task_completion", "description": "Approve a task marked as done."},
+        {"name": "load", "description": "Load an audio file."},
+        {"name": "beat_track", "description": "Beat positions of an audio file."},
+    ]
+    assert first_of(tools, "task marked done, now approve it") == "approve_task_completion"
+    assert first_of(tools, "audio loaded, now the beat positions") == "beat_track"
+    assert "loaded" not in semantic_query("audio loaded, now the beat positions")
+
+
+@pytest.mark.parametrize(
+    ("request_text", "read"),
+    [
+        ("which tool takes a pmid", "which tool  a pmid"),
+        ("takes a requestId, returns the next task", " a requestId,  the next task"),
+        ("something that accepts CQL", "something that  CQL"),
+        ("returns GREEN, YELLOW or RED", " GREEN, YELLOW or RED"),
+        ("handle returns for order 55", None),  # the noun
+        ("take a screenshot", None),  # the imperative: an action
+    ],
+)
+def test_a_verb_naming_a_tools_parameters_or_result_is_not_read(
+    request_text: str, read: str | None
+) -> None:
+    expected = request_text if read is None else read
+    assert without_signature_verbs(request_text).split() == expected.split()
+
+
+def test_a_request_naming_a_parameter_finds_the_tool_that_takes_it() -> None:
+    """ "takes" is no action: browser_take_screenshot was first for "which tool takes a pmid"."""
+    tools = [
+        {"name": "browser_take_screenshot", "description": "Take a screenshot of the page."},
+        {"name": "article_getter", "description": "Fetch an article by its pmid (PubMed id)."},
+    ]
+    assert first_of(tools, "which tool takes a pmid") == "article_getter"
+
+
+@pytest.mark.parametrize(
+    ("request_text", "read"),
+    [
+        # a call or member chain, a snake_case identifier: their words
+        ("page.goBack()", "page go back()"),
+        ("jira.transitionIssue(key)", "jira transition issue(key)"),
+        ("zdx_start_deeptrace", "zdx start deeptrace"),
+        # an API route: its fixed segments, not a file ("pulls file")
+        ("GET /nodes/{nodeId}/children", "GET nodes children"),
+        # a file's name stays one (its kind is read), a domain and a camelCase word too
+        ("open my_notes.md", "open my_notes.md file"),
+        ("check example.com", "check example.com"),
+        ("the token in localStorage", "the token in localStorage"),
+    ],
+)
+def test_the_model_reads_code_identifiers_and_routes_as_their_words(
+    request_text: str, read: str
+) -> None:
+    assert semantic_query(request_text) == read
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from toolscript.search.words import (
     BARE_FILE_EXTENSIONS,
     DEPRECATION_MARKS,
     DOCUMENT_KINDS,
+    DONE_VERBS,
     LATITUDE_NAMES,
     LONGITUDE_NAMES,
     NEGATION_FILLERS,
@@ -44,7 +45,9 @@ __all__ = [
     "statements",
     "stem",
     "tokenize",
+    "without_done_step",
     "without_negated",
+    "without_signature_verbs",
 ]
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -239,6 +242,46 @@ def without_negated(text: str) -> str:
     return kept if kept == text or tokenize(kept) else text
 
 
+# A step the request says is done before the step it asks for: "task marked done, now approve
+# it", "got the okta group id, now add carol to it", "audio loaded, now the beat positions", "I
+# have the pod name now, forward 8080 to it". Its verbs name the tool already used
+# (mark_task_done, load, new_game for "new game started"): they are dropped, and what the step
+# names is kept ("the dataset id on data.gov" says which server). The step opens the request
+# and ends at a comma, semicolon or colon before "now", or at "now" before one.
+_DONE_STEP = re.compile(
+    r"\s*(?P<step>(?:[^,;:.!?]|\.(?=\w))+?)(?:\s*[,;:]\s*now\b|(?<!\bright)\s+now\s*[,;:])", re.I
+)
+_DONE_VERB = re.compile(rf"\b(?:[A-Za-z]{{3,}}ed|{'|'.join(DONE_VERBS)})\b", re.IGNORECASE)
+
+
+def without_done_step(text: str) -> str:
+    """``text`` less the verbs of a step it says is done before the one it asks for (see
+    ``_DONE_STEP``); as it is when nothing else would be left."""
+    found = _DONE_STEP.match(text)
+    if found is None:
+        return text
+    kept = f"{_DONE_VERB.sub(' ', found['step'])}{text[found.end('step') :]}"
+    return kept if tokenize(kept) else text
+
+
+# A request that names a tool by what it takes or gives ("which tool takes a JQL string",
+# "something that returns a list of commit SHAs", "takes a requestId, returns the next pending
+# task") asks about its parameters or its result: the verb says nothing a tool does, and
+# "takes" read as an action found browser_take_screenshot first for "takes a pmid". It is
+# such a verb where it opens the request or a clause, or follows the word for a tool or "that"
+# / "which" ("handle returns for order 55" keeps its noun).
+_SIGNATURE = re.compile(
+    r"(?P<lead>^\s*|[,;(]\s*|\b(?:that|which|tool|one|and)\s+)"
+    r"(?:takes|accepts|expects|returns|gives\s+back)\b",
+    re.IGNORECASE,
+)
+
+
+def without_signature_verbs(text: str) -> str:
+    """``text`` less a verb that names a tool by its parameters or result (``_SIGNATURE``)."""
+    return _SIGNATURE.sub(lambda found: found["lead"], text)
+
+
 _SHORT_FORM = re.compile(r"\b(" + "|".join(SHORT_FORMS) + r")\b", re.IGNORECASE)
 
 
@@ -313,7 +356,10 @@ def keyword_query(text: str) -> str:
         name = _file_name(found)
         return found.group(0) if name is None else f"{_kind(name)} file"
 
-    text = channels_read(without_negated(read_statements(without_data(text))))
+    text = without_signature_verbs(
+        without_done_step(without_negated(read_statements(without_data(text))))
+    )
+    text = channels_read(text)
     return expand_abbreviations(_bare_files_kind(_PATH.sub(marked, text)))
 
 
@@ -345,17 +391,46 @@ def _unless_a_file(quoted: re.Match[str]) -> str:
     return quoted.group(0) if file_names(quoted.group(0)) else " "
 
 
+# Code the request is written in: a call or member chain ("page.goBack()",
+# "okta.users.deactivate(userId)"), a snake_case identifier ("zdx_start_deeptrace",
+# "github.list_prs"), or an API route with placeholders ("/repos/{owner}/{repo}/pulls", read as a
+# file's path before: "pulls file"). The model reads such a word as the pieces its tokenizer cuts
+# ("go", "##back"); keyword search splits identifiers already (split_identifier), and the model
+# now reads their words too. A camelCase word alone stays as typed: tools write "localStorage"
+# or "useEffect" joined as well (browser_localstorage_get), and a file's name stays one.
+_IDENTIFIER = re.compile(
+    r"(?<![\w/.@-])(?:[A-Za-z]\w*\.)+[A-Za-z]\w*(?=\s*\()"
+    r"|\b[a-z]+(?:_[A-Za-z0-9]+)+\b(?!\.\w)"
+)
+_PLACEHOLDER = re.compile(r"\{[^{}]*\}")
+_ROUTE = re.compile(r"(?<!\S)(?:/[\w.-]*)*/\{[^{}\s]*\}(?:/[\w{}.-]*)*")
+
+
+def _route_read(text: str) -> str:
+    """``text`` with an API route as the words of its fixed segments (see ``_ROUTE``)."""
+    return _ROUTE.sub(
+        lambda found: " ".join(split_identifier(_PLACEHOLDER.sub(" ", found[0]))), text
+    )
+
+
+def _identifiers_read(text: str) -> str:
+    """``text`` with each code identifier as the words it joins (see ``_IDENTIFIER``)."""
+    return _IDENTIFIER.sub(lambda found: " ".join(split_identifier(found[0])), text)
+
+
 def semantic_query(text: str) -> str:
     """``text`` less its literal values, a message it dictates, a word it negates and short
     forms, for the embedding model (see above)."""
-    text = without_negated(read_statements(without_data(text)))
+    text = without_done_step(without_negated(read_statements(without_data(text))))
     whole = " ".join(text.split())  # what is read when nothing else is left
+    text = _route_read(text)
     text = _QUOTED.sub(_unless_a_file, _MESSAGE.sub(" ", text))
     text = _URL.sub(" URL ", text)
     text = _EMAIL.sub(" email address ", text)
     text = _IP_ADDRESS.sub(_ip_address, channels_read(text))
     text = _bare_files_marked(text)
     text = _PATH.sub(lambda found: f" {found.group(1).rstrip('.')} file ", text)
+    text = _identifiers_read(text)
     text = _CSS_CLASS.sub(" ", text)
     cleaned = " ".join(_NUMBERED_VALUE.sub(" ", text).split())
     return expand_abbreviations(cleaned or whole)

@@ -13,6 +13,7 @@ __all__ = [
     "BARE_FILE_EXTENSIONS",
     "DEPRECATION_MARKS",
     "DOCUMENT_KINDS",
+    "DONE_VERBS",
     "IMPLIED_WORDS",
     "LATITUDE_NAMES",
     "LONGITUDE_NAMES",
@@ -55,6 +56,16 @@ _NEGATION_FILLERS = """
     a an the any its their his her my our your this that these those as to yet even ever
     """
 NEGATION_FILLERS = tuple(_NEGATION_FILLERS.split())
+
+# Verbs that say a step is done, besides the regular "-ed" ones ("got the okta group id, now add
+# carol to it", "dataset found, now its details"): irregular past forms and participles, and
+# words that say a thing is there (text.without_done_step).
+_DONE_VERBS = """
+    got gotten found made done built ran run set sent wrote written took taken read saw seen
+    put brought bought gave given began begun kept left held paid told drew drawn chose chosen
+    shown knew known exists exist ready there
+    """
+DONE_VERBS = tuple(_DONE_VERBS.split())
 
 # Suffixes the light stemmer strips (text.stem), the longest first.
 SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "es", "ed", "ly", "s")
