@@ -511,13 +511,17 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         rows = []
         for server in health.get("servers", {}).values():
             detail = server.get("error") or ""
-            if server.get("stderr"):
-                detail += " | stderr: " + " / ".join(server["stderr"][-3:])
+            unsaid = [line for line in server.get("stderr", [])[-3:] if line not in detail]
+            if unsaid:  # its last words, but for those its error quotes already
+                detail += " | stderr: " + " / ".join(unsaid)
             rows.append([server["name"], server["state"], str(server["tools"]), detail])
         if rows:
             print_rows(["server", "state", "tools", "error"], rows)
         for warning in health.get("warnings", []):
             sys.stdout.write(f"warning: {warning}\n")
+        for warning in (health.get("types") or {}).get("warnings", []):
+            # two names one identifier: a script calls one of them by another name
+            sys.stdout.write(f"warning: naming: {warning}\n")
         _print_scripts(health.get("scripts") or {})
         memory = _memory_line(health.get("processes") or {})
         if memory:

@@ -727,7 +727,9 @@ class UpstreamServer:
             return
         was_connected = self.state == ServerState.CONNECTED
         self._set_state(ServerState.RECONNECTING if was_connected else ServerState.FAILED)
-        tail = ("; stderr: " + " | ".join(self.stderr_tail[-3:])) if self.stderr_tail else ""
+        # its last words, but for those the error quotes already (said once, not twice)
+        unsaid = [line for line in self.stderr_tail[-3:] if line not in (self.error or "")]
+        tail = ("; stderr: " + " | ".join(unsaid)) if unsaid else ""
         # A server down for hours is retried every minute: its failure is a warning once,
         # the same failure again only a debug line, until it connects.
         line = f"{self.name}: {self.error}{self._redact(tail)}"

@@ -1,0 +1,110 @@
+"""A new user's first hour, sixth pass: the angles the earlier ones (test_first_hour.py to
+test_first_hour5.py, test_agent_first_hour.py) did not take. Servers awkward in the wild
+(one that exits at once with its reason on stderr, one whose first start is slow while the
+user already runs scripts), and a Python tool file written for the first time with two
+functions whose names make one identifier.
+
+Each test asserts what the user is told, as the CLI shows it, with real processes.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.helpers import GatewayProcess, argv, fixture_server, toolscript_cli, wait_until
+
+REASON = "error: DB_URL is required; set it in your environment"
+# A server that needs a setting the user has not given: it says so on stderr and exits.
+EXITS_AT_ONCE = {
+    "command": sys.executable,
+    "args": ["-c", f"import sys; print({REASON!r}, file=sys.stderr); sys.exit(1)"],
+}
+PEOPLE = '''"""People of the team."""
+
+
+def get_user(name: str) -> str:
+    """A user by name."""
+    return name
+
+
+def getUser(name: str) -> str:
+    """A user by name, upper-cased."""
+    return name.upper()
+'''
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    project = tmp_path_factory.mktemp("first-hour6")
+    (project / "tools").mkdir()
+    (project / "tools" / "people.py").write_text(PEOPLE)
+    config = {
+        "mcpServers": {"fx": fixture_server(), "needsdb": EXITS_AT_ONCE},
+        "localTools": {"dir": "tools"},
+        "search": {"semantic": False},
+    }
+    gateway = GatewayProcess(config, project)
+    try:
+        gateway.wait_for_health(
+            lambda h: h["servers"]["needsdb"]["state"] == "failed" and h["types"]["warnings"],
+            what="needsdb failed and the module built",
+        )
+        yield gateway
+    finally:
+        gateway.stop()
+
+
+def test_a_server_that_exits_at_once_says_why_once(gateway: GatewayProcess) -> None:
+    """Its one stderr line was said twice, in `gateway status` and in the gateway's log:
+    "exited while connecting: REASON (...) | stderr: REASON"."""
+    status = toolscript_cli("gateway", "status", cwd=gateway.directory)
+    assert status.returncode == 3, status.stdout + status.stderr
+    row = next(line for line in status.stdout.splitlines() if line.startswith("needsdb"))
+    assert "exited while connecting: " + REASON in row
+    assert row.count(REASON) == 1, row
+    logged = [line for line in gateway.log.splitlines() if "needsdb: exited" in line]
+    assert logged, gateway.log
+    assert all(line.count(REASON) == 1 for line in logged), logged
+
+
+def test_two_functions_of_one_identifier_are_named_by_status(gateway: GatewayProcess) -> None:
+    """`get_user` and `getUser` of a tool file are both `getUser` in a script: one is called
+    `getUser2`, which the gateway's log alone said (a gateway the plugin started shows no log),
+    while `list-tools` lists both by their Python names."""
+    status = toolscript_cli("gateway", "status", cwd=gateway.directory)
+    warning = next(
+        (line for line in status.stdout.splitlines() if "'get_user'" in line), status.stdout
+    )
+    assert warning.startswith("warning: naming: "), warning
+    assert "'getUser2'" in warning
+
+
+def test_a_server_still_starting_for_one_run_says_to_keep_a_gateway(tmp_path: Path) -> None:
+    """A server whose first start is slow (npx downloading it) is still connecting when the
+    gateway started for one `exec` serves: the user was told "(connecting); run `toolscript
+    gateway start` to see why", and that gateway showed nothing wrong; each run's gateway
+    stops the server again before it is ready."""
+    marker = "toolscript-slow-first-start"
+    slow = {"command": sys.executable, "args": ["-c", "import time; time.sleep(300)", marker]}
+    config = {"mcpServers": {"slow": slow}, "search": {"semantic": False}}
+    (tmp_path / ".toolscript.json").write_text(json.dumps(config))
+    code = 'import { tools } from "toolscript"; return await tools.slow.anything({})'
+    result = toolscript_cli("exec", code, cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert (
+        "not available: slow (still connecting: a first start may download it); "
+        "`toolscript gateway start &` lets it finish" in result.stderr
+    ), result.stderr
+    assert "to see why" not in result.stderr
+    wait_until(
+        lambda: [p for p in psutil.process_iter() if marker in argv(p)],
+        lambda left: not left,
+        10,
+        "the slow server stopped with the run's gateway",
+    )
