@@ -108,3 +108,25 @@ def test_a_server_still_starting_for_one_run_says_to_keep_a_gateway(tmp_path: Pa
         10,
         "the slow server stopped with the run's gateway",
     )
+
+
+def test_status_in_a_nested_project_names_the_gateway_of_the_one_above(
+    gateway: GatewayProcess,
+) -> None:
+    """A repository's config with its gateway running, and a subfolder with a config of its
+    own: from below that subfolder, `gateway status` said "not running" and its config, and
+    nothing of the repository's gateway the user had just started."""
+    sub = gateway.directory / "sub"
+    (sub / "deeper").mkdir(parents=True)
+    (sub / ".toolscript.json").write_text('{"mcpServers": {}}')
+    status = toolscript_cli("gateway", "status", cwd=sub / "deeper")
+    assert status.returncode == 1, status.stdout + status.stderr
+    assert f"config: {sub / '.toolscript.json'}" in status.stderr
+    assert (
+        f"note: a gateway runs for {gateway.config_path}, a project in a folder above"
+        in status.stderr
+    ), status.stderr
+    as_json = toolscript_cli("gateway", "status", "--json", cwd=sub / "deeper")
+    assert json.loads(as_json.stdout)["enclosing"] == [str(gateway.config_path)]
+    own = toolscript_cli("gateway", "status", cwd=gateway.directory)
+    assert "folder above" not in own.stdout + own.stderr
