@@ -130,3 +130,20 @@ def test_status_in_a_nested_project_names_the_gateway_of_the_one_above(
     assert json.loads(as_json.stdout)["enclosing"] == [str(gateway.config_path)]
     own = toolscript_cli("gateway", "status", cwd=gateway.directory)
     assert "folder above" not in own.stdout + own.stderr
+
+
+def test_a_deno_that_cannot_start_says_which_and_what_to_change(
+    gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    """TOOLSCRIPT_DENO set to a path that is no program: exec said "cannot start deno:
+    [Errno 2] ...", hint "check TOOLSCRIPT_DENO" (the same hint when it was not set), after a
+    warning of the same failure ("type checks: `deno types` failed: [Errno 2] ...")."""
+    missing = tmp_path / "deno"
+    code = 'import { tools } from "toolscript"; return await tools.fx.plainText({ text: "hi" })'
+    result = toolscript_cli(
+        "exec", code, cwd=gateway.directory, env={"TOOLSCRIPT_DENO": str(missing)}
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"TOOLSCRIPT_DENO names {missing}, which does not run" in result.stderr
+    assert "unset it to use the deno package's" in result.stderr
+    assert "type checks:" not in result.stderr  # said once: not again as a lib's warning
