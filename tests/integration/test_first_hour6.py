@@ -9,8 +9,10 @@ Each test asserts what the user is told, as the CLI shows it, with real processe
 
 from __future__ import annotations
 
+import http.server
 import json
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,13 +41,43 @@ def getUser(name: str) -> str:
 '''
 
 
+class _Moved(http.server.BaseHTTPRequestHandler):
+    """A server's old address: every request is sent on to its new one (308)."""
+
+    def do_POST(self) -> None:
+        self.send_response(308)
+        self.send_header("Location", "http://127.0.0.1:9/mcp")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_DELETE = do_POST
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
 @pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+def moved_url() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Moved)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory, moved_url: str) -> Iterator[GatewayProcess]:
     project = tmp_path_factory.mktemp("first-hour6")
     (project / "tools").mkdir()
     (project / "tools" / "people.py").write_text(PEOPLE)
     config = {
-        "mcpServers": {"fx": fixture_server(), "needsdb": EXITS_AT_ONCE},
+        "mcpServers": {
+            "fx": fixture_server(),
+            "needsdb": EXITS_AT_ONCE,
+            "moved": {"url": moved_url},
+        },
         "localTools": {"dir": "tools"},
         "search": {"semantic": False},
     }
@@ -71,6 +103,18 @@ def test_a_server_that_exits_at_once_says_why_once(gateway: GatewayProcess) -> N
     logged = [line for line in gateway.log.splitlines() if "needsdb: exited" in line]
     assert logged, gateway.log
     assert all(line.count(REASON) == 1 for line in logged), logged
+
+
+def test_a_redirect_not_followed_is_said_once(gateway: GatewayProcess) -> None:
+    """The SDK's own warning of the redirect came again at each retry (1, 2, 4 ... s apart),
+    beside toolscript's line saying the same words once."""
+    health = gateway.wait_for_health(
+        lambda h: h["servers"]["moved"]["attempts"] >= 3, what="moved tried three times"
+    )
+    assert "Redirect to http://127.0.0.1:9/mcp not followed" in health["servers"]["moved"]["error"]
+    said = [line for line in gateway.log.splitlines() if "Redirect to" in line]
+    assert len(said) == 1, said
+    assert "toolscript.upstream: moved: " in said[0]
 
 
 def test_two_functions_of_one_identifier_are_named_by_status(gateway: GatewayProcess) -> None:

@@ -42,3 +42,15 @@ def test_a_refused_post_is_the_failure_told() -> None:
     _answered(sse, "GET", 404)
     sse._fail(RuntimeError("refused"))
     assert sse.error is not None and "answered HTTP 404" in sse.error
+
+
+def test_a_server_error_is_not_told_as_a_wrong_url() -> None:
+    """A 500 (the server reached, and failing: a database down behind it) was told "is the
+    URL its MCP endpoint?", sending the user to check a URL that was right."""
+    server = UpstreamServer(ServerConfig(name="remote", transport="http", url=URL))
+    _answered(server, "POST", 500)
+    server._fail(RuntimeError("Server returned an error response"))
+    assert server.error is not None
+    assert server.error.startswith("http://127.0.0.1:9 answered HTTP 500 Internal Server Error")
+    assert "failed on its side (its own log says why)" in server.error
+    assert "MCP endpoint" not in server.error

@@ -58,6 +58,17 @@ from toolscript.upstream.tolerant import repair_call_result, repair_tool_list
 __all__ = ["ServerState", "UpstreamServer", "telling_line"]
 
 log = logging.getLogger("toolscript.upstream")
+
+
+class _SaidInTheError(logging.Filter):
+    """Drops the SDK's warning of a redirect it did not follow: the same words end the
+    request, so the server's error says them, once (the warning came again at each retry)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Redirect to ")
+
+
+_SAID_IN_THE_ERROR = _SaidInTheError()
 _NOTICES_DROPPED = f"sent over {NOTICE_RATE} notifications a second: those past it are dropped"
 _REQUESTS_DROPPED = (
     f"sent over {REQUEST_RATE} requests a second (pings, questions): those past it are dropped "
@@ -327,6 +338,7 @@ class UpstreamServer:
 
             from toolscript.upstream.sdk import create_mcp_http_client
 
+            logging.getLogger("mcp.client.streamable_http").addFilter(_SAID_IN_THE_ERROR)
             assert config.url is not None
             http = create_mcp_http_client(headers=dict(config.headers), auth=self._auth())
             # The SDK turns an HTTP 401 into a generic JSON-RPC error: note it on the way in.
@@ -1244,6 +1256,8 @@ def refused_message(config: ServerConfig, status: int, reason: str) -> str:
         check = (
             "is the URL its MCP endpoint? (streamable HTTP servers often serve /mcp, SSE ones /sse)"
         )
+    elif status >= 500:  # the URL reached a server, which failed: no wrong URL to check
+        check = "the server failed on its side (its own log says why); it is tried again"
     else:
         check = "is the URL its MCP endpoint?"
     return f"{said} while connecting: {check}"
