@@ -54,3 +54,13 @@ def test_a_server_error_is_not_told_as_a_wrong_url() -> None:
     assert server.error.startswith("http://127.0.0.1:9 answered HTTP 500 Internal Server Error")
     assert "failed on its side (its own log says why)" in server.error
     assert "MCP endpoint" not in server.error
+
+
+def test_a_server_nothing_answers_for_asks_whether_it_runs() -> None:
+    """httpx's "All connection attempts failed", after the address, was all the user read."""
+    server = UpstreamServer(ServerConfig(name="remote", transport="http", url=URL))
+    server._fail(httpx.ConnectError("All connection attempts failed"))
+    assert server.error == (
+        "cannot connect to http://127.0.0.1:9: ConnectError: All connection attempts failed "
+        "(is the server running, at that address? it is tried again)"
+    )

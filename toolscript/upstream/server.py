@@ -687,7 +687,10 @@ class UpstreamServer:
         message = _describe(exc)
         if self.config.url is not None and _unwrapped(exc).__class__.__name__ == "ConnectError":
             # httpx says "All connection attempts failed" without saying where to.
-            message = f"cannot connect to {_origin(self.config.url)}: {message}"
+            message = (
+                f"cannot connect to {_origin(self.config.url)}: {message} (is the server "
+                "running, at that address? it is tried again)"
+            )
         if (
             getattr(_unwrapped(exc), "code", None) == mcp_types.CONNECTION_CLOSED
             and self.config.transport == "stdio"
