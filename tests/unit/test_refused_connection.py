@@ -64,3 +64,22 @@ def test_a_server_nothing_answers_for_asks_whether_it_runs() -> None:
         "cannot connect to http://127.0.0.1:9: ConnectError: All connection attempts failed "
         "(is the server running, at that address? it is tried again)"
     )
+
+
+def test_a_403_points_at_the_credentials_not_the_url() -> None:
+    """403 Forbidden (a token without the scope, or none) was told "is the URL its MCP
+    endpoint?"."""
+    keyed = UpstreamServer(
+        ServerConfig(name="remote", transport="http", url=URL, headers={"X-Key": "k"})
+    )
+    _answered(keyed, "POST", 403)
+    keyed._fail(RuntimeError("Server returned an error response"))
+    assert keyed.error == (
+        "http://127.0.0.1:9 answered HTTP 403 Forbidden while connecting: it refuses this "
+        "client: check the token its entry's headers send (its scopes, its account's access)"
+    )
+    bare = UpstreamServer(ServerConfig(name="remote", transport="http", url=URL))
+    _answered(bare, "POST", 403)
+    bare._fail(RuntimeError("Server returned an error response"))
+    assert bare.error is not None and "MCP endpoint" not in bare.error
+    assert "`toolscript auth remote`" in bare.error

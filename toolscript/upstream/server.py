@@ -1259,6 +1259,16 @@ def refused_message(config: ServerConfig, status: int, reason: str) -> str:
         check = (
             "is the URL its MCP endpoint? (streamable HTTP servers often serve /mcp, SSE ones /sse)"
         )
+    elif status == 403:  # it knows the client and refuses it: its credentials, not its URL
+        from toolscript.upstream.oauth import sign_in_command
+
+        check = (
+            "it refuses this client: check the token its entry's headers send (its scopes, "
+            "its account's access)"
+            if config.headers
+            else "it refuses a client without credentials: give its entry the headers it "
+            f"asks for (an API key), or sign in with `{sign_in_command(config.name)}`"
+        )
     elif status >= 500:  # the URL reached a server, which failed: no wrong URL to check
         check = "the server failed on its side (its own log says why); it is tried again"
     else:
