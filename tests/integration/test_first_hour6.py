@@ -159,10 +159,11 @@ def test_status_in_a_nested_project_names_the_gateway_of_the_one_above(
 ) -> None:
     """A repository's config with its gateway running, and a subfolder with a config of its
     own: from below that subfolder, `gateway status` said "not running" and its config, and
-    nothing of the repository's gateway the user had just started."""
+    `list-servers` "no gateway runs for this project", nothing of the repository's gateway
+    the user had just started."""
     sub = gateway.directory / "sub"
     (sub / "deeper").mkdir(parents=True)
-    (sub / ".toolscript.json").write_text('{"mcpServers": {}}')
+    (sub / ".toolscript.json").write_text(json.dumps({"mcpServers": {"own": fixture_server()}}))
     status = toolscript_cli("gateway", "status", cwd=sub / "deeper")
     assert status.returncode == 1, status.stdout + status.stderr
     assert f"config: {sub / '.toolscript.json'}" in status.stderr
@@ -174,6 +175,11 @@ def test_status_in_a_nested_project_names_the_gateway_of_the_one_above(
     assert json.loads(as_json.stdout)["enclosing"] == [str(gateway.config_path)]
     own = toolscript_cli("gateway", "status", cwd=gateway.directory)
     assert "folder above" not in own.stdout + own.stderr
+    listed = toolscript_cli("list-servers", cwd=sub / "deeper")
+    assert listed.returncode == 0, listed.stderr
+    assert f"a gateway runs for {gateway.config_path}, a project in a folder above" in (
+        listed.stderr
+    )
 
 
 def test_a_deno_that_cannot_start_says_which_and_what_to_change(

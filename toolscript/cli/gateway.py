@@ -9,7 +9,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
-from toolscript.cli.client import URL_VARIABLE, GatewayClient, find_gateway_url, public_url
+from toolscript.cli.client import (
+    URL_VARIABLE,
+    GatewayClient,
+    enclosing_gateways,
+    enclosing_note,
+    find_gateway_url,
+    public_url,
+)
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import CacheDirOption, ConfigOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
@@ -470,7 +477,7 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         if config_problem is not None:
             raise config_problem from None
         sessions = _session_gateways_of(loaded)
-        enclosing = _enclosing_gateways(loaded)
+        enclosing = enclosing_gateways(loaded)
         if as_json:
             print_json(
                 {
@@ -487,11 +494,7 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
             sys.stderr.write(f"gateway: {own} ({exc.message})\n")
             sys.stderr.write(f"config: {loaded.path or 'none (zero servers)'}\n")
             sys.stderr.write(_sessions_text(sessions))
-            for outer in enclosing:
-                sys.stderr.write(
-                    f"note: a gateway runs for {outer}, a project in a folder above (commands "
-                    f"here use the nearest config): `--config {outer}` reaches it\n"
-                )
+            sys.stderr.write(enclosing_note(enclosing))
             hint = exc.hint
             if hint and "`toolscript gateway status`" in hint:  # this very command: no help
                 hint = "start one with `toolscript gateway start`"
@@ -570,25 +573,6 @@ def _older_code(health: dict[str, Any]) -> str | None:
         "(`toolscript gateway stop`, then `toolscript gateway start &`; a Claude Code "
         "session's gateway restarts with its session)"
     )
-
-
-def _enclosing_gateways(config: Config) -> list[Path]:
-    """The configs of the projects in the folders above this one (a repository's, above its
-    subfolder's own) whose gateway runs: commands here use the nearest config, not theirs."""
-    from toolscript.gateway.state import read_gateway_state
-    from toolscript.plumbing.paths import project_cache_dir
-
-    found: list[Path] = []
-    folder = config.project_dir
-    while config.path is not None and folder.parent != folder:
-        outer = find_config_path(None, cwd=folder.parent)
-        if not outer.is_file():
-            break
-        state = read_gateway_state(project_cache_dir(outer.parent))
-        if state is not None and not state.get("starting"):
-            found.append(outer)
-        folder = outer.parent
-    return found
 
 
 def _session_gateways_of(config: Config) -> list[dict[str, Any]]:
