@@ -359,9 +359,9 @@ def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
     ignored = _keys_of_another_transport(doc, path)
     substituted: list[tuple[JsonPath, str, str]] = []
     # A server's entry naming a variable that is not set keeps that server from starting,
-    # not the project: the rest serves (as Claude Code treats its servers). Elsewhere in the
-    # file (search, localTools, ...) such a variable is an error.
-    # So does a local tool file's entry (``localTools.files.NAME``): that file is not loaded.
+    # not the project: the rest serves (as Claude Code treats its servers); a local tool
+    # file's entry (``localTools.files.NAME``) keeps that file out alike. Elsewhere in the
+    # file (search, localTools.dir, ...) such a variable is an error.
     rest = {key: item for key, item in doc.value.items() if key != "mcpServers"}
     local_files = (rest.get("localTools") or {}).get("files") or {}
     if local_files:
