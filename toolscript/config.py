@@ -359,10 +359,28 @@ def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
     ignored = _keys_of_another_transport(doc, path)
     substituted: list[tuple[JsonPath, str, str]] = []
     # A server's entry naming a variable that is not set keeps that server from starting,
-    # not the project: the rest serves (as Claude Code treats its servers). Elsewhere in the
-    # file (search, localTools, ...) such a variable is an error.
+    # not the project: the rest serves (as Claude Code treats its servers); a local tool
+    # file's entry (``localTools.files.NAME``) keeps that file out alike. Elsewhere in the
+    # file (search, localTools.dir, ...) such a variable is an error.
     rest = {key: item for key, item in doc.value.items() if key != "mcpServers"}
+    local_files = (rest.get("localTools") or {}).get("files") or {}
+    if local_files:
+        rest["localTools"] = {k: v for k, v in rest["localTools"].items() if k != "files"}
     expanded = _expand(rest, (), doc, path, environ, substituted)
+    local_unset: dict[str, list[tuple[JsonPath, str]]] = {name: [] for name in local_files}
+    if local_files:
+        expanded["localTools"]["files"] = {
+            name: _expand(
+                entry,
+                ("localTools", "files", name),
+                doc,
+                path,
+                environ,
+                substituted,
+                local_unset[name],
+            )
+            for name, entry in local_files.items()
+        }
     unset: dict[str, list[tuple[JsonPath, str]]] = {}
     if "mcpServers" in doc.value:
         entries = {}
@@ -398,11 +416,23 @@ def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
     ]
     search = SearchConfig(**(expanded.get("search") or {}))
     local = tuple(
-        replace(server, expanded=from_environment("localTools", "files", server.name))
+        replace(
+            server,
+            expanded=from_environment("localTools", "files", server.name),
+            unset=tuple(
+                (variable, format_path(at[3:])) for at, variable in local_unset.get(server.name, ())
+            ),
+        )
         for server in _local_servers(
             expanded.get("localTools"), path, doc, {s.name for s in servers}
         )
     )
+    not_started += [
+        f"{path}:{':'.join(map(str, doc.line_col(local_unset[server.name][0][0])))}: "
+        f"localTools.files.{server.name}: {server.unset_error()}"
+        for server in local
+        if server.unset
+    ]
     imported, imports = _imported(
         expanded.get("import") or (), path.parent, environ, {s.name for s in servers + local}
     )

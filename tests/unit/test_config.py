@@ -167,6 +167,35 @@ def test_a_server_naming_an_unset_variable_is_not_started_and_the_rest_loads(
     ]
 
 
+def test_a_tool_files_secret_naming_an_unset_variable_keeps_that_file_alone_out(
+    tmp_path: Path,
+) -> None:
+    """docs/local-tools.md's own entry (``"secrets": {"API_KEY": "${WEATHER_KEY}"}``) made the
+    whole file an error, every server with it, until WEATHER_KEY was exported."""
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "weather.py").write_text("")
+    (tmp_path / "tools" / "plain.py").write_text("")
+    text = (
+        '{\n  "localTools": {\n    "dir": "tools",\n    "files": {\n'
+        '      "weather": {"config": {"units": "metric"}, '
+        '"secrets": {"API_KEY": "${WEATHER_KEY}"}}\n    }\n  }\n}\n'
+    )
+    loaded = load_config(write(tmp_path, text), environ={})
+    plain, weather = loaded.servers
+    assert plain.unset == () and plain.unset_error() is None
+    assert weather.unset == (("WEATHER_KEY", "secrets.API_KEY"),)
+    assert dict(weather.settings) == {"units": "metric"}
+    assert (weather.unset_error() or "").startswith(
+        "not started: environment variable WEATHER_KEY is not set (${WEATHER_KEY} in "
+        "secrets.API_KEY)"
+    )
+    assert [warning.split(": ")[0:2] for warning in loaded.warnings] == [
+        [f"{tmp_path / '.toolscript.json'}:5:73", "localTools.files.weather"]
+    ]
+    kept = load_config(write(tmp_path, text), environ={"WEATHER_KEY": "k"})
+    assert dict(kept.servers[1].env) == {"API_KEY": "k"} and kept.servers[1].unset == ()
+
+
 def test_invalid_json_reports_line_and_column(tmp_path: Path) -> None:
     message = error_of(tmp_path, '{\n  "mcpServers": {\n    "a": {"command": "x",}\n  }\n}\n')
     assert "invalid JSON" in message

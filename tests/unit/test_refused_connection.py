@@ -42,3 +42,44 @@ def test_a_refused_post_is_the_failure_told() -> None:
     _answered(sse, "GET", 404)
     sse._fail(RuntimeError("refused"))
     assert sse.error is not None and "answered HTTP 404" in sse.error
+
+
+def test_a_server_error_is_not_told_as_a_wrong_url() -> None:
+    """A 500 (the server reached, and failing: a database down behind it) was told "is the
+    URL its MCP endpoint?", sending the user to check a URL that was right."""
+    server = UpstreamServer(ServerConfig(name="remote", transport="http", url=URL))
+    _answered(server, "POST", 500)
+    server._fail(RuntimeError("Server returned an error response"))
+    assert server.error is not None
+    assert server.error.startswith("http://127.0.0.1:9 answered HTTP 500 Internal Server Error")
+    assert "failed on its side (its own log says why)" in server.error
+    assert "MCP endpoint" not in server.error
+
+
+def test_a_server_nothing_answers_for_asks_whether_it_runs() -> None:
+    """httpx's "All connection attempts failed", after the address, was all the user read."""
+    server = UpstreamServer(ServerConfig(name="remote", transport="http", url=URL))
+    server._fail(httpx.ConnectError("All connection attempts failed"))
+    assert server.error == (
+        "cannot connect to http://127.0.0.1:9: ConnectError: All connection attempts failed "
+        "(is the server running, at that address? it is tried again)"
+    )
+
+
+def test_a_403_points_at_the_credentials_not_the_url() -> None:
+    """403 Forbidden (a token without the scope, or none) was told "is the URL its MCP
+    endpoint?"."""
+    keyed = UpstreamServer(
+        ServerConfig(name="remote", transport="http", url=URL, headers={"X-Key": "k"})
+    )
+    _answered(keyed, "POST", 403)
+    keyed._fail(RuntimeError("Server returned an error response"))
+    assert keyed.error == (
+        "http://127.0.0.1:9 answered HTTP 403 Forbidden while connecting: it refuses this "
+        "client: check the token its entry's headers send (its scopes, its account's access)"
+    )
+    bare = UpstreamServer(ServerConfig(name="remote", transport="http", url=URL))
+    _answered(bare, "POST", 403)
+    bare._fail(RuntimeError("Server returned an error response"))
+    assert bare.error is not None and "MCP endpoint" not in bare.error
+    assert "`toolscript auth remote`" in bare.error

@@ -63,3 +63,20 @@ def test_a_type_hint_naming_nothing_the_file_has_is_named() -> None:
         "table() is not a tool: its type hints name 'Frame', which the file neither defines "
         "nor imports"
     ]
+
+
+def test_a_type_hint_json_cannot_carry_is_named_with_what_to_use() -> None:
+    # pydantic said "Unable to generate pydantic-core schema for <class 'tool_file.Thing'>.
+    # Set `arbitrary_types_allowed=True` in the model_config ...": a tool file has none.
+    def weird(t: Thing) -> str:
+        return "x"
+
+    notes: list[str] = []
+    assert describe_module(module_of(weird=weird), notes) == []
+    assert len(notes) == 1
+    assert notes[0].startswith(
+        "weird() is not a tool: its type hints use Thing, a class JSON cannot carry (type its "
+        "parameters and result with str, int, float, bool, list, dict"
+    )
+    assert "_weird" in notes[0]
+    assert "arbitrary_types_allowed" not in notes[0] and "test_tool_functions" not in notes[0]

@@ -7,11 +7,12 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolscript.config import Config, find_config_path, load_config
 from toolscript.errors import ConfigError, GatewayResponseError, GatewayUnreachableError
-from toolscript.gateway.state import ready_gateway_state
+from toolscript.gateway.state import read_gateway_state, ready_gateway_state
 
 if TYPE_CHECKING:
     import httpx
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
 __all__ = [
     "GatewayClient",
     "config_for_the_gateway",
+    "enclosing_gateways",
+    "enclosing_note",
     "find_gateway_url",
     "gateway_client",
     "public_url",
@@ -61,6 +64,33 @@ def config_for_the_gateway(config: str | None) -> tuple[Config, bool]:
         return folder, False
 
 
+def enclosing_gateways(config: Config) -> list[Path]:
+    """The configs of the projects in the folders above this one (a repository's, above its
+    subfolder's own) whose gateway runs: commands here use the nearest config, not theirs."""
+    from toolscript.plumbing.paths import project_cache_dir
+
+    found: list[Path] = []
+    folder = config.project_dir
+    while config.path is not None and folder.parent != folder:
+        outer = find_config_path(None, cwd=folder.parent)
+        if not outer.is_file():
+            break
+        state = read_gateway_state(project_cache_dir(outer.parent))
+        if state is not None and not state.get("starting"):
+            found.append(outer)
+        folder = outer.parent
+    return found
+
+
+def enclosing_note(enclosing: list[Path]) -> str:
+    """The lines that name ``enclosing_gateways``, for a command that found none of its own."""
+    return "".join(
+        f"note: a gateway runs for {outer}, a project in a folder above (commands here use "
+        f"the nearest config): `--config {outer}` reaches it\n"
+        for outer in enclosing
+    )
+
+
 @contextmanager
 def gateway_client(
     config: Config, cache: str | None = None, *, timeout: float = 30.0
@@ -80,6 +110,7 @@ def gateway_client(
     sys.stderr.write(
         "note: no gateway runs for this project: one is started for this command "
         "(`toolscript gateway start &` keeps one running)\n"
+        + enclosing_note(enclosing_gateways(config))
     )
     sys.stderr.flush()
     path = str(config.path) if config.path else None

@@ -9,7 +9,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
-from toolscript.cli.client import URL_VARIABLE, GatewayClient, find_gateway_url, public_url
+from toolscript.cli.client import (
+    URL_VARIABLE,
+    GatewayClient,
+    enclosing_gateways,
+    enclosing_note,
+    find_gateway_url,
+    public_url,
+)
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import CacheDirOption, ConfigOption, JsonOption
 from toolscript.cli.output import print_json, print_rows, write_shown
@@ -470,6 +477,7 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         if config_problem is not None:
             raise config_problem from None
         sessions = _session_gateways_of(loaded)
+        enclosing = enclosing_gateways(loaded)
         if as_json:
             print_json(
                 {
@@ -478,6 +486,7 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
                     "error": exc.message,
                     "config": {"path": str(loaded.path) if loaded.path else None},
                     "sessions": sessions,
+                    "enclosing": [str(path) for path in enclosing],
                 }
             )
         else:
@@ -485,6 +494,7 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
             sys.stderr.write(f"gateway: {own} ({exc.message})\n")
             sys.stderr.write(f"config: {loaded.path or 'none (zero servers)'}\n")
             sys.stderr.write(_sessions_text(sessions))
+            sys.stderr.write(enclosing_note(enclosing))
             hint = exc.hint
             if hint and "`toolscript gateway status`" in hint:  # this very command: no help
                 hint = "start one with `toolscript gateway start`"
@@ -511,13 +521,17 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         rows = []
         for server in health.get("servers", {}).values():
             detail = server.get("error") or ""
-            if server.get("stderr"):
-                detail += " | stderr: " + " / ".join(server["stderr"][-3:])
+            unsaid = [line for line in server.get("stderr", [])[-3:] if line not in detail]
+            if unsaid:  # its last words, but for those its error quotes already
+                detail += " | stderr: " + " / ".join(unsaid)
             rows.append([server["name"], server["state"], str(server["tools"]), detail])
         if rows:
             print_rows(["server", "state", "tools", "error"], rows, names=("server",))
         for warning in health.get("warnings", []):  # a server's words: shown, never obeyed
             write_shown(f"warning: {warning}\n")
+        for warning in (health.get("types") or {}).get("warnings", []):
+            # two names one identifier: a script calls one of them by another name
+            write_shown(f"warning: naming: {warning}\n")
         _print_scripts(health.get("scripts") or {})
         memory = _memory_line(health.get("processes") or {})
         if memory:

@@ -7,7 +7,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from toolscript.cli.client import URL_VARIABLE, GatewayClient, find_gateway_url
+from toolscript.cli.client import (
+    URL_VARIABLE,
+    GatewayClient,
+    enclosing_gateways,
+    enclosing_note,
+    find_gateway_url,
+)
 from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
 from toolscript.cli.output import print_json, print_rows, write_shown
 from toolscript.config import Config, load_config
@@ -91,7 +97,8 @@ def list_servers(
             f"note: no gateway runs for this project: {untrusted}\n"
             if untrusted
             else "note: no gateway runs for this project, so state and tools are empty: "
-            "`toolscript gateway start &` connects the servers\n",
+            "`toolscript gateway start &` connects the servers\n"
+            + enclosing_note(enclosing_gateways(loaded)),
             sys.stderr,
         )
     elif config_error:

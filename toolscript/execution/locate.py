@@ -432,7 +432,13 @@ def _ephemeral_gateway(
                 hint="run `toolscript gateway start` to see why",
             )
         # This run's own gateway is gone after it: a started one shows why, and keeps it.
-        note_unavailable_servers(gateway.url, code, "run `toolscript gateway start` to see why")
+        note_unavailable_servers(
+            gateway.url,
+            code,
+            "run `toolscript gateway start` to see why",
+            # this gateway goes with the run: a server slow to start never joins it
+            "`toolscript gateway start &` lets it finish and keeps it for the next runs",
+        )
         yield gateway.url
     finally:
         gateway.stop(20)
@@ -444,21 +450,35 @@ def _collect(stream: object, lines: list[str]) -> None:
 
 
 def note_unavailable_servers(
-    url: str, code: str, see_why: str = "`toolscript gateway status` shows why"
+    url: str,
+    code: str,
+    see_why: str = "`toolscript gateway status` shows why",
+    see_connecting: str = "it joins when connected (`toolscript gateway status` says when)",
 ) -> None:
     """One line on stderr for servers the script names that the gateway could not start;
-    ``see_why``: where the user reads why (the running gateway's status by default)."""
+    ``see_why``: where the user reads why (the running gateway's status by default);
+    ``see_connecting``: what to do when every one is only still connecting."""
     from toolscript.codegen.naming import to_camel_case
 
     body = gateway_request(url, "/servers", 10)
     servers = json.loads(body) if body else []
     missing = []
+    connecting = 0
     for server in servers:
         if server.get("state") in ("connected", "disabled"):
             continue
         namespace = re.escape(to_camel_case(server["name"]))
         if re.search(rf"""\btools\s*(?:\.\s*{namespace}\b|\[\s*["'`]{namespace}["'`])""", code):
-            missing.append(f"{server['name']} ({server.get('error') or server.get('state')})")
+            if server.get("state") == "connecting" and not server.get("error"):
+                # no failure to see: a slow first start (npx or uvx downloading it)
+                connecting += 1
+                missing.append(
+                    f"{server['name']} (still connecting: a first start may download it)"
+                )
+            else:
+                missing.append(f"{server['name']} ({server.get('error') or server.get('state')})")
+    if missing and connecting == len(missing):
+        see_why = see_connecting
     said = "; ".join(missing)
     if missing and said not in _NOTED:  # said once a run, before it or after it failed
         _NOTED.add(said)

@@ -34,7 +34,6 @@ from typing import IO, Any, NamedTuple, Protocol
 from urllib.parse import urlsplit
 
 from toolscript.errors import (
-    ExecutionError,
     GatewayError,
     GatewayUnreachableError,
     ToolscriptError,
@@ -51,6 +50,7 @@ from toolscript.plumbing.denobinary import (
     deno_binary,
     deno_cache_dir,
     deno_environment,
+    deno_start_error,
     run_deno_dir,
 )
 from toolscript.plumbing.paths import user_cache_dir
@@ -1632,7 +1632,7 @@ def _start_and_supervise(
             start_new_session=True,
         )
     except OSError as exc:
-        raise ExecutionError(f"cannot start deno: {exc}", hint="check TOOLSCRIPT_DENO") from exc
+        raise deno_start_error(exc) from exc
     try:
         if on_start is not None:
             on_start(process.pid, group=True)

@@ -304,7 +304,8 @@ def shared_check_config(dependencies: dict[str, str] | None = None) -> Path | No
     try:
         return write_check_config(dependencies=dependencies)
     except ExecutionError as exc:
-        log.warning("type checks: %s; checking with Deno's default lib", exc)
+        if not isinstance(exc.__cause__, OSError):  # a Deno that does not start: its run says so
+            log.warning("type checks: %s; checking with Deno's default lib", exc)
         return None
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "deno_binary",
     "deno_cache_dir",
     "deno_environment",
+    "deno_start_error",
     "run_deno_dir",
 ]
 
@@ -59,6 +60,22 @@ def deno_binary() -> str:
             "the deno package is not installed", hint="pip install deno, or set TOOLSCRIPT_DENO"
         ) from exc
     return str(deno.find_deno_bin())
+
+
+def deno_start_error(exc: OSError) -> ExecutionError:
+    """Deno's binary could not start: which one, and what the user changes."""
+    chosen = os.environ.get("TOOLSCRIPT_DENO")
+    if chosen:
+        return ExecutionError(
+            f"cannot start deno: TOOLSCRIPT_DENO names {chosen}, which does not run "
+            f"({exc.strerror or exc})",
+            hint="point TOOLSCRIPT_DENO at a deno binary, or unset it to use the deno package's",
+        )
+    return ExecutionError(
+        f"cannot start deno: {exc}",
+        hint="reinstall it with `pip install --force-reinstall deno`, or set TOOLSCRIPT_DENO "
+        "to a deno binary",
+    )
 
 
 def deno_cache_dir() -> Path:

@@ -169,6 +169,12 @@ class LocalToolServer:
         if self.config.disabled:
             self.first_attempt_done.set()
             return
+        unset = self.config.unset_error()
+        if unset is not None:  # never loaded with a secret missing; the config's warning said it
+            self.state = ServerState.FAILED
+            self.error = unset
+            self.first_attempt_done.set()
+            return
         self.attempts += 1
         try:
             self._file_seen = _fingerprint(self.path)

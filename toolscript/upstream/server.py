@@ -58,6 +58,17 @@ from toolscript.upstream.tolerant import repair_call_result, repair_tool_list
 __all__ = ["ServerState", "UpstreamServer", "telling_line"]
 
 log = logging.getLogger("toolscript.upstream")
+
+
+class _SaidInTheError(logging.Filter):
+    """Drops the SDK's warning of a redirect it did not follow: the same words end the
+    request, so the server's error says them, once (the warning came again at each retry)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Redirect to ")
+
+
+_SAID_IN_THE_ERROR = _SaidInTheError()
 _NOTICES_DROPPED = f"sent over {NOTICE_RATE} notifications a second: those past it are dropped"
 _REQUESTS_DROPPED = (
     f"sent over {REQUEST_RATE} requests a second (pings, questions): those past it are dropped "
@@ -327,6 +338,7 @@ class UpstreamServer:
 
             from toolscript.upstream.sdk import create_mcp_http_client
 
+            logging.getLogger("mcp.client.streamable_http").addFilter(_SAID_IN_THE_ERROR)
             assert config.url is not None
             http = create_mcp_http_client(headers=dict(config.headers), auth=self._auth())
             # The SDK turns an HTTP 401 into a generic JSON-RPC error: note it on the way in.
@@ -675,7 +687,10 @@ class UpstreamServer:
         message = _describe(exc)
         if self.config.url is not None and _unwrapped(exc).__class__.__name__ == "ConnectError":
             # httpx says "All connection attempts failed" without saying where to.
-            message = f"cannot connect to {_origin(self.config.url)}: {message}"
+            message = (
+                f"cannot connect to {_origin(self.config.url)}: {message} (is the server "
+                "running, at that address? it is tried again)"
+            )
         if (
             getattr(_unwrapped(exc), "code", None) == mcp_types.CONNECTION_CLOSED
             and self.config.transport == "stdio"
@@ -727,7 +742,9 @@ class UpstreamServer:
             return
         was_connected = self.state == ServerState.CONNECTED
         self._set_state(ServerState.RECONNECTING if was_connected else ServerState.FAILED)
-        tail = ("; stderr: " + " | ".join(self.stderr_tail[-3:])) if self.stderr_tail else ""
+        # its last words, but for those the error quotes already (said once, not twice)
+        unsaid = [line for line in self.stderr_tail[-3:] if line not in (self.error or "")]
+        tail = ("; stderr: " + " | ".join(unsaid)) if unsaid else ""
         # A server down for hours is retried every minute: its failure is a warning once,
         # the same failure again only a debug line, until it connects.
         line = f"{self.name}: {self.error}{self._redact(tail)}"
@@ -1242,6 +1259,18 @@ def refused_message(config: ServerConfig, status: int, reason: str) -> str:
         check = (
             "is the URL its MCP endpoint? (streamable HTTP servers often serve /mcp, SSE ones /sse)"
         )
+    elif status == 403:  # it knows the client and refuses it: its credentials, not its URL
+        from toolscript.upstream.oauth import sign_in_command
+
+        check = (
+            "it refuses this client: check the token its entry's headers send (its scopes, "
+            "its account's access)"
+            if config.headers
+            else "it refuses a client without credentials: give its entry the headers it "
+            f"asks for (an API key), or sign in with `{sign_in_command(config.name)}`"
+        )
+    elif status >= 500:  # the URL reached a server, which failed: no wrong URL to check
+        check = "the server failed on its side (its own log says why); it is tried again"
     else:
         check = "is the URL its MCP endpoint?"
     return f"{said} while connecting: {check}"

@@ -176,6 +176,22 @@ def _output_schema(function: Callable[..., Any]) -> dict[str, Any] | None:
     return schema
 
 
+def _why_not_described(name: str, exc: Exception) -> str:
+    """Why pydantic could not describe function ``name``, in its writer's terms: pydantic's
+    own words for a class it has no schema for ask for ``arbitrary_types_allowed`` in a
+    ``model_config`` that a tool file does not have."""
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    unknown = re.search(r"schema for <class '([\w.]+)'>", first)
+    if unknown is None:
+        return first
+    return (
+        f"its type hints use {unknown.group(1).rsplit('.', 1)[-1]}, a class JSON cannot carry "
+        "(type its parameters and result with str, int, float, bool, list, dict, or a "
+        f"dataclass, TypedDict or pydantic model of those), or name it _{name} to keep it a "
+        "helper"
+    )
+
+
 def describe_module(module: ModuleType, notes: list[str] | None = None) -> list[dict[str, Any]]:
     """MCP tool definitions for the module's public functions; why a public function of it is
     not a tool goes in ``notes``, which the gateway logs and shows in status (an unannotated
@@ -197,7 +213,7 @@ def describe_module(module: ModuleType, notes: list[str] | None = None) -> list[
         try:
             tools.append(_describe_function(name, function))
         except Exception as exc:  # one function pydantic cannot describe never hides the others
-            said.append(f"{name}() is not a tool: {str(exc).splitlines()[0]}")
+            said.append(f"{name}() is not a tool: {_why_not_described(name, exc)}")
     for name, value in vars(module).items():
         if (
             not name.startswith("_")
