@@ -240,7 +240,7 @@ def test_a_spare_s_end_waits_for_unload_listeners_added_after_a_put_off_beforeun
         "  if (first) {\n"
         "    first = false;\n"
         "    event.preventDefault();\n"
-        "    setTimeout(() => addEventListener(\"unload\", () => {\n"
+        '    setTimeout(() => addEventListener("unload", () => {\n'
         '      console.log("unload added after a put-off beforeunload");\n'
         "      Deno.exitCode = 5;\n"
         "    }), 20);\n"
