@@ -383,6 +383,7 @@ def test_a_call_reads_any_answer_right_or_says_the_gateway_could_not_be_reached(
         head + b"content-length: 99999999999999999999\r\n\r\n" + plain,
         head + b"content-len",
         head + b"content-length: 11\r\n\r",
+        head + b"content-length: 11\r\n\r\n",
         head + b"content-length: 11\r\n\r\n" + plain[:5],
     ]
     listener, thread = _answering(good + bad, step=1, steps={1: 4096})
