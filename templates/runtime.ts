@@ -170,18 +170,24 @@ async function answerRead(connection: Deno.Conn): Promise<Answer> {
   const lines = new TextDecoder().decode(data.subarray(0, end)).split("\r\n");
   const status = Number(lines[0].split(" ")[1]);
   if (!Number.isInteger(status)) throw new Error(`the gateway's answer is not HTTP: ${lines[0].slice(0, 80)}`);
-  const header = (name: string) =>
-    lines.slice(1).find((line) => line.toLowerCase().startsWith(`${name}:`))?.slice(name.length + 1).trim();
+  const headers = (name: string) =>
+    lines.slice(1).filter((line) => line.toLowerCase().startsWith(`${name}:`)).map((line) =>
+      line.slice(name.length + 1).trim()
+    );
   const first = data.subarray(end + 4);
-  const length = header("content-length");
+  // Its length: digits, the same in each `content-length` (a list of one value repeated is
+  // one length, as HTTP/1.1 has it); any other is no length to read a body by.
+  const lengths = headers("content-length").flatMap((value) => value.split(",").map((one) => one.trim()));
   let body: Uint8Array;
-  if (header("transfer-encoding")?.toLowerCase() === "chunked") {
+  if (headers("transfer-encoding")[0]?.toLowerCase() === "chunked") {
     body = unchunked(joined([first, ...await rest(connection, buffer)]));
-  } else if (length === undefined) {
+  } else if (lengths.length === 0) {
     body = joined([first, ...await rest(connection, buffer)]);
   } else {
-    const size = Number(length);
-    if (!Number.isSafeInteger(size) || size < 0) throw new Error(`the gateway's answer has a bad length: ${length}`);
+    const size = Number(lengths[0]);
+    if (!lengths.every((one) => /^\d+$/.test(one) && one === lengths[0]) || !Number.isSafeInteger(size)) {
+      throw new Error(`the gateway's answer has a bad length: ${lengths.join(", ").slice(0, 80)}`);
+    }
     body = new Uint8Array(size);
     body.set(first.subarray(0, size));
     for (let at = Math.min(first.length, size); at < size;) {

@@ -3,7 +3,9 @@ damaged or deleted ``runs.sqlite``, approvals and resumes from processes racing 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 import subprocess
 import sys
 import time
@@ -13,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import GatewayProcess, clean_env, toolscript_cli
+from tests.helpers import GatewayProcess, clean_env, toolscript_cli, wait_until
 from tests.integration.test_policy import (
     WRITE_THEN_DELETE,
     exec_script,
@@ -39,11 +41,29 @@ def _runlog(directory: Path) -> Path:
     return runlog_path(project_state_dir(directory))
 
 
-def test_a_damaged_run_log_is_set_aside_and_scripts_still_run(project: Any) -> None:
+def _runs_in_the_file_itself(path: Path, copy: Path) -> int:
+    """How many runs the log's file holds without its WAL (a copy of the file alone)."""
+    copy.write_bytes(path.read_bytes())
+    with contextlib.closing(sqlite3.connect(copy)) as db:
+        try:
+            return int(db.execute("select count(*) from runs").fetchone()[0])
+        except sqlite3.Error:
+            return 0
+
+
+def test_a_damaged_run_log_is_set_aside_and_scripts_still_run(project: Any, tmp_path: Path) -> None:
     gateway, _ = project
     first = toolscript_cli("exec", "return 1", cwd=gateway.directory)
     assert first.returncode == 0, first.stderr
     path = _runlog(gateway.directory)
+    # The file damaged once its run is in it (the gateway checkpoints a moment after a
+    # write): cut before, the file's pages are still whole in the WAL, and nothing is damaged.
+    wait_until(
+        lambda: _runs_in_the_file_itself(path, tmp_path / "copy.sqlite"),
+        lambda runs: runs >= 1,
+        30,
+        "the gateway's checkpoint of the first run",
+    )
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2] or b"x" * 100)
     ran = toolscript_cli("exec", "return 42", cwd=gateway.directory)
     assert ran.returncode == 0, ran.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import subprocess
@@ -217,13 +218,17 @@ def test_get_types_whole_server_and_errors(gateway: GatewayProcess) -> None:
     assert "server not found: 'github'" in unknown_server.stderr
 
 
-def _answering(answers: list[bytes]) -> tuple[socket.socket, threading.Thread]:
-    """A listener that answers each connection's request with the next of ``answers``, a few
-    bytes at a time, then closes it."""
+def _answering(
+    answers: list[bytes], step: int = 7, steps: dict[int, int] | None = None
+) -> tuple[socket.socket, threading.Thread]:
+    """A listener that answers each connection's request with the next of ``answers``,
+    ``step`` bytes at a time (``steps``: another for the answer at that index), then
+    closes it."""
     listener = socket.create_server(("127.0.0.1", 0))
 
     def serve() -> None:
-        for answer in answers:
+        for index, answer in enumerate(answers):
+            size = (steps or {}).get(index, step)
             connection, _ = listener.accept()
             with connection:
                 request = b""
@@ -233,9 +238,10 @@ def _answering(answers: list[bytes]) -> tuple[socket.socket, threading.Thread]:
                 length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
                 while len(body) < length:
                     body += connection.recv(65536)
-                for start in range(0, len(answer), 7):
-                    connection.sendall(answer[start : start + 7])
-                    time.sleep(0.001)
+                with contextlib.suppress(OSError):  # read (and closed) before its end
+                    for start in range(0, len(answer), size):
+                        connection.sendall(answer[start : start + size])
+                        time.sleep(0.001)
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
@@ -343,3 +349,61 @@ def test_a_gateway_named_localhost_is_reached_when_its_first_address_refuses(
     done = _against(listener, thread, "localhost", script, module, tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"plain": 1}
+
+
+def test_a_call_reads_any_answer_right_or_says_the_gateway_could_not_be_reached(
+    gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    """The answer's head and body as HTTP/1.1 frames them, whatever the reads: sent a byte at
+    a time (its blank line across reads at every boundary), a head past the read's 64 KB, a
+    body longer than its length, one read to the connection's end, chunks with extensions
+    and trailers. A length that is not one number (two that differ, hex, an exponent, none)
+    and a connection closed inside the head or the body are the gateway not reached, never
+    a body cut or read past its end."""
+    module = module_of(gateway)
+    plain = b'{"plain":1}'
+    head = b"HTTP/1.1 200 OK\r\n"
+    good = [
+        head + b"content-length: 11\r\n\r\n" + plain,
+        head + b"x-pad: " + b"p" * 100_000 + b"\r\ncontent-length:  11 \r\n\r\n" + plain,
+        head + b"content-length: 11\r\n\r\n" + plain + b"and what follows",
+        head + b"content-length: 11\r\ncontent-length: 11, 11\r\n\r\n" + plain,
+        head + b"\r\n" + plain,
+        head + b"transfer-encoding: chunked\r\n\r\n"
+        b"4;name=value\r\n" + plain[:4] + b"\r\n7\r\n" + plain[4:] + b"\r\n"
+        b"0\r\nx-trailer: t\r\n\r\n",
+    ]
+    bad = [
+        head + b"content-length: 5\r\ncontent-length: 11\r\n\r\n" + plain,
+        head + b"content-length: 11, 5\r\n\r\n" + plain,
+        head + b"content-length: 0xb\r\n\r\n" + plain,
+        head + b"content-length: 1e1\r\n\r\n" + plain,
+        head + b"content-length: +11\r\n\r\n" + plain,
+        head + b"content-length:\r\n\r\n" + plain,
+        head + b"content-length: 99999999999999999999\r\n\r\n" + plain,
+        head + b"content-len",
+        head + b"content-length: 11\r\n\r",
+        head + b"content-length: 11\r\n\r\n",
+        head + b"content-length: 11\r\n\r\n" + plain[:5],
+    ]
+    listener, thread = _answering(good + bad, step=1, steps={1: 4096})
+    script = tmp_path / "answers.ts"
+    script.write_text(
+        f'import {{ tools, ToolError }} from "{module.as_uri()}";\n'
+        f"for (let i = 0; i < {len(good) + len(bad)}; i++) {{\n"
+        "  try { console.log(JSON.stringify(await tools.fx.plainText({}))); } catch (e) {\n"
+        "    console.log((e as ToolError).status, (e as ToolError).message);\n"
+        "  }\n"
+        "}\n"
+    )
+    done = _against(listener, thread, "127.0.0.1", script, module, tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == len(good) + len(bad), done.stdout
+    for answer, line in zip(good, lines, strict=False):
+        assert json.loads(line) == {"plain": 1}, (answer[:80], line)
+    for answer, line in zip(bad, lines[len(good) :], strict=True):
+        assert line.startswith("0 ") and "the gateway could not be reached" in line, (
+            answer[:80],
+            line,
+        )

@@ -227,6 +227,31 @@ def test_a_spare_ends_once_its_script_s_work_is_done_after_the_script_s_own_unlo
     ]
 
 
+def test_a_spare_s_end_waits_for_unload_listeners_added_after_a_put_off_beforeunload(
+    gateway: GatewayProcess,
+) -> None:
+    """A script that puts off `beforeunload` (preventDefault) and then adds an `unload`
+    listener from a timer: that listener runs, and the exit code it sets is the run's (the
+    spare's own end comes after every listener the script added, not only those it had
+    added at the first `beforeunload`)."""
+    code = (
+        "let first = true;\n"
+        'addEventListener("beforeunload", (event) => {\n'
+        "  if (first) {\n"
+        "    first = false;\n"
+        "    event.preventDefault();\n"
+        '    setTimeout(() => addEventListener("unload", () => {\n'
+        '      console.log("unload added after a put-off beforeunload");\n'
+        "      Deno.exitCode = 5;\n"
+        "    }), 20);\n"
+        "  }\n"
+        "});\n"
+    )
+    exit_code, out, err, _ = run(gateway, code, Spare(gateway.url, module_of(gateway), 512))
+    assert out.splitlines() == ["unload added after a put-off beforeunload"], err
+    assert exit_code == 5, err
+
+
 def test_the_face_s_spare_is_tidied_after_its_run_answers(
     gateway: GatewayProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

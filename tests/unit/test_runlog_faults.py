@@ -124,6 +124,25 @@ def test_what_the_kept_connection_writes_is_in_the_file_itself_soon_and_at_close
     )
 
 
+def test_the_kept_connection_s_writes_are_in_the_file_at_close_while_another_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A close checkpoints what its checkpoint to come would have: a connection closed
+    while another one is open (`toolscript runs` reading, a second gateway) is not the
+    last, and SQLite checkpoints only at the last one's close."""
+    path = tmp_path / "runs.sqlite"
+    monkeypatch.setattr(runlog, "CHECKPOINT_DELAY", 3600)
+    log = RunLog(path, keep_open=True)
+    log.write(runs=[{"id": "r1", "status": "ok", "started": 1.0, "ended": 2.0}])
+    reader = sqlite3.connect(path)
+    try:
+        assert reader.execute("select id from runs").fetchall() == [("r1",)]
+        log.close()
+        assert [run["id"] for run in _alone(path, tmp_path).recent()] == ["r1"]
+    finally:
+        reader.close()
+
+
 def test_the_check_at_start_sets_a_damaged_log_aside(tmp_path: Path) -> None:
     path = tmp_path / "runs.sqlite"
     _filled(path)

@@ -59,7 +59,9 @@ SPARE_SCRIPT = "script.ts"  # the script's copy, inside the spare's own DENO_DIR
 # does not wait for it. Once the script's work is done (its top level, timers, requests),
 # the process ends at once with its exit code: Deno's own teardown after `unload` took 2-3
 # ms before the face saw the end of each run (1 with `Deno.exit`, measured). The listener
-# comes last, at the last `beforeunload`, so the script's own `unload` listeners run first.
+# is put last again at each `beforeunload` (a script may put one off, then add `unload`
+# listeners), so the script's own `unload` listeners run first (not seen: one added at the
+# last `beforeunload` by a `beforeunload` listener the script added after its top level).
 BOOT = """\
 (async () => {
   try {
@@ -76,7 +78,10 @@ if (text.trim()) {
   const script: string = %s;
   await import(script);
   const end = () => Deno.exit();
-  addEventListener("beforeunload", () => addEventListener("unload", end));
+  addEventListener("beforeunload", () => {
+    removeEventListener("unload", end);
+    addEventListener("unload", end);
+  });
 }
 """
 

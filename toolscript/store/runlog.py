@@ -161,7 +161,7 @@ class RunLog:
         with self._lock:
             if self._checkpoint_due is not None:
                 self._checkpoint_due.cancel()
-                self._checkpoint_due = None
+                self._checkpoint_kept()  # closing checkpoints only as the last connection
             self._drop_kept()
 
     def _checkpoint_soon(self) -> None:
@@ -177,16 +177,20 @@ class RunLog:
         a close's cost). A file changed meanwhile by another process is left to the next
         call, which opens it anew."""
         with self._lock:
-            self._checkpoint_due = None
-            if self._kept is None or self._identity() != self._kept[1]:
-                return
-            db = self._kept[0]
-            try:
-                db.execute("PRAGMA wal_checkpoint(PASSIVE)")
-            except Exception:  # the next call opens the file anew, and says what is wrong
-                self._release(db, failed=True)
-                return
-            self._release(db)
+            self._checkpoint_kept()
+
+    def _checkpoint_kept(self) -> None:
+        """``checkpoint``, with the lock held."""
+        self._checkpoint_due = None
+        if self._kept is None or self._identity() != self._kept[1]:
+            return
+        db = self._kept[0]
+        try:
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except Exception:  # the next call opens the file anew, and says what is wrong
+            self._release(db, failed=True)
+            return
+        self._release(db)
 
     def _drop_kept(self) -> None:
         if self._kept is not None:
