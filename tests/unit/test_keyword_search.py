@@ -282,6 +282,18 @@ def test_an_email_address_names_no_file() -> None:
     assert file_names("ping data.csv@x.org about report.pdf") == [(26, "report.pdf")]
 
 
+def test_the_semantic_half_reads_an_email_address_as_such_wherever_its_run_starts() -> None:
+    """An address is the whole run of its characters (it starts where the run does, which
+    keeps a long run without an "@" from being scanned once per character)."""
+    for request, said in [
+        ("mail bob@example.com now", "mail email address now"),
+        ("to alice.smith+tag@mail.co.uk please", "to email address please"),
+        ("cc -ops@corp.io too", "cc email address too"),
+    ]:
+        assert semantic_query(request) == said
+    assert "email address" not in semantic_query("a." * 4000)
+
+
 DATABASE_TOOLS = [
     {"name": "read_query", "description": "Execute a SELECT query on the SQLite database."},
     {"name": "write_query", "description": "Execute an INSERT, UPDATE, or DELETE query."},

@@ -64,7 +64,9 @@ _CJK_RUN = re.compile(rf"[{_CJK}]+")
 # about the string. The semantic half of search reads the request without them (a URL,
 # an e-mail address and a path keep a word that says what they were); keywords see all.
 _URL = re.compile(r"\b(?:https?|ftp|wss?)://\S+|\bwww\.\S+", re.IGNORECASE)
-_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.-]+\b")
+# An address starts where a run of its characters does: tried from inside one, each start
+# scanned the run again (8,000 characters of "a.a.a." took 0.13 s, now 0.1 ms).
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.-]+\b")
 _PATH = re.compile(r"(?<![\w/])(?:~|\.{1,2})?/(?:[\w.\-~]+/)*([\w.\-~]+)")
 _CSS_CLASS = re.compile(r"(?<!\S)\.[A-Za-z_][\w-]*")
 # An IPv4 address, with its prefix length or port if any: the model reads "IP address" ("what
