@@ -7,8 +7,12 @@ starve /health and every tool call. Here a connection must send its request with
 ``REQUEST_TIMEOUT`` (a body sent a byte at a time held its connection for as long as its
 sender lived: 256 of them took every place, and the person's calls were refused). Past
 ``MAX_CONNECTIONS``, a new one takes the place of the oldest that sent nothing, else of the
-oldest whose request is still arriving, else it is closed at once; each condition is
-logged once.
+oldest kept open between requests, else of the oldest whose request is still arriving, else
+of the oldest request of a caller (the token its path starts with) holding more than
+``MAX_PER_CALLER`` requests; else it is closed at once. Each condition is logged once. (A
+script may open sockets to the gateway: 256 of them kept alive with a request every few
+seconds, or each waiting on a slow tool, took every place, refusing every other run's calls,
+the person's too.)
 
 A tool call's body is held until it is whole; ``BodyBudget`` bounds what the bodies still
 arriving may hold together, per run and in all: a script opening a hundred connections that
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 from typing import Any
 
@@ -27,6 +32,7 @@ from uvicorn.protocols.http.auto import AutoHTTPProtocol
 __all__ = [
     "FIRST_REQUEST_TIMEOUT",
     "MAX_CONNECTIONS",
+    "MAX_PER_CALLER",
     "REQUEST_TIMEOUT",
     "RUN_BODIES",
     "TOTAL_BODIES",
@@ -43,6 +49,10 @@ REQUEST_TIMEOUT = 10.0  # from a request's first byte to its last (headers and b
 _said: set[str] = set()
 _silent: dict[Any, None] = {}  # connections that have not sent a request yet, oldest first
 _arriving: dict[Any, None] = {}  # connections whose request is not whole yet, oldest first
+_idle: dict[Any, None] = {}  # connections kept open between requests, oldest first
+MAX_PER_CALLER = MAX_CONNECTIONS // 4  # a caller's requests under way past which, when
+# every place is taken, its oldest gives its place up (a run waiting on that many is a flood)
+_begun = itertools.count()  # orders requests under way, oldest first
 
 
 def _once(key: str, message: str) -> None:
@@ -69,8 +79,9 @@ class BoundedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
         )
 
     def _make_room(self) -> bool:
-        """Close the oldest connection that has sent nothing yet, else the oldest whose request
-        is still arriving; False when there is none."""
+        """Close the oldest connection that has sent nothing yet, else the oldest kept open
+        between requests, else the oldest whose request is still arriving, else the oldest
+        request of a caller holding too many; False when there is none."""
         for connection in list(_silent):
             if connection.cycle is None and not connection.transport.is_closing():
                 _once(
@@ -82,6 +93,16 @@ class BoundedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
                 _silent.pop(connection, None)
                 return True
             _silent.pop(connection, None)
+        for connection in list(_idle):
+            _idle.pop(connection, None)
+            if not connection.transport.is_closing():
+                _once(
+                    "crowded-idle",
+                    f"more than {MAX_CONNECTIONS} connections at once: the oldest kept open "
+                    "between requests are closed",
+                )
+                connection.transport.close()
+                return True
         for connection in list(_arriving):
             _arriving.pop(connection, None)
             if not connection.transport.is_closing():
@@ -92,16 +113,55 @@ class BoundedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
                 )
                 connection.transport.close()
                 return True
-        return False
+        return self._take_from_the_busiest()
+
+    def _take_from_the_busiest(self) -> bool:
+        """Close the oldest request under way of the caller holding the most, when it holds
+        more than ``MAX_PER_CALLER``: one run's flood of calls gives up its own places."""
+        under_way: dict[bytes, list[Any]] = {}
+        for connection in self.connections:
+            caller = getattr(connection, "_caller", None)
+            cycle = connection.cycle
+            if (
+                caller is None
+                or cycle is None
+                or getattr(cycle, "response_complete", True)
+                or connection.transport.is_closing()
+            ):
+                continue
+            under_way.setdefault(caller, []).append(connection)
+        busiest = max(under_way.values(), key=len, default=[])
+        if len(busiest) <= MAX_PER_CALLER:
+            return False
+        _once(
+            "crowded-caller",
+            f"more than {MAX_CONNECTIONS} connections at once: one caller held more than "
+            f"{MAX_PER_CALLER} requests under way, and its oldest are closed (a script's "
+            "flood of calls?)",
+        )
+        min(busiest, key=lambda connection: connection._begun).transport.close()
+        return True
 
     def on_message_begin(self) -> None:
         _silent.pop(self, None)
+        _idle.pop(self, None)
         self._cancel_request_timer()
         self._request_timer: asyncio.TimerHandle | None = self.loop.call_later(
             REQUEST_TIMEOUT, self._drop_unfinished
         )
         _arriving[self] = None
         super().on_message_begin()
+
+    def on_headers_complete(self) -> None:
+        # Who asks: the path's first segment (the gateway's, the agent's or a run's token).
+        self._caller = bytes(self.url).split(b"?", 1)[0].lstrip(b"/").split(b"/", 1)[0][:128]
+        self._begun = next(_begun)
+        super().on_headers_complete()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self.timeout_keep_alive_task is not None:  # kept open for a next request
+            _idle[self] = None
 
     def on_message_complete(self) -> None:
         self._cancel_request_timer()  # the app's answer may take as long as the call does
@@ -135,6 +195,7 @@ class BoundedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
 
     def connection_lost(self, exc: Exception | None) -> None:
         _silent.pop(self, None)
+        _idle.pop(self, None)
         self._cancel_request_timer()
         timer = getattr(self, "_first_request_timer", None)
         if timer is None and getattr(self, "transport", None) is None:
