@@ -6,7 +6,11 @@
   for as long as the script ran (a connection between requests was no "silent" one, nor one
   whose request was arriving, so no new one took its place). Now a new connection takes the
   place of the oldest kept open between requests, else of the oldest request of a caller
-  holding more than a quarter of the places."""
+  holding more than a quarter of the places.
+- A server's stderr went to a temporary file that held every byte it wrote, for as long as
+  it ran (a server logging on and on filled the disk), and the gateway read all of it into
+  memory for the last lines of an error. The file is cut back to its last 64 KB once past
+  1 MB, and only its end is read."""
 
 from __future__ import annotations
 
@@ -14,23 +18,42 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.helpers import GatewayProcess, clean_env, fixture_server
+from tests.helpers import GatewayProcess, clean_env, fixture_server, wait_until
 from toolscript.gateway.connections import MAX_CONNECTIONS
 
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     directory = tmp_path_factory.mktemp("attacks63")
-    started = GatewayProcess({"mcpServers": {"fx": fixture_server()}}, directory)
+    servers = {"fx": fixture_server(), "noisy": _noisy(directory)}
+    started = GatewayProcess({"mcpServers": servers}, directory)
     try:
         yield started
     finally:
         started.stop()
+
+
+HOSTILE = Path(__file__).parent.parent / "servers" / "hostile_server.py"
+FLOOD_MB = 64
+
+
+def _noisy(directory: Path) -> dict[str, Any]:
+    """A server whose ``log`` writes ``FLOOD_MB`` MB to its stderr, and whose
+    ``stderr_size`` says how many bytes the file its stderr goes to holds."""
+    tool = {"inputSchema": {"type": "object"}}
+    spec = {
+        "tools": [{"name": "log", **tool}, {"name": "stderr_size", **tool}],
+        "stderr_flood": {"log": FLOOD_MB},
+    }
+    path = directory / "noisy.json"
+    path.write_text(json.dumps(spec))
+    return {"command": sys.executable, "args": [str(HOSTILE), str(path)]}
 
 
 def _holding_every_place(tool: str, arguments: dict[str, Any]) -> str:
@@ -83,3 +106,16 @@ def test_a_script_holding_every_connection_refuses_no_other_call(
     finally:
         script.terminate()
         script.communicate(timeout=60)
+
+
+def test_a_server_logging_on_and_on_keeps_only_its_last_lines(gateway: GatewayProcess) -> None:
+    """Before: its stderr file held all 64 MB it wrote, as long as it ran."""
+    logged = gateway.call("noisy__log")
+    assert logged.status_code == 200, logged.text
+
+    def held() -> int:
+        answer = gateway.call("noisy__stderr_size")
+        assert answer.status_code == 200, answer.text
+        return int(str(answer.json()))
+
+    wait_until(held, lambda size: size <= 1024 * 1024, 30, "the server's stderr file cut back")
