@@ -6,7 +6,9 @@
   for as long as the script ran (a connection between requests was no "silent" one, nor one
   whose request was arriving, so no new one took its place). Now a new connection takes the
   place of the oldest kept open between requests, else of the oldest request of a caller
-  holding more than a quarter of the places.
+  holding more than a quarter of the places (the caller read from the decoded path, as the
+  guard reads the token: spelled with its letters percent-encoded in ever new ways, one run's
+  slow reads were each a caller of their own).
 - A server's stderr went to a temporary file that held every byte it wrote, for as long as
   it ran (a server logging on and on filled the disk), and the gateway read all of it into
   memory for the last lines of an error. The file is cut back to its last 64 KB once past
@@ -56,41 +58,51 @@ def _noisy(directory: Path) -> dict[str, Any]:
     return {"command": sys.executable, "args": [str(HOSTILE), str(path)]}
 
 
-def _holding_every_place(tool: str, arguments: dict[str, Any]) -> str:
-    """A script opening more sockets than the gateway has places, each a call of ``tool``
-    through its run's own URL, sent again on each every two seconds (kept alive)."""
+def _holding_every_place(route: str, arguments: dict[str, Any]) -> str:
+    """A script opening more sockets than the gateway has places, each a request of its run's
+    own URL (its token spelled another way on each) to ``route``, sent again on each every two
+    seconds (kept alive)."""
     return f"""
 const url = new URL(Deno.env.get("TOOLSCRIPT_GATEWAY_URL")!);
 const body = JSON.stringify({json.dumps(arguments)});
-const request = new TextEncoder().encode(
-  `POST ${{url.pathname}}/tools/{tool} HTTP/1.1\\r\\nhost: ${{url.host}}\\r\\n` +
-    `content-type: application/json\\r\\ncontent-length: ${{body.length}}\\r\\n\\r\\n${{body}}`,
-);
+// Its token spelled another way on each (a letter percent-encoded or not): the same run.
+const spelled = (i: number) =>
+  [...url.pathname].map((c, at) => (at > 0 && i & (1 << at % 10) ? `%${{c.charCodeAt(0).toString(16)}}` : c))
+    .join("");
+const request = (i: number) =>
+  new TextEncoder().encode(
+    `POST ${{spelled(i)}}/{route} HTTP/1.1\\r\\nhost: ${{url.host}}\\r\\n` +
+      `content-type: application/json\\r\\ncontent-length: ${{body.length}}\\r\\n\\r\\n${{body}}`,
+  );
 const held: Deno.TcpConn[] = [];
 for (let i = 0; i < {MAX_CONNECTIONS + 44}; i++) {{
   const connection = await Deno.connect({{ hostname: url.hostname, port: Number(url.port) }});
-  await connection.write(request);
+  await connection.write(request(i));
   held.push(connection);
 }}
 console.log("holding");
 for (;;) {{
   await new Promise((resolve) => setTimeout(resolve, 2000));
-  for (const connection of held) await connection.write(request).catch(() => 0);
+  for (const [i, connection] of held.entries()) await connection.write(request(i)).catch(() => 0);
 }}
 """
 
 
 @pytest.mark.parametrize(
-    ("tool", "arguments"),
-    [("fx__plain_text", {}), ("fx__sleep", {"seconds": 60})],
-    ids=["kept-alive", "waiting-on-a-slow-tool"],
+    ("route", "arguments"),
+    [
+        ("tools/fx__plain_text", {}),
+        ("tools/fx__sleep", {"seconds": 60}),
+        ("servers/fx/resources/read", {"uri": "fx://sleep/60"}),
+    ],
+    ids=["kept-alive", "waiting-on-a-slow-tool", "waiting-on-a-slow-read"],
 )
 def test_a_script_holding_every_connection_refuses_no_other_call(
-    gateway: GatewayProcess, tool: str, arguments: dict[str, Any]
+    gateway: GatewayProcess, route: str, arguments: dict[str, Any]
 ) -> None:
     """Before: each of the person's calls failed (the server disconnected)."""
     script = subprocess.Popen(
-        [sys.executable, "-m", "toolscript", "exec", _holding_every_place(tool, arguments)],
+        [sys.executable, "-m", "toolscript", "exec", _holding_every_place(route, arguments)],
         cwd=gateway.directory,
         env=clean_env(),
         stdout=subprocess.PIPE,

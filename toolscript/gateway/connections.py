@@ -153,10 +153,12 @@ class BoundedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
         super().on_message_begin()
 
     def on_headers_complete(self) -> None:
-        # Who asks: the path's first segment (the gateway's, the agent's or a run's token).
-        self._caller = bytes(self.url).split(b"?", 1)[0].lstrip(b"/").split(b"/", 1)[0][:128]
-        self._begun = next(_begun)
         super().on_headers_complete()
+        # Who asks: the first segment of the path as the guard reads it, decoded (the
+        # gateway's, the agent's or a run's token, however its letters were encoded).
+        path = str(self.scope.get("path", ""))
+        self._caller = path.lstrip("/").split("/", 1)[0][:128].encode("utf-8", "replace")
+        self._begun = next(_begun)
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
