@@ -6,10 +6,11 @@ starve /health and every tool call. Here a connection must send its request with
 ``FIRST_REQUEST_TIMEOUT`` seconds, a request once begun must arrive whole within
 ``REQUEST_TIMEOUT`` (a body sent a byte at a time held its connection for as long as its
 sender lived: 256 of them took every place, and the person's calls were refused). Past
-``MAX_CONNECTIONS``, a new one takes the place of the oldest that sent nothing, else of the
-oldest kept open between requests, else of the oldest whose request is still arriving, else
-of the oldest request of a caller (the token its path starts with) holding more than
-``MAX_PER_CALLER`` requests; else it is closed at once. Each condition is logged once. (A
+``MAX_CONNECTIONS``, a new one takes the place of the oldest that sent nothing for
+``SILENT_GRACE``, else of the oldest kept open between requests, else of the oldest whose
+request is still arriving, else of the oldest request of the caller (the token its path
+starts with) holding the most under way, past ``MAX_PER_CALLER``, else of the oldest that
+sent nothing yet; else it is closed at once. Each condition is logged once. (A
 script may open sockets to the gateway: 256 of them kept alive with a request every few
 seconds, or each waiting on a slow tool, took every place, refusing every other run's calls,
 the person's too.)
@@ -25,6 +26,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import math
 from typing import Any
 
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
@@ -35,6 +37,7 @@ __all__ = [
     "MAX_PER_CALLER",
     "REQUEST_TIMEOUT",
     "RUN_BODIES",
+    "SILENT_GRACE",
     "TOTAL_BODIES",
     "BodyBudget",
     "BoundedHTTPProtocol",
@@ -45,13 +48,19 @@ log = logging.getLogger("toolscript.gateway")
 
 MAX_CONNECTIONS = 256
 FIRST_REQUEST_TIMEOUT = 10.0
+# Seconds a new connection may send nothing before it is the first to give its place up: a
+# storm of new connections (each taking a place) otherwise closed every other client's new
+# one before it could send its request.
+SILENT_GRACE = 1.0
 REQUEST_TIMEOUT = 10.0  # from a request's first byte to its last (headers and body)
 _said: set[str] = set()
 _silent: dict[Any, None] = {}  # connections that have not sent a request yet, oldest first
 _arriving: dict[Any, None] = {}  # connections whose request is not whole yet, oldest first
 _idle: dict[Any, None] = {}  # connections kept open between requests, oldest first
-MAX_PER_CALLER = MAX_CONNECTIONS // 4  # a caller's requests under way past which, when
-# every place is taken, its oldest gives its place up (a run waiting on that many is a flood)
+# A caller's requests under way past which, when every place is taken, its oldest gives its
+# place up. Small: the runs a gateway holds at once (32 through each URL, ``runbook``) each
+# holding this many take well under every place, so no number of runs fills them either.
+MAX_PER_CALLER = 3
 _begun = itertools.count()  # orders requests under way, oldest first
 
 
@@ -73,16 +82,29 @@ class BoundedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
             transport.abort()
             return
         super().connection_made(transport)
+        self._made = self.loop.time()
         _silent[self] = None
         self._first_request_timer: asyncio.TimerHandle | None = self.loop.call_later(
             FIRST_REQUEST_TIMEOUT, self._drop_if_silent
         )
 
     def _make_room(self) -> bool:
-        """Close the oldest connection that has sent nothing yet, else the oldest kept open
-        between requests, else the oldest whose request is still arriving, else the oldest
-        request of a caller holding too many; False when there is none."""
+        """Close the oldest connection that has sent nothing for ``SILENT_GRACE`` seconds,
+        else the oldest kept open between requests, else the oldest whose request is still
+        arriving, else the oldest request of a caller holding too many, else the oldest that
+        has sent nothing yet; False when there is none."""
+        return (
+            self._take_silent(self.loop.time() - SILENT_GRACE)
+            or self._take_idle_or_arriving()
+            or self._take_from_the_busiest()
+            or self._take_silent(math.inf)
+        )
+
+    def _take_silent(self, made_by: float) -> bool:
+        """Close the oldest connection made by ``made_by`` that has sent nothing yet."""
         for connection in list(_silent):
+            if connection._made > made_by:
+                return False
             if connection.cycle is None and not connection.transport.is_closing():
                 _once(
                     "crowded",
@@ -93,6 +115,11 @@ class BoundedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
                 _silent.pop(connection, None)
                 return True
             _silent.pop(connection, None)
+        return False
+
+    def _take_idle_or_arriving(self) -> bool:
+        """Close the oldest connection kept open between requests, else the oldest whose
+        request is still arriving."""
         for connection in list(_idle):
             _idle.pop(connection, None)
             if not connection.transport.is_closing():
@@ -113,11 +140,11 @@ class BoundedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
                 )
                 connection.transport.close()
                 return True
-        return self._take_from_the_busiest()
+        return False
 
     def _take_from_the_busiest(self) -> bool:
         """Close the oldest request under way of the caller holding the most, when it holds
-        more than ``MAX_PER_CALLER``: one run's flood of calls gives up its own places."""
+        more than ``MAX_PER_CALLER``: a flood of calls gives up its own places."""
         under_way: dict[bytes, list[Any]] = {}
         for connection in self.connections:
             caller = getattr(connection, "_caller", None)
@@ -135,9 +162,8 @@ class BoundedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
             return False
         _once(
             "crowded-caller",
-            f"more than {MAX_CONNECTIONS} connections at once: one caller held more than "
-            f"{MAX_PER_CALLER} requests under way, and its oldest are closed (a script's "
-            "flood of calls?)",
+            f"more than {MAX_CONNECTIONS} connections at once: the oldest requests under way "
+            "of the caller holding the most are closed (a script's flood of calls?)",
         )
         min(busiest, key=lambda connection: connection._begun).transport.close()
         return True
