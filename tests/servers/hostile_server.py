@@ -11,7 +11,9 @@ answers), ``prompts`` and ``prompt_results`` (name -> prompts/get result), ``res
 ``init_error`` (the JSON-RPC error initialize answers), ``instructions``, ``server_name``,
 ``stderr`` (written once, at start), ``exit`` (a status to exit with right after that
 stderr), ``flood`` (a tool's name -> how many MB its call writes as one line with no end:
-the server goes on answering nothing after it), ``raw`` (a tool's name -> the text of its
+the server goes on answering nothing after it), ``stderr_flood`` (a tool's name -> how many MB
+its call writes to stderr before it answers; a tool ``stderr_size`` answers how many bytes the
+file its stderr goes to holds), ``raw`` (a tool's name -> the text of its
 call's ``result`` as it is sent, a list of strings joined: JSON no encoder here would write,
 nested past any parser's depth), ``endless`` (listing methods, such as ``tools/list``, whose every page names
 a next one) and ``storm`` (a file: each tools/list answers one new tool, its time appended to
@@ -28,6 +30,7 @@ one property of N nested object schemas.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -136,6 +139,15 @@ def main() -> None:
             sys.stdout.flush()
             sys.stdin.read()  # (never a newline: the line has no end)
             return
+        if message.get("method") == "tools/call":
+            name = (message.get("params") or {}).get("name")
+            for _ in range(int(spec.get("stderr_flood", {}).get(name, 0))):
+                sys.stderr.write(("a server's log line\n" * 52429)[: 1024 * 1024])
+            sys.stderr.flush()
+            if name == "stderr_size":
+                size = {"content": [{"type": "text", "text": str(os.fstat(2).st_size)}]}
+                send({"jsonrpc": "2.0", "id": message["id"], "result": size})
+                continue
         raw = spec.get("raw", {}).get((message.get("params") or {}).get("name"))
         if message.get("method") == "tools/call" and raw is not None:
             head = json.dumps({"jsonrpc": "2.0", "id": message["id"]})[:-1]

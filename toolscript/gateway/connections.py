@@ -6,9 +6,14 @@ starve /health and every tool call. Here a connection must send its request with
 ``FIRST_REQUEST_TIMEOUT`` seconds, a request once begun must arrive whole within
 ``REQUEST_TIMEOUT`` (a body sent a byte at a time held its connection for as long as its
 sender lived: 256 of them took every place, and the person's calls were refused). Past
-``MAX_CONNECTIONS``, a new one takes the place of the oldest that sent nothing, else of the
-oldest whose request is still arriving, else it is closed at once; each condition is
-logged once.
+``MAX_CONNECTIONS``, a new one takes the place of the oldest that sent nothing for
+``SILENT_GRACE``, else of the oldest kept open between requests, else of the oldest whose
+request is still arriving, else of the oldest request of the caller (the token its path
+starts with) holding the most under way, past ``MAX_PER_CALLER``, else of the oldest that
+sent nothing yet; else it is closed at once. Each condition is logged once. (A
+script may open sockets to the gateway: 256 of them kept alive with a request every few
+seconds, or each waiting on a slow tool, took every place, refusing every other run's calls,
+the person's too.)
 
 A tool call's body is held until it is whole; ``BodyBudget`` bounds what the bodies still
 arriving may hold together, per run and in all: a script opening a hundred connections that
@@ -19,7 +24,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
+import math
 from typing import Any
 
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
@@ -27,8 +34,10 @@ from uvicorn.protocols.http.auto import AutoHTTPProtocol
 __all__ = [
     "FIRST_REQUEST_TIMEOUT",
     "MAX_CONNECTIONS",
+    "MAX_PER_CALLER",
     "REQUEST_TIMEOUT",
     "RUN_BODIES",
+    "SILENT_GRACE",
     "TOTAL_BODIES",
     "BodyBudget",
     "BoundedHTTPProtocol",
@@ -39,10 +48,20 @@ log = logging.getLogger("toolscript.gateway")
 
 MAX_CONNECTIONS = 256
 FIRST_REQUEST_TIMEOUT = 10.0
+# Seconds a new connection may send nothing before it is the first to give its place up: a
+# storm of new connections (each taking a place) otherwise closed every other client's new
+# one before it could send its request.
+SILENT_GRACE = 1.0
 REQUEST_TIMEOUT = 10.0  # from a request's first byte to its last (headers and body)
 _said: set[str] = set()
 _silent: dict[Any, None] = {}  # connections that have not sent a request yet, oldest first
 _arriving: dict[Any, None] = {}  # connections whose request is not whole yet, oldest first
+_idle: dict[Any, None] = {}  # connections kept open between requests, oldest first
+# A caller's requests under way past which, when every place is taken, its oldest gives its
+# place up. Small: the runs a gateway holds at once (32 through each URL, ``runbook``) each
+# holding this many take well under every place, so no number of runs fills them either.
+MAX_PER_CALLER = 3
+_begun = itertools.count()  # orders requests under way, oldest first
 
 
 def _once(key: str, message: str) -> None:
@@ -63,15 +82,29 @@ class BoundedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
             transport.abort()
             return
         super().connection_made(transport)
+        self._made = self.loop.time()
         _silent[self] = None
         self._first_request_timer: asyncio.TimerHandle | None = self.loop.call_later(
             FIRST_REQUEST_TIMEOUT, self._drop_if_silent
         )
 
     def _make_room(self) -> bool:
-        """Close the oldest connection that has sent nothing yet, else the oldest whose request
-        is still arriving; False when there is none."""
+        """Close the oldest connection that has sent nothing for ``SILENT_GRACE`` seconds,
+        else the oldest kept open between requests, else the oldest whose request is still
+        arriving, else the oldest request of a caller holding too many, else the oldest that
+        has sent nothing yet; False when there is none."""
+        return (
+            self._take_silent(self.loop.time() - SILENT_GRACE)
+            or self._take_idle_or_arriving()
+            or self._take_from_the_busiest()
+            or self._take_silent(math.inf)
+        )
+
+    def _take_silent(self, made_by: float) -> bool:
+        """Close the oldest connection made by ``made_by`` that has sent nothing yet."""
         for connection in list(_silent):
+            if connection._made > made_by:
+                return False
             if connection.cycle is None and not connection.transport.is_closing():
                 _once(
                     "crowded",
@@ -82,6 +115,21 @@ class BoundedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
                 _silent.pop(connection, None)
                 return True
             _silent.pop(connection, None)
+        return False
+
+    def _take_idle_or_arriving(self) -> bool:
+        """Close the oldest connection kept open between requests, else the oldest whose
+        request is still arriving."""
+        for connection in list(_idle):
+            _idle.pop(connection, None)
+            if not connection.transport.is_closing():
+                _once(
+                    "crowded-idle",
+                    f"more than {MAX_CONNECTIONS} connections at once: the oldest kept open "
+                    "between requests are closed",
+                )
+                connection.transport.close()
+                return True
         for connection in list(_arriving):
             _arriving.pop(connection, None)
             if not connection.transport.is_closing():
@@ -94,14 +142,54 @@ class BoundedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
                 return True
         return False
 
+    def _take_from_the_busiest(self) -> bool:
+        """Close the oldest request under way of the caller holding the most, when it holds
+        more than ``MAX_PER_CALLER``: a flood of calls gives up its own places."""
+        under_way: dict[bytes, list[Any]] = {}
+        for connection in self.connections:
+            caller = getattr(connection, "_caller", None)
+            cycle = connection.cycle
+            if (
+                caller is None
+                or cycle is None
+                or getattr(cycle, "response_complete", True)
+                or connection.transport.is_closing()
+            ):
+                continue
+            under_way.setdefault(caller, []).append(connection)
+        busiest = max(under_way.values(), key=len, default=[])
+        if len(busiest) <= MAX_PER_CALLER:
+            return False
+        _once(
+            "crowded-caller",
+            f"more than {MAX_CONNECTIONS} connections at once: the oldest requests under way "
+            "of the caller holding the most are closed (a script's flood of calls?)",
+        )
+        min(busiest, key=lambda connection: connection._begun).transport.close()
+        return True
+
     def on_message_begin(self) -> None:
         _silent.pop(self, None)
+        _idle.pop(self, None)
         self._cancel_request_timer()
         self._request_timer: asyncio.TimerHandle | None = self.loop.call_later(
             REQUEST_TIMEOUT, self._drop_unfinished
         )
         _arriving[self] = None
         super().on_message_begin()
+
+    def on_headers_complete(self) -> None:
+        super().on_headers_complete()
+        # Who asks: the first segment of the path as the guard reads it, decoded (the
+        # gateway's, the agent's or a run's token, however its letters were encoded).
+        path = str(self.scope.get("path", ""))
+        self._caller = path.lstrip("/").split("/", 1)[0][:128].encode("utf-8", "replace")
+        self._begun = next(_begun)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self.timeout_keep_alive_task is not None:  # kept open for a next request
+            _idle[self] = None
 
     def on_message_complete(self) -> None:
         self._cancel_request_timer()  # the app's answer may take as long as the call does
@@ -135,6 +223,7 @@ class BoundedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
 
     def connection_lost(self, exc: Exception | None) -> None:
         _silent.pop(self, None)
+        _idle.pop(self, None)
         self._cancel_request_timer()
         timer = getattr(self, "_first_request_timer", None)
         if timer is None and getattr(self, "transport", None) is None:

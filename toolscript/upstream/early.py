@@ -18,7 +18,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from toolscript.plumbing.processes import (
     tether,
     untether,
 )
+from toolscript.plumbing.stderrfile import new_stderr_file
 
 __all__ = [
     "HURRIED",
@@ -112,7 +112,7 @@ def spawn_early(servers: Iterable[ServerConfig]) -> dict[str, EarlyServer]:
     for server in servers:
         if server.disabled or server.unset or server.transport != "stdio" or not server.command:
             continue
-        stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - lives as long as the server process
+        stderr = new_stderr_file()  # lives as long as the server process
         env = inherited_environment() | dict(server.env)
         try:
             argv = [program_to_spawn(server.command, env=env, cwd=server.cwd), *server.args]

@@ -8,7 +8,6 @@ import json
 import logging
 import math
 import re
-import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
@@ -32,6 +31,7 @@ from toolscript.errors import (
 )
 from toolscript.plumbing.processes import ProgramNotRunnable, pid_exists
 from toolscript.plumbing.redact import redact
+from toolscript.plumbing.stderrfile import KEEP_EVERY, keep_end, new_stderr_file, read_end
 from toolscript.policy import unmatched_rules
 from toolscript.upstream.base import (
     CALL_PROGRESS,
@@ -279,12 +279,20 @@ class UpstreamServer:
                 await self._on_tools_changed(self)
             async with anyio.create_task_group() as listing:  # left before any raise below
                 listing.start_soon(self._offered_listing, session, name=f"{self.name} offered")
+                if self._stderr is not None:
+                    listing.start_soon(self._keep_stderr_end, self._stderr)
                 await self._lost.wait()
                 listing.cancel_scope.cancel()
             self._session = None
             self._raw_writer = None
             if not self._stopping:
                 raise UpstreamError("connection lost (the server closed it or exited)")
+
+    async def _keep_stderr_end(self, stderr: IO[str]) -> None:
+        """While connected, the server's stderr file cut back to its end as it grows."""
+        while True:
+            await anyio.sleep(KEEP_EVERY)
+            keep_end(stderr)
 
     def _stop_graces(self) -> StopGraces:
         """How long its process's stop waits at each step, read as it stops."""
@@ -322,7 +330,7 @@ class UpstreamServer:
                 return
             if early is not None:  # it exited already, or the entry changed: a fresh one
                 await anyio.to_thread.run_sync(early.stop)
-            self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - lives as long as the server process
+            self._stderr = new_stderr_file()  # lives as long as the server process
             async with stdio_transport(
                 config.command,
                 list(config.args),
@@ -758,9 +766,7 @@ class UpstreamServer:
         if self._stderr is None:
             return []
         try:
-            self._stderr.flush()
-            self._stderr.seek(0)
-            lines = self._stderr.read()[-20_000:].splitlines()
+            lines = read_end(self._stderr, 20_000).splitlines()
         except (OSError, ValueError):
             return []
         return [self._redact(line) for line in lines[-STDERR_TAIL_LINES:] if line.strip()]
