@@ -41,6 +41,7 @@ __all__ = [
     "declared_only",
     "fetch_command",
     "fetch_config",
+    "foreign_tarballs",
     "npm_cache",
     "read_packages",
 ]
@@ -54,6 +55,9 @@ _PASSED = (
     *("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy"),
     *("DENO_CERT", "DENO_TLS_CA_STORE", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR"),
 )
+
+
+DEFAULT_REGISTRY = "https://registry.npmjs.org/"
 
 
 def npm_cache() -> Path:
@@ -189,6 +193,51 @@ def _reached(npm: dict[str, Any], specifiers: dict[str, Any]) -> dict[str, Any]:
     return {key: entry for key, entry in npm.items() if key in reached}
 
 
+def foreign_tarballs(lock_text: str, registry: str = DEFAULT_REGISTRY) -> list[str]:
+    """The ``npm`` entries of a lock whose ``tarball`` is not the registry's own file of that
+    entry's name and version. Deno writes the field only for a registry whose files lie
+    elsewhere, downloads what it names, checks it against the lock's integrity alone (and
+    only that the URL is on the registry's host), and keeps it in the shared npm cache under
+    the entry's name: a cloned repository's lock pointing ``left-pad@1.3.0`` at another
+    published package (``.../is-number/-/is-number-7.0.0.tgz``, with its integrity) gave
+    every script importing left-pad that package's code, in every project of the user."""
+    try:
+        npm = json.loads(lock_text).get("npm")
+    except (ValueError, AttributeError):
+        return []
+    if not isinstance(npm, dict):
+        return []
+    root = registry if registry.endswith("/") else registry + "/"
+    found = []
+    for key, entry in npm.items():
+        if not isinstance(entry, dict) or "tarball" not in entry:
+            continue
+        at = str(key).find("@", 1)  # (after a scope's own @)
+        name, version = str(key)[:at], str(key)[at + 1 :].split("_", 1)[0]
+        own = f"{root}{name}/-/{name.rsplit('/', 1)[-1]}-{version}.tgz"
+        if at < 1 or entry["tarball"] != own:
+            found.append(str(key))
+    return found
+
+
+def _without_foreign_tarballs(lock: Path, registry: str) -> None:
+    """Start ``lock`` anew (Deno resolves every package from the registry again) when an
+    entry names a file other than its own package's (``foreign_tarballs``)."""
+    try:
+        text = lock.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return  # (none yet; or Deno says what is wrong with it)
+    found = foreign_tarballs(text, registry)
+    if found:
+        log.warning(
+            "packages: %s names files other than the packages' own for %s; it is made anew "
+            "from the registry (review where this lock came from)",
+            lock,
+            ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else ""),
+        )
+        lock.unlink()
+
+
 def _declared_name(specifier: str) -> str:
     try:
         return package_name(specifier)
@@ -254,6 +303,7 @@ class PackagesTask:
         config = fetch_config(declared, lock)
         env = {**deno_environment(), "NO_COLOR": "1"}
         env.update({name: os.environ[name] for name in _PASSED if name in os.environ})
+        _without_foreign_tarballs(lock, env.get("NPM_CONFIG_REGISTRY") or DEFAULT_REGISTRY)
         try:
             with _cache_open(), _fetch_folder(config) as folder:
                 done = subprocess.run(
