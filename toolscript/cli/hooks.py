@@ -344,6 +344,16 @@ _MENTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             "it names the files that hold the gateway's own token or the run log",
         ),
         (
+            # Claude Code's settings (``disableAllHooks``, an allow rule, a plugin turned off)
+            # and this plugin's own hooks: where the question asked before an approval lives
+            r"\.claude/+(?:[\w.-]*settings[\w.-]*\.json|plugins\b)|\.claude\.json\b"
+            r"|\bsettings\.local\.json\b|managed-settings|\bdisableAllHooks\b"
+            r"|\benabledPlugins\b|\bCLAUDE_PLUGIN_ROOT\b|\bCLAUDE_CONFIG_DIR\b"
+            r"|\bhooks\.json\b|pre-tool-use\.sh"
+            r"|\bclaude\s+plugins?\s+(?:disable|uninstall|remove|rm)\b",
+            "it changes Claude Code's settings or hooks, which ask you before an approval",
+        ),
+        (
             r"\bimport\s+pty\b|\bpty\.(?:spawn|fork|openpty)\b|\bopenpty\b|\bsend-keys\b|-X\s+stuff\b"
             # a pseudo-terminal from a library (Perl's, Node's, pexpect)
             r"|IO::(?:Pty|Tty)\b|\bnode-pty\b|\bpexpect\b|\bptyprocess\b"

@@ -1,0 +1,37 @@
+"""The agent turning off the question asked before an approval: Claude Code's settings
+(``disableAllHooks``, an allow rule, the plugin disabled) and the plugin's own hook files,
+written through Bash, passed unasked; in the next session (or once Claude Code reads its
+settings again) ``toolscript approve`` ran with nobody asked."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolscript.cli.hooks import approval_reason
+
+TURNING_OFF = [
+    """echo '{"disableAllHooks": true}' > .claude/settings.local.json""",
+    """jq '.x = 1' ~/.claude/settings.json > s.json && mv s.json ~/.claude/settings.json""",
+    """cp mine.json "$HOME/.claude/settings.json" """,
+    """cat > '.claude'/"settings.json" <<EOF\n{}\nEOF""",
+    """cd .claude && printf '{}' > settings.local.json""",
+    "sed -i 's/PreToolUse/Nothing/' ~/.claude/plugins/marketplaces/t/plugin/hooks/hooks.json",
+    'rm "$CLAUDE_PLUGIN_ROOT/hooks/pre-tool-use.sh"',
+    "claude plugin disable toolscript@toolscript",
+    "sudo tee /etc/claude-code/managed-settings.json < off.json",
+    """python3 -c 'import json; print(json.dumps({"enabledPlugins": {}}))' > s.json""",
+]
+
+
+@pytest.mark.parametrize("command", TURNING_OFF)
+def test_changing_claude_codes_settings_or_the_plugins_hooks_is_asked(command: str) -> None:
+    reason = approval_reason(command)
+    assert reason is not None and "Claude Code's settings or hooks" in reason, reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["ls .claude", "claude --version", "cat .vscode/settings.json", "grep -rn hooks src/"],
+)
+def test_everyday_commands_near_them_pass_unasked(command: str) -> None:
+    assert approval_reason(command) is None
