@@ -101,8 +101,17 @@ def _approver(context: Any) -> Approver | None:
             from toolscript.store.outputs import visible_controls
 
             # shown as exec's terminal shows it: the server's controls made visible, so its
-            # question cannot erase, retitle or reorder what the person reads
-            message = visible_controls(f"{prompt.get('tool')} asks: {prompt.get('message', '')}")
+            # question cannot erase, retitle or reorder what the person reads; the client
+            # shows it as toolscript's (the face is its server), so the server is named as
+            # who asks and who hears the answer, and each of its lines is indented: none
+            # reads as toolscript's own (a forged approval, "toolscript needs your token")
+            server = visible_controls(str(prompt.get("tool", "")))
+            lines = visible_controls(str(prompt.get("message", ""))).splitlines() or [""]
+            message = (
+                f"The MCP server {server} asks you, during the script's call of it (your "
+                f"answer goes to {server}, not to toolscript):\n"
+                + "\n".join(f"  {line}" for line in lines)
+            )
             try:
                 asked = await session.elicit_form(
                     message,
