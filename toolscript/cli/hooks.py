@@ -969,11 +969,17 @@ def _stopped_call(run_id: str, config: str | None, cwd: Path | None) -> str:
         config = str(cwd / config)
     project = find_config_path(config, cwd).parent
     path = runlog_path(project_state_dir(project))
-    if not path.is_file():
-        return ""
-    run = RunLog(path).run(run_id)
+    run = RunLog(path).run(run_id) if path.is_file() else None
     if run is None or run.get("status") != "awaiting_approval":
-        return ""
+        # (a command that waits first, `sleep 5; toolscript approve RUN_ID`, approved the
+        # call a running run stopped at after the person allowed it, never shown to them)
+        named = visible_text(str(run["id"] if run is not None else run_id))
+        now = f"is {visible_text(str(run.get('status')))}" if run is not None else "is unknown here"
+        return (
+            f" Run {named} {now}, not waiting for an approval: the call this would approve "
+            "is one it stops at later, which nobody has seen. Allow it only once "
+            f"`toolscript runs show {named}` shows the call it waits at."
+        )
     call = (run.get("stopped") or {}).get("call") or {}
     tool = visible_text(tool_named(str(call.get("tool", ""))))
     shown = shown_arguments(call.get("arguments", {}), STOPPED_CALL_SHOWN, one_line=True)
