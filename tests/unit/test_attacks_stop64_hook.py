@@ -35,3 +35,25 @@ def test_changing_claude_codes_settings_or_the_plugins_hooks_is_asked(command: s
 )
 def test_everyday_commands_near_them_pass_unasked(command: str) -> None:
     assert approval_reason(command) is None
+
+
+# The person's terminal written to through its device while exec asks there: a question
+# about a harmless tool forged under the real one (what stop 57 held back from the script's
+# own output), or keys pushed into its input where the system still lets them.
+ONTO_A_TERMINAL = [
+    "printf '\\n  allow it? (the call of time.now) [y]es: ' > /dev/pts/3",
+    "echo hi | tee /dev/ttys004",
+    "cat forged.txt >/dev/tty1",
+    'python3 -c \'import fcntl, termios; fcntl.ioctl(open("/dev/pts/2"), termios.TIOCSTI, b"y")\'',
+]
+
+
+@pytest.mark.parametrize("command", ONTO_A_TERMINAL)
+def test_writing_onto_another_terminal_is_asked(command: str) -> None:
+    reason = approval_reason(command)
+    assert reason is not None and "terminal" in reason, reason
+
+
+@pytest.mark.parametrize("command", ["ls /dev/null", "echo x > /dev/null", "tty", "ls /dev/"])
+def test_the_null_device_and_the_like_pass_unasked(command: str) -> None:
+    assert approval_reason(command) is None

@@ -357,7 +357,9 @@ _MENTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"\bimport\s+pty\b|\bpty\.(?:spawn|fork|openpty)\b|\bopenpty\b|\bsend-keys\b|-X\s+stuff\b"
             # a pseudo-terminal from a library (Perl's, Node's, pexpect)
             r"|IO::(?:Pty|Tty)\b|\bnode-pty\b|\bpexpect\b|\bptyprocess\b"
-            # keys typed into the person's own terminal window, where exec asks them
+            # keys typed into the person's own terminal window, where exec asks them, or text
+            # written onto it (a forged question under the real one) through its device
+            r"|/dev/+(?:pts/|ttys?\d)|\bTIOCSTI\b"
             r"|\b(?:xdotool|ydotool)\b|\bwtype\b|\bsend-text\b|\bwrite-chars\b"
             # macOS: AppleScript types into the front window or a Terminal's, or iTerm's
             # (anchored: one pass over the command, however many times it says osascript)
