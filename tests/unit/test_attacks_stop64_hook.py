@@ -5,9 +5,15 @@ settings again) ``toolscript approve`` ran with nobody asked."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
 import pytest
 
-from toolscript.cli.hooks import approval_reason
+from toolscript.cli.hooks import approval_decision, approval_reason
 
 TURNING_OFF = [
     """echo '{"disableAllHooks": true}' > .claude/settings.local.json""",
@@ -57,3 +63,43 @@ def test_writing_onto_another_terminal_is_asked(command: str) -> None:
 @pytest.mark.parametrize("command", ["ls /dev/null", "echo x > /dev/null", "tty", "ls /dev/"])
 def test_the_null_device_and_the_like_pass_unasked(command: str) -> None:
     assert approval_reason(command) is None
+
+
+# A hook that fails or outruns Claude Code's timeout decides nothing, and the command runs
+# unasked: 1,000 brace lists in a comment (5 KB) exceeded Python's recursion limit, as did
+# 2,000 `env -u` options; reading 400 KB took 50 s.
+UNREADABLE = [
+    "toolscript approve 20261124-101500-3f9a1c # " + "{a,b}" * 1000,
+    "env " + "-u X " * 2000 + "toolscript approve 20261124-101500-3f9a1c",
+    "toolscript approve 20261124-101500-3f9a1c " + "$(a)" * 30_000,
+]
+
+
+@pytest.mark.parametrize("command", UNREADABLE, ids=["braces", "env", "long"])
+def test_a_command_the_hook_cannot_read_is_asked(command: str, tmp_path: Path) -> None:
+    decision = approval_decision({"tool_input": {"command": command}, "cwd": str(tmp_path)})
+    assert decision is not None
+    assert decision["hookSpecificOutput"]["permissionDecision"] == "ask"
+
+
+HOOK = Path(__file__).resolve().parents[2] / "plugin" / "hooks" / "pre-tool-use.sh"
+
+
+@pytest.mark.parametrize("command", ["toolscript approve 20261124-101500-3f9a1c", "ls"])
+def test_the_hook_script_falls_back_to_its_words_when_toolscript_fails(command: str) -> None:
+    event = json.dumps({"tool_name": "Bash", "tool_input": {"command": command}})
+    failing = shutil.which("false")
+    assert failing is not None
+    done = subprocess.run(
+        ["bash", str(HOOK)],
+        input=event,
+        capture_output=True,
+        text=True,
+        env={"PATH": os.environ["PATH"], "TOOLSCRIPT_BIN": failing},
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    if command == "ls":
+        assert done.stdout == ""
+    else:
+        assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "ask"

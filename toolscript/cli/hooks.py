@@ -836,10 +836,21 @@ def approval_decision(data: dict[str, Any]) -> dict[str, Any] | None:
     command = tool_input.get("command") if isinstance(tool_input, dict) else None
     if not isinstance(command, str):
         return None
-    reason = approval_reason(command)
+    # Closed when the command cannot be read: a hook that fails or runs past Claude Code's
+    # timeout decides nothing, and the command ran unasked (`toolscript approve RUN_ID #
+    # {a,b}{a,b}...`, 5 KB, exceeded Python's recursion limit; 400 KB took 50 s).
+    try:
+        reason = approval_reason(command) if len(command) <= READ_LIMIT else TOO_LONG
+    except Exception:  # (RecursionError, MemoryError's kin: whatever reading it raised)
+        reason = UNREADABLE
     if reason is None:
         return None
     cwd = data.get("cwd")
+    try:
+        unread = reason in (TOO_LONG, UNREADABLE)
+        shown = "" if unread else _approved_by(command, cwd if isinstance(cwd, str) else None)
+    except Exception:  # the question is still asked, without the call
+        shown = ""
     return {
         "hookSpecificOutput": {
             "hookEventName": "PreToolUse",
@@ -851,11 +862,15 @@ def approval_decision(data: dict[str, Any]) -> dict[str, Any] | None:
                 else f"toolscript: {reason}. Approving tool calls that the project's policy holds "
                 "for a person is yours to do; an agent must not approve its own calls. Read "
                 "the command (and the call: `toolscript runs show RUN_ID`) before you allow it."
-                + _approved_by(command, cwd if isinstance(cwd, str) else None)
+                + shown
             ),
         }
     }
 
+
+READ_LIMIT = 100_000  # characters of a command read (about 2 s); a longer one is asked
+TOO_LONG = "the command is too long to read for what it runs"
+UNREADABLE = "the command could not be read for what it runs"
 
 # What `approve` takes besides its RUN_ID: the options followed by a value.
 _APPROVE_VALUED = frozenset({"-c", "--config"})
