@@ -1,0 +1,217 @@
+"""Where features meet: each test makes two or more features work on the same call, with a
+real gateway, real MCP servers (the records server's journal counts what reached it) and
+the real Deno: an approval through the MCP face of a call holding a masked secret, a
+saved script run in the background that stops for approval and is resumed, a config saved
+by an editor while a run waits for approval (and the search and types after it), a local
+tool file edited under a spare sandbox that booted before the edit."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import (
+    GatewayProcess,
+    face_parameters,
+    fixture_server,
+    records_server,
+    toolscript_cli,
+    wait_until,
+)
+
+SECRET = "sk-live-crossfeature-9876543210"
+
+
+def journal_of(journal: Path) -> list[dict[str, Any]]:
+    if not journal.exists():
+        return []
+    return [json.loads(line) for line in journal.read_text().splitlines()]
+
+
+def config_of(journal: Path, **records: Any) -> dict[str, Any]:
+    entry = records_server(
+        env={"RECORDS_JOURNAL": str(journal), "RECORDS_TOKEN": SECRET}, **records
+    )
+    return {
+        "mcpServers": {"records": entry, "fx": fixture_server()},
+        "search": {"semantic": False},
+    }
+
+
+def save_like_an_editor(path: Path, config: dict[str, Any]) -> None:
+    """Write a new file beside it and rename it over the old one, as vim and VS Code save."""
+    fresh = path.with_name(path.name + ".swp")
+    fresh.write_text(json.dumps(config))
+    os.replace(fresh, path)
+
+
+def run_id_of(stderr: str) -> str:
+    marker = "toolscript approve "
+    start = stderr.index(marker) + len(marker)
+    return stderr[start:].split("`", 1)[0].split()[0].strip()
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayProcess, Path]]:
+    directory = tmp_path_factory.mktemp("features-meet")
+    journal = directory / "journal.jsonl"
+    gateway = GatewayProcess(config_of(journal), directory)
+    try:
+        yield gateway, journal
+    finally:
+        gateway.stop()
+
+
+def cli(gateway: GatewayProcess, *args: str) -> subprocess.CompletedProcess[str]:
+    return toolscript_cli(*args, cwd=gateway.directory, env={"TOOLSCRIPT_GATEWAY_URL": gateway.url})
+
+
+def test_the_face_asks_with_the_secret_masked_and_the_server_gets_it(
+    project: tuple[GatewayProcess, Path],
+) -> None:
+    """Approval through the MCP face (elicitation) x masking: the person reads `***`, the
+    server receives the value the script gave."""
+    import anyio
+    import mcp_types
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    gateway, journal = project
+    asked: list[str] = []
+
+    async def approve(context: Any, params: Any) -> mcp_types.ElicitResult:
+        asked.append(params.message)
+        return mcp_types.ElicitResult(action="accept", content={"always": False})
+
+    code = f"""import {{ tools }} from "toolscript";
+return await tools.records.dropTable({{ name: "t-{SECRET}", password: "face-password-1" }});
+"""
+
+    async def session_work() -> Any:
+        async with (
+            stdio_client(face_parameters(gateway)) as (read, write),
+            ClientSession(read, write, elicitation_callback=approve) as session,
+        ):
+            await session.initialize()
+            return await session.call_tool("execute", {"code": code})
+
+    answer = anyio.run(session_work)
+    assert not answer.is_error, answer.content
+    assert len(asked) == 1, asked
+    assert "records.drop_table" in asked[0]
+    assert SECRET not in asked[0] and SECRET[-12:] not in asked[0]
+    assert "face-password-1" not in asked[0]
+    assert "***" in asked[0]
+    calls = [entry for entry in journal_of(journal) if entry["tool"] == "drop_table"]
+    assert calls == [
+        {"tool": "drop_table", "arguments": {"name": f"t-{SECRET}", "password": "face-password-1"}}
+    ]
+
+
+ERASE = """import { tools } from "toolscript";
+
+/** Erase a record, then say so. */
+export default async function erase(input: { key: string }) {
+  await tools.records.writeRecord({ key: input.key, text: "to go" });
+  const gone = await tools.records.deleteRecord({ key: input.key });
+  return { erased: input.key, gone };
+}
+"""
+
+
+def test_a_saved_script_run_in_the_background_stops_for_approval_and_resumes(
+    project: tuple[GatewayProcess, Path],
+) -> None:
+    """Saved scripts x background runs x approvals x resume: the stop reaches `runs wait`,
+    `approve RUN_ID` lets that call run once, the resumed run replays the write from its log
+    and makes the delete once."""
+    gateway, journal = project
+    source = gateway.directory / "erase.ts"
+    source.write_text(ERASE)
+    saved = cli(gateway, "save", "eraseRecord", str(source))
+    assert saved.returncode == 0, saved.stderr
+    before = len(journal_of(journal))
+    started = cli(
+        gateway,
+        "exec",
+        "--background",
+        "--json",
+        'import { scripts } from "toolscript"; return await scripts.eraseRecord({ key: "bg" });',
+    )
+    assert started.returncode == 0, started.stderr
+    run_id = json.loads(started.stdout)["run"]
+    waited = cli(gateway, "runs", "wait", run_id, "--timeout", "60")
+    assert waited.returncode == 120, (waited.stdout, waited.stderr)
+    assert "records.delete_record needs approval" in waited.stderr
+    assert run_id in waited.stderr
+    assert [e["tool"] for e in journal_of(journal)[before:]] == ["write_record"]
+    approved = cli(gateway, "approve", run_id)
+    assert approved.returncode == 0, approved.stderr
+    resumed = cli(gateway, "exec", "--resume", run_id)
+    assert resumed.returncode == 0, (resumed.stdout, resumed.stderr)
+    assert json.loads(resumed.stdout)["erased"] == "bg"
+    assert [e["tool"] for e in journal_of(journal)[before:]] == ["write_record", "delete_record"]
+
+
+def servers_found(gateway: GatewayProcess, query: str) -> set[str]:
+    found = cli(gateway, "search", query, "--json")
+    assert found.returncode == 0, found.stderr
+    return {hit["server"] for hit in json.loads(found.stdout)["hits"]}
+
+
+def test_a_config_saved_while_a_run_waits_for_approval_decides_its_resume(
+    project: tuple[GatewayProcess, Path],
+) -> None:
+    """Config reload x approvals x resume x search x get-types (last in the module: it edits
+    the shared config). An editor's save (write and rename) that denies the approved tool
+    and removes a server lands between `approve RUN_ID` and `exec --resume`: the resumed call
+    follows the new policy (not made), search has no hit of the removed server, and
+    get-types of its tool says it is gone."""
+    gateway, journal = project
+    # With the tool gone from the module (denied), the call is asked of the gateway by hand.
+    code = """import { tools } from "toolscript";
+await tools.records.writeRecord({ key: "held", text: "x" });
+const erase = (tools.records as any).deleteRecord;
+if (typeof erase === "function") return await erase({ key: "held" });
+const url = `${Deno.env.get("TOOLSCRIPT_GATEWAY_URL")}/tools/records__delete_record`;
+const answer = await fetch(url, { method: "POST", body: JSON.stringify({ key: "held" }) });
+return { status: answer.status, body: await answer.json() };
+"""
+    assert "fx" in servers_found(gateway, "sleep for some seconds")
+    before = len(journal_of(journal))
+    stopped = cli(gateway, "exec", code)
+    assert stopped.returncode == 120, stopped.stderr
+    run_id = run_id_of(stopped.stderr)
+    approved = cli(gateway, "approve", run_id)
+    assert approved.returncode == 0, approved.stderr
+
+    denying = config_of(journal, policy={"delete_record": "deny"})
+    del denying["mcpServers"]["fx"]
+    save_like_an_editor(gateway.config_path, denying)
+    gateway.wait_for_log("config: removed fx; restarted records")
+    gateway.wait_for_health(
+        lambda h: "fx" not in h["servers"] and h["servers"]["records"]["state"] == "connected",
+        what="records back, fx gone",
+    )
+    wait_until(
+        lambda: cli(gateway, "list-tools", "records").stdout,
+        lambda listed: "delete_record" not in listed,
+        what="the deny rule in the tool list",
+    )
+
+    resumed = cli(gateway, "exec", "--resume", run_id)
+    assert resumed.returncode == 0, (resumed.stdout, resumed.stderr)
+    answer = json.loads(resumed.stdout)
+    assert answer["status"] == 403 and answer["body"]["error"] == "tool_denied", answer
+    assert [e["tool"] for e in journal_of(journal)[before:]] == ["write_record"]
+
+    assert "fx" not in servers_found(gateway, "sleep for some seconds")
+    types = cli(gateway, "get-types", "fx", "sleep")
+    assert types.returncode != 0
+    assert "server not found: 'fx' (configured: records)" in types.stderr, types.stderr
