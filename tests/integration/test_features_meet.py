@@ -200,9 +200,9 @@ return { status: answer.status, body: await answer.json() };
         what="records back, fx gone",
     )
     wait_until(
-        lambda: cli(gateway, "list-tools", "records").stdout,
-        lambda listed: "delete_record" not in listed,
-        what="the deny rule in the tool list",
+        lambda: gateway.client.get("runtime/tools.ts").text,
+        lambda module: "writeRecord(" in module and "deleteRecord(" not in module,
+        what="the module rebuilt with the deny rule",
     )
 
     resumed = cli(gateway, "exec", "--resume", run_id)
