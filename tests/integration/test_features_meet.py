@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import pytest
 
 from tests.helpers import (
     GatewayProcess,
+    clean_env,
     face_parameters,
     fixture_server,
     records_server,
@@ -157,6 +159,89 @@ def test_a_saved_script_run_in_the_background_stops_for_approval_and_resumes(
     assert resumed.returncode == 0, (resumed.stdout, resumed.stderr)
     assert json.loads(resumed.stdout)["erased"] == "bg"
     assert [e["tool"] for e in journal_of(journal)[before:]] == ["write_record", "delete_record"]
+
+
+def test_a_run_the_face_yielded_asks_approval_and_keeps_its_whole_output(
+    project: tuple[GatewayProcess, Path],
+) -> None:
+    """The face's yield (`wait_run`) x approval by elicitation x output past the answer's cap
+    x the output resource: a run that goes on after `execute` answered asks the person
+    during `wait_run`, the call is made once, and what it printed on both sides of the
+    yield is whole in `toolscript://runs/ID/output`."""
+    import anyio
+    import mcp_types
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    gateway, journal = project
+    parameters = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "toolscript",
+            "mcp",
+            "--config",
+            str(gateway.config_path),
+            "--yield-after",
+            "1",
+        ],
+        cwd=str(gateway.directory),
+        env=clean_env(),
+    )
+    asked: list[str] = []
+
+    async def approve(context: Any, params: Any) -> mcp_types.ElicitResult:
+        asked.append(params.message)
+        return mcp_types.ElicitResult(action="accept", content={"always": False})
+
+    code = """import { tools } from "toolscript";
+for (let i = 0; i < 400; i++) console.log(`before ${i} ` + "a".repeat(100));
+await tools.fx.sleep({ seconds: 2 });
+await tools.records.writeRecord({ key: "yielded", text: "x" });
+const gone = await tools.records.deleteRecord({ key: "yielded" });
+for (let i = 0; i < 400; i++) console.log(`after ${i} ` + "b".repeat(100));
+return gone;
+"""
+
+    async def session_work() -> tuple[Any, list[Any], str]:
+        async with (
+            stdio_client(parameters) as (read, write),
+            ClientSession(read, write, elicitation_callback=approve) as session,
+        ):
+            await session.initialize()
+            first = await session.call_tool("execute", {"code": code})
+            waits = []
+            while (first.structured_content or {}).get("running"):
+                waited = await session.call_tool(
+                    "wait_run", {"run": first.structured_content["run"]}
+                )
+                waits.append(waited)
+                if not (waited.structured_content or {}).get("running"):
+                    break
+            final = waits[-1] if waits else first
+            uris = [
+                link.uri
+                for link in final.content
+                if link.type == "resource_link" and str(link.uri).endswith("/output")
+            ]
+            whole = ""
+            if uris:
+                read_back = await session.read_resource(uris[0])
+                whole = read_back.contents[0].text
+            return first, waits, whole
+
+    first, waits, whole = anyio.run(session_work)
+    assert first.structured_content.get("running") is True, first.content
+    assert waits, "the run ended before it yielded"
+    final = waits[-1]
+    assert not final.is_error, final.content
+    assert len(asked) == 1 and "records.delete_record" in asked[0], asked
+    tools_called = [
+        e["tool"] for e in journal_of(journal) if e["arguments"].get("key") == "yielded"
+    ]
+    assert tools_called == ["write_record", "delete_record"]
+    assert "before 0 " in whole and "before 399 " in whole, whole[:300]
+    assert "after 0 " in whole and "after 399 " in whole, whole[-300:]
 
 
 def servers_found(gateway: GatewayProcess, query: str) -> set[str]:
