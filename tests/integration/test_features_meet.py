@@ -42,8 +42,25 @@ def config_of(journal: Path, **records: Any) -> dict[str, Any]:
     )
     return {
         "mcpServers": {"records": entry, "fx": fixture_server()},
+        "localTools": {"dir": "tools"},
         "search": {"semantic": False},
     }
+
+
+NOTES_V1 = '''def version() -> str:
+    """Which version of the file answers."""
+    return "v1"
+'''
+
+NOTES_V2 = '''def version() -> str:
+    """Which version of the file answers."""
+    return "v2"
+
+
+def shout(text: str) -> str:
+    """Say it louder."""
+    return text.upper()
+'''
 
 
 def save_like_an_editor(path: Path, config: dict[str, Any]) -> None:
@@ -63,6 +80,8 @@ def run_id_of(stderr: str) -> str:
 def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayProcess, Path]]:
     directory = tmp_path_factory.mktemp("features-meet")
     journal = directory / "journal.jsonl"
+    (directory / "tools").mkdir()
+    (directory / "tools" / "notes.py").write_text(NOTES_V1)
     gateway = GatewayProcess(config_of(journal), directory)
     try:
         yield gateway, journal
@@ -244,6 +263,56 @@ return gone;
     assert "after 0 " in whole and "after 399 " in whole, whole[-300:]
 
 
+def test_a_tool_file_edited_between_two_executes_of_the_face_answers_as_edited(
+    project: tuple[GatewayProcess, Path],
+) -> None:
+    """Local Python tools x live edits x the face's spare sandbox (spawned after the first
+    execute, before the edit): the next execute sees the new function in its types and
+    calls, and the changed body answers."""
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    gateway, _journal = project
+    tools_file = gateway.directory / "tools" / "notes.py"
+
+    async def session_work() -> tuple[Any, Any]:
+        async with (
+            stdio_client(face_parameters(gateway)) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            first = await session.call_tool(
+                "execute",
+                {"code": 'import { tools } from "toolscript"; return await tools.notes.version();'},
+            )
+            tools_file.write_text(NOTES_V2)
+            await anyio.to_thread.run_sync(
+                lambda: wait_until(
+                    lambda: gateway.client.get("runtime/tools.ts").text,
+                    lambda module: "shout(" in module,
+                    what="the edited tool file in the module",
+                )
+            )
+            second = await session.call_tool(
+                "execute",
+                {
+                    "code": 'import { tools } from "toolscript";\n'
+                    'return [await tools.notes.version(), await tools.notes.shout({ text: "hi" })];'
+                },
+            )
+            return first, second
+
+    try:
+        first, second = anyio.run(session_work)
+    finally:
+        tools_file.write_text(NOTES_V1)
+    assert not first.is_error, first.content
+    assert first.structured_content == {"result": "v1"}
+    assert not second.is_error, second.content
+    assert second.structured_content == {"result": ["v2", "HI"]}
+
+
 def servers_found(gateway: GatewayProcess, query: str) -> set[str]:
     found = cli(gateway, "search", query, "--json")
     assert found.returncode == 0, found.stderr
@@ -299,4 +368,4 @@ return { status: answer.status, body: await answer.json() };
     assert "fx" not in servers_found(gateway, "sleep for some seconds")
     types = cli(gateway, "get-types", "fx", "sleep")
     assert types.returncode != 0
-    assert "server not found: 'fx' (configured: records)" in types.stderr, types.stderr
+    assert "server not found: 'fx' (configured: records, notes)" in types.stderr, types.stderr
