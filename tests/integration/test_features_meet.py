@@ -254,6 +254,9 @@ return gone;
     assert waits, "the run ended before it yielded"
     final = waits[-1]
     assert not final.is_error, final.content
+    # what it returned is given though its output passed the cap
+    assert final.structured_content == {"result": {"key": "yielded", "deleted": True}}
+    assert '{"key": "yielded", "deleted": true}' in final.content[0].text
     assert len(asked) == 1 and "records.delete_record" in asked[0], asked
     tools_called = [
         e["tool"] for e in journal_of(journal) if e["arguments"].get("key") == "yielded"

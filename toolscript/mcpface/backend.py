@@ -890,6 +890,15 @@ class Backend:
         kept = spill if exit_code == EXIT_OUTPUT else None
         if kept is not None and kept.exists():
             cut = cut_answer(out, err, output_uri(run.id), kept.stat().st_size)
+            if result_marker().encode() not in out:  # its value was past what fit
+                returned = result_at_end(kept)
+                if returned is not None:
+                    shown = json.dumps(returned[0], ensure_ascii=False)
+                    cut = dataclasses.replace(
+                        cut,
+                        text=f"{cut.text}\nThe script returned (the last line of its output):\n{shown}",
+                        structured={"result": returned[0]},
+                    )
             return _shown(dataclasses.replace(cut, outputs=cut.outputs + errors))
         answer = dataclasses.replace(
             execution_answer(exit_code, out, err, run.calls), outputs=errors
@@ -1149,6 +1158,32 @@ def errors_named(err: bytes, path: Path, uri: str) -> tuple[bytes, tuple[str, ..
     note = f"[{found[1]} bytes of the {found[2]} the script printed to stderr are left out here; {where}]"
     text = text[: found.start()] + note + text[found.end() :]
     return text.encode(), (uri,) if kept else ()
+
+
+RETURNED_KEPT = 16_000  # bytes: a return value up to this size is given beside a cut output
+
+
+def result_at_end(path: Path, limit: int = RETURNED_KEPT) -> tuple[Any] | None:
+    """The value a script returned, as the last line of its kept output ``path`` holds it
+    (after this user's ``result_marker``), when that line is at most ``limit`` bytes: a
+    script that printed past the cap and returned a small value still answers with it (a
+    larger one is what the output's preview shows). None when there is none."""
+    marker = result_marker().encode()
+    with path.open("rb") as kept:
+        size = kept.seek(0, os.SEEK_END)
+        start = max(0, size - limit - len(marker) - 2)
+        kept.seek(start)
+        tail = kept.read().rstrip(b"\n")
+    line_start = tail.rfind(b"\n") + 1
+    if line_start == 0 and start > 0:  # the last line began before what was read
+        return None
+    line = tail[line_start:]
+    if not line.startswith(marker):
+        return None
+    try:
+        return (json.loads(line[len(marker) :]),)
+    except (ValueError, RecursionError):
+        return None
 
 
 def cut_answer(stdout: bytes, stderr: bytes, uri: str, size: int) -> Answer:
