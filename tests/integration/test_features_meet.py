@@ -23,6 +23,7 @@ from tests.helpers import (
     face_parameters,
     fixture_server,
     records_server,
+    run_doit,
     toolscript_cli,
     wait_until,
 )
@@ -314,6 +315,32 @@ def test_a_tool_file_edited_between_two_executes_of_the_face_answers_as_edited(
     assert first.structured_content == {"result": "v1"}
     assert not second.is_error, second.content
     assert second.structured_content == {"result": ["v2", "HI"]}
+
+
+def test_doit_after_the_gateway_learned_a_new_tool_keeps_it_and_exec_calls_it(
+    project: tuple[GatewayProcess, Path],
+) -> None:
+    """A server's tools/list_changed x the user's standalone `doit` x exec: the tool the
+    gateway learned stays in the artifacts `doit` leaves (it shares the gateway's notion of
+    up to date), and the next exec type-checks and calls it."""
+    gateway, _journal = project
+    added = gateway.call("fx__add_tool", {"name": "fresh_extra"})
+    assert added.status_code == 200, added.text
+    artifact = gateway.directory / ".toolscript" / "tools.ts"
+    wait_until(
+        lambda: (gateway.client.get("runtime/tools.ts").text, artifact.read_text()),
+        lambda modules: all("freshExtra(" in module for module in modules),
+        what="the new tool in the served module and its artifact",
+    )
+    built = run_doit(gateway.directory)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert "freshExtra(" in gateway.client.get("runtime/tools.ts").text
+    assert "freshExtra(" in artifact.read_text()
+    called = cli(
+        gateway, "exec", 'import { tools } from "toolscript"; return await tools.fx.freshExtra({});'
+    )
+    assert called.returncode == 0, called.stderr
+    assert '"extra"' in called.stdout, called.stdout
 
 
 def servers_found(gateway: GatewayProcess, query: str) -> set[str]:
