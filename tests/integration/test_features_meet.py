@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import (
+    NODE_BIN,
     GatewayProcess,
     clean_env,
     face_parameters,
@@ -134,6 +135,39 @@ return await tools.records.dropTable({{ name: "t-{SECRET}", password: "face-pass
     assert calls == [
         {"tool": "drop_table", "arguments": {"name": f"t-{SECRET}", "password": "face-password-1"}}
     ]
+
+    # The official Inspector's CLI, a client with no elicitation: the run stops, and what the
+    # agent reads of the stopped call (text and structuredContent) holds the masks too.
+    inspected = subprocess.run(
+        [
+            str(NODE_BIN / "mcp-inspector"),
+            "--cli",
+            sys.executable,
+            "-m",
+            "toolscript",
+            "mcp",
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "execute",
+            "--tool-arg",
+            f"code={code}",
+        ],
+        cwd=gateway.directory,
+        # --config would be the Inspector's own option: the face reads the variable instead.
+        env=clean_env(TOOLSCRIPT_CONFIG=str(gateway.config_path), TOOLSCRIPT_LOG_LEVEL="WARNING"),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert inspected.returncode == 0, inspected.stderr
+    stopped = json.loads(inspected.stdout)
+    assert stopped["isError"] is True
+    assert stopped["structuredContent"]["stopped"]["error"] == "approval_required"
+    assert "***" in inspected.stdout
+    for secret in (SECRET, SECRET[-12:], "face-password-1"):
+        assert secret not in inspected.stdout and secret not in inspected.stderr
+    assert len([e for e in journal_of(journal) if e["tool"] == "drop_table"]) == 1
 
 
 ERASE = """import { tools } from "toolscript";
