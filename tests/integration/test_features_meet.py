@@ -1,9 +1,11 @@
 """Where features meet: each test makes two or more features work on the same call, with a
 real gateway, real MCP servers (the records server's journal counts what reached it) and
-the real Deno: an approval through the MCP face of a call holding a masked secret, a
-saved script run in the background that stops for approval and is resumed, a config saved
-by an editor while a run waits for approval (and the search and types after it), a local
-tool file edited under a spare sandbox that booted before the edit."""
+the real Deno: an approval through the MCP face (and the Inspector's CLI) of a call holding
+a masked secret, a saved script run in the background that stops for approval and is
+resumed, a run the face yielded that asks for approval and prints past the cap, a local
+tool file edited under the face's spare sandbox, `doit` after a server's list_changed, and a
+config saved by an editor while a run waits for approval (and the search and types after
+it)."""
 
 from __future__ import annotations
 
@@ -221,7 +223,8 @@ def test_a_run_the_face_yielded_asks_approval_and_keeps_its_whole_output(
     """The face's yield (`wait_run`) x approval by elicitation x output past the answer's cap
     x the output resource: a run that goes on after `execute` answered asks the person
     during `wait_run`, the call is made once, and what it printed on both sides of the
-    yield is whole in `toolscript://runs/ID/output`."""
+    yield is whole in `toolscript://runs/ID/output`, with what it returned in the answer; a
+    yielded run that passes its timeout is told as stopped at a limit by `wait_run`."""
     import anyio
     import mcp_types
     from mcp import ClientSession, StdioServerParameters
@@ -282,9 +285,27 @@ return gone;
             if uris:
                 read_back = await session.read_resource(uris[0])
                 whole = read_back.contents[0].text
+            # and one that passes its timeout after it yielded: wait_run says it was stopped
+            endless = await session.call_tool(
+                "execute",
+                {
+                    "code": 'console.log("going");\nawait new Promise((r) => setTimeout(r, 600_000));',
+                    "timeout": 3,
+                },
+            )
+            assert endless.structured_content["running"] is True, endless.content
+            timed_out = endless
+            while (timed_out.structured_content or {}).get("running"):
+                timed_out = await session.call_tool(
+                    "wait_run", {"run": endless.structured_content["run"]}
+                )
+            stopped.append(timed_out)
             return first, waits, whole
 
+    stopped: list[Any] = []
     first, waits, whole = anyio.run(session_work)
+    assert stopped[0].is_error, stopped[0].content
+    assert "stopped at a limit" in stopped[0].content[0].text, stopped[0].content
     assert first.structured_content.get("running") is True, first.content
     assert waits, "the run ended before it yielded"
     final = waits[-1]
