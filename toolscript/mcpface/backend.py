@@ -56,6 +56,7 @@ from toolscript.execution.locate import (
     running_gateway,
 )
 from toolscript.execution.runhandle import (
+    PROMPT_SECONDS,
     ProgressWatcher,
     PromptWatcher,
     RunHandle,
@@ -423,6 +424,9 @@ def execution_answer(exit_code: int, stdout: bytes, stderr: bytes, calls: int | 
 
 
 YIELDED_KEPT = 20  # runs execute yielded that the face keeps for wait_run once they ended
+# How long a yielded run's question waits for a wait_run to ask it through (as exec's
+# terminal question waits for its answer); then the run stops for approval, approvable later.
+ASKER_WAIT = PROMPT_SECONDS
 # Sends a progress report (``gateway/runbook.py``'s shape) to the client of one request.
 Reporter = Callable[[dict[str, Any]], Coroutine[Any, Any, None]]
 
@@ -434,6 +438,10 @@ class FaceRun:
 
     loop: Any  # the face's event loop, as anyio.from_thread reaches it
     report: Reporter | None = None
+    # how the request waiting for it (execute, then each wait_run) asks the person: a
+    # request answered can no longer ask (its client has no request to relate a question to)
+    ask: Approver | None = None
+    asker: threading.Condition = field(default_factory=threading.Condition)
     id: str = ""
     out: io.BytesIO = field(default_factory=io.BytesIO)
     err: io.BytesIO = field(default_factory=io.BytesIO)
@@ -469,6 +477,24 @@ class FaceRun:
         send = self.report
         if send is not None:
             anyio.from_thread.run(send, report, token=self.loop)
+
+    def asked_by(self, ask: Approver | None) -> None:
+        """The request now waiting for the run asks its questions (None: none waits)."""
+        with self.asker:
+            self.ask = ask
+            self.asker.notify_all()
+
+    def approve(self, prompt: dict[str, Any]) -> Any:
+        """``PromptWatcher``'s ``ask``: the question through the request waiting for the run;
+        while none waits (execute answered, no wait_run yet), through the next wait_run, up
+        to ``ASKER_WAIT`` seconds; then the run stops for approval (a server's question is
+        cancelled)."""
+        with self.asker:
+            self.asker.wait_for(lambda: self.ask is not None or self.done.is_set(), ASKER_WAIT)
+            ask = self.ask
+        if ask is None:
+            return {"action": "cancel"} if prompt.get("kind") == "elicitation" else "stop"
+        return anyio.from_thread.run(ask, prompt, token=self.loop)
 
     def kill(self) -> None:
         for pid in self.pids:
@@ -774,7 +800,7 @@ class Backend:
         far, and ``wait_run`` continues it for ``owner`` (the client's session) only.
         ``report`` sends its progress to the client."""
         loop = anyio.lowlevel.current_token()  # the watcher threads reach the client through it
-        run = FaceRun(loop=loop, report=report, owner=owner, code=code)
+        run = FaceRun(loop=loop, report=report, owner=owner, code=code, ask=ask)
 
         def watch(pid: int, *, group: bool) -> None:
             # One Deno of a run at a time: one watched before was reaped (a script that the
@@ -794,6 +820,7 @@ class Backend:
                 for pid in run.pids:
                     self.lifeline.forget(pid, group=True)
                 run.done.set()
+                run.asked_by(run.ask)  # a question waiting for an asker needs none now
 
         threading.Thread(target=work, daemon=True, name="face run").start()
         try:
@@ -807,6 +834,7 @@ class Backend:
             raise
         if not finished:
             run.report = None  # that request is answered; a wait_run brings its own
+            run.asked_by(None)
             self._keep_yielded(run)
             return _shown(run.yielded_answer())
         return self._finished(run)
@@ -817,10 +845,12 @@ class Backend:
         wait: float = YIELD_AFTER,
         report: Reporter | None = None,
         owner: object | None = None,
+        ask: Approver | None = None,
     ) -> Answer:
         """Wait up to ``wait`` seconds more for a run ``execute`` yielded to ``owner``: its
-        result, or what it printed since the last answer. Another client's run is answered
-        as no run at all (its output and result are that client's)."""
+        result, or what it printed since the last answer; ``ask`` (this request's
+        elicitation) asks the person the run's questions meanwhile. Another client's run is
+        answered as no run at all (its output and result are that client's)."""
         run = self._yielded.get(run_id)
         if run is None or run.owner is not owner:
             raise UsageError(
@@ -829,10 +859,12 @@ class Backend:
                 "until its result is given once",
             )
         run.report = report
+        run.asked_by(ask)
         try:
             finished = await anyio.to_thread.run_sync(run.done.wait, wait, abandon_on_cancel=True)
         finally:
             run.report = None
+            run.asked_by(None)
         if not finished:
             return _shown(run.yielded_answer())
         self._yielded.pop(run_id, None)  # a second wait_run of the same run may end too
@@ -858,6 +890,15 @@ class Backend:
         kept = spill if exit_code == EXIT_OUTPUT else None
         if kept is not None and kept.exists():
             cut = cut_answer(out, err, output_uri(run.id), kept.stat().st_size)
+            if result_marker().encode() not in out:  # its value was past what fit
+                returned = result_at_end(kept)
+                if returned is not None:
+                    shown = json.dumps(returned[0], ensure_ascii=False)
+                    cut = dataclasses.replace(
+                        cut,
+                        text=f"{cut.text}\nThe script returned (the last line of its output):\n{shown}",
+                        structured={"result": returned[0]},
+                    )
             return _shown(dataclasses.replace(cut, outputs=cut.outputs + errors))
         answer = dataclasses.replace(
             execution_answer(exit_code, out, err, run.calls), outputs=errors
@@ -1011,10 +1052,7 @@ class Backend:
         progress.start()
         watcher = None
         if ask is not None and run.interactive:
-            approve = ask
-            watcher = PromptWatcher(
-                run, lambda prompt: anyio.from_thread.run(approve, prompt, token=loop)
-            )
+            watcher = PromptWatcher(run, face_run.approve)
             watcher.start()
         exit_code = 1
         try:
@@ -1120,6 +1158,32 @@ def errors_named(err: bytes, path: Path, uri: str) -> tuple[bytes, tuple[str, ..
     note = f"[{found[1]} bytes of the {found[2]} the script printed to stderr are left out here; {where}]"
     text = text[: found.start()] + note + text[found.end() :]
     return text.encode(), (uri,) if kept else ()
+
+
+RETURNED_KEPT = 16_000  # bytes: a return value up to this size is given beside a cut output
+
+
+def result_at_end(path: Path, limit: int = RETURNED_KEPT) -> tuple[Any] | None:
+    """The value a script returned, as the last line of its kept output ``path`` holds it
+    (after this user's ``result_marker``), when that line is at most ``limit`` bytes: a
+    script that printed past the cap and returned a small value still answers with it (a
+    larger one is what the output's preview shows). None when there is none."""
+    marker = result_marker().encode()
+    with path.open("rb") as kept:
+        size = kept.seek(0, os.SEEK_END)
+        start = max(0, size - limit - len(marker) - 2)
+        kept.seek(start)
+        tail = kept.read().rstrip(b"\n")
+    line_start = tail.rfind(b"\n") + 1
+    if line_start == 0 and start > 0:  # the last line began before what was read
+        return None
+    line = tail[line_start:]
+    if not line.startswith(marker):
+        return None
+    try:
+        return (json.loads(line[len(marker) :]),)
+    except (ValueError, RecursionError):
+        return None
 
 
 def cut_answer(stdout: bytes, stderr: bytes, uri: str, size: int) -> Answer:

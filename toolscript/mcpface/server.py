@@ -264,6 +264,7 @@ def _dispatch(
             backend.yield_after,
             report=_reporter(context),
             owner=_client(context),
+            ask=_approver(context),
         )
     if name == "run_script":
         return backend.run_script(
