@@ -1311,8 +1311,14 @@ class Gateway:
         enabled = [s for s in servers.values() if s["state"] != ServerState.DISABLED]
         healthy = all(s["state"] == ServerState.CONNECTED for s in enabled)
         return {
-            "status": "ok" if healthy and self.config_error is None else "degraded",
-            "config": {"path": str(self.config_file), "error": self.config_error},
+            "status": "ok"
+            if healthy and self.config_error is None and not self.config.left_out
+            else "degraded",
+            "config": {
+                "path": str(self.config_file),
+                "error": self.config_error,
+                "left_out": list(self.config.left_out),  # tool files not loaded, with why
+            },
             "toolscript": {"version": __version__, "build": code_build()},
             "types": {"hash": self.artifacts.module_hash, "warnings": self.artifacts.warnings},
             "packages": {
