@@ -16,10 +16,11 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from toolscript.errors import (
@@ -449,6 +450,62 @@ def _collect(stream: object, lines: list[str]) -> None:
         lines.append(line)
 
 
+def _named_by(code: str, servers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The servers of ``servers`` (``GET /servers``) the script's code names as
+    ``tools.NAME``, but for those connected or disabled."""
+    from toolscript.codegen.naming import to_camel_case
+
+    named = []
+    for server in servers:
+        if server.get("state") in ("connected", "disabled"):
+            continue
+        namespace = re.escape(to_camel_case(server["name"]))
+        if re.search(rf"""\btools\s*(?:\.\s*{namespace}\b|\[\s*["'`]{namespace}["'`])""", code):
+            named.append(server)
+    return named
+
+
+def _still_connecting(server: dict[str, Any]) -> bool:
+    return server.get("state") == "connecting" and not server.get("error")
+
+
+CONNECTING_POLL = 0.2  # seconds between two looks at a server exec waits for
+
+
+def wait_for_connecting_servers(url: str, code: str) -> None:
+    """When the servers the script names that are not there yet are all still connecting
+    (a slow first start, none failed), wait for them, at most the gateway's ready wait, with
+    a line on stderr saying so: their tools join the module once they are connected, and
+    the script's type check would otherwise fail at once on them. A server that failed is
+    not waited for (the run says so, as before)."""
+    before = module_hash(url, 10)
+    body = gateway_request(url, "/servers", 10)
+    named = _named_by(code, json.loads(body) if body else [])
+    if not named or not all(_still_connecting(server) for server in named):
+        return
+    health = gateway_request(url, "/health", 10)
+    bound = float((json.loads(health) if health else {}).get("ready_wait", 10.0))
+    names = ", ".join(str(server["name"]) for server in named)
+    from toolscript.store.outputs import write_shown
+
+    write_shown(
+        f"toolscript: waiting up to {bound:g} s for {names}, still connecting: the script "
+        "calls its tools, which join the types when it is connected\n",
+        sys.stderr,
+    )
+    sys.stderr.flush()
+    wanted = {server["name"] for server in named}
+    deadline = time.monotonic() + bound
+    while time.monotonic() < deadline:
+        time.sleep(CONNECTING_POLL)
+        body = gateway_request(url, "/servers", 10)
+        now = [s for s in (json.loads(body) if body else []) if s.get("name") in wanted]
+        if any(not _still_connecting(s) and s.get("state") != "connected" for s in now):
+            return  # one failed: said once the run fails, as before
+        if all(s.get("state") == "connected" for s in now) and module_hash(url, 10) != before:
+            return  # connected, and the module has their tools
+
+
 def note_unavailable_servers(
     url: str,
     code: str,
@@ -458,25 +515,16 @@ def note_unavailable_servers(
     """One line on stderr for servers the script names that the gateway could not start;
     ``see_why``: where the user reads why (the running gateway's status by default);
     ``see_connecting``: what to do when every one is only still connecting."""
-    from toolscript.codegen.naming import to_camel_case
-
     body = gateway_request(url, "/servers", 10)
-    servers = json.loads(body) if body else []
     missing = []
     connecting = 0
-    for server in servers:
-        if server.get("state") in ("connected", "disabled"):
-            continue
-        namespace = re.escape(to_camel_case(server["name"]))
-        if re.search(rf"""\btools\s*(?:\.\s*{namespace}\b|\[\s*["'`]{namespace}["'`])""", code):
-            if server.get("state") == "connecting" and not server.get("error"):
-                # no failure to see: a slow first start (npx or uvx downloading it)
-                connecting += 1
-                missing.append(
-                    f"{server['name']} (still connecting: a first start may download it)"
-                )
-            else:
-                missing.append(f"{server['name']} ({server.get('error') or server.get('state')})")
+    for server in _named_by(code, json.loads(body) if body else []):
+        if _still_connecting(server):
+            # no failure to see: a slow first start (npx or uvx downloading it)
+            connecting += 1
+            missing.append(f"{server['name']} (still connecting: a first start may download it)")
+        else:
+            missing.append(f"{server['name']} ({server.get('error') or server.get('state')})")
     if missing and connecting == len(missing):
         see_why = see_connecting
     said = "; ".join(missing)

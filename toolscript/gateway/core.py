@@ -1326,6 +1326,7 @@ class Gateway:
                 "error": self.artifacts.packages_error,
             },
             "uptime": round(time.time() - self.started_at, 3),
+            "ready_wait": self.ready_wait,  # what exec waits at most for a server connecting
             "servers": servers,
             "tools": sum(s["tools"] for s in servers.values()),
             "search": self.search.status(),
