@@ -297,7 +297,7 @@ def _run_in_gateway(
         from toolscript.execution.locate import wait_for_connecting_servers
 
         with contextlib.suppress(ToolscriptError, ValueError):  # the run then says what is
-            wait_for_connecting_servers(url, script.code)
+            module_hash = wait_for_connecting_servers(url, script.code) or module_hash
     module_hash, module = current_module(url, module_hash)
     ahead = None
     # A spare pays off when Deno's start overlaps the warm checker's round trip (measured:
