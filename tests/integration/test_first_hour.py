@@ -176,10 +176,11 @@ def test_save_names_the_users_file_in_its_errors(gateway_with_a_ghost: GatewayPr
     assert not (directory / "toolscripts" / "report.ts").exists()
 
 
-def test_a_script_naming_a_failed_server_says_where_to_see_why(
+def test_a_script_naming_a_failed_server_is_told_why(
     gateway_with_a_ghost: GatewayProcess,
 ) -> None:
-    # A gateway runs: the note sent the user to `gateway start`, which refuses (one serves).
+    # A gateway runs: the note sent the user to `gateway start`, which refuses (one serves);
+    # then to `gateway status`, which says no more than the note's reason, given whole.
     result = run(
         gateway_with_a_ghost.directory,
         "exec",
@@ -189,7 +190,7 @@ def test_a_script_naming_a_failed_server_says_where_to_see_why(
     notes = [line for line in result.stderr.splitlines() if "not available" in line]
     assert notes == [
         "toolscript: warning: not available: ghost (command not found: "
-        "no-such-program-for-toolscript); `toolscript gateway status` shows why"
+        "no-such-program-for-toolscript)"
     ]
 
 

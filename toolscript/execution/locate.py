@@ -485,6 +485,8 @@ def wait_for_connecting_servers(url: str, code: str) -> str | None:
         return None
     health = gateway_request(url, "/health", 10)
     bound = float((json.loads(health) if health else {}).get("ready_wait", 10.0))
+    if bound <= 0:  # a gateway told to wait for no server (--ready-wait 0)
+        return None
     names = ", ".join(str(server["name"]) for server in named)
     from toolscript.store.outputs import write_shown
 
