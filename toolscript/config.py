@@ -219,6 +219,9 @@ class Config:
     # what this file says that toolscript ignores (a key of another kind of server), warned
     warnings: tuple[str, ...] = ()
     import_errors: tuple[str, ...] = ()  # imported files that could not be read (warned too)
+    # tool files of ``localTools.dir`` not loaded (named like an MCP server, ...), with why;
+    # in ``warnings`` too: the rest of the project serves
+    left_out: tuple[str, ...] = ()
     imported_files: tuple[Path, ...] = ()
 
     def decision(self, server: ServerConfig, tool: str, annotations: Any) -> Decision:
@@ -415,6 +418,9 @@ def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
         if server.unset
     ]
     search = SearchConfig(**(expanded.get("search") or {}))
+    found, left_out = _local_servers(
+        expanded.get("localTools"), path, doc, {s.name for s in servers}
+    )
     local = tuple(
         replace(
             server,
@@ -423,9 +429,7 @@ def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
                 (variable, format_path(at[3:])) for at, variable in local_unset.get(server.name, ())
             ),
         )
-        for server in _local_servers(
-            expanded.get("localTools"), path, doc, {s.name for s in servers}
-        )
+        for server in found
     )
     not_started += [
         f"{path}:{':'.join(map(str, doc.line_col(local_unset[server.name][0][0])))}: "
@@ -442,7 +446,8 @@ def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
         project_dir=path.parent,
         servers=servers + imported + local,
         import_warnings=imports.warnings,
-        warnings=(*ignored, *not_started),
+        warnings=(*ignored, *not_started, *left_out),
+        left_out=left_out,
         import_errors=imports.broken,
         imported_files=imports.watched,
         search=search,
@@ -507,10 +512,12 @@ def _imported(
 
 def _local_servers(
     section: Mapping[str, Any] | None, path: Path, doc: PositionedJson, taken: set[str]
-) -> tuple[ServerConfig, ...]:
-    """One server per .py file of ``localTools.dir`` (its stem names the namespace)."""
+) -> tuple[tuple[ServerConfig, ...], tuple[str, ...]]:
+    """One server per .py file of ``localTools.dir`` (its stem names the namespace), and
+    why each file whose name cannot be a namespace is left out (only that file: an MCP
+    server of its name serves, and so does the rest)."""
     if not section:
-        return ()
+        return (), ()
     folder = (path.parent / section["dir"]).resolve()
     if not folder.is_dir():
         line, col = doc.line_col(("localTools", "dir"))
@@ -520,6 +527,7 @@ def _local_servers(
         )
     files = section.get("files") or {}
     servers = []
+    left_out = []
     for file in sorted(folder.glob("*.py")):
         name = file.stem
         if name.startswith("_"):
@@ -527,15 +535,17 @@ def _local_servers(
         if name in taken or "__" in name or name.endswith("_"):
             line, col = doc.line_col(("localTools", "dir"))
             reason = (
-                "has the name of an MCP server"
+                f"has the name of the MCP server {name!r}"
                 if name in taken
                 else "contains '__'"
                 if "__" in name
                 else f"ends in '_' (its tool t would be server {name[:-1]!r} and tool '_t')"
             )
-            raise ConfigError(
-                f"{path}:{line}:{col}: localTools: {file.name} {reason}; rename the file"
+            left_out.append(
+                f"{path}:{line}:{col}: localTools: {file.name} {reason}: its tools are not "
+                "loaded; rename the file"
             )
+            continue
         entry = files.get(name) or {}
         servers.append(
             ServerConfig(
@@ -553,7 +563,7 @@ def _local_servers(
                 tool_timeouts=_timeouts(entry),
             )
         )
-    return tuple(servers)
+    return tuple(servers), tuple(left_out)
 
 
 def _validate(doc: PositionedJson, path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from tests.helpers import running_gateway, toolscript_cli
 
@@ -34,3 +35,52 @@ def test_a_script_using_a_failed_tool_file_gets_uvs_error(tmp_path: Path) -> Non
             assert "baddep (UpstreamError: uv could not run baddep.py" in result.stderr, (
                 result.stderr
             )
+
+
+# Waits for a file, then is the fixture server: a first start as slow as the test wants.
+GATED = (
+    "import pathlib, runpy, sys, time\n"
+    "gate = pathlib.Path(sys.argv[1])\n"
+    "while not gate.exists():\n"
+    "    time.sleep(0.05)\n"
+    "sys.argv = [sys.argv[2]]\n"
+    "runpy.run_path(sys.argv[0], run_name='__main__')\n"
+)
+
+
+def test_exec_waits_for_a_server_still_connecting_then_runs(tmp_path: Path) -> None:
+    """A server the script names, still connecting through a running gateway: the type check
+    failed at once ("Property 'slow' does not exist"); exec now says it waits, waits for it
+    (its tools join the module), checks and runs."""
+    import subprocess
+    import sys
+
+    from tests.helpers import FIXTURE_SERVER, clean_env, fixture_server
+
+    config: dict[str, Any] = {"mcpServers": {"fx": fixture_server()}, "search": {"semantic": False}}
+    gate = tmp_path / "gate"
+    with running_gateway(config, tmp_path, "--ready-wait", "60") as gateway:
+        slow = {"command": sys.executable, "args": ["-c", GATED, str(gate), str(FIXTURE_SERVER)]}
+        config["mcpServers"]["slow"] = slow  # a server added while it serves: not waited for
+        gateway.config_path.write_text(json.dumps(config))
+        gateway.wait_for_health(
+            lambda h: (h["servers"].get("slow") or {}).get("state") == "connecting",
+            30,
+            "slow connecting",
+        )
+        script = 'import { tools } from "toolscript"; console.log(await tools.slow.plainText({}));'
+        run = subprocess.Popen(
+            [sys.executable, "-m", "toolscript", "exec", script],
+            cwd=tmp_path,
+            env=clean_env(TOOLSCRIPT_GATEWAY_URL=gateway.url),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert run.stderr is not None
+        said = run.stderr.readline()
+        assert said.startswith("toolscript: waiting up to 60 s for slow, still connecting"), said
+        gate.write_text("")
+        out, rest = run.communicate(timeout=120)
+        assert run.returncode == 0, said + rest
+        assert out.strip() == "hello"

@@ -363,3 +363,28 @@ def test_a_call_whose_caller_went_away_is_stopped(tmp_path: Path) -> None:
             wait_for_exit(worker.pid, 20)
         assert not marker.exists(), "the tool ran on after its caller left"
         assert value(gateway, "heavy__small") == "small"
+
+
+def test_a_tool_file_named_like_a_server_leaves_out_only_itself(tmp_path: Path) -> None:
+    """``fx.py`` beside an MCP server ``fx`` was a config error that stopped every command:
+    now the server serves, the file is out, and ``gateway status`` and ``config check`` say
+    why and what to do."""
+    from tests.helpers import fixture_server, toolscript_cli
+
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "fx.py").write_text(INTERNAL)
+    (tmp_path / "tools" / "notes.py").write_text(INTERNAL)
+    config = {"mcpServers": {"fx": fixture_server()}, "localTools": {"dir": "tools"}}
+    with running_gateway(config, tmp_path) as gateway:
+        health = gateway.wait_for_health(
+            lambda h: h["servers"]["fx"]["state"] == "connected", 30, "fx connected"
+        )
+        assert health["servers"]["notes"]["state"] == "connected"
+        assert gateway.call("fx__plain_text", {"text": "hi"}).status_code == 200
+        status = toolscript_cli("gateway", "status", cwd=tmp_path)
+        assert "fx.py has the name of the MCP server 'fx'" in status.stdout
+        assert "rename the file" in status.stdout
+    checked = toolscript_cli("config", "check", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stderr
+    assert "fx.py has the name of the MCP server 'fx'" in checked.stderr
+    assert "valid, 2 servers" in checked.stdout

@@ -340,3 +340,52 @@ def test_a_providers_error_text_is_printed_without_its_control_characters(tmp_pa
         assert kept_files(env) == []
     finally:
         server.stop()
+
+
+ECHOES_ITS_TOKEN = """import { tools } from "toolscript";
+const token = (await tools.secure.myToken({})).result;
+let error = "";
+try { await tools.secure.failWithToken({}); } catch (e) { error = String(e); }
+console.log(JSON.stringify({ long: token.length > 8, failed: error.includes("refused"),
+  leaked: error.includes(token) }));
+"""
+
+
+def test_a_server_echoing_its_bearer_token_leaves_it_out_of_the_logs(tmp_path: Path) -> None:
+    """The kept sign-in's tokens are masked as a ``${VAR}`` secret is: a server that sends its
+    caller's bearer token back (in a result, in an error) put it into the run log, the
+    recent calls and the error the script got."""
+    server = OAuthServer("http")
+    directory, env = project(tmp_path, server)
+    try:
+        signed = toolscript_cli("auth", "secure", cwd=directory, env=env, timeout=60)
+        assert signed.returncode == 0, signed.stderr
+        gateway = GatewayProcess(
+            json.loads((directory / ".toolscript.json").read_text()), directory, env=env
+        )
+        try:
+            _wait_for_state(gateway, "connected")
+            (directory / "echo.ts").write_text(ECHOES_ITS_TOKEN)
+            done = toolscript_cli("exec", "echo.ts", cwd=directory, env=env, timeout=120)
+            assert done.returncode == 0, done.stderr
+            assert json.loads(done.stdout) == {"long": True, "failed": True, "leaked": False}
+            token = json.loads(kept_files(env)[0].read_text())["tokens"]["access_token"]
+            shown = gateway.client.get("types", params={"server": "secure", "tool": "my_token"})
+            assert (
+                shown.status_code == 200
+                and shown.json()["recent"][0]["result"] == '{"result":"***"}'
+            )
+            runs = toolscript_cli("runs", "--json", cwd=directory, env=env)
+            (run,) = json.loads(runs.stdout)
+            listed = toolscript_cli("runs", "show", run["id"], cwd=directory, env=env)
+            assert "refused" in listed.stdout and token not in listed.stdout
+        finally:
+            gateway.stop()
+        from toolscript.plumbing.paths import project_state_dir
+
+        state = project_state_dir(directory)
+        kept = b"".join(p.read_bytes() for p in state.glob("*") if p.is_file())
+        assert token.encode() not in kept
+        assert token not in gateway.log
+    finally:
+        server.stop()

@@ -2,8 +2,9 @@
 
 One process is the authorization server (metadata, dynamic client registration unless
 ``--no-registration``, an authorize endpoint that approves at once, a token endpoint with
-refresh tokens that rotate) and the protected MCP server (``whoami``, ``echo``) over
-streamable HTTP (``/mcp``) or SSE (``/sse``). Access tokens live ``--token-lifetime``
+refresh tokens that rotate) and the protected MCP server (``whoami``, ``echo``; ``my_token``
+and ``fail_with_token`` echo the caller's bearer token back, in a result and in an error)
+over streamable HTTP (``/mcp``) or SSE (``/sse``). Access tokens live ``--token-lifetime``
 seconds, so tests see them expire. ``POST /admin/revoke`` forgets every token, as a user
 revoking the app's access would. Counters at ``GET /admin/stats``.
 
@@ -29,6 +30,7 @@ from mcp.server.auth.provider import (
 )
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import AnyHttpUrl, AnyUrl
 from starlette.requests import Request
@@ -167,6 +169,16 @@ def build(args: argparse.Namespace) -> Any:
     def echo(text: str) -> str:
         provider.stats["calls"] += 1
         return text
+
+    @server.tool(description="The bearer token the call came with, as a careless server would.")
+    def my_token() -> str:
+        token = get_access_token()
+        return token.token if token else ""
+
+    @server.tool(description="Fails, quoting the bearer token the call came with.")
+    def fail_with_token() -> str:
+        token = get_access_token()
+        raise ToolError(f"refused: Authorization: Bearer {token.token if token else ''}")
 
     @server.custom_route("/admin/revoke", methods=["POST"])
     async def revoke(request: Request) -> JSONResponse:

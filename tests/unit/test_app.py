@@ -44,6 +44,10 @@ class InProcessUpstream:
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self._stopped = anyio.Event()
 
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return self.config.secrets
+
     async def run(self) -> None:
         self.state = ServerState.CONNECTED
         self.first_attempt_done.set()

@@ -328,11 +328,21 @@ def test_local_tools_folder_must_exist(tmp_path: Path) -> None:
     assert ":2:10: localTools.dir: not a folder" in message
 
 
-def test_local_tool_name_clashing_with_a_server(tmp_path: Path) -> None:
+def test_a_local_tool_file_named_like_a_server_is_left_out_alone(tmp_path: Path) -> None:
+    """It stopped every command; now only the file is out, said, and the server serves."""
     (tmp_path / "tools").mkdir()
     (tmp_path / "tools" / "github.py").write_text("")
+    (tmp_path / "tools" / "notes.py").write_text("")
     text = json.dumps({"mcpServers": {"github": {"command": "x"}}, "localTools": {"dir": "tools"}})
-    assert "github.py has the name of an MCP server" in error_of(tmp_path, text)
+    (tmp_path / ".toolscript.json").write_text(text)
+    config = load_config(tmp_path / ".toolscript.json", environ={})
+    assert [(s.name, s.transport) for s in config.servers] == [
+        ("github", "stdio"),
+        ("notes", "local"),
+    ]
+    (said,) = config.left_out
+    assert "github.py has the name of the MCP server 'github'" in said
+    assert "not loaded; rename the file" in said and said in config.warnings
 
 
 def test_a_server_name_ending_in_underscore_is_refused(tmp_path: Path) -> None:
@@ -345,8 +355,11 @@ def test_a_server_name_ending_in_underscore_is_refused(tmp_path: Path) -> None:
 def test_a_local_tool_file_ending_in_underscore_is_refused(tmp_path: Path) -> None:
     (tmp_path / "tools").mkdir()
     (tmp_path / "tools" / "weather_.py").write_text("def f() -> int:\n    return 1\n")
-    message = error_of(tmp_path, '{"localTools": {"dir": "tools"}}')
-    assert "weather_.py ends in '_'" in message and "rename the file" in message
+    (tmp_path / ".toolscript.json").write_text('{"localTools": {"dir": "tools"}}')
+    config = load_config(tmp_path / ".toolscript.json", environ={})
+    assert config.servers == ()
+    (said,) = config.left_out
+    assert "weather_.py ends in '_'" in said and "rename the file" in said
 
 
 def test_a_folder_with_a_nul_in_its_name_is_an_error_at_its_place(tmp_path: Path) -> None:

@@ -212,3 +212,46 @@ def test_the_agent_token_lists_and_reads_what_servers_offer() -> None:
         ("GET", "/runtime/describe"),
     ]:
         assert _as(agent, method, path)[0] is None, (method, path)
+
+
+def test_a_token_spelled_with_escapes_is_refused_on_every_route() -> None:
+    """The raw path past a token written %72... no longer lined up with the decoded one: the
+    guard let it in and a tool call then answered 404 while other routes worked. A token
+    counts only in its own (URL-safe) spelling."""
+    sent: list[dict[str, Any]] = []
+    seen: list[Any] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        seen.append(scope)
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request"}
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    run = "r" * 33
+    guard = TokenGuard(app, "secret", ["127.0.0.1:1"], lambda t: "run-1" if t == run else None)
+    for token, spelled in [(run, "%72" + run[1:]), ("secret", "s%65cret")]:
+        for method, rest in [("POST", "/tools/a__b"), ("GET", "/runtime/hash")]:
+            sent.clear()
+            seen.clear()
+            scope = {
+                "type": "http",
+                "method": method,
+                "path": f"/{token}{rest}",
+                "raw_path": f"/{spelled}{rest}".encode(),
+                "headers": [(b"host", b"127.0.0.1:1")],
+            }
+            asyncio.run(guard(scope, receive, send))
+            assert seen == [] and sent[0]["status"] == 401, (spelled, rest)
+    # its own spelling still reaches the call, with the raw path the tool name is read from
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": f"/{run}/tools/a__b",
+        "raw_path": f"/{run}/tools/a__b".encode(),
+        "headers": [(b"host", b"127.0.0.1:1")],
+    }
+    asyncio.run(guard(scope, receive, send))
+    assert seen[0]["raw_path"] == b"/tools/a__b"

@@ -170,3 +170,29 @@ def test_the_faces_gateway_setting_and_a_value_it_does_not_know(
         if warned
         else []
     )
+
+
+def test_a_reason_given_in_full_needs_no_pointer_to_see_why() -> None:
+    """exec's "not available" line says where to see why only when the reason it quotes is
+    not the whole of it: cut, or the server's stderr holds lines it does not quote."""
+    from toolscript.execution.locate import _given_in_full
+
+    assert _given_in_full("command not found: ghost (install it)", [])
+    assert _given_in_full("exited: Traceback: boom", ["Traceback: boom"])
+    assert not _given_in_full("exited with code 1", ["ModuleNotFoundError: no module x"])
+    assert not _given_in_full("x" * 10 + "… [cut: 5,000 more characters]", [])
+    assert not _given_in_full("", [])
+
+
+def test_the_namespaces_a_module_offers_are_read_from_it() -> None:
+    """What exec waits for: the module offering a server's namespace once it connected."""
+    from toolscript.codegen.module import module_namespaces, render_module, render_tool
+
+    assert module_namespaces(render_module([])) == set()
+    tool = {"name": "get", "inputSchema": {"type": "object", "properties": {}}}
+    fragments = [
+        render_tool("my-server", "myServer", "get", "MyServerGet", tool),
+        render_tool("fx", "fx", "get", "FxGet", tool),
+    ]
+    module = render_module(fragments, offering=[("my-server", "myServer"), ("fx", "fx")])
+    assert module_namespaces(module) == {"myServer", "fx"}

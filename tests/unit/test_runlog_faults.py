@@ -369,3 +369,51 @@ def test_a_run_whose_gateway_died_while_asking_can_be_approved_and_resumed(
 
     anyio.run(resumed)
     assert made == ["s__read", "s__delete"]
+
+
+# Another process: sets the log aside (as its check does a damaged one), starts a new one
+# whose writes stay in its WAL (no checkpoint), and holds it open until told to go on.
+NEW_LOG_BESIDE = """
+import json, sys
+from pathlib import Path
+from toolscript.plumbing.cachefiles import set_aside
+from toolscript.store import runlog
+runlog.CHECKPOINT_DELAY = 3600.0
+path = Path(sys.argv[1])
+set_aside(path, "damaged")
+log = runlog.RunLog(path, keep_open=True)
+log.write(runs=[{"id": "new", "status": "ok", "started": 2.0}])
+print("written", flush=True)
+sys.stdin.readline()
+print(json.dumps([run["id"] for run in log.recent()]), flush=True)
+print(json.dumps([run["id"] for run in runlog.RunLog(path).recent()]), flush=True)
+"""
+
+
+def test_closing_the_kept_connection_to_a_log_set_aside_leaves_the_new_ones_wal(
+    tmp_path: Path,
+) -> None:
+    """Review9's worry, made for real with two processes: the gateway's kept connection to a
+    log another process set aside (and replaced) is closed; SQLite deletes the WAL of a
+    database by name when its last connection closes, and that name is now the new log's
+    WAL. It does not: it sees the file moved and neither checkpoints nor deletes."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "runs.sqlite"
+    kept = RunLog(path, keep_open=True)
+    kept.write(runs=[{"id": "old", "status": "ok", "started": 1.0}])
+    other = subprocess.Popen(
+        [sys.executable, "-c", NEW_LOG_BESIDE, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert other.stdout is not None
+    assert other.stdout.readline().strip() == "written"
+    kept.close()  # the old file's last connection
+    assert Path(f"{path}-wal").exists()
+    out, _ = other.communicate("\n", timeout=60)
+    assert other.returncode == 0
+    assert [json.loads(line) for line in out.splitlines()] == [["new"], ["new"]]
+    assert len(_set_aside(path)) == 1

@@ -527,6 +527,8 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
             rows.append([server["name"], server["state"], str(server["tools"]), detail])
         if rows:
             print_rows(["server", "state", "tools", "error"], rows, names=("server",))
+        for problem in (health.get("config") or {}).get("left_out") or []:
+            write_shown(f"warning: {problem}\n")  # a tool file's name: said, and only it out
         for warning in health.get("warnings", []):  # a server's words: shown, never obeyed
             write_shown(f"warning: {warning}\n")
         for warning in (health.get("types") or {}).get("warnings", []):

@@ -355,6 +355,16 @@ def _offerings_section(
     return parts
 
 
+_TOOLS_BODY = re.compile(r"^export const tools: [\w$]+ = \{\n(.*?)^\};$", re.M | re.S)
+_TOOLS_MEMBER = re.compile(r"^  ([\w$]+): \{$", re.M)
+
+
+def module_namespaces(module: str) -> set[str]:
+    """The namespaces (``tools.NAME``) a module ``render_module`` made offers."""
+    found = _TOOLS_BODY.search(module)
+    return set(_TOOLS_MEMBER.findall(found.group(1))) if found else set()
+
+
 def _braced(lines: str) -> str:
     """``lines`` (each ending in a newline) inside braces; ``{}`` for none."""
     return f"{{\n{lines}}}" if lines else "{}"

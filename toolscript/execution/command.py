@@ -199,6 +199,9 @@ def run_exec(
                 # need no Deno check, and a spare Deno starts while the run is registered
                 # and checked.
                 spare=found == ["running"],
+                # a running gateway's server still connecting joins it: wait for it (one
+                # started for this run stops the server after it: nothing to wait for)
+                wait_for_servers=found == ["running"],
             )
         if ran == 0 and saved is None and uncalled_default_export(script.code):
             shown = "FILE.ts" if script.display_name.startswith("<") else script.display_name
@@ -274,6 +277,7 @@ def _run_in_gateway(
     trace: bool,
     config: str | None = None,
     spare: bool = False,
+    wait_for_servers: bool = False,
 ) -> int:
     from toolscript.execution.locate import current_module
     from toolscript.execution.runhandle import (
@@ -289,6 +293,11 @@ def _run_in_gateway(
     from toolscript.execution.sandbox import policy_denial, run_toolscript
 
     interactive = stdin_available and sys.stdin.isatty() and sys.stderr.isatty()
+    if wait_for_servers:
+        from toolscript.execution.locate import wait_for_connecting_servers
+
+        with contextlib.suppress(ToolscriptError, ValueError):  # the run then says what is
+            module_hash = wait_for_connecting_servers(url, script.code) or module_hash
     module_hash, module = current_module(url, module_hash)
     ahead = None
     # A spare pays off when Deno's start overlaps the warm checker's round trip (measured:

@@ -16,10 +16,11 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from toolscript.errors import (
@@ -449,6 +450,77 @@ def _collect(stream: object, lines: list[str]) -> None:
         lines.append(line)
 
 
+def _named_by(code: str, servers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The servers of ``servers`` (``GET /servers``) the script's code names as
+    ``tools.NAME``, but for those connected or disabled."""
+    from toolscript.codegen.naming import to_camel_case
+
+    named = []
+    for server in servers:
+        if server.get("state") in ("connected", "disabled"):
+            continue
+        namespace = re.escape(to_camel_case(server["name"]))
+        if re.search(rf"""\btools\s*(?:\.\s*{namespace}\b|\[\s*["'`]{namespace}["'`])""", code):
+            named.append(server)
+    return named
+
+
+def _still_connecting(server: dict[str, Any]) -> bool:
+    return server.get("state") == "connecting" and not server.get("error")
+
+
+CONNECTING_POLL = 0.2  # seconds between two looks at a server exec waits for
+
+
+def wait_for_connecting_servers(url: str, code: str) -> str | None:
+    """When the servers the script names that are not there yet are all still connecting
+    (a slow first start, none failed), wait for them, at most the gateway's ready wait, with
+    a line on stderr saying so: their tools join the module once they are connected, and
+    the script's type check would otherwise fail at once on them. A server that failed is
+    not waited for (the run says so, as before). The module's hash once it offers them,
+    else None."""
+    body = gateway_request(url, "/servers", 10)
+    named = _named_by(code, json.loads(body) if body else [])
+    if not named or not all(_still_connecting(server) for server in named):
+        return None
+    health = gateway_request(url, "/health", 10)
+    bound = float((json.loads(health) if health else {}).get("ready_wait", 10.0))
+    if bound <= 0:  # a gateway told to wait for no server (--ready-wait 0)
+        return None
+    names = ", ".join(str(server["name"]) for server in named)
+    from toolscript.store.outputs import write_shown
+
+    write_shown(
+        f"toolscript: waiting up to {bound:g} s for {names}, still connecting: the script "
+        "calls its tools, which join the types when it is connected\n",
+        sys.stderr,
+    )
+    sys.stderr.flush()
+    from toolscript.codegen.module import module_namespaces
+    from toolscript.codegen.naming import to_camel_case
+
+    wanted = {server["name"] for server in named}
+    namespaces = {to_camel_case(name) for name in wanted}
+    looked_at = None  # the module hash whose namespaces were looked at last
+    deadline = time.monotonic() + bound
+    while time.monotonic() < deadline:
+        time.sleep(CONNECTING_POLL)
+        body = gateway_request(url, "/servers", 10)
+        now = [s for s in (json.loads(body) if body else []) if s.get("name") in wanted]
+        if any(not _still_connecting(s) and s.get("state") != "connected" for s in now):
+            return None  # one failed: said once the run fails, as before
+        if not all(s.get("state") == "connected" for s in now):
+            continue
+        digest = module_hash(url, 10)
+        if digest is None:
+            return None
+        if digest != looked_at:  # connected: done once the module offers their tools
+            looked_at, module = current_module(url, digest)
+            if namespaces <= module_namespaces(module.read_text(encoding="utf-8")):
+                return looked_at
+    return None
+
+
 def note_unavailable_servers(
     url: str,
     code: str,
@@ -458,35 +530,40 @@ def note_unavailable_servers(
     """One line on stderr for servers the script names that the gateway could not start;
     ``see_why``: where the user reads why (the running gateway's status by default);
     ``see_connecting``: what to do when every one is only still connecting."""
-    from toolscript.codegen.naming import to_camel_case
-
     body = gateway_request(url, "/servers", 10)
-    servers = json.loads(body) if body else []
     missing = []
     connecting = 0
-    for server in servers:
-        if server.get("state") in ("connected", "disabled"):
-            continue
-        namespace = re.escape(to_camel_case(server["name"]))
-        if re.search(rf"""\btools\s*(?:\.\s*{namespace}\b|\[\s*["'`]{namespace}["'`])""", code):
-            if server.get("state") == "connecting" and not server.get("error"):
-                # no failure to see: a slow first start (npx or uvx downloading it)
-                connecting += 1
-                missing.append(
-                    f"{server['name']} (still connecting: a first start may download it)"
-                )
-            else:
-                missing.append(f"{server['name']} ({server.get('error') or server.get('state')})")
+    more_to_see = False  # a reason the line cannot give whole: then say where it is
+    for server in _named_by(code, json.loads(body) if body else []):
+        if _still_connecting(server):
+            # no failure to see: a slow first start (npx or uvx downloading it)
+            connecting += 1
+            missing.append(f"{server['name']} (still connecting: a first start may download it)")
+        else:
+            error = str(server.get("error") or "")
+            more_to_see = more_to_see or not _given_in_full(error, server.get("stderr"))
+            missing.append(f"{server['name']} ({error or server.get('state')})")
     if missing and connecting == len(missing):
         see_why = see_connecting
+    elif not more_to_see:
+        see_why = ""  # every reason is in the line already
     said = "; ".join(missing)
     if missing and said not in _NOTED:  # said once a run, before it or after it failed
         _NOTED.add(said)
         from toolscript.store.outputs import write_shown
 
         # a server's error is what it sent: shown, not obeyed
-        write_shown(f"toolscript: warning: not available: {said}; {see_why}\n", sys.stderr)
+        then = f"; {see_why}" if see_why else ""
+        write_shown(f"toolscript: warning: not available: {said}{then}\n", sys.stderr)
         sys.stderr.flush()
+
+
+def _given_in_full(error: str, stderr: object) -> bool:
+    """Whether a server's ``error`` is the whole of why it is not there: not cut, and no
+    line of its stderr that it does not quote already (status would show those too)."""
+    lines = stderr if isinstance(stderr, list) else []
+    unsaid = [line for line in lines if isinstance(line, str) and line.strip() not in error]
+    return bool(error) and "… [cut: " not in error and not unsaid
 
 
 _NOTED: set[str] = set()

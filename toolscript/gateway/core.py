@@ -392,7 +392,7 @@ class Gateway:
         self.type_answers: KeptRenders[tuple[Any, ...], dict[str, Any]] = KeptRenders()
         self.recent = RecentCalls(
             state_dir,
-            lambda: self.config.secrets,
+            self.secrets,
             enabled=infer_results and config.infer_results,
         )
         runlog = RunLog(
@@ -403,7 +403,7 @@ class Gateway:
         )
         self.runs = RunBook(
             runlog,
-            lambda: self.config.secrets,
+            self.secrets,
             lambda qualified: self.decision(*split_tool_name(qualified)),
             telemetry,
             owner=process_identity(os.getpid()),
@@ -1181,6 +1181,12 @@ class Gateway:
             raise _tool_not_found(upstream, tool, spellings)
         return matching
 
+    def secrets(self) -> tuple[str, ...]:
+        """What the run log, recent calls and errors mask: the config's secrets and those
+        of each server as it connects (an OAuth sign-in's tokens, ``Upstream.secrets``)."""
+        values = (*self.config.secrets, *(v for up in self.upstreams.values() for v in up.secrets))
+        return tuple(dict.fromkeys(values))
+
     def all_tools(self) -> list[tuple[str, dict[str, Any]]]:
         return [(name, tool) for name, up in self.upstreams.items() for tool in up.tools.values()]
 
@@ -1262,13 +1268,14 @@ class Gateway:
         try:
             shape, value = tool_result(qualified, result)
         except ToolCallError as exc:  # an error text is a message: no configured secret in it
-            secrets = config.secrets
+            secrets = (*config.secrets, *upstream.secrets)
             raise ToolCallError(
                 redact(exc.message, secrets), content=redact_value(exc.content, secrets)
             ) from None
         if self.shapes.enabled and self.shapes.observe(qualified, tool, shape, value):
             self._types_learned = True  # built within a second, with whatever else is learned
-        self.recent.note(qualified, arguments, value, agents=agents, secrets=config.secrets)
+        secrets = (*config.secrets, *upstream.secrets)
+        self.recent.note(qualified, arguments, value, agents=agents, secrets=secrets)
         return shape, value
 
     async def elicit(self, server: str, message: str, schema: Any) -> dict[str, Any]:
@@ -1304,8 +1311,14 @@ class Gateway:
         enabled = [s for s in servers.values() if s["state"] != ServerState.DISABLED]
         healthy = all(s["state"] == ServerState.CONNECTED for s in enabled)
         return {
-            "status": "ok" if healthy and self.config_error is None else "degraded",
-            "config": {"path": str(self.config_file), "error": self.config_error},
+            "status": "ok"
+            if healthy and self.config_error is None and not self.config.left_out
+            else "degraded",
+            "config": {
+                "path": str(self.config_file),
+                "error": self.config_error,
+                "left_out": list(self.config.left_out),  # tool files not loaded, with why
+            },
             "toolscript": {"version": __version__, "build": code_build()},
             "types": {"hash": self.artifacts.module_hash, "warnings": self.artifacts.warnings},
             "packages": {
@@ -1313,6 +1326,7 @@ class Gateway:
                 "error": self.artifacts.packages_error,
             },
             "uptime": round(time.time() - self.started_at, 3),
+            "ready_wait": self.ready_wait,  # what exec waits at most for a server connecting
             "servers": servers,
             "tools": sum(s["tools"] for s in servers.values()),
             "search": self.search.status(),

@@ -203,9 +203,13 @@ class TokenGuard:
         given = path[1:].split("/", 1)[0]
         prefix = "/" + given
         rest = path[len(prefix) :]
-        sent = scope.get("raw_path") or path.encode()
-        raw_rest = sent.decode("latin-1").split("?", 1)[0][len(prefix) :]
-        found = self._credential(given) if path.startswith("/") else None
+        sent = (scope.get("raw_path") or path.encode()).decode("latin-1").split("?", 1)[0]
+        raw_rest = sent[len(prefix) :]
+        # A token is matched as sent: every token is URL-safe, so one spelled with escapes
+        # (%72...) is refused here rather than let through with a raw path that no longer
+        # lines up with the decoded one past it (a tool call then named no tool).
+        canonical = path.startswith("/") and sent.startswith(prefix + "/")
+        found = self._credential(given) if canonical or sent == prefix else None
         if found is not None and found[0] == AGENT:
             if not _allowed(AGENT_ROUTES, scope["method"], rest, raw_rest):
                 await answer_error(send, agent_refused())

@@ -62,6 +62,11 @@ class Upstream(Protocol):
     tools: dict[str, dict[str, Any]]
     first_attempt_done: anyio.Event
 
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """What its status, errors and every log must mask: its entry's secrets
+        (``ServerConfig.secrets``) and, for a server signed in to, the OAuth tokens sent."""
+
     async def run(self) -> None:
         """Connect (or load) and keep it so until ``stop``."""
 

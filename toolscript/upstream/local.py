@@ -629,6 +629,10 @@ class LocalToolServer:
             raise _ToolRaised(str(reply["error"]))
         return reply.get("result")
 
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return self.config.secrets
+
     def _redact(self, text: str) -> str:
         return redact(text, self.config.secrets)
 

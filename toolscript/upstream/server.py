@@ -98,6 +98,8 @@ def telling_line(tail: list[str]) -> str:
 
 RAW_ID_PREFIX = "toolscript-"
 MAX_BACKOFF = 60.0
+# An OAuth sign-in's tokens masked, newest first: those sent now and a few refreshed away.
+SIGN_IN_SECRETS_KEPT = 8
 RELIST_INTERVAL = 1.0  # at least this many seconds between two tools/list of a server
 # A server whose tools change at every listing (a list_changed storm with a new tool each
 # time) had the gateway rebuild the module, the search index and the warm checker each
@@ -189,6 +191,8 @@ class UpstreamServer:
         self._headers_refused = False  # the last attempt's 401 was to its entry's headers
         self._refused: tuple[int, str] | None = None  # its first other HTTP error, likewise
         self._signed_in = False  # whether this connection sends a kept OAuth sign-in
+        self._provider: Any = None  # that sign-in's OAuth provider (its tokens), or None
+        self._tokens_sent: dict[str, None] = {}  # the newest SIGN_IN_SECRETS_KEPT of them
         self._sign_in_stamp = 0.0  # the token store's stamp when this connection began
         self._failure_logged: str | None = None  # the failure warned of, till it connects
 
@@ -398,7 +402,29 @@ class UpstreamServer:
         self._sign_in_stamp = TokenStore(self.config.url, self.name).stamp()
         auth = gateway_auth(self.config, self._sign_in_needed)
         self._signed_in = auth is not None
+        self._provider = auth
         return auth
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Its entry's secrets and its kept sign-in's: the access and refresh tokens (those
+        sent now and the few before them: a server may echo an older one) and the client
+        secret its registration got."""
+        if self._provider is None and not self._tokens_sent:
+            return self.config.secrets
+        context = getattr(self._provider, "context", None)
+        tokens = getattr(context, "current_tokens", None)
+        client = getattr(context, "client_info", None)
+        for value in (
+            getattr(tokens, "access_token", None),
+            getattr(tokens, "refresh_token", None),
+            getattr(client, "client_secret", None),
+        ):
+            if isinstance(value, str) and value and value not in self._tokens_sent:
+                self._tokens_sent[value] = None
+                while len(self._tokens_sent) > SIGN_IN_SECRETS_KEPT:
+                    del self._tokens_sent[next(iter(self._tokens_sent))]
+        return tuple(dict.fromkeys((*self.config.secrets, *self._tokens_sent)))
 
     def _sign_in_hint(self) -> str | None:
         if self.state != ServerState.NEEDS_AUTH:
@@ -777,7 +803,7 @@ class UpstreamServer:
         self._state_changed = anyio.Event()
 
     def _redact(self, text: str) -> str:
-        return redact(text, self.config.secrets)
+        return redact(text, self.secrets)
 
     def _said(self, text: str) -> str:
         """The server's ``text`` as an error quotes it: its secrets out, cut as its listings'
