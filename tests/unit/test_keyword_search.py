@@ -674,3 +674,27 @@ def test_a_word_typed_with_two_letters_swapped_counts_for_a_tools_name() -> None
         {"name": "create_build", "description": "Trigger a new build on a pipeline."},
     ]
     assert first_of(tools, "trigger a biuld on main") == "create_build"
+
+
+def test_a_description_listing_a_words_synonyms_counts_one_of_them() -> None:
+    """A tool saying every synonym of the word asked ("create, make, generate, build, open or
+    start") scored each: it outranked the tool saying the word itself. A said word's synonyms
+    now count once per tool, the best of them (bench/search_poison.py's keyword stuffing)."""
+    tools = [
+        {"name": "note_tool", "description": "Add a note to the notebook."},
+        {
+            "name": "helper_tool",
+            "description": "Create, make, generate, build, open or start a note in the notebook.",
+        },
+        *(
+            {"name": f"other_{i}", "description": f"Read the weather of city {i}."}
+            for i in range(8)
+        ),
+    ]
+    documents = documents_for("notes", "", tools)
+    index = LexicalIndex(documents)
+    scores = index.bm25("add a note")
+    assert scores[0] > scores[1]
+    # the tool saying the word asked still comes first
+    made = index.bm25("make a note")
+    assert made[1] > made[0]

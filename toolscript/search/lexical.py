@@ -271,15 +271,29 @@ class LexicalIndex:
         for word in implied:
             if word in self._idf and word not in tokens:
                 weighted[word] = self.parameters.synonym_weight
+        # A said word's synonyms count once per tool, the best of them: a tool saying
+        # "mail", "email" and "message" is no likelier the one asked for "inbox" than a tool
+        # saying one (a description listing a domain's every word scored each).
+        groups: list[list[str]] = []
         for token in tokens:
             for word, weight in self.expand(token):
                 weighted[word] = max(weighted.get(word, 0.0), weight)
-            for related in SYNONYMS.get(token, ()):
-                if related in self._idf and related not in tokens:
-                    weighted[related] = max(
-                        weighted.get(related, 0.0), self.parameters.synonym_weight
-                    )
-        strength = max(weighted.values(), default=0.0)
+        for token in tokens:
+            group = [
+                related
+                for related in SYNONYMS.get(token, ())
+                if related in self._idf
+                and related not in tokens
+                and related not in weighted
+                and not any(related in other for other in groups)
+            ]
+            if group:
+                groups.append(group)
+        synonym = self.parameters.synonym_weight
+        strength = max([*weighted.values(), *(synonym for _ in groups[:1])], default=0.0)
+        for word in [group[0] for group in groups if len(group) == 1]:
+            weighted[word] = synonym  # the best of one word is that word
+        groups = [group for group in groups if len(group) > 1]
         if self._arrays is not None:
             import numpy
 
@@ -287,6 +301,12 @@ class LexicalIndex:
             for word, weight in weighted.items():
                 indices, parts = self._arrays[word]
                 dense[indices] += weight * self._idf[word] * parts
+            for group in groups:
+                best = numpy.zeros(len(self.documents))
+                for word in group:
+                    indices, parts = self._arrays[word]
+                    best[indices] = numpy.maximum(best[indices], synonym * self._idf[word] * parts)
+                dense += best
             matched = numpy.flatnonzero(dense)  # every part is positive
             return dict(zip(matched.tolist(), dense[matched].tolist(), strict=True)), strength
         assert self._postings is not None  # kept where there are no arrays
@@ -295,4 +315,12 @@ class LexicalIndex:
             scaled = weight * self._idf[word]
             for index, part in self._postings[word]:
                 totals[index] += scaled * part
+        for group in groups:
+            bests: dict[int, float] = {}
+            for word in group:
+                scaled = synonym * self._idf[word]
+                for index, part in self._postings[word]:
+                    bests[index] = max(bests.get(index, 0.0), scaled * part)
+            for index, value in bests.items():
+                totals[index] += value
         return dict(sorted(totals.items())), strength  # in tool order, as the arrays give
