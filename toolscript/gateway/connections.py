@@ -70,6 +70,18 @@ def _once(key: str, message: str) -> None:
         log.warning(message)
 
 
+def _close_oldest(pool: dict[Any, None], key: str, message: str) -> bool:
+    """Close the oldest connection of ``pool`` not already closing (each one looked at
+    leaves it), saying ``message`` once; whether one was."""
+    for connection in list(pool):
+        pool.pop(connection, None)
+        if not connection.transport.is_closing():
+            _once(key, message)
+            connection.transport.close()
+            return True
+    return False
+
+
 class BoundedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
     """uvicorn's HTTP protocol with a connection cap and a deadline for the first request."""
 
@@ -120,27 +132,17 @@ class BoundedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
     def _take_idle_or_arriving(self) -> bool:
         """Close the oldest connection kept open between requests, else the oldest whose
         request is still arriving."""
-        for connection in list(_idle):
-            _idle.pop(connection, None)
-            if not connection.transport.is_closing():
-                _once(
-                    "crowded-idle",
-                    f"more than {MAX_CONNECTIONS} connections at once: the oldest kept open "
-                    "between requests are closed",
-                )
-                connection.transport.close()
-                return True
-        for connection in list(_arriving):
-            _arriving.pop(connection, None)
-            if not connection.transport.is_closing():
-                _once(
-                    "crowded-arriving",
-                    f"more than {MAX_CONNECTIONS} connections at once: the oldest whose "
-                    "request was still arriving are closed (bodies sent a little at a time?)",
-                )
-                connection.transport.close()
-                return True
-        return False
+        return _close_oldest(
+            _idle,
+            "crowded-idle",
+            f"more than {MAX_CONNECTIONS} connections at once: the oldest kept open "
+            "between requests are closed",
+        ) or _close_oldest(
+            _arriving,
+            "crowded-arriving",
+            f"more than {MAX_CONNECTIONS} connections at once: the oldest whose "
+            "request was still arriving are closed (bodies sent a little at a time?)",
+        )
 
     def _take_from_the_busiest(self) -> bool:
         """Close the oldest request under way of the caller holding the most, when it holds
