@@ -18,9 +18,16 @@ from toolscript.execution.locate import uses_gateway
 from toolscript.execution.sandbox import DEFAULT_LIMITS, _command, _rewriter
 from toolscript.execution.source import prepare
 from toolscript.mcpface.backend import Backend
-from toolscript.pipeline.tasks.packages import fetch_command, fetch_config
-from toolscript.plumbing.denobinary import run_deno_dir
+from toolscript.pipeline.tasks.packages import (
+    _cache_open,
+    _digest,
+    fetch_command,
+    fetch_config,
+    lock_as_built,
+)
+from toolscript.plumbing.denobinary import deno_cache_dir, run_deno_dir
 from toolscript.store.packages import (
+    NPM_SETS,
     PACKAGES_MARKER,
     Package,
     Packages,
@@ -284,3 +291,40 @@ def test_a_locked_package_gone_from_the_cache_says_what_to_do(tmp_path: Path) ->
     )
     assert "csv-parse@5.6.0 is locked but gone from toolscript's package cache" in shown
     assert "restart the gateway" in shown and "--cached-only" not in shown
+
+
+def _package(root: Path, name: str) -> Path:
+    folder = root / "npm" / "registry.npmjs.org" / name / "1.0.0"
+    folder.mkdir(parents=True)
+    (folder / "index.js").write_text("module.exports = 1;\n")
+    return folder
+
+
+def test_a_cache_fetched_before_locks_were_checked_is_fetched_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A cache an older toolscript filled may hold one package's code under another's name
+    (a cloned lock's foreign tarball): its packages and the sets linked from them go, once,
+    and the fetch task is due for a project whose packages were cached."""
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path))
+    cache = deno_cache_dir()
+    poisoned = _package(cache, "left-pad")
+    (cache / NPM_SETS / "abc" / "registry.npmjs.org").mkdir(parents=True)
+    set_read_only(cache / "npm", True)
+    lock = tmp_path / ".toolscript.lock"
+    lock.write_text("{}")
+    values = {"lock": [str(lock), _digest(lock)], "cached": [str(poisoned)]}
+    assert not lock_as_built(None, values)
+    assert lock_as_built(None, {**values, "cached": []})  # no packages: nothing to fetch
+
+    with _cache_open():
+        assert not poisoned.exists() and not (cache / NPM_SETS).exists()
+        fetched = _package(cache, "left-pad")
+    assert "fetching every package again" in caplog.text
+    assert not any("unchecked" in p.name for p in cache.iterdir())
+    assert lock_as_built(None, {**values, "cached": [str(fetched)]})
+
+    caplog.clear()
+    with _cache_open():  # checked once: what is fetched since stays
+        assert fetched.is_dir()
+    assert "fetching every package again" not in caplog.text

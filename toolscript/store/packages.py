@@ -29,7 +29,9 @@ __all__ = [
     "PACKAGES_MARKER",
     "Package",
     "Packages",
+    "cache_checked",
     "declare_hint",
+    "discard_unchecked",
     "import_entries",
     "lock_path",
     "locked_names",
@@ -47,6 +49,10 @@ __all__ = [
 LOCK_FILENAME = ".toolscript.lock"
 PACKAGES_MARKER = "// toolscript-packages: "
 NPM_SETS = "npm-sets"  # in toolscript's Deno cache: the packages of each lock, on their own
+# Beside them once every package there was fetched by a toolscript that refuses a lock entry
+# naming another package's tarball (``pipeline/tasks/packages.foreign_tarballs``); an older one
+# stored such a tarball's code under the name it was locked as.
+CHECKED_MARKER = ".npm-checked-1"
 # A package's name as an "npm" key of a lock spells it ("@scope/name@1.0.0_peer@2"): no path.
 _LOCKED_NAME = re.compile(r"((?:@[A-Za-z0-9_~-][A-Za-z0-9._~-]*/)?[A-Za-z0-9_~-][A-Za-z0-9._~-]*)@")
 _SPECIFIER = re.compile(r"^(npm|jsr):((?:@[^/@]+/)?[^/@]+)@([^/@]+)$")
@@ -237,6 +243,29 @@ def locked_names(lock_text: str) -> set[str]:
     if not isinstance(npm, dict):
         return set()
     return {found[1] for key in npm if (found := _LOCKED_NAME.match(str(key))) is not None}
+
+
+def cache_checked(cache: Path) -> bool:
+    """Whether every package in ``cache``'s ``npm/`` was fetched with locks checked."""
+    return (cache / CHECKED_MARKER).is_file()
+
+
+def discard_unchecked(cache: Path) -> bool:
+    """Remove ``cache``'s npm packages and sets made before locks were checked (a lock of a
+    cloned repository could store any package's code under another's name, for every project
+    locking that name), then mark the cache checked; True if something was removed. Call it
+    holding the cache's fetch lock; runs under way keep their set's files (hard links)."""
+    if cache_checked(cache):
+        return False
+    found = False
+    for name in ("npm", NPM_SETS):
+        if (cache / name).exists():
+            found = True
+            aside = cache / f".{name}-unchecked-{secrets.token_hex(6)}"
+            os.rename(cache / name, aside)
+            _remove(aside)
+    write_private(cache / CHECKED_MARKER, "packages fetched with their locks checked\n")
+    return found
 
 
 def npm_set(cache: Path, lock_text: str) -> Path:

@@ -10,8 +10,10 @@ cache's ``npm/`` is left read-only. ``packages.json`` holds the packages as lock
 lock's text; the ``scripts`` task puts them in the module.
 
 The task is due when the declared packages change, when the lock is not what it wrote
-(its content hash), when a locked package is gone from the cache, or when the last fetch
-failed (the module is then built without packages, and the failure logged).
+(its content hash), when a locked package is gone from the cache, when the cache holds
+packages fetched before locks were checked (``store/packages.discard_unchecked``: they are
+removed and fetched again), or when the last fetch failed (the module is then built without
+packages, and the failure logged).
 """
 
 from __future__ import annotations
@@ -33,7 +35,14 @@ from toolscript.pipeline.artifacts import read_artifact, write_if_changed
 from toolscript.pipeline.tasks.settings import TaskSettings, target_digests, targets_as_built
 from toolscript.plumbing.denobinary import deno_binary, deno_cache_dir, deno_environment
 from toolscript.plumbing.paths import user_cache_dir
-from toolscript.store.packages import Package, lock_path, package_name, set_read_only
+from toolscript.store.packages import (
+    Package,
+    cache_checked,
+    discard_unchecked,
+    lock_path,
+    package_name,
+    set_read_only,
+)
 
 __all__ = [
     "FETCH_TIMEOUT",
@@ -84,9 +93,11 @@ def _digest(path: Path) -> str:
 
 def lock_as_built(task: Any, values: dict[str, Any]) -> bool:
     """An ``uptodate`` check: the lock holds what the task left in it, and every package it
-    fetched is still in the cache."""
+    fetched is still in the cache, fetched with locks checked."""
     lock, cached = values.get("lock"), values.get("cached")
     if not isinstance(lock, list) or not isinstance(cached, list) or len(lock) != 2:
+        return False
+    if cached and not cache_checked(deno_cache_dir()):
         return False
     return _digest(Path(lock[0])) == lock[1] and all(Path(p).is_dir() for p in cached)
 
@@ -101,6 +112,12 @@ def _cache_open() -> Iterator[None]:
     root.mkdir(parents=True, exist_ok=True, mode=0o700)
     with (root / ".packages.lock").open("a") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
+        if discard_unchecked(root):
+            log.warning(
+                "packages: the npm package cache predates toolscript's checks of locks (a cloned "
+                "lock could store one package's code under another's name): fetching every "
+                "package again"
+            )
         set_read_only(npm_cache(), False)
         try:
             yield
