@@ -74,3 +74,44 @@ def test_an_inferred_type_is_marked_in_the_module() -> None:
     fragment = render_tool("s", "s", "get", "SGet", {"name": "get", "outputSchema": schema})
     assert "/** inferred from 3 results: the server declares no outputSchema */" in fragment.types
     assert "Promise<SGetResult>" in fragment.signature
+
+
+def test_an_object_keyed_by_data_is_a_map_and_no_key_is_kept() -> None:
+    """A result keyed by a person's data (emails, paths, dates, ids, tokens) teaches the
+    values' type, never a field named after a key."""
+    first = {"alice@example.com": {"age": 31}, "bob@example.com": {"age": 40, "team": "a"}}
+    schema = learned({"people": first}, {"people": {"carol@example.com": {"age": 5}}})
+    people = schema["properties"]["people"]
+    assert "properties" not in people
+    assert people["additionalProperties"]["required"] == ["age"]
+    assert "example.com" not in repr(schema)
+    for key in (
+        "/home/alice/notes.txt",
+        "https://example.com/a",
+        "2024-06-01",
+        "42",
+        "550e8400-e29b-41d4-a716-446655440000",
+        "ghp_abcdefghijklmnop1234",
+        "AKIAIOSFODNN7EXAMPLE",
+    ):
+        assert key not in repr(learned({key: 1, "id": 2})), key
+    fields = learned({"id": 1, "Content-Type": "x", "numberOfDaysRemaining": 3, "x86_64": True})
+    assert set(fields["properties"]) == {"id", "Content-Type", "numberOfDaysRemaining", "x86_64"}
+
+
+def test_a_stored_shape_keyed_by_data_loses_its_keys_on_load() -> None:
+    """A ``result-shapes.json`` written before maps were has data as field names: the caps
+    applied on load make it a map."""
+    from toolscript.codegen.shapes import bounded
+
+    old = {"n": 1, "types": {"object": {"n": 1, "fields": {"alice@example.com": shape_of(1)}}}}
+    loaded = bounded(old)
+    assert "alice" not in repr(loaded)
+    assert to_schema(loaded) == {"type": "object", "additionalProperties": {"type": "number"}}
+
+
+def test_a_map_renders_as_an_index_signature() -> None:
+    schema = learned({"2024-06-01": {"high": 20}}) | {INFERRED_KEY: "1"}
+    fragment = render_tool("s", "s", "get", "SGet", {"name": "get", "outputSchema": schema})
+    assert "2024" not in fragment.types
+    assert "[key: string]:" in fragment.types and "high: number" in fragment.types

@@ -4,7 +4,11 @@ over samples, as a JSON Schema the TypeScript generator renders.
 A shape is ``{"n": samples, "types": {kind: detail}}`` where kind is ``string``, ``number``,
 ``boolean``, ``null``, ``object`` (detail: ``{"n": objects seen, "fields": {name: shape}}``)
 or ``array`` (detail: ``{"items": shape or None}``). A field seen in every object is required,
-the rest optional; kinds that differ become a union; array elements are merged. Depth,
+the rest optional; kinds that differ become a union; array elements are merged. An object
+one of whose keys is data (an email address, a path or URL, a number, a date, a UUID, a
+token: ``data_key``) is a map: its keys are never kept, its values are merged as one shape
+(detail: ``{"n", "fields": {}, "values": shape}``, rendered ``{ [key: string]: T }``), so a
+result keyed by a person's data teaches no field named after it. Depth,
 fields per object, field names' length, elements looked at and shapes in all are capped
 (``bounded``); past a cap the type is open (unknown), never an error.
 
@@ -23,6 +27,7 @@ __all__ = [
     "OWN_KEY_PREFIX",
     "answer_types",
     "bounded",
+    "data_key",
     "inferred_label",
     "merge",
     "sample_label",
@@ -44,6 +49,36 @@ MAX_KEY_LENGTH = 100  # characters of a field name; an object with a longer one 
 MAX_NODES = 1000  # shapes (fields and array items, nested) in what one tool's results teach
 MAX_SCANNED = 10 * MAX_NODES  # values one result is read for, before the rest is left open
 OPEN = "open"  # a kind for what is past a cap: rendered as unknown
+# Keys that are data, not field names: what a map is keyed by (``data_key``).
+_DATA_KEY = re.compile(
+    r"[^@\s]+@[^@\s]+\.[^@\s]+"  # an email address
+    r"|[a-z][a-z0-9+.-]*://.*|[/~\\].*|\.{1,2}[/\\].*|[A-Za-z]:[/\\].*"  # a URL or a path
+    r"|[-+]?[0-9][0-9.,:_ -]*"  # a number, a date, a time, a version
+    r"|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",  # a UUID
+    re.DOTALL,
+)
+_TOKEN = re.compile(r"[A-Za-z0-9+/=_.-]{20,}")
+
+
+def _token(name: str) -> bool:
+    """20 characters or more of a token's alphabet that do not read as words: 4 digits or
+    more, or, with no separator between words, 2 digits or half of the letters upper case
+    (a long camelCase field name has neither)."""
+    if _TOKEN.fullmatch(name) is None:
+        return False
+    digits = sum(c.isdigit() for c in name)
+    if digits >= 4:
+        return True
+    letters = [c for c in name if c.isalpha()]
+    if not letters or any(c in "_.- " for c in name):
+        return False
+    return digits >= 2 or sum(c.isupper() for c in letters) * 2 >= len(letters)
+
+
+def data_key(name: str) -> bool:
+    """Whether an object's key is data (the object a map): an email address, a URL or path,
+    a number or date, a UUID, or a token (``_token``: a field name of a real API is words)."""
+    return _DATA_KEY.fullmatch(name) is not None or _token(name)
 
 
 def _kind(value: Any) -> str:
@@ -73,6 +108,13 @@ def _scan(value: Any, depth: int, left: list[int]) -> dict[str, Any]:
     if kind in ("object", "array") and (depth >= MAX_DEPTH or left[0] < 0):
         return {"n": 1, "types": {OPEN: {}}}
     if kind == "object":
+        if any(data_key(str(key)) for key in value):
+            values: dict[str, Any] | None = None
+            for item in list(value.values())[:MAX_ELEMENTS]:
+                if left[0] <= 0:
+                    break
+                values = merge(values, _scan(item, depth + 1, left))
+            return {"n": 1, "types": {"object": {"n": 1, "fields": {}, "values": values}}}
         fields: dict[str, Any] = {}
         detail: dict[str, Any] = {"n": 1, "fields": fields}
         for key, item in value.items():
@@ -115,6 +157,16 @@ def bounded(shape: Any, nodes: int = MAX_NODES) -> dict[str, Any]:
                 fields = fields if isinstance(fields, dict) else {}
                 kept: dict[str, Any] = {}
                 trimmed: dict[str, Any] = {"n": _count(detail), "fields": kept}
+                if "values" in detail or any(data_key(str(name)) for name in fields):
+                    # a map (or a stored object keyed by data, learned before maps were)
+                    values = _map_values(detail.get("values"), fields)
+                    trimmed["values"] = None
+                    if values is not None and left > 0:
+                        left -= 1
+                        trimmed["values"] = _node(values)
+                        queue.append((values, trimmed["values"], depth + 1))
+                    target["types"]["object"] = trimmed
+                    continue
                 for name, field in fields.items():
                     if len(kept) >= MAX_FIELDS or len(str(name)) > MAX_KEY_LENGTH or left <= 0:
                         trimmed["open"] = True
@@ -142,6 +194,17 @@ def bounded(shape: Any, nodes: int = MAX_NODES) -> dict[str, Any]:
 _KINDS = frozenset({"string", "number", "boolean", "null", "object", "array", OPEN})
 
 
+def _map_values(values: Any, fields: dict[str, Any]) -> dict[str, Any] | None:
+    """A map's values as one shape: its own, merged with the fields of an object it takes
+    the place of (shapes only when well formed: a damaged file's are left out)."""
+    found = [values, *fields.values()]
+    shapes = [s for s in found if isinstance(s, dict) and isinstance(s.get("types"), dict)]
+    merged: dict[str, Any] | None = None
+    for shape in shapes:
+        merged = merge(merged, bounded(shape))
+    return merged
+
+
 def _count(shape: Any) -> int:
     found = shape.get("n") if isinstance(shape, dict) else None
     return found if isinstance(found, int) and not isinstance(found, bool) and found > 0 else 1
@@ -162,6 +225,7 @@ def size(shape: dict[str, Any] | None) -> int:
         for kind, detail in node.get("types", {}).items():
             if kind == "object":
                 stack.extend(detail.get("fields", {}).values())
+                stack.append(detail.get("values"))
             elif kind == "array":
                 stack.append(detail.get("items"))
     return total
@@ -176,6 +240,10 @@ def merge(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any] 
         left, right = a["types"].get(kind), b["types"].get(kind)
         if left is None or right is None:
             types[kind] = left if right is None else right
+        elif kind == "object" and ("values" in left or "values" in right):
+            values = _map_values(left.get("values"), left["fields"])
+            values = merge(values, _map_values(right.get("values"), right["fields"]))
+            types[kind] = {"n": left["n"] + right["n"], "fields": {}, "values": values}
         elif kind == "object":
             names = {**left["fields"], **right["fields"]}
             fields = {
@@ -217,6 +285,9 @@ def to_schema(shape: dict[str, Any] | None) -> dict[str, Any]:
 def _kind_schema(kind: str, detail: dict[str, Any]) -> dict[str, Any]:
     if kind == OPEN:
         return {}
+    if kind == "object" and "values" in detail:
+        values = detail["values"]
+        return {"type": "object", "additionalProperties": to_schema(values) if values else True}
     if kind == "object":
         fields = detail["fields"]
         return {
