@@ -101,6 +101,20 @@ def test_gateway_start_binds_the_port_it_is_given(tmp_path: Path) -> None:
         assert json.loads(status.stdout)["url"] == gateway.url
 
 
+def test_get_types_without_a_config_says_no_server_is_configured(
+    toolscript_home: Path, tmp_path: Path
+) -> None:
+    """002 "No config file for types": ``get-types github`` with no config is a server not
+    found among zero configured servers, in words and in ``--json``."""
+    env = {"TOOLSCRIPT_HOME": str(toolscript_home)}
+    text = toolscript_cli("get-types", "github", cwd=tmp_path, env=env)
+    assert text.returncode == 1
+    assert "server not found: 'github' (zero servers configured)" in text.stderr
+    as_json = toolscript_cli("get-types", "github", "--json", cwd=tmp_path, env=env)
+    assert as_json.returncode == 1
+    assert json.loads(as_json.stdout)["error"] == "server_not_found"
+
+
 TOOL_FILE = '''import logging
 
 
