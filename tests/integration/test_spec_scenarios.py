@@ -183,16 +183,30 @@ def worker_pid() -> int:
 IDLE_TIMEOUT = 4.0
 
 
+def _is_worker(process: psutil.Process) -> bool:
+    """A worker (or the ``uv run`` that starts it), not the short-lived describing process."""
+    try:
+        command = process.cmdline()
+    except psutil.Error:
+        return False
+    return str(WORKER) in command and "--describe" not in command
+
+
 def test_calls_keep_a_worker_alive_past_its_idle_timeout(tmp_path: Path) -> None:
-    """004 "Session refresh on call" (and "Worker idle timeout"): each call resets the
-    worker's idle timer, so calls closer together than ``idleTimeout`` keep one worker for
-    longer than it; left idle, it stops."""
+    """004 "Worker startup on first call", "Session refresh on call" and "Worker idle
+    timeout": no worker runs before the first call, which starts one under ``uv run``; each
+    call resets its idle timer, so calls closer together than ``idleTimeout`` keep that one
+    worker for longer than it; left idle, it stops."""
     (tmp_path / "tools").mkdir()
     (tmp_path / "tools" / "clock.py").write_text(EXTERNAL_TOOL)
     config = {"localTools": {"dir": "tools", "idleTimeout": IDLE_TIMEOUT}}
     gateway = GatewayProcess(config, tmp_path)
     try:
+        assert not [p for p in gateway.descendants() if _is_worker(p)]
         first = gateway.call("clock__worker_pid").json()
+        starter = psutil.Process(first).parent()
+        assert starter is not None and starter.cmdline()[1:2] == ["run"]  # `uv run`
+        assert Path(starter.cmdline()[0]).name.startswith("uv")
         started = time.monotonic()
         while time.monotonic() - started < 1.5 * IDLE_TIMEOUT:
             time.sleep(IDLE_TIMEOUT / 4)
