@@ -62,3 +62,17 @@ def test_malformed_toml_is_none_and_named_with_file_and_line(
     text = '"""Doc."""\n# /// script\n# dependencies = ["unterminated\n# ///\n'
     assert parse_script_metadata(TOOL_FILE, text) is None
     assert "tools/weather.py:2: malformed PEP 723 header" in caplog.text
+
+
+def test_two_script_headers_are_refused_naming_their_lines(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """PEP 723: several ``script`` blocks are an error (``uv run`` refuses such a file); the
+    first was once taken silently, its dependencies installed and the second's ignored."""
+    text = (
+        '# /// script\n# dependencies = ["httpx"]\n# ///\n'
+        "import httpx\n\n"
+        '# /// script\n# dependencies = ["rich"]\n# ///\n'
+    )
+    assert parse_script_metadata(TOOL_FILE, text) is None
+    assert "tools/weather.py: 2 PEP 723 script headers (lines 1, 6)" in caplog.text
