@@ -101,6 +101,7 @@ def escape_cases(secret: Path, port: int, gateway_port: int) -> dict[str, str]:
         "tcp_connect": f'const c = await Deno.connect({{ hostname: "127.0.0.1", port: {port} }}); console.log("ESCAPED");',
         "npm_import": 'const m = await import("npm:left-pad"); console.log("ESCAPED", typeof m);',
         "jsr_import": 'const m = await import("jsr:@std/path"); console.log("ESCAPED", typeof m);',
+        "gateway_module_by_url": 'const m = await import(Deno.env.get("TOOLSCRIPT_GATEWAY_URL") + "/runtime/tools.ts"); console.log("ESCAPED", typeof m);',
         "https_import": 'const m = await import("https://deno.land/std/path/mod.ts"); console.log("ESCAPED", typeof m);',
         "subprocess": 'const out = await new Deno.Command("/bin/cat", { args: ["/etc/passwd"] }).output(); console.log("ESCAPED", new TextDecoder().decode(out.stdout));',
         "node_child_process": 'import { execSync } from "node:child_process"; console.log("ESCAPED", execSync("cat /etc/passwd").toString());',

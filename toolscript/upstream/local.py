@@ -67,9 +67,19 @@ _HEADER = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*
 
 
 def parse_script_metadata(path: Path, text: str) -> dict[str, Any] | None:
-    """The PEP 723 ``script`` block parsed with tomllib; None when absent or malformed."""
+    """The PEP 723 ``script`` block parsed with tomllib; None when absent, malformed or given
+    twice (PEP 723: a tool must refuse several blocks of one type, as ``uv run`` does)."""
     blocks = [match for match in _HEADER.finditer(text) if match.group("type") == "script"]
     if not blocks:
+        return None
+    if len(blocks) > 1:
+        lines = ", ".join(str(text.count("\n", 0, block.start()) + 1) for block in blocks)
+        log.warning(
+            "%s: %d PEP 723 script headers (lines %s): keep one; treating the file as internal",
+            path,
+            len(blocks),
+            lines,
+        )
         return None
     match = blocks[0]
     content = "".join(
