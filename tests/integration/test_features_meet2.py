@@ -1,0 +1,188 @@
+"""Where features meet, second pass (the first is test_features_meet.py): one real gateway
+with the records server (its journal counts what reached it), the fixture server holding a
+`${VAR}` secret in its env, and a local tool file with a declared secret and an `ask` rule,
+and the real Deno: a server that sends its secret back (whole, split, base64) to a
+background run that stops for approval and is resumed, and what every record of it shows; a
+local tool that needs approval with the secret in its arguments, resumed; a background run
+held to --max-calls, resumed; a tool file whose function is renamed while the gateway runs,
+for search and get-types."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import (
+    GatewayProcess,
+    fixture_server,
+    records_server,
+    toolscript_cli,
+    wait_until,
+)
+
+SECRET = "sk-live-meet2-0123456789abcdef"
+VAULT_SECRET = "vault-meet2-fedcba9876543210"
+
+
+def forms_of(secret: str) -> list[str]:
+    """The spellings a secret may be seen in: whole, base64, and runs of 8 of its characters."""
+    return [
+        secret,
+        base64.b64encode(secret.encode()).decode(),
+        secret[:10],
+        secret[10:20],
+        secret[-10:],
+    ]
+
+
+def assert_masked(text: str, *secrets: str) -> None:
+    for secret in secrets:
+        for form in forms_of(secret):
+            assert form not in text, (form, text[:3000])
+
+
+def journal_of(journal: Path) -> list[dict[str, Any]]:
+    if not journal.exists():
+        return []
+    return [json.loads(line) for line in journal.read_text().splitlines()]
+
+
+VAULT = '''def rotate(name: str, key: str, context=None) -> dict:
+    """Rotate a named key (writes the key file)."""
+    with open(context.config["ledger"], "a", encoding="utf-8") as ledger:
+        ledger.write(name + "\\n")
+    return {"rotated": name, "matches": key == context.secrets["VAULT_KEY"]}
+
+
+def peek(name: str) -> str:
+    """Peek at a key's name."""
+    return name
+'''
+
+NOTES = '''def jot_down(text: str) -> str:
+    """Write a memo about a rhinoceros onto the corkboard."""
+    return text
+'''
+
+NOTES_RENAMED = '''def pin_up(text: str) -> str:
+    """Write a memo about a rhinoceros onto the corkboard."""
+    return text
+'''
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayProcess, Path]]:
+    directory = tmp_path_factory.mktemp("features-meet2")
+    journal = directory / "journal.jsonl"
+    (directory / "tools").mkdir()
+    (directory / "tools" / "vault.py").write_text(VAULT)
+    (directory / "tools" / "notes.py").write_text(NOTES)
+    config = {
+        "mcpServers": {
+            "records": records_server(env={"RECORDS_JOURNAL": str(journal)}),
+            "fx": fixture_server(env={"FX_API_KEY": "${MEET2_API_KEY}"}),
+        },
+        "localTools": {
+            "dir": "tools",
+            "files": {
+                "vault": {
+                    "config": {"ledger": str(directory / "ledger.txt")},
+                    "secrets": {"VAULT_KEY": "${MEET2_VAULT_KEY}"},
+                    "policy": {"rotate": "ask"},
+                }
+            },
+        },
+        "search": {"semantic": False},
+    }
+    gateway = GatewayProcess(
+        config,
+        directory,
+        env={"MEET2_API_KEY": SECRET, "MEET2_VAULT_KEY": VAULT_SECRET},
+    )
+    try:
+        yield gateway, journal
+    finally:
+        gateway.stop()
+
+
+def cli(gateway: GatewayProcess, *args: str) -> subprocess.CompletedProcess[str]:
+    return toolscript_cli(*args, cwd=gateway.directory, env={"TOOLSCRIPT_GATEWAY_URL": gateway.url})
+
+
+def run_id_of(stderr: str) -> str:
+    marker = "toolscript approve "
+    start = stderr.index(marker) + len(marker)
+    return stderr[start:].split("`", 1)[0].split()[0].strip()
+
+
+ECHOED = """import { tools } from "toolscript";
+const key = String(await tools.fx.env({ name: "FX_API_KEY" }));
+console.log("got a key of", key.length);
+const split = key.slice(0, 12) + " / " + key.slice(12);
+await tools.records.writeRecord({ key: "echoed", text: split });
+const dropped: any = await tools.records.dropTable({ name: btoa(key), password: split });
+return { dropped: dropped.dropped.length };
+"""
+
+
+def test_a_secret_a_server_sends_back_stays_out_of_a_background_runs_records_and_resume(
+    project: tuple[GatewayProcess, Path],
+) -> None:
+    """Masking x background runs x approvals x the run log (`runs`, `runs show`) x resume x get-types' recent calls: a server sends a `${VAR}` secret back, the
+    script passes it on whole, split and base64'd to a call that needs approval; the stop,
+    the records of both runs and what the resumed run prints show `***`, and the server gets
+    the values the script gave."""
+    gateway, journal = project
+    before = len(journal_of(journal))
+    started = cli(gateway, "exec", "--background", "--json", ECHOED)
+    assert started.returncode == 0, started.stderr
+    run_id = json.loads(started.stdout)["run"]
+    waited = cli(gateway, "runs", "wait", run_id, "--timeout", "60", "--json")
+    assert waited.returncode == 120, (waited.stdout, waited.stderr)
+    assert "records.drop_table needs approval" in waited.stderr
+    assert_masked(waited.stdout + waited.stderr, SECRET)
+    assert "***" in waited.stderr
+    assert json.loads(waited.stdout)["stdout"] == f"got a key of {len(SECRET)}\n"
+    assert [e["tool"] for e in journal_of(journal)[before:]] == ["write_record"]
+
+    waiting = cli(gateway, "runs", "show", run_id)
+    assert waiting.returncode == 0, waiting.stderr
+    assert "awaiting_approval" in waiting.stdout and "drop_table" in waiting.stdout
+    assert_masked(waiting.stdout + waiting.stderr, SECRET)
+    approved = cli(gateway, "approve", run_id)
+    assert approved.returncode == 0, approved.stderr
+    assert_masked(approved.stdout + approved.stderr, SECRET)
+
+    resumed = cli(gateway, "exec", "--resume", run_id)
+    assert resumed.returncode == 0, (resumed.stdout, resumed.stderr)
+    assert_masked(resumed.stdout + resumed.stderr, SECRET)
+    # the replayed answer is the key the server sent, not the log's `***` (which diverged)
+    assert resumed.stdout == f'got a key of {len(SECRET)}\n{{"dropped":40}}\n', resumed.stdout
+    calls = journal_of(journal)[before:]
+    assert [e["tool"] for e in calls] == ["write_record", "drop_table"]
+    split = SECRET[:12] + " / " + SECRET[12:]
+    assert calls[1]["arguments"] == {
+        "name": base64.b64encode(SECRET.encode()).decode(),
+        "password": split,
+    }
+    assert calls[0]["arguments"]["text"] == split
+
+    history = cli(gateway, "runs", "--json")
+    assert history.returncode == 0, history.stderr
+    assert_masked(history.stdout, SECRET)
+    for shown_run in (run_id, json.loads(history.stdout)[0]["id"]):
+        shown = cli(gateway, "runs", "show", shown_run, "--json")
+        assert shown.returncode == 0, shown.stderr
+        assert "drop_table" in shown.stdout or "dropTable" in shown.stdout
+        assert_masked(shown.stdout + shown.stderr, SECRET)
+    for tool in (("fx", "env"), ("records", "drop_table"), ("records", "write_record")):
+        types = cli(gateway, "get-types", *tool)
+        assert types.returncode == 0, types.stderr
+        assert_masked(types.stdout, SECRET)
+    assert_masked(gateway.log, SECRET)
