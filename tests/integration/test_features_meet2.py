@@ -186,3 +186,124 @@ def test_a_secret_a_server_sends_back_stays_out_of_a_background_runs_records_and
         assert types.returncode == 0, types.stderr
         assert_masked(types.stdout, SECRET)
     assert_masked(gateway.log, SECRET)
+
+
+ROTATE = f"""import {{ tools }} from "toolscript";
+const name = await tools.vault.peek({{ name: "main" }});
+return await tools.vault.rotate({{ name, key: "{VAULT_SECRET}" }});
+"""
+
+
+def test_a_local_tool_that_asks_with_a_secret_in_its_arguments_is_resumed_once(
+    project: tuple[GatewayProcess, Path],
+) -> None:
+    """Python tool files x a file's `ask` rule x masking x resume: the stop names the local
+    tool with its declared secret as `***`, the tool has not run; approved and resumed, it
+    runs once with the value the script gave, and the run log shows `***`."""
+    gateway, _journal = project
+    ledger = gateway.directory / "ledger.txt"
+    # a script holding a configured secret is not kept by the log: the file is given again
+    script = gateway.directory / "rotate.ts"
+    script.write_text(ROTATE)
+    stopped = cli(gateway, "exec", str(script))
+    assert stopped.returncode == 120, (stopped.stdout, stopped.stderr)
+    assert "vault.rotate needs approval" in stopped.stderr, stopped.stderr
+    assert "***" in stopped.stderr
+    assert_masked(stopped.stdout + stopped.stderr, VAULT_SECRET)
+    assert not ledger.exists()
+    run_id = run_id_of(stopped.stderr)
+    approved = cli(gateway, "approve", run_id)
+    assert approved.returncode == 0, approved.stderr
+    kept_none = cli(gateway, "exec", "--resume", run_id)
+    assert kept_none.returncode != 0
+    assert "give the script too" in kept_none.stderr, kept_none.stderr
+    resumed = cli(gateway, "exec", "--resume", run_id, str(script))
+    assert resumed.returncode == 0, (resumed.stdout, resumed.stderr)
+    assert json.loads(resumed.stdout) == {"rotated": "main", "matches": True}
+    assert ledger.read_text() == "main\n"
+    for shown_run in (run_id, json.loads(cli(gateway, "runs", "--json").stdout)[0]["id"]):
+        shown = cli(gateway, "runs", "show", shown_run, "--json")
+        assert shown.returncode == 0, shown.stderr
+        assert "rotate" in shown.stdout
+        assert_masked(shown.stdout, VAULT_SECRET)
+    assert_masked(gateway.log, VAULT_SECRET)
+
+
+COUNTED = """import { tools } from "toolscript";
+await tools.records.counter({ step: 1 });
+await tools.records.counter({ step: 2 });
+await tools.records.deleteRecord({ key: "counted" });
+await tools.records.counter({ step: 3 });
+return "all four";
+"""
+
+
+def test_a_background_run_held_to_max_calls_stops_for_approval_and_its_resume_counts_on(
+    project: tuple[GatewayProcess, Path],
+) -> None:
+    """Limits (--max-calls) x background runs x approval x resume: the calls a resume
+    answers from the log count toward its --max-calls, so the run stops at the same call it
+    would have without the stop, and no call is made twice."""
+    gateway, journal = project
+    before = len(journal_of(journal))
+    started = cli(gateway, "exec", "--background", "--json", "--max-calls", "3", COUNTED)
+    assert started.returncode == 0, started.stderr
+    run_id = json.loads(started.stdout)["run"]
+    waited = cli(gateway, "runs", "wait", run_id, "--timeout", "60")
+    assert waited.returncode == 120, (waited.stdout, waited.stderr)
+    assert "records.delete_record needs approval" in waited.stderr
+    approved = cli(gateway, "approve", run_id)
+    assert approved.returncode == 0, approved.stderr
+    resumed = cli(gateway, "exec", "--resume", run_id, "--max-calls", "3")
+    assert resumed.returncode == 122, (resumed.stdout, resumed.stderr)
+    assert "more than 3 tool calls" in resumed.stderr, resumed.stderr
+    made = [(e["tool"], e["arguments"]) for e in journal_of(journal)[before:]]
+    assert made == [
+        ("counter", {"step": 1}),
+        ("counter", {"step": 2}),
+        ("delete_record", {"key": "counted"}),
+    ]
+
+
+def search_hits(gateway: GatewayProcess, query: str) -> list[tuple[str, str]]:
+    found = cli(gateway, "search", query, "--json")
+    assert found.returncode == 0, found.stderr
+    return [(hit["server"], hit["tool"]) for hit in json.loads(found.stdout)["hits"]]
+
+
+def test_a_tool_files_function_renamed_while_the_gateway_runs_leaves_no_stale_hit(
+    project: tuple[GatewayProcess, Path],
+) -> None:
+    """Python tool files x live reload x search x get-types: a function renamed in its file
+    is found by its new name only, get-types of the old name says it is gone and what the
+    file offers, and exec calls the new one."""
+    gateway, _journal = project
+    query = "memo about a rhinoceros on the corkboard"
+    assert ("notes", "jot_down") in search_hits(gateway, query)
+    (gateway.directory / "tools" / "notes.py").write_text(NOTES_RENAMED)
+    wait_until(
+        lambda: gateway.client.get("runtime/tools.ts").text,
+        lambda module: "pinUp(" in module and "jotDown(" not in module,
+        what="the renamed function in the module",
+    )
+    wait_until(
+        lambda: search_hits(gateway, query),
+        lambda hits: ("notes", "pin_up") in hits,
+        what="the renamed function in search",
+    )
+    hits = search_hits(gateway, query)
+    assert ("notes", "jot_down") not in hits, hits
+    gone = cli(gateway, "get-types", "notes", "jot_down")
+    assert gone.returncode != 0
+    assert "tool not found: notes.jot_down" in gone.stderr, gone.stderr
+    assert "server 'notes' has 1 tool (notes.pin_up)" in gone.stderr, gone.stderr
+    types = cli(gateway, "get-types", "notes", "pin_up")
+    assert types.returncode == 0, types.stderr
+    assert "pinUp" in types.stdout
+    called = cli(
+        gateway,
+        "exec",
+        'import { tools } from "toolscript"; return await tools.notes.pinUp({ text: "hi" });',
+    )
+    assert called.returncode == 0, called.stderr
+    assert called.stdout.strip() == '"hi"'

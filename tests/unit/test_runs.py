@@ -364,12 +364,12 @@ def test_an_answer_holding_a_secret_is_masked_on_disk_and_whole_for_a_resume_her
         resumed = await runs.register(script_hash="one")
         assert await runs.call(resumed, "s__read", sent, 7, server.make) == answer
         # another gateway (a restart) has only the log's
-        second, _ = await stop(runs, "two")
+        await stop(runs, "two")
         elsewhere = await book(tmp_path).register(script_hash="two")
         replayed = await runs.call(elsewhere, "s__read", sent, 7, server.make)
         assert b"***" in replayed[2] and b"topsecret-value" not in replayed[2]
         monkeypatch.setattr(runbook, "SECRET_ANSWERS_TOTAL", len(answer[2]) + 10)
-        third, _ = await stop(runs, "three")
+        await stop(runs, "three")
         fourth, _ = await stop(runs, "four")
         assert list(runs._secret_answers) == [fourth.id]
 
