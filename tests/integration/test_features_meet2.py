@@ -5,13 +5,15 @@ and the real Deno: a server that sends its secret back (whole, split, base64) to
 background run that stops for approval and is resumed, and what every record of it shows; a
 local tool that needs approval with the secret in its arguments, resumed; a background run
 held to --max-calls, resumed; a tool file whose function is renamed while the gateway runs,
-for search and get-types."""
+for search and get-types; a standalone `doit` during the gateway's build."""
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,9 @@ from typing import Any
 import pytest
 
 from tests.helpers import (
+    DODO,
     GatewayProcess,
+    clean_env,
     fixture_server,
     records_server,
     toolscript_cli,
@@ -307,3 +311,61 @@ def test_a_tool_files_function_renamed_while_the_gateway_runs_leaves_no_stale_hi
     )
     assert called.returncode == 0, called.stderr
     assert called.stdout.strip() == '"hi"'
+
+
+def test_doit_run_while_the_gateway_builds_waits_and_leaves_the_artifacts_whole(
+    project: tuple[GatewayProcess, Path],
+) -> None:
+    """Standalone `doit` x the gateway's build (two writers on `.toolscript/`): doit waits
+    for a build under way (here held by the test, as the gateway's holds it) and says so; the
+    gateway, which learned a tool meanwhile, waits too; after, the artifact on disk and the
+    served module both hold the tool and a second `doit` finds all up to date. (doit read
+    its database at start and wrote it whole at its end: run during a gateway build, it lost
+    the gateway's records and wrote the server's fresh list over the learned one.)"""
+    from toolscript.pipeline.buildlock import hold_build_lock
+
+    gateway, _journal = project
+    cache = gateway.directory / ".toolscript"
+    (gateway.directory / "dodo.py").write_text(DODO)
+    doit_env = clean_env(
+        TOOLSCRIPT_CONFIG=str(gateway.config_path),
+        MEET2_API_KEY=SECRET,
+        MEET2_VAULT_KEY=VAULT_SECRET,
+    )
+    held = hold_build_lock(cache, lambda: None, wait=60)
+    assert held is not None
+    try:
+        doit = subprocess.Popen(
+            [sys.executable, "-m", "doit"],
+            cwd=gateway.directory,
+            env=doit_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert doit.stderr is not None
+        said = doit.stderr.readline()
+        assert "waiting for the build of" in said, (said, doit.communicate(timeout=60))
+        assert doit.poll() is None
+        assert gateway.call("fx__add_tool", {"name": "learned_meanwhile"}).status_code == 200
+    finally:
+        os.close(held)
+    out, err = doit.communicate(timeout=120)
+    assert doit.returncode == 0, out + err
+    artifact = cache / "tools.ts"
+    wait_until(
+        lambda: (gateway.client.get("runtime/tools.ts").text, artifact.read_text()),
+        lambda modules: all("learnedMeanwhile(" in module for module in modules),
+        what="the learned tool in the served module and its artifact",
+    )
+    again = subprocess.run(
+        [sys.executable, "-m", "doit"],
+        cwd=gateway.directory,
+        env=doit_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "learnedMeanwhile(" in artifact.read_text()
+    assert "learnedMeanwhile(" in gateway.client.get("runtime/tools.ts").text
