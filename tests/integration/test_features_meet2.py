@@ -3,7 +3,8 @@ with the records server (its journal counts what reached it), the fixture server
 `${VAR}` secret in its env, and a local tool file with a declared secret and an `ask` rule,
 and the real Deno: a server that sends its secret back (whole, split, base64) to a
 background run that stops for approval and is resumed, and what every record of it shows; a
-local tool that needs approval with the secret in its arguments, resumed; a background run
+local tool that needs approval with the secret in its arguments (or the one it sent back),
+resumed; a background run
 held to --max-calls, resumed; a tool file whose function is renamed while the gateway runs,
 for search and get-types; a standalone `doit` during the gateway's build."""
 
@@ -67,6 +68,11 @@ VAULT = '''def rotate(name: str, key: str, context=None) -> dict:
 def peek(name: str) -> str:
     """Peek at a key's name."""
     return name
+
+
+def reveal(context=None) -> str:
+    """The key itself, as a careless tool sends it back."""
+    return context.secrets["VAULT_KEY"]
 '''
 
 NOTES = '''def jot_down(text: str) -> str:
@@ -230,7 +236,29 @@ def test_a_local_tool_that_asks_with_a_secret_in_its_arguments_is_resumed_once(
         assert shown.returncode == 0, shown.stderr
         assert "rotate" in shown.stdout
         assert_masked(shown.stdout, VAULT_SECRET)
+    # The tool sends its secret back and the script passes it on: the log keeps this
+    # script (it holds no secret), the resume replays the key whole (the call's `matches`),
+    # and get-types' recent call shows `***`.
+    second = cli(gateway, "exec", REVEALED)
+    assert second.returncode == 120, (second.stdout, second.stderr)
+    assert_masked(second.stdout + second.stderr, VAULT_SECRET)
+    second_id = run_id_of(second.stderr)
+    assert cli(gateway, "approve", second_id).returncode == 0
+    resumed = cli(gateway, "exec", "--resume", second_id)
+    assert resumed.returncode == 0, (resumed.stdout, resumed.stderr)
+    assert json.loads(resumed.stdout) == {"rotated": "second", "matches": True}
+    assert ledger.read_text() == "main\nsecond\n"
+    types = cli(gateway, "get-types", "vault", "reveal")
+    assert types.returncode == 0, types.stderr
+    assert "***" in types.stdout
+    assert_masked(types.stdout, VAULT_SECRET)
     assert_masked(gateway.log, VAULT_SECRET)
+
+
+REVEALED = """import { tools } from "toolscript";
+const key = await tools.vault.reveal({});
+return await tools.vault.rotate({ name: "second", key });
+"""
 
 
 COUNTED = """import { tools } from "toolscript";
