@@ -376,6 +376,32 @@ def test_an_answer_holding_a_secret_is_masked_on_disk_and_whole_for_a_resume_her
     anyio.run(scenario)
 
 
+def test_an_answer_holding_a_secret_only_in_base64_or_in_part_is_masked_on_disk(
+    tmp_path: Path,
+) -> None:
+    """The log's copy of an answer is redacted when it holds a secret in any spelling, not
+    only whole (a server's base64 of its token was written as it came)."""
+    import base64
+
+    server = FakeServer()
+    spelled = [base64.b64encode(b"topsecret-value").decode(), "opsecret-valu"]
+
+    async def scenario() -> None:
+        runs = book(tmp_path)
+        run = await runs.register(script_hash="h", script="code")
+        await runs.call(run, "s__read", {"k": spelled}, 7, server.make)
+        await runs.call(run, "s__delete", {"k": 1}, 7, server.make)
+        await runs.end(run.id, 120)
+        kept = runs.runlog.replay(run.id)[0]["body"]
+        assert b"***" in kept and not any(form.encode() in kept for form in spelled), kept
+        runs.runlog.approve_call(run.id)
+        resumed = await runs.register(script_hash="h")
+        answer = await runs.call(resumed, "s__read", {"k": spelled}, 7, server.make)
+        assert all(form.encode() in answer[2] for form in spelled)  # whole, for this gateway
+
+    anyio.run(scenario)
+
+
 def test_a_diverging_replay_and_too_many_calls_stop_the_run(tmp_path: Path) -> None:
     server = FakeServer()
 

@@ -55,7 +55,7 @@ from toolscript.errors import (
 )
 from toolscript.gateway.recentcalls import MORE, Limits, shrunk
 from toolscript.plumbing.processes import identity_alive, process_identity
-from toolscript.plumbing.redact import holds_secret, redact, redact_value
+from toolscript.plumbing.redact import holds_secret, may_hold_secret, redact, redact_value
 from toolscript.store.approvalview import shortened_notice, shown_arguments, visible_text
 from toolscript.store.runlog import RunLog, new_run_id
 from toolscript.upstream.base import CALL_PROGRESS
@@ -1083,7 +1083,7 @@ class RunBook:
         whole = {
             int(entry["seq"]): bytes(entry["body"])
             for entry in run.answered
-            if holds_secret(entry["body"], known)
+            if may_hold_secret(entry["body"], known)
         }
         if not whole:
             return
@@ -1128,7 +1128,7 @@ def _kept(entry: dict[str, Any], run_id: str, known: tuple[str, ...]) -> dict[st
     as ``***`` (the log holds none), which is what a script resumed by another gateway sees
     (this one keeps the answer whole in memory: ``RunBook._keep_secret_answers``)."""
     body: bytes = entry["body"]
-    if holds_secret(body, known):
+    if may_hold_secret(body, known):  # in any spelling (a base64 of it, a run of it)
         body = redact(body.decode("utf-8", "replace"), known).encode()
     kept = {key: value for key, value in entry.items() if key != "arguments"}
     key = entry["digest"] or digest(entry["tool"], entry["arguments"])
