@@ -168,7 +168,10 @@ def test_unknown_tool_and_server_suggest(gateway: GatewayProcess) -> None:
     # Nothing close: say where to look instead.
     far = gateway.call("time__launch_rocket").json()
     assert far["suggestions"] == []
-    assert far["hint"] == "server 'time' has 2 tools: see `toolscript list-tools time`"
+    assert (
+        far["hint"]
+        == "server 'time' has 2 tools (time.convert_time, time.get_current_time): see `toolscript list-tools time`"
+    )
     types = gateway.client.get("types", params={"server": "time", "tool": "launchRocket"})
     assert types.status_code == 404 and "list-tools time" in types.json()["hint"]
     server = gateway.call("tmie__get_current_time")

@@ -176,7 +176,10 @@ def test_an_unknown_tool_is_named_as_users_write_it_with_the_close_one(
         assert "__" not in body["message"] + body["hint"]
     far = client.post("/tools/calc__zzzzzz", json={}).json()
     assert far["message"] == "tool not found: calc.zzzzzz" and far["suggestions"] == []
-    assert far["hint"] == "server 'calc' has 2 tools: see `toolscript list-tools calc`"
+    assert (
+        far["hint"]
+        == "server 'calc' has 2 tools (calc.add, calc.fail): see `toolscript list-tools calc`"
+    )
 
 
 def test_an_unknown_tool_asked_by_a_script_is_named_on_one_line_and_cut(

@@ -336,6 +336,72 @@ def test_an_ended_run_keeps_none_of_its_answers_in_memory(tmp_path: Path) -> Non
     anyio.run(scenario)
 
 
+def test_an_answer_holding_a_secret_is_masked_on_disk_and_whole_for_a_resume_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The log keeps a result that held a configured secret as ``***``; the gateway that ran
+    the script gives a resume the answer as it came (else a script that passed it on
+    diverges), another gateway the log's, and the oldest run's go past their bound."""
+    from toolscript.gateway import runbook
+
+    server = FakeServer()
+    sent = {"k": "topsecret-value"}
+
+    async def stop(runs: RunBook, name: str) -> tuple[Any, Any]:
+        run = await runs.register(script_hash=name, script="code")
+        answer = await runs.call(run, "s__read", sent, 7, server.make)
+        await runs.call(run, "s__delete", {"k": 1}, 7, server.make)
+        await runs.end(run.id, 120)
+        runs.runlog.approve_call(run.id)
+        return run, answer
+
+    async def scenario() -> None:
+        runs = book(tmp_path)
+        first, answer = await stop(runs, "one")
+        assert b"topsecret-value" in answer[2]
+        on_disk = runs.runlog.replay(first.id)
+        assert b"topsecret-value" not in on_disk[0]["body"] and b"***" in on_disk[0]["body"]
+        resumed = await runs.register(script_hash="one")
+        assert await runs.call(resumed, "s__read", sent, 7, server.make) == answer
+        # another gateway (a restart) has only the log's
+        await stop(runs, "two")
+        elsewhere = await book(tmp_path).register(script_hash="two")
+        replayed = await runs.call(elsewhere, "s__read", sent, 7, server.make)
+        assert b"***" in replayed[2] and b"topsecret-value" not in replayed[2]
+        monkeypatch.setattr(runbook, "SECRET_ANSWERS_TOTAL", len(answer[2]) + 10)
+        await stop(runs, "three")
+        fourth, _ = await stop(runs, "four")
+        assert list(runs._secret_answers) == [fourth.id]
+
+    anyio.run(scenario)
+
+
+def test_an_answer_holding_a_secret_only_in_base64_or_in_part_is_masked_on_disk(
+    tmp_path: Path,
+) -> None:
+    """The log's copy of an answer is redacted when it holds a secret in any spelling, not
+    only whole (a server's base64 of its token was written as it came)."""
+    import base64
+
+    server = FakeServer()
+    spelled = [base64.b64encode(b"topsecret-value").decode(), "opsecret-valu"]
+
+    async def scenario() -> None:
+        runs = book(tmp_path)
+        run = await runs.register(script_hash="h", script="code")
+        await runs.call(run, "s__read", {"k": spelled}, 7, server.make)
+        await runs.call(run, "s__delete", {"k": 1}, 7, server.make)
+        await runs.end(run.id, 120)
+        kept = runs.runlog.replay(run.id)[0]["body"]
+        assert b"***" in kept and not any(form.encode() in kept for form in spelled), kept
+        runs.runlog.approve_call(run.id)
+        resumed = await runs.register(script_hash="h")
+        answer = await runs.call(resumed, "s__read", {"k": spelled}, 7, server.make)
+        assert all(form.encode() in answer[2] for form in spelled)  # whole, for this gateway
+
+    anyio.run(scenario)
+
+
 def test_a_diverging_replay_and_too_many_calls_stop_the_run(tmp_path: Path) -> None:
     server = FakeServer()
 

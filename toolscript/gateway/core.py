@@ -247,7 +247,10 @@ def _list_tools_hint(server: str, names: list[str]) -> str:
     """What to say when no tool name comes close to the one asked for."""
     if not names:
         return f"server {server!r} has no tools"
-    return f"server {server!r} has {len(names)} tools: see `toolscript list-tools {server}`"
+    # a few are named (a tool file's function renamed: its new name at once)
+    named = f" ({', '.join(f'{server}.{name}' for name in names)})" if len(names) <= 3 else ""
+    counted = f"{len(names)} tool{'' if len(names) == 1 else 's'}"
+    return f"server {server!r} has {counted}{named}: see `toolscript list-tools {server}`"
 
 
 class _QuickQueries:

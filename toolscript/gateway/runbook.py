@@ -55,7 +55,7 @@ from toolscript.errors import (
 )
 from toolscript.gateway.recentcalls import MORE, Limits, shrunk
 from toolscript.plumbing.processes import identity_alive, process_identity
-from toolscript.plumbing.redact import holds_secret, redact, redact_value
+from toolscript.plumbing.redact import holds_secret, may_hold_secret, redact, redact_value
 from toolscript.store.approvalview import shortened_notice, shown_arguments, visible_text
 from toolscript.store.runlog import RunLog, new_run_id
 from toolscript.upstream.base import CALL_PROGRESS
@@ -121,6 +121,9 @@ REPLAY_BYTES = 64 * 1024 * 1024  # answers a run keeps in memory for a resume
 # REPLAY_BYTES: it can be run again, not resumed), so MAX_LIVE_RUNS runs of the agent's
 # cannot hold MAX_LIVE_RUNS times REPLAY_BYTES
 REPLAY_TOTAL = 256 * 1024 * 1024
+# the answers of stopped runs that held a configured secret, kept whole in memory (the log
+# keeps them as ``***``) for a resume through this gateway: the oldest run's go past it
+SECRET_ANSWERS_TOTAL = 64 * 1024 * 1024
 PROGRESS_KEPT = 500  # progress reports a run keeps for its watchers (older ones are dropped)
 MAX_PROGRESS_MESSAGE = 1000  # characters of a report's message
 PROGRESS_WAIT = 60.0  # seconds a watcher's request may wait for the next report
@@ -337,6 +340,8 @@ class RunBook:
         self._dirty: dict[str, Run] = {}
         self._flush_lock = anyio.Lock()
         self._replays: dict[str, Run] = {}  # runs stopped for approval: their answers to keep
+        # run id -> {seq: answer}: a stopped run's answers that held a secret, as they came
+        self._secret_answers: dict[str, dict[int, bytes]] = {}
         self._unwritten_since: float | None = None
         # registrations past the MAX_LIVE_RUNS check, not yet live: the owner's, the agent's
         self._registering = [0, 0]
@@ -491,6 +496,10 @@ class RunBook:
         if previous is not None:
             run.resumed_from = previous["id"]
             run.replay = await anyio.to_thread.run_sync(self.runlog.replay, previous["id"])
+            whole = self._secret_answers.pop(previous["id"], {})
+            for entry in run.replay:  # the log's ``***`` made the script go another way
+                if entry["seq"] in whole:
+                    entry["body"] = whole[entry["seq"]]
             call = (previous.get("stopped") or {}).get("call") or {}
             run.resume_call = (str(call.get("tool", "")), str(call.get("digest", "")))
         self._runs[run.id] = run
@@ -1061,10 +1070,30 @@ class RunBook:
                 self._keep_unwritten(calls, runs, replays, exc)
                 return
             for run in replays.values():
+                self._keep_secret_answers(run, secrets_now)
                 self._drop_answers(run)  # written: a resume reads them from the log
             if self._unwritten_since is not None:
                 log.warning("runs: the run log is written again; nothing was lost")
                 self._unwritten_since = None
+
+    def _keep_secret_answers(self, run: Run, known: tuple[str, ...]) -> None:
+        """Keep in memory, as they came, the answers of ``run`` the log keeps as ``***``:
+        resumed through this gateway, the script sees what it saw (a server that sent its
+        token back, passed on to a later call, would else make the resume diverge)."""
+        whole = {
+            int(entry["seq"]): bytes(entry["body"])
+            for entry in run.answered
+            if may_hold_secret(entry["body"], known)
+        }
+        if not whole:
+            return
+        self._secret_answers[run.id] = whole
+        sizes = {key: sum(map(len, kept.values())) for key, kept in self._secret_answers.items()}
+        for oldest in list(self._secret_answers)[:-1]:
+            if sum(sizes.values()) <= SECRET_ANSWERS_TOTAL:
+                break
+            del self._secret_answers[oldest]
+            del sizes[oldest]
 
     def _keep_unwritten(
         self, calls: list[dict[str, Any]], runs: list[Run], replays: dict[str, Run], exc: Exception
@@ -1096,9 +1125,10 @@ _NOT_ANSWERED = frozenset(
 
 def _kept(entry: dict[str, Any], run_id: str, known: tuple[str, ...]) -> dict[str, Any]:
     """An answer as the log keeps it for a resume: a configured secret in a result is kept
-    as ``***`` (the log holds none), which is what the resumed script then sees."""
+    as ``***`` (the log holds none), which is what a script resumed by another gateway sees
+    (this one keeps the answer whole in memory: ``RunBook._keep_secret_answers``)."""
     body: bytes = entry["body"]
-    if holds_secret(body, known):
+    if may_hold_secret(body, known):  # in any spelling (a base64 of it, a run of it)
         body = redact(body.decode("utf-8", "replace"), known).encode()
     kept = {key: value for key, value in entry.items() if key != "arguments"}
     key = entry["digest"] or digest(entry["tool"], entry["arguments"])

@@ -4,6 +4,7 @@
 
     <cache>/
       .doit.db               doit's dependency database (sqlite3 backend)
+      .build.lock            held by the build under way (the gateway's or doit's: buildlock.py)
       servers/<server>.json  each server's tool list, filtered, by name (listed_json)
       offered/<server>.json  its prompts and resource templates, for their types (absent
                              kinds unknown: the server was not reached)

@@ -15,8 +15,10 @@ from typing import Any
 from toolscript.config import Config, load_config
 from toolscript.errors import ToolscriptError
 from toolscript.pipeline.artifacts import CacheLayout
+from toolscript.pipeline.buildlock import hold_build_lock
 from toolscript.pipeline.sources import ConnectingSource
 from toolscript.pipeline.tasks import build_tasks
+from toolscript.plumbing.paths import make_cache_dir
 from toolscript.store.outputs import error_lines
 
 
@@ -32,9 +34,17 @@ def _load() -> Config:
 
 
 _config = _load()
+# Held until doit exits (the OS lets it go): doit writes its database when it ends.
+_layout = CacheLayout(make_cache_dir(_config.cache_dir()))
+_build_lock = hold_build_lock(
+    _layout.root,
+    lambda: sys.stderr.write(
+        f"toolscript: waiting for the build of {_layout.root} under way (the gateway's)\n"
+    ),
+)
 _namespace: dict[str, Any] = build_tasks(
     _config,
-    CacheLayout(_config.cache_dir()),
+    _layout,
     ConnectingSource(_config),
     model=_config.search.model,
 )

@@ -21,6 +21,7 @@ __all__ = [
     "embedded_secrets",
     "holds_secret",
     "looks_like_secret",
+    "may_hold_secret",
     "redact",
     "redact_value",
     "secret_name",
@@ -52,6 +53,16 @@ def holds_secret(text: str | bytes, secrets: Iterable[str]) -> bool:
     if isinstance(text, bytes):
         return any(s.encode() in text for s in secrets if len(s) >= _MIN_SECRET_LENGTH)
     return any(s in text for s in secrets if len(s) >= _MIN_SECRET_LENGTH)
+
+
+def may_hold_secret(text: str | bytes, secrets: Iterable[str]) -> bool:
+    """Whether ``redact`` would change ``text``: it holds a secret in one of its spellings
+    (JSON-escaped, base64...) or a run of 8 characters of one. A quick test (a substring
+    search per spelling and per run) before the slower redaction of a long text."""
+    forms, grams = _prepared(tuple(sorted(set(secrets))))
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return any(form in text for form in forms) or any(gram in text for gram in grams)
 
 
 _Grams = dict[str, list[tuple[str, int]]]

@@ -15,6 +15,7 @@ from typing import Any
 from toolscript.codegen.fingerprint import generator_fingerprint
 from toolscript.config import Config
 from toolscript.pipeline.artifacts import CacheLayout
+from toolscript.pipeline.buildlock import build_lock
 from toolscript.pipeline.tasks.catalogue import CatalogueTask
 from toolscript.pipeline.tasks.fetch import FetchTasks, ToolSource
 from toolscript.pipeline.tasks.index import IndexTask, SearchIndexing, load_documents
@@ -90,7 +91,9 @@ def run_pipeline(
     """Run doit in-process; returns which tasks executed and what failed."""
     if tasks is None:
         tasks = TASK_ORDER if indexing is not None else ARTIFACT_TASKS
-    namespace = build_tasks(config, layout, source, indexing)
-    for database in (layout.dep_file, layout.catalogue):
-        discard_if_damaged(database)
-    return run_doit(namespace, [command, *tasks])
+    make_cache_dir(layout.root)
+    with build_lock(layout.root):  # a standalone `doit` of the project waits, or is waited for
+        namespace = build_tasks(config, layout, source, indexing)
+        for database in (layout.dep_file, layout.catalogue):
+            discard_if_damaged(database)
+        return run_doit(namespace, [command, *tasks])

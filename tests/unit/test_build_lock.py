@@ -1,0 +1,34 @@
+"""The build lock of a cache directory (pipeline/buildlock.py): one build at a time across
+processes (a gateway's and a standalone doit's), never through a planted link."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from toolscript.pipeline.buildlock import LOCK_NAME, build_lock, hold_build_lock
+
+
+def test_a_second_build_waits_says_so_and_goes_on_once_let_go(tmp_path: Path) -> None:
+    first = hold_build_lock(tmp_path, lambda: None)
+    assert first is not None
+    told: list[str] = []
+    assert hold_build_lock(tmp_path, lambda: told.append("waiting"), wait=0.2) is None
+    assert told == ["waiting"]
+    os.close(first)
+    second = hold_build_lock(tmp_path, lambda: told.append("again"), wait=0.2)
+    assert second is not None and told == ["waiting"]
+    os.close(second)
+    with build_lock(tmp_path):
+        assert hold_build_lock(tmp_path, lambda: None, wait=0) is None
+
+
+def test_a_planted_link_is_not_followed(tmp_path: Path) -> None:
+    cache, mine = tmp_path / "cache", tmp_path / "precious.txt"
+    cache.mkdir()
+    mine.write_text("mine")
+    (cache / LOCK_NAME).symlink_to(mine)
+    held = hold_build_lock(cache, lambda: None)
+    assert held is not None
+    os.close(held)
+    assert not (cache / LOCK_NAME).is_symlink() and mine.read_text() == "mine"

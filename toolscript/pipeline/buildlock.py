@@ -1,0 +1,89 @@
+"""One build of a cache directory at a time, across processes: the gateway's in-process
+pipeline and a standalone ``doit`` in the same project.
+
+doit's sqlite3 backend reads its whole dependency database when it starts and writes it
+whole when it ends, so two builds at once lost each other's records: a ``doit`` run while
+the gateway built (after a server's ``tools/list_changed``) fetched the server afresh,
+wrote its own tool list over the one the gateway learned, and then said everything was up
+to date while the gateway served other tools. The lock is ``flock`` on ``.build.lock`` in
+the cache directory (Linux and macOS; released by the OS when its process ends), opened
+without following a link (a cloned repository's ``.toolscript/`` is not trusted).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+__all__ = ["BUILD_LOCK_WAIT", "build_lock", "hold_build_lock"]
+
+log = logging.getLogger("toolscript.pipeline")
+
+BUILD_LOCK_WAIT = 600.0  # seconds a build waits for another one before it goes on anyway
+_POLL = 0.1
+LOCK_NAME = ".build.lock"
+
+
+def _open(root: Path) -> int:
+    path = root / LOCK_NAME
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        return os.open(path, flags, 0o600)
+    except OSError:  # a link or a folder planted there: made anew
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return os.open(path, flags | os.O_EXCL, 0o600)
+
+
+def hold_build_lock(
+    root: Path, waiting: Callable[[], object], wait: float = BUILD_LOCK_WAIT
+) -> int | None:
+    """Take the build lock of the cache directory ``root``; its descriptor (close it to
+    let go), or None when it could not be opened or another build held it past ``wait``
+    seconds (the build goes on, as it did before there was a lock). ``waiting`` is called
+    once when another build holds it."""
+    try:
+        descriptor = _open(root)
+    except OSError as exc:
+        log.warning("pipeline: cannot open the build lock in %s (%s); building anyway", root, exc)
+        return None
+    deadline = time.monotonic() + wait
+    told = False
+    while True:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return descriptor
+        except BlockingIOError:
+            pass
+        except OSError as exc:
+            log.warning("pipeline: cannot take the build lock (%s); building anyway", exc)
+            os.close(descriptor)
+            return None
+        if not told:
+            waiting()
+            told = True
+        if time.monotonic() >= deadline:
+            log.warning("pipeline: another build of %s held it %.0f s; building anyway", root, wait)
+            os.close(descriptor)
+            return None
+        time.sleep(_POLL)
+
+
+@contextlib.contextmanager
+def build_lock(root: Path, wait: float = BUILD_LOCK_WAIT) -> Iterator[None]:
+    """Hold the build lock of ``root`` for the block (see ``hold_build_lock``)."""
+    descriptor = hold_build_lock(
+        root,
+        lambda: log.info("pipeline: waiting for another build of %s (a `doit`?)", root),
+        wait,
+    )
+    try:
+        yield
+    finally:
+        if descriptor is not None:
+            os.close(descriptor)
