@@ -226,6 +226,10 @@ class Config:
     # in ``warnings`` too: the rest of the project serves
     left_out: tuple[str, ...] = ()
     imported_files: tuple[Path, ...] = ()
+    # the bytes of the imported files as they were read (None: absent), for trust to judge
+    imported_contents: Mapping[Path, bytes | None] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
     def decision(self, server: ServerConfig, tool: str, annotations: Any) -> Decision:
         """``allow``, ``ask`` or ``deny`` for a call of ``tool`` on ``server``."""
@@ -301,7 +305,7 @@ def load_config(
     if require_trust:  # an imported file that changed while it was read is judged again
         from toolscript.store.trust import require_trust as refuse_untrusted
 
-        refuse_untrusted(path, content)
+        refuse_untrusted(path, content, loaded.imported_contents)
     return loaded
 
 
@@ -476,6 +480,7 @@ def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
         left_out=left_out,
         import_errors=imports.broken,
         imported_files=imports.watched,
+        imported_contents=MappingProxyType(dict(imports.contents)),
         search=search,
         asking=(expanded.get("policy") or {}).get("ask", "destructive"),
         infer_results=bool((expanded.get("types") or {}).get("inferResults", True)),

@@ -86,3 +86,40 @@ def test_trust_trusts_the_config_it_showed_not_one_written_meanwhile(
     assert trust.needs_trust(path)  # the agent's file, never shown, is not trusted
     path.write_text(PERSONS)
     assert not trust.needs_trust(path)  # the person's, shown, is
+
+
+def test_an_imported_file_swapped_around_the_trust_check_is_not_loaded(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same with the repository's ``.mcp.json`` that the config imports."""
+    path = repo / ".toolscript.json"
+    path.write_text(json.dumps({"import": ["claude-code"]}))
+    imported = repo / ".mcp.json"
+    imported.write_text(PERSONS)
+    trust.trust(path)
+    imported.write_text(AGENTS)  # there when it is read; the person's when it is judged
+    monkeypatch.setattr(
+        trust, "require_trust", swapping(imported, PERSONS, AGENTS, trust.require_trust)
+    )
+    try:
+        loaded = load_config(path, environ={}, require_trust=True)
+    except ConfigError:
+        return
+    assert [server.command for server in loaded.servers] == ["uvx"]
+
+
+def test_trust_trusts_the_imported_file_it_showed(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = repo / ".toolscript.json"
+    path.write_text(json.dumps({"import": ["claude-code"]}))
+    imported = repo / ".mcp.json"
+    imported.write_text(PERSONS)
+    keep = trust.trust
+    monkeypatch.setattr(trust, "trust", swapping(imported, AGENTS, AGENTS, keep))
+    shown = CliRunner().invoke(app, ["trust"])
+    assert shown.exit_code == 0, shown.output
+    assert "time: uvx mcp-server-time" in shown.stdout
+    assert trust.needs_trust(path)
+    imported.write_text(PERSONS)
+    assert not trust.needs_trust(path)

@@ -88,21 +88,15 @@ def trust_command(
         return
     if not path.exists():
         raise UsageError(f"{path}: no config file to trust", hint="create .toolscript.json first")
-    # What is shown is what is trusted: the bytes read once, their hash (with the imported
-    # files') taken before they are parsed and again after. Reading the file anew to trust
-    # it trusted whatever was written there meanwhile (a shell swapping it as this ran).
+    # What is shown is what is trusted: the bytes parsed, the config's and the imported
+    # files'. Reading the files anew to trust them trusted whatever was written there
+    # meanwhile (a shell swapping the config as this ran).
     content = read_config_file(path)
     text = config_text(content, path)
-    shown = trust.fingerprint(path, content)
     named = set(re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)", text))
     environ = _UnsetAsEmpty(os.environ, named)
     loaded = parse_config(text, path, environ)  # an invalid file is reported, not trusted
-    if trust.fingerprint(path, content) != shown:
-        raise UsageError(
-            f"the files {path} imports changed while it was read, so it was not trusted",
-            hint="read them again, then run `toolscript trust` again",
-        )
-    trust.trust(path, shown)
+    trust.trust(path, trust.fingerprint(path, content, loaded.imported_contents))
     folder = path.parent.resolve()
     servers = [
         server.summary()

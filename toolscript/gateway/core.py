@@ -188,8 +188,8 @@ def _parse_config(text: bytes | None, path: Path, project_dir: Path) -> Config:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: cannot read config file: {exc}") from exc
     loaded = parse_config(decoded, path, os.environ)
-    # an imported file changed (a `git pull`) between the hash and the read
-    require_trust(path, text)
+    # the imported files as they were read (a `git pull` may have changed one since the hash)
+    require_trust(path, text, loaded.imported_contents)
     return loaded
 
 

@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -62,10 +63,13 @@ def trust_key(config: Path) -> str:
     return str(absolute.parent.resolve() / absolute.name)
 
 
-def fingerprint(config: Path, content: bytes | None = None) -> str:
+def fingerprint(
+    config: Path, content: bytes | None = None, read: Mapping[Path, bytes | None] | None = None
+) -> str:
     """The hash of the config and of the project files it imports (each one's name and
     content, or its absence): a config that imports none hashes as its bytes alone.
-    ``content``: the config's bytes as the caller read them (and parses), else read now."""
+    ``content``: the config's bytes as the caller read them (and parses), else read now;
+    ``read``: the imported files' bytes as it read them (None: absent), the others read now."""
     if content is None:
         content = read_regular_file(config, MAX_CONFIG_BYTES)
     imported = _imported_project_files(config, content)
@@ -75,7 +79,13 @@ def fingerprint(config: Path, content: bytes | None = None) -> str:
     for path in imported:
         digest.update(b"\0" + path.name.encode() + b"\0" + str(path.parent).encode() + b"\0")
         try:
-            digest.update(b"1" + hashlib.sha256(read_regular_file(path, MAX_CONFIG_BYTES)).digest())
+            if read is not None and path in read:
+                data = read[path]
+                if data is None:  # absent when it was read
+                    raise FileNotFoundError(path)
+            else:
+                data = read_regular_file(path, MAX_CONFIG_BYTES)
+            digest.update(b"1" + hashlib.sha256(data).digest())
         except FileNotFoundError:
             digest.update(b"0")
         except OSError:  # a FIFO, a device, a huge file: never read (loading skips it too)
@@ -107,13 +117,18 @@ def trusted() -> dict[str, dict[str, Any]]:
     return data if isinstance(data, dict) else {}
 
 
-def is_trusted(config: Path, content: bytes | None = None) -> bool:
+def is_trusted(
+    config: Path, content: bytes | None = None, read: Mapping[Path, bytes | None] | None = None
+) -> bool:
     """Whether ``config``, as it is now and where it is, was trusted; ``content``: its bytes
     as the caller read them, to judge exactly what it parses (a file swapped between the
-    judgement and the read, and back, must not pass for the trusted one)."""
+    judgement and the read, and back, must not pass for the trusted one); ``read``: the
+    imported files' bytes as the caller read them."""
     record = trusted().get(trust_key(config))
     try:
-        return isinstance(record, dict) and record.get("sha256") == fingerprint(config, content)
+        return isinstance(record, dict) and record.get("sha256") == fingerprint(
+            config, content, read
+        )
     except OSError:
         return False
 
@@ -131,19 +146,24 @@ def _chosen_by_user(config: Path) -> bool:
     return False
 
 
-def needs_trust(config: Path, content: bytes | None = None) -> bool:
+def needs_trust(
+    config: Path, content: bytes | None = None, read: Mapping[Path, bytes | None] | None = None
+) -> bool:
     """Whether ``config`` (``content``: its bytes as read, see ``is_trusted``) may start no
     servers yet: a project's file the user has not trusted as it is now. A config chosen
     with TOOLSCRIPT_CONFIG is the user's own setting."""
     if not config.is_file() or _chosen_by_user(config):
         return False
-    return not is_trusted(config, content)
+    return not is_trusted(config, content, read)
 
 
-def require_trust(config: Path, content: bytes | None = None) -> None:
+def require_trust(
+    config: Path, content: bytes | None = None, read: Mapping[Path, bytes | None] | None = None
+) -> None:
     """Raise UntrustedConfigError when ``config`` needs the user's trust before it runs;
-    ``content``: the bytes the caller parses (judged, rather than the file read again)."""
-    if needs_trust(config, content):
+    ``content`` and ``read``: the bytes the caller parses, of the config and of the files
+    it imports (judged, rather than the files read again)."""
+    if needs_trust(config, content, read):
         shown = trust_key(config)
         imported = [
             os.path.relpath(path, Path(shown).parent)  # ../REPO/x.env: inside where case is not
