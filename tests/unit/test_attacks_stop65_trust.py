@@ -88,10 +88,15 @@ def test_trust_trusts_the_config_it_showed_not_one_written_meanwhile(
     assert not trust.needs_trust(path)  # the person's, shown, is
 
 
+@pytest.mark.parametrize("through_a_link", [False, True])
 def test_an_imported_file_swapped_around_the_trust_check_is_not_loaded(
-    repo: Path, monkeypatch: pytest.MonkeyPatch
+    repo: Path, monkeypatch: pytest.MonkeyPatch, through_a_link: bool
 ) -> None:
-    """The same with the repository's ``.mcp.json`` that the config imports."""
+    """The same with the repository's ``.mcp.json`` that the config imports (its folder
+    named through a link too, as macOS names every temporary folder)."""
+    if through_a_link:
+        (repo.parent / "linked").symlink_to(repo)
+        repo = repo.parent / "linked"
     path = repo / ".toolscript.json"
     path.write_text(json.dumps({"import": ["claude-code"]}))
     imported = repo / ".mcp.json"
