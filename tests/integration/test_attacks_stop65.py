@@ -9,6 +9,13 @@ Got through, fixed:
 - (``tests/unit/test_attacks_stop65_trust.py``) a config, or a file it imports, swapped for
   an agent's and back around the trust check started the agent's servers untrusted, and
   ``toolscript trust`` could trust a file other than the one it showed.
+- (``tests/unit/test_attacks_stop65_names.py``) a server's tool ``admin.delete`` was shown
+  ``gh.admin.delete`` beside a server ``gh.admin``: the approval question named another
+  server's tool, and its ``approve --tool`` command approved that one for good.
+
+Held: tool names that are ``__proto__``, ``constructor`` or keywords, and names that
+collide once camel-cased (``codegen/naming.py``); run and gateway tokens after a run's end
+or a gateway's restart, or from another project's gateway (random per run and per start).
 """
 
 from __future__ import annotations
