@@ -47,8 +47,11 @@ __all__ = [
     "ServerConfig",
     "check_syntax",
     "config_schema",
+    "config_text",
     "find_config_path",
     "load_config",
+    "parse_config",
+    "read_config_file",
 ]
 
 DEFAULT_TIMEOUT = 60.0
@@ -223,6 +226,10 @@ class Config:
     # in ``warnings`` too: the rest of the project serves
     left_out: tuple[str, ...] = ()
     imported_files: tuple[Path, ...] = ()
+    # the bytes of the imported files as they were read (None: absent), for trust to judge
+    imported_contents: Mapping[Path, bytes | None] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
     def decision(self, server: ServerConfig, tool: str, annotations: Any) -> Decision:
         """``allow``, ``ask`` or ``deny`` for a call of ``tool`` on ``server``."""
@@ -282,8 +289,7 @@ def load_config(
     the user has not trusted raises UntrustedConfigError before anything of it is read.
     """
     path = find_config_path(explicit, cwd)
-    if require_trust:
-        _refuse_untrusted(path)
+    content = _refuse_untrusted(path) if require_trust else None
     if not path.exists():
         if explicit:
             raise ConfigError(
@@ -291,35 +297,59 @@ def load_config(
                 hint="check --config / TOOLSCRIPT_CONFIG, or create the file",
             )
         return Config(path=None, project_dir=path.parent)
-    try:
-        text = read_regular_file(path, MAX_CONFIG_BYTES).decode("utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read config file: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: cannot read config file: {exc}") from exc
-    loaded = parse_config(text, path, os.environ if environ is None else environ)
+    if content is None:
+        content = read_config_file(path)
+    loaded = parse_config(
+        config_text(content, path), path, os.environ if environ is None else environ
+    )
     if require_trust:  # an imported file that changed while it was read is judged again
         from toolscript.store.trust import require_trust as refuse_untrusted
 
-        refuse_untrusted(path)
+        refuse_untrusted(path, content, loaded.imported_contents)
     return loaded
 
 
-def _refuse_untrusted(path: Path) -> None:
-    """Raise UntrustedConfigError when ``path`` needs the user's trust; a file that is
-    empty or not JSON is said to be so instead (``check_syntax``: its syntax is read,
-    nothing else of it), for trust would start nothing of it."""
+def read_config_file(path: Path) -> bytes:
+    """The bytes of the config file ``path`` (never a FIFO's or a device's), else ConfigError."""
+    try:
+        return read_regular_file(path, MAX_CONFIG_BYTES)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config file: {exc.strerror or exc}") from exc
+
+
+def config_text(content: bytes, path: Path) -> str:
+    """``content`` (the bytes of ``path``) as text, else ConfigError."""
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: cannot read config file: {exc}") from exc
+
+
+def _refuse_untrusted(path: Path) -> bytes | None:
+    """The config's bytes, judged trusted (what is parsed is what was judged: a file
+    swapped for another between the two reads, and back, started the other one); None
+    when there is no file to read. Raise UntrustedConfigError when ``path`` needs the
+    user's trust; a file that is empty or not JSON is said to be so instead
+    (``check_syntax``: its syntax is read, nothing else of it), for trust would start
+    nothing of it."""
     from toolscript.store.trust import require_trust
 
     try:
-        require_trust(path)
+        content = read_regular_file(path, MAX_CONFIG_BYTES) if path.is_file() else None
+    except OSError:
+        content = None  # judged (refused) as the file it cannot read
+    try:
+        require_trust(path, content)
     except ConfigError as refused:
         try:
-            text = read_regular_file(path, MAX_CONFIG_BYTES).decode("utf-8")
-        except (OSError, UnicodeDecodeError):
+            text = content.decode("utf-8") if content is not None else None
+        except UnicodeDecodeError:
+            text = None
+        if text is None:
             raise refused from None
         check_syntax(text, path)
         raise
+    return content
 
 
 def parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
@@ -450,6 +480,7 @@ def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
         left_out=left_out,
         import_errors=imports.broken,
         imported_files=imports.watched,
+        imported_contents=MappingProxyType(dict(imports.contents)),
         search=search,
         asking=(expanded.get("policy") or {}).get("ask", "destructive"),
         infer_results=bool((expanded.get("types") or {}).get("inferResults", True)),

@@ -100,9 +100,15 @@ def tool_named(qualified: str) -> str:
     """A tool as messages name it, as users write it and `approve --tool` takes it
     (``time.get_time``), from the gateway's ``time__get_time``, which is an identifier
     (URLs, the run log, the generated module) and no spelling anyone types. A server's
-    name holds no ``__``: the first one separates it from the tool's."""
+    name holds no ``__``: the first one separates it from the tool's. A tool whose name
+    holds a dot keeps the ``__``: a server's ``admin.delete`` as ``gh.admin.delete`` read as
+    the tool ``delete`` of a server ``gh.admin`` (a server's name may hold a dot), in the
+    question that approved it and the `approve --tool` command it named. (A resource's
+    ``resource:URI`` and a prompt's ``prompt:NAME`` are read by their prefix.)"""
     server, separator, tool = qualified.partition("__")
-    return f"{server}.{tool}" if separator and server and tool else qualified
+    if not (separator and server and tool):
+        return qualified
+    return qualified if "." in tool.partition(":")[0] else f"{server}.{tool}"
 
 
 class ToolscriptError(Exception):

@@ -101,6 +101,9 @@ class Imports:
     watched: tuple[Path, ...] = ()  # every candidate file, present or not, and env files
     itself: tuple[str, ...] = ()  # entries skipped as toolscript's own MCP face
     broken: tuple[str, ...] = ()  # files that could not be read or parsed (in warnings too)
+    # the bytes of each file read (None: absent), for trust to judge what was read, not the
+    # file read again (``store/trust.py``)
+    contents: Mapping[Path, bytes | None] = field(default_factory=dict)
 
 
 def home_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -289,6 +292,7 @@ def read_imports(
     watched: list[Path] = []
     itself: list[str] = []
     broken: list[str] = []
+    contents: dict[Path, bytes | None] = {}
     for client in dict.fromkeys(clients):
         places = client_files(client, project_dir, environ, platform)
         texts: dict[Path, str | None] = {}
@@ -299,7 +303,7 @@ def read_imports(
                 if place.path not in texts:
                     watched.append(place.path)
                     texts[place.path] = None  # a broken file is reported once
-                    texts[place.path] = _read(place.path)
+                    texts[place.path] = _read(place.path, contents)
                     if texts[place.path] is not None:
                         files.append(place.path)
                 text = texts[place.path]
@@ -333,6 +337,7 @@ def read_imports(
             warnings.extend(reader.warnings)
             itself.extend(reader.itself)
             watched.extend(reader.env_files)
+            contents.update(reader.env_contents)
     return Imports(
         servers=tuple(servers.values()),
         warnings=tuple(dict.fromkeys(warnings)),
@@ -340,6 +345,7 @@ def read_imports(
         watched=tuple(dict.fromkeys(watched)),
         itself=tuple(dict.fromkeys(itself)),
         broken=tuple(broken),
+        contents=contents,
     )
 
 
@@ -349,17 +355,22 @@ MAX_CONFIG_BYTES = 64_000_000
 MAX_VALUE_FILE_BYTES = 1_000_000
 
 
-def _read(path: Path) -> str | None:
+def _read(path: Path, contents: dict[Path, bytes | None] | None = None) -> str | None:
     """The text of a client's config; None when absent. A device, FIFO, huge file or one
-    not UTF-8 raises ConfigError naming the file (and the line of a bad byte)."""
+    not UTF-8 raises ConfigError naming the file (and the line of a bad byte). ``contents``
+    gets the bytes read (None: absent)."""
     try:
         data = read_regular_file(path, MAX_CONFIG_BYTES)
     except FileNotFoundError:
+        if contents is not None:
+            contents[path] = None
         return None
     except OSError as exc:
         raise ConfigError(
             f"{path}: cannot read an imported client config: {exc.strerror or exc}"
         ) from exc
+    if contents is not None:
+        contents[path] = data
     return _decode(path, data)
 
 
@@ -432,6 +443,7 @@ class _Reader:
         self.warnings: list[str] = []
         self.itself: list[str] = []
         self.env_files: list[Path] = []  # the envFile files its entries read (watched too)
+        self.env_contents: dict[Path, bytes] = {}  # and their bytes as read
         self.names: list[str] = []  # every name its place defines, skipped ones too
         self._positions: Callable[[JsonPath, bool], tuple[int, int]] | None = None
         self._locator: JsonLocator | None = None
@@ -638,9 +650,11 @@ class _Reader:
             )
         self.env_files.append(path)
         try:
-            text = read_regular_file(path, MAX_VALUE_FILE_BYTES).decode("utf-8", "replace")
+            data = read_regular_file(path, MAX_VALUE_FILE_BYTES)
         except OSError as exc:
             raise _Skip((*at, "envFile"), f"cannot read {path}: {exc.strerror or exc}") from exc
+        self.env_contents[path] = data
+        text = data.decode("utf-8", "replace")
         found = {}
         for line in text.splitlines():
             line = line.strip()

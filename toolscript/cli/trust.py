@@ -12,7 +12,7 @@ import typer
 
 from toolscript.cli.options import ConfigOption, JsonOption
 from toolscript.cli.output import print_json, shown_name, write_shown
-from toolscript.config import find_config_path, load_config
+from toolscript.config import config_text, find_config_path, parse_config, read_config_file
 from toolscript.errors import UsageError
 
 __all__ = ["trust_command"]
@@ -88,14 +88,15 @@ def trust_command(
         return
     if not path.exists():
         raise UsageError(f"{path}: no config file to trust", hint="create .toolscript.json first")
-    named = set(
-        re.findall(
-            r"\$\{([A-Za-z_][A-Za-z0-9_]*)", path.read_text(encoding="utf-8", errors="replace")
-        )
-    )
+    # What is shown is what is trusted: the bytes parsed, the config's and the imported
+    # files'. Reading the files anew to trust them trusted whatever was written there
+    # meanwhile (a shell swapping the config as this ran).
+    content = read_config_file(path)
+    text = config_text(content, path)
+    named = set(re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)", text))
     environ = _UnsetAsEmpty(os.environ, named)
-    loaded = load_config(path, environ=environ)  # an invalid file is reported, not trusted
-    trust.trust(path)
+    loaded = parse_config(text, path, environ)  # an invalid file is reported, not trusted
+    trust.trust(path, trust.fingerprint(path, content, loaded.imported_contents))
     folder = path.parent.resolve()
     servers = [
         server.summary()

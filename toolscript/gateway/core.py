@@ -175,7 +175,7 @@ def _parse_config(text: bytes | None, path: Path, project_dir: Path) -> Config:
     if text is None:
         return Config(path=None, project_dir=project_dir)
     try:
-        require_trust(path)
+        require_trust(path, text)  # these bytes, not the file read again: it may be swapped
     except ConfigError:
         # an edit that broke the file is what to fix first: trust would start nothing of it
         with contextlib.suppress(UnicodeDecodeError):
@@ -188,7 +188,8 @@ def _parse_config(text: bytes | None, path: Path, project_dir: Path) -> Config:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: cannot read config file: {exc}") from exc
     loaded = parse_config(decoded, path, os.environ)
-    require_trust(path)  # an imported file changed (a `git pull`) between the hash and the read
+    # the imported files as they were read (a `git pull` may have changed one since the hash)
+    require_trust(path, text, loaded.imported_contents)
     return loaded
 
 

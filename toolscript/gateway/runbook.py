@@ -171,7 +171,7 @@ def approve_commands(run_id: str | None, tool: str) -> str:
     # Shell-quoted: a resource's URI (a script's) or a prompt's name (a server's) is one
     # argument of a command a user runs as shown, never shell syntax.
     forever = (
-        f"`toolscript approve --tool {shlex.quote(f'{server}.{name}')}` (this tool, from now on)"
+        f"`toolscript approve --tool {shlex.quote(tool_named(tool))}` (this tool, from now on)"
     )
     # a resource's long URI, or one with a control or invisible character (a line break: a
     # line of the script's below ours): no command to type, nor to show whole

@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from toolscript.plumbing.privatefile import write_private
 
 __all__ = [
     "TRUSTED_PATHS_VARIABLE",
+    "fingerprint",
     "forget",
     "imported_project_files",
     "is_trusted",
@@ -61,10 +63,15 @@ def trust_key(config: Path) -> str:
     return str(absolute.parent.resolve() / absolute.name)
 
 
-def _fingerprint(config: Path) -> str:
+def fingerprint(
+    config: Path, content: bytes | None = None, read: Mapping[Path, bytes | None] | None = None
+) -> str:
     """The hash of the config and of the project files it imports (each one's name and
-    content, or its absence): a config that imports none hashes as its bytes alone."""
-    content = read_regular_file(config, MAX_CONFIG_BYTES)
+    content, or its absence): a config that imports none hashes as its bytes alone.
+    ``content``: the config's bytes as the caller read them (and parses), else read now;
+    ``read``: the imported files' bytes as it read them (None: absent), the others read now."""
+    if content is None:
+        content = read_regular_file(config, MAX_CONFIG_BYTES)
     imported = _imported_project_files(config, content)
     if not imported:
         return hashlib.sha256(content).hexdigest()
@@ -72,7 +79,13 @@ def _fingerprint(config: Path) -> str:
     for path in imported:
         digest.update(b"\0" + path.name.encode() + b"\0" + str(path.parent).encode() + b"\0")
         try:
-            digest.update(b"1" + hashlib.sha256(read_regular_file(path, MAX_CONFIG_BYTES)).digest())
+            if read is not None and path in read:
+                data = read[path]
+                if data is None:  # absent when it was read
+                    raise FileNotFoundError(path)
+            else:
+                data = read_regular_file(path, MAX_CONFIG_BYTES)
+            digest.update(b"1" + hashlib.sha256(data).digest())
         except FileNotFoundError:
             digest.update(b"0")
         except OSError:  # a FIFO, a device, a huge file: never read (loading skips it too)
@@ -104,11 +117,18 @@ def trusted() -> dict[str, dict[str, Any]]:
     return data if isinstance(data, dict) else {}
 
 
-def is_trusted(config: Path) -> bool:
-    """Whether ``config``, as it is now and where it is, was trusted."""
+def is_trusted(
+    config: Path, content: bytes | None = None, read: Mapping[Path, bytes | None] | None = None
+) -> bool:
+    """Whether ``config``, as it is now and where it is, was trusted; ``content``: its bytes
+    as the caller read them, to judge exactly what it parses (a file swapped between the
+    judgement and the read, and back, must not pass for the trusted one); ``read``: the
+    imported files' bytes as the caller read them."""
     record = trusted().get(trust_key(config))
     try:
-        return isinstance(record, dict) and record.get("sha256") == _fingerprint(config)
+        return isinstance(record, dict) and record.get("sha256") == fingerprint(
+            config, content, read
+        )
     except OSError:
         return False
 
@@ -126,17 +146,24 @@ def _chosen_by_user(config: Path) -> bool:
     return False
 
 
-def needs_trust(config: Path) -> bool:
-    """Whether ``config`` may start no servers yet: a project's file the user has not trusted
-    as it is now. A config chosen with TOOLSCRIPT_CONFIG is the user's own setting."""
+def needs_trust(
+    config: Path, content: bytes | None = None, read: Mapping[Path, bytes | None] | None = None
+) -> bool:
+    """Whether ``config`` (``content``: its bytes as read, see ``is_trusted``) may start no
+    servers yet: a project's file the user has not trusted as it is now. A config chosen
+    with TOOLSCRIPT_CONFIG is the user's own setting."""
     if not config.is_file() or _chosen_by_user(config):
         return False
-    return not is_trusted(config)
+    return not is_trusted(config, content, read)
 
 
-def require_trust(config: Path) -> None:
-    """Raise UntrustedConfigError when ``config`` needs the user's trust before it runs."""
-    if needs_trust(config):
+def require_trust(
+    config: Path, content: bytes | None = None, read: Mapping[Path, bytes | None] | None = None
+) -> None:
+    """Raise UntrustedConfigError when ``config`` needs the user's trust before it runs;
+    ``content`` and ``read``: the bytes the caller parses, of the config and of the files
+    it imports (judged, rather than the files read again)."""
+    if needs_trust(config, content, read):
         shown = trust_key(config)
         imported = [
             os.path.relpath(path, Path(shown).parent)  # ../REPO/x.env: inside where case is not
@@ -153,9 +180,12 @@ def require_trust(config: Path) -> None:
         )
 
 
-def trust(config: Path) -> None:
+def trust(config: Path, shown: str | None = None) -> None:
+    """Trust ``config`` as it was shown (``shown``: its ``fingerprint`` then), else as it
+    is now."""
     records = trusted()
-    records[trust_key(config)] = {"sha256": _fingerprint(config), "trusted_at": time.time()}
+    sha256 = shown if shown is not None else fingerprint(config)
+    records[trust_key(config)] = {"sha256": sha256, "trusted_at": time.time()}
     _save(records)
 
 

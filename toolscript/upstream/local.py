@@ -62,6 +62,11 @@ TOOL_FILE_POLL = 1.0  # seconds between looks at a tool file for edits
 TOOL_FILE_SETTLE = 0.25  # an edited file is read again after this long, until two reads agree
 NOTES_SHOWN = 10  # why public functions are not tools: at most this many in status, then a count
 NOTE_CHARS = 400  # and each cut to this many characters
+# Threads of one internal tool file's calls at once; more wait their turn (within their
+# timeout). They are never anyio's default threads, which the gateway's own work shares (the
+# run log, approvals, a run's registration): a script holding 40 slow calls of a tool held
+# all of it, every other run waiting as long as the calls did.
+INTERNAL_CALL_THREADS = 16
 _MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '[^']+'")
 _HEADER = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
 
@@ -168,6 +173,7 @@ class LocalToolServer:
         self.notes: list[str] = []  # why a public function of the loaded file is not a tool
         self._file_seen: tuple[int, int] | None = None  # the file as last loaded
         self._retiring: dict[asyncio.Future[None], _Worker] = {}  # workers of older versions
+        self._call_threads: anyio.CapacityLimiter | None = None  # made in the event loop
 
     @property
     def external(self) -> bool:
@@ -584,6 +590,8 @@ class LocalToolServer:
             log=logging.getLogger(f"toolscript.local.{self.name}.{tool}"),
             gateway=GatewayView(self._gateway) if self._gateway is not None else None,
         )
+        if self._call_threads is None:
+            self._call_threads = anyio.CapacityLimiter(INTERNAL_CALL_THREADS)
         try:
             with anyio.fail_after(self.config.timeout_for(tool)):
                 return await anyio.to_thread.run_sync(
@@ -592,6 +600,7 @@ class LocalToolServer:
                     arguments,
                     context,
                     abandon_on_cancel=True,
+                    limiter=self._call_threads,
                 )
         except TimeoutError as exc:
             raise ToolTimeoutError.after(self.name, tool, self.config.timeout_for(tool)) from exc
