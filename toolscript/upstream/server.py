@@ -1329,7 +1329,7 @@ def windows_shell_hint(command: str, args: Sequence[str]) -> str:
             if run.lower().endswith(suffix):
                 run = run[: -len(suffix)]
         return (
-            f' (`{program} {args[0]}` is the Windows shell, which this system does not have: '
+            f" (`{program} {args[0]}` is the Windows shell, which this system does not have: "
             f'write the program it runs, "command": {json.dumps(run)}, "args": '
             f"{json.dumps(rest)})"
         )
