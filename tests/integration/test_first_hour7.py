@@ -122,3 +122,16 @@ def test_clearing_the_users_cache_keeps_the_running_gateway_found(
     code, out, err = run(gateway, "exec", CALL)
     assert (code, out.strip()) == (0, '"hi"'), err
     assert "no gateway runs" not in err
+
+
+def test_init_json_that_finds_nothing_says_its_error_in_the_object(tmp_path: Path) -> None:
+    """`init --json` in a home with no client's config ended with exit 2 and a report with
+    no "error" in it (its error on stderr alone), where every other command's --json says
+    an error in its one object: `jq .error` read null."""
+    (tmp_path / "home").mkdir()
+    done = toolscript_cli("init", "--json", cwd=tmp_path, env={"HOME": str(tmp_path / "home")})
+    assert done.returncode == 2, done.stderr
+    said = json.loads(done.stdout)
+    assert said["error"] == "usage_error"
+    assert said["message"].startswith("found no MCP servers") and said["hint"]
+    assert said["found"] == [] and said["written"] is False  # the report, as before
