@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolscript.config import Config, find_config_path, load_config
 from toolscript.errors import ConfigError, GatewayResponseError, GatewayUnreachableError
-from toolscript.gateway.state import read_gateway_state, ready_gateway_state
+from toolscript.gateway.state import check_serves, read_gateway_state, ready_gateway_state
 
 if TYPE_CHECKING:
     import httpx
@@ -37,6 +37,7 @@ def find_gateway_url(config: Config) -> str | None:
     if url:
         return url.rstrip("/")
     state = ready_gateway_state(config.cache_dir())
+    check_serves(state, config.config_file)
     return str(state["url"]).rstrip("/") if state else None
 
 

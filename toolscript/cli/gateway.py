@@ -377,7 +377,7 @@ def stop(
     import signal
     import time
 
-    from toolscript.gateway.state import read_gateway_state
+    from toolscript.gateway.state import check_serves, read_gateway_state
     from toolscript.plumbing.processes import process_alive, signal_quietly
 
     project = _project_config(config)[0]
@@ -398,6 +398,7 @@ def stop(
             data["sessions"] = sessions
         _said(as_json, data, text)
         return
+    check_serves(state, find_config_path(config))  # `--config other.json`: not its gateway
     signal_quietly(pid, signal.SIGTERM)
     deadline = time.monotonic() + wait
     while process_alive(pid) and time.monotonic() < deadline:

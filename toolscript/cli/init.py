@@ -77,10 +77,8 @@ def init_command(
     if not as_json:
         _show(found, project_dir)
     if not clients:
-        if as_json:
-            print_json(report)
         if found:  # their files define servers, each skipped: the warnings above say why
-            raise UsageError(
+            nothing = UsageError(
                 "found no MCP server toolscript can run as written in "
                 + ", ".join(item.title for item in found)
                 + (" (each warning says why)" if as_json else " (each warning above says why)"),
@@ -88,11 +86,15 @@ def init_command(
                 "names) and run `toolscript init` again, or define servers under mcpServers in "
                 f"{CONFIG_FILENAME} yourself",
             )
-        raise UsageError(
-            "found no MCP servers in the configs of Claude Code, Claude Desktop, Codex, "
-            "Cursor, Gemini CLI, VS Code or Windsurf",
-            hint=f"define servers under mcpServers in {CONFIG_FILENAME} yourself",
-        )
+        else:
+            nothing = UsageError(
+                "found no MCP servers in the configs of Claude Code, Claude Desktop, Codex, "
+                "Cursor, Gemini CLI, VS Code or Windsurf",
+                hint=f"define servers under mcpServers in {CONFIG_FILENAME} yourself",
+            )
+        if as_json:  # the report is the one object: it says the error as every command's do
+            print_json(nothing.to_dict() | report)
+        raise nothing
     if exists:
         if as_json and not yes:  # --json alone only reports, as it says
             print_json(report)

@@ -39,6 +39,8 @@ def shown_name(name: str) -> str:
     return visible_text(name)
 
 
+NAME_WIDTH = 64  # the widest name a table keeps whole (a longer one is a server's choice)
+
 # Whether this process printed a JSON document on stdout: an error after it (`init --json`'s
 # report, then why nothing was written) is not printed as a second one.
 json_printed = False
@@ -81,11 +83,18 @@ def print_rows(
     from toolscript.store.approvalview import visible_text
     from toolscript.store.outputs import visible_controls
 
+    # ids and names are what the next command is typed from: whole on a narrow terminal
+    # (COLUMNS=40, a split pane) too, where the free text wraps (a name up to NAME_WIDTH)
+    kept = {name: None if name in whole else NAME_WIDTH for name in (*whole, *names)}
     columns = [
         Column(
             name,
-            no_wrap=name in whole,
-            min_width=max((len(row[index]) for row in rows), default=0) if name in whole else None,
+            no_wrap=name in kept,
+            min_width=min(
+                max((len(row[index]) for row in rows), default=0), kept[name] or sys.maxsize
+            )
+            if name in kept
+            else None,
         )
         for index, name in enumerate(headers)
     ]

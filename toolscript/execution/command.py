@@ -9,6 +9,7 @@ import argparse
 import contextlib
 import os
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
@@ -204,7 +205,9 @@ def run_exec(
                 wait_for_servers=found == ["running"],
             )
         if ran == 0 and saved is None and uncalled_default_export(script.code):
+            # quoted as the shell needs it: the line is for copying ("my script.ts")
             shown = "FILE.ts" if script.display_name.startswith("<") else script.display_name
+            shown = shlex.quote(shown)
             sys.stderr.write(
                 "note: the script's default export is a function that nothing called: exec "
                 "runs a file's top level. Save it and run it with its input: `toolscript save "

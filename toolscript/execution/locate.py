@@ -32,7 +32,7 @@ from toolscript.errors import (
     ModuleChangedError,
     NotAGatewayError,
 )
-from toolscript.gateway.state import ready_gateway_state
+from toolscript.gateway.state import check_serves, ready_gateway_state
 from toolscript.plumbing.paths import find_config_path, module_cache_file, project_cache_dir
 from toolscript.store.savedscripts import write_module
 
@@ -246,6 +246,7 @@ def running_gateway(
         return from_env, found
     config_path = find_config_path(config)
     state = ready_gateway_state(project_cache_dir(config_path.parent, cache), siblings=siblings)
+    check_serves(state, config_path)
     if state:
         try:
             found = module_hash(state["url"])

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from toolscript.config import Config
 from toolscript.errors import UsageError
 from toolscript.gateway.state import (
+    gateway_state_file,
     read_gateway_state,
     remove_gateway_state,
     restore_gateway_state,
@@ -283,6 +284,7 @@ def serve(
                 other.get("port"),
                 other.get("pid"),
             )
+        keeping: asyncio.Task[None] | None = None
         try:
             serving = asyncio.create_task(server.serve(sockets=[sock]))
             while not server.started:
@@ -294,6 +296,7 @@ def serve(
                 when_serving()
             if state_dir is not None:
                 write_gateway_state(state_dir, state)
+                keeping = asyncio.create_task(_keep_state_file(state_dir, state))
             log.info(
                 "listening on %s (%.2f s after the process started)",
                 gateway_url(host, port, "<token>"),
@@ -306,6 +309,8 @@ def serve(
                 _stdout_to_log()
             await serving
         finally:
+            if keeping is not None:
+                keeping.cancel()
             if state_dir is not None:
                 remove_gateway_state(state_dir, os.getpid())
                 if other is not None and read_gateway_state(state_dir) is None:
@@ -314,6 +319,30 @@ def serve(
 
     asyncio.run(main())
     sock.close()
+
+
+STATE_CHECK_SECONDS = 2.0  # how soon a removed state file is written again
+
+
+async def _keep_state_file(state_dir: Path, state: dict[str, Any]) -> None:
+    """Write the state file again when it is gone: a user clearing the cache
+    (``rm -rf ~/.cache/toolscript``) removed it under a running gateway, which commands then
+    said was not running (and `gateway stop` could not stop), and `gateway start` started a
+    second one beside it. Another gateway's file in its place is left alone."""
+    path = gateway_state_file(state_dir)
+    while True:
+        await asyncio.sleep(STATE_CHECK_SECONDS)
+        if path.exists():
+            continue
+        try:
+            write_gateway_state(state_dir, state)
+        except OSError as exc:
+            log.warning(
+                "cannot write the state file again (%s): commands here do not find this gateway",
+                exc,
+            )
+        else:
+            log.info("the state file was removed (the cache cleared?): written again")
 
 
 def _since_process_start() -> float:

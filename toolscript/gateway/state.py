@@ -12,13 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from toolscript.errors import AlreadyServingError, GatewayUnreachableError
+from toolscript.errors import AlreadyServingError, ConfigError, GatewayUnreachableError
 from toolscript.plumbing.paths import find_config_path, user_cache_dir
 from toolscript.plumbing.privatefile import write_private
 from toolscript.plumbing.processes import pid_exists
@@ -26,6 +27,7 @@ from toolscript.plumbing.processes import pid_exists
 __all__ = [
     "abandon_start",
     "already_serving",
+    "check_serves",
     "claim_project",
     "gateway_state_file",
     "mark_starting",
@@ -81,6 +83,29 @@ def read_gateway_state(directory: Path) -> dict[str, Any] | None:
     if not isinstance(pid, int) or not pid_exists(pid):
         return None
     return state
+
+
+def check_serves(state: Mapping[str, Any] | None, config_file: Path) -> None:
+    """Raise ConfigError when the gateway ``state`` names serves another config than
+    ``config_file``: two configs of one folder share its cache (and so its gateway), and a
+    command given the second (``--config other.json``) used the first one's gateway, its
+    servers and tools, or stopped it."""
+    served = state.get("config") if state else None
+    if not isinstance(served, str) or not served:
+        return
+    try:
+        if Path(served) == config_file or os.path.samefile(served, config_file):
+            return
+    except OSError:  # one of them does not exist (a typo in --config)
+        pass
+    assert state is not None
+    pid = state.get("pid")
+    raise ConfigError(
+        f"the gateway running in this folder (pid {pid}) serves {served}, not {config_file}: "
+        "configs of one folder share its cache, so each gateway serves one of them",
+        hint=f"use that config (`--config {shlex.quote(served)}`), or give this one a cache "
+        "folder of its own: `toolscript --cache-dir .toolscript-NAME COMMAND ...`",
+    )
 
 
 def ready_gateway_state(

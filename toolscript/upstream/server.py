@@ -9,7 +9,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
@@ -55,7 +55,7 @@ from toolscript.upstream.limits import (
 from toolscript.upstream.sdk import TransportStreams
 from toolscript.upstream.tolerant import repair_call_result, repair_tool_list
 
-__all__ = ["ServerState", "UpstreamServer", "telling_line"]
+__all__ = ["ServerState", "UpstreamServer", "telling_line", "windows_shell_hint"]
 
 log = logging.getLogger("toolscript.upstream")
 
@@ -748,6 +748,8 @@ class UpstreamServer:
                 f' (the program goes in "command", each argument in "args": '
                 f'"command": {json.dumps(program)}, "args": {json.dumps(args)})'
             )
+        elif isinstance(_unwrapped(exc), FileNotFoundError):
+            message += windows_shell_hint(command, self.config.args)
         if self._refused is not None and self.state != ServerState.CONNECTED:
             message = refused_message(self.config, *self._refused)
         elif self.config.url is not None and "text/html" in message:
@@ -1306,6 +1308,38 @@ def refused_message(config: ServerConfig, status: int, reason: str) -> str:
     else:
         check = "is the URL its MCP endpoint?"
     return f"{said} while connecting: {check}"
+
+
+_WINDOWS_SUFFIXES = (".exe", ".cmd", ".bat")
+
+
+def windows_shell_hint(command: str, args: Sequence[str]) -> str:
+    """What to write instead of an entry copied from a Windows client's config (Claude
+    Desktop's and Cursor's guides wrap npx in ``cmd /c`` there; ``npx.cmd`` is npm's Windows
+    launcher): the program it runs, as it is named here. Empty for any other command."""
+    program = command.replace("\\", "/").rsplit("/", 1)[-1]
+    name = program.lower()
+    if name in ("cmd", "cmd.exe") and args and args[0].lower() in ("/c", "/k", "/s"):
+        words = [word for arg in args[1:] for word in (arg.split() if " " in arg else [arg])]
+        words = [word for word in words if word.lower() not in ("/c", "/k", "/s")]
+        if not words:
+            return ""
+        run, rest = words[0], words[1:]
+        for suffix in _WINDOWS_SUFFIXES:
+            if run.lower().endswith(suffix):
+                run = run[: -len(suffix)]
+        return (
+            f" (`{program} {args[0]}` is the Windows shell, which this system does not have: "
+            f'write the program it runs, "command": {json.dumps(run)}, "args": '
+            f"{json.dumps(rest)})"
+        )
+    for suffix in _WINDOWS_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return (
+                f" ({program} is a Windows program name: here it is "
+                f'"command": {json.dumps(program[: -len(suffix)])})'
+            )
+    return ""
 
 
 def headers_refused_message(config: ServerConfig) -> str:
