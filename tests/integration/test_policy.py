@@ -121,6 +121,25 @@ def test_a_replay_that_diverges_stops_before_calling_anything(project: Any) -> N
     assert journal_tools(journal) == ["write_record"]
 
 
+def test_a_resume_whose_check_fails_can_be_resumed_again(project: Any) -> None:
+    """The person approved; the resume's script fails its type check (edited, or the tools
+    changed): nothing was called, so the approval is not used up and a resume still runs."""
+    gateway, journal = project
+    stopped = exec_script(gateway.directory, WRITE_THEN_DELETE)
+    run_id = run_id_of(stopped.stderr)
+    assert toolscript_cli("approve", run_id, cwd=gateway.directory).returncode == 0
+    broken = WRITE_THEN_DELETE.replace('key: "a" }))', "key: 7 }))")
+    failed = exec_script(gateway.directory, broken, "--resume", run_id)
+    assert failed.returncode == 1, failed.stderr
+    assert "TS2322" in failed.stderr
+    assert f"run {run_id} can still be resumed" in failed.stderr
+    assert journal_tools(journal) == ["write_record"]
+    resumed = toolscript_cli("exec", "--resume", run_id, cwd=gateway.directory)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "finished" in resumed.stdout
+    assert journal_tools(journal) == ["write_record", "delete_record"]
+
+
 def test_tool_approval_lasts_across_restarts_and_revokes(tmp_path: Path) -> None:
     journal = tmp_path / "journal.jsonl"
     config = records_config(journal)

@@ -493,3 +493,39 @@ def test_the_hook_asks_before_commands_that_approve() -> None:
     assert decision("sqlite3 ~/.local/state/toolscript/projects/x/runs.sqlite") is not None
     assert decision("toolscript runs") is None
     assert approval_decision({"tool_name": "Read", "tool_input": {"file_path": "x"}}) is None
+
+
+def test_a_resume_that_called_nothing_leaves_the_run_resumable(tmp_path: Path) -> None:
+    """A resumed run whose script never called anything (its type check failed) does not use
+    the resume up: the approved run waits again, and the next resume makes its call once."""
+    server = FakeServer()
+
+    async def scenario() -> None:
+        runs = book(tmp_path)
+        first = await runs.register(script_hash="h", script="code")
+        await runs.call(first, "s__read", {"k": 1}, 7, server.make)
+        await runs.call(first, "s__delete", {"k": 1}, 7, server.make)
+        await runs.end(first.id, 120)
+        runs.runlog.approve_call(first.id)
+        failed = await runs.register(resume=first.id)
+        ended = await runs.end(failed.id, 1)  # the check failed: the script never ran
+        assert ended.ended_answer()["resume_kept"] is True
+        assert runs.runlog.run(first.id)["status"] == "awaiting_approval"
+        second = await runs.register(resume=first.id)
+        assert (await runs.call(second, "s__read", {"k": 1}, 7, server.make))[0] == 200
+        assert (await runs.call(second, "s__delete", {"k": 1}, 7, server.make))[0] == 200
+        await runs.end(second.id, 0)
+        assert second.ended_answer()["resume_kept"] is False
+        assert [tool for tool, _ in server.made] == ["s__read", "s__delete"]
+        assert runs.runlog.run(first.id)["status"] == "resumed"
+        # A resume that called something and then failed has used it (its answers replayed).
+        third = await runs.register(script_hash="h2", script="code")
+        await runs.call(third, "s__delete", {"k": 2}, 7, server.make)
+        await runs.end(third.id, 120)
+        runs.runlog.approve_call(third.id)
+        spent = await runs.register(resume=third.id)
+        assert (await runs.call(spent, "s__delete", {"k": 2}, 7, server.make))[0] == 200
+        await runs.end(spent.id, 1)
+        assert runs.runlog.run(third.id)["status"] == "resumed"
+
+    anyio.run(scenario)

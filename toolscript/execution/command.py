@@ -388,6 +388,12 @@ def _run_in_gateway(
     # Tool errors and arguments in these come from the script and its servers: a terminal
     # shows their control characters, it does not obey them.
     stopped = stop_message(answer)
+    if answer and answer.get("resume_kept"):
+        sys.stderr.write(
+            f"toolscript: run {run.resumed_from} can still be resumed (this run called nothing, "
+            f"its approval is not used): `toolscript exec --resume {run.resumed_from} "
+            "[FILE.ts]` once the script checks\n"
+        )
     if trace:
         sys.stderr.write(visible_controls(format_trace(answer)))
     if stopped is not None:
