@@ -191,6 +191,18 @@ def test_deny_hides_the_tool_and_refuses_calls(tmp_path: Path) -> None:
         assert refused.status_code == 403
         assert refused.json()["error"] == "tool_denied"
         assert "denied by the policy" in refused.json()["message"]
+        # Unchecked, a script calling it meets the same refusal, not a TypeError.
+        unchecked = exec_script(
+            tmp_path,
+            'import { tools } from "toolscript";\n'
+            'await (tools.records as any).dropTable({ name: "t", password: "x" });\n',
+            "--no-check",
+        )
+        assert unchecked.returncode == 1, unchecked.stderr
+        denied = "records.drop_table is denied by the policy of server 'records' in "
+        assert f"ToolError: records.dropTable: {denied}" in unchecked.stderr
+        assert str(tmp_path / ".toolscript.json") in unchecked.stderr
+        assert "TypeError" not in unchecked.stderr
         # "allow" beats the destructive default: no approval needed.
         allowed = exec_script(tmp_path, WRITE_THEN_DELETE)
         assert allowed.returncode == 0, allowed.stderr
