@@ -529,3 +529,45 @@ def test_a_resume_that_called_nothing_leaves_the_run_resumable(tmp_path: Path) -
         assert runs.runlog.run(third.id)["status"] == "resumed"
 
     anyio.run(scenario)
+
+
+@pytest.mark.parametrize("approval", ["tool", "policy"])
+def test_a_resume_approved_for_the_tool_goes_on_past_the_approved_call(
+    tmp_path: Path, approval: str
+) -> None:
+    """`approve --tool` (or a policy that allows the tool now) instead of `approve RUN_ID`:
+    the resumed run makes the call it stopped at, then goes on calling what it likes (it
+    was stopped as diverging from its log at its next call)."""
+    server = FakeServer()
+    decisions = {"s__delete": "ask"}
+
+    async def scenario() -> None:
+        runs = RunBook(
+            RunLog(tmp_path / "runs.sqlite"), lambda: (), lambda q: decisions.get(q, "allow")
+        )
+        first = await runs.register(script_hash="h", script="code")
+        await runs.call(first, "s__read", {"k": 1}, 7, server.make)
+        await runs.call(first, "s__delete", {"k": 1}, 7, server.make)
+        await runs.end(first.id, 120)
+        if approval == "tool":
+            runs.runlog.approve_tool("s__delete")
+        else:
+            decisions.clear()
+        resumed = await runs.register(resume=first.id)
+        statuses = [
+            (await runs.call(resumed, tool, arguments, 7, server.make))[0]
+            for tool, arguments in [
+                ("s__read", {"k": 1}),
+                ("s__delete", {"k": 1}),
+                ("s__read", {"k": 2}),
+                ("s__delete", {"k": 3}),
+            ]
+        ]
+        assert statuses == [200, 200, 200, 200]
+        assert server.made[1:] == [
+            ("s__delete", {"k": 1}),
+            ("s__read", {"k": 2}),
+            ("s__delete", {"k": 3}),
+        ]
+
+    anyio.run(scenario)

@@ -671,6 +671,10 @@ class RunBook:
             if self._decision(qualified) == "ask":
                 key = key or digest(qualified, arguments)
                 await self._approval(run, seq, qualified, arguments, key)
+            if run.resume_call == (qualified, key):
+                # The call the resumed run stopped at, made now (approved for this call or
+                # for its tool, or allowed by a policy changed since): the replay is over.
+                run.resume_call = None
             reporting = CALL_PROGRESS.set(
                 lambda done, total, message: self.report_progress(
                     run, message or "", done, total, source=qualified
