@@ -133,6 +133,14 @@ def test_a_resume_whose_check_fails_can_be_resumed_again(project: Any) -> None:
     assert failed.returncode == 1, failed.stderr
     assert "TS2322" in failed.stderr
     assert f"run {run_id} can still be resumed" in failed.stderr
+    # The same in the background: `runs wait` says it.
+    started = toolscript_cli(
+        "exec", "--background", "--resume", run_id, "job.ts", cwd=gateway.directory
+    )
+    assert started.returncode == 0, started.stderr
+    waited = toolscript_cli("runs", "wait", started.stdout.strip(), cwd=gateway.directory)
+    assert waited.returncode == 1, waited.stderr
+    assert f"run {run_id} can still be resumed" in waited.stderr
     assert journal_tools(journal) == ["write_record"]
     resumed = toolscript_cli("exec", "--resume", run_id, cwd=gateway.directory)
     assert resumed.returncode == 0, resumed.stderr

@@ -285,6 +285,7 @@ def _run_in_gateway(
         PromptWatcher,
         end_run,
         format_trace,
+        kept_resume_note,
         show_on_stderr,
         start_run,
         stop_message,
@@ -388,12 +389,9 @@ def _run_in_gateway(
     # Tool errors and arguments in these come from the script and its servers: a terminal
     # shows their control characters, it does not obey them.
     stopped = stop_message(answer)
-    if answer and answer.get("resume_kept"):
-        sys.stderr.write(
-            f"toolscript: run {run.resumed_from} can still be resumed (this run called nothing, "
-            f"its approval is not used): `toolscript exec --resume {run.resumed_from} "
-            "[FILE.ts]` once the script checks\n"
-        )
+    kept = kept_resume_note(answer)
+    if kept is not None:
+        sys.stderr.write(kept)
     if trace:
         sys.stderr.write(visible_controls(format_trace(answer)))
     if stopped is not None:
