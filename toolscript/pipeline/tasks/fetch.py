@@ -139,13 +139,15 @@ class FetchTasks:
     def _relearned(self, server: ServerConfig, target: Path) -> bool:
         """Whether the file holds its tools with the result types learned now (without
         asking the server: its tools are those of the file)."""
-        kept = _kept_tools(target)
-        if kept is None:  # missing or damaged: fetch again
+        try:
+            text = read_artifact(target)
+        except (OSError, ValueError):  # missing or damaged: fetch again
+            return False
+        kept = _tools_of(text)
+        if kept is None:  # damaged: fetch again
             return False
         as_sent = [_without_learned(tool) for tool in kept]
-        return _holds(
-            target, listed_json([self._with_learned(server.name, tool) for tool in as_sent])
-        )
+        return text == listed_json([self._with_learned(server.name, tool) for tool in as_sent])
 
     def fetch(self, server: ServerConfig) -> dict[str, Any]:
         tools = self.live(server)
@@ -159,7 +161,10 @@ class FetchTasks:
             # Not reached now (restarting with its new entry): the tools it listed before, as
             # the entry's filters and policy let them through now, or a tool a reload denies
             # stays in the module until the server answers again (never, if it fails).
-            kept = _kept_tools(target)
+            try:
+                kept = _tools_of(read_artifact(target))
+            except (OSError, ValueError):  # unreadable: the next fetch that reaches it writes it
+                kept = None
             if kept is not None:
                 allowed = [tool for tool in kept if server.allows_tool(str(tool.get("name")))]
                 if len(allowed) < len(kept):
@@ -169,11 +174,11 @@ class FetchTasks:
         return {"reached": tools is not None}
 
 
-def _kept_tools(target: Path) -> list[dict[str, Any]] | None:
-    """The tools a server's file holds; None when it holds no list of them (damaged)."""
+def _tools_of(text: str) -> list[dict[str, Any]] | None:
+    """The tools a server's file holds (its ``text``); None when it holds no list of them."""
     try:
-        kept = json.loads(read_artifact(target))
-    except (OSError, ValueError):
+        kept = json.loads(text)
+    except ValueError:
         return None
     if not isinstance(kept, list) or not all(isinstance(tool, dict) for tool in kept):
         return None
