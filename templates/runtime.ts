@@ -105,6 +105,25 @@ async function call<T>(tool: string, params: unknown): Promise<T> {
   }
 }
 
+// Members a server's tools answer as any object does: `await tools.x` and JSON.stringify
+// look for these, and must not find a tool call.
+const NOT_TOOLS = new Set(["then", "toJSON"]);
+
+/**
+ * The tools of `server` (`members`, `tools.<server>`), which answer a member they lack with
+ * a call the gateway refuses by its own error: a tool the policy denies is absent from this
+ * module, and a script run without its type check learns that it is denied, and where, not
+ * that `tools.<server>.<member>` is not a function.
+ */
+function unlisted(server: string, members: object): object {
+  return new Proxy(members, {
+    get(target, key, receiver) {
+      if (typeof key !== "string" || key in target || NOT_TOOLS.has(key)) return Reflect.get(target, key, receiver);
+      return (params?: unknown) => call(`${server}__${key}`, params);
+    },
+  });
+}
+
 /** A gateway's answer: its status and its body as text. */
 type Answer = { status: number; text: string };
 
@@ -152,20 +171,27 @@ async function posted(url: URL, params: unknown): Promise<Answer> {
 }
 
 /**
- * An HTTP/1.1 answer read from `connection` up to its end: status and body. A body of a
- * known length is read straight into its own array (a large result is held once, then as
- * its text, as fetch held it); a chunked one is joined once read.
+ * An HTTP/1.1 answer read from `connection` up to its end: status and body. The head is
+ * read into one array grown by doubling (each byte copied a bounded number of times,
+ * however small the reads). A body of a known length is read straight into its own array
+ * (a large result is held once, then as its text, as fetch held it); a chunked one, or one
+ * of no length, is joined once read.
  */
 async function answerRead(connection: Deno.Conn): Promise<Answer> {
-  const buffer = new Uint8Array(64 * 1024);
-  let data: Uint8Array = new Uint8Array(0);
+  let data = new Uint8Array(16 * 1024);
+  let size = 0;
   let end = -1;
   while (end < 0) {
-    const read = await connection.read(buffer);
+    if (size === data.length) {
+      const grown = new Uint8Array(data.length * 2);
+      grown.set(data);
+      data = grown;
+    }
+    const read = await connection.read(data.subarray(size));
     if (read === null) throw new Error("the gateway's answer ended before its headers did");
-    const from = Math.max(0, data.length - 3);
-    data = joined([data, buffer.subarray(0, read)]);
-    end = headEnd(data, from);
+    const from = Math.max(0, size - 3);
+    size += read;
+    end = headEnd(data.subarray(0, size), from);
   }
   const lines = new TextDecoder().decode(data.subarray(0, end)).split("\r\n");
   const status = Number(lines[0].split(" ")[1]);
@@ -174,23 +200,23 @@ async function answerRead(connection: Deno.Conn): Promise<Answer> {
     lines.slice(1).filter((line) => line.toLowerCase().startsWith(`${name}:`)).map((line) =>
       line.slice(name.length + 1).trim()
     );
-  const first = data.subarray(end + 4);
+  const first = data.subarray(end + 4, size);
   // Its length: digits, the same in each `content-length` (a list of one value repeated is
   // one length, as HTTP/1.1 has it); any other is no length to read a body by.
   const lengths = headers("content-length").flatMap((value) => value.split(",").map((one) => one.trim()));
   let body: Uint8Array;
   if (headers("transfer-encoding")[0]?.toLowerCase() === "chunked") {
-    body = unchunked(joined([first, ...await rest(connection, buffer)]));
+    body = unchunked(await toTheEnd(connection, first));
   } else if (lengths.length === 0) {
-    body = joined([first, ...await rest(connection, buffer)]);
+    body = await toTheEnd(connection, first);
   } else {
-    const size = Number(lengths[0]);
-    if (!lengths.every((one) => /^\d+$/.test(one) && one === lengths[0]) || !Number.isSafeInteger(size)) {
+    const length = Number(lengths[0]);
+    if (!lengths.every((one) => /^\d+$/.test(one) && one === lengths[0]) || !Number.isSafeInteger(length)) {
       throw new Error(`the gateway's answer has a bad length: ${lengths.join(", ").slice(0, 80)}`);
     }
-    body = new Uint8Array(size);
-    body.set(first.subarray(0, size));
-    for (let at = Math.min(first.length, size); at < size;) {
+    body = new Uint8Array(length);
+    body.set(first.subarray(0, length));
+    for (let at = Math.min(first.length, length); at < length;) {
       const read = await connection.read(body.subarray(at));
       if (read === null) throw new Error("the gateway's answer ended early");
       at += read;
@@ -207,13 +233,14 @@ function headEnd(data: Uint8Array, from: number): number {
   return -1;
 }
 
-/** What is left to read on `connection`, up to its end, in parts. */
-async function rest(connection: Deno.Conn, buffer: Uint8Array): Promise<Uint8Array[]> {
-  const parts: Uint8Array[] = [];
+/** `first`, then what is left to read on `connection` up to its end, as one array. */
+async function toTheEnd(connection: Deno.Conn, first: Uint8Array): Promise<Uint8Array> {
+  const buffer = new Uint8Array(64 * 1024);
+  const parts = [first];
   for (let read = await connection.read(buffer); read !== null; read = await connection.read(buffer)) {
     parts.push(buffer.slice(0, read));
   }
-  return parts;
+  return joined(parts);
 }
 
 /**

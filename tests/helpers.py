@@ -412,6 +412,11 @@ def toolscript_cli(
     )
 
 
+def returning(call: str) -> str:
+    """A one-line script that returns what ``call`` (``tools.fx.plainText({})``) answers."""
+    return f'import {{ tools }} from "toolscript"; return await {call}'
+
+
 def interruptible_exec(code: str, *args: str, cwd: Path) -> subprocess.Popen[str]:
     """``toolscript exec CODE ARGS`` started as a terminal starts it, so that a SIGINT sent
     to it is a Ctrl-C (the default SIGINT handler); its stderr piped, its stdout dropped."""

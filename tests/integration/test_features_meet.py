@@ -413,14 +413,15 @@ def test_a_config_saved_while_a_run_waits_for_approval_decides_its_resume(
     follows the new policy (not made), search has no hit of the removed server, and
     get-types of its tool says it is gone."""
     gateway, journal = project
-    # With the tool gone from the module (denied), the call is asked of the gateway by hand.
-    code = """import { tools } from "toolscript";
+    # With the tool gone from the module (denied), the call is still asked of the gateway.
+    code = """import { tools, ToolError } from "toolscript";
 await tools.records.writeRecord({ key: "held", text: "x" });
-const erase = (tools.records as any).deleteRecord;
-if (typeof erase === "function") return await erase({ key: "held" });
-const url = `${Deno.env.get("TOOLSCRIPT_GATEWAY_URL")}/tools/records__delete_record`;
-const answer = await fetch(url, { method: "POST", body: JSON.stringify({ key: "held" }) });
-return { status: answer.status, body: await answer.json() };
+try {
+  return await (tools.records as any).deleteRecord({ key: "held" });
+} catch (error) {
+  if (!(error instanceof ToolError)) throw error;
+  return { status: error.status, body: error.details };
+}
 """
     assert "fx" in servers_found(gateway, "sleep for some seconds")
     before = len(journal_of(journal))

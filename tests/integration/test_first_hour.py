@@ -29,6 +29,7 @@ from tests.helpers import (
     interruptible_exec,
     needs_semantic,
     python_bin,
+    returning,
     running_gateway,
     toolscript_cli,
     wait_until,
@@ -184,7 +185,7 @@ def test_a_script_naming_a_failed_server_is_told_why(
     result = run(
         gateway_with_a_ghost.directory,
         "exec",
-        'import { tools } from "toolscript"; return await tools.ghost.anything({})',
+        returning("tools.ghost.anything({})"),
     )
     assert result.returncode == 1
     notes = [line for line in result.stderr.splitlines() if "not available" in line]
@@ -202,7 +203,7 @@ def test_a_command_with_its_arguments_in_one_string_says_where_they_go(project: 
         project,
         "exec",
         "--no-check",
-        'import { tools } from "toolscript"; return await tools.spaced.anything({})',
+        returning("tools.spaced.anything({})"),
     )
     assert result.returncode == 1
     assert (
@@ -223,7 +224,7 @@ def test_a_missing_path_with_spaces_is_not_split_into_arguments(project: Path) -
         project,
         "exec",
         "--no-check",
-        'import { tools } from "toolscript"; return await tools.spaced.anything({})',
+        returning("tools.spaced.anything({})"),
     )
     assert result.returncode == 1
     assert f"not available: spaced (command not found: {missing})" in result.stderr
@@ -324,7 +325,7 @@ def test_exec_without_a_gateway_keeps_the_gateways_log_out(project: Path) -> Non
     quiet = run(
         project,
         "exec",
-        'import { tools } from "toolscript"; return await tools.fx.plainText({ text: "hi" })',
+        returning('tools.fx.plainText({ text: "hi" })'),
     )
     assert quiet.returncode == 0, quiet.stderr
     assert json.loads(quiet.stdout) == "hi"
@@ -333,7 +334,7 @@ def test_exec_without_a_gateway_keeps_the_gateways_log_out(project: Path) -> Non
         project,
         "exec",
         "--no-check",
-        'import { tools } from "toolscript"; return await tools.ghost.anything({})',
+        returning("tools.ghost.anything({})"),
     )
     assert uses_ghost.returncode == 1
     notes = [line for line in uses_ghost.stderr.splitlines() if "not available" in line]

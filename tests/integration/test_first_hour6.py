@@ -19,7 +19,15 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.helpers import GatewayProcess, argv, fixture_server, toolscript_cli, wait_until
+from tests.helpers import (
+    GatewayProcess,
+    argv,
+    fixture_server,
+    returning,
+    running_gateway,
+    toolscript_cli,
+    wait_until,
+)
 
 REASON = "error: DB_URL is required; set it in your environment"
 # A server that needs a setting the user has not given: it says so on stderr and exits.
@@ -81,15 +89,12 @@ def gateway(tmp_path_factory: pytest.TempPathFactory, moved_url: str) -> Iterato
         "localTools": {"dir": "tools"},
         "search": {"semantic": False},
     }
-    gateway = GatewayProcess(config, project)
-    try:
+    with running_gateway(config, project) as gateway:
         gateway.wait_for_health(
             lambda h: h["servers"]["needsdb"]["state"] == "failed" and h["types"]["warnings"],
             what="needsdb failed and the module built",
         )
         yield gateway
-    finally:
-        gateway.stop()
 
 
 def test_a_server_that_exits_at_once_says_why_once(gateway: GatewayProcess) -> None:
@@ -138,8 +143,7 @@ def test_a_server_still_starting_for_one_run_says_to_keep_a_gateway(tmp_path: Pa
     slow = {"command": sys.executable, "args": ["-c", "import time; time.sleep(300)", marker]}
     config = {"mcpServers": {"slow": slow}, "search": {"semantic": False}}
     (tmp_path / ".toolscript.json").write_text(json.dumps(config))
-    code = 'import { tools } from "toolscript"; return await tools.slow.anything({})'
-    result = toolscript_cli("exec", code, cwd=tmp_path)
+    result = toolscript_cli("exec", returning("tools.slow.anything({})"), cwd=tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     assert (
         "not available: slow (still connecting: a first start may download it); "
@@ -189,7 +193,7 @@ def test_a_deno_that_cannot_start_says_which_and_what_to_change(
     [Errno 2] ...", hint "check TOOLSCRIPT_DENO" (the same hint when it was not set), after a
     warning of the same failure ("type checks: `deno types` failed: [Errno 2] ...")."""
     missing = tmp_path / "deno"
-    code = 'import { tools } from "toolscript"; return await tools.fx.plainText({ text: "hi" })'
+    code = returning('tools.fx.plainText({ text: "hi" })')
     result = toolscript_cli(
         "exec", code, cwd=gateway.directory, env={"TOOLSCRIPT_DENO": str(missing)}
     )
@@ -214,13 +218,11 @@ def test_a_tool_files_unset_secret_leaves_the_other_tools_serving(tmp_path: Path
     secrets = {"API_KEY": "${TOOLSCRIPT_TEST_UNSET_KEY}"}
     config = {"localTools": {"dir": "tools", "files": {"weather": {"secrets": secrets}}}}
     (tmp_path / ".toolscript.json").write_text(json.dumps(config))
-    hello = 'import { tools } from "toolscript"; return await tools.plain.hello({ name: "x" })'
+    hello = returning('tools.plain.hello({ name: "x" })')
     served = toolscript_cli("exec", hello, cwd=tmp_path)
     assert served.returncode == 0, served.stderr
     assert json.loads(served.stdout) == "hello x"
-    forecast = (
-        'import { tools } from "toolscript"; return await tools.weather.forecast({ city: "O" })'
-    )
+    forecast = returning('tools.weather.forecast({ city: "O" })')
     refused = toolscript_cli("exec", forecast, cwd=tmp_path)
     assert refused.returncode == 1, refused.stdout + refused.stderr
     assert (

@@ -128,6 +128,24 @@ def test_a_config_file_written_slowly_is_applied_once_whole(tmp_path: Path) -> N
         assert gateway.stop() == [], "processes outlived the gateway"
 
 
+def test_a_reload_that_denies_a_tool_takes_it_out_of_the_types_at_once(tmp_path: Path) -> None:
+    """An editor's save (a new file renamed over the old) adds a deny rule: the server
+    restarts, and the module and get-types leave the tool out before it answers again (here
+    it never does: its new entry hangs at `initialize`), not at the rebuild after that."""
+    with running_gateway({"mcpServers": {"a": faulty()}}, tmp_path) as gateway:
+        assert '"a__echo"' in gateway.client.get("runtime/tools.ts").text
+        denying = {"mcpServers": {"a": faulty("--hang-initialize") | {"policy": {"echo": "deny"}}}}
+        saved = gateway.config_path.with_name(gateway.config_path.name + ".swp")
+        saved.write_text(json.dumps(denying))
+        saved.replace(gateway.config_path)
+        wait_for(lambda: '"a__echo"' not in gateway.client.get("runtime/tools.ts").text, gateway)
+        assert gateway.health()["servers"]["a"]["state"] != "connected"
+        assert '"a__pid"' in gateway.client.get("runtime/tools.ts").text
+        types = toolscript_cli("get-types", "a", cwd=tmp_path)
+        assert "pid(" in types.stdout and "echo(" not in types.stdout, types.stdout
+        assert gateway.stop() == [], "processes outlived the gateway"
+
+
 INTERNAL_V1 = '''def add(a: int, b: int) -> int:
     """Add two numbers."""
     return a + b

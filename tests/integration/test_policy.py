@@ -121,6 +121,33 @@ def test_a_replay_that_diverges_stops_before_calling_anything(project: Any) -> N
     assert journal_tools(journal) == ["write_record"]
 
 
+def test_a_resume_whose_check_fails_can_be_resumed_again(project: Any) -> None:
+    """The person approved; the resume's script fails its type check (edited, or the tools
+    changed): nothing was called, so the approval is not used up and a resume still runs."""
+    gateway, journal = project
+    stopped = exec_script(gateway.directory, WRITE_THEN_DELETE)
+    run_id = run_id_of(stopped.stderr)
+    assert toolscript_cli("approve", run_id, cwd=gateway.directory).returncode == 0
+    broken = WRITE_THEN_DELETE.replace('key: "a" }))', "key: 7 }))")
+    failed = exec_script(gateway.directory, broken, "--resume", run_id)
+    assert failed.returncode == 1, failed.stderr
+    assert "TS2322" in failed.stderr
+    assert f"run {run_id} can still be resumed" in failed.stderr
+    # The same in the background: `runs wait` says it.
+    started = toolscript_cli(
+        "exec", "--background", "--resume", run_id, "job.ts", cwd=gateway.directory
+    )
+    assert started.returncode == 0, started.stderr
+    waited = toolscript_cli("runs", "wait", started.stdout.strip(), cwd=gateway.directory)
+    assert waited.returncode == 1, waited.stderr
+    assert f"run {run_id} can still be resumed" in waited.stderr
+    assert journal_tools(journal) == ["write_record"]
+    resumed = toolscript_cli("exec", "--resume", run_id, cwd=gateway.directory)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "finished" in resumed.stdout
+    assert journal_tools(journal) == ["write_record", "delete_record"]
+
+
 def test_tool_approval_lasts_across_restarts_and_revokes(tmp_path: Path) -> None:
     journal = tmp_path / "journal.jsonl"
     config = records_config(journal)
@@ -172,6 +199,18 @@ def test_deny_hides_the_tool_and_refuses_calls(tmp_path: Path) -> None:
         assert refused.status_code == 403
         assert refused.json()["error"] == "tool_denied"
         assert "denied by the policy" in refused.json()["message"]
+        # Unchecked, a script calling it meets the same refusal, not a TypeError.
+        unchecked = exec_script(
+            tmp_path,
+            'import { tools } from "toolscript";\n'
+            'await (tools.records as any).dropTable({ name: "t", password: "x" });\n',
+            "--no-check",
+        )
+        assert unchecked.returncode == 1, unchecked.stderr
+        denied = "records.drop_table is denied by the policy of server 'records' in "
+        assert f"ToolError: records.dropTable: {denied}" in unchecked.stderr
+        assert str(tmp_path / ".toolscript.json") in unchecked.stderr
+        assert "TypeError" not in unchecked.stderr
         # "allow" beats the destructive default: no approval needed.
         allowed = exec_script(tmp_path, WRITE_THEN_DELETE)
         assert allowed.returncode == 0, allowed.stderr

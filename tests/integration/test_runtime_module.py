@@ -248,19 +248,34 @@ def _answering(
     return listener, thread
 
 
-def _against(
-    listener: socket.socket,
-    thread: threading.Thread,
-    host: str,
-    script: Path,
-    module: Path,
+def _answers_read(
+    gateway: GatewayProcess,
     tmp_path: Path,
-) -> subprocess.CompletedProcess[str]:
-    """``script`` run with the module as a file and ``listener`` (at ``host``) as its gateway,
-    as the sandbox allows it (that gateway's address, the module, the URL's variable)."""
+    answers: list[bytes],
+    *,
+    step: int = 7,
+    steps: dict[int, int] | None = None,
+    host: str = "127.0.0.1",
+    prelude: str = "",
+) -> list[str]:
+    """What a script calling a tool once per answer prints (the result as JSON, or the
+    ToolError's status and message), run with the module as a file and a stand-in gateway
+    at ``host`` sending ``answers`` (``_answering``), as the sandbox allows it: that
+    gateway's address, the module, the URL's variable. ``prelude`` runs before the calls."""
+    module = module_of(gateway)
+    listener, thread = _answering(answers, step, steps)
     port = listener.getsockname()[1]
+    script = tmp_path / "calls.ts"
+    script.write_text(
+        f'import {{ tools, ToolError }} from "{module.as_uri()}";\n{prelude}'
+        f"for (let i = 0; i < {len(answers)}; i++) {{\n"
+        "  try { console.log(JSON.stringify(await tools.fx.plainText({}))); } catch (e) {\n"
+        "    console.log((e as ToolError).status, (e as ToolError).message);\n"
+        "  }\n"
+        "}\n"
+    )
     try:
-        return subprocess.run(
+        done = subprocess.run(
             [
                 deno_bin(),
                 "run",
@@ -279,6 +294,10 @@ def _against(
     finally:
         listener.close()
         thread.join(5)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == len(answers), done.stdout
+    return lines
 
 
 def test_a_call_reads_answers_sent_in_pieces_chunked_plain_or_cut(
@@ -287,9 +306,10 @@ def test_a_call_reads_answers_sent_in_pieces_chunked_plain_or_cut(
     """A tool call speaks HTTP/1.1 on a socket of its own (cheaper than Deno's fetch in a
     process that makes a few requests): an answer in pieces, a chunked one, an error status
     with a plain body and a connection closed before any answer read as the gateway meant."""
-    module = module_of(gateway)
     chunked = b'{"said": "in pieces", "n": 1}'
-    listener, thread = _answering(
+    lines = _answers_read(
+        gateway,
+        tmp_path,
         [
             b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked"
             b"\r\n\r\n"
@@ -304,29 +324,14 @@ def test_a_call_reads_answers_sent_in_pieces_chunked_plain_or_cut(
             # chunked, closed inside a chunk
             b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
             + b"%x\r\n%s" % (len(chunked), chunked[:9]),
-        ]
+        ],
     )
-    script = tmp_path / "calls.ts"
-    script.write_text(
-        f'import {{ tools, ToolError }} from "{module.as_uri()}";\n'
-        "console.log(JSON.stringify(await tools.fx.plainText({})));\n"
-        "console.log(JSON.stringify(await tools.fx.plainText({})));\n"
-        "for (let i = 0; i < 4; i++) {\n"
-        "  try { await tools.fx.plainText({}); } catch (e) {\n"
-        "    console.log((e as ToolError).status, (e as ToolError).message);\n"
-        "  }\n"
-        "}\n"
-    )
-    done = _against(listener, thread, "127.0.0.1", script, module, tmp_path)
-    lines = done.stdout.splitlines()
-    assert done.returncode == 0, done.stderr
     assert json.loads(lines[0]) == {"said": "in pieces", "n": 1}
     assert json.loads(lines[1]) == {"plain": 1}
     assert lines[2].startswith("502 ") and "not json!" in lines[2]
     assert lines[3].startswith("0 ") and "the gateway could not be reached" in lines[3]
     for cut in lines[4:6]:
         assert cut.startswith("0 ") and "the gateway's answer ended early" in cut
-    assert len(lines) == 6
 
 
 def test_a_gateway_named_localhost_is_reached_when_its_first_address_refuses(
@@ -336,31 +341,27 @@ def test_a_gateway_named_localhost_is_reached_when_its_first_address_refuses(
     `localhost` to ::1 first: Deno.connect tries that address only (fetch tries each). This
     machine resolves it to 127.0.0.1 alone, so the refused first address is played by the
     script (the one failure here not caused for real)."""
-    module = module_of(gateway)
-    listener, thread = _answering([b'HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\n{"plain":1}'])
-    script = tmp_path / "localhost.ts"
-    script.write_text(
-        f'import {{ tools }} from "{module.as_uri()}";\n'
-        "(Deno as { connect: unknown }).connect = () => {\n"
+    lines = _answers_read(
+        gateway,
+        tmp_path,
+        [b'HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\n{"plain":1}'],
+        host="localhost",
+        prelude="(Deno as { connect: unknown }).connect = () => {\n"
         '  throw new Deno.errors.ConnectionRefused("::1 refused");\n'
-        "};\n"
-        "console.log(JSON.stringify(await tools.fx.plainText({})));\n"
+        "};\n",
     )
-    done = _against(listener, thread, "localhost", script, module, tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == {"plain": 1}
+    assert json.loads(lines[0]) == {"plain": 1}
 
 
 def test_a_call_reads_any_answer_right_or_says_the_gateway_could_not_be_reached(
     gateway: GatewayProcess, tmp_path: Path
 ) -> None:
     """The answer's head and body as HTTP/1.1 frames them, whatever the reads: sent a byte at
-    a time (its blank line across reads at every boundary), a head past the read's 64 KB, a
-    body longer than its length, one read to the connection's end, chunks with extensions
-    and trailers. A length that is not one number (two that differ, hex, an exponent, none)
+    a time (its blank line across reads at every boundary), heads past the array they are
+    read into at first (one with its blank line across that array's end), a body longer
+    than its length, one read to the connection's end, chunks with extensions and trailers. A length that is not one number (two that differ, hex, an exponent, none)
     and a connection closed inside the head or the body are the gateway not reached, never
     a body cut or read past its end."""
-    module = module_of(gateway)
     plain = b'{"plain":1}'
     head = b"HTTP/1.1 200 OK\r\n"
     good = [
@@ -386,20 +387,11 @@ def test_a_call_reads_any_answer_right_or_says_the_gateway_could_not_be_reached(
         head + b"content-length: 11\r\n\r\n",
         head + b"content-length: 11\r\n\r\n" + plain[:5],
     ]
-    listener, thread = _answering(good + bad, step=1, steps={1: 4096})
-    script = tmp_path / "answers.ts"
-    script.write_text(
-        f'import {{ tools, ToolError }} from "{module.as_uri()}";\n'
-        f"for (let i = 0; i < {len(good) + len(bad)}; i++) {{\n"
-        "  try { console.log(JSON.stringify(await tools.fx.plainText({}))); } catch (e) {\n"
-        "    console.log((e as ToolError).status, (e as ToolError).message);\n"
-        "  }\n"
-        "}\n"
-    )
-    done = _against(listener, thread, "127.0.0.1", script, module, tmp_path)
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
-    assert len(lines) == len(good) + len(bad), done.stdout
+    # a head whose blank line spans the end of the first array it is read into (16 KB)
+    seam = b"content-length: 11\r\nx-pad: "
+    seam += b"p" * (16 * 1024 - 2 - len(head) - len(seam)) + b"\r\n\r\n" + plain
+    good.append(head + seam)
+    lines = _answers_read(gateway, tmp_path, good + bad, step=1, steps={1: 4096, len(good) - 1: 64})
     for answer, line in zip(good, lines, strict=False):
         assert json.loads(line) == {"plain": 1}, (answer[:80], line)
     for answer, line in zip(bad, lines[len(good) :], strict=True):

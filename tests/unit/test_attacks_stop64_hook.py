@@ -29,20 +29,6 @@ TURNING_OFF = [
 ]
 
 
-@pytest.mark.parametrize("command", TURNING_OFF)
-def test_changing_claude_codes_settings_or_the_plugins_hooks_is_asked(command: str) -> None:
-    reason = approval_reason(command)
-    assert reason is not None and "Claude Code's settings or hooks" in reason, reason
-
-
-@pytest.mark.parametrize(
-    "command",
-    ["ls .claude", "claude --version", "cat .vscode/settings.json", "grep -rn hooks src/"],
-)
-def test_everyday_commands_near_them_pass_unasked(command: str) -> None:
-    assert approval_reason(command) is None
-
-
 # The person's terminal written to through its device while exec asks there: a question
 # about a harmless tool forged under the real one (what stop 57 held back from the script's
 # own output), or keys pushed into its input where the system still lets them.
@@ -54,14 +40,26 @@ ONTO_A_TERMINAL = [
 ]
 
 
-@pytest.mark.parametrize("command", ONTO_A_TERMINAL)
-def test_writing_onto_another_terminal_is_asked(command: str) -> None:
+@pytest.mark.parametrize(
+    ("command", "said"),
+    [(command, "Claude Code's settings or hooks") for command in TURNING_OFF]
+    + [(command, "terminal") for command in ONTO_A_TERMINAL],
+)
+def test_turning_off_the_question_or_writing_onto_a_terminal_is_asked(
+    command: str, said: str
+) -> None:
     reason = approval_reason(command)
-    assert reason is not None and "terminal" in reason, reason
+    assert reason is not None and said in reason, reason
 
 
-@pytest.mark.parametrize("command", ["ls /dev/null", "echo x > /dev/null", "tty", "ls /dev/"])
-def test_the_null_device_and_the_like_pass_unasked(command: str) -> None:
+@pytest.mark.parametrize(
+    "command",
+    [
+        *("ls .claude", "claude --version", "cat .vscode/settings.json", "grep -rn hooks src/"),
+        *("ls /dev/null", "echo x > /dev/null", "tty", "ls /dev/"),
+    ],
+)
+def test_everyday_commands_near_them_pass_unasked(command: str) -> None:
     assert approval_reason(command) is None
 
 

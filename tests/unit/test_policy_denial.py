@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from toolscript.codegen.naming import denied_name
 from toolscript.errors import ExecutionError
 from toolscript.execution.command import require_saved
 from toolscript.execution.sandbox import policy_denial, with_denials
@@ -44,3 +45,16 @@ def test_a_saved_scripts_errors_name_the_policy(tmp_path: Path) -> None:
     with pytest.raises(ExecutionError) as raised:
         require_saved(listing, "wiper", denial)
     assert "(members: add); my-sums.wipe_all is denied by the policy" in raised.value.message
+
+
+def test_a_denied_tool_is_found_as_scripts_call_it_whatever_rule_denies_it() -> None:
+    """A member names a denied tool by its name, by a rule's name as scripts spell it, or by
+    its words joined as the server named the tool (a glob rule: no rule is spelled so)."""
+    rules = {"wipe_all": "deny", "drop_*": "deny", "purge-*": "deny", "read": "allow"}
+    denies = {"wipe_all", "drop_table", "purge-cache", "dropEverything"}.__contains__
+    assert denied_name("wipeAll", rules, denies) == "wipe_all"
+    assert denied_name("dropTable", rules, denies) == "drop_table"
+    assert denied_name("purgeCache", rules, denies) == "purge-cache"
+    assert denied_name("dropEverything", rules, denies) == "dropEverything"
+    assert denied_name("read", rules, denies) is None
+    assert denied_name("readHTTPLog", rules, "read_http_log".__eq__) == "read_http_log"

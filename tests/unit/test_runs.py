@@ -559,3 +559,81 @@ def test_the_hook_asks_before_commands_that_approve() -> None:
     assert decision("sqlite3 ~/.local/state/toolscript/projects/x/runs.sqlite") is not None
     assert decision("toolscript runs") is None
     assert approval_decision({"tool_name": "Read", "tool_input": {"file_path": "x"}}) is None
+
+
+def test_a_resume_that_called_nothing_leaves_the_run_resumable(tmp_path: Path) -> None:
+    """A resumed run whose script never called anything (its type check failed) does not use
+    the resume up: the approved run waits again, and the next resume makes its call once."""
+    server = FakeServer()
+
+    async def scenario() -> None:
+        runs = book(tmp_path)
+        first = await runs.register(script_hash="h", script="code")
+        await runs.call(first, "s__read", {"k": 1}, 7, server.make)
+        await runs.call(first, "s__delete", {"k": 1}, 7, server.make)
+        await runs.end(first.id, 120)
+        runs.runlog.approve_call(first.id)
+        failed = await runs.register(resume=first.id)
+        ended = await runs.end(failed.id, 1)  # the check failed: the script never ran
+        assert ended.ended_answer()["resume_kept"] is True
+        assert runs.runlog.run(first.id)["status"] == "awaiting_approval"
+        second = await runs.register(resume=first.id)
+        assert (await runs.call(second, "s__read", {"k": 1}, 7, server.make))[0] == 200
+        assert (await runs.call(second, "s__delete", {"k": 1}, 7, server.make))[0] == 200
+        await runs.end(second.id, 0)
+        assert second.ended_answer()["resume_kept"] is False
+        assert [tool for tool, _ in server.made] == ["s__read", "s__delete"]
+        assert runs.runlog.run(first.id)["status"] == "resumed"
+        # A resume that called something and then failed has used it (its answers replayed).
+        third = await runs.register(script_hash="h2", script="code")
+        await runs.call(third, "s__delete", {"k": 2}, 7, server.make)
+        await runs.end(third.id, 120)
+        runs.runlog.approve_call(third.id)
+        spent = await runs.register(resume=third.id)
+        assert (await runs.call(spent, "s__delete", {"k": 2}, 7, server.make))[0] == 200
+        await runs.end(spent.id, 1)
+        assert runs.runlog.run(third.id)["status"] == "resumed"
+
+    anyio.run(scenario)
+
+
+@pytest.mark.parametrize("approval", ["tool", "policy"])
+def test_a_resume_approved_for_the_tool_goes_on_past_the_approved_call(
+    tmp_path: Path, approval: str
+) -> None:
+    """`approve --tool` (or a policy that allows the tool now) instead of `approve RUN_ID`:
+    the resumed run makes the call it stopped at, then goes on calling what it likes (it
+    was stopped as diverging from its log at its next call)."""
+    server = FakeServer()
+    decisions = {"s__delete": "ask"}
+
+    async def scenario() -> None:
+        runs = RunBook(
+            RunLog(tmp_path / "runs.sqlite"), lambda: (), lambda q: decisions.get(q, "allow")
+        )
+        first = await runs.register(script_hash="h", script="code")
+        await runs.call(first, "s__read", {"k": 1}, 7, server.make)
+        await runs.call(first, "s__delete", {"k": 1}, 7, server.make)
+        await runs.end(first.id, 120)
+        if approval == "tool":
+            runs.runlog.approve_tool("s__delete")
+        else:
+            decisions.clear()
+        resumed = await runs.register(resume=first.id)
+        statuses = [
+            (await runs.call(resumed, tool, arguments, 7, server.make))[0]
+            for tool, arguments in [
+                ("s__read", {"k": 1}),
+                ("s__delete", {"k": 1}),
+                ("s__read", {"k": 2}),
+                ("s__delete", {"k": 3}),
+            ]
+        ]
+        assert statuses == [200, 200, 200, 200]
+        assert server.made[1:] == [
+            ("s__delete", {"k": 1}),
+            ("s__read", {"k": 2}),
+            ("s__delete", {"k": 3}),
+        ]
+
+    anyio.run(scenario)

@@ -276,6 +276,14 @@ def render_module(
         for namespace, group in groups.items()
     )
     parts.append(f"export const tools: {root} = {_braced(body)};")
+    if groups:  # each server's tools answer a member they lack (``unlisted``)
+        servers = {f.namespace: f.server for f in fragments}
+        parts.append(
+            "for (const [namespace, server] of Object.entries("
+            f"{json.dumps(servers, separators=(',', ':'))})) {{\n"
+            "  const all = tools as unknown as Record<string, object>;\n"
+            "  all[namespace] = unlisted(server, all[namespace]);\n}"
+        )
     if offering is None:
         offering = list({f.server: f.namespace for f in fragments}.items())
     parts.extend(_offerings_section(offering, taken, offered or {}))

@@ -17,12 +17,13 @@ with a warning.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Container, Iterable
+from collections.abc import Callable, Collection, Container, Iterable
 from dataclasses import dataclass, field
 
 __all__ = [
     "NameMap",
     "assign_names",
+    "denied_name",
     "first_free",
     "to_camel_case",
     "to_pascal_case",
@@ -46,6 +47,24 @@ def to_camel_case(name: str) -> str:
     first, rest = words[0], words[1:]
     text = first[0].lower() + first[1:] + "".join(word[0].upper() + word[1:] for word in rest)
     return "_" + text if text[0].isdigit() else text
+
+
+_CAMEL_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+")
+
+
+def denied_name(member: str, rules: Iterable[str], denies: Callable[[str], bool]) -> str | None:
+    """The tool a policy denies (``denies``, its ``rules``' names) that ``member`` stands for,
+    as a script calls it or as the tool is named: the member itself, a rule spelled as
+    scripts call it (``wipeAll`` for a rule ``wipe_all``), or the member's words joined by
+    ``_`` or ``-`` (``dropTable`` for ``drop_table``, which a rule ``drop_*`` denies)."""
+    words = [word.lower() for word in _CAMEL_WORDS.findall(member)]
+    spellings = [
+        member,
+        *(rule for rule in rules if to_camel_case(rule) == member),
+        "_".join(words),
+        "-".join(words),
+    ]
+    return next((name for name in spellings if name and denies(name)), None)
 
 
 def to_pascal_case(name: str) -> str:

@@ -209,7 +209,7 @@ def _shown(target: IO[bytes]) -> Any:
 
 
 def _ended(result: dict[str, Any], err: IO[bytes]) -> int:
-    from toolscript.execution.runhandle import stop_message
+    from toolscript.execution.runhandle import kept_resume_note, stop_message
 
     stopped = stop_message(result)
     if stopped is not None:
@@ -227,6 +227,9 @@ def _ended(result: dict[str, Any], err: IO[bytes]) -> int:
     if result.get("status") == "died":
         err.write(f"toolscript: run {result.get('id')} died with its runner\n".encode())
         return 1
+    kept = kept_resume_note(result)
+    if kept is not None:
+        err.write(kept.encode())
     code = result.get("exit")
     return int(code) if isinstance(code, int) else 1
 

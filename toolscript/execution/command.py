@@ -288,6 +288,7 @@ def _run_in_gateway(
         PromptWatcher,
         end_run,
         format_trace,
+        kept_resume_note,
         show_on_stderr,
         start_run,
         stop_message,
@@ -391,6 +392,9 @@ def _run_in_gateway(
     # Tool errors and arguments in these come from the script and its servers: a terminal
     # shows their control characters, it does not obey them.
     stopped = stop_message(answer)
+    kept = kept_resume_note(answer)
+    if kept is not None:
+        sys.stderr.write(kept)
     if trace:
         sys.stderr.write(visible_controls(format_trace(answer)))
     if stopped is not None:

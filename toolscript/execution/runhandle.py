@@ -145,6 +145,19 @@ def stop_message(answer: dict[str, Any] | None) -> tuple[str, int] | None:
     return "\n".join(lines) + "\n", int((answer or {}).get("exit_code") or 1)
 
 
+def kept_resume_note(answer: dict[str, Any] | None) -> str | None:
+    """What to say of a resume that called nothing (its script failed its check): the run it
+    resumed waits still, its approval unused. None for any other run."""
+    if not (answer or {}).get("resume_kept"):
+        return None
+    previous = (answer or {}).get("resumed_from")
+    return (
+        f"toolscript: run {previous} can still be resumed (this run called nothing, its "
+        f"approval is not used): `toolscript exec --resume {previous} [FILE.ts]` once the "
+        "script checks\n"
+    )
+
+
 def format_trace(answer: dict[str, Any] | None) -> str:
     """The run's calls, one line each, for ``exec --trace``."""
     if not answer:

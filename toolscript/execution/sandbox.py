@@ -920,7 +920,7 @@ def policy_denial(explicit: str | None, cwd: Path | None = None) -> Denial:
     (``deleteAll`` for a rule ``delete_all``)."""
 
     def said(namespace: str, member: str) -> str | None:
-        from toolscript.codegen.naming import to_camel_case, to_pascal_case
+        from toolscript.codegen.naming import denied_name, to_camel_case, to_pascal_case
         from toolscript.config import load_config
         from toolscript.errors import ToolscriptError
 
@@ -933,8 +933,7 @@ def policy_denial(explicit: str | None, cwd: Path | None = None) -> Denial:
             spelled = (server.name, to_camel_case(server.name), to_pascal_case(server.name))
             if namespace not in spelled and namespace.removesuffix("Tools") not in spelled:
                 continue
-            spellings = [member, *(r for r in server.policy if to_camel_case(r) == member)]
-            denied = next((tool for tool in spellings if server.denies(tool)), None)
+            denied = denied_name(member, server.policy, server.denies)
             if denied is not None:
                 return (
                     f"{server.name}.{denied} is denied by the policy of server "

@@ -319,6 +319,7 @@ def ended_answer(run: Run) -> dict[str, Any]:
         "stopped": run.stopped.to_dict() if run.stopped is not None else None,
         "exit_code": run.stopped.exit_code if run.stopped is not None else None,
         "resumed_from": run.resumed_from or None,
+        "resume_kept": run.resume_kept,
     }
 
 

@@ -25,7 +25,7 @@ import anyio.to_thread
 
 from toolscript import __version__
 from toolscript.codegen.module import ToolFragment
-from toolscript.codegen.naming import to_camel_case
+from toolscript.codegen.naming import denied_name
 from toolscript.config import Config, check_syntax, parse_config
 from toolscript.errors import (
     ApprovalRequiredError,
@@ -1141,6 +1141,17 @@ class Gateway:
             "`toolscript gateway status` shows its stderr",
         )
 
+    def spelled_tool(self, qualified: str) -> str:
+        """The ``server__tool`` a call asked as a script spells a tool the module lacks
+        (``tools.s.dropTable`` asks ``s__dropTable``) stands for when the policy denies it,
+        so the run's checks, replay and log name the tool; any other name as it is."""
+        server, _, tool = qualified.partition(SEPARATOR)
+        upstream = self.upstreams.get(server)
+        if upstream is None or tool in upstream.tools:
+            return qualified
+        denied = denied_name(tool, upstream.config.policy, upstream.config.denies)
+        return qualified if denied is None else f"{server}{SEPARATOR}{denied}"
+
     def tool(self, server: str, tool: str) -> tuple[Upstream, dict[str, Any]]:
         upstream = self.upstream(server)
         found = upstream.tools.get(tool)
@@ -1154,10 +1165,9 @@ class Gateway:
     def _unless_denied(self, upstream: Upstream, tool: str) -> None:
         """Raise that ``tool`` is denied when the server's policy denies it (it is absent
         from the tools, the types and search: "not found" would send the user looking). A
-        tool is found by its name or a rule's spelled as scripts call it (``wipeAll`` for a
-        rule ``wipe_all``), as a script's type error finds it (``sandbox.policy_denial``)."""
-        rules = [rule for rule in upstream.config.policy if to_camel_case(rule) == tool]
-        denied = next((name for name in (tool, *rules) if upstream.config.denies(name)), None)
+        tool is found by its name or as scripts call it (``codegen.naming.denied_name``), as
+        a script's type error finds it (``sandbox.policy_denial``)."""
+        denied = denied_name(tool, upstream.config.policy, upstream.config.denies)
         if denied is not None:
             raise ToolDeniedError(
                 f"{call_named(f'{upstream.name}__{denied}')} is denied by the policy of server "

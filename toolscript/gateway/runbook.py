@@ -206,6 +206,7 @@ class Run:
     replay: list[dict[str, Any]] = field(default_factory=list)  # the resumed run's answers
     replayed: int = 0  # how many of them were answered again
     resume_call: tuple[str, str] | None = None  # (tool, digest) the resumed run stopped at
+    resume_kept: bool = False  # it made no call: the run it resumed waits for a resume again
     seq: int = 0
     answered: list[dict[str, Any]] = field(default_factory=list)  # this run's, for a resume
     records: list[dict[str, Any]] = field(default_factory=list)  # every call, for --trace
@@ -284,6 +285,7 @@ class Run:
             "stopped": self.stopped.to_dict() if self.stopped is not None else None,
             "exit_code": self.stopped.exit_code if self.stopped is not None else None,
             "resumed_from": self.resumed_from or None,
+            "resume_kept": self.resume_kept,
             "replayed": self.replayed,
             "call_count": self.seq,  # calls the script asked for (made, refused, stopped at)
         }
@@ -567,6 +569,13 @@ class RunBook:
             if self.telemetry is not None:
                 self.telemetry.run_ended(run)
             await self.flush(replay_of=run if run.status == "awaiting_approval" else None)
+            if run.resumed_from and run.seq == 0 and run.status != "ok":
+                # Its script never called anything (its type check failed, or it failed
+                # first): the approved call is not spent, and the run it resumed waits again.
+                with contextlib.suppress(RunLogError):
+                    run.resume_kept = await anyio.to_thread.run_sync(
+                        self.runlog.release_resume, run.resumed_from
+                    )
             if run.id not in self._replays:  # its answers written for a resume, or not wanted
                 self._drop_answers(run)  # an ended run is kept (ENDED_KEPT), its results not
             if run.status != "awaiting_approval":
@@ -671,6 +680,10 @@ class RunBook:
             if self._decision(qualified) == "ask":
                 key = key or digest(qualified, arguments)
                 await self._approval(run, seq, qualified, arguments, key)
+            if run.resume_call == (qualified, key):
+                # The call the resumed run stopped at, made now (approved for this call or
+                # for its tool, or allowed by a policy changed since): the replay is over.
+                run.resume_call = None
             reporting = CALL_PROGRESS.set(
                 lambda done, total, message: self.report_progress(
                     run, message or "", done, total, source=qualified

@@ -76,6 +76,7 @@ async def call_tool_bytes(
                 errors=[{"path": "/", "message": "expected an object"}],
             )
         await gateway.start_deferred(name.partition(SEPARATOR)[0])  # exec's gateway: --needs
+        name = gateway.spelled_tool(name)
         if run_id is not None:
             run = gateway.runs.get(run_id)
             make = functools.partial(gateway.make_call, agents=run.agents)

@@ -489,6 +489,22 @@ class RunLog:
 
         return bool(self._run(work))
 
+    def release_resume(self, run_id: str) -> bool:
+        """Let a run claimed by a resume wait for one again (the resume made no call: its
+        script failed its check, or ended before calling anything); False when it was not
+        claimed."""
+
+        def work(db: Any) -> bool:
+            with db.conn:
+                cursor = db.execute(
+                    "UPDATE runs SET status = 'awaiting_approval' WHERE id = ? "
+                    "AND status = 'resumed'",
+                    [run_id],
+                )
+            return bool(cursor.rowcount)
+
+        return bool(self._run(work))
+
     def replay(self, run_id: str) -> list[dict[str, Any]]:
         """The answered calls of a run that stopped for approval, in order."""
         return list(

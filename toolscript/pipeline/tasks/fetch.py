@@ -141,10 +141,10 @@ class FetchTasks:
         asking the server: its tools are those of the file)."""
         try:
             text = read_artifact(target)
-            kept = json.loads(text)
         except (OSError, ValueError):  # missing or damaged: fetch again
             return False
-        if not isinstance(kept, list) or not all(isinstance(tool, dict) for tool in kept):
+        kept = _tools_of(text)
+        if kept is None:  # damaged: fetch again
             return False
         as_sent = [_without_learned(tool) for tool in kept]
         return text == listed_json([self._with_learned(server.name, tool) for tool in as_sent])
@@ -158,9 +158,31 @@ class FetchTasks:
         if live_offered is not None or not offered.exists():
             write_if_changed(offered, live_offered or listed_json({}))
         if tools is None and target.exists():
+            # Not reached now (restarting with its new entry): the tools it listed before, as
+            # the entry's filters and policy let them through now, or a tool a reload denies
+            # stays in the module until the server answers again (never, if it fails).
+            try:
+                kept = _tools_of(read_artifact(target))
+            except (OSError, ValueError):  # unreadable: the next fetch that reaches it writes it
+                kept = None
+            if kept is not None:
+                allowed = [tool for tool in kept if server.allows_tool(str(tool.get("name")))]
+                if len(allowed) < len(kept):
+                    write_if_changed(target, listed_json(allowed))
             return {"reached": False}
         write_if_changed(target, listed_json(tools or []))
         return {"reached": tools is not None}
+
+
+def _tools_of(text: str) -> list[dict[str, Any]] | None:
+    """The tools a server's file holds (its ``text``); None when it holds no list of them."""
+    try:
+        kept = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(kept, list) or not all(isinstance(tool, dict) for tool in kept):
+        return None
+    return kept
 
 
 def _holds(path: Path, text: str) -> bool:
