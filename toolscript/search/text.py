@@ -15,6 +15,7 @@ from toolscript.search.words import (
     DEPRECATION_MARKS,
     DOCUMENT_KINDS,
     DONE_VERBS,
+    FOREIGN_WORDS,
     LATITUDE_NAMES,
     LONGITUDE_NAMES,
     NEGATION_FILLERS,
@@ -33,6 +34,7 @@ __all__ = [
     "documents_for",
     "expand_abbreviations",
     "file_names",
+    "foreign_words_read",
     "joined_words",
     "keyword_query",
     "mostly_cjk",
@@ -296,6 +298,33 @@ def expand_abbreviations(text: str) -> str:
     return _SHORT_FORM.sub(spelled, text)
 
 
+# A word of the tool vocabulary in another language (words.FOREIGN_WORDS): a Latin-script one
+# whole (not inside a longer word), a Han or kana one anywhere. Longest first, so "muéstrame"
+# is read before "muestra" could be.
+_FOREIGN_LATIN = sorted(
+    (w for w in FOREIGN_WORDS if not _CJK_CHAR.search(w)), key=len, reverse=True
+)
+_FOREIGN_CJK = sorted((w for w in FOREIGN_WORDS if _CJK_CHAR.search(w)), key=len, reverse=True)
+_FOREIGN = re.compile(
+    r"(?<!\w)(?:" + "|".join(map(re.escape, _FOREIGN_LATIN)) + r")(?!\w)"
+    "|" + "|".join(map(re.escape, _FOREIGN_CJK)),
+    re.IGNORECASE,
+)
+_NOT_ASCII_LETTER = re.compile(r"[^\x00-\x7f]")
+
+
+def foreign_words_read(text: str) -> str:
+    """``text`` with each word of the tool vocabulary it says in another language followed by
+    its English word ("lösche den Benutzer" -> "lösche (delete) den Benutzer (user)"): neither
+    the keyword index nor the default model reads Spanish, German, French, Chinese or Japanese.
+    An English request is left as it is."""
+
+    def glossed(found: re.Match[str]) -> str:
+        return f"{found[0]} ({FOREIGN_WORDS[found[0].lower()]}) "
+
+    return _FOREIGN.sub(glossed, text)
+
+
 def without_data(text: str) -> str:
     """``text`` less the pasted data in it (see ``_DATA``)."""
     return _DATA.sub(lambda found: " " if any(c.isdigit() for c in found[0]) else found[0], text)
@@ -362,7 +391,7 @@ def keyword_query(text: str) -> str:
         without_done_step(without_negated(read_statements(without_data(text))))
     )
     text = channels_read(text)
-    return expand_abbreviations(_bare_files_kind(_PATH.sub(marked, text)))
+    return expand_abbreviations(foreign_words_read(_bare_files_kind(_PATH.sub(marked, text))))
 
 
 def _kind(name: str) -> str:
@@ -435,7 +464,7 @@ def semantic_query(text: str) -> str:
     text = _identifiers_read(text)
     text = _CSS_CLASS.sub(" ", text)
     cleaned = " ".join(_NUMBERED_VALUE.sub(" ", text).split())
-    return expand_abbreviations(cleaned or whole)
+    return expand_abbreviations(foreign_words_read(cleaned or whole))
 
 
 def split_identifier(text: str) -> list[str]:
