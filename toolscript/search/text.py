@@ -299,18 +299,15 @@ def expand_abbreviations(text: str) -> str:
 
 
 # A word of the tool vocabulary in another language (words.FOREIGN_WORDS): a Latin-script one
-# whole (not inside a longer word), a Han or kana one anywhere. Longest first, so "muéstrame"
-# is read before "muestra" could be.
-_FOREIGN_LATIN = sorted(
-    (w for w in FOREIGN_WORDS if not _CJK_CHAR.search(w)), key=len, reverse=True
+# as a whole word, a Han or kana one anywhere in a run (those scripts have no spaces), the
+# longest first. Words are looked up one by one (a regex of every form cost 0.27 ms a request).
+_FOREIGN_LATIN = frozenset(w for w in FOREIGN_WORDS if not _CJK_CHAR.search(w))
+_FOREIGN_CJK = re.compile(
+    "|".join(
+        map(re.escape, sorted((w for w in FOREIGN_WORDS if _CJK_CHAR.search(w)), key=len)[::-1])
+    )
 )
-_FOREIGN_CJK = sorted((w for w in FOREIGN_WORDS if _CJK_CHAR.search(w)), key=len, reverse=True)
-_FOREIGN = re.compile(
-    r"(?<!\w)(?:" + "|".join(map(re.escape, _FOREIGN_LATIN)) + r")(?!\w)"
-    "|" + "|".join(map(re.escape, _FOREIGN_CJK)),
-    re.IGNORECASE,
-)
-_NOT_ASCII_LETTER = re.compile(r"[^\x00-\x7f]")
+_LATIN_WORD = re.compile(r"[^\W\d_]+")
 
 
 def foreign_words_read(text: str) -> str:
@@ -320,9 +317,14 @@ def foreign_words_read(text: str) -> str:
     An English request is left as it is."""
 
     def glossed(found: re.Match[str]) -> str:
-        return f"{found[0]} ({FOREIGN_WORDS[found[0].lower()]}) "
+        english = FOREIGN_WORDS.get(found[0].lower())
+        return found[0] if english is None else f"{found[0]} ({english}) "
 
-    return _FOREIGN.sub(glossed, text)
+    if any(word.lower() in _FOREIGN_LATIN for word in _LATIN_WORD.findall(text)):
+        text = _LATIN_WORD.sub(glossed, text)
+    if _CJK_CHAR.search(text):
+        text = _FOREIGN_CJK.sub(glossed, text)
+    return text
 
 
 def without_data(text: str) -> str:
