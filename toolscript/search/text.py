@@ -203,7 +203,8 @@ def read_statements(text: str) -> str:
 # "archive the note instead of deleting it"): the negated word names a sibling of the tool
 # asked for, and both halves read it as asked (merge_pull_request, get_logs, delete_* ranked
 # first). The word a negation governs is not read: after "don't", "do not", "never" or "no
-# need to" opening a clause; after "not" and an article or possessive ("...but not the
+# need to" opening a clause or after "I" / "we" ("I don't want to change anything": the
+# word after "want to" or "need"); after "not" and an article or possessive ("...but not the
 # whole browser", "reply in the thread, not as a new message"); after "instead of", "rather
 # than", "except", "other than"; the "-ing" verb after "without" ("preview the page without
 # publishing it"; "users without MFA" asks for MFA all the same); and "no" after a comma
@@ -218,7 +219,7 @@ _NEGATED = re.compile(
     "|".join(
         (
             # opening a clause: what the lead is, is kept
-            r"(?P<lead>^|[,;:.!?(]\s*|\b(?:but|and|so|please|just)\s+)"
+            r"(?P<lead>^|[,;:.!?(]\s*|\b(?:but|and|so|please|just|i|we)\s+)"
             rf"(?:don[\u2019']?t|do\s+not|never|no\s+need\s+to){_FILLERS}[A-Za-z][\w-]*",
             rf"\bnot\s+{_DETERMINER}{_FILLERS}[A-Za-z][\w-]*",
             rf"\b(?:instead\s+of|rather\s+than|except(?:\s+for)?|other\s+than){_FILLERS}"

@@ -50,11 +50,13 @@ _STOP_WORDS = """
 STOP_WORDS = frozenset(_STOP_WORDS.split())
 
 # Words between a negation and the word it negates ("not the logs", "don't merge yet",
-# "not as a new message"): articles, determiners and possessives (text.without_negated).
+# "not as a new message"): articles, determiners and possessives, and "want (to)" / "need" ("I
+# don't want to change anything") (text.without_negated).
 # Not "whole", "entire", "full": "not the whole file, just its size" negates the wholeness,
 # and "file" is what is asked about.
 _NEGATION_FILLERS = """
     a an the any its their his her my our your this that these those as to yet even ever
+    want need
     """
 NEGATION_FILLERS = tuple(_NEGATION_FILLERS.split())
 
