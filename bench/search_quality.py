@@ -68,6 +68,10 @@ LABELLED = {
     # written blind, in the styles the sets above have least (code identifiers and API routes, an
     # argument or a result named, one or two words, an error's voice, a task's second step)
     "blind5": Path(__file__).resolve().parent / "search" / "queries_blind5.txt",
+    # written blind, in the styles the sets above have least (a user's whole message pasted, typos,
+    # two tools either of which answers, short and local product names, other languages than
+    # English, negations)
+    "blind6": Path(__file__).resolve().parent / "search" / "queries_blind6.txt",
 }
 # The four retrievers and the final design. "fixed" is the design before adaptive fusion and
 # splitting (hybrid blend with the fixed alpha, the request ranked whole); "adaptive" adds the

@@ -530,6 +530,12 @@ def test_a_channels_name_pulls_no_tool_of_its_words() -> None:
         ("archive the note instead of deleting it", "archive the note   it"),
         ("preview the error page without publishing it", "preview the error page   it"),
         ("plain text of the page, no html", "plain text of the page,  "),
+        # said by the one asking, and through "want to" / "need"
+        (
+            "I don't want to change anything yet, just look at the flow",
+            "I   anything yet, just look at the flow",
+        ),
+        ("we don't need the logs, only the usage numbers", "we  , only the usage numbers"),
         # the first word after articles: "not the whole file" still asks about a file
         ("not the whole file, just its size", "  file, just its size"),
         # a negation that describes is read as typed

@@ -372,6 +372,36 @@ def test_short_forms_are_read_spelled_out_too() -> None:
     assert engine.search("list my open PRs", threshold=0)[0][0].tool == "list_pull_requests"
 
 
+@pytest.mark.parametrize(
+    ("request_text", "tool"),
+    [
+        ("Lösche den Benutzer jdoe", "delete_user"),
+        ("crea un grupo llamado finance", "create_group"),
+        ("liste les utilisateurs du groupe", "list_users"),
+        ("删除这个用户", "delete_user"),
+        ("グループを作成して", "create_group"),
+    ],
+)
+def test_a_request_in_another_language_reads_its_tool_words_in_english(
+    request_text: str, tool: str
+) -> None:
+    """Spanish, German, French, Chinese and Japanese words of the tool vocabulary are read with
+    their English word, by both halves: neither the index nor the default model reads them."""
+    engine = keyword_engine_over(
+        [
+            ("okta", {"name": name, "description": f"{name.replace('_', ' ').capitalize()}."})
+            for name in ("delete_user", "create_group", "list_users", "get_group", "send_email")
+        ]
+    )
+    assert engine.search(request_text, threshold=0)[0][0].tool == tool
+    assert "(delete)" in semantic_query("Lösche den Benutzer jdoe")
+
+
+def test_an_english_request_is_not_read_as_another_language() -> None:
+    for english in ("list my open PRs", "fill the hole in the page", "a message for Lee", "lies"):
+        assert keyword_query(english) == expand_abbreviations(english)
+
+
 def test_the_semantic_weight_follows_how_peaked_the_keyword_ranking_is() -> None:
     peaked = {0: 1.0, 1: 0.2, **{i: 0.05 for i in range(2, 12)}}
     flat = {i: 1.0 - i * 0.01 for i in range(12)}

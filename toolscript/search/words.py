@@ -14,6 +14,7 @@ __all__ = [
     "DEPRECATION_MARKS",
     "DOCUMENT_KINDS",
     "DONE_VERBS",
+    "FOREIGN_WORDS",
     "IMPLIED_WORDS",
     "LATITUDE_NAMES",
     "LONGITUDE_NAMES",
@@ -49,11 +50,13 @@ _STOP_WORDS = """
 STOP_WORDS = frozenset(_STOP_WORDS.split())
 
 # Words between a negation and the word it negates ("not the logs", "don't merge yet",
-# "not as a new message"): articles, determiners and possessives (text.without_negated).
+# "not as a new message"): articles, determiners and possessives, and "want (to)" / "need" ("I
+# don't want to change anything") (text.without_negated).
 # Not "whole", "entire", "full": "not the whole file, just its size" negates the wholeness,
 # and "file" is what is asked about.
 _NEGATION_FILLERS = """
     a an the any its their his her my our your this that these those as to yet even ever
+    want need
     """
 NEGATION_FILLERS = tuple(_NEGATION_FILLERS.split())
 
@@ -243,3 +246,70 @@ DOCUMENT_KINDS = {
     **dict.fromkeys(("png", "jpg", "jpeg", "gif", "webp", "bmp", "tiff"), "image"),
     **dict.fromkeys(("mp4", "mov", "avi", "mkv", "webm"), "video"),
 }
+
+
+# The words tool names use most (the corpus's commonest name words: get, list, create, delete,
+# update, search, add, send, the user, group, page, file, issue, message, chart, price, ...) as
+# requests say them in Spanish, German, French, Chinese and Japanese: an agent passes its user's
+# words through, and neither the keyword index nor the default model (English MiniLM) reads them.
+# English -> the other languages' words, verbs in the forms a request uses (imperative,
+# infinitive). Not a word that is English too ("page", "message", "article", "route") nor an
+# ambiguous one ("actions", "lies", "lee"). Latin-script words match whole; Han and kana words
+# anywhere in a run (those scripts have no spaces).
+_FOREIGN = {
+    "create": "crea crear créame erstelle erstellen anlegen crée créer 创建 新建 作成",
+    "list": "lista listar enumera liste lister auflisten 列出 一覧",
+    "show": "muestra muéstrame mostrar zeige zeig anzeigen affiche afficher montre montrer "
+    "显示 查看 表示 見せて",
+    "delete": "borra borrar elimina eliminar lösche löschen entferne supprime supprimer efface "
+    "删除 削除",
+    "search": "busca buscar suche suchen finde cherche chercher recherche trouve 搜索 查找 検索",
+    "get": "obtén obtener holen récupère récupérer 获取 取得",
+    "update": "actualiza actualizar aktualisiere aktualisieren ändere 更新",
+    "add": "agrega agregar añade añadir füge hinzufügen ajoute ajouter 添加 追加",
+    "read": "leer lesen lire 读取 読んで 読み",
+    "write": "escribe escribir schreibe schreiben écris écrire 写入 書いて",
+    "send": "envía enviar manda sende senden schicke schick envoie envoyer 发送 送信 送って",
+    "download": "descarga descargar télécharge télécharger 下载 ダウンロード",
+    "upload": "hochladen 上传 アップロード",
+    "merge": "fusiona fusionar fusionne fusionner 合并 マージ",
+    "move": "mueve mover verschiebe verschieben déplace déplacer 移动 移動",
+    "copy": "copia copiar kopiere kopieren copie copier 复制 コピー",
+    "run": "ejecuta ejecutar führe ausführen exécute exécuter 运行 执行 実行",
+    "user": "usuario usuarios benutzer nutzer utilisateur utilisateurs 用户 ユーザー",
+    "group": "grupo grupos gruppe gruppen groupe groupes 群组 グループ",
+    "file": "archivo fichero datei dateien fichier fichiers 文件 ファイル",
+    "issue": "incidencia vorgang 问题 課題",
+    "comment": "comentario kommentar commentaire 评论 コメント",
+    "project": "proyecto projekt projet 项目 プロジェクト",
+    "repository": "repositorio dépôt 仓库 リポジトリ",
+    "branch": "rama zweig branche 分支 ブランチ",
+    "commit": "confirmación 提交记录 コミット",
+    "history": "historial verlauf historique 历史 履歴",
+    "message": "mensaje mensajes nachricht nachrichten 消息 メッセージ",
+    "channel": "kanal 频道 チャンネル",
+    "email": "correo courriel 邮件 メール",
+    "table": "tabla tabelle 表格 テーブル",
+    "chart": "gráfico diagramm graphique 图表 グラフ",
+    "slide": "diapositiva folie diapositive 幻灯片 スライド",
+    "presentation": "presentación präsentation 演示文稿 プレゼンテーション",
+    "document": "documento dokument 文档 ドキュメント",
+    "image": "imagen bild 图片 画像",
+    "screenshot": "bildschirmfoto 截图 スクリーンショット",
+    "price": "precio preis prix 价格 価格 値段",
+    "stock": "aktie aktien 股票 株価",
+    "weather": "tiempo wetter météo 天气 天気",
+    "time": "hora uhrzeit heure 时间 時間 時刻",
+    "news": "noticias nouvelles 新闻 ニュース",
+    "log": "registro protokoll 日志 ログ",
+    "event": "evento ereignis événement 事件 イベント",
+    "paper": "论文 論文",
+    "pull request": "プルリクエスト",
+    "invoice": "factura rechnung facture 发票 請求書",
+    "customer": "cliente kunde 客户 顧客",
+    "payment": "pago zahlung paiement 付款 支払い",
+    "link": "enlace lien 链接 リンク",
+    "task": "tarea aufgabe tâche 任务 タスク",
+    "distance": "distancia entfernung 距离 距離",
+}
+FOREIGN_WORDS = {word: english for english, words in _FOREIGN.items() for word in words.split()}
