@@ -32,3 +32,21 @@ def test_a_planted_link_is_not_followed(tmp_path: Path) -> None:
     assert held is not None
     os.close(held)
     assert not (cache / LOCK_NAME).is_symlink() and mine.read_text() == "mine"
+
+
+def test_a_build_waiting_for_the_lock_ends_when_its_process_stops(tmp_path: Path) -> None:
+    import threading
+
+    import pytest
+
+    from toolscript.pipeline.buildlock import BuildStopped
+
+    held = hold_build_lock(tmp_path, lambda: None)
+    assert held is not None
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(BuildStopped), build_lock(tmp_path, stop=stop):
+        raise AssertionError("built while another build held the lock")
+    os.close(held)
+    with build_lock(tmp_path, stop=stop):  # free: it builds (stop only ends a wait)
+        pass
