@@ -597,6 +597,34 @@ def test_a_resume_that_called_nothing_leaves_the_run_resumable(tmp_path: Path) -
     anyio.run(scenario)
 
 
+def test_a_resume_that_called_nothing_leaves_the_secret_answers_for_the_next_one(
+    tmp_path: Path,
+) -> None:
+    """The answers of a stopped run that held a secret, kept whole in memory, are used up
+    only by a resume that used the approval: after one whose script failed its check, the
+    next resume replays them as they came, not as the log's ``***``."""
+    server = FakeServer()
+    sent = {"k": "topsecret-value"}
+
+    async def scenario() -> None:
+        runs = book(tmp_path)
+        first = await runs.register(script_hash="h", script="code")
+        answer = await runs.call(first, "s__read", sent, 7, server.make)
+        await runs.call(first, "s__delete", {"k": 1}, 7, server.make)
+        await runs.end(first.id, 120)
+        runs.runlog.approve_call(first.id)
+        failed = await runs.register(resume=first.id)
+        await runs.end(failed.id, 1)  # the check failed: the script never ran
+        assert failed.ended_answer()["resume_kept"] is True
+        second = await runs.register(resume=first.id)
+        assert await runs.call(second, "s__read", sent, 7, server.make) == answer
+        assert (await runs.call(second, "s__delete", {"k": 1}, 7, server.make))[0] == 200
+        await runs.end(second.id, 0)
+        assert first.id not in runs._secret_answers  # used: let go
+
+    anyio.run(scenario)
+
+
 @pytest.mark.parametrize("approval", ["tool", "policy"])
 def test_a_resume_approved_for_the_tool_goes_on_past_the_approved_call(
     tmp_path: Path, approval: str

@@ -498,7 +498,8 @@ class RunBook:
         if previous is not None:
             run.resumed_from = previous["id"]
             run.replay = await anyio.to_thread.run_sync(self.runlog.replay, previous["id"])
-            whole = self._secret_answers.pop(previous["id"], {})
+            # (let go when the resume uses the approval: ``end``)
+            whole = self._secret_answers.get(previous["id"], {})
             for entry in run.replay:  # the log's ``***`` made the script go another way
                 if entry["seq"] in whole:
                     entry["body"] = whole[entry["seq"]]
@@ -576,6 +577,8 @@ class RunBook:
                     run.resume_kept = await anyio.to_thread.run_sync(
                         self.runlog.release_resume, run.resumed_from
                     )
+            if run.resumed_from and not run.resume_kept:  # its answers kept whole: used up
+                self._secret_answers.pop(run.resumed_from, None)
             if run.id not in self._replays:  # its answers written for a resume, or not wanted
                 self._drop_answers(run)  # an ended run is kept (ENDED_KEPT), its results not
             if run.status != "awaiting_approval":
