@@ -376,6 +376,43 @@ def test_an_answer_holding_a_secret_is_masked_on_disk_and_whole_for_a_resume_her
     anyio.run(scenario)
 
 
+def test_a_stopped_runs_answers_are_searched_for_secrets_once_and_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Searching an answer for every spelling and run of a secret costs about 50 ms a MB,
+    and a stopped run keeps up to REPLAY_BYTES of them: searched on the event loop (to keep
+    them whole in memory), every call of every run waited seconds; they are searched once,
+    by the thread that writes the log."""
+    from toolscript.gateway import runbook
+
+    searched: list[threading.Thread] = []
+    search = runbook.may_hold_secret
+
+    def watched(text: Any, known: Any) -> bool:
+        searched.append(threading.current_thread())
+        return search(text, known)
+
+    monkeypatch.setattr(runbook, "may_hold_secret", watched)
+    server = FakeServer()
+    sent = {"k": "topsecret-value"}
+
+    async def scenario() -> None:
+        runs = book(tmp_path)
+        loop = threading.current_thread()
+        run = await runs.register(script_hash="h", script="code")
+        answer = await runs.call(run, "s__read", sent, 7, server.make)
+        await runs.call(run, "s__read", {"k": 2}, 7, server.make)
+        await runs.call(run, "s__delete", {"k": 1}, 7, server.make)
+        await runs.end(run.id, 120)
+        assert len(searched) == 2 and loop not in searched, searched
+        assert list(runs._secret_answers[run.id]) == [1]
+        runs.runlog.approve_call(run.id)
+        resumed = await runs.register(script_hash="h")
+        assert await runs.call(resumed, "s__read", sent, 7, server.make) == answer
+
+    anyio.run(scenario)
+
+
 def test_an_answer_holding_a_secret_only_in_base64_or_in_part_is_masked_on_disk(
     tmp_path: Path,
 ) -> None:
