@@ -15,6 +15,7 @@ to stop does not wait for another process's build.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import logging
 import os
@@ -41,7 +42,11 @@ def _open(root: Path) -> int:
     flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         return os.open(path, flags, 0o600)
-    except OSError:  # a link or a folder planted there: made anew
+    except OSError as exc:
+        # A link or a folder planted there (or a socket) is made anew; any other failure
+        # (no descriptor left, no permission) keeps the file: another build may hold it.
+        if exc.errno not in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
+            raise
         with contextlib.suppress(OSError):
             path.unlink()
         return os.open(path, flags | os.O_EXCL, 0o600)
