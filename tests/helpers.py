@@ -412,6 +412,18 @@ def toolscript_cli(
     )
 
 
+def gateway_cli(gateway: GatewayProcess, *args: str) -> subprocess.CompletedProcess[str]:
+    """``toolscript ARGS`` in ``gateway``'s project, through it (TOOLSCRIPT_GATEWAY_URL)."""
+    return toolscript_cli(*args, cwd=gateway.directory, env={"TOOLSCRIPT_GATEWAY_URL": gateway.url})
+
+
+def run_id_of(stderr: str) -> str:
+    """The run a stop for approval names in its `toolscript approve RUN_ID` command."""
+    marker = "toolscript approve "
+    start = stderr.index(marker) + len(marker)
+    return stderr[start:].split("`", 1)[0].split()[0].strip()
+
+
 def returning(call: str) -> str:
     """A one-line script that returns what ``call`` (``tools.fx.plainText({})``) answers."""
     return f'import {{ tools }} from "toolscript"; return await {call}'

@@ -25,9 +25,10 @@ from tests.helpers import (
     clean_env,
     face_parameters,
     fixture_server,
+    gateway_cli,
     records_server,
     run_doit,
-    toolscript_cli,
+    run_id_of,
     wait_until,
 )
 
@@ -74,12 +75,6 @@ def save_like_an_editor(path: Path, config: dict[str, Any]) -> None:
     os.replace(fresh, path)
 
 
-def run_id_of(stderr: str) -> str:
-    marker = "toolscript approve "
-    start = stderr.index(marker) + len(marker)
-    return stderr[start:].split("`", 1)[0].split()[0].strip()
-
-
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayProcess, Path]]:
     directory = tmp_path_factory.mktemp("features-meet")
@@ -91,10 +86,6 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayP
         yield gateway, journal
     finally:
         gateway.stop()
-
-
-def cli(gateway: GatewayProcess, *args: str) -> subprocess.CompletedProcess[str]:
-    return toolscript_cli(*args, cwd=gateway.directory, env={"TOOLSCRIPT_GATEWAY_URL": gateway.url})
 
 
 def test_the_face_asks_with_the_secret_masked_and_the_server_gets_it(
@@ -192,10 +183,10 @@ def test_a_saved_script_run_in_the_background_stops_for_approval_and_resumes(
     gateway, journal = project
     source = gateway.directory / "erase.ts"
     source.write_text(ERASE)
-    saved = cli(gateway, "save", "eraseRecord", str(source))
+    saved = gateway_cli(gateway, "save", "eraseRecord", str(source))
     assert saved.returncode == 0, saved.stderr
     before = len(journal_of(journal))
-    started = cli(
+    started = gateway_cli(
         gateway,
         "exec",
         "--background",
@@ -204,14 +195,14 @@ def test_a_saved_script_run_in_the_background_stops_for_approval_and_resumes(
     )
     assert started.returncode == 0, started.stderr
     run_id = json.loads(started.stdout)["run"]
-    waited = cli(gateway, "runs", "wait", run_id, "--timeout", "60")
+    waited = gateway_cli(gateway, "runs", "wait", run_id, "--timeout", "60")
     assert waited.returncode == 120, (waited.stdout, waited.stderr)
     assert "records.delete_record needs approval" in waited.stderr
     assert run_id in waited.stderr
     assert [e["tool"] for e in journal_of(journal)[before:]] == ["write_record"]
-    approved = cli(gateway, "approve", run_id)
+    approved = gateway_cli(gateway, "approve", run_id)
     assert approved.returncode == 0, approved.stderr
-    resumed = cli(gateway, "exec", "--resume", run_id)
+    resumed = gateway_cli(gateway, "exec", "--resume", run_id)
     assert resumed.returncode == 0, (resumed.stdout, resumed.stderr)
     assert json.loads(resumed.stdout)["erased"] == "bg"
     assert [e["tool"] for e in journal_of(journal)[before:]] == ["write_record", "delete_record"]
@@ -391,7 +382,7 @@ def test_doit_after_the_gateway_learned_a_new_tool_keeps_it_and_exec_calls_it(
     assert built.returncode == 0, built.stdout + built.stderr
     assert "freshExtra(" in gateway.client.get("runtime/tools.ts").text
     assert "freshExtra(" in artifact.read_text()
-    called = cli(
+    called = gateway_cli(
         gateway, "exec", 'import { tools } from "toolscript"; return await tools.fx.freshExtra({});'
     )
     assert called.returncode == 0, called.stderr
@@ -399,7 +390,7 @@ def test_doit_after_the_gateway_learned_a_new_tool_keeps_it_and_exec_calls_it(
 
 
 def servers_found(gateway: GatewayProcess, query: str) -> set[str]:
-    found = cli(gateway, "search", query, "--json")
+    found = gateway_cli(gateway, "search", query, "--json")
     assert found.returncode == 0, found.stderr
     return {hit["server"] for hit in json.loads(found.stdout)["hits"]}
 
@@ -425,10 +416,10 @@ try {
 """
     assert "fx" in servers_found(gateway, "sleep for some seconds")
     before = len(journal_of(journal))
-    stopped = cli(gateway, "exec", code)
+    stopped = gateway_cli(gateway, "exec", code)
     assert stopped.returncode == 120, stopped.stderr
     run_id = run_id_of(stopped.stderr)
-    approved = cli(gateway, "approve", run_id)
+    approved = gateway_cli(gateway, "approve", run_id)
     assert approved.returncode == 0, approved.stderr
 
     denying = config_of(journal, policy={"delete_record": "deny"})
@@ -445,13 +436,13 @@ try {
         what="the module rebuilt with the deny rule",
     )
 
-    resumed = cli(gateway, "exec", "--resume", run_id)
+    resumed = gateway_cli(gateway, "exec", "--resume", run_id)
     assert resumed.returncode == 0, (resumed.stdout, resumed.stderr)
     answer = json.loads(resumed.stdout)
     assert answer["status"] == 403 and answer["body"]["error"] == "tool_denied", answer
     assert [e["tool"] for e in journal_of(journal)[before:]] == ["write_record"]
 
     assert "fx" not in servers_found(gateway, "sleep for some seconds")
-    types = cli(gateway, "get-types", "fx", "sleep")
+    types = gateway_cli(gateway, "get-types", "fx", "sleep")
     assert types.returncode != 0
     assert "server not found: 'fx' (configured: records, notes)" in types.stderr, types.stderr

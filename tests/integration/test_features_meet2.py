@@ -26,8 +26,9 @@ from tests.helpers import (
     GatewayProcess,
     clean_env,
     fixture_server,
+    gateway_cli,
     records_server,
-    toolscript_cli,
+    run_id_of,
     wait_until,
 )
 
@@ -121,16 +122,6 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayP
         gateway.stop()
 
 
-def cli(gateway: GatewayProcess, *args: str) -> subprocess.CompletedProcess[str]:
-    return toolscript_cli(*args, cwd=gateway.directory, env={"TOOLSCRIPT_GATEWAY_URL": gateway.url})
-
-
-def run_id_of(stderr: str) -> str:
-    marker = "toolscript approve "
-    start = stderr.index(marker) + len(marker)
-    return stderr[start:].split("`", 1)[0].split()[0].strip()
-
-
 ECHOED = """import { tools } from "toolscript";
 const key = String(await tools.fx.env({ name: "FX_API_KEY" }));
 console.log("got a key of", key.length);
@@ -150,10 +141,10 @@ def test_a_secret_a_server_sends_back_stays_out_of_a_background_runs_records_and
     the values the script gave."""
     gateway, journal = project
     before = len(journal_of(journal))
-    started = cli(gateway, "exec", "--background", "--json", ECHOED)
+    started = gateway_cli(gateway, "exec", "--background", "--json", ECHOED)
     assert started.returncode == 0, started.stderr
     run_id = json.loads(started.stdout)["run"]
-    waited = cli(gateway, "runs", "wait", run_id, "--timeout", "60", "--json")
+    waited = gateway_cli(gateway, "runs", "wait", run_id, "--timeout", "60", "--json")
     assert waited.returncode == 120, (waited.stdout, waited.stderr)
     assert "records.drop_table needs approval" in waited.stderr
     assert_masked(waited.stdout + waited.stderr, SECRET)
@@ -161,15 +152,15 @@ def test_a_secret_a_server_sends_back_stays_out_of_a_background_runs_records_and
     assert json.loads(waited.stdout)["stdout"] == f"got a key of {len(SECRET)}\n"
     assert [e["tool"] for e in journal_of(journal)[before:]] == ["write_record"]
 
-    waiting = cli(gateway, "runs", "show", run_id)
+    waiting = gateway_cli(gateway, "runs", "show", run_id)
     assert waiting.returncode == 0, waiting.stderr
     assert "awaiting_approval" in waiting.stdout and "drop_table" in waiting.stdout
     assert_masked(waiting.stdout + waiting.stderr, SECRET)
-    approved = cli(gateway, "approve", run_id)
+    approved = gateway_cli(gateway, "approve", run_id)
     assert approved.returncode == 0, approved.stderr
     assert_masked(approved.stdout + approved.stderr, SECRET)
 
-    resumed = cli(gateway, "exec", "--resume", run_id)
+    resumed = gateway_cli(gateway, "exec", "--resume", run_id)
     assert resumed.returncode == 0, (resumed.stdout, resumed.stderr)
     assert_masked(resumed.stdout + resumed.stderr, SECRET)
     # the replayed answer is the key the server sent, not the log's `***` (which diverged)
@@ -183,16 +174,16 @@ def test_a_secret_a_server_sends_back_stays_out_of_a_background_runs_records_and
     }
     assert calls[0]["arguments"]["text"] == split
 
-    history = cli(gateway, "runs", "--json")
+    history = gateway_cli(gateway, "runs", "--json")
     assert history.returncode == 0, history.stderr
     assert_masked(history.stdout, SECRET)
     for shown_run in (run_id, json.loads(history.stdout)[0]["id"]):
-        shown = cli(gateway, "runs", "show", shown_run, "--json")
+        shown = gateway_cli(gateway, "runs", "show", shown_run, "--json")
         assert shown.returncode == 0, shown.stderr
         assert "drop_table" in shown.stdout or "dropTable" in shown.stdout
         assert_masked(shown.stdout + shown.stderr, SECRET)
     for tool in (("fx", "env"), ("records", "drop_table"), ("records", "write_record")):
-        types = cli(gateway, "get-types", *tool)
+        types = gateway_cli(gateway, "get-types", *tool)
         assert types.returncode == 0, types.stderr
         assert_masked(types.stdout, SECRET)
     assert_masked(gateway.log, SECRET)
@@ -215,40 +206,40 @@ def test_a_local_tool_that_asks_with_a_secret_in_its_arguments_is_resumed_once(
     # a script holding a configured secret is not kept by the log: the file is given again
     script = gateway.directory / "rotate.ts"
     script.write_text(ROTATE)
-    stopped = cli(gateway, "exec", str(script))
+    stopped = gateway_cli(gateway, "exec", str(script))
     assert stopped.returncode == 120, (stopped.stdout, stopped.stderr)
     assert "vault.rotate needs approval" in stopped.stderr, stopped.stderr
     assert "***" in stopped.stderr
     assert_masked(stopped.stdout + stopped.stderr, VAULT_SECRET)
     assert not ledger.exists()
     run_id = run_id_of(stopped.stderr)
-    approved = cli(gateway, "approve", run_id)
+    approved = gateway_cli(gateway, "approve", run_id)
     assert approved.returncode == 0, approved.stderr
-    kept_none = cli(gateway, "exec", "--resume", run_id)
+    kept_none = gateway_cli(gateway, "exec", "--resume", run_id)
     assert kept_none.returncode != 0
     assert "give the script too" in kept_none.stderr, kept_none.stderr
-    resumed = cli(gateway, "exec", "--resume", run_id, str(script))
+    resumed = gateway_cli(gateway, "exec", "--resume", run_id, str(script))
     assert resumed.returncode == 0, (resumed.stdout, resumed.stderr)
     assert json.loads(resumed.stdout) == {"rotated": "main", "matches": True}
     assert ledger.read_text() == "main\n"
-    for shown_run in (run_id, json.loads(cli(gateway, "runs", "--json").stdout)[0]["id"]):
-        shown = cli(gateway, "runs", "show", shown_run, "--json")
+    for shown_run in (run_id, json.loads(gateway_cli(gateway, "runs", "--json").stdout)[0]["id"]):
+        shown = gateway_cli(gateway, "runs", "show", shown_run, "--json")
         assert shown.returncode == 0, shown.stderr
         assert "rotate" in shown.stdout
         assert_masked(shown.stdout, VAULT_SECRET)
     # The tool sends its secret back and the script passes it on: the log keeps this
     # script (it holds no secret), the resume replays the key whole (the call's `matches`),
     # and get-types' recent call shows `***`.
-    second = cli(gateway, "exec", REVEALED)
+    second = gateway_cli(gateway, "exec", REVEALED)
     assert second.returncode == 120, (second.stdout, second.stderr)
     assert_masked(second.stdout + second.stderr, VAULT_SECRET)
     second_id = run_id_of(second.stderr)
-    assert cli(gateway, "approve", second_id).returncode == 0
-    resumed = cli(gateway, "exec", "--resume", second_id)
+    assert gateway_cli(gateway, "approve", second_id).returncode == 0
+    resumed = gateway_cli(gateway, "exec", "--resume", second_id)
     assert resumed.returncode == 0, (resumed.stdout, resumed.stderr)
     assert json.loads(resumed.stdout) == {"rotated": "second", "matches": True}
     assert ledger.read_text() == "main\nsecond\n"
-    types = cli(gateway, "get-types", "vault", "reveal")
+    types = gateway_cli(gateway, "get-types", "vault", "reveal")
     assert types.returncode == 0, types.stderr
     assert "***" in types.stdout
     assert_masked(types.stdout, VAULT_SECRET)
@@ -278,15 +269,15 @@ def test_a_background_run_held_to_max_calls_stops_for_approval_and_its_resume_co
     would have without the stop, and no call is made twice."""
     gateway, journal = project
     before = len(journal_of(journal))
-    started = cli(gateway, "exec", "--background", "--json", "--max-calls", "3", COUNTED)
+    started = gateway_cli(gateway, "exec", "--background", "--json", "--max-calls", "3", COUNTED)
     assert started.returncode == 0, started.stderr
     run_id = json.loads(started.stdout)["run"]
-    waited = cli(gateway, "runs", "wait", run_id, "--timeout", "60")
+    waited = gateway_cli(gateway, "runs", "wait", run_id, "--timeout", "60")
     assert waited.returncode == 120, (waited.stdout, waited.stderr)
     assert "records.delete_record needs approval" in waited.stderr
-    approved = cli(gateway, "approve", run_id)
+    approved = gateway_cli(gateway, "approve", run_id)
     assert approved.returncode == 0, approved.stderr
-    resumed = cli(gateway, "exec", "--resume", run_id, "--max-calls", "3")
+    resumed = gateway_cli(gateway, "exec", "--resume", run_id, "--max-calls", "3")
     assert resumed.returncode == 122, (resumed.stdout, resumed.stderr)
     assert "more than 3 tool calls" in resumed.stderr, resumed.stderr
     made = [(e["tool"], e["arguments"]) for e in journal_of(journal)[before:]]
@@ -298,7 +289,7 @@ def test_a_background_run_held_to_max_calls_stops_for_approval_and_its_resume_co
 
 
 def search_hits(gateway: GatewayProcess, query: str) -> list[tuple[str, str]]:
-    found = cli(gateway, "search", query, "--json")
+    found = gateway_cli(gateway, "search", query, "--json")
     assert found.returncode == 0, found.stderr
     return [(hit["server"], hit["tool"]) for hit in json.loads(found.stdout)["hits"]]
 
@@ -325,14 +316,14 @@ def test_a_tool_files_function_renamed_while_the_gateway_runs_leaves_no_stale_hi
     )
     hits = search_hits(gateway, query)
     assert ("notes", "jot_down") not in hits, hits
-    gone = cli(gateway, "get-types", "notes", "jot_down")
+    gone = gateway_cli(gateway, "get-types", "notes", "jot_down")
     assert gone.returncode != 0
     assert "tool not found: notes.jot_down" in gone.stderr, gone.stderr
     assert "server 'notes' has 1 tool (notes.pin_up)" in gone.stderr, gone.stderr
-    types = cli(gateway, "get-types", "notes", "pin_up")
+    types = gateway_cli(gateway, "get-types", "notes", "pin_up")
     assert types.returncode == 0, types.stderr
     assert "pinUp" in types.stdout
-    called = cli(
+    called = gateway_cli(
         gateway,
         "exec",
         'import { tools } from "toolscript"; return await tools.notes.pinUp({ text: "hi" });',

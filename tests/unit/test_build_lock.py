@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from toolscript.pipeline.buildlock import LOCK_NAME, build_lock, hold_build_lock
 
@@ -32,3 +35,51 @@ def test_a_planted_link_is_not_followed(tmp_path: Path) -> None:
     assert held is not None
     os.close(held)
     assert not (cache / LOCK_NAME).is_symlink() and mine.read_text() == "mine"
+
+
+def test_a_build_waiting_for_the_lock_ends_when_its_process_stops(tmp_path: Path) -> None:
+    import threading
+
+    from toolscript.pipeline.buildlock import BuildStopped
+
+    held = hold_build_lock(tmp_path, lambda: None)
+    assert held is not None
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(BuildStopped), build_lock(tmp_path, stop=stop):
+        raise AssertionError("built while another build held the lock")
+    os.close(held)
+    with build_lock(tmp_path, stop=stop):  # free: it builds (stop only ends a wait)
+        pass
+
+
+def test_a_lock_file_that_cannot_be_opened_now_is_not_removed_under_its_holder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure to open it that is no planted link or folder (no descriptor left: EMFILE,
+    which a test cannot cause in this process without breaking it) removed the file that
+    another build held locked: the next build locked a new file beside it."""
+    import errno
+
+    from toolscript.pipeline import buildlock
+
+    holder = hold_build_lock(tmp_path, lambda: None)
+    assert holder is not None
+    real_open, failed = os.open, []
+
+    def open_once_failing(*args: Any, **kwargs: Any) -> int:
+        if not failed:
+            failed.append(True)
+            raise OSError(errno.EMFILE, "Too many open files")
+        return real_open(*args, **kwargs)
+
+    monkeypatch.setattr(buildlock.os, "open", open_once_failing)
+    second = hold_build_lock(tmp_path, lambda: None, wait=0)
+    monkeypatch.undo()
+    try:
+        assert second is None
+        assert os.stat(tmp_path / LOCK_NAME).st_ino == os.fstat(holder).st_ino
+    finally:
+        os.close(holder)
+        if second is not None:
+            os.close(second)

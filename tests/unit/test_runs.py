@@ -276,6 +276,17 @@ def book(tmp_path: Path, telemetry: Any = None) -> RunBook:
     )
 
 
+async def stopped_run(
+    runs: RunBook, server: FakeServer, read: dict[str, Any], script_hash: str = "h"
+) -> tuple[Any, tuple[int, str, bytes]]:
+    """A run that read ``read``, then stopped for approval at ``s__delete``; its read's answer."""
+    run = await runs.register(script_hash=script_hash, script="code")
+    answer = await runs.call(run, "s__read", read, 7, server.make)
+    await runs.call(run, "s__delete", {"k": 1}, 7, server.make)
+    await runs.end(run.id, 120)
+    return run, answer
+
+
 def test_a_stopped_run_resumes_from_its_log_and_makes_the_approved_call_once(
     tmp_path: Path,
 ) -> None:
@@ -348,10 +359,7 @@ def test_an_answer_holding_a_secret_is_masked_on_disk_and_whole_for_a_resume_her
     sent = {"k": "topsecret-value"}
 
     async def stop(runs: RunBook, name: str) -> tuple[Any, Any]:
-        run = await runs.register(script_hash=name, script="code")
-        answer = await runs.call(run, "s__read", sent, 7, server.make)
-        await runs.call(run, "s__delete", {"k": 1}, 7, server.make)
-        await runs.end(run.id, 120)
+        run, answer = await stopped_run(runs, server, sent, name)
         runs.runlog.approve_call(run.id)
         return run, answer
 
@@ -372,6 +380,43 @@ def test_an_answer_holding_a_secret_is_masked_on_disk_and_whole_for_a_resume_her
         await stop(runs, "three")
         fourth, _ = await stop(runs, "four")
         assert list(runs._secret_answers) == [fourth.id]
+
+    anyio.run(scenario)
+
+
+def test_a_stopped_runs_answers_are_searched_for_secrets_once_and_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Searching an answer for every spelling and run of a secret costs about 50 ms a MB,
+    and a stopped run keeps up to REPLAY_BYTES of them: searched on the event loop (to keep
+    them whole in memory), every call of every run waited seconds; they are searched once,
+    by the thread that writes the log."""
+    from toolscript.gateway import runbook
+
+    searched: list[threading.Thread] = []
+    search = runbook.may_hold_secret
+
+    def watched(text: Any, known: Any) -> bool:
+        searched.append(threading.current_thread())
+        return search(text, known)
+
+    monkeypatch.setattr(runbook, "may_hold_secret", watched)
+    server = FakeServer()
+    sent = {"k": "topsecret-value"}
+
+    async def scenario() -> None:
+        runs = book(tmp_path)
+        loop = threading.current_thread()
+        run = await runs.register(script_hash="h", script="code")
+        answer = await runs.call(run, "s__read", sent, 7, server.make)
+        await runs.call(run, "s__read", {"k": 2}, 7, server.make)
+        await runs.call(run, "s__delete", {"k": 1}, 7, server.make)
+        await runs.end(run.id, 120)
+        assert len(searched) == 2 and loop not in searched, searched
+        assert list(runs._secret_answers[run.id]) == [1]
+        runs.runlog.approve_call(run.id)
+        resumed = await runs.register(script_hash="h")
+        assert await runs.call(resumed, "s__read", sent, 7, server.make) == answer
 
     anyio.run(scenario)
 
@@ -407,10 +452,7 @@ def test_a_diverging_replay_and_too_many_calls_stop_the_run(tmp_path: Path) -> N
 
     async def scenario() -> None:
         runs = book(tmp_path)
-        first = await runs.register(script_hash="h", script="code")
-        await runs.call(first, "s__read", {"k": 1}, 7, server.make)
-        await runs.call(first, "s__delete", {"k": 1}, 7, server.make)
-        await runs.end(first.id, 120)
+        first, _ = await stopped_run(runs, server, {"k": 1})
         resumed = await runs.register(resume=first.id)
         diverged = await runs.call(resumed, "s__read", {"k": 99}, 8, server.make)
         assert diverged[0] == 409 and json.loads(diverged[2])["error"] == "replay_diverged"
@@ -568,10 +610,7 @@ def test_a_resume_that_called_nothing_leaves_the_run_resumable(tmp_path: Path) -
 
     async def scenario() -> None:
         runs = book(tmp_path)
-        first = await runs.register(script_hash="h", script="code")
-        await runs.call(first, "s__read", {"k": 1}, 7, server.make)
-        await runs.call(first, "s__delete", {"k": 1}, 7, server.make)
-        await runs.end(first.id, 120)
+        first, _ = await stopped_run(runs, server, {"k": 1})
         runs.runlog.approve_call(first.id)
         failed = await runs.register(resume=first.id)
         ended = await runs.end(failed.id, 1)  # the check failed: the script never ran
@@ -597,6 +636,31 @@ def test_a_resume_that_called_nothing_leaves_the_run_resumable(tmp_path: Path) -
     anyio.run(scenario)
 
 
+def test_a_resume_that_called_nothing_leaves_the_secret_answers_for_the_next_one(
+    tmp_path: Path,
+) -> None:
+    """The answers of a stopped run that held a secret, kept whole in memory, are used up
+    only by a resume that used the approval: after one whose script failed its check, the
+    next resume replays them as they came, not as the log's ``***``."""
+    server = FakeServer()
+    sent = {"k": "topsecret-value"}
+
+    async def scenario() -> None:
+        runs = book(tmp_path)
+        first, answer = await stopped_run(runs, server, sent)
+        runs.runlog.approve_call(first.id)
+        failed = await runs.register(resume=first.id)
+        await runs.end(failed.id, 1)  # the check failed: the script never ran
+        assert failed.ended_answer()["resume_kept"] is True
+        second = await runs.register(resume=first.id)
+        assert await runs.call(second, "s__read", sent, 7, server.make) == answer
+        assert (await runs.call(second, "s__delete", {"k": 1}, 7, server.make))[0] == 200
+        await runs.end(second.id, 0)
+        assert first.id not in runs._secret_answers  # used: let go
+
+    anyio.run(scenario)
+
+
 @pytest.mark.parametrize("approval", ["tool", "policy"])
 def test_a_resume_approved_for_the_tool_goes_on_past_the_approved_call(
     tmp_path: Path, approval: str
@@ -611,10 +675,7 @@ def test_a_resume_approved_for_the_tool_goes_on_past_the_approved_call(
         runs = RunBook(
             RunLog(tmp_path / "runs.sqlite"), lambda: (), lambda q: decisions.get(q, "allow")
         )
-        first = await runs.register(script_hash="h", script="code")
-        await runs.call(first, "s__read", {"k": 1}, 7, server.make)
-        await runs.call(first, "s__delete", {"k": 1}, 7, server.make)
-        await runs.end(first.id, 120)
+        first, _ = await stopped_run(runs, server, {"k": 1})
         if approval == "tool":
             runs.runlog.approve_tool("s__delete")
         else:

@@ -99,6 +99,23 @@ def test_an_object_keyed_by_data_is_a_map_and_no_key_is_kept() -> None:
     assert set(fields["properties"]) == {"id", "Content-Type", "numberOfDaysRemaining", "x86_64"}
 
 
+def test_a_long_camel_case_field_name_with_digits_is_a_field_not_a_token() -> None:
+    """``base64EncodedContent``, ``x509CertificateChain``, ``p95LatencyMilliseconds``: words
+    with a few digits, read as tokens, made the whole object a map, and a correct script's
+    ``result.items.map(...)`` a type error (its type the union of every field's)."""
+    for name in (
+        "base64EncodedContent",
+        "x509CertificateChain",
+        "sha256HexDigestOfContent",
+        "iso8601FormattedTimestamp",
+        "p95LatencyMilliseconds",
+    ):
+        schema = learned({"items": [{"id": 1}], name: "x"})
+        assert set(schema.get("properties", {})) == {"items", name}, (name, schema)
+    for token in ("dGhpcyBpcyBhIHRlc3QgdG9rZW4x", "AKIAIOSFODNN7EXAMPLE", "a1b2c3d4e5f6a7b8c9d0"):
+        assert token not in repr(learned({token: 1, "id": 2})), token
+
+
 def test_a_stored_shape_keyed_by_data_loses_its_keys_on_load() -> None:
     """A ``result-shapes.json`` written before maps were has data as field names: the caps
     applied on load make it a map."""

@@ -58,13 +58,27 @@ _DATA_KEY = re.compile(
     re.DOTALL,
 )
 _TOKEN = re.compile(r"[A-Za-z0-9+/=_.-]{20,}")
+# camelCase words: a first word in lower case, then capitalised words of 3 letters or more
+_FIRST_WORD, _WORD = re.compile(r"^[a-z]+"), re.compile(r"[A-Z][a-z]{2,}")
+
+
+def _camel_words(name: str) -> bool:
+    """Whether ``name`` reads as camelCase words with a few digits between them
+    (``base64EncodedContent``, ``p95LatencyMilliseconds``): two capitalised words or more,
+    and words hold 80 % of its letters (a random token's short runs do not)."""
+    words = _WORD.findall(name)
+    if len(words) < 2:
+        return False
+    first = _FIRST_WORD.match(name)
+    worded = sum(map(len, words)) + (len(first.group()) if first else 0)
+    return worded * 5 >= sum(c.isalpha() for c in name) * 4
 
 
 def _token(name: str) -> bool:
     """20 characters or more of a token's alphabet that do not read as words: 4 digits or
     more, or, with no separator between words, 2 digits or half of the letters upper case
-    (a long camelCase field name has neither)."""
-    if _TOKEN.fullmatch(name) is None:
+    (a long camelCase field name has neither, or reads as words: ``_camel_words``)."""
+    if _TOKEN.fullmatch(name) is None or _camel_words(name):
         return False
     digits = sum(c.isdigit() for c in name)
     if digits >= 4:

@@ -53,6 +53,7 @@ from toolscript.gateway.results import tool_result
 from toolscript.gateway.runbook import Run, RunBook, approve_commands, call_named
 from toolscript.otherclients import MAX_CONFIG_BYTES
 from toolscript.pipeline.artifacts import Artifacts, CacheLayout, read_artifact
+from toolscript.pipeline.buildlock import BuildStopped
 from toolscript.pipeline.sources import SnapshotSource
 from toolscript.pipeline.tasks import (
     ARTIFACT_TASKS,
@@ -362,6 +363,8 @@ class Gateway:
         self._stopping_task: asyncio.Task[None] | None = None
         self._processes_stopped: anyio.Event | None = None  # (stop_processes under way)
         self._pipeline_lock = anyio.Lock()
+        # set when it stops: a build waiting for the lock another process's build holds ends
+        self._stop_building = threading.Event()
         early = early if early is not None else {}
         self.upstreams: dict[str, Upstream] = {
             server.name: upstream_for(
@@ -491,6 +494,7 @@ class Gateway:
             try:
                 yield self
             finally:
+                self._stop_building.set()
                 with anyio.CancelScope(shield=True):
                     await self.background.close()
                 self._background_scope.cancel()
@@ -512,6 +516,7 @@ class Gateway:
         it, for a program leaving with its gateway (the MCP face's, served in its process),
         whose requests in flight are its own and already ended."""
         loop = asyncio.get_running_loop()
+        self._stop_building.set()
         if self._closing_task is None:
             self.runs.closing = True
             self._closing_task = loop.create_task(self.background.close())  # held till done
@@ -861,6 +866,7 @@ class Gateway:
                 if self.search.embedder is not None
                 else None
             ),
+            stop=self._stop_building,
         )
         servers = list(self.config.enabled_servers)
         artifacts = Artifacts.load(self.layout, [s.name for s in servers])
@@ -934,6 +940,7 @@ class Gateway:
             indexing=SearchIndexing(
                 self.search.embedder, self.search.store, tools if self.search_index else None
             ),
+            stop=self._stop_building,
         )
         self.search.load_vectors()
         return_free_memory()  # what the index task read and dropped (tool documents, vectors)
@@ -961,6 +968,9 @@ class Gateway:
         try:
             async with self._pipeline_lock:
                 result = await anyio.to_thread.run_sync(self._build, snapshot)
+        except BuildStopped:  # it stops: another process's build held the cache meanwhile
+            log.info("artifacts: not built (stopping while another build held the cache)")
+            return
         except OSError as exc:
             # Never fatal: what was built before is still served, and calls never needed it.
             log.error(

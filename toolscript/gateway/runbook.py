@@ -498,7 +498,8 @@ class RunBook:
         if previous is not None:
             run.resumed_from = previous["id"]
             run.replay = await anyio.to_thread.run_sync(self.runlog.replay, previous["id"])
-            whole = self._secret_answers.pop(previous["id"], {})
+            # (let go when the resume uses the approval: ``end``)
+            whole = self._secret_answers.get(previous["id"], {})
             for entry in run.replay:  # the log's ``***`` made the script go another way
                 if entry["seq"] in whole:
                     entry["body"] = whole[entry["seq"]]
@@ -576,6 +577,8 @@ class RunBook:
                     run.resume_kept = await anyio.to_thread.run_sync(
                         self.runlog.release_resume, run.resumed_from
                     )
+            if run.resumed_from and not run.resume_kept:  # its answers kept whole: used up
+                self._secret_answers.pop(run.resumed_from, None)
             if run.id not in self._replays:  # its answers written for a resume, or not wanted
                 self._drop_answers(run)  # an ended run is kept (ENDED_KEPT), its results not
             if run.status != "awaiting_approval":
@@ -1067,40 +1070,41 @@ class RunBook:
                 return
             secrets_now = self._secrets_of()
 
-            def write() -> None:  # off the event loop: redaction and JSON cost per call
+            def write() -> dict[str, dict[int, bytes]]:
+                # off the event loop: redaction and JSON cost per call, and the search of
+                # each answer of a stopped run for a secret (up to REPLAY_BYTES of them)
                 rows = [run.row(secrets_now) | {"owner": self.owner} for run in runs]
                 call_rows = [_call_row(record, secrets_now) for record in calls]
-                replay = [
-                    _kept(entry, run.id, secrets_now)
-                    for run in replays.values()
-                    for entry in list(run.answered)
-                ]
+                replay: list[dict[str, Any]] = []
+                whole: dict[str, dict[int, bytes]] = {}  # the answers masked, as they came
+                for run in replays.values():
+                    for entry in list(run.answered):
+                        kept = _kept(entry, run.id, secrets_now)
+                        replay.append(kept)
+                        if kept["body"] is not entry["body"]:
+                            whole.setdefault(run.id, {})[int(entry["seq"])] = bytes(entry["body"])
                 self.runlog.write(runs=rows, calls=call_rows, replay=replay)
+                return whole
 
             try:
-                await anyio.to_thread.run_sync(write)
+                masked = await anyio.to_thread.run_sync(write)
             except ToolscriptError as exc:
                 self._keep_unwritten(calls, runs, replays, exc)
                 return
+            for run_id, answers in masked.items():
+                self._keep_secret_answers(run_id, answers)
             for run in replays.values():
-                self._keep_secret_answers(run, secrets_now)
                 self._drop_answers(run)  # written: a resume reads them from the log
             if self._unwritten_since is not None:
                 log.warning("runs: the run log is written again; nothing was lost")
                 self._unwritten_since = None
 
-    def _keep_secret_answers(self, run: Run, known: tuple[str, ...]) -> None:
-        """Keep in memory, as they came, the answers of ``run`` the log keeps as ``***``:
-        resumed through this gateway, the script sees what it saw (a server that sent its
-        token back, passed on to a later call, would else make the resume diverge)."""
-        whole = {
-            int(entry["seq"]): bytes(entry["body"])
-            for entry in run.answered
-            if may_hold_secret(entry["body"], known)
-        }
-        if not whole:
-            return
-        self._secret_answers[run.id] = whole
+    def _keep_secret_answers(self, run_id: str, whole: dict[int, bytes]) -> None:
+        """Keep in memory, as they came, the answers of run ``run_id`` the log keeps as
+        ``***`` (``whole``, by seq): resumed through this gateway, the script sees what it saw
+        (a server that sent its token back, passed on to a later call, would else make the
+        resume diverge). The oldest runs' go past SECRET_ANSWERS_TOTAL."""
+        self._secret_answers[run_id] = whole
         sizes = {key: sum(map(len, kept.values())) for key, kept in self._secret_answers.items()}
         for oldest in list(self._secret_answers)[:-1]:
             if sum(sizes.values()) <= SECRET_ANSWERS_TOTAL:
@@ -1139,7 +1143,8 @@ _NOT_ANSWERED = frozenset(
 def _kept(entry: dict[str, Any], run_id: str, known: tuple[str, ...]) -> dict[str, Any]:
     """An answer as the log keeps it for a resume: a configured secret in a result is kept
     as ``***`` (the log holds none), which is what a script resumed by another gateway sees
-    (this one keeps the answer whole in memory: ``RunBook._keep_secret_answers``)."""
+    (this one keeps the answer whole in memory: ``RunBook._keep_secret_answers``). Its body
+    is the entry's own object unless it was masked."""
     body: bytes = entry["body"]
     if may_hold_secret(body, known):  # in any spelling (a base64 of it, a run of it)
         body = redact(body.decode("utf-8", "replace"), known).encode()

@@ -7,20 +7,24 @@ the gateway built (after a server's ``tools/list_changed``) fetched the server a
 wrote its own tool list over the one the gateway learned, and then said everything was up
 to date while the gateway served other tools. The lock is ``flock`` on ``.build.lock`` in
 the cache directory (Linux and macOS; released by the OS when its process ends), opened
-without following a link (a cloned repository's ``.toolscript/`` is not trusted).
+without following a link (a cloned repository's ``.toolscript/`` is not trusted). A build
+waiting for it gives up when its ``stop`` event is set (``BuildStopped``): a gateway asked
+to stop does not wait for another process's build.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["BUILD_LOCK_WAIT", "build_lock", "hold_build_lock"]
+__all__ = ["BUILD_LOCK_WAIT", "BuildStopped", "build_lock", "hold_build_lock"]
 
 log = logging.getLogger("toolscript.pipeline")
 
@@ -29,24 +33,35 @@ _POLL = 0.1
 LOCK_NAME = ".build.lock"
 
 
+class BuildStopped(Exception):
+    """A build waiting for the lock was stopped (its process is stopping): nothing built."""
+
+
 def _open(root: Path) -> int:
     path = root / LOCK_NAME
     flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         return os.open(path, flags, 0o600)
-    except OSError:  # a link or a folder planted there: made anew
+    except OSError as exc:
+        # A link or a folder planted there (or a socket) is made anew; any other failure
+        # (no descriptor left, no permission) keeps the file: another build may hold it.
+        if exc.errno not in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
+            raise
         with contextlib.suppress(OSError):
             path.unlink()
         return os.open(path, flags | os.O_EXCL, 0o600)
 
 
 def hold_build_lock(
-    root: Path, waiting: Callable[[], object], wait: float = BUILD_LOCK_WAIT
+    root: Path,
+    waiting: Callable[[], object],
+    wait: float = BUILD_LOCK_WAIT,
+    stop: threading.Event | None = None,
 ) -> int | None:
     """Take the build lock of the cache directory ``root``; its descriptor (close it to
     let go), or None when it could not be opened or another build held it past ``wait``
     seconds (the build goes on, as it did before there was a lock). ``waiting`` is called
-    once when another build holds it."""
+    once when another build holds it. Raise BuildStopped when ``stop`` is set while it waits."""
     try:
         descriptor = _open(root)
     except OSError as exc:
@@ -71,16 +86,23 @@ def hold_build_lock(
             log.warning("pipeline: another build of %s held it %.0f s; building anyway", root, wait)
             os.close(descriptor)
             return None
-        time.sleep(_POLL)
+        if stop is None:
+            time.sleep(_POLL)
+        elif stop.wait(_POLL):
+            os.close(descriptor)
+            raise BuildStopped(f"stopped while another build of {root} held its lock")
 
 
 @contextlib.contextmanager
-def build_lock(root: Path, wait: float = BUILD_LOCK_WAIT) -> Iterator[None]:
+def build_lock(
+    root: Path, wait: float = BUILD_LOCK_WAIT, stop: threading.Event | None = None
+) -> Iterator[None]:
     """Hold the build lock of ``root`` for the block (see ``hold_build_lock``)."""
     descriptor = hold_build_lock(
         root,
         lambda: log.info("pipeline: waiting for another build of %s (a `doit`?)", root),
         wait,
+        stop,
     )
     try:
         yield

@@ -477,29 +477,22 @@ class RunLog:
     def claim_resume(self, run_id: str) -> bool:
         """Mark a run that stopped for approval as resumed, once: False when another resume
         claimed it first (or it no longer waits), so two resumes never both replay it."""
-
-        def work(db: Any) -> bool:
-            with db.conn:
-                cursor = db.execute(
-                    "UPDATE runs SET status = 'resumed' WHERE id = ? "
-                    "AND status = 'awaiting_approval'",
-                    [run_id],
-                )
-            return bool(cursor.rowcount)
-
-        return bool(self._run(work))
+        return self._move_status(run_id, "awaiting_approval", "resumed")
 
     def release_resume(self, run_id: str) -> bool:
         """Let a run claimed by a resume wait for one again (the resume made no call: its
         script failed its check, or ended before calling anything); False when it was not
         claimed."""
+        return self._move_status(run_id, "resumed", "awaiting_approval")
+
+    def _move_status(self, run_id: str, was: str, now: str) -> bool:
+        """Set the run's status to ``now`` if it is ``was``, in one statement (two
+        processes sharing the log never both move it); whether it moved."""
 
         def work(db: Any) -> bool:
             with db.conn:
                 cursor = db.execute(
-                    "UPDATE runs SET status = 'awaiting_approval' WHERE id = ? "
-                    "AND status = 'resumed'",
-                    [run_id],
+                    "UPDATE runs SET status = ? WHERE id = ? AND status = ?", [now, run_id, was]
                 )
             return bool(cursor.rowcount)
 

@@ -10,6 +10,7 @@ change leaves everything downstream up to date.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from toolscript.codegen.fingerprint import generator_fingerprint
@@ -87,12 +88,16 @@ def run_pipeline(
     tasks: list[str] | None = None,
     command: str = "run",
     indexing: SearchIndexing | None = None,
+    stop: threading.Event | None = None,
 ) -> PipelineResult:
-    """Run doit in-process; returns which tasks executed and what failed."""
+    """Run doit in-process; returns which tasks executed and what failed. ``stop``: set, a
+    wait for another build's lock ends (``buildlock.BuildStopped``)."""
     if tasks is None:
         tasks = TASK_ORDER if indexing is not None else ARTIFACT_TASKS
     make_cache_dir(layout.root)
-    with build_lock(layout.root):  # a standalone `doit` of the project waits, or is waited for
+    with build_lock(
+        layout.root, stop=stop
+    ):  # a standalone `doit` of the project waits, or is waited for
         namespace = build_tasks(config, layout, source, indexing)
         for database in (layout.dep_file, layout.catalogue):
             discard_if_damaged(database)
