@@ -262,6 +262,7 @@ def discard_unchecked(cache: Path) -> bool:
         if (cache / name).exists():
             found = True
             aside = cache / f".{name}-unchecked-{secrets.token_hex(6)}"
+            os.chmod(cache / name, 0o700)  # a read-only folder moves anywhere its owner says
             os.rename(cache / name, aside)
             _remove(aside)
     write_private(cache / CHECKED_MARKER, "packages fetched with their locks checked\n")
