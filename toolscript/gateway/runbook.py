@@ -207,6 +207,8 @@ class Run:
     replayed: int = 0  # how many of them were answered again
     resume_call: tuple[str, str] | None = None  # (tool, digest) the resumed run stopped at
     resume_kept: bool = False  # it made no call: the run it resumed waits for a resume again
+    # the resumed run's answers kept whole in memory, given back should it wait again
+    resumed_whole: dict[int, bytes] = field(default_factory=dict)
     seq: int = 0
     answered: list[dict[str, Any]] = field(default_factory=list)  # this run's, for a resume
     records: list[dict[str, Any]] = field(default_factory=list)  # every call, for --trace
@@ -499,6 +501,7 @@ class RunBook:
             run.resumed_from = previous["id"]
             run.replay = await anyio.to_thread.run_sync(self.runlog.replay, previous["id"])
             whole = self._secret_answers.pop(previous["id"], {})
+            run.resumed_whole = whole
             for entry in run.replay:  # the log's ``***`` made the script go another way
                 if entry["seq"] in whole:
                     entry["body"] = whole[entry["seq"]]
@@ -576,6 +579,10 @@ class RunBook:
                     run.resume_kept = await anyio.to_thread.run_sync(
                         self.runlog.release_resume, run.resumed_from
                     )
+                if run.resume_kept and run.resumed_whole:  # its next resume replays them too
+                    self._secret_answers.setdefault(run.resumed_from, run.resumed_whole)
+                    self._bound_secret_answers()
+            run.resumed_whole = {}
             if run.id not in self._replays:  # its answers written for a resume, or not wanted
                 self._drop_answers(run)  # an ended run is kept (ENDED_KEPT), its results not
             if run.status != "awaiting_approval":
@@ -1101,6 +1108,10 @@ class RunBook:
         if not whole:
             return
         self._secret_answers[run.id] = whole
+        self._bound_secret_answers()
+
+    def _bound_secret_answers(self) -> None:
+        """The oldest runs' whole answers go past ``SECRET_ANSWERS_TOTAL`` (the newest kept)."""
         sizes = {key: sum(map(len, kept.values())) for key, kept in self._secret_answers.items()}
         for oldest in list(self._secret_answers)[:-1]:
             if sum(sizes.values()) <= SECRET_ANSWERS_TOTAL:
