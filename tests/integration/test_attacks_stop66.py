@@ -26,6 +26,7 @@ repository's reach.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -66,3 +67,41 @@ def test_a_flood_of_runs_leaves_the_run_awaiting_approval(small_log: Any) -> Non
     assert resumed.returncode == 0, resumed.stderr
     assert "finished" in resumed.stdout
     assert journal_tools(journal) == ["write_record", "delete_record"]
+
+
+PROXY_PROBE = """import { tools } from "toolscript";
+const records: any = tools.records;
+const seen: Record<string, string> = {};
+for (const name of ["deleteRecord", "delete_record", "../../runs", "..", "x/../../health"]) {
+  try {
+    await records[name]({ key: "a" });
+    seen[name] = "called";
+  } catch (error) {
+    seen[name] = String((error as Error).message).slice(0, 120);
+  }
+}
+seen.proto = typeof records.__proto__;
+seen.then = typeof records.then;
+seen.symbol = typeof records[Symbol.iterator];
+console.log(JSON.stringify(seen));
+"""
+
+
+def test_the_tools_proxy_reaches_no_tool_left_out_nor_a_gateway_route(tmp_path: Path) -> None:
+    journal = tmp_path / "journal.jsonl"
+    config = records_config(journal)
+    config["mcpServers"]["records"]["excludeTools"] = ["delete_*"]
+    gateway = GatewayProcess(config, tmp_path)
+    try:
+        done = exec_script(gateway.directory, PROXY_PROBE, "--no-check")
+    finally:
+        gateway.stop()
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert all(seen[name] != "called" for name in seen if name not in ("proto", "then", "symbol"))
+    assert all(
+        "not found" in seen[name] or "no tool" in seen[name].lower()
+        for name in ("deleteRecord", "delete_record", "../../runs", "..", "x/../../health")
+    ), seen
+    assert (seen["proto"], seen["then"], seen["symbol"]) == ("undefined", "undefined", "undefined")
+    assert journal_tools(journal) == []
