@@ -105,3 +105,28 @@ def test_the_tools_proxy_reaches_no_tool_left_out_nor_a_gateway_route(tmp_path: 
     ), seen
     assert (seen["proto"], seen["then"], seen["symbol"]) == ("undefined", "undefined", "undefined")
     assert journal_tools(journal) == []
+
+
+LARGE_VALUE = (
+    'return { total: 3000, items: Array.from({ length: 3000 }, (_, i) => ({ id: i, pad: "x"'
+    ".repeat(200) })) };"
+)
+
+
+def test_kept_outputs_of_two_projects_share_one_budget(tmp_path: Path) -> None:
+    """Each project kept its own 512 MB (TOOLSCRIPT_KEPT_OUTPUT_MB): a folder made per run
+    filled the disk. Here 1 MB for both projects, each run keeping about 0.7 MB."""
+    from tests.integration.test_kept_outputs import _exec
+
+    home = tmp_path / "home"
+    kept = []
+    for name in ("one", "two"):
+        project = tmp_path / name
+        project.mkdir()
+        done = _exec(home, project, LARGE_VALUE, TOOLSCRIPT_KEPT_OUTPUT_MB="1")
+        assert done.returncode == 123, done.stderr[-2000:]
+        assert "the whole output is in" in done.stderr, done.stderr[-2000:]
+        kept.append(done.stderr.split("the whole output is in ", 1)[1].split(" (", 1)[0])
+    files = [path for path in home.rglob("output.txt") if path.is_file()]
+    assert sum(path.stat().st_size for path in files) <= 1024 * 1024
+    assert [str(path) for path in files] == [kept[1]]  # the older project's went first
