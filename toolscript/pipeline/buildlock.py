@@ -16,6 +16,8 @@ import contextlib
 import fcntl
 import logging
 import os
+import shutil
+import stat
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,14 +32,26 @@ LOCK_NAME = ".build.lock"
 
 
 def _open(root: Path) -> int:
+    """The lock file, a regular file of its own: a link, a folder or a FIFO planted there
+    (a cloned repository's ``.toolscript/``; a folder turned the lock off) is made anew."""
     path = root / LOCK_NAME
-    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        return os.open(path, flags, 0o600)
-    except OSError:  # a link or a folder planted there: made anew
-        with contextlib.suppress(OSError):
-            path.unlink()
-        return os.open(path, flags | os.O_EXCL, 0o600)
+    flags = (
+        os.O_RDWR
+        | os.O_CREAT
+        | os.O_NONBLOCK
+        | getattr(os, "O_NOFOLLOW", 0)
+        | getattr(os, "O_CLOEXEC", 0)
+    )
+    with contextlib.suppress(OSError):
+        descriptor = os.open(path, flags, 0o600)
+        if stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return descriptor
+        os.close(descriptor)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        path.unlink()
+    return os.open(path, flags | os.O_EXCL, 0o600)
 
 
 def hold_build_lock(
