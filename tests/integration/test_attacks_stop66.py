@@ -13,6 +13,8 @@ What got through, now closed (each test performs the attack):
 - Result keys holding a person's data that the map rule missed (names with spaces, phone
   numbers, a user name per call) named fields of the agent's module (unit:
   test_attacks_stop66_shapes).
+- A `.build.lock` planted as a folder turned the build lock off (unit:
+  test_attacks_stop66_buildlock).
 
 What held: a `.build.lock` planted as a link (replaced, its target untouched), a 10 GB
 file (never read) or a FIFO (locked, never waited on); the Proxy on each server's tools
