@@ -53,7 +53,8 @@ OPEN = "open"  # a kind for what is past a cap: rendered as unknown
 _DATA_KEY = re.compile(
     r"[^@\s]+@[^@\s]+\.[^@\s]+"  # an email address
     r"|[a-z][a-z0-9+.-]*://.*|[/~\\].*|\.{1,2}[/\\].*|[A-Za-z]:[/\\].*"  # a URL or a path
-    r"|[-+]?[0-9][0-9.,:_ -]*"  # a number, a date, a time, a version
+    r"|[-+(]?[0-9][0-9.,:_ ()/-]*"  # a number, a date, a time, a version, a phone number
+    r"|.*\s.*"  # words with a space between them: a name, a title, a person's column
     r"|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",  # a UUID
     re.DOTALL,
 )
@@ -91,8 +92,17 @@ def _token(name: str) -> bool:
 
 def data_key(name: str) -> bool:
     """Whether an object's key is data (the object a map): an email address, a URL or path,
-    a number or date, a UUID, or a token (``_token``: a field name of a real API is words)."""
+    a number, date or phone number, words with a space between them (a person's name, a
+    column of theirs), a UUID, or a token (``_token``: a field name of a real API is words).
+    An object of more than ``MAX_FIELDS`` keys is a map too (``_keyed_by_data``)."""
     return _DATA_KEY.fullmatch(name) is not None or _token(name)
+
+
+def _keyed_by_data(keys: Any) -> bool:
+    """An object is a map: one of its ``keys`` is data, or they are more than an object's
+    fields may be (a server's results keyed by user names, one learned per call, each kept
+    as a field up to the cap)."""
+    return len(keys) > MAX_FIELDS or any(data_key(str(key)) for key in keys)
 
 
 def _kind(value: Any) -> str:
@@ -122,7 +132,7 @@ def _scan(value: Any, depth: int, left: list[int]) -> dict[str, Any]:
     if kind in ("object", "array") and (depth >= MAX_DEPTH or left[0] < 0):
         return {"n": 1, "types": {OPEN: {}}}
     if kind == "object":
-        if any(data_key(str(key)) for key in value):
+        if _keyed_by_data(value):
             values: dict[str, Any] | None = None
             for item in list(value.values())[:MAX_ELEMENTS]:
                 if left[0] <= 0:
@@ -171,7 +181,7 @@ def bounded(shape: Any, nodes: int = MAX_NODES) -> dict[str, Any]:
                 fields = fields if isinstance(fields, dict) else {}
                 kept: dict[str, Any] = {}
                 trimmed: dict[str, Any] = {"n": _count(detail), "fields": kept}
-                if "values" in detail or any(data_key(str(name)) for name in fields):
+                if "values" in detail or _keyed_by_data(fields):
                     # a map (or a stored object keyed by data, learned before maps were)
                     values = _map_values(detail.get("values"), fields)
                     trimmed["values"] = None
@@ -254,7 +264,11 @@ def merge(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any] 
         left, right = a["types"].get(kind), b["types"].get(kind)
         if left is None or right is None:
             types[kind] = left if right is None else right
-        elif kind == "object" and ("values" in left or "values" in right):
+        elif kind == "object" and (
+            "values" in left
+            or "values" in right
+            or len({*left["fields"], *right["fields"]}) > MAX_FIELDS  # keyed by data
+        ):
             values = _map_values(left.get("values"), left["fields"])
             values = merge(values, _map_values(right.get("values"), right["fields"]))
             types[kind] = {"n": left["n"] + right["n"], "fields": {}, "values": values}

@@ -56,7 +56,7 @@ from toolscript.plumbing.denobinary import (
 from toolscript.plumbing.paths import user_cache_dir
 from toolscript.plumbing.privatefile import write_private
 from toolscript.plumbing.processes import signal_quietly
-from toolscript.store.outputs import errors_file, kept_output_limit
+from toolscript.store.outputs import KeptOutput, errors_file, kept_output_limit
 from toolscript.store.packages import (
     Packages,
     declare_hint,
@@ -578,7 +578,7 @@ class _SpillingPump(_Pump):
         self.limit = limit
         self.printed = bytearray()  # kept to start the file with, should it be needed
         self.held = bytearray()  # the start of what did not fit, for the preview
-        self.file: IO[bytes] | None = None
+        self.file: KeptOutput | None = None
         self.spilling = False
         self.unkept: OSError | None = None
         self.total = 0
@@ -672,17 +672,21 @@ class _SpillingPump(_Pump):
                 f"the whole output is in {self.spill} (filter inside the script, or read the file)"
             )
         from toolscript.plumbing.paths import storage_error
+        from toolscript.store.outputs import BudgetFull
 
         if isinstance(self.unkept, FileNotFoundError):
             why = f"{self.spill} was deleted while it was written"
             hint = "another program removed it; run again to keep it"
+        elif isinstance(self.unkept, BudgetFull):
+            why = str(self.unkept.strerror)
+            hint = "outputs still being written hold the rest"
         else:
             error = storage_error(self.unkept, self.spill.parent)
             why, hint = error.message, error.hint or ""
         return f"the whole output could not be kept: {why} ({hint}); filter inside the script"
 
 
-def _give_up(file: IO[bytes] | None, spill: Path) -> None:
+def _give_up(file: KeptOutput | None, spill: Path) -> None:
     """A file of output that cannot be kept whole: closed and removed (its run's folder
     too, when nothing else is in it)."""
     if file is not None:
@@ -717,7 +721,7 @@ class _ErrorsPump(_Pump):
         self.held = bytearray()  # the last ``kept`` bytes of what did not fit
         self.cut = 0  # bytes of what did not fit that are not held
         self.cutting = False
-        self.file: IO[bytes] | None = None
+        self.file: KeptOutput | None = None
         self.written = 0
         self.unkept: OSError | None = None
 

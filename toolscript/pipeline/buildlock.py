@@ -19,6 +19,8 @@ import errno
 import fcntl
 import logging
 import os
+import shutil
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -38,18 +40,32 @@ class BuildStopped(Exception):
 
 
 def _open(root: Path) -> int:
+    """The lock file, a regular file of its own: a link, a folder or a FIFO planted there
+    (a cloned repository's ``.toolscript/``; a folder turned the lock off) is made anew."""
     path = root / LOCK_NAME
-    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    flags = (
+        os.O_RDWR
+        | os.O_CREAT
+        | os.O_NONBLOCK
+        | getattr(os, "O_NOFOLLOW", 0)
+        | getattr(os, "O_CLOEXEC", 0)
+    )
     try:
-        return os.open(path, flags, 0o600)
+        descriptor = os.open(path, flags, 0o600)
     except OSError as exc:
-        # A link or a folder planted there (or a socket) is made anew; any other failure
-        # (no descriptor left, no permission) keeps the file: another build may hold it.
+        # A link, a folder or a socket is made anew; any other failure (no descriptor left,
+        # no permission) keeps the file: another build may hold it.
         if exc.errno not in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
             raise
-        with contextlib.suppress(OSError):
-            path.unlink()
-        return os.open(path, flags | os.O_EXCL, 0o600)
+    else:
+        if stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return descriptor
+        os.close(descriptor)  # a FIFO
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        path.unlink()
+    return os.open(path, flags | os.O_EXCL, 0o600)
 
 
 def hold_build_lock(

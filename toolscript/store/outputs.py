@@ -11,6 +11,12 @@ A script's output shown to a person (a terminal, the MCP face's text) has its co
 characters made visible (``visible_controls``): a script must not set the terminal's title,
 write its clipboard (OSC 52) or clear the screen.
 
+That byte budget is also shared by the kept outputs of every project, across processes, as
+they are written (``KeptOutput``): each file reserves its room under a lock in the folder of
+every project's state before it grows, the oldest finished outputs of any project going
+first, and a file that finds no room is not kept (many runs, or projects, each writing
+their 512 MB filled the disk).
+
 Stdlib only: the exec path imports it.
 """
 
@@ -18,6 +24,8 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import errno
+import fcntl
 import json
 import os
 import re
@@ -28,6 +36,8 @@ from typing import Any, TextIO
 __all__ = [
     "KEEP",
     "MAX_BYTES",
+    "BudgetFull",
+    "KeptOutput",
     "VisibleControls",
     "error_lines",
     "errors_file",
@@ -106,15 +116,168 @@ def kept_output_limit() -> int:
         return MAX_BYTES
 
 
-def open_output(path: Path) -> Any:
+RESERVE_STEP = 8 * 1024 * 1024  # room a kept file reserves at a time
+RESERVED_SUFFIX = ".reserved"  # beside a file being written: the bytes it reserved
+SHARED_LOCK_NAME = ".kept-outputs.lock"
+
+
+class BudgetFull(OSError):
+    """The kept outputs of all runs take their whole budget: this one is not kept."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            errno.ENOSPC,
+            f"the kept outputs of all runs reached their {limit // (1024 * 1024)} MB "
+            "(set TOOLSCRIPT_KEPT_OUTPUT_MB for more)",
+        )
+
+
+def _projects_folder(path: Path) -> Path:
+    """The folder of every project's state, for a run's output file ``path``
+    (``<projects>/<project>/runs/<run id>/output.txt``)."""
+    return path.parents[3] if len(path.parents) > 3 else path.parent
+
+
+@contextlib.contextmanager
+def _shared_lock(projects: Path) -> Any:
+    descriptor = os.open(
+        projects / SHARED_LOCK_NAME,
+        os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0),
+        0o600,
+    )
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
+
+
+def _being_written(folder: Path) -> bool:
+    """A kept file of ``folder`` is held by its writer (an flock the OS lets go when that
+    process ends, however it ends)."""
+    for name in ("output.txt", "errors.txt"):
+        try:
+            descriptor = os.open(folder / name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            continue
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        finally:
+            os.close(descriptor)
+    return False
+
+
+def _held(folder: Path, skip: str = "") -> int:
+    """Bytes ``folder`` takes of the budget: each of its files, or the room its writer
+    reserved for it (``<name>.reserved``) when that is more; ``skip`` names a file not
+    counted."""
+    try:
+        entries = {entry.name: entry for entry in os.scandir(folder)}
+    except OSError:
+        return 0
+    held = 0
+    for name, entry in entries.items():
+        if name == skip or name.endswith(RESERVED_SUFFIX):
+            continue
+        size = reserved = 0
+        with contextlib.suppress(OSError):
+            if entry.is_file(follow_symlinks=False):
+                size = entry.stat(follow_symlinks=False).st_size
+        if name + RESERVED_SUFFIX in entries:
+            with contextlib.suppress(OSError, ValueError):
+                reserved = int((folder / (name + RESERVED_SUFFIX)).read_text() or 0)
+        held += max(size, reserved)
+    return held
+
+
+def _run_folders(projects: Path) -> list[tuple[float, Path]]:
+    """Every project's kept run folders: (modified, folder)."""
+    found: list[tuple[float, Path]] = []
+    with contextlib.suppress(OSError):
+        for project in os.scandir(projects):
+            with contextlib.suppress(OSError):
+                if not project.is_dir(follow_symlinks=False):
+                    continue
+                for run in os.scandir(Path(project.path) / "runs"):
+                    with contextlib.suppress(OSError):
+                        if run.is_dir(follow_symlinks=False):
+                            found.append((run.stat(follow_symlinks=False).st_mtime, Path(run.path)))
+    return found
+
+
+class KeptOutput:
+    """A run's output file written within the budget all kept outputs share
+    (``kept_output_limit()``): it grows only into room it reserved; a write that finds none
+    raises ``BudgetFull`` (the caller drops the file, as when the disk is full)."""
+
+    def __init__(self, path: Path, descriptor: int) -> None:
+        self.path = path
+        self._file = os.fdopen(descriptor, "wb", buffering=0)
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)  # being written
+        self.written = 0
+        self.reserved = 0
+        self._reservation = path.with_name(path.name + RESERVED_SUFFIX)
+
+    def fileno(self) -> int:
+        return self._file.fileno()
+
+    def write(self, data: bytes) -> int:
+        if self.written + len(data) > self.reserved:
+            self._reserve(self.written + len(data) - self.reserved)
+        self._file.write(data)
+        self.written += len(data)
+        return len(data)
+
+    def _reserve(self, needed: int) -> None:
+        limit = kept_output_limit()
+        projects = _projects_folder(self.path)
+        mine = self.path.parent
+        with _shared_lock(projects):
+            folders = sorted(_run_folders(projects))  # the oldest first
+            others = {folder: _held(folder) for _, folder in folders if folder != mine}
+            mine_now = _held(mine, skip=self.path.name)  # a file of the run beside this one
+            for step in (max(needed, RESERVE_STEP), needed):
+                room = limit - sum(others.values()) - mine_now - self.reserved
+                for folder in list(others):
+                    if room >= step:
+                        break
+                    if not _being_written(folder):
+                        shutil.rmtree(folder, ignore_errors=True)
+                        room += others.pop(folder)
+                if room >= step:
+                    self.reserved += step
+                    # (its folder pruned meanwhile: the file is gone, its writer finds it so)
+                    with contextlib.suppress(FileNotFoundError):
+                        self._reservation.write_text(str(self.reserved))
+                    return
+        raise BudgetFull(limit)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._reservation.unlink()
+        self._file.close()
+
+    def __enter__(self) -> KeptOutput:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def open_output(path: Path) -> KeptOutput:
     """A run's output file (``output_file``) opened for binary writing, readable by its user
-    only (its folder 0700), once the outputs of older runs past the retention are dropped.
-    Raises ``OSError`` when the folder cannot hold it (read-only, full, not a folder)."""
+    only (its folder 0700), once the outputs of older runs past the retention are dropped;
+    its writes stay within the budget all runs share (``KeptOutput``). Raises ``OSError``
+    when the folder cannot hold it (read-only, full, not a folder)."""
     prune_outputs(path.parent.parent, keep=KEEP - 1)  # with this one: KEEP
     for attempt in range(3):
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         try:
-            return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
+            return KeptOutput(
+                path, os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            )
         except FileNotFoundError:  # another run's pruning took the new folder: make it again
             if attempt == 2:
                 raise

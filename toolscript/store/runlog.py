@@ -19,7 +19,8 @@ never inside the project). Tables:
 
 No secret of the config is ever written: the gateway redacts arguments and messages before
 they get here. ``PRAGMA user_version`` holds the schema version; ``MIGRATIONS`` bring an
-older file up to date. Retention: the newest ``keep`` runs, and no more than ``max_bytes``.
+older file up to date. Retention: the newest ``keep`` runs, and no more than ``max_bytes``;
+runs awaiting approval apart (``AWAITING_KEEP``), never evicted by others.
 """
 
 from __future__ import annotations
@@ -124,6 +125,12 @@ SCHEMA_VERSION = len(MIGRATIONS)
 # gateway ends a run in a few milliseconds without the checkpoint's syncs; a burst of runs
 # is checkpointed once).
 CHECKPOINT_DELAY = 0.5
+# Runs awaiting approval kept apart from the newest ``keep``, per URL that registered them
+# (the agent's, the owner's): a flood of other runs never evicts them.
+AWAITING_KEEP = 200
+# Statuses the count and size retention leave alone: live runs, and those awaiting approval
+# (kept by AWAITING_KEEP).
+_KEPT_STATUSES = "'running', 'prompting', 'awaiting_approval'"
 
 
 class RunLog:
@@ -350,31 +357,50 @@ class RunLog:
         self._run(work)
 
     def _prune(self, db: Any) -> None:
-        """Drop the oldest runs past ``keep``, then past ``max_bytes`` (never a live one)."""
+        """Drop the oldest runs past ``keep``, then past ``max_bytes`` (never a live one).
+
+        A run awaiting approval is not one of them: a flood of trivial runs (an agent's
+        scripts, one after another) evicted the run a person was about to approve. Those
+        are kept apart, the newest ``AWAITING_KEEP`` of the agent's URL and as many of the
+        owner's, and go past ``max_bytes`` only once no other ended run is left."""
+        ended = f"status NOT IN ({_KEPT_STATUSES})"
         old = [
             row[0]
             for row in db.execute(
-                "SELECT id FROM runs WHERE status NOT IN ('running', 'prompting') ORDER BY started DESC LIMIT -1 "
-                "OFFSET ?",
+                f"SELECT id FROM runs WHERE {ended} ORDER BY started DESC LIMIT -1 OFFSET ?",
                 [self.keep],
             )
         ]
-        self._drop(db, old)
-        while self._size(db) > self.max_bytes:
-            total = db.execute(
-                "SELECT count(*) FROM runs WHERE status NOT IN ('running', 'prompting')"
-            ).fetchone()[0]
-            if total == 0:
-                break
-            oldest = [
+        for by_agent in (0, 1):
+            old += [
                 row[0]
                 for row in db.execute(
-                    "SELECT id FROM runs WHERE status NOT IN ('running', 'prompting') ORDER BY started LIMIT ?",
-                    [max(1, total // 10)],
+                    "SELECT id FROM runs WHERE status = 'awaiting_approval' AND by_agent = ? "
+                    "ORDER BY started DESC LIMIT -1 OFFSET ?",
+                    [by_agent, AWAITING_KEEP],
                 )
             ]
+        self._drop(db, old)
+        while self._size(db) > self.max_bytes:
+            oldest = self._oldest(db, ended) or self._oldest(db, "status = 'awaiting_approval'")
+            if not oldest:
+                break
             self._drop(db, oldest)
             db.execute("PRAGMA incremental_vacuum")
+
+    @staticmethod
+    def _oldest(db: Any, where: str) -> list[str]:
+        """The oldest tenth (at least one) of the runs ``where`` names."""
+        total = db.execute(f"SELECT count(*) FROM runs WHERE {where}").fetchone()[0]
+        if total == 0:
+            return []
+        return [
+            row[0]
+            for row in db.execute(
+                f"SELECT id FROM runs WHERE {where} ORDER BY started LIMIT ?",
+                [max(1, total // 10)],
+            )
+        ]
 
     @staticmethod
     def _size(db: Any) -> int:
