@@ -137,6 +137,6 @@ def _meets(candidate: _Version, raw: str, op: str, text: str, clause: str) -> bo
     # "~=": at least this version, within its last release number but one.
     if len(bound.release) < 2:
         raise InvalidSpecifier(f"{clause!r}: ~= needs at least two release numbers (~=3.10)")
-    prefix = bound.release[:-1]
-    padded = candidate.release + (0,) * (len(prefix) - len(candidate.release))
-    return mine >= theirs and padded[: len(prefix)] == prefix
+    kept = bound.release[:-1]
+    padded = candidate.release + (0,) * (len(kept) - len(candidate.release))
+    return mine >= theirs and padded[: len(kept)] == kept
