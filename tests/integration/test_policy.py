@@ -184,6 +184,39 @@ def test_tool_approval_lasts_across_restarts_and_revokes(tmp_path: Path) -> None
     assert journal_tools(journal).count("delete_record") == 1
 
 
+def test_an_always_approval_does_not_follow_a_repointed_entry(tmp_path: Path) -> None:
+    """An "always" approval holds for the server it was given for: the entry repointed to
+    another command (and trusted again) asks again, and approving that binds anew."""
+    import shutil
+
+    from tests.helpers import RECORDS_SERVER
+
+    journal = tmp_path / "journal.jsonl"
+    config = records_config(journal)
+    gateway = GatewayProcess(config, tmp_path)
+    try:
+        approved = toolscript_cli("approve", "--tool", "records.delete_record", cwd=tmp_path)
+        assert approved.returncode == 0, approved.stderr
+        assert gateway.call("records__delete_record", {"key": "a"}).status_code == 200
+    finally:
+        gateway.stop()
+    other = tmp_path / "other_records_server.py"
+    shutil.copy(RECORDS_SERVER, other)
+    config["mcpServers"]["records"]["args"] = [str(other)]
+    gateway = GatewayProcess(config, tmp_path)
+    try:
+        asked = gateway.call("records__delete_record", {"key": "b"})
+        assert asked.status_code == 403 and asked.json()["error"] == "approval_required"
+        stopped = exec_script(tmp_path, WRITE_THEN_DELETE)
+        assert stopped.returncode == 120, stopped.stderr
+        again = toolscript_cli("approve", "--tool", "records.delete_record", cwd=tmp_path)
+        assert again.returncode == 0, again.stderr
+        assert gateway.call("records__delete_record", {"key": "b"}).status_code == 200
+    finally:
+        gateway.stop()
+    assert journal_tools(journal).count("delete_record") == 2
+
+
 def test_deny_hides_the_tool_and_refuses_calls(tmp_path: Path) -> None:
     journal = tmp_path / "journal.jsonl"
     config = records_config(journal, policy={"drop_*": "deny", "delete_record": "allow"})

@@ -137,9 +137,9 @@ def test_the_run_log_migrates_approves_and_prunes(tmp_path: Path) -> None:
     assert runlog.run("run1") is None and runlog.run("run3")["calls_made"][0]["tool"] == "a__b"
     assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert path.stat().st_mode & 0o777 == 0o600
-    assert runlog.approve_tool("a__b") and not runlog.approve_tool("a__b")
-    assert runlog.tool_approved("a__b")
-    assert runlog.revoke_tool("a__b") and not runlog.tool_approved("a__b")
+    assert runlog.approve_tool("a__b", "one") and not runlog.approve_tool("a__b", "one")
+    assert runlog.tool_approved("a__b", "one")
+    assert runlog.revoke_tool("a__b") and not runlog.tool_approved("a__b", "one")
     with pytest.raises(ValueError):
         runlog.approve_call("run3")  # it did not stop for approval
     with pytest.raises(KeyError):
@@ -227,6 +227,8 @@ def _written_by_sqlite_utils(path: Path, version: int) -> None:
         db["runs"].add_column("client", str, not_null_default="")
     if version >= 3:
         db["runs"].add_column("by_agent", int, not_null_default=0)
+    if version >= 4:
+        db["approvals"].add_column("server", str, not_null_default="")
     db["runs"].insert({"id": "old", "origin": "cli", "started": 1.0, "status": "ok"})
     db.execute(f"PRAGMA user_version = {version}")
     db.conn.close()
@@ -237,7 +239,7 @@ def _schema(path: Path) -> list[tuple[str, str, str | None]]:
         return list(connection.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name"))
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
 def test_the_run_log_reads_and_upgrades_a_file_sqlite_utils_wrote(
     tmp_path: Path, version: int
 ) -> None:
@@ -253,6 +255,27 @@ def test_the_run_log_reads_and_upgrades_a_file_sqlite_utils_wrote(
     reference = tmp_path / "reference.sqlite"
     _written_by_sqlite_utils(reference, SCHEMA_VERSION)
     assert _schema(new) == _schema(reference)
+
+
+def test_a_tool_approval_holds_for_the_server_it_was_given_for(tmp_path: Path) -> None:
+    """An "always" approval is bound to its server's identity: another server of the same
+    name asks again; one stored before identities (schema 3) asks once more, then binds."""
+    path = tmp_path / "runs.sqlite"
+    _written_by_sqlite_utils(path, 3)
+    with contextlib.closing(sqlite3.connect(path)) as connection, connection:
+        connection.execute(
+            "INSERT INTO approvals (scope, tool, run_id, digest, created, used_by) "
+            "VALUES ('tool', 'a__b', '', '', 1.0, '')"
+        )
+    runlog = RunLog(path)
+    assert not runlog.tool_approved("a__b", "first")  # an old approval: asked once more
+    assert not runlog.tool_approved("a__b", "")  # a server the config does not have
+    assert runlog.approve_tool("a__b", "first")
+    assert runlog.tool_approved("a__b", "first")
+    assert not runlog.tool_approved("a__b", "second")  # the entry now runs something else
+    assert runlog.approve_tool("a__b", "second")
+    assert runlog.tool_approved("a__b", "second") and not runlog.tool_approved("a__b", "first")
+    assert [a["tool"] for a in runlog.approvals()] == ["a__b"]
 
 
 class FakeServer:
@@ -292,7 +315,7 @@ def test_a_stopped_run_resumes_from_its_log_and_makes_the_approved_call_once(
         await runs.end(first.id, 120)
         assert len(server.made) == 1
         # Not approved: re-running the same script is a fresh run.
-        assert runs.runlog.resumable("h") is None
+        assert runs.runlog.resumable("h", runs.identity) is None
         runs.runlog.approve_call(first.id)
         second = await runs.register(script_hash="h")
         assert second.resumed_from == first.id
@@ -616,7 +639,7 @@ def test_a_resume_approved_for_the_tool_goes_on_past_the_approved_call(
         await runs.call(first, "s__delete", {"k": 1}, 7, server.make)
         await runs.end(first.id, 120)
         if approval == "tool":
-            runs.runlog.approve_tool("s__delete")
+            runs.runlog.approve_tool("s__delete", "any")
         else:
             decisions.clear()
         resumed = await runs.register(resume=first.id)

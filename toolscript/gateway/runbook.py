@@ -330,11 +330,15 @@ class RunBook:
         decision: Callable[[str], str],  # server__tool -> allow, ask or deny
         telemetry: Any = None,
         owner: str = "",  # the gateway's process_identity, kept with each run it holds
+        # server__tool -> the identity of its server ('' unknown: no approval holds); the
+        # default, one identity for every server, is for a run book without a config
+        identity: Callable[[str], str] = lambda qualified: "any",
     ) -> None:
         self.runlog = runlog
         self.owner = owner
         self._secrets_of = secrets_of
         self._decision = decision
+        self.identity = identity
         self.telemetry = telemetry
         self._runs: dict[str, Run] = {}
         self._by_token: dict[str, Run] = {}
@@ -469,7 +473,9 @@ class RunBook:
         elif script_hash:
             try:
                 previous = await anyio.to_thread.run_sync(
-                    functools.partial(self.runlog.resumable, script_hash, agents_only=by_agent)
+                    functools.partial(
+                        self.runlog.resumable, script_hash, self.identity, agents_only=by_agent
+                    )
                 )
             except RunLogError as exc:  # the script still runs; it resumes nothing
                 log.warning("runs: %s; nothing is resumed", exc)
@@ -789,7 +795,8 @@ class RunBook:
         ):
             run.resume_call = None
             return
-        if await anyio.to_thread.run_sync(self.runlog.tool_approved, qualified):
+        identity = self.identity(qualified)
+        if await anyio.to_thread.run_sync(self.runlog.tool_approved, qualified, identity):
             return
         known = self._secrets_of()
         shown = redact_value(arguments, known)
@@ -802,7 +809,7 @@ class RunBook:
             if answer == "yes":
                 return
             if answer == "always":
-                await anyio.to_thread.run_sync(self.runlog.approve_tool, qualified)
+                await anyio.to_thread.run_sync(self.runlog.approve_tool, qualified, identity)
                 return
             if answer == "no":
                 raise CallRefusedError(
