@@ -148,6 +148,50 @@ def test_a_resume_whose_check_fails_can_be_resumed_again(project: Any) -> None:
     assert journal_tools(journal) == ["write_record", "delete_record"]
 
 
+WRITE_DELETE_WRITE = """import { tools } from "toolscript";
+await tools.records.writeRecord({ key: "a", text: "hello" });
+await tools.records.deleteRecord({ key: "a" });
+await tools.records.writeRecord({ key: "b", text: "one more" });
+await tools.records.writeRecord({ key: "c", text: "and one past the limit" });
+console.log("finished");
+"""
+
+DELETE_THEN_PRINT = """import { tools } from "toolscript";
+await tools.records.deleteRecord({ key: "z" });
+console.log("x".repeat(5000));
+"""
+
+
+def test_a_resume_keeps_the_limits_of_the_run_it_resumes(project: Any) -> None:
+    """A background run's --max-calls holds in its resume on a terminal, and a terminal
+    run's --max-output in its resume in the background: what the resume does not set, it
+    keeps of the stopped run."""
+    gateway, journal = project
+    script = gateway.directory / "calls.ts"
+    script.write_text(WRITE_DELETE_WRITE)
+    started = toolscript_cli(
+        "exec", "--background", "--max-calls", "3", str(script), cwd=gateway.directory
+    )
+    assert started.returncode == 0, started.stderr
+    run_id = started.stdout.strip()
+    waited = toolscript_cli("runs", "wait", run_id, cwd=gateway.directory)
+    assert waited.returncode == 120, waited.stderr
+    assert toolscript_cli("approve", run_id, cwd=gateway.directory).returncode == 0
+    resumed = toolscript_cli("exec", "--resume", run_id, cwd=gateway.directory)
+    assert resumed.returncode == 122, resumed.stderr  # its 4th call: past the kept 3
+    assert "finished" not in resumed.stdout
+    assert journal_tools(journal) == ["write_record", "delete_record", "write_record"]
+
+    stopped = exec_script(gateway.directory, DELETE_THEN_PRINT, "--max-output", "1000")
+    assert stopped.returncode == 120, stopped.stderr
+    stopped_id = run_id_of(stopped.stderr)
+    assert toolscript_cli("approve", stopped_id, cwd=gateway.directory).returncode == 0
+    again = toolscript_cli("exec", "--background", "--resume", stopped_id, cwd=gateway.directory)
+    assert again.returncode == 0, again.stderr
+    finished = toolscript_cli("runs", "wait", again.stdout.strip(), cwd=gateway.directory)
+    assert finished.returncode == 123, finished.stderr  # past the kept 1000 bytes
+
+
 def test_tool_approval_lasts_across_restarts_and_revokes(tmp_path: Path) -> None:
     journal = tmp_path / "journal.jsonl"
     config = records_config(journal)

@@ -19,7 +19,7 @@ import pytest
 from toolscript.cli.hooks import approval_decision
 from toolscript.config import parse_config
 from toolscript.errors import ConfigError, RunLogError
-from toolscript.gateway.runbook import RunBook, digest
+from toolscript.gateway.runbook import DEFAULT_MAX_CALLS, RunBook, digest
 from toolscript.gateway.telemetry import Telemetry, telemetry_from_environment
 from toolscript.plumbing.redact import redact_value, secret_name
 from toolscript.policy import decide, matching, timeout_for
@@ -229,6 +229,7 @@ def _written_by_sqlite_utils(path: Path, version: int) -> None:
         db["runs"].add_column("by_agent", int, not_null_default=0)
     if version >= 4:
         db["approvals"].add_column("server", str, not_null_default="")
+        db["runs"].add_column("limits", str, not_null_default="")
     db["runs"].insert({"id": "old", "origin": "cli", "started": 1.0, "status": "ok"})
     db.execute(f"PRAGMA user_version = {version}")
     db.conn.close()
@@ -297,6 +298,29 @@ def book(tmp_path: Path, telemetry: Any = None) -> RunBook:
         lambda qualified: decisions.get(qualified, "allow"),
         telemetry,
     )
+
+
+def test_a_resume_keeps_the_limits_it_does_not_set(tmp_path: Path) -> None:
+    """The stopped run's limits go to its resume (explicit or by the same script), each one
+    the resume gives replacing the kept one; a run that resumes nothing has its own alone."""
+    server = FakeServer()
+
+    async def scenario() -> None:
+        runs = book(tmp_path)
+        limits = {"timeout": 5.0, "memory_mb": 64, "max_output": None}
+        first = await runs.register(script_hash="h", max_calls=3, limits=limits)
+        await runs.call(first, "s__delete", {"k": 1}, 7, server.make)
+        await runs.end(first.id, 120)
+        runs.runlog.approve_call(first.id)
+        second = await runs.register(script_hash="h", limits={"memory_mb": 128})
+        assert second.resumed_from == first.id
+        assert second.max_calls == 3
+        assert second.limits == {"timeout": 5.0, "memory_mb": 128}
+        await runs.end(second.id, 0)
+        fresh = await runs.register(script_hash="other", max_calls=None)
+        assert fresh.max_calls == DEFAULT_MAX_CALLS and fresh.limits == {}
+
+    anyio.run(scenario)
 
 
 def test_a_stopped_run_resumes_from_its_log_and_makes_the_approved_call_once(

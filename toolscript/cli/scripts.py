@@ -169,10 +169,12 @@ def run_command(
             "--input-file", help="Read its input (a JSON object) from this file; '-': stdin."
         ),
     ] = None,
-    timeout: Annotated[float, exec_option("timeout")] = EXEC_OPTIONS["timeout"].default,
-    memory: Annotated[int, exec_option("memory")] = EXEC_OPTIONS["memory"].default,
-    max_output: Annotated[int, exec_option("max_output")] = EXEC_OPTIONS["max_output"].default,
-    max_calls: Annotated[int, exec_option("max_calls")] = EXEC_OPTIONS["max_calls"].default,
+    timeout: Annotated[float | None, exec_option("timeout")] = EXEC_OPTIONS["timeout"].default,
+    memory: Annotated[int | None, exec_option("memory")] = EXEC_OPTIONS["memory"].default,
+    max_output: Annotated[int | None, exec_option("max_output")] = EXEC_OPTIONS[
+        "max_output"
+    ].default,
+    max_calls: Annotated[int | None, exec_option("max_calls")] = EXEC_OPTIONS["max_calls"].default,
     trace: Annotated[bool, typer.Option("--trace", help=TRACE_HELP)] = False,
     config: ConfigOption = None,
     cache: CacheDirOption = None,

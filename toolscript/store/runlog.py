@@ -8,8 +8,8 @@ never inside the project). Tables:
   ``failed``, ``awaiting_approval``, ``replay_diverged``, ``too_many_calls``, ``died``: its
   gateway or its exec went away mid-run, ``expired``: no process claimed it and it went
   silent), call count, the run it resumed, the call it
-  stopped at (redacted), and who held it while it ran (``owner``: the gateway's process,
-  ``client``: exec's).
+  stopped at (redacted), who held it while it ran (``owner``: the gateway's process,
+  ``client``: exec's), and its limits (``limits``, JSON: what a resume carries over).
 - ``calls``: per call of a run: the tool, its arguments (redacted), the sizes of arguments
   and result, start, duration, outcome and error message (redacted).
 - ``replay``: what the calls of a run that stopped for approval answered, so that resuming
@@ -122,6 +122,9 @@ def _version_4(db: Any) -> None:
     # the identity of the server a tool approval was given for (``ServerConfig.identity``);
     # '' on approvals of earlier versions, which ask once more and are then bound
     db.execute("""ALTER TABLE "approvals" ADD COLUMN "server" TEXT NOT NULL DEFAULT ''""")
+    # JSON, the limits a run was given or carried over (timeout, memory_mb, max_output,
+    # max_calls): its resume keeps those it does not set itself; '' before
+    db.execute("""ALTER TABLE "runs" ADD COLUMN "limits" TEXT NOT NULL DEFAULT ''""")
 
 
 # Index i brings a file of version i to version i + 1.
@@ -706,6 +709,8 @@ def _run_row(row: dict[str, Any]) -> dict[str, Any]:
     found = dict(row)
     found["script_name"] = json.loads(found["script_name"]) if found.get("script_name") else None
     found["stopped"] = json.loads(found["stopped"]) if found.get("stopped") else None
+    if "limits" in found:
+        found["limits"] = json.loads(found["limits"]) if found["limits"] else {}
     return found
 
 
