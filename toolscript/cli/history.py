@@ -132,7 +132,7 @@ def list_runs(
             for run in runs
         ],
         header=header,
-        whole=("run",),
+        whole=("run", "status"),  # (a state cut to "awaiti…" says nothing)
     )
 
 

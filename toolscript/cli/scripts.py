@@ -68,7 +68,11 @@ def save_command(
     try:
         code = file.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise UsageError(f"file not found: {file}") from None
+        raise UsageError(
+            f"file not found: {file}",
+            hint="check the path (relative to the current directory); "
+            "`toolscript save NAME FILE.ts` saves a script file that exists",
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read {file}: {exc}") from exc
     request = {"name": name, "code": code, "description": description, "force": force}
