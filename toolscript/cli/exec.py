@@ -29,7 +29,9 @@ def exec_option(name: str) -> Any:
         min=option.minimum,
         max=option.maximum,
         # a limit left out is the resumed run's, else this (docs/policy.md)
-        show_default=False if option.fallback is None else f"{option.fallback:g}",
+        show_default=False
+        if option.fallback is None
+        else f"{option.fallback:g}, or the resumed run's",
     )
 
 
