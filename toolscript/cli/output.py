@@ -93,6 +93,8 @@ def print_rows(
         # A table there gave its ids the width and the other columns none (at COLUMNS=40
         # `runs` showed ids alone): each row as its id, then its other cells by name.
         first = next((index for index, name in enumerate(headers) if name in whole), 0)
+        if title:
+            console.print(Text(visible_controls(title)))
         for row in rows:
             console.print(shown(first, row[first]))
             for index, name in enumerate(headers):
