@@ -142,6 +142,18 @@ class ServerConfig:
         """Whether the server's ``policy`` denies ``tool_name``."""
         return bool(self.policy) and matching(self.policy, tool_name) == "deny"
 
+    @property
+    def identity(self) -> str:
+        """What the server is, as a digest: its transport and its command and args, or its
+        URL, as the config writes them. An "always" approval holds the identity it was given
+        for (a repointed entry asks again); a digest, for ``target`` may hold a path."""
+        import hashlib
+
+        written = [self.transport, self.target]
+        if not self.target:  # (a config built in code)
+            written = [self.transport, self.url or self.command or "", *self.args]
+        return hashlib.sha256(json.dumps(written).encode()).hexdigest()[:32]
+
     def timeout_for(self, tool_name: str) -> float:
         """Seconds a call of ``tool_name`` may take (``toolTimeouts``, else ``timeout``)."""
         if not self.tool_timeouts:

@@ -20,6 +20,7 @@ from tests.helpers import (
     clean_env,
     python_bin,
     running_gateway,
+    toolscript_cli,
     wait_for_exit,
 )
 
@@ -108,6 +109,15 @@ def still_works() -> str:
     return "internal after all"
 '''
 
+FUTURE_PYTHON = '''# /// script
+# requires-python = ">=3.99"
+# dependencies = []
+# ///
+def from_the_future() -> str:
+    """Needs a Python no one has."""
+    return "ran anyway"
+'''
+
 BROKEN_DEPENDENCY = '''# /// script
 # dependencies = ["this-package-does-not-exist-toolscript-test"]
 # ///
@@ -124,6 +134,7 @@ def project(tmp_path: Path, idle: float = 600) -> dict:
     (tools / "pretty.py").write_text(EXTERNAL)
     (tools / "other.py").write_text(OTHER_EXTERNAL)
     (tools / "broken_header.py").write_text(MALFORMED)
+    (tools / "future.py").write_text(FUTURE_PYTHON)
     (tools / "_helpers.py").write_text("def hidden() -> int:\n    return 1\n")
     return {
         "mcpServers": {"time": {"command": python_bin("mcp-server-time")}},
@@ -173,7 +184,7 @@ def test_local_files_are_servers(gateway: GatewayProcess) -> None:
 def test_internal_tool_runs_in_the_gateway_with_access(gateway: GatewayProcess) -> None:
     assert value(gateway, "notes__gateway_pid") == gateway.process.pid
     counts = value(gateway, "notes__count_servers")
-    assert counts["servers"] == 5
+    assert counts["servers"] == 6
     assert counts["tools"] >= 10
     assert value(gateway, "notes__shout", {"text": "hi", "times": 2}) == "HI HI"
     gateway.wait_for_log("shouting from an internal tool", timeout=5)  # its print() is logged
@@ -226,6 +237,22 @@ def test_secrets_reach_only_their_file(gateway: GatewayProcess) -> None:
 def test_malformed_header_is_internal_with_a_warning(gateway: GatewayProcess) -> None:
     assert value(gateway, "broken_header__still_works") == "internal after all"
     assert "broken_header.py:1: malformed PEP 723 header" in gateway.log
+
+
+def test_a_file_whose_requires_python_is_not_met_fails_alone(gateway: GatewayProcess) -> None:
+    # The worker runs on the gateway's Python, named to uv by path: uv never checks the
+    # file's requires-python, so the gateway does, and fails this file only.
+    found = ".".join(str(part) for part in sys.version_info[:3])
+    status = gateway.client.get("health").json()["servers"]["future"]
+    assert status["state"] == "failed"
+    for words in ("future.py", ">=3.99", found, "requires-python"):
+        assert words in status["error"]
+    call = gateway.call("future__from_the_future")
+    assert call.status_code == 503
+    assert ">=3.99" in call.text and found in call.text
+    shown = toolscript_cli("gateway", "status", cwd=gateway.directory)
+    assert ">=3.99" in shown.stdout
+    assert value(gateway, "pretty__big_number", {"n": 1000}) == "1,000"
 
 
 def test_crashed_worker_is_replaced(gateway: GatewayProcess) -> None:
@@ -369,7 +396,7 @@ def test_a_tool_file_named_like_a_server_leaves_out_only_itself(tmp_path: Path) 
     """``fx.py`` beside an MCP server ``fx`` was a config error that stopped every command:
     now the server serves, the file is out, and ``gateway status`` and ``config check`` say
     why and what to do."""
-    from tests.helpers import fixture_server, toolscript_cli
+    from tests.helpers import fixture_server
 
     (tmp_path / "tools").mkdir()
     (tmp_path / "tools" / "fx.py").write_text(INTERNAL)

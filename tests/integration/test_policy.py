@@ -148,6 +148,50 @@ def test_a_resume_whose_check_fails_can_be_resumed_again(project: Any) -> None:
     assert journal_tools(journal) == ["write_record", "delete_record"]
 
 
+WRITE_DELETE_WRITE = """import { tools } from "toolscript";
+await tools.records.writeRecord({ key: "a", text: "hello" });
+await tools.records.deleteRecord({ key: "a" });
+await tools.records.writeRecord({ key: "b", text: "one more" });
+await tools.records.writeRecord({ key: "c", text: "and one past the limit" });
+console.log("finished");
+"""
+
+DELETE_THEN_PRINT = """import { tools } from "toolscript";
+await tools.records.deleteRecord({ key: "z" });
+console.log("x".repeat(5000));
+"""
+
+
+def test_a_resume_keeps_the_limits_of_the_run_it_resumes(project: Any) -> None:
+    """A background run's --max-calls holds in its resume on a terminal, and a terminal
+    run's --max-output in its resume in the background: what the resume does not set, it
+    keeps of the stopped run."""
+    gateway, journal = project
+    script = gateway.directory / "calls.ts"
+    script.write_text(WRITE_DELETE_WRITE)
+    started = toolscript_cli(
+        "exec", "--background", "--max-calls", "3", str(script), cwd=gateway.directory
+    )
+    assert started.returncode == 0, started.stderr
+    run_id = started.stdout.strip()
+    waited = toolscript_cli("runs", "wait", run_id, cwd=gateway.directory)
+    assert waited.returncode == 120, waited.stderr
+    assert toolscript_cli("approve", run_id, cwd=gateway.directory).returncode == 0
+    resumed = toolscript_cli("exec", "--resume", run_id, cwd=gateway.directory)
+    assert resumed.returncode == 122, resumed.stderr  # its 4th call: past the kept 3
+    assert "finished" not in resumed.stdout
+    assert journal_tools(journal) == ["write_record", "delete_record", "write_record"]
+
+    stopped = exec_script(gateway.directory, DELETE_THEN_PRINT, "--max-output", "1000")
+    assert stopped.returncode == 120, stopped.stderr
+    stopped_id = run_id_of(stopped.stderr)
+    assert toolscript_cli("approve", stopped_id, cwd=gateway.directory).returncode == 0
+    again = toolscript_cli("exec", "--background", "--resume", stopped_id, cwd=gateway.directory)
+    assert again.returncode == 0, again.stderr
+    finished = toolscript_cli("runs", "wait", again.stdout.strip(), cwd=gateway.directory)
+    assert finished.returncode == 123, finished.stderr  # past the kept 1000 bytes
+
+
 def test_tool_approval_lasts_across_restarts_and_revokes(tmp_path: Path) -> None:
     journal = tmp_path / "journal.jsonl"
     config = records_config(journal)
@@ -182,6 +226,39 @@ def test_tool_approval_lasts_across_restarts_and_revokes(tmp_path: Path) -> None
     finally:
         gateway.stop()
     assert journal_tools(journal).count("delete_record") == 1
+
+
+def test_an_always_approval_does_not_follow_a_repointed_entry(tmp_path: Path) -> None:
+    """An "always" approval holds for the server it was given for: the entry repointed to
+    another command (and trusted again) asks again, and approving that binds anew."""
+    import shutil
+
+    from tests.helpers import RECORDS_SERVER
+
+    journal = tmp_path / "journal.jsonl"
+    config = records_config(journal)
+    gateway = GatewayProcess(config, tmp_path)
+    try:
+        approved = toolscript_cli("approve", "--tool", "records.delete_record", cwd=tmp_path)
+        assert approved.returncode == 0, approved.stderr
+        assert gateway.call("records__delete_record", {"key": "a"}).status_code == 200
+    finally:
+        gateway.stop()
+    other = tmp_path / "other_records_server.py"
+    shutil.copy(RECORDS_SERVER, other)
+    config["mcpServers"]["records"]["args"] = [str(other)]
+    gateway = GatewayProcess(config, tmp_path)
+    try:
+        asked = gateway.call("records__delete_record", {"key": "b"})
+        assert asked.status_code == 403 and asked.json()["error"] == "approval_required"
+        stopped = exec_script(tmp_path, WRITE_THEN_DELETE)
+        assert stopped.returncode == 120, stopped.stderr
+        again = toolscript_cli("approve", "--tool", "records.delete_record", cwd=tmp_path)
+        assert again.returncode == 0, again.stderr
+        assert gateway.call("records__delete_record", {"key": "b"}).status_code == 200
+    finally:
+        gateway.stop()
+    assert journal_tools(journal).count("delete_record") == 2
 
 
 def test_deny_hides_the_tool_and_refuses_calls(tmp_path: Path) -> None:

@@ -83,3 +83,41 @@ def test_a_lock_file_that_cannot_be_opened_now_is_not_removed_under_its_holder(
         os.close(holder)
         if second is not None:
             os.close(second)
+
+
+def test_discarding_a_damaged_cache_waits_for_a_build_under_way(tmp_path: Path) -> None:
+    """The gateway's clean-up of a damaged cache takes the build lock: a standalone doit
+    building meanwhile keeps its files and database until it is done."""
+    import logging
+    import threading
+
+    from toolscript.pipeline.artifacts import CacheLayout
+
+    layout = CacheLayout(tmp_path)
+    (tmp_path / "types").mkdir()
+    layout.dep_file.write_text("doit's database, being written")
+    waiting = threading.Event()
+
+    class Waiting(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "waiting for another build" in record.getMessage():
+                waiting.set()
+
+    logger = logging.getLogger("toolscript.pipeline")
+    handler, level = Waiting(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    held = hold_build_lock(tmp_path, lambda: None)  # the doit's build
+    assert held is not None
+    try:
+        discarding = threading.Thread(target=layout.discard_derived)
+        discarding.start()
+        assert waiting.wait(30), "the clean-up did not wait for the build lock"
+        assert layout.dep_file.exists() and (tmp_path / "types").is_dir()
+    finally:
+        os.close(held)
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    discarding.join(30)
+    assert not discarding.is_alive()
+    assert not layout.dep_file.exists() and not (tmp_path / "types").exists()

@@ -535,3 +535,20 @@ def test_a_usage_error_without_json_is_click_s_text_alone(
     said = capsys.readouterr()
     assert said.out == ""
     assert "Error: Missing argument 'server'." in said.err
+
+
+def test_save_of_a_missing_file_says_what_to_do(project: Path) -> None:
+    (project / ".toolscript.json").write_text(json.dumps(TIME))
+    shown = runner.invoke(app, ["save", "report", "missing.ts"])
+    assert isinstance(shown.exception, UsageError)
+    assert shown.exception.message == "file not found: missing.ts"
+    assert "check the path" in (shown.exception.hint or "")
+
+
+def test_auth_of_a_stdio_server_says_where_its_credentials_go(project: Path) -> None:
+    (project / ".toolscript.json").write_text(json.dumps(TIME))
+    assert runner.invoke(app, ["trust"]).exit_code == 0
+    shown = runner.invoke(app, ["auth", "time"])
+    assert isinstance(shown.exception, UsageError)
+    assert "is a stdio server" in shown.exception.message
+    assert '"env"' in (shown.exception.hint or "")

@@ -106,13 +106,13 @@ def test_what_the_kept_connection_writes_is_in_the_file_itself_soon_and_at_close
     monkeypatch.setattr(runlog, "CHECKPOINT_DELAY", 3600)
     log = RunLog(path, keep_open=True)
     log.write(runs=[{"id": "r1", "status": "ok", "started": 1.0, "ended": 2.0}])
-    log.approve_tool("s__t")
+    log.approve_tool("s__t", "any")
     assert log.recent()[0]["id"] == "r1"  # read back through the WAL at once
     assert _alone(path, tmp_path).recent() == []
     log.close()
     alone = _alone(path, tmp_path)
     assert [run["id"] for run in alone.recent()] == ["r1"]
-    assert alone.tool_approved("s__t")
+    assert alone.tool_approved("s__t", "any")
 
     monkeypatch.setattr(runlog, "CHECKPOINT_DELAY", 0.05)
     log.write(runs=[{"id": "r2", "status": "ok", "started": 3.0, "ended": 4.0}])

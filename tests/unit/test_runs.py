@@ -19,7 +19,7 @@ import pytest
 from toolscript.cli.hooks import approval_decision
 from toolscript.config import parse_config
 from toolscript.errors import ConfigError, RunLogError
-from toolscript.gateway.runbook import RunBook, digest
+from toolscript.gateway.runbook import DEFAULT_MAX_CALLS, RunBook, digest
 from toolscript.gateway.telemetry import Telemetry, telemetry_from_environment
 from toolscript.plumbing.redact import redact_value, secret_name
 from toolscript.policy import decide, matching, timeout_for
@@ -137,9 +137,9 @@ def test_the_run_log_migrates_approves_and_prunes(tmp_path: Path) -> None:
     assert runlog.run("run1") is None and runlog.run("run3")["calls_made"][0]["tool"] == "a__b"
     assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert path.stat().st_mode & 0o777 == 0o600
-    assert runlog.approve_tool("a__b") and not runlog.approve_tool("a__b")
-    assert runlog.tool_approved("a__b")
-    assert runlog.revoke_tool("a__b") and not runlog.tool_approved("a__b")
+    assert runlog.approve_tool("a__b", "one") and not runlog.approve_tool("a__b", "one")
+    assert runlog.tool_approved("a__b", "one")
+    assert runlog.revoke_tool("a__b") and not runlog.tool_approved("a__b", "one")
     with pytest.raises(ValueError):
         runlog.approve_call("run3")  # it did not stop for approval
     with pytest.raises(KeyError):
@@ -227,6 +227,9 @@ def _written_by_sqlite_utils(path: Path, version: int) -> None:
         db["runs"].add_column("client", str, not_null_default="")
     if version >= 3:
         db["runs"].add_column("by_agent", int, not_null_default=0)
+    if version >= 4:
+        db["approvals"].add_column("server", str, not_null_default="")
+        db["runs"].add_column("limits", str, not_null_default="")
     db["runs"].insert({"id": "old", "origin": "cli", "started": 1.0, "status": "ok"})
     db.execute(f"PRAGMA user_version = {version}")
     db.conn.close()
@@ -237,7 +240,7 @@ def _schema(path: Path) -> list[tuple[str, str, str | None]]:
         return list(connection.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name"))
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
 def test_the_run_log_reads_and_upgrades_a_file_sqlite_utils_wrote(
     tmp_path: Path, version: int
 ) -> None:
@@ -253,6 +256,27 @@ def test_the_run_log_reads_and_upgrades_a_file_sqlite_utils_wrote(
     reference = tmp_path / "reference.sqlite"
     _written_by_sqlite_utils(reference, SCHEMA_VERSION)
     assert _schema(new) == _schema(reference)
+
+
+def test_a_tool_approval_holds_for_the_server_it_was_given_for(tmp_path: Path) -> None:
+    """An "always" approval is bound to its server's identity: another server of the same
+    name asks again; one stored before identities (schema 3) asks once more, then binds."""
+    path = tmp_path / "runs.sqlite"
+    _written_by_sqlite_utils(path, 3)
+    with contextlib.closing(sqlite3.connect(path)) as connection, connection:
+        connection.execute(
+            "INSERT INTO approvals (scope, tool, run_id, digest, created, used_by) "
+            "VALUES ('tool', 'a__b', '', '', 1.0, '')"
+        )
+    runlog = RunLog(path)
+    assert not runlog.tool_approved("a__b", "first")  # an old approval: asked once more
+    assert not runlog.tool_approved("a__b", "")  # a server the config does not have
+    assert runlog.approve_tool("a__b", "first")
+    assert runlog.tool_approved("a__b", "first")
+    assert not runlog.tool_approved("a__b", "second")  # the entry now runs something else
+    assert runlog.approve_tool("a__b", "second")
+    assert runlog.tool_approved("a__b", "second") and not runlog.tool_approved("a__b", "first")
+    assert [a["tool"] for a in runlog.approvals()] == ["a__b"]
 
 
 class FakeServer:
@@ -287,6 +311,29 @@ async def stopped_run(
     return run, answer
 
 
+def test_a_resume_keeps_the_limits_it_does_not_set(tmp_path: Path) -> None:
+    """The stopped run's limits go to its resume (explicit or by the same script), each one
+    the resume gives replacing the kept one; a run that resumes nothing has its own alone."""
+    server = FakeServer()
+
+    async def scenario() -> None:
+        runs = book(tmp_path)
+        limits = {"timeout": 5.0, "memory_mb": 64, "max_output": None}
+        first = await runs.register(script_hash="h", max_calls=3, limits=limits)
+        await runs.call(first, "s__delete", {"k": 1}, 7, server.make)
+        await runs.end(first.id, 120)
+        runs.runlog.approve_call(first.id)
+        second = await runs.register(script_hash="h", limits={"memory_mb": 128})
+        assert second.resumed_from == first.id
+        assert second.max_calls == 3
+        assert second.limits == {"timeout": 5.0, "memory_mb": 128}
+        await runs.end(second.id, 0)
+        fresh = await runs.register(script_hash="other", max_calls=None)
+        assert fresh.max_calls == DEFAULT_MAX_CALLS and fresh.limits == {}
+
+    anyio.run(scenario)
+
+
 def test_a_stopped_run_resumes_from_its_log_and_makes_the_approved_call_once(
     tmp_path: Path,
 ) -> None:
@@ -303,7 +350,7 @@ def test_a_stopped_run_resumes_from_its_log_and_makes_the_approved_call_once(
         await runs.end(first.id, 120)
         assert len(server.made) == 1
         # Not approved: re-running the same script is a fresh run.
-        assert runs.runlog.resumable("h") is None
+        assert runs.runlog.resumable("h", runs.identity) is None
         runs.runlog.approve_call(first.id)
         second = await runs.register(script_hash="h")
         assert second.resumed_from == first.id
@@ -677,7 +724,7 @@ def test_a_resume_approved_for_the_tool_goes_on_past_the_approved_call(
         )
         first, _ = await stopped_run(runs, server, {"k": 1})
         if approval == "tool":
-            runs.runlog.approve_tool("s__delete")
+            runs.runlog.approve_tool("s__delete", "any")
         else:
             decisions.clear()
         resumed = await runs.register(resume=first.id)

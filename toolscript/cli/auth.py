@@ -96,11 +96,18 @@ def auth_command(
     if configured.transport not in ("http", "sse") or configured.url is None:
         raise UsageError(
             f"server '{server}' is a {configured.transport} server: only http and sse servers "
-            "sign in with OAuth"
+            "sign in with OAuth",
+            hint='a local tool file\'s credentials go in its "secrets" (localTools.files)'
+            if configured.transport == "local"
+            else 'a stdio server takes its credentials from its entry\'s "env" instead, '
+            'e.g. "env": {"API_KEY": "${API_KEY}"}, with the variable exported',
         )
     if logout:
         if not tokens.forget(configured.url):
-            raise UsageError(f"server '{server}' is not signed in")
+            raise UsageError(
+                f"server '{server}' is not signed in",
+                hint="`toolscript auth --list` lists the servers signed in",
+            )
         _say(as_json, {"server": server, "signed_in": False}, f"signed out of {server}")
         return
     import anyio

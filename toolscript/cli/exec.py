@@ -23,7 +23,16 @@ def exec_option(name: str) -> Any:
     """The typer option for ``EXEC_OPTIONS[name]``: its flags, help and range (``run``
     takes exec's limits as they are)."""
     option = EXEC_OPTIONS[name]
-    return typer.Option(*option.flags, help=option.help, min=option.minimum, max=option.maximum)
+    return typer.Option(
+        *option.flags,
+        help=option.help,
+        min=option.minimum,
+        max=option.maximum,
+        # a limit left out is the resumed run's, else this (docs/policy.md)
+        show_default=False
+        if option.fallback is None
+        else f"{option.fallback:g}, or the resumed run's",
+    )
 
 
 def exec_command(
@@ -38,10 +47,12 @@ def exec_command(
     check: Annotated[
         bool, typer.Option("--check/--no-check", help="Type-check before running.")
     ] = True,
-    timeout: Annotated[float, exec_option("timeout")] = EXEC_OPTIONS["timeout"].default,
-    memory: Annotated[int, exec_option("memory")] = EXEC_OPTIONS["memory"].default,
-    max_output: Annotated[int, exec_option("max_output")] = EXEC_OPTIONS["max_output"].default,
-    max_calls: Annotated[int, exec_option("max_calls")] = EXEC_OPTIONS["max_calls"].default,
+    timeout: Annotated[float | None, exec_option("timeout")] = EXEC_OPTIONS["timeout"].default,
+    memory: Annotated[int | None, exec_option("memory")] = EXEC_OPTIONS["memory"].default,
+    max_output: Annotated[int | None, exec_option("max_output")] = EXEC_OPTIONS[
+        "max_output"
+    ].default,
+    max_calls: Annotated[int | None, exec_option("max_calls")] = EXEC_OPTIONS["max_calls"].default,
     resume: Annotated[
         str | None,
         typer.Option(

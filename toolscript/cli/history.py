@@ -132,7 +132,7 @@ def list_runs(
             for run in runs
         ],
         header=header,
-        whole=("run",),
+        whole=("run", "status"),  # (a state cut to "awaiti…" says nothing)
     )
 
 
@@ -396,8 +396,7 @@ def approve_command(
                 raise UsageError(f"{tool} was not approved", hint="toolscript approve --list")
             _say(as_json, {"revoked": tool}, f"revoked: calls of {tool} ask again\n")
             return
-        _check_tool_exists(config, qualified)
-        runlog.approve_tool(qualified)
+        runlog.approve_tool(qualified, _check_tool_exists(config, qualified))
         _say(as_json, {"approved": tool}, f"approved: every call of {tool} in this project\n")
         return
     if revoke:
@@ -479,10 +478,11 @@ def _qualified(tool: str, servers: list[str]) -> str:
     return f"{server}__{name}"
 
 
-def _check_tool_exists(config: str | None, qualified: str) -> None:
+def _check_tool_exists(config: str | None, qualified: str) -> str:
     """Raise unless the project has the tool ``server__tool``: its running gateway says so,
     else the tool lists it fetched (``.toolscript/servers/*.json``); with neither, refuse
-    rather than approve a name nothing can check."""
+    rather than approve a name nothing can check. Returns its server's identity (what an
+    approval of it is bound to)."""
     import difflib
 
     from toolscript.config import load_config
@@ -490,7 +490,8 @@ def _check_tool_exists(config: str | None, qualified: str) -> None:
 
     loaded = load_config(config)
     server, _, name = qualified.partition("__")
-    if loaded.server(server).disabled:  # (else "server not found", with close names)
+    found = loaded.server(server)
+    if found.disabled:  # (else "server not found", with close names)
         # Not offered to scripts (no types, no search, list-tools refuses it) and its fetched
         # tools are dropped at the next build: nothing to check a name against, nor to run.
         raise ServerUnavailableError(
@@ -499,7 +500,7 @@ def _check_tool_exists(config: str | None, qualified: str) -> None:
             "again",
         )
     if is_offering(name):  # resource:URI or prompt:NAME, which the server answers when read
-        return
+        return found.identity
     names = _tool_names(loaded, server)
     if names is None:
         raise UsageError(
@@ -508,7 +509,7 @@ def _check_tool_exists(config: str | None, qualified: str) -> None:
             hint="start the gateway (`toolscript gateway start &`), then approve again",
         )
     if name in names:
-        return
+        return found.identity
     close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
     raise ToolNotFoundError(
         f"server {server!r} has no tool {name!r}",

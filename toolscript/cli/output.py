@@ -83,8 +83,26 @@ def print_rows(
     from toolscript.store.approvalview import visible_text
     from toolscript.store.outputs import visible_controls
 
+    console = Console()
+    named = {index for index, name in enumerate(headers) if name in names}
+
+    def shown(index: int, cell: str) -> Text:
+        return Text(visible_text(cell) if index in named else visible_controls(cell))
+
+    if _too_narrow(headers, rows, whole, names, console.width):
+        # A table there gave its ids the width and the other columns none (at COLUMNS=40
+        # `runs` showed ids alone): each row as its id, then its other cells by name.
+        first = next((index for index, name in enumerate(headers) if name in whole), 0)
+        if title:
+            console.print(Text(visible_controls(title)))
+        for row in rows:
+            console.print(shown(first, row[first]))
+            for index, name in enumerate(headers):
+                if index != first:
+                    console.print(Text(f"  {name}: ") + shown(index, row[index]))
+        return
     # ids and names are what the next command is typed from: whole on a narrow terminal
-    # (COLUMNS=40, a split pane) too, where the free text wraps (a name up to NAME_WIDTH)
+    # too, where the free text wraps (a name up to NAME_WIDTH)
     kept = {name: None if name in whole else NAME_WIDTH for name in (*whole, *names)}
     columns = [
         Column(
@@ -102,12 +120,28 @@ def print_rows(
     table = Table(
         *columns, title=Text(visible_controls(title)) if title else None, title_justify="left"
     )
-    named = {index for index, name in enumerate(headers) if name in names}
     for row in rows:
-        table.add_row(
-            *(
-                Text(visible_text(cell) if index in named else visible_controls(cell))
-                for index, cell in enumerate(row)
-            )
-        )
-    Console().print(table)
+        table.add_row(*(shown(index, cell) for index, cell in enumerate(row)))
+    console.print(table)
+
+
+def _too_narrow(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    whole: Collection[str],
+    names: Collection[str],
+    width: int,
+) -> bool:
+    """Whether a table cannot give each column the width of its name once the columns kept
+    whole (``whole``; ``names`` up to NAME_WIDTH) have theirs (a rich table's borders and
+    padding: 3 a column, and 1)."""
+    needed = 1
+    for index, name in enumerate(headers):
+        longest = max((len(row[index]) for row in rows), default=0)
+        if name in whole:
+            needed += 3 + max(longest, len(name))
+        elif name in names:
+            needed += 3 + max(min(longest, NAME_WIDTH), len(name))
+        else:
+            needed += 3 + len(name)
+    return needed > width

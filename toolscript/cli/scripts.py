@@ -68,7 +68,11 @@ def save_command(
     try:
         code = file.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise UsageError(f"file not found: {file}") from None
+        raise UsageError(
+            f"file not found: {file}",
+            hint="check the path (relative to the current directory); "
+            "`toolscript save NAME FILE.ts` saves a script file that exists",
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read {file}: {exc}") from exc
     request = {"name": name, "code": code, "description": description, "force": force}
@@ -169,10 +173,12 @@ def run_command(
             "--input-file", help="Read its input (a JSON object) from this file; '-': stdin."
         ),
     ] = None,
-    timeout: Annotated[float, exec_option("timeout")] = EXEC_OPTIONS["timeout"].default,
-    memory: Annotated[int, exec_option("memory")] = EXEC_OPTIONS["memory"].default,
-    max_output: Annotated[int, exec_option("max_output")] = EXEC_OPTIONS["max_output"].default,
-    max_calls: Annotated[int, exec_option("max_calls")] = EXEC_OPTIONS["max_calls"].default,
+    timeout: Annotated[float | None, exec_option("timeout")] = EXEC_OPTIONS["timeout"].default,
+    memory: Annotated[int | None, exec_option("memory")] = EXEC_OPTIONS["memory"].default,
+    max_output: Annotated[int | None, exec_option("max_output")] = EXEC_OPTIONS[
+        "max_output"
+    ].default,
+    max_calls: Annotated[int | None, exec_option("max_calls")] = EXEC_OPTIONS["max_calls"].default,
     trace: Annotated[bool, typer.Option("--trace", help=TRACE_HELP)] = False,
     config: ConfigOption = None,
     cache: CacheDirOption = None,

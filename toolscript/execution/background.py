@@ -14,11 +14,12 @@ import math
 import re
 import sys
 import time
+from collections.abc import Mapping
 from typing import IO, Any
 
 from toolscript.errors import GatewayError, UsageError
 from toolscript.execution.locate import gateway_request, running_gateway
-from toolscript.execution.sandbox import Limits, Script
+from toolscript.execution.sandbox import Script
 
 __all__ = [
     "EXIT_STILL_RUNNING",
@@ -70,25 +71,25 @@ def start_background(
     script: Script,
     *,
     check: bool,
-    limits: Limits,
-    max_calls: int,
+    limits: Mapping[str, float | None],
+    max_calls: int | None,
     resume: str | None = None,
 ) -> str:
-    """Start ``script`` as a background run of the gateway at ``url``; its id."""
+    """Start ``script`` as a background run of the gateway at ``url``; its id. ``limits``
+    (timeout, memory_mb, max_output) and ``max_calls`` left None are the gateway's to
+    choose: the resumed run's, else exec's defaults."""
     from toolscript.execution.runhandle import script_hash
 
-    request = {
+    request: dict[str, Any] = {
         "script": script.code,
         "display_name": script.display_name,
         "file_name": script.file_name,
         "check": check,
-        "timeout": limits.timeout,
-        "memory_mb": limits.memory_mb,
-        "max_output": limits.max_output,
         "max_calls": max_calls,
         "resume": resume,
         "script_hash": script_hash(script.code),
     }
+    request |= {name: value for name, value in limits.items() if value is not None}
     body = gateway_request(
         url, "/runs/start", 30, json_body=json.dumps(request).encode(), answers=True
     )

@@ -11,11 +11,12 @@ import os
 import re
 import shlex
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
 
 from toolscript.errors import ToolscriptError, UsageError
-from toolscript.execution.sandbox import Denial, Script
+from toolscript.execution.sandbox import Denial, Limits, Script
 from toolscript.execution.source import SCRIPT_SUFFIXES
 
 __all__ = [
@@ -51,9 +52,11 @@ class ExecOption(NamedTuple):
     envvar: str | None = None
     minimum: float | None = None  # the allowed range, checked by click (and the fast parser)
     maximum: float | None = None
+    # a limit's value when it is not given (default None): a resumed run's own, else this
+    fallback: Any = None
 
     def allows(self, value: Any) -> bool:
-        return not (
+        return value is None or not (
             (self.minimum is not None and value < self.minimum)
             or (self.maximum is not None and value > self.maximum)
         )
@@ -63,30 +66,39 @@ EXEC_OPTIONS: dict[str, ExecOption] = {
     "file": ExecOption(
         ("--file", "-f"), Path, None, "Run this .ts file (same as `toolscript FILE`)."
     ),
+    # The limits: not given, a resume keeps the stopped run's (docs/policy.md), else fallback.
     "timeout": ExecOption(
         ("--timeout",),
         float,
-        DEFAULT_TIMEOUT,
+        None,
         "Stop the script after this many seconds (0: never).",
         minimum=0,
+        fallback=DEFAULT_TIMEOUT,
     ),
     "memory": ExecOption(
-        ("--memory",), int, DEFAULT_MEMORY_MB, "V8 heap limit in MB.", minimum=MIN_MEMORY_MB
+        ("--memory",),
+        int,
+        None,
+        "V8 heap limit in MB.",
+        minimum=MIN_MEMORY_MB,
+        fallback=DEFAULT_MEMORY_MB,
     ),
     "max_output": ExecOption(
         ("--max-output",),
         int,
-        DEFAULT_MAX_OUTPUT,
+        None,
         "Bytes of output (stdout and stderr together) printed whole; past them stdout is kept "
         "in a file and previewed (the script goes on; exit 123).",
         minimum=1,
+        fallback=DEFAULT_MAX_OUTPUT,
     ),
     "max_calls": ExecOption(
         ("--max-calls",),
         int,
-        DEFAULT_MAX_CALLS,
+        None,
         "Stop the script at its Nth tool call (a runaway loop); exit 122.",
         minimum=1,
+        fallback=DEFAULT_MAX_CALLS,
     ),
     "resume": ExecOption(
         ("--resume",),
@@ -108,13 +120,13 @@ def run_exec(
     code: str | None,
     file: Path | None,
     check: bool,
-    timeout: float,
-    memory: int,
-    max_output: int,
+    timeout: float | None,
+    memory: int | None,
+    max_output: int | None,
     config: str | None,
     cache: str | None,
     *,
-    max_calls: int = DEFAULT_MAX_CALLS,
+    max_calls: int | None = None,
     resume: str | None = None,
     trace: bool = False,
     saved: str | None = None,
@@ -125,10 +137,12 @@ def run_exec(
     (see ``execution/runhandle.py``); the exit code. With ``saved``, ``code`` calls that saved
     script (``saved_script_call``), which must be in the gateway's module. With
     ``background`` the running gateway runs it (``execution/background.py``): its id is
-    printed at once (``{"run": ID}`` with ``as_json``)."""
+    printed at once (``{"run": ID}`` with ``as_json``). A limit left None is the resumed
+    run's (a run that resumes one: ``--resume``, or the same script once its call is
+    approved), else its ``EXEC_OPTIONS`` fallback."""
     from toolscript.execution.lifeline import Lifeline
     from toolscript.execution.locate import gateway_for_run, uses_gateway
-    from toolscript.execution.sandbox import Limits, run_toolscript
+    from toolscript.execution.sandbox import run_toolscript
     from toolscript.store.runlog import new_run_id
 
     from_run = resume is not None and code is None and file is None
@@ -138,7 +152,8 @@ def run_exec(
         )
     else:
         script = Script("", "") if from_run else _read_script(code, file)
-    limits = Limits(timeout=timeout, memory_mb=memory, max_output=max_output)
+    given = {"timeout": timeout, "memory_mb": memory, "max_output": max_output}
+    limits = _limits(given, {})
     if as_json and not background:
         raise UsageError(
             "--json goes with --background (the run's id as JSON); a script prints its own output",
@@ -146,7 +161,7 @@ def run_exec(
         )
     if background:
         return _start_in_background(
-            script, config, cache, check, limits, max_calls, resume, saved, trace, as_json
+            script, config, cache, check, given, max_calls, resume, saved, trace, as_json
         )
     found: list[str] = []
     with (
@@ -190,7 +205,7 @@ def run_exec(
                 module_hash,
                 lifeline,
                 check,
-                limits,
+                given,
                 code != "-",
                 max_calls=max_calls,
                 resume=resume,
@@ -221,8 +236,8 @@ def _start_in_background(
     config: str | None,
     cache: str | None,
     check: bool,
-    limits: Any,
-    max_calls: int,
+    limits: dict[str, Any],
+    max_calls: int | None,
     resume: str | None,
     saved: str | None,
     trace: bool,
@@ -258,6 +273,25 @@ def _start_in_background(
     return 0
 
 
+def _limits(given: Mapping[str, Any], carried: Mapping[str, Any]) -> Limits:
+    """The sandbox's limits: those ``given``, else ``carried`` (the gateway's word on the
+    run: the resumed run's), else exec's defaults."""
+    from toolscript.execution.sandbox import Limits
+
+    def pick(name: str, option: str) -> Any:
+        if given.get(name) is not None:
+            return given[name]
+        if isinstance(carried.get(name), int | float):
+            return EXEC_OPTIONS[option].kind(carried[name])
+        return EXEC_OPTIONS[option].fallback
+
+    return Limits(
+        timeout=pick("timeout", "timeout"),
+        memory_mb=pick("memory_mb", "memory"),
+        max_output=pick("max_output", "max_output"),
+    )
+
+
 def _spill_file(config: str | None, run_id: str) -> Path:
     """Where a run's whole output goes when it passes --max-output (made only then)."""
     from toolscript.plumbing.paths import find_config_path, project_state_dir
@@ -272,10 +306,10 @@ def _run_in_gateway(
     module_hash: str,
     lifeline: Any,
     check: bool,
-    limits: Any,
+    given: dict[str, Any],
     stdin_available: bool,
     *,
-    max_calls: int,
+    max_calls: int | None,
     resume: str | None,
     trace: bool,
     config: str | None = None,
@@ -317,7 +351,7 @@ def _run_in_gateway(
         from toolscript.execution.spare import Spare
 
         with contextlib.suppress(OSError, ToolscriptError):  # a fresh Deno runs it instead
-            ahead = Spare(url, module, limits.memory_mb)
+            ahead = Spare(url, module, _limits(given, {}).memory_mb)
     try:
         run = start_run(
             url,
@@ -328,11 +362,14 @@ def _run_in_gateway(
             interactive=interactive,
             max_calls=max_calls,
             resume=resume,
+            limits=given,
         )
     except BaseException:
         if ahead is not None:
             ahead.discard()
         raise
+    # a resumed run's, where this exec gives none (a spare of another heap does not fit)
+    limits = _limits(given, run.limits)
     if run.resumed_from:
         sys.stderr.write(
             f"toolscript: resuming run {run.resumed_from}: calls it made are answered from its log\n"

@@ -12,8 +12,8 @@ import os
 import select
 import sys
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 from toolscript.errors import GatewayError, tool_named
@@ -54,6 +54,9 @@ class RunHandle:
     script_url: str  # with the run's token: what the sandbox gets
     resumed_from: str | None
     interactive: bool = False  # its prompts wait for an answer (``PromptWatcher``)
+    # the limits the gateway keeps with the run: those given, else the resumed run's
+    # (timeout, memory_mb, max_output, max_calls; absent: exec's defaults)
+    limits: Mapping[str, float] = field(default_factory=dict)
 
 
 def script_hash(code: str) -> str:
@@ -70,6 +73,7 @@ def start_run(
     interactive: bool = False,
     max_calls: int | None = None,
     resume: str | None = None,
+    limits: Mapping[str, float | None] | None = None,
 ) -> RunHandle:
     """Register a run with the gateway at ``url`` (raises the gateway's error, for example
     for a ``resume`` that names no run stopped for approval).
@@ -95,6 +99,8 @@ def start_run(
     }
     if max_calls is not None:
         request["max_calls"] = max_calls
+    # those not given are left to the gateway: a resume keeps the resumed run's
+    request |= {name: value for name, value in (limits or {}).items() if value is not None}
     body = gateway_request(url, "/runs", 30, json_body=json.dumps(request).encode(), answers=True)
     if body is None:
         raise GatewayError("the gateway stopped answering before the run started")
@@ -105,8 +111,14 @@ def registered(url: str, answer: dict[str, Any], interactive: bool = False) -> R
     """The run the gateway at ``url`` registered, from its answer (``POST /runs``'s): the
     script gets the gateway's URL with the run's token in place of the gateway's own."""
     base = url.rstrip("/").rsplit("/", 1)[0]
+    limits = answer.get("limits")
     return RunHandle(
-        url, answer["id"], f"{base}/{answer['token']}", answer.get("resumed_from"), interactive
+        url,
+        answer["id"],
+        f"{base}/{answer['token']}",
+        answer.get("resumed_from"),
+        interactive,
+        limits=dict(limits) if isinstance(limits, dict) else {},
     )
 
 

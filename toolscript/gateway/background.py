@@ -32,7 +32,7 @@ from typing import Any
 import anyio
 
 from toolscript.errors import NotFoundError, UsageError
-from toolscript.gateway.bodies import MAX_BACKGROUND_OUTPUT, BackgroundStart
+from toolscript.gateway.bodies import BACKGROUND_DEFAULTS, MAX_BACKGROUND_OUTPUT, BackgroundStart
 from toolscript.gateway.runbook import Run, RunBook
 from toolscript.plumbing.processes import signal_quietly
 from toolscript.store.outputs import output_file
@@ -95,13 +95,7 @@ class BackgroundRuns:
 
         if self._closing:
             raise UsageError("the gateway is stopping; start the run on the next one")
-        if request.max_output > MAX_BACKGROUND_OUTPUT:
-            raise UsageError(
-                f"max_output is at most {MAX_BACKGROUND_OUTPUT // (1024 * 1024)} MB for a "
-                "background run: its output file is kept in the gateway's state",
-                hint="give a smaller --max-output: what the script prints past it is kept "
-                "in a file of its own (the run's output says where), or write to a file",
-            )
+        _check_max_output(request.max_output)
         if self.live + self._starting >= MAX_LIVE:
             raise UsageError(
                 f"this gateway already runs {MAX_LIVE} background runs, as many as it runs at once",
@@ -121,9 +115,20 @@ class BackgroundRuns:
                 script=request.script,
                 script_name=(request.display_name, request.file_name),
                 by_agent=by_agent,
+                limits={
+                    "timeout": request.timeout,
+                    "memory_mb": request.memory_mb,
+                    "max_output": request.max_output,
+                },
             )
             run.background = True
             folder = self.folder / run.id
+            limits = dict(BACKGROUND_DEFAULTS) | run.limits  # given, else carried, else these
+            try:
+                _check_max_output(int(limits["max_output"]))  # a resumed run's may be past it
+            except UsageError:
+                await self.runs.end(run.id, 1)
+                raise
             runner = _Runner(run, folder)
             self._runners[run.id] = runner
         finally:
@@ -144,7 +149,7 @@ class BackgroundRuns:
                 "display_name": request.display_name,
                 "file_name": request.file_name,
                 "check": request.check,
-                "limits": [request.timeout, request.memory_mb, request.max_output],
+                "limits": [limits["timeout"], int(limits["memory_mb"]), int(limits["max_output"])],
                 "spill": str(output_file(self.state_dir, run.id)),
                 "config": str(self.config_file) if self.config_file is not None else None,
             }
@@ -351,3 +356,13 @@ def _runner_environment() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("TOOLSCRIPT_GATEWAY_URL", None)
     return env
+
+
+def _check_max_output(max_output: int | None) -> None:
+    if max_output is not None and max_output > MAX_BACKGROUND_OUTPUT:
+        raise UsageError(
+            f"max_output is at most {MAX_BACKGROUND_OUTPUT // (1024 * 1024)} MB for a "
+            "background run: its output file is kept in the gateway's state",
+            hint="give a smaller --max-output: what the script prints past it is kept "
+            "in a file of its own (the run's output says where), or write to a file",
+        )

@@ -16,7 +16,6 @@ from litestar import Request
 from litestar.exceptions import HTTPException, SerializationException, ValidationException
 
 from toolscript.errors import UsageError
-from toolscript.gateway.runbook import DEFAULT_MAX_CALLS
 
 __all__ = [
     "MAX_BACKGROUND_OUTPUT",
@@ -34,6 +33,9 @@ __all__ = [
 ]
 
 
+MIN_MEMORY_MB = 16  # exec's own floor (execution/command.py): V8 starts no script below it
+
+
 class Body(msgspec.Struct, frozen=True):
     """A route's JSON object; unknown keys are ignored, as clients of other versions send."""
 
@@ -47,14 +49,22 @@ class RunRequest(Body, frozen=True):
     script_hash: str = ""
     origin: str = ""
     interactive: bool = False
-    max_calls: Annotated[int, msgspec.Meta(ge=1)] = DEFAULT_MAX_CALLS
+    # None: the resumed run's, else DEFAULT_MAX_CALLS
+    max_calls: Annotated[int, msgspec.Meta(ge=1)] | None = None
     resume: str | None = None
     script: str = ""
     script_name: tuple[str, str] = ("inline.ts", "inline.ts")
     pid: Annotated[int, msgspec.Meta(ge=1)] | None = None  # the process running the script
+    # the limits exec enforces itself, kept with the run for its resume (None: not given)
+    timeout: Annotated[float, msgspec.Meta(ge=0)] | None = None
+    memory_mb: Annotated[int, msgspec.Meta(ge=MIN_MEMORY_MB)] | None = None
+    max_output: Annotated[int, msgspec.Meta(ge=1)] | None = None
 
     problems: ClassVar[Mapping[str, str]] = {
         "max_calls": "max_calls must be a positive integer",
+        "timeout": "timeout must be 0 (none) or more seconds",
+        "memory_mb": f"memory_mb must be at least {MIN_MEMORY_MB}",
+        "max_output": "max_output must be a positive integer",
         "pid": "pid is the id of the process running the script, a positive integer",
     }
 
@@ -122,11 +132,19 @@ class ScriptToSave(Body, frozen=True):
     }
 
 
-MIN_MEMORY_MB = 16  # exec's own floor (execution/command.py): V8 starts no script below it
 # Bytes a background run's output file may take (``--max-output``): its runner writes what
 # the script prints there, in the gateway's state, for as long as it runs (what passes
 # --max-output is kept apart, bounded by the kept outputs' own limit).
 MAX_BACKGROUND_OUTPUT = 256 * 1024 * 1024
+
+
+# A background run's limits when neither its start nor the run it resumes gives them
+# (exec's own defaults: execution/command.py)
+BACKGROUND_DEFAULTS: Mapping[str, float] = {
+    "timeout": 300.0,
+    "memory_mb": 512,
+    "max_output": 10 * 1024 * 1024,
+}
 
 
 class BackgroundStart(Body, frozen=True):
@@ -136,10 +154,11 @@ class BackgroundStart(Body, frozen=True):
     display_name: str = "inline.ts"
     file_name: str = "inline.ts"
     check: bool = True
-    timeout: Annotated[float, msgspec.Meta(ge=0)] = 300.0
-    memory_mb: Annotated[int, msgspec.Meta(ge=MIN_MEMORY_MB)] = 512
-    max_output: Annotated[int, msgspec.Meta(ge=1)] = 10 * 1024 * 1024  # MAX_BACKGROUND_OUTPUT
-    max_calls: Annotated[int, msgspec.Meta(ge=1)] = DEFAULT_MAX_CALLS
+    # None: the resumed run's, else BACKGROUND_DEFAULTS' (max_calls: DEFAULT_MAX_CALLS)
+    timeout: Annotated[float, msgspec.Meta(ge=0)] | None = None
+    memory_mb: Annotated[int, msgspec.Meta(ge=MIN_MEMORY_MB)] | None = None
+    max_output: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    max_calls: Annotated[int, msgspec.Meta(ge=1)] | None = None
     resume: str | None = None
     script_hash: str = ""
 

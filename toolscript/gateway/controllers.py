@@ -128,8 +128,19 @@ class RunsController(Controller):
             script_name=body.script_name,
             client_pid=body.pid,
             by_agent=_by_agent(request),  # bounded apart: it never refuses the owner's runs
+            limits={
+                "timeout": body.timeout,
+                "memory_mb": body.memory_mb,
+                "max_output": body.max_output,
+            },
         )
-        return {"id": run.id, "token": run.token, "resumed_from": run.resumed_from or None}
+        return {
+            "id": run.id,
+            "token": run.token,
+            "resumed_from": run.resumed_from or None,
+            # what exec enforces: those it gave, else the resumed run's (absent: its defaults)
+            "limits": run.limits | {"max_calls": run.max_calls},
+        }
 
     @get("/{run_id:str}/prompt")
     async def run_prompt(

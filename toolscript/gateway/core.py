@@ -414,6 +414,7 @@ class Gateway:
             lambda qualified: self.decision(*split_tool_name(qualified)),
             telemetry,
             owner=process_identity(os.getpid()),
+            identity=self.server_identity,
         )
         self.url = ""  # the gateway's own URL, once it listens (``gateway/runner.py``)
         self.background = BackgroundRuns(
@@ -851,7 +852,7 @@ class Gateway:
         log.warning(
             "artifacts: the cache in %s is damaged (%s); rebuilding it", self.layout.root, problem
         )
-        self.layout.discard_derived()
+        self.layout.discard_derived(stop=self._stop_building)
         return self._build_once(snapshot)
 
     def _build_once(self, snapshot: SnapshotSource) -> PipelineResult:
@@ -1241,6 +1242,12 @@ class Gateway:
                 errors=details,
             )
 
+    def server_identity(self, qualified: str) -> str:
+        """The identity of the server of ``server__tool`` as the config now has it (what an
+        "always" approval is bound to); '' for a server it does not have."""
+        upstream = self.upstreams.get(split_tool_name(qualified)[0])
+        return "" if upstream is None else upstream.config.identity
+
     def decision(self, server: str, tool: str) -> str:
         """``allow``, ``ask`` or ``deny`` for calls of ``server__tool`` (raises when the tool
         is unknown or denied); a tool's is remembered until the config or the server's tools
@@ -1266,7 +1273,7 @@ class Gateway:
         approval on record."""
         server, tool_name = split_tool_name(qualified)
         if self.decision(server, tool_name) == "ask" and not await anyio.to_thread.run_sync(
-            self.runs.runlog.tool_approved, qualified
+            self.runs.runlog.tool_approved, qualified, self.server_identity(qualified)
         ):
             raise ApprovalRequiredError(
                 f"{tool_named(qualified)} needs approval before it runs; the call was not made",

@@ -162,7 +162,7 @@ async def _outside_run(gateway: Gateway, server: str, name: str) -> None:
     record, as a tool call does."""
     qualified = f"{server}__{name}"
     if _checked(gateway, server, name) == "ask" and not await anyio.to_thread.run_sync(
-        gateway.runs.runlog.tool_approved, qualified
+        gateway.runs.runlog.tool_approved, qualified, gateway.server_identity(qualified)
     ):
         raise ApprovalRequiredError(
             f"{call_named(qualified)} needs approval before it is read; nothing was read",

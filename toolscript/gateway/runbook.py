@@ -32,7 +32,7 @@ import logging
 import secrets
 import shlex
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,6 +133,21 @@ Answered = tuple[int, str, bytes]  # status, result shape, JSON body
 Caller = Callable[[str, dict[str, Any]], Awaitable[tuple[str, Any]]]
 
 
+_LIMIT_NAMES = ("timeout", "memory_mb", "max_output", "max_calls")
+
+
+def _carried_limits(logged: Any) -> dict[str, float]:
+    """The limits a logged run kept (its row's ``limits``), those of a known name and a
+    number alone (the log is a file of the user's, read back)."""
+    if not isinstance(logged, dict):
+        return {}
+    return {
+        name: value
+        for name, value in logged.items()
+        if name in _LIMIT_NAMES and isinstance(value, int | float) and not isinstance(value, bool)
+    }
+
+
 def _require_resumable(previous: dict[str, Any]) -> None:
     """Refuse ``exec --resume`` of a run that did not stop for an approval, saying why."""
     if previous["status"] == "resumed":
@@ -222,6 +237,9 @@ class Run:
     span: Any = None
     script: str = ""
     script_name: tuple[str, str] = ("inline.ts", "inline.ts")
+    # the sandbox's limits it was given or carried over from the run it resumes (timeout,
+    # memory_mb, max_output; those unset are the runner's defaults): a resume keeps them
+    limits: dict[str, float] = field(default_factory=dict)
     client: str = ""  # the process running the script (process_identity), when it said
     died: bool = False  # that process went away before the run ended
     background: bool = False  # run by the gateway's own runner (``gateway/background.py``)
@@ -314,6 +332,7 @@ class Run:
             "script_name": msgspec.json.encode(self.script_name).decode(),
             "client": self.client,
             "by_agent": int(self.by_agent),
+            "limits": msgspec.json.encode(self.limits | {"max_calls": self.max_calls}).decode(),
         }
         if self.stop_logged:  # written again (a call that ended after it): keep the whole
             del row["stopped"]
@@ -330,11 +349,15 @@ class RunBook:
         decision: Callable[[str], str],  # server__tool -> allow, ask or deny
         telemetry: Any = None,
         owner: str = "",  # the gateway's process_identity, kept with each run it holds
+        # server__tool -> the identity of its server ('' unknown: no approval holds); the
+        # default, one identity for every server, is for a run book without a config
+        identity: Callable[[str], str] = lambda qualified: "any",
     ) -> None:
         self.runlog = runlog
         self.owner = owner
         self._secrets_of = secrets_of
         self._decision = decision
+        self.identity = identity
         self.telemetry = telemetry
         self._runs: dict[str, Run] = {}
         self._by_token: dict[str, Run] = {}
@@ -411,16 +434,20 @@ class RunBook:
         script_hash: str = "",
         origin: str = "http",
         interactive: bool = False,
-        max_calls: int = DEFAULT_MAX_CALLS,
+        max_calls: int | None = None,
         resume: str | None = None,
         script: str = "",
         script_name: tuple[str, str] = ("inline.ts", "inline.ts"),
         client_pid: int | None = None,
         by_agent: bool = False,
+        limits: Mapping[str, float | None] | None = None,
     ) -> Run:
         """A new run; it resumes ``resume``, or else the newest run of the same script that
         stopped for a call approved since. Refused past MAX_LIVE_RUNS runs under way of
-        those the same URL registered (``by_agent``: the agent's, else the owner's)."""
+        those the same URL registered (``by_agent``: the agent's, else the owner's).
+
+        ``max_calls`` and ``limits`` (the sandbox's: timeout, memory_mb, max_output) left
+        None are the resumed run's, else DEFAULT_MAX_CALLS and the runner's defaults."""
         mine = sum(run.by_agent == by_agent for run in self._by_token.values())
         if mine + self._registering[by_agent] >= MAX_LIVE_RUNS:
             raise TooManyRunsError(
@@ -444,6 +471,7 @@ class RunBook:
                 script_name,
                 client_pid,
                 by_agent,
+                {key: value for key, value in (limits or {}).items() if value is not None},
             )
         finally:
             self._registering[by_agent] -= 1
@@ -453,12 +481,13 @@ class RunBook:
         script_hash: str,
         origin: str,
         interactive: bool,
-        max_calls: int,
+        max_calls: int | None,
         resume: str | None,
         script: str,
         script_name: tuple[str, str],
         client_pid: int | None,
         by_agent: bool,
+        limits: dict[str, float],
     ) -> Run:
         # The agent resumes only its own runs: a person's run stopped for approval replays
         # what its calls answered, to whoever resumes it.
@@ -469,7 +498,9 @@ class RunBook:
         elif script_hash:
             try:
                 previous = await anyio.to_thread.run_sync(
-                    functools.partial(self.runlog.resumable, script_hash, agents_only=by_agent)
+                    functools.partial(
+                        self.runlog.resumable, script_hash, self.identity, agents_only=by_agent
+                    )
                 )
             except RunLogError as exc:  # the script still runs; it resumes nothing
                 log.warning("runs: %s; nothing is resumed", exc)
@@ -479,7 +510,7 @@ class RunBook:
             script_hash=script_hash,
             origin=origin,
             interactive=interactive,
-            max_calls=max_calls,
+            max_calls=DEFAULT_MAX_CALLS if max_calls is None else max_calls,
             started=time.time(),
             script=script if len(script) <= KEPT_SCRIPT_BYTES else "",
             script_name=script_name,
@@ -497,6 +528,12 @@ class RunBook:
             previous = None
         if previous is not None:
             run.resumed_from = previous["id"]
+            # what the resume does not set itself, it keeps of the run it resumes
+            carried = _carried_limits(previous.get("limits"))
+            if max_calls is None and "max_calls" in carried:
+                run.max_calls = int(carried["max_calls"])
+            carried.pop("max_calls", None)
+            limits = carried | limits
             run.replay = await anyio.to_thread.run_sync(self.runlog.replay, previous["id"])
             # (let go when the resume uses the approval: ``end``)
             whole = self._secret_answers.get(previous["id"], {})
@@ -505,6 +542,7 @@ class RunBook:
                     entry["body"] = whole[entry["seq"]]
             call = (previous.get("stopped") or {}).get("call") or {}
             run.resume_call = (str(call.get("tool", "")), str(call.get("digest", "")))
+        run.limits = limits
         self._runs[run.id] = run
         self._by_token[run.token] = run
         self._dirty[run.id] = run
@@ -792,7 +830,8 @@ class RunBook:
         ):
             run.resume_call = None
             return
-        if await anyio.to_thread.run_sync(self.runlog.tool_approved, qualified):
+        identity = self.identity(qualified)
+        if await anyio.to_thread.run_sync(self.runlog.tool_approved, qualified, identity):
             return
         known = self._secrets_of()
         shown = redact_value(arguments, known)
@@ -805,7 +844,7 @@ class RunBook:
             if answer == "yes":
                 return
             if answer == "always":
-                await anyio.to_thread.run_sync(self.runlog.approve_tool, qualified)
+                await anyio.to_thread.run_sync(self.runlog.approve_tool, qualified, identity)
                 return
             if answer == "no":
                 raise CallRefusedError(

@@ -30,10 +30,12 @@ import hashlib
 import json
 import os
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolscript.pipeline.buildlock import build_lock
 from toolscript.plumbing.boundedread import read_regular_file
 from toolscript.plumbing.privatefile import write_new
 from toolscript.store.packages import offered
@@ -239,24 +241,27 @@ class CacheLayout:
                     ):
                         Path(entry.path).unlink(missing_ok=True)
 
-    def discard_derived(self) -> None:
+    def discard_derived(self, stop: threading.Event | None = None) -> None:
         """Remove everything the artifact tasks make (embeddings stay: they are costly and
-        checked on their own), so the next run builds it all again."""
+        checked on their own), so the next run builds it all again. Under the build lock:
+        a standalone ``doit`` building meanwhile would lose its files and database midway
+        (``stop`` set ends the wait: ``BuildStopped``)."""
         import shutil
 
-        for directory in ("servers", "offered", "names", "types", self.saved_check.name):
-            shutil.rmtree(self.root / directory, ignore_errors=True)
-        for path in (
-            self.names,
-            self.tools_only,
-            self.module,
-            self.saved_scripts,
-            self.packages,
-            self.catalogue,
-            self.dep_file,
-        ):
-            for suffix in ("", "-wal", "-shm", "-journal"):
-                Path(f"{path}{suffix}").unlink(missing_ok=True)
+        with build_lock(self.root, stop=stop):
+            for directory in ("servers", "offered", "names", "types", self.saved_check.name):
+                shutil.rmtree(self.root / directory, ignore_errors=True)
+            for path in (
+                self.names,
+                self.tools_only,
+                self.module,
+                self.saved_scripts,
+                self.packages,
+                self.catalogue,
+                self.dep_file,
+            ):
+                for suffix in ("", "-wal", "-shm", "-journal"):
+                    Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 @dataclass

@@ -8,13 +8,14 @@ never inside the project). Tables:
   ``failed``, ``awaiting_approval``, ``replay_diverged``, ``too_many_calls``, ``died``: its
   gateway or its exec went away mid-run, ``expired``: no process claimed it and it went
   silent), call count, the run it resumed, the call it
-  stopped at (redacted), and who held it while it ran (``owner``: the gateway's process,
-  ``client``: exec's).
+  stopped at (redacted), who held it while it ran (``owner``: the gateway's process,
+  ``client``: exec's), and its limits (``limits``, JSON: what a resume carries over).
 - ``calls``: per call of a run: the tool, its arguments (redacted), the sizes of arguments
   and result, start, duration, outcome and error message (redacted).
 - ``replay``: what the calls of a run that stopped for approval answered, so that resuming
   it answers them again without calling the servers (only for such runs).
-- ``approvals``: ``tool`` approvals (a tool, from now on) and ``call`` approvals (the call a
+- ``approvals``: ``tool`` approvals (a tool, from now on, while its server is the one it
+  was approved for: ``server``, the server's identity) and ``call`` approvals (the call a
   run stopped at, used once by the run that resumes it).
 
 No secret of the config is ever written: the gateway redacts arguments and messages before
@@ -118,8 +119,17 @@ def _version_3(db: Any) -> None:
     db.execute("""ALTER TABLE "runs" ADD COLUMN "by_agent" INTEGER NOT NULL DEFAULT 0""")
 
 
+def _version_4(db: Any) -> None:
+    # the identity of the server a tool approval was given for (``ServerConfig.identity``);
+    # '' on approvals of earlier versions, which ask once more and are then bound
+    db.execute("""ALTER TABLE "approvals" ADD COLUMN "server" TEXT NOT NULL DEFAULT ''""")
+    # JSON, the limits a run was given or carried over (timeout, memory_mb, max_output,
+    # max_calls): its resume keeps those it does not set itself; '' before
+    db.execute("""ALTER TABLE "runs" ADD COLUMN "limits" TEXT NOT NULL DEFAULT ''""")
+
+
 # Index i brings a file of version i to version i + 1.
-MIGRATIONS: list[Callable[[Any], None]] = [_version_1, _version_2, _version_3]
+MIGRATIONS: list[Callable[[Any], None]] = [_version_1, _version_2, _version_3, _version_4]
 SCHEMA_VERSION = len(MIGRATIONS)
 # A kept connection's writes reach the file itself this long after the first of them (the
 # gateway ends a run in a few milliseconds without the checkpoint's syncs; a burst of runs
@@ -534,10 +544,17 @@ class RunLog:
             )
         )
 
-    def resumable(self, script_hash: str, *, agents_only: bool = False) -> dict[str, Any] | None:
+    def resumable(
+        self,
+        script_hash: str,
+        identity_of: Callable[[str], str],
+        *,
+        agents_only: bool = False,
+    ) -> dict[str, Any] | None:
         """The newest run of this script that stopped for approval, was not resumed yet, and
-        whose call is approved now (by a call or a tool approval); ``agents_only``: of those
-        registered through the agent's URL."""
+        whose call is approved now (by a call approval, or a tool approval for the server
+        ``identity_of(tool)`` is); ``agents_only``: of those registered through the agent's
+        URL."""
         whose = " AND by_agent = 1" if agents_only else ""
 
         def work(db: Any) -> dict[str, Any] | None:
@@ -549,7 +566,8 @@ class RunLog:
                 run = _run_row(row)
                 call = (run.get("stopped") or {}).get("call") or {}
                 tool = str(call.get("tool", ""))
-                if self._approved(db, run["id"], tool, str(call.get("digest", ""))):
+                digest = str(call.get("digest", ""))
+                if self._approved(db, run["id"], tool, digest, identity_of(tool)):
                     return run
             return None
 
@@ -588,15 +606,17 @@ class RunLog:
         result: dict[str, Any] = self._run(work)
         return result
 
-    def approve_tool(self, tool: str) -> bool:
-        """Approve every call of ``tool`` (``server__tool``) from now on; False: it was."""
+    def approve_tool(self, tool: str, identity: str) -> bool:
+        """Approve every call of ``tool`` (``server__tool``) from now on, while its server is
+        ``identity`` (an approval for another identity is replaced); False: it was."""
 
         def work(db: Any) -> bool:
             db.execute("BEGIN IMMEDIATE")
             try:
-                fresh = not self._tool_approved(db, tool)
+                fresh = not self._tool_approved(db, tool, identity)
                 if fresh:
-                    _add_approval(db, "tool", tool, "", {})
+                    db.execute("DELETE FROM approvals WHERE scope = 'tool' AND tool = ?", [tool])
+                    _add_approval(db, "tool", tool, "", {}, server=identity)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -623,15 +643,16 @@ class RunLog:
             self._run(
                 lambda db: list(
                     db.query(
-                        "SELECT scope, tool, run_id, created, used_by FROM approvals "
+                        "SELECT scope, tool, run_id, created, used_by, server FROM approvals "
                         "ORDER BY created DESC"
                     )
                 )
             )
         )
 
-    def tool_approved(self, tool: str) -> bool:
-        return bool(self._run(lambda db: self._tool_approved(db, tool)))
+    def tool_approved(self, tool: str, identity: str) -> bool:
+        """Whether ``tool`` is approved for good while its server is ``identity``."""
+        return bool(self._run(lambda db: self._tool_approved(db, tool, identity)))
 
     def use_call_approval(self, run_id: str, tool: str, digest: str, used_by: str) -> bool:
         """Use the approval of the call ``run_id`` stopped at, once: True when there was one
@@ -650,14 +671,17 @@ class RunLog:
         return bool(self._run(work))
 
     @staticmethod
-    def _tool_approved(db: Any, tool: str) -> bool:
+    def _tool_approved(db: Any, tool: str, identity: str) -> bool:
+        # '' (an approval of before identities, or an unknown server) matches nothing
         found = db.execute(
-            "SELECT 1 FROM approvals WHERE scope = 'tool' AND tool = ? LIMIT 1", [tool]
+            "SELECT 1 FROM approvals WHERE scope = 'tool' AND tool = ? AND server = ? "
+            "AND server != '' LIMIT 1",
+            [tool, identity],
         ).fetchone()
         return found is not None
 
-    def _approved(self, db: Any, run_id: str, tool: str, digest: str) -> bool:
-        if self._tool_approved(db, tool):
+    def _approved(self, db: Any, run_id: str, tool: str, digest: str, identity: str) -> bool:
+        if self._tool_approved(db, tool, identity):
             return True
         found = db.execute(
             "SELECT 1 FROM approvals WHERE scope = 'call' AND run_id = ? AND tool = ? "
@@ -689,12 +713,14 @@ def _stored(value: Any) -> Any:
     return value
 
 
-def _add_approval(db: Any, scope: str, tool: str, run_id: str, call: dict[str, Any]) -> None:
+def _add_approval(
+    db: Any, scope: str, tool: str, run_id: str, call: dict[str, Any], server: str = ""
+) -> None:
     """One approval row, inside the caller's transaction (sqlite_utils' insert commits)."""
     db.execute(
-        "INSERT INTO approvals (scope, tool, run_id, digest, created, used_by) "
-        "VALUES (?, ?, ?, ?, ?, '')",
-        [scope, tool, run_id, str(call.get("digest", "")), time.time()],
+        "INSERT INTO approvals (scope, tool, run_id, digest, created, used_by, server) "
+        "VALUES (?, ?, ?, ?, ?, '', ?)",
+        [scope, tool, run_id, str(call.get("digest", "")), time.time(), server],
     )
 
 
@@ -702,6 +728,8 @@ def _run_row(row: dict[str, Any]) -> dict[str, Any]:
     found = dict(row)
     found["script_name"] = json.loads(found["script_name"]) if found.get("script_name") else None
     found["stopped"] = json.loads(found["stopped"]) if found.get("stopped") else None
+    if "limits" in found:
+        found["limits"] = json.loads(found["limits"]) if found["limits"] else {}
     return found
 
 

@@ -47,6 +47,11 @@ from toolscript.plumbing.processes import (
     untether,
 )
 from toolscript.plumbing.redact import redact
+from toolscript.plumbing.requirespython import (
+    InvalidSpecifier,
+    python_satisfies,
+    running_python_version,
+)
 from toolscript.policy import unmatched_rules
 from toolscript.upstream.base import ServerState, ToolHost, ToolsChanged
 
@@ -253,6 +258,7 @@ class LocalToolServer:
         functions: dict[str, Any] = {}
         notes: list[str] = []
         if metadata is not None:
+            self._check_requires_python(metadata)
             described = await self._describe_external(metadata, notes)
         else:
             described, functions = await self._describe_internal(notes)
@@ -349,6 +355,28 @@ class LocalToolServer:
                 f"importing {self.path} took over {IMPORT_TIMEOUT:g} s, so its tools are not "
                 "loaded; do slow work inside the tool functions, not at import"
             ) from None
+
+    def _check_requires_python(self, metadata: dict[str, Any]) -> None:
+        """Refuse a file whose ``requires-python`` the worker's Python (the gateway's, named
+        to uv by path, so uv does not check it) does not satisfy."""
+        wanted = metadata.get("requires-python")
+        if not isinstance(wanted, str):
+            return
+        found = running_python_version()
+        try:
+            satisfied = python_satisfies(wanted, found)
+        except InvalidSpecifier as exc:
+            raise UpstreamError(
+                f"{self.path.name}: its PEP 723 requires-python = {wanted!r} cannot be read "
+                f'({exc}); write it as PEP 440 says, e.g. ">=3.10"'
+            ) from None
+        if not satisfied:
+            raise UpstreamError(
+                f"{self.path.name} needs Python {wanted} (its PEP 723 requires-python), but "
+                f"its worker runs on the gateway's Python {found} ({sys.executable}): run "
+                "toolscript under a Python that satisfies it, or loosen requires-python if "
+                "the file works on this one"
+            )
 
     async def _describe_external(
         self, metadata: dict[str, Any], notes: list[str]
