@@ -58,7 +58,8 @@ DEFAULT_TIMEOUT = 60.0
 Transport = Literal["stdio", "http", "sse", "local"]
 DEFAULT_IDLE_TIMEOUT = 600.0
 
-_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# ${VAR}, ${VAR:-default}, and ${env:VAR} as VS Code, Cursor and pctx write it
+_VARIABLE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 def _empty_mapping() -> Mapping[str, Any]:
@@ -708,12 +709,10 @@ def _describe(error: ValidationError, doc: PositionedJson, path: Path) -> str:
     if validator == "additionalProperties" and isinstance(error.instance, dict):
         schema = error.schema if isinstance(error.schema, dict) else {}
         allowed = list(schema.get("properties", {}))
-        extras = [key for key in error.instance if key not in allowed]
-        unknown = extras[0] if extras else "?"
-        at, on_key = (*at, unknown), True
-        close = difflib.get_close_matches(unknown, allowed, n=1, cutoff=0.6)
-        expected = f"unknown key {unknown!r}" + (
-            f" (did you mean {close[0]!r}?)" if close else f"; allowed keys: {', '.join(allowed)}"
+        extras = [key for key in error.instance if key not in allowed] or ["?"]
+        # every unknown key, each at its place: a peer tool's file has several at once
+        return "\n".join(
+            _unknown_key(at, key, error.instance.get(key), allowed, doc, path) for key in extras
         )
     elif validator == "required":
         expected = f"missing required key: {error.message.split(' is a required')[0]}"
@@ -723,6 +722,18 @@ def _describe(error: ValidationError, doc: PositionedJson, path: Path) -> str:
     elif validator == "enum":
         choices = ", ".join(json.dumps(choice) for choice in error.validator_value)  # type: ignore[union-attr]
         expected = f"expected one of {choices}, got {json.dumps(error.instance)}"
+        if (
+            at
+            and at[-1] == "type"
+            and str(error.instance).lower().replace("_", "-")
+            in (
+                "streamable-http",
+                "streamablehttp",
+                "http-stream",
+                "streamable",
+            )
+        ):
+            expected += ' (streamable HTTP is "http" here)'
     elif validator == "type":
         expected = f"expected {error.validator_value}, got {_json_type(error.instance)}"
         expected += _type_fix(at, error.validator_value, error.instance)
@@ -743,6 +754,62 @@ def _describe(error: ValidationError, doc: PositionedJson, path: Path) -> str:
         expected = error.message
     line, col = doc.line_col(at, key=on_key)
     return f"{path}:{line}:{col}: {format_path(at)}: {expected}"
+
+
+# Keys of other MCP tools' configs (mcporter, pctx, FastMCP, Gemini CLI, Windsurf, Codex,
+# VS Code) met in a file written for them: what toolscript names the same thing. Keyed by
+# where the key is: "server" in an entry of mcpServers, "top" at the file's top level.
+_PEER_SERVER_KEYS: dict[str, str] = {
+    "baseUrl": "mcporter's name: toolscript's is 'url'",
+    "serverUrl": "Windsurf's name: toolscript's is 'url'",
+    "httpUrl": "Gemini CLI's name for a streamable HTTP URL: toolscript's is 'url'",
+    "transport": 'FastMCP\'s name: toolscript\'s is \'type\' ("stdio", "http" or "sse")',
+    "allowedTools": "toolscript's is 'includeTools' (fnmatch patterns)",
+    "allowed_tools": "toolscript's is 'includeTools' (fnmatch patterns)",
+    "enabled_tools": "toolscript's is 'includeTools' (fnmatch patterns)",
+    "blockedTools": "toolscript's is 'excludeTools' (fnmatch patterns)",
+    "blocked_tools": "toolscript's is 'excludeTools' (fnmatch patterns)",
+    "disabled_tools": "toolscript's is 'excludeTools' (fnmatch patterns)",
+    "enabled": "toolscript's is 'disabled' (\"disabled\": true keeps the entry off)",
+    "envFile": (
+        "toolscript reads no env file: export its variables and name them in 'env' "
+        '("TOKEN": "${TOKEN}")'
+    ),
+    "name": "a server's name is its key in mcpServers",
+}
+
+
+def _unknown_key(
+    at: JsonPath, key: str, value: Any, allowed: list[str], doc: PositionedJson, path: Path
+) -> str:
+    """The error of one unknown key: the toolscript key a peer tool's key means, else the
+    nearest allowed key, else the allowed keys."""
+    place = (*at, key)
+    line, col = doc.line_col(place, key=True)
+    in_server = len(at) == 2 and at[0] == "mcpServers"
+    peer = _PEER_SERVER_KEYS.get(key) if in_server else None
+    if in_server and key == "auth":
+        peer = (
+            "mcporter's OAuth marker: remove it; a server that asks for a sign-in is "
+            f"signed in to with `toolscript auth {at[1]}`"
+            if value == "oauth"
+            else 'a token goes in "headers": {"Authorization": "Bearer ${TOKEN}"}'
+        )
+    if not at and key == "servers" and isinstance(value, list):
+        peer = (
+            "a list of named servers is pctx's shape: toolscript keys each server by its name "
+            'in "mcpServers": {"mcpServers": {"NAME": {"command": ...} or {"url": ...}}}'
+        )
+    elif not at and key in ("name", "version", "disclosure", "logger", "telemetry"):
+        peer = "a key of pctx's pctx.json that toolscript has no use for: remove it"
+    if peer is None:
+        close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+        said = (
+            f" (did you mean {close[0]!r}?)" if close else f"; allowed keys: {', '.join(allowed)}"
+        )
+    else:
+        said = f" ({peer})"
+    return f"{path}:{line}:{col}: {format_path(place)}: unknown key {key!r}{said}"
 
 
 def _type_fix(at: JsonPath, wanted: Any, value: Any) -> str:
