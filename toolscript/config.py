@@ -394,8 +394,52 @@ def _parsed(text: str, path: Path) -> PositionedJson:
         return parse_with_positions(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(
-            f"{path}:{json_syntax_error(exc)}", hint="fix the JSON syntax at that position"
+            f"{path}:{json_syntax_error(exc)}",
+            hint=_import_instead(path) or "fix the JSON syntax at that position",
         ) from exc
+
+
+def _client_of(path: Path) -> str | None:
+    """The other client (its name in ``import``) whose own file ``path`` is, by where such a
+    file lives: given as ``--config``, it holds that client's settings, not toolscript's."""
+    folder, name = path.parent.name.lower(), path.name.lower()
+    if name == "claude_desktop_config.json":
+        return "claude-desktop"
+    if name in (".claude.json", ".mcp.json"):
+        return "claude-code"
+    if name == "config.toml" and folder == ".codex":  # `import` reads the user's only
+        codex_home = os.environ.get("CODEX_HOME") or str(Path.home() / ".codex")
+        return "codex" if path.parent == Path(codex_home).expanduser() else None
+    if name == "mcp_config.json" and folder == "windsurf":
+        return "windsurf"
+    return {
+        (".vscode", "mcp.json"): "vscode",
+        (".cursor", "mcp.json"): "cursor",
+        (".gemini", "settings.json"): "gemini",
+    }.get((folder, name))
+
+
+_CLIENT_NAMES = {
+    "claude-code": "Claude Code",
+    "claude-desktop": "Claude Desktop",
+    "codex": "Codex",
+    "cursor": "Cursor",
+    "gemini": "Gemini CLI",
+    "vscode": "VS Code",
+    "windsurf": "Windsurf",
+}
+
+
+def _import_instead(path: Path) -> str | None:
+    client = _client_of(path)
+    if client is None:
+        return None
+    named = _CLIENT_NAMES[client]
+    return (
+        f"{path.name} is {named}'s own file, not a toolscript config: import its servers with "
+        f'{{"import": ["{client}"]}} in your project\'s .toolscript.json (`toolscript init` '
+        "writes it) and leave out --config"
+    )
 
 
 def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
@@ -631,7 +675,7 @@ def _validate(doc: PositionedJson, path: Path) -> None:
     messages = [_describe(error, doc, path) for error in errors]
     raise ConfigError(
         "\n".join(messages) if len(messages) > 1 else messages[0],
-        hint=f"the schema is {_schema_location()}",
+        hint=_import_instead(path) or f"the schema is {_schema_location()}",
     )
 
 

@@ -91,3 +91,34 @@ def test_env_colon_variables_are_expanded_and_named(tmp_path: Path) -> None:
     assert named_variables(entry) == (("TOK", "headers.Authorization"),)
     (unset,) = load_config(path, environ={}).servers
     assert "TOK" in (unset.unset_error() or "")
+
+
+@pytest.mark.parametrize(
+    ("folder", "name", "text", "client"),
+    [
+        (".vscode", "mcp.json", '{"inputs": [], "servers": {}}', "vscode"),
+        (".gemini", "settings.json", '{"theme": "x", "mcpServers": {}}', "gemini"),
+        ("Claude", "claude_desktop_config.json", '{"globalShortcut": ""}', "claude-desktop"),
+        (".codex", "config.toml", '[mcp_servers.time]\ncommand = "t"\n', "codex"),
+    ],
+)
+def test_another_clients_own_file_given_as_the_config_is_told_to_be_imported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: str, name: str, text: str, client: str
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    path = tmp_path / folder / name
+    path.parent.mkdir()
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    assert info.value.exit_code == 2
+    assert f'{{"import": ["{client}"]}}' in (info.value.hint or "")
+
+
+def test_a_file_of_no_client_keeps_the_schema_hint(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"  # mcp.json of no known client's folder
+    path.write_text('{"theme": 1}')
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    assert "config schema" in (info.value.hint or "")
