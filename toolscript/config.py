@@ -834,8 +834,8 @@ def _unknown_key(
     peer = _PEER_SERVER_KEYS.get(key) if in_server else None
     if in_server and key == "auth":
         peer = (
-            "mcporter's OAuth marker: remove it; a server that asks for a sign-in is "
-            f"signed in to with `toolscript auth {at[1]}`"
+            "an OAuth marker (mcporter's, FastMCP's): remove it; a server that asks for a "
+            f"sign-in is signed in to with `toolscript auth {at[1]}`"
             if value == "oauth"
             else 'a token goes in "headers": {"Authorization": "Bearer ${TOKEN}"}'
         )
