@@ -62,6 +62,29 @@ DEFAULT_IDLE_TIMEOUT = 600.0
 _VARIABLE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
+_ENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=", re.MULTILINE)
+
+
+def _env_file_note(source: Path | None, names: list[str]) -> str:
+    """A word on the ``.env`` beside the config when it sets one of ``names``: other tools
+    read such a file, toolscript does not (only the names in it are looked at, never a
+    value, and it is never run: a cloned repository's file may hold anything)."""
+    if source is None:
+        return ""
+    try:
+        with (source.parent / ".env").open("rb") as file:
+            text = file.read(65536).decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return ""
+    found = [name for name in names if name in set(_ENV_LINE.findall(text))]
+    if not found:
+        return ""
+    return (
+        f" (the .env beside it sets {', '.join(found)}, but toolscript reads no env file: "
+        "export the variable in the shell that starts the gateway)"
+    )
+
+
 def _empty_mapping() -> Mapping[str, Any]:
     return MappingProxyType({})
 
@@ -126,6 +149,7 @@ class ServerConfig:
             f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} not set ({where}); "
             f"export {them}, then start the gateway again (`toolscript gateway stop`, "
             f"`toolscript gateway start &`), or write ${{{names[0]}:-default}} in the config"
+            + _env_file_note(self.source, names)
         )
 
     def allows_tool(self, tool_name: str) -> bool:

@@ -122,3 +122,20 @@ def test_a_file_of_no_client_keeps_the_schema_hint(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(path, environ={})
     assert "config schema" in (info.value.hint or "")
+
+
+def test_a_variable_a_dotenv_file_beside_the_config_sets_is_said_not_to_be_read(
+    tmp_path: Path,
+) -> None:
+    # other tools load .env by themselves: "not set" alone left the user looking at a file
+    # that sets it
+    path = tmp_path / ".toolscript.json"
+    entry = {"url": "https://x.example/mcp", "headers": {"Authorization": "Bearer ${API_KEY}"}}
+    path.write_text(json.dumps({"mcpServers": {"s": entry}}))
+    (server,) = load_config(path, environ={}).servers
+    assert ".env" not in (server.unset_error() or "")  # no file: nothing said of one
+    (tmp_path / ".env").write_text("# keys\nexport API_KEY=abc\nOTHER=1\n")
+    (server,) = load_config(path, environ={}).servers
+    said = server.unset_error() or ""
+    assert "the .env beside it sets API_KEY, but toolscript reads no env file" in said
+    assert "abc" not in said
