@@ -790,18 +790,8 @@ def _describe(error: ValidationError, doc: PositionedJson, path: Path) -> str:
     elif validator == "enum":
         choices = ", ".join(json.dumps(choice) for choice in error.validator_value)  # type: ignore[union-attr]
         expected = f"expected one of {choices}, got {json.dumps(error.instance)}"
-        if (
-            at
-            and at[-1] == "type"
-            and str(error.instance).lower().replace("_", "-")
-            in (
-                "streamable-http",
-                "streamablehttp",
-                "http-stream",
-                "streamable",
-            )
-        ):
-            expected += ' (streamable HTTP is "http" here)'
+        if at and at[-1] == "type":
+            expected += _PEER_TYPES.get(str(error.instance).lower().replace("_", "-"), "")
     elif validator == "type":
         expected = f"expected {error.validator_value}, got {_json_type(error.instance)}"
         expected += _type_fix(at, error.validator_value, error.instance)
@@ -844,6 +834,16 @@ _PEER_SERVER_KEYS: dict[str, str] = {
         '("TOKEN": "${TOKEN}")'
     ),
     "name": "a server's name is its key in mcpServers",
+    "environment": "opencode's name: toolscript's is 'env'",
+}
+# Other tools' server types: what each is here.
+_PEER_TYPES = {
+    "streamable-http": ' (streamable HTTP is "http" here)',
+    "streamablehttp": ' (streamable HTTP is "http" here)',
+    "http-stream": ' (streamable HTTP is "http" here)',
+    "streamable": ' (streamable HTTP is "http" here)',
+    "local": ' (opencode\'s "local" is "stdio" here)',
+    "remote": ' (opencode\'s "remote" is "http" here, or "sse")',
 }
 
 
@@ -868,6 +868,8 @@ def _unknown_key(
             "a list of named servers is pctx's shape: toolscript keys each server by its name "
             'in "mcpServers": {"mcpServers": {"NAME": {"command": ...} or {"url": ...}}}'
         )
+    elif not at and key == "mcp" and isinstance(value, dict):
+        peer = "opencode's key: toolscript's is 'mcpServers'"
     elif not at and key in ("name", "version", "disclosure", "logger", "telemetry"):
         peer = "a key of pctx's pctx.json that toolscript has no use for: remove it"
     if peer is None:

@@ -139,3 +139,13 @@ def test_a_variable_a_dotenv_file_beside_the_config_sets_is_said_not_to_be_read(
     said = server.unset_error() or ""
     assert "the .env beside it sets API_KEY, but toolscript reads no env file" in said
     assert "abc" not in said
+
+
+def test_an_opencode_file_is_told_toolscripts_names(tmp_path: Path) -> None:
+    entry = {"type": "local", "command": ["npx", "-y", "srv"], "environment": {"A": "b"}}
+    message = error_of(tmp_path, {"mcp": {"s": entry}})
+    assert "mcp: unknown key 'mcp' (opencode's key: toolscript's is 'mcpServers')" in message
+    message = error_of(tmp_path, {"mcpServers": {"s": entry}})
+    assert """(opencode's "local" is "stdio" here)""" in message
+    assert "(opencode's name: toolscript's is 'env')" in message
+    assert '"command": "npx", "args": ["-y", "srv"]' in message
