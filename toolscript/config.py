@@ -58,7 +58,31 @@ DEFAULT_TIMEOUT = 60.0
 Transport = Literal["stdio", "http", "sse", "local"]
 DEFAULT_IDLE_TIMEOUT = 600.0
 
-_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# ${VAR}, ${VAR:-default}, and ${env:VAR} as VS Code, Cursor and pctx write it
+_VARIABLE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+_ENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=", re.MULTILINE)
+
+
+def _env_file_note(source: Path | None, names: list[str]) -> str:
+    """A word on the ``.env`` beside the config when it sets one of ``names``: other tools
+    read such a file, toolscript does not (only the names in it are looked at, never a
+    value, and it is never run: a cloned repository's file may hold anything)."""
+    if source is None:
+        return ""
+    try:
+        with (source.parent / ".env").open("rb") as file:
+            text = file.read(65536).decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return ""
+    found = [name for name in names if name in set(_ENV_LINE.findall(text))]
+    if not found:
+        return ""
+    return (
+        f" (the .env beside it sets {', '.join(found)}, but toolscript reads no env file: "
+        "export the variable in the shell that starts the gateway)"
+    )
 
 
 def _empty_mapping() -> Mapping[str, Any]:
@@ -125,6 +149,7 @@ class ServerConfig:
             f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} not set ({where}); "
             f"export {them}, then start the gateway again (`toolscript gateway stop`, "
             f"`toolscript gateway start &`), or write ${{{names[0]}:-default}} in the config"
+            + _env_file_note(self.source, names)
         )
 
     def allows_tool(self, tool_name: str) -> bool:
@@ -393,8 +418,52 @@ def _parsed(text: str, path: Path) -> PositionedJson:
         return parse_with_positions(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(
-            f"{path}:{json_syntax_error(exc)}", hint="fix the JSON syntax at that position"
+            f"{path}:{json_syntax_error(exc)}",
+            hint=_import_instead(path) or "fix the JSON syntax at that position",
         ) from exc
+
+
+def _client_of(path: Path) -> str | None:
+    """The other client (its name in ``import``) whose own file ``path`` is, by where such a
+    file lives: given as ``--config``, it holds that client's settings, not toolscript's."""
+    folder, name = path.parent.name.lower(), path.name.lower()
+    if name == "claude_desktop_config.json":
+        return "claude-desktop"
+    if name in (".claude.json", ".mcp.json"):
+        return "claude-code"
+    if name == "config.toml" and folder == ".codex":  # `import` reads the user's only
+        codex_home = os.environ.get("CODEX_HOME") or str(Path.home() / ".codex")
+        return "codex" if path.parent == Path(codex_home).expanduser() else None
+    if name == "mcp_config.json" and folder == "windsurf":
+        return "windsurf"
+    return {
+        (".vscode", "mcp.json"): "vscode",
+        (".cursor", "mcp.json"): "cursor",
+        (".gemini", "settings.json"): "gemini",
+    }.get((folder, name))
+
+
+_CLIENT_NAMES = {
+    "claude-code": "Claude Code",
+    "claude-desktop": "Claude Desktop",
+    "codex": "Codex",
+    "cursor": "Cursor",
+    "gemini": "Gemini CLI",
+    "vscode": "VS Code",
+    "windsurf": "Windsurf",
+}
+
+
+def _import_instead(path: Path) -> str | None:
+    client = _client_of(path)
+    if client is None:
+        return None
+    named = _CLIENT_NAMES[client]
+    return (
+        f"{path.name} is {named}'s own file, not a toolscript config: import its servers with "
+        f'{{"import": ["{client}"]}} in your project\'s .toolscript.json (`toolscript init` '
+        "writes it) and leave out --config"
+    )
 
 
 def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
@@ -630,7 +699,7 @@ def _validate(doc: PositionedJson, path: Path) -> None:
     messages = [_describe(error, doc, path) for error in errors]
     raise ConfigError(
         "\n".join(messages) if len(messages) > 1 else messages[0],
-        hint=f"the schema is {_schema_location()}",
+        hint=_import_instead(path) or f"the schema is {_schema_location()}",
     )
 
 
@@ -708,12 +777,10 @@ def _describe(error: ValidationError, doc: PositionedJson, path: Path) -> str:
     if validator == "additionalProperties" and isinstance(error.instance, dict):
         schema = error.schema if isinstance(error.schema, dict) else {}
         allowed = list(schema.get("properties", {}))
-        extras = [key for key in error.instance if key not in allowed]
-        unknown = extras[0] if extras else "?"
-        at, on_key = (*at, unknown), True
-        close = difflib.get_close_matches(unknown, allowed, n=1, cutoff=0.6)
-        expected = f"unknown key {unknown!r}" + (
-            f" (did you mean {close[0]!r}?)" if close else f"; allowed keys: {', '.join(allowed)}"
+        extras = [key for key in error.instance if key not in allowed] or ["?"]
+        # every unknown key, each at its place: a peer tool's file has several at once
+        return "\n".join(
+            _unknown_key(at, key, error.instance.get(key), allowed, doc, path) for key in extras
         )
     elif validator == "required":
         expected = f"missing required key: {error.message.split(' is a required')[0]}"
@@ -723,6 +790,8 @@ def _describe(error: ValidationError, doc: PositionedJson, path: Path) -> str:
     elif validator == "enum":
         choices = ", ".join(json.dumps(choice) for choice in error.validator_value)  # type: ignore[union-attr]
         expected = f"expected one of {choices}, got {json.dumps(error.instance)}"
+        if at and at[-1] == "type":
+            expected += _PEER_TYPES.get(str(error.instance).lower().replace("_", "-"), "")
     elif validator == "type":
         expected = f"expected {error.validator_value}, got {_json_type(error.instance)}"
         expected += _type_fix(at, error.validator_value, error.instance)
@@ -743,6 +812,74 @@ def _describe(error: ValidationError, doc: PositionedJson, path: Path) -> str:
         expected = error.message
     line, col = doc.line_col(at, key=on_key)
     return f"{path}:{line}:{col}: {format_path(at)}: {expected}"
+
+
+# Keys of other MCP tools' configs (mcporter, pctx, FastMCP, Gemini CLI, Windsurf, Codex,
+# VS Code) met in a file written for them: what toolscript names the same thing. Keyed by
+# where the key is: "server" in an entry of mcpServers, "top" at the file's top level.
+_PEER_SERVER_KEYS: dict[str, str] = {
+    "baseUrl": "mcporter's name: toolscript's is 'url'",
+    "serverUrl": "Windsurf's name: toolscript's is 'url'",
+    "httpUrl": "Gemini CLI's name for a streamable HTTP URL: toolscript's is 'url'",
+    "transport": 'FastMCP\'s name: toolscript\'s is \'type\' ("stdio", "http" or "sse")',
+    "allowedTools": "toolscript's is 'includeTools' (fnmatch patterns)",
+    "allowed_tools": "toolscript's is 'includeTools' (fnmatch patterns)",
+    "enabled_tools": "toolscript's is 'includeTools' (fnmatch patterns)",
+    "blockedTools": "toolscript's is 'excludeTools' (fnmatch patterns)",
+    "blocked_tools": "toolscript's is 'excludeTools' (fnmatch patterns)",
+    "disabled_tools": "toolscript's is 'excludeTools' (fnmatch patterns)",
+    "enabled": "toolscript's is 'disabled' (\"disabled\": true keeps the entry off)",
+    "envFile": (
+        "toolscript reads no env file: export its variables and name them in 'env' "
+        '("TOKEN": "${TOKEN}")'
+    ),
+    "name": "a server's name is its key in mcpServers",
+    "environment": "opencode's name: toolscript's is 'env'",
+}
+# Other tools' server types: what each is here.
+_PEER_TYPES = {
+    "streamable-http": ' (streamable HTTP is "http" here)',
+    "streamablehttp": ' (streamable HTTP is "http" here)',
+    "http-stream": ' (streamable HTTP is "http" here)',
+    "streamable": ' (streamable HTTP is "http" here)',
+    "local": ' (opencode\'s "local" is "stdio" here)',
+    "remote": ' (opencode\'s "remote" is "http" here, or "sse")',
+}
+
+
+def _unknown_key(
+    at: JsonPath, key: str, value: Any, allowed: list[str], doc: PositionedJson, path: Path
+) -> str:
+    """The error of one unknown key: the toolscript key a peer tool's key means, else the
+    nearest allowed key, else the allowed keys."""
+    place = (*at, key)
+    line, col = doc.line_col(place, key=True)
+    in_server = len(at) == 2 and at[0] == "mcpServers"
+    peer = _PEER_SERVER_KEYS.get(key) if in_server else None
+    if in_server and key == "auth":
+        peer = (
+            "an OAuth marker (mcporter's, FastMCP's): remove it; a server that asks for a "
+            f"sign-in is signed in to with `toolscript auth {at[1]}`"
+            if value == "oauth"
+            else 'a token goes in "headers": {"Authorization": "Bearer ${TOKEN}"}'
+        )
+    if not at and key == "servers" and isinstance(value, list):
+        peer = (
+            "a list of named servers is pctx's shape: toolscript keys each server by its name "
+            'in "mcpServers": {"mcpServers": {"NAME": {"command": ...} or {"url": ...}}}'
+        )
+    elif not at and key == "mcp" and isinstance(value, dict):
+        peer = "opencode's key: toolscript's is 'mcpServers'"
+    elif not at and key in ("name", "version", "disclosure", "logger", "telemetry"):
+        peer = "a key of pctx's pctx.json that toolscript has no use for: remove it"
+    if peer is None:
+        close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+        said = (
+            f" (did you mean {close[0]!r}?)" if close else f"; allowed keys: {', '.join(allowed)}"
+        )
+    else:
+        said = f" ({peer})"
+    return f"{path}:{line}:{col}: {format_path(place)}: unknown key {key!r}{said}"
 
 
 def _type_fix(at: JsonPath, wanted: Any, value: Any) -> str:

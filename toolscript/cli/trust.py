@@ -93,7 +93,7 @@ def trust_command(
     # meanwhile (a shell swapping the config as this ran).
     content = read_config_file(path)
     text = config_text(content, path)
-    named = set(re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)", text))
+    named = set(re.findall(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)", text))
     environ = _UnsetAsEmpty(os.environ, named)
     loaded = parse_config(text, path, environ)  # an invalid file is reported, not trusted
     trust.trust(path, trust.fingerprint(path, content, loaded.imported_contents))

@@ -1429,6 +1429,28 @@ def _json_kind(value: Any) -> str:
     return kinds.get(type(value), type(value).__name__)
 
 
+def _kind_fix(kinds: list[Any], value: Any) -> str:
+    """How to write ``value`` as one of ``kinds`` where that is plain: a number or a list in
+    quotes ("30" for 30, a model's habit), one string where a list of them goes."""
+    if isinstance(value, str) and len(value) <= 200:
+        try:
+            meant = json.loads(value)
+        except ValueError:
+            meant = None
+        fits = {
+            "integer": isinstance(meant, int) and not isinstance(meant, bool),
+            "number": isinstance(meant, int | float) and not isinstance(meant, bool),
+            "boolean": isinstance(meant, bool),
+            "array": isinstance(meant, list),
+            "object": isinstance(meant, dict),
+        }
+        if any(fits.get(str(kind)) for kind in kinds):
+            return f" (write {_shown(meant)}, without the quotes)"
+    if "array" in kinds and isinstance(value, str | int | float) and not isinstance(value, bool):
+        return f" (a list: {_shown([value])})"
+    return ""
+
+
 def plain_message(error: jsonschema.ValidationError) -> str:
     """What a tool argument's schema error says, in plain English ("must be at least 0, got
     -3"), for the common validators; jsonschema's own words for the rest."""
@@ -1457,7 +1479,7 @@ def plain_message(error: jsonschema.ValidationError) -> str:
     if rule == "type":
         kinds = limit if isinstance(limit, list) else [limit]
         wanted = " or ".join(_TYPE_WORDS.get(str(kind), str(kind)) for kind in kinds)
-        return f"must be {wanted}, got {_json_kind(value)}"
+        return f"must be {wanted}, got {_json_kind(value)}{_kind_fix(kinds, value)}"
     if rule == "enum" and isinstance(limit, list):
         return f"must be one of {', '.join(_shown(choice) for choice in limit)}{got}"
     if rule == "const":

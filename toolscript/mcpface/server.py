@@ -65,6 +65,19 @@ def _validator(name: str) -> Any:
     return jsonschema.Draft202012Validator(_TOOLS[name]["inputSchema"])
 
 
+def without_null_options(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """``arguments`` without the optional ones given as null: clients that turn tool schemas
+    into OpenAI's strict mode make every optional argument nullable and send ``null`` for
+    those the model leaves out ("timeout": null), which means the default, not an error."""
+    schema = _TOOLS[name]["inputSchema"]
+    required = set(schema.get("required", ()))
+    return {
+        key: value
+        for key, value in arguments.items()
+        if value is not None or key in required or key not in schema.get("properties", {})
+    }
+
+
 def _argument_problem(name: str, arguments: dict[str, Any]) -> str | None:
     """What is wrong with the arguments of a call of the face's tool ``name`` (None: nothing),
     at the first place with a problem. A property missing there is said with the unknown
@@ -322,6 +335,7 @@ def build_server(backend: Backend, *, config_broken: bool = False) -> Server[Any
             return _result(
                 Answer(f"unknown tool {name!r}; tools: {', '.join(_TOOLS)}", is_error=True)
             )
+        arguments = without_null_options(name, arguments)
         problem = _argument_problem(name, arguments)
         if problem is not None:
             return _result(Answer(problem, is_error=True))
