@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from toolscript.errors import ConfigError, ServerNotFoundError, ToolscriptError
 from toolscript.otherclients import MAX_CONFIG_BYTES, Imports, read_imports
 from toolscript.plumbing.boundedread import read_regular_file
-from toolscript.plumbing.redact import embedded_secrets, secret_setting
+from toolscript.plumbing.redact import embedded_secrets, redact_value, secret_setting
 from toolscript.policy import Asking, Decision, decide, matching, timeout_for
 
 if TYPE_CHECKING:
@@ -103,6 +103,10 @@ class ServerConfig:
     # what the server is as the config writes it, before ${VAR} expansion: its URL, or its
     # command and args (what lists and status show: an expanded value may be a secret)
     target: str = ""
+    # what makes it this server, as JSON: its command, args (a list), cwd, env, URL and
+    # headers as the config writes them (an imported entry's expanded, its secrets out);
+    # ``identity`` digests it
+    identity_parts: str = field(default="", repr=False)
     # the file that defines it: .toolscript.json, or another client's config it imports
     source: Path | None = None
     # each ${VAR} its entry names, with where (``headers.Authorization``, ``url``, ``env.KEY``):
@@ -144,14 +148,19 @@ class ServerConfig:
 
     @property
     def identity(self) -> str:
-        """What the server is, as a digest: its transport and its command and args, or its
-        URL, as the config writes them. An "always" approval holds the identity it was given
-        for (a repointed entry asks again); a digest, for ``target`` may hold a path."""
+        """What the server is, as a digest: its transport, command, args, cwd, env, URL and
+        headers as the config writes them (``identity_parts``). An approval holds the
+        identity it was given for (a repointed entry asks again: other args, even one split
+        in two, another cwd or env, another URL or header); a digest, for they may hold a
+        path."""
         import hashlib
 
-        written = [self.transport, self.target]
-        if not self.target:  # (a config built in code)
-            written = [self.transport, self.url or self.command or "", *self.args]
+        written: list[Any] = [self.transport, self.identity_parts]
+        if not self.identity_parts:  # a local tool file (its path), or a config built in code
+            written = [self.transport, self.url or self.command or self.target, *self.args]
+            if self.cwd is not None and self.transport == "stdio":
+                written.append(str(self.cwd))
+            written += [sorted(self.env.items()), sorted(self.headers.items())]
         return hashlib.sha256(json.dumps(written).encode()).hexdigest()[:32]
 
     def timeout_for(self, tool_name: str) -> float:
@@ -882,7 +891,8 @@ def _server(
         if transport in ("http", "sse")
         else " ".join([str(written.get("command") or ""), *map(str, written.get("args", ()))])
     )
-    return ServerConfig(
+    folder = (base / cwd).resolve() if cwd else base
+    server = ServerConfig(
         name=name,
         expanded=expanded,
         target=target,
@@ -890,7 +900,7 @@ def _server(
         command=raw.get("command"),
         args=tuple(raw.get("args", ())),
         env=MappingProxyType(dict(raw.get("env", {}))),
-        cwd=(base / cwd).resolve() if cwd else base,
+        cwd=folder,
         url=raw.get("url"),
         headers=MappingProxyType(dict(raw.get("headers", {}))),
         description=raw.get("description", ""),
@@ -903,6 +913,11 @@ def _server(
         tool_timeouts=_timeouts(raw),
         variables=named_variables(written),
     )
+    parts = {key: written.get(key) for key in ("command", "args", "url", "env", "headers")}
+    parts["cwd"] = str(folder) if transport == "stdio" else None
+    if written is raw:  # an imported entry, expanded: its secrets are not digested
+        parts = redact_value(parts, server.secrets)
+    return replace(server, identity_parts=json.dumps(parts, sort_keys=True, default=str))
 
 
 def named_variables(value: Any, where: str = "") -> tuple[tuple[str, str], ...]:
