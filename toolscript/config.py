@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from toolscript.errors import ConfigError, ServerNotFoundError, ToolscriptError
 from toolscript.otherclients import MAX_CONFIG_BYTES, Imports, read_imports
 from toolscript.plumbing.boundedread import read_regular_file
-from toolscript.plumbing.redact import embedded_secrets, redact_value, secret_setting
+from toolscript.plumbing.redact import embedded_secrets, secret_setting
 from toolscript.policy import Asking, Decision, decide, matching, timeout_for
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ class ServerConfig:
     # command and args (what lists and status show: an expanded value may be a secret)
     target: str = ""
     # what makes it this server, as JSON: its command, args (a list), cwd, env, URL and
-    # headers as the config writes them (an imported entry's expanded, its secrets out);
+    # headers as the config (or the client file it imports) writes them, ${VAR} unexpanded;
     # ``identity`` digests it
     identity_parts: str = field(default="", repr=False)
     # the file that defines it: .toolscript.json, or another client's config it imports
@@ -156,7 +156,9 @@ class ServerConfig:
         import hashlib
 
         written: list[Any] = [self.transport, self.identity_parts]
-        if not self.identity_parts:  # a local tool file (its path), or a config built in code
+        if self.transport == "local":  # a tool file: its path (its secrets are no program)
+            written = [self.transport, self.command or self.target]
+        elif not self.identity_parts:  # a config built in code
             written = [self.transport, self.url or self.command or self.target, *self.args]
             if self.cwd is not None and self.transport == "stdio":
                 written.append(str(self.cwd))
@@ -545,21 +547,26 @@ def _imported(
     if not clients:
         return (), Imports()
     imports = read_imports(clients, project_dir, environ)
-    servers = tuple(
-        replace(
-            _server(
-                found.name,
-                found.entry,
-                project_dir,
-                tuple(value for name, value in found.substituted if secret_setting(name, value)),
-            ),
-            target=found.target,
-            source=found.source,
+    servers = []
+    for found in imports.servers:
+        if found.name in taken:
+            continue
+        server = _server(
+            found.name,
+            found.entry,
+            project_dir,
+            tuple(value for name, value in found.substituted if secret_setting(name, value)),
         )
-        for found in imports.servers
-        if found.name not in taken
-    )
-    return servers, imports
+        servers.append(
+            replace(
+                server,
+                target=found.target,
+                source=found.source,
+                # as the client's file writes it: its ${VAR} values are not digested
+                identity_parts=_identity_parts(found.written, server),
+            )
+        )
+    return tuple(servers), imports
 
 
 def _local_servers(
@@ -913,11 +920,14 @@ def _server(
         tool_timeouts=_timeouts(raw),
         variables=named_variables(written),
     )
+    return replace(server, identity_parts=_identity_parts(written, server))
+
+
+def _identity_parts(written: Mapping[str, Any], server: ServerConfig) -> str:
+    """``ServerConfig.identity_parts`` of the entry ``written`` (as its file writes it)."""
     parts = {key: written.get(key) for key in ("command", "args", "url", "env", "headers")}
-    parts["cwd"] = str(folder) if transport == "stdio" else None
-    if written is raw:  # an imported entry, expanded: its secrets are not digested
-        parts = redact_value(parts, server.secrets)
-    return replace(server, identity_parts=json.dumps(parts, sort_keys=True, default=str))
+    parts["cwd"] = str(server.cwd) if server.transport == "stdio" else None
+    return json.dumps(parts, sort_keys=True, default=str)
 
 
 def named_variables(value: Any, where: str = "") -> tuple[tuple[str, str], ...]:

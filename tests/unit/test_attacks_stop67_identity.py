@@ -85,3 +85,37 @@ def test_the_same_entry_is_the_same_server_and_a_token_s_value_is_not_digested(
     first = identity(tmp_path, entry, {"TOKEN": "old-token-value-1234"})
     assert first == identity(tmp_path, entry, {"TOKEN": "new-token-value-5678"})
     assert identity(tmp_path, STDIO) == identity(tmp_path, dict(STDIO))
+
+
+def imported_identity(tmp_path: Path, entry: dict[str, Any], environ: dict[str, str]) -> str:
+    (tmp_path / "home").mkdir(exist_ok=True)
+    (tmp_path / "b").mkdir(exist_ok=True)
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"s": entry}}))
+    path = tmp_path / ".toolscript.json"
+    path.write_text(json.dumps({"import": ["claude-code"]}))
+    found = load_config(path, environ={"HOME": str(tmp_path / "home"), **environ})
+    return found.server("s").identity
+
+
+def test_an_imported_entry_is_the_server_its_file_writes(tmp_path: Path) -> None:
+    """A server of ``.mcp.json``: its env or cwd changed is another server; a ``${VAR}`` of
+    it is as written (the gateway's environment and the shell of `approve --tool` agree)."""
+    entry = STDIO | {"env": {"ROOT": "${PWD}"}}
+    first = imported_identity(tmp_path, entry, {"PWD": "/one"})
+    assert imported_identity(tmp_path, entry, {"PWD": "/two"}) == first
+    changed = entry | {"env": {"ROOT": "${PWD}", "NODE_OPTIONS": "--require ./other.js"}}
+    assert imported_identity(tmp_path, changed, {"PWD": "/one"}) != first
+    assert imported_identity(tmp_path, entry | {"cwd": "b"}, {"PWD": "/one"}) != first
+
+
+def test_a_tool_file_is_its_path_whatever_its_secrets_hold(tmp_path: Path) -> None:
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "t.py").write_text("def ping() -> str:\n    return 'pong'\n")
+    path = tmp_path / ".toolscript.json"
+    local = {"dir": "tools", "files": {"t": {"secrets": {"KEY": "${KEY}"}}}}
+    path.write_text(json.dumps({"localTools": local}))
+
+    def of(key: str) -> str:
+        return load_config(path, environ={"KEY": key}).server("t").identity
+
+    assert of("first-secret-value-1234") == of("second-secret-value-5678")
