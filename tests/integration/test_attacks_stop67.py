@@ -14,7 +14,7 @@ What got through, now closed (each test performs the attack):
 - A ``requires-python`` number past Python's 4,300 digits failed the tool file with a bare
   ValueError (unit: test_attacks_stop67_requirespython).
 
-What held, or is low and left (the lead's report has why): a resume cannot widen its limits
+What held, or is low and left: a resume cannot widen its limits
 past a new run's (a background one's max-output is checked after the carry); a writer killed
 mid-write lets go of its flock, its folder dropped when room is needed; the agent holding
 ``.kept-outputs.lock`` or ``.toolscript/.build.lock`` stalls runs (its shell can stop them
