@@ -127,6 +127,10 @@ class ServerConfig:
     # what the server is as the config writes it, before ${VAR} expansion: its URL, or its
     # command and args (what lists and status show: an expanded value may be a secret)
     target: str = ""
+    # what makes it this server, as JSON: its command, args (a list), cwd, env, URL and
+    # headers as the config (or the client file it imports) writes them, ${VAR} unexpanded;
+    # ``identity`` digests it
+    identity_parts: str = field(default="", repr=False)
     # the file that defines it: .toolscript.json, or another client's config it imports
     source: Path | None = None
     # each ${VAR} its entry names, with where (``headers.Authorization``, ``url``, ``env.KEY``):
@@ -169,14 +173,21 @@ class ServerConfig:
 
     @property
     def identity(self) -> str:
-        """What the server is, as a digest: its transport and its command and args, or its
-        URL, as the config writes them. An "always" approval holds the identity it was given
-        for (a repointed entry asks again); a digest, for ``target`` may hold a path."""
+        """What the server is, as a digest: its transport, command, args, cwd, env, URL and
+        headers as the config writes them (``identity_parts``). An approval holds the
+        identity it was given for (a repointed entry asks again: other args, even one split
+        in two, another cwd or env, another URL or header); a digest, for they may hold a
+        path."""
         import hashlib
 
-        written = [self.transport, self.target]
-        if not self.target:  # (a config built in code)
-            written = [self.transport, self.url or self.command or "", *self.args]
+        written: list[Any] = [self.transport, self.identity_parts]
+        if self.transport == "local":  # a tool file: its path (its secrets are no program)
+            written = [self.transport, self.command or self.target]
+        elif not self.identity_parts:  # a config built in code
+            written = [self.transport, self.url or self.command or self.target, *self.args]
+            if self.cwd is not None and self.transport == "stdio":
+                written.append(str(self.cwd))
+            written += [sorted(self.env.items()), sorted(self.headers.items())]
         return hashlib.sha256(json.dumps(written).encode()).hexdigest()[:32]
 
     def timeout_for(self, tool_name: str) -> float:
@@ -605,21 +616,26 @@ def _imported(
     if not clients:
         return (), Imports()
     imports = read_imports(clients, project_dir, environ)
-    servers = tuple(
-        replace(
-            _server(
-                found.name,
-                found.entry,
-                project_dir,
-                tuple(value for name, value in found.substituted if secret_setting(name, value)),
-            ),
-            target=found.target,
-            source=found.source,
+    servers = []
+    for found in imports.servers:
+        if found.name in taken:
+            continue
+        server = _server(
+            found.name,
+            found.entry,
+            project_dir,
+            tuple(value for name, value in found.substituted if secret_setting(name, value)),
         )
-        for found in imports.servers
-        if found.name not in taken
-    )
-    return servers, imports
+        servers.append(
+            replace(
+                server,
+                target=found.target,
+                source=found.source,
+                # as the client's file writes it: its ${VAR} values are not digested
+                identity_parts=_identity_parts(found.written, server),
+            )
+        )
+    return tuple(servers), imports
 
 
 def _local_servers(
@@ -1019,7 +1035,8 @@ def _server(
         if transport in ("http", "sse")
         else " ".join([str(written.get("command") or ""), *map(str, written.get("args", ()))])
     )
-    return ServerConfig(
+    folder = (base / cwd).resolve() if cwd else base
+    server = ServerConfig(
         name=name,
         expanded=expanded,
         target=target,
@@ -1027,7 +1044,7 @@ def _server(
         command=raw.get("command"),
         args=tuple(raw.get("args", ())),
         env=MappingProxyType(dict(raw.get("env", {}))),
-        cwd=(base / cwd).resolve() if cwd else base,
+        cwd=folder,
         url=raw.get("url"),
         headers=MappingProxyType(dict(raw.get("headers", {}))),
         description=raw.get("description", ""),
@@ -1040,6 +1057,14 @@ def _server(
         tool_timeouts=_timeouts(raw),
         variables=named_variables(written),
     )
+    return replace(server, identity_parts=_identity_parts(written, server))
+
+
+def _identity_parts(written: Mapping[str, Any], server: ServerConfig) -> str:
+    """``ServerConfig.identity_parts`` of the entry ``written`` (as its file writes it)."""
+    parts = {key: written.get(key) for key in ("command", "args", "url", "env", "headers")}
+    parts["cwd"] = str(server.cwd) if server.transport == "stdio" else None
+    return json.dumps(parts, sort_keys=True, default=str)
 
 
 def named_variables(value: Any, where: str = "") -> tuple[tuple[str, str], ...]:

@@ -88,6 +88,8 @@ class ImportedServer:
     source: Path
     client: str
     substituted: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # (variable, value)
+    # the entry as the client's file writes it (converted, not expanded): what the server is
+    written: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True)
@@ -580,6 +582,7 @@ class _Reader:
             source=self.place.path,
             client=client,
             substituted=tuple(substituted),
+            written=entry,
         )
 
     # -- values

@@ -221,6 +221,8 @@ class Run:
     replay: list[dict[str, Any]] = field(default_factory=list)  # the resumed run's answers
     replayed: int = 0  # how many of them were answered again
     resume_call: tuple[str, str] | None = None  # (tool, digest) the resumed run stopped at
+    # the identity of that call's server when it stopped: its approval holds for it alone
+    resume_identity: str = ""
     resume_kept: bool = False  # it made no call: the run it resumed waits for a resume again
     seq: int = 0
     answered: list[dict[str, Any]] = field(default_factory=list)  # this run's, for a resume
@@ -542,6 +544,7 @@ class RunBook:
                     entry["body"] = whole[entry["seq"]]
             call = (previous.get("stopped") or {}).get("call") or {}
             run.resume_call = (str(call.get("tool", "")), str(call.get("digest", "")))
+            run.resume_identity = str(call.get("identity", ""))
         run.limits = limits
         self._runs[run.id] = run
         self._by_token[run.token] = run
@@ -824,23 +827,35 @@ class RunBook:
     async def _approval(
         self, run: Run, seq: int, qualified: str, arguments: dict[str, Any], key: str
     ) -> None:
-        """Returns when the call may be made; raises when it may not."""
-        if run.resume_call == (qualified, key) and await anyio.to_thread.run_sync(
-            self.runlog.use_call_approval, run.resumed_from, qualified, key, run.id
+        """Returns when the call may be made; raises when it may not. The approval of the call
+        a resumed run stopped at holds while its server is the one the person was shown (an
+        entry repointed since asks again), as a tool's "always" does."""
+        identity = self.identity(qualified)
+        if (
+            run.resume_call == (qualified, key)
+            and identity
+            and run.resume_identity == identity
+            and await anyio.to_thread.run_sync(
+                self.runlog.use_call_approval, run.resumed_from, qualified, key, run.id
+            )
         ):
             run.resume_call = None
             return
-        identity = self.identity(qualified)
         if await anyio.to_thread.run_sync(self.runlog.tool_approved, qualified, identity):
             return
         known = self._secrets_of()
         shown = redact_value(arguments, known)
         size = len(msgspec.json.encode(shown))
         call = {"seq": seq, "tool": qualified, "arguments": shown, "digest": key, "run": run.id}
+        call["identity"] = identity  # the server the person approves this call of
         if size > APPROVAL_ARGUMENTS:  # kept with the run trimmed: it cannot be shown whole
             raise self._stop(run, self._unshowable(run, call, arguments, size))
         if run.interactive:
             answer = await self._ask(run, call)
+            if answer in ("yes", "always") and self.identity(qualified) != identity:
+                # the entry was repointed (a config trusted) while the person was asked: what
+                # they allowed is not what would run; the run stops at the call, as unasked
+                answer, call["identity"] = "", self.identity(qualified)
             if answer == "yes":
                 return
             if answer == "always":

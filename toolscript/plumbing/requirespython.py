@@ -89,13 +89,22 @@ def _parse(text: str, clause: str) -> _Version:
         raise InvalidSpecifier(f"{clause!r}: {text!r} is not a version PEP 440 allows here")
     pre = None
     if match["pre_kind"] is not None:
-        pre = (_PRE_KINDS[match["pre_kind"].lower()], int(match["pre_n"] or 0))
+        pre = (_PRE_KINDS[match["pre_kind"].lower()], _number(match["pre_n"] or "0", clause))
     post = None
     if match["post"] is not None:  # "1.0.post" is 1.0.post0
-        post = int(match["post_implicit"] or match["post_n"] or 0)
-    dev = None if match["dev"] is None else int(match["dev_n"] or 0)
-    release = tuple(int(part) for part in match["release"].split("."))
+        post = _number(match["post_implicit"] or match["post_n"] or "0", clause)
+    dev = None if match["dev"] is None else _number(match["dev_n"] or "0", clause)
+    release = tuple(_number(part, clause) for part in match["release"].split("."))
     return _Version(release=release, pre=pre, post=post, dev=dev)
+
+
+def _number(text: str, clause: str) -> int:
+    """A version's number; one past Python's 4,300 digits is refused as unreadable (int()
+    raised a bare ValueError, the file failing with words of no use)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise InvalidSpecifier(f"{clause!r}: a number of {len(text):,} digits") from None
 
 
 def _meets(candidate: _Version, raw: str, op: str, text: str, clause: str) -> bool:

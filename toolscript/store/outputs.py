@@ -30,6 +30,7 @@ import json
 import os
 import re
 import shutil
+import stat
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -152,15 +153,26 @@ def _shared_lock(projects: Path) -> Any:
         os.close(descriptor)
 
 
+# Opens a file of the state folder that something else than a run may have put there (a
+# FIFO, whose open would wait for a writer, under the lock every kept output takes; a link)
+_PLANTED_SAFE = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK
+
+
+def _regular(descriptor: int) -> bool:
+    return stat.S_ISREG(os.fstat(descriptor).st_mode)
+
+
 def _being_written(folder: Path) -> bool:
     """A kept file of ``folder`` is held by its writer (an flock the OS lets go when that
     process ends, however it ends)."""
     for name in ("output.txt", "errors.txt"):
         try:
-            descriptor = os.open(folder / name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            descriptor = os.open(folder / name, _PLANTED_SAFE)
         except OSError:
             continue
         try:
+            if not _regular(descriptor):  # planted: no run writes it
+                continue
             fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except OSError:
             return True
@@ -186,10 +198,31 @@ def _held(folder: Path, skip: str = "") -> int:
             if entry.is_file(follow_symlinks=False):
                 size = entry.stat(follow_symlinks=False).st_size
         if name + RESERVED_SUFFIX in entries:
-            with contextlib.suppress(OSError, ValueError):
-                reserved = int((folder / (name + RESERVED_SUFFIX)).read_text() or 0)
+            reserved = _reservation(folder / (name + RESERVED_SUFFIX))
         held += max(size, reserved)
     return held
+
+
+def _reservation(path: Path) -> int:
+    """The bytes a ``.reserved`` file says (a number of at most 20 digits); 0 for what no
+    writer made (a FIFO, a link to ``/dev/zero``, a huge file: never waited on nor read
+    whole)."""
+    try:
+        descriptor = os.open(path, _PLANTED_SAFE)
+    except OSError:
+        return 0
+    try:
+        if not _regular(descriptor):
+            return 0
+        text = os.read(descriptor, 32)
+    except OSError:
+        return 0
+    finally:
+        os.close(descriptor)
+    try:
+        return max(0, int(text.decode("ascii") or 0)) if len(text) <= 20 else 0
+    except ValueError:
+        return 0
 
 
 def _run_folders(projects: Path) -> list[tuple[float, Path]]:

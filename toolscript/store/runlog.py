@@ -567,7 +567,8 @@ class RunLog:
                 call = (run.get("stopped") or {}).get("call") or {}
                 tool = str(call.get("tool", ""))
                 digest = str(call.get("digest", ""))
-                if self._approved(db, run["id"], tool, digest, identity_of(tool)):
+                stopped_at = str(call.get("identity", ""))  # the server the person was shown
+                if self._approved(db, run["id"], tool, digest, identity_of(tool), stopped_at):
                     return run
             return None
 
@@ -680,9 +681,16 @@ class RunLog:
         ).fetchone()
         return found is not None
 
-    def _approved(self, db: Any, run_id: str, tool: str, digest: str, identity: str) -> bool:
+    def _approved(
+        self, db: Any, run_id: str, tool: str, digest: str, identity: str, stopped_at: str
+    ) -> bool:
+        """A tool approval for the server ``identity`` is, or an unused approval of the call
+        ``run_id`` stopped at, while its server is still the one it stopped at (``stopped_at``,
+        what the person was shown)."""
         if self._tool_approved(db, tool, identity):
             return True
+        if not identity or identity != stopped_at:
+            return False
         found = db.execute(
             "SELECT 1 FROM approvals WHERE scope = 'call' AND run_id = ? AND tool = ? "
             "AND digest = ? AND used_by = '' LIMIT 1",
