@@ -824,23 +824,51 @@ class RunBook:
     async def _approval(
         self, run: Run, seq: int, qualified: str, arguments: dict[str, Any], key: str
     ) -> None:
-        """Returns when the call may be made; raises when it may not."""
-        if run.resume_call == (qualified, key) and await anyio.to_thread.run_sync(
-            self.runlog.use_call_approval, run.resumed_from, qualified, key, run.id
-        ):
-            run.resume_call = None
-            return
+        """Returns when the call may be made; raises when it may not. An approval holds for
+        the server its call was shown with (its identity): a server whose config entry was
+        repointed since (another command, args or URL) is asked about again."""
         identity = self.identity(qualified)
+        why = ""  # why a call approved before asks again
+        if run.resume_call == (qualified, key):
+            if await anyio.to_thread.run_sync(
+                self.runlog.use_call_approval, run.resumed_from, qualified, key, run.id, identity
+            ):
+                run.resume_call = None
+                return
+            given = await anyio.to_thread.run_sync(
+                self.runlog.call_approval_server, run.resumed_from, qualified, key
+            )
+            if given is not None:
+                why = _approved_elsewhere(run.resumed_from, qualified, given)
         if await anyio.to_thread.run_sync(self.runlog.tool_approved, qualified, identity):
             return
         known = self._secrets_of()
         shown = redact_value(arguments, known)
         size = len(msgspec.json.encode(shown))
-        call = {"seq": seq, "tool": qualified, "arguments": shown, "digest": key, "run": run.id}
+        call = {
+            "seq": seq,
+            "tool": qualified,
+            "arguments": shown,
+            "digest": key,
+            "run": run.id,
+            "server_identity": identity,  # what approving this call approves it for
+        }
         if size > APPROVAL_ARGUMENTS:  # kept with the run trimmed: it cannot be shown whole
             raise self._stop(run, self._unshowable(run, call, arguments, size))
-        if run.interactive:
+        while run.interactive:
+            if why:
+                call = call | {"why": why}  # the prompt says why it asks again
             answer = await self._ask(run, call)
+            now = self.identity(qualified)
+            if answer in ("yes", "always") and now != identity:
+                # repointed while the person was asked: what they allowed is not what runs
+                identity = now
+                call = call | {"server_identity": now}
+                why = (
+                    f"server {qualified.partition('__')[0]!r} changed in the config (another "
+                    "command, args or URL) while you were asked, so that answer did not hold"
+                )
+                continue
             if answer == "yes":
                 return
             if answer == "always":
@@ -850,6 +878,7 @@ class RunBook:
                 raise CallRefusedError(
                     f"{call_named(qualified)}: the user refused this call", hint="do not retry it"
                 )
+            break
         view = shown_arguments(shown, MESSAGE_ARGUMENTS, one_line=True)
         arguments_text = view.text
         if view.shortened:
@@ -860,11 +889,12 @@ class RunBook:
                 f", then run the script again (run {run.id}'s results outgrew what a resume "
                 "keeps: earlier calls will be made again)"
             )
+        again = f" again ({why})" if why else ""
         raise self._stop(
             run,
             ApprovalRequiredError(
-                f"{call_named(qualified)} needs approval before it runs; the call was not made and run "
-                f"{run.id} stopped. Arguments: {arguments_text}",
+                f"{call_named(qualified)} needs approval before it runs{again}; the call was not "
+                f"made and run {run.id} stopped. Arguments: {arguments_text}",
                 hint=hint,
                 call=call,
             ),
@@ -1190,6 +1220,21 @@ def _kept(entry: dict[str, Any], run_id: str, known: tuple[str, ...]) -> dict[st
     kept = {key: value for key, value in entry.items() if key != "arguments"}
     key = entry["digest"] or digest(entry["tool"], entry["arguments"])
     return kept | {"run_id": run_id, "body": body, "digest": key}
+
+
+def _approved_elsewhere(resumed: str, qualified: str, given: str) -> str:
+    """Why the approval of the call run ``resumed`` stopped at does not hold for its server now
+    (``given``: the identity it was approved for, '' when not bound to one)."""
+    server = qualified.partition("__")[0]
+    if not given:
+        return (
+            f"run {resumed}'s approval of this call was given before approvals were bound to "
+            f"their server, so it is asked once more"
+        )
+    return (
+        f"run {resumed}'s approval of this call was for server {server!r} as the config had it "
+        "when that run stopped; its entry changed since (another command, args or URL)"
+    )
 
 
 def _trimmed(arguments: dict[str, Any], known: tuple[str, ...]) -> Any:
