@@ -55,7 +55,7 @@ from toolscript.errors import (
 )
 from toolscript.gateway.recentcalls import MORE, Limits, shrunk
 from toolscript.plumbing.processes import identity_alive, process_identity
-from toolscript.plumbing.redact import holds_secret, may_hold_secret, redact, redact_value
+from toolscript.plumbing.redact import may_hold_secret, redact, redact_value
 from toolscript.store.approvalview import shortened_notice, shown_arguments, visible_text
 from toolscript.store.runlog import RunLog, new_run_id
 from toolscript.upstream.base import CALL_PROGRESS
@@ -310,11 +310,12 @@ class Run:
 
     def row(self, known: tuple[str, ...] = ()) -> dict[str, Any]:
         """The run's record; the script only while it waits for approval (``--resume`` runs
-        it again), and never when a configured secret is written in it."""
+        it again), and never when a configured secret is written in it (in any spelling
+        masking knows: whole, base64, a run of one)."""
         stopped = self.stopped.to_dict() if self.stopped is not None else None
         if self.prompt is not None and self.approving:
             stopped = {"error": "approval_required", "call": self.prompt.call | {"run": self.id}}
-        keep_script = self.status in ("awaiting_approval", "prompting") and not holds_secret(
+        keep_script = self.status in ("awaiting_approval", "prompting") and not may_hold_secret(
             self.script, known
         )
         row = {
