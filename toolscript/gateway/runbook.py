@@ -224,6 +224,7 @@ class Run:
     resume_kept: bool = False  # it made no call: the run it resumed waits for a resume again
     seq: int = 0
     answered: list[dict[str, Any]] = field(default_factory=list)  # this run's, for a resume
+    answers_count: int = 0  # of its answers kept for a resume, those written too (their seq)
     records: list[dict[str, Any]] = field(default_factory=list)  # every call, for --trace
     stopped: PolicyError | None = None
     prompt: Prompt | None = None
@@ -594,6 +595,7 @@ class RunBook:
         returns; an approval prompt still open is answered "stop"."""
         run = self.get(run_id)
         if not run.ended:
+            asking = run.approving  # its prompt, answered "stop" below, stops it for approval
             run.ended = True
             run.ended_at = time.time()
             run.exit = exit_code
@@ -618,6 +620,9 @@ class RunBook:
                     )
             if run.resumed_from and not run.resume_kept:  # its answers kept whole: used up
                 self._secret_answers.pop(run.resumed_from, None)
+            if not asking and run.status != "awaiting_approval":
+                # it cannot be resumed (done, refused, died...): what a prompt kept of it goes
+                self._secret_answers.pop(run.id, None)
             if run.id not in self._replays:  # its answers written for a resume, or not wanted
                 self._drop_answers(run)  # an ended run is kept (ENDED_KEPT), its results not
             if run.status != "awaiting_approval":
@@ -762,9 +767,10 @@ class RunBook:
                 else:
                     run.held += added
                     self.answers_held += added
+                    run.answers_count += 1
                     run.answered.append(
                         {
-                            "seq": len(run.answered) + 1,
+                            "seq": run.answers_count,  # those a prompt wrote are dropped
                             "tool": qualified,
                             "digest": key,  # "" until the run's answers are kept
                             "arguments": kept,
@@ -1140,7 +1146,7 @@ class RunBook:
                 return
             secrets_now = self._secrets_of()
 
-            def write() -> dict[str, dict[int, bytes]]:
+            def write() -> tuple[dict[str, dict[int, bytes]], list[str]]:
                 # off the event loop: redaction and JSON cost per call, and the search of
                 # each answer of a stopped run for a secret (up to REPLAY_BYTES of them)
                 rows = [run.row(secrets_now) | {"owner": self.owner} for run in runs]
@@ -1153,16 +1159,17 @@ class RunBook:
                         replay.append(kept)
                         if kept["body"] is not entry["body"]:
                             whole.setdefault(run.id, {})[int(entry["seq"])] = bytes(entry["body"])
-                self.runlog.write(runs=rows, calls=call_rows, replay=replay)
-                return whole
+                return whole, self.runlog.write(runs=rows, calls=call_rows, replay=replay)
 
             try:
-                masked = await anyio.to_thread.run_sync(write)
+                masked, dropped = await anyio.to_thread.run_sync(write)
             except ToolscriptError as exc:
                 self._keep_unwritten(calls, runs, replays, exc)
                 return
             for run_id, answers in masked.items():
                 self._keep_secret_answers(run_id, answers)
+            for run_id in dropped:  # no longer in the log: no resume can read its answers
+                self._secret_answers.pop(run_id, None)
             for run in replays.values():
                 self._drop_answers(run)  # written: a resume reads them from the log
             if self._unwritten_since is not None:
@@ -1173,8 +1180,9 @@ class RunBook:
         """Keep in memory, as they came, the answers of run ``run_id`` the log keeps as
         ``***`` (``whole``, by seq): resumed through this gateway, the script sees what it saw
         (a server that sent its token back, passed on to a later call, would else make the
-        resume diverge). The oldest runs' go past SECRET_ANSWERS_TOTAL."""
-        self._secret_answers[run_id] = whole
+        resume diverge), with those kept at its earlier prompts. The oldest runs' go past
+        SECRET_ANSWERS_TOTAL; a run's go when it can no longer be resumed (``end``, ``flush``)."""
+        self._secret_answers[run_id] = self._secret_answers.pop(run_id, {}) | whole
         sizes = {key: sum(map(len, kept.values())) for key, kept in self._secret_answers.items()}
         for oldest in list(self._secret_answers)[:-1]:
             if sum(sizes.values()) <= SECRET_ANSWERS_TOTAL:

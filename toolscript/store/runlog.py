@@ -347,13 +347,15 @@ class RunLog:
         runs: Iterable[dict[str, Any]] = (),
         calls: Iterable[dict[str, Any]] = (),
         replay: Iterable[dict[str, Any]] = (),
-    ) -> None:
-        """Insert or update runs, add calls and replay entries: one transaction."""
+    ) -> list[str]:
+        """Insert or update runs, add calls and replay entries: one transaction. Returns the
+        ids of the runs retention dropped meanwhile (a run awaiting approval among them can
+        no longer be resumed)."""
         runs, calls, replay = list(runs), list(calls), list(replay)
         if not (runs or calls or replay):
-            return
+            return []
 
-        def work(db: Any) -> None:
+        def work(db: Any) -> list[str]:
             db.execute("BEGIN IMMEDIATE")
             try:
                 _upsert(db, "runs", runs, ("id",))
@@ -363,18 +365,18 @@ class RunLog:
                 db.conn.rollback()
                 raise
             db.conn.commit()
-            if any(run.get("ended") for run in runs):
-                self._prune(db)
+            return self._prune(db) if any(run.get("ended") for run in runs) else []
 
-        self._run(work)
+        return list(self._run(work))
 
-    def _prune(self, db: Any) -> None:
+    def _prune(self, db: Any) -> list[str]:
         """Drop the oldest runs past ``keep``, then past ``max_bytes`` (never a live one).
 
         A run awaiting approval is not one of them: a flood of trivial runs (an agent's
         scripts, one after another) evicted the run a person was about to approve. Those
         are kept apart, the newest ``AWAITING_KEEP`` of the agent's URL and as many of the
-        owner's, and go past ``max_bytes`` only once no other ended run is left."""
+        owner's, and go past ``max_bytes`` only once no other ended run is left. Returns the
+        ids dropped."""
         ended = f"status NOT IN ({_KEPT_STATUSES})"
         old = [
             row[0]
@@ -398,7 +400,9 @@ class RunLog:
             if not oldest:
                 break
             self._drop(db, oldest)
+            old += oldest
             db.execute("PRAGMA incremental_vacuum")
+        return old
 
     @staticmethod
     def _oldest(db: Any, where: str) -> list[str]:
