@@ -28,7 +28,9 @@ import asyncio
 import contextlib
 import functools
 import hashlib
+import json
 import logging
+import re
 import secrets
 import shlex
 import time
@@ -178,6 +180,21 @@ def call_named(qualified: str) -> str:
     return visible_text(
         tool_named(f"{server}__{cut_text(name, NAME_LIMIT)}" if separator else qualified)
     )
+
+
+# A member name a script may write after a dot (``tools.records.deleteRecord``), as tools are
+# named: letters, digits, ``_``, ``$`` and ``-``
+_MEMBER_NAME = re.compile(r"[A-Za-z0-9_$][A-Za-z0-9_$-]*")
+
+
+def member_named(server: str, namespace: str, name: str) -> str:
+    """A member of ``tools.<namespace>`` that is no tool, as messages name it: ``call_named``'s
+    form when it reads as a name; else quoted as the script wrote it,
+    ``tools.records["../../runs"]`` (``records__../../runs`` read as a path of a URL)."""
+    if _MEMBER_NAME.fullmatch(name):
+        return call_named(f"{server}__{name}")
+    quoted = json.dumps(cut_text(name, NAME_LIMIT), ensure_ascii=False)
+    return visible_text(f"tools.{namespace}[{quoted}]")
 
 
 def approve_commands(run_id: str | None, tool: str) -> str:
