@@ -18,4 +18,7 @@ def test_a_member_that_reads_as_a_name_is_named_as_tools_are() -> None:
 
 def test_a_members_line_break_and_length_are_shown_safely() -> None:
     named = member_named("records", "records", "a\nb/" + "x" * 5000)
-    assert "\n" not in named and len(named) < 1000
+    assert (
+        "\n" not in named and named.startswith('tools.records["a\\u000ab/x') and len(named) < 1000
+    )
+    assert member_named("r", "r", 'a"] + b["c') == 'tools.r["a\\"] + b[\\"c"]'

@@ -28,7 +28,6 @@ import asyncio
 import contextlib
 import functools
 import hashlib
-import json
 import logging
 import re
 import secrets
@@ -193,8 +192,9 @@ def member_named(server: str, namespace: str, name: str) -> str:
     ``tools.records["../../runs"]`` (``records__../../runs`` read as a path of a URL)."""
     if _MEMBER_NAME.fullmatch(name):
         return call_named(f"{server}__{name}")
-    quoted = json.dumps(cut_text(name, NAME_LIMIT), ensure_ascii=False)
-    return visible_text(f"tools.{namespace}[{quoted}]")
+    # a JavaScript string, its control and invisible characters as escapes (\u000a)
+    quoted = cut_text(name, NAME_LIMIT).replace("\\", "\\\\").replace('"', '\\"')
+    return f'tools.{namespace}["{visible_text(quoted)}"]'
 
 
 def approve_commands(run_id: str | None, tool: str) -> str:
