@@ -90,3 +90,27 @@ def test_a_yes_given_while_the_server_was_repointed_asks_again_saying_why(
         assert "changed in the config" in asked[1]["why"]
 
     anyio.run(scenario)
+
+
+def test_the_terminal_says_why_it_asks_again() -> None:
+    import io
+    import os
+
+    from toolscript.execution.runhandle import terminal_answer
+
+    reading, writing = os.pipe()
+    os.write(writing, b"y\n")
+    os.close(writing)
+    out = io.StringIO()
+    prompt = {
+        "seq": 1,
+        "tool": "s__delete",
+        "arguments": {"k": 1},
+        "run": "r1",
+        "why": "server 's' changed in the config\x1b[2J",
+    }
+    with os.fdopen(reading) as source:
+        assert terminal_answer(prompt, stdin=source, stderr=out) == "yes"
+    shown = out.getvalue()
+    assert shown.count("asked again: server 's' changed in the config") == 1
+    assert "\x1b" not in shown
