@@ -105,6 +105,10 @@ def test_the_tools_proxy_reaches_no_tool_left_out_nor_a_gateway_route(tmp_path: 
         "not found" in seen[name] or "no tool" in seen[name].lower()
         for name in ("deleteRecord", "delete_record", "../../runs", "..", "x/../../health")
     ), seen
+    # a member named like a path, as the script wrote it: never a form read as a URL's path
+    assert 'tools.records["../../runs"]' in seen["../../runs"], seen
+    assert 'tools.records["x/../../health"]' in seen["x/../../health"], seen
+    assert not any("records__" in seen[name] for name in seen), seen
     assert (seen["proto"], seen["then"], seen["symbol"]) == ("undefined", "undefined", "undefined")
     assert journal_tools(journal) == []
 

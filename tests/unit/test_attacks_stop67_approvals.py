@@ -6,7 +6,8 @@ program's), and the resume made the call on the new server, unasked. So too a pr
 answered while the entry changed under it.
 
 Now the stopped call keeps its server's identity, and its approval holds for that server
-alone; a repointed entry asks again (the resume stops at the call anew).
+alone; a repointed entry asks again (the resume stops at the call anew; a prompt answered
+while the entry changed asks again, saying why).
 """
 
 from __future__ import annotations
@@ -89,11 +90,19 @@ def test_a_prompt_answered_while_the_entry_was_repointed_does_not_make_the_call(
             assert prompt is not None and prompt["tool"] == "s__delete"
             servers.now["s"] = "another-program"  # repointed while the person reads
             assert runs.answer(run.id, prompt["seq"], "always")
+            # that answer did not hold: asked again, saying why; this time the person refuses
+            for _ in range(50):
+                again = await runs.wait_prompt(run.id, 5)
+                if again is not None and again is not prompt and "why" in again:
+                    break
+                await anyio.sleep(0.05)
+            assert again is not None and "changed in the config" in again["why"]
+            assert runs.answer(run.id, again["seq"], "no")
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(person)
             answered = await runs.call(run, "s__delete", {"k": 1}, 7, servers.make)
-        assert json.loads(answered[2])["error"] == "approval_required"
+        assert json.loads(answered[2])["error"] == "call_refused"
         assert servers.made == []
         assert not runs.runlog.tool_approved("s__delete", "another-program")
         assert not runs.runlog.tool_approved("s__delete", "the-server-the-person-knew")

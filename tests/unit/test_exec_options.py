@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
 
 from toolscript.cli.exec import exec_command
+from toolscript.cli.lazy import resolved
 from toolscript.execution.command import EXEC_OPTIONS, exec_parser
 
 
 def _typer_options() -> dict[str, tuple[set[str], object]]:
     app = typer.Typer()
-    app.command()(exec_command)
+    app.command()(resolved(exec_command))  # its options made typer's, as main.py makes them
     command = typer.main.get_command(app)
     return {param.name: (set(param.opts), param.default) for param in command.params if param.name}
 
@@ -64,3 +66,23 @@ def test_the_help_says_what_max_output_does() -> None:
     text = EXEC_OPTIONS["max_output"].help
     assert "Stop the script" not in text
     assert "kept in a file" in text and "exit 123" in text
+
+
+def test_exec_and_run_declare_the_same_limits_each_default_shown_whole() -> None:
+    """The limits are one declaration (cli/options.py) both commands use; an int's default
+    reads as written (10485760, not 1.04858e+07)."""
+    from toolscript.cli.scripts import run_command
+
+    def limits(function: Any) -> dict[str, tuple[object, ...]]:
+        app = typer.Typer()
+        app.command()(resolved(function))
+        command = typer.main.get_command(app)
+        return {
+            str(param.name): (tuple(param.opts), getattr(param, "help", None), param.show_default)
+            for param in command.params
+            if param.name in ("timeout", "memory", "max_output", "max_calls")
+        }
+
+    exec_limits = limits(exec_command)
+    assert len(exec_limits) == 4 and exec_limits == limits(run_command)
+    assert exec_limits["max_output"][2] == "10485760, or the resumed run's"

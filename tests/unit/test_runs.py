@@ -444,7 +444,8 @@ def test_a_stopped_runs_answers_are_searched_for_secrets_once_and_off_the_event_
     search = runbook.may_hold_secret
 
     def watched(text: Any, known: Any) -> bool:
-        searched.append(threading.current_thread())
+        if isinstance(text, bytes):  # an answer (the kept script is searched too)
+            searched.append(threading.current_thread())
         return search(text, known)
 
     monkeypatch.setattr(runbook, "may_hold_secret", watched)
@@ -587,6 +588,33 @@ def test_the_log_keeps_no_configured_secret(tmp_path: Path) -> None:
     anyio.run(scenario)
     stored = b"".join(path.read_bytes() for path in tmp_path.glob("runs.sqlite*"))
     assert b"topsecret-value" not in stored
+
+
+def test_a_script_holding_a_secret_in_base64_or_in_part_is_not_kept_for_its_resume(
+    tmp_path: Path,
+) -> None:
+    """The stopped run's script is kept for ``--resume`` only when masking would leave it
+    alone: a configured secret in any spelling masking knows (base64, a run of 8 characters)
+    keeps it out of the log, as the whole secret does."""
+    server = FakeServer()
+    scripts = {
+        "plain": "const key = 'nothing to hide';",
+        "base64": "const key = atob('dG9wc2VjcmV0LXZhbHVl');",
+        "part": "const key = 'topsecret-' + 'value';",
+    }
+
+    async def scenario() -> dict[str, str]:
+        runs = book(tmp_path)
+        kept = {}
+        for name, script in scripts.items():
+            run = await runs.register(script=script)
+            await runs.call(run, "s__delete", {"k": 1}, 7, server.make)
+            await runs.end(run.id, 120)
+            kept[name] = (runs.runlog.run(run.id) or {}).get("script", "")
+        return kept
+
+    kept = anyio.run(scenario)
+    assert kept == {"plain": scripts["plain"], "base64": "", "part": ""}
 
 
 def test_digest_names_the_tool_and_the_exact_arguments() -> None:

@@ -128,6 +128,32 @@ def test_a_stored_shape_keyed_by_data_loses_its_keys_on_load() -> None:
     assert to_schema(loaded) == {"type": "object", "additionalProperties": {"type": "number"}}
 
 
+def test_a_stored_maps_values_are_merged_in_the_walk_that_bounds_them() -> None:
+    """Loading a stored map merges its values (its own and its data-named fields) as the
+    one bounded walk goes: what a merge of each part would make, a damaged part left out."""
+    from toolscript.codegen.shapes import bounded
+
+    parts = [
+        shape_of({"id": 1, "tags": ["a"]}),
+        shape_of({"id": "x", "owner": {"name": "n"}}),
+        shape_of({"id": 2, "tags": [], "deep": [[{"a": None}]]}),
+    ]
+    stored = {
+        "n": 3,
+        "types": {
+            "object": {
+                "n": 3,
+                "fields": {"alice@example.com": parts[1], "/home/b": parts[2], "c d": "broken"},
+                "values": parts[0],
+            }
+        },
+    }
+    merged = reduce(merge, parts)
+    expected = {"n": 3, "types": {"object": {"n": 3, "fields": {}, "values": merged}}}
+    assert bounded(stored) == bounded(expected)
+    assert bounded(stored)["types"]["object"]["values"]["n"] == 3
+
+
 def test_a_map_renders_as_an_index_signature() -> None:
     schema = learned({"2024-06-01": {"high": 20}}) | {INFERRED_KEY: "1"}
     fragment = render_tool("s", "s", "get", "SGet", {"name": "get", "outputSchema": schema})

@@ -3,36 +3,27 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from toolscript.cli.options import CacheDirOption, ConfigOption
+from toolscript.cli.options import (
+    CacheDirOption,
+    ConfigOption,
+    MaxCallsOption,
+    MaxOutputOption,
+    MemoryOption,
+    TimeoutOption,
+)
 from toolscript.execution.command import EXEC_OPTIONS, run_exec
 
-__all__ = ["TRACE_HELP", "exec_command", "exec_option"]
+__all__ = ["TRACE_HELP", "exec_command"]
 
 TRACE_HELP = "After the result, list the run's tool calls on stderr."
 BACKGROUND_HELP = (
     "Let the running gateway run it and print the run's id at once; `toolscript runs wait "
     "ID` shows its output and result, `toolscript runs stop ID` stops it."
 )
-
-
-def exec_option(name: str) -> Any:
-    """The typer option for ``EXEC_OPTIONS[name]``: its flags, help and range (``run``
-    takes exec's limits as they are)."""
-    option = EXEC_OPTIONS[name]
-    return typer.Option(
-        *option.flags,
-        help=option.help,
-        min=option.minimum,
-        max=option.maximum,
-        # a limit left out is the resumed run's, else this (docs/policy.md)
-        show_default=False
-        if option.fallback is None
-        else f"{option.fallback:g}, or the resumed run's",
-    )
 
 
 def exec_command(
@@ -47,12 +38,10 @@ def exec_command(
     check: Annotated[
         bool, typer.Option("--check/--no-check", help="Type-check before running.")
     ] = True,
-    timeout: Annotated[float | None, exec_option("timeout")] = EXEC_OPTIONS["timeout"].default,
-    memory: Annotated[int | None, exec_option("memory")] = EXEC_OPTIONS["memory"].default,
-    max_output: Annotated[int | None, exec_option("max_output")] = EXEC_OPTIONS[
-        "max_output"
-    ].default,
-    max_calls: Annotated[int | None, exec_option("max_calls")] = EXEC_OPTIONS["max_calls"].default,
+    timeout: TimeoutOption = None,
+    memory: MemoryOption = None,
+    max_output: MaxOutputOption = None,
+    max_calls: MaxCallsOption = None,
     resume: Annotated[
         str | None,
         typer.Option(

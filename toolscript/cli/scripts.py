@@ -9,12 +9,21 @@ from typing import Annotated, Any
 import typer
 
 from toolscript.cli.client import for_terminal, gateway_client
-from toolscript.cli.exec import TRACE_HELP, exec_option
-from toolscript.cli.options import CacheDirOption, ConfigOption, HeaderOption, JsonOption
+from toolscript.cli.exec import TRACE_HELP
+from toolscript.cli.options import (
+    CacheDirOption,
+    ConfigOption,
+    HeaderOption,
+    JsonOption,
+    MaxCallsOption,
+    MaxOutputOption,
+    MemoryOption,
+    TimeoutOption,
+)
 from toolscript.cli.output import print_json, print_rows
 from toolscript.config import load_config
 from toolscript.errors import GatewayResponseError, UsageError
-from toolscript.execution.command import EXEC_OPTIONS, run_exec, saved_script_call
+from toolscript.execution.command import run_exec, saved_script_call
 from toolscript.store.savedscripts import check_name
 
 __all__ = ["list_scripts", "run_command", "save_command"]
@@ -173,12 +182,10 @@ def run_command(
             "--input-file", help="Read its input (a JSON object) from this file; '-': stdin."
         ),
     ] = None,
-    timeout: Annotated[float | None, exec_option("timeout")] = EXEC_OPTIONS["timeout"].default,
-    memory: Annotated[int | None, exec_option("memory")] = EXEC_OPTIONS["memory"].default,
-    max_output: Annotated[int | None, exec_option("max_output")] = EXEC_OPTIONS[
-        "max_output"
-    ].default,
-    max_calls: Annotated[int | None, exec_option("max_calls")] = EXEC_OPTIONS["max_calls"].default,
+    timeout: TimeoutOption = None,
+    memory: MemoryOption = None,
+    max_output: MaxOutputOption = None,
+    max_calls: MaxCallsOption = None,
     trace: Annotated[bool, typer.Option("--trace", help=TRACE_HELP)] = False,
     config: ConfigOption = None,
     cache: CacheDirOption = None,

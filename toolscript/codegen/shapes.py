@@ -162,48 +162,61 @@ def bounded(shape: Any, nodes: int = MAX_NODES) -> dict[str, Any]:
     """``shape`` within every cap: depth, fields per object, field names' length and
     ``nodes`` shapes in all. Breadth first, so what is past the budget is the deepest and
     the latest learned; it is left open (``unknown``, each object keeps its index
-    signature). Whatever is not a shape (a damaged file) becomes open too."""
+    signature). Whatever is not a shape (a damaged file) becomes open too. A map's values
+    (its own, and the fields of an object it takes the place of) are merged as they are
+    bounded, in the same walk: a node of the walk stands for the shapes it merges."""
     left = nodes - 1
-    root = _node(shape)
-    queue: deque[tuple[Any, dict[str, Any], int]] = deque([(shape, root, 0)])
+    root = _node([shape])
+    queue: deque[tuple[list[Any], dict[str, Any], int]] = deque([([shape], root, 0)])
     while queue:
-        source, target, depth = queue.popleft()
-        kinds = source.get("types") if isinstance(source, dict) else None
-        if not isinstance(kinds, dict) or left < 0:
+        sources, target, depth = queue.popleft()
+        kinds = [
+            s["types"] for s in sources if isinstance(s, dict) and isinstance(s.get("types"), dict)
+        ]
+        if not kinds or left < 0:
             target["types"] = {OPEN: {}}
             continue
-        for kind, detail in kinds.items():
+        for kind in dict.fromkeys(kind for found in kinds for kind in found):
+            details = [found[kind] for found in kinds if kind in found]
             past_depth = kind in ("object", "array") and depth >= MAX_DEPTH
-            if kind not in _KINDS or not isinstance(detail, dict) or past_depth:
+            if kind not in _KINDS or not all(isinstance(d, dict) for d in details) or past_depth:
                 target["types"][OPEN] = {}
             elif kind == "object":
-                fields = detail.get("fields")
-                fields = fields if isinstance(fields, dict) else {}
+                named: dict[str, list[Any]] = {}  # each field's shapes, by name
+                for detail in details:
+                    fields = detail.get("fields")
+                    for name, field in (fields if isinstance(fields, dict) else {}).items():
+                        named.setdefault(str(name), []).append(field)
                 kept: dict[str, Any] = {}
-                trimmed: dict[str, Any] = {"n": _count(detail), "fields": kept}
-                if "values" in detail or _keyed_by_data(fields):
+                trimmed: dict[str, Any] = {"n": sum(map(_count, details)), "fields": kept}
+                if any("values" in detail for detail in details) or _keyed_by_data(named):
                     # a map (or a stored object keyed by data, learned before maps were)
-                    values = _map_values(detail.get("values"), fields)
+                    parts = [d.get("values") for d in details] + [
+                        field for found in named.values() for field in found
+                    ]
+                    parts = [
+                        s for s in parts if isinstance(s, dict) and isinstance(s.get("types"), dict)
+                    ]
                     trimmed["values"] = None
-                    if values is not None and left > 0:
+                    if parts and left > 0:
                         left -= 1
-                        trimmed["values"] = _node(values)
-                        queue.append((values, trimmed["values"], depth + 1))
+                        trimmed["values"] = _node(parts)
+                        queue.append((parts, trimmed["values"], depth + 1))
                     target["types"]["object"] = trimmed
                     continue
-                for name, field in fields.items():
-                    if len(kept) >= MAX_FIELDS or len(str(name)) > MAX_KEY_LENGTH or left <= 0:
+                for name, found in named.items():
+                    if len(kept) >= MAX_FIELDS or len(name) > MAX_KEY_LENGTH or left <= 0:
                         trimmed["open"] = True
                         continue
                     left -= 1
-                    kept[str(name)] = _node(field)
-                    queue.append((field, kept[str(name)], depth + 1))
-                if detail.get("open"):
+                    kept[name] = _node(found)
+                    queue.append((found, kept[name], depth + 1))
+                if any(detail.get("open") for detail in details):
                     trimmed["open"] = True
                 target["types"]["object"] = trimmed
             elif kind == "array":
-                items = detail.get("items")
-                if items is None or left <= 0:  # no items: unknown[]
+                items = [d["items"] for d in details if d.get("items") is not None]
+                if not items or left <= 0:  # no items: unknown[]
                     target["types"]["array"] = {"items": None}
                 else:
                     left -= 1
@@ -218,14 +231,12 @@ def bounded(shape: Any, nodes: int = MAX_NODES) -> dict[str, Any]:
 _KINDS = frozenset({"string", "number", "boolean", "null", "object", "array", OPEN})
 
 
-def _map_values(values: Any, fields: dict[str, Any]) -> dict[str, Any] | None:
+def _map_values(detail: dict[str, Any]) -> dict[str, Any] | None:
     """A map's values as one shape: its own, merged with the fields of an object it takes
-    the place of (shapes only when well formed: a damaged file's are left out)."""
-    found = [values, *fields.values()]
-    shapes = [s for s in found if isinstance(s, dict) and isinstance(s.get("types"), dict)]
-    merged: dict[str, Any] | None = None
-    for shape in shapes:
-        merged = merge(merged, bounded(shape))
+    the place of (shapes, as ``merge`` takes them; its caller bounds what it makes)."""
+    merged: dict[str, Any] | None = detail.get("values")
+    for field in detail["fields"].values():
+        merged = merge(merged, field)
     return merged
 
 
@@ -234,8 +245,9 @@ def _count(shape: Any) -> int:
     return found if isinstance(found, int) and not isinstance(found, bool) and found > 0 else 1
 
 
-def _node(shape: Any) -> dict[str, Any]:
-    return {"n": _count(shape), "types": {}}
+def _node(shapes: list[Any]) -> dict[str, Any]:
+    """A node of ``bounded``'s walk, for the shapes it merges (their kinds filled in later)."""
+    return {"n": sum(map(_count, shapes)), "types": {}}
 
 
 def size(shape: dict[str, Any] | None) -> int:
@@ -269,8 +281,7 @@ def merge(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any] 
             or "values" in right
             or len({*left["fields"], *right["fields"]}) > MAX_FIELDS  # keyed by data
         ):
-            values = _map_values(left.get("values"), left["fields"])
-            values = merge(values, _map_values(right.get("values"), right["fields"]))
+            values = merge(_map_values(left), _map_values(right))
             types[kind] = {"n": left["n"] + right["n"], "fields": {}, "values": values}
         elif kind == "object":
             names = {**left["fields"], **right["fields"]}

@@ -216,11 +216,14 @@ def terminal_answer(
         notice = f"  {visible_controls(shortened_notice(view, str(prompt.get('run') or '')))}\n"
     arguments = "\n".join(f"    {line}" for line in view.text.split("\n"))
     tool = visible_text(tool_named(str(prompt["tool"])))
+    again = ""  # asked again: an earlier approval of it no longer holds
+    if prompt.get("why"):
+        again = f"  asked again: {visible_controls(str(prompt['why']))}\n"
     # The tool named again on the question's own line: long arguments scroll the first line
     # off the screen, and a long string wraps into rows that may read as any other question.
     out.write(
         f"\ntoolscript: the script calls {tool}, which "
-        f"asks for approval.\n{notice}  arguments:\n{arguments}\n{notice}"
+        f"asks for approval.\n{again}{notice}  arguments:\n{arguments}\n{notice}"
         f"  allow it{' (its arguments are SHORTENED above)' if view.shortened else ''}? "
         f"(the call of {tool}) [y]es / [n]o / [a]lways (this tool, in this project) "
         f"[{timeout:g} s, then the run stops]: "

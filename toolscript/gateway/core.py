@@ -50,7 +50,13 @@ from toolscript.gateway.inferred import ResultShapes
 from toolscript.gateway.narrowed import KeptRenders, NarrowedModules
 from toolscript.gateway.recentcalls import RecentCalls
 from toolscript.gateway.results import tool_result
-from toolscript.gateway.runbook import Run, RunBook, approve_commands, call_named
+from toolscript.gateway.runbook import (
+    Run,
+    RunBook,
+    approve_commands,
+    call_named,
+    member_named,
+)
 from toolscript.otherclients import MAX_CONFIG_BYTES
 from toolscript.pipeline.artifacts import Artifacts, CacheLayout, read_artifact
 from toolscript.pipeline.buildlock import BuildStopped
@@ -220,11 +226,15 @@ def _script_document(script: SavedScript) -> ToolDocument:
     )
 
 
-def _tool_not_found(upstream: Upstream, tool: str, spellings: dict[str, str]) -> ToolNotFoundError:
+def _tool_not_found(
+    upstream: Upstream, tool: str, spellings: dict[str, str], namespace: str
+) -> ToolNotFoundError:
     """No tool ``tool`` on ``server``, named as users write it (``time.get_time``, as
-    `approve --tool` takes it; never the gateway's ``time__get_time``), with the close
-    names of ``spellings`` (how a tool may be written, its camelCase function too -> its
-    name) as suggestions; or, for a function of a tool file that is not a tool, why not."""
+    `approve --tool` takes it; never the gateway's ``time__get_time``; a name that is no
+    member name as the script wrote it, ``tools.<namespace>["../x"]``: ``member_named``),
+    with the close names of ``spellings`` (how a tool may be written, its camelCase function
+    too -> its name) as suggestions; or, for a function of a tool file that is not a tool,
+    why not."""
     server = upstream.name
     why = next(
         (
@@ -239,7 +249,7 @@ def _tool_not_found(upstream: Upstream, tool: str, spellings: dict[str, str]) ->
     close = difflib.get_close_matches(tool, list(spellings), n=6, cutoff=0.5)
     names = list(dict.fromkeys(spellings[found] for found in close))[:3]
     return ToolNotFoundError(
-        f"tool not found: {call_named(f'{server}__{tool}')}",
+        f"tool not found: {member_named(server, namespace, tool)}",
         suggestions=[f"{server}.{name}" for name in names],
         hint=None if names else _list_tools_hint(server, sorted(set(spellings.values()))),
     )
@@ -1171,7 +1181,13 @@ class Gateway:
         if upstream.state != ServerState.CONNECTED and not upstream.tools:
             raise self._unavailable(upstream)
         self._unless_denied(upstream, tool)
-        raise _tool_not_found(upstream, tool, {name: name for name in upstream.tools})
+        spellings = {name: name for name in upstream.tools}
+        raise _tool_not_found(upstream, tool, spellings, self.namespace_of(server))
+
+    def namespace_of(self, server: str) -> str:
+        """``server``'s name in scripts (``tools.<namespace>``), as the module has it."""
+        found = (f.namespace for f in self.artifacts.fragments if f.server == server)
+        return next(found, server)
 
     def _unless_denied(self, upstream: Upstream, tool: str) -> None:
         """Raise that ``tool`` is denied when the server's policy denies it (it is absent
@@ -1203,7 +1219,7 @@ class Gateway:
         if not matching:
             self._unless_denied(upstream, tool)
             spellings = {f.function: f.tool for f in selected} | {f.tool: f.tool for f in selected}
-            raise _tool_not_found(upstream, tool, spellings)
+            raise _tool_not_found(upstream, tool, spellings, self.namespace_of(server))
         return matching
 
     def secrets(self) -> tuple[str, ...]:

@@ -29,6 +29,7 @@ import contextlib
 import functools
 import hashlib
 import logging
+import re
 import secrets
 import shlex
 import time
@@ -55,7 +56,7 @@ from toolscript.errors import (
 )
 from toolscript.gateway.recentcalls import MORE, Limits, shrunk
 from toolscript.plumbing.processes import identity_alive, process_identity
-from toolscript.plumbing.redact import holds_secret, may_hold_secret, redact, redact_value
+from toolscript.plumbing.redact import may_hold_secret, redact, redact_value
 from toolscript.store.approvalview import shortened_notice, shown_arguments, visible_text
 from toolscript.store.runlog import RunLog, new_run_id
 from toolscript.upstream.base import CALL_PROGRESS
@@ -180,6 +181,22 @@ def call_named(qualified: str) -> str:
     )
 
 
+# A member name a script may write after a dot (``tools.records.deleteRecord``), as tools are
+# named: letters, digits, ``_``, ``$`` and ``-``
+_MEMBER_NAME = re.compile(r"[A-Za-z0-9_$][A-Za-z0-9_$-]*")
+
+
+def member_named(server: str, namespace: str, name: str) -> str:
+    """A member of ``tools.<namespace>`` that is no tool, as messages name it: ``call_named``'s
+    form when it reads as a name; else quoted as the script wrote it,
+    ``tools.records["../../runs"]`` (``records__../../runs`` read as a path of a URL)."""
+    if _MEMBER_NAME.fullmatch(name):
+        return call_named(f"{server}__{name}")
+    # a JavaScript string, its control and invisible characters as escapes (\u000a)
+    quoted = cut_text(name, NAME_LIMIT).replace("\\", "\\\\").replace('"', '\\"')
+    return f'tools.{namespace}["{visible_text(quoted)}"]'
+
+
 def approve_commands(run_id: str | None, tool: str) -> str:
     """The commands that approve a call, as every refusal names them."""
     server, _, name = tool.partition("__")
@@ -221,11 +238,10 @@ class Run:
     replay: list[dict[str, Any]] = field(default_factory=list)  # the resumed run's answers
     replayed: int = 0  # how many of them were answered again
     resume_call: tuple[str, str] | None = None  # (tool, digest) the resumed run stopped at
-    # the identity of that call's server when it stopped: its approval holds for it alone
-    resume_identity: str = ""
     resume_kept: bool = False  # it made no call: the run it resumed waits for a resume again
     seq: int = 0
     answered: list[dict[str, Any]] = field(default_factory=list)  # this run's, for a resume
+    answers_count: int = 0  # of its answers kept for a resume, those written too (their seq)
     records: list[dict[str, Any]] = field(default_factory=list)  # every call, for --trace
     stopped: PolicyError | None = None
     prompt: Prompt | None = None
@@ -312,11 +328,12 @@ class Run:
 
     def row(self, known: tuple[str, ...] = ()) -> dict[str, Any]:
         """The run's record; the script only while it waits for approval (``--resume`` runs
-        it again), and never when a configured secret is written in it."""
+        it again), and never when a configured secret is written in it (in any spelling
+        masking knows: whole, base64, a run of one)."""
         stopped = self.stopped.to_dict() if self.stopped is not None else None
         if self.prompt is not None and self.approving:
             stopped = {"error": "approval_required", "call": self.prompt.call | {"run": self.id}}
-        keep_script = self.status in ("awaiting_approval", "prompting") and not holds_secret(
+        keep_script = self.status in ("awaiting_approval", "prompting") and not may_hold_secret(
             self.script, known
         )
         row = {
@@ -544,7 +561,6 @@ class RunBook:
                     entry["body"] = whole[entry["seq"]]
             call = (previous.get("stopped") or {}).get("call") or {}
             run.resume_call = (str(call.get("tool", "")), str(call.get("digest", "")))
-            run.resume_identity = str(call.get("identity", ""))
         run.limits = limits
         self._runs[run.id] = run
         self._by_token[run.token] = run
@@ -596,6 +612,7 @@ class RunBook:
         returns; an approval prompt still open is answered "stop"."""
         run = self.get(run_id)
         if not run.ended:
+            asking = run.approving  # its prompt, answered "stop" below, stops it for approval
             run.ended = True
             run.ended_at = time.time()
             run.exit = exit_code
@@ -620,6 +637,9 @@ class RunBook:
                     )
             if run.resumed_from and not run.resume_kept:  # its answers kept whole: used up
                 self._secret_answers.pop(run.resumed_from, None)
+            if not asking and run.status != "awaiting_approval":
+                # it cannot be resumed (done, refused, died...): what a prompt kept of it goes
+                self._secret_answers.pop(run.id, None)
             if run.id not in self._replays:  # its answers written for a resume, or not wanted
                 self._drop_answers(run)  # an ended run is kept (ENDED_KEPT), its results not
             if run.status != "awaiting_approval":
@@ -764,9 +784,10 @@ class RunBook:
                 else:
                     run.held += added
                     self.answers_held += added
+                    run.answers_count += 1
                     run.answered.append(
                         {
-                            "seq": len(run.answered) + 1,
+                            "seq": run.answers_count,  # those a prompt wrote are dropped
                             "tool": qualified,
                             "digest": key,  # "" until the run's answers are kept
                             "arguments": kept,
@@ -827,35 +848,51 @@ class RunBook:
     async def _approval(
         self, run: Run, seq: int, qualified: str, arguments: dict[str, Any], key: str
     ) -> None:
-        """Returns when the call may be made; raises when it may not. The approval of the call
-        a resumed run stopped at holds while its server is the one the person was shown (an
-        entry repointed since asks again), as a tool's "always" does."""
+        """Returns when the call may be made; raises when it may not. An approval holds for
+        the server its call was shown with (its identity): a server whose config entry was
+        repointed since (another command, args or URL) is asked about again."""
         identity = self.identity(qualified)
-        if (
-            run.resume_call == (qualified, key)
-            and identity
-            and run.resume_identity == identity
-            and await anyio.to_thread.run_sync(
-                self.runlog.use_call_approval, run.resumed_from, qualified, key, run.id
+        why = ""  # why a call approved before asks again
+        if run.resume_call == (qualified, key):
+            if await anyio.to_thread.run_sync(
+                self.runlog.use_call_approval, run.resumed_from, qualified, key, run.id, identity
+            ):
+                run.resume_call = None
+                return
+            given = await anyio.to_thread.run_sync(
+                self.runlog.call_approval_server, run.resumed_from, qualified, key
             )
-        ):
-            run.resume_call = None
-            return
+            if given is not None:
+                why = _approved_elsewhere(run.resumed_from, qualified, given)
         if await anyio.to_thread.run_sync(self.runlog.tool_approved, qualified, identity):
             return
         known = self._secrets_of()
         shown = redact_value(arguments, known)
         size = len(msgspec.json.encode(shown))
-        call = {"seq": seq, "tool": qualified, "arguments": shown, "digest": key, "run": run.id}
-        call["identity"] = identity  # the server the person approves this call of
+        call = {
+            "seq": seq,
+            "tool": qualified,
+            "arguments": shown,
+            "digest": key,
+            "run": run.id,
+            "server_identity": identity,  # what approving this call approves it for
+        }
         if size > APPROVAL_ARGUMENTS:  # kept with the run trimmed: it cannot be shown whole
             raise self._stop(run, self._unshowable(run, call, arguments, size))
-        if run.interactive:
+        while run.interactive:
+            if why:
+                call = call | {"why": why}  # the prompt says why it asks again
             answer = await self._ask(run, call)
-            if answer in ("yes", "always") and self.identity(qualified) != identity:
-                # the entry was repointed (a config trusted) while the person was asked: what
-                # they allowed is not what would run; the run stops at the call, as unasked
-                answer, call["identity"] = "", self.identity(qualified)
+            now = self.identity(qualified)
+            if answer in ("yes", "always") and now != identity:
+                # repointed while the person was asked: what they allowed is not what runs
+                identity = now
+                call = call | {"server_identity": now}
+                why = (
+                    f"server {qualified.partition('__')[0]!r} changed in the config (another "
+                    "command, args or URL) while you were asked, so that answer did not hold"
+                )
+                continue
             if answer == "yes":
                 return
             if answer == "always":
@@ -865,6 +902,7 @@ class RunBook:
                 raise CallRefusedError(
                     f"{call_named(qualified)}: the user refused this call", hint="do not retry it"
                 )
+            break
         view = shown_arguments(shown, MESSAGE_ARGUMENTS, one_line=True)
         arguments_text = view.text
         if view.shortened:
@@ -875,11 +913,12 @@ class RunBook:
                 f", then run the script again (run {run.id}'s results outgrew what a resume "
                 "keeps: earlier calls will be made again)"
             )
+        again = f" again ({why})" if why else ""
         raise self._stop(
             run,
             ApprovalRequiredError(
-                f"{call_named(qualified)} needs approval before it runs; the call was not made and run "
-                f"{run.id} stopped. Arguments: {arguments_text}",
+                f"{call_named(qualified)} needs approval before it runs{again}; the call was not "
+                f"made and run {run.id} stopped. Arguments: {arguments_text}",
                 hint=hint,
                 call=call,
             ),
@@ -1124,7 +1163,7 @@ class RunBook:
                 return
             secrets_now = self._secrets_of()
 
-            def write() -> dict[str, dict[int, bytes]]:
+            def write() -> tuple[dict[str, dict[int, bytes]], list[str]]:
                 # off the event loop: redaction and JSON cost per call, and the search of
                 # each answer of a stopped run for a secret (up to REPLAY_BYTES of them)
                 rows = [run.row(secrets_now) | {"owner": self.owner} for run in runs]
@@ -1137,16 +1176,17 @@ class RunBook:
                         replay.append(kept)
                         if kept["body"] is not entry["body"]:
                             whole.setdefault(run.id, {})[int(entry["seq"])] = bytes(entry["body"])
-                self.runlog.write(runs=rows, calls=call_rows, replay=replay)
-                return whole
+                return whole, self.runlog.write(runs=rows, calls=call_rows, replay=replay)
 
             try:
-                masked = await anyio.to_thread.run_sync(write)
+                masked, dropped = await anyio.to_thread.run_sync(write)
             except ToolscriptError as exc:
                 self._keep_unwritten(calls, runs, replays, exc)
                 return
             for run_id, answers in masked.items():
                 self._keep_secret_answers(run_id, answers)
+            for run_id in dropped:  # no longer in the log: no resume can read its answers
+                self._secret_answers.pop(run_id, None)
             for run in replays.values():
                 self._drop_answers(run)  # written: a resume reads them from the log
             if self._unwritten_since is not None:
@@ -1157,8 +1197,9 @@ class RunBook:
         """Keep in memory, as they came, the answers of run ``run_id`` the log keeps as
         ``***`` (``whole``, by seq): resumed through this gateway, the script sees what it saw
         (a server that sent its token back, passed on to a later call, would else make the
-        resume diverge). The oldest runs' go past SECRET_ANSWERS_TOTAL."""
-        self._secret_answers[run_id] = whole
+        resume diverge), with those kept at its earlier prompts. The oldest runs' go past
+        SECRET_ANSWERS_TOTAL; a run's go when it can no longer be resumed (``end``, ``flush``)."""
+        self._secret_answers[run_id] = self._secret_answers.pop(run_id, {}) | whole
         sizes = {key: sum(map(len, kept.values())) for key, kept in self._secret_answers.items()}
         for oldest in list(self._secret_answers)[:-1]:
             if sum(sizes.values()) <= SECRET_ANSWERS_TOTAL:
@@ -1205,6 +1246,21 @@ def _kept(entry: dict[str, Any], run_id: str, known: tuple[str, ...]) -> dict[st
     kept = {key: value for key, value in entry.items() if key != "arguments"}
     key = entry["digest"] or digest(entry["tool"], entry["arguments"])
     return kept | {"run_id": run_id, "body": body, "digest": key}
+
+
+def _approved_elsewhere(resumed: str, qualified: str, given: str) -> str:
+    """Why the approval of the call run ``resumed`` stopped at does not hold for its server now
+    (``given``: the identity it was approved for, '' when not bound to one)."""
+    server = qualified.partition("__")[0]
+    if not given:
+        return (
+            f"run {resumed}'s approval of this call was given before approvals were bound to "
+            f"their server, so it is asked once more"
+        )
+    return (
+        f"run {resumed}'s approval of this call was for server {server!r} as the config had it "
+        "when that run stopped; its entry changed since (another command, args or URL)"
+    )
 
 
 def _trimmed(arguments: dict[str, Any], known: tuple[str, ...]) -> Any:

@@ -144,9 +144,12 @@ def _approver(context: Any) -> Approver | None:
             notice = visible_controls(shortened_notice(view, str(prompt.get("run") or "")))
             notice = notice[0].upper() + notice[1:] + ".\n"
         tool = visible_text(tool_named(str(prompt["tool"])))
+        again = ""  # asked again: an earlier approval of it no longer holds
+        if prompt.get("why"):
+            again = f"Asked again: {visible_controls(str(prompt['why']))}.\n"
         try:
             result = await session.elicit_form(  # (the tool again where the person answers)
-                f"A script calls {tool}, which needs your approval.\n{notice}Arguments:\n"
+                f"A script calls {tool}, which needs your approval.\n{again}{notice}Arguments:\n"
                 f"{view.text}\n{notice}Allow this call of {tool}?",
                 APPROVAL_SCHEMA,
                 related_request_id=getattr(context, "request_id", None),

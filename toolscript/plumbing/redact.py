@@ -19,7 +19,6 @@ from urllib.parse import parse_qsl, quote, quote_plus, urlsplit
 
 __all__ = [
     "embedded_secrets",
-    "holds_secret",
     "looks_like_secret",
     "may_hold_secret",
     "redact",
@@ -46,13 +45,6 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     for form in forms:
         text = text.replace(form, MASK)
     return _redact_runs(text, grams) if grams else text
-
-
-def holds_secret(text: str | bytes, secrets: Iterable[str]) -> bool:
-    """Whether ``text`` holds one of ``secrets`` whole (those long enough to redact)."""
-    if isinstance(text, bytes):
-        return any(s.encode() in text for s in secrets if len(s) >= _MIN_SECRET_LENGTH)
-    return any(s in text for s in secrets if len(s) >= _MIN_SECRET_LENGTH)
 
 
 def may_hold_secret(text: str | bytes, secrets: Iterable[str]) -> bool:

@@ -16,7 +16,8 @@ never inside the project). Tables:
   it answers them again without calling the servers (only for such runs).
 - ``approvals``: ``tool`` approvals (a tool, from now on, while its server is the one it
   was approved for: ``server``, the server's identity) and ``call`` approvals (the call a
-  run stopped at, used once by the run that resumes it).
+  run stopped at, used once by the run that resumes it, while its server is the one the run
+  stopped at: ``server``, the identity its stopped call holds).
 
 No secret of the config is ever written: the gateway redacts arguments and messages before
 they get here. ``PRAGMA user_version`` holds the schema version; ``MIGRATIONS`` bring an
@@ -120,8 +121,9 @@ def _version_3(db: Any) -> None:
 
 
 def _version_4(db: Any) -> None:
-    # the identity of the server a tool approval was given for (``ServerConfig.identity``);
-    # '' on approvals of earlier versions, which ask once more and are then bound
+    # the identity of the server an approval was given for (``ServerConfig.identity``: a
+    # tool approval's, or the one a stopped call was bound for when it stopped); '' on
+    # approvals of earlier versions, which ask once more and are then bound
     db.execute("""ALTER TABLE "approvals" ADD COLUMN "server" TEXT NOT NULL DEFAULT ''""")
     # JSON, the limits a run was given or carried over (timeout, memory_mb, max_output,
     # max_calls): its resume keeps those it does not set itself; '' before
@@ -345,13 +347,15 @@ class RunLog:
         runs: Iterable[dict[str, Any]] = (),
         calls: Iterable[dict[str, Any]] = (),
         replay: Iterable[dict[str, Any]] = (),
-    ) -> None:
-        """Insert or update runs, add calls and replay entries: one transaction."""
+    ) -> list[str]:
+        """Insert or update runs, add calls and replay entries: one transaction. Returns the
+        ids of the runs retention dropped meanwhile (a run awaiting approval among them can
+        no longer be resumed)."""
         runs, calls, replay = list(runs), list(calls), list(replay)
         if not (runs or calls or replay):
-            return
+            return []
 
-        def work(db: Any) -> None:
+        def work(db: Any) -> list[str]:
             db.execute("BEGIN IMMEDIATE")
             try:
                 _upsert(db, "runs", runs, ("id",))
@@ -361,18 +365,18 @@ class RunLog:
                 db.conn.rollback()
                 raise
             db.conn.commit()
-            if any(run.get("ended") for run in runs):
-                self._prune(db)
+            return self._prune(db) if any(run.get("ended") for run in runs) else []
 
-        self._run(work)
+        return list(self._run(work))
 
-    def _prune(self, db: Any) -> None:
+    def _prune(self, db: Any) -> list[str]:
         """Drop the oldest runs past ``keep``, then past ``max_bytes`` (never a live one).
 
         A run awaiting approval is not one of them: a flood of trivial runs (an agent's
         scripts, one after another) evicted the run a person was about to approve. Those
         are kept apart, the newest ``AWAITING_KEEP`` of the agent's URL and as many of the
-        owner's, and go past ``max_bytes`` only once no other ended run is left."""
+        owner's, and go past ``max_bytes`` only once no other ended run is left. Returns the
+        ids dropped."""
         ended = f"status NOT IN ({_KEPT_STATUSES})"
         old = [
             row[0]
@@ -396,7 +400,9 @@ class RunLog:
             if not oldest:
                 break
             self._drop(db, oldest)
+            old += oldest
             db.execute("PRAGMA incremental_vacuum")
+        return old
 
     @staticmethod
     def _oldest(db: Any, where: str) -> list[str]:
@@ -567,8 +573,7 @@ class RunLog:
                 call = (run.get("stopped") or {}).get("call") or {}
                 tool = str(call.get("tool", ""))
                 digest = str(call.get("digest", ""))
-                stopped_at = str(call.get("identity", ""))  # the server the person was shown
-                if self._approved(db, run["id"], tool, digest, identity_of(tool), stopped_at):
+                if self._approved(db, run["id"], tool, digest, identity_of(tool)):
                     return run
             return None
 
@@ -595,8 +600,9 @@ class RunLog:
                     "SELECT 1 FROM approvals WHERE scope = 'call' AND run_id = ? LIMIT 1",
                     [run["id"]],
                 ).fetchone()
-                if known is None:
-                    _add_approval(db, "call", str(call.get("tool", "")), run["id"], call)
+                if known is None:  # bound to the server the run was stopped at
+                    server = str(call.get("server_identity", ""))
+                    _add_approval(db, "call", str(call.get("tool", "")), run["id"], call, server)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -655,21 +661,37 @@ class RunLog:
         """Whether ``tool`` is approved for good while its server is ``identity``."""
         return bool(self._run(lambda db: self._tool_approved(db, tool, identity)))
 
-    def use_call_approval(self, run_id: str, tool: str, digest: str, used_by: str) -> bool:
+    def use_call_approval(
+        self, run_id: str, tool: str, digest: str, used_by: str, identity: str
+    ) -> bool:
         """Use the approval of the call ``run_id`` stopped at, once: True when there was one
-        for this very call (tool and arguments) and nobody used it yet."""
+        for this very call (tool and arguments), given while its server was ``identity``,
+        and nobody used it yet."""
 
         def work(db: Any) -> bool:
             with db.conn:
                 cursor = db.execute(
                     "UPDATE approvals SET used_by = ? WHERE id = (SELECT id FROM approvals "
-                    "WHERE scope = 'call' AND run_id = ? AND tool = ? AND digest = ? "
-                    "AND used_by = '' LIMIT 1)",
-                    [used_by, run_id, tool, digest],
+                    f"WHERE {_UNUSED_CALL_APPROVAL} AND server = ? AND server != '' LIMIT 1)",
+                    [used_by, run_id, tool, digest, identity],
                 )
             return bool(cursor.rowcount)
 
         return bool(self._run(work))
+
+    def call_approval_server(self, run_id: str, tool: str, digest: str) -> str | None:
+        """The server identity an unused approval of the call ``run_id`` stopped at was given
+        for ('' for one of before call approvals were bound); None when there is none."""
+
+        def work(db: Any) -> str | None:
+            found = db.execute(
+                f"SELECT server FROM approvals WHERE {_UNUSED_CALL_APPROVAL} LIMIT 1",
+                [run_id, tool, digest],
+            ).fetchone()
+            return None if found is None else str(found[0])
+
+        result: str | None = self._run(work)
+        return result
 
     @staticmethod
     def _tool_approved(db: Any, tool: str, identity: str) -> bool:
@@ -681,22 +703,19 @@ class RunLog:
         ).fetchone()
         return found is not None
 
-    def _approved(
-        self, db: Any, run_id: str, tool: str, digest: str, identity: str, stopped_at: str
-    ) -> bool:
-        """A tool approval for the server ``identity`` is, or an unused approval of the call
-        ``run_id`` stopped at, while its server is still the one it stopped at (``stopped_at``,
-        what the person was shown)."""
+    def _approved(self, db: Any, run_id: str, tool: str, digest: str, identity: str) -> bool:
         if self._tool_approved(db, tool, identity):
             return True
-        if not identity or identity != stopped_at:
-            return False
         found = db.execute(
-            "SELECT 1 FROM approvals WHERE scope = 'call' AND run_id = ? AND tool = ? "
-            "AND digest = ? AND used_by = '' LIMIT 1",
-            [run_id, tool, digest],
+            f"SELECT 1 FROM approvals WHERE {_UNUSED_CALL_APPROVAL} AND server = ? "
+            "AND server != '' LIMIT 1",
+            [run_id, tool, digest, identity],
         ).fetchone()
         return found is not None
+
+
+# The approval of the call a run (?) stopped at, for this tool (?) and arguments (?), unused.
+_UNUSED_CALL_APPROVAL = "scope = 'call' AND run_id = ? AND tool = ? AND digest = ? AND used_by = ''"
 
 
 def _upsert(db: Any, table: str, rows: list[dict[str, Any]], pk: tuple[str, ...]) -> None:
