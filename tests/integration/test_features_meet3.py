@@ -1,0 +1,202 @@
+"""Where features meet, third pass (the others: test_features_meet.py, test_features_meet2.py):
+one real gateway with the records server (its journal counts what reached it), a second
+records server that the config renames, and local tool files, one of which asks for a
+Python no interpreter has; the real Deno and real SQLite. Output past --max-output in a
+background run that stops for approval and is resumed (both legs kept, the stop's exit
+code in the log); result types learned from runs, then `doit` (twice: no work the second
+time), then the server renamed in the config (get-types and the checker follow the new
+name); a tool file refused for its `requires-python` (not in the module, not found by
+search, named failed by `gateway status`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import (
+    GatewayProcess,
+    gateway_cli,
+    records_server,
+    run_doit,
+    wait_until,
+)
+from toolscript.plumbing.paths import project_state_dir
+
+FUTURE = '''# /// script
+# requires-python = ">=3.99"
+# ///
+def forecast_weather(city: str) -> str:
+    """Forecast tomorrow's weather over a city."""
+    return city
+'''
+
+
+def journal_of(journal: Path) -> list[dict[str, Any]]:
+    if not journal.exists():
+        return []
+    return [json.loads(line) for line in journal.read_text().splitlines()]
+
+
+def config_of(journal: Path, shelf: str = "shelf") -> dict[str, Any]:
+    return {
+        "mcpServers": {
+            "records": records_server(env={"RECORDS_JOURNAL": str(journal)}),
+            shelf: records_server(),
+        },
+        "localTools": {"dir": "tools"},
+        "search": {"semantic": False},
+    }
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayProcess, Path]]:
+    directory = tmp_path_factory.mktemp("features-meet3")
+    journal = directory / "journal.jsonl"
+    (directory / "tools").mkdir()
+    (directory / "tools" / "future.py").write_text(FUTURE)
+    gateway = GatewayProcess(config_of(journal), directory)
+    try:
+        yield gateway, journal
+    finally:
+        gateway.stop()
+
+
+def kept_outputs(gateway: GatewayProcess) -> dict[str, str]:
+    """The kept output files of the project's runs, by run id."""
+    runs = project_state_dir(gateway.directory) / "runs"
+    return {path.parent.name: path.read_text() for path in runs.glob("*/output.txt")}
+
+
+PRINTS_THEN_ASKS = """import { tools } from "toolscript";
+console.log("a".repeat(3000));
+await tools.records.deleteRecord({ key: "kept" });
+console.log("b".repeat(3000));
+return "done";
+"""
+
+
+def test_a_background_run_cut_then_stopped_for_approval_keeps_both_legs_and_its_stop(
+    project: tuple[GatewayProcess, Path],
+) -> None:
+    """Kept output x background runs x approval x resume x the run log: a background run
+    prints past --max-output, then stops for approval; `runs wait` ends 120 naming the kept
+    file, and the log says 120 too (it said 123, the cut's code, while the shell saw 120);
+    resumed, the second leg keeps the whole output of both legs in its own file."""
+    gateway, journal = project
+    before = len(journal_of(journal))
+    started = gateway_cli(
+        gateway, "exec", "--background", "--json", "--max-output", "1000", PRINTS_THEN_ASKS
+    )
+    assert started.returncode == 0, started.stderr
+    run_id = json.loads(started.stdout)["run"]
+    waited = gateway_cli(gateway, "runs", "wait", run_id, "--timeout", "60")
+    assert waited.returncode == 120, (waited.stdout[-500:], waited.stderr)
+    assert "output cut: 3001 of its 3001 bytes" in waited.stderr, waited.stderr
+    assert "records.delete_record needs approval" in waited.stderr
+    assert kept_outputs(gateway)[run_id] == "a" * 3000 + "\n"
+    shown = json.loads(gateway_cli(gateway, "runs", "show", run_id, "--json").stdout)
+    assert (shown["status"], shown["exit"]) == ("awaiting_approval", 120), shown
+
+    assert gateway_cli(gateway, "approve", run_id).returncode == 0
+    resumed = gateway_cli(gateway, "exec", "--resume", run_id)
+    assert resumed.returncode == 123, (resumed.stdout[-500:], resumed.stderr)
+    second = json.loads(gateway_cli(gateway, "runs", "--json").stdout)[0]
+    assert second["resumed_from"] == run_id
+    assert second["id"] in resumed.stderr  # the whole output's file is named
+    kept = kept_outputs(gateway)
+    assert kept[second["id"]].startswith("a" * 3000 + "\n" + "b" * 3000 + "\n"), kept
+    assert '"done"' in kept[second["id"]]
+    first = json.loads(gateway_cli(gateway, "runs", "show", run_id, "--json").stdout)
+    assert (first["status"], first["exit"]) == ("resumed", 120), first
+    made = [(e["tool"], e["arguments"]) for e in journal_of(journal)[before:]]
+    assert made == [("delete_record", {"key": "kept"})]
+
+
+def test_a_tool_file_refused_for_its_python_is_named_failed_and_offers_nothing(
+    project: tuple[GatewayProcess, Path],
+) -> None:
+    """`requires-python` x search x the module x `gateway status` x `doit`: a tool file
+    that needs a Python the gateway's is not is failed with the reason, its function is in
+    neither the served module nor search, and a standalone `doit` says so and builds the
+    rest."""
+    gateway, _journal = project
+    status = gateway_cli(gateway, "gateway", "status")
+    line = next(row for row in status.stdout.splitlines() if row.startswith("future\t"))
+    assert "failed" in line and "needs Python >=3.99" in line, status.stdout
+    assert "forecastWeather" not in gateway.client.get("runtime/tools.ts").text
+    found = gateway_cli(gateway, "search", "forecast tomorrow's weather", "--json")
+    assert found.returncode == 0, found.stderr
+    assert all(hit["server"] != "future" for hit in json.loads(found.stdout)["hits"])
+    types = gateway_cli(gateway, "get-types", "future", "forecast_weather")
+    assert types.returncode != 0
+    assert "needs Python >=3.99" in types.stderr, types.stderr
+
+
+def test_doit_after_learned_types_keeps_them_and_a_second_doit_does_nothing(
+    project: tuple[GatewayProcess, Path],
+) -> None:
+    """Result types learned by the gateway x standalone `doit` x `doit` again: the learned
+    type is in the artifact `doit` writes, and a second `doit` with nothing changed runs no
+    task but asking the failed tool file again."""
+    gateway, _journal = project
+    ran = gateway_cli(
+        gateway,
+        "exec",
+        'import { tools } from "toolscript"; return await tools.shelf.counter({ step: 4 });',
+    )
+    assert ran.returncode == 0, ran.stderr
+    wait_until(
+        lambda: gateway_cli(gateway, "get-types", "shelf", "counter").stdout,
+        lambda types: "inferred from 1 result" in types,
+        what="the learned type of shelf.counter",
+    )
+    first = run_doit(gateway.directory)
+    assert first.returncode == 0, first.stdout + first.stderr
+    artifact = (gateway.directory / ".toolscript" / "tools.ts").read_text()
+    assert "inferred from 1 result" in artifact
+    again = run_doit(gateway.directory)
+    assert again.returncode == 0, again.stdout + again.stderr
+    ran_tasks = [line for line in again.stdout.splitlines() if line.startswith(".")]
+    assert ran_tasks == [".  fetch:future"], again.stdout
+    assert (gateway.directory / ".toolscript" / "tools.ts").read_text() == artifact
+
+
+def test_a_server_renamed_in_the_config_is_checked_and_typed_by_its_new_name(
+    project: tuple[GatewayProcess, Path],
+) -> None:
+    """Learned result types x get-types x the warm checker x a config reload renaming a
+    server: the checker takes the new module (the old name is a type error naming the new
+    one), get-types answers for the new name, and the old name's learned type is not given
+    to it (types are learned per name; it learns again)."""
+    gateway, journal = project
+    gateway.config_path.write_text(json.dumps(config_of(journal, shelf="ledger")))
+    wait_until(
+        lambda: gateway.client.get("runtime/tools.ts").text,
+        lambda module: "ledger: {" in module and "shelf: {" not in module,
+        what="the renamed server in the module",
+    )
+    gateway.wait_for_health(lambda health: health["servers"]["ledger"]["state"] == "connected")
+    old = gateway_cli(
+        gateway,
+        "exec",
+        'import { tools } from "toolscript"; return await tools.shelf.counter({ step: 1 });',
+    )
+    assert old.returncode == 1, old.stderr
+    assert "Property 'shelf' does not exist" in old.stderr and "ledger" in old.stderr
+    new = gateway_cli(
+        gateway,
+        "exec",
+        'import { tools } from "toolscript"; return await tools.ledger.counter({ step: 5 });',
+    )
+    assert new.returncode == 0, new.stderr
+    assert json.loads(new.stdout) == {"step": 5}
+    types = wait_until(
+        lambda: gateway_cli(gateway, "get-types", "ledger", "counter").stdout,
+        lambda found: "inferred from 1 result" in found,
+        what="the type ledger.counter learned",
+    )
+    assert "LedgerCounterResult" in types
