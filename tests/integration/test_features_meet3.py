@@ -6,11 +6,14 @@ background run that stops for approval and is resumed (both legs kept, the stop'
 code in the log); result types learned from runs, then `doit` (twice: no work the second
 time), then the server renamed in the config (get-types and the checker follow the new
 name); a tool file refused for its `requires-python` (not in the module, not found by
-search, named failed by `gateway status`)."""
+search, named failed by `gateway status`); and `toolscript mcp` with no gateway running
+while a build of the project holds its lock (a `doit`)."""
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,11 +22,13 @@ import pytest
 
 from tests.helpers import (
     GatewayProcess,
+    clean_env,
     gateway_cli,
     records_server,
     run_doit,
     wait_until,
 )
+from toolscript.pipeline.buildlock import hold_build_lock
 from toolscript.plumbing.paths import project_state_dir
 
 FUTURE = '''# /// script
@@ -200,3 +205,84 @@ def test_a_server_renamed_in_the_config_is_checked_and_typed_by_its_new_name(
         what="the type ledger.counter learned",
     )
     assert "LedgerCounterResult" in types
+
+
+def test_the_faces_first_execute_during_a_doit_says_it_waits_then_serves_doits_build(
+    tmp_path: Path,
+) -> None:
+    """The build lock x `toolscript mcp` with no gateway running x `doit`: while a build of
+    the project holds the lock (here held by the test, as `doit` holds it for its run), the
+    face's first `execute` tells its client why it waits, as MCP progress (it said nothing
+    until the build ended, up to 600 s); once the lock is let go, the face's gateway finds
+    doit's artifacts up to date (no task runs) and the script runs."""
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    directory = tmp_path / "face-project"
+    directory.mkdir()
+    (directory / ".toolscript.json").write_text(
+        json.dumps({"mcpServers": {"records": records_server()}, "search": {"semantic": False}})
+    )
+    built = run_doit(directory)
+    assert built.returncode == 0, built.stdout + built.stderr
+    held: list[int | None] = [hold_build_lock(directory / ".toolscript", lambda: None, wait=10)]
+    assert held[0] is not None
+    messages: list[str | None] = []
+
+    def let_go() -> None:
+        descriptor, held[0] = held[0], None
+        if descriptor is not None:
+            os.close(descriptor)
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        messages.append(message)
+        let_go()  # told: the "doit" ends
+
+    face_log = tmp_path / "face.log"
+    parameters = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolscript", "mcp"],
+        cwd=str(directory),
+        env=clean_env(TOOLSCRIPT_LOG_LEVEL="INFO"),
+    )
+
+    async def work() -> Any:
+        with face_log.open("w") as errlog:
+            async with (
+                stdio_client(parameters, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                async with anyio.create_task_group() as guard:
+                    guard.start_soon(let_go_at_last)
+                    result = await session.call_tool(
+                        "execute",
+                        {"code": returning_counter(3)},
+                        progress_callback=on_progress,
+                    )
+                    guard.cancel_scope.cancel()
+                return result
+
+    async def let_go_at_last() -> None:
+        # Never told (the old face): the "doit" ends anyway, so the test fails, not hangs.
+        await anyio.sleep(30)
+        let_go()
+
+    try:
+        result = anyio.run(work)
+    finally:
+        let_go()
+    assert messages[:1] == [
+        "waiting for a build of this project's tools under way in another process (a `doit`?);"
+        " the script runs once it ends"
+    ], messages
+    assert not result.is_error, result.content
+    assert result.structured_content == {"result": {"step": 3}}
+    log = face_log.read_text()
+    assert "waiting for another build" in log
+    assert "artifacts: 0 tasks ran" in log, log
+
+
+def returning_counter(step: int) -> str:
+    return f'import {{ tools }} from "toolscript"; return await tools.records.counter({{ step: {step} }});'
