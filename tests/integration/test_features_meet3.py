@@ -21,8 +21,10 @@ from typing import Any
 import pytest
 
 from tests.helpers import (
+    RECORDS_SERVER,
     GatewayProcess,
     clean_env,
+    face_parameters,
     gateway_cli,
     records_server,
     run_doit,
@@ -46,11 +48,18 @@ def journal_of(journal: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in journal.read_text().splitlines()]
 
 
-def config_of(journal: Path, shelf: str = "shelf") -> dict[str, Any]:
+SECRET = "sk-live-meet3-0123456789abcdef"
+
+
+def config_of(
+    journal: Path, shelf: str = "shelf", records_args: list[str] | None = None, **shelf_env: str
+) -> dict[str, Any]:
+    """The project's config; ``records_args`` repoint the records server (its identity)."""
+    records = records_server(env={"RECORDS_JOURNAL": str(journal), "RECORDS_TOKEN": "${MEET3}"})
     return {
         "mcpServers": {
-            "records": records_server(env={"RECORDS_JOURNAL": str(journal)}),
-            shelf: records_server(),
+            "records": records | ({"args": records_args} if records_args else {}),
+            shelf: records_server(env=shelf_env),
         },
         "localTools": {"dir": "tools"},
         "search": {"semantic": False},
@@ -63,7 +72,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayP
     journal = directory / "journal.jsonl"
     (directory / "tools").mkdir()
     (directory / "tools" / "future.py").write_text(FUTURE)
-    gateway = GatewayProcess(config_of(journal), directory)
+    gateway = GatewayProcess(config_of(journal), directory, env={"MEET3": SECRET})
     try:
         yield gateway, journal
     finally:
@@ -159,15 +168,141 @@ def test_doit_after_learned_types_keeps_them_and_a_second_doit_does_nothing(
         lambda types: "inferred from 1 result" in types,
         what="the learned type of shelf.counter",
     )
-    first = run_doit(gateway.directory)
+    first = run_doit(gateway.directory, env={"MEET3": SECRET})
     assert first.returncode == 0, first.stdout + first.stderr
     artifact = (gateway.directory / ".toolscript" / "tools.ts").read_text()
     assert "inferred from 1 result" in artifact
-    again = run_doit(gateway.directory)
+    again = run_doit(gateway.directory, env={"MEET3": SECRET})
     assert again.returncode == 0, again.stdout + again.stderr
     ran_tasks = [line for line in again.stdout.splitlines() if line.startswith(".")]
     assert ran_tasks == [".  fetch:future"], again.stdout
     assert (gateway.directory / ".toolscript" / "tools.ts").read_text() == artifact
+
+
+def save_config(gateway: GatewayProcess, config: dict[str, Any], *, in_place: bool) -> None:
+    """Save the config as an editor does: written beside it and renamed over it (vim, VS
+    Code), or truncated and written in place (nano, `>`)."""
+    text = json.dumps(config, indent=2)
+    if in_place:
+        with gateway.config_path.open("r+") as file:
+            file.truncate(0)
+            file.write(text)
+    else:
+        beside = gateway.config_path.with_name(".toolscript.json.swp")
+        beside.write_text(text)
+        os.replace(beside, gateway.config_path)
+
+
+def restarted(gateway: GatewayProcess, server: str, since: float) -> None:
+    gateway.wait_for_health(
+        lambda health: (
+            health["servers"][server]["state"] == "connected"
+            and health["servers"][server]["connected_at"] != since
+        ),
+        what=f"{server} restarted by the config's reload",
+    )
+
+
+DELETES = """import { tools } from "toolscript";
+return await tools.records.deleteRecord({ key: "edited" });
+"""
+
+
+def test_a_config_saved_by_an_editor_while_a_background_run_waits_binds_its_approval(
+    project: tuple[GatewayProcess, Path],
+) -> None:
+    """A config edit saved by an editor (rename, then in-place truncate and write) x a
+    background run stopped for approval x `approve RUN_ID` x resume: an edit of another
+    server leaves the approval to the records server it stopped for (the resume makes the
+    call); an edit that repoints records at another command makes the approved call stop
+    again instead of going to a server nobody approved it for (it went)."""
+    gateway, journal = project
+    before = len(journal_of(journal))
+    for in_place, repoint in ((False, False), (True, True)):
+        started = gateway_cli(gateway, "exec", "--background", "--json", DELETES)
+        assert started.returncode == 0, started.stderr
+        run_id = json.loads(started.stdout)["run"]
+        waited = gateway_cli(gateway, "runs", "wait", run_id, "--timeout", "60")
+        assert waited.returncode == 120, (waited.stdout, waited.stderr)
+        changed = "records" if repoint else "shelf"
+        since = gateway.health()["servers"][changed]["connected_at"]
+        edited = config_of(
+            journal,
+            records_args=["-u", str(RECORDS_SERVER)] if repoint else None,
+            **({} if repoint else {"SHELF_EDITED": "1"}),
+        )
+        save_config(gateway, edited, in_place=in_place)
+        restarted(gateway, changed, since)
+        assert gateway_cli(gateway, "approve", run_id).returncode == 0
+        resumed = gateway_cli(gateway, "exec", "--resume", run_id)
+        made = [e["tool"] for e in journal_of(journal)[before:]]
+        if repoint:
+            assert resumed.returncode == 120, (resumed.stdout, resumed.stderr)
+            assert "records.delete_record needs approval" in resumed.stderr, resumed.stderr
+            assert made == ["delete_record"], made  # only the first run's
+        else:
+            assert resumed.returncode == 0, (resumed.stdout, resumed.stderr)
+            assert json.loads(resumed.stdout) == {"key": "edited", "deleted": False}
+            assert made == ["delete_record"], made
+    assert gateway.health()["config"]["error"] is None
+
+
+def test_an_always_given_through_the_face_holds_until_the_server_is_repointed(
+    project: tuple[GatewayProcess, Path],
+) -> None:
+    """Approval through the MCP face (elicitation) x masking x "always" x the server's
+    identity: the question shows the configured secret as `***` (as does the run log), the
+    "always" lets the next run call without asking, and once the config points records at
+    another command the face asks again (the answer "no" refuses the call)."""
+    import anyio
+    import mcp_types
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    gateway, journal = project
+    asked: list[str] = []
+    answers = [{"always": True}, None]
+
+    async def approve(context: Any, params: Any) -> mcp_types.ElicitResult:
+        asked.append(params.message)
+        answer = answers[min(len(asked), len(answers)) - 1]
+        if answer is None:
+            return mcp_types.ElicitResult(action="decline")
+        return mcp_types.ElicitResult(action="accept", content=answer)
+
+    code = f"""import {{ tools }} from "toolscript";
+return await tools.records.deleteRecord({{ key: "t-{SECRET}" }});
+"""
+
+    async def execute() -> Any:
+        async with (
+            stdio_client(face_parameters(gateway)) as (read, write),
+            ClientSession(read, write, elicitation_callback=approve) as session,
+        ):
+            await session.initialize()
+            return await session.call_tool("execute", {"code": code})
+
+    before = len(journal_of(journal))
+    for _ in range(2):  # asked once, then approved for good
+        answer = anyio.run(execute)
+        assert not answer.is_error, answer.content
+    assert len(asked) == 1, asked
+    assert "records.delete_record" in asked[0] and "***" in asked[0]
+    assert SECRET not in asked[0] and SECRET[-12:] not in asked[0]
+    runs = gateway_cli(gateway, "runs", "--json")
+    shown = gateway_cli(gateway, "runs", "show", json.loads(runs.stdout)[1]["id"], "--json")
+    assert "delete_record" in shown.stdout and "***" in shown.stdout
+    assert SECRET not in shown.stdout + runs.stdout
+    assert [e["tool"] for e in journal_of(journal)[before:]] == ["delete_record"] * 2
+
+    since = gateway.health()["servers"]["records"]["connected_at"]
+    save_config(gateway, config_of(journal), in_place=False)  # records' command as at first
+    restarted(gateway, "records", since)
+    refused = anyio.run(execute)
+    assert refused.is_error
+    assert len(asked) == 2, asked
+    assert "the user refused this call" in str(refused.content)
+    assert [e["tool"] for e in journal_of(journal)[before:]] == ["delete_record"] * 2
 
 
 def test_a_server_renamed_in_the_config_is_checked_and_typed_by_its_new_name(

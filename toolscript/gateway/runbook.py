@@ -829,18 +829,20 @@ class RunBook:
         self, run: Run, seq: int, qualified: str, arguments: dict[str, Any], key: str
     ) -> None:
         """Returns when the call may be made; raises when it may not."""
+        identity = self.identity(qualified)
         if run.resume_call == (qualified, key) and await anyio.to_thread.run_sync(
-            self.runlog.use_call_approval, run.resumed_from, qualified, key, run.id
+            self.runlog.use_call_approval, run.resumed_from, qualified, key, run.id, identity
         ):
             run.resume_call = None
             return
-        identity = self.identity(qualified)
         if await anyio.to_thread.run_sync(self.runlog.tool_approved, qualified, identity):
             return
         known = self._secrets_of()
         shown = redact_value(arguments, known)
         size = len(msgspec.json.encode(shown))
+        # ``server_identity``: what its approval is bound to (a repointed server asks again)
         call = {"seq": seq, "tool": qualified, "arguments": shown, "digest": key, "run": run.id}
+        call["server_identity"] = identity
         if size > APPROVAL_ARGUMENTS:  # kept with the run trimmed: it cannot be shown whole
             raise self._stop(run, self._unshowable(run, call, arguments, size))
         if run.interactive:

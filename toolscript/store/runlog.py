@@ -16,7 +16,8 @@ never inside the project). Tables:
   it answers them again without calling the servers (only for such runs).
 - ``approvals``: ``tool`` approvals (a tool, from now on, while its server is the one it
   was approved for: ``server``, the server's identity) and ``call`` approvals (the call a
-  run stopped at, used once by the run that resumes it).
+  run stopped at, used once by the run that resumes it while its server is the one it
+  stopped for).
 
 No secret of the config is ever written: the gateway redacts arguments and messages before
 they get here. ``PRAGMA user_version`` holds the schema version; ``MIGRATIONS`` bring an
@@ -594,8 +595,9 @@ class RunLog:
                     "SELECT 1 FROM approvals WHERE scope = 'call' AND run_id = ? LIMIT 1",
                     [run["id"]],
                 ).fetchone()
-                if known is None:
-                    _add_approval(db, "call", str(call.get("tool", "")), run["id"], call)
+                if known is None:  # bound to the server the call was stopped for
+                    server = str(call.get("server_identity", ""))
+                    _add_approval(db, "call", str(call.get("tool", "")), run["id"], call, server)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -654,17 +656,20 @@ class RunLog:
         """Whether ``tool`` is approved for good while its server is ``identity``."""
         return bool(self._run(lambda db: self._tool_approved(db, tool, identity)))
 
-    def use_call_approval(self, run_id: str, tool: str, digest: str, used_by: str) -> bool:
+    def use_call_approval(
+        self, run_id: str, tool: str, digest: str, used_by: str, identity: str
+    ) -> bool:
         """Use the approval of the call ``run_id`` stopped at, once: True when there was one
-        for this very call (tool and arguments) and nobody used it yet."""
+        for this very call (tool and arguments), its server still ``identity``, and nobody
+        used it yet."""
 
         def work(db: Any) -> bool:
             with db.conn:
                 cursor = db.execute(
                     "UPDATE approvals SET used_by = ? WHERE id = (SELECT id FROM approvals "
                     "WHERE scope = 'call' AND run_id = ? AND tool = ? AND digest = ? "
-                    "AND used_by = '' LIMIT 1)",
-                    [used_by, run_id, tool, digest],
+                    f"AND used_by = '' {_SAME_SERVER} LIMIT 1)",
+                    [used_by, run_id, tool, digest, identity],
                 )
             return bool(cursor.rowcount)
 
@@ -685,8 +690,8 @@ class RunLog:
             return True
         found = db.execute(
             "SELECT 1 FROM approvals WHERE scope = 'call' AND run_id = ? AND tool = ? "
-            "AND digest = ? AND used_by = '' LIMIT 1",
-            [run_id, tool, digest],
+            f"AND digest = ? AND used_by = '' {_SAME_SERVER} LIMIT 1",
+            [run_id, tool, digest, identity],
         ).fetchone()
         return found is not None
 
@@ -711,6 +716,11 @@ def _stored(value: Any) -> Any:
     if isinstance(value, (dict, list, tuple)):
         return json.dumps(value, default=repr, ensure_ascii=False)
     return value
+
+
+# A call approval holds while the call's server is the one it was stopped for (an approval
+# recorded before calls were bound to their server: any).
+_SAME_SERVER = "AND server IN ('', ?)"
 
 
 def _add_approval(
