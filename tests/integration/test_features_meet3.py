@@ -99,7 +99,8 @@ def test_a_background_run_cut_then_stopped_for_approval_keeps_both_legs_and_its_
     """Kept output x background runs x approval x resume x the run log: a background run
     prints past --max-output, then stops for approval; `runs wait` ends 120 naming the kept
     file, and the log says 120 too (it said 123, the cut's code, while the shell saw 120);
-    resumed, the second leg keeps the whole output of both legs in its own file."""
+    resumed, the second leg keeps the whole output of both legs in its own file; `runs
+    show` names each leg's file (it named none: the path was said once, on stderr)."""
     gateway, journal = project
     before = len(journal_of(journal))
     started = gateway_cli(
@@ -114,6 +115,7 @@ def test_a_background_run_cut_then_stopped_for_approval_keeps_both_legs_and_its_
     assert kept_outputs(gateway)[run_id] == "a" * 3000 + "\n"
     shown = json.loads(gateway_cli(gateway, "runs", "show", run_id, "--json").stdout)
     assert (shown["status"], shown["exit"]) == ("awaiting_approval", 120), shown
+    assert Path(shown["output_file"]).read_text() == kept_outputs(gateway)[run_id]
 
     assert gateway_cli(gateway, "approve", run_id).returncode == 0
     resumed = gateway_cli(gateway, "exec", "--resume", run_id)
@@ -126,6 +128,10 @@ def test_a_background_run_cut_then_stopped_for_approval_keeps_both_legs_and_its_
     assert '"done"' in kept[second["id"]]
     first = json.loads(gateway_cli(gateway, "runs", "show", run_id, "--json").stdout)
     assert (first["status"], first["exit"]) == ("resumed", 120), first
+    for leg in (run_id, second["id"]):  # `runs show` names each leg's file
+        text = gateway_cli(gateway, "runs", "show", leg).stdout
+        assert f"the whole of it is kept in {project_state_dir(gateway.directory)}" in text, text
+        assert f"{leg}/output.txt" in text, text
     made = [(e["tool"], e["arguments"]) for e in journal_of(journal)[before:]]
     assert made == [("delete_record", {"key": "kept"})]
 
