@@ -257,9 +257,11 @@ def test_an_always_given_through_the_face_holds_until_the_server_is_repointed(
     project: tuple[GatewayProcess, Path],
 ) -> None:
     """Approval through the MCP face (elicitation) x masking x "always" x the server's
-    identity: the question shows the configured secret as `***` (as does the run log), the
-    "always" lets the next run call without asking, and once the config points records at
-    another command the face asks again (the answer "no" refuses the call)."""
+    identity x learned result types: the question shows the configured secret as `***` (as
+    does the run log), the "always" lets the next run call without asking, and once the
+    config points records at another command the face asks again (the answer "no" refuses
+    the call) and the result type learned from the other program is dropped (it typed the
+    new program's tool)."""
     import anyio
     import mcp_types
     from mcp import ClientSession
@@ -301,9 +303,23 @@ return await tools.records.deleteRecord({{ key: "t-{SECRET}" }});
     assert SECRET not in shown.stdout + runs.stdout
     assert [e["tool"] for e in journal_of(journal)[before:]] == ["delete_record"] * 2
 
+    wait_until(
+        lambda: gateway_cli(gateway, "get-types", "records", "delete_record").stdout,
+        lambda types: "inferred from" in types,
+        what="the result type learned for records.delete_record",
+    )
+
     since = gateway.health()["servers"]["records"]["connected_at"]
-    save_config(gateway, config_of(journal), in_place=False)  # records' command as at first
+    now = json.loads(gateway.config_path.read_text())["mcpServers"]["records"]["args"]
+    other = ["-u", str(RECORDS_SERVER)] if now == [str(RECORDS_SERVER)] else None
+    save_config(gateway, config_of(journal, records_args=other), in_place=False)
     restarted(gateway, "records", since)
+    # another program's results no longer type its tools (they were kept)
+    wait_until(
+        lambda: gateway_cli(gateway, "get-types", "records", "delete_record").stdout,
+        lambda types: "RecordsDeleteRecordParams" in types and "inferred from" not in types,
+        what="records.delete_record typed without what the other program taught",
+    )
     refused = anyio.run(execute)
     assert refused.is_error
     assert len(asked) == 2, asked

@@ -814,6 +814,9 @@ class Gateway:
                 if names
             ),
         )
+        repointed = [name for name in changed if fresh[name].identity != old[name].identity]
+        if any([self.shapes.forget(name) for name in [*removed, *repointed]]):
+            await self._save_shapes()  # what another program's results taught is not kept
         for name in [*removed, *changed]:
             upstream = self.upstreams.pop(name)
             await upstream.stop()
