@@ -840,9 +840,8 @@ class RunBook:
         known = self._secrets_of()
         shown = redact_value(arguments, known)
         size = len(msgspec.json.encode(shown))
-        # ``server_identity``: what its approval is bound to (a repointed server asks again)
         call = {"seq": seq, "tool": qualified, "arguments": shown, "digest": key, "run": run.id}
-        call["server_identity"] = identity
+        call["server_identity"] = identity  # what its approval binds to (`approve RUN_ID`)
         if size > APPROVAL_ARGUMENTS:  # kept with the run trimmed: it cannot be shown whole
             raise self._stop(run, self._unshowable(run, call, arguments, size))
         if run.interactive:
