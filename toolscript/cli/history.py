@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 import time
+from pathlib import Path
 from typing import Annotated, Any
 
 from toolscript.cli.lazy import typer
@@ -43,6 +44,15 @@ def _runlog(config: str | None) -> Any:
         keep=loaded.runs.keep,
         max_bytes=int(loaded.runs.max_megabytes * 1024 * 1024),
     )
+
+
+def _kept_output(state_dir: Path, run_id: str) -> Path | None:
+    """The file keeping the whole output of ``run_id`` (cut at --max-output), if it is still
+    kept (``store/outputs.py`` drops the oldest)."""
+    from toolscript.store.outputs import output_file
+
+    kept = output_file(state_dir, run_id)
+    return kept if kept.is_file() else None
 
 
 def _when(stamp: float | None) -> str:
@@ -150,11 +160,13 @@ def show_run(
         toolscript runs show 20261124-101500-3f9a1c
         toolscript runs show 20261124-1015 --json
     """
-    run = _runlog(config).run(run_id)
+    log = _runlog(config)
+    run = log.run(run_id)
     if run is None:
         raise NotFoundError(f"no run {run_id!r} in this project's log", hint="`toolscript runs`")
+    kept = _kept_output(log.path.parent, run["id"])
     if as_json:
-        print_json(_run_json(run))
+        print_json(_run_json(run) | {"output_file": str(kept) if kept else None})
         return
     lines = [
         f"run       {run['id']}",
@@ -165,6 +177,8 @@ def show_run(
     ]
     if run.get("resumed_from"):
         lines.append(f"resumed   {run['resumed_from']}")
+    if kept is not None:
+        lines.append(f"output    cut; the whole of it is kept in {kept}")
     stopped = run.get("stopped")
     if stopped:
         message = str(stopped.get("message") or "at a call waiting for an answer at its prompt")

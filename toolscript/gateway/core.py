@@ -342,6 +342,8 @@ class Gateway:
         self._deferred = set(deferred or ())  # not started yet
         self._was_deferred = set(self._deferred)
         self.first_build = anyio.Event()  # the artifacts of the servers' first tool lists
+        # set (from the build's thread) while a build waits for another's lock (a `doit`)
+        self.build_waits = threading.Event()
         if not after_url:
             self._announced.set()
         self.search_index = search_index
@@ -822,6 +824,9 @@ class Gateway:
                 if names
             ),
         )
+        repointed = [name for name in changed if fresh[name].identity != old[name].identity]
+        if any([self.shapes.forget(name) for name in [*removed, *repointed]]):
+            await self._save_shapes()  # what another program's results taught is not kept
         for name in [*removed, *changed]:
             upstream = self.upstreams.pop(name)
             await upstream.stop()
@@ -867,18 +872,22 @@ class Gateway:
 
     def _build_once(self, snapshot: SnapshotSource) -> PipelineResult:
         semantic_ready = self.search.status()["semantic"] == "ready"
-        result = run_pipeline(
-            self.config,
-            self.layout,
-            snapshot,
-            tasks=None if semantic_ready else ARTIFACT_TASKS,
-            indexing=(
-                SearchIndexing(self.search.embedder, self.search.store)
-                if self.search.embedder is not None
-                else None
-            ),
-            stop=self._stop_building,
-        )
+        try:
+            result = run_pipeline(
+                self.config,
+                self.layout,
+                snapshot,
+                tasks=None if semantic_ready else ARTIFACT_TASKS,
+                indexing=(
+                    SearchIndexing(self.search.embedder, self.search.store)
+                    if self.search.embedder is not None
+                    else None
+                ),
+                stop=self._stop_building,
+                waiting=self.build_waits.set,
+            )
+        finally:
+            self.build_waits.clear()
         servers = list(self.config.enabled_servers)
         artifacts = Artifacts.load(self.layout, [s.name for s in servers])
         saved, _ = load_saved(self.config.project_dir)

@@ -173,6 +173,20 @@ class ResultShapes:
             for tool in tools
         ]
 
+    def forget(self, server: str) -> bool:
+        """Drop what ``server``'s tools taught (the config removed it, or points its entry at
+        another program: another server's results must not type its tools); True when there
+        was something."""
+        prefix = f"{server}__"
+        dropped = [qualified for qualified in self.shapes if qualified.startswith(prefix)]
+        for qualified in dropped:
+            del self.shapes[qualified]
+            self._count(qualified, None)
+            self._schemas.pop(qualified, None)
+        self._server_sizes.pop(server, None)
+        self.dirty = self.dirty or bool(dropped)
+        return bool(dropped)
+
     def save(self) -> None:
         if self.path is None or not self.dirty:
             return

@@ -75,6 +75,16 @@ class LocalGateway:
             hint="check the face's log (the MCP client's) for what its gateway is doing",
         )
 
+    def tell_if_first_build_waits(self, told: Callable[[], object]) -> None:
+        """Call ``told`` when the first build waits for another build's lock (a standalone
+        ``doit`` in the project, up to ``buildlock.BUILD_LOCK_WAIT``); return once it did,
+        or once that build is done: the face's first run says why it waits."""
+        gateway = self.gateway
+        while not gateway.first_build.is_set() and not self.loop.is_closed():
+            if gateway.build_waits.wait(0.1):
+                told()
+                return
+
     def module_hash(self) -> str | None:
         """What ``GET /runtime/hash`` answers (after the first build, as that route); None
         when the gateway is gone."""

@@ -615,7 +615,11 @@ class RunBook:
             asking = run.approving  # its prompt, answered "stop" below, stops it for approval
             run.ended = True
             run.ended_at = time.time()
-            run.exit = exit_code
+            # A run the gateway stopped (approval, a diverging resume, --max-calls) ends
+            # with that stop's code, as exec and `runs wait` end: not the 123 of its output
+            # cut before the stop.
+            stop_code = run.stopped.exit_code if run.stopped is not None else None
+            run.exit = stop_code if stop_code is not None and exit_code is not None else exit_code
             if run.checking is not None and not run.checking.done():
                 run.checking.set_result(False)  # ended before its check's verdict
             if run.prompt is not None and not run.prompt.answer.done():

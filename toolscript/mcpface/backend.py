@@ -427,6 +427,13 @@ YIELDED_KEPT = 20  # runs execute yielded that the face keeps for wait_run once 
 # How long a yielded run's question waits for a wait_run to ask it through (as exec's
 # terminal question waits for its answer); then the run stops for approval, approvable later.
 ASKER_WAIT = PROMPT_SECONDS
+# What the client of the face's first run is told while its gateway's first build waits
+# for another build of the project (a standalone `doit`) to end.
+BUILD_WAIT_REPORT = {
+    "message": "waiting for a build of this project's tools under way in another process "
+    "(a `doit`?); the script runs once it ends"
+}
+
 # Sends a progress report (``gateway/runbook.py``'s shape) to the client of one request.
 Reporter = Callable[[dict[str, Any]], Coroutine[Any, Any, None]]
 
@@ -1031,6 +1038,8 @@ class Backend:
     ) -> tuple[int, bytes, bytes, dict[str, Any] | None]:
         url = self.gateway_url()
         local = self._local(url)
+        if local is not None:
+            local.tell_if_first_build_waits(lambda: face_run.forward(BUILD_WAIT_REPORT))
         digest = local.module_hash() if local is not None else module_hash(url)
         if digest is None:
             url = self.gateway_url(stale=url)

@@ -111,15 +111,20 @@ def hold_build_lock(
 
 @contextlib.contextmanager
 def build_lock(
-    root: Path, wait: float = BUILD_LOCK_WAIT, stop: threading.Event | None = None
+    root: Path,
+    wait: float = BUILD_LOCK_WAIT,
+    stop: threading.Event | None = None,
+    waiting: Callable[[], object] | None = None,
 ) -> Iterator[None]:
-    """Hold the build lock of ``root`` for the block (see ``hold_build_lock``)."""
-    descriptor = hold_build_lock(
-        root,
-        lambda: log.info("pipeline: waiting for another build of %s (a `doit`?)", root),
-        wait,
-        stop,
-    )
+    """Hold the build lock of ``root`` for the block (see ``hold_build_lock``); ``waiting``
+    is called once when another build holds it (after it is logged)."""
+
+    def told() -> None:
+        log.info("pipeline: waiting for another build of %s (a `doit`?)", root)
+        if waiting is not None:
+            waiting()
+
+    descriptor = hold_build_lock(root, told, wait, stop)
     try:
         yield
     finally:

@@ -11,6 +11,7 @@ change leaves everything downstream up to date.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from toolscript.codegen.fingerprint import generator_fingerprint
@@ -89,14 +90,16 @@ def run_pipeline(
     command: str = "run",
     indexing: SearchIndexing | None = None,
     stop: threading.Event | None = None,
+    waiting: Callable[[], object] | None = None,
 ) -> PipelineResult:
     """Run doit in-process; returns which tasks executed and what failed. ``stop``: set, a
-    wait for another build's lock ends (``buildlock.BuildStopped``)."""
+    wait for another build's lock ends (``buildlock.BuildStopped``); ``waiting`` is called
+    once when another build holds that lock (a standalone ``doit``)."""
     if tasks is None:
         tasks = TASK_ORDER if indexing is not None else ARTIFACT_TASKS
     make_cache_dir(layout.root)
     with build_lock(
-        layout.root, stop=stop
+        layout.root, stop=stop, waiting=waiting
     ):  # a standalone `doit` of the project waits, or is waited for
         namespace = build_tasks(config, layout, source, indexing)
         for database in (layout.dep_file, layout.catalogue):
