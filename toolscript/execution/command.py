@@ -318,8 +318,10 @@ def _run_in_gateway(
 ) -> int:
     from toolscript.execution.locate import current_module
     from toolscript.execution.runhandle import (
+        ENDED_AT_GATEWAY,
         ProgressWatcher,
         PromptWatcher,
+        SandboxOfRun,
         end_run,
         format_trace,
         kept_resume_note,
@@ -387,7 +389,11 @@ def _run_in_gateway(
     watcher = PromptWatcher(run, ask) if run.interactive else None
     if watcher is not None:
         watcher.start()
-    progress = ProgressWatcher(run, lambda report: TERMINAL.show(lambda: show_on_stderr(report)))
+    # A run its gateway ends first (`runs stop`, the gateway stopped) stops its script.
+    sandbox = SandboxOfRun(lifeline.watch)
+    progress = ProgressWatcher(
+        run, lambda report: TERMINAL.show(lambda: show_on_stderr(report)), on_gone=sandbox.stop
+    )
     progress.start()
     code = 1
     try:
@@ -395,7 +401,7 @@ def _run_in_gateway(
             script,
             url,
             module_hash,
-            on_start=lifeline.watch,
+            on_start=sandbox.started,
             module=module,
             check=check,
             limits=limits,
@@ -411,6 +417,9 @@ def _run_in_gateway(
         code = stopped_by if isinstance(stopped_by, int) and stopped_by else INTERRUPTED
         raise
     finally:
+        sandbox.finish()
+        if sandbox.stopped:
+            code = ENDED_AT_GATEWAY
         if watcher is not None:
             watcher.stop()
         # A run that ended while the person was asked (the script exited, or was stopped):
@@ -418,6 +427,9 @@ def _run_in_gateway(
         TERMINAL.release()
         answer = end_run(run, code)
         progress.stop()
+    if sandbox.stopped:
+        sys.stderr.write(f"toolscript: error: {SandboxOfRun.MESSAGE}\n")
+        return code
     if code != 0:
         # `tools.baddep` undefined (type check or run): say why that server is not there.
         from toolscript.execution.locate import note_unavailable_servers
