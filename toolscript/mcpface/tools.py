@@ -155,7 +155,13 @@ TOOLS: list[dict[str, Any]] = [
             "properties": {
                 "name": {"type": "string"},
                 "input": {"type": "object", "default": {}},
-                "timeout": {"type": "number", "exclusiveMinimum": 0, "default": EXECUTE_TIMEOUT},
+                # as execute's: 1e308 s made the run's timer fail (OverflowError), no limit
+                "timeout": {
+                    "type": "number",
+                    "exclusiveMinimum": 0,
+                    "maximum": MAX_EXECUTE_TIMEOUT,
+                    "default": EXECUTE_TIMEOUT,
+                },
             },
             "required": ["name"],
             "additionalProperties": False,
