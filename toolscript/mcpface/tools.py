@@ -155,13 +155,7 @@ TOOLS: list[dict[str, Any]] = [
             "properties": {
                 "name": {"type": "string"},
                 "input": {"type": "object", "default": {}},
-                # as execute's: 1e308 s made the run's timer fail (OverflowError), no limit
-                "timeout": {
-                    "type": "number",
-                    "exclusiveMinimum": 0,
-                    "maximum": MAX_EXECUTE_TIMEOUT,
-                    "default": EXECUTE_TIMEOUT,
-                },
+                "timeout": {"type": "number", "exclusiveMinimum": 0, "default": EXECUTE_TIMEOUT},
             },
             "required": ["name"],
             "additionalProperties": False,
