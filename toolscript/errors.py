@@ -64,6 +64,7 @@ __all__ = [
     "ForbiddenHostError",
     "GatewayError",
     "GatewayResponseError",
+    "GatewayTimeoutError",
     "GatewayUnreachableError",
     "InternalError",
     "ModuleChangedError",
@@ -265,6 +266,10 @@ class GatewayUnreachableError(GatewayError):
     """Nothing answers at the gateway URL."""
 
     kind = "gateway_unreachable"
+
+
+class GatewayTimeoutError(GatewayUnreachableError):
+    """The gateway took the connection but did not answer in time (busy, not gone)."""
 
 
 class NotAGatewayError(GatewayUnreachableError):

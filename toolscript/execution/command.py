@@ -246,8 +246,10 @@ def _run_in_gateway(
 ) -> int:
     from toolscript.execution.locate import current_module
     from toolscript.execution.runhandle import (
+        ENDED_AT_GATEWAY,
         ProgressWatcher,
         PromptWatcher,
+        SandboxOfRun,
         end_run,
         format_trace,
         kept_resume_note,
@@ -315,7 +317,11 @@ def _run_in_gateway(
     watcher = PromptWatcher(run, ask) if run.interactive else None
     if watcher is not None:
         watcher.start()
-    progress = ProgressWatcher(run, lambda report: TERMINAL.show(lambda: show_on_stderr(report)))
+    # A run its gateway ends first (`runs stop`, the gateway stopped) stops its script.
+    sandbox = SandboxOfRun(lifeline.watch)
+    progress = ProgressWatcher(
+        run, lambda report: TERMINAL.show(lambda: show_on_stderr(report)), on_gone=sandbox.stop
+    )
     progress.start()
     code = 1
     try:
@@ -323,7 +329,7 @@ def _run_in_gateway(
             script,
             url,
             module_hash,
-            on_start=lifeline.watch,
+            on_start=sandbox.started,
             module=module,
             check=check,
             limits=limits,
@@ -339,6 +345,9 @@ def _run_in_gateway(
         code = stopped_by if isinstance(stopped_by, int) and stopped_by else INTERRUPTED
         raise
     finally:
+        sandbox.finish()
+        if sandbox.stopped:
+            code = ENDED_AT_GATEWAY
         if watcher is not None:
             watcher.stop()
         # A run that ended while the person was asked (the script exited, or was stopped):
@@ -346,6 +355,9 @@ def _run_in_gateway(
         TERMINAL.release()
         answer = end_run(run, code)
         progress.stop()
+    if sandbox.stopped:
+        sys.stderr.write(f"toolscript: error: {SandboxOfRun.MESSAGE}\n")
+        return code
     if code != 0:
         # `tools.baddep` undefined (type check or run): say why that server is not there.
         from toolscript.execution.locate import note_unavailable_servers

@@ -28,6 +28,7 @@ from toolscript.errors import (
     NOT_A_GATEWAY_HINT,
     ExecutionError,
     GatewayResponseError,
+    GatewayTimeoutError,
     GatewayUnreachableError,
     ModuleChangedError,
     NotAGatewayError,
@@ -202,7 +203,7 @@ def gateway_request(
                 chunks.append(chunk)
             answer = b"".join(chunks)
     except TimeoutError as exc:
-        raise GatewayUnreachableError(
+        raise GatewayTimeoutError(
             f"the gateway at {parts.netloc} did not answer within {timeout:g} s",
             hint="check `toolscript gateway status`",
         ) from exc

@@ -10,21 +10,30 @@ import hashlib
 import json
 import os
 import select
+import signal
 import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from toolscript.errors import GatewayError, tool_named
+from toolscript.errors import (
+    GatewayError,
+    GatewayResponseError,
+    GatewayTimeoutError,
+    tool_named,
+)
 from toolscript.execution.locate import gateway_request
 from toolscript.execution.sandbox import Script
+from toolscript.plumbing.processes import signal_quietly
 
 __all__ = [
+    "ENDED_AT_GATEWAY",
     "PROMPT_SECONDS",
     "ProgressWatcher",
     "PromptWatcher",
     "RunHandle",
+    "SandboxOfRun",
     "end_run",
     "format_progress",
     "format_trace",
@@ -45,6 +54,8 @@ _POLL = 20.0
 # line counting those skipped), and the next look waits PROGRESS_PACE seconds.
 PROGRESS_SHOWN = 10
 PROGRESS_PACE = 0.2
+# exec's code for a run its gateway ended first (as `runs stop` ends a background run's)
+ENDED_AT_GATEWAY = 143
 
 
 @dataclass(frozen=True)
@@ -447,29 +458,60 @@ class ProgressWatcher(threading.Thread):
         handle: RunHandle,
         show: Callable[[dict[str, Any]], None],
         ask: Callable[[str, int, float], dict[str, Any] | None] | None = None,
+        on_gone: Callable[[], None] | None = None,
     ) -> None:
         """``ask(run_id, after, wait)``: what ``GET /runs/{id}/progress`` answers, asked
-        another way (the MCP face, on its own gateway's loop); None: nobody answers."""
+        another way (the MCP face, on its own gateway's loop); None: nobody answers.
+
+        ``on_gone``: called once (``gone`` set) when the run ends at its gateway while its
+        script still runs (``runs stop``, or the gateway stopped or went away): the caller
+        stops the sandbox. A script that no longer calls tools never learned it, and lived on
+        to its timeout: long enough to listen on the gone gateway's port and answer, as the
+        gateway, whoever still used its address (their tokens, their scripts' calls)."""
         super().__init__(daemon=True, name=f"progress of {handle.id}")
         self.handle = handle
         self.show = show
         self.ask = ask or self._ask_over_http
+        self.on_gone = on_gone
         self.done = threading.Event()
+        self.gone = threading.Event()
         self.next = 0
 
     def _ask_over_http(self, run_id: str, after: int, wait: float) -> dict[str, Any] | None:
         route = f"/runs/{run_id}/progress?after={after}&wait={wait:g}"
-        body = gateway_request(self.handle.gateway_url, route, wait + 10)
+        body = gateway_request(self.handle.gateway_url, route, wait + 10, answers=True)
         return None if body is None else dict(json.loads(body))
+
+    def _ended_at_gateway(self) -> None:
+        if self.done.is_set():  # the script ended first: nothing to stop
+            return
+        self.gone.set()
+        if self.on_gone is not None:
+            self.on_gone()
+
+    def _look(self, wait: float) -> tuple[dict[str, Any] | None, bool]:
+        """The gateway's answer, and whether the run's gateway is gone (None answered)."""
+        try:
+            found = self.ask(self.handle.id, self.next, wait)
+        except GatewayTimeoutError:  # busy, not gone
+            return None, False
+        except GatewayResponseError as exc:
+            # another gateway there, or one restarted, knows neither the token nor the run
+            return None, exc.status_code in (401, 404)
+        except (GatewayError, ValueError):  # an answer cut off, or not a gateway's
+            return None, True
+        return found, found is None  # None: nothing listens there any more
 
     def run(self) -> None:
         while True:
             wait = 0.0 if self.done.is_set() else _POLL
-            try:
-                found = self.ask(self.handle.id, self.next, wait)
-            except GatewayError:
-                return
+            found, gone = self._look(wait)
+            if gone and not self.done.is_set():
+                # asked again at once: a connection dropped by a busy gateway is no end
+                found, gone = self._look(0.0)
             if found is None:
+                if gone:
+                    self._ended_at_gateway()
                 return
             reports = list(found.get("progress", []))
             following = int(found.get("next", self.next))
@@ -483,7 +525,10 @@ class ProgressWatcher(threading.Thread):
                 except Exception:  # whoever shows it failed: the run goes on regardless
                     return
             self.next = following
-            if found.get("ended") or self.done.is_set():
+            if found.get("ended"):
+                self._ended_at_gateway()
+                return
+            if self.done.is_set():
                 return
             if reports:
                 self.done.wait(PROGRESS_PACE)  # the reports of a flood gather meanwhile
@@ -492,6 +537,50 @@ class ProgressWatcher(threading.Thread):
         """The run ended: what was reported before is shown (waiting up to ``wait`` s)."""
         self.done.set()
         self.join(wait)
+
+
+class SandboxOfRun:
+    """The sandbox of one run, as exec and the MCP face start it (``started`` is its
+    ``on_start``, after ``then``): ``stop`` (``ProgressWatcher``'s ``on_gone``) kills it,
+    or it once it starts, unless ``finish`` said it ended."""
+
+    MESSAGE = (
+        "the run was ended at its gateway (`toolscript runs stop`, or the gateway stopped) "
+        "and its script was stopped with it"
+    )
+
+    def __init__(self, then: Callable[..., None] | None = None) -> None:
+        self._then = then
+        self._lock = threading.Lock()
+        self._pids: list[int] = []
+        self._asked = False
+        self._finished = False
+        self.stopped = False  # the script was stopped for it
+
+    def started(self, pid: int, **how: Any) -> None:
+        if self._then is not None:
+            self._then(pid, **how)
+        with self._lock:
+            self._pids.append(pid)
+            if self._asked and not self._finished:
+                self._kill()
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._finished:
+                return
+            self._asked = True
+            self._kill()
+
+    def _kill(self) -> None:
+        for pid in self._pids:
+            signal_quietly(pid, signal.SIGKILL, group=True)
+            self.stopped = True
+
+    def finish(self) -> None:
+        """The sandbox exited (and was waited for): its pid is nobody's to signal now."""
+        with self._lock:
+            self._finished = True
 
 
 def show_on_stderr(report: dict[str, Any]) -> None:

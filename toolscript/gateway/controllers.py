@@ -226,7 +226,8 @@ class RunsController(Controller):
     ) -> dict[str, Any]:
         """Stop a run under way; how it ended. A background run's sandbox is stopped; any
         other run (an exec's, or one registered and never run) is ended now, and its token
-        reaches nothing after (a script still running gets its calls refused). Through the
+        reaches nothing after (exec and the MCP face, watching its progress, stop its
+        script). Through the
         agent's URL, only the agent's own runs of the kind."""
         if gateway.background.holds(run_id):
             return await gateway.background.stop(run_id)

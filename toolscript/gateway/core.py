@@ -531,7 +531,7 @@ class Gateway:
         loop = asyncio.get_running_loop()
         self._stop_building.set()
         if self._closing_task is None:
-            self.runs.closing = True
+            self.runs.close()
             self._closing_task = loop.create_task(self.background.close())  # held till done
         if at_once and self._stopping_task is None:
             self._stopping_task = loop.create_task(self.stop_processes(hurry=True))

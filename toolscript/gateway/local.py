@@ -68,9 +68,9 @@ class LocalGateway:
                 if time.monotonic() >= deadline:
                     break
         future.cancel()
-        from toolscript.errors import GatewayUnreachableError
+        from toolscript.errors import GatewayTimeoutError
 
-        raise GatewayUnreachableError(
+        raise GatewayTimeoutError(
             f"the face's gateway did not answer within {wait:g} s",
             hint="check the face's log (the MCP client's) for what its gateway is doing",
         )

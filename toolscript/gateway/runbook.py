@@ -392,6 +392,13 @@ class RunBook:
         self.answers_held = 0  # bytes of every run's ``answered`` (REPLAY_TOTAL)
         self.closing = False  # the gateway is stopping: watchers' waits answer at once
 
+    def close(self) -> None:
+        """The gateway is stopping: every watcher's wait answers now (each run ended), not at
+        its next look, while the gateway still holds its port: exec stops its script then."""
+        self.closing = True
+        for run in self._runs.values():
+            run.progressed.set()
+
     # -- registration ----------------------------------------------------------
 
     @property
@@ -696,7 +703,9 @@ class RunBook:
 
     async def wait_progress(self, run_id: str, after: int, wait: float) -> dict[str, Any]:
         """The reports of ``run_id`` from number ``after`` on, waiting up to ``wait`` seconds
-        for one: ``{"progress": [...], "next": N, "ended": bool}``."""
+        for one: ``{"progress": [...], "next": N, "ended": bool}``. A stopping gateway says
+        every run ended: exec stops its script then, while the gateway still holds its port
+        (a script living on took it, and answered as the gateway)."""
         run = self.get(run_id)
         if after >= run.progress_dropped + len(run.progress) and not run.ended and wait > 0:
             run.progressed.clear()
@@ -709,7 +718,7 @@ class RunBook:
         return {
             "progress": reports,
             "next": run.progress_dropped + len(run.progress),
-            "ended": run.ended,
+            "ended": run.ended or self.closing,
         }
 
     # -- calls -----------------------------------------------------------------

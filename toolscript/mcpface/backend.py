@@ -56,10 +56,12 @@ from toolscript.execution.locate import (
     running_gateway,
 )
 from toolscript.execution.runhandle import (
+    ENDED_AT_GATEWAY,
     PROMPT_SECONDS,
     ProgressWatcher,
     PromptWatcher,
     RunHandle,
+    SandboxOfRun,
     end_run,
     registered,
     script_hash,
@@ -1057,7 +1059,11 @@ class Backend:
                 spare.discard()
             raise
         face_run.started(run.id)
-        progress = ProgressWatcher(run, face_run.forward, local.progress if local else None)
+        # A run its gateway ends first (`runs stop`, the gateway stopped) stops its script.
+        sandbox = SandboxOfRun(watch)
+        progress = ProgressWatcher(
+            run, face_run.forward, local.progress if local else None, on_gone=sandbox.stop
+        )
         progress.start()
         watcher = None
         if ask is not None and run.interactive:
@@ -1072,7 +1078,7 @@ class Backend:
                 url,
                 digest,
                 module=module,
-                on_start=watch,
+                on_start=sandbox.started,
                 limits=Limits(
                     timeout=timeout,
                     memory_mb=self.memory_mb,
@@ -1091,6 +1097,10 @@ class Backend:
                 gate=_HeldRequests(local, run) if local is not None else None,
             )
         finally:
+            sandbox.finish()
+            if sandbox.stopped:
+                exit_code = ENDED_AT_GATEWAY
+                err.write(f"toolscript: error: {SandboxOfRun.MESSAGE}\n".encode())
             if watcher is not None:
                 watcher.stop()
             ended = local.end(run.id, exit_code) if local is not None else None

@@ -41,6 +41,7 @@ from toolscript.mcpface.tools import (
     CONFIG_BROKEN,
     EXECUTE_TIMEOUT,
     INSTRUCTIONS,
+    MAX_EXECUTE_TIMEOUT,
     TOOLS,
     YIELD_AFTER,
 )
@@ -87,6 +88,15 @@ def _argument_problem(name: str, arguments: dict[str, Any]) -> str | None:
 
     errors = list(_validator(name).iter_errors(arguments))
     if not errors:
+        # run_script's timeout is execute's, said here (its schema would push the listing
+        # past its size): 1e308 s made the run's timer fail, and the script had no limit
+        timeout = arguments.get("timeout")
+        too_long = isinstance(timeout, int | float) and timeout > MAX_EXECUTE_TIMEOUT
+        if name == "run_script" and too_long:
+            return (
+                f"invalid timeout: {timeout:g} is greater than the maximum of "
+                f"{MAX_EXECUTE_TIMEOUT:g} seconds"
+            )
         return None
     place = errors[0].absolute_path
     rules = ("required", "additionalProperties")
