@@ -72,6 +72,10 @@ LABELLED = {
     # two tools either of which answers, short and local product names, other languages than
     # English, negations)
     "blind6": Path(__file__).resolve().parent / "search" / "queries_blind6.txt",
+    # written blind, in the styles the sets above have least (a guessed identifier, a fragment of
+    # the TypeScript about to be written, arguments or result fields only, a plan's step, an
+    # error's text, a server named where its tools' prefix differs)
+    "blind7": Path(__file__).resolve().parent / "search" / "queries_blind7.txt",
 }
 # The four retrievers and the final design. "fixed" is the design before adaptive fusion and
 # splitting (hybrid blend with the fixed alpha, the request ranked whole); "adaptive" adds the

@@ -45,6 +45,7 @@ from toolscript.search.ranking import (
     matched_nothing,
     preferring,
     rank_need,
+    written_first,
 )
 from toolscript.search.semantic import DEFAULT_MODEL, Embedder, EmbeddingStore
 from toolscript.search.text import ToolDocument, keyword_query, mostly_cjk, semantic_query
@@ -413,8 +414,12 @@ class SearchEngine:
             limit=limit,
         )
         rankings = [
-            rank_need(index.documents, keywords[n], cosines[n], how, n - 1, self.parameters)
-            for n in range(len(request.texts))
+            written_first(
+                rank_need(index.documents, keywords[n], cosines[n], how, n - 1, self.parameters),
+                index.documents,
+                text,
+            )
+            for n, text in enumerate(request.texts)
         ]
         needs = request.needs
         if split:

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 from toolscript.search.fusion import Blend, blend
 from toolscript.search.lexical import LexicalIndex
 from toolscript.search.parameters import PARAMETERS, SearchParameters
-from toolscript.search.text import ToolDocument
+from toolscript.search.text import ToolDocument, argument_names, code_names, named_tool_tier
 
 __all__ = [
     "Hit",
@@ -30,6 +30,7 @@ __all__ = [
     "preferring",
     "rank_need",
     "with_bests",
+    "written_first",
 ]
 
 
@@ -266,6 +267,28 @@ def preferring(
             -item[1].score * (parameters.same_server if item[1].server in servers else 1.0)
         ),
     )
+
+
+def written_first(
+    ranking: list[tuple[int, Hit]], documents: list[ToolDocument], text: str
+) -> list[tuple[int, Hit]]:
+    """``ranking`` with the tools that ``text``, written as code, names or calls first: a tool
+    whose name it writes (``text.named_tool_tier``: word for word before a name less a first
+    word), then those that take the most of the argument names it writes that any of the
+    ranked tools takes ("({ owner, repo, title, body, labels })": create_issue before
+    get_label, which takes a label's name). Otherwise in the ranking's order; the scores
+    themselves unchanged (``in_rank_order`` shows them in the order given)."""
+    names = code_names(text)
+    arguments = argument_names(text)
+    if not ranking or not (names or arguments):
+        return ranking
+    taken = [len(arguments & documents[index].parameter_names) for index, _ in ranking]
+    most = max(taken)
+    tiers = [named_tool_tier(names, documents[index].name) for index, _ in ranking]
+    if not any(tiers) and (most == 0 or min(taken) == most):
+        return ranking
+    order = sorted(range(len(ranking)), key=lambda n: (-tiers[n], taken[n] < most))
+    return [ranking[n] for n in order]
 
 
 def first_hits(

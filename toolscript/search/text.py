@@ -29,7 +29,9 @@ from toolscript.search.words import (
 __all__ = [
     "QUOTED",
     "ToolDocument",
+    "argument_names",
     "channels_read",
+    "code_names",
     "document_for",
     "documents_for",
     "expand_abbreviations",
@@ -39,6 +41,7 @@ __all__ = [
     "keyword_query",
     "mostly_cjk",
     "name_words",
+    "named_tool_tier",
     "plural",
     "plural_name_words",
     "plural_words",
@@ -259,13 +262,37 @@ _DONE_STEP = re.compile(
 _DONE_VERB = re.compile(rf"\b(?:[A-Za-z]{{3,}}ed|{'|'.join(DONE_VERBS)})\b", re.IGNORECASE)
 
 
+# A plan's step says its number, or that it is the next ("step 2 of the plan: I have the nct id,
+# now get the trial's protocol", "after loading the audio file, step 2: get its duration"): the
+# label hid a done step from ``_DONE_STEP`` (which opens the request), and says nothing a tool
+# does. It opens the request or follows a comma, semicolon or colon, and ends at one (or "is":
+# "step 3 is listing the webhooks"). A step opening with "after", "once", "now that" or
+# "having" and ended by a comma, semicolon or colon is done too ("after creating the deployment,
+# scale it"): its "-ing" verbs are dropped as well (the tool used: create_deployment).
+_STEP_LABEL = re.compile(
+    r"(?:^|(?<=[,;:]))\s*(?:(?:the\s+)?(?:next|first|last|final)\s+step"
+    r"|step\s+\d+(?:\s+of\s+(?:\d+|the\s+plan))?)(?:\s*[:,;.)-]|\s+is\b)\s*",
+    re.IGNORECASE,
+)
+_AFTER_STEP = re.compile(
+    r"\s*(?:after|once|now\s+that|having)\s+(?P<step>[^,;:.!?]+?)\s*[,;:]", re.IGNORECASE
+)
+_DOING_VERB = re.compile(r"\b[A-Za-z]{3,}ing\b", re.IGNORECASE)
+
+
 def without_done_step(text: str) -> str:
-    """``text`` less the verbs of a step it says is done before the one it asks for (see
-    ``_DONE_STEP``); as it is when nothing else would be left."""
-    found = _DONE_STEP.match(text)
-    if found is None:
-        return text
-    kept = f"{_DONE_VERB.sub(' ', found['step'])}{text[found.end('step') :]}"
+    """``text`` less a plan's step label (``_STEP_LABEL``) and the verbs of a step it says is
+    done before the one it asks for (``_DONE_STEP``, ``_AFTER_STEP``); as it is when nothing
+    else would be left."""
+    unlabelled = _STEP_LABEL.sub(" ", text) if "step" in text.lower() else text
+    found = _DONE_STEP.match(unlabelled)
+    if found is not None:
+        kept = f"{_DONE_VERB.sub(' ', found['step'])}{unlabelled[found.end('step') :]}"
+    elif (after := _AFTER_STEP.match(unlabelled)) is not None:
+        step = _DOING_VERB.sub(" ", _DONE_VERB.sub(" ", after["step"]))
+        kept = f"{unlabelled[: after.start('step')]}{step}{unlabelled[after.end('step') :]}"
+    else:
+        kept = unlabelled
     return kept if tokenize(kept) else text
 
 
@@ -452,6 +479,113 @@ def _identifiers_read(text: str) -> str:
     return _IDENTIFIER.sub(lambda found: " ".join(split_identifier(found[0])), text)
 
 
+# A tool's name or its arguments written as code: an agent guessing the identifier
+# ("get_file_contents?", "confluence.updatePage", "atlassian.getIssue('PLAT-88')",
+# "list-pull-requests", "github_create_issue") or writing the call it is about to make with the
+# tool left out ("await tools.github.???({ owner, repo, title, body, labels })", "takes
+# project_key and issue_type_id"). Both halves read such words as the words they join, and
+# siblings share most of them: "get_file_contents" found get_text_file_contents first,
+# "confluence.updatePage" confluence_update_page_section, the call's "labels" get_label. A
+# word is code when it joins words with "_" or "-", or is camelCase starting in lower case
+# ("getIssue"; "JavaScript" and "GitHub" are names), or joins three or more with "-"
+# ("list-pull-requests"; "sub-issue" and "one-time" are English); a dotted chain when it is
+# called or holds such a word ("data.gov", "example.com" and "notes.md" are no code); not a
+# value assigned ("assignee = currentUser()" names no tool current_user) or one's source ("the
+# pid from start_process": kill_process is asked for). An argument is an object
+# literal's key ("{ owner, repo }") or a word written as code outside a dotted chain (a chain's
+# members are a receiver and a method) and a kebab-case word (no argument is written so).
+_CODE_WORD = re.compile(r"(?<![\w$.-])[A-Za-z_$][\w$]*(?:[.-][A-Za-z_$][\w$]*)*(?P<call>\s*\()?")
+_CODE_SHAPE = re.compile(r"_|(?<![A-Za-z])[a-z]+[A-Z]")
+# what a text holding a word written as code holds somewhere (most requests hold none)
+_MAYBE_CODE = re.compile(r"\w_|[a-z][A-Z]|\w[.-]\w")
+_NOW = re.compile(r"\bnow\b", re.IGNORECASE)  # what a step said to be done ends at
+_NOT_ASKED = re.compile(r"(?:(?<![=!<>])=|\b(?:from|by|of))\s*$", re.IGNORECASE)
+_OBJECT_LITERAL = re.compile(r"\{([^{}]*)\}")
+_OBJECT_KEY = re.compile(r"(?:^|,)\s*(?:\.\.\.)?([A-Za-z_$][\w$]*)\s*(?=[:,]|$)")
+
+
+def _code_form(word: str) -> str:
+    """``word`` as code names compare: lower case, without "_", "-" and "$"."""
+    return re.sub(r"[_$-]", "", word).lower()
+
+
+CODE_WORDS = 32  # the most words written as code read of one request
+
+
+@functools.lru_cache(maxsize=64)
+def _code_words(text: str) -> tuple[str, ...]:
+    """The words of ``text`` written as code (see ``_CODE_WORD``), without the values it
+    quotes ("PLAT-88") and a step it says is done ("git_add done, now commit": see
+    ``without_done_step``); the first ``CODE_WORDS`` (a request is ranked whole and by
+    need: each reads them)."""
+    if not _MAYBE_CODE.search(text):
+        return ()
+    done = _DONE_STEP.match(text) if _NOW.search(text) else None
+    if done is not None:
+        text = text[done.end("step") :]
+    text = _QUOTED.sub(" ", text)
+    words = []
+    for found in _CODE_WORD.finditer(text):
+        word = found[0].rstrip("( \t").strip(".-")
+        if "." in word:
+            code = found["call"] or _CODE_SHAPE.search(word)
+        else:
+            code = word.count("-") >= 2 or ("-" not in word and _CODE_SHAPE.search(word))
+        # not a value assigned ("assignee = currentUser()") or a value's source ("the pid
+        # from start_process, kill it")
+        if code and not _NOT_ASKED.search(text[max(0, found.start() - 8) : found.start()]):
+            words.append(word)
+            if len(words) >= CODE_WORDS:
+                break
+    return tuple(words)
+
+
+def argument_names(text: str) -> frozenset[str]:
+    """The argument names ``text`` writes as code (``_code_form``; see ``_CODE_WORD``). Which
+    of them name a parameter is for the tools to say."""
+    names = {
+        _code_form(key)
+        for literal in _OBJECT_LITERAL.finditer(text)
+        for key in _OBJECT_KEY.findall(literal[1])
+    }
+    names.update(_code_form(word) for word in _code_words(text) if not re.search(r"[.-]", word))
+    return frozenset(names)
+
+
+def _name_parts(word: str) -> list[list[str]]:
+    """The identifiers a code word may name a tool by, each as its words: a dotted chain's
+    last member, and its last two members as one ("confluence.updatePage": "update page",
+    "confluence update page")."""
+    members = [split_identifier(member) for member in word.split(".") if member]
+    candidates = [members[-1]] if members else []
+    if len(members) > 1:
+        candidates.append([*members[-2], *members[-1]])
+    return [words for words in candidates if len(words) > 1]
+
+
+def named_tool_tier(code_words: list[list[str]], name: str) -> int:
+    """How closely a word the request writes as code names the tool called ``name``: 2, its
+    name word for word; 1, its name less a first word of either ("github_create_issue" for
+    create_issue, "getIssue" for jira_get_issue); 0, neither. Words compare as code does
+    ("listPullRequests", "list-pull-requests")."""
+    tool = [_code_form(word) for word in split_identifier(name)]
+    if len(tool) < 2:
+        return 0
+    tier = 0
+    for words in code_words:
+        written = [_code_form(word) for word in words]
+        if "".join(written) == "".join(tool):
+            return 2
+        if "".join(written[1:]) == "".join(tool) or "".join(written) == "".join(tool[1:]):
+            tier = 1
+    return tier
+
+
+def code_names(text: str) -> list[list[str]]:
+    """The identifiers ``text`` may name a tool by (``_name_parts`` of each code word)."""
+    return [words for word in _code_words(text) for words in _name_parts(word)]
+
+
 def semantic_query(text: str) -> str:
     """``text`` less its literal values, a message it dictates, a word it negates and short
     forms, for the embedding model (see above)."""
@@ -573,6 +707,9 @@ class ToolDocument:
     # those of its name words the name writes in the plural only ("list_jobs": "job"; see
     # ``plural_name_words``)
     plural_name_words: frozenset[str] = frozenset()
+    # its parameters' names as code writes them, in lower case and without "_" or "-"
+    # ("pullNumber", "pull_number": "pullnumber"; see ``argument_names``)
+    parameter_names: frozenset[str] = frozenset()
 
     @property
     def key(self) -> str:
@@ -752,5 +889,6 @@ def document_for(
         text=text,
         content_hash=hashlib.sha256(text.encode()).hexdigest(),
         takes_coordinates=_takes_coordinates(arguments),
+        parameter_names=frozenset(_code_form(argument) for argument, _ in arguments),
         deprecated=_DEPRECATED.search(description) is not None,
     )
