@@ -383,6 +383,7 @@ def test_http_face_serves_two_clients_behind_the_token_and_host_checks(tmp_path:
         anyio.run(both)
         for result in results.values():
             assert not result.is_error, text(result)
+            assert result.structured_content is not None, (text(result), result)
             assert result.structured_content["result"]["city"] == "Paris"
         face = psutil.Process(process.pid)
 
