@@ -80,8 +80,10 @@ class LocalGateway:
         ``doit`` in the project, up to ``buildlock.BUILD_LOCK_WAIT``); return once it did,
         or once that build is done: the face's first run says why it waits."""
         gateway = self.gateway
+        # polled: the first build's end (an event of the gateway's loop) is seen within 10 ms,
+        # as the face's first run waits for it next (0.1 s added up to 0.1 s to that run)
         while not gateway.first_build.is_set() and not self.loop.is_closed():
-            if gateway.build_waits.wait(0.1):
+            if gateway.build_waits.wait(0.01):
                 told()
                 return
 
