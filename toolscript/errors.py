@@ -20,9 +20,7 @@ HTTP response with ``status_code``::
     ├── AlreadyServingError                      a second `gateway start` of a project
     ├── GatewayError                             talking to the gateway from the CLI
     │   ├── GatewayUnreachableError              nothing answers at the gateway URL
-    │   │   ├── NotAGatewayError                 another program answers there
-    │   │   ├── GatewayTimeoutError              it took the connection, no answer in time
-    │   │   └── GatewayCutOffError               it took the connection, closed it unanswered
+    │   │   └── NotAGatewayError                 another program answers there
     │   └── GatewayResponseError                 the gateway answered with an error
     ├── UpstreamError                   HTTP 502 talking to an MCP server
     │   ├── ServerUnavailableError      HTTP 503 the server is not connected
@@ -64,7 +62,6 @@ __all__ = [
     "EmbedderFailed",
     "ExecutionError",
     "ForbiddenHostError",
-    "GatewayCutOffError",
     "GatewayError",
     "GatewayResponseError",
     "GatewayTimeoutError",
@@ -273,12 +270,6 @@ class GatewayUnreachableError(GatewayError):
 
 class GatewayTimeoutError(GatewayUnreachableError):
     """The gateway took the connection but did not answer in time (busy, not gone)."""
-
-
-class GatewayCutOffError(GatewayUnreachableError):
-    """The connection was taken, then closed or reset before any answer: a busy gateway
-    giving its place to another (``gateway/connections.py``), or a proxy cutting a long
-    poll. Something listens there: not "nothing listens"."""
 
 
 class NotAGatewayError(GatewayUnreachableError):

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from toolscript.errors import (
-    GatewayCutOffError,
     GatewayError,
     GatewayResponseError,
     GatewayTimeoutError,
@@ -55,8 +54,6 @@ _POLL = 20.0
 # line counting those skipped), and the next look waits PROGRESS_PACE seconds.
 PROGRESS_SHOWN = 10
 PROGRESS_PACE = 0.2
-# seconds before a watcher whose connection was closed unanswered looks again
-CUT_PAUSE = 0.5
 # exec's code for a run its gateway ended first (as `runs stop` ends a background run's)
 ENDED_AT_GATEWAY = 143
 
@@ -492,38 +489,28 @@ class ProgressWatcher(threading.Thread):
         if self.on_gone is not None:
             self.on_gone()
 
-    def _look(self, wait: float) -> tuple[dict[str, Any] | None, str]:
-        """The gateway's answer, and what it tells of the run's gateway: ``"here"``,
-        ``"busy"`` (no answer in time, or an error of its own: the watch ends), ``"cut"`` (the
-        connection closed unanswered: a busy gateway's, a proxy's; looked at again) or
-        ``"gone"``."""
+    def _look(self, wait: float) -> tuple[dict[str, Any] | None, bool]:
+        """The gateway's answer, and whether the run's gateway is gone (None answered)."""
         try:
             found = self.ask(self.handle.id, self.next, wait)
         except GatewayTimeoutError:  # busy, not gone
-            return None, "busy"
-        except GatewayCutOffError:  # something listens there: it gave the place to another
-            return None, "cut"
+            return None, False
         except GatewayResponseError as exc:
             # another gateway there, or one restarted, knows neither the token nor the run
-            return None, "gone" if exc.status_code in (401, 404) else "busy"
+            return None, exc.status_code in (401, 404)
         except (GatewayError, ValueError):  # an answer cut off, or not a gateway's
-            return None, "gone"
-        return found, "here" if found is not None else "gone"  # None: nothing listens there
+            return None, True
+        return found, found is None  # None: nothing listens there any more
 
     def run(self) -> None:
         while True:
             wait = 0.0 if self.done.is_set() else _POLL
-            found, said = self._look(wait)
-            if said == "gone" and not self.done.is_set():
+            found, gone = self._look(wait)
+            if gone and not self.done.is_set():
                 # asked again at once: a connection dropped by a busy gateway is no end
-                found, said = self._look(0.0)
-            if said == "cut":
-                if self.done.is_set():
-                    return
-                self.done.wait(CUT_PAUSE)
-                continue
+                found, gone = self._look(0.0)
             if found is None:
-                if said == "gone":
+                if gone:
                     self._ended_at_gateway()
                 return
             reports = list(found.get("progress", []))

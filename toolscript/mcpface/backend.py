@@ -38,7 +38,6 @@ from toolscript.codegen.naming import without_namespace
 from toolscript.errors import (
     ConfigError,
     ExecutionError,
-    GatewayCutOffError,
     GatewayError,
     GatewayResponseError,
     GatewayUnreachableError,
@@ -687,15 +686,12 @@ class Backend:
         stale: str | None = None
         for attempt in range(2):
             url = await anyio.to_thread.run_sync(functools.partial(self.gateway_url, stale=stale))
-            try:
-                answer = await anyio.to_thread.run_sync(
-                    functools.partial(
-                        gateway_request, url, route, timeout, json_body=body, answers=True
-                    ),
-                    abandon_on_cancel=True,
-                )
-            except GatewayCutOffError:  # asked again, as of a gateway that stopped answering
-                answer = None
+            answer = await anyio.to_thread.run_sync(
+                functools.partial(
+                    gateway_request, url, route, timeout, json_body=body, answers=True
+                ),
+                abandon_on_cancel=True,
+            )
             if answer is not None:
                 return json.loads(answer)
             if attempt:
