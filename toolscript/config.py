@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolscript.errors import ConfigError, ServerNotFoundError, ToolscriptError
-from toolscript.otherclients import MAX_CONFIG_BYTES, Imports, read_imports
+from toolscript.otherclients import CLIENT_TITLES, MAX_CONFIG_BYTES, Imports, read_imports
 from toolscript.plumbing.boundedread import read_regular_file
 from toolscript.plumbing.redact import embedded_secrets, secret_setting
 from toolscript.policy import Asking, Decision, decide, matching, timeout_for
@@ -454,22 +454,11 @@ def _client_of(path: Path) -> str | None:
     }.get((folder, name))
 
 
-_CLIENT_NAMES = {
-    "claude-code": "Claude Code",
-    "claude-desktop": "Claude Desktop",
-    "codex": "Codex",
-    "cursor": "Cursor",
-    "gemini": "Gemini CLI",
-    "vscode": "VS Code",
-    "windsurf": "Windsurf",
-}
-
-
 def _import_instead(path: Path) -> str | None:
     client = _client_of(path)
     if client is None:
         return None
-    named = _CLIENT_NAMES[client]
+    named = CLIENT_TITLES[client]
     return (
         f"{path.name} is {named}'s own file, not a toolscript config: import its servers with "
         f'{{"import": ["{client}"]}} in your project\'s .toolscript.json (`toolscript init` '

@@ -20,7 +20,8 @@ HTTP response with ``status_code``::
     ├── AlreadyServingError                      a second `gateway start` of a project
     ├── GatewayError                             talking to the gateway from the CLI
     │   ├── GatewayUnreachableError              nothing answers at the gateway URL
-    │   │   └── NotAGatewayError                 another program answers there
+    │   │   ├── NotAGatewayError                 another program answers there
+    │   │   └── GatewayTimeoutError              it took the connection, no answer in time
     │   └── GatewayResponseError                 the gateway answered with an error
     ├── UpstreamError                   HTTP 502 talking to an MCP server
     │   ├── ServerUnavailableError      HTTP 503 the server is not connected
