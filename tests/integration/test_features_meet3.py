@@ -364,14 +364,17 @@ def test_a_server_renamed_in_the_config_is_checked_and_typed_by_its_new_name(
     assert "LedgerCounterResult" in types
 
 
+@pytest.mark.parametrize("face_gateway", ["inprocess", "process"])
 def test_the_faces_first_execute_during_a_doit_says_it_waits_then_serves_doits_build(
-    tmp_path: Path,
+    tmp_path: Path, face_gateway: str
 ) -> None:
     """The build lock x `toolscript mcp` with no gateway running x `doit`: while a build of
     the project holds the lock (here held by the test, as `doit` holds it for its run), the
     face's first `execute` tells its client why it waits, as MCP progress (it said nothing
     until the build ended, up to 600 s); once the lock is let go, the face's gateway finds
-    doit's artifacts up to date (no task runs) and the script runs."""
+    doit's artifacts up to date (no task runs) and the script runs. So too with a gateway
+    process of the face's own (TOOLSCRIPT_FACE_GATEWAY=process), whose routes wait for that
+    build: the face asks it whether it waits (it said nothing, then timed out at 30 s)."""
     import anyio
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
@@ -401,7 +404,7 @@ def test_the_faces_first_execute_during_a_doit_says_it_waits_then_serves_doits_b
         command=sys.executable,
         args=["-m", "toolscript", "mcp"],
         cwd=str(directory),
-        env=clean_env(TOOLSCRIPT_LOG_LEVEL="INFO"),
+        env=clean_env(TOOLSCRIPT_LOG_LEVEL="INFO", TOOLSCRIPT_FACE_GATEWAY=face_gateway),
     )
 
     async def work() -> Any:
