@@ -146,14 +146,34 @@ class ServerConfig:
         if not self.unset:
             return None
         names = list(dict.fromkeys(name for name, _ in self.unset))
-        where = ", ".join(f"${{{name}}} in {at}" for name, at in self.unset)
         them = "it" if len(names) == 1 else "them"
         return (
-            f"not started: environment variable{'s' if len(names) > 1 else ''} "
-            f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} not set ({where}); "
+            f"not started: {self.unset_variables()}; "
             f"export {them}, then start the gateway again (`toolscript gateway stop`, "
             f"`toolscript gateway start &`), or write ${{{names[0]}:-default}} in the config"
             + _env_file_note(self.source, names)
+        )
+
+    def unset_variables(self) -> str:
+        """Which of the entry's variables are not set, and where it names them."""
+        names = list(dict.fromkeys(name for name, _ in self.unset))
+        where = ", ".join(f"${{{name}}} in {at}" for name, at in self.unset)
+        return (
+            f"environment variable{'s' if len(names) > 1 else ''} "
+            f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} not set ({where})"
+        )
+
+    def unset_for_doit(self) -> str | None:
+        """What standalone ``doit`` says of a server it did not start for an unset variable:
+        which to set, and that doit fetches the server then (not the gateway's advice)."""
+        if not self.unset:
+            return None
+        names = list(dict.fromkeys(name for name, _ in self.unset))
+        them = "it" if len(names) == 1 else "them"
+        return (
+            f"not started: {self.unset_variables()}; export {them} (or write "
+            f"${{{names[0]}:-default}} in the config) and run doit again: it fetches "
+            f"{self.name} then" + _env_file_note(self.source, names)
         )
 
     def allows_tool(self, tool_name: str) -> bool:

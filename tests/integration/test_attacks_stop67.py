@@ -60,6 +60,12 @@ def test_approvals_do_not_follow_an_entry_given_another_env(tmp_path: Path) -> N
         resumed = toolscript_cli("exec", "--resume", run_id, cwd=tmp_path)
         assert resumed.returncode == 120, resumed.stderr  # stopped at the call again
         assert "records.delete_record needs approval" in resumed.stderr
+        # why it asks again, in exec's words and in the log's (`runs show`; `runs wait` and
+        # the face give the same stop message)
+        why = "as the config had it when that run stopped; its entry changed since"
+        assert why in resumed.stderr, resumed.stderr
+        shown = toolscript_cli("runs", "show", run_id_of(resumed.stderr), cwd=tmp_path)
+        assert why in shown.stdout, shown.stdout
         asked = gateway.call("records__drop_table", {"name": "t", "password": "p"})
         assert asked.status_code == 403 and asked.json()["error"] == "approval_required"
         assert journal_tools(journal) == ["write_record"]  # nothing made on the new entry

@@ -154,6 +154,10 @@ def test_a_tool_file_refused_for_its_python_is_named_failed_and_offers_nothing(
     types = gateway_cli(gateway, "get-types", "future", "forecast_weather")
     assert types.returncode != 0
     assert "needs Python >=3.99" in types.stderr, types.stderr
+    # what to do: the file's requires-python or the gateway's Python, not the config entry
+    assert "change requires-python in the file" in types.stderr, types.stderr
+    assert "uv venv --python VERSION" in types.stderr, types.stderr
+    assert "fix the tool file" in types.stderr and "fix its entry" not in types.stderr
 
 
 def test_doit_after_learned_types_keeps_them_and_a_second_doit_does_nothing(
@@ -183,6 +187,24 @@ def test_doit_after_learned_types_keeps_them_and_a_second_doit_does_nothing(
     ran_tasks = [line for line in again.stdout.splitlines() if line.startswith(".")]
     assert ran_tasks == [".  fetch:future"], again.stdout
     assert (gateway.directory / ".toolscript" / "tools.ts").read_text() == artifact
+
+
+def test_a_tool_file_refused_for_its_python_serves_once_its_requires_python_is_changed(
+    project: tuple[GatewayProcess, Path],
+) -> None:
+    """What the refusal says to do works without a restart: the file's requires-python
+    changed, the gateway loads it again and offers its tool."""
+    gateway, _journal = project
+    future = gateway.directory / "tools" / "future.py"
+    future.write_text(FUTURE.replace(">=3.99", ">=3.8"))  # (after the doit test: it counts on
+    wait_until(  # the refusal)
+        lambda: gateway.client.get("runtime/tools.ts").text,
+        lambda module: "forecastWeather" in module,
+        what="the tool file loaded again once its requires-python was changed",
+    )
+    status = gateway_cli(gateway, "gateway", "status")
+    line = next(row for row in status.stdout.splitlines() if row.startswith("future\t"))
+    assert "connected" in line, status.stdout
 
 
 def save_config(gateway: GatewayProcess, config: dict[str, Any], *, in_place: bool) -> None:
@@ -364,14 +386,17 @@ def test_a_server_renamed_in_the_config_is_checked_and_typed_by_its_new_name(
     assert "LedgerCounterResult" in types
 
 
+@pytest.mark.parametrize("face_gateway", ["inprocess", "process"])
 def test_the_faces_first_execute_during_a_doit_says_it_waits_then_serves_doits_build(
-    tmp_path: Path,
+    tmp_path: Path, face_gateway: str
 ) -> None:
     """The build lock x `toolscript mcp` with no gateway running x `doit`: while a build of
     the project holds the lock (here held by the test, as `doit` holds it for its run), the
     face's first `execute` tells its client why it waits, as MCP progress (it said nothing
     until the build ended, up to 600 s); once the lock is let go, the face's gateway finds
-    doit's artifacts up to date (no task runs) and the script runs."""
+    doit's artifacts up to date (no task runs) and the script runs. So too with a gateway
+    process of the face's own (TOOLSCRIPT_FACE_GATEWAY=process), whose routes wait for that
+    build: the face asks it whether it waits (it said nothing, then timed out at 30 s)."""
     import anyio
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
@@ -401,7 +426,7 @@ def test_the_faces_first_execute_during_a_doit_says_it_waits_then_serves_doits_b
         command=sys.executable,
         args=["-m", "toolscript", "mcp"],
         cwd=str(directory),
-        env=clean_env(TOOLSCRIPT_LOG_LEVEL="INFO"),
+        env=clean_env(TOOLSCRIPT_LOG_LEVEL="INFO", TOOLSCRIPT_FACE_GATEWAY=face_gateway),
     )
 
     async def work() -> Any:

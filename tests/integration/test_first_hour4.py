@@ -213,6 +213,26 @@ def test_standalone_doit_says_which_server_it_could_not_reach_and_why(tmp_path: 
     assert "label(params" in (tmp_path / ".toolscript" / "tools.ts").read_text()
 
 
+def test_standalone_doit_says_which_unset_variable_to_set_to_fetch_a_server(
+    tmp_path: Path,
+) -> None:
+    # It said "start the gateway again", which does nothing for doit's own fetch.
+    entry = {"command": sys.executable, "args": ["-c", "pass"]}
+    config = {
+        "mcpServers": {"needs_token": entry | {"env": {"API_TOKEN": "${HOUR4_UNSET_TOKEN}"}}},
+        "localTools": {"dir": "tools"},
+    }
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "labels.py").write_text(LABELS)
+    (tmp_path / ".toolscript.json").write_text(json.dumps(config))
+    built = run_doit(tmp_path, env={"TOOLSCRIPT_HOME": str(tmp_path / "home")})
+    assert built.returncode == 0, built.stderr
+    warning = next(line for line in built.stderr.splitlines() if "needs_token" in line)
+    assert "HOUR4_UNSET_TOKEN is not set (${HOUR4_UNSET_TOKEN} in env.API_TOKEN)" in warning
+    assert "run doit again: it fetches needs_token then" in warning, warning
+    assert "gateway" not in warning, warning
+
+
 def test_doit_after_a_server_was_removed_leaves_none_of_its_files(tmp_path: Path) -> None:
     # Its tool list, names and types stayed in .toolscript/ (servers/, names/, types/,
     # offered/), read as current by whoever opened them; `doit clean` did not name them.

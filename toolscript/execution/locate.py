@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from toolscript.gateway.inprocess import InProcessGateway
 
 __all__ = [
+    "BUILD_WAIT_MESSAGE",
     "NO_GATEWAY_URL",
     "face_gateway_args",
     "face_gateway_in_process",
@@ -53,6 +54,7 @@ __all__ = [
     "running_gateway",
     "spawn_owned_gateway",
     "uses_gateway",
+    "wait_for_first_build",
 ]
 
 # Where a script that calls no tool is pointed when no gateway runs: nothing listens on the
@@ -110,6 +112,58 @@ def uses_gateway(code: str) -> bool:
     """Whether a script imports the tools or a package (or reads the gateway URL): else it
     needs no gateway."""
     return _GATEWAY_USE.search(code) is not None
+
+
+# What exec (on stderr) and the face (as MCP progress) say while the gateway's first build
+# waits for another process's build of the project (a standalone `doit` holds its lock).
+BUILD_WAIT_MESSAGE = (
+    "waiting for a build of this project's tools under way in another process (a `doit`?); "
+    "the script runs once it ends"
+)
+BUILDING_ROUTE = "/runtime/building"  # answered at once (gateway/runner.py's _AfterFirstBuild)
+BUILDING_POLL = 0.2  # seconds between two looks at a first build under way
+
+
+def wait_for_first_build(url: str, told: Callable[[], object]) -> None:
+    """Return once the gateway at ``url`` has made its first build (its routes answer then),
+    calling ``told`` once if that build waits for another process's build of the project (a
+    `doit`); at most as long as the gateway itself waits for that build, then the routes'
+    own answers (or their timeouts) tell. A gateway without the route, or nothing
+    listening, returns at once: the next request says what is there."""
+    deadline: float | None = None
+    said = False
+    while True:
+        try:
+            body = gateway_request(url, BUILDING_ROUTE, 10)
+        except (GatewayTimeoutError, GatewayResponseError):
+            return
+        except GatewayUnreachableError as exc:
+            if isinstance(exc, NotAGatewayError):
+                raise
+            return  # a gateway of before the route: HTTP 404 once built
+        if body is None:
+            return
+        state = json.loads(body)
+        if not isinstance(state, dict) or state.get("built", True):
+            return
+        if state.get("waits_for_another_build") and not said:
+            said = True
+            told()
+        if deadline is None:
+            from toolscript.pipeline.buildlock import BUILD_LOCK_WAIT
+
+            deadline = time.monotonic() + BUILD_LOCK_WAIT + 60  # its wait, then its build
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(BUILDING_POLL)
+
+
+def say_build_wait() -> None:
+    """exec's line on stderr while its gateway's first build waits for a `doit`."""
+    from toolscript.store.outputs import write_shown
+
+    write_shown(f"toolscript: {BUILD_WAIT_MESSAGE}\n", sys.stderr)
+    sys.stderr.flush()
 
 
 def module_hash(url: str, timeout: float = 30.0) -> str | None:
@@ -230,14 +284,21 @@ def gateway_request(
 
 
 def running_gateway(
-    config: str | None, cache: str | None, *, siblings: bool = True
+    config: str | None,
+    cache: str | None,
+    *,
+    siblings: bool = True,
+    told: Callable[[], object] | None = say_build_wait,
 ) -> tuple[str, str] | None:
     """``(url, module hash)`` of TOOLSCRIPT_GATEWAY_URL's gateway (which must answer), else of
     the project's running gateway (one still starting is waited for, and with ``siblings``
     one that a `gateway start &` just before this command starts); None when neither
-    answers."""
+    answers. A gateway whose first build waits for a `doit` is waited for, ``told`` called
+    once (``told`` None: not waited for, its routes' timeouts tell)."""
     from_env = os.environ.get("TOOLSCRIPT_GATEWAY_URL", "").strip().rstrip("/")
     if from_env:
+        if told is not None:
+            wait_for_first_build(from_env, told)
         found = module_hash(from_env)
         if found is None:
             raise GatewayUnreachableError(
@@ -250,6 +311,8 @@ def running_gateway(
     check_serves(state, config_path)
     if state:
         try:
+            if told is not None:
+                wait_for_first_build(str(state["url"]), told)
             found = module_hash(state["url"])
         except NotAGatewayError:
             found = None  # the file outlived its gateway, whose port another program has now
@@ -328,7 +391,7 @@ def spawn_owned_gateway(
     from toolscript.store.trust import require_trust
 
     try:
-        if running_gateway(config, cache) is not None:
+        if running_gateway(config, cache, told=None) is not None:  # (the face starts now)
             return None
         require_trust(find_config_path(config))
     except ToolscriptError:
@@ -434,6 +497,7 @@ def _ephemeral_gateway(
                 + (f": {detail[-1]}" if detail else ""),
                 hint="run `toolscript gateway start` to see why",
             )
+        wait_for_first_build(gateway.url, say_build_wait)
         # This run's own gateway is gone after it: a started one shows why, and keeps it.
         note_unavailable_servers(
             gateway.url,

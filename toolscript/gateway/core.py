@@ -402,7 +402,11 @@ class Gateway:
         self._decisions: dict[tuple[str, str], str] = {}
         self._types_learned = False  # an inferred result type changed since the last build
         state_dir = project_state_dir(config.project_dir)
-        self.shapes = ResultShapes(state_dir, enabled=infer_results and config.infer_results)
+        self.shapes = ResultShapes(
+            state_dir,
+            enabled=infer_results and config.infer_results,
+            identities={server.name: server.identity for server in config.servers},
+        )
         self.narrowed = NarrowedModules()  # GET /runtime/tools.ts?server=, kept per module
         # What the catalogue is now: a new build, config or server's tools count it up, and
         # the renders kept of the one before (a server's tools, get-types') are dropped.
@@ -825,6 +829,7 @@ class Gateway:
             ),
         )
         repointed = [name for name in changed if fresh[name].identity != old[name].identity]
+        self.shapes.identities.update({name: fresh[name].identity for name in [*added, *changed]})
         if any([self.shapes.forget(name) for name in [*removed, *repointed]]):
             await self._save_shapes()  # what another program's results taught is not kept
         for name in [*removed, *changed]:
@@ -1163,6 +1168,13 @@ class Gateway:
             return ServerUnavailableError(
                 f"server {name!r} is still connecting",
                 hint="try again in a moment; `toolscript gateway status` shows its progress",
+            )
+        if upstream.config.transport == "local":  # a tool file: what to fix is the file
+            return ServerUnavailableError(
+                f"server {name!r} is not available ({upstream.state}): "
+                f"{upstream.error or 'no error was reported'}",
+                hint=f"fix the tool file {upstream.config.command} (the gateway loads it "
+                "again once it is saved); `toolscript gateway status` shows why it failed",
             )
         return ServerUnavailableError(
             f"server {name!r} is not available ({upstream.state}): "

@@ -9,6 +9,11 @@ sample count) asks for a types build; the generated module then gives the tool t
 marked as inferred, in place of ``ToolResult``. Results of several text blocks or of
 non-text content keep ``ToolResult``.
 
+Each server's identity (``ServerConfig.identity``) is kept beside what its results taught
+(the file's ``identities``): what was learned under another identity (the config repointed
+the server while no gateway ran) is dropped when the file is loaded, as a live reload drops
+it. A file of before the identities keeps what it holds and binds it at its next save.
+
 A plain-text answer (many servers answer an error as text, without ``isError``) is kept
 but never widens a type learned from structured or JSON answers: a type never makes a
 correct script fail (``answer_types``). A damaged or wrongly structured file is set aside
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +36,7 @@ from toolscript.codegen.shapes import (
     shape_of,
     size,
 )
-from toolscript.pipeline.sources import RESULT_SHAPES_FILE, learned_schema
+from toolscript.pipeline.sources import IDENTITIES_KEY, RESULT_SHAPES_FILE, learned_schema
 from toolscript.plumbing.cachefiles import set_aside
 from toolscript.plumbing.privatefile import write_private
 
@@ -48,16 +54,24 @@ MAX_NAME_LENGTH = 256  # characters of server__tool: a longer name teaches nothi
 class ResultShapes:
     """The shapes of each tool's results, by ``server__tool``."""
 
-    def __init__(self, state_dir: Path | None, enabled: bool = True) -> None:
+    def __init__(
+        self,
+        state_dir: Path | None,
+        enabled: bool = True,
+        identities: Mapping[str, str] | None = None,
+    ) -> None:
         self.path = state_dir / FILE_NAME if state_dir is not None else None
         self.enabled = enabled
         self._sizes: dict[str, int] = {}  # shapes each tool holds, for the server's cap
         self._server_sizes: dict[str, int] = {}
         self.dirty = False
-        self.shapes: dict[str, dict[str, Any]] = self._load() if enabled else {}
+        # each server's identity, as what its results taught is bound to it (saved with it)
+        self.identities: dict[str, str] = {}
+        self.shapes: dict[str, dict[str, Any]] = self._load(identities or {}) if enabled else {}
+        self.identities.update(identities or {})
         self._schemas: dict[str, dict[str, Any]] = {}
 
-    def _load(self) -> dict[str, dict[str, Any]]:
+    def _load(self, identities: Mapping[str, str]) -> dict[str, dict[str, Any]]:
         if self.path is None:
             return {}
         try:
@@ -66,14 +80,24 @@ class ResultShapes:
             return {}
         except (OSError, ValueError, RecursionError) as exc:
             return self._set_aside(f"unreadable: {exc}")
+        bound = found.pop(IDENTITIES_KEY, {}) if isinstance(found, dict) else {}
         problem = _wrong_structure(found)
         if problem is not None:
             return self._set_aside(problem)
+        stored = {
+            str(server): identity
+            for server, identity in (bound.items() if isinstance(bound, dict) else ())
+            if isinstance(identity, str)
+        }
+        self.identities = stored
         # A file from before the caps, or edited, is brought within them (and saved so).
         kept: dict[str, dict[str, Any]] = {}
         for qualified, shape in sorted(found.items()):
             if len(qualified) > MAX_NAME_LENGTH:
                 continue
+            server = qualified.partition("__")[0]
+            if server in stored and server in identities and stored[server] != identities[server]:
+                continue  # learned from another program the entry named then
             if shape.get("opaque"):
                 kept[qualified] = OPAQUE
                 continue
@@ -191,7 +215,10 @@ class ResultShapes:
         if self.path is None or not self.dirty:
             return
         self.dirty = False
-        write_private(self.path, json.dumps(self.shapes, separators=(",", ":")))
+        servers = {qualified.partition("__")[0] for qualified in self.shapes}
+        bound = {s: self.identities[s] for s in sorted(servers) if s in self.identities}
+        stored = {**self.shapes, IDENTITIES_KEY: bound} if bound else self.shapes
+        write_private(self.path, json.dumps(stored, separators=(",", ":")))
 
 
 def _wrong_structure(found: Any) -> str | None:

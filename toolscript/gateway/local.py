@@ -94,7 +94,10 @@ class LocalGateway:
             return None
         if self.gateway.first_build.is_set():
             return str(self.gateway.artifacts.module_hash)
-        return self._call(self._hash_after_build())
+        from toolscript.pipeline.buildlock import BUILD_LOCK_WAIT
+
+        # as long as that build may wait for a `doit` (then builds), not the usual 30 s
+        return self._call(self._hash_after_build(), BUILD_LOCK_WAIT + 60)
 
     async def _hash_after_build(self) -> str:
         await self.gateway.first_build.wait()

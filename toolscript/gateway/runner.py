@@ -92,14 +92,27 @@ def uvicorn_config(app: Any) -> Any:
     )
 
 
+BUILDING_PATH = "/runtime/building"  # (the client's name for it: execution/locate.py)
+
+
 class _AfterFirstBuild:
     """The routes answer once the first build is in (the module, types, search, scripts all
-    read it); the URL goes out before it, and tool calls (the fast path) never wait."""
+    read it); the URL goes out before it, and tool calls (the fast path) never wait.
+    ``GET /runtime/building`` answers at once whether that build is in and whether it waits
+    for another process's build of the project (a `doit` holding the build lock): exec and
+    the face say why they wait rather than time out on a route that waits."""
 
     def __init__(self, app: Any, gateway: Any) -> None:
         self.app, self.gateway = app, gateway
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == BUILDING_PATH and scope["method"] == "GET":
+            from toolscript.gateway.guard import answer_json
+
+            built = self.gateway.first_build.is_set()
+            waits = not built and self.gateway.build_waits.is_set()
+            await answer_json(send, 200, {"built": built, "waits_for_another_build": waits})
+            return
         if scope["type"] == "http" and not self.gateway.first_build.is_set():
             await self.gateway.first_build.wait()
         await self.app(scope, receive, send)

@@ -48,12 +48,14 @@ from toolscript.errors import (
 from toolscript.execution.command import missing_import, require_saved, saved_script_call
 from toolscript.execution.lifeline import Lifeline
 from toolscript.execution.locate import (
+    BUILD_WAIT_MESSAGE,
     current_module,
     face_gateway_args,
     face_gateway_in_process,
     gateway_request,
     module_hash,
     running_gateway,
+    wait_for_first_build,
 )
 from toolscript.execution.runhandle import (
     ENDED_AT_GATEWAY,
@@ -431,10 +433,7 @@ YIELDED_KEPT = 20  # runs execute yielded that the face keeps for wait_run once 
 ASKER_WAIT = PROMPT_SECONDS
 # What the client of the face's first run is told while its gateway's first build waits
 # for another build of the project (a standalone `doit`) to end.
-BUILD_WAIT_REPORT = {
-    "message": "waiting for a build of this project's tools under way in another process "
-    "(a `doit`?); the script runs once it ends"
-}
+BUILD_WAIT_REPORT = {"message": BUILD_WAIT_MESSAGE}
 
 # Sends a progress report (``gateway/runbook.py``'s shape) to the client of one request.
 Reporter = Callable[[dict[str, Any]], Coroutine[Any, Any, None]]
@@ -588,7 +587,8 @@ class Backend:
         owned = self._owned
         if owned is not None and owned.url and _alive(owned):
             return owned.url
-        running = running_gateway(self.config, self.cache)
+        # (a running gateway's first build waiting for a `doit` is waited for, unsaid)
+        running = running_gateway(self.config, self.cache, told=lambda: None)
         return running[0] if running else None
 
     def _start_owned(self) -> str:
@@ -1042,6 +1042,8 @@ class Backend:
         local = self._local(url)
         if local is not None:
             local.tell_if_first_build_waits(lambda: face_run.forward(BUILD_WAIT_REPORT))
+        else:  # a gateway process of the face's own, whose routes wait for that build
+            wait_for_first_build(url, lambda: face_run.forward(BUILD_WAIT_REPORT))
         digest = local.module_hash() if local is not None else module_hash(url)
         if digest is None:
             url = self.gateway_url(stale=url)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from toolscript.codegen.shapes import INFERRED_KEY, answer_types, sample_label, to_schema
-from toolscript.config import Config
+from toolscript.config import Config, ServerConfig
 from toolscript.plumbing.paths import project_state_dir
 from toolscript.store.outputs import visible_controls
 
@@ -25,6 +25,8 @@ __all__ = [
 
 
 RESULT_SHAPES_FILE = "result-shapes.json"  # in the project's state dir (gateway/inferred.py)
+# Its key for each server's identity when its results were learned (no ``__``: no tool's).
+IDENTITIES_KEY = "identities"
 
 
 def learned_schema(shape: dict[str, Any]) -> dict[str, Any]:
@@ -34,16 +36,26 @@ def learned_schema(shape: dict[str, Any]) -> dict[str, Any]:
     return schema | {INFERRED_KEY: sample_label(shape["n"])} if schema else {}
 
 
-def stored_result_types(state_dir: Path) -> dict[str, dict[str, Any]]:
+def stored_result_types(
+    state_dir: Path, identities: Mapping[str, str] | None = None
+) -> dict[str, dict[str, Any]]:
     """The result types a project's gateways learned and kept, by ``server__tool``: what the
-    gateway adds to its tool lists when it builds. Unreadable: none (the gateway says why)."""
+    gateway adds to its tool lists when it builds; none of a server learned under another
+    identity than ``identities`` gives it (the config repointed it since). Unreadable: none
+    (the gateway says why)."""
     try:
         found = json.loads((state_dir / RESULT_SHAPES_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
         return {}
+    bound = found.get(IDENTITIES_KEY) if isinstance(found, dict) else None
+    bound = bound if isinstance(bound, dict) else {}
+    now = identities or {}
     schemas: dict[str, dict[str, Any]] = {}
     for qualified, shape in found.items() if isinstance(found, dict) else ():
         if not isinstance(shape, dict) or shape.get("opaque") or "n" not in shape:
+            continue
+        server = qualified.partition("__")[0]
+        if server in bound and server in now and bound[server] != now[server]:
             continue
         try:
             schema = learned_schema(shape)
@@ -85,13 +97,20 @@ class SnapshotSource:
         return self._inferred.get(server, {})
 
 
-def unreachable_warning(name: str, error: str) -> str:
+def unreachable_warning(name: str, error: str, server: ServerConfig | None = None) -> str:
     """What standalone ``doit`` says of a server it could not reach: why, and what its
-    types are meanwhile."""
+    types are meanwhile; of one not started for an unset variable, which to set; of a tool
+    file, to fix the file."""
+    kept = "its types are those of the last build that reached it (none: no tools)"
+    unset = server.unset_for_doit() if server is not None else None
+    if unset is not None:
+        return f"toolscript: warning: {name}: {unset}; meanwhile {kept}\n"
+    fix = "fix its entry"
+    if server is not None and server.transport == "local":
+        fix = f"fix the tool file {server.command}"
     return (
-        f"toolscript: warning: {name}: not reachable ({visible_controls(error[:500])}); its "
-        "types are those of the last build that reached it (none: no tools); fix its entry "
-        "and run doit again\n"
+        f"toolscript: warning: {name}: not reachable ({visible_controls(error[:500])}); "
+        f"{kept}; {fix} and run doit again\n"
     )
 
 
@@ -129,9 +148,10 @@ class ConnectingSource:
                     errors=errors,
                 )
             )
+            entries = {entry.name: entry for entry in self._config.servers}
             for name, (tools, _) in self._listed.items():
                 if tools is None:
-                    _say(unreachable_warning(name, errors.get(name, "")))
+                    _say(unreachable_warning(name, errors.get(name, ""), entries.get(name)))
         return self._listed.get(server, (None, None))
 
     def tools(self, server: str) -> list[dict[str, Any]] | None:
@@ -143,7 +163,10 @@ class ConnectingSource:
     def inferred(self, server: str) -> dict[str, dict[str, Any]]:
         if self._learned is None:
             self._learned = (
-                stored_result_types(project_state_dir(self._config.project_dir))
+                stored_result_types(
+                    project_state_dir(self._config.project_dir),
+                    {entry.name: entry.identity for entry in self._config.servers},
+                )
                 if self._config.infer_results
                 else {}
             )

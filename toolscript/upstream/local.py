@@ -373,9 +373,11 @@ class LocalToolServer:
         if not satisfied:
             raise UpstreamError(
                 f"{self.path.name} needs Python {wanted} (its PEP 723 requires-python), but "
-                f"its worker runs on the gateway's Python {found} ({sys.executable}): run "
-                "toolscript under a Python that satisfies it, or loosen requires-python if "
-                "the file works on this one"
+                f"its worker runs on the gateway's Python {found} ({sys.executable}): change "
+                "requires-python in the file if it works on this one (the gateway loads the "
+                "file again once it is saved), or run the gateway on a Python that satisfies "
+                "it (install toolscript in a virtual environment made with that Python, "
+                "`uv venv --python VERSION`, and start the gateway from there)"
             )
 
     async def _describe_external(
