@@ -166,6 +166,25 @@ def say_build_wait() -> None:
     sys.stderr.flush()
 
 
+# How long the hot path's one request for the module's hash may take before exec looks
+# whether the gateway's first build waits for a `doit` (its routes wait for that build).
+FIRST_LOOK = 2.0
+
+
+def built_module_hash(url: str, told: Callable[[], object] | None) -> str | None:
+    """``module_hash`` in one request when the gateway has built (every run asks it); when
+    that request waits past ``FIRST_LOOK``, the gateway's first build is waited for as
+    ``wait_for_first_build`` does (``told`` once if it waits for a `doit`; None: not looked
+    at, the request's own timeout tells), then asked again."""
+    if told is None:
+        return module_hash(url)
+    try:
+        return module_hash(url, FIRST_LOOK)
+    except GatewayTimeoutError:
+        wait_for_first_build(url, told)
+        return module_hash(url)
+
+
 def module_hash(url: str, timeout: float = 30.0) -> str | None:
     """The hash of the gateway's generated module, or None when nothing listens there."""
     body = gateway_request(url, "/runtime/hash", timeout)
@@ -297,9 +316,7 @@ def running_gateway(
     once (``told`` None: not waited for, its routes' timeouts tell)."""
     from_env = os.environ.get("TOOLSCRIPT_GATEWAY_URL", "").strip().rstrip("/")
     if from_env:
-        if told is not None:
-            wait_for_first_build(from_env, told)
-        found = module_hash(from_env)
+        found = built_module_hash(from_env, told)
         if found is None:
             raise GatewayUnreachableError(
                 f"TOOLSCRIPT_GATEWAY_URL is set but no gateway answers at {urlsplit(from_env).netloc}",
@@ -311,9 +328,7 @@ def running_gateway(
     check_serves(state, config_path)
     if state:
         try:
-            if told is not None:
-                wait_for_first_build(str(state["url"]), told)
-            found = module_hash(state["url"])
+            found = built_module_hash(str(state["url"]), told)
         except NotAGatewayError:
             found = None  # the file outlived its gateway, whose port another program has now
         if found is not None:

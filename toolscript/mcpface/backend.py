@@ -49,13 +49,13 @@ from toolscript.execution.command import missing_import, require_saved, saved_sc
 from toolscript.execution.lifeline import Lifeline
 from toolscript.execution.locate import (
     BUILD_WAIT_MESSAGE,
+    built_module_hash,
     current_module,
     face_gateway_args,
     face_gateway_in_process,
     gateway_request,
     module_hash,
     running_gateway,
-    wait_for_first_build,
 )
 from toolscript.execution.runhandle import (
     ENDED_AT_GATEWAY,
@@ -1040,11 +1040,11 @@ class Backend:
     ) -> tuple[int, bytes, bytes, dict[str, Any] | None]:
         url = self.gateway_url()
         local = self._local(url)
+        told = functools.partial(face_run.forward, BUILD_WAIT_REPORT)
         if local is not None:
-            local.tell_if_first_build_waits(lambda: face_run.forward(BUILD_WAIT_REPORT))
-        else:  # a gateway process of the face's own, whose routes wait for that build
-            wait_for_first_build(url, lambda: face_run.forward(BUILD_WAIT_REPORT))
-        digest = local.module_hash() if local is not None else module_hash(url)
+            local.tell_if_first_build_waits(told)
+        # a gateway process of the face's own, whose routes wait for that build
+        digest = local.module_hash() if local is not None else built_module_hash(url, told)
         if digest is None:
             url = self.gateway_url(stale=url)
             local = self._local(url)
