@@ -633,6 +633,8 @@ def _imported(
                 source=found.source,
                 # as the client's file writes it: its ${VAR} values are not digested
                 identity_parts=_identity_parts(found.written, server),
+                # what of the user's environment it is sent, as `trust` says it
+                variables=found.variables,
             )
         )
     return tuple(servers), imports
