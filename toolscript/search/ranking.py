@@ -282,9 +282,23 @@ def written_first(
     arguments = argument_names(text)
     if not ranking or not (names or arguments):
         return ranking
-    taken = [len(arguments & documents[index].parameter_names) for index, _ in ranking]
+    # how much of what the call writes a tool takes, and how much of what it takes the call
+    # writes (a Dice coefficient): a server's tool taking every argument name there is
+    # ("owner", "repo", "title", "assignee", "path", "query", ...) took the most of them,
+    # so first place, whenever the real tool lacked one the call wrote
+    taken = [
+        2
+        * len(arguments & (parameters := documents[index].parameter_names))
+        / (len(arguments) + len(parameters))
+        if arguments
+        else 0.0
+        for index, _ in ranking
+    ]
     most = max(taken)
-    tiers = [named_tool_tier(names, documents[index].name) for index, _ in ranking]
+    tiers = [
+        named_tool_tier(names, documents[index].name, documents[index].server)
+        for index, _ in ranking
+    ]
     if not any(tiers) and (most == 0 or min(taken) == most):
         return ranking
     order = sorted(range(len(ranking)), key=lambda n: (-tiers[n], taken[n] < most))
