@@ -547,6 +547,8 @@ def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
         replace(
             server,
             expanded=from_environment("localTools", "files", server.name),
+            # what of the user's environment the file is given (its secrets), as `trust` says
+            variables=named_variables(local_files.get(server.name) or {}),
             unset=tuple(
                 (variable, format_path(at[3:])) for at, variable in local_unset.get(server.name, ())
             ),

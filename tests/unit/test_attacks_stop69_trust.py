@@ -58,3 +58,16 @@ def test_trust_shows_an_imported_entry_whose_variable_is_not_set(repo: Path) -> 
     names = {server["name"] for server in found["servers"]}
     assert names == {"helper", "docs"}  # both start once the variables are exported
     assert set(found["unset"]) == {"GITHUB_TOKEN", "AWS_KEY"}
+
+
+def test_trust_says_what_a_local_tool_file_is_given(repo: Path) -> None:
+    """A repository's tool file runs without the gateway's environment, but its entry's
+    ``secrets`` hand it the person's ``${GITHUB_TOKEN}``: trust said nothing of it."""
+    (repo / "tools").mkdir()
+    (repo / "tools" / "notes.py").write_text("def hello(x: str) -> str:\n    return x\n")
+    secrets = {"TOKEN": "${env:GITHUB_TOKEN}"}
+    config = {"localTools": {"dir": "tools", "files": {"notes": {"secrets": secrets}}}}
+    (repo / ".toolscript.json").write_text(json.dumps(config))
+    shown = CliRunner().invoke(app, ["trust"], env={"GITHUB_TOKEN": "ghp_x"})
+    assert shown.exit_code == 0, shown.output
+    assert "is sent your ${GITHUB_TOKEN} in secrets.TOKEN" in shown.output
