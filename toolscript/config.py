@@ -556,6 +556,8 @@ def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
         replace(
             server,
             expanded=from_environment("localTools", "files", server.name),
+            # what of the user's environment the file is given (its secrets), as `trust` says
+            variables=named_variables(local_files.get(server.name) or {}),
             unset=tuple(
                 (variable, format_path(at[3:])) for at, variable in local_unset.get(server.name, ())
             ),
@@ -642,6 +644,8 @@ def _imported(
                 source=found.source,
                 # as the client's file writes it: its ${VAR} values are not digested
                 identity_parts=_identity_parts(found.written, server),
+                # what of the user's environment it is sent, as `trust` says it
+                variables=found.variables,
             )
         )
     return tuple(servers), imports

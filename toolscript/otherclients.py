@@ -90,6 +90,9 @@ class ImportedServer:
     substituted: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # (variable, value)
     # the entry as the client's file writes it (converted, not expanded): what the server is
     written: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    # each variable of the user's environment the entry is given, with the setting that
+    # holds it ("headers.Authorization", "url"): what `toolscript trust` says it is sent
+    variables: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -445,6 +448,7 @@ class _Reader:
         self.warnings: list[str] = []
         self.itself: list[str] = []
         self.env_files: list[Path] = []  # the envFile files its entries read (watched too)
+        self.read_at: list[tuple[str, JsonPath]] = []  # each variable read, and where
         self.env_contents: dict[Path, bytes] = {}  # and their bytes as read
         self.names: list[str] = []  # every name its place defines, skipped ones too
         self._positions: Callable[[JsonPath, bool], tuple[int, int]] | None = None
@@ -574,7 +578,12 @@ class _Reader:
             self.itself.append(f"{self.place.path}: {name}")
             return None
         substituted: list[tuple[str, str]] = []
+        self.read_at = []
         expanded = self._expand(entry, at, substituted)
+        variables = tuple(
+            (variable, ".".join(str(part) for part in where[len(at) :] if isinstance(part, str)))
+            for variable, where in self.read_at
+        )
         return ImportedServer(
             name=name,
             entry=expanded,
@@ -583,6 +592,7 @@ class _Reader:
             client=client,
             substituted=tuple(substituted),
             written=entry,
+            variables=tuple((variable, where or "value") for variable, where in variables),
         )
 
     # -- values
@@ -716,6 +726,7 @@ class _Reader:
                     f"(export it before starting toolscript)",
                 )
             substituted.append((name, found))
+            self.read_at.append((name, at))
             return found
         kind, colon, argument = body.partition(":")
         if colon and kind == "env":
@@ -727,6 +738,7 @@ class _Reader:
                     f"(export it before starting toolscript)",
                 )
             substituted.append((argument, found))
+            self.read_at.append((argument, at))
             return found
         if colon and kind == "input" and dialect == "vscode":
             raise _Skip(

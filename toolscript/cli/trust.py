@@ -17,6 +17,10 @@ from toolscript.errors import UsageError
 
 __all__ = ["trust_command"]
 
+_NAMED = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)")
+# the variables of other clients' files: ${VAR}, ${env:VAR}, and Gemini CLI's $VAR
+_IMPORTED_NAMED = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)|\$([A-Za-z_][A-Za-z0-9_]*)")
+
 
 class _UnsetAsEmpty(Mapping[str, str]):
     """The environment, with a variable the config names and it lacks read as empty (and
@@ -93,9 +97,26 @@ def trust_command(
     # meanwhile (a shell swapping the config as this ran).
     content = read_config_file(path)
     text = config_text(content, path)
-    named = set(re.findall(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)", text))
+    named = set(_NAMED.findall(text))
     environ = _UnsetAsEmpty(os.environ, named)
     loaded = parse_config(text, path, environ)  # an invalid file is reported, not trusted
+    # The files it imports name variables too: one not set here skipped its server, which
+    # then was not shown, yet started once the variable was exported. Read as empty, each
+    # such server is shown with what it is sent (files read again: the last read is trusted).
+    for _ in range(3):
+        more = {
+            name
+            for data in loaded.imported_contents.values()
+            if data
+            for name in _IMPORTED_NAMED.findall(data.decode("utf-8", "replace"))
+            if any(name)
+        }
+        more = {first or second for first, second in more} - named
+        if not more:
+            break
+        named |= more
+        environ = _UnsetAsEmpty(os.environ, named)
+        loaded = parse_config(text, path, environ)
     trust.trust(path, trust.fingerprint(path, content, loaded.imported_contents))
     folder = path.parent.resolve()
     servers = [

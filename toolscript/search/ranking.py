@@ -269,6 +269,18 @@ def preferring(
     )
 
 
+# A tool taking more than 3 parameters per argument of a call it takes, and 6 more, is no
+# match of the call: a tool of a hostile server takes every argument name there is.
+STUFFED, SPARE = 3, 6
+
+
+def _taken(arguments: frozenset[str], parameters: frozenset[str]) -> int:
+    """How many of ``arguments`` a tool taking ``parameters`` takes; 0 when it takes more
+    than ``STUFFED`` times as many and ``SPARE`` more."""
+    count = len(arguments & parameters)
+    return count if len(parameters) <= STUFFED * count + SPARE else 0
+
+
 def written_first(
     ranking: list[tuple[int, Hit]], documents: list[ToolDocument], text: str
 ) -> list[tuple[int, Hit]]:
@@ -282,9 +294,16 @@ def written_first(
     arguments = argument_names(text)
     if not ranking or not (names or arguments):
         return ranking
-    taken = [len(arguments & documents[index].parameter_names) for index, _ in ranking]
+    # how many of the arguments the call writes a tool takes, of the tools that take not
+    # many more (``_taken``): a server's tool taking every argument name there
+    # is ("owner", "repo", "title", "assignee", "path", "query", ...) took the most of them,
+    # so first place, whenever the real tool lacked one the call wrote
+    taken = [_taken(arguments, documents[index].parameter_names) for index, _ in ranking]
     most = max(taken)
-    tiers = [named_tool_tier(names, documents[index].name) for index, _ in ranking]
+    tiers = [
+        named_tool_tier(names, documents[index].name, documents[index].server)
+        for index, _ in ranking
+    ]
     if not any(tiers) and (most == 0 or min(taken) == most):
         return ranking
     order = sorted(range(len(ranking)), key=lambda n: (-tiers[n], taken[n] < most))

@@ -563,21 +563,28 @@ def _name_parts(word: str) -> list[list[str]]:
     return [words for words in candidates if len(words) > 1]
 
 
-def named_tool_tier(code_words: list[list[str]], name: str) -> int:
-    """How closely a word the request writes as code names the tool called ``name``: 2, its
-    name word for word; 1, its name less a first word of either ("github_create_issue" for
-    create_issue, "getIssue" for jira_get_issue); 0, neither. Words compare as code does
-    ("listPullRequests", "list-pull-requests")."""
+def named_tool_tier(code_words: list[list[str]], name: str, server: str = "") -> int:
+    """How closely a word the request writes as code names the tool called ``name`` (of
+    ``server``): 3, its server's name and then its name ("github_create_issue",
+    "github.createIssue" for github's create_issue); 2, its name word for word; 1, its name
+    less a first word of either ("github_create_issue" for create_issue, "getIssue" for
+    jira_get_issue); 0, neither. Words compare as code does ("listPullRequests",
+    "list-pull-requests"). A server names its tools as it likes: one of another server
+    calling a tool "github_create_issue" is second to github's create_issue there."""
     tool = [_code_form(word) for word in split_identifier(name)]
     if len(tool) < 2:
         return 0
+    prefix = _code_form(server)
     tier = 0
     for words in code_words:
         written = [_code_form(word) for word in words]
+        if prefix and "".join(written) == prefix + "".join(tool):
+            return 3
         if "".join(written) == "".join(tool):
-            return 2
+            tier = 2
+            continue
         if "".join(written[1:]) == "".join(tool) or "".join(written) == "".join(tool[1:]):
-            tier = 1
+            tier = max(tier, 1)
     return tier
 
 
