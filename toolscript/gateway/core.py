@@ -830,8 +830,7 @@ class Gateway:
         )
         repointed = [name for name in changed if fresh[name].identity != old[name].identity]
         self.shapes.identities.update({name: fresh[name].identity for name in [*added, *changed]})
-        if any([self.shapes.forget(name) for name in [*removed, *repointed]]):
-            await self._save_shapes()  # what another program's results taught is not kept
+        forgot = any([self.shapes.forget(name) for name in [*removed, *repointed]])
         for name in [*removed, *changed]:
             upstream = self.upstreams.pop(name)
             await upstream.stop()
@@ -850,6 +849,8 @@ class Gateway:
         # Keep the config's order (list-servers, the module).
         self.upstreams = {name: self.upstreams[name] for name in fresh}
         self._rebuild.set()  # removed servers leave the artifacts now; new ones when connected
+        if forgot:  # saved last: no await between the log line above and the servers' removal
+            await self._save_shapes()  # what another program's results taught is not kept
 
     async def _tools_changed(self, upstream: Upstream) -> None:
         self._decisions = {}  # (a new dict: a worker thread deciding now keeps to the old)
