@@ -239,14 +239,16 @@ def test_a_module_change_is_seen_by_the_next_check(home: Path, tmp_path: Path) -
         assert "Property 'fx' does not exist on type 'Tools'" in missing.stderr
         first = checker(gateway)
         gateway.config_path.write_text(json.dumps(CONFIG))  # a server (and its tools) arrives
-        # fx connected, and the checker holding the module built since: the module changes
-        # more than once (the types setting at once, fx's tools once it has connected)
+        # fx's tools in the module, and the checker holding it: the module changes more than
+        # once (the types setting at once, fx's tools once it has connected and the build
+        # after ran: "connected" comes first, and CI under load checked the script between)
         wait_until(
             lambda: (
                 gateway.health()["servers"].get("fx", {}).get("state") == "connected"
                 and (now := checker(gateway))["state"] == "ready"
                 and now["module"] not in (None, first["module"])
-                and now["module"] == gateway.client.get("runtime/hash").json()["hash"]
+                and now["module"] == (current := gateway.client.get("runtime/hash").json()["hash"])
+                and "plainText" in gateway.client.get(f"runtime/tools.ts?_t={current}").text
             ),
             "the checker never took the new module",
         )
