@@ -19,6 +19,7 @@ packages, and the failure logged).
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import logging
@@ -33,6 +34,7 @@ from doit.tools import config_changed
 
 from toolscript.pipeline.artifacts import read_artifact, write_if_changed
 from toolscript.pipeline.tasks.settings import TaskSettings, target_digests, targets_as_built
+from toolscript.plumbing.boundedread import read_regular_file
 from toolscript.plumbing.denobinary import deno_binary, deno_cache_dir, deno_environment
 from toolscript.plumbing.paths import user_cache_dir
 from toolscript.store.packages import (
@@ -67,6 +69,10 @@ _PASSED = (
 
 
 DEFAULT_REGISTRY = "https://registry.npmjs.org/"
+# A lock read whole is at most this: the declared packages' trees are a few MB at most, and a
+# cloned repository's lock of gigabytes (one repeated byte packs a thousandfold in git) was
+# read whole, into memory, at every build.
+MAX_LOCK_BYTES = 64_000_000
 
 
 def npm_cache() -> Path:
@@ -84,10 +90,11 @@ def read_packages(path: Path) -> tuple[list[Package], str]:
 
 
 def _digest(path: Path) -> str:
-    """The lock's digest; "" when it is missing, or a link or FIFO (a cloned repository's)."""
+    """The lock's digest; "" when it is missing, a link, a FIFO or larger than
+    ``MAX_LOCK_BYTES`` (a cloned repository's)."""
     try:
-        return hashlib.sha256(read_artifact(path).encode()).hexdigest()
-    except (OSError, UnicodeDecodeError):
+        return hashlib.sha256(read_regular_file(path, MAX_LOCK_BYTES, links=False)).hexdigest()
+    except OSError:
         return ""
 
 
@@ -160,7 +167,7 @@ def declared_only(lock: Path, declared: list[str]) -> str:
     importable under ``--frozen``. So the lock keeps only the specifiers Deno resolved for the
     declared packages (its ``workspace`` dependencies, of a declared name), their ``npm``
     entries, and nothing of ``jsr``, ``remote`` or ``redirects`` (which scripts never use)."""
-    text = lock.read_text(encoding="utf-8")
+    text = read_regular_file(lock, MAX_LOCK_BYTES, links=False).decode("utf-8")
     data = json.loads(text)
     names = {package_name(specifier) for specifier in declared}
     workspace = data.get("workspace", {}).get("dependencies", [])
@@ -239,11 +246,22 @@ def foreign_tarballs(lock_text: str, registry: str = DEFAULT_REGISTRY) -> list[s
 
 def _without_foreign_tarballs(lock: Path, registry: str) -> None:
     """Start ``lock`` anew (Deno resolves every package from the registry again) when an
-    entry names a file other than its own package's (``foreign_tarballs``)."""
+    entry names a file other than its own package's (``foreign_tarballs``), or when it is
+    larger than ``MAX_LOCK_BYTES`` (neither toolscript nor Deno reads it whole then)."""
     try:
-        text = lock.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = read_regular_file(lock, MAX_LOCK_BYTES, links=False).decode("utf-8")
+    except OSError as exc:
+        if exc.errno == errno.EFBIG:
+            log.warning(
+                "packages: %s is larger than %d MB, far past what a lock holds; it is made "
+                "anew from the registry (review where this lock came from)",
+                lock,
+                MAX_LOCK_BYTES // 1_000_000,
+            )
+            lock.unlink()
         return  # (none yet; or Deno says what is wrong with it)
+    except UnicodeDecodeError:
+        return
     found = foreign_tarballs(text, registry)
     if found:
         log.warning(
