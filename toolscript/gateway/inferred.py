@@ -37,6 +37,7 @@ from toolscript.codegen.shapes import (
     size,
 )
 from toolscript.pipeline.sources import IDENTITIES_KEY, RESULT_SHAPES_FILE, learned_schema
+from toolscript.plumbing.boundedread import read_state_file
 from toolscript.plumbing.cachefiles import set_aside
 from toolscript.plumbing.privatefile import write_private
 
@@ -75,7 +76,7 @@ class ResultShapes:
         if self.path is None:
             return {}
         try:
-            found = json.loads(self.path.read_text())
+            found = json.loads(read_state_file(self.path))
         except FileNotFoundError:
             return {}
         except (OSError, ValueError, RecursionError) as exc:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from toolscript.plumbing.boundedread import read_state_file
 from toolscript.plumbing.cachefiles import set_aside
 from toolscript.plumbing.privatefile import write_private
 from toolscript.plumbing.redact import redact_value
@@ -156,7 +157,7 @@ class RecentCalls:
         if self.path is None:
             return {}
         try:
-            found = json.loads(self.path.read_text())
+            found = json.loads(read_state_file(self.path))
         except FileNotFoundError:
             return {}
         except (OSError, ValueError, RecursionError) as exc:

@@ -86,6 +86,7 @@ from toolscript.gateway.launch import LaunchedGateway, start_gateway, wait_for_u
 from toolscript.gateway.local import LocalGateway
 from toolscript.mcpface.configwatch import ConfigWatch
 from toolscript.mcpface.tools import YIELD_AFTER
+from toolscript.plumbing.boundedread import read_state_file
 from toolscript.plumbing.paths import find_config_path, project_state_dir, user_state_dir
 from toolscript.plumbing.privatefile import write_private
 from toolscript.plumbing.processes import signal_quietly
@@ -130,7 +131,7 @@ def read_result_marker(state_dir: Path) -> str:
     """The marker kept in ``state_dir``, drawn (and kept there) when it has none or a damaged one."""
     path = state_dir / "result-marker"
     try:
-        nonce = path.read_text(encoding="ascii").strip()
+        nonce = read_state_file(path, limit=64).strip()
     except (OSError, UnicodeError):
         nonce = ""
     if not re.fullmatch(r"[0-9a-f]{16}", nonce):

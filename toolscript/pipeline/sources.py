@@ -12,6 +12,7 @@ from typing import Any
 
 from toolscript.codegen.shapes import INFERRED_KEY, answer_types, sample_label, to_schema
 from toolscript.config import Config, ServerConfig
+from toolscript.plumbing.boundedread import read_state_file
 from toolscript.plumbing.paths import project_state_dir
 from toolscript.store.outputs import visible_controls
 
@@ -44,7 +45,7 @@ def stored_result_types(
     identity than ``identities`` gives it (the config repointed it since). Unreadable: none
     (the gateway says why)."""
     try:
-        found = json.loads((state_dir / RESULT_SHAPES_FILE).read_text(encoding="utf-8"))
+        found = json.loads(read_state_file(state_dir / RESULT_SHAPES_FILE))
     except (OSError, ValueError, RecursionError):
         return {}
     bound = found.get(IDENTITIES_KEY) if isinstance(found, dict) else None

@@ -13,7 +13,11 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["read_regular_file"]
+__all__ = ["MAX_STATE_FILE_BYTES", "read_regular_file", "read_state_file"]
+
+# What toolscript reads whole of a file it keeps in the user's folders (learned result types,
+# recent calls): far past what their own caps let them hold.
+MAX_STATE_FILE_BYTES = 64_000_000
 
 
 def read_regular_file(path: Path, limit: int, *, links: bool = True) -> bytes:
@@ -37,3 +41,15 @@ def read_regular_file(path: Path, limit: int, *, links: bool = True) -> bytes:
     if len(data) > limit:  # grew while it was read
         raise OSError(errno.EFBIG, f"larger than {limit // 1_000_000} MB", str(path))
     return data
+
+
+def read_state_file(path: Path, limit: int | None = None) -> str:
+    """The text of a file toolscript keeps in the user's state folder: only a regular file,
+    never through a link, up to ``limit`` bytes (else ``MAX_STATE_FILE_BYTES``), raising
+    ``read_regular_file``'s errors, or ``UnicodeDecodeError`` (a ``ValueError``) for bytes
+    that are not UTF-8. Whatever shares
+    the user's account (an agent with a shell) may plant a FIFO there, which stalled the
+    gateway's start (or the MCP face's first execute) for good, or a link to ``/dev/zero``,
+    read until memory ran out."""
+    bound = MAX_STATE_FILE_BYTES if limit is None else limit
+    return read_regular_file(path, bound, links=False).decode("utf-8")
