@@ -1,0 +1,40 @@
+"""Stop 70's attacks on a real gateway (a red-team pass over what stop 69 changed: a server's
+identity, the state folder's files, the watcher of a run's end, learned result types).
+
+What got through, now closed (each test performs the attack):
+
+- A FIFO planted as the project's learned result types or recent calls, in the user's state
+  folder (an agent with a shell writes there as you), stalled the gateway's start for good:
+  both are read as the gateway is made, before it listens (and the face's result marker, its
+  first execute; unit: test_attacks_stop70_statefiles).
+- A cloned repository's ``.toolscript.lock`` of gigabytes (small in git) was read whole at
+  every build (unit: test_attacks_stop70_lock).
+
+What held, or is low and left, is in the report of the pass (and docs/security.md): a
+``${VAR}`` written as a server's command or URL host keeps its approval when the variable
+changes, but only the user's environment sets it (an agent that sets it runs its own program,
+which its shell runs anyway); a tool file's identity is its path, not its code, but a tool
+file is code the gateway imports whatever is approved.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tests.helpers import GatewayProcess, fixture_server
+from toolscript.plumbing.paths import project_state_dir
+
+
+def test_fifos_planted_in_the_state_folder_stall_no_gateway_start(tmp_path: Path) -> None:
+    state = project_state_dir(tmp_path)
+    for name in ("result-shapes.json", "recent-calls.json"):
+        os.mkfifo(state / name)
+    gateway = GatewayProcess({"mcpServers": {"fx": fixture_server()}}, tmp_path)
+    try:
+        answer = gateway.call("fx__structured", {"city": "Oslo"})
+        assert answer.status_code == 200, answer.text
+        set_aside = sorted(path.name.split(".damaged-")[0] for path in state.glob("*.damaged-*"))
+        assert set_aside == ["recent-calls.json", "result-shapes.json"]
+    finally:
+        gateway.stop()
