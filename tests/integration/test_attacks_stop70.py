@@ -19,7 +19,9 @@ file is code the gateway imports whatever is approved.
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from pathlib import Path
 
 from tests.helpers import GatewayProcess, fixture_server
@@ -36,5 +38,27 @@ def test_fifos_planted_in_the_state_folder_stall_no_gateway_start(tmp_path: Path
         assert answer.status_code == 200, answer.text
         set_aside = sorted(path.name.split(".damaged-")[0] for path in state.glob("*.damaged-*"))
         assert set_aside == ["recent-calls.json", "result-shapes.json"]
+    finally:
+        gateway.stop()
+
+
+SECRET = "ghp_Zq8xR2mK9vT4pL7nW3sY6bH1cJ5dF0gA2eQ"  # the server's token (FS_TOKEN)
+ECHO_ERROR_SERVER = Path(__file__).parent.parent / "servers" / "echo_error_server.py"
+
+
+def test_a_script_cannot_read_a_secret_by_guessing_runs_of_it(tmp_path: Path) -> None:
+    """The server's error quotes the path the script sent. Each guess of 8 characters that
+    was a run of the configured token came back as ``***``, the others as written: guessing
+    ``ghp_`` and 4 more, then one character at a time, read the whole token. Now what the
+    script sent comes back as it sent it, right guess or wrong."""
+    server = {"command": sys.executable, "args": [str(ECHO_ERROR_SERVER)]}
+    config = {"mcpServers": {"fs": server | {"env": {"FS_TOKEN": SECRET}}}}
+    gateway = GatewayProcess(config, tmp_path)
+    try:
+        for guess in ("ghp_AAAA", "ghp_Zq8x", "zQ8Xr2Mk", "R2mK9vT4pL7n"):
+            answer = gateway.call("fs__open_file", {"path": f"/data/{guess}.txt"})
+            assert answer.status_code == 422, answer.text
+            assert f"open '/data/{guess}.txt'" in answer.json()["message"], answer.text
+            assert f"/data/{guess}.txt" in json.dumps(answer.json()["content"]), answer.text
     finally:
         gateway.stop()

@@ -1338,8 +1338,12 @@ class Gateway:
             shape, value = tool_result(qualified, result)
         except ToolCallError as exc:  # an error text is a message: no configured secret in it
             secrets = (*config.secrets, *upstream.secrets)
+            # but what the script sent, echoed ("no such file: <path>"), is left as it is:
+            # masked, it said which of the script's guesses were runs of a secret
+            sent = json.dumps(arguments, ensure_ascii=False)
             raise ToolCallError(
-                redact(exc.message, secrets), content=redact_value(exc.content, secrets)
+                redact(exc.message, secrets, sent=sent),
+                content=redact_value(exc.content, secrets, sent=sent),
             ) from None
         if self.shapes.enabled and self.shapes.observe(qualified, tool, shape, value):
             self._types_learned = True  # built within a second, with whatever else is learned

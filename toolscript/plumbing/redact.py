@@ -37,14 +37,21 @@ _MIN_WORD_LENGTH = 12  # the words of a secret with spaces ("Bearer <token>") co
 _OPAQUE = re.compile(r"(?![/.~])(?!.*://)\S+")
 
 
-def redact(text: str, secrets: Iterable[str]) -> str:
+def redact(text: str, secrets: Iterable[str], *, sent: str = "") -> str:
     """``text`` with every secret replaced by ``***``: whole, JSON-escaped, URL-encoded, in hex,
     base64-encoded, and every run of 8 characters or more of one (its start, its end, its
-    middle) when it reads as one opaque value (no spaces, not a path or a URL)."""
+    middle) when it reads as one opaque value (no spaces, not a path or a URL).
+
+    ``sent``: what the reader of ``text`` wrote itself (a script's arguments, which a
+    server's error echoes): a spelling or a run found in it (whatever its case) is left as
+    it is. Masked, it told the script which of its guesses were runs of a secret: guessing
+    8 characters (``ghp_`` and 4 more), then one more at a time, read the whole token."""
     forms, grams = _prepared(tuple(sorted(set(secrets))))
+    known = sent.casefold()
     for form in forms:
-        text = text.replace(form, MASK)
-    return _redact_runs(text, grams) if grams else text
+        if not known or form.casefold() not in known:
+            text = text.replace(form, MASK)
+    return _redact_runs(text, grams, known) if grams else text
 
 
 def may_hold_secret(text: str | bytes, secrets: Iterable[str]) -> bool:
@@ -101,13 +108,14 @@ def _spellings(secret: str) -> set[str]:
     return found
 
 
-def _redact_runs(text: str, grams: _Grams) -> str:
-    """Replace each run of ``text`` of 8 characters or more that also occurs in a secret."""
+def _redact_runs(text: str, grams: _Grams, known: str = "") -> str:
+    """Replace each run of ``text`` of 8 characters or more that also occurs in a secret (but
+    one starting with 8 characters ``known``, casefolded, holds: ``redact``'s ``sent``)."""
     size = _MIN_PART_LENGTH
     pieces, done, i = [], 0, 0
     while i <= len(text) - size:
         places = grams.get(text[i : i + size])
-        if not places:
+        if not places or (known and text[i : i + size].casefold() in known):
             i += 1
             continue
         end = i + size
@@ -224,14 +232,15 @@ def embedded_secrets(value: str) -> list[str]:
     return found
 
 
-def redact_value(value: Any, secrets: Iterable[str]) -> Any:
+def redact_value(value: Any, secrets: Iterable[str], *, sent: str = "") -> Any:
     """A JSON value with configured secrets out of its strings and the values of keys named
-    like credentials (``password``, ``apiKey``, ``token``...) replaced by ``***``."""
+    like credentials (``password``, ``apiKey``, ``token``...) replaced by ``***`` (``sent``:
+    as ``redact``'s)."""
     known = tuple(secrets)
 
     def clean(item: Any) -> Any:
         if isinstance(item, str):
-            return redact(item, known) if known else item
+            return redact(item, known, sent=sent) if known else item
         if isinstance(item, dict):
             return {
                 key: MASK if secret_name(str(key)) and item[key] else clean(item[key])
