@@ -62,3 +62,23 @@ def test_a_script_cannot_read_a_secret_by_guessing_runs_of_it(tmp_path: Path) ->
             assert f"/data/{guess}.txt" in json.dumps(answer.json()["content"]), answer.text
     finally:
         gateway.stop()
+
+
+def test_a_local_tool_s_error_gives_back_what_the_script_sent(tmp_path: Path) -> None:
+    """As above, for a tool file's own secrets: its exception quoting the argument was masked
+    by the tool file's server before the gateway saw it."""
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "files.py").write_text(
+        "def open_file(path: str, context=None) -> str:\n"
+        '    """Open a file (there is none)."""\n'
+        '    raise FileNotFoundError(f"no such file: {path}")\n'
+    )
+    config = {"localTools": {"dir": "tools", "files": {"files": {"secrets": {"API_KEY": SECRET}}}}}
+    gateway = GatewayProcess(config, tmp_path)
+    try:
+        for guess in ("ghp_AAAA", "ghp_Zq8x"):
+            answer = gateway.call("files__open_file", {"path": f"/data/{guess}"})
+            assert answer.status_code == 422, answer.text
+            assert f"no such file: /data/{guess}" in answer.json()["message"], answer.text
+    finally:
+        gateway.stop()

@@ -603,8 +603,10 @@ class LocalToolServer:
                 if self.external
                 else self._call_internal(tool, arguments)
             )
-        except _ToolRaised as exc:
-            return {"content": [{"type": "text", "text": self._redact(str(exc))}], "isError": True}
+        except _ToolRaised as exc:  # what the script sent comes back as sent (Gateway.make_call)
+            sent = json.dumps(arguments, ensure_ascii=False)
+            text = redact(str(exc), self.config.secrets, sent=sent)
+            return {"content": [{"type": "text", "text": text}], "isError": True}
         # The value itself, whatever its type: the generated Result type is the return annotation.
         if value is None:
             return {"content": []}
