@@ -9,6 +9,10 @@ What got through, now closed (each test performs the attack):
   first execute; unit: test_attacks_stop70_statefiles).
 - A cloned repository's ``.toolscript.lock`` of gigabytes (small in git) was read whole at
   every build (unit: test_attacks_stop70_lock).
+- A script read a configured secret by guessing: a tool's error quoting what it sent came
+  back with each run of 8 characters of the secret masked, so it learnt which guesses were
+  runs of it (``ghp_`` and 4 more, then one character at a time; unit:
+  test_attacks_stop70_redact).
 
 What held, or is low and left, is in the report of the pass (and docs/security.md): a
 ``${VAR}`` written as a server's command or URL host keeps its approval when the variable
