@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qsl, quote, quote_plus, urlsplit
@@ -47,11 +47,34 @@ def redact(text: str, secrets: Iterable[str], *, sent: str = "") -> str:
     it is. Masked, it told the script which of its guesses were runs of a secret: guessing
     8 characters (``ghp_`` and 4 more), then one more at a time, read the whole token."""
     forms, grams = _prepared(tuple(sorted(set(secrets))))
-    known = sent.casefold()
+    was_sent = _Sent(sent)
     for form in forms:
-        if not known or form.casefold() not in known:
+        if form in text and not was_sent(form):
             text = text.replace(form, MASK)
-    return _redact_runs(text, grams, known) if grams else text
+    return _redact_runs(text, grams, was_sent) if grams else text
+
+
+class _Sent:
+    """Whether a piece of text was in ``sent`` (whatever its case): each piece looked up
+    once, and ``sent`` (a script's arguments: up to megabytes) casefolded only when a piece
+    is first asked about, so a text holding no secret costs nothing more, and one holding
+    many runs one search of ``sent`` per distinct run of a secret."""
+
+    def __init__(self, sent: str) -> None:
+        self.sent = sent
+        self.folded: str | None = None
+        self.found: dict[str, bool] = {}
+
+    def __call__(self, piece: str) -> bool:
+        if not self.sent:
+            return False
+        key = piece.casefold()
+        found = self.found.get(key)
+        if found is None:
+            if self.folded is None:
+                self.folded = self.sent.casefold()
+            found = self.found[key] = key in self.folded
+        return found
 
 
 def may_hold_secret(text: str | bytes, secrets: Iterable[str]) -> bool:
@@ -108,14 +131,14 @@ def _spellings(secret: str) -> set[str]:
     return found
 
 
-def _redact_runs(text: str, grams: _Grams, known: str = "") -> str:
+def _redact_runs(text: str, grams: _Grams, was_sent: Callable[[str], bool] | None = None) -> str:
     """Replace each run of ``text`` of 8 characters or more that also occurs in a secret (but
-    one starting with 8 characters ``known``, casefolded, holds: ``redact``'s ``sent``)."""
+    one whose first 8 characters ``was_sent``: ``redact``'s ``sent``)."""
     size = _MIN_PART_LENGTH
     pieces, done, i = [], 0, 0
     while i <= len(text) - size:
         places = grams.get(text[i : i + size])
-        if not places or (known and text[i : i + size].casefold() in known):
+        if not places or (was_sent is not None and was_sent(text[i : i + size])):
             i += 1
             continue
         end = i + size
