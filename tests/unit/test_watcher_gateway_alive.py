@@ -32,9 +32,10 @@ class CuttingPeer(threading.Thread):
     before answering (by reset, then by a plain close, in turn), then answers as a gateway
     whose run goes on with one progress report."""
 
-    def __init__(self, cuts: int) -> None:
+    def __init__(self, cuts: int, on_cut: Any = None) -> None:
         super().__init__(daemon=True)
         self.cuts = cuts
+        self.on_cut = on_cut  # called after each cut
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.taken = 0
@@ -53,6 +54,9 @@ class CuttingPeer(threading.Thread):
                         connection.setsockopt(
                             socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
                         )
+                    connection.close()
+                    if self.on_cut is not None:
+                        self.on_cut()
                     continue
                 body = json.dumps({"progress": [REPORT], "next": 1, "ended": False}).encode()
                 connection.sendall(
@@ -111,6 +115,25 @@ def test_a_cut_connection_to_a_gateway_that_ended_stops_the_script_unasked(
     gone, shown = watch(peer, f"{int(ended.stdout)}:1.00")
     assert gone and shown == []
     assert peer.taken == 1  # nothing asked again at the port a squatter may hold
+
+
+def test_a_gateway_killed_as_it_cuts_the_connection_is_not_asked_again() -> None:
+    """A killed process closes its sockets before it ends: the cut comes while it is still
+    listed. The watcher looks at it again after a pause, not at the port (where the script
+    may listen by then)."""
+    gateway = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
+    assert gateway.stdin is not None
+    peer = CuttingPeer(cuts=3, on_cut=gateway.stdin.close)  # it ends as its connection is cut
+    peer.start()
+    try:
+        gone, shown = watch(peer, process_identity(gateway.pid))
+    finally:
+        peer.close()
+        gateway.wait()
+    assert gone and shown == []
+    assert peer.taken == 1
 
 
 def test_a_gateway_served_in_this_process_is_not_watched_by_its_process() -> None:

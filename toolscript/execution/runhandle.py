@@ -525,8 +525,10 @@ class ProgressWatcher(threading.Thread):
 
         if not identity_alive(identity):
             return True
-        self.done.wait(CUT_PAUSE)  # it still runs (and so holds its port): busy, not gone
-        return False
+        # Still listed: busy, or killed while its sockets closed (a process closes them
+        # before it ends): looked at again after a pause, before the port is asked again.
+        self.done.wait(CUT_PAUSE)
+        return not identity_alive(identity)
 
     def run(self) -> None:
         cuts = 0
