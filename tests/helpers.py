@@ -343,6 +343,30 @@ def face_parameters(gateway: GatewayProcess) -> Any:
     )
 
 
+def inspector_call(directory: Path, config: Path, tool: str, *arguments: str) -> dict[str, Any]:
+    """tools/call of `toolscript mcp` through the MCP Inspector's CLI, which starts the face
+    over stdio in ``directory`` (its home there): the face uses the project's running
+    gateway. The result as the Inspector prints it (JSON)."""
+    ran = subprocess.run(
+        [
+            *(str(NODE_BIN / "mcp-inspector"), "--cli", sys.executable, "-m", "toolscript"),
+            *("mcp", "--method", "tools/call", "--tool-name", tool, "--tool-arg", *arguments),
+        ],
+        cwd=directory,
+        env=clean_env(
+            TOOLSCRIPT_CONFIG=str(config),
+            TOOLSCRIPT_HOME=str(directory / "home"),
+            TOOLSCRIPT_LOG_LEVEL="WARNING",
+        ),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert ran.returncode == 0, ran.stderr
+    result: dict[str, Any] = json.loads(ran.stdout)
+    return result
+
+
 @contextmanager
 def gateway_with_warm_checker(
     config: dict[str, Any], directory: Path, home: Path

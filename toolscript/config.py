@@ -140,18 +140,27 @@ class ServerConfig:
     # is not started (``unset_error`` says why), the rest of the project is
     unset: tuple[tuple[str, str], ...] = ()
 
-    def unset_error(self) -> str | None:
+    def unset_error(self, rerun: str | None = None) -> str | None:
         """Why the server is not started when its entry names variables that are not set,
-        with what to do; None when every one is set."""
+        with what to do; None when every one is set. The advice is the gateway's (start it
+        again), or with ``rerun`` that command's (standalone ``doit``: run it again)."""
         if not self.unset:
             return None
         names = list(dict.fromkeys(name for name, _ in self.unset))
         them = "it" if len(names) == 1 else "them"
-        return (
-            f"not started: {self.unset_variables()}; "
-            f"export {them}, then start the gateway again (`toolscript gateway stop`, "
-            f"`toolscript gateway start &`), or write ${{{names[0]}:-default}} in the config"
-            + _env_file_note(self.source, names)
+        default = f"${{{names[0]}:-default}}"
+        if rerun is None:
+            advice = (
+                f"export {them}, then start the gateway again (`toolscript gateway stop`, "
+                f"`toolscript gateway start &`), or write {default} in the config"
+            )
+        else:
+            advice = (
+                f"export {them} (or write {default} in the config) and run {rerun} again: "
+                f"it fetches {self.name} then"
+            )
+        return f"not started: {self.unset_variables()}; {advice}" + _env_file_note(
+            self.source, names
         )
 
     def unset_variables(self) -> str:
@@ -161,19 +170,6 @@ class ServerConfig:
         return (
             f"environment variable{'s' if len(names) > 1 else ''} "
             f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} not set ({where})"
-        )
-
-    def unset_for_doit(self) -> str | None:
-        """What standalone ``doit`` says of a server it did not start for an unset variable:
-        which to set, and that doit fetches the server then (not the gateway's advice)."""
-        if not self.unset:
-            return None
-        names = list(dict.fromkeys(name for name, _ in self.unset))
-        them = "it" if len(names) == 1 else "them"
-        return (
-            f"not started: {self.unset_variables()}; export {them} (or write "
-            f"${{{names[0]}:-default}} in the config) and run doit again: it fetches "
-            f"{self.name} then" + _env_file_note(self.source, names)
         )
 
     def allows_tool(self, tool_name: str) -> bool:

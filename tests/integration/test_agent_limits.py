@@ -15,6 +15,7 @@ from toolscript.gateway.core import MAX_SAVED_SCRIPTS
 from toolscript.gateway.guard import agent_url
 from toolscript.gateway.runbook import MAX_LIVE_RUNS
 from toolscript.plumbing.paths import project_state_dir
+from toolscript.plumbing.processes import identity_alive
 from toolscript.store.runlog import RunLog, runlog_path
 
 
@@ -89,6 +90,8 @@ def test_runs_stop_ends_a_run_registered_and_never_run(
     owners = httpx.post(f"{gateway.url}/runs", json={"script": "y", "pid": 1}, timeout=30)
     assert owners.status_code == 200, owners.text
     owner_run = owners.json()["id"]
+    # the gateway's process, by which exec's progress watcher tells it gone from busy
+    assert identity_alive(owners.json()["gateway"])
     try:
         assert agent.post(f"runs/{owner_run}/stop").status_code == 403
     finally:

@@ -86,6 +86,27 @@ def exec_script(
     )
 
 
+def face_execute(
+    gateway: GatewayProcess, code: str, timeout: float, *, within: float
+) -> tuple[bool, str]:
+    """Whether the face's ``execute`` of ``code`` (its ``timeout``) failed, and its text;
+    the client gives up after ``within`` seconds."""
+
+    async def execute() -> tuple[bool, str]:
+        with anyio.fail_after(within):
+            async with (
+                stdio_client(face_parameters(gateway)) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                result = await session.call_tool("execute", {"code": code, "timeout": timeout})
+                text = result.content[0].text  # type: ignore[union-attr]
+                assert isinstance(text, str)
+                return bool(result.is_error), text
+
+    return anyio.run(execute)
+
+
 def deno_of(process: psutil.Process) -> list[psutil.Process]:
     try:
         return [c for c in process.children(recursive=True) if c.name() == "deno"]
@@ -453,21 +474,7 @@ def test_the_catalogue_is_refused_in_a_spare(
 def test_the_catalogue_is_refused_through_the_face(
     gateway: GatewayProcess, targets: dict[str, str]
 ) -> None:
-    code = catalogue_script(targets)
-
-    async def execute() -> tuple[bool, str]:
-        with anyio.fail_after(240):
-            async with (
-                stdio_client(face_parameters(gateway)) as (read, write),
-                ClientSession(read, write) as session,
-            ):
-                await session.initialize()
-                result = await session.call_tool("execute", {"code": code, "timeout": 200})
-                text = result.content[0].text  # type: ignore[union-attr]
-                assert isinstance(text, str)
-                return bool(result.is_error), text
-
-    failed, text = anyio.run(execute)
+    failed, text = face_execute(gateway, catalogue_script(targets), 200, within=240)
     assert not failed, text
     assert_all_refused(text, targets)
 
@@ -517,19 +524,6 @@ def test_memory_past_the_cap_is_stopped_through_the_face(gateway: GatewayProcess
         "const a = new Uint8Array(1024 ** 3); a.fill(1); setInterval(() => {}, 1000)',"
         " { type: 'module' }); await new Promise((r) => setTimeout(r, 60000));"
     )
-
-    async def execute() -> tuple[bool, str]:
-        with anyio.fail_after(200):
-            async with (
-                stdio_client(face_parameters(gateway)) as (read, write),
-                ClientSession(read, write) as session,
-            ):
-                await session.initialize()
-                result = await session.call_tool("execute", {"code": code, "timeout": 120})
-                text = result.content[0].text  # type: ignore[union-attr]
-                assert isinstance(text, str)
-                return bool(result.is_error), text
-
-    failed, text = anyio.run(execute)
+    failed, text = face_execute(gateway, code, 120, within=200)
     assert failed, text
     assert "MB of memory in all" in text, text

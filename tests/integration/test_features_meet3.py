@@ -242,8 +242,9 @@ def test_a_config_saved_by_an_editor_while_a_background_run_waits_binds_its_appr
     """A config edit saved by an editor (rename, then in-place truncate and write) x a
     background run stopped for approval x `approve RUN_ID` x resume: an edit of another
     server leaves the approval to the records server it stopped for (the resume makes the
-    call); an edit that repoints records at another command makes the approved call stop
-    again instead of going to a server nobody approved it for (it went)."""
+    call); an edit that repoints records at another command: `approve` says so and approves
+    nothing, and the resume stops at the call again instead of going to a server nobody
+    approved it for (it went)."""
     gateway, journal = project
     before = len(journal_of(journal))
     for in_place, repoint in ((False, False), (True, True)):
@@ -261,7 +262,12 @@ def test_a_config_saved_by_an_editor_while_a_background_run_waits_binds_its_appr
         )
         save_config(gateway, edited, in_place=in_place)
         restarted(gateway, changed, since)
-        assert gateway_cli(gateway, "approve", run_id).returncode == 0
+        approved = gateway_cli(gateway, "approve", run_id)
+        if repoint:  # said before the person decides: the approval would not hold
+            assert approved.returncode != 0, approved.stdout
+            assert "its entry changed in the config since" in approved.stderr, approved.stderr
+        else:
+            assert approved.returncode == 0, approved.stderr
         resumed = gateway_cli(gateway, "exec", "--resume", run_id)
         made = [e["tool"] for e in journal_of(journal)[before:]]
         if repoint:

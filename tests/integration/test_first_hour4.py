@@ -20,10 +20,9 @@ from typing import Any
 import pytest
 
 from tests.helpers import (
-    NODE_BIN,
     GatewayProcess,
-    clean_env,
     fixture_server,
+    inspector_call,
     run_doit,
     wait_until,
 )
@@ -138,26 +137,7 @@ def test_get_types_of_a_denied_tool_says_the_policy_denies_it(project: Path) -> 
 
 
 def face_call(project: Path, tool: str, *arguments: str) -> dict[str, Any]:
-    """tools/call of `toolscript mcp` through the MCP Inspector's CLI (it starts the face over
-    stdio; the face uses the project's running gateway)."""
-    ran = subprocess.run(
-        [
-            *(str(NODE_BIN / "mcp-inspector"), "--cli", sys.executable, "-m", "toolscript"),
-            *("mcp", "--method", "tools/call", "--tool-name", tool, "--tool-arg", *arguments),
-        ],
-        cwd=project,
-        env=clean_env(
-            TOOLSCRIPT_CONFIG=str(project / ".toolscript.json"),
-            TOOLSCRIPT_HOME=str(project / "home"),
-            TOOLSCRIPT_LOG_LEVEL="WARNING",
-        ),
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert ran.returncode == 0, ran.stderr
-    result: dict[str, Any] = json.loads(ran.stdout)
-    return result
+    return inspector_call(project, project / ".toolscript.json", tool, *arguments)
 
 
 def test_the_face_names_an_argument_it_does_not_take_and_those_it_does(project: Path) -> None:
@@ -192,20 +172,25 @@ def test_a_saved_script_whose_tool_was_renamed_lists_the_tools_there_are(project
     assert "on type 'LabelsTools' (members: makeLabel)" in ran.stderr
 
 
+def doit_with_labels(directory: Path, servers: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    """Standalone doit (exit 0) in ``directory``: ``servers`` beside the tool file labels.py."""
+    (directory / "tools").mkdir(exist_ok=True)
+    (directory / "tools" / "labels.py").write_text(LABELS)
+    config = {"mcpServers": servers, "localTools": {"dir": "tools"}}
+    (directory / ".toolscript.json").write_text(json.dumps(config))
+    built = run_doit(directory, env={"TOOLSCRIPT_HOME": str(directory / "home")})
+    assert built.returncode == 0, built.stderr
+    return built
+
+
 def test_standalone_doit_says_which_server_it_could_not_reach_and_why(tmp_path: Path) -> None:
     # doit ran every task, exit 0, and said nothing: its warning was written inside a task,
     # whose output doit keeps unless the task fails, so the server's missing types were a
     # surprise for the next script.
     failing = "import sys; sys.stderr.write('no account configured\\n'); sys.exit(3)"
-    config = {
-        "mcpServers": {"broken": {"command": sys.executable, "args": ["-c", failing]}},
-        "localTools": {"dir": "tools"},
-    }
-    (tmp_path / "tools").mkdir()
-    (tmp_path / "tools" / "labels.py").write_text(LABELS)
-    (tmp_path / ".toolscript.json").write_text(json.dumps(config))
-    built = run_doit(tmp_path, env={"TOOLSCRIPT_HOME": str(tmp_path / "home")})
-    assert built.returncode == 0, built.stderr
+    built = doit_with_labels(
+        tmp_path, {"broken": {"command": sys.executable, "args": ["-c", failing]}}
+    )
     warning = next(line for line in built.stderr.splitlines() if "broken" in line)
     assert warning.startswith("toolscript: warning: broken: not reachable (")
     assert "no account configured" in warning
@@ -218,15 +203,9 @@ def test_standalone_doit_says_which_unset_variable_to_set_to_fetch_a_server(
 ) -> None:
     # It said "start the gateway again", which does nothing for doit's own fetch.
     entry = {"command": sys.executable, "args": ["-c", "pass"]}
-    config = {
-        "mcpServers": {"needs_token": entry | {"env": {"API_TOKEN": "${HOUR4_UNSET_TOKEN}"}}},
-        "localTools": {"dir": "tools"},
-    }
-    (tmp_path / "tools").mkdir()
-    (tmp_path / "tools" / "labels.py").write_text(LABELS)
-    (tmp_path / ".toolscript.json").write_text(json.dumps(config))
-    built = run_doit(tmp_path, env={"TOOLSCRIPT_HOME": str(tmp_path / "home")})
-    assert built.returncode == 0, built.stderr
+    built = doit_with_labels(
+        tmp_path, {"needs_token": entry | {"env": {"API_TOKEN": "${HOUR4_UNSET_TOKEN}"}}}
+    )
     warning = next(line for line in built.stderr.splitlines() if "needs_token" in line)
     assert "HOUR4_UNSET_TOKEN is not set (${HOUR4_UNSET_TOKEN} in env.API_TOKEN)" in warning
     assert "run doit again: it fetches needs_token then" in warning, warning
@@ -236,23 +215,10 @@ def test_standalone_doit_says_which_unset_variable_to_set_to_fetch_a_server(
 def test_doit_after_a_server_was_removed_leaves_none_of_its_files(tmp_path: Path) -> None:
     # Its tool list, names and types stayed in .toolscript/ (servers/, names/, types/,
     # offered/), read as current by whoever opened them; `doit clean` did not name them.
-    config: dict[str, Any] = {
-        "mcpServers": {"Old Server": {"command": sys.executable, "args": ["-c", "pass"]}},
-        "localTools": {"dir": "tools"},
-    }
-    (tmp_path / "tools").mkdir()
-    (tmp_path / "tools" / "labels.py").write_text(LABELS)
     cache = tmp_path / ".toolscript"
-
-    def build() -> None:
-        (tmp_path / ".toolscript.json").write_text(json.dumps(config))
-        built = run_doit(tmp_path, env={"TOOLSCRIPT_HOME": str(tmp_path / "home")})
-        assert built.returncode == 0, built.stderr
-
-    build()
+    doit_with_labels(tmp_path, {"Old Server": {"command": sys.executable, "args": ["-c", "pass"]}})
     assert any(path.name.startswith("old_server") for path in cache.glob("*/*"))
-    del config["mcpServers"]["Old Server"]
-    build()
+    doit_with_labels(tmp_path, {})
     assert not [path for path in cache.glob("*/*") if path.name.startswith("old_server")]
     assert {path.name for path in (cache / "types").iterdir()} == {"labels.ts", "labels.json"}
 

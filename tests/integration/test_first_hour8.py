@@ -11,15 +11,13 @@ Each test asserts what the user is told, as the CLI shows it, with real processe
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import NODE_BIN, GatewayProcess, clean_env, fixture_server, toolscript_cli
+from tests.helpers import GatewayProcess, fixture_server, inspector_call, toolscript_cli
 
 TOKEN = "from-the-users-shell"
 
@@ -58,26 +56,7 @@ def test_an_env_colon_variable_reaches_the_server_as_its_value(gateway: GatewayP
 
 
 def face_call(gateway: GatewayProcess, tool: str, *arguments: str) -> dict[str, Any]:
-    """tools/call of `toolscript mcp` through the MCP Inspector's CLI, which starts the face
-    over stdio; the face uses the project's running gateway."""
-    ran = subprocess.run(
-        [
-            *(str(NODE_BIN / "mcp-inspector"), "--cli", sys.executable, "-m", "toolscript"),
-            *("mcp", "--method", "tools/call", "--tool-name", tool, "--tool-arg", *arguments),
-        ],
-        cwd=gateway.directory,
-        env=clean_env(
-            TOOLSCRIPT_CONFIG=str(gateway.config_path),
-            TOOLSCRIPT_HOME=str(gateway.directory / "home"),
-            TOOLSCRIPT_LOG_LEVEL="WARNING",
-        ),
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert ran.returncode == 0, ran.stderr
-    result: dict[str, Any] = json.loads(ran.stdout)
-    return result
+    return inspector_call(gateway.directory, gateway.config_path, tool, *arguments)
 
 
 def test_the_face_takes_a_null_option_as_its_default_and_says_how_to_write_a_list(

@@ -7,6 +7,8 @@
 - ``gateway`` and ``client`` (the background-run routes: test_background_routes.py, and the
   attacks on them in test_background_attacks.py): a gateway of no servers in this process,
   and Litestar's test client of its app, one of each for a module.
+- ``projects`` (kept outputs: test_attacks_stop66_outputs.py, test_attacks_stop67_outputs.py):
+  a folder of projects' state whose kept outputs share a budget of 1 MB.
 """
 
 from __future__ import annotations
@@ -72,3 +74,11 @@ def client(gateway: Gateway) -> Iterator[TestClient[Any]]:
 
     with TestClient(app=build_app(gateway)) as test_client:
         yield test_client
+
+
+@pytest.fixture
+def projects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TOOLSCRIPT_KEPT_OUTPUT_MB", "1")
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    return folder

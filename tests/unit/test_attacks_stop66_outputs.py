@@ -26,14 +26,6 @@ def _kept(projects: Path) -> int:
     )
 
 
-@pytest.fixture
-def projects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("TOOLSCRIPT_KEPT_OUTPUT_MB", "1")
-    folder = tmp_path / "projects"
-    folder.mkdir()
-    return folder
-
-
 def test_outputs_of_other_projects_share_one_budget(projects: Path) -> None:
     for number in range(4):  # four projects (folders), one large kept output each
         with open_output(output_file(projects / f"p{number}", "run")) as kept:

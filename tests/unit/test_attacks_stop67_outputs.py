@@ -16,19 +16,9 @@ import os
 import threading
 from pathlib import Path
 
-import pytest
-
 from toolscript.store.outputs import open_output, output_file
 
 MB = 1024 * 1024
-
-
-@pytest.fixture
-def projects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("TOOLSCRIPT_KEPT_OUTPUT_MB", "1")
-    folder = tmp_path / "projects"
-    folder.mkdir()
-    return folder
 
 
 def _planted(projects: Path, name: str) -> Path:

@@ -5,10 +5,9 @@ one that takes its arguments, comes first (bench/NOTES.md, the seventh blind set
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
+from tests.unit.search_catalogues import GITHUB_LABELS, READ_PROCESS_OUTPUT, keyword_engine, tool
 from toolscript.config import SearchConfig
 from toolscript.search.engine import SearchEngine
 from toolscript.search.semantic import EmbeddingStore
@@ -20,33 +19,10 @@ from toolscript.search.text import (
     without_done_step,
 )
 
-
-def _tool(name: str, description: str, *parameters: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "description": description,
-        "inputSchema": {
-            "type": "object",
-            "properties": {p: {"type": "string"} for p in parameters},
-        },
-    }
-
-
 CATALOGUE = {
     "github": [
-        _tool("get_label", "Get a label of a repository.", "owner", "repo", "name"),
-        _tool(
-            "create_issue",
-            "Open a new issue in a repository.",
-            "owner",
-            "repo",
-            "title",
-            "body",
-            "labels",
-            "assignees",
-        ),
-        _tool("list_label", "List the labels of a repository.", "owner", "repo"),
-        _tool(
+        *GITHUB_LABELS,
+        tool(
             "get_file_contents",
             "Read what a path of a GitHub repository holds: a folder's entries or a blob.",
             "owner",
@@ -54,52 +30,42 @@ CATALOGUE = {
         ),
     ],
     "text-editor": [
-        _tool(
+        tool(
             "get_text_file_contents",
             "Get text file contents: the contents of a text file, get its lines.",
             "file_path",
         ),
     ],
     "atlassian": [
-        _tool(
+        tool(
             "confluence_update_page_section",
             "Update a page section: update one section of a page.",
             "page_id",
             "heading",
         ),
-        _tool(
+        tool(
             "confluence_update_page",
             "Replace what a Confluence document says, with a new version and its title.",
             "page_id",
             "content",
         ),
-        _tool(
+        tool(
             "jira_get_issue",
             "Details of one Jira ticket by its key: fields, comments.",
             "issue_key",
         ),
-        _tool("jira_get_issue_watchers", "Get the watchers of a Jira issue.", "issue_key"),
+        tool("jira_get_issue_watchers", "Get the watchers of a Jira issue.", "issue_key"),
     ],
     "desktop": [
-        _tool(
-            "kill_process", "Kill a process by its pid: out of time, a process is killed.", "pid"
-        ),
-        _tool("read_process_output", "What a running program printed so far.", "pid", "timeout_ms"),
+        tool("kill_process", "Kill a process by its pid: out of time, a process is killed.", "pid"),
+        READ_PROCESS_OUTPUT,
     ],
 }
 
 
 @pytest.fixture(scope="module")
 def engine() -> SearchEngine:
-    search = SearchEngine(SearchConfig(semantic=False), EmbeddingStore(None), None)
-    search.set_documents(
-        [
-            document
-            for server, tools in CATALOGUE.items()
-            for document in documents_for(server, "", tools)
-        ]
-    )
-    return search
+    return keyword_engine(CATALOGUE)
 
 
 def first(engine: SearchEngine, request: str) -> str:
@@ -186,7 +152,7 @@ def test_argument_names_are_an_object_literals_keys_and_words_written_as_code(
         ("okta_get_group", "zid_get_group", 0),
     ],
 )
-def test_how_closely_code_names_a_tool(request_text: str, name: str, tier: int) -> None:
+def test_how_closely_code_names_atool(request_text: str, name: str, tier: int) -> None:
     assert named_tool_tier(code_names(request_text), name) == tier
 
 
@@ -225,8 +191,8 @@ def test_a_plans_step_label_is_not_read_and_an_after_step_is_done(
 def test_the_tool_a_step_after_used_ranks_after_the_one_the_request_asks_for() -> None:
     """ "after loading the audio file, step 2: get its duration": load was the step done."""
     tools = [
-        _tool("load", "Load an audio file, loading it into a time series.", "file_path"),
-        _tool("get_duration", "The total duration in seconds of an audio time series.", "y"),
+        tool("load", "Load an audio file, loading it into a time series.", "file_path"),
+        tool("get_duration", "The total duration in seconds of an audio time series.", "y"),
     ]
     search = SearchEngine(SearchConfig(semantic=False), EmbeddingStore(None), None)
     search.set_documents(documents_for("music", "", tools))

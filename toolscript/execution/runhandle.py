@@ -54,6 +54,9 @@ _POLL = 20.0
 # line counting those skipped), and the next look waits PROGRESS_PACE seconds.
 PROGRESS_SHOWN = 10
 PROGRESS_PACE = 0.2
+# seconds the progress watcher waits before asking again a gateway that still runs but cut
+# its connection or refused one (busy, restarting its listener)
+CUT_PAUSE = 1.0
 # exec's code for a run its gateway ended first (as `runs stop` ends a background run's)
 ENDED_AT_GATEWAY = 143
 
@@ -68,6 +71,9 @@ class RunHandle:
     # the limits the gateway keeps with the run: those given, else the resumed run's
     # (timeout, memory_mb, max_output, max_calls; absent: exec's defaults)
     limits: Mapping[str, float] = field(default_factory=dict)
+    # the gateway process's ``process_identity`` (its answer to the registration): whether
+    # it still runs tells a gateway gone from one that cut a connection ('' not said)
+    gateway_identity: str = ""
 
 
 def script_hash(code: str) -> str:
@@ -123,6 +129,9 @@ def registered(url: str, answer: dict[str, Any], interactive: bool = False) -> R
     script gets the gateway's URL with the run's token in place of the gateway's own."""
     base = url.rstrip("/").rsplit("/", 1)[0]
     limits = answer.get("limits")
+    identity = answer.get("gateway")
+    if not isinstance(identity, str) or identity.partition(":")[0] == str(os.getpid()):
+        identity = ""  # a gateway served in this process (the face's) goes while it runs
     return RunHandle(
         url,
         answer["id"],
@@ -130,6 +139,7 @@ def registered(url: str, answer: dict[str, Any], interactive: bool = False) -> R
         answer.get("resumed_from"),
         interactive,
         limits=dict(limits) if isinstance(limits, dict) else {},
+        gateway_identity=identity,
     )
 
 
@@ -489,30 +499,53 @@ class ProgressWatcher(threading.Thread):
         if self.on_gone is not None:
             self.on_gone()
 
-    def _look(self, wait: float) -> tuple[dict[str, Any] | None, bool]:
-        """The gateway's answer, and whether the run's gateway is gone (None answered)."""
+    def _look(self, wait: float) -> tuple[dict[str, Any] | None, str]:
+        """The gateway's answer, else why none: ``busy`` (no answer in time), ``failed``
+        (an error that says nothing of the run), ``gone`` (a gateway there that knows neither
+        the token nor the run: another, or one restarted) or ``cut`` (no answer: nothing
+        listens, or a connection closed unanswered or garbled)."""
         try:
             found = self.ask(self.handle.id, self.next, wait)
-        except GatewayTimeoutError:  # busy, not gone
-            return None, False
+        except GatewayTimeoutError:
+            return None, "busy"
         except GatewayResponseError as exc:
-            # another gateway there, or one restarted, knows neither the token nor the run
-            return None, exc.status_code in (401, 404)
-        except (GatewayError, ValueError):  # an answer cut off, or not a gateway's
-            return None, True
-        return found, found is None  # None: nothing listens there any more
+            return None, "gone" if exc.status_code in (401, 404) else "failed"
+        except (GatewayError, ValueError):
+            return None, "cut"
+        return found, "" if found is not None else "cut"
+
+    def _gateway_gone(self, cuts: int) -> bool:
+        """After ``cuts`` + 1 looks in a row without an answer: whether the run's gateway
+        is gone. Its process, when known, says (no request that a script squatting its port
+        would get: the poll's path holds the token); else two looks without an answer do."""
+        identity = self.handle.gateway_identity
+        if not identity:
+            return cuts >= 1  # asked again at once: a connection a busy gateway dropped
+        from toolscript.plumbing.processes import identity_alive
+
+        if not identity_alive(identity):
+            return True
+        # Still listed: busy, or killed while its sockets closed (a process closes them
+        # before it ends): looked at again after a pause, before the port is asked again.
+        self.done.wait(CUT_PAUSE)
+        return not identity_alive(identity)
 
     def run(self) -> None:
+        cuts = 0
         while True:
             wait = 0.0 if self.done.is_set() else _POLL
-            found, gone = self._look(wait)
-            if gone and not self.done.is_set():
-                # asked again at once: a connection dropped by a busy gateway is no end
-                found, gone = self._look(0.0)
+            found, why = self._look(wait)
             if found is None:
-                if gone:
+                if self.done.is_set() or why == "failed":
+                    return
+                if why == "busy":  # a long poll a slow gateway held past its timeout
+                    continue
+                if why == "gone" or self._gateway_gone(cuts):
                     self._ended_at_gateway()
-                return
+                    return
+                cuts += 1
+                continue
+            cuts = 0
             reports = list(found.get("progress", []))
             following = int(found.get("next", self.next))
             skipped = following - self.next - min(len(reports), PROGRESS_SHOWN)

@@ -111,7 +111,7 @@ class RunsController(Controller):
         request: Request[Any, Any, Any],
         data: JSONBody[RunRequest | None] = None,
     ) -> dict[str, Any]:
-        """Register a run; ``{"id", "token", "resumed_from"}`` out. The script gets the
+        """Register a run; ``{"id", "token", "resumed_from", "limits", "gateway"}`` out. The script gets the
         gateway's URL with the token in place of the gateway's own."""
         body = data or RunRequest()
         if body.interactive and _by_agent(request):
@@ -140,6 +140,9 @@ class RunsController(Controller):
             "resumed_from": run.resumed_from or None,
             # what exec enforces: those it gave, else the resumed run's (absent: its defaults)
             "limits": run.limits | {"max_calls": run.max_calls},
+            # its process (``process_identity``): exec's progress watcher tells by it a
+            # gateway gone from one that cut a connection (``ProgressWatcher``)
+            "gateway": gateway.runs.owner,
         }
 
     @get("/{run_id:str}/prompt")

@@ -103,7 +103,7 @@ def unreachable_warning(name: str, error: str, server: ServerConfig | None = Non
     types are meanwhile; of one not started for an unset variable, which to set; of a tool
     file, to fix the file."""
     kept = "its types are those of the last build that reached it (none: no tools)"
-    unset = server.unset_for_doit() if server is not None else None
+    unset = server.unset_error(rerun="doit") if server is not None else None
     if unset is not None:
         return f"toolscript: warning: {name}: {unset}; meanwhile {kept}\n"
     fix = "fix its entry"
