@@ -430,14 +430,44 @@ def approve_command(
         ) from None
     call = run["stopped"].get("call") or {}
     recorded = run.get("approval") != "already"
+    changed = _server_changed_since(config, call)
     _say(
         as_json,
-        {"approved": run["id"], "call": call, "recorded": recorded},
+        {"approved": run["id"], "call": call, "recorded": recorded}
+        | ({"server_changed": changed} if changed else {}),
         f"{'approved' if recorded else 'already approved'}: "
         f"{tool_named(str(call.get('tool', '')))} as run {run['id']} called it:\n"
         f"{_approved_call(call, run['id'])}"
         f"now `toolscript exec --resume {run['id']}` (or run the same script again)\n",
     )
+    if changed:
+        from toolscript.config import IDENTITY_PARTS
+
+        # The approval stays bound to the server the call was shown for: a config edited
+        # between the stop and the approval (by anyone) is not what the person approved.
+        write_shown(
+            f"toolscript: warning: server {changed!r} changed in the config since run "
+            f"{run['id']} stopped ({IDENTITY_PARTS}): this approval is for it as it was "
+            "then, so the resume stops at this call again, for the server as it is now; "
+            "approve that stop\n",
+            sys.stderr,
+        )
+
+
+def _server_changed_since(config: str | None, call: dict[str, Any]) -> str | None:
+    """The name of the server of ``call`` (a run's stop) when the config now has it with
+    another identity than the one the call was shown for; None when it is the same, gone,
+    or the call was bound to none."""
+    from toolscript.config import load_config
+
+    given = str(call.get("server_identity") or "")
+    name = str(call.get("tool", "")).partition("__")[0]
+    if not given:
+        return None
+    for server in load_config(config).servers:
+        if server.name == name:
+            return name if server.identity != given else None
+    return None
 
 
 def _refuse_unshowable(run: dict[str, Any] | None) -> None:

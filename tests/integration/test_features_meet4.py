@@ -1,0 +1,311 @@
+"""Where features meet, fourth pass (the others: test_features_meet.py to _meet3.py): one
+real gateway with the records server (its journal counts what reached it) and a local tool
+file whose function asks for approval; the real Deno, real SQLite, and the official MCP
+Inspector's CLI for the MCP face. A person's "always" approval, then the server's `env`
+changed by an editor's save (rename, then in place) while a run waits for approval, and
+`approve RUN_ID` after it; the kept output of a background run stopped for approval, then
+the gateway restarted, then the resume (`runs show`, `runs wait --json`, the output
+files); a tool file edited while its call waits for approval; and `toolscript mcp` with
+its gateway in its own process, driven by the Inspector, while a `doit` holds the build
+lock."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import (
+    NODE_BIN,
+    GatewayProcess,
+    clean_env,
+    gateway_cli,
+    records_server,
+    run_id_of,
+    run_doit,
+    wait_until,
+)
+from toolscript.pipeline.buildlock import hold_build_lock
+
+OPS = '''def deploy(target: str) -> str:
+    """Deploy the build to a target (asks first)."""
+    return "deployed " + target
+'''
+OPS_EDITED = '''def deploy(target: str) -> str:
+    """Deploy the build to a target (asks first)."""
+    return "edited " + target
+'''
+
+
+def journal_of(journal: Path) -> list[dict[str, Any]]:
+    if not journal.exists():
+        return []
+    return [json.loads(line) for line in journal.read_text().splitlines()]
+
+
+def config_of(journal: Path, **records_env: str) -> dict[str, Any]:
+    """The project's config; ``records_env`` is added to the records server's env."""
+    env = {"RECORDS_JOURNAL": str(journal), **records_env}
+    return {
+        "mcpServers": {"records": records_server(env=env)},
+        "localTools": {"dir": "tools", "files": {"ops": {"policy": {"deploy": "ask"}}}},
+        "search": {"semantic": False},
+    }
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayProcess, Path]]:
+    directory = tmp_path_factory.mktemp("features-meet4")
+    journal = directory / "journal.jsonl"
+    (directory / "tools").mkdir()
+    (directory / "tools" / "ops.py").write_text(OPS)
+    gateway = GatewayProcess(config_of(journal), directory)
+    try:
+        yield gateway, journal
+    finally:
+        gateway.stop()
+
+
+def save_config(gateway: GatewayProcess, config: dict[str, Any], *, in_place: bool) -> None:
+    """Save the config as an editor does: written beside it and renamed over it (vim, VS
+    Code), or truncated and written in place (nano, `>`)."""
+    text = json.dumps(config, indent=2)
+    if in_place:
+        with gateway.config_path.open("r+") as file:
+            file.truncate(0)
+            file.write(text)
+    else:
+        beside = gateway.config_path.with_name(".toolscript.json.swp")
+        beside.write_text(text)
+        os.replace(beside, gateway.config_path)
+
+
+def restarted(gateway: GatewayProcess, server: str, since: float) -> None:
+    gateway.wait_for_health(
+        lambda health: (
+            health["servers"][server]["state"] == "connected"
+            and health["servers"][server]["connected_at"] != since
+        ),
+        what=f"{server} restarted by the config's reload",
+    )
+
+
+def background(gateway: GatewayProcess, code: str, *args: str) -> str:
+    """Start ``code`` in the background; its run id once it stopped for approval."""
+    started = gateway_cli(gateway, "exec", "--background", "--json", *args, code)
+    assert started.returncode == 0, started.stderr
+    run_id: str = json.loads(started.stdout)["run"]
+    waited = gateway_cli(gateway, "runs", "wait", run_id, "--timeout", "60")
+    assert waited.returncode == 120, (waited.stdout[-500:], waited.stderr)
+    return run_id
+
+
+def deletes(key: str) -> str:
+    return f'import {{ tools }} from "toolscript";\nreturn await tools.records.deleteRecord({{ key: "{key}" }});\n'
+
+
+def test_an_always_holds_until_an_editor_changes_the_servers_env_and_a_waiting_run_says_so(
+    project: tuple[GatewayProcess, Path],
+) -> None:
+    """A person's "always" (`approve --tool`) x the server's identity x a config reload that
+    changes only that server's `env` (an editor's rename, then an in-place write) x a run
+    stopped for approval as the reload lands x `approve RUN_ID`: the "always" lets calls
+    through until the env changes, then they ask again; a run that stopped before the
+    change is approved after it, and its resume asks again, saying that the entry's env
+    changed; nothing reaches the server that a person did not approve for it as it is."""
+    gateway, journal = project
+    approved = gateway_cli(gateway, "approve", "--tool", "records.delete_record")
+    assert approved.returncode == 0, approved.stderr
+    before = len(journal_of(journal))
+    ran = gateway_cli(gateway, "exec", deletes("always"))
+    assert ran.returncode == 0, ran.stderr
+    for step, in_place in enumerate((False, True)):
+        run_id = background(gateway, deletes(f"w{step}")) if step else ""
+        since = gateway.health()["servers"]["records"]["connected_at"]
+        save_config(gateway, config_of(journal, RECORDS_EDIT=str(step)), in_place=in_place)
+        restarted(gateway, "records", since)
+        if not step:  # the "always" was for records before its env changed
+            asked = gateway_cli(gateway, "exec", deletes("after-env"))
+            assert asked.returncode == 120, (asked.stdout, asked.stderr)
+            assert "records.delete_record needs approval" in asked.stderr, asked.stderr
+            continue
+        # the person approving is told at once that this approval will not let it run
+        shown = gateway_cli(gateway, "approve", run_id)
+        assert shown.returncode == 0, shown.stderr
+        assert f"server 'records' changed in the config since run {run_id} stopped (" in (
+            shown.stderr
+        ), shown.stderr
+        assert "env" in shown.stderr and "approve that stop" in shown.stderr, shown.stderr
+        resumed = gateway_cli(gateway, "exec", "--resume", run_id)
+        assert resumed.returncode == 120, (resumed.stdout, resumed.stderr)
+        assert "records.delete_record needs approval" in resumed.stderr, resumed.stderr
+        assert "its entry changed since (its command, args, cwd, env," in resumed.stderr
+        again = run_id_of(resumed.stderr)
+        assert "server_changed" not in gateway_cli(gateway, "approve", again, "--json").stdout
+        finished = gateway_cli(gateway, "exec", "--resume", again)
+        assert finished.returncode == 0, (finished.stdout, finished.stderr)
+    made = [e["arguments"]["key"] for e in journal_of(journal)[before:]]
+    assert made == ["always", "w1"], made
+    assert gateway_cli(gateway, "approve", "--revoke", "records.delete_record").returncode == 0
+
+
+PRINTS_THEN_ASKS = """import { tools } from "toolscript";
+console.log("a".repeat(3000));
+await tools.records.deleteRecord({ key: "restart" });
+console.log("b".repeat(3000));
+return "done";
+"""
+FIRST_LEG = "a" * 3000 + "\n"
+
+
+def test_kept_output_of_a_stopped_run_outlives_a_gateway_restart_before_its_resume(
+    tmp_path: Path,
+) -> None:
+    """Kept output x a background run cut past --max-output, then stopped for approval x
+    the gateway stopped and started again x `approve RUN_ID` x a background resume: `runs
+    wait --json` and `runs show --json` answer for both legs from the new gateway, and each
+    leg's output file holds what it printed (the second, both legs')."""
+    journal = tmp_path / "journal.jsonl"
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "ops.py").write_text(OPS)
+    gateway = GatewayProcess(config_of(journal), tmp_path)
+    try:
+        run_id = background(gateway, PRINTS_THEN_ASKS, "--max-output", "1000")
+    finally:
+        gateway.stop()
+    gateway = GatewayProcess(config_of(journal), tmp_path)
+    try:
+        waited = gateway_cli(gateway, "runs", "wait", run_id, "--json", "--timeout", "10")
+        print("WAIT1", waited.returncode, repr(waited.stdout[:900]), repr(waited.stderr[:900]))
+        shown = json.loads(gateway_cli(gateway, "runs", "show", run_id, "--json").stdout)
+        print("SHOW1", {k: v for k, v in shown.items() if k != "code"})
+        assert (shown["status"], shown["exit"]) == ("awaiting_approval", 120), shown
+        assert Path(shown["output_file"]).read_text() == FIRST_LEG
+        assert gateway_cli(gateway, "approve", run_id).returncode == 0
+        resumed = gateway_cli(
+            gateway, "exec", "--resume", run_id, "--background", "--json", "--max-output", "1000"
+        )
+        assert resumed.returncode == 0, (resumed.stdout, resumed.stderr)
+        second_id = json.loads(resumed.stdout)["run"]
+        waited = gateway_cli(gateway, "runs", "wait", second_id, "--json", "--timeout", "60")
+        print("WAIT2", waited.returncode, waited.stdout[:600], waited.stderr[:900])
+        second = json.loads(waited.stdout)
+        assert second["exit"] == 123, second
+        shown = json.loads(gateway_cli(gateway, "runs", "show", second_id, "--json").stdout)
+        print("SHOW2", {k: v for k, v in shown.items() if k != "code"})
+        assert shown["resumed_from"] == run_id, shown
+        kept = Path(shown["output_file"]).read_text()
+        assert kept.startswith(FIRST_LEG + "b" * 3000 + "\n") and '"done"' in kept, kept[-200:]
+        first = json.loads(gateway_cli(gateway, "runs", "show", run_id, "--json").stdout)
+        assert (first["status"], first["exit"]) == ("resumed", 120), first
+        assert Path(first["output_file"]).read_text() == FIRST_LEG
+        made = [e["arguments"]["key"] for e in journal_of(journal)]
+        assert made == ["restart"], made
+    finally:
+        gateway.stop()
+
+
+DEPLOYS = """import { tools } from "toolscript";
+return await tools.ops.deploy({ target: "prod" });
+"""
+
+
+def test_a_tool_file_edited_while_its_call_waits_for_approval(
+    project: tuple[GatewayProcess, Path],
+) -> None:
+    """A local tool file x an `ask` rule x a run stopped for approval x the file edited
+    before `approve RUN_ID` x resume: the resume runs the file as it is now, once (the
+    approval is for the call; the file is the project's code, as the config is)."""
+    gateway, _ = project
+    run_id = background(gateway, DEPLOYS)
+    tool_file = gateway.directory / "tools" / "ops.py"
+    tool_file.write_text(OPS_EDITED)
+    wait_until(
+        lambda: gateway_cli(gateway, "get-types", "ops", "deploy").stdout,
+        lambda types: "deploy" in types,
+        what="ops.deploy after its file's edit",
+    )
+    shown = gateway_cli(gateway, "approve", run_id)
+    assert shown.returncode == 0, shown.stderr
+    resumed = gateway_cli(gateway, "exec", "--resume", run_id)
+    print(resumed.returncode, resumed.stdout, resumed.stderr)
+    assert resumed.returncode == 0, (resumed.stdout, resumed.stderr)
+    assert json.loads(resumed.stdout) == "edited prod"
+    tool_file.write_text(OPS)
+
+
+def inspector_bin() -> str:
+    path = NODE_BIN / "mcp-inspector"
+    if not path.exists():
+        raise RuntimeError(f"{path} is missing: run npm ci --prefix tests/servers")
+    return str(path)
+
+
+def test_the_inspector_drives_the_in_process_face_through_a_doits_build(tmp_path: Path) -> None:
+    """`toolscript mcp` with its gateway in its own process (the default) x no gateway
+    running x a `doit` holding the build lock x the Inspector's CLI (a client that asks for
+    no progress): the face's first `execute` waits for that build (its gateway says so on
+    /runtime/building), then answers with what doit built, a result the Inspector's SDK
+    validates against the tool's outputSchema, and the face leaves nothing running."""
+    directory = tmp_path / "inspected"
+    directory.mkdir()
+    (directory / ".toolscript.json").write_text(
+        json.dumps({"mcpServers": {"records": records_server()}, "search": {"semantic": False}})
+    )
+    built = run_doit(directory)
+    assert built.returncode == 0, built.stdout + built.stderr
+    held = hold_build_lock(directory / ".toolscript", lambda: None, wait=10)
+    assert held is not None
+    code = 'import { tools } from "toolscript"; return await tools.records.counter({ step: 4 });'
+    face_log = tmp_path / "face.log"
+    # the face's log (the Inspector reads its stderr and shows none of it) goes to a file
+    face = f'exec "$0" -m toolscript mcp 2>>"{face_log}"'
+    inspector = subprocess.Popen(
+        [
+            inspector_bin(),
+            "--cli",
+            "/bin/sh",
+            "-c",
+            face,
+            sys.executable,
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "execute",
+            "--tool-arg",
+            f"code={code}",
+        ],
+        cwd=directory,
+        env=clean_env(TOOLSCRIPT_LOG_LEVEL="INFO"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_until(
+            lambda: face_log.read_text() if face_log.exists() else "",
+            lambda log: "waiting for another build" in log,
+            timeout=60,
+            what="the face's gateway waiting for the doit's build",
+        )
+        os.close(held)
+        held = None
+        out, err = inspector.communicate(timeout=120)
+    finally:
+        if held is not None:
+            os.close(held)
+        if inspector.poll() is None:
+            inspector.kill()
+            inspector.communicate()
+    assert inspector.returncode == 0, err
+    result = json.loads(out)
+    assert not result.get("isError"), result
+    assert result["structuredContent"] == {"result": {"step": 4}}, result
+    log = face_log.read_text()
+    assert "artifacts: 0 tasks ran" in log, log
