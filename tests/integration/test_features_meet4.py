@@ -23,12 +23,13 @@ import pytest
 
 from tests.helpers import (
     NODE_BIN,
+    RECORDS_SERVER,
     GatewayProcess,
     clean_env,
     gateway_cli,
     records_server,
-    run_id_of,
     run_doit,
+    run_id_of,
     wait_until,
 )
 from toolscript.pipeline.buildlock import hold_build_lock
@@ -49,11 +50,15 @@ def journal_of(journal: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in journal.read_text().splitlines()]
 
 
-def config_of(journal: Path, **records_env: str) -> dict[str, Any]:
-    """The project's config; ``records_env`` is added to the records server's env."""
+def config_of(
+    journal: Path, records_args: list[str] | None = None, **records_env: str
+) -> dict[str, Any]:
+    """The project's config; ``records_env`` is added to the records server's env, and
+    ``records_args`` repoint it (its identity)."""
     env = {"RECORDS_JOURNAL": str(journal), **records_env}
+    records = records_server(env=env) | ({"args": records_args} if records_args else {})
     return {
-        "mcpServers": {"records": records_server(env=env)},
+        "mcpServers": {"records": records},
         "localTools": {"dir": "tools", "files": {"ops": {"policy": {"deploy": "ask"}}}},
         "search": {"semantic": False},
     }
@@ -182,9 +187,9 @@ def test_kept_output_of_a_stopped_run_outlives_a_gateway_restart_before_its_resu
     gateway = GatewayProcess(config_of(journal), tmp_path)
     try:
         waited = gateway_cli(gateway, "runs", "wait", run_id, "--json", "--timeout", "10")
-        print("WAIT1", waited.returncode, repr(waited.stdout[:900]), repr(waited.stderr[:900]))
+        # the new gateway did not start that run; it says where its record is
+        assert waited.returncode == 1 and "runs show" in waited.stderr, waited.stderr
         shown = json.loads(gateway_cli(gateway, "runs", "show", run_id, "--json").stdout)
-        print("SHOW1", {k: v for k, v in shown.items() if k != "code"})
         assert (shown["status"], shown["exit"]) == ("awaiting_approval", 120), shown
         assert Path(shown["output_file"]).read_text() == FIRST_LEG
         assert gateway_cli(gateway, "approve", run_id).returncode == 0
@@ -194,11 +199,9 @@ def test_kept_output_of_a_stopped_run_outlives_a_gateway_restart_before_its_resu
         assert resumed.returncode == 0, (resumed.stdout, resumed.stderr)
         second_id = json.loads(resumed.stdout)["run"]
         waited = gateway_cli(gateway, "runs", "wait", second_id, "--json", "--timeout", "60")
-        print("WAIT2", waited.returncode, waited.stdout[:600], waited.stderr[:900])
         second = json.loads(waited.stdout)
         assert second["exit"] == 123, second
         shown = json.loads(gateway_cli(gateway, "runs", "show", second_id, "--json").stdout)
-        print("SHOW2", {k: v for k, v in shown.items() if k != "code"})
         assert shown["resumed_from"] == run_id, shown
         kept = Path(shown["output_file"]).read_text()
         assert kept.startswith(FIRST_LEG + "b" * 3000 + "\n") and '"done"' in kept, kept[-200:]
@@ -209,6 +212,72 @@ def test_kept_output_of_a_stopped_run_outlives_a_gateway_restart_before_its_resu
         assert made == ["restart"], made
     finally:
         gateway.stop()
+
+
+# type-checks only while the result type of records.counter is known (learned)
+TYPED_COUNTER = """import { tools } from "toolscript";
+const counted = await tools.records.counter({ step: 2 });
+const step: number = counted.step;
+return step;
+"""
+
+
+def test_types_learned_then_doit_then_the_server_repointed_agree_in_get_types_and_the_checker(
+    project: tuple[GatewayProcess, Path],
+) -> None:
+    """Result types learned by the gateway x standalone `doit` (run while the gateway serves)
+    x the server repointed by a config reload x `doit` again x the warm checker: while the
+    type is learned, get-types shows it and a script using it passes the check; once the
+    server is another program, get-types drops it and the checker holds a module without it
+    (the script fails its check), and a standalone `doit` after that does not bring it back
+    in either."""
+    gateway, journal = project
+    save_config(gateway, config_of(journal), in_place=False)
+    wait_until(
+        lambda: gateway.health()["servers"]["records"],
+        lambda records: records["state"] == "connected",
+        what="records connected",
+    )
+    assert gateway_cli(gateway, "exec", returning_counter(1)).returncode == 0
+    wait_until(
+        lambda: gateway_cli(gateway, "get-types", "records", "counter").stdout,
+        lambda types: "inferred from" in types,
+        what="the learned result type of records.counter",
+    )
+    typed = gateway_cli(gateway, "exec", TYPED_COUNTER)
+    assert (typed.returncode, typed.stdout.strip()) == (0, "2"), typed.stderr
+    built = run_doit(gateway.directory)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert "inferred from" in gateway_cli(gateway, "get-types", "records", "counter").stdout
+    typed = gateway_cli(gateway, "exec", TYPED_COUNTER)
+    assert typed.returncode == 0, typed.stderr
+
+    since = gateway.health()["servers"]["records"]["connected_at"]
+    repointed = config_of(journal, records_args=["-u", str(RECORDS_SERVER)])
+    save_config(gateway, repointed, in_place=True)
+    restarted(gateway, "records", since)
+    for step in ("reload", "doit"):
+        if step == "doit":
+            built = run_doit(gateway.directory)
+            assert built.returncode == 0, built.stdout + built.stderr
+            artifact = (gateway.directory / ".toolscript" / "tools.ts").read_text()
+            assert "RecordsCounterResult" not in artifact, step
+        wait_until(
+            lambda: gateway_cli(gateway, "get-types", "records", "counter").stdout,
+            lambda types: "counter" in types and "inferred from" not in types,
+            what=f"records.counter typed without the other program's results ({step})",
+        )
+        untyped = gateway_cli(gateway, "exec", TYPED_COUNTER)
+        assert untyped.returncode == 1, (step, untyped.stdout, untyped.stderr)
+        assert "counted" in untyped.stderr, (step, untyped.stderr)
+    save_config(gateway, config_of(journal), in_place=False)
+
+
+def returning_counter(step: int) -> str:
+    return (
+        'import { tools } from "toolscript";\n'
+        f"return await tools.records.counter({{ step: {step} }});\n"
+    )
 
 
 DEPLOYS = """import { tools } from "toolscript";
@@ -234,7 +303,6 @@ def test_a_tool_file_edited_while_its_call_waits_for_approval(
     shown = gateway_cli(gateway, "approve", run_id)
     assert shown.returncode == 0, shown.stderr
     resumed = gateway_cli(gateway, "exec", "--resume", run_id)
-    print(resumed.returncode, resumed.stdout, resumed.stderr)
     assert resumed.returncode == 0, (resumed.stdout, resumed.stderr)
     assert json.loads(resumed.stdout) == "edited prod"
     tool_file.write_text(OPS)
