@@ -27,6 +27,7 @@ from tests.helpers import (
     GatewayProcess,
     clean_env,
     gateway_cli,
+    needs_semantic,
     records_server,
     run_doit,
     run_id_of,
@@ -377,3 +378,70 @@ def test_the_inspector_drives_the_in_process_face_through_a_doits_build(tmp_path
     assert result["structuredContent"] == {"result": {"step": 4}}, result
     log = face_log.read_text()
     assert "artifacts: 0 tasks ran" in log, log
+
+
+def search_servers(gateway: GatewayProcess, query: str, mode: str) -> tuple[str, set[str]]:
+    """The mode a search answered in and the servers of its hits."""
+    response = gateway.client.get("search", params={"q": query, "mode": mode})
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    return answer["mode"], {hit["server"] for hit in answer["hits"]}
+
+
+def embedded_rows(directory: Path) -> int:
+    import sqlite3
+
+    with sqlite3.connect(directory / ".toolscript" / "embeddings.db") as db:
+        return int(db.execute("select count(*) from embeddings").fetchone()[0])
+
+
+@needs_semantic
+def test_a_reload_swapping_a_server_for_one_with_the_same_tools_leaves_no_stale_search(
+    tmp_path: Path,
+) -> None:
+    """Semantic search (its worker process, the vectors on disk) x a config reload that
+    removes a server and adds another with the same tool names: from the moment the gateway
+    no longer has the removed server, no search (semantic, hybrid) answers with it; once the
+    new one is embedded, search finds its tools by meaning; and the removed server's
+    vectors are gone from embeddings.db (as many rows as before)."""
+    query = "erase one stored entry permanently"
+
+    def config(name: str) -> dict[str, Any]:
+        return {"mcpServers": {name: records_server()}, "search": {"semantic": True}}
+
+    def ready(name: str) -> None:
+        gateway.wait_for_health(
+            lambda health: (
+                list(health["servers"]) == [name]
+                and health["servers"][name]["state"] == "connected"
+                and health["search"]["semantic"] == "ready"
+                and health["search"]["tools"] == health["tools"]
+            ),
+            timeout=180,
+            what=f"{name}'s tools embedded",
+        )
+        wait_until(
+            lambda: search_servers(gateway, query, "hybrid"),
+            lambda answer: answer == ("hybrid", {name}),
+            timeout=60,
+            what=f"a hybrid answer with {name}'s tools",
+            log=lambda: gateway.log,
+        )
+
+    gateway = GatewayProcess(config("alpha"), tmp_path)
+    try:
+        ready("alpha")
+        rows = embedded_rows(tmp_path)
+        assert rows > 0
+        save_config(gateway, config("beta"), in_place=False)
+        gateway.wait_for_health(
+            lambda health: "alpha" not in health["servers"], what="alpha removed"
+        )
+        for mode in ("semantic", "hybrid", "keyword"):
+            _, servers = search_servers(gateway, query, mode)
+            assert "alpha" not in servers, (mode, servers)
+        ready("beta")
+        assert search_servers(gateway, query, "semantic") == ("semantic", {"beta"})
+        assert embedded_rows(tmp_path) == rows
+    finally:
+        gateway.stop()

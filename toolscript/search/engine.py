@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -259,8 +259,33 @@ class SearchEngine:
                 assert self.embedder is not None
                 cached = max(0, len(documents) - self.embedder.computed)
                 self._semantic = replace(self._semantic, matrix=matrix, cached=cached)
+            elif self._semantic.matrix is not None:
+                # The old tools' vectors: as many rows as the new tools (another server with
+                # as many tools), they were read as theirs until the new ones were embedded.
+                self._semantic = replace(self._semantic, matrix=None)
         if matrix is None and self._semantic.state in ("ready", "indexing"):
             self.load_vectors()
+
+    def drop_servers(self, names: Collection[str]) -> None:
+        """Forget the tools of ``names`` (servers the config removed) at once, with their
+        vectors: no search answers with a server that is gone while the build that follows
+        the reload (the new tool set) is under way."""
+        while True:
+            with self._lock:
+                documents, semantic = self.documents, self._semantic
+            kept = [n for n, document in enumerate(documents) if document.server not in names]
+            if len(kept) == len(documents):
+                return
+            remaining = [documents[n] for n in kept]
+            lexical = LexicalIndex(remaining, self.parameters)
+            whole = semantic.matrix is not None and len(semantic.matrix) == len(documents)
+            matrix = semantic.matrix[kept] if whole else None
+            with self._lock:
+                # else a build (or the vectors' load) changed them meanwhile: from those
+                if self.documents is documents and self._semantic is semantic:
+                    self.documents, self.lexical = remaining, lexical
+                    self._semantic = replace(semantic, matrix=matrix)
+                    return
 
     def _stored_matrix(self, documents: list[ToolDocument]) -> Any:
         """``documents``' vectors from the store, in their order (no documents: an empty
