@@ -133,4 +133,7 @@ def test_a_removed_servers_tools_leave_search_at_once_and_the_rest_keep_their_ve
         assert answer.mode == "semantic" and answer.hits == [], answer
     answer = engine.explain("gamma", mode="semantic", threshold=0.5)
     assert answer.mode == "semantic" and [hit.tool for hit in answer.hits] == ["gamma_tool"]
-    assert engine.status()["tools"] == 1
+    engine.set_documents([tool("alpha"), other])  # the build after the reload: demo is back
+    assert [hit.tool for hit in engine.explain("alpha", mode="semantic", threshold=0.5).hits] == [
+        "alpha_tool"
+    ]
