@@ -26,6 +26,7 @@ from tests.helpers import (
     RECORDS_SERVER,
     GatewayProcess,
     clean_env,
+    face_parameters,
     gateway_cli,
     needs_semantic,
     records_server,
@@ -40,7 +41,7 @@ OPS = '''def deploy(target: str) -> str:
     return "deployed " + target
 '''
 OPS_EDITED = '''def deploy(target: str) -> str:
-    """Deploy the build to a target (asks first)."""
+    """Deploy the build to a target (asks first; edited)."""
     return "edited " + target
 '''
 
@@ -307,6 +308,57 @@ def test_a_tool_file_edited_while_its_call_waits_for_approval(
     assert resumed.returncode == 0, (resumed.stdout, resumed.stderr)
     assert json.loads(resumed.stdout) == "edited prod"
     tool_file.write_text(OPS)
+
+
+def test_a_tool_file_edited_while_the_face_asks_about_its_call_runs_as_edited(
+    project: tuple[GatewayProcess, Path],
+) -> None:
+    """A local tool file x an `ask` rule x `toolscript mcp` asking through elicitation x the
+    file edited (and taken in by the gateway) while the question is out: the "yes" lets the
+    call run once, as the file now is, and the answer is the script's result (the edit did
+    not lose the call waiting for its answer)."""
+    import anyio
+    import mcp_types
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    gateway, _ = project
+    tool_file = gateway.directory / "tools" / "ops.py"
+    tool_file.write_text(OPS)
+    wait_until(
+        lambda: gateway_cli(gateway, "get-types", "ops", "deploy").stdout,
+        lambda types: "asks first)" in types,
+        what="ops.deploy as first written",
+    )
+    asked: list[str] = []
+
+    async def approve(context: Any, params: Any) -> mcp_types.ElicitResult:
+        asked.append(params.message)
+        tool_file.write_text(OPS_EDITED)
+        await anyio.to_thread.run_sync(
+            lambda: wait_until(
+                lambda: gateway_cli(gateway, "get-types", "ops", "deploy").stdout,
+                lambda types: "asks first; edited)" in types,
+                what="ops.deploy as edited",
+            )
+        )
+        return mcp_types.ElicitResult(action="accept", content={"always": False})
+
+    async def execute() -> Any:
+        async with (
+            stdio_client(face_parameters(gateway)) as (read, write),
+            ClientSession(read, write, elicitation_callback=approve) as session,
+        ):
+            await session.initialize()
+            return await session.call_tool("execute", {"code": DEPLOYS})
+
+    try:
+        answer = anyio.run(execute)
+    finally:
+        tool_file.write_text(OPS)
+    assert len(asked) == 1 and "ops.deploy" in asked[0], asked
+    assert not answer.is_error, answer.content
+    assert answer.structured_content == {"result": "edited prod"}, answer
 
 
 def inspector_bin() -> str:
