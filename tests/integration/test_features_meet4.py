@@ -103,6 +103,16 @@ def restarted(gateway: GatewayProcess, server: str, since: float) -> None:
     )
 
 
+def use_config(gateway: GatewayProcess, config: dict[str, Any]) -> None:
+    """The project's config as ``config``, records restarted with it where it changed (the
+    tests sharing the gateway leave it as they need it)."""
+    if json.loads(gateway.config_path.read_text()) == config:
+        return
+    since = gateway.health()["servers"]["records"]["connected_at"]
+    save_config(gateway, config, in_place=False)
+    restarted(gateway, "records", since)
+
+
 def background(gateway: GatewayProcess, code: str, *args: str) -> str:
     """Start ``code`` in the background; its run id once it stopped for approval."""
     started = gateway_cli(gateway, "exec", "--background", "--json", *args, code)
@@ -127,6 +137,7 @@ def test_an_always_holds_until_an_editor_changes_the_servers_env_and_a_waiting_r
     change is approved after it, and its resume asks again, saying that the entry's env
     changed; nothing reaches the server that a person did not approve for it as it is."""
     gateway, journal = project
+    use_config(gateway, config_of(journal))
     approved = gateway_cli(gateway, "approve", "--tool", "records.delete_record")
     assert approved.returncode == 0, approved.stderr
     before = len(journal_of(journal))
@@ -160,6 +171,7 @@ def test_an_always_holds_until_an_editor_changes_the_servers_env_and_a_waiting_r
     made = [e["arguments"]["key"] for e in journal_of(journal)[before:]]
     assert made == ["always", "w1"], made
     assert gateway_cli(gateway, "approve", "--revoke", "records.delete_record").returncode == 0
+    use_config(gateway, config_of(journal))
 
 
 PRINTS_THEN_ASKS = """import { tools } from "toolscript";
@@ -234,12 +246,7 @@ def test_types_learned_then_doit_then_the_server_repointed_agree_in_get_types_an
     (the script fails its check), and a standalone `doit` after that does not bring it back
     in either."""
     gateway, journal = project
-    save_config(gateway, config_of(journal), in_place=False)
-    wait_until(
-        lambda: gateway.health()["servers"]["records"],
-        lambda records: records["state"] == "connected",
-        what="records connected",
-    )
+    use_config(gateway, config_of(journal))
     assert gateway_cli(gateway, "exec", returning_counter(1)).returncode == 0
     wait_until(
         lambda: gateway_cli(gateway, "get-types", "records", "counter").stdout,
@@ -272,7 +279,7 @@ def test_types_learned_then_doit_then_the_server_repointed_agree_in_get_types_an
         untyped = gateway_cli(gateway, "exec", TYPED_COUNTER)
         assert untyped.returncode == 1, (step, untyped.stdout, untyped.stderr)
         assert "counted" in untyped.stderr, (step, untyped.stderr)
-    save_config(gateway, config_of(journal), in_place=False)
+    use_config(gateway, config_of(journal))
 
 
 def returning_counter(step: int) -> str:
