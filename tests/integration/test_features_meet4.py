@@ -1,13 +1,14 @@
 """Where features meet, fourth pass (the others: test_features_meet.py to _meet3.py): one
 real gateway with the records server (its journal counts what reached it) and a local tool
 file whose function asks for approval; the real Deno, real SQLite, and the official MCP
-Inspector's CLI for the MCP face. A person's "always" approval, then the server's `env`
-changed by an editor's save (rename, then in place) while a run waits for approval, and
-`approve RUN_ID` after it; the kept output of a background run stopped for approval, then
-the gateway restarted, then the resume (`runs show`, `runs wait --json`, the output
-files); a tool file edited while its call waits for approval; and `toolscript mcp` with
-its gateway in its own process, driven by the Inspector, while a `doit` holds the build
-lock."""
+Inspector's CLI for the MCP face. A person's "always", then the server's `env` changed by an
+editor's save (rename, then in place) while a run waits for approval, and `approve RUN_ID`
+after it; the kept output of a background run stopped for approval, the gateway restarted,
+then the resume; learned result types, a standalone `doit`, then the server repointed
+(get-types and the warm checker agree); a tool file edited while its call waits for
+approval (`approve RUN_ID`, and the face's elicitation); semantic search across a reload
+that swaps a server for one with the same tools; and `toolscript mcp` with its gateway in
+its own process, driven by the Inspector, while a `doit` holds the build lock."""
 
 from __future__ import annotations
 
