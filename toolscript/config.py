@@ -41,6 +41,7 @@ from toolscript.plumbing.paths import (
 __all__ = [
     "CONFIG_FILENAME",
     "DEFAULT_TIMEOUT",
+    "IDENTITY_PARTS",
     "Config",
     "RunsConfig",
     "SearchConfig",
@@ -98,6 +99,11 @@ class OAuthConfig:
     client_secret: str | None = field(default=None, repr=False)
     scopes: tuple[str, ...] = ()
     callback_port: int = 0  # 0: any free port (with dynamic registration)
+
+
+# What a server's identity (``ServerConfig.identity``) is made of, as messages name it: a
+# change of any of them makes the approvals given for the server ask again.
+IDENTITY_PARTS = "its command, args, cwd, env, URL or headers"
 
 
 @dataclass(frozen=True)

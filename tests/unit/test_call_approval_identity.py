@@ -52,7 +52,7 @@ def test_an_approved_call_asks_again_once_its_server_was_repointed(tmp_path: Pat
         stop = json.loads(body)
         assert status != 200 and stop["error"] == "approval_required"
         assert "needs approval before it runs again" in stop["message"]
-        assert "changed since (another command, args or URL)" in stop["message"]
+        assert "changed since (its command, args, cwd, env, URL or headers)" in stop["message"]
         assert stop["call"]["server_identity"] == "second"
         await runs.end(resumed.id, 120)
         runs.runlog.approve_call(resumed.id)  # approved as "second" runs it: it holds

@@ -98,3 +98,42 @@ def test_a_build_that_embedded_keeps_the_vectors_of_the_tools_it_has_alone(
     assert rows == 2
     assert store.missing((d.content_hash for d in current), model.model_id) == set()
     assert store.missing([tool("beta").content_hash], model.model_id) == {tool("beta").content_hash}
+
+
+def test_new_tools_without_stored_vectors_are_never_read_with_the_old_tools_vectors() -> None:
+    # Another server with as many tools (a reload swapped them): until the new tools are
+    # embedded, a search read each with the vector of the old tool in its place.
+    model = WordModel()
+    engine = SearchEngine(SearchConfig(), EmbeddingStore(None), model)  # type: ignore[arg-type]
+    engine.set_documents([tool("alpha"), tool("beta")])
+    engine.load_vectors()
+    during: list[Any] = []
+    embed = model.embed
+
+    def embedding(texts: list[str]) -> Any:  # the new tools' embedding, under way
+        during.append(engine.explain("beta", mode="semantic", threshold=0.5))
+        return embed(texts)
+
+    model.embed = embedding  # type: ignore[method-assign]
+    engine.set_documents([tool("alpha"), tool("gamma")])
+    assert during
+    for answer in during:  # keywords (saying why), never gamma's tool for beta's vector
+        assert "gamma_tool" not in [hit.tool for hit in answer.hits], answer
+    assert engine.explain("gamma").hits[0].tool == "gamma_tool"
+
+
+def test_a_removed_servers_tools_leave_search_at_once_and_the_rest_keep_their_vectors() -> None:
+    engine = SearchEngine(SearchConfig(), EmbeddingStore(None), WordModel())  # type: ignore[arg-type]
+    other = document_for("other", "", {"name": "gamma_tool", "description": "gamma things"})
+    engine.set_documents([tool("alpha"), tool("beta"), other])
+    engine.load_vectors()
+    engine.drop_servers(["demo"])
+    for query in ("alpha", "beta"):
+        answer = engine.explain(query, mode="semantic", threshold=0.5)
+        assert answer.mode == "semantic" and answer.hits == [], answer
+    answer = engine.explain("gamma", mode="semantic", threshold=0.5)
+    assert answer.mode == "semantic" and [hit.tool for hit in answer.hits] == ["gamma_tool"]
+    engine.set_documents([tool("alpha"), other])  # the build after the reload: demo is back
+    assert [hit.tool for hit in engine.explain("alpha", mode="semantic", threshold=0.5).hits] == [
+        "alpha_tool"
+    ]

@@ -462,13 +462,13 @@ def _refuse_unshowable(run: dict[str, Any] | None) -> None:
 
 def _refuse_repointed(config: str | None, run: dict[str, Any] | None) -> None:
     """Raise when the server entry of the call ``run`` stopped at changed in the config since
-    (another command, args or URL): its approval is bound to the server as it was shown, so
+    (its command, args, cwd, env, URL or headers): its approval is bound to the server as it was shown, so
     it would not hold, and the resume would ask again. Said before anything is recorded."""
     call = ((run or {}).get("stopped") or {}).get("call") or {}
     given = str(call.get("server_identity") or "")
     if run is None or run.get("status") != "awaiting_approval" or not given:
         return  # approve_call says what is wrong; an unbound call is asked again anyway
-    from toolscript.config import load_config
+    from toolscript.config import IDENTITY_PARTS, load_config
     from toolscript.errors import ServerNotFoundError
 
     tool = str(call.get("tool", ""))
@@ -482,7 +482,7 @@ def _refuse_repointed(config: str | None, run: dict[str, Any] | None) -> None:
     changed = "is no longer in the config" if not now else "changed in the config"
     raise UsageError(
         f"run {run['id']} stopped at a call of {tool_named(tool)} for server {server!r} as "
-        f"the config had it then; its entry {changed} since (another command, args or URL), "
+        f"the config had it then; its entry {changed} since ({IDENTITY_PARTS}), "
         "so approving that call would not approve what runs now: nothing was approved",
         hint=f"`toolscript exec --resume {run['id']}` stops at this call again for the server "
         "as the config has it now; approve that run if it is right",

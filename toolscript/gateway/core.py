@@ -831,6 +831,7 @@ class Gateway:
         repointed = [name for name in changed if fresh[name].identity != old[name].identity]
         self.shapes.identities.update({name: fresh[name].identity for name in [*added, *changed]})
         forgot = any([self.shapes.forget(name) for name in [*removed, *repointed]])
+        self.search.drop_servers(removed)  # no search answers with them from now on
         for name in [*removed, *changed]:
             upstream = self.upstreams.pop(name)
             await upstream.stop()

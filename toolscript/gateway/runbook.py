@@ -41,6 +41,7 @@ import anyio
 import anyio.to_thread
 import msgspec
 
+from toolscript.config import IDENTITY_PARTS
 from toolscript.errors import (
     ApprovalRequiredError,
     CallRefusedError,
@@ -863,7 +864,7 @@ class RunBook:
     ) -> None:
         """Returns when the call may be made; raises when it may not. An approval holds for
         the server its call was shown with (its identity): a server whose config entry was
-        repointed since (another command, args or URL) is asked about again."""
+        repointed since (``IDENTITY_PARTS``) is asked about again."""
         identity = self.identity(qualified)
         why = ""  # why a call approved before asks again
         if run.resume_call == (qualified, key):
@@ -902,8 +903,8 @@ class RunBook:
                 identity = now
                 call = call | {"server_identity": now}
                 why = (
-                    f"server {qualified.partition('__')[0]!r} changed in the config (another "
-                    "command, args or URL) while you were asked, so that answer did not hold"
+                    f"server {qualified.partition('__')[0]!r} changed in the config "
+                    f"({IDENTITY_PARTS}) while you were asked, so that answer did not hold"
                 )
                 continue
             if answer == "yes":
@@ -1272,7 +1273,7 @@ def _approved_elsewhere(resumed: str, qualified: str, given: str) -> str:
         )
     return (
         f"run {resumed}'s approval of this call was for server {server!r} as the config had it "
-        "when that run stopped; its entry changed since (another command, args or URL)"
+        f"when that run stopped; its entry changed since ({IDENTITY_PARTS})"
     )
 
 
