@@ -49,6 +49,7 @@ from toolscript.plumbing.processes import (
     tether,
     untether,
 )
+from toolscript.store.cacheprune import drop_module_if_unused, mark_module_written, touch
 from toolscript.store.packages import import_entries, packages_beside
 from toolscript.store.savedscripts import module_imports, offers_node, write_module
 
@@ -362,6 +363,10 @@ class WarmChecker:
         self._settled = asyncio.Event()  # clear while a start is under way
         self._settled.set()
         self.waiting = 0  # checks waiting for the start under way
+        # Modules this checker wrote to the cache, by hash: the time each was marked with.
+        # Once replaced, one nothing used since is removed (a server whose tools change at
+        # every listing left a module a minute in the cache, each kept a month).
+        self._written: dict[str, int] = {}
 
     def status(self) -> dict[str, Any]:
         return {
@@ -417,6 +422,13 @@ class WarmChecker:
         self.state = "starting"
         self._wake.set()
 
+    def _drop_replaced(self, current: str) -> None:
+        """Remove the modules this checker wrote before ``current`` that nothing used."""
+        for digest, written in list(self._written.items()):
+            if digest != current:
+                del self._written[digest]
+                drop_module_if_unused(self.root.parent, digest, written)
+
     async def _stop_server(self) -> None:
         server, self._server, self._module = self._server, None, None
         if server is not None:
@@ -445,6 +457,7 @@ class WarmChecker:
         self._server, self._module = server, module_hash
         self._module_uri = module_cache_file(module_hash).as_uri()
         self.state, self.error = "ready", None
+        await asyncio.to_thread(self._drop_replaced, module_hash)
         log.info("type checker: ready in %.1f s", time.perf_counter() - started)
         return True
 
@@ -455,6 +468,11 @@ class WarmChecker:
         text = module.decode()  # while the server starts
         if not module_path.exists():
             write_module(module_path, text, scripts)
+            written = mark_module_written(module_path)
+            if written is not None:
+                self._written[module_hash] = written
+        elif module_hash not in self._written:
+            touch([module_path])  # another's (a gateway with the same tools): used by this one
         # As a run's map: no file of the disk but the module's (a script's type-only import
         # of one is read by the checker alone, and its errors quote the file's types).
         imports = {

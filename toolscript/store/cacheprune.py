@@ -60,6 +60,8 @@ __all__ = [
     "STAMP",
     "PruneReport",
     "Removal",
+    "drop_module_if_unused",
+    "mark_module_written",
     "model_files",
     "prune_cache",
     "prune_if_due",
@@ -316,6 +318,44 @@ def _light_goes(rules: _Rules, path: Path) -> bool:
 def _read_small(path: Path) -> str:
     with path.open("rb") as handle:
         return handle.read(LONGEST_META).decode()
+
+
+def mark_module_written(path: Path) -> int | None:
+    """Mark a module file a warm checker just wrote as written, not used: its time set a
+    little before now, so any use after (exec's, another gateway's ``touch``, each setting
+    now) changes it. Returns the time it has (for ``drop_module_if_unused``); None if lost."""
+    try:
+        marked = time.time_ns() - 2_000_000_000
+        os.utime(path, ns=(marked, marked), follow_symlinks=False)
+        return path.lstat().st_mtime_ns
+    except OSError:
+        return None
+
+
+def drop_module_if_unused(root: Path, digest: str, written: int) -> bool:
+    """Remove a module a warm checker wrote (``modules/<digest>.*``, its checker files) if
+    nothing used it since (its time still ``written``): a server whose tools change at every
+    listing made a module a minute, each kept for ``KEEP_DAYS`` (gigabytes a day). True when
+    removed."""
+    if not re.fullmatch(r"[0-9a-f]{16}", digest):
+        return False
+    module = root / "modules" / f"{digest}.ts"
+    try:
+        found = module.lstat()
+    except OSError:
+        return False
+    if not stat.S_ISREG(found.st_mode) or found.st_mtime_ns != written:
+        return False
+    paths = [Path(entry.path) for entry in _entries(root / "modules")]
+    paths = [path for path in paths if path.name.startswith(f"{digest}.")]
+    paths += [root / "checker" / f"{kind}-{digest}.json" for kind in ("deno", "importmap")]
+    for path in paths:
+        with contextlib.suppress(OSError):
+            if stat.S_ISDIR(path.lstat().st_mode):
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+    return True
 
 
 # --- modules/, checker/, scripts/, valid-configs/ -------------------------------------

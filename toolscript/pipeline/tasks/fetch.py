@@ -9,7 +9,10 @@ What a server sends is data: any ``x-toolscript-*`` key of its own is dropped
 the gateway learned, the one source of the inferred marker.
 
 Up to date when the live list equals the file byte for byte, so a server whose tools
-did not change leaves every later task up to date. An unreachable server keeps its file.
+did not change leaves every later task up to date. An unreachable server keeps its file,
+when this user's build wrote it (``target_digests``, keyed by the user's own key): a cloned
+repository's ``servers/<s>.json`` for a server not reached yet (one waiting for a sign-in)
+was a tool list the server never sent, past every bound ``upstream/limits.py`` puts on one.
 Where asking means starting the server (standalone ``doit``: ``ToolSource.starts_servers``),
 a server is not asked again while what could change its list did not: its settings (command,
 args, env, URL, filters, a local tool's file), the result types learned for it, and a file
@@ -30,7 +33,12 @@ from toolscript.codegen.offered import PROMPTS, TEMPLATES, offered_entries
 from toolscript.codegen.shapes import INFERRED_KEY, without_own_keys
 from toolscript.config import ServerConfig
 from toolscript.pipeline.artifacts import listed_json, read_artifact, write_if_changed
-from toolscript.pipeline.tasks.settings import SubtasksUpToDate, TaskSettings
+from toolscript.pipeline.tasks.settings import (
+    SubtasksUpToDate,
+    TaskSettings,
+    target_digests,
+    targets_as_built,
+)
 
 __all__ = ["FetchTasks", "ToolSource"]
 
@@ -58,6 +66,9 @@ class FetchTasks:
     def __init__(self, settings: TaskSettings, source: ToolSource) -> None:
         self.settings, self.source = settings, source
         self._live: dict[str, list[dict[str, Any]] | None] = {}
+        # Servers whose files on disk are as this user's build wrote them (set by `vouched`,
+        # the first of the task's uptodate checks: doit calls each of them before the action).
+        self._vouched: set[str] = set()
 
     def tasks(self) -> Iterator[dict[str, Any]]:
         """Fetch each server's tool list (filtered)."""
@@ -77,6 +88,7 @@ class FetchTasks:
                     self.settings.layout.server_offered(server.name),
                 ],
                 "uptodate": [
+                    (self.vouched, [server]),
                     config_changed(settings_digest(server)),
                     (self.up_to_date, [server]),
                 ],
@@ -117,6 +129,14 @@ class FetchTasks:
         learned = self.source.inferred(server).get(tool["name"])
         return tool if learned is None else tool | {"outputSchema": learned}
 
+    def vouched(self, task: Any, values: dict[str, Any], server: ServerConfig) -> bool:
+        """Whether the server's files are as this user's build wrote them (noted for `fetch`)."""
+        if targets_as_built(task, values):
+            self._vouched.add(server.name)
+            return True
+        self._vouched.discard(server.name)
+        return False
+
     def up_to_date(self, task: Any, values: dict[str, Any], server: ServerConfig) -> bool:
         target = self.settings.layout.server_tools(server.name)
         offered = self.settings.layout.server_offered(server.name)
@@ -155,8 +175,13 @@ class FetchTasks:
         offered, live_offered = self.settings.layout.server_offered(server.name), None
         if tools is not None:
             live_offered = self.live_offered(server)
-        if live_offered is not None or not offered.exists():
+        vouched = server.name in self._vouched
+        if live_offered is not None or not offered.exists() or not vouched:
             write_if_changed(offered, live_offered or listed_json({}))
+        if tools is None and target.exists() and not vouched:
+            # Not this user's build's (a cloned repository's): no tools until it answers.
+            write_if_changed(target, listed_json([]))
+            return {"reached": False, **target_digests([target, offered])}
         if tools is None and target.exists():
             # Not reached now (restarting with its new entry): the tools it listed before, as
             # the entry's filters and policy let them through now, or a tool a reload denies
@@ -169,9 +194,9 @@ class FetchTasks:
                 allowed = [tool for tool in kept if server.allows_tool(str(tool.get("name")))]
                 if len(allowed) < len(kept):
                     write_if_changed(target, listed_json(allowed))
-            return {"reached": False}
+            return {"reached": False, **target_digests([target, offered])}
         write_if_changed(target, listed_json(tools or []))
-        return {"reached": tools is not None}
+        return {"reached": tools is not None, **target_digests([target, offered])}
 
 
 def _tools_of(text: str) -> list[dict[str, Any]] | None:
