@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import os
 from pathlib import Path
 
 import pytest
@@ -38,3 +39,36 @@ def test_a_folder_that_cannot_be_written_names_the_variable_that_moves_it(
     assert error.hint == "set TOOLSCRIPT_HOME (or XDG_STATE_HOME) to a folder you can write"
     inside = OSError(errno.ENOSPC, "No space left", str(tmp_path / ".toolscript" / "x.db"))
     assert "TOOLSCRIPT_CACHE_DIR" in (storage_error(inside).hint or "")
+
+
+def test_the_cache_dir_variable_is_named_when_its_folder_cannot_be_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It said "set TOOLSCRIPT_HOME", which moves nothing that TOOLSCRIPT_CACHE_DIR names.
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("TOOLSCRIPT_CACHE_DIR", str(tmp_path / "a-file" / "cache"))
+    failure = OSError(errno.ENOTDIR, "Not a directory", str(tmp_path / "a-file" / "cache"))
+    assert storage_error(failure).hint == (
+        "TOOLSCRIPT_CACHE_DIR (or --cache-dir) names that folder: point it at one you can write"
+    )
+
+
+def test_a_project_folder_that_cannot_be_written_keeps_its_cache_in_the_users(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A cloned repository on a read-only mount: every command needing a gateway failed, as
+    # the ephemeral one could not make .toolscript/ beside the config.
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("TOOLSCRIPT_CACHE_DIR", raising=False)
+    project = tmp_path / "cloned"
+    project.mkdir()
+    project.chmod(0o555)
+    try:
+        if os.access(project, os.W_OK):
+            pytest.skip("this user writes a folder whatever its mode (root)")
+        chosen = project_cache_dir(project)
+        assert chosen.parent == user_cache_dir() / "projects"
+        assert project_cache_dir(project) == chosen
+    finally:
+        project.chmod(0o755)
+    assert project_cache_dir(project) == project / ".toolscript"

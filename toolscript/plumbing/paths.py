@@ -67,11 +67,22 @@ def project_cache_dir(project_dir: Path, explicit: str | os.PathLike[str] | None
     inside = project_dir / ".toolscript"
     # A `.toolscript` that is a link (a cloned repository's) would have the cache written, and
     # rebuilt, in whatever folder it names: such a project's cache is kept in the user's.
-    if not inside.is_symlink() and len(str(inside.resolve())) <= LONGEST_CACHE_DIR:
+    if (
+        not inside.is_symlink()
+        and len(str(inside.resolve())) <= LONGEST_CACHE_DIR
+        and _writable(inside if inside.is_dir() else project_dir)
+    ):
         return inside
     # (So does a project this deep: SQLite opens no file whose path is over 512 bytes, its
-    # side files add "-journal"; under the same key as its state.)
+    # side files add "-journal"; and one whose folder cannot be written, a cloned repository
+    # on a read-only mount: its tools work all the same. Under the same key as its state.)
     return user_cache_dir() / "projects" / _project_key(project_dir)
+
+
+def _writable(folder: Path) -> bool:
+    """Whether files can be made in ``folder`` (a folder that is not there yet: yes, its
+    making says why not)."""
+    return not folder.is_dir() or os.access(folder, os.W_OK | os.X_OK)
 
 
 def user_cache_dir() -> Path:
@@ -136,6 +147,11 @@ _USER_FOLDERS = (  # variable, its default under the home folder, the toolscript
 
 
 def _what_moves(where: Path | None) -> str:
+    chosen = os.environ.get("TOOLSCRIPT_CACHE_DIR")
+    if where is not None and chosen:
+        cache = Path(chosen).expanduser().resolve()
+        if where == cache or cache in where.parents or where in cache.parents:
+            return "TOOLSCRIPT_CACHE_DIR (or --cache-dir) names that folder: point it at one you can write"
     if where is not None and ".toolscript" in where.parts:
         return "set TOOLSCRIPT_CACHE_DIR (or --cache-dir) to a folder you can write"
     for variable, default, own in _USER_FOLDERS:
