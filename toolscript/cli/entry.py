@@ -327,8 +327,24 @@ _HOOKS = {
 }
 
 
+def _open_closed_streams() -> None:
+    """A standard stream the caller closed (``<&-``, ``>&-``, a service manager's) is the
+    null device, as a pipe nobody writes or reads: Python left it None (``exec`` asked
+    ``sys.stdin.isatty()``: a traceback), and the first file toolscript opened would take
+    its number, which its children would inherit as their stdin or stdout."""
+    for number, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        if getattr(sys, name) is not None:
+            continue
+        null = os.open(os.devnull, os.O_RDWR)
+        if null != number:
+            os.dup2(null, number)
+            os.close(null)
+        setattr(sys, name, open(number, mode, encoding="utf-8", closefd=False))  # noqa: SIM115
+
+
 def main() -> None:
     """Entry point: run the app and turn toolscript errors into a message and exit code."""
+    _open_closed_streams()
     if sys.platform == "win32":
         # Process groups, POSIX signals and Deno's sandbox flags are what the sandbox and
         # teardown rest on; WSL has them all.
