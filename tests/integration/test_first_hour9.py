@@ -1,8 +1,9 @@
 """A new user's first hour, ninth pass: the angles the earlier ones (test_first_hour.py to
 test_first_hour8.py, test_agent_first_hour.py) did not take. The user's own shell and
-machine: a corporate proxy that refuses everything in every variable, a standard stream the
-caller closed, a project whose `toolscripts/` cannot be written, and a cache folder
-variable naming a place that cannot be a folder.
+machine: a corporate proxy that refuses everything in every variable (the CLI, the sandbox,
+an HTTP server on loopback behind it), a standard stream the caller closed, a project whose
+`toolscripts/` cannot be written, and a cache folder variable naming a place that cannot be
+a folder.
 
 Each test asserts what the user is told, as the CLI shows it, with real processes.
 """
@@ -18,7 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import GatewayProcess, clean_env, fixture_server, toolscript_cli
+from tests.helpers import (
+    FIXTURE_SERVER,
+    GatewayProcess,
+    background_server,
+    clean_env,
+    fixture_server,
+    free_port,
+    toolscript_cli,
+)
 
 # Nothing listens on port 9 (discard): a proxy that refuses every connection
 REFUSING = "http://127.0.0.1:9"
@@ -67,6 +76,34 @@ def test_a_proxy_that_refuses_everything_leaves_the_gateway_on_loopback_alone(
     ran = toolscript_cli("exec", SCRIPT, cwd=gateway.directory, env=user_env(gateway, **PROXIES))
     assert ran.returncode == 0, ran.stderr
     assert "grüße ✓" in ran.stdout
+
+
+def test_an_http_server_behind_a_refusing_proxy_names_the_proxy_and_no_proxy(
+    tmp_path: Path,
+) -> None:
+    # It said "cannot connect to http://127.0.0.1:PORT ... (is the server running, at that
+    # address?)" of a server that ran: the proxy of the user's shell refused, unnamed.
+    port = free_port()
+    with background_server(
+        [sys.executable, str(FIXTURE_SERVER), "streamable-http", str(port)], port
+    ):
+        url = f"http://127.0.0.1:{port}/mcp"
+        (tmp_path / ".toolscript.json").write_text(
+            json.dumps({"mcpServers": {"web": {"url": url}}, "search": {"semantic": False}})
+        )
+        signed_in = "http://someone:hunter2@127.0.0.1:9"  # a proxy's password: never shown
+        proxied = {"TOOLSCRIPT_HOME": str(tmp_path / "home"), **PROXIES}
+        proxied |= {"HTTP_PROXY": signed_in, "http_proxy": signed_in}
+        refused = toolscript_cli("list-tools", "web", cwd=tmp_path, env=proxied)
+        assert refused.returncode != 0
+        assert "through the proxy http://127.0.0.1:9" in refused.stderr, refused.stderr
+        assert "NO_PROXY" in refused.stderr
+        assert "hunter2" not in refused.stderr
+        direct = toolscript_cli(
+            "list-tools", "web", cwd=tmp_path, env={**proxied, "NO_PROXY": "127.0.0.1"}
+        )
+        assert direct.returncode == 0, direct.stderr
+        assert "plain_text" in direct.stdout.split()
 
 
 def test_a_script_runs_with_stdin_closed(gateway: GatewayProcess) -> None:
