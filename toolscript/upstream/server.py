@@ -1283,9 +1283,13 @@ def _proxy_for(url: str) -> str | None:
     proxies = urllib.request.getproxies_environment()
     parts = urlsplit(url)
     proxy = proxies.get(parts.scheme) or proxies.get("all")
-    if not proxy or urllib.request.proxy_bypass_environment(parts.netloc, proxies):
-        return None
-    return proxy
+    host = (parts.hostname or "").lower()
+    for entry in proxies.get("no", "").split(","):
+        name = entry.strip().lower().lstrip(".")
+        name = name.strip("[]") if name.startswith("[") else name.partition(":")[0]
+        if name and (name == "*" or host == name or host.endswith("." + name)):
+            return None
+    return proxy or None
 
 
 def _origin(url: str) -> str:
