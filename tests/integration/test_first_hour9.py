@@ -163,3 +163,17 @@ def test_a_cache_folder_that_cannot_be_made_is_named_with_what_moves_it(tmp_path
     assert "a-file" in error["message"]
     assert error["hint"].startswith("TOOLSCRIPT_CACHE_DIR (or --cache-dir) names that folder")
     assert "hint: hint:" not in found.stderr and "start: hint" not in found.stderr
+
+
+def test_exec_from_a_subfolder_with_relative_xdg_folders(tmp_path: Path) -> None:
+    # XDG_CACHE_HOME=.cache (relative, which the XDG spec says to ignore) made exec's
+    # prepared script a relative path: "ValueError: relative path can't be expressed as a
+    # file URI", and trust, cache and state were kept per folder the command ran in.
+    (tmp_path / ".toolscript.json").write_text(json.dumps({"mcpServers": {}}))
+    (tmp_path / "src").mkdir()
+    relative = {v: f"rel-{v.lower()}" for v in ("XDG_CACHE_HOME", "XDG_STATE_HOME")}
+    env = {"HOME": str(tmp_path / "home"), **relative}
+    ran = toolscript_cli("exec", "return 6 * 7", cwd=tmp_path / "src", env=env)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == "42"
+    assert not list((tmp_path / "src").iterdir())  # nothing kept in the folder it ran in

@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from toolscript.plumbing.paths import project_cache_dir, storage_error, user_cache_dir
+from toolscript.plumbing.paths import (
+    project_cache_dir,
+    storage_error,
+    user_cache_dir,
+    user_state_dir,
+)
 
 
 def test_a_project_cache_stays_in_the_project_when_sqlite_can_reach_it(tmp_path: Path) -> None:
@@ -72,3 +77,23 @@ def test_a_project_folder_that_cannot_be_written_keeps_its_cache_in_the_users(
     finally:
         project.chmod(0o755)
     assert project_cache_dir(project) == project / ".toolscript"
+
+
+def test_a_relative_xdg_folder_is_ignored_as_the_spec_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # XDG_CACHE_HOME=cache named a folder of whatever folder a command ran in: a cache, a
+    # state and a trust kept per folder, and exec's traceback (a relative file URL).
+    from toolscript.store.trust import trust_file
+
+    monkeypatch.delenv("TOOLSCRIPT_HOME", raising=False)
+    monkeypatch.delenv("TOOLSCRIPT_CONFIG_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for variable in ("XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME"):
+        monkeypatch.setenv(variable, variable.lower())
+    home = tmp_path / "home"
+    assert user_cache_dir() == home / ".cache" / "toolscript"
+    assert user_state_dir() == home / ".local" / "state" / "toolscript"
+    assert trust_file() == home / ".config" / "toolscript" / "trusted.json"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert user_cache_dir() == tmp_path / "cache" / "toolscript"

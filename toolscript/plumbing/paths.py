@@ -24,6 +24,7 @@ __all__ = [
     "user_cache_dir",
     "user_cache_path",
     "user_state_dir",
+    "xdg_base",
 ]
 
 
@@ -123,8 +124,17 @@ def _user_dir_path(variable: str, under_home: Path) -> Path:
     chosen = os.environ.get("TOOLSCRIPT_HOME")
     if chosen:
         return Path(chosen).expanduser().resolve()
-    base = os.environ.get(variable) or str(Path.home() / under_home)
-    return Path(base) / "toolscript"
+    return xdg_base(variable, under_home) / "toolscript"
+
+
+def xdg_base(variable: str, under_home: Path) -> Path:
+    """``$variable`` (``XDG_CACHE_HOME``...), else ``~/under_home``: a relative value is
+    ignored, as the XDG spec has it (it named a folder of whatever folder a command ran in:
+    a trust, a cache, a state kept per folder, and Deno's file URLs refused it)."""
+    value = os.environ.get(variable)
+    if value and Path(value).is_absolute():
+        return Path(value)
+    return Path.home() / under_home
 
 
 _NOT_WRITABLE = {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.ENOTDIR}
@@ -155,7 +165,7 @@ def _what_moves(where: Path | None) -> str:
     if where is not None and ".toolscript" in where.parts:
         return "set TOOLSCRIPT_CACHE_DIR (or --cache-dir) to a folder you can write"
     for variable, default, own in _USER_FOLDERS:
-        base = Path(os.environ.get(variable) or Path.home() / default)
+        base = xdg_base(variable, default)
         if where is not None and (where == base or base in where.parents or where in base.parents):
             if os.environ.get(own):
                 return f"{own} names that folder: point it at one you can write"
