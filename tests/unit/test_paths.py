@@ -97,3 +97,24 @@ def test_a_relative_xdg_folder_is_ignored_as_the_spec_says(
     assert trust_file() == home / ".config" / "toolscript" / "trusted.json"
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     assert user_cache_dir() == tmp_path / "cache" / "toolscript"
+
+
+@pytest.mark.parametrize("variable", ["TOOLSCRIPT_HOME", "TOOLSCRIPT_CONFIG_HOME"])
+def test_a_relative_toolscript_home_is_refused_with_what_to_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    # TOOLSCRIPT_HOME=tshome kept a home in each folder a command ran in: a gateway started
+    # in a project's subfolder was "not running" from its root.
+    from toolscript.errors import UsageError
+    from toolscript.store.trust import trust_file
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv(variable, "tshome")
+    with pytest.raises(UsageError) as refused:
+        user_state_dir() if variable == "TOOLSCRIPT_HOME" else trust_file()
+    assert refused.value.message.startswith(f"{variable} is a relative path (tshome)")
+    assert refused.value.hint == f'make it absolute, as `export {variable}="$HOME/tshome"`'
+    assert refused.value.exit_code == 2
+    monkeypatch.setenv(variable, "~/tshome")  # the shell left it unexpanded: still the home's
+    chosen = user_state_dir() if variable == "TOOLSCRIPT_HOME" else trust_file().parent
+    assert chosen == tmp_path / "tshome"

@@ -7,7 +7,7 @@ import errno
 import os
 from pathlib import Path
 
-from toolscript.errors import StorageError
+from toolscript.errors import StorageError, UsageError
 
 CONFIG_FILENAME = ".toolscript.json"
 LONGEST_CACHE_DIR = 400  # characters; SQLite's limit is 512 for a database file's whole path
@@ -18,6 +18,7 @@ __all__ = [
     "is_storage_failure",
     "make_cache_dir",
     "module_cache_file",
+    "own_folder",
     "project_cache_dir",
     "project_state_dir",
     "storage_error",
@@ -121,10 +122,27 @@ def _private_user_dir(variable: str, under_home: Path) -> Path:
 
 
 def _user_dir_path(variable: str, under_home: Path) -> Path:
-    chosen = os.environ.get("TOOLSCRIPT_HOME")
-    if chosen:
-        return Path(chosen).expanduser().resolve()
+    chosen = own_folder("TOOLSCRIPT_HOME")
+    if chosen is not None:
+        return chosen
     return xdg_base(variable, under_home) / "toolscript"
+
+
+def own_folder(variable: str) -> Path | None:
+    """The folder ``$variable`` (``TOOLSCRIPT_HOME``, ``TOOLSCRIPT_CONFIG_HOME``) names, or
+    None when it is unset; a relative one is refused: it would name another folder in every
+    folder a command runs in (a gateway, its CLI and a session each their own)."""
+    value = os.environ.get(variable)
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        raise UsageError(
+            f"{variable} is a relative path ({value}): toolscript would keep its files in "
+            "another folder for each folder a command runs in",
+            hint=f'make it absolute, as `export {variable}="$HOME/{value}"`',
+        )
+    return path.resolve()
 
 
 def xdg_base(variable: str, under_home: Path) -> Path:
