@@ -416,3 +416,25 @@ def test_the_fast_parser_reads_allow_remote(monkeypatch: pytest.MonkeyPatch) -> 
         ("gateway", "start"),
         {"config": None, "cache": None, "host": "0.0.0.0", "allow_remote": True},
     )
+
+
+def test_every_option_the_fast_parser_takes_is_one_the_typer_command_has() -> None:
+    # `gateway start --json` and `mcp --json` were taken (every command's common options)
+    # and called the function with a parameter it has not: a TypeError's traceback, where
+    # typer says "No such option: --json", exit 2.
+    import typer.main
+
+    from toolscript.cli.entry import _FAST_COMMANDS
+    from toolscript.cli.main import app
+
+    root = typer.main.get_command(app)
+    for command, (positional, _, options) in _FAST_COMMANDS.items():
+        found = root
+        for word in command:
+            found = found.commands[word]  # type: ignore[attr-defined]
+        names = {parameter.name for parameter in found.params}
+        opts = {opt for parameter in found.params for opt in parameter.opts}
+        for option, (parameter, *_) in options.items():
+            assert option in opts, (command, option)
+            assert parameter in names, (command, option, parameter)
+        assert {name.lstrip("*") for name in positional} <= names, command

@@ -60,7 +60,8 @@ def _script_arguments(argv: list[str]) -> list[str]:
 
 # The options of the commands the fast path takes: flag -> (parameter, kind). A kind is
 # "flag", a type, or the choices; a range follows the type as the typer command has it.
-_CONFIG = {"--config": ("config", str), "-c": ("config", str), "--json": ("as_json", "flag")}
+_CONFIG_FILE = {"--config": ("config", str), "-c": ("config", str)}
+_CONFIG = _CONFIG_FILE | {"--json": ("as_json", "flag")}
 _LIMIT = ("limit", int, 1, 100)
 _FAST_COMMANDS: dict[tuple[str, ...], tuple[tuple[str, ...], int, dict[str, tuple[Any, ...]]]] = {
     # command: (positional parameters, how many of them are required, options); a last
@@ -89,7 +90,7 @@ _FAST_COMMANDS: dict[tuple[str, ...], tuple[tuple[str, ...], int, dict[str, tupl
     ("mcp",): (
         (),
         0,
-        _CONFIG
+        _CONFIG_FILE  # no --json: a server, not a report (typer says so)
         | {"--cache-dir": ("cache", str), "--http": ("http", "flag")}
         | {"--port": ("port", int, 0, 65535), "-p": ("port", int, 0, 65535)}
         | {"--yield-after": ("yield_after", float, 0)},
@@ -99,7 +100,7 @@ _FAST_COMMANDS: dict[tuple[str, ...], tuple[tuple[str, ...], int, dict[str, tupl
     ("gateway", "start"): (
         (),
         0,
-        _CONFIG
+        _CONFIG_FILE
         | {"--cache-dir": ("cache", str), "--host": ("host", str)}
         | {"--port": ("port", int, 0, 65535), "-p": ("port", int, 0, 65535)}
         | {"--connect-timeout": ("connect_timeout", float, 0.1)}
@@ -326,8 +327,24 @@ _HOOKS = {
 }
 
 
+def _open_closed_streams() -> None:
+    """A standard stream the caller closed (``<&-``, ``>&-``, a service manager's) is the
+    null device, as a pipe nobody writes or reads: Python left it None (``exec`` asked
+    ``sys.stdin.isatty()``: a traceback), and the first file toolscript opened would take
+    its number, which its children would inherit as their stdin or stdout."""
+    for number, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        if getattr(sys, name) is not None:
+            continue
+        null = os.open(os.devnull, os.O_RDWR)
+        if null != number:
+            os.dup2(null, number)
+            os.close(null)
+        setattr(sys, name, open(number, mode, encoding="utf-8", closefd=False))  # noqa: SIM115
+
+
 def main() -> None:
     """Entry point: run the app and turn toolscript errors into a message and exit code."""
+    _open_closed_streams()
     if sys.platform == "win32":
         # Process groups, POSIX signals and Deno's sandbox flags are what the sandbox and
         # teardown rest on; WSL has them all.

@@ -11,6 +11,7 @@ from toolscript.cli.lazy import typer
 from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
 from toolscript.cli.output import print_json, print_rows, write_shown
 from toolscript.cli.types import render_markdown
+from toolscript.errors import ToolscriptError
 from toolscript.search.parameters import check_query_length
 
 __all__ = ["search"]
@@ -276,19 +277,47 @@ _NO_MATCH = {
 }
 
 
+def _first_time(note: str) -> bool:
+    """Whether ``note`` is said for the first time for this user (it is remembered as a file
+    in the user's state folder; one that cannot be written says it every time)."""
+    import os
+
+    from toolscript.plumbing.paths import user_state_dir
+
+    try:
+        folder = user_state_dir() / "notes"
+        folder.mkdir(exist_ok=True, mode=0o700)
+        os.close(os.open(folder / note, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return False
+    except (OSError, ToolscriptError):
+        return True
+    return True
+
+
 def _note_mode(answer: dict[str, Any], ephemeral: bool = False) -> None:
     """Say on stderr what a keyword-only search or a weak match means; ``ephemeral``: the
     gateway was started for this command only, and such a gateway loads no model."""
     search = answer.get("search") or {}
     # Resources and prompts are searched by keywords alone: no note when that is the reason.
     if answer.get("mode") == "keyword" and search.get("mode") != "hybrid":
+        from toolscript.search.semantic import NEEDS_EXTRA, semantic_installed
+
         reason = search.get("reason") or "semantic search is not ready"
         if ephemeral:
             reason = (
                 "a gateway started for one command loads no embedding model; a running "
                 "one searches by meaning too"
+                if semantic_installed()
+                else NEEDS_EXTRA  # no running one would: it is the install that says so
             )
-        sys.stderr.write(f"note: keyword search only ({reason})\n")
+        if reason != NEEDS_EXTRA:
+            sys.stderr.write(f"note: keyword search only ({reason})\n")
+        elif _first_time("semantic-extra"):  # an install's choice: said once, not every search
+            sys.stderr.write(
+                f"note: keyword search only ({reason}); said once: "
+                "`toolscript gateway status` shows the search mode\n"
+            )
     if answer.get("hits") and answer.get("weak"):
         sys.stderr.write(
             "nothing matched well: no tool has a word of the request or is close to it in "

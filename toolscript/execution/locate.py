@@ -506,11 +506,11 @@ def _ephemeral_gateway(
             from toolscript.config import load_config
 
             load_config(config)  # a broken config: its one message, exit 2, as every command
-            detail = "".join(errors).strip().splitlines()
+            reason, hint = _start_failure("".join(errors))
             raise ExecutionError(
                 "no gateway is running and an ephemeral one could not start"
-                + (f": {detail[-1]}" if detail else ""),
-                hint="run `toolscript gateway start` to see why",
+                + (f": {reason}" if reason else ""),
+                hint=hint or "run `toolscript gateway start` to see why",
             )
         wait_for_first_build(gateway.url, say_build_wait)
         # This run's own gateway is gone after it: a started one shows why, and keeps it.
@@ -524,6 +524,22 @@ def _ephemeral_gateway(
         yield gateway.url
     finally:
         gateway.stop(20)
+
+
+def _start_failure(stderr: str) -> tuple[str, str]:
+    """Why a gateway could not start, from its stderr: its error line and the hint after it
+    (``toolscript: error: ...`` then ``hint: ...``), else its last line and no hint."""
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    for index in range(len(lines) - 1, -1, -1):
+        if lines[index].startswith(ERROR_PREFIX):
+            after = lines[index + 1] if index + 1 < len(lines) else ""
+            hint = after.removeprefix(HINT_PREFIX) if after.startswith(HINT_PREFIX) else ""
+            return lines[index].removeprefix(ERROR_PREFIX), hint
+    return (lines[-1] if lines else ""), ""
+
+
+ERROR_PREFIX = "toolscript: error: "
+HINT_PREFIX = "hint: "
 
 
 def _collect(stream: object, lines: list[str]) -> None:

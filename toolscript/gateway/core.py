@@ -36,6 +36,7 @@ from toolscript.errors import (
     SemanticUnavailable,
     ServerNotFoundError,
     ServerUnavailableError,
+    StorageError,
     ToolCallError,
     ToolDeniedError,
     ToolNotFoundError,
@@ -77,7 +78,7 @@ from toolscript.pipeline.tasks.scripts import (
 from toolscript.pipeline.tasks.settings import digest_key
 from toolscript.plumbing.boundedread import read_regular_file
 from toolscript.plumbing.build import code_build
-from toolscript.plumbing.paths import project_state_dir, user_cache_dir
+from toolscript.plumbing.paths import is_storage_failure, project_state_dir, user_cache_dir
 from toolscript.plumbing.privatefile import write_new
 from toolscript.plumbing.processes import (
     identity_alive,
@@ -1101,7 +1102,23 @@ class Gateway:
             for old in clash:
                 if old.path != path:
                     old.path.unlink(missing_ok=True)
-            await anyio.to_thread.run_sync(_write_script, path, source)
+            try:
+                await anyio.to_thread.run_sync(_write_script, path, source)
+            except OSError as exc:
+                # a cloned repository on a read-only mount: its tools work, saving does not
+                if folder.exists() and not folder.is_dir():
+                    reason, hint = "it is not a folder", f"move {folder} away, then save again"
+                elif is_storage_failure(exc):
+                    reason = exc.strerror or str(exc)
+                    hint = (
+                        "saved scripts live in the project's folder: save in a copy you can "
+                        "write, or run the script as a file (`toolscript FILE.ts`)"
+                    )
+                else:
+                    raise
+                raise StorageError(
+                    f"{name} was not saved: toolscript cannot write {folder}: {reason}", hint=hint
+                ) from exc
             # Built below: the config watch need not build it again when it sees the file.
             self._scripts_seen = await anyio.to_thread.run_sync(
                 scripts_fingerprint, self.config.project_dir

@@ -7,7 +7,7 @@ import errno
 import os
 from pathlib import Path
 
-from toolscript.errors import StorageError
+from toolscript.errors import StorageError, UsageError
 
 CONFIG_FILENAME = ".toolscript.json"
 LONGEST_CACHE_DIR = 400  # characters; SQLite's limit is 512 for a database file's whole path
@@ -18,12 +18,14 @@ __all__ = [
     "is_storage_failure",
     "make_cache_dir",
     "module_cache_file",
+    "own_folder",
     "project_cache_dir",
     "project_state_dir",
     "storage_error",
     "user_cache_dir",
     "user_cache_path",
     "user_state_dir",
+    "xdg_base",
 ]
 
 
@@ -67,11 +69,22 @@ def project_cache_dir(project_dir: Path, explicit: str | os.PathLike[str] | None
     inside = project_dir / ".toolscript"
     # A `.toolscript` that is a link (a cloned repository's) would have the cache written, and
     # rebuilt, in whatever folder it names: such a project's cache is kept in the user's.
-    if not inside.is_symlink() and len(str(inside.resolve())) <= LONGEST_CACHE_DIR:
+    if (
+        not inside.is_symlink()
+        and len(str(inside.resolve())) <= LONGEST_CACHE_DIR
+        and _writable(inside if inside.is_dir() else project_dir)
+    ):
         return inside
     # (So does a project this deep: SQLite opens no file whose path is over 512 bytes, its
-    # side files add "-journal"; under the same key as its state.)
+    # side files add "-journal"; and one whose folder cannot be written, a cloned repository
+    # on a read-only mount: its tools work all the same. Under the same key as its state.)
     return user_cache_dir() / "projects" / _project_key(project_dir)
+
+
+def _writable(folder: Path) -> bool:
+    """Whether files can be made in ``folder`` (a folder that is not there yet: yes, its
+    making says why not)."""
+    return not folder.is_dir() or os.access(folder, os.W_OK | os.X_OK)
 
 
 def user_cache_dir() -> Path:
@@ -109,11 +122,37 @@ def _private_user_dir(variable: str, under_home: Path) -> Path:
 
 
 def _user_dir_path(variable: str, under_home: Path) -> Path:
-    chosen = os.environ.get("TOOLSCRIPT_HOME")
-    if chosen:
-        return Path(chosen).expanduser().resolve()
-    base = os.environ.get(variable) or str(Path.home() / under_home)
-    return Path(base) / "toolscript"
+    chosen = own_folder("TOOLSCRIPT_HOME")
+    if chosen is not None:
+        return chosen
+    return xdg_base(variable, under_home) / "toolscript"
+
+
+def own_folder(variable: str) -> Path | None:
+    """The folder ``$variable`` (``TOOLSCRIPT_HOME``, ``TOOLSCRIPT_CONFIG_HOME``) names, or
+    None when it is unset; a relative one is refused: it would name another folder in every
+    folder a command runs in (a gateway, its CLI and a session each their own)."""
+    value = os.environ.get(variable)
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        raise UsageError(
+            f"{variable} is a relative path ({value}): toolscript would keep its files in "
+            "another folder for each folder a command runs in",
+            hint=f'make it absolute, as `export {variable}="$HOME/{value}"`',
+        )
+    return path.resolve()
+
+
+def xdg_base(variable: str, under_home: Path) -> Path:
+    """``$variable`` (``XDG_CACHE_HOME``...), else ``~/under_home``: a relative value is
+    ignored, as the XDG spec has it (it named a folder of whatever folder a command ran in:
+    a trust, a cache, a state kept per folder, and Deno's file URLs refused it)."""
+    value = os.environ.get(variable)
+    if value and Path(value).is_absolute():
+        return Path(value)
+    return Path.home() / under_home
 
 
 _NOT_WRITABLE = {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.ENOTDIR}
@@ -136,10 +175,15 @@ _USER_FOLDERS = (  # variable, its default under the home folder, the toolscript
 
 
 def _what_moves(where: Path | None) -> str:
+    chosen = os.environ.get("TOOLSCRIPT_CACHE_DIR")
+    if where is not None and chosen:
+        cache = Path(chosen).expanduser().resolve()
+        if where == cache or cache in where.parents or where in cache.parents:
+            return "TOOLSCRIPT_CACHE_DIR (or --cache-dir) names that folder: point it at one you can write"
     if where is not None and ".toolscript" in where.parts:
         return "set TOOLSCRIPT_CACHE_DIR (or --cache-dir) to a folder you can write"
     for variable, default, own in _USER_FOLDERS:
-        base = Path(os.environ.get(variable) or Path.home() / default)
+        base = xdg_base(variable, default)
         if where is not None and (where == base or base in where.parents or where in base.parents):
             if os.environ.get(own):
                 return f"{own} names that folder: point it at one you can write"

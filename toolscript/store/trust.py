@@ -25,6 +25,7 @@ from typing import Any
 from toolscript.errors import UntrustedConfigError
 from toolscript.otherclients import MAX_CONFIG_BYTES, imported_clients, project_files
 from toolscript.plumbing.boundedread import read_regular_file
+from toolscript.plumbing.paths import own_folder, xdg_base
 from toolscript.plumbing.privatefile import write_private
 
 __all__ = [
@@ -49,11 +50,10 @@ TRUSTED_PATHS_VARIABLE = "TOOLSCRIPT_TRUSTED_PATHS"
 def trust_file() -> Path:
     """``TOOLSCRIPT_CONFIG_HOME``, else ``$XDG_CONFIG_HOME/toolscript``, else
     ``~/.config/toolscript``: ``trusted.json``."""
-    chosen = os.environ.get("TOOLSCRIPT_CONFIG_HOME")
-    if chosen:
-        return Path(chosen).expanduser().resolve() / "trusted.json"
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "toolscript" / "trusted.json"
+    chosen = own_folder("TOOLSCRIPT_CONFIG_HOME")
+    if chosen is not None:
+        return chosen / "trusted.json"
+    return xdg_base("XDG_CONFIG_HOME", Path(".config")) / "toolscript" / "trusted.json"
 
 
 def trust_key(config: Path) -> str:

@@ -721,9 +721,16 @@ class UpstreamServer:
         message = _describe(exc)
         if self.config.url is not None and _unwrapped(exc).__class__.__name__ == "ConnectError":
             # httpx says "All connection attempts failed" without saying where to.
+            proxy = _proxy_for(self.config.url)
             message = (
                 f"cannot connect to {_origin(self.config.url)}: {message} (is the server "
                 "running, at that address? it is tried again)"
+                if proxy is None
+                # a proxy of the user's shell that refused: the server is not to blame
+                else f"cannot connect to {_origin(self.config.url)} through the proxy "
+                f"{_origin(proxy)} that your environment's proxy variables name: {message} "
+                "(is the proxy running? a server the proxy does not reach, one on this "
+                "machine or your network: add its host to NO_PROXY; it is tried again)"
             )
         if (
             getattr(_unwrapped(exc), "code", None) == mcp_types.CONNECTION_CLOSED
@@ -1264,6 +1271,25 @@ def _unwrapped(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
+
+
+def _proxy_for(url: str) -> str | None:
+    """The proxy of the environment's variables (``HTTPS_PROXY``, ``HTTP_PROXY``,
+    ``ALL_PROXY``, in either case) a connection to ``url`` goes through, as the HTTP
+    client takes them; None when ``NO_PROXY`` leaves its host out, or none is set."""
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    proxies = urllib.request.getproxies_environment()
+    parts = urlsplit(url)
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    host = (parts.hostname or "").lower()
+    for entry in proxies.get("no", "").split(","):
+        name = entry.strip().lower().lstrip(".")
+        name = name.strip("[]") if name.startswith("[") else name.partition(":")[0]
+        if name and (name == "*" or host == name or host.endswith("." + name)):
+            return None
+    return proxy or None
 
 
 def _origin(url: str) -> str:
