@@ -76,6 +76,10 @@ LABELLED = {
     # the TypeScript about to be written, arguments or result fields only, a plan's step, an
     # error's text, a server named where its tools' prefix differs)
     "blind7": Path(__file__).resolve().parent / "search" / "queries_blind7.txt",
+    # written blind, in the styles the sets above have least (typos and chat shorthand, other
+    # languages mixed in, a paragraph of context, negations, the outcome only, another vendor
+    # named)
+    "blind8": Path(__file__).resolve().parent / "search" / "queries_blind8.txt",
 }
 # The four retrievers and the final design. "fixed" is the design before adaptive fusion and
 # splitting (hybrid blend with the fixed alpha, the request ranked whole); "adaptive" adds the

@@ -526,7 +526,11 @@ def test_a_channels_name_pulls_no_tool_of_its_words() -> None:
         ("stage the changes but do not commit", "stage the changes but  "),
         ("deactivate, don't delete, the okta app", "deactivate,  , the okta app"),
         ("not the logs, the events of pod api-7f9", " , the events of pod api-7f9"),
-        ("reply in the thread, not as a new message", "reply in the thread,   message"),
+        # a contrast closing a clause: every word of it, with or without an article
+        ("reply in the thread, not as a new message", "reply in the thread,  "),
+        ("list the branches, not tags", "list the branches,  "),
+        ("get the page's HTML, not the visible text", "get the page's HTML,  "),
+        ("go forward in history, not back; then reload", "go forward in history,  ; then reload"),
         ("archive the note instead of deleting it", "archive the note   it"),
         ("preview the error page without publishing it", "preview the error page   it"),
         ("plain text of the page, no html", "plain text of the page,  "),
@@ -541,6 +545,7 @@ def test_a_channels_name_pulls_no_tool_of_its_words() -> None:
         # a negation that describes is read as typed
         ("why is the pod not starting", None),
         ("what files did I change but not stage", None),
+        ("delete the group, not just remove every user from it", None),  # too long a contrast
         ("users without MFA", None),
         ("tasks that are not done", None),
         ("do not disturb", None),  # nothing would be left
@@ -563,6 +568,18 @@ def test_a_sibling_the_request_says_it_does_not_want_ranks_after_the_one_it_asks
         ("don't merge yet, just ask carol to review the pull request", "request_reviewers"),
         ("stage the changes but do not commit", "git_add"),
         ("not the logs, the events of pod api-7f9", "get_pod_events"),
+    ):
+        assert first_of(tools, query) == wanted
+    # a contrast closing the request, with no article and more than one word
+    tools = [
+        {"name": "get_visible_text", "description": "Get the visible text of the page."},
+        {"name": "get_visible_html", "description": "Get the HTML of the page."},
+        {"name": "go_back", "description": "Navigate back in the browser history."},
+        {"name": "go_forward", "description": "Navigate forward in the browser history."},
+    ]
+    for query, wanted in (
+        ("get the page's HTML, not the visible text", "get_visible_html"),
+        ("go forward in history, not back", "go_forward"),
     ):
         assert first_of(tools, query) == wanted
     # the model reads the request without the negated word too
@@ -704,3 +721,18 @@ def test_a_description_listing_a_words_synonyms_counts_one_of_them() -> None:
     # the tool saying the word asked still comes first
     made = index.bm25("make a note")
     assert made[1] > made[0]
+
+
+def test_a_request_for_an_outcome_creates_nothing_by_its_make() -> None:
+    """ "make sure the release notes are on the wiki": "make" there is no verb of a tool's name
+    (make_move) nor a synonym of "create"."""
+    tools = [
+        {"name": "make_move", "description": "Make a move in the game."},
+        {"name": "create_customer", "description": "Create a new customer."},
+        {"name": "confluence_update_page", "description": "Update a wiki page."},
+    ]
+    assert first_of(tools, "make sure the release notes are on the wiki") == (
+        "confluence_update_page"
+    )
+    assert keyword_query("make sure that the db is intact") == "  the db (database) is intact"
+    assert keyword_query("make the chart") == "make the chart"  # a request to make something

@@ -380,13 +380,18 @@ def test_short_forms_are_read_spelled_out_too() -> None:
         ("liste les utilisateurs du groupe", "list_users"),
         ("删除这个用户", "delete_user"),
         ("グループを作成して", "create_group"),
+        # Portuguese
+        ("apague o usuário jdoe", "delete_user"),
+        ("crie um grupo chamado finance", "create_group"),
+        ("envie um email para a equipe", "send_email"),
     ],
 )
 def test_a_request_in_another_language_reads_its_tool_words_in_english(
     request_text: str, tool: str
 ) -> None:
-    """Spanish, German, French, Chinese and Japanese words of the tool vocabulary are read with
-    their English word, by both halves: neither the index nor the default model reads them."""
+    """Spanish, German, French, Portuguese, Chinese and Japanese words of the tool vocabulary are
+    read with their English word, by both halves: neither the index nor the default model reads
+    them."""
     engine = keyword_engine_over(
         [
             ("okta", {"name": name, "description": f"{name.replace('_', ' ').capitalize()}."})
@@ -395,6 +400,36 @@ def test_a_request_in_another_language_reads_its_tool_words_in_english(
     )
     assert engine.search(request_text, threshold=0)[0][0].tool == tool
     assert "(delete)" in semantic_query("Lösche den Benutzer jdoe")
+
+
+@pytest.mark.parametrize(
+    ("request_text", "tool"),
+    [
+        ("quelle heure est-il à Tokyo maintenant", "get_current_time"),
+        ("qual é o status do pedido 881", "get_order_status"),
+        ("muestra los detalles del pedido 881", "get_order_details"),
+        ("ersetze die Regel 12 der Richtlinie", "replace_policy_rule"),
+    ],
+)
+def test_the_commonest_name_words_are_read_in_other_languages_too(
+    request_text: str, tool: str
+) -> None:
+    """Beyond verbs and the commonest nouns: "now", text, details, status, rule, policy, set,
+    replace, generate, account and map, said in another language, name their tool's words."""
+    engine = keyword_engine_over(
+        [
+            ("srv", {"name": name, "description": f"{name.replace('_', ' ').capitalize()}."})
+            for name in (
+                "get_current_time",
+                "convert_time",
+                "get_order_status",
+                "get_order_details",
+                "replace_policy_rule",
+                "get_policy",
+            )
+        ]
+    )
+    assert engine.search(request_text, threshold=0)[0][0].tool == tool
 
 
 def test_an_english_request_is_not_read_as_another_language() -> None:

@@ -221,6 +221,10 @@ _DETERMINER = r"(?:a|an|the|any|its|their|his|her|my|our|your|as)\b"
 _NEGATED = re.compile(
     "|".join(
         (
+            # a contrast closing a clause: "list the branches, not tags", "get the page's
+            # HTML, not the visible text": every word to the clause's end (at most three)
+            rf"(?P<contrast>[,;]\s*)not{_FILLERS}[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){{0,2}}"
+            r"(?=\s*(?:[,;.!?)]|$))",
             # opening a clause: what the lead is, is kept
             r"(?P<lead>^|[,;:.!?(]\s*|\b(?:but|and|so|please|just|i|we)\s+)"
             rf"(?:don[\u2019']?t|do\s+not|never|no\s+need\s+to){_FILLERS}[A-Za-z][\w-]*",
@@ -246,7 +250,9 @@ def without_negated(text: str) -> str:
     is when nothing else would be left ("do not disturb")."""
     if not _NEGATION_MARK.search(text):
         return text
-    kept = _NEGATED.sub(lambda found: f"{found['lead'] or found['comma'] or ''} ", text)
+    kept = _NEGATED.sub(
+        lambda found: f"{found['contrast'] or found['lead'] or found['comma'] or ''} ", text
+    )
     return kept if kept == text or tokenize(kept) else text
 
 
@@ -404,6 +410,13 @@ def _file_case(extension: str) -> bool:
     return extension.islower() or extension.isupper()
 
 
+# A request that asks for an outcome ("make sure the team knows the deploy failed", "make sure
+# the customer gets their money back"): "make" there creates nothing, yet as a word of the
+# request it is a synonym of "create" and a tool name's verb (chess's make_move, every create_*
+# tool). Keyword search reads the outcome without it; the model reads the phrase as it is.
+_MAKE_SURE = re.compile(r"\bmak(?:e|es|ing)\s+sure\b(?:\s+that\b)?", re.IGNORECASE)
+
+
 def keyword_query(text: str) -> str:
     """``text`` as keyword search reads it: without pasted data or a word it negates
     (``without_negated``), short forms spelled out, and
@@ -420,7 +433,7 @@ def keyword_query(text: str) -> str:
     text = without_signature_verbs(
         without_done_step(without_negated(read_statements(without_data(text))))
     )
-    text = channels_read(text)
+    text = channels_read(_MAKE_SURE.sub(" ", text))
     return expand_abbreviations(foreign_words_read(_bare_files_kind(_PATH.sub(marked, text))))
 
 
