@@ -13,6 +13,9 @@ What got through, now closed (each test performs the attack):
   back with each run of 8 characters of the secret masked, so it learnt which guesses were
   runs of it (``ghp_`` and 4 more, then one character at a time; unit:
   test_attacks_stop70_redact).
+- The same through get-types: the example of a recent call showed the arguments (and a
+  result quoting them) with each run of the secret masked, so the agent read which of its
+  script's guesses were runs of it (unit: test_attacks_stop70_examples).
 
 What held, or is low and left, is in the report of the pass (and docs/security.md): a
 ``${VAR}`` written as a server's command or URL host keeps its approval when the variable
@@ -28,7 +31,8 @@ import os
 import sys
 from pathlib import Path
 
-from tests.helpers import GatewayProcess, fixture_server
+from tests.helpers import GatewayProcess, fixture_server, toolscript_cli
+from toolscript.gateway.guard import agent_url
 from toolscript.plumbing.paths import project_state_dir
 
 
@@ -84,5 +88,40 @@ def test_a_local_tool_s_error_gives_back_what_the_script_sent(tmp_path: Path) ->
             answer = gateway.call("files__open_file", {"path": f"/data/{guess}"})
             assert answer.status_code == 422, answer.text
             assert f"no such file: /data/{guess}" in answer.json()["message"], answer.text
+    finally:
+        gateway.stop()
+
+
+IMPORT = 'import { tools } from "toolscript";\n'
+
+
+def test_an_agent_cannot_read_a_secret_from_the_examples_of_get_types(tmp_path: Path) -> None:
+    """The agent's script sends guesses to a tool that takes them (the fixture's
+    plain_text, which says them back), and the agent reads get-types: the example of the
+    call showed each guess that was a run of the server's token as ``***`` (in the
+    arguments and in the result quoting them), the others as written. Now the example shows
+    what the script sent as it sent it, right guess or wrong."""
+    config = {
+        "mcpServers": {"fx": fixture_server(env={"FX_TOKEN": SECRET})},
+        "search": {"semantic": False},
+    }
+    gateway = GatewayProcess(config, tmp_path)
+    agent = {"TOOLSCRIPT_GATEWAY_URL": agent_url(gateway.url)}
+    try:
+        for guess in ("ghp_AAAA", "ghp_Zq8x", "R2mK9vT4pL7n"):
+            (tmp_path / "guess.ts").write_text(
+                f'{IMPORT}await tools.fx.plainText({{ text: "{guess}" }});\n'
+            )
+            done = toolscript_cli("exec", "guess.ts", cwd=tmp_path, env=agent)
+            assert done.returncode == 0, done.stderr
+            shown = toolscript_cli("get-types", "fx", "plain_text", cwd=tmp_path, env=agent)
+            assert shown.returncode == 0, shown.stderr
+            assert f'tools.fx.plainText({{"text":"{guess}"}})' in shown.stdout, shown.stdout
+            assert f'returned "{guess}"' in shown.stdout, shown.stdout
+        # what the server adds of its own is masked as before
+        (tmp_path / "env.ts").write_text(f'{IMPORT}await tools.fx.env({{ name: "FX_TOKEN" }});\n')
+        assert toolscript_cli("exec", "env.ts", cwd=tmp_path, env=agent).returncode == 0
+        shown = toolscript_cli("get-types", "fx", "env", cwd=tmp_path, env=agent)
+        assert 'returned "***"' in shown.stdout and SECRET[:8] not in shown.stdout, shown.stdout
     finally:
         gateway.stop()

@@ -41,8 +41,9 @@ def test_get_types_shows_a_recent_call_redacted_and_trimmed(tmp_path: Path) -> N
         assert shown["recent"][0]["result"] == '"***"'
         assert 'tools.fx.env({"name":"FX_TOKEN"})' in shown["declarations"]
         assert SECRET not in json.dumps(shown)
+        # What the script sent is shown as sent (test_attacks_stop70: masked, it was an oracle).
         gateway.call("fx__plain_text", {"text": f"the key is {SECRET}"})
-        assert SECRET not in json.dumps(types_of(gateway, "plain_text"))
+        assert f"the key is {SECRET}" in types_of(gateway, "plain_text")["recent"][0]["arguments"]
         # A large result is cut to the cap.
         assert gateway.call("fx__plain_text", {"text": "x" * 100_000}).status_code == 200
         recent = types_of(gateway, "plain_text")["recent"][0]

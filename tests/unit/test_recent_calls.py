@@ -27,14 +27,15 @@ def fragment() -> ToolFragment:
 
 def test_a_call_is_kept_redacted_and_survives_a_restart(tmp_path: Path) -> None:
     calls = RecentCalls(tmp_path, lambda: [SECRET])
-    calls.note("fx__plain_text", {"text": f"key {SECRET}", "apiKey": "abc12345"}, SECRET)
+    # the result is the server's (the arguments, as sent: test_attacks_stop70_examples)
+    calls.note("fx__plain_text", {"text": "hello", "apiKey": "abc12345"}, f"key {SECRET}")
     calls.save()
     kept = (tmp_path / "recent-calls.json").read_text()
     assert SECRET not in kept and "abc12345" not in kept and SECRET[:8] not in kept
     again = RecentCalls(tmp_path, lambda: [SECRET]).of("fx__plain_text")
     assert again is not None
-    assert json.loads(again.arguments) == {"text": "key ***", "apiKey": "***"}
-    assert json.loads(again.result) == "***"
+    assert json.loads(again.arguments) == {"text": "hello", "apiKey": "***"}
+    assert json.loads(again.result) == "key ***"
     assert (tmp_path / "recent-calls.json").stat().st_mode & 0o077 == 0
 
 

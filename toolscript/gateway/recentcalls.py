@@ -2,13 +2,20 @@
 
 Examples in a tool's definition help a model fill in complex parameters, and few servers
 write any; the gateway sees real calls. Per ``server__tool`` it keeps the arguments and
-the result of the newest successful call, redacted as the run log is
-(``plumbing/redact.redact_value``: the config's secrets and values of keys named like
-credentials) and then trimmed (``trimmed``: lists, objects, strings and the whole cut to
+the result of the newest successful call, redacted (``plumbing/redact.redact_value``) and
+then trimmed (``trimmed``: lists, objects, strings and the whole cut to
 a size), in ``recent-calls.json`` in the project's state directory (0600). A call is noted
 on its path as it is and settled (redacted, trimmed) off it, by the gateway's flush each
 second or when get-types asks. The types setting that learns result types
 (``types.inferResults``, ``gateway start --no-inferred``) switches this off too.
+
+Redacted by a rule a script cannot read a secret through: the arguments lose only the values
+of keys named like credentials, whatever they hold, and are otherwise shown as the script
+sent them; the result loses the config's secrets, but what it quotes of the arguments is
+shown as sent. Masking each run of a secret in the arguments (or in a result echoing them)
+told the agent which of its script's guesses were runs of a token: ``github_pat_`` and a
+few more, then one character per round trip. A secret in the arguments the script did not
+guess came from a result, which reaches the script whole.
 
 What a server returned is data: get-types shows it inside a comment, escaped by
 ``codegen/typescript.comment_text`` (``codegen/module.recent_call_comment``).
@@ -81,9 +88,10 @@ class RecentCalls:
         self.limits = limits
         self._secrets = secrets
         # noted, not yet redacted: arguments and result, each shrunk, whose run made it,
-        # and the secrets of the config the call was made under
+        # the secrets of the config the call was made under, and the arguments whole
+        # (what the result may quote of them is shown as sent)
         self._pending: dict[
-            str, tuple[tuple[Any, bool], tuple[Any, bool], bool, tuple[str, ...]]
+            str, tuple[tuple[Any, bool], tuple[Any, bool], bool, tuple[str, ...], Any]
         ] = {}
         self._lock = threading.Lock()  # noted on the event loop, settled in a thread
         self._settling = threading.Lock()  # settled in more than one thread at a time
@@ -112,6 +120,7 @@ class RecentCalls:
                 shrunk(result, known, self.limits, self.limits.result),
                 agents,
                 known,
+                arguments,
             )
             with self._lock:
                 self._pending[qualified] = kept
@@ -124,10 +133,14 @@ class RecentCalls:
             if not pending:
                 return
             now = tuple(self._secrets())
-            for qualified, (arguments, result, agents, noted) in pending.items():
+            for qualified, (arguments, result, agents, noted, sent) in pending.items():
                 secrets = tuple(dict.fromkeys((*noted, *now)))
-                shown_arguments, _ = shown(arguments, secrets, self.limits, self.limits.arguments)
-                shown_result, cut = shown(result, secrets, self.limits, self.limits.result)
+                # arguments: credential-named keys' values only (the module's docstring)
+                shown_arguments, _ = shown(arguments, (), self.limits, self.limits.arguments)
+                sent_text = json.dumps(sent, ensure_ascii=False)
+                shown_result, cut = shown(
+                    result, secrets, self.limits, self.limits.result, sent=sent_text
+                )
                 self.calls.pop(qualified, None)  # the newest last: the oldest are dropped first
                 self.calls[qualified] = RecentCall(shown_arguments, shown_result, cut, agents)
             while len(self.calls) > MAX_TOOLS:
@@ -217,12 +230,18 @@ def shrunk(
 
 
 def shown(
-    value: tuple[Any, bool], secrets: tuple[str, ...], limits: Limits, total: int | None = None
+    value: tuple[Any, bool],
+    secrets: tuple[str, ...],
+    limits: Limits,
+    total: int | None = None,
+    *,
+    sent: str = "",
 ) -> tuple[str, bool]:
-    """A ``shrunk`` value redacted, its strings cut, as compact JSON of ``total`` at most."""
+    """A ``shrunk`` value redacted, its strings cut, as compact JSON of ``total`` at most
+    (``sent``: what the script sent, shown as sent: ``redact``'s)."""
     total = total if total is not None else limits.result
     part, cut = value
-    kept, cut_strings = _cut_strings(redact_value(part, secrets), limits.string)
+    kept, cut_strings = _cut_strings(redact_value(part, secrets, sent=sent), limits.string)
     text = json.dumps(kept, ensure_ascii=False, separators=(",", ":"))
     text = text.encode("utf-8", "backslashreplace").decode("utf-8")  # lone surrogates
     if len(text) > total:
