@@ -31,7 +31,9 @@ import os
 import sys
 from pathlib import Path
 
-from tests.helpers import GatewayProcess, fixture_server, toolscript_cli
+import anyio
+
+from tests.helpers import GatewayProcess, face_parameters, fixture_server, toolscript_cli
 from toolscript.gateway.guard import agent_url
 from toolscript.plumbing.paths import project_state_dir
 
@@ -118,6 +120,11 @@ def test_an_agent_cannot_read_a_secret_from_the_examples_of_get_types(tmp_path: 
             assert shown.returncode == 0, shown.stderr
             assert f'tools.fx.plainText({{"text":"{guess}"}})' in shown.stdout, shown.stdout
             assert f'returned "{guess}"' in shown.stdout, shown.stdout
+        # The MCP face's agent: its script's guess, and get_types showing its call.
+        seen = face_sees(gateway, "ghp_Zq8xR2mK")
+        assert 'plainText({"text":"ghp_Zq8xR2mK"})' in seen and 'returned "ghp_Zq8xR2mK"' in seen, (
+            seen
+        )
         # what the server adds of its own is masked as before
         (tmp_path / "env.ts").write_text(f'{IMPORT}await tools.fx.env({{ name: "FX_TOKEN" }});\n')
         assert toolscript_cli("exec", "env.ts", cwd=tmp_path, env=agent).returncode == 0
@@ -125,3 +132,23 @@ def test_an_agent_cannot_read_a_secret_from_the_examples_of_get_types(tmp_path: 
         assert 'returned "***"' in shown.stdout and SECRET[:8] not in shown.stdout, shown.stdout
     finally:
         gateway.stop()
+
+
+def face_sees(gateway: GatewayProcess, guess: str) -> str:
+    """What the MCP face's get_types shows of the fx.plain_text call its script made."""
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    async def guess_and_look() -> str:
+        async with (
+            stdio_client(face_parameters(gateway)) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            code = f'{IMPORT}await tools.fx.plainText({{ text: "{guess}" }});'
+            ran = await session.call_tool("execute", {"code": code})
+            assert not ran.is_error, ran.content
+            shown = await session.call_tool("get_types", {"tools": ["fx.plain_text"]})
+            return "\n".join(block.text for block in shown.content if block.type == "text")
+
+    return anyio.run(guess_and_look)
