@@ -99,6 +99,10 @@ def test_an_http_server_behind_a_refusing_proxy_names_the_proxy_and_no_proxy(
         assert "through the proxy http://127.0.0.1:9" in refused.stderr, refused.stderr
         assert "NO_PROXY" in refused.stderr
         assert "hunter2" not in refused.stderr
+        # its hint: the proxy, not the server's entry, which holds nothing to fix
+        hint = refused.stderr.partition("\nhint: ")[2]
+        assert hint.startswith("start the proxy http://127.0.0.1:9, or add 127.0.0.1 to NO_PROXY")
+        assert ".toolscript.json" not in hint
         direct = toolscript_cli(
             "list-tools", "web", cwd=tmp_path, env={**proxied, "NO_PROXY": "127.0.0.1"}
         )
