@@ -163,6 +163,7 @@ def test_a_cache_folder_that_cannot_be_made_is_named_with_what_moves_it(tmp_path
     found = toolscript_cli("search", "time", "--json", cwd=tmp_path, env=env)
     assert found.returncode == 1, found.stderr
     error = json.loads(found.stdout)
+    assert error["error"] == "storage_error", error  # the gateway's own kind, not "error"
     assert "could not start: toolscript cannot write" in error["message"], error
     assert "a-file" in error["message"]
     assert error["hint"].startswith("TOOLSCRIPT_CACHE_DIR (or --cache-dir) names that folder")
