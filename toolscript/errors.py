@@ -94,6 +94,7 @@ __all__ = [
     "UntrustedConfigError",
     "UpstreamError",
     "UsageError",
+    "as_kind",
     "tool_named",
 ]
 
@@ -506,3 +507,17 @@ class InternalError(ToolscriptError):
             hint="the gateway's log has the traceback (`toolscript gateway status` shows the "
             "gateway and its pid; restart it: Ctrl+C or `kill PID`, then `gateway start`)",
         )
+
+
+def as_kind(error: ToolscriptError, kind: str) -> ToolscriptError:
+    """``error`` answering as an error of ``kind`` does (that kind, its exit and HTTP
+    codes): a failure another toolscript process said, relayed (an ephemeral gateway's
+    ``storage_error``); a kind no error has leaves ``error`` as it is."""
+    classes: list[type[ToolscriptError]] = [ToolscriptError]
+    while classes:
+        cls = classes.pop()
+        if cls.__dict__.get("kind") == kind:
+            error.kind, error.exit_code, error.status_code = kind, cls.exit_code, cls.status_code
+            return error
+        classes.extend(cls.__subclasses__())
+    return error

@@ -99,6 +99,10 @@ def test_an_http_server_behind_a_refusing_proxy_names_the_proxy_and_no_proxy(
         assert "through the proxy http://127.0.0.1:9" in refused.stderr, refused.stderr
         assert "NO_PROXY" in refused.stderr
         assert "hunter2" not in refused.stderr
+        # its hint: the proxy, not the server's entry, which holds nothing to fix
+        hint = refused.stderr.partition("\nhint: ")[2]
+        assert hint.startswith("start the proxy http://127.0.0.1:9, or add 127.0.0.1 to NO_PROXY")
+        assert ".toolscript.json" not in hint
         direct = toolscript_cli(
             "list-tools", "web", cwd=tmp_path, env={**proxied, "NO_PROXY": "127.0.0.1"}
         )
@@ -159,6 +163,7 @@ def test_a_cache_folder_that_cannot_be_made_is_named_with_what_moves_it(tmp_path
     found = toolscript_cli("search", "time", "--json", cwd=tmp_path, env=env)
     assert found.returncode == 1, found.stderr
     error = json.loads(found.stdout)
+    assert error["error"] == "storage_error", error  # the gateway's own kind, not "error"
     assert "could not start: toolscript cannot write" in error["message"], error
     assert "a-file" in error["message"]
     assert error["hint"].startswith("TOOLSCRIPT_CACHE_DIR (or --cache-dir) names that folder")

@@ -273,12 +273,14 @@ def test_standalone_doit_matches_the_gateway(tmp_path: Path) -> None:
     assert listed.returncode == 0, listed.stderr
     for task in ("fetch:time", "fetch:fx", "fetch:calc", "names", "types:time", "index"):
         assert task in listed.stdout
+    # (hang guards: the first build loads the embedding model, CPU-bound: minutes on a
+    # machine the whole suite shares)
     built = subprocess.run(
-        doit, cwd=project, env=clean_env(), capture_output=True, text=True, timeout=120
+        doit, cwd=project, env=clean_env(), capture_output=True, text=True, timeout=400
     )
     assert built.returncode == 0, built.stdout + built.stderr
     again = subprocess.run(
-        doit, cwd=project, env=clean_env(), capture_output=True, text=True, timeout=120
+        doit, cwd=project, env=clean_env(), capture_output=True, text=True, timeout=400
     )
     # every task up to date, the search index and the fetch and types groups too
     assert again.stdout.count("-- ") == 16
@@ -377,3 +379,40 @@ def test_an_upgraded_generator_rebuilds_the_types(
     upgraded = run_pipeline(config, layout, SnapshotSource(copy.deepcopy(tools)))
     # naming rules are codegen too
     assert upgraded.executed == ["names", "types:s", "module", "scripts"]
+
+
+def test_doit_in_worker_processes_keeps_a_server_s_own_tools_while_it_is_away(
+    tmp_path: Path,
+) -> None:
+    # `doit -n 2` runs the actions in workers forked as the first two tasks were checked: a
+    # later fetch there never saw this user's build vouch for its server's file, and
+    # emptied it.
+    names = ["fx1", "fx2", "fx3", "fx4"]
+    servers = {name: fixture_server() for name in names}
+    config: dict[str, Any] = {"mcpServers": servers, "search": {"semantic": False}}
+    (tmp_path / "dodo.py").write_text("from toolscript.pipeline.dodo import *  # noqa: F403\n")
+    (tmp_path / ".toolscript.json").write_text(json.dumps(config))
+    doit = [sys.executable, "-m", "doit"]
+
+    def build(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*doit, *args, "fetch"],
+            cwd=tmp_path,
+            env=clean_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    built = build()
+    assert built.returncode == 0, built.stdout + built.stderr
+    folder = tmp_path / ".toolscript" / "servers"
+    listed = {name: json.loads((folder / f"{name}.json").read_text()) for name in names}
+    assert all(listed.values())
+    # their entries now start nothing (a program not installed any more): not reachable
+    config["mcpServers"] = {name: {"command": str(tmp_path / "gone")} for name in names}
+    (tmp_path / ".toolscript.json").write_text(json.dumps(config))
+    away = build("-n", "2")
+    assert away.returncode == 0, away.stdout + away.stderr
+    assert "not reachable" in away.stderr
+    assert {name: json.loads((folder / f"{name}.json").read_text()) for name in names} == listed

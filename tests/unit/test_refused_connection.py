@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import anyio
 import httpx
+import pytest
 
 from toolscript.config import ServerConfig
 from toolscript.upstream.server import TIMED_OUT, UpstreamServer
@@ -83,3 +84,25 @@ def test_a_403_points_at_the_credentials_not_the_url() -> None:
     bare._fail(RuntimeError("Server returned an error response"))
     assert bare.error is not None and "MCP endpoint" not in bare.error
     assert "`toolscript auth remote`" in bare.error
+
+
+def test_what_moves_a_server_its_entry_is_not_to_blame_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call to a server behind a refusing proxy, or awaiting a sign-in, was hinted "fix its
+    entry in .toolscript.json": its entry holds nothing to fix (gateway/core.py reads
+    ``remedy`` for that hint); an error its entry causes leaves it unset."""
+    from toolscript.upstream.oauth import SignInNeeded
+
+    for variable in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", "http://someone:hunter2@127.0.0.1:9")
+    monkeypatch.setenv("http_proxy", "http://someone:hunter2@127.0.0.1:9")
+    server = UpstreamServer(ServerConfig(name="remote", transport="http", url=URL))
+    server._fail(httpx.ConnectError("All connection attempts failed"))
+    assert server.remedy == (
+        "start the proxy http://127.0.0.1:9, or add 127.0.0.1 to NO_PROXY where the gateway "
+        "starts (it reads its environment then)"
+    )
+    server._fail(SignInNeeded("sign in"))
+    assert server.remedy is not None and server.remedy.startswith("run `toolscript auth ")
+    server._fail(TimeoutError())  # its own: its entry (or --connect-timeout) moves it
+    assert server.remedy is None

@@ -430,6 +430,7 @@ def main() -> None:
             print_json(exc.to_dict())  # what a script reads: the error too, as one object
         # an error may quote what a server sent: shown on a terminal, not obeyed
         sys.stderr.write(error_lines(exc.message, exc.hint, sys.stderr.isatty()))
+        _say_kind(arguments, exc.kind)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)
@@ -440,4 +441,14 @@ def main() -> None:
             raise
         error = storage_error(exc)
         sys.stderr.write(f"toolscript: error: {error.message}\nhint: {error.hint}\n")
+        _say_kind(arguments, error.kind)
         sys.exit(error.exit_code)
+
+
+def _say_kind(arguments: list[str], kind: str) -> None:
+    """For an ephemeral gateway's run (its stderr read by the run that started it, never
+    shown whole): the error's kind after it, which that run answers with."""
+    if arguments[:2] == ["gateway", "start"] and "--ephemeral" in arguments:
+        from toolscript.store.outputs import KIND_PREFIX
+
+        sys.stderr.write(f"{KIND_PREFIX}{kind}\n")

@@ -32,9 +32,11 @@ from toolscript.errors import (
     GatewayUnreachableError,
     ModuleChangedError,
     NotAGatewayError,
+    as_kind,
 )
 from toolscript.gateway.state import check_serves, ready_gateway_state
 from toolscript.plumbing.paths import find_config_path, module_cache_file, project_cache_dir
+from toolscript.store.outputs import KIND_PREFIX
 from toolscript.store.savedscripts import write_module
 
 if TYPE_CHECKING:
@@ -506,12 +508,13 @@ def _ephemeral_gateway(
             from toolscript.config import load_config
 
             load_config(config)  # a broken config: its one message, exit 2, as every command
-            reason, hint = _start_failure("".join(errors))
-            raise ExecutionError(
+            reason, hint, kind = _start_failure("".join(errors))
+            failure = ExecutionError(
                 "no gateway is running and an ephemeral one could not start"
                 + (f": {reason}" if reason else ""),
                 hint=hint or "run `toolscript gateway start` to see why",
             )
+            raise as_kind(failure, kind) if kind else failure
         wait_for_first_build(gateway.url, say_build_wait)
         # This run's own gateway is gone after it: a started one shows why, and keeps it.
         note_unavailable_servers(
@@ -526,16 +529,19 @@ def _ephemeral_gateway(
         gateway.stop(20)
 
 
-def _start_failure(stderr: str) -> tuple[str, str]:
-    """Why a gateway could not start, from its stderr: its error line and the hint after it
-    (``toolscript: error: ...`` then ``hint: ...``), else its last line and no hint."""
+def _start_failure(stderr: str) -> tuple[str, str, str]:
+    """Why a gateway could not start, from its stderr: its error line, the hint after it
+    and the kind after that (``toolscript: error: ...``, ``hint: ...``, ``kind: ...``),
+    else its last line, no hint and no kind."""
     lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
     for index in range(len(lines) - 1, -1, -1):
         if lines[index].startswith(ERROR_PREFIX):
-            after = lines[index + 1] if index + 1 < len(lines) else ""
-            hint = after.removeprefix(HINT_PREFIX) if after.startswith(HINT_PREFIX) else ""
-            return lines[index].removeprefix(ERROR_PREFIX), hint
-    return (lines[-1] if lines else ""), ""
+            after = [*lines[index + 1 : index + 3], "", ""]
+            hint = after[0].removeprefix(HINT_PREFIX) if after[0].startswith(HINT_PREFIX) else ""
+            said = after[1] if hint else after[0]
+            kind = said.removeprefix(KIND_PREFIX) if said.startswith(KIND_PREFIX) else ""
+            return lines[index].removeprefix(ERROR_PREFIX), hint, kind
+    return (lines[-1] if lines else ""), "", ""
 
 
 ERROR_PREFIX = "toolscript: error: "

@@ -1198,7 +1198,8 @@ class Gateway:
         return ServerUnavailableError(
             f"server {name!r} is not available ({upstream.state}): "
             f"{upstream.error or 'no error was reported'}",
-            hint=f"fix its entry in {self.config_file} (the gateway picks up the edit); "
+            hint=upstream.remedy
+            or f"fix its entry in {self.config_file} (the gateway picks up the edit); "
             "`toolscript gateway status` shows its stderr",
         )
 

@@ -36,6 +36,7 @@ from typing import Any, TextIO
 
 __all__ = [
     "KEEP",
+    "KIND_PREFIX",
     "MAX_BYTES",
     "BudgetFull",
     "KeptOutput",
@@ -74,6 +75,11 @@ def write_shown(text: str, stream: TextIO) -> None:
     as what a server or a repository's file says is shown, never obeyed (a ``\\r`` and an
     erased line would hide the command ``trust`` names); elsewhere as it is."""
     stream.write(visible_controls(text) if stream.isatty() else text)
+
+
+# The line after an ephemeral gateway's error (and hint) naming its kind ("storage_error"):
+# the run that started it answers ``--json`` with the gateway's own kind, not "error".
+KIND_PREFIX = "kind: "
 
 
 def error_lines(message: str, hint: str | None, terminal: bool) -> str:

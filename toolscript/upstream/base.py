@@ -59,6 +59,9 @@ class Upstream(Protocol):
     config: ServerConfig
     state: ServerState
     error: str | None
+    # What to do about its error when its entry is not to blame (a proxy that refused), for
+    # the hint of a call it cannot take; None: fix its entry (or its tool file)
+    remedy: str | None
     tools: dict[str, dict[str, Any]]
     first_attempt_done: anyio.Event
 

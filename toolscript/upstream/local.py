@@ -160,6 +160,7 @@ class LocalToolServer:
         self.path = Path(config.command or "")
         self.state = ServerState.DISABLED if config.disabled else ServerState.CONNECTING
         self.error: str | None = None
+        self.remedy: str | None = None
         self.stderr_tail: list[str] = []
         self.tools: dict[str, dict[str, Any]] = {}
         self.attempts = 0

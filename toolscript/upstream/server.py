@@ -143,6 +143,7 @@ class UpstreamServer:
         self.connect_timeout = connect_timeout
         self.state = ServerState.DISABLED if config.disabled else ServerState.CONNECTING
         self.error: str | None = None
+        self.remedy: str | None = None
         self.stderr_tail: list[str] = []
         self.tools: dict[str, dict[str, Any]] = {}
         # Its prompts and resource templates by kind (``OFFERED_LISTS``), for their types;
@@ -273,7 +274,7 @@ class UpstreamServer:
             self._session = session
             self._raw_writer = write if self.config.transport == "stdio" else None
             self.tools = tools
-            self.error = None
+            self.error = self.remedy = None
             self.connected_at = time.time()
             self._set_state(ServerState.CONNECTED)
             self._failure_logged = None
@@ -718,10 +719,15 @@ class UpstreamServer:
 
     def _fail(self, exc: BaseException) -> None:
         self.stderr_tail = self._read_stderr_tail()
-        message = _describe(exc)
+        message, self.remedy = _describe(exc), None
         if self.config.url is not None and _unwrapped(exc).__class__.__name__ == "ConnectError":
             # httpx says "All connection attempts failed" without saying where to.
             proxy = _proxy_for(self.config.url)
+            if proxy is not None:
+                self.remedy = (
+                    f"start the proxy {_origin(proxy)}, or add {_host(self.config.url)} to "
+                    "NO_PROXY where the gateway starts (it reads its environment then)"
+                )
             message = (
                 f"cannot connect to {_origin(self.config.url)}: {message} (is the server "
                 "running, at that address? it is tried again)"
@@ -780,6 +786,9 @@ class UpstreamServer:
             from toolscript.upstream.oauth import sign_in_command
 
             self.error = f"needs a sign-in: run `{sign_in_command(self.name)}`"
+            self.remedy = (
+                f"run `{sign_in_command(self.name)}` (the gateway connects once it is done)"
+            )
             self._set_state(ServerState.NEEDS_AUTH)
             log.warning("%s: %s", self.name, self.error)
             return
@@ -1290,6 +1299,13 @@ def _proxy_for(url: str) -> str | None:
         if name and (name == "*" or host == name or host.endswith("." + name)):
             return None
     return proxy or None
+
+
+def _host(url: str) -> str:
+    """The host ``url`` names (never its user, port or path)."""
+    from urllib.parse import urlsplit
+
+    return urlsplit(url).hostname or url
 
 
 def _origin(url: str) -> str:

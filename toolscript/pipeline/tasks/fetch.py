@@ -43,6 +43,7 @@ from toolscript.pipeline.tasks.settings import (
 __all__ = ["FetchTasks", "ToolSource"]
 
 KINDS = (PROMPTS, TEMPLATES)
+VOUCHED = "toolscript.vouched"  # the task's ``meta`` key `vouched` notes its verdict under
 
 
 class ToolSource(Protocol):
@@ -66,9 +67,6 @@ class FetchTasks:
     def __init__(self, settings: TaskSettings, source: ToolSource) -> None:
         self.settings, self.source = settings, source
         self._live: dict[str, list[dict[str, Any]] | None] = {}
-        # Servers whose files on disk are as this user's build wrote them (set by `vouched`,
-        # the first of the task's uptodate checks: doit calls each of them before the action).
-        self._vouched: set[str] = set()
 
     def tasks(self) -> Iterator[dict[str, Any]]:
         """Fetch each server's tool list (filtered)."""
@@ -130,12 +128,14 @@ class FetchTasks:
         return tool if learned is None else tool | {"outputSchema": learned}
 
     def vouched(self, task: Any, values: dict[str, Any], server: ServerConfig) -> bool:
-        """Whether the server's files are as this user's build wrote them (noted for `fetch`)."""
-        if targets_as_built(task, values):
-            self._vouched.add(server.name)
-            return True
-        self._vouched.discard(server.name)
-        return False
+        """Whether the server's files are as this user's build wrote them, noted in the
+        task's ``meta`` for `fetch` (the first of its uptodate checks, run before it). Not
+        in this object: `doit -n N` runs the action in a worker forked before the checks,
+        which gets the task's data, never this object's state (an unreachable server's own
+        kept tools were judged planted there, and emptied)."""
+        as_built = targets_as_built(task, values)
+        task.meta = {**(task.meta or {}), VOUCHED: as_built}
+        return as_built
 
     def up_to_date(self, task: Any, values: dict[str, Any], server: ServerConfig) -> bool:
         target = self.settings.layout.server_tools(server.name)
@@ -169,13 +169,13 @@ class FetchTasks:
         as_sent = [_without_learned(tool) for tool in kept]
         return text == listed_json([self._with_learned(server.name, tool) for tool in as_sent])
 
-    def fetch(self, server: ServerConfig) -> dict[str, Any]:
+    def fetch(self, server: ServerConfig, task: Any) -> dict[str, Any]:
         tools = self.live(server)
         target = self.settings.layout.server_tools(server.name)
         offered, live_offered = self.settings.layout.server_offered(server.name), None
         if tools is not None:
             live_offered = self.live_offered(server)
-        vouched = server.name in self._vouched
+        vouched = (task.meta or {}).get(VOUCHED) is True
         if live_offered is not None or not offered.exists() or not vouched:
             write_if_changed(offered, live_offered or listed_json({}))
         if tools is None and target.exists() and not vouched:

@@ -96,16 +96,14 @@ class IndexTask:
 
     def index(self) -> None:
         from toolscript.search.engine import embed_missing
-        from toolscript.search.semantic import Embedder, EmbeddingStore
+        from toolscript.search.semantic import EmbeddingStore
 
         layout = self.settings.layout
         if self.indexing is None and not semantic_installed():  # keyword search needs no index
             EmbeddingStore(layout.embeddings)  # the (empty) target, so the task is up to date
             log.warning("index: skipped, %s", NEEDS_EXTRA)
             return
-        chosen = self.indexing or SearchIndexing(
-            Embedder(self.model), EmbeddingStore(layout.embeddings, digest_key(user_cache_dir()))
-        )
+        chosen = self.indexing or own_indexing(layout, self.model)
         if self.indexing is not None and not looks_whole(layout.embeddings):
             self.indexing.store.remake()  # the gateway's: truncated, not SQLite or gone
         documents = chosen.documents
@@ -122,6 +120,18 @@ class IndexTask:
             embedded,
             chosen.embedder.model_id,
         )
+
+
+def own_indexing(layout: CacheLayout, model: str | None) -> SearchIndexing:
+    """What standalone ``doit`` embeds with: a model of its own that only embeds, so it is
+    loaded without the faster way queries go (an ONNX export or a bfloat16 copy, measured
+    at load: seconds of CPU at each build that embeds, for queries no build makes)."""
+    from toolscript.search.semantic import Embedder, EmbeddingStore
+
+    return SearchIndexing(
+        Embedder(model, fast_queries=False),
+        EmbeddingStore(layout.embeddings, digest_key(user_cache_dir())),
+    )
 
 
 def _progress_reporter() -> Callable[[int, int], None] | None:
