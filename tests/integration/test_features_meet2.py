@@ -182,7 +182,10 @@ def test_a_secret_a_server_sends_back_stays_out_of_a_background_runs_records_and
         assert shown.returncode == 0, shown.stderr
         assert "drop_table" in shown.stdout or "dropTable" in shown.stdout
         assert_masked(shown.stdout + shown.stderr, SECRET)
-    for tool in (("fx", "env"), ("records", "drop_table"), ("records", "write_record")):
+    # get-types' examples show a call's arguments as the script sent them (what the script
+    # passed on it could print: masking them by content was a guessing oracle, stop 70), so
+    # only the result the server sent is checked there
+    for tool in (("fx", "env"),):
         types = gateway_cli(gateway, "get-types", *tool)
         assert types.returncode == 0, types.stderr
         assert_masked(types.stdout, SECRET)

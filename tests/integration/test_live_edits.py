@@ -101,8 +101,10 @@ def test_a_call_under_way_when_a_reload_lands_is_masked_as_its_config_masked(
         answer = answers[0]
         assert answer.status_code != 200
         assert "the upstream echoed" in answer.text
-        assert token not in answer.text, answer.text
-        assert token[:12] not in answer.text, answer.text
+        # the token is the caller's own argument, echoed: given back as sent (masking what a
+        # script sent told it which guesses were runs of a secret, stop 70); the reload landing
+        # mid-call neither fails the call nor loses its error
+        assert token in answer.text, answer.text
         assert gateway.stop() == [], "processes outlived the gateway"
 
 
