@@ -36,7 +36,7 @@ from toolscript.errors import (
 )
 from toolscript.gateway.state import check_serves, ready_gateway_state
 from toolscript.plumbing.paths import find_config_path, module_cache_file, project_cache_dir
-from toolscript.store.outputs import KIND_PREFIX
+from toolscript.store.outputs import ERROR_PREFIX, HINT_PREFIX, KIND_PREFIX
 from toolscript.store.savedscripts import write_module
 
 if TYPE_CHECKING:
@@ -542,10 +542,6 @@ def _start_failure(stderr: str) -> tuple[str, str, str]:
             kind = said.removeprefix(KIND_PREFIX) if said.startswith(KIND_PREFIX) else ""
             return lines[index].removeprefix(ERROR_PREFIX), hint, kind
     return (lines[-1] if lines else ""), "", ""
-
-
-ERROR_PREFIX = "toolscript: error: "
-HINT_PREFIX = "hint: "
 
 
 def _collect(stream: object, lines: list[str]) -> None:

@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 __all__ = [
+    "ERROR_PREFIX",
+    "HINT_PREFIX",
     "KEEP",
     "KIND_PREFIX",
     "MAX_BYTES",
@@ -80,6 +82,10 @@ def write_shown(text: str, stream: TextIO) -> None:
 # The line after an ephemeral gateway's error (and hint) naming its kind ("storage_error"):
 # the run that started it answers ``--json`` with the gateway's own kind, not "error".
 KIND_PREFIX = "kind: "
+# An error's line and its hint's as the CLI writes them (``error_lines``), as the run that
+# started an ephemeral gateway reads them back.
+ERROR_PREFIX = "toolscript: error: "
+HINT_PREFIX = "hint: "
 
 
 def error_lines(message: str, hint: str | None, terminal: bool) -> str:
@@ -88,7 +94,7 @@ def error_lines(message: str, hint: str | None, terminal: bool) -> str:
     or a repository's file names."""
     if terminal:
         message, hint = visible_controls(message), hint and visible_controls(hint)
-    return f"toolscript: error: {message}\n" + (f"hint: {hint}\n" if hint else "")
+    return f"{ERROR_PREFIX}{message}\n" + (f"{HINT_PREFIX}{hint}\n" if hint else "")
 
 
 class VisibleControls:
