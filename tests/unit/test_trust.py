@@ -110,3 +110,43 @@ def test_trusted_paths_trust_configs_under_them(
     monkeypatch.setenv("TOOLSCRIPT_TRUSTED_PATHS", str(tmp_path / "ci"))
     assert not trust.needs_trust(inside)
     assert trust.needs_trust(outside)
+
+
+def test_a_version_trusted_before_stays_trusted_when_a_branch_switch_brings_it_back(
+    tmp_path: Path,
+) -> None:
+    """Day two with git: the user trusted main's config, then a branch's; checking main out
+    again asked for `toolscript trust` anew for bytes already read and trusted. A version
+    never trusted still is not, and `trust --revoke` forgets every version."""
+    main = {"mcpServers": {"t": {"command": "x"}}}
+    branch = {"mcpServers": {"t": {"command": "x"}, "u": {"command": "y"}}}
+    path = project(tmp_path / "repo", main)
+    trust.trust(path)
+    project(tmp_path / "repo", branch)  # git switch feature
+    assert trust.needs_trust(path)
+    trust.trust(path)
+    project(tmp_path / "repo", main)  # git switch main
+    assert not trust.needs_trust(path)
+    assert load_config(path, require_trust=True).servers
+    project(tmp_path / "repo", {"mcpServers": {"v": {"command": "z"}}})  # never trusted
+    assert trust.needs_trust(path)
+    # a record an older toolscript wrote (no "earlier") reads as before
+    assert trust.trusted()[trust.trust_key(path)]["sha256"] == trust.fingerprint(
+        project(tmp_path / "repo", branch)
+    )
+    assert trust.forget(path)
+    for config in (main, branch):
+        project(tmp_path / "repo", config)
+        assert trust.needs_trust(path)
+
+
+def test_only_the_last_versions_of_a_config_stay_trusted(tmp_path: Path) -> None:
+    path = project(tmp_path / "repo", {"mcpServers": {}, "n": 0})
+    for n in range(1, trust.KEPT_VERSIONS + 2):
+        trust.trust(path)
+        project(tmp_path / "repo", {"mcpServers": {}, "n": n})
+    trust.trust(path)
+    project(tmp_path / "repo", {"mcpServers": {}, "n": 1})
+    assert not trust.needs_trust(path)
+    project(tmp_path / "repo", {"mcpServers": {}, "n": 0})  # the oldest: no longer kept
+    assert trust.needs_trust(path)

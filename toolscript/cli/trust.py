@@ -50,7 +50,7 @@ class _UnsetAsEmpty(Mapping[str, str]):
 
 def trust_command(
     revoke: Annotated[
-        bool, typer.Option("--revoke", help="Stop trusting this project's config.")
+        bool, typer.Option("--revoke", help="Stop trusting this project's config (every version).")
     ] = False,
     show: Annotated[bool, typer.Option("--list", help="List the trusted configs.")] = False,
     config: ConfigOption = None,
@@ -61,7 +61,8 @@ def trust_command(
     A repository's config names programs to run and where to send the values of
     ${VAR}. Nothing starts from a project config (`gateway start`, `exec`, `run`,
     `mcp`, the Claude Code plugin, `doit`) until you have read it and trusted it
-    here; editing the file makes it untrusted again. The project files of other
+    here; editing the file makes it untrusted again (a version trusted before,
+    a branch switched back to, stays trusted). The project files of other
     clients it imports (.mcp.json, .cursor/mcp.json, .vscode/mcp.json,
     .gemini/settings.json) are trusted with it, and editing one does the same. `config check` reads it
     without trusting it. A config named by TOOLSCRIPT_CONFIG is your own setting,

@@ -4,6 +4,8 @@ A cloned repository's ``.toolscript.json`` names programs to run and where to se
 values of ``${VAR}``; nothing may start from it, nor expand a variable into a URL or a
 header, before the user has looked. ``toolscript trust`` records the file's content hash
 per user (outside every project, 0600); editing the file makes it untrusted again. The
+versions trusted before stay trusted (the last ``KEPT_VERSIONS``): switching back to a git
+branch whose config the user already read starts it again without asking anew. The
 project files of other clients it imports (``.mcp.json``, ``.cursor/mcp.json``, ...) are the
 repository's too: the hash covers them, so editing, adding or removing one does the same.
 
@@ -45,6 +47,10 @@ __all__ = [
 # Folders (separated by os.pathsep) whose configs count as trusted: the user's own setting,
 # for CI and containers that hold only their own code.
 TRUSTED_PATHS_VARIABLE = "TOOLSCRIPT_TRUSTED_PATHS"
+
+# How many earlier trusted versions of one config stay trusted beside the latest (kept
+# under "earlier": a record an older toolscript reads is still its "sha256").
+KEPT_VERSIONS = 16
 
 
 def trust_file() -> Path:
@@ -109,7 +115,8 @@ def imported_project_files(config: Path) -> tuple[Path, ...]:
 
 
 def trusted() -> dict[str, dict[str, Any]]:
-    """Every trusted config: its path -> ``{"sha256", "trusted_at"}``."""
+    """Every trusted config: its path -> ``{"sha256", "trusted_at", "earlier"?}``
+    (``earlier``: the hashes of the versions trusted before, newest first)."""
     try:
         data = json.loads(trust_file().read_text())
     except (OSError, ValueError):
@@ -125,12 +132,19 @@ def is_trusted(
     judgement and the read, and back, must not pass for the trusted one); ``read``: the
     imported files' bytes as the caller read them."""
     record = trusted().get(trust_key(config))
+    if not isinstance(record, dict):
+        return False
     try:
-        return isinstance(record, dict) and record.get("sha256") == fingerprint(
-            config, content, read
-        )
+        return fingerprint(config, content, read) in _trusted_versions(record)
     except OSError:
         return False
+
+
+def _trusted_versions(record: dict[str, Any]) -> list[str]:
+    """The hashes a record trusts: the latest, then the earlier ones (newest first)."""
+    earlier = record.get("earlier")
+    versions = [record.get("sha256"), *(earlier if isinstance(earlier, list) else [])]
+    return [version for version in versions if isinstance(version, str)]
 
 
 def _chosen_by_user(config: Path) -> bool:
@@ -185,12 +199,18 @@ def trust(config: Path, shown: str | None = None) -> None:
     is now."""
     records = trusted()
     sha256 = shown if shown is not None else fingerprint(config)
-    records[trust_key(config)] = {"sha256": sha256, "trusted_at": time.time()}
+    key = trust_key(config)
+    before = records.get(key)
+    kept = _trusted_versions(before) if isinstance(before, dict) else []
+    earlier = [version for version in kept if version != sha256][:KEPT_VERSIONS]
+    records[key] = {"sha256": sha256, "trusted_at": time.time()}
+    if earlier:
+        records[key]["earlier"] = earlier
     _save(records)
 
 
 def forget(config: Path) -> bool:
-    """Forget ``config``; False when it was not trusted."""
+    """Forget ``config``, every version of it trusted; False when it was not trusted."""
     records = trusted()
     if records.pop(trust_key(config), None) is None:
         return False
