@@ -321,7 +321,12 @@ def test_trust_covers_imported_project_files_not_the_users_own(home: Path, repo:
     (repo / ".mcp.json").write_text('{"mcpServers": {}}')  # edited
     assert not trust.is_trusted(config)
     trust.trust(config)
-    (repo / ".mcp.json").unlink()  # removed
+    (repo / ".mcp.json").unlink()  # removed: back to the version first trusted
+    assert trust.is_trusted(config)
+    trust.forget(config)
+    place("claude-code/mcp.json", repo / ".mcp.json")
+    trust.trust(config)
+    (repo / ".mcp.json").unlink()  # removed: a version never trusted
     assert not trust.is_trusted(config)
 
 
