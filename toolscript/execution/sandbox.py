@@ -1727,7 +1727,9 @@ def _supervise(
     for outcome in _OUTCOMES:
         if outcome.applies(ended):
             outcome.tell(ended)
-            return outcome.exit_code
+            if outcome.exit_code is not None:
+                return outcome.exit_code
+            break
     code = process.returncode
     return code if code >= 0 else 128 - code
 
@@ -1787,7 +1789,7 @@ class _Outcome(NamedTuple):
 
     applies: Callable[[_Ended], bool]
     tell: Callable[[_Ended], None]
-    exit_code: int
+    exit_code: int | None  # None: Deno's own
 
 
 def _say(message: Callable[[_Ended], str]) -> Callable[[_Ended], None]:
@@ -1868,7 +1870,43 @@ _OUTCOMES: tuple[_Outcome, ...] = (
         ),
         EXIT_MEMORY,
     ),
+    _Outcome(
+        lambda ended: _foreign_signal(ended.code) is not None,
+        _say(lambda ended: _killed_by(_foreign_signal(ended.code))),
+        None,  # Deno's own: 128 + the signal, as a shell reports it
+    ),
 )
+
+# Signals toolscript and the user's terminal end a run with, each said elsewhere (limits,
+# Ctrl+C, `runs stop`, a closed pipe); SIGTRAP and SIGABRT are V8's out-of-memory above.
+_OWN_SIGNALS = frozenset(
+    {signal.SIGINT, signal.SIGTERM, signal.SIGKILL, signal.SIGHUP, signal.SIGPIPE}
+)
+# What a signal from outside says about the machine, and what to do next.
+_SIGNAL_CAUSES = {
+    "SIGXFSZ": "a file grew past the file-size limit (`ulimit -f`) while Deno wrote its "
+    "cache or the run's output: raise the limit (`ulimit -f unlimited`), then run it again",
+    "SIGSEGV": "Deno crashed: run it again, and if it crashes again, with `--debug`",
+    "SIGBUS": "a file Deno had mapped shrank or a disk failed (a full disk?): free disk "
+    "space, then run it again",
+}
+
+
+def _foreign_signal(code: int) -> signal.Signals | None:
+    """The signal Deno was ended by, when none of toolscript's own ways to end a run sent it."""
+    if code >= 0:
+        return None
+    try:
+        ended_by = signal.Signals(-code)
+    except ValueError:
+        return None
+    return None if ended_by in _OWN_SIGNALS else ended_by
+
+
+def _killed_by(ended_by: signal.Signals | None) -> str:
+    assert ended_by is not None
+    cause = _SIGNAL_CAUSES.get(ended_by.name, "sent from outside toolscript")
+    return f"the sandbox (Deno) was killed by {ended_by.name}: {cause}"
 
 
 PREVIEW_BYTES = 16 * 1024
