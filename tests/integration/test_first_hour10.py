@@ -20,6 +20,8 @@ from tests.helpers import GatewayProcess, clean_env, fixture_server, wait_until
 
 MAIN = {"mcpServers": {"fx": fixture_server()}, "search": {"semantic": False}}
 FEATURE = {"mcpServers": {"fixture": fixture_server()}, "search": {"semantic": False}}
+# A bound on each wait for the gateway, not a timing: a loaded machine is slow to connect.
+WAIT = 120
 ECHO = 'import { tools } from "toolscript"; return await tools.fx.plainText({ text: "hi" })'
 
 
@@ -71,17 +73,22 @@ def test_a_branch_switched_back_to_is_served_again_without_trusting_it_anew(
                 and not (health.get("config") or {}).get("error")
             )
 
-        gateway.wait_for_health(serves("fx"), what="fx connected")
+        gateway.wait_for_health(serves("fx"), what="fx connected", timeout=WAIT)
         gateway.config_path.write_text(json.dumps(FEATURE))  # git switch feature
         gateway.wait_for_health(
             lambda health: "not trusted yet" in ((health.get("config") or {}).get("error") or ""),
             what="the branch's config refused until trusted",
+            timeout=WAIT,
         )
         assert cli(tmp_path, project, "trust").returncode == 0
-        gateway.wait_for_health(serves("fixture"), what="the branch's server connected")
+        gateway.wait_for_health(
+            serves("fixture"), what="the branch's server connected", timeout=WAIT
+        )
 
         gateway.config_path.write_text(json.dumps(MAIN))  # git switch main
-        gateway.wait_for_health(serves("fx"), what="main's server back, no trust asked")
+        gateway.wait_for_health(
+            serves("fx"), what="main's server back, no trust asked", timeout=WAIT
+        )
         listed = cli(tmp_path, project, "list-servers")
         assert listed.returncode == 0, listed.stderr
         assert listed.stdout.startswith("fx\tstdio\tconnected"), listed.stdout
@@ -94,6 +101,7 @@ def test_a_branch_switched_back_to_is_served_again_without_trusting_it_anew(
         gateway.wait_for_health(
             lambda health: "not trusted yet" in ((health.get("config") or {}).get("error") or ""),
             what="an untrusted config refused",
+            timeout=WAIT,
         )
     finally:
         gateway.stop()
@@ -112,7 +120,7 @@ def test_a_sandbox_killed_by_the_file_size_limit_says_so_and_what_to_do(tmp_path
         wait_until(
             gateway.health,
             lambda health: health["servers"]["fx"]["state"] == "connected",
-            30,
+            WAIT,
             "fx connected",
         )
         limited = cli(tmp_path, project, "exec", ECHO, file_size_limit=16 * 1024)
