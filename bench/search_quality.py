@@ -80,6 +80,10 @@ LABELLED = {
     # languages mixed in, a paragraph of context, negations, the outcome only, another vendor
     # named)
     "blind8": Path(__file__).resolve().parent / "search" / "queries_blind8.txt",
+    # written blind, in the styles the sets above have least (pasted identifiers and data,
+    # questions, a parameter or an output named, a plan's first step, other domains' words,
+    # nominal and passive style, two words, a system prompt's or planner's voice)
+    "blind9": Path(__file__).resolve().parent / "search" / "queries_blind9.txt",
 }
 # The four retrievers and the final design. "fixed" is the design before adaptive fusion and
 # splitting (hybrid blend with the fixed alpha, the request ranked whole); "adaptive" adds the
