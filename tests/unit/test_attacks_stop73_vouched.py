@@ -63,13 +63,3 @@ def test_a_record_of_the_offered_file_alone_does_not_vouch_for_the_tools(
     _forge(layout, "fetch:github", {str(layout.server_offered("github")): ""})
     assert run_pipeline(config, layout, SnapshotSource({"time": [REAL]})).code == 0
     assert PLANTED not in layout.module.read_text()
-
-
-def test_a_planted_module_with_a_forged_record_is_built_anew(tmp_path: Path) -> None:
-    config, layout = _config(tmp_path), CacheLayout(tmp_path / ".toolscript")
-    assert run_pipeline(config, layout, SnapshotSource({"time": [REAL]})).code == 0
-    built = layout.module.read_text()
-    layout.module.write_text(built + "\n// planted\n")
-    _forge(layout, "module", {"nothing-here": ""})
-    assert run_pipeline(config, layout, SnapshotSource({"time": [REAL]})).code == 0
-    assert "// planted" not in layout.module.read_text()
