@@ -3,8 +3,8 @@ can write without the user's key. ``targets_as_built`` compared the digests reco
 those of the paths recorded, whatever they were: a record naming a path that does not exist
 with an empty digest (what a missing target digests to), or a planted link with ``linked``,
 matched, so the repository's ``servers/<s>.json`` of a server not reached became its tools
-(and a planted module, names or fragments were taken as built). A missing target or a link
-is never as built, and only the task's own targets are looked at."""
+(a planted module held: it is made anew for other reasons). A missing target or a link is
+never as built, and only the task's own targets are looked at."""
 
 from __future__ import annotations
 
