@@ -86,7 +86,7 @@ from toolscript.plumbing.processes import (
     process_identity,
     return_free_memory,
 )
-from toolscript.plumbing.redact import redact, redact_value
+from toolscript.plumbing.redact import redact, redact_value, sent_text
 from toolscript.policy import READ_ONLY, is_offering
 from toolscript.search.engine import SearchEngine, SearchOptions
 from toolscript.search.process import EmbedderProcess
@@ -1359,7 +1359,7 @@ class Gateway:
             secrets = (*config.secrets, *upstream.secrets)
             # but what the script sent, echoed ("no such file: <path>"), is left as it is:
             # masked, it said which of the script's guesses were runs of a secret
-            sent = json.dumps(arguments, ensure_ascii=False)
+            sent = sent_text(arguments)
             raise ToolCallError(
                 redact(exc.message, secrets, sent=sent),
                 content=redact_value(exc.content, secrets, sent=sent),

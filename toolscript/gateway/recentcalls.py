@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 from toolscript.plumbing.boundedread import read_state_file
 from toolscript.plumbing.cachefiles import set_aside
 from toolscript.plumbing.privatefile import write_private
-from toolscript.plumbing.redact import redact_value
+from toolscript.plumbing.redact import redact_value, sent_text
 
 __all__ = ["RecentCall", "RecentCalls", "shown", "shrunk", "trimmed"]
 
@@ -137,9 +137,8 @@ class RecentCalls:
                 secrets = tuple(dict.fromkeys((*noted, *now)))
                 # arguments: credential-named keys' values only (the module's docstring)
                 shown_arguments, _ = shown(arguments, (), self.limits, self.limits.arguments)
-                sent_text = json.dumps(sent, ensure_ascii=False)
                 shown_result, cut = shown(
-                    result, secrets, self.limits, self.limits.result, sent=sent_text
+                    result, secrets, self.limits, self.limits.result, sent=sent_text(sent)
                 )
                 self.calls.pop(qualified, None)  # the newest last: the oldest are dropped first
                 self.calls[qualified] = RecentCall(shown_arguments, shown_result, cut, agents)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qsl, quote, quote_plus, urlsplit
@@ -26,6 +26,7 @@ __all__ = [
     "secret_name",
     "secret_setting",
     "secret_variable",
+    "sent_text",
 ]
 
 MASK = "***"
@@ -43,27 +44,60 @@ def redact(text: str, secrets: Iterable[str], *, sent: str = "") -> str:
     middle) when it reads as one opaque value (no spaces, not a path or a URL).
 
     ``sent``: what the reader of ``text`` wrote itself (a script's arguments, which a
-    server's error echoes): a spelling or a run found in it (whatever its case) is left as
-    it is. Masked, it told the script which of its guesses were runs of a secret: guessing
-    8 characters (``ghp_`` and 4 more), then one more at a time, read the whole token."""
-    forms, grams = _prepared(tuple(sorted(set(secrets))))
-    was_sent = _Sent(sent)
+    server's error echoes; ``sent_text``): a spelling, or a run of a secret as long as the
+    text holds it, found in it (whatever its case) is left as it is. Masked, it told the
+    script which of its guesses were runs of a secret: guessing 8 characters (``ghp_`` and
+    4 more), then one more at a time, read the whole token."""
+    return _redact(text, _prepared(tuple(sorted(set(secrets)))), _Sent(sent))
+
+
+def _redact(text: str, prepared: tuple[tuple[str, ...], _Grams], was_sent: _Sent) -> str:
+    forms, grams = prepared
     for form in forms:
         if form in text and not was_sent(form):
             text = text.replace(form, MASK)
     return _redact_runs(text, grams, was_sent) if grams else text
 
 
+def sent_text(arguments: Any) -> str:
+    """What a script sent, for ``redact``'s ``sent``: its arguments as JSON, and each of their
+    strings (keys too) as it is, unescaped (a server quotes a value holding a quote or a
+    backslash as it is)."""
+    strings: list[str] = []
+
+    def collect(item: Any) -> None:
+        if isinstance(item, str):
+            strings.append(item)
+        elif isinstance(item, dict):
+            for key, value in item.items():
+                collect(str(key))
+                collect(value)
+        elif isinstance(item, list):
+            for element in item:
+                collect(element)
+
+    collect(arguments)
+    return "\n".join([json.dumps(arguments, ensure_ascii=False), *strings])
+
+
 class _Sent:
-    """Whether a piece of text was in ``sent`` (whatever its case): each piece looked up
-    once, and ``sent`` (a script's arguments: up to megabytes) casefolded only when a piece
-    is first asked about, so a text holding no secret costs nothing more, and one holding
-    many runs one search of ``sent`` per distinct run of a secret."""
+    """Whether a piece of text was in ``sent`` (whatever its case), each piece looked up
+    once, and ``sent`` (a script's arguments: up to megabytes) casefolded only when first
+    asked about, so a text holding no secret costs nothing more. A run of a secret is asked
+    about whole (``holds``): for each place in the secret, the longest run from there that
+    ``sent`` holds is found once, in at most two searches of ``sent`` per character of it,
+    however many runs a text holds."""
 
     def __init__(self, sent: str) -> None:
         self.sent = sent
         self.folded: str | None = None
         self.found: dict[str, bool] = {}
+        self.reach: dict[str, list[int]] = {}
+
+    def _sent_folded(self) -> str:
+        if self.folded is None:
+            self.folded = self.sent.casefold()
+        return self.folded
 
     def __call__(self, piece: str) -> bool:
         if not self.sent:
@@ -71,10 +105,40 @@ class _Sent:
         key = piece.casefold()
         found = self.found.get(key)
         if found is None:
-            if self.folded is None:
-                self.folded = self.sent.casefold()
-            found = self.found[key] = key in self.folded
+            found = self.found[key] = key in self._sent_folded()
         return found
+
+    def holds(self, secret: str, at: int, size: int) -> bool:
+        """Whether ``sent`` holds ``secret[at:at + size]`` (whatever its case)."""
+        if not self.sent:
+            return False
+        reach = self.reach.get(secret)
+        if reach is None:
+            reach = self.reach[secret] = self._reach(secret)
+        return size <= reach[at]
+
+    def _reach(self, secret: str) -> list[int]:
+        """For each place in ``secret``, the length of the longest run from there (8
+        characters or more, else 0) that ``sent`` holds: one shorter than the last one's at
+        least, since that run less its first character is in ``sent`` too."""
+        folded, reach, size = self._sent_folded(), [], 0
+        for at in range(len(secret)):
+            size = max(size - 1, 0)
+            if size < _MIN_PART_LENGTH:
+                end = at + _MIN_PART_LENGTH
+                size = (
+                    _MIN_PART_LENGTH
+                    if end <= len(secret) and (secret[at:end].casefold() in folded)
+                    else 0
+                )
+            while (
+                size
+                and at + size < len(secret)
+                and (secret[at : at + size + 1].casefold() in folded)
+            ):
+                size += 1
+            reach.append(size)
+        return reach
 
 
 def may_hold_secret(text: str | bytes, secrets: Iterable[str]) -> bool:
@@ -131,17 +195,19 @@ def _spellings(secret: str) -> set[str]:
     return found
 
 
-def _redact_runs(text: str, grams: _Grams, was_sent: Callable[[str], bool] | None = None) -> str:
-    """Replace each run of ``text`` of 8 characters or more that also occurs in a secret (but
-    one whose first 8 characters ``was_sent``: ``redact``'s ``sent``)."""
+def _redact_runs(text: str, grams: _Grams, was_sent: _Sent | None = None) -> str:
+    """Replace each run of ``text`` of 8 characters or more that also occurs in a secret, as
+    far as it goes, unless ``was_sent`` holds that whole run (``redact``'s ``sent``): a
+    guess of its first 8 characters left them shown and masked the rest, which told the
+    script its guess was right, one more character at a time."""
     size = _MIN_PART_LENGTH
     pieces, done, i = [], 0, 0
     while i <= len(text) - size:
         places = grams.get(text[i : i + size])
-        if not places or (was_sent is not None and was_sent(text[i : i + size])):
+        if not places:
             i += 1
             continue
-        end = i + size
+        end, longest = i + size, places[0]
         for secret, at in places:
             reach = i + size
             while (
@@ -150,7 +216,13 @@ def _redact_runs(text: str, grams: _Grams, was_sent: Callable[[str], bool] | Non
                 and text[reach] == secret[at + reach - i]
             ):
                 reach += 1
-            end = max(end, reach)
+            if reach > end:
+                end, longest = reach, (secret, at)
+        if was_sent is not None and was_sent.holds(longest[0], longest[1], end - i):
+            # As sent, and so is each part of it: what follows starts at the first run that
+            # reaches past it.
+            i = max(i + 1, end - size + 1)
+            continue
         pieces += [text[done:i], MASK]
         done = i = end
     pieces.append(text[done:])
@@ -260,10 +332,11 @@ def redact_value(value: Any, secrets: Iterable[str], *, sent: str = "") -> Any:
     like credentials (``password``, ``apiKey``, ``token``...) replaced by ``***`` (``sent``:
     as ``redact``'s)."""
     known = tuple(secrets)
+    prepared, was_sent = _prepared(tuple(sorted(set(known)))), _Sent(sent)
 
     def clean(item: Any) -> Any:
         if isinstance(item, str):
-            return redact(item, known, sent=sent) if known else item
+            return _redact(item, prepared, was_sent) if known else item
         if isinstance(item, dict):
             return {
                 key: MASK if secret_name(str(key)) and item[key] else clean(item[key])

@@ -46,7 +46,7 @@ from toolscript.plumbing.processes import (
     tether,
     untether,
 )
-from toolscript.plumbing.redact import redact
+from toolscript.plumbing.redact import redact, sent_text
 from toolscript.plumbing.requirespython import (
     InvalidSpecifier,
     python_satisfies,
@@ -605,7 +605,7 @@ class LocalToolServer:
                 else self._call_internal(tool, arguments)
             )
         except _ToolRaised as exc:  # what the script sent comes back as sent (Gateway.make_call)
-            sent = json.dumps(arguments, ensure_ascii=False)
+            sent = sent_text(arguments)
             text = redact(str(exc), self.config.secrets, sent=sent)
             return {"content": [{"type": "text", "text": text}], "isError": True}
         # The value itself, whatever its type: the generated Result type is the return annotation.

@@ -113,6 +113,12 @@ def targets_as_built(task: Any, values: dict[str, Any]) -> bool:
     recorded = values.get("targets")
     if not isinstance(recorded, dict) or not recorded:
         return False
+    # Only the task's own targets, each a file whose digest only the user's key makes: a
+    # cloned ``.doit.db`` naming a path that does not exist (its digest "") or a link it
+    # planted ("linked") matched what anyone computes, and vouched for the repository's files.
+    own = {str(target) for target in getattr(task, "targets", ())}
+    if any(key not in own or digest in ("", "linked") for key, digest in recorded.items()):
+        return False
     current: dict[str, str] = target_digests([Path(target) for target in recorded])["targets"]
     return recorded == current
 
