@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from toolscript.gateway.recentcalls import RecentCalls
-from toolscript.gateway.runbook import _call_row, _trimmed
+from toolscript.gateway.runbook import _call_row, _kept, _trimmed
 from toolscript.plumbing.redact import MASK, may_hold_secret, redact, redact_value, written_text
 
 SECRET = "ghp_Zq8xR2mK9vT4pL7nW3sY6bH1cJ5dF0gA2eQ"
@@ -72,3 +72,17 @@ def test_a_script_kept_or_not_by_its_whole_secrets_only() -> None:
     assert not may_hold_secret(script, [SECRET], runs=False)
     assert may_hold_secret(script + f"// {SECRET}\n", [SECRET], runs=False)
     assert may_hold_secret(script, [SECRET])  # what held: log bodies still masked of runs
+
+
+def test_an_answer_kept_for_a_resume_keeps_the_guesses_it_quotes_as_written() -> None:
+    """A resume by another gateway (each exec's own, when none runs) replays the answers the
+    log keeps: one quoting the guesses came back with the right ones masked."""
+    guesses = " ".join(GUESSES[:4])
+    entry = {
+        "tool": "fx__plain_text",
+        "arguments": {"text": guesses},
+        "digest": "d",
+        "body": json.dumps(f"said {guesses}, as {SECRET}").encode(),
+    }
+    kept = _kept(entry, "run", (SECRET,))
+    assert json.loads(kept["body"]) == f"said {guesses}, as {MASK}"

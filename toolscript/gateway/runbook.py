@@ -1254,10 +1254,13 @@ def _kept(entry: dict[str, Any], run_id: str, known: tuple[str, ...]) -> dict[st
     """An answer as the log keeps it for a resume: a configured secret in a result is kept
     as ``***`` (the log holds none), which is what a script resumed by another gateway sees
     (this one keeps the answer whole in memory: ``RunBook._keep_secret_answers``). Its body
-    is the entry's own object unless it was masked."""
+    is the entry's own object unless it was masked. What it quotes of the call's arguments is
+    kept as written (``redact``'s ``written``): masked, a resumed script read which of its
+    guesses were runs of a secret."""
     body: bytes = entry["body"]
     if may_hold_secret(body, known):  # in any spelling (a base64 of it, a run of it)
-        body = redact(body.decode("utf-8", "replace"), known).encode()
+        written = written_text(entry["arguments"])
+        body = redact(body.decode("utf-8", "replace"), known, written=written).encode()
     kept = {key: value for key, value in entry.items() if key != "arguments"}
     key = entry["digest"] or digest(entry["tool"], entry["arguments"])
     return kept | {"run_id": run_id, "body": body, "digest": key}
