@@ -443,10 +443,10 @@ def test_a_stopped_runs_answers_are_searched_for_secrets_once_and_off_the_event_
     searched: list[threading.Thread] = []
     search = runbook.may_hold_secret
 
-    def watched(text: Any, known: Any) -> bool:
+    def watched(text: Any, known: Any, **options: Any) -> bool:
         if isinstance(text, bytes):  # an answer (the kept script is searched too)
             searched.append(threading.current_thread())
-        return search(text, known)
+        return search(text, known, **options)
 
     monkeypatch.setattr(runbook, "may_hold_secret", watched)
     server = FakeServer()
