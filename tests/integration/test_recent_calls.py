@@ -41,9 +41,11 @@ def test_get_types_shows_a_recent_call_redacted_and_trimmed(tmp_path: Path) -> N
         assert shown["recent"][0]["result"] == '"***"'
         assert 'tools.fx.env({"name":"FX_TOKEN"})' in shown["declarations"]
         assert SECRET not in json.dumps(shown)
-        # What the script sent is shown as sent (test_attacks_stop70: masked, it was an oracle).
-        gateway.call("fx__plain_text", {"text": f"the key is {SECRET}"})
-        assert f"the key is {SECRET}" in types_of(gateway, "plain_text")["recent"][0]["arguments"]
+        # What the script sent is shown as sent (test_attacks_stop70: masked, it was an oracle)
+        # but for a whole secret (stop 72: one cannot be guessed, and none lands in the file).
+        gateway.call("fx__plain_text", {"text": f"the key is {SECRET} or {SECRET[:12]}"})
+        shown_arguments = types_of(gateway, "plain_text")["recent"][0]["arguments"]
+        assert f"the key is *** or {SECRET[:12]}" in shown_arguments, shown_arguments
         # A large result is cut to the cap.
         assert gateway.call("fx__plain_text", {"text": "x" * 100_000}).status_code == 200
         recent = types_of(gateway, "plain_text")["recent"][0]

@@ -9,13 +9,14 @@ on its path as it is and settled (redacted, trimmed) off it, by the gateway's fl
 second or when get-types asks. The types setting that learns result types
 (``types.inferResults``, ``gateway start --no-inferred``) switches this off too.
 
-Redacted by a rule a script cannot read a secret through: the arguments lose only the values
-of keys named like credentials, whatever they hold, and are otherwise shown as the script
-sent them; the result loses the config's secrets, but what it quotes of the arguments is
-shown as sent. Masking each run of a secret in the arguments (or in a result echoing them)
-told the agent which of its script's guesses were runs of a token: ``github_pat_`` and a
-few more, then one character per round trip. A secret in the arguments the script did not
-guess came from a result, which reaches the script whole.
+Redacted by a rule a script cannot read a secret through: the arguments lose the values of
+keys named like credentials, whatever they hold, and any whole secret (in any spelling), and
+are otherwise shown as the script sent them; the result loses the config's secrets, but what
+it quotes of the arguments is shown as sent (``redact``'s ``written``). Masking each run of a
+secret in the arguments (or in a result echoing them) told the agent which of its script's
+guesses were runs of a token: ``github_pat_`` and a few more, then one character per round
+trip. A whole token cannot be guessed: one in the arguments came from a result (which
+reaches the script whole), and is kept out of the file all the same.
 
 What a server returned is data: get-types shows it inside a comment, escaped by
 ``codegen/typescript.comment_text`` (``codegen/module.recent_call_comment``).
@@ -135,10 +136,13 @@ class RecentCalls:
             now = tuple(self._secrets())
             for qualified, (arguments, result, agents, noted, sent) in pending.items():
                 secrets = tuple(dict.fromkeys((*noted, *now)))
-                # arguments: credential-named keys' values only (the module's docstring)
-                shown_arguments, _ = shown(arguments, (), self.limits, self.limits.arguments)
+                # whole secrets and credential-named keys' values (the module's docstring)
+                written = sent_text(sent)
+                shown_arguments, _ = shown(
+                    arguments, secrets, self.limits, self.limits.arguments, written=written
+                )
                 shown_result, cut = shown(
-                    result, secrets, self.limits, self.limits.result, sent=sent_text(sent)
+                    result, secrets, self.limits, self.limits.result, written=written
                 )
                 self.calls.pop(qualified, None)  # the newest last: the oldest are dropped first
                 self.calls[qualified] = RecentCall(shown_arguments, shown_result, cut, agents)
@@ -234,13 +238,13 @@ def shown(
     limits: Limits,
     total: int | None = None,
     *,
-    sent: str = "",
+    written: str = "",
 ) -> tuple[str, bool]:
     """A ``shrunk`` value redacted, its strings cut, as compact JSON of ``total`` at most
-    (``sent``: what the script sent, shown as sent: ``redact``'s)."""
+    (``written``: what the script sent, its runs of a secret shown as sent: ``redact``'s)."""
     total = total if total is not None else limits.result
     part, cut = value
-    kept, cut_strings = _cut_strings(redact_value(part, secrets, sent=sent), limits.string)
+    kept, cut_strings = _cut_strings(redact_value(part, secrets, written=written), limits.string)
     text = json.dumps(kept, ensure_ascii=False, separators=(",", ":"))
     text = text.encode("utf-8", "backslashreplace").decode("utf-8")  # lone surrogates
     if len(text) > total:

@@ -57,7 +57,7 @@ from toolscript.errors import (
 )
 from toolscript.gateway.recentcalls import MORE, Limits, shrunk
 from toolscript.plumbing.processes import identity_alive, process_identity
-from toolscript.plumbing.redact import may_hold_secret, redact, redact_value
+from toolscript.plumbing.redact import may_hold_secret, redact, redact_value, sent_text
 from toolscript.store.approvalview import shortened_notice, shown_arguments, visible_text
 from toolscript.store.runlog import RunLog, new_run_id
 from toolscript.upstream.base import CALL_PROGRESS
@@ -329,13 +329,14 @@ class Run:
 
     def row(self, known: tuple[str, ...] = ()) -> dict[str, Any]:
         """The run's record; the script only while it waits for approval (``--resume`` runs
-        it again), and never when a configured secret is written in it (in any spelling
-        masking knows: whole, base64, a run of one)."""
+        it again), and never when a configured secret is written in it whole (in any
+        spelling masking knows: base64...). One holding only runs of a secret is kept: kept
+        or not by its runs told its author which of the guesses it wrote were runs."""
         stopped = self.stopped.to_dict() if self.stopped is not None else None
         if self.prompt is not None and self.approving:
             stopped = {"error": "approval_required", "call": self.prompt.call | {"run": self.id}}
         keep_script = self.status in ("awaiting_approval", "prompting") and not may_hold_secret(
-            self.script, known
+            self.script, known, runs=False
         )
         row = {
             "id": self.id,
@@ -881,7 +882,7 @@ class RunBook:
         if await anyio.to_thread.run_sync(self.runlog.tool_approved, qualified, identity):
             return
         known = self._secrets_of()
-        shown = redact_value(arguments, known)
+        shown = redact_value(arguments, known, written=sent_text(arguments))
         size = len(msgspec.json.encode(shown))
         call = {
             "seq": seq,
@@ -1253,10 +1254,13 @@ def _kept(entry: dict[str, Any], run_id: str, known: tuple[str, ...]) -> dict[st
     """An answer as the log keeps it for a resume: a configured secret in a result is kept
     as ``***`` (the log holds none), which is what a script resumed by another gateway sees
     (this one keeps the answer whole in memory: ``RunBook._keep_secret_answers``). Its body
-    is the entry's own object unless it was masked."""
+    is the entry's own object unless it was masked. What it quotes of the call's arguments is
+    kept as written (``redact``'s ``written``): masked, a resumed script read which of its
+    guesses were runs of a secret."""
     body: bytes = entry["body"]
     if may_hold_secret(body, known):  # in any spelling (a base64 of it, a run of it)
-        body = redact(body.decode("utf-8", "replace"), known).encode()
+        written = sent_text(entry["arguments"])
+        body = redact(body.decode("utf-8", "replace"), known, written=written).encode()
     kept = {key: value for key, value in entry.items() if key != "arguments"}
     key = entry["digest"] or digest(entry["tool"], entry["arguments"])
     return kept | {"run_id": run_id, "body": body, "digest": key}
@@ -1292,7 +1296,7 @@ def _trimmed(arguments: dict[str, Any], known: tuple[str, ...]) -> Any:
             return {cut(key): cut(member) for key, member in item.items()}
         return item
 
-    return cut(redact_value(value, known))
+    return cut(redact_value(value, known, written=sent_text(arguments)))
 
 
 def _logged_name(qualified: str) -> str:
@@ -1320,7 +1324,11 @@ def _call_row(record: dict[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
             error = str(msgspec.json.decode(record["error"]).get("message", ""))
         except (msgspec.DecodeError, AttributeError):
             error = record["error"][:500].decode("utf-8", "replace")
+    # as written: runs of a secret in them were the script's guesses
+    written = sent_text(record["arguments"]) if known else ""
     return record | {
-        "arguments": msgspec.json.encode(redact_value(record["arguments"], known)).decode(),
-        "error": redact(error, known)[:2000],
+        "arguments": msgspec.json.encode(
+            redact_value(record["arguments"], known, written=written)
+        ).decode(),
+        "error": redact(error, known, written=written)[:2000],
     }

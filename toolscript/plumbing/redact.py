@@ -38,7 +38,7 @@ _MIN_WORD_LENGTH = 12  # the words of a secret with spaces ("Bearer <token>") co
 _OPAQUE = re.compile(r"(?![/.~])(?!.*://)\S+")
 
 
-def redact(text: str, secrets: Iterable[str], *, sent: str = "") -> str:
+def redact(text: str, secrets: Iterable[str], *, sent: str = "", written: str = "") -> str:
     """``text`` with every secret replaced by ``***``: whole, JSON-escaped, URL-encoded, in hex,
     base64-encoded, and every run of 8 characters or more of one (its start, its end, its
     middle) when it reads as one opaque value (no spaces, not a path or a URL).
@@ -47,16 +47,31 @@ def redact(text: str, secrets: Iterable[str], *, sent: str = "") -> str:
     server's error echoes; ``sent_text``): a spelling, or a run of a secret as long as the
     text holds it, found in it (whatever its case) is left as it is. Masked, it told the
     script which of its guesses were runs of a secret: guessing 8 characters (``ghp_`` and
-    4 more), then one more at a time, read the whole token."""
-    return _redact(text, _prepared(tuple(sorted(set(secrets)))), _Sent(sent))
+    4 more), then one more at a time, read the whole token.
+
+    ``written``: what a script wrote, kept where it or its agent reads it back and a person
+    or a file sees it too (the run log, an approval, ``get-types``' examples; ``sent_text``):
+    a run of a secret found in it is left as written (the same oracle), a whole secret in any
+    spelling is masked still (a token cannot be guessed whole, and none lands in a file or a
+    prompt)."""
+    return _redact(text, _prepared(tuple(sorted(set(secrets)))), *_lookups(sent, written))
 
 
-def _redact(text: str, prepared: tuple[tuple[str, ...], _Grams], was_sent: _Sent) -> str:
+def _lookups(sent: str, written: str) -> tuple[_Sent, _Sent]:
+    """What a whole spelling is looked up in (``sent``) and what a run is (``sent`` and
+    ``written``)."""
+    was_sent = _Sent(sent)
+    return was_sent, (_Sent(f"{sent}\n{written}") if written else was_sent)
+
+
+def _redact(
+    text: str, prepared: tuple[tuple[str, ...], _Grams], was_sent: _Sent, run_written: _Sent
+) -> str:
     forms, grams = prepared
     for form in forms:
         if form in text and not was_sent(form):
             text = text.replace(form, MASK)
-    return _redact_runs(text, grams, was_sent) if grams else text
+    return _redact_runs(text, grams, run_written) if grams else text
 
 
 def sent_text(arguments: Any) -> str:
@@ -141,14 +156,16 @@ class _Sent:
         return reach
 
 
-def may_hold_secret(text: str | bytes, secrets: Iterable[str]) -> bool:
+def may_hold_secret(text: str | bytes, secrets: Iterable[str], *, runs: bool = True) -> bool:
     """Whether ``redact`` would change ``text``: it holds a secret in one of its spellings
     (JSON-escaped, base64...) or a run of 8 characters of one. A quick test (a substring
-    search per spelling and per run) before the slower redaction of a long text."""
+    search per spelling and per run) before the slower redaction of a long text.
+    ``runs=False``: whole spellings only (of a script's own text, which its author can
+    read: whether it holds a run of a secret is an oracle, as ``redact``'s ``written``)."""
     forms, grams = _prepared(tuple(sorted(set(secrets))))
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
-    return any(form in text for form in forms) or any(gram in text for gram in grams)
+    return any(form in text for form in forms) or (runs and any(gram in text for gram in grams))
 
 
 _Grams = dict[str, list[tuple[str, int]]]
@@ -327,16 +344,16 @@ def embedded_secrets(value: str) -> list[str]:
     return found
 
 
-def redact_value(value: Any, secrets: Iterable[str], *, sent: str = "") -> Any:
+def redact_value(value: Any, secrets: Iterable[str], *, sent: str = "", written: str = "") -> Any:
     """A JSON value with configured secrets out of its strings and the values of keys named
-    like credentials (``password``, ``apiKey``, ``token``...) replaced by ``***`` (``sent``:
-    as ``redact``'s)."""
+    like credentials (``password``, ``apiKey``, ``token``...) replaced by ``***`` (``sent``,
+    ``written``: as ``redact``'s)."""
     known = tuple(secrets)
-    prepared, was_sent = _prepared(tuple(sorted(set(known)))), _Sent(sent)
+    prepared, lookups = _prepared(tuple(sorted(set(known)))), _lookups(sent, written)
 
     def clean(item: Any) -> Any:
         if isinstance(item, str):
-            return _redact(item, prepared, was_sent) if known else item
+            return _redact(item, prepared, *lookups) if known else item
         if isinstance(item, dict):
             return {
                 key: MASK if secret_name(str(key)) and item[key] else clean(item[key])
