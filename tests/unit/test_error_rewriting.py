@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from toolscript.execution.sandbox import _rewriter
+from toolscript.execution.sandbox import REFUSED_FILE_URL, _rewriter
 from toolscript.execution.source import prepare
 
 SCRIPT = Path("/cache/scripts/0123abcd/inline.ts")
@@ -84,6 +85,22 @@ def test_refusals_are_in_toolscripts_words() -> None:
             f'NotCapable: Requires {kind} access to "x", run again with the --allow-{kind} flag\n'
         )
         assert words in rewritten("1", line)
+
+
+def test_a_local_files_import_is_refused_as_such() -> None:
+    """The import map sends `./lib.ts` to a host that says so, which is all Deno's refusal
+    names: exec said 'import only "toolscript" (tried "local-files-...invalid:443"); call a
+    tool that fetches it', a URL's words for a file."""
+    host = urlsplit(REFUSED_FILE_URL).netloc
+    stderr = (
+        f'error: Requires import access to "{host}:443", run again with the --allow-import '
+        "flag\n    at file:///x/inline.ts:1:19\n"
+    )
+    shown = rewritten('import { x } from "./lib.ts";\nconsole.log(x)', stderr)
+    assert "scripts cannot import local files; put the code in the script itself" in shown
+    assert host not in shown and "fetches it" not in shown
+    elsewhere = stderr.replace(host, "example.com")
+    assert 'scripts import only "toolscript" (tried "example.com:443")' in rewritten("1", elsewhere)
 
 
 def test_v8s_out_of_memory_dump_is_dropped() -> None:

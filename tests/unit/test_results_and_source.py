@@ -99,3 +99,17 @@ def test_return_in_a_string_or_comment_still_wraps_safely() -> None:
     prepared = prepare_source(code)
     assert 'console.log("return to sender"); // return later' in prepared
     assert prepared.count("\n") == 3  # the head, the user's line, the closing and print lines
+
+
+@pytest.mark.parametrize("start", ["", "\ufeff"])
+def test_a_shebang_is_a_comment_of_its_width_inside_the_wrapper(start: str) -> None:
+    """`#!` is valid only on a module's first line, which the wrapper's head takes: a file
+    `#!/usr/bin/env toolscript` (saved with a byte order mark or not) that returns a value
+    was a SyntaxError. Its excerpt still shows the user's own line."""
+    code = start + "#!/usr/bin/env toolscript\nreturn 1;"
+    prepared = prepare(code)
+    lines = prepared.code.split("\n")
+    assert lines[1] == start + "///usr/bin/env toolscript"
+    assert lines[2] == "return 1;"
+    assert "#!" not in prepared.code
+    assert prepared.map.restored_line(lines[1]) == (1, code.split("\n")[0])

@@ -505,8 +505,14 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
                 sys.stderr.write(f"hint: {hint}\n")
         raise typer.Exit(1) from None
     healthy = health.get("status") == "ok"
+    # the sessions' own gateways of the project beside this one: their agents use those
+    shown_pid = ((health.get("processes") or {}).get("gateway") or {}).get("pid")
+    sessions = [found for found in _session_gateways_of(loaded) if found["pid"] != shown_pid]
     if as_json:
-        print_json({"running": True, "url": url, **health, "installed": _installed()})
+        print_json(
+            {"running": True, "url": url, **health, "installed": _installed()}
+            | ({"sessions": sessions} if sessions else {})
+        )
     else:
         sys.stdout.write(f"gateway: running at {url} ({health.get('status')})\n")
         served = (health.get("config") or {}).get("path")
@@ -545,6 +551,7 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         config_error = (health.get("config") or {}).get("error")
         if config_error:
             write_shown(f"config: error, the previous configuration still serves: {config_error}\n")
+        sys.stdout.write(_sessions_text(sessions))
     raise typer.Exit(0 if healthy else 3)
 
 

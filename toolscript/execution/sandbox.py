@@ -860,10 +860,21 @@ _REFUSALS = {
 }
 
 
+# Where the import map sent a local file the script imports (``./lib.ts``): the host of
+# that URL, which is all Deno's refusal names of it.
+_REFUSED_FILE_HOST = urlsplit(REFUSED_FILE_URL).netloc
+_LOCAL_IMPORT = (
+    "scripts cannot import local files; put the code in the script itself, or pass the data "
+    "in through a tool call"
+)
+
+
 def _refusal(found: re.Match[str]) -> str:
     """A sandbox refusal in toolscript's words: exec has no --allow-* flags to suggest."""
     if found[3] is not None:
         return _REFUSALS["run"].format(repr(found[3]))
+    if found[1] == "import" and _REFUSED_FILE_HOST + ":" in found[2]:
+        return _LOCAL_IMPORT
     wording = _REFUSALS.get(found[1], f"the sandbox refused {found[1]} access to {{}}")
     return wording.format(found[2])
 

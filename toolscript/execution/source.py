@@ -30,6 +30,7 @@ SCRIPT_SUFFIXES = (".ts", ".mts", ".tsx", ".js", ".mjs", ".jsx")
 RESULT_VARIABLE = "__toolscriptResult"
 
 _RETURN = re.compile(r"\breturn\b")
+_SHEBANG = re.compile("(\ufeff?)#!")  # after a byte order mark too
 _IMPORT_START = re.compile(r"^\s*import\s*(?:type\b\s*)?(?:[\w$*{]|[\"'])")
 _STATEMENT_END = re.compile(
     r"""(?:\bfrom\s*["'][^"']+["']|^\s*import\s*["'][^"']+["'])\s*(?:with\s*\{[^}]*\}\s*)?;?"""
@@ -143,6 +144,11 @@ def prepare(code: str, *, result_marker: str = "") -> PreparedSource:
     if not _RETURN.search(code):
         return PreparedSource(code, SourceMap(user_lines))
     lines = list(user_lines)
+    # A shebang (`#!/usr/bin/env toolscript`) is valid only on a module's first line, which
+    # the wrapper's head now holds: it becomes a comment of the same width.
+    shebang = _SHEBANG.match(lines[0])
+    if shebang:
+        lines[0] = shebang[1] + "//" + lines[0][shebang.end() :]
     # statement, its line and column (1-based), whether it was one line
     hoisted: list[tuple[str, int, int, bool]] = []
     index = 0

@@ -45,6 +45,7 @@ from toolscript.errors import (
     UntrustedConfigError,
     UsageError,
 )
+from toolscript.execution.background import stop_background
 from toolscript.execution.command import missing_import, require_saved, saved_script_call
 from toolscript.execution.lifeline import Lifeline
 from toolscript.execution.locate import (
@@ -466,6 +467,7 @@ class FaceRun:
     owner: object | None = None
     calls: int | None = None  # tool calls the script asked for, as its gateway counted them
     code: str = ""  # the script, for a hint when it failed
+    interrupted: bool = False  # the client cancelled the request waiting for it, or left
 
     def started(self, run_id: str) -> None:
         self.id = run_id
@@ -506,6 +508,7 @@ class FaceRun:
         return anyio.from_thread.run(ask, prompt, token=self.loop)
 
     def kill(self) -> None:
+        self.interrupted = True
         for pid in self.pids:
             signal_quietly(pid, signal.SIGKILL, group=True)
 
@@ -1104,6 +1107,12 @@ class Backend:
             if sandbox.stopped:
                 exit_code = ENDED_AT_GATEWAY
                 err.write(f"toolscript: error: {SandboxOfRun.MESSAGE}\n".encode())
+            elif face_run.interrupted:
+                # The client cancelled (or left): the run is stopped as `runs stop` stops one,
+                # not failed by the kill, and a call it stopped at meanwhile, its question
+                # unanswered, is left for nobody to approve.
+                with contextlib.suppress(GatewayError, ValueError):
+                    stop_background(url, run.id)
             if watcher is not None:
                 watcher.stop()
             ended = local.end(run.id, exit_code) if local is not None else None
