@@ -60,7 +60,7 @@ def deno_binary() -> str:
 @functools.cache
 def _package_binary() -> str:
     """The ``deno`` package's binary, looked for once a process (its search reads Python's
-    install schemes: about 0.5 ms each time, and the MCP face starts a Deno every execute)."""
+    install schemes each time, and the MCP face starts a Deno every execute)."""
     try:
         import deno
     except ImportError as exc:
