@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
 
 from tests.helpers import python_bin
@@ -191,3 +192,36 @@ def test_a_gateway_gone_is_looked_for_again(face: Backend) -> None:
     answer = anyio.run(face.execute, TIME_SCRIPT, 60.0)
     assert answer.structured == {"result": "UTC"}, answer.text
     assert face.gateway_url() != url
+
+
+def test_a_request_waits_for_its_run_without_a_worker_thread(face: Backend) -> None:
+    """execute and wait_run wait on the face's loop, woken by the run's thread: none of
+    anyio's worker threads is held blocked on the run's end meanwhile (one more thread to
+    wake per execute, and the pool's 40 were shared by every run waited for). A run yielded
+    by one request is ended by a wait_run on another loop, its result given once."""
+    slow = 'await new Promise((resolve) => setTimeout(resolve, 1500));\nreturn "slow";\n'
+    borrowed: list[float] = []
+
+    async def sampled(request: Any) -> Any:
+        limiter = anyio.to_thread.current_default_thread_limiter()
+        answers: list[Any] = []
+
+        async def ask() -> None:
+            answers.append(await request())
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(ask)
+            while not answers:
+                borrowed.append(limiter.borrowed_tokens)
+                await anyio.sleep(0.02)
+        return answers[0]
+
+    assert anyio.run(sampled, lambda: face.execute(TIME_SCRIPT, 60.0)).structured == {
+        "result": "UTC"
+    }
+    yielded = anyio.run(sampled, lambda: face.execute(slow, 60.0, yield_after=0.3))
+    assert yielded.structured is not None and yielded.structured.get("running"), yielded.text
+    run_id = yielded.structured["run"]
+    answer = anyio.run(sampled, lambda: face.wait_run(run_id, 30.0))
+    assert answer.structured == {"result": "slow"}, answer.text
+    assert borrowed and max(borrowed) == 0

@@ -3,7 +3,6 @@ face serves many clients, and a run's id is in the run log any of them can read.
 
 from __future__ import annotations
 
-import threading
 from types import SimpleNamespace
 from typing import Any
 
@@ -71,14 +70,7 @@ def test_two_waits_on_one_run_both_get_its_result() -> None:
     with "KeyError" when the first took the run off the face's list."""
     backend = Backend(None, None, Lifeline(catch_signals=False))
     client = SimpleNamespace(session=object())
-    waiting = threading.Semaphore(0)
-
-    class Done(threading.Event):
-        def wait(self, timeout: float | None = None) -> bool:
-            waiting.release()  # one more wait_run is under way
-            return super().wait(timeout)
-
-    run = FaceRun(loop=None, id="20261126-010000-abcdef", owner=client.session, done=Done())
+    run = FaceRun(loop=None, id="20261126-010000-abcdef", owner=client.session)
     backend._keep_yielded(run)
     answers: list[Any] = []
 
@@ -89,10 +81,10 @@ def test_two_waits_on_one_run_both_get_its_result() -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(wait)
             group.start_soon(wait)
-            for _ in range(2):
-                await anyio.to_thread.run_sync(waiting.acquire)
+            while len(run.waiters) < 2:  # both wait_runs under way
+                await anyio.sleep(0.01)
             run.outcome = (0, b"done\n", b"", None)
-            run.done.set()
+            run.ended()
 
     anyio.run(both)
     assert len(answers) == 2

@@ -10,6 +10,7 @@ gateway it borrowed.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import functools
@@ -441,6 +442,30 @@ BUILD_WAIT_REPORT = {"message": BUILD_WAIT_MESSAGE}
 Reporter = Callable[[dict[str, Any]], Coroutine[Any, Any, None]]
 
 
+class _Wakeup:
+    """A flag a run's threads raise for the face's event loop, without blocking and without
+    a thread of the loop's kept waiting for them (a worker thread blocked on the run's end
+    was one more thread to wake per execute)."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._raised = asyncio.Event()
+
+    def __call__(self) -> None:
+        """Raise it (from any thread)."""
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+            self._loop.call_soon_threadsafe(self._raised.set)
+
+    async def until(self, condition: Callable[[], bool]) -> None:
+        """Return once ``condition()`` holds, looked at again each time the flag is raised
+        (whoever makes it hold raises the flag after)."""
+        while True:
+            self._raised.clear()
+            if condition():
+                return
+            await self._raised.wait()
+
+
 @dataclass(eq=False)
 class FaceRun:
     """A script the face runs in a thread of its own: what it printed, how it ended, and
@@ -468,19 +493,35 @@ class FaceRun:
     calls: int | None = None  # tool calls the script asked for, as its gateway counted them
     code: str = ""  # the script, for a hint when it failed
     interrupted: bool = False  # the client cancelled the request waiting for it, or left
+    # the requests waiting for it (execute, wait_run), each woken once it is registered or ended
+    waiters: list[_Wakeup] = field(default_factory=list)
 
     def started(self, run_id: str) -> None:
         self.id = run_id
         self.registered.set()
+        self._wake()
 
-    def wait_for_result(self, seconds: float) -> bool:
+    def ended(self) -> None:
+        """The run is over (its outcome or failure set): whoever waits for it sees it."""
+        self.done.set()
+        self._wake()
+
+    def _wake(self) -> None:
+        for waiter in list(self.waiters):
+            waiter()
+
+    async def ended_within(self, seconds: float) -> bool:
         """Whether the run ended within ``seconds`` (a run not registered by then, whose
         gateway is slow, is waited for: a yielded answer needs its id)."""
-        if self.done.wait(seconds):
-            return True
-        while not self.registered.wait(1.0):
-            if self.done.is_set():
-                return True
+        wakeup = _Wakeup()
+        self.waiters.append(wakeup)
+        try:
+            with anyio.move_on_after(seconds):
+                await wakeup.until(self.done.is_set)
+            if not self.done.is_set():
+                await wakeup.until(lambda: self.registered.is_set() or self.done.is_set())
+        finally:
+            self.waiters.remove(wakeup)
         return self.done.is_set()
 
     def forward(self, report: dict[str, Any]) -> None:
@@ -832,14 +873,12 @@ class Backend:
             finally:
                 for pid in run.pids:
                     self.lifeline.forget(pid, group=True)
-                run.done.set()
+                run.ended()
                 run.asked_by(run.ask)  # a question waiting for an asker needs none now
 
         threading.Thread(target=work, daemon=True, name="face run").start()
         try:
-            finished = await anyio.to_thread.run_sync(
-                run.wait_for_result, yield_after, abandon_on_cancel=True
-            )
+            finished = await run.ended_within(yield_after)
         except BaseException:
             # The client went away or cancelled the call: the sandbox stops now (the
             # gateway then cancels the calls it was making).
@@ -874,7 +913,7 @@ class Backend:
         run.report = report
         run.asked_by(ask)
         try:
-            finished = await anyio.to_thread.run_sync(run.done.wait, wait, abandon_on_cancel=True)
+            finished = await run.ended_within(wait)
         finally:
             run.report = None
             run.asked_by(None)

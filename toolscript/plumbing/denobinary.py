@@ -14,6 +14,7 @@ caches a run would make are kept in memory (``MEMORY_CACHES``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import secrets
 import shutil
@@ -53,6 +54,13 @@ def deno_binary() -> str:
     chosen = os.environ.get("TOOLSCRIPT_DENO")
     if chosen:
         return chosen
+    return _package_binary()
+
+
+@functools.cache
+def _package_binary() -> str:
+    """The ``deno`` package's binary, looked for once a process (its search reads Python's
+    install schemes each time, and the MCP face starts a Deno every execute)."""
     try:
         import deno
     except ImportError as exc:
