@@ -254,6 +254,7 @@ def test_the_work_that_waits_for_an_idle_gateway_does_not_wait_for_a_background_
         assert own.client.post(f"runs/{started.json()['run']}/stop").json()["status"] == "stopped"
 
 
+@pytest.mark.timeout(600)  # two gateways, one after the other
 def test_a_wait_on_a_run_whose_gateway_restarted_tells_how_it_ended(
     tmp_path: Path, toolscript_home: Path
 ) -> None:
