@@ -252,3 +252,28 @@ def test_the_work_that_waits_for_an_idle_gateway_does_not_wait_for_a_background_
             what="the warm checker, started while the background run runs",
         )
         assert own.client.post(f"runs/{started.json()['run']}/stop").json()["status"] == "stopped"
+
+
+@pytest.mark.timeout(600)  # two gateways, one after the other
+def test_a_wait_on_a_run_whose_gateway_restarted_tells_how_it_ended(
+    tmp_path: Path, toolscript_home: Path
+) -> None:
+    # The run is the gateway's: a restarted one holds no such run, and the wait said only
+    # "no background run in this gateway"; the run log knows it was stopped with its gateway.
+    with running_gateway({"mcpServers": {}}, tmp_path) as first:
+        run_id = start(first, toolscript_home, SLOW)
+        wait_until(
+            lambda: cli(first, toolscript_home, "runs", "wait", run_id, "--timeout", "1"),
+            lambda waited: waited.stdout,
+            120,
+            "the run's first line",
+        )
+        assert first.stop() == [], "processes outlived the gateway"
+    with running_gateway({"mcpServers": {}}, tmp_path) as second:
+        # (the run log is the gateway's user's: this process's home, not toolscript_home)
+        env = {"TOOLSCRIPT_GATEWAY_URL": second.url}
+        waited = toolscript_cli("runs", "wait", run_id, cwd=tmp_path, env=env)
+        assert waited.returncode == 143, waited.stderr
+        assert "by the run log" in waited.stderr, waited.stderr
+        assert f"run {run_id} was stopped\n" in waited.stderr, waited.stderr
+        assert second.stop() == [], "processes outlived the gateway"

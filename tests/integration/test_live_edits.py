@@ -76,24 +76,26 @@ def test_a_call_under_way_when_a_reload_lands_is_masked_as_its_config_masked(
 ) -> None:
     # The error of a call made under one config was masked with the next one's secrets when
     # a reload landed during the call: a token of a server taken out meanwhile came back
-    # whole in the error (and the run log, and recent calls)
+    # whole in the error (and the run log, and recent calls). The called server knows the
+    # value too, under a name no one would take for a credential, and adds it to its error
+    # itself: the script never sent it.
     token = "tok-live-edit-0123456789"
-    config = {
-        "mcpServers": {"fx": fixture_server(), "key": faulty() | {"env": {"API_TOKEN": token}}}
-    }
-    with running_gateway(config, tmp_path) as gateway:
+    shared = "shared-word-of-live-edits"
+    fx = fixture_server(env={"FX_NOTE": shared})
+    key = faulty() | {"env": {"API_TOKEN": token, "API_SECRET": shared}}
+    with running_gateway({"mcpServers": {"fx": fx, "key": key}}, tmp_path) as gateway:
         message = f"the upstream echoed {token}"
         answers: list[Any] = []
         call = threading.Thread(
             target=lambda: answers.append(
-                gateway.call("fx__fail_when_released", {"message": message})
+                gateway.call("fx__fail_when_released", {"message": message, "env": "FX_NOTE"})
             )
         )
         call.start()
         try:
             held = gateway.call("fx__wait_for", {"held": message, "within": 60})
             assert text_of(held) == "yes", gateway.log
-            gateway.config_path.write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}))
+            gateway.config_path.write_text(json.dumps({"mcpServers": {"fx": fx}}))
             wait_for(lambda: "config: removed key" in gateway.log, gateway)
         finally:
             assert text_of(gateway.call("fx__release")) == "released 1"
@@ -101,6 +103,9 @@ def test_a_call_under_way_when_a_reload_lands_is_masked_as_its_config_masked(
         answer = answers[0]
         assert answer.status_code != 200
         assert "the upstream echoed" in answer.text
+        # what the server added is masked as the config the call was made under masked it
+        assert shared not in answer.text, answer.text
+        assert f"{token} ***" in answer.text, answer.text
         # the token is the caller's own argument, echoed: given back as sent (masking what a
         # script sent told it which guesses were runs of a secret, stop 70); the reload landing
         # mid-call neither fails the call nor loses its error

@@ -104,14 +104,17 @@ async def slow_resource(seconds: str) -> str:
 
 
 @server.tool()
-async def fail_when_released(message: str) -> str:
-    """Wait until ``release`` is called, then fail with ``message``: an error that comes
-    back after whatever a test made happen meanwhile."""
+async def fail_when_released(message: str, env: str = "") -> str:
+    """Wait until ``release`` is called, then fail with ``message`` (and the value of the
+    environment variable ``env``, if named: what the server adds that the caller never
+    sent): an error that comes back after whatever a test made happen meanwhile."""
     await _changed(lambda: HELD.append(message))
     async with CHANGED:
         await CHANGED.wait_for(lambda: message not in HELD)
     from mcp.server.mcpserver.exceptions import ToolError
 
+    if env:
+        message = f"{message} {os.environ.get(env, '<unset>')}"
     raise ToolError(message)  # (its message reaches the client, a ValueError's does not)
 
 

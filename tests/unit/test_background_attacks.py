@@ -104,3 +104,52 @@ def test_runs_wait_refuses_a_timeout_of_nan() -> None:
 
     with pytest.raises(UsageError, match="not nan"):
         wait_background("http://127.0.0.1:9/token", "20261126-010000-abcdef", float("nan"))
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as listener:  # bound, then closed: nothing listens there
+        listener.bind(("127.0.0.1", 0))
+        port: int = listener.getsockname()[1]
+    return port
+
+
+@pytest.mark.parametrize(
+    ("row", "code", "said"),
+    [
+        ({"status": "ok", "exit": 0}, 0, ""),
+        ({"status": "error", "exit": 1}, 1, ""),
+        ({"status": "stopped", "exit": 143}, 143, "was stopped"),
+        ({"status": "died", "exit": None}, 1, "died with its runner"),
+    ],
+)
+def test_a_wait_whose_gateway_is_gone_ends_as_the_run_log_says(
+    row: dict[str, Any], code: int, said: str
+) -> None:
+    import io
+
+    from toolscript.execution.background import wait_background
+
+    url = f"http://127.0.0.1:{_closed_port()}/token"
+    notes = io.BytesIO()
+    run_id = "20261126-010000-abcdef"
+    ended = wait_background(url, run_id, notes=notes, logged=lambda: {"id": run_id, **row})
+    assert ended == code
+    assert "by the run log" in notes.getvalue().decode()
+    assert said in notes.getvalue().decode()
+
+
+@pytest.mark.parametrize("row", [None, {"status": "running", "exit": None}])
+def test_a_wait_whose_gateway_is_gone_and_the_log_does_not_know_says_what_next(
+    row: dict[str, Any] | None,
+) -> None:
+    from toolscript.errors import GatewayError
+    from toolscript.execution.background import wait_background
+
+    url = f"http://127.0.0.1:{_closed_port()}/token"
+    run_id = "20261126-010000-abcdef"
+    with pytest.raises(GatewayError) as gone:
+        wait_background(url, run_id, logged=lambda: row)
+    assert "does not say how it ended" in gone.value.message
+    assert f"toolscript runs show {run_id}" in (gone.value.hint or "")

@@ -552,3 +552,20 @@ def test_auth_of_a_stdio_server_says_where_its_credentials_go(project: Path) -> 
     assert isinstance(shown.exception, UsageError)
     assert "is a stdio server" in shown.exception.message
     assert '"env"' in (shown.exception.hint or "")
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "where"),
+    [
+        (["exec", "-"], "", "standard input was empty"),
+        (["exec", "-"], " \n\t\n", "standard input was empty"),
+        (["exec", ""], None, "CODE is empty"),
+    ],
+)
+def test_exec_of_no_script_says_so_before_anything_runs(
+    args: list[str], stdin: str | None, where: str
+) -> None:
+    shown = runner.invoke(app, args, input=stdin)
+    assert isinstance(shown.exception, UsageError), shown.output
+    assert shown.exception.message == f"no script given: {where}"
+    assert "toolscript exec -" in (shown.exception.hint or "")

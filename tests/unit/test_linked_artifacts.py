@@ -3,6 +3,7 @@ written through, not kept (tests/integration/test_linked_cache.py makes the atta
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 from pathlib import Path
@@ -118,3 +119,15 @@ def test_a_hard_linked_or_odd_database_is_dropped(tmp_path: Path) -> None:
         assert not os.path.lexists(database), database
     with sqlite3.connect(theirs) as db:
         assert [r[0] for r in db.execute("select name from sqlite_master")] == ["mine"]
+
+
+def test_an_artifact_larger_than_any_project_makes_is_refused_unread(tmp_path: Path) -> None:
+    # a cloned repository's planted tool list of 200 MB (JSON parsed in memory many times
+    # over); a sparse file: nothing is written to the disk
+    planted = tmp_path / "servers" / "planted.json"
+    planted.parent.mkdir()
+    with planted.open("wb") as handle:
+        handle.truncate(200_000_000)
+    with pytest.raises(OSError) as refused:
+        read_artifact(planted)
+    assert refused.value.errno == errno.EFBIG

@@ -137,3 +137,14 @@ def test_a_removed_servers_tools_leave_search_at_once_and_the_rest_keep_their_ve
     assert [hit.tool for hit in engine.explain("alpha", mode="semantic", threshold=0.5).hits] == [
         "alpha_tool"
     ]
+
+
+def test_a_build_with_every_vector_stored_loads_no_model() -> None:
+    from toolscript.search.semantic import Embedder
+
+    store, documents = EmbeddingStore(None), [tool("alpha"), tool("beta")]
+    embed_missing(documents, WordModel(), store)
+    embedder = Embedder(WordModel.model_id)  # a real one, never loaded: loading it would fail
+    assert embed_missing(documents, embedder, store) == 0
+    assert embed_missing([], embedder, store) == 0
+    assert not embedder.loaded

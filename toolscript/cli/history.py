@@ -258,11 +258,15 @@ def wait_run(
 
     start = parse_offsets(offsets)
     url = background_gateway(config, None, run_id)
+
+    def logged() -> dict[str, Any] | None:  # how it ended, its gateway gone under the wait
+        return _runlog(config).run(run_id)  # type: ignore[no-any-return]
+
     if not as_json:
-        raise typer.Exit(wait_background(url, run_id, timeout, start=start))
+        raise typer.Exit(wait_background(url, run_id, timeout, start=start, logged=logged))
     from toolscript.execution.background import collect_background
 
-    code, answer = collect_background(url, run_id, timeout, start=start)
+    code, answer = collect_background(url, run_id, timeout, start=start, logged=logged)
     print_json(answer)
     raise typer.Exit(code)
 

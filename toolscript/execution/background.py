@@ -14,10 +14,10 @@ import math
 import re
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import IO, Any
 
-from toolscript.errors import GatewayError, UsageError
+from toolscript.errors import GatewayError, GatewayResponseError, UsageError
 from toolscript.execution.locate import gateway_request, running_gateway
 from toolscript.execution.sandbox import Script
 
@@ -120,12 +120,15 @@ def wait_background(
     stderr: IO[bytes] | None = None,
     outcome: dict[str, Any] | None = None,
     notes: IO[bytes] | None = None,
+    logged: Callable[[], dict[str, Any] | None] | None = None,
 ) -> int:
     """Stream what run ``run_id`` prints (from ``start`` on) until it ends; its exit code.
     With ``timeout`` (seconds), a run still going then leaves with ``EXIT_STILL_RUNNING``
     and says how to go on waiting. ``outcome`` gets how it ended (``ended_answer``), or
     ``{"from": "STDOUT:STDERR"}`` for a run still going. ``notes``: where toolscript's own
-    lines go (how to go on waiting, why a run stopped); the run's stderr when not given."""
+    lines go (how to go on waiting, why a run stopped); the run's stderr when not given.
+    ``logged``: the run as the project's run log has it, read when its gateway stopped or
+    restarted (a background run ends with its gateway): how it ended, if the log knows."""
     _checked(run_id)
     if timeout is not None and not math.isfinite(timeout):
         if math.isnan(timeout):  # it compared false with every clock: a busy loop, no end
@@ -142,12 +145,14 @@ def wait_background(
         left = WAIT_PIECE if deadline is None else max(0.0, deadline - time.monotonic())
         wait = min(WAIT_PIECE, left)
         route = f"/runs/{run_id}/output?stdout={offsets[0]}&stderr={offsets[1]}&wait={wait:g}"
-        body = gateway_request(url, route, wait + 30, answers=True)
+        try:
+            body = gateway_request(url, route, wait + 30, answers=True)
+        except GatewayResponseError as exc:  # a gateway that restarted holds no such run
+            if exc.status_code != 404:
+                raise
+            body = None
         if body is None:
-            raise GatewayError(
-                "the gateway stopped answering; a background run ends with its gateway",
-                hint=f"`toolscript runs show {run_id}` shows how it ended",
-            )
+            return _gone(run_id, logged, outcome, said)
         answer = json.loads(body)
         for data, target in ((answer["stdout"], shown_out), (answer["stderr"], shown_err)):
             if data:
@@ -170,7 +175,12 @@ def wait_background(
 
 
 def collect_background(
-    url: str, run_id: str, timeout: float | None = None, *, start: tuple[int, int] = (0, 0)
+    url: str,
+    run_id: str,
+    timeout: float | None = None,
+    *,
+    start: tuple[int, int] = (0, 0),
+    logged: Callable[[], dict[str, Any] | None] | None = None,
 ) -> tuple[int, dict[str, Any]]:
     """``wait_background`` for ``runs wait --json``: its exit code, and one object with how
     the run ended (or ``from``, where a wait on a run still going would go on) and what it
@@ -187,6 +197,7 @@ def collect_background(
         stderr=err,
         outcome=outcome,
         notes=sys.stderr.buffer,
+        logged=logged,
     )
     still = outcome.pop("from", None)
     answer = {
@@ -207,6 +218,33 @@ def _shown(target: IO[bytes]) -> Any:
     from toolscript.execution.sandbox import _for_people
 
     return _for_people(target)
+
+
+def _gone(
+    run_id: str,
+    logged: Callable[[], dict[str, Any] | None] | None,
+    outcome: dict[str, Any] | None,
+    said: IO[bytes],
+) -> int:
+    """How run ``run_id`` ended by the run log, its gateway gone or restarted under it."""
+    row = logged() if logged is not None else None
+    if row is None or row.get("status") in (None, "running", "prompting"):
+        raise GatewayError(
+            f"the gateway stopped or restarted before run {run_id} ended (a background run "
+            "ends with its gateway), and the run log does not say how it ended yet",
+            hint=f"`toolscript runs show {run_id}` once a gateway runs again (`toolscript "
+            "gateway start &`): it settles the runs a gone gateway left",
+        )
+    said.write(
+        f"toolscript: run {run_id}'s gateway stopped or restarted; by the run log:\n".encode()
+    )
+    result = {"id": run_id, "status": row["status"], "exit": row.get("exit")}
+    if outcome is not None:
+        outcome.update(result)
+    if row["status"] == "stopped":  # by its gateway's stop, or a `runs stop`
+        said.write(f"toolscript: run {run_id} was stopped\n".encode())
+        return STOPPED_EXIT
+    return _ended(result, said)
 
 
 def _ended(result: dict[str, Any], err: IO[bytes]) -> int:

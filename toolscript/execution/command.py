@@ -581,8 +581,16 @@ def _read_script(code: str | None, file: Path | None) -> Script:
             "nothing to run: give CODE, '-' for stdin, or a .ts file", hint="toolscript exec --help"
         )
     if code == "-":
-        return Script(code=sys.stdin.read(), display_name="<stdin>.ts", file_name="stdin.ts")
-    return Script(code=code, display_name="<inline>.ts", file_name="inline.ts")
+        script = Script(code=sys.stdin.read(), display_name="<stdin>.ts", file_name="stdin.ts")
+    else:
+        script = Script(code=code, display_name="<inline>.ts", file_name="inline.ts")
+    if not script.code.strip():  # an empty heredoc or pipe is a slip, not a script to run
+        where = "standard input was empty" if code == "-" else "CODE is empty"
+        raise UsageError(
+            f"no script given: {where}",
+            hint="pass the TypeScript as CODE, pipe it to `toolscript exec -`, or name a .ts file",
+        )
+    return script
 
 
 def _script_name(path: Path) -> str:

@@ -55,7 +55,11 @@ __all__ = [
 ]
 
 
-MAX_ARTIFACT_BYTES = 1_000_000_000  # a bound on what is read whole, far past any module
+# Bytes of an artifact read whole into memory (and of a server's tools, parsed as JSON): the
+# largest a real project makes is its module, about 0.8 KB a tool (1.0-1.3 MB at 1,600
+# tools, bench/NOTES.md), so this holds some 80,000 tools. A cloned repository's planted
+# `.toolscript/servers/x.json` of a gigabyte is refused unread.
+MAX_ARTIFACT_BYTES = 64_000_000
 
 
 def canonical_json(value: Any) -> str:

@@ -174,21 +174,30 @@ _USER_FOLDERS = (  # variable, its default under the home folder, the toolscript
 )
 
 
+def _on_one_line(where: Path, folder: Path) -> bool:
+    """Whether ``where`` is ``folder``, inside it or one of the folders it is in."""
+    return where == folder or folder in where.parents or where in folder.parents
+
+
 def _what_moves(where: Path | None) -> str:
+    home_hint = (
+        "set TOOLSCRIPT_HOME to a folder you can write (it holds what toolscript keeps for you)"
+    )
+    if where is None:
+        return home_hint
     chosen = os.environ.get("TOOLSCRIPT_CACHE_DIR")
-    if where is not None and chosen:
-        cache = Path(chosen).expanduser().resolve()
-        if where == cache or cache in where.parents or where in cache.parents:
-            return "TOOLSCRIPT_CACHE_DIR (or --cache-dir) names that folder: point it at one you can write"
-    if where is not None and ".toolscript" in where.parts:
+    if chosen and _on_one_line(where, Path(chosen).expanduser().resolve()):
+        return (
+            "TOOLSCRIPT_CACHE_DIR (or --cache-dir) names that folder: point it at one you can write"
+        )
+    if ".toolscript" in where.parts:
         return "set TOOLSCRIPT_CACHE_DIR (or --cache-dir) to a folder you can write"
     for variable, default, own in _USER_FOLDERS:
-        base = xdg_base(variable, default)
-        if where is not None and (where == base or base in where.parents or where in base.parents):
+        if _on_one_line(where, xdg_base(variable, default)):
             if os.environ.get(own):
                 return f"{own} names that folder: point it at one you can write"
             return f"set {own} (or {variable}) to a folder you can write"
-    return "set TOOLSCRIPT_HOME to a folder you can write (it holds what toolscript keeps for you)"
+    return home_hint
 
 
 def is_storage_failure(exc: OSError) -> bool:

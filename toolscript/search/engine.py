@@ -84,10 +84,14 @@ def embed_missing(
     progress: Callable[[int, int], None] | None = None,
 ) -> int:
     """Embed the tools whose (content hash, model) is not stored yet; how many were embedded."""
-    if not documents:
-        return 0  # no need to load a model for nothing
+    hashes = [d.content_hash for d in documents]
+    # Every vector stored under the model's name (none, with no tools): no model to load,
+    # seconds of CPU at a build that embeds nothing. Loaded, the model may be another (a
+    # requested one that failed falls back to the default): asked again under its name.
+    if not hashes or not store.missing(hashes, embedder.model_id):
+        return 0
     embedder.load()
-    absent = store.missing((d.content_hash for d in documents), embedder.model_id)
+    absent = store.missing(hashes, embedder.model_id)
     missing = list({d.content_hash: d for d in documents if d.content_hash in absent}.values())
     chunk = 128
     for start in range(0, len(missing), chunk):
