@@ -8,7 +8,8 @@ What got through, now closed (each test performs the attack):
 - The error of a call stopped for approval, which the script (and its agent) reads, showed
   the call's arguments with each run masked: one script's call of an ``ask`` tool carries
   1 MB of guesses (131,072 of 8 characters), so ``ghp_`` and its next 4 characters (62^4)
-  took at most 113 scripts, then one script per character.
+  would take at most 113 scripts, then one script per character (worked out from the
+  limits, not run to the end).
 - The run log (``runs show``, ``--json``, ``--trace``) masked the runs in the arguments and
   in the error of each call: a plain call keeps 16 KB of arguments whole (2,048 guesses),
   1,000 calls a run: at most 8 scripts and their ``runs show`` for the first run.
