@@ -124,9 +124,11 @@ def test_a_sandbox_killed_by_the_file_size_limit_says_so_and_what_to_do(tmp_path
             "fx connected",
         )
         limited = cli(tmp_path, project, "exec", ECHO, file_size_limit=16 * 1024)
-        assert limited.returncode == 128 + signal.SIGXFSZ, limited.stdout + limited.stderr
-        assert "killed by SIGXFSZ" in limited.stderr, limited.stderr
-        assert "ulimit -f" in limited.stderr, limited.stderr
+        # Deno killed writing its cache, or (the module not cached yet: the gateway's own
+        # write races the CLI's) the CLI refused writing the module: said either way
+        assert limited.returncode in (1, 128 + signal.SIGXFSZ), limited.stdout + limited.stderr
+        assert limited.returncode == 1 or "killed by SIGXFSZ" in limited.stderr, limited.stderr
+        assert "ulimit -f" in limited.stderr and "Traceback" not in limited.stderr, limited.stderr
         done = cli(tmp_path, project, "exec", ECHO)
         assert (done.returncode, done.stdout.strip()) == (0, '"hi"'), done.stderr
     finally:

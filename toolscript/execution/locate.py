@@ -247,7 +247,14 @@ def module_file(url: str, digest: str, timeout: float = 30.0) -> Path:
                 hint="run the script again",
             )
         scripts = {str(k): str(v) for k, v in listing["scripts"].items()}
-    return write_module(path, body.decode("utf-8"), scripts)
+    try:
+        return write_module(path, body.decode("utf-8"), scripts)
+    except OSError as exc:  # a full disk, a small `ulimit -f` (EFBIG): said, not a traceback
+        raise ExecutionError(
+            f"could not write the gateway's module to {path}: {exc.strerror or exc}",
+            hint="free disk space or raise the file size limit (`ulimit -f unlimited`), "
+            "then run it again",
+        ) from exc
 
 
 def gateway_request(
