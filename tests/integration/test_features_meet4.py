@@ -201,8 +201,9 @@ def test_kept_output_of_a_stopped_run_outlives_a_gateway_restart_before_its_resu
     gateway = GatewayProcess(config_of(journal), tmp_path)
     try:
         waited = gateway_cli(gateway, "runs", "wait", run_id, "--json", "--timeout", "10")
-        # the new gateway did not start that run; it says where its record is
-        assert waited.returncode == 1 and "runs show" in waited.stderr, waited.stderr
+        # the new gateway did not start that run: the wait answers by the run log, with the
+        # run's own code (120: stopped for approval)
+        assert waited.returncode == 120 and "by the run log" in waited.stderr, waited.stderr
         shown = json.loads(gateway_cli(gateway, "runs", "show", run_id, "--json").stdout)
         assert (shown["status"], shown["exit"]) == ("awaiting_approval", 120), shown
         assert Path(shown["output_file"]).read_text() == FIRST_LEG
