@@ -53,6 +53,15 @@ def cli(tmp_path: Path, cwd: Path, *args: str, file_size_limit: int | None = Non
     )
 
 
+def trusted_project(tmp_path: Path) -> tuple[Path, GatewayProcess]:
+    """A project holding MAIN, trusted by the user, and its gateway started."""
+    project = tmp_path / "repo"
+    project.mkdir()
+    (project / ".toolscript.json").write_text(json.dumps(MAIN))
+    assert cli(tmp_path, project, "trust").returncode == 0
+    return project, GatewayProcess(MAIN, project, "--ready-wait", "20", env=user_env(tmp_path))
+
+
 def test_a_branch_switched_back_to_is_served_again_without_trusting_it_anew(
     tmp_path: Path,
 ) -> None:
@@ -60,11 +69,7 @@ def test_a_branch_switched_back_to_is_served_again_without_trusting_it_anew(
     under the running gateway: main's config, trusted yesterday, was "not trusted yet" and
     the gateway went on serving the branch's, until the user trusted bytes they had already
     read. A config never trusted is still refused."""
-    project = tmp_path / "repo"
-    project.mkdir()
-    (project / ".toolscript.json").write_text(json.dumps(MAIN))
-    assert cli(tmp_path, project, "trust").returncode == 0
-    gateway = GatewayProcess(MAIN, project, "--ready-wait", "20", env=user_env(tmp_path))
+    project, gateway = trusted_project(tmp_path)
     try:
 
         def serves(name: str) -> Any:
@@ -111,11 +116,7 @@ def test_a_sandbox_killed_by_the_file_size_limit_says_so_and_what_to_do(tmp_path
     """A shell with a small `ulimit -f` (a CI runner's, a hardened account's): Deno, writing
     its cache past it, is killed by SIGXFSZ, and `exec` exited 153 with nothing on stderr.
     It names the signal, the limit and what to do; the next run in an ordinary shell runs."""
-    project = tmp_path / "repo"
-    project.mkdir()
-    (project / ".toolscript.json").write_text(json.dumps(MAIN))
-    assert cli(tmp_path, project, "trust").returncode == 0
-    gateway = GatewayProcess(MAIN, project, "--ready-wait", "20", env=user_env(tmp_path))
+    project, gateway = trusted_project(tmp_path)
     try:
         wait_until(
             gateway.health,
