@@ -52,6 +52,7 @@ from toolscript.gateway.narrowed import KeptRenders, NarrowedModules
 from toolscript.gateway.recentcalls import RecentCalls
 from toolscript.gateway.results import tool_result
 from toolscript.gateway.runbook import (
+    CALL_RECEIVED,
     Run,
     RunBook,
     approve_commands,
@@ -1367,7 +1368,10 @@ class Gateway:
         if self.shapes.enabled and self.shapes.observe(qualified, tool, shape, value):
             self._types_learned = True  # built within a second, with whatever else is learned
         secrets = (*config.secrets, *upstream.secrets)
-        self.recent.note(qualified, arguments, value, agents=agents, secrets=secrets)
+        received = CALL_RECEIVED.get()  # a run's: its runs of these are not shown as written
+        self.recent.note(
+            qualified, arguments, value, agents=agents, secrets=secrets, received=received
+        )
         return shape, value
 
     async def elicit(self, server: str, message: str, schema: Any) -> dict[str, Any]:

@@ -90,9 +90,11 @@ class RecentCalls:
         self._secrets = secrets
         # noted, not yet redacted: arguments and result, each shrunk, whose run made it,
         # the secrets of the config the call was made under, and the arguments whole
-        # (what the result may quote of them is shown as sent)
+        # (what the result may quote of them is shown as sent), and the secrets its run
+        # was handed
         self._pending: dict[
-            str, tuple[tuple[Any, bool], tuple[Any, bool], bool, tuple[str, ...], Any]
+            str,
+            tuple[tuple[Any, bool], tuple[Any, bool], bool, tuple[str, ...], Any, set[str]],
         ] = {}
         self._lock = threading.Lock()  # noted on the event loop, settled in a thread
         self._settling = threading.Lock()  # settled in more than one thread at a time
@@ -108,12 +110,14 @@ class RecentCalls:
         *,
         agents: bool = False,
         secrets: Iterable[str] | None = None,
+        received: set[str] | None = None,
     ) -> None:
         """Remember a successful call: on the call's path, only as much of it as could be
         shown is kept (``shrunk``); ``settle`` redacts it, of ``secrets`` (those of the config
         the call was made under) as well as the config's then. ``agents``: a run of the
         agent's made it (``of(..., agents=True)`` shows no other: a person's calls are
-        theirs)."""
+        theirs). ``received``: the secrets the run making it was handed (``Run.received``:
+        runs of them in its arguments are masked, not shown as written)."""
         if self.enabled and len(qualified) <= MAX_NAME_LENGTH:
             known = tuple(self._secrets() if secrets is None else secrets)
             kept = (
@@ -122,6 +126,7 @@ class RecentCalls:
                 agents,
                 known,
                 arguments,
+                set() if received is None else received,
             )
             with self._lock:
                 self._pending[qualified] = kept
@@ -134,15 +139,25 @@ class RecentCalls:
             if not pending:
                 return
             now = tuple(self._secrets())
-            for qualified, (arguments, result, agents, noted, sent) in pending.items():
+            for qualified, (arguments, result, agents, noted, sent, received) in pending.items():
                 secrets = tuple(dict.fromkeys((*noted, *now)))
                 # whole secrets and credential-named keys' values (the module's docstring)
                 written = sent_text(sent)
                 shown_arguments, _ = shown(
-                    arguments, secrets, self.limits, self.limits.arguments, written=written
+                    arguments,
+                    secrets,
+                    self.limits,
+                    self.limits.arguments,
+                    written=written,
+                    received=received,
                 )
                 shown_result, cut = shown(
-                    result, secrets, self.limits, self.limits.result, written=written
+                    result,
+                    secrets,
+                    self.limits,
+                    self.limits.result,
+                    written=written,
+                    received=received,
                 )
                 self.calls.pop(qualified, None)  # the newest last: the oldest are dropped first
                 self.calls[qualified] = RecentCall(shown_arguments, shown_result, cut, agents)
@@ -239,12 +254,14 @@ def shown(
     total: int | None = None,
     *,
     written: str = "",
+    received: Iterable[str] = (),
 ) -> tuple[str, bool]:
     """A ``shrunk`` value redacted, its strings cut, as compact JSON of ``total`` at most
     (``written``: what the script sent, its runs of a secret shown as sent: ``redact``'s)."""
     total = total if total is not None else limits.result
     part, cut = value
-    kept, cut_strings = _cut_strings(redact_value(part, secrets, written=written), limits.string)
+    masked = redact_value(part, secrets, written=written, received=received)
+    kept, cut_strings = _cut_strings(masked, limits.string)
     text = json.dumps(kept, ensure_ascii=False, separators=(",", ":"))
     text = text.encode("utf-8", "backslashreplace").decode("utf-8")  # lone surrogates
     if len(text) > total:

@@ -33,7 +33,8 @@ import re
 import secrets
 import shlex
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,7 +58,13 @@ from toolscript.errors import (
 )
 from toolscript.gateway.recentcalls import MORE, Limits, shrunk
 from toolscript.plumbing.processes import identity_alive, process_identity
-from toolscript.plumbing.redact import may_hold_secret, redact, redact_value, sent_text
+from toolscript.plumbing.redact import (
+    held_secrets,
+    may_hold_secret,
+    redact,
+    redact_value,
+    sent_text,
+)
 from toolscript.store.approvalview import shortened_notice, shown_arguments, visible_text
 from toolscript.store.runlog import RunLog, new_run_id
 from toolscript.upstream.base import CALL_PROGRESS
@@ -126,6 +133,9 @@ REPLAY_TOTAL = 256 * 1024 * 1024
 # the answers of stopped runs that held a configured secret, kept whole in memory (the log
 # keeps them as ``***``) for a resume through this gateway: the oldest run's go past it
 SECRET_ANSWERS_TOTAL = 64 * 1024 * 1024
+# The secrets the run making a call was handed (``Run.received``), for what the gateway
+# keeps of the call outside the run log (``RecentCalls.note``).
+CALL_RECEIVED: ContextVar[set[str] | None] = ContextVar("CALL_RECEIVED", default=None)
 PROGRESS_KEPT = 500  # progress reports a run keeps for its watchers (older ones are dropped)
 MAX_PROGRESS_MESSAGE = 1000  # characters of a report's message
 PROGRESS_WAIT = 60.0  # seconds a watcher's request may wait for the next report
@@ -276,6 +286,9 @@ class Run:
     unlogged: int = 0  # calls made past RUN_LOG_BYTES: counted, not itemized
     # its script's check under way while it runs (``RunBook.hold``): True once it passed
     checking: asyncio.Future[bool] | None = None
+    # the secrets a result it received held whole: their runs in what it wrote are masked
+    # (``redact``'s ``received``), its arguments' records sharing this set
+    received: set[str] = field(default_factory=set)
 
     @property
     def agents(self) -> bool:
@@ -770,9 +783,11 @@ class RunBook:
             )
             server = qualified.partition("__")[0]
             run.calling[server] = run.calling.get(server, 0) + 1
+            receiving = CALL_RECEIVED.set(run.received)
             try:
                 shape, value = await make(qualified, arguments)
             finally:
+                CALL_RECEIVED.reset(receiving)
                 run.calling[server] -= 1
                 if not run.calling[server]:
                     self._withdraw_question(run, server)
@@ -785,6 +800,8 @@ class RunBook:
             status, body = exc.status_code, msgspec.json.encode(exc.to_dict())
             return status, "", body
         finally:
+            if status == 200 and body:
+                self._receive(run, body)
             kept = arguments
             if size > LOGGED_ARGUMENTS:  # kept trimmed: identified by its digest for replay
                 key = key or digest(qualified, arguments)
@@ -823,6 +840,13 @@ class RunBook:
                 outcome,
                 body if status != 200 else b"",
             )
+
+    def _receive(self, run: Run, body: bytes) -> None:
+        """Note the secrets a result handed to ``run`` holds whole (a server that sends its
+        token back): the script may pass them on in pieces, which no longer show as written."""
+        known = [secret for secret in self._secrets_of() if secret not in run.received]
+        if known:
+            run.received |= held_secrets(body, known)
 
     def _drop_answers(self, run: Run) -> None:
         self.answers_held -= run.held
@@ -882,7 +906,7 @@ class RunBook:
         if await anyio.to_thread.run_sync(self.runlog.tool_approved, qualified, identity):
             return
         known = self._secrets_of()
-        shown = redact_value(arguments, known, written=sent_text(arguments))
+        shown = redact_value(arguments, known, written=sent_text(arguments), received=run.received)
         size = len(msgspec.json.encode(shown))
         call = {
             "seq": seq,
@@ -950,7 +974,7 @@ class RunBook:
         if isinstance(arguments, dict) and size > LOGGED_ARGUMENTS:
             run.stop_logged = True
             stopped.call = stopped.call | {
-                "arguments": _trimmed(arguments, self._secrets_of()),
+                "arguments": _trimmed(arguments, self._secrets_of(), run.received),
                 "arguments_whole": False,  # never written: ``Run.row`` leaves the log's
                 "arguments_bytes": stopped.call.get("arguments_bytes", size),
             }
@@ -961,7 +985,7 @@ class RunBook:
         """The stop of a call too large to show whole: approvable only as its tool."""
         qualified = call["tool"]
         kept = call | {
-            "arguments": _trimmed(arguments, self._secrets_of()),
+            "arguments": _trimmed(arguments, self._secrets_of(), run.received),
             "arguments_whole": False,
             "arguments_bytes": size,
         }
@@ -1109,6 +1133,7 @@ class RunBook:
             "seq": seq,
             "tool": name,
             "arguments": arguments,  # redacted when flushed: off the call's path
+            "received": run.received,  # (its runs of these masked: ``Run.received``)
             "arguments_bytes": size,
             "result_bytes": result_bytes,
             "started": started,
@@ -1187,7 +1212,7 @@ class RunBook:
                 whole: dict[str, dict[int, bytes]] = {}  # the answers masked, as they came
                 for run in replays.values():
                     for entry in list(run.answered):
-                        kept = _kept(entry, run.id, secrets_now)
+                        kept = _kept(entry, run.id, secrets_now, run.received)
                         replay.append(kept)
                         if kept["body"] is not entry["body"]:
                             whole.setdefault(run.id, {})[int(entry["seq"])] = bytes(entry["body"])
@@ -1250,17 +1275,20 @@ _NOT_ANSWERED = frozenset(
 )
 
 
-def _kept(entry: dict[str, Any], run_id: str, known: tuple[str, ...]) -> dict[str, Any]:
+def _kept(
+    entry: dict[str, Any], run_id: str, known: tuple[str, ...], received: Iterable[str] = ()
+) -> dict[str, Any]:
     """An answer as the log keeps it for a resume: a configured secret in a result is kept
     as ``***`` (the log holds none), which is what a script resumed by another gateway sees
     (this one keeps the answer whole in memory: ``RunBook._keep_secret_answers``). Its body
     is the entry's own object unless it was masked. What it quotes of the call's arguments is
     kept as written (``redact``'s ``written``): masked, a resumed script read which of its
-    guesses were runs of a secret."""
+    guesses were runs of a secret (unless the run was handed it: ``Run.received``)."""
     body: bytes = entry["body"]
     if may_hold_secret(body, known):  # in any spelling (a base64 of it, a run of it)
         written = sent_text(entry["arguments"])
-        body = redact(body.decode("utf-8", "replace"), known, written=written).encode()
+        text = body.decode("utf-8", "replace")
+        body = redact(text, known, written=written, received=received).encode()
     kept = {key: value for key, value in entry.items() if key != "arguments"}
     key = entry["digest"] or digest(entry["tool"], entry["arguments"])
     return kept | {"run_id": run_id, "body": body, "digest": key}
@@ -1281,7 +1309,9 @@ def _approved_elsewhere(resumed: str, qualified: str, given: str) -> str:
     )
 
 
-def _trimmed(arguments: dict[str, Any], known: tuple[str, ...]) -> Any:
+def _trimmed(
+    arguments: dict[str, Any], known: tuple[str, ...], received: Iterable[str] = ()
+) -> Any:
     """Large arguments as the log keeps them: their first items and members, strings cut
     at ``ARGUMENT_LIMITS.string`` (after redaction: no piece of a secret is left)."""
     value, _ = shrunk(arguments, known, ARGUMENT_LIMITS, LOGGED_ARGUMENTS)
@@ -1296,7 +1326,7 @@ def _trimmed(arguments: dict[str, Any], known: tuple[str, ...]) -> Any:
             return {cut(key): cut(member) for key, member in item.items()}
         return item
 
-    return cut(redact_value(value, known, written=sent_text(arguments)))
+    return cut(redact_value(value, known, written=sent_text(arguments), received=received))
 
 
 def _logged_name(qualified: str) -> str:
@@ -1324,11 +1354,14 @@ def _call_row(record: dict[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
             error = str(msgspec.json.decode(record["error"]).get("message", ""))
         except (msgspec.DecodeError, AttributeError):
             error = record["error"][:500].decode("utf-8", "replace")
-    # as written: runs of a secret in them were the script's guesses
+    # as written: runs of a secret in them were the script's guesses (unless it was handed
+    # that secret: ``Run.received``)
     written = sent_text(record["arguments"]) if known else ""
-    return record | {
+    received = record.get("received", ())
+    row = {key: value for key, value in record.items() if key != "received"}
+    return row | {
         "arguments": msgspec.json.encode(
-            redact_value(record["arguments"], known, written=written)
+            redact_value(record["arguments"], known, written=written, received=received)
         ).decode(),
-        "error": redact(error, known, written=written)[:2000],
+        "error": redact(error, known, written=written, received=received)[:2000],
     }

@@ -14,11 +14,12 @@ import json
 import re
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, quote, quote_plus, urlsplit
 
 __all__ = [
     "embedded_secrets",
+    "held_secrets",
     "looks_like_secret",
     "may_hold_secret",
     "redact",
@@ -33,15 +34,26 @@ MASK = "***"
 _MIN_SECRET_LENGTH = 4  # shorter values ("1", "on") would mangle ordinary text
 _MIN_PART_LENGTH = 8  # a run of a secret this long is hidden too ("using key ghp_abc1...")
 _MIN_WORD_LENGTH = 12  # the words of a secret with spaces ("Bearer <token>") count alone
+# A run of an encoded spelling is hidden once it spells 8 characters of its secret: 16 hex
+# digits, 11 of base64 (a run of 8 would be 4 bytes of hex: "ghp_" of every GitHub token).
+_MIN_ENCODED_RUN = {"hex": 2 * _MIN_PART_LENGTH, "base64": -(-4 * _MIN_PART_LENGTH // 3)}
 # A value whose runs are hidden too: one opaque word, not a path or a URL (whose runs,
 # "/home/me/", "https://", are everyone's text).
 _OPAQUE = re.compile(r"(?![/.~])(?!.*://)\S+")
 
 
-def redact(text: str, secrets: Iterable[str], *, sent: str = "", written: str = "") -> str:
+def redact(
+    text: str,
+    secrets: Iterable[str],
+    *,
+    sent: str = "",
+    written: str = "",
+    received: Iterable[str] = (),
+) -> str:
     """``text`` with every secret replaced by ``***``: whole, JSON-escaped, URL-encoded, in hex,
     base64-encoded, and every run of 8 characters or more of one (its start, its end, its
-    middle) when it reads as one opaque value (no spaces, not a path or a URL).
+    middle; in hex or base64, a run spelling 8 characters of it) when it reads as one opaque
+    value (no spaces, not a path or a URL).
 
     ``sent``: what the reader of ``text`` wrote itself (a script's arguments, which a
     server's error echoes; ``sent_text``): a spelling, or a run of a secret as long as the
@@ -53,25 +65,44 @@ def redact(text: str, secrets: Iterable[str], *, sent: str = "", written: str = 
     or a file sees it too (the run log, an approval, ``get-types``' examples; ``sent_text``):
     a run of a secret found in it is left as written (the same oracle), a whole secret in any
     spelling is masked still (a token cannot be guessed whole, and none lands in a file or a
-    prompt)."""
-    return _redact(text, _prepared(tuple(sorted(set(secrets)))), *_lookups(sent, written))
+    prompt).
+
+    ``received``: the secrets the writer was handed whole (``held_secrets`` of the results a
+    run received): their runs are masked even in ``sent`` and ``written``. Such a writer
+    guesses nothing, and shown as written, a token it sent on in two halves was shown whole
+    in two pieces."""
+    return _redact(text, _prepared(tuple(sorted(set(secrets)))), _lookups(sent, written, received))
 
 
-def _lookups(sent: str, written: str) -> tuple[_Sent, _Sent]:
-    """What a whole spelling is looked up in (``sent``) and what a run is (``sent`` and
-    ``written``)."""
+def held_secrets(text: str | bytes, secrets: Iterable[str]) -> set[str]:
+    """The secrets ``text`` holds whole, in any spelling ``redact`` masks (for its
+    ``received``). A quick test first: most texts hold none."""
+    known = tuple(sorted(set(secrets)))
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    if not known or not any(form in text for form in _prepared(known)[0]):
+        return set()
+    return {secret for secret in known if any(form in text for form in _forms_of(secret))}
+
+
+class _Lookups(NamedTuple):
+    was_sent: _Sent  # what a whole spelling is looked up in (``sent``)
+    run_written: _Sent  # what a run is (``sent`` and ``written``)
+    received: frozenset[str]  # secrets whose runs are masked whatever the two hold
+
+
+def _lookups(sent: str, written: str, received: Iterable[str] = ()) -> _Lookups:
     was_sent = _Sent(sent)
-    return was_sent, (_Sent(f"{sent}\n{written}") if written else was_sent)
+    run_written = _Sent(f"{sent}\n{written}") if written else was_sent
+    return _Lookups(was_sent, run_written, frozenset(received))
 
 
-def _redact(
-    text: str, prepared: tuple[tuple[str, ...], _Grams], was_sent: _Sent, run_written: _Sent
-) -> str:
+def _redact(text: str, prepared: tuple[tuple[str, ...], _Grams], lookups: _Lookups) -> str:
     forms, grams = prepared
     for form in forms:
-        if form in text and not was_sent(form):
+        if form in text and not lookups.was_sent(form):
             text = text.replace(form, MASK)
-    return _redact_runs(text, grams, run_written) if grams else text
+    return _redact_runs(text, grams, lookups) if grams else text
 
 
 def sent_text(arguments: Any) -> str:
@@ -168,30 +199,72 @@ def may_hold_secret(text: str | bytes, secrets: Iterable[str], *, runs: bool = T
     return any(form in text for form in forms) or (runs and any(gram in text for gram in grams))
 
 
-_Grams = dict[str, list[tuple[str, int]]]
+class _Place(NamedTuple):
+    """Where a run of 8 characters is in a spelling of a secret whose runs are hidden."""
+
+    spelling: str  # the secret as it is, in hex or in base64
+    at: int
+    secret: str  # the secret it spells (``redact``'s ``received``)
+    least: int  # the shortest run of the spelling hidden (8 characters of the secret)
+
+
+_Grams = dict[str, list[_Place]]
+
+
+@lru_cache(maxsize=256)
+def _forms_of(secret: str) -> tuple[str, ...]:
+    """Every spelling of one secret replaced whole (``_spellings`` of it and of its long
+    words)."""
+    if len(secret) < _MIN_SECRET_LENGTH:
+        return ()
+    words = [word for word in secret.split() if len(word) >= _MIN_WORD_LENGTH]
+    forms: set[str] = set()
+    for value in {secret, *words}:
+        forms.update(_spellings(value))
+    return tuple(form for form in forms if len(form) >= _MIN_SECRET_LENGTH)
 
 
 @lru_cache(maxsize=32)
 def _prepared(secrets: tuple[str, ...]) -> tuple[tuple[str, ...], _Grams]:
     """Every spelling of the secrets to replace whole (longest first), and each run of 8
-    characters of the secrets whose runs are hidden, with where it is in which secret
-    (computed once per set of secrets: logs and call rows redact line by line)."""
+    characters of the secrets whose runs are hidden (as they are, in hex, in base64), with
+    where it is in which spelling (computed once per set of secrets: logs and call rows
+    redact line by line)."""
     forms: set[str] = set()
-    parts: list[str] = []
+    parts: list[_Place] = []
     for secret in secrets:
-        if len(secret) < _MIN_SECRET_LENGTH:
-            continue
+        forms.update(_forms_of(secret))
         words = [word for word in secret.split() if len(word) >= _MIN_WORD_LENGTH]
-        for value in {secret, *words}:
-            forms.update(_spellings(value))
+        for value in {secret, *words} if len(secret) >= _MIN_SECRET_LENGTH else ():
             if len(value) > _MIN_PART_LENGTH and _OPAQUE.fullmatch(value):
-                parts.append(value)
+                parts += [
+                    _Place(spelling, 0, secret, least) for spelling, least in _run_spellings(value)
+                ]
     grams: _Grams = {}
-    for secret in parts:
-        for at in range(len(secret) - _MIN_PART_LENGTH + 1):
-            grams.setdefault(secret[at : at + _MIN_PART_LENGTH], []).append((secret, at))
-    kept = sorted((form for form in forms if len(form) >= _MIN_SECRET_LENGTH), key=len)
+    for part in parts:
+        for at in range(len(part.spelling) - _MIN_PART_LENGTH + 1):
+            gram = part.spelling[at : at + _MIN_PART_LENGTH]
+            grams.setdefault(gram, []).append(part._replace(at=at))
+    kept = sorted(forms, key=len)
     return tuple(reversed(kept)), grams
+
+
+def _run_spellings(value: str) -> list[tuple[str, int]]:
+    """The spellings of an opaque ``value`` whose runs are hidden, each with the shortest
+    run hidden: as it is, its URL-encoding (a token holding ``+`` or ``=``), in hex and in
+    base64 (at each alignment: ``_spellings``). A piece of an encoded secret (the half a
+    length limit leaves, one of two messages) would else show."""
+    raw = value.encode()
+    found = [(value, _MIN_PART_LENGTH)]
+    found += [(spelling, _MIN_PART_LENGTH) for spelling in {quote(value, safe="")} - {value}]
+    found += [(spelling, _MIN_ENCODED_RUN["hex"]) for spelling in (raw.hex(), raw.hex().upper())]
+    if len(raw) >= _MIN_PART_LENGTH:
+        found += [
+            (spelling, _MIN_ENCODED_RUN["base64"])
+            for spelling in sorted(_base64_spellings(raw))
+            if len(spelling) >= _MIN_ENCODED_RUN["base64"]
+        ]
+    return found
 
 
 def _spellings(secret: str) -> set[str]:
@@ -203,39 +276,54 @@ def _spellings(secret: str) -> set[str]:
     raw = secret.encode()
     found |= {raw.hex(), raw.hex().upper()}
     if len(raw) >= 6:
-        for shift in range(3):
-            for encode in (base64.b64encode, base64.urlsafe_b64encode):
-                encoded = encode(b"\0" * shift + raw).decode()
-                start = -(-8 * shift // 6)  # the first character of the secret's bits alone
-                end = 8 * (shift + len(raw)) // 6  # past the last one
-                found.add(encoded[start:end])
+        found |= _base64_spellings(raw)
     return found
 
 
-def _redact_runs(text: str, grams: _Grams, was_sent: _Sent | None = None) -> str:
-    """Replace each run of ``text`` of 8 characters or more that also occurs in a secret, as
-    far as it goes, unless ``was_sent`` holds that whole run (``redact``'s ``sent``): a
-    guess of its first 8 characters left them shown and masked the rest, which told the
-    script its guess was right, one more character at a time."""
+def _base64_spellings(raw: bytes) -> set[str]:
+    """``raw`` base64-encoded (standard and URL-safe) at each of the three byte alignments
+    it may have inside a longer encoded text, without the characters the neighbouring bytes
+    decide."""
+    found = set()
+    for shift in range(3):
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            encoded = encode(b"\0" * shift + raw).decode()
+            start = -(-8 * shift // 6)  # the first character of the secret's bits alone
+            end = 8 * (shift + len(raw)) // 6  # past the last one
+            found.add(encoded[start:end])
+    return found
+
+
+def _redact_runs(text: str, grams: _Grams, lookups: _Lookups | None = None) -> str:
+    """Replace each run of ``text`` of 8 characters or more that also occurs in a secret's
+    spelling, as far as it goes, unless ``lookups.run_written`` holds that whole run
+    (``redact``'s ``sent``) and its secret is not one ``received``: a guess of its first 8
+    characters left them shown and masked the rest, which told the script its guess was
+    right, one more character at a time."""
     size = _MIN_PART_LENGTH
     pieces, done, i = [], 0, 0
     while i <= len(text) - size:
         places = grams.get(text[i : i + size])
-        if not places:
-            i += 1
-            continue
-        end, longest = i + size, places[0]
-        for secret, at in places:
+        end, longest = i, None
+        for place in places or ():
+            spelling, at = place.spelling, place.at
             reach = i + size
             while (
                 reach < len(text)
-                and at + reach - i < len(secret)
-                and text[reach] == secret[at + reach - i]
+                and at + reach - i < len(spelling)
+                and text[reach] == spelling[at + reach - i]
             ):
                 reach += 1
-            if reach > end:
-                end, longest = reach, (secret, at)
-        if was_sent is not None and was_sent.holds(longest[0], longest[1], end - i):
+            if reach - i >= place.least and reach > end:
+                end, longest = reach, place
+        if longest is None:
+            i += 1
+            continue
+        if (
+            lookups is not None
+            and longest.secret not in lookups.received
+            and lookups.run_written.holds(longest.spelling, longest.at, end - i)
+        ):
             # As sent, and so is each part of it: what follows starts at the first run that
             # reaches past it.
             i = max(i + 1, end - size + 1)
@@ -344,16 +432,24 @@ def embedded_secrets(value: str) -> list[str]:
     return found
 
 
-def redact_value(value: Any, secrets: Iterable[str], *, sent: str = "", written: str = "") -> Any:
+def redact_value(
+    value: Any,
+    secrets: Iterable[str],
+    *,
+    sent: str = "",
+    written: str = "",
+    received: Iterable[str] = (),
+) -> Any:
     """A JSON value with configured secrets out of its strings and the values of keys named
     like credentials (``password``, ``apiKey``, ``token``...) replaced by ``***`` (``sent``,
-    ``written``: as ``redact``'s)."""
+    ``written``, ``received``: as ``redact``'s)."""
     known = tuple(secrets)
-    prepared, lookups = _prepared(tuple(sorted(set(known)))), _lookups(sent, written)
+    prepared = _prepared(tuple(sorted(set(known))))
+    lookups = _lookups(sent, written, received)
 
     def clean(item: Any) -> Any:
         if isinstance(item, str):
-            return _redact(item, prepared, *lookups) if known else item
+            return _redact(item, prepared, lookups) if known else item
         if isinstance(item, dict):
             return {
                 key: MASK if secret_name(str(key)) and item[key] else clean(item[key])

@@ -1,0 +1,86 @@
+"""Stop 74's attacks on a real gateway: what stops 72 and 73 left open around secrets and
+script size. Each test performs the attack; all share one gateway.
+
+- A script read a token from a tool's result and sent it on in two halves: stop 72's rule
+  (a run of a secret in what a script wrote is shown as written, or masking it tells the
+  script which of its guesses were runs) showed both halves in the run log, so ``runs show``
+  held the whole token in two pieces. Now a run handed a secret (a result holding it whole,
+  in any spelling) has every run of it masked in what it wrote; a run never handed it still
+  sees its guesses as written (the oracle stays closed).
+- A 30 MB script was read, sent and checked whole (91 s, 3.6 GB) before it ran: a script is
+  refused past ``MAX_SCRIPT_BYTES`` with exit 2, before it is read (unit:
+  test_attacks_stop74_size).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from tests.helpers import GatewayProcess, fixture_server, toolscript_cli
+from toolscript.gateway.guard import agent_url
+from toolscript.plumbing.paths import project_state_dir
+
+SECRET = "ghp_Zq8xR2mK9vT4pL7nW3sY6bH1cJ5dF0gA2eQ"
+IMPORT = 'import { tools } from "toolscript";\n'
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    directory = tmp_path_factory.mktemp("stop74")
+    fx = fixture_server(env={"FX_TOKEN": SECRET})
+    started = GatewayProcess({"mcpServers": {"fx": fx}}, directory)
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def _last_run(gateway: GatewayProcess) -> dict[str, object]:
+    listed = toolscript_cli("runs", "--json", "-n", "1", cwd=gateway.directory)
+    assert listed.returncode == 0, listed.stderr
+    run_id = json.loads(listed.stdout)[0]["id"]
+    shown = toolscript_cli("runs", "show", run_id, "--json", cwd=gateway.directory)
+    assert shown.returncode == 0, shown.stderr
+    run: dict[str, object] = json.loads(shown.stdout)
+    return run
+
+
+def test_a_token_a_script_received_does_not_leak_in_pieces(gateway: GatewayProcess) -> None:
+    agent = {"TOOLSCRIPT_GATEWAY_URL": agent_url(gateway.url)}
+    (gateway.directory / "halves.ts").write_text(
+        f"{IMPORT}const token = String(await tools.fx.env({{ name: 'FX_TOKEN' }}));\n"
+        "const half = token.length >> 1;\n"
+        "await tools.fx.plainText({ text: `a ${token.slice(0, half)} b` });\n"
+        "await tools.fx.plainText({ text: `c ${token.slice(half)} d` });\n"
+        "await tools.fx.plainText({ text: `e ${btoa(token).slice(0, 30)} f` });\n"
+    )
+    done = toolscript_cli("exec", "halves.ts", cwd=gateway.directory, env=agent)
+    assert done.returncode == 0, done.stderr
+    run = _last_run(gateway)
+    calls = run["calls_made"]
+    assert isinstance(calls, list)
+    texts = [call["arguments"]["text"] for call in calls[1:]]
+    assert texts == ["a *** b", "c *** d", "e *** f"], texts
+    half = len(SECRET) // 2
+    example = toolscript_cli("get-types", "fx", "plain_text", cwd=gateway.directory, env=agent)
+    assert example.returncode == 0, example.stderr
+    assert "e *** f" in example.stdout, example.stdout  # the newest call's example
+    assert SECRET[:half] not in example.stdout and SECRET[half:] not in example.stdout
+    for path in project_state_dir(gateway.directory).rglob("*"):
+        if path.is_file():
+            held = path.read_bytes()
+            assert SECRET[:half].encode() not in held and SECRET[half:].encode() not in held, path
+
+    # a run never handed the token still sees its guesses as written (no oracle)
+    guesses = f"ghp_AAAA {SECRET[4:16]} hello123"
+    (gateway.directory / "guesses.ts").write_text(
+        f"{IMPORT}await tools.fx.plainText({{ text: {json.dumps(guesses)} }});\n"
+    )
+    done = toolscript_cli("exec", "guesses.ts", cwd=gateway.directory, env=agent)
+    assert done.returncode == 0, done.stderr
+    calls = _last_run(gateway)["calls_made"]
+    assert isinstance(calls, list)
+    assert calls[0]["arguments"] == {"text": guesses}, calls
