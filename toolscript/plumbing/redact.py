@@ -335,18 +335,31 @@ def _redact_runs(text: str, grams: _Grams, lookups: _Lookups | None = None) -> s
 
 
 # Argument names whose values are credentials whatever they hold (compared lowercased,
-# without "-" and "_"): these names exactly, or ending so.
-_SECRET_NAMES = frozenset({"auth", "authorization", "cookie", "sessionid", "passwd", "pin"})
+# without "-" and "_"): these names exactly, or ending so. Not "key" (a map's key, a
+# primary key), "tokens" (a text's words) or "auth" (oauth: true) as endings.
+_SECRET_NAMES = frozenset({"auth", "passwd", "pin", "jwt", "bearer"})
 _SECRET_ENDINGS = (
     "password",
+    "passwords",
     "passphrase",
+    "pwd",  # dbPwd; a shell tool's "pwd" (a path) is masked with them
     "secret",
+    "secrets",
+    "secretkey",
+    "accesskey",  # aws_secret_access_key
     "token",
     "apikey",
+    "apikeys",
     "privatekey",
     "credential",
     "credentials",
+    "authorization",  # Proxy-Authorization
+    "cookie",  # Set-Cookie
+    "cookies",
+    "sessionid",
 )
+# A header list's entry: {"name": "Authorization", "value": ...} (HAR, Postman's "key").
+_ENTRY_NAMES = ("name", "key", "header")
 _COUNTS = ("max", "num", "count", "total")  # maxTokens, numTokens: counts, not credentials
 
 # Words of a setting's name (GITHUB_TOKEN, aws_secret_access_key, apiKey) that make its
@@ -451,12 +464,37 @@ def redact_value(
         if isinstance(item, str):
             return _redact(item, prepared, lookups) if known else item
         if isinstance(item, dict):
+            named = _named_entry(item)
             return {
-                key: MASK if secret_name(str(key)) and item[key] else clean(item[key])
+                key: MASK
+                if (secret_name(str(key)) or (named and key == "value")) and item[key]
+                else clean(item[key])
                 for key in item
             }
         if isinstance(item, list):
-            return [clean(element) for element in item]
+            return [
+                [element[0], MASK] if _named_pair(element) else clean(element) for element in item
+            ]
         return item
 
     return clean(value)
+
+
+def _named_entry(item: dict[Any, Any]) -> bool:
+    """Whether ``item`` is a header list's entry naming a credential (``{"name":
+    "Authorization", "value": ...}``): its value is one."""
+    return "value" in item and any(
+        isinstance(item.get(key), str) and secret_name(item[key]) for key in _ENTRY_NAMES
+    )
+
+
+def _named_pair(element: Any) -> bool:
+    """Whether ``element`` of a list of pairs (fetch's ``[["Authorization", ...], ...]``)
+    names a credential."""
+    return (
+        isinstance(element, list)
+        and len(element) == 2
+        and isinstance(element[0], str)
+        and bool(element[1])
+        and secret_name(element[0])
+    )
