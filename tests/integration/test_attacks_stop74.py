@@ -17,9 +17,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
+import anyio
 import pytest
 
-from tests.helpers import GatewayProcess, fixture_server, toolscript_cli
+from tests.helpers import GatewayProcess, face_parameters, fixture_server, toolscript_cli
+from toolscript.execution.command import MAX_RUN_SCRIPT_BYTES
 from toolscript.gateway.guard import agent_url
 from toolscript.plumbing.paths import project_state_dir
 
@@ -84,3 +86,34 @@ def test_a_token_a_script_received_does_not_leak_in_pieces(gateway: GatewayProce
     calls = _last_run(gateway)["calls_made"]
     assert isinstance(calls, list)
     assert calls[0]["arguments"] == {"text": guesses}, calls
+
+
+def test_a_script_over_the_limit_is_refused_before_it_is_read(gateway: GatewayProcess) -> None:
+    """A 30 MB file (sparse: never read), 1 MB and a byte piped, and as much through the MCP
+    face's execute: each refused with exit 2 (the face: an error result), none run."""
+    big = gateway.directory / "big.ts"
+    with big.open("wb") as handle:
+        handle.truncate(30 * 1024 * 1024)
+    done = toolscript_cli("exec", "big.ts", cwd=gateway.directory)
+    assert done.returncode == 2, done.stderr
+    assert "a script may be 1 MB at most" in done.stderr and "big.ts is 31457280 bytes" in (
+        done.stderr
+    ), done.stderr
+    code = "// " + "x" * MAX_RUN_SCRIPT_BYTES + "\nconsole.log('ran');\n"
+    done = toolscript_cli("exec", "-", cwd=gateway.directory, stdin=code)
+    assert done.returncode == 2 and "ran" not in done.stdout, done.stderr
+    assert "the script on standard input is over it" in done.stderr, done.stderr
+
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    async def execute() -> tuple[bool, str]:
+        parameters = face_parameters(gateway)
+        async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool("execute", {"code": code})
+            text = "\n".join(block.text for block in result.content if block.type == "text")
+            return result.is_error, text
+
+    is_error, text = anyio.run(execute)
+    assert is_error and "a script may be 1 MB at most" in text and "ran" not in text, text

@@ -31,17 +31,24 @@ __all__ = [
     "DEFAULT_MEMORY_MB",
     "DEFAULT_TIMEOUT",
     "EXEC_OPTIONS",
+    "MAX_RUN_SCRIPT_BYTES",
     "ExecOption",
     "exec_parser",
     "fast_exec",
     "missing_import",
     "require_saved",
+    "require_script_size",
     "run_exec",
     "saved_script_call",
     "uncalled_default_export",
 ]
 
 INTERRUPTED = 130  # exit code of a run stopped by Ctrl+C (128 + SIGINT), as cli/entry.py exits
+# The largest script exec and the MCP face's execute run (UTF-8 bytes): as much as a run
+# keeps for `exec --resume` (KEPT_SCRIPT_BYTES), twice a saved script's, far more than code
+# anyone writes; reading, sending and type-checking a 30 MB one took 3.6 GB. Refused from a
+# file's size, or after one byte more of standard input, before a script is read whole.
+MAX_RUN_SCRIPT_BYTES = 1024 * 1024
 
 
 def run_exec(
@@ -568,21 +575,34 @@ def _read_script(code: str | None, file: Path | None) -> Script:
                 hint="toolscripts end in " + ", ".join(SCRIPT_SUFFIXES),
             )
         try:
-            text = file.read_text(encoding="utf-8")
+            with file.open("rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                if size > MAX_RUN_SCRIPT_BYTES:
+                    raise _too_large(f"{file} is {size} bytes")
+                text = handle.read(MAX_RUN_SCRIPT_BYTES + 1).decode("utf-8")  # a file growing
         except FileNotFoundError:
             raise UsageError(
                 f"file not found: {file}", hint="check the path (relative to the current directory)"
             ) from None
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read {file}: {exc}") from exc
+        require_script_size(text, str(file))
         return Script(code=text, display_name=str(file), file_name=_script_name(file))
     if code is None:
         raise UsageError(
             "nothing to run: give CODE, '-' for stdin, or a .ts file", hint="toolscript exec --help"
         )
     if code == "-":
-        script = Script(code=sys.stdin.read(), display_name="<stdin>.ts", file_name="stdin.ts")
+        piped = sys.stdin.buffer.read(MAX_RUN_SCRIPT_BYTES + 1)
+        if len(piped) > MAX_RUN_SCRIPT_BYTES:
+            raise _too_large("the script on standard input is over it")
+        try:
+            text = piped.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"standard input is not UTF-8 text: {exc}") from None
+        script = Script(code=text, display_name="<stdin>.ts", file_name="stdin.ts")
     else:
+        require_script_size(code, "CODE")
         script = Script(code=code, display_name="<inline>.ts", file_name="inline.ts")
     if not script.code.strip():  # an empty heredoc or pipe is a slip, not a script to run
         where = "standard input was empty" if code == "-" else "CODE is empty"
@@ -591,6 +611,23 @@ def _read_script(code: str | None, file: Path | None) -> Script:
             hint="pass the TypeScript as CODE, pipe it to `toolscript exec -`, or name a .ts file",
         )
     return script
+
+
+def require_script_size(code: str, what: str) -> None:
+    """Refuse a script over MAX_RUN_SCRIPT_BYTES (``what``: how the error names it)."""
+    if len(code) * 4 > MAX_RUN_SCRIPT_BYTES:  # else it cannot be over, whatever it holds
+        size = len(code.encode("utf-8", "surrogatepass"))
+        if size > MAX_RUN_SCRIPT_BYTES:
+            raise _too_large(f"{what} is {size} bytes")
+
+
+def _too_large(what: str) -> UsageError:
+    return UsageError(
+        f"a script may be {MAX_RUN_SCRIPT_BYTES // (1024 * 1024)} MB at most "
+        f"({MAX_RUN_SCRIPT_BYTES} bytes): {what}; it was not run",
+        hint="read large data through a tool (a file server's read) instead of writing it "
+        "into the script",
+    )
 
 
 def _script_name(path: Path) -> str:

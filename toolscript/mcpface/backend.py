@@ -47,7 +47,12 @@ from toolscript.errors import (
     UsageError,
 )
 from toolscript.execution.background import stop_background
-from toolscript.execution.command import missing_import, require_saved, saved_script_call
+from toolscript.execution.command import (
+    missing_import,
+    require_saved,
+    require_script_size,
+    saved_script_call,
+)
 from toolscript.execution.lifeline import Lifeline
 from toolscript.execution.locate import (
     BUILD_WAIT_MESSAGE,
@@ -853,6 +858,7 @@ class Backend:
         after ``yield_after`` seconds goes on: the answer is its id and what it printed so
         far, and ``wait_run`` continues it for ``owner`` (the client's session) only.
         ``report`` sends its progress to the client."""
+        require_script_size(code, "the code")  # exec's limit (MAX_RUN_SCRIPT_BYTES)
         loop = anyio.lowlevel.current_token()  # the watcher threads reach the client through it
         run = FaceRun(loop=loop, report=report, owner=owner, code=code, ask=ask)
 
