@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 from toolscript.plumbing.boundedread import read_state_file
 from toolscript.plumbing.cachefiles import set_aside
 from toolscript.plumbing.privatefile import write_private
-from toolscript.plumbing.redact import redact_value, sent_text
+from toolscript.plumbing.redact import redact_value, redaction_margin, sent_text
 
 __all__ = ["RecentCall", "RecentCalls", "shown", "shrunk", "trimmed"]
 
@@ -242,7 +242,7 @@ def shrunk(
     """As much of ``value`` as ``trimmed`` could show, in work bounded by ``total`` (first
     items, members and levels), with whether anything was left out. Strings keep room
     for any spelling of a secret that starts within what is shown, for ``shown`` to hide."""
-    margin = 3 * max((len(secret) for secret in secrets), default=0) + 16
+    margin = redaction_margin(secrets)
     room = total if total is not None else limits.result
     return _Shrink(limits, room, limits.string + margin).shrink(value, 0)
 

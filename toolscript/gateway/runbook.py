@@ -59,6 +59,7 @@ from toolscript.errors import (
 from toolscript.gateway.recentcalls import MORE, Limits, shrunk
 from toolscript.plumbing.processes import identity_alive, process_identity
 from toolscript.plumbing.redact import (
+    cut_redacted,
     held_secrets,
     may_hold_secret,
     redact,
@@ -1353,7 +1354,7 @@ def _call_row(record: dict[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
         try:
             error = str(msgspec.json.decode(record["error"]).get("message", ""))
         except (msgspec.DecodeError, AttributeError):
-            error = record["error"][:500].decode("utf-8", "replace")
+            error = record["error"].decode("utf-8", "replace")  # LOGGED_ERROR at most
     # as written: runs of a secret in them were the script's guesses (unless it was handed
     # that secret: ``Run.received``)
     written = sent_text(record["arguments"]) if known else ""
@@ -1363,5 +1364,5 @@ def _call_row(record: dict[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
         "arguments": msgspec.json.encode(
             redact_value(record["arguments"], known, written=written, received=received)
         ).decode(),
-        "error": redact(error, known, written=written, received=received)[:2000],
+        "error": cut_redacted(error, 2000, known, written=written, received=received),
     }

@@ -18,12 +18,14 @@ from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, quote, quote_plus, urlsplit
 
 __all__ = [
+    "cut_redacted",
     "embedded_secrets",
     "held_secrets",
     "looks_like_secret",
     "may_hold_secret",
     "redact",
     "redact_value",
+    "redaction_margin",
     "secret_name",
     "secret_setting",
     "secret_variable",
@@ -72,6 +74,42 @@ def redact(
     guesses nothing, and shown as written, a token it sent on in two halves was shown whole
     in two pieces."""
     return _redact(text, _prepared(tuple(sorted(set(secrets)))), _lookups(sent, written, received))
+
+
+def cut_redacted(text: str, limit: int, secrets: Iterable[str], **lookups: Any) -> str:
+    """``text`` redacted (``redact``, with its ``sent``, ``written``, ``received``), then cut
+    to ``limit`` characters: a spelling the cut goes through is masked whole first, not left
+    as the piece before the cut. Only about ``limit`` characters are redacted."""
+    known = tuple(secrets)
+    forms = _prepared(tuple(sorted(set(known))))[0]
+    end = limit + (len(forms[0]) if forms else 0)
+    while end < len(text):  # not through a spelling: past its end
+        past = _past_spelling(text, end, forms)
+        if past == end:
+            text = text[:end]
+            break
+        end = past
+    return redact(text, known, **lookups)[:limit]
+
+
+def _past_spelling(text: str, at: int, forms: tuple[str, ...]) -> int:
+    """``at``, or the end of the spelling of a secret that runs through it."""
+    start = max(0, at - len(forms[0]))
+    window, end = text[start : at + len(forms[0])], at
+    for form in forms:
+        found = window.find(form)
+        while found != -1:
+            if start + found < at < start + found + len(form):
+                end = max(end, start + found + len(form))
+            found = window.find(form, found + 1)
+    return end
+
+
+def redaction_margin(secrets: Iterable[str]) -> int:
+    """How far past a cut a text must be kept for ``redact`` to see any spelling of a secret
+    that starts before it whole (its longest spelling)."""
+    forms = _prepared(tuple(sorted(set(secrets))))[0]
+    return len(forms[0]) if forms else 0
 
 
 def held_secrets(text: str | bytes, secrets: Iterable[str]) -> set[str]:
@@ -465,12 +503,14 @@ def redact_value(
             return _redact(item, prepared, lookups) if known else item
         if isinstance(item, dict):
             named = _named_entry(item)
-            return {
-                key: MASK
-                if (secret_name(str(key)) or (named and key == "value")) and item[key]
-                else clean(item[key])
-                for key in item
-            }
+            cleaned: dict[Any, Any] = {}
+            for key, member in item.items():
+                masked = secret_name(str(key)) or (named and key == "value")
+                shown_key = clean(key) if isinstance(key, str) else key
+                while shown_key in cleaned:  # two keys masked alike: both kept
+                    shown_key = f"{shown_key}'"
+                cleaned[shown_key] = MASK if masked and member else clean(member)
+            return cleaned
         if isinstance(item, list):
             return [
                 [element[0], MASK] if _named_pair(element) else clean(element) for element in item

@@ -46,7 +46,7 @@ from toolscript.plumbing.processes import (
     tether,
     untether,
 )
-from toolscript.plumbing.redact import redact, sent_text
+from toolscript.plumbing.redact import cut_redacted, redact, sent_text
 from toolscript.plumbing.requirespython import (
     InvalidSpecifier,
     python_satisfies,
@@ -268,7 +268,8 @@ class LocalToolServer:
         # No await from here on: a call sees the old code with the old tools, or the new with
         # the new.
         self.metadata, self._functions, self.tools = metadata, functions, tools
-        shown = [self._redact(note[:NOTE_CHARS]) for note in notes[:NOTES_SHOWN]]
+        secrets = self.config.secrets
+        shown = [cut_redacted(note, NOTE_CHARS, secrets) for note in notes[:NOTES_SHOWN]]
         if len(notes) > NOTES_SHOWN:
             shown.append(f"and {len(notes) - NOTES_SHOWN} more functions that are not tools")
         self.notes = shown
