@@ -7,9 +7,13 @@ script size. Each test performs the attack; all share one gateway.
   held the whole token in two pieces. Now a run handed a secret (a result holding it whole,
   in any spelling) has every run of it masked in what it wrote; a run never handed it still
   sees its guesses as written (the oracle stays closed).
+  Half of a token's base64 showed too: runs of its hex and base64 spellings are masked
+  (unit: test_attacks_stop74_received).
 - A 30 MB script was read, sent and checked whole (91 s, 3.6 GB) before it ran: a script is
-  refused past ``MAX_SCRIPT_BYTES`` with exit 2, before it is read (unit:
+  refused past ``MAX_RUN_SCRIPT_BYTES`` (1 MiB) with exit 2, before it is read (unit:
   test_attacks_stop74_size).
+- Unit only: credential-named keys get-types' examples missed (test_attacks_stop74_keys);
+  a token as an object key, and text cut before it was masked (test_attacks_stop74_cut).
 """
 
 from __future__ import annotations
