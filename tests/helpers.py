@@ -65,6 +65,13 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def journal_of(journal: Path) -> list[dict[str, Any]]:
+    """The calls a records server's journal holds (one JSON line each), none when absent."""
+    if not journal.exists():
+        return []
+    return [json.loads(line) for line in journal.read_text().splitlines()]
+
+
 DODO = "from toolscript.pipeline.dodo import *  # noqa: F403\n"  # a project's dodo.py
 
 
