@@ -137,6 +137,20 @@ def test_an_untrusted_edit_is_said_alike_by_list_servers_list_tools_and_status(
         as_json = trusted.cli("gateway", "status", "--json")
         assert as_json.returncode == 3
         assert json.loads(as_json.stdout)["config_on_disk"] == "untrusted"
+        # An edit that does not load: list-servers exited 2 where list-tools answered.
+        trusted.gateway.config_path.write_text(json.dumps(edited)[:-1] + ",}")
+        trusted.gateway.wait_for_health(
+            lambda health: "invalid JSON" in (health["config"]["error"] or ""),
+            what="the broken edit refused",
+        )
+        broken = trusted.cli("list-servers", "--json")
+        assert broken.returncode == 0, broken.stderr
+        assert "invalid JSON" in broken.stderr and "loaded before" in broken.stderr
+        assert [
+            (s["name"], s["state"], s["config_on_disk"]) for s in json.loads(broken.stdout)
+        ] == [("records", "connected", "invalid")]
+        status = trusted.cli("gateway", "status", "--json")
+        assert (status.returncode, json.loads(status.stdout)["config_on_disk"]) == (3, "invalid")
     finally:
         trusted.gateway.config_path.write_bytes(original)
     trusted.gateway.wait_for_health(
