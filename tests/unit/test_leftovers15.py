@@ -93,3 +93,35 @@ def test_runs_and_runs_show_name_the_project_the_log_belongs_to(project: Path) -
     listed = json.loads(runner.invoke(app, ["runs", "--json"]).stdout)
     assert [run["project"] for run in listed] == [str(project)]
     assert RunLog(runlog_path(project_state_dir(project))).project() == str(project)
+
+
+def test_a_kept_tool_list_not_vouched_for_is_said_once_when_its_server_is_away(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A cloned repository's `.toolscript/servers/<s>.json` for a server not reachable was
+    set aside in silence: its server offered no tools and nothing said why."""
+    import logging
+
+    from toolscript.config import Config, ServerConfig
+    from toolscript.pipeline.artifacts import CacheLayout, listed_json
+    from toolscript.pipeline.sources import SnapshotSource
+    from toolscript.pipeline.tasks import run_pipeline
+
+    servers = (
+        ServerConfig(name="time", transport="stdio", command="x"),
+        ServerConfig(name="github", transport="http", url="https://example.invalid/mcp"),
+    )
+    config = Config(path=tmp_path / ".toolscript.json", project_dir=tmp_path, servers=servers)
+    layout = CacheLayout(tmp_path / ".toolscript")
+    planted = layout.server_tools("github")
+    planted.parent.mkdir(parents=True)
+    planted.write_text(listed_json([{"name": "search_code", "inputSchema": {"type": "object"}}]))
+    only_time = SnapshotSource({"time": [{"name": "now", "inputSchema": {"type": "object"}}]})
+    with caplog.at_level(logging.WARNING, logger="toolscript.pipeline"):
+        assert run_pipeline(config, layout, only_time).code == 0
+        assert run_pipeline(config, layout, only_time).code == 0  # said once
+    said = [record.getMessage() for record in caplog.records if "github" in record.getMessage()]
+    assert len(said) == 1, said
+    assert "not reachable" in said[0] and "not written by your own build" in said[0]
+    assert "1 tool)" in said[0] and "gateway status" in said[0]
+    assert json.loads(planted.read_text()) == []
