@@ -3,7 +3,9 @@ nothing trusted by path) with the records server (an `ask` rule on one of its to
 real Deno and real SQLite: `approve --list` names a run waiting for approval; an edit of the
 config not trusted yet, as list-servers, list-tools and `gateway status` say it (text,
 `--json` and exit code); `gateway status` names the gateway's pid, uptime and project; an
-`execute` the MCP client cancels while the person is asked logs no traceback."""
+`execute` the MCP client cancels while the person is asked logs no traceback; and (a gateway
+of its own) a kept tool list of a server that does not start, not written by this user's
+build, said once in the gateway's log as it is set aside."""
 
 from __future__ import annotations
 
@@ -227,3 +229,24 @@ def test_a_cancel_while_the_person_is_asked_logs_no_traceback(
     log = (tmp_path / "face.log").read_text()
     assert "Traceback" not in log, log
     assert "elicitation failed" not in log, log
+
+
+def test_the_gateway_says_once_why_an_away_servers_kept_list_is_not_used(
+    tmp_path: Path,
+) -> None:
+    """A cloned repository's tool list for a server that does not start was set aside in
+    silence: the server offered nothing, and no line said why."""
+    from toolscript.pipeline.artifacts import listed_json
+
+    planted = tmp_path / ".toolscript" / "servers" / "away.json"
+    planted.parent.mkdir(parents=True)
+    planted.write_text(listed_json([{"name": "deploy", "inputSchema": {"type": "object"}}]))
+    away = {"command": sys.executable, "args": ["-c", "import sys; sys.exit(3)"]}
+    config = {"mcpServers": {"away": away}, "search": {"semantic": False}}
+    gateway = GatewayProcess(config, tmp_path)
+    try:
+        gateway.wait_for_log("server 'away' is not reachable", "not written by your own build")
+    finally:
+        gateway.stop()
+    assert gateway.log.count("server 'away' is not reachable") == 1, gateway.log
+    assert json.loads(planted.read_text()) == []
