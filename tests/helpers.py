@@ -338,6 +338,32 @@ def fx_waits_for(
     )
 
 
+def save_config(gateway: GatewayProcess, config: dict[str, Any], *, in_place: bool) -> None:
+    """Save the config as an editor does: written beside it and renamed over it (vim, VS
+    Code), or truncated and written in place (nano, `>`)."""
+    text = json.dumps(config, indent=2)
+    if in_place:
+        with gateway.config_path.open("r+") as file:
+            file.truncate(0)
+            file.write(text)
+    else:
+        beside = gateway.config_path.with_name(".toolscript.json.swp")
+        beside.write_text(text)
+        os.replace(beside, gateway.config_path)
+
+
+def restarted(gateway: GatewayProcess, server: str, since: float) -> None:
+    """Return once ``server`` connected again after ``since`` (its ``connected_at`` before
+    a config's reload restarted it)."""
+    gateway.wait_for_health(
+        lambda health: (
+            health["servers"][server]["state"] == "connected"
+            and health["servers"][server]["connected_at"] != since
+        ),
+        what=f"{server} restarted by the config's reload",
+    )
+
+
 def face_parameters(gateway: GatewayProcess) -> Any:
     """``toolscript mcp`` for the gateway's project, as an MCP client starts it."""
     from mcp import StdioServerParameters
