@@ -90,6 +90,7 @@ def test_runs_and_runs_show_name_the_project_the_log_belongs_to(project: Path) -
     assert f"project   {project}\n" in shown.stdout
     as_json = json.loads(runner.invoke(app, ["runs", "show", "20261128", "--json"]).stdout)
     assert as_json["project"] == str(project)
+    assert runner.invoke(app, ["runs"]).stderr == f"project: {project}\n"
     listed = json.loads(runner.invoke(app, ["runs", "--json"]).stdout)
     assert [run["project"] for run in listed] == [str(project)]
     assert RunLog(runlog_path(project_state_dir(project))).project() == str(project)

@@ -147,6 +147,8 @@ def list_runs(
         header=header,
         whole=("run", "status"),  # (a state cut to "awaiti…" says nothing)
     )
+    # the log lives under the user's state, not in the project: say whose runs these are
+    write_shown(f"project: {runlog.project()}\n", sys.stderr)
 
 
 @app.command("show")
