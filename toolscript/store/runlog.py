@@ -287,7 +287,8 @@ class RunLog:
             if not self._ready:
                 self._migrate(db)
                 if self._project is not None:
-                    with db.conn:
+                    # best effort: a log this process may only read still reads
+                    with contextlib.suppress(sqlite3.OperationalError), db.conn:
                         db.execute(
                             "INSERT OR REPLACE INTO meta (key, value) VALUES ('project', ?)",
                             [str(self._project)],
@@ -491,10 +492,12 @@ class RunLog:
     # -- reading ---------------------------------------------------------------
 
     def project(self) -> str | None:
-        """The folder of the project whose runs these are, as the log records it (None in a
-        log no gateway or command of this version opened with it)."""
+        """The folder of the project whose runs these are, as the log records it, else as
+        this log was opened for (None when neither says)."""
         rows = self._run(lambda db: list(db.query("SELECT value FROM meta WHERE key = 'project'")))
-        return str(rows[0]["value"]) if rows else None
+        if rows:
+            return str(rows[0]["value"])
+        return None if self._project is None else str(self._project)
 
     def recent(self, limit: int = 20) -> list[dict[str, Any]]:
         """The newest runs first."""
