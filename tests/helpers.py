@@ -486,6 +486,11 @@ def returning(call: str) -> str:
     return f'import {{ tools }} from "toolscript"; return await {call}'
 
 
+def returning_counter(step: int) -> str:
+    """A script that returns the records server's counter moved by ``step``."""
+    return returning(f"tools.records.counter({{ step: {step} }});")
+
+
 def interruptible_exec(code: str, *args: str, cwd: Path) -> subprocess.Popen[str]:
     """``toolscript exec CODE ARGS`` started as a terminal starts it, so that a SIGINT sent
     to it is a Ctrl-C (the default SIGINT handler); its stderr piped, its stdout dropped."""

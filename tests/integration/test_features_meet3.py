@@ -29,6 +29,7 @@ from tests.helpers import (
     journal_of,
     records_server,
     restarted,
+    returning_counter,
     run_doit,
     save_config,
     wait_until,
@@ -443,7 +444,3 @@ def test_the_faces_first_execute_during_a_doit_says_it_waits_then_serves_doits_b
     log = face_log.read_text()
     assert "waiting for another build" in log
     assert "artifacts: 0 tasks ran" in log, log
-
-
-def returning_counter(step: int) -> str:
-    return f'import {{ tools }} from "toolscript"; return await tools.records.counter({{ step: {step} }});'

@@ -33,6 +33,7 @@ from tests.helpers import (
     needs_semantic,
     records_server,
     restarted,
+    returning_counter,
     run_doit,
     run_id_of,
     save_config,
@@ -254,13 +255,6 @@ def test_types_learned_then_doit_then_the_server_repointed_agree_in_get_types_an
         assert untyped.returncode == 1, (step, untyped.stdout, untyped.stderr)
         assert "counted" in untyped.stderr, (step, untyped.stderr)
     use_config(gateway, config_of(journal))
-
-
-def returning_counter(step: int) -> str:
-    return (
-        'import { tools } from "toolscript";\n'
-        f"return await tools.records.counter({{ step: {step} }});\n"
-    )
 
 
 DEPLOYS = """import { tools } from "toolscript";
