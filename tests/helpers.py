@@ -65,6 +65,13 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def journal_of(journal: Path) -> list[dict[str, Any]]:
+    """The calls a records server's journal holds (one JSON line each), none when absent."""
+    if not journal.exists():
+        return []
+    return [json.loads(line) for line in journal.read_text().splitlines()]
+
+
 DODO = "from toolscript.pipeline.dodo import *  # noqa: F403\n"  # a project's dodo.py
 
 
@@ -331,6 +338,32 @@ def fx_waits_for(
     )
 
 
+def save_config(gateway: GatewayProcess, config: dict[str, Any], *, in_place: bool) -> None:
+    """Save the config as an editor does: written beside it and renamed over it (vim, VS
+    Code), or truncated and written in place (nano, `>`)."""
+    text = json.dumps(config, indent=2)
+    if in_place:
+        with gateway.config_path.open("r+") as file:
+            file.truncate(0)
+            file.write(text)
+    else:
+        beside = gateway.config_path.with_name(".toolscript.json.swp")
+        beside.write_text(text)
+        os.replace(beside, gateway.config_path)
+
+
+def restarted(gateway: GatewayProcess, server: str, since: float) -> None:
+    """Return once ``server`` connected again after ``since`` (its ``connected_at`` before
+    a config's reload restarted it)."""
+    gateway.wait_for_health(
+        lambda health: (
+            health["servers"][server]["state"] == "connected"
+            and health["servers"][server]["connected_at"] != since
+        ),
+        what=f"{server} restarted by the config's reload",
+    )
+
+
 def face_parameters(gateway: GatewayProcess) -> Any:
     """``toolscript mcp`` for the gateway's project, as an MCP client starts it."""
     from mcp import StdioServerParameters
@@ -451,6 +484,11 @@ def run_id_of(stderr: str) -> str:
 def returning(call: str) -> str:
     """A one-line script that returns what ``call`` (``tools.fx.plainText({})``) answers."""
     return f'import {{ tools }} from "toolscript"; return await {call}'
+
+
+def returning_counter(step: int) -> str:
+    """A script that returns the records server's counter moved by ``step``."""
+    return returning(f"tools.records.counter({{ step: {step} }});")
 
 
 def interruptible_exec(code: str, *args: str, cwd: Path) -> subprocess.Popen[str]:

@@ -10,7 +10,6 @@ it)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -26,19 +25,15 @@ from tests.helpers import (
     face_parameters,
     fixture_server,
     gateway_cli,
+    journal_of,
     records_server,
     run_doit,
     run_id_of,
+    save_config,
     wait_until,
 )
 
 SECRET = "sk-live-crossfeature-9876543210"
-
-
-def journal_of(journal: Path) -> list[dict[str, Any]]:
-    if not journal.exists():
-        return []
-    return [json.loads(line) for line in journal.read_text().splitlines()]
 
 
 def config_of(journal: Path, **records: Any) -> dict[str, Any]:
@@ -66,13 +61,6 @@ def shout(text: str) -> str:
     """Say it louder."""
     return text.upper()
 '''
-
-
-def save_like_an_editor(path: Path, config: dict[str, Any]) -> None:
-    """Write a new file beside it and rename it over the old one, as vim and VS Code save."""
-    fresh = path.with_name(path.name + ".swp")
-    fresh.write_text(json.dumps(config))
-    os.replace(fresh, path)
 
 
 @pytest.fixture(scope="module")
@@ -424,7 +412,7 @@ try {
 
     denying = config_of(journal, policy={"delete_record": "deny"})
     del denying["mcpServers"]["fx"]
-    save_like_an_editor(gateway.config_path, denying)
+    save_config(gateway, denying, in_place=False)
     gateway.wait_for_log("config: removed fx; restarted records")
     gateway.wait_for_health(
         lambda h: "fx" not in h["servers"] and h["servers"]["records"]["state"] == "connected",

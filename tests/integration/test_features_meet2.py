@@ -17,7 +17,6 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -27,6 +26,7 @@ from tests.helpers import (
     clean_env,
     fixture_server,
     gateway_cli,
+    journal_of,
     records_server,
     run_id_of,
     wait_until,
@@ -59,12 +59,6 @@ def assert_whole_masked(text: str, secret: str) -> None:
     it told a script which of its guesses were runs of a token: stop 72)."""
     for form in (secret, base64.b64encode(secret.encode()).decode()):
         assert form not in text, (form, text[:3000])
-
-
-def journal_of(journal: Path) -> list[dict[str, Any]]:
-    if not journal.exists():
-        return []
-    return [json.loads(line) for line in journal.read_text().splitlines()]
 
 
 VAULT = '''def rotate(name: str, key: str, context=None) -> dict:

@@ -26,8 +26,12 @@ from tests.helpers import (
     clean_env,
     face_parameters,
     gateway_cli,
+    journal_of,
     records_server,
+    restarted,
+    returning_counter,
     run_doit,
+    save_config,
     wait_until,
 )
 from toolscript.pipeline.buildlock import hold_build_lock
@@ -40,12 +44,6 @@ def forecast_weather(city: str) -> str:
     """Forecast tomorrow's weather over a city."""
     return city
 '''
-
-
-def journal_of(journal: Path) -> list[dict[str, Any]]:
-    if not journal.exists():
-        return []
-    return [json.loads(line) for line in journal.read_text().splitlines()]
 
 
 SECRET = "sk-live-meet3-0123456789abcdef"
@@ -205,30 +203,6 @@ def test_a_tool_file_refused_for_its_python_serves_once_its_requires_python_is_c
     status = gateway_cli(gateway, "gateway", "status")
     line = next(row for row in status.stdout.splitlines() if row.startswith("future\t"))
     assert "connected" in line, status.stdout
-
-
-def save_config(gateway: GatewayProcess, config: dict[str, Any], *, in_place: bool) -> None:
-    """Save the config as an editor does: written beside it and renamed over it (vim, VS
-    Code), or truncated and written in place (nano, `>`)."""
-    text = json.dumps(config, indent=2)
-    if in_place:
-        with gateway.config_path.open("r+") as file:
-            file.truncate(0)
-            file.write(text)
-    else:
-        beside = gateway.config_path.with_name(".toolscript.json.swp")
-        beside.write_text(text)
-        os.replace(beside, gateway.config_path)
-
-
-def restarted(gateway: GatewayProcess, server: str, since: float) -> None:
-    gateway.wait_for_health(
-        lambda health: (
-            health["servers"][server]["state"] == "connected"
-            and health["servers"][server]["connected_at"] != since
-        ),
-        what=f"{server} restarted by the config's reload",
-    )
 
 
 DELETES = """import { tools } from "toolscript";
@@ -470,7 +444,3 @@ def test_the_faces_first_execute_during_a_doit_says_it_waits_then_serves_doits_b
     log = face_log.read_text()
     assert "waiting for another build" in log
     assert "artifacts: 0 tasks ran" in log, log
-
-
-def returning_counter(step: int) -> str:
-    return f'import {{ tools }} from "toolscript"; return await tools.records.counter({{ step: {step} }});'

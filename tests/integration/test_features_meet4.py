@@ -29,10 +29,14 @@ from tests.helpers import (
     clean_env,
     face_parameters,
     gateway_cli,
+    journal_of,
     needs_semantic,
     records_server,
+    restarted,
+    returning_counter,
     run_doit,
     run_id_of,
+    save_config,
     wait_until,
 )
 from toolscript.pipeline.buildlock import hold_build_lock
@@ -45,12 +49,6 @@ OPS_EDITED = '''def deploy(target: str) -> str:
     """Deploy the build to a target (asks first; edited)."""
     return "edited " + target
 '''
-
-
-def journal_of(journal: Path) -> list[dict[str, Any]]:
-    if not journal.exists():
-        return []
-    return [json.loads(line) for line in journal.read_text().splitlines()]
 
 
 def config_of(
@@ -78,30 +76,6 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayP
         yield gateway, journal
     finally:
         gateway.stop()
-
-
-def save_config(gateway: GatewayProcess, config: dict[str, Any], *, in_place: bool) -> None:
-    """Save the config as an editor does: written beside it and renamed over it (vim, VS
-    Code), or truncated and written in place (nano, `>`)."""
-    text = json.dumps(config, indent=2)
-    if in_place:
-        with gateway.config_path.open("r+") as file:
-            file.truncate(0)
-            file.write(text)
-    else:
-        beside = gateway.config_path.with_name(".toolscript.json.swp")
-        beside.write_text(text)
-        os.replace(beside, gateway.config_path)
-
-
-def restarted(gateway: GatewayProcess, server: str, since: float) -> None:
-    gateway.wait_for_health(
-        lambda health: (
-            health["servers"][server]["state"] == "connected"
-            and health["servers"][server]["connected_at"] != since
-        ),
-        what=f"{server} restarted by the config's reload",
-    )
 
 
 def use_config(gateway: GatewayProcess, config: dict[str, Any]) -> None:
@@ -281,13 +255,6 @@ def test_types_learned_then_doit_then_the_server_repointed_agree_in_get_types_an
         assert untyped.returncode == 1, (step, untyped.stdout, untyped.stderr)
         assert "counted" in untyped.stderr, (step, untyped.stderr)
     use_config(gateway, config_of(journal))
-
-
-def returning_counter(step: int) -> str:
-    return (
-        'import { tools } from "toolscript";\n'
-        f"return await tools.records.counter({{ step: {step} }});\n"
-    )
 
 
 DEPLOYS = """import { tools } from "toolscript";

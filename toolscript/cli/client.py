@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = [
     "GatewayClient",
     "config_for_the_gateway",
+    "config_on_disk",
     "enclosing_gateways",
     "enclosing_note",
     "find_gateway_url",
@@ -63,6 +64,31 @@ def config_for_the_gateway(config: str | None) -> tuple[Config, bool]:
             sys.stderr,
         )
         return folder, False
+
+
+def config_on_disk(loaded: Config, *, read: bool = True) -> tuple[str, str | None]:
+    """The config file as it is now, which a running gateway may not serve: ``trusted``,
+    ``untrusted`` (an edit since `toolscript trust`, or a cloned project's: a gateway serves
+    the config as it was when trusted, and starts nothing of it) or ``invalid`` (``read``
+    False: it did not load, and a gateway serves the configuration it loaded before); with
+    why and what to do when untrusted. What `list-servers`, `list-tools` and `gateway
+    status` say in their ``config_on_disk`` field, and their note."""
+    from toolscript.errors import UntrustedConfigError
+    from toolscript.store.trust import require_trust
+
+    if not read:
+        return "invalid", None
+    try:
+        if loaded.path is not None:
+            require_trust(loaded.path)
+    except UntrustedConfigError as exc:
+        return "untrusted", f"{exc.message}; {exc.hint}"
+    return "trusted", None
+
+
+def served_note(why: str) -> str:
+    """The note of a command answered by a gateway while the config on disk is untrusted."""
+    return f"note: the gateway serves the config as it was when trusted: {why}\n"
 
 
 def enclosing_gateways(config: Config) -> list[Path]:

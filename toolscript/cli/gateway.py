@@ -12,10 +12,12 @@ from typing import Annotated, Any
 from toolscript.cli.client import (
     URL_VARIABLE,
     GatewayClient,
+    config_on_disk,
     enclosing_gateways,
     enclosing_note,
     find_gateway_url,
     public_url,
+    served_note,
 )
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import CacheDirOption, ConfigOption, JsonOption
@@ -460,7 +462,10 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
 
     Finds the gateway from TOOLSCRIPT_GATEWAY_URL, else from the state file
     of this project's gateway. Exit 0 when every server is connected, 3 when
-    the gateway runs but a server is not connected, 1 when no gateway runs.
+    the gateway runs but a server is not connected or it does not serve the
+    config file as it is now (an edit not trusted yet, or one that does not
+    load: `config_on_disk` in --json says `untrusted` or `invalid`), 1 when no
+    gateway runs.
 
     Examples:
 
@@ -469,6 +474,7 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         toolscript gateway status --json | jq '.servers'
     """
     loaded, config_problem = _project_config(config)
+    on_disk, untrusted = config_on_disk(loaded, read=config_problem is None)
     url: str | None = None
     try:
         url = find_gateway_url(loaded)  # a gateway still starting is waited for
@@ -486,6 +492,7 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
                     "url": public_url(url) if url else None,
                     "error": exc.message,
                     "config": {"path": str(loaded.path) if loaded.path else None},
+                    "config_on_disk": on_disk,
                     "sessions": sessions,
                     "enclosing": [str(path) for path in enclosing],
                 }
@@ -511,12 +518,16 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     if as_json:
         print_json(
             {"running": True, "url": url, **health, "installed": _installed()}
+            | {"config_on_disk": on_disk}
             | ({"sessions": sessions} if sessions else {})
         )
     else:
         sys.stdout.write(f"gateway: running at {url} ({health.get('status')})\n")
+        sys.stdout.write(_process_line(shown_pid, health.get("uptime")))
         served = (health.get("config") or {}).get("path")
         served = loaded.path if served in (None, "", "None") else served
+        project = Path(served).parent if served else loaded.project_dir
+        sys.stdout.write(f"project: {project}\n")
         sys.stdout.write(f"config: {served or 'none (zero servers)'}\n")
         search = health.get("search", {})
         sys.stdout.write(
@@ -549,7 +560,9 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         if older:
             sys.stdout.write(f"warning: {older}\n")
         config_error = (health.get("config") or {}).get("error")
-        if config_error:
+        if untrusted:  # as list-servers and list-tools say it
+            write_shown(served_note(untrusted), sys.stderr)
+        elif config_error:
             write_shown(f"config: error, the previous configuration still serves: {config_error}\n")
         sys.stdout.write(_sessions_text(sessions))
     raise typer.Exit(0 if healthy else 3)
@@ -651,6 +664,22 @@ def _print_scripts(scripts: dict[str, Any]) -> None:
         sys.stdout.write(f"  {name}:\n" + "".join(f"    {error}\n" for error in errors))
     for warning in scripts.get("warnings") or []:
         sys.stdout.write(f"warning: {warning}\n")
+
+
+def _process_line(pid: Any, uptime: Any) -> str:
+    """The gateway's process and how long it has run, in one line (an older gateway may
+    report neither)."""
+    parts = [f"pid {pid}"] if isinstance(pid, int) else []
+    if isinstance(uptime, int | float):
+        minutes, seconds = divmod(int(uptime), 60)
+        hours, minutes = divmod(minutes, 60)
+        if hours:
+            parts.append(f"up {hours} h {minutes} min")
+        elif minutes:
+            parts.append(f"up {minutes} min {seconds} s")
+        else:
+            parts.append(f"up {seconds} s")
+    return f"process: {', '.join(parts)}\n" if parts else ""
 
 
 def _memory_line(processes: dict[str, Any]) -> str:

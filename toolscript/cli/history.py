@@ -43,6 +43,7 @@ def _runlog(config: str | None) -> Any:
         runlog_path(project_state_dir(loaded.project_dir)),
         keep=loaded.runs.keep,
         max_bytes=int(loaded.runs.max_megabytes * 1024 * 1024),
+        project=loaded.project_dir,
     )
 
 
@@ -120,9 +121,11 @@ def list_runs(
     """
     if ctx.invoked_subcommand is not None:
         return
-    runs = _runlog(config).recent(limit)
+    runlog = _runlog(config)
+    runs = runlog.recent(limit)
     if as_json:
-        print_json([_run_json(run) for run in runs])
+        project = runlog.project()
+        print_json([_run_json(run) | {"project": project} for run in runs])
         return
     if not runs:
         sys.stdout.write("no runs yet: `toolscript exec` logs each one\n")
@@ -144,6 +147,8 @@ def list_runs(
         header=header,
         whole=("run", "status"),  # (a state cut to "awaiti…" says nothing)
     )
+    # the log lives under the user's state, not in the project: say whose runs these are
+    write_shown(f"project: {runlog.project()}\n", sys.stderr)
 
 
 @app.command("show")
@@ -166,10 +171,13 @@ def show_run(
         raise NotFoundError(f"no run {run_id!r} in this project's log", hint="`toolscript runs`")
     kept = _kept_output(log.path.parent, run["id"])
     if as_json:
-        print_json(_run_json(run) | {"output_file": str(kept) if kept else None})
+        print_json(
+            _run_json(run) | {"project": log.project(), "output_file": str(kept) if kept else None}
+        )
         return
     lines = [
         f"run       {run['id']}",
+        f"project   {log.project()}",
         f"origin    {_origin(run)}",
         f"started   {_when(run['started'])}",
         f"took      {_duration(run)}",
@@ -353,7 +361,12 @@ def approve_command(
             "--revoke", help="Take a tool's approval back: --revoke SERVER.TOOL (or with --tool)."
         ),
     ] = False,
-    show: Annotated[bool, typer.Option("--list", help="List the approvals on record.")] = False,
+    show: Annotated[
+        bool,
+        typer.Option(
+            "--list", help="List the runs waiting for an approval, and the approvals on record."
+        ),
+    ] = False,
     config: ConfigOption = None,
     as_json: JsonOption = False,
     header: HeaderOption = False,
@@ -378,28 +391,7 @@ def approve_command(
     """
     runlog = _runlog(config)
     if show:
-        approvals = runlog.approvals()
-        if as_json:
-            print_json([{**a, "created": _iso(a["created"])} for a in approvals])
-        elif not approvals:
-            sys.stdout.write("no approvals on record\n")
-        else:
-            print_rows(
-                ["scope", "tool", "run", "approved", "used by"],
-                [
-                    [
-                        a["scope"],
-                        tool_named(a["tool"]),
-                        a["run_id"] or "-",
-                        _when(a["created"]),
-                        a["used_by"] or "-",
-                    ]
-                    for a in approvals
-                ],
-                header=header,
-                whole=("run",),
-                names=("tool",),
-            )
+        _list_approvals(runlog, as_json=as_json, header=header)
         return
     if revoke and tool is None and run_id is not None and ("." in run_id or "__" in run_id):
         tool, run_id = run_id, None  # `approve --revoke SERVER.TOOL`: run ids have no dots
@@ -444,6 +436,56 @@ def approve_command(
         f"{_approved_call(call, run['id'])}"
         f"now `toolscript exec --resume {run['id']}` (or run the same script again)\n",
     )
+
+
+def _list_approvals(runlog: Any, *, as_json: bool, header: bool) -> None:
+    """``approve --list``: the calls runs stopped at that wait for a person (scope
+    ``waiting``, first), then the approvals on record; how to approve on stderr."""
+    waiting = [_waiting(run) for run in runlog.awaiting()]
+    approvals = waiting + runlog.approvals()
+    if as_json:
+        print_json([{**a, "created": _iso(a["created"])} for a in approvals])
+        return
+    if not approvals:
+        sys.stdout.write("no approvals on record, and no run waits for one\n")
+        return
+    print_rows(
+        ["scope", "tool", "run", "approved", "used by"],
+        [
+            [
+                a["scope"],
+                tool_named(a["tool"]),
+                a["run_id"] or "-",
+                "-" if a["scope"] == "waiting" else _when(a["created"]),
+                a["used_by"] or "-",
+            ]
+            for a in approvals
+        ],
+        header=header,
+        whole=("run",),
+        names=("tool",),
+    )
+    for run in waiting:  # a person's commands: the plugin asks before an agent runs them
+        write_shown(
+            f"run {run['run_id']} waits for approval of {tool_named(run['tool'])}: "
+            f"{run['approve_with']}\n",
+            sys.stderr,
+        )
+
+
+def _waiting(run: dict[str, Any]) -> dict[str, Any]:
+    """A run stopped at a call awaiting approval, as ``approve --list`` shows it."""
+    call = (run.get("stopped") or {}).get("call") or {}
+    return {
+        "scope": "waiting",
+        "tool": str(call.get("tool", "")),
+        "run_id": run["id"],
+        "created": run.get("ended") or run.get("started"),  # when it stopped
+        "used_by": "",
+        "server": str(call.get("server_identity", "")),
+        "approve_with": f"`toolscript approve {run['id']}` (`toolscript runs show {run['id']}` "
+        f"shows the call whole), then `toolscript exec --resume {run['id']}`",
+    }
 
 
 def _refuse_unshowable(run: dict[str, Any] | None) -> None:

@@ -10,13 +10,16 @@ from typing import Any
 from toolscript.cli.client import (
     URL_VARIABLE,
     GatewayClient,
+    config_for_the_gateway,
+    config_on_disk,
     enclosing_gateways,
     enclosing_note,
     find_gateway_url,
+    served_note,
 )
 from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
 from toolscript.cli.output import print_json, print_rows, write_shown
-from toolscript.config import Config, load_config
+from toolscript.config import Config
 from toolscript.errors import GatewayError, GatewayUnreachableError
 from toolscript.otherclients import home_dir
 
@@ -33,6 +36,10 @@ def list_servers(
     always these columns (state, tools and reason empty when no gateway runs for the
     project). What an imported config has that toolscript skips is named on stderr.
 
+    A config edited since `toolscript trust` (or one that does not load) while the
+    gateway runs: what the gateway serves is listed, exit 0, a note on stderr, and each
+    server's `config_on_disk` says `untrusted` (or `invalid`; else `trusted`).
+
     Examples:
 
     \b
@@ -40,7 +47,8 @@ def list_servers(
         toolscript list-servers --header | cut -f1,3
         toolscript list-servers --json | jq '.[].name'
     """
-    loaded = load_config(config)
+    loaded, read = config_for_the_gateway(config)  # a broken edit: the gateway's servers
+    on_disk, untrusted = config_on_disk(loaded, read=read)
     for warning in loaded.warnings:
         write_shown(f"warning: {warning}\n", sys.stderr)
     for warning in loaded.import_warnings:
@@ -48,6 +56,10 @@ def list_servers(
     servers = [server.summary() for server in loaded.servers]
     answered, config_error, elsewhere = _live_states(loaded, exact=as_json)
     live = answered or {}
+    if not read:  # the file did not load: the servers the gateway serves are all there is
+        servers = [_served_summary(server) for server in live.values()]
+    for server in servers:
+        server["config_on_disk"] = on_disk
     for server in servers:
         if server["name"] in live:
             server["state"] = live[server["name"]]["state"]
@@ -84,7 +96,6 @@ def list_servers(
     )
     if any(server.get("error") for server in servers):
         sys.stderr.write("the whole reason: `toolscript list-servers --json` or `gateway status`\n")
-    untrusted = _untrusted(loaded)  # it names a repository's files: shown, not obeyed
     if elsewhere:
         write_shown(
             f"note: the gateway {URL_VARIABLE} names serves {elsewhere}, not this project's "
@@ -108,24 +119,20 @@ def list_servers(
             sys.stderr,
         )
     elif untrusted:  # an edit of a server's entry, the gateway still serving the entry as was
-        write_shown(
-            f"note: the gateway serves the config as it was when trusted: {untrusted}\n",
-            sys.stderr,
-        )
+        write_shown(served_note(untrusted), sys.stderr)  # a repository's file names: shown
 
 
-def _untrusted(loaded: Config) -> str | None:
-    """Why the config as it is now starts nothing (an edit since `toolscript trust`, or a
-    cloned project's), with what to do; None when it may start its servers."""
-    from toolscript.errors import UntrustedConfigError
-    from toolscript.store.trust import require_trust
-
-    try:
-        if loaded.path is not None:
-            require_trust(loaded.path)
-    except UntrustedConfigError as exc:
-        return f"{exc.message}; {exc.hint}"
-    return None
+def _served_summary(server: dict[str, Any]) -> dict[str, Any]:
+    """A server the gateway serves, as the config's ``summary`` shows one (its target and
+    source unknown: the file that named it does not load now)."""
+    return {
+        "name": server["name"],
+        "transport": server.get("transport", ""),
+        "target": "",
+        "description": server.get("description", ""),
+        "disabled": server.get("state") == "disabled",
+        "source": "",
+    }
 
 
 # A server in the file that the running gateway does not have (an edit not trusted yet, or

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Any
 
-from toolscript.cli.client import config_for_the_gateway, gateway_client
+from toolscript.cli.client import (
+    config_for_the_gateway,
+    config_on_disk,
+    gateway_client,
+    served_note,
+)
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
 from toolscript.cli.output import print_json, print_rows, shown_name
@@ -31,14 +37,23 @@ def list_tools(
 
     The policy column says which tools ask for approval before each call
     (see `toolscript approve --help`).
+
+    A config edited since `toolscript trust` (or one that does not load): the tools the
+    gateway serves are listed, exit 0, a note on stderr, and each tool's `config_on_disk`
+    in --json says `untrusted` (or `invalid`; else `trusted`).
     """
     loaded, read = config_for_the_gateway(config)
     if read:
         loaded.server(server)  # a clear "server not found" even without a gateway
     with gateway_client(loaded) as client:
         tools: list[dict[str, Any]] = client.get_json(f"/servers/{server}/tools", exact=as_json)
+    on_disk, untrusted = config_on_disk(loaded, read=read)
+    if untrusted:
+        from toolscript.cli.output import write_shown
+
+        write_shown(served_note(untrusted), sys.stderr)  # a repository's file names: shown
     if as_json:
-        print_json(tools)
+        print_json([{**tool, "config_on_disk": on_disk} for tool in tools])
         return
     if verbose:
         print_rows(

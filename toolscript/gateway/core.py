@@ -425,6 +425,7 @@ class Gateway:
             keep=config.runs.keep,
             max_bytes=int(config.runs.max_megabytes * 1024 * 1024),
             keep_open=True,  # each run's end writes it: no checkpoint at each write's close
+            project=config.project_dir,
         )
         self.runs = RunBook(
             runlog,

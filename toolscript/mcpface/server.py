@@ -141,8 +141,8 @@ def _approver(context: Any) -> Approver | None:
                     _shown_schema(prompt.get("schema") or {"type": "object", "properties": {}}),
                     related_request_id=getattr(context, "request_id", None),
                 )
-            except Exception:
-                log.warning("elicitation failed; the server's question is cancelled", exc_info=True)
+            except Exception as exc:
+                _asking_failed(exc, "the server's question is cancelled")
                 return {"action": "cancel"}
             return {"action": asked.action, "content": asked.content}
         from toolscript.store.approvalview import shortened_notice, shown_arguments, visible_text
@@ -164,8 +164,8 @@ def _approver(context: Any) -> Approver | None:
                 APPROVAL_SCHEMA,
                 related_request_id=getattr(context, "request_id", None),
             )
-        except Exception:  # the client failed to ask: the run stops, approvable later
-            log.warning("elicitation failed; the run stops for approval", exc_info=True)
+        except Exception as exc:  # the client did not ask: the run stops, approvable later
+            _asking_failed(exc, "the run stops for approval")
             return "stop"
         if result.action == "accept":
             content = result.content or {}
@@ -173,6 +173,18 @@ def _approver(context: Any) -> Approver | None:
         return "no" if result.action == "decline" else "stop"
 
     return ask
+
+
+def _asking_failed(exc: Exception, outcome: str) -> None:
+    """Log an elicitation that got no answer. The client gone (a cancelled execute, a
+    closed connection: the SDK ends the question with CONNECTION_CLOSED) is normal: one
+    line at info; anything else is the client failing, with its traceback."""
+    from mcp.shared.exceptions import MCPError
+
+    if isinstance(exc, MCPError) and exc.code == types.CONNECTION_CLOSED:
+        log.info("the client went away while the person was asked; %s", outcome)
+        return
+    log.warning("elicitation failed; %s", outcome, exc_info=True)
 
 
 _SHOWN_KEYS = frozenset({"title", "description", "enumNames"})

@@ -14,6 +14,7 @@ never inside the project). Tables:
   and result, start, duration, outcome and error message (redacted).
 - ``replay``: what the calls of a run that stopped for approval answered, so that resuming
   it answers them again without calling the servers (only for such runs).
+- ``meta``: facts about the log: ``project``, the project's folder.
 - ``approvals``: ``tool`` approvals (a tool, from now on, while its server is the one it
   was approved for: ``server``, the server's identity) and ``call`` approvals (the call a
   run stopped at, used once by the run that resumes it, while its server is the one the run
@@ -130,8 +131,20 @@ def _version_4(db: Any) -> None:
     db.execute("""ALTER TABLE "runs" ADD COLUMN "limits" TEXT NOT NULL DEFAULT ''""")
 
 
+def _version_5(db: Any) -> None:
+    # facts about the log itself: ``project``, the folder of the project whose runs these
+    # are (the log lives under the user's state, in a folder named by a hash of it)
+    db.execute('CREATE TABLE "meta" (\n   "key" TEXT PRIMARY KEY,\n   "value" TEXT NOT NULL\n)')
+
+
 # Index i brings a file of version i to version i + 1.
-MIGRATIONS: list[Callable[[Any], None]] = [_version_1, _version_2, _version_3, _version_4]
+MIGRATIONS: list[Callable[[Any], None]] = [
+    _version_1,
+    _version_2,
+    _version_3,
+    _version_4,
+    _version_5,
+]
 SCHEMA_VERSION = len(MIGRATIONS)
 # A kept connection's writes reach the file itself this long after the first of them (the
 # gateway ends a run in a few milliseconds without the checkpoint's syncs; a burst of runs
@@ -155,8 +168,10 @@ class RunLog:
         keep: int = 1000,
         max_bytes: int = 50 * 1024 * 1024,
         keep_open: bool = False,
+        project: Path | None = None,
     ) -> None:
-        """``keep_open``: one connection is kept between calls (the gateway, which writes
+        """``project``: the project's folder, recorded in the log's ``meta`` when it is
+        opened (``project()`` reads it back). ``keep_open``: one connection is kept between calls (the gateway, which writes
         each run as it ends: closing the last connection to a WAL file checkpoints it and
         removes the WAL, and that cost most of each write; what a call wrote is checkpointed
         without closing, ``CHECKPOINT_DELAY`` after the first write not yet in the file, off
@@ -169,6 +184,7 @@ class RunLog:
         self.keep = keep
         self.max_bytes = max_bytes
         self.keep_open = keep_open
+        self._project = project
         self._lock = threading.Lock()
         self._ready = False
         self._kept: tuple[Any, tuple[int, ...]] | None = None  # (database, file as left)
@@ -270,6 +286,13 @@ class RunLog:
             db.execute("PRAGMA synchronous = NORMAL")
             if not self._ready:
                 self._migrate(db)
+                if self._project is not None:
+                    # best effort: a log this process may only read still reads
+                    with contextlib.suppress(sqlite3.OperationalError), db.conn:
+                        db.execute(
+                            "INSERT OR REPLACE INTO meta (key, value) VALUES ('project', ?)",
+                            [str(self._project)],
+                        )
                 self._ready = True
         except BaseException:
             connection.close()
@@ -468,6 +491,14 @@ class RunLog:
 
     # -- reading ---------------------------------------------------------------
 
+    def project(self) -> str | None:
+        """The folder of the project whose runs these are, as the log records it, else as
+        this log was opened for (None when neither says)."""
+        rows = self._run(lambda db: list(db.query("SELECT value FROM meta WHERE key = 'project'")))
+        if rows:
+            return str(rows[0]["value"])
+        return None if self._project is None else str(self._project)
+
     def recent(self, limit: int = 20) -> list[dict[str, Any]]:
         """The newest runs first."""
         return list(
@@ -654,6 +685,22 @@ class RunLog:
                         "ORDER BY created DESC"
                     )
                 )
+            )
+        )
+
+    def awaiting(self) -> list[dict[str, Any]]:
+        """The runs stopped at a call that waits for a person's approval (no approval of it
+        on record yet), newest first: what ``approve --list`` names beside the approvals."""
+        return list(
+            self._run(
+                lambda db: [
+                    _run_row(row)
+                    for row in db.query(
+                        "SELECT * FROM runs WHERE status = 'awaiting_approval' AND NOT EXISTS "
+                        "(SELECT 1 FROM approvals WHERE scope = 'call' AND run_id = runs.id) "
+                        "ORDER BY started DESC"
+                    )
+                ]
             )
         )
 

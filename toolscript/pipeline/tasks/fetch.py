@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -41,6 +42,8 @@ from toolscript.pipeline.tasks.settings import (
 )
 
 __all__ = ["FetchTasks", "ToolSource"]
+
+log = logging.getLogger("toolscript.pipeline")
 
 KINDS = (PROMPTS, TEMPLATES)
 VOUCHED = "toolscript.vouched"  # the task's ``meta`` key `vouched` notes its verdict under
@@ -180,6 +183,7 @@ class FetchTasks:
             write_if_changed(offered, live_offered or listed_json({}))
         if tools is None and target.exists() and not vouched:
             # Not this user's build's (a cloned repository's): no tools until it answers.
+            _warn_unvouched(server.name, target)
             write_if_changed(target, listed_json([]))
             return {"reached": False, **target_digests([target, offered])}
         if tools is None and target.exists():
@@ -197,6 +201,29 @@ class FetchTasks:
             return {"reached": False, **target_digests([target, offered])}
         write_if_changed(target, listed_json(tools or []))
         return {"reached": tools is not None, **target_digests([target, offered])}
+
+
+def _warn_unvouched(server: str, target: Path) -> None:
+    """Say, once (the emptied file is this build's after), that an unreachable server's kept
+    tool list is not used: this user's builds did not write it (a cloned repository's
+    ``.toolscript/``), and nothing checked what it holds."""
+    try:
+        kept = _tools_of(read_artifact(target))
+    except (OSError, ValueError):
+        kept = None
+    if not kept:
+        return  # no tools to lose
+    log.warning(
+        "server %r is not reachable, and the tool list kept for it (%s, %d tool%s) was not "
+        "written by your own build (a cloned repository's?), so it is not used: %r offers "
+        "no tools until it answers. `toolscript gateway status` says why it is away; once it "
+        "answers, the gateway (or `doit`) fetches its tools",
+        server,
+        target,
+        len(kept),
+        "" if len(kept) == 1 else "s",
+        server,
+    )
 
 
 def _tools_of(text: str) -> list[dict[str, Any]] | None:
