@@ -1,0 +1,94 @@
+"""Stop 75's attacks on a real gateway (a red-team pass from the outside).
+
+What got through, now closed (each test performs the attack):
+
+- A server listing a tool named ``then`` (or ``toJSON``, ``toString``, ``valueOf``) had it as
+  that member of ``tools.<server>``: ``await tools.h``, a script returning the namespace,
+  ``JSON.stringify`` or a string conversion of it called the server's tool, a call the
+  script never wrote (the module's guard for these names held only for tools it did not
+  list). Such a tool is now ``then2`` (unit: test_attacks_stop75_names).
+
+The other attacks of this pass held; the report lists them.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import SERVERS, GatewayProcess, toolscript_cli
+
+IMPLICIT = ("then", "toJSON", "toString", "valueOf", "toLocaleString")
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    """One gateway for the module: a hostile stdio server whose tools are named as the
+    members JavaScript calls by itself, beside a harmless one."""
+    directory = tmp_path_factory.mktemp("stop75")
+    tools = [
+        {"name": name, "description": "answers with its name", "inputSchema": {"type": "object"}}
+        for name in (*IMPLICIT, "then2", "plain")
+    ]
+    spec = Path(directory) / "spec.json"
+    spec.write_text(json.dumps({"tools": tools}))
+    entry = {"command": sys.executable, "args": [str(SERVERS / "hostile_server.py"), str(spec)]}
+    gateway = GatewayProcess({"mcpServers": {"h": entry}, "search": {"semantic": False}}, directory)
+    try:
+        gateway.wait_for_health(lambda h: h["servers"]["h"]["state"] == "connected")
+        yield gateway
+    finally:
+        gateway.stop()
+
+
+def _last_run(gateway: GatewayProcess) -> dict[str, object]:
+    listed = toolscript_cli("runs", "--json", "-n", "1", cwd=gateway.directory)
+    assert listed.returncode == 0, listed.stderr
+    run_id = json.loads(listed.stdout)[0]["id"]
+    shown = toolscript_cli("runs", "show", run_id, "--json", cwd=gateway.directory)
+    assert shown.returncode == 0, shown.stderr
+    run: dict[str, object] = json.loads(shown.stdout)
+    return run
+
+
+TOUCH = """import { tools } from "toolscript";
+const h = tools.h as any;
+const awaited = await h;
+const seen = [typeof awaited, JSON.stringify(h), String(h), `${h}`, h + "", [h].toLocaleString()];
+const members = ["then", "toJSON", "toString", "valueOf", "toLocaleString"].map((m) => typeof h[m]);
+return { seen, members, own: Object.keys(h).sort() };
+"""
+
+
+def test_awaiting_printing_or_returning_a_namespace_calls_no_tool(hostile: GatewayProcess) -> None:
+    """Before: ``await tools.h`` called the server's ``then`` (the run stopped on its
+    answer), ``JSON.stringify`` its ``toJSON``, a string conversion its ``toString``."""
+    done = toolscript_cli("exec", "--no-check", TOUCH, cwd=hostile.directory)
+    assert done.returncode == 0, done.stdout + done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["seen"][0] == "object"
+    assert answer["members"] == ["undefined", "undefined", "function", "function", "function"]
+    assert not set(IMPLICIT) & set(answer["own"]), answer["own"]
+    assert {"then2", "then3", "toJSON2", "toString2", "valueOf2", "toLocaleString2"} <= set(
+        answer["own"]
+    )
+    run = _last_run(hostile)
+    assert run["calls"] == 0, run
+
+
+def test_the_renamed_tools_call_the_server_s_own(hostile: GatewayProcess) -> None:
+    """``then2`` stays the server's ``then2`` (its own name); ``then`` is ``then3``."""
+    script = (
+        'import { tools } from "toolscript";\n'
+        "return [await tools.h.then2({}), await tools.h.then3({}), await tools.h.toJSON2({})];"
+    )
+    done = toolscript_cli("exec", script, cwd=hostile.directory)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout) == ["then2", "then", "toJSON"]
+    types = toolscript_cli("get-types", "h", "then", cwd=hostile.directory)
+    assert types.returncode == 0, types.stderr
+    assert "then3(" in types.stdout, types.stdout
