@@ -92,3 +92,16 @@ def test_the_renamed_tools_call_the_server_s_own(hostile: GatewayProcess) -> Non
     types = toolscript_cli("get-types", "h", "then", cwd=hostile.directory)
     assert types.returncode == 0, types.stderr
     assert "then3(" in types.stdout, types.stdout
+
+
+def test_a_result_of_millions_of_values_is_previewed_as_text(hostile: GatewayProcess) -> None:
+    """Past --max-output, a return value of 3 million empty objects (9 MB, parsed whole for a
+    JSON preview: about 25 times its size in exec's memory) is previewed as its first line."""
+    done = toolscript_cli(
+        "exec", "--no-check", "--max-output", "1000000",
+        "return new Array(3_000_000).fill({})", cwd=hostile.directory,
+    )  # fmt: skip
+    assert done.returncode == 123, done.stderr
+    assert "did not fit in 1000000" in done.stderr
+    assert done.stdout.startswith("[{},{},{},"), done.stdout[:200]
+    assert "…" in done.stdout
