@@ -2,6 +2,14 @@
 
 What got through, now closed (each test performs the attack):
 
+- A script's tool calls of 8 MB of ``[{},{},...]`` each (within ``--max-request-mb``)
+  decoded to 186 MB apiece in the gateway: a dozen slow ones held 2 GB of it, shared by every
+  run, for as long as they ran. A call's arguments are counted in JSON values before they are
+  decoded: at most 1,000,000 a call, 2,000,000 under way for a run, 4,000,000 in all (413
+  past them; unit: test_attacks_stop75_values).
+- A return value of millions of JSON values past ``--max-output`` was parsed whole for its
+  preview (60 MB took ``exec``, or the MCP face, 1.5 GB); previewed as text now (unit:
+  test_attacks_stop75_preview).
 - A server listing a tool named ``then`` (or ``toJSON``, ``toString``, ``valueOf``) had it as
   that member of ``tools.<server>``: ``await tools.h``, a script returning the namespace,
   ``JSON.stringify`` or a string conversion of it called the server's tool, a call the
@@ -20,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import SERVERS, GatewayProcess, toolscript_cli
+from tests.helpers import SERVERS, GatewayProcess, fixture_server, toolscript_cli
 
 IMPLICIT = ("then", "toJSON", "toString", "valueOf", "toLocaleString")
 
@@ -28,7 +36,7 @@ IMPLICIT = ("then", "toJSON", "toString", "valueOf", "toLocaleString")
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     """One gateway for the module: a hostile stdio server whose tools are named as the
-    members JavaScript calls by itself, beside a harmless one."""
+    members JavaScript calls by itself, beside the fixture server (a slow tool)."""
     directory = tmp_path_factory.mktemp("stop75")
     tools = [
         {"name": name, "description": "answers with its name", "inputSchema": {"type": "object"}}
@@ -37,9 +45,12 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
     spec = Path(directory) / "spec.json"
     spec.write_text(json.dumps({"tools": tools}))
     entry = {"command": sys.executable, "args": [str(SERVERS / "hostile_server.py"), str(spec)]}
-    gateway = GatewayProcess({"mcpServers": {"h": entry}, "search": {"semantic": False}}, directory)
+    servers = {"h": entry, "fx": fixture_server()}
+    gateway = GatewayProcess({"mcpServers": servers, "search": {"semantic": False}}, directory)
     try:
-        gateway.wait_for_health(lambda h: h["servers"]["h"]["state"] == "connected")
+        gateway.wait_for_health(
+            lambda h: all(h["servers"][s]["state"] == "connected" for s in servers)
+        )
         yield gateway
     finally:
         gateway.stop()
@@ -105,3 +116,36 @@ def test_a_result_of_millions_of_values_is_previewed_as_text(hostile: GatewayPro
     assert "did not fit in 1000000" in done.stderr
     assert done.stdout.startswith("[{},{},{},"), done.stdout[:200]
     assert "…" in done.stdout
+
+
+BIG = """import { tools } from "toolscript";
+const fx = tools.fx as any;
+const many = (n: number) => new Array(n).fill({});
+const refused = async (p: Promise<unknown>) => p.then(() => "ok", (e: Error) => e.message);
+const huge = await refused(fx.sleep({ seconds: 0, extra: many(2_600_000) }));
+// two calls of 900,000 values each under way (held until released): a third does not fit
+const held = ["a", "b"].map((m) => refused(fx.failWhenReleased({ message: m, extra: many(450_000) })));
+const ready = [await fx.waitFor({ held: "a", within: 60 }), await fx.waitFor({ held: "b", within: 60 })];
+const third = await refused(fx.sleep({ seconds: 0, extra: many(450_000) }));
+await fx.release({});
+const released = await Promise.all(held);
+const after = await refused(fx.sleep({ seconds: 0, extra: many(450_000) }));
+return { huge, ready, third, released, after };
+"""
+
+
+def test_calls_of_millions_of_values_are_refused_and_the_gateway_stays_up(
+    hostile: GatewayProcess,
+) -> None:
+    """Before: each call was decoded whole, the gateway growing by about 23 times its bytes
+    for as long as the call ran. Now the one past 1,000,000 values is refused, a run's calls
+    under way hold 2,000,000 at most, and what a finished call held is given back."""
+    done = toolscript_cli("exec", "--no-check", BIG, cwd=hostile.directory)
+    assert done.returncode == 0, done.stdout + done.stderr
+    answer = json.loads(done.stdout)
+    assert "hold more than 1,000,000 JSON values" in answer["huge"], answer
+    assert answer["ready"] == ["yes", "yes"], answer
+    assert "more than 2,000,000 JSON values for one run" in answer["third"], answer
+    assert [text.rsplit(" ", 1)[-1] for text in answer["released"]] == ["a", "b"], answer
+    assert answer["after"] == "ok", answer
+    assert hostile.health()["status"] == "ok"
