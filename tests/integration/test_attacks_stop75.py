@@ -7,6 +7,10 @@ What got through, now closed (each test performs the attack):
   run, for as long as they ran. A call's arguments are counted in JSON values before they are
   decoded: at most 1,000,000 a call, 2,000,000 under way for a run, 4,000,000 in all (413
   past them; unit: test_attacks_stop75_values).
+- The same through the routes whose bodies Litestar decodes whole with any JSON in them (a
+  prompt get's ``arguments``, a template read's ``params``), which a script's own URL reaches:
+  24 prompt gets of 9.6 MB of ``[{},{},...]`` at once grew the gateway to 5.9 GB (4.7 GB
+  kept after). They are counted as tool calls are (0.13 GB at most now).
 - A return value of millions of JSON values past ``--max-output`` was parsed whole for its
   preview (60 MB took ``exec``, or the MCP face, 1.5 GB); previewed as text now (unit:
   test_attacks_stop75_preview).
@@ -148,4 +152,34 @@ def test_calls_of_millions_of_values_are_refused_and_the_gateway_stays_up(
     assert "more than 2,000,000 JSON values for one run" in answer["third"], answer
     assert [text.rsplit(" ", 1)[-1] for text in answer["released"]] == ["a", "b"], answer
     assert answer["after"] == "ok", answer
+    assert hostile.health()["status"] == "ok"
+
+
+PROMPT_FLOOD = """const url = Deno.env.get("TOOLSCRIPT_GATEWAY_URL")!;
+const get = (n: number) =>
+  fetch(`${url}/servers/fx/prompts/get`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ name: "nope", arguments: { a: new Array(n).fill({}) } }),
+  }).then(async (r) => [r.status, (await r.json()).message]);
+const small = await get(1);
+const huge = await get(2_400_000);
+const many = await Promise.all(Array.from({ length: 8 }, () => get(400_000)));
+return { small, huge, many };
+"""
+
+
+def test_prompt_gets_of_millions_of_values_are_counted_as_calls_are(
+    hostile: GatewayProcess,
+) -> None:
+    """A script's own URL reaches a server's prompt gets: before, each body was decoded
+    whole by Litestar (24 of 9.6 MB at once: 5.9 GB of the gateway)."""
+    done = toolscript_cli("exec", "--no-check", PROMPT_FLOOD, cwd=hostile.directory)
+    assert done.returncode == 0, done.stdout + done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["small"][0] == 400, answer["small"]  # served: no such prompt
+    assert answer["huge"][0] == 413, answer["huge"]
+    assert "hold more than 1,000,000 JSON values" in answer["huge"][1]
+    statuses = [status for status, _ in answer["many"]]
+    assert set(statuses) <= {400, 413} and 400 in statuses, answer["many"]
     assert hostile.health()["status"] == "ok"

@@ -30,6 +30,7 @@ __all__ = [
     "call_tool_bytes",
     "json_values",
     "requested_tool",
+    "too_many_values",
     "unless_disconnected",
 ]
 
@@ -69,7 +70,7 @@ async def call_tool_bytes(
     values = json_values(body)
     held = gateway.call_values
     if values > MAX_CALL_VALUES or not held.take(run_id, values):
-        error = _too_many_values(name, values, held, run_id)
+        error = too_many_values(f"arguments for {tool_named(name)}", values, held, run_id)
         return error.status_code, "", msgspec.json.encode(error.to_dict())
     try:
         return await _call_tool_bytes(gateway, name, body, run_id)
@@ -77,10 +78,12 @@ async def call_tool_bytes(
         held.give_back(run_id, values)
 
 
-def _too_many_values(name: str, values: int, held: BodyBudget, run_id: str | None) -> RequestError:
+def too_many_values(what: str, values: int, held: BodyBudget, run_id: str | None) -> RequestError:
+    """The refusal of a body of ``values`` JSON values (``what``: whose they are) past
+    ``MAX_CALL_VALUES`` or past what ``held`` has room for."""
     if values > MAX_CALL_VALUES:
         message = (
-            f"arguments for {tool_named(name)} hold more than {MAX_CALL_VALUES:,} JSON values "
+            f"{what} hold more than {MAX_CALL_VALUES:,} JSON values "
             f"(about {values:,}); pass a large list as one string, or split it over calls"
         )
     else:
