@@ -11,6 +11,9 @@ What got through, now closed (each test performs the attack):
   prompt get's ``arguments``, a template read's ``params``), which a script's own URL reaches:
   24 prompt gets of 9.6 MB of ``[{},{},...]`` at once grew the gateway to 5.9 GB (4.7 GB
   kept after). They are counted as tool calls are (0.13 GB at most now).
+- A stdio server's answer of millions of JSON values (30 MB of ``{"p0":{},...}`` took the
+  gateway 0.58 GB, 128 MB of ``[{},{},...]`` some 8 GB) drops its connection past 4,000,000
+  values, as one past 128 MB does.
 - A return value of millions of JSON values past ``--max-output`` was parsed whole for its
   preview (60 MB took ``exec``, or the MCP face, 1.5 GB); previewed as text now (unit:
   test_attacks_stop75_preview).
@@ -48,8 +51,18 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
     ]
     spec = Path(directory) / "spec.json"
     spec.write_text(json.dumps({"tools": tools}))
-    entry = {"command": sys.executable, "args": [str(SERVERS / "hostile_server.py"), str(spec)]}
-    servers = {"h": entry, "fx": fixture_server()}
+    # a server whose answer to `many` is 6 MB of [{},{},...]: 4.2 million JSON values
+    many = Path(directory) / "many.json"
+    raw = ['{"content": [], "structuredContent": {"a": [', {"$repeat": "{},", "$times": 2_100_000}]
+    listed = [{"name": name, "inputSchema": {"type": "object"}} for name in ("many", "plain")]
+    many.write_text(json.dumps({"tools": listed, "raw": {"many": [*raw, "{}]}}"]}}))
+    hostile = [str(SERVERS / "hostile_server.py")]
+    entry = {"command": sys.executable, "args": [*hostile, str(spec)]}
+    servers = {
+        "h": entry,
+        "fx": fixture_server(),
+        "many": {"command": sys.executable, "args": [*hostile, str(many)]},
+    }
     gateway = GatewayProcess({"mcpServers": servers, "search": {"semantic": False}}, directory)
     try:
         gateway.wait_for_health(
@@ -183,3 +196,22 @@ def test_prompt_gets_of_millions_of_values_are_counted_as_calls_are(
     statuses = [status for status, _ in answer["many"]]
     assert set(statuses) <= {400, 413} and 400 in statuses, answer["many"]
     assert hostile.health()["status"] == "ok"
+
+
+def test_a_server_s_answer_of_millions_of_values_drops_its_connection(
+    hostile: GatewayProcess,
+) -> None:
+    """Before: decoded and checked whole, some 200 bytes of the gateway's a value. Now the
+    call fails at once, the server is started again and answers the next call."""
+    script = (
+        'import { tools } from "toolscript";\n'
+        "const m = tools.many as any;\n"
+        "const first = await m.many({}).then(() => 'ok', (e: Error) => e.message);\n"
+        "return [first, await m.plain({})];"
+    )
+    done = toolscript_cli("exec", "--no-check", script, cwd=hostile.directory)
+    assert done.returncode == 0, done.stdout + done.stderr
+    first, after = json.loads(done.stdout)
+    assert first != "ok" and "many" in first, first
+    assert after == "plain"
+    hostile.wait_for_log("a message of more than 4,000,000 JSON values")
