@@ -12,6 +12,11 @@ Collisions after normalization (``create_issue`` and ``createIssue``) never
 overwrite each other: names are taken in sorted order of the original names, the
 first keeps the normalized name and each later one gets ``2``, ``3``, ... appended,
 with a warning.
+
+A tool is never named as a member JavaScript calls on an object by itself (``then`` at
+``await tools.x``, ``toJSON`` at ``JSON.stringify``, ``toString`` and ``valueOf`` at a
+string or number conversion): a server's tool named ``then`` is ``then2``, so awaiting,
+printing or returning ``tools.<server>`` calls no tool.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from collections.abc import Callable, Collection, Container, Iterable
 from dataclasses import dataclass, field
 
 __all__ = [
+    "IMPLICIT_MEMBERS",
     "NameMap",
     "assign_names",
     "denied_name",
@@ -29,6 +35,10 @@ __all__ = [
     "to_pascal_case",
     "without_namespace",
 ]
+
+# Members JavaScript looks up and calls on an object unasked (await, JSON.stringify, string
+# and number conversion): as a tool, each was a call the script never wrote.
+IMPLICIT_MEMBERS = frozenset({"then", "toJSON", "toString", "toLocaleString", "valueOf"})
 
 _SEPARATORS = re.compile(r"[-_\s.:/]+")
 _INVALID = re.compile(r"[^A-Za-z0-9_]")
@@ -104,14 +114,24 @@ class NameMap:
     warnings: list[str] = field(default_factory=list)
 
 
-def assign_names(originals: Iterable[str], *, what: str = "name") -> NameMap:
-    """Unique camelCase identifiers for ``originals``, deterministic whatever their order."""
+def assign_names(
+    originals: Iterable[str], *, what: str = "name", reserved: frozenset[str] = frozenset()
+) -> NameMap:
+    """Unique camelCase identifiers for ``originals``, deterministic whatever their order;
+    none is one of ``reserved`` (``IMPLICIT_MEMBERS`` for a server's tools)."""
     result = NameMap()
     taken: dict[str, str] = {}
-    for original in sorted(set(originals)):
+    # those normalizing to a reserved member last: they take no name another one has as it is
+    ordered = sorted(set(originals), key=lambda name: (to_camel_case(name) in reserved, name))
+    for original in ordered:
         base = to_camel_case(original)
-        candidate = first_free(base, taken)
-        if candidate != base:
+        candidate = first_free(base, taken.keys() | reserved)
+        if base in reserved:
+            result.warnings.append(
+                f"{what} {original!r} normalizes to {base!r}, which JavaScript calls by itself "
+                f"(await, JSON.stringify, a string conversion); it is available as {candidate!r}"
+            )
+        elif candidate != base:
             result.warnings.append(
                 f"{what} {original!r} normalizes to {base!r} like {taken[base]!r}; "
                 f"it is available as {candidate!r}"

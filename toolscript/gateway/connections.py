@@ -33,12 +33,15 @@ from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 __all__ = [
     "FIRST_REQUEST_TIMEOUT",
+    "MAX_CALL_VALUES",
     "MAX_CONNECTIONS",
     "MAX_PER_CALLER",
     "REQUEST_TIMEOUT",
     "RUN_BODIES",
+    "RUN_VALUES",
     "SILENT_GRACE",
     "TOTAL_BODIES",
+    "TOTAL_VALUES",
     "BodyBudget",
     "BoundedHTTPProtocol",
     "raise_file_limit",
@@ -237,6 +240,13 @@ class BoundedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
 
 RUN_BODIES = 4  # a run's bodies arriving at once may hold this many times the largest body
 TOTAL_BODIES = 16  # and every caller's together this many times
+# JSON values (about: commas and openers) of one call's arguments, and of the calls under way
+# of one run and of every caller together (``toolcall.call_tool_bytes``). Decoded, each is a
+# Python object of 30 to 100 bytes: 8 MB of `[{},{},...]` took the gateway 186 MB, and a
+# script's dozen slow calls of it held 2 GB for as long as they ran.
+MAX_CALL_VALUES = 1_000_000
+RUN_VALUES = 2 * MAX_CALL_VALUES
+TOTAL_VALUES = 4 * MAX_CALL_VALUES
 
 
 class BodyBudget:
@@ -244,8 +254,10 @@ class BodyBudget:
     connections together, ``total`` for all of them (callers with the gateway's own token
     count only in the total). One event loop uses it: no lock."""
 
-    def __init__(self, per_run: int, total: int) -> None:
-        self.per_run, self.total = per_run, total
+    def __init__(
+        self, per_run: int, total: int, *, what: str = "request bodies arriving at once"
+    ) -> None:
+        self.per_run, self.total, self.what = per_run, total, what
         self.held = 0
         self.runs: dict[str, int] = {}
 
@@ -258,9 +270,9 @@ class BodyBudget:
         of_run = self.runs.get(run, 0) if run is not None else 0
         if self.held + size > self.total or (run is not None and of_run + size > self.per_run):
             _once(
-                "bodies",
-                "request bodies arriving at once passed what the gateway holds for them "
-                f"({self.per_run} bytes a run, {self.total} in all): the calls past it are refused",
+                self.what,
+                f"{self.what} passed what the gateway holds for them "
+                f"({self.per_run} a run, {self.total} in all): the calls past it are refused",
             )
             return False
         self.held += size

@@ -47,6 +47,7 @@ from toolscript.errors import (
 from toolscript.gateway.arguments import ArgumentCheck
 from toolscript.gateway.background import BackgroundRuns
 from toolscript.gateway.checker import WarmChecker
+from toolscript.gateway.connections import RUN_VALUES, TOTAL_VALUES, BodyBudget
 from toolscript.gateway.inferred import ResultShapes
 from toolscript.gateway.narrowed import KeptRenders, NarrowedModules
 from toolscript.gateway.recentcalls import RecentCalls
@@ -410,6 +411,10 @@ class Gateway:
             identities={server.name: server.identity for server in config.servers},
         )
         self.narrowed = NarrowedModules()  # GET /runtime/tools.ts?server=, kept per module
+        # the decoded arguments of the tool calls under way (``toolcall.call_tool_bytes``)
+        self.call_values = BodyBudget(
+            RUN_VALUES, TOTAL_VALUES, what="JSON values of tool calls under way"
+        )
         # What the catalogue is now: a new build, config or server's tools count it up, and
         # the renders kept of the one before (a server's tools, get-types') are dropped.
         self.catalogue = 0

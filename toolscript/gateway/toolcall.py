@@ -16,17 +16,21 @@ import msgspec
 from toolscript.errors import (
     ArgumentValidationError,
     InternalError,
+    RequestError,
     ToolNotFoundError,
     ToolscriptError,
     tool_named,
 )
+from toolscript.gateway.connections import MAX_CALL_VALUES, BodyBudget
 from toolscript.gateway.core import SEPARATOR, Gateway
 
 __all__ = [
     "MAX_JSON_DEPTH",
     "TOOLS_PREFIX",
     "call_tool_bytes",
+    "json_values",
     "requested_tool",
+    "too_many_values",
     "unless_disconnected",
 ]
 
@@ -34,6 +38,12 @@ log = logging.getLogger("toolscript.gateway")
 
 
 MAX_JSON_DEPTH = 64  # tool arguments nest far less; deeper input is an attack or a bug
+
+
+def json_values(body: bytes) -> int:
+    """About how many JSON values ``body`` holds (at least as many as it does): its commas
+    and openers, counted before it is decoded."""
+    return body.count(b",") + body.count(b"[") + body.count(b"{")
 
 
 def _too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
@@ -55,7 +65,43 @@ async def call_tool_bytes(
     gateway: Gateway, name: str, body: bytes, run_id: str | None = None
 ) -> tuple[int, str, bytes]:
     """``(status, result shape or "", JSON body)`` of one tool call; errors included. A call
-    of a run goes through the run's checks and log (``gateway/runbook.py``)."""
+    of a run goes through the run's checks and log (``gateway/runbook.py``). Its decoded
+    arguments count in ``gateway.call_values`` while it is under way."""
+    values = json_values(body)
+    held = gateway.call_values
+    if values > MAX_CALL_VALUES or not held.take(run_id, values):
+        error = too_many_values(f"arguments for {tool_named(name)}", values, held, run_id)
+        return error.status_code, "", msgspec.json.encode(error.to_dict())
+    try:
+        return await _call_tool_bytes(gateway, name, body, run_id)
+    finally:
+        held.give_back(run_id, values)
+
+
+def too_many_values(what: str, values: int, held: BodyBudget, run_id: str | None) -> RequestError:
+    """The refusal of a body of ``values`` JSON values (``what``: whose they are) past
+    ``MAX_CALL_VALUES`` or past what ``held`` has room for."""
+    if values > MAX_CALL_VALUES:
+        message = (
+            f"{what} hold more than {MAX_CALL_VALUES:,} JSON values "
+            f"(about {values:,}); pass a large list as one string, or split it over calls"
+        )
+    else:
+        bound = (
+            f"{held.per_run:,} JSON values for one run"
+            if run_id is not None
+            else f"{held.total:,} JSON values"
+        )
+        message = (
+            f"the arguments of the tool calls under way hold more than {bound} at once; "
+            "make fewer large calls at the same time"
+        )
+    return RequestError(message, status_code=413, kind="request_too_large")
+
+
+async def _call_tool_bytes(
+    gateway: Gateway, name: str, body: bytes, run_id: str | None
+) -> tuple[int, str, bytes]:
     try:
         try:
             arguments = msgspec.json.decode(body) if body.strip() else {}

@@ -59,6 +59,10 @@ __all__ = [
 KEEP = 20
 MAX_BYTES = 512 * 1024 * 1024
 MORE_KEY = "…"  # the key that counts an object's keys left out
+# JSON values a preview parses at most (counted by their commas and openers): Python holds
+# each as an object of 30 to 100 bytes, so 60 MB of `[{},{},...]` a script printed took
+# exec 1.5 GB. Past it, the preview is the output's first lines.
+PREVIEW_VALUES = 2_000_000
 # C0 controls but newline and tab, DEL, C1 controls, and the bidirectional formatting
 # characters (which reorder what a terminal shows after them: "Trojan Source"); shown as
 # JSON escapes (\u001b), which keep a JSON text valid and its value the same where one
@@ -413,8 +417,9 @@ def json_preview(value: Any, budget: int) -> str:
 def preview(data: bytes, budget: int) -> tuple[str, bool]:
     """A preview of ``data`` within about ``budget`` bytes: ``(text, whether it is JSON)``."""
     text = data.decode("utf-8", "replace")
+    values = data.count(b",") + data.count(b"[") + data.count(b"{")
     try:
-        value = json.loads(text)
+        value = json.loads(text) if values <= PREVIEW_VALUES else None
     except (ValueError, RecursionError):  # nested past Python's limit ("[[[[..."): text
         value = None
     else:

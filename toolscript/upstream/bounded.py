@@ -18,23 +18,32 @@ from collections.abc import AsyncIterator
 
 import httpx2
 
-__all__ = ["MAX_MESSAGE", "BoundedTransport", "bounded_client"]
+__all__ = ["MAX_MESSAGE", "MAX_MESSAGE_VALUES", "BoundedTransport", "bounded_client"]
 
 MAX_MESSAGE = 128 * 1024 * 1024  # bytes of one answer, or of one event of a stream
+# JSON values (about: commas and openers) of one answer or event, as a stdio server's line
+# (``stdio.MAX_LINE_VALUES``): decoded and checked, each is some 200 bytes of the gateway's.
+MAX_MESSAGE_VALUES = 4_000_000
 _BOUNDARIES = (b"\n\n", b"\r\n\r\n", b"\r\r")
 
 
 class BoundedTransport(httpx2.AsyncBaseTransport):
     """``inner``'s responses, each read through ``_BoundedStream``."""
 
-    def __init__(self, inner: httpx2.AsyncBaseTransport, limit: int = MAX_MESSAGE) -> None:
+    def __init__(
+        self,
+        inner: httpx2.AsyncBaseTransport,
+        limit: int = MAX_MESSAGE,
+        values: int = MAX_MESSAGE_VALUES,
+    ) -> None:
         self._inner = inner
         self._limit = limit
+        self._values = values
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._inner.handle_async_request(request)
         assert isinstance(response.stream, httpx2.AsyncByteStream)
-        response.stream = _BoundedStream(response.stream, self._limit)
+        response.stream = _BoundedStream(response.stream, self._limit, self._values)
         return response
 
     async def aclose(self) -> None:
@@ -56,23 +65,38 @@ def bounded_client(client: httpx2.AsyncClient, limit: int = MAX_MESSAGE) -> http
 
 
 class _BoundedStream(httpx2.AsyncByteStream):
-    def __init__(self, stream: httpx2.AsyncByteStream, limit: int) -> None:
+    def __init__(self, stream: httpx2.AsyncByteStream, limit: int, values: int) -> None:
         self._stream = stream
         self._limit = limit
+        self._values = values
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         held = 0  # bytes since the last boundary
+        counted = 0  # JSON values since the last boundary (about: commas and openers)
         tail = b""  # the last bytes before this chunk: a boundary may straddle two
         async for chunk in self._stream:
             seen = tail + chunk
             ends = [seen.rfind(b) + len(b) for b in _BOUNDARIES if b in seen]
-            held = len(seen) - max(ends) if ends else held + len(chunk)
+            if ends:
+                held = len(seen) - max(ends)
+                counted = _values(seen[max(ends) :])
+            else:
+                held += len(chunk)
+                counted += _values(chunk)
             if held > self._limit:
                 raise httpx2.RemoteProtocolError(
                     f"the server sent a message over {self._limit // (1024 * 1024)} MB"
+                )
+            if counted > self._values:
+                raise httpx2.RemoteProtocolError(
+                    f"the server sent a message of more than {self._values:,} JSON values"
                 )
             tail = seen[-3:]
             yield chunk
 
     async def aclose(self) -> None:
         await self._stream.aclose()
+
+
+def _values(data: bytes) -> int:
+    return data.count(b",") + data.count(b"[") + data.count(b"{")

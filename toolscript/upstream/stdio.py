@@ -57,6 +57,11 @@ WRITER_FLUSH_TIMEOUT = 0.5
 # it writes with no newline held until the gateway runs out of memory. Real answers are a
 # few MB at most; the gateway reads 50 MB ones in well under a second.
 MAX_LINE = 128 * 1024 * 1024
+# JSON values (about: its commas and openers) of one message, counted before it is decoded:
+# decoded and checked, each is some 200 bytes of the gateway's, so a 30 MB answer of
+# `{"p0":{},"p1":{},...}` took it 0.58 GB, and 128 MB of `[{},{},...]` some 8 GB. Past it, the
+# server is taken as broken as past MAX_LINE. Real answers hold far fewer.
+MAX_LINE_VALUES = 4_000_000
 
 
 @asynccontextmanager
@@ -276,6 +281,11 @@ async def _deliver_lines(
                 line = chunk[start:end]
             start = end + 1
             if line.strip():
+                if line.count(b",") + line.count(b"[") + line.count(b"{") > MAX_LINE_VALUES:
+                    raise _Oversized(
+                        f"a message of more than {MAX_LINE_VALUES:,} JSON values: its "
+                        "connection is dropped"
+                    )
                 # Parsed before the send, and not kept by this frame after it: a large
                 # line is memory only while its message is.
                 decoded = _decode(line)

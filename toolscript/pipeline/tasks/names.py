@@ -11,7 +11,7 @@ from typing import Any
 
 from doit.tools import config_changed
 
-from toolscript.codegen.naming import assign_names, first_free, to_pascal_case
+from toolscript.codegen.naming import IMPLICIT_MEMBERS, assign_names, first_free, to_pascal_case
 from toolscript.pipeline.artifacts import canonical_json, write_if_changed
 from toolscript.pipeline.tasks.settings import (
     TaskSettings,
@@ -59,7 +59,9 @@ class NamesTask:
         entries: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = []
         for server in self.settings.servers:
             tools = {tool["name"]: tool for tool in read_json(layout.server_tools(server.name))}
-            functions = assign_names(list(tools), what=f"tool of {server.name!r}")
+            functions = assign_names(
+                list(tools), what=f"tool of {server.name!r}", reserved=IMPLICIT_MEMBERS
+            )
             warnings.extend(functions.warnings)
             namespace = namespaces.names[server.name]
             entry: dict[str, Any] = {"namespace": namespace, "tools": {}}
