@@ -11,7 +11,8 @@ import anyio
 import msgspec
 
 from toolscript.gateway.connections import MAX_CALL_VALUES, BodyBudget
-from toolscript.gateway.toolcall import call_tool_bytes, json_values
+from toolscript.gateway.toolcall import call_tool_bytes
+from toolscript.plumbing.jsonvalues import json_values
 
 
 def test_values_are_counted_by_commas_and_openers_at_least() -> None:
@@ -48,3 +49,12 @@ def test_calls_under_way_hold_no_more_than_a_runs_share() -> None:
     status, _ = _call(gateway, b'{"x": [' + b"1," * 9 + b"1]}", run="other")
     assert status != 413  # another run's share is its own
     assert gateway.call_values.runs == {"run": 95}, "a finished call gives its values back"
+
+
+def test_commas_in_a_string_argument_are_not_counted() -> None:
+    """A CSV file of 1.5 million commas written by a tool is one string value, not 1.5
+    million: it is let through (and fails at once here, for want of a server)."""
+    gateway = _gateway()
+    status, answer = _call(gateway, b'{"content": "' + b"a," * 1_500_000 + b'"}')
+    assert status != 413 and answer.get("error") != "request_too_large"
+    assert gateway.call_values.held == 0

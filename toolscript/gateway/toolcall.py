@@ -23,12 +23,12 @@ from toolscript.errors import (
 )
 from toolscript.gateway.connections import MAX_CALL_VALUES, BodyBudget
 from toolscript.gateway.core import SEPARATOR, Gateway
+from toolscript.plumbing.jsonvalues import json_values
 
 __all__ = [
     "MAX_JSON_DEPTH",
     "TOOLS_PREFIX",
     "call_tool_bytes",
-    "json_values",
     "requested_tool",
     "too_many_values",
     "unless_disconnected",
@@ -38,12 +38,6 @@ log = logging.getLogger("toolscript.gateway")
 
 
 MAX_JSON_DEPTH = 64  # tool arguments nest far less; deeper input is an attack or a bug
-
-
-def json_values(body: bytes) -> int:
-    """About how many JSON values ``body`` holds (at least as many as it does): its commas
-    and openers, counted before it is decoded."""
-    return body.count(b",") + body.count(b"[") + body.count(b"{")
 
 
 def _too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:

@@ -34,6 +34,8 @@ import stat
 from pathlib import Path
 from typing import Any, TextIO
 
+from toolscript.plumbing.jsonvalues import json_values
+
 __all__ = [
     "ERROR_PREFIX",
     "HINT_PREFIX",
@@ -417,7 +419,7 @@ def json_preview(value: Any, budget: int) -> str:
 def preview(data: bytes, budget: int) -> tuple[str, bool]:
     """A preview of ``data`` within about ``budget`` bytes: ``(text, whether it is JSON)``."""
     text = data.decode("utf-8", "replace")
-    values = data.count(b",") + data.count(b"[") + data.count(b"{")
+    values = json_values(data)
     try:
         value = json.loads(text) if values <= PREVIEW_VALUES else None
     except (ValueError, RecursionError):  # nested past Python's limit ("[[[[..."): text

@@ -18,6 +18,8 @@ from collections.abc import AsyncIterator
 
 import httpx2
 
+from toolscript.plumbing.jsonvalues import ValueCount
+
 __all__ = ["MAX_MESSAGE", "MAX_MESSAGE_VALUES", "BoundedTransport", "bounded_client"]
 
 MAX_MESSAGE = 128 * 1024 * 1024  # bytes of one answer, or of one event of a stream
@@ -72,22 +74,23 @@ class _BoundedStream(httpx2.AsyncByteStream):
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         held = 0  # bytes since the last boundary
-        counted = 0  # JSON values since the last boundary (about: commas and openers)
+        counted = ValueCount()  # JSON values since the last boundary (json_values)
         tail = b""  # the last bytes before this chunk: a boundary may straddle two
         async for chunk in self._stream:
             seen = tail + chunk
             ends = [seen.rfind(b) + len(b) for b in _BOUNDARIES if b in seen]
             if ends:
                 held = len(seen) - max(ends)
-                counted = _values(seen[max(ends) :])
+                counted = ValueCount()
+                counted.feed(seen[max(ends) :])
             else:
                 held += len(chunk)
-                counted += _values(chunk)
+                counted.feed(chunk)
             if held > self._limit:
                 raise httpx2.RemoteProtocolError(
                     f"the server sent a message over {self._limit // (1024 * 1024)} MB"
                 )
-            if counted > self._values:
+            if counted.total > self._values:
                 raise httpx2.RemoteProtocolError(
                     f"the server sent a message of more than {self._values:,} JSON values"
                 )
@@ -96,7 +99,3 @@ class _BoundedStream(httpx2.AsyncByteStream):
 
     async def aclose(self) -> None:
         await self._stream.aclose()
-
-
-def _values(data: bytes) -> int:
-    return data.count(b",") + data.count(b"[") + data.count(b"{")

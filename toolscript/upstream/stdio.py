@@ -24,6 +24,7 @@ import msgspec
 from anyio.streams.memory import MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
+from toolscript.plumbing.jsonvalues import json_values
 from toolscript.plumbing.processes import (
     GATE_OPEN,
     gated,
@@ -281,7 +282,7 @@ async def _deliver_lines(
                 line = chunk[start:end]
             start = end + 1
             if line.strip():
-                if line.count(b",") + line.count(b"[") + line.count(b"{") > MAX_LINE_VALUES:
+                if json_values(line) > MAX_LINE_VALUES:
                     raise _Oversized(
                         f"a message of more than {MAX_LINE_VALUES:,} JSON values: its "
                         "connection is dropped"
