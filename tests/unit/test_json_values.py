@@ -36,7 +36,7 @@ def test_escapes_do_not_end_a_string(text: str) -> None:
 
 def test_pieces_cut_anywhere_count_as_the_whole() -> None:
     text = json.dumps(
-        {"s": 'q"u\\o,t[e{', "t": ["\\", '"', ",", {"k": "\\\\\""}], "n": [1, 2, 3]}
+        {"s": 'q"u\\o,t[e{', "t": ["\\", '"', ",", {"k": '\\\\"'}], "n": [1, 2, 3]}
     ).encode()
     whole = json_values(text)
     for cut in range(len(text) + 1):

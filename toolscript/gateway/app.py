@@ -67,13 +67,13 @@ from toolscript.gateway.controllers import CONTROLLERS
 from toolscript.gateway.core import Gateway
 from toolscript.gateway.guard import RUN_SCOPE_KEY, answer_error
 from toolscript.gateway.results import RESULT_HEADER
-from toolscript.plumbing.jsonvalues import json_values
 from toolscript.gateway.toolcall import (
     call_tool_bytes,
     requested_tool,
     too_many_values,
     unless_disconnected,
 )
+from toolscript.plumbing.jsonvalues import json_values
 
 __all__ = ["ToolCallFastPath", "build_app", "call_tool_bytes", "requested_tool"]
 

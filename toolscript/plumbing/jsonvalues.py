@@ -13,7 +13,7 @@ from __future__ import annotations
 __all__ = ["ValueCount", "json_values"]
 
 
-def json_values(data: bytes) -> int:
+def json_values(data: bytes | bytearray) -> int:
     """About how many JSON values ``data`` holds (at least as many as a valid text does,
     less its strings): its commas and openers outside strings."""
     return ValueCount().feed(data)
@@ -28,7 +28,7 @@ class ValueCount:
         self._in_string = False
         self._escaped = False  # the last piece ended on a backslash in a string
 
-    def feed(self, data: bytes) -> int:
+    def feed(self, data: bytes | bytearray) -> int:
         """Counts ``data``, the text's next piece; the total so far."""
         if self._escaped and data:
             data, self._escaped = data[1:], False
@@ -42,5 +42,5 @@ class ValueCount:
         self._in_string ^= len(parts) % 2 == 0
         return self.total
 
-    def _ends_in_string(self, data: bytes) -> bool:
+    def _ends_in_string(self, data: bytes | bytearray) -> bool:
         return self._in_string ^ (data.count(b'"') % 2 == 1)
