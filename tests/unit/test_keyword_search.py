@@ -13,7 +13,9 @@ from toolscript.search.lexical import LexicalIndex, implied_words, transposed
 from toolscript.search.text import (
     document_for,
     documents_for,
+    error_text_read,
     file_names,
+    first_step_read,
     joined_words,
     keyword_query,
     plural,
@@ -22,6 +24,7 @@ from toolscript.search.text import (
     tokenize,
     without_done_step,
     without_negated,
+    without_open_state,
     without_signature_verbs,
 )
 
@@ -736,3 +739,101 @@ def test_a_request_for_an_outcome_creates_nothing_by_its_make() -> None:
     )
     assert keyword_query("make sure that the db is intact") == "  the db (database) is intact"
     assert keyword_query("make the chart") == "make the chart"  # a request to make something
+
+
+@pytest.mark.parametrize(
+    ("request_text", "read"),
+    [
+        (
+            "TypeError: Cannot read properties of undefined (reading 'map') at Cart.render"
+            " \u2014 how many times did it fire this week?",
+            "error how many times did it fire this week?",
+        ),
+        (
+            "java.lang.NullPointerException at com.acme.Billing.charge(Billing.java:88) -- is"
+            " there a ticket for this?",
+            "error is there a ticket for this?",
+        ),
+        ("error: Your local changes would be overwritten - which files?", "error which files?"),
+        (
+            'Traceback (most recent call last):\n  KeyError: "id"\nfind the issue',
+            "error find the issue",
+        ),
+        ("fatal: not a git repository \u2013 where am I", "error where am I"),
+        # an error that runs into the question names its cause and server: left as it is
+        ("SQLITE_ERROR: no such column: created, what columns does events have", None),
+        # no error's mark, or none before the question
+        ("E0000004 Authentication failed \u2014 pull the login failures", None),
+        ("find the error page \u2014 the default one", None),
+        ("TypeError: x is not a function", None),
+    ],
+)
+def test_an_errors_text_pasted_before_the_question_reads_as_error(
+    request_text: str, read: str | None
+) -> None:
+    assert error_text_read(request_text) == (request_text if read is None else read)
+
+
+def test_an_errors_words_do_not_find_the_tools_they_name() -> None:
+    """ "(reading 'map')" is the program's word: the event search, not the maps tool."""
+    tools = [
+        {"name": "maps_search_places", "description": "Search places on a map."},
+        {"name": "search_events", "description": "Count and search error events this week."},
+    ]
+    request = (
+        "TypeError: Cannot read properties of undefined (reading 'map') at Cart.render"
+        " \u2014 how many times did it fire this week?"
+    )
+    assert first_of(tools, request) == "search_events"
+    assert "map" not in semantic_query(request)
+
+
+@pytest.mark.parametrize(
+    ("request_text", "read"),
+    [
+        ("list the open PRs", "list the PRs"),
+        ("open issues in acme/web", "issues in acme/web"),
+        ("which tickets are still open", "which tickets are still"),
+        ("any open alerts?", "any alerts?"),
+        # the verb
+        ("open a ticket: login button misaligned", None),
+        ("open https://shop.acme.io in the browser", None),
+        ("open the file notes.md", None),
+        ("open", None),  # nothing else would be left
+    ],
+)
+def test_open_said_of_a_state_is_not_read_as_the_verb(request_text: str, read: str | None) -> None:
+    expected = request_text if read is None else read
+    assert without_open_state(request_text).split() == expected.split()
+
+
+def test_the_open_items_find_the_lister_not_the_creator() -> None:
+    tools = [
+        {"name": "create_issue", "description": "Open a new issue."},
+        {"name": "list_issues", "description": "List the issues of a repository."},
+    ]
+    assert first_of(tools, "the open issues in acme/web") == "list_issues"
+    assert first_of(tools, "open an issue in acme/web") == "create_issue"
+
+
+@pytest.mark.parametrize(
+    ("request_text", "read"),
+    [
+        ("first the open PRs, then I'll request reviewers", "first the open PRs"),
+        (
+            "to begin, get the service desk for project HELP; then its queues",
+            "to begin, get the service desk for project HELP",
+        ),
+        ("start by creating a config and then add rows", "start by creating a config"),
+        ("step one is reading form 3, then filling it in", "step one is reading form 3"),
+        ("before I open the PR I need a branch off main", "I need a branch off main"),
+        ("before we deploy, run the tests", "run the tests"),
+        # no first step said, or no later one
+        ("find the customer, then refund their last charge", None),
+        ("first open https://shop.acme.io in the browser", None),
+    ],
+)
+def test_a_plans_later_steps_are_not_read_with_its_first(
+    request_text: str, read: str | None
+) -> None:
+    assert first_step_read(request_text) == (request_text if read is None else read)

@@ -433,7 +433,7 @@ def test_the_commonest_name_words_are_read_in_other_languages_too(
 
 
 def test_an_english_request_is_not_read_as_another_language() -> None:
-    for english in ("list my open PRs", "fill the hole in the page", "a message for Lee", "lies"):
+    for english in ("list my merged PRs", "fill the hole in the page", "a message for Lee", "lies"):
         assert keyword_query(english) == expand_abbreviations(english)
 
 
@@ -557,6 +557,14 @@ def test_the_whole_requests_hit_that_is_a_needs_best_is_shown_as_that_needs() ->
         ("x", 0),
         ("c", -1),
     ]
+
+
+def test_a_plans_first_step_comes_first(keyword_engine: SearchEngine) -> None:
+    """ "first X, then Y": X's tool leads, Y's is still among the first hits."""
+    request = "first the pull requests of acme/web, then post a message to slack"
+    hits, _, needs, _ = keyword_engine.explain(request, limit=3, threshold=0)
+    assert needs == ["first the pull requests of acme/web", "post a message to slack"]
+    assert [hit.tool for hit in hits][:2] == ["list_pull_requests", "post_message"]
 
 
 def test_a_single_need_ranks_exactly_as_without_splitting(keyword_engine: SearchEngine) -> None:

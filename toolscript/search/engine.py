@@ -48,7 +48,13 @@ from toolscript.search.ranking import (
     written_first,
 )
 from toolscript.search.semantic import DEFAULT_MODEL, Embedder, EmbeddingStore
-from toolscript.search.text import ToolDocument, keyword_query, mostly_cjk, semantic_query
+from toolscript.search.text import (
+    ToolDocument,
+    keyword_query,
+    mostly_cjk,
+    says_first_step,
+    semantic_query,
+)
 
 __all__ = [
     "MODES",
@@ -440,6 +446,10 @@ class SearchEngine:
             )
             for n, text in enumerate(request.texts)
         ]
+        if request.first_step and len(rankings) > 1:
+            # A plan that says which step comes first (text.first_step_read): the request
+            # is read as that step by both halves, and its first need is that step.
+            rankings[0] = rankings[1]
         needs = request.needs
         if split:
             rankings, needs = self._with_implied(request, rankings, index, how)
@@ -676,6 +686,7 @@ class _Request(NamedTuple):
     keywords: list[str]  # each text as keyword search reads it
     model: list[str]  # ... and as the model reads it
     kept: set[int]  # texts whose vectors are kept (implied needs: the same for any request)
+    first_step: bool  # a plan that says which of its steps comes first (text.first_step_read)
 
 
 def _read(query: str, mode: str, split: bool, parameters: SearchParameters) -> _Request:
@@ -685,7 +696,8 @@ def _read(query: str, mode: str, split: bool, parameters: SearchParameters) -> _
     needs = split_needs(query, parameters) if split else [query]
     texts = [query, *needs] if len(needs) > 1 else [query]
     model, kept = _model_readings(texts) if mode != "keyword" else ([], set())
-    return _Request(query, needs, texts, _keyword_readings(texts), model, kept)
+    first_step = len(texts) > 1 and says_first_step(query)
+    return _Request(query, needs, texts, _keyword_readings(texts), model, kept, first_step)
 
 
 def _keyword_readings(texts: list[str]) -> list[str]:

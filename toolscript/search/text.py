@@ -34,8 +34,10 @@ __all__ = [
     "code_names",
     "document_for",
     "documents_for",
+    "error_text_read",
     "expand_abbreviations",
     "file_names",
+    "first_step_read",
     "foreign_words_read",
     "joined_words",
     "keyword_query",
@@ -45,6 +47,7 @@ __all__ = [
     "plural",
     "plural_name_words",
     "plural_words",
+    "says_first_step",
     "semantic_query",
     "split_identifier",
     "statements",
@@ -52,6 +55,7 @@ __all__ = [
     "tokenize",
     "without_done_step",
     "without_negated",
+    "without_open_state",
     "without_signature_verbs",
 ]
 
@@ -302,6 +306,87 @@ def without_done_step(text: str) -> str:
     return kept if tokenize(kept) else text
 
 
+# An error's text pasted before the question ("TypeError: Cannot read properties of undefined
+# (reading 'map') at Cart.render — how many times did it fire this week?", "error: Your local
+# changes ... would be overwritten by checkout — which files did I change?"): its words are the
+# program's, not the request's, and they match other tools' ("map": the maps tools, "charge":
+# EV charging, "address": geocoders). It opens the request with an error's mark (a name ending
+# in "Error" or "Exception" before a colon or "at", "fatal:", "panic:", "Traceback") and ends at
+# a dash or a line break before the question; both halves read it as the word "error". An
+# error that runs into the question with no such break is left as it is ("SQLITE_ERROR: no
+# such column: created, what columns does events have" names its server and its cause).
+_ERROR_TEXT = re.compile(
+    r"\s*(?:(?:uncaught|unhandled)\s+)?"
+    r"(?:[\w.$]*(?:error|exception)(?=:|\s+at\s)|(?:fatal|panic)(?=:)|traceback\s*\()"
+    r".*?(?:\s+[\u2014\u2013]+\s*|\s+--?\s+|\s*\n\s*)(?=\S)",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def error_text_read(text: str) -> str:
+    """``text`` with an error's text pasted before the question read as "error" (see
+    ``_ERROR_TEXT``; a traceback's lines one after another)."""
+    rest = text
+    while (found := _ERROR_TEXT.match(rest)) is not None:
+        rest = rest[found.end() :]
+    return text if rest is text else f"error {rest}"
+
+
+# "open" said of a state ("list the open PRs", "open issues in acme/web", "which tickets are
+# still open"), not the verb ("open a ticket", "open https://shop.acme.io"): read as the verb,
+# a synonym of "create" and "start", it pulled create_* and open_* tools. Keyword search does
+# not read it after a determiner, a quantifier or "is" / "are" / "still", nor before a plural.
+_OPEN_STATE = re.compile(
+    r"\b(?P<lead>(?:the|my|our|all|any|its|their|your|his|her|which|what|many|of|with|are|is"
+    r"|still|currently|only|no)\s+)open\b"
+    r"|\bopen(?=\s+[A-Za-z]*[^\W\dsuSIU_]s\b(?![:/.]))",
+    re.IGNORECASE,
+)
+
+
+def without_open_state(text: str) -> str:
+    """``text`` less "open" where it says a state (see ``_OPEN_STATE``)."""
+    if "open" not in text.lower():
+        return text
+    kept = _OPEN_STATE.sub(lambda found: found["lead"] or "", text)
+    return kept if tokenize(kept) else text
+
+
+# A plan that says which of its steps comes first ("first the open PRs, then I'll request
+# reviewers on each", "to begin, get the service desk for project HELP; then its queues"): the
+# step asked for now is the first, and a later step's tool ranked above it. The request is read
+# to its first "then"; each step is still a need of its own (needs.py). A later step said
+# before the one asked ("before I open the PR I need a branch off main") is not read either.
+_FIRST_STEP = re.compile(
+    r"\s*(?:first(?:\s+of\s+all)?|to\s+(?:begin|start)(?:\s+with)?|(?:start|begin)\s+(?:by|with)"
+    r"|initially|step\s+(?:one|1)\s+is)\b(?P<step>.+?)(?:\s*[,;]\s*|\s+)(?:and\s+)?then\b",
+    re.IGNORECASE | re.DOTALL,
+)
+_LATER_STEP = re.compile(
+    r"\s*before\s+(?:i|we|you)\s+[^,;.?!]+?"
+    r"(?:\s*[,;]\s*|\s+(?=(?:i|we)\s+(?:need|want|have|must|should)\b))",
+    re.IGNORECASE,
+)
+
+
+def says_first_step(text: str) -> bool:
+    """Whether ``text`` is a plan that says which of its steps comes first, before a "then"
+    (``_FIRST_STEP``)."""
+    return _FIRST_STEP.match(text) is not None
+
+
+def first_step_read(text: str) -> str:
+    """``text`` less the later steps of a plan that says which comes first (``_FIRST_STEP``,
+    ``_LATER_STEP``); as it is when nothing else would be left."""
+    if (found := _FIRST_STEP.match(text)) is not None:
+        kept = text[: found.end("step")]
+    elif (later := _LATER_STEP.match(text)) is not None:
+        kept = text[later.end() :]
+    else:
+        return text
+    return kept if tokenize(kept) else text
+
+
 # A request that names a tool by what it takes or gives ("which tool takes a JQL string",
 # "something that returns a list of commit SHAs", "takes a requestId, returns the next pending
 # task") asks about its parameters or its result: the verb says nothing a tool does, and
@@ -430,10 +515,9 @@ def keyword_query(text: str) -> str:
         name = _file_name(found)
         return found.group(0) if name is None else f"{_kind(name)} file"
 
-    text = without_signature_verbs(
-        without_done_step(without_negated(read_statements(without_data(text))))
-    )
-    text = channels_read(_MAKE_SURE.sub(" ", text))
+    text = first_step_read(error_text_read(without_data(text)))
+    text = without_signature_verbs(without_done_step(without_negated(read_statements(text))))
+    text = channels_read(_MAKE_SURE.sub(" ", without_open_state(text)))
     return expand_abbreviations(foreign_words_read(_bare_files_kind(_PATH.sub(marked, text))))
 
 
@@ -609,7 +693,8 @@ def code_names(text: str) -> list[list[str]]:
 def semantic_query(text: str) -> str:
     """``text`` less its literal values, a message it dictates, a word it negates and short
     forms, for the embedding model (see above)."""
-    text = without_done_step(without_negated(read_statements(without_data(text))))
+    text = first_step_read(error_text_read(without_data(text)))
+    text = without_done_step(without_negated(read_statements(text)))
     whole = " ".join(text.split())  # what is read when nothing else is left
     text = _route_read(text)
     text = _QUOTED.sub(_unless_a_file, _MESSAGE.sub(" ", text))
