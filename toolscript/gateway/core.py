@@ -759,9 +759,13 @@ class Gateway:
                     self._rebuild.set()  # the scripts task checks them
 
     def _config_fingerprints(self) -> tuple[tuple[int, int] | None, ...]:
-        """The config file's, the trust records' and the imported files' fingerprints."""
+        """The config file's, the trust records' and the imported files' fingerprints, and
+        the tool files' folder's (a file added or removed there changes it)."""
         files = (self.config_file, trust_file(), *self.config.imported_files)
-        return tuple(_fingerprint(path) for path in files)
+        folder = self.config.local_tools_dir
+        return tuple(_fingerprint(path) for path in files) + (
+            (_fingerprint(folder),) if folder is not None else ()
+        )
 
     async def _settled_config_text(self) -> bytes | None:
         """The config file's content once two reads a moment apart agree (and the imported
