@@ -762,7 +762,10 @@ class UpstreamServer:
                 f'"command": {json.dumps(program)}, "args": {json.dumps(args)})'
             )
         elif isinstance(_unwrapped(exc), FileNotFoundError):
-            message += windows_shell_hint(command, self.config.args)
+            windows = windows_shell_hint(command, self.config.args)
+            if not windows and not isinstance(_unwrapped(exc), ProgramNotRunnable):
+                windows = missing_program_hint(self.config)
+            message += windows
         if self._refused is not None and self.state != ServerState.CONNECTED:
             message = refused_message(self.config, *self._refused)
         elif self.config.url is not None and "text/html" in message:
@@ -1382,6 +1385,38 @@ def windows_shell_hint(command: str, args: Sequence[str]) -> str:
                 f'"command": {json.dumps(program[: -len(suffix)])})'
             )
     return ""
+
+
+def missing_program_hint(config: ServerConfig) -> str:
+    """What to check when a stdio server's program was not found: the file a relative path
+    was looked for as (read from the server's folder, not the shell's), or the program on
+    PATH a mistyped name is closest to. Empty when neither helps."""
+    import difflib
+    import os
+
+    program = config.command or ""
+    if not program or config.cwd is None:
+        return ""
+    if "/" in program:
+        path = Path(program)
+        if path.is_absolute() or (config.cwd / path).exists():
+            return ""
+        return (
+            f" (no such file: {config.cwd / path}; a relative command is read from the "
+            f"config's folder, or from the entry's \"cwd\")"
+        )
+    folders = [
+        entry for entry in os.get_exec_path({**os.environ, **config.env}) if os.path.isabs(entry)
+    ]
+    names: dict[str, str] = {}
+    for folder in folders:
+        with suppress(OSError):
+            for entry in os.scandir(folder):
+                names.setdefault(entry.name, folder)
+    close = difflib.get_close_matches(program, list(names), n=1, cutoff=0.8)
+    if not close:
+        return ""
+    return f' (did you mean "{close[0]}"? PATH has it in {names[close[0]]})'
 
 
 def headers_refused_message(config: ServerConfig) -> str:

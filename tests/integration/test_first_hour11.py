@@ -1,0 +1,116 @@
+"""A user's first hour, eleventh pass: what tripped new users the earlier passes
+(test_first_hour.py to test_first_hour10.py) did not meet. A Python developer who adds a
+second tool file while the gateway runs, and a user who mistypes a server's command or
+names it by a path relative to their shell.
+
+Each test asserts what the user is told, as the CLI shows it, with real processes; they
+share one gateway.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import GatewayProcess, gateway_cli
+
+VENV_BIN = Path(sys.executable).parent  # where mcp-server-time is installed
+GREET = '''def hello(name: str) -> str:
+    """Greet someone."""
+    return "hello " + name
+'''
+ADD = '''def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+'''
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    """A project with one tool file and two servers the user got wrong: a command one letter
+    off an installed program's, and a script named from the shell's folder, not the
+    config's."""
+    directory = tmp_path_factory.mktemp("project")
+    (directory / "tools").mkdir()
+    (directory / "tools" / "greet.py").write_text(GREET)
+    path = f"{VENV_BIN}:/usr/bin:/bin"
+    config = {
+        "mcpServers": {
+            "clock": {"command": "mcp-server-tiem", "env": {"PATH": path}},
+            "mine": {"command": "./bin/server.sh"},
+        },
+        "localTools": {"dir": "tools"},
+        "search": {"semantic": False},
+    }
+    gateway = GatewayProcess(config, directory, env={"TOOLSCRIPT_HOME": str(directory / "home")})
+    yield gateway
+    assert gateway.stop() == []
+
+
+def servers(gateway: GatewayProcess) -> dict[str, Any]:
+    return {
+        server["name"]: server
+        for server in json.loads(gateway_cli(gateway, "list-servers", "--json").stdout)
+    }
+
+
+def test_a_tool_file_added_while_the_gateway_runs_is_served(gateway: GatewayProcess) -> None:
+    """The user wrote tools/greet.py, started the gateway, then wrote tools/calc.py: exec said
+    "Property 'calc' does not exist on type 'Tools'" and `list-servers` showed calc "not
+    loaded: see `toolscript gateway status`", which did not name it, until a restart
+    (docs/security.md says a file added after `trust` is loaded). Removing it takes it out."""
+    added = gateway.directory / "tools" / "calc.py"
+    added.write_text(ADD)
+    try:
+        gateway.wait_for_health(
+            lambda health: health["servers"].get("calc", {}).get("state") == "connected",
+            60,
+            "calc.py served",
+        )
+        result = gateway_cli(
+            gateway,
+            "exec",
+            'import { tools } from "toolscript"; return await tools.calc.add({ a: 1, b: 2 })',
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == "3"
+        assert "config: added calc" in gateway.log
+    finally:
+        added.unlink()
+    gateway.wait_for_health(lambda health: "calc" not in health["servers"], 60, "calc.py gone")
+    assert "calc" not in servers(gateway)
+    hello = gateway_cli(
+        gateway,
+        "exec",
+        'import { tools } from "toolscript"; return await tools.greet.hello({ name: "Ada" })',
+    )
+    assert hello.returncode == 0, hello.stderr
+    assert hello.stdout.strip() == '"hello Ada"'
+
+
+def test_a_mistyped_or_relative_command_says_what_to_write(gateway: GatewayProcess) -> None:
+    """ "command not found: mcp-server-tiem" and "command not found: ./bin/server.sh" were all
+    the user saw: not that mcp-server-time is installed, nor that a relative command is read
+    from the config's folder (the user had run it from their shell's)."""
+    gateway.wait_for_health(
+        lambda health: all(health["servers"][name]["error"] for name in ("clock", "mine")),
+        60,
+        "both servers failed",
+    )
+    listed = servers(gateway)
+    assert listed["clock"]["error"] == (
+        f'command not found: mcp-server-tiem (did you mean "mcp-server-time"? PATH has it in {VENV_BIN})'
+    )
+    where = gateway.directory / "bin" / "server.sh"
+    assert listed["mine"]["error"] == (
+        f"command not found: ./bin/server.sh (no such file: {where}; a relative command is "
+        "read from the config's folder, or from the entry's \"cwd\")"
+    )
+    status = gateway_cli(gateway, "gateway", "status")
+    assert status.returncode == 3
+    assert 'did you mean "mcp-server-time"?' in status.stdout
