@@ -312,6 +312,12 @@ def call_function(
             "dicts, lists, strings, numbers, booleans and None (dataclasses and pydantic "
             "models too)"
         ) from None
+    except UnicodeDecodeError:  # pydantic writes bytes as UTF-8 text, and these are not
+        raise TypeError(
+            f"{function.__name__}() returned bytes that are not UTF-8 text, which JSON cannot "
+            "hold: return base64.b64encode(data).decode() (and say so in the docstring), or "
+            "a str"
+        ) from None
 
 
 async def _await(awaitable: Any) -> Any:
