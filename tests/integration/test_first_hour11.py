@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import GatewayProcess, gateway_cli
+from tests.helpers import GatewayProcess, gateway_cli, toolscript_cli
 
 VENV_BIN = Path(sys.executable).parent  # where mcp-server-time is installed
 GREET = '''def hello(name: str) -> str:
@@ -114,3 +114,22 @@ def test_a_mistyped_or_relative_command_says_what_to_write(gateway: GatewayProce
     status = gateway_cli(gateway, "gateway", "status")
     assert status.returncode == 3
     assert 'did you mean "mcp-server-time"?' in status.stdout
+
+
+def test_trust_tells_a_variable_with_a_default_from_one_to_export(tmp_path: Path) -> None:
+    """The user wrote ${LOG_LEVEL:-info}, as the docs advise for an optional variable, and
+    `trust` told them to export it with the token the server cannot start without."""
+    config = {
+        "mcpServers": {
+            "api": {
+                "command": "mcp-server-time",
+                "env": {"TOKEN": "${FH11_TOKEN}", "LEVEL": "${FH11_LEVEL:-info}"},
+            }
+        }
+    }
+    (tmp_path / ".toolscript.json").write_text(json.dumps(config))
+    user = {"TOOLSCRIPT_CONFIG_HOME": str(tmp_path / "trust"), "TOOLSCRIPT_TRUSTED_PATHS": ""}
+    trusted = toolscript_cli("trust", cwd=tmp_path, env=user)
+    assert trusted.returncode == 0, trusted.stderr
+    assert "note: not set here: FH11_TOKEN; export each" in trusted.stderr
+    assert "note: not set here, their defaults used: FH11_LEVEL" in trusted.stderr
