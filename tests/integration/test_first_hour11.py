@@ -133,3 +133,24 @@ def test_trust_tells_a_variable_with_a_default_from_one_to_export(tmp_path: Path
     assert trusted.returncode == 0, trusted.stderr
     assert "note: not set here: FH11_TOKEN; export each" in trusted.stderr
     assert "note: not set here, their defaults used: FH11_LEVEL" in trusted.stderr
+
+
+def test_an_empty_run_id_is_said_to_be_empty(gateway: GatewayProcess) -> None:
+    """running-scripts.md's `ID=$(toolscript exec --background ...)` then `runs wait "$ID"`:
+    when the first command failed, `runs show ""` and `approve ""` said the empty id "is
+    ambiguous" and listed every run (one run alone was taken as meant), `exec --resume ""`
+    said "Not Found", and `runs wait ""` named a run "" not under way."""
+    for _ in range(2):
+        assert gateway_cli(gateway, "exec", "return 1").returncode == 0
+    for command in (
+        ["runs", "show", ""],
+        ["runs", "wait", ""],
+        ["runs", "stop", ""],
+        ["approve", ""],
+        ["exec", "--resume", ""],
+    ):
+        result = gateway_cli(gateway, *command)
+        assert result.returncode == 2, (command, result.stderr)
+        assert "toolscript: error: the run id is empty\n" in result.stderr, command
+        assert "did the command that printed it fail?" in result.stderr
+        assert "ambiguous" not in result.stderr and "Traceback" not in result.stderr
