@@ -154,3 +154,35 @@ def test_an_empty_run_id_is_said_to_be_empty(gateway: GatewayProcess) -> None:
         assert "toolscript: error: the run id is empty\n" in result.stderr, command
         assert "did the command that printed it fail?" in result.stderr
         assert "ambiguous" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_tool_file_added_while_the_gateway_starts_is_served(tmp_path: Path) -> None:
+    """The user ran `toolscript gateway start &` and saved tools/late.py while its servers
+    connected: the watch began after them, from what the files were then, and late.py
+    stayed out until a restart. Here the slow file's import writes late.py itself, so it
+    lands after the config was read and before the gateway serves."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    late = tools / "late.py"
+    (tools / "slow.py").write_text(
+        "import pathlib, time\n"
+        f"pathlib.Path({str(late)!r}).write_text({ADD!r})\n"
+        "time.sleep(1)\n\n\n" + GREET
+    )
+    config = {"localTools": {"dir": "tools"}, "search": {"semantic": False}}
+    gateway = GatewayProcess(config, tmp_path, env={"TOOLSCRIPT_HOME": str(tmp_path / "home")})
+    try:
+        gateway.wait_for_health(
+            lambda health: health["servers"].get("late", {}).get("state") == "connected",
+            60,
+            "late.py served",
+        )
+        result = gateway_cli(
+            gateway,
+            "exec",
+            'import { tools } from "toolscript"; return await tools.late.add({ a: 2, b: 2 })',
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == "4"
+    finally:
+        assert gateway.stop() == []

@@ -352,6 +352,9 @@ class Gateway:
         self.slow_checks = 0  # scripts exec checked with deno check before the checker started
         self.early_runs = 0  # runs registered before the checker started
         self.config_file = config.config_file
+        # What the config's files were as it was read, near enough: an edit (or a tool file
+        # added) while the servers connect, before the watch starts, is applied then.
+        self._loaded_fingerprints = self._config_fingerprints()
         # The code it runs, read now (an upgrade may replace it), off the way to the URL
         threading.Thread(target=code_build, name="code build", daemon=True).start()
         self.config_error: str | None = (
@@ -742,7 +745,7 @@ class Gateway:
         """Apply edits of the config file while serving (users add servers mid-session)."""
         # `toolscript trust` after an edit applies it: the trust records are watched too;
         # and the other clients' files that `import` reads, as this one.
-        seen = self._config_fingerprints()
+        seen = self._loaded_fingerprints
         folder = self.config.project_dir
         self._scripts_seen = await anyio.to_thread.run_sync(scripts_fingerprint, folder)
         with self._watch_scope:
