@@ -29,6 +29,40 @@ ADD = '''def add(a: int, b: int) -> int:
     return a + b
 '''
 
+# A Python developer's habits of scripts, in tool files: sys.exit() in a function, a
+# script's `sys.exit(main())` at the end, input() in a worker's (PEP 723) file.
+EXITS = '''import sys
+
+
+def leave(code: int) -> str:
+    """Leave with a code."""
+    sys.exit(code)
+'''
+SCRIPT = '''import sys
+
+
+def main() -> int:
+    """Run as a script."""
+    return 0
+
+
+sys.exit(main())
+'''
+ASKS = '''# /// script
+# dependencies = []
+# ///
+
+
+def ask() -> str:
+    """Ask the person."""
+    return input("name? ")
+
+
+def double(n: int) -> int:
+    """Double it."""
+    return n * 2
+'''
+
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
@@ -38,6 +72,9 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
     directory = tmp_path_factory.mktemp("project")
     (directory / "tools").mkdir()
     (directory / "tools" / "greet.py").write_text(GREET)
+    (directory / "tools" / "exits.py").write_text(EXITS)
+    (directory / "tools" / "script.py").write_text(SCRIPT)
+    (directory / "tools" / "asks.py").write_text(ASKS)
     path = f"{VENV_BIN}:/usr/bin:/bin"
     config = {
         "mcpServers": {
@@ -186,3 +223,41 @@ def test_a_tool_file_added_while_the_gateway_starts_is_served(tmp_path: Path) ->
         assert result.stdout.strip() == "4"
     finally:
         assert gateway.stop() == []
+
+
+def test_a_tool_that_exits_or_reads_stdin_fails_alone(gateway: GatewayProcess) -> None:
+    """sys.exit() in an internal tool's function, or a script's `sys.exit(main())` at the end
+    of a tool file, raised SystemExit in the gateway: its task group ended (the servers, the
+    config watch), SIGTERM no longer stopped it, and every later call failed. input() in a
+    worker's tool read the next request from the worker's stdin, and waited for its timeout."""
+    gateway.wait_for_health(
+        lambda health: health["servers"]["script"]["state"] == "failed", 60, "script.py failed"
+    )
+    assert gateway.health()["servers"]["script"]["error"] == (
+        "ImportError: script.py called sys.exit(0) while it was imported: a tool file defines "
+        'functions; put what it runs as a script under `if __name__ == "__main__":`'
+    )
+    left = gateway_cli(
+        gateway,
+        "exec",
+        'import { tools } from "toolscript"; return await tools.exits.leave({ code: 3 })',
+    )
+    assert left.returncode == 1
+    assert (
+        "ToolError: exits.leave: RuntimeError: leave() called sys.exit(3): a tool returns its "
+        "result or raises an exception, it does not end the process it runs in"
+    ) in left.stderr
+    asked = gateway_cli(
+        gateway, "exec", 'import { tools } from "toolscript"; return await tools.asks.ask()'
+    )
+    assert asked.returncode == 1
+    assert "ToolError: asks.ask: EOFError: EOF when reading a line" in asked.stderr
+    for call, answer in (
+        ("asks.double({ n: 21 })", "42"),
+        ('greet.hello({ name: "Bo" })', '"hello Bo"'),
+    ):
+        after = gateway_cli(
+            gateway, "exec", f'import {{ tools }} from "toolscript"; return await tools.{call}'
+        )
+        assert after.returncode == 0, after.stderr
+        assert after.stdout.strip() == answer
