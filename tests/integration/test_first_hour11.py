@@ -10,14 +10,22 @@ share one gateway.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
-from tests.helpers import GatewayProcess, gateway_cli, toolscript_cli
+from tests.helpers import (
+    GatewayProcess,
+    InteractiveShell,
+    gateway_cli,
+    toolscript_cli,
+    wait_until,
+)
 
 VENV_BIN = Path(sys.executable).parent  # where mcp-server-time is installed
 GREET = '''def hello(name: str) -> str:
@@ -261,3 +269,33 @@ def test_a_tool_that_exits_or_reads_stdin_fails_alone(gateway: GatewayProcess) -
         )
         assert after.returncode == 0, after.stderr
         assert after.stdout.strip() == answer
+
+
+def test_input_in_a_tool_of_a_gateway_started_with_ampersand_does_not_stop_it(
+    tmp_path: Path,
+) -> None:
+    """`toolscript gateway start &` in an interactive shell, then a call of an internal tool
+    that calls input(): the gateway, a background job reading its terminal, was stopped by
+    the shell ("[1]+ Stopped"), and the exec, `gateway status` and every call hung."""
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "asker.py").write_text(
+        'def ask() -> str:\n    """Ask the person."""\n    return input("name? ")\n'
+    )
+    config = {"localTools": {"dir": "tools"}, "search": {"semantic": False}}
+    (tmp_path / ".toolscript.json").write_text(json.dumps(config))
+    toolscript = f"{sys.executable} -m toolscript"
+    shell = InteractiveShell(tmp_path)
+    try:
+        shell.type(f"{toolscript} gateway start 2>/dev/null &")
+        wait_until(shell.read, lambda seen: "http://127.0.0.1:" in seen, 60, "the gateway's URL")
+        call = 'import { tools } from "toolscript"; return await tools.asker.ask()'
+        shell.type(f"{toolscript} exec '{call}'; echo exit=$?")
+        wait_until(shell.read, lambda seen: re.search(r"exit=\d", seen), 120, "the exec's end")
+        assert "ToolError: asker.ask: EOFError: EOF when reading a line" in shell.seen
+        assert "exit=1" in shell.seen and "Stopped" not in shell.seen
+        shell.type(f"{toolscript} gateway stop")
+        wait_until(shell.read, lambda seen: "gateway: stopped" in seen, 60, "the stop")
+    finally:
+        for left in psutil.Process(shell.pid).children(recursive=True):  # a stopped gateway
+            left.kill()
+        shell.close()
