@@ -299,3 +299,19 @@ def test_input_in_a_tool_of_a_gateway_started_with_ampersand_does_not_stop_it(
         for left in psutil.Process(shell.pid).children(recursive=True):  # a stopped gateway
             left.kill()
         shell.close()
+
+
+def test_help_and_a_gateway_command_without_gateway_say_what_to_type(tmp_path: Path) -> None:
+    """`toolscript help exec` said "No such command 'help'", and `toolscript status` (or
+    start, stop) "No such command 'status'" with no word of `gateway status`."""
+    helped = toolscript_cli("help", "exec", cwd=tmp_path)
+    assert helped.returncode == 0, helped.stderr
+    assert helped.stdout.startswith("Usage: toolscript exec [OPTIONS] [code]")
+    assert toolscript_cli("help", cwd=tmp_path).stdout.startswith("Usage: toolscript [OPTIONS]")
+    for word in ("start", "stop", "status"):
+        result = toolscript_cli(word, cwd=tmp_path)
+        assert result.returncode == 2
+        assert result.stderr == (
+            f"toolscript: error: no command '{word}': it is a gateway's\n"
+            f"hint: `toolscript gateway {word}`\n"
+        )
