@@ -97,3 +97,19 @@ def test_a_type_hint_json_cannot_carry_is_named_with_what_to_use() -> None:
     )
     assert "_weird" in notes[0]
     assert "arbitrary_types_allowed" not in notes[0] and "test_tool_functions" not in notes[0]
+
+
+def test_a_tool_taking_star_args_is_noted_they_receive_nothing() -> None:
+    # `def total(*numbers: int)` became a tool whose numbers were dropped without a word:
+    # a call's arguments are named, and pydantic's model of it has none for *numbers.
+    def total(*numbers: int, **options: str) -> int:
+        return sum(numbers)
+
+    notes: list[str] = []
+    tools = describe_module(module_of(total=total), notes)
+    assert [tool["name"] for tool in tools] == ["total"]
+    assert notes == [
+        "total() is a tool without its *numbers and **options: a tool's arguments are "
+        "named, so they receive none; give each a parameter of its own (as in "
+        "`def total(items: list[str])`)"
+    ]

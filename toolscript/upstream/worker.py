@@ -223,6 +223,18 @@ def describe_module(module: ModuleType, notes: list[str] | None = None) -> list[
             tools.append(_describe_function(name, function))
         except Exception as exc:  # one function pydantic cannot describe never hides the others
             said.append(f"{name}() is not a tool: {_why_not_described(name, exc)}")
+            continue
+        gathered = [
+            ("*" if parameter.kind is parameter.VAR_POSITIONAL else "**") + parameter.name
+            for parameter in inspect.signature(function).parameters.values()
+            if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
+        ]
+        if gathered:  # a call's arguments are named: those would get nothing, silently
+            said.append(
+                f"{name}() is a tool without its {' and '.join(gathered)}: a tool's arguments "
+                f"are named, so they receive none; give each a parameter of its own (as in "
+                f"`def {name}(items: list[str])`)"
+            )
     for name, value in vars(module).items():
         if (
             not name.startswith("_")
