@@ -88,6 +88,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
         "mcpServers": {
             "clock": {"command": "mcp-server-tiem", "env": {"PATH": path}},
             "mine": {"command": "./bin/server.sh"},
+            "tilde": {"command": "~/bin/fh11-server"},
         },
         "localTools": {"dir": "tools"},
         "search": {"semantic": False},
@@ -143,7 +144,7 @@ def test_a_mistyped_or_relative_command_says_what_to_write(gateway: GatewayProce
     the user saw: not that mcp-server-time is installed, nor that a relative command is read
     from the config's folder (the user had run it from their shell's)."""
     gateway.wait_for_health(
-        lambda health: all(health["servers"][name]["error"] for name in ("clock", "mine")),
+        lambda health: all(health["servers"][name]["error"] for name in ("clock", "mine", "tilde")),
         60,
         "both servers failed",
     )
@@ -155,6 +156,10 @@ def test_a_mistyped_or_relative_command_says_what_to_write(gateway: GatewayProce
     assert listed["mine"]["error"] == (
         f"command not found: ./bin/server.sh (no such file: {where}; a relative command is "
         "read from the config's folder, or from the entry's \"cwd\")"
+    )
+    assert listed["tilde"]["error"] == (
+        "command not found: ~/bin/fh11-server (~ is not expanded: no shell runs the command; "
+        'write "command": "${HOME}/bin/fh11-server", or the full path)'
     )
     status = gateway_cli(gateway, "gateway", "status")
     assert status.returncode == 3

@@ -1397,6 +1397,14 @@ def missing_program_hint(config: ServerConfig) -> str:
     program = config.command or ""
     if not program or config.cwd is None:
         return ""
+    shell = re.match(r"~(?=/)|\$([A-Za-z_][A-Za-z0-9_]*)", program)
+    if shell:  # what a shell would have expanded: none runs the command
+        name = shell.group(1) or "HOME"
+        written = "${" + name + "}" + program[shell.end() :]
+        return (
+            f" ({shell.group(0)} is not expanded: no shell runs the command; write "
+            f'"command": {json.dumps(written)}, or the full path)'
+        )
     if "/" in program:
         path = Path(program)
         if path.is_absolute() or (config.cwd / path).exists():
