@@ -1418,8 +1418,8 @@ def missing_program_hint(config: ServerConfig) -> str:
     ]
     names: dict[str, str] = {}
     for folder in folders:
-        with suppress(OSError):
-            for entry in os.scandir(folder):
+        with suppress(OSError), os.scandir(folder) as entries:
+            for entry in entries:
                 names.setdefault(entry.name, folder)
     close = difflib.get_close_matches(program, list(names), n=1, cutoff=0.8)
     if not close:
