@@ -161,6 +161,14 @@ def test_a_mistyped_or_relative_command_says_what_to_write(gateway: GatewayProce
         "command not found: ~/bin/fh11-server (~ is not expanded: no shell runs the command; "
         'write "command": "${HOME}/bin/fh11-server", or the full path)'
     )
+    # `config check`, run before any gateway, says so too (it looks the programs up)
+    checked = toolscript_cli("config", "check", cwd=gateway.directory)
+    assert checked.returncode == 0, checked.stderr
+    assert (
+        f"warning: {gateway.config_path}: mcpServers.clock.command: command not found: "
+        'mcp-server-tiem (did you mean "mcp-server-time"?'
+    ) in checked.stderr
+    assert "mcpServers.mine.command: command not found: ./bin/server.sh" in checked.stderr
     status = gateway_cli(gateway, "gateway", "status")
     assert status.returncode == 3
     assert 'did you mean "mcp-server-time"?' in status.stdout

@@ -1,4 +1,4 @@
-"""What a stdio server whose program was not found is told to check (upstream/server.py):
+"""What a stdio server whose program was not found is told to check (plumbing/processes.py):
 the PATH program a mistyped name is closest to, the file a relative path was looked for
 as, and a `~` or `$NAME` no shell expanded."""
 
@@ -8,14 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from toolscript.config import ServerConfig
-from toolscript.upstream.server import missing_program_hint
+from toolscript.plumbing.processes import missing_program_hint
 
 
-def entry(command: str, folder: Path, bin_dir: Path) -> ServerConfig:
-    return ServerConfig(
-        name="srv", transport="stdio", command=command, cwd=folder, env={"PATH": str(bin_dir)}
-    )
+def hint_for(command: str, folder: Path, bin_dir: Path) -> str:
+    return missing_program_hint(command, cwd=folder, env={"PATH": str(bin_dir)})
 
 
 @pytest.fixture
@@ -28,16 +25,16 @@ def bin_dir(tmp_path: Path) -> Path:
 
 
 def test_a_mistyped_name_names_the_program_path_has(tmp_path: Path, bin_dir: Path) -> None:
-    hint = missing_program_hint(entry("mcp-server-tiem", tmp_path, bin_dir))
+    hint = hint_for("mcp-server-tiem", tmp_path, bin_dir)
     assert hint == f' (did you mean "mcp-server-time"? PATH has it in {bin_dir})'
-    assert missing_program_hint(entry("github-mcp-server", tmp_path, bin_dir)) == ""
+    assert hint_for("github-mcp-server", tmp_path, bin_dir) == ""
 
 
 def test_a_relative_path_names_where_it_was_looked_for(tmp_path: Path, bin_dir: Path) -> None:
-    hint = missing_program_hint(entry("./server.sh", tmp_path, bin_dir))
+    hint = hint_for("./server.sh", tmp_path, bin_dir)
     assert hint.startswith(f" (no such file: {tmp_path / 'server.sh'}; ")
     (tmp_path / "server.sh").write_text("")
-    assert missing_program_hint(entry("./server.sh", tmp_path, bin_dir)) == ""  # not missing
+    assert hint_for("./server.sh", tmp_path, bin_dir) == ""  # not missing
 
 
 @pytest.mark.parametrize(
@@ -51,6 +48,6 @@ def test_a_relative_path_names_where_it_was_looked_for(tmp_path: Path, bin_dir: 
 def test_what_a_shell_would_expand_is_written_as_toolscript_expands_it(
     tmp_path: Path, bin_dir: Path, command: str, written: str
 ) -> None:
-    hint = missing_program_hint(entry(command, tmp_path, bin_dir))
+    hint = hint_for(command, tmp_path, bin_dir)
     assert "is not expanded: no shell runs the command" in hint
     assert f'"command": "{written}"' in hint

@@ -7,6 +7,7 @@ import itertools
 import json
 import logging
 import math
+import os
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -29,7 +30,7 @@ from toolscript.errors import (
     ToolTimeoutError,
     UpstreamError,
 )
-from toolscript.plumbing.processes import ProgramNotRunnable, pid_exists
+from toolscript.plumbing.processes import ProgramNotRunnable, missing_program_hint, pid_exists
 from toolscript.plumbing.redact import redact
 from toolscript.plumbing.stderrfile import KEEP_EVERY, keep_end, new_stderr_file, read_end
 from toolscript.policy import unmatched_rules
@@ -764,7 +765,11 @@ class UpstreamServer:
         elif isinstance(_unwrapped(exc), FileNotFoundError):
             windows = windows_shell_hint(command, self.config.args)
             if not windows and not isinstance(_unwrapped(exc), ProgramNotRunnable):
-                windows = missing_program_hint(self.config)
+                windows = missing_program_hint(
+                    self.config.command or "",
+                    cwd=self.config.cwd,
+                    env={**os.environ, **self.config.env},
+                )
             message += windows
         if self._refused is not None and self.state != ServerState.CONNECTED:
             message = refused_message(self.config, *self._refused)
@@ -1385,46 +1390,6 @@ def windows_shell_hint(command: str, args: Sequence[str]) -> str:
                 f'"command": {json.dumps(program[: -len(suffix)])})'
             )
     return ""
-
-
-def missing_program_hint(config: ServerConfig) -> str:
-    """What to check when a stdio server's program was not found: the file a relative path
-    was looked for as (read from the server's folder, not the shell's), or the program on
-    PATH a mistyped name is closest to. Empty when neither helps."""
-    import difflib
-    import os
-
-    program = config.command or ""
-    if not program or config.cwd is None:
-        return ""
-    shell = re.match(r"~(?=/)|\$([A-Za-z_][A-Za-z0-9_]*)", program)
-    if shell:  # what a shell would have expanded: none runs the command
-        name = shell.group(1) or "HOME"
-        written = "${" + name + "}" + program[shell.end() :]
-        return (
-            f" ({shell.group(0)} is not expanded: no shell runs the command; write "
-            f'"command": {json.dumps(written)}, or the full path)'
-        )
-    if "/" in program:
-        path = Path(program)
-        if path.is_absolute() or (config.cwd / path).exists():
-            return ""
-        return (
-            f" (no such file: {config.cwd / path}; a relative command is read from the "
-            f"config's folder, or from the entry's \"cwd\")"
-        )
-    folders = [
-        entry for entry in os.get_exec_path({**os.environ, **config.env}) if os.path.isabs(entry)
-    ]
-    names: dict[str, str] = {}
-    for folder in folders:
-        with suppress(OSError), os.scandir(folder) as entries:
-            for entry in entries:
-                names.setdefault(entry.name, folder)
-    close = difflib.get_close_matches(program, list(names), n=1, cutoff=0.8)
-    if not close:
-        return ""
-    return f' (did you mean "{close[0]}"? PATH has it in {names[close[0]]})'
 
 
 def headers_refused_message(config: ServerConfig) -> str:
