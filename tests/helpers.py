@@ -696,3 +696,38 @@ def answer_on_a_terminal(
             process.kill()
         os.close(leader)
     return process.returncode, seen, out
+
+
+class InteractiveShell:
+    """bash on a terminal of its own, with job control, as a person types into it."""
+
+    def __init__(self, project: Path) -> None:
+        import pty
+
+        env = clean_env(TOOLSCRIPT_HOME=str(project / "home"), PS1="$ ", TERM="dumb")
+        self.pid, self.terminal = pty.fork()
+        if self.pid == 0:  # the child: a session of its own, the terminal its controlling one
+            os.chdir(project)
+            os.execvpe("bash", ["bash", "--norc", "--noprofile", "-i"], env)
+        self.seen = ""
+
+    def type(self, line: str) -> None:
+        os.write(self.terminal, line.encode() + b"\n")
+
+    def read(self) -> str:
+        import select
+
+        while select.select([self.terminal], [], [], 0.1)[0]:
+            try:
+                chunk = os.read(self.terminal, 65536)
+            except OSError:  # the shell exited
+                break
+            if not chunk:
+                break
+            self.seen += chunk.decode(errors="replace")
+        return self.seen
+
+    def close(self) -> None:
+        self.type("exit")
+        os.waitpid(self.pid, 0)
+        os.close(self.terminal)

@@ -296,6 +296,8 @@ class Config:
     # in ``warnings`` too: the rest of the project serves
     left_out: tuple[str, ...] = ()
     imported_files: tuple[Path, ...] = ()
+    # ``localTools.dir`` resolved: the gateway watches it for tool files added or removed
+    local_tools_dir: Path | None = None
     # the bytes of the imported files as they were read (None: absent), for trust to judge
     imported_contents: Mapping[Path, bytes | None] = field(
         default_factory=lambda: MappingProxyType({})
@@ -585,6 +587,7 @@ def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
         left_out=left_out,
         import_errors=imports.broken,
         imported_files=imports.watched,
+        local_tools_dir=_local_tools_dir(expanded.get("localTools"), path),
         imported_contents=MappingProxyType(dict(imports.contents)),
         search=search,
         asking=(expanded.get("policy") or {}).get("ask", "destructive"),
@@ -653,15 +656,20 @@ def _imported(
     return tuple(servers), imports
 
 
+def _local_tools_dir(section: Mapping[str, Any] | None, path: Path) -> Path | None:
+    """The folder of the project's tool files (None: no ``localTools``)."""
+    return (path.parent / section["dir"]).resolve() if section else None
+
+
 def _local_servers(
     section: Mapping[str, Any] | None, path: Path, doc: PositionedJson, taken: set[str]
 ) -> tuple[tuple[ServerConfig, ...], tuple[str, ...]]:
     """One server per .py file of ``localTools.dir`` (its stem names the namespace), and
     why each file whose name cannot be a namespace is left out (only that file: an MCP
     server of its name serves, and so does the rest)."""
-    if not section:
+    folder = _local_tools_dir(section, path)
+    if section is None or folder is None:
         return (), ()
-    folder = (path.parent / section["dir"]).resolve()
     if not folder.is_dir():
         line, col = doc.line_col(("localTools", "dir"))
         raise ConfigError(

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import re
-import select
 import signal
 import socket
 import subprocess
@@ -23,6 +21,7 @@ import pytest
 
 from tests.helpers import (
     GatewayProcess,
+    InteractiveShell,
     clean_env,
     fixture_server,
     fx_waits_for,
@@ -386,37 +385,6 @@ def test_an_edit_that_did_not_load_is_named_where_its_server_is_missing(project:
         assert "run `toolscript trust`" in listed.stderr
     finally:
         assert gateway.stop() == []
-
-
-class InteractiveShell:
-    """bash on a terminal of its own, with job control, as a person types into it."""
-
-    def __init__(self, project: Path) -> None:
-        env = clean_env(TOOLSCRIPT_HOME=str(project / "home"), PS1="$ ", TERM="dumb")
-        self.pid, self.terminal = pty.fork()
-        if self.pid == 0:  # the child: a session of its own, the terminal its controlling one
-            os.chdir(project)
-            os.execvpe("bash", ["bash", "--norc", "--noprofile", "-i"], env)
-        self.seen = ""
-
-    def type(self, line: str) -> None:
-        os.write(self.terminal, line.encode() + b"\n")
-
-    def read(self) -> str:
-        while select.select([self.terminal], [], [], 0.1)[0]:
-            try:
-                chunk = os.read(self.terminal, 65536)
-            except OSError:  # the shell exited
-                break
-            if not chunk:
-                break
-            self.seen += chunk.decode(errors="replace")
-        return self.seen
-
-    def close(self) -> None:
-        self.type("exit")
-        os.waitpid(self.pid, 0)
-        os.close(self.terminal)
 
 
 def test_a_gateway_started_with_ampersand_keeps_its_info_lines_off_the_terminal(

@@ -51,6 +51,23 @@ def test_a_result_json_cannot_hold_names_its_class_not_the_gateways_module() -> 
     assert "PydanticSerializationError" not in message and "test_tool_functions" not in message
 
 
+def test_bytes_that_are_not_text_say_how_to_return_them() -> None:
+    # The script saw "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in position
+    # 0": pydantic writes bytes as UTF-8 text, which a PNG's or a zip's are not.
+    def thumbnail(size: int) -> bytes:
+        return b"\x89PNG\xff" * size
+
+    def greeting() -> bytes:
+        return b"hello"
+
+    with pytest.raises(TypeError) as raised:
+        call_function(thumbnail, {"size": 1}, ToolContext())
+    message = str(raised.value)
+    assert message.startswith("thumbnail() returned bytes that are not UTF-8 text")
+    assert "base64.b64encode(data).decode()" in message and "codec" not in message
+    assert call_function(greeting, {}, ToolContext()) == "hello"  # text is written as text
+
+
 def test_a_type_hint_naming_nothing_the_file_has_is_named() -> None:
     # pydantic said "`f_arguments` is not fully defined; you should define `Frame`, then
     # call `f_arguments.model_rebuild()`".
@@ -80,3 +97,19 @@ def test_a_type_hint_json_cannot_carry_is_named_with_what_to_use() -> None:
     )
     assert "_weird" in notes[0]
     assert "arbitrary_types_allowed" not in notes[0] and "test_tool_functions" not in notes[0]
+
+
+def test_a_tool_taking_star_args_is_noted_they_receive_nothing() -> None:
+    # `def total(*numbers: int)` became a tool whose numbers were dropped without a word:
+    # a call's arguments are named, and pydantic's model of it has none for *numbers.
+    def total(*numbers: int, **options: str) -> int:
+        return sum(numbers)
+
+    notes: list[str] = []
+    tools = describe_module(module_of(total=total), notes)
+    assert [tool["name"] for tool in tools] == ["total"]
+    assert notes == [
+        "total() is a tool without its *numbers and **options: a tool's arguments are "
+        "named, so they receive none; give each a parameter of its own (as in "
+        "`def total(items: list[str])`)"
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from importlib import resources
@@ -12,8 +13,9 @@ import typer
 
 from toolscript.cli.options import ConfigOption, JsonOption
 from toolscript.cli.output import print_json, write_shown
-from toolscript.config import find_config_path, load_config
+from toolscript.config import Config, find_config_path, load_config
 from toolscript.errors import ConfigError
+from toolscript.plumbing.processes import missing_program_hint, program_on_path
 
 __all__ = ["app"]
 
@@ -62,13 +64,14 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         first["hint"] = exc.hint
         print_json({"valid": False, "path": str(path), "error": first, "errors": problems})
         raise typer.Exit(exc.exit_code) from None
+    missing = _programs_not_found(loaded)
     if as_json:
         print_json(
             {
                 "valid": True,
                 "path": str(loaded.path) if loaded.path else None,
                 "servers": [server.name for server in loaded.servers],
-                "warnings": [*loaded.warnings, *loaded.import_warnings],
+                "warnings": [*loaded.warnings, *missing, *loaded.import_warnings],
             }
         )
         return
@@ -78,12 +81,34 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
             "`mcpServers`, or `toolscript init` to import your other clients' servers)\n"
         )
         return
-    for warning in loaded.warnings:
+    for warning in [*loaded.warnings, *missing]:
         write_shown(f"warning: {warning}\n", sys.stderr)
     for warning in loaded.import_warnings:  # they quote other clients' files
         write_shown(f"warning: import: {warning}\n", sys.stderr)
     count = len(loaded.servers)
     write_shown(f"{loaded.path}: valid, {count} server{'' if count == 1 else 's'}\n")
+
+
+def _programs_not_found(loaded: Config) -> list[str]:
+    """Each stdio server whose program the gateway would not find (on PATH's absolute
+    folders, or from its folder), with what to check: looked up, never run."""
+    found = []
+    for server in loaded.servers:
+        command = server.command or ""
+        if server.transport != "stdio" or server.disabled or server.unset or not command:
+            continue
+        folder = server.cwd or loaded.project_dir
+        env = {**os.environ, **server.env}
+        if program_on_path(command, cwd=folder, env=env):
+            continue
+        hint = missing_program_hint(command, cwd=folder, env=env)
+        own = server.source in (None, loaded.path)  # (an imported one: another's format)
+        field = f"mcpServers.{server.name}.command" if own else server.name
+        found.append(
+            f"{server.source or loaded.path}: {field}: command not found: {command}{hint}; "
+            "the gateway cannot start it as it is"
+        )
+    return found
 
 
 # "FILE:LINE:COL: FIELD: MESSAGE", FIELD left out where the problem is not one key's

@@ -17,7 +17,7 @@ import re
 import sys
 from typing import Any, cast
 
-from toolscript.errors import ToolscriptError
+from toolscript.errors import ToolscriptError, UsageError
 
 __all__ = ["main"]
 
@@ -306,7 +306,6 @@ def _run_app(arguments: list[str]) -> None:
         exc: Any = caught
         if isinstance(exc, classes["UsageError"]):
             from toolscript.cli.output import print_json
-            from toolscript.errors import UsageError
 
             where = exc.ctx.command_path if exc.ctx is not None else "toolscript"
             hint = f"run `{where} --help` for its arguments and options"
@@ -319,6 +318,9 @@ def _run_app(arguments: list[str]) -> None:
     if isinstance(code, int):  # a typer.Exit (click returns its code when not standalone)
         sys.exit(code)
 
+
+# a gateway subcommand typed without `gateway` (click suggested nothing close)
+_GATEWAY_COMMANDS = ("start", "stop", "status")
 
 _HOOKS = {
     "session-start": "session_start",
@@ -377,6 +379,13 @@ def main() -> None:
             from toolscript.cli import hooks
 
             _leave(getattr(hooks, _HOOKS[command[1]])())
+        if command[:1] == ["help"]:  # help COMMAND..., as git and pip take it
+            arguments = command = [*command[1:], "--help"]
+        if command[:1] and command[0] in _GATEWAY_COMMANDS:
+            raise UsageError(
+                f"no command {command[0]!r}: it is a gateway's",
+                hint=f"`toolscript gateway {command[0]}`",
+            )
         fast = fast_arguments(command) if not {"--help", "-h"} & set(command) else None
         marked = _mark_gateway_start(arguments)
         if fast is not None:

@@ -20,6 +20,8 @@ __all__ = ["trust_command"]
 _NAMED = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)")
 # the variables of other clients' files: ${VAR}, ${env:VAR}, and Gemini CLI's $VAR
 _IMPORTED_NAMED = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)|\$([A-Za-z_][A-Za-z0-9_]*)")
+# a ${VAR} of the config with no default (``${VAR:-default}`` starts its server unset)
+_NEEDED = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class _UnsetAsEmpty(Mapping[str, str]):
@@ -99,6 +101,7 @@ def trust_command(
     content = read_config_file(path)
     text = config_text(content, path)
     named = set(_NAMED.findall(text))
+    needed = set(_NEEDED.findall(text))
     environ = _UnsetAsEmpty(os.environ, named)
     loaded = parse_config(text, path, environ)  # an invalid file is reported, not trusted
     # The files it imports name variables too: one not set here skipped its server, which
@@ -113,6 +116,7 @@ def trust_command(
             if any(name)
         }
         more = {first or second for first, second in more} - named
+        needed |= more  # (read as each client reads them: not judged here)
         if not more:
             break
         named |= more
@@ -154,12 +158,15 @@ def trust_command(
             write_shown(f"    is sent your {sent}\n")
         if server["outside"]:
             write_shown(f"    runs in {server['cwd']}, outside the project's folder\n")
-    if environ.unset:
-        names = ", ".join(environ.unset)
+    missing = [name for name in environ.unset if name in needed]
+    if missing:
         sys.stderr.write(
-            f"note: not set here: {names}; export each before its servers start (until then, "
-            "starting them names what is missing)\n"
+            f"note: not set here: {', '.join(missing)}; export each before its servers start "
+            "(until then, starting them names what is missing)\n"
         )
+    defaulted = [name for name in environ.unset if name not in needed]
+    if defaulted:
+        sys.stderr.write(f"note: not set here, their defaults used: {', '.join(defaulted)}\n")
 
 
 def _host_reached(server: Mapping[str, Any]) -> str | None:

@@ -51,6 +51,10 @@ def background_gateway(config: str | None, cache: str | None, run_id: str | None
     """The URL of the project's running gateway: a background run is the gateway's, so it
     needs one that outlives this command (exec's own ephemeral gateway would not).
     ``run_id``: the run a command would wait for or stop, which none can be running."""
+    if run_id is not None:
+        from toolscript.store.runlog import require_run_id
+
+        require_run_id(run_id)
     found = running_gateway(config, cache)
     if found is None and run_id is not None:
         raise UsageError(

@@ -78,8 +78,10 @@ def run_exec(
     from toolscript.execution.lifeline import Lifeline
     from toolscript.execution.locate import gateway_for_run, uses_gateway
     from toolscript.execution.sandbox import run_toolscript
-    from toolscript.store.runlog import new_run_id
+    from toolscript.store.runlog import new_run_id, require_run_id
 
+    if resume is not None:
+        require_run_id(resume)
     from_run = resume is not None and code is None and file is None
     if saved is not None:
         script = Script(

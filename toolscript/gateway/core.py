@@ -354,6 +354,9 @@ class Gateway:
         self.slow_checks = 0  # scripts exec checked with deno check before the checker started
         self.early_runs = 0  # runs registered before the checker started
         self.config_file = config.config_file
+        # What the config's files were as it was read, near enough: an edit (or a tool file
+        # added) while the servers connect, before the watch starts, is applied then.
+        self._loaded_fingerprints = self._config_fingerprints()
         # The code it runs, read now (an upgrade may replace it), off the way to the URL
         threading.Thread(target=code_build, name="code build", daemon=True).start()
         self.config_error: str | None = (
@@ -749,7 +752,7 @@ class Gateway:
         """Apply edits of the config file while serving (users add servers mid-session)."""
         # `toolscript trust` after an edit applies it: the trust records are watched too;
         # and the other clients' files that `import` reads, as this one.
-        seen = self._config_fingerprints()
+        seen = self._loaded_fingerprints
         folder = self.config.project_dir
         self._scripts_seen = await anyio.to_thread.run_sync(scripts_fingerprint, folder)
         with self._watch_scope:
@@ -766,9 +769,13 @@ class Gateway:
                     self._rebuild.set()  # the scripts task checks them
 
     def _config_fingerprints(self) -> tuple[tuple[int, int] | None, ...]:
-        """The config file's, the trust records' and the imported files' fingerprints."""
+        """The config file's, the trust records' and the imported files' fingerprints, and
+        the tool files' folder's (a file added or removed there changes it)."""
         files = (self.config_file, trust_file(), *self.config.imported_files)
-        return tuple(_fingerprint(path) for path in files)
+        folder = self.config.local_tools_dir
+        return tuple(_fingerprint(path) for path in files) + (
+            (_fingerprint(folder),) if folder is not None else ()
+        )
 
     async def _settled_config_text(self) -> bytes | None:
         """The config file's content once two reads a moment apart agree (and the imported

@@ -215,6 +215,8 @@ def serve(
     from toolscript.gateway.telemetry import telemetry_from_environment
 
     raise_file_limit()
+    if own_stdout:
+        _stdin_from_nothing()
     sock = _bind(host, port)
     port = sock.getsockname()[1]
     token = secrets.token_urlsafe(24)
@@ -373,6 +375,17 @@ def _print_url(url: str) -> None:
     if out is not None:
         out.write(url + "\n")
         out.flush()
+
+
+def _stdin_from_nothing() -> None:
+    """A terminal's stdin becomes /dev/null: an internal tool's input() (at a call, or as
+    its file is imported) read the terminal of `gateway start &`, a background job, which
+    the shell stops (SIGTTIN), every server and call with it. Now it is an EOFError."""
+    with contextlib.suppress(OSError, ValueError):
+        if os.isatty(0):
+            empty = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(empty, 0)
+            os.close(empty)
 
 
 def _stdout_to_log() -> None:

@@ -34,9 +34,11 @@ __all__ = [
     "gated",
     "identity_alive",
     "memory_of",
+    "missing_program_hint",
     "pid_exists",
     "process_alive",
     "process_identity",
+    "program_on_path",
     "program_to_spawn",
     "read_identity",
     "reap_children",
@@ -539,6 +541,59 @@ def program_to_spawn(
             f"command not found: {missing} (the #! interpreter of {found})", found
         )
     return found
+
+
+def missing_program_hint(
+    program: str, *, cwd: str | os.PathLike[str] | None, env: Mapping[str, str]
+) -> str:
+    """What to check when a stdio server's ``program`` was not found (its spawn's folder
+    ``cwd``, its environment ``env``): a ``~`` or ``$NAME`` no shell expanded, the file a
+    relative path was looked for as (from the server's folder, not the shell's), or the
+    program on PATH a mistyped name is closest to. Empty when none of them helps."""
+    import difflib
+    import json
+    import re
+
+    if not program or cwd is None:
+        return ""
+    shell = re.match(r"~(?=/)|\$([A-Za-z_][A-Za-z0-9_]*)", program)
+    if shell:  # what a shell would have expanded: none runs the command
+        name = shell.group(1) or "HOME"
+        written = "${" + name + "}" + program[shell.end() :]
+        return (
+            f" ({shell.group(0)} is not expanded: no shell runs the command; write "
+            f'"command": {json.dumps(written)}, or the full path)'
+        )
+    if os.sep in program:
+        if os.path.isabs(program) or os.path.exists(os.path.join(cwd, program)):
+            return ""
+        return (
+            f" (no such file: {os.path.normpath(os.path.join(cwd, program))}; a relative "
+            "command is read from the config's folder, or from the entry's \"cwd\")"
+        )
+    names: dict[str, str] = {}
+    for folder in os.get_exec_path(dict(env)):
+        if not os.path.isabs(folder):
+            continue
+        with contextlib.suppress(OSError), os.scandir(folder) as entries:
+            for entry in entries:
+                names.setdefault(entry.name, folder)
+    close = difflib.get_close_matches(program, list(names), n=1, cutoff=0.8)
+    if not close:
+        return ""
+    return f' (did you mean "{close[0]}"? PATH has it in {names[close[0]]})'
+
+
+def program_on_path(program: str, *, cwd: str | os.PathLike[str], env: Mapping[str, str]) -> bool:
+    """Whether the spawn would find ``program``: a path from ``cwd``, or a name on PATH's
+    absolute folders (``program_to_spawn``'s rule)."""
+    if os.sep in program:
+        return os.path.exists(os.path.join(cwd, program))
+    return any(
+        _executable(os.path.join(folder, program))
+        for folder in os.get_exec_path(dict(env))
+        if os.path.isabs(folder)
+    )
 
 
 def _executable(path: str) -> bool:

@@ -43,7 +43,14 @@ from toolscript.plumbing.cachefiles import damage_of, is_damage, set_aside
 if TYPE_CHECKING:
     import sqlite3
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "RunLog", "new_run_id", "runlog_path"]
+__all__ = [
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "RunLog",
+    "new_run_id",
+    "require_run_id",
+    "runlog_path",
+]
 
 FILE_NAME = "runs.sqlite"
 BUSY_SECONDS = 5.0  # how long one statement waits for another process's lock
@@ -57,6 +64,18 @@ def runlog_path(state_dir: Path) -> Path:
 def new_run_id() -> str:
     """Sortable by time, short enough to type: ``20261124-101500-3f9a1c``."""
     return time.strftime("%Y%m%d-%H%M%S-", time.localtime()) + secrets.token_hex(3)
+
+
+def require_run_id(run_id: str) -> str:
+    """``run_id``, refused when empty: ``toolscript runs wait "$ID"`` after the command that
+    was to print it failed (an empty prefix matched every run, or named no route)."""
+    if not run_id.strip():
+        raise UsageError(
+            "the run id is empty",
+            hint="give the id a run printed (did the command that printed it fail?); "
+            "`toolscript runs` lists them",
+        )
+    return run_id
 
 
 def _version_1(db: Any) -> None:
@@ -521,6 +540,7 @@ class RunLog:
 
     @staticmethod
     def _find(db: Any, run_id: str, *, agents_only: bool = False) -> dict[str, Any] | None:
+        require_run_id(run_id)
         whose = " AND by_agent = 1" if agents_only else ""
         exact = list(db.query(f"SELECT * FROM runs WHERE id = ?{whose}", [run_id]))
         rows = exact or list(

@@ -7,6 +7,7 @@ import itertools
 import json
 import logging
 import math
+import os
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -29,7 +30,7 @@ from toolscript.errors import (
     ToolTimeoutError,
     UpstreamError,
 )
-from toolscript.plumbing.processes import ProgramNotRunnable, pid_exists
+from toolscript.plumbing.processes import ProgramNotRunnable, missing_program_hint, pid_exists
 from toolscript.plumbing.redact import redact
 from toolscript.plumbing.stderrfile import KEEP_EVERY, keep_end, new_stderr_file, read_end
 from toolscript.policy import unmatched_rules
@@ -762,7 +763,14 @@ class UpstreamServer:
                 f'"command": {json.dumps(program)}, "args": {json.dumps(args)})'
             )
         elif isinstance(_unwrapped(exc), FileNotFoundError):
-            message += windows_shell_hint(command, self.config.args)
+            windows = windows_shell_hint(command, self.config.args)
+            if not windows and not isinstance(_unwrapped(exc), ProgramNotRunnable):
+                windows = missing_program_hint(
+                    self.config.command or "",
+                    cwd=self.config.cwd,
+                    env={**os.environ, **self.config.env},
+                )
+            message += windows
         if self._refused is not None and self.state != ServerState.CONNECTED:
             message = refused_message(self.config, *self._refused)
         elif self.config.url is not None and "text/html" in message:

@@ -109,7 +109,16 @@ def load_module(path: Path, name: str) -> ModuleType:
         raise ImportError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except (SystemExit, KeyboardInterrupt) as exc:
+        # a script made a tool file (`sys.exit(main())`, argparse at the top): in the
+        # gateway's process SystemExit took down its task group, every server's with it
+        how = f"called sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else "was interrupted"
+        raise ImportError(
+            f"{path.name} {how} while it was imported: a tool file defines functions; put "
+            'what it runs as a script under `if __name__ == "__main__":`'
+        ) from None
     return module
 
 
@@ -214,6 +223,18 @@ def describe_module(module: ModuleType, notes: list[str] | None = None) -> list[
             tools.append(_describe_function(name, function))
         except Exception as exc:  # one function pydantic cannot describe never hides the others
             said.append(f"{name}() is not a tool: {_why_not_described(name, exc)}")
+            continue
+        gathered = [
+            ("*" if parameter.kind is parameter.VAR_POSITIONAL else "**") + parameter.name
+            for parameter in inspect.signature(function).parameters.values()
+            if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
+        ]
+        if gathered:  # a call's arguments are named: those would get nothing, silently
+            said.append(
+                f"{name}() is a tool without its {' and '.join(gathered)}: a tool's arguments "
+                f"are named, so they receive none; give each a parameter of its own (as in "
+                f"`def {name}(items: list[str])`)"
+            )
     for name, value in vars(module).items():
         if (
             not name.startswith("_")
@@ -296,9 +317,14 @@ def call_function(
     arguments = {name: getattr(validated, name) for name in model.model_fields}
     if CONTEXT_PARAMETER in inspect.signature(function).parameters:
         arguments[CONTEXT_PARAMETER] = context
-    result = function(**arguments)
-    if inspect.isawaitable(result):
-        result = asyncio.run(_await(result))
+    try:
+        result = function(**arguments)
+        if inspect.isawaitable(result):
+            result = asyncio.run(_await(result))
+    except (SystemExit, KeyboardInterrupt) as exc:
+        # in the gateway's process (an internal file) SystemExit stopped the gateway, and in
+        # a worker's thread it left the call unanswered: one tool's error, like any other
+        raise RuntimeError(_ended_message(function.__name__, exc)) from None
     import pydantic_core
 
     try:
@@ -312,6 +338,25 @@ def call_function(
             "dicts, lists, strings, numbers, booleans and None (dataclasses and pydantic "
             "models too)"
         ) from None
+    except UnicodeDecodeError:  # pydantic writes bytes as UTF-8 text, and these are not
+        raise TypeError(
+            f"{function.__name__}() returned bytes that are not UTF-8 text, which JSON cannot "
+            "hold: return base64.b64encode(data).decode() (and say so in the docstring), or "
+            "a str"
+        ) from None
+
+
+def _ended_message(name: str, exc: BaseException) -> str:
+    """What a tool that tried to end the process is told (a script's habit in a function)."""
+    how = (
+        f"called sys.exit({exc.code!r})"
+        if isinstance(exc, SystemExit)
+        else "raised KeyboardInterrupt"
+    )
+    return (
+        f"{name}() {how}: a tool returns its result or raises an exception, it does not end "
+        "the process it runs in"
+    )
 
 
 async def _await(awaitable: Any) -> Any:
@@ -343,15 +388,16 @@ def _offer_decorator() -> None:
         sys.modules["toolscript"] = stand_in
 
 
-def _exit_with_parent() -> None:
-    """While describing, stdin is a pipe the gateway never writes: its end means the gateway
-    is gone (stopped or killed), and an import that hangs must not outlive it."""
+def _exit_with_parent(pipe: int) -> None:
+    """While describing, ``pipe`` (stdin as the worker started) is one the gateway never
+    writes: its end means the gateway is gone (stopped or killed), and an import that hangs
+    must not outlive it."""
 
     def watch() -> None:
-        # os.read, not sys.stdin: a daemon thread holding stdin's lock would abort the
+        # os.read, not a file object: a daemon thread holding its lock would abort the
         # interpreter's exit after a describe that went well.
         try:
-            while os.read(0, 4096):
+            while os.read(pipe, 4096):
                 pass
         except OSError:
             pass
@@ -366,9 +412,16 @@ def main() -> None:
     protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)  # the tool's print() (and any C library's) goes to stderr, not the protocol
     sys.stdout = sys.stderr
+    # The gateway's requests (or, describing, the pipe whose end means it is gone) come on
+    # a descriptor of their own: a tool's input() reads /dev/null (EOFError), where it took
+    # the next request's line and the call waited for its timeout.
+    requests = os.dup(0)
+    empty = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(empty, 0)
+    os.close(empty)
     logging.basicConfig(level=logging.INFO, handlers=[_JsonLines(sys.stderr)], force=True)
     if "--describe" in sys.argv:
-        _exit_with_parent()
+        _exit_with_parent(requests)
         module = load_module(path, "toolscript_tool")
         notes: list[str] = []
         described = describe_module(module, notes)
@@ -398,7 +451,7 @@ def main() -> None:
             protocol.write(json.dumps(reply) + "\n")
 
     with ThreadPoolExecutor(max_workers=16) as pool:
-        for line in sys.stdin:
+        for line in os.fdopen(requests, encoding="utf-8"):
             if line.strip():
                 pool.submit(answer, json.loads(line))
 
