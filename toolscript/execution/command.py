@@ -25,6 +25,11 @@ from toolscript.execution.execoptions import (
 )
 from toolscript.execution.sandbox import Denial, Limits, Script
 from toolscript.execution.source import SCRIPT_SUFFIXES
+from toolscript.store.savedscripts import (
+    MAX_RUN_SCRIPT_BYTES,
+    require_script_size,
+    script_too_large,
+)
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT",
@@ -44,11 +49,6 @@ __all__ = [
 ]
 
 INTERRUPTED = 130  # exit code of a run stopped by Ctrl+C (128 + SIGINT), as cli/entry.py exits
-# The largest script exec and the MCP face's execute run (UTF-8 bytes): as much as a run
-# keeps for `exec --resume` (KEPT_SCRIPT_BYTES), twice a saved script's, far more than code
-# anyone writes; reading, sending and type-checking a 30 MB one took 3.6 GB. Refused from a
-# file's size, or after one byte more of standard input, before a script is read whole.
-MAX_RUN_SCRIPT_BYTES = 1024 * 1024
 
 
 def run_exec(
@@ -580,7 +580,7 @@ def _read_script(code: str | None, file: Path | None) -> Script:
             with file.open("rb") as handle:
                 size = os.fstat(handle.fileno()).st_size
                 if size > MAX_RUN_SCRIPT_BYTES:
-                    raise _too_large(f"{file} is {size} bytes")
+                    raise script_too_large(f"{file} is {size} bytes")
                 text = handle.read(MAX_RUN_SCRIPT_BYTES + 1).decode("utf-8")  # a file growing
         except FileNotFoundError:
             raise UsageError(
@@ -597,7 +597,7 @@ def _read_script(code: str | None, file: Path | None) -> Script:
     if code == "-":
         piped = sys.stdin.buffer.read(MAX_RUN_SCRIPT_BYTES + 1)
         if len(piped) > MAX_RUN_SCRIPT_BYTES:
-            raise _too_large("the script on standard input is over it")
+            raise script_too_large("the script on standard input is over it")
         try:
             text = piped.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -613,23 +613,6 @@ def _read_script(code: str | None, file: Path | None) -> Script:
             hint="pass the TypeScript as CODE, pipe it to `toolscript exec -`, or name a .ts file",
         )
     return script
-
-
-def require_script_size(code: str, what: str) -> None:
-    """Refuse a script over MAX_RUN_SCRIPT_BYTES (``what``: how the error names it)."""
-    if len(code) * 4 > MAX_RUN_SCRIPT_BYTES:  # else it cannot be over, whatever it holds
-        size = len(code.encode("utf-8", "surrogatepass"))
-        if size > MAX_RUN_SCRIPT_BYTES:
-            raise _too_large(f"{what} is {size} bytes")
-
-
-def _too_large(what: str) -> UsageError:
-    return UsageError(
-        f"a script may be {MAX_RUN_SCRIPT_BYTES // (1024 * 1024)} MB at most "
-        f"({MAX_RUN_SCRIPT_BYTES} bytes): {what}; it was not run",
-        hint="read large data through a tool (a file server's read) instead of writing it "
-        "into the script",
-    )
 
 
 def _script_name(path: Path) -> str:

@@ -37,6 +37,7 @@ from toolscript.gateway.toolcall import call_tool_bytes, requested_tool, unless_
 from toolscript.search.engine import MODES, readings
 from toolscript.search.needs import is_implied
 from toolscript.search.parameters import check_query_length
+from toolscript.store.savedscripts import MAX_RUN_SCRIPT_BYTES, require_script_size
 
 __all__ = [
     "CONTROLLERS",
@@ -114,6 +115,7 @@ class RunsController(Controller):
         """Register a run; ``{"id", "token", "resumed_from", "limits", "gateway"}`` out. The script gets the
         gateway's URL with the token in place of the gateway's own."""
         body = data or RunRequest()
+        require_script_size(body.script, "the script")
         if body.interactive and _by_agent(request):
             # An interactive run's prompts are answered with the owner token: a run the agent
             # registers stops at a call that needs approval, for a person to approve.
@@ -200,6 +202,7 @@ class RunsController(Controller):
         data: JSONBody[BackgroundStart],
     ) -> dict[str, Any]:
         """Run a script in the background (``gateway/background.py``); ``{"run": id}``."""
+        require_script_size(data.script, "the script")
         run = await gateway.background.start(data, by_agent=_by_agent(request))
         return {"run": run.id}
 
@@ -332,6 +335,10 @@ class RuntimeController(Controller):
     ) -> dict[str, str]:
         """The warm checker's verdict on a script exec prepared: ``{"status": "passed" |
         "failed" | "unavailable", "output"}`` (on "unavailable", exec checks with deno check)."""
+        if len(data.code.encode("utf-8", "surrogatepass")) > MAX_RUN_SCRIPT_BYTES:
+            # exec refuses such a script before it asks; checked here, the gateway's own
+            # deno lsp would hold it (an agent's shell reaches this route)
+            return {"status": "unavailable", "output": "the script is over the run limit"}
         return await gateway.check_script(data.code, data.path, data.module, data.hash)
 
     @get("/describe", sync_to_thread=False)

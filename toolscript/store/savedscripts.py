@@ -25,6 +25,7 @@ from toolscript.plumbing.privatefile import write_private
 from toolscript.store.packages import PACKAGES_MARKER, write_packages_beside
 
 __all__ = [
+    "MAX_RUN_SCRIPT_BYTES",
     "SCRIPTS_DIRNAME",
     "SavedScript",
     "check_name",
@@ -35,6 +36,8 @@ __all__ = [
     "load_saved",
     "module_imports",
     "offers_node",
+    "require_script_size",
+    "script_too_large",
     "scripts_dir",
     "scripts_fingerprint",
     "signature_of",
@@ -46,6 +49,12 @@ __all__ = [
 SCRIPTS_DIRNAME = "toolscripts"
 MAX_NAME = 64
 MAX_SCRIPT_BYTES = 512 * 1024
+# The largest script a run runs (UTF-8 bytes), refused by exec, the MCP face and the
+# gateway's routes that take one (a run's registration, a background start, the warm
+# checker: an agent's shell reaches them): as much as a run keeps for `exec --resume`
+# (KEPT_SCRIPT_BYTES), twice a saved script's, far more than code anyone writes; reading,
+# sending and type-checking a 30 MB one took 3.6 GB.
+MAX_RUN_SCRIPT_BYTES = 1024 * 1024
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 # Names the module's `scripts` object would shadow or that read as something else.
 _RESERVED = frozenset({"constructor", "prototype", "toString", "valueOf", "hasOwnProperty"})
@@ -96,6 +105,24 @@ class SavedScript:
     @property
     def signature(self) -> str:
         return signature_of(self.source, self.name)
+
+
+def require_script_size(code: str, what: str) -> None:
+    """Refuse a script over MAX_RUN_SCRIPT_BYTES (``what``: how the error names it)."""
+    if len(code) * 4 > MAX_RUN_SCRIPT_BYTES:  # else it cannot be over, whatever it holds
+        size = len(code.encode("utf-8", "surrogatepass"))
+        if size > MAX_RUN_SCRIPT_BYTES:
+            raise script_too_large(f"{what} is {size} bytes")
+
+
+def script_too_large(what: str) -> UsageError:
+    """The error of a script over MAX_RUN_SCRIPT_BYTES (``what``: its size, or how it was seen)."""
+    return UsageError(
+        f"a script may be {MAX_RUN_SCRIPT_BYTES // (1024 * 1024)} MB at most "
+        f"({MAX_RUN_SCRIPT_BYTES} bytes): {what}; it was not run",
+        hint="read large data through a tool (a file server's read) instead of writing it "
+        "into the script",
+    )
 
 
 def scripts_dir(project_dir: Path) -> Path:

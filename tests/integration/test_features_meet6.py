@@ -1,0 +1,227 @@
+"""Where features meet, sixth pass (the others: test_features_meet.py to _meet5.py): one real
+gateway with the records server (an `ask` rule on write_record), the fixture server holding
+a `${VAR}` secret in its env and a folder of local tool files, the real Deno and real
+SQLite, the `mcp` SDK's client for the MCP face. A run handed a secret by a result and
+stopped for approval (its prompt, `approve --list`, `runs show`, the resume); the 1 MiB
+script limit at the gateway's own routes (an agent's shell posts scripts there, not only
+exec); tool files added while the gateway runs (one calling sys.exit at import, one naming a
+tool `then`, one saved as an editor saves) called from the face; an error's text searched
+through the CLI and the face."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.helpers import (
+    GatewayProcess,
+    face_parameters,
+    fixture_server,
+    gateway_cli,
+    journal_of,
+    records_server,
+    run_id_of,
+)
+from toolscript.execution.command import MAX_RUN_SCRIPT_BYTES
+from toolscript.gateway.guard import agent_url
+
+SECRET = "sk-live-meet6-0123456789abcdef"
+
+GREET = '''def hello(name: str) -> str:
+    """Greet someone by name."""
+    return "hello " + name
+'''
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    directory = tmp_path_factory.mktemp("features-meet6")
+    (directory / "tools").mkdir()
+    (directory / "tools" / "greet.py").write_text(GREET)
+    config = {
+        "mcpServers": {
+            "records": records_server(
+                env={"RECORDS_JOURNAL": str(directory / "journal.jsonl")},
+                policy={"write_record": "ask"},
+            ),
+            "fx": fixture_server(env={"FX_API_KEY": "${MEET6_API_KEY}"}),
+        },
+        "localTools": {"dir": "tools"},
+        "search": {"semantic": False},
+    }
+    running = GatewayProcess(
+        config,
+        directory,
+        env={"MEET6_API_KEY": SECRET},
+    )
+    try:
+        yield running
+    finally:
+        assert running.stop() == []
+
+
+def pieces_of(secret: str) -> list[str]:
+    """The runs of a secret a script may write: 12 characters from its start, the rest."""
+    return [secret, secret[:12], secret[12:]]
+
+
+HANDED = """import { tools } from "toolscript";
+const key = String(await tools.fx.env({ name: "FX_API_KEY" }));
+const split = key.slice(0, 12) + " / " + key.slice(12);
+return await tools.records.writeRecord({ key: "handed", text: split });
+"""
+
+
+def test_a_run_handed_a_secret_and_stopped_for_approval_shows_no_piece_of_it(
+    gateway: GatewayProcess,
+) -> None:
+    """Masking of received secrets x approvals x `approve --list` x `runs show` x resume:
+    the run got the key whole from a result, then asked to write its two pieces. Its stop,
+    the list of waiting runs, its record and the approval show neither piece; approved and
+    resumed, the call is made with the pieces as the script wrote them."""
+    stopped = gateway_cli(gateway, "exec", HANDED)
+    assert stopped.returncode != 0, stopped.stdout
+    run_id = run_id_of(stopped.stderr)
+    listed = gateway_cli(gateway, "approve", "--list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    waiting = [a for a in json.loads(listed.stdout) if a["scope"] == "waiting"]
+    assert [a["run_id"] for a in waiting] == [run_id], listed.stdout
+    shown = gateway_cli(gateway, "runs", "show", run_id, "--json")
+    assert shown.returncode == 0, shown.stderr
+    approved = gateway_cli(gateway, "approve", run_id)
+    assert approved.returncode == 0, approved.stderr
+    for text in (stopped.stderr, listed.stdout + listed.stderr, shown.stdout, approved.stdout):
+        for piece in pieces_of(SECRET):
+            assert piece not in text, (piece, text[:3000])
+    assert "***" in shown.stdout
+    resumed = gateway_cli(gateway, "exec", "--resume", run_id)
+    assert resumed.returncode == 0, resumed.stderr
+    for piece in pieces_of(SECRET):
+        assert piece not in resumed.stdout + resumed.stderr
+    written = [
+        c
+        for c in journal_of(gateway.directory / "journal.jsonl")
+        if c["arguments"].get("key") == "handed"
+    ]
+    assert len(written) == 1, written
+    assert f"{SECRET[:12]} / {SECRET[12:]}" in json.dumps(written[0])
+
+
+OVER = "// " + "x" * MAX_RUN_SCRIPT_BYTES + "\nreturn 1\n"
+
+
+@pytest.mark.parametrize("route", ["runs/start", "runs", "runtime/check"])
+def test_a_script_over_the_limit_is_refused_by_the_gateway_too(
+    gateway: GatewayProcess, route: str
+) -> None:
+    """The 1 MiB limit held in exec and the face, but an agent's shell posts to the agent's
+    URL: a background start of a 1 MiB+ script was run, type-checked first (a 30 MB one
+    took 3.6 GB), a registration kept it for a resume, and the warm checker checked it."""
+    bodies: dict[str, dict[str, Any]] = {
+        "runs/start": {"script": OVER},
+        "runs": {"script": OVER, "origin": "exec"},
+        "runtime/check": {
+            "code": OVER,
+            "path": str(gateway.directory / "big.ts"),
+            "module": str(gateway.directory / "module.ts"),
+            "hash": "0" * 64,
+        },
+    }
+    with httpx.Client(base_url=agent_url(gateway.url) + "/", timeout=60) as agent:
+        refused = agent.post(route, json=bodies[route])
+    if route == "runtime/check":  # exec checks it itself then, had it not refused it first
+        assert refused.json() == {
+            "status": "unavailable",
+            "output": "the script is over the run limit",
+        }
+    else:
+        assert refused.status_code == 400, refused.text
+        assert "a script may be 1 MB at most" in refused.json()["message"], refused.text
+    fine = gateway_cli(gateway, "exec", "return 5")
+    assert fine.returncode == 0, fine.stderr
+
+
+EXITS_AT_IMPORT = '''import sys
+
+
+def main() -> int:
+    """Run as a script."""
+    return 0
+
+
+sys.exit(main())
+'''
+
+THEN = '''def then(value: int) -> int:
+    """Pass a value on to the next step."""
+    return value + 1
+
+
+def hello(name: str) -> str:
+    """Say hello again."""
+    return "hi " + name
+'''
+
+
+def face_call(gateway: GatewayProcess, tool: str, arguments: dict[str, Any]) -> Any:
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    async def work() -> Any:
+        async with (
+            stdio_client(face_parameters(gateway)) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return await session.call_tool(tool, arguments)
+
+    return anyio.run(work)
+
+
+def test_tool_files_added_while_the_gateway_runs_reach_the_face(gateway: GatewayProcess) -> None:
+    """The config watch x sys.exit contained x then renamed x the face: a file calling
+    sys.exit at import is added (the gateway stays up, its error in health), then a file
+    saved as an editor saves (a temp file renamed over its name) whose tool is named `then`;
+    the face's execute calls it as then2, and the face's get_types names it so."""
+    tools = gateway.directory / "tools"
+    (tools / "leaves.py").write_text(EXITS_AT_IMPORT)
+    beside = tools / ".steps.py.swp"
+    beside.write_text(THEN)
+    os.replace(beside, tools / "steps.py")
+    try:
+        gateway.wait_for_health(
+            lambda h: (
+                h["servers"].get("leaves", {}).get("state") == "failed"
+                and h["servers"].get("steps", {}).get("state") == "connected"
+            ),
+            60,
+            "leaves.py failed and steps.py served",
+        )
+        assert "sys.exit(0)" in gateway.health()["servers"]["leaves"]["error"]
+        assert ".steps.py" not in json.dumps(gateway.health()["servers"])
+        code = (
+            'import { tools } from "toolscript"; const n = await tools.steps.then2({ value: 41 });'
+            ' return [n, await tools.greet.hello({ name: "Ada" })]'
+        )
+        result = face_call(gateway, "execute", {"code": code})
+        assert not result.is_error, result.content
+        assert result.structured_content == {"result": [42, "hello Ada"]}
+    finally:
+        (tools / "leaves.py").unlink()
+        (tools / "steps.py").unlink()
+    gateway.wait_for_health(
+        lambda h: "steps" not in h["servers"] and "leaves" not in h["servers"], 60, "both gone"
+    )
+
+
+def test_the_face_refuses_a_script_one_byte_over(gateway: GatewayProcess) -> None:
+    code = "return 1;" + " " * (MAX_RUN_SCRIPT_BYTES - 8)
+    result = face_call(gateway, "execute", {"code": code})
+    assert result.is_error
+    assert "1 MB at most" in json.dumps([c.model_dump() for c in result.content])
