@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -25,7 +26,9 @@ from tests.helpers import (
     gateway_cli,
     journal_of,
     records_server,
+    run_doit,
     run_id_of,
+    wait_until,
 )
 from toolscript.execution.command import MAX_RUN_SCRIPT_BYTES
 from toolscript.gateway.guard import agent_url
@@ -225,3 +228,96 @@ def test_the_face_refuses_a_script_one_byte_over(gateway: GatewayProcess) -> Non
     result = face_call(gateway, "execute", {"code": code})
     assert result.is_error
     assert "1 MB at most" in json.dumps([c.model_dump() for c in result.content])
+
+
+WRITES = 'import { tools } from "toolscript"; return await tools.records.writeRecord({ key: "b", text: "after restart" })'
+
+
+def waiting_runs(gateway: GatewayProcess) -> list[str]:
+    listed = gateway_cli(gateway, "approve", "--list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    return [a["run_id"] for a in json.loads(listed.stdout) if a["scope"] == "waiting"]
+
+
+def test_a_waiting_run_listed_in_its_own_project_across_a_gateway_restart(
+    gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    """`approve --list` (waiting runs) x two projects' gateways x a restart mid-wait x
+    resume: project B's stopped run is listed in B, not in A; B's gateway is stopped and
+    started again; the run is still listed, approved, and resumed on the new gateway."""
+    journal = tmp_path / "journal.jsonl"
+    config = {
+        "mcpServers": {
+            "records": records_server(
+                env={"RECORDS_JOURNAL": str(journal)}, policy={"write_record": "ask"}
+            )
+        },
+        "search": {"semantic": False},
+    }
+    other = GatewayProcess(config, tmp_path, "--no-warm-checker")
+    try:
+        stopped = gateway_cli(other, "exec", WRITES)
+        assert stopped.returncode != 0, stopped.stdout
+        run_id = run_id_of(stopped.stderr)
+        assert waiting_runs(other) == [run_id]
+        assert run_id not in waiting_runs(gateway)
+    finally:
+        assert other.stop() == []
+    again = GatewayProcess(config, tmp_path, "--no-warm-checker")
+    try:
+        assert waiting_runs(again) == [run_id]
+        approved = gateway_cli(again, "approve", run_id)
+        assert approved.returncode == 0, approved.stderr
+        assert waiting_runs(again) == []
+        resumed = gateway_cli(again, "exec", "--resume", run_id)
+        assert resumed.returncode == 0, resumed.stderr
+    finally:
+        assert again.stop() == []
+    assert [c["arguments"]["text"] for c in journal_of(journal)] == ["after restart"]
+
+
+TALLY = '''def tally(items: list[str]):
+    """Count the items."""
+    return {"count": len(items), "first": items[0] if items else ""}
+'''
+
+
+def test_doit_agrees_with_a_gateway_that_added_a_tool_file_and_learned_its_type(
+    gateway: GatewayProcess,
+) -> None:
+    """The config watch x inferred result types x standalone doit: a tool file added while
+    the gateway runs is served and called (its result's type learned); `doit` then finds
+    every task up to date and leaves the module as the gateway serves it."""
+    added = gateway.directory / "tools" / "tally.py"
+    added.write_text(TALLY)
+    module = gateway.directory / ".toolscript" / "tools.ts"
+    try:
+        gateway.wait_for_health(
+            lambda h: h["servers"].get("tally", {}).get("state") == "connected", 60, "tally.py"
+        )
+        called = gateway_cli(
+            gateway,
+            "exec",
+            'import { tools } from "toolscript"; return await tools.tally.tally({ items: ["a"] })',
+        )
+        assert called.returncode == 0, called.stderr
+        served = wait_until(
+            lambda: gateway.client.get("runtime/tools.ts").text,
+            lambda text: "tally" in text and "inferred from 1 result" in text,
+            60,
+            "tally's result type in the module",
+        )
+        wait_until(module.read_text, lambda text: text == served, 30, "the module written")
+        listed = run_doit(
+            gateway.directory, "list", "--all", "--status", env={"MEET6_API_KEY": SECRET}
+        )
+        assert listed.returncode == 0, listed.stderr
+        statuses = [line.split(maxsplit=1) for line in listed.stdout.splitlines()]
+        assert "fetch:tally" in [name.split()[0] for _, name in statuses], listed.stdout
+        assert {status for status, _ in statuses} == {"U"}, listed.stdout
+        built = run_doit(gateway.directory, env={"MEET6_API_KEY": SECRET})
+        assert built.returncode == 0, built.stdout + built.stderr
+        assert module.read_text() == served
+    finally:
+        added.unlink()
+    gateway.wait_for_health(lambda h: "tally" not in h["servers"], 60, "tally.py gone")

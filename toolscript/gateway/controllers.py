@@ -319,10 +319,11 @@ class RuntimeController(Controller):
             headers={"ETag": quoted, "Cache-Control": "no-cache"},
         )
 
-    @get("/hash", sync_to_thread=False)
-    def runtime_hash(self, gateway: NamedDependency[Gateway]) -> dict[str, str]:
-        """The content hash of the whole module (what ``exec`` uses as ``_t``)."""
-        return {"hash": gateway.artifacts.module_hash}
+    @get("/hash")
+    async def runtime_hash(self, gateway: NamedDependency[Gateway]) -> dict[str, str]:
+        """The content hash of the whole module (what ``exec`` uses as ``_t``), once it holds
+        the servers' tool lists as they are (``Gateway.module_hash_built``)."""
+        return {"hash": await gateway.module_hash_built()}
 
     @get("/scripts.json", sync_to_thread=False)
     def runtime_scripts(self, gateway: NamedDependency[Gateway]) -> dict[str, Any]:

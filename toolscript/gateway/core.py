@@ -151,6 +151,9 @@ OFFERED_GRACE = 2.0
 # project, type-checked with all the others at every save and offered in the module, so a
 # save of a new name past this many is refused (replacing one stays open).
 MAX_SAVED_SCRIPTS = 200
+# Seconds a run's module hash waits for the build of a change of the servers' tool lists
+# (a build takes about a second, several on a loaded machine); past it, what is served.
+LISTED_CHANGE_WAIT = 10.0
 
 
 def split_tool_name(qualified: str) -> tuple[str, str]:
@@ -366,6 +369,12 @@ class Gateway:
         self.ready_wait = ready_wait
         self._tasks: anyio.abc.TaskGroup | None = None
         self._snapshot_taken = False
+        # Changes of the servers' tool lists (a server added, removed, connected, its tools
+        # changed) since the first build, and how many of them the last build took in:
+        # a run's module hash waits for them (``module_hash_built``), not for a learned type.
+        self._listed_changes = 0
+        self._built_changes = 0
+        self._changes_built = anyio.Event()
         self.started_at = time.time()
         self.layout = CacheLayout(cache or Path(tempfile.mkdtemp(prefix="toolscript-cache-")))
         self.artifacts = Artifacts()
@@ -864,6 +873,7 @@ class Gateway:
             self._tasks.start_soon(upstream.run, name=f"upstream {name}")
         # Keep the config's order (list-servers, the module).
         self.upstreams = {name: self.upstreams[name] for name in fresh}
+        self._listed_changes += 1
         self._rebuild.set()  # removed servers leave the artifacts now; new ones when connected
         if forgot:  # saved last: no await between the log line above and the servers' removal
             await self._save_shapes()  # what another program's results taught is not kept
@@ -874,6 +884,7 @@ class Gateway:
         for key in [key for key in self._validators if key[0] == upstream.name]:
             del self._validators[key]
         if self._snapshot_taken:  # a change the first build did not see is built after it
+            self._listed_changes += 1
             self._rebuild.set()
 
     def _build(self, snapshot: SnapshotSource) -> PipelineResult:
@@ -987,8 +998,32 @@ class Gateway:
         self.search.load_vectors()
         return_free_memory()  # what the index task read and dropped (tool documents, vectors)
 
+    async def module_hash_built(self, wait: float = LISTED_CHANGE_WAIT) -> str:
+        """The module's hash once it holds the tool lists as they are now (a server the config
+        watch added and that connected, one removed), waiting up to ``wait`` seconds for the
+        build under way: a run right after a tool file was added type-checked against the
+        module without it, while list-servers already said it was connected."""
+        wanted = self._listed_changes
+        with anyio.move_on_after(wait):
+            while self._built_changes < wanted:
+                await self._changes_built.wait()
+        return self.artifacts.module_hash
+
+    def module_is_current(self) -> bool:
+        """Whether the served module took in every change of the servers' tool lists."""
+        return self._built_changes >= self._listed_changes
+
     async def rebuild_artifacts(self) -> None:
         """Run the doit pipeline on a snapshot of the live tool lists; reload what it made."""
+        changes = self._listed_changes
+        try:
+            await self._rebuild_artifacts()
+        finally:  # (a build that failed wakes the runs waiting too: they use what is served)
+            self._built_changes = max(self._built_changes, changes)
+            self._changes_built.set()
+            self._changes_built = anyio.Event()
+
+    async def _rebuild_artifacts(self) -> None:
         self._snapshot_taken = True
         snapshot = SnapshotSource(
             {

@@ -92,7 +92,7 @@ class LocalGateway:
         when the gateway is gone."""
         if self.loop.is_closed() or self.gateway.runs.closing:
             return None
-        if self.gateway.first_build.is_set():
+        if self.gateway.first_build.is_set() and self.gateway.module_is_current():
             return str(self.gateway.artifacts.module_hash)
         from toolscript.pipeline.buildlock import BUILD_LOCK_WAIT
 
@@ -101,7 +101,7 @@ class LocalGateway:
 
     async def _hash_after_build(self) -> str:
         await self.gateway.first_build.wait()
-        return str(self.gateway.artifacts.module_hash)
+        return await self.gateway.module_hash_built()
 
     def register(
         self,
