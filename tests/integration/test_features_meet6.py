@@ -21,13 +21,17 @@ import pytest
 
 from tests.helpers import (
     GatewayProcess,
+    background_server,
     face_parameters,
     fixture_server,
+    free_port,
     gateway_cli,
     journal_of,
+    node_server,
     records_server,
     run_doit,
     run_id_of,
+    running_gateway,
     wait_until,
 )
 from toolscript.execution.command import MAX_RUN_SCRIPT_BYTES
@@ -321,3 +325,35 @@ def test_doit_agrees_with_a_gateway_that_added_a_tool_file_and_learned_its_type(
     finally:
         added.unlink()
     gateway.wait_for_health(lambda h: "tally" not in h["servers"], 60, "tally.py gone")
+
+
+def test_an_http_servers_answer_of_many_commas_in_a_string_passes_and_many_values_are_refused(
+    tmp_path: Path,
+) -> None:
+    """JSON values counted outside strings x a real streamable-HTTP server x the per-call
+    limit: echo's message of 2,500,000 commas goes out and comes back through the server's
+    event (over the per-call 1,000,000 and under the 4,000,000 of an event, had its commas
+    been counted); an argument of 1,200,000 values is refused (413) naming the limit, and
+    the next call on the same server works."""
+    port = free_port()
+    everything = node_server("mcp-server-everything")
+    with background_server([everything, "streamableHttp"], port, {"PORT": str(port)}):
+        config = {
+            "mcpServers": {"web": {"url": f"http://127.0.0.1:{port}/mcp"}},
+            "search": {"semantic": False},
+        }
+        with running_gateway(config, tmp_path, "--no-warm-checker") as web:
+            script = (
+                'import { tools } from "toolscript";'
+                ' const echoed = String(await tools.web.echo({ message: ",".repeat(2500000) }));'
+                " return [echoed.length, echoed.split(',').length - 1]"
+            )
+            echoed = gateway_cli(web, "exec", script)
+            assert echoed.returncode == 0, echoed.stderr[-2000:]
+            assert json.loads(echoed.stdout)[1] == 2_500_000, echoed.stdout
+            many = web.call("web__echo", {"message": "x", "pad": [0] * 1_200_000})
+            assert many.status_code == 413, many.text[:500]
+            assert "1000000" in many.text or "1,000,000" in many.text, many.text[:500]
+            after = web.call("web__echo", {"message": "after"})
+            assert after.status_code == 200, after.text
+            assert "after" in after.text

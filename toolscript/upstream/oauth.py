@@ -171,11 +171,13 @@ async def _session(server: ServerConfig, auth: Any) -> AsyncIterator[Any]:
         else:
             from mcp.client.streamable_http import streamable_http_client
 
+            from toolscript.upstream.bounded import MAX_MESSAGE
+
             http = await stack.enter_async_context(
                 create_mcp_http_client(headers=dict(server.headers), auth=auth)
             )
             streams = await stack.enter_async_context(
-                streamable_http_client(server.url, http_client=http)
+                streamable_http_client(server.url, http_client=http, max_sse_event_size=MAX_MESSAGE)
             )
         session = await stack.enter_async_context(ClientSession(*streams))
         await session.initialize()

@@ -350,6 +350,7 @@ class UpstreamServer:
         elif config.transport == "http":
             from mcp.client.streamable_http import streamable_http_client
 
+            from toolscript.upstream.bounded import MAX_MESSAGE
             from toolscript.upstream.sdk import create_mcp_http_client
 
             logging.getLogger("mcp.client.streamable_http").addFilter(_SAID_IN_THE_ERROR)
@@ -357,7 +358,14 @@ class UpstreamServer:
             http = create_mcp_http_client(headers=dict(config.headers), auth=self._auth())
             # The SDK turns an HTTP 401 into a generic JSON-RPC error: note it on the way in.
             http.event_hooks["response"] = [*http.event_hooks["response"], self._note_response]
-            async with http, streamable_http_client(config.url, http_client=http) as streams:
+            # Events bounded by bounded.py as a stdio line is (MAX_MESSAGE), not by the SDK's
+            # 1 MiB default: a 1.1 MB result failed from an HTTP server and passed from stdio.
+            async with (
+                http,
+                streamable_http_client(
+                    config.url, http_client=http, max_sse_event_size=MAX_MESSAGE
+                ) as streams,
+            ):
                 yield streams
         else:
             from mcp.client.sse import sse_client
