@@ -26,12 +26,14 @@ from tests.helpers import (
     fixture_server,
     free_port,
     gateway_cli,
+    inspector_call,
     journal_of,
     node_server,
     records_server,
     run_doit,
     run_id_of,
     running_gateway,
+    toolscript_cli,
     wait_until,
 )
 from toolscript.execution.command import MAX_RUN_SCRIPT_BYTES
@@ -357,3 +359,93 @@ def test_an_http_servers_answer_of_many_commas_in_a_string_passes_and_many_value
             after = web.call("web__echo", {"message": "after"})
             assert after.status_code == 200, after.text
             assert "after" in after.text
+
+
+ERROR_FIRST = (
+    "TypeError: Cannot read properties of undefined (reading 'name') at main.ts:3:14 "
+    "how do I greet someone by name?"
+)
+
+
+def test_an_error_pasted_before_the_question_finds_the_same_tool_everywhere(
+    gateway: GatewayProcess,
+) -> None:
+    """Search's error-text reading x the CLI's --json x the face's search_tools (the `mcp`
+    SDK's client and the MCP Inspector's CLI): the question after the error finds greet's
+    hello first in each, and the error's words do not bring fx.fail or records.failLoudly
+    above it."""
+    searched = gateway_cli(gateway, "search", ERROR_FIRST, "--json")
+    assert searched.returncode == 0, searched.stderr
+    hits = json.loads(searched.stdout)
+    hits = hits["hits"] if isinstance(hits, dict) else hits
+    assert (hits[0]["server"], hits[0]["tool"]) == ("greet", "hello"), hits[:3]
+    found = face_call(gateway, "search_tools", {"query": ERROR_FIRST})
+    assert not found.is_error, found.content
+    first = found.structured_content["hits"][0]
+    assert (first["server"], first["tool"]) == ("greet", "hello"), found.structured_content
+    inspected = inspector_call(
+        gateway.directory, gateway.config_path, "search_tools", f"query={ERROR_FIRST}"
+    )
+    first = inspected["structuredContent"]["hits"][0]
+    assert (first["server"], first["tool"]) == ("greet", "hello"), inspected
+
+
+CALC = '''def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+'''
+
+
+def test_a_tool_file_added_beside_an_untrusted_edit_waits_for_the_trusted_config(
+    tmp_path: Path,
+) -> None:
+    """The config watch of localTools.dir x trust x config_on_disk: the config is edited
+    (not trusted) and a tool file added. The gateway keeps serving the trusted config and
+    does not start the file; list-servers said "not loaded: see `toolscript gateway
+    status`", which did not name it. Once the edit is undone, the file is served."""
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "greet.py").write_text(GREET)
+    env = {
+        "TOOLSCRIPT_HOME": str(tmp_path / "home"),
+        "TOOLSCRIPT_CONFIG_HOME": str(tmp_path / "trust"),
+        "TOOLSCRIPT_TRUSTED_PATHS": "",
+    }
+    config = {
+        "mcpServers": {"records": records_server()},
+        "localTools": {"dir": "tools"},
+        "search": {"semantic": False},
+    }
+    (tmp_path / ".toolscript.json").write_text(json.dumps(config))
+    assert toolscript_cli("trust", cwd=tmp_path, env=env).returncode == 0
+    project = GatewayProcess(config, tmp_path, "--no-warm-checker", env=env)
+    try:
+        edited = {**config, "mcpServers": {"records": {**records_server(), "description": "x"}}}
+        project.config_path.write_text(json.dumps(edited))
+        project.wait_for_health(
+            lambda h: "is not trusted yet" in (h["config"]["error"] or ""), what="edit refused"
+        )
+        (tmp_path / "tools" / "calc.py").write_text(CALC)
+        listed = wait_until(
+            lambda: toolscript_cli("list-servers", cwd=tmp_path, env=env),
+            lambda ran: "calc" in ran.stdout,
+            30,
+            "calc.py listed",
+        )
+        row = next(line for line in listed.stdout.splitlines() if line.startswith("calc"))
+        assert "not started: the edit is not trusted (see note)" in row, listed.stdout
+        assert "toolscript trust" in listed.stderr, listed.stderr
+        assert "calc" not in project.health()["servers"]
+        project.config_path.write_text(json.dumps(config))  # the edit undone
+        project.wait_for_health(
+            lambda h: h["servers"].get("calc", {}).get("state") == "connected", 60, "calc served"
+        )
+        added = toolscript_cli(
+            "exec",
+            'import { tools } from "toolscript"; return await tools.calc.add({ a: 2, b: 3 })',
+            cwd=tmp_path,
+            env=env,
+        )
+        assert added.returncode == 0, added.stderr
+        assert added.stdout.strip() == "5"
+    finally:
+        assert project.stop() == []

@@ -84,7 +84,8 @@ def list_servers(
                 str(server.get("state") or ("unknown" if answered is not None else "")),
                 str(server.get("tools", "")),
                 _short(
-                    server.get("error") or (_NOT_LOADED if live and "state" not in server else None)
+                    server.get("error")
+                    or (_not_loaded(server) if live and "state" not in server else None)
                 ),
                 server["description"],
                 _shown_path(server["source"], loaded.project_dir),
@@ -138,6 +139,17 @@ def _served_summary(server: dict[str, Any]) -> dict[str, Any]:
 # A server in the file that the running gateway does not have (an edit not trusted yet, or
 # one it could not load): it keeps its previous configuration.
 _NOT_LOADED = "not loaded: see `toolscript gateway status`"
+
+
+def _not_loaded(server: dict[str, Any]) -> str:
+    """Why the running gateway does not have ``server``: gateway status names only the
+    servers it has, so an untrusted or broken edit's server is said here (the note says more)."""
+    on_disk = server.get("config_on_disk")
+    if on_disk == "untrusted":
+        return "not started: the edit is not trusted (see note)"
+    if on_disk == "invalid":
+        return "not loaded: the edit does not load (see note)"
+    return _NOT_LOADED
 
 
 def _shown_path(source: str, project_dir: Path) -> str:
