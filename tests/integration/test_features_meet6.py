@@ -1,12 +1,14 @@
 """Where features meet, sixth pass (the others: test_features_meet.py to _meet5.py): one real
 gateway with the records server (an `ask` rule on write_record), the fixture server holding
 a `${VAR}` secret in its env and a folder of local tool files, the real Deno and real
-SQLite, the `mcp` SDK's client for the MCP face. A run handed a secret by a result and
-stopped for approval (its prompt, `approve --list`, `runs show`, the resume); the 1 MiB
-script limit at the gateway's own routes (an agent's shell posts scripts there, not only
-exec); tool files added while the gateway runs (one calling sys.exit at import, one naming a
-tool `then`, one saved as an editor saves) called from the face; an error's text searched
-through the CLI and the face."""
+SQLite, the `mcp` SDK's client and the MCP Inspector's CLI for the MCP face. A run handed a
+secret by a result and stopped for approval (its stop, `approve --list`, `runs show`, the
+resume); the 1 MiB script limit at the gateway's own routes (an agent's shell posts scripts
+there, not only exec); tool files added while the gateway runs (one calling sys.exit at
+import, one naming a tool `then`, one saved as an editor saves) called from the face and
+built by a standalone doit; `approve --list` across two projects and a restart; a real
+streamable HTTP server's large answers; a tool file added beside an untrusted edit; an
+error's text searched everywhere; a prompt get sharing a run's budget of JSON values."""
 
 from __future__ import annotations
 
@@ -449,3 +451,30 @@ def test_a_tool_file_added_beside_an_untrusted_edit_waits_for_the_trusted_config
         assert added.stdout.strip() == "5"
     finally:
         assert project.stop() == []
+
+
+SHARED_BUDGET = """import { tools, prompts } from "toolscript";
+const pad = new Array(900000).fill(0);
+const slow = [5, 6].map((seconds) => tools.fx.sleep({ seconds, pad } as any));
+for (const seconds of [5, 6]) {
+  while (String(await tools.fx.waitFor({ sleeping: seconds, within: 1 })) !== "yes") {}
+}
+let said = "";
+try {
+  await (prompts.fx as any).get("nothing", { pad });
+} catch (error) {
+  said = String(error);
+}
+await Promise.all(slow);
+return said;
+"""
+
+
+def test_a_prompt_get_shares_the_run_budget_with_its_tool_calls(gateway: GatewayProcess) -> None:
+    """The per-run budget of JSON values x a prompt get (the fast path that counts any JSON
+    body) x tool calls under way: two slow calls hold 1,800,000 values of the run; a
+    prompt get of 900,000 more is refused naming the run's bound, and the calls end well."""
+    ran = gateway_cli(gateway, "exec", "--no-check", SHARED_BUDGET)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    said = json.loads(ran.stdout)
+    assert "2,000,000 JSON values for one run" in said, said
