@@ -1,0 +1,80 @@
+"""Stop 76's attacks on a real gateway (a red-team pass from the outside).
+
+What got through, now closed (each test performs the attack):
+
+- An HTTP server's answer was bounded (128 MB, 4,000,000 JSON values) as it came off the
+  wire: compressed. A server answering with ``Content-Encoding: gzip`` (httpx2 asks for it,
+  and undid it after the count) sent 12 KB that the SDK decoded as 12.6 MB of
+  ``[{},{},...]``, 4.2 million values; a 128 KB one would be 128 MB. It is undone before it
+  is counted now, and fails as a broken connection does (unit: test_attacks_stop76_values,
+  with the stray quote of an event's comment line and an event whole in one chunk).
+
+The other attacks of this pass held; the report lists them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import psutil
+import pytest
+
+from tests.helpers import SERVERS, GatewayProcess, fixture_server, toolscript_cli
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    """One gateway for the module: a hostile HTTP server whose answers come gzip-compressed
+    (compressed_http_server.py), beside the fixture server."""
+    directory = tmp_path_factory.mktemp("stop76")
+    port_file = directory / "port"
+    server = subprocess.Popen(
+        [sys.executable, str(SERVERS / "compressed_http_server.py"), str(port_file)]
+    )
+    try:
+        while not port_file.exists() or not port_file.read_text():
+            assert server.poll() is None, "the compressed server did not start"
+            time.sleep(0.05)
+        servers = {
+            "z": {"url": f"http://127.0.0.1:{port_file.read_text()}/mcp"},
+            "fx": fixture_server(),
+        }
+        gateway = GatewayProcess({"mcpServers": servers, "search": {"semantic": False}}, directory)
+        try:
+            gateway.wait_for_health(
+                lambda h: all(h["servers"][s]["state"] == "connected" for s in servers)
+            )
+            yield gateway
+        finally:
+            gateway.stop()
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def _rss(gateway: GatewayProcess) -> int:
+    process = psutil.Process(gateway.process.pid)
+    return sum(p.memory_info().rss for p in [process, *process.children(recursive=True)])
+
+
+def test_a_compressed_answer_of_millions_of_values_drops_the_connection(
+    gateway: GatewayProcess,
+) -> None:
+    """Before: 12 KB of gzip reached the SDK as 4.2 million values, decoded whole: the
+    script got them back and the gateway grew by 0.45 GB, kept after (0.16 to 0.61 GB).
+    Now its connection drops (the gateway grew by under 1 MB)."""
+    before = _rss(gateway)
+    script = 'import { tools } from "toolscript";\nreturn await tools.z.many({});'
+    done = toolscript_cli("exec", "--no-check", script, cwd=gateway.directory)
+    grown = _rss(gateway) - before
+    assert done.returncode != 0, done.stdout[:300]
+    assert "went away" in done.stderr, done.stderr
+    assert "[{},{}" not in done.stdout
+    assert grown < 200 * 1024 * 1024, grown  # decoded and kept before: 0.45 GB
+    plain = 'import { tools } from "toolscript";\nreturn await tools.z.plain({});'
+    again = toolscript_cli("exec", "--no-check", plain, cwd=gateway.directory)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "a,b,c" in again.stdout  # its compressed small answers still read
