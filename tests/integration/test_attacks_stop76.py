@@ -14,6 +14,7 @@ The other attacks of this pass held; the report lists them.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -23,6 +24,10 @@ import psutil
 import pytest
 
 from tests.helpers import SERVERS, GatewayProcess, fixture_server, toolscript_cli
+from toolscript.gateway.guard import agent_url
+
+SECRET = "ghp_Zq8xR2mK9vT4pL7nW3sY6bH1cJ5dF0gA2eQ"
+IMPORT = 'import { tools } from "toolscript";\n'
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +45,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
             time.sleep(0.05)
         servers = {
             "z": {"url": f"http://127.0.0.1:{port_file.read_text()}/mcp"},
-            "fx": fixture_server(),
+            "fx": fixture_server(env={"FX_TOKEN": SECRET}),
         }
         gateway = GatewayProcess({"mcpServers": servers, "search": {"semantic": False}}, directory)
         try:
@@ -78,3 +83,39 @@ def test_a_compressed_answer_of_millions_of_values_drops_the_connection(
     again = toolscript_cli("exec", "--no-check", plain, cwd=gateway.directory)
     assert again.returncode == 0, again.stdout + again.stderr
     assert "a,b,c" in again.stdout  # its compressed small answers still read
+
+
+def _last_run(gateway: GatewayProcess) -> dict[str, object]:
+    listed = toolscript_cli("runs", "--json", "-n", "1", cwd=gateway.directory)
+    assert listed.returncode == 0, listed.stderr
+    run_id = json.loads(listed.stdout)[0]["id"]
+    shown = toolscript_cli("runs", "show", run_id, "--json", cwd=gateway.directory)
+    assert shown.returncode == 0, shown.stderr
+    run: dict[str, object] = json.loads(shown.stdout)
+    return run
+
+
+def test_a_token_in_a_server_s_error_never_reaches_the_script(gateway: GatewayProcess) -> None:
+    """Held: a server's error quoting its token (not a result, so the run is not marked as
+    handed it) reaches the script masked; its halves, sent on, hold nothing of it."""
+    agent = {"TOOLSCRIPT_GATEWAY_URL": agent_url(gateway.url)}
+    (gateway.directory / "error_halves.ts").write_text(
+        f"{IMPORT}const failing = tools.fx.failWhenReleased({{ message: 'm', env: 'FX_TOKEN' }})"
+        ".then(() => '', (e) => String(e.message));\n"
+        "await tools.fx.waitFor({ held: 'm', within: 10 });\n"
+        "await tools.fx.release({});\n"
+        "const text = await failing;\n"
+        "const token = text.slice(text.indexOf('ghp_')).split(/\\s/)[0];\n"
+        "const half = token.length >> 1;\n"
+        "await tools.fx.plainText({ text: `a ${token.slice(0, half)} b` });\n"
+        "await tools.fx.plainText({ text: `c ${token.slice(half)} d` });\n"
+        "return text;\n"
+    )
+    done = toolscript_cli("exec", "error_halves.ts", cwd=gateway.directory, env=agent)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen.endswith(": m ***") and "ghp_" not in seen, seen
+    run = _last_run(gateway)
+    half = len(SECRET) // 2
+    shown = json.dumps(run)
+    assert SECRET[:half] not in shown and SECRET[half:] not in shown
