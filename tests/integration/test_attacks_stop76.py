@@ -15,6 +15,7 @@ The other attacks of this pass held; the report lists them.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -28,6 +29,14 @@ from toolscript.gateway.guard import agent_url
 
 SECRET = "ghp_Zq8xR2mK9vT4pL7nW3sY6bH1cJ5dF0gA2eQ"
 IMPORT = 'import { tools } from "toolscript";\n'
+GREET = """from toolscript import tool
+
+
+@tool(read_only=True)
+def hello(name: str) -> str:
+    \"\"\"Greet someone.\"\"\"
+    return "hi " + name
+"""
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +56,14 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
             "z": {"url": f"http://127.0.0.1:{port_file.read_text()}/mcp"},
             "fx": fixture_server(env={"FX_TOKEN": SECRET}),
         }
-        gateway = GatewayProcess({"mcpServers": servers, "search": {"semantic": False}}, directory)
+        (directory / "tools").mkdir()
+        (directory / "tools" / "greet.py").write_text(GREET)
+        config = {
+            "mcpServers": servers,
+            "localTools": {"dir": "tools"},
+            "search": {"semantic": False},
+        }
+        gateway = GatewayProcess(config, directory)
         try:
             gateway.wait_for_health(
                 lambda h: all(h["servers"][s]["state"] == "connected" for s in servers)
@@ -119,3 +135,33 @@ def test_a_token_in_a_server_s_error_never_reaches_the_script(gateway: GatewayPr
     half = len(SECRET) // 2
     shown = json.dumps(run)
     assert SECRET[:half] not in shown and SECRET[half:] not in shown
+
+
+def test_a_fifo_or_a_device_added_as_a_tool_file_stalls_nothing(gateway: GatewayProcess) -> None:
+    """Before: a FIFO named fifo.py put in localTools.dir (served within a second since stop
+    75) was read in the gateway's loop, which waited on it for ever: every call and command
+    after it got 'the gateway did not answer within 30 s'. A link to /dev/zero was read
+    without end. Each is that file's error now; the other tools serve."""
+    tools_dir = gateway.directory / "tools"
+    os.mkfifo(tools_dir / "fifo.py")
+    (tools_dir / "zero.py").symlink_to("/dev/zero")
+    try:
+        before = _rss(gateway)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            status = toolscript_cli("gateway", "status", "--json", cwd=gateway.directory)
+            assert status.returncode in (0, 1, 3), status.stderr
+            servers = json.loads(status.stdout)["servers"]
+            if all(servers.get(n, {}).get("state") == "failed" for n in ("fifo", "zero")):
+                break
+            time.sleep(0.5)
+        for name in ("fifo", "zero"):
+            assert "not a regular file" in servers[name]["error"], servers[name]
+        script = f'{IMPORT}return await tools.greet.hello({{ name: "a" }});'
+        done = toolscript_cli("exec", "--no-check", script, cwd=gateway.directory)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert json.loads(done.stdout) == "hi a"
+        assert _rss(gateway) - before < 200 * 1024 * 1024
+    finally:
+        (tools_dir / "fifo.py").unlink()
+        (tools_dir / "zero.py").unlink()
