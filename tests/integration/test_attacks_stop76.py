@@ -165,3 +165,50 @@ def test_a_fifo_or_a_device_added_as_a_tool_file_stalls_nothing(gateway: Gateway
     finally:
         (tools_dir / "fifo.py").unlink()
         (tools_dir / "zero.py").unlink()
+
+
+HOLD = """import { tools } from "toolscript";
+// 2 * 499,999 + 2 = 1,000,000 JSON values a call: the most one call may hold
+const pad = new Array(499_999).fill({});
+await Promise.all([0, 1].map(() => tools.fx.sleep({ seconds: 25, pad } as any)));
+"""
+
+
+def test_two_runs_of_slow_large_calls_do_not_refuse_every_other_call(
+    gateway: GatewayProcess,
+) -> None:
+    """Two scripts, each making two calls of 1,000,000 JSON values to a tool that sleeps 25 s
+    (the per-run bound is 2,000,000, the total 4,000,000): while they sleep, another
+    session's call of ``{"text": "x"}`` (one value) was refused with 413, saying its own run
+    held too much. A call of at most SMALL_CALL_VALUES is bounded by its run's share alone."""
+    (gateway.directory / "hold.ts").write_text(HOLD)
+    holders: list[subprocess.Popen[bytes]] = []
+    probe = f"{IMPORT}return await tools.fx.waitFor({{ sleeping: 25, within: 30 }});"
+    try:
+        for _ in range(2):
+            holders.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "toolscript", "exec", "--no-check", "hold.ts"],
+                    cwd=gateway.directory,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                )
+            )
+            if len(holders) == 1:  # its calls under way before the next starts
+                seen = toolscript_cli("exec", "--no-check", probe, cwd=gateway.directory)
+                assert json.loads(seen.stdout) == "yes", seen.stderr
+        time.sleep(8)  # the second's two calls under way too (no probe: it would hold values)
+        assert all(holder.poll() is None for holder in holders)
+        other = f"{IMPORT}return await tools.fx.plainText({{ text: 'x' }});"
+        done = toolscript_cli("exec", "--no-check", other, cwd=gateway.directory)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert json.loads(done.stdout) == "x"
+        large = f"{IMPORT}return await tools.fx.plainText({{ text: 'x', pad: new Array(9_999)"
+        large += ".fill({}) } as any);"
+        refused = toolscript_cli("exec", "--no-check", large, cwd=gateway.directory)
+        assert refused.returncode != 0
+        assert "more than 4,000,000 JSON values at once; try again later" in refused.stderr
+    finally:
+        for holder in holders:
+            holder.kill()
+            holder.communicate()
