@@ -8,6 +8,14 @@ What got through, now closed (each test performs the attack):
   ``[{},{},...]``, 4.2 million values; a 128 KB one would be 128 MB. It is undone before it
   is counted now, and fails as a broken connection does (unit: test_attacks_stop76_values,
   with the stray quote of an event's comment line and an event whole in one chunk).
+- A FIFO named ``fifo.py`` put in ``localTools.dir`` (served within a second since stop 75's
+  folder watch) was read in the gateway's event loop, which waited on it for ever: every
+  call and command after it got 'did not answer within 30 s'. A link to /dev/zero was read
+  without end. A tool file is read as a regular file only now, each such one its error.
+- Two runs' slow tool calls of 1,000,000 JSON values each filled the 4,000,000 that every
+  caller's calls under way may hold: any other session's call, ``{}`` too, was refused
+  (413, told its own run held too much) while they ran. A call of at most 10,000 values is
+  bounded by its run's share alone now (unit: test_attacks_stop76_budget).
 
 The other attacks of this pass held; the report lists them.
 """
@@ -42,7 +50,7 @@ def hello(name: str) -> str:
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     """One gateway for the module: a hostile HTTP server whose answers come gzip-compressed
-    (compressed_http_server.py), beside the fixture server."""
+    (compressed_http_server.py), the fixture server (holding a token) and a tool file."""
     directory = tmp_path_factory.mktemp("stop76")
     port_file = directory / "port"
     server = subprocess.Popen(
