@@ -11,7 +11,9 @@ What got through, now closed (each test performs the attack):
 - A FIFO named ``fifo.py`` put in ``localTools.dir`` (served within a second since stop 75's
   folder watch) was read in the gateway's event loop, which waited on it for ever: every
   call and command after it got 'did not answer within 30 s'. A link to /dev/zero was read
-  without end. A tool file is read as a regular file only now, each such one its error.
+  without end. The build's digest of the file read it too, so every build after it
+  stalled: a tool a server added later was never served (the last test shows it). A tool
+  file is read as a regular file only now, each such one its error.
 - Two runs' slow tool calls of 1,000,000 JSON values each filled the 4,000,000 that every
   caller's calls under way may hold: any other session's call, ``{}`` too, was refused
   (413, told its own run held too much) while they ran. A call of at most 10,000 values is
@@ -220,3 +222,28 @@ def test_two_runs_of_slow_large_calls_do_not_refuse_every_other_call(
         for holder in holders:
             holder.kill()
             holder.communicate()
+
+
+def test_a_tool_named_then_added_after_start_is_renamed(gateway: GatewayProcess) -> None:
+    """A tool named ``then`` that a server adds while the gateway runs (tools/list changed)
+    is ``then2`` in the rebuilt module; awaiting the namespace calls nothing (held). Run
+    after the FIFO test, it was never served before: every build stalled on the FIFO."""
+    added = f"{IMPORT}return await tools.fx.addTool({{ name: 'then' }});"
+    done = toolscript_cli("exec", "--no-check", added, cwd=gateway.directory)
+    assert done.returncode == 0, done.stdout + done.stderr
+    touch = (
+        f"{IMPORT}const fx = tools.fx as any;\nawait fx;\n"
+        'return [typeof fx.then, Object.keys(fx).includes("then2")];'
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done = toolscript_cli("exec", "--no-check", touch, cwd=gateway.directory)
+        assert done.returncode == 0, done.stdout + done.stderr
+        if json.loads(done.stdout) == ["undefined", True]:
+            break
+        time.sleep(1)
+    assert json.loads(done.stdout) == ["undefined", True]
+    call = f"{IMPORT}return await (tools.fx as any).then2({{}});"
+    called = toolscript_cli("exec", "--no-check", call, cwd=gateway.directory)
+    assert called.returncode == 0, called.stderr
+    assert json.loads(called.stdout) == {"result": "extra"}, called.stderr
