@@ -10,6 +10,7 @@ import contextlib
 import os
 import re
 import shlex
+import stat
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -577,8 +578,16 @@ def _read_script(code: str | None, file: Path | None) -> Script:
                 hint="toolscripts end in " + ", ".join(SCRIPT_SUFFIXES),
             )
         try:
-            with file.open("rb") as handle:
-                size = os.fstat(handle.fileno()).st_size
+            # Without blocking: opening a FIFO named x.ts waited for a writer for ever.
+            descriptor = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+            status = os.fstat(descriptor)
+            if not stat.S_ISREG(status.st_mode):
+                os.close(descriptor)
+                raise UsageError(
+                    f"cannot read {file}: not a regular file (a FIFO, a device or a folder)"
+                )
+            with open(descriptor, "rb") as handle:
+                size = status.st_size
                 if size > MAX_RUN_SCRIPT_BYTES:
                     raise script_too_large(f"{file} is {size} bytes")
                 text = handle.read(MAX_RUN_SCRIPT_BYTES + 1).decode("utf-8")  # a file growing

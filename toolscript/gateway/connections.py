@@ -40,6 +40,7 @@ __all__ = [
     "RUN_BODIES",
     "RUN_VALUES",
     "SILENT_GRACE",
+    "SMALL_CALL_VALUES",
     "TOTAL_BODIES",
     "TOTAL_VALUES",
     "BodyBudget",
@@ -247,6 +248,11 @@ TOTAL_BODIES = 16  # and every caller's together this many times
 MAX_CALL_VALUES = 1_000_000
 RUN_VALUES = 2 * MAX_CALL_VALUES
 TOTAL_VALUES = 4 * MAX_CALL_VALUES
+# A call of at most this many values (some 2 MB decoded) is never refused for what other
+# runs' calls hold, only past its own run's bound: two runs' slow calls of 1,000,000 values
+# each filled TOTAL_VALUES, and every other session's call, `{}` too, was refused (413) for
+# as long as they ran.
+SMALL_CALL_VALUES = 10_000
 
 
 class BodyBudget:
@@ -255,9 +261,15 @@ class BodyBudget:
     count only in the total). One event loop uses it: no lock."""
 
     def __init__(
-        self, per_run: int, total: int, *, what: str = "request bodies arriving at once"
+        self,
+        per_run: int,
+        total: int,
+        *,
+        what: str = "request bodies arriving at once",
+        small: int = 0,
     ) -> None:
-        self.per_run, self.total, self.what = per_run, total, what
+        # ``small``: a take of at most this much is bounded by its run's share alone
+        self.per_run, self.total, self.what, self.small = per_run, total, what, small
         self.held = 0
         self.runs: dict[str, int] = {}
 
@@ -268,7 +280,8 @@ class BodyBudget:
     def take(self, run: str | None, size: int) -> bool:
         """Hold ``size`` more bytes for ``run``; False (nothing held) when that passes a bound."""
         of_run = self.runs.get(run, 0) if run is not None else 0
-        if self.held + size > self.total or (run is not None and of_run + size > self.per_run):
+        past_total = self.held + size > self.total and size > self.small
+        if past_total or (run is not None and of_run + size > self.per_run):
             _once(
                 self.what,
                 f"{self.what} passed what the gateway holds for them "

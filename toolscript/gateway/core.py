@@ -47,7 +47,12 @@ from toolscript.errors import (
 from toolscript.gateway.arguments import ArgumentCheck
 from toolscript.gateway.background import BackgroundRuns
 from toolscript.gateway.checker import WarmChecker
-from toolscript.gateway.connections import RUN_VALUES, TOTAL_VALUES, BodyBudget
+from toolscript.gateway.connections import (
+    RUN_VALUES,
+    SMALL_CALL_VALUES,
+    TOTAL_VALUES,
+    BodyBudget,
+)
 from toolscript.gateway.inferred import ResultShapes
 from toolscript.gateway.narrowed import KeptRenders, NarrowedModules
 from toolscript.gateway.recentcalls import RecentCalls
@@ -425,7 +430,10 @@ class Gateway:
         self.narrowed = NarrowedModules()  # GET /runtime/tools.ts?server=, kept per module
         # the decoded arguments of the tool calls under way (``toolcall.call_tool_bytes``)
         self.call_values = BodyBudget(
-            RUN_VALUES, TOTAL_VALUES, what="JSON values of tool calls under way"
+            RUN_VALUES,
+            TOTAL_VALUES,
+            what="JSON values of tool calls under way",
+            small=SMALL_CALL_VALUES,
         )
         # What the catalogue is now: a new build, config or server's tools count it up, and
         # the renders kept of the one before (a server's tools, get-types') are dropped.

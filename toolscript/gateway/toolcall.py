@@ -81,14 +81,14 @@ def too_many_values(what: str, values: int, held: BodyBudget, run_id: str | None
             f"(about {values:,}); pass a large list as one string, or split it over calls"
         )
     else:
-        bound = (
-            f"{held.per_run:,} JSON values for one run"
-            if run_id is not None
-            else f"{held.total:,} JSON values"
-        )
+        of_run = held.runs.get(run_id, 0) if run_id is not None else 0
+        if run_id is not None and of_run + values > held.per_run:
+            bound, advice = f"{held.per_run:,} JSON values for one run", "make fewer"
+        else:  # every caller's together (other runs' calls, it may be): said so, not the run's
+            bound, advice = f"{held.total:,} JSON values", "try again later, or make fewer"
         message = (
             f"the arguments of the tool calls under way hold more than {bound} at once; "
-            "make fewer large calls at the same time"
+            f"{advice} large calls at the same time"
         )
     return RequestError(message, status_code=413, kind="request_too_large")
 

@@ -9,6 +9,11 @@ past ``MAX_MESSAGE`` bytes since the last event boundary (a blank line; a JSON a
 none, so its whole body counts), reading fails as a broken connection does, and the
 server's session is dropped and started again.
 
+What is counted is what the SDK decodes: an answer compressed (``Content-Encoding: gzip``
+or ``deflate``, which httpx2 asks for and would undo after the count) is undone here,
+before it is counted, and reaches the SDK as plain bytes. Counted compressed, 6 KB of
+gzip passed both bounds and became 6 MB of ``[{},{},...]``; a 128 KB one, 128 MB.
+
 Imported with the first HTTP server (it needs httpx2).
 """
 
@@ -17,6 +22,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import httpx2
+from httpx2._decoders import MultiDecoder
 
 from toolscript.plumbing.jsonvalues import ValueCount
 
@@ -45,7 +51,15 @@ class BoundedTransport(httpx2.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._inner.handle_async_request(request)
         assert isinstance(response.stream, httpx2.AsyncByteStream)
-        response.stream = _BoundedStream(response.stream, self._limit, self._values)
+        stream: httpx2.AsyncByteStream = response.stream
+        codings = [
+            coding.strip().lower()
+            for coding in response.headers.get_list("content-encoding", split_commas=True)
+        ]
+        if any(coding != "identity" for coding in codings):
+            stream = _Decoded(stream, MultiDecoder([c for c in codings if c != "identity"]))
+            del response.headers["content-encoding"]  # httpx2 must not undo it again
+        response.stream = _BoundedStream(stream, self._limit, self._values)
         return response
 
     async def aclose(self) -> None:
@@ -66,6 +80,26 @@ def bounded_client(client: httpx2.AsyncClient, limit: int = MAX_MESSAGE) -> http
     return client
 
 
+class _Decoded(httpx2.AsyncByteStream):
+    """``stream``'s bytes with their content codings undone, piece by piece."""
+
+    def __init__(self, stream: httpx2.AsyncByteStream, decoder: MultiDecoder) -> None:
+        self._stream = stream
+        self._decoder = decoder
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._stream:
+            for piece in self._decoder.decode(chunk):
+                if piece:
+                    yield piece
+        for piece in self._decoder.flush():
+            if piece:
+                yield piece
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
 class _BoundedStream(httpx2.AsyncByteStream):
     def __init__(self, stream: httpx2.AsyncByteStream, limit: int, values: int) -> None:
         self._stream = stream
@@ -80,22 +114,30 @@ class _BoundedStream(httpx2.AsyncByteStream):
             seen = tail + chunk
             ends = [seen.rfind(b) + len(b) for b in _BOUNDARIES if b in seen]
             if ends:
+                # What the chunk holds before its last boundary ends the message under
+                # way: counted with it (it was not, so an event whole in one chunk was
+                # never counted).
+                before = max(max(ends) - len(tail), 0)
+                self._check(held + before, counted.feed(chunk[:before]))
                 held = len(seen) - max(ends)
                 counted = ValueCount()
                 counted.feed(seen[max(ends) :])
             else:
                 held += len(chunk)
                 counted.feed(chunk)
-            if held > self._limit:
-                raise httpx2.RemoteProtocolError(
-                    f"the server sent a message over {self._limit // (1024 * 1024)} MB"
-                )
-            if counted.total > self._values:
-                raise httpx2.RemoteProtocolError(
-                    f"the server sent a message of more than {self._values:,} JSON values"
-                )
+            self._check(held, counted.total)
             tail = seen[-3:]
             yield chunk
+
+    def _check(self, held: int, values: int) -> None:
+        if held > self._limit:
+            raise httpx2.RemoteProtocolError(
+                f"the server sent a message over {self._limit // (1024 * 1024)} MB"
+            )
+        if values > self._values:
+            raise httpx2.RemoteProtocolError(
+                f"the server sent a message of more than {self._values:,} JSON values"
+            )
 
     async def aclose(self) -> None:
         await self._stream.aclose()

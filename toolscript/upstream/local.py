@@ -39,6 +39,7 @@ import anyio.to_thread
 
 from toolscript.config import ServerConfig
 from toolscript.errors import ServerUnavailableError, ToolTimeoutError, UpstreamError
+from toolscript.plumbing.boundedread import read_regular_file
 from toolscript.plumbing.processes import (
     process_alive,
     signal_quietly,
@@ -67,6 +68,7 @@ TOOL_FILE_POLL = 1.0  # seconds between looks at a tool file for edits
 TOOL_FILE_SETTLE = 0.25  # an edited file is read again after this long, until two reads agree
 NOTES_SHOWN = 10  # why public functions are not tools: at most this many in status, then a count
 NOTE_CHARS = 400  # and each cut to this many characters
+MAX_TOOL_FILE_BYTES = 16 * 1024 * 1024  # a tool file larger is not loaded (its error says so)
 # Threads of one internal tool file's calls at once; more wait their turn (within their
 # timeout). They are never anyio's default threads, which the gateway's own work shares (the
 # run log, approvals, a run's registration): a script holding 40 slow calls of a tool held
@@ -200,7 +202,8 @@ class LocalToolServer:
         self.attempts += 1
         try:
             self._file_seen = _fingerprint(self.path)
-            if not await self._unless_stopped(self._load(self.path.read_text(encoding="utf-8"))):
+            text = await anyio.to_thread.run_sync(_tool_file_text, self.path)
+            if not await self._unless_stopped(self._load(text)):
                 self.state = ServerState.STOPPED  # stopped while the file was described
                 return
             self.state = ServerState.CONNECTED
@@ -778,9 +781,16 @@ def module_docstring(text: str) -> str:
         return ""
 
 
+def _tool_file_text(path: Path) -> str:
+    """A tool file's text: a regular file's only (a FIFO or a link to /dev/zero put in
+    ``localTools.dir`` stalled the gateway's loop, or grew it without end, as it was read),
+    up to ``MAX_TOOL_FILE_BYTES``; an OSError (or UnicodeDecodeError) says why not."""
+    return read_regular_file(path, MAX_TOOL_FILE_BYTES).decode("utf-8")
+
+
 def _read_text(path: Path) -> str | None:
     try:
-        return path.read_text(encoding="utf-8")
+        return _tool_file_text(path)
     except (OSError, UnicodeDecodeError):
         return None
 

@@ -40,6 +40,7 @@ from toolscript.pipeline.tasks.settings import (
     target_digests,
     targets_as_built,
 )
+from toolscript.plumbing.boundedread import read_regular_file
 
 __all__ = ["FetchTasks", "ToolSource"]
 
@@ -271,7 +272,9 @@ def settings_digest(server: ServerConfig) -> str:
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode())
     if server.transport == "local" and server.command:
         try:
-            digest.update(Path(server.command).read_bytes())
+            # A regular file's bytes only: a FIFO put in localTools.dir stalled every build
+            # after it (a tool a server added was never served), /dev/zero was read for ever.
+            digest.update(read_regular_file(Path(server.command), 64 * 1024 * 1024))
         except OSError:
             digest.update(b"\0missing")
     return digest.hexdigest()
