@@ -50,3 +50,23 @@ def test_pieces_cut_anywhere_count_as_the_whole() -> None:
 def test_many_values_are_many() -> None:
     body = json.dumps({"x": [{} for _ in range(10_000)]}).encode()
     assert json_values(body) == 1 + 1 + 10_000 + 9_999
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b'"' * 200_000,  # quotes only
+        b'"ab"ab' * 40_000,  # many short strings
+        b'",\n' * 80_000,  # quotes no line closes
+        (b'"' + b"a" * 32) * 8_000,  # strings too short to follow one by one
+    ],
+)
+def test_many_short_strings_are_counted_raw_at_least(text: bytes) -> None:
+    """A text of many short strings is not cut at each quote (its cost bounded): its
+    commas and openers are counted raw, never fewer than outside its strings."""
+    assert json_values(text) == text.count(b",") + text.count(b"[") + text.count(b"{")
+
+
+def test_a_list_of_short_strings_counts_its_values() -> None:
+    body = json.dumps(["a"] * 100_000).encode()
+    assert json_values(body) >= 100_000
