@@ -195,14 +195,16 @@ class LexicalIndex:
         related: set[str] = set(implied)
         for word in every:  # stop words too: "show" means "list" (words.STOP_WORDS)
             related.update(SYNONYMS.get(word, ()))
-        if verbless_plural(query):  # "rule labels": their list (the lister's name word)
+        plurals, singulars = plural_words(query)
+        # "rule labels": their list (the lister's name word), where a tool's name says the
+        # thing ("ventas", a Spanish plural no name has, asks for no list)
+        if any(word in self._named for word in plurals) and verbless_plural(query):
             related.add(_LIST)
         related -= said  # the synonyms of every word the query has
         # How much of each tool's name the query says: its own words count 1, synonyms less,
         # and a misspelt word ("dashbaords", "serch") what its close word weighs in BM25.
         # A word said in one number only, against a name that writes it in the other, counts
         # less ("agent queues in the default cluster": list_cluster_queues over get_cluster_queue).
-        plurals, singulars = plural_words(query)
         only_plural, only_singular = plurals - singulars, singulars - plurals
         other_number = self.parameters.name_number_credit
         covered: dict[int, float] = defaultdict(float)

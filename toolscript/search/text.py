@@ -862,9 +862,6 @@ def plural(word: str) -> bool:
     )
 
 
-_LATIN_WORD = re.compile(r"[A-Za-z]+")
-
-
 def verbless_plural(text: str) -> bool:
     """Whether ``text`` names things in the plural and asks nothing of them: some word of it
     plural and none a verb (words.VERBS): "rule labels", "application servers in ZPA", "which
