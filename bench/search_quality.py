@@ -84,6 +84,10 @@ LABELLED = {
     # questions, a parameter or an output named, a plan's first step, other domains' words,
     # nominal and passive style, two words, a system prompt's or planner's voice)
     "blind9": Path(__file__).resolve().parent / "search" / "queries_blind9.txt",
+    # written blind, in the voices the sets above have least (the second person, a goal not an
+    # action, typos, one or two words, a paragraph of context, the wrong server named, code
+    # identifiers, the output wanted, other languages)
+    "blind10": Path(__file__).resolve().parent / "search" / "queries_blind10.txt",
 }
 # The four retrievers and the final design. "fixed" is the design before adaptive fusion and
 # splitting (hybrid blend with the fixed alpha, the request ranked whole); "adaptive" adds the

@@ -22,6 +22,7 @@ from toolscript.search.text import (
     plural_name_words,
     semantic_query,
     tokenize,
+    verbless_plural,
     without_done_step,
     without_negated,
     without_open_state,
@@ -814,6 +815,34 @@ def test_the_open_items_find_the_lister_not_the_creator() -> None:
     ]
     assert first_of(tools, "the open issues in acme/web") == "list_issues"
     assert first_of(tools, "open an issue in acme/web") == "create_issue"
+
+
+@pytest.mark.parametrize(
+    ("request_text", "verbless"),
+    [
+        ("rule labels", True),
+        ("application servers in ZPA", True),
+        ("which PRA credentials do we have?", True),
+        # a verb said, or nothing in the plural
+        ("delete the rule labels", False),
+        ("show rule labels", False),
+        ("ip source group 552", False),
+        ("status", False),
+    ],
+)
+def test_things_named_in_the_plural_with_no_verb(request_text: str, verbless: bool) -> None:
+    assert verbless_plural(request_text) is verbless
+
+
+def test_things_named_in_the_plural_with_no_verb_find_their_lister() -> None:
+    tools = [
+        {"name": "get_rule_label", "description": "Get a rule label by ID."},
+        {"name": "list_rule_labels", "description": "List the rule labels."},
+        {"name": "delete_rule_label", "description": "Delete a rule label."},
+    ]
+    assert first_of(tools, "rule labels") == "list_rule_labels"
+    assert first_of(tools, "rule label 19") == "get_rule_label"
+    assert first_of(tools, "delete the rule labels") == "delete_rule_label"
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,7 @@ from toolscript.search.text import (
     query_tokens,
     stem,
     tokenize,
+    verbless_plural,
 )
 from toolscript.search.words import IMPLIED_WORDS, SYNONYM_GROUPS
 
@@ -67,6 +68,7 @@ def _synonyms() -> dict[str, list[str]]:
 SYNONYMS = _synonyms()
 # The verbs of a finder's name (stemmed): it names what it finds in the plural, one or many.
 _FINDING = frozenset(stem(word) for word in ("search", "find", "lookup", "query", "filter"))
+_LIST = stem("list")
 CLOSE_WORDS_KEPT = 10_000  # unknown tokens whose close words an index remembers
 # Postings from which an index imports numpy for its arrays (about 800 tools): below, the
 # tuples (74 bytes more each, 1.5 MB at most) weigh less than numpy's import (12 MB).
@@ -193,12 +195,16 @@ class LexicalIndex:
         related: set[str] = set(implied)
         for word in every:  # stop words too: "show" means "list" (words.STOP_WORDS)
             related.update(SYNONYMS.get(word, ()))
+        plurals, singulars = plural_words(query)
+        # "rule labels": their list (the lister's name word), where a tool's name says the
+        # thing ("ventas", a Spanish plural no name has, asks for no list)
+        if any(word in self._named for word in plurals) and verbless_plural(query):
+            related.add(_LIST)
         related -= said  # the synonyms of every word the query has
         # How much of each tool's name the query says: its own words count 1, synonyms less,
         # and a misspelt word ("dashbaords", "serch") what its close word weighs in BM25.
         # A word said in one number only, against a name that writes it in the other, counts
         # less ("agent queues in the default cluster": list_cluster_queues over get_cluster_queue).
-        plurals, singulars = plural_words(query)
         only_plural, only_singular = plurals - singulars, singulars - plurals
         other_number = self.parameters.name_number_credit
         covered: dict[int, float] = defaultdict(float)

@@ -53,6 +53,7 @@ __all__ = [
     "statements",
     "stem",
     "tokenize",
+    "verbless_plural",
     "without_done_step",
     "without_negated",
     "without_open_state",
@@ -859,6 +860,14 @@ def plural(word: str) -> bool:
         and not word.endswith(("ss", "us", "is"))
         and stem(word) == stem(word[:-1])
     )
+
+
+def verbless_plural(text: str) -> bool:
+    """Whether ``text`` names things in the plural and asks nothing of them: some word of it
+    plural and none a verb (words.VERBS): "rule labels", "application servers in ZPA", "which
+    PRA credentials do we have?" want the things' list, not one of them."""
+    words = [word.lower() for word in _LATIN_WORD.findall(text)]
+    return any(plural(word) for word in words) and not any(word in VERBS for word in words)
 
 
 def plural_words(text: str) -> tuple[frozenset[str], frozenset[str]]:
