@@ -1031,9 +1031,10 @@ class Gateway:
             self._changes_built.set()
             self._changes_built = anyio.Event()
 
-    async def _rebuild_artifacts(self) -> None:
+    def _snapshot(self) -> SnapshotSource:
+        """The live tool lists, their learned result types and offerings, to build from."""
         self._snapshot_taken = True
-        snapshot = SnapshotSource(
+        return SnapshotSource(
             {
                 name: list(up.tools.values()) if up.state == ServerState.CONNECTED else None
                 for name, up in self.upstreams.items()
@@ -1049,9 +1050,15 @@ class Gateway:
                 if up.state == ServerState.CONNECTED and isinstance(up, ListedOfferings)
             },
         )
+
+    async def _rebuild_artifacts(self) -> None:
         started = time.perf_counter()
         try:
             async with self._pipeline_lock:
+                # The tool lists and learned types as they are once the build before is done:
+                # taken before the lock, a build that waited for it wrote what it saw then,
+                # over the module the build before had made with a type learned meanwhile.
+                snapshot = self._snapshot()
                 result = await anyio.to_thread.run_sync(self._build, snapshot)
         except BuildStopped:  # it stops: another process's build held the cache meanwhile
             log.info("artifacts: not built (stopping while another build held the cache)")
