@@ -41,31 +41,51 @@ class ValueCount:
         self._escaped = False  # the last piece ended on a backslash in a string
 
     def feed(self, data: bytes | bytearray) -> int:
-        """Counts ``data``, the text's next piece; the total so far."""
-        data = bytes(data)
+        """Counts ``data``, the text's next piece; the total so far. A text with no escape
+        is read where it lies (a 50 MB answer is not copied to be counted)."""
         if not data:
             return self.total
         if self._escaped:
             self._escaped = False
             if data[:1] not in b"\r\n":  # an escaped line break: its line's end ends it
                 data = data[1:]
-        # An escaped backslash, then an escaped quote, are never a string's end.
-        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+        if b"\\" in data:  # an escaped backslash, then an escaped quote, never end a string
+            data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
         quotes = data.count(b'"')
-        if _followed(quotes, len(data)):
-            parts = data.split(b'"')
-            inside = b"".join(parts[::2] if self._in_string else parts[1::2])
-            if b"\n" not in inside and b"\r" not in inside:
-                outside = b"".join(parts[1::2] if self._in_string else parts[::2])
-                self.total += _raw(outside)
-                self._in_string ^= quotes % 2 == 1
-                self._escaped = self._in_string and data.endswith(b"\\")
-                return self.total
+        if _followed(quotes, len(data)) and self._follow(data):
+            return self.total
         self.total += _raw(data)  # its strings' commas too: at least as many
         line = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1  # a string ends with its line
         self._in_string = (self._in_string and line == 0) ^ (data.count(b'"', line) % 2 == 1)
         self._escaped = self._in_string and data.endswith(b"\\")
         return self.total
+
+    def _follow(self, data: bytes | bytearray) -> bool:
+        """Counts ``data`` string by string, unless a string in it holds a line break (no
+        valid text's does): then False, having counted nothing."""
+        found = 0
+        in_string = self._in_string
+        start = 0
+        while start <= len(data):
+            quote = data.find(b'"', start)
+            end = len(data) if quote < 0 else quote
+            if in_string:
+                if data.find(b"\n", start, end) >= 0 or data.find(b"\r", start, end) >= 0:
+                    return False
+            else:
+                found += (
+                    data.count(b",", start, end)
+                    + data.count(b"[", start, end)
+                    + data.count(b"{", start, end)
+                )
+            if quote < 0:
+                break
+            in_string = not in_string
+            start = quote + 1
+        self.total += found
+        self._in_string = in_string
+        self._escaped = in_string and data.endswith(b"\\")
+        return True
 
 
 def _followed(quotes: int, size: int) -> bool:
@@ -74,5 +94,5 @@ def _followed(quotes: int, size: int) -> bool:
     return quotes <= 4096 or quotes <= size // 256
 
 
-def _raw(data: bytes) -> int:
+def _raw(data: bytes | bytearray) -> int:
     return data.count(b",") + data.count(b"[") + data.count(b"{")
