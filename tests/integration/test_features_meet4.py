@@ -274,7 +274,7 @@ def test_a_tool_file_edited_while_its_call_waits_for_approval(
     tool_file.write_text(OPS_EDITED)
     wait_until(
         lambda: gateway_cli(gateway, "get-types", "ops", "deploy").stdout,
-        lambda types: "deploy" in types,
+        lambda types: "asks first; edited" in types,  # the edited file served
         what="ops.deploy after its file's edit",
     )
     shown = gateway_cli(gateway, "approve", run_id)
