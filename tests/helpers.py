@@ -731,3 +731,14 @@ class InteractiveShell:
         self.type("exit")
         os.waitpid(self.pid, 0)
         os.close(self.terminal)
+
+
+def last_run(gateway: GatewayProcess) -> dict[str, object]:
+    """The project's latest run as `runs show --json` gives it."""
+    listed = toolscript_cli("runs", "--json", "-n", "1", cwd=gateway.directory)
+    assert listed.returncode == 0, listed.stderr
+    run_id = json.loads(listed.stdout)[0]["id"]
+    shown = toolscript_cli("runs", "show", run_id, "--json", cwd=gateway.directory)
+    assert shown.returncode == 0, shown.stderr
+    run: dict[str, object] = json.loads(shown.stdout)
+    return run

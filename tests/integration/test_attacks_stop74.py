@@ -24,7 +24,7 @@ from collections.abc import Iterator
 import anyio
 import pytest
 
-from tests.helpers import GatewayProcess, face_parameters, fixture_server, toolscript_cli
+from tests.helpers import GatewayProcess, face_parameters, fixture_server, last_run, toolscript_cli
 from toolscript.execution.command import MAX_RUN_SCRIPT_BYTES
 from toolscript.gateway.guard import agent_url
 from toolscript.plumbing.paths import project_state_dir
@@ -44,16 +44,6 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
         started.stop()
 
 
-def _last_run(gateway: GatewayProcess) -> dict[str, object]:
-    listed = toolscript_cli("runs", "--json", "-n", "1", cwd=gateway.directory)
-    assert listed.returncode == 0, listed.stderr
-    run_id = json.loads(listed.stdout)[0]["id"]
-    shown = toolscript_cli("runs", "show", run_id, "--json", cwd=gateway.directory)
-    assert shown.returncode == 0, shown.stderr
-    run: dict[str, object] = json.loads(shown.stdout)
-    return run
-
-
 def test_a_token_a_script_received_does_not_leak_in_pieces(gateway: GatewayProcess) -> None:
     agent = {"TOOLSCRIPT_GATEWAY_URL": agent_url(gateway.url)}
     (gateway.directory / "halves.ts").write_text(
@@ -65,7 +55,7 @@ def test_a_token_a_script_received_does_not_leak_in_pieces(gateway: GatewayProce
     )
     done = toolscript_cli("exec", "halves.ts", cwd=gateway.directory, env=agent)
     assert done.returncode == 0, done.stderr
-    run = _last_run(gateway)
+    run = last_run(gateway)
     calls = run["calls_made"]
     assert isinstance(calls, list)
     texts = [call["arguments"]["text"] for call in calls[1:]]
@@ -87,7 +77,7 @@ def test_a_token_a_script_received_does_not_leak_in_pieces(gateway: GatewayProce
     )
     done = toolscript_cli("exec", "guesses.ts", cwd=gateway.directory, env=agent)
     assert done.returncode == 0, done.stderr
-    calls = _last_run(gateway)["calls_made"]
+    calls = last_run(gateway)["calls_made"]
     assert isinstance(calls, list)
     assert calls[0]["arguments"] == {"text": guesses}, calls
 

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import SERVERS, GatewayProcess, fixture_server, toolscript_cli
+from tests.helpers import SERVERS, GatewayProcess, fixture_server, last_run, toolscript_cli
 
 IMPLICIT = ("then", "toJSON", "toString", "valueOf", "toLocaleString")
 
@@ -73,16 +73,6 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
         gateway.stop()
 
 
-def _last_run(gateway: GatewayProcess) -> dict[str, object]:
-    listed = toolscript_cli("runs", "--json", "-n", "1", cwd=gateway.directory)
-    assert listed.returncode == 0, listed.stderr
-    run_id = json.loads(listed.stdout)[0]["id"]
-    shown = toolscript_cli("runs", "show", run_id, "--json", cwd=gateway.directory)
-    assert shown.returncode == 0, shown.stderr
-    run: dict[str, object] = json.loads(shown.stdout)
-    return run
-
-
 TOUCH = """import { tools } from "toolscript";
 const h = tools.h as any;
 const awaited = await h;
@@ -104,7 +94,7 @@ def test_awaiting_printing_or_returning_a_namespace_calls_no_tool(hostile: Gatew
     assert {"then2", "then3", "toJSON2", "toString2", "valueOf2", "toLocaleString2"} <= set(
         answer["own"]
     )
-    run = _last_run(hostile)
+    run = last_run(hostile)
     assert run["calls"] == 0, run
 
 

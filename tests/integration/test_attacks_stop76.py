@@ -34,7 +34,7 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
-from tests.helpers import SERVERS, GatewayProcess, fixture_server, toolscript_cli
+from tests.helpers import SERVERS, GatewayProcess, fixture_server, last_run, toolscript_cli
 from toolscript.gateway.guard import agent_url
 
 SECRET = "ghp_Zq8xR2mK9vT4pL7nW3sY6bH1cJ5dF0gA2eQ"
@@ -111,16 +111,6 @@ def test_a_compressed_answer_of_millions_of_values_drops_the_connection(
     assert "a,b,c" in again.stdout  # its compressed small answers still read
 
 
-def _last_run(gateway: GatewayProcess) -> dict[str, object]:
-    listed = toolscript_cli("runs", "--json", "-n", "1", cwd=gateway.directory)
-    assert listed.returncode == 0, listed.stderr
-    run_id = json.loads(listed.stdout)[0]["id"]
-    shown = toolscript_cli("runs", "show", run_id, "--json", cwd=gateway.directory)
-    assert shown.returncode == 0, shown.stderr
-    run: dict[str, object] = json.loads(shown.stdout)
-    return run
-
-
 def test_a_token_in_a_server_s_error_never_reaches_the_script(gateway: GatewayProcess) -> None:
     """Held: a server's error quoting its token (not a result, so the run is not marked as
     handed it) reaches the script masked; its halves, sent on, hold nothing of it."""
@@ -141,7 +131,7 @@ def test_a_token_in_a_server_s_error_never_reaches_the_script(gateway: GatewayPr
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert seen.endswith(": m ***") and "ghp_" not in seen, seen
-    run = _last_run(gateway)
+    run = last_run(gateway)
     half = len(SECRET) // 2
     shown = json.dumps(run)
     assert SECRET[:half] not in shown and SECRET[half:] not in shown
