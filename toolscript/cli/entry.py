@@ -380,6 +380,13 @@ def main() -> None:
 
             _leave(getattr(hooks, _HOOKS[command[1]])())
         if command[:1] == ["help"]:  # help COMMAND..., as git and pip take it
+            options = [word for word in command[1:] if word.startswith("-")]
+            if options:  # (click said "No such option: --json (Possible options: --version)")
+                raise UsageError(
+                    f"`toolscript help` takes command names, not options ({options[0]}): "
+                    "help is text",
+                    hint="`toolscript help exec`, or `toolscript exec --help`",
+                )
             arguments = command = [*command[1:], "--help"]
         if command[:1] and command[0] in _GATEWAY_COMMANDS:
             raise UsageError(
