@@ -744,14 +744,18 @@ class Gateway:
                     await self._save_shapes()
 
     async def _save_shapes(self) -> None:
-        try:
-            await anyio.to_thread.run_sync(self.shapes.save)
-        except OSError as exc:
-            log.warning("result types: cannot save what was learned (%s)", exc)
+        await self._save_learned(self.shapes.unsaved())
         try:
             await anyio.to_thread.run_sync(self.recent.save)
         except OSError as exc:
             log.warning("recent calls: cannot save them (%s)", exc)
+
+    async def _save_learned(self, unsaved: tuple[int, str] | None) -> None:
+        """Write the learned types' file (``ResultShapes.unsaved``); never fatal."""
+        try:
+            await anyio.to_thread.run_sync(self.shapes.write, unsaved)
+        except OSError as exc:
+            log.warning("result types: cannot save what was learned (%s)", exc)
 
     async def _final_flush(self) -> None:
         try:
@@ -1059,6 +1063,10 @@ class Gateway:
                 # taken before the lock, a build that waited for it wrote what it saw then,
                 # over the module the build before had made with a type learned meanwhile.
                 snapshot = self._snapshot()
+                # and the learned types it builds with are saved first, taken with it: a
+                # standalone doit reads them from that file (built from an older one, it
+                # fetched the server again and wrote the module without the types served).
+                await self._save_learned(self.shapes.unsaved())
                 result = await anyio.to_thread.run_sync(self._build, snapshot)
         except BuildStopped:  # it stops: another process's build held the cache meanwhile
             log.info("artifacts: not built (stopping while another build held the cache)")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,8 @@ class ResultShapes:
         self.shapes: dict[str, dict[str, Any]] = self._load(identities or {}) if enabled else {}
         self.identities.update(identities or {})
         self._schemas: dict[str, dict[str, Any]] = {}
+        self._taken = self._written = 0  # the texts ``unsaved`` numbered, and the last written
+        self._writing = threading.Lock()
 
     def _load(self, identities: Mapping[str, str]) -> dict[str, dict[str, Any]]:
         if self.path is None:
@@ -213,13 +216,36 @@ class ResultShapes:
         return bool(dropped)
 
     def save(self) -> None:
+        self.write(self.unsaved())
+
+    def unsaved(self) -> tuple[int, str] | None:
+        """The file's text as what was learned is now, numbered, when it changed since it
+        was last taken (None: nothing to write). Taken on the event loop, as a build's
+        snapshot is (what a build types, the file holds); written in a thread (``write``)."""
         if self.path is None or not self.dirty:
-            return
+            return None
         self.dirty = False
         servers = {qualified.partition("__")[0] for qualified in self.shapes}
         bound = {s: self.identities[s] for s in sorted(servers) if s in self.identities}
         stored = {**self.shapes, IDENTITIES_KEY: bound} if bound else self.shapes
-        write_private(self.path, json.dumps(stored, separators=(",", ":")))
+        self._taken += 1
+        return self._taken, json.dumps(stored, separators=(",", ":"))
+
+    def write(self, unsaved: tuple[int, str] | None) -> None:
+        """Write what ``unsaved`` gave, unless a text taken after it was written already
+        (two threads writing: the older never lands last); a failure leaves it unsaved."""
+        if self.path is None or unsaved is None:
+            return
+        number, text = unsaved
+        with self._writing:
+            if number < self._written:
+                return
+            try:
+                write_private(self.path, text)
+            except OSError:
+                self.dirty = True
+                raise
+            self._written = number
 
 
 def _wrong_structure(found: Any) -> str | None:

@@ -1,0 +1,61 @@
+"""Mend 16's leftovers, on one real gateway (the fixture server, a folder of tool files, the
+real Deno and real SQLite): the learned result types a build types the module with are in
+their file before the module is served (a standalone doit reads that file)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.helpers import GatewayProcess, fixture_server, gateway_cli, wait_until
+from toolscript.codegen.shapes import INFERRED_KEY
+from toolscript.pipeline.sources import stored_result_types
+from toolscript.plumbing.paths import project_state_dir
+
+GREET = '''def hello(name: str) -> str:
+    """Greet someone by name."""
+    return "hello " + name
+'''
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    directory = tmp_path_factory.mktemp("leftovers16")
+    (directory / "tools").mkdir()
+    (directory / "tools" / "greet.py").write_text(GREET)
+    config = {
+        "mcpServers": {"fx": fixture_server()},
+        "localTools": {"dir": "tools"},
+        "search": {"semantic": False},
+    }
+    running = GatewayProcess(config, directory, "--no-warm-checker")
+    try:
+        yield running
+    finally:
+        assert running.stop() == []
+
+
+def test_a_learned_type_served_is_in_the_learned_types_file(gateway: GatewayProcess) -> None:
+    """A build right after a call (the server's tool list changed) typed the module with
+    what the call taught, while the file standalone doit reads it from was saved up to a
+    second later: a doit then fetched the server again and wrote the module without it.
+    Each of three calls changes the type's label (1, 2, 3+ results); once the module
+    serves it, the file holds it, no wait."""
+    for step, label in enumerate(["1", "2", "3+"]):
+        script = (
+            'import { tools } from "toolscript";'
+            " const r = await tools.fx.jsonText({ count: 2 });"
+            f' await tools.fx.addTool({{ name: "extra_{step}" }}); return r'
+        )
+        ran = gateway_cli(gateway, "exec", script)
+        assert ran.returncode == 0, ran.stderr
+        served = f"inferred from {label} result"
+        wait_until(
+            lambda: gateway.client.get("runtime/tools.ts").text,
+            lambda text, served=served, step=step: served in text and f"extra_{step}" in text,
+            60,
+            f"the module with jsonText's type from {label} results",
+        )
+        stored = stored_result_types(project_state_dir(gateway.directory))
+        assert stored["fx__json_text"][INFERRED_KEY] == label, stored.get("fx__json_text")
