@@ -59,3 +59,32 @@ def test_a_learned_type_served_is_in_the_learned_types_file(gateway: GatewayProc
         )
         stored = stored_result_types(project_state_dir(gateway.directory))
         assert stored["fx__json_text"][INFERRED_KEY] == label, stored.get("fx__json_text")
+
+
+ENDER = '''import os
+
+
+def stop(code: int) -> str:
+    """Stop at once."""
+    os._exit(code)
+'''
+
+
+def test_a_tool_file_that_ends_its_process_is_warned_of_once(gateway: GatewayProcess) -> None:
+    """`os._exit` in an internal tool file ends the gateway (nothing catches it): the
+    gateway says so once in its log, before it imports the file, and `gateway status`
+    shows it with the file's tools."""
+    added = gateway.directory / "tools" / "ender.py"
+    added.write_text(ENDER)
+    try:
+        health = gateway.wait_for_health(
+            lambda h: h["servers"].get("ender", {}).get("state") == "connected", 60, "ender.py"
+        )
+        warning = "ender.py:6: calls os._exit(), which ends the gateway itself"
+        assert any(warning in w for w in health["servers"]["ender"]["warnings"]), health
+        assert gateway.log.count(warning) == 1, gateway.log
+        status = gateway_cli(gateway, "gateway", "status")
+        assert warning in status.stdout + status.stderr
+    finally:
+        added.unlink()
+    gateway.wait_for_health(lambda h: "ender" not in h["servers"], 60, "ender.py gone")

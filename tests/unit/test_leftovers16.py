@@ -1,9 +1,11 @@
-"""The sixteenth stop's leftovers, where the logic is pure: `help` given an option, ..."""
+"""Mend 16's leftovers where the logic is pure: `help` given an option; a tool file's call
+that ends its process, found in its source (`config check` names it)."""
 
 from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -12,10 +14,11 @@ from toolscript.cli.entry import main
 
 def _main(monkeypatch: pytest.MonkeyPatch, *arguments: str) -> int:
     monkeypatch.setattr(sys, "argv", ["toolscript", *arguments])
-    with pytest.raises(SystemExit) as exited:
+    try:
         main()
-    code = exited.value.code
-    return code if isinstance(code, int) else 0
+    except SystemExit as exited:
+        return exited.code if isinstance(exited.code, int) else 0
+    return 0
 
 
 @pytest.mark.parametrize("option", ["--json", "-x"])
@@ -39,3 +42,58 @@ def test_help_of_a_command_still_shows_its_help(
 ) -> None:
     assert _main(monkeypatch, "help", "exec") == 0
     assert "Usage: toolscript exec" in capsys.readouterr().out
+
+
+ENDS = {
+    "import os\n\ndef stop() -> None:\n    os._exit(3)\n": [(4, "os._exit()")],
+    "from os import _exit as bye\nbye(0)\n": [(2, "os._exit()")],
+    "import os as o\no.abort()\n": [(2, "os.abort()")],
+    "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n": [
+        (2, "os.kill() of its own process")
+    ],
+    "from os import kill, getpid\nkill(getpid(), 9)\n": [(2, "os.kill() of its own process")],
+    "import os\nos.kill(0, 15)\n": [(2, "os.kill() of its own process")],
+}
+ENDS_NOT = [
+    "import sys\nsys.exit(1)\n",  # SystemExit: an exception, caught
+    "import os\nos.kill(12345, 9)\nos.getpid()\n",
+    "import os\ntext = 'os._exit(1)'\n",
+    "def _exit() -> None: ...\n_exit()\n",  # not os's
+    "def broken(:\n",
+]
+
+
+@pytest.mark.parametrize("source", list(ENDS))
+def test_a_tool_files_call_that_ends_its_process_is_found(source: str) -> None:
+    from toolscript.upstream.local import process_enders
+
+    assert process_enders(source) == ENDS[source]
+
+
+@pytest.mark.parametrize("source", ENDS_NOT)
+def test_what_does_not_end_the_process_is_not_found(source: str) -> None:
+    from toolscript.upstream.local import process_enders
+
+    assert process_enders(source) == []
+
+
+def test_config_check_warns_of_an_internal_tool_file_that_ends_the_gateway(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`os._exit` in an internal tool file ended the gateway, which nothing can catch:
+    `config check` names the file and line (a PEP 723 file runs in a worker: not named)."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "ender.py").write_text("import os\n\ndef stop() -> None:\n    os._exit(3)\n")
+    header = "# /// script\n# dependencies = []\n# ///\n"
+    (tools / "apart.py").write_text(header + "import os\n\ndef stop() -> None:\n    os._exit(3)\n")
+    (tmp_path / ".toolscript.json").write_text(json.dumps({"localTools": {"dir": "tools"}}))
+    monkeypatch.chdir(tmp_path)
+    assert _main(monkeypatch, "config", "check") == 0
+    err = capsys.readouterr().err
+    assert f"warning: {tools / 'ender.py'}:4: calls os._exit(), which ends the gateway" in err
+    assert "PEP 723 header" in err
+    assert "apart.py" not in err
+    assert _main(monkeypatch, "config", "check", "--json") == 0
+    warnings = json.loads(capsys.readouterr().out)["warnings"]
+    assert [w.split(": calls")[0] for w in warnings] == [f"{tools / 'ender.py'}:4"]

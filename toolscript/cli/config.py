@@ -15,6 +15,7 @@ from toolscript.cli.options import ConfigOption, JsonOption
 from toolscript.cli.output import print_json, write_shown
 from toolscript.config import Config, find_config_path, load_config
 from toolscript.errors import ConfigError
+from toolscript.plumbing.boundedread import read_regular_file
 from toolscript.plumbing.processes import missing_program_hint, program_on_path
 
 __all__ = ["app"]
@@ -64,7 +65,7 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         first["hint"] = exc.hint
         print_json({"valid": False, "path": str(path), "error": first, "errors": problems})
         raise typer.Exit(exc.exit_code) from None
-    missing = _programs_not_found(loaded)
+    missing = [*_programs_not_found(loaded), *_tool_files_ending_the_gateway(loaded)]
     if as_json:
         print_json(
             {
@@ -108,6 +109,31 @@ def _programs_not_found(loaded: Config) -> list[str]:
             f"{server.source or loaded.path}: {field}: command not found: {command}{hint}; "
             "the gateway cannot start it as it is"
         )
+    return found
+
+
+def _tool_files_ending_the_gateway(loaded: Config) -> list[str]:
+    """Each internal tool file whose source ends its process (``os._exit``...): it runs in
+    the gateway. Read, never imported."""
+    from toolscript.upstream.local import (
+        MAX_TOOL_FILE_BYTES,
+        parse_script_metadata,
+        process_ender_warning,
+    )
+
+    found = []
+    for server in loaded.servers:
+        if server.transport != "local" or server.disabled or not server.command:
+            continue
+        path = Path(server.command)
+        try:
+            text = read_regular_file(path, MAX_TOOL_FILE_BYTES).decode("utf-8")
+        except (OSError, UnicodeDecodeError):  # the gateway says why it cannot load it
+            continue
+        if parse_script_metadata(path, text) is None:
+            warning = process_ender_warning(path, text)
+            if warning is not None:
+                found.append(f"{path.parent}/{warning}")
     return found
 
 

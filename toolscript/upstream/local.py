@@ -261,10 +261,14 @@ class LocalToolServer:
         self.docstring = module_docstring(text)
         functions: dict[str, Any] = {}
         notes: list[str] = []
+        ender = None
         if metadata is not None:
             self._check_requires_python(metadata)
             described = await self._describe_external(metadata, notes)
         else:
+            ender = process_ender_warning(self.path, text)
+            if ender is not None:  # said before the import: it may be what ends the gateway
+                log.warning("%s: %s", self.name, ender)
             described, functions = await self._describe_internal(notes)
         tools = {tool["name"]: tool for tool in described if self.config.allows_tool(tool["name"])}
         notes.extend(unmatched_rules(self.config.policy, [tool["name"] for tool in described]))
@@ -278,6 +282,8 @@ class LocalToolServer:
         self.notes = shown
         for note in self.notes:
             log.warning("%s: %s", self.name, note)
+        if ender is not None:  # (logged once, above) and in `gateway status`
+            self.notes.insert(0, ender)
         old, self._worker = self._worker, None
         if old is not None:
             self._retire(old)
@@ -779,6 +785,65 @@ def module_docstring(text: str) -> str:
         return (ast.get_docstring(ast.parse(text)) or "").strip()
     except (SyntaxError, ValueError):
         return ""
+
+
+# What ends a process outright (never an exception a tool's call or the gateway can catch):
+# os functions, by name, and os.kill of the process itself (its pid, or 0: its group).
+_ENDING_CALLS = frozenset({"_exit", "abort"})
+_OS_MODULES = frozenset({"os", "posix"})
+
+
+def process_enders(text: str) -> list[tuple[int, str]]:
+    """Where a tool file's source ends its own process (``os._exit``, ``os.abort``,
+    ``os.kill(os.getpid(), ...)``): (line, what), read from its syntax, never imported. An
+    internal file runs in the gateway, so such a call ends the gateway."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    modules: set[str] = set()  # names bound to os
+    functions: dict[str, str] = {}  # names bound to its functions (from os import _exit)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update(a.asname or a.name for a in node.names if a.name in _OS_MODULES)
+        elif isinstance(node, ast.ImportFrom) and node.module in _OS_MODULES:
+            functions.update({a.asname or a.name: a.name for a in node.names})
+
+    def called(func: ast.expr) -> str | None:
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            return func.attr if func.value.id in modules else None
+        return functions.get(func.id) if isinstance(func, ast.Name) else None
+
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = called(node.func)
+        if name in _ENDING_CALLS:
+            found.append((node.lineno, f"os.{name}()"))
+        elif name == "kill" and node.args:
+            target = node.args[0]
+            own = isinstance(target, ast.Call) and called(target.func) == "getpid"
+            if own or (isinstance(target, ast.Constant) and target.value == 0):
+                found.append((node.lineno, "os.kill() of its own process"))
+    return sorted(found)
+
+
+def process_ender_warning(path: Path, text: str) -> str | None:
+    """The warning for an internal tool file that ends its process (None: it does not)."""
+    found = process_enders(text)
+    if not found:
+        return None
+    line, what = found[0]
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    return (
+        f"{path.name}:{line}: calls {what}{more}, which ends the gateway itself: an internal "
+        "tool file runs in the gateway, and nothing catches that call; raise an exception "
+        "instead, or give the file a PEP 723 header (`# /// script` ... `# ///`) to run it "
+        "in a worker of its own"
+    )
 
 
 def _tool_file_text(path: Path) -> str:
