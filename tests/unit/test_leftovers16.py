@@ -13,6 +13,9 @@ from toolscript.cli.entry import main
 
 
 def _main(monkeypatch: pytest.MonkeyPatch, *arguments: str) -> int:
+    from toolscript.cli import output
+
+    monkeypatch.setattr(output, "json_printed", False)  # (a process prints once)
     monkeypatch.setattr(sys, "argv", ["toolscript", *arguments])
     try:
         main()
