@@ -1,17 +1,25 @@
 """Mend 16's leftovers, on one real gateway (the fixture server, a folder of tool files, the
 real Deno and real SQLite): the learned result types a build types the module with are in
-their file before the module is served (a standalone doit reads that file)."""
+their file before the module is served (a standalone doit reads that file); a tool file
+calling os._exit is warned of once; and (gateways of their own) `gateway start` over a
+stale state file says so in one line and starts."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.helpers import GatewayProcess, fixture_server, gateway_cli, wait_until
 from toolscript.codegen.shapes import INFERRED_KEY
+from toolscript.gateway.state import gateway_state_file, read_gateway_state, write_gateway_state
 from toolscript.pipeline.sources import stored_result_types
 from toolscript.plumbing.paths import project_state_dir
+from toolscript.plumbing.processes import stop_process
 
 GREET = '''def hello(name: str) -> str:
     """Greet someone by name."""
@@ -88,3 +96,41 @@ def test_a_tool_file_that_ends_its_process_is_warned_of_once(gateway: GatewayPro
     finally:
         added.unlink()
     gateway.wait_for_health(lambda h: "ender" not in h["servers"], 60, "ender.py gone")
+
+
+@pytest.mark.parametrize("kind", ["another program's pid", "truncated"])
+def test_gateway_start_replaces_a_stale_state_file_and_says_so_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """A state file naming a live program that is no gateway (written after it started, so
+    its start time passed for the writer's): `gateway start` warned "another gateway (pid
+    N) already serves this project ... `kill N`", and put the file back when it stopped.
+    The start holds the project's lock, which every gateway holds: the file is stale."""
+    home = str(tmp_path / "home")
+    monkeypatch.setenv("TOOLSCRIPT_HOME", home)
+    cache = tmp_path / ".toolscript"
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        if kind == "truncated":
+            gateway_state_file(cache).parent.mkdir(parents=True, exist_ok=True)
+            gateway_state_file(cache).write_text('{"url": "http://127.0.0.1:9/t", "pid": 4')
+            said = "is not JSON"
+        else:
+            state = {"url": "http://127.0.0.1:9/t", "pid": other.pid, "port": 9}
+            write_gateway_state(cache, {**state, "started": time.time()})
+            said = f"pid {other.pid}, which it names, is no gateway of this project"
+        config = {"mcpServers": {}, "search": {"semantic": False}}
+        started = GatewayProcess(
+            config, tmp_path, "--no-warm-checker", env={"TOOLSCRIPT_HOME": home}
+        )
+        try:
+            line = "replacing the project's stale gateway state file"
+            assert started.log.count(line) == 1 and said in started.log, started.log
+            assert "another gateway" not in started.log and "kill" not in started.log
+            assert (read_gateway_state(cache) or {}).get("pid") == started.process.pid
+        finally:
+            assert started.stop() == []
+        assert not gateway_state_file(cache).exists()  # not put back
+        assert other.poll() is None  # and the other program left alone
+    finally:
+        stop_process(other, 10)

@@ -16,6 +16,7 @@ from toolscript.config import load_config
 from toolscript.errors import GatewayUnreachableError
 from toolscript.gateway.state import (
     abandon_start,
+    gateway_state_file,
     mark_starting,
     read_gateway_state,
     ready_gateway_state,
@@ -91,17 +92,21 @@ def test_the_entry_point_marks_a_start_before_anything_else(tmp_path: Path) -> N
     assert read_gateway_state(cache) is None
 
 
-def test_a_start_marked_twice_keeps_the_gateway_it_hid_and_hands_it_back(
+def test_a_start_marked_twice_says_once_why_the_file_it_replaced_was_stale(
     tmp_path: Path,
 ) -> None:
+    """The start holds the project's lock, which every gateway of the project holds while it
+    runs: a file naming another live process is stale (it warned of "another gateway" there,
+    said to `kill` that process, and put the file back once it stopped)."""
     cache = tmp_path / ".toolscript"
     other = {"url": "http://127.0.0.1:9/t", "pid": os.getppid(), "port": 9}
     write_gateway_state(cache, other)
-    assert mark_starting(cache) == other
-    assert mark_starting(cache) == other  # the command marks again what the entry marked
+    stale = mark_starting(cache)
+    assert stale is not None and f"pid {os.getppid()}" in stale and "no gateway" in stale
+    assert mark_starting(cache) == stale  # the command marks again what the entry marked
     assert (read_gateway_state(cache) or {}).get("starting")
     abandon_start(cache)
-    assert read_gateway_state(cache) == other
+    assert read_gateway_state(cache) is None  # not put back
 
 
 def test_a_state_left_behind_whose_pid_another_process_has_now_is_no_gateway(
@@ -115,17 +120,37 @@ def test_a_state_left_behind_whose_pid_another_process_has_now_is_no_gateway(
     try:
         yesterday = {"url": "http://127.0.0.1:9/t", "pid": later.pid, "port": 9}
         write_gateway_state(cache, {**yesterday, "started": time.time() - 86_400})
-        assert mark_starting(cache) is None
+        assert "no gateway of this project" in (mark_starting(cache) or "")
         abandon_start(cache)
         assert read_gateway_state(cache) is None  # nor put back once this start ends
         write_gateway_state(cache, {"pid": later.pid, "starting": True, "started": 1.0})
         assert ready_gateway_state(cache, wait=0.2, siblings=False) is None
-        today = {**yesterday, "started": time.time()}  # written by that process: its gateway
-        write_gateway_state(cache, today)
-        assert mark_starting(cache) == today
     finally:
         later.kill()
         later.wait()
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('{"pid": 12', "is not JSON (10 bytes, truncated?)"),
+        ("not json", "is not JSON"),
+        ("[1, 2]", "names no process"),
+        ('{"pid": "x"}', "names no process"),
+        ('{"pid": 999999999, "url": "http://127.0.0.1:9/t"}', "no longer runs"),
+    ],
+)
+def test_a_broken_state_file_is_said_stale_once_and_replaced(
+    tmp_path: Path, text: str, said: str
+) -> None:
+    cache = tmp_path / ".toolscript"
+    path = gateway_state_file(cache)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    assert said in (mark_starting(cache) or "")
+    assert (read_gateway_state(cache) or {}).get("pid") == os.getpid()
+    abandon_start(cache)
+    assert not path.exists()
 
 
 def test_a_gateway_that_never_gets_ready_is_named_not_missed(tmp_path: Path) -> None:

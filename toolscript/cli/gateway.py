@@ -256,7 +256,7 @@ def start(
         ):
             if not 0 <= value <= 1:
                 raise UsageError(f"{name} must be between 0 and 1, got {value}")
-        previous = None if private else mark_starting(loaded.cache_dir(cache))
+        stale = None if private else mark_starting(loaded.cache_dir(cache))
         try:
             serve(
                 loaded,
@@ -268,7 +268,7 @@ def start(
                 connect_timeout=connect_timeout,
                 ready_wait=ready_wait,
                 max_request_bytes=int(max_request_mb * 1024 * 1024),
-                previous=previous,
+                stale=stale,
                 # A gateway for one exec has no use for it: that script is checked by deno check.
                 warm_checker=not (ephemeral or no_warm_checker),
                 infer_results=not no_inferred,

@@ -20,9 +20,7 @@ from toolscript.config import Config
 from toolscript.errors import UsageError
 from toolscript.gateway.state import (
     gateway_state_file,
-    read_gateway_state,
     remove_gateway_state,
-    restore_gateway_state,
     write_gateway_state,
 )
 from toolscript.search.engine import SearchOptions
@@ -167,7 +165,7 @@ def serve(
     max_request_bytes: int = 8 * 1024 * 1024,
     search: SearchOptions | None = None,
     announce: Callable[[str], None] | None = None,
-    previous: dict[str, Any] | None = None,
+    stale: str | None = None,
     warm_checker: bool = True,
     infer_results: bool = True,
     search_index: bool = True,
@@ -189,8 +187,8 @@ def serve(
     ``search_when_idle``: the search model starts once no run is under way, or at a first
     search (``Gateway``).
 
-    ``previous`` is the state of another gateway of the project that ran when this one
-    started (``mark_starting``): it is named in a warning, and found again after this one.
+    ``stale``: why the state file this gateway replaces was stale (``mark_starting``), said
+    in one line.
 
     Served in a thread of another program (the MCP face's own gateway, ``inprocess.py``):
     ``own_stdout`` False leaves ``sys.stdout`` alone (it is that program's), and ``on_loop``
@@ -280,7 +278,6 @@ def serve(
             from toolscript.gateway.local import LocalGateway
 
             on_loop(stop, LocalGateway(gateway, loop))
-        other = previous
         state = {
             "url": url,
             "pid": os.getpid(),
@@ -289,16 +286,8 @@ def serve(
             "config": str(config.path) if config.path else None,
             "started": time.time(),
         }
-        if state_dir is not None and other is not None:
-            # Allowed (each Claude Code session has a gateway of its own), but when it is
-            # an accident the user should know that two gateways now run their servers.
-            log.warning(
-                "another gateway (pid %s, port %s) already serves this project; "
-                "commands here now use this one (stop the other with `kill %s`)",
-                other.get("pid"),
-                other.get("port"),
-                other.get("pid"),
-            )
+        if state_dir is not None and stale is not None:
+            log.info("replacing the project's stale gateway state file: %s", stale)
         keeping: asyncio.Task[None] | None = None
         try:
             serving = asyncio.create_task(server.serve(sockets=[sock]))
@@ -328,8 +317,6 @@ def serve(
                 keeping.cancel()
             if state_dir is not None:
                 remove_gateway_state(state_dir, os.getpid())
-                if other is not None and read_gateway_state(state_dir) is None:
-                    restore_gateway_state(state_dir, other)  # the other one is found again
             log.info("stopped")
 
     asyncio.run(main())

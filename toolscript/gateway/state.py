@@ -35,7 +35,6 @@ __all__ = [
     "read_gateway_state",
     "ready_gateway_state",
     "remove_gateway_state",
-    "restore_gateway_state",
     "session_gateways",
     "sessions_dir",
     "start_cache_dir",
@@ -46,8 +45,8 @@ __all__ = [
 START_WAIT = 120.0  # seconds a command waits for a gateway that is still starting
 FORK_WAIT = 1.0  # seconds a command waits for a sibling job still forked to show its command
 
-# The starting marks this process wrote, by project cache: the other gateway each one hid.
-_marks: dict[Path, dict[str, Any] | None] = {}
+# The starting marks this process wrote, by project cache: why the file each replaced was stale.
+_marks: dict[Path, str | None] = {}
 _VALUED = {"--config": "config", "-c": "config", "--cache-dir": "cache"}
 _PRIVATE = {"--ephemeral", "--no-state", "--help", "-h"}
 
@@ -289,11 +288,13 @@ def already_serving(directory: Path, wait: float = START_WAIT) -> AlreadyServing
     )
 
 
-def mark_starting(directory: Path) -> dict[str, Any] | None:
+def mark_starting(directory: Path) -> str | None:
     """Record at once that this process starts the project's gateway, so commands run right
-    after `gateway start &` wait for it rather than find none. Returns the state of another
-    gateway of the project that runs already (not this process), if any. Marking the same
-    project again only returns that state; marking another drops the first mark."""
+    after `gateway start &` wait for it rather than find none. Returns why a state file found
+    there was stale (None: none was, or it was this process's): this process now holds the
+    project's lock, which every gateway recording its state holds while it runs, so no
+    gateway the file names serves the project. Marking the same project again only returns
+    that; marking another drops the first mark."""
     key = directory.resolve()
     if key in _marks:
         return _marks[key]
@@ -301,27 +302,44 @@ def mark_starting(directory: Path) -> dict[str, Any] | None:
         return None  # another process serves (or starts) this project: its mark stands
     for earlier in list(_marks):  # a process starts one gateway: a mark of another project goes
         abandon_start(earlier)
-    other = read_gateway_state(directory)
-    if other is not None and (
-        other.get("pid") == os.getpid() or other.get("starting") or not _its_writer_runs(other)
-    ):
-        other = None
+    stale = _stale_state(directory)
     write_gateway_state(directory, {"pid": os.getpid(), "starting": True, "started": time.time()})
-    _marks[key] = other
-    return other
+    _marks[key] = stale
+    return stale
+
+
+def _stale_state(directory: Path) -> str | None:
+    """What the project's state file holds, said as why it is stale (the caller holds the
+    project's lock); None when there is none, or it is this process's."""
+    path = gateway_state_file(directory)
+    try:
+        text = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"{path} cannot be read: {exc.strerror or exc}"
+    try:
+        state = json.loads(text)
+    except (ValueError, RecursionError):
+        return f"{path} is not JSON ({len(text)} bytes, truncated?)"
+    pid = state.get("pid") if isinstance(state, dict) else None
+    if not isinstance(pid, int) or isinstance(pid, bool):
+        return f"{path} names no process"
+    if pid == os.getpid():
+        return None
+    if not pid_exists(pid):
+        return f"pid {pid}, which it names, no longer runs"
+    return f"pid {pid}, which it names, is no gateway of this project (it does not hold its lock)"
 
 
 def abandon_start(directory: Path | None = None) -> None:
     """A start that ended (or failed before serving): its mark goes (every mark of this
-    process without ``directory``), and the gateway it hid is found again (unless another
-    took its place meanwhile)."""
+    process without ``directory``); a stale file it replaced is not put back."""
     for key in list(_marks) if directory is None else [directory.resolve()]:
         if key not in _marks:
             continue
-        previous = _marks.pop(key)
+        del _marks[key]
         remove_gateway_state(key, os.getpid())
-        if previous is not None and read_gateway_state(key) is None:
-            restore_gateway_state(key, previous)
 
 
 def remove_gateway_state(directory: Path, pid: int) -> None:
@@ -344,13 +362,6 @@ def _loopback_url(url: Any) -> bool:
     except ValueError:
         return False
     return parts.scheme == "http" and host in ("127.0.0.1", "::1", "localhost")
-
-
-def restore_gateway_state(directory: Path, state: dict[str, Any]) -> None:
-    """Write back an earlier gateway's state, if that gateway still runs."""
-    pid = state.get("pid")
-    if isinstance(pid, int) and pid_exists(pid):
-        write_gateway_state(directory, state)
 
 
 def sessions_dir() -> Path:
