@@ -187,3 +187,31 @@ def test_a_gateway_start_beside_that_keeps_its_state_elsewhere_is_not_waited_for
     monkeypatch.setattr(processes, "siblings", found)
     assert ready_gateway_state(home / ".toolscript", wait=600) is None
     assert len(asked) == 1  # looked once, did not poll for its mark
+
+
+def test_a_second_start_beside_a_gateway_whose_state_file_broke_says_so(tmp_path: Path) -> None:
+    """The lock held, the file truncated: it said "already serves this project (pid ?)"."""
+    from toolscript.gateway.state import already_serving
+
+    cache = tmp_path / ".toolscript"
+    lock = gateway_state_file(cache).with_suffix(".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, sys, time; f = open(sys.argv[1], 'w'); fcntl.flock(f, fcntl.LOCK_EX);"
+            " print('held', flush=True); time.sleep(60)",
+            str(lock),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        gateway_state_file(cache).write_text('{"pid": 12')
+        error = already_serving(cache, wait=0.2)
+        assert error.message == "a gateway already serves this project (its state file names none)"
+    finally:
+        holder.kill()
+        holder.wait()

@@ -278,11 +278,12 @@ def already_serving(directory: Path, wait: float = START_WAIT) -> AlreadyServing
         state = ready_gateway_state(directory, wait, siblings=False)
     except GatewayUnreachableError as exc:
         return AlreadyServingError(exc.message, hint=exc.hint)
-    pid = state.get("pid") if state else "?"
     url = str(state.get("url") or "") if state else ""
     where = f" at {url.rsplit('/', 1)[0]}/<token>" if url else ""
+    # (the process holding the project's lock, its state file unreadable or not yet written)
+    named = f"pid {state.get('pid')}{where}" if state else "its state file names none"
     return AlreadyServingError(
-        f"a gateway already serves this project (pid {pid}{where})",
+        f"a gateway already serves this project ({named})",
         hint="use it (`toolscript gateway status`), or stop it first (`toolscript gateway "
         "stop`, or Ctrl+C where it runs); `--no-state` starts a private one beside it",
     )
