@@ -36,6 +36,7 @@ HTTP response with ``status_code``::
     ├── ScriptExistsError               HTTP 409 a saved script of that name exists (save --force)
     ├── ScriptCheckError                HTTP 422 a script to save does not type-check
     ├── RunLogError                     HTTP 503 the run log cannot be read or written now
+    │   └── NewerRunLogError                     a newer toolscript's run log (a downgrade)
     ├── TooManyRunsError                HTTP 429 as many runs are under way as a gateway holds
     ├── StorageError                             a folder toolscript keeps files in is not writable
     ├── SearchError                     HTTP 503 search could not use its embedding model
@@ -69,6 +70,7 @@ __all__ = [
     "GatewayUnreachableError",
     "InternalError",
     "ModuleChangedError",
+    "NewerRunLogError",
     "NotAGatewayError",
     "NotFoundError",
     "PolicyError",
@@ -472,6 +474,11 @@ class RunLogError(ToolscriptError):
 
     status_code = 503
     kind = "run_log_unavailable"
+
+
+class NewerRunLogError(RunLogError):
+    """The run log has a schema newer than this toolscript's: a newer one wrote it (the user
+    went back to an older toolscript). Nothing is read or written until one of them moves."""
 
 
 class StorageError(ToolscriptError):

@@ -100,3 +100,32 @@ def test_config_check_warns_of_an_internal_tool_file_that_ends_the_gateway(
     assert _main(monkeypatch, "config", "check", "--json") == 0
     warnings = json.loads(capsys.readouterr().out)["warnings"]
     assert [w.split(": calls")[0] for w in warnings] == [f"{tools / 'ender.py'}:4"]
+
+
+def test_a_run_log_of_a_newer_schema_says_so_and_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Back on an older toolscript, the run log a newer one wrote: "was written by a newer
+    toolscript (schema 6)", and only "upgrade" to do. It names the run log, both schemas,
+    and the way to keep the older toolscript (the log moved aside), never a traceback."""
+    import sqlite3
+
+    from toolscript.plumbing.paths import project_state_dir
+    from toolscript.store.runlog import SCHEMA_VERSION, RunLog, runlog_path
+
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path / "home"))
+    (tmp_path / ".toolscript.json").write_text(json.dumps({"mcpServers": {}}))
+    monkeypatch.chdir(tmp_path)
+    path = runlog_path(project_state_dir(tmp_path))
+    RunLog(path).recent()
+    with sqlite3.connect(path) as db:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    assert _main(monkeypatch, "runs") == 1
+    err = capsys.readouterr().err
+    assert f"the run log {path} is from a newer toolscript" in err
+    assert f"(its schema {SCHEMA_VERSION + 1}; toolscript " in err
+    assert f"reads schemas up to {SCHEMA_VERSION})" in err
+    assert f"`mv {path} {path}.schema{SCHEMA_VERSION + 1}`" in err
+    assert "Traceback" not in err
+    assert _main(monkeypatch, "runs", "--json") == 1
+    assert json.loads(capsys.readouterr().out)["error"] == "run_log_unavailable"

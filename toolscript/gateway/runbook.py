@@ -46,6 +46,7 @@ from toolscript.config import IDENTITY_PARTS
 from toolscript.errors import (
     ApprovalRequiredError,
     CallRefusedError,
+    NewerRunLogError,
     NotFoundError,
     PolicyError,
     ReplayDivergedError,
@@ -1263,7 +1264,10 @@ class RunBook:
         self._replays = replays | self._replays
         if self._unwritten_since is None:
             self._unwritten_since = time.time()
-            log.warning("runs: %s; runs and calls are kept in memory and written later", exc)
+            later = "written later"
+            if isinstance(exc, NewerRunLogError):  # (not by this toolscript: never)
+                later = "not written: this gateway's are lost when it stops"
+            log.warning("runs: %s; runs and calls are kept in memory, %s", exc, later)
 
     def trace(self, run: Run) -> list[dict[str, Any]]:
         """The run's calls as the run log shows them (redacted)."""

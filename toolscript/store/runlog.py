@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolscript.errors import RunLogError, UsageError
+from toolscript.errors import NewerRunLogError, RunLogError, UsageError
 from toolscript.plumbing.cachefiles import damage_of, is_damage, set_aside
 
 if TYPE_CHECKING:
@@ -321,9 +321,15 @@ class RunLog:
     def _migrate(self, db: Any) -> None:
         version = db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
-            raise RunLogError(
-                f"{self.path} was written by a newer toolscript (schema {version})",
-                hint="upgrade toolscript (pip install -U toolscript)",
+            from toolscript import __version__
+
+            aside = self.path.with_name(f"{self.path.name}.schema{version}")
+            raise NewerRunLogError(
+                f"the run log {self.path} is from a newer toolscript (its schema {version}; "
+                f"toolscript {__version__} reads schemas up to {SCHEMA_VERSION})",
+                hint="install the newer toolscript again (`pip install -U toolscript`); or, to "
+                f"keep this one, move the log aside (`mv {self.path} {aside}`): a new run log "
+                "starts, and the runs and approvals of the old one stay in that file",
             )
         for step in range(version, SCHEMA_VERSION):
             with db.conn:
