@@ -72,28 +72,46 @@ def double(n: int) -> int:
 '''
 
 
+LOCAL_TOOLS = {"localTools": {"dir": "tools"}, "search": {"semantic": False}}
+
+
+def tool_folder(directory: Path, files: dict[str, str], **config: Any) -> dict[str, Any]:
+    """``directory`` as a project of tool files (``tools/NAME.py`` for each of ``files``):
+    its config (``LOCAL_TOOLS`` and ``config``), written as ``.toolscript.json``."""
+    (directory / "tools").mkdir()
+    for name, source in files.items():
+        (directory / "tools" / f"{name}.py").write_text(source)
+    written = {**config, **LOCAL_TOOLS}
+    (directory / ".toolscript.json").write_text(json.dumps(written))
+    return written
+
+
+def start_gateway(directory: Path, config: dict[str, Any]) -> GatewayProcess:
+    """The project's gateway, with a toolscript home of its own."""
+    return GatewayProcess(config, directory, env={"TOOLSCRIPT_HOME": str(directory / "home")})
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project of tool files with none yet (the test writes its own into ``tools/``)."""
+    tool_folder(tmp_path, {})
+    return tmp_path
+
+
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     """A project with one tool file and two servers the user got wrong: a command one letter
     off an installed program's, and a script named from the shell's folder, not the
     config's."""
     directory = tmp_path_factory.mktemp("project")
-    (directory / "tools").mkdir()
-    (directory / "tools" / "greet.py").write_text(GREET)
-    (directory / "tools" / "exits.py").write_text(EXITS)
-    (directory / "tools" / "script.py").write_text(SCRIPT)
-    (directory / "tools" / "asks.py").write_text(ASKS)
     path = f"{VENV_BIN}:/usr/bin:/bin"
-    config = {
-        "mcpServers": {
-            "clock": {"command": "mcp-server-tiem", "env": {"PATH": path}},
-            "mine": {"command": "./bin/server.sh"},
-            "tilde": {"command": "~/bin/fh11-server"},
-        },
-        "localTools": {"dir": "tools"},
-        "search": {"semantic": False},
+    servers = {
+        "clock": {"command": "mcp-server-tiem", "env": {"PATH": path}},
+        "mine": {"command": "./bin/server.sh"},
+        "tilde": {"command": "~/bin/fh11-server"},
     }
-    gateway = GatewayProcess(config, directory, env={"TOOLSCRIPT_HOME": str(directory / "home")})
+    files = {"greet": GREET, "exits": EXITS, "script": SCRIPT, "asks": ASKS}
+    gateway = start_gateway(directory, tool_folder(directory, files, mcpServers=servers))
     yield gateway
     assert gateway.stop() == []
 
@@ -214,21 +232,19 @@ def test_an_empty_run_id_is_said_to_be_empty(gateway: GatewayProcess) -> None:
         assert "ambiguous" not in result.stderr and "Traceback" not in result.stderr
 
 
-def test_a_tool_file_added_while_the_gateway_starts_is_served(tmp_path: Path) -> None:
+def test_a_tool_file_added_while_the_gateway_starts_is_served(project: Path) -> None:
     """The user ran `toolscript gateway start &` and saved tools/late.py while its servers
     connected: the watch began after them, from what the files were then, and late.py
     stayed out until a restart. Here the slow file's import writes late.py itself, so it
     lands after the config was read and before the gateway serves."""
-    tools = tmp_path / "tools"
-    tools.mkdir()
+    tools = project / "tools"
     late = tools / "late.py"
     (tools / "slow.py").write_text(
         "import pathlib, time\n"
         f"pathlib.Path({str(late)!r}).write_text({ADD!r})\n"
         "time.sleep(1)\n\n\n" + GREET
     )
-    config = {"localTools": {"dir": "tools"}, "search": {"semantic": False}}
-    gateway = GatewayProcess(config, tmp_path, env={"TOOLSCRIPT_HOME": str(tmp_path / "home")})
+    gateway = start_gateway(project, LOCAL_TOOLS)
     try:
         gateway.wait_for_health(
             lambda health: health["servers"].get("late", {}).get("state") == "connected",
@@ -285,19 +301,16 @@ def test_a_tool_that_exits_or_reads_stdin_fails_alone(gateway: GatewayProcess) -
 
 
 def test_input_in_a_tool_of_a_gateway_started_with_ampersand_does_not_stop_it(
-    tmp_path: Path,
+    project: Path,
 ) -> None:
     """`toolscript gateway start &` in an interactive shell, then a call of an internal tool
     that calls input(): the gateway, a background job reading its terminal, was stopped by
     the shell ("[1]+ Stopped"), and the exec, `gateway status` and every call hung."""
-    (tmp_path / "tools").mkdir()
-    (tmp_path / "tools" / "asker.py").write_text(
+    (project / "tools" / "asker.py").write_text(
         'def ask() -> str:\n    """Ask the person."""\n    return input("name? ")\n'
     )
-    config = {"localTools": {"dir": "tools"}, "search": {"semantic": False}}
-    (tmp_path / ".toolscript.json").write_text(json.dumps(config))
     toolscript = f"{sys.executable} -m toolscript"
-    shell = InteractiveShell(tmp_path)
+    shell = InteractiveShell(project)
     try:
         shell.type(f"{toolscript} gateway start 2>/dev/null &")
         wait_until(shell.read, lambda seen: "http://127.0.0.1:" in seen, 60, "the gateway's URL")

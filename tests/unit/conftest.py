@@ -9,10 +9,16 @@
   and Litestar's test client of its app, one of each for a module.
 - ``projects`` (kept outputs: test_attacks_stop66_outputs.py, test_attacks_stop67_outputs.py):
   a folder of projects' state whose kept outputs share a budget of 1 MB.
+- ``project`` (the CLI run in a project: test_approve_tools.py, test_approve_repointed.py,
+  test_leftovers15.py, test_cli_minors.py, each with ``pytestmark =
+  pytest.mark.usefixtures("project")``): the test's folder as the working directory, its
+  home, and toolscript's settings of its own (none of the machine's); the module's
+  ``PROJECT_CONFIG``, when it has one, written there as ``.toolscript.json``.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -82,3 +88,19 @@ def projects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "projects"
     folder.mkdir()
     return folder
+
+
+@pytest.fixture
+def project(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    monkeypatch.chdir(tmp_path)
+    for name in ("TOOLSCRIPT_GATEWAY_URL", "TOOLSCRIPT_CONFIG", "TOOLSCRIPT_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # the search for a config stops here
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("TOOLSCRIPT_CONFIG_HOME", str(tmp_path / "config-home"))
+    config = getattr(request.module, "PROJECT_CONFIG", None)
+    if config is not None:
+        (tmp_path / ".toolscript.json").write_text(json.dumps(config))
+    return tmp_path

@@ -20,15 +20,7 @@ runner = CliRunner()
 TIME = {"command": "uvx", "args": ["mcp-server-time"]}
 
 
-@pytest.fixture(autouse=True)
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    for name in ("TOOLSCRIPT_GATEWAY_URL", "TOOLSCRIPT_CONFIG", "TOOLSCRIPT_CACHE_DIR"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("TOOLSCRIPT_CONFIG_HOME", str(tmp_path / "config-home"))
-    return tmp_path
+pytestmark = pytest.mark.usefixtures("project")  # (tests/unit/conftest.py)
 
 
 def _configure(project: Path, servers: dict[str, object]) -> str:

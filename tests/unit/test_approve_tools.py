@@ -16,16 +16,8 @@ runner = CliRunner()
 TIME = {"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}}
 
 
-@pytest.fixture(autouse=True)
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    for name in ("TOOLSCRIPT_GATEWAY_URL", "TOOLSCRIPT_CONFIG", "TOOLSCRIPT_CACHE_DIR"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("TOOLSCRIPT_CONFIG_HOME", str(tmp_path / "config-home"))
-    (tmp_path / ".toolscript.json").write_text(json.dumps(TIME))
-    return tmp_path
+PROJECT_CONFIG = TIME  # the project fixture writes it (tests/unit/conftest.py)
+pytestmark = pytest.mark.usefixtures("project")  # (tests/unit/conftest.py)
 
 
 def _fetched(project: Path) -> None:

@@ -81,17 +81,16 @@ def test_what_does_not_end_the_process_is_not_found(source: str) -> None:
 
 
 def test_config_check_warns_of_an_internal_tool_file_that_ends_the_gateway(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`os._exit` in an internal tool file ended the gateway, which nothing can catch:
     `config check` names the file and line (a PEP 723 file runs in a worker: not named)."""
-    tools = tmp_path / "tools"
+    tools = project / "tools"
     tools.mkdir()
     (tools / "ender.py").write_text("import os\n\ndef stop() -> None:\n    os._exit(3)\n")
     header = "# /// script\n# dependencies = []\n# ///\n"
     (tools / "apart.py").write_text(header + "import os\n\ndef stop() -> None:\n    os._exit(3)\n")
-    (tmp_path / ".toolscript.json").write_text(json.dumps({"localTools": {"dir": "tools"}}))
-    monkeypatch.chdir(tmp_path)
+    (project / ".toolscript.json").write_text(json.dumps({"localTools": {"dir": "tools"}}))
     assert _main(monkeypatch, "config", "check") == 0
     err = capsys.readouterr().err
     assert f"warning: {tools / 'ender.py'}:4: calls os._exit(), which ends the gateway" in err
@@ -103,7 +102,7 @@ def test_config_check_warns_of_an_internal_tool_file_that_ends_the_gateway(
 
 
 def test_a_run_log_of_a_newer_schema_says_so_and_what_to_do(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Back on an older toolscript, the run log a newer one wrote: "was written by a newer
     toolscript (schema 6)", and only "upgrade" to do. It names the run log, both schemas,
@@ -113,10 +112,8 @@ def test_a_run_log_of_a_newer_schema_says_so_and_what_to_do(
     from toolscript.plumbing.paths import project_state_dir
     from toolscript.store.runlog import SCHEMA_VERSION, RunLog, runlog_path
 
-    monkeypatch.setenv("TOOLSCRIPT_HOME", str(tmp_path / "home"))
-    (tmp_path / ".toolscript.json").write_text(json.dumps({"mcpServers": {}}))
-    monkeypatch.chdir(tmp_path)
-    path = runlog_path(project_state_dir(tmp_path))
+    (project / ".toolscript.json").write_text(json.dumps({"mcpServers": {}}))
+    path = runlog_path(project_state_dir(project))
     RunLog(path).recent()
     with sqlite3.connect(path) as db:
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
