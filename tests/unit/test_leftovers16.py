@@ -126,3 +126,45 @@ def test_a_run_log_of_a_newer_schema_says_so_and_what_to_do(
     assert "Traceback" not in err
     assert _main(monkeypatch, "runs", "--json") == 1
     assert json.loads(capsys.readouterr().out)["error"] == "run_log_unavailable"
+
+
+@pytest.mark.parametrize(
+    ("path", "refused"),
+    [
+        ("/servers/docs/prompts/get", "the arguments of a prompt get refused"),
+        ("/servers/docs/resources/read", "the parameters of a resource read refused"),
+        ("/runs/r1/prompt", "the contents of an answer to the run's prompt refused"),
+    ],
+)
+def test_a_refused_prompt_get_says_what_was_refused(path: str, refused: str) -> None:
+    """A prompt get past the run's budget of JSON values was refused as "the arguments of
+    the tool calls under way hold more than ..." while it was no tool call."""
+    import types
+
+    import anyio
+
+    from toolscript.gateway.app import ToolCallFastPath
+    from toolscript.gateway.connections import BodyBudget
+    from toolscript.gateway.guard import RUN_SCOPE_KEY
+
+    gateway = types.SimpleNamespace(call_values=BodyBudget(100, 1000))
+    assert gateway.call_values.take("r1", 95)  # a call of the run under way
+    body = b'{"name": "p", "arguments": {"x": [' + b"1," * 9 + b"1]}}"
+    sent: list[dict[str, object]] = []
+
+    async def receive() -> dict[str, object]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    async def never(*_: object) -> None:
+        raise AssertionError("refused before the app")
+
+    scope = {"type": "http", "method": "POST", "path": path, "headers": [], RUN_SCOPE_KEY: "r1"}
+    anyio.run(ToolCallFastPath(never, gateway), scope, receive, send)
+    assert sent[0]["status"] == 413
+    message = json.loads(b"".join(m.get("body", b"") for m in sent[1:]))["message"]
+    assert message.startswith(refused), message
+    assert "with the tool calls, prompt gets and resource reads under way" in message
+    assert "more than 100 JSON values for one run at once" in message

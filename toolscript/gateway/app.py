@@ -143,7 +143,13 @@ def _http_error_response(request: Request[Any, Any, Any], exc: HTTPException) ->
 # Routes whose bodies hold any JSON (the Structs' ``dict[str, Any]`` fields), decoded whole
 # by Litestar: 9.6 MB of `[{},{},...]` in a prompt's arguments took 220 MB, and a script's 24
 # gets at once grew the gateway to 5.9 GB.
-_ANY_JSON = re.compile(r"/servers/[^/]+/(?:resources/read|prompts/get)|/runs/[^/]+/prompt")
+_ANY_JSON = re.compile(r"/servers/[^/]+/(resources/read|prompts/get)|/runs/[^/]+/prompt")
+# what each of those bodies is, as a refusal names it
+_ANY_JSON_NAMES = {
+    "prompts/get": "the arguments of a prompt get",
+    "resources/read": "the parameters of a resource read",
+    None: "the contents of an answer to the run's prompt",
+}
 
 
 class ToolCallFastPath:
@@ -161,8 +167,9 @@ class ToolCallFastPath:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         path = scope.get("path", "")
-        if scope["type"] == "http" and scope["method"] == "POST" and _ANY_JSON.fullmatch(path):
-            await self._counted(scope, receive, send)
+        counted = _ANY_JSON.fullmatch(path) if scope["type"] == "http" else None
+        if counted is not None and scope["method"] == "POST":
+            await self._counted(scope, receive, send, _ANY_JSON_NAMES[counted[1]])
             return
         if scope["type"] != "http" or scope["method"] != "POST" or not path.startswith("/tools/"):
             await self.app(scope, receive, send)
@@ -196,7 +203,7 @@ class ToolCallFastPath:
         if not payload:
             await send({"type": "http.response.body", "body": b""})
 
-    async def _counted(self, scope: Any, receive: Any, send: Any) -> None:
+    async def _counted(self, scope: Any, receive: Any, send: Any, what: str) -> None:
         """A route taking any JSON in its body (a prompt's arguments, a resource template's
         params, an answer's content), counted as a tool call's arguments are: its JSON
         values held in ``gateway.call_values`` while Litestar serves it."""
@@ -207,7 +214,7 @@ class ToolCallFastPath:
         values = json_values(body)
         held = self.gateway.call_values
         if values > MAX_CALL_VALUES or not held.take(run, values):
-            await answer_error(send, too_many_values("the request's JSON", values, held, run))
+            await answer_error(send, too_many_values(what, values, held, run))
             return
         given = False
 

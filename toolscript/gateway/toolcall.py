@@ -86,9 +86,10 @@ def too_many_values(what: str, values: int, held: BodyBudget, run_id: str | None
             bound, advice = f"{held.per_run:,} JSON values for one run", "make fewer"
         else:  # every caller's together (other runs' calls, it may be): said so, not the run's
             bound, advice = f"{held.total:,} JSON values", "try again later, or make fewer"
+        # (what was refused, then the budget it shares with every JSON body under way)
         message = (
-            f"the arguments of the tool calls under way hold more than {bound} at once; "
-            f"{advice} large calls at the same time"
+            f"{what} refused: with the tool calls, prompt gets and resource reads under way, "
+            f"they would hold more than {bound} at once; {advice} large requests at the same time"
         )
     return RequestError(message, status_code=413, kind="request_too_large")
 
