@@ -481,3 +481,4 @@ def test_a_prompt_get_shares_the_run_budget_with_its_tool_calls(gateway: Gateway
     assert ran.returncode == 0, ran.stderr[-2000:]
     said = json.loads(ran.stdout)
     assert "2,000,000 JSON values for one run" in said, said
+    assert "the arguments of a prompt get refused" in said, said  # not "of the tool calls"
