@@ -118,7 +118,7 @@ def test_gateway_start_replaces_a_stale_state_file_and_says_so_once(
         else:
             state = {"url": "http://127.0.0.1:9/t", "pid": other.pid, "port": 9}
             write_gateway_state(cache, {**state, "started": time.time()})
-            said = f"pid {other.pid}, which it names, is no gateway of this project"
+            said = f"pid {other.pid}, which it names, is no gateway (it does not"
         config = {"mcpServers": {}, "search": {"semantic": False}}
         started = GatewayProcess(
             config, tmp_path, "--no-warm-checker", env={"TOOLSCRIPT_HOME": home}

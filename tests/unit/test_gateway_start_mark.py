@@ -24,6 +24,7 @@ from toolscript.gateway.state import (
     start_options,
     write_gateway_state,
 )
+from toolscript.plumbing.processes import command_line
 
 
 @pytest.fixture(autouse=True)
@@ -120,7 +121,7 @@ def test_a_state_left_behind_whose_pid_another_process_has_now_is_no_gateway(
     try:
         yesterday = {"url": "http://127.0.0.1:9/t", "pid": later.pid, "port": 9}
         write_gateway_state(cache, {**yesterday, "started": time.time() - 86_400})
-        assert "no gateway of this project" in (mark_starting(cache) or "")
+        assert "is no gateway (it does not hold the project's lock)" in (mark_starting(cache) or "")
         abandon_start(cache)
         assert read_gateway_state(cache) is None  # nor put back once this start ends
         write_gateway_state(cache, {"pid": later.pid, "starting": True, "started": 1.0})
@@ -215,3 +216,27 @@ def test_a_second_start_beside_a_gateway_whose_state_file_broke_says_so(tmp_path
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_state_file_naming_a_gateway_start_without_the_lock_is_said_to_be_one(
+    tmp_path: Path,
+) -> None:
+    """The user's cache (the lock with it) deleted under a running gateway: a second start
+    gets a lock of its own, and the file names a `gateway start` that still runs. Not
+    called stale: said to be another gateway that may serve the project too."""
+    cache = tmp_path / ".toolscript"
+    running = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", "toolscript", "gateway", "start"]
+    )
+    try:
+        wait = time.monotonic() + 10
+        while "gateway" not in " ".join(command_line(running.pid)) and time.monotonic() < wait:
+            time.sleep(0.02)
+        write_gateway_state(cache, {"url": "http://127.0.0.1:9/t", "pid": running.pid, "port": 9})
+        said = mark_starting(cache) or ""
+        assert said.startswith(f"another gateway (pid {running.pid}) runs without"), said
+        assert f"`kill {running.pid}`" in said and "stale" not in said
+    finally:
+        running.kill()
+        running.wait()
+        abandon_start(cache)

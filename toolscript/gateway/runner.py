@@ -187,8 +187,8 @@ def serve(
     ``search_when_idle``: the search model starts once no run is under way, or at a first
     search (``Gateway``).
 
-    ``stale``: why the state file this gateway replaces was stale (``mark_starting``), said
-    in one line.
+    ``stale``: the line to log of the state file this gateway replaces (``mark_starting``):
+    why it was stale, or the gateway it names running without the project's lock.
 
     Served in a thread of another program (the MCP face's own gateway, ``inprocess.py``):
     ``own_stdout`` False leaves ``sys.stdout`` alone (it is that program's), and ``on_loop``
@@ -287,7 +287,7 @@ def serve(
             "started": time.time(),
         }
         if state_dir is not None and stale is not None:
-            log.info("replacing the project's stale gateway state file: %s", stale)
+            log.warning("%s", stale)
         keeping: asyncio.Task[None] | None = None
         try:
             serving = asyncio.create_task(server.serve(sockets=[sock]))

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from toolscript.errors import AlreadyServingError, ConfigError, GatewayUnreachableError
 from toolscript.plumbing.paths import find_config_path, user_cache_dir
 from toolscript.plumbing.privatefile import write_private
-from toolscript.plumbing.processes import pid_exists
+from toolscript.plumbing.processes import command_line, pid_exists
 
 __all__ = [
     "abandon_start",
@@ -291,11 +291,12 @@ def already_serving(directory: Path, wait: float = START_WAIT) -> AlreadyServing
 
 def mark_starting(directory: Path) -> str | None:
     """Record at once that this process starts the project's gateway, so commands run right
-    after `gateway start &` wait for it rather than find none. Returns why a state file found
-    there was stale (None: none was, or it was this process's): this process now holds the
-    project's lock, which every gateway recording its state holds while it runs, so no
-    gateway the file names serves the project. Marking the same project again only returns
-    that; marking another drops the first mark."""
+    after `gateway start &` wait for it rather than find none. Returns the line to log of a
+    state file found there (None: none was, or it was this process's): this process now
+    holds the project's lock, which every gateway recording its state holds while it runs,
+    so the file is stale, unless it names a `gateway start` still running without the lock
+    (the user's cache, lock included, deleted under it). Marking the same project again only
+    returns that; marking another drops the first mark."""
     key = directory.resolve()
     if key in _marks:
         return _marks[key]
@@ -310,27 +311,37 @@ def mark_starting(directory: Path) -> str | None:
 
 
 def _stale_state(directory: Path) -> str | None:
-    """What the project's state file holds, said as why it is stale (the caller holds the
-    project's lock); None when there is none, or it is this process's."""
+    """What to say of the project's state file (the caller holds the project's lock): why it
+    is stale, or the gateway it names that runs without the lock; None when there is no
+    file, or it is this process's."""
     path = gateway_state_file(directory)
     try:
         text = path.read_bytes()
     except FileNotFoundError:
         return None
     except OSError as exc:
-        return f"{path} cannot be read: {exc.strerror or exc}"
+        reason = f"{path} cannot be read: {exc.strerror or exc}"
+        return f"replacing the project's stale gateway state file: {reason}"
     try:
         state = json.loads(text)
     except (ValueError, RecursionError):
-        return f"{path} is not JSON ({len(text)} bytes, truncated?)"
+        reason = f"{path} is not JSON ({len(text)} bytes, truncated?)"
+        return f"replacing the project's stale gateway state file: {reason}"
     pid = state.get("pid") if isinstance(state, dict) else None
     if not isinstance(pid, int) or isinstance(pid, bool):
-        return f"{path} names no process"
+        return f"replacing the project's stale gateway state file: {path} names no process"
     if pid == os.getpid():
         return None
     if not pid_exists(pid):
-        return f"pid {pid}, which it names, no longer runs"
-    return f"pid {pid}, which it names, is no gateway of this project (it does not hold its lock)"
+        reason = f"pid {pid}, which it names, no longer runs"
+    elif _names_gateway_start(command_line(pid)):
+        return (
+            f"another gateway (pid {pid}) runs without this project's lock (the user's cache "
+            f"deleted under it?) and may serve this project too; stop one (`kill {pid}`)"
+        )
+    else:
+        reason = f"pid {pid}, which it names, is no gateway (it does not hold the project's lock)"
+    return f"replacing the project's stale gateway state file: {reason}"
 
 
 def abandon_start(directory: Path | None = None) -> None:

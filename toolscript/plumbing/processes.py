@@ -372,6 +372,16 @@ def siblings(wanted: Callable[[tuple[str, ...]], bool] = lambda argv: True) -> l
     return found
 
 
+def command_line(pid: int) -> tuple[str, ...]:
+    """The command line of process ``pid`` (empty when it is gone or the system does not say)."""
+    import psutil
+
+    try:
+        return tuple(psutil.Process(pid).cmdline())
+    except psutil.Error:
+        return ()
+
+
 def signal_quietly(pid: int, sig: int, *, group: bool = False) -> None:
     """Send ``sig`` to ``pid`` (its whole process group with ``group``); a process that is
     already gone, or no longer ours to signal, is left alone."""
