@@ -1428,9 +1428,9 @@ class Gateway:
                 redact(exc.message, secrets, sent=sent),
                 content=redact_value(exc.content, secrets, sent=sent),
             ) from None
-        if self.shapes.enabled and self.shapes.observe(qualified, tool, shape, value):
-            self._types_learned = True  # built within a second, with whatever else is learned
         secrets = (*config.secrets, *upstream.secrets)
+        if self.shapes.enabled and self.shapes.observe(qualified, tool, shape, value, secrets):
+            self._types_learned = True  # built within a second, with whatever else is learned
         received = CALL_RECEIVED.get()  # a run's: its runs of these are not shown as written
         self.recent.note(
             qualified, arguments, value, agents=agents, secrets=secrets, received=received
