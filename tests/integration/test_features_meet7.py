@@ -5,16 +5,25 @@ files; the real Deno and real SQLite, the `mcp` SDK's client for the MCP face.""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.helpers import (
     GatewayProcess,
+    clean_env,
+    face_call,
     fixture_server,
     gateway_cli,
+    journal_of,
     records_server,
     run_doit,
+    run_id_of,
     wait_until,
 )
 
@@ -86,3 +95,292 @@ def test_a_type_learned_from_a_result_keyed_by_a_secret_never_names_it(
     for path in (gateway.directory / ".toolscript").rglob("*"):
         if path.is_file():
             assert secret_free(path.read_text(errors="replace")), path
+
+
+RAINFALL = '''def forecast_rainfall(city: str) -> str:
+    """Forecast tomorrow's rainfall in millimetres for a city."""
+    return city + ": 3 mm"
+'''
+
+
+def first_hit(answer: Any) -> tuple[str, str]:
+    hits = answer["hits"] if isinstance(answer, dict) else answer
+    return (hits[0]["server"], hits[0]["tool"]) if hits else ("", "")
+
+
+def test_a_tool_file_the_watch_added_is_found_once_it_is_connected(
+    gateway: GatewayProcess,
+) -> None:
+    """The config watch x search (the CLI's --json, the face's search_tools) x get-types:
+    once health says the added file's server is connected (as list-servers does), search
+    finds its tool and get-types types it, as exec's module does (GET /runtime/hash waits
+    for that build)."""
+    added = gateway.directory / "tools" / "rain.py"
+    added.write_text(RAINFALL)
+    try:
+        gateway.wait_for_health(
+            lambda h: h["servers"].get("rain", {}).get("state") == "connected", 60, "rain.py"
+        )
+        searched = gateway_cli(gateway, "search", "rainfall forecast for a city", "--json")
+        assert searched.returncode == 0, searched.stderr
+        assert first_hit(json.loads(searched.stdout)) == ("rain", "forecast_rainfall")
+        typed = gateway_cli(gateway, "get-types", "rain.forecast_rainfall")
+        assert typed.returncode == 0, typed.stderr
+        assert "forecastRainfall" in typed.stdout, typed.stdout
+        found = face_call(gateway, "search_tools", {"query": "rainfall forecast for a city"})
+        assert not found.is_error, found.content
+        assert first_hit(found.structured_content) == ("rain", "forecast_rainfall")
+    finally:
+        added.unlink()
+    gateway.wait_for_health(lambda h: "rain" not in h["servers"], 60, "rain.py gone")
+
+
+SLOW = '''import time
+from pathlib import Path
+
+
+def slow(marker: str, seconds: float) -> str:
+    """Note the call began, wait, answer which version of the file ran."""
+    Path(marker).write_text("began")
+    time.sleep(seconds)
+    return "version one"
+'''
+
+
+def test_a_tool_file_edited_while_a_call_to_it_is_in_flight(gateway: GatewayProcess) -> None:
+    """A local tool file x the config watch x a call under way: the file is edited while its
+    call runs. The call ends (its answer, or an error saying so), the gateway serves the
+    edited file, and the next call runs the new code."""
+    marker = gateway.directory / "slow-began"
+    tool = gateway.directory / "tools" / "slowpoke.py"
+    tool.write_text(SLOW)
+    try:
+        gateway.wait_for_health(
+            lambda h: h["servers"].get("slowpoke", {}).get("state") == "connected", 60, "slowpoke"
+        )
+        call = "tools.slowpoke.slow({ marker: " + json.dumps(str(marker)) + ", seconds: SECONDS })"
+        script = 'import { tools } from "toolscript"; return await ' + call
+        running = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "toolscript",
+                "exec",
+                "--no-check",
+                script.replace("SECONDS", "4"),
+            ],
+            cwd=gateway.directory,
+            env=clean_env(TOOLSCRIPT_GATEWAY_URL=gateway.url),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        wait_until(marker.exists, bool, 60, "the call began")
+        tool.write_text(SLOW.replace("version one", "version two"))
+        out, err = running.communicate(timeout=120)
+        assert running.returncode in (0, 1), err
+        if running.returncode == 0:
+            assert json.loads(out) == "version one"
+        else:
+            assert "slowpoke" in err and "Traceback" not in err, err
+        again = wait_until(
+            lambda: gateway_cli(gateway, "exec", "--no-check", script.replace("SECONDS", "0")),
+            lambda ran: ran.returncode == 0 and "version two" in ran.stdout,
+            60,
+            "the edited file served",
+        )
+        assert json.loads(again.stdout) == "version two"
+    finally:
+        tool.unlink()
+    gateway.wait_for_health(lambda h: "slowpoke" not in h["servers"], 60, "slowpoke gone")
+
+
+def module_text(gateway: GatewayProcess) -> str:
+    return gateway.client.get("runtime/tools.ts").text
+
+
+def test_a_tool_named_then2_added_while_a_run_waits_for_then(gateway: GatewayProcess) -> None:
+    """tools/list changed x then renamed x approval x resume: the server's `then` (an `ask`
+    tool) is `then2`; a run calling it stops for approval. Meanwhile the server adds a tool
+    really named `then2`, which takes that name (`then` is then3 now). Approved and resumed,
+    the run stops, saying its log holds a call of `then` where the script called `then2`:
+    it never calls `then2` in its place (held)."""
+    added = gateway.call("fx__add_tool", {"name": "then"})
+    assert added.status_code == 200, added.text
+    wait_until(lambda: module_text(gateway), lambda t: "then2(" in t, 60, "then as then2")
+    script = 'import { tools } from "toolscript"; return await (tools.fx as any).then2({})'
+    stopped = gateway_cli(gateway, "exec", "--no-check", script)
+    assert stopped.returncode != 0, stopped.stdout
+    assert "approv" in stopped.stderr, stopped.stderr
+    run_id = run_id_of(stopped.stderr)
+    renamed = gateway.call("fx__add_tool", {"name": "then2"})
+    assert renamed.status_code == 200, renamed.text
+    wait_until(lambda: module_text(gateway), lambda t: "then3(" in t, 60, "then as then3")
+    approved = gateway_cli(gateway, "approve", run_id)
+    assert approved.returncode == 0, approved.stderr
+    resumed = gateway_cli(gateway, "exec", "--resume", run_id, "--no-check")
+    assert resumed.returncode != 0, resumed.stdout
+    assert "whose log holds a call of fx.then at this point" in resumed.stderr, resumed.stderr
+    assert "nothing more was called" in resumed.stderr
+
+
+HANDED = """import { tools } from "toolscript";
+const key = String(await tools.fx.env({ name: "FX_API_KEY" }));
+const split = key.slice(0, 12) + " / " + key.slice(12);
+return await tools.records.writeRecord({ key: "handed", text: split });
+"""
+
+
+def pieces_of(secret: str) -> list[str]:
+    """The runs of a secret the script writes: its first 12 characters, the rest."""
+    return [secret, secret[:12], secret[12:]]
+
+
+def test_a_background_run_handed_a_secret_waits_for_approval_across_a_restart(
+    tmp_path: Path,
+) -> None:
+    """exec --background x masking of received secrets x approval x a gateway restart x
+    resume: the background run got the key from a result and stopped asking to write its
+    two pieces. `runs wait`, `approve --list` and `runs show` show neither piece, before the
+    gateway restarts and after. The log keeps the key's answer as ***, so the resume on the
+    new gateway cannot replay it: it stops, saying so (it said "the script or what its
+    tools return changed", neither of which had), and the script run again is approved and
+    resumed on that gateway, the call made with the pieces as written, its output masked."""
+    journal = tmp_path / "journal.jsonl"
+    config = {
+        "mcpServers": {
+            "records": records_server(
+                env={"RECORDS_JOURNAL": str(journal)}, policy={"write_record": "ask"}
+            ),
+            "fx": fixture_server(env={"FX_API_KEY": "${MEET7_API_KEY}"}),
+        },
+        "search": {"semantic": False},
+    }
+    env = {"MEET7_API_KEY": SECRET}
+    shown_texts: list[str] = []
+    first = GatewayProcess(config, tmp_path, "--no-warm-checker", env=env)
+    try:
+        started = gateway_cli(first, "exec", "--background", HANDED)
+        assert started.returncode == 0, started.stderr
+        run_id = started.stdout.strip()
+        waited = gateway_cli(first, "runs", "wait", run_id, "--timeout", "60")
+        assert waited.returncode != 0, waited.stdout
+        listed = gateway_cli(first, "approve", "--list", "--json")
+        assert listed.returncode == 0, listed.stderr
+        waiting = [a["run_id"] for a in json.loads(listed.stdout) if a["scope"] == "waiting"]
+        assert waiting == [run_id], listed.stdout
+        shown = gateway_cli(first, "runs", "show", run_id, "--json")
+        assert shown.returncode == 0, shown.stderr
+        assert "***" in shown.stdout
+        shown_texts += [waited.stdout + waited.stderr, listed.stdout, shown.stdout]
+    finally:
+        assert first.stop() == []
+    again = GatewayProcess(config, tmp_path, "--no-warm-checker", env=env)
+    try:
+        listed = gateway_cli(again, "approve", "--list", "--json")
+        waiting = [a["run_id"] for a in json.loads(listed.stdout) if a["scope"] == "waiting"]
+        assert waiting == [run_id], listed.stdout
+        shown = gateway_cli(again, "runs", "show", run_id, "--json")
+        approved = gateway_cli(again, "approve", run_id)
+        assert approved.returncode == 0, approved.stderr
+        resumed = gateway_cli(again, "exec", "--resume", run_id)
+        assert resumed.returncode == 121, resumed.stderr
+        assert "1 of the answers it replayed held a secret" in resumed.stderr, resumed.stderr
+        assert "the script or what its tools return changed" not in resumed.stderr
+        assert journal_of(journal) == []
+        shown_texts += [listed.stdout, shown.stdout, approved.stdout, resumed.stderr]
+        stopped = gateway_cli(again, "exec", HANDED)  # as the hint says: run again
+        assert stopped.returncode != 0, stopped.stdout
+        rerun = run_id_of(stopped.stderr)
+        assert gateway_cli(again, "approve", rerun).returncode == 0
+        finished = gateway_cli(again, "exec", "--resume", rerun)
+        assert finished.returncode == 0, finished.stderr
+        shown_texts += [stopped.stderr, finished.stdout, finished.stderr]
+    finally:
+        assert again.stop() == []
+    for text in shown_texts:
+        for piece in pieces_of(SECRET):
+            assert piece not in text, (piece, text[:3000])
+    written = [c for c in journal_of(journal) if c["arguments"].get("key") == "handed"]
+    assert len(written) == 1, written
+    assert f"{SECRET[:12]} / {SECRET[12:]}" in json.dumps(written[0])
+
+
+def test_doit_by_hand_while_the_gateway_rebuilds_after_a_config_edit(
+    gateway: GatewayProcess,
+) -> None:
+    """Standalone doit x a config reload's rebuild (two writers of the same artifacts): a
+    server is added to the config and doit is run by hand at once. Neither leaves a
+    half-written module: the module on disk ends as the gateway serves it, with the new
+    server, and a script using it passes its type check and runs."""
+    before = json.loads(gateway.config_path.read_text())
+    edited = {**before, "mcpServers": {**before["mcpServers"], "fx2": fixture_server()}}
+    module = gateway.directory / ".toolscript" / "tools.ts"
+    try:
+        gateway.config_path.write_text(json.dumps(edited))
+        built = run_doit(gateway.directory, env={"MEET7_API_KEY": SECRET})
+        assert built.returncode == 0, built.stdout + built.stderr
+        gateway.wait_for_health(
+            lambda h: h["servers"].get("fx2", {}).get("state") == "connected", 60, "fx2"
+        )
+        served = wait_until(
+            lambda: module_text(gateway), lambda text: "fx2:" in text, 60, "fx2 in the module"
+        )
+        wait_until(module.read_text, lambda text: text == module_text(gateway), 30, "on disk")
+        assert served.rstrip().endswith("export const scripts: Scripts = {};"), served[-300:]
+        ran = gateway_cli(
+            gateway,
+            "exec",
+            'import { tools } from "toolscript"; return await tools.fx2.plainText({ text: "b" })',
+        )
+        assert ran.returncode == 0, ran.stderr
+        assert json.loads(ran.stdout) == "b"
+    finally:
+        gateway.config_path.write_text(json.dumps(before))
+    gateway.wait_for_health(lambda h: "fx2" not in h["servers"], 60, "fx2 gone")
+
+
+TWIN_TOOL = '''def {name}(text: str) -> str:
+    """{doc}"""
+    return text
+'''
+
+
+def test_two_projects_with_the_same_server_names_keep_approvals_runs_and_search_apart(
+    tmp_path: Path,
+) -> None:
+    """Two projects' gateways at once, the same servers by the same names and settings (a
+    records server asking for write_record, a folder of tool files named alike): a tool
+    approved for good in one is asked for in the other, a run of one is not in the other's
+    runs, and each one's search finds its own tool file's tool only."""
+    projects: list[GatewayProcess] = []
+    try:
+        for name, doc in (("mint", "Mint a commemorative coin"), ("brew", "Brew a pot of tea")):
+            directory = tmp_path / name
+            (directory / "tools").mkdir(parents=True)
+            (directory / "tools" / "own.py").write_text(TWIN_TOOL.format(name=name, doc=doc))
+            config = {
+                "mcpServers": {"records": records_server(policy={"write_record": "ask"})},
+                "localTools": {"dir": "tools"},
+                "search": {"semantic": False},
+            }
+            projects.append(GatewayProcess(config, directory, "--no-warm-checker"))
+        mint, brew = projects
+        write = 'import { tools } from "toolscript"; return await tools.records.writeRecord({ key: "k", text: "t" })'
+        approved = gateway_cli(mint, "approve", "--tool", "records.write_record")
+        assert approved.returncode == 0, approved.stderr
+        assert gateway_cli(mint, "exec", write).returncode == 0
+        asked = gateway_cli(brew, "exec", write)
+        assert asked.returncode != 0 and "approv" in asked.stderr, asked.stderr
+        brew_run = run_id_of(asked.stderr)
+        mint_runs = gateway_cli(mint, "runs", "--json")
+        assert brew_run not in mint_runs.stdout
+        for project, own, other in ((mint, "mint", "brew"), (brew, "brew", "mint")):
+            searched = gateway_cli(project, "search", "commemorative coin tea pot", "--json")
+            assert searched.returncode == 0, searched.stderr
+            answer = json.loads(searched.stdout)
+            tools = [(h["server"], h["tool"]) for h in answer["hits"]]
+            assert ("own", own) in tools and ("own", other) not in tools, tools
+    finally:
+        for project in projects:
+            assert project.stop() == []
