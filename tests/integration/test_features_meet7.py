@@ -16,14 +16,19 @@ import pytest
 
 from tests.helpers import (
     GatewayProcess,
+    background_server,
     clean_env,
     face_call,
+    face_parameters,
     fixture_server,
+    free_port,
     gateway_cli,
+    inspector_call,
     journal_of,
     records_server,
     run_doit,
     run_id_of,
+    running_gateway,
     wait_until,
 )
 
@@ -384,3 +389,84 @@ def test_two_projects_with_the_same_server_names_keep_approvals_runs_and_search_
     finally:
         for project in projects:
             assert project.stop() == []
+
+
+GZIP_SERVER = Path(__file__).parent.parent / "servers" / "gzip_http_server.py"
+
+
+def test_a_gzip_servers_large_answers_pass_and_many_values_are_refused(tmp_path: Path) -> None:
+    """An answer undone before it is counted x JSON values counted outside strings x the
+    value budgets x a real streamable-HTTP server (the `mcp` SDK's, every answer and event
+    gzip-compressed): 300,000 rows (some 900,000 values, 10 MB undone from a few hundred
+    KB) and a CSV text of 3,000,000 commas come through; an argument of 1,200,000 values is
+    refused (413) and the next call on the same server works."""
+    port = free_port()
+    with background_server([sys.executable, str(GZIP_SERVER), str(port)], port):
+        config = {
+            "mcpServers": {"zipped": {"url": f"http://127.0.0.1:{port}/mcp"}},
+            "search": {"semantic": False},
+        }
+        with running_gateway(config, tmp_path, "--no-warm-checker") as zipped:
+            script = (
+                'import { tools } from "toolscript";'
+                " const got = await tools.zipped.rows({ count: 300000 }) as any;"
+                " const text = String(await tools.zipped.csv({ lines: 750000 }));"
+                " return [got.rows.length, got.rows[299999].name, text.split(',').length - 1]"
+            )
+            ran = gateway_cli(zipped, "exec", "--no-check", script)
+            assert ran.returncode == 0, ran.stderr[-2000:]
+            assert json.loads(ran.stdout) == [300000, "row 299999", 3_000_000], ran.stdout
+            many = zipped.call("zipped__echo", {"message": "x", "pad": [0] * 1_200_000})
+            assert many.status_code == 413, many.text[:500]
+            after = zipped.call("zipped__echo", {"message": "after"})
+            assert after.status_code == 200, after.text
+            assert "after" in after.text
+
+
+def test_the_faces_execute_right_after_a_config_edit_sees_the_added_server(
+    gateway: GatewayProcess,
+) -> None:
+    """The MCP face (the `mcp` SDK's client, then the MCP Inspector's CLI) x a config
+    reload x the module hash's wait for a tool-list change: a server is added to the config
+    and the face's execute runs a script using it at once; the script is checked against
+    a module that has it, and its call answers (the face up and answering before the
+    edit); so does exec's, after another edit. The gateway's watch looks each second: the
+    run was checked against the module without the server (Property 'fx3' does not exist
+    on type 'Tools'), and once the edit was seen, the face did not wait for a server still
+    connecting, as exec does."""
+    before = json.loads(gateway.config_path.read_text())
+    edited = {**before, "mcpServers": {**before["mcpServers"], "fx3": fixture_server()}}
+    code = 'import { tools } from "toolscript"; return await tools.fx3.plainText({ text: "c" })'
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    async def edit_then_execute() -> Any:
+        async with (
+            stdio_client(face_parameters(gateway)) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            warm = await session.call_tool("execute", {"code": "return 1"})
+            assert warm.structured_content == {"result": 1}, warm.content
+            gateway.config_path.write_text(json.dumps(edited))
+            return await session.call_tool("execute", {"code": code})
+
+    try:
+        result = anyio.run(edit_then_execute)
+        assert not result.is_error, result.content[0].text  # type: ignore[union-attr]
+        assert result.structured_content == {"result": "c"}
+        inspected = inspector_call(
+            gateway.directory, gateway.config_path, "execute", f"code={code}"
+        )
+        assert inspected["structuredContent"] == {"result": "c"}, inspected
+        again = {**edited, "mcpServers": {**edited["mcpServers"], "fx4": fixture_server()}}
+        gateway.config_path.write_text(json.dumps(again))
+        ran = gateway_cli(gateway, "exec", code.replace("fx3", "fx4"))
+        assert ran.returncode == 0, ran.stderr
+        assert json.loads(ran.stdout) == "c"
+    finally:
+        gateway.config_path.write_text(json.dumps(before))
+    gateway.wait_for_health(
+        lambda h: "fx3" not in h["servers"] and "fx4" not in h["servers"], 60, "fx3, fx4 gone"
+    )
