@@ -470,3 +470,38 @@ def test_the_faces_execute_right_after_a_config_edit_sees_the_added_server(
     gateway.wait_for_health(
         lambda h: "fx3" not in h["servers"] and "fx4" not in h["servers"], 60, "fx3, fx4 gone"
     )
+
+
+def test_the_faces_own_gateway_sees_a_config_edit_made_a_moment_before(tmp_path: Path) -> None:
+    """The same through the face's own gateway (no gateway runs for the project: the face
+    serves one in its process, asked on its loop, not over HTTP)."""
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    config: dict[str, Any] = {"mcpServers": {"fx": fixture_server()}, "search": {"semantic": False}}
+    path = tmp_path / ".toolscript.json"
+    path.write_text(json.dumps(config))
+    edited = {**config, "mcpServers": {**config["mcpServers"], "fx5": fixture_server()}}
+    code = 'import { tools } from "toolscript"; return await tools.fx5.plainText({ text: "d" })'
+    parameters = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolscript", "mcp", "--config", str(path)],
+        cwd=str(tmp_path),
+        env=clean_env(TOOLSCRIPT_HOME=str(tmp_path / "home")),
+    )
+
+    async def edit_then_execute() -> Any:
+        async with (
+            stdio_client(parameters) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            warm = await session.call_tool("execute", {"code": "return 1"})
+            assert warm.structured_content == {"result": 1}, warm.content
+            path.write_text(json.dumps(edited))
+            return await session.call_tool("execute", {"code": code})
+
+    result = anyio.run(edit_then_execute)
+    assert not result.is_error, result.content[0].text  # type: ignore[union-attr]
+    assert result.structured_content == {"result": "d"}

@@ -1037,8 +1037,12 @@ class Gateway:
         return self.artifacts.module_hash
 
     def module_is_current(self) -> bool:
-        """Whether the served module took in every change of the servers' tool lists."""
-        return self._built_changes >= self._listed_changes
+        """Whether the served module took in every change of the servers' tool lists, the
+        config's files as the watch last applied them (``module_hash_built``)."""
+        watched = self._watched
+        return self._built_changes >= self._listed_changes and (
+            watched is None or self._config_fingerprints() == watched
+        )
 
     async def rebuild_artifacts(self) -> None:
         """Run the doit pipeline on a snapshot of the live tool lists; reload what it made."""
