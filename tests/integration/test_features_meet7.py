@@ -505,3 +505,46 @@ def test_the_faces_own_gateway_sees_a_config_edit_made_a_moment_before(tmp_path:
     result = anyio.run(edit_then_execute)
     assert not result.is_error, result.content[0].text  # type: ignore[union-attr]
     assert result.structured_content == {"result": "d"}
+
+
+def test_a_tool_file_edited_while_doit_runs_by_hand(gateway: GatewayProcess) -> None:
+    """A local tool file x standalone doit x the gateway's rebuild: the file is edited (a
+    new docstring and a new tool) while doit runs by hand. The module ends as the gateway
+    serves it, the new docstring and tool in it, and a script calling the new tool runs."""
+    tool = gateway.directory / "tools" / "keyed.py"
+    module = gateway.directory / ".toolscript" / "tools.ts"
+    (gateway.directory / "dodo.py").write_text(
+        "from toolscript.pipeline.dodo import *  # noqa: F403\n"
+    )
+    doit = subprocess.Popen(
+        [sys.executable, "-m", "doit"],
+        cwd=gateway.directory,
+        env=clean_env(MEET7_API_KEY=SECRET),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        tool.write_text(
+            KEYED.replace("Answer an object keyed", "Answer a map keyed")
+            + '\n\ndef unkeyed() -> str:\n    """Answer plainly."""\n    return "plain"\n'
+        )
+        out, err = doit.communicate(timeout=180)
+        assert doit.returncode == 0, out + err
+        served = wait_until(
+            lambda: module_text(gateway),
+            lambda text: "Answer a map keyed" in text and "unkeyed(" in text,
+            60,
+            "the edited file in the module",
+        )
+        assert "Answer an object keyed" not in served
+        wait_until(module.read_text, lambda text: text == module_text(gateway), 30, "on disk")
+        ran = gateway_cli(
+            gateway,
+            "exec",
+            'import { tools } from "toolscript"; return await tools.keyed.unkeyed()',
+        )
+        assert ran.returncode == 0, ran.stderr
+        assert json.loads(ran.stdout) == "plain"
+    finally:
+        tool.write_text(KEYED)
