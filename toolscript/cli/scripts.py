@@ -26,7 +26,7 @@ from toolscript.config import load_config
 from toolscript.errors import GatewayResponseError, UsageError
 from toolscript.execution.command import run_exec, saved_script_call
 from toolscript.plumbing.boundedread import read_regular_file
-from toolscript.store.savedscripts import MAX_SCRIPT_BYTES, check_name
+from toolscript.store.savedscripts import MAX_RUN_SCRIPT_BYTES, MAX_SCRIPT_BYTES, check_name
 
 __all__ = ["list_scripts", "run_command", "save_command"]
 
@@ -216,12 +216,22 @@ def run_command(
     if input_text is not None and input_file is not None:
         raise UsageError("give --input or --input-file, not both")
     if input_file is not None:
-        try:
-            input_text = (
-                sys.stdin.read() if str(input_file) == "-" else input_file.read_text("utf-8")
-            )
+        try:  # read to just past what a run may hold (a pipe, <(...), may be given)
+            if str(input_file) == "-":
+                read = sys.stdin.buffer.read(MAX_RUN_SCRIPT_BYTES + 1)
+            else:
+                with input_file.open("rb") as handle:
+                    read = handle.read(MAX_RUN_SCRIPT_BYTES + 1)
+            input_text = read.decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read {input_file}: {exc}") from exc
+        if len(read) > MAX_RUN_SCRIPT_BYTES:
+            raise UsageError(
+                f"the input is too large: {input_file} is over the {MAX_RUN_SCRIPT_BYTES:,} "
+                f"bytes a run may be; {name} was not run",
+                hint="give the script where the data is (a path, an id) and read it through "
+                "a tool (a file server's read)",
+            )
     code = saved_script_call(name, input_text if input_text is not None else "{}")
     raise typer.Exit(
         run_exec(
