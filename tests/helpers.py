@@ -394,10 +394,13 @@ def face_call(gateway: GatewayProcess, tool: str, arguments: dict[str, Any]) -> 
     return anyio.run(work)
 
 
-def inspector_call(directory: Path, config: Path, tool: str, *arguments: str) -> dict[str, Any]:
+def inspector_call(
+    directory: Path, config: Path, tool: str, *arguments: str, env: dict[str, str] | None = None
+) -> dict[str, Any]:
     """tools/call of `toolscript mcp` through the MCP Inspector's CLI, which starts the face
     over stdio in ``directory`` (its home there): the face uses the project's running
-    gateway. The result as the Inspector prints it (JSON)."""
+    gateway (``env``'s TOOLSCRIPT_GATEWAY_URL: that one). The result as the Inspector prints
+    it (JSON)."""
     ran = subprocess.run(
         [
             *(str(NODE_BIN / "mcp-inspector"), "--cli", sys.executable, "-m", "toolscript"),
@@ -408,6 +411,7 @@ def inspector_call(directory: Path, config: Path, tool: str, *arguments: str) ->
             TOOLSCRIPT_CONFIG=str(config),
             TOOLSCRIPT_HOME=str(directory / "home"),
             TOOLSCRIPT_LOG_LEVEL="WARNING",
+            **(env or {}),
         ),
         capture_output=True,
         text=True,

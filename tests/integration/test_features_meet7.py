@@ -548,3 +548,42 @@ def test_a_tool_file_edited_while_doit_runs_by_hand(gateway: GatewayProcess) -> 
         assert json.loads(ran.stdout) == "plain"
     finally:
         tool.write_text(KEYED)
+
+
+FACE_HANDED = HANDED.replace('key: "handed"', 'key: "face-handed"')
+
+
+def test_a_face_run_handed_a_secret_stops_and_runs_again_once_approved(
+    gateway: GatewayProcess,
+) -> None:
+    """The MCP face x masking of received secrets x approval x a run resumed by running the
+    same script again: the face's execute (the `mcp` SDK's client) stops at the write of
+    the key's two pieces; `approve --list` names the run, with neither piece; approved, the
+    same script sent through the MCP Inspector's CLI (another client, another face) resumes
+    it: the write is made once, with the pieces as written, and neither answer shows them."""
+    stopped = face_call(gateway, "execute", {"code": FACE_HANDED})
+    assert stopped.is_error, stopped.content
+    said = json.dumps([c.model_dump() for c in stopped.content])
+    listed = gateway_cli(gateway, "approve", "--list", "--json")
+    waiting = [a["run_id"] for a in json.loads(listed.stdout) if a["scope"] == "waiting"]
+    assert len(waiting) == 1 and waiting[0] in said, (listed.stdout, said)
+    approved = gateway_cli(gateway, "approve", waiting[0])
+    assert approved.returncode == 0, approved.stderr
+    inspected = inspector_call(
+        gateway.directory,
+        gateway.config_path,
+        "execute",
+        f"code={FACE_HANDED}",
+        env={"TOOLSCRIPT_GATEWAY_URL": gateway.url},
+    )
+    assert not inspected.get("isError"), inspected["content"][0]["text"]
+    for text in (said, listed.stdout, approved.stdout, json.dumps(inspected)):
+        for piece in pieces_of(SECRET):
+            assert piece not in text, (piece, text[:3000])
+    written = [
+        c
+        for c in journal_of(gateway.directory / "journal.jsonl")
+        if c["arguments"].get("key") == "face-handed"
+    ]
+    assert len(written) == 1, written
+    assert f"{SECRET[:12]} / {SECRET[12:]}" in json.dumps(written[0])
