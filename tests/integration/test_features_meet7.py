@@ -1,7 +1,15 @@
 """Where features meet, seventh pass (the others: test_features_meet.py to _meet6.py): one real
 gateway with the fixture server (a `${VAR}` secret in its env, an `ask` rule on a tool named
 `then`), the records server (an `ask` rule on write_record) and a folder of local tool
-files; the real Deno and real SQLite, the `mcp` SDK's client for the MCP face."""
+files; the real Deno and real SQLite, the `mcp` SDK's client and the MCP Inspector's CLI
+for the MCP face. A type learned from a result keyed by a secret; a tool file the watch
+added, found by search once connected; a tool file edited while its call is in flight, and
+while doit runs by hand; a tool named then2 added while a run waits for `then` (then2
+before); a background run handed a secret, waiting across a restart; doit by hand beside
+a config reload's rebuild; two projects with the same server names; a gzip-compressing
+streamable HTTP server's large answers and the value budget; the face's execute (and
+exec) right after a config edit, through a running gateway and the face's own; a face run
+handed a secret, approved, resumed by the same script through the Inspector."""
 
 from __future__ import annotations
 
