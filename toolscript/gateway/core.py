@@ -1027,7 +1027,7 @@ class Gateway:
             # A config (or tool file) saved since the watch last looked: applied first. The
             # watch looks each second, and a run right after the edit (the face's execute
             # of a script using a server just added) was checked against the module without it.
-            while self._watched is not None and self._config_fingerprints() != self._watched:
+            while self._edited_since_watched():
                 passed = self._watch_passed
                 self._look_now.set()
                 await passed.wait()
@@ -1039,10 +1039,19 @@ class Gateway:
     def module_is_current(self) -> bool:
         """Whether the served module took in every change of the servers' tool lists, the
         config's files as the watch last applied them (``module_hash_built``)."""
+        return self._built_changes >= self._listed_changes and not self._edited_since_watched()
+
+    def _edited_since_watched(self) -> bool:
+        """Whether the config file or the tool files' folder changed since the watch last
+        applied them. Not the trust records nor other clients' files it imports: Claude Code
+        rewrites ~/.claude.json all session long, and each run would wait for the watch."""
         watched = self._watched
-        return self._built_changes >= self._listed_changes and (
-            watched is None or self._config_fingerprints() == watched
-        )
+        if watched is None:
+            return False
+        now = self._config_fingerprints()
+        has_folder = self.config.local_tools_dir is not None
+        own = [0, len(now) - 1] if has_folder else [0]
+        return len(now) != len(watched) or any(now[i] != watched[i] for i in own)
 
     async def rebuild_artifacts(self) -> None:
         """Run the doit pipeline on a snapshot of the live tool lists; reload what it made."""
