@@ -376,10 +376,31 @@ def face_parameters(gateway: GatewayProcess) -> Any:
     )
 
 
-def inspector_call(directory: Path, config: Path, tool: str, *arguments: str) -> dict[str, Any]:
+def face_call(gateway: GatewayProcess, tool: str, arguments: dict[str, Any]) -> Any:
+    """One tools/call of ``toolscript mcp`` (the gateway's project) through the `mcp` SDK's
+    client over stdio: the CallToolResult."""
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    async def work() -> Any:
+        async with (
+            stdio_client(face_parameters(gateway)) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return await session.call_tool(tool, arguments)
+
+    return anyio.run(work)
+
+
+def inspector_call(
+    directory: Path, config: Path, tool: str, *arguments: str, env: dict[str, str] | None = None
+) -> dict[str, Any]:
     """tools/call of `toolscript mcp` through the MCP Inspector's CLI, which starts the face
     over stdio in ``directory`` (its home there): the face uses the project's running
-    gateway. The result as the Inspector prints it (JSON)."""
+    gateway (``env``'s TOOLSCRIPT_GATEWAY_URL: that one). The result as the Inspector prints
+    it (JSON)."""
     ran = subprocess.run(
         [
             *(str(NODE_BIN / "mcp-inspector"), "--cli", sys.executable, "-m", "toolscript"),
@@ -390,6 +411,7 @@ def inspector_call(directory: Path, config: Path, tool: str, *arguments: str) ->
             TOOLSCRIPT_CONFIG=str(config),
             TOOLSCRIPT_HOME=str(directory / "home"),
             TOOLSCRIPT_LOG_LEVEL="WARNING",
+            **(env or {}),
         ),
         capture_output=True,
         text=True,

@@ -24,7 +24,7 @@ import pytest
 from tests.helpers import (
     GatewayProcess,
     background_server,
-    face_parameters,
+    face_call,
     fixture_server,
     free_port,
     gateway_cli,
@@ -177,22 +177,6 @@ def hello(name: str) -> str:
     """Say hello again."""
     return "hi " + name
 '''
-
-
-def face_call(gateway: GatewayProcess, tool: str, arguments: dict[str, Any]) -> Any:
-    import anyio
-    from mcp import ClientSession
-    from mcp.client.stdio import stdio_client
-
-    async def work() -> Any:
-        async with (
-            stdio_client(face_parameters(gateway)) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            return await session.call_tool(tool, arguments)
-
-    return anyio.run(work)
 
 
 def test_tool_files_added_while_the_gateway_runs_reach_the_face(gateway: GatewayProcess) -> None:

@@ -232,6 +232,8 @@ def _written_by_sqlite_utils(path: Path, version: int) -> None:
         db["runs"].add_column("limits", str, not_null_default="")
     if version >= 5:
         db["meta"].create({"key": str, "value": str}, pk="key", not_null={"value"})
+    if version >= 6:
+        db["replay"].add_column("masked", int, not_null_default=0)
     db["runs"].insert({"id": "old", "origin": "cli", "started": 1.0, "status": "ok"})
     db.execute(f"PRAGMA user_version = {version}")
     db.conn.close()
@@ -242,7 +244,7 @@ def _schema(path: Path) -> list[tuple[str, str, str | None]]:
         return list(connection.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name"))
 
 
-@pytest.mark.parametrize("version", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("version", [1, 2, 3, 4, 5, 6])
 def test_the_run_log_reads_and_upgrades_a_file_sqlite_utils_wrote(
     tmp_path: Path, version: int
 ) -> None:

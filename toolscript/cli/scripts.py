@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -24,7 +25,8 @@ from toolscript.cli.output import print_json, print_rows
 from toolscript.config import load_config
 from toolscript.errors import GatewayResponseError, UsageError
 from toolscript.execution.command import run_exec, saved_script_call
-from toolscript.store.savedscripts import check_name
+from toolscript.plumbing.boundedread import read_regular_file
+from toolscript.store.savedscripts import MAX_RUN_SCRIPT_BYTES, MAX_SCRIPT_BYTES, check_name
 
 __all__ = ["list_scripts", "run_command", "save_command"]
 
@@ -75,14 +77,24 @@ def save_command(
     if file.suffix not in (".ts", ".mts"):
         raise UsageError(f"not a TypeScript file: {file}", hint="saved scripts are .ts files")
     try:
-        code = file.read_text(encoding="utf-8")
+        # a regular file only, as exec reads one: a FIFO named x.ts waited for a writer for
+        # ever, a link to /dev/zero was read until memory ran out
+        code = read_regular_file(file, MAX_SCRIPT_BYTES).decode("utf-8")
     except FileNotFoundError:
         raise UsageError(
             f"file not found: {file}",
             hint="check the path (relative to the current directory); "
             "`toolscript save NAME FILE.ts` saves a script file that exists",
         ) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        if exc.errno == errno.EFBIG:
+            raise UsageError(
+                f"{name} was not saved: {file} is over {MAX_SCRIPT_BYTES // 1024} KB, more "
+                "than the gateway loads of a saved script",
+                hint="keep data out of the script: read it from a file or a tool",
+            ) from None
+        raise UsageError(f"cannot read {file}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
         raise UsageError(f"cannot read {file}: {exc}") from exc
     request = {"name": name, "code": code, "description": description, "force": force}
     with gateway_client(loaded, timeout=SAVE_TIMEOUT) as client:
@@ -204,12 +216,22 @@ def run_command(
     if input_text is not None and input_file is not None:
         raise UsageError("give --input or --input-file, not both")
     if input_file is not None:
-        try:
-            input_text = (
-                sys.stdin.read() if str(input_file) == "-" else input_file.read_text("utf-8")
-            )
+        try:  # read to just past what a run may hold (a pipe, <(...), may be given)
+            if str(input_file) == "-":
+                read = sys.stdin.buffer.read(MAX_RUN_SCRIPT_BYTES + 1)
+            else:
+                with input_file.open("rb") as handle:
+                    read = handle.read(MAX_RUN_SCRIPT_BYTES + 1)
+            input_text = read.decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read {input_file}: {exc}") from exc
+        if len(read) > MAX_RUN_SCRIPT_BYTES:
+            raise UsageError(
+                f"the input is too large: {input_file} is over the {MAX_RUN_SCRIPT_BYTES:,} "
+                f"bytes a run may be; {name} was not run",
+                hint="give the script where the data is (a path, an id) and read it through "
+                "a tool (a file server's read)",
+            )
     code = saved_script_call(name, input_text if input_text is not None else "{}")
     raise typer.Exit(
         run_exec(

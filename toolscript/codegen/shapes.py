@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 __all__ = [
@@ -98,11 +99,15 @@ def data_key(name: str) -> bool:
     return _DATA_KEY.fullmatch(name) is not None or _token(name)
 
 
-def _keyed_by_data(keys: Any) -> bool:
-    """An object is a map: one of its ``keys`` is data, or they are more than an object's
-    fields may be (a server's results keyed by user names, one learned per call, each kept
-    as a field up to the cap)."""
-    return len(keys) > MAX_FIELDS or any(data_key(str(key)) for key in keys)
+def _keyed_by_data(keys: Any, hidden: Callable[[str], bool] | None = None) -> bool:
+    """An object is a map: one of its ``keys`` is data (or ``hidden``: one no type may
+    name), or they are more than an object's fields may be (a server's results keyed by
+    user names, one learned per call, each kept as a field up to the cap)."""
+    return (
+        len(keys) > MAX_FIELDS
+        or any(data_key(str(key)) for key in keys)
+        or (hidden is not None and any(hidden(str(key)) for key in keys))
+    )
 
 
 def _kind(value: Any) -> str:
@@ -121,23 +126,29 @@ def _kind(value: Any) -> str:
     return OPEN
 
 
-def shape_of(value: Any, nodes: int = MAX_NODES) -> dict[str, Any]:
-    """The shape of one JSON value, within every cap (``nodes`` shapes at most)."""
-    return bounded(_scan(value, 0, [MAX_SCANNED]), nodes)
+def shape_of(
+    value: Any, nodes: int = MAX_NODES, *, hidden: Callable[[str], bool] | None = None
+) -> dict[str, Any]:
+    """The shape of one JSON value, within every cap (``nodes`` shapes at most). An object
+    with a key ``hidden`` says no type may name (one holding a secret) is a map, as one
+    keyed by data is: its keys are never kept."""
+    return bounded(_scan(value, 0, [MAX_SCANNED], hidden), nodes)
 
 
-def _scan(value: Any, depth: int, left: list[int]) -> dict[str, Any]:
+def _scan(
+    value: Any, depth: int, left: list[int], hidden: Callable[[str], bool] | None = None
+) -> dict[str, Any]:
     kind = _kind(value)
     left[0] -= 1
     if kind in ("object", "array") and (depth >= MAX_DEPTH or left[0] < 0):
         return {"n": 1, "types": {OPEN: {}}}
     if kind == "object":
-        if _keyed_by_data(value):
+        if _keyed_by_data(value, hidden):
             values: dict[str, Any] | None = None
             for item in list(value.values())[:MAX_ELEMENTS]:
                 if left[0] <= 0:
                     break
-                values = merge(values, _scan(item, depth + 1, left))
+                values = merge(values, _scan(item, depth + 1, left, hidden))
             return {"n": 1, "types": {"object": {"n": 1, "fields": {}, "values": values}}}
         fields: dict[str, Any] = {}
         detail: dict[str, Any] = {"n": 1, "fields": fields}
@@ -146,14 +157,14 @@ def _scan(value: Any, depth: int, left: list[int]) -> dict[str, Any]:
             if len(fields) >= MAX_FIELDS or len(name) > MAX_KEY_LENGTH or left[0] <= 0:
                 detail["open"] = True
                 continue
-            fields[name] = _scan(item, depth + 1, left)
+            fields[name] = _scan(item, depth + 1, left, hidden)
         return {"n": 1, "types": {"object": detail}}
     if kind == "array":
         items: dict[str, Any] | None = None
         for item in value[:MAX_ELEMENTS]:
             if left[0] <= 0:
                 break
-            items = merge(items, _scan(item, depth + 1, left))
+            items = merge(items, _scan(item, depth + 1, left, hidden))
         return {"n": 1, "types": {"array": {"items": items}}}
     return {"n": 1, "types": {kind: {}}}
 

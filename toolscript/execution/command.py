@@ -441,7 +441,21 @@ def saved_script_call(name: str, input_text: str) -> str:
     if not isinstance(value, dict):
         raise UsageError("the input must be a JSON object (the script's one argument)")
     literal = json.dumps(value, ensure_ascii=False, indent=2)
-    return f'import {{ scripts }} from "toolscript";\nreturn await scripts.{name}({literal});\n'
+    if len(literal) * 4 > MAX_RUN_SCRIPT_BYTES:  # else it cannot be over, whatever it holds
+        literal = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    code = f'import {{ scripts }} from "toolscript";\nreturn await scripts.{name}({literal});\n'
+    size = len(code.encode("utf-8", "surrogatepass"))
+    if size > MAX_RUN_SCRIPT_BYTES:
+        # the run is a script holding the input: its limit said "the script is N bytes"
+        # to someone who had written no script
+        raise UsageError(
+            f"the input is too large: {len(input_text.encode('utf-8', 'surrogatepass')):,} "
+            f"bytes, {size:,} with the call around it, over the {MAX_RUN_SCRIPT_BYTES:,} "
+            f"bytes a run may be; {name} was not run",
+            hint="give the script where the data is (a path, an id) and read it through a "
+            "tool (a file server's read)",
+        )
+    return code
 
 
 def _require_saved(url: str, name: str, config: str | None) -> None:

@@ -380,6 +380,12 @@ class Gateway:
         self._listed_changes = 0
         self._built_changes = 0
         self._changes_built = anyio.Event()
+        # The config's files as the watch last applied them; a run's module hash asks the
+        # watch to look at once (``_look_now``) when they changed since, and waits for its
+        # pass (``_watch_passed``): an edit saved a moment before is the run's to see.
+        self._watched: tuple[tuple[int, int] | None, ...] | None = None
+        self._look_now = anyio.Event()
+        self._watch_passed = anyio.Event()
         self.started_at = time.time()
         self.layout = CacheLayout(cache or Path(tempfile.mkdtemp(prefix="toolscript-cache-")))
         self.artifacts = Artifacts()
@@ -773,17 +779,22 @@ class Gateway:
         """Apply edits of the config file while serving (users add servers mid-session)."""
         # `toolscript trust` after an edit applies it: the trust records are watched too;
         # and the other clients' files that `import` reads, as this one.
-        seen = self._loaded_fingerprints
+        self._watched = self._loaded_fingerprints
         folder = self.config.project_dir
         self._scripts_seen = await anyio.to_thread.run_sync(scripts_fingerprint, folder)
         with self._watch_scope:
             while True:
-                await anyio.sleep(CONFIG_POLL_SECONDS)
+                with anyio.move_on_after(CONFIG_POLL_SECONDS):
+                    await self._look_now.wait()
+                self._look_now = anyio.Event()
                 now = self._config_fingerprints()
-                if now != seen:
+                if now != self._watched:
                     text = await self._settled_config_text()
                     seen = self._config_fingerprints()
                     await self.reload_config(text)
+                    self._watched = seen
+                self._watch_passed.set()
+                self._watch_passed = anyio.Event()
                 scripts_now = await anyio.to_thread.run_sync(scripts_fingerprint, folder)
                 if scripts_now != self._scripts_seen:
                     self._scripts_seen = scripts_now
@@ -1012,18 +1023,39 @@ class Gateway:
 
     async def module_hash_built(self, wait: float = LISTED_CHANGE_WAIT) -> str:
         """The module's hash once it holds the tool lists as they are now (a server the config
-        watch added and that connected, one removed), waiting up to ``wait`` seconds for the
-        build under way: a run right after a tool file was added type-checked against the
+        watch added and that connected, one removed; an edit it has not looked at yet),
+        waiting up to ``wait`` seconds for the build under way: a run right after a tool file
+        was added type-checked against the
         module without it, while list-servers already said it was connected."""
-        wanted = self._listed_changes
         with anyio.move_on_after(wait):
+            # A config (or tool file) saved since the watch last looked: applied first. The
+            # watch looks each second, and a run right after the edit (the face's execute
+            # of a script using a server just added) was checked against the module without it.
+            while self._edited_since_watched():
+                passed = self._watch_passed
+                self._look_now.set()
+                await passed.wait()
+            wanted = self._listed_changes
             while self._built_changes < wanted:
                 await self._changes_built.wait()
         return self.artifacts.module_hash
 
     def module_is_current(self) -> bool:
-        """Whether the served module took in every change of the servers' tool lists."""
-        return self._built_changes >= self._listed_changes
+        """Whether the served module took in every change of the servers' tool lists, the
+        config's files as the watch last applied them (``module_hash_built``)."""
+        return self._built_changes >= self._listed_changes and not self._edited_since_watched()
+
+    def _edited_since_watched(self) -> bool:
+        """Whether the config file or the tool files' folder changed since the watch last
+        applied them. Not the trust records nor other clients' files it imports: Claude Code
+        rewrites ~/.claude.json all session long, and each run would wait for the watch."""
+        watched = self._watched
+        if watched is None:
+            return False
+        now = self._config_fingerprints()
+        has_folder = self.config.local_tools_dir is not None
+        own = [0, len(now) - 1] if has_folder else [0]
+        return len(now) != len(watched) or any(now[i] != watched[i] for i in own)
 
     async def rebuild_artifacts(self) -> None:
         """Run the doit pipeline on a snapshot of the live tool lists; reload what it made."""
@@ -1436,9 +1468,9 @@ class Gateway:
                 redact(exc.message, secrets, sent=sent),
                 content=redact_value(exc.content, secrets, sent=sent),
             ) from None
-        if self.shapes.enabled and self.shapes.observe(qualified, tool, shape, value):
-            self._types_learned = True  # built within a second, with whatever else is learned
         secrets = (*config.secrets, *upstream.secrets)
+        if self.shapes.enabled and self.shapes.observe(qualified, tool, shape, value, secrets):
+            self._types_learned = True  # built within a second, with whatever else is learned
         received = CALL_RECEIVED.get()  # a run's: its runs of these are not shown as written
         self.recent.note(
             qualified, arguments, value, agents=agents, secrets=secrets, received=received

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from toolscript.pipeline.sources import IDENTITIES_KEY, RESULT_SHAPES_FILE, lear
 from toolscript.plumbing.boundedread import read_state_file
 from toolscript.plumbing.cachefiles import set_aside
 from toolscript.plumbing.privatefile import write_private
+from toolscript.plumbing.redact import may_hold_secret
 
 __all__ = ["ResultShapes"]
 
@@ -136,8 +137,17 @@ class ResultShapes:
             self._sizes[qualified] = now
         self._server_sizes[server] = self._server_sizes.get(server, 0) - before + now
 
-    def observe(self, qualified: str, tool: dict[str, Any], kind: str, value: Any) -> bool:
-        """Note one successful result; True when the tool's inferred type changed."""
+    def observe(
+        self,
+        qualified: str,
+        tool: dict[str, Any],
+        kind: str,
+        value: Any,
+        secrets: Iterable[str] = (),
+    ) -> bool:
+        """Note one successful result; True when the tool's inferred type changed. An object
+        keyed by one of ``secrets`` (or a run of one) is learned as a map: a field named by
+        it was in the module, get-types and this file."""
         if not self.enabled or tool.get("outputSchema") is not None:
             return False
         if len(qualified) > MAX_NAME_LENGTH:
@@ -152,7 +162,9 @@ class ResultShapes:
             self._schemas.pop(qualified, None)
             return old is not None
         room = self._room(qualified)
-        new = bounded(merge(old, shape_of(value, max(room, 1))), max(room, 1))
+        known = tuple(sorted(set(secrets)))
+        hidden = (lambda key: may_hold_secret(key, known)) if known else None
+        new = bounded(merge(old, shape_of(value, max(room, 1), hidden=hidden)), max(room, 1))
         if room <= 0:  # the server's cap is reached: this tool keeps ToolResult
             new = {"n": new["n"], "types": {OPEN: {}}}
         self.shapes[qualified] = new

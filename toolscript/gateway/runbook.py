@@ -252,6 +252,9 @@ class Run:
     replayed: int = 0  # how many of them were answered again
     resume_call: tuple[str, str] | None = None  # (tool, digest) the resumed run stopped at
     resume_kept: bool = False  # it made no call: the run it resumed waits for a resume again
+    # answers of the run it resumes that held a secret, which the log keeps as ``***`` and
+    # this gateway did not keep whole (the one that ran it stopped since): the script sees ***
+    masked_answers: int = 0
     seq: int = 0
     answered: list[dict[str, Any]] = field(default_factory=list)  # this run's, for a resume
     answers_count: int = 0  # of its answers kept for a resume, those written too (their seq)
@@ -583,6 +586,8 @@ class RunBook:
             for entry in run.replay:  # the log's ``***`` made the script go another way
                 if entry["seq"] in whole:
                     entry["body"] = whole[entry["seq"]]
+                    entry["masked"] = 0
+            run.masked_answers = sum(1 for entry in run.replay if entry.get("masked"))
             call = (previous.get("stopped") or {}).get("call") or {}
             run.resume_call = (str(call.get("tool", "")), str(call.get("digest", "")))
         run.limits = limits
@@ -875,16 +880,26 @@ class RunBook:
             expected = run.resume_call[0]
         else:
             return None
-        raise self._stop(
-            run,
-            ReplayDivergedError(
-                f"run {run.id} resumed {run.resumed_from}, whose log holds a call of {call_named(expected)} "
-                f"at this point, but the script called {call_named(qualified)} (or other arguments); "
-                "nothing more was called",
-                hint="the script or what its tools return changed: run it again without "
-                "--resume (earlier calls will be made again)",
-            ),
+        message = (
+            f"run {run.id} resumed {run.resumed_from}, whose log holds a call of {call_named(expected)} "
+            f"at this point, but the script called {call_named(qualified)} (or other arguments); "
+            "nothing more was called"
         )
+        hint = (
+            "the script or what its tools return changed: run it again without "
+            "--resume (earlier calls will be made again)"
+        )
+        if run.masked_answers:
+            message += (
+                f". {run.masked_answers} of the answers it replayed held a secret, which the "
+                "run log keeps as *** and only the gateway that ran it kept whole (it has "
+                "stopped since): the script read *** in their place"
+            )
+            hint = (
+                "run it again without --resume: earlier calls will be made again, and the "
+                "call it stopped at asked again"
+            )
+        raise self._stop(run, ReplayDivergedError(message, hint=hint))
 
     async def _approval(
         self, run: Run, seq: int, qualified: str, arguments: dict[str, Any], key: str
@@ -1296,7 +1311,8 @@ def _kept(
         body = redact(text, known, written=written, received=received).encode()
     kept = {key: value for key, value in entry.items() if key != "arguments"}
     key = entry["digest"] or digest(entry["tool"], entry["arguments"])
-    return kept | {"run_id": run_id, "body": body, "digest": key}
+    masked = int(body is not entry["body"] or bool(entry.get("masked")))
+    return kept | {"run_id": run_id, "body": body, "digest": key, "masked": masked}
 
 
 def _approved_elsewhere(resumed: str, qualified: str, given: str) -> str:

@@ -63,6 +63,7 @@ from toolscript.execution.locate import (
     gateway_request,
     module_hash,
     running_gateway,
+    wait_for_connecting_servers,
 )
 from toolscript.execution.runhandle import (
     ENDED_AT_GATEWAY,
@@ -1100,6 +1101,10 @@ class Backend:
             digest = local.module_hash() if local is not None else module_hash(url)
             if digest is None:
                 raise GatewayUnreachableError("the gateway stopped answering")
+        # A server the script names still connecting (a slow first start, or added by a
+        # config edit a moment ago) joins the module when connected: waited for, as exec does.
+        with contextlib.suppress(ToolscriptError, ValueError):  # the run then says what is
+            digest = wait_for_connecting_servers(url, code) or digest
         out, err = face_run.out, face_run.err
         digest, module = current_module(url, digest)
         spare = self._take_spare(url, module)

@@ -13,7 +13,9 @@ never inside the project). Tables:
 - ``calls``: per call of a run: the tool, its arguments (redacted), the sizes of arguments
   and result, start, duration, outcome and error message (redacted).
 - ``replay``: what the calls of a run that stopped for approval answered, so that resuming
-  it answers them again without calling the servers (only for such runs).
+  it answers them again without calling the servers (only for such runs); ``masked``: 1
+  where the answer held a configured secret, kept as ``***`` (the gateway that ran it keeps
+  it whole in memory for a resume, until it stops).
 - ``meta``: facts about the log: ``project``, the project's folder.
 - ``approvals``: ``tool`` approvals (a tool, from now on, while its server is the one it
   was approved for: ``server``, the server's identity) and ``call`` approvals (the call a
@@ -156,6 +158,12 @@ def _version_5(db: Any) -> None:
     db.execute('CREATE TABLE "meta" (\n   "key" TEXT PRIMARY KEY,\n   "value" TEXT NOT NULL\n)')
 
 
+def _version_6(db: Any) -> None:
+    # 1 where a replayed answer held a configured secret and is kept as ``***``: a resume
+    # through another gateway than the one that ran it reads that, not what the script saw
+    db.execute("""ALTER TABLE "replay" ADD COLUMN "masked" INTEGER NOT NULL DEFAULT 0""")
+
+
 # Index i brings a file of version i to version i + 1.
 MIGRATIONS: list[Callable[[Any], None]] = [
     _version_1,
@@ -163,6 +171,7 @@ MIGRATIONS: list[Callable[[Any], None]] = [
     _version_3,
     _version_4,
     _version_5,
+    _version_6,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 # A kept connection's writes reach the file itself this long after the first of them (the
