@@ -183,3 +183,40 @@ def test_call_result_fields_are_repaired_not_refused() -> None:
     assert repaired["isError"] is True
     assert "_meta" not in repaired
     assert mcp_types.CallToolResult.model_validate(repaired, by_name=False).is_error
+
+
+def test_a_property_that_is_no_schema_costs_only_that_property() -> None:
+    """``mcp_types.Tool`` takes any dict as ``inputSchema``, but the SDK checks a listing
+    against its protocol version's model, whose properties are schemas: one ``"y": 5``
+    cost a server every tool (a pydantic dump as its reason)."""
+    listing = {
+        "tools": [
+            {"name": "ok", "inputSchema": {"type": "object"}},
+            {
+                "name": "bad",
+                "inputSchema": {
+                    "$schema": 7,
+                    "type": "object",
+                    "properties": {"x": {"type": "string"}, "y": 5, "z": "number"},
+                },
+                "outputSchema": {"type": "object", "properties": {"r": None}},
+            },
+        ]
+    }
+    for version in ("2024-11-05", "2025-11-25"):
+        with pytest.raises(Exception, match="properties"):
+            methods.validate_server_result("tools/list", version, listing)
+    repaired, warnings = repair_tool_list(listing)
+    for version in ("2024-11-05", "2025-11-25"):
+        methods.validate_server_result("tools/list", version, repaired)
+    served = repaired["tools"][1]
+    assert served["inputSchema"] == {
+        "type": "object",
+        "properties": {"x": {"type": "string"}, "y": {}, "z": {}},
+    }
+    assert served["outputSchema"] == {"type": "object", "properties": {"r": {}}}
+    assert warnings == [
+        'tool \'bad\': inputSchema: not a schema: property "y" (5), "z" ("number"); it'
+        ' takes any value; its "$schema" is not a string; ignored; outputSchema: not a'
+        ' schema: property "r" (null); it takes any value'
+    ]

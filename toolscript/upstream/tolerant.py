@@ -2,17 +2,23 @@
 
 Pure functions over the JSON a server sent, before the SDK's models see it: a tool
 list keeps every usable tool (a missing or non-object ``inputSchema`` becomes an
-object schema that takes any arguments; a nameless or duplicate tool is skipped), and
-a call result keeps whatever content can be read. Each repair is described by one
-warning line naming the tool.
+object schema that takes any arguments, a property that is no schema takes any value;
+a nameless or duplicate tool is skipped), and a call result keeps whatever content can
+be read. A tool list is made to pass the stricter model of every protocol version the
+SDK checks a listing against (``mcp_types.methods.SERVER_RESULTS``), not only the
+version-free ``mcp_types.Tool``. Each repair is described by one warning line naming
+the tool.
 """
 
 from __future__ import annotations
 
 import json
+import typing
+from functools import cache
 from typing import Any
 
 import mcp_types
+from mcp_types.methods import SERVER_RESULTS
 from pydantic import BaseModel, ValidationError
 
 __all__ = ["ANY_ARGUMENTS", "repair_call_result", "repair_tool_list"]
@@ -46,8 +52,9 @@ def repair_tool_list(result: Any) -> tuple[dict[str, Any], list[str]]:
         seen.add(name)
         assert isinstance(raw, dict)
         tool, problems = _repair_tool(raw)
-        tool, dropped = _conform(mcp_types.Tool, tool, replaceable={"inputSchema": ANY_ARGUMENTS})
-        problems += [f"{field} is not valid MCP; ignored" for field in dropped]
+        for model in (mcp_types.Tool, *_listed_tool_models()):
+            tool, dropped = _conform(model, tool, replaceable={"inputSchema": ANY_ARGUMENTS})
+            problems += [f"{field} is not valid MCP; ignored" for field in dropped]
         tools.append(tool)
         if problems:
             warnings.append(f"tool {name!r}: " + "; ".join(problems))
@@ -58,6 +65,20 @@ def repair_tool_list(result: Any) -> tuple[dict[str, Any], list[str]]:
         warnings.append("the tool list's nextCursor is not a string; later pages are not fetched")
         repaired.pop("nextCursor")
     return repaired, warnings
+
+
+@cache
+def _listed_tool_models() -> tuple[type[BaseModel], ...]:
+    """The tool model of each protocol version's ``tools/list`` result, as the SDK checks
+    a listing (one tool it refuses would cost the server all its tools)."""
+    models: dict[type[BaseModel], None] = {}
+    for (method, _version), listing in SERVER_RESULTS.items():
+        fields = getattr(listing, "model_fields", {})
+        if method == "tools/list" and "tools" in fields:
+            for model in typing.get_args(fields["tools"].annotation):
+                if isinstance(model, type) and issubclass(model, BaseModel):
+                    models[model] = None
+    return tuple(models)
 
 
 def _repair_tool(raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -103,6 +124,21 @@ def _object_schema(schema: Any) -> tuple[dict[str, Any] | None, str | None]:
     if properties is not None and not isinstance(properties, dict):
         return None, None
     notes = []
+    if isinstance(properties, dict):
+        unusable = {
+            key: value for key, value in properties.items() if not isinstance(value, dict | bool)
+        }
+        if unusable:
+            schema = {**schema, "properties": {**properties, **{key: {} for key in unusable}}}
+            named = ", ".join(
+                f"{json.dumps(key)} ({json.dumps(value, default=str)[:40]})"
+                for key, value in list(unusable.items())[:5]
+            )
+            more = f" and {len(unusable) - 5} more" if len(unusable) > 5 else ""
+            notes.append(f"not a schema: property {named}{more}; it takes any value")
+    if "$schema" in schema and not isinstance(schema["$schema"], str):
+        schema = {key: value for key, value in schema.items() if key != "$schema"}
+        notes.append('its "$schema" is not a string; ignored')
     required = schema.get("required")
     if required is not None and not (
         isinstance(required, list) and all(isinstance(item, str) for item in required)
