@@ -41,6 +41,7 @@ def repair_tool_list(result: Any) -> tuple[dict[str, Any], list[str]]:
         raw_tools = []
     tools: list[dict[str, Any]] = []
     seen: set[str] = set()
+    models: tuple[type[BaseModel], ...] = (mcp_types.Tool, *_listed_tool_models())
     for position, raw in enumerate(raw_tools):
         name = raw.get("name") if isinstance(raw, dict) else None
         if not isinstance(name, str) or not name.strip():
@@ -52,7 +53,7 @@ def repair_tool_list(result: Any) -> tuple[dict[str, Any], list[str]]:
         seen.add(name)
         assert isinstance(raw, dict)
         tool, problems = _repair_tool(raw)
-        for model in (mcp_types.Tool, *_listed_tool_models()):
+        for model in models:
             tool, dropped = _conform(model, tool, replaceable={"inputSchema": ANY_ARGUMENTS})
             problems += [f"{field} is not valid MCP; ignored" for field in dropped]
         tools.append(tool)
