@@ -169,6 +169,38 @@ def run_exec(
         return ran
 
 
+_CALLS_TOOLS = re.compile(r"\btools\s*[.[]")
+
+
+def no_config_note(config: str | None, script: Script) -> str | None:
+    """What to say of a failed script that calls tools where no config is found (so no
+    server is there to call): the config of the script file's own project, when it has one,
+    and how to run it with that; None when a config was found or named."""
+    if config or os.environ.get("TOOLSCRIPT_GATEWAY_URL") or not _CALLS_TOOLS.search(script.code):
+        return None
+    from toolscript.plumbing.paths import CONFIG_FILENAME, find_config_path
+
+    found = find_config_path(None)
+    if found.is_file():
+        return None
+    note = (
+        f"note: no {CONFIG_FILENAME} in {found.parent} or a folder above it, so no server is "
+        "configured (a script file's folder does not choose the project)"
+    )
+    own = None
+    if not script.display_name.startswith("<"):
+        with contextlib.suppress(OSError, RuntimeError):
+            beside = find_config_path(None, Path(script.display_name).resolve().parent)
+            own = beside if beside.is_file() else None
+    if own is None:
+        return note + "; run it from the project's folder, or name its config with --config PATH"
+    shown = shlex.quote(script.display_name)
+    return (
+        f"{note}; the script's project has one: `toolscript --config {shlex.quote(str(own))} "
+        f"{shown}`, or run it from {shlex.quote(str(own.parent))}"
+    )
+
+
 def _start_in_background(
     script: Script,
     config: str | None,
@@ -374,6 +406,9 @@ def _run_in_gateway(
 
         with contextlib.suppress(ToolscriptError, ValueError):
             note_unavailable_servers(url, script.code)
+        note = no_config_note(config, script)
+        if note is not None:
+            sys.stderr.write(note + "\n")
     from toolscript.store.outputs import visible_controls
 
     # Tool errors and arguments in these come from the script and its servers: a terminal

@@ -63,6 +63,8 @@ from toolscript.execution.locate import (
     gateway_request,
     module_hash,
     running_gateway,
+    unavailable_servers,
+    wait_for_connecting_servers,
 )
 from toolscript.execution.runhandle import (
     ENDED_AT_GATEWAY,
@@ -1101,6 +1103,11 @@ class Backend:
             if digest is None:
                 raise GatewayUnreachableError("the gateway stopped answering")
         out, err = face_run.out, face_run.err
+        # A server the script names, still connecting (a slow first start): its tools join
+        # the module once it is connected, so the check would fail at once on them.
+        with contextlib.suppress(ToolscriptError, ValueError):  # the run then says what is
+            said = functools.partial(_say_as_progress, face_run)
+            digest = wait_for_connecting_servers(url, code, say=said) or digest
         digest, module = current_module(url, digest)
         spare = self._take_spare(url, module)
         try:
@@ -1166,10 +1173,28 @@ class Backend:
             progress.stop()
             if self.spares:  # for the next execute, while this one's answer goes out
                 threading.Thread(target=self._spawn_spare, args=(url, module), daemon=True).start()
+        if exit_code != 0 and not sandbox.stopped:
+            # `tools.slow` undefined (type check or run): say why that server is not there
+            with contextlib.suppress(ToolscriptError, ValueError):
+                missing = unavailable_servers(url, code, *_SEE_SERVERS)
+                if missing is not None:
+                    err.write(f"toolscript: warning: {missing}\n".encode())
         stopped = (ended or {}).get("stopped")
         calls = (ended or {}).get("call_count")
         face_run.calls = calls if isinstance(calls, int) else None
         return exit_code, out.getvalue(), err.getvalue(), stopped
+
+
+# Where the face's client reads why a server is not there, and what to do when it is only
+# still connecting (``unavailable_servers``' ``see_why`` and ``see_connecting``).
+_SEE_SERVERS = (
+    "list_servers shows why",
+    "it joins when connected: call execute again then (list_servers shows its state)",
+)
+
+
+def _say_as_progress(run: FaceRun, line: str) -> None:
+    run.forward({"message": line})
 
 
 class _HeldRequests:

@@ -1,0 +1,160 @@
+"""A user's first hour, twelfth pass: what tripped new users the earlier passes
+(test_first_hour.py to test_first_hour11.py) did not meet. A server whose tool list has one
+property that is no schema among good tools; an MCP client's user (`toolscript mcp`) whose
+script names a server still starting or one that failed; a script file run from a folder
+outside its project.
+
+Each test asserts what the user is told, with real processes; they share one gateway.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.helpers import (
+    SERVERS,
+    GatewayProcess,
+    face_parameters,
+    gateway_cli,
+    toolscript_cli,
+)
+
+# One tool of three whose parameter "limit" is a number, not a schema: the SDK's model of
+# the negotiated protocol version refused the whole listing for it.
+LISTING = [
+    {
+        "name": "find",
+        "description": "Find records.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"query": {"type": "string"}, "limit": 5},
+            "required": ["query"],
+        },
+    },
+    {
+        "name": "count",
+        "description": "Count records.",
+        "inputSchema": {"type": "object", "properties": {"kind": {"type": "string"}}},
+    },
+    {"name": "ping", "description": "Answer.", "inputSchema": {"type": "object"}},
+]
+FIND = 'import { tools } from "toolscript";\nreturn await tools.records.find({ query: "a", limit: 3 });\n'
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    """A project with the server of that listing, one that never finishes starting, and one
+    that exits as it starts; served at once (``--ready-wait 0``), the one starting still
+    starting however slow the tests are."""
+    directory = tmp_path_factory.mktemp("project")
+    listing = directory / "listing.json"
+    listing.write_text(json.dumps(LISTING))
+    faulty = [str(SERVERS / "faulty_server.py")]
+    exits = "import sys; print('GITHUB_TOKEN is not set', file=sys.stderr); sys.exit(4)"
+    config = {
+        "mcpServers": {
+            "records": {"command": sys.executable, "args": [*faulty, "--tools", str(listing)]},
+            "starting": {"command": sys.executable, "args": [*faulty, "--hang-initialize"]},
+            "github": {"command": sys.executable, "args": ["-c", exits]},
+        },
+        "search": {"semantic": False},
+    }
+    gateway = GatewayProcess(
+        config,
+        directory,
+        *("--ready-wait", "0", "--connect-timeout", "600"),
+        env={"TOOLSCRIPT_HOME": str(directory / "home")},
+    )
+    (directory / "scripts").mkdir()
+    (directory / "scripts" / "find.ts").write_text(FIND)
+    gateway.wait_for_health(
+        lambda health: (
+            {"records": "connected", "github": "failed"}.items()
+            <= {name: server["state"] for name, server in health["servers"].items()}.items()
+        ),
+        what="records connected and github failed",
+    )
+    yield gateway
+    assert gateway.stop() == []
+
+
+def test_one_property_that_is_no_schema_costs_only_that_property(gateway: GatewayProcess) -> None:
+    """It cost the server every tool, its reason a pydantic dump of ListToolsResult."""
+    listed = json.loads(gateway_cli(gateway, "list-servers", "--json").stdout)
+    records = next(server for server in listed if server["name"] == "records")
+    assert records["state"] == "connected" and records["tools"] == 3, records
+    status = gateway_cli(gateway, "gateway", "status")
+    assert "tool 'find': inputSchema: not a schema: property \"limit\" (5); it takes any value" in (
+        status.stdout + status.stderr
+    )
+    assert "ValidationError" not in status.stdout + status.stderr
+    # the other parameters keep their types; the bad one takes any value
+    types = gateway_cli(gateway, "get-types", "records", "find").stdout
+    assert "query: string" in types and "limit?: unknown" in types, types
+    ran = gateway_cli(gateway, "exec", str(gateway.directory / "scripts" / "find.ts"))
+    assert ran.returncode == 0 and "find" in ran.stdout, ran.stderr
+
+
+def face_results(gateway: GatewayProcess, codes: list[str]) -> list[Any]:
+    """Each code run by `execute` of a `toolscript mcp` started as an MCP client starts it
+    (it uses the project's running gateway)."""
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    async def work() -> list[Any]:
+        async with (
+            stdio_client(face_parameters(gateway)) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return [await session.call_tool("execute", {"code": code}) for code in codes]
+
+    return anyio.run(work)
+
+
+def test_the_faces_execute_names_a_server_that_is_not_there(gateway: GatewayProcess) -> None:
+    """The face said only that `tools.starting` does not exist on `Tools`: an agent could not
+    tell a server still starting (call again) from a name it got wrong, or see why one failed."""
+    starting, failed = face_results(
+        gateway,
+        [
+            'import { tools } from "toolscript"; return await tools.starting.ping({})',
+            'import { tools } from "toolscript"; return await tools.github.ping({})',
+        ],
+    )
+    for result in (starting, failed):
+        assert result.is_error, result
+    said = starting.content[0].text
+    assert "Property 'starting' does not exist" in said
+    assert "not available: starting (still connecting" in said
+    assert "call execute again then (list_servers shows its state)" in said
+    said = failed.content[0].text
+    assert "not available: github (" in said and "GITHUB_TOKEN is not set" in said, said
+
+
+def test_a_script_run_from_outside_its_project_names_the_config_to_give(
+    gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    """From a folder with no config, a script file of the project saw no server: a type
+    error on `tools.records`, and nothing said of why."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    script = gateway.directory / "scripts" / "find.ts"
+    env = {"TOOLSCRIPT_HOME": str(gateway.directory / "home")}
+    ran = toolscript_cli(str(script), cwd=elsewhere, env=env)
+    assert ran.returncode == 1, ran.stderr
+    assert f"note: no .toolscript.json in {elsewhere} or a folder above it" in ran.stderr
+    told = f"`toolscript --config {gateway.config_path} {script}`"
+    assert f"the script's project has one: {told}" in ran.stderr, ran.stderr
+    # what it says to type works, through the project's running gateway
+    again = toolscript_cli(
+        "--config", str(gateway.config_path), str(script), cwd=elsewhere, env=env
+    )
+    assert again.returncode == 0 and "find" in again.stdout, again.stderr
