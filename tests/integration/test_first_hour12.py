@@ -74,13 +74,17 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
     )
     (directory / "scripts").mkdir()
     (directory / "scripts" / "find.ts").write_text(FIND)
-    gateway.wait_for_health(
-        lambda health: (
-            {"records": "connected", "github": "failed"}.items()
-            <= {name: server["state"] for name, server in health["servers"].items()}.items()
-        ),
-        what="records connected and github failed",
-    )
+    try:
+        gateway.wait_for_health(
+            lambda health: (
+                {"records": "connected", "github": "failed"}.items()
+                <= {name: server["state"] for name, server in health["servers"].items()}.items()
+            ),
+            what="records connected and github failed",
+        )
+    except BaseException:
+        gateway.stop()  # a fixture that fails before its yield is not torn down
+        raise
     yield gateway
     assert gateway.stop() == []
 
