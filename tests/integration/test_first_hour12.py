@@ -2,9 +2,10 @@
 (test_first_hour.py to test_first_hour11.py) did not meet. A server whose tool list has one
 property that is no schema among good tools; an MCP client's user (`toolscript mcp`) whose
 script names a server still starting or one that failed; a script file run from a folder
-outside its project.
+outside its project; a project folder moved while its gateway runs.
 
-Each test asserts what the user is told, with real processes; they share one gateway.
+Each test asserts what the user is told, with real processes; they share one gateway, but
+for the one whose project is moved.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from tests.helpers import (
     face_parameters,
     gateway_cli,
     toolscript_cli,
+    wait_for_exit,
 )
 
 # One tool of three whose parameter "limit" is a number, not a schema: the SDK's model of
@@ -162,3 +164,27 @@ def test_a_script_run_from_outside_its_project_names_the_config_to_give(
         "--config", str(gateway.config_path), str(script), cwd=elsewhere, env=env
     )
     assert again.returncode == 0 and "find" in again.stdout, again.stderr
+
+
+def test_a_project_moved_under_its_gateway_stops_that_gateway(tmp_path: Path) -> None:
+    """`mv project elsewhere` with its gateway running: `gateway status` and `gateway stop`
+    in the new folder said "not running", the gateway served zero servers on and on, and its
+    next build made the old folder again."""
+    old = tmp_path / "project"
+    old.mkdir()
+    echo = {"command": sys.executable, "args": [str(SERVERS / "faulty_server.py")]}
+    config = {"mcpServers": {"echo": echo}, "search": {"semantic": False}}
+    gateway = GatewayProcess(config, old, env={"TOOLSCRIPT_HOME": str(tmp_path / "home")})
+    try:
+        gateway.wait_for_health(
+            lambda health: health["servers"]["echo"]["state"] == "connected", what="echo"
+        )
+        started = gateway.descendants()
+        old.rename(tmp_path / "moved")
+        wait_for_exit(gateway.process.pid, timeout=60)
+    finally:
+        gateway.stop()
+    gateway.wait_for_log("the project's folder", "is gone (moved or deleted): this gateway stops")
+    assert not old.exists(), "the old folder was made again"
+    for process in started:
+        wait_for_exit(process.pid)
