@@ -220,3 +220,14 @@ def test_a_property_that_is_no_schema_costs_only_that_property() -> None:
         ' takes any value; its "$schema" is not a string; ignored; outputSchema: not a'
         ' schema: property "r" (null); it takes any value'
     ]
+
+
+def test_properties_that_are_no_object_are_named_as_the_reason() -> None:
+    """A schema of type object whose "properties" is a list was said to be "of type
+    "object", not an object"."""
+    tool = {"name": "t", "inputSchema": {"type": "object", "properties": ["a"]}}
+    _, warnings = repair_tool_list({"tools": [tool]})
+    assert warnings == [
+        "tool 't': inputSchema is of \"properties\" that are not an object (list); served as"
+        " an object that takes any arguments"
+    ]

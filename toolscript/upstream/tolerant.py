@@ -160,6 +160,9 @@ def _describe_schema(schema: Any) -> str:
         return f"not an object ({type(schema).__name__})"
     if not schema:
         return "empty ({})"
+    properties = schema.get("properties")
+    if properties is not None and not isinstance(properties, dict):
+        return f'of "properties" that are not an object ({type(properties).__name__})'
     if "type" not in schema:
         return 'without "type"'
     return f"of type {json.dumps(schema.get('type'))}, not an object"
