@@ -1,8 +1,9 @@
 """A user's first hour, twelfth pass: what tripped new users the earlier passes
 (test_first_hour.py to test_first_hour11.py) did not meet. A server whose tool list has one
-property that is no schema among good tools; an MCP client's user (`toolscript mcp`) whose
-script names a server still starting or one that failed; a script file run from a folder
-outside its project; a project folder moved while its gateway runs.
+property that is no schema among good tools, or whose prompts or resources have one bad
+entry; an MCP client's user (`toolscript mcp`) whose script names a server still starting
+or one that failed; a script file run from a folder outside its project; a project folder
+moved while its gateway runs.
 
 Each test asserts what the user is told, with real processes; they share one gateway, but
 for the one whose project is moved.
@@ -47,6 +48,30 @@ LISTING = [
     },
     {"name": "ping", "description": "Answer.", "inputSchema": {"type": "object"}},
 ]
+# A server offering prompts and resources, one entry of each list bad: the SDK refused
+# each whole list for it.
+OFFERS = """import json, sys
+LISTS = {
+    "prompts/list": {"prompts": [{"name": "summary", "arguments": [{"name": "topic"}]},
+                                 {"name": "bad", "arguments": "topic"}]},
+    "resources/list": {"resources": [{"uri": "file:///notes.md", "name": "notes"},
+                                     {"name": "no uri"}]},
+    "resources/templates/list": {"resourceTemplates": []},
+    "tools/list": {"tools": [{"name": "ping", "inputSchema": {"type": "object"}}]},
+}
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    method = message["method"]
+    if method == "initialize":
+        result = {"protocolVersion": message["params"]["protocolVersion"], "serverInfo":
+                  {"name": "offers", "version": "1"},
+                  "capabilities": {"tools": {}, "prompts": {}, "resources": {}}}
+    else:
+        result = LISTS.get(method, {})
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+"""
 FIND = 'import { tools } from "toolscript";\nreturn await tools.records.find({ query: "a", limit: 3 });\n'
 
 
@@ -58,6 +83,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
     directory = tmp_path_factory.mktemp("project")
     listing = directory / "listing.json"
     listing.write_text(json.dumps(LISTING))
+    (directory / "offers.py").write_text(OFFERS)
     faulty = [str(SERVERS / "faulty_server.py")]
     exits = "import sys; print('GITHUB_TOKEN is not set', file=sys.stderr); sys.exit(4)"
     config = {
@@ -65,6 +91,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
             "records": {"command": sys.executable, "args": [*faulty, "--tools", str(listing)]},
             "starting": {"command": sys.executable, "args": [*faulty, "--hang-initialize"]},
             "github": {"command": sys.executable, "args": ["-c", exits]},
+            "offers": {"command": sys.executable, "args": [str(directory / "offers.py")]},
         },
         "search": {"semantic": False},
     }
@@ -79,10 +106,10 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
     try:
         gateway.wait_for_health(
             lambda health: (
-                {"records": "connected", "github": "failed"}.items()
+                {"records": "connected", "github": "failed", "offers": "connected"}.items()
                 <= {name: server["state"] for name, server in health["servers"].items()}.items()
             ),
-            what="records connected and github failed",
+            what="records and offers connected, github failed",
         )
     except BaseException:
         gateway.stop()  # a fixture that fails before its yield is not torn down
@@ -106,6 +133,21 @@ def test_one_property_that_is_no_schema_costs_only_that_property(gateway: Gatewa
     assert "query: string" in types and "limit?: unknown" in types, types
     ran = gateway_cli(gateway, "exec", str(gateway.directory / "scripts" / "find.ts"))
     assert ran.returncode == 0 and "find" in ran.stdout, ran.stderr
+
+
+def test_one_bad_prompt_or_resource_costs_only_itself(gateway: GatewayProcess) -> None:
+    """`list-prompts` and `list-resources` failed with a pydantic dump for one bad entry."""
+    prompts = gateway_cli(gateway, "list-prompts", "offers")
+    assert prompts.returncode == 0, prompts.stderr
+    assert prompts.stdout.startswith("summary\ttopic"), prompts.stdout
+    resources = gateway_cli(gateway, "list-resources", "offers")
+    assert resources.returncode == 0, resources.stderr
+    assert resources.stdout.startswith("file:///notes.md\t"), resources.stdout
+    status = gateway_cli(gateway, "gateway", "status")
+    said = status.stdout + status.stderr
+    assert "offers: prompt 'bad': arguments is not valid MCP; ignored" in said
+    assert "offers: resource #2 has no uri; skipped" in said
+    assert "ValidationError" not in said
 
 
 def face_results(gateway: GatewayProcess, codes: list[str]) -> list[Any]:

@@ -11,7 +11,12 @@ import pytest
 from mcp_types import methods
 
 from tests.helpers import CORPUS, corpus_files
-from toolscript.upstream.tolerant import ANY_ARGUMENTS, repair_call_result, repair_tool_list
+from toolscript.upstream.tolerant import (
+    ANY_ARGUMENTS,
+    repair_call_result,
+    repair_listing,
+    repair_tool_list,
+)
 
 VERSION = "2025-11-25"
 
@@ -231,3 +236,38 @@ def test_properties_that_are_no_object_are_named_as_the_reason() -> None:
         "tool 't': inputSchema is of \"properties\" that are not an object (list); served as"
         " an object that takes any arguments"
     ]
+
+
+def test_a_bad_prompt_resource_or_template_costs_only_itself() -> None:
+    """One prompt whose arguments are a string, one resource without a uri: the SDK refused
+    the whole list (a pydantic dump in `list-prompts`' error and the gateway's warnings)."""
+    prompts = {
+        "prompts": [
+            {"name": "good", "arguments": [{"name": "topic"}]},
+            {"name": "bad", "arguments": "topic"},
+        ]
+    }
+    resources = {"resources": [{"uri": "file:///a", "name": "a"}, {"name": "c"}, {"uri": "x://y"}]}
+    templates = {"resourceTemplates": [{"uriTemplate": "x://{id}", "name": "t"}, {"name": "bad"}]}
+    for method, listing in (
+        ("prompts/list", prompts),
+        ("resources/list", resources),
+        ("resources/templates/list", templates),
+    ):
+        with pytest.raises(Exception, match="validation error"):
+            _accepted(method, listing)
+    repaired, warnings = repair_listing("prompts/list", prompts)
+    _accepted("prompts/list", repaired)
+    assert repaired["prompts"] == [prompts["prompts"][0], {"name": "bad"}]
+    assert warnings == ["prompt 'bad': arguments is not valid MCP; ignored"]
+    repaired, warnings = repair_listing("resources/list", resources)
+    _accepted("resources/list", repaired)
+    assert repaired["resources"] == [{"uri": "file:///a", "name": "a"}]
+    assert warnings == [
+        "resource #2 has no uri; skipped",
+        "resource 'x://y' is not valid MCP; skipped",
+    ]
+    repaired, warnings = repair_listing("resources/templates/list", templates)
+    _accepted("resources/templates/list", repaired)
+    assert warnings == ["resource template #2 has no uriTemplate; skipped"]
+    assert repair_listing("initialize", {"x": 1}) == ({"x": 1}, [])

@@ -21,7 +21,7 @@ import mcp_types
 from mcp_types.methods import SERVER_RESULTS
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["ANY_ARGUMENTS", "repair_call_result", "repair_tool_list"]
+__all__ = ["ANY_ARGUMENTS", "repair_call_result", "repair_listing", "repair_tool_list"]
 
 ANY_ARGUMENTS: dict[str, Any] = {"type": "object", "additionalProperties": True}
 
@@ -68,18 +68,80 @@ def repair_tool_list(result: Any) -> tuple[dict[str, Any], list[str]]:
     return repaired, warnings
 
 
-@cache
 def _listed_tool_models() -> tuple[type[BaseModel], ...]:
     """The tool model of each protocol version's ``tools/list`` result, as the SDK checks
     a listing (one tool it refuses would cost the server all its tools)."""
+    return _listed_models("tools/list", "tools")
+
+
+@cache
+def _listed_models(method: str, key: str) -> tuple[type[BaseModel], ...]:
+    """The model of an entry of ``key`` in each protocol version's ``method`` result."""
     models: dict[type[BaseModel], None] = {}
-    for (method, _version), listing in SERVER_RESULTS.items():
+    for (listed, _version), listing in SERVER_RESULTS.items():
         fields = getattr(listing, "model_fields", {})
-        if method == "tools/list" and "tools" in fields:
-            for model in typing.get_args(fields["tools"].annotation):
-                if isinstance(model, type) and issubclass(model, BaseModel):
-                    models[model] = None
+        for name, field in fields.items() if listed == method else ():
+            if key in (name, field.alias):
+                for model in typing.get_args(field.annotation):
+                    if isinstance(model, type) and issubclass(model, BaseModel):
+                        models[model] = None
     return tuple(models)
+
+
+# What a listing other than tools holds: its key, what an entry is called, and the field
+# that names it (``upstream/limits.py`` reads the same).
+_OTHER_LISTINGS: dict[str, tuple[str, str, str, type[BaseModel]]] = {
+    "prompts/list": ("prompts", "prompt", "name", mcp_types.Prompt),
+    "resources/list": ("resources", "resource", "uri", mcp_types.Resource),
+    "resources/templates/list": (
+        "resourceTemplates",
+        "resource template",
+        "uriTemplate",
+        mcp_types.ResourceTemplate,
+    ),
+}
+
+
+def repair_listing(method: str, result: Any) -> tuple[Any, list[str]]:
+    """A listing's result (``tools/list``, ``prompts/list``, ``resources/list``,
+    ``resources/templates/list``) the SDK accepts, and one warning per repaired or skipped
+    entry; any other result as it is."""
+    if method == "tools/list":
+        return repair_tool_list(result)
+    if method not in _OTHER_LISTINGS or not isinstance(result, dict):
+        return result, []
+    key, what, identity, monolith = _OTHER_LISTINGS[method]
+    entries = result.get(key)
+    if not isinstance(entries, list):
+        return {**result, key: []}, [f"the {what} list has no {key!r} array; none"]
+    models = (monolith, *_listed_models(method, key))
+    kept: list[Any] = []
+    warnings: list[str] = []
+    for position, raw in enumerate(entries):
+        named = raw.get(identity) if isinstance(raw, dict) else None
+        if not isinstance(named, str) or not named.strip():
+            warnings.append(f"{what} #{position + 1} has no {identity}; skipped")
+            continue
+        assert isinstance(raw, dict)
+        entry, problems = raw, []
+        for model in models:
+            entry, dropped = _conform(model, entry, replaceable={})
+            problems += [f"{field} is not valid MCP; ignored" for field in dropped]
+        if not all(_valid(model, entry) for model in models):
+            warnings.append(f"{what} {named!r} is not valid MCP; skipped")
+            continue
+        kept.append(entry)
+        if problems:
+            warnings.append(f"{what} {named!r}: " + "; ".join(problems))
+    return {**result, key: kept}, warnings
+
+
+def _valid(model: type[BaseModel], data: dict[str, Any]) -> bool:
+    try:
+        model.model_validate(data, by_name=False)
+    except ValidationError:
+        return False
+    return True
 
 
 def _repair_tool(raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
