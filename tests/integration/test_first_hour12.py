@@ -3,7 +3,8 @@
 property that is no schema among good tools, or whose prompts or resources have one bad
 entry; an MCP client's user (`toolscript mcp`) whose script names a server still starting
 or one that failed; a script file run from a folder outside its project; a project folder
-moved while its gateway runs.
+moved while its gateway runs; a server that fails now
+found by search from its last listing.
 
 Each test asserts what the user is told, with real processes; they share one gateway, but
 for the one whose project is moved.
@@ -25,6 +26,7 @@ from tests.helpers import (
     GatewayProcess,
     face_parameters,
     gateway_cli,
+    save_config,
     toolscript_cli,
     wait_for_exit,
 )
@@ -230,3 +232,49 @@ def test_a_project_moved_under_its_gateway_stops_that_gateway(tmp_path: Path) ->
     assert not old.exists(), "the old folder was made again"
     for process in started:
         wait_for_exit(process.pid)
+
+
+def test_search_says_a_server_of_its_hits_is_not_connected(tmp_path: Path) -> None:
+    """A server that worked last week fails now (its script moved): search still finds its
+    tools from its last listing, and said nothing of it; the call then failed."""
+    project = tmp_path / "project"
+    project.mkdir()
+    echo = {"command": sys.executable, "args": [str(SERVERS / "faulty_server.py")]}
+    config: dict[str, Any] = {"mcpServers": {"echo": echo}, "search": {"semantic": False}}
+    gateway = GatewayProcess(config, project)  # the face finds it (the user's own cache)
+    try:
+        gateway.wait_for_health(
+            lambda health: health["servers"]["echo"]["state"] == "connected", what="echo"
+        )
+        echo["args"] = [str(project / "moved_away.py")]
+        save_config(gateway, config, in_place=False)
+        gateway.wait_for_health(
+            lambda health: health["servers"]["echo"]["state"] == "failed", what="echo failed"
+        )
+        found = gateway_cli(gateway, "search", "echo the text back", "-n", "1")
+        assert found.returncode == 0 and found.stdout.startswith("echo\techo"), found
+        assert "note: echo is failed (exited while connecting: " in found.stderr
+        assert "its tools above are from its last listing" in found.stderr, found.stderr
+        (answer,) = face_search(gateway, "echo the text back")
+        said = answer.content[0].text
+        assert said.startswith("echo.echo → tools.echo.echo"), said
+        assert "(echo is failed: its tools above are from its last listing" in said
+        assert "(keyword search only: semantic search is turned off)" in said
+    finally:
+        assert gateway.stop() == []
+
+
+def face_search(gateway: GatewayProcess, *queries: str) -> list[Any]:
+    """Each query asked with `search_tools` of a `toolscript mcp` of the project."""
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    async def work() -> list[Any]:
+        async with (
+            stdio_client(face_parameters(gateway)) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return [await session.call_tool("search_tools", {"query": q}) for q in queries]
+
+    return anyio.run(work)

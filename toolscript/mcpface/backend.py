@@ -258,8 +258,9 @@ def _described(hit: dict[str, Any]) -> str:
     )
 
 
-def search_answer(answer: dict[str, Any]) -> Answer:
-    """Hits as one line each (``server.tool → tools.x.y: description``) and as data."""
+def search_answer(answer: dict[str, Any], states: dict[str, str] | None = None) -> Answer:
+    """Hits as one line each (``server.tool → tools.x.y: description``) and as data;
+    ``states``: each server's state, a server of a hit not connected said to be."""
     hits = [
         {
             # A saved script has no server: it is called as scripts.<name> (or run_script).
@@ -278,7 +279,17 @@ def search_answer(answer: dict[str, Any]) -> Answer:
             f"{hit['server']}.{hit['tool']} → {hit['call']}: {hit['description']}" for hit in hits
         )
     if answer.get("mode") == "keyword":
-        text += "\n(keyword search only: semantic search is still loading)"
+        # why, as the gateway says it: loading, turned off, or not installed
+        reason = (answer.get("search") or {}).get("reason") or "semantic search is still loading"
+        text += f"\n(keyword search only: {reason})"
+    listed = sorted({hit["server"] for hit in hits} & set(states or {}))
+    for name in listed:
+        state = (states or {})[name]
+        if state not in ("connected", "disabled"):
+            text += (
+                f"\n({name} is {state}: its tools above are from its last listing, and a call"
+                " of one fails until it connects; list_servers says why)"
+            )
     return Answer(text, {"hits": hits})
 
 
@@ -762,7 +773,12 @@ class Backend:
             params["server"] = server
         if kind != "tool":
             params["kind"] = kind
-        return search_answer(await self._get("/search", params))
+        answer = await self._get("/search", params)
+        states = None
+        if answer.get("hits") and kind == "tool":
+            listed = await self._get("/servers")
+            states = {str(one.get("name")): str(one.get("state")) for one in listed}
+        return search_answer(answer, states)
 
     async def read_resource(
         self, server: str, uri: str | None, prompt: str | None, arguments: dict[str, Any]
