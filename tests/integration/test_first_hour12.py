@@ -4,7 +4,8 @@ property that is no schema among good tools, or whose prompts or resources have 
 entry; an MCP client's user (`toolscript mcp`) whose script names a server still starting
 or one that failed; a script file run from a folder outside its project; a project folder
 moved while its gateway runs; a server that fails now
-found by search from its last listing.
+found by search from its last listing; a first script
+that neither returns nor prints.
 
 Each test asserts what the user is told, with real processes; they share one gateway, but
 for the one whose project is moved.
@@ -150,6 +151,22 @@ def test_one_bad_prompt_or_resource_costs_only_itself(gateway: GatewayProcess) -
     assert "offers: prompt 'bad': arguments is not valid MCP; ignored" in said
     assert "offers: resource #2 has no uri; skipped" in said
     assert "ValidationError" not in said
+
+
+def test_a_script_that_neither_returns_nor_prints_is_told_how_to_show_its_value(
+    gateway: GatewayProcess,
+) -> None:
+    """A first script ending on `await tools.x.y(...)` showed nothing, exit 0, nothing said."""
+    silent = 'import { tools } from "toolscript";\nawait tools.records.ping({});\n'
+    ran = gateway_cli(gateway, "exec", silent)
+    assert (ran.returncode, ran.stdout) == (0, ""), ran.stderr
+    assert "note: the script neither returns nor prints anything" in ran.stderr
+    assert "`return VALUE` prints VALUE as JSON (`return await tools.x.y(...)`)" in ran.stderr
+    shown = gateway_cli(gateway, "exec", silent.replace("await", "return await", 1))
+    assert shown.returncode == 0 and "ping" in shown.stdout and "note:" not in shown.stderr
+    (answer,) = face_results(gateway, [silent])
+    assert not answer.is_error
+    assert answer.content[0].text.startswith("(no output: nothing returned or printed;")
 
 
 def face_results(gateway: GatewayProcess, codes: list[str]) -> list[Any]:

@@ -46,6 +46,7 @@ __all__ = [
     "require_script_size",
     "run_exec",
     "saved_script_call",
+    "silent_script",
     "uncalled_default_export",
 ]
 
@@ -156,6 +157,12 @@ def run_exec(
                 # a running gateway's server still connecting joins it: wait for it (one
                 # started for this run stops the server after it: nothing to wait for)
                 wait_for_servers=found == ["running"],
+            )
+        if ran == 0 and saved is None and silent_script(script.code):
+            sys.stderr.write(
+                "note: the script neither returns nor prints anything, so nothing is shown: "
+                "`return VALUE` prints VALUE as JSON (`return await tools.x.y(...)`), "
+                "console.log prints as it goes\n"
             )
         if ran == 0 and saved is None and uncalled_default_export(script.code):
             # quoted as the shell needs it: the line is for copying ("my script.ts")
@@ -459,6 +466,16 @@ def uncalled_default_export(code: str) -> bool:
         return True
     elsewhere = code[: found.start()] + code[found.end() :]
     return re.search(rf"(?<![\w$]){re.escape(name)}(?![\w$])", elsewhere) is None
+
+
+_OUTPUTS = re.compile(r"\breturn\b|\bconsole\s*\.|\bDeno\s*\.\s*std(?:out|err)\b|\bprogress\s*\(")
+
+
+def silent_script(code: str) -> bool:
+    """Whether a script has no way to show anything (no ``return``, ``console``, Deno's
+    stdout or stderr, ``progress``): an agent's first script that ends on
+    ``await tools.x.y(...)`` shows nothing, and nothing says why."""
+    return not _OUTPUTS.search(code) and not _DEFAULT_FUNCTION.search(code)
 
 
 def saved_script_call(name: str, input_text: str) -> str:

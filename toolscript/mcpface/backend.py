@@ -400,6 +400,11 @@ def in_their_words(error: GatewayResponseError, typed: dict[str, str]) -> Gatewa
     return GatewayResponseError(body["message"], status_code=error.status_code, body=body)
 
 
+# A run that printed nothing and returned nothing: an agent's script ending on
+# `await tools.x.y(...)` without `return` is told how to get the value back.
+NO_OUTPUT = "(no output: nothing returned or printed; `return VALUE` gives VALUE back)"
+
+
 def execution_answer(exit_code: int, stdout: bytes, stderr: bytes, calls: int | None = 0) -> Answer:
     """A finished run as a tool result: the return value as data, output and errors as text.
     ``calls``: the tool calls the script asked for, as its gateway counted them (None:
@@ -422,7 +427,7 @@ def execution_answer(exit_code: int, stdout: bytes, stderr: bytes, calls: int | 
         parts = [part for part in (printed, errors) if part]
         if has_result:
             parts.append(json.dumps(result, ensure_ascii=False))
-        return Answer("\n".join(parts) or "(no output)", {"result": result})
+        return Answer("\n".join(parts) or NO_OUTPUT, {"result": result})
     if calls == 0 and _TYPE_ERROR.search(errors):
         errors = _CHECK_ADVICE.sub("", errors).strip("\n")
         headline = (
