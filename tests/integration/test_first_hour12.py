@@ -52,7 +52,7 @@ LISTING = [
     {"name": "ping", "description": "Answer.", "inputSchema": {"type": "object"}},
 ]
 # A server offering prompts and resources, one entry of each list bad: the SDK refused
-# each whole list for it.
+# each whole list for it. Its serverInfo has no version: the SDK refused the server.
 OFFERS = """import json, sys
 LISTS = {
     "prompts/list": {"prompts": [{"name": "summary", "arguments": [{"name": "topic"}]},
@@ -69,7 +69,7 @@ for line in sys.stdin:
     method = message["method"]
     if method == "initialize":
         result = {"protocolVersion": message["params"]["protocolVersion"], "serverInfo":
-                  {"name": "offers", "version": "1"},
+                  {"name": "offers"},
                   "capabilities": {"tools": {}, "prompts": {}, "resources": {}}}
     else:
         result = LISTS.get(method, {})
@@ -150,6 +150,7 @@ def test_one_bad_prompt_or_resource_costs_only_itself(gateway: GatewayProcess) -
     said = status.stdout + status.stderr
     assert "offers: prompt 'bad': arguments is not valid MCP; ignored" in said
     assert "offers: resource #2 has no uri; skipped" in said
+    assert "offers: initialize: serverInfo.version missing; served as 'unknown'" in said
     assert "ValidationError" not in said
 
 

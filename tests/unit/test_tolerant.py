@@ -271,3 +271,24 @@ def test_a_bad_prompt_resource_or_template_costs_only_itself() -> None:
     _accepted("resources/templates/list", repaired)
     assert warnings == ["resource template #2 has no uriTemplate; skipped"]
     assert repair_listing("initialize", {"x": 1}) == ({"x": 1}, [])
+
+
+def test_an_initialize_result_without_capabilities_or_a_version_is_filled_in() -> None:
+    """Servers Claude Code runs answer initialize without capabilities, or with a serverInfo
+    that has no version: the SDK refused them (the server failed with a pydantic dump)."""
+    sent = {"protocolVersion": VERSION, "serverInfo": {"name": "p"}}
+    with pytest.raises(Exception, match="validation error"):
+        _accepted("initialize", sent)
+    repaired, warnings = repair_listing("initialize", sent)
+    _accepted("initialize", repaired)
+    assert repaired["capabilities"] == {} and repaired["serverInfo"]["version"] == "unknown"
+    assert warnings == [
+        "initialize: capabilities missing; served as none declared",
+        "initialize: serverInfo.version missing; served as 'unknown'",
+    ]
+    whole = {
+        "protocolVersion": VERSION,
+        "capabilities": {},
+        "serverInfo": {"name": "p", "version": "1"},
+    }
+    assert repair_listing("initialize", whole) == (whole, [])

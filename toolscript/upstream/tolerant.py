@@ -21,7 +21,13 @@ import mcp_types
 from mcp_types.methods import SERVER_RESULTS
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["ANY_ARGUMENTS", "repair_call_result", "repair_listing", "repair_tool_list"]
+__all__ = [
+    "ANY_ARGUMENTS",
+    "repair_call_result",
+    "repair_initialize",
+    "repair_listing",
+    "repair_tool_list",
+]
 
 ANY_ARGUMENTS: dict[str, Any] = {"type": "object", "additionalProperties": True}
 
@@ -102,12 +108,52 @@ _OTHER_LISTINGS: dict[str, tuple[str, str, str, type[BaseModel]]] = {
 }
 
 
+def repair_initialize(result: Any) -> tuple[Any, list[str]]:
+    """An ``initialize`` result the SDK accepts when a server left out what clients such
+    as Claude Code do without (``capabilities``, ``serverInfo`` or its ``version``), and
+    what was filled in; a result with no ``protocolVersion`` is left to fail."""
+    if not isinstance(result, dict) or not isinstance(result.get("protocolVersion"), str):
+        return result, []
+    repaired, problems = dict(result), []
+    if not isinstance(repaired.get("capabilities"), dict):
+        what = "missing" if "capabilities" not in repaired else "not an object"
+        repaired["capabilities"] = {}
+        problems.append(f"initialize: capabilities {what}; served as none declared")
+    info = repaired.get("serverInfo")
+    info = dict(info) if isinstance(info, dict) else {}
+    for field, stand_in in (("name", "unnamed"), ("version", "unknown")):
+        if not isinstance(info.get(field), str):
+            info[field] = stand_in
+            problems.append(f"initialize: serverInfo.{field} missing; served as {stand_in!r}")
+    repaired["serverInfo"] = info
+    models: tuple[type[BaseModel], ...] = (
+        mcp_types.InitializeResult,
+        *_result_models("initialize"),
+    )
+    for model in models:
+        repaired, dropped = _conform(model, repaired, replaceable={"capabilities": {}})
+        problems += [f"initialize: {field} is not valid MCP; ignored" for field in dropped]
+    return (repaired, problems) if problems else (result, [])
+
+
+@cache
+def _result_models(method: str) -> tuple[type[BaseModel], ...]:
+    """The model of each protocol version's ``method`` result."""
+    models: dict[type[BaseModel], None] = {}
+    for (listed, _version), model in SERVER_RESULTS.items():
+        if listed == method and isinstance(model, type) and issubclass(model, BaseModel):
+            models[model] = None
+    return tuple(models)
+
+
 def repair_listing(method: str, result: Any) -> tuple[Any, list[str]]:
     """A listing's result (``tools/list``, ``prompts/list``, ``resources/list``,
     ``resources/templates/list``) the SDK accepts, and one warning per repaired or skipped
-    entry; any other result as it is."""
+    entry; an ``initialize`` result repaired (``repair_initialize``); any other as it is."""
     if method == "tools/list":
         return repair_tool_list(result)
+    if method == "initialize":
+        return repair_initialize(result)
     if method not in _OTHER_LISTINGS or not isinstance(result, dict):
         return result, []
     key, what, identity, monolith = _OTHER_LISTINGS[method]
