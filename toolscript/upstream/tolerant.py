@@ -19,7 +19,7 @@ from typing import Any
 
 import mcp_types
 from mcp_types.methods import SERVER_RESULTS
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 __all__ = [
     "ANY_ARGUMENTS",
@@ -40,31 +40,45 @@ def repair_tool_list(result: Any) -> tuple[dict[str, Any], list[str]]:
         return {"tools": []}, [
             f"the tool list is not an object ({type(result).__name__}); no tools"
         ]
-    warnings: list[str] = []
+    said: list[str | int] = []  # a warning, or the index of a tool whose problems it says
     raw_tools = result.get("tools")
     if not isinstance(raw_tools, list):
-        warnings.append("the tool list has no 'tools' array; no tools")
+        said.append("the tool list has no 'tools' array; no tools")
         raw_tools = []
     tools: list[dict[str, Any]] = []
+    problems: list[list[str]] = []  # each tool's
     seen: set[str] = set()
-    models: tuple[type[BaseModel], ...] = (mcp_types.Tool, *_listed_tool_models())
     for position, raw in enumerate(raw_tools):
         name = raw.get("name") if isinstance(raw, dict) else None
         if not isinstance(name, str) or not name.strip():
-            warnings.append(f"tool #{position + 1} has no name; skipped")
+            said.append(f"tool #{position + 1} has no name; skipped")
             continue
         if name in seen:
-            warnings.append(f"tool {name!r} is listed twice; the second one is skipped")
+            said.append(f"tool {name!r} is listed twice; the second one is skipped")
             continue
         seen.add(name)
         assert isinstance(raw, dict)
-        tool, problems = _repair_tool(raw)
-        for model in models:
-            tool, dropped = _conform(model, tool, replaceable={"inputSchema": ANY_ARGUMENTS})
-            problems += [f"{field} is not valid MCP; ignored" for field in dropped]
+        tool, found = _repair_tool(raw)
+        tool, dropped = _conform(mcp_types.Tool, tool, replaceable={"inputSchema": ANY_ARGUMENTS})
+        said.append(len(tools))
         tools.append(tool)
-        if problems:
-            warnings.append(f"tool {name!r}: " + "; ".join(problems))
+        problems.append(found + [f"{field} is not valid MCP; ignored" for field in dropped])
+    # The SDK checks a listing against its protocol version's models too, stricter than
+    # mcp_types.Tool: the whole list at once (the usual case passes), else tool by tool.
+    for model, adapter in _listed_tool_checks():
+        if tools and not _passes(adapter, tools):
+            for index, tool in enumerate(tools):
+                tools[index], dropped = _conform(
+                    model, tool, replaceable={"inputSchema": ANY_ARGUMENTS}
+                )
+                problems[index] += [f"{field} is not valid MCP; ignored" for field in dropped]
+    warnings = []
+    for item in said:
+        if isinstance(item, str):
+            warnings.append(item)
+        elif problems[item]:
+            named = tools[item]["name"]
+            warnings.append(f"tool {named!r}: " + "; ".join(dict.fromkeys(problems[item])))
     repaired = {key: value for key, value in result.items() if key != "tools"}
     repaired["tools"] = tools
     cursor = repaired.get("nextCursor")
@@ -74,10 +88,23 @@ def repair_tool_list(result: Any) -> tuple[dict[str, Any], list[str]]:
     return repaired, warnings
 
 
-def _listed_tool_models() -> tuple[type[BaseModel], ...]:
+@cache
+def _listed_tool_checks() -> tuple[tuple[type[BaseModel], TypeAdapter[Any]], ...]:
     """The tool model of each protocol version's ``tools/list`` result, as the SDK checks
-    a listing (one tool it refuses would cost the server all its tools)."""
-    return _listed_models("tools/list", "tools")
+    a listing (one tool it refuses would cost the server all its tools), with a check of a
+    whole list of them."""
+    return tuple(
+        (model, TypeAdapter(list[model]))  # type: ignore[valid-type]
+        for model in _listed_models("tools/list", "tools")
+    )
+
+
+def _passes(adapter: TypeAdapter[Any], value: Any) -> bool:
+    try:
+        adapter.validate_python(value, by_name=False)
+    except ValidationError:
+        return False
+    return True
 
 
 @cache
