@@ -55,7 +55,10 @@ def test_a_successful_run_gives_its_value_as_data_and_its_output_as_text() -> No
     assert answer.structured == {"result": {"open": 3}}
     assert answer.text == 'checking\n{"open": 3}'
     silent = execution_answer(0, b"", b"")
-    assert silent.structured == {"result": None} and silent.text == "(no output)"
+    assert silent.structured == {"result": None}
+    assert (
+        silent.text == "(no output: nothing returned or printed; `return VALUE` gives VALUE back)"
+    )
 
 
 def test_a_type_error_says_nothing_ran_and_where_without_deno_advice() -> None:

@@ -11,7 +11,12 @@ import pytest
 from mcp_types import methods
 
 from tests.helpers import CORPUS, corpus_files
-from toolscript.upstream.tolerant import ANY_ARGUMENTS, repair_call_result, repair_tool_list
+from toolscript.upstream.tolerant import (
+    ANY_ARGUMENTS,
+    repair_call_result,
+    repair_listing,
+    repair_tool_list,
+)
 
 VERSION = "2025-11-25"
 
@@ -183,3 +188,107 @@ def test_call_result_fields_are_repaired_not_refused() -> None:
     assert repaired["isError"] is True
     assert "_meta" not in repaired
     assert mcp_types.CallToolResult.model_validate(repaired, by_name=False).is_error
+
+
+def test_a_property_that_is_no_schema_costs_only_that_property() -> None:
+    """``mcp_types.Tool`` takes any dict as ``inputSchema``, but the SDK checks a listing
+    against its protocol version's model, whose properties are schemas: one ``"y": 5``
+    cost a server every tool (a pydantic dump as its reason)."""
+    listing = {
+        "tools": [
+            {"name": "ok", "inputSchema": {"type": "object"}},
+            {
+                "name": "bad",
+                "inputSchema": {
+                    "$schema": 7,
+                    "type": "object",
+                    "properties": {"x": {"type": "string"}, "y": 5, "z": "number"},
+                },
+                "outputSchema": {"type": "object", "properties": {"r": None}},
+            },
+        ]
+    }
+    for version in ("2024-11-05", "2025-11-25"):
+        with pytest.raises(Exception, match="properties"):
+            methods.validate_server_result("tools/list", version, listing)
+    repaired, warnings = repair_tool_list(listing)
+    for version in ("2024-11-05", "2025-11-25"):
+        methods.validate_server_result("tools/list", version, repaired)
+    served = repaired["tools"][1]
+    assert served["inputSchema"] == {
+        "type": "object",
+        "properties": {"x": {"type": "string"}, "y": {}, "z": {}},
+    }
+    assert served["outputSchema"] == {"type": "object", "properties": {"r": {}}}
+    assert warnings == [
+        'tool \'bad\': inputSchema: not a schema: property "y" (5), "z" ("number"); it'
+        ' takes any value; its "$schema" is not a string; ignored; outputSchema: not a'
+        ' schema: property "r" (null); it takes any value'
+    ]
+
+
+def test_properties_that_are_no_object_are_named_as_the_reason() -> None:
+    """A schema of type object whose "properties" is a list was said to be "of type
+    "object", not an object"."""
+    tool = {"name": "t", "inputSchema": {"type": "object", "properties": ["a"]}}
+    _, warnings = repair_tool_list({"tools": [tool]})
+    assert warnings == [
+        "tool 't': inputSchema is of \"properties\" that are not an object (list); served as"
+        " an object that takes any arguments"
+    ]
+
+
+def test_a_bad_prompt_resource_or_template_costs_only_itself() -> None:
+    """One prompt whose arguments are a string, one resource without a uri: the SDK refused
+    the whole list (a pydantic dump in `list-prompts`' error and the gateway's warnings)."""
+    prompts = {
+        "prompts": [
+            {"name": "good", "arguments": [{"name": "topic"}]},
+            {"name": "bad", "arguments": "topic"},
+        ]
+    }
+    resources = {"resources": [{"uri": "file:///a", "name": "a"}, {"name": "c"}, {"uri": "x://y"}]}
+    templates = {"resourceTemplates": [{"uriTemplate": "x://{id}", "name": "t"}, {"name": "bad"}]}
+    for method, listing in (
+        ("prompts/list", prompts),
+        ("resources/list", resources),
+        ("resources/templates/list", templates),
+    ):
+        with pytest.raises(Exception, match="validation error"):
+            _accepted(method, listing)
+    repaired, warnings = repair_listing("prompts/list", prompts)
+    _accepted("prompts/list", repaired)
+    assert repaired["prompts"] == [prompts["prompts"][0], {"name": "bad"}]
+    assert warnings == ["prompt 'bad': arguments is not valid MCP; ignored"]
+    repaired, warnings = repair_listing("resources/list", resources)
+    _accepted("resources/list", repaired)
+    assert repaired["resources"] == [{"uri": "file:///a", "name": "a"}]
+    assert warnings == [
+        "resource #2 has no uri; skipped",
+        "resource 'x://y' is not valid MCP; skipped",
+    ]
+    repaired, warnings = repair_listing("resources/templates/list", templates)
+    _accepted("resources/templates/list", repaired)
+    assert warnings == ["resource template #2 has no uriTemplate; skipped"]
+    assert repair_listing("initialize", {"x": 1}) == ({"x": 1}, [])
+
+
+def test_an_initialize_result_without_capabilities_or_a_version_is_filled_in() -> None:
+    """Servers Claude Code runs answer initialize without capabilities, or with a serverInfo
+    that has no version: the SDK refused them (the server failed with a pydantic dump)."""
+    sent = {"protocolVersion": VERSION, "serverInfo": {"name": "p"}}
+    with pytest.raises(Exception, match="validation error"):
+        _accepted("initialize", sent)
+    repaired, warnings = repair_listing("initialize", sent)
+    _accepted("initialize", repaired)
+    assert repaired["capabilities"] == {} and repaired["serverInfo"]["version"] == "unknown"
+    assert warnings == [
+        "initialize: capabilities missing; served as none declared",
+        "initialize: serverInfo.version missing; served as 'unknown'",
+    ]
+    whole = {
+        "protocolVersion": VERSION,
+        "capabilities": {},
+        "serverInfo": {"name": "p", "version": "1"},
+    }
+    assert repair_listing("initialize", whole) == (whole, [])

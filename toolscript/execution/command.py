@@ -46,6 +46,7 @@ __all__ = [
     "require_script_size",
     "run_exec",
     "saved_script_call",
+    "silent_script",
     "uncalled_default_export",
 ]
 
@@ -157,6 +158,12 @@ def run_exec(
                 # started for this run stops the server after it: nothing to wait for)
                 wait_for_servers=found == ["running"],
             )
+        if ran == 0 and saved is None and silent_script(script.code):
+            sys.stderr.write(
+                "note: the script neither returns nor prints anything, so nothing is shown: "
+                "`return VALUE` prints VALUE as JSON (`return await tools.x.y(...)`), "
+                "console.log prints as it goes\n"
+            )
         if ran == 0 and saved is None and uncalled_default_export(script.code):
             # quoted as the shell needs it: the line is for copying ("my script.ts")
             shown = "FILE.ts" if script.display_name.startswith("<") else script.display_name
@@ -167,6 +174,38 @@ def run_exec(
                 f"NAME {shown}`, then `toolscript run NAME --input '{{...}}'`\n"
             )
         return ran
+
+
+_CALLS_TOOLS = re.compile(r"\btools\s*[.[]")
+
+
+def no_config_note(config: str | None, script: Script) -> str | None:
+    """What to say of a failed script that calls tools where no config is found (so no
+    server is there to call): the config of the script file's own project, when it has one,
+    and how to run it with that; None when a config was found or named."""
+    if config or os.environ.get("TOOLSCRIPT_GATEWAY_URL") or not _CALLS_TOOLS.search(script.code):
+        return None
+    from toolscript.plumbing.paths import CONFIG_FILENAME, find_config_path
+
+    found = find_config_path(None)
+    if found.is_file():
+        return None
+    note = (
+        f"note: no {CONFIG_FILENAME} in {found.parent} or a folder above it, so no server is "
+        "configured (a script file's folder does not choose the project)"
+    )
+    own = None
+    if not script.display_name.startswith("<"):
+        with contextlib.suppress(OSError, RuntimeError):
+            beside = find_config_path(None, Path(script.display_name).resolve().parent)
+            own = beside if beside.is_file() else None
+    if own is None:
+        return note + "; run it from the project's folder, or name its config with --config PATH"
+    shown = shlex.quote(script.display_name)
+    return (
+        f"{note}; the script's project has one: `toolscript --config {shlex.quote(str(own))} "
+        f"{shown}`, or run it from {shlex.quote(str(own.parent))}"
+    )
 
 
 def _start_in_background(
@@ -374,6 +413,9 @@ def _run_in_gateway(
 
         with contextlib.suppress(ToolscriptError, ValueError):
             note_unavailable_servers(url, script.code)
+        note = no_config_note(config, script)
+        if note is not None:
+            sys.stderr.write(note + "\n")
     from toolscript.store.outputs import visible_controls
 
     # Tool errors and arguments in these come from the script and its servers: a terminal
@@ -424,6 +466,16 @@ def uncalled_default_export(code: str) -> bool:
         return True
     elsewhere = code[: found.start()] + code[found.end() :]
     return re.search(rf"(?<![\w$]){re.escape(name)}(?![\w$])", elsewhere) is None
+
+
+_OUTPUTS = re.compile(r"\breturn\b|\bconsole\s*\.|\bDeno\s*\.\s*std(?:out|err)\b|\bprogress\s*\(")
+
+
+def silent_script(code: str) -> bool:
+    """Whether a script has no way to show anything (no ``return``, ``console``, Deno's
+    stdout or stderr, ``progress``): an agent's first script that ends on
+    ``await tools.x.y(...)`` shows nothing, and nothing says why."""
+    return not _OUTPUTS.search(code) and not _DEFAULT_FUNCTION.search(code)
 
 
 def saved_script_call(name: str, input_text: str) -> str:

@@ -55,6 +55,7 @@ __all__ = [
     "private_gateway_args",
     "running_gateway",
     "spawn_owned_gateway",
+    "unavailable_servers",
     "uses_gateway",
     "wait_for_first_build",
 ]
@@ -578,13 +579,15 @@ def _still_connecting(server: dict[str, Any]) -> bool:
 CONNECTING_POLL = 0.2  # seconds between two looks at a server exec waits for
 
 
-def wait_for_connecting_servers(url: str, code: str) -> str | None:
+def wait_for_connecting_servers(
+    url: str, code: str, say: Callable[[str], None] | None = None
+) -> str | None:
     """When the servers the script names that are not there yet are all still connecting
     (a slow first start, none failed), wait for them, at most the gateway's ready wait, with
-    a line on stderr saying so: their tools join the module once they are connected, and
-    the script's type check would otherwise fail at once on them. A server that failed is
-    not waited for (the run says so, as before). The module's hash once it offers them,
-    else None."""
+    a line saying so (on stderr, or given to ``say``): their tools join the module once they
+    are connected, and the script's type check would otherwise fail at once on them. A
+    server that failed is not waited for (the run says so, as before). The module's hash
+    once it offers them, else None."""
     body = gateway_request(url, "/servers", 10)
     named = _named_by(code, json.loads(body) if body else [])
     if not named or not all(_still_connecting(server) for server in named):
@@ -594,14 +597,17 @@ def wait_for_connecting_servers(url: str, code: str) -> str | None:
     if bound <= 0:  # a gateway told to wait for no server (--ready-wait 0)
         return None
     names = ", ".join(str(server["name"]) for server in named)
-    from toolscript.store.outputs import write_shown
-
-    write_shown(
-        f"toolscript: waiting up to {bound:g} s for {names}, still connecting: the script "
-        "calls its tools, which join the types when it is connected\n",
-        sys.stderr,
+    line = (
+        f"waiting up to {bound:g} s for {names}, still connecting: the script calls its "
+        "tools, which join the types when it is connected"
     )
-    sys.stderr.flush()
+    if say is not None:
+        say(line)
+    else:
+        from toolscript.store.outputs import write_shown
+
+        write_shown(f"toolscript: {line}\n", sys.stderr)
+        sys.stderr.flush()
     from toolscript.codegen.module import module_namespaces
     from toolscript.codegen.naming import to_camel_case
 
@@ -633,9 +639,27 @@ def note_unavailable_servers(
     see_why: str = "`toolscript gateway status` shows why",
     see_connecting: str = "it joins when connected (`toolscript gateway status` says when)",
 ) -> None:
-    """One line on stderr for servers the script names that the gateway could not start;
-    ``see_why``: where the user reads why (the running gateway's status by default);
-    ``see_connecting``: what to do when every one is only still connecting."""
+    """One line on stderr for servers the script names that the gateway could not start,
+    said once a process (see ``unavailable_servers``)."""
+    said = unavailable_servers(url, code, see_why, see_connecting)
+    if said is not None and said not in _NOTED:  # said once a run, before it or after it failed
+        _NOTED.add(said)
+        from toolscript.store.outputs import write_shown
+
+        # a server's error is what it sent: shown, not obeyed
+        write_shown(f"toolscript: warning: {said}\n", sys.stderr)
+        sys.stderr.flush()
+
+
+def unavailable_servers(
+    url: str,
+    code: str,
+    see_why: str = "`toolscript gateway status` shows why",
+    see_connecting: str = "it joins when connected (`toolscript gateway status` says when)",
+) -> str | None:
+    """What to say of the servers the script names that the gateway could not start (None:
+    there are none); ``see_why``: where the user reads why (the running gateway's status by
+    default); ``see_connecting``: what to do when every one is only still connecting."""
     body = gateway_request(url, "/servers", 10)
     missing = []
     connecting = 0
@@ -649,19 +673,14 @@ def note_unavailable_servers(
             error = str(server.get("error") or "")
             more_to_see = more_to_see or not _given_in_full(error, server.get("stderr"))
             missing.append(f"{server['name']} ({error or server.get('state')})")
-    if missing and connecting == len(missing):
+    if not missing:
+        return None
+    if connecting == len(missing):
         see_why = see_connecting
     elif not more_to_see:
         see_why = ""  # every reason is in the line already
-    said = "; ".join(missing)
-    if missing and said not in _NOTED:  # said once a run, before it or after it failed
-        _NOTED.add(said)
-        from toolscript.store.outputs import write_shown
-
-        # a server's error is what it sent: shown, not obeyed
-        then = f"; {see_why}" if see_why else ""
-        write_shown(f"toolscript: warning: not available: {said}{then}\n", sys.stderr)
-        sys.stderr.flush()
+    then = f"; {see_why}" if see_why else ""
+    return f"not available: {'; '.join(missing)}{then}"
 
 
 def _given_in_full(error: str, stderr: object) -> bool:

@@ -362,6 +362,9 @@ class Gateway:
         self.slow_checks = 0  # scripts exec checked with deno check before the checker started
         self.early_runs = 0  # runs registered before the checker started
         self.config_file = config.config_file
+        # Called when the config's folder is gone (the project moved or deleted): the runner
+        # of a gateway process stops it, as SIGTERM does.
+        self.on_project_gone: Callable[[], None] | None = None
         # What the config's files were as it was read, near enough: an edit (or a tool file
         # added) while the servers connect, before the watch starts, is applied then.
         self._loaded_fingerprints = self._config_fingerprints()
@@ -788,6 +791,18 @@ class Gateway:
                     await self._look_now.wait()
                 self._look_now = anyio.Event()
                 now = self._config_fingerprints()
+                if now != self._watched and not self.config_file.parent.exists():
+                    # Moved or deleted: a reload would serve no server to nobody (no command
+                    # finds this gateway from the new path) and its builds would make the
+                    # old folder again.
+                    log.warning(
+                        "the project's folder %s is gone (moved or deleted): this gateway "
+                        "stops; start one where the project is now (`toolscript gateway start`)",
+                        self.config_file.parent,
+                    )
+                    if self.on_project_gone is not None:
+                        self.on_project_gone()
+                    return
                 if now != self._watched:
                     text = await self._settled_config_text()
                     seen = self._config_fingerprints()

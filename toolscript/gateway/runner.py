@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import secrets
@@ -256,6 +257,8 @@ def serve(
                 self.should_exit = True
 
     server = Server(uvicorn_config(app))
+    if on_loop is None:  # a process of its own: it stops as SIGTERM stops it
+        gateway.on_project_gone = functools.partial(server.handle_exit, signal.SIGTERM, None)
 
     async def main() -> None:
         # anyio asks sniffio which event loop runs on every cancel scope and stream operation;

@@ -63,6 +63,7 @@ from toolscript.execution.locate import (
     gateway_request,
     module_hash,
     running_gateway,
+    unavailable_servers,
     wait_for_connecting_servers,
 )
 from toolscript.execution.runhandle import (
@@ -257,8 +258,9 @@ def _described(hit: dict[str, Any]) -> str:
     )
 
 
-def search_answer(answer: dict[str, Any]) -> Answer:
-    """Hits as one line each (``server.tool → tools.x.y: description``) and as data."""
+def search_answer(answer: dict[str, Any], states: dict[str, str] | None = None) -> Answer:
+    """Hits as one line each (``server.tool → tools.x.y: description``) and as data;
+    ``states``: each server's state, a server of a hit not connected said to be."""
     hits = [
         {
             # A saved script has no server: it is called as scripts.<name> (or run_script).
@@ -277,7 +279,17 @@ def search_answer(answer: dict[str, Any]) -> Answer:
             f"{hit['server']}.{hit['tool']} → {hit['call']}: {hit['description']}" for hit in hits
         )
     if answer.get("mode") == "keyword":
-        text += "\n(keyword search only: semantic search is still loading)"
+        # why, as the gateway says it: loading, turned off, or not installed
+        reason = (answer.get("search") or {}).get("reason") or "semantic search is still loading"
+        text += f"\n(keyword search only: {reason})"
+    listed = sorted({hit["server"] for hit in hits} & set(states or {}))
+    for name in listed:
+        state = (states or {})[name]
+        if state not in ("connected", "disabled"):
+            text += (
+                f"\n({name} is {state}: its tools above are from its last listing, and a call"
+                " of one fails until it connects; list_servers says why)"
+            )
     return Answer(text, {"hits": hits})
 
 
@@ -388,6 +400,11 @@ def in_their_words(error: GatewayResponseError, typed: dict[str, str]) -> Gatewa
     return GatewayResponseError(body["message"], status_code=error.status_code, body=body)
 
 
+# A run that printed nothing and returned nothing: an agent's script ending on
+# `await tools.x.y(...)` without `return` is told how to get the value back.
+NO_OUTPUT = "(no output: nothing returned or printed; `return VALUE` gives VALUE back)"
+
+
 def execution_answer(exit_code: int, stdout: bytes, stderr: bytes, calls: int | None = 0) -> Answer:
     """A finished run as a tool result: the return value as data, output and errors as text.
     ``calls``: the tool calls the script asked for, as its gateway counted them (None:
@@ -410,7 +427,7 @@ def execution_answer(exit_code: int, stdout: bytes, stderr: bytes, calls: int | 
         parts = [part for part in (printed, errors) if part]
         if has_result:
             parts.append(json.dumps(result, ensure_ascii=False))
-        return Answer("\n".join(parts) or "(no output)", {"result": result})
+        return Answer("\n".join(parts) or NO_OUTPUT, {"result": result})
     if calls == 0 and _TYPE_ERROR.search(errors):
         errors = _CHECK_ADVICE.sub("", errors).strip("\n")
         headline = (
@@ -761,7 +778,12 @@ class Backend:
             params["server"] = server
         if kind != "tool":
             params["kind"] = kind
-        return search_answer(await self._get("/search", params))
+        answer = await self._get("/search", params)
+        states = None
+        if answer.get("hits") and kind == "tool":
+            listed = await self._get("/servers")
+            states = {str(one.get("name")): str(one.get("state")) for one in listed}
+        return search_answer(answer, states)
 
     async def read_resource(
         self, server: str, uri: str | None, prompt: str | None, arguments: dict[str, Any]
@@ -1101,11 +1123,13 @@ class Backend:
             digest = local.module_hash() if local is not None else module_hash(url)
             if digest is None:
                 raise GatewayUnreachableError("the gateway stopped answering")
-        # A server the script names still connecting (a slow first start, or added by a
-        # config edit a moment ago) joins the module when connected: waited for, as exec does.
-        with contextlib.suppress(ToolscriptError, ValueError):  # the run then says what is
-            digest = wait_for_connecting_servers(url, code) or digest
         out, err = face_run.out, face_run.err
+        # A server the script names still connecting (a slow first start, or added by a
+        # config edit a moment ago) joins the module when connected: waited for, as exec
+        # does (the check would fail at once on its tools).
+        with contextlib.suppress(ToolscriptError, ValueError):  # the run then says what is
+            said = functools.partial(_say_as_progress, face_run)
+            digest = wait_for_connecting_servers(url, code, say=said) or digest
         digest, module = current_module(url, digest)
         spare = self._take_spare(url, module)
         try:
@@ -1171,10 +1195,28 @@ class Backend:
             progress.stop()
             if self.spares:  # for the next execute, while this one's answer goes out
                 threading.Thread(target=self._spawn_spare, args=(url, module), daemon=True).start()
+        if exit_code != 0 and not sandbox.stopped:
+            # `tools.slow` undefined (type check or run): say why that server is not there
+            with contextlib.suppress(ToolscriptError, ValueError):
+                missing = unavailable_servers(url, code, *_SEE_SERVERS)
+                if missing is not None:
+                    err.write(f"toolscript: warning: {missing}\n".encode())
         stopped = (ended or {}).get("stopped")
         calls = (ended or {}).get("call_count")
         face_run.calls = calls if isinstance(calls, int) else None
         return exit_code, out.getvalue(), err.getvalue(), stopped
+
+
+# Where the face's client reads why a server is not there, and what to do when it is only
+# still connecting (``unavailable_servers``' ``see_why`` and ``see_connecting``).
+_SEE_SERVERS = (
+    "list_servers shows why",
+    "it joins when connected: call execute again then (list_servers shows its state)",
+)
+
+
+def _say_as_progress(run: FaceRun, line: str) -> None:
+    run.forward({"message": line})
 
 
 class _HeldRequests:

@@ -54,7 +54,7 @@ from toolscript.upstream.limits import (
     cut_text,
 )
 from toolscript.upstream.sdk import TransportStreams
-from toolscript.upstream.tolerant import repair_call_result, repair_tool_list
+from toolscript.upstream.tolerant import repair_call_result, repair_listing
 
 __all__ = ["ServerState", "UpstreamServer", "telling_line", "windows_shell_hint"]
 
@@ -694,9 +694,7 @@ class UpstreamServer:
             changed = bool(problems)
         else:  # a listing, or initialize
             bounded = self._bounded(method, message.result)
-            repaired, problems = (
-                repair_tool_list(bounded) if method == "tools/list" else (bounded, [])
-            )
+            repaired, problems = repair_listing(method, bounded)
             for problem in problems:
                 self._warn(problem)
             changed = bool(problems) or bounded is not message.result
