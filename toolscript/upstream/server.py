@@ -31,11 +31,12 @@ from toolscript.errors import (
     UpstreamError,
 )
 from toolscript.plumbing.processes import ProgramNotRunnable, missing_program_hint, pid_exists
-from toolscript.plumbing.redact import redact
+from toolscript.plumbing.redact import redact, sent_text
 from toolscript.plumbing.stderrfile import KEEP_EVERY, keep_end, new_stderr_file, read_end
 from toolscript.policy import unmatched_rules
 from toolscript.upstream.base import (
     CALL_PROGRESS,
+    CALL_RECEIVED,
     Elicit,
     ProgressReport,
     ServerState,
@@ -839,6 +840,23 @@ class UpstreamServer:
     def _redact(self, text: str) -> str:
         return redact(text, self.secrets)
 
+    def _progress_of(
+        self, report: ProgressReport | None, arguments: dict[str, Any]
+    ) -> ProgressReport | None:
+        """``report`` taking a server's progress message with its secrets out, but what the
+        call sent, echoed (``looking up <query>``), left as sent: masked, it told whoever
+        reads the progress (exec's stderr, the MCP face's client) which of a script's guesses
+        were runs of the token, one more character a guess."""
+        if report is None:
+            return None
+        sent, received = sent_text(arguments), CALL_RECEIVED.get() or ()
+
+        def reported(progress: float, total: float | None, message: str | None) -> None:
+            shown = redact(message, self.secrets, sent=sent, received=received) if message else None
+            report(progress, total, shown)
+
+        return reported
+
     def _said(self, text: str) -> str:
         """The server's ``text`` as an error quotes it: its secrets out, cut as its listings'
         texts are (a script, its output and the run log would each hold it whole)."""
@@ -897,11 +915,11 @@ class UpstreamServer:
         session = await self._connected_session()
         if self._raw_writer is not None:
             return await self._call_raw(self._raw_writer, tool, arguments)
-        report = CALL_PROGRESS.get()
+        report = self._progress_of(CALL_PROGRESS.get(), arguments)
 
         async def progressed(progress: float, total: float | None, message: str | None) -> None:
             if report is not None:
-                report(progress, total, self._redact(message) if message else None)
+                report(progress, total, message)
 
         try:
             with anyio.fail_after(self.config.timeout_for(tool)):
@@ -942,7 +960,7 @@ class UpstreamServer:
 
         expiry = loop.call_later(self.config.timeout_for(tool), expire)
         params: dict[str, Any] = {"name": tool, "arguments": arguments}
-        report = CALL_PROGRESS.get()
+        report = self._progress_of(CALL_PROGRESS.get(), arguments)
         if report is not None:  # the server may send notifications/progress with this token
             params["_meta"] = {"progressToken": request_id}
             self._raw_progress[request_id] = report
@@ -1069,7 +1087,7 @@ class UpstreamServer:
         # The server's numbers as they came (an integer of 400 digits, no float can hold):
         # what fails to convert here would end the stream every call of this server reads.
         if report is not None and done is not None:
-            report(done, _finite(total), self._redact(text) if isinstance(text, str) else None)
+            report(done, _finite(total), text if isinstance(text, str) else None)
         return True
 
     def _fail_raw_calls(self) -> None:

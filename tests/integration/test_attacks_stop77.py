@@ -1,0 +1,123 @@
+"""Stop 77's attacks on a real gateway (a red-team pass from the outside).
+
+What got through, now closed (each test performs the attack):
+
+- A server's progress message (``notifications/progress`` during a call) had the server's
+  secrets masked with no regard for what the call sent: a server saying what it looks up
+  (``looking up <text>``) showed ``looking up ***`` for a guess that was a run of its token
+  and the guess itself otherwise, on exec's stderr (and the MCP face's progress), where the
+  agent reads it: ``ghp_`` and 5 more characters, then one more a guess, read the token.
+  What the call sent is given back as sent now, as a server's error already was.
+- A setting named like a secret holding a word that says how to sign in
+  (``AUTH_MODE=none``), or a model's name in a setting (``claude-3-5-sonnet-20241022``,
+  read as a generated token), was a secret: every such word in every error, log and
+  example was ``***``; ``get-types``' example of a result keyed ``none`` showed ``"***"``,
+  and the result's own ``"***"`` key as ``"***'"`` (unit: test_attacks_stop77_masking).
+
+Held (the report lists the rest): a server's token in a progress message is ``***``; a
+resource read or a prompt get handing the token to a run marks it received, so the halves
+it sends on are masked in ``runs show``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from tests.helpers import SERVERS, GatewayProcess, last_run, toolscript_cli
+from toolscript.gateway.guard import agent_url
+
+SECRET = "ghp_Zq8xR2mK9vT4pL7nW3sY6bH1cJ5dF0gA2eQ"
+MODEL = "claude-3-5-sonnet-20241022"
+IMPORT = 'import { tools, resources, prompts } from "toolscript";\n'
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    """One gateway for the module: the leaky server, holding a token, a sign-in mode and a
+    model's name in its environment."""
+    directory = tmp_path_factory.mktemp("stop77")
+    leaky = {
+        "command": sys.executable,
+        "args": [str(SERVERS / "leaky_server.py")],
+        "env": {"LEAK_TOKEN": SECRET, "AUTH_MODE": "none", "LEAK_MODEL": MODEL},
+    }
+    config = {"mcpServers": {"lk": leaky}, "search": {"semantic": False}}
+    gateway = GatewayProcess(config, directory)
+    try:
+        gateway.wait_for_health(lambda h: h["servers"]["lk"]["state"] == "connected")
+        yield gateway
+    finally:
+        gateway.stop()
+
+
+def _agent_exec(gateway: GatewayProcess, script: str) -> tuple[int, str, str]:
+    done = toolscript_cli(
+        "exec",
+        "--no-check",
+        IMPORT + script,
+        cwd=gateway.directory,
+        env={"TOOLSCRIPT_GATEWAY_URL": agent_url(gateway.url)},
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_a_progress_message_echoing_a_guess_tells_nothing(gateway: GatewayProcess) -> None:
+    """Before: the guess holding 9 characters of the token came back ``looking up ***``,
+    the wrong one as sent: the agent reading exec's stderr knew which was right."""
+    right, wrong = SECRET[:9], "ghp_Aaaaa"
+    code, _, stderr = _agent_exec(
+        gateway,
+        f'await tools.lk.echoProgress({{ text: "{right}" }});\n'
+        f'await tools.lk.echoProgress({{ text: "{wrong}" }});\n'
+        "await tools.lk.tokenProgress({});\nreturn 1;",
+    )
+    assert code == 0, stderr
+    assert f"looking up {right}" in stderr, stderr
+    assert f"looking up {wrong}" in stderr, stderr
+    assert "signed in with ***" in stderr, stderr  # the server's own token: masked (held)
+    assert SECRET not in stderr
+
+
+def test_a_result_keyed_by_ordinary_words_is_shown_as_it_is(gateway: GatewayProcess) -> None:
+    """Before: ``AUTH_MODE=none`` made "none" a secret and the model's name one too:
+    get-types' example read ``{"***":1,...,"***'":6}``."""
+    code, stdout, stderr = _agent_exec(gateway, "return await tools.lk.keyed({});")
+    assert code == 0, stderr
+    shown = toolscript_cli(
+        "get-types", "lk", cwd=gateway.directory, env={"TOOLSCRIPT_GATEWAY_URL": gateway.url}
+    )
+    assert shown.returncode == 0, shown.stderr
+    example = next(line for line in shown.stdout.splitlines() if line.startswith("returned {"))
+    value = json.loads(example.removeprefix("returned "))
+    assert value == json.loads(stdout), example
+    assert value["none"] == 1 and value["***"] == 6 and value["claude-3-opus"] == 5
+
+
+@pytest.mark.parametrize(
+    "handed",
+    [
+        'await resources.lk.read("leak://token")',
+        'await prompts.lk.get("token_prompt")',
+    ],
+    ids=["resource", "prompt"],
+)
+def test_a_token_handed_by_a_resource_or_prompt_marks_the_run(
+    gateway: GatewayProcess, handed: str
+) -> None:
+    """Held: the halves of a token a resource read or a prompt get handed the run are
+    masked in `runs show` (the run was handed it: nothing to guess)."""
+    code, _, stderr = _agent_exec(
+        gateway,
+        f"const token = (JSON.stringify({handed}).match(/ghp_[A-Za-z0-9]+/) ?? [''])[0];\n"
+        "if (token.length < 30) throw new Error('no token: ' + token);\n"
+        "await tools.lk.echoProgress({ text: token.slice(0, 20) });\n"
+        "await tools.lk.echoProgress({ text: token.slice(20) });\nreturn 1;",
+    )
+    assert code == 0, stderr
+    shown = json.dumps(last_run(gateway))
+    assert SECRET[:20] not in shown and SECRET[20:] not in shown, shown
+    assert "looking up ***" in stderr, stderr  # and as the server echoes them

@@ -1,0 +1,62 @@
+"""A real MCP server (the official SDK's MCPServer) that hands on what it holds: its token
+(``LEAK_TOKEN``) and what a script sends it, through progress messages, results keyed by
+ordinary words, a resource and a prompt (red-team stop 77).
+
+Run: python leaky_server.py
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+
+server = MCPServer("leaky")
+
+
+def _token() -> str:
+    return os.environ.get("LEAK_TOKEN", "<unset>")
+
+
+@server.tool(structured_output=False)
+async def echo_progress(text: str, ctx: Context) -> str:
+    """Report progress quoting ``text`` (as a search server says what it looks up)."""
+    await ctx.report_progress(1, 2, f"looking up {text}")
+    return "done"
+
+
+@server.tool(structured_output=False)
+async def token_progress(ctx: Context) -> str:
+    """Report progress quoting the server's own token."""
+    await ctx.report_progress(1, 2, f"signed in with {_token()}")
+    return "done"
+
+
+@server.tool()
+def keyed() -> dict[str, Any]:
+    """A result keyed by ordinary words, numbers and dates."""
+    return {
+        "none": 1,
+        "true": 2,
+        "oauth": 3,
+        "2024-10-22": 4,
+        "claude-3-opus": 5,
+        "***": 6,
+    }
+
+
+@server.resource("leak://token")
+def token_resource() -> str:
+    """The server's token, as a resource."""
+    return _token()
+
+
+@server.prompt()
+def token_prompt() -> str:
+    """The server's token, as a prompt."""
+    return f"use {_token()}"
+
+
+if __name__ == "__main__":
+    server.run()
