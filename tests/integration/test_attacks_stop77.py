@@ -22,12 +22,13 @@ it sends on are masked in ``runs show``.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import Iterator
 
 import pytest
 
-from tests.helpers import SERVERS, GatewayProcess, last_run, toolscript_cli
+from tests.helpers import SERVERS, GatewayProcess, clean_env, last_run, toolscript_cli
 from toolscript.gateway.guard import agent_url
 
 SECRET = "ghp_Zq8xR2mK9vT4pL7nW3sY6bH1cJ5dF0gA2eQ"
@@ -44,6 +45,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
         "command": sys.executable,
         "args": [str(SERVERS / "leaky_server.py")],
         "env": {"LEAK_TOKEN": SECRET, "AUTH_MODE": "none", "LEAK_MODEL": MODEL},
+        "toolTimeouts": {"hold_briefly": 2},
     }
     config = {"mcpServers": {"lk": leaky}, "search": {"semantic": False}}
     gateway = GatewayProcess(config, directory)
@@ -121,3 +123,54 @@ def test_a_token_handed_by_a_resource_or_prompt_marks_the_run(
     shown = json.dumps(last_run(gateway))
     assert SECRET[:20] not in shown and SECRET[20:] not in shown, shown
     assert "looking up ***" in stderr, stderr  # and as the server echoes them
+
+
+HELD = 900_000  # JSON values a call's arguments hold: 5 such calls pass 4,000,000 in all
+
+
+@pytest.mark.parametrize("ending", ["time limit", "server dies", "exec killed", "call timeout"])
+def test_a_call_ended_any_way_gives_back_its_values(gateway: GatewayProcess, ending: str) -> None:
+    """Held: a call of 900,000 values ended by its run's time limit, its server dying, its
+    exec killed mid-call or the server's timeout gives back what it held: after five such
+    calls (4.5 million held were they kept), a call as large is served."""
+    data = f"data: Array({HELD}).fill(0)"
+    call, args = {
+        "time limit": (f"tools.lk.hold({{ seconds: 60, {data} }})", ("--timeout", "1.5")),
+        "server dies": (f"tools.lk.die({{ {data} }})", ()),
+        "exec killed": (f"tools.lk.hold({{ seconds: 60, {data} }})", ()),
+        "call timeout": (f"tools.lk.holdBriefly({{ seconds: 60, {data} }})", ()),
+    }[ending]
+    agent = {"TOOLSCRIPT_GATEWAY_URL": agent_url(gateway.url)}
+    for _ in range(5):
+        script = f"{IMPORT}await {call};\nreturn 1;"
+        if ending == "exec killed":
+            started = subprocess.Popen(
+                [sys.executable, "-m", "toolscript", "exec", "--no-check", script],
+                cwd=gateway.directory,
+                env=clean_env(**agent),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            assert started.stderr is not None
+            for line in started.stderr:  # the server holds the call: its arguments are held
+                if "holding" in line:
+                    break
+            started.kill()
+            started.wait(10)
+        else:
+            done = toolscript_cli(
+                "exec", "--no-check", *args, script, cwd=gateway.directory, env=agent
+            )
+            assert done.returncode != 0, done.stdout
+        if ending == "server dies":
+            gateway.wait_for_health(lambda h: h["servers"]["lk"]["state"] == "connected")
+    served = toolscript_cli(
+        "exec",
+        "--no-check",
+        f"{IMPORT}return await tools.lk.hold({{ seconds: 0, {data} }});",
+        cwd=gateway.directory,
+        env=agent,
+    )
+    assert served.returncode == 0, served.stderr
+    assert str(HELD) in served.stdout

@@ -7,6 +7,7 @@ Run: python leaky_server.py
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import Any
 
@@ -44,6 +45,29 @@ def keyed() -> dict[str, Any]:
         "claude-3-opus": 5,
         "***": 6,
     }
+
+
+@server.tool(structured_output=False)
+async def hold(seconds: float, data: list[Any], ctx: Context) -> str:
+    """Answer after ``seconds`` (its arguments held by the gateway meanwhile), saying
+    ``holding`` in a progress message first."""
+    await ctx.report_progress(0, 1, "holding")
+    await asyncio.sleep(seconds)
+    return str(len(data))
+
+
+@server.tool(structured_output=False)
+async def hold_briefly(seconds: float, data: list[Any]) -> str:
+    """As hold, a tool the tests' config gives a timeout of 2 s."""
+    await asyncio.sleep(seconds)
+    return str(len(data))
+
+
+@server.tool(structured_output=False)
+async def die(data: list[Any]) -> str:
+    """Exit mid-call, never answering."""
+    await asyncio.sleep(0.5)
+    os._exit(1)
 
 
 @server.resource("leak://token")
