@@ -28,7 +28,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.helpers import SERVERS, GatewayProcess, clean_env, last_run, toolscript_cli
+from tests.helpers import (
+    SERVERS,
+    GatewayProcess,
+    clean_env,
+    free_port,
+    last_run,
+    toolscript_cli,
+    wait_for_port,
+)
 from toolscript.gateway.guard import agent_url
 
 SECRET = "ghp_Zq8xR2mK9vT4pL7nW3sY6bH1cJ5dF0gA2eQ"
@@ -39,7 +47,7 @@ IMPORT = 'import { tools, resources, prompts } from "toolscript";\n'
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     """One gateway for the module: the leaky server, holding a token, a sign-in mode and a
-    model's name in its environment."""
+    model's name in its environment; the fixture server over the legacy SSE transport."""
     directory = tmp_path_factory.mktemp("stop77")
     leaky = {
         "command": sys.executable,
@@ -47,13 +55,27 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
         "env": {"LEAK_TOKEN": SECRET, "AUTH_MODE": "none", "LEAK_MODEL": MODEL},
         "toolTimeouts": {"hold_briefly": 2},
     }
-    config = {"mcpServers": {"lk": leaky}, "search": {"semantic": False}}
-    gateway = GatewayProcess(config, directory)
+    port = free_port()
+    events = subprocess.Popen(
+        [sys.executable, str(SERVERS / "fixture_server.py"), "sse", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
-        gateway.wait_for_health(lambda h: h["servers"]["lk"]["state"] == "connected")
-        yield gateway
+        wait_for_port(port)
+        servers = {"lk": leaky, "ev": {"type": "sse", "url": f"http://127.0.0.1:{port}/sse"}}
+        config = {"mcpServers": servers, "search": {"semantic": False}}
+        gateway = GatewayProcess(config, directory)
+        try:
+            gateway.wait_for_health(
+                lambda h: all(h["servers"][s]["state"] == "connected" for s in servers)
+            )
+            yield gateway
+        finally:
+            gateway.stop()
     finally:
-        gateway.stop()
+        events.terminate()
+        events.wait(10)
 
 
 def _agent_exec(gateway: GatewayProcess, script: str) -> tuple[int, str, str]:
@@ -174,3 +196,18 @@ def test_a_call_ended_any_way_gives_back_its_values(gateway: GatewayProcess, end
     )
     assert served.returncode == 0, served.stderr
     assert str(HELD) in served.stdout
+
+
+def test_an_sse_answer_past_1_mib_fails_its_call_saying_why(gateway: GatewayProcess) -> None:
+    """Held: a legacy SSE server's answer of 2 MB (the SDK's sse_client keeps its 1 MiB event
+    limit) drops its connection, which is made again, and the next call works; exec says why
+    (the call's error says only that the server went away)."""
+    agent = {"TOOLSCRIPT_GATEWAY_URL": agent_url(gateway.url)}
+    large = 'return await tools.ev.plainText({ text: "x".repeat(2_000_000) });'
+    done = toolscript_cli("exec", "--no-check", IMPORT + large, cwd=gateway.directory, env=agent)
+    assert done.returncode != 0, done.stdout[:200]
+    assert "went away" in done.stderr, done.stderr
+    assert "exceeded the 1048576 byte limit" in done.stderr, done.stderr
+    small = 'return await tools.ev.plainText({ text: "fine" });'
+    again = toolscript_cli("exec", "--no-check", IMPORT + small, cwd=gateway.directory, env=agent)
+    assert again.returncode == 0 and "fine" in again.stdout, again.stderr
