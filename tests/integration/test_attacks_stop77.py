@@ -26,6 +26,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 
+import psutil
 import pytest
 
 from tests.helpers import (
@@ -36,6 +37,7 @@ from tests.helpers import (
     last_run,
     toolscript_cli,
     wait_for_port,
+    wait_until,
 )
 from toolscript.gateway.guard import agent_url
 
@@ -47,7 +49,8 @@ IMPORT = 'import { tools, resources, prompts } from "toolscript";\n'
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     """One gateway for the module: the leaky server, holding a token, a sign-in mode and a
-    model's name in its environment; the fixture server over the legacy SSE transport."""
+    model's name in its environment; the fixture server over the legacy SSE transport, and
+    an SSE server whose one event never ends (endless_sse_server.py)."""
     directory = tmp_path_factory.mktemp("stop77")
     leaky = {
         "command": sys.executable,
@@ -61,10 +64,24 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    port_file = directory / "endless.port"
+    endless = subprocess.Popen(
+        [
+            sys.executable,
+            str(SERVERS / "endless_sse_server.py"),
+            str(port_file),
+            str(directory / "endless.sent"),
+        ]
+    )
     try:
         wait_for_port(port)
+        wait_until(lambda: port_file.exists() and port_file.read_text(), bool, 20, "its port")
         servers = {"lk": leaky, "ev": {"type": "sse", "url": f"http://127.0.0.1:{port}/sse"}}
-        config = {"mcpServers": servers, "search": {"semantic": False}}
+        endless_url = f"http://127.0.0.1:{port_file.read_text()}/sse"
+        config = {
+            "mcpServers": {**servers, "en": {"type": "sse", "url": endless_url}},
+            "search": {"semantic": False},
+        }
         gateway = GatewayProcess(config, directory)
         try:
             gateway.wait_for_health(
@@ -74,8 +91,9 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
         finally:
             gateway.stop()
     finally:
-        events.terminate()
-        events.wait(10)
+        for process in (events, endless):
+            process.terminate()
+            process.wait(10)
 
 
 def _agent_exec(gateway: GatewayProcess, script: str) -> tuple[int, str, str]:
@@ -211,3 +229,21 @@ def test_an_sse_answer_past_1_mib_fails_its_call_saying_why(gateway: GatewayProc
     small = 'return await tools.ev.plainText({ text: "fine" });'
     again = toolscript_cli("exec", "--no-check", IMPORT + small, cwd=gateway.directory, env=agent)
     assert again.returncode == 0 and "fine" in again.stdout, again.stderr
+
+
+def _sent(gateway: GatewayProcess) -> int:
+    sent = gateway.directory / "endless.sent"
+    return int(sent.read_text() or 0) if sent.exists() else 0
+
+
+def test_an_sse_event_that_never_ends_is_dropped_at_1_mib(gateway: GatewayProcess) -> None:
+    """Held: an SSE server sending one event's data line for ever (no newline) has its
+    connection dropped at the SDK's 1 MiB each time it connects; the gateway holds no more
+    of it (grew under 64 MB while the server sent 2 MB more)."""
+    limit = "exceeded the 1048576 byte limit"
+    gateway.wait_for_health(lambda h: limit in (h["servers"]["en"]["error"] or ""), timeout=60)
+    process = psutil.Process(gateway.process.pid)
+    before, sent = process.memory_info().rss, _sent(gateway)
+    wait_until(lambda: _sent(gateway), lambda now: now > sent + 2 * 1024 * 1024, 90, "2 MB more")
+    assert process.memory_info().rss - before < 64 * 1024 * 1024
+    assert gateway.health()["servers"]["lk"]["state"] == "connected"  # the others unharmed
