@@ -14,6 +14,12 @@ What got through, now closed (each test performs the attack):
   example was ``***``; ``get-types``' example of a result keyed ``none`` showed ``"***"``,
   and the result's own ``"***"`` key as ``"***'"`` (unit: test_attacks_stop77_masking).
 
+- A server's error that is no tool result (a JSON-RPC error: a tool's, a resource read's,
+  a prompt get's) had its token masked with no regard for what the request sent: reading
+  ``leak://<guess>`` failed ``Unknown resource: leak://***`` for a guess that was a run of the
+  token and quoted any other guess as sent, to the script itself; so did a tool answering
+  ``no such name: <name>`` as a JSON-RPC error. What the request sent is given back as sent.
+
 Held (the report lists the rest): a server's token in a progress message is ``***``; a
 resource read or a prompt get handing the token to a run marks it received, so the halves
 it sends on are masked in ``runs show``.
@@ -247,3 +253,37 @@ def test_an_sse_event_that_never_ends_is_dropped_at_1_mib(gateway: GatewayProces
     wait_until(lambda: _sent(gateway), lambda now: now > sent + 2 * 1024 * 1024, 90, "2 MB more")
     assert process.memory_info().rss - before < 64 * 1024 * 1024
     assert gateway.health()["servers"]["lk"]["state"] == "connected"  # the others unharmed
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        'resources.lk.read("leak://{guess}")',
+        'tools.lk.refuse({{ name: "{guess}" }})',
+    ],
+    ids=["resource read", "tool's JSON-RPC error"],
+)
+def test_a_server_s_error_echoing_a_guess_tells_nothing(gateway: GatewayProcess, call: str) -> None:
+    """Before: the guess holding 9 characters of the token came back as ``leak://***``
+    (``no such name: ***``), any other guess as sent, in the error the script catches."""
+    said = {}
+    for guess in (SECRET[:9], "ghp_Aaaaa"):
+        script = (
+            f"try {{ await {call.format(guess=guess)}; }} catch (e) {{ return String(e.message); }}"
+        )
+        code, stdout, stderr = _agent_exec(gateway, script)
+        assert code == 0, stderr
+        said[guess] = json.loads(stdout)
+    for guess, message in said.items():
+        assert "***" not in message, message
+        assert guess in message.rpartition("failed: ")[2], message
+
+
+def test_a_tool_s_json_rpc_error_quoting_its_token_is_masked(gateway: GatewayProcess) -> None:
+    """Held: the server's own token in such an error (not sent by the script) is ``***``."""
+    code, stdout, stderr = _agent_exec(
+        gateway,
+        'try { await tools.lk.refuse({ name: "who" }); } catch (e) { return String(e.message); }',
+    )
+    assert code == 0, stderr
+    assert "signed in with ***" in stdout and SECRET[:8] not in stdout, stdout

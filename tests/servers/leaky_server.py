@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPError
 
 server = MCPServer("leaky")
 
@@ -68,6 +69,20 @@ async def die(data: list[Any]) -> str:
     """Exit mid-call, never answering."""
     await asyncio.sleep(0.5)
     os._exit(1)
+
+
+@server.tool(structured_output=False)
+def refuse(name: str) -> str:
+    """Answer with a JSON-RPC error quoting ``name`` (not a result marked isError), and
+    the server's token too for the name ``who``."""
+    signed = f" (signed in with {_token()})" if name == "who" else ""
+    raise MCPError(code=-32602, message=f"no such name: {name}{signed}")
+
+
+@server.prompt()
+def greeting(name: str) -> str:
+    """A greeting; a name it does not know fails quoting it."""
+    raise ValueError(f"no such name: {name}")
 
 
 @server.resource("leak://token")

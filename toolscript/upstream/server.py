@@ -857,10 +857,13 @@ class UpstreamServer:
 
         return reported
 
-    def _said(self, text: str) -> str:
+    def _said(self, text: str, sent: Any = None) -> str:
         """The server's ``text`` as an error quotes it: its secrets out, cut as its listings'
-        texts are (a script, its output and the run log would each hold it whole)."""
-        return cut_text(self._redact(text))
+        texts are (a script, its output and the run log would each hold it whole). What the
+        request sent (``sent``: its arguments, a URI), echoed (``no such name: <name>``,
+        ``Unknown resource: <uri>``), is left as sent: masked, it told the script which of
+        its guesses were runs of the token."""
+        return cut_text(redact(text, self.secrets, sent=sent_text(sent) if sent else ""))
 
     async def stop(self, *, hurry: bool = False) -> None:
         """Ask ``run`` to close the session (and the server process) and return; ``hurry``:
@@ -937,7 +940,9 @@ class UpstreamServer:
         except Exception as exc:
             if self._lost.is_set() or self._session is not session:
                 raise self._went_away(tool, exc) from exc
-            raise UpstreamError(f"{self.name}.{tool} failed: {self._said(_describe(exc))}") from exc
+            raise UpstreamError(
+                f"{self.name}.{tool} failed: {self._said(_describe(exc), arguments)}"
+            ) from exc
         if not isinstance(result, mcp_types.CallToolResult):
             raise UpstreamError(
                 f"{self.name}.{tool}: unexpected result type {type(result).__name__}"
@@ -984,7 +989,8 @@ class UpstreamServer:
             self._raw_progress.pop(request_id, None)
             self._repairs.pop(request_id, None)
         if isinstance(answer, mcp_types.JSONRPCError):
-            raise UpstreamError(f"{self.name}.{tool} failed: {self._said(answer.error.message)}")
+            said = self._said(answer.error.message, arguments)
+            raise UpstreamError(f"{self.name}.{tool} failed: {said}")
         result: dict[str, Any] = answer.result
         return result
 
@@ -1012,7 +1018,7 @@ class UpstreamServer:
                 raise self._went_away(method, exc) from exc
             lists = {"resources/read": "list-resources", "prompts/get": "list-prompts"}
             raise UpstreamError(
-                f"{self.name}: {method} failed: {self._said(_describe(exc))}",
+                f"{self.name}: {method} failed: {self._said(_describe(exc), params)}",
                 hint=f"`toolscript {lists[method]} {self.name}` lists what it offers"
                 if method in lists
                 else None,
