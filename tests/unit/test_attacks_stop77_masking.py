@@ -54,3 +54,19 @@ def test_a_result_keyed_by_ordinary_words_keeps_its_keys() -> None:
     assert redact_value(result, secrets) == result
     text = "released 2024-10-22: claude-3-5-haiku-20241022, auth none"
     assert redact(text, secrets) == text
+
+
+def test_a_listing_s_page_token_and_a_flag_are_shown() -> None:
+    """Before: a listing's ``nextPageToken`` (AWS's ``NextToken``, ``continuation_token``,
+    ``syncToken``) was ``***`` in get-types' example and the run log, as a credential, and
+    so was the flag ``has_password: true``."""
+    result = {
+        "nextPageToken": "CAEQAA",
+        "NextToken": "eyJvZmZzZXQiOjEwfQ",
+        "continuation_token": "c-2",
+        "syncToken": "s-9",
+        "has_password": True,
+    }
+    assert redact_value(result, []) == result
+    held = {"access_token": "a", "refresh_token": "b", "newPassword": "c", "pin": 1234}
+    assert redact_value(held, []) == dict.fromkeys(held, "***")

@@ -399,6 +399,8 @@ _SECRET_ENDINGS = (
 # A header list's entry: {"name": "Authorization", "value": ...} (HAR, Postman's "key").
 _ENTRY_NAMES = ("name", "key", "header")
 _COUNTS = ("max", "num", "count", "total")  # maxTokens, numTokens: counts, not credentials
+# nextPageToken, NextToken, continuation_token, syncToken: where a listing goes on, no credential
+_PAGING = ("page", "nextpage", "next", "continuation", "sync", "pagination", "cursor")
 
 # Words of a setting's name (GITHUB_TOKEN, aws_secret_access_key, apiKey) that make its
 # value a secret; MEMORY_FILE_PATH or MAX_TOKENS hold none of them.
@@ -477,6 +479,8 @@ def secret_name(key: str) -> bool:
     name = key.lower().replace("-", "").replace("_", "")
     if name in _SECRET_NAMES:
         return True
+    if name.startswith(_PAGING) and name.endswith("token"):
+        return False
     return name.endswith(_SECRET_ENDINGS) and not name.startswith(_COUNTS)
 
 
@@ -548,7 +552,9 @@ def redact_value(
                 shown_key = clean(key) if isinstance(key, str) else key
                 while shown_key in cleaned:  # two keys masked alike: both kept
                     shown_key = f"{shown_key}'"
-                cleaned[shown_key] = MASK if masked and member else clean(member)
+                # (a flag, ``has_password: true``, holds no credential)
+                hidden = masked and member and not isinstance(member, bool)
+                cleaned[shown_key] = MASK if hidden else clean(member)
             return cleaned
         if isinstance(item, list):
             return [
