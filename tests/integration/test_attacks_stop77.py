@@ -18,7 +18,9 @@ What got through, now closed (each test performs the attack):
   a prompt get's) had its token masked with no regard for what the request sent: reading
   ``leak://<guess>`` failed ``Unknown resource: leak://***`` for a guess that was a run of the
   token and quoted any other guess as sent, to the script itself; so did a tool answering
-  ``no such name: <name>`` as a JSON-RPC error. What the request sent is given back as sent.
+  ``no such name: <name>`` as a JSON-RPC error; and a server logging what it got to stderr
+  and exiting mid-call (``got ***`` in the call's error and in health). What the request
+  sent is given back as sent (its stderr and progress: a run of it; a whole token never).
 
 - A repository's ``.toolscript/catalogue.db`` holding a trigger was written in place by
   each build, which kept it: the catalogue people query listed a tool the server never had.
@@ -218,7 +220,9 @@ def test_a_call_ended_any_way_gives_back_its_values(gateway: GatewayProcess, end
             )
             assert done.returncode != 0, done.stdout
         if ending == "server dies":
-            gateway.wait_for_health(lambda h: h["servers"]["lk"]["state"] == "connected")
+            gateway.wait_for_health(
+                lambda h: h["servers"]["lk"]["state"] == "connected", timeout=120
+            )
     served = toolscript_cli(
         "exec",
         "--no-check",
@@ -253,12 +257,13 @@ def _sent(gateway: GatewayProcess) -> int:
 def test_an_sse_event_that_never_ends_is_dropped_at_1_mib(gateway: GatewayProcess) -> None:
     """Held: an SSE server sending one event's data line for ever (no newline) has its
     connection dropped at the SDK's 1 MiB each time it connects; the gateway holds no more
-    of it (grew under 64 MB while the server sent 2 MB more)."""
+    of it (grew under 64 MB while the server sent 1 MB more, a connection's worth)."""
     limit = "exceeded the 1048576 byte limit"
-    gateway.wait_for_health(lambda h: limit in (h["servers"]["en"]["error"] or ""), timeout=60)
+    gateway.wait_for_health(lambda h: limit in (h["servers"]["en"]["error"] or ""), timeout=120)
     process = psutil.Process(gateway.process.pid)
     before, sent = process.memory_info().rss, _sent(gateway)
-    wait_until(lambda: _sent(gateway), lambda now: now > sent + 2 * 1024 * 1024, 90, "2 MB more")
+    # a connection more (they come up to a minute apart: the server keeps failing)
+    wait_until(lambda: _sent(gateway), lambda now: now > sent + 1024 * 1024, 150, "1 MB more")
     assert process.memory_info().rss - before < 64 * 1024 * 1024
     assert gateway.health()["servers"]["lk"]["state"] == "connected"  # the others unharmed
 
@@ -331,3 +336,25 @@ def test_a_cloned_catalogue_s_triggers_are_not_kept(tmp_path: Path) -> None:
         assert "fx__plain_text" in tools and "fx__approve_everything" not in tools, tools
     finally:
         gateway.stop()
+
+
+def test_a_server_s_stderr_echoing_a_guess_tells_nothing(gateway: GatewayProcess) -> None:
+    """Before: a server logging what it got (``got <text>``) and exiting mid-call had its last
+    stderr lines quoted in the call's error and in health, masked with no regard for what
+    was sent: ``got ***`` for the guess that was a run of the token, the other as sent."""
+    said = {}
+    connected = lambda h: h["servers"]["lk"]["state"] == "connected"  # noqa: E731
+    for guess in (SECRET[:9], "ghp_Aaaaa"):
+        # (a server that keeps exiting is started again up to a minute later)
+        gateway.wait_for_health(connected, timeout=120)
+        script = (
+            f'try {{ await tools.lk.crash({{ text: "{guess}" }}); }} '
+            "catch (e) { return String(e.message); }"
+        )
+        code, stdout, stderr = _agent_exec(gateway, script)
+        assert code == 0, stderr
+        said[guess] = (json.loads(stdout), gateway.health()["servers"]["lk"]["stderr"])
+    for guess, (message, health) in said.items():
+        assert f"got {guess}" in message, message
+        assert f"got {guess}" in health or not health, health
+    gateway.wait_for_health(connected, timeout=120)

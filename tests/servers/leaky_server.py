@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -83,6 +84,14 @@ def refuse(name: str) -> str:
 def greeting(name: str) -> str:
     """A greeting; a name it does not know fails quoting it."""
     raise ValueError(f"no such name: {name}")
+
+
+@server.tool(structured_output=False)
+def crash(text: str) -> str:
+    """Log ``text`` to stderr (as servers log their requests), then exit mid-call."""
+    sys.stderr.write(f"got {text}\n")
+    sys.stderr.flush()
+    os._exit(1)
 
 
 @server.resource("leak://token")

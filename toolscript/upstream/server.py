@@ -10,6 +10,7 @@ import math
 import os
 import re
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from pathlib import Path
@@ -78,6 +79,8 @@ _REQUESTS_DROPPED = (
 )
 
 STDERR_TAIL_LINES = 20
+SENT_KEPT = 32  # the latest calls and requests whose arguments its stderr may echo as sent
+SENT_CHARS = 65_536  # of each one's
 # What a failing program prints after the line that says why: npm's pointer to its log, its
 # note on other ways to install, an error line with no words but its code.
 _AFTERWORDS = re.compile(
@@ -157,6 +160,9 @@ class UpstreamServer:
         self._session: ClientSession | None = None
         self._raw_writer: Any = None
         self._raw_pending: dict[str, asyncio.Future[Any]] = {}
+        # What its latest calls and requests sent (``sent_text``), for its stderr: a server
+        # logging its requests (``got <text>``) echoes them there
+        self._sent: deque[str] = deque(maxlen=SENT_KEPT)
         self._raw_progress: dict[str, ProgressReport] = {}  # by request id: its progress goes
         self._raw_ids = itertools.count(1)
         self._courtesy: set[asyncio.Task[None]] = set()  # cancellations on their way out
@@ -816,7 +822,7 @@ class UpstreamServer:
         tail = ("; stderr: " + " | ".join(unsaid)) if unsaid else ""
         # A server down for hours is retried every minute: its failure is a warning once,
         # the same failure again only a debug line, until it connects.
-        line = f"{self.name}: {self.error}{self._redact(tail)}"
+        line = f"{self.name}: {self.error}{tail}"  # (each redacted already)
         if line == self._failure_logged:
             log.debug("%s (attempt %d)", line, self.attempts)
         else:
@@ -830,7 +836,22 @@ class UpstreamServer:
             lines = read_end(self._stderr, 20_000).splitlines()
         except (OSError, ValueError):
             return []
-        return [self._redact(line) for line in lines[-STDERR_TAIL_LINES:] if line.strip()]
+        # A run of a secret a call sent, logged, is shown as sent (a whole secret is not: the
+        # gateway's log is a file): masked, the stderr quoted in its error (and gateway
+        # status) told which of a script's guesses were runs of the token
+        sent = "\n".join(self._sent)
+        return [
+            redact(line, self.secrets, written=sent)
+            for line in lines[-STDERR_TAIL_LINES:]
+            if line.strip()
+        ]
+
+    def _note_sent(self, arguments: Any) -> None:
+        """Keep what a call or request sent, for its stderr; but the runs of a secret its
+        run was handed (``CALL_RECEIVED``), which are masked there as anywhere."""
+        text = sent_text(arguments)[:SENT_CHARS]
+        received = CALL_RECEIVED.get()
+        self._sent.append(redact(text, received) if received else text)
 
     def _set_state(self, state: ServerState) -> None:
         self.state = state
@@ -843,16 +864,19 @@ class UpstreamServer:
     def _progress_of(
         self, report: ProgressReport | None, arguments: dict[str, Any]
     ) -> ProgressReport | None:
-        """``report`` taking a server's progress message with its secrets out, but what the
-        call sent, echoed (``looking up <query>``), left as sent: masked, it told whoever
-        reads the progress (exec's stderr, the MCP face's client) which of a script's guesses
-        were runs of the token, one more character a guess."""
+        """``report`` taking a server's progress message with its secrets out, but a run of
+        one the call sent, echoed (``looking up <query>``), left as sent (``redact``'s
+        ``written``: a whole secret is masked still): masked, it told whoever reads the
+        progress (exec's stderr, the MCP face's client) which of a script's guesses were runs
+        of the token, one more character a guess."""
         if report is None:
             return None
         sent, received = sent_text(arguments), CALL_RECEIVED.get() or ()
 
         def reported(progress: float, total: float | None, message: str | None) -> None:
-            shown = redact(message, self.secrets, sent=sent, received=received) if message else None
+            shown = (
+                redact(message, self.secrets, written=sent, received=received) if message else None
+            )
             report(progress, total, shown)
 
         return reported
@@ -916,6 +940,7 @@ class UpstreamServer:
         Raises ToolTimeoutError, ServerUnavailableError or UpstreamError.
         """
         session = await self._connected_session()
+        self._note_sent(arguments)
         if self._raw_writer is not None:
             return await self._call_raw(self._raw_writer, tool, arguments)
         report = self._progress_of(CALL_PROGRESS.get(), arguments)
@@ -999,6 +1024,8 @@ class UpstreamServer:
         templates, prompts), its result as JSON; a listing's pages joined. A server that
         does not declare the capability is told nothing: the caller gets NotFoundError."""
         session = await self._connected_session()
+        if params:
+            self._note_sent(params)
         capability = method.partition("/")[0]
         declared = session.server_capabilities
         if declared is None or getattr(declared, capability, None) is None:
