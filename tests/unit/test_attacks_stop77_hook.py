@@ -79,3 +79,29 @@ def test_a_fifo_run_is_not_waited_on(tmp_path: Path) -> None:
     assert (
         approval_decision({"tool_input": {"command": "sh pipe.sh"}, "cwd": str(tmp_path)}) is None
     )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'eval "$(ssh-agent)"\nexec "$@"\n',
+        "import importlib\nimportlib.import_module('json')\n",
+    ],
+)
+def test_a_program_of_its_own_is_not_asked_about(tmp_path: Path, text: str) -> None:
+    """A file naming neither toolscript nor an approval runs unasked, its own eval or
+    import_module too (asked, every script run would be a question nobody reads)."""
+    (tmp_path / "tool.sh").write_text(text)
+    assert (
+        approval_decision({"tool_input": {"command": "bash tool.sh"}, "cwd": str(tmp_path)}) is None
+    )
+
+
+def test_a_file_joining_toolscript_from_pieces_is_asked_about(tmp_path: Path) -> None:
+    (tmp_path / "later.py").write_text(
+        "import subprocess\nsubprocess.run(['tool' + 'script', 'appr' + 'ove', 'x'])\n"
+    )
+    decision = approval_decision(
+        {"tool_input": {"command": "python3 later.py"}, "cwd": str(tmp_path)}
+    )
+    assert decision is not None

@@ -876,14 +876,23 @@ def approval_decision(data: dict[str, Any]) -> dict[str, Any] | None:
 READ_LIMIT = 100_000  # characters of a command read (about 2 s); a longer one is asked
 
 
+def _names_toolscript(text: str) -> bool:
+    """Whether a file's ``text`` names toolscript, an approval or what holds them (its
+    pieces joined too: ``'tool' + 'script'``); a file naming none is a program of its own."""
+    lowered = f"{text}\n{_JOINS.sub('', text)}".lower()
+    return any(word in lowered for word in ("toolscript", "approv", "runs.sq")) or any(
+        pattern.search(lowered) for pattern, _ in _MENTIONS
+    )
+
+
 def _run_file_reason(command: str, cwd: str | None) -> str | None:
     """Why a script file ``command`` runs (``sh FILE``, ``python FILE``, ``./FILE``,
     ``source FILE``) could reach an approval, read as a command is: the agent writes
     ``toolscript approve RUN_ID`` into a file (its Write tool, or an earlier command that
     spelled it out of sight), then runs the file, whose words the command alone never
-    shows. A regular file only, one level (what the file runs in turn is not read); past
-    READ_LIMIT characters, one that names toolscript or an approval at all is asked about
-    (past RUN_FILE_LIMIT bytes, any). Left: what runs a file by its own rules (``make``, ``npm run``,
+    shows. A regular file only, one level (what the file runs in turn is not read), and only
+    one that names toolscript, an approval or their files (``_names_toolscript``): past
+    READ_LIMIT characters such a one is asked about unread (past RUN_FILE_LIMIT bytes, any). Left: what runs a file by its own rules (``make``, ``npm run``,
     a git hook), which no pattern follows."""
     import os
     import stat
@@ -911,9 +920,10 @@ def _run_file_reason(command: str, cwd: str | None) -> str | None:
             text = data.decode("utf-8", "replace")
             if len(data) > RUN_FILE_LIMIT:
                 found: str | None = TOO_LONG
+            elif not _names_toolscript(text):
+                found = None  # a program's own eval, exec or import_module: not asked about
             elif len(text) > READ_LIMIT:
-                lowered = text.lower()
-                found = TOO_LONG if "approv" in lowered or "toolscript" in lowered else None
+                found = TOO_LONG
             else:
                 found = approval_reason(text)
             if found is not None:
