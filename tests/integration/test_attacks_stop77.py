@@ -12,8 +12,8 @@ What got through, now closed (each test performs the attack):
   (``AUTH_MODE=none``), or a model's name in a setting (``claude-3-5-sonnet-20241022``,
   read as a generated token), was a secret: every such word in every error, log and
   example was ``***``; ``get-types``' example of a result keyed ``none`` showed ``"***"``,
-  and the result's own ``"***"`` key as ``"***'"`` (unit: test_attacks_stop77_masking).
-
+  and the result's own ``"***"`` key as ``"***'"``; a listing's ``nextPageToken`` and a flag
+  ``has_password: true`` were ``***`` too (unit: test_attacks_stop77_masking).
 - A server's error that is no tool result (a JSON-RPC error: a tool's, a resource read's,
   a prompt get's) had its token masked with no regard for what the request sent: reading
   ``leak://<guess>`` failed ``Unknown resource: leak://***`` for a guess that was a run of the
@@ -21,14 +21,18 @@ What got through, now closed (each test performs the attack):
   ``no such name: <name>`` as a JSON-RPC error; and a server logging what it got to stderr
   and exiting mid-call (``got ***`` in the call's error and in health). What the request
   sent is given back as sent (its stderr and progress: a run of it; a whole token never).
-
 - A repository's ``.toolscript/catalogue.db`` holding a trigger was written in place by
   each build, which kept it: the catalogue people query listed a tool the server never had.
   A project's database holding triggers or views is made anew.
+- (unit: test_attacks_stop77_hook) ``toolscript approve RUN_ID`` written into a file with
+  Claude Code's Write tool, then ``bash later.sh``: the hook never read the file.
 
-Held (the report lists the rest): a server's token in a progress message is ``***``; a
+Held: a server's token in a progress message, or in its JSON-RPC error, is ``***``; a
 resource read or a prompt get handing the token to a run marks it received, so the halves
-it sends on are masked in ``runs show``.
+it sends on are masked in ``runs show``; a call of 900,000 JSON values ended by its run's
+time limit, its server dying, its exec killed or its timeout gives back what it held (five
+of each, then one as large is served); a legacy SSE server's 2 MB answer drops its
+connection, made again, exec saying why; an SSE event that never ends is dropped at 1 MiB.
 """
 
 from __future__ import annotations
