@@ -378,7 +378,7 @@ def approve_command(
     the call, then resume the run: calls it already made are not made again.
 
     Approving is for people: the Claude Code plugin makes Claude Code ask you
-    before it runs this command, so an agent cannot approve its own calls.
+    before it runs this command (a pattern; only the OS stops an agent with a shell).
 
     Examples:
 

@@ -843,9 +843,14 @@ def approval_decision(data: dict[str, Any]) -> dict[str, Any] | None:
         reason = approval_reason(command) if len(command) <= READ_LIMIT else TOO_LONG
     except Exception:  # (RecursionError, MemoryError's kin: whatever reading it raised)
         reason = UNREADABLE
+    cwd = data.get("cwd")
+    if reason is None:
+        try:
+            reason = _run_file_reason(command, cwd if isinstance(cwd, str) else None)
+        except Exception:
+            reason = UNREADABLE
     if reason is None:
         return None
-    cwd = data.get("cwd")
     try:
         unread = reason in (TOO_LONG, UNREADABLE)
         shown = "" if unread else _approved_by(command, cwd if isinstance(cwd, str) else None)
@@ -869,7 +874,65 @@ def approval_decision(data: dict[str, Any]) -> dict[str, Any] | None:
 
 
 READ_LIMIT = 100_000  # characters of a command read (about 2 s); a longer one is asked
+
+
+def _names_toolscript(text: str) -> bool:
+    """Whether a file's ``text`` names toolscript, an approval or what holds them (its
+    pieces joined too: ``'tool' + 'script'``); a file naming none is a program of its own."""
+    lowered = f"{text}\n{_JOINS.sub('', text)}".lower()
+    return any(word in lowered for word in ("toolscript", "approv", "runs.sq")) or any(
+        pattern.search(lowered) for pattern, _ in _MENTIONS
+    )
+
+
+def _run_file_reason(command: str, cwd: str | None) -> str | None:
+    """Why a script file ``command`` runs (``sh FILE``, ``python FILE``, ``./FILE``,
+    ``source FILE``) could reach an approval, read as a command is: the agent writes
+    ``toolscript approve RUN_ID`` into a file (its Write tool, or an earlier command that
+    spelled it out of sight), then runs the file, whose words the command alone never
+    shows. A regular file only, one level (what the file runs in turn is not read), and only
+    one that names toolscript, an approval or their files (``_names_toolscript``): past
+    READ_LIMIT characters such a one is asked about unread (past RUN_FILE_LIMIT bytes, any). Left: what runs a file by its own rules (``make``, ``npm run``,
+    a git hook), which no pattern follows."""
+    import os
+    import stat
+
+    here = Path(cwd) if cwd else None
+    for command_words in _commands(_expanded(_words(command))):
+        name, rest = _program(command_words[0]), command_words[1:]
+        files = [command_words[0]] if "/" in command_words[0] else []
+        if name in ("source", ".") or _SHELLS.fullmatch(name) or _INTERPRETERS.fullmatch(name):
+            arguments = [w for w in rest if not w.startswith("-")]
+            inline = any(w.startswith("-") and not w.startswith("--") and "c" in w for w in rest)
+            if arguments and not inline:
+                files.append(arguments[0])
+        for named in files:
+            path = Path(os.path.expanduser(named))
+            if not path.is_absolute() and here is not None:
+                path = here / path
+            try:
+                if not stat.S_ISREG(path.stat().st_mode):
+                    continue
+                with path.open("rb") as handle:
+                    data = handle.read(RUN_FILE_LIMIT + 1)
+            except OSError:
+                continue
+            text = data.decode("utf-8", "replace")
+            if len(data) > RUN_FILE_LIMIT:
+                found: str | None = TOO_LONG
+            elif not _names_toolscript(text):
+                found = None  # a program's own eval, exec or import_module: not asked about
+            elif len(text) > READ_LIMIT:
+                found = TOO_LONG
+            else:
+                found = approval_reason(text)
+            if found is not None:
+                return f"the file it runs ({named}): {found}"
+    return None
+
+
 TOO_LONG = "the command is too long to read for what it runs"
+RUN_FILE_LIMIT = 16 * 1024 * 1024  # bytes of a file a command runs looked through at most
 UNREADABLE = "the command could not be read for what it runs"
 
 # What `approve` takes besides its RUN_ID: the options followed by a value.

@@ -58,7 +58,6 @@ from toolscript.gateway.narrowed import KeptRenders, NarrowedModules
 from toolscript.gateway.recentcalls import RecentCalls
 from toolscript.gateway.results import tool_result
 from toolscript.gateway.runbook import (
-    CALL_RECEIVED,
     Run,
     RunBook,
     approve_commands,
@@ -112,7 +111,7 @@ from toolscript.store.savedscripts import (
     with_description,
 )
 from toolscript.store.trust import require_trust, trust_file
-from toolscript.upstream.base import ListedOfferings, ServerState, Upstream
+from toolscript.upstream.base import CALL_RECEIVED, ListedOfferings, ServerState, Upstream
 from toolscript.upstream.connect import upstream_for
 from toolscript.upstream.early import EarlyServer
 

@@ -34,7 +34,6 @@ import secrets
 import shlex
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,7 +68,7 @@ from toolscript.plumbing.redact import (
 )
 from toolscript.store.approvalview import shortened_notice, shown_arguments, visible_text
 from toolscript.store.runlog import RunLog, new_run_id
-from toolscript.upstream.base import CALL_PROGRESS
+from toolscript.upstream.base import CALL_PROGRESS, CALL_RECEIVED
 from toolscript.upstream.limits import NAME_LIMIT, cut_text
 
 __all__ = [
@@ -135,9 +134,6 @@ REPLAY_TOTAL = 256 * 1024 * 1024
 # the answers of stopped runs that held a configured secret, kept whole in memory (the log
 # keeps them as ``***``) for a resume through this gateway: the oldest run's go past it
 SECRET_ANSWERS_TOTAL = 64 * 1024 * 1024
-# The secrets the run making a call was handed (``Run.received``), for what the gateway
-# keeps of the call outside the run log (``RecentCalls.note``).
-CALL_RECEIVED: ContextVar[set[str] | None] = ContextVar("CALL_RECEIVED", default=None)
 PROGRESS_KEPT = 500  # progress reports a run keeps for its watchers (older ones are dropped)
 MAX_PROGRESS_MESSAGE = 1000  # characters of a report's message
 PROGRESS_WAIT = 60.0  # seconds a watcher's request may wait for the next report

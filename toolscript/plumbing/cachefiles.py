@@ -31,6 +31,7 @@ __all__ = [
     "is_damage",
     "load_sqlite_utils",
     "looks_whole",
+    "planted_schema",
     "set_aside",
 ]
 
@@ -136,17 +137,38 @@ def drop_unless_regular(path: Path) -> bool:
 
 
 def discard_if_damaged(path: Path) -> bool:
-    """Remove the SQLite database at ``path`` (and its side files) when it cannot be read
-    or is a link; True when it was removed."""
+    """Remove the SQLite database at ``path`` (and its side files) when it cannot be read,
+    is a link, or holds what toolscript never makes there (``planted_schema``); True when it
+    was removed."""
     if drop_links(path):
         return True
-    reason = damage_of(path)
+    reason = damage_of(path) or planted_schema(path)
     if reason is None:
         return False
     log.warning("%s is damaged (%s); it is rebuilt", path, reason)
     for suffix in ("", *_SIDE_FILES):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     return True
+
+
+def planted_schema(path: Path) -> str | None:
+    """Why the project's database at ``path`` is not one toolscript made: it holds triggers or
+    views, which toolscript never makes (a cloned repository's ``catalogue.db`` whose trigger
+    added a tool to each catalogue written into it, or aborted every write: written in place,
+    it kept them). None otherwise (or when it cannot be read: ``damage_of``'s to say)."""
+    if not path.exists():
+        return None
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)) as db:
+            found = db.execute(
+                "select type, name from sqlite_master where type in ('trigger', 'view') limit 3"
+            ).fetchall()
+    except sqlite3.Error:
+        return None
+    if not found:
+        return None
+    named = ", ".join(f"{kind} {name!r}" for kind, name in found)
+    return f"it holds {named}, which toolscript never makes: not its own"
 
 
 def set_aside(path: Path, reason: str) -> Path:

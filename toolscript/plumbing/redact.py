@@ -399,6 +399,8 @@ _SECRET_ENDINGS = (
 # A header list's entry: {"name": "Authorization", "value": ...} (HAR, Postman's "key").
 _ENTRY_NAMES = ("name", "key", "header")
 _COUNTS = ("max", "num", "count", "total")  # maxTokens, numTokens: counts, not credentials
+# nextPageToken, NextToken, continuation_token, syncToken: where a listing goes on, no credential
+_PAGING = ("page", "nextpage", "next", "continuation", "sync", "pagination", "cursor")
 
 # Words of a setting's name (GITHUB_TOKEN, aws_secret_access_key, apiKey) that make its
 # value a secret; MEMORY_FILE_PATH or MAX_TOKENS hold none of them.
@@ -434,6 +436,42 @@ _TOKEN_PREFIXES = re.compile(
     r"^(?:gh[pousr]_|github_pat_|glpat-|sk-|rk_|pk_live_|xox[abposr]-|AKIA|ASIA|AIza|ya29\.|eyJ)"
 )
 _TOKEN_CHARACTERS = re.compile(r"[A-Za-z0-9_\-+=.~]{20,}")
+# A name, not a generated credential: words and numbers joined by - _ or . (a model,
+# ``claude-3-5-sonnet-20241022``; a version), each part letters or digits alone, or 3
+# characters at most (``4o``). A UUID's or a token's parts mix them, longer.
+_NAMED_PARTS = re.compile(
+    r"(?:[A-Za-z]+|[0-9]+|[A-Za-z0-9]{1,3})(?:[-_.](?:[A-Za-z]+|[0-9]+|[A-Za-z0-9]{1,3}))+"
+)
+# What a setting named like a secret holds when it says how to sign in, not with what
+# (``AUTH_MODE=none``, ``TOKEN_TYPE=bearer``, ``AUTH_ENABLED=true``): as secrets, every such
+# word was masked in every error, log and example, a result's key ``none`` shown as ``***``.
+_SETTING_WORDS = frozenset(
+    {
+        "true",
+        "false",
+        "none",
+        "null",
+        "enabled",
+        "disabled",
+        "enable",
+        "disable",
+        "required",
+        "optional",
+        "bearer",
+        "basic",
+        "oauth",
+        "oauth2",
+        "digest",
+        "header",
+        "query",
+        "cookie",
+        "token",
+        "apikey",
+        "api_key",
+        "default",
+        "auto",
+    }
+)
 
 
 def secret_name(key: str) -> bool:
@@ -441,6 +479,8 @@ def secret_name(key: str) -> bool:
     name = key.lower().replace("-", "").replace("_", "")
     if name in _SECRET_NAMES:
         return True
+    if name.startswith(_PAGING) and name.endswith("token"):
+        return False
     return name.endswith(_SECRET_ENDINGS) and not name.startswith(_COUNTS)
 
 
@@ -457,7 +497,7 @@ def looks_like_secret(value: str) -> bool:
     run of letters and digits), whatever its name."""
     if _TOKEN_PREFIXES.match(value) and len(value) >= 12 and not re.search(r"\s", value):
         return True
-    if not _TOKEN_CHARACTERS.fullmatch(value):
+    if not _TOKEN_CHARACTERS.fullmatch(value) or _NAMED_PARTS.fullmatch(value):
         return False
     digits = sum(char.isdigit() for char in value)
     letters = sum(char.isalpha() for char in value)
@@ -465,7 +505,10 @@ def looks_like_secret(value: str) -> bool:
 
 
 def secret_setting(name: str, value: str) -> bool:
-    """Whether the setting ``name=value`` (an env entry, a ``${VAR}``) is a secret."""
+    """Whether the setting ``name=value`` (an env entry, a ``${VAR}``) is a secret: not
+    one of the words that say how to sign in (``AUTH_MODE=none``)."""
+    if value.strip().lower() in _SETTING_WORDS:
+        return False
     return secret_variable(name) or looks_like_secret(value)
 
 
@@ -509,7 +552,9 @@ def redact_value(
                 shown_key = clean(key) if isinstance(key, str) else key
                 while shown_key in cleaned:  # two keys masked alike: both kept
                     shown_key = f"{shown_key}'"
-                cleaned[shown_key] = MASK if masked and member else clean(member)
+                # (a flag, ``has_password: true``, holds no credential)
+                hidden = masked and member and not isinstance(member, bool)
+                cleaned[shown_key] = MASK if hidden else clean(member)
             return cleaned
         if isinstance(item, list):
             return [

@@ -18,6 +18,7 @@ from toolscript.config import Config, ServerConfig
 
 __all__ = [
     "CALL_PROGRESS",
+    "CALL_RECEIVED",
     "Elicit",
     "ListedOfferings",
     "Offerings",
@@ -50,6 +51,9 @@ ProgressReport = Callable[[float, float | None, str | None], None]
 # Where the progress of the call being made goes (the gateway sets it around a run's call);
 # a server asked with a progress token only when one is set.
 CALL_PROGRESS: ContextVar[ProgressReport | None] = ContextVar("CALL_PROGRESS", default=None)
+# The secrets the run making the call was handed (the gateway's ``Run.received``): their runs
+# are masked even as the call sent them (in its progress, the recent call the gateway keeps).
+CALL_RECEIVED: ContextVar[set[str] | None] = ContextVar("CALL_RECEIVED", default=None)
 
 
 class Upstream(Protocol):

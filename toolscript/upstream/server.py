@@ -10,6 +10,7 @@ import math
 import os
 import re
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from pathlib import Path
@@ -31,11 +32,12 @@ from toolscript.errors import (
     UpstreamError,
 )
 from toolscript.plumbing.processes import ProgramNotRunnable, missing_program_hint, pid_exists
-from toolscript.plumbing.redact import redact
+from toolscript.plumbing.redact import redact, sent_text
 from toolscript.plumbing.stderrfile import KEEP_EVERY, keep_end, new_stderr_file, read_end
 from toolscript.policy import unmatched_rules
 from toolscript.upstream.base import (
     CALL_PROGRESS,
+    CALL_RECEIVED,
     Elicit,
     ProgressReport,
     ServerState,
@@ -77,6 +79,8 @@ _REQUESTS_DROPPED = (
 )
 
 STDERR_TAIL_LINES = 20
+SENT_KEPT = 32  # the latest calls and requests whose arguments its stderr may echo as sent
+SENT_CHARS = 65_536  # of each one's
 # What a failing program prints after the line that says why: npm's pointer to its log, its
 # note on other ways to install, an error line with no words but its code.
 _AFTERWORDS = re.compile(
@@ -156,6 +160,9 @@ class UpstreamServer:
         self._session: ClientSession | None = None
         self._raw_writer: Any = None
         self._raw_pending: dict[str, asyncio.Future[Any]] = {}
+        # What its latest calls and requests sent (``sent_text``), for its stderr: a server
+        # logging its requests (``got <text>``) echoes them there
+        self._sent: deque[str] = deque(maxlen=SENT_KEPT)
         self._raw_progress: dict[str, ProgressReport] = {}  # by request id: its progress goes
         self._raw_ids = itertools.count(1)
         self._courtesy: set[asyncio.Task[None]] = set()  # cancellations on their way out
@@ -813,7 +820,7 @@ class UpstreamServer:
         tail = ("; stderr: " + " | ".join(unsaid)) if unsaid else ""
         # A server down for hours is retried every minute: its failure is a warning once,
         # the same failure again only a debug line, until it connects.
-        line = f"{self.name}: {self.error}{self._redact(tail)}"
+        line = f"{self.name}: {self.error}{tail}"  # (each redacted already)
         if line == self._failure_logged:
             log.debug("%s (attempt %d)", line, self.attempts)
         else:
@@ -827,7 +834,22 @@ class UpstreamServer:
             lines = read_end(self._stderr, 20_000).splitlines()
         except (OSError, ValueError):
             return []
-        return [self._redact(line) for line in lines[-STDERR_TAIL_LINES:] if line.strip()]
+        # A run of a secret a call sent, logged, is shown as sent (a whole secret is not: the
+        # gateway's log is a file): masked, the stderr quoted in its error (and gateway
+        # status) told which of a script's guesses were runs of the token
+        sent = "\n".join(self._sent)
+        return [
+            redact(line, self.secrets, written=sent)
+            for line in lines[-STDERR_TAIL_LINES:]
+            if line.strip()
+        ]
+
+    def _note_sent(self, arguments: Any) -> None:
+        """Keep what a call or request sent, for its stderr; but the runs of a secret its
+        run was handed (``CALL_RECEIVED``), which are masked there as anywhere."""
+        text = sent_text(arguments)[:SENT_CHARS]
+        received = CALL_RECEIVED.get()
+        self._sent.append(redact(text, received) if received else text)
 
     def _set_state(self, state: ServerState) -> None:
         self.state = state
@@ -837,10 +859,33 @@ class UpstreamServer:
     def _redact(self, text: str) -> str:
         return redact(text, self.secrets)
 
-    def _said(self, text: str) -> str:
+    def _progress_of(
+        self, report: ProgressReport | None, arguments: dict[str, Any]
+    ) -> ProgressReport | None:
+        """``report`` taking a server's progress message with its secrets out, but a run of
+        one the call sent, echoed (``looking up <query>``), left as sent (``redact``'s
+        ``written``: a whole secret is masked still): masked, it told whoever reads the
+        progress (exec's stderr, the MCP face's client) which of a script's guesses were runs
+        of the token, one more character a guess."""
+        if report is None:
+            return None
+        sent, received = sent_text(arguments), CALL_RECEIVED.get() or ()
+
+        def reported(progress: float, total: float | None, message: str | None) -> None:
+            shown = (
+                redact(message, self.secrets, written=sent, received=received) if message else None
+            )
+            report(progress, total, shown)
+
+        return reported
+
+    def _said(self, text: str, sent: Any = None) -> str:
         """The server's ``text`` as an error quotes it: its secrets out, cut as its listings'
-        texts are (a script, its output and the run log would each hold it whole)."""
-        return cut_text(self._redact(text))
+        texts are (a script, its output and the run log would each hold it whole). What the
+        request sent (``sent``: its arguments, a URI), echoed (``no such name: <name>``,
+        ``Unknown resource: <uri>``), is left as sent: masked, it told the script which of
+        its guesses were runs of the token."""
+        return cut_text(redact(text, self.secrets, sent=sent_text(sent) if sent else ""))
 
     async def stop(self, *, hurry: bool = False) -> None:
         """Ask ``run`` to close the session (and the server process) and return; ``hurry``:
@@ -893,13 +938,14 @@ class UpstreamServer:
         Raises ToolTimeoutError, ServerUnavailableError or UpstreamError.
         """
         session = await self._connected_session()
+        self._note_sent(arguments)
         if self._raw_writer is not None:
             return await self._call_raw(self._raw_writer, tool, arguments)
-        report = CALL_PROGRESS.get()
+        report = self._progress_of(CALL_PROGRESS.get(), arguments)
 
         async def progressed(progress: float, total: float | None, message: str | None) -> None:
             if report is not None:
-                report(progress, total, self._redact(message) if message else None)
+                report(progress, total, message)
 
         try:
             with anyio.fail_after(self.config.timeout_for(tool)):
@@ -917,7 +963,9 @@ class UpstreamServer:
         except Exception as exc:
             if self._lost.is_set() or self._session is not session:
                 raise self._went_away(tool, exc) from exc
-            raise UpstreamError(f"{self.name}.{tool} failed: {self._said(_describe(exc))}") from exc
+            raise UpstreamError(
+                f"{self.name}.{tool} failed: {self._said(_describe(exc), arguments)}"
+            ) from exc
         if not isinstance(result, mcp_types.CallToolResult):
             raise UpstreamError(
                 f"{self.name}.{tool}: unexpected result type {type(result).__name__}"
@@ -940,7 +988,7 @@ class UpstreamServer:
 
         expiry = loop.call_later(self.config.timeout_for(tool), expire)
         params: dict[str, Any] = {"name": tool, "arguments": arguments}
-        report = CALL_PROGRESS.get()
+        report = self._progress_of(CALL_PROGRESS.get(), arguments)
         if report is not None:  # the server may send notifications/progress with this token
             params["_meta"] = {"progressToken": request_id}
             self._raw_progress[request_id] = report
@@ -964,7 +1012,8 @@ class UpstreamServer:
             self._raw_progress.pop(request_id, None)
             self._repairs.pop(request_id, None)
         if isinstance(answer, mcp_types.JSONRPCError):
-            raise UpstreamError(f"{self.name}.{tool} failed: {self._said(answer.error.message)}")
+            said = self._said(answer.error.message, arguments)
+            raise UpstreamError(f"{self.name}.{tool} failed: {said}")
         result: dict[str, Any] = answer.result
         return result
 
@@ -973,6 +1022,8 @@ class UpstreamServer:
         templates, prompts), its result as JSON; a listing's pages joined. A server that
         does not declare the capability is told nothing: the caller gets NotFoundError."""
         session = await self._connected_session()
+        if params:
+            self._note_sent(params)
         capability = method.partition("/")[0]
         declared = session.server_capabilities
         if declared is None or getattr(declared, capability, None) is None:
@@ -992,7 +1043,7 @@ class UpstreamServer:
                 raise self._went_away(method, exc) from exc
             lists = {"resources/read": "list-resources", "prompts/get": "list-prompts"}
             raise UpstreamError(
-                f"{self.name}: {method} failed: {self._said(_describe(exc))}",
+                f"{self.name}: {method} failed: {self._said(_describe(exc), params)}",
                 hint=f"`toolscript {lists[method]} {self.name}` lists what it offers"
                 if method in lists
                 else None,
@@ -1067,7 +1118,7 @@ class UpstreamServer:
         # The server's numbers as they came (an integer of 400 digits, no float can hold):
         # what fails to convert here would end the stream every call of this server reads.
         if report is not None and done is not None:
-            report(done, _finite(total), self._redact(text) if isinstance(text, str) else None)
+            report(done, _finite(total), text if isinstance(text, str) else None)
         return True
 
     def _fail_raw_calls(self) -> None:
