@@ -88,6 +88,10 @@ LABELLED = {
     # action, typos, one or two words, a paragraph of context, the wrong server named, code
     # identifiers, the output wanted, other languages)
     "blind10": Path(__file__).resolve().parent / "search" / "queries_blind10.txt",
+    # written blind, in the voices the sets above have least (an agent's words mid-task, a
+    # capability question, a negation naming the sibling not wanted, a field name quoted, shell
+    # aliases and the search CLI's keywords, values inline)
+    "blind11": Path(__file__).resolve().parent / "search" / "queries_blind11.txt",
 }
 # The four retrievers and the final design. "fixed" is the design before adaptive fusion and
 # splitting (hybrid blend with the fixed alpha, the request ranked whole); "adaptive" adds the

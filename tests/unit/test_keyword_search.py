@@ -834,6 +834,18 @@ def test_things_named_in_the_plural_with_no_verb(request_text: str, verbless: bo
     assert verbless_plural(request_text) is verbless
 
 
+def test_a_later_step_said_as_the_purpose_does_not_find_its_own_tool() -> None:
+    tools = [
+        {"name": "get_tag", "description": "Get details about a specific git tag."},
+        {"name": "git_diff", "description": "Show the differences between branches or commits."},
+    ]
+    assert (
+        first_of(tools, "next I need the tag v3.0.0 so I can diff the commits against main")
+        == "get_tag"
+    )
+    assert first_of(tools, "diff my branch against main") == "git_diff"
+
+
 def test_things_named_in_the_plural_with_no_verb_find_their_lister() -> None:
     tools = [
         {"name": "get_rule_label", "description": "Get a rule label by ID."},
@@ -857,9 +869,30 @@ def test_things_named_in_the_plural_with_no_verb_find_their_lister() -> None:
         ("step one is reading form 3, then filling it in", "step one is reading form 3"),
         ("before I open the PR I need a branch off main", "I need a branch off main"),
         ("before we deploy, run the tests", "run the tests"),
+        # a later step said as the purpose of a need said, to its sentence's end or a colon
+        (
+            "now I need the tag's commit sha so I can diff it against main",
+            "now I need the tag's commit sha",
+        ),
+        (
+            "I need to see who can edit the space before I move pages into it? Then the page",
+            "I need to see who can edit the space? Then the page",
+        ),
+        (
+            "we need the artifact's url, so we'll pull coverage.xml from it",
+            "we need the artifact's url",
+        ),
+        ("I have to fetch the page in order to compare it", "I have to fetch the page"),
+        ("we need task 3, so we can change it: rename it", "we need task 3: rename it"),
         # no first step said, or no later one
         ("find the customer, then refund their last charge", None),
         ("first open https://shop.acme.io in the browser", None),
+        # a purpose that is the whole request, the change asked, after an imperative (what
+        # its verb means) or opening a sentence
+        ("so I can deploy, give me the token", None),
+        ("I need the segment updated so that it includes port 9443", None),
+        ("duplicate the report docx so I can edit a copy", None),
+        ("I need the layouts. Before I fill it in, tell me the placeholders", None),
     ],
 )
 def test_a_plans_later_steps_are_not_read_with_its_first(

@@ -370,6 +370,35 @@ _LATER_STEP = re.compile(
 )
 
 
+# A later step said after the one asked for, as its purpose ("next I need the tag v3.0.0's
+# commit sha so I can diff it against main", "I need to see who can edit the Runbooks space
+# before I move pages into it"): the way an agent says what it needs mid-task. The later
+# step's words found its tool first (git_diff, confluence_move_page); the clause is not read,
+# to the end of its sentence or a colon. It opens with "so (that) I / we / you can ...", "in
+# order to" or "before I / we / you" after a need said as one ("I need", "we want", "I have
+# to"): after an imperative the purpose may be what the verb means ("duplicate the report docx
+# so I can edit a copy", "record my clicks so I can turn them into a playwright test").
+_PURPOSE = re.compile(
+    r"(?<![.!?:])(?:\s*[,;]\s*|\s+)(?:so\s+(?:that\s+)?(?:i|we|you)\s+(?:can|could|may|might|will)"
+    r"|so\s+(?:i|we|you)[\u2019']ll|in\s+order\s+to|before\s+(?:i|we|you))\b"
+    r"(?:[^.;:!?\n]|[.!?:](?=\w))*",
+    re.IGNORECASE,
+)
+_SAYS_NEED = re.compile(
+    r"\b(?:i|we)\s+(?:(?:really|just|also|still|first)\s+)?"
+    r"(?:need|want|have\s+to|must|would\s+like|[\u2019']d\s+like)\b",
+    re.IGNORECASE,
+)
+
+
+def _without_purpose(text: str) -> str:
+    """``text`` less a later step said as the purpose of a need it says (``_PURPOSE``)."""
+    found = _PURPOSE.search(text)
+    if found is None or not _SAYS_NEED.search(text, 0, found.start()):
+        return text
+    return f"{text[: found.start()]}{text[found.end() :]}"
+
+
 def says_first_step(text: str) -> bool:
     """Whether ``text`` is a plan that says which of its steps comes first, before a "then"
     (``_FIRST_STEP``)."""
@@ -378,14 +407,16 @@ def says_first_step(text: str) -> bool:
 
 def first_step_read(text: str) -> str:
     """``text`` less the later steps of a plan that says which comes first (``_FIRST_STEP``,
-    ``_LATER_STEP``); as it is when nothing else would be left."""
+    ``_LATER_STEP``) or that follow as the purpose of the step asked (``_PURPOSE``); as it is
+    when nothing else would be left."""
     if (found := _FIRST_STEP.match(text)) is not None:
         kept = text[: found.end("step")]
     elif (later := _LATER_STEP.match(text)) is not None:
         kept = text[later.end() :]
     else:
-        return text
-    return kept if tokenize(kept) else text
+        kept = text
+    kept = _without_purpose(kept)
+    return kept if kept is text or tokenize(kept) else text
 
 
 # A request that names a tool by what it takes or gives ("which tool takes a JQL string",
