@@ -11,6 +11,7 @@ import pytest
 
 from toolscript.search.lexical import LexicalIndex, implied_words, transposed
 from toolscript.search.text import (
+    changes_one,
     document_for,
     documents_for,
     error_text_read,
@@ -18,6 +19,7 @@ from toolscript.search.text import (
     first_step_read,
     joined_words,
     keyword_query,
+    named_one,
     plural,
     plural_name_words,
     semantic_query,
@@ -844,6 +846,73 @@ def test_a_later_step_said_as_the_purpose_does_not_find_its_own_tool() -> None:
         == "get_tag"
     )
     assert first_of(tools, "diff my branch against main") == "git_diff"
+
+
+@pytest.mark.parametrize(
+    ("request_text", "named"),
+    [
+        ("ip source group 552", {"group"}),
+        ("Firewall rule 1203 in ZIA, what's its action?", {"rul"}),
+        ("network service 7000 — show ports", {"servic"}),  # a verb that only shows it
+        ("the isolation policy rule id 8812, show it", {"rul"}),
+        ('the timeout rule called "contractors-2h": what\'s in it?', {"rul"}),
+        ("ZIdentity user 4410's profile", {"user"}),
+        # a verb, or a word of a verb's synonyms, asks something else of it
+        ("delete group 552", set()),
+        ('new network service group "vpn-ports"', set()),
+        ("DLP rule 12 should alert instead of block", set()),
+        # things counted, a value with no thing before it
+        ("the last 20 messages in #general", set()),
+        ("weather in Berlin on 2025-01-03", set()),
+        ("rule labels", set()),
+    ],
+)
+def test_one_thing_named_by_its_identifier_with_no_verb(request_text: str, named: set[str]) -> None:
+    assert named_one(request_text) == named
+
+
+def test_one_thing_named_by_its_identifier_finds_its_getter() -> None:
+    tools = [
+        {"name": "list_ip_source_groups", "description": "List the IP source groups."},
+        {"name": "get_ip_source_group", "description": "Get one IP source group by ID."},
+        {"name": "update_ip_source_group", "description": "Update an IP source group."},
+    ]
+    assert first_of(tools, "ip source group 552") == "get_ip_source_group"
+    assert first_of(tools, "ip source group 552, show it") == "get_ip_source_group"
+    assert first_of(tools, "ip source groups") == "list_ip_source_groups"
+    assert first_of(tools, "update ip source group 552") == "update_ip_source_group"
+
+
+@pytest.mark.parametrize(
+    ("request_text", "change"),
+    [
+        ('add 198.51.100.7 to the "payment-gateways" destination group', True),
+        ('access policy rule 9001: add the group "SRE" to its conditions', True),
+        ("DLP rule 12 should alert instead of block", True),
+        ('url filtering rule 301 should also block "Streaming Media"', True),
+        # something new, or added to a thing not said to be there
+        ("add a comment to issue 12", False),
+        ("add a new product called pro plan", False),
+        ("what recipe should I cook tonight", False),
+        ("add a sentence. to the end", False),  # not one clause
+    ],
+)
+def test_a_change_to_a_thing_that_is_there(request_text: str, change: bool) -> None:
+    assert changes_one(request_text) is change
+
+
+def test_a_thing_added_to_finds_its_updater_and_an_adder_keeps_its_place() -> None:
+    tools = [
+        {"name": "create_destination_group", "description": "A new IP destination group."},
+        {"name": "update_destination_group", "description": "An IP destination group's fields."},
+        {"name": "add_user_to_group", "description": "A user into an okta group."},
+    ]
+    assert (
+        first_of(tools, 'add 198.51.100.7 to the "payment-gateways" destination group')
+        == "update_destination_group"
+    )
+    assert first_of(tools, "add a destination group") == "create_destination_group"
+    assert first_of(tools, "add carol to the engineering group") == "add_user_to_group"
 
 
 def test_things_named_in_the_plural_with_no_verb_find_their_lister() -> None:

@@ -19,6 +19,8 @@ from toolscript.search.parameters import PARAMETERS, SearchParameters
 from toolscript.search.text import (
     CACHED_WORD,
     ToolDocument,
+    changes_one,
+    named_one,
     plural_words,
     query_tokens,
     stem,
@@ -69,6 +71,9 @@ SYNONYMS = _synonyms()
 # The verbs of a finder's name (stemmed): it names what it finds in the plural, one or many.
 _FINDING = frozenset(stem(word) for word in ("search", "find", "lookup", "query", "filter"))
 _LIST = stem("list")
+_GET = stem("get")
+_UPDATE = stem("update")
+_CREATE = frozenset(SYNONYMS[stem("create")]) | {stem("create")}
 CLOSE_WORDS_KEPT = 10_000  # unknown tokens whose close words an index remembers
 # Postings from which an index imports numpy for its arrays (about 800 tools): below, the
 # tuples (74 bytes more each, 1.5 MB at most) weigh less than numpy's import (12 MB).
@@ -187,6 +192,12 @@ class LexicalIndex:
         """The keyword score (0 to 1) of every document matching at least one query word."""
         tokens, every = query_tokens(query)
         implied = implied_words(query)
+        # "ip source group 552": the thing itself, as "get" would ask (a stop word: for BM25)
+        if any(word in self._named for word in named_one(query)):
+            implied.append(_GET)
+        change = changes_one(query)  # "add X to the Y": an update, not a creation
+        if change:
+            implied.append(_UPDATE)
         totals, strength = self._bm25(tokens, implied)
         best = max(totals.values(), default=0.0)
         if best <= 0:
@@ -195,6 +206,8 @@ class LexicalIndex:
         related: set[str] = set(implied)
         for word in every:  # stop words too: "show" means "list" (words.STOP_WORDS)
             related.update(SYNONYMS.get(word, ()))
+        if change:
+            related = (related - _CREATE) | {_UPDATE}
         plurals, singulars = plural_words(query)
         # "rule labels": their list (the lister's name word), where a tool's name says the
         # thing ("ventas", a Spanish plural no name has, asks for no list)

@@ -13,23 +13,28 @@ from toolscript.search.parameters import PARAMETERS, SearchParameters
 from toolscript.search.words import (
     BARE_FILE_EXTENSIONS,
     DEPRECATION_MARKS,
+    DISPLAY_VERBS,
     DOCUMENT_KINDS,
     DONE_VERBS,
     FOREIGN_WORDS,
     LATITUDE_NAMES,
     LONGITUDE_NAMES,
     NEGATION_FILLERS,
+    PREPOSITIONS,
     SHORT_FORMS,
     STATEMENT_READINGS,
     STOP_WORDS,
     SUFFIXES,
+    SYNONYM_GROUPS,
     VERBS,
+    WISH_WORDS,
 )
 
 __all__ = [
     "QUOTED",
     "ToolDocument",
     "argument_names",
+    "changes_one",
     "channels_read",
     "code_names",
     "document_for",
@@ -43,6 +48,7 @@ __all__ = [
     "keyword_query",
     "mostly_cjk",
     "name_words",
+    "named_one",
     "named_tool_tier",
     "plural",
     "plural_name_words",
@@ -738,6 +744,8 @@ def semantic_query(text: str) -> str:
     text = _identifiers_read(text)
     text = _CSS_CLASS.sub(" ", text)
     cleaned = " ".join(_NUMBERED_VALUE.sub(" ", text).split())
+    if cleaned and named_one(whole):  # "ip source group 552": the thing itself
+        cleaned = f"get {cleaned}"
     return expand_abbreviations(foreign_words_read(cleaned or whole))
 
 
@@ -899,6 +907,84 @@ def verbless_plural(text: str) -> bool:
     PRA credentials do we have?" want the things' list, not one of them."""
     words = [word.lower() for word in _LATIN_WORD.findall(text)]
     return any(plural(word) for word in words) and not any(word in VERBS for word in words)
+
+
+# A thing named by its identifier: a word, perhaps "id", "no.", "number", "called" or
+# "named", then a value with a digit in it or a quoted name ("group 552", "rule id 8812",
+# "user 4410's profile", 'the timeout rule called "contractors-2h"').
+_NAMED_ONE = re.compile(
+    r"(?<![\w'-])([^\W\d_]+)\s+(?:(?:id|no\.?|number|called|named)\s*[:#]?\s*|#\s*)?"
+    rf"(?:(?<![\w.-])[\w.:-]*\d[\w.:'\u2019-]*|{QUOTED})"
+)
+_NEXT_WORD = re.compile(r"\s*([^\W\d_]+)")
+_CONNECTORS = frozenset(["id", "no", "number", "called", "named", "name"])
+NAMED_READ = 32  # the most things named by an identifier read of one request
+# What asks for something else than the thing itself: a verb, a word of a verb's synonym
+# group ("new", "nuke") or a modal ("should"); not a verb that asks to see it
+# (words.DISPLAY_VERBS), nor "list"'s other words ("all").
+_ASKING = (
+    VERBS
+    | WISH_WORDS
+    | {
+        word
+        for group in SYNONYM_GROUPS
+        if group.split()[0] in VERBS and group.split()[0] != "list"
+        for word in group.split()
+    }
+) - DISPLAY_VERBS
+
+
+def named_one(text: str) -> frozenset[str]:
+    """The stems of the things ``text`` names one by one by their identifier, where it asks
+    nothing else of them: no verb but one to see them (words.DISPLAY_VERBS). "ip source group
+    552", "Firewall rule 1203, what's its action?", "network service 7000 — show ports" want
+    the thing itself (the mirror of ``verbless_plural``); "delete group 552" does not, nor
+    "the last 20 messages" (the value counts things named in the plural after it)."""
+    words = [(found.start(), found.group(0).lower()) for found in _LATIN_WORD.finditer(text)]
+    if any(word in _ASKING for _, word in words):
+        return frozenset()
+    named = set()
+    seen = 0  # the words before the match in hand
+    lead = ""  # the last stop word among them: "for" in "a key for connector group "fra""
+    plural_before = False  # "groups named like "eng-*""
+    for found in itertools.islice(_NAMED_ONE.finditer(text), NAMED_READ):
+        while seen < len(words) and words[seen][0] < found.start():
+            before = words[seen][1]
+            lead = before if before in STOP_WORDS else lead
+            plural_before = plural_before or plural(before)
+            seen += 1
+        word = found.group(1).lower()
+        after = _NEXT_WORD.match(text, found.end())
+        if (
+            word in STOP_WORDS
+            or word in _CONNECTORS  # "the container name "/api""
+            or lead in PREPOSITIONS
+            or plural_before
+            or plural(word)
+            or (after and plural(after.group(1).lower()))  # "the last 20 messages"
+        ):
+            continue
+        named.add(stem(word))
+    return frozenset(named)
+
+
+# A change to a thing that is there: something added to it ("add 198.51.100.7 to the
+# "payment-gateways" destination group", "add the group "SRE" to its conditions"), or a thing
+# named by its identifier that should be otherwise ("DLP rule 12 should alert instead").
+_ADDED_TO = re.compile(
+    r"\badd\b(?:[^.;:?!]|\.(?=\S)){1,80}?\b(?:to|into)\s+(?:the|this|that|its|their|our|my|your)\b",
+    re.IGNORECASE,
+)
+_WISH_AFTER = re.compile(rf"\s+(?:also\s+|now\s+)?(?:{'|'.join(sorted(WISH_WORDS))})\b", re.I)
+
+
+def changes_one(text: str) -> bool:
+    """Whether ``text`` asks to change a thing that is there, in words that would otherwise
+    create one ("add X to the Y": ``_ADDED_TO``) or without a verb of the list ("rule 12
+    should alert instead of block")."""
+    if _ADDED_TO.search(text):
+        return True
+    return any(_WISH_AFTER.match(text, found.end()) for found in _NAMED_ONE.finditer(text))
 
 
 def plural_words(text: str) -> tuple[frozenset[str], frozenset[str]]:

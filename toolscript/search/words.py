@@ -12,6 +12,7 @@ __all__ = [
     "ABBREVIATIONS",
     "BARE_FILE_EXTENSIONS",
     "DEPRECATION_MARKS",
+    "DISPLAY_VERBS",
     "DOCUMENT_KINDS",
     "DONE_VERBS",
     "FOREIGN_WORDS",
@@ -20,12 +21,14 @@ __all__ = [
     "LONGITUDE_NAMES",
     "NEGATION_FILLERS",
     "OUTPUT_VERBS",
+    "PREPOSITIONS",
     "SHORT_FORMS",
     "STATEMENT_READINGS",
     "STOP_WORDS",
     "SUFFIXES",
     "SYNONYM_GROUPS",
     "VERBS",
+    "WISH_WORDS",
 ]
 
 # Function words: they say nothing of what a tool does, yet in a small catalogue a rare one
@@ -187,9 +190,9 @@ commit compare compile compose compress compute configure confirm connect conver
 crawl create crop deactivate debug decode delete deny deploy deposit describe design detect
 determine diff disable discard disconnect dismiss download draft drag draw drop duplicate edit
 email embed enable encode escalate estimate evaluate examine execute expand explain explore
-export extract fetch fill filter find fix follow forecast fork format forward gather generate
+export expose extract fetch fill filter find fix follow forecast fork format forward gather generate
 geocode get give go grab grant graph hide highlight hover import include inform insert inspect
-install invite invoice join keep kill label launch leave list load locate lock log look make
+install invite invoice join keep kill label launch leave link list load locate lock log look make
 manage map mark measure mention merge message migrate monitor mount move mute navigate notify
 obtain open optimize order organize outline paste pause pay pick pin ping plan play plot post
 predict prepare present press preview print process produce provide provision publish pull
@@ -204,6 +207,20 @@ underline undo unhide uninstall unlock unmount unmute unpin unsubscribe update u
 upvote validate verify view visit visualize vote wait watch withdraw write zip
 """
 VERBS = frozenset(_VERBS.split())
+
+# Verbs that ask only to see a thing: said of one thing named by its identifier ("rule 8812,
+# show it") they ask for that thing, as no verb does (text.named_one).
+DISPLAY_VERBS = frozenset(["show", "view", "display", "see"])
+
+# Prepositions that make the thing after them a modifier of the one asked for ("a provisioning
+# key for connector group "fra"", "link PLAT-88 to ...": text.named_one).
+PREPOSITIONS = frozenset(
+    ["for", "of", "in", "on", "to", "from", "with", "by", "about", "into", "at"]
+)
+
+# Words that ask a thing to change without a verb of the list ("rule 12 should alert instead",
+# "the group must hold the new IP"): a modal before the change (text.named_one, changes_one).
+WISH_WORDS = frozenset(["should", "must", "shall", "needs", "ought"])
 
 # Verbs that put something into a file named after them ("save it to /root/cv.md", "generate
 # a report in report.md", "a page saved at /srv/ai.html"), in every inflection.
