@@ -53,3 +53,26 @@ def test_a_closed_loop_or_a_gateway_shutting_down_answers_nothing() -> None:
         )
     finally:
         running.close()
+
+
+def test_servers_up_only_when_every_server_is_connected_or_disabled() -> None:
+    """The face asks its gateway for the servers (to wait for one still connecting) only
+    when some server is not up: read from the face's thread, a reload meanwhile is unsure."""
+    from toolscript.upstream.base import ServerState
+
+    def with_states(*states: ServerState) -> LocalGateway:
+        upstreams = {f"s{i}": SimpleNamespace(state=state) for i, state in enumerate(states)}
+        gateway = SimpleNamespace(upstreams=upstreams)
+        return LocalGateway(gateway, asyncio.new_event_loop())  # type: ignore[arg-type]
+
+    assert with_states().servers_up()
+    assert with_states(ServerState.CONNECTED, ServerState.DISABLED).servers_up()
+    assert not with_states(ServerState.CONNECTED, ServerState.CONNECTING).servers_up()
+    assert not with_states(ServerState.FAILED).servers_up()
+
+    class Reloading(dict[str, Any]):
+        def values(self) -> Any:
+            raise RuntimeError("dictionary changed size during iteration")
+
+    reloading = LocalGateway(SimpleNamespace(upstreams=Reloading()), asyncio.new_event_loop())  # type: ignore[arg-type]
+    assert not reloading.servers_up()

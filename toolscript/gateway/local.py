@@ -87,6 +87,19 @@ class LocalGateway:
                 told()
                 return
 
+    def servers_up(self) -> bool:
+        """Whether every configured server is connected or disabled, their states read from
+        this thread (nothing awaited): a run then has no server to wait for, and the face
+        asks nothing more (``GET /servers`` was a request of its own gateway an execute).
+        False when unsure (the servers changed as they were read)."""
+        try:
+            return all(
+                str(upstream.state) in ("connected", "disabled")
+                for upstream in list(self.gateway.upstreams.values())
+            )
+        except RuntimeError:  # a reload changed the servers while they were listed
+            return False
+
     def module_hash(self) -> str | None:
         """What ``GET /runtime/hash`` answers (after the first build, as that route); None
         when the gateway is gone."""

@@ -1127,9 +1127,10 @@ class Backend:
         # A server the script names still connecting (a slow first start, or added by a
         # config edit a moment ago) joins the module when connected: waited for, as exec
         # does (the check would fail at once on its tools).
-        with contextlib.suppress(ToolscriptError, ValueError):  # the run then says what is
-            said = functools.partial(_say_as_progress, face_run)
-            digest = wait_for_connecting_servers(url, code, say=said) or digest
+        if local is None or not local.servers_up():
+            with contextlib.suppress(ToolscriptError, ValueError):  # the run then says what is
+                said = functools.partial(_say_as_progress, face_run)
+                digest = wait_for_connecting_servers(url, code, say=said) or digest
         digest, module = current_module(url, digest)
         spare = self._take_spare(url, module)
         try:
