@@ -337,6 +337,34 @@ def test_one_ps_reads_both_ages_of_each_told_start(tmp_path: Path) -> None:
         assert call.startswith("-o pid= -o etime= -p ") and call.endswith(f",{each.pid}"), call
 
 
+def test_an_age_ps_wrapped_for_a_process_started_this_second_is_none(tmp_path: Path) -> None:
+    """``ps`` may give a process started this very second an enormous age (procps read the
+    uptime a moment before the start: seen here as "441077234-00:18:40" for the watchdog
+    itself, one run in 15, so the group it was told of was spared). Such an age is none: the
+    group told with its own start is killed, the one given to another since spared."""
+    real = shutil.which("ps")
+    assert real is not None
+    # the real ps's lines, the watchdog's own age (the first pid asked) wrapped as seen
+    (tmp_path / "ps").write_text(
+        "#!/bin/sh\n"
+        "for a do pids=$a; done\nself=${pids%%,*}\n"
+        f'{real} "$@" | while read -r pid age; do\n'
+        '  if [ "$pid" = "$self" ]; then echo "$pid 441077234-00:18:40"; '
+        'else echo "$pid $age"; fi\ndone\n'
+    )
+    (tmp_path / "ps").chmod(0o755)
+    told, reused = sleeper(), sleeper()
+    try:
+        env = {"PATH": os.pathsep.join([str(tmp_path), os.environ["PATH"]])}
+        fire_told_starts([("g", told, 0), ("g", reused, -3600)], env=env)
+        assert told.wait(10) == -signal.SIGKILL
+        assert reused.poll() is None
+    finally:
+        for each in (told, reused):
+            each.kill()
+            each.wait()
+
+
 # A face's watchdog told of two processes as its gateway tethers them, then the face killed.
 _FACE = """
 import os, signal, sys

@@ -26,6 +26,10 @@ seconds() {  # ps's elapsed time, [[dd-]hh:]mm:ss, as seconds in $total
   rest=$1 total=0 days=0
   case $rest in ''|*[!0-9:-]*) return 1 ;; esac
   case $rest in *-*) days=${rest%%-*} rest=${rest#*-} ;; esac
+  # A process started this very second may be given a wrapped, enormous age (procps took a
+  # start a moment after the uptime it read: "441077234-00:18:40" for the watchdog itself, so
+  # its own child was spared): taken as none, which it is.
+  case $days in ?????*) total=0; return 0 ;; esac
   days=${days#0}
   saved=$IFS
   IFS=:
