@@ -844,10 +844,10 @@ class UpstreamServer:
             if line.strip()
         ]
 
-    def _note_sent(self, arguments: Any) -> None:
-        """Keep what a call or request sent, for its stderr; but the runs of a secret its
-        run was handed (``CALL_RECEIVED``), which are masked there as anywhere."""
-        text = sent_text(arguments)[:SENT_CHARS]
+    def _note_sent(self, sent: str) -> None:
+        """Keep what a call or request sent (``sent_text``), for its stderr; but the runs of
+        a secret its run was handed (``CALL_RECEIVED``), which are masked there as anywhere."""
+        text = sent[:SENT_CHARS]
         received = CALL_RECEIVED.get()
         self._sent.append(redact(text, received) if received else text)
 
@@ -859,9 +859,7 @@ class UpstreamServer:
     def _redact(self, text: str) -> str:
         return redact(text, self.secrets)
 
-    def _progress_of(
-        self, report: ProgressReport | None, arguments: dict[str, Any]
-    ) -> ProgressReport | None:
+    def _progress_of(self, report: ProgressReport | None, sent: str) -> ProgressReport | None:
         """``report`` taking a server's progress message with its secrets out, but a run of
         one the call sent, echoed (``looking up <query>``), left as sent (``redact``'s
         ``written``: a whole secret is masked still): masked, it told whoever reads the
@@ -869,7 +867,7 @@ class UpstreamServer:
         of the token, one more character a guess."""
         if report is None:
             return None
-        sent, received = sent_text(arguments), CALL_RECEIVED.get() or ()
+        received = CALL_RECEIVED.get() or ()
 
         def reported(progress: float, total: float | None, message: str | None) -> None:
             shown = (
@@ -879,13 +877,13 @@ class UpstreamServer:
 
         return reported
 
-    def _said(self, text: str, sent: Any = None) -> str:
+    def _said(self, text: str, sent: str = "") -> str:
         """The server's ``text`` as an error quotes it: its secrets out, cut as its listings'
         texts are (a script, its output and the run log would each hold it whole). What the
         request sent (``sent``: its arguments, a URI), echoed (``no such name: <name>``,
         ``Unknown resource: <uri>``), is left as sent: masked, it told the script which of
         its guesses were runs of the token."""
-        return cut_text(redact(text, self.secrets, sent=sent_text(sent) if sent else ""))
+        return cut_text(redact(text, self.secrets, sent=sent))
 
     async def stop(self, *, hurry: bool = False) -> None:
         """Ask ``run`` to close the session (and the server process) and return; ``hurry``:
@@ -938,10 +936,11 @@ class UpstreamServer:
         Raises ToolTimeoutError, ServerUnavailableError or UpstreamError.
         """
         session = await self._connected_session()
-        self._note_sent(arguments)
+        sent = sent_text(arguments)  # made once: its stderr, progress and errors read it
+        self._note_sent(sent)
         if self._raw_writer is not None:
-            return await self._call_raw(self._raw_writer, tool, arguments)
-        report = self._progress_of(CALL_PROGRESS.get(), arguments)
+            return await self._call_raw(self._raw_writer, tool, arguments, sent)
+        report = self._progress_of(CALL_PROGRESS.get(), sent)
 
         async def progressed(progress: float, total: float | None, message: str | None) -> None:
             if report is not None:
@@ -964,7 +963,7 @@ class UpstreamServer:
             if self._lost.is_set() or self._session is not session:
                 raise self._went_away(tool, exc) from exc
             raise UpstreamError(
-                f"{self.name}.{tool} failed: {self._said(_describe(exc), arguments)}"
+                f"{self.name}.{tool} failed: {self._said(_describe(exc), sent)}"
             ) from exc
         if not isinstance(result, mcp_types.CallToolResult):
             raise UpstreamError(
@@ -973,7 +972,9 @@ class UpstreamServer:
         dumped: dict[str, Any] = result.model_dump(mode="json", by_alias=True, exclude_none=True)
         return dumped
 
-    async def _call_raw(self, writer: Any, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    async def _call_raw(
+        self, writer: Any, tool: str, arguments: dict[str, Any], sent: str
+    ) -> dict[str, Any]:
         """tools/call as one JSON-RPC request on the stdio stream, its reply taken off the read
         stream before the SDK's session sees it: the session's models and checkpoints cost
         a third of the gateway's CPU per call, and a stdio server needs none of them."""
@@ -988,7 +989,7 @@ class UpstreamServer:
 
         expiry = loop.call_later(self.config.timeout_for(tool), expire)
         params: dict[str, Any] = {"name": tool, "arguments": arguments}
-        report = self._progress_of(CALL_PROGRESS.get(), arguments)
+        report = self._progress_of(CALL_PROGRESS.get(), sent)
         if report is not None:  # the server may send notifications/progress with this token
             params["_meta"] = {"progressToken": request_id}
             self._raw_progress[request_id] = report
@@ -1012,7 +1013,7 @@ class UpstreamServer:
             self._raw_progress.pop(request_id, None)
             self._repairs.pop(request_id, None)
         if isinstance(answer, mcp_types.JSONRPCError):
-            said = self._said(answer.error.message, arguments)
+            said = self._said(answer.error.message, sent)
             raise UpstreamError(f"{self.name}.{tool} failed: {said}")
         result: dict[str, Any] = answer.result
         return result
@@ -1022,8 +1023,9 @@ class UpstreamServer:
         templates, prompts), its result as JSON; a listing's pages joined. A server that
         does not declare the capability is told nothing: the caller gets NotFoundError."""
         session = await self._connected_session()
-        if params:
-            self._note_sent(params)
+        sent = sent_text(params) if params else ""
+        if sent:
+            self._note_sent(sent)
         capability = method.partition("/")[0]
         declared = session.server_capabilities
         if declared is None or getattr(declared, capability, None) is None:
@@ -1043,7 +1045,7 @@ class UpstreamServer:
                 raise self._went_away(method, exc) from exc
             lists = {"resources/read": "list-resources", "prompts/get": "list-prompts"}
             raise UpstreamError(
-                f"{self.name}: {method} failed: {self._said(_describe(exc), params)}",
+                f"{self.name}: {method} failed: {self._said(_describe(exc), sent)}",
                 hint=f"`toolscript {lists[method]} {self.name}` lists what it offers"
                 if method in lists
                 else None,
