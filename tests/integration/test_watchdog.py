@@ -312,6 +312,22 @@ def test_without_ps_a_pid_is_signalled_by_its_number_alone(tmp_path: Path) -> No
         watched.wait()
 
 
+def told_killed_reused_spared(ps_folder: Path) -> tuple[int, int]:
+    """A group told with its own start killed, one given to another since (told as started
+    an hour before) spared, by a watchdog finding ``ps`` in ``ps_folder`` first; their pids."""
+    told, reused = sleeper(), sleeper()
+    try:
+        env = {"PATH": os.pathsep.join([str(ps_folder), os.environ["PATH"]])}
+        fire_told_starts([("g", told, 0), ("g", reused, -3600)], env=env)
+        assert told.wait(10) == -signal.SIGKILL
+        assert reused.poll() is None
+    finally:
+        for each in (told, reused):
+            each.kill()
+            each.wait()
+    return told.pid, reused.pid
+
+
 def test_one_ps_reads_both_ages_of_each_told_start(tmp_path: Path) -> None:
     """Each pid told with its start costs one ``ps`` (its age and the watchdog's read
     together, the same instant), not one for the watchdog's age and one for the pid's; the
@@ -321,20 +337,11 @@ def test_one_ps_reads_both_ages_of_each_told_start(tmp_path: Path) -> None:
     log = tmp_path / "ps.log"
     (tmp_path / "ps").write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec {real} "$@"\n')
     (tmp_path / "ps").chmod(0o755)
-    told, reused = sleeper(), sleeper()
-    try:
-        env = {"PATH": os.pathsep.join([str(tmp_path), os.environ["PATH"]])}
-        fire_told_starts([("g", told, 0), ("g", reused, -3600)], env=env)
-        assert told.wait(10) == -signal.SIGKILL
-        assert reused.poll() is None
-    finally:
-        for each in (told, reused):
-            each.kill()
-            each.wait()
+    pids = told_killed_reused_spared(tmp_path)
     calls = log.read_text().splitlines()
     assert len(calls) == 2, calls
-    for call, each in zip(calls, (told, reused), strict=True):
-        assert call.startswith("-o pid= -o etime= -p ") and call.endswith(f",{each.pid}"), call
+    for call, pid in zip(calls, pids, strict=True):
+        assert call.startswith("-o pid= -o etime= -p ") and call.endswith(f",{pid}"), call
 
 
 def test_an_age_ps_wrapped_for_a_process_started_this_second_is_none(tmp_path: Path) -> None:
@@ -353,16 +360,7 @@ def test_an_age_ps_wrapped_for_a_process_started_this_second_is_none(tmp_path: P
         'else echo "$pid $age"; fi\ndone\n'
     )
     (tmp_path / "ps").chmod(0o755)
-    told, reused = sleeper(), sleeper()
-    try:
-        env = {"PATH": os.pathsep.join([str(tmp_path), os.environ["PATH"]])}
-        fire_told_starts([("g", told, 0), ("g", reused, -3600)], env=env)
-        assert told.wait(10) == -signal.SIGKILL
-        assert reused.poll() is None
-    finally:
-        for each in (told, reused):
-            each.kill()
-            each.wait()
+    told_killed_reused_spared(tmp_path)
 
 
 # A face's watchdog told of two processes as its gateway tethers them, then the face killed.
