@@ -532,6 +532,10 @@ class DiscoveryController(Controller):
             raise UsageError(f"unknown kind {kind!r}; one of {', '.join(offerings.KINDS)}")
         limit = max(1, min(limit, 100))
         gateway.search_wanted()
+        if gateway.first_build.is_set() and not gateway.module_is_current():
+            # a server the config watch added, connected (list-servers says so) and its
+            # build under way: searched now, its tools were not found yet
+            await gateway.module_hash_built()
         found = (
             []
             if kind == "tool"
@@ -573,6 +577,9 @@ class DiscoveryController(Controller):
         (``gateway/narrowed.py``)."""
         if not names and server is None:
             raise UsageError("give ?server=NAME (and &tool=NAME), or ?names=server__tool,...")
+        if gateway.first_build.is_set() and not gateway.module_is_current():
+            # as search: the build of a tool list that just changed
+            await gateway.module_hash_built()
         answer = functools.partial(
             _types_answer, gateway, server, tool, names, agent or _by_agent(request)
         )
