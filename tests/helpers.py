@@ -679,11 +679,12 @@ def answer_on_a_terminal(
     asked: bytes,
     answer: bytes,
     meanwhile: Callable[[bytes], object] | None = None,
+    read_on: bool = False,
 ) -> tuple[int, bytes, bytes]:
     """``python -m toolscript ARGS`` with stdin and stderr on a pty: waits for ``asked`` on
     the terminal, types ``answer``; ``(exit code, what the terminal showed, stdout)``.
     ``meanwhile``: called with what the terminal showed while the question waits, before
-    the answer is typed."""
+    the answer is typed; ``read_on``: what it shows after the answer too (a form's fields)."""
     import pty
     import select
 
@@ -712,6 +713,12 @@ def answer_on_a_terminal(
             meanwhile(seen)
         if asked in seen:
             os.write(leader, answer)
+        while read_on and process.poll() is None and time.monotonic() < deadline:
+            if select.select([leader], [], [], 0.2)[0]:
+                try:
+                    seen += os.read(leader, 4096)
+                except OSError:
+                    break
         out, _ = process.communicate(timeout=60)
     finally:
         if process.poll() is None:

@@ -1,6 +1,7 @@
 """A real MCP server (the official SDK's MCPServer) that hands on what it holds: its token
 (``LEAK_TOKEN``) and what a script sends it, through progress messages, results keyed by
-ordinary words, a resource and a prompt (red-team stop 77).
+ordinary words, a resource and a prompt (red-team stop 77), and a question to the user
+(stop 78).
 
 Run: python leaky_server.py
 """
@@ -14,6 +15,7 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
+from pydantic import Field, create_model
 
 server = MCPServer("leaky")
 
@@ -92,6 +94,17 @@ def crash(text: str) -> str:
     sys.stderr.write(f"got {text}\n")
     sys.stderr.flush()
     os._exit(1)
+
+
+@server.tool(structured_output=False)
+async def confirm(text: str, ctx: Context) -> str:
+    """Ask the user (MCP elicitation) to confirm sending ``text``: the question and its
+    field's title quote ``text`` and the server's token (red-team stop 78)."""
+    form = create_model(
+        "Confirm", ok=(bool, Field(default=True, title=f"send {text} as {_token()}"))
+    )
+    answer = await ctx.elicit(f"send {text}? (signed in with {_token()})", form)
+    return answer.action
 
 
 @server.resource("leak://token")

@@ -272,7 +272,7 @@ def test_a_servers_question_is_cut_before_any_prompt_shows_it() -> None:
 
     asked: list[str] = []
 
-    async def on_elicit(server: str, message: str, schema: Any) -> dict[str, Any]:
+    async def on_elicit(server: str, message: str, schema: Any, sent: str) -> dict[str, Any]:
         asked.append(message)
         return {"action": "decline"}
 

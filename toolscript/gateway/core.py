@@ -1491,11 +1491,14 @@ class Gateway:
         )
         return shape, value
 
-    async def elicit(self, server: str, message: str, schema: Any) -> dict[str, Any]:
+    async def elicit(self, server: str, message: str, schema: Any, sent: str) -> dict[str, Any]:
         """A server asks the user something during a call (MCP elicitation): asked through
         the run making the call, when a person can answer it (an interactive exec on a
         terminal, the MCP face through its client's own elicitation). Raises UsageError,
-        which the server hears as an error, where nobody can answer."""
+        which the server hears as an error, where nobody can answer. The question and its
+        form hold no secret: masked as a call's progress is, a run of one that its calls
+        under way ``sent`` shown as sent (masked, it said which of a script's guesses were
+        runs of a token), every run of one the run was handed masked."""
         runs = self.runs.calling(server)
         if len(runs) != 1:
             raise UsageError(
@@ -1515,6 +1518,10 @@ class Gateway:
                 "supports elicitation), so the question is refused",
                 hint="run the script with `toolscript exec` on a terminal to answer it",
             )
+        upstream = self.upstreams.get(server)
+        secrets = (*self.config.secrets, *(upstream.secrets if upstream is not None else ()))
+        message = redact(message, secrets, written=sent, received=run.received)
+        schema = redact_value(schema, secrets, written=sent, received=run.received, by_name=False)
         return await self.runs.elicit(run, server, message, schema)
 
     # -- reporting -----------------------------------------------------------

@@ -533,10 +533,12 @@ def redact_value(
     sent: str = "",
     written: str = "",
     received: Iterable[str] = (),
+    by_name: bool = True,
 ) -> Any:
     """A JSON value with configured secrets out of its strings and the values of keys named
     like credentials (``password``, ``apiKey``, ``token``...) replaced by ``***`` (``sent``,
-    ``written``, ``received``: as ``redact``'s)."""
+    ``written``, ``received``: as ``redact``'s). ``by_name`` False: keys are no reason to
+    mask (a form's schema, whose field ``password`` holds its spec, not one)."""
     known = tuple(secrets)
     prepared = _prepared(tuple(sorted(set(known))))
     lookups = _lookups(sent, written, received)
@@ -548,7 +550,7 @@ def redact_value(
             named = _named_entry(item)
             cleaned: dict[Any, Any] = {}
             for key, member in item.items():
-                masked = secret_name(str(key)) or (named and key == "value")
+                masked = by_name and (secret_name(str(key)) or (named and key == "value"))
                 shown_key = clean(key) if isinstance(key, str) else key
                 while shown_key in cleaned:  # two keys masked alike: both kept
                     shown_key = f"{shown_key}'"
@@ -558,7 +560,8 @@ def redact_value(
             return cleaned
         if isinstance(item, list):
             return [
-                [element[0], MASK] if _named_pair(element) else clean(element) for element in item
+                [element[0], MASK] if by_name and _named_pair(element) else clean(element)
+                for element in item
             ]
         return item
 

@@ -43,8 +43,9 @@ class ServerState(StrEnum):
 
 ToolsChanged = Callable[[Any], Awaitable[None]]  # called with the upstream whose tools changed
 # A server's question to the user during a call (MCP elicitation): (server, message, requested
-# schema) -> {"action": "accept" | "decline" | "cancel", "content"?}; raises where nobody can answer.
-Elicit = Callable[[str, str, Any], Awaitable[dict[str, Any]]]
+# schema, what its calls under way sent: ``sent_text``) -> {"action": "accept" | "decline" |
+# "cancel", "content"?}; raises where nobody can answer.
+Elicit = Callable[[str, str, Any, str], Awaitable[dict[str, Any]]]
 
 # A server's ``notifications/progress`` during a call: (progress, total, message).
 ProgressReport = Callable[[float, float | None, str | None], None]

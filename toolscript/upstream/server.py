@@ -11,8 +11,8 @@ import os
 import re
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit
@@ -163,6 +163,10 @@ class UpstreamServer:
         # What its latest calls and requests sent (``sent_text``), for its stderr: a server
         # logging its requests (``got <text>``) echoes them there
         self._sent: deque[str] = deque(maxlen=SENT_KEPT)
+        # What each call or request under way sent, by a key of its own: a question the
+        # server asks meanwhile (elicitation) may echo it, shown as sent
+        self._sending: dict[int, str] = {}
+        self._sending_keys = itertools.count()
         self._raw_progress: dict[str, ProgressReport] = {}  # by request id: its progress goes
         self._raw_ids = itertools.count(1)
         self._courtesy: set[asyncio.Task[None]] = set()  # cancellations on their way out
@@ -578,8 +582,9 @@ class UpstreamServer:
                 code=mcp_types.INVALID_REQUEST,
                 message="toolscript answers form elicitations only, not URL ones",
             )
+        sending = "\n".join(self._sending.values())
         try:
-            answer = await self._on_elicit(self.name, message, schema)
+            answer = await self._on_elicit(self.name, message, schema, sending)
         except ToolscriptError as exc:
             said = exc.message + (f"; {exc.hint}" if exc.hint else "")
             return mcp_types.ErrorData(code=mcp_types.INVALID_REQUEST, message=said)
@@ -938,8 +943,25 @@ class UpstreamServer:
         session = await self._connected_session()
         sent = sent_text(arguments)  # made once: its stderr, progress and errors read it
         self._note_sent(sent)
-        if self._raw_writer is not None:
-            return await self._call_raw(self._raw_writer, tool, arguments, sent)
+        with self._under_way(sent):
+            if self._raw_writer is not None:
+                return await self._call_raw(self._raw_writer, tool, arguments, sent)
+            return await self._call_on(session, tool, arguments, sent)
+
+    @contextmanager
+    def _under_way(self, sent: str) -> Iterator[None]:
+        """Keep what a call or request sent while it is under way (``_sending``)."""
+        key = next(self._sending_keys)
+        self._sending[key] = sent[:SENT_CHARS]
+        try:
+            yield
+        finally:
+            del self._sending[key]
+
+    async def _call_on(
+        self, session: ClientSession, tool: str, arguments: dict[str, Any], sent: str
+    ) -> dict[str, Any]:
+        """tools/call through the SDK's session (an HTTP or SSE server's)."""
         report = self._progress_of(CALL_PROGRESS.get(), sent)
 
         async def progressed(progress: float, total: float | None, message: str | None) -> None:
@@ -1034,7 +1056,7 @@ class UpstreamServer:
                 hint="`toolscript list-servers` shows what each server offers",
             )
         try:
-            with anyio.fail_after(self.config.timeout):
+            with anyio.fail_after(self.config.timeout), self._under_way(sent):
                 return await self._pages(session, method, params)
         except TimeoutError as exc:
             raise ToolTimeoutError.after(self.name, method, self.config.timeout) from exc
