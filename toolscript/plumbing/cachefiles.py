@@ -17,7 +17,7 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from contextlib import closing
 from importlib.machinery import ModuleSpec
 from pathlib import Path
@@ -136,13 +136,13 @@ def drop_unless_regular(path: Path) -> bool:
     return True
 
 
-def discard_if_damaged(path: Path) -> bool:
+def discard_if_damaged(path: Path, tables: Mapping[str, Collection[str]] | None = None) -> bool:
     """Remove the SQLite database at ``path`` (and its side files) when it cannot be read,
-    is a link, or holds what toolscript never makes there (``planted_schema``); True when it
-    was removed."""
+    is a link, or holds what toolscript never makes there (``planted_schema``, with the
+    ``tables`` it makes); True when it was removed."""
     if drop_links(path):
         return True
-    reason = damage_of(path) or planted_schema(path)
+    reason = damage_of(path) or planted_schema(path, tables)
     if reason is None:
         return False
     log.warning("%s is damaged (%s); it is rebuilt", path, reason)
@@ -151,11 +151,15 @@ def discard_if_damaged(path: Path) -> bool:
     return True
 
 
-def planted_schema(path: Path) -> str | None:
+def planted_schema(path: Path, tables: Mapping[str, Collection[str]] | None = None) -> str | None:
     """Why the project's database at ``path`` is not one toolscript made: it holds triggers or
     views, which toolscript never makes (a cloned repository's ``catalogue.db`` whose trigger
     added a tool to each catalogue written into it, or aborted every write: written in place,
-    it kept them). None otherwise (or when it cannot be read: ``damage_of``'s to say)."""
+    it kept them); with ``tables`` (each table toolscript makes there and its columns), a
+    table or a column of its own, or an index (a repository's ``embeddings`` table without
+    the vector's columns turned semantic search off at every start; a column of its own
+    with a default wrote its text beside each tool of the catalogue). None otherwise (or
+    when it cannot be read: ``damage_of``'s to say)."""
     if not path.exists():
         return None
     try:
@@ -163,12 +167,34 @@ def planted_schema(path: Path) -> str | None:
             found = db.execute(
                 "select type, name from sqlite_master where type in ('trigger', 'view') limit 3"
             ).fetchall()
+            if not found and tables is not None:
+                found = _foreign_tables(db, tables)
     except sqlite3.Error:
         return None
     if not found:
         return None
     named = ", ".join(f"{kind} {name!r}" for kind, name in found)
     return f"it holds {named}, which toolscript never makes: not its own"
+
+
+def _foreign_tables(
+    db: sqlite3.Connection, tables: Mapping[str, Collection[str]]
+) -> list[tuple[str, str]]:
+    """The tables and indexes of ``db`` that are not ``tables`` as toolscript makes them (a
+    table of other columns is named ``table NAME(COLUMNS)``); SQLite's own indexes are."""
+    found: list[tuple[str, str]] = []
+    listed = db.execute("select type, name from sqlite_master where type in ('table', 'index')")
+    for kind, name in listed.fetchall():
+        if kind == "index":
+            if not name.startswith("sqlite_autoindex_"):
+                found.append((kind, name))
+            continue
+        columns = {row[1] for row in db.execute("select * from pragma_table_info(?)", [name])}
+        if name not in tables:
+            found.append((kind, name))
+        elif columns != set(tables[name]):
+            found.append((kind, f"{name}({', '.join(sorted(columns))})"))
+    return found[:3]
 
 
 def set_aside(path: Path, reason: str) -> Path:

@@ -13,6 +13,7 @@ tool is embedded.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -561,6 +562,25 @@ def migrate(db: sqlite3.Connection) -> list[str]:
     return applied
 
 
+@functools.cache
+def made_tables() -> dict[str, tuple[str, ...]]:
+    """The tables ``MIGRATIONS`` make in embeddings.db and their columns: a file holding
+    any other (a repository's ``embeddings`` without the vector's columns turned semantic
+    search off at each start) is made anew."""
+    import sqlite3
+    from contextlib import closing
+
+    with closing(sqlite3.connect(":memory:")) as db:
+        migrate(db)
+        names = [
+            row[0] for row in db.execute("select name from sqlite_master where type = 'table'")
+        ]
+        return {
+            name: tuple(row[1] for row in db.execute("select * from pragma_table_info(?)", [name]))
+            for name in names
+        }
+
+
 class EmbeddingStore:
     """Vectors by (content hash, model) in SQLite; ``path=None`` keeps them in memory only.
 
@@ -584,7 +604,7 @@ class EmbeddingStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             from toolscript.plumbing.cachefiles import discard_if_damaged
 
-            discard_if_damaged(self.path)
+            discard_if_damaged(self.path, made_tables())
             with self._connect() as db:
                 migrate(db)
 

@@ -18,7 +18,7 @@ from toolscript.codegen.fingerprint import generator_fingerprint
 from toolscript.config import Config
 from toolscript.pipeline.artifacts import CacheLayout
 from toolscript.pipeline.buildlock import build_lock
-from toolscript.pipeline.tasks.catalogue import CatalogueTask
+from toolscript.pipeline.tasks.catalogue import CATALOGUE_TABLES, CatalogueTask
 from toolscript.pipeline.tasks.fetch import FetchTasks, ToolSource
 from toolscript.pipeline.tasks.index import IndexTask, SearchIndexing, load_documents
 from toolscript.pipeline.tasks.module import ModuleTask
@@ -102,6 +102,6 @@ def run_pipeline(
         layout.root, stop=stop, waiting=waiting
     ):  # a standalone `doit` of the project waits, or is waited for
         namespace = build_tasks(config, layout, source, indexing)
-        for database in (layout.dep_file, layout.catalogue):
-            discard_if_damaged(database)
+        discard_if_damaged(layout.dep_file)
+        discard_if_damaged(layout.catalogue, CATALOGUE_TABLES)
         return run_doit(namespace, [command, *tasks])

@@ -18,7 +18,7 @@ from toolscript.pipeline.artifacts import content_hash
 from toolscript.pipeline.tasks.settings import TaskSettings, read_json
 from toolscript.plumbing.cachefiles import discard_if_damaged, looks_whole
 
-__all__ = ["CatalogueTask"]
+__all__ = ["CATALOGUE_TABLES", "CatalogueTask"]
 
 TOOL_COLUMNS = {
     "id": str,
@@ -41,6 +41,8 @@ SERVER_COLUMNS = {
     "tool_count": int,
     "content_hash": str,
 }
+# The tables the build makes and their columns: a catalogue holding any other is made anew
+CATALOGUE_TABLES = {"servers": tuple(SERVER_COLUMNS), "tools": tuple(TOOL_COLUMNS)}
 
 
 class CatalogueTask:
@@ -112,7 +114,8 @@ class CatalogueTask:
         load_sqlite_utils()
         import sqlite_utils
 
-        discard_if_damaged(self.settings.layout.catalogue)  # (truncated, or not SQLite)
+        # (truncated, not SQLite, or a repository's, tables or columns of its own)
+        discard_if_damaged(self.settings.layout.catalogue, CATALOGUE_TABLES)
         server_rows = self.server_rows()
         tool_rows = self.tool_rows()
         first_tool = next(tool_rows, None)
