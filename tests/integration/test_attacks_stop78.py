@@ -26,6 +26,8 @@ from tests.helpers import (
     GatewayProcess,
     answer_on_a_terminal,
     clean_env,
+    face_call,
+    face_parameters,
     fixture_server,
     toolscript_cli,
 )
@@ -170,3 +172,48 @@ def test_a_cloned_repository_s_tables_are_not_kept(tmp_path: Path) -> None:
         assert not discard_if_damaged(embeddings, made_tables())
     finally:
         gateway.stop()
+
+
+AT_ONCE = 40  # executes sent at once: past the 32 runs a face (and its gateway) holds
+
+
+def test_a_client_s_flood_of_executes_spends_no_deno_past_the_runs_held(
+    gateway: GatewayProcess,
+) -> None:
+    """Before: a client's 1,000 executes at once each took a thread and spawned a Deno
+    before the gateway refused its run (past 32): 196 Deno processes at once, 496 threads,
+    load 58. Past 32 executes under way the face refuses at once, spending neither; those
+    under way are stopped when the client goes, and the next execute runs."""
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    hang = "await new Promise((r) => setTimeout(r, 600_000)); return 0;"
+    refused: list[str] = []
+
+    async def flood() -> None:
+        async with (
+            stdio_client(face_parameters(gateway)) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            enough = anyio.Event()
+
+            async def one() -> None:
+                answer = await session.call_tool("execute", {"code": hang, "timeout": 300})
+                refused.append(answer.content[0].text if answer.content else "")
+                if len(refused) >= AT_ONCE - 32:
+                    enough.set()
+
+            async with anyio.create_task_group() as group:
+                for _ in range(AT_ONCE):
+                    group.start_soon(one)
+                with anyio.move_on_after(120):
+                    await enough.wait()
+                group.cancel_scope.cancel()  # the client goes: its runs are stopped
+
+    anyio.run(flood)
+    assert len(refused) == AT_ONCE - 32, refused
+    assert all("already runs 32 scripts at once" in text for text in refused), refused
+    after = face_call(gateway, "execute", {"code": "return 'after';"})
+    assert not after.is_error and "after" in after.content[0].text, after

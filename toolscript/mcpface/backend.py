@@ -43,6 +43,7 @@ from toolscript.errors import (
     GatewayResponseError,
     GatewayUnreachableError,
     ToolscriptError,
+    TooManyRunsError,
     UntrustedConfigError,
     UsageError,
 )
@@ -158,6 +159,9 @@ SCRIPT_NAME = "script.ts"  # what type errors and stack frames call the agent's 
 # own, and the 10,000 tokens past which it warns (it refuses one past 25,000 tokens,
 # MAX_MCP_OUTPUT_TOKENS); other clients take it all.
 MAX_OUTPUT = 32_000
+# Executes under way at once (yielded ones too): as many runs as a gateway holds of one URL
+# (``gateway.runbook.MAX_LIVE_RUNS``, not imported: the face never loads the run book)
+RUNS_AT_ONCE = 32
 # Of them, the last bytes of stderr, kept apart: stderr past the rest never stops a script
 # (exec's does, past --max-output); its first part, a note of what was cut and its end (the
 # error a script ends with) are shown, the whole is a resource.
@@ -616,6 +620,10 @@ class Backend:
     _closed: bool = False
     _state_dir: Path | None = None  # the project's, once found (``state_dir``)
     _made: set[str] = field(default_factory=set)  # ids of the runs this face ran
+    # the executes under way (yielded ones too), at most as many as the gateway holds runs
+    _running: threading.BoundedSemaphore = field(
+        default_factory=lambda: threading.BoundedSemaphore(RUNS_AT_ONCE)
+    )
     spares: bool = field(default_factory=lambda: not os.environ.get("TOOLSCRIPT_NO_SPARE"))
     config_watch: ConfigWatch = field(init=False)  # whether the project's config can be used
 
@@ -882,6 +890,16 @@ class Backend:
         far, and ``wait_run`` continues it for ``owner`` (the client's session) only.
         ``report`` sends its progress to the client."""
         require_script_size(code, "the code")  # exec's limit (MAX_RUN_SCRIPT_BYTES)
+        # Past the runs the gateway holds, refused before a thread or a Deno is spent on it:
+        # a client's 1,000 executes at once each spawned a Deno before the gateway refused
+        # its run (196 at once)
+        if not self._running.acquire(blocking=False):
+            raise TooManyRunsError(
+                f"this MCP face already runs {RUNS_AT_ONCE} scripts at once, as many runs "
+                "as its gateway holds; this one was not started",
+                hint="wait for a script to end (wait_run gives a running one's result), "
+                "then execute it again",
+            )
         loop = anyio.lowlevel.current_token()  # the watcher threads reach the client through it
         run = FaceRun(loop=loop, report=report, owner=owner, code=code, ask=ask)
 
@@ -902,10 +920,15 @@ class Backend:
             finally:
                 for pid in run.pids:
                     self.lifeline.forget(pid, group=True)
+                self._running.release()
                 run.ended()
                 run.asked_by(run.ask)  # a question waiting for an asker needs none now
 
-        threading.Thread(target=work, daemon=True, name="face run").start()
+        try:
+            threading.Thread(target=work, daemon=True, name="face run").start()
+        except BaseException:
+            self._running.release()
+            raise
         try:
             finished = await run.ended_within(yield_after)
         except BaseException:
