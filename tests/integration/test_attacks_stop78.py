@@ -217,3 +217,18 @@ def test_a_client_s_flood_of_executes_spends_no_deno_past_the_runs_held(
     assert all("already runs 32 scripts at once" in text for text in refused), refused
     after = face_call(gateway, "execute", {"code": "return 'after';"})
     assert not after.is_error and "after" in after.content[0].text, after
+
+
+def test_a_question_of_a_form_no_person_fills_in_is_refused_at_once(
+    gateway: GatewayProcess,
+) -> None:
+    """Before: a question's form of 200,000 fields (29 MB) was a prompt the gateway held,
+    masked (6.5 s of its loop) and served to each poll, and asked one field at a time.
+    Past 100 fields (or 65,536 characters) the server hears it refused, as the script sees."""
+    code, stdout, stderr = _agent_exec(
+        gateway,
+        "try { await tools.lk.bigForm({ fields: 150 }); } catch (e) { return String(e.message); }",
+    )
+    assert code == 0, stderr
+    said = json.loads(stdout)
+    assert "its form has 150 fields, over the 100 a person is asked" in said, said

@@ -107,6 +107,14 @@ async def confirm(text: str, ctx: Context) -> str:
     return answer.action
 
 
+@server.tool(structured_output=False)
+async def big_form(fields: int, ctx: Context) -> str:
+    """Ask the user to fill in a form of ``fields`` fields (red-team stop 78)."""
+    form = create_model("Big", **{f"field{i}": (str, Field(default="")) for i in range(fields)})
+    answer = await ctx.elicit("fill in all of these", form)  # type: ignore[call-overload]
+    return answer.action
+
+
 @server.resource("leak://token")
 def token_resource() -> str:
     """The server's token, as a resource."""

@@ -27,6 +27,8 @@ __all__ = [
     "BRIEF_LIMIT",
     "ENTRY_LIMIT",
     "ENUM_LIMIT",
+    "FORM_FIELDS",
+    "FORM_LIMIT",
     "LISTING_LIMIT",
     "LIST_CHANGED",
     "NAME_LIMIT",
@@ -42,12 +44,17 @@ __all__ = [
     "bound_listing",
     "bound_schema",
     "cut_text",
+    "form_refused",
 ]
 
 TEXT_LIMIT = 32_768  # characters of a description, title or the server's instructions
 # characters of a server's question (elicitation) shown in a prompt, on a terminal or in an
 # MCP client's dialog: a screen or two, what a person reads before answering
 QUESTION_LIMIT = 4_096
+# A question's form (its requested schema, flat fields a person fills in one by one): at
+# most this many fields, and characters as JSON; a larger one is refused to the server
+FORM_FIELDS = 100
+FORM_LIMIT = 65_536
 BRIEF_LIMIT = 1_024  # characters of each text of an entry past its listing's LISTING_LIMIT
 NAME_LIMIT = 256  # characters of a tool, prompt, argument, resource or template name
 URI_LIMIT = 8_192  # characters of a resource's URI or a template's URI template
@@ -150,6 +157,21 @@ _LISTINGS = {
     "resources/list": ("resources", "resource", "uri"),
     "resources/templates/list": ("resourceTemplates", "resource template", "uriTemplate"),
 }
+
+
+def form_refused(schema: Any) -> str | None:
+    """Why a server's question's form (``requestedSchema``) is not put to a person: over
+    ``FORM_FIELDS`` fields or ``FORM_LIMIT`` characters (200,000 fields, 29 MB, were a
+    prompt the gateway held and masked for seconds, and asked one field at a time); None
+    for a form a person can fill in."""
+    fields = schema.get("properties") if isinstance(schema, dict) else None
+    count = len(fields) if isinstance(fields, dict) else 0
+    if count > FORM_FIELDS:
+        return f"its form has {count:,} fields, over the {FORM_FIELDS} a person is asked"
+    size = len(json.dumps(schema, ensure_ascii=False, default=str))
+    if size > FORM_LIMIT:
+        return f"its form is {size:,} characters as JSON, over the {FORM_LIMIT:,} a person is asked"
+    return None
 
 
 def cut_text(text: str, limit: int = TEXT_LIMIT) -> str:

@@ -54,6 +54,7 @@ from toolscript.upstream.limits import (
     RequestFlood,
     bound_listing,
     cut_text,
+    form_refused,
 )
 from toolscript.upstream.sdk import TransportStreams
 from toolscript.upstream.tolerant import repair_call_result, repair_listing
@@ -572,8 +573,10 @@ class UpstreamServer:
 
     async def _elicit(self, context: Any, params: Any) -> Any:
         """The server asks the user something during a call: the gateway's answer, or an
-        error the server hears (nobody can answer, or the question is not a form). Its
-        message is cut to ``QUESTION_LIMIT``, as a prompt shows it (terminal or MCP face)."""
+        error the server hears (nobody can answer, the question is not a form, or its form is
+        more than a person fills in: ``form_refused``). Its message is cut to
+        ``QUESTION_LIMIT``, as a prompt shows it (terminal or MCP face); what the calls under
+        way sent goes with it, for the gateway's masking."""
         assert self._on_elicit is not None
         message = cut_text(str(getattr(params, "message", "")), QUESTION_LIMIT)
         schema = getattr(params, "requested_schema", None)
@@ -581,6 +584,11 @@ class UpstreamServer:
             return mcp_types.ErrorData(
                 code=mcp_types.INVALID_REQUEST,
                 message="toolscript answers form elicitations only, not URL ones",
+            )
+        refused = form_refused(schema)
+        if refused is not None:
+            return mcp_types.ErrorData(
+                code=mcp_types.INVALID_PARAMS, message=f"toolscript refused the question: {refused}"
             )
         sending = "\n".join(self._sending.values())
         try:
