@@ -893,15 +893,15 @@ class Backend:
         # Past the runs the gateway holds, refused before a thread or a Deno is spent on it:
         # a client's 1,000 executes at once each spawned a Deno before the gateway refused
         # its run (196 at once)
-        if not self._running.acquire(blocking=False):
+        loop = anyio.lowlevel.current_token()  # the watcher threads reach the client through it
+        run = FaceRun(loop=loop, report=report, owner=owner, code=code, ask=ask)
+        if not self._running.acquire(blocking=False):  # (given back as its thread ends)
             raise TooManyRunsError(
                 f"this MCP face already runs {RUNS_AT_ONCE} scripts at once, as many runs "
                 "as its gateway holds; this one was not started",
                 hint="wait for a script to end (wait_run gives a running one's result), "
                 "then execute it again",
             )
-        loop = anyio.lowlevel.current_token()  # the watcher threads reach the client through it
-        run = FaceRun(loop=loop, report=report, owner=owner, code=code, ask=ask)
 
         def watch(pid: int, *, group: bool) -> None:
             # One Deno of a run at a time: one watched before was reaped (a script that the
