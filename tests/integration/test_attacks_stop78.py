@@ -301,3 +301,16 @@ def test_a_saved_script_added_after_trust_runs_only_in_the_sandbox(
         assert "scripts cannot read files" in ran.stderr, ran.stderr
     finally:
         (scripts / "planted.ts").unlink()
+
+
+def test_get_types_of_more_names_than_a_request_carries_says_so(gateway: GatewayProcess) -> None:
+    """Before: ``get-types`` of 50,000 names (the MCP face's get_types likewise) sent them in
+    one URL, which the gateway's HTTP server answered 400: the error blamed 'another program'
+    listening at the project's own gateway's address."""
+    names = [f"lk.t{i}" for i in range(50_000)]
+    done = toolscript_cli(
+        "get-types", *names, cwd=gateway.directory, env={"TOOLSCRIPT_GATEWAY_URL": gateway.url}
+    )
+    assert done.returncode == 2, done.stderr
+    assert "at most 16,384 characters of names at once" in done.stderr, done.stderr
+    assert "another program" not in done.stderr

@@ -102,7 +102,11 @@ def get_types(
         params = {"server": server} | ({"tool": tool} if tool else {})
     else:
         # the gateway's qualified names (server__tool; a server name alone: all its tools)
-        params = {"names": ",".join(f"{name}__{tool}" if tool else name for name, tool in asked)}
+        from toolscript.codegen.naming import check_type_names
+
+        qualified = [f"{name}__{tool}" if tool else name for name, tool in asked]
+        check_type_names(qualified)
+        params = {"names": ",".join(qualified)}
     with gateway_client(loaded) as client:
         answer: dict[str, Any] = client.get_json("/types", exact=as_json, **params)
     if as_json:

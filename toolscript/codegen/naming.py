@@ -27,8 +27,10 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "IMPLICIT_MEMBERS",
+    "TYPE_NAMES_LIMIT",
     "NameMap",
     "assign_names",
+    "check_type_names",
     "denied_name",
     "first_free",
     "to_camel_case",
@@ -39,6 +41,10 @@ __all__ = [
 # Members JavaScript looks up and calls on an object unasked (await, JSON.stringify, string
 # and number conversion): as a tool, each was a call the script never wrote.
 IMPLICIT_MEMBERS = frozenset({"then", "toJSON", "toString", "toLocaleString", "valueOf"})
+
+# Characters (joined by commas) of the tools get-types is asked for at once: they go in the
+# URL of one request, which the gateway's HTTP server refuses past 64 KB, unsaid
+TYPE_NAMES_LIMIT = 16_384
 
 _SEPARATORS = re.compile(r"[-_\s.:/]+")
 _INVALID = re.compile(r"[^A-Za-z0-9_]")
@@ -139,3 +145,18 @@ def assign_names(
         taken[candidate] = original
         result.names[original] = candidate
     return result
+
+
+def check_type_names(names: Collection[str]) -> None:
+    """Refuse get-types' ``names`` past ``TYPE_NAMES_LIMIT`` characters, saying the cap: the
+    gateway's HTTP server answered their request 400, read as 'another program listens
+    there'."""
+    joined = sum(len(name) + 1 for name in names) - 1
+    if joined > TYPE_NAMES_LIMIT:
+        from toolscript.errors import UsageError
+
+        raise UsageError(
+            f"get-types was asked for {len(names):,} tools ({joined:,} characters); at most "
+            f"{TYPE_NAMES_LIMIT:,} characters of names at once",
+            hint="name a server alone for all of its tools, or ask for fewer at a time",
+        )

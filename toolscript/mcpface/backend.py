@@ -35,7 +35,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
-from toolscript.codegen.naming import without_namespace
+from toolscript.codegen.naming import check_type_names, without_namespace
 from toolscript.errors import (
     ConfigError,
     ExecutionError,
@@ -824,6 +824,7 @@ class Backend:
         if any("." in name and "__" not in name for name in names):
             servers = [server["name"] for server in await self._get("/servers")]
         typed = {normalize_tool_name(name, servers): name.strip() for name in names if name.strip()}
+        check_type_names(list(typed))
         try:
             # as the agent's URL would answer: the recent calls of the agent's runs alone
             answer = await self._get("/types", {"names": ",".join(typed), "agent": "true"})
