@@ -18,6 +18,9 @@ What got through, now closed (each test performs the attack):
 - An MCP client's 1,000 executes at once each took a thread and spawned a Deno before the
   gateway refused the runs past 32 (196 Deno processes at once): the face refuses them
   first now (unit: test_attacks_stop78_face).
+- ``get-types`` (and the face's ``get_types``) of 50,000 names sent them in one URL, which
+  the gateway's HTTP server answered 400: the error blamed "another program" at the
+  project's own gateway's address. Past 16,384 characters of names it says the cap.
 
 Held: a run handed the token leaves no piece of it in its server's stderr (what a call sends
 is kept for the stderr with those runs masked), for itself or a later run reading health; a
