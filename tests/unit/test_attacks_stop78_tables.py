@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from toolscript.pipeline.tasks import DOIT_TABLES
 from toolscript.pipeline.tasks.catalogue import CATALOGUE_TABLES, SERVER_COLUMNS, TOOL_COLUMNS
 from toolscript.plumbing.cachefiles import discard_if_damaged
 from toolscript.search.semantic import EmbeddingStore
@@ -67,3 +68,18 @@ def test_an_embeddings_table_of_other_columns_is_made_anew(tmp_path: Path) -> No
     assert store.get(["abc"], "model") == {"abc": b"\x00" * 8}
     again = EmbeddingStore(path, key=b"k" * 32)  # its own file is kept, vectors and all
     assert again.get(["abc"], "model") == {"abc": b"\x00" * 8}
+
+
+def test_doit_s_database_with_a_column_of_its_own_is_made_anew(tmp_path: Path) -> None:
+    """Before: a ``doit`` table with a column of the repository's (``not null``) failed each
+    build's records ("table doit has 3 columns but 2 values were supplied"): every build a
+    whole one, an error logged. doit's own table is kept."""
+    from doit.dependency import SqliteDB
+
+    own = tmp_path / "own.db"
+    SqliteDB(str(own), "json").dump()
+    assert not discard_if_damaged(own, DOIT_TABLES)
+    planted = tmp_path / "planted.db"
+    with closing(sqlite3.connect(planted)) as db:
+        db.execute("create table doit (task_id text primary key, task_data text, x not null)")
+    assert discard_if_damaged(planted, DOIT_TABLES)

@@ -17,7 +17,7 @@ from toolscript.errors import ToolscriptError
 from toolscript.pipeline.artifacts import CacheLayout
 from toolscript.pipeline.buildlock import hold_build_lock
 from toolscript.pipeline.sources import ConnectingSource
-from toolscript.pipeline.tasks import build_tasks
+from toolscript.pipeline.tasks import build_tasks, discard_planted
 from toolscript.plumbing.paths import make_cache_dir
 from toolscript.store.outputs import error_lines
 
@@ -42,6 +42,7 @@ _build_lock = hold_build_lock(
         f"toolscript: waiting for the build of {_layout.root} under way (the gateway's)\n"
     ),
 )
+discard_planted(_layout)
 _namespace: dict[str, Any] = build_tasks(
     _config,
     _layout,

@@ -38,6 +38,7 @@ __all__ = [
     "SearchIndexing",
     "ToolSource",
     "build_tasks",
+    "discard_planted",
     "load_documents",
     "run_pipeline",
 ]
@@ -81,6 +82,19 @@ def build_tasks(
     }
 
 
+# The table doit's sqlite3 backend makes in .doit.db (doit.dependency.SqliteDB)
+DOIT_TABLES = {"doit": ("task_id", "task_data")}
+
+
+def discard_planted(layout: CacheLayout) -> None:
+    """The databases a build writes in place made anew when damaged, or holding what the
+    build never makes there (a cloned repository's: a ``doit`` table of other columns failed
+    each build's records, so each build was a whole one, an error logged): doit's, the
+    catalogue. Called holding the build lock."""
+    discard_if_damaged(layout.dep_file, DOIT_TABLES)
+    discard_if_damaged(layout.catalogue, CATALOGUE_TABLES)
+
+
 def run_pipeline(
     config: Config,
     layout: CacheLayout,
@@ -102,6 +116,5 @@ def run_pipeline(
         layout.root, stop=stop, waiting=waiting
     ):  # a standalone `doit` of the project waits, or is waited for
         namespace = build_tasks(config, layout, source, indexing)
-        discard_if_damaged(layout.dep_file)
-        discard_if_damaged(layout.catalogue, CATALOGUE_TABLES)
+        discard_planted(layout)
         return run_doit(namespace, [command, *tasks])
