@@ -7,6 +7,10 @@ What got through, now closed (each test performs the attack):
   quoting its token in the question, or in its form's field titles, showed it whole.
   It is masked as a call's progress is: a whole secret always, a run of one as the call
   sent it (the script's guesses shown as sent: no oracle), every run for a run handed it.
+- A person's script holding the token whole sent it to a server that logs a key's first
+  12 characters and exits mid-call: what a call sends is kept (as sent) for its server's
+  stderr, so health, which the agent's URL reads, showed ``key starts ghp_Zq8xR2mK``. A
+  call holding a secret whole keeps its runs masked there, as a run handed it does.
 - A question's form of 200,000 fields (29 MB) was held whole as a prompt, served to each
   poll and asked a field at a time: past 100 fields or 65,536 characters it is refused to
   the server (unit: test_attacks_stop78_questions).
@@ -160,7 +164,7 @@ def test_a_run_handed_the_token_leaves_no_piece_in_the_server_s_stderr(
     said = json.loads(stdout)
     assert "got ***" in said and SECRET[:12] not in said, said
     health = httpx.get(agent_url(gateway.url) + "/health", timeout=30).json()
-    tail = health["servers"]["lk"]["stderr"] or ""
+    tail = "\n".join(health["servers"]["lk"]["stderr"] or [])
     assert SECRET[:8] not in tail, tail
     gateway.wait_for_health(connected, timeout=120)
 
@@ -317,3 +321,26 @@ def test_get_types_of_more_names_than_a_request_carries_says_so(gateway: Gateway
     assert done.returncode == 2, done.stderr
     assert "at most 16,384 characters of names at once" in done.stderr, done.stderr
     assert "another program" not in done.stderr
+
+
+def test_a_secret_a_person_wrote_leaves_no_piece_in_health(gateway: GatewayProcess) -> None:
+    """Before: a person's own script holding the token whole (written in it, not handed by a
+    result) sent it to a server that logs its first 12 characters and exits mid-call; what a
+    call sends is kept for the stderr as sent, so health (which the agent's URL reads) showed
+    ``key starts ghp_Zq8xR2mK``: a run of the token. A call holding a secret whole keeps its
+    runs masked, as a run handed it does (its writer guesses nothing)."""
+    connected = lambda h: h["servers"]["lk"]["state"] == "connected"  # noqa: E731
+    gateway.wait_for_health(connected, timeout=120)
+    done = toolscript_cli(
+        "exec",
+        "--no-check",
+        IMPORT + f'await tools.lk.crashQuotingStart({{ text: "{SECRET}" }});',
+        cwd=gateway.directory,
+        env={"TOOLSCRIPT_GATEWAY_URL": gateway.url},  # the person's own exec
+    )
+    assert done.returncode != 0, done.stdout
+    health = httpx.get(agent_url(gateway.url) + "/health", timeout=30).json()
+    tail = "\n".join(health["servers"]["lk"]["stderr"] or [])
+    assert "key starts" in tail, tail
+    assert SECRET[:12] not in tail and SECRET[:8] not in tail, tail
+    gateway.wait_for_health(connected, timeout=120)

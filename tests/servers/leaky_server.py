@@ -115,6 +115,15 @@ async def big_form(fields: int, ctx: Context) -> str:
     return answer.action
 
 
+@server.tool(structured_output=False)
+def crash_quoting_start(text: str) -> str:
+    """Log the first 12 characters of ``text`` to stderr (as a server logs a key's start),
+    then exit mid-call (red-team stop 78)."""
+    sys.stderr.write(f"key starts {text[:12]}\n")
+    sys.stderr.flush()
+    os._exit(1)
+
+
 @server.resource("leak://token")
 def token_resource() -> str:
     """The server's token, as a resource."""

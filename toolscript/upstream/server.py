@@ -32,7 +32,7 @@ from toolscript.errors import (
     UpstreamError,
 )
 from toolscript.plumbing.processes import ProgramNotRunnable, missing_program_hint, pid_exists
-from toolscript.plumbing.redact import redact, sent_text
+from toolscript.plumbing.redact import held_secrets, redact, sent_text
 from toolscript.plumbing.stderrfile import KEEP_EVERY, keep_end, new_stderr_file, read_end
 from toolscript.policy import unmatched_rules
 from toolscript.upstream.base import (
@@ -859,10 +859,13 @@ class UpstreamServer:
 
     def _note_sent(self, sent: str) -> None:
         """Keep what a call or request sent (``sent_text``), for its stderr; but the runs of
-        a secret its run was handed (``CALL_RECEIVED``), which are masked there as anywhere."""
+        a secret its run was handed (``CALL_RECEIVED``), or that it holds whole, which are
+        masked there as anywhere: its writer guesses nothing, and health shows that stderr
+        to the agent (a person's script holding the token whole had a server's 'key starts
+        ghp_Zq8xR2mK' shown there as sent)."""
         text = sent[:SENT_CHARS]
-        received = CALL_RECEIVED.get()
-        self._sent.append(redact(text, received) if received else text)
+        known = {*(CALL_RECEIVED.get() or ()), *held_secrets(text, self.secrets)}
+        self._sent.append(redact(text, known) if known else text)
 
     def _set_state(self, state: ServerState) -> None:
         self.state = state
