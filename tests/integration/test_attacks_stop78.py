@@ -17,8 +17,10 @@ What got through, now closed (each test performs the attack):
 - A cloned repository's ``embeddings.db`` holding an ``embeddings`` table of other columns
   (its migration marked done) turned search to keyword only at every start; its
   ``catalogue.db``'s ``tools`` table with a column of its own wrote the column's default
-  beside each tool of each catalogue. A table, column or index toolscript does not make
-  there has the database made anew (unit: test_attacks_stop78_tables).
+  beside each tool of each catalogue; its ``.doit.db``'s ``doit`` table with a column of its
+  own failed each build's records (each build a whole one). A table, column or index
+  toolscript (or doit) does not make there has the database made anew (unit:
+  test_attacks_stop78_tables).
 - An MCP client's 1,000 executes at once each took a thread and spawned a Deno before the
   gateway refused the runs past 32 (196 Deno processes at once): the face refuses them
   first now (unit: test_attacks_stop78_face).
