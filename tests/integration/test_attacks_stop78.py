@@ -10,7 +10,8 @@ What got through, now closed (each test performs the attack):
 - A person's script holding the token whole sent it to a server that logs a key's first
   12 characters and exits mid-call: what a call sends is kept (as sent) for its server's
   stderr, so health, which the agent's URL reads, showed ``key starts ghp_Zq8xR2mK``. A
-  call holding a secret whole keeps its runs masked there, as a run handed it does.
+  call holding a secret whole keeps its runs masked there, as a run handed it does; so does
+  its server's progress (``key starts ***``), which the agent's URL reads of any run.
 - A question's form of 200,000 fields (29 MB) was held whole as a prompt, served to each
   poll and asked a field at a time: past 100 fields or 65,536 characters it is refused to
   the server (unit: test_attacks_stop78_questions).
@@ -61,6 +62,7 @@ from tests.helpers import (
     face_call,
     face_parameters,
     fixture_server,
+    last_run,
     toolscript_cli,
     wait_until,
 )
@@ -323,6 +325,27 @@ def test_get_types_of_more_names_than_a_request_carries_says_so(gateway: Gateway
     assert done.returncode == 2, done.stderr
     assert "at most 16,384 characters of names at once" in done.stderr, done.stderr
     assert "another program" not in done.stderr
+
+
+def test_a_secret_a_person_wrote_leaves_no_piece_in_the_run_s_progress(
+    gateway: GatewayProcess,
+) -> None:
+    """Before: the same script's call of a server whose progress quotes the key's first 12
+    characters showed them as sent, in the run's progress, which the agent's URL reads (a
+    person's background run is watched through it)."""
+    done = toolscript_cli(
+        "exec",
+        "--no-check",
+        IMPORT + f'await tools.lk.progressQuotingStart({{ text: "{SECRET}" }});\nreturn 1;',
+        cwd=gateway.directory,
+        env={"TOOLSCRIPT_GATEWAY_URL": gateway.url},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "key starts ***" in done.stderr and SECRET[:8] not in done.stderr, done.stderr
+    run_id = str(last_run(gateway)["id"])
+    progress = httpx.get(f"{agent_url(gateway.url)}/runs/{run_id}/progress", timeout=30).json()
+    said = json.dumps(progress)
+    assert "key starts ***" in said and SECRET[:8] not in said, said
 
 
 def test_a_secret_a_person_wrote_leaves_no_piece_in_health(gateway: GatewayProcess) -> None:

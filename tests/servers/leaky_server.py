@@ -116,6 +116,13 @@ async def big_form(fields: int, ctx: Context) -> str:
 
 
 @server.tool(structured_output=False)
+async def progress_quoting_start(text: str, ctx: Context) -> str:
+    """Report progress quoting the first 12 characters of ``text`` (red-team stop 78)."""
+    await ctx.report_progress(1, 2, f"key starts {text[:12]}")
+    return "done"
+
+
+@server.tool(structured_output=False)
 def crash_quoting_start(text: str) -> str:
     """Log the first 12 characters of ``text`` to stderr (as a server logs a key's start),
     then exit mid-call (red-team stop 78)."""

@@ -11,7 +11,7 @@ import os
 import re
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
@@ -32,7 +32,7 @@ from toolscript.errors import (
     UpstreamError,
 )
 from toolscript.plumbing.processes import ProgramNotRunnable, missing_program_hint, pid_exists
-from toolscript.plumbing.redact import held_secrets, redact, sent_text
+from toolscript.plumbing.redact import held_secrets, may_hold_secret, redact, sent_text
 from toolscript.plumbing.stderrfile import KEEP_EVERY, keep_end, new_stderr_file, read_end
 from toolscript.policy import unmatched_rules
 from toolscript.upstream.base import (
@@ -880,15 +880,20 @@ class UpstreamServer:
         one the call sent, echoed (``looking up <query>``), left as sent (``redact``'s
         ``written``: a whole secret is masked still): masked, it told whoever reads the
         progress (exec's stderr, the MCP face's client) which of a script's guesses were runs
-        of the token, one more character a guess."""
+        of the token, one more character a guess. A call that holds a secret whole has every
+        run of it masked, as a run handed it (its writer guesses nothing; the agent's URL
+        reads any run's progress)."""
         if report is None:
             return None
         received = CALL_RECEIVED.get() or ()
 
         def reported(progress: float, total: float | None, message: str | None) -> None:
-            shown = (
-                redact(message, self.secrets, written=sent, received=received) if message else None
-            )
+            shown = None
+            if message:
+                known: Iterable[str] = received
+                if may_hold_secret(message, self.secrets):
+                    known = {*received, *held_secrets(sent, self.secrets)}
+                shown = redact(message, self.secrets, written=sent, received=known)
             report(progress, total, shown)
 
         return reported
