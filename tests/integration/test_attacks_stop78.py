@@ -50,6 +50,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -131,6 +132,38 @@ def test_a_server_s_question_shows_no_secret(gateway: GatewayProcess) -> None:
         assert f"send {guess}?" in seen, seen
         assert "signed in with ***" in seen and "as ***" in seen, seen  # the field's title
         assert SECRET[:8] not in seen.replace(f"send {guess}", ""), seen
+
+
+def test_a_server_s_question_through_the_mcp_face_shows_no_secret(
+    gateway: GatewayProcess,
+) -> None:
+    """The same question put to the MCP face's client (its own elicitation): masked too."""
+    import anyio
+    import mcp_types
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    asked: list[Any] = []
+
+    async def answer(context: Any, params: Any) -> mcp_types.ElicitResult:
+        asked.append(params)
+        return mcp_types.ElicitResult(action="decline")
+
+    async def work() -> Any:
+        async with (
+            stdio_client(face_parameters(gateway)) as (read, write),
+            ClientSession(read, write, elicitation_callback=answer) as session,
+        ):
+            await session.initialize()
+            code = IMPORT + 'return await tools.lk.confirm({ text: "hello" });'
+            return await session.call_tool("execute", {"code": code})
+
+    result = anyio.run(work)
+    assert not result.is_error, result.content
+    [question] = asked
+    shown = json.dumps([question.message, question.requested_schema])
+    assert "signed in with ***" in shown and "as ***" in shown, shown
+    assert SECRET[:8] not in shown, shown
 
 
 def test_a_run_handed_the_token_has_its_pieces_masked_in_a_question(
