@@ -1,0 +1,164 @@
+"""A user's first hour, thirteenth pass: what tripped new users the earlier passes
+(test_first_hour.py to test_first_hour12.py) did not meet. A server that fails in a gateway
+started fresh, whose tools the project's last build listed; a failure reason whose end says
+what to do, in `list-servers` on a terminal and in a pipe; `toolscript runs` in a project
+folder that was moved; a first script that forgot its import, with a gateway running.
+
+Each test asserts what the user is told, with real processes; they share one gateway, but
+for the one whose project is moved.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import (
+    SERVERS,
+    GatewayProcess,
+    clean_env,
+    gateway_cli,
+    on_a_terminal,
+    toolscript_cli,
+)
+
+ECHO = 'import { tools } from "toolscript";\nreturn await tools.echo.echo({ text: "hi" });\n'
+# A server that needs a key: it says on stderr what to set and where, at the end of a long line.
+NEEDS_KEY = (
+    "import sys; print('weather: the Weather API refused to start: no API key was found in "
+    "the environment of this process; set WEATHER_API_KEY in the env of its entry', "
+    "file=sys.stderr); sys.exit(1)"
+)
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    """A project whose echo server listed its tools to a first gateway, then was repointed
+    at a file that is not there (its script moved), and a fresh gateway started for it; and a
+    server that exits asking for a key."""
+    directory = tmp_path_factory.mktemp("project")
+    echo: dict[str, Any] = {"command": sys.executable, "args": [str(SERVERS / "faulty_server.py")]}
+    weather = {"command": sys.executable, "args": ["-c", NEEDS_KEY]}
+    config = {"mcpServers": {"echo": echo, "weather": weather}, "search": {"semantic": False}}
+    first = GatewayProcess(config, directory)
+    try:
+        first.wait_for_health(
+            lambda health: health["servers"]["echo"]["state"] == "connected", what="echo"
+        )
+    finally:
+        assert first.stop() == []
+    echo["args"] = [str(directory / "moved_away.py")]
+    gateway = GatewayProcess(config, directory)
+    try:
+        gateway.wait_for_health(
+            lambda health: (
+                {health["servers"][name]["state"] for name in ("echo", "weather")} == {"failed"}
+            ),
+            what="echo and weather failed",
+        )
+    except BaseException:
+        gateway.stop()  # a fixture that fails before its yield is not torn down
+        raise
+    yield gateway
+    assert gateway.stop() == []
+
+
+def test_a_fresh_gateway_lists_a_failed_servers_last_known_tools(gateway: GatewayProcess) -> None:
+    """Search and get-types served echo's tools from the last build, but `list-tools echo`
+    failed (exit 1, "not available"), and get-types did not say they were stale."""
+    listed = gateway_cli(gateway, "list-tools", "echo", "--verbose")
+    assert listed.returncode == 0, listed.stderr
+    assert "echo\tallow\tEcho the text back." in listed.stdout, listed.stdout
+    assert "note: echo is failed (exited while connecting: " in listed.stderr
+    assert "the tools listed are from its last listing, and a call of one fails until it " in (
+        listed.stderr
+    )
+    as_json = gateway_cli(gateway, "list-tools", "echo", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    assert "echo" in [tool["name"] for tool in json.loads(as_json.stdout)]
+    types = gateway_cli(gateway, "get-types", "echo", "echo")
+    assert types.returncode == 0, types.stderr
+    assert "// echo is failed (exited while connecting: " in types.stdout, types.stdout
+    assert "its types below are from its last listing" in types.stdout
+    assert "echo(params?: EchoEchoParams): Promise<ToolResult>;" in types.stdout
+    found = gateway_cli(gateway, "search", "echo the text back", "-n", "1")
+    assert found.stdout.startswith("echo\techo"), found
+    # the call type-checks (the module has its tools) and says the server failed, and why
+    ran = gateway_cli(gateway, "exec", ECHO)
+    assert ran.returncode == 1, ran
+    assert "server 'echo' is not available (failed): exited while connecting: " in ran.stderr
+    assert "moved_away.py" in ran.stderr
+    # a server that never listed a tool is still an error, not an empty list
+    weather = gateway_cli(gateway, "list-tools", "weather")
+    assert weather.returncode == 1 and "server 'weather' is not available" in weather.stderr
+
+
+def test_list_servers_keeps_the_end_of_a_reason_that_says_what_to_do(
+    gateway: GatewayProcess,
+) -> None:
+    """The reason column was cut at 48 characters, in a pipe too: "set WEATHER_API_KEY in the
+    env of its entry" was only in --json."""
+    end = "set WEATHER_API_KEY in the env of its entry"
+    piped = gateway_cli(gateway, "list-servers")
+    assert piped.returncode == 0, piped.stderr
+    row = next(line for line in piped.stdout.splitlines() if line.startswith("weather\t"))
+    assert end in row.split("\t")[4], row
+    env = clean_env(TOOLSCRIPT_GATEWAY_URL=gateway.url, COLUMNS="80", NO_COLOR="1")
+    seen = on_a_terminal("list-servers", cwd=gateway.directory, env=env).decode()
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", seen).replace("\r", "")
+    # after the table, each reason it cut, whole on its line (the terminal wraps it)
+    assert re.search(rf"^weather: exited while connecting: .*{end}", plain, re.M), plain
+    assert re.search(r"^echo: exited while connecting: .*moved_away.py", plain, re.M), plain
+
+
+def test_a_script_that_forgot_its_import_is_told_with_a_gateway_running(
+    gateway: GatewayProcess,
+) -> None:
+    """Deno said only "Cannot find name 'tools'": the hint to import came only when no
+    gateway ran."""
+    ran = gateway_cli(gateway, "exec", 'return await tools.echo.echo({ text: "hi" })')
+    assert ran.returncode == 1, ran
+    assert "Cannot find name 'tools'" in ran.stderr
+    assert (
+        "hint: `tools` comes from toolscript's module: begin the script with import { tools } "
+        'from "toolscript";'
+    ) in ran.stderr, ran.stderr
+
+
+def test_runs_in_a_moved_project_names_its_folder_and_where_the_old_runs_are(
+    tmp_path: Path,
+) -> None:
+    """After `mv project renamed`, `toolscript runs` said "no runs yet", naming no folder,
+    and the runs of the old path were nowhere to be found."""
+    old, new = tmp_path / "project", tmp_path / "renamed"
+    old.mkdir()
+    echo = {"command": sys.executable, "args": [str(SERVERS / "faulty_server.py")]}
+    config = {"mcpServers": {"echo": echo}, "search": {"semantic": False}}
+    (old / ".toolscript.json").write_text(json.dumps(config))
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    ran = toolscript_cli("exec", ECHO, cwd=old, env=env)
+    assert ran.returncode == 0, ran.stderr
+    old.rename(new)
+    runs = toolscript_cli("runs", cwd=new, env=env)
+    assert runs.returncode == 0, runs.stderr
+    assert runs.stdout == f"no runs yet in {new}: `toolscript exec` logs each one\n"
+    assert "note: runs of project folders that are gone (moved, renamed or deleted)" in (
+        runs.stderr
+    )
+    assert f"  {old}: 1 run, the last " in runs.stderr, runs.stderr
+    moved = re.search(r"`(mv .*)`", runs.stderr)
+    assert moved is not None, runs.stderr
+    as_json = toolscript_cli("runs", "--json", cwd=new, env=env)
+    assert as_json.returncode == 0 and json.loads(as_json.stdout) == [], as_json
+    # what it says to type keeps them with the project
+    subprocess.run(moved.group(1), shell=True, check=True)
+    kept = toolscript_cli("runs", "--json", cwd=new, env=env)
+    (run,) = json.loads(kept.stdout)
+    assert run["status"] == "ok" and run["project"] == str(new), run
