@@ -126,9 +126,12 @@ def list_runs(
     if as_json:
         project = runlog.project()
         print_json([_run_json(run) | {"project": project} for run in runs])
-        return
     if not runs:
-        sys.stdout.write("no runs yet: `toolscript exec` logs each one\n")
+        if not as_json:
+            write_shown(f"no runs yet in {runlog.project()}: `toolscript exec` logs each one\n")
+        _gone_note(runlog)
+        return
+    if as_json:
         return
     print_rows(
         ["run", "started", "took", "origin", "calls", "status", "exit"],
@@ -149,6 +152,31 @@ def list_runs(
     )
     # the log lives under the user's state, not in the project: say whose runs these are
     write_shown(f"project: {runlog.project()}\n", sys.stderr)
+
+
+def _gone_note(runlog: Any) -> None:
+    """Where runs of project folders that are gone stayed (a project moved or renamed: its
+    log is kept by its folder's path), and how this project keeps them."""
+    from toolscript.store.runlog import gone_projects_runs
+
+    here = runlog.path.parent
+    gone = gone_projects_runs(here.parent)
+    if not gone:
+        return
+    lines = [
+        f"  {one.project}: {one.runs} run{'s' if one.runs != 1 else ''}, the last "
+        f"{_when(one.last)}, kept in {one.log.parent}\n"
+        for one in gone
+    ]
+    write_shown(
+        "note: runs of project folders that are gone (moved, renamed or deleted) are kept "
+        "by their old path:\n"
+        + "".join(lines)
+        + "to keep them with this project (no gateway running for it): "
+        f"`mv {shlex.quote(str(gone[0].log.parent)) if len(gone) == 1 else 'OLD'}/* "
+        f"{shlex.quote(str(here))}/`\n",
+        sys.stderr,
+    )
 
 
 @app.command("show")
