@@ -132,6 +132,31 @@ def test_a_script_that_forgot_its_import_is_told_with_a_gateway_running(
     ) in ran.stderr, ran.stderr
 
 
+def test_a_script_naming_a_server_of_an_edit_not_served_is_told_why(
+    gateway: GatewayProcess,
+) -> None:
+    """A teammate's pull added a server, its merge left conflict markers: exec of a script
+    calling the new server said only "Property 'time' does not exist on type 'Tools'"."""
+    kept = gateway.config_path.read_text()
+    pulled = json.loads(kept)
+    pulled["mcpServers"]["time"] = {"command": "mcp-server-time"}
+    gateway.config_path.write_text(
+        f"<<<<<<< HEAD\n{kept}\n=======\n{json.dumps(pulled)}\n>>>>>>> origin/main\n"
+    )
+    try:
+        gateway.wait_for_health(lambda health: health["config"]["error"], what="the edit refused")
+        script = 'import { tools } from "toolscript";\nreturn await tools.time.getCurrentTime({});'
+        ran = gateway_cli(gateway, "exec", script)
+        assert ran.returncode == 1, ran
+        assert "Property 'time' does not exist on type 'Tools'" in ran.stderr
+        said = "note: the config's last edit is not served, so the gateway serves the previous one"
+        assert said in ran.stderr, ran.stderr
+        assert f"{gateway.config_path}:1:1" in ran.stderr, ran.stderr
+    finally:
+        gateway.config_path.write_text(kept)
+    gateway.wait_for_health(lambda health: not health["config"]["error"], what="the edit undone")
+
+
 def test_runs_in_a_moved_project_names_its_folder_and_where_the_old_runs_are(
     tmp_path: Path,
 ) -> None:
