@@ -436,7 +436,7 @@ def _run_in_gateway(
 # script that imports nothing from "toolscript" and uses one of them forgot its import.
 _MODULE_NAMES = re.compile(
     r"(?<![\w$.])(tools|scripts|resources|prompts)\s*(?:\?\.|\.|\[)"
-    r"|(?<![\w$.])(search|describe)\s*\("
+    r"|(?<![\w$.])(search|describe|progress)\s*\("
 )
 _DECLARED = r"(?:\b(?:const|let|var|function|class|import)\b[^;=]*?\b{name}\b)"
 
