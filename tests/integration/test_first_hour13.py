@@ -157,6 +157,31 @@ def test_a_script_naming_a_server_of_an_edit_not_served_is_told_why(
     gateway.wait_for_health(lambda health: not health["config"]["error"], what="the edit undone")
 
 
+def test_runs_wait_takes_the_start_of_an_id_and_names_a_mistyped_one(
+    gateway: GatewayProcess,
+) -> None:
+    """`runs wait` with the start of a run's id (as `runs show` takes it), or with a
+    mistyped id, said "the gateway stopped or restarted before run ... ended": neither
+    was so."""
+    started = gateway_cli(
+        gateway,
+        "exec",
+        "--background",
+        "--json",
+        "await new Promise((r) => setTimeout(r, 500)); return 5",
+    )
+    assert started.returncode == 0, started.stderr
+    run_id = json.loads(started.stdout)["run"]
+    waited = gateway_cli(gateway, "runs", "wait", run_id[:-2])
+    assert (waited.returncode, waited.stdout) == (0, "5\n"), waited.stderr
+    mistyped = run_id[:-2] + ("zz" if not run_id.endswith("zz") else "yy")
+    wrong = gateway_cli(gateway, "runs", "wait", mistyped, "--json")
+    assert wrong.returncode == 1, wrong
+    assert json.loads(wrong.stdout)["error"] == "not_found", wrong.stdout
+    assert f"no run '{mistyped}': the gateway has none under way by that id" in wrong.stderr
+    assert "stopped or restarted" not in wrong.stderr
+
+
 def test_runs_in_a_moved_project_names_its_folder_and_where_the_old_runs_are(
     tmp_path: Path,
 ) -> None:

@@ -249,9 +249,19 @@ def show_run(
     )
 
 
+def _whole_id(config: str | None, run_id: str) -> str:
+    """The run a unique start of its id names in the project's log, as `runs show` takes
+    one (the gateway knows runs by their whole id); as given when the log has none yet (a
+    run just registered: the gateway writes the log in batches)."""
+    found = _runlog(config).run(run_id)
+    return str(found["id"]) if found else run_id
+
+
 @app.command("wait")
 def wait_run(
-    run_id: Annotated[str, typer.Argument(help="The background run's id.")],
+    run_id: Annotated[
+        str, typer.Argument(help="The background run's id (a unique start of it will do).")
+    ],
     timeout: Annotated[
         float | None,
         typer.Option(
@@ -293,6 +303,7 @@ def wait_run(
     from toolscript.execution.background import background_gateway, parse_offsets, wait_background
 
     start = parse_offsets(offsets)
+    run_id = _whole_id(config, run_id)
     url = background_gateway(config, None, run_id)
 
     def logged() -> dict[str, Any] | None:  # how it ended, its gateway gone under the wait
@@ -324,6 +335,7 @@ def stop_run(
     """
     from toolscript.execution.background import background_gateway, stop_background
 
+    run_id = _whole_id(config, run_id)
     ended = stop_background(background_gateway(config, None, run_id), run_id)
     if as_json:
         print_json(ended)

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
-from toolscript.errors import GatewayError, GatewayResponseError, UsageError
+from toolscript.errors import GatewayError, GatewayResponseError, NotFoundError, UsageError
 from toolscript.execution.locate import gateway_request, running_gateway
 from toolscript.execution.sandbox import Script
 
@@ -232,6 +232,11 @@ def _gone(
 ) -> int:
     """How run ``run_id`` ended by the run log, its gateway gone or restarted under it."""
     row = logged() if logged is not None else None
+    if row is None and logged is not None:  # a mistyped id: no gateway stopped under it
+        raise NotFoundError(
+            f"no run {run_id!r}: the gateway has none under way by that id, nor the project's log",
+            hint="`toolscript runs` lists the runs",
+        )
     if row is None or row.get("status") in (None, "running", "prompting"):
         raise GatewayError(
             f"the gateway stopped or restarted before run {run_id} ended (a background run "
