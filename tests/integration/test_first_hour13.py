@@ -37,6 +37,18 @@ NEEDS_KEY = (
     "file=sys.stderr); sys.exit(1)"
 )
 
+# A tool file with a dependency no cache of this test holds.
+SIZES = """# /// script
+# dependencies = ["humanize"]
+# ///
+import humanize
+
+
+def size(n: int) -> str:
+    \"\"\"A size in bytes as people read it.\"\"\"
+    return humanize.naturalsize(n)
+"""
+
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
@@ -46,8 +58,16 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
     directory = tmp_path_factory.mktemp("project")
     echo: dict[str, Any] = {"command": sys.executable, "args": [str(SERVERS / "faulty_server.py")]}
     weather = {"command": sys.executable, "args": ["-c", NEEDS_KEY]}
-    config = {"mcpServers": {"echo": echo, "weather": weather}, "search": {"semantic": False}}
-    first = GatewayProcess(config, directory)
+    (directory / "tools").mkdir()
+    (directory / "tools" / "sizes.py").write_text(SIZES)
+    config = {
+        "mcpServers": {"echo": echo, "weather": weather},
+        "localTools": {"dir": "tools"},
+        "search": {"semantic": False},
+    }
+    # an offline machine: uv is to use its cache alone (an empty one here)
+    offline = {"UV_OFFLINE": "1", "UV_CACHE_DIR": str(directory / "uv-cache")}
+    first = GatewayProcess(config, directory, env=offline)
     try:
         first.wait_for_health(
             lambda health: health["servers"]["echo"]["state"] == "connected", what="echo"
@@ -55,13 +75,14 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
     finally:
         assert first.stop() == []
     echo["args"] = [str(directory / "moved_away.py")]
-    gateway = GatewayProcess(config, directory)
+    gateway = GatewayProcess(config, directory, env=offline)
     try:
         gateway.wait_for_health(
             lambda health: (
-                {health["servers"][name]["state"] for name in ("echo", "weather")} == {"failed"}
+                {health["servers"][name]["state"] for name in ("echo", "weather", "sizes")}
+                == {"failed"}
             ),
-            what="echo and weather failed",
+            what="echo, weather and sizes failed",
         )
     except BaseException:
         gateway.stop()  # a fixture that fails before its yield is not torn down
@@ -180,6 +201,17 @@ def test_runs_wait_takes_the_start_of_an_id_and_names_a_mistyped_one(
     assert json.loads(wrong.stdout)["error"] == "not_found", wrong.stdout
     assert f"no run '{mistyped}': the gateway has none under way by that id" in wrong.stderr
     assert "stopped or restarted" not in wrong.stderr
+
+
+def test_an_offline_uv_setting_reaches_a_tool_files_install(gateway: GatewayProcess) -> None:
+    """UV_OFFLINE=1 (and a proxy, UV_INDEX, ...) never reached the `uv run` of a tool file
+    with dependencies: uv went to the network anyway (here it reached the registry and
+    installed; offline, it failed after its retries, saying nothing of the setting)."""
+    listed = json.loads(gateway_cli(gateway, "list-servers", "--json").stdout)
+    sizes = next(server for server in listed if server["name"] == "sizes")
+    assert sizes["state"] == "failed", sizes
+    assert "uv could not run sizes.py" in sizes["error"], sizes
+    assert "the network was disabled" in sizes["error"], sizes
 
 
 def test_runs_in_a_moved_project_names_its_folder_and_where_the_old_runs_are(

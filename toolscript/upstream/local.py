@@ -456,7 +456,8 @@ class LocalToolServer:
         return command
 
     def _worker_env(self) -> dict[str, str]:
-        """A minimal environment: what uv and Python need, and never the gateway's secrets."""
+        """A minimal environment: what uv and Python need (the user's uv settings: an
+        offline machine's ``UV_OFFLINE``, a proxy), and never the gateway's secrets."""
         keep = (
             "PATH",
             "HOME",
@@ -467,7 +468,23 @@ class LocalToolServer:
             "UV_INDEX_URL",
             "UV_FIND_LINKS",
             "UV_EXTRA_INDEX_URL",
+            "UV_INDEX",
+            "UV_DEFAULT_INDEX",
+            # how uv reaches an index: offline (its cache alone), TLS, the user's proxy
+            "UV_OFFLINE",
+            "UV_NATIVE_TLS",
+            "UV_INSECURE_HOST",
+            "UV_HTTP_TIMEOUT",
             "SSL_CERT_FILE",
+            "SSL_CERT_DIR",
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "ALL_PROXY",
+            "NO_PROXY",
+            "http_proxy",
+            "https_proxy",
+            "all_proxy",
+            "no_proxy",
             "XDG_CACHE_HOME",
         )
         env = {key: os.environ[key] for key in keep if key in os.environ}
