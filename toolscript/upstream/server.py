@@ -1457,10 +1457,19 @@ def headers_refused_message(config: ServerConfig) -> str:
     from toolscript.upstream.oauth import sign_in_command
 
     names = ", ".join(f"headers.{name}" for name in config.headers)
+    sent = list(
+        dict.fromkeys(name for name, where in config.variables if where.startswith("headers."))
+    )
+    variables = (
+        f" (and the value of {', '.join(f'${{{name}}}' for name in sent)} the gateway was "
+        "started with: a new value reaches it when it starts again, `toolscript gateway "
+        "stop` then `toolscript gateway start &`)"
+        if sent
+        else ""
+    )
     return (
         f"answered 401 Unauthorized to the headers of its entry: check the value of {names} "
-        f"in the config (and the variables it names); if it uses OAuth, run "
-        f"`{sign_in_command(config.name)}`"
+        f"in the config{variables}; if it uses OAuth, run `{sign_in_command(config.name)}`"
     )
 
 
