@@ -214,6 +214,36 @@ def test_an_offline_uv_setting_reaches_a_tool_files_install(gateway: GatewayProc
     assert "the network was disabled" in sizes["error"], sizes
 
 
+def test_a_cloned_config_not_trusted_yet_is_listed_by_config_check(tmp_path: Path) -> None:
+    """A teammate's clone: `config check` said "valid, 2 servers" and nothing of trust, and
+    the refusal said "read it" with no word of where to see what it starts and sends."""
+    echo = {"command": sys.executable, "args": [str(SERVERS / "faulty_server.py")]}
+    api = {"url": "https://api.example.com/mcp", "headers": {"X-Key": "${FH13_KEY}"}}
+    config = {"mcpServers": {"echo": echo, "api": api}, "search": {"semantic": False}}
+    (tmp_path / ".toolscript.json").write_text(json.dumps(config))
+    env = {"TOOLSCRIPT_TRUSTED_PATHS": "", "TOOLSCRIPT_CONFIG_HOME": str(tmp_path / "cfg")}
+    checked = toolscript_cli("config", "check", cwd=tmp_path, env=env)
+    assert checked.returncode == 0, checked.stderr
+    assert "valid, 2 servers" in checked.stdout
+    assert "note: not trusted yet, so nothing it names starts; once trusted it starts:" in (
+        checked.stderr
+    )
+    assert f"  echo: {sys.executable} {SERVERS / 'faulty_server.py'}\n" in checked.stderr
+    assert "  api: https://api.example.com/mcp (sent your ${FH13_KEY} in headers.X-Key)" in (
+        checked.stderr
+    )
+    as_json = toolscript_cli("config", "check", "--json", cwd=tmp_path, env=env)
+    assert json.loads(as_json.stdout)["trusted"] is False
+    refused = toolscript_cli("exec", ECHO, cwd=tmp_path, env=env)
+    assert refused.returncode == 2, refused
+    assert "hint: read it (`toolscript config check` lists what it starts and sends), then " in (
+        refused.stderr
+    )
+    assert toolscript_cli("trust", cwd=tmp_path, env=env).returncode == 0
+    trusted = toolscript_cli("config", "check", cwd=tmp_path, env=env)
+    assert "not trusted" not in trusted.stderr, trusted.stderr
+
+
 def test_runs_in_a_moved_project_names_its_folder_and_where_the_old_runs_are(
     tmp_path: Path,
 ) -> None:

@@ -209,7 +209,7 @@ _FACE_HINTS = (
         r"save_script with name \1, the fixed code and force: true",
     ),
     (  # the person trusts a config, never the model (a client with a shell would run it)
-        re.compile(r"^read it, then run `toolscript trust` in (.+)$"),
+        re.compile(r"^read it(?: \([^)]*\))?, then run `toolscript trust` in (.+)$"),
         r"the user must read it and run `toolscript trust` in \1 themselves (not you: ask "
         r"them); tool calls then start its servers",
     ),
