@@ -215,8 +215,9 @@ def test_an_offline_uv_setting_reaches_a_tool_files_install(gateway: GatewayProc
 
 
 def test_a_cloned_config_not_trusted_yet_is_listed_by_config_check(tmp_path: Path) -> None:
-    """A teammate's clone: `config check` said "valid, 2 servers" and nothing of trust, and
-    the refusal said "read it" with no word of where to see what it starts and sends."""
+    """A teammate's clone: `config check` said "valid, 2 servers" and nothing of trust, the
+    refusal said "read it" with no word of where to see what it starts and sends, and
+    `search` first said a gateway was started for it (none was)."""
     echo = {"command": sys.executable, "args": [str(SERVERS / "faulty_server.py")]}
     api = {"url": "https://api.example.com/mcp", "headers": {"X-Key": "${FH13_KEY}"}}
     config = {"mcpServers": {"echo": echo, "api": api}, "search": {"semantic": False}}
@@ -239,6 +240,11 @@ def test_a_cloned_config_not_trusted_yet_is_listed_by_config_check(tmp_path: Pat
     assert "hint: read it (`toolscript config check` lists what it starts and sends), then " in (
         refused.stderr
     )
+    # search before trusting: the refusal, not first a note that a gateway is started
+    searched = toolscript_cli("search", "echo", cwd=tmp_path, env=env)
+    assert searched.returncode == 2, searched
+    assert searched.stderr.startswith("toolscript: error: "), searched.stderr
+    assert "is not trusted yet" in searched.stderr and "note:" not in searched.stderr
     assert toolscript_cli("trust", cwd=tmp_path, env=env).returncode == 0
     trusted = toolscript_cli("config", "check", cwd=tmp_path, env=env)
     assert "not trusted" not in trusted.stderr, trusted.stderr

@@ -135,6 +135,10 @@ def gateway_client(
     from toolscript.execution.lifeline import Lifeline
     from toolscript.execution.locate import gateway_for_run
 
+    if config.path is not None:  # said before a note that one is started: none could be
+        from toolscript.store.trust import require_trust
+
+        require_trust(config.path)
     sys.stderr.write(
         "note: no gateway runs for this project: one is started for this command "
         "(`toolscript gateway start &` keeps one running)\n"
