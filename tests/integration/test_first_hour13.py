@@ -131,6 +131,9 @@ def test_list_servers_keeps_the_end_of_a_reason_that_says_what_to_do(
     assert piped.returncode == 0, piped.stderr
     row = next(line for line in piped.stdout.splitlines() if line.startswith("weather\t"))
     assert end in row.split("\t")[4], row
+    # exported in the shell it still is not there: a stdio server gets its entry's env
+    assert "(it names WEATHER_API_KEY: a stdio server is given only HOME, LOGNAME, PATH, " in row
+    assert 'so write "env": {"WEATHER_API_KEY": "${WEATHER_API_KEY}"} in its entry)' in row
     env = clean_env(TOOLSCRIPT_GATEWAY_URL=gateway.url, COLUMNS="80", NO_COLOR="1")
     seen = on_a_terminal("list-servers", cwd=gateway.directory, env=env).decode()
     plain = re.sub(r"\x1b\[[0-9;]*m", "", seen).replace("\r", "")

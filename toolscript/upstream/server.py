@@ -43,7 +43,13 @@ from toolscript.upstream.base import (
     ServerState,
     ToolsChanged,
 )
-from toolscript.upstream.early import HURRIED, POLITE, EarlyServer, StopGraces
+from toolscript.upstream.early import (
+    HURRIED,
+    INHERITED_ENV,
+    POLITE,
+    EarlyServer,
+    StopGraces,
+)
 from toolscript.upstream.limits import (
     LIST_CHANGED,
     NOTICE_RATE,
@@ -761,6 +767,21 @@ class UpstreamServer:
             # It exited before it answered (a wrong argument, a missing path): its last
             # words say why, where "Connection closed" alone does not.
             message = f"exited while connecting: {telling_line(self.stderr_tail)} ({message})"
+            named = _variables_not_passed(self.stderr_tail, self.config)
+            if named:
+                # "WEATHER_API_KEY is required": exported in the shell, it still is not
+                # there (a stdio server gets INHERITED_ENV and its entry's env alone).
+                passed = ", ".join(f'"{name}": "${{{name}}}"' for name in named)
+                self.remedy = (
+                    f'pass it in its entry\'s env, "env": {{{passed}}}, and export '
+                    f"{' and '.join(named)} where the gateway starts (then `toolscript gateway "
+                    "stop` and `toolscript gateway start &`)"
+                )
+                message += (
+                    f" (it names {' and '.join(named)}: a stdio server is given only "
+                    f"{', '.join(INHERITED_ENV)} of your environment and its entry's "
+                    f'"env", so write "env": {{{passed}}} in its entry)'
+                )
         command = self.config.command or ""
         program, *args = command.split() or [""]
         if (
@@ -1449,6 +1470,18 @@ def windows_shell_hint(command: str, args: Sequence[str]) -> str:
                 f'"command": {json.dumps(program[: -len(suffix)])})'
             )
     return ""
+
+
+# A name in a server's last words that reads as an environment variable's (an underscore in
+# it: WEATHER_API_KEY, not ERROR).
+_VARIABLE_NAME = re.compile(r"(?<![A-Za-z0-9_$])([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?![A-Za-z0-9_])")
+
+
+def _variables_not_passed(stderr: list[str], config: ServerConfig) -> list[str]:
+    """The variables a stdio server's stderr names (at most two) that its entry does not
+    pass it and that it does not inherit: what it exited asking for."""
+    named = dict.fromkeys(found for line in stderr[-5:] for found in _VARIABLE_NAME.findall(line))
+    return [name for name in named if name not in config.env and name not in INHERITED_ENV][:2]
 
 
 def headers_refused_message(config: ServerConfig) -> str:
