@@ -247,6 +247,15 @@ def _one_line(text: str, width: int = 160, *, sentence: bool = True) -> str:
     return cut if len(cut) <= width else cut[: width - 1] + "…"
 
 
+def _both_ends(text: str, head: int = 160, tail: int = 240) -> str:
+    """An error on one line, its start and its end kept when it is long: the end says what
+    to do (the variable to pass, the file to fix), the start what happened."""
+    whole = " ".join((text or "").split())
+    if len(whole) <= head + tail + 3:
+        return whole
+    return f"{whole[:head]} … {whole[-tail:]}"
+
+
 def _described(hit: dict[str, Any]) -> str:
     """A hit's first sentence, saying the tool is deprecated when the description said so
     after it ("Read a file as text. DEPRECATED: Use read_text_file instead.")."""
@@ -359,7 +368,7 @@ def servers_answer(servers: list[dict[str, Any]]) -> Answer:
         if row["description"]:
             line += f" ({_one_line(row['description'], 100)})"
         if row["error"]:
-            line += f"; error: {_one_line(row['error'], 200, sentence=False)}"
+            line += f"; error: {_both_ends(row['error'])}"
         lines.append(line)
     return Answer("\n".join(lines) or "No servers are configured.", {"servers": rows})
 
