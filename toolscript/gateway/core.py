@@ -1284,7 +1284,8 @@ class Gateway:
         an empty list."""
         upstream = self.upstream(server)
         if upstream.state != ServerState.CONNECTED and not upstream.tools:
-            kept = self._last_listing(upstream)
+            disabled = upstream.state == ServerState.DISABLED  # offered nowhere, kept or not
+            kept = [] if disabled else self._last_listing(upstream)
             if not kept:
                 raise self._unavailable(upstream)
             return kept
