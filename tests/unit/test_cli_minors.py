@@ -429,6 +429,8 @@ def test_list_tools_verbose_takes_the_same_header_option(
 
     class Client:
         def get_json(self, path: str, exact: bool = False) -> Any:
+            if path == "/health":  # asked whether the server is connected
+                return {"servers": {"time": {"state": "connected"}}}
             return [{"name": "now", "policy": "allow", "description": "The time"}]
 
     @contextlib.contextmanager

@@ -253,3 +253,15 @@ def test_a_deprecated_hit_says_so_past_its_first_sentence() -> None:
         "fs.read_file → tools.fs.readFile: Read a file as text. (deprecated)",
         "fs.old → tools.fs.old: Deprecated: use new.",  # said already
     ]
+
+
+def test_list_servers_keeps_both_ends_of_a_long_error() -> None:
+    # A reason was cut at 200 characters, before its end that says what to write.
+    error = (
+        "exited while connecting: " + "x" * 300 + " (it names WEATHER_API_KEY: ... so write "
+        '"env": {"WEATHER_API_KEY": "${WEATHER_API_KEY}"} in its entry)'
+    )
+    text = servers_answer([{"name": "w", "state": "failed", "tools": 0, "error": error}]).text
+    assert text.startswith("w: failed, 0 tools; error: exited while connecting: xxx")
+    assert " … " in text and text.endswith('"${WEATHER_API_KEY}"} in its entry)'), text
+    assert len(text) < 450

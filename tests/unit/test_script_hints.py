@@ -18,6 +18,7 @@ from toolscript.execution.command import missing_import, uncalled_default_export
         ("return await prompts.everything.get('simple-prompt')", "prompts"),
         ("return await search('send an email')", "search"),
         ("return await describe('everything', 'echo')", "describe"),
+        ('await progress("halfway", 0.5); return 2', "progress"),
     ],
 )
 def test_a_module_name_used_without_its_import_is_named(code: str, name: str) -> None:

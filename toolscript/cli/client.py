@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,7 @@ __all__ = [
     "enclosing_note",
     "find_gateway_url",
     "gateway_client",
+    "last_listing_notes",
     "public_url",
 ]
 
@@ -134,6 +135,10 @@ def gateway_client(
     from toolscript.execution.lifeline import Lifeline
     from toolscript.execution.locate import gateway_for_run
 
+    if config.path is not None:  # said before a note that one is started: none could be
+        from toolscript.store.trust import require_trust
+
+        require_trust(config.path)
     sys.stderr.write(
         "note: no gateway runs for this project: one is started for this command "
         "(`toolscript gateway start &` keeps one running)\n"
@@ -150,6 +155,27 @@ def gateway_client(
     ):
         client.ephemeral = True
         yield client
+
+
+def last_listing_notes(
+    client: GatewayClient, servers: Iterable[object], listed: str = "its tools above are"
+) -> list[str]:
+    """A note for each of ``servers`` that is not connected now: what was ``listed`` comes
+    from its last listing, and a call of one fails until it connects."""
+    health = client.get_json("/health").get("servers", {})
+    notes = []
+    for name in sorted({str(server) for server in servers if server}):
+        status = health.get(name) or {}
+        state = status.get("state")
+        if state in (None, "connected", "disabled"):
+            continue
+        error = str(status.get("error") or "")
+        why = f" ({error[:160]}{'…' if len(error) > 160 else ''})" if error else ""
+        notes.append(
+            f"note: {name} is {state}{why}: {listed} from its last listing, and a call of "
+            "one fails until it connects; `toolscript gateway status` says more\n"
+        )
+    return notes
 
 
 def _listens(url: str) -> bool:

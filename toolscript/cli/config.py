@@ -12,7 +12,7 @@ from typing import Any
 import typer
 
 from toolscript.cli.options import ConfigOption, JsonOption
-from toolscript.cli.output import print_json, write_shown
+from toolscript.cli.output import print_json, shown_name, write_shown
 from toolscript.config import Config, find_config_path, load_config
 from toolscript.errors import ConfigError
 from toolscript.plumbing.boundedread import read_regular_file
@@ -66,11 +66,15 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         print_json({"valid": False, "path": str(path), "error": first, "errors": problems})
         raise typer.Exit(exc.exit_code) from None
     missing = [*_programs_not_found(loaded), *_tool_files_ending_the_gateway(loaded)]
+    from toolscript.store.trust import needs_trust
+
+    untrusted = loaded.path is not None and needs_trust(loaded.path)
     if as_json:
         print_json(
             {
                 "valid": True,
                 "path": str(loaded.path) if loaded.path else None,
+                "trusted": not untrusted,
                 "servers": [server.name for server in loaded.servers],
                 "warnings": [*loaded.warnings, *missing, *loaded.import_warnings],
             }
@@ -88,6 +92,29 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         write_shown(f"warning: import: {warning}\n", sys.stderr)
     count = len(loaded.servers)
     write_shown(f"{loaded.path}: valid, {count} server{'' if count == 1 else 's'}\n")
+    if untrusted:
+        write_shown(_untrusted_note(loaded), sys.stderr)  # a repository's names: shown
+
+
+def _untrusted_note(loaded: Config) -> str:
+    """What a config not trusted yet would start, each server with what of the user's
+    environment it is sent: what to read before `toolscript trust` (a cloned repository's,
+    or one a `git pull` changed)."""
+    lines = [
+        "note: not trusted yet, so nothing it names starts; once trusted it starts:\n",
+    ]
+    for server in loaded.servers:
+        if server.disabled:
+            continue
+        sent = ", ".join(f"${{{name}}} in {where}" for name, where in server.variables)
+        lines.append(
+            f"  {shown_name(server.name)}: {server.target}"
+            + (f" (sent your {sent})" if sent else "")
+            + "\n"
+        )
+    folder = loaded.path.parent if loaded.path else loaded.project_dir
+    lines.append(f"read them (and the files they run), then `toolscript trust` in {folder}\n")
+    return "".join(lines)
 
 
 def _programs_not_found(loaded: Config) -> list[str]:

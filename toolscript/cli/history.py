@@ -126,9 +126,12 @@ def list_runs(
     if as_json:
         project = runlog.project()
         print_json([_run_json(run) | {"project": project} for run in runs])
-        return
     if not runs:
-        sys.stdout.write("no runs yet: `toolscript exec` logs each one\n")
+        if not as_json:
+            write_shown(f"no runs yet in {runlog.project()}: `toolscript exec` logs each one\n")
+        _gone_note(runlog)
+        return
+    if as_json:
         return
     print_rows(
         ["run", "started", "took", "origin", "calls", "status", "exit"],
@@ -149,6 +152,31 @@ def list_runs(
     )
     # the log lives under the user's state, not in the project: say whose runs these are
     write_shown(f"project: {runlog.project()}\n", sys.stderr)
+
+
+def _gone_note(runlog: Any) -> None:
+    """Where runs of project folders that are gone stayed (a project moved or renamed: its
+    log is kept by its folder's path), and how this project keeps them."""
+    from toolscript.store.runlog import gone_projects_runs
+
+    here = runlog.path.parent
+    gone = gone_projects_runs(here.parent)
+    if not gone:
+        return
+    lines = [
+        f"  {one.project}: {one.runs} run{'s' if one.runs != 1 else ''}, the last "
+        f"{_when(one.last)}, kept in {one.log.parent}\n"
+        for one in gone
+    ]
+    write_shown(
+        "note: runs of project folders that are gone (moved, renamed or deleted) are kept "
+        "by their old path:\n"
+        + "".join(lines)
+        + "to keep them with this project (no gateway running for it): "
+        f"`mv {shlex.quote(str(gone[0].log.parent)) if len(gone) == 1 else 'OLD'}/* "
+        f"{shlex.quote(str(here))}/`\n",
+        sys.stderr,
+    )
 
 
 @app.command("show")
@@ -221,9 +249,19 @@ def show_run(
     )
 
 
+def _whole_id(config: str | None, run_id: str) -> str:
+    """The run a unique start of its id names in the project's log, as `runs show` takes
+    one (the gateway knows runs by their whole id); as given when the log has none yet (a
+    run just registered: the gateway writes the log in batches)."""
+    found = _runlog(config).run(run_id)
+    return str(found["id"]) if found else run_id
+
+
 @app.command("wait")
 def wait_run(
-    run_id: Annotated[str, typer.Argument(help="The background run's id.")],
+    run_id: Annotated[
+        str, typer.Argument(help="The background run's id (a unique start of it will do).")
+    ],
     timeout: Annotated[
         float | None,
         typer.Option(
@@ -265,6 +303,7 @@ def wait_run(
     from toolscript.execution.background import background_gateway, parse_offsets, wait_background
 
     start = parse_offsets(offsets)
+    run_id = _whole_id(config, run_id)
     url = background_gateway(config, None, run_id)
 
     def logged() -> dict[str, Any] | None:  # how it ended, its gateway gone under the wait
@@ -296,6 +335,7 @@ def stop_run(
     """
     from toolscript.execution.background import background_gateway, stop_background
 
+    run_id = _whole_id(config, run_id)
     ended = stop_background(background_gateway(config, None, run_id), run_id)
     if as_json:
         print_json(ended)

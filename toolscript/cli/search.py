@@ -6,7 +6,12 @@ import sys
 from enum import StrEnum
 from typing import Annotated, Any
 
-from toolscript.cli.client import GatewayClient, config_for_the_gateway, gateway_client
+from toolscript.cli.client import (
+    GatewayClient,
+    config_for_the_gateway,
+    gateway_client,
+    last_listing_notes,
+)
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
 from toolscript.cli.output import print_json, print_rows, write_shown
@@ -126,7 +131,13 @@ def search(
             _note_mode(answer, client.ephemeral and loaded.search.semantic)
             return
         ephemeral = client.ephemeral and loaded.search.semantic
-        unconnected = [] if as_json or not hits else _unconnected_hits(client, hits)
+        unconnected = (
+            []
+            if as_json or not hits
+            else last_listing_notes(
+                client, {hit.get("server") for hit in hits if hit.get("kind", "tool") == "tool"}
+            )
+        )
     if as_json:
         print_json(answer)
         return
@@ -171,26 +182,6 @@ def search(
     )
     for note in unconnected:
         write_shown(note, sys.stderr)  # a server's error is what it sent: shown, not obeyed
-
-
-def _unconnected_hits(client: GatewayClient, hits: list[dict[str, Any]]) -> list[str]:
-    """A note for each server of ``hits`` that is not connected now: its tools come from its
-    last listing, and a call of one fails until it connects."""
-    servers = {hit.get("server") for hit in hits if hit.get("kind", "tool") == "tool"}
-    health = client.get_json("/health").get("servers", {})
-    notes = []
-    for name in sorted(str(server) for server in servers if server):
-        status = health.get(name) or {}
-        state = status.get("state")
-        if state in (None, "connected", "disabled"):
-            continue
-        error = str(status.get("error") or "")
-        why = f" ({error[:160]}{'…' if len(error) > 160 else ''})" if error else ""
-        notes.append(
-            f"note: {name} is {state}{why}: its tools above are from its last listing, and "
-            "a call of one fails until it connects; `toolscript gateway status` says more\n"
-        )
-    return notes
 
 
 def _unconnected(client: GatewayClient, server: str) -> str | None:

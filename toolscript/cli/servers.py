@@ -18,7 +18,13 @@ from toolscript.cli.client import (
     served_note,
 )
 from toolscript.cli.options import ConfigOption, HeaderOption, JsonOption
-from toolscript.cli.output import print_json, print_rows, write_shown
+from toolscript.cli.output import (
+    print_json,
+    print_rows,
+    shown_name,
+    stdout_is_terminal,
+    write_shown,
+)
 from toolscript.config import Config
 from toolscript.errors import GatewayError, GatewayUnreachableError
 from toolscript.otherclients import home_dir
@@ -75,6 +81,7 @@ def list_servers(
         where = loaded.config_file
         sys.stderr.write(f"no servers configured (add them under mcpServers in {where})\n")
         return
+    on_terminal = stdout_is_terminal()
     print_rows(
         ["server", "transport", "state", "tools", "reason", "description", "source"],
         [
@@ -83,9 +90,10 @@ def list_servers(
                 server["transport"] + (" (disabled)" if server["disabled"] else ""),
                 str(server.get("state") or ("unknown" if answered is not None else "")),
                 str(server.get("tools", "")),
-                _short(
+                _reason(
                     server.get("error")
-                    or (_not_loaded(server) if live and "state" not in server else None)
+                    or (_not_loaded(server) if live and "state" not in server else None),
+                    whole=not on_terminal,
                 ),
                 server["description"],
                 _shown_path(server["source"], loaded.project_dir),
@@ -95,8 +103,12 @@ def list_servers(
         header=header,
         names=("server",),
     )
-    if any(server.get("error") for server in servers):
-        sys.stderr.write("the whole reason: `toolscript list-servers --json` or `gateway status`\n")
+    reasons = [(server["name"], _reason(server.get("error"))) for server in servers]
+    cut = [(name, reason) for name, reason in reasons if len(reason) > REASON_WIDTH]
+    if on_terminal and cut:
+        # The end of a reason says what to do (the variable to export, the file to fix): a
+        # cell of a table 80 columns wide shows its start, so each cut one follows whole.
+        write_shown("\n" + "".join(f"{shown_name(name)}: {reason}\n" for name, reason in cut))
     if elsewhere:
         write_shown(
             f"note: the gateway {URL_VARIABLE} names serves {elsewhere}, not this project's "
@@ -163,10 +175,14 @@ def _shown_path(source: str, project_dir: Path) -> str:
     return source
 
 
-def _short(error: str | None, width: int = 48) -> str:
-    """The first line of an error, cut to fit a table column."""
-    text = (error or "").strip().splitlines()[0] if (error or "").strip() else ""
-    return text if len(text) <= width else text[: width - 1] + "…"
+REASON_WIDTH = 32  # a reason's cell on a terminal, the whole reason following the table
+
+
+def _reason(error: str | None, *, whole: bool = True) -> str:
+    """An error on one line: whole (a pipe's cell, or below a terminal's table), else cut to
+    fit a terminal's table column."""
+    text = " ".join((error or "").split())
+    return text if whole or len(text) <= REASON_WIDTH else text[: REASON_WIDTH - 1] + "…"
 
 
 def _live_states(

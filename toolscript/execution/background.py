@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
-from toolscript.errors import GatewayError, GatewayResponseError, UsageError
+from toolscript.errors import GatewayError, GatewayResponseError, NotFoundError, UsageError
 from toolscript.execution.locate import gateway_request, running_gateway
 from toolscript.execution.sandbox import Script
 
@@ -149,14 +149,15 @@ def wait_background(
         left = WAIT_PIECE if deadline is None else max(0.0, deadline - time.monotonic())
         wait = min(WAIT_PIECE, left)
         route = f"/runs/{run_id}/output?stdout={offsets[0]}&stderr={offsets[1]}&wait={wait:g}"
+        unknown = False  # the gateway answers, and has no run by that id
         try:
             body = gateway_request(url, route, wait + 30, answers=True)
         except GatewayResponseError as exc:  # a gateway that restarted holds no such run
             if exc.status_code != 404:
                 raise
-            body = None
+            body, unknown = None, True
         if body is None:
-            return _gone(run_id, logged, outcome, said)
+            return _gone(run_id, logged, outcome, said, unknown=unknown)
         answer = json.loads(body)
         for data, target in ((answer["stdout"], shown_out), (answer["stderr"], shown_err)):
             if data:
@@ -229,9 +230,17 @@ def _gone(
     logged: Callable[[], dict[str, Any] | None] | None,
     outcome: dict[str, Any] | None,
     said: IO[bytes],
+    *,
+    unknown: bool = False,
 ) -> int:
-    """How run ``run_id`` ended by the run log, its gateway gone or restarted under it."""
+    """How run ``run_id`` ended by the run log, its gateway gone or restarted under it;
+    ``unknown``: a gateway answers that it has no such run."""
     row = logged() if logged is not None else None
+    if row is None and logged is not None and unknown:  # a mistyped id: no gateway went
+        raise NotFoundError(
+            f"no run {run_id!r}: the gateway has none under way by that id, nor the project's log",
+            hint="`toolscript runs` lists the runs",
+        )
     if row is None or row.get("status") in (None, "running", "prompting"):
         raise GatewayError(
             f"the gateway stopped or restarted before run {run_id} ended (a background run "

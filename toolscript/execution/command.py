@@ -131,12 +131,6 @@ def run_exec(
                 limits=limits,
                 spill=_spill_file(config, new_run_id()),
             )
-            missing = missing_import(script.code) if ran == 1 else None
-            if missing is not None:
-                sys.stderr.write(
-                    f"hint: `{missing}` comes from toolscript's module: begin the script with "
-                    f'import {{ {missing} }} from "toolscript";\n'
-                )
         else:
             ran = _run_in_gateway(
                 script,
@@ -157,6 +151,12 @@ def run_exec(
                 # a running gateway's server still connecting joins it: wait for it (one
                 # started for this run stops the server after it: nothing to wait for)
                 wait_for_servers=found == ["running"],
+            )
+        missing = missing_import(script.code) if ran == 1 and saved is None else None
+        if missing is not None:  # Deno says only "Cannot find name 'tools'"
+            sys.stderr.write(
+                f"hint: `{missing}` comes from toolscript's module: begin the script with "
+                f'import {{ {missing} }} from "toolscript";\n'
             )
         if ran == 0 and saved is None and silent_script(script.code):
             sys.stderr.write(
@@ -436,7 +436,7 @@ def _run_in_gateway(
 # script that imports nothing from "toolscript" and uses one of them forgot its import.
 _MODULE_NAMES = re.compile(
     r"(?<![\w$.])(tools|scripts|resources|prompts)\s*(?:\?\.|\.|\[)"
-    r"|(?<![\w$.])(search|describe)\s*\("
+    r"|(?<![\w$.])(search|describe|progress)\s*\("
 )
 _DECLARED = r"(?:\b(?:const|let|var|function|class|import)\b[^;=]*?\b{name}\b)"
 

@@ -37,7 +37,9 @@ from toolscript.gateway.toolcall import call_tool_bytes, requested_tool, unless_
 from toolscript.search.engine import MODES, readings
 from toolscript.search.needs import is_implied
 from toolscript.search.parameters import check_query_length
+from toolscript.store.outputs import visible_controls
 from toolscript.store.savedscripts import MAX_RUN_SCRIPT_BYTES, require_script_size
+from toolscript.upstream.base import ServerState
 
 __all__ = [
     "CONTROLLERS",
@@ -593,7 +595,31 @@ def _types_answer(
     gateway.recent.settle()
     generation = (gateway.catalogue, gateway.recent.version)
     render = functools.partial(_render_types, gateway, server, tool, names, for_agent)
-    return gateway.type_answers.get(generation, (server, tool, names, for_agent), render)
+    answer = gateway.type_answers.get(generation, (server, tool, names, for_agent), render)
+    # Said at each answer (a server's state is no part of what is kept): types of a server
+    # not connected now are those of its last listing.
+    marks = [
+        _last_listing_mark(gateway, name)
+        for name in dict.fromkeys(str(one["server"]) for one in answer["tools"])
+    ]
+    if not any(marks):
+        return answer
+    said = "\n".join(mark for mark in marks if mark)
+    return answer | {"declarations": f"{said}\n\n{answer['declarations']}"}
+
+
+def _last_listing_mark(gateway: Gateway, server: str) -> str | None:
+    """A comment saying ``server``'s types come from its last listing when it is not
+    connected now (its error on one line, cut: what a server sent), else None."""
+    upstream = gateway.upstreams.get(server)
+    if upstream is None or upstream.state in (ServerState.CONNECTED, ServerState.DISABLED):
+        return None
+    error = " ".join(visible_controls(upstream.error or "").split())
+    why = f" ({error[:160]}{'…' if len(error) > 160 else ''})" if error else ""
+    return (
+        f"// {server} is {upstream.state}{why}: its types below are from its last listing, "
+        "and a call of one fails until it connects"
+    )
 
 
 def _render_types(

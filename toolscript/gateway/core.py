@@ -1278,11 +1278,17 @@ class Gateway:
 
     def server_tools(self, server: str) -> list[dict[str, Any]]:
         """A server's tools with their policy, kept until the catalogue changes (a worker
-        thread's: 2,000 tools take tens of ms); a server that never connected is an error,
-        not an empty list."""
+        thread's: 2,000 tools take tens of ms). A server not connected now lists the tools
+        it listed last (this gateway's, or the last build's when it never connected here:
+        what search and get-types serve of it); one that never listed any is an error, not
+        an empty list."""
         upstream = self.upstream(server)
         if upstream.state != ServerState.CONNECTED and not upstream.tools:
-            raise self._unavailable(upstream)
+            disabled = upstream.state == ServerState.DISABLED  # offered nowhere, kept or not
+            kept = [] if disabled else self._last_listing(upstream)
+            if not kept:
+                raise self._unavailable(upstream)
+            return kept
         return self.tool_lists.get(
             self.catalogue,
             server,
@@ -1291,6 +1297,26 @@ class Gateway:
                 for tool in upstream.tools.values()
             ],
         )
+
+    def _last_listing(self, upstream: Upstream) -> list[dict[str, Any]]:
+        """The tools the last build kept of a server that has not connected to this gateway
+        (its fetch file: this user's build's listing, filtered by its entry; a cloned
+        repository's is emptied by that build), each with its policy now, a denied one left
+        out; none before the first build. Read at each ask: a failed server is asked rarely."""
+        if not self.first_build.is_set():
+            return []
+        try:
+            kept = json.loads(read_artifact(self.layout.server_tools(upstream.name)))
+        except (OSError, ValueError):
+            return []
+        tools = []
+        for tool in kept if isinstance(kept, list) else []:
+            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+                continue
+            policy = self.config.decision(upstream.config, tool["name"], tool.get("annotations"))
+            if policy != "deny":
+                tools.append(tool | {"policy": policy})
+        return tools
 
     def _unavailable(self, upstream: Upstream) -> ServerUnavailableError:
         name = upstream.name

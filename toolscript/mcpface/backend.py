@@ -213,7 +213,7 @@ _FACE_HINTS = (
         r"save_script with name \1, the fixed code and force: true",
     ),
     (  # the person trusts a config, never the model (a client with a shell would run it)
-        re.compile(r"^read it, then run `toolscript trust` in (.+)$"),
+        re.compile(r"^read it(?: \([^)]*\))?, then run `toolscript trust` in (.+)$"),
         r"the user must read it and run `toolscript trust` in \1 themselves (not you: ask "
         r"them); tool calls then start its servers",
     ),
@@ -249,6 +249,15 @@ def _one_line(text: str, width: int = 160, *, sentence: bool = True) -> str:
     first = (text or "").strip().split("\n", 1)[0]
     cut = re.split(r"(?<=[.!?])\s", first, maxsplit=1)[0] if sentence else first
     return cut if len(cut) <= width else cut[: width - 1] + "…"
+
+
+def _both_ends(text: str, head: int = 160, tail: int = 240) -> str:
+    """An error on one line, its start and its end kept when it is long: the end says what
+    to do (the variable to pass, the file to fix), the start what happened."""
+    whole = " ".join((text or "").split())
+    if len(whole) <= head + tail + 3:
+        return whole
+    return f"{whole[:head]} … {whole[-tail:]}"
 
 
 def _described(hit: dict[str, Any]) -> str:
@@ -363,7 +372,7 @@ def servers_answer(servers: list[dict[str, Any]]) -> Answer:
         if row["description"]:
             line += f" ({_one_line(row['description'], 100)})"
         if row["error"]:
-            line += f"; error: {_one_line(row['error'], 200, sentence=False)}"
+            line += f"; error: {_both_ends(row['error'])}"
         lines.append(line)
     return Answer("\n".join(lines) or "No servers are configured.", {"servers": rows})
 

@@ -31,6 +31,7 @@ runs awaiting approval apart (``AWAITING_KEEP``), never evicted by others.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import secrets
 import threading
@@ -48,7 +49,9 @@ if TYPE_CHECKING:
 __all__ = [
     "MIGRATIONS",
     "SCHEMA_VERSION",
+    "GoneProjectRuns",
     "RunLog",
+    "gone_projects_runs",
     "new_run_id",
     "require_run_id",
     "runlog_path",
@@ -61,6 +64,46 @@ AMBIGUOUS_SHOWN = 5  # run ids an ambiguous prefix names
 
 def runlog_path(state_dir: Path) -> Path:
     return state_dir / FILE_NAME
+
+
+GONE_LOOKED_AT = 200  # the projects' logs a `runs` with none looks through for a moved one
+
+
+@dataclasses.dataclass(frozen=True)
+class GoneProjectRuns:
+    """The run log of a project whose folder is gone (moved, renamed or deleted)."""
+
+    project: str  # the folder it was kept for
+    log: Path
+    runs: int
+    last: float  # the newest run's start
+
+
+def gone_projects_runs(projects: Path, limit: int = 3) -> list[GoneProjectRuns]:
+    """The logs under ``projects`` (the user's state's ``projects/``) holding runs of a
+    project folder that is no longer there, newest first: where a moved project's runs
+    stayed (a log is kept by its folder's path). Read only; one that does not read is
+    passed over."""
+    import sqlite3
+
+    found = []
+    try:
+        logs = sorted(projects.glob(f"*/{FILE_NAME}"))[:GONE_LOOKED_AT]
+    except OSError:
+        return []
+    for log in logs:
+        try:
+            with contextlib.closing(
+                sqlite3.connect(f"{log.resolve().as_uri()}?mode=ro", uri=True, timeout=0.5)
+            ) as db:
+                meta = db.execute("SELECT value FROM meta WHERE key = 'project'").fetchone()
+                counted = db.execute("SELECT count(*), max(started) FROM runs").fetchone()
+        except (sqlite3.Error, OSError, ValueError):
+            continue
+        if not meta or not counted or not counted[0] or Path(str(meta[0])).exists():
+            continue
+        found.append(GoneProjectRuns(str(meta[0]), log, int(counted[0]), float(counted[1] or 0)))
+    return sorted(found, key=lambda gone: gone.last, reverse=True)[:limit]
 
 
 def new_run_id() -> str:

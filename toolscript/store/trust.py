@@ -189,7 +189,8 @@ def require_trust(
             f"{shown}{also} is not trusted yet, so nothing it names was started "
             "(a repository's config names programs to run and where to send your "
             "environment's values)",
-            hint=f"read it, then run `toolscript trust` in {Path(shown).parent}"
+            hint=f"read it (`toolscript config check` lists what it starts and sends), then "
+            f"run `toolscript trust` in {Path(shown).parent}"
             + ("" if Path(shown).name == ".toolscript.json" else f" --config {shown}"),
         )
 

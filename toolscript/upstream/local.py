@@ -75,6 +75,9 @@ MAX_TOOL_FILE_BYTES = 16 * 1024 * 1024  # a tool file larger is not loaded (its 
 # all of it, every other run waiting as long as the calls did.
 INTERNAL_CALL_THREADS = 16
 _MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '[^']+'")
+WORKER_DEPENDENCY = "pydantic>=2"  # the worker's own, installed beside a file's dependencies
+# What uv prints when it cannot reach its index (refused, no route, no name, TLS).
+_UNREACHED = re.compile(r"Failed to fetch: \S*?/([A-Za-z0-9._-]+)/?\s*$")
 _HEADER = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
 
 
@@ -428,7 +431,8 @@ class LocalToolServer:
                 )
             raise UpstreamError(
                 f"uv could not run {self.path.name}: "
-                + (" / ".join(message[-5:]) or f"exit {process.returncode}")
+                + (" / ".join(_uv_said(message)) or f"exit {process.returncode}")
+                + _uv_unreached(message)
             )
         described = json.loads(stdout.decode().strip().splitlines()[-1])
         notes.extend(str(note) for note in described.get("notes") or [])
@@ -452,11 +456,12 @@ class LocalToolServer:
             command += ["--python", sys.executable]
         for dependency in metadata.get("dependencies") or []:
             command += ["--with", str(dependency)]
-        command += ["--with", "pydantic>=2", "python", str(WORKER), str(self.path)]
+        command += ["--with", WORKER_DEPENDENCY, "python", str(WORKER), str(self.path)]
         return command
 
     def _worker_env(self) -> dict[str, str]:
-        """A minimal environment: what uv and Python need, and never the gateway's secrets."""
+        """A minimal environment: what uv and Python need (the user's uv settings: an
+        offline machine's ``UV_OFFLINE``, a proxy), and never the gateway's secrets."""
         keep = (
             "PATH",
             "HOME",
@@ -467,7 +472,23 @@ class LocalToolServer:
             "UV_INDEX_URL",
             "UV_FIND_LINKS",
             "UV_EXTRA_INDEX_URL",
+            "UV_INDEX",
+            "UV_DEFAULT_INDEX",
+            # how uv reaches an index: offline (its cache alone), TLS, the user's proxy
+            "UV_OFFLINE",
+            "UV_NATIVE_TLS",
+            "UV_INSECURE_HOST",
+            "UV_HTTP_TIMEOUT",
             "SSL_CERT_FILE",
+            "SSL_CERT_DIR",
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "ALL_PROXY",
+            "NO_PROXY",
+            "http_proxy",
+            "https_proxy",
+            "all_proxy",
+            "no_proxy",
             "XDG_CACHE_HOME",
         )
         env = {key: os.environ[key] for key in keep if key in os.environ}
@@ -880,6 +901,34 @@ async def _lines(stream: asyncio.StreamReader) -> AsyncIterator[bytes]:
         if not line:
             return
         yield line
+
+
+def _uv_said(lines: list[str]) -> list[str]:
+    """uv's failure on one line's worth: its first line (``error: Request failed after 3
+    retries``) and its last causes, the middle elided."""
+    if len(lines) <= 5:
+        return lines
+    return [lines[0], "…", *lines[-4:]]
+
+
+def _uv_unreached(lines: list[str]) -> str:
+    """What to do when uv could not reach its index (an offline machine), naming the
+    package it was fetching (the worker's own dependency said to be so); else nothing."""
+    fetched = next((found for line in lines if (found := _UNREACHED.search(line))), None)
+    if fetched is None:
+        return ""
+    package = fetched.group(1)
+    own = (
+        f"; {package} is the tool-file worker's own dependency ({WORKER_DEPENDENCY}), "
+        "installed beside the file's"
+        if package.lower() == WORKER_DEPENDENCY.partition(">")[0]
+        else ""
+    )
+    return (
+        f" (uv could not reach its package index for {package}{own}: offline, export "
+        "UV_OFFLINE=1 before `toolscript gateway start` so uv installs from its cache alone, "
+        "or set UV_INDEX_URL to an index you reach)"
+    )
 
 
 def _user_uv_config() -> Path | None:

@@ -43,7 +43,13 @@ from toolscript.upstream.base import (
     ServerState,
     ToolsChanged,
 )
-from toolscript.upstream.early import HURRIED, POLITE, EarlyServer, StopGraces
+from toolscript.upstream.early import (
+    HURRIED,
+    INHERITED_ENV,
+    POLITE,
+    EarlyServer,
+    StopGraces,
+)
 from toolscript.upstream.limits import (
     LIST_CHANGED,
     NOTICE_RATE,
@@ -774,6 +780,21 @@ class UpstreamServer:
             # It exited before it answered (a wrong argument, a missing path): its last
             # words say why, where "Connection closed" alone does not.
             message = f"exited while connecting: {telling_line(self.stderr_tail)} ({message})"
+            named = _variables_not_passed(self.stderr_tail, self.config)
+            if named:
+                # "WEATHER_API_KEY is required": exported in the shell, it still is not
+                # there (a stdio server gets INHERITED_ENV and its entry's env alone).
+                passed = ", ".join(f'"{name}": "${{{name}}}"' for name in named)
+                self.remedy = (
+                    f'pass it in its entry\'s env, "env": {{{passed}}}, and export '
+                    f"{' and '.join(named)} where the gateway starts (then `toolscript gateway "
+                    "stop` and `toolscript gateway start &`)"
+                )
+                message += (
+                    f" (it names {' and '.join(named)}: a stdio server is given only "
+                    f"{', '.join(INHERITED_ENV)} of your environment and its entry's "
+                    f'"env", so write "env": {{{passed}}} in its entry)'
+                )
         command = self.config.command or ""
         program, *args = command.split() or [""]
         if (
@@ -1489,16 +1510,37 @@ def windows_shell_hint(command: str, args: Sequence[str]) -> str:
     return ""
 
 
+# A name in a server's last words that reads as an environment variable's (an underscore in
+# it: WEATHER_API_KEY, not ERROR).
+_VARIABLE_NAME = re.compile(r"(?<![A-Za-z0-9_$])([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?![A-Za-z0-9_])")
+
+
+def _variables_not_passed(stderr: list[str], config: ServerConfig) -> list[str]:
+    """The variables a stdio server's stderr names (at most two) that its entry does not
+    pass it and that it does not inherit: what it exited asking for."""
+    named = dict.fromkeys(found for line in stderr[-5:] for found in _VARIABLE_NAME.findall(line))
+    return [name for name in named if name not in config.env and name not in INHERITED_ENV][:2]
+
+
 def headers_refused_message(config: ServerConfig) -> str:
     """A 401 to a server whose entry sends headers: a sign-in would not help as much as
     looking at those headers' values (a token expired, a ${VAR} with the wrong value)."""
     from toolscript.upstream.oauth import sign_in_command
 
     names = ", ".join(f"headers.{name}" for name in config.headers)
+    sent = list(
+        dict.fromkeys(name for name, where in config.variables if where.startswith("headers."))
+    )
+    variables = (
+        f" (and the value of {', '.join(f'${{{name}}}' for name in sent)} the gateway was "
+        "started with: a new value reaches it when it starts again, `toolscript gateway "
+        "stop` then `toolscript gateway start &`)"
+        if sent
+        else ""
+    )
     return (
         f"answered 401 Unauthorized to the headers of its entry: check the value of {names} "
-        f"in the config (and the variables it names); if it uses OAuth, run "
-        f"`{sign_in_command(config.name)}`"
+        f"in the config{variables}; if it uses OAuth, run `{sign_in_command(config.name)}`"
     )
 
 
