@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -444,6 +444,54 @@ def running_gateway(
         yield gateway
     finally:
         gateway.stop()
+
+
+@contextmanager
+def project_gateway(
+    directory: Path,
+    servers: dict[str, Any],
+    *args: str,
+    tools: dict[str, str] | None = None,
+    env: dict[str, str] | None = None,
+    connected: Collection[str] = (),
+) -> Iterator[GatewayProcess]:
+    """A gateway on the project in ``directory``: ``servers`` its mcpServers, keyword search
+    only (no model to load); ``tools`` (file name -> source) written in its tools/ folder,
+    its localTools; yielded once the servers named in ``connected`` are connected. Stopped
+    after, leaving no process of its own behind."""
+    config: dict[str, Any] = {"mcpServers": servers, "search": {"semantic": False}}
+    if tools is not None:
+        (directory / "tools").mkdir(exist_ok=True)
+        for name, source in tools.items():
+            (directory / "tools" / name).write_text(source)
+        config["localTools"] = {"dir": "tools"}
+    gateway = GatewayProcess(config, directory, *args, env=env)
+    try:
+        if connected:
+            gateway.wait_for_health(
+                lambda h: all(h["servers"][name]["state"] == "connected" for name in connected),
+                what=f"{', '.join(connected)} connected",
+            )
+        yield gateway
+    finally:
+        assert gateway.stop() == []
+
+
+@contextmanager
+def port_file_server(args: list[str], port_file: Path, timeout: float = 20) -> Iterator[int]:
+    """A server of the tests' own that picks its port and writes it to ``port_file`` (as
+    tests/servers' compressed and endless servers do): its port, once written; stopped with
+    its process tree."""
+    process = subprocess.Popen(args, start_new_session=True)
+
+    def written() -> str:
+        assert process.poll() is None, f"{args} ended before it wrote its port"
+        return port_file.read_text() if port_file.exists() else ""
+
+    try:
+        yield int(wait_until(written, bool, timeout, f"{port_file.name} written"))
+    finally:
+        stop_process(process, 10, group=True)
 
 
 def deno_bin() -> str:

@@ -34,7 +34,15 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
-from tests.helpers import SERVERS, GatewayProcess, fixture_server, last_run, toolscript_cli
+from tests.helpers import (
+    SERVERS,
+    GatewayProcess,
+    fixture_server,
+    last_run,
+    port_file_server,
+    project_gateway,
+    toolscript_cli,
+)
 from toolscript.gateway.guard import agent_url
 
 SECRET = "ghp_Zq8xR2mK9vT4pL7nW3sY6bH1cJ5dF0gA2eQ"
@@ -54,36 +62,19 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
     """One gateway for the module: a hostile HTTP server whose answers come gzip-compressed
     (compressed_http_server.py), the fixture server (holding a token) and a tool file."""
     directory = tmp_path_factory.mktemp("stop76")
-    port_file = directory / "port"
-    server = subprocess.Popen(
-        [sys.executable, str(SERVERS / "compressed_http_server.py"), str(port_file)]
-    )
-    try:
-        while not port_file.exists() or not port_file.read_text():
-            assert server.poll() is None, "the compressed server did not start"
-            time.sleep(0.05)
+    compressed = [
+        sys.executable,
+        str(SERVERS / "compressed_http_server.py"),
+        str(directory / "port"),
+    ]
+    with port_file_server(compressed, directory / "port") as port:
         servers = {
-            "z": {"url": f"http://127.0.0.1:{port_file.read_text()}/mcp"},
+            "z": {"url": f"http://127.0.0.1:{port}/mcp"},
             "fx": fixture_server(env={"FX_TOKEN": SECRET}),
         }
-        (directory / "tools").mkdir()
-        (directory / "tools" / "greet.py").write_text(GREET)
-        config = {
-            "mcpServers": servers,
-            "localTools": {"dir": "tools"},
-            "search": {"semantic": False},
-        }
-        gateway = GatewayProcess(config, directory)
-        try:
-            gateway.wait_for_health(
-                lambda h: all(h["servers"][s]["state"] == "connected" for s in servers)
-            )
+        tools = {"greet.py": GREET}
+        with project_gateway(directory, servers, tools=tools, connected=servers) as gateway:
             yield gateway
-        finally:
-            gateway.stop()
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 def _rss(gateway: GatewayProcess) -> int:
