@@ -42,6 +42,7 @@ from tests.helpers import (
     port_file_server,
     project_gateway,
     toolscript_cli,
+    wait_until,
 )
 from toolscript.gateway.guard import agent_url
 
@@ -188,17 +189,22 @@ def test_two_runs_of_slow_large_calls_do_not_refuse_every_other_call(
             if len(holders) == 1:  # its calls under way before the next starts
                 seen = toolscript_cli("exec", "--no-check", probe, cwd=gateway.directory)
                 assert json.loads(seen.stdout) == "yes", seen.stderr
-        time.sleep(8)  # the second's two calls under way too (no probe: it would hold values)
+        # The second's two calls under way too: a call of 10,001 values (past
+        # SMALL_CALL_VALUES, so bounded by every run's together) is refused from then on.
+        large = f"{IMPORT}return await tools.fx.plainText({{ text: 'x', pad: new Array(9_999)"
+        large += ".fill({}) } as any);"
+        refused = wait_until(
+            lambda: toolscript_cli("exec", "--no-check", large, cwd=gateway.directory),
+            lambda done: done.returncode != 0,
+            60,
+            "the four calls under way",
+        )
+        assert "more than 4,000,000 JSON values at once; try again later" in refused.stderr
         assert all(holder.poll() is None for holder in holders)
         other = f"{IMPORT}return await tools.fx.plainText({{ text: 'x' }});"
         done = toolscript_cli("exec", "--no-check", other, cwd=gateway.directory)
         assert done.returncode == 0, done.stdout + done.stderr
         assert json.loads(done.stdout) == "x"
-        large = f"{IMPORT}return await tools.fx.plainText({{ text: 'x', pad: new Array(9_999)"
-        large += ".fill({}) } as any);"
-        refused = toolscript_cli("exec", "--no-check", large, cwd=gateway.directory)
-        assert refused.returncode != 0
-        assert "more than 4,000,000 JSON values at once; try again later" in refused.stderr
     finally:
         for holder in holders:
             holder.kill()
