@@ -162,13 +162,22 @@ def wait_for_exit(pid: int, timeout: float = 10) -> None:
     wait_until(lambda: _running(pid), lambda running: not running, timeout, f"process {pid}'s end")
 
 
-def wait_for_port(port: int, timeout: float = 20.0) -> None:
+def wait_for_port(
+    port: int, timeout: float = 60.0, process: subprocess.Popen[Any] | None = None
+) -> None:
+    """Return once something listens on ``port``; raise once ``process`` (the server that
+    should) has exited. The deadline is only a guard: a Python server importing the `mcp`
+    SDK took over 20 s on a loaded CI machine."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 return
         except OSError:
+            if process is not None and process.poll() is not None:
+                raise RuntimeError(
+                    f"{process.args} exited ({process.returncode}) before it listened on {port}"
+                ) from None
             time.sleep(0.05)
     raise TimeoutError(f"nothing listens on port {port} after {timeout} s")
 
@@ -186,7 +195,7 @@ def background_server(
         start_new_session=True,
     )
     try:
-        wait_for_port(port)
+        wait_for_port(port, process=process)
         yield
     finally:
         stop_process(process, 10, group=True)
