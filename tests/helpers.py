@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -162,13 +162,22 @@ def wait_for_exit(pid: int, timeout: float = 10) -> None:
     wait_until(lambda: _running(pid), lambda running: not running, timeout, f"process {pid}'s end")
 
 
-def wait_for_port(port: int, timeout: float = 20.0) -> None:
+def wait_for_port(
+    port: int, timeout: float = 60.0, process: subprocess.Popen[Any] | None = None
+) -> None:
+    """Return once something listens on ``port``; raise once ``process`` (the server that
+    should) has exited. The deadline is only a guard: a Python server importing the `mcp`
+    SDK took over 20 s on a loaded CI machine."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 return
         except OSError:
+            if process is not None and process.poll() is not None:
+                raise RuntimeError(
+                    f"{process.args} exited ({process.returncode}) before it listened on {port}"
+                ) from None
             time.sleep(0.05)
     raise TimeoutError(f"nothing listens on port {port} after {timeout} s")
 
@@ -186,7 +195,7 @@ def background_server(
         start_new_session=True,
     )
     try:
-        wait_for_port(port)
+        wait_for_port(port, process=process)
         yield
     finally:
         stop_process(process, 10, group=True)
@@ -444,6 +453,54 @@ def running_gateway(
         yield gateway
     finally:
         gateway.stop()
+
+
+@contextmanager
+def project_gateway(
+    directory: Path,
+    servers: dict[str, Any],
+    *args: str,
+    tools: dict[str, str] | None = None,
+    env: dict[str, str] | None = None,
+    connected: Collection[str] = (),
+) -> Iterator[GatewayProcess]:
+    """A gateway on the project in ``directory``: ``servers`` its mcpServers, keyword search
+    only (no model to load); ``tools`` (file name -> source) written in its tools/ folder,
+    its localTools; yielded once the servers named in ``connected`` are connected. Stopped
+    after, leaving no process of its own behind."""
+    config: dict[str, Any] = {"mcpServers": servers, "search": {"semantic": False}}
+    if tools is not None:
+        (directory / "tools").mkdir(exist_ok=True)
+        for name, source in tools.items():
+            (directory / "tools" / name).write_text(source)
+        config["localTools"] = {"dir": "tools"}
+    gateway = GatewayProcess(config, directory, *args, env=env)
+    try:
+        if connected:
+            gateway.wait_for_health(
+                lambda h: all(h["servers"][name]["state"] == "connected" for name in connected),
+                what=f"{', '.join(connected)} connected",
+            )
+        yield gateway
+    finally:
+        assert gateway.stop() == []
+
+
+@contextmanager
+def port_file_server(args: list[str], port_file: Path, timeout: float = 20) -> Iterator[int]:
+    """A server of the tests' own that picks its port and writes it to ``port_file`` (as
+    tests/servers' compressed and endless servers do): its port, once written; stopped with
+    its process tree."""
+    process = subprocess.Popen(args, start_new_session=True)
+
+    def written() -> str:
+        assert process.poll() is None, f"{args} ended before it wrote its port"
+        return port_file.read_text() if port_file.exists() else ""
+
+    try:
+        yield int(wait_until(written, bool, timeout, f"{port_file.name} written"))
+    finally:
+        stop_process(process, 10, group=True)
 
 
 def deno_bin() -> str:

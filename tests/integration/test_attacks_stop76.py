@@ -34,7 +34,16 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
-from tests.helpers import SERVERS, GatewayProcess, fixture_server, last_run, toolscript_cli
+from tests.helpers import (
+    SERVERS,
+    GatewayProcess,
+    fixture_server,
+    last_run,
+    port_file_server,
+    project_gateway,
+    toolscript_cli,
+    wait_until,
+)
 from toolscript.gateway.guard import agent_url
 
 SECRET = "ghp_Zq8xR2mK9vT4pL7nW3sY6bH1cJ5dF0gA2eQ"
@@ -54,36 +63,19 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
     """One gateway for the module: a hostile HTTP server whose answers come gzip-compressed
     (compressed_http_server.py), the fixture server (holding a token) and a tool file."""
     directory = tmp_path_factory.mktemp("stop76")
-    port_file = directory / "port"
-    server = subprocess.Popen(
-        [sys.executable, str(SERVERS / "compressed_http_server.py"), str(port_file)]
-    )
-    try:
-        while not port_file.exists() or not port_file.read_text():
-            assert server.poll() is None, "the compressed server did not start"
-            time.sleep(0.05)
+    compressed = [
+        sys.executable,
+        str(SERVERS / "compressed_http_server.py"),
+        str(directory / "port"),
+    ]
+    with port_file_server(compressed, directory / "port") as port:
         servers = {
-            "z": {"url": f"http://127.0.0.1:{port_file.read_text()}/mcp"},
+            "z": {"url": f"http://127.0.0.1:{port}/mcp"},
             "fx": fixture_server(env={"FX_TOKEN": SECRET}),
         }
-        (directory / "tools").mkdir()
-        (directory / "tools" / "greet.py").write_text(GREET)
-        config = {
-            "mcpServers": servers,
-            "localTools": {"dir": "tools"},
-            "search": {"semantic": False},
-        }
-        gateway = GatewayProcess(config, directory)
-        try:
-            gateway.wait_for_health(
-                lambda h: all(h["servers"][s]["state"] == "connected" for s in servers)
-            )
+        tools = {"greet.py": GREET}
+        with project_gateway(directory, servers, tools=tools, connected=servers) as gateway:
             yield gateway
-        finally:
-            gateway.stop()
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 def _rss(gateway: GatewayProcess) -> int:
@@ -197,17 +189,22 @@ def test_two_runs_of_slow_large_calls_do_not_refuse_every_other_call(
             if len(holders) == 1:  # its calls under way before the next starts
                 seen = toolscript_cli("exec", "--no-check", probe, cwd=gateway.directory)
                 assert json.loads(seen.stdout) == "yes", seen.stderr
-        time.sleep(8)  # the second's two calls under way too (no probe: it would hold values)
+        # The second's two calls under way too: a call of 10,001 values (past
+        # SMALL_CALL_VALUES, so bounded by every run's together) is refused from then on.
+        large = f"{IMPORT}return await tools.fx.plainText({{ text: 'x', pad: new Array(9_999)"
+        large += ".fill({}) } as any);"
+        refused = wait_until(
+            lambda: toolscript_cli("exec", "--no-check", large, cwd=gateway.directory),
+            lambda done: done.returncode != 0,
+            60,
+            "the four calls under way",
+        )
+        assert "more than 4,000,000 JSON values at once; try again later" in refused.stderr
         assert all(holder.poll() is None for holder in holders)
         other = f"{IMPORT}return await tools.fx.plainText({{ text: 'x' }});"
         done = toolscript_cli("exec", "--no-check", other, cwd=gateway.directory)
         assert done.returncode == 0, done.stdout + done.stderr
         assert json.loads(done.stdout) == "x"
-        large = f"{IMPORT}return await tools.fx.plainText({{ text: 'x', pad: new Array(9_999)"
-        large += ".fill({}) } as any);"
-        refused = toolscript_cli("exec", "--no-check", large, cwd=gateway.directory)
-        assert refused.returncode != 0
-        assert "more than 4,000,000 JSON values at once; try again later" in refused.stderr
     finally:
         for holder in holders:
             holder.kill()

@@ -30,13 +30,14 @@ What got through, now closed (each test performs the attack):
 Held: a server's token in a progress message, or in its JSON-RPC error, is ``***``; a
 resource read or a prompt get handing the token to a run marks it received, so the halves
 it sends on are masked in ``runs show``; a call of 900,000 JSON values ended by its run's
-time limit, its server dying, its exec killed or its timeout gives back what it held (five
+time limit, its server dying, its exec killed or its timeout gives back what it held (four
 of each, then one as large is served); a legacy SSE server's 2 MB answer drops its
 connection, made again, exec saying why; an SSE event that never ends is dropped at 1 MiB.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import subprocess
@@ -45,20 +46,24 @@ from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 
+import httpx
 import psutil
 import pytest
 
 from tests.helpers import (
     SERVERS,
     GatewayProcess,
+    background_server,
     clean_env,
     fixture_server,
     free_port,
     last_run,
+    port_file_server,
+    project_gateway,
     toolscript_cli,
-    wait_for_port,
     wait_until,
 )
+from toolscript.gateway.connections import TOTAL_VALUES
 from toolscript.gateway.guard import agent_url
 
 SECRET = "ghp_Zq8xR2mK9vT4pL7nW3sY6bH1cJ5dF0gA2eQ"
@@ -79,41 +84,22 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
         "toolTimeouts": {"hold_briefly": 2},
     }
     port = free_port()
-    events = subprocess.Popen(
-        [sys.executable, str(SERVERS / "fixture_server.py"), "sse", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    port_file = directory / "endless.port"
-    endless = subprocess.Popen(
-        [
-            sys.executable,
-            str(SERVERS / "endless_sse_server.py"),
-            str(port_file),
-            str(directory / "endless.sent"),
-        ]
-    )
-    try:
-        wait_for_port(port)
-        wait_until(lambda: port_file.exists() and port_file.read_text(), bool, 20, "its port")
-        servers = {"lk": leaky, "ev": {"type": "sse", "url": f"http://127.0.0.1:{port}/sse"}}
-        endless_url = f"http://127.0.0.1:{port_file.read_text()}/sse"
-        config = {
-            "mcpServers": {**servers, "en": {"type": "sse", "url": endless_url}},
-            "search": {"semantic": False},
+    events = [sys.executable, str(SERVERS / "fixture_server.py"), "sse", str(port)]
+    endless = [
+        *(sys.executable, str(SERVERS / "endless_sse_server.py")),
+        *(str(directory / "endless.port"), str(directory / "endless.sent")),
+    ]
+    with (
+        background_server(events, port),
+        port_file_server(endless, directory / "endless.port") as endless_port,
+    ):
+        servers = {
+            "lk": leaky,
+            "ev": {"type": "sse", "url": f"http://127.0.0.1:{port}/sse"},
+            "en": {"type": "sse", "url": f"http://127.0.0.1:{endless_port}/sse"},
         }
-        gateway = GatewayProcess(config, directory)
-        try:
-            gateway.wait_for_health(
-                lambda h: all(h["servers"][s]["state"] == "connected" for s in servers)
-            )
+        with project_gateway(directory, servers, connected=("lk", "ev")) as gateway:
             yield gateway
-        finally:
-            gateway.stop()
-    finally:
-        for process in (events, endless):
-            process.terminate()
-            process.wait(10)
 
 
 def _agent_exec(gateway: GatewayProcess, script: str) -> tuple[int, str, str]:
@@ -185,14 +171,19 @@ def test_a_token_handed_by_a_resource_or_prompt_marks_the_run(
     assert "looking up ***" in stderr, stderr  # and as the server echoes them
 
 
-HELD = 900_000  # JSON values a call's arguments hold: 5 such calls pass 4,000,000 in all
+HELD = 900_000  # JSON values a call's arguments hold
+# Calls ended before a call as large is served: were their values kept, they would leave
+# less than HELD of the TOTAL_VALUES that the calls under way may hold (3,600,000 of 4,000,000).
+ENDED = TOTAL_VALUES // HELD
 
 
 @pytest.mark.parametrize("ending", ["time limit", "server dies", "exec killed", "call timeout"])
 def test_a_call_ended_any_way_gives_back_its_values(gateway: GatewayProcess, ending: str) -> None:
     """Held: a call of 900,000 values ended by its run's time limit, its server dying, its
-    exec killed mid-call or the server's timeout gives back what it held: after five such
-    calls (4.5 million held were they kept), a call as large is served."""
+    exec killed mid-call or the server's timeout gives back what it held: after four such
+    calls (4.5 million held with a fifth were they kept), a call as large is served. (A
+    server that died is started again by the next call, not waited for: the gateway's
+    backoff between restarts grows to a minute.)"""
     data = f"data: Array({HELD}).fill(0)"
     call, args = {
         "time limit": (f"tools.lk.hold({{ seconds: 60, {data} }})", ("--timeout", "1.5")),
@@ -201,7 +192,7 @@ def test_a_call_ended_any_way_gives_back_its_values(gateway: GatewayProcess, end
         "call timeout": (f"tools.lk.holdBriefly({{ seconds: 60, {data} }})", ()),
     }[ending]
     agent = {"TOOLSCRIPT_GATEWAY_URL": agent_url(gateway.url)}
-    for _ in range(5):
+    for _ in range(ENDED):
         script = f"{IMPORT}await {call};\nreturn 1;"
         if ending == "exec killed":
             started = subprocess.Popen(
@@ -223,10 +214,6 @@ def test_a_call_ended_any_way_gives_back_its_values(gateway: GatewayProcess, end
                 "exec", "--no-check", *args, script, cwd=gateway.directory, env=agent
             )
             assert done.returncode != 0, done.stdout
-        if ending == "server dies":
-            gateway.wait_for_health(
-                lambda h: h["servers"]["lk"]["state"] == "connected", timeout=120
-            )
     served = toolscript_cli(
         "exec",
         "--no-check",
@@ -266,7 +253,11 @@ def test_an_sse_event_that_never_ends_is_dropped_at_1_mib(gateway: GatewayProces
     gateway.wait_for_health(lambda h: limit in (h["servers"]["en"]["error"] or ""), timeout=120)
     process = psutil.Process(gateway.process.pid)
     before, sent = process.memory_info().rss, _sent(gateway)
-    # a connection more (they come up to a minute apart: the server keeps failing)
+    # a connection more: a listing asked of it connects again at once (else the backoff
+    # between attempts of a server that keeps failing grows to a minute); its answer, an
+    # error, does not matter
+    with contextlib.suppress(httpx.HTTPError):
+        gateway.client.get("servers/en/resources")
     wait_until(lambda: _sent(gateway), lambda now: now > sent + 1024 * 1024, 150, "1 MB more")
     assert process.memory_info().rss - before < 64 * 1024 * 1024
     assert gateway.health()["servers"]["lk"]["state"] == "connected"  # the others unharmed
@@ -328,9 +319,7 @@ def test_a_cloned_catalogue_s_triggers_are_not_kept(tmp_path: Path) -> None:
     (tmp_path / ".toolscript").mkdir()
     with closing(sqlite3.connect(tmp_path / ".toolscript" / "catalogue.db")) as planted:
         planted.executescript(PLANTED_CATALOGUE)
-    config = {"mcpServers": {"fx": fixture_server()}, "search": {"semantic": False}}
-    gateway = GatewayProcess(config, tmp_path)
-    try:
+    with project_gateway(tmp_path, {"fx": fixture_server()}) as gateway:
         gateway.wait_for_log("artifacts:")
         catalogue = tmp_path / ".toolscript" / "catalogue.db"
         with closing(sqlite3.connect(f"file:{catalogue}?mode=ro", uri=True)) as built:
@@ -338,8 +327,6 @@ def test_a_cloned_catalogue_s_triggers_are_not_kept(tmp_path: Path) -> None:
             schema = built.execute("select type from sqlite_master where type != 'table'")
             assert {kind for (kind,) in schema} <= {"index"}
         assert "fx__plain_text" in tools and "fx__approve_everything" not in tools, tools
-    finally:
-        gateway.stop()
 
 
 def test_a_server_s_stderr_echoing_a_guess_tells_nothing(gateway: GatewayProcess) -> None:
@@ -347,10 +334,7 @@ def test_a_server_s_stderr_echoing_a_guess_tells_nothing(gateway: GatewayProcess
     stderr lines quoted in the call's error and in health, masked with no regard for what
     was sent: ``got ***`` for the guess that was a run of the token, the other as sent."""
     said = {}
-    connected = lambda h: h["servers"]["lk"]["state"] == "connected"  # noqa: E731
-    for guess in (SECRET[:9], "ghp_Aaaaa"):
-        # (a server that keeps exiting is started again up to a minute later)
-        gateway.wait_for_health(connected, timeout=120)
+    for guess in (SECRET[:9], "ghp_Aaaaa"):  # (the call starts the server again if need be)
         script = (
             f'try {{ await tools.lk.crash({{ text: "{guess}" }}); }} '
             "catch (e) { return String(e.message); }"
@@ -361,4 +345,3 @@ def test_a_server_s_stderr_echoing_a_guess_tells_nothing(gateway: GatewayProcess
     for guess, (message, health) in said.items():
         assert f"got {guess}" in message, message
         assert f"got {guess}" in health or not health, health
-    gateway.wait_for_health(connected, timeout=120)

@@ -31,10 +31,10 @@ from tests.helpers import (
     inspector_call,
     journal_of,
     node_server,
+    project_gateway,
     records_server,
     run_doit,
     run_id_of,
-    running_gateway,
     toolscript_cli,
     wait_until,
 )
@@ -52,28 +52,16 @@ GREET = '''def hello(name: str) -> str:
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     directory = tmp_path_factory.mktemp("features-meet6")
-    (directory / "tools").mkdir()
-    (directory / "tools" / "greet.py").write_text(GREET)
-    config = {
-        "mcpServers": {
-            "records": records_server(
-                env={"RECORDS_JOURNAL": str(directory / "journal.jsonl")},
-                policy={"write_record": "ask"},
-            ),
-            "fx": fixture_server(env={"FX_API_KEY": "${MEET6_API_KEY}"}),
-        },
-        "localTools": {"dir": "tools"},
-        "search": {"semantic": False},
+    servers = {
+        "records": records_server(
+            env={"RECORDS_JOURNAL": str(directory / "journal.jsonl")},
+            policy={"write_record": "ask"},
+        ),
+        "fx": fixture_server(env={"FX_API_KEY": "${MEET6_API_KEY}"}),
     }
-    running = GatewayProcess(
-        config,
-        directory,
-        env={"MEET6_API_KEY": SECRET},
-    )
-    try:
+    env = {"MEET6_API_KEY": SECRET}
+    with project_gateway(directory, servers, tools={"greet.py": GREET}, env=env) as running:
         yield running
-    finally:
-        assert running.stop() == []
 
 
 def pieces_of(secret: str) -> list[str]:
@@ -238,33 +226,24 @@ def test_a_waiting_run_listed_in_its_own_project_across_a_gateway_restart(
     resume: project B's stopped run is listed in B, not in A; B's gateway is stopped and
     started again; the run is still listed, approved, and resumed on the new gateway."""
     journal = tmp_path / "journal.jsonl"
-    config = {
-        "mcpServers": {
-            "records": records_server(
-                env={"RECORDS_JOURNAL": str(journal)}, policy={"write_record": "ask"}
-            )
-        },
-        "search": {"semantic": False},
+    servers = {
+        "records": records_server(
+            env={"RECORDS_JOURNAL": str(journal)}, policy={"write_record": "ask"}
+        )
     }
-    other = GatewayProcess(config, tmp_path, "--no-warm-checker")
-    try:
+    with project_gateway(tmp_path, servers, "--no-warm-checker") as other:
         stopped = gateway_cli(other, "exec", WRITES)
         assert stopped.returncode != 0, stopped.stdout
         run_id = run_id_of(stopped.stderr)
         assert waiting_runs(other) == [run_id]
         assert run_id not in waiting_runs(gateway)
-    finally:
-        assert other.stop() == []
-    again = GatewayProcess(config, tmp_path, "--no-warm-checker")
-    try:
+    with project_gateway(tmp_path, servers, "--no-warm-checker") as again:
         assert waiting_runs(again) == [run_id]
         approved = gateway_cli(again, "approve", run_id)
         assert approved.returncode == 0, approved.stderr
         assert waiting_runs(again) == []
         resumed = gateway_cli(again, "exec", "--resume", run_id)
         assert resumed.returncode == 0, resumed.stderr
-    finally:
-        assert again.stop() == []
     assert [c["arguments"]["text"] for c in journal_of(journal)] == ["after restart"]
 
 
@@ -329,11 +308,8 @@ def test_an_http_servers_answer_of_many_commas_in_a_string_passes_and_many_value
     port = free_port()
     everything = node_server("mcp-server-everything")
     with background_server([everything, "streamableHttp"], port, {"PORT": str(port)}):
-        config = {
-            "mcpServers": {"web": {"url": f"http://127.0.0.1:{port}/mcp"}},
-            "search": {"semantic": False},
-        }
-        with running_gateway(config, tmp_path, "--no-warm-checker") as web:
+        servers = {"web": {"url": f"http://127.0.0.1:{port}/mcp"}}
+        with project_gateway(tmp_path, servers, "--no-warm-checker") as web:
             script = (
                 'import { tools } from "toolscript";'
                 ' const echoed = String(await tools.web.echo({ message: ",".repeat(2500000) }));'

@@ -17,6 +17,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +34,10 @@ from tests.helpers import (
     gateway_cli,
     inspector_call,
     journal_of,
+    project_gateway,
     records_server,
     run_doit,
     run_id_of,
-    running_gateway,
     wait_until,
 )
 
@@ -53,24 +54,16 @@ KEYED = '''def keyed(name: str):
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     directory = tmp_path_factory.mktemp("features-meet7")
-    (directory / "tools").mkdir()
-    (directory / "tools" / "keyed.py").write_text(KEYED)
-    config = {
-        "mcpServers": {
-            "records": records_server(
-                env={"RECORDS_JOURNAL": str(directory / "journal.jsonl")},
-                policy={"write_record": "ask"},
-            ),
-            "fx": fixture_server(env={"FX_API_KEY": "${MEET7_API_KEY}"}, policy={"then": "ask"}),
-        },
-        "localTools": {"dir": "tools"},
-        "search": {"semantic": False},
+    servers = {
+        "records": records_server(
+            env={"RECORDS_JOURNAL": str(directory / "journal.jsonl")},
+            policy={"write_record": "ask"},
+        ),
+        "fx": fixture_server(env={"FX_API_KEY": "${MEET7_API_KEY}"}, policy={"then": "ask"}),
     }
-    running = GatewayProcess(config, directory, env={"MEET7_API_KEY": SECRET})
-    try:
+    env = {"MEET7_API_KEY": SECRET}
+    with project_gateway(directory, servers, tools={"keyed.py": KEYED}, env=env) as running:
         yield running
-    finally:
-        assert running.stop() == []
 
 
 def secret_free(text: str) -> bool:
@@ -260,19 +253,15 @@ def test_a_background_run_handed_a_secret_waits_for_approval_across_a_restart(
     tools return changed", neither of which had), and the script run again is approved and
     resumed on that gateway, the call made with the pieces as written, its output masked."""
     journal = tmp_path / "journal.jsonl"
-    config = {
-        "mcpServers": {
-            "records": records_server(
-                env={"RECORDS_JOURNAL": str(journal)}, policy={"write_record": "ask"}
-            ),
-            "fx": fixture_server(env={"FX_API_KEY": "${MEET7_API_KEY}"}),
-        },
-        "search": {"semantic": False},
+    servers = {
+        "records": records_server(
+            env={"RECORDS_JOURNAL": str(journal)}, policy={"write_record": "ask"}
+        ),
+        "fx": fixture_server(env={"FX_API_KEY": "${MEET7_API_KEY}"}),
     }
     env = {"MEET7_API_KEY": SECRET}
     shown_texts: list[str] = []
-    first = GatewayProcess(config, tmp_path, "--no-warm-checker", env=env)
-    try:
+    with project_gateway(tmp_path, servers, "--no-warm-checker", env=env) as first:
         started = gateway_cli(first, "exec", "--background", HANDED)
         assert started.returncode == 0, started.stderr
         run_id = started.stdout.strip()
@@ -286,10 +275,7 @@ def test_a_background_run_handed_a_secret_waits_for_approval_across_a_restart(
         assert shown.returncode == 0, shown.stderr
         assert "***" in shown.stdout
         shown_texts += [waited.stdout + waited.stderr, listed.stdout, shown.stdout]
-    finally:
-        assert first.stop() == []
-    again = GatewayProcess(config, tmp_path, "--no-warm-checker", env=env)
-    try:
+    with project_gateway(tmp_path, servers, "--no-warm-checker", env=env) as again:
         listed = gateway_cli(again, "approve", "--list", "--json")
         waiting = [a["run_id"] for a in json.loads(listed.stdout) if a["scope"] == "waiting"]
         assert waiting == [run_id], listed.stdout
@@ -309,8 +295,6 @@ def test_a_background_run_handed_a_secret_waits_for_approval_across_a_restart(
         finished = gateway_cli(again, "exec", "--resume", rerun)
         assert finished.returncode == 0, finished.stderr
         shown_texts += [stopped.stderr, finished.stdout, finished.stderr]
-    finally:
-        assert again.stop() == []
     for text in shown_texts:
         for piece in pieces_of(SECRET):
             assert piece not in text, (piece, text[:3000])
@@ -366,18 +350,15 @@ def test_two_projects_with_the_same_server_names_keep_approvals_runs_and_search_
     records server asking for write_record, a folder of tool files named alike): a tool
     approved for good in one is asked for in the other, a run of one is not in the other's
     runs, and each one's search finds its own tool file's tool only."""
-    projects: list[GatewayProcess] = []
-    try:
+    with ExitStack() as started:
+        projects: list[GatewayProcess] = []
         for name, doc in (("mint", "Mint a commemorative coin"), ("brew", "Brew a pot of tea")):
             directory = tmp_path / name
-            (directory / "tools").mkdir(parents=True)
-            (directory / "tools" / "own.py").write_text(TWIN_TOOL.format(name=name, doc=doc))
-            config = {
-                "mcpServers": {"records": records_server(policy={"write_record": "ask"})},
-                "localTools": {"dir": "tools"},
-                "search": {"semantic": False},
-            }
-            projects.append(GatewayProcess(config, directory, "--no-warm-checker"))
+            directory.mkdir()
+            servers = {"records": records_server(policy={"write_record": "ask"})}
+            tools = {"own.py": TWIN_TOOL.format(name=name, doc=doc)}
+            gateway = project_gateway(directory, servers, "--no-warm-checker", tools=tools)
+            projects.append(started.enter_context(gateway))
         mint, brew = projects
         write = 'import { tools } from "toolscript"; return await tools.records.writeRecord({ key: "k", text: "t" })'
         approved = gateway_cli(mint, "approve", "--tool", "records.write_record")
@@ -392,11 +373,8 @@ def test_two_projects_with_the_same_server_names_keep_approvals_runs_and_search_
             searched = gateway_cli(project, "search", "commemorative coin tea pot", "--json")
             assert searched.returncode == 0, searched.stderr
             answer = json.loads(searched.stdout)
-            tools = [(h["server"], h["tool"]) for h in answer["hits"]]
-            assert ("own", own) in tools and ("own", other) not in tools, tools
-    finally:
-        for project in projects:
-            assert project.stop() == []
+            tools_found = [(h["server"], h["tool"]) for h in answer["hits"]]
+            assert ("own", own) in tools_found and ("own", other) not in tools_found, tools_found
 
 
 GZIP_SERVER = Path(__file__).parent.parent / "servers" / "gzip_http_server.py"
@@ -410,11 +388,8 @@ def test_a_gzip_servers_large_answers_pass_and_many_values_are_refused(tmp_path:
     refused (413) and the next call on the same server works."""
     port = free_port()
     with background_server([sys.executable, str(GZIP_SERVER), str(port)], port):
-        config = {
-            "mcpServers": {"zipped": {"url": f"http://127.0.0.1:{port}/mcp"}},
-            "search": {"semantic": False},
-        }
-        with running_gateway(config, tmp_path, "--no-warm-checker") as zipped:
+        servers = {"zipped": {"url": f"http://127.0.0.1:{port}/mcp"}}
+        with project_gateway(tmp_path, servers, "--no-warm-checker") as zipped:
             script = (
                 'import { tools } from "toolscript";'
                 " const got = await tools.zipped.rows({ count: 300000 }) as any;"

@@ -57,7 +57,7 @@ def web_page_server() -> Iterator[tuple[int, int]]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        wait_for_port(port)
+        wait_for_port(port, process=process)
         yield process.pid, port
     finally:
         stop_process(process, 10)

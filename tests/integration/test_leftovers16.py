@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import GatewayProcess, fixture_server, gateway_cli, wait_until
+from tests.helpers import GatewayProcess, fixture_server, gateway_cli, project_gateway, wait_until
 from toolscript.codegen.shapes import INFERRED_KEY
 from toolscript.gateway.state import gateway_state_file, read_gateway_state, write_gateway_state
 from toolscript.pipeline.sources import stored_result_types
@@ -30,18 +30,11 @@ GREET = '''def hello(name: str) -> str:
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     directory = tmp_path_factory.mktemp("leftovers16")
-    (directory / "tools").mkdir()
-    (directory / "tools" / "greet.py").write_text(GREET)
-    config = {
-        "mcpServers": {"fx": fixture_server()},
-        "localTools": {"dir": "tools"},
-        "search": {"semantic": False},
-    }
-    running = GatewayProcess(config, directory, "--no-warm-checker")
-    try:
+    servers = {"fx": fixture_server()}
+    with project_gateway(
+        directory, servers, "--no-warm-checker", tools={"greet.py": GREET}
+    ) as running:
         yield running
-    finally:
-        assert running.stop() == []
 
 
 def test_a_learned_type_served_is_in_the_learned_types_file(gateway: GatewayProcess) -> None:
@@ -119,17 +112,12 @@ def test_gateway_start_replaces_a_stale_state_file_and_says_so_once(
             state = {"url": "http://127.0.0.1:9/t", "pid": other.pid, "port": 9}
             write_gateway_state(cache, {**state, "started": time.time()})
             said = f"pid {other.pid}, which it names, is no gateway (it does not"
-        config = {"mcpServers": {}, "search": {"semantic": False}}
-        started = GatewayProcess(
-            config, tmp_path, "--no-warm-checker", env={"TOOLSCRIPT_HOME": home}
-        )
-        try:
+        env = {"TOOLSCRIPT_HOME": home}
+        with project_gateway(tmp_path, {}, "--no-warm-checker", env=env) as started:
             line = "replacing the project's stale gateway state file"
             assert started.log.count(line) == 1 and said in started.log, started.log
             assert "another gateway" not in started.log and "kill" not in started.log
             assert (read_gateway_state(cache) or {}).get("pid") == started.process.pid
-        finally:
-            assert started.stop() == []
         assert not gateway_state_file(cache).exists()  # not put back
         assert other.poll() is None  # and the other program left alone
     finally:

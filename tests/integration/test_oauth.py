@@ -48,7 +48,7 @@ class OAuthServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        wait_for_port(self.port)
+        wait_for_port(self.port, process=self.process)
 
     def stats(self) -> dict[str, int]:
         return httpx.get(self.base + "/admin/stats").json()

@@ -150,6 +150,21 @@ def test_a_long_list_of_arguments_is_still_checked_whole() -> None:
     ]
 
 
+@pytest.mark.timeout(30)
+def test_each_item_a_keyword_goes_through_counts_toward_the_bound() -> None:
+    """Before: ``items: {}`` (any value, a ``list[Any]`` parameter) evaluated no keyword per
+    item, yet went through each: a million values held the gateway's loop 2 s a call. And
+    ``uniqueItems`` compares each pair of objects: 15,000 held it for minutes. Both are
+    left to the server past the bound; a short list is still checked."""
+    check = ArgumentCheck({"properties": {"data": {"type": "array", "items": {}}}})
+    assert check.errors({"data": [0] * 1_000_000}) is None
+    assert [error.validator for error in check.errors({"data": 1}) or []] == ["type"]
+    unique = ArgumentCheck({"properties": {"tags": {"type": "array", "uniqueItems": True}}})
+    assert unique.errors({"tags": [{"n": index} for index in range(15_000)]}) is None
+    repeated = unique.errors({"tags": [{"n": 1}, {"n": 2}, {"n": 1}]})
+    assert [error.validator for error in repeated or []] == ["uniqueItems"]
+
+
 def test_a_text_result_nested_past_pythons_limit_is_its_text() -> None:
     from toolscript.gateway.results import tool_result
 
