@@ -110,6 +110,9 @@ def telling_line(tail: list[str]) -> str:
 
 RAW_ID_PREFIX = "toolscript-"
 MAX_BACKOFF = 60.0
+# A connection that stayed up this long before it was lost starts the backoff again at 1 s:
+# a server that crashes now and then, hours apart, is not waited for a minute each time.
+STAYED_UP = 30.0
 # An OAuth sign-in's tokens masked, newest first: those sent now and a few refreshed away.
 SIGN_IN_SECRETS_KEPT = 8
 RELIST_INTERVAL = 1.0  # at least this many seconds between two tools/list of a server
@@ -131,6 +134,16 @@ SIGN_IN_POLL = 1.0  # seconds between looks at the token store while a server ne
 # Pages of one listing a server may answer with: a cursor that never ends (a loop, a server
 # that makes up pages) would hold the server "connecting" while the gateway's memory grows.
 MAX_PAGES = 1000
+
+
+def backoff_after_loss(backoff: float, connected_at: float | None, now: float) -> float:
+    """The wait before the next connection attempt once one failed or was lost: as it was
+    (doubling after each wait, up to ``MAX_BACKOFF``), or 1 s again when the connection lost
+    had stayed up ``STAYED_UP`` seconds (without it the backoff never went down while the
+    gateway ran: a server crashing once an hour was waited for a minute each time)."""
+    if connected_at is not None and now - connected_at >= STAYED_UP:
+        return 1.0
+    return backoff
 
 
 class UpstreamServer:
@@ -238,7 +251,9 @@ class UpstreamServer:
                 await self._connect_and_serve()
                 backoff = 1.0
             except Exception as exc:
+                up_since = self.connected_at
                 self._fail(exc)
+                backoff = backoff_after_loss(backoff, up_since, time.time())
             finally:
                 self._session = None
                 self.first_attempt_done.set()
