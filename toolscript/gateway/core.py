@@ -158,6 +158,7 @@ MAX_SAVED_SCRIPTS = 200
 # Seconds a run's module hash waits for the build of a change of the servers' tool lists
 # (a build takes about a second, several on a loaded machine); past it, what is served.
 LISTED_CHANGE_WAIT = 10.0
+BUILD_HELD_POLL = 0.05  # seconds between looks at whether a build waits for another's lock
 
 
 def split_tool_name(qualified: str) -> tuple[str, str]:
@@ -1053,6 +1054,35 @@ class Gateway:
             while self._built_changes < wanted:
                 await self._changes_built.wait()
         return self.artifacts.module_hash
+
+    async def listed_changes_built(self, wait: float = LISTED_CHANGE_WAIT) -> str | None:
+        """For search and get-types: wait (up to ``wait`` seconds) for the build of a tool
+        list that changed, unless that build waits for another process's (a ``doit`` by
+        hand holding the cache's lock), where each search waited the whole ``wait`` for
+        it. None once built (or nothing to build), else why the answer may miss tools."""
+        if not self.first_build.is_set() or self.module_is_current():
+            return None
+        async with anyio.create_task_group() as waiting:
+
+            async def built() -> None:
+                await self.module_hash_built(wait)
+                waiting.cancel_scope.cancel()
+
+            async def held() -> None:
+                while not self.build_waits.is_set():
+                    await anyio.sleep(BUILD_HELD_POLL)
+                waiting.cancel_scope.cancel()
+
+            waiting.start_soon(built)
+            waiting.start_soon(held)
+        if self.module_is_current():
+            return None
+        if self.build_waits.is_set():
+            return (
+                "a tool list changed and its build waits for another build of the cache (a"
+                " `doit`?): tools it adds are not searched until that ends"
+            )
+        return f"a tool list changed and its build was not done in {wait:.0f} s"
 
     def module_is_current(self) -> bool:
         """Whether the served module took in every change of the servers' tool lists, the

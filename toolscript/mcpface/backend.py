@@ -290,6 +290,8 @@ def search_answer(answer: dict[str, Any], states: dict[str, str] | None = None) 
                 f"\n({name} is {state}: its tools above are from its last listing, and a call"
                 " of one fails until it connects; list_servers says why)"
             )
+    if answer.get("unbuilt"):
+        text += f"\n({answer['unbuilt']})"
     return Answer(text, {"hits": hits})
 
 

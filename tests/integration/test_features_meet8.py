@@ -1,0 +1,259 @@
+"""Where features meet, eighth pass (the others: test_features_meet.py to _meet7.py): one real
+gateway with the fixture server, a hostile server whose `shift` tool changes its tool list
+(one tool in it invalid) and sends tools/list_changed, and a folder of local tool files;
+the real Deno and real SQLite, the `mcp` SDK's client for the MCP face. A tool file added
+while another process's build (a `doit` by hand) holds the cache's lock: search and
+get-types answer from what is served, saying why, where each waited 10 s; a list_changed
+bringing an invalid tool while a run waits for approval: the module, search and get-types
+agree, and the run resumes; a server whose initialize is repaired (no capabilities) and
+its prompts, resources and list_changed; doit by hand building a repaired tool list as the
+gateway serves it."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import (
+    ROOT,
+    GatewayProcess,
+    face_call,
+    fixture_server,
+    gateway_cli,
+    run_doit,
+    running_gateway,
+    wait_until,
+)
+
+HOSTILE = ROOT / "tests" / "servers" / "hostile_server.py"
+
+OBJECT = {"type": "object", "properties": {"text": {"type": "string"}}}
+# What the shifty server lists first, and after its `shift` call: a nameless tool (skipped
+# with a warning), a tool whose inputSchema is no object (served taking any arguments) and
+# a tool added.
+FIRST_TOOLS = [
+    {"name": "write_note", "description": "Write a note down.", "inputSchema": OBJECT},
+    {"name": "shift", "description": "Change the tool list.", "inputSchema": {"type": "object"}},
+]
+SHIFTED_TOOLS = [
+    *FIRST_TOOLS,
+    {"description": "A tool with no name.", "inputSchema": OBJECT},
+    {"name": "loose_schema", "description": "Its schema is a string.", "inputSchema": "any"},
+    {
+        "name": "measure_snowfall",
+        "description": "Measure the snowfall of a mountain pass in centimetres.",
+        "inputSchema": {"type": "object", "properties": {"pass_name": {"type": "string"}}},
+    },
+]
+
+
+def hostile(directory: Path, name: str, spec: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """A config entry for the hostile server with ``spec`` written beside the project."""
+    path = directory / f"{name}.json"
+    path.write_text(json.dumps(spec))
+    return {"command": sys.executable, "args": [str(HOSTILE), str(path)], **extra}
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    directory = tmp_path_factory.mktemp("features-meet8")
+    (directory / "tools").mkdir()
+    spec = {"tools": FIRST_TOOLS, "shifts": {"shift": {"tools": SHIFTED_TOOLS}}}
+    config = {
+        "mcpServers": {
+            "fx": fixture_server(),
+            "shifty": hostile(directory, "shifty", spec, policy={"write_note": "ask"}),
+        },
+        "localTools": {"dir": "tools"},
+        "search": {"semantic": False},
+    }
+    running = GatewayProcess(config, directory)
+    try:
+        yield running
+    finally:
+        assert running.stop() == []
+
+
+def module_text(gateway: GatewayProcess) -> str:
+    return gateway.client.get("runtime/tools.ts").text
+
+
+def hit_names(answer: dict[str, Any]) -> list[str]:
+    return [str(hit["name"]) for hit in answer["hits"]]
+
+
+HAIL = '''def forecast_hail(city: str) -> str:
+    """Forecast tomorrow's hailstones in millimetres for a city."""
+    return city + ": 4 mm"
+'''
+
+
+def test_search_answers_at_once_while_another_build_holds_the_cache(
+    gateway: GatewayProcess,
+) -> None:
+    """search/get-types' wait for a changed tool list's build x the build lock x the config
+    watch x the face: a tool file added while another process's build (a `doit` by hand)
+    holds the cache's lock. Its server connects; the gateway's build waits for the lock.
+    Search (the CLI, the face) answers from what is served and says why the new tool is
+    not in it (each search waited the whole 10 s for that build before), get-types too;
+    once the lock is let go, the build runs and search finds the tool."""
+    lock = os.open(gateway.directory / ".toolscript" / ".build.lock", os.O_RDWR | os.O_CREAT)
+    added = gateway.directory / "tools" / "hail.py"
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        added.write_text(HAIL)
+        gateway.wait_for_health(
+            lambda h: h["servers"].get("hail", {}).get("state") == "connected", 60, "hail.py"
+        )
+        searched = gateway_cli(gateway, "search", "hailstone forecast for a city")
+        assert "another build of the cache" in searched.stderr, searched.stderr
+        assert "hail" not in searched.stdout, searched.stdout
+        found = face_call(gateway, "search_tools", {"query": "hailstone forecast"})
+        assert "another build of the cache" in found.content[0].text, found.content
+        typed = gateway_cli(gateway, "get-types", "fx.plain_text")
+        assert typed.returncode == 0, typed.stderr
+        assert gateway.process.poll() is None
+    finally:
+        os.close(lock)  # (the flock goes with its descriptor)
+    try:
+        answer = wait_until(
+            lambda: json.loads(gateway_cli(gateway, "search", "hailstone", "--json").stdout),
+            lambda answer: "hail__forecast_hail" in hit_names(answer),
+            60,
+            "hail's tool searched once the lock is let go",
+        )
+        assert "unbuilt" not in answer, answer
+    finally:
+        added.unlink()
+    gateway.wait_for_health(lambda h: "hail" not in h["servers"], 60, "hail.py gone")
+
+
+SHIFTY_WRITE = (
+    'import { tools } from "toolscript";'
+    ' return await tools.shifty.writeNote({ text: "while it shifted" })'
+)
+
+
+def test_a_list_changed_with_an_invalid_tool_while_a_run_waits_for_approval(
+    gateway: GatewayProcess,
+) -> None:
+    """tools/list_changed x per-version tolerant validation x approval x resume x search x
+    get-types: a background run waits for approval of shifty.write_note; meanwhile the
+    server's list changes to hold a nameless tool (skipped, a warning), a tool whose schema
+    is a string (served taking any arguments) and a tool added. The server keeps its
+    other tools; the module, search and get-types agree on what it offers, and the run,
+    approved and resumed (checked against the module that changed meanwhile), finishes
+    with the write's answer."""
+    started = gateway_cli(gateway, "exec", "--background", "--no-check", SHIFTY_WRITE)
+    assert started.returncode == 0, started.stderr
+    run_id = started.stdout.strip().split()[-1]
+    wait_until(
+        lambda: gateway_cli(gateway, "approve", "--list", "--json").stdout,
+        lambda listed: run_id in listed,
+        60,
+        "the background run waiting for approval",
+    )
+    shifted = gateway.call("shifty__shift")
+    assert shifted.status_code == 200, shifted.text
+    module = wait_until(
+        lambda: module_text(gateway), lambda t: "measureSnowfall" in t, 60, "the shifted list"
+    )
+    gateway.wait_for_log("has no name; skipped")
+    assert "looseSchema" in module and "writeNote" in module, module
+    assert gateway.health()["servers"]["shifty"]["state"] == "connected"
+    searched = json.loads(gateway_cli(gateway, "search", "snowfall of a pass", "--json").stdout)
+    assert hit_names(searched)[0] == "shifty__measure_snowfall", searched
+    typed = gateway_cli(gateway, "get-types", "shifty")
+    assert typed.returncode == 0, typed.stderr
+    for name in ("measureSnowfall", "looseSchema", "writeNote"):
+        assert name in typed.stdout, typed.stdout
+    loose = gateway.call("shifty__loose_schema", {"anything": [1, 2]})
+    assert loose.status_code == 200, loose.text
+    approved = gateway_cli(gateway, "approve", run_id)
+    assert approved.returncode == 0, approved.stderr
+    resumed = gateway_cli(gateway, "exec", "--resume", run_id)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.strip() == '"write_note"', resumed.stdout
+    called = gateway_cli(
+        gateway,
+        "exec",
+        'import { tools } from "toolscript";'
+        ' return await tools.shifty.measureSnowfall({ pass_name: "Furka" })',
+    )
+    assert called.returncode == 0, called.stderr
+    assert called.stdout.strip() == '"measure_snowfall"', called.stdout
+
+
+def test_a_repaired_initialize_with_prompts_resources_and_list_changed(tmp_path: Path) -> None:
+    """A repaired initialize (no capabilities, no serverInfo.version) x prompts and resources
+    listing x list_changed: the server is served as declaring none, so its prompts and
+    resources are not typed; its tools are, and its tools/list_changed (with a
+    prompts/list_changed it never declared) still brings its new tools; nothing fails."""
+    spec = {
+        "bare_initialize": True,
+        "tools": FIRST_TOOLS,
+        "prompts": [{"name": "greeting", "description": "Greet someone."}],
+        "resources": [{"uri": "bare://readme", "name": "readme"}],
+        "shifts": {
+            "shift": {
+                "tools": SHIFTED_TOOLS,
+                "prompts": [{"name": "farewell", "description": "Say goodbye."}],
+            }
+        },
+    }
+    config = {
+        "mcpServers": {"bare": hostile(tmp_path, "bare", spec)},
+        "search": {"semantic": False},
+    }
+    with running_gateway(config, tmp_path, "--no-warm-checker") as bare:
+        bare.wait_for_health(
+            lambda h: h["servers"]["bare"]["state"] == "connected", 60, "bare connected"
+        )
+        bare.wait_for_log("capabilities missing")
+        prompts = gateway_cli(bare, "list-prompts", "bare")
+        resources = gateway_cli(bare, "list-resources", "bare")
+        assert bare.call("bare__shift").status_code == 200
+        module = wait_until(
+            lambda: module_text(bare), lambda t: "measureSnowfall" in t, 60, "bare's new list"
+        )
+        assert bare.health()["servers"]["bare"]["state"] == "connected"
+        assert bare.process.poll() is None
+    said = prompts.stdout + prompts.stderr + resources.stdout + resources.stderr
+    assert "Traceback" not in said and "pydantic" not in said, said
+    assert prompts.returncode == 1 and "offers no prompts" in prompts.stderr, said
+    assert resources.returncode == 1 and "offers no resources" in resources.stderr, said
+    assert "writeNote" in module, module
+
+
+def test_doit_by_hand_builds_a_repaired_tool_list_as_the_gateway_served_it(
+    tmp_path: Path,
+) -> None:
+    """Tolerant validation x standalone doit: a server listing a nameless tool and one whose
+    schema is a string. The gateway serves the rest repaired; doit by hand on a cache of
+    its own (it connects to the server itself) builds the same module, where it failed or
+    differed if its fetch did not repair as the gateway does."""
+    spec = {"tools": SHIFTED_TOOLS}
+    config = {
+        "mcpServers": {"repaired": hostile(tmp_path, "repaired", spec)},
+        "search": {"semantic": False},
+    }
+    with running_gateway(config, tmp_path, "--no-warm-checker") as served:
+        served.wait_for_health(
+            lambda h: h["servers"]["repaired"]["state"] == "connected", 60, "connected"
+        )
+        module = wait_until(
+            lambda: module_text(served), lambda t: "looseSchema" in t, 60, "the module"
+        )
+    shutil.rmtree(tmp_path / ".toolscript")
+    built = run_doit(tmp_path)
+    assert built.returncode == 0, built.stdout + built.stderr
+    by_hand = (tmp_path / ".toolscript" / "tools.ts").read_text()
+    assert by_hand == module
