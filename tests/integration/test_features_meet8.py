@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from tests.helpers import (
@@ -257,3 +258,39 @@ def test_doit_by_hand_builds_a_repaired_tool_list_as_the_gateway_served_it(
     assert built.returncode == 0, built.stdout + built.stderr
     by_hand = (tmp_path / ".toolscript" / "tools.ts").read_text()
     assert by_hand == module
+
+
+SLEET = '''def forecast_sleet(city: str) -> str:
+    """Forecast tomorrow's sleet for a city."""
+    return city + ": some"
+'''
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="psutil sets rlimits on Linux")
+def test_a_build_that_cannot_write_keeps_the_cache_it_has(gateway: GatewayProcess) -> None:
+    """A build that fails x the cache's repair x the config watch x search: a tool file added
+    while the gateway may write no file past 100 bytes (RLIMIT_FSIZE, as a disk full: the
+    write fails with 'File too large'). The build fails saying so; the cache built before is
+    kept (it was taken for damaged and deleted whole, servers' tool lists, module and
+    catalogue, and the log said 'No such file or directory'), no partial file is left, and
+    search answers at once from what is served."""
+    assert "writeNote" in module_text(gateway)  # (the first build done: routes wait for it)
+    process = psutil.Process(gateway.process.pid)
+    limit = process.rlimit(psutil.RLIMIT_FSIZE)
+    cache = gateway.directory / ".toolscript"
+    added = gateway.directory / "tools" / "sleet.py"
+    try:
+        process.rlimit(psutil.RLIMIT_FSIZE, (100, limit[1]))
+        added.write_text(SLEET)
+        gateway.wait_for_log(f"cannot write the cache in {cache} (File too large)", timeout=60)
+        searched = gateway_cli(gateway, "search", "forecast sleet", "--json")
+        assert searched.returncode == 0, searched.stderr
+    finally:
+        process.rlimit(psutil.RLIMIT_FSIZE, limit)
+    assert f"the cache in {cache} is damaged" not in gateway.log, gateway.log
+    assert (cache / "servers" / "fx.json").is_file()
+    assert (cache / "tools.ts").is_file() and (cache / "catalogue.db").is_file()
+    assert not list(cache.rglob("*.tmp")), list(cache.rglob("*.tmp"))
+    added.unlink()
+    gateway.wait_for_health(lambda h: "sleet" not in h["servers"], 60, "sleet.py gone")
+    assert gateway.process.poll() is None

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import dataclasses
 import difflib
+import errno
 import functools
 import hashlib
 import json
@@ -158,6 +159,8 @@ MAX_SAVED_SCRIPTS = 200
 # Seconds a run's module hash waits for the build of a change of the servers' tool lists
 # (a build takes about a second, several on a loaded machine); past it, what is served.
 LISTED_CHANGE_WAIT = 10.0
+# Why a write fails that says nothing of the cache's files: the build's error, not theirs.
+WRITES_REFUSED = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM)
 BUILD_HELD_POLL = 0.05  # seconds between looks at whether a build waits for another's lock
 
 
@@ -929,11 +932,18 @@ class Gateway:
         try:
             result = self._build_once(snapshot)
         except (OSError, ValueError, KeyError, TypeError) as exc:
+            if isinstance(exc, OSError) and exc.errno in WRITES_REFUSED:
+                raise
             problem = f"{type(exc).__name__}: {exc}"
         else:
             if not result.failures:
                 return result
             problem = result.failures[0].strip().splitlines()[-1]
+        # A disk full (or a file size limit, a read-only folder) is no damage: discarded, the
+        # whole cache was gone and the build again failed with 'No such file or directory'.
+        for code in WRITES_REFUSED:
+            if f"[Errno {code}] {os.strerror(code)}" in problem:
+                raise OSError(code, os.strerror(code))
         # Whatever broke the cache (a truncated file, a stray edit), all of it is derived.
         log.warning(
             "artifacts: the cache in %s is damaged (%s); rebuilding it", self.layout.root, problem
