@@ -160,7 +160,7 @@ MAX_SAVED_SCRIPTS = 200
 # (a build takes about a second, several on a loaded machine); past it, what is served.
 LISTED_CHANGE_WAIT = 10.0
 # Why a write fails that says nothing of the cache's files: the build's error, not theirs.
-WRITES_REFUSED = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM)
+WRITES_REFUSED = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
 BUILD_HELD_POLL = 0.05  # seconds between looks at whether a build waits for another's lock
 
 
@@ -939,7 +939,7 @@ class Gateway:
             if not result.failures:
                 return result
             problem = result.failures[0].strip().splitlines()[-1]
-        # A disk full (or a file size limit, a read-only folder) is no damage: discarded, the
+        # A disk full (or a file size limit, a read-only file system) is no damage: discarded, the
         # whole cache was gone and the build again failed with 'No such file or directory'.
         for code in WRITES_REFUSED:
             if f"[Errno {code}] {os.strerror(code)}" in problem:
