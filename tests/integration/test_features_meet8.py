@@ -24,11 +24,14 @@ import psutil
 import pytest
 
 from tests.helpers import (
+    RECORDS_SERVER,
     ROOT,
     GatewayProcess,
+    clean_env,
     face_call,
     fixture_server,
     gateway_cli,
+    journal_of,
     run_doit,
     running_gateway,
     wait_until,
@@ -294,3 +297,72 @@ def test_a_build_that_cannot_write_keeps_the_cache_it_has(gateway: GatewayProces
     added.unlink()
     gateway.wait_for_health(lambda h: "sleet" not in h["servers"], 60, "sleet.py gone")
     assert gateway.process.poll() is None
+
+
+def test_an_execute_cancelled_while_it_waits_for_a_connecting_server_never_runs(
+    tmp_path: Path,
+) -> None:
+    """The face's wait for a server still connecting x the client's request timeout (the
+    `mcp` SDK sends notifications/cancelled) x the run: an execute writing a record through
+    a server held connecting (its program waits for a gate file) is cancelled by the
+    client. Once the server connects, the cancelled script is never run (it ran when the
+    wait ended, writing the record the person had cancelled, seconds later); the next
+    execute runs as usual."""
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    gate, journal = tmp_path / "gate", tmp_path / "journal.jsonl"
+    held = (
+        f"while [ ! -e '{gate}' ]; do sleep 0.1; done; exec '{sys.executable}' '{RECORDS_SERVER}'"
+    )
+    config = {
+        "mcpServers": {
+            "slow": {
+                "command": "sh",
+                "args": ["-c", held],
+                "env": {"RECORDS_JOURNAL": str(journal)},
+            }
+        },
+        "search": {"semantic": False},
+    }
+    (tmp_path / ".toolscript.json").write_text(json.dumps(config))
+    parameters = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolscript", "mcp"],
+        cwd=str(tmp_path),
+        env=clean_env(),
+    )
+
+    def writing(key: str) -> str:
+        return (
+            'import { tools } from "toolscript";'
+            f' return await tools.slow.writeRecord({{ key: "{key}", text: "{key}" }})'
+        )
+
+    async def work() -> list[str]:
+        async with (
+            stdio_client(parameters) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            with pytest.raises(Exception, match="timed out"):
+                await session.call_tool(
+                    "execute", {"code": writing("cancelled")}, read_timeout_seconds=2
+                )
+            gate.touch()
+            after = await session.call_tool("execute", {"code": writing("after")})
+            assert not after.is_error, after.content
+            # The face's wait would have ended by the gateway's ready wait (10 s) after the
+            # cancelled request began, and its script run then: looked for past that.
+            with anyio.move_on_after(12):
+                while "cancelled" not in keys():
+                    await anyio.sleep(0.2)
+            again = await session.call_tool("execute", {"code": "return 1"})
+            assert again.content[0].text.strip() == "1", again.content
+        return keys()
+
+    def keys() -> list[str]:
+        return [entry["arguments"]["key"] for entry in journal_of(journal)]
+
+    assert anyio.run(work) == ["after"]

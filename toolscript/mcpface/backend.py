@@ -578,6 +578,9 @@ class FaceRun:
         for pid in self.pids:
             signal_quietly(pid, signal.SIGKILL, group=True)
 
+    def is_interrupted(self) -> bool:
+        return self.interrupted
+
     def yielded_answer(self) -> Answer:
         """What it printed since the last answer, and how to go on waiting."""
         out, err = self.out.getvalue(), self.err.getvalue()
@@ -895,6 +898,8 @@ class Backend:
                 self.lifeline.forget(reaped, group=True)
             run.pids[:] = [pid]
             self.lifeline.watch(pid, group=group)
+            if run.interrupted:  # cancelled while its check ran: the Deno started since stops
+                signal_quietly(pid, signal.SIGKILL, group=group)
 
         def work() -> None:
             try:
@@ -1132,7 +1137,12 @@ class Backend:
         if local is None or not local.servers_up():
             with contextlib.suppress(ToolscriptError, ValueError):  # the run then says what is
                 said = functools.partial(_say_as_progress, face_run)
-                digest = wait_for_connecting_servers(url, code, say=said) or digest
+                given_up = face_run.is_interrupted
+                digest = wait_for_connecting_servers(url, code, said, given_up) or digest
+        if face_run.interrupted:
+            # The client cancelled (or left) while it waited: a run started now would make
+            # its calls for nobody (a write the person cancelled was made seconds later).
+            raise ExecutionError("the client cancelled the execute before its run began")
         digest, module = current_module(url, digest)
         spare = self._take_spare(url, module)
         try:
