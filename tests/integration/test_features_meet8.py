@@ -366,3 +366,74 @@ def test_an_execute_cancelled_while_it_waits_for_a_connecting_server_never_runs(
         return [entry["arguments"]["key"] for entry in journal_of(journal)]
 
     assert anyio.run(work) == ["after"]
+
+
+MARK = '''from pathlib import Path
+
+
+def mark(marker: str) -> str:
+    """Note that the script got this far."""
+    Path(marker).write_text("began")
+    return "marked"
+'''
+
+
+def test_a_project_moved_while_the_faces_own_gateway_has_a_run_in_flight(
+    tmp_path: Path,
+) -> None:
+    """A moved project folder x the MCP face's own gateway (in its process) x a run in
+    flight x the config watch: the folder is moved while an execute sleeps in a call. The
+    face's gateway stops as a gateway process does: the run ends saying its gateway
+    stopped, the old folder is not made again by a build, and the next execute runs in a
+    gateway of the folder where the project is now (the face's gateway kept serving with
+    its watch ended: each execute waited 10 s for a watch pass, the run went on, and its
+    next build made the old folder's .toolscript/ again)."""
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    project, moved = tmp_path / "project", tmp_path / "moved"
+    (project / "tools").mkdir(parents=True)
+    (project / "tools" / "mark.py").write_text(MARK)
+    marker = tmp_path / "began"
+    config = {
+        "mcpServers": {"fx": fixture_server()},
+        "localTools": {"dir": "tools"},
+        "search": {"semantic": False},
+    }
+    (project / ".toolscript.json").write_text(json.dumps(config))
+    parameters = StdioServerParameters(
+        command=sys.executable, args=["-m", "toolscript", "mcp"], cwd=str(project), env=clean_env()
+    )
+    sleeping = (
+        'import { tools } from "toolscript";'
+        f" await tools.mark.mark({{ marker: {json.dumps(str(marker))} }});"
+        ' await tools.fx.sleep({ seconds: 60 }); return "slept"'
+    )
+
+    async def work() -> tuple[Any, Any]:
+        async with (
+            stdio_client(parameters) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            answers: list[Any] = []
+
+            async def in_flight() -> None:
+                answers.append(await session.call_tool("execute", {"code": sleeping}))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(in_flight)
+                with anyio.fail_after(60):
+                    while not marker.exists():
+                        await anyio.sleep(0.1)
+                project.rename(moved)
+            after = await session.call_tool("execute", {"code": "return 2"})
+        return answers[0], after
+
+    stopped, after = anyio.run(work)
+    assert stopped.is_error, stopped.content
+    assert "the gateway stopped" in stopped.content[0].text, stopped.content
+    assert not after.is_error, after.content
+    assert after.content[0].text.strip() == "2", after.content
+    assert not project.exists(), sorted(str(path) for path in project.rglob("*"))
