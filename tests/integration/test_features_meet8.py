@@ -32,8 +32,11 @@ from tests.helpers import (
     fixture_server,
     gateway_cli,
     journal_of,
+    last_run,
+    records_server,
     run_doit,
     running_gateway,
+    save_config,
     wait_until,
 )
 
@@ -59,6 +62,14 @@ SHIFTED_TOOLS = [
 ]
 
 
+# A password of words (no digits): a key of it reads as a field name, not as a token's data.
+SECRET = "correct-horse-battery-staple"
+KEYED = '''def keyed(name: str):
+    """Answer an object keyed by the name given."""
+    return {name: 1, "kind": "keyed"}
+'''
+
+
 def hostile(directory: Path, name: str, spec: dict[str, Any], **extra: Any) -> dict[str, Any]:
     """A config entry for the hostile server with ``spec`` written beside the project."""
     path = directory / f"{name}.json"
@@ -70,16 +81,17 @@ def hostile(directory: Path, name: str, spec: dict[str, Any], **extra: Any) -> d
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     directory = tmp_path_factory.mktemp("features-meet8")
     (directory / "tools").mkdir()
+    (directory / "tools" / "keyed.py").write_text(KEYED)
     spec = {"tools": FIRST_TOOLS, "shifts": {"shift": {"tools": SHIFTED_TOOLS}}}
     config = {
         "mcpServers": {
-            "fx": fixture_server(),
+            "fx": fixture_server(env={"FX_API_KEY": "${MEET8_API_KEY}"}),
             "shifty": hostile(directory, "shifty", spec, policy={"write_note": "ask"}),
         },
         "localTools": {"dir": "tools"},
         "search": {"semantic": False},
     }
-    running = GatewayProcess(config, directory)
+    running = GatewayProcess(config, directory, env={"MEET8_API_KEY": SECRET})
     try:
         yield running
     finally:
@@ -437,3 +449,101 @@ def test_a_project_moved_while_the_faces_own_gateway_has_a_run_in_flight(
     assert not after.is_error, after.content
     assert after.content[0].text.strip() == "2", after.content
     assert not project.exists(), sorted(str(path) for path in project.rglob("*"))
+
+
+PIECES = [SECRET[:14], SECRET[14:]]
+
+
+def test_pieces_of_a_received_secret_as_keys_never_reach_types_or_the_run_log(
+    gateway: GatewayProcess,
+) -> None:
+    """Masking of what a run received x learned result types (map types) x get-types'
+    recent-call examples x `runs show --json`: a script reads the key, then hands its two
+    halves to a tool answering an object keyed by what it was given, and to one answering
+    it as a value. The learned types, the module, get-types' examples and the run log
+    show neither half (held)."""
+    script = (
+        'import { tools } from "toolscript";'
+        ' const key = String(await tools.fx.env({ name: "FX_API_KEY" }));'
+        " await tools.keyed.keyed({ name: key.slice(0, 14) });"
+        " await tools.keyed.keyed({ name: key.slice(14) });"
+        " await tools.fx.structured({ city: key.slice(0, 14) });"
+        " return 1"
+    )
+    ran = gateway_cli(gateway, "exec", "--no-check", script)
+    assert ran.returncode == 0, ran.stderr
+    served = wait_until(
+        lambda: module_text(gateway),
+        lambda text: "inferred from 2 results" in text,
+        60,
+        "keyed's learned type",
+    )
+    typed = gateway_cli(gateway, "get-types", "keyed.keyed", "fx.structured")
+    assert typed.returncode == 0, typed.stderr
+    assert "A recent successful call" in typed.stdout, typed.stdout
+    shown = json.dumps(last_run(gateway))
+    assert "keyed" in shown, shown
+    for text in (served, typed.stdout, shown, ran.stdout + ran.stderr):
+        assert not [piece for piece in [SECRET, *PIECES] if piece in text], text
+
+
+def test_two_projects_with_the_same_server_names_and_a_face_each_after_a_config_edit(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Two gateways of two projects, both with servers named fx and notes, x one MCP face
+    each (the `mcp` SDK's client) x a config edit in one: a server added to the first
+    project's config is searched, listed and called by its face; the second's face neither
+    finds nor lists it and calls it in vain, and each face's record lands in its own
+    project's journal (held)."""
+    gateways = []
+    try:
+        for name in ("first", "second"):
+            directory = tmp_path_factory.mktemp(f"meet8-{name}")
+            config = {
+                "mcpServers": {
+                    "fx": fixture_server(),
+                    "notes": records_server(env={"RECORDS_JOURNAL": str(directory / "j.jsonl")}),
+                },
+                "search": {"semantic": False},
+            }
+            gateways.append(GatewayProcess(config, directory, "--no-warm-checker"))
+        first, second = gateways
+        edited = json.loads(first.config_path.read_text())
+        edited["mcpServers"]["rainfall"] = hostile(
+            first.directory, "rainfall", {"tools": SHIFTED_TOOLS[-1:]}
+        )
+        save_config(first, edited, in_place=False)
+        first.wait_for_health(
+            lambda h: h["servers"].get("rainfall", {}).get("state") == "connected", 60, "added"
+        )
+        calling = (
+            'import { tools } from "toolscript";'
+            ' return await tools.rainfall.measureSnowfall({ pass_name: "Furka" })'
+        )
+        writing = (
+            'import { tools } from "toolscript";'
+            ' return await tools.notes.writeRecord({ key: "k", text: "%s" })'
+        )
+        called = face_call(first, "execute", {"code": calling})
+        assert not called.is_error, called.content
+        assert "measure_snowfall" in called.content[0].text, called.content
+        found = face_call(first, "search_tools", {"query": "snowfall of a mountain pass"})
+        assert "rainfall.measure_snowfall" in found.content[0].text, found.content
+        elsewhere = face_call(second, "execute", {"code": calling})
+        assert elsewhere.is_error, elsewhere.content
+        assert "Property 'rainfall' does not exist" in elsewhere.content[0].text, elsewhere.content
+        for face, text in ((first, "first"), (second, "second")):
+            wrote = face_call(face, "execute", {"code": writing % text})
+            assert not wrote.is_error, wrote.content
+        missing = face_call(second, "search_tools", {"query": "snowfall of a mountain pass"})
+        assert "rainfall" not in missing.content[0].text, missing.content
+        listed = face_call(second, "list_servers", {})
+        assert "rainfall" not in listed.content[0].text, listed.content
+        texts = [
+            [entry["arguments"]["text"] for entry in journal_of(g.directory / "j.jsonl")]
+            for g in gateways
+        ]
+        assert texts == [["first"], ["second"]], texts
+    finally:
+        for running in gateways:
+            assert running.stop() == []
