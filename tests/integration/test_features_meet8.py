@@ -29,6 +29,7 @@ from tests.helpers import (
     GatewayProcess,
     clean_env,
     face_call,
+    face_parameters,
     fixture_server,
     gateway_cli,
     journal_of,
@@ -96,6 +97,24 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
         yield running
     finally:
         assert running.stop() == []
+
+
+def face_calls(gateway: GatewayProcess, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
+    """tools/calls of one `toolscript mcp` (the gateway's project) through the `mcp` SDK's
+    client over stdio, in order: their CallToolResults."""
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    async def work() -> list[Any]:
+        async with (
+            stdio_client(face_parameters(gateway)) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return [await session.call_tool(tool, arguments) for tool, arguments in calls]
+
+    return anyio.run(work)
 
 
 def module_text(gateway: GatewayProcess) -> str:
@@ -524,21 +543,27 @@ def test_two_projects_with_the_same_server_names_and_a_face_each_after_a_config_
             'import { tools } from "toolscript";'
             ' return await tools.notes.writeRecord({ key: "k", text: "%s" })'
         )
-        called = face_call(first, "execute", {"code": calling})
+        called, found, wrote_first = face_calls(
+            first,
+            ("execute", {"code": calling}),
+            ("search_tools", {"query": "snowfall of a mountain pass"}),
+            ("execute", {"code": writing % "first"}),
+        )
         assert not called.is_error, called.content
         assert "measure_snowfall" in called.content[0].text, called.content
-        found = face_call(first, "search_tools", {"query": "snowfall of a mountain pass"})
         assert "rainfall.measure_snowfall" in found.content[0].text, found.content
-        elsewhere = face_call(second, "execute", {"code": calling})
+        elsewhere, missing, listed, wrote_second = face_calls(
+            second,
+            ("execute", {"code": calling}),
+            ("search_tools", {"query": "snowfall of a mountain pass"}),
+            ("list_servers", {}),
+            ("execute", {"code": writing % "second"}),
+        )
         assert elsewhere.is_error, elsewhere.content
         assert "Property 'rainfall' does not exist" in elsewhere.content[0].text, elsewhere.content
-        for face, text in ((first, "first"), (second, "second")):
-            wrote = face_call(face, "execute", {"code": writing % text})
-            assert not wrote.is_error, wrote.content
-        missing = face_call(second, "search_tools", {"query": "snowfall of a mountain pass"})
         assert "rainfall" not in missing.content[0].text, missing.content
-        listed = face_call(second, "list_servers", {})
         assert "rainfall" not in listed.content[0].text, listed.content
+        assert not wrote_first.is_error and not wrote_second.is_error
         texts = [
             [entry["arguments"]["text"] for entry in journal_of(g.directory / "j.jsonl")]
             for g in gateways
