@@ -1,13 +1,18 @@
 """Where features meet, eighth pass (the others: test_features_meet.py to _meet7.py): one real
-gateway with the fixture server, a hostile server whose `shift` tool changes its tool list
-(one tool in it invalid) and sends tools/list_changed, and a folder of local tool files;
-the real Deno and real SQLite, the `mcp` SDK's client for the MCP face. A tool file added
+gateway with the fixture server (a `${VAR}` secret in its env), a hostile server whose `shift`
+tool changes its tool list (one tool in it nameless, one with a string for a schema) and
+sends tools/list_changed, and a folder of local tool files; the real Deno and real SQLite,
+the `mcp` SDK's client and the MCP Inspector's CLI for the MCP face. A tool file added
 while another process's build (a `doit` by hand) holds the cache's lock: search and
 get-types answer from what is served, saying why, where each waited 10 s; a list_changed
-bringing an invalid tool while a run waits for approval: the module, search and get-types
+bringing invalid tools while a run waits for approval: the module, search and get-types
 agree, and the run resumes; a server whose initialize is repaired (no capabilities) and
 its prompts, resources and list_changed; doit by hand building a repaired tool list as the
-gateway serves it."""
+gateway serves it; a build that cannot write (a file size limit) keeps the cache; an
+execute cancelled by the client while it waits for a connecting server never runs; a
+project moved while the face's own gateway has a run in flight; halves of a received key
+as learned keys, recent calls and the run log; two projects with the same server names
+and a face each, a config edit in one."""
 
 from __future__ import annotations
 
@@ -28,10 +33,10 @@ from tests.helpers import (
     ROOT,
     GatewayProcess,
     clean_env,
-    face_call,
     face_parameters,
     fixture_server,
     gateway_cli,
+    inspector_call,
     journal_of,
     last_run,
     records_server,
@@ -137,7 +142,7 @@ def test_search_answers_at_once_while_another_build_holds_the_cache(
     """search/get-types' wait for a changed tool list's build x the build lock x the config
     watch x the face: a tool file added while another process's build (a `doit` by hand)
     holds the cache's lock. Its server connects; the gateway's build waits for the lock.
-    Search (the CLI, the face) answers from what is served and says why the new tool is
+    Search (the CLI, the face through the MCP Inspector's CLI) answers from what is served and says why the new tool is
     not in it (each search waited the whole 10 s for that build before), get-types too;
     once the lock is let go, the build runs and search finds the tool."""
     lock = os.open(gateway.directory / ".toolscript" / ".build.lock", os.O_RDWR | os.O_CREAT)
@@ -151,8 +156,14 @@ def test_search_answers_at_once_while_another_build_holds_the_cache(
         searched = gateway_cli(gateway, "search", "hailstone forecast for a city")
         assert "another build of the cache" in searched.stderr, searched.stderr
         assert "hail" not in searched.stdout, searched.stdout
-        found = face_call(gateway, "search_tools", {"query": "hailstone forecast"})
-        assert "another build of the cache" in found.content[0].text, found.content
+        found = inspector_call(
+            gateway.directory,
+            gateway.config_path,
+            "search_tools",
+            "query=hailstone forecast",
+            env={"TOOLSCRIPT_GATEWAY_URL": gateway.url},
+        )
+        assert "another build of the cache" in found["content"][0]["text"], found
         typed = gateway_cli(gateway, "get-types", "fx.plain_text")
         assert typed.returncode == 0, typed.stderr
         assert gateway.process.poll() is None
