@@ -39,6 +39,7 @@ from tests.helpers import (
     inspector_call,
     journal_of,
     last_run,
+    needs_semantic,
     records_server,
     run_doit,
     running_gateway,
@@ -583,3 +584,50 @@ def test_two_projects_with_the_same_server_names_and_a_face_each_after_a_config_
     finally:
         for running in gateways:
             assert running.stop() == []
+
+
+FOG = '''def forecast_fog(city: str) -> str:
+    """Forecast tomorrow's fog density for a city."""
+    return city + ": thick"
+'''
+
+
+@needs_semantic
+def test_a_tool_file_added_while_search_is_hybrid_is_run_before_it_is_embedded(
+    tmp_path: Path,
+) -> None:
+    """search/get-types' wait for a changed list's build x semantic search x exec: a tool
+    file added once search is hybrid. Its build made the module, then embedded the new tool
+    (the torch worker started again) before anything went on: every exec and search in
+    between waited 10 s for it (10.06, 10.24, 10.08 s at load 13; 36 s of embedding). The
+    module is built first: exec calls the tool at once; search answers from the tools it
+    has, saying the new ones are being embedded, and finds the tool, hybrid, once they
+    are."""
+    (tmp_path / "tools").mkdir()
+    config = {"mcpServers": {"fx": fixture_server()}, "localTools": {"dir": "tools"}}
+    with running_gateway(config, tmp_path, "--no-warm-checker") as gateway:
+        gateway.wait_for_health(lambda h: h["search"]["semantic"] == "ready", 180, "hybrid")
+        (tmp_path / "tools" / "fog.py").write_text(FOG)
+        gateway.wait_for_health(
+            lambda h: h["servers"].get("fog", {}).get("state") == "connected", 60, "fog.py"
+        )
+        searched = json.loads(gateway_cli(gateway, "search", "fog density", "--json").stdout)
+        assert searched["mode"] == "hybrid", searched
+        assert (
+            "being embedded" in searched.get("unbuilt", "")
+            or hit_names(searched)[0] == "fog__forecast_fog"
+        ), searched
+        called = gateway_cli(
+            gateway,
+            "exec",
+            'import { tools } from "toolscript"; return await tools.fog.forecastFog({ city: "Bern" })',
+        )
+        assert called.returncode == 0, called.stderr
+        assert called.stdout.strip() == '"Bern: thick"', called.stdout
+        found = wait_until(
+            lambda: json.loads(gateway_cli(gateway, "search", "fog density", "--json").stdout),
+            lambda answer: hit_names(answer)[0] == "fog__forecast_fog",
+            120,
+            "fog's tool searched once embedded",
+        )
+        assert found["mode"] == "hybrid" and "unbuilt" not in found, found
