@@ -18,8 +18,13 @@ call's ``result`` as it is sent, a list of strings joined: JSON no encoder here 
 nested past any parser's depth), ``endless`` (listing methods, such as ``tools/list``, whose every page names
 a next one) and ``storm`` (a file: each tools/list answers one new tool, its time appended to
 the file, and is followed by ``notifications/tools/list_changed`` 100 times over, as is
-``initialized``) and ``notices`` (a count: that many ``notifications/progress`` of no request,
-at once after ``initialized``). A tool with no result answers with its own name.
+``initialized``), ``notices`` (a count: that many ``notifications/progress`` of no request,
+at once after ``initialized``), ``shifts`` (a tool's name -> the spec keys its call sets, such
+as a new ``tools``, followed by one ``notifications/tools/list_changed``) and ``bare_initialize``
+(true: initialize answers with no ``capabilities`` and a ``serverInfo`` without
+``version``, yet the server answers prompts and resources and sends
+``notifications/prompts/list_changed`` after a shift). A tool with no result answers with
+its own name.
 
 Sizes no spec file should hold are made at start: anywhere in SPEC, ``{"$repeat": TEXT,
 "$times": N}`` is TEXT N times over, ``{"$many": VALUE, "$times": N}`` an object of N
@@ -78,6 +83,9 @@ def _answer(spec: dict[str, Any], method: str, params: dict[str, Any]) -> Any:
         }
         if "instructions" in spec:
             result["instructions"] = spec["instructions"]
+        if spec.get("bare_initialize"):
+            del result["capabilities"]
+            del result["serverInfo"]["version"]
         return result
     if method == "ping":
         return {}
@@ -162,6 +170,12 @@ def main() -> None:
         send({"jsonrpc": "2.0", "id": message["id"], "result": result})
         if storm:
             _storm()
+        shifted = spec.get("shifts", {}).get((message.get("params") or {}).get("name"))
+        if message.get("method") == "tools/call" and shifted is not None:
+            spec.update(shifted)
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            if spec.get("bare_initialize"):
+                send({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"})
 
 
 def _storm() -> None:

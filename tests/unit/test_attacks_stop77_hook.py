@@ -105,3 +105,39 @@ def test_a_file_joining_toolscript_from_pieces_is_asked_about(tmp_path: Path) ->
         {"tool_input": {"command": "python3 later.py"}, "cwd": str(tmp_path)}
     )
     assert decision is not None
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'bash "my dir/later.sh"',
+        "bash linked.sh",  # a link to it
+        "sh 'linked dir/later.sh'",  # a folder linked
+        "cd 'my dir' && bash later.sh",  # found where the command's cd leads
+        "cd my\\ dir; ./later.sh",
+        "pushd 'my dir' >/dev/null; source later.sh",
+        "(cd 'linked dir' && python3 later.sh)",
+        "bash < linked.sh",  # a shell reading its script from stdin
+        "sh -s < 'my dir/later.sh'",
+    ],
+)
+def test_a_file_run_through_a_link_a_space_a_cd_or_stdin_is_read(
+    tmp_path: Path, command: str
+) -> None:
+    """features_meet8: the plugin's hook (toolscript real) x a script file on a path with
+    spaces, a linked file or folder: asked. Run after a `cd` (it was looked for in the
+    command's first folder only) or fed to a shell's stdin, it ran unasked."""
+    (tmp_path / "my dir").mkdir()
+    (tmp_path / "my dir" / "later.sh").write_text(APPROVE)
+    (tmp_path / "linked.sh").symlink_to(tmp_path / "my dir" / "later.sh")
+    (tmp_path / "linked dir").symlink_to(tmp_path / "my dir")
+    answer = _hook(command, tmp_path)
+    assert answer, command
+    assert json.loads(answer)["hookSpecificOutput"]["permissionDecision"] == "ask", answer
+
+
+@pytest.mark.parametrize("command", ["cat < later.sh", "bash < build.sh", "cd sub && bash x.sh"])
+def test_a_file_only_read_or_harmless_is_not_asked_about(tmp_path: Path, command: str) -> None:
+    (tmp_path / "later.sh").write_text(APPROVE)
+    (tmp_path / "build.sh").write_text("echo building\n")
+    assert approval_decision({"tool_input": {"command": command}, "cwd": str(tmp_path)}) is None

@@ -16,6 +16,7 @@ import os
 import re
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -887,36 +888,35 @@ def _names_toolscript(text: str) -> bool:
 
 def _run_file_reason(command: str, cwd: str | None) -> str | None:
     """Why a script file ``command`` runs (``sh FILE``, ``python FILE``, ``./FILE``,
-    ``source FILE``) could reach an approval, read as a command is: the agent writes
-    ``toolscript approve RUN_ID`` into a file (its Write tool, or an earlier command that
-    spelled it out of sight), then runs the file, whose words the command alone never
-    shows. A regular file only, one level (what the file runs in turn is not read), and only
-    one that names toolscript, an approval or their files (``_names_toolscript``): past
-    READ_LIMIT characters such a one is asked about unread (past RUN_FILE_LIMIT bytes, any). Left: what runs a file by its own rules (``make``, ``npm run``,
-    a git hook), which no pattern follows."""
-    import os
-    import stat
-
-    here = Path(cwd) if cwd else None
-    for command_words in _commands(_expanded(_words(command))):
+    ``source FILE``, ``bash < FILE``) could reach an approval, read as a command is: the
+    agent writes ``toolscript approve RUN_ID`` into a file (its Write tool, or an earlier
+    command that spelled it out of sight), then runs the file, whose words the command alone
+    never shows. A relative FILE is looked for where the command's ``cd``s lead too (``cd
+    sub && bash later.sh`` ran unasked). A regular file only (opened without waiting: a
+    link swapped to a FIFO after a look held the hook past its timeout), one level (what
+    the file runs in turn is not read), and only one that names toolscript, an approval or
+    their files (``_names_toolscript``): past READ_LIMIT characters such a one is asked
+    about unread (past RUN_FILE_LIMIT bytes, any). Left: what runs a file by its own rules
+    (``make``, ``npm run``, a git hook), which no pattern follows."""
+    words = _expanded(_words(command))
+    places = [Path(cwd) if cwd else None]
+    named_files = _stdin_scripts(words)
+    for command_words in _commands(words):
         name, rest = _program(command_words[0]), command_words[1:]
-        files = [command_words[0]] if "/" in command_words[0] else []
+        if name in ("cd", "pushd"):
+            moved = _moved_to(places[-1], [w for w in rest if w == "-" or w[:1] != "-"])
+            if moved is not None:
+                places.append(moved)
+            continue
+        if "/" in command_words[0]:
+            named_files.append(command_words[0])
         if name in ("source", ".") or _SHELLS.fullmatch(name) or _INTERPRETERS.fullmatch(name):
             arguments = [w for w in rest if not w.startswith("-")]
             inline = any(w.startswith("-") and not w.startswith("--") and "c" in w for w in rest)
             if arguments and not inline:
-                files.append(arguments[0])
-        for named in files:
-            path = Path(os.path.expanduser(named))
-            if not path.is_absolute() and here is not None:
-                path = here / path
-            try:
-                if not stat.S_ISREG(path.stat().st_mode):
-                    continue
-                with path.open("rb") as handle:
-                    data = handle.read(RUN_FILE_LIMIT + 1)
-            except OSError:
-                continue
+                named_files.append(arguments[0])
+    for named in named_files:
+        for data in _run_files(named, places):
             text = data.decode("utf-8", "replace")
             if len(data) > RUN_FILE_LIMIT:
                 found: str | None = TOO_LONG
@@ -929,6 +929,46 @@ def _run_file_reason(command: str, cwd: str | None) -> str | None:
             if found is not None:
                 return f"the file it runs ({named}): {found}"
     return None
+
+
+def _stdin_scripts(words: list[str]) -> list[str]:
+    """The files a shell or an interpreter reads as its script from stdin (``bash <
+    FILE``): the word after a ``<`` in a simple command whose program is one."""
+    found, start = [], 0
+    for index, word in enumerate(words):
+        if word in _OPERATORS:
+            start = index + 1
+        elif word == "<" and index + 1 < len(words):
+            programs = [
+                _program(reading[0])
+                for reading in _readings([w for w in words[start:index] if w != "<"])
+                if reading
+            ]
+            if any(_SHELLS.fullmatch(p) or _INTERPRETERS.fullmatch(p) for p in programs):
+                found.append(words[index + 1])
+    return found
+
+
+def _run_files(named: str, places: list[Path | None]) -> Iterator[bytes]:
+    """The first RUN_FILE_LIMIT + 1 bytes of each regular file ``named`` may be: itself when
+    absolute, else in each folder of ``places`` (the command's own, then its ``cd``s)."""
+    import stat
+
+    path = Path(os.path.expanduser(named))
+    paths = [path] if path.is_absolute() else [p / path if p else path for p in places]
+    for candidate in dict.fromkeys(paths):
+        try:
+            descriptor = os.open(candidate, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        except OSError:
+            continue
+        try:
+            if stat.S_ISREG(os.fstat(descriptor).st_mode):
+                with os.fdopen(descriptor, "rb", closefd=False) as handle:
+                    yield handle.read(RUN_FILE_LIMIT + 1)
+        except OSError:
+            continue
+        finally:
+            os.close(descriptor)
 
 
 TOO_LONG = "the command is too long to read for what it runs"

@@ -142,6 +142,8 @@ def search(
         print_json(answer)
         return
     _note_mode(answer, ephemeral)
+    if answer.get("unbuilt"):  # the gateway's own sentence: a build held by another's
+        sys.stderr.write(f"note: {answer['unbuilt']}\n")
     if not hits:
         if not loaded.servers:
             where = loaded.config_file

@@ -580,14 +580,18 @@ CONNECTING_POLL = 0.2  # seconds between two looks at a server exec waits for
 
 
 def wait_for_connecting_servers(
-    url: str, code: str, say: Callable[[str], None] | None = None
+    url: str,
+    code: str,
+    say: Callable[[str], None] | None = None,
+    given_up: Callable[[], bool] | None = None,
 ) -> str | None:
     """When the servers the script names that are not there yet are all still connecting
     (a slow first start, none failed), wait for them, at most the gateway's ready wait, with
     a line saying so (on stderr, or given to ``say``): their tools join the module once they
     are connected, and the script's type check would otherwise fail at once on them. A
     server that failed is not waited for (the run says so, as before). The module's hash
-    once it offers them, else None."""
+    once it offers them, else None; None at once when ``given_up`` says the run's asker
+    left (the MCP face's client cancelled its request)."""
     body = gateway_request(url, "/servers", 10)
     named = _named_by(code, json.loads(body) if body else [])
     if not named or not all(_still_connecting(server) for server in named):
@@ -617,6 +621,8 @@ def wait_for_connecting_servers(
     deadline = time.monotonic() + bound
     while time.monotonic() < deadline:
         time.sleep(CONNECTING_POLL)
+        if given_up is not None and given_up():
+            return None
         body = gateway_request(url, "/servers", 10)
         now = [s for s in (json.loads(body) if body else []) if s.get("name") in wanted]
         if any(not _still_connecting(s) and s.get("state") != "connected" for s in now):

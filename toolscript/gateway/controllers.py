@@ -534,10 +534,9 @@ class DiscoveryController(Controller):
             raise UsageError(f"unknown kind {kind!r}; one of {', '.join(offerings.KINDS)}")
         limit = max(1, min(limit, 100))
         gateway.search_wanted()
-        if gateway.first_build.is_set() and not gateway.module_is_current():
-            # a server the config watch added, connected (list-servers says so) and its
-            # build under way: searched now, its tools were not found yet
-            await gateway.module_hash_built()
+        # a server the config watch added, connected (list-servers says so) and its build
+        # under way: searched now, its tools were not found yet
+        unbuilt = await gateway.listed_changes_built()
         found = (
             []
             if kind == "tool"
@@ -560,6 +559,8 @@ class DiscoveryController(Controller):
         )
         answer = await anyio.to_thread.run_sync(ranked)
         answer["hits"].extend(found)
+        if unbuilt is not None:
+            answer["unbuilt"] = unbuilt
         return answer
 
     @get("/types")
@@ -579,9 +580,7 @@ class DiscoveryController(Controller):
         (``gateway/narrowed.py``)."""
         if not names and server is None:
             raise UsageError("give ?server=NAME (and &tool=NAME), or ?names=server__tool,...")
-        if gateway.first_build.is_set() and not gateway.module_is_current():
-            # as search: the build of a tool list that just changed
-            await gateway.module_hash_built()
+        await gateway.listed_changes_built()  # as search: the build of a list just changed
         answer = functools.partial(
             _types_answer, gateway, server, tool, names, agent or _by_agent(request)
         )

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import dataclasses
 import difflib
+import errno
 import functools
 import hashlib
 import json
@@ -158,6 +159,13 @@ MAX_SAVED_SCRIPTS = 200
 # Seconds a run's module hash waits for the build of a change of the servers' tool lists
 # (a build takes about a second, several on a loaded machine); past it, what is served.
 LISTED_CHANGE_WAIT = 10.0
+# Why a write fails that says nothing of the cache's files: the build's error, not theirs.
+WRITES_REFUSED = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
+EMBEDDING_NOTE = (
+    "a tool list changed and its tools are being embedded for search: tools it adds are"
+    " found once that ends"
+)
+BUILD_HELD_POLL = 0.05  # seconds between looks at whether a build waits for another's lock
 
 
 def split_tool_name(qualified: str) -> tuple[str, str]:
@@ -354,6 +362,10 @@ class Gateway:
         self.first_build = anyio.Event()  # the artifacts of the servers' first tool lists
         # set (from the build's thread) while a build waits for another's lock (a `doit`)
         self.build_waits = threading.Event()
+        # The tools a build listed while semantic search was ready, until embedded; and
+        # whether that embedding is under way (search answers from the tools before it).
+        self._unindexed: list[ToolDocument] | None = None
+        self.embedding = False
         if not after_url:
             self._announced.set()
         self.search_index = search_index
@@ -928,11 +940,18 @@ class Gateway:
         try:
             result = self._build_once(snapshot)
         except (OSError, ValueError, KeyError, TypeError) as exc:
+            if isinstance(exc, OSError) and exc.errno in WRITES_REFUSED:
+                raise
             problem = f"{type(exc).__name__}: {exc}"
         else:
             if not result.failures:
                 return result
             problem = result.failures[0].strip().splitlines()[-1]
+        # A disk full (or a file size limit, a read-only file system) is no damage: discarded, the
+        # whole cache was gone and the build again failed with 'No such file or directory'.
+        for code in WRITES_REFUSED:
+            if f"[Errno {code}] {os.strerror(code)}" in problem:
+                raise OSError(code, os.strerror(code))
         # Whatever broke the cache (a truncated file, a stray edit), all of it is derived.
         log.warning(
             "artifacts: the cache in %s is damaged (%s); rebuilding it", self.layout.root, problem
@@ -943,16 +962,14 @@ class Gateway:
     def _build_once(self, snapshot: SnapshotSource) -> PipelineResult:
         semantic_ready = self.search.status()["semantic"] == "ready"
         try:
+            # The tools' vectors are embedded after (``_embed_unindexed``): runs wait for
+            # this build, and search did for the embedding too (36 s at load 13 for a tool
+            # file added, the torch worker started: every exec and search waited 10 s).
             result = run_pipeline(
                 self.config,
                 self.layout,
                 snapshot,
-                tasks=None if semantic_ready else ARTIFACT_TASKS,
-                indexing=(
-                    SearchIndexing(self.search.embedder, self.search.store)
-                    if self.search.embedder is not None
-                    else None
-                ),
+                tasks=ARTIFACT_TASKS,
                 stop=self._stop_building,
                 waiting=self.build_waits.set,
             )
@@ -968,9 +985,34 @@ class Gateway:
         self.catalogue += 1
         if self.search_index:
             documents = load_documents(self.layout, servers)
-            self.search.set_documents(documents + [_script_document(s) for s in saved])
+            documents += [_script_document(s) for s in saved]
+            if semantic_ready:  # searched once embedded: tools and vectors change together
+                self._unindexed = documents
+            else:
+                self.search.set_documents(documents)
         return_free_memory()  # what the build parsed and dropped (tool lists, fragments)
         return result
+
+    def _embed_unindexed(self) -> None:
+        """Embed the tools the last build listed (the index task, only those missing from the
+        store) and search them from then on."""
+        documents, self._unindexed = self._unindexed, None
+        if documents is None:
+            return
+        assert self.search.embedder is not None  # (semantic search was ready)
+        run_pipeline(
+            self.config,
+            self.layout,
+            SnapshotSource({}),
+            tasks=["index"],
+            indexing=SearchIndexing(
+                self.search.embedder,
+                self.search.store,
+                [d for d in documents if d.kind == "tool"],
+            ),
+            stop=self._stop_building,
+        )
+        self.search.set_documents(documents)  # (what it could not store is embedded there)
 
     async def _run_checker(self) -> None:
         assert self.checker is not None and self._checker_scope is not None
@@ -1054,6 +1096,37 @@ class Gateway:
                 await self._changes_built.wait()
         return self.artifacts.module_hash
 
+    async def listed_changes_built(self, wait: float = LISTED_CHANGE_WAIT) -> str | None:
+        """For search and get-types: wait (up to ``wait`` seconds) for the build of a tool
+        list that changed, unless that build waits for another process's (a ``doit`` by
+        hand holding the cache's lock), where each search waited the whole ``wait`` for
+        it. None once built (or nothing to build), else why the answer may miss tools."""
+        if self.first_build.is_set() and self.module_is_current() and self.embedding:
+            return EMBEDDING_NOTE
+        if not self.first_build.is_set() or self.module_is_current():
+            return None
+        async with anyio.create_task_group() as waiting:
+
+            async def built() -> None:
+                await self.module_hash_built(wait)
+                waiting.cancel_scope.cancel()
+
+            async def held() -> None:
+                while not self.build_waits.is_set():
+                    await anyio.sleep(BUILD_HELD_POLL)
+                waiting.cancel_scope.cancel()
+
+            waiting.start_soon(built)
+            waiting.start_soon(held)
+        if self.module_is_current():
+            return EMBEDDING_NOTE if self.embedding else None
+        if self.build_waits.is_set():
+            return (
+                "a tool list changed and its build waits for another build of the cache (a"
+                " `doit`?): tools it adds are not searched until that ends"
+            )
+        return f"a tool list changed and its build was not done in {wait:.0f} s"
+
     def module_is_current(self) -> bool:
         """Whether the served module took in every change of the servers' tool lists, the
         config's files as the watch last applied them (``module_hash_built``)."""
@@ -1075,11 +1148,17 @@ class Gateway:
         """Run the doit pipeline on a snapshot of the live tool lists; reload what it made."""
         changes = self._listed_changes
         try:
-            await self._rebuild_artifacts()
+            await self._rebuild_artifacts(functools.partial(self._mark_built, changes))
         finally:  # (a build that failed wakes the runs waiting too: they use what is served)
-            self._built_changes = max(self._built_changes, changes)
-            self._changes_built.set()
-            self._changes_built = anyio.Event()
+            self._mark_built(changes)
+
+    def _mark_built(self, changes: int) -> None:
+        """The module holds the tool lists as of ``changes``: the runs waiting for it go on."""
+        if self._built_changes >= changes:
+            return
+        self._built_changes = changes
+        self._changes_built.set()
+        self._changes_built = anyio.Event()
 
     def _snapshot(self) -> SnapshotSource:
         """The live tool lists, their learned result types and offerings, to build from."""
@@ -1101,7 +1180,9 @@ class Gateway:
             },
         )
 
-    async def _rebuild_artifacts(self) -> None:
+    async def _rebuild_artifacts(self, built: Callable[[], None]) -> None:
+        """The build; ``built`` once the module is current, before the new tools' vectors
+        are embedded for search."""
         started = time.perf_counter()
         try:
             async with self._pipeline_lock:
@@ -1114,6 +1195,17 @@ class Gateway:
                 # fetched the server again and wrote the module without the types served).
                 await self._save_learned(self.shapes.unsaved())
                 result = await anyio.to_thread.run_sync(self._build, snapshot)
+                if self.checker is not None:
+                    self.checker.module_changed(
+                        self.artifacts.module_hash, self.artifacts.module, self.script_sources()
+                    )
+                built()
+                if self._unindexed is not None:
+                    self.embedding = True
+                    try:
+                        await anyio.to_thread.run_sync(self._embed_unindexed)
+                    finally:
+                        self.embedding = False
         except BuildStopped:  # it stops: another process's build held the cache meanwhile
             log.info("artifacts: not built (stopping while another build held the cache)")
             return
@@ -1125,10 +1217,6 @@ class Gateway:
                 exc.strerror or exc,
             )
             return
-        if self.checker is not None:
-            self.checker.module_changed(
-                self.artifacts.module_hash, self.artifacts.module, self.script_sources()
-            )
         log.info(
             "artifacts: %d tasks ran in %.0f ms%s",
             len(result.executed),

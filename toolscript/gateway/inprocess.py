@@ -74,7 +74,13 @@ class InProcessGateway:
         return self.url
 
     def alive(self) -> bool:
-        return self._thread is not None and not self._ended.is_set() and bool(self.url)
+        """Serving, and not stopping: one stopping by itself (its project's folder gone)
+        answers no run, and the face starts another once it has ended."""
+        local = self.local
+        stopping = local is not None and local.gateway.runs.closing
+        return (
+            self._thread is not None and not self._ended.is_set() and bool(self.url)
+        ) and not stopping
 
     def stop(self, grace: float = 20.0) -> None:
         """Stop it as SIGTERM stops a gateway (its servers, checker and workers with it) and

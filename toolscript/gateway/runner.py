@@ -257,8 +257,10 @@ def serve(
                 self.should_exit = True
 
     server = Server(uvicorn_config(app))
-    if on_loop is None:  # a process of its own: it stops as SIGTERM stops it
-        gateway.on_project_gone = functools.partial(server.handle_exit, signal.SIGTERM, None)
+    # It stops as SIGTERM stops it, a process of its own or the MCP face's: the face's kept
+    # serving with its watch ended, each run waiting the whole 10 s for a watch pass, and
+    # its next build made the old folder again.
+    gateway.on_project_gone = functools.partial(server.handle_exit, signal.SIGTERM, None)
 
     async def main() -> None:
         # anyio asks sniffio which event loop runs on every cancel scope and stream operation;

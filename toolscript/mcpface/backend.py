@@ -303,6 +303,8 @@ def search_answer(answer: dict[str, Any], states: dict[str, str] | None = None) 
                 f"\n({name} is {state}: its tools above are from its last listing, and a call"
                 " of one fails until it connects; list_servers says why)"
             )
+    if answer.get("unbuilt"):
+        text += f"\n({answer['unbuilt']})"
     return Answer(text, {"hits": hits})
 
 
@@ -588,6 +590,9 @@ class FaceRun:
         self.interrupted = True
         for pid in self.pids:
             signal_quietly(pid, signal.SIGKILL, group=True)
+
+    def is_interrupted(self) -> bool:
+        return self.interrupted
 
     def yielded_answer(self) -> Answer:
         """What it printed since the last answer, and how to go on waiting."""
@@ -921,6 +926,8 @@ class Backend:
                 self.lifeline.forget(reaped, group=True)
             run.pids[:] = [pid]
             self.lifeline.watch(pid, group=group)
+            if run.interrupted:  # cancelled while its check ran: the Deno started since stops
+                signal_quietly(pid, signal.SIGKILL, group=group)
 
         def work() -> None:
             try:
@@ -1163,7 +1170,12 @@ class Backend:
         if local is None or not local.servers_up():
             with contextlib.suppress(ToolscriptError, ValueError):  # the run then says what is
                 said = functools.partial(_say_as_progress, face_run)
-                digest = wait_for_connecting_servers(url, code, say=said) or digest
+                given_up = face_run.is_interrupted
+                digest = wait_for_connecting_servers(url, code, said, given_up) or digest
+        if face_run.interrupted:
+            # The client cancelled (or left) while it waited: a run started now would make
+            # its calls for nobody (a write the person cancelled was made seconds later).
+            raise ExecutionError("the client cancelled the execute before its run began")
         digest, module = current_module(url, digest)
         spare = self._take_spare(url, module)
         try:

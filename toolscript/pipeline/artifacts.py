@@ -89,7 +89,11 @@ def write_if_changed(path: Path, text: str) -> bool:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".tmp")
-    write_new(partial, text)  # never through a link planted as the partial
+    try:
+        write_new(partial, text)  # never through a link planted as the partial
+    except OSError:  # a disk full: no half-written partial left in the cache
+        partial.unlink(missing_ok=True)
+        raise
     partial.replace(path)
     return True
 
