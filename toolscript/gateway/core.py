@@ -999,19 +999,7 @@ class Gateway:
         documents, self._unindexed = self._unindexed, None
         if documents is None:
             return
-        assert self.search.embedder is not None  # (semantic search was ready)
-        run_pipeline(
-            self.config,
-            self.layout,
-            SnapshotSource({}),
-            tasks=["index"],
-            indexing=SearchIndexing(
-                self.search.embedder,
-                self.search.store,
-                [d for d in documents if d.kind == "tool"],
-            ),
-            stop=self._stop_building,
-        )
+        self._run_index_task([d for d in documents if d.kind == "tool"])
         self.search.set_documents(documents)  # (what it could not store is embedded there)
 
     async def _run_checker(self) -> None:
@@ -1060,20 +1048,23 @@ class Gateway:
             status["query_runtime"],
         )
 
-    def _index_and_load(self) -> None:
+    def _run_index_task(self, tools: list[ToolDocument] | None) -> None:
+        """doit's index task alone: embed ``tools`` (None: those of the files it reads) that
+        the store lacks (semantic search is ready)."""
         assert self.search.embedder is not None
-        # The build (under the same lock) made these from the files the index task reads.
-        tools = [d for d in self.search.documents if d.kind == "tool"]
         run_pipeline(
             self.config,
             self.layout,
             SnapshotSource({}),
             tasks=["index"],
-            indexing=SearchIndexing(
-                self.search.embedder, self.search.store, tools if self.search_index else None
-            ),
+            indexing=SearchIndexing(self.search.embedder, self.search.store, tools),
             stop=self._stop_building,
         )
+
+    def _index_and_load(self) -> None:
+        # The build (under the same lock) made these from the files the index task reads.
+        tools = [d for d in self.search.documents if d.kind == "tool"]
+        self._run_index_task(tools if self.search_index else None)
         self.search.load_vectors()
         return_free_memory()  # what the index task read and dropped (tool documents, vectors)
 
