@@ -939,6 +939,8 @@ def test_a_thing_added_to_finds_its_updater_and_an_adder_keeps_its_place() -> No
         ("once it passes, then deploy", False),
         ("takes a UTC timestamp, gives the BTC price then", False),
         ("list the pods and their logs", False),
+        ("There are three of us. Find a meeting point, and then a cafe", False),  # not first
+        ("read package.json and tsconfig.json, then fix the paths", True),
     ],
 )
 def test_two_steps_in_their_order(request_text: str, in_order: bool) -> None:

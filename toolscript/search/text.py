@@ -389,13 +389,14 @@ _FIRST_STEP = re.compile(
 # one ...", "make 12 tickets from this list, then put them all in sprint 88"): the step asked
 # now is the first too, but the request is read whole (cut at "then", a later step's tool
 # fell out of the first five where both are wanted: "fetch the json then save it to
-# data.json"); the first step's best leads (engine.py). Not a condition's ("if the build
-# failed then retry it", "once it passes, then deploy"), nor "then" closing the request ("...
-# the BTC price then").
+# data.json"); the first step's best leads (engine.py). Only in the request's first sentence:
+# its first need is that step ("There are three of us. ... recommend a meeting point, and then
+# ..." opens with context). Not a condition's ("if the build failed then retry it", "once it
+# passes, then deploy"), nor "then" closing the request ("... the BTC price then").
 _THEN_STEP = re.compile(
     r"(?!\s*(?:if|when|whenever|once|after|unless|as\s+soon\s+as)\b)"
-    r"\s*(?P<step>\S.*?)(?:\s*[,;]\s*|\s+)(?:and\s+)?then\s+(?=\w)",
-    re.IGNORECASE | re.DOTALL,
+    r"\s*(?P<step>\S(?:[^.!?\n]|[.!?](?=\S))*?)(?:\s*[,;]\s*|\s+)(?:and\s+)?then\s+(?=\w)",
+    re.IGNORECASE,
 )
 _LATER_STEP = re.compile(
     r"\s*before\s+(?:i|we|you)\s+[^,;.?!]+?"
