@@ -23,6 +23,7 @@ earlier designs, not modes of the product: they are ranked in process in either 
 
     python bench/search_quality.py [--subset lmb|all|both] [--alpha 0.5] [--in-process]
                                    [--catalogue full|empty|short] [--half all|dev|test]
+                                   [--sets a,b] [--modes keyword,hybrid] [--misses]
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import functools
 import hashlib
 import json
 import random
@@ -438,11 +440,21 @@ def main() -> None:
         "--catalogue", choices=CATALOGUES, default="full", help="how tersely tools are described"
     )
     parser.add_argument(
+        "--modes",
+        help="comma-separated modes to report (default: all of them; the verdicts need"
+        " keyword, semantic, fixed and hybrid)",
+    )
+    parser.add_argument(
         "--misses",
         action="store_true",
         help="also list each query whose tools are not all in the top 1, with its top 5, per mode",
     )
     args = parser.parse_args()
+    modes = REPORTED if not args.modes else tuple(args.modes.split(","))
+    if unknown_modes := sorted(set(modes) - set(REPORTED)):
+        parser.error(f"unknown mode(s) {', '.join(unknown_modes)}; choose from {REPORTED}")
+    if args.misses and not {"keyword", "hybrid"} <= set(modes):
+        parser.error("--misses lists keyword's and hybrid's: --modes must have both")
     searcher = in_process if args.in_process else through_gateway
     subsets = ["lmb", "all"] if args.subset == "both" else [args.subset]
     for subset in subsets:
@@ -453,7 +465,8 @@ def main() -> None:
             if unknown:
                 parser.error(f"unknown set(s) {', '.join(unknown)}; choose from {', '.join(sets)}")
             sets = {name: sets[name] for name in args.sets.split(",")}
-        with searcher(files, args.alpha, subset, args.catalogue) as (rank, tools):
+        with searcher(files, args.alpha, subset, args.catalogue) as (asked, tools):
+            rank = functools.cache(asked)  # --misses asks keyword's and hybrid's again
             print(
                 f"\n== {subset}: {len(files)} servers, {tools} tools ({args.catalogue} catalogue),"
                 f" {args.half} queries =="
@@ -462,7 +475,7 @@ def main() -> None:
             verdicts = []
             for name, all_queries in sets.items():
                 queries = half_of(all_queries, args.half)
-                results = {mode: evaluate(rank, queries, mode) for mode in REPORTED}
+                results = {mode: evaluate(rank, queries, mode) for mode in modes}
                 if args.misses:
                     show_misses(rank, name, queries)
                 for mode, scores in results.items():
@@ -470,6 +483,8 @@ def main() -> None:
                         f"{name:14}{len(queries):8} {mode:9}"
                         + "".join(f"{scores[k]:7.3f}" for k in ("R@1", "R@5", "R@10", "MRR"))
                     )
+                if not {"keyword", "semantic", "fixed", "hybrid"} <= set(results):
+                    continue
                 hybrid = results["hybrid"]
                 best = max(("keyword", "semantic"), key=lambda m: results[m]["R@5"])
                 mean, low, high = margin(hybrid["per_query"], results[best]["per_query"])

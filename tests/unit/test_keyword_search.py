@@ -11,6 +11,7 @@ import pytest
 
 from toolscript.search.lexical import LexicalIndex, implied_words, transposed
 from toolscript.search.text import (
+    added_new,
     changes_one,
     document_for,
     documents_for,
@@ -20,9 +21,12 @@ from toolscript.search.text import (
     joined_words,
     keyword_query,
     named_one,
+    phrasal_verbs_read,
     plural,
     plural_name_words,
+    says_steps_in_order,
     semantic_query,
+    stem,
     tokenize,
     verbless_plural,
     without_done_step,
@@ -551,6 +555,15 @@ def test_a_channels_name_pulls_no_tool_of_its_words() -> None:
         # a negation that describes is read as typed
         ("why is the pod not starting", None),
         ("what files did I change but not stage", None),
+        # a negation of several words, opening a clause or closing one
+        ("not the event logs, the triggers themselves", " , the triggers themselves"),
+        ("not the pull request comments — the discussion's", "  — the discussion's"),
+        (
+            "the server group 555 itself, not the list of all server groups",
+            "the server group 555 itself,  ",
+        ),
+        # ... not where the rest is a part of the negated thing or points back at it
+        ("not a new container, show the running ones", "  container, show the running ones"),
         ("delete the group, not just remove every user from it", None),  # too long a contrast
         ("users without MFA", None),
         ("tasks that are not done", None),
@@ -915,6 +928,72 @@ def test_a_thing_added_to_finds_its_updater_and_an_adder_keeps_its_place() -> No
     assert first_of(tools, "add carol to the engineering group") == "add_user_to_group"
 
 
+@pytest.mark.parametrize(
+    ("request_text", "in_order"),
+    [
+        ("find the customer, then refund their last charge", True),
+        ('drop the rule "bypass" and then create one that bypasses *.bank', True),
+        ("list the pods in staging then pull the logs", True),
+        # a condition's "then", "then" closing the request, no "then"
+        ("if the build failed then retry it", False),
+        ("once it passes, then deploy", False),
+        ("takes a UTC timestamp, gives the BTC price then", False),
+        ("list the pods and their logs", False),
+        ("There are three of us. Find a meeting point, and then a cafe", False),  # not first
+        ("read package.json and tsconfig.json, then fix the paths", True),
+    ],
+)
+def test_two_steps_in_their_order(request_text: str, in_order: bool) -> None:
+    assert says_steps_in_order(request_text) is in_order
+
+
+@pytest.mark.parametrize(
+    ("request_text", "thing"),
+    [
+        ("add an item to the Groceries checklist", "item"),
+        ("add a note about the meeting to my obsidian vault", stem("note")),
+        ("add a new column description to the table", stem("description")),
+        # a thing said to be there, or named by its value
+        ("add the group SRE to its conditions", None),
+        ("add 198.51.100.7 to the destination group", None),
+    ],
+)
+def test_a_new_thing_added_to_a_collection(request_text: str, thing: str | None) -> None:
+    assert added_new(request_text) == thing
+
+
+def test_a_new_item_added_to_a_list_finds_its_creator_where_the_catalogue_creates_it() -> None:
+    tools = [
+        {"name": "create_task", "description": "Create a task in a checklist project."},
+        {"name": "update_task", "description": "Update a task of a checklist project."},
+        {"name": "update_column_description", "description": "A column's description."},
+        {"name": "get_column", "description": "A column of a table."},
+    ]
+    assert first_of(tools, "add a task to my checklist project") == "create_task"
+    assert (
+        first_of(tools, "add a column description to the orders table")
+        == "update_column_description"
+    )
+
+
+@pytest.mark.parametrize(
+    ("request_text", "read"),
+    [
+        ("set up a custom domain", "set up (create) a custom domain"),
+        ("the MFA rule switched on", "the MFA rule switched on (activate enable)"),
+        ('take them off "watchers"', 'take them off (remove) "watchers"'),
+        ("upload a certificate", "upload (create) a certificate"),
+        # a state, not a verb; "set" alone
+        ("which organizations are set up for our tenant", None),
+        ("set the title to draft", None),
+    ],
+)
+def test_a_verb_said_in_two_words_reads_as_the_verb_it_means(
+    request_text: str, read: str | None
+) -> None:
+    assert phrasal_verbs_read(request_text) == (request_text if read is None else read)
+
+
 def test_things_named_in_the_plural_with_no_verb_find_their_lister() -> None:
     tools = [
         {"name": "get_rule_label", "description": "Get a rule label by ID."},
@@ -944,8 +1023,8 @@ def test_things_named_in_the_plural_with_no_verb_find_their_lister() -> None:
             "now I need the tag's commit sha",
         ),
         (
-            "I need to see who can edit the space before I move pages into it? Then the page",
-            "I need to see who can edit the space? Then the page",
+            "I need to see who can edit the space before I move pages into it? Also the page",
+            "I need to see who can edit the space? Also the page",
         ),
         (
             "we need the artifact's url, so we'll pull coverage.xml from it",
@@ -953,7 +1032,13 @@ def test_things_named_in_the_plural_with_no_verb_find_their_lister() -> None:
         ),
         ("I have to fetch the page in order to compare it", "I have to fetch the page"),
         ("we need task 3, so we can change it: rename it", "we need task 3: rename it"),
-        # no first step said, or no later one
+        # ... to a comma too, and only after a need said in the same clause as it
+        (
+            "I need the sha so I can diff it, and the list of tags",
+            "I need the sha, and the list of tags",
+        ),
+        ("I need two things: record my clicks so I can make a test, and show the page", None),
+        # no first step said (two steps in their order are read whole), or no later one
         ("find the customer, then refund their last charge", None),
         ("first open https://shop.acme.io in the browser", None),
         # a purpose that is the whole request, the change asked, after an imperative (what

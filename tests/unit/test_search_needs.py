@@ -567,6 +567,17 @@ def test_a_plans_first_step_comes_first(keyword_engine: SearchEngine) -> None:
     assert [hit.tool for hit in hits][:2] == ["list_pull_requests", "post_message"]
 
 
+def test_two_steps_in_their_order_put_the_first_steps_tool_first(
+    keyword_engine: SearchEngine,
+) -> None:
+    """ "X and then Y" with no "first": X's tool leads (the whole request found Y's), Y's
+    is second."""
+    request = "the slack channels and then post a message to slack"
+    hits, _, needs, _ = keyword_engine.explain(request, limit=3, threshold=0)
+    assert needs == ["the slack channels", "post a message to slack"]
+    assert [hit.tool for hit in hits][:2] == ["list_channels", "post_message"]
+
+
 def test_a_single_need_ranks_exactly_as_without_splitting(keyword_engine: SearchEngine) -> None:
     for request in ("open a new issue", "weather forecast for paris", "list slack channels"):
         split, _ = keyword_engine.search(request, threshold=0)

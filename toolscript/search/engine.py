@@ -53,6 +53,7 @@ from toolscript.search.text import (
     keyword_query,
     mostly_cjk,
     says_first_step,
+    says_steps_in_order,
     semantic_query,
 )
 
@@ -450,6 +451,11 @@ class SearchEngine:
             # A plan that says which step comes first (text.first_step_read): the request
             # is read as that step by both halves, and its first need is that step.
             rankings[0] = rankings[1]
+        elif request.in_order and len(rankings) > 1 and rankings[1]:
+            # Two steps in their order ("X, then Y": text.says_steps_in_order): the first
+            # step's best leads the whole request's ranking.
+            best = rankings[1][0]
+            rankings[0] = [best, *(hit for hit in rankings[0] if hit[0] != best[0])]
         needs = request.needs
         if split:
             rankings, needs = self._with_implied(request, rankings, index, how)
@@ -687,6 +693,7 @@ class _Request(NamedTuple):
     model: list[str]  # ... and as the model reads it
     kept: set[int]  # texts whose vectors are kept (implied needs: the same for any request)
     first_step: bool  # a plan that says which of its steps comes first (text.first_step_read)
+    in_order: bool  # two steps in their order, joined by "then" (text.says_steps_in_order)
 
 
 def _read(query: str, mode: str, split: bool, parameters: SearchParameters) -> _Request:
@@ -697,7 +704,10 @@ def _read(query: str, mode: str, split: bool, parameters: SearchParameters) -> _
     texts = [query, *needs] if len(needs) > 1 else [query]
     model, kept = _model_readings(texts) if mode != "keyword" else ([], set())
     first_step = len(texts) > 1 and says_first_step(query)
-    return _Request(query, needs, texts, _keyword_readings(texts), model, kept, first_step)
+    in_order = len(texts) > 1 and says_steps_in_order(query)
+    return _Request(
+        query, needs, texts, _keyword_readings(texts), model, kept, first_step, in_order
+    )
 
 
 def _keyword_readings(texts: list[str]) -> list[str]:

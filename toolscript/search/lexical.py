@@ -19,6 +19,7 @@ from toolscript.search.parameters import PARAMETERS, SearchParameters
 from toolscript.search.text import (
     CACHED_WORD,
     ToolDocument,
+    added_new,
     changes_one,
     named_one,
     plural_words,
@@ -195,7 +196,9 @@ class LexicalIndex:
         # "ip source group 552": the thing itself, as "get" would ask (a stop word: for BM25)
         if any(word in self._named for word in named_one(query)):
             implied.append(_GET)
-        change = changes_one(query)  # "add X to the Y": an update, not a creation
+        # "add X to the Y": an update, not a creation; "add an item to the list" creates the
+        # item where some tool's name creates or adds that thing
+        change = changes_one(query) and not self._created(added_new(query))
         if change:
             implied.append(_UPDATE)
         totals, strength = self._bm25(tokens, implied)
@@ -244,6 +247,12 @@ class LexicalIndex:
         if strength < 1.0:  # no word of the query is in any tool: only synonyms or typos
             return {index: score * strength for index, score in scores.items()}
         return scores
+
+    def _created(self, thing: str | None) -> bool:
+        """Whether the name of some tool that names ``thing`` (stemmed) creates or adds it."""
+        return thing is not None and any(
+            self.documents[index].name_words & _CREATE for index in self._named.get(thing, ())
+        )
 
     def _corrected(self, said: set[str]) -> dict[str, float]:
         """The words of ``said`` no tool has, as misspelt (``expand``): the closest words

@@ -20,6 +20,7 @@ from toolscript.search.words import (
     LATITUDE_NAMES,
     LONGITUDE_NAMES,
     NEGATION_FILLERS,
+    PHRASAL_VERBS,
     PREPOSITIONS,
     SHORT_FORMS,
     STATEMENT_READINGS,
@@ -33,6 +34,7 @@ from toolscript.search.words import (
 __all__ = [
     "QUOTED",
     "ToolDocument",
+    "added_new",
     "argument_names",
     "changes_one",
     "channels_read",
@@ -50,10 +52,12 @@ __all__ = [
     "name_words",
     "named_one",
     "named_tool_tier",
+    "phrasal_verbs_read",
     "plural",
     "plural_name_words",
     "plural_words",
     "says_first_step",
+    "says_steps_in_order",
     "semantic_query",
     "split_identifier",
     "statements",
@@ -229,13 +233,22 @@ def read_statements(text: str) -> str:
 # dropped, 1st with it read).
 _FILLERS = rf"\s+(?:(?:{'|'.join(NEGATION_FILLERS)})\s+)*"
 _DETERMINER = r"(?:a|an|the|any|its|their|his|her|my|our|your|as)\b"
+_NEGATED_WORD = r"[A-Za-z][\w\u2019'-]*"
 _NEGATED = re.compile(
     "|".join(
         (
+            # opening a clause and ended by a comma or a dash, the asked-for thing after it:
+            # "not the event logs, the triggers themselves" (at most five words; not where
+            # what follows is a part of the negated thing or points back at it: "not the
+            # whole file, just its size", "not a new container, show the ones running")
+            rf"(?P<opening>^\s*|[,;:.!?(\u2014\u2013]\s*)not{_FILLERS}{_NEGATED_WORD}"
+            rf"(?:\s+{_NEGATED_WORD}){{0,4}}(?=\s*(?:[,;\u2014\u2013]|-\s)"
+            r"(?!\s*(?:just|only)\b)(?![^,;.!?\u2014\u2013]*\bones?\b))",
             # a contrast closing a clause: "list the branches, not tags", "get the page's
-            # HTML, not the visible text": every word to the clause's end (at most three)
-            rf"(?P<contrast>[,;]\s*)not{_FILLERS}[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){{0,2}}"
-            r"(?=\s*(?:[,;.!?)]|$))",
+            # HTML, not the visible text", "the group itself, not the list of all groups":
+            # every word to the clause's end (at most five)
+            rf"(?P<contrast>[,;]\s*)not{_FILLERS}{_NEGATED_WORD}(?:\s+{_NEGATED_WORD}){{0,4}}"
+            r"(?=\s*(?:[,;.!?)\u2014\u2013]|$))",
             # opening a clause: what the lead is, is kept
             r"(?P<lead>^|[,;:.!?(]\s*|\b(?:but|and|so|please|just|i|we)\s+)"
             rf"(?:don[\u2019']?t|do\s+not|never|no\s+need\s+to){_FILLERS}[A-Za-z][\w-]*",
@@ -262,7 +275,10 @@ def without_negated(text: str) -> str:
     if not _NEGATION_MARK.search(text):
         return text
     kept = _NEGATED.sub(
-        lambda found: f"{found['contrast'] or found['lead'] or found['comma'] or ''} ", text
+        lambda found: (
+            f"{found['opening'] or found['contrast'] or found['lead'] or found['comma'] or ''} "
+        ),
+        text,
     )
     return kept if kept == text or tokenize(kept) else text
 
@@ -369,6 +385,19 @@ _FIRST_STEP = re.compile(
     r"|initially|step\s+(?:one|1)\s+is)\b(?P<step>.+?)(?:\s*[,;]\s*|\s+)(?:and\s+)?then\b",
     re.IGNORECASE | re.DOTALL,
 )
+# Two steps in their order with no "first" ("drop the forwarding rule "bypass" and then create
+# one ...", "make 12 tickets from this list, then put them all in sprint 88"): the step asked
+# now is the first too, but the request is read whole (cut at "then", a later step's tool
+# fell out of the first five where both are wanted: "fetch the json then save it to
+# data.json"); the first step's best leads (engine.py). Only in the request's first sentence:
+# its first need is that step ("There are three of us. ... recommend a meeting point, and then
+# ..." opens with context). Not a condition's ("if the build failed then retry it", "once it
+# passes, then deploy"), nor "then" closing the request ("... the BTC price then").
+_THEN_STEP = re.compile(
+    r"(?!\s*(?:if|when|whenever|once|after|unless|as\s+soon\s+as)\b)"
+    r"\s*(?P<step>\S(?:[^.!?\n]|[.!?](?=\S))*?)(?:\s*[,;]\s*|\s+)(?:and\s+)?then\s+(?=\w)",
+    re.IGNORECASE,
+)
 _LATER_STEP = re.compile(
     r"\s*before\s+(?:i|we|you)\s+[^,;.?!]+?"
     r"(?:\s*[,;]\s*|\s+(?=(?:i|we)\s+(?:need|want|have|must|should)\b))",
@@ -380,14 +409,16 @@ _LATER_STEP = re.compile(
 # commit sha so I can diff it against main", "I need to see who can edit the Runbooks space
 # before I move pages into it"): the way an agent says what it needs mid-task. The later
 # step's words found its tool first (git_diff, confluence_move_page); the clause is not read,
-# to the end of its sentence or a colon. It opens with "so (that) I / we / you can ...", "in
-# order to" or "before I / we / you" after a need said as one ("I need", "we want", "I have
-# to"): after an imperative the purpose may be what the verb means ("duplicate the report docx
-# so I can edit a copy", "record my clicks so I can turn them into a playwright test").
+# to a comma (not one before "then": a step later still), the end of its sentence or a colon.
+# It opens with "so (that) I / we / you can ...", "in order to" or "before I / we / you" after
+# a need said as one ("I need", "we want", "I have to") in the same clause (after the last
+# colon before it: "I need two things: record my clicks so I can ..." is an imperative):
+# after an imperative the purpose may be what the verb means ("duplicate the report docx so I
+# can edit a copy", "record my clicks so I can turn them into a playwright test").
 _PURPOSE = re.compile(
     r"(?<![.!?:])(?:\s*[,;]\s*|\s+)(?:so\s+(?:that\s+)?(?:i|we|you)\s+(?:can|could|may|might|will)"
     r"|so\s+(?:i|we|you)[\u2019']ll|in\s+order\s+to|before\s+(?:i|we|you))\b"
-    r"(?:[^.;:!?\n]|[.!?:](?=\w))*",
+    r"(?:[^.,;:!?\n]|[.,!?:](?=\w)|,(?=\s*(?:and\s+)?then\b))*",
     re.IGNORECASE,
 )
 _SAYS_NEED = re.compile(
@@ -400,7 +431,10 @@ _SAYS_NEED = re.compile(
 def _without_purpose(text: str) -> str:
     """``text`` less a later step said as the purpose of a need it says (``_PURPOSE``)."""
     found = _PURPOSE.search(text)
-    if found is None or not _SAYS_NEED.search(text, 0, found.start()):
+    if found is None:
+        return text
+    clause = text.rfind(":", 0, found.start()) + 1  # the need said after the last colon
+    if not _SAYS_NEED.search(text, clause, found.start()):
         return text
     return f"{text[: found.start()]}{text[found.end() :]}"
 
@@ -409,6 +443,11 @@ def says_first_step(text: str) -> bool:
     """Whether ``text`` is a plan that says which of its steps comes first, before a "then"
     (``_FIRST_STEP``)."""
     return _FIRST_STEP.match(text) is not None
+
+
+def says_steps_in_order(text: str) -> bool:
+    """Whether ``text`` is two steps in their order, joined by "then" (``_THEN_STEP``)."""
+    return _THEN_STEP.match(text) is not None
 
 
 def first_step_read(text: str) -> str:
@@ -444,6 +483,47 @@ def without_signature_verbs(text: str) -> str:
 
 
 _SHORT_FORM = re.compile(r"\b(" + "|".join(SHORT_FORMS) + r")\b", re.IGNORECASE)
+
+
+# A verb's forms, for the verbs of words.PHRASAL_VERBS.
+_VERB_FORMS = {
+    "set": "set|sets|setting",
+    "switch": "switch|switches|switched|switching",
+    "turn": "turn|turns|turned|turning",
+    "take": "take|takes|took|taken|taking",
+    "upload": "upload|uploads|uploaded|uploading",
+}
+_PHRASAL = re.compile(
+    "|".join(
+        rf"\b(?:{_VERB_FORMS[verb]})\b"
+        + (rf"(?:\s+[\w'\u2019\"-]+){{0,3}}?\s+{particle[0]}\b" if particle else "")
+        for verb, *particle in (phrase.split() for phrase in PHRASAL_VERBS)
+    ),
+    re.IGNORECASE,
+)
+_PHRASAL_READING = {
+    form: PHRASAL_VERBS[phrase]
+    for phrase in PHRASAL_VERBS
+    for form in (
+        " ".join((verb, *phrase.split()[1:])) for verb in _VERB_FORMS[phrase.split()[0]].split("|")
+    )
+}
+_STATE = re.compile(r"\b(?:is|are|was|were|be|been|being|am|get|gets|got)\s+$", re.IGNORECASE)
+
+
+def phrasal_verbs_read(text: str) -> str:
+    """``text`` with the verb each phrase of words.PHRASAL_VERBS means said after it ("set up
+    a custom domain" -> "set up (create) a custom domain"), unless a form of "be" says a
+    state before it ("the organizations that are set up")."""
+
+    def read(found: re.Match[str]) -> str:
+        if _STATE.search(text, 0, found.start()):
+            return found.group(0)
+        words = found.group(0).lower().split()
+        phrase = " ".join(dict.fromkeys((words[0], words[-1])))  # its object left out
+        return f"{found.group(0)} ({_PHRASAL_READING[phrase]})"
+
+    return _PHRASAL.sub(read, text)
 
 
 def expand_abbreviations(text: str) -> str:
@@ -556,7 +636,8 @@ def keyword_query(text: str) -> str:
     text = first_step_read(error_text_read(without_data(text)))
     text = without_signature_verbs(without_done_step(without_negated(read_statements(text))))
     text = channels_read(_MAKE_SURE.sub(" ", without_open_state(text)))
-    return expand_abbreviations(foreign_words_read(_bare_files_kind(_PATH.sub(marked, text))))
+    text = _bare_files_kind(_PATH.sub(marked, text))
+    return expand_abbreviations(phrasal_verbs_read(foreign_words_read(text)))
 
 
 def _kind(name: str) -> str:
@@ -746,7 +827,7 @@ def semantic_query(text: str) -> str:
     cleaned = " ".join(_NUMBERED_VALUE.sub(" ", text).split())
     if cleaned and named_one(whole):  # "ip source group 552": the thing itself
         cleaned = f"get {cleaned}"
-    return expand_abbreviations(foreign_words_read(cleaned or whole))
+    return expand_abbreviations(phrasal_verbs_read(foreign_words_read(cleaned or whole)))
 
 
 def split_identifier(text: str) -> list[str]:
@@ -976,6 +1057,25 @@ _ADDED_TO = re.compile(
     re.IGNORECASE,
 )
 _WISH_AFTER = re.compile(rf"\s+(?:also\s+|now\s+)?(?:{'|'.join(sorted(WISH_WORDS))})\b", re.I)
+
+
+# A new item added to a collection ("add an item to the Groceries checklist", "add a task to
+# my checklist project"): an indefinite thing after "add", the word before the preposition
+# that ends it its head. Such an "add" creates the item where the catalogue has a tool that
+# creates or adds that thing (lexical.py); "add a column description to the table", whose
+# things are only updated there, stays a change.
+_ADDED_NEW = re.compile(
+    r"\badd\s+(?:a|an|another|one|some|new)\s+"
+    r"(?P<thing>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,3}?)"
+    r"\s+(?:to|into|about|for|with|on|in|of|from|that|which|called|named)\b",
+    re.IGNORECASE,
+)
+
+
+def added_new(text: str) -> str | None:
+    """The (stemmed) head of a new thing ``text`` adds to a collection (``_ADDED_NEW``)."""
+    found = _ADDED_NEW.search(text)
+    return None if found is None else stem(found["thing"].split()[-1].lower())
 
 
 def changes_one(text: str) -> bool:

@@ -21,6 +21,7 @@ __all__ = [
     "LONGITUDE_NAMES",
     "NEGATION_FILLERS",
     "OUTPUT_VERBS",
+    "PHRASAL_VERBS",
     "PREPOSITIONS",
     "SHORT_FORMS",
     "STATEMENT_READINGS",
@@ -106,10 +107,26 @@ SHORT_FORMS = {
     "mkdir": "make directory",
     "rmdir": "remove directory",
     "ls": "list",
-    "rm": "remove",
+    "rm": "remove delete",
+    "subs": "subscriptions",
     "mv": "move",
     "cp": "copy",
     "tz": "timezone",
+}
+
+# Verbs said in two words, or in a word tools seldom name, for the verb tool names use ("set
+# up a custom domain", "the MFA rule switched on", "take them off the watchers", "upload a
+# certificate"): the phrase, its object between its two words or not, and the verb it means
+# (text.phrasal_verbs_read). A phrase that says a state ("the orgs that are set up") is not
+# read: not after a form of "be".
+PHRASAL_VERBS = {
+    "set up": "create",
+    "switch on": "activate enable",
+    "turn on": "activate enable",
+    "switch off": "deactivate disable",
+    "turn off": "deactivate disable",
+    "take off": "remove",
+    "upload": "create",
 }
 
 # A statement of a query language typed as the request ("SELECT count(*) FROM users WHERE
