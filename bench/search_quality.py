@@ -94,6 +94,10 @@ LABELLED = {
     # capability question, a negation naming the sibling not wanted, a field name quoted, shell
     # aliases and the search CLI's keywords, values inline)
     "blind11": Path(__file__).resolve().parent / "search" / "queries_blind11.txt",
+    # written blind, in the voices the sets above have least (an error or log line pasted, the
+    # output format named, a resource from an earlier output, parameters by name, the user's
+    # words relayed, bulk work, British spelling, terse requests with a server hint)
+    "blind12": Path(__file__).resolve().parent / "search" / "queries_blind12.txt",
 }
 # The four retrievers and the final design. "fixed" is the design before adaptive fusion and
 # splitting (hybrid blend with the fixed alpha, the request ranked whole); "adaptive" adds the

@@ -16,12 +16,14 @@ from toolscript.search.words import (
     DISPLAY_VERBS,
     DOCUMENT_KINDS,
     DONE_VERBS,
+    EARLIER_WORDS,
     FOREIGN_WORDS,
     LATITUDE_NAMES,
     LONGITUDE_NAMES,
     NEGATION_FILLERS,
     PHRASAL_VERBS,
     PREPOSITIONS,
+    RESULT_NOUNS,
     SHORT_FORMS,
     STATEMENT_READINGS,
     STOP_WORDS,
@@ -67,6 +69,7 @@ __all__ = [
     "without_done_step",
     "without_negated",
     "without_open_state",
+    "without_provenance",
     "without_signature_verbs",
 ]
 
@@ -355,6 +358,25 @@ def error_text_read(text: str) -> str:
     return text if rest is text else f"error {rest}"
 
 
+# Where a value came from, an earlier call's output ("from the earlier list output", "in the
+# previous step's output", "from the last result"; words.EARLIER_WORDS, RESULT_NOUNS): read,
+# "list output" asked for the lister ("the PRA portal ... from the earlier list output, id
+# 7205...: its domain" found zpa_list_pra_portals over the getter). Not after "of" ("the
+# logs of the last step" asks for the step's logs).
+_PROVENANCE = re.compile(
+    rf"\s*\b(?:from|in)\s+(?:the\s+)?(?:{'|'.join(EARLIER_WORDS)})\b"
+    rf"(?:\s+[\w'\u2019-]+){{0,3}}\s+(?:{'|'.join(RESULT_NOUNS)})\b",
+    re.IGNORECASE,
+)
+
+
+def without_provenance(text: str) -> str:
+    """``text`` without where a value of it was found (``_PROVENANCE``); as it is when nothing
+    else would be left."""
+    rest = _PROVENANCE.sub(" ", text)
+    return rest if rest.strip() else text
+
+
 # "open" said of a state ("list the open PRs", "open issues in acme/web", "which tickets are
 # still open"), not the verb ("open a ticket", "open https://shop.acme.io"): read as the verb,
 # a synonym of "create" and "start", it pulled create_* and open_* tools. Keyword search does
@@ -633,7 +655,7 @@ def keyword_query(text: str) -> str:
         name = _file_name(found)
         return found.group(0) if name is None else f"{_kind(name)} file"
 
-    text = first_step_read(error_text_read(without_data(text)))
+    text = first_step_read(error_text_read(without_data(without_provenance(text))))
     text = without_signature_verbs(without_done_step(without_negated(read_statements(text))))
     text = channels_read(_MAKE_SURE.sub(" ", without_open_state(text)))
     text = _bare_files_kind(_PATH.sub(marked, text))
@@ -812,7 +834,7 @@ def code_names(text: str) -> list[list[str]]:
 def semantic_query(text: str) -> str:
     """``text`` less its literal values, a message it dictates, a word it negates and short
     forms, for the embedding model (see above)."""
-    text = first_step_read(error_text_read(without_data(text)))
+    text = first_step_read(error_text_read(without_data(without_provenance(text))))
     text = without_done_step(without_negated(read_statements(text)))
     whole = " ".join(text.split())  # what is read when nothing else is left
     text = _route_read(text)

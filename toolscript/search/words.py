@@ -15,6 +15,7 @@ __all__ = [
     "DISPLAY_VERBS",
     "DOCUMENT_KINDS",
     "DONE_VERBS",
+    "EARLIER_WORDS",
     "FOREIGN_WORDS",
     "IMPLIED_WORDS",
     "LATITUDE_NAMES",
@@ -23,6 +24,7 @@ __all__ = [
     "OUTPUT_VERBS",
     "PHRASAL_VERBS",
     "PREPOSITIONS",
+    "RESULT_NOUNS",
     "SHORT_FORMS",
     "STATEMENT_READINGS",
     "STOP_WORDS",
@@ -234,6 +236,13 @@ DISPLAY_VERBS = frozenset(["show", "view", "display", "see"])
 PREPOSITIONS = frozenset(
     ["for", "of", "in", "on", "to", "from", "with", "by", "about", "into", "at"]
 )
+
+# Where a value was found, said beside it: an earlier call's output ("the PRA portal from the
+# earlier list output", "the address in the previous step's output", "the id from the last
+# result"). The words say what came before, not what is asked (text.without_provenance): a
+# word of EARLIER_WORDS, then at most three words, then one of RESULT_NOUNS.
+EARLIER_WORDS = ("earlier", "previous", "prior", "preceding", "above", "last")
+RESULT_NOUNS = ("output", "outputs", "result", "results", "response", "responses", "call")
 
 # Words that ask a thing to change without a verb of the list ("rule 12 should alert instead",
 # "the group must hold the new IP"): a modal before the change (text.named_one, changes_one).
