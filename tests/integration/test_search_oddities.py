@@ -25,7 +25,9 @@ def scores_of_table(stdout: str) -> list[float]:
 
 @needs_semantic
 def test_a_split_requests_scores_follow_its_order(gateway: GatewayProcess) -> None:
-    request = "what time is it in Tokyo and then remember it in my knowledge graph"
+    # (no "then": two steps in their order put the first step's best first of the whole,
+    # and the whole's order is then the needs' own: no score is lowered to follow it)
+    request = "what time is it in Tokyo, and save it in my knowledge graph"
     answer = search(gateway, request, explain="true")
     assert len(answer["needs"]) == 2
     scores = [hit["score"] for hit in answer["hits"]]
