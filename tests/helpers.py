@@ -553,6 +553,21 @@ def gateway_cli(gateway: GatewayProcess, *args: str) -> subprocess.CompletedProc
     return toolscript_cli(*args, cwd=gateway.directory, env={"TOOLSCRIPT_GATEWAY_URL": gateway.url})
 
 
+def agent_exec(gateway: GatewayProcess, code: str) -> tuple[int, str, str]:
+    """``toolscript exec --no-check CODE`` as an agent runs it (the gateway's agent URL):
+    its exit code, stdout and stderr."""
+    from toolscript.gateway.guard import agent_url
+
+    done = toolscript_cli(
+        "exec",
+        "--no-check",
+        code,
+        cwd=gateway.directory,
+        env={"TOOLSCRIPT_GATEWAY_URL": agent_url(gateway.url)},
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
 def run_id_of(stderr: str) -> str:
     """The run a stop for approval names in its `toolscript approve RUN_ID` command."""
     marker = "toolscript approve "

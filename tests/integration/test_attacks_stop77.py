@@ -53,6 +53,7 @@ import pytest
 from tests.helpers import (
     SERVERS,
     GatewayProcess,
+    agent_exec,
     background_server,
     clean_env,
     fixture_server,
@@ -103,14 +104,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
 
 
 def _agent_exec(gateway: GatewayProcess, script: str) -> tuple[int, str, str]:
-    done = toolscript_cli(
-        "exec",
-        "--no-check",
-        IMPORT + script,
-        cwd=gateway.directory,
-        env={"TOOLSCRIPT_GATEWAY_URL": agent_url(gateway.url)},
-    )
-    return done.returncode, done.stdout, done.stderr
+    return agent_exec(gateway, IMPORT + script)
 
 
 def test_a_progress_message_echoing_a_guess_tells_nothing(gateway: GatewayProcess) -> None:

@@ -58,6 +58,7 @@ import pytest
 from tests.helpers import (
     SERVERS,
     GatewayProcess,
+    agent_exec,
     answer_on_a_terminal,
     clean_env,
     face_call,
@@ -96,14 +97,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
 
 
 def _agent_exec(gateway: GatewayProcess, script: str) -> tuple[int, str, str]:
-    done = toolscript_cli(
-        "exec",
-        "--no-check",
-        IMPORT + script,
-        cwd=gateway.directory,
-        env={"TOOLSCRIPT_GATEWAY_URL": agent_url(gateway.url)},
-    )
-    return done.returncode, done.stdout, done.stderr
+    return agent_exec(gateway, IMPORT + script)
 
 
 def _asked(gateway: GatewayProcess, script: str) -> str:
