@@ -251,8 +251,8 @@ def show_run(
 
 def _whole_id(config: str | None, run_id: str) -> str:
     """The run a unique start of its id names in the project's log, as `runs show` takes
-    one (the gateway knows runs by their whole id); as given when the log has none yet (a
-    run just registered: the gateway writes the log in batches)."""
+    one; as given when the log has none yet (a run just registered: the gateway writes the
+    log in batches), for the gateway to find among its own runs."""
     found = _runlog(config).run(run_id)
     return str(found["id"]) if found else run_id
 

@@ -230,6 +230,10 @@ class BackgroundRuns:
         finally:
             runner.done.set()
 
+    def ids(self) -> list[str]:
+        """The ids of this gateway's background runs (ended or not)."""
+        return list(self._runners)
+
     def holds(self, run_id: str) -> bool:
         """Whether ``run_id`` is a background run of this gateway's (ended or not)."""
         return run_id in self._runners
@@ -268,7 +272,7 @@ class BackgroundRuns:
         stdout_next, stderr_next = stdout_from + len(out), stderr_from + len(err)
         finished = done and len(out) < OUTPUT_PIECE and len(err) < OUTPUT_PIECE
         return {
-            "id": run_id,
+            "id": runner.run.id,
             "stdout": base64.b64encode(out).decode(),
             "stderr": base64.b64encode(err).decode(),
             "offsets": [stdout_next, stderr_next],

@@ -38,6 +38,7 @@ from toolscript.search.engine import MODES, readings
 from toolscript.search.needs import is_implied
 from toolscript.search.parameters import check_query_length
 from toolscript.store.outputs import visible_controls
+from toolscript.store.runlog import unique_start
 from toolscript.store.savedscripts import MAX_RUN_SCRIPT_BYTES, require_script_size
 from toolscript.upstream.base import ServerState
 
@@ -221,6 +222,7 @@ class RunsController(Controller):
         """What a background run printed from these offsets (base64), waiting up to
         ``wait`` s for more; ``result`` once it ended. Through the agent's URL, only the
         agent's own runs: a person's output is theirs."""
+        run_id = _whole_run_id(gateway, run_id)
         if _by_agent(request) and not gateway.background.by_agent(run_id):
             raise agent_refused()
         return await gateway.background.output(run_id, stdout, stderr, wait)
@@ -237,6 +239,7 @@ class RunsController(Controller):
         reaches nothing after (exec and the MCP face, watching its progress, stop its
         script). Through the
         agent's URL, only the agent's own runs of the kind."""
+        run_id = _whole_run_id(gateway, run_id)
         if gateway.background.holds(run_id):
             return await gateway.background.stop(run_id)
         try:
@@ -408,6 +411,13 @@ class OfferingsController(Controller):
 
 def _render_narrowed(gateway: Gateway, server: str | None, tool: str | None) -> bytes:
     return render_module(gateway.fragments(server, tool)).encode()
+
+
+def _whole_run_id(gateway: Gateway, run_id: str) -> str:
+    """The run of this gateway a unique start of its id names (``runs wait 20261124-1015``
+    right after the run started, before the run log the CLI reads first has it); as given
+    when none of its runs starts so (the route then says it knows no such run)."""
+    return unique_start(run_id, [*gateway.background.ids(), *gateway.runs.ids()]) or run_id
 
 
 def _run_of(request: Request[Any, Any, Any]) -> str | None:

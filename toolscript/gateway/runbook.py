@@ -626,6 +626,10 @@ class RunBook:
             f"no run {run_id!r} in this project's log", hint="`toolscript runs` lists them"
         )
 
+    def ids(self) -> list[str]:
+        """The ids of the runs this gateway holds (live, and the last ended ones)."""
+        return list(self._runs)
+
     def get(self, run_id: str) -> Run:
         run = self._runs.get(run_id)
         if run is None:

@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from toolscript.errors import NewerRunLogError, RunLogError, UsageError
 from toolscript.plumbing.cachefiles import damage_of, is_damage, set_aside
@@ -55,6 +55,7 @@ __all__ = [
     "new_run_id",
     "require_run_id",
     "runlog_path",
+    "unique_start",
 ]
 
 FILE_NAME = "runs.sqlite"
@@ -121,6 +122,27 @@ def require_run_id(run_id: str) -> str:
             "`toolscript runs` lists them",
         )
     return run_id
+
+
+def unique_start(run_id: str, ids: Iterable[str]) -> str | None:
+    """The one of ``ids`` that ``run_id`` is or starts (None when none is); UsageError
+    naming them when it starts several, as the log's lookup says it."""
+    require_run_id(run_id)
+    known = sorted(set(ids), reverse=True)  # ids start with their time: the newest first
+    if run_id in known:
+        return run_id
+    found = [one for one in known if one.startswith(run_id)]
+    if len(found) > 1:
+        _ambiguous(run_id, found)
+    return found[0] if found else None
+
+
+def _ambiguous(run_id: str, ids: list[str]) -> NoReturn:
+    more = ", ..." if len(ids) > AMBIGUOUS_SHOWN else ""
+    raise UsageError(
+        f"run id {run_id!r} is ambiguous: matches {', '.join(ids[:AMBIGUOUS_SHOWN])}{more}",
+        hint="give more of the id (`toolscript runs` lists them)",
+    )
 
 
 def _version_1(db: Any) -> None:
@@ -611,12 +633,7 @@ class RunLog:
         if not rows:
             return None
         if len(rows) > 1:
-            names = [row["id"] for row in rows[:AMBIGUOUS_SHOWN]]
-            more = ", ..." if len(rows) > AMBIGUOUS_SHOWN else ""
-            raise UsageError(
-                f"run id {run_id!r} is ambiguous: matches {', '.join(names)}{more}",
-                hint="give more of the id (`toolscript runs` lists them)",
-            )
+            _ambiguous(run_id, [row["id"] for row in rows])
         row = rows[0]
         found = _run_row(row)
         found["calls_made"] = [
