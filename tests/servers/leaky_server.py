@@ -132,6 +132,13 @@ def crash_quoting_start(text: str) -> str:
 
 
 @server.tool(structured_output=False)
+def refuse_quoting_start(text: str) -> str:
+    """Answer with a JSON-RPC error quoting the first 12 characters of ``text`` (as a server
+    says which key it refused; red-team stop 79)."""
+    raise MCPError(code=-32602, message=f"key starts {text[:12]}: refused")
+
+
+@server.tool(structured_output=False)
 async def confirm_default(ctx: Context) -> str:
     """Ask the user which key to use, offering the server's own token as the default and as
     one of two choices: says whether each answer is the token (red-team stop 79)."""
