@@ -29,6 +29,7 @@ from tests.helpers import (
     toolscript_cli,
     wait_until,
 )
+from toolscript.gateway.guard import agent_url
 
 SECRET = "ghp_Zq8xR2mK9vT4pL7nW3sY6bH1cJ5dF0gA2eQ"
 IMPORT = 'import { tools, resources } from "toolscript";\n'
@@ -226,3 +227,17 @@ def test_the_session_start_hook_quotes_a_failed_server_s_words(tmp_path: Path) -
         toolscript_cli("hook", "session-end", cwd=project, env=env, stdin=payload)
     pid_file = home / "sessions" / "stop79.pid"
     wait_until(pid_file.exists, lambda there: not there, 30, "the session's files removed")
+
+
+def test_gateway_status_shows_the_agent_s_url_never_the_gateway_s_token(
+    gateway: GatewayProcess,
+) -> None:
+    """Before: ``gateway status`` (``--json`` too) printed the gateway's own URL, token
+    included, which answers approvals: an agent's ``env -u TOOLSCRIPT_GATEWAY_URL toolscript
+    gateway status``, asked nothing by the plugin's hook, read it. It shows the agent's URL
+    (runs scripts, reads what status reads); exec and approve find the token themselves."""
+    token = gateway.url.rpartition("/")[2]
+    for args in (["--json"], []):
+        done = toolscript_cli("gateway", "status", *args, cwd=gateway.directory)
+        assert token not in done.stdout + done.stderr, done.stdout
+        assert agent_url(gateway.url) in done.stdout, done.stdout
