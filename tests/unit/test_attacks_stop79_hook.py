@@ -39,3 +39,18 @@ def test_the_gateway_s_json_400_is_the_gateway_s_and_a_page_another_program_s() 
     assert error.message == own["message"] and error.body["error"] == "invalid_request"
     page = GatewayResponseError.from_response(400, b"Bad Request", "127.0.0.1:1")
     assert page.body["error"] == NOT_A_GATEWAY and "another program" in page.message
+
+
+def test_the_face_s_server_list_shows_a_server_s_error_with_its_controls_visible() -> None:
+    """The MCP face's list_servers gave a failed server's error with its ESC and bidi
+    overrides as they came, where every other answer of the face makes them visible."""
+    from toolscript.mcpface.backend import servers_answer
+
+    said = "denied \x1b[2J\u202egnirts"
+    answer = servers_answer([{"name": "evil", "state": "failed", "tools": 0, "error": said}])
+    assert "\x1b" not in answer.text and "\u202e" not in answer.text
+    assert (
+        "\\u001b[2J" in answer.text
+        and answer.structured is not None
+        and answer.structured["servers"][0]["error"] == said
+    )
