@@ -241,3 +241,23 @@ def test_gateway_status_shows_the_agent_s_url_never_the_gateway_s_token(
         done = toolscript_cli("gateway", "status", *args, cwd=gateway.directory)
         assert token not in done.stdout + done.stderr, done.stdout
         assert agent_url(gateway.url) in done.stdout, done.stdout
+
+
+def test_trust_spells_out_a_server_name_that_is_not_ascii(tmp_path: Path) -> None:
+    """Before: a cloned config's server named ``github`` with a Cyrillic ``i``, beside the
+    real ``github``, was listed by ``config check`` and ``trust`` as two ``github`` (a URL's
+    host not ASCII is said, a name was not). Each spells it with escapes now."""
+    look_alike = "g\u0456thub"
+    servers = {"github": {"command": "echo"}, look_alike: {"command": "echo", "args": ["x"]}}
+    (tmp_path / ".toolscript.json").write_text(json.dumps({"mcpServers": servers}))
+    env = {
+        "TOOLSCRIPT_TRUSTED_PATHS": "",
+        "TOOLSCRIPT_HOME": str(tmp_path / "home"),
+        "TOOLSCRIPT_CONFIG_HOME": str(tmp_path / "config"),
+    }
+    for command in (["config", "check"], ["trust"]):
+        done = toolscript_cli(*command, cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stderr
+        said = done.stdout + done.stderr
+        assert "its name is not ASCII: g\\u0456thub" in said, said
+        assert said.count("not ASCII") == 1, said  # the real github is not marked
