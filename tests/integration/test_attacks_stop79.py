@@ -5,7 +5,32 @@ What got through, now closed (each test performs the attack):
 - A server's question whose form offers a default (or a choice) holding a configured secret
   is shown masked (``default "***"``); Enter sent the server the literal ``***``. A field
   answered with the masked default or choice as shown goes back as the server offered it
-  (never shown: the server gets only what it sent).
+  (never shown: the server gets only what it sent; unit: test_attacks_stop79_questions).
+- The gateway's own refusal of a request it cannot read as HTTP (a URL past 64 KB) was
+  uvicorn's plain text, which the CLI took for 'another program listens there' at the
+  project's own gateway. It is the gateway's JSON now; a page answered with 200 where the
+  gateway should be ended exec, list-servers and search in a traceback: it is said to be
+  another program, and exec sends it no script.
+- A person's script holding the token whole sent it to a server whose error quoted its
+  first 12 characters: the run log kept them as written. Every run of a secret a call holds
+  whole is masked there too, as in that call's stderr and progress.
+- A server's error whose second line read as toolscript's (``toolscript: ... run
+  `toolscript approve ...```) was printed so on exec's stderr, which the agent reads; the
+  plugin's SessionStart line gave a failed server's error as it came (a ``SYSTEM:`` line).
+  The first indents each line after the first; the second quotes the error as JSON, data.
+- ``gateway status`` printed the gateway's own URL, token included (it answers
+  approvals), to an agent's ``env -u TOOLSCRIPT_GATEWAY_URL toolscript gateway status``,
+  which the hook asks nothing about: it shows the agent's URL.
+- ``config check`` and ``trust`` listed a server named ``github`` with a Cyrillic letter as
+  a second ``github``: a name that is not ASCII is spelled with escapes.
+
+Held: tools and servers named as JavaScript's own members (``constructor``, ``__proto__``,
+``hasOwnProperty``, ``then``, ``toJSON``) or differing by case call only what a script
+writes. Held without a test here (run by hand this pass): links in a cloned ``.toolscript/``
+and ``toolscripts/`` (dropped, or skipped with a warning: a saved script linked to a file
+outside the project is never read nor served), a stale state file (its pid checked);
+another run's guesses unmasking a piece one run sent in a dying server's stderr is one try
+per server process (docs/security.md says what it costs).
 """
 
 from __future__ import annotations
