@@ -127,7 +127,8 @@ def test_a_masked_default_accepted_goes_back_as_the_server_offered_it(
     )
     shown = seen.decode()
     assert code == 0, shown
-    assert 'default "***"' in shown and SECRET[:8] not in shown, shown
+    assert 'default "***" (the server\'s own, hidden: Enter sends it)' in shown, shown
+    assert SECRET[:8] not in shown, shown
     assert "key: the token, pick: the token" in out.decode(), out
 
 
