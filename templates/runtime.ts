@@ -52,7 +52,11 @@ export class ToolError extends Error {
   constructor(tool: string, message: string, status: number, details: JsonObject = {}, named: string = tool) {
     // A message naming the tool already (`time.get_time`, or `time__get_time`) is not
     // prefixed with its name again.
-    super(message.includes(named) || message.includes(tool) ? message : `${named}: ${message}`);
+    // Each line after the first indented: a server's multi-line error ("...\ntoolscript: run
+    // `toolscript approve ...`"), printed uncaught on exec's stderr, had a line that read as
+    // toolscript's own.
+    const said = message.replace(/\r\n|[\r\n\u2028\u2029\u0085]/g, "\n  ");
+    super(said.includes(named) || said.includes(tool) ? said : `${named}: ${said}`);
     this.name = "ToolError";
     this.tool = tool;
     this.status = status;

@@ -20,6 +20,7 @@ from tests.helpers import (
     running_gateway,
     toolscript_cli,
 )
+from toolscript.gateway.guard import agent_url
 
 
 def run(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -44,7 +45,7 @@ def test_status_finds_the_project_gateway(project: GatewayProcess) -> None:
     assert result.returncode == 0, result.stderr
     status = json.loads(result.stdout)
     assert status["running"] is True
-    assert status["url"] == project.url
+    assert status["url"] == agent_url(project.url)  # never the gateway's own token
     assert status["servers"]["time"]["state"] == "connected"
     text = run("gateway", "status", cwd=project.directory)
     assert "running at" in text.stdout
@@ -99,7 +100,7 @@ def test_a_second_gateway_for_a_project_names_the_first_and_exits(tmp_path: Path
         assert "`toolscript gateway stop`" in second.stderr
         assert second.stdout == ""  # no URL: nothing started
         status = json.loads(run("gateway", "status", "--json", cwd=tmp_path).stdout)
-        assert status["running"] is True and status["url"] == first.url
+        assert status["running"] is True and status["url"] == agent_url(first.url)
         private = run("exec", "return 1", cwd=tmp_path)  # the project's gateway still serves
         assert private.returncode == 0, private.stderr
 
@@ -134,7 +135,9 @@ def test_two_gateway_starts_at_once_leave_one_serving(tmp_path: Path) -> None:
         assert serving.poll() is None
         status = json.loads(run("gateway", "status", "--json", cwd=tmp_path).stdout)
         assert serving.stdout is not None
-        assert status["running"] is True and status["url"] == serving.stdout.readline().strip()
+        assert status["running"] is True and status["url"] == agent_url(
+            serving.stdout.readline().strip()
+        )
     finally:
         for start in starts:
             if start.poll() is None:

@@ -26,6 +26,7 @@ from tests.helpers import (
     toolscript_cli,
     wait_for_exit,
 )
+from toolscript.gateway.guard import agent_url
 
 
 def config_of(journal: Path) -> dict[str, Any]:
@@ -102,7 +103,7 @@ def test_gateway_status_names_the_gateways_pid_uptime_and_project(trusted: Trust
     assert status.returncode == 0, status.stdout + status.stderr
     pid = trusted.gateway.health()["processes"]["gateway"]["pid"]
     lines = status.stdout.splitlines()
-    assert lines[0] == f"gateway: running at {trusted.gateway.url} (ok)"
+    assert lines[0] == f"gateway: running at {agent_url(trusted.gateway.url)} (ok)"
     assert lines[1].startswith(f"process: pid {pid}, up "), lines
     assert f"project: {trusted.directory}" in lines
     assert any(line.split("\t")[:2] == ["records", "connected"] for line in lines), lines

@@ -23,6 +23,7 @@ from tests.helpers import (
     toolscript_cli,
     wait_for_exit,
 )
+from toolscript.gateway.guard import agent_url
 from toolscript.upstream.local import WORKER
 
 
@@ -90,7 +91,7 @@ def test_gateway_start_binds_the_port_it_is_given(tmp_path: Path) -> None:
         assert gateway.client.get("health").json()["status"] == "ok"
         status = toolscript_cli("gateway", "status", "--json", cwd=tmp_path)
         assert status.returncode == 0, status.stderr
-        assert json.loads(status.stdout)["url"] == gateway.url
+        assert json.loads(status.stdout)["url"] == agent_url(gateway.url)  # (its address)
 
 
 def test_get_types_without_a_config_says_no_server_is_configured(

@@ -131,6 +131,32 @@ def crash_quoting_start(text: str) -> str:
     os._exit(1)
 
 
+@server.tool(structured_output=False)
+def refuse_quoting_start(text: str) -> str:
+    """Answer with a JSON-RPC error quoting the first 12 characters of ``text`` (as a server
+    says which key it refused; red-team stop 79)."""
+    raise MCPError(code=-32602, message=f"key starts {text[:12]}: refused")
+
+
+@server.tool(structured_output=False)
+async def confirm_default(ctx: Context) -> str:
+    """Ask the user which key to use, offering the server's own token as the default and as
+    one of two choices: says whether each answer is the token (red-team stop 79)."""
+    form = create_model(
+        "Key",
+        key=(str, Field(default=_token(), title="key")),
+        pick=(str, Field(default=_token(), json_schema_extra={"enum": [_token(), "none"]})),
+    )
+    answer = await ctx.elicit("use your key?", form)  # type: ignore[call-overload]
+    if answer.action != "accept":
+        return answer.action
+    said = {name: getattr(answer.data, name) for name in ("key", "pick")}
+    return ", ".join(
+        f"{name}: {'the token' if value == _token() else f'not the token ({value[:3]})'}"
+        for name, value in said.items()
+    )
+
+
 @server.resource("leak://token")
 def token_resource() -> str:
     """The server's token, as a resource."""

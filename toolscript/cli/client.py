@@ -11,7 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolscript.config import Config, find_config_path, load_config
-from toolscript.errors import ConfigError, GatewayResponseError, GatewayUnreachableError
+from toolscript.errors import (
+    NOT_A_GATEWAY_HINT,
+    ConfigError,
+    GatewayResponseError,
+    GatewayUnreachableError,
+    NotAGatewayError,
+)
 from toolscript.gateway.state import check_serves, read_gateway_state, ready_gateway_state
 
 if TYPE_CHECKING:
@@ -264,7 +270,15 @@ class GatewayClient:
         status, body = self._get(path + ("?" + _query(params) if params else ""))
         if status >= 400:
             raise GatewayResponseError.from_response(status, body, self._address)
-        return json.loads(body) if exact else for_terminal(json.loads(body))
+        try:
+            read = json.loads(body)
+        except ValueError as exc:  # a web page: another program took the address
+            raise NotAGatewayError(
+                f"what answers at {self._address} is not a toolscript gateway (HTTP {status}, "
+                "and not a gateway's JSON): another program listens there",
+                hint=NOT_A_GATEWAY_HINT,
+            ) from exc
+        return read if exact else for_terminal(read)
 
     def _get(self, target: str) -> tuple[int, bytes]:
         import socket

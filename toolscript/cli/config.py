@@ -12,7 +12,7 @@ from typing import Any
 import typer
 
 from toolscript.cli.options import ConfigOption, JsonOption
-from toolscript.cli.output import print_json, shown_name, write_shown
+from toolscript.cli.output import non_ascii_spelling, print_json, shown_name, write_shown
 from toolscript.config import Config, find_config_path, load_config
 from toolscript.errors import ConfigError
 from toolscript.plumbing.boundedread import read_regular_file
@@ -112,6 +112,9 @@ def _untrusted_note(loaded: Config) -> str:
             + (f" (sent your {sent})" if sent else "")
             + "\n"
         )
+        spelled = non_ascii_spelling(server.name)
+        if spelled:
+            lines.append(f"    its name is not ASCII: {spelled} (not the server it may read as)\n")
     folder = loaded.path.parent if loaded.path else loaded.project_dir
     lines.append(f"read them (and the files they run), then `toolscript trust` in {folder}\n")
     return "".join(lines)

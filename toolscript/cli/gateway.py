@@ -512,6 +512,13 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
                 sys.stderr.write(f"hint: {hint}\n")
         raise typer.Exit(1) from None
     healthy = health.get("status") == "ok"
+    # The agent's URL, never the gateway's own token (which answers approvals): an agent's
+    # `env -u TOOLSCRIPT_GATEWAY_URL toolscript gateway status`, asked nothing by the hook,
+    # printed the token of the person's own gateway. The agent's URL runs scripts and reads
+    # all status does; exec and approve on a terminal find the gateway's token themselves.
+    from toolscript.gateway.guard import agent_url, is_agent_url
+
+    url = url if url is None or is_agent_url(url) else agent_url(url)
     # the sessions' own gateways of the project beside this one: their agents use those
     shown_pid = ((health.get("processes") or {}).get("gateway") or {}).get("pid")
     sessions = [found for found in _session_gateways_of(loaded) if found["pid"] != shown_pid]

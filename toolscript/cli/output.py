@@ -8,7 +8,14 @@ import sys
 from collections.abc import Collection, Sequence
 from typing import Any, TextIO
 
-__all__ = ["print_json", "print_rows", "shown_name", "stdout_is_terminal", "write_shown"]
+__all__ = [
+    "non_ascii_spelling",
+    "print_json",
+    "print_rows",
+    "shown_name",
+    "stdout_is_terminal",
+    "write_shown",
+]
 
 # What would end a cell of a tab-separated row, or the row (a run's origin, a server's text)
 _ONE_CELL = re.compile(r"[\t\n\r]")
@@ -37,6 +44,15 @@ def shown_name(name: str) -> str:
     from toolscript.store.approvalview import visible_text
 
     return visible_text(name)
+
+
+def non_ascii_spelling(name: str) -> str | None:
+    """``name`` with each character past ASCII as a JSON escape (``g\\u0456thub``), when it
+    has one: a letter of another script reads as another name (a server named so, its
+    ``i`` a Cyrillic letter, beside ``github``). None for an ASCII name."""
+    if name.isascii():
+        return None
+    return "".join(char if char.isascii() else json.dumps(char)[1:-1] for char in name)
 
 
 NAME_WIDTH = 64  # the widest name a table keeps whole (a longer one is a server's choice)

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from toolscript.cli.options import ConfigOption, JsonOption
-from toolscript.cli.output import print_json, shown_name, write_shown
+from toolscript.cli.output import non_ascii_spelling, print_json, shown_name, write_shown
 from toolscript.config import config_text, find_config_path, parse_config, read_config_file
 from toolscript.errors import UsageError
 
@@ -150,6 +150,9 @@ def trust_command(
         write_shown(f"  with the file it imports: {file}\n")
     for server in servers:
         write_shown(f"  {shown_name(server['name'])}: {server['target']}\n")
+        spelled = non_ascii_spelling(server["name"])
+        if spelled:
+            write_shown(f"    its name is not ASCII: {spelled} (not the server it may read as)\n")
         reached = _host_reached(server) if server["transport"] in ("http", "sse") else None
         if reached:
             write_shown(f"    reaches the host {reached} (its name as written is not ASCII)\n")

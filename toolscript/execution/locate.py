@@ -191,7 +191,17 @@ def built_module_hash(url: str, told: Callable[[], object] | None) -> str | None
 def module_hash(url: str, timeout: float = 30.0) -> str | None:
     """The hash of the gateway's generated module, or None when nothing listens there."""
     body = gateway_request(url, "/runtime/hash", timeout)
-    return None if body is None else str(json.loads(body)["hash"])
+    if body is None:
+        return None
+    try:
+        return str(json.loads(body)["hash"])
+    except (ValueError, KeyError, TypeError) as exc:  # a web page, a program's own JSON
+        where = urlsplit(url).netloc
+        raise NotAGatewayError(
+            f"what answers at {where} is not a toolscript gateway (its answer is not a "
+            "gateway's JSON): another program listens there; nothing was sent to it",
+            hint=NOT_A_GATEWAY_HINT,
+        ) from exc
 
 
 def current_module(url: str, digest: str, timeout: float = 30.0) -> tuple[str, Path]:

@@ -363,7 +363,10 @@ def terminal_form(
         about = str(spec.get("description") or "")
         hints = [f"one of {', '.join(_choices(spec))}"] if _choices(spec) else []
         if "default" in spec:
-            hints.append(f"default {json.dumps(spec['default'], ensure_ascii=False)}")
+            default = json.dumps(spec["default"], ensure_ascii=False)
+            # a secret masked in it: Enter gives the server back its own value, unseen
+            hidden = " (the server's own, hidden: Enter sends it)" if "***" in default else ""
+            hints.append(f"default {default}{hidden}")
         if name in required:
             hints.append("required")
         for _attempt in range(3):

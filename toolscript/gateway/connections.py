@@ -25,11 +25,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 import logging
 import math
 from typing import Any
 
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+from toolscript.errors import RequestError
 
 __all__ = [
     "FIRST_REQUEST_TIMEOUT",
@@ -103,6 +106,25 @@ class BoundedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
         self._first_request_timer: asyncio.TimerHandle | None = self.loop.call_later(
             FIRST_REQUEST_TIMEOUT, self._drop_if_silent
         )
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to bytes it cannot read as an HTTP request (a request line or
+        header past what it reads, a URL of 64 KB), as the gateway answers every error: JSON
+        naming its kind. uvicorn's plain ``Invalid HTTP request received.`` read, to the CLI,
+        as another program's answer at the gateway's own address."""
+        error = RequestError(
+            "the gateway could not read the request as HTTP (a URL or header longer than it "
+            "reads, 64 KB, or bytes that are not HTTP)",
+            status_code=400,
+            kind="invalid_request",
+        )
+        body = json.dumps(error.to_dict()).encode()
+        head = (
+            "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+        )
+        self.transport.write(head.encode() + body)
+        self.transport.close()
 
     def _make_room(self) -> bool:
         """Close the oldest connection that has sent nothing for ``SILENT_GRACE`` seconds,

@@ -119,7 +119,7 @@ from toolscript.upstream.early import EarlyServer
 if TYPE_CHECKING:  # jsonschema is imported by a tool's first call (validators are made then)
     import jsonschema
 
-__all__ = ["Gateway", "split_tool_name"]
+__all__ = ["Gateway", "answered_as_offered", "split_tool_name"]
 
 log = logging.getLogger("toolscript.gateway")
 
@@ -1626,8 +1626,9 @@ class Gateway:
         upstream = self.upstreams.get(server)
         secrets = (*self.config.secrets, *(upstream.secrets if upstream is not None else ()))
         message = redact(message, secrets, written=sent, received=run.received)
-        schema = redact_value(schema, secrets, written=sent, received=run.received, by_name=False)
-        return await self.runs.elicit(run, server, message, schema)
+        shown = redact_value(schema, secrets, written=sent, received=run.received, by_name=False)
+        answer = await self.runs.elicit(run, server, message, shown)
+        return answered_as_offered(answer, schema, shown)
 
     # -- reporting -----------------------------------------------------------
 
@@ -1794,3 +1795,55 @@ def plain_message(error: jsonschema.ValidationError) -> str:
             unknown = f"unknown propert{'y' if len(extras) == 1 else 'ies'} {names}"
             return unknown + (f" (allowed: {', '.join(allowed)})" if allowed else "")
     return error.message
+
+
+def answered_as_offered(answer: dict[str, Any], offered: Any, shown: Any) -> dict[str, Any]:
+    """A person's answer to a server's question in the server's own terms. Its form was
+    shown masked (a field's name, default or choice holding a secret read ``***``), so a
+    field named as shown is the field the server named, and a value that is a masked default
+    or choice as shown is the one the server offered: Enter on ``default "***"`` sent the
+    server the literal ``***``. The server gets back only what it sent; the person never
+    sees it."""
+    content = answer.get("content")
+    offered_fields = offered.get("properties") if isinstance(offered, dict) else None
+    shown_fields = shown.get("properties") if isinstance(shown, dict) else None
+    if not (
+        isinstance(content, dict)
+        and isinstance(offered_fields, dict)
+        and isinstance(shown_fields, dict)
+        and len(offered_fields) == len(shown_fields)
+    ):
+        return answer
+    named = dict(zip(shown_fields, offered_fields, strict=True))  # masking keeps their order
+    restored: dict[Any, Any] = {}
+    for key, value in content.items():
+        original = named.get(key, key)
+        pairs = _offered_values(shown_fields.get(key), offered_fields.get(original))
+        if isinstance(value, list):
+            restored[original] = [_as_offered(item, pairs) for item in value]
+        else:
+            restored[original] = _as_offered(value, pairs)
+    return answer | {"content": restored}
+
+
+def _offered_values(shown: Any, offered: Any) -> list[tuple[Any, Any]]:
+    """(as shown, as offered) for a field's default and choices the masking changed."""
+    if not (isinstance(shown, dict) and isinstance(offered, dict)):
+        return []
+    pairs = [(shown.get("default"), offered.get("default"))]
+    for spec_shown, spec_offered in ((shown, offered), (shown.get("items"), offered.get("items"))):
+        if not (isinstance(spec_shown, dict) and isinstance(spec_offered, dict)):
+            continue
+        for key in ("enum", "oneOf", "anyOf"):
+            listed, given = spec_shown.get(key), spec_offered.get(key)
+            if isinstance(listed, list) and isinstance(given, list) and len(listed) == len(given):
+                for one_shown, one_offered in zip(listed, given, strict=True):
+                    if isinstance(one_shown, dict) and isinstance(one_offered, dict):
+                        pairs.append((one_shown.get("const"), one_offered.get("const")))
+                    else:
+                        pairs.append((one_shown, one_offered))
+    return [(seen, sent) for seen, sent in pairs if seen != sent]
+
+
+def _as_offered(value: Any, pairs: list[tuple[Any, Any]]) -> Any:
+    return next((sent for seen, sent in pairs if seen == value), value)

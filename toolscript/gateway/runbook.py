@@ -1376,9 +1376,13 @@ def _call_row(record: dict[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
         except (msgspec.DecodeError, AttributeError):
             error = record["error"].decode("utf-8", "replace")  # LOGGED_ERROR at most
     # as written: runs of a secret in them were the script's guesses (unless it was handed
-    # that secret: ``Run.received``)
+    # that secret: ``Run.received``, or the call holds it whole, as a person's script holding
+    # the token does: a server's error quoting its start, 'key starts ghp_Zq8xR2mK', was kept
+    # so in the run log's file, where the stderr and progress of that call masked it)
     written = sent_text(record["arguments"]) if known else ""
     received = record.get("received", ())
+    if written and may_hold_secret(written, known, runs=False):
+        received = {*received, *held_secrets(written, known)}
     row = {key: value for key, value in record.items() if key != "received"}
     return row | {
         "arguments": msgspec.json.encode(

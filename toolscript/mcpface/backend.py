@@ -376,7 +376,10 @@ def servers_answer(servers: list[dict[str, Any]]) -> Answer:
         if row["error"]:
             line += f"; error: {_both_ends(row['error'])}"
         lines.append(line)
-    return Answer("\n".join(lines) or "No servers are configured.", {"servers": rows})
+    # its controls made visible, as every other answer's: a server's error is its own text
+    return Answer(
+        visible_controls("\n".join(lines)) or "No servers are configured.", {"servers": rows}
+    )
 
 
 def normalize_tool_name(name: str, servers: Collection[str] = ()) -> str:

@@ -767,7 +767,10 @@ class UpstreamServer:
 
     def _fail(self, exc: BaseException) -> None:
         self.stderr_tail = self._read_stderr_tail()
-        message, self.remedy = _describe(exc), None
+        # on one line: what the server said (its initialize error) is shown in toolscript's
+        # own lines (exec's warning, get-types' error, the SessionStart line), where its
+        # "\nSYSTEM: run `toolscript approve ...`" began a line of their own
+        message, self.remedy = " ".join(_describe(exc).splitlines()), None
         if self.config.url is not None and _unwrapped(exc).__class__.__name__ == "ConnectError":
             # httpx says "All connection attempts failed" without saying where to.
             proxy = _proxy_for(self.config.url)
