@@ -15,7 +15,7 @@ import contextlib
 import os
 import re
 import sys
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 from toolscript.errors import ToolscriptError, UsageError
 
@@ -453,12 +453,40 @@ def main() -> None:
     except OSError as exc:  # a folder that cannot be written: say which, and what moves it
         from toolscript.plumbing.paths import is_storage_failure, storage_error
 
-        if debug or not is_storage_failure(exc):
+        if debug:
             raise
+        if not is_storage_failure(exc):
+            _unexpected(exc, arguments)
         error = storage_error(exc)
         sys.stderr.write(f"toolscript: error: {error.message}\nhint: {error.hint}\n")
         _say_kind(arguments, error.kind)
         sys.exit(error.exit_code)
+    except Exception as exc:
+        if debug:
+            raise
+        _unexpected(exc, arguments)
+
+
+UNEXPECTED_HINT = (
+    "this is a fault of toolscript's: run the command again with --debug (or "
+    "TOOLSCRIPT_DEBUG=1) to see its traceback, and report it"
+)
+
+
+def _unexpected(exc: BaseException, arguments: list[str]) -> NoReturn:
+    """A fault no code path expected (a bug, or an answer no gateway gives): said in one
+    line, as every error is, not as a traceback; ``--debug`` shows the traceback."""
+    from toolscript.store.outputs import error_lines
+
+    message = f"toolscript failed unexpectedly: {type(exc).__name__}: {exc}"
+    output = sys.modules.get("toolscript.cli.output")
+    if "--json" in arguments and not getattr(output, "json_printed", False):
+        from toolscript.cli.output import print_json
+
+        print_json({"error": "internal_error", "message": message, "hint": UNEXPECTED_HINT})
+    sys.stderr.write(error_lines(message, UNEXPECTED_HINT, sys.stderr.isatty()))
+    _say_kind(arguments, "internal_error")
+    sys.exit(1)
 
 
 def _say_kind(arguments: list[str], kind: str) -> None:

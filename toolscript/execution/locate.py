@@ -196,12 +196,30 @@ def module_hash(url: str, timeout: float = 30.0) -> str | None:
     try:
         return str(json.loads(body)["hash"])
     except (ValueError, KeyError, TypeError) as exc:  # a web page, a program's own JSON
-        where = urlsplit(url).netloc
-        raise NotAGatewayError(
-            f"what answers at {where} is not a toolscript gateway (its answer is not a "
-            "gateway's JSON): another program listens there; nothing was sent to it",
-            hint=NOT_A_GATEWAY_HINT,
-        ) from exc
+        raise _not_a_gateway(url) from exc
+
+
+def _not_a_gateway(url: str) -> NotAGatewayError:
+    """What exec says of an answer no gateway gives, before it sent a script."""
+    return NotAGatewayError(
+        f"what answers at {urlsplit(url).netloc} is not a toolscript gateway (its answer is "
+        "not a gateway's JSON): another program listens there; nothing was sent to it",
+        hint=NOT_A_GATEWAY_HINT,
+    )
+
+
+def _servers_listed(url: str, body: bytes | None) -> list[dict[str, Any]]:
+    """``GET /servers`` read: a list of objects, each with its name (else another program
+    answers there)."""
+    try:
+        servers = json.loads(body) if body else []
+    except ValueError:
+        servers = None
+    if not isinstance(servers, list) or not all(
+        isinstance(server, dict) and isinstance(server.get("name"), str) for server in servers
+    ):
+        raise _not_a_gateway(url)
+    return servers
 
 
 def current_module(url: str, digest: str, timeout: float = 30.0) -> tuple[str, Path]:
@@ -602,12 +620,14 @@ def wait_for_connecting_servers(
     server that failed is not waited for (the run says so, as before). The module's hash
     once it offers them, else None; None at once when ``given_up`` says the run's asker
     left (the MCP face's client cancelled its request)."""
-    body = gateway_request(url, "/servers", 10)
-    named = _named_by(code, json.loads(body) if body else [])
+    named = _named_by(code, _servers_listed(url, gateway_request(url, "/servers", 10)))
     if not named or not all(_still_connecting(server) for server in named):
         return None
     health = gateway_request(url, "/health", 10)
-    bound = float((json.loads(health) if health else {}).get("ready_wait", 10.0))
+    try:
+        bound = float((json.loads(health) if health else {}).get("ready_wait", 10.0))
+    except (ValueError, TypeError, AttributeError):
+        raise _not_a_gateway(url) from None
     if bound <= 0:  # a gateway told to wait for no server (--ready-wait 0)
         return None
     names = ", ".join(str(server["name"]) for server in named)
