@@ -165,6 +165,10 @@ EMBEDDING_NOTE = (
     "a tool list changed and its tools are being embedded for search: tools it adds are"
     " found once that ends"
 )
+BUILD_HELD_NOTE = (
+    "a tool list changed and its build waits for another build of the cache (a `doit`?):"
+    " tools it adds are not {what} until that ends"
+)
 BUILD_HELD_POLL = 0.05  # seconds between looks at whether a build waits for another's lock
 
 
@@ -1073,7 +1077,10 @@ class Gateway:
         watch added and that connected, one removed; an edit it has not looked at yet),
         waiting up to ``wait`` seconds for the build under way: a run right after a tool file
         was added type-checked against the
-        module without it, while list-servers already said it was connected."""
+        module without it, while list-servers already said it was connected. A build that
+        waits for another process's (a ``doit`` by hand holding the cache's lock) is not
+        waited for: the run goes on with what is served (``health``'s ``types.unbuilt`` says
+        why a tool the change adds is missing), where each run waited the whole ``wait``."""
         with anyio.move_on_after(wait):
             # A config (or tool file) saved since the watch last looked: applied first. The
             # watch looks each second, and a run right after the edit (the face's execute
@@ -1083,9 +1090,29 @@ class Gateway:
                 self._look_now.set()
                 await passed.wait()
             wanted = self._listed_changes
-            while self._built_changes < wanted:
-                await self._changes_built.wait()
+            if self._built_changes < wanted:
+                async with anyio.create_task_group() as waiting:
+
+                    async def built() -> None:
+                        while self._built_changes < wanted:
+                            await self._changes_built.wait()
+                        waiting.cancel_scope.cancel()
+
+                    async def held() -> None:
+                        while not self.build_waits.is_set():
+                            await anyio.sleep(BUILD_HELD_POLL)
+                        waiting.cancel_scope.cancel()
+
+                    waiting.start_soon(built)
+                    waiting.start_soon(held)
         return self.artifacts.module_hash
+
+    def build_held_note(self) -> str | None:
+        """Why the served module lacks a changed tool list: its build waits for another
+        process's build of the cache; else None."""
+        if self.first_build.is_set() and not self.module_is_current() and self.build_waits.is_set():
+            return BUILD_HELD_NOTE.format(what="in the types")
+        return None
 
     async def listed_changes_built(self, wait: float = LISTED_CHANGE_WAIT) -> str | None:
         """For search and get-types: wait (up to ``wait`` seconds) for the build of a tool
@@ -1112,10 +1139,7 @@ class Gateway:
         if self.module_is_current():
             return EMBEDDING_NOTE if self.embedding else None
         if self.build_waits.is_set():
-            return (
-                "a tool list changed and its build waits for another build of the cache (a"
-                " `doit`?): tools it adds are not searched until that ends"
-            )
+            return BUILD_HELD_NOTE.format(what="searched")
         return f"a tool list changed and its build was not done in {wait:.0f} s"
 
     def module_is_current(self) -> bool:
@@ -1645,7 +1669,11 @@ class Gateway:
                 "left_out": list(self.config.left_out),  # tool files not loaded, with why
             },
             "toolscript": {"version": __version__, "build": code_build()},
-            "types": {"hash": self.artifacts.module_hash, "warnings": self.artifacts.warnings},
+            "types": {
+                "hash": self.artifacts.module_hash,
+                "warnings": self.artifacts.warnings,
+                "unbuilt": self.build_held_note(),
+            },
             "packages": {
                 "offered": [p["specifier"] for p in self.artifacts.packages],
                 "error": self.artifacts.packages_error,

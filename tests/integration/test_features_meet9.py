@@ -1,0 +1,112 @@
+"""Where features meet, ninth pass (the others: test_features_meet.py to _meet8.py): one real
+gateway with the fixture server, the records server (an `ask` rule on write_record) and a
+folder of local tool files; the real Deno and real SQLite, the `mcp` SDK's client and the MCP
+Inspector's CLI for the MCP face. exec (and search --output types) while another process's
+build (a `doit` by hand) holds the cache's lock and a tool file was added: a run of the
+served tools goes on at once, one naming the new tool is told why it is missing."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import (
+    GatewayProcess,
+    fixture_server,
+    gateway_cli,
+    records_server,
+    wait_until,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    directory = tmp_path_factory.mktemp("features-meet9")
+    (directory / "tools").mkdir()
+    config = {
+        "mcpServers": {
+            "fx": fixture_server(),
+            "records": records_server(
+                env={"RECORDS_JOURNAL": str(directory / "journal.jsonl")},
+                policy={"write_record": "ask"},
+            ),
+        },
+        "localTools": {"dir": "tools"},
+        "search": {"semantic": False},
+    }
+    running = GatewayProcess(config, directory)
+    try:
+        yield running
+    finally:
+        assert running.stop() == []
+
+
+SLEET = '''def forecast_sleet(city: str) -> str:
+    """Forecast tomorrow's sleet in millimetres for a city."""
+    return city + ": 2 mm"
+'''
+PLAIN = 'import { tools } from "toolscript"; return await tools.fx.plainText({ text: "on" });'
+NEW = (
+    'import { tools } from "toolscript"; return await tools.sleet.forecastSleet({ city: "Oslo" });'
+)
+HELD = "its build waits for another build of the cache"
+
+
+def test_exec_goes_on_with_what_is_served_while_another_build_holds_the_cache(
+    gateway: GatewayProcess,
+) -> None:
+    """A run's wait for a changed tool list's build x the build lock x search's output forms:
+    a tool file added while a `doit` by hand holds the cache's lock. A run of the served
+    tools goes on at once (it waited the whole 10 s for a build that waited for the doit);
+    a run naming the new tool fails its check and is told why; `search --output types` says
+    that search answered from what is served, as the table does (it said nothing); once the
+    lock is let go the new tool runs."""
+    lock = os.open(gateway.directory / ".toolscript" / ".build.lock", os.O_RDWR | os.O_CREAT)
+    added = gateway.directory / "tools" / "sleet.py"
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        added.write_text(SLEET)
+        gateway.wait_for_health(
+            lambda h: h["servers"].get("sleet", {}).get("state") == "connected", 60, "sleet.py"
+        )
+        gateway.wait_for_log("pipeline: waiting for another build")
+        started = time.monotonic()
+        plain = gateway_cli(gateway, "exec", PLAIN)
+        took = time.monotonic() - started
+        started = time.monotonic()
+        new = gateway_cli(gateway, "exec", NEW)
+        took_new = time.monotonic() - started
+        sys.stdout.write(
+            f"\nexec with a doit holding the lock: {took:.2f} s (served tools),"
+            f" {took_new:.2f} s (the new tool), load {os.getloadavg()[0]:.1f}\n"
+        )
+        assert plain.returncode == 0, plain.stderr
+        assert plain.stdout.strip() == '"on"', plain.stdout
+        assert new.returncode == 1, new
+        assert HELD in new.stderr, new.stderr
+        typed = gateway_cli(gateway, "search", "sleet forecast", "--output", "types")
+        assert HELD.replace("its build", "") in typed.stderr, typed.stderr
+        listed = json.loads(gateway_cli(gateway, "search", "sleet forecast", "--json").stdout)
+        assert HELD in listed["unbuilt"], listed
+    finally:
+        os.close(lock)  # (the flock goes with its descriptor)
+    try:
+        ran = wait_until(
+            lambda: gateway_cli(gateway, "exec", NEW),
+            lambda ran: ran.returncode == 0,
+            60,
+            "the new tool run once the lock is let go",
+        )
+        assert ran.stdout.strip() == '"Oslo: 2 mm"', ran.stdout
+    finally:
+        added.unlink()
+    gateway.wait_for_health(lambda h: "sleet" not in h["servers"], 60, "sleet.py gone")
