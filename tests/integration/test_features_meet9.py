@@ -22,10 +22,12 @@ from tests.helpers import (
     fixture_server,
     gateway_cli,
     records_server,
+    running_gateway,
     wait_until,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
+HOSTILE = ROOT / "tests" / "servers" / "hostile_server.py"
 
 
 @pytest.fixture(scope="module")
@@ -110,3 +112,35 @@ def test_exec_goes_on_with_what_is_served_while_another_build_holds_the_cache(
     finally:
         added.unlink()
     gateway.wait_for_health(lambda h: "sleet" not in h["servers"], 60, "sleet.py gone")
+
+
+def test_a_server_declaring_no_capabilities_and_offering_no_prompts_is_told_quietly(
+    tmp_path: Path,
+) -> None:
+    """A repaired initialize (no capabilities) x prompts and resources listing: its prompts
+    and resources are asked for (a server whose initialize declared nothing had them served
+    as none, though it answered them: features_meet8); one that has none (method not found)
+    is said to offer none, with no warning of a failed listing."""
+    spec = {
+        "bare_initialize": True,
+        "tools": [{"name": "note", "inputSchema": {"type": "object"}}],
+        "refuse": ["prompts/list", "prompts/get", "resources/list", "resources/templates/list"],
+    }
+    (tmp_path / "bare.json").write_text(json.dumps(spec))
+    config = {
+        "mcpServers": {"bare": {"command": sys.executable, "args": [str(HOSTILE), "bare.json"]}},
+        "search": {"semantic": False},
+    }
+    with running_gateway(config, tmp_path, "--no-warm-checker") as bare:
+        health = bare.wait_for_health(
+            lambda h: h["servers"]["bare"]["state"] == "connected", 60, "bare connected"
+        )
+        prompts = gateway_cli(bare, "list-prompts", "bare")
+        resources = gateway_cli(bare, "list-resources", "bare")
+        called = bare.call("bare__note")
+        health = bare.health()
+    assert prompts.returncode == 1 and "offers no prompts" in prompts.stderr, prompts
+    assert resources.returncode == 1 and "offers no resources" in resources.stderr, resources
+    assert called.status_code == 200, called.text
+    warnings = health["servers"]["bare"]["warnings"]
+    assert not [w for w in warnings if "list" in w], warnings
