@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +22,7 @@ from tests.helpers import (
     GatewayProcess,
     fixture_server,
     gateway_cli,
+    needs_semantic,
     records_server,
     running_gateway,
     wait_until,
@@ -144,3 +146,83 @@ def test_a_server_declaring_no_capabilities_and_offering_no_prompts_is_told_quie
     assert called.status_code == 200, called.text
     warnings = health["servers"]["bare"]["warnings"]
     assert not [w for w in warnings if "list" in w], warnings
+
+
+# A tool file of many tools: embedding them (the torch worker started again) takes seconds.
+FOG = "\n".join(
+    f'''def fog_reading_{n}(station: str) -> str:
+    """Read the fog density at weather station number {n} along the coast."""
+    return station
+'''
+    for n in range(150)
+)
+MIST = '''def forecast_mist(valley: str) -> str:
+    """Forecast tomorrow's mist over a mountain valley."""
+    return valley + ": light"
+'''
+
+
+@needs_semantic
+def test_a_tool_file_added_while_new_tools_are_embedded_is_built_at_once(
+    tmp_path: Path,
+) -> None:
+    """A changed tool list's build x semantic search's embedding of new tools x exec: a tool
+    file of 150 tools added once search is hybrid, and while they are embedded another
+    tool file added. Its build waited for that embedding (one lock for both: its tool was
+    in no module until every fog tool was embedded); it is built at once now, and search
+    finds both files' tools, hybrid, once embedded."""
+    (tmp_path / "tools").mkdir()
+    config = {"mcpServers": {"fx": fixture_server()}, "localTools": {"dir": "tools"}}
+    with running_gateway(config, tmp_path, "--no-warm-checker") as gateway:
+        gateway.wait_for_health(lambda h: h["search"]["semantic"] == "ready", 180, "hybrid")
+        (tmp_path / "tools" / "fog.py").write_text(FOG)
+        wait_until(
+            lambda: searched(gateway, "fog density"),
+            lambda answer: "being embedded" in answer.get("unbuilt", ""),
+            60,
+            "fog's tools being embedded",
+        )
+        started = time.monotonic()
+        (tmp_path / "tools" / "mist.py").write_text(MIST)
+        wait_until(
+            lambda: gateway.client.get("runtime/tools.ts").text,
+            lambda module: "forecastMist" in module,
+            120,
+            "mist's tool in the module",
+        )
+        took = time.monotonic() - started
+        embedding = "being embedded" in searched(gateway, "fog density").get("unbuilt", "")
+        sys.stdout.write(
+            f"\nmist's tool in the module {took:.2f} s after its file was saved (fog's"
+            f" embedding still under way: {embedding}), load {os.getloadavg()[0]:.1f}\n"
+        )
+        called = gateway_cli(
+            gateway,
+            "exec",
+            'import { tools } from "toolscript";'
+            ' return await tools.mist.forecastMist({ valley: "Aosta" })',
+        )
+        assert called.returncode == 0, called.stderr
+        assert called.stdout.strip() == '"Aosta: light"', called.stdout
+        for query, name in (
+            ("mist over a valley", "mist__forecast_mist"),
+            ("fog density at weather station number 7", "fog__fog_reading_7"),
+        ):
+            found = wait_until(  # (asked over HTTP: a CLI a poll took the embedding's CPU)
+                lambda query=query: searched(gateway, query),
+                lambda answer, name=name: name in hit_names(answer)[:3] and "unbuilt" not in answer,
+                120,
+                f"{name} searched once embedded",
+            )
+            assert found["mode"] == "hybrid", found
+        assert "search: embedding the tools a build listed failed" not in gateway.log
+
+
+def searched(gateway: GatewayProcess, query: str) -> dict[str, Any]:
+    """The gateway's search answer for ``query`` (what `search --json` prints)."""
+    answer: dict[str, Any] = gateway.client.get("search", params={"q": query}).json()
+    return answer
+
+
+def hit_names(answer: dict[str, Any]) -> list[str]:
+    return [str(hit["name"]) for hit in answer["hits"]]

@@ -419,6 +419,10 @@ class Gateway:
         self._stopping_task: asyncio.Task[None] | None = None
         self._processes_stopped: anyio.Event | None = None  # (stop_processes under way)
         self._pipeline_lock = anyio.Lock()
+        # One embedding of tools at a time; it embeds outside the pipeline's lock, so a build
+        # of a tool list that changed meanwhile does not wait for it (only the index task's
+        # record and the switch of search's tools and vectors take the pipeline's lock).
+        self._embedding_lock = anyio.Lock()
         # set when it stops: a build waiting for the lock another process's build holds ends
         self._stop_building = threading.Event()
         early = early if early is not None else {}
@@ -997,12 +1001,36 @@ class Gateway:
         return_free_memory()  # what the build parsed and dropped (tool lists, fragments)
         return result
 
-    def _embed_unindexed(self) -> None:
-        """Embed the tools the last build listed (the index task, only those missing from the
-        store) and search them from then on."""
-        documents, self._unindexed = self._unindexed, None
-        if documents is None:
-            return
+    async def _embed_unindexed(self) -> None:
+        """Embed the tools the last build listed and search them from then on: embedded
+        outside the pipeline's lock (a build of a tool list changed meanwhile goes on, and
+        takes over: its tools are embedded next, these stay stored), then the index task
+        (what is missing from the store: none, or what could not be stored) and the switch
+        under it, so tools and vectors change together."""
+        async with self._embedding_lock:
+            documents = self._unindexed
+            if documents is None:  # (embedded by the embedding of a build before)
+                return
+            self.embedding = True
+            try:
+                tools = [d for d in documents if d.kind == "tool"]
+                await anyio.to_thread.run_sync(self._embed_missing, tools)
+                async with self._pipeline_lock:
+                    if self._unindexed is not documents:  # a later build's tools: its turn
+                        return
+                    self._unindexed = None
+                    await anyio.to_thread.run_sync(self._index_and_switch, documents)
+            except BuildStopped:
+                log.info("search: not embedded (stopping while another build held the cache)")
+            except Exception:  # never fatal: search goes on with the tools it has
+                if self._stop_building.is_set():  # (the worker stopped with the gateway)
+                    log.info("search: not embedded (the gateway stops)")
+                else:
+                    log.exception("search: embedding the tools a build listed failed")
+            finally:
+                self.embedding = False
+
+    def _index_and_switch(self, documents: list[ToolDocument]) -> None:
         self._run_index_task([d for d in documents if d.kind == "tool"])
         self.search.set_documents(documents)  # (what it could not store is embedded there)
 
@@ -1028,8 +1056,14 @@ class Gateway:
                 await anyio.to_thread.run_sync(self.search.embedder.load, abandon_on_cancel=True)
                 self.search.model_loaded()
                 await self.first_build.wait()  # (the worker started beside it: tools now)
-                async with self._pipeline_lock:
-                    await anyio.to_thread.run_sync(self._index_and_load, abandon_on_cancel=True)
+                async with self._embedding_lock:
+                    tools = self._search_tools()
+                    if tools is not None:  # embedded first, a build free to run meanwhile
+                        await anyio.to_thread.run_sync(
+                            self._embed_missing, tools, abandon_on_cancel=True
+                        )
+                    async with self._pipeline_lock:  # (what a build added: embedded there)
+                        await anyio.to_thread.run_sync(self._index_and_load, abandon_on_cancel=True)
             if scope.cancelled_caught:
                 return
         except SemanticUnavailable as exc:
@@ -1065,10 +1099,24 @@ class Gateway:
             stop=self._stop_building,
         )
 
+    def _search_tools(self) -> list[ToolDocument] | None:
+        """The tools search holds, which the last build made from the files the index task
+        reads (None when the gateway keeps no search index: the task reads the files)."""
+        if not self.search_index:
+            return None
+        return [d for d in self.search.documents if d.kind == "tool"]
+
+    def _embed_missing(self, tools: list[ToolDocument]) -> None:
+        """Embed and store the vectors of ``tools`` the store lacks, outside any build: the
+        index task run after it (under the pipeline's lock) finds them stored."""
+        from toolscript.search.engine import embed_missing
+
+        assert self.search.embedder is not None
+        embed_missing(tools, self.search.embedder, self.search.store)
+
     def _index_and_load(self) -> None:
         # The build (under the same lock) made these from the files the index task reads.
-        tools = [d for d in self.search.documents if d.kind == "tool"]
-        self._run_index_task(tools if self.search_index else None)
+        self._run_index_task(self._search_tools())
         self.search.load_vectors()
         return_free_memory()  # what the index task read and dropped (tool documents, vectors)
 
@@ -1215,12 +1263,11 @@ class Gateway:
                         self.artifacts.module_hash, self.artifacts.module, self.script_sources()
                     )
                 built()
-                if self._unindexed is not None:
-                    self.embedding = True
-                    try:
-                        await anyio.to_thread.run_sync(self._embed_unindexed)
-                    finally:
-                        self.embedding = False
+            if self._unindexed is not None:  # a task of its own: the next build need not wait
+                if self._tasks is not None:
+                    self._tasks.start_soon(self._embed_unindexed, name="embedding")
+                else:
+                    await self._embed_unindexed()
         except BuildStopped:  # it stops: another process's build held the cache meanwhile
             log.info("artifacts: not built (stopping while another build held the cache)")
             return
