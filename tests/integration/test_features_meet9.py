@@ -8,6 +8,7 @@ served tools goes on at once, one naming the new tool is told why it is missing.
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import sys
@@ -20,11 +21,15 @@ import pytest
 
 from tests.helpers import (
     GatewayProcess,
+    clean_env,
+    face_parameters,
     fixture_server,
     gateway_cli,
+    journal_of,
     needs_semantic,
     records_server,
     running_gateway,
+    toolscript_cli,
     wait_until,
 )
 
@@ -226,3 +231,182 @@ def searched(gateway: GatewayProcess, query: str) -> dict[str, Any]:
 
 def hit_names(answer: dict[str, Any]) -> list[str]:
     return [str(hit["name"]) for hit in answer["hits"]]
+
+
+WRITE = (
+    'import { tools } from "toolscript";'
+    ' return await tools.records.writeRecord({ key: "stopped", text: "never" })'
+)
+STREAMING = """import { tools, progress } from "toolscript";
+for (let i = 0; i < 600; i++) {
+  progress(`step ${i}`, i / 600);
+  await tools.fx.sleep({ seconds: 0.1 });
+}
+return "all steps";
+"""
+
+
+def test_gateway_stop_while_the_face_waits_for_approval_and_while_a_call_streams_progress(
+    tmp_path: Path,
+) -> None:
+    """`gateway stop` x the MCP face (the `mcp` SDK's client, elicitation and progress) x
+    approval: the project's gateway is stopped while the face's execute waits for the
+    person's approval of a write, and while another execute's calls stream progress. Each
+    execute answers an error naming the gateway (not a hang, not the script's own
+    failure); the write never reached the server; no Deno of the face's is left; the face's
+    next execute runs (through a gateway of its own)."""
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    journal = tmp_path / "journal.jsonl"
+    config = {
+        "mcpServers": {
+            "fx": fixture_server(),
+            "records": records_server(
+                env={"RECORDS_JOURNAL": str(journal)}, policy={"write_record": "ask"}
+            ),
+        },
+        "search": {"semantic": False},
+    }
+    results: dict[str, Any] = {}
+    progressed: list[str] = []
+    timings: dict[str, float] = {}
+
+    with running_gateway(config, tmp_path, "--no-warm-checker") as gateway:
+
+        async def work() -> None:
+            asked = anyio.Event()
+
+            async def elicit(context: Any, params: Any) -> Any:
+                from mcp.types import ElicitResult
+
+                asked.set()
+                await anyio.sleep(30)  # nobody answers
+                return ElicitResult(action="decline")
+
+            async def on_progress(
+                progress: float, total: float | None, message: str | None
+            ) -> None:
+                progressed.append(message or "")
+
+            async with (
+                stdio_client(face_parameters(gateway)) as (read, write),
+                ClientSession(read, write, elicitation_callback=elicit) as session,
+            ):
+                await session.initialize()
+                async with anyio.create_task_group() as group:
+
+                    async def run(name: str, code: str, **extra: Any) -> None:
+                        results[name] = await session.call_tool("execute", {"code": code}, **extra)
+                        timings[name] = time.monotonic()
+
+                    group.start_soon(run, "write", WRITE)
+                    group.start_soon(
+                        functools.partial(run, progress_callback=on_progress),
+                        "stream",
+                        STREAMING,
+                    )
+                    with anyio.fail_after(60):
+                        await asked.wait()
+                        while len(progressed) < 3:
+                            await anyio.sleep(0.05)
+                    timings["asked"] = time.monotonic()
+                    stopped = await anyio.to_thread.run_sync(
+                        lambda: gateway_cli(gateway, "gateway", "stop")
+                    )
+                    timings["stop"] = time.monotonic()
+                    results["stop"] = stopped
+                    with anyio.fail_after(60):
+                        while len(timings) < 4:
+                            await anyio.sleep(0.05)
+                    group.cancel_scope.cancel()
+                results["after"] = await session.call_tool("execute", {"code": "return 6 * 7"})
+
+        anyio.run(work)
+        assert gateway.process.wait(30) is not None
+    assert results["stop"].returncode == 0, results["stop"].stderr
+    for name in ("write", "stream"):
+        answer = results[name]
+        text = answer.content[0].text
+        assert answer.is_error, text
+        assert "gateway" in text, text
+        assert "all steps" not in text, text
+    assert not results["after"].is_error, results["after"].content
+    assert results["after"].structured_content == {"result": 42}, results["after"]
+    assert journal_of(journal) == [], journal_of(journal)
+    sys.stdout.write(
+        f"\nface's executes answered {timings['write'] - timings['asked']:.2f} s and"
+        f" {timings['stream'] - timings['asked']:.2f} s after `gateway stop` began"
+        f" ({timings['stop'] - timings['asked']:.2f} s), load {os.getloadavg()[0]:.1f}\n"
+        f"{results['write'].content[0].text}\n---\n{results['stream'].content[0].text[-600:]}"
+        f"\n---\n{results['stop'].stdout}{results['stop'].stderr}\n"
+    )
+
+
+SLOW = """import { tools } from "toolscript";
+for (let i = 0; i < 120; i++) await tools.fx.sleep({ seconds: 0.1 });
+return "slept through";
+"""
+
+
+def face_of(directory: Path, *args: str) -> Any:
+    """``toolscript mcp ARGS`` in ``directory`` with no gateway running there (the face's
+    own, in its process), as an MCP client starts it."""
+    from mcp import StdioServerParameters
+
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolscript", "mcp", *args],
+        cwd=str(directory),
+        env=clean_env(),
+    )
+
+
+def test_runs_wait_and_stop_from_a_second_shell_on_a_run_of_the_faces_own_gateway(
+    tmp_path: Path,
+) -> None:
+    """The MCP face's own gateway (no gateway runs for the project) x a run it yielded x
+    `runs wait`/`runs stop`/`runs show` from a second shell: the face's gateway writes no
+    state file, so the shell reaches no gateway. They said the run was not under way (it
+    was), or that the gateway stopped before it ended."""
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    config = {"mcpServers": {"fx": fixture_server()}, "search": {"semantic": False}}
+    (tmp_path / ".toolscript.json").write_text(json.dumps(config))
+    shells: dict[str, Any] = {}
+
+    async def work() -> Any:
+        async with (
+            stdio_client(face_of(tmp_path, "--yield-after", "1")) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            first = await session.call_tool("execute", {"code": SLOW})
+            run_id = (first.structured_content or {}).get("run")
+            assert run_id and first.structured_content.get("running"), first
+            for name, args in (
+                ("wait", ("runs", "wait", run_id, "--timeout", "1")),
+                ("stop", ("runs", "stop", run_id)),
+                ("show", ("runs", "show", run_id, "--json")),
+            ):
+                shells[name] = await anyio.to_thread.run_sync(
+                    lambda args=args: toolscript_cli(*args, cwd=tmp_path)
+                )
+            waited = await session.call_tool("wait_run", {"run": run_id})
+            while (waited.structured_content or {}).get("running"):
+                waited = await session.call_tool("wait_run", {"run": run_id})
+            return waited
+
+    waited = anyio.run(work)
+    for name in ("wait", "stop"):
+        said = shells[name]
+        assert said.returncode == 2, said
+        assert "is under way in an MCP face's own gateway (`toolscript mcp`" in said.stderr, said
+        assert "wait_run" in said.stderr and "not under way" not in said.stderr, said
+    shown = json.loads(shells["show"].stdout)
+    assert shown["status"] == "running" and shown["origin"] == "mcp", shown
+    assert not waited.is_error, waited.content
+    assert waited.structured_content == {"result": "slept through"}, waited
