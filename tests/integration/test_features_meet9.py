@@ -28,6 +28,7 @@ from tests.helpers import (
     journal_of,
     needs_semantic,
     records_server,
+    run_doit,
     running_gateway,
     toolscript_cli,
     wait_until,
@@ -410,3 +411,92 @@ def test_runs_wait_and_stop_from_a_second_shell_on_a_run_of_the_faces_own_gatewa
     assert shown["status"] == "running" and shown["origin"] == "mcp", shown
     assert not waited.is_error, waited.content
     assert waited.structured_content == {"result": "slept through"}, waited
+
+
+DEPTH = {
+    "name": "snow_depth",
+    "description": "Measure the snow depth at a pass.",
+    "inputSchema": "any",
+    "outputSchema": "a number",
+}
+DEPTH_TOOLS = [
+    DEPTH,
+    {"description": "A tool with no name.", "inputSchema": {"type": "object"}},
+    {"name": "shift", "inputSchema": {"type": "object"}},
+]
+DEPTH_CALL = (
+    'import { tools } from "toolscript";'
+    ' const found = await tools.shifty.snowDepth({ pass_name: "Furka" });'
+    " return found.depth + 1;"
+)
+
+
+def test_learned_types_of_a_repaired_tool_survive_its_relisting_and_doit_by_hand(
+    tmp_path: Path,
+) -> None:
+    """Tolerant validation x learned result types x get-types' recent call x list_changed x
+    standalone doit: a tool whose inputSchema and outputSchema are strings (served taking
+    any arguments, its outputSchema ignored) beside a nameless tool. Its result's type is
+    learned; the server's list changes (the same tool, repaired again): the learned type
+    and the example stay; `doit` by hand (it fetches the server itself: its learned types
+    changed) writes the module the gateway serves, byte for byte."""
+    spec = {
+        "tools": DEPTH_TOOLS,
+        "results": {"snow_depth": {"content": [{"type": "text", "text": '{"depth": 41}'}]}},
+        "shifts": {
+            "shift": {
+                "tools": [*DEPTH_TOOLS, {"name": "avalanche_risk", "inputSchema": {}}],
+            }
+        },
+    }
+    (tmp_path / "shifty.json").write_text(json.dumps(spec))
+    config = {
+        "mcpServers": {
+            "shifty": {"command": sys.executable, "args": [str(HOSTILE), "shifty.json"]}
+        },
+        "search": {"semantic": False},
+    }
+    with running_gateway(config, tmp_path, "--no-warm-checker") as gateway:
+        gateway.wait_for_health(
+            lambda h: h["servers"]["shifty"]["state"] == "connected", 60, "shifty"
+        )
+        ran = gateway_cli(gateway, "exec", "--no-check", DEPTH_CALL)  # (no type yet)
+        assert ran.returncode == 0, ran.stderr
+        assert ran.stdout.strip() == "42", ran.stdout
+        typed = wait_until(
+            lambda: gateway_cli(gateway, "get-types", "shifty.snow_depth").stdout,
+            lambda types: "inferred from 1 result" in types,
+            60,
+            "the learned type",
+        )
+        assert "depth: number" in typed and "Furka" in typed, typed
+        assert gateway.call("shifty__shift").status_code == 200
+        # (a server doit starts lists what the one shifted does)
+        spec["tools"] = spec["shifts"]["shift"]["tools"]
+        (tmp_path / "shifty.json").write_text(json.dumps(spec))
+        module = wait_until(
+            lambda: gateway.client.get("runtime/tools.ts").text,
+            lambda text: "avalanche" in text.lower(),
+            60,
+            "the relisted tools",
+        )
+        assert "inferred from 1 result" in module, module
+        relisted = gateway_cli(gateway, "get-types", "shifty.snow_depth").stdout
+        assert "depth: number" in relisted and "Furka" in relisted, relisted
+        again = gateway_cli(gateway, "exec", DEPTH_CALL)  # checked against the learned type
+        assert again.stdout.strip() == "42", again.stderr
+        wait_until(
+            lambda: gateway.client.get("runtime/tools.ts").text,
+            lambda text: "inferred from 2 results" in text,
+            60,
+            "the second result learned",
+        )
+        served = gateway.client.get("runtime/tools.ts").text
+        fetched = run_doit(tmp_path, "-a", "fetch")  # the server asked again, by doit
+        assert fetched.returncode == 0, fetched.stdout + fetched.stderr
+        assert ".  fetch:shifty" in fetched.stdout, fetched.stdout
+        built = run_doit(tmp_path)
+        assert built.returncode == 0, built.stdout + built.stderr
+        written = (tmp_path / ".toolscript" / "tools.ts").read_text()
+        assert gateway.client.get("runtime/tools.ts").text == served
+    assert written == served, built.stdout + built.stderr
