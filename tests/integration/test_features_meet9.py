@@ -38,6 +38,10 @@ ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = ROOT / "tests" / "servers" / "hostile_server.py"
 
 
+# A password of words (no digits): masked wherever the gateway shows what a call sends.
+SECRET = "correct-horse-battery-staple"
+
+
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     directory = tmp_path_factory.mktemp("features-meet9")
@@ -46,14 +50,17 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
         "mcpServers": {
             "fx": fixture_server(),
             "records": records_server(
-                env={"RECORDS_JOURNAL": str(directory / "journal.jsonl")},
+                env={
+                    "RECORDS_JOURNAL": str(directory / "journal.jsonl"),
+                    "RECORDS_KEY": "${MEET9_KEY}",
+                },
                 policy={"write_record": "ask"},
             ),
         },
         "localTools": {"dir": "tools"},
         "search": {"semantic": False},
     }
-    running = GatewayProcess(config, directory)
+    running = GatewayProcess(config, directory, env={"MEET9_KEY": SECRET})
     try:
         yield running
     finally:
@@ -500,3 +507,78 @@ def test_learned_types_of_a_repaired_tool_survive_its_relisting_and_doit_by_hand
         written = (tmp_path / ".toolscript" / "tools.ts").read_text()
         assert gateway.client.get("runtime/tools.ts").text == served
     assert written == served, built.stdout + built.stderr
+
+
+SEEN = (
+    'import { tools } from "toolscript"; console.log("seen printed first");'
+    f' return await tools.records.writeRecord({{ key: "seen", text: "pass {SECRET}" }});'
+)
+NEW_BROKEN = (
+    'import { tools } from "toolscript"; console.log("new printed first");'
+    f' await tools.records.writeRecord({{ key: "new", text: "pass {SECRET}" }});'
+    ' const wrong: number = "not a number"; return wrong;'
+)
+
+
+def test_a_new_script_checked_beside_its_run_and_a_seen_one_both_asking_approval(
+    gateway: GatewayProcess,
+) -> None:
+    """The check beside a new script's run x approval through the MCP face's elicitation x
+    masking x two executes at once: a script seen before and a new one whose check fails
+    after its call, both writing a record that needs approval, with the server's secret in
+    the text. Only the seen script's call is asked (the new one's waits for its verdict,
+    then is refused), each question shows the secret masked, the new script's output
+    before its call is dropped with it, and only the seen script's writes reach the
+    server."""
+    import anyio
+    import mcp_types
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    asked: list[str] = []
+    journal = gateway.directory / "journal.jsonl"
+    before = len(journal_of(journal)) if journal.exists() else 0
+
+    async def approve(context: Any, params: Any) -> mcp_types.ElicitResult:
+        asked.append(params.message)
+        return mcp_types.ElicitResult(action="accept", content={"always": False})
+
+    face = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolscript", "mcp", "--config", str(gateway.config_path)],
+        cwd=str(gateway.directory),
+        env=clean_env(MEET9_KEY=SECRET),
+    )
+    results: dict[str, Any] = {}
+
+    async def work() -> None:
+        async with (
+            stdio_client(face) as (read, write),
+            ClientSession(read, write, elicitation_callback=approve) as session,
+        ):
+            await session.initialize()
+            results["first"] = await session.call_tool("execute", {"code": SEEN})
+
+            async def run(name: str, code: str) -> None:
+                results[name] = await session.call_tool("execute", {"code": code})
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(run, "new", NEW_BROKEN)
+                group.start_soon(run, "seen", SEEN)
+
+    anyio.run(work)
+    for name in ("first", "seen"):
+        answer = results[name]
+        assert not answer.is_error, answer.content
+        assert "seen printed first" in answer.content[0].text, answer.content
+    broken = results["new"]
+    assert broken.is_error, broken.content
+    text = broken.content[0].text
+    assert "not assignable to type 'number'" in text, text
+    assert "new printed first" not in text, text
+    assert len(asked) == 2, asked
+    for question in asked:
+        assert '"seen"' in question and SECRET not in question, question
+        assert "***" in question, question
+    keys = [entry["arguments"]["key"] for entry in journal_of(journal)[before:]]
+    assert keys == ["seen", "seen"], keys
