@@ -347,8 +347,6 @@ def test_gateway_stop_while_the_face_waits_for_approval_and_while_a_call_streams
         f"\nface's executes answered {timings['write'] - timings['asked']:.2f} s and"
         f" {timings['stream'] - timings['asked']:.2f} s after `gateway stop` began"
         f" ({timings['stop'] - timings['asked']:.2f} s), load {os.getloadavg()[0]:.1f}\n"
-        f"{results['write'].content[0].text}\n---\n{results['stream'].content[0].text[-600:]}"
-        f"\n---\n{results['stop'].stdout}{results['stop'].stderr}\n"
     )
 
 
@@ -367,7 +365,7 @@ def face_of(directory: Path, *args: str) -> Any:
         command=sys.executable,
         args=["-m", "toolscript", "mcp", *args],
         cwd=str(directory),
-        env=clean_env(),
+        env=clean_env(TOOLSCRIPT_LOG_LEVEL="INFO"),
     )
 
 
@@ -582,3 +580,182 @@ def test_a_new_script_checked_beside_its_run_and_a_seen_one_both_asking_approval
         assert "***" in question, question
     keys = [entry["arguments"]["key"] for entry in journal_of(journal)[before:]]
     assert keys == ["seen", "seen"], keys
+
+
+DEP_V1 = """# /// script
+# dependencies = []
+# ///
+import time
+from pathlib import Path
+
+
+def slow(seconds: float, marker: str) -> str:
+    \"\"\"Sleep, then say which version answered.\"\"\"
+    Path(marker).write_text("under way")
+    time.sleep(seconds)
+    return "v1"
+
+
+def version() -> str:
+    \"\"\"Which version answers.\"\"\"
+    return "v1"
+"""
+DEP_V2 = """# /// script
+# dependencies = ["six"]
+# ///
+import time
+from pathlib import Path
+
+import six
+
+
+def slow(seconds: float, marker: str) -> str:
+    \"\"\"Sleep, then say which version answered.\"\"\"
+    Path(marker).write_text("under way")
+    time.sleep(seconds)
+    return "v2 six " + six.__version__
+
+
+def version() -> str:
+    \"\"\"Which version answers.\"\"\"
+    return "v2 six " + six.__version__
+"""
+
+
+def test_a_tool_file_edited_with_new_dependencies_while_a_run_calls_it(
+    gateway: GatewayProcess,
+) -> None:
+    """Local tool files' live edits x PEP 723 dependencies x a call in flight x a background
+    run: a file's function is called (4 s) when the file is saved anew, as an editor saves
+    (a temporary file renamed), now needing `six`. The call in flight answers (the worker
+    it started in), the run's next call reaches the new file with its dependency
+    installed, and the types follow; nothing is left failed."""
+    tool = gateway.directory / "tools" / "dep.py"
+    marker = gateway.directory / "dep-marker"
+    tool.write_text(DEP_V1)
+    try:
+        gateway.wait_for_health(
+            lambda h: h["servers"].get("dep", {}).get("state") == "connected", 120, "dep.py"
+        )
+        script = (
+            'import { tools } from "toolscript";'
+            f" const first = await tools.dep.slow({{ seconds: 4, marker: {json.dumps(str(marker))} }});"
+            " const second = await tools.dep.version({});"
+            " return [first, second];"
+        )
+        started = gateway_cli(gateway, "exec", "--background", script)
+        assert started.returncode == 0, started.stderr
+        run_id = started.stdout.strip().split()[-1]
+        wait_until(lambda: marker.exists(), bool, 60, "the slow call under way")
+        saved = tool.with_suffix(".py.swp")
+        saved.write_text(DEP_V2)
+        saved.replace(tool)
+        waited = gateway_cli(gateway, "runs", "wait", run_id, "--timeout", "120")
+        assert waited.returncode == 0, waited.stdout + waited.stderr
+        first, second = json.loads(waited.stdout)
+        assert first in ("v1", "v2 six 1.17.0") or first.startswith("v2 six"), waited.stdout
+        assert second.startswith("v2 six "), waited.stdout
+        ran = gateway_cli(
+            gateway,
+            "exec",
+            'import { tools } from "toolscript"; return await tools.dep.version({});',
+        )
+        assert ran.returncode == 0 and "v2 six" in ran.stdout, ran
+        sys.stdout.write(f"\nthe call in flight answered {first!r}, the next {second!r}\n")
+    finally:
+        tool.unlink()
+    gateway.wait_for_health(lambda h: "dep" not in h["servers"], 60, "dep.py gone")
+
+
+LATE_WRITE = """import { tools } from "toolscript";
+await tools.fx.sleep({ seconds: 2 });
+return await tools.records.writeRecord({ key: "late", text: "after the yield" });
+"""
+
+
+def test_a_config_saved_by_an_editor_while_a_yielded_face_run_waits_for_approval(
+    tmp_path: Path,
+) -> None:
+    """The MCP face's own gateway x a run it yielded (wait_run) x approval asked through
+    wait_run's elicitation x the config saved by an editor (a temporary file renamed over
+    it) adding a server and changing the records server's env (it restarts): the person
+    is asked again, of the new records process, and once approved the write reaches it
+    once (it failed at once, 'server records is still connecting', when the person
+    answered before the new process had connected), wait_run gives the result, and
+    search_tools (which waits for the build of the changed list) finds the added server's
+    tools (it found none, when the search came as that server still connected, or as a
+    second one connected after the first). A search of a server an edit saved a moment
+    before adds finds its tools (it said the server was not found)."""
+    import anyio
+    import mcp_types
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    journal = tmp_path / "journal.jsonl"
+    config: dict[str, Any] = {
+        "mcpServers": {
+            "fx": fixture_server(),
+            "records": records_server(
+                env={"RECORDS_JOURNAL": str(journal)}, policy={"write_record": "ask"}
+            ),
+        },
+        "search": {"semantic": False},
+    }
+    config_path = tmp_path / ".toolscript.json"
+    config_path.write_text(json.dumps(config))
+    asked: list[str] = []
+    saved = anyio.Event()
+
+    def save_as_an_editor() -> None:
+        edited = json.loads(config_path.read_text())
+        edited["mcpServers"]["weather"] = fixture_server()
+        edited["mcpServers"]["records"]["env"]["RECORDS_MOOD"] = "edited"
+        temporary = tmp_path / ".toolscript.json.tmp"
+        temporary.write_text(json.dumps(edited, indent=2))
+        temporary.replace(config_path)
+
+    async def approve(context: Any, params: Any) -> mcp_types.ElicitResult:
+        asked.append(params.message)
+        if not saved.is_set():
+            save_as_an_editor()
+            saved.set()
+            await anyio.sleep(3)  # the watch applies the edit while the person reads
+        return mcp_types.ElicitResult(action="accept", content={"always": False})
+
+    async def work() -> tuple[Any, Any, Any]:
+        async with (
+            stdio_client(face_of(tmp_path, "--yield-after", "1")) as (read, write),
+            ClientSession(read, write, elicitation_callback=approve) as session,
+        ):
+            await session.initialize()
+            first = await session.call_tool("execute", {"code": LATE_WRITE})
+            run_id = (first.structured_content or {}).get("run")
+            assert run_id, first
+            waited = await session.call_tool("wait_run", {"run": run_id})
+            while (waited.structured_content or {}).get("running"):
+                waited = await session.call_tool("wait_run", {"run": run_id})
+            found = await session.call_tool(
+                "search_tools", {"query": "plain text", "server": "weather"}
+            )
+            # a second save, and at once a search of the server it adds
+            edited = json.loads(config_path.read_text())
+            edited["mcpServers"]["hail"] = fixture_server()
+            temporary = tmp_path / ".toolscript.json.tmp"
+            temporary.write_text(json.dumps(edited))
+            temporary.replace(config_path)
+            at_once = await session.call_tool(
+                "search_tools", {"query": "plain text", "server": "hail"}
+            )
+            servers = await session.call_tool("list_servers", {})
+            return waited, found, servers, at_once
+
+    waited, found, servers, at_once = anyio.run(work)
+    assert "hail.plain_text" in at_once.content[0].text, at_once.content
+    # the records server changed while the person was asked: asked again, of the new one
+    assert len(asked) == 2, asked
+    assert "Asked again: server 'records' changed in the config" in asked[1], asked
+    assert not waited.is_error, waited.content[0].text
+    assert waited.structured_content == {"result": {"key": "late", "written": True}}, waited
+    assert [entry["arguments"]["key"] for entry in journal_of(journal)] == ["late"]
+    assert "weather" in found.content[0].text, (found.content, servers.content)
+    assert "weather" in servers.content[0].text, servers.content

@@ -1130,13 +1130,7 @@ class Gateway:
         waited for: the run goes on with what is served (``health``'s ``types.unbuilt`` says
         why a tool the change adds is missing), where each run waited the whole ``wait``."""
         with anyio.move_on_after(wait):
-            # A config (or tool file) saved since the watch last looked: applied first. The
-            # watch looks each second, and a run right after the edit (the face's execute
-            # of a script using a server just added) was checked against the module without it.
-            while self._edited_since_watched():
-                passed = self._watch_passed
-                self._look_now.set()
-                await passed.wait()
+            await self.edits_applied()
             wanted = self._listed_changes
             if self._built_changes < wanted:
                 async with anyio.create_task_group() as waiting:
@@ -1155,6 +1149,16 @@ class Gateway:
                     waiting.start_soon(held)
         return self.artifacts.module_hash
 
+    async def edits_applied(self) -> None:
+        """A config (or tool file) saved since the watch last looked, applied: the watch looks
+        each second, and a run right after the edit (the face's execute of a script using a
+        server just added) was checked against the module without it, a search of that
+        server's tools said it was not found."""
+        while self._edited_since_watched():
+            passed = self._watch_passed
+            self._look_now.set()
+            await passed.wait()
+
     def build_held_note(self) -> str | None:
         """Why the served module lacks a changed tool list: its build waits for another
         process's build of the cache; else None."""
@@ -1171,19 +1175,14 @@ class Gateway:
             return EMBEDDING_NOTE
         if not self.first_build.is_set() or self.module_is_current():
             return None
-        async with anyio.create_task_group() as waiting:
-
-            async def built() -> None:
-                await self.module_hash_built(wait)
-                waiting.cancel_scope.cancel()
-
-            async def held() -> None:
-                while not self.build_waits.is_set():
-                    await anyio.sleep(BUILD_HELD_POLL)
-                waiting.cancel_scope.cancel()
-
-            waiting.start_soon(built)
-            waiting.start_soon(held)
+        # Again while another change came meanwhile (a second server connecting after the
+        # first: the answer said the build was not done in 10 s, a moment after the edit).
+        deadline = anyio.current_time() + wait
+        while not self.module_is_current() and not self.build_waits.is_set():
+            left = deadline - anyio.current_time()
+            if left <= 0:
+                break
+            await self.module_hash_built(left)
         if self.module_is_current():
             return EMBEDDING_NOTE if self.embedding else None
         if self.build_waits.is_set():
@@ -1633,6 +1632,23 @@ class Gateway:
             )
         return await self.make_call(qualified, arguments)
 
+    async def connecting_waited(self, server: str) -> None:
+        """Wait (up to ``ready_wait`` seconds) for a server still connecting with no tools
+        yet, started or restarted by a config edit a moment ago, as exec waits for a server
+        its script names: a call of it failed at once, 'still connecting' (an approved write
+        whose server the edit restarted while the person was asked), and a search of its
+        tools found none."""
+        upstream = self.upstreams.get(server)
+        if (
+            upstream is None
+            or upstream.tools
+            or upstream.error
+            or upstream.state not in (ServerState.CONNECTING, ServerState.RECONNECTING)
+        ):
+            return
+        with anyio.move_on_after(self.ready_wait):
+            await upstream.first_attempt_done.wait()
+
     async def make_call(
         self, qualified: str, arguments: Any, *, agents: bool = False
     ) -> tuple[str, Any]:
@@ -1644,6 +1660,7 @@ class Gateway:
         # what that config knew, not what the next one does.
         config = self.config
         server, tool_name = split_tool_name(qualified)
+        await self.connecting_waited(server)  # (restarted by an edit while it was approved)
         upstream, tool = self.tool(server, tool_name)
         self.validate(server, tool, arguments)
         result = await upstream.call_tool(tool_name, arguments)
