@@ -365,7 +365,7 @@ def face_of(directory: Path, *args: str) -> Any:
         command=sys.executable,
         args=["-m", "toolscript", "mcp", *args],
         cwd=str(directory),
-        env=clean_env(TOOLSCRIPT_LOG_LEVEL="INFO"),
+        env=clean_env(),
     )
 
 
