@@ -241,14 +241,17 @@ def test_a_list_changed_with_an_invalid_tool_while_a_run_waits_for_approval(
 
 def test_a_repaired_initialize_with_prompts_resources_and_list_changed(tmp_path: Path) -> None:
     """A repaired initialize (no capabilities, no serverInfo.version) x prompts and resources
-    listing x list_changed: the server is served as declaring none, so its prompts and
-    resources are not typed; its tools are, and its tools/list_changed (with a
-    prompts/list_changed it never declared) still brings its new tools; nothing fails."""
+    listing x list_changed: what the server offers besides tools is not known, so its
+    prompts and resources are asked for and served, as they answer (they were served as
+    none: list-prompts said it offers none while the server had one, features_meet9); its
+    tools/list_changed (with a prompts/list_changed it never declared) brings its new tools
+    and its new prompt; nothing fails."""
     spec = {
         "bare_initialize": True,
         "tools": FIRST_TOOLS,
         "prompts": [{"name": "greeting", "description": "Greet someone."}],
         "resources": [{"uri": "bare://readme", "name": "readme"}],
+        "contents": {"bare://readme": [{"uri": "bare://readme", "text": "read me first"}]},
         "shifts": {
             "shift": {
                 "tools": SHIFTED_TOOLS,
@@ -264,19 +267,27 @@ def test_a_repaired_initialize_with_prompts_resources_and_list_changed(tmp_path:
         bare.wait_for_health(
             lambda h: h["servers"]["bare"]["state"] == "connected", 60, "bare connected"
         )
-        bare.wait_for_log("capabilities missing")
+        bare.wait_for_log("capabilities missing", "it answers prompts/list")
         prompts = gateway_cli(bare, "list-prompts", "bare")
         resources = gateway_cli(bare, "list-resources", "bare")
+        read = gateway_cli(bare, "read-resource", "bare", "bare://readme")
+        assert "greeting" in wait_until(
+            lambda: module_text(bare), lambda t: "greeting" in t, 60, "bare's prompt typed"
+        )
         assert bare.call("bare__shift").status_code == 200
         module = wait_until(
-            lambda: module_text(bare), lambda t: "measureSnowfall" in t, 60, "bare's new list"
+            lambda: module_text(bare),
+            lambda t: "measureSnowfall" in t and "farewell" in t,
+            60,
+            "bare's new list",
         )
         assert bare.health()["servers"]["bare"]["state"] == "connected"
         assert bare.process.poll() is None
     said = prompts.stdout + prompts.stderr + resources.stdout + resources.stderr
     assert "Traceback" not in said and "pydantic" not in said, said
-    assert prompts.returncode == 1 and "offers no prompts" in prompts.stderr, said
-    assert resources.returncode == 1 and "offers no resources" in resources.stderr, said
+    assert prompts.returncode == 0 and "greeting" in prompts.stdout, said
+    assert resources.returncode == 0 and "bare://readme" in resources.stdout, said
+    assert read.returncode == 0 and "read me first" in read.stdout, read
     assert "writeNote" in module, module
 
 

@@ -23,8 +23,9 @@ at once after ``initialized``), ``shifts`` (a tool's name -> the spec keys its c
 as a new ``tools``, followed by one ``notifications/tools/list_changed``) and ``bare_initialize``
 (true: initialize answers with no ``capabilities`` and a ``serverInfo`` without
 ``version``, yet the server answers prompts and resources and sends
-``notifications/prompts/list_changed`` after a shift). A tool with no result answers with
-its own name.
+``notifications/prompts/list_changed`` after a shift), ``refuse`` (methods answered with
+JSON-RPC's method not found, as a server without them does). A tool with no result answers
+with its own name.
 
 Sizes no spec file should hold are made at start: anywhere in SPEC, ``{"$repeat": TEXT,
 "$times": N}`` is TEXT N times over, ``{"$many": VALUE, "$times": N}`` an object of N
@@ -73,6 +74,8 @@ def answer(spec: dict[str, Any], method: str, params: dict[str, Any]) -> Any:
 
 
 def _answer(spec: dict[str, Any], method: str, params: dict[str, Any]) -> Any:
+    if method in spec.get("refuse", []):
+        raise LookupError({"code": -32601, "message": f"Method not found: {method}"})
     if method == "initialize":
         if "init_error" in spec:
             raise LookupError(spec["init_error"])

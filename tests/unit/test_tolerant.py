@@ -283,7 +283,8 @@ def test_an_initialize_result_without_capabilities_or_a_version_is_filled_in() -
     _accepted("initialize", repaired)
     assert repaired["capabilities"] == {} and repaired["serverInfo"]["version"] == "unknown"
     assert warnings == [
-        "initialize: capabilities missing; served as none declared",
+        "initialize: capabilities missing; its prompts and resources are asked for, and"
+        " served where it answers",
         "initialize: serverInfo.version missing; served as 'unknown'",
     ]
     whole = {

@@ -257,6 +257,39 @@ def _whole_id(config: str | None, run_id: str) -> str:
     return str(found["id"]) if found else run_id
 
 
+def _gateway_of(config: str | None, run_id: str, background_gateway: Any) -> str:
+    """The URL of the project's running gateway, for a run of it; a run under way in a
+    gateway no other command reaches (an MCP face's own, exec's own) is said to be so:
+    `runs wait` and `runs stop` said it was not under way, where the face was running it."""
+    from toolscript.errors import UsageError
+
+    try:
+        return str(background_gateway(config, None, run_id))
+    except UsageError:
+        from toolscript.plumbing.processes import identity_alive, read_identity
+
+        run = _runlog(config).run(run_id)
+        owner = str((run or {}).get("owner") or "")
+        if run is None or run.get("ended") or not identity_alive(owner):
+            raise
+        named = read_identity(owner)
+        pid = f", pid {named[0]}" if named else ""
+        if run.get("origin") == "mcp":
+            where = f"an MCP face's own gateway (`toolscript mcp`{pid})"
+            hint = (
+                "its MCP client waits for it (wait_run) or cancels it; a face uses the "
+                "project's running gateway when one runs (`toolscript gateway start &` before "
+                "the client starts the face), and there `runs wait` and `runs stop` reach its runs"
+            )
+        else:
+            where = f"a gateway of one command's own (`toolscript exec`{pid})"
+            hint = "Ctrl-C in its terminal stops it; `toolscript runs show` shows it meanwhile"
+        raise UsageError(
+            f"run {run_id} is under way in {where}, which no other command reaches",
+            hint=hint,
+        ) from None
+
+
 @app.command("wait")
 def wait_run(
     run_id: Annotated[
@@ -304,7 +337,7 @@ def wait_run(
 
     start = parse_offsets(offsets)
     run_id = _whole_id(config, run_id)
-    url = background_gateway(config, None, run_id)
+    url = _gateway_of(config, run_id, background_gateway)
 
     def logged() -> dict[str, Any] | None:  # how it ended, its gateway gone under the wait
         return _runlog(config).run(run_id)  # type: ignore[no-any-return]
@@ -336,7 +369,7 @@ def stop_run(
     from toolscript.execution.background import background_gateway, stop_background
 
     run_id = _whole_id(config, run_id)
-    ended = stop_background(background_gateway(config, None, run_id), run_id)
+    ended = stop_background(_gateway_of(config, run_id, background_gateway), run_id)
     if as_json:
         print_json(ended)
         return

@@ -129,6 +129,7 @@ def search(
                 write_shown(render_markdown(client.get_json("/types", names=names)))
             _print_script_hits(hits)
             _note_mode(answer, client.ephemeral and loaded.search.semantic)
+            _note_unbuilt(answer)
             return
         ephemeral = client.ephemeral and loaded.search.semantic
         unconnected = (
@@ -142,8 +143,7 @@ def search(
         print_json(answer)
         return
     _note_mode(answer, ephemeral)
-    if answer.get("unbuilt"):  # the gateway's own sentence: a build held by another's
-        sys.stderr.write(f"note: {answer['unbuilt']}\n")
+    _note_unbuilt(answer)
     if not hits:
         if not loaded.servers:
             where = loaded.config_file
@@ -184,6 +184,13 @@ def search(
     )
     for note in unconnected:
         write_shown(note, sys.stderr)  # a server's error is what it sent: shown, not obeyed
+
+
+def _note_unbuilt(answer: dict[str, Any]) -> None:
+    """Why the answer may miss tools (a changed tool list not built yet: its build waits for
+    another's, or its tools are being embedded), on stderr whatever the output form."""
+    if answer.get("unbuilt"):  # the gateway's own sentence
+        sys.stderr.write(f"note: {answer['unbuilt']}\n")
 
 
 def _unconnected(client: GatewayClient, server: str) -> str | None:

@@ -685,28 +685,37 @@ def note_unavailable_servers(
         # a server's error is what it sent: shown, not obeyed
         write_shown(f"toolscript: warning: {said}\n", sys.stderr)
         sys.stderr.flush()
-    edit = unserved_edit(url)
-    if edit is not None and edit not in _NOTED:
-        _NOTED.add(edit)
+    for note in unserved_notes(url):
+        if note in _NOTED:
+            continue
+        _NOTED.add(note)
         from toolscript.store.outputs import write_shown
 
-        write_shown(f"toolscript: note: {edit}\n", sys.stderr)
+        write_shown(f"toolscript: note: {note}\n", sys.stderr)
         sys.stderr.flush()
 
 
-def unserved_edit(url: str) -> str | None:
-    """Why the gateway serves the config as it was before its last edit (a `git pull` not
-    trusted yet, an edit that does not load), else None: a server the edit added is then
-    no member of `tools`, and Deno says only that."""
+def unserved_notes(url: str) -> list[str]:
+    """Why the types a run was checked against may lack what the script names: the
+    gateway serves the config as it was before its last edit (a `git pull` not trusted
+    yet, an edit that does not load), or a changed tool list's build waits for another
+    process's build of the cache (a `doit` by hand). Deno says only that a member of
+    `tools` does not exist."""
     body = gateway_request(url, "/health", 10)
     health = json.loads(body) if body else {}
-    error = (health.get("config") or {}).get("error") if isinstance(health, dict) else None
-    if not error:
-        return None
-    return (
-        "the config's last edit is not served, so the gateway serves the previous one "
-        f"(a server the edit adds is not in `tools`): {error}"
-    )
+    if not isinstance(health, dict):
+        return []
+    notes = []
+    error = (health.get("config") or {}).get("error")
+    if error:
+        notes.append(
+            "the config's last edit is not served, so the gateway serves the previous one "
+            f"(a server the edit adds is not in `tools`): {error}"
+        )
+    unbuilt = (health.get("types") or {}).get("unbuilt")
+    if isinstance(unbuilt, str) and unbuilt:
+        notes.append(f"the run was checked against the types served: {unbuilt}")
+    return notes
 
 
 def unavailable_servers(

@@ -30,7 +30,7 @@ from toolscript.gateway.bodies import (
     RunRequest,
     ScriptToSave,
 )
-from toolscript.gateway.core import SEPARATOR, Gateway, split_tool_name
+from toolscript.gateway.core import LISTED_CHANGE_WAIT, SEPARATOR, Gateway, split_tool_name
 from toolscript.gateway.guard import AGENT, CREDENTIAL_SCOPE_KEY, RUN_SCOPE_KEY, agent_refused
 from toolscript.gateway.results import RESULT_HEADER
 from toolscript.gateway.toolcall import call_tool_bytes, requested_tool, unless_disconnected
@@ -537,6 +537,8 @@ class DiscoveryController(Controller):
         ``split=false`` ranks the request whole; ``kind``: resource, prompt, or all (tools, then the others)."""
         check_query_length(q)
         if server is not None:
+            with anyio.move_on_after(LISTED_CHANGE_WAIT):  # (an edit adding it, saved now)
+                await gateway.edits_applied()
             gateway.upstream(server)
         if mode not in MODES:
             raise UsageError(f"unknown search mode {mode!r}; one of {', '.join(MODES)}")
@@ -544,6 +546,8 @@ class DiscoveryController(Controller):
             raise UsageError(f"unknown kind {kind!r}; one of {', '.join(offerings.KINDS)}")
         limit = max(1, min(limit, 100))
         gateway.search_wanted()
+        if server is not None:  # one a config edit added a moment ago, still connecting
+            await gateway.connecting_waited(server)
         # a server the config watch added, connected (list-servers says so) and its build
         # under way: searched now, its tools were not found yet
         unbuilt = await gateway.listed_changes_built()

@@ -165,6 +165,10 @@ EMBEDDING_NOTE = (
     "a tool list changed and its tools are being embedded for search: tools it adds are"
     " found once that ends"
 )
+BUILD_HELD_NOTE = (
+    "a tool list changed and its build waits for another build of the cache (a `doit`?):"
+    " tools it adds are not {what} until that ends"
+)
 BUILD_HELD_POLL = 0.05  # seconds between looks at whether a build waits for another's lock
 
 
@@ -415,6 +419,10 @@ class Gateway:
         self._stopping_task: asyncio.Task[None] | None = None
         self._processes_stopped: anyio.Event | None = None  # (stop_processes under way)
         self._pipeline_lock = anyio.Lock()
+        # One embedding of tools at a time; it embeds outside the pipeline's lock, so a build
+        # of a tool list that changed meanwhile does not wait for it (only the index task's
+        # record and the switch of search's tools and vectors take the pipeline's lock).
+        self._embedding_lock = anyio.Lock()
         # set when it stops: a build waiting for the lock another process's build holds ends
         self._stop_building = threading.Event()
         early = early if early is not None else {}
@@ -993,12 +1001,36 @@ class Gateway:
         return_free_memory()  # what the build parsed and dropped (tool lists, fragments)
         return result
 
-    def _embed_unindexed(self) -> None:
-        """Embed the tools the last build listed (the index task, only those missing from the
-        store) and search them from then on."""
-        documents, self._unindexed = self._unindexed, None
-        if documents is None:
-            return
+    async def _embed_unindexed(self) -> None:
+        """Embed the tools the last build listed and search them from then on: embedded
+        outside the pipeline's lock (a build of a tool list changed meanwhile goes on, and
+        takes over: its tools are embedded next, these stay stored), then the index task
+        (what is missing from the store: none, or what could not be stored) and the switch
+        under it, so tools and vectors change together."""
+        async with self._embedding_lock:
+            documents = self._unindexed
+            if documents is None:  # (embedded by the embedding of a build before)
+                return
+            self.embedding = True
+            try:
+                tools = [d for d in documents if d.kind == "tool"]
+                await anyio.to_thread.run_sync(self._embed_missing, tools)
+                async with self._pipeline_lock:
+                    if self._unindexed is not documents:  # a later build's tools: its turn
+                        return
+                    self._unindexed = None
+                    await anyio.to_thread.run_sync(self._index_and_switch, documents)
+            except BuildStopped:
+                log.info("search: not embedded (stopping while another build held the cache)")
+            except Exception:  # never fatal: search goes on with the tools it has
+                if self._stop_building.is_set():  # (the worker stopped with the gateway)
+                    log.info("search: not embedded (the gateway stops)")
+                else:
+                    log.exception("search: embedding the tools a build listed failed")
+            finally:
+                self.embedding = False
+
+    def _index_and_switch(self, documents: list[ToolDocument]) -> None:
         self._run_index_task([d for d in documents if d.kind == "tool"])
         self.search.set_documents(documents)  # (what it could not store is embedded there)
 
@@ -1024,8 +1056,14 @@ class Gateway:
                 await anyio.to_thread.run_sync(self.search.embedder.load, abandon_on_cancel=True)
                 self.search.model_loaded()
                 await self.first_build.wait()  # (the worker started beside it: tools now)
-                async with self._pipeline_lock:
-                    await anyio.to_thread.run_sync(self._index_and_load, abandon_on_cancel=True)
+                async with self._embedding_lock:
+                    tools = self._search_tools()
+                    if tools is not None:  # embedded first, a build free to run meanwhile
+                        await anyio.to_thread.run_sync(
+                            self._embed_missing, tools, abandon_on_cancel=True
+                        )
+                    async with self._pipeline_lock:  # (what a build added: embedded there)
+                        await anyio.to_thread.run_sync(self._index_and_load, abandon_on_cancel=True)
             if scope.cancelled_caught:
                 return
         except SemanticUnavailable as exc:
@@ -1061,10 +1099,24 @@ class Gateway:
             stop=self._stop_building,
         )
 
+    def _search_tools(self) -> list[ToolDocument] | None:
+        """The tools search holds, which the last build made from the files the index task
+        reads (None when the gateway keeps no search index: the task reads the files)."""
+        if not self.search_index:
+            return None
+        return [d for d in self.search.documents if d.kind == "tool"]
+
+    def _embed_missing(self, tools: list[ToolDocument]) -> None:
+        """Embed and store the vectors of ``tools`` the store lacks, outside any build: the
+        index task run after it (under the pipeline's lock) finds them stored."""
+        from toolscript.search.engine import embed_missing
+
+        assert self.search.embedder is not None
+        embed_missing(tools, self.search.embedder, self.search.store)
+
     def _index_and_load(self) -> None:
         # The build (under the same lock) made these from the files the index task reads.
-        tools = [d for d in self.search.documents if d.kind == "tool"]
-        self._run_index_task(tools if self.search_index else None)
+        self._run_index_task(self._search_tools())
         self.search.load_vectors()
         return_free_memory()  # what the index task read and dropped (tool documents, vectors)
 
@@ -1073,19 +1125,46 @@ class Gateway:
         watch added and that connected, one removed; an edit it has not looked at yet),
         waiting up to ``wait`` seconds for the build under way: a run right after a tool file
         was added type-checked against the
-        module without it, while list-servers already said it was connected."""
+        module without it, while list-servers already said it was connected. A build that
+        waits for another process's (a ``doit`` by hand holding the cache's lock) is not
+        waited for: the run goes on with what is served (``health``'s ``types.unbuilt`` says
+        why a tool the change adds is missing), where each run waited the whole ``wait``."""
         with anyio.move_on_after(wait):
-            # A config (or tool file) saved since the watch last looked: applied first. The
-            # watch looks each second, and a run right after the edit (the face's execute
-            # of a script using a server just added) was checked against the module without it.
-            while self._edited_since_watched():
-                passed = self._watch_passed
-                self._look_now.set()
-                await passed.wait()
+            await self.edits_applied()
             wanted = self._listed_changes
-            while self._built_changes < wanted:
-                await self._changes_built.wait()
+            if self._built_changes < wanted:
+                async with anyio.create_task_group() as waiting:
+
+                    async def built() -> None:
+                        while self._built_changes < wanted:
+                            await self._changes_built.wait()
+                        waiting.cancel_scope.cancel()
+
+                    async def held() -> None:
+                        while not self.build_waits.is_set():
+                            await anyio.sleep(BUILD_HELD_POLL)
+                        waiting.cancel_scope.cancel()
+
+                    waiting.start_soon(built)
+                    waiting.start_soon(held)
         return self.artifacts.module_hash
+
+    async def edits_applied(self) -> None:
+        """A config (or tool file) saved since the watch last looked, applied: the watch looks
+        each second, and a run right after the edit (the face's execute of a script using a
+        server just added) was checked against the module without it, a search of that
+        server's tools said it was not found."""
+        while self._edited_since_watched():
+            passed = self._watch_passed
+            self._look_now.set()
+            await passed.wait()
+
+    def build_held_note(self) -> str | None:
+        """Why the served module lacks a changed tool list: its build waits for another
+        process's build of the cache; else None."""
+        if self.first_build.is_set() and not self.module_is_current() and self.build_waits.is_set():
+            return BUILD_HELD_NOTE.format(what="in the types")
+        return None
 
     async def listed_changes_built(self, wait: float = LISTED_CHANGE_WAIT) -> str | None:
         """For search and get-types: wait (up to ``wait`` seconds) for the build of a tool
@@ -1096,26 +1175,18 @@ class Gateway:
             return EMBEDDING_NOTE
         if not self.first_build.is_set() or self.module_is_current():
             return None
-        async with anyio.create_task_group() as waiting:
-
-            async def built() -> None:
-                await self.module_hash_built(wait)
-                waiting.cancel_scope.cancel()
-
-            async def held() -> None:
-                while not self.build_waits.is_set():
-                    await anyio.sleep(BUILD_HELD_POLL)
-                waiting.cancel_scope.cancel()
-
-            waiting.start_soon(built)
-            waiting.start_soon(held)
+        # Again while another change came meanwhile (a second server connecting after the
+        # first: the answer said the build was not done in 10 s, a moment after the edit).
+        deadline = anyio.current_time() + wait
+        while not self.module_is_current() and not self.build_waits.is_set():
+            left = deadline - anyio.current_time()
+            if left <= 0:
+                break
+            await self.module_hash_built(left)
         if self.module_is_current():
             return EMBEDDING_NOTE if self.embedding else None
         if self.build_waits.is_set():
-            return (
-                "a tool list changed and its build waits for another build of the cache (a"
-                " `doit`?): tools it adds are not searched until that ends"
-            )
+            return BUILD_HELD_NOTE.format(what="searched")
         return f"a tool list changed and its build was not done in {wait:.0f} s"
 
     def module_is_current(self) -> bool:
@@ -1191,12 +1262,11 @@ class Gateway:
                         self.artifacts.module_hash, self.artifacts.module, self.script_sources()
                     )
                 built()
-                if self._unindexed is not None:
-                    self.embedding = True
-                    try:
-                        await anyio.to_thread.run_sync(self._embed_unindexed)
-                    finally:
-                        self.embedding = False
+            if self._unindexed is not None:  # a task of its own: the next build need not wait
+                if self._tasks is not None:
+                    self._tasks.start_soon(self._embed_unindexed, name="embedding")
+                else:
+                    await self._embed_unindexed()
         except BuildStopped:  # it stops: another process's build held the cache meanwhile
             log.info("artifacts: not built (stopping while another build held the cache)")
             return
@@ -1562,6 +1632,23 @@ class Gateway:
             )
         return await self.make_call(qualified, arguments)
 
+    async def connecting_waited(self, server: str) -> None:
+        """Wait (up to ``ready_wait`` seconds) for a server still connecting with no tools
+        yet, started or restarted by a config edit a moment ago, as exec waits for a server
+        its script names: a call of it failed at once, 'still connecting' (an approved write
+        whose server the edit restarted while the person was asked), and a search of its
+        tools found none."""
+        upstream = self.upstreams.get(server)
+        if (
+            upstream is None
+            or upstream.tools
+            or upstream.error
+            or upstream.state not in (ServerState.CONNECTING, ServerState.RECONNECTING)
+        ):
+            return
+        with anyio.move_on_after(self.ready_wait):
+            await upstream.first_attempt_done.wait()
+
     async def make_call(
         self, qualified: str, arguments: Any, *, agents: bool = False
     ) -> tuple[str, Any]:
@@ -1573,6 +1660,7 @@ class Gateway:
         # what that config knew, not what the next one does.
         config = self.config
         server, tool_name = split_tool_name(qualified)
+        await self.connecting_waited(server)  # (restarted by an edit while it was approved)
         upstream, tool = self.tool(server, tool_name)
         self.validate(server, tool, arguments)
         result = await upstream.call_tool(tool_name, arguments)
@@ -1646,7 +1734,11 @@ class Gateway:
                 "left_out": list(self.config.left_out),  # tool files not loaded, with why
             },
             "toolscript": {"version": __version__, "build": code_build()},
-            "types": {"hash": self.artifacts.module_hash, "warnings": self.artifacts.warnings},
+            "types": {
+                "hash": self.artifacts.module_hash,
+                "warnings": self.artifacts.warnings,
+                "unbuilt": self.build_held_note(),
+            },
             "packages": {
                 "offered": [p["specifier"] for p in self.artifacts.packages],
                 "error": self.artifacts.packages_error,

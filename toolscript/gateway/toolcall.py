@@ -117,6 +117,7 @@ async def _call_tool_bytes(
                 errors=[{"path": "/", "message": "expected an object"}],
             )
         await gateway.start_deferred(name.partition(SEPARATOR)[0])  # exec's gateway: --needs
+        await gateway.connecting_waited(name.partition(SEPARATOR)[0])
         name = gateway.spelled_tool(name)
         if run_id is not None:
             run = gateway.runs.get(run_id)

@@ -63,7 +63,11 @@ from toolscript.upstream.limits import (
     form_refused,
 )
 from toolscript.upstream.sdk import TransportStreams
-from toolscript.upstream.tolerant import repair_call_result, repair_listing
+from toolscript.upstream.tolerant import (
+    CAPABILITIES_REPAIRED,
+    repair_call_result,
+    repair_listing,
+)
 
 __all__ = ["ServerState", "UpstreamServer", "telling_line", "windows_shell_hint"]
 
@@ -109,6 +113,7 @@ def telling_line(tail: list[str]) -> str:
 
 
 RAW_ID_PREFIX = "toolscript-"
+METHOD_NOT_FOUND = -32601  # JSON-RPC's code for a method a server does not have
 MAX_BACKOFF = 60.0
 # A connection that stayed up this long before it was lost starts the backoff again at 1 s:
 # a server that crashes now and then, hours apart, is not waited for a minute each time.
@@ -204,6 +209,9 @@ class UpstreamServer:
         self.warnings: list[str] = []  # what this server sent that bends the spec, each once
         self._warned: set[str] = set()
         self._tools_seen: set[str] = set()  # every tool name of the listing, filtered or not
+        # Its initialize held no capabilities object (repaired): what it offers besides tools
+        # is not known, so prompts and resources are asked for, and served where they answer.
+        self._undeclared = False
         # what the last listing's policy check said (rules naming none of its tools), and of
         # which names: withdrawn from the warnings once a later listing has the tool
         self._rules_said: tuple[frozenset[str], list[str]] = (frozenset(), [])
@@ -278,6 +286,7 @@ class UpstreamServer:
         self._unauthorized = False
         self._refused = None
         self._repairs.clear()
+        self._undeclared = False
         self._rates = (
             None
             if self.config.transport == "stdio"
@@ -535,19 +544,29 @@ class UpstreamServer:
         self._tools_seen.add(name)
         return self.config.allows_tool(name)
 
+    def _declares(self, session: ClientSession, capability: str) -> bool:
+        """Whether the server declared ``capability`` (``prompts``, ``resources``)."""
+        declared = session.server_capabilities
+        return declared is not None and getattr(declared, capability, None) is not None
+
     async def _list_offered(self, session: ClientSession) -> dict[str, list[dict[str, Any]]]:
         """Its prompts and resource templates; a kind whose capability the server does not
-        declare, or whose listing fails, is none (a warning says which failed, once)."""
+        declare, or whose listing fails, is none (a warning says which failed, once). A
+        server whose initialize held no capabilities is asked anyway: a kind it answers is
+        served (a warning says so, once), one it refuses is none, quietly."""
         offered: dict[str, list[dict[str, Any]]] = {}
-        declared = session.server_capabilities
         for kind, (method, capability) in OFFERED_LISTS.items():
             offered[kind] = []
-            if declared is None or getattr(declared, capability, None) is None:
+            declared = self._declares(session, capability)
+            if not declared and not self._undeclared:
                 continue
             try:
                 with anyio.fail_after(OFFERED_LIST_TIMEOUT):
                     listed = await self._pages(session, method, None)
             except Exception as exc:
+                if not declared:  # never said it offers them: a refusal is an answer
+                    log.debug("%s: %s not answered: %s", self.name, method, _describe(exc))
+                    continue
                 why = (
                     f"no answer in {OFFERED_LIST_TIMEOUT:.0f} s"
                     if isinstance(exc, TimeoutError)
@@ -556,6 +575,12 @@ class UpstreamServer:
                 self._warn(f"{method} failed, so scripts see no {kind} typed: {why}")
                 continue
             offered[kind] = [item for item in listed.get(kind) or [] if isinstance(item, dict)]
+            if not declared and f"undeclared {capability}" not in self._warned:
+                self._warned.add(f"undeclared {capability}")
+                self._warn(
+                    f"its initialize declared no capabilities, yet it answers {method}: its"
+                    f" {capability} are served"
+                )
         return offered
 
     async def _offered_listing(self, session: ClientSession) -> None:
@@ -738,6 +763,10 @@ class UpstreamServer:
             repaired, problems = repair_listing(method, bounded)
             for problem in problems:
                 self._warn(problem)
+            if method == "initialize" and any(
+                problem.startswith(CAPABILITIES_REPAIRED) for problem in problems
+            ):
+                self._undeclared = True
             changed = bool(problems) or bounded is not message.result
         if changed:
             item.message = message.model_copy(update={"result": repaired})
@@ -1104,12 +1133,13 @@ class UpstreamServer:
         if sent:
             self._note_sent(sent)
         capability = method.partition("/")[0]
-        declared = session.server_capabilities
-        if declared is None or getattr(declared, capability, None) is None:
-            raise NotFoundError(
-                f"server {self.name!r} offers no {capability}",
-                hint="`toolscript list-servers` shows what each server offers",
-            )
+        declared = self._declares(session, capability)
+        offers_none = NotFoundError(
+            f"server {self.name!r} offers no {capability}",
+            hint="`toolscript list-servers` shows what each server offers",
+        )
+        if not declared and not self._undeclared:
+            raise offers_none
         try:
             with anyio.fail_after(self.config.timeout), self._under_way(sent):
                 return await self._pages(session, method, params)
@@ -1120,6 +1150,9 @@ class UpstreamServer:
         except Exception as exc:
             if self._lost.is_set() or self._session is not session:
                 raise self._went_away(method, exc) from exc
+            refused = getattr(getattr(exc, "error", None), "code", None) == METHOD_NOT_FOUND
+            if not declared and refused:  # (its initialize declared nothing: it has none)
+                raise offers_none from exc
             lists = {"resources/read": "list-resources", "prompts/get": "list-prompts"}
             raise UpstreamError(
                 f"{self.name}: {method} failed: {self._said(_describe(exc), sent)}",

@@ -23,6 +23,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 __all__ = [
     "ANY_ARGUMENTS",
+    "CAPABILITIES_REPAIRED",
     "repair_call_result",
     "repair_initialize",
     "repair_listing",
@@ -30,6 +31,8 @@ __all__ = [
 ]
 
 ANY_ARGUMENTS: dict[str, Any] = {"type": "object", "additionalProperties": True}
+# How the warning of an initialize whose capabilities were missing (or no object) begins.
+CAPABILITIES_REPAIRED = "initialize: capabilities"
 
 _CONTENT_TYPES = {"text", "image", "audio", "resource", "resource_link"}
 
@@ -145,7 +148,10 @@ def repair_initialize(result: Any) -> tuple[Any, list[str]]:
     if not isinstance(repaired.get("capabilities"), dict):
         what = "missing" if "capabilities" not in repaired else "not an object"
         repaired["capabilities"] = {}
-        problems.append(f"initialize: capabilities {what}; served as none declared")
+        problems.append(
+            f"{CAPABILITIES_REPAIRED} {what}; its prompts and resources are asked for, and"
+            " served where it answers"
+        )
     info = repaired.get("serverInfo")
     info = dict(info) if isinstance(info, dict) else {}
     for field, stand_in in (("name", "unnamed"), ("version", "unknown")):
