@@ -11,7 +11,7 @@ import typer
 from toolscript.cli.options import ConfigOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
 from toolscript.config import load_config
-from toolscript.errors import ConfigError, UsageError
+from toolscript.errors import ConfigError, ToolscriptError, UsageError
 
 __all__ = ["auth_command"]
 
@@ -84,6 +84,8 @@ def auth_command(
         )
     if server is None:
         raise UsageError("name a server to sign in to", hint="toolscript auth SERVER, or --list")
+    if logout and _forget_kept(server, config, as_json):
+        return
     configured = load_config(config, require_trust=True).server(server)
     if configured.unset:
         # Expanded as "" the URL (or its client secret) is another: never signed in to.
@@ -127,6 +129,37 @@ def auth_command(
         done.to_dict() if done else {"server": server, "signed_in": True},
         f"signed in to {server}{until}",
     )
+
+
+def _forget_kept(name: str, config: str | None, as_json: bool) -> bool:
+    """Sign out of a kept sign-in that ``auth --list`` shows but the config does not reach
+    (its server taken out of the config, its URL changed, the project gone or not trusted),
+    named as listed: by its server name, when one alone has it, or by its URL. Its refresh
+    token stayed usable on disk, and nothing but deleting a hashed file removed it. False
+    when the config is left to decide (it names ``name``, or nothing kept matches)."""
+    from toolscript.store import tokens
+
+    kept = [s for s in tokens.signed_in() if name in (s.server, s.url)]
+    if not kept:
+        return False
+    try:
+        if load_config(config, require_trust=True).server(name):
+            return False  # the configured server's URL: its own sign-in
+    except ToolscriptError:  # no such server here, or no config usable: the kept ones decide
+        pass
+    if len(kept) > 1:
+        raise UsageError(
+            f"{len(kept)} sign-ins are kept for a server named {name!r}",
+            hint="name the one to forget by its URL: toolscript auth --logout URL "
+            "(--list shows each)",
+        )
+    tokens.forget(kept[0].url)
+    _say(
+        as_json,
+        {"server": kept[0].server, "url": kept[0].url, "signed_in": False},
+        f"signed out of {kept[0].server} ({kept[0].url})",
+    )
+    return True
 
 
 def _when(stamp: float | None) -> str:

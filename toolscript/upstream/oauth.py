@@ -18,7 +18,7 @@ import hmac
 import logging
 import threading
 import webbrowser
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -28,6 +28,7 @@ from toolscript.store.outputs import visible_controls
 from toolscript.store.tokens import PendingSignIn, TokenStore
 
 if TYPE_CHECKING:
+    import httpx2
     from mcp.client.auth import OAuthClientProvider
     from mcp.shared.auth import AuthorizationCodeResult
 
@@ -319,7 +320,7 @@ def gateway_auth(
         if on_sign_in_needed is not None:
             on_sign_in_needed()
         raise SignInNeeded(
-            f"{server.name} needs a sign-in (its kept sign-in expired or was revoked)",
+            f"{server.name} needs a sign-in (its kept sign-in expired, was revoked or signed out)",
             hint=f"run `{sign_in_command(server.name)}`",
         )
 
@@ -352,6 +353,31 @@ def _provider_class() -> type[OAuthClientProvider]:
     from mcp.client.auth import OAuthClientProvider
 
     class KeptTokensProvider(OAuthClientProvider):
+        async def async_auth_flow(
+            self, request: httpx2.Request
+        ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+            """The SDK's flow, once the tokens it holds are still the kept sign-in's: after
+            ``auth --logout`` a running gateway went on calling with them, refreshed them and
+            wrote them back (listed again, used at every later start); after a new sign-in it
+            refreshed the old one over it."""
+            storage = self.context.storage
+            if self._initialized and isinstance(storage, TokenStore) and storage.sign_in_changed():
+                self._initialized = False  # the SDK reads the kept sign-in again
+                if not storage.has_tokens():  # signed out: no token is sent, none registered
+                    self.context.clear_tokens()
+                    assert self.context.redirect_handler is not None
+                    await self.context.redirect_handler("")  # the gateway's: SignInNeeded
+            flow = super().async_auth_flow(request)
+            try:
+                outgoing = await flow.__anext__()
+                while True:
+                    response = yield outgoing
+                    outgoing = await flow.asend(response)
+            except StopAsyncIteration:
+                return
+            finally:
+                await flow.aclose()
+
         async def _initialize(self) -> None:
             await super()._initialize()
             context = self.context
