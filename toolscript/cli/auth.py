@@ -10,7 +10,7 @@ import typer
 
 from toolscript.cli.options import ConfigOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
-from toolscript.config import load_config
+from toolscript.config import cleartext_host, load_config
 from toolscript.errors import ConfigError, ToolscriptError, UsageError
 
 __all__ = ["auth_command"]
@@ -115,6 +115,13 @@ def auth_command(
     import anyio
 
     from toolscript.upstream.oauth import sign_in
+
+    host = cleartext_host(configured.url)
+    if host:
+        sys.stderr.write(
+            f"warning: {server}'s URL is http://, not https://: its tokens go to {host} "
+            "unencrypted, readable on the network between\n"
+        )
 
     def announce(text: str) -> None:
         sys.stderr.write(text + "\n")
