@@ -33,6 +33,7 @@ Held, checked here for real (one gateway under umask 000, a stdio server handed 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import http.server
 import json
@@ -47,6 +48,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 import psutil
 import pytest
@@ -378,6 +380,9 @@ def test_a_sign_in_signed_out_while_a_gateway_runs_is_neither_used_nor_kept(
         config: dict[str, Any] = json.loads((directory / ".toolscript.json").read_text())
         signed = toolscript_cli("auth", "secure", cwd=directory, env=env, timeout=60)
         assert signed.returncode == 0, signed.stderr
+        (kept,) = kept_files(env)  # where its refreshes go (the test before this one)
+        found = json.loads(kept.read_text())["authorization_server"]
+        assert found["token_endpoint"] == server.base + "/token"
         gateway = GatewayProcess(config, directory, env=env)
         try:
             _wait_for_state(gateway, "connected", 60)
@@ -400,3 +405,98 @@ def test_a_sign_in_signed_out_while_a_gateway_runs_is_neither_used_nor_kept(
             assert gateway.stop() == []
     finally:
         server.stop()
+
+
+class TokenEndpoint(Recorder):
+    """An authorization server's token endpoint on a host of its own: it keeps each form it
+    is sent and answers with fresh tokens."""
+
+    def __init__(self) -> None:
+        self.headers = []
+        self.forms: list[dict[str, list[str]]] = []
+        endpoint = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                endpoint.forms.append(parse_qs(self.rfile.read(length).decode()))
+                body = json.dumps(
+                    {
+                        "access_token": "access-two",
+                        "token_type": "Bearer",
+                        "expires_in": 3600,
+                        "refresh_token": "refresh-two",
+                    }
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self.port = self._server.server_address[1]
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+
+def test_a_kept_sign_in_is_refreshed_at_its_authorization_server_not_the_mcp_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK refreshes at the authorization server's token endpoint only when it has its
+    metadata, which it learns at a 401: a gateway holding kept tokens had none, so each
+    refresh went to the MCP server's own origin (``/token``) with the refresh token and the
+    client secret, and failed where the authorization server is another host (the tokens
+    were dropped, the calls went unauthenticated). The sign-in keeps the metadata it found
+    (a real ``toolscript auth`` does: the test before) and the gateway refreshes there."""
+    from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+
+    from toolscript.store.tokens import PendingSignIn, TokenStore
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("TOOLSCRIPT_HOME", str(home))
+    monkeypatch.setenv("TOOLSCRIPT_KEYRING", "0")
+    issuer = TokenEndpoint()
+    port = free_port()
+    url = f"http://localhost:{port}/mcp"  # the MCP server: another origin than the issuer's
+    pending = PendingSignIn(
+        OAuthClientInformationFull(
+            client_id="toolscript-app",
+            client_secret="client-secret-Zk3",
+            redirect_uris=["http://127.0.0.1:1/callback"],  # type: ignore[list-item]
+            token_endpoint_auth_method="client_secret_post",
+        )
+    )
+    base = f"http://127.0.0.1:{issuer.port}"
+    pending.authorization_server = {
+        "issuer": base,
+        "authorization_endpoint": f"{base}/authorize",
+        "token_endpoint": f"{base}/token",
+    }
+    pending.tokens = OAuthToken(
+        access_token="access-one", expires_in=60, refresh_token="refresh-one"
+    )
+    pending.received_at = time.time() - 3600  # expired an hour ago
+    TokenStore(url, "split").keep(pending)
+    try:
+        with background_server(
+            [sys.executable, str(FIXTURE_SERVER), "streamable-http", str(port)], port
+        ):
+            config = {"mcpServers": {"split": {"url": url}}, "search": {"semantic": False}}
+            gateway = GatewayProcess(
+                config, tmp_path, env={"TOOLSCRIPT_HOME": str(home), "TOOLSCRIPT_KEYRING": "0"}
+            )
+            try:
+                gateway.wait_for_health(
+                    lambda h: h["servers"]["split"]["state"] == "connected", 60, "split connected"
+                )
+                assert [form.get("refresh_token") for form in issuer.forms] == [["refresh-one"]]
+                assert issuer.forms[0].get("client_secret") == ["client-secret-Zk3"]
+                kept = asyncio.run(TokenStore(url, "split").get_tokens())
+                assert kept is not None and kept.refresh_token == "refresh-two"
+            finally:
+                assert gateway.stop() == []
+    finally:
+        issuer.close()

@@ -177,6 +177,12 @@ class TokenStore:
         _put_tokens(data, tokens)
         self._write(data)
 
+    def authorization_server(self) -> dict[str, Any] | None:
+        """The authorization server's metadata the sign-in found (None for a sign-in kept
+        before it was kept)."""
+        found = self._file().get("authorization_server")
+        return found if isinstance(found, dict) else None
+
     def client_info(self) -> OAuthClientInformationFull | None:
         """The client registered for toolscript (by the SDK, or from the config)."""
         from mcp.shared.auth import OAuthClientInformationFull
@@ -197,6 +203,8 @@ class TokenStore:
     def keep(self, signed: PendingSignIn) -> None:
         """A sign-in that succeeded replaces whatever was kept for this server."""
         data: dict[str, Any] = {"signed_in_at": time.time()}
+        if signed.authorization_server is not None:
+            data["authorization_server"] = signed.authorization_server
         if signed.client is not None:
             data["client"] = signed.client.model_dump(mode="json", exclude_none=True)
         assert signed.tokens is not None
@@ -211,6 +219,9 @@ class PendingSignIn:
     def __init__(self, client: OAuthClientInformationFull | None) -> None:
         self.client = client  # an app registered by hand; else the SDK registers one
         self.tokens: OAuthToken | None = None
+        # The authorization server's metadata the sign-in found (its token endpoint): no
+        # secret, kept so that a refresh goes where the tokens came from.
+        self.authorization_server: dict[str, Any] | None = None
         # When they came: their life counts from then, not from when the sign-in is kept
         # (after a session was opened and closed with them, seconds later under load).
         self.received_at: float | None = None

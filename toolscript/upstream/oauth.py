@@ -256,6 +256,9 @@ async def sign_in(
         raise _failure(server, _innermost(exc)) from None
     finally:
         loopback.close()
+    found = provider.context.oauth_metadata
+    if found is not None:
+        pending.authorization_server = found.model_dump(mode="json", exclude_none=True)
     if pending.tokens is None:
         raise SignInFailed(
             f"{server.name} answered without asking for a sign-in: it needs none",
@@ -344,6 +347,12 @@ def gateway_auth(
     )
 
 
+def _metadata(kept: dict[str, Any]) -> Any:
+    from mcp.shared.auth import OAuthMetadata
+
+    return OAuthMetadata.model_validate(kept)
+
+
 def _provider_class() -> type[OAuthClientProvider]:
     """The SDK's provider, but one that knows when kept tokens expire. The SDK (2.3) loads
     stored tokens without their expiry, so it never refreshed them: the first request after
@@ -395,5 +404,13 @@ def _provider_class() -> type[OAuthClientProvider]:
             tokens = context.current_tokens
             if tokens is not None and tokens.expires_in is not None:
                 context.update_token_expiry(tokens)
+            storage = context.storage
+            if context.oauth_metadata is None and isinstance(storage, TokenStore):
+                # Without it the SDK refreshes at the MCP server's own origin (``/token``):
+                # where the authorization server is another host, each refresh sent the
+                # refresh token (and a client secret) to the MCP server, and failed.
+                kept = storage.authorization_server()
+                with contextlib.suppress(ValueError):
+                    context.oauth_metadata = _metadata(kept) if kept else None
 
     return KeptTokensProvider
