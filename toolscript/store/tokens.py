@@ -282,6 +282,9 @@ def forget(url: str) -> bool:
     if keyring is not None:
         with contextlib.suppress(Exception):  # nothing kept there, or a keyring that refuses
             keyring.delete_password(KEYRING_SERVICE, url)
+    for partial in path.parent.glob(f"{path.name}.*.tmp"):  # a write cut short by a full disk
+        with contextlib.suppress(OSError):
+            partial.unlink()
     try:
         path.unlink()
     except FileNotFoundError:
