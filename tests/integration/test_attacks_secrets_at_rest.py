@@ -500,3 +500,18 @@ def test_a_kept_sign_in_is_refreshed_at_its_authorization_server_not_the_mcp_ser
                 assert gateway.stop() == []
     finally:
         issuer.close()
+
+
+def test_a_url_file_a_gateway_start_makes_is_its_users_alone(tmp_path: Path) -> None:
+    """``start_gateway(url_file=...)`` (the hook's detached gateway) writes the gateway's own
+    URL, its token in it: a file it makes is 0600 whatever the umask (it was the umask's)."""
+    from toolscript.gateway.launch import start_gateway
+
+    url_file = tmp_path / "session.url"
+    before = os.umask(0)
+    try:
+        # a gateway that cannot start (no such option): the file is made all the same
+        start_gateway("--no-such-option", url_file=url_file, wait=30).stop(10)
+    finally:
+        os.umask(before)
+    assert stat.S_IMODE(url_file.stat().st_mode) == 0o600
