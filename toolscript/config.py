@@ -55,6 +55,7 @@ __all__ = [
     "load_config",
     "parse_config",
     "read_config_file",
+    "this_machine",
     "unencrypted",
 ]
 
@@ -790,12 +791,12 @@ def cleartext_host(url: str) -> str | None:
         parts = urlsplit(url.strip())
     except ValueError:
         return None
-    if parts.scheme.lower() != "http" or _loopback(parts.hostname or ""):
+    if parts.scheme.lower() != "http" or this_machine(parts.hostname or ""):
         return None
     return parts.hostname or None
 
 
-def _loopback(host: str) -> bool:
+def this_machine(host: str) -> bool:
     """Whether ``host`` names this machine (``localhost``, 127.0.0.0/8, ``::1``, and
     ``0.0.0.0``, which a connection takes for this machine)."""
     import ipaddress

@@ -25,6 +25,8 @@ Held, checked here for real (one gateway under umask 000, a stdio server handed 
   sandbox's is the run's URL (a run token, not the gateway's);
 - an HTTP server that redirects (307) to another host: the gateway follows no redirect off
   the server's origin, so that host never gets the configured header (nor any request);
+- fixed: with HTTP_PROXY set (and no NO_PROXY), a server on this machine was reached through
+  the proxy, which was sent its headers and tokens in the clear; it is reached directly;
 - a URL holding ``user:${PASSWORD}@`` shows the password nowhere (health, list-servers, the
   gateway's log), its connection failing or not;
 - the OAuth sign-in's ``state`` is checked, PKCE used, the loopback listener on 127.0.0.1
@@ -132,10 +134,15 @@ class Redirector(Recorder):
 
 class World:
     def __init__(
-        self, gateway: GatewayProcess, home: Path, other_host: Recorder, redirect: Recorder
+        self,
+        gateway: GatewayProcess,
+        home: Path,
+        other_host: Recorder,
+        redirect: Recorder,
+        proxy: Recorder,
     ) -> None:
         self.gateway, self.home = gateway, home
-        self.other_host, self.redirect = other_host, redirect
+        self.other_host, self.redirect, self.proxy = other_host, redirect, proxy
 
     @property
     def token(self) -> str:
@@ -149,6 +156,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     directory.mkdir()
     web_port = free_port()
     other_host = Recorder()
+    proxy = Recorder()  # the user's HTTP_PROXY: another machine's, in a real shell
     # localhost is another origin than 127.0.0.1 (a host of its own name, another port)
     redirect = Redirector(f"http://localhost:{other_host.port}/mcp")
     config = {
@@ -175,6 +183,10 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         "FX_TOKEN": FX_TOKEN,
         "MY_API_KEY": API_KEY,
         "SVC_PASSWORD": PASSWORD,
+        "HTTP_PROXY": f"http://127.0.0.1:{proxy.port}",
+        "http_proxy": f"http://127.0.0.1:{proxy.port}",
+        "NO_PROXY": "",
+        "no_proxy": "",
     }
     before = os.umask(0)  # the most permissive a user may have: modes come from toolscript
     try:
@@ -191,13 +203,14 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
                     60,
                     "fx and web connected, moved tried",
                 )
-                yield World(gateway, home, other_host, redirect)
+                yield World(gateway, home, other_host, redirect, proxy)
             finally:
                 gateway.stop()
     finally:
         os.umask(before)
         redirect.close()
         other_host.close()
+        proxy.close()
 
 
 def _no_secret_in_files(*folders: Path) -> None:
@@ -319,6 +332,9 @@ def test_a_redirect_to_another_host_gets_no_header_and_a_urls_password_shows_now
     assert moved["state"] != "connected"
     assert world.redirect.headers and world.redirect.headers[0].get("X-Api-Key") == API_KEY
     assert world.other_host.headers == []  # the other host was never asked
+    # servers on this machine are reached directly, whatever HTTP_PROXY says: the proxy was
+    # sent their headers in the clear (and asked its own 127.0.0.1)
+    assert world.proxy.headers == []
     listed = gateway_cli(gateway, "list-servers", "--json")
     health = gateway.client.get("health").text
     for text in (listed.stdout, listed.stderr, health, gateway.log):

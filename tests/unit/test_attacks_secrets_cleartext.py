@@ -80,3 +80,33 @@ def test_trust_and_auth_say_it_where_the_person_decides(
         "warning: open's URL is http://, not https://: its tokens go to docs.example.com "
         "unencrypted" in signing.stderr
     )
+
+
+def test_a_server_on_this_machine_is_never_reached_through_the_proxy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With HTTP_PROXY set and no NO_PROXY (a corporate shell), a server on 127.0.0.1 was
+    reached through the proxy: another machine was sent its headers and OAuth tokens in the
+    clear, and asked its own 127.0.0.1. This machine's addresses go direct (as the CLI's
+    client of the gateway does); any other host through the proxy."""
+    import httpx2
+
+    from toolscript.upstream.sdk import create_mcp_http_client
+
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.setenv(name, "http://proxy.corp.example:3128")
+    client = create_mcp_http_client(headers={"X-Api-Key": "k"})
+    here = [
+        "http://127.0.0.1:3000/mcp",
+        "http://127.8.0.1/mcp",
+        "http://localhost:3000/mcp",
+        "http://api.localhost/mcp",
+        "http://[::1]:3000/mcp",
+        "http://0.0.0.0:3000/mcp",
+    ]
+    for url in here:
+        assert client._transport_for_url(httpx2.URL(url)) is client._transport, url
+    for url in ("http://api.example.com/mcp", "https://localhost.example.com/mcp"):
+        assert client._transport_for_url(httpx2.URL(url)) is not client._transport, url
