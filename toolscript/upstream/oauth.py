@@ -166,8 +166,15 @@ async def _session(server: ServerConfig, auth: Any) -> AsyncIterator[Any]:
         if server.transport == "sse":
             from mcp.client.sse import sse_client
 
+            # toolscript's client, as the gateway's: a server on this machine directly
+            # (never through a proxy), every answer bounded
             streams = await stack.enter_async_context(
-                sse_client(server.url, headers=dict(server.headers), auth=auth)
+                sse_client(
+                    server.url,
+                    headers=dict(server.headers),
+                    auth=auth,
+                    httpx_client_factory=create_mcp_http_client,
+                )
             )
         else:
             from mcp.client.streamable_http import streamable_http_client
