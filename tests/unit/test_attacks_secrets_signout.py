@@ -82,3 +82,16 @@ def test_a_server_taken_out_of_the_config_can_be_signed_out(
     assert [s.url for s in tokens.signed_in()] == ["http://127.0.0.1:9/other"]
     unknown = runner.invoke(app, ["auth", "--logout", "never"])
     assert unknown.exit_code != 0 and "never" in str(unknown.exception)
+
+
+def test_a_kept_sign_ins_url_shows_no_password_it_holds(home: Path) -> None:
+    """A sign-in is kept under its URL expanded (``https://me:${PASSWORD}@host/mcp``, a
+    ``?api_key=${KEY}``): ``auth --list`` printed the values."""
+    url = "http://me:hunter2-horse@127.0.0.1:9/mcp?api_key=k-9f8e7d6c5b4a"
+    _sign_in(url, "keyed", "refresh-k")
+    runner = CliRunner()
+    for args in (["auth", "--list"], ["auth", "--list", "--json"]):
+        shown = runner.invoke(app, args)
+        assert shown.exit_code == 0, shown.output
+        assert "keyed" in shown.stdout and "127.0.0.1:9/mcp" in shown.stdout
+        assert "hunter2-horse" not in shown.stdout and "k-9f8e7d6c5b4a" not in shown.stdout

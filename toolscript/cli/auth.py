@@ -58,7 +58,7 @@ def auth_command(
     if show:
         kept = tokens.signed_in()
         if as_json:
-            print_json([sign_in.to_dict() for sign_in in kept])
+            print_json([sign_in.to_dict() | {"url": _shown(sign_in.url)} for sign_in in kept])
             return
         if not kept:
             sys.stderr.write("no server is signed in; sign in with: toolscript auth SERVER\n")
@@ -68,7 +68,7 @@ def auth_command(
             [
                 [
                     sign_in.server,
-                    sign_in.url,
+                    _shown(sign_in.url),
                     _when(sign_in.signed_in_at),
                     _when(sign_in.expires_at) if sign_in.expires_at else "no expiry",
                     "yes" if sign_in.refreshable else "no",
@@ -167,6 +167,14 @@ def _forget_kept(name: str, config: str | None, as_json: bool) -> bool:
         f"signed out of {kept[0].server} ({kept[0].url})",
     )
     return True
+
+
+def _shown(url: str) -> str:
+    """A kept sign-in's URL (expanded: a ``${VAR}`` in it holds its value) with a password
+    or a credential query parameter in it masked."""
+    from toolscript.plumbing.redact import embedded_secrets, redact
+
+    return redact(url, embedded_secrets(url))
 
 
 def _when(stamp: float | None) -> str:
