@@ -366,8 +366,14 @@ def test_a_gateway_killed_mid_run_leaves_no_secret_nor_partial_file(world: World
     gateway.process.send_signal(signal.SIGKILL)
     gateway.process.wait(10)
     _, alive = psutil.wait_procs(children, timeout=30)
+    left = []
     for leftover in alive:
+        try:
+            left.append(" ".join(argv(leftover))[:160])
+        except psutil.NoSuchProcess:
+            continue
         leftover.kill()
+    assert left == []  # its servers (a token in their environment) stopped with it
     _no_secret_in_files(world.home, gateway.directory)
     partial = [p for p in world.home.rglob("*.tmp")] + list(gateway.directory.rglob("*.tmp"))
     assert partial == []
