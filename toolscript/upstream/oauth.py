@@ -364,8 +364,9 @@ def _provider_class() -> type[OAuthClientProvider]:
     """The SDK's provider, but one that knows when kept tokens expire. The SDK (2.3) loads
     stored tokens without their expiry, so it never refreshed them: the first request after
     expiry got a 401 and started a whole new sign-in. Every expiry it counts is moved
-    ``EARLY_REFRESH`` ahead. (Private SDK pieces: ``_initialize`` and ``context``;
-    tests/test_oauth.py's refresh test fails if they change.)"""
+    ``EARLY_REFRESH`` ahead. (Private SDK pieces: ``_initialize``, ``_initialized`` and
+    ``context``; tests/test_oauth.py's refresh test and test_attacks_secrets_at_rest.py's
+    sign-out and refresh tests fail if they change.)"""
     from mcp.client.auth import OAuthClientProvider
 
     class KeptTokensProvider(OAuthClientProvider):
