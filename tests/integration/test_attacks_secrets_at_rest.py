@@ -12,6 +12,15 @@ Found and fixed (each test fails on the code before it):
   against it (tests/unit/test_attacks_secrets_doitdb.py; here, a real build's records).
 - Credentials sent over plain ``http://`` to another machine were said nowhere
   (tests/unit/test_attacks_secrets_cleartext.py).
+- With HTTP_PROXY set (and no NO_PROXY), a server on this machine was reached through the
+  proxy, which was sent its headers and tokens in the clear; it is reached directly.
+- A kept sign-in was refreshed at the MCP server's own origin (``/token``, refresh token and
+  client secret with it), never at its authorization server on another host.
+- A file ``start_gateway`` makes for its URL (the gateway's token in it) had the umask's mode.
+- Unit side only: a private write cut short by a full disk left part of a token
+  (test_attacks_secrets_partial.py); the hook's ``CLAUDE_ENV_FILE`` was made 0644
+  (test_attacks_secrets_envfile.py); a ``TOOLSCRIPT_HOME`` or trust file another user owns
+  was used (test_attacks_secrets_foreign.py); ``auth --list`` printed a password in a URL.
 
 Held, checked here for real (one gateway under umask 000, a stdio server handed a token in
 ``env``, an HTTP server a secret header):
@@ -25,10 +34,10 @@ Held, checked here for real (one gateway under umask 000, a stdio server handed 
   sandbox's is the run's URL (a run token, not the gateway's);
 - an HTTP server that redirects (307) to another host: the gateway follows no redirect off
   the server's origin, so that host never gets the configured header (nor any request);
-- fixed: with HTTP_PROXY set (and no NO_PROXY), a server on this machine was reached through
-  the proxy, which was sent its headers and tokens in the clear; it is reached directly;
 - a URL holding ``user:${PASSWORD}@`` shows the password nowhere (health, list-servers, the
-  gateway's log), its connection failing or not;
+  gateway's log), its connection failing or not; a server quoting the header back in its
+  HTTP error's reason (``HTTP 403 Key *** refused``) shows it masked (probed by hand);
+- a gateway killed with SIGKILL leaves none of its processes running;
 - the OAuth sign-in's ``state`` is checked, PKCE used, the loopback listener on 127.0.0.1
   only and closed after (tests/integration/test_oauth.py and the SDK's flow).
 """
