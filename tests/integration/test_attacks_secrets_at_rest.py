@@ -36,7 +36,7 @@ Held, checked here for real (one gateway under umask 000, a stdio server handed 
   the server's origin, so that host never gets the configured header (nor any request);
 - a URL holding ``user:${PASSWORD}@`` shows the password nowhere (health, list-servers, the
   gateway's log), its connection failing or not; a server quoting the header back in its
-  HTTP error's reason (``HTTP 403 Key *** refused``) shows it masked (probed by hand);
+  HTTP error's reason (``HTTP 403 Key *** refused``) shows it masked;
 - a gateway killed with SIGKILL leaves none of its processes running;
 - the OAuth sign-in's ``state`` is checked, PKCE used, the loopback listener on 127.0.0.1
   only and closed after (tests/integration/test_oauth.py and the SDK's flow).
@@ -141,6 +141,28 @@ class Redirector(Recorder):
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
 
 
+class Echoer(Recorder):
+    """A hostile endpoint: 403 with the header it was sent quoted in its reason phrase."""
+
+    def __init__(self) -> None:
+        self.headers = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                self.send_response(403, f"Key {self.headers.get('X-Api-Key')} refused")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_GET = do_POST = do_DELETE = _answer
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self.port = self._server.server_address[1]
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+
 class World:
     def __init__(
         self,
@@ -166,6 +188,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     web_port = free_port()
     other_host = Recorder()
     proxy = Recorder()  # the user's HTTP_PROXY: another machine's, in a real shell
+    echoer = Echoer()
     # localhost is another origin than 127.0.0.1 (a host of its own name, another port)
     redirect = Redirector(f"http://localhost:{other_host.port}/mcp")
     config = {
@@ -184,6 +207,10 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
                 "headers": {"X-Api-Key": "${MY_API_KEY}"},
             },
             "basic": {"url": f"http://me:${{SVC_PASSWORD}}@127.0.0.1:{free_port()}/mcp"},
+            "echoes": {
+                "url": f"http://127.0.0.1:{echoer.port}/mcp",
+                "headers": {"X-Api-Key": "${MY_API_KEY}"},
+            },
         },
         "search": {"semantic": False},
     }
@@ -208,9 +235,10 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
                     lambda h: (
                         all(h["servers"][name]["state"] == "connected" for name in ("fx", "web"))
                         and h["servers"]["moved"]["attempts"] >= 1
+                        and h["servers"]["echoes"]["state"] == "failed"
                     ),
                     60,
-                    "fx and web connected, moved tried",
+                    "fx and web connected, moved tried, echoes failed",
                 )
                 yield World(gateway, home, other_host, redirect, proxy)
             finally:
@@ -220,6 +248,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         redirect.close()
         other_host.close()
         proxy.close()
+        echoer.close()
 
 
 def _no_secret_in_files(*folders: Path) -> None:
@@ -344,6 +373,8 @@ def test_a_redirect_to_another_host_gets_no_header_and_a_urls_password_shows_now
     # servers on this machine are reached directly, whatever HTTP_PROXY says: the proxy was
     # sent their headers in the clear (and asked its own 127.0.0.1)
     assert world.proxy.headers == []
+    echoed = gateway.health()["servers"]["echoes"]["error"]
+    assert "HTTP 403 Key *** refused" in echoed, echoed
     listed = gateway_cli(gateway, "list-servers", "--json")
     health = gateway.client.get("health").text
     for text in (listed.stdout, listed.stderr, health, gateway.log):
