@@ -14,6 +14,7 @@ from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
 
 from toolscript.errors import ConfigError, ServerNotFoundError, ToolscriptError
 from toolscript.otherclients import CLIENT_TITLES, MAX_CONFIG_BYTES, Imports, read_imports
@@ -47,12 +48,15 @@ __all__ = [
     "SearchConfig",
     "ServerConfig",
     "check_syntax",
+    "cleartext_host",
     "config_schema",
     "config_text",
     "find_config_path",
     "load_config",
     "parse_config",
     "read_config_file",
+    "this_machine",
+    "unencrypted",
 ]
 
 DEFAULT_TIMEOUT = 60.0
@@ -583,7 +587,7 @@ def _parse_config(text: str, path: Path, environ: Mapping[str, str]) -> Config:
         project_dir=path.parent,
         servers=servers + imported + local,
         import_warnings=imports.warnings,
-        warnings=(*ignored, *not_started, *left_out),
+        warnings=(*ignored, *not_started, *left_out, *_unencrypted(servers + imported)),
         left_out=left_out,
         import_errors=imports.broken,
         imported_files=imports.watched,
@@ -746,6 +750,65 @@ def _validate(doc: PositionedJson, path: Path) -> None:
 # never reached it, silently.
 _STDIO_KEYS = ("command", "args", "env", "cwd")
 _URL_KEYS = ("url", "headers", "oauth")
+
+
+def _unencrypted(servers: Sequence[ServerConfig]) -> list[str]:
+    """A warning for each server ``unencrypted`` finds sending credentials in the clear."""
+    return [
+        f"server '{server.name}' is sent {said}"
+        for server in servers
+        if not server.disabled and (said := unencrypted(server))
+    ]
+
+
+def unencrypted(server: ServerConfig) -> str | None:
+    """What of its credentials an http or sse server is sent over plain ``http://`` to a
+    host other than this machine (headers, a password in its URL or a query parameter named
+    like one, an OAuth client secret), where anyone on the network between reads them;
+    None when nothing is. Warned, not refused: a private network may be reached so on
+    purpose."""
+    if server.transport not in ("http", "sse") or not server.url:
+        return None
+    host = cleartext_host(server.url)
+    if host is None:
+        return None
+    sent = [f"its headers ({', '.join(sorted(server.headers))})"] if server.headers else []
+    if embedded_secrets(server.url):
+        sent.append("the credentials in its URL")
+    if server.oauth.client_secret:
+        sent.append("its OAuth client secret")
+    if not sent:
+        return None
+    return (
+        f"{' and '.join(sent)} unencrypted: its URL is http://, not https://, and "
+        f"{host} is not this machine"
+    )
+
+
+def cleartext_host(url: str) -> str | None:
+    """The host a plain ``http://`` URL reaches when it is not this machine, else None."""
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return None
+    if parts.scheme.lower() != "http" or this_machine(parts.hostname or ""):
+        return None
+    return parts.hostname or None
+
+
+def this_machine(host: str) -> bool:
+    """Whether ``host`` names this machine (``localhost``, 127.0.0.0/8, ``::1``, and
+    ``0.0.0.0``, which a connection takes for this machine)."""
+    import ipaddress
+
+    host = host.lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified
 
 
 def _keys_of_another_transport(doc: PositionedJson, path: Path) -> list[str]:

@@ -1,9 +1,9 @@
 """A new user's first hour, ninth pass: the angles the earlier ones (test_first_hour.py to
 test_first_hour8.py, test_agent_first_hour.py) did not take. The user's own shell and
 machine: a corporate proxy that refuses everything in every variable (the CLI, the sandbox,
-an HTTP server on loopback behind it), a standard stream the caller closed, a project whose
-`toolscripts/` cannot be written, and a cache folder variable naming a place that cannot be
-a folder.
+an HTTP server elsewhere behind it, one on loopback reached directly), a standard stream the
+caller closed, a project whose `toolscripts/` cannot be written, and a cache folder variable
+naming a place that cannot be a folder.
 
 Each test asserts what the user is told, as the CLI shows it, with real processes.
 """
@@ -81,31 +81,36 @@ def test_a_proxy_that_refuses_everything_leaves_the_gateway_on_loopback_alone(
 def test_an_http_server_behind_a_refusing_proxy_names_the_proxy_and_no_proxy(
     tmp_path: Path,
 ) -> None:
-    # It said "cannot connect to http://127.0.0.1:PORT ... (is the server running, at that
-    # address?)" of a server that ran: the proxy of the user's shell refused, unnamed.
+    # It said "cannot connect to http://HOST:PORT ... (is the server running, at that
+    # address?)" of a server that ran: the proxy of the user's shell refused, unnamed. A
+    # server on this machine is reached directly (the proxy was sent its headers in the
+    # clear, and asked its own 127.0.0.1): one elsewhere goes through the proxy.
     port = free_port()
     with background_server(
         [sys.executable, str(FIXTURE_SERVER), "streamable-http", str(port)], port
     ):
-        url = f"http://127.0.0.1:{port}/mcp"
+        servers = {
+            "web": {"url": f"http://127.0.0.1:{port}/mcp"},
+            "far": {"url": f"http://mcp.internal.example:{port}/mcp"},
+        }
         (tmp_path / ".toolscript.json").write_text(
-            json.dumps({"mcpServers": {"web": {"url": url}}, "search": {"semantic": False}})
+            json.dumps({"mcpServers": servers, "search": {"semantic": False}})
         )
         signed_in = "http://someone:hunter2@127.0.0.1:9"  # a proxy's password: never shown
         proxied = {"TOOLSCRIPT_HOME": str(tmp_path / "home"), **PROXIES}
         proxied |= {"HTTP_PROXY": signed_in, "http_proxy": signed_in}
-        refused = toolscript_cli("list-tools", "web", cwd=tmp_path, env=proxied)
+        refused = toolscript_cli("list-tools", "far", cwd=tmp_path, env=proxied)
         assert refused.returncode != 0
         assert "through the proxy http://127.0.0.1:9" in refused.stderr, refused.stderr
         assert "NO_PROXY" in refused.stderr
         assert "hunter2" not in refused.stderr
         # its hint: the proxy, not the server's entry, which holds nothing to fix
         hint = refused.stderr.partition("\nhint: ")[2]
-        assert hint.startswith("start the proxy http://127.0.0.1:9, or add 127.0.0.1 to NO_PROXY")
-        assert ".toolscript.json" not in hint
-        direct = toolscript_cli(
-            "list-tools", "web", cwd=tmp_path, env={**proxied, "NO_PROXY": "127.0.0.1"}
+        assert hint.startswith(
+            "start the proxy http://127.0.0.1:9, or add mcp.internal.example to NO_PROXY"
         )
+        assert ".toolscript.json" not in hint
+        direct = toolscript_cli("list-tools", "web", cwd=tmp_path, env=proxied)
         assert direct.returncode == 0, direct.stderr
         assert "plain_text" in direct.stdout.split()
 

@@ -20,7 +20,9 @@ def test_the_proxy_of_the_scheme_else_all_else_none(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("ALL_PROXY", "socks5://127.0.0.1:1080")
     assert _proxy_for("https://api.example.com/mcp") == "socks5://127.0.0.1:1080"
     monkeypatch.setenv("http_proxy", "http://proxy:3128")
-    assert _proxy_for("http://127.0.0.1:8000/mcp") == "http://proxy:3128"
+    assert _proxy_for("http://mcp.example.com:8000/mcp") == "http://proxy:3128"
+    # a server on this machine is reached directly, whatever the variables say
+    assert _proxy_for("http://127.0.0.1:8000/mcp") is None
 
 
 @pytest.mark.parametrize(

@@ -96,11 +96,13 @@ def test_what_moves_a_server_its_entry_is_not_to_blame_for(monkeypatch: pytest.M
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("HTTP_PROXY", "http://someone:hunter2@127.0.0.1:9")
     monkeypatch.setenv("http_proxy", "http://someone:hunter2@127.0.0.1:9")
-    server = UpstreamServer(ServerConfig(name="remote", transport="http", url=URL))
+    # (a server on this machine is reached directly, never through the proxy: one elsewhere)
+    elsewhere = "http://mcp.internal.example:9/mcp"
+    server = UpstreamServer(ServerConfig(name="remote", transport="http", url=elsewhere))
     server._fail(httpx.ConnectError("All connection attempts failed"))
     assert server.remedy == (
-        "start the proxy http://127.0.0.1:9, or add 127.0.0.1 to NO_PROXY where the gateway "
-        "starts (it reads its environment then)"
+        "start the proxy http://127.0.0.1:9, or add mcp.internal.example to NO_PROXY where "
+        "the gateway starts (it reads its environment then)"
     )
     server._fail(SignInNeeded("sign in"))
     assert server.remedy is not None and server.remedy.startswith("run `toolscript auth ")

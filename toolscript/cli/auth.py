@@ -10,8 +10,8 @@ import typer
 
 from toolscript.cli.options import ConfigOption, JsonOption
 from toolscript.cli.output import print_json, print_rows
-from toolscript.config import load_config
-from toolscript.errors import ConfigError, UsageError
+from toolscript.config import cleartext_host, load_config
+from toolscript.errors import ConfigError, ToolscriptError, UsageError
 
 __all__ = ["auth_command"]
 
@@ -58,7 +58,7 @@ def auth_command(
     if show:
         kept = tokens.signed_in()
         if as_json:
-            print_json([sign_in.to_dict() for sign_in in kept])
+            print_json([sign_in.to_dict() | {"url": _shown(sign_in.url)} for sign_in in kept])
             return
         if not kept:
             sys.stderr.write("no server is signed in; sign in with: toolscript auth SERVER\n")
@@ -68,7 +68,7 @@ def auth_command(
             [
                 [
                     sign_in.server,
-                    sign_in.url,
+                    _shown(sign_in.url),
                     _when(sign_in.signed_in_at),
                     _when(sign_in.expires_at) if sign_in.expires_at else "no expiry",
                     "yes" if sign_in.refreshable else "no",
@@ -84,6 +84,8 @@ def auth_command(
         )
     if server is None:
         raise UsageError("name a server to sign in to", hint="toolscript auth SERVER, or --list")
+    if logout and _forget_kept(server, config, as_json):
+        return
     configured = load_config(config, require_trust=True).server(server)
     if configured.unset:
         # Expanded as "" the URL (or its client secret) is another: never signed in to.
@@ -114,6 +116,13 @@ def auth_command(
 
     from toolscript.upstream.oauth import sign_in
 
+    host = cleartext_host(configured.url)
+    if host:
+        sys.stderr.write(
+            f"warning: {server}'s URL is http://, not https://: its tokens go to {host} "
+            "unencrypted, readable on the network between\n"
+        )
+
     def announce(text: str) -> None:
         sys.stderr.write(text + "\n")
 
@@ -127,6 +136,45 @@ def auth_command(
         done.to_dict() if done else {"server": server, "signed_in": True},
         f"signed in to {server}{until}",
     )
+
+
+def _forget_kept(name: str, config: str | None, as_json: bool) -> bool:
+    """Sign out of a kept sign-in that ``auth --list`` shows but the config does not reach
+    (its server taken out of the config, its URL changed, the project gone or not trusted),
+    named as listed: by its server name, when one alone has it, or by its URL. Its refresh
+    token stayed usable on disk, and nothing but deleting a hashed file removed it. False
+    when the config is left to decide (it names ``name``, or nothing kept matches)."""
+    from toolscript.store import tokens
+
+    kept = [s for s in tokens.signed_in() if name in (s.server, s.url)]
+    if not kept:
+        return False
+    try:
+        if load_config(config, require_trust=True).server(name):
+            return False  # the configured server's URL: its own sign-in
+    except ToolscriptError:  # no such server here, or no config usable: the kept ones decide
+        pass
+    if len(kept) > 1:
+        raise UsageError(
+            f"{len(kept)} sign-ins are kept for a server named {name!r}",
+            hint="name the one to forget by its URL: toolscript auth --logout URL "
+            "(--list shows each)",
+        )
+    tokens.forget(kept[0].url)
+    _say(
+        as_json,
+        {"server": kept[0].server, "url": kept[0].url, "signed_in": False},
+        f"signed out of {kept[0].server} ({kept[0].url})",
+    )
+    return True
+
+
+def _shown(url: str) -> str:
+    """A kept sign-in's URL (expanded: a ``${VAR}`` in it holds its value) with a password
+    or a credential query parameter in it masked."""
+    from toolscript.plumbing.redact import embedded_secrets, redact
+
+    return redact(url, embedded_secrets(url))
 
 
 def _when(stamp: float | None) -> str:

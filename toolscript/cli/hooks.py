@@ -133,7 +133,10 @@ def _follow_claude_code() -> list[str]:
 def _export(url: str) -> None:
     env_file = os.environ.get("CLAUDE_ENV_FILE")
     if env_file:
-        with open(env_file, "a") as handle:
+        # Made here when Claude Code has not: only its user reads it (under umask 022 it was
+        # 0644, and the agent's URL runs scripts calling your servers with your credentials).
+        descriptor = os.open(env_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with os.fdopen(descriptor, "a") as handle:
             # The agent's token: it runs scripts and reads tools, but cannot answer an
             # approval prompt. The gateway's own token stays in the 0600 url file.
             handle.write(f"export TOOLSCRIPT_GATEWAY_URL={agent_url(url)}\n")

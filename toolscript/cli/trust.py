@@ -12,7 +12,13 @@ import typer
 
 from toolscript.cli.options import ConfigOption, JsonOption
 from toolscript.cli.output import non_ascii_spelling, print_json, shown_name, write_shown
-from toolscript.config import config_text, find_config_path, parse_config, read_config_file
+from toolscript.config import (
+    config_text,
+    find_config_path,
+    parse_config,
+    read_config_file,
+    unencrypted,
+)
 from toolscript.errors import UsageError
 
 __all__ = ["trust_command"]
@@ -132,6 +138,7 @@ def trust_command(
             "sends": [{"variable": name, "in": where} for name, where in server.variables],
             "cwd": str(server.cwd) if server.cwd and server.transport == "stdio" else None,
             "host": _host_reached(server.summary()),
+            "unencrypted": unencrypted(server),
             "outside": bool(
                 server.cwd and server.transport == "stdio" and not server.cwd.is_relative_to(folder)
             ),
@@ -161,6 +168,8 @@ def trust_command(
             write_shown(f"    is sent your {sent}\n")
         if server["outside"]:
             write_shown(f"    runs in {server['cwd']}, outside the project's folder\n")
+        if server["unencrypted"]:
+            write_shown(f"    is sent {server['unencrypted']}\n")
     missing = [name for name in environ.unset if name in needed]
     if missing:
         sys.stderr.write(

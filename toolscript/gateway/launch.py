@@ -7,6 +7,7 @@ nothing else there; its log goes to stderr. Light on imports: exec's start-up us
 
 from __future__ import annotations
 
+import os
 import select
 import subprocess
 import sys
@@ -57,7 +58,12 @@ def start_gateway(
     ``on_spawn`` runs as soon as the process exists, before the wait (to drain its stderr
     pipe, or to have it stopped should the starter die while waiting).
     """
-    out = url_file.open("w") if url_file is not None else None
+    # The URL holds the gateway's own token: a file made here is its user's alone.
+    out = (
+        os.fdopen(os.open(url_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w")
+        if url_file is not None
+        else None
+    )
     try:
         process = subprocess.Popen(
             gateway_command(*args),

@@ -15,6 +15,7 @@ LONGEST_CACHE_DIR = 400  # characters; SQLite's limit is 512 for a database file
 __all__ = [
     "CONFIG_FILENAME",
     "find_config_path",
+    "foreign_owner",
     "is_storage_failure",
     "make_cache_dir",
     "module_cache_file",
@@ -118,7 +119,28 @@ def _private_user_dir(variable: str, under_home: Path) -> Path:
         if not path.is_dir():
             raise storage_error(exc, path) from exc
         # a folder not ours to change mode: the commands that write there say so
+    owner = foreign_owner(path)
+    if owner is not None:
+        # Its owner renames what is in it and puts their own in its place: a state file
+        # naming their gateway (exec sends it your scripts), a sign-in of their account
+        # (your calls act as them), approvals in a run log. Nothing is kept there.
+        raise StorageError(
+            f"toolscript's folder {path} belongs to another user (uid {owner}), who can "
+            "replace what toolscript keeps there (gateway tokens, sign-ins, approvals)",
+            hint="point TOOLSCRIPT_HOME (or XDG_STATE_HOME, XDG_CACHE_HOME) at a folder of "
+            "your own, or let it default to ~/.cache/toolscript and ~/.local/state/toolscript",
+        )
     return path
+
+
+def foreign_owner(path: Path) -> int | None:
+    """The uid of the user owning ``path`` when it is neither this user nor root (root can
+    change anything anyway), else None (a path that cannot be read: None)."""
+    try:
+        owner = path.stat().st_uid
+    except OSError:
+        return None
+    return owner if owner not in (os.getuid(), 0) else None
 
 
 def _user_dir_path(variable: str, under_home: Path) -> Path:

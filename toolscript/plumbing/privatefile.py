@@ -28,6 +28,13 @@ def write_private(path: Path, data: str | bytes) -> Path:
     face runs scripts side by side) each have a temporary file of their own."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    write_new(partial, data, 0o600)
-    os.replace(partial, path)
+    try:
+        write_new(partial, data, 0o600)
+        os.replace(partial, path)
+    except BaseException:
+        # A disk full or a file size limit left the part written (of a token, a state
+        # file's), under a name nothing reads, removes or replaces: after `auth --logout` too.
+        with contextlib.suppress(OSError):
+            partial.unlink()
+        raise
     return path

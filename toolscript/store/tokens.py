@@ -93,6 +93,9 @@ class TokenStore:
     def __init__(self, url: str, server: str) -> None:
         self.url, self.server = url, server
         self.path = _path_for(url)
+        # When the sign-in whose tokens ``get_tokens`` gave was made: the gateway holds them
+        # in memory, and must not use or keep them once that sign-in is forgotten or replaced.
+        self._held: float | None = None
 
     def _file(self) -> dict[str, Any]:
         """What the file says, without the secrets a keyring may keep."""
@@ -141,10 +144,22 @@ class TokenStore:
         it (the file alone: no keyring read every second)."""
         return float(self._file().get("updated_at") or 0.0)
 
+    def _kept_sign_in(self) -> float | None:
+        """When the sign-in kept now was made (the file alone), None when none is kept."""
+        made = self._file().get("signed_in_at")
+        return float(made) if isinstance(made, int | float) else None
+
+    def sign_in_changed(self) -> bool:
+        """Whether the sign-in whose tokens were read is no longer the one kept: signed out
+        (``auth --logout``) or replaced by a new ``toolscript auth``."""
+        return self._held is not None and self._kept_sign_in() != self._held
+
     async def get_tokens(self) -> OAuthToken | None:
         from mcp.shared.auth import OAuthToken
 
         data = self._read()
+        made = data.get("signed_in_at")
+        self._held = float(made) if isinstance(made, int | float) else None
         if not data.get("tokens"):
             return None
         token = OAuthToken.model_validate(data["tokens"])
@@ -154,9 +169,19 @@ class TokenStore:
         return token
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
+        if self.sign_in_changed():
+            # A refresh of a sign-in forgotten since: kept, it was the sign-in again, listed
+            # by ``auth --list`` and used at the next start, after the user signed out.
+            return
         data = self._read()
         _put_tokens(data, tokens)
         self._write(data)
+
+    def authorization_server(self) -> dict[str, Any] | None:
+        """The authorization server's metadata the sign-in found (None for a sign-in kept
+        before it was kept)."""
+        found = self._file().get("authorization_server")
+        return found if isinstance(found, dict) else None
 
     def client_info(self) -> OAuthClientInformationFull | None:
         """The client registered for toolscript (by the SDK, or from the config)."""
@@ -169,6 +194,8 @@ class TokenStore:
         return self.client_info()
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        if self.sign_in_changed():
+            return
         data = self._read()
         data["client"] = client_info.model_dump(mode="json", exclude_none=True)
         self._write(data)
@@ -176,6 +203,8 @@ class TokenStore:
     def keep(self, signed: PendingSignIn) -> None:
         """A sign-in that succeeded replaces whatever was kept for this server."""
         data: dict[str, Any] = {"signed_in_at": time.time()}
+        if signed.authorization_server is not None:
+            data["authorization_server"] = signed.authorization_server
         if signed.client is not None:
             data["client"] = signed.client.model_dump(mode="json", exclude_none=True)
         assert signed.tokens is not None
@@ -190,6 +219,9 @@ class PendingSignIn:
     def __init__(self, client: OAuthClientInformationFull | None) -> None:
         self.client = client  # an app registered by hand; else the SDK registers one
         self.tokens: OAuthToken | None = None
+        # The authorization server's metadata the sign-in found (its token endpoint): no
+        # secret, kept so that a refresh goes where the tokens came from.
+        self.authorization_server: dict[str, Any] | None = None
         # When they came: their life counts from then, not from when the sign-in is kept
         # (after a session was opened and closed with them, seconds later under load).
         self.received_at: float | None = None
@@ -250,6 +282,9 @@ def forget(url: str) -> bool:
     if keyring is not None:
         with contextlib.suppress(Exception):  # nothing kept there, or a keyring that refuses
             keyring.delete_password(KEYRING_SERVICE, url)
+    for partial in path.parent.glob(f"{path.name}.*.tmp"):  # a write cut short by a full disk
+        with contextlib.suppress(OSError):
+            partial.unlink()
     try:
         path.unlink()
     except FileNotFoundError:

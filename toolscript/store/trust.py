@@ -27,7 +27,7 @@ from typing import Any
 from toolscript.errors import UntrustedConfigError
 from toolscript.otherclients import MAX_CONFIG_BYTES, imported_clients, project_files
 from toolscript.plumbing.boundedread import read_regular_file
-from toolscript.plumbing.paths import own_folder, xdg_base
+from toolscript.plumbing.paths import foreign_owner, own_folder, xdg_base
 from toolscript.plumbing.privatefile import write_private
 
 __all__ = [
@@ -117,8 +117,11 @@ def imported_project_files(config: Path) -> tuple[Path, ...]:
 def trusted() -> dict[str, dict[str, Any]]:
     """Every trusted config: its path -> ``{"sha256", "trusted_at", "earlier"?}``
     (``earlier``: the hashes of the versions trusted before, newest first)."""
+    path = trust_file()
+    if foreign_owner(path) is not None or foreign_owner(path.parent) is not None:
+        return {}  # another user's (planted in a shared folder): it trusts nothing
     try:
-        data = json.loads(trust_file().read_text())
+        data = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

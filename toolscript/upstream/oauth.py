@@ -18,7 +18,7 @@ import hmac
 import logging
 import threading
 import webbrowser
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -28,6 +28,7 @@ from toolscript.store.outputs import visible_controls
 from toolscript.store.tokens import PendingSignIn, TokenStore
 
 if TYPE_CHECKING:
+    import httpx2
     from mcp.client.auth import OAuthClientProvider
     from mcp.shared.auth import AuthorizationCodeResult
 
@@ -165,8 +166,15 @@ async def _session(server: ServerConfig, auth: Any) -> AsyncIterator[Any]:
         if server.transport == "sse":
             from mcp.client.sse import sse_client
 
+            # toolscript's client, as the gateway's: a server on this machine directly
+            # (never through a proxy), every answer bounded
             streams = await stack.enter_async_context(
-                sse_client(server.url, headers=dict(server.headers), auth=auth)
+                sse_client(
+                    server.url,
+                    headers=dict(server.headers),
+                    auth=auth,
+                    httpx_client_factory=create_mcp_http_client,
+                )
             )
         else:
             from mcp.client.streamable_http import streamable_http_client
@@ -255,6 +263,9 @@ async def sign_in(
         raise _failure(server, _innermost(exc)) from None
     finally:
         loopback.close()
+    found = provider.context.oauth_metadata
+    if found is not None:
+        pending.authorization_server = found.model_dump(mode="json", exclude_none=True)
     if pending.tokens is None:
         raise SignInFailed(
             f"{server.name} answered without asking for a sign-in: it needs none",
@@ -319,7 +330,7 @@ def gateway_auth(
         if on_sign_in_needed is not None:
             on_sign_in_needed()
         raise SignInNeeded(
-            f"{server.name} needs a sign-in (its kept sign-in expired or was revoked)",
+            f"{server.name} needs a sign-in (its kept sign-in expired, was revoked or signed out)",
             hint=f"run `{sign_in_command(server.name)}`",
         )
 
@@ -343,15 +354,47 @@ def gateway_auth(
     )
 
 
+def _metadata(kept: dict[str, Any]) -> Any:
+    from mcp.shared.auth import OAuthMetadata
+
+    return OAuthMetadata.model_validate(kept)
+
+
 def _provider_class() -> type[OAuthClientProvider]:
     """The SDK's provider, but one that knows when kept tokens expire. The SDK (2.3) loads
     stored tokens without their expiry, so it never refreshed them: the first request after
     expiry got a 401 and started a whole new sign-in. Every expiry it counts is moved
-    ``EARLY_REFRESH`` ahead. (Private SDK pieces: ``_initialize`` and ``context``;
-    tests/test_oauth.py's refresh test fails if they change.)"""
+    ``EARLY_REFRESH`` ahead. (Private SDK pieces: ``_initialize``, ``_initialized`` and
+    ``context``; tests/test_oauth.py's refresh test and test_attacks_secrets_at_rest.py's
+    sign-out and refresh tests fail if they change.)"""
     from mcp.client.auth import OAuthClientProvider
 
     class KeptTokensProvider(OAuthClientProvider):
+        async def async_auth_flow(
+            self, request: httpx2.Request
+        ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+            """The SDK's flow, once the tokens it holds are still the kept sign-in's: after
+            ``auth --logout`` a running gateway went on calling with them, refreshed them and
+            wrote them back (listed again, used at every later start); after a new sign-in it
+            refreshed the old one over it."""
+            storage = self.context.storage
+            if self._initialized and isinstance(storage, TokenStore) and storage.sign_in_changed():
+                self._initialized = False  # the SDK reads the kept sign-in again
+                if not storage.has_tokens():  # signed out: no token is sent, none registered
+                    self.context.clear_tokens()
+                    assert self.context.redirect_handler is not None
+                    await self.context.redirect_handler("")  # the gateway's: SignInNeeded
+            flow = super().async_auth_flow(request)
+            try:
+                outgoing = await flow.__anext__()
+                while True:
+                    response = yield outgoing
+                    outgoing = await flow.asend(response)
+            except StopAsyncIteration:
+                return
+            finally:
+                await flow.aclose()
+
         async def _initialize(self) -> None:
             await super()._initialize()
             context = self.context
@@ -369,5 +412,13 @@ def _provider_class() -> type[OAuthClientProvider]:
             tokens = context.current_tokens
             if tokens is not None and tokens.expires_in is not None:
                 context.update_token_expiry(tokens)
+            storage = context.storage
+            if context.oauth_metadata is None and isinstance(storage, TokenStore):
+                # Without it the SDK refreshes at the MCP server's own origin (``/token``):
+                # where the authorization server is another host, each refresh sent the
+                # refresh token (and a client secret) to the MCP server, and failed.
+                kept = storage.authorization_server()
+                with contextlib.suppress(ValueError):
+                    context.oauth_metadata = _metadata(kept) if kept else None
 
     return KeptTokensProvider

@@ -65,4 +65,23 @@ def create_mcp_http_client(
         # as well, without their exceptions: a server on localhost went through a
         # corporate proxy. The environment's proxies alone are honoured (unset: direct).
         client._mounts = {}
+    else:
+        # A server on this machine is reached directly, whatever HTTP_PROXY says (as the
+        # CLI reaches the gateway): through the proxy, another machine was sent its headers
+        # and tokens in the clear, and asked its own 127.0.0.1, not this one.
+        from httpx2._utils import URLPattern
+
+        direct = {URLPattern(pattern): None for pattern in LOOPBACK_PATTERNS}
+        client._mounts = dict(sorted({**client._mounts, **direct}.items()))
     return bounded_client(client)
+
+
+# This machine's addresses, as httpx2's mount patterns (most specific first when sorted).
+LOOPBACK_PATTERNS = (
+    "all://127.0.0.0/8",
+    "all://[::1]",
+    "all://0.0.0.0",
+    "all://[::]",
+    "all://localhost",
+    "all://*.localhost",
+)

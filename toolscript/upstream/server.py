@@ -1462,14 +1462,19 @@ def _unwrapped(exc: BaseException) -> BaseException:
 def _proxy_for(url: str) -> str | None:
     """The proxy of the environment's variables (``HTTPS_PROXY``, ``HTTP_PROXY``,
     ``ALL_PROXY``, in either case) a connection to ``url`` goes through, as the HTTP
-    client takes them; None when ``NO_PROXY`` leaves its host out, or none is set."""
+    client takes them; None when ``NO_PROXY`` leaves its host out, it is this machine, or
+    none is set."""
     import urllib.request
     from urllib.parse import urlsplit
+
+    from toolscript.config import this_machine
 
     proxies = urllib.request.getproxies_environment()
     parts = urlsplit(url)
     proxy = proxies.get(parts.scheme) or proxies.get("all")
     host = (parts.hostname or "").lower()
+    if this_machine(host):  # reached directly (sdk.create_mcp_http_client)
+        return None
     for entry in proxies.get("no", "").split(","):
         name = entry.strip().lower().lstrip(".")
         name = name.strip("[]") if name.startswith("[") else name.partition(":")[0]

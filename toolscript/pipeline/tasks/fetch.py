@@ -22,6 +22,7 @@ written from a successful answer; ``doit -a fetch`` asks every server anyway.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import logging
 from collections.abc import Iterator
@@ -37,10 +38,12 @@ from toolscript.pipeline.artifacts import listed_json, read_artifact, write_if_c
 from toolscript.pipeline.tasks.settings import (
     SubtasksUpToDate,
     TaskSettings,
+    digest_key,
     target_digests,
     targets_as_built,
 )
 from toolscript.plumbing.boundedread import read_regular_file
+from toolscript.plumbing.paths import user_cache_dir
 
 __all__ = ["FetchTasks", "ToolSource"]
 
@@ -254,7 +257,10 @@ def _without_learned(tool: dict[str, Any]) -> dict[str, Any]:
 
 def settings_digest(server: ServerConfig) -> str:
     """A digest of what decides a server's tool list: how it is reached (env and header
-    values included, hashed, never kept), its filters, and a local tool's file."""
+    values included, hashed, never kept), its filters, and a local tool's file. Keyed by the
+    user's own ``digest_key``: ``.doit.db`` keeps it in the project, readable by others
+    (0644), and a plain SHA-256 of settings the config names but for the secret let anyone
+    holding the file test guesses of an ``env`` or header value offline."""
     settings = {
         "transport": server.transport,
         "command": server.command,
@@ -269,7 +275,11 @@ def settings_digest(server: ServerConfig) -> str:
         "settings": dict(server.settings),
         "oauth": repr(server.oauth),
     }
-    digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode())
+    digest = hmac.new(
+        digest_key(user_cache_dir()),
+        json.dumps(settings, sort_keys=True, default=str).encode(),
+        hashlib.sha256,
+    )
     if server.transport == "local" and server.command:
         try:
             # A regular file's bytes only: a FIFO put in localTools.dir stalled every build
