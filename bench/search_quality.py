@@ -98,6 +98,11 @@ LABELLED = {
     # output format named, a resource from an earlier output, parameters by name, the user's
     # words relayed, bulk work, British spelling, terse requests with a server hint)
     "blind12": Path(__file__).resolve().parent / "search" / "queries_blind12.txt",
+    # written blind, in the voices the sets above have least (the situation and not the action, a
+    # question about state, a TODO line, near tools told apart by a detail, a tool that does not
+    # exist named in another API's words, another product's words, the obvious sibling refused, a
+    # paragraph of context)
+    "blind13": Path(__file__).resolve().parent / "search" / "queries_blind13.txt",
 }
 # The four retrievers and the final design. "fixed" is the design before adaptive fusion and
 # splitting (hybrid blend with the fixed alpha, the request ranked whole); "adaptive" adds the

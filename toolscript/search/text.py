@@ -20,7 +20,10 @@ from toolscript.search.words import (
     FOREIGN_WORDS,
     LATITUDE_NAMES,
     LONGITUDE_NAMES,
+    NARRATED_ADVERBS,
+    NARRATORS,
     NEGATION_FILLERS,
+    PAST_FORMS,
     PHRASAL_VERBS,
     PREPOSITIONS,
     RESULT_NOUNS,
@@ -377,6 +380,45 @@ def without_provenance(text: str) -> str:
     return rest if rest.strip() else text
 
 
+# A past event the request tells, not the action it asks for: "Okta sign-ins broke right after
+# someone edited the app; app id 0oa8x2" (update_application first), "the build I started (pid
+# 4412) — has it printed anything new?" (start_process), "read the full text I downloaded"
+# (download_paper), "has the chess board moved since the last move?" (make_move), "is Copilot
+# already assigned to issue 4412?" (assign_copilot_to_issue). The verb, a regular "-ed" form or
+# an irregular past (words.PAST_FORMS), follows a teller (words.NARRATORS: "I", "someone", ...;
+# "'ve" or "have" / "has" / "had" between), or opens a perfect question ("has it printed", "have
+# you deployed") or a question of a state reached ("is X already assigned"), perhaps after an
+# adverb (words.NARRATED_ADVERBS). It is not read: what the request asks for is elsewhere, and
+# when nothing else would be left it is read as typed. Not a participle before its noun ("list
+# archived pages"), after "is" alone ("which repos are starred" asks for the starred ones), in a
+# passive ("how much time was logged" asks for the worklog, "it was fixed" to mark it so), nor
+# after a question's "am I" ("which db am I connected to").
+_PAST = rf"(?:[A-Za-z]{{3,}}ed|{'|'.join(PAST_FORMS)})"
+_ADVERBS = rf"(?:(?:{'|'.join(NARRATED_ADVERBS)})\s+)?"
+_NARRATED = re.compile(
+    rf"(?<!\bam\s)(?<!\bis\s)(?<!\bare\s)\b(?:{'|'.join(NARRATORS)})"
+    rf"(?:['\u2019]ve|\s+(?:have|has|had))?\s+{_ADVERBS}(?P<verb>{_PAST})\b"
+    rf"|(?:^|(?<=[,;:.?!\u2014\u2013-]))\s*"
+    rf"(?:(?:has|have|had)\s+(?:[\w'\u2019-]+\s+){{1,3}}?{_ADVERBS}"
+    rf"|(?:is|are)\s+(?:[\w'\u2019-]+\s+){{1,3}}?(?:already|still)\s+)(?P<asked>{_PAST})\b",
+    re.IGNORECASE,
+)
+
+
+def without_narrated(text: str) -> str:
+    """``text`` less the verbs of a past event it tells (``_NARRATED``); as it is when nothing
+    else would be left."""
+    kept = _NARRATED.sub(lambda found: _cut(found, "verb" if found["verb"] else "asked"), text)
+    return kept if kept == text or tokenize(kept) else text
+
+
+def _cut(found: re.Match[str], group: str) -> str:
+    """``found``'s text without its ``group``."""
+    start, end = found.span(group)
+    whole = found.group(0)
+    return f"{whole[: start - found.start()]}{whole[end - found.start() :]}"
+
+
 # "open" said of a state ("list the open PRs", "open issues in acme/web", "which tickets are
 # still open"), not the verb ("open a ticket", "open https://shop.acme.io"): read as the verb,
 # a synonym of "create" and "start", it pulled create_* and open_* tools. Keyword search does
@@ -656,6 +698,7 @@ def keyword_query(text: str) -> str:
         return found.group(0) if name is None else f"{_kind(name)} file"
 
     text = first_step_read(error_text_read(without_data(without_provenance(text))))
+    text = without_narrated(text)
     text = without_signature_verbs(without_done_step(without_negated(read_statements(text))))
     text = channels_read(_MAKE_SURE.sub(" ", without_open_state(text)))
     text = _bare_files_kind(_PATH.sub(marked, text))
@@ -835,7 +878,7 @@ def semantic_query(text: str) -> str:
     """``text`` less its literal values, a message it dictates, a word it negates and short
     forms, for the embedding model (see above)."""
     text = first_step_read(error_text_read(without_data(without_provenance(text))))
-    text = without_done_step(without_negated(read_statements(text)))
+    text = without_done_step(without_negated(read_statements(without_narrated(text))))
     whole = " ".join(text.split())  # what is read when nothing else is left
     text = _route_read(text)
     text = _QUOTED.sub(_unless_a_file, _MESSAGE.sub(" ", text))

@@ -20,8 +20,11 @@ __all__ = [
     "IMPLIED_WORDS",
     "LATITUDE_NAMES",
     "LONGITUDE_NAMES",
+    "NARRATED_ADVERBS",
+    "NARRATORS",
     "NEGATION_FILLERS",
     "OUTPUT_VERBS",
+    "PAST_FORMS",
     "PHRASAL_VERBS",
     "PREPOSITIONS",
     "RESULT_NOUNS",
@@ -75,6 +78,26 @@ _DONE_VERBS = """
     shown knew known exists exist ready there
     """
 DONE_VERBS = tuple(_DONE_VERBS.split())
+
+# Who a past event is told of ("right after someone edited the app", "the build I started")
+# and the adverbs between them and its verb (text.without_narrated). Not "who" ("who blamed
+# this line", "who viewed the page" ask for the blame and the views), "what" ("what changed
+# between v1 and v2" asks for a diff), "it", "that" or "which".
+_NARRATORS = """
+    i we you they he she someone somebody nobody anyone anybody everyone everybody
+    """
+NARRATORS = tuple(_NARRATORS.split())
+_NARRATED_ADVERBS = """
+    already just last recently never ever still also first once originally accidentally
+    """
+NARRATED_ADVERBS = tuple(_NARRATED_ADVERBS.split())
+# Irregular past forms that are not also the verb's present ("set", "run", "read", "put" are).
+_PAST_FORMS = """
+    got gotten found made built ran sent wrote written took taken saw seen brought bought gave
+    given began begun kept left held paid told drew drawn chose chosen shown knew known broke
+    broken went gone came forgot forgotten lost stuck
+    """
+PAST_FORMS = tuple(_PAST_FORMS.split())
 
 # Suffixes the light stemmer strips (text.stem), the longest first.
 SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "es", "ed", "ly", "s")
