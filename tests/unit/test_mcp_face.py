@@ -129,6 +129,17 @@ def test_servers_read_with_state_count_and_reason() -> None:
     assert answer.structured is not None and answer.structured["servers"][1]["state"] == "failed"
 
 
+def test_a_failed_server_says_the_tools_it_listed_last() -> None:
+    """A failed server whose last build's listing search and get-types still serve read
+    "0 tools", as if it had none."""
+    answer = servers_answer(
+        [{"name": "db", "state": "failed", "tools": 0, "last_known_tools": 7, "error": "exited"}]
+    )
+    assert answer.text == "db: failed, 0 tools (7 as last listed, by the last build); error: exited"
+    assert answer.structured is not None
+    assert answer.structured["servers"][0]["last_known_tools"] == 7
+
+
 def test_tool_names_in_every_spelling_an_agent_uses() -> None:
     assert normalize_tool_name("github.create_issue") == "github__create_issue"
     assert normalize_tool_name("tools.github.createIssue") == "github__createIssue"

@@ -21,7 +21,7 @@ from toolscript.cli.client import (
 )
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import CacheDirOption, ConfigOption, JsonOption
-from toolscript.cli.output import print_json, print_rows, write_shown
+from toolscript.cli.output import print_json, print_rows, tools_cell, write_shown
 from toolscript.config import Config, find_config_path, load_config
 from toolscript.errors import ConfigError, GatewayError, UsageError
 
@@ -531,7 +531,8 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         sys.stdout.write(f"config: {served or 'none (zero servers)'}\n")
         search = health.get("search", {})
         sys.stdout.write(
-            f"tools: {health.get('tools', 0)}; search: {search.get('mode', 'none')}"
+            f"tools: {health.get('tools', 0)}{_last_known_total(health)}; "
+            f"search: {search.get('mode', 'none')}"
             + ("" if search.get("ready") else f" ({search.get('reason', 'not ready')})")
             + _checker_line(health.get("checker") or {})
             + "\n"
@@ -542,7 +543,8 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
             unsaid = [line for line in server.get("stderr", [])[-3:] if line not in detail]
             if unsaid:  # its last words, but for those its error quotes already
                 detail += " | stderr: " + " / ".join(unsaid)
-            rows.append([server["name"], server["state"], str(server["tools"]), detail])
+            cell = tools_cell(server["tools"], server.get("last_known_tools"))
+            rows.append([server["name"], server["state"], cell, detail])
         if rows:
             print_rows(["server", "state", "tools", "error"], rows, names=("server",))
         for problem in (health.get("config") or {}).get("left_out") or []:
@@ -737,3 +739,13 @@ def hook_pre_tool_use() -> None:
     from toolscript.cli.hooks import pre_tool_use
 
     raise typer.Exit(pre_tool_use())
+
+
+def _last_known_total(health: dict[str, Any]) -> str:
+    """The tools of servers not connected that their last listing had (what list-tools,
+    search and get-types still serve of them), said beside the live count."""
+    kept = sum(
+        int(server.get("last_known_tools") or 0)
+        for server in (health.get("servers") or {}).values()
+    )
+    return f" (and {kept} last known of servers not connected)" if kept else ""

@@ -70,8 +70,9 @@ class ServersController(Controller):
 
     @get("/servers", sync_to_thread=False)
     def servers(self, gateway: NamedDependency[Gateway]) -> list[dict[str, Any]]:
-        """Every configured server with its live state."""
-        return [up.status() for up in gateway.upstreams.values()]
+        """Every configured server with its live state (and the tool count of its last
+        listing when it lists none now)."""
+        return [gateway.server_status(up) for up in gateway.upstreams.values()]
 
     @get("/servers/{server:str}/tools")
     async def server_tools(

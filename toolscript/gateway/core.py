@@ -1377,6 +1377,20 @@ class Gateway:
             ],
         )
 
+    def server_status(self, upstream: Upstream) -> dict[str, Any]:
+        """``upstream``'s status, with ``last_known_tools`` when it lists none now (failed,
+        connecting) and the last build kept its listing: what `list-tools`, search and
+        get-types serve of it, which its live count of 0 hid."""
+        status = upstream.status()
+        if not status.get("tools") and upstream.state not in (
+            ServerState.CONNECTED,
+            ServerState.DISABLED,
+        ):
+            kept = len(self._last_listing(upstream))
+            if kept:
+                status["last_known_tools"] = kept
+        return status
+
     def _last_listing(self, upstream: Upstream) -> list[dict[str, Any]]:
         """The tools the last build kept of a server that has not connected to this gateway
         (its fetch file: this user's build's listing, filtered by its entry; a cloned
@@ -1632,7 +1646,7 @@ class Gateway:
     # -- reporting -----------------------------------------------------------
 
     def health(self) -> dict[str, Any]:
-        servers = {name: up.status() for name, up in self.upstreams.items()}
+        servers = {name: self.server_status(up) for name, up in self.upstreams.items()}
         enabled = [s for s in servers.values() if s["state"] != ServerState.DISABLED]
         healthy = all(s["state"] == ServerState.CONNECTED for s in enabled)
         return {

@@ -366,11 +366,19 @@ def servers_answer(servers: list[dict[str, Any]]) -> Answer:
             "description": server.get("description"),
             "error": server.get("error"),
         }
+        # a server listing none now whose last listing search and get-types still serve
+        | (
+            {"last_known_tools": server["last_known_tools"]}
+            if server.get("last_known_tools")
+            else {}
+        )
         for server in servers
     ]
     lines = []
     for row in rows:
         line = f"{row['name']}: {row['state']}, {row['tools']} tools"
+        if row.get("last_known_tools") and not row["tools"]:  # still searchable and typed
+            line += f" ({row['last_known_tools']} as last listed, by the last build)"
         if row["description"]:
             line += f" ({_one_line(row['description'], 100)})"
         if row["error"]:
