@@ -115,6 +115,18 @@ def test_search_hits_read_as_one_line_each() -> None:
     assert empty.text.startswith("No tool matches.") and "keyword search only" in empty.text
 
 
+def test_a_search_nothing_fits_says_so_before_the_nearest_tools() -> None:
+    """The agent read the nearest tool of "send an SMS" as an answer, where the CLI said on
+    stderr that nothing matched well."""
+    hit = {"server": "time", "tool": "convert_time", "description": "Convert.", "score": 1.0}
+    answer = search_answer({"mode": "hybrid", "weak": True, "hits": [hit]})
+    first, nearest = answer.text.split("\n")
+    assert first.startswith("Nothing matched well: no tool is close to this request in meaning")
+    assert "tell the user" in first and first.endswith("The nearest tools:")
+    assert nearest == "time.convert_time → tools.time.convert_time: Convert."
+    assert answer.structured is not None and answer.structured["weak"] is True
+
+
 def test_servers_read_with_state_count_and_reason() -> None:
     answer = servers_answer(
         [

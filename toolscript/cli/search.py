@@ -336,6 +336,8 @@ def _note_mode(answer: dict[str, Any], ephemeral: bool = False) -> None:
             )
     if answer.get("hits") and answer.get("weak"):
         sys.stderr.write(
-            "nothing matched well: no tool has a word of the request or is close to it in "
-            "meaning; the nearest tools follow. Try other words, or `toolscript list-tools`\n"
+            "nothing matched well: no tool is close to the request in meaning (a word of it "
+            "in a tool's text is not enough), so likely no configured server does it; the "
+            "nearest tools follow. Try other words, or `toolscript list-servers` for what "
+            "they offer\n"
         )

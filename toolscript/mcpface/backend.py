@@ -291,6 +291,12 @@ def search_answer(answer: dict[str, Any], states: dict[str, str] | None = None) 
         text = "\n".join(
             f"{hit['server']}.{hit['tool']} → {hit['call']}: {hit['description']}" for hit in hits
         )
+        if answer.get("weak"):  # the nearest tools of a request none is close to
+            text = (
+                "Nothing matched well: no tool is close to this request in meaning, so likely "
+                "no configured server does it (tell the user; list_servers shows what they "
+                "offer). The nearest tools:\n" + text
+            )
     if answer.get("mode") == "keyword":
         # why, as the gateway says it: loading, turned off, or not installed
         reason = (answer.get("search") or {}).get("reason") or "semantic search is still loading"
@@ -305,7 +311,7 @@ def search_answer(answer: dict[str, Any], states: dict[str, str] | None = None) 
             )
     if answer.get("unbuilt"):
         text += f"\n({answer['unbuilt']})"
-    return Answer(text, {"hits": hits})
+    return Answer(text, {"hits": hits, **({"weak": True} if answer.get("weak") else {})})
 
 
 def resource_answer(read: dict[str, Any]) -> Answer:
