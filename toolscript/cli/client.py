@@ -12,7 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from toolscript.config import Config, find_config_path, load_config
 from toolscript.errors import ConfigError, GatewayResponseError, GatewayUnreachableError
-from toolscript.gateway.state import check_serves, read_gateway_state, ready_gateway_state
+from toolscript.gateway.state import (
+    check_serves,
+    read_gateway_state,
+    ready_gateway_state,
+    say_start_wait,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -38,7 +43,7 @@ def find_gateway_url(config: Config) -> str | None:
     url = os.environ.get(URL_VARIABLE, "").strip()
     if url:
         return url.rstrip("/")
-    state = ready_gateway_state(config.cache_dir())
+    state = ready_gateway_state(config.cache_dir(), told=say_start_wait)
     check_serves(state, config.config_file)
     return str(state["url"]).rstrip("/") if state else None
 

@@ -692,7 +692,7 @@ class Backend:
         if owned is not None and owned.url and _alive(owned):
             return owned.url
         # (a running gateway's first build waiting for a `doit` is waited for, unsaid)
-        running = running_gateway(self.config, self.cache, told=lambda: None)
+        running = running_gateway(self.config, self.cache, told=lambda: None, told_start=None)
         return running[0] if running else None
 
     def _start_owned(self) -> str:
