@@ -26,6 +26,7 @@ from toolscript.plumbing.processes import command_line, pid_exists
 
 __all__ = [
     "abandon_start",
+    "all_gateway_states",
     "already_serving",
     "check_serves",
     "claim_project",
@@ -70,8 +71,13 @@ def write_gateway_state(directory: Path, state: dict[str, Any]) -> Path:
 
 def read_gateway_state(directory: Path) -> dict[str, Any] | None:
     """The state of a gateway whose process is still alive, else None."""
+    return _alive_state(gateway_state_file(directory))
+
+
+def _alive_state(path: Path) -> dict[str, Any] | None:
+    """The state file ``path`` when its gateway's process is still alive, else None."""
     try:
-        state: dict[str, Any] = json.loads(gateway_state_file(directory).read_text())
+        state: dict[str, Any] = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
     if not isinstance(state, dict):
@@ -84,6 +90,13 @@ def read_gateway_state(directory: Path) -> dict[str, Any] | None:
     if not isinstance(pid, int) or not pid_exists(pid):
         return None
     return state
+
+
+def all_gateway_states() -> list[dict[str, Any]]:
+    """The state of every project's gateway of this user whose process is still alive (as
+    ``read_gateway_state`` reads one): what `gateway stop --all` stops."""
+    paths = sorted((user_cache_dir() / "gateways").glob("*.json"))
+    return [state for state in map(_alive_state, paths) if state is not None]
 
 
 def check_serves(state: Mapping[str, Any] | None, config_file: Path) -> None:
