@@ -880,8 +880,13 @@ class Backend:
     ) -> Answer:
         """Run saved script ``name`` with ``arguments`` as its input, as ``execute`` runs code
         (yielding as it does, after the face's ``yield_after``)."""
-        require_saved(await self._get("/scripts"), name, policy_denial(self.config, self.cwd))
-        code = saved_script_call(name, json.dumps(arguments))
+        listing = await self._get("/scripts")
+        require_saved(listing, name, policy_denial(self.config, self.cwd))
+        signature = next(
+            (str(s.get("signature")) for s in listing.get("scripts", []) if s["name"] == name),
+            None,
+        )
+        code = saved_script_call(name, json.dumps(arguments), signature)
         return await self.execute(
             code, timeout, ask, yield_after=self.yield_after, report=report, owner=owner
         )
