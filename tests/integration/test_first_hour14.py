@@ -144,6 +144,10 @@ def test_a_request_no_server_can_do_is_said_to_match_nothing(gateway: GatewayPro
     assert found.stdout.startswith("time\tconvert_time\t1.00"), found.stdout
     assert "nothing matched well: no tool is close to the request in meaning" in found.stderr
     assert json.loads(gateway_cli(gateway, "search", pdf, "--json").stdout)["weak"] is True
+    # a script's search() says it too, on each hit
+    script = f'import {{ search }} from "toolscript";\nreturn (await search("{pdf}"))[0].weak;'
+    ran = gateway_cli(gateway, "exec", script)
+    assert (ran.returncode, ran.stdout) == (0, "true\n"), ran
     answer = face_call(gateway, "search_tools", {"query": "book a flight to Tokyo"})
     assert answer.content[0].text.startswith("Nothing matched well: "), answer.content[0].text
     # a request a tool does fit is not flagged

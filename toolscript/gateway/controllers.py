@@ -490,8 +490,8 @@ def _search_tools(
         "needs": needs,
         # the needs the request implies (a file to write, a place's coordinates), by index
         "implied": [number for number, need in enumerate(needs) if is_implied(need)],
-        # nothing matched well (no word of the request in any tool, none close in
-        # meaning): the hits are only the nearest tools
+        # nothing matched well (no tool close to the request in meaning, whatever word
+        # it shares): the hits are only the nearest tools (each says so too, for search())
         "weak": any(hit.weak for hit in hits),
         "hits": [
             hit.to_dict()

@@ -58,18 +58,22 @@ class Hit:
     deprecated: bool = False  # its description says so (ranked lower: ``_deprecated_later``)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "server": self.server,
-            "tool": self.tool,
-            "name": f"scripts.{self.tool}"
-            if self.kind == "script"
-            else f"{self.server}__{self.tool}",
-            "score": round(self.score, 4),
-            "keyword": round(self.keyword, 4),
-            "semantic": None if self.semantic is None else round(self.semantic, 4),
-            "description": self.description,
-        } | ({"deprecated": True} if self.deprecated else {})
+        return (
+            {
+                "kind": self.kind,
+                "server": self.server,
+                "tool": self.tool,
+                "name": f"scripts.{self.tool}"
+                if self.kind == "script"
+                else f"{self.server}__{self.tool}",
+                "score": round(self.score, 4),
+                "keyword": round(self.keyword, 4),
+                "semantic": None if self.semantic is None else round(self.semantic, 4),
+                "description": self.description,
+            }
+            | ({"deprecated": True} if self.deprecated else {})
+            | ({"weak": True} if self.weak else {})
+        )
 
     def explanation(self, needs: list[str]) -> dict[str, Any]:
         """What made the score: the parts, the weight, and the need it answers."""
