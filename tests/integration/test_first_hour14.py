@@ -156,6 +156,38 @@ def test_a_request_no_server_can_do_is_said_to_match_nothing(gateway: GatewayPro
     assert "nothing matched" not in fits.stderr
 
 
+def test_a_search_names_a_server_still_connecting(tmp_path: Path) -> None:
+    """A fresh project whose clock server was still connecting when the gateway served the
+    others: "what time is it" answered fetch's fetch, and nothing said clock was not searched."""
+    go = tmp_path / "go"
+    clock = {
+        "command": "sh",
+        "args": [
+            "-c",
+            f'while [ ! -e "{go}" ]; do sleep 0.1; done; exec "{python_bin("mcp-server-time")}"',
+        ],
+    }
+    config = {"mcpServers": {"clock": clock, "fetch": {"command": python_bin("mcp-server-fetch")}}}
+    gateway = GatewayProcess(
+        config | {"search": {"semantic": False}}, tmp_path, "--ready-wait", "0"
+    )
+    try:
+        gateway.wait_for_health(lambda health: health["servers"]["fetch"]["state"] == "connected")
+        asked = gateway_cli(gateway, "search", "what time is it in tokyo")
+        assert asked.returncode == 0, asked.stderr
+        assert "note: not searched, no tools listed yet: clock (connecting); search again " in (
+            asked.stderr
+        )
+        go.touch()
+        gateway.wait_for_health(lambda health: health["servers"]["clock"]["state"] == "connected")
+        again = gateway_cli(gateway, "search", "what time is it in tokyo", "-n", "1")
+        assert again.stdout.startswith("clock\tget_current_time"), again
+        assert "not searched" not in again.stderr
+    finally:
+        go.touch()
+        assert gateway.stop() == []
+
+
 def test_trust_after_a_pull_shows_what_changed(tmp_path: Path) -> None:
     """`trust` (and `config check`) after a teammate's pull listed every server again; the
     one added, the one whose command changed and the saved script added were lines among

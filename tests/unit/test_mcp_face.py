@@ -127,6 +127,22 @@ def test_a_search_nothing_fits_says_so_before_the_nearest_tools() -> None:
     assert answer.structured is not None and answer.structured["weak"] is True
 
 
+def test_a_search_names_the_servers_it_could_not_search() -> None:
+    """A server still connecting after the gateway served the others: the nearest tool of
+    the rest was the whole answer, said to be the best there is."""
+    hit = {"server": "fetch", "tool": "fetch", "description": "Fetch a URL.", "score": 0.4}
+    unsearched = [{"name": "clock", "state": "connecting"}]
+    answer = search_answer(
+        {"mode": "hybrid", "weak": True, "hits": [hit], "unsearched": unsearched}
+    )
+    assert answer.text.startswith("Nothing matched well among the servers searched.")
+    assert "likely no configured server" not in answer.text
+    assert answer.text.endswith(
+        "(not searched, no tools listed yet: clock (connecting); search again once list_servers "
+        "shows them connected)"
+    )
+
+
 def test_servers_read_with_state_count_and_reason() -> None:
     answer = servers_answer(
         [

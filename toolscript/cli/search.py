@@ -144,6 +144,8 @@ def search(
     _note_mode(answer, ephemeral)
     if answer.get("unbuilt"):  # the gateway's own sentence: a build held by another's
         sys.stderr.write(f"note: {answer['unbuilt']}\n")
+    if answer.get("unsearched"):
+        write_shown(_unsearched_note(answer["unsearched"]), sys.stderr)
     if not hits:
         if not loaded.servers:
             where = loaded.config_file
@@ -335,9 +337,23 @@ def _note_mode(answer: dict[str, Any], ephemeral: bool = False) -> None:
                 "`toolscript gateway status` shows the search mode\n"
             )
     if answer.get("hits") and answer.get("weak"):
+        likely = (
+            "of the servers searched"
+            if answer.get("unsearched")
+            else "so likely no configured server does it"
+        )
         sys.stderr.write(
             "nothing matched well: no tool is close to the request in meaning (a word of it "
-            "in a tool's text is not enough), so likely no configured server does it; the "
-            "nearest tools follow. Try other words, or `toolscript list-servers` for what "
-            "they offer\n"
+            f"in a tool's text is not enough), {likely}; the nearest tools follow. Try other "
+            "words, or `toolscript list-servers` for what they offer\n"
         )
+
+
+def _unsearched_note(servers: list[dict[str, Any]]) -> str:
+    """The servers whose tools the answer could not hold (none listed yet: one still
+    connecting after the gateway served the others, one that failed at its first start)."""
+    named = ", ".join(f"{one['name']} ({one['state']})" for one in servers)
+    return (
+        f"note: not searched, no tools listed yet: {named}; search again once "
+        "`toolscript list-servers` shows them connected (it says why one failed)\n"
+    )

@@ -562,6 +562,9 @@ class DiscoveryController(Controller):
         answer["hits"].extend(found)
         if unbuilt is not None:
             answer["unbuilt"] = unbuilt
+        unsearched = gateway.unsearched(server)
+        if unsearched:  # a server still connecting: its tools may be the answer
+            answer["unsearched"] = unsearched
         return answer
 
     @get("/types")

@@ -1391,6 +1391,19 @@ class Gateway:
                 status["last_known_tools"] = kept
         return status
 
+    def unsearched(self, server: str | None = None) -> list[dict[str, str]]:
+        """The servers (``server`` alone, when given) search has no tool of: not connected,
+        and none listed to this gateway or kept by the last build (one still connecting
+        after --ready-wait, one that failed at its first start), each with its state."""
+        return [
+            {"name": name, "state": str(upstream.state)}
+            for name, upstream in self.upstreams.items()
+            if (server is None or name == server)
+            and upstream.state not in (ServerState.CONNECTED, ServerState.DISABLED)
+            and not upstream.tools
+            and not self._last_listing(upstream)
+        ]
+
     def _last_listing(self, upstream: Upstream) -> list[dict[str, Any]]:
         """The tools the last build kept of a server that has not connected to this gateway
         (its fetch file: this user's build's listing, filtered by its entry; a cloned

@@ -291,7 +291,9 @@ def search_answer(answer: dict[str, Any], states: dict[str, str] | None = None) 
         text = "\n".join(
             f"{hit['server']}.{hit['tool']} → {hit['call']}: {hit['description']}" for hit in hits
         )
-        if answer.get("weak"):  # the nearest tools of a request none is close to
+        if answer.get("weak") and answer.get("unsearched"):  # the answer may be theirs
+            text = "Nothing matched well among the servers searched. The nearest tools:\n" + text
+        elif answer.get("weak"):  # the nearest tools of a request none is close to
             text = (
                 "Nothing matched well: no tool is close to this request in meaning, so likely "
                 "no configured server does it (tell the user; list_servers shows what they "
@@ -311,6 +313,12 @@ def search_answer(answer: dict[str, Any], states: dict[str, str] | None = None) 
             )
     if answer.get("unbuilt"):
         text += f"\n({answer['unbuilt']})"
+    if answer.get("unsearched"):  # their tools may be the answer: not "none fits" yet
+        named = ", ".join(f"{one['name']} ({one['state']})" for one in answer["unsearched"])
+        text += (
+            f"\n(not searched, no tools listed yet: {named}; search again once list_servers "
+            "shows them connected)"
+        )
     return Answer(text, {"hits": hits, **({"weak": True} if answer.get("weak") else {})})
 
 
