@@ -350,10 +350,10 @@ def _note_mode(answer: dict[str, Any], ephemeral: bool = False) -> None:
 
 
 def _unsearched_note(servers: list[dict[str, Any]]) -> str:
-    """The servers whose tools the answer could not hold (none listed yet: one still
-    connecting after the gateway served the others, one that failed at its first start)."""
+    """The servers whose tools the answer could not hold (none listed yet: still connecting
+    after the gateway served the others)."""
     named = ", ".join(f"{one['name']} ({one['state']})" for one in servers)
     return (
         f"note: not searched, no tools listed yet: {named}; search again once "
-        "`toolscript list-servers` shows them connected (it says why one failed)\n"
+        "`toolscript list-servers` shows them connected\n"
     )

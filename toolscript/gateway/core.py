@@ -1392,14 +1392,15 @@ class Gateway:
         return status
 
     def unsearched(self, server: str | None = None) -> list[dict[str, str]]:
-        """The servers (``server`` alone, when given) search has no tool of: not connected,
-        and none listed to this gateway or kept by the last build (one still connecting
-        after --ready-wait, one that failed at its first start), each with its state."""
+        """The servers (``server`` alone, when given) search has no tool of yet: still
+        connecting (after --ready-wait), none listed to this gateway or kept by the last
+        build, each with its state. A failed one is not named at each search: list-servers
+        and gateway status say why it failed."""
         return [
             {"name": name, "state": str(upstream.state)}
             for name, upstream in self.upstreams.items()
             if (server is None or name == server)
-            and upstream.state not in (ServerState.CONNECTED, ServerState.DISABLED)
+            and upstream.state in (ServerState.CONNECTING, ServerState.RECONNECTING)
             and not upstream.tools
             and not self._last_listing(upstream)
         ]
