@@ -419,6 +419,8 @@ export interface SearchHit {
   call: string | null;
   description: string;
   score: number;
+  /** Set when no tool is close to the request in meaning: this is only the nearest one. */
+  weak?: true;
 }
 
 /** What `describe` answers about one tool. */

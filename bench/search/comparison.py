@@ -86,7 +86,7 @@ def compared(
         how = Ranking(mode, weight, adaptive=False, cutoff=cutoff, server=server, limit=limit)
         ranking = rank_need(index.documents, keyword, cosines, how, -1, parameters)
     hits = in_rank_order([hit for _, hit in first_hits([ranking], limit, parameters)])
-    if mode != "keyword" and matched_nothing(index.lexical, query, [cosines], parameters):
+    if mode != "keyword" and matched_nothing([cosines], parameters):
         hits = [replace(hit, weak=True) for hit in hits]
     return hits, mode, [query]
 

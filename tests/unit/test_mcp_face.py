@@ -115,6 +115,34 @@ def test_search_hits_read_as_one_line_each() -> None:
     assert empty.text.startswith("No tool matches.") and "keyword search only" in empty.text
 
 
+def test_a_search_nothing_fits_says_so_before_the_nearest_tools() -> None:
+    """The agent read the nearest tool of "send an SMS" as an answer, where the CLI said on
+    stderr that nothing matched well."""
+    hit = {"server": "time", "tool": "convert_time", "description": "Convert.", "score": 1.0}
+    answer = search_answer({"mode": "hybrid", "weak": True, "hits": [hit]})
+    first, nearest = answer.text.split("\n")
+    assert first.startswith("Nothing matched well: no tool is close to this request in meaning")
+    assert "tell the user" in first and first.endswith("The nearest tools:")
+    assert nearest == "time.convert_time → tools.time.convert_time: Convert."
+    assert answer.structured is not None and answer.structured["weak"] is True
+
+
+def test_a_search_names_the_servers_it_could_not_search() -> None:
+    """A server still connecting after the gateway served the others: the nearest tool of
+    the rest was the whole answer, said to be the best there is."""
+    hit = {"server": "fetch", "tool": "fetch", "description": "Fetch a URL.", "score": 0.4}
+    unsearched = [{"name": "clock", "state": "connecting"}]
+    answer = search_answer(
+        {"mode": "hybrid", "weak": True, "hits": [hit], "unsearched": unsearched}
+    )
+    assert answer.text.startswith("Nothing matched well among the servers searched.")
+    assert "likely no configured server" not in answer.text
+    assert answer.text.endswith(
+        "(not searched, no tools listed yet: clock (connecting); search again once list_servers "
+        "shows them connected)"
+    )
+
+
 def test_servers_read_with_state_count_and_reason() -> None:
     answer = servers_answer(
         [
@@ -127,6 +155,17 @@ def test_servers_read_with_state_count_and_reason() -> None:
         "db: failed, 0 tools; error: exited: no DATABASE_URL",
     ]
     assert answer.structured is not None and answer.structured["servers"][1]["state"] == "failed"
+
+
+def test_a_failed_server_says_the_tools_it_listed_last() -> None:
+    """A failed server whose last build's listing search and get-types still serve read
+    "0 tools", as if it had none."""
+    answer = servers_answer(
+        [{"name": "db", "state": "failed", "tools": 0, "last_known_tools": 7, "error": "exited"}]
+    )
+    assert answer.text == "db: failed, 0 tools (7 as last listed, by the last build); error: exited"
+    assert answer.structured is not None
+    assert answer.structured["servers"][0]["last_known_tools"] == 7
 
 
 def test_tool_names_in_every_spelling_an_agent_uses() -> None:

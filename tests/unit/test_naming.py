@@ -11,6 +11,9 @@ from toolscript.codegen.naming import assign_names, to_camel_case, to_pascal_cas
     ("name", "camel"),
     [
         ("create_issue", "createIssue"),
+        ("météo", "meteo"),  # was "mto": the accented letters dropped
+        ("café-crème", "cafeCreme"),
+        ("日本", "_"),
         ("get-user-profile", "getUserProfile"),
         ("my_server", "myServer"),
         ("github-api", "githubApi"),

@@ -172,6 +172,22 @@ def test_a_run_calls_the_script_with_its_input_as_a_literal() -> None:
         saved_script_call("not-a-name", "{}")
 
 
+def test_a_run_of_a_script_that_takes_no_input_passes_none() -> None:
+    """`toolscript run weekly` of `export default async function weekly()` (which save
+    takes) failed its type check: "Expected 0 arguments, but got 1"."""
+    for signature in (
+        "async function weekly()",
+        "async ( )",
+        "async function weekly(): Promise<1>",
+    ):
+        code = saved_script_call("weekly", "{}", signature)
+        assert code.endswith("return await scripts.weekly();\n"), signature
+    with pytest.raises(UsageError, match=r"takes no input .* given 'city'"):
+        saved_script_call("weekly", '{"city": "Lyon"}', "async function weekly()")
+    taking = saved_script_call("weekly", "{}", "async function weekly(input: { a?: 1 })")
+    assert taking.endswith("return await scripts.weekly({});\n")
+
+
 def test_a_run_of_a_missing_or_broken_script_says_so() -> None:
     listing = {
         "directory": "/p/toolscripts",

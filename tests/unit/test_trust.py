@@ -150,3 +150,52 @@ def test_only_the_last_versions_of_a_config_stay_trusted(tmp_path: Path) -> None
     assert not trust.needs_trust(path)
     project(tmp_path / "repo", {"mcpServers": {}, "n": 0})  # the oldest: no longer kept
     assert trust.needs_trust(path)
+
+
+def test_what_changed_since_the_last_trust_names_servers_fields_and_files() -> None:
+    """`trust` after a pull listed the whole config again: what a teammate changed was one
+    line among them."""
+    before = {
+        "servers": {
+            "notes": {"target": "uvx mcp-notes", "sends": []},
+            "jira": {"target": "uvx mcp-jira", "sends": []},
+            "same": {"target": "x", "sends": []},
+        },
+        "tool_files": {"tools/a.py": "1", "tools/b.py": "2"},
+        "saved_scripts": {"toolscripts/weekly.ts": "3"},
+    }
+    now = {
+        "servers": {
+            "notes": {"target": "uvx mcp-notes@2", "sends": ["${KEY} in env.KEY"]},
+            "search": {"target": "https://api.example.com/mcp", "sends": []},
+            "same": {"target": "x", "sends": []},
+        },
+        "tool_files": {"tools/a.py": "1", "tools/b.py": "changed"},
+        "saved_scripts": {"toolscripts/weekly.ts": "3", "toolscripts/daily.ts": "4"},
+    }
+    assert trust.changes(before, now) == {
+        "servers": {
+            "added": ["search"],
+            "removed": ["jira"],
+            "changed": {
+                "notes": {
+                    "target": ["uvx mcp-notes", "uvx mcp-notes@2"],
+                    "sends": [[], ["${KEY} in env.KEY"]],
+                }
+            },
+        },
+        "tool_files": {"changed": ["tools/b.py"]},
+        "saved_scripts": {"added": ["toolscripts/daily.ts"]},
+    }
+    assert trust.changes(now, now) == {}
+    # a record edited by hand holds anything: read as nothing recorded
+    assert trust.changes({"servers": [1], "tool_files": "x"}, {"servers": {}}) == {}
+
+
+def test_trust_keeps_what_it_showed_for_the_next_one(tmp_path: Path) -> None:
+    path = project(tmp_path / "repo")
+    assert trust.last_seen(path) == (None, None)
+    trust.trust(path, seen={"servers": {"local": {"target": "sh ./server.sh"}}})
+    seen, since = trust.last_seen(path)
+    assert seen == {"servers": {"local": {"target": "sh ./server.sh"}}} and since
+    assert trust.is_trusted(path)

@@ -18,7 +18,12 @@ from toolscript.errors import (
     GatewayUnreachableError,
     NotAGatewayError,
 )
-from toolscript.gateway.state import check_serves, read_gateway_state, ready_gateway_state
+from toolscript.gateway.state import (
+    check_serves,
+    read_gateway_state,
+    ready_gateway_state,
+    say_start_wait,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -44,7 +49,7 @@ def find_gateway_url(config: Config) -> str | None:
     url = os.environ.get(URL_VARIABLE, "").strip()
     if url:
         return url.rstrip("/")
-    state = ready_gateway_state(config.cache_dir())
+    state = ready_gateway_state(config.cache_dir(), told=say_start_wait)
     check_serves(state, config.config_file)
     return str(state["url"]).rstrip("/") if state else None
 

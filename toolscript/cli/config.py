@@ -93,7 +93,29 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     count = len(loaded.servers)
     write_shown(f"{loaded.path}: valid, {count} server{'' if count == 1 else 's'}\n")
     if untrusted:
+        _write_untrusted(loaded)
+
+
+def _write_untrusted(loaded: Config) -> None:
+    """On stderr, what a config not trusted yet would start: what changed since the user
+    last trusted it (a `git pull`'s edit), else every server it starts."""
+    from toolscript.cli.trust import seen_of, shown_servers, write_changes
+    from toolscript.store.trust import changes, imported_project_files, last_seen
+
+    assert loaded.path is not None
+    before, since = last_seen(loaded.path)
+    if before is None:
         write_shown(_untrusted_note(loaded), sys.stderr)  # a repository's names: shown
+        return
+    folder = loaded.path.parent.resolve()
+    servers = shown_servers(loaded, folder)
+    imported = [file for file in imported_project_files(loaded.path) if file.is_file()]
+    changed = changes(before, seen_of(loaded, servers, imported))
+    sys.stderr.write("note: not trusted as it is now, so nothing it names starts; ")
+    write_changes(changed, since, servers, listed=False, stream=sys.stderr, whole="")
+    write_shown(
+        f"read them (and the files they run), then `toolscript trust` in {folder}\n", sys.stderr
+    )
 
 
 def _untrusted_note(loaded: Config) -> str:

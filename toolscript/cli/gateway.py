@@ -21,7 +21,7 @@ from toolscript.cli.client import (
 )
 from toolscript.cli.lazy import typer
 from toolscript.cli.options import CacheDirOption, ConfigOption, JsonOption
-from toolscript.cli.output import print_json, print_rows, write_shown
+from toolscript.cli.output import print_json, print_rows, tools_cell, write_shown
 from toolscript.config import Config, find_config_path, load_config
 from toolscript.errors import ConfigError, GatewayError, UsageError
 
@@ -361,6 +361,14 @@ def stop(
         float,
         typer.Option("--wait", min=0, help="Seconds to wait for it to exit, its servers stopped."),
     ] = 15.0,
+    every: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="Stop the gateway of every project (each `gateway start` of yours), "
+            "wherever you run it: before removing toolscript.",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Stop this project's gateway (the one `gateway start` runs here), its servers with it.
@@ -368,19 +376,24 @@ def stop(
     Sends it SIGTERM, as Ctrl+C in its terminal does, and waits until it has exited. A
     session's gateway (the Claude Code plugin's) or an MCP client's `toolscript mcp` are
     not this one: their owners stop them. Exit 0 once it stopped or when none runs, 1 when
-    it is still stopping after --wait seconds.
+    it is still stopping after --wait seconds. `--all` stops every project's.
 
     Examples:
 
     \b
         toolscript gateway stop
         toolscript gateway stop --wait 60 --json
+        toolscript gateway stop --all     # every project's, before uninstalling
     """
     import signal
     import time
 
     from toolscript.gateway.state import check_serves, read_gateway_state
     from toolscript.plumbing.processes import process_alive, signal_quietly
+
+    if every:
+        _stop_all(wait, as_json)
+        return
 
     project = _project_config(config)[0]
     state = read_gateway_state(project.cache_dir())
@@ -417,6 +430,48 @@ def stop(
     _said(
         as_json, {"running": False, "stopped": True, "pid": pid}, f"gateway: stopped (pid {pid})\n"
     )
+
+
+def _stop_all(wait: float, as_json: bool) -> None:
+    """`gateway stop --all`: SIGTERM to every project's gateway of this user, then wait for
+    them all; exit 1 when one is still stopping after ``wait`` seconds."""
+    import signal
+    import time
+
+    from toolscript.gateway.state import all_gateway_states, session_gateways
+    from toolscript.plumbing.processes import process_alive, signal_quietly
+
+    running = [state for state in all_gateway_states() if _is_the_gateway(state)]
+    for state in running:
+        signal_quietly(state["pid"], signal.SIGTERM)
+    deadline = time.monotonic() + wait
+    while any(process_alive(s["pid"]) for s in running) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    gateways = [
+        {"pid": s["pid"], "config": s.get("config"), "stopped": not process_alive(s["pid"])}
+        for s in running
+    ]
+    sessions = [pid for pid, _ in session_gateways()]
+    if as_json:
+        print_json({"gateways": gateways, "sessions": sessions})
+    else:
+        for gateway in gateways:
+            write_shown(
+                f"gateway: stopped (pid {gateway['pid']}) for {gateway['config']}\n"
+                if gateway["stopped"]
+                else f"gateway: still stopping after {wait:g} s (pid {gateway['pid']}) for "
+                f"{gateway['config']}; `kill -9 {gateway['pid']}` ends it at once\n",
+                sys.stdout if gateway["stopped"] else sys.stderr,
+            )
+        if not gateways:
+            sys.stderr.write("gateway: none running\n")
+        if sessions:
+            sys.stderr.write(
+                f"note: Claude Code sessions' gateways still run (pid {', '.join(map(str, sessions))}): "
+                "each stops with its session\n"
+            )
+    if not all(gateway["stopped"] for gateway in gateways):
+        raise typer.Exit(1)
 
 
 def _project_config(config: str | None) -> tuple[Config, ConfigError | None]:
@@ -538,7 +593,8 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         sys.stdout.write(f"config: {served or 'none (zero servers)'}\n")
         search = health.get("search", {})
         sys.stdout.write(
-            f"tools: {health.get('tools', 0)}; search: {search.get('mode', 'none')}"
+            f"tools: {health.get('tools', 0)}{_last_known_total(health)}; "
+            f"search: {search.get('mode', 'none')}"
             + ("" if search.get("ready") else f" ({search.get('reason', 'not ready')})")
             + _checker_line(health.get("checker") or {})
             + "\n"
@@ -549,7 +605,8 @@ def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
             unsaid = [line for line in server.get("stderr", [])[-3:] if line not in detail]
             if unsaid:  # its last words, but for those its error quotes already
                 detail += " | stderr: " + " / ".join(unsaid)
-            rows.append([server["name"], server["state"], str(server["tools"]), detail])
+            cell = tools_cell(server["tools"], server.get("last_known_tools"))
+            rows.append([server["name"], server["state"], cell, detail])
         if rows:
             print_rows(["server", "state", "tools", "error"], rows, names=("server",))
         for problem in (health.get("config") or {}).get("left_out") or []:
@@ -744,3 +801,13 @@ def hook_pre_tool_use() -> None:
     from toolscript.cli.hooks import pre_tool_use
 
     raise typer.Exit(pre_tool_use())
+
+
+def _last_known_total(health: dict[str, Any]) -> str:
+    """The tools of servers not connected that their last listing had (what list-tools,
+    search and get-types still serve of them), said beside the live count."""
+    kept = sum(
+        int(server.get("last_known_tools") or 0)
+        for server in (health.get("servers") or {}).values()
+    )
+    return f" (and {kept} last known of servers not connected)" if kept else ""

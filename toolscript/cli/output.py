@@ -14,6 +14,7 @@ __all__ = [
     "print_rows",
     "shown_name",
     "stdout_is_terminal",
+    "tools_cell",
     "write_shown",
 ]
 
@@ -60,6 +61,15 @@ NAME_WIDTH = 64  # the widest name a table keeps whole (a longer one is a server
 # Whether this process printed a JSON document on stdout: an error after it (`init --json`'s
 # report, then why nothing was written) is not printed as a second one.
 json_printed = False
+
+
+def tools_cell(tools: object, last_known: object = None) -> str:
+    """A server's tool count in a table: its live count, else (none listed now: failed,
+    connecting) the count of its last listing, marked as such (its tools are still what
+    list-tools, search and get-types serve)."""
+    if last_known and not tools:
+        return f"{last_known} (last known)"
+    return str(tools)
 
 
 def print_json(value: Any) -> None:

@@ -26,7 +26,12 @@ from toolscript.config import load_config
 from toolscript.errors import GatewayResponseError, UsageError
 from toolscript.execution.command import run_exec, saved_script_call
 from toolscript.plumbing.boundedread import read_regular_file
-from toolscript.store.savedscripts import MAX_RUN_SCRIPT_BYTES, MAX_SCRIPT_BYTES, check_name
+from toolscript.store.savedscripts import (
+    MAX_RUN_SCRIPT_BYTES,
+    MAX_SCRIPT_BYTES,
+    check_name,
+    takes_no_input,
+)
 
 __all__ = ["list_scripts", "run_command", "save_command"]
 
@@ -117,7 +122,8 @@ def save_command(
     verb = "replaced" if saved["replaced"] else "saved"
     typer.echo(f"{verb} {saved['name']}: {saved['path']}")
     typer.echo(f"  {saved['signature']}")
-    typer.echo(f"  call it: toolscript run {saved['name']} --input '{{...}}'")
+    given = "" if takes_no_input(str(saved.get("signature") or "")) else " --input '{...}'"
+    typer.echo(f"  call it: toolscript run {saved['name']}{given}")
     if not saved.get("description"):
         typer.echo(
             "  no description: search finds it by its name alone (--description, or a "
@@ -232,7 +238,9 @@ def run_command(
                 hint="give the script where the data is (a path, an id) and read it through "
                 "a tool (a file server's read)",
             )
-    code = saved_script_call(name, input_text if input_text is not None else "{}")
+    code = saved_script_call(
+        name, input_text if input_text is not None else "{}", _signature(name, config)
+    )
     raise typer.Exit(
         run_exec(
             code,
@@ -248,3 +256,18 @@ def run_command(
             saved=name,
         )
     )
+
+
+def _signature(name: str, config: str | None) -> str | None:
+    """The declaration of saved script ``name``'s default export as its file has it (None
+    when it cannot be read: the run then says what is wrong)."""
+    from toolscript.config import find_config_path
+    from toolscript.store.savedscripts import scripts_dir, signature_of
+
+    try:
+        check_name(name)
+        path = scripts_dir(find_config_path(config).parent) / f"{name}.ts"
+        source = read_regular_file(path, MAX_SCRIPT_BYTES, links=False).decode("utf-8")
+    except (OSError, UnicodeDecodeError, UsageError):
+        return None
+    return signature_of(source, name) or None

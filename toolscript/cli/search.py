@@ -188,9 +188,12 @@ def search(
 
 def _note_unbuilt(answer: dict[str, Any]) -> None:
     """Why the answer may miss tools (a changed tool list not built yet: its build waits for
-    another's, or its tools are being embedded), on stderr whatever the output form."""
+    another's, or its tools are being embedded; servers still connecting), on stderr
+    whatever the output form."""
     if answer.get("unbuilt"):  # the gateway's own sentence
         sys.stderr.write(f"note: {answer['unbuilt']}\n")
+    if answer.get("unsearched"):  # servers still connecting: their tools not searched yet
+        write_shown(_unsearched_note(answer["unsearched"]), sys.stderr)
 
 
 def _unconnected(client: GatewayClient, server: str) -> str | None:
@@ -342,7 +345,23 @@ def _note_mode(answer: dict[str, Any], ephemeral: bool = False) -> None:
                 "`toolscript gateway status` shows the search mode\n"
             )
     if answer.get("hits") and answer.get("weak"):
-        sys.stderr.write(
-            "nothing matched well: no tool has a word of the request or is close to it in "
-            "meaning; the nearest tools follow. Try other words, or `toolscript list-tools`\n"
+        likely = (
+            "of the servers searched"
+            if answer.get("unsearched")
+            else "so likely no configured server does it"
         )
+        sys.stderr.write(
+            "nothing matched well: no tool is close to the request in meaning (a word of it "
+            f"in a tool's text is not enough), {likely}; the nearest tools follow. Try other "
+            "words, or `toolscript list-servers` for what they offer\n"
+        )
+
+
+def _unsearched_note(servers: list[dict[str, Any]]) -> str:
+    """The servers whose tools the answer could not hold (none listed yet: still connecting
+    after the gateway served the others)."""
+    named = ", ".join(f"{one['name']} ({one['state']})" for one in servers)
+    return (
+        f"note: not searched, no tools listed yet: {named}; search again once "
+        "`toolscript list-servers` shows them connected\n"
+    )

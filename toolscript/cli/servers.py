@@ -23,6 +23,7 @@ from toolscript.cli.output import (
     print_rows,
     shown_name,
     stdout_is_terminal,
+    tools_cell,
     write_shown,
 )
 from toolscript.config import Config
@@ -70,6 +71,8 @@ def list_servers(
         if server["name"] in live:
             server["state"] = live[server["name"]]["state"]
             server["tools"] = live[server["name"]]["tools"]
+            if live[server["name"]].get("last_known_tools"):  # what list-tools shows of it
+                server["last_known_tools"] = live[server["name"]]["last_known_tools"]
             server["error"] = live[server["name"]].get("error")
             server["description"] = server["description"] or live[server["name"]].get(
                 "description", ""
@@ -89,7 +92,7 @@ def list_servers(
                 server["name"],
                 server["transport"] + (" (disabled)" if server["disabled"] else ""),
                 str(server.get("state") or ("unknown" if answered is not None else "")),
-                str(server.get("tools", "")),
+                tools_cell(server.get("tools", ""), server.get("last_known_tools")),
                 _reason(
                     server.get("error")
                     or (_not_loaded(server) if live and "state" not in server else None),

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
 from collections.abc import Iterator, Mapping
-from typing import Annotated, Any
+from pathlib import Path
+from typing import Annotated, Any, TextIO
 
 import typer
 
 from toolscript.cli.options import ConfigOption, JsonOption
 from toolscript.cli.output import non_ascii_spelling, print_json, shown_name, write_shown
 from toolscript.config import (
+    Config,
     config_text,
     find_config_path,
     parse_config,
@@ -21,7 +24,7 @@ from toolscript.config import (
 )
 from toolscript.errors import UsageError
 
-__all__ = ["trust_command"]
+__all__ = ["seen_of", "shown_servers", "trust_command", "write_changes"]
 
 _NAMED = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)")
 # the variables of other clients' files: ${VAR}, ${env:VAR}, and Gemini CLI's $VAR
@@ -61,6 +64,12 @@ def trust_command(
         bool, typer.Option("--revoke", help="Stop trusting this project's config (every version).")
     ] = False,
     show: Annotated[bool, typer.Option("--list", help="List the trusted configs.")] = False,
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full", help="Show every server, not only what changed since you last trusted it."
+        ),
+    ] = False,
     config: ConfigOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -76,10 +85,15 @@ def trust_command(
     without trusting it. A config named by TOOLSCRIPT_CONFIG is your own setting,
     and so is one under a folder of TOOLSCRIPT_TRUSTED_PATHS.
 
+    Trusting it again (after a `git pull`) shows what changed since you last
+    trusted it: servers added, removed and changed (with the fields), tool files
+    and saved scripts added, changed and removed; `--full` shows every server.
+
     Examples:
 
     \b
         toolscript trust              # after reading .toolscript.json
+        toolscript trust --full       # every server, not only what changed
         toolscript trust --list
         toolscript trust --revoke
     """
@@ -128,12 +142,72 @@ def trust_command(
         named |= more
         environ = _UnsetAsEmpty(os.environ, named)
         loaded = parse_config(text, path, environ)
-    trust.trust(path, trust.fingerprint(path, content, loaded.imported_contents))
     folder = path.parent.resolve()
-    servers = [
+    servers = shown_servers(loaded, folder)
+    # the repository's files of other clients it imports: trusted with it, as they are now
+    imported = [str(file) for file in trust.imported_project_files(path) if file.is_file()]
+    seen = seen_of(loaded, servers, [Path(file) for file in imported])
+    before, since = trust.last_seen(path)  # what the last trust showed, read before this one
+    trust.trust(path, trust.fingerprint(path, content, loaded.imported_contents), seen)
+    changed = trust.changes(before, seen) if before is not None else None
+    if as_json:
+        print_json(
+            {
+                "trusted": str(path),
+                "imported": imported,
+                "servers": servers,
+                "unset": environ.unset,
+                # since the last trust (null: none recorded to compare with, every server new)
+                "changes": None if changed is None else {"since": since, **changed},
+            }
+        )
+        return
+    write_shown(f"trusted: {path}\n")
+    for file in imported:
+        write_shown(f"  with the file it imports: {file}\n")
+    if changed is None or full:
+        for server in servers:
+            _write_server(server)
+    if changed is not None:
+        write_changes(changed, since, servers, listed=full)
+    missing = [name for name in environ.unset if name in needed]
+    if missing:
+        sys.stderr.write(
+            f"note: not set here: {', '.join(missing)}; export each before its servers start "
+            "(until then, starting them names what is missing)\n"
+        )
+    defaulted = [name for name in environ.unset if name not in needed]
+    if defaulted:
+        sys.stderr.write(f"note: not set here, their defaults used: {', '.join(defaulted)}\n")
+
+
+def _write_server(
+    server: Mapping[str, Any], indent: str = "  ", what: str = "", stream: TextIO | None = None
+) -> None:
+    """One server as trust shows it: its target, and what of the user's it reaches."""
+    say = functools.partial(write_shown, stream=stream)
+    say(f"{indent}{what}{shown_name(server['name'])}: {server['target']}\n")
+    spelled = non_ascii_spelling(server["name"])
+    if spelled:
+        say(f"{indent}  its name is not ASCII: {spelled} (not the server it may read as)\n")
+    reached = _host_reached(server) if server["transport"] in ("http", "sse") else None
+    if reached:
+        say(f"{indent}  reaches the host {reached} (its name as written is not ASCII)\n")
+    if server["sends"]:
+        sent = ", ".join(f"${{{s['variable']}}} in {s['in']}" for s in server["sends"])
+        say(f"{indent}  is sent your {sent}\n")
+    if server["outside"]:
+        say(f"{indent}  runs in {server['cwd']}, outside the project's folder\n")
+    if server.get("unencrypted"):
+        say(f"{indent}  is sent {server['unencrypted']}\n")
+
+
+def shown_servers(loaded: Config, folder: Path) -> list[dict[str, Any]]:
+    """Each server as trust shows it: its summary, what of the user's environment it is
+    sent (a header's ${GITHUB_TOKEN} shows nowhere in its target), where it runs when that
+    is outside the project (``folder``), and the host a URL not in ASCII reaches."""
+    return [
         server.summary()
-        # what of the user's environment each server is sent, and where it runs, when that is
-        # outside the project: a header's ${GITHUB_TOKEN} shows nowhere in the line above
         | {
             "sends": [{"variable": name, "in": where} for name, where in server.variables],
             "cwd": str(server.cwd) if server.cwd and server.transport == "stdio" else None,
@@ -145,40 +219,99 @@ def trust_command(
         }
         for server in loaded.servers
     ]
-    # the repository's files of other clients it imports: trusted with it, as they are now
-    imported = [str(file) for file in trust.imported_project_files(path) if file.is_file()]
-    if as_json:
-        print_json(
-            {"trusted": str(path), "imported": imported, "servers": servers, "unset": environ.unset}
+
+
+def seen_of(loaded: Config, servers: list[dict[str, Any]], imported: list[Path]) -> dict[str, Any]:
+    """What this trust shows, kept with it: each server's fields as shown, and the hashes of
+    the tool files, saved scripts and imported files (code trust does not cover, but a
+    pull that changes it is worth saying)."""
+    from toolscript.store.savedscripts import scripts_dir
+    from toolscript.store.trust import file_digests
+
+    folder = loaded.project_dir
+    scripts = scripts_dir(folder)
+    saved = [] if scripts.is_symlink() else sorted(scripts.glob("*.ts"))
+    tool_files = [Path(s.command) for s in loaded.servers if s.transport == "local" and s.command]
+    return {
+        "servers": {
+            server["name"]: {field: server.get(field) for field in _SEEN_FIELDS}
+            | {"sends": [f"${{{s['variable']}}} in {s['in']}" for s in server["sends"]]}
+            for server in servers
+        },
+        "tool_files": file_digests(folder, tool_files),
+        "saved_scripts": file_digests(folder, saved),
+        "imported": file_digests(folder, imported),
+    }
+
+
+# a server's fields a trust keeps, to say which changed at the next (and "sends")
+_SEEN_FIELDS = ("transport", "target", "description", "disabled", "source", "cwd")
+
+_FILE_KINDS = {
+    "tool_files": "tool file",
+    "saved_scripts": "saved script",
+    "imported": "imported file",
+}
+
+
+def write_changes(
+    changed: Mapping[str, Any],
+    since: float | None,
+    servers: list[dict[str, Any]],
+    *,
+    listed: bool,
+    stream: TextIO | None = None,
+    whole: str = "`toolscript trust --full` lists every server",
+) -> None:
+    """What changed since the last trust, each added or changed server with what it reaches,
+    and how to see the whole config (``whole``; ``listed``: it was just shown), on
+    ``stream`` (stdout)."""
+    import time
+
+    say = functools.partial(write_shown, stream=stream)
+
+    when = f" ({time.strftime('%Y-%m-%d %H:%M', time.localtime(since))})" if since else ""
+    full = "" if listed or not whole else f"; {whole}"
+    if not changed:
+        count = len(servers)
+        say(
+            f"nothing changed since you last trusted it{when}: {count} "
+            f"server{'' if count == 1 else 's'}{full}\n"
         )
         return
-    write_shown(f"trusted: {path}\n")
-    for file in imported:
-        write_shown(f"  with the file it imports: {file}\n")
-    for server in servers:
-        write_shown(f"  {shown_name(server['name'])}: {server['target']}\n")
-        spelled = non_ascii_spelling(server["name"])
-        if spelled:
-            write_shown(f"    its name is not ASCII: {spelled} (not the server it may read as)\n")
-        reached = _host_reached(server) if server["transport"] in ("http", "sse") else None
-        if reached:
-            write_shown(f"    reaches the host {reached} (its name as written is not ASCII)\n")
-        if server["sends"]:
-            sent = ", ".join(f"${{{s['variable']}}} in {s['in']}" for s in server["sends"])
-            write_shown(f"    is sent your {sent}\n")
-        if server["outside"]:
-            write_shown(f"    runs in {server['cwd']}, outside the project's folder\n")
-        if server["unencrypted"]:
-            write_shown(f"    is sent {server['unencrypted']}\n")
-    missing = [name for name in environ.unset if name in needed]
-    if missing:
-        sys.stderr.write(
-            f"note: not set here: {', '.join(missing)}; export each before its servers start "
-            "(until then, starting them names what is missing)\n"
+    say(f"changed since you last trusted it{when}:\n")
+    by_name = {server["name"]: server for server in servers}
+    kinds = changed.get("servers") or {}
+    for name in kinds.get("added", []):
+        _write_server(by_name[name], what="server added: ", stream=stream)
+    for name, fields in (kinds.get("changed") or {}).items():
+        _write_server(by_name[name], what="server changed: ", stream=stream)
+        for field, (was, _) in fields.items():
+            say(f"    {field} was: {_shown_value(was)}\n")
+    for name in kinds.get("removed", []):
+        say(f"  server removed: {shown_name(name)}\n")
+    for kind, what in _FILE_KINDS.items():
+        for how, names in (changed.get(kind) or {}).items():
+            if kind == "tool_files" and how != "changed":
+                continue  # a tool file added or removed is its server's, said above
+            for name in names:
+                say(f"  {what} {how}: {name}\n")
+    touched = {*kinds.get("added", []), *(kinds.get("changed") or {})}
+    same = len([server for server in servers if server["name"] not in touched])
+    if same:
+        say(
+            f"the other {same} server{' is' if same == 1 else 's are'} as you trusted "
+            f"{'it' if same == 1 else 'them'}{full}\n"
         )
-    defaulted = [name for name in environ.unset if name not in needed]
-    if defaulted:
-        sys.stderr.write(f"note: not set here, their defaults used: {', '.join(defaulted)}\n")
+
+
+def _shown_value(value: object) -> str:
+    """A field's earlier value on one line: a list joined, none said, long text cut."""
+    if value is None or value == [] or value == "":
+        return "none"
+    text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+    text = " ".join(text.split())
+    return text if len(text) <= 160 else text[:159] + "…"
 
 
 def _host_reached(server: Mapping[str, Any]) -> str | None:

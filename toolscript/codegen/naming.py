@@ -4,8 +4,8 @@
   ``get-user-profile`` -> ``getUserProfile``, ``github-api`` -> ``githubApi``;
 - PascalCase for types: ``GithubCreateIssueParams``;
 - runs of separators (``_ - . : /`` and spaces) collapse (``create__issue`` ->
-  ``createIssue``), characters
-  that are not letters, digits or underscores are removed, and a leading digit
+  ``createIssue``), a letter with an accent is its letter (``météo`` -> ``meteo``), other
+  characters that are not ASCII letters, digits or underscores are removed, and a leading digit
   gets an ``_`` prefix (``123test`` -> ``_123test``).
 
 Collisions after normalization (``create_issue`` and ``createIssue``) never
@@ -22,6 +22,7 @@ printing or returning ``tools.<server>`` calls no tool.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Collection, Container, Iterable
 from dataclasses import dataclass, field
 
@@ -51,6 +52,10 @@ _INVALID = re.compile(r"[^A-Za-z0-9_]")
 
 
 def _words(name: str) -> list[str]:
+    if not name.isascii():  # a letter with an accent keeps its letter: météo is meteo, not mto
+        name = "".join(
+            char for char in unicodedata.normalize("NFKD", name) if not unicodedata.combining(char)
+        )
     parts = [_INVALID.sub("", part) for part in _SEPARATORS.split(name)]
     return [part.lower() if part.isupper() and len(part) > 1 else part for part in parts if part]
 

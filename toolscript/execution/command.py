@@ -478,12 +478,14 @@ def silent_script(code: str) -> bool:
     return not _OUTPUTS.search(code) and not _DEFAULT_FUNCTION.search(code)
 
 
-def saved_script_call(name: str, input_text: str) -> str:
+def saved_script_call(name: str, input_text: str, signature: str | None = None) -> str:
     """A script calling saved script ``name`` with ``input_text`` (a JSON object): its
-    return value is printed. The type check of the call checks the input."""
+    return value is printed. The type check of the call checks the input. ``signature``:
+    its default export's declaration, when known; one with no parameter is called with
+    none (an empty input), as `{}` would not type-check."""
     import json
 
-    from toolscript.store.savedscripts import check_name
+    from toolscript.store.savedscripts import check_name, takes_no_input
 
     check_name(name)
     try:
@@ -492,6 +494,15 @@ def saved_script_call(name: str, input_text: str) -> str:
         raise UsageError(f"the input is not JSON: {exc}", hint="give a JSON object") from None
     if not isinstance(value, dict):
         raise UsageError("the input must be a JSON object (the script's one argument)")
+    if signature is not None and takes_no_input(signature):
+        if value:
+            raise UsageError(
+                f"saved script {name} takes no input ({' '.join(signature.split())}), "
+                f"but it was given {', '.join(map(repr, list(value)[:5]))}",
+                hint=f"run it without an input (`toolscript run {name}`), or give its default "
+                "export a parameter: `(input: { ... })`",
+            )
+        return f'import {{ scripts }} from "toolscript";\nreturn await scripts.{name}();\n'
     literal = json.dumps(value, ensure_ascii=False, indent=2)
     if len(literal) * 4 > MAX_RUN_SCRIPT_BYTES:  # else it cannot be over, whatever it holds
         literal = json.dumps(value, ensure_ascii=False, separators=(",", ":"))

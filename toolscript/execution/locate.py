@@ -34,7 +34,7 @@ from toolscript.errors import (
     NotAGatewayError,
     as_kind,
 )
-from toolscript.gateway.state import check_serves, ready_gateway_state
+from toolscript.gateway.state import check_serves, ready_gateway_state, say_start_wait
 from toolscript.plumbing.paths import find_config_path, module_cache_file, project_cache_dir
 from toolscript.store.outputs import ERROR_PREFIX, HINT_PREFIX, KIND_PREFIX
 from toolscript.store.savedscripts import write_module
@@ -346,12 +346,14 @@ def running_gateway(
     *,
     siblings: bool = True,
     told: Callable[[], object] | None = say_build_wait,
+    told_start: Callable[[int | None], object] | None = say_start_wait,
 ) -> tuple[str, str] | None:
     """``(url, module hash)`` of TOOLSCRIPT_GATEWAY_URL's gateway (which must answer), else of
     the project's running gateway (one still starting is waited for, and with ``siblings``
     one that a `gateway start &` just before this command starts); None when neither
     answers. A gateway whose first build waits for a `doit` is waited for, ``told`` called
-    once (``told`` None: not waited for, its routes' timeouts tell)."""
+    once (``told`` None: not waited for, its routes' timeouts tell); one still starting,
+    ``told_start`` called once (its pid) when that wait is long."""
     from_env = os.environ.get("TOOLSCRIPT_GATEWAY_URL", "").strip().rstrip("/")
     if from_env:
         found = built_module_hash(from_env, told)
@@ -362,7 +364,11 @@ def running_gateway(
             )
         return from_env, found
     config_path = find_config_path(config)
-    state = ready_gateway_state(project_cache_dir(config_path.parent, cache), siblings=siblings)
+    state = ready_gateway_state(
+        project_cache_dir(config_path.parent, cache),
+        siblings=siblings,
+        told=told_start,
+    )
     check_serves(state, config_path)
     if state:
         try:
@@ -444,7 +450,9 @@ def spawn_owned_gateway(
     from toolscript.store.trust import require_trust
 
     try:
-        if running_gateway(config, cache, told=None) is not None:  # (the face starts now)
+        if (
+            running_gateway(config, cache, told=None, told_start=None) is not None
+        ):  # (the face starts now)
             return None
         require_trust(find_config_path(config))
     except ToolscriptError:

@@ -71,8 +71,9 @@ class ServersController(Controller):
 
     @get("/servers", sync_to_thread=False)
     def servers(self, gateway: NamedDependency[Gateway]) -> list[dict[str, Any]]:
-        """Every configured server with its live state."""
-        return [up.status() for up in gateway.upstreams.values()]
+        """Every configured server with its live state (and the tool count of its last
+        listing when it lists none now)."""
+        return [gateway.server_status(up) for up in gateway.upstreams.values()]
 
     @get("/servers/{server:str}/tools")
     async def server_tools(
@@ -499,8 +500,8 @@ def _search_tools(
         "needs": needs,
         # the needs the request implies (a file to write, a place's coordinates), by index
         "implied": [number for number, need in enumerate(needs) if is_implied(need)],
-        # nothing matched well (no word of the request in any tool, none close in
-        # meaning): the hits are only the nearest tools
+        # nothing matched well (no tool close to the request in meaning, whatever word
+        # it shares): the hits are only the nearest tools (each says so too, for search())
         "weak": any(hit.weak for hit in hits),
         "hits": [
             hit.to_dict()
@@ -575,6 +576,9 @@ class DiscoveryController(Controller):
         answer["hits"].extend(found)
         if unbuilt is not None:
             answer["unbuilt"] = unbuilt
+        unsearched = gateway.unsearched(server)
+        if unsearched:  # a server still connecting: its tools may be the answer
+            answer["unsearched"] = unsearched
         return answer
 
     @get("/types")

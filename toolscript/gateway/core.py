@@ -1447,6 +1447,34 @@ class Gateway:
             ],
         )
 
+    def server_status(self, upstream: Upstream) -> dict[str, Any]:
+        """``upstream``'s status, with ``last_known_tools`` when it lists none now (failed,
+        connecting) and the last build kept its listing: what `list-tools`, search and
+        get-types serve of it, which its live count of 0 hid."""
+        status = upstream.status()
+        if not status.get("tools") and upstream.state not in (
+            ServerState.CONNECTED,
+            ServerState.DISABLED,
+        ):
+            kept = len(self._last_listing(upstream))
+            if kept:
+                status["last_known_tools"] = kept
+        return status
+
+    def unsearched(self, server: str | None = None) -> list[dict[str, str]]:
+        """The servers (``server`` alone, when given) search has no tool of yet: still
+        connecting (after --ready-wait), none listed to this gateway or kept by the last
+        build, each with its state. A failed one is not named at each search: list-servers
+        and gateway status say why it failed."""
+        return [
+            {"name": name, "state": str(upstream.state)}
+            for name, upstream in self.upstreams.items()
+            if (server is None or name == server)
+            and upstream.state in (ServerState.CONNECTING, ServerState.RECONNECTING)
+            and not upstream.tools
+            and not self._last_listing(upstream)
+        ]
+
     def _last_listing(self, upstream: Upstream) -> list[dict[str, Any]]:
         """The tools the last build kept of a server that has not connected to this gateway
         (its fetch file: this user's build's listing, filtered by its entry; a cloned
@@ -1721,7 +1749,7 @@ class Gateway:
     # -- reporting -----------------------------------------------------------
 
     def health(self) -> dict[str, Any]:
-        servers = {name: up.status() for name, up in self.upstreams.items()}
+        servers = {name: self.server_status(up) for name, up in self.upstreams.items()}
         enabled = [s for s in servers.values() if s["state"] != ServerState.DISABLED]
         healthy = all(s["state"] == ServerState.CONNECTED for s in enabled)
         return {

@@ -14,7 +14,7 @@ import json
 import os
 import shlex
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,6 +26,7 @@ from toolscript.plumbing.processes import command_line, pid_exists
 
 __all__ = [
     "abandon_start",
+    "all_gateway_states",
     "already_serving",
     "check_serves",
     "claim_project",
@@ -35,6 +36,7 @@ __all__ = [
     "read_gateway_state",
     "ready_gateway_state",
     "remove_gateway_state",
+    "say_start_wait",
     "session_gateways",
     "sessions_dir",
     "start_cache_dir",
@@ -43,6 +45,7 @@ __all__ = [
 ]
 
 START_WAIT = 120.0  # seconds a command waits for a gateway that is still starting
+SAY_START_WAIT = 1.5  # seconds of that wait after which the command says what it waits for
 FORK_WAIT = 1.0  # seconds a command waits for a sibling job still forked to show its command
 
 # The starting marks this process wrote, by project cache: why the file each replaced was stale.
@@ -68,8 +71,13 @@ def write_gateway_state(directory: Path, state: dict[str, Any]) -> Path:
 
 def read_gateway_state(directory: Path) -> dict[str, Any] | None:
     """The state of a gateway whose process is still alive, else None."""
+    return _alive_state(gateway_state_file(directory))
+
+
+def _alive_state(path: Path) -> dict[str, Any] | None:
+    """The state file ``path`` when its gateway's process is still alive, else None."""
     try:
-        state: dict[str, Any] = json.loads(gateway_state_file(directory).read_text())
+        state: dict[str, Any] = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
     if not isinstance(state, dict):
@@ -82,6 +90,13 @@ def read_gateway_state(directory: Path) -> dict[str, Any] | None:
     if not isinstance(pid, int) or not pid_exists(pid):
         return None
     return state
+
+
+def all_gateway_states() -> list[dict[str, Any]]:
+    """The state of every project's gateway of this user whose process is still alive (as
+    ``read_gateway_state`` reads one): what `gateway stop --all` stops."""
+    paths = sorted((user_cache_dir() / "gateways").glob("*.json"))
+    return [state for state in map(_alive_state, paths) if state is not None]
 
 
 def check_serves(state: Mapping[str, Any] | None, config_file: Path) -> None:
@@ -108,17 +123,24 @@ def check_serves(state: Mapping[str, Any] | None, config_file: Path) -> None:
 
 
 def ready_gateway_state(
-    directory: Path, wait: float = START_WAIT, *, siblings: bool = True
+    directory: Path,
+    wait: float = START_WAIT,
+    *,
+    siblings: bool = True,
+    told: Callable[[int | None], object] | None = None,
 ) -> dict[str, Any] | None:
     """The state of a running gateway, None when none runs.
 
     One that is still starting (its servers connecting) is waited for, up to ``wait``
     seconds, so `gateway start &` then a command just works; past that,
-    GatewayUnreachableError says so. With ``siblings``, a `gateway start` for this project
-    that the same shell started just before this command, and that has not yet written its
-    mark, is waited for too: however loaded the machine, it is found.
+    GatewayUnreachableError says so. ``told`` is called once (with its pid) when that wait
+    passes ``SAY_START_WAIT``: a command silent for as long as the slowest server takes
+    looked hung. With ``siblings``, a `gateway start` for this project that the same shell
+    started just before this command, and that has not yet written its mark, is waited for
+    too: however loaded the machine, it is found.
     """
-    deadline = time.monotonic() + wait
+    began = time.monotonic()
+    deadline = began + wait
     state = read_gateway_state(directory)
     if state is None and siblings:
         state = _sibling_start(directory, deadline)
@@ -132,9 +154,26 @@ def ready_gateway_state(
                 hint="its log (the stderr of `toolscript gateway start`) says what it waits "
                 f"for; try again when it is ready, or stop it with `kill {pid}`",
             )
+        if told is not None and time.monotonic() - began >= SAY_START_WAIT:
+            pid = state.get("pid")
+            told(pid if isinstance(pid, int) else None)
+            told = None
         time.sleep(0.05)
         state = read_gateway_state(directory)
     return state
+
+
+def say_start_wait(pid: int | None) -> None:
+    """A command's line on stderr while this project's gateway is still starting."""
+    import sys
+
+    named = f" (pid {pid})" if pid else ""
+    sys.stderr.write(
+        f"toolscript: waiting for this project's gateway{named} to finish starting: it tries "
+        "every server first, so the slowest sets how long (its log, the stderr of `toolscript "
+        "gateway start`, names each as it connects)\n"
+    )
+    sys.stderr.flush()
 
 
 def _its_writer_runs(state: dict[str, Any]) -> bool:

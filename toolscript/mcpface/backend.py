@@ -291,6 +291,14 @@ def search_answer(answer: dict[str, Any], states: dict[str, str] | None = None) 
         text = "\n".join(
             f"{hit['server']}.{hit['tool']} → {hit['call']}: {hit['description']}" for hit in hits
         )
+        if answer.get("weak") and answer.get("unsearched"):  # the answer may be theirs
+            text = "Nothing matched well among the servers searched. The nearest tools:\n" + text
+        elif answer.get("weak"):  # the nearest tools of a request none is close to
+            text = (
+                "Nothing matched well: no tool is close to this request in meaning, so likely "
+                "no configured server does it (tell the user; list_servers shows what they "
+                "offer). The nearest tools:\n" + text
+            )
     if answer.get("mode") == "keyword":
         # why, as the gateway says it: loading, turned off, or not installed
         reason = (answer.get("search") or {}).get("reason") or "semantic search is still loading"
@@ -305,7 +313,13 @@ def search_answer(answer: dict[str, Any], states: dict[str, str] | None = None) 
             )
     if answer.get("unbuilt"):
         text += f"\n({answer['unbuilt']})"
-    return Answer(text, {"hits": hits})
+    if answer.get("unsearched"):  # their tools may be the answer: not "none fits" yet
+        named = ", ".join(f"{one['name']} ({one['state']})" for one in answer["unsearched"])
+        text += (
+            f"\n(not searched, no tools listed yet: {named}; search again once list_servers "
+            "shows them connected)"
+        )
+    return Answer(text, {"hits": hits, **({"weak": True} if answer.get("weak") else {})})
 
 
 def resource_answer(read: dict[str, Any]) -> Answer:
@@ -366,11 +380,19 @@ def servers_answer(servers: list[dict[str, Any]]) -> Answer:
             "description": server.get("description"),
             "error": server.get("error"),
         }
+        # a server listing none now whose last listing search and get-types still serve
+        | (
+            {"last_known_tools": server["last_known_tools"]}
+            if server.get("last_known_tools")
+            else {}
+        )
         for server in servers
     ]
     lines = []
     for row in rows:
         line = f"{row['name']}: {row['state']}, {row['tools']} tools"
+        if row.get("last_known_tools") and not row["tools"]:  # still searchable and typed
+            line += f" ({row['last_known_tools']} as last listed, by the last build)"
         if row["description"]:
             line += f" ({_one_line(row['description'], 100)})"
         if row["error"]:
@@ -681,7 +703,7 @@ class Backend:
         if owned is not None and owned.url and _alive(owned):
             return owned.url
         # (a running gateway's first build waiting for a `doit` is waited for, unsaid)
-        running = running_gateway(self.config, self.cache, told=lambda: None)
+        running = running_gateway(self.config, self.cache, told=lambda: None, told_start=None)
         return running[0] if running else None
 
     def _start_owned(self) -> str:
@@ -869,8 +891,13 @@ class Backend:
     ) -> Answer:
         """Run saved script ``name`` with ``arguments`` as its input, as ``execute`` runs code
         (yielding as it does, after the face's ``yield_after``)."""
-        require_saved(await self._get("/scripts"), name, policy_denial(self.config, self.cwd))
-        code = saved_script_call(name, json.dumps(arguments))
+        listing = await self._get("/scripts")
+        require_saved(listing, name, policy_denial(self.config, self.cwd))
+        signature = next(
+            (str(s.get("signature")) for s in listing.get("scripts", []) if s["name"] == name),
+            None,
+        )
+        code = saved_script_call(name, json.dumps(arguments), signature)
         return await self.execute(
             code, timeout, ask, yield_after=self.yield_after, report=report, owner=owner
         )

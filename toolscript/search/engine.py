@@ -459,7 +459,7 @@ class SearchEngine:
         needs = request.needs
         if split:
             rankings, needs = self._with_implied(request, rankings, index, how)
-        hits = self._merge(query, rankings, index, cosines, how)
+        hits = self._merge(rankings, cosines, how)
         if gone:
             hits = [hit for hit in hits if hit.server not in gone]
         return Answer(hits, mode, needs, fallback or failure)
@@ -494,19 +494,12 @@ class SearchEngine:
         return weight
 
     def _merge(
-        self,
-        query: str,
-        rankings: list[list[tuple[int, Hit]]],
-        index: _Index,
-        cosines: list[Any],
-        how: Ranking,
+        self, rankings: list[list[tuple[int, Hit]]], cosines: list[Any], how: Ranking
     ) -> list[Hit]:
         """The first hits of the merged rankings, their scores in their order, and flagged
         ``weak`` when nothing matched the request (only the nearest tools are shown)."""
         hits = in_rank_order([hit for _, hit in first_hits(rankings, how.limit, self.parameters)])
-        if how.mode != "keyword" and matched_nothing(
-            index.lexical, query, cosines, self.parameters
-        ):
+        if how.mode != "keyword" and matched_nothing(cosines, self.parameters):
             hits = [replace(hit, weak=True) for hit in hits]
         return hits
 

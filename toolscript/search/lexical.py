@@ -278,10 +278,6 @@ class LexicalIndex:
                 close[word] = max(close.get(word, 0.0), weight)
         return close
 
-    def says_a_word(self, query: str) -> bool:
-        """Whether a word of ``query`` (not a stop word) is in some tool's text as it is."""
-        return any(token in self._idf for token in query_tokens(query)[0])
-
     def bm25(self, query: str) -> dict[int, float]:
         """BM25 score of every document matching at least one query word."""
         return self._bm25(tokenize(query), implied_words(query))[0]

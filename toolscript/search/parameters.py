@@ -93,7 +93,7 @@ class SearchParameters:
     need_weight: float = 0.5  # a need's hits after its best, against the whole request's
     implied_within: int = 3  # first hits whose coordinate parameters imply a geocoder
     same_server: float = 1.25  # a geocoder on the taker's server counts its score this much
-    weak_cosine: float = 0.2  # every cosine under this, and no word known: matched nothing
+    weak_cosine: float = 0.2  # every cosine under this: matched nothing (a word or not)
 
 
 PARAMETERS = SearchParameters()

@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from toolscript.search.fusion import Blend, blend
-from toolscript.search.lexical import LexicalIndex
 from toolscript.search.parameters import PARAMETERS, SearchParameters
 from toolscript.search.text import ToolDocument, argument_names, code_names, named_tool_tier
 
@@ -59,18 +58,22 @@ class Hit:
     deprecated: bool = False  # its description says so (ranked lower: ``_deprecated_later``)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "server": self.server,
-            "tool": self.tool,
-            "name": f"scripts.{self.tool}"
-            if self.kind == "script"
-            else f"{self.server}__{self.tool}",
-            "score": round(self.score, 4),
-            "keyword": round(self.keyword, 4),
-            "semantic": None if self.semantic is None else round(self.semantic, 4),
-            "description": self.description,
-        } | ({"deprecated": True} if self.deprecated else {})
+        return (
+            {
+                "kind": self.kind,
+                "server": self.server,
+                "tool": self.tool,
+                "name": f"scripts.{self.tool}"
+                if self.kind == "script"
+                else f"{self.server}__{self.tool}",
+                "score": round(self.score, 4),
+                "keyword": round(self.keyword, 4),
+                "semantic": None if self.semantic is None else round(self.semantic, 4),
+                "description": self.description,
+            }
+            | ({"deprecated": True} if self.deprecated else {})
+            | ({"weak": True} if self.weak else {})
+        )
 
     def explanation(self, needs: list[str]) -> dict[str, Any]:
         """What made the score: the parts, the weight, and the need it answers."""
@@ -375,19 +378,13 @@ def in_rank_order(hits: list[Hit]) -> list[Hit]:
     return ranked
 
 
-def matched_nothing(
-    lexical: LexicalIndex,
-    query: str,
-    cosines: list[Any],
-    parameters: SearchParameters = PARAMETERS,
-) -> bool:
-    """Whether nothing matches ``query``: no word of it is in any tool's text and no tool is
-    close in meaning to it or to any of its needs (every cosine under ``weak_cosine``). Both
-    halves scale their scores per query, so the nearest tools of "xyzzy plugh" score as
-    high as a real query's: only these unscaled readings tell them apart. A flag, not a
-    cut: the hits still show."""
-    if lexical.says_a_word(query):
-        return False
+def matched_nothing(cosines: list[Any], parameters: SearchParameters = PARAMETERS) -> bool:
+    """Whether nothing matches the request: no tool is close in meaning to it or to any of
+    its needs (every cosine under ``weak_cosine``). Both halves scale their scores per query,
+    so the nearest tools of "xyzzy plugh" score as high as a real query's: only the unscaled
+    cosines tell them apart. A word of the request in a tool's text is not enough ("convert
+    this PDF to text" and a clock's convert_time share "convert", and keywords scored it
+    1.0). A flag, not a cut: the hits still show."""
     return all(
         float(values.max()) < parameters.weak_cosine for values in cosines if values is not None
     )

@@ -42,6 +42,7 @@ __all__ = [
     "scripts_fingerprint",
     "signature_of",
     "specifier",
+    "takes_no_input",
     "with_description",
     "write_module",
 ]
@@ -197,6 +198,16 @@ def signature_of(source: str, name: str) -> str:
             seen_params = seen_params or (depth == 0 and char == ")")
     signature = " ".join(text[:end].split())
     return signature[:400] if signature else name
+
+
+_NO_PARAMETERS = re.compile(r"^[^(]*\(\s*\)")
+
+
+def takes_no_input(signature: str) -> bool:
+    """Whether a default export's declaration (``signature_of``) has no parameter:
+    ``async function weekly()``, ``async ()``; a call passing it an input does not
+    type-check."""
+    return bool(_NO_PARAMETERS.match(signature))
 
 
 def contract_source(names: list[str]) -> str:

@@ -32,10 +32,13 @@ from toolscript.plumbing.privatefile import write_private
 
 __all__ = [
     "TRUSTED_PATHS_VARIABLE",
+    "changes",
+    "file_digests",
     "fingerprint",
     "forget",
     "imported_project_files",
     "is_trusted",
+    "last_seen",
     "needs_trust",
     "require_trust",
     "trust",
@@ -51,6 +54,10 @@ TRUSTED_PATHS_VARIABLE = "TOOLSCRIPT_TRUSTED_PATHS"
 # How many earlier trusted versions of one config stay trusted beside the latest (kept
 # under "earlier": a record an older toolscript reads is still its "sha256").
 KEPT_VERSIONS = 16
+
+# A tool file or saved script larger than this is recorded by its size alone (a repository's
+# file may be anything; trust only says it changed).
+MAX_DIGESTED_BYTES = 16 * 1024 * 1024
 
 
 def trust_file() -> Path:
@@ -198,9 +205,10 @@ def require_trust(
         )
 
 
-def trust(config: Path, shown: str | None = None) -> None:
+def trust(config: Path, shown: str | None = None, seen: Mapping[str, Any] | None = None) -> None:
     """Trust ``config`` as it was shown (``shown``: its ``fingerprint`` then), else as it
-    is now."""
+    is now; ``seen``: what the person was shown (its servers, tool files and saved scripts),
+    which the next ``trust`` compares with to show what changed."""
     records = trusted()
     sha256 = shown if shown is not None else fingerprint(config)
     key = trust_key(config)
@@ -210,7 +218,81 @@ def trust(config: Path, shown: str | None = None) -> None:
     records[key] = {"sha256": sha256, "trusted_at": time.time()}
     if earlier:
         records[key]["earlier"] = earlier
+    if seen is not None:
+        records[key]["seen"] = dict(seen)
     _save(records)
+
+
+def last_seen(config: Path) -> tuple[dict[str, Any] | None, float | None]:
+    """What the last ``trust`` of ``config`` showed (None: never trusted, or by a toolscript
+    that kept nothing of it) and when it was trusted."""
+    record = trusted().get(trust_key(config))
+    if not isinstance(record, dict):
+        return None, None
+    seen = record.get("seen")
+    when = record.get("trusted_at")
+    return (
+        seen if isinstance(seen, dict) else None,
+        float(when) if isinstance(when, (int, float)) else None,
+    )
+
+
+def file_digests(folder: Path, paths: list[Path]) -> dict[str, str]:
+    """Each file's path (relative to ``folder`` when inside it) -> the hash of its bytes, or
+    what it is when it cannot be read (a link, a FIFO, too large, gone)."""
+    digests = {}
+    for path in paths:
+        shown = os.path.relpath(path, folder) if path.is_relative_to(folder) else str(path)
+        try:
+            data = read_regular_file(path, MAX_DIGESTED_BYTES, links=False)
+            digests[shown] = hashlib.sha256(data).hexdigest()
+        except OSError as exc:
+            digests[shown] = f"unread: {exc.strerror or type(exc).__name__}"
+    return digests
+
+
+def changes(before: Mapping[str, Any], now: Mapping[str, Any]) -> dict[str, Any]:
+    """What differs between two ``seen`` records: servers added, removed and changed (each
+    changed field as ``[was, now]``), and the files of each other kind (``tool_files``,
+    ``saved_scripts``, ``imported``) added, changed and removed. Empty kinds are left out."""
+    found: dict[str, Any] = {}
+    was, new = _mapping(before.get("servers")), _mapping(now.get("servers"))
+    servers: dict[str, Any] = {
+        "added": [name for name in new if name not in was],
+        "removed": [name for name in was if name not in new],
+        "changed": {
+            name: {
+                field: [_mapping(was[name]).get(field), value]
+                for field, value in _mapping(new[name]).items()
+                if _mapping(was[name]).get(field) != value
+            }
+            for name in new
+            if name in was and _mapping(was[name]) != _mapping(new[name])
+        },
+    }
+    servers = {kind: names for kind, names in servers.items() if names}
+    if servers:
+        found["servers"] = servers
+    for kind in ("tool_files", "saved_scripts", "imported"):
+        old_files, new_files = _mapping(before.get(kind)), _mapping(now.get(kind))
+        files = {
+            "added": [name for name in new_files if name not in old_files],
+            "changed": [
+                name
+                for name in new_files
+                if name in old_files and old_files[name] != new_files[name]
+            ],
+            "removed": [name for name in old_files if name not in new_files],
+        }
+        files = {what: names for what, names in files.items() if names}
+        if files:
+            found[kind] = files
+    return found
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    """``value`` when it is a mapping (a record edited by hand may hold anything), else {}."""
+    return value if isinstance(value, Mapping) else {}
 
 
 def forget(config: Path) -> bool:
