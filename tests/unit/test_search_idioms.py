@@ -1,0 +1,48 @@
+"""Idioms and verb phrases that say a change in words no tool name uses ("has to go", "tick
+off", "throw away", "should be ... now", "mark ... as completed")."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolscript.search.lexical import LexicalIndex
+from toolscript.search.text import document_for, keyword_query, phrasal_verbs_read
+
+
+@pytest.mark.parametrize(
+    ("request_text", "read"),
+    [
+        ("the VPN credential has to go from ZIA", "the VPN credential has to go (delete remove) from ZIA"),
+        ("tick off subtask 31", "tick off (complete completion) subtask 31"),
+        ("throw away codegen session cg-12", "throw away (delete clear discard) codegen session cg-12"),
+        ("monitor 5531's url should be https://acme.com/healthz now", "monitor 5531's url should be https://acme.com/healthz now (update change)"),
+        ('mark the "tokenomics" section as completed', 'mark the "tokenomics" section as completed (update status completion)'),
+        ("now mark the section done", "now mark the section done (update status completion)"),
+        # a way or a place after "go"; a state; no "now"
+        ("this change has to go through review", None),
+        ("which subtasks are ticked off?", None),
+        ("what should be in the config?", None),
+    ],
+)  # fmt: skip
+def test_an_idiom_reads_as_the_verb_it_means(request_text: str, read: str | None) -> None:
+    assert phrasal_verbs_read(request_text) == (request_text if read is None else read)
+
+
+def first_of(tools: list[dict[str, str]], query: str) -> str:
+    documents = [document_for("tools", "", tool) for tool in tools]
+    scores = LexicalIndex(documents).scores(keyword_query(query))
+    return documents[max(scores, key=lambda i: scores[i])].name
+
+
+CHECKLIST_TOOLS = [
+    {"name": "update_subtask", "description": "Update a subtask's title."},
+    {"name": "create_subtask", "description": "Create a subtask in a task."},
+    {"name": "toggle_subtask_completion", "description": "Toggle subtask completion status."},
+    {"name": "delete_subtask", "description": "Delete a subtask."},
+]
+
+
+def test_an_idiom_finds_the_tool_of_the_verb_it_means() -> None:
+    assert first_of(CHECKLIST_TOOLS, "tick off subtask 31") == "toggle_subtask_completion"
+    assert first_of(CHECKLIST_TOOLS, "subtask 31 has to go") == "delete_subtask"
+    assert first_of(CHECKLIST_TOOLS, "mark subtask 31 as done") == "toggle_subtask_completion"
