@@ -46,3 +46,23 @@ def test_an_idiom_finds_the_tool_of_the_verb_it_means() -> None:
     assert first_of(CHECKLIST_TOOLS, "tick off subtask 31") == "toggle_subtask_completion"
     assert first_of(CHECKLIST_TOOLS, "subtask 31 has to go") == "delete_subtask"
     assert first_of(CHECKLIST_TOOLS, "mark subtask 31 as done") == "toggle_subtask_completion"
+
+
+ISSUE_TOOLS = [
+    {"name": "create_issue", "description": "Create an issue in a project."},
+    {"name": "batch_create_issues", "description": "Create several issues."},
+    {"name": "get_issue", "description": "Get an issue."},
+]
+
+
+@pytest.mark.parametrize(
+    ("request_text", "first"),
+    [
+        ("file these five tickets in one go", "batch_create_issues"),
+        ("create the issues all at once", "batch_create_issues"),
+        ("create an issue", "create_issue"),
+        ("create the issues one at a time", "create_issue"),
+    ],
+)
+def test_things_done_in_one_call_find_the_batch_tool(request_text: str, first: str) -> None:
+    assert first_of(ISSUE_TOOLS, request_text) == first

@@ -199,9 +199,20 @@ SYNONYM_GROUPS = (
 )
 
 # Questions that ask about the present without saying so ("what time is it in Tokyo" asks
-# for the current time): a pattern of the lowered request, and the word it implies (it joins
-# the query's synonyms).
-IMPLIED_WORDS = ((r"\bwhat\s+(?:time|day|date)\s+is\s+it\b|\bright\s+now\b|\btoday\b", "current"),)
+# for the current time), and several things done in one call ("file these five tickets in one
+# go", "read a.json and b.json at once" ask for the batch or bulk tool, or the one that takes
+# multiple): a pattern of the lowered request, and the word it implies (it joins the query's
+# synonyms).
+_IN_ONE_CALL = (
+    r"\bin\s+one\s+go\b|\b(?:all\s+)?at\s+once\b|\bin\s+bulk\b|\bin\s+(?:a|one)\s+batch\b"
+    r"|\bin\s+(?:a\s+single|one)\s+(?:call|request|step|shot)\b"
+)
+IMPLIED_WORDS = (
+    (r"\bwhat\s+(?:time|day|date)\s+is\s+it\b|\bright\s+now\b|\btoday\b", "current"),
+    (_IN_ONE_CALL, "bulk"),
+    (_IN_ONE_CALL, "batch"),
+    (_IN_ONE_CALL, "multiple"),
+)
 
 # How a description says its tool is kept only for old clients (ranked after the tools that
 # do the same: ranking.py): "DEPRECATED: Use read_text_file instead." (the filesystem
