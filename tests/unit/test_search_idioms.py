@@ -66,3 +66,31 @@ ISSUE_TOOLS = [
 )
 def test_things_done_in_one_call_find_the_batch_tool(request_text: str, first: str) -> None:
     assert first_of(ISSUE_TOOLS, request_text) == first
+
+
+def test_a_server_named_by_a_part_of_its_one_word_name_is_a_hint() -> None:
+    """ "my checklist app" names simplechecklist, "the task manager" taskmanager; "search" is
+    no part of "research" (too short a rest to be a word of its own)."""
+    tools = [
+        ("simplechecklist", "list_projects", "List all projects."),
+        ("sentry", "list_projects", "List the projects of an organization."),
+        ("taskmanager", "list_requests", "List the requests."),
+        ("http", "list_requests", "List the recorded requests."),
+        ("research", "search_sources", "Search sources."),
+        ("web", "search_sources", "Search the web's sources."),
+    ]
+    documents = [
+        document_for(server, "", {"name": name, "description": description})
+        for server, name, description in tools
+    ]
+    index = LexicalIndex(documents)
+
+    def first(query: str) -> str:
+        scores = index.scores(keyword_query(query))
+        return documents[max(scores, key=lambda i: scores[i])].server
+
+    assert first("every project in my checklist app") == "simplechecklist"
+    assert first("the requests in the task manager") == "taskmanager"
+    assert index._servers_named(["checklist"]) == ["simplechecklist"]
+    assert index._servers_named(["search", "sourc"]) == []
+    assert index._servers_named(["simplechecklist"]) == []  # said whole: BM25 reads it
