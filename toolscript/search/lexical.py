@@ -9,6 +9,7 @@ nearly alike; the coverage puts the tool whose name says what was asked first.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import sys
@@ -75,6 +76,8 @@ _LIST = stem("list")
 _GET = stem("get")
 _UPDATE = stem("update")
 _CREATE = frozenset(SYNONYMS[stem("create")]) | {stem("create")}
+JOINED_SERVER = 8  # the fewest letters of a server's one-word name a part of it can name
+JOINED_PART = 6  # the fewest letters of a request's word that names such a server in part
 CLOSE_WORDS_KEPT = 10_000  # unknown tokens whose close words an index remembers
 # Postings from which an index imports numpy for its arrays (about 800 tools): below, the
 # tuples (74 bytes more each, 1.5 MB at most) weigh less than numpy's import (12 MB).
@@ -147,6 +150,14 @@ class LexicalIndex:
             token: math.log(1 + (total - len(found) + 0.5) / (len(found) + 0.5))
             for token, found in postings.items()
         }
+        # Servers' names written as one word ("simplechecklist", "taskmanager"): a request
+        # names the server by a word it ends or starts with, or by two words it joins
+        self._joined_servers = frozenset(
+            word
+            for document in documents
+            for word in tokenize(document.server)
+            if len(word) >= JOINED_SERVER and word in self._idf
+        )
         self._named: dict[str, list[int]] = defaultdict(list)  # a word: tools it names
         for index, document in enumerate(documents):
             for word in document.name_words:
@@ -192,6 +203,7 @@ class LexicalIndex:
     def scores(self, query: str) -> dict[int, float]:
         """The keyword score (0 to 1) of every document matching at least one query word."""
         tokens, every = query_tokens(query)
+        tokens += self._servers_named(tokens)
         implied = implied_words(query)
         # "ip source group 552": the thing itself, as "get" would ask (a stop word: for BM25)
         if any(word in self._named for word in named_one(query)):
@@ -247,6 +259,24 @@ class LexicalIndex:
         if strength < 1.0:  # no word of the query is in any tool: only synonyms or typos
             return {index: score * strength for index, score in scores.items()}
         return scores
+
+    def _servers_named(self, tokens: list[str]) -> list[str]:
+        """The servers' one-word names (``_joined_servers``) that ``tokens`` say in part and
+        do not say whole: "my checklist app" names simplechecklist, "the task manager"
+        taskmanager (two words joined). A part shorter than ``JOINED_PART``, or one that
+        leaves too short a rest to be a word ("research" is not "search", nor "calculator"
+        "calculate"), names none."""
+        said = set(tokens)
+        named = {
+            server
+            for server in self._joined_servers
+            for token in tokens
+            if len(token) >= JOINED_PART
+            and len(server) - len(token) >= JOINED_PART - 2  # a word of its own besides
+            and (server.endswith(token) or server.startswith(token))
+        }
+        named.update(a + b for a, b in itertools.pairwise(tokens) if a + b in self._joined_servers)
+        return sorted(named - said)
 
     def _created(self, thing: str | None) -> bool:
         """Whether the name of some tool that names ``thing`` (stemmed) creates or adds it."""

@@ -18,6 +18,7 @@ from toolscript.search.words import (
     DONE_VERBS,
     EARLIER_WORDS,
     FOREIGN_WORDS,
+    IDIOMS,
     LATITUDE_NAMES,
     LONGITUDE_NAMES,
     NARRATED_ADVERBS,
@@ -556,6 +557,9 @@ _VERB_FORMS = {
     "turn": "turn|turns|turned|turning",
     "take": "take|takes|took|taken|taking",
     "upload": "upload|uploads|uploaded|uploading",
+    "throw": "throw|throws|threw|thrown|throwing",
+    "tick": "tick|ticks|ticked|ticking",
+    "check": "check|checks|checked|checking",
 }
 _PHRASAL = re.compile(
     "|".join(
@@ -576,9 +580,10 @@ _STATE = re.compile(r"\b(?:is|are|was|were|be|been|being|am|get|gets|got)\s+$", 
 
 
 def phrasal_verbs_read(text: str) -> str:
-    """``text`` with the verb each phrase of words.PHRASAL_VERBS means said after it ("set up
-    a custom domain" -> "set up (create) a custom domain"), unless a form of "be" says a
-    state before it ("the organizations that are set up")."""
+    """``text`` with the verb each phrase of words.PHRASAL_VERBS, and each idiom of
+    words.IDIOMS, means said after it ("set up a custom domain" -> "set up (create) a custom
+    domain", "has to go" -> "has to go (delete remove)"), unless a form of "be" says a state
+    before it ("the organizations that are set up", "the subtasks that are ticked off")."""
 
     def read(found: re.Match[str]) -> str:
         if _STATE.search(text, 0, found.start()):
@@ -587,7 +592,20 @@ def phrasal_verbs_read(text: str) -> str:
         phrase = " ".join(dict.fromkeys((words[0], words[-1])))  # its object left out
         return f"{found.group(0)} ({_PHRASAL_READING[phrase]})"
 
-    return _PHRASAL.sub(read, text)
+    text = _PHRASAL.sub(read, text)
+    for idiom, reading in _IDIOMS:
+        text = idiom.sub(functools.partial(_idiom_read, reading), text)
+    return text
+
+
+_IDIOMS = tuple((re.compile(idiom, re.IGNORECASE), reading) for idiom, reading in IDIOMS.items())
+
+
+def _idiom_read(reading: str, found: re.Match[str]) -> str:
+    """An idiom of words.IDIOMS with the words it means after it, unless it says a state."""
+    if _STATE.search(found.string, 0, found.start()):
+        return found.group(0)
+    return f"{found.group(0)} ({reading})"
 
 
 def expand_abbreviations(text: str) -> str:

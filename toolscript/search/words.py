@@ -141,7 +141,8 @@ SHORT_FORMS = {
 
 # Verbs said in two words, or in a word tools seldom name, for the verb tool names use ("set
 # up a custom domain", "the MFA rule switched on", "take them off the watchers", "upload a
-# certificate"): the phrase, its object between its two words or not, and the verb it means
+# certificate", "throw away the session", "tick off subtask 31"): the phrase, its object
+# between its two words or not, and the verb it means
 # (text.phrasal_verbs_read). A phrase that says a state ("the orgs that are set up") is not
 # read: not after a form of "be".
 PHRASAL_VERBS = {
@@ -152,6 +153,23 @@ PHRASAL_VERBS = {
     "turn off": "deactivate disable",
     "take off": "remove",
     "upload": "create",
+    "throw away": "delete clear discard",
+    "tick off": "complete completion",
+    "check off": "complete completion",
+}
+
+# Idioms that say a change in words no tool name uses ("the credential has to go", "the url
+# should be https://... now", "mark the section as completed", "mark it done"): a pattern of the
+# request and the words it means, read as the phrasal verbs are (text.phrasal_verbs_read). "has
+# to go" not before a place or a way ("has to go through review", "needs to go live"); "should
+# be ..." only with a "now" ("what should be in the config?" asks). "raise/lower/bump X to 14.4"
+# read as "update" was tried and dropped: "bump web to 5 replicas" lost its scaler (bench/NOTES.md).
+IDIOMS = {
+    r"\b(?:has|have|had|needs?)\s+to\s+go\b"
+    r"(?!\s+(?:to|through|into|in|via|over|back|out|on|up|down|live|ahead|and)\b)": "delete remove",
+    r"\bshould\s+be\b(?:[^.;?!]|\.(?=\S)){1,80}?\bnow\b|\bshould\s+now\s+be\b": "update change",
+    r"\bmark(?:s|ed|ing)?\b(?:\s+[\w'\u2019\"-]+){1,8}?\s+(?:as\s+)?"
+    r"(?:done|complete|completed|finished|resolved)\b": "update status completion",
 }
 
 # A statement of a query language typed as the request ("SELECT count(*) FROM users WHERE
@@ -204,9 +222,20 @@ SYNONYM_GROUPS = (
 )
 
 # Questions that ask about the present without saying so ("what time is it in Tokyo" asks
-# for the current time): a pattern of the lowered request, and the word it implies (it joins
-# the query's synonyms).
-IMPLIED_WORDS = ((r"\bwhat\s+(?:time|day|date)\s+is\s+it\b|\bright\s+now\b|\btoday\b", "current"),)
+# for the current time), and several things done in one call ("file these five tickets in one
+# go", "read a.json and b.json at once" ask for the batch or bulk tool, or the one that takes
+# multiple): a pattern of the lowered request, and the word it implies (it joins the query's
+# synonyms).
+_IN_ONE_CALL = (
+    r"\bin\s+one\s+go\b|\b(?:all\s+)?at\s+once\b|\bin\s+bulk\b|\bin\s+(?:a|one)\s+batch\b"
+    r"|\bin\s+(?:a\s+single|one)\s+(?:call|request|step|shot)\b"
+)
+IMPLIED_WORDS = (
+    (r"\bwhat\s+(?:time|day|date)\s+is\s+it\b|\bright\s+now\b|\btoday\b", "current"),
+    (_IN_ONE_CALL, "bulk"),
+    (_IN_ONE_CALL, "batch"),
+    (_IN_ONE_CALL, "multiple"),
+)
 
 # How a description says its tool is kept only for old clients (ranked after the tools that
 # do the same: ranking.py): "DEPRECATED: Use read_text_file instead." (the filesystem
