@@ -110,10 +110,10 @@ class IndexTask:
         if documents is None:
             documents = load_documents(layout, self.settings.servers)
         embedded = embed_missing(documents, chosen.embedder, chosen.store, _progress_reporter())
-        if embedded:
-            # The tools changed (or the rows' form did): the vectors of those gone, read by no
-            # search again, go (a build that embedded nothing has nothing new to prune).
-            chosen.store.keep_only(d.content_hash for d in documents)
+        # The tools changed (the task runs when a tool list did): the vectors of those gone,
+        # read by no search again, go, whether or not this run embedded the new ones (the
+        # gateway embeds a build's new tools before it runs this task, outside its lock).
+        chosen.store.keep_only(d.content_hash for d in documents)
         log.info(
             "index: %d tools, %d embedded with %s",
             len(documents),
