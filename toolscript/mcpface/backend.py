@@ -132,9 +132,18 @@ def result_marker() -> str:
     return _kept_marker(user_state_dir())
 
 
-@functools.cache
+_MARKERS: dict[Path, str] = {}
+_MARKERS_LOCK = threading.Lock()
+
+
 def _kept_marker(state_dir: Path) -> str:
-    return read_result_marker(state_dir)
+    # Drawn once per process: two executes of a face's first moments (two clients) each drew
+    # a nonce of their own, and a run wrapped with one was read with the other (the value
+    # lost, answered as null).
+    with _MARKERS_LOCK:
+        if state_dir not in _MARKERS:
+            _MARKERS[state_dir] = read_result_marker(state_dir)
+        return _MARKERS[state_dir]
 
 
 def read_result_marker(state_dir: Path) -> str:
@@ -148,6 +157,10 @@ def read_result_marker(state_dir: Path) -> str:
         nonce = secrets.token_hex(8)
         with contextlib.suppress(OSError):  # (a folder not writable: this process's own)
             write_private(path, nonce)
+            # another process drawing at the same moment: the one kept is the one all use
+            kept = read_state_file(path, limit=64).strip()
+            if re.fullmatch(r"[0-9a-f]{16}", kept):
+                nonce = kept
     return f"\x1etoolscript-result-{nonce}:"
 
 
