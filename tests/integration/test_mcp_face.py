@@ -384,7 +384,10 @@ def test_http_face_serves_two_clients_behind_the_token_and_host_checks(tmp_path:
         for result in results.values():
             assert not result.is_error, text(result)
             assert result.structured_content is not None, (text(result), result)
-            assert (result.structured_content["result"] or {}).get("city") == "Paris", (text(result), result.structured_content)
+            assert (result.structured_content["result"] or {}).get("city") == "Paris", (
+                text(result),
+                result.structured_content,
+            )
         face = psutil.Process(process.pid)
 
         running: list[psutil.Process] = []

@@ -19,7 +19,7 @@ import pytest
 
 from toolscript.config import ServerConfig
 from toolscript.pipeline.tasks import settings as task_settings
-from toolscript.pipeline.tasks.fetch import settings_digest
+from toolscript.pipeline.tasks.fetch import digest_settings, settings_digest
 
 
 def _server(password: str) -> ServerConfig:
@@ -30,20 +30,7 @@ def _server(password: str) -> ServerConfig:
 
 def _unkeyed(server: ServerConfig) -> str:
     """The digest as it was made, which anyone holding the config can make for a guess."""
-    settings = {
-        "transport": server.transport,
-        "command": server.command,
-        "args": list(server.args),
-        "env": sorted(server.env.items()),
-        "cwd": str(server.cwd) if server.cwd else None,
-        "url": server.url,
-        "headers": sorted(server.headers.items()),
-        "include": list(server.include_tools),
-        "exclude": list(server.exclude_tools),
-        "policy": sorted(server.policy.items()),
-        "settings": dict(server.settings),
-        "oauth": repr(server.oauth),
-    }
+    settings = digest_settings(server)
     return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()
 
 

@@ -255,13 +255,9 @@ def _without_learned(tool: dict[str, Any]) -> dict[str, Any]:
     return tool
 
 
-def settings_digest(server: ServerConfig) -> str:
-    """A digest of what decides a server's tool list: how it is reached (env and header
-    values included, hashed, never kept), its filters, and a local tool's file. Keyed by the
-    user's own ``digest_key``: ``.doit.db`` keeps it in the project, readable by others
-    (0644), and a plain SHA-256 of settings the config names but for the secret let anyone
-    holding the file test guesses of an ``env`` or header value offline."""
-    settings = {
+def digest_settings(server: ServerConfig) -> dict[str, Any]:
+    """What decides a server's tool list, as ``settings_digest`` hashes it."""
+    return {
         "transport": server.transport,
         "command": server.command,
         "args": list(server.args),
@@ -275,6 +271,15 @@ def settings_digest(server: ServerConfig) -> str:
         "settings": dict(server.settings),
         "oauth": repr(server.oauth),
     }
+
+
+def settings_digest(server: ServerConfig) -> str:
+    """A digest of what decides a server's tool list: how it is reached (env and header
+    values included, hashed, never kept), its filters, and a local tool's file. Keyed by the
+    user's own ``digest_key``: ``.doit.db`` keeps it in the project, readable by others
+    (0644), and a plain SHA-256 of settings the config names but for the secret let anyone
+    holding the file test guesses of an ``env`` or header value offline."""
+    settings = digest_settings(server)
     digest = hmac.new(
         digest_key(user_cache_dir()),
         json.dumps(settings, sort_keys=True, default=str).encode(),
