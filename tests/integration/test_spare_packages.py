@@ -89,7 +89,8 @@ def test_a_spare_spawned_before_the_packages_does_not_fit_and_is_discarded(
     assert code == 0, err
     assert seen == {"padded": "  a", "spare": False}  # a fresh Deno, with the packages, ran it
     wait_for_exit(spare.process.pid)
-    assert spare.process.returncode == -signal.SIGKILL
+    # discarded: its stdin closed (it exits by itself, 0) and killed, whichever came first
+    assert spare.process.returncode in (0, -signal.SIGKILL)
 
 
 def test_a_spare_does_not_fit_once_the_lock_changed(module: Path, tmp_path: Path) -> None:

@@ -318,7 +318,8 @@ def test_a_spare_that_does_not_fit_the_run_is_discarded(
     assert exit_code == 0, err
     assert "boot.ts" not in out  # a fresh Deno ran it
     wait_for_exit(spare.process.pid)
-    assert spare.process.returncode == -signal.SIGKILL
+    # discarded: its stdin closed (it exits by itself, 0) and killed, whichever came first
+    assert spare.process.returncode in (0, -signal.SIGKILL)
 
 
 def test_a_script_deno_must_check_gets_a_fresh_deno(
