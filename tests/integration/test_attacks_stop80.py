@@ -29,6 +29,7 @@ from tests.helpers import (
     GatewayProcess,
     agent_exec,
     fixture_server,
+    inspector_call,
     port_file_server,
     toolscript_cli,
 )
@@ -81,6 +82,36 @@ def test_a_program_answering_as_a_gateway_is_sent_neither_token_nor_script(
     sent = [json.loads(line) for line in log.read_text().splitlines()]
     assert sent and all(request["path"].startswith("/proof?n=") for request in sent), sent
     assert token not in log.read_text() and "hunter2" not in log.read_text()
+
+
+def test_the_mcp_face_sends_such_a_program_no_script(tmp_path: Path) -> None:
+    """The MCP face (through the MCP Inspector's CLI) with TOOLSCRIPT_GATEWAY_URL at the
+    impostor: execute answers that it does not prove it holds the token; it was sent
+    nothing but the proof's nonce."""
+    log = tmp_path / "impostor.log"
+    impostor = [
+        sys.executable,
+        str(SERVERS / "impostor_gateway.py"),
+        str(tmp_path / "port"),
+        str(log),
+    ]
+    config = tmp_path / ".toolscript.json"
+    config.write_text('{"mcpServers": {}}')
+    token = "agent-" + secrets.token_urlsafe(24)
+    with port_file_server(impostor, tmp_path / "port") as port:
+        url = f"http://127.0.0.1:{port}/{token}"
+        code = IMPORT + 'const pw = "hunter2-typed";\nreturn 1'
+        result = inspector_call(
+            tmp_path, config, "execute", f"code={code}", env={"TOOLSCRIPT_GATEWAY_URL": url}
+        )
+    said = json.dumps(result)
+    assert result.get("isError") is True, said
+    assert "does not prove it holds the gateway" in said, said
+    text = log.read_text()
+    assert text and all(
+        json.loads(line)["path"].startswith("/proof?n=") for line in text.splitlines()
+    ), text
+    assert token not in text and "hunter2" not in text
 
 
 def test_the_gateway_proves_its_tokens_and_gives_none_of_them(gateway: GatewayProcess) -> None:
