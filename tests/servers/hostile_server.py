@@ -15,7 +15,7 @@ the server goes on answering nothing after it), ``stderr_flood`` (a tool's name 
 its call writes to stderr before it answers; a tool ``stderr_size`` answers how many bytes the
 file its stderr goes to holds), ``raw`` (a tool's name -> the text of its
 call's ``result`` as it is sent, a list of strings joined: JSON no encoder here would write,
-nested past any parser's depth), ``endless`` (listing methods, such as ``tools/list``, whose every page names
+nested past any parser's depth; ``raw_tools`` likewise the tools/list answer's list), ``endless`` (listing methods, such as ``tools/list``, whose every page names
 a next one) and ``storm`` (a file: each tools/list answers one new tool, its time appended to
 the file, and is followed by ``notifications/tools/list_changed`` 100 times over, as is
 ``initialized``), ``notices`` (a count: that many ``notifications/progress`` of no request,
@@ -159,6 +159,11 @@ def main() -> None:
                 size = {"content": [{"type": "text", "text": str(os.fstat(2).st_size)}]}
                 send({"jsonrpc": "2.0", "id": message["id"], "result": size})
                 continue
+        if message.get("method") == "tools/list" and "raw_tools" in spec:
+            head = json.dumps({"jsonrpc": "2.0", "id": message["id"]})[:-1]
+            sys.stdout.write(head + ', "result": {"tools": ' + "".join(spec["raw_tools"]) + "}}\n")
+            sys.stdout.flush()
+            continue
         raw = spec.get("raw", {}).get((message.get("params") or {}).get("name"))
         if message.get("method") == "tools/call" and raw is not None:
             head = json.dumps({"jsonrpc": "2.0", "id": message["id"]})[:-1]

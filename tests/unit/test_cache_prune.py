@@ -544,3 +544,23 @@ def test_cache_prune_makes_no_missing_cache_and_changes_no_folder(
     monkeypatch.setenv("TOOLSCRIPT_HOME", str(shared))
     assert CliRunner().invoke(app, ["cache", "prune", "--dry-run"]).exit_code == 0
     assert shared.stat().st_mode & 0o777 == 0o755 and not any(shared.iterdir())
+
+
+def test_a_killed_run_s_copy_of_its_script_goes_and_its_check_mark_stays(cache: Path) -> None:
+    """A run's copy of its script (``scripts/<hash>/run-PID-THREAD/``) is removed by the run
+    when it ends; one killed first left it, holding what the script holds (a password typed
+    into it) for 30 days. Prune removes it once its process is gone; the folder's check
+    mark, and a running process's copy, stay."""
+    folder = cache / "scripts" / ("4" * 24)
+    killed = folder / f"run-{dead_pid()}-140"
+    running = folder / f"run-{os.getpid()}-140"
+    for copy in (killed, running):
+        copy.mkdir(parents=True)
+        (copy / "inline.ts").write_text('const pw = "hunter2"; return 1')
+        aged(copy, 2 * HOUR)
+    mark = folder / ".inline.ts.checked-aaaaaaaaaaaaaaaa-bbbbbbbbbbbb"
+    mark.touch()
+
+    prune_cache(cache)
+
+    assert sorted(p.name for p in folder.iterdir()) == sorted([mark.name, running.name])

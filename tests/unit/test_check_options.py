@@ -110,10 +110,10 @@ def test_a_pass_under_other_options_is_not_taken_for_one(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     script = Script("console.log(1);", "inline.ts")
-    path, _ = _write_script(script)
-    (path.parent / f".{path.name}.checked-abc").write_text("")  # as passes were kept before
+    path, _ = _write_script(script)  # (its run's copy: the marks are in its content's folder)
+    (path.parent.parent / f".{path.name}.checked-abc").write_text("")  # as passes were kept before
     assert not checked_before(script, "abc")
-    (path.parent / f".{path.name}.checked-abc-{check_tag()}").write_text("")
+    (path.parent.parent / f".{path.name}.checked-abc-{check_tag()}").write_text("")
     assert checked_before(script, "abc")
     monkeypatch.setattr(checkoptions, "_VERSION", "other")
     check_tag.cache_clear()

@@ -45,9 +45,13 @@ _START_HINT = "check `toolscript gateway status`, or start one with `toolscript 
 
 
 def find_gateway_url(config: Config) -> str | None:
-    """``TOOLSCRIPT_GATEWAY_URL``, else the running gateway recorded for this project."""
+    """``TOOLSCRIPT_GATEWAY_URL`` (once what answers there proves it holds its token:
+    ``prove_gateway``), else the running gateway recorded for this project."""
     url = os.environ.get(URL_VARIABLE, "").strip()
     if url:
+        from toolscript.execution.locate import prove_gateway
+
+        prove_gateway(url.rstrip("/"))
         return url.rstrip("/")
     state = ready_gateway_state(config.cache_dir(), told=say_start_wait)
     check_serves(state, config.config_file)

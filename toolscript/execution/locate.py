@@ -53,6 +53,7 @@ __all__ = [
     "module_hash",
     "note_unavailable_servers",
     "private_gateway_args",
+    "prove_gateway",
     "running_gateway",
     "spawn_owned_gateway",
     "unavailable_servers",
@@ -186,6 +187,47 @@ def built_module_hash(url: str, told: Callable[[], object] | None) -> str | None
     except GatewayTimeoutError:
         wait_for_first_build(url, told)
         return module_hash(url)
+
+
+def prove_gateway(url: str, timeout: float = 30.0) -> bool:
+    """Whether a program listens at ``url`` (False: nothing does), raising NotAGatewayError
+    unless it proves it holds ``url``'s token (``guard.gateway_proof`` of a fresh nonce):
+    asked before the token or a script is sent there. TOOLSCRIPT_GATEWAY_URL is asked as it
+    is, and another local user's program on the port of a session's gateway that ended
+    could answer as a gateway does (its JSON, a module) and be sent the agent's scripts."""
+    from toolscript.gateway.guard import PROOF_PATH, gateway_proof
+
+    parts = urlsplit(url)
+    token = parts.path.rstrip("/").rpartition("/")[2]
+    nonce = os.urandom(16).hex()
+    root = f"{parts.scheme}://{parts.netloc}"
+    try:
+        body = gateway_request(root, f"{PROOF_PATH}?n={nonce}", timeout)
+    except NotAGatewayError:
+        raise
+    except GatewayUnreachableError as exc:  # an error status: no gateway's proof
+        raise _not_proven(url) from exc
+    if body is None:
+        return False
+    import hmac
+
+    expected = gateway_proof(token, parts.netloc, nonce)
+    try:
+        proofs = json.loads(body)["proof"]
+        if any(hmac.compare_digest(str(proof), expected) for proof in proofs):
+            return True
+    except (ValueError, KeyError, TypeError):
+        pass
+    raise _not_proven(url)
+
+
+def _not_proven(url: str) -> NotAGatewayError:
+    return NotAGatewayError(
+        f"what answers at {urlsplit(url).netloc} does not prove it holds the gateway's token: "
+        "another program listens there (another user's, on the port of a gateway that ended?) "
+        "or a gateway older than this toolscript; nothing was sent to it",
+        hint=NOT_A_GATEWAY_HINT,
+    )
 
 
 def module_hash(url: str, timeout: float = 30.0) -> str | None:
@@ -356,7 +398,7 @@ def running_gateway(
     ``told_start`` called once (its pid) when that wait is long."""
     from_env = os.environ.get("TOOLSCRIPT_GATEWAY_URL", "").strip().rstrip("/")
     if from_env:
-        found = built_module_hash(from_env, told)
+        found = built_module_hash(from_env, told) if prove_gateway(from_env) else None
         if found is None:
             raise GatewayUnreachableError(
                 f"TOOLSCRIPT_GATEWAY_URL is set but no gateway answers at {urlsplit(from_env).netloc}",

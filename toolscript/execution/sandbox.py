@@ -51,6 +51,7 @@ from toolscript.plumbing.denobinary import (
     deno_cache_dir,
     deno_environment,
     deno_start_error,
+    forget_emitted,
     run_deno_dir,
 )
 from toolscript.plumbing.paths import user_cache_dir
@@ -139,36 +140,53 @@ SANDBOX_FOLDER = Path("/")
 _UNSAFE_IN_URL = re.compile(r"[^A-Za-z0-9._-]")
 
 
-def _write_script(script: Script) -> tuple[Path, PreparedSource]:
-    """A stable path per content, so Deno's type-check cache hits on re-runs."""
+def _script_folder(script: Script) -> tuple[Path, str, PreparedSource]:
+    """The folder of a script's content (its check marks) and its copy's file name."""
     prepared = prepare(script.code, result_marker=script.result_marker)
     digest = hashlib.sha256(prepared.code.encode()).hexdigest()[:24]
     # Deno and Python spell some characters of a file URL differently ("report (copy).ts"),
     # and the import map must name the script exactly: the copy's name keeps only safe ones
     # (messages still show the script's own name).
     safe_name = _UNSAFE_IN_URL.sub("_", script.file_name) or "script.ts"
-    path = user_cache_dir() / "scripts" / digest / safe_name
-    try:
-        os.utime(path)  # used now: the cache's prune keeps it (store/cacheprune.py)
-    except OSError:
-        if not path.exists():
-            write_private(path, prepared.code)
+    return user_cache_dir() / "scripts" / digest, safe_name, prepared
+
+
+def _write_script(script: Script) -> tuple[Path, PreparedSource]:
+    """The script's copy for its run, in a folder of this run's own under its content's
+    folder (``_forget_script`` removes it when the run ends: a password typed into a script
+    stayed in the cache 30 days); only the check marks, named by hashes, stay there."""
+    folder, safe_name, prepared = _script_folder(script)
+    with contextlib.suppress(OSError):  # used now: the cache's prune keeps its marks
+        os.utime(folder)  # (store/cacheprune.py)
+    path = folder / f"run-{os.getpid()}-{threading.get_ident()}" / safe_name
+    write_private(path, prepared.code)
     return path, prepared
+
+
+def _forget_script(path: Path) -> None:
+    """Remove a run's copy of its script, and the JavaScript Deno emitted for it."""
+    forget_emitted(path)
+    with contextlib.suppress(OSError):
+        path.unlink()
+    with contextlib.suppress(OSError):
+        path.parent.rmdir()
 
 
 def checked_before(script: Script, module_hash: str) -> bool:
     """Whether this script passed a check against this module before (``_warm_check`` then
     answers at once, without asking the gateway)."""
-    path, _ = _write_script(script)
-    return _passed_mark(path, module_hash).exists()
+    folder, safe_name, _ = _script_folder(script)
+    return _passed_mark(folder / "run" / safe_name, module_hash).exists()
 
 
 def _passed_mark(script_path: Path, module_hash: str) -> Path:
     """The file that says a check passed: per module and per check options (``check_tag``:
-    a pass under other libs says nothing of these). Written when the warm checker passed the
+    a pass under other libs says nothing of these), in the script's content folder beside
+    the run's own (``script_path``'s). Written when the warm checker passed the
     script, or when Deno's own ``--check`` did (a run that checked and then exited 0: a
     failed check exits 1 before anything runs)."""
-    return script_path.parent / f".{script_path.name}.checked-{module_hash}-{check_tag()}"
+    folder = script_path.parent.parent
+    return folder / f".{script_path.name}.checked-{module_hash}-{check_tag()}"
 
 
 def _warm_check(
@@ -1290,136 +1308,143 @@ def run_toolscript(
         if spare is not None:
             spare.discard()
         raise
-    source_map = prepared.map
-    streams = _Streams(
-        _for_people(stdout if stdout is not None else sys.stdout.buffer, own=stdout is None),
-        _for_people(stderr if stderr is not None else sys.stderr.buffer, own=stderr is None),
-        advice,
-        denial,
-    )
-    if (
-        check
-        and warm_check
-        and module is not None
-        and gate is not None
-        and spare is not None
-        and not _passed_mark(script_path, module_hash).exists()
-        and not uses_node(prepared.code)  # the checker leaves it to deno check
-        and spare.fits(script_url, module, limits.memory_mb)
-        and gate.hold()
-    ):
-        ran = _run_while_checked(
-            _Checked(gateway_url, script_path, prepared.code, module, module_hash, checker),
-            gate,
-            spare,
-            script,
-            script_url,
-            on_start,
-            limits,
-            streams,
-            source_map,
-            spill,
-        )
-        if isinstance(ran, int):
-            return ran
-        script_url, spare = ran, None  # Deno checks it as it starts, with a fresh token
-    elif check and warm_check and module is not None:
-        status, output = _warm_check(
-            gateway_url, script_path, prepared.code, module, module_hash, checker
-        )
-        if status == "failed":
-            _tell_check_failure(
-                output, script, script_path, gateway_url, module, streams, source_map
-            )
-            if spare is not None:
-                spare.discard()
-            return 1  # what deno exits with when a check fails; nothing of the script ran
-        check = status != "passed"
-    if spare is not None:
-        if not check and module is not None and spare.fits(script_url, module, limits.memory_mb):
-            return _run_in_spare(
-                spare,
-                prepared.code,
-                script,
-                script_url,
-                on_start,
-                limits,
-                streams,
-                module,
-                source_map,
-                spill,
-            )
-        spare.discard()
-    _close_web_storage(deno_cache_dir())
-    imports = {
-        "toolscript": (
-            module.as_uri() if module else f"{script_url}/runtime/tools.ts?_t={module_hash}"
-        ),
-        "file:///": REFUSED_FILE_URL,
-        script_path.as_uri(): script_path.as_uri(),
-    }
-    packages = None
-    if module is not None:
-        imports[module.as_uri()] = module.as_uri()
-        imports.update(module_imports(module))  # the saved scripts it offers
-        packages = packages_beside(module)
-        if packages is not None:
-            imports.update(import_entries(packages.packages))
-    # The check's libs leave Node's types out, unless the script (or the module) uses Node.
-    config = None
-    if check and not _uses_node(prepared.code, module):
-        # With packages, the config declares them as their fetch did (a frozen lock's
-        # `workspace` part is compared with a config's imports).
-        declared = {p.name: p.specifier for p in packages.packages} if packages else None
-        config = shared_check_config(declared)
-    if config is not None:
-        imports.update(check_imports())
-    import_map = {"imports": imports}
-    map_path = write_private(
-        user_cache_dir() / "run" / f"importmap-{os.getpid()}-{threading.get_ident()}.json",
-        json.dumps(import_map),
-    )
-    # Colors would reach a terminal as escapes (control characters are shown, not obeyed).
-    env = {"TOOLSCRIPT_GATEWAY_URL": script_url, "NO_COLOR": "1"}
     try:
-        npm = npm_set(deno_cache_dir(), _read(packages.lock)) if packages else None
-        with run_deno_dir(packages=packages is not None, npm=npm) as deno_dir:
-            _close_web_storage(deno_dir)
-            env.update(deno_environment(deno_dir))
-            command = _command(
-                script_path,
-                script_url,
-                map_path,
-                check,
-                limits,
-                module is None,
-                packages,
-                config=config,
-            )
-            exit_code = _start_and_supervise(
-                command,
-                env,
-                on_start,
+        source_map = prepared.map
+        streams = _Streams(
+            _for_people(stdout if stdout is not None else sys.stdout.buffer, own=stdout is None),
+            _for_people(stderr if stderr is not None else sys.stderr.buffer, own=stderr is None),
+            advice,
+            denial,
+        )
+        if (
+            check
+            and warm_check
+            and module is not None
+            and gate is not None
+            and spare is not None
+            and not _passed_mark(script_path, module_hash).exists()
+            and not uses_node(prepared.code)  # the checker leaves it to deno check
+            and spare.fits(script_url, module, limits.memory_mb)
+            and gate.hold()
+        ):
+            ran = _run_while_checked(
+                _Checked(gateway_url, script_path, prepared.code, module, module_hash, checker),
+                gate,
+                spare,
                 script,
-                script_path,
                 script_url,
+                on_start,
                 limits,
                 streams,
-                module,
                 source_map,
                 spill,
             )
-            if check and exit_code == 0:
-                # Deno checked it (the warm checker could not): the next run of the same
-                # script needs no check, and the MCP face's spare can take it (measured: a
-                # run checked by Deno again, its check cached, took 90-210 ms against 25-35
-                # in a spare, under load).
-                with contextlib.suppress(OSError):
-                    write_private(_passed_mark(script_path, module_hash), "")
-            return exit_code
+            if isinstance(ran, int):
+                return ran
+            script_url, spare = ran, None  # Deno checks it as it starts, with a fresh token
+        elif check and warm_check and module is not None:
+            status, output = _warm_check(
+                gateway_url, script_path, prepared.code, module, module_hash, checker
+            )
+            if status == "failed":
+                _tell_check_failure(
+                    output, script, script_path, gateway_url, module, streams, source_map
+                )
+                if spare is not None:
+                    spare.discard()
+                return 1  # what deno exits with when a check fails; nothing of the script ran
+            check = status != "passed"
+        if spare is not None:
+            if (
+                not check
+                and module is not None
+                and spare.fits(script_url, module, limits.memory_mb)
+            ):
+                return _run_in_spare(
+                    spare,
+                    prepared.code,
+                    script,
+                    script_url,
+                    on_start,
+                    limits,
+                    streams,
+                    module,
+                    source_map,
+                    spill,
+                )
+            spare.discard()
+        _close_web_storage(deno_cache_dir())
+        imports = {
+            "toolscript": (
+                module.as_uri() if module else f"{script_url}/runtime/tools.ts?_t={module_hash}"
+            ),
+            "file:///": REFUSED_FILE_URL,
+            script_path.as_uri(): script_path.as_uri(),
+        }
+        packages = None
+        if module is not None:
+            imports[module.as_uri()] = module.as_uri()
+            imports.update(module_imports(module))  # the saved scripts it offers
+            packages = packages_beside(module)
+            if packages is not None:
+                imports.update(import_entries(packages.packages))
+        # The check's libs leave Node's types out, unless the script (or the module) uses Node.
+        config = None
+        if check and not _uses_node(prepared.code, module):
+            # With packages, the config declares them as their fetch did (a frozen lock's
+            # `workspace` part is compared with a config's imports).
+            declared = {p.name: p.specifier for p in packages.packages} if packages else None
+            config = shared_check_config(declared)
+        if config is not None:
+            imports.update(check_imports())
+        import_map = {"imports": imports}
+        map_path = write_private(
+            user_cache_dir() / "run" / f"importmap-{os.getpid()}-{threading.get_ident()}.json",
+            json.dumps(import_map),
+        )
+        # Colors would reach a terminal as escapes (control characters are shown, not obeyed).
+        env = {"TOOLSCRIPT_GATEWAY_URL": script_url, "NO_COLOR": "1"}
+        try:
+            npm = npm_set(deno_cache_dir(), _read(packages.lock)) if packages else None
+            with run_deno_dir(packages=packages is not None, npm=npm) as deno_dir:
+                _close_web_storage(deno_dir)
+                env.update(deno_environment(deno_dir))
+                command = _command(
+                    script_path,
+                    script_url,
+                    map_path,
+                    check,
+                    limits,
+                    module is None,
+                    packages,
+                    config=config,
+                )
+                exit_code = _start_and_supervise(
+                    command,
+                    env,
+                    on_start,
+                    script,
+                    script_path,
+                    script_url,
+                    limits,
+                    streams,
+                    module,
+                    source_map,
+                    spill,
+                )
+                if check and exit_code == 0:
+                    # Deno checked it (the warm checker could not): the next run of the same
+                    # script needs no check, and the MCP face's spare can take it (measured: a
+                    # run checked by Deno again, its check cached, took 90-210 ms against 25-35
+                    # in a spare, under load).
+                    with contextlib.suppress(OSError):
+                        write_private(_passed_mark(script_path, module_hash), "")
+                return exit_code
+        finally:
+            map_path.unlink(missing_ok=True)
+            streams.finish()
     finally:
-        map_path.unlink(missing_ok=True)
-        streams.finish()
+        _forget_script(script_path)
 
 
 def _tell_check_failure(

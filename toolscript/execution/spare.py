@@ -39,7 +39,7 @@ from urllib.parse import unquote, urlsplit
 from toolscript.errors import ExecutionError
 from toolscript.execution.sandbox import REFUSED_FILE_URL, SANDBOX_FOLDER, Limits, _command, _read
 from toolscript.execution.sandbox import _close_web_storage as close_web_storage
-from toolscript.plumbing.denobinary import deno_environment, run_deno_dir
+from toolscript.plumbing.denobinary import deno_environment, forget_emitted, run_deno_dir
 from toolscript.plumbing.privatefile import write_private
 from toolscript.plumbing.processes import signal_quietly, tether, untether
 from toolscript.store.packages import Packages, import_entries, npm_set, packages_beside
@@ -144,6 +144,7 @@ class Spare:
             )
             close_web_storage(deno_dir)
             self.script_path = deno_dir / SPARE_SCRIPT
+            self._stack.callback(forget_emitted, self.script_path)
             boot = write_private(deno_dir / "boot.ts", BOOT % json.dumps(self.script_path.as_uri()))
             imports = {
                 "toolscript": module.as_uri(),

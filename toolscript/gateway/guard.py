@@ -3,7 +3,10 @@
 Any local process, or a web page through DNS rebinding, could otherwise drive
 the user's tools with the user's credentials. Every request must name the
 gateway's own address in ``Host`` and start with ``/<token>``; only ``/livez``
-answers without them (it says nothing but "alive").
+answers without them (it says nothing but "alive"), and ``/proof?n=NONCE`` (its own
+``Host`` still) with ``gateway_proof`` of the nonce under each of its tokens: a client
+holding a URL checks that what answers there holds its token before it sends that token
+or a script (another user's program on a dead gateway's port answers as a gateway does).
 
 Three kinds of token, each reaching what its holder needs and nothing more:
 
@@ -47,6 +50,7 @@ __all__ = [
     "CREDENTIAL_SCOPE_KEY",
     "LIVENESS_PATH",
     "OWNER",
+    "PROOF_PATH",
     "RUN",
     "RUN_SCOPE_KEY",
     "TokenGuard",
@@ -55,10 +59,13 @@ __all__ = [
     "agent_url",
     "answer_error",
     "answer_json",
+    "gateway_proof",
     "is_agent_url",
 ]
 
 LIVENESS_PATH = "/livez"
+PROOF_PATH = "/proof"  # ?n=NONCE: the gateway_proof of each of its tokens (no token sent)
+_NONCE = re.compile(rb"n=([0-9a-f]{32,128})")
 RUN_SCOPE_KEY = "toolscript.run"  # the ASGI scope's key for the id of the run calling
 CREDENTIAL_SCOPE_KEY = "toolscript.credential"  # OWNER, AGENT or RUN: which token was shown
 OWNER, AGENT, RUN = "owner", "agent", "run"
@@ -123,6 +130,15 @@ def agent_token(owner_token: str) -> str:
     the owner token can compute it, whoever holds only this one cannot go back."""
     mac = hmac.new(owner_token.encode(), b"toolscript agent token", hashlib.sha256).digest()
     return AGENT_PREFIX + base64.urlsafe_b64encode(mac[:24]).decode()
+
+
+def gateway_proof(token: str, host: str, nonce: str) -> str:
+    """What a gateway holding ``token`` answers to a client's ``nonce`` at ``host`` (its
+    ``Host``): an HMAC under the token, so the client learns the answerer holds the token it
+    has without sending it. The host binds it to this address (no relay from another port),
+    and its words keep it apart from every other HMAC of a token (``agent_token``'s)."""
+    message = f"toolscript gateway proof\n{host.lower()}\n{nonce}".encode()
+    return hmac.new(token.encode(), message, hashlib.sha256).hexdigest()
 
 
 def agent_url(owner_url: str) -> str:
@@ -200,6 +216,9 @@ class TokenGuard:
         if host.lower() not in self._allowed_hosts:
             await answer_error(send, ForbiddenHostError())
             return
+        if path == PROOF_PATH:
+            await self._prove(send, host.decode("latin-1"), scope.get("query_string", b""))
+            return
         given = path[1:].split("/", 1)[0]
         prefix = "/" + given
         rest = path[len(prefix) :]
@@ -232,6 +251,16 @@ class TokenGuard:
         if run is not None:
             inner[RUN_SCOPE_KEY] = run
         await self.app(inner, receive, send)
+
+    async def _prove(self, send: Send, host: str, query: bytes) -> None:
+        """``{"proof": [...]}``: ``gateway_proof`` of the query's nonce under each token."""
+        nonce = _NONCE.fullmatch(query)
+        if nonce is None:
+            await answer_json(send, 400, {"error": "bad_request", "message": "n=NONCE (hex)"})
+            return
+        said = nonce.group(1).decode()
+        proofs = [gateway_proof(token.decode(), host, said) for token in self._tokens]
+        await answer_json(send, 200, {"proof": proofs})
 
 
 def _not_checked() -> ScriptCheckError:

@@ -63,6 +63,7 @@ from toolscript.execution.locate import (
     face_gateway_in_process,
     gateway_request,
     module_hash,
+    prove_gateway,
     running_gateway,
     unavailable_servers,
     wait_for_connecting_servers,
@@ -701,6 +702,8 @@ class Backend:
         with self._lock:
             self.check_config()
             if self._url and self._url != stale:
+                if os.environ.get("TOOLSCRIPT_GATEWAY_URL", "").strip():
+                    prove_gateway(self._url)  # still it: its port may be another's since
                 return self._url
             self._url = self._find() or self._start_owned()
             return self._url

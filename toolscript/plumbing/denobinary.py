@@ -32,6 +32,7 @@ __all__ = [
     "deno_cache_dir",
     "deno_environment",
     "deno_start_error",
+    "forget_emitted",
     "run_deno_dir",
 ]
 
@@ -89,6 +90,13 @@ def deno_start_error(exc: OSError) -> ExecutionError:
 def deno_cache_dir() -> Path:
     """``DENO_DIR``: toolscript's own, never the user's."""
     return user_cache_dir() / "deno"
+
+
+def forget_emitted(source: Path) -> None:
+    """Remove the JavaScript Deno emitted for the local file ``source`` into the shared
+    ``gen/file`` (a script's: it holds what the script holds, a password typed into it)."""
+    with contextlib.suppress(OSError):
+        (deno_cache_dir() / "gen" / "file" / f"{str(source).lstrip('/')}.js").unlink()
 
 
 def deno_environment(deno_dir: Path | None = None) -> dict[str, str]:

@@ -11,7 +11,8 @@ Each folder has its rule (``RULES``), applied in one loop:
   unused for ``keep_days`` (``light_ready`` touches it at each use).
 - ``modules/`` (a generated module with its saved scripts, lock and packages beside it),
   ``checker/`` (the warm checker's config and import map per module), ``scripts/``
-  (prepared scripts and their check marks), ``valid-configs/``: untouched for
+  (prepared scripts' check marks, and the copy of a run killed before it removed it:
+  once its process is gone), ``valid-configs/``: untouched for
   ``keep_days`` (a day at least, ``MARKED_WITHIN``: a running gateway touches its own
   module and checker files every 6 h, ``touch``); exec and the face touch the script they
   run and the module they take from the cache.
@@ -404,6 +405,29 @@ def _hex_named(pattern: str) -> Callable[[_Rules, Path], Iterator[_Candidate]]:
     return find
 
 
+_SCRIPT_RUN = r"^run-(?P<pid>[0-9]+)-[0-9]+$"  # a run's copy of the script (its process)
+
+
+def _scripts(rules: _Rules, folder: Path) -> Iterator[_Candidate]:
+    """A prepared script's folder (its check marks) when unused for ``keep_days``; in one
+    kept, the copy of a run whose process is gone (killed before it removed it: the copy
+    holds what the script holds, a password typed into it too)."""
+    for entry in _entries(folder):
+        if not re.match(_SCRIPT, entry.name):
+            continue
+        check = _unused(rules, Path(entry.path))
+        if check():
+            yield _Candidate((Path(entry.path),), "unused", check)
+            continue
+        with contextlib.suppress(OSError):  # (gone meanwhile, not a folder)
+            for run in _entries(Path(entry.path)):
+                matched = re.match(_SCRIPT_RUN, run.name)
+                path = Path(run.path)
+                pid = int(matched["pid"]) if matched else 0
+                if matched and not _pid_runs(pid) and not rules.young(_newest(path)):
+                    yield _Candidate((path,), "process ended", partial(_pid_ended, pid))
+
+
 # --- deno/gen/file/ ---------------------------------------------------------------------
 
 _EMITTED = r"^.+\.(?:[cm]?[jt]sx?)\.js$"  # Deno names it by its source: `script.ts.js`
@@ -510,7 +534,7 @@ RULES: tuple[tuple[str, Callable[[_Rules, Path], Iterator[_Candidate]]], ...] = 
     ("modules", _by_hash(_HASHED)),
     ("checker", _by_hash(_CHECKER)),
     ("check", _by_hash(_CHECK)),
-    ("scripts", _hex_named(_SCRIPT)),
+    ("scripts", _scripts),
     ("valid-configs", _hex_named(_CONFIG_CHECK)),
     ("deno/gen/file", _emitted),
     ("run", _of_processes),

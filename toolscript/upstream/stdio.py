@@ -24,7 +24,7 @@ import msgspec
 from anyio.streams.memory import MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
-from toolscript.plumbing.jsonvalues import json_values
+from toolscript.plumbing.jsonvalues import cut_nesting, json_values
 from toolscript.plumbing.processes import (
     GATE_OPEN,
     gated,
@@ -63,6 +63,10 @@ MAX_LINE = 128 * 1024 * 1024
 # `{"p0":{},"p1":{},...}` took it 0.58 GB, and 128 MB of `[{},{},...]` some 8 GB. Past it, the
 # server is taken as broken as past MAX_LINE. Real answers hold far fewer.
 MAX_LINE_VALUES = 4_000_000
+# Levels of a message read as the server sent them when it is nested past the decoder's
+# depth: deeper objects and arrays are read as empty ones (``_decode_cut``). Real schemas
+# and results hold about 10.
+NESTING_CUT = 256
 
 
 @asynccontextmanager
@@ -290,6 +294,8 @@ async def _deliver_lines(
                 # Parsed before the send, and not kept by this frame after it: a large
                 # line is memory only while its message is.
                 decoded = _decode(line)
+                if decoded is _TOO_DEEP:  # (seconds for the largest: not on the loop)
+                    decoded = await anyio.to_thread.run_sync(_decode_cut, line)
                 if _is_notification(decoded) and not notices.admit(
                     anyio.current_time(), decoded["method"]
                 ):
@@ -333,7 +339,8 @@ def parse_line(line: bytes | bytearray) -> SessionMessage | Exception:
     msgspec makes the JSON's strings once, straight from the line (a 50 MB text is 50 MB
     more, not twice that); pydantic then checks the message without copying them.
     """
-    return _validated(line, _decode(line))
+    decoded = _decode(line)
+    return _validated(line, _decode_cut(line) if decoded is _TOO_DEEP else decoded)
 
 
 def _decode(line: bytes | bytearray) -> Any:
@@ -341,6 +348,26 @@ def _decode(line: bytes | bytearray) -> Any:
         return msgspec.json.decode(line)
     except msgspec.DecodeError:
         return _UNPARSED
+    except RecursionError:  # nested past the decoder's depth (about 1,000 levels)
+        return _TOO_DEEP
+
+
+def _decode_cut(line: bytes | bytearray) -> Any:
+    """A message nested past the decoder's depth, read with what is deeper than
+    ``NESTING_CUT`` levels as empty: a listing so read is served (a schema that deep is
+    served open, ``limits.bound_schema``), any other answer is its request's error. Its
+    connection stays (it was dropped, and with it every other tool of the server)."""
+    try:
+        decoded = msgspec.json.decode(cut_nesting(line, NESTING_CUT))
+    except (msgspec.DecodeError, RecursionError):
+        return _UNPARSED
+    if isinstance(decoded, dict) and "id" in decoded and "result" in decoded:
+        result = decoded["result"]
+        if not (isinstance(result, dict) and _LISTINGS.intersection(result)):
+            too_deep = f"the server's answer is nested more than {NESTING_CUT} levels deep"
+            error = {"code": -32603, "message": too_deep}
+            return {"jsonrpc": "2.0", "id": decoded["id"], "error": error}
+    return decoded
 
 
 def _validated(line: bytes | bytearray, decoded: Any) -> SessionMessage | Exception:
@@ -355,3 +382,7 @@ def _validated(line: bytes | bytearray, decoded: Any) -> SessionMessage | Except
 
 
 _UNPARSED = object()
+_TOO_DEEP = object()
+# What a listing's answer holds (``tools/list``, ``prompts/list``, ``resources/list``,
+# ``resources/templates/list``): read with its deepest parts empty rather than refused.
+_LISTINGS = frozenset({"tools", "prompts", "resources", "resourceTemplates"})
