@@ -582,7 +582,7 @@ def missing_program_hint(
     if program in SERVER_LAUNCHERS:  # a machine without Node (or uv, Docker...): what installs it
         return (
             f" ({program} comes with {SERVER_LAUNCHERS[program]}: install it, or, if it is installed "
-            "in a folder the gateway's PATH lacks, write its full path in \"command\" "
+            'in a folder the gateway\'s PATH lacks, write its full path in "command" '
             f"(`command -v {program}` in your shell prints it))"
         )
     if not program or cwd is None:
