@@ -43,8 +43,9 @@ class Project:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
-    """A project of a clock, an echo server and a slow server that connects when told, its
-    search keyword-only; `toolscript gateway start` begun in it and not waited for."""
+    """A project of a clock, an echo server, a slow server that connects when told and an
+    npx server on a machine without Node (the gateway's PATH has no npx), its search
+    keyword-only; `toolscript gateway start` begun in it and not waited for."""
     directory = tmp_path_factory.mktemp("two speeds")
     go = directory / "go"
     clock = python_bin("mcp-server-time")
@@ -52,8 +53,9 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
         "mcpServers": {
             "clock": {"command": clock},
             "echo": {"command": sys.executable, "args": [str(SERVERS / "faulty_server.py")]},
+            "files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem"]},
             "slow": {
-                "command": "sh",
+                "command": "/bin/sh",
                 "args": ["-c", f'while [ ! -e "{go}" ]; do sleep 0.1; done; exec "{clock}"'],
             },
         },
@@ -61,13 +63,15 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
     }
     (directory / ".toolscript.json").write_text(json.dumps(config))
     found = Project(directory, directory / ".toolscript.json", directory / "gateway.log", go)
+    no_node = directory / "bin"  # the gateway's PATH: no node, no npx
+    no_node.mkdir()
     with found.log.open("w") as log:
         gateway = subprocess.Popen(
             # its ready wait long: only the ask of a command that needs none of the slow
             # servers ends it early (and the run calling the slow one waits that long for it)
             [sys.executable, "-m", "toolscript", "gateway", "start", "--ready-wait", "90"],
             cwd=directory,
-            env=clean_env(),
+            env=clean_env(PATH=str(no_node)),
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
@@ -209,3 +213,20 @@ def test_keyword_search_says_it_cannot_flag_a_request_no_tool_fits(project: Proj
     assert as_json["mode"] == "keyword" and as_json["weak"] is None, as_json
     _, (answer,) = _face(project, ("search_tools", {"query": PDF}))
     assert "a request no tool fits is not flagged" in answer.content[0].text, answer
+
+
+def test_npx_on_a_machine_without_node_says_what_to_install(project: Project) -> None:
+    """A config naming npx servers on a machine without Node: the gateway's start, its
+    status, list-servers and the session hook said "command not found: npx" and nothing
+    of what to do."""
+    project.go.touch()  # run alone, it need not wait for the slow server
+    listed = project.cli("list-servers")
+    assert listed.returncode == 0, listed.stderr
+    row = next(line for line in listed.stdout.splitlines() if line.startswith("files\t"))
+    assert "\tfailed\t0\tcommand not found: npx (npx comes with Node.js (its npm): install " in (
+        row
+    ), row
+    assert 'write its full path in "command" (`command -v npx` in your shell prints it))' in row
+    status = project.cli("gateway", "status")
+    assert status.returncode == 3, status  # degraded: a server failed
+    assert "files\tfailed\t0\tcommand not found: npx (npx comes with Node.js" in status.stdout
