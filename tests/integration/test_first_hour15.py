@@ -40,6 +40,10 @@ class Project:
         """``toolscript ARGS`` in the project, finding its gateway as a user's shell does."""
         return toolscript_cli(*args, cwd=self.directory)
 
+    def cli_with_stdin(self, *args: str, stdin: str) -> subprocess.CompletedProcess[str]:
+        """``toolscript ARGS`` with ``stdin`` piped in (a heredoc, a pipe)."""
+        return toolscript_cli(*args, cwd=self.directory, stdin=stdin)
+
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
@@ -230,3 +234,43 @@ def test_npx_on_a_machine_without_node_says_what_to_install(project: Project) ->
     status = project.cli("gateway", "status")
     assert status.returncode == 3, status  # degraded: a server failed
     assert "files\tfailed\t0\tcommand not found: npx (npx comes with Node.js" in status.stdout
+
+
+def test_an_agents_script_on_stdin_runs_however_it_is_piped(project: Project) -> None:
+    """`toolscript exec <<'EOF'` (no `-`) said "nothing to run", `--file -` "not a TypeScript
+    or JavaScript file: -", and a script saved with a byte order mark before its import
+    failed with Deno's "'import', and 'export' cannot be used outside of module code"."""
+    project.go.touch()
+    heredoc = project.cli_with_stdin(
+        "exec", stdin="const x = [1, 2];\nreturn x.map((n) => n * 2);\n"
+    )
+    assert (heredoc.returncode, heredoc.stdout) == (0, "[2,4]\n"), heredoc
+    dash = project.cli_with_stdin("exec", "--file", "-", stdin='return "dash";\n')
+    assert (dash.returncode, dash.stdout) == (0, '"dash"\n'), dash
+    windows = (
+        '\ufeff#!/usr/bin/env toolscript\r\nimport { tools } from "toolscript";\r\n'
+        'return (await tools.clock.getCurrentTime({ timezone: "UTC" })).timezone;\r\n'
+    )
+    ran = project.cli_with_stdin("exec", stdin=windows)
+    assert (ran.returncode, ran.stdout) == (0, '"UTC"\n'), ran
+    (project.directory / "bom.ts").write_text(windows, newline="")
+    as_file = project.cli("bom.ts")
+    assert (as_file.returncode, as_file.stdout) == (0, '"UTC"\n'), as_file
+    # a pipe no one writes to (an agent's shell may leave one open): said, not waited on
+    silent = subprocess.Popen(
+        [sys.executable, "-m", "toolscript", "exec"],
+        cwd=project.directory,
+        env=clean_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert silent.wait(60) == 2  # its stdin still open, never written
+    finally:
+        if silent.poll() is None:
+            silent.kill()
+        out, err = silent.communicate()
+    assert not out, out
+    assert "nothing to run: give CODE, pipe it (or '-' for stdin), or a .ts file" in err
