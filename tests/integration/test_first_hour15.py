@@ -274,3 +274,18 @@ def test_an_agents_script_on_stdin_runs_however_it_is_piped(project: Project) ->
         out, err = silent.communicate()
     assert not out, out
     assert "nothing to run: give CODE, pipe it (or '-' for stdin), or a .ts file" in err
+
+
+def test_a_first_script_importing_from_jsr_is_told_to_declare_an_npm_package(
+    project: Project,
+) -> None:
+    """`import { parse } from "jsr:@std/csv"` in a first script file was told "scripts import
+    only \\"toolscript\\" (tried \\"jsr.io:443\\"); call a tool that fetches it"."""
+    project.go.touch()
+    (project.directory / "first.ts").write_text(
+        'import { parse } from "jsr:@std/csv";\nreturn parse("a,b");\n'
+    )
+    ran = project.cli("first.ts")
+    assert ran.returncode == 1, ran
+    assert '(tried "jsr.io:443"): jsr: packages are not offered; declare the package' in ran.stderr
+    assert "fetches it" not in ran.stderr and "Traceback" not in ran.stderr
