@@ -540,6 +540,7 @@ class Gateway:
                     with anyio.move_on_after(START_ASK_POLL):
                         await changed.wait()
                 watching.cancel_scope.cancel()
+        serve_now_asked(self.start_mark)  # one that came as the wait ended: it serves now
         return False
 
     def _check_runlog(self) -> None:

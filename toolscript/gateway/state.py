@@ -448,6 +448,7 @@ def abandon_start(directory: Path | None = None) -> None:
             continue
         del _marks[key]
         remove_gateway_state(key, os.getpid())
+        serve_now_asked(key)  # an ask that came as it served: no later start's
 
 
 def remove_gateway_state(directory: Path, pid: int) -> None:
