@@ -277,7 +277,7 @@ def test_search_says_a_server_of_its_hits_is_not_connected(tmp_path: Path) -> No
         said = answer.content[0].text
         assert said.startswith("echo.echo → tools.echo.echo"), said
         assert "(echo is failed: its tools above are from its last listing" in said
-        assert "(keyword search only: semantic search is turned off)" in said
+        assert "(keyword search only: semantic search is turned off; " in said
     finally:
         assert gateway.stop() == []
 

@@ -103,6 +103,24 @@ def test_a_local_files_import_is_refused_as_such() -> None:
     assert 'scripts import only "toolscript" (tried "example.com:443")' in rewritten("1", elsewhere)
 
 
+def test_an_import_from_a_url_or_jsr_says_how_to_declare_a_package() -> None:
+    """A first script's `import ... from "jsr:@std/csv"` or from an https URL was told to
+    "call a tool that fetches it": a library is a package the project declares."""
+    refused = (
+        'error: {}Requires import access to "{}:443", run again with the --allow-import '
+        "flag\n    at file:///x/inline.ts:1:19\n"
+    )
+    jsr = rewritten(
+        "1", refused.format("JSR package manifest for '@std/csv' failed to load. ", "jsr.io")
+    )
+    assert (
+        '(tried "jsr.io:443"): jsr: packages are not offered; declare the package from npm' in jsr
+    )
+    assert '"packages": ["npm:NAME@VERSION"]' in jsr and "fetches it" not in jsr
+    url = rewritten("1", refused.format("", "deno.land"))
+    assert 'a library is declared in .toolscript.json as an npm package, "packages": [' in url
+
+
 def test_v8s_out_of_memory_dump_is_dropped() -> None:
     stderr = (
         "before\n<--- Last few GCs --->\n[1:0x1]  193 ms: Mark-Compact\n\n"

@@ -163,6 +163,36 @@ def test_a_gateway_that_never_gets_ready_is_named_not_missed(tmp_path: Path) -> 
     assert f"kill {os.getpid()}" in (raised.value.hint or "")
 
 
+def test_a_command_needing_none_of_the_servers_waited_for_asks_to_be_served(
+    tmp_path: Path,
+) -> None:
+    """exec right after `gateway start &` waited for the slowest server, though its script
+    called another: the mark names the servers still connecting, and a command that needs
+    none of them asks the gateway to serve now (once; the ask is taken once read)."""
+    from toolscript.gateway.state import serve_now_asked, write_start_waiting
+
+    cache = tmp_path / ".toolscript"
+    mark_starting(cache)
+    write_start_waiting(cache, ["slow", "clock"])
+    assert (read_gateway_state(cache) or {}).get("waiting") == ["slow", "clock"]
+    seen: list[list[str]] = []
+
+    def needs_clock(waiting: list[str]) -> bool:
+        seen.append(waiting)
+        return "clock" not in waiting
+
+    with pytest.raises(GatewayUnreachableError):  # this process never serves
+        ready_gateway_state(cache, wait=0.3, siblings=False, serve_early=needs_clock)
+    assert seen == [["slow", "clock"]] and not serve_now_asked(cache)  # asked once a change
+    write_start_waiting(cache, ["slow"])
+    with pytest.raises(GatewayUnreachableError):
+        ready_gateway_state(cache, wait=0.3, siblings=False, serve_early=needs_clock)
+    assert serve_now_asked(cache) and not serve_now_asked(cache)
+    abandon_start(cache)
+    write_start_waiting(cache, ["slow"])  # no mark of this process's any more: nothing written
+    assert read_gateway_state(cache) is None
+
+
 def test_no_mark_and_no_sibling_start_is_no_gateway(tmp_path: Path) -> None:
     assert ready_gateway_state(tmp_path / ".toolscript", wait=0.2) is None
 

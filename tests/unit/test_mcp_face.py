@@ -109,7 +109,8 @@ def test_search_hits_read_as_one_line_each() -> None:
                 "description": "Create an issue.",
                 "score": 0.91,
             }
-        ]
+        ],
+        "weak": False,  # as `toolscript search --json` says it
     }
     empty = search_answer({"mode": "keyword", "hits": []})
     assert empty.text.startswith("No tool matches.") and "keyword search only" in empty.text
@@ -136,6 +137,7 @@ def test_a_search_names_the_servers_it_could_not_search() -> None:
         {"mode": "hybrid", "weak": True, "hits": [hit], "unsearched": unsearched}
     )
     assert answer.text.startswith("Nothing matched well among the servers searched.")
+    assert answer.structured is not None and answer.structured["unsearched"] == unsearched
     assert "likely no configured server" not in answer.text
     assert answer.text.endswith(
         "(not searched, no tools listed yet: clock (connecting); search again once list_servers "
@@ -205,7 +207,8 @@ def test_the_face_tools_are_valid_mcp_tools_with_valid_schemas() -> None:
         parsed = types.Tool.model_validate(tool)
         jsonschema.Draft202012Validator.check_schema(tool["inputSchema"])
         assert parsed.annotations is not None and parsed.description
-    assert len(json.dumps(TOOLS)) + len(INSTRUCTIONS) < 5000  # read by every session
+    # read by every session (the output schemas name what each answer's data holds)
+    assert len(json.dumps(TOOLS)) + len(INSTRUCTIONS) < 5100
 
 
 def test_every_face_tool_refuses_an_argument_it_does_not_know() -> None:

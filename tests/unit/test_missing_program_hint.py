@@ -51,3 +51,12 @@ def test_what_a_shell_would_expand_is_written_as_toolscript_expands_it(
     hint = hint_for(command, tmp_path, bin_dir)
     assert "is not expanded: no shell runs the command" in hint
     assert f'"command": "{written}"' in hint
+
+
+def test_a_launcher_not_installed_names_what_installs_it(tmp_path: Path, bin_dir: Path) -> None:
+    """A machine without Node whose config names npx servers read "command not found: npx"
+    and nothing of what to do, at the gateway's start, in list-servers and in config check."""
+    hint = hint_for("npx", tmp_path, bin_dir)
+    assert hint.startswith(" (npx comes with Node.js (its npm): install it, or, if it is ")
+    assert "`command -v npx` in your shell prints it" in hint
+    assert missing_program_hint("uvx", cwd=None, env={}).startswith(" (uvx comes with uv ")

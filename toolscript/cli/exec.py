@@ -29,7 +29,10 @@ BACKGROUND_HELP = (
 def exec_command(
     code: Annotated[
         str | None,
-        typer.Argument(help="TypeScript to run; '-' reads it from stdin.", show_default=False),
+        typer.Argument(
+            help="TypeScript to run; '-' (or none, with a pipe) reads it from stdin.",
+            show_default=False,
+        ),
     ] = None,
     file: Annotated[
         Path | None,

@@ -73,7 +73,8 @@ def start(
             "--ready-wait",
             min=0,
             help="Seconds to wait for slow servers before serving the others; "
-            "a server still connecting then joins when it is ready.",
+            "a server still connecting then joins when it is ready. An exec whose script "
+            "calls none of them ends the wait sooner.",
         ),
     ] = 10.0,
     max_request_mb: Annotated[

@@ -24,7 +24,7 @@ ConfigOption = Annotated[
         "--config",
         "-c",
         envvar="TOOLSCRIPT_CONFIG",
-        help="Path of the config file [default: ./.toolscript.json].",
+        help="Path of the config file [default: .toolscript.json here or in the nearest folder above].",
         show_default=False,
     ),
 ]

@@ -321,6 +321,14 @@ def _first_time(note: str) -> bool:
     return True
 
 
+# Keywords alone cannot tell a request no tool fits ("convert this PDF to text" shares
+# "convert" with a clock's convert_time): bench/NOTES.md, "A keyword-only weak flag".
+UNFLAGGED = (
+    "a first hit may share only a word with the request: only semantic search flags a "
+    'request no tool fits (--json: "weak": null)'
+)
+
+
 def _note_mode(answer: dict[str, Any], ephemeral: bool = False) -> None:
     """Say on stderr what a keyword-only search or a weak match means; ``ephemeral``: the
     gateway was started for this command only, and such a gateway loads no model."""
@@ -338,10 +346,10 @@ def _note_mode(answer: dict[str, Any], ephemeral: bool = False) -> None:
                 else NEEDS_EXTRA  # no running one would: it is the install that says so
             )
         if reason != NEEDS_EXTRA:
-            sys.stderr.write(f"note: keyword search only ({reason})\n")
+            sys.stderr.write(f"note: keyword search only ({reason}); {UNFLAGGED}\n")
         elif _first_time("semantic-extra"):  # an install's choice: said once, not every search
             sys.stderr.write(
-                f"note: keyword search only ({reason}); said once: "
+                f"note: keyword search only ({reason}); {UNFLAGGED}; said once: "
                 "`toolscript gateway status` shows the search mode\n"
             )
     if answer.get("hits") and answer.get("weak"):

@@ -641,7 +641,43 @@ def names_a_file(code: str) -> bool:
         return False
 
 
+# How long exec given no CODE waits for a first byte on a piped standard input (a heredoc's or
+# a pipe's is there at once) before saying there is nothing to run: an agent's shell may
+# leave its stdin an open pipe no one writes to.
+STDIN_WAIT = 2.0
+
+
+def _stdin_piped() -> bool:
+    """Whether standard input, not a terminal, holds a script (or its end) to read: exec
+    given no CODE reads it as if given ``-`` (``toolscript exec <<'EOF'``)."""
+    import select
+
+    stdin = sys.stdin
+    if stdin is None or stdin.closed:
+        return False
+    try:
+        if stdin.isatty():
+            return False
+        readable, _, _ = select.select([stdin], [], [], STDIN_WAIT)
+    except (OSError, ValueError):
+        return False
+    return bool(readable)
+
+
 def _read_script(code: str | None, file: Path | None) -> Script:
+    script = _script_read(code, file)
+    if script.code.startswith("\ufeff"):  # an editor's byte order mark: no part of the code
+        script = script._replace(code=script.code[1:])
+    return script
+
+
+def _script_read(code: str | None, file: Path | None) -> Script:
+    if file is not None and str(file) == "-":  # `--file -`: standard input, as `exec -`
+        if code is not None:
+            raise UsageError("give either CODE or a file, not both")
+        file, code = None, "-"
+    if file is None and code is None and _stdin_piped():
+        code = "-"
     if file is None and code is not None and names_a_file(code):
         file, code = Path(code), None
     if file is not None:
@@ -678,7 +714,8 @@ def _read_script(code: str | None, file: Path | None) -> Script:
         return Script(code=text, display_name=str(file), file_name=_script_name(file))
     if code is None:
         raise UsageError(
-            "nothing to run: give CODE, '-' for stdin, or a .ts file", hint="toolscript exec --help"
+            "nothing to run: give CODE, pipe it (or '-' for stdin), or a .ts file",
+            hint="toolscript exec --help",
         )
     if code == "-":
         piped = sys.stdin.buffer.read(MAX_RUN_SCRIPT_BYTES + 1)

@@ -48,7 +48,10 @@ class ExecOption(NamedTuple):
 
 EXEC_OPTIONS: dict[str, ExecOption] = {
     "file": ExecOption(
-        ("--file", "-f"), Path, None, "Run this .ts file (same as `toolscript FILE`)."
+        ("--file", "-f"),
+        Path,
+        None,
+        "Run this .ts file (same as `toolscript FILE`; - reads stdin).",
     ),
     # The limits: not given, a resume keeps the stopped run's (docs/policy.md), else fallback.
     "timeout": ExecOption(

@@ -389,13 +389,16 @@ def running_gateway(
     siblings: bool = True,
     told: Callable[[], object] | None = say_build_wait,
     told_start: Callable[[int | None], object] | None = say_start_wait,
+    code: str | None = None,
 ) -> tuple[str, str] | None:
     """``(url, module hash)`` of TOOLSCRIPT_GATEWAY_URL's gateway (which must answer), else of
     the project's running gateway (one still starting is waited for, and with ``siblings``
     one that a `gateway start &` just before this command starts); None when neither
     answers. A gateway whose first build waits for a `doit` is waited for, ``told`` called
     once (``told`` None: not waited for, its routes' timeouts tell); one still starting,
-    ``told_start`` called once (its pid) when that wait is long."""
+    ``told_start`` called once (its pid) when that wait is long. With a script's ``code``,
+    a gateway still starting is waited for only until the servers the script calls are
+    tried (``_StartWait``): it then serves without the slower others."""
     from_env = os.environ.get("TOOLSCRIPT_GATEWAY_URL", "").strip().rstrip("/")
     if from_env:
         found = built_module_hash(from_env, told) if prove_gateway(from_env) else None
@@ -406,10 +409,12 @@ def running_gateway(
             )
         return from_env, found
     config_path = find_config_path(config)
+    wait = _StartWait(code, told_start) if code is not None else None
     state = ready_gateway_state(
         project_cache_dir(config_path.parent, cache),
         siblings=siblings,
-        told=told_start,
+        told=wait.told if wait is not None else told_start,
+        serve_early=wait.serve_early if wait is not None else None,
     )
     check_serves(state, config_path)
     if state:
@@ -420,6 +425,55 @@ def running_gateway(
         if found is not None:
             return str(state["url"]), found
     return None
+
+
+class _StartWait:
+    """What a run waits for of its project's gateway still starting: only the servers its
+    script calls (``script_namespaces``; every server when it cannot tell), not the slowest
+    of the others, which join once connected. Says which it waits for, or that it does not."""
+
+    def __init__(self, code: str, told: Callable[[int | None], object] | None) -> None:
+        self.needs = script_namespaces(code)
+        self._told = told
+        self.named: list[str] = []  # the servers waited for that the script calls
+
+    def serve_early(self, waiting: list[str]) -> bool:
+        """Whether the script calls none of the servers the gateway still waits for."""
+        if self.needs is None:
+            return False
+        from toolscript.codegen.naming import to_camel_case
+
+        self.named = [name for name in waiting if to_camel_case(name) in self.needs]
+        if self.named:
+            return False
+        if waiting:
+            from toolscript.store.outputs import write_shown
+
+            write_shown(  # a server's name is the config's: shown, not obeyed
+                f"toolscript: this project's gateway is still connecting {', '.join(waiting)}; "
+                "the script calls none of them, so it serves now without them (they join "
+                "when connected)\n",
+                sys.stderr,
+            )
+            sys.stderr.flush()
+        return True
+
+    def told(self, pid: int | None) -> None:
+        """The line of a long wait: the servers the script calls, when known."""
+        if not self.named:
+            if self._told is not None:
+                self._told(pid)
+            return
+        from toolscript.store.outputs import write_shown
+
+        named = f" (pid {pid})" if pid else ""
+        write_shown(
+            f"toolscript: waiting for this project's gateway{named} to connect "
+            f"{', '.join(self.named)}, which the script calls (its log, the stderr of "
+            "`toolscript gateway start`, says when it connects)\n",
+            sys.stderr,
+        )
+        sys.stderr.flush()
 
 
 def private_gateway_args(
@@ -537,7 +591,7 @@ def gateway_for_run(
 
     A gateway started here has only what a run needs: no warm checker, no search model,
     and (without ``search``: a script's calls need none) no search index."""
-    running = running_gateway(config, cache, siblings=needed)
+    running = running_gateway(config, cache, siblings=needed, code=code)
     if running is not None:
         if found is not None:
             found.append("running")

@@ -870,7 +870,10 @@ _REFUSALS = {
     "read": "scripts cannot read files (tried {}); pass data in through tool calls or the script",
     "write": "scripts cannot write files (tried {}); return the data instead: it is printed as JSON",
     "net": "scripts reach only the gateway (tried {}); call a tool that fetches it",
-    "import": 'scripts import only "toolscript" (tried {}); call a tool that fetches it',
+    # a library from a URL, or data: what the sandbox offers instead of each
+    "import": 'scripts import only "toolscript" (tried {}): a library is declared in '
+    '.toolscript.json as an npm package, "packages": ["npm:NAME@VERSION"], and imported by '
+    "name; data comes through a tool that fetches it",
     "env": "scripts cannot see environment variables (tried {}); put the value in the script",
     "run": "scripts cannot start processes (tried {}); use a tool for that",
     "ffi": "scripts cannot load native libraries (tried {})",
@@ -887,12 +890,20 @@ _LOCAL_IMPORT = (
 )
 
 
+_JSR_IMPORT = (
+    'scripts import only "toolscript" (tried {}): jsr: packages are not offered; declare the '
+    'package from npm in .toolscript.json, "packages": ["npm:NAME@VERSION"], and import it by name'
+)
+
+
 def _refusal(found: re.Match[str]) -> str:
     """A sandbox refusal in toolscript's words: exec has no --allow-* flags to suggest."""
     if found[3] is not None:
         return _REFUSALS["run"].format(repr(found[3]))
     if found[1] == "import" and _REFUSED_FILE_HOST + ":" in found[2]:
         return _LOCAL_IMPORT
+    if found[1] == "import" and found[2].startswith(('"jsr.io:', '"npm.jsr.io:')):
+        return _JSR_IMPORT.format(found[2])
     wording = _REFUSALS.get(found[1], f"the sandbox refused {found[1]} access to {{}}")
     return wording.format(found[2])
 

@@ -501,8 +501,9 @@ def _search_tools(
         # the needs the request implies (a file to write, a place's coordinates), by index
         "implied": [number for number, need in enumerate(needs) if is_implied(need)],
         # nothing matched well (no tool close to the request in meaning, whatever word
-        # it shares): the hits are only the nearest tools (each says so too, for search())
-        "weak": any(hit.weak for hit in hits),
+        # it shares): the hits are only the nearest tools (each says so too, for search()).
+        # None: not known, keywords alone cannot tell (bench/NOTES.md, `weak_cosine`)
+        "weak": any(hit.weak for hit in hits) if used != "keyword" else None,
         "hits": [
             hit.to_dict()
             | {"call": calls.get((hit.server, hit.tool))}

@@ -125,6 +125,9 @@ log = logging.getLogger("toolscript.gateway")
 
 SEPARATOR = "__"
 CONFIG_POLL_SECONDS = 1.0
+# How often a gateway still waiting for its servers' first connections looks whether a
+# command that needs none of the slow ones asked to be served (``_wait_first_attempts``).
+START_ASK_POLL = 0.1
 # An edited file is read again after this long, until two reads agree: a save that
 # truncates and then writes is never read half-written.
 CONFIG_SETTLE_SECONDS = 0.25
@@ -345,6 +348,7 @@ class Gateway:
         early: dict[str, EarlyServer] | None = None,
         deferred: set[str] | None = None,
         search_when_idle: bool = False,
+        start_mark: Path | None = None,
     ) -> None:
         """``after_url``: the background work waits for ``url_announced`` (the runner calls
         it once the URL is printed), else it starts when the servers are ready.
@@ -356,8 +360,12 @@ class Gateway:
         gateway for one script, which names the servers it needs). ``search_when_idle``: the
         embedding worker starts with the warm checker, once no run has been under way for a
         second, or at the first search, whichever comes first (the MCP face's own gateway:
-        its first script should not share two cores with the model's start)."""
+        its first script should not share two cores with the model's start). ``start_mark``:
+        the project cache whose starting mark this process wrote (`gateway start`): the
+        servers its ready wait still waits for are added to the mark, and a command that
+        needs none of them may end that wait (``gateway.state.ask_to_serve_now``)."""
         self.config = config
+        self.start_mark = start_mark
         self.search_when_idle = search_when_idle
         self._semantic_started = False
         self._announced = anyio.Event()
@@ -493,6 +501,48 @@ class Gateway:
             self.runs, state_dir, config.project_dir, lambda: self.url, self.config_file
         )
 
+    async def _wait_first_attempts(self, starting: list[Upstream]) -> bool:
+        """Wait, at most ``ready_wait``, until every server in ``starting`` was tried once;
+        True when a command asked to be served before that (``start_mark``), the servers
+        still connecting then named in the mark as they go."""
+        if self.start_mark is None:
+            with anyio.move_on_after(self.ready_wait):
+                for upstream in starting:
+                    await upstream.first_attempt_done.wait()
+            return False
+        from toolscript.gateway.state import serve_now_asked, write_start_waiting
+
+        changed = anyio.Event()
+
+        async def tried(upstream: Upstream) -> None:
+            nonlocal changed
+            await upstream.first_attempt_done.wait()
+            changed.set()
+
+        said: list[str] | None = None
+        with anyio.move_on_after(self.ready_wait):
+            async with anyio.create_task_group() as watching:
+                for upstream in starting:
+                    watching.start_soon(tried, upstream)
+                while True:
+                    changed = anyio.Event()
+                    waiting = [u.name for u in starting if not u.first_attempt_done.is_set()]
+                    if not waiting:
+                        break
+                    if waiting != said:
+                        said = waiting
+                        await anyio.to_thread.run_sync(
+                            write_start_waiting, self.start_mark, waiting
+                        )
+                    if serve_now_asked(self.start_mark):
+                        watching.cancel_scope.cancel()
+                        return True
+                    with anyio.move_on_after(START_ASK_POLL):
+                        await changed.wait()
+                watching.cancel_scope.cancel()
+        serve_now_asked(self.start_mark)  # one that came as the wait ended: it serves now
+        return False
+
     def _check_runlog(self) -> None:
         """Set a damaged run log aside; settle the runs a gateway gone before this one held."""
         self.runs.runlog.check()
@@ -530,11 +580,15 @@ class Gateway:
             )
             for upstream in starting:
                 tasks.start_soon(upstream.run, name=f"upstream {upstream.name}")
-            with anyio.move_on_after(self.ready_wait):
-                for upstream in starting:
-                    await upstream.first_attempt_done.wait()
+            asked = await self._wait_first_attempts(starting)
             late = [u.name for u in starting if not u.first_attempt_done.is_set()]
-            if late:
+            if late and asked:
+                log.warning(
+                    "serving without %s (still connecting; a command that calls none of "
+                    "them asked to be served; joins when connected)",
+                    ", ".join(late),
+                )
+            elif late:
                 log.warning(
                     "serving without %s (still connecting after %g s; joins when connected)",
                     ", ".join(late),

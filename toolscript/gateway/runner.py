@@ -234,6 +234,7 @@ def serve(
         early=early,
         deferred=deferred,
         search_when_idle=search_when_idle,
+        start_mark=cache if write_state else None,
     )
     state_dir = cache if write_state else None
     app = TokenGuard(

@@ -28,6 +28,7 @@ __all__ = [
     "abandon_start",
     "all_gateway_states",
     "already_serving",
+    "ask_to_serve_now",
     "check_serves",
     "claim_project",
     "gateway_state_file",
@@ -37,11 +38,13 @@ __all__ = [
     "ready_gateway_state",
     "remove_gateway_state",
     "say_start_wait",
+    "serve_now_asked",
     "session_gateways",
     "sessions_dir",
     "start_cache_dir",
     "start_options",
     "write_gateway_state",
+    "write_start_waiting",
 ]
 
 START_WAIT = 120.0  # seconds a command waits for a gateway that is still starting
@@ -128,6 +131,7 @@ def ready_gateway_state(
     *,
     siblings: bool = True,
     told: Callable[[int | None], object] | None = None,
+    serve_early: Callable[[list[str]], bool] | None = None,
 ) -> dict[str, Any] | None:
     """The state of a running gateway, None when none runs.
 
@@ -138,8 +142,13 @@ def ready_gateway_state(
     looked hung. With ``siblings``, a `gateway start` for this project that the same shell
     started just before this command, and that has not yet written its mark, is waited for
     too: however loaded the machine, it is found.
+
+    ``serve_early`` is given the servers a starting gateway still waits for, each time that
+    list changes; when it answers True (the command needs none of them) the gateway is asked
+    to serve now, without them (``ask_to_serve_now``), and ``told`` is not called.
     """
     began = time.monotonic()
+    looked_at: list[str] | None = None
     deadline = began + wait
     state = read_gateway_state(directory)
     if state is None and siblings:
@@ -154,7 +163,21 @@ def ready_gateway_state(
                 hint="its log (the stderr of `toolscript gateway start`) says what it waits "
                 f"for; try again when it is ready, or stop it with `kill {pid}`",
             )
-        if told is not None and time.monotonic() - began >= SAY_START_WAIT:
+        waiting = state.get("waiting")
+        if (
+            serve_early is not None
+            and isinstance(waiting, list)
+            and all(isinstance(name, str) for name in waiting)
+            and waiting != looked_at
+        ):
+            looked_at = waiting
+            if serve_early(waiting):
+                ask_to_serve_now(directory)
+                serve_early = told = None
+        waited = time.monotonic() - began
+        # a command that can tell which servers it waits for says so once the mark names them
+        knows = serve_early is None or looked_at is not None or waited >= 2 * SAY_START_WAIT
+        if told is not None and knows and waited >= SAY_START_WAIT:
             pid = state.get("pid")
             told(pid if isinstance(pid, int) else None)
             told = None
@@ -344,9 +367,43 @@ def mark_starting(directory: Path) -> str | None:
     for earlier in list(_marks):  # a process starts one gateway: a mark of another project goes
         abandon_start(earlier)
     stale = _stale_state(directory)
+    serve_now_asked(directory)  # an ask of an earlier start is not this one's
     write_gateway_state(directory, {"pid": os.getpid(), "starting": True, "started": time.time()})
     _marks[key] = stale
     return stale
+
+
+def write_start_waiting(directory: Path, waiting: Sequence[str]) -> None:
+    """Add to this process's starting mark the servers its first connections still wait
+    for (``waiting``): a command that needs none of them asks it to serve now
+    (``ask_to_serve_now``) rather than wait for the slowest. Nothing when this process
+    wrote no mark of ``directory`` (the MCP face's own gateway, an ephemeral one)."""
+    if directory.resolve() not in _marks:
+        return
+    state = read_gateway_state(directory)
+    if state is None or not state.get("starting") or state.get("pid") != os.getpid():
+        return
+    write_gateway_state(directory, {**state, "waiting": list(waiting)})
+
+
+def _serve_now_file(directory: Path) -> Path:
+    return gateway_state_file(directory).with_suffix(".serve-now")
+
+
+def ask_to_serve_now(directory: Path) -> None:
+    """Ask the project's gateway, still waiting for its slowest servers to connect, to serve
+    without them now (they join when connected, as after its ready wait)."""
+    write_private(_serve_now_file(directory), str(os.getpid()))
+
+
+def serve_now_asked(directory: Path) -> bool:
+    """Whether a command asked the gateway starting for ``directory`` to serve now (the ask
+    is taken: its file removed)."""
+    try:
+        _serve_now_file(directory).unlink()
+    except OSError:
+        return False
+    return True
 
 
 def _stale_state(directory: Path) -> str | None:
@@ -391,6 +448,7 @@ def abandon_start(directory: Path | None = None) -> None:
             continue
         del _marks[key]
         remove_gateway_state(key, os.getpid())
+        serve_now_asked(key)  # an ask that came as it served: no later start's
 
 
 def remove_gateway_state(directory: Path, pid: int) -> None:

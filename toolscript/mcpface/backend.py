@@ -316,7 +316,7 @@ def search_answer(answer: dict[str, Any], states: dict[str, str] | None = None) 
     if answer.get("mode") == "keyword":
         # why, as the gateway says it: loading, turned off, or not installed
         reason = (answer.get("search") or {}).get("reason") or "semantic search is still loading"
-        text += f"\n(keyword search only: {reason})"
+        text += f"\n(keyword search only: {reason}; a request no tool fits is not flagged)"
     listed = sorted({hit["server"] for hit in hits} & set(states or {}))
     for name in listed:
         state = (states or {})[name]
@@ -333,7 +333,14 @@ def search_answer(answer: dict[str, Any], states: dict[str, str] | None = None) 
             f"\n(not searched, no tools listed yet: {named}; search again once list_servers "
             "shows them connected)"
         )
-    return Answer(text, {"hits": hits, **({"weak": True} if answer.get("weak") else {})})
+    # None: keywords alone cannot tell (as `toolscript search --json` says it)
+    weak = None if answer.get("weak") is None and "weak" in answer else bool(answer.get("weak"))
+    data: dict[str, Any] = {"hits": hits, "weak": weak}
+    if answer.get("unsearched"):
+        data["unsearched"] = [
+            {"name": str(one["name"]), "state": str(one["state"])} for one in answer["unsearched"]
+        ]
+    return Answer(text, data)
 
 
 def resource_answer(read: dict[str, Any]) -> Answer:

@@ -53,6 +53,13 @@ _SEARCH_HIT = {
     "required": ["server", "tool", "call", "description", "score"],
 }
 
+# A server as `toolscript list-servers --json` has it (name, state, tools, description,
+# error besides): a server not connected, the tools its last build listed.
+_SERVER = {
+    "type": "object",
+    "properties": {"last_known_tools": {"type": "integer"}},
+}
+
 TOOLS: list[dict[str, Any]] = [
     {
         "name": "search_tools",
@@ -74,7 +81,12 @@ TOOLS: list[dict[str, Any]] = [
         },
         "outputSchema": {
             "type": "object",
-            "properties": {"hits": {"type": "array", "items": _SEARCH_HIT}},
+            "properties": {
+                "hits": {"type": "array", "items": _SEARCH_HIT},
+                # as `toolscript search --json`: no hit close in meaning; servers not searched
+                "weak": {"type": ["boolean", "null"]},  # null: keywords alone cannot tell
+                "unsearched": {"type": "array"},  # [{name, state}]
+            },
             "required": ["hits"],
         },
         "annotations": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
@@ -89,8 +101,7 @@ TOOLS: list[dict[str, Any]] = [
                     "type": "array",
                     "items": {"type": "string"},
                     "minItems": 1,
-                    "description": 'Tools as "server.tool" (search_tools names them), '
-                    'or "server" for all of its tools.',
+                    "description": 'Tools as "server.tool", or "server" for all its tools.',
                 },
                 "example": {
                     "type": "boolean",
@@ -201,10 +212,10 @@ TOOLS: list[dict[str, Any]] = [
         "name": "list_servers",
         "description": "The user's MCP servers: state, tool count, description.",
         "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
-        # Each server: name, state, tools (a count), description, error; the text says it too.
+        # Each server as `toolscript list-servers --json` has it; the text says it too.
         "outputSchema": {
             "type": "object",
-            "properties": {"servers": {"type": "array", "items": {"type": "object"}}},
+            "properties": {"servers": {"type": "array", "items": _SERVER}},
             "required": ["servers"],
         },
         "annotations": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},

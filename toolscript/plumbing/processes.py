@@ -553,17 +553,38 @@ def program_to_spawn(
     return found
 
 
+# Programs that servers' configs launch them with, and what installs each.
+SERVER_LAUNCHERS = {
+    "npx": "Node.js (its npm)",
+    "npm": "Node.js",
+    "node": "Node.js",
+    "uvx": "uv (`pip install uv`)",
+    "uv": "uv (`pip install uv`)",
+    "pipx": "pipx (`pip install pipx`)",
+    "bunx": "Bun",
+    "bun": "Bun",
+    "docker": "Docker",
+}
+
+
 def missing_program_hint(
     program: str, *, cwd: str | os.PathLike[str] | None, env: Mapping[str, str]
 ) -> str:
     """What to check when a stdio server's ``program`` was not found (its spawn's folder
     ``cwd``, its environment ``env``): a ``~`` or ``$NAME`` no shell expanded, the file a
     relative path was looked for as (from the server's folder, not the shell's), or the
-    program on PATH a mistyped name is closest to. Empty when none of them helps."""
+    program on PATH a mistyped name is closest to, or what installs a launcher (``SERVER_LAUNCHERS``:
+    npx is Node's). Empty when none of them helps."""
     import difflib
     import json
     import re
 
+    if program in SERVER_LAUNCHERS:  # a machine without Node (or uv, Docker...): what installs it
+        return (
+            f" ({program} comes with {SERVER_LAUNCHERS[program]}: install it, or, if it is installed "
+            'in a folder the gateway\'s PATH lacks, write its full path in "command" '
+            f"(`command -v {program}` in your shell prints it))"
+        )
     if not program or cwd is None:
         return ""
     shell = re.match(r"~(?=/)|\$([A-Za-z_][A-Za-z0-9_]*)", program)
