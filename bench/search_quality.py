@@ -103,6 +103,10 @@ LABELLED = {
     # exist named in another API's words, another product's words, the obvious sibling refused, a
     # paragraph of context)
     "blind13": Path(__file__).resolve().parent / "search" / "queries_blind13.txt",
+    # written blind, in the voices the sets above have least (two steps with only the first asked,
+    # identifiers alone, two languages in one sentence, the JSON wanted filled, undoing, access and
+    # permissions, a time window, a count or a yes/no, a non-native speaker's words)
+    "blind14": Path(__file__).resolve().parent / "search" / "queries_blind14.txt",
 }
 # The four retrievers and the final design. "fixed" is the design before adaptive fusion and
 # splitting (hybrid blend with the fixed alpha, the request ranked whole); "adaptive" adds the

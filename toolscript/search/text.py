@@ -695,6 +695,26 @@ def _file_case(extension: str) -> bool:
     return extension.islower() or extension.isupper()
 
 
+# The JSON (or a Python dict) an agent writes for the call it wants filled ('{"policyId":
+# "00p1", "ruleId": "0pr2", "conditions": {...}}'): its keys name what the tool takes, its
+# string values are data. The model read a quoted key as a quoted value, cut ("{ : , : }");
+# it reads the words the key joins ("policy id", "rule id"). A key is an identifier in quotes
+# after "{" or "," and before ":". Keyword search reads keys and values as it did.
+_OBJECT_PAIR = re.compile(
+    r"(?P<lead>[{,]\s*)(?P<quote>[\"'])(?P<key>[A-Za-z_$][\w$]*)(?P=quote)\s*:"
+)
+
+
+def object_keys_read(text: str) -> str:
+    """``text`` with each key of an object it writes as JSON as the words it joins, out of
+    its quotes (see ``_OBJECT_PAIR``)."""
+    if ":" not in text:
+        return text
+    return _OBJECT_PAIR.sub(
+        lambda found: f"{found['lead']}{' '.join(split_identifier(found['key']))}:", text
+    )
+
+
 # A request that asks for an outcome ("make sure the team knows the deploy failed", "make sure
 # the customer gets their money back"): "make" there creates nothing, yet as a word of the
 # request it is a synonym of "create" and a tool name's verb (chess's make_move, every create_*
@@ -898,6 +918,7 @@ def semantic_query(text: str) -> str:
     text = first_step_read(error_text_read(without_data(without_provenance(text))))
     text = without_done_step(without_negated(read_statements(without_narrated(text))))
     whole = " ".join(text.split())  # what is read when nothing else is left
+    text = object_keys_read(text)
     text = _route_read(text)
     text = _QUOTED.sub(_unless_a_file, _MESSAGE.sub(" ", text))
     text = _URL.sub(" URL ", text)
