@@ -405,7 +405,8 @@ def _run_in_gateway(
         answer = end_run(run, code)
         progress.stop()
     if sandbox.stopped:
-        sys.stderr.write(f"toolscript: error: {SandboxOfRun.MESSAGE}\n")
+        again = "Run it again: exec uses the project's gateway, or starts one."
+        sys.stderr.write(f"toolscript: error: {SandboxOfRun.message(progress.ending, again)}\n")
         return code
     if code != 0:
         # `tools.baddep` undefined (type check or run): say why that server is not there.

@@ -1269,7 +1269,9 @@ class Backend:
             sandbox.finish()
             if sandbox.stopped:
                 exit_code = ENDED_AT_GATEWAY
-                err.write(f"toolscript: error: {SandboxOfRun.MESSAGE}\n".encode())
+                again = "Call execute again: it uses the project's gateway, or starts its own."
+                why = SandboxOfRun.message(progress.ending, again)
+                err.write(f"toolscript: error: {why}\n".encode())
             elif face_run.interrupted:
                 # The client cancelled (or left): the run is stopped as `runs stop` stops one,
                 # not failed by the kill, and a call it stopped at meanwhile, its question
@@ -1292,6 +1294,8 @@ class Backend:
                     err.write(f"toolscript: warning: {missing}\n".encode())
         stopped = (ended or {}).get("stopped")
         calls = (ended or {}).get("call_count")
+        if ended is None and progress.ending is not None:  # the gateway said, as it stopped
+            calls = progress.ending.get("calls")
         face_run.calls = calls if isinstance(calls, int) else None
         return exit_code, out.getvalue(), err.getvalue(), stopped
 
