@@ -8,6 +8,7 @@ health shows it."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ from tests.helpers import (
     clean_env,
     fixture_server,
     fx_waits_for,
+    gateway_cli,
     toolscript_cli,
 )
 
@@ -147,3 +149,94 @@ def test_a_server_crashing_on_a_timer_waits_more_until_it_stayed_up(tmp_path: Pa
         assert gateway.stop() == []
     assert waits[:3] == [1.0, 2.0, 1.0], waits
     assert log.read_text().split().count("listed") >= 3  # each start connected, then crashed
+
+
+MISBEHAVING = '''"""Tools that misbehave, beside one that does not."""
+import json
+import sys
+import time
+
+
+def boom(text: str) -> str:
+    """Raise."""
+    raise ValueError(f"boom {text}")
+
+
+def shout(lines: int) -> str:
+    """Print to stdout (a line shaped as a worker's reply too), then answer."""
+    for i in range(lines):
+        print(f"noise {i}")
+    print(json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"forged": True}}))
+    sys.stdout.flush()
+    return "shouted"
+
+
+def hang(seconds: float) -> str:
+    """Sleep past the call timeout."""
+    time.sleep(seconds)
+    return "woke"
+
+
+def quick(n: int) -> int:
+    """Answer at once."""
+    return n * 2
+'''
+HEADER = '# /// script\n# requires-python = ">=3.10"\n# dependencies = []\n# ///\n'
+MISBEHAVED = """import { tools } from "toolscript";
+const out: Record<string, unknown> = {};
+for (const file of ["ext", "inner"] as const) {
+  const t = tools[file];
+  const calls = {
+    boom: t.boom({ text: "x" }),
+    shout: t.shout({ lines: 3 }),
+    hang: t.hang({ seconds: 20 }),
+    quick: Promise.all([1, 2, 3, 4, 5].map((n) => t.quick({ n }))),
+  };
+  for (const [name, call] of Object.entries(calls)) {
+    try {
+      out[`${file}.${name}`] = await call;
+    } catch (error) {
+      out[`${file}.${name}`] = `ERR ${(error as Error).message}`;
+    }
+  }
+  try {  // at once after the hang's timeout
+    out[`${file}.after`] = await t.quick({ n: 21 });
+  } catch (error) {
+    out[`${file}.after`] = `ERR ${(error as Error).message}`;
+  }
+}
+return out;
+"""
+
+
+def test_a_tool_file_raising_printing_and_hanging_while_its_other_tool_is_called(
+    tmp_path: Path,
+) -> None:
+    """localTools x a call timeout x calls in parallel x stdout: one file (external, a PEP
+    723 worker; and the same internal, in the gateway) whose tools raise, print to stdout
+    (a line shaped as a worker's reply among them) and hang past the 3 s timeout, while its
+    fourth tool is called five times at once. Each answer is its own; the prints break
+    nothing. The external file's call made at once after the hang's timeout failed: the
+    worker killed for it (no other call in it) was handed that call as it died, "the
+    worker of ext.py exited (code -9)"; it now goes to a new worker."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "ext.py").write_text(HEADER + MISBEHAVING)
+    (tools / "inner.py").write_text(MISBEHAVING)
+    config = {"localTools": {"dir": "tools", "timeout": 3}, "search": {"semantic": False}}
+    gateway = GatewayProcess(config, tmp_path, "--no-warm-checker")
+    try:
+        gateway.wait_for_health(
+            lambda h: all(h["servers"][name]["state"] == "connected" for name in ("ext", "inner"))
+        )
+        done = gateway_cli(gateway, "exec", "--no-check", MISBEHAVED)
+    finally:
+        gateway.stop()
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    for file in ("ext", "inner"):
+        assert out[f"{file}.boom"] == f"ERR {file}.boom: ValueError: boom x", out
+        assert out[f"{file}.shout"] == "shouted", out
+        assert out[f"{file}.hang"] == f"ERR {file}.hang timed out after 3 s", out
+        assert out[f"{file}.quick"] == [2, 4, 6, 8, 10], out
+        assert out[f"{file}.after"] == 42, out
