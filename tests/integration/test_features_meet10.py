@@ -20,10 +20,13 @@ from tests.helpers import (
     SERVERS,
     GatewayProcess,
     clean_env,
+    face_call,
     fixture_server,
     fx_waits_for,
     gateway_cli,
+    save_config,
     toolscript_cli,
+    wait_until,
 )
 
 SERVERS_FAULTY = str(SERVERS / "faulty_server.py")
@@ -240,3 +243,61 @@ def test_a_tool_file_raising_printing_and_hanging_while_its_other_tool_is_called
         assert out[f"{file}.hang"] == f"ERR {file}.hang timed out after 3 s", out
         assert out[f"{file}.quick"] == [2, 4, 6, 8, 10], out
         assert out[f"{file}.after"] == 42, out
+
+
+ECHOER = """import { tools } from "toolscript";
+
+/** The zebra echo: plain text back. */
+export default async function zebraEcho(input: { text: string }) {
+  return await tools.fx.plainText({ text: input.text });
+}
+"""
+
+
+def test_a_saved_script_whose_server_a_config_edit_renamed(tmp_path: Path) -> None:
+    """Saved scripts x a config edit renaming the server they call x `run`, the face's
+    run_script and search (the CLI's and the face's search_tools): `run` and run_script say
+    the script does not check (the error naming the server's new name) and how to fix it
+    (held); search still offered the broken script first, `scripts.zebraEcho`, which no
+    script could call (it is out of the module). Renamed back, it is found and runs again."""
+    before = {"mcpServers": {"fx": fixture_server()}, "search": {"semantic": False}}
+    after = {"mcpServers": {"fx2": fixture_server()}, "search": {"semantic": False}}
+    gateway = GatewayProcess(before, tmp_path, "--no-warm-checker")
+    try:
+        (tmp_path / "zebra.ts").write_text(ECHOER)
+        saved = gateway_cli(gateway, "save", "zebraEcho", "zebra.ts")
+        assert saved.returncode == 0, saved.stderr
+        ran = gateway_cli(gateway, "run", "zebraEcho", "--input", '{"text": "hi"}')
+        assert (ran.returncode, ran.stdout) == (0, '"hi"\n'), ran.stderr
+
+        def listed() -> dict[str, Any]:
+            shown = gateway_cli(gateway, "list-scripts", "--json")
+            return {s["name"]: s for s in json.loads(shown.stdout)["scripts"]}
+
+        def found() -> list[str]:
+            searched = gateway_cli(gateway, "search", "--json", "zebra echo plain text")
+            return [hit["name"] for hit in json.loads(searched.stdout)["hits"]]
+
+        assert found()[0] == "scripts.zebraEcho"
+        save_config(gateway, after, in_place=False)
+        wait_until(listed, lambda s: s["zebraEcho"]["status"] == "broken", 60, "broken")
+        ran = gateway_cli(gateway, "run", "zebraEcho", "--input", '{"text": "hi"}')
+        face_ran = face_call(gateway, "run_script", {"name": "zebraEcho", "input": {"text": "hi"}})
+        face_found = face_call(gateway, "search_tools", {"query": "zebra echo plain text"})
+        hits = found()
+        save_config(gateway, before, in_place=False)
+        wait_until(listed, lambda s: s["zebraEcho"]["status"] == "ok", 60, "checking again")
+        again = gateway_cli(gateway, "run", "zebraEcho", "--input", '{"text": "back"}')
+        hits_again = found()
+    finally:
+        gateway.stop()
+    assert ran.returncode == 1, ran
+    assert "does not type-check against the current tools" in ran.stderr, ran.stderr
+    assert "(members: fx2)" in ran.stderr and "save --force zebraEcho" in ran.stderr, ran.stderr
+    text = face_ran.content[0].text
+    assert face_ran.is_error and "(members: fx2)" in text, text
+    assert "save_script with name zebraEcho" in text, text
+    assert "scripts.zebraEcho" not in hits and hits[0] == "fx2__plain_text", hits
+    assert "script.zebraEcho" not in face_found.content[0].text, face_found.content[0].text
+    assert (again.returncode, again.stdout) == (0, '"back"\n'), again.stderr
+    assert hits_again[0] == "scripts.zebraEcho", hits_again
