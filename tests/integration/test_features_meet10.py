@@ -301,3 +301,48 @@ def test_a_saved_script_whose_server_a_config_edit_renamed(tmp_path: Path) -> No
     assert "script.zebraEcho" not in face_found.content[0].text, face_found.content[0].text
     assert (again.returncode, again.stdout) == (0, '"back"\n'), again.stderr
     assert hits_again[0] == "scripts.zebraEcho", hits_again
+
+
+def test_a_run_under_way_while_retention_prunes_the_log_is_kept_once_it_ends(
+    tmp_path: Path,
+) -> None:
+    """`runs`/`runs show` x the run log's retention (`runs.keep` 3) x a run under way: five
+    short execs end while a long one waits in a call. Under way, it is listed and shown
+    (held); once it ended, `runs` no longer listed it and `runs show ID` said "no run ... in
+    this project's log": retention dropped the oldest started, the run that had just ended.
+    It is kept now (the oldest to end goes)."""
+    config = {
+        "mcpServers": {"fx": fixture_server()},
+        "search": {"semantic": False},
+        "runs": {"keep": 3},
+    }
+    gateway = GatewayProcess(config, tmp_path, "--no-warm-checker")
+    try:
+        gateway.wait_for_health(lambda h: h["servers"]["fx"]["state"] == "connected")
+        long_run = subprocess.Popen(
+            [sys.executable, "-m", "toolscript", "exec", "--no-check", SLEEPER % 8],
+            cwd=tmp_path,
+            env=clean_env(TOOLSCRIPT_GATEWAY_URL=gateway.url),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        fx_waits_for(gateway, sleeping=8, timeout=60)
+        for number in range(5):
+            short = gateway_cli(gateway, "exec", "--no-check", f"return {number}")
+            assert short.returncode == 0, short.stderr
+        listed = json.loads(gateway_cli(gateway, "runs", "--json").stdout)
+        running = [run["id"] for run in listed if run["status"] == "running"]
+        assert len(running) == 1, listed
+        shown_running = gateway_cli(gateway, "runs", "show", running[0])
+        out, err = long_run.communicate(timeout=60)
+        after = json.loads(gateway_cli(gateway, "runs", "--json").stdout)
+        shown = gateway_cli(gateway, "runs", "show", "--json", running[0])
+    finally:
+        gateway.stop()
+    assert shown_running.returncode == 0, shown_running.stderr
+    assert long_run.returncode == 0 and out.endswith('"slept"\n'), err
+    assert running[0] in [run["id"] for run in after], after
+    assert len(after) == 3, after
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["status"] == "ok", shown.stdout
