@@ -1286,6 +1286,11 @@ class Backend:
             progress.stop()
             if self.spares:  # for the next execute, while this one's answer goes out
                 threading.Thread(target=self._spawn_spare, args=(url, module), daemon=True).start()
+        if exit_code != 0 and not sandbox.stopped and ended is None:
+            # The script failed first, its call cut, before the watcher saw the gateway gone.
+            again = "Call execute again: it uses the project's gateway, or starts its own."
+            why = SandboxOfRun.message(progress.ending, again)
+            err.write(f"toolscript: error: {why}\n".encode())
         if exit_code != 0 and not sandbox.stopped:
             # `tools.slow` undefined (type check or run): say why that server is not there
             with contextlib.suppress(ToolscriptError, ValueError):
