@@ -1,10 +1,13 @@
 """Where features meet, tenth pass (the others: test_features_meet.py to _meet9.py): real
-gateways with the fixture server and `faulty_server.py` (crashing on a timer), the real Deno
-and real SQLite, the `mcp` SDK's client for the MCP face. `gateway stop --all` while the
-face's run (one project) and an exec run (another) each wait in a call: each says the
-gateway stopped, the calls its run asked for and the one still under way, and what to do;
-a server that crashes soon after each connection keeps its reconnect backoff growing, as
-health shows it."""
+gateways with the fixture server, `faulty_server.py` (crashing on a timer) and local tool
+files; the real Deno and real SQLite, the `mcp` SDK's client and the MCP Inspector's CLI
+for the MCP face. `gateway stop --all` while the face's run (one project) and an exec run
+(another) each wait in a call: each says the gateway stopped, the calls its run asked for
+and the one still under way, and what to do; the reconnect backoff against a server
+crashing soon after each start, then past the reset; a tool file raising, printing and
+hanging past its timeout while its other tool is called at once (external and internal);
+a saved script whose server a config edit renamed (run, run_script, search); a long run
+under way while retention prunes the run log."""
 
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from tests.helpers import (
     fixture_server,
     fx_waits_for,
     gateway_cli,
+    inspector_call,
     save_config,
     toolscript_cli,
     wait_until,
@@ -256,7 +260,8 @@ export default async function zebraEcho(input: { text: string }) {
 
 def test_a_saved_script_whose_server_a_config_edit_renamed(tmp_path: Path) -> None:
     """Saved scripts x a config edit renaming the server they call x `run`, the face's
-    run_script and search (the CLI's and the face's search_tools): `run` and run_script say
+    run_script and search (the CLI's, the face's search_tools through the `mcp` SDK's client
+    and the MCP Inspector's CLI): `run` and run_script say
     the script does not check (the error naming the server's new name) and how to fix it
     (held); search still offered the broken script first, `scripts.zebraEcho`, which no
     script could call (it is out of the module). Renamed back, it is found and runs again."""
@@ -284,6 +289,22 @@ def test_a_saved_script_whose_server_a_config_edit_renamed(tmp_path: Path) -> No
         ran = gateway_cli(gateway, "run", "zebraEcho", "--input", '{"text": "hi"}')
         face_ran = face_call(gateway, "run_script", {"name": "zebraEcho", "input": {"text": "hi"}})
         face_found = face_call(gateway, "search_tools", {"query": "zebra echo plain text"})
+        through = {"TOOLSCRIPT_GATEWAY_URL": gateway.url}
+        inspected_run = inspector_call(
+            tmp_path,
+            gateway.config_path,
+            "run_script",
+            "name=zebraEcho",
+            'input={"text": "hi"}',
+            env=through,
+        )
+        inspected_found = inspector_call(
+            tmp_path,
+            gateway.config_path,
+            "search_tools",
+            "query=zebra echo plain text",
+            env=through,
+        )
         hits = found()
         save_config(gateway, before, in_place=False)
         wait_until(listed, lambda s: s["zebraEcho"]["status"] == "ok", 60, "checking again")
@@ -299,6 +320,12 @@ def test_a_saved_script_whose_server_a_config_edit_renamed(tmp_path: Path) -> No
     assert "save_script with name zebraEcho" in text, text
     assert "scripts.zebraEcho" not in hits and hits[0] == "fx2__plain_text", hits
     assert "script.zebraEcho" not in face_found.content[0].text, face_found.content[0].text
+    inspected_text = inspected_run["content"][0]["text"]
+    assert inspected_run.get("isError") and "(members: fx2)" in inspected_text, inspected_run
+    inspected_hits = inspected_found["structuredContent"]["hits"]
+    assert inspected_hits and "script" not in [hit["server"] for hit in inspected_hits], (
+        inspected_hits
+    )
     assert (again.returncode, again.stdout) == (0, '"back"\n'), again.stderr
     assert hits_again[0] == "scripts.zebraEcho", hits_again
 
