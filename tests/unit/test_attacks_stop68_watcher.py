@@ -218,3 +218,5 @@ def test_a_script_stopped_with_its_gateway_is_told_what_its_run_did_and_what_to_
     assert done.endswith("it had asked for 1 tool call. X.")
     gone = SandboxOfRun.message(None, "X.")
     assert "whether its tool calls were made is not known. X." in gone
+    failed_first = SandboxOfRun.message(None, "X.", stopped=False)
+    assert "process ended); whether" in failed_first and "stopped with it" not in failed_first

@@ -411,7 +411,8 @@ def _run_in_gateway(
     if code != 0 and answer is None:
         # The script failed first, its call cut ("the gateway could not be reached:
         # Connection reset by peer"), before the watcher saw the gateway gone: said alike.
-        sys.stderr.write(f"toolscript: error: {SandboxOfRun.message(progress.ending, again)}\n")
+        said = SandboxOfRun.message(progress.ending, again, stopped=False)
+        sys.stderr.write(f"toolscript: error: {said}\n")
     if code != 0:
         # `tools.baddep` undefined (type check or run): say why that server is not there.
         from toolscript.execution.locate import note_unavailable_servers

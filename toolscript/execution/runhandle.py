@@ -584,10 +584,11 @@ class SandboxOfRun:
     or it once it starts, unless ``finish`` said it ended."""
 
     @staticmethod
-    def message(ending: dict[str, Any] | None, again: str) -> str:
+    def message(ending: dict[str, Any] | None, again: str, *, stopped: bool = True) -> str:
         """Why the script was stopped, from the gateway's last answer (``ProgressWatcher``'s
         ``ending``; None: the gateway went without one): a gateway that stopped says how many
-        calls the run asked for and how many were still under way; ``again``: what to do."""
+        calls the run asked for and how many were still under way; ``again``: what to do.
+        ``stopped``: False for a script that ended by itself (a call cut) as the gateway went."""
         if ending is not None and not ending.get("closing"):
             return (
                 "the run was ended at its gateway (`toolscript runs stop`) and its script was "
@@ -595,8 +596,10 @@ class SandboxOfRun:
             )
         said = (
             "the gateway stopped while the script ran (`toolscript gateway stop`, or its "
-            "process ended) and the script was stopped with it"
+            "process ended)"
         )
+        if stopped:
+            said += " and the script was stopped with it"
         calls, calling = (ending or {}).get("calls"), (ending or {}).get("calling")
         if not isinstance(calls, int) or not isinstance(calling, int):
             said += "; whether its tool calls were made is not known"

@@ -1289,7 +1289,7 @@ class Backend:
         if exit_code != 0 and not sandbox.stopped and ended is None:
             # The script failed first, its call cut, before the watcher saw the gateway gone.
             again = "Call execute again: it uses the project's gateway, or starts its own."
-            why = SandboxOfRun.message(progress.ending, again)
+            why = SandboxOfRun.message(progress.ending, again, stopped=False)
             err.write(f"toolscript: error: {why}\n".encode())
         if exit_code != 0 and not sandbox.stopped:
             # `tools.slow` undefined (type check or run): say why that server is not there
