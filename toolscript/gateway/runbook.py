@@ -742,7 +742,7 @@ class RunBook:
             "next": run.progress_dropped + len(run.progress),
             "ended": run.ended or self.closing,
         }
-        if self.closing and not run.ended:
+        if self.closing:
             # What its script is told: the gateway stopped, with the calls it asked for and
             # those still under way (their outcome unknown to it).
             answer.update(closing=True, calls=run.seq, calling=sum(run.calling.values()))
