@@ -169,7 +169,7 @@ def test_a_script_outlives_no_gateway_that_stopped(how: str, tmp_path: Path) -> 
     finally:
         own.stop()
     assert process.returncode == 143, err
-    assert "ended at its gateway" in err
+    assert "gateway stopped while the script ran" in err, err
     assert "GOT" not in out, out
     if how == "SIGTERM":  # the gateway said so while it still held its port
         assert "SQUATTING" not in out, out
@@ -255,7 +255,7 @@ def test_the_face_stops_a_script_whose_gateway_stopped(tmp_path: Path) -> None:
     finally:
         own.stop()
     assert failed, text
-    assert "ended at its gateway" in text, text
+    assert "gateway stopped while the script ran" in text, text
 
 
 # -- the catalogue: each attempt refused in a fresh Deno, a spare and the face ----------

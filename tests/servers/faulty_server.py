@@ -1,7 +1,7 @@
 """An MCP server over stdio (stdlib only) that misbehaves on purpose, the way servers in the wild do.
 
     python faulty_server.py [--tools FILE] [--hang-initialize] [--garbage] [--storm]
-                            [--stubborn] [--log FILE]
+                            [--stubborn] [--exit-after S1,S2,...] [--log FILE]
 
 Tools: ``echo(text)``, ``pid()``, ``crash()`` (writes to stderr and exits in the middle of
 the call), ``hang()`` (never answers), ``big(megabytes)`` (one text block that large),
@@ -10,7 +10,9 @@ list of tools as it is instead (calls answer with the tool's name). ``--hang-ini
 never answers ``initialize``; ``--garbage`` writes lines that are not JSON-RPC to stdout
 around every reply; ``--storm`` sends ``notifications/tools/list_changed`` ten times a
 second once initialized; ``--stubborn`` ignores SIGTERM and stays when its stdin closes
-(only SIGKILL stops it); ``--log FILE`` appends the method of each request it receives,
+(only SIGKILL stops it); ``--exit-after S1,S2,...`` exits (code 1) that long after it
+listed its tools, as a server crashing on a timer (its Nth start the Nth delay, counted in
+``--log``'s file; the last delay for every later start); ``--log FILE`` appends the method of each request it receives,
 and ``notified`` for each notification it sends, one a line.
 """
 
@@ -50,6 +52,17 @@ _write_lock = threading.Lock()
 _answered = 0
 _hanging = 0
 _log_file: str | None = None
+
+
+def crash_delay(delays: str) -> float:
+    """This process's delay of ``--exit-after A,B,...``: the Nth listed in the log's Nth
+    start (the last for every later one)."""
+    listed = 0
+    if _log_file is not None and os.path.exists(_log_file):
+        with open(_log_file, encoding="utf-8") as handle:
+            listed = handle.read().split().count("listed")
+    each = [float(delay) for delay in delays.split(",")]
+    return each[min(listed, len(each) - 1)]
 
 
 def note(line: str) -> None:
@@ -114,6 +127,7 @@ def main() -> None:
     parser.add_argument("--storm", action="store_true")
     parser.add_argument("--stubborn", action="store_true")
     parser.add_argument("--log")
+    parser.add_argument("--exit-after")
     options = parser.parse_args()
     global _log_file
     _log_file = options.log
@@ -143,6 +157,9 @@ def main() -> None:
             }
         elif method == "tools/list":
             result = {"tools": tools}
+            if options.exit_after is not None:  # connected: a crash that many seconds later
+                threading.Timer(crash_delay(options.exit_after), os._exit, (1,)).start()
+                note("listed")
         elif method == "ping":
             result = {}
         elif method == "tools/call":

@@ -195,4 +195,28 @@ def test_a_stopping_gateway_tells_every_progress_watcher_at_once_that_its_run_en
             tasks.cancel_scope.cancel()
         return answer
 
-    assert anyio.run(scenario) == {"progress": [], "next": 0, "ended": True}
+    # the run's calls said with it: its script is told what it did before the gateway stopped
+    assert anyio.run(scenario) == {
+        "progress": [],
+        "next": 0,
+        "ended": True,
+        "closing": True,
+        "calls": 0,
+        "calling": 0,
+    }
+
+
+def test_a_script_stopped_with_its_gateway_is_told_what_its_run_did_and_what_to_do() -> None:
+    """The message of a script stopped because its run ended at its gateway: `runs stop`,
+    a gateway that said it stopped (the calls and those under way), one that went unanswering."""
+    stopped = SandboxOfRun.message({"ended": True}, "Run it again.")
+    assert "`toolscript runs stop`" in stopped and "Run it again" not in stopped
+    said = SandboxOfRun.message({"ended": True, "closing": True, "calls": 3, "calling": 1}, "X.")
+    assert "gateway stopped while the script ran" in said
+    assert "3 tool calls, 1 still under way: whether the server did it is not known. X." in said
+    done = SandboxOfRun.message({"ended": True, "closing": True, "calls": 1, "calling": 0}, "X.")
+    assert done.endswith("it had asked for 1 tool call. X.")
+    gone = SandboxOfRun.message(None, "X.")
+    assert "whether its tool calls were made is not known. X." in gone
+    failed_first = SandboxOfRun.message(None, "X.", stopped=False)
+    assert "process ended); whether" in failed_first and "stopped with it" not in failed_first

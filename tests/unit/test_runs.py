@@ -315,6 +315,34 @@ async def stopped_run(
     return run, answer
 
 
+def test_retention_keeps_a_long_run_that_ended_after_shorter_ones(tmp_path: Path) -> None:
+    """keep=2: a run started first that ends after two short ones is kept, as they are; the
+    oldest to end goes. (Ordered by start, the long run was dropped by its own end.)"""
+    runlog = RunLog(tmp_path / "runs.sqlite", keep=2)
+
+    def ended(name: str, started: float, ended: float) -> None:
+        runlog.write(
+            runs=[
+                {
+                    "id": name,
+                    "script_hash": "h",
+                    "origin": "cli",
+                    "started": started,
+                    "ended": ended,
+                    "exit": 0,
+                    "status": "ok",
+                    "calls": 0,
+                }
+            ]
+        )
+
+    ended("short1", 10.0, 11.0)
+    ended("short2", 12.0, 13.0)
+    ended("long", 1.0, 20.0)
+    assert {run["id"] for run in runlog.recent()} == {"long", "short2"}
+    assert runlog.run("long") is not None and runlog.run("short1") is None
+
+
 def test_a_resume_keeps_the_limits_it_does_not_set(tmp_path: Path) -> None:
     """The stopped run's limits go to its resume (explicit or by the same script), each one
     the resume gives replacing the kept one; a run that resumes nothing has its own alone."""

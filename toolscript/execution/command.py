@@ -404,9 +404,15 @@ def _run_in_gateway(
         TERMINAL.release()
         answer = end_run(run, code)
         progress.stop()
+    again = "Run it again: exec uses the project's gateway, or starts one."
     if sandbox.stopped:
-        sys.stderr.write(f"toolscript: error: {SandboxOfRun.MESSAGE}\n")
+        sys.stderr.write(f"toolscript: error: {SandboxOfRun.message(progress.ending, again)}\n")
         return code
+    if code != 0 and answer is None:
+        # The script failed first, its call cut ("the gateway could not be reached:
+        # Connection reset by peer"), before the watcher saw the gateway gone: said alike.
+        said = SandboxOfRun.message(progress.ending, again, stopped=False)
+        sys.stderr.write(f"toolscript: error: {said}\n")
     if code != 0:
         # `tools.baddep` undefined (type check or run): say why that server is not there.
         from toolscript.execution.locate import note_unavailable_servers

@@ -489,6 +489,8 @@ class ProgressWatcher(threading.Thread):
         self.done = threading.Event()
         self.gone = threading.Event()
         self.next = 0
+        # the gateway's last answer when it said the run ended (None: it went unanswering)
+        self.ending: dict[str, Any] | None = None
 
     def _ask_over_http(self, run_id: str, after: int, wait: float) -> dict[str, Any] | None:
         route = f"/runs/{run_id}/progress?after={after}&wait={wait:g}"
@@ -562,6 +564,7 @@ class ProgressWatcher(threading.Thread):
                     return
             self.next = following
             if found.get("ended"):
+                self.ending = found
                 self._ended_at_gateway()
                 return
             if self.done.is_set():
@@ -580,10 +583,34 @@ class SandboxOfRun:
     ``on_start``, after ``then``): ``stop`` (``ProgressWatcher``'s ``on_gone``) kills it,
     or it once it starts, unless ``finish`` said it ended."""
 
-    MESSAGE = (
-        "the run was ended at its gateway (`toolscript runs stop`, or the gateway stopped) "
-        "and its script was stopped with it"
-    )
+    @staticmethod
+    def message(ending: dict[str, Any] | None, again: str, *, stopped: bool = True) -> str:
+        """Why the script was stopped, from the gateway's last answer (``ProgressWatcher``'s
+        ``ending``; None: the gateway went without one): a gateway that stopped says how many
+        calls the run asked for and how many were still under way; ``again``: what to do.
+        ``stopped``: False for a script that ended by itself (a call cut) as the gateway went."""
+        if ending is not None and not ending.get("closing"):
+            return (
+                "the run was ended at its gateway (`toolscript runs stop`) and its script was "
+                "stopped with it"
+            )
+        said = (
+            "the gateway stopped while the script ran (`toolscript gateway stop`, or its "
+            "process ended)"
+        )
+        if stopped:
+            said += " and the script was stopped with it"
+        calls, calling = (ending or {}).get("calls"), (ending or {}).get("calling")
+        if not isinstance(calls, int) or not isinstance(calling, int):
+            said += "; whether its tool calls were made is not known"
+        else:
+            said += f"; it had asked for {calls} tool call{'s' * (calls != 1)}"
+            if calling:
+                said += (
+                    f", {calling} still under way: whether the server did "
+                    f"{'it' if calling == 1 else 'them'} is not known"
+                )
+        return f"{said}. {again}"
 
     def __init__(self, then: Callable[..., None] | None = None) -> None:
         self._then = then

@@ -1047,7 +1047,8 @@ class Gateway:
         self.catalogue += 1
         if self.search_index:
             documents = load_documents(self.layout, servers)
-            documents += [_script_document(s) for s in saved]
+            # a broken one is not in the module: found, `scripts.NAME` failed the run's check
+            documents += [_script_document(s) for s in saved if s.name in verdicts.passing]
             if semantic_ready:  # searched once embedded: tools and vectors change together
                 self._unindexed = documents
             else:

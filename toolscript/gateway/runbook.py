@@ -737,11 +737,16 @@ class RunBook:
                         await run.progressed.wait()
         start = max(0, after - run.progress_dropped)
         reports = run.progress[start:]
-        return {
+        answer: dict[str, Any] = {
             "progress": reports,
             "next": run.progress_dropped + len(run.progress),
             "ended": run.ended or self.closing,
         }
+        if self.closing:
+            # What its script is told: the gateway stopped, with the calls it asked for and
+            # those still under way (their outcome unknown to it).
+            answer.update(closing=True, calls=run.seq, calling=sum(run.calling.values()))
+        return answer
 
     # -- calls -----------------------------------------------------------------
 

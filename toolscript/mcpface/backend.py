@@ -1279,7 +1279,9 @@ class Backend:
             sandbox.finish()
             if sandbox.stopped:
                 exit_code = ENDED_AT_GATEWAY
-                err.write(f"toolscript: error: {SandboxOfRun.MESSAGE}\n".encode())
+                again = "Call execute again: it uses the project's gateway, or starts its own."
+                why = SandboxOfRun.message(progress.ending, again)
+                err.write(f"toolscript: error: {why}\n".encode())
             elif face_run.interrupted:
                 # The client cancelled (or left): the run is stopped as `runs stop` stops one,
                 # not failed by the kill, and a call it stopped at meanwhile, its question
@@ -1294,6 +1296,11 @@ class Backend:
             progress.stop()
             if self.spares:  # for the next execute, while this one's answer goes out
                 threading.Thread(target=self._spawn_spare, args=(url, module), daemon=True).start()
+        if exit_code != 0 and not sandbox.stopped and ended is None:
+            # The script failed first, its call cut, before the watcher saw the gateway gone.
+            again = "Call execute again: it uses the project's gateway, or starts its own."
+            why = SandboxOfRun.message(progress.ending, again, stopped=False)
+            err.write(f"toolscript: error: {why}\n".encode())
         if exit_code != 0 and not sandbox.stopped:
             # `tools.slow` undefined (type check or run): say why that server is not there
             with contextlib.suppress(ToolscriptError, ValueError):
@@ -1302,6 +1309,8 @@ class Backend:
                     err.write(f"toolscript: warning: {missing}\n".encode())
         stopped = (ended or {}).get("stopped")
         calls = (ended or {}).get("call_count")
+        if ended is None and progress.ending is not None:  # the gateway said, as it stopped
+            calls = progress.ending.get("calls")
         face_run.calls = calls if isinstance(calls, int) else None
         return exit_code, out.getvalue(), err.getvalue(), stopped
 

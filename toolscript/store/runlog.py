@@ -249,6 +249,10 @@ AWAITING_KEEP = 200
 # Statuses the count and size retention leave alone: live runs, and those awaiting approval
 # (kept by AWAITING_KEEP).
 _KEPT_STATUSES = "'running', 'prompting', 'awaiting_approval'"
+# Retention keeps the runs that ended last, not those that started last: a long run ending
+# after a burst of short ones was the oldest started, and was dropped by its own end (`runs`
+# and `runs show` no longer knew the run exec had just printed).
+_LAST_DONE = "COALESCE(ended, started)"
 
 
 class RunLog:
@@ -503,7 +507,7 @@ class RunLog:
         old = [
             row[0]
             for row in db.execute(
-                f"SELECT id FROM runs WHERE {ended} ORDER BY started DESC LIMIT -1 OFFSET ?",
+                f"SELECT id FROM runs WHERE {ended} ORDER BY {_LAST_DONE} DESC LIMIT -1 OFFSET ?",
                 [self.keep],
             )
         ]
@@ -535,7 +539,7 @@ class RunLog:
         return [
             row[0]
             for row in db.execute(
-                f"SELECT id FROM runs WHERE {where} ORDER BY started LIMIT ?",
+                f"SELECT id FROM runs WHERE {where} ORDER BY {_LAST_DONE} LIMIT ?",
                 [max(1, total // 10)],
             )
         ]

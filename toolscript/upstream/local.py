@@ -700,6 +700,11 @@ class LocalToolServer:
                 worker.pending.pop(request_id, None)
                 if not worker.pending:
                     signal_quietly(worker.process.pid, signal.SIGKILL, group=True)
+                    # Killed, it still runs a moment: the script's next call (at once after
+                    # the timeout) was handed to it and failed, "exited (code -9)".
+                    if self._worker is worker:
+                        self._worker = None
+                        untether(worker.process.pid, group=True)
                 if isinstance(exc, asyncio.CancelledError):
                     raise
                 raise ToolTimeoutError.after(

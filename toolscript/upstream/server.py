@@ -181,6 +181,8 @@ class UpstreamServer:
         self.offered: dict[str, list[dict[str, Any]]] = {}
         self.attempts = 0
         self.connected_at: float | None = None
+        # seconds of the wait before the next connection attempt, while it is waited out
+        self.retry_wait: float | None = None
         self._on_tools_changed = on_tools_changed
         self._session: ClientSession | None = None
         self._raw_writer: Any = None
@@ -270,11 +272,13 @@ class UpstreamServer:
             if self.state == ServerState.NEEDS_AUTH:
                 await self._wait_for_sign_in()
             else:
+                self.retry_wait = backoff
                 with anyio.move_on_after(backoff):
                     if self._headers_refused:  # a `toolscript auth` may be the fix: seen at once
                         await self._wait_for_sign_in()
                     else:
                         await self._retry_now.wait()
+                self.retry_wait = None
                 backoff = min(backoff * 2, MAX_BACKOFF)
             self._retry_now = anyio.Event()
             if self.state not in (ServerState.FAILED, ServerState.NEEDS_AUTH):
@@ -1275,6 +1279,7 @@ class UpstreamServer:
             "warnings": list(self.warnings),
             "attempts": self.attempts,
             "connected_at": self.connected_at,
+            "retry_wait": self.retry_wait,
         }
 
 
