@@ -27,6 +27,7 @@ SERVERS = ROOT / "tests" / "servers"
 NODE_BIN = SERVERS / "node_modules" / ".bin"
 FIXTURE_SERVER = SERVERS / "fixture_server.py"
 RECORDS_SERVER = SERVERS / "records_server.py"
+LEAKY_SERVER = SERVERS / "leaky_server.py"
 CORPUS = ROOT.parent / "shared" / "toolcorpus"  # ../shared/toolcorpus, beside the repository
 
 
@@ -53,6 +54,16 @@ def fixture_server(**extra: Any) -> dict[str, Any]:
 def records_server(**extra: Any) -> dict[str, Any]:
     """The records server (a tool that asks for approval, a journal of what it did)."""
     return {"command": sys.executable, "args": [str(RECORDS_SERVER)], **extra}
+
+
+def leaky_server(secret: str, **env: str) -> dict[str, Any]:
+    """The leaky server (its tools echo and leak what its environment holds), ``secret`` its
+    LEAK_TOKEN and ``env`` more of its environment."""
+    return {
+        "command": sys.executable,
+        "args": [str(LEAKY_SERVER)],
+        "env": {"LEAK_TOKEN": secret, **env},
+    }
 
 
 def clean_env(**extra: str) -> dict[str, str]:
