@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import shutil
 import socket
 import socketserver
 import subprocess
@@ -115,6 +116,21 @@ def hide_semantic_extra(directory: Path) -> str:
         "    sys.modules[name] = None\n"
     )
     return str(directory)
+
+
+def remove_tree_being_written(folder: Path) -> None:
+    """``folder`` removed as ``rm -rf`` does while a live gateway may write into it: a file
+    gone meanwhile is fine, and a folder refilled meanwhile stays (rmdir: not empty)."""
+
+    def refilled_or_gone(
+        function: object, path: str, error: tuple[type[BaseException], BaseException, object]
+    ) -> None:
+        if isinstance(error[1], FileNotFoundError):
+            return
+        if function is not os.rmdir or not isinstance(error[1], OSError):
+            raise error[1]
+
+    shutil.rmtree(folder, onerror=refilled_or_gone)
 
 
 def free_port() -> int:
