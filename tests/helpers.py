@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import random
 import shutil
 import socket
 import socketserver
@@ -133,11 +134,22 @@ def remove_tree_being_written(folder: Path) -> None:
     shutil.rmtree(folder, onerror=refilled_or_gone)
 
 
+# Below the ports the system hands out on its own (Linux from 32768, macOS from 49152): a
+# port chosen here and bound later by a server is not taken meanwhile by another process's
+# bind to port 0 or by a connection's own end (the suite makes hundreds a second).
+FREE_PORTS = range(20000, 32768)
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """A port nothing listens on now, for a server started next to bind."""
+    while True:
+        port = random.choice(FREE_PORTS)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:  # in use: another
+                continue
+            return port
 
 
 T = TypeVar("T")
