@@ -5,6 +5,8 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import random
+import shutil
 import socket
 import socketserver
 import subprocess
@@ -27,6 +29,7 @@ SERVERS = ROOT / "tests" / "servers"
 NODE_BIN = SERVERS / "node_modules" / ".bin"
 FIXTURE_SERVER = SERVERS / "fixture_server.py"
 RECORDS_SERVER = SERVERS / "records_server.py"
+LEAKY_SERVER = SERVERS / "leaky_server.py"
 CORPUS = ROOT.parent / "shared" / "toolcorpus"  # ../shared/toolcorpus, beside the repository
 
 
@@ -53,6 +56,16 @@ def fixture_server(**extra: Any) -> dict[str, Any]:
 def records_server(**extra: Any) -> dict[str, Any]:
     """The records server (a tool that asks for approval, a journal of what it did)."""
     return {"command": sys.executable, "args": [str(RECORDS_SERVER)], **extra}
+
+
+def leaky_server(secret: str, **env: str) -> dict[str, Any]:
+    """The leaky server (its tools echo and leak what its environment holds), ``secret`` its
+    LEAK_TOKEN and ``env`` more of its environment."""
+    return {
+        "command": sys.executable,
+        "args": [str(LEAKY_SERVER)],
+        "env": {"LEAK_TOKEN": secret, **env},
+    }
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -106,11 +119,37 @@ def hide_semantic_extra(directory: Path) -> str:
     return str(directory)
 
 
+def remove_tree_being_written(folder: Path) -> None:
+    """``folder`` removed as ``rm -rf`` does while a live gateway may write into it: a file
+    gone meanwhile is fine, and a folder refilled meanwhile stays (rmdir: not empty)."""
+
+    def refilled_or_gone(
+        function: object, path: str, error: tuple[type[BaseException], BaseException, object]
+    ) -> None:
+        if isinstance(error[1], FileNotFoundError):
+            return
+        if function is not os.rmdir or not isinstance(error[1], OSError):
+            raise error[1]
+
+    shutil.rmtree(folder, onerror=refilled_or_gone)
+
+
+# Below the ports the system hands out on its own (Linux from 32768, macOS from 49152): a
+# port chosen here and bound later by a server is not taken meanwhile by another process's
+# bind to port 0 or by a connection's own end (the suite makes hundreds a second).
+FREE_PORTS = range(20000, 32768)
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """A port nothing listens on now, for a server started next to bind."""
+    while True:
+        port = random.choice(FREE_PORTS)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:  # in use: another
+                continue
+            return port
 
 
 T = TypeVar("T")

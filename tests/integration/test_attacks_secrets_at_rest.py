@@ -70,6 +70,7 @@ from tests.helpers import (
     argv,
     background_server,
     free_port,
+    fx_waits_for,
     gateway_cli,
     toolscript_cli,
     wait_until,
@@ -392,16 +393,13 @@ def test_a_gateway_killed_mid_run_leaves_no_secret_nor_partial_file(world: World
         'import { tools } from "toolscript";\n'
         'const t = String(await tools.fx.env({ name: "FX_TOKEN" }));\n'
         "await tools.fx.plainText({ text: t });\n"
-        "await tools.fx.sleep({ seconds: 30 }); return t",
+        "await tools.fx.sleep({ seconds: 120 }); return t",
     )
     assert started.returncode == 0, started.stderr
-    run_id = started.stdout.strip().split()[-1]
-    wait_until(
-        lambda: _cli(world, "runs", "show", run_id, "--json").stdout,
-        lambda shown: "fx__sleep" in shown or '"sleep"' in shown,
-        60,
-        "the run at its sleep",
-    )
+    # The run at its sleep. (The run log has the call once it ended: waiting for it there
+    # killed a gateway whose run was done. A sleep past the wait below: a server left to
+    # end its sleep by itself is not taken for one stopped with the gateway.)
+    fx_waits_for(gateway, sleeping=120, timeout=60)
     children = gateway.descendants()
     gateway.process.send_signal(signal.SIGKILL)
     gateway.process.wait(10)
@@ -445,7 +443,7 @@ def test_a_sign_in_signed_out_while_a_gateway_runs_is_neither_used_nor_kept(
         (kept,) = kept_files(env)  # where its refreshes go (the test before this one)
         found = json.loads(kept.read_text())["authorization_server"]
         assert found["token_endpoint"] == server.base + "/token"
-        gateway = GatewayProcess(config, directory, env=env)
+        gateway = GatewayProcess(config, directory, "--connect-timeout", "120", env=env)
         try:
             _wait_for_state(gateway, "connected", 60)
             assert gateway.call("secure__whoami").status_code == 200
@@ -459,7 +457,8 @@ def test_a_sign_in_signed_out_while_a_gateway_runs_is_neither_used_nor_kept(
             assert json.loads(listed.stdout or "[]") == []
             _wait_for_state(gateway, "needs_auth", 60)
             refreshes = server.stats()["refreshes"]
-            again = gateway.call("secure__echo", {"text": "y"})
+            # said at once: it waited out the connect timeout first (then 60 s, the call's)
+            again = gateway.client.post("tools/secure__echo", json={"text": "y"}, timeout=30)
             assert again.status_code == 503 and "toolscript auth secure" in again.text
             assert server.stats()["refreshes"] == refreshes
             assert kept_files(env) == []

@@ -31,7 +31,8 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
     spec = {"tools": [{"name": name, "inputSchema": {"type": "object"}} for name in ("deep", "ok")]}
     (directory / "quiet.json").write_text(json.dumps(spec | {"raw": {"deep": deep}}))
     quiet = {"command": sys.executable, "args": [str(HOSTILE), str(directory / "quiet.json")]}
-    config = {"mcpServers": {"fx": fixture_server(), "quiet": quiet}}
+    # keyword search alone: no model loaded beside the floods (none of these tests searches)
+    config = {"mcpServers": {"fx": fixture_server(), "quiet": quiet}, "search": {"semantic": False}}
     # glibc's malloc keeps freed memory of a size it saw freed before (its mmap threshold
     # rises to it): fixed thresholds give back what is freed, so the gateway's RSS is what
     # it holds, not what it once held (other systems ignore these variables)

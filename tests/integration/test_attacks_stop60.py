@@ -224,8 +224,9 @@ def test_a_server_whose_tools_change_at_every_listing_is_listed_ever_less_often(
         def listings() -> list[float]:
             return [float(line) for line in listed.read_text().split()] if listed.exists() else []
 
-        # the first listing (connecting), then one at once, then after 1, 2, 4, 8 and 16 s
-        times = wait_until(listings, lambda found: len(found) >= 7, 120, "seven listings")
+        # the first listing (connecting), then one at once, then after 1, 2, 4 and 8 s: the
+        # last wait 8 times the first, 4 times asked (a listing's own time, under load)
+        times = wait_until(listings, lambda found: len(found) >= 6, 120, "six listings")
         gaps = [later - earlier for earlier, later in itertools.pairwise(times[1:])]
         assert gaps[-1] >= 4 * gaps[0], gaps  # before: a listing each second, every gap ~1 s
         assert gateway.call("fx__plain_text").status_code == 200

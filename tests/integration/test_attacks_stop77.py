@@ -59,6 +59,7 @@ from tests.helpers import (
     fixture_server,
     free_port,
     last_run,
+    leaky_server,
     port_file_server,
     project_gateway,
     toolscript_cli,
@@ -78,12 +79,8 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
     model's name in its environment; the fixture server over the legacy SSE transport, and
     an SSE server whose one event never ends (endless_sse_server.py)."""
     directory = tmp_path_factory.mktemp("stop77")
-    leaky = {
-        "command": sys.executable,
-        "args": [str(SERVERS / "leaky_server.py")],
-        "env": {"LEAK_TOKEN": SECRET, "AUTH_MODE": "none", "LEAK_MODEL": MODEL},
-        "toolTimeouts": {"hold_briefly": 2},
-    }
+    leaky = leaky_server(SECRET, AUTH_MODE="none", LEAK_MODEL=MODEL)
+    leaky["toolTimeouts"] = {"hold_briefly": 2}
     port = free_port()
     events = [sys.executable, str(SERVERS / "fixture_server.py"), "sse", str(port)]
     endless = [

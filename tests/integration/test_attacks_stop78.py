@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import sys
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
@@ -56,7 +55,6 @@ import httpx
 import pytest
 
 from tests.helpers import (
-    SERVERS,
     GatewayProcess,
     agent_exec,
     answer_on_a_terminal,
@@ -65,6 +63,8 @@ from tests.helpers import (
     face_parameters,
     fixture_server,
     last_run,
+    leaky_server,
+    project_gateway,
     toolscript_cli,
     wait_until,
 )
@@ -79,21 +79,10 @@ IMPORT = 'import { tools, resources } from "toolscript";\n'
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
-    """One gateway for the module: the leaky server (tests/servers/leaky_server.py) holding
-    a token in its environment."""
+    """One gateway for the module: the leaky server holding a token in its environment."""
     directory = tmp_path_factory.mktemp("stop78")
-    leaky = {
-        "command": sys.executable,
-        "args": [str(SERVERS / "leaky_server.py")],
-        "env": {"LEAK_TOKEN": SECRET},
-    }
-    config = {"mcpServers": {"lk": leaky}, "search": {"semantic": False}}
-    gateway = GatewayProcess(config, directory)
-    try:
-        gateway.wait_for_health(lambda h: h["servers"]["lk"]["state"] == "connected")
+    with project_gateway(directory, {"lk": leaky_server(SECRET)}, connected=("lk",)) as gateway:
         yield gateway
-    finally:
-        gateway.stop()
 
 
 def _agent_exec(gateway: GatewayProcess, script: str) -> tuple[int, str, str]:

@@ -52,6 +52,8 @@ from tests.helpers import (
     clean_env,
     gateway_cli,
     last_run,
+    leaky_server,
+    project_gateway,
     toolscript_cli,
     wait_until,
 )
@@ -79,16 +81,11 @@ def _tools(*names: str) -> list[dict[str, object]]:
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
-    """One gateway for the module: the leaky server (tests/servers/leaky_server.py) holding
-    a token in its environment."""
+    """One gateway for the module: the leaky server holding a token in its environment,
+    hostile servers with JavaScript's member names (as tools, as servers) and a forged error."""
     directory = tmp_path_factory.mktemp("stop79")
-    leaky = {
-        "command": sys.executable,
-        "args": [str(SERVERS / "leaky_server.py")],
-        "env": {"LEAK_TOKEN": SECRET},
-    }
     servers = {
-        "lk": leaky,
+        "lk": leaky_server(SECRET),
         "ev": _hostile(
             directory,
             "ev",
@@ -98,15 +95,8 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
         "then": _hostile(directory, "then", {"tools": _tools("who")}),
         "toJSON": _hostile(directory, "toJSON", {"tools": _tools("who")}),
     }
-    config = {"mcpServers": servers, "search": {"semantic": False}}
-    gateway = GatewayProcess(config, directory)
-    try:
-        gateway.wait_for_health(
-            lambda h: all(s["state"] == "connected" for s in h["servers"].values())
-        )
+    with project_gateway(directory, servers, connected=tuple(servers)) as gateway:
         yield gateway
-    finally:
-        gateway.stop()
 
 
 def test_a_masked_default_accepted_goes_back_as_the_server_offered_it(

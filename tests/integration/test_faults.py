@@ -22,6 +22,7 @@ from tests.helpers import (
     SERVERS,
     GatewayProcess,
     argv,
+    remove_tree_being_written,
     running_gateway,
     toolscript_cli,
     wait_for_exit,
@@ -258,11 +259,10 @@ def test_the_cache_directory_deleted_while_running(tmp_path: Path) -> None:
     fixture = {"command": sys.executable, "args": [str(SERVERS / "fixture_server.py")]}
     with running_gateway({"mcpServers": {"fx": fixture}}, tmp_path) as gateway:
         cache = tmp_path / ".toolscript"
-        import shutil
-
         # the first build comes after the URL: the routes answer once it is written
         assert gateway.client.get("runtime/tools.ts").status_code == 200
-        shutil.rmtree(cache)
+        # (its search index may still be written into it meanwhile)
+        remove_tree_being_written(cache)
         assert text_of(gateway.call("fx__add_tool", {"name": "late"})) == "added"
         wait_until(
             lambda: gateway.client.get("runtime/tools.ts").text,
@@ -289,17 +289,24 @@ def test_the_cache_directory_replaced_by_a_file(tmp_path: Path) -> None:
     fixture = {"command": sys.executable, "args": [str(SERVERS / "fixture_server.py")]}
     with running_gateway({"mcpServers": {"fx": fixture}}, tmp_path) as gateway:
         cache = tmp_path / ".toolscript"
-        import shutil
-
         # the first build comes after the URL: the routes answer once it is written
         assert gateway.client.get("runtime/tools.ts").status_code == 200
-        shutil.rmtree(cache)
-        cache.write_text("not a directory")
+        # (its search index may still be written into it meanwhile: removed again then)
+        wait_until(lambda: _replaced_by_a_file(cache), bool, 30, "the cache replaced by a file")
         assert text_of(gateway.call("fx__add_tool", {"name": "late"})) == "added"
         gateway.wait_for_log("cannot write the cache")
         assert text_of(gateway.call("fx__plain_text", {"text": "still"})) == "still"
         assert "plainText(" in gateway.client.get("runtime/tools.ts").text
         cache.unlink()
+
+
+def _replaced_by_a_file(cache: Path) -> bool:
+    remove_tree_being_written(cache)
+    try:
+        cache.write_text("not a directory")
+    except IsADirectoryError:  # written again between the two
+        return False
+    return True
 
 
 def _wait_for(predicate: Any, gateway: GatewayProcess, timeout: float = 20) -> None:

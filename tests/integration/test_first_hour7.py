@@ -10,14 +10,18 @@ Each test asserts what the user is told, as the CLI shows it, with real processe
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import GatewayProcess, fixture_server, toolscript_cli, wait_until
+from tests.helpers import (
+    GatewayProcess,
+    fixture_server,
+    remove_tree_being_written,
+    toolscript_cli,
+    wait_until,
+)
 
 # Claude Desktop's and Cursor's guides for Windows wrap npx in the Windows shell.
 FROM_WINDOWS = {
@@ -107,22 +111,14 @@ def test_another_config_of_the_folder_is_not_run_through_its_gateway(
     assert (code, out.strip()) == (0, '"hi"'), err
 
 
-def _refilled_folder_stays(
-    function: object, path: str, error: tuple[type[BaseException], BaseException, object]
-) -> None:
-    if function is not os.rmdir or not isinstance(error[1], OSError):
-        raise error[1]
-
-
 def test_clearing_the_users_cache_keeps_the_running_gateway_found(
     gateway: GatewayProcess,
 ) -> None:
     """`rm -rf ~/.cache/toolscript` under a running gateway took its state file: the
     commands said it was not running (`gateway stop` could not stop it) and each started a
     gateway of their own beside it."""
-    # The gateway may write its state back while the tree goes (what it is for): a folder
-    # refilled meanwhile stays, as it would under `rm -rf`, which says so and goes on.
-    shutil.rmtree(Path(_home(gateway)) / ".cache" / "toolscript", onerror=_refilled_folder_stays)
+    # The gateway may write its state back while the tree goes (what it is for)
+    remove_tree_being_written(Path(_home(gateway)) / ".cache" / "toolscript")
     status = wait_until(
         lambda: run(gateway, "gateway", "status", "--json"),
         lambda done: done[0] != 1,

@@ -67,7 +67,8 @@ def commands(project: Path, env: dict[str, str], config: dict[str, Any], *server
 def test_an_unreachable_servers_linked_tool_list_is_neither_read_nor_written(
     tmp_path: Path, toolscript_home: Path
 ) -> None:
-    config = {"mcpServers": {"fx": fixture_server(), "gone": GONE}}
+    # keyword search alone: what is linked here is no database (no model to load, each time)
+    config = {"mcpServers": {"fx": fixture_server(), "gone": GONE}, "search": {"semantic": False}}
     project, env = cloned(tmp_path, toolscript_home, config)
     cache = project / ".toolscript"
     secret = user_file(tmp_path / "user" / "gone.json", SECRET_TOOLS)

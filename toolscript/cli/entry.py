@@ -17,7 +17,7 @@ import re
 import sys
 from typing import Any, NoReturn, cast
 
-from toolscript.errors import ToolscriptError, UsageError
+from toolscript.errors import InternalError, ToolscriptError, UsageError
 
 __all__ = ["main"]
 
@@ -437,17 +437,7 @@ def main() -> None:
     except ToolscriptError as exc:
         if debug:
             raise
-        from toolscript.store.outputs import error_lines
-
-        output = sys.modules.get("toolscript.cli.output")
-        if "--json" in arguments and not getattr(output, "json_printed", False):
-            from toolscript.cli.output import print_json
-
-            print_json(exc.to_dict())  # what a script reads: the error too, as one object
-        # an error may quote what a server sent: shown on a terminal, not obeyed
-        sys.stderr.write(error_lines(exc.message, exc.hint, sys.stderr.isatty()))
-        _say_kind(arguments, exc.kind)
-        sys.exit(exc.exit_code)
+        _fail(exc, arguments)
     except KeyboardInterrupt:
         sys.exit(130)
     except OSError as exc:  # a folder that cannot be written: say which, and what moves it
@@ -455,16 +445,11 @@ def main() -> None:
 
         if debug:
             raise
-        if not is_storage_failure(exc):
-            _unexpected(exc, arguments)
-        error = storage_error(exc)
-        sys.stderr.write(f"toolscript: error: {error.message}\nhint: {error.hint}\n")
-        _say_kind(arguments, error.kind)
-        sys.exit(error.exit_code)
+        _fail(storage_error(exc) if is_storage_failure(exc) else _unexpected(exc), arguments)
     except Exception as exc:
         if debug:
             raise
-        _unexpected(exc, arguments)
+        _fail(_unexpected(exc), arguments)
 
 
 UNEXPECTED_HINT = (
@@ -473,20 +458,27 @@ UNEXPECTED_HINT = (
 )
 
 
-def _unexpected(exc: BaseException, arguments: list[str]) -> NoReturn:
-    """A fault no code path expected (a bug, or an answer no gateway gives): said in one
-    line, as every error is, not as a traceback; ``--debug`` shows the traceback."""
+def _unexpected(exc: BaseException) -> InternalError:
+    """A fault no code path expected (a bug, or an answer no gateway gives), as an error
+    of the tree: said in one line as every error is; ``--debug`` shows the traceback."""
+    message = f"toolscript failed unexpectedly: {type(exc).__name__}: {exc}"
+    return InternalError(message, hint=UNEXPECTED_HINT)
+
+
+def _fail(error: ToolscriptError, arguments: list[str]) -> NoReturn:
+    """``error`` said and the command ended with its exit code: one line on stderr (and
+    its hint), with ``--json`` one object on stdout too (what a script reads)."""
     from toolscript.store.outputs import error_lines
 
-    message = f"toolscript failed unexpectedly: {type(exc).__name__}: {exc}"
     output = sys.modules.get("toolscript.cli.output")
     if "--json" in arguments and not getattr(output, "json_printed", False):
         from toolscript.cli.output import print_json
 
-        print_json({"error": "internal_error", "message": message, "hint": UNEXPECTED_HINT})
-    sys.stderr.write(error_lines(message, UNEXPECTED_HINT, sys.stderr.isatty()))
-    _say_kind(arguments, "internal_error")
-    sys.exit(1)
+        print_json(error.to_dict())
+    # an error may quote what a server sent: shown on a terminal, not obeyed
+    sys.stderr.write(error_lines(error.message, error.hint, sys.stderr.isatty()))
+    _say_kind(arguments, error.kind)
+    sys.exit(error.exit_code)
 
 
 def _say_kind(arguments: list[str], kind: str) -> None:

@@ -1004,13 +1004,16 @@ class UpstreamServer:
             return self._session
         if self.state == ServerState.DISABLED:
             raise ServerUnavailableError(f"server {self.name!r} is disabled in the config")
-        # Not connected: try again now rather than waiting out the backoff.
+        # Not connected: try again now rather than waiting out the backoff. An attempt that
+        # fails, or finds the sign-in still missing, is the answer: a call to a server that
+        # needs a sign-in waited the whole connect timeout (30 s) before saying so.
         self._retry_now.set()
         with anyio.move_on_after(min(self.connect_timeout, self.config.timeout)):
             while self._session is None and not self._stopping:
                 changed = self._state_changed
                 await changed.wait()
-                if self.state == ServerState.FAILED and self._session is None:
+                unusable = (ServerState.FAILED, ServerState.NEEDS_AUTH)
+                if self.state in unusable and self._session is None:
                     break
         if self._session is None:
             raise ServerUnavailableError(
