@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any, TypeVar
 import httpx
 import psutil
 
+from toolscript.gateway.guard import PROOF_PATH, gateway_proof
 from toolscript.gateway.launch import start_gateway
 from toolscript.plumbing.processes import stop_process
 
@@ -242,9 +244,11 @@ def background_server(
 
 class LocalHTTPServer:
     """A local HTTP server that is not the gateway: it answers every GET and POST with
-    ``body`` and keeps the paths it was asked for (``seen``)."""
+    ``body`` and keeps the paths it was asked for (``seen``). Given ``token``, it proves it
+    holds it as a gateway does (``guard.gateway_proof``): a broken gateway, not an
+    impostor."""
 
-    def __init__(self, body: bytes) -> None:
+    def __init__(self, body: bytes, token: str | None = None) -> None:
         self.body = body
         self.seen: list[str] = []
         fake = self
@@ -254,6 +258,12 @@ class LocalHTTPServer:
                 fake.seen.append(self.path)
                 self.send_response(200)
                 self.end_headers()
+                path, _, query = self.path.partition("?")
+                if token is not None and path == PROOF_PATH:
+                    nonce = urllib.parse.parse_qs(query)["n"][0]
+                    proof = gateway_proof(token, self.headers["Host"], nonce)
+                    self.wfile.write(json.dumps({"proof": [proof]}).encode())
+                    return
                 self.wfile.write(fake.body)
 
             do_POST = do_GET

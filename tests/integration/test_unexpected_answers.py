@@ -1,9 +1,10 @@
-"""A program that answers in JSON where the gateway should be, but not as a gateway does (a
-session gateway gone, its port another program's): exec ended in a Python traceback
-(``AttributeError: 'str' object has no attribute 'get'`` reading ``GET /servers``), as did
-list-servers and search. exec says what it was answered and sends it no script;
-any fault no code path expected is said in one line (``--json``: one object), exit 1, the
-traceback only with ``--debug``."""
+"""A program that answers in JSON where the gateway should be, but not as a gateway does:
+exec ended in a Python traceback (``AttributeError: 'str' object has no attribute 'get'``
+reading ``GET /servers``), as did list-servers and search. Another program (a session
+gateway gone, its port another's) proves no token and is sent nothing (test_attacks_stop80);
+a broken gateway that proves its token but answers oddly: exec says what it was answered
+and sends it no script; any fault no code path expected is said in one line (``--json``: one
+object), exit 1, the traceback only with ``--debug``."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from tests.helpers import LocalHTTPServer, toolscript_cli
 
 @pytest.fixture(scope="module")
 def impostor() -> object:
-    other = LocalHTTPServer(b'{"hash": "5", "name": "x"}')
+    other = LocalHTTPServer(b'{"hash": "5", "name": "x"}', token="token")
     yield other
     other.close()
 
