@@ -151,13 +151,23 @@ class LexicalIndex:
             for token, found in postings.items()
         }
         # Servers' names written as one word ("simplechecklist", "taskmanager"): a request
-        # names the server by a word it ends or starts with, or by two words it joins
+        # names the server by two words it joins, or by a word it ends or starts with where
+        # no tool writes the name as a word of its text ("transcript", "filesystem": a word
+        # of the language, whose end, "script" or "system", names something else)
         self._joined_servers = frozenset(
             word
             for document in documents
             for word in tokenize(document.server)
             if len(word) >= JOINED_SERVER and word in self._idf
         )
+        written = {
+            word
+            for document in documents
+            for field, tokens in document.fields.items()
+            if field != "server"
+            for word in self._joined_servers.intersection(tokens)
+        }
+        self._compound_servers = self._joined_servers - written
         self._named: dict[str, list[int]] = defaultdict(list)  # a word: tools it names
         for index, document in enumerate(documents):
             for word in document.name_words:
@@ -263,13 +273,14 @@ class LexicalIndex:
     def _servers_named(self, tokens: list[str]) -> list[str]:
         """The servers' one-word names (``_joined_servers``) that ``tokens`` say in part and
         do not say whole: "my checklist app" names simplechecklist, "the task manager"
-        taskmanager (two words joined). A part shorter than ``JOINED_PART``, or one that
+        taskmanager (two words joined). A part shorter than ``JOINED_PART``, one that
         leaves too short a rest to be a word ("research" is not "search", nor "calculator"
-        "calculate"), names none."""
+        "calculate"), or one of a name that tools write as a word ("script" of "transcript"),
+        names none."""
         said = set(tokens)
         named = {
             server
-            for server in self._joined_servers
+            for server in self._compound_servers
             for token in tokens
             if len(token) >= JOINED_PART
             and len(server) - len(token) >= JOINED_PART - 2  # a word of its own besides
