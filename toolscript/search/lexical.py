@@ -168,6 +168,19 @@ class LexicalIndex:
             for word in self._joined_servers.intersection(tokens)
         }
         self._compound_servers = self._joined_servers - written
+        # listers whose server has a tool for one of their things, named a word apart
+        # ("list_page_templates" and "get_page_template": the get is no name word)
+        for_one = {
+            (document.server, document.name_words)
+            for document in documents
+            if _LIST not in document.name_words and not document.plural_name_words
+        }
+        self._has_getter = [
+            _LIST in document.name_words
+            and bool(document.plural_name_words)
+            and (document.server, document.name_words - {_LIST}) in for_one
+            for document in documents
+        ]
         self._named: dict[str, list[int]] = defaultdict(list)  # a word: tools it names
         for index, document in enumerate(documents):
             for word in document.name_words:
@@ -216,7 +229,8 @@ class LexicalIndex:
         tokens += self._servers_named(tokens)
         implied = implied_words(query)
         # "ip source group 552": the thing itself, as "get" would ask (a stop word: for BM25)
-        if any(word in self._named for word in named_one(query)):
+        one = {word for word in named_one(query) if word in self._named}
+        if one:
             implied.append(_GET)
         # "add X to the Y": an update, not a creation; "add an item to the list" creates the
         # item where some tool's name creates or adds that thing
@@ -266,6 +280,11 @@ class LexicalIndex:
         for index, credit in covered.items():
             if index in scores:  # a named tool counts when its text matches too
                 scores[index] += name_weight * credit / self._name_sizes[index]
+        # one thing named by its identifier: the tool for one before its sibling lister
+        # ("template tmpl-41's body": get_page_template, not list_page_templates)
+        for index in scores:
+            if self._has_getter[index] and one & self.documents[index].plural_name_words:
+                scores[index] *= self.parameters.lister_of_one
         if strength < 1.0:  # no word of the query is in any tool: only synonyms or typos
             return {index: score * strength for index, score in scores.items()}
         return scores
