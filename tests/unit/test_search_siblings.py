@@ -1,5 +1,5 @@
 """Near siblings a detail apart: one thing named by its identifier asks for the tool for one,
-not its server's lister of them."""
+not its server's lister of them; names and ids only, the lite lister."""
 
 from __future__ import annotations
 
@@ -40,3 +40,16 @@ def test_a_lister_with_no_sibling_for_one_keeps_its_score() -> None:
     tools = [tool for tool in TEMPLATE_TOOLS if tool[1] != "get_page_template"]
     tools.append(("mail", "get_email_template", "Get an email template by id."))
     assert first_of(tools, "wiki template tmpl-41's body") == "list_page_templates"
+
+
+GROUP_TOOLS = [
+    ("fw", "list_ip_groups", "List IP groups."),
+    ("fw", "list_ip_groups_lite", "List IP groups in lite format."),
+    ("fw", "get_ip_group", "Get one IP group."),
+]
+
+
+def test_names_and_ids_only_ask_for_the_lite_lister() -> None:
+    assert first_of(GROUP_TOOLS, "fw IP groups, just names and ids") == "list_ip_groups_lite"
+    assert first_of(GROUP_TOOLS, "fw IP groups, ids and names only") == "list_ip_groups_lite"
+    assert first_of(GROUP_TOOLS, "list the fw IP groups") == "list_ip_groups"

@@ -282,7 +282,7 @@ class LexicalIndex:
                 scores[index] += name_weight * credit / self._name_sizes[index]
         # one thing named by its identifier: the tool for one before its sibling lister
         # ("template tmpl-41's body": get_page_template, not list_page_templates)
-        for index in scores:
+        for index in scores if one else ():
             if self._has_getter[index] and one & self.documents[index].plural_name_words:
                 scores[index] *= self.parameters.lister_of_one
         if strength < 1.0:  # no word of the query is in any tool: only synonyms or typos
