@@ -558,6 +558,7 @@ def test_a_channels_name_pulls_no_tool_of_its_words() -> None:
         # a negation of several words, opening a clause or closing one
         ("not the event logs, the triggers themselves", " , the triggers themselves"),
         ("not the pull request comments — the discussion's", "  — the discussion's"),
+        ('not ZIA: create a ZTW IP group "printers"', ' : create a ZTW IP group "printers"'),
         (
             "the server group 555 itself, not the list of all server groups",
             "the server group 555 itself,  ",

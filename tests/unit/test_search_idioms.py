@@ -94,3 +94,24 @@ def test_a_server_named_by_a_part_of_its_one_word_name_is_a_hint() -> None:
     assert index._servers_named(["checklist"]) == ["simplechecklist"]
     assert index._servers_named(["search", "sourc"]) == []
     assert index._servers_named(["simplechecklist"]) == []  # said whole: BM25 reads it
+
+
+def test_a_word_of_the_language_is_no_server_s_joined_name() -> None:
+    """ "script" ends "transcript", but a tool writes "transcript" as a word: the server's
+    name is that one word, not "tran" and "script" joined, and a python script is no hint of
+    it. "checklist" still names simplechecklist, whose name no tool writes."""
+    tools = [
+        ("transcript", "get_transcript", "Get the transcript of a video."),
+        ("pyrunner", "run_script", "Run a python script and return its output."),
+        ("simplechecklist", "list_projects", "List all projects."),
+        ("sentry", "list_projects", "List the projects of an organization."),
+    ]
+    documents = [
+        document_for(server, "", {"name": name, "description": description})
+        for server, name, description in tools
+    ]
+    index = LexicalIndex(documents)
+    assert index._servers_named(["script"]) == []
+    assert index._servers_named(["checklist"]) == ["simplechecklist"]
+    scores = index.scores(keyword_query("run a python script to crunch this csv"))
+    assert documents[max(scores, key=lambda i: scores[i])].server == "pyrunner"

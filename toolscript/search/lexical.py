@@ -151,13 +151,36 @@ class LexicalIndex:
             for token, found in postings.items()
         }
         # Servers' names written as one word ("simplechecklist", "taskmanager"): a request
-        # names the server by a word it ends or starts with, or by two words it joins
+        # names the server by two words it joins, or by a word it ends or starts with where
+        # no tool writes the name as a word of its text ("transcript", "filesystem": a word
+        # of the language, whose end, "script" or "system", names something else)
         self._joined_servers = frozenset(
             word
             for document in documents
             for word in tokenize(document.server)
             if len(word) >= JOINED_SERVER and word in self._idf
         )
+        written = {
+            word
+            for document in documents
+            for field, tokens in document.fields.items()
+            if field != "server"
+            for word in self._joined_servers.intersection(tokens)
+        }
+        self._compound_servers = self._joined_servers - written
+        # listers whose server has a tool for one of their things, named a word apart
+        # ("list_page_templates" and "get_page_template": the get is no name word)
+        for_one = {
+            (document.server, document.name_words)
+            for document in documents
+            if _LIST not in document.name_words and not document.plural_name_words
+        }
+        self._has_getter = [
+            _LIST in document.name_words
+            and bool(document.plural_name_words)
+            and (document.server, document.name_words - {_LIST}) in for_one
+            for document in documents
+        ]
         self._named: dict[str, list[int]] = defaultdict(list)  # a word: tools it names
         for index, document in enumerate(documents):
             for word in document.name_words:
@@ -206,7 +229,8 @@ class LexicalIndex:
         tokens += self._servers_named(tokens)
         implied = implied_words(query)
         # "ip source group 552": the thing itself, as "get" would ask (a stop word: for BM25)
-        if any(word in self._named for word in named_one(query)):
+        one = {word for word in named_one(query) if word in self._named}
+        if one:
             implied.append(_GET)
         # "add X to the Y": an update, not a creation; "add an item to the list" creates the
         # item where some tool's name creates or adds that thing
@@ -256,6 +280,11 @@ class LexicalIndex:
         for index, credit in covered.items():
             if index in scores:  # a named tool counts when its text matches too
                 scores[index] += name_weight * credit / self._name_sizes[index]
+        # one thing named by its identifier: the tool for one before its sibling lister
+        # ("template tmpl-41's body": get_page_template, not list_page_templates)
+        for index in scores if one else ():
+            if self._has_getter[index] and one & self.documents[index].plural_name_words:
+                scores[index] *= self.parameters.lister_of_one
         if strength < 1.0:  # no word of the query is in any tool: only synonyms or typos
             return {index: score * strength for index, score in scores.items()}
         return scores
@@ -263,13 +292,14 @@ class LexicalIndex:
     def _servers_named(self, tokens: list[str]) -> list[str]:
         """The servers' one-word names (``_joined_servers``) that ``tokens`` say in part and
         do not say whole: "my checklist app" names simplechecklist, "the task manager"
-        taskmanager (two words joined). A part shorter than ``JOINED_PART``, or one that
+        taskmanager (two words joined). A part shorter than ``JOINED_PART``, one that
         leaves too short a rest to be a word ("research" is not "search", nor "calculator"
-        "calculate"), names none."""
+        "calculate"), or one of a name that tools write as a word ("script" of "transcript"),
+        names none."""
         said = set(tokens)
         named = {
             server
-            for server in self._joined_servers
+            for server in self._compound_servers
             for token in tokens
             if len(token) >= JOINED_PART
             and len(server) - len(token) >= JOINED_PART - 2  # a word of its own besides

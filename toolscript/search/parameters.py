@@ -66,6 +66,9 @@ class SearchParameters:
     # against "list_jobs"): a list tool names its things in the plural, a tool for one in
     # the singular
     name_number_credit: float = 0.75
+    # a lister's score where the request names one of its things by its identifier and its
+    # server has a tool for one ("list_page_templates" against "get_page_template")
+    lister_of_one: float = 0.9
     most_unknown_words: int = 24  # unknown words matched to close words; the rest match nothing
     close_min_length: int = 4  # shorter unknown words have no close words
     close_length_gap: int = 3  # a close word's length differs by at most this much

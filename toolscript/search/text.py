@@ -244,12 +244,13 @@ _NEGATED_WORD = r"[A-Za-z][\w\u2019'-]*"
 _NEGATED = re.compile(
     "|".join(
         (
-            # opening a clause and ended by a comma or a dash, the asked-for thing after it:
-            # "not the event logs, the triggers themselves" (at most five words; not where
-            # what follows is a part of the negated thing or points back at it: "not the
-            # whole file, just its size", "not a new container, show the ones running")
+            # opening a clause and ended by a comma, a colon or a dash, the asked-for thing
+            # after it: "not the event logs, the triggers themselves", "not ZIA: create a ZTW
+            # IP group" (at most five words; not where what follows is a part of the negated
+            # thing or points back at it: "not the whole file, just its size", "not a new
+            # container, show the ones running")
             rf"(?P<opening>^\s*|[,;:.!?(\u2014\u2013]\s*)not{_FILLERS}{_NEGATED_WORD}"
-            rf"(?:\s+{_NEGATED_WORD}){{0,4}}(?=\s*(?:[,;\u2014\u2013]|-\s)"
+            rf"(?:\s+{_NEGATED_WORD}){{0,4}}(?=\s*(?:[,;:\u2014\u2013]|-\s)"
             r"(?!\s*(?:just|only)\b)(?![^,;.!?\u2014\u2013]*\bones?\b))",
             # a contrast closing a clause: "list the branches, not tags", "get the page's
             # HTML, not the visible text", "the group itself, not the list of all groups":

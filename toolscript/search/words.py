@@ -230,11 +230,18 @@ _IN_ONE_CALL = (
     r"\bin\s+one\s+go\b|\b(?:all\s+)?at\s+once\b|\bin\s+bulk\b|\bin\s+(?:a|one)\s+batch\b"
     r"|\bin\s+(?:a\s+single|one)\s+(?:call|request|step|shot)\b"
 )
+# A listing of the things' names and ids only ("just names and ids", "ids and names only"):
+# the "lite" lister where a catalogue has one beside the full one.
+_NAMES_ONLY = (
+    r"\b(?:just|only)\s+(?:the\s+)?(?:names?|ids?)(?:\s+and\s+(?:names?|ids?))?\b"
+    r"|\b(?:names?|ids?)(?:\s+and\s+(?:names?|ids?))?,?\s+only\b"
+)
 IMPLIED_WORDS = (
     (r"\bwhat\s+(?:time|day|date)\s+is\s+it\b|\bright\s+now\b|\btoday\b", "current"),
     (_IN_ONE_CALL, "bulk"),
     (_IN_ONE_CALL, "batch"),
     (_IN_ONE_CALL, "multiple"),
+    (_NAMES_ONLY, "lite"),
 )
 
 # How a description says its tool is kept only for old clients (ranked after the tools that
