@@ -14,6 +14,7 @@ import pytest
 from tests.helpers import (
     GatewayProcess,
     face_parameters,
+    needs_semantic,
     records_server,
     toolscript_cli,
     wait_until,
@@ -334,3 +335,32 @@ def test_the_mcp_face_finds_runs_and_saves_scripts(project: GatewayProcess) -> N
     executed = answers["execute"]
     assert not executed.is_error, executed.content[0].text
     assert executed.structured_content["result"] == size
+
+
+@needs_semantic
+def test_a_script_saved_with_semantic_search_on_is_found_by_the_next_search(
+    tmp_path: Path,
+) -> None:
+    """With semantic search ready, a build's documents are switched in by the embedding
+    task that runs after it: a search right after `save` (an agent looking for what it just
+    saved, or the next session's first search) found nothing of the script for about 3 s.
+    The save's answer now comes once search has it."""
+    settings = config(tmp_path / "journal.jsonl")
+    settings["search"] = {"semantic": True}
+    gateway = GatewayProcess(settings, tmp_path)
+    try:
+        wait_until(
+            lambda: gateway.client.get("search", params={"q": "read a record"}).json(),
+            lambda answer: answer["mode"] == "hybrid",
+            what="semantic search ready",
+            timeout=240,
+        )
+        saved = save(tmp_path, "recordSizes", RECORD_SIZES)
+        assert saved.returncode == 0, saved.stderr
+        answer = gateway.client.get(
+            "search", params={"q": "sizes of the records named by keys, in characters"}
+        ).json()
+        assert answer["mode"] == "hybrid", answer
+        assert [hit["tool"] for hit in answer["hits"]][:1] == ["recordSizes"], answer["hits"]
+    finally:
+        gateway.stop()

@@ -1447,6 +1447,11 @@ class Gateway:
             )
         already = set(self.script_verdicts.broken)
         await self.rebuild_artifacts()  # the scripts task finds this check's verdicts
+        # Searched from this answer on: with semantic search, the switch to the build's
+        # documents is the embedding task's, run after the build (a search right after the
+        # save, the way an agent looks for it, found nothing for about 3 s). Done here if
+        # that task has not begun, else waited for (it holds the embedding lock).
+        await self._embed_unindexed()
         return {
             "name": name,
             "path": str(path),
