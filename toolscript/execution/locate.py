@@ -398,7 +398,8 @@ def running_gateway(
     once (``told`` None: not waited for, its routes' timeouts tell); one still starting,
     ``told_start`` called once (its pid) when that wait is long. With a script's ``code``,
     a gateway still starting is waited for only until the servers the script calls are
-    tried (``_StartWait``): it then serves without the slower others."""
+    tried (``_StartWait``): it then serves without the slower others; "" (a resumed run's,
+    read from the gateway later) waits for every server."""
     from_env = os.environ.get("TOOLSCRIPT_GATEWAY_URL", "").strip().rstrip("/")
     if from_env:
         found = built_module_hash(from_env, told) if prove_gateway(from_env) else None
@@ -409,7 +410,7 @@ def running_gateway(
             )
         return from_env, found
     config_path = find_config_path(config)
-    wait = _StartWait(code, told_start) if code is not None else None
+    wait = _StartWait(code, told_start) if code else None
     state = ready_gateway_state(
         project_cache_dir(config_path.parent, cache),
         siblings=siblings,
