@@ -145,3 +145,17 @@ def test_a_script_file_run_as_a_command_waits_only_for_its_servers(starting: Sta
     assert (ran.returncode, ran.stdout) == (0, '"UTC"\n'), ran
     assert SERVES_EARLY in ran.stderr, ran.stderr
     assert not starting.go.exists()
+
+
+def test_list_tools_and_get_types_of_a_server_wait_only_for_it(starting: Starting) -> None:
+    """`list-tools clock` and `get-types clock` waited for the slow server they do not ask
+    about; they answer once the clock is tried."""
+    listed = starting.cli("list-tools", "clock")
+    assert listed.returncode == 0 and "get_current_time" in listed.stdout, listed
+    assert (
+        "toolscript: this project's gateway is still connecting slow; the command asks for "
+        "none of them, so it serves now without them (they join when connected)"
+    ) in listed.stderr, listed.stderr
+    typed = starting.cli("get-types", "clock")
+    assert typed.returncode == 0 and "getCurrentTime" in typed.stdout, typed
+    assert not starting.go.exists()
