@@ -892,3 +892,65 @@ def last_run(gateway: GatewayProcess) -> dict[str, object]:
     assert shown.returncode == 0, shown.stderr
     run: dict[str, object] = json.loads(shown.stdout)
     return run
+
+
+def gated_server(go: Path, command: str) -> dict[str, Any]:
+    """An MCP server (``command``) that starts only once the file ``go`` exists: a server a
+    gateway still waits for, for as long as a test wants."""
+    return {
+        "command": "/bin/sh",
+        "args": ["-c", f'while [ ! -e "{go}" ]; do sleep 0.1; done; exec "{command}"'],
+    }
+
+
+@contextmanager
+def starting_gateway(
+    directory: Path, go: Path, env: dict[str, str] | None = None
+) -> Iterator[Path]:
+    """`toolscript gateway start` begun in ``directory`` (its stdout unread, its log the path
+    yielded), not waited for: its ready wait is long, so only a command that needs none of
+    the servers it still waits for ends it early. ``go`` is made at the end (a gated
+    server's start), then the gateway stopped."""
+    log = directory / "gateway.log"
+    with log.open("w") as stderr:
+        gateway = subprocess.Popen(
+            [sys.executable, "-m", "toolscript", "gateway", "start", "--ready-wait", "90"],
+            cwd=directory,
+            env=env or clean_env(),
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+    try:
+        yield log
+    finally:
+        go.touch()
+        gateway.terminate()
+        try:
+            gateway.wait(20)
+        except subprocess.TimeoutExpired:
+            gateway.kill()
+            gateway.wait()
+        assert gateway.stdout is not None
+        gateway.stdout.close()
+
+
+def wait_for_start_mark(directory: Path, server: str) -> None:
+    """Until the starting gateway of the project in ``directory`` names ``server`` among
+    those it waits for (its state file's ``waiting``)."""
+    from toolscript.gateway.state import gateway_state_file
+
+    mark = gateway_state_file(directory / ".toolscript")
+
+    def waiting() -> object:
+        try:
+            return json.loads(mark.read_text()).get("waiting")
+        except (OSError, ValueError):
+            return None
+
+    wait_until(
+        waiting,
+        lambda names: isinstance(names, list) and server in names,
+        60,
+        "the gateway's mark naming the servers it waits for",
+    )

@@ -23,7 +23,15 @@ from typing import Any
 import jsonschema
 import pytest
 
-from tests.helpers import SERVERS, clean_env, python_bin, toolscript_cli, wait_until
+from tests.helpers import (
+    SERVERS,
+    clean_env,
+    gated_server,
+    python_bin,
+    starting_gateway,
+    toolscript_cli,
+    wait_for_start_mark,
+)
 
 PDF = "convert this PDF to text"
 
@@ -58,40 +66,16 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
             "clock": {"command": clock},
             "echo": {"command": sys.executable, "args": [str(SERVERS / "faulty_server.py")]},
             "files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem"]},
-            "slow": {
-                "command": "/bin/sh",
-                "args": ["-c", f'while [ ! -e "{go}" ]; do sleep 0.1; done; exec "{clock}"'],
-            },
+            "slow": gated_server(go, clock),
         },
         "search": {"semantic": False},
     }
     (directory / ".toolscript.json").write_text(json.dumps(config))
-    found = Project(directory, directory / ".toolscript.json", directory / "gateway.log", go)
     no_node = directory / "bin"  # the gateway's PATH: no node, no npx
     no_node.mkdir()
-    with found.log.open("w") as log:
-        gateway = subprocess.Popen(
-            # its ready wait long: only the ask of a command that needs none of the slow
-            # servers ends it early (and the run calling the slow one waits that long for it)
-            [sys.executable, "-m", "toolscript", "gateway", "start", "--ready-wait", "90"],
-            cwd=directory,
-            env=clean_env(PATH=str(no_node)),
-            stdout=subprocess.PIPE,
-            stderr=log,
-            text=True,
-        )
-    try:
-        yield found
-    finally:
-        go.touch()
-        gateway.terminate()
-        try:
-            gateway.wait(20)
-        except subprocess.TimeoutExpired:
-            gateway.kill()
-            gateway.wait()
-        assert gateway.stdout is not None
-        gateway.stdout.close()
+    # the run calling the slow server waits the gateway's whole ready wait for it
+    with starting_gateway(directory, go, clean_env(PATH=str(no_node))) as log:
+        yield Project(directory, directory / ".toolscript.json", log, go)
 
 
 def _face(project: Project, *calls: tuple[str, dict[str, Any]]) -> tuple[dict[str, Any], list[Any]]:
@@ -126,22 +110,7 @@ def test_exec_waits_only_for_the_servers_its_script_calls(project: Project) -> N
     never calls, up to the gateway's whole ready wait, saying only that the gateway "tries
     every server first"; the MCP face then searched without saying in its data that the
     slow server was not searched, nor declared `weak`, `unsearched` or `last_known_tools`."""
-    from toolscript.gateway.state import gateway_state_file
-
-    mark = gateway_state_file(project.directory / ".toolscript")
-
-    def waiting() -> object:
-        try:
-            return json.loads(mark.read_text()).get("waiting")
-        except (OSError, ValueError):
-            return None
-
-    wait_until(
-        waiting,
-        lambda names: isinstance(names, list) and "slow" in names,
-        60,
-        "the gateway's mark naming the servers it waits for",
-    )
+    wait_for_start_mark(project.directory, "slow")
     # a script calling the slow server waits for it, and says so
     slow_run = subprocess.Popen(
         [

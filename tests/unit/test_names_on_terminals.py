@@ -38,7 +38,7 @@ def _answering(monkeypatch: pytest.MonkeyPatch, module: Any, answer: Any) -> Non
             return answer
 
     @contextlib.contextmanager
-    def client(loaded: Any) -> Iterator[Client]:
+    def client(loaded: Any, **kwargs: Any) -> Iterator[Client]:
         yield Client()
 
     monkeypatch.setattr(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,16 +44,29 @@ URL_VARIABLE = "TOOLSCRIPT_GATEWAY_URL"
 _START_HINT = "check `toolscript gateway status`, or start one with `toolscript gateway start`"
 
 
-def find_gateway_url(config: Config) -> str | None:
+def find_gateway_url(config: Config, servers: Collection[str] | None = None) -> str | None:
     """``TOOLSCRIPT_GATEWAY_URL`` (once what answers there proves it holds its token:
-    ``prove_gateway``), else the running gateway recorded for this project."""
+    ``prove_gateway``), else the running gateway recorded for this project. One still
+    starting is waited for: with ``servers`` (those the command asks for), only until they
+    are tried; else until every server is."""
     url = os.environ.get(URL_VARIABLE, "").strip()
     if url:
         from toolscript.execution.locate import prove_gateway
 
         prove_gateway(url.rstrip("/"))
         return url.rstrip("/")
-    state = ready_gateway_state(config.cache_dir(), told=say_start_wait)
+    serve_early = told = None
+    if servers is not None:
+        from toolscript.codegen.naming import to_camel_case
+        from toolscript.execution.locate import StartWait
+
+        wait = StartWait(
+            [to_camel_case(name) for name in servers], say_start_wait, "the command asks for"
+        )
+        serve_early, told = wait.serve_early, wait.told
+    state = ready_gateway_state(
+        config.cache_dir(), told=told or say_start_wait, serve_early=serve_early
+    )
     check_serves(state, config.config_file)
     return str(state["url"]).rstrip("/") if state else None
 
@@ -136,11 +149,17 @@ def enclosing_note(enclosing: list[Path]) -> str:
 
 @contextmanager
 def gateway_client(
-    config: Config, cache: str | None = None, *, timeout: float = 30.0
+    config: Config,
+    cache: str | None = None,
+    *,
+    timeout: float = 30.0,
+    servers: Collection[str] | None = None,
 ) -> Iterator[GatewayClient]:
     """A client of the project's gateway (or TOOLSCRIPT_GATEWAY_URL's); when none runs, of
-    an ephemeral one started for this command and stopped after it, as `exec` does."""
-    url = find_gateway_url(config)
+    an ephemeral one started for this command and stopped after it, as `exec` does.
+    ``servers``: those the command asks for, all a gateway still starting is waited for
+    (``find_gateway_url``)."""
+    url = find_gateway_url(config, servers)
     if url and not os.environ.get(URL_VARIABLE, "").strip() and not _listens(url):
         url = None  # the state file outlived its gateway (see ``_listens``)
     if url:

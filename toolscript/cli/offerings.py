@@ -32,7 +32,7 @@ def _ask(
     loaded, read = config_for_the_gateway(config)
     if read:
         loaded.server(server)  # a clear "server not found" even without a gateway
-    with gateway_client(loaded) as client:
+    with gateway_client(loaded, servers=[server]) as client:
         if method == "GET":
             return client.get_json(_path(server, rest), exact=exact)
         read = client.request("POST", _path(server, rest), json=body).json()

@@ -117,7 +117,7 @@ def search(
         params["explain"] = "true"
     if kind != Kind.tool:
         params["kind"] = kind.value
-    with gateway_client(loaded) as client:
+    with gateway_client(loaded, servers=None if server is None else [server]) as client:
         answer: dict[str, Any] = client.get_json("/search", exact=as_json, **params)
         hits = answer["hits"]
         absent = None  # why a server's search is empty, asked only to print it

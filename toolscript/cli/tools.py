@@ -49,7 +49,7 @@ def list_tools(
     loaded, read = config_for_the_gateway(config)
     if read:
         loaded.server(server)  # a clear "server not found" even without a gateway
-    with gateway_client(loaded) as client:
+    with gateway_client(loaded, servers=[server]) as client:
         tools: list[dict[str, Any]] = client.get_json(f"/servers/{server}/tools", exact=as_json)
         last_listed = last_listing_notes(client, [server], "the tools listed are")
     on_disk, untrusted = config_on_disk(loaded, read=read)

@@ -107,7 +107,7 @@ def get_types(
         qualified = [f"{name}__{tool}" if tool else name for name, tool in asked]
         check_type_names(qualified)
         params = {"names": ",".join(qualified)}
-    with gateway_client(loaded) as client:
+    with gateway_client(loaded, servers=[name for name, _ in asked]) as client:
         answer: dict[str, Any] = client.get_json("/types", exact=as_json, **params)
     if as_json:
         print_json(answer)

@@ -47,15 +47,19 @@ def _checked(run_id: str) -> str:
     return run_id
 
 
-def background_gateway(config: str | None, cache: str | None, run_id: str | None = None) -> str:
+def background_gateway(
+    config: str | None, cache: str | None, run_id: str | None = None, *, code: str = ""
+) -> str:
     """The URL of the project's running gateway: a background run is the gateway's, so it
     needs one that outlives this command (exec's own ephemeral gateway would not).
-    ``run_id``: the run a command would wait for or stop, which none can be running."""
+    ``run_id``: the run a command would wait for or stop, which none can be running.
+    ``code``: the script to start, whose servers alone are waited for of a gateway still
+    starting (``running_gateway``); "" waits for every server."""
     if run_id is not None:
         from toolscript.store.runlog import require_run_id
 
         require_run_id(run_id)
-    found = running_gateway(config, cache)
+    found = running_gateway(config, cache, code=code)
     if found is None and run_id is not None:
         raise UsageError(
             f"no gateway runs for this project, so run {run_id} is not under way",

@@ -103,6 +103,7 @@ def run_exec(
             script, config, cache, check, given, max_calls, resume, saved, trace, as_json
         )
     found: list[str] = []
+    called = _called_code(script, saved, config)
     with (
         Lifeline() as lifeline,
         gateway_for_run(
@@ -110,11 +111,13 @@ def run_exec(
             cache,
             needed=uses_gateway(script.code) or resume is not None,
             on_start=lifeline.watch,
-            code=script.code,
+            code=called,
             found=found,
         ) as (url, module_hash),
     ):
         if saved is not None:
+            if found == ["running"]:  # its servers still connecting: as the run's own wait
+                module_hash = _wait_for_connecting(url, called) or module_hash
             _require_saved(url, saved, config)
         if from_run:
             from toolscript.execution.runhandle import stopped_script
@@ -230,13 +233,16 @@ def _start_in_background(
             "--trace lists a run's calls as it ends; a background run's are in its log",
             hint="`toolscript runs show RUN_ID` once it ended",
         )
-    url = background_gateway(config, cache)
-    if saved is not None:
-        _require_saved(url, saved, config)
+    called = _called_code(script, saved, config)
+    url = background_gateway(config, cache, code=called)
     if resume is not None and not script.code:
         from toolscript.execution.runhandle import stopped_script
 
         script = stopped_script(url, resume)
+        called = script.code
+    _wait_for_connecting(url, called)
+    if saved is not None:
+        _require_saved(url, saved, config)
     run_id = start_background(
         url, script, check=check, limits=limits, max_calls=max_calls, resume=resume
     )
@@ -248,6 +254,35 @@ def _start_in_background(
             "shows its output and result\n"
         )
     return 0
+
+
+def _called_code(script: Script, saved: str | None, config: str | None) -> str:
+    """The code whose ``tools.<namespace>`` say which servers a run calls (what it waits for
+    of a gateway still starting): saved script ``saved``'s file for `toolscript run`, whose
+    own code only calls it; "" (every server) when that file cannot be read."""
+    if saved is None:
+        return script.code
+    from toolscript.plumbing.boundedread import read_regular_file
+    from toolscript.plumbing.paths import find_config_path
+    from toolscript.store.savedscripts import MAX_SCRIPT_BYTES, check_name, scripts_dir
+
+    try:
+        check_name(saved)
+        path = scripts_dir(find_config_path(config).parent) / f"{saved}.ts"
+        return read_regular_file(path, MAX_SCRIPT_BYTES, links=False).decode("utf-8")
+    except (OSError, UnicodeDecodeError, ToolscriptError):
+        return ""
+
+
+def _wait_for_connecting(url: str, called: str) -> str | None:
+    """Wait for the servers ``called`` names that still connect to the gateway at ``url``
+    (``wait_for_connecting_servers``): the checks of a background run and of a saved script
+    would otherwise fail at once on their namespaces. The module's new hash, if any."""
+    from toolscript.execution.locate import wait_for_connecting_servers
+
+    with contextlib.suppress(ToolscriptError, ValueError):  # the run then says what is
+        return wait_for_connecting_servers(url, called)
+    return None
 
 
 def _limits(given: Mapping[str, Any], carried: Mapping[str, Any]) -> Limits:

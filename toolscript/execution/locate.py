@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BUILD_WAIT_MESSAGE",
     "NO_GATEWAY_URL",
+    "StartWait",
     "face_gateway_args",
     "face_gateway_in_process",
     "gateway_for_run",
@@ -398,7 +399,8 @@ def running_gateway(
     once (``told`` None: not waited for, its routes' timeouts tell); one still starting,
     ``told_start`` called once (its pid) when that wait is long. With a script's ``code``,
     a gateway still starting is waited for only until the servers the script calls are
-    tried (``_StartWait``): it then serves without the slower others."""
+    tried (``StartWait``): it then serves without the slower others; "" (a resumed run's,
+    read from the gateway later) waits for every server."""
     from_env = os.environ.get("TOOLSCRIPT_GATEWAY_URL", "").strip().rstrip("/")
     if from_env:
         found = built_module_hash(from_env, told) if prove_gateway(from_env) else None
@@ -409,7 +411,7 @@ def running_gateway(
             )
         return from_env, found
     config_path = find_config_path(config)
-    wait = _StartWait(code, told_start) if code is not None else None
+    wait = StartWait(script_namespaces(code), told_start) if code else None
     state = ready_gateway_state(
         project_cache_dir(config_path.parent, cache),
         siblings=siblings,
@@ -427,18 +429,26 @@ def running_gateway(
     return None
 
 
-class _StartWait:
-    """What a run waits for of its project's gateway still starting: only the servers its
-    script calls (``script_namespaces``; every server when it cannot tell), not the slowest
-    of the others, which join once connected. Says which it waits for, or that it does not."""
+class StartWait:
+    """What a command waits for of its project's gateway still starting: only the servers it
+    needs (``needs``, as ``tools`` namespaces: ``script_namespaces`` of a script; None:
+    every server), not the slowest of the others, which join once connected. Says which it
+    waits for, or that it does not; ``does`` says what it does with them ("the script
+    calls")."""
 
-    def __init__(self, code: str, told: Callable[[int | None], object] | None) -> None:
-        self.needs = script_namespaces(code)
+    def __init__(
+        self,
+        needs: list[str] | None,
+        told: Callable[[int | None], object] | None,
+        does: str = "the script calls",
+    ) -> None:
+        self.needs = needs
         self._told = told
-        self.named: list[str] = []  # the servers waited for that the script calls
+        self._does = does
+        self.named: list[str] = []  # the servers waited for that the command needs
 
     def serve_early(self, waiting: list[str]) -> bool:
-        """Whether the script calls none of the servers the gateway still waits for."""
+        """Whether the command needs none of the servers the gateway still waits for."""
         if self.needs is None:
             return False
         from toolscript.codegen.naming import to_camel_case
@@ -451,7 +461,7 @@ class _StartWait:
 
             write_shown(  # a server's name is the config's: shown, not obeyed
                 f"toolscript: this project's gateway is still connecting {', '.join(waiting)}; "
-                "the script calls none of them, so it serves now without them (they join "
+                f"{self._does} none of them, so it serves now without them (they join "
                 "when connected)\n",
                 sys.stderr,
             )
@@ -459,7 +469,7 @@ class _StartWait:
         return True
 
     def told(self, pid: int | None) -> None:
-        """The line of a long wait: the servers the script calls, when known."""
+        """The line of a long wait: the servers the command needs, when known."""
         if not self.named:
             if self._told is not None:
                 self._told(pid)
@@ -469,7 +479,7 @@ class _StartWait:
         named = f" (pid {pid})" if pid else ""
         write_shown(
             f"toolscript: waiting for this project's gateway{named} to connect "
-            f"{', '.join(self.named)}, which the script calls (its log, the stderr of "
+            f"{', '.join(self.named)}, which {self._does} (its log, the stderr of "
             "`toolscript gateway start`, says when it connects)\n",
             sys.stderr,
         )
