@@ -48,7 +48,7 @@ from toolscript.upstream.sdk import (
     stop_server_process,
 )
 
-__all__ = ["early_transport", "stdio_transport"]
+__all__ = ["early_transport", "listing_or_error", "stdio_transport"]
 
 log = logging.getLogger("toolscript.upstream")
 
@@ -361,10 +361,17 @@ def _decode_cut(line: bytes | bytearray) -> Any:
         decoded = msgspec.json.decode(cut_nesting(line, NESTING_CUT))
     except (msgspec.DecodeError, RecursionError):
         return _UNPARSED
+    return listing_or_error(decoded, NESTING_CUT)
+
+
+def listing_or_error(decoded: Any, depth: int) -> Any:
+    """A message read with what is deeper than ``depth`` levels empty, as it may be used: a
+    listing's answer as read, any other answer its request's error (its result would be
+    used changed); a request or notification as read."""
     if isinstance(decoded, dict) and "id" in decoded and "result" in decoded:
         result = decoded["result"]
         if not (isinstance(result, dict) and _LISTINGS.intersection(result)):
-            too_deep = f"the server's answer is nested more than {NESTING_CUT} levels deep"
+            too_deep = f"the server's answer is nested more than {depth} levels deep"
             error = {"code": -32603, "message": too_deep}
             return {"jsonrpc": "2.0", "id": decoded["id"], "error": error}
     return decoded
