@@ -36,7 +36,7 @@ import msgspec
 from httpx2._decoders import MultiDecoder
 
 from toolscript.plumbing.jsonvalues import ValueCount, cut_nesting, nested_past
-from toolscript.upstream.stdio import listing_or_error
+from toolscript.upstream.limits import listing_or_error
 
 __all__ = [
     "MAX_MESSAGE",
@@ -188,7 +188,7 @@ class _BoundedStream(httpx2.AsyncByteStream):
 
 def _within_depth(message: bytes, *, events: bool) -> bytes:
     """``message`` (a JSON answer, or an event) as passed on: as sent, unless it nests past
-    ``NESTING_CUT`` levels and reads once cut (``stdio.listing_or_error``)."""
+    ``NESTING_CUT`` levels and reads once cut (``limits.listing_or_error``)."""
     if not nested_past(message, NESTING_CUT):
         return message
     if not events:

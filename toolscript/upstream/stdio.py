@@ -39,6 +39,7 @@ from toolscript.upstream.limits import (
     NoticeFlood,
     RateWindow,
     RequestFlood,
+    listing_or_error,
 )
 from toolscript.upstream.sdk import (
     TransportStreams,
@@ -48,7 +49,7 @@ from toolscript.upstream.sdk import (
     stop_server_process,
 )
 
-__all__ = ["early_transport", "listing_or_error", "stdio_transport"]
+__all__ = ["early_transport", "stdio_transport"]
 
 log = logging.getLogger("toolscript.upstream")
 
@@ -364,19 +365,6 @@ def _decode_cut(line: bytes | bytearray) -> Any:
     return listing_or_error(decoded, NESTING_CUT)
 
 
-def listing_or_error(decoded: Any, depth: int) -> Any:
-    """A message read with what is deeper than ``depth`` levels empty, as it may be used: a
-    listing's answer as read, any other answer its request's error (its result would be
-    used changed); a request or notification as read."""
-    if isinstance(decoded, dict) and "id" in decoded and "result" in decoded:
-        result = decoded["result"]
-        if not (isinstance(result, dict) and _LISTINGS.intersection(result)):
-            too_deep = f"the server's answer is nested more than {depth} levels deep"
-            error = {"code": -32603, "message": too_deep}
-            return {"jsonrpc": "2.0", "id": decoded["id"], "error": error}
-    return decoded
-
-
 def _validated(line: bytes | bytearray, decoded: Any) -> SessionMessage | Exception:
     try:
         if decoded is _UNPARSED:  # pydantic's error names what was wrong (and the line)
@@ -390,6 +378,3 @@ def _validated(line: bytes | bytearray, decoded: Any) -> SessionMessage | Except
 
 _UNPARSED = object()
 _TOO_DEEP = object()
-# What a listing's answer holds (``tools/list``, ``prompts/list``, ``resources/list``,
-# ``resources/templates/list``): read with its deepest parts empty rather than refused.
-_LISTINGS = frozenset({"tools", "prompts", "resources", "resourceTemplates"})
