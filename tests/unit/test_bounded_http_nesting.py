@@ -12,7 +12,7 @@ import httpx2
 import mcp_types
 
 from toolscript.plumbing.jsonvalues import nested_past
-from toolscript.upstream.bounded import NESTING_CUT, BoundedTransport
+from toolscript.upstream.bounded import HELD_EVENT, NESTING_CUT, BoundedTransport
 
 DEPTH = 10_000
 
@@ -112,3 +112,40 @@ def test_a_shallow_stream_passes_byte_for_byte() -> None:
     assert _read(_in_pieces(shallow, 7), "application/json") == shallow
     stream = (b"id: 2\r\ndata: " + shallow + b"\r\n\r\n") * 3
     assert _read(_in_pieces(stream, 5), "text/event-stream") == stream
+
+
+class _Counted(_Chunks):
+    """Its chunks, counting the bytes it has given."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        super().__init__(chunks)
+        self.given = 0
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self.chunks:
+            self.given += len(chunk)
+            yield chunk
+
+
+def test_an_event_past_the_held_bytes_is_passed_on_as_it_comes() -> None:
+    """An event longer than HELD_EVENT reaches the SDK as it arrives (which refuses one past
+    1 MiB on the legacy SSE transport), not held to the 128 MB bound."""
+    chunk = b"x" * 1024 * 1024
+    source = _Counted([b"data: ", *[chunk] * (HELD_EVENT // len(chunk) + 4)])
+
+    class _Serving(httpx2.AsyncBaseTransport):
+        async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+            headers = {"content-type": "text/event-stream"}
+            return httpx2.Response(200, headers=headers, stream=source, request=request)
+
+    async def main() -> int:
+        async with (
+            httpx2.AsyncClient(transport=BoundedTransport(_Serving())) as client,
+            client.stream("GET", "http://server.invalid/sse") as response,
+        ):
+            async for _ in response.aiter_raw():
+                return source.given
+        raise AssertionError("nothing passed on")
+
+    given = anyio.run(main)
+    assert HELD_EVENT < given <= HELD_EVENT + 2 * len(chunk), given

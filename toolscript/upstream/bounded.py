@@ -19,8 +19,8 @@ SDK with what is deeper empty, as a stdio server's line does (``stdio.NESTING_CU
 SDK's parser (pydantic's) refuses one past 201 levels, and a tools/list answer so refused
 failed its whole server. A listing so read is served, that schema open with a note
 (``limits.bound_schema``, whose warning names the server); any other answer that deep is
-its request's error. So a stream is passed on event by event, a JSON answer whole (the SDK
-reads either no sooner).
+its request's error. So a stream is passed on event by event (an event past ``HELD_EVENT``
+as it comes, uncut), a JSON answer whole: the SDK reads either no sooner.
 
 Imported with the first HTTP server (it needs httpx2).
 """
@@ -39,6 +39,7 @@ from toolscript.plumbing.jsonvalues import ValueCount, cut_nesting, nested_past
 from toolscript.upstream.limits import listing_or_error
 
 __all__ = [
+    "HELD_EVENT",
     "MAX_MESSAGE",
     "MAX_MESSAGE_VALUES",
     "NESTING_CUT",
@@ -56,6 +57,9 @@ _EVENT_END = re.compile(b"|".join(re.escape(b) for b in _BOUNDARIES))
 # parser refuses a message past 201 levels (measured: a tools/list answer of 201 is read,
 # one of 202 refused); real schemas and results hold about 10.
 NESTING_CUT = 200
+# Bytes of one event held to be cut whole; a longer one is passed on as sent (the SDK's
+# legacy SSE client refuses an event past 1 MiB: it would otherwise be held to MAX_MESSAGE).
+HELD_EVENT = 8 * 1024 * 1024
 
 
 class BoundedTransport(httpx2.AsyncBaseTransport):
@@ -135,14 +139,34 @@ class _BoundedStream(httpx2.AsyncByteStream):
         self._events = events  # an event stream: passed on event by event, else whole
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        pending: list[bytes] = []  # what was read and not passed on: the message under way
+        if not self._events:  # a JSON answer: the SDK reads it whole too
+            whole = [piece async for piece in self._counted()]
+            if whole:
+                yield _within_depth(b"".join(whole), events=False)
+            return
+        pending: list[bytes] = []  # the event under way, held to be passed on whole
+        held = 0  # its bytes
+        passing = False  # the event under way is past HELD_EVENT: passed on as sent
+        tail = b""
         async for piece in self._counted():
-            pending.append(piece)
-            if self._events and b"".join(p[-4:] for p in pending[-4:]).endswith(_BOUNDARIES):
-                yield _within_depth(b"".join(pending), events=True)
-                pending.clear()
+            tail = (tail + piece[-4:])[-4:]
+            ended = tail.endswith(_BOUNDARIES)
+            if passing:
+                yield piece
+            else:
+                pending.append(piece)
+                held += len(piece)
+                if ended:
+                    yield _within_depth(b"".join(pending), events=True)
+                elif held > HELD_EVENT:
+                    yield b"".join(pending)
+                    passing = True
+                if ended or passing:
+                    pending.clear()
+                    held = 0
+            passing = passing and not ended
         if pending:
-            yield _within_depth(b"".join(pending), events=self._events)
+            yield _within_depth(b"".join(pending), events=True)
 
     async def _counted(self) -> AsyncIterator[bytes]:
         """The stream's bytes, each event's last piece ending with its boundary."""
