@@ -23,6 +23,7 @@ warning, a tool name of 1 MB skipped with a warning, the other tools served.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import threading
@@ -36,7 +37,9 @@ from tests.helpers import (
     SERVERS,
     GatewayProcess,
     agent_exec,
+    background_server,
     fixture_server,
+    free_port,
 )
 
 IMPORT = 'import { tools } from "toolscript";\n'
@@ -79,11 +82,25 @@ def _deep_listing() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+def deep_http() -> Iterator[dict[str, Any]]:
+    """tests/servers/deep_http_server.py twice: answering with JSON bodies, and with events."""
+    ports = {"deepjson": free_port(), "deepsse": free_port()}
+    script = str(SERVERS / "deep_http_server.py")
+    with contextlib.ExitStack() as stack:
+        for port, mode in zip(ports.values(), ("json", "sse"), strict=True):
+            stack.enter_context(background_server([sys.executable, script, str(port), mode], port))
+        yield {name: {"url": f"http://127.0.0.1:{port}/mcp"} for name, port in ports.items()}
+
+
+@pytest.fixture(scope="module")
+def gateway(
+    tmp_path_factory: pytest.TempPathFactory, deep_http: dict[str, Any]
+) -> Iterator[GatewayProcess]:
     directory = tmp_path_factory.mktemp("volume")
     servers = {
         "fx": fixture_server(),
         "vast": _hostile(directory, "vast", {"raw_tools": _deep_listing()}),
+        **deep_http,
     }
     config = {"mcpServers": servers, "search": {"semantic": False}}
     started = GatewayProcess(config, directory)
@@ -116,6 +133,28 @@ def test_a_schema_nested_10_000_deep_keeps_its_server_and_its_other_tools(
     )
     assert code == 0, stderr
     assert json.loads(stdout) == ["ok", "cycle", "deep", "choose"]
+
+
+def test_an_http_servers_listing_nested_10_000_deep_keeps_the_server(
+    gateway: GatewayProcess,
+) -> None:
+    """The same schema from a streamable HTTP server, in a JSON answer and in an event.
+    Before: the SDK's parser refused the answer past 201 levels (``recursion limit
+    exceeded``) and the server failed, its other tool lost with it."""
+    for name in ("deepjson", "deepsse"):
+        state = gateway.health()["servers"][name]
+        assert state["state"] == "connected", state
+        listed = gateway.client.get(f"servers/{name}/tools").json()
+        assert sorted(tool["name"] for tool in listed) == ["deep", "ok"], listed
+        gateway.wait_for_log(f"{name}: tool input schemas: 1 too large to type")
+    code, stdout, stderr = agent_exec(
+        gateway,
+        IMPORT + "return [await tools.deepjson.ok(), await tools.deepsse.ok(),\n"
+        "  await tools.deepjson.deep({ a: { a: {} } }), await tools.deepsse.deep({})];",
+    )
+    assert code == 0, stderr
+    assert json.loads(stdout) == ["ok", "ok", "deep", "deep"]
+    assert gateway.health()["servers"]["fx"]["state"] == "connected"
 
 
 def test_100_000_promised_calls_stop_at_the_run_s_limit_and_others_are_answered(

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ValueCount", "cut_nesting", "json_values"]
+__all__ = ["ValueCount", "cut_nesting", "json_values", "nested_past"]
 
 
 def json_values(data: bytes | bytearray) -> int:
@@ -126,3 +126,27 @@ def cut_nesting(data: bytes | bytearray, depth: int) -> bytes:
             level -= 1
     pieces.append(bytes(data[kept_from:]))
     return b"".join(pieces)
+
+
+_STRING = re.compile(rb'"[^"\\\n]*(?:\\.[^"\\\n]*)*"')  # unrolled: no alternation per byte
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def nested_past(data: bytes | bytearray, depth: int) -> bool:
+    """Whether ``data`` nests objects or arrays deeper than ``depth`` levels (its strings'
+    brackets are text). Its brackets alone, each pass drops every innermost pair, until
+    none is left or ``depth + 1`` openers follow each other: at most ``depth`` passes of C
+    loops, however large the text. A text whose brackets do not pair up is left to its
+    decoder (False)."""
+    if data.count(b"[") + data.count(b"{") <= depth:
+        return False
+    brackets = _STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
+    run = re.compile(rb"[\[{]{%d}" % (depth + 1))
+    for _ in range(depth):
+        if run.search(brackets):
+            return True
+        inner = brackets.replace(b"[]", b"").replace(b"{}", b"")
+        if not inner or len(inner) == len(brackets):
+            return False
+        brackets = inner
+    return True

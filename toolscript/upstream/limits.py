@@ -45,6 +45,7 @@ __all__ = [
     "bound_schema",
     "cut_text",
     "form_refused",
+    "listing_or_error",
 ]
 
 TEXT_LIMIT = 32_768  # characters of a description, title or the server's instructions
@@ -482,3 +483,21 @@ def _size(value: Any) -> int | None:
         return len(json.dumps(value))
     except (RecursionError, TypeError, ValueError):
         return None
+
+
+def listing_or_error(decoded: Any, depth: int) -> Any:
+    """A message read with what is deeper than ``depth`` levels empty, as it may be used: a
+    listing's answer as read, any other answer its request's error (its result would be
+    used changed); a request or notification as read."""
+    if isinstance(decoded, dict) and "id" in decoded and "result" in decoded:
+        result = decoded["result"]
+        if not (isinstance(result, dict) and _LISTING_KEYS.intersection(result)):
+            too_deep = f"the server's answer is nested more than {depth} levels deep"
+            error = {"code": -32603, "message": too_deep}
+            return {"jsonrpc": "2.0", "id": decoded["id"], "error": error}
+    return decoded
+
+
+# What a listing's answer holds (``tools/list``, ``prompts/list``, ``resources/list``,
+# ``resources/templates/list``): read with its deepest parts empty rather than refused.
+_LISTING_KEYS = frozenset({"tools", "prompts", "resources", "resourceTemplates"})

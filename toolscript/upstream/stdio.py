@@ -39,6 +39,7 @@ from toolscript.upstream.limits import (
     NoticeFlood,
     RateWindow,
     RequestFlood,
+    listing_or_error,
 )
 from toolscript.upstream.sdk import (
     TransportStreams,
@@ -361,13 +362,7 @@ def _decode_cut(line: bytes | bytearray) -> Any:
         decoded = msgspec.json.decode(cut_nesting(line, NESTING_CUT))
     except (msgspec.DecodeError, RecursionError):
         return _UNPARSED
-    if isinstance(decoded, dict) and "id" in decoded and "result" in decoded:
-        result = decoded["result"]
-        if not (isinstance(result, dict) and _LISTINGS.intersection(result)):
-            too_deep = f"the server's answer is nested more than {NESTING_CUT} levels deep"
-            error = {"code": -32603, "message": too_deep}
-            return {"jsonrpc": "2.0", "id": decoded["id"], "error": error}
-    return decoded
+    return listing_or_error(decoded, NESTING_CUT)
 
 
 def _validated(line: bytes | bytearray, decoded: Any) -> SessionMessage | Exception:
@@ -383,6 +378,3 @@ def _validated(line: bytes | bytearray, decoded: Any) -> SessionMessage | Except
 
 _UNPARSED = object()
 _TOO_DEEP = object()
-# What a listing's answer holds (``tools/list``, ``prompts/list``, ``resources/list``,
-# ``resources/templates/list``): read with its deepest parts empty rather than refused.
-_LISTINGS = frozenset({"tools", "prompts", "resources", "resourceTemplates"})
