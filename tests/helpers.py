@@ -935,6 +935,28 @@ def starting_gateway(
         gateway.stdout.close()
 
 
+@contextmanager
+def command_held_by(go: Path, directory: Path, *args: str) -> Iterator[subprocess.Popen[str]]:
+    """`toolscript ARGS` begun in ``directory`` and not waited for (it waits for a server
+    gated on ``go``): the process yielded, its stdout and stderr pipes; at the end ``go``
+    is made and a process still running killed."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolscript", *args],
+        cwd=directory,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        yield process
+    finally:
+        go.touch()
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
 def wait_for_start_mark(directory: Path, server: str) -> None:
     """Until the starting gateway of the project in ``directory`` names ``server`` among
     those it waits for (its state file's ``waiting``)."""

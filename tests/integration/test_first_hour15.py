@@ -26,6 +26,7 @@ import pytest
 from tests.helpers import (
     SERVERS,
     clean_env,
+    command_held_by,
     gated_server,
     python_bin,
     starting_gateway,
@@ -112,22 +113,13 @@ def test_exec_waits_only_for_the_servers_its_script_calls(project: Project) -> N
     slow server was not searched, nor declared `weak`, `unsearched` or `last_known_tools`."""
     wait_for_start_mark(project.directory, "slow")
     # a script calling the slow server waits for it, and says so
-    slow_run = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "toolscript",
-            "exec",
-            'import { tools } from "toolscript";\nreturn (await tools.slow.getCurrentTime('
-            '{ timezone: "UTC" })).timezone;',
-        ],
-        cwd=project.directory,
-        env=clean_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    with command_held_by(
+        project.go,
+        project.directory,
+        "exec",
+        'import { tools } from "toolscript";\nreturn (await tools.slow.getCurrentTime('
+        '{ timezone: "UTC" })).timezone;',
+    ) as slow_run:
         assert slow_run.stderr is not None
         said = slow_run.stderr.readline()
         assert said.startswith("toolscript: waiting for this project's gateway (pid "), said
@@ -164,11 +156,6 @@ def test_exec_waits_only_for_the_servers_its_script_calls(project: Project) -> N
         project.go.touch()
         out, err = slow_run.communicate(timeout=120)
         assert (slow_run.returncode, out) == (0, '"UTC"\n'), err
-    finally:
-        project.go.touch()
-        if slow_run.poll() is None:
-            slow_run.kill()
-            slow_run.communicate()
 
 
 def test_keyword_search_says_it_cannot_flag_a_request_no_tool_fits(project: Project) -> None:

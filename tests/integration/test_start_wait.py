@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import (
-    clean_env,
+    command_held_by,
     gated_server,
     python_bin,
     starting_gateway,
@@ -78,15 +77,9 @@ def test_a_background_run_waits_only_for_the_servers_its_script_calls(
 ) -> None:
     """`exec --background` of a clock script waited for the slow server before it printed
     its run's id; one of a slow script still waits for it, and says so."""
-    slow_start = subprocess.Popen(
-        [sys.executable, "-m", "toolscript", "exec", "--background", SLOW_SCRIPT],
-        cwd=starting.directory,
-        env=clean_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    with command_held_by(
+        starting.go, starting.directory, "exec", "--background", SLOW_SCRIPT
+    ) as slow_start:
         assert slow_start.stderr is not None
         said = slow_start.stderr.readline()
         assert "to connect slow, which the script calls" in said, said
@@ -101,26 +94,13 @@ def test_a_background_run_waits_only_for_the_servers_its_script_calls(
         assert slow_start.returncode == 0, err
         waited = starting.cli("runs", "wait", out.strip())
         assert (waited.returncode, waited.stdout) == (0, '"UTC"\n'), waited
-    finally:
-        starting.go.touch()
-        if slow_start.poll() is None:
-            slow_start.kill()
-            slow_start.communicate()
 
 
 def test_a_saved_script_run_waits_only_for_the_servers_it_calls(starting: Starting) -> None:
     """`toolscript run utcZone` ran `scripts.utcZone()`, which names no server: it waited
     for every one. Its file says it calls the clock alone. `run slowZone` waits for the
     slow server, still connecting after the gateway served (its check failed at once)."""
-    slow_run = subprocess.Popen(
-        [sys.executable, "-m", "toolscript", "run", "slowZone"],
-        cwd=starting.directory,
-        env=clean_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    with command_held_by(starting.go, starting.directory, "run", "slowZone") as slow_run:
         assert slow_run.stderr is not None
         said = slow_run.stderr.readline()
         assert "to connect slow, which the script calls" in said, said
@@ -131,11 +111,6 @@ def test_a_saved_script_run_waits_only_for_the_servers_it_calls(starting: Starti
         starting.go.touch()
         out, err = slow_run.communicate(timeout=120)
         assert (slow_run.returncode, out) == (0, '"UTC"\n'), err
-    finally:
-        starting.go.touch()
-        if slow_run.poll() is None:
-            slow_run.kill()
-            slow_run.communicate()
 
 
 def test_a_script_file_run_as_a_command_waits_only_for_its_servers(starting: Starting) -> None:
