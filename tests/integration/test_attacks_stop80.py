@@ -20,6 +20,7 @@ import json
 import secrets
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,7 @@ from tests.helpers import (
     fixture_server,
     inspector_call,
     port_file_server,
+    project_gateway,
     toolscript_cli,
 )
 from toolscript.plumbing.paths import user_cache_dir
@@ -40,13 +42,32 @@ IMPORT = 'import { tools } from "toolscript";\n'
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
-    directory = tmp_path_factory.mktemp("stop80")
-    config = {"mcpServers": {"fx": fixture_server()}, "search": {"semantic": False}}
-    gateway = GatewayProcess(config, directory)
-    try:
+    with project_gateway(tmp_path_factory.mktemp("stop80"), {"fx": fixture_server()}) as gateway:
         yield gateway
-    finally:
-        gateway.stop()
+
+
+@contextmanager
+def impostor_at(folder: Path) -> Iterator[str]:
+    """The URL (an agent's token in it) of a real process answering as a gateway does,
+    without the token, its requests logged in ``folder``."""
+    impostor = [
+        sys.executable,
+        str(SERVERS / "impostor_gateway.py"),
+        str(folder / "port"),
+        str(folder / "impostor.log"),
+    ]
+    with port_file_server(impostor, folder / "port") as port:
+        yield f"http://127.0.0.1:{port}/agent-{secrets.token_urlsafe(24)}"
+
+
+def assert_sent_only_nonces(folder: Path, url: str) -> None:
+    """The impostor of ``folder`` was asked /proof alone, and never sent the token of
+    ``url`` nor the script's password."""
+    text = (folder / "impostor.log").read_text()
+    sent = [json.loads(line) for line in text.splitlines()]
+    assert sent and all(request["path"].startswith("/proof?n=") for request in sent), sent
+    token = url.rpartition("/")[2]
+    assert token not in text and "hunter2" not in text
 
 
 def test_a_program_answering_as_a_gateway_is_sent_neither_token_nor_script(
@@ -56,16 +77,8 @@ def test_a_program_answering_as_a_gateway_is_sent_neither_token_nor_script(
     as a gateway does. Before: exec sent it the token in every path and POST /runs with the
     script, then printed the run's output. Now exec, list-servers and search ask /proof
     alone and stop: not a gateway's proof."""
-    log = tmp_path / "impostor.log"
-    impostor = [
-        sys.executable,
-        str(SERVERS / "impostor_gateway.py"),
-        str(tmp_path / "port"),
-        str(log),
-    ]
-    token = "agent-" + secrets.token_urlsafe(24)
-    with port_file_server(impostor, tmp_path / "port") as port:
-        env = {"TOOLSCRIPT_GATEWAY_URL": f"http://127.0.0.1:{port}/{token}"}
+    with impostor_at(tmp_path) as url:
+        env = {"TOOLSCRIPT_GATEWAY_URL": url}
         done = toolscript_cli(
             "exec",
             "--no-check",
@@ -79,27 +92,16 @@ def test_a_program_answering_as_a_gateway_is_sent_neither_token_nor_script(
             done = toolscript_cli(*command, cwd=tmp_path, env=env)
             assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
             assert "another program listens there" in done.stderr, done.stderr
-    sent = [json.loads(line) for line in log.read_text().splitlines()]
-    assert sent and all(request["path"].startswith("/proof?n=") for request in sent), sent
-    assert token not in log.read_text() and "hunter2" not in log.read_text()
+    assert_sent_only_nonces(tmp_path, url)
 
 
 def test_the_mcp_face_sends_such_a_program_no_script(tmp_path: Path) -> None:
     """The MCP face (through the MCP Inspector's CLI) with TOOLSCRIPT_GATEWAY_URL at the
     impostor: execute answers that it does not prove it holds the token; it was sent
     nothing but the proof's nonce."""
-    log = tmp_path / "impostor.log"
-    impostor = [
-        sys.executable,
-        str(SERVERS / "impostor_gateway.py"),
-        str(tmp_path / "port"),
-        str(log),
-    ]
     config = tmp_path / ".toolscript.json"
     config.write_text('{"mcpServers": {}}')
-    token = "agent-" + secrets.token_urlsafe(24)
-    with port_file_server(impostor, tmp_path / "port") as port:
-        url = f"http://127.0.0.1:{port}/{token}"
+    with impostor_at(tmp_path) as url:
         code = IMPORT + 'const pw = "hunter2-typed";\nreturn 1'
         result = inspector_call(
             tmp_path, config, "execute", f"code={code}", env={"TOOLSCRIPT_GATEWAY_URL": url}
@@ -107,11 +109,7 @@ def test_the_mcp_face_sends_such_a_program_no_script(tmp_path: Path) -> None:
     said = json.dumps(result)
     assert result.get("isError") is True, said
     assert "does not prove it holds the gateway" in said, said
-    text = log.read_text()
-    assert text and all(
-        json.loads(line)["path"].startswith("/proof?n=") for line in text.splitlines()
-    ), text
-    assert token not in text and "hunter2" not in text
+    assert_sent_only_nonces(tmp_path, url)
 
 
 def test_the_gateway_proves_its_tokens_and_gives_none_of_them(gateway: GatewayProcess) -> None:
