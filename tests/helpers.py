@@ -422,15 +422,16 @@ def restarted(gateway: GatewayProcess, server: str, since: float) -> None:
     )
 
 
-def face_parameters(gateway: GatewayProcess) -> Any:
-    """``toolscript mcp`` for the gateway's project, as an MCP client starts it."""
+def face_parameters(gateway: GatewayProcess, **env: str) -> Any:
+    """``toolscript mcp`` for the gateway's project, as an MCP client starts it (``env``
+    added to its clean environment)."""
     from mcp import StdioServerParameters
 
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "toolscript", "mcp", "--config", str(gateway.config_path)],
         cwd=str(gateway.directory),
-        env=clean_env(),
+        env=clean_env(**env),
     )
 
 

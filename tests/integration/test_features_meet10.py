@@ -25,6 +25,7 @@ from tests.helpers import (
     GatewayProcess,
     clean_env,
     face_call,
+    face_parameters,
     fixture_server,
     fx_waits_for,
     gateway_cli,
@@ -53,7 +54,7 @@ def test_gateway_stop_all_while_a_face_run_and_an_exec_run_wait_in_a_call(
     neither what to do. Each now says the gateway stopped, that its run asked for 1 call
     still under way (whether the server did it unknown), and how to run it again."""
     import anyio
-    from mcp import ClientSession, StdioServerParameters
+    from mcp import ClientSession
     from mcp.client.stdio import stdio_client
 
     home = tmp_path / "home"  # its own gateways alone: --all stops every one of the user's
@@ -77,12 +78,7 @@ def test_gateway_stop_all_while_a_face_run_and_an_exec_run_wait_in_a_call(
             stderr=subprocess.PIPE,
             text=True,
         )
-        face = StdioServerParameters(
-            command=sys.executable,
-            args=["-m", "toolscript", "mcp", "--config", str(face_gateway.config_path)],
-            cwd=str(face_gateway.directory),
-            env=clean_env(**env),
-        )
+        face = face_parameters(face_gateway, **env)
 
         async def work() -> None:
             async with (
@@ -381,15 +377,10 @@ def face_call_with(gateway: GatewayProcess, env: dict[str, str], tool: str, code
     """``face_call`` with ``env`` added to the face's environment (its TOOLSCRIPT_HOME: where
     the sign-in and the gateway's state file are)."""
     import anyio
-    from mcp import ClientSession, StdioServerParameters
+    from mcp import ClientSession
     from mcp.client.stdio import stdio_client
 
-    face = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "toolscript", "mcp", "--config", str(gateway.config_path)],
-        cwd=str(gateway.directory),
-        env=clean_env(**env),
-    )
+    face = face_parameters(gateway, **env)
 
     async def work() -> Any:
         async with stdio_client(face) as (read, write), ClientSession(read, write) as session:
